@@ -1,0 +1,120 @@
+"""The named counting conventions: which parameters count and how forward FLOPs are tallied.
+
+Every convention is a policy over the same typed terms (``count.Term``), so the published
+accountings differ from ``exact`` only in what they keep, never in separate formulas.
+Roles: token / tied / position (embedding tables), weight (linear and router weights), bias, norm,
+head (the unembedding), core (the attention QKᵀ and AV matmuls), op (elementwise work only).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+ALL_PARAMS = frozenset({"token", "tied", "position", "weight", "bias", "norm", "head"})
+MATRICES = frozenset({"token", "tied", "position", "weight", "head"})
+
+
+@dataclass(frozen=True)
+class Convention:
+    name: str
+    summary: str  # one sentence, printed with every result
+    source: str
+    params: frozenset[str]  # roles whose parameters count
+    flops: Literal["matmul", "params"]  # matmul: 2 per multiply-add; params: 2 per counted parameter (2N)
+    matmul: frozenset[str] = frozenset()  # with flops="matmul": roles whose multiply-adds count
+    attention: Literal["full", "causal", "none"] = "full"  # the QKᵀ and AV square
+    elementwise: Literal["ops", "softmax3", "none"] = "ops"
+    per_head: bool = False  # one query, key and value matrix per head
+    untie: bool = False  # a tied embedding counted again as the unembedding
+
+
+CONVENTIONS: dict[str, Convention] = {
+    c.name: c
+    for c in [
+        Convention(
+            name="exact",
+            summary="every tensor a framework instantiates (a tied matrix once); every matmul at 2 FLOPs per "
+            "multiply-add with the full attention square, as torch's FlopCounterMode counts",
+            source="torch.utils.flop_counter; the model's reference code",
+            params=ALL_PARAMS,
+            flops="matmul",
+            matmul=frozenset({"weight", "head", "core"}),
+        ),
+        Convention(
+            name="causal",
+            summary="as exact, with the attention square (QKᵀ and AV) halved for the causal mask",
+            source="Megatron-LM num_floating_point_operations (current releases)",
+            params=ALL_PARAMS,
+            flops="matmul",
+            matmul=frozenset({"weight", "head", "core"}),
+            attention="causal",
+        ),
+        Convention(
+            name="kaplan",
+            summary="N = non-embedding weight matrices (no biases or norms); C_forward = 2N + 2·n_layer·n_ctx·d_attn "
+            "per token; embedding and de-embedding FLOPs left out",
+            source="Kaplan et al. 2020, Scaling Laws for Neural Language Models, Table 1",
+            params=frozenset({"token", "tied", "position", "weight", "head"}),
+            flops="matmul",
+            matmul=frozenset({"weight", "core"}),
+            attention="causal",
+            elementwise="none",
+        ),
+        Convention(
+            name="chinchilla",
+            summary="embeddings, QKV, QKᵀ, softmax (3 per score), AV, output, FFN and logits matmuls with the full "
+            "square; biases and norms ignored; backward = 2 × forward",
+            source="Hoffmann et al. 2022, Training Compute-Optimal Large Language Models, Appendix F",
+            params=ALL_PARAMS,
+            flops="matmul",
+            matmul=frozenset({"token", "tied", "weight", "head", "core"}),
+            elementwise="softmax3",
+        ),
+        Convention(
+            name="megatron",
+            summary="weight matrices and the full attention square, logits included, no biases or norms; "
+            "with --recompute full the paper's 96·B·s·l·h²·(1 + s/6h + V/16lh)",
+            source="Narayanan et al. 2021, Efficient Large-Scale Language Model Training on GPU Clusters, Appendix",
+            params=frozenset({"token", "tied", "position", "weight", "head"}),
+            flops="matmul",
+            matmul=frozenset({"weight", "head", "core"}),
+            elementwise="none",
+        ),
+        Convention(
+            name="palm",
+            summary="model FLOPs 6N + 12·L·H·Q·T per token for training, N = parameters used in matmuls "
+            "(positions and an untied input embedding are lookups and left out); full square",
+            source="Chowdhery et al. 2022, PaLM, Appendix B",
+            params=frozenset({"tied", "weight", "bias", "norm", "head"}),
+            flops="params",
+            elementwise="none",
+        ),
+        Convention(
+            name="6n",
+            summary="2N forward and 6N training FLOPs per token, N = every parameter (active ones for MoE); "
+            "attention square ignored",
+            source="Kaplan et al. 2020 §2.1; Brown et al. 2020 (GPT-3: 6 · 174.6B · 300B = 3.14e23)",
+            params=ALL_PARAMS,
+            flops="params",
+            attention="none",
+            elementwise="none",
+        ),
+        Convention(
+            name="3b1b",
+            summary="weight matrices only, one query, key and value matrix per head, embedding and unembedding "
+            "counted separately; 2 FLOPs per weight a token meets",
+            source="the GPT-3 tally of 175,181,291,520 weights in 27,938 matrices (3Blue1Brown, "
+            "'How might LLMs store facts')",
+            params=frozenset({"token", "tied", "weight", "head"}),
+            flops="matmul",
+            matmul=frozenset({"weight", "head"}),
+            attention="none",
+            elementwise="none",
+            per_head=True,
+            untie=True,
+        ),
+    ]
+}
+
+DEFAULT = "exact"
