@@ -31,7 +31,9 @@ def parse_spec(text: str, source: str) -> ModelSpec:
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"{source}:{mark.line + 1}" if mark else source
-        raise InputError(f"{where}: YAML syntax error: {exc.problem or exc.context}") from None
+        what = "YAML tag not allowed (plain YAML only)" if isinstance(exc, yaml.constructor.ConstructorError) \
+            else "YAML syntax error"
+        raise InputError(f"{where}: {what}: {exc.problem or exc.context}") from None
     except yaml.YAMLError as exc:
         raise InputError(f"{source}: YAML error: {exc}") from None
     if data is None:

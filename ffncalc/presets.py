@@ -16,10 +16,18 @@ SPEC_SUFFIXES = (".yaml", ".yml", ".json")
 
 
 @cache
+def _folder():
+    """Installed: the ``ffncalc.presetdata`` package; a bare source checkout: ``presets/`` beside the package."""
+    try:
+        return resources.files("ffncalc.presetdata")
+    except ModuleNotFoundError:
+        return Path(__file__).resolve().parent.parent / "presets"
+
+
+@cache
 def names() -> tuple[str, ...]:
     """Preset names: the file names without ``.yaml``, sorted."""
-    files = resources.files("ffncalc.presetdata").iterdir()
-    return tuple(sorted(f.name[: -len(".yaml")] for f in files if f.name.endswith(".yaml")))
+    return tuple(sorted(f.name[: -len(".yaml")] for f in _folder().iterdir() if f.name.endswith(".yaml")))
 
 
 def canonical(name: str) -> str:
@@ -36,7 +44,7 @@ def canonical(name: str) -> str:
 
 def text(name: str) -> str:
     """The YAML source of a preset, comments included."""
-    return resources.files("ffncalc.presetdata").joinpath(f"{canonical(name)}.yaml").read_text(encoding="utf-8")
+    return _folder().joinpath(f"{canonical(name)}.yaml").read_text(encoding="utf-8")
 
 
 def load(ref: str) -> tuple[str, ModelSpec]:

@@ -1,0 +1,158 @@
+"""The command line: parse, call, render. Heavy modules (torch) are never imported here."""
+
+from __future__ import annotations
+
+import enum
+import os
+import sys
+from typing import Optional
+
+import typer
+from typer.exceptions import Abort, TyperException
+
+from . import presets, render
+from .conventions import CONVENTIONS, DEFAULT
+from .count import RECOMPUTE, tally
+from .errors import InputError
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="Exact parameter and FLOP counts for transformer language models, component by component.",
+)
+
+Format = enum.Enum("Format", {f: f for f in render.FORMATS}, type=str)
+ListFormat = enum.Enum("ListFormat", {f: f for f in ("table", "json")}, type=str)
+ConventionName = enum.Enum("ConventionName", {c: c for c in CONVENTIONS}, type=str)
+RecomputeName = enum.Enum("RecomputeName", {r: r for r in RECOMPUTE}, type=str)
+
+
+def _emit(text: str) -> None:
+    sys.stdout.write(text)
+
+
+def _print(renderable) -> None:
+    width = None if sys.stdout.isatty() else int(os.environ.get("COLUMNS", "0") or 0) or 200
+    render.console(width).print(renderable)
+
+
+@app.command()
+def count(
+    model: str = typer.Argument(..., help="A preset name (ffncalc presets) or a spec file (.yaml)."),
+    seq_len: Optional[int] = typer.Option(None, "--seq-len", min=1, help="Sequence length [default: the model's context]."),
+    batch: int = typer.Option(1, "--batch", min=1, help="Sequences per forward pass."),
+    convention: ConventionName = typer.Option(DEFAULT, "--convention", "-c", help="How to count (ffncalc conventions)."),
+    recompute: RecomputeName = typer.Option("none", "--recompute", help="Activation recomputation in a training step."),
+    per_layer: bool = typer.Option(False, "--per-layer", help="One block of rows per run of identical layers."),
+    fmt: Format = typer.Option("table", "--format", "-f", help="Output format."),
+) -> None:
+    """Count parameters and FLOPs of every component of a model."""
+    label, spec = presets.load(model)
+    if seq_len is not None and spec.positions == "learned" and seq_len > spec.context_length:
+        raise InputError(
+            f"--seq-len {seq_len} exceeds context_length {spec.context_length} of {label}, "
+            "whose learned positions end there"
+        )
+    name = f"{spec.name} ({label})" if spec.name and spec.name != label else label
+    t = tally(spec, model=name, convention=convention.value, seq_len=seq_len, batch=batch,
+              recompute=recompute.value)
+    if fmt.value == "json":
+        _emit(render.to_json(render.records(t, per_layer)))
+    elif fmt.value == "markdown":
+        _emit(render.markdown(t, per_layer))
+    elif fmt.value == "csv":
+        _emit(render.to_csv(t, per_layer))
+    else:
+        _print(render.table(t, per_layer))
+
+
+presets_app = typer.Typer(invoke_without_command=True, no_args_is_help=False,
+                          help="List the shipped presets, or show one as YAML.")
+app.add_typer(presets_app, name="presets")
+
+
+@presets_app.callback()
+def presets_list(
+    ctx: typer.Context,
+    fmt: ListFormat = typer.Option("table", "--format", "-f", help="Output format."),
+) -> None:
+    """List the shipped presets with their shapes and parameter counts."""
+    if ctx.invoked_subcommand is not None:
+        return
+    entries = []
+    for name in presets.names():
+        _, spec = presets.load(name)
+        t = tally(spec)
+        ffns = {ffn.variant for *_, ffn in spec.groups()}
+        entries.append({
+            "name": name,
+            "title": spec.name or name,
+            "aliases": sorted(a for a, target in presets.ALIASES.items() if target == name),
+            "n_layers": spec.n_layers,
+            "d_model": spec.d_model,
+            "ffn": ", ".join(sorted(ffns)),
+            "params": t.params,
+            "active_params": t.active,
+        })
+    if fmt.value == "json":
+        _emit(render.to_json({"presets": entries}))
+        return
+    from rich.table import Table
+
+    table = Table(show_edge=False, pad_edge=False, header_style="bold")
+    for col in ("name", "title", "layers", "d_model", "ffn", "params"):
+        table.add_column(col, justify="right" if col in ("layers", "d_model", "params") else "left")
+    for e in entries:
+        alias = f" (alias {', '.join(e['aliases'])})" if e["aliases"] else ""
+        table.add_row(e["name"] + alias, e["title"], str(e["n_layers"]), str(e["d_model"]), e["ffn"],
+                      f"{e['params']:,} ({render.human_params(e['params'])})")
+    _print(table)
+
+
+@presets_app.command("show")
+def presets_show(name: str = typer.Argument(..., help="Preset name or alias.")) -> None:
+    """Print a preset's YAML, which `ffncalc count FILE.yaml` accepts as it is."""
+    _emit(presets.text(name))
+
+
+@app.command()
+def conventions(fmt: ListFormat = typer.Option("table", "--format", "-f", help="Output format.")) -> None:
+    """List the counting conventions, each with its source."""
+    if fmt.value == "json":
+        _emit(render.to_json({"conventions": [
+            {"name": c.name, "summary": c.summary, "source": c.source} for c in CONVENTIONS.values()]}))
+        return
+    from rich.table import Table
+
+    table = Table(show_edge=False, pad_edge=False, header_style="bold")
+    for col in ("name", "what it counts", "source"):
+        table.add_column(col)
+    for c in CONVENTIONS.values():
+        table.add_row(c.name + (" (default)" if c.name == DEFAULT else ""), c.summary, c.source)
+    _print(table)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: bad input is one line on stderr and exit status 2, never a traceback."""
+    command = typer.main.get_command(app)
+    try:
+        code = command.main(args=argv, prog_name="ffncalc", standalone_mode=False)
+    except TyperException as exc:
+        if type(exc).__name__ == "NoArgsIsHelpError":  # a bare command: its help, as --help would print
+            sys.stdout.write(exc.format_message() + "\n")
+            sys.exit(0)
+        _fail(exc.format_message())
+    except InputError as exc:
+        _fail(str(exc))
+    except Abort:
+        sys.exit(130)
+    except BrokenPipeError:
+        sys.stderr.close()
+        sys.exit(0)
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def _fail(message: str) -> None:
+    sys.stderr.write(f"ffncalc: error: {' '.join(message.split())}\n")
+    sys.exit(2)

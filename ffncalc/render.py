@@ -1,0 +1,201 @@
+"""Tallies as records, and records as a rich table, markdown, CSV or JSON. No counting here."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from typing import Any, Iterable
+
+from rich.console import Console, Group
+from rich.table import Table
+from rich.text import Text
+
+from .count import Row, Tally, merge_layers
+
+FORMATS = ("table", "json", "markdown", "csv")
+
+
+def human_params(n: int) -> str:
+    """175181291520 -> '175.2B'."""
+    for size, suffix in ((10**12, "T"), (10**9, "B"), (10**6, "M"), (10**3, "K")):
+        if abs(n) >= size:
+            return f"{n / size:.1f}{suffix}"
+    return str(n)
+
+
+def human_flops(n: int) -> str:
+    """314572800000 -> '3.15e11'."""
+    if abs(n) < 1000:
+        return str(n)
+    mantissa, exponent = f"{n:.2e}".split("e")
+    return f"{mantissa}e{int(exponent)}"
+
+
+def exact(n: int) -> str:
+    return f"{n:,}"
+
+
+def shape_text(row: Row) -> str:
+    if row.role == "core":  # (heads, keys per query, head_dim)
+        heads, keys, head_dim = row.shape
+        return f"{heads} heads × {keys} keys × {head_dim}"
+    return "×".join(str(s) for s in row.shape)
+
+
+def layers_text(layers: tuple[int, int] | None) -> str:
+    if layers is None:
+        return ""
+    first, stop = layers
+    return str(first) if stop - first == 1 else f"{first}–{stop - 1}"
+
+
+def component_rows(t: Tally, per_layer: bool) -> list[Row]:
+    return list(t.rows) if per_layer else merge_layers(t.rows)
+
+
+def records(t: Tally, per_layer: bool = False) -> dict[str, Any]:
+    """Everything a count shows, as JSON-ready data: every figure an exact integer."""
+    conv = t.convention
+    return {
+        "model": t.model,
+        "convention": {"name": conv.name, "summary": conv.summary, "source": conv.source},
+        "seq_len": t.seq_len,
+        "batch": t.batch,
+        "tokens": t.tokens,
+        "recompute": t.recompute,
+        "components": [
+            {
+                "component": r.name,
+                "part": r.part,
+                "layers": list(r.layers) if r.layers else None,
+                "shape": list(r.shape),
+                "count": r.count,
+                "params": r.params,
+                "active_params": r.active,
+                "matrices": r.matrices,
+                "forward_flops_per_token": r.flops,
+                "elementwise_flops_per_token": r.elementwise,
+                "tied": r.tied,
+            }
+            for r in component_rows(t, per_layer)
+        ],
+        "totals": t.totals(),
+    }
+
+
+def to_json(data: dict[str, Any]) -> str:
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
+def headline(t: Tally) -> list[str]:
+    conv = t.convention
+    return [
+        f"{t.model} · seq_len {t.seq_len:,} · batch {t.batch:,} · recompute {t.recompute}",
+        f"convention: {conv.name} — {conv.summary} [{conv.source}]",
+    ]
+
+
+def total_lines(t: Tally) -> list[tuple[str, int, str]]:
+    """(label, exact figure, human figure) for the totals block."""
+    out = [
+        ("parameters", t.params, human_params(t.params)),
+        ("  embedding", t.embedding, human_params(t.embedding)),
+        ("  non-embedding", t.non_embedding, human_params(t.non_embedding)),
+    ]
+    if t.moe:
+        out.append(("  active per token", t.active, human_params(t.active)))
+    out += [
+        ("weight matrices", t.matrices, human_params(t.matrices)),
+        ("forward matmul FLOPs per token", t.flops_per_token, human_flops(t.flops_per_token)),
+        (f"forward matmul FLOPs ({t.tokens:,} tokens)", t.forward_flops, human_flops(t.forward_flops)),
+        (f"elementwise FLOPs, not in the above ({t.tokens:,} tokens)", t.elementwise_flops,
+         human_flops(t.elementwise_flops)),
+        (f"training step FLOPs (3 × forward{' + recompute' if t.recompute != 'none' else ''})", t.train_flops,
+         human_flops(t.train_flops)),
+    ]
+    return out
+
+
+def _params_cell(r: Row) -> str:
+    if r.tied:
+        return "tied to embed.weight"
+    return f"{exact(r.params)} ({human_params(r.params)})" if r.params else ""
+
+
+def _share(r: Row, total: int) -> str:
+    return f"{100 * r.params / total:.2f}%" if r.params and total else ""
+
+
+def _cells(t: Tally, rows: Iterable[Row], per_layer: bool) -> tuple[list[str], list[list[str]]]:
+    head = ["component"] + (["layers"] if per_layer else []) + ["shape", "count", "params", "share"]
+    if t.moe:
+        head.append("active")
+    head += ["fwd FLOPs/token", "elementwise/token"]
+    body = []
+    for r in rows:
+        cells = [r.name] + ([layers_text(r.layers)] if per_layer else [])
+        cells += [shape_text(r), f"×{r.count:,}" if r.count > 1 else "", _params_cell(r), _share(r, t.params)]
+        if t.moe:
+            cells.append(exact(r.active) if r.active and r.active != r.params else "")
+        cells += [exact(r.flops) if r.flops else "", exact(r.elementwise) if r.elementwise else ""]
+        body.append(cells)
+    return head, body
+
+
+def table(t: Tally, per_layer: bool = False) -> Group:
+    """The rich view: headline, component table, totals."""
+    head, body = _cells(t, component_rows(t, per_layer), per_layer)
+    comp = Table(show_edge=False, pad_edge=False, header_style="bold")
+    for name in head:
+        comp.add_column(name, justify="left" if name in ("component", "layers", "shape") else "right",
+                        no_wrap=name != "shape")
+    for cells in body:
+        comp.add_row(*cells)
+    totals = Table(show_header=False, show_edge=False, box=None, pad_edge=False)
+    totals.add_column(style="bold")
+    totals.add_column(justify="right")
+    totals.add_column(justify="right", style="dim")
+    for label, value, short in total_lines(t):
+        totals.add_row(label, exact(value), short)
+    lines = headline(t)
+    return Group(Text(lines[0], style="bold"), Text(lines[1], style="dim"), Text(""), comp, Text(""), totals)
+
+
+def markdown(t: Tally, per_layer: bool = False) -> str:
+    head, body = _cells(t, component_rows(t, per_layer), per_layer)
+    out = [f"**{line}**" if i == 0 else f"*{line}*" for i, line in enumerate(headline(t))]
+    out += ["", _md_table(head, body), "", _md_table(["total", "exact", ""],
+                                                     [[label.strip(), exact(v), s] for label, v, s in total_lines(t)])]
+    return "\n".join(out) + "\n"
+
+
+def _md_table(head: list[str], body: list[list[str]]) -> str:
+    def line(cells):
+        return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+
+    align = ["---" if h in ("component", "layers", "shape", "total") else "---:" for h in head]
+    return "\n".join([line(head), "| " + " | ".join(align) + " |"] + [line(r) for r in body])
+
+
+CSV_FIELDS = ("convention", "seq_len", "component", "part", "layers", "shape", "count", "params", "active_params",
+              "matrices", "forward_flops_per_token", "elementwise_flops_per_token")
+
+
+def to_csv(t: Tally, per_layer: bool = False) -> str:
+    """One row per component and a final ``total`` row; integers only."""
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(CSV_FIELDS)
+    rows = component_rows(t, per_layer)
+    for r in rows:
+        writer.writerow([t.convention.name, t.seq_len, r.name, r.part, layers_text(r.layers),
+                         "x".join(map(str, r.shape)), r.count, r.params, r.active, r.matrices, r.flops, r.elementwise])
+    writer.writerow([t.convention.name, t.seq_len, "total", "", "", "", "", t.params, t.active, t.matrices,
+                     t.flops_per_token, t.elementwise_per_token])
+    return buf.getvalue()
+
+
+def console(width: int | None = None) -> Console:
+    """A console per call; off a terminal, wide enough that tables keep their columns."""
+    return Console(width=width, soft_wrap=False) if width else Console(soft_wrap=False)
