@@ -7,13 +7,17 @@ import os
 import sys
 from typing import Optional
 
-import typer
-from typer.exceptions import Abort, TyperException
+# The command line needs no pydantic plugins; skipping their discovery (a scan of every installed
+# distribution's entry points) saves a third of the model-building time. A user's setting still wins.
+os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
 
-from . import presets, render
-from .conventions import CONVENTIONS, DEFAULT
-from .count import RECOMPUTE, tally
-from .errors import InputError
+import typer  # noqa: E402
+from typer.exceptions import Abort, TyperException  # noqa: E402
+
+from . import presets, render  # noqa: E402
+from .conventions import CONVENTIONS, DEFAULT  # noqa: E402
+from .count import RECOMPUTE, tally  # noqa: E402
+from .errors import InputError  # noqa: E402
 
 app = typer.Typer(
     add_completion=False,
@@ -35,6 +39,15 @@ def _emit(text: str) -> None:
 def _print(renderable) -> None:
     width = None if sys.stdout.isatty() else int(os.environ.get("COLUMNS", "0") or 0) or 200
     render.console(width).print(renderable)
+
+
+def _table(columns: list[str], right: tuple[str, ...] = ()):
+    from rich.table import Table
+
+    table = Table(show_edge=False, pad_edge=False, header_style="bold")
+    for col in columns:
+        table.add_column(col, justify="right" if col in right else "left")
+    return table
 
 
 @app.command()
@@ -95,14 +108,11 @@ def presets_list(
             "params": t.params,
             "active_params": t.active,
         })
+    entries.sort(key=lambda e: (e["name"].split("-")[0], e["params"]))  # families, smallest first
     if fmt.value == "json":
         _emit(render.to_json({"presets": entries}))
         return
-    from rich.table import Table
-
-    table = Table(show_edge=False, pad_edge=False, header_style="bold")
-    for col in ("name", "title", "layers", "d_model", "ffn", "params"):
-        table.add_column(col, justify="right" if col in ("layers", "d_model", "params") else "left")
+    table = _table(["name", "title", "layers", "d_model", "ffn", "params"], right=("layers", "d_model", "params"))
     for e in entries:
         alias = f" (alias {', '.join(e['aliases'])})" if e["aliases"] else ""
         table.add_row(e["name"] + alias, e["title"], str(e["n_layers"]), str(e["d_model"]), e["ffn"],
@@ -123,11 +133,7 @@ def conventions(fmt: ListFormat = typer.Option("table", "--format", "-f", help="
         _emit(render.to_json({"conventions": [
             {"name": c.name, "summary": c.summary, "source": c.source} for c in CONVENTIONS.values()]}))
         return
-    from rich.table import Table
-
-    table = Table(show_edge=False, pad_edge=False, header_style="bold")
-    for col in ("name", "what it counts", "source"):
-        table.add_column(col)
+    table = _table(["name", "what it counts", "source"])
     for c in CONVENTIONS.values():
         table.add_row(c.name + (" (default)" if c.name == DEFAULT else ""), c.summary, c.source)
     _print(table)

@@ -86,7 +86,7 @@ def _locate(loc: tuple, kind: str, text: str, named: bool) -> tuple[str, int | N
             if found is not None:
                 shown.append(str(step))
                 key, node = found
-                line = (key if kind == "extra_forbidden" and last else node).start_mark.line + 1
+                line = key.start_mark.line + 1  # the line naming the field
                 continue
             if last and named and not _is_tag(node, step):
                 shown.append(str(step))

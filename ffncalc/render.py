@@ -5,13 +5,12 @@ from __future__ import annotations
 import csv
 import io
 import json
-from typing import Any, Iterable
-
-from rich.console import Console, Group
-from rich.table import Table
-from rich.text import Text
+from typing import TYPE_CHECKING, Any, Iterable
 
 from .count import Row, Tally, merge_layers
+
+if TYPE_CHECKING:
+    from rich.console import Console, Group
 
 FORMATS = ("table", "json", "markdown", "csv")
 
@@ -106,7 +105,7 @@ def total_lines(t: Tally) -> list[tuple[str, int, str]]:
     if t.moe:
         out.append(("  active per token", t.active, human_params(t.active)))
     out += [
-        ("weight matrices", t.matrices, human_params(t.matrices)),
+        ("weight matrices", t.matrices, ""),
         ("forward matmul FLOPs per token", t.flops_per_token, human_flops(t.flops_per_token)),
         (f"forward matmul FLOPs ({t.tokens:,} tokens)", t.forward_flops, human_flops(t.forward_flops)),
         (f"elementwise FLOPs, not in the above ({t.tokens:,} tokens)", t.elementwise_flops,
@@ -145,6 +144,10 @@ def _cells(t: Tally, rows: Iterable[Row], per_layer: bool) -> tuple[list[str], l
 
 def table(t: Tally, per_layer: bool = False) -> Group:
     """The rich view: headline, component table, totals."""
+    from rich.console import Group  # rich loads only for this view: JSON, markdown and CSV never need it
+    from rich.table import Table
+    from rich.text import Text
+
     head, body = _cells(t, component_rows(t, per_layer), per_layer)
     comp = Table(show_edge=False, pad_edge=False, header_style="bold")
     for name in head:
@@ -198,4 +201,6 @@ def to_csv(t: Tally, per_layer: bool = False) -> str:
 
 def console(width: int | None = None) -> Console:
     """A console per call; off a terminal, wide enough that tables keep their columns."""
+    from rich.console import Console
+
     return Console(width=width, soft_wrap=False) if width else Console(soft_wrap=False)

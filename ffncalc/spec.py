@@ -91,7 +91,7 @@ class DenseFFN(_FFNBase):
 
     @property
     def variant(self) -> str:
-        return self.activation
+        return f"dense {self.activation}"
 
 
 class GatedFFN(_FFNBase):

@@ -1,0 +1,53 @@
+"""How much `ffncalc count gpt3` costs beyond importing its dependencies.
+
+Runs each command several times in fresh interpreters and reports medians and their ratio:
+    python benchmarks/import_cost.py [--repeats 15]
+The goal: the ratio stays close to 1 (the analytic path imports no torch and does little work).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import time
+
+# pydantic and rich load lazily: `import pydantic` alone defers most of the package, so the second
+# baseline also loads the parts any user of them needs (BaseModel, a console, a table, typer's command layer).
+IMPORTS = "import typer, rich, pydantic, yaml"
+USED = "import yaml, typer.main; from pydantic import BaseModel; from rich.console import Console; from rich.table import Table"
+COMMANDS = {
+    IMPORTS: [sys.executable, "-c", IMPORTS],
+    "the same, as used": [sys.executable, "-c", USED],
+    "ffncalc count gpt3": [sys.executable, "-m", "ffncalc", "count", "gpt3"],
+    "ffncalc count mixtral-8x22b --format json": [sys.executable, "-m", "ffncalc", "count", "mixtral-8x22b",
+                                                   "--format", "json"],
+    "import torch (for scale)": [sys.executable, "-c", "import torch"],
+}
+
+
+def median_seconds(cmd: list[str], repeats: int) -> float:
+    quiet = dict(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    subprocess.run(cmd, **quiet)  # warm the file cache
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        subprocess.run(cmd, **quiet)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeats", type=int, default=15)
+    args = parser.parse_args()
+    results = {name: median_seconds(cmd, args.repeats) for name, cmd in COMMANDS.items()}
+    bare, used = results[IMPORTS], results["the same, as used"]
+    print(f"{'command':45} {'median ms':>10} {'× imports':>10} {'× as used':>10}")
+    for name, seconds in results.items():
+        print(f"{name:45} {1000 * seconds:10.1f} {seconds / bare:10.2f} {seconds / used:10.2f}")
+
+
+if __name__ == "__main__":
+    main()

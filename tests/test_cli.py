@@ -1,0 +1,261 @@
+"""The command line: every output format, presets, and every kind of bad input."""
+
+import csv
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ffncalc.cli import main
+
+
+def run(capsys, *args, columns=200):
+    os.environ["COLUMNS"] = str(columns)
+    with pytest.raises(SystemExit) as exc:
+        main(list(args))
+    out, err = capsys.readouterr()
+    return exc.value.code, out, err
+
+
+def counted(capsys, *args):
+    code, out, err = run(capsys, "count", *args, "--format", "json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_count_gpt3_table(capsys):
+    code, out, err = run(capsys, "count", "gpt3")
+    assert code == 0 and err == ""
+    assert "174,604,259,328" in out and "174.6B" in out
+    assert "convention: exact" in out
+    assert "ffn.up.weight" in out and "49152×12288" in out
+
+
+def test_count_json_is_integers(capsys):
+    data = counted(capsys, "gpt3")
+    assert data["convention"]["name"] == "exact"
+    assert data["totals"]["params"] == 174_604_259_328
+    for row in data["components"]:
+        for key in ("count", "params", "active_params", "matrices", "forward_flops_per_token",
+                    "elementwise_flops_per_token"):
+            assert isinstance(row[key], int) and not isinstance(row[key], bool)
+    assert all(isinstance(v, int) for v in data["totals"].values())
+
+
+def test_3b1b_printed(capsys):
+    code, out, _ = run(capsys, "count", "gpt3", "--convention", "3b1b")
+    assert code == 0
+    assert "175,181,291,520" in out and "27,938" in out
+    assert "convention: 3b1b" in out
+    for figure in ("617,558,016", "14,495,514,624", "57,982,058,496"):
+        assert figure in out
+
+
+def test_markdown(capsys):
+    code, out, _ = run(capsys, "count", "llama2-7b", "--format", "markdown")
+    assert code == 0
+    assert "| component |" in out and "6,738,415,616" in out and "convention: exact" in out
+
+
+def test_csv_rows_sum_to_total(capsys):
+    code, out, _ = run(capsys, "count", "mixtral-8x7b", "--format", "csv", "-c", "causal")
+    assert code == 0
+    rows = list(csv.DictReader(io.StringIO(out)))
+    total = rows[-1]
+    assert total["component"] == "total" and total["convention"] == "causal"
+    assert int(total["params"]) == 46_702_792_704 == sum(int(r["params"]) for r in rows[:-1])
+    assert int(total["active_params"]) == 12_879_925_248
+
+
+def test_moe_table_shows_active(capsys):
+    code, out, _ = run(capsys, "count", "mixtral-8x7b")
+    assert code == 0 and "active per token" in out and "12,879,925,248" in out
+
+
+def test_seq_len_and_batch(capsys):
+    data = counted(capsys, "gpt2", "--seq-len", "512", "--batch", "3")
+    assert (data["seq_len"], data["batch"], data["tokens"]) == (512, 3, 1536)
+    d, l, v, s = 768, 12, 50_257, 512
+    per_token = l * (2 * 12 * d * d + 2 * 2 * s * d) + 2 * d * v
+    assert data["totals"]["forward_flops"] == per_token * 3 * 512
+
+
+def test_per_layer_splits_runs(capsys, tmp_path):
+    spec = tmp_path / "stack.yaml"
+    spec.write_text(
+        "vocab_size: 1000\nd_model: 64\nn_layers: 4\ncontext_length: 128\n"
+        "attention: {n_heads: 4}\n"
+        "ffn: {kind: moe, n_experts: 8, top_k: 2, expert: {kind: gated, d_ff: 32}}\n"
+        "layers:\n  - {repeat: 1, ffn: {kind: gated, d_ff: 256}}\n  - {repeat: 3}\n"
+    )
+    merged = counted(capsys, str(spec))
+    split = counted(capsys, str(spec), "--per-layer")
+    assert merged["totals"] == split["totals"]
+    q = [r for r in split["components"] if r["component"] == "attn.q.weight"]
+    assert [r["layers"] for r in q] == [[0, 1], [1, 4]]
+    assert [r["params"] for r in q] == [64 * 64, 3 * 64 * 64]
+    up = [r for r in split["components"] if r["component"] == "ffn.up.weight"]
+    assert up[0]["layers"] == [0, 1] and up[0]["params"] == 64 * 256
+    code, out, _ = run(capsys, "count", str(spec), "--per-layer")
+    assert code == 0 and "1–3" in out
+
+
+def test_presets_list(capsys):
+    code, out, _ = run(capsys, "presets", "--format", "json")
+    assert code == 0
+    entries = {e["name"]: e for e in json.loads(out)["presets"]}
+    expected = {"gpt3-125m", "gpt3-350m", "gpt3-760m", "gpt3-1.3b", "gpt3-2.7b", "gpt3-6.7b", "gpt3-13b",
+                "gpt3-175b", "gpt2", "gpt2-medium", "gpt2-large", "gpt2-xl", "llama2-7b", "llama2-13b",
+                "llama2-70b", "llama3-8b", "llama3-70b", "llama3.1-405b", "mistral-7b", "mixtral-8x7b",
+                "mixtral-8x22b", "microgpt"}
+    assert expected <= set(entries)
+    assert entries["gpt3-175b"]["aliases"] == ["gpt3"]
+    assert entries["mixtral-8x7b"]["active_params"] == 12_879_925_248
+    code, out, _ = run(capsys, "presets")
+    assert code == 0 and "mixtral-8x22b" in out and "gpt3-175b (alias gpt3)" in out
+
+
+def test_presets_cite_sources():
+    from ffncalc import presets
+
+    for name in presets.names():
+        first = presets.text(name).splitlines()[0]
+        assert first.startswith("# ") and len(first) > 20, name
+
+
+def test_presets_show_round_trips(capsys, tmp_path):
+    from ffncalc import presets
+
+    for name in presets.names():
+        code, out, _ = run(capsys, "presets", "show", name)
+        assert code == 0
+        path = tmp_path / f"{name}.yaml"
+        path.write_text(out)
+        assert counted(capsys, str(path))["totals"] == counted(capsys, name)["totals"], name
+
+
+def test_conventions_listed(capsys):
+    code, out, _ = run(capsys, "conventions", "--format", "json")
+    names = [c["name"] for c in json.loads(out)["conventions"]]
+    assert code == 0
+    assert {"exact", "causal", "kaplan", "chinchilla", "megatron", "palm", "6n", "3b1b"} <= set(names)
+
+
+def test_every_convention_prints_its_name(capsys):
+    for conv in ("exact", "causal", "kaplan", "chinchilla", "megatron", "palm", "6n", "3b1b"):
+        code, out, _ = run(capsys, "count", "llama3-8b", "-c", conv)
+        assert code == 0 and f"convention: {conv}" in out
+
+
+# --- bad input --------------------------------------------------------------------------------
+
+SPEC = "vocab_size: 100\nd_model: 64\nn_layers: 2\ncontext_length: 16\n"
+
+
+@pytest.mark.parametrize("text,expected", [
+    (SPEC + "attention:\n  n_heads: 5\nffn: {kind: dense, d_ff: 8}\n",
+     ":6: attention.n_heads: 5 heads do not divide d_model 64"),
+    (SPEC + "attention:\n  n_heads: 4\n  n_kv_heads: 3\nffn: {kind: dense, d_ff: 8}\n",
+     ":7: attention.n_kv_heads: 3 KV heads do not divide 4 query heads"),
+    (SPEC + "attention: {n_heads: 4}\nffn:\n  kind: gated\n  d_ff: 0\n", ":8: ffn.d_ff: Input should be greater than 0"),
+    (SPEC + "attention: {n_heads: 4}\nffn:\n  kind: dense\n  d_ff: -3\n", ":8: ffn.d_ff: Input should be greater than 0"),
+    (SPEC + "attention: {n_heads: 4}\nffn:\n  kind: dense\n  d_ff: 8\n  colour: red\n", ":9: ffn.colour: unknown key"),
+    (SPEC + "attention: {n_heads: 4}\nffn: {kind: dense, d_ff: 8}\nhidden: 3\n", ":7: hidden: unknown key"),
+    ("vocab_size: 100\nd_model: '64'\nn_layers: 2\ncontext_length: 16\nattention: {n_heads: 4}\n"
+     "ffn: {kind: dense, d_ff: 8}\n", ":2: d_model: Input should be a valid integer"),
+    (SPEC + "attention: {n_heads: 4}\nffn:\n  kind: moe\n  n_experts: 4\n  top_k: 5\n"
+     "  expert: {kind: gated, d_ff: 8}\n", ":9: ffn.top_k: top_k 5 exceeds n_experts 4"),
+    (SPEC + "attention: {n_heads: 4}\nffn:\n  kind: dense\n", ":6: ffn.d_ff: required field is missing"),
+    (SPEC + "ffn: {kind: dense, d_ff: 8}\n", "attention: required field is missing"),
+    (SPEC + "attention: {n_heads: 4}\nffn: {kind: tiny, d_ff: 8}\n", ":6: ffn: Input tag 'tiny'"),
+    (SPEC + "attention: {n_heads: 4}\nffn: {kind: dense, d_ff: 8, activation: swish}\n",
+     ":6: ffn.activation: Input should be"),
+    (SPEC + "attention: {n_heads: 4}\nffn: {kind: dense, d_ff: 8}\nlayers:\n  - {repeat: 1}\n",
+     ":7: layers: layer groups repeat 1 layers in all, but n_layers is 2"),
+    ("vocab_size: [1\n", ":2: YAML syntax error"),
+    ("", "empty file"),
+    ("- 1\n- 2\n", ":1: the document is a list, not a mapping"),
+    ("just a string\n", ":1: the document is a str, not a mapping"),
+])
+def test_bad_spec_files(capsys, tmp_path, text, expected):
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    code, out, err = run(capsys, "count", str(path))
+    assert code == 2
+    assert out == ""
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith(f"ffncalc: error: {path}")
+    assert expected in err
+
+
+def test_python_tag_is_never_executed(capsys, tmp_path):
+    marker = tmp_path / "pwned"
+    path = tmp_path / "evil.yaml"
+    path.write_text(f'vocab_size: !!python/object/apply:os.system ["touch {marker}"]\n')
+    code, _, err = run(capsys, "count", str(path))
+    assert code == 2 and "YAML tag not allowed" in err and f"{path}:1" in err
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("args,expected", [
+    (["count", "gpt-3"], "unknown preset 'gpt-3'; closest: gpt3"),
+    (["count", "lama2-7b"], "closest: llama2-7b"),
+    (["count", "missing.yaml"], "missing.yaml: no such file"),
+    (["count", "gpt3", "--convention", "flops"], "Invalid value for '--convention'"),
+    (["count", "gpt3", "--format", "xml"], "Invalid value for '--format'"),
+    (["count", "gpt3", "--seq-len", "0"], "--seq-len"),
+    (["count", "gpt3", "--batch", "-1"], "--batch"),
+    (["count", "gpt3", "--seq-len", "4096"], "--seq-len 4096 exceeds context_length 2048"),
+    (["count", "gpt3", "--recompute", "some"], "Invalid value for '--recompute'"),
+    (["count"], "Missing argument"),
+    (["presets", "show", "gpt5"], "unknown preset 'gpt5'"),
+])
+def test_bad_arguments(capsys, args, expected):
+    code, out, err = run(capsys, *args)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and expected in err
+
+
+def test_directory_is_not_a_spec(capsys, tmp_path):
+    code, _, err = run(capsys, "count", str(tmp_path))
+    assert code == 2 and "is a directory" in err
+
+
+def test_unreadable_file(capsys, tmp_path):
+    path = tmp_path / "binary.yaml"
+    path.write_bytes(b"\xff\xfe\x00bad")
+    code, _, err = run(capsys, "count", str(path))
+    assert code == 2 and "not UTF-8" in err
+
+
+def _script():
+    beside = Path(sys.executable).parent / "ffncalc"
+    exe = str(beside) if beside.exists() else shutil.which("ffncalc")
+    assert exe, "the ffncalc console script is not installed"
+    return exe
+
+
+def test_console_script_from_any_directory(tmp_path):
+    """The installed command finds its presets from an unrelated directory and reads files there."""
+    out = subprocess.run([_script(), "count", "gpt3", "--format", "json"], cwd=tmp_path,
+                         capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout)["totals"]["params"] == 174_604_259_328
+    (tmp_path / "mine.yaml").write_text(subprocess.run(
+        [_script(), "presets", "show", "llama2-7b"], cwd=tmp_path, capture_output=True, text=True).stdout)
+    out = subprocess.run([_script(), "count", "mine.yaml", "-f", "json"], cwd=tmp_path, capture_output=True,
+                         text=True, check=True)
+    assert json.loads(out.stdout)["totals"]["params"] == 6_738_415_616
+
+
+def test_module_entry_point_bad_input_has_no_traceback(tmp_path):
+    (tmp_path / "bad.yaml").write_text(SPEC.replace("d_model: 64", "d_model: 0") + "attention: {n_heads: 4}\n"
+                                       "ffn: {kind: dense, d_ff: 8}\n")
+    out = subprocess.run([sys.executable, "-m", "ffncalc", "count", "bad.yaml"], cwd=tmp_path,
+                         capture_output=True, text=True)
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr.startswith("ffncalc: error: bad.yaml:2: d_model:") and "Traceback" not in out.stderr

@@ -1,0 +1,34 @@
+"""The analytic path never imports torch, even where torch is installed."""
+
+import importlib.util
+import subprocess
+import sys
+
+import pytest
+
+PROBE = """
+import sys
+from ffncalc.cli import main
+try:
+    main({args!r})
+except SystemExit as exc:
+    assert exc.code == 0, exc.code
+heavy = sorted(m for m in ("torch", "numpy", "transformers") if m in sys.modules)
+sys.stderr.write("HEAVY=" + ",".join(heavy) + "\\n")
+"""
+
+
+@pytest.mark.parametrize("args", [
+    ["count", "gpt3"],
+    ["count", "mixtral-8x7b", "--format", "json", "--per-layer"],
+    ["count", "llama3-8b", "--format", "markdown", "-c", "palm"],
+    ["count", "gpt2", "--format", "csv"],
+    ["presets"],
+    ["conventions"],
+])
+def test_analytic_path_never_imports_torch(args, tmp_path):
+    assert importlib.util.find_spec("torch") is not None, "torch must be installed for this test to mean anything"
+    out = subprocess.run([sys.executable, "-c", PROBE.format(args=args)], capture_output=True, text=True,
+                         cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert out.stderr.strip().splitlines()[-1] == "HEAVY="
