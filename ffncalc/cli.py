@@ -62,11 +62,7 @@ def count(
 ) -> None:
     """Count parameters and FLOPs of every component of a model."""
     label, spec = presets.load(model)
-    if seq_len is not None and spec.positions == "learned" and seq_len > spec.context_length:
-        raise InputError(
-            f"--seq-len {seq_len} exceeds context_length {spec.context_length} of {label}, "
-            "whose learned positions end there"
-        )
+    _check_seq_len(label, spec, seq_len)
     name = f"{spec.name} ({label})" if spec.name and spec.name != label else label
     t = tally(spec, model=name, convention=convention.value, seq_len=seq_len, batch=batch,
               recompute=recompute.value)
@@ -78,6 +74,50 @@ def count(
         _emit(render.to_csv(t, per_layer))
     else:
         _print(render.table(t, per_layer))
+
+
+VerifyConvention = enum.Enum("VerifyConvention", {c: c for c in ("exact", "causal")}, type=str)
+
+
+@app.command()
+def verify(
+    model: Optional[str] = typer.Argument(None, help="A preset name or a spec file (.yaml)."),
+    all_presets: bool = typer.Option(False, "--all", help="Verify every preset."),
+    seq_len: Optional[int] = typer.Option(None, "--seq-len", min=1, help="Sequence length [default: the model's context]."),
+    convention: VerifyConvention = typer.Option("exact", "--convention", "-c", help="Full square or causal triangle."),
+    every_layer: bool = typer.Option(False, "--every-layer", help="Count FLOPs in every layer, not one per run of identical layers."),
+    fmt: ListFormat = typer.Option("table", "--format", "-f", help="Output format."),
+) -> None:
+    """Prove the analytic counts against torch modules built on the meta device: exit 0 when every
+    component agrees, 1 when any differs."""
+    if all_presets == (model is not None):
+        raise InputError("verify takes a model or --all, not both" if all_presets else "verify needs a model or --all")
+    refs = list(presets.names()) if all_presets else [model]
+    specs = [presets.load(ref) for ref in refs]
+    for label, spec in specs:
+        _check_seq_len(label, spec, seq_len)
+    try:
+        from .verify import verify as run_verify  # torch loads here, never on the counting path
+    except ImportError as exc:
+        raise InputError(f"verify needs torch ({exc}); install it: pip install torch==2.13.0") from None
+    reports = [run_verify(spec, model=label, seq_len=seq_len, convention=convention.value, every_layer=every_layer)
+               for label, spec in specs]
+    if fmt.value == "json":
+        data = [render.verify_records(r) for r in reports]
+        _emit(render.to_json({"ok": all(r.ok for r in reports), "reports": data} if all_presets else data[0]))
+    else:
+        for report in reports:
+            _print(render.verify_table(report))
+    if not all(r.ok for r in reports):
+        raise typer.Exit(1)
+
+
+def _check_seq_len(label: str, spec, seq_len: int | None) -> None:
+    if seq_len is not None and spec.positions == "learned" and seq_len > spec.context_length:
+        raise InputError(
+            f"--seq-len {seq_len} exceeds context_length {spec.context_length} of {label}, "
+            "whose learned positions end there"
+        )
 
 
 presets_app = typer.Typer(invoke_without_command=True, no_args_is_help=False,

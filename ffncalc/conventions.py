@@ -23,7 +23,8 @@ class Convention:
     params: frozenset[str]  # roles whose parameters count
     flops: Literal["matmul", "params"]  # matmul: 2 per multiply-add; params: 2 per counted parameter (2N)
     matmul: frozenset[str] = frozenset()  # with flops="matmul": roles whose multiply-adds count
-    attention: Literal["full", "causal", "none"] = "full"  # the QKᵀ and AV square
+    # the QKᵀ and AV products: full s², the causal triangle s(s+1)/2, half of the square s²/2, or none
+    attention: Literal["full", "causal", "half", "none"] = "full"
     elementwise: Literal["ops", "softmax3", "none"] = "ops"
     per_head: bool = False  # one query, key and value matrix per head
     untie: bool = False  # a tied embedding counted again as the unembedding
@@ -43,8 +44,9 @@ CONVENTIONS: dict[str, Convention] = {
         ),
         Convention(
             name="causal",
-            summary="as exact, with the attention square (QKᵀ and AV) halved for the causal mask",
-            source="Megatron-LM num_floating_point_operations (current releases)",
+            summary="as exact, with QKᵀ and AV over the causal triangle only: each query meets the keys up to its "
+            "own, s(s+1)/2 pairs instead of s² (about half)",
+            source="the causal mask, as a triangular attention kernel computes it",
             params=ALL_PARAMS,
             flops="matmul",
             matmul=frozenset({"weight", "head", "core"}),
@@ -58,7 +60,7 @@ CONVENTIONS: dict[str, Convention] = {
             params=frozenset({"token", "tied", "position", "weight", "head"}),
             flops="matmul",
             matmul=frozenset({"weight", "core"}),
-            attention="causal",
+            attention="half",
             elementwise="none",
         ),
         Convention(

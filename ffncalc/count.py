@@ -185,6 +185,18 @@ class Row:
     tied: bool = False
 
 
+def core_flops(t: Term, attention: str) -> int:
+    """FLOPs of QKᵀ or AV per token: 2 per multiply-add over the query-key pairs the mode keeps."""
+    heads, keys, head_dim = t.shape
+    pairs_x2 = {  # twice the keys an average query meets, so every mode stays an exact integer
+        "full": 2 * keys,
+        "causal": keys + 1,  # query i meets keys 0..i: s(s+1)/2 pairs over s queries
+        "half": keys,  # s²/2, as Kaplan et al. and Megatron-LM count the masked square
+        "none": 0,
+    }[attention]
+    return t.count * heads * head_dim * pairs_x2
+
+
 def _row(t: Term, conv: Convention) -> Row:
     counted = t.role in conv.params and not (t.tied and not conv.untie)
     params = t.numel * t.count if counted else 0
@@ -195,7 +207,7 @@ def _row(t: Term, conv: Convention) -> Row:
     matrices = count if counted and t.role in MATRICES else 0
 
     if t.role == "core":
-        flops = {"full": 2 * t.macs, "causal": t.macs, "none": 0}[conv.attention]
+        flops = core_flops(t, conv.attention)
     elif conv.flops == "matmul":
         flops = 2 * t.macs if t.role in conv.matmul else 0
     else:

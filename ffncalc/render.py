@@ -12,6 +12,8 @@ from .count import Row, Tally, merge_layers
 if TYPE_CHECKING:
     from rich.console import Console, Group
 
+    from .verify import Report
+
 FORMATS = ("table", "json", "markdown", "csv")
 
 
@@ -197,6 +199,68 @@ def to_csv(t: Tally, per_layer: bool = False) -> str:
     writer.writerow([t.convention.name, t.seq_len, "total", "", "", "", "", t.params, t.active, t.matrices,
                      t.flops_per_token, t.elementwise_per_token])
     return buf.getvalue()
+
+
+def verify_records(report: Report) -> dict[str, Any]:
+    return {
+        "model": report.model,
+        "convention": report.convention,
+        "seq_len": report.seq_len,
+        "batch": 1,
+        "every_layer": report.every_layer,
+        "ok": report.ok,
+        "notes": list(report.notes),
+        "components": [
+            {
+                "component": c.component,
+                "layers": list(c.layers) if c.layers else None,
+                "analytic_params": c.analytic_params,
+                "torch_params": c.torch_params,
+                "params_ok": c.params_ok,
+                "analytic_flops": c.analytic_flops,
+                "torch_flops": c.torch_flops,
+                "flops_ok": c.flops_ok,
+            }
+            for c in report.checks
+        ],
+    }
+
+
+def verify_table(report: Report) -> Group:
+    """Component | analytic | torch | ✓/✗, for parameters and for forward FLOPs."""
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    def mark(ok: bool) -> Text:
+        return Text("✓", style="green") if ok else Text("✗", style="bold red")
+
+    show_layers = len({c.layers for c in report.checks if c.layers}) > 1
+    tab = Table(show_edge=False, pad_edge=False, header_style="bold")
+    tab.add_column("component")
+    if show_layers:
+        tab.add_column("layers")
+    for col in ("params", "torch params", "", "FLOPs", "torch FLOPs", ""):
+        tab.add_column(col, justify="right")
+    for c in report.checks:
+        cells = [c.component] + ([layers_text(c.layers)] if show_layers else [])
+        tab.add_row(*cells, exact(c.analytic_params), exact(c.torch_params), mark(c.params_ok),
+                    exact(c.analytic_flops), exact(c.torch_flops), mark(c.flops_ok))
+    sums = [sum(getattr(c, f) for c in report.checks)
+            for f in ("analytic_params", "torch_params", "analytic_flops", "torch_flops")]
+    tab.add_section()
+    tab.add_row("total", *([""] if show_layers else []), exact(sums[0]), exact(sums[1]), mark(sums[0] == sums[1]),
+                exact(sums[2]), exact(sums[3]), mark(sums[2] == sums[3]), style="bold")
+    head = Text(f"{report.model} · convention {report.convention} · seq_len {report.seq_len:,} · batch 1 · "
+                "analytic vs torch (meta device, FlopCounterMode)", style="bold")
+    parts = [head] + [Text(note, style="dim") for note in report.notes] + [Text(""), tab, Text("")]
+    failures = report.failures
+    if failures:
+        parts.append(Text(f"✗ {len(failures)} component(s) differ: " + ", ".join(
+            c.component + (f" [{layers_text(c.layers)}]" if c.layers else "") for c in failures), style="bold red"))
+    else:
+        parts.append(Text(f"✓ all {len(report.checks)} components agree", style="bold green"))
+    return Group(*parts)
 
 
 def console(width: int | None = None) -> Console:

@@ -273,11 +273,11 @@ def test_6n_counts_active_parameters_for_moe():
     assert t.flops_per_token == 2 * 12_879_925_248
 
 
-def test_causal_halves_the_square():
+def test_causal_counts_the_triangle():
     d, l, s = 768, 12, 1024
     full, causal = count("gpt2", seq_len=s), count("gpt2", convention="causal", seq_len=s)
-    # QKᵀ and AV each cost 2·s·d per token per layer with the full square
-    assert full.flops_per_token - causal.flops_per_token == l * (2 * s * d + 2 * s * d) // 2
+    # QKᵀ and AV each: 2·s²·d per layer with the full square, 2·(s(s+1)/2)·d with the triangle
+    assert full.forward_flops - causal.forward_flops == l * 2 * (2 * s * s * d - s * (s + 1) * d)
 
 
 def test_exact_forward_flops_of_gpt2_by_hand():
