@@ -202,6 +202,8 @@ class MoE(nn.Module):
         expert_of_slot, weight_of_slot = experts.reshape(-1), weights.reshape(-1)
         for e, expert in enumerate(self.experts):
             if self.balanced:  # slot j goes to expert j mod n_experts: a fixed index, no data needed
+                if e >= expert_of_slot.shape[0]:
+                    continue  # fewer token-slots than experts: this one gets none
                 slots = torch.arange(e, expert_of_slot.shape[0], self.n_experts, device=x.device)
             else:
                 slots = (expert_of_slot == e).nonzero().squeeze(-1)

@@ -1,0 +1,244 @@
+"""The analytic counts against reference torch modules: every preset, random specs, real routing."""
+
+import dataclasses
+import json
+import os
+
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from torch.utils.flop_counter import FlopCounterMode
+
+from ffncalc import presets, torchref
+from ffncalc import verify as verify_module
+from ffncalc.cli import main
+from ffncalc.count import tally
+from ffncalc.spec import ModelSpec
+from ffncalc.verify import verify
+
+
+@pytest.mark.parametrize("name", presets.names())
+def test_every_preset_verifies(name):
+    label, spec = presets.load(name)
+    report = verify(spec, model=label)
+    assert report.ok, report.failures
+    # the torch side counted every parameter the model holds, and the published total
+    net = torchref.build(spec)
+    assert sum(c.torch_params for c in report.checks) == sum(p.numel() for p in net.parameters())
+    assert sum(c.torch_params for c in report.checks) == tally(spec).params
+
+
+@pytest.mark.parametrize("name", ["gpt2", "llama3-8b", "mixtral-8x7b", "microgpt"])
+def test_causal_triangle_verifies(name):
+    report = verify(presets.load(name)[1], seq_len=13, convention="causal", every_layer=True)
+    assert report.ok, report.failures
+
+
+def test_every_layer_equals_one_per_run():
+    spec = presets.load("mixtral-8x7b")[1]
+    once = verify(spec, seq_len=16)
+    every = verify(spec, seq_len=16, every_layer=True)
+    assert once.ok and every.ok
+    assert [c.torch_flops for c in once.checks] == [c.torch_flops for c in every.checks]
+
+
+def test_gpt3_builds_on_meta_without_weights():
+    net = torchref.build(presets.load("gpt3")[1])
+    params = list(net.parameters())
+    assert all(p.is_meta for p in params)
+    assert sum(p.numel() for p in params) == 174_604_259_328
+    assert net.lm_head.weight is net.embed.weight  # tied: one Parameter
+
+
+# --- random specs -------------------------------------------------------------------------------
+
+def _mlp(draw, kind=None):
+    kind = kind or draw(st.sampled_from(["dense", "gated"]))
+    acts = ["relu", "relu2", "gelu", "gelu_tanh", "silu", "sigmoid", "tanh", "identity"] if kind == "dense" \
+        else ["sigmoid", "identity", "relu", "gelu", "gelu_tanh", "silu"]
+    return {"kind": kind, "d_ff": draw(st.integers(1, 24)), "activation": draw(st.sampled_from(acts)),
+            "bias": draw(st.booleans())}
+
+
+def _ffn(draw):
+    kind = draw(st.sampled_from(["dense", "gated", "moe"]))
+    if kind != "moe":
+        return _mlp(draw, kind)
+    n_experts = draw(st.integers(1, 5))
+    moe = {"kind": "moe", "n_experts": n_experts, "top_k": draw(st.integers(1, n_experts)),
+           "expert": _mlp(draw), "router_bias": draw(st.booleans())}
+    shared = draw(st.integers(0, 2))
+    if shared:
+        moe |= {"n_shared_experts": shared, "shared": _mlp(draw)}
+    return moe
+
+
+def _attention(draw, d_model):
+    n_heads = draw(st.integers(1, 6))
+    attn = {"n_heads": n_heads,
+            "n_kv_heads": draw(st.sampled_from([k for k in range(1, n_heads + 1) if n_heads % k == 0])),
+            "qkv_bias": draw(st.booleans()), "o_bias": draw(st.booleans()),
+            "qk_norm": draw(st.sampled_from(["none", "head", "full"]))}
+    if d_model % n_heads or draw(st.booleans()):
+        attn["head_dim"] = draw(st.integers(1, 12))  # head_dim unrelated to d_model / n_heads
+    return attn
+
+
+@st.composite
+def small_specs(draw):
+    d_model = draw(st.integers(2, 24))
+    n_layers = draw(st.integers(1, 4))
+    spec = {
+        "vocab_size": draw(st.integers(2, 40)),
+        "d_model": d_model,
+        "n_layers": n_layers,
+        "context_length": draw(st.integers(4, 16)),
+        "attention": _attention(draw, d_model),
+        "ffn": _ffn(draw),
+        "positions": draw(st.sampled_from(["learned", "rotary", "alibi", "none"])),
+        "tie_embeddings": draw(st.booleans()),
+        "lm_head_bias": draw(st.booleans()),
+        "embedding_norm": draw(st.booleans()),
+    }
+    kind = draw(st.sampled_from(["layernorm", "rmsnorm"]))
+    affine = draw(st.booleans())
+    spec["norm"] = {"kind": kind, "affine": affine, "per_layer": draw(st.integers(0, 4)),
+                    "final": draw(st.booleans()),
+                    "bias": affine and kind == "layernorm" and draw(st.booleans())}
+    if n_layers > 1 and draw(st.booleans()):  # a stack whose layers differ
+        first = draw(st.integers(1, n_layers - 1))
+        group = {"repeat": first, "ffn": _ffn(draw)}
+        if draw(st.booleans()):
+            group["attention"] = _attention(draw, d_model)
+        spec["layers"] = [group, {"repeat": n_layers - first}]
+    seq_len = draw(st.integers(1, spec["context_length"]))
+    return ModelSpec.model_validate(spec), seq_len
+
+
+@settings(max_examples=int(os.environ.get("FFNCALC_EXAMPLES", 300)), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(case=small_specs(), convention=st.sampled_from(["exact", "causal"]))
+def test_analytic_equals_meta_torch(case, convention):
+    spec, seq_len = case
+    report = verify(spec, seq_len=seq_len, convention=convention, every_layer=True)
+    assert report.ok, report.failures
+
+
+# --- a wrong count is caught ---------------------------------------------------------------------
+
+def test_wrong_analytic_count_exits_1(monkeypatch, capsys):
+    real = verify_module.tally
+
+    def off_by_one(spec, **kw):
+        t = real(spec, **kw)
+        rows = tuple(dataclasses.replace(r, params=r.params + 1) if r.name == "ffn.up.weight" else r
+                     for r in t.rows)
+        return dataclasses.replace(t, rows=rows)
+
+    monkeypatch.setattr(verify_module, "tally", off_by_one)
+    os.environ["COLUMNS"] = "200"
+    with pytest.raises(SystemExit) as exc:
+        main(["verify", "gpt2", "--seq-len", "8"])
+    out = capsys.readouterr().out
+    assert exc.value.code == 1
+    assert "✗ 1 component(s) differ: ffn.up.weight" in out
+    with pytest.raises(SystemExit) as exc:
+        main(["verify", "gpt2", "--seq-len", "8", "--format", "json"])
+    data = json.loads(capsys.readouterr().out)
+    assert exc.value.code == 1 and data["ok"] is False
+    bad = [c for c in data["components"] if not c["params_ok"]]
+    assert [(c["component"], c["analytic_params"] - c["torch_params"]) for c in bad] == [("ffn.up.weight", 1)]
+
+
+def test_wrong_flop_count_is_caught(monkeypatch):
+    real = verify_module.tally
+
+    def doubled_scores(spec, **kw):
+        t = real(spec, **kw)
+        rows = tuple(dataclasses.replace(r, flops=2 * r.flops) if r.name == "attn.scores" else r for r in t.rows)
+        return dataclasses.replace(t, rows=rows)
+
+    monkeypatch.setattr(verify_module, "tally", doubled_scores)
+    report = verify(presets.load("llama3-8b")[1], seq_len=32)
+    assert not report.ok
+    assert [c.component for c in report.failures] == ["attn.scores"]
+
+
+def test_verify_cli(capsys):
+    os.environ["COLUMNS"] = "200"
+    with pytest.raises(SystemExit) as exc:
+        main(["verify", "mixtral-8x7b", "--seq-len", "64"])
+    out = capsys.readouterr().out
+    assert exc.value.code == 0
+    assert "✓ all 14 components agree" in out and "balanced" in out
+    with pytest.raises(SystemExit) as exc:
+        main(["verify", "--all", "--seq-len", "16", "--format", "json"])
+    data = json.loads(capsys.readouterr().out)
+    assert exc.value.code == 0 and data["ok"] is True
+    assert {r["model"] for r in data["reports"]} == set(presets.names())
+
+
+@pytest.mark.parametrize("args,expected", [
+    (["verify"], "verify needs a model or --all"),
+    (["verify", "gpt2", "--all"], "not both"),
+    (["verify", "gpt2", "--convention", "kaplan"], "Invalid value for '--convention'"),
+    (["verify", "gpt2", "--seq-len", "5000"], "exceeds context_length 1024"),
+])
+def test_verify_bad_arguments(capsys, args, expected):
+    with pytest.raises(SystemExit) as exc:
+        main(args)
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and expected in err and err.count("\n") == 1
+
+
+# --- real tensors: routing, causal attention, a forward pass --------------------------------------
+
+def tiny(**overrides):
+    base = dict(vocab_size=50, d_model=16, n_layers=2, context_length=24, attention={"n_heads": 4, "n_kv_heads": 2},
+                ffn={"kind": "moe", "n_experts": 4, "top_k": 2, "router_bias": True,
+                     "expert": {"kind": "gated", "d_ff": 8}, "n_shared_experts": 1,
+                     "shared": {"kind": "dense", "d_ff": 12, "activation": "relu"}})
+    base.update(overrides)
+    return ModelSpec.model_validate(base)
+
+
+def test_real_top_k_routing_matches_analytic_flops_and_a_naive_sum():
+    torch.manual_seed(0)
+    spec = tiny()
+    net = torchref.build(spec, device="cpu")
+    tokens = torch.randint(0, 50, (1, 24))
+    with FlopCounterMode(display=False) as counter:
+        net(tokens)
+    assert counter.get_total_flops() == tally(spec, seq_len=24).forward_flops
+    moe = net.layers[0].ffn
+    x = torch.randn(24, 16)
+    probs = moe.router(x).softmax(-1)
+    weights, experts = probs.topk(2, dim=-1)
+    naive = torch.stack([
+        sum(weights[t, j] * moe.experts[int(experts[t, j])](x[t]) for j in range(2)) + moe.shared[0](x[t])
+        for t in range(24)
+    ])
+    torch.testing.assert_close(moe(x), naive)
+    assert len(set(experts.flatten().tolist())) > 1  # routing really chose among experts
+
+
+def test_causal_attention_matches_masked_full_square():
+    torch.manual_seed(1)
+    q, k, v = (torch.randn(2, 3, 11, 5) for _ in range(3))
+    mm1, mm2 = torchref.MatMul(), torchref.MatMul()
+    with FlopCounterMode(display=False) as counter:
+        out = torchref.causal_attention(q, k, v, mm1, mm2, block=3)
+    mask = torch.ones(11, 11, dtype=torch.bool).tril()
+    scores = (q @ k.transpose(-2, -1)).masked_fill(~mask, float("-inf"))
+    torch.testing.assert_close(out, scores.softmax(-1) @ v)
+    # QKᵀ and AV over the triangle: 11·12/2 query-key pairs, 5 features, 2·3 heads, 2 FLOPs a multiply-add
+    assert counter.get_total_flops() == 2 * (2 * 2 * 3 * 5 * 11 * 12 // 2)
+
+
+def test_real_forward_on_cpu_with_causal_mask():
+    spec = tiny(positions="learned", tie_embeddings=True, attention={"n_heads": 4, "qk_norm": "head"})
+    for causal in (False, True):
+        net = torchref.build(spec, device="cpu", causal=causal)
+        logits = net(torch.randint(0, 50, (2, 10)))
+        assert logits.shape == (2, 10, 50) and torch.isfinite(logits).all()
