@@ -1,8 +1,10 @@
-"""How much `ffncalc count gpt3` costs beyond importing its dependencies.
+"""What ffncalc's commands cost against the imports they cannot avoid.
 
-Runs each command several times in fresh interpreters and reports medians and their ratio:
-    python benchmarks/import_cost.py [--repeats 15]
-The goal: the ratio stays close to 1 (the analytic path imports no torch and does little work).
+Runs each command several times in fresh interpreters and reports medians, ratios and peak memory:
+    python benchmarks/startup.py [--repeats 15]
+Goals: `ffncalc count gpt3` close to importing typer, rich, pydantic and yaml (the analytic path
+imports no torch and does little work); `ffncalc verify gpt3-175b` within about 2 × `import torch`
+and under 1 GB (the 175B model is built on the meta device and never allocated).
 """
 
 from __future__ import annotations
@@ -23,8 +25,19 @@ COMMANDS = {
     "ffncalc count gpt3": [sys.executable, "-m", "ffncalc", "count", "gpt3"],
     "ffncalc count mixtral-8x22b --format json": [sys.executable, "-m", "ffncalc", "count", "mixtral-8x22b",
                                                    "--format", "json"],
-    "import torch (for scale)": [sys.executable, "-c", "import torch"],
 }
+TORCH = {
+    "import torch": [sys.executable, "-c", "import torch"],
+    "ffncalc verify gpt3-175b": [sys.executable, "-m", "ffncalc", "verify", "gpt3-175b"],
+}
+PEAK = "import resource, subprocess, sys; subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, check=True); " \
+       "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
+
+
+def peak_mib(cmd: list[str]) -> float:
+    """Peak resident memory of one run, in MiB (Linux reports KiB)."""
+    out = subprocess.run([sys.executable, "-c", PEAK, *cmd], capture_output=True, text=True, check=True)
+    return int(out.stdout.strip()) / 1024
 
 
 def median_seconds(cmd: list[str], repeats: int) -> float:
@@ -47,6 +60,12 @@ def main() -> None:
     print(f"{'command':45} {'median ms':>10} {'× imports':>10} {'× as used':>10}")
     for name, seconds in results.items():
         print(f"{name:45} {1000 * seconds:10.1f} {seconds / bare:10.2f} {seconds / used:10.2f}")
+    print()
+    heavy = {name: median_seconds(cmd, max(3, args.repeats // 3)) for name, cmd in TORCH.items()}
+    print(f"{'command':45} {'median ms':>10} {'× torch':>10} {'peak MiB':>10}")
+    for name, seconds in heavy.items():
+        print(f"{name:45} {1000 * seconds:10.1f} {seconds / heavy['import torch']:10.2f} "
+              f"{peak_mib(TORCH[name]):10.0f}")
 
 
 if __name__ == "__main__":
