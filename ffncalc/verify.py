@@ -80,6 +80,9 @@ def _is_norm(module: torch.nn.Module) -> bool:
     return isinstance(module, (torch.nn.LayerNorm, torch.nn.RMSNorm))
 
 
+Key = tuple[str, "tuple[int, int] | None"]  # (component, layer run)
+
+
 def verify(spec: ModelSpec, *, model: str = "model", seq_len: int | None = None, convention: str = "exact",
            every_layer: bool = False) -> Report:
     """Compare analytic and torch parameter counts and forward FLOPs, component by component."""
@@ -87,47 +90,12 @@ def verify(spec: ModelSpec, *, model: str = "model", seq_len: int | None = None,
         raise ValueError(f"verify proves the exact and causal conventions, not {convention!r}")
     seq_len = spec.context_length if seq_len is None else seq_len
     groups = [(first, first + n) for first, n, *_ in spec.groups()]
-    group_of = {i: g for g in groups for i in range(*g)}
-
-    analytic: dict[tuple[str, tuple | None], list[int]] = {}
-    for row in tally(spec, convention=convention, seq_len=seq_len).rows:
-        if row.params or row.flops:
-            entry = analytic.setdefault((row.name, row.layers), [0, 0])
-            entry[0] += row.params
-            entry[1] += row.flops * seq_len
-
     net = torchref.build(spec, device="meta", causal=convention == "causal")
     net.set_balanced_routing(True)
-    measured: dict[tuple[str, tuple | None], list[int]] = {}
-    owners = dict(net.named_modules())
-    for path, param in net.named_parameters():  # a tied Parameter is listed once
-        owner = owners[path.rsplit(".", 1)[0]] if "." in path else net
-        name, layer = _component(path, _is_norm(owner))
-        measured.setdefault((name, group_of.get(layer)), [0, 0])[0] += param.numel()
-
-    # Layers of one run are the same module with the same shapes: unless every_layer, the first of each
-    # run is counted and its FLOPs stand for the run.
-    only = None if every_layer else [first for first, _ in groups]
-    repeat = {first: stop - first for first, stop in groups}
-    tokens = torch.zeros((1, seq_len), dtype=torch.long, device="meta")
-    with FlopCounterMode(display=False) as counter:
-        net(tokens, only=only)
-    counts = counter.get_flop_counts()
-    attributed = 0
-    for path, module in net.named_modules():
-        if not isinstance(module, (torch.nn.Linear, torchref.MatMul)):
-            continue
-        flops = sum(counts.get(f"{type(net).__name__}.{path}", {}).values())
-        attributed += flops
-        name, layer = _component(path, norm=False)
-        if isinstance(module, torch.nn.Linear):
-            name += ".weight"
-        if flops and only is not None and layer is not None:
-            flops *= repeat[layer]
-        measured.setdefault((name, group_of.get(layer)), [0, 0])[1] += flops
-    unattributed = sum(counts.get("Global", {}).values()) - attributed
-    if unattributed:
-        measured[("(outside any linear or matmul module)", None)] = [0, unattributed]
+    analytic = _analytic(spec, convention, seq_len)
+    measured = _torch_params(net, groups)
+    for key, flops in _torch_flops(net, groups, seq_len, every_layer).items():
+        measured.setdefault(key, [0, 0])[1] += flops
 
     checks = []
     for key in list(analytic) + [k for k in measured if k not in analytic]:
@@ -144,3 +112,60 @@ def verify(spec: ModelSpec, *, model: str = "model", seq_len: int | None = None,
     if convention == "causal":
         notes.append("attention over the causal triangle only: query i meets keys 0..i")
     return Report(model, convention, seq_len, every_layer, tuple(notes), tuple(checks))
+
+
+def _analytic(spec: ModelSpec, convention: str, seq_len: int) -> dict[Key, list[int]]:
+    """[params, forward FLOPs of the pass] per component and layer run, from count.py."""
+    out: dict[Key, list[int]] = {}
+    for row in tally(spec, convention=convention, seq_len=seq_len).rows:
+        if row.params or row.flops:
+            entry = out.setdefault((row.name, row.layers), [0, 0])
+            entry[0] += row.params
+            entry[1] += row.flops * seq_len
+    return out
+
+
+def _torch_params(net: torchref.Transformer, groups: list[tuple[int, int]]) -> dict[Key, list[int]]:
+    """[numel, 0] per component and layer run; a tied Parameter is listed once by named_parameters."""
+    group_of = {i: g for g in groups for i in range(*g)}
+    owners = dict(net.named_modules())
+    out: dict[Key, list[int]] = {}
+    for path, param in net.named_parameters():
+        owner = owners[path.rsplit(".", 1)[0]] if "." in path else net
+        name, layer = _component(path, _is_norm(owner))
+        out.setdefault((name, group_of.get(layer)), [0, 0])[0] += param.numel()
+    return out
+
+
+def _torch_flops(net: torchref.Transformer, groups: list[tuple[int, int]], seq_len: int,
+                 every_layer: bool) -> dict[Key, int]:
+    """FlopCounterMode's FLOPs per Linear and MatMul module over one forward on meta tensors.
+
+    Layers of one run are the same module with the same shapes: unless ``every_layer``, the first of
+    each run is counted and its FLOPs stand for the run.
+    """
+    group_of = {i: g for g in groups for i in range(*g)}
+    only = None if every_layer else [first for first, _ in groups]
+    tokens = torch.zeros((1, seq_len), dtype=torch.long, device="meta")
+    with FlopCounterMode(display=False) as counter:
+        net(tokens, only=only)
+    counts = counter.get_flop_counts()
+    out: dict[Key, int] = {}
+    attributed = 0
+    for path, module in net.named_modules():
+        if not isinstance(module, (torch.nn.Linear, torchref.MatMul)):
+            continue
+        flops = sum(counts.get(f"{type(net).__name__}.{path}", {}).values())
+        attributed += flops
+        name, layer = _component(path, norm=False)
+        if isinstance(module, torch.nn.Linear):
+            name += ".weight"
+        if only is not None and layer is not None:
+            first, stop = group_of[layer]
+            flops *= stop - first
+        key = (name, group_of.get(layer))
+        out[key] = out.get(key, 0) + flops
+    unattributed = sum(counts.get("Global", {}).values()) - attributed
+    if unattributed:
+        out[("(outside any linear or matmul module)", None)] = unattributed
+    return out
