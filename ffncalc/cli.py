@@ -112,6 +112,96 @@ def verify(
         raise typer.Exit(1)
 
 
+BenchBlock = enum.Enum("BenchBlock", {b: b for b in ("ffn", "attention", "layer")}, type=str)
+BenchDevice = enum.Enum("BenchDevice", {d: d for d in ("auto", "cpu", "cuda", "mps")}, type=str)
+BenchDtype = enum.Enum("BenchDtype", {d: d for d in ("fp32", "bf16", "fp16")}, type=str)
+
+
+@app.command()
+def bench(
+    model: str = typer.Argument(..., help="A preset name or a spec file (.yaml)."),
+    block: BenchBlock = typer.Option("ffn", "--block", help="What to time."),
+    compare_ffn: bool = typer.Option(False, "--compare-ffn", help="Time the dense and gated FFN at equal parameters."),
+    backward: bool = typer.Option(False, "--backward", help="Time forward + backward."),
+    device: BenchDevice = typer.Option("auto", "--device", help="auto: cuda, then mps, then cpu."),
+    dtype: BenchDtype = typer.Option("fp32", "--dtype"),
+    tokens: int = typer.Option(2048, "--tokens", min=1, help="Tokens per run (batch × sequence)."),
+    seq_len: Optional[int] = typer.Option(None, "--seq-len", min=1, help="Sequence length [default: min(tokens, context)]."),
+    layer: int = typer.Option(0, "--layer", min=0, help="Which layer's blocks, for stacks whose layers differ."),
+    repeats: int = typer.Option(10, "--repeats", min=1),
+    warmup: int = typer.Option(2, "--warmup", min=0),
+    fmt: ListFormat = typer.Option("table", "--format", "-f", help="Output format."),
+    out: Optional[str] = typer.Option(None, "--out", help="Also save the JSON results to this file (atomically)."),
+) -> None:
+    """Time real blocks built from the spec on this machine's hardware, with achieved FLOP/s."""
+    label, spec = presets.load(model)
+    seq = seq_len or min(tokens, spec.context_length)
+    _check_seq_len(label, spec, seq)
+    try:
+        from . import bench as timing
+    except ImportError as exc:
+        raise InputError(f"bench needs torch ({exc}); install it: pip install torch==2.13.0") from None
+    if compare_ffn:
+        plans = [timing.plan(spec, "ffn", seq, layer, ffn=f) for _, f in timing.compare_variants(spec, layer)]
+    else:
+        plans = [timing.plan(spec, block.value, seq, layer)]
+    dev = timing.pick_device(device.value)
+    with _progress() as progress:
+        results = timing.run(plans, device=dev, dtype=dtype.value, tokens=tokens, seq_len=seq, backward=backward,
+                             repeats=repeats, warmup=warmup, progress=progress)
+    records = [r.record() for r in results]
+    if out:
+        _write_atomic(out, render.to_json(records))
+    if fmt.value == "json":
+        _emit(render.to_json(records))
+    else:
+        _print(render.bench_table(label, results))
+
+
+class _progress:
+    """A transient progress bar on stderr while timing runs, if stderr is a terminal."""
+
+    def __enter__(self):
+        self.bar = None
+        if sys.stderr.isatty():
+            from rich.console import Console
+            from rich.progress import Progress
+
+            self.bar = Progress(console=Console(stderr=True), transient=True)
+            self.bar.start()
+            self.task = self.bar.add_task("timing", total=None)
+        return self.update
+
+    def update(self, what: str, done: int, total: int) -> None:
+        if self.bar:
+            self.bar.update(self.task, description=what, completed=done, total=total)
+
+    def __exit__(self, *exc):
+        if self.bar:
+            self.bar.stop()
+
+
+def _write_atomic(path: str, text: str) -> None:
+    """Write beside the target and rename over it, so a reader never sees half a file."""
+    import tempfile
+    from pathlib import Path
+
+    target = Path(path)
+    if target.is_dir():
+        raise InputError(f"--out {path}: is a directory")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=target.parent if str(target.parent) else ".", prefix=f".{target.name}.")
+    except OSError as exc:
+        raise InputError(f"--out {path}: cannot write there ({exc.strerror})") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, target)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
 def _check_seq_len(label: str, spec, seq_len: int | None) -> None:
     if seq_len is not None and spec.positions == "learned" and seq_len > spec.context_length:
         raise InputError(

@@ -117,10 +117,10 @@ def _attention(e: _Emitter, spec: ModelSpec, attn: Attention, n: int, seq_len: i
     if spec.positions == "rotary":
         e.op("attn.rotary", n * ROTARY_OPS * (h + kv) * hd)
     # Each token's query meets seq_len keys in every head; grouped K/V heads are shared, not fewer products.
-    e.term("attn.scores", "core", (h, seq_len, hd), n, macs=n * h * seq_len * hd)
+    e.term("attn.scores", "core", (h, seq_len, hd), n, numel=0, macs=n * h * seq_len * hd)
     scores = n * h * seq_len
     e.op("attn.softmax", SOFTMAX_OPS * scores + (scores if spec.positions == "alibi" else 0), scores=scores)
-    e.term("attn.values", "core", (h, seq_len, hd), n, macs=n * h * seq_len * hd)
+    e.term("attn.values", "core", (h, seq_len, hd), n, numel=0, macs=n * h * seq_len * hd)
     e.linear("attn.o", h * hd, d, attn.o_bias, n)
 
 

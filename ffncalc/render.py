@@ -263,6 +263,34 @@ def verify_table(report: Report) -> Group:
     return Group(*parts)
 
 
+def bench_table(model: str, results) -> Group:
+    """Timed blocks: median and spread, tokens/s, achieved TFLOP/s and their share of the measured peak."""
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    first = results[0]
+    tab = Table(show_edge=False, pad_edge=False, header_style="bold")
+    for col in ("block", "variant", "median ms", "min–max ms", "tokens/s", "GFLOP/run", "TFLOP/s", "of matmul"):
+        tab.add_column(col, justify="left" if col in ("block", "variant") else "right")
+    for r in results:
+        tab.add_row(r.block + (" fwd+bwd" if r.backward else ""), r.variant, f"{r.median_ms:.3f}",
+                    f"{r.min_ms:.3f}–{r.max_ms:.3f}", f"{r.tokens_per_s:,.0f}", f"{r.flops / 1e9:,.2f}",
+                    f"{r.tflops:.3f}", f"{100 * r.share_of_peak:.1f}%")
+    sheet = (f"; datasheet {first.datasheet}: {first.datasheet_tflops} TFLOP/s {first.dtype}"
+             if first.datasheet_tflops else "")
+    lines = [
+        Text(f"{model} · {first.device} · {first.dtype} · {first.tokens:,} tokens "
+             f"({first.tokens // first.seq_len} × {first.seq_len})", style="bold"),
+        Text(f"matmul rate measured in this run: {first.peak_tflops_measured:.3f} TFLOP/s{sheet}", style="dim"),
+        Text("FLOPs: the analytic matmul FLOPs of the work timed (backward = 2 × forward)", style="dim"),
+    ]
+    if len(results) == 2 and results[0].block == results[1].block == "ffn":
+        lines.append(Text(f"time ratio {results[1].variant.split()[0]} / {results[0].variant.split()[0]}: "
+                          f"{results[1].median_ms / results[0].median_ms:.3f}", style="dim"))
+    return Group(*lines, Text(""), tab)
+
+
 def console(width: int | None = None) -> Console:
     """A console per call; off a terminal, wide enough that tables keep their columns."""
     from rich.console import Console

@@ -1,0 +1,279 @@
+"""Timing real blocks built from a spec (``torchref``) on the available device. Returns results; never prints.
+
+A timed run is one forward (or forward + backward) of a block on random inputs. Warm-up runs are
+excluded; on CUDA each run is bracketed by events, elsewhere by a synchronize and the wall clock.
+Achieved FLOP/s use the analytic FLOPs of exactly the work that ran (``count.py``), and the share of
+peak compares them with one large matmul of the same dtype, timed the same way in the same run.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+from dataclasses import asdict, dataclass
+from typing import Callable, get_args
+
+import torch
+
+from . import hardware, torchref
+from .count import terms
+from .errors import InputError
+from .sizing import match_width
+from .spec import DenseFFN, GateActivation, GatedFFN, ModelSpec, MoEFFN
+
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
+BLOCKS = ("ffn", "attention", "layer")
+Progress = Callable[[str, int, int], None]  # (what, done, total)
+
+
+@dataclass(frozen=True)
+class Result:
+    block: str
+    variant: str
+    device: str
+    dtype: str
+    tokens: int
+    seq_len: int
+    backward: bool
+    median_ms: float
+    min_ms: float
+    max_ms: float
+    flops: int  # analytic matmul FLOPs of one timed run
+    tflops: float  # achieved: flops / median time
+    peak_tflops_measured: float  # one large matmul of the same dtype, same run
+    share_of_peak: float
+    tokens_per_s: float
+    datasheet_tflops: float | None
+    datasheet: str | None
+
+    def record(self) -> dict:
+        return asdict(self)
+
+
+def pick_device(name: str) -> torch.device:
+    """``auto``: CUDA, then MPS, then the CPU. A named device that is absent is refused."""
+    if name == "auto":
+        if torch.cuda.is_available():
+            return torch.device("cuda")
+        if torch.backends.mps.is_available():
+            return torch.device("mps")
+        return torch.device("cpu")
+    available = {"cpu": True, "cuda": torch.cuda.is_available(), "mps": torch.backends.mps.is_available()}
+    if not available.get(name, False):
+        raise InputError(f"--device {name}: no such device here (available: "
+                         f"{', '.join(k for k, v in available.items() if v)})")
+    return torch.device(name)
+
+
+def device_name(device: torch.device) -> str:
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    if device.type == "mps":
+        import subprocess
+
+        out = subprocess.run(["sysctl", "-n", "machdep.cpu.brand_string"], capture_output=True, text=True)
+        return out.stdout.strip() or "Apple GPU (mps)"
+    return "cpu"
+
+
+def check_dtype(device: torch.device, dtype: str) -> None:
+    """Refuse a dtype the device cannot multiply in, by trying a small matmul."""
+    try:
+        a = torch.ones(8, 8, device=device, dtype=DTYPES[dtype])
+        (a @ a).sum().item()
+    except (RuntimeError, TypeError) as exc:
+        raise InputError(f"--dtype {dtype} is not supported on {device.type}: {str(exc).splitlines()[0]}") from None
+
+
+def free_bytes(device: torch.device) -> int:
+    """Memory a run may still take on the device."""
+    if device.type == "cuda":
+        return torch.cuda.mem_get_info(device)[0]
+    if device.type == "mps":
+        return torch.mps.recommended_max_memory() - torch.mps.driver_allocated_memory()
+    try:
+        with open("/proc/meminfo") as f:
+            info = dict(line.split(":", 1) for line in f)
+        return int(info["MemAvailable"].split()[0]) * 1024
+    except (OSError, KeyError, ValueError):
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One block to time: how to build it and what it costs, known before anything is allocated."""
+
+    block: str
+    variant: str
+    spec: ModelSpec  # a one-layer model holding the block
+    flops_per_token: int  # forward matmul FLOPs
+    params: int
+    activations_per_token: int  # elements a forward keeps for backward
+    scores: int  # attention score elements per sequence (heads × s × s)
+
+
+def _one_layer(spec: ModelSpec, layer: int, ffn=None) -> ModelSpec:
+    for first, n, attn, group_ffn in spec.groups():
+        if first <= layer < first + n:
+            return spec.model_copy(update={"n_layers": 1, "layers": None, "attention": attn, "ffn": ffn or group_ffn})
+    raise InputError(f"--layer {layer}: the model has layers 0–{spec.n_layers - 1}")
+
+
+def plan(spec: ModelSpec, block: str, seq_len: int, layer: int = 0, ffn=None, variant: str | None = None) -> Plan:
+    """Analytic cost of ``block`` in ``layer`` (optionally with another FFN), from count.py's terms."""
+    one = _one_layer(spec, layer, ffn)
+    prefix = {"ffn": ("ffn.",), "attention": ("attn.",), "layer": ("ffn.", "attn.", "norms")}[block]
+    parts = [t for t in terms(one, seq_len) if t.part == "layers" and t.name.startswith(prefix)]
+    flops = sum(2 * t.macs for t in parts if t.role in ("weight", "core"))
+    params = sum(t.numel * t.count for t in parts)
+    attn, f = one.attention, one.ffn
+    d, hd = one.d_model, attn.head_size(one.d_model)
+    # What a forward keeps for backward, per token: the block's input, each projection's output and
+    # the hidden activations; the attention probabilities are per sequence (scores).
+    attn_elems = d + (attn.n_heads + 2 * attn.kv_heads) * hd + attn.n_heads * hd
+    ffn_elems = d + _ffn_hidden(d, f)
+    per_token = {"ffn": ffn_elems, "attention": attn_elems, "layer": attn_elems + ffn_elems}[block]
+    scores = 2 * attn.n_heads * seq_len * seq_len if block != "ffn" else 0  # scores and probabilities
+    ffn_name = f.variant if isinstance(f, MoEFFN) else f"{f.variant} d_ff {f.width(d)}"
+    name = variant or {"ffn": ffn_name, "attention": f"{attn.n_heads} heads, {attn.kv_heads} KV × {hd}",
+                       "layer": f"attention + {ffn_name}"}[block]
+    return Plan(block, name, one, flops, params, per_token, scores)
+
+
+def _ffn_hidden(d: int, ffn) -> int:
+    if isinstance(ffn, MoEFFN):
+        shared = ffn.n_shared_experts * _ffn_hidden(d, ffn.shared) if ffn.shared else 0
+        return ffn.n_experts + ffn.top_k * _ffn_hidden(d, ffn.expert) + shared
+    width = ffn.width(d)
+    return (3 if isinstance(ffn, GatedFFN) else 2) * width  # pre- and post-activation (and the up branch)
+
+
+def required_bytes(p: Plan, tokens: int, seq_len: int, dtype: str, backward: bool, probe: int) -> int:
+    """Weights, kept activations, and with backward the gradients of both; plus the matmul probe."""
+    size = BYTES[dtype]
+    batch = tokens // seq_len
+    acts = p.activations_per_token * tokens + p.scores * batch
+    total = p.params + 2 * acts  # an input and an output buffer beside what is kept
+    if backward:
+        total += p.params + acts
+    return total * size + 3 * probe * probe * size
+
+
+def compare_variants(spec: ModelSpec, layer: int) -> list[tuple[str, object]]:
+    """The layer's FFN and its other kind (dense ↔ gated) at equal parameters, same activation."""
+    ffn = _one_layer(spec, layer).ffn
+    if isinstance(ffn, MoEFFN):
+        ffn = ffn.expert
+    d = spec.d_model
+    kind = "gated" if isinstance(ffn, DenseFFN) else "dense"
+    target = plan(spec, "ffn", 1, layer, ffn).params
+    width = match_width(d, target, kind, bias=ffn.bias).d_ff
+    # the same activation on the other side; a dense one with no gated form (relu², tanh) gates with SiLU
+    act = ffn.activation if kind == "dense" or ffn.activation in get_args(GateActivation) else "silu"
+    other = (GatedFFN if kind == "gated" else DenseFFN)(d_ff=width, activation=act, bias=ffn.bias)
+    pair = [(ffn.kind, ffn), (kind, other)]
+    return sorted(pair, key=lambda kv: kv[0])  # dense first
+
+
+def _time(fn: Callable[[], object], device: torch.device, repeats: int, warmup: int,
+          tick: Callable[[], None]) -> list[float]:
+    """Milliseconds of each of ``repeats`` runs after ``warmup`` untimed ones."""
+    sync = {"cuda": torch.cuda.synchronize, "mps": torch.mps.synchronize}.get(device.type, lambda: None)
+    for _ in range(warmup):
+        fn()
+    sync()
+    out = []
+    for _ in range(repeats):
+        if device.type == "cuda":
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn()
+            end.record()
+            end.synchronize()
+            out.append(start.elapsed_time(end))
+        else:
+            sync()
+            t0 = time.perf_counter()
+            fn()
+            sync()
+            out.append(1000 * (time.perf_counter() - t0))
+        tick()
+    return out
+
+
+def probe_size(device: torch.device) -> int:
+    return 8192 if device.type == "cuda" else 2048
+
+
+def matmul_tflops(device: torch.device, dtype: str, repeats: int, warmup: int, tick) -> float:
+    """The device's matmul rate in this run: one large square matmul of ``dtype``."""
+    n = probe_size(device)
+    a = torch.randn(n, n, device=device, dtype=DTYPES[dtype])
+    b = torch.randn(n, n, device=device, dtype=DTYPES[dtype])
+    ms = statistics.median(_time(lambda: a @ b, device, repeats, warmup, tick))
+    return 2 * n**3 / (ms / 1000) / 1e12
+
+
+def build_block(p: Plan, device: torch.device, dtype: str) -> torch.nn.Module:
+    net = torchref.build(p.spec, device=device, dtype=DTYPES[dtype])
+    layer = net.layers[0]
+    return {"ffn": layer.ffn, "attention": layer.attn, "layer": layer}[p.block]
+
+
+def run(plans: list[Plan], *, device: torch.device, dtype: str, tokens: int, seq_len: int, backward: bool,
+        repeats: int, warmup: int, progress: Progress | None = None) -> list[Result]:
+    """Time each planned block, and the matmul probe once; refuse a run that would not fit."""
+    if tokens % seq_len:
+        raise InputError(f"--tokens {tokens} is not a whole number of sequences of --seq-len {seq_len}")
+    check_dtype(device, dtype)
+    free = free_bytes(device)
+    for p in plans:
+        need = required_bytes(p, tokens, seq_len, dtype, backward, probe_size(device))
+        if need > 0.9 * free:
+            fits = tokens
+            while fits > seq_len and required_bytes(p, fits, seq_len, dtype, backward, probe_size(device)) > 0.9 * free:
+                fits //= 2
+            raise InputError(f"the {p.block} run needs about {need / 2**30:.1f} GiB but {device.type} has "
+                             f"{free / 2**30:.1f} GiB free; try --tokens {max(seq_len, fits // seq_len * seq_len)}")
+    total = (len(plans) + 1) * repeats
+    done = 0
+
+    def tick():
+        nonlocal done
+        done += 1
+        if progress:
+            progress("timing", done, total)
+
+    name = device_name(device)
+    sheet = hardware.lookup(name) if device.type != "cpu" else None
+    peak = matmul_tflops(device, dtype, repeats, warmup, tick)
+    results = []
+    for p in plans:
+        torch.manual_seed(0)
+        module = build_block(p, device, dtype)
+        x = torch.randn(tokens // seq_len, seq_len, p.spec.d_model, device=device, dtype=DTYPES[dtype])
+        if backward:
+            x.requires_grad_(True)
+            params = [t for t in module.parameters()]
+            grad = torch.randn_like(x)
+
+            def step():
+                torch.autograd.grad(module(x), [x, *params], grad)
+        else:
+            def step():
+                with torch.no_grad():
+                    module(x)
+        ms = _time(step, device, repeats, warmup, tick)
+        flops = p.flops_per_token * tokens * (3 if backward else 1)  # backward: input and weight gradients
+        median = statistics.median(ms)
+        achieved = flops / (median / 1000) / 1e12
+        results.append(Result(
+            block=p.block, variant=p.variant, device=f"{device.type} ({name})" if device.type != "cpu" else "cpu",
+            dtype=dtype, tokens=tokens, seq_len=seq_len, backward=backward, median_ms=median, min_ms=min(ms),
+            max_ms=max(ms), flops=flops, tflops=achieved, peak_tflops_measured=peak, share_of_peak=achieved / peak,
+            tokens_per_s=tokens / (median / 1000),
+            datasheet_tflops=sheet.tflops.get(dtype) if sheet else None, datasheet=sheet.name if sheet else None,
+        ))
+    return results

@@ -1,0 +1,162 @@
+"""Timing real blocks on the CPU, with small sizes."""
+
+import json
+import os
+import statistics
+import time
+
+import pytest
+import torch
+from torch.utils import benchmark
+from torch.utils.flop_counter import FlopCounterMode
+
+from ffncalc import bench, hardware, presets
+from ffncalc.cli import main
+from ffncalc.errors import InputError
+from ffncalc.sizing import ffn_params, match_width
+from ffncalc.spec import ModelSpec
+
+CPU = torch.device("cpu")
+
+
+def spec(**overrides):
+    base = dict(vocab_size=100, d_model=256, n_layers=2, context_length=256,
+                attention={"n_heads": 4, "n_kv_heads": 2},
+                ffn={"kind": "gated", "d_ff": 1024, "activation": "silu"})
+    base.update(overrides)
+    return ModelSpec.model_validate(base)
+
+
+def cli(capsys, *args):
+    os.environ["COLUMNS"] = "200"
+    with pytest.raises(SystemExit) as exc:
+        main(list(args))
+    out, err = capsys.readouterr()
+    return exc.value.code, out, err
+
+
+@pytest.mark.parametrize("block", ["ffn", "attention", "layer"])
+@pytest.mark.parametrize("backward", [False, True])
+def test_planned_flops_are_what_torch_counts(block, backward):
+    """The analytic FLOPs of a timed run equal FlopCounterMode's count of the same run."""
+    s = spec(ffn={"kind": "moe", "n_experts": 4, "top_k": 2, "expert": {"kind": "gated", "d_ff": 64},
+                  "n_shared_experts": 1, "shared": {"kind": "dense", "d_ff": 96}})
+    p = bench.plan(s, block, seq_len=32)
+    module = bench.build_block(p, CPU, "fp32")
+    x = torch.randn(2, 32, 256, requires_grad=backward)
+    with FlopCounterMode(display=False) as counter:
+        out = module(x)
+        if backward:  # the input's and every weight's gradient, as a timed backward run computes them
+            out.backward(torch.randn_like(out))
+    assert counter.get_total_flops() == p.flops_per_token * 64 * (3 if backward else 1)
+
+
+def test_timing_scales_with_work():
+    """Four times the tokens through the same FFN takes roughly four times as long."""
+    p = bench.plan(spec(ffn={"kind": "dense", "d_ff": 1024}), "ffn", seq_len=256)
+    small, = bench.run([p], device=CPU, dtype="fp32", tokens=256, seq_len=256, backward=False, repeats=7, warmup=2)
+    large, = bench.run([p], device=CPU, dtype="fp32", tokens=1024, seq_len=256, backward=False, repeats=7, warmup=2)
+    assert large.flops == 4 * small.flops
+    assert 2.0 < large.median_ms / small.median_ms < 8.0
+    assert small.min_ms <= small.median_ms <= small.max_ms
+
+
+def test_median_agrees_with_torch_benchmark_timer():
+    p = bench.plan(spec(), "ffn", seq_len=256)
+    result, = bench.run([p], device=CPU, dtype="fp32", tokens=512, seq_len=256, backward=False, repeats=9, warmup=2)
+    torch.manual_seed(0)
+    module = bench.build_block(p, CPU, "fp32")
+    x = torch.randn(2, 256, 256)
+    with torch.no_grad():
+        timer = benchmark.Timer("module(x)", globals={"module": module, "x": x}, num_threads=torch.get_num_threads())
+        reference = timer.blocked_autorange(min_run_time=0.5).median * 1000
+    assert 0.5 < result.median_ms / reference < 2.0
+
+
+def test_json_results(capsys, tmp_path):
+    target = tmp_path / "results.json"
+    target.write_text("old contents that must be replaced whole")
+    code, out, _ = cli(capsys, "bench", "microgpt", "--block", "layer", "--tokens", "32", "--seq-len", "16",
+                       "--repeats", "3", "--backward", "--format", "json", "--out", str(target))
+    assert code == 0
+    results = json.loads(out)
+    assert json.loads(target.read_text()) == results
+    assert list(tmp_path.iterdir()) == [target]  # no temporary file left behind
+    r, = results
+    for key, kind in [("block", str), ("device", str), ("dtype", str), ("tokens", int), ("median_ms", float),
+                      ("min_ms", float), ("max_ms", float), ("flops", int), ("tflops", float),
+                      ("peak_tflops_measured", float), ("share_of_peak", float)]:
+        assert isinstance(r[key], kind), key
+    assert (r["block"], r["device"], r["dtype"], r["tokens"], r["backward"]) == ("layer", "cpu", "fp32", 32, True)
+
+
+def test_table_and_compare_ffn(capsys):
+    code, out, _ = cli(capsys, "bench", "llama2-7b", "--compare-ffn", "--tokens", "8", "--repeats", "2",
+                       "--warmup", "0", "--dtype", "bf16")
+    assert code == 0
+    assert "dense silu d_ff 16512" in out and "SwiGLU d_ff 11008" in out  # 3·4096·11008 = 2·4096·16512
+    assert "time ratio" in out and "bf16" in out
+
+
+def test_compare_ffn_widths_have_equal_params():
+    dense, gated = bench.compare_variants(spec(ffn={"kind": "gated", "d_ff": 172}, d_model=64), 0)
+    assert (dense[1].d_ff, gated[1].d_ff) == (258, 172)
+    assert ffn_params(64, 258, "dense", False) == ffn_params(64, 172, "gated", False) == 3 * 64 * 172
+
+
+def test_equal_width_solver_reproductions():
+    # Shazeer 2020: T5-base dense d_ff 3072 ↔ gated 2048, 4,718,592 weights each
+    assert match_width(768, 2 * 768 * 3072, "gated", bias=False).d_ff == 2048
+    # Llama's rule: d_model 4096, dense 16384 → gated 11008 with multiple_of 256
+    assert match_width(4096, 2 * 4096 * 16384, "gated", bias=False, multiple_of=256).d_ff == 11008
+
+
+def test_memory_guard_refuses_quickly(capsys, monkeypatch):
+    monkeypatch.setattr(bench, "free_bytes", lambda device: 200 * 2**20)
+    start = time.perf_counter()
+    code, out, err = cli(capsys, "bench", "llama2-7b", "--tokens", "4096")
+    assert time.perf_counter() - start < 10
+    assert code == 2 and out == ""
+    assert "GiB free; try --tokens" in err and err.count("\n") == 1
+
+
+def test_memory_estimate_covers_a_real_run():
+    p = bench.plan(spec(), "layer", seq_len=128)
+    need = bench.required_bytes(p, 256, 128, "fp32", True, 0)
+    weights = sum(t.numel() for t in bench.build_block(p, CPU, "fp32").parameters()) * 4
+    assert weights == p.params * 4
+    assert need > 2 * weights
+
+
+def test_dtype_the_device_cannot_run_is_refused():
+    with pytest.raises(InputError, match="--dtype bf16 is not supported on meta"):
+        bench.check_dtype(torch.device("meta"), "bf16")
+
+
+def test_absent_device_is_refused(capsys):
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")  # CI has none: the refusal path always runs there
+    code, _, err = cli(capsys, "bench", "microgpt", "--device", "cuda")
+    assert code == 2 and "--device cuda: no such device here" in err
+
+
+def test_moe_routes_for_real_and_reports_the_flops_that_ran():
+    s = spec(ffn={"kind": "moe", "n_experts": 8, "top_k": 2, "expert": {"kind": "gated", "d_ff": 64}})
+    p = bench.plan(s, "ffn", seq_len=64)
+    module = bench.build_block(p, CPU, "fp32")
+    assert not module.balanced
+    x = torch.randn(1, 64, 256)
+    with FlopCounterMode(display=False) as counter:
+        module(x)
+    experts = module.route(module.router(x.reshape(-1, 256)).softmax(-1))[0]
+    rows = torch.bincount(experts.flatten(), minlength=8)
+    assert len(set(rows.tolist())) > 1  # data-dependent, unbalanced routing
+    # router + 2 experts per token, 3 matrices of 256 × 64 each
+    assert counter.get_total_flops() == p.flops_per_token * 64 == 64 * (2 * 256 * 8 + 2 * 2 * 3 * 256 * 64)
+
+
+def test_hardware_table_has_sources():
+    for hw in hardware.table():
+        assert hw.source and hw.tflops
+    assert hardware.lookup("NVIDIA H100 80GB HBM3").tflops["bf16"] == 989.4
+    assert hardware.lookup("NVIDIA L40S") is None  # "L4" is not a prefix match
