@@ -177,29 +177,35 @@ def compare_variants(spec: ModelSpec, layer: int) -> list[tuple[str, object]]:
     return sorted(pair, key=lambda kv: kv[0])  # dense first
 
 
-def _time(fn: Callable[[], object], device: torch.device, repeats: int, warmup: int,
-          tick: Callable[[], None]) -> list[float]:
-    """Milliseconds of each of ``repeats`` runs after ``warmup`` untimed ones."""
+def _time(fns: list[Callable[[], object]], device: torch.device, repeats: int, warmup: int,
+          tick: Callable[[], None]) -> list[list[float]]:
+    """Milliseconds of each function's ``repeats`` runs after ``warmup`` untimed ones.
+
+    The functions take turns within each repeat, so on a shared or throttling machine they all see
+    the same conditions and their ratios stay meaningful.
+    """
     sync = {"cuda": torch.cuda.synchronize, "mps": torch.mps.synchronize}.get(device.type, lambda: None)
     for _ in range(warmup):
-        fn()
+        for fn in fns:
+            fn()
     sync()
-    out = []
+    out: list[list[float]] = [[] for _ in fns]
     for _ in range(repeats):
-        if device.type == "cuda":
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            fn()
-            end.record()
-            end.synchronize()
-            out.append(start.elapsed_time(end))
-        else:
-            sync()
-            t0 = time.perf_counter()
-            fn()
-            sync()
-            out.append(1000 * (time.perf_counter() - t0))
-        tick()
+        for fn, times in zip(fns, out):
+            if device.type == "cuda":
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
+                fn()
+                end.record()
+                end.synchronize()
+                times.append(start.elapsed_time(end))
+            else:
+                sync()
+                t0 = time.perf_counter()
+                fn()
+                sync()
+                times.append(1000 * (time.perf_counter() - t0))
+            tick()
     return out
 
 
@@ -207,13 +213,12 @@ def probe_size(device: torch.device) -> int:
     return 8192 if device.type == "cuda" else 2048
 
 
-def matmul_tflops(device: torch.device, dtype: str, repeats: int, warmup: int, tick) -> float:
-    """The device's matmul rate in this run: one large square matmul of ``dtype``."""
+def matmul_probe(device: torch.device, dtype: str) -> tuple[Callable[[], object], int]:
+    """One large square matmul of ``dtype``, and its FLOPs: the device's matmul rate in this run."""
     n = probe_size(device)
     a = torch.randn(n, n, device=device, dtype=DTYPES[dtype])
     b = torch.randn(n, n, device=device, dtype=DTYPES[dtype])
-    ms = statistics.median(_time(lambda: a @ b, device, repeats, warmup, tick))
-    return 2 * n**3 / (ms / 1000) / 1e12
+    return (lambda: a @ b), 2 * n**3
 
 
 def build_block(p: Plan, device: torch.device, dtype: str) -> torch.nn.Module:
@@ -224,7 +229,7 @@ def build_block(p: Plan, device: torch.device, dtype: str) -> torch.nn.Module:
 
 def run(plans: list[Plan], *, device: torch.device, dtype: str, tokens: int, seq_len: int, backward: bool,
         repeats: int, warmup: int, progress: Progress | None = None) -> list[Result]:
-    """Time each planned block, and the matmul probe once; refuse a run that would not fit."""
+    """Time the planned blocks and the matmul probe, taking turns; refuse a run that would not fit."""
     if tokens % seq_len:
         raise InputError(f"--tokens {tokens} is not a whole number of sequences of --seq-len {seq_len}")
     check_dtype(device, dtype)
@@ -248,24 +253,15 @@ def run(plans: list[Plan], *, device: torch.device, dtype: str, tokens: int, seq
 
     name = device_name(device)
     sheet = hardware.lookup(name) if device.type != "cpu" else None
-    peak = matmul_tflops(device, dtype, repeats, warmup, tick)
-    results = []
+    probe, probe_flops = matmul_probe(device, dtype)
+    steps = [probe]
     for p in plans:
         torch.manual_seed(0)
-        module = build_block(p, device, dtype)
-        x = torch.randn(tokens // seq_len, seq_len, p.spec.d_model, device=device, dtype=DTYPES[dtype])
-        if backward:
-            x.requires_grad_(True)
-            params = [t for t in module.parameters()]
-            grad = torch.randn_like(x)
-
-            def step():
-                torch.autograd.grad(module(x), [x, *params], grad)
-        else:
-            def step():
-                with torch.no_grad():
-                    module(x)
-        ms = _time(step, device, repeats, warmup, tick)
+        steps.append(_step(build_block(p, device, dtype), p, device, dtype, tokens, seq_len, backward))
+    times = _time(steps, device, repeats, warmup, tick)
+    peak = probe_flops / (statistics.median(times[0]) / 1000) / 1e12
+    results = []
+    for p, ms in zip(plans, times[1:]):
         flops = p.flops_per_token * tokens * (3 if backward else 1)  # backward: input and weight gradients
         median = statistics.median(ms)
         achieved = flops / (median / 1000) / 1e12
@@ -277,3 +273,18 @@ def run(plans: list[Plan], *, device: torch.device, dtype: str, tokens: int, seq
             datasheet_tflops=sheet.tflops.get(dtype) if sheet else None, datasheet=sheet.name if sheet else None,
         ))
     return results
+
+
+def _step(module: torch.nn.Module, p: Plan, device, dtype: str, tokens: int, seq_len: int,
+          backward: bool) -> Callable[[], object]:
+    """One timed run of ``module`` on random input: forward, or forward and every gradient."""
+    x = torch.randn(tokens // seq_len, seq_len, p.spec.d_model, device=device, dtype=DTYPES[dtype])
+    if not backward:
+        def forward():
+            with torch.no_grad():
+                return module(x)
+        return forward
+    x.requires_grad_(True)
+    params = list(module.parameters())
+    grad = torch.randn(x.shape, device=device, dtype=x.dtype)
+    return lambda: torch.autograd.grad(module(x), [x, *params], grad)
