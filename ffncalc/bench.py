@@ -12,15 +12,16 @@ import os
 import statistics
 import time
 from dataclasses import asdict, dataclass
-from typing import Callable, get_args
+from typing import Callable
 
 import torch
 
 from . import hardware, torchref
 from .count import terms
 from .errors import InputError
-from .sizing import match_width
-from .spec import DenseFFN, GateActivation, GatedFFN, ModelSpec, MoEFFN
+from .compare import counterpart
+from .sizing import ffn_activation_elements
+from .spec import DenseFFN, GatedFFN, ModelSpec, MoEFFN
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
@@ -143,11 +144,12 @@ def plan(spec: ModelSpec, block: str, seq_len: int, layer: int = 0, ffn=None, va
 
 
 def _ffn_hidden(d: int, ffn) -> int:
+    """Elements per token the FFN keeps for backward, beyond its input."""
     if isinstance(ffn, MoEFFN):
         shared = ffn.n_shared_experts * _ffn_hidden(d, ffn.shared) if ffn.shared else 0
-        return ffn.n_experts + ffn.top_k * _ffn_hidden(d, ffn.expert) + shared
-    width = ffn.width(d)
-    return (3 if isinstance(ffn, GatedFFN) else 2) * width  # pre- and post-activation (and the up branch)
+        return ffn.n_experts + ffn.top_k * (d + _ffn_hidden(d, ffn.expert)) + shared
+    kind = "gated" if isinstance(ffn, GatedFFN) else "dense"
+    return ffn_activation_elements(d, ffn.width(d), kind) - d
 
 
 def required_bytes(p: Plan, tokens: int, seq_len: int, dtype: str, backward: bool, probe: int) -> int:
@@ -162,19 +164,12 @@ def required_bytes(p: Plan, tokens: int, seq_len: int, dtype: str, backward: boo
 
 
 def compare_variants(spec: ModelSpec, layer: int) -> list[tuple[str, object]]:
-    """The layer's FFN and its other kind (dense ↔ gated) at equal parameters, same activation."""
+    """The layer's FFN (a mixture's expert) and its other kind at equal parameters, dense first."""
     ffn = _one_layer(spec, layer).ffn
     if isinstance(ffn, MoEFFN):
         ffn = ffn.expert
-    d = spec.d_model
-    kind = "gated" if isinstance(ffn, DenseFFN) else "dense"
-    target = plan(spec, "ffn", 1, layer, ffn).params
-    width = match_width(d, target, kind, bias=ffn.bias).d_ff
-    # the same activation on the other side; a dense one with no gated form (relu², tanh) gates with SiLU
-    act = ffn.activation if kind == "dense" or ffn.activation in get_args(GateActivation) else "silu"
-    other = (GatedFFN if kind == "gated" else DenseFFN)(d_ff=width, activation=act, bias=ffn.bias)
-    pair = [(ffn.kind, ffn), (kind, other)]
-    return sorted(pair, key=lambda kv: kv[0])  # dense first
+    other = counterpart(ffn, spec.d_model)
+    return sorted([(ffn.kind, ffn), (other.kind, other)], key=lambda kv: kv[0])
 
 
 def _time(fns: list[Callable[[], object]], device: torch.device, repeats: int, warmup: int,

@@ -30,6 +30,9 @@ Format = enum.Enum("Format", {f: f for f in render.FORMATS}, type=str)
 ListFormat = enum.Enum("ListFormat", {f: f for f in ("table", "json")}, type=str)
 ConventionName = enum.Enum("ConventionName", {c: c for c in CONVENTIONS}, type=str)
 RecomputeName = enum.Enum("RecomputeName", {r: r for r in RECOMPUTE}, type=str)
+BenchBlock = enum.Enum("BenchBlock", {b: b for b in ("ffn", "attention", "layer")}, type=str)
+BenchDevice = enum.Enum("BenchDevice", {d: d for d in ("auto", "cpu", "cuda", "mps")}, type=str)
+BenchDtype = enum.Enum("BenchDtype", {d: d for d in ("fp32", "bf16", "fp16")}, type=str)
 
 
 def _emit(text: str) -> None:
@@ -112,9 +115,95 @@ def verify(
         raise typer.Exit(1)
 
 
-BenchBlock = enum.Enum("BenchBlock", {b: b for b in ("ffn", "attention", "layer")}, type=str)
-BenchDevice = enum.Enum("BenchDevice", {d: d for d in ("auto", "cpu", "cuda", "mps")}, type=str)
-BenchDtype = enum.Enum("BenchDtype", {d: d for d in ("fp32", "bf16", "fp16")}, type=str)
+KindName = enum.Enum("KindName", {k: k for k in ("dense", "gated")}, type=str)
+MatchName = enum.Enum("MatchName", {k: k for k in ("params", "flops")}, type=str)
+
+
+@app.command()
+def compare(
+    model: Optional[str] = typer.Argument(None, help="A preset name or a spec file; or use --d-model and --d-ff."),
+    to: Optional[KindName] = typer.Option(None, "--to", help="The other kind [default: the one the model lacks]."),
+    activation: Optional[str] = typer.Option(None, "--activation",
+                                             help="The other side's activation: swiglu, geglu, reglu, glu, bilinear, "
+                                                  "relu, gelu, silu, … [default: the same function]."),
+    match: MatchName = typer.Option("params", "--match", help="What to hold equal."),
+    multiple_of: int = typer.Option(1, "--multiple-of", min=1, help="Round the solved width up to a multiple (Llama)."),
+    d_model: Optional[int] = typer.Option(None, "--d-model", min=1, help="Bare block: the model width."),
+    d_ff: Optional[int] = typer.Option(None, "--d-ff", min=1, help="Bare block: its hidden width."),
+    kind: KindName = typer.Option("dense", "--kind", help="Bare block: its kind."),
+    block_activation: Optional[str] = typer.Option(None, "--block-activation",
+                                                   help="Bare block: its activation [default: relu, or silu if gated]."),
+    bias: bool = typer.Option(False, "--bias/--no-bias", help="Bare block: biases on its linear layers."),
+    sweep: Optional[str] = typer.Option(None, "--sweep", help="d_ff/d_model ratios: 2,2.67,4 or 1:8:0.5; one row each."),
+    bench_: bool = typer.Option(False, "--bench", help="Also time both blocks on this machine (as ffncalc bench)."),
+    tokens: int = typer.Option(1024, "--tokens", min=1, help="With --bench: tokens per timed run."),
+    repeats: int = typer.Option(5, "--repeats", min=1, help="With --bench: timed runs per block."),
+    device: BenchDevice = typer.Option("auto", "--device", help="With --bench: auto, cpu, cuda or mps."),
+    dtype: BenchDtype = typer.Option("fp32", "--dtype", help="With --bench: fp32, bf16 or fp16."),
+    fmt: Format = typer.Option("table", "--format", "-f", help="Output format."),
+) -> None:
+    """Dense vs gated FFN at equal parameters (or FLOPs): the solved width and both blocks side by side."""
+    from . import compare as cmp
+    from .spec import DenseFFN, GatedFFN
+
+    kw = dict(to=to.value if to else None, activation=activation, match=match.value, multiple_of=multiple_of)
+    bare = d_model is not None or d_ff is not None
+    if model is not None and bare:
+        raise InputError("compare takes a model or --d-model/--d-ff, not both")
+    if model is None and d_model is None:
+        raise InputError("compare needs a model, or --d-model and --d-ff for a bare block")
+    if model is not None:
+        label, spec = presets.load(model)
+        d_model, block = spec.d_model, cmp.model_block(spec)
+    else:
+        if d_ff is None and sweep is None:
+            raise InputError("a bare block needs --d-ff as well as --d-model")
+        act = cmp._activation(block_activation, kind.value, "relu" if kind.value == "dense" else "silu")
+        block = (GatedFFN if kind.value == "gated" else DenseFFN)(d_ff=d_ff or d_model, activation=act, bias=bias)
+    if sweep is not None:
+        _show_sweep(cmp.sweep(d_model, block, cmp.parse_ratios(sweep), **kw), fmt.value)
+        return
+    c = cmp.compare_model(spec, model=label, **kw) if model is not None else cmp.compare_block(d_model, block, **kw)
+    results = _bench_pair(c, tokens, repeats, device.value, dtype.value) if bench_ else None
+    if fmt.value == "json":
+        _emit(render.to_json(render.comparison_records(c, results)))
+    elif fmt.value == "markdown":
+        _emit(render.comparison_markdown(c, results))
+    elif fmt.value == "csv":
+        _emit(render.comparison_csv(c, results))
+    else:
+        _print(render.comparison_table(c, results))
+
+
+def _show_sweep(comparisons, fmt: str) -> None:
+    if fmt == "json":
+        _emit(render.to_json([render.comparison_records(c) for c in comparisons]))
+    elif fmt == "markdown":
+        _emit(render.sweep_markdown(comparisons))
+    elif fmt == "csv":
+        _emit(render.sweep_csv(comparisons))
+    else:
+        _print(render.sweep_table(comparisons))
+
+
+def _bench_pair(c, tokens: int, repeats: int, device: str, dtype: str):
+    """Both blocks of a comparison timed in one run, as ffncalc bench does."""
+    try:
+        from . import bench as timing
+    except ImportError as exc:
+        raise InputError(f"--bench needs torch ({exc}); install it: pip install torch==2.13.0") from None
+    from .spec import DenseFFN, GatedFFN, ModelSpec
+
+    ffns = [(GatedFFN if s.kind == "gated" else DenseFFN)(d_ff=s.d_ff, activation=s.activation, bias=s.bias)
+            for s in (c.source, c.target)]
+    spec = ModelSpec(vocab_size=1, d_model=c.d_model, n_layers=1, context_length=tokens,
+                     attention={"n_heads": 1}, ffn=ffns[0])
+    plans = [timing.plan(spec, "ffn", tokens, ffn=f) for f in ffns]
+    with _progress() as progress:
+        return timing.run(plans, device=timing.pick_device(device), dtype=dtype, tokens=tokens, seq_len=tokens,
+                          backward=False, repeats=repeats, warmup=1, progress=progress)
+
+
 
 
 @app.command()

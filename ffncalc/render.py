@@ -179,7 +179,7 @@ def _md_table(head: list[str], body: list[list[str]]) -> str:
     def line(cells):
         return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
 
-    align = ["---" if h in ("component", "layers", "shape", "total") else "---:" for h in head]
+    align = ["---" if h in ("component", "layers", "shape", "total", "") else "---:" for h in head]
     return "\n".join([line(head), "| " + " | ".join(align) + " |"] + [line(r) for r in body])
 
 
@@ -289,6 +289,188 @@ def bench_table(model: str, results) -> Group:
         lines.append(Text(f"time ratio {results[1].variant.split()[0]} / {results[0].variant.split()[0]}: "
                           f"{results[1].median_ms / results[0].median_ms:.3f}", style="dim"))
     return Group(*lines, Text(""), tab)
+
+
+CAPACITY = ("Capacity: the dense block's hidden features are one linear projection of x, so their rank is at "
+            "most min(d_model, d_ff); the gated block multiplies two projections, a linear map of the degree-2 "
+            "features x⊗x (the kernel view), so its rank can reach d_ff (at most d_model(d_model+1)/2).")
+
+
+def comparison_records(c, bench_results=None) -> dict[str, Any]:
+    def side(s) -> dict[str, Any]:
+        return {
+            "kind": s.kind, "activation": s.activation, "variant": s.variant, "d_ff": s.d_ff, "bias": s.bias,
+            "params_per_layer": s.params, "params_all_ffn_layers": s.params * c.ffn_layers,
+            "model_params": s.model_params, "forward_flops_per_token": s.flops,
+            "train_flops_per_token": s.train_flops, "model_forward_flops_per_token": s.model_flops,
+            "activation_elements_per_token": s.activations, "rank_linear": s.rank_linear,
+            "rank_degree2": s.rank_kernel,
+            "reference_log_perplexity": list(s.reference) if s.reference else None,
+        }
+
+    out = {
+        "model": c.model, "d_model": c.d_model, "ffn_layers": c.ffn_layers, "match": c.match,
+        "multiple_of": c.multiple_of, "moe": c.moe, "residual": c.residual, "exact": c.exact,
+        "residual_percent": 100 * c.residual / getattr(c.source, c.match),
+        "source": side(c.source), "target": side(c.target), "capacity": CAPACITY,
+    }
+    if c.source.reference:
+        from .compare import SHAZEER_SOURCE
+
+        out["reference_source"] = SHAZEER_SOURCE
+    if bench_results:
+        out["bench"] = [r.record() for r in bench_results]
+    return out
+
+
+def _comparison_rows(c, bench_results=None) -> list[list[str]]:
+    a, b = c.source, c.target
+    n = c.ffn_layers
+    rows = [
+        ["FFN", a.variant, b.variant],
+        ["d_ff", exact(a.d_ff), exact(b.d_ff)],
+        ["params per layer", exact(a.params), exact(b.params)],
+    ]
+    if n > 1:
+        rows.append([f"params, {n} FFN layers", exact(a.params * n), exact(b.params * n)])
+    if a.model_params is not None:
+        rows.append(["params, whole model", f"{exact(a.model_params)} ({human_params(a.model_params)})",
+                     f"{exact(b.model_params)} ({human_params(b.model_params)})"])
+    rows += [
+        ["forward FLOPs/token per layer", exact(a.flops), exact(b.flops)],
+        ["training FLOPs/token per layer", exact(a.train_flops), exact(b.train_flops)],
+    ]
+    if a.model_flops is not None:
+        rows.append(["forward FLOPs/token, whole model", exact(a.model_flops), exact(b.model_flops)])
+    rows += [
+        ["activations kept per token (elements)", exact(a.activations), exact(b.activations)],
+        ["  bytes at bf16", exact(2 * a.activations), exact(2 * b.activations)],
+        ["rank of the hidden map in x ≤", exact(a.rank_linear), exact(b.rank_linear)],
+        ["rank over degree-2 features x⊗x ≤", exact(a.rank_kernel), exact(b.rank_kernel)],
+    ]
+    if a.reference or b.reference:
+        def ref(s):
+            return f"{s.reference[0]} / {s.reference[1]}" if s.reference else "—"
+        rows.append(["Shazeer 2020 log-ppl, 65k / 524k steps", ref(a), ref(b)])
+    if bench_results:
+        ra, rb = bench_results
+        rows += [["measured ms (median)", f"{ra.median_ms:.3f}", f"{rb.median_ms:.3f}"],
+                 ["achieved TFLOP/s", f"{ra.tflops:.3f}", f"{rb.tflops:.3f}"],
+                 ["share of the measured matmul rate", f"{100 * ra.share_of_peak:.1f}%",
+                  f"{100 * rb.share_of_peak:.1f}%"]]
+    return rows
+
+
+def _comparison_notes(c, bench_results=None) -> list[str]:
+    pct = 100 * c.residual / getattr(c.source, c.match)
+    what = "parameters" if c.match == "params" else "forward FLOPs"
+    where = f"{c.model} · " if c.model else ""
+    lines = [f"{where}d_model {c.d_model:,} · matching {what}"
+             + (f" · d_ff a multiple of {c.multiple_of}" if c.multiple_of > 1 else ""),
+             f"residual: {c.residual:+,} {what} per layer ({pct:+.4f}%)" + (" — exact" if c.exact else " — nearest width")]
+    if c.moe:
+        lines.append(f"compared: {c.moe}")
+    lines.append(CAPACITY)
+    if c.source.reference or c.target.reference:
+        from .compare import SHAZEER_SOURCE
+
+        lines.append(f"reference: {SHAZEER_SOURCE}")
+    if bench_results:
+        ra, rb = bench_results
+        lines.append(f"timed on {ra.device}, {ra.dtype}, {ra.tokens:,} tokens: time ratio "
+                     f"{c.target.variant} / {c.source.variant} = {rb.median_ms / ra.median_ms:.3f}")
+    return lines
+
+
+def comparison_table(c, bench_results=None) -> Group:
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    rows = _comparison_rows(c, bench_results)
+    tab = Table(show_edge=False, pad_edge=False, header_style="bold")
+    tab.add_column("")
+    tab.add_column(c.source.kind, justify="right")
+    tab.add_column(c.target.kind, justify="right")
+    for r in rows:
+        tab.add_row(*r)
+    notes = _comparison_notes(c, bench_results)
+    return Group(Text(notes[0], style="bold"), Text(notes[1]), Text(""), tab, Text(""),
+                 *[Text(n, style="dim") for n in notes[2:]])
+
+
+def comparison_markdown(c, bench_results=None) -> str:
+    notes = _comparison_notes(c, bench_results)
+    body = _md_table(["", c.source.kind, c.target.kind], _comparison_rows(c, bench_results))
+    return "\n".join([f"**{notes[0]}**", "", notes[1], "", body, ""] + [f"*{n}*" for n in notes[2:]]) + "\n"
+
+
+def comparison_csv(c, bench_results=None) -> str:
+    """One row per side, every figure."""
+    rec = comparison_records(c, bench_results)
+    fields = list(rec["source"])
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(["side", "model", "d_model", "match", "residual"] + fields)
+    for name in ("source", "target"):
+        writer.writerow([name, c.model or "", c.d_model, c.match, c.residual]
+                        + [_csv_cell(rec[name][f]) for f in fields])
+    return buf.getvalue()
+
+
+def _csv_cell(v) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, list):
+        return "/".join(map(str, v))
+    return str(v)
+
+
+SWEEP_HEAD = ["d_ff/d_model", "source d_ff", "target d_ff", "source params", "target params", "residual", "residual %",
+              "rank in x", "rank over x⊗x"]
+
+
+def sweep_rows(comparisons) -> list[list[str]]:
+    out = []
+    for c in comparisons:
+        pct = 100 * c.residual / getattr(c.source, c.match)
+        out.append([f"{c.source.d_ff / c.d_model:.3f}", exact(c.source.d_ff), exact(c.target.d_ff),
+                    exact(getattr(c.source, c.match)), exact(getattr(c.target, c.match)), f"{c.residual:+,}",
+                    f"{pct:+.4f}%", f"{c.source.rank_linear:,} / {c.target.rank_linear:,}",
+                    f"{c.source.rank_kernel:,} / {c.target.rank_kernel:,}"])
+    return out
+
+
+def sweep_table(comparisons) -> Group:
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    c0 = comparisons[0]
+    tab = Table(show_edge=False, pad_edge=False, header_style="bold")
+    for h in SWEEP_HEAD:
+        tab.add_column(h, justify="right")
+    for r in sweep_rows(comparisons):
+        tab.add_row(*r)
+    return Group(Text(f"{c0.source.variant} → {c0.target.variant} · d_model {c0.d_model:,} · matching {c0.match}",
+                      style="bold"), Text(""), tab, Text(""), Text(CAPACITY, style="dim"))
+
+
+def sweep_markdown(comparisons) -> str:
+    c0 = comparisons[0]
+    return (f"**{c0.source.variant} → {c0.target.variant} · d_model {c0.d_model:,} · matching {c0.match}**\n\n"
+            + _md_table(SWEEP_HEAD, sweep_rows(comparisons)) + "\n")
+
+
+def sweep_csv(comparisons) -> str:
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(["d_model", "match", "source_kind", "source_d_ff", "target_kind", "target_d_ff", "source_value",
+                     "target_value", "residual"])
+    for c in comparisons:
+        writer.writerow([c.d_model, c.match, c.source.kind, c.source.d_ff, c.target.kind, c.target.d_ff,
+                         getattr(c.source, c.match), getattr(c.target, c.match), c.residual])
+    return buf.getvalue()
 
 
 def console(width: int | None = None) -> Console:

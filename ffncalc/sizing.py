@@ -53,3 +53,13 @@ def match_width(d_model: int, target: int, kind: Kind, *, bias: bool, match: Lit
         low = max(1, (target - c) // a)
         width = min((low, low + 1), key=lambda f: (abs(figure(f) - target), f))
     return Match(width, figure(width), target, figure(width) == target)
+
+
+def ffn_activation_elements(d_model: int, d_ff: int, kind: Kind) -> int:
+    """Elements per token a forward keeps for backward, as an eager framework keeps them.
+
+    Dense: the input x (for up's weight gradient), the pre-activation (for the activation's gradient)
+    and the activation (for down's weight gradient): d + 2·d_ff. Gated: x, the gate and up outputs,
+    the activated gate (for the product's gradient) and the product (for down): d + 4·d_ff.
+    """
+    return d_model + (2 if kind == "dense" else 4) * d_ff
