@@ -18,6 +18,7 @@ Match = Literal["params", "flops"]
 # --activation accepts a function name or a gated variant's name (Shazeer 2020).
 VARIANT_ACTIVATIONS = {"glu": "sigmoid", "bilinear": "identity", "reglu": "relu", "geglu": "gelu", "swiglu": "silu"}
 FUNCTION_ALIASES = {"swish": "silu"}
+
 # Shazeer 2020, "GLU Variants Improve Transformer", Table 1: T5-base (d_model 768, FFN d_ff 3072 dense or
 # 2048 gated, no biases), held-out log-perplexity on C4 after 65,536 and 524,288 steps.
 SHAZEER_2020 = {

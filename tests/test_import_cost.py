@@ -23,6 +23,8 @@ sys.stderr.write("HEAVY=" + ",".join(heavy) + "\\n")
     ["count", "mixtral-8x7b", "--format", "json", "--per-layer"],
     ["count", "llama3-8b", "--format", "markdown", "-c", "palm"],
     ["count", "gpt2", "--format", "csv"],
+    ["compare", "gpt3", "--format", "json"],
+    ["compare", "--d-model", "768", "--sweep", "2:8:1", "--format", "markdown"],
     ["presets"],
     ["conventions"],
 ])
