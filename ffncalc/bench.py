@@ -17,11 +17,11 @@ from typing import Callable
 import torch
 
 from . import hardware, torchref
+from .compare import counterpart
 from .count import terms
 from .errors import InputError
-from .compare import counterpart
 from .sizing import ffn_activation_elements
-from .spec import DenseFFN, GatedFFN, ModelSpec, MoEFFN
+from .spec import GatedFFN, ModelSpec, MoEFFN
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}

@@ -44,6 +44,18 @@ def _print(renderable) -> None:
     render.console(width).print(renderable)
 
 
+def _show(fmt: str, *, table, json, markdown=None, csv=None) -> None:
+    """One dispatch for every command; each renderer is a thunk, called only for its format."""
+    if fmt == "json":
+        _emit(render.to_json(json()))
+    elif fmt == "markdown":
+        _emit(markdown())
+    elif fmt == "csv":
+        _emit(csv())
+    else:
+        _print(table())
+
+
 def _table(columns: list[str], right: tuple[str, ...] = ()):
     from rich.table import Table
 
@@ -69,14 +81,8 @@ def count(
     name = f"{spec.name} ({label})" if spec.name and spec.name != label else label
     t = tally(spec, model=name, convention=convention.value, seq_len=seq_len, batch=batch,
               recompute=recompute.value)
-    if fmt.value == "json":
-        _emit(render.to_json(render.records(t, per_layer)))
-    elif fmt.value == "markdown":
-        _emit(render.markdown(t, per_layer))
-    elif fmt.value == "csv":
-        _emit(render.to_csv(t, per_layer))
-    else:
-        _print(render.table(t, per_layer))
+    _show(fmt.value, json=lambda: render.records(t, per_layer), markdown=lambda: render.markdown(t, per_layer),
+          csv=lambda: render.to_csv(t, per_layer), table=lambda: render.table(t, per_layer))
 
 
 VerifyConvention = enum.Enum("VerifyConvention", {c: c for c in ("exact", "causal")}, type=str)
@@ -100,7 +106,9 @@ def verify(
     for label, spec in specs:
         _check_seq_len(label, spec, seq_len)
     try:
-        from .verify import verify as run_verify  # torch loads here, never on the counting path
+        from .verify import (
+            verify as run_verify,  # torch loads here, never on the counting path
+        )
     except ImportError as exc:
         raise InputError(f"verify needs torch ({exc}); install it: pip install torch==2.13.0") from None
     reports = [run_verify(spec, model=label, seq_len=seq_len, convention=convention.value, every_layer=every_layer)
@@ -158,32 +166,19 @@ def compare(
     else:
         if d_ff is None and sweep is None:
             raise InputError("a bare block needs --d-ff as well as --d-model")
-        act = cmp._activation(block_activation, kind.value, "relu" if kind.value == "dense" else "silu")
+        act = cmp.activation_for(block_activation, kind.value, "relu" if kind.value == "dense" else "silu")
         block = (GatedFFN if kind.value == "gated" else DenseFFN)(d_ff=d_ff or d_model, activation=act, bias=bias)
     if sweep is not None:
-        _show_sweep(cmp.sweep(d_model, block, cmp.parse_ratios(sweep), **kw), fmt.value)
+        rows = cmp.sweep(d_model, block, cmp.parse_ratios(sweep), **kw)
+        _show(fmt.value, json=lambda: [render.comparison_records(c) for c in rows],
+              markdown=lambda: render.sweep_markdown(rows), csv=lambda: render.sweep_csv(rows),
+              table=lambda: render.sweep_table(rows))
         return
     c = cmp.compare_model(spec, model=label, **kw) if model is not None else cmp.compare_block(d_model, block, **kw)
     results = _bench_pair(c, tokens, repeats, device.value, dtype.value) if bench_ else None
-    if fmt.value == "json":
-        _emit(render.to_json(render.comparison_records(c, results)))
-    elif fmt.value == "markdown":
-        _emit(render.comparison_markdown(c, results))
-    elif fmt.value == "csv":
-        _emit(render.comparison_csv(c, results))
-    else:
-        _print(render.comparison_table(c, results))
-
-
-def _show_sweep(comparisons, fmt: str) -> None:
-    if fmt == "json":
-        _emit(render.to_json([render.comparison_records(c) for c in comparisons]))
-    elif fmt == "markdown":
-        _emit(render.sweep_markdown(comparisons))
-    elif fmt == "csv":
-        _emit(render.sweep_csv(comparisons))
-    else:
-        _print(render.sweep_table(comparisons))
+    _show(fmt.value, json=lambda: render.comparison_records(c, results),
+          markdown=lambda: render.comparison_markdown(c, results), csv=lambda: render.comparison_csv(c, results),
+          table=lambda: render.comparison_table(c, results))
 
 
 def _bench_pair(c, tokens: int, repeats: int, device: str, dtype: str):

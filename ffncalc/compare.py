@@ -11,7 +11,15 @@ from typing import Literal, get_args
 from .count import tally
 from .errors import InputError
 from .sizing import Kind, ffn_activation_elements, ffn_flops, ffn_params, match_width
-from .spec import GATED_VARIANTS, DenseActivation, DenseFFN, GateActivation, GatedFFN, ModelSpec, MoEFFN
+from .spec import (
+    GATED_VARIANTS,
+    DenseActivation,
+    DenseFFN,
+    GateActivation,
+    GatedFFN,
+    ModelSpec,
+    MoEFFN,
+)
 
 Match = Literal["params", "flops"]
 
@@ -88,13 +96,14 @@ def counterpart(ffn: DenseFFN | GatedFFN, d_model: int, *, to: Kind | None = Non
     """The other kind (or ``to``) at the width that matches ``ffn``'s params or FLOPs."""
     source = side(d_model, ffn)
     to = to or ("gated" if source.kind == "dense" else "dense")
-    act = _activation(activation, to, ffn.activation)
+    act = activation_for(activation, to, ffn.activation)
     width = match_width(d_model, getattr(source, match), to, bias=ffn.bias, match=match,
                         multiple_of=multiple_of).d_ff
     return (GatedFFN if to == "gated" else DenseFFN)(d_ff=width, activation=act, bias=ffn.bias)
 
 
-def _activation(name: str | None, kind: Kind, fallback: str) -> str:
+def activation_for(name: str | None, kind: Kind, fallback: str) -> str:
+    """An --activation name for a ``kind`` block (a gated variant's name too); ``fallback`` when none."""
     allowed = get_args(GateActivation) if kind == "gated" else get_args(DenseActivation)
     if name is None:
         # the same function on the other side; one with no gated form (relu², tanh) gates with SiLU

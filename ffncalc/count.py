@@ -297,7 +297,7 @@ class Tally:
         return 3 * self.forward_flops + self.recompute_flops
 
     def totals(self) -> dict[str, int]:
-        out = {
+        return {
             "params": self.params,
             "embedding_params": self.embedding,
             "non_embedding_params": self.non_embedding,
@@ -310,7 +310,6 @@ class Tally:
             "recompute_flops": self.recompute_flops,
             "train_flops": self.train_flops,
         }
-        return out
 
 
 def tally(spec: ModelSpec, *, model: str | None = None, convention: str = DEFAULT, seq_len: int | None = None,

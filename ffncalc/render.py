@@ -146,7 +146,9 @@ def _cells(t: Tally, rows: Iterable[Row], per_layer: bool) -> tuple[list[str], l
 
 def table(t: Tally, per_layer: bool = False) -> Group:
     """The rich view: headline, component table, totals."""
-    from rich.console import Group  # rich loads only for this view: JSON, markdown and CSV never need it
+    from rich.console import (
+        Group,  # rich loads only for this view: JSON, markdown and CSV never need it
+    )
     from rich.table import Table
     from rich.text import Text
 

@@ -1,8 +1,6 @@
 """Timing real blocks on the CPU, with small sizes."""
 
 import json
-import os
-import statistics
 import time
 
 import pytest
@@ -10,8 +8,7 @@ import torch
 from torch.utils import benchmark
 from torch.utils.flop_counter import FlopCounterMode
 
-from ffncalc import bench, hardware, presets
-from ffncalc.cli import main
+from ffncalc import bench, hardware
 from ffncalc.errors import InputError
 from ffncalc.sizing import ffn_params, match_width
 from ffncalc.spec import ModelSpec
@@ -25,14 +22,6 @@ def spec(**overrides):
                 ffn={"kind": "gated", "d_ff": 1024, "activation": "silu"})
     base.update(overrides)
     return ModelSpec.model_validate(base)
-
-
-def cli(capsys, *args):
-    os.environ["COLUMNS"] = "200"
-    with pytest.raises(SystemExit) as exc:
-        main(list(args))
-    out, err = capsys.readouterr()
-    return exc.value.code, out, err
 
 
 @pytest.mark.parametrize("block", ["ffn", "attention", "layer"])
@@ -73,10 +62,10 @@ def test_median_agrees_with_torch_benchmark_timer():
     assert 0.5 < result.median_ms / reference < 2.0
 
 
-def test_json_results(capsys, tmp_path):
+def test_json_results(cli, tmp_path):
     target = tmp_path / "results.json"
     target.write_text("old contents that must be replaced whole")
-    code, out, _ = cli(capsys, "bench", "microgpt", "--block", "layer", "--tokens", "32", "--seq-len", "16",
+    code, out, _ = cli("bench", "microgpt", "--block", "layer", "--tokens", "32", "--seq-len", "16",
                        "--repeats", "3", "--backward", "--format", "json", "--out", str(target))
     assert code == 0
     results = json.loads(out)
@@ -90,8 +79,8 @@ def test_json_results(capsys, tmp_path):
     assert (r["block"], r["device"], r["dtype"], r["tokens"], r["backward"]) == ("layer", "cpu", "fp32", 32, True)
 
 
-def test_table_and_compare_ffn(capsys):
-    code, out, _ = cli(capsys, "bench", "llama2-7b", "--compare-ffn", "--tokens", "8", "--repeats", "2",
+def test_table_and_compare_ffn(cli):
+    code, out, _ = cli("bench", "llama2-7b", "--compare-ffn", "--tokens", "8", "--repeats", "2",
                        "--warmup", "0", "--dtype", "bf16")
     assert code == 0
     assert "dense silu d_ff 16512" in out and "SwiGLU d_ff 11008" in out  # 3·4096·11008 = 2·4096·16512
@@ -111,10 +100,10 @@ def test_equal_width_solver_reproductions():
     assert match_width(4096, 2 * 4096 * 16384, "gated", bias=False, multiple_of=256).d_ff == 11008
 
 
-def test_memory_guard_refuses_quickly(capsys, monkeypatch):
+def test_memory_guard_refuses_quickly(cli, monkeypatch):
     monkeypatch.setattr(bench, "free_bytes", lambda device: 200 * 2**20)
     start = time.perf_counter()
-    code, out, err = cli(capsys, "bench", "llama2-7b", "--tokens", "4096")
+    code, out, err = cli("bench", "llama2-7b", "--tokens", "4096")
     assert time.perf_counter() - start < 10
     assert code == 2 and out == ""
     assert "GiB free; try --tokens" in err and err.count("\n") == 1
@@ -133,9 +122,9 @@ def test_dtype_the_device_cannot_run_is_refused():
         bench.check_dtype(torch.device("meta"), "bf16")
 
 
-def test_absent_device_is_refused(capsys, monkeypatch):
+def test_absent_device_is_refused(cli, monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    code, _, err = cli(capsys, "bench", "microgpt", "--device", "cuda")
+    code, _, err = cli("bench", "microgpt", "--device", "cuda")
     assert code == 2 and "--device cuda: no such device here" in err
 
 

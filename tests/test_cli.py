@@ -3,7 +3,6 @@
 import csv
 import io
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -11,33 +10,23 @@ from pathlib import Path
 
 import pytest
 
-from ffncalc.cli import main
 
-
-def run(capsys, *args, columns=200):
-    os.environ["COLUMNS"] = str(columns)
-    with pytest.raises(SystemExit) as exc:
-        main(list(args))
-    out, err = capsys.readouterr()
-    return exc.value.code, out, err
-
-
-def counted(capsys, *args):
-    code, out, err = run(capsys, "count", *args, "--format", "json")
+def counted(cli, *args):
+    code, out, err = cli("count", *args, "--format", "json")
     assert code == 0, err
     return json.loads(out)
 
 
-def test_count_gpt3_table(capsys):
-    code, out, err = run(capsys, "count", "gpt3")
+def test_count_gpt3_table(cli):
+    code, out, err = cli("count", "gpt3")
     assert code == 0 and err == ""
     assert "174,604,259,328" in out and "174.6B" in out
     assert "convention: exact" in out
     assert "ffn.up.weight" in out and "49152×12288" in out
 
 
-def test_count_json_is_integers(capsys):
-    data = counted(capsys, "gpt3")
+def test_count_json_is_integers(cli):
+    data = counted(cli, "gpt3")
     assert data["convention"]["name"] == "exact"
     assert data["totals"]["params"] == 174_604_259_328
     for row in data["components"]:
@@ -47,8 +36,8 @@ def test_count_json_is_integers(capsys):
     assert all(isinstance(v, int) for v in data["totals"].values())
 
 
-def test_3b1b_printed(capsys):
-    code, out, _ = run(capsys, "count", "gpt3", "--convention", "3b1b")
+def test_3b1b_printed(cli):
+    code, out, _ = cli("count", "gpt3", "--convention", "3b1b")
     assert code == 0
     assert "175,181,291,520" in out and "27,938" in out
     assert "convention: 3b1b" in out
@@ -56,14 +45,14 @@ def test_3b1b_printed(capsys):
         assert figure in out
 
 
-def test_markdown(capsys):
-    code, out, _ = run(capsys, "count", "llama2-7b", "--format", "markdown")
+def test_markdown(cli):
+    code, out, _ = cli("count", "llama2-7b", "--format", "markdown")
     assert code == 0
     assert "| component |" in out and "6,738,415,616" in out and "convention: exact" in out
 
 
-def test_csv_rows_sum_to_total(capsys):
-    code, out, _ = run(capsys, "count", "mixtral-8x7b", "--format", "csv", "-c", "causal")
+def test_csv_rows_sum_to_total(cli):
+    code, out, _ = cli("count", "mixtral-8x7b", "--format", "csv", "-c", "causal")
     assert code == 0
     rows = list(csv.DictReader(io.StringIO(out)))
     total = rows[-1]
@@ -72,20 +61,20 @@ def test_csv_rows_sum_to_total(capsys):
     assert int(total["active_params"]) == 12_879_925_248
 
 
-def test_moe_table_shows_active(capsys):
-    code, out, _ = run(capsys, "count", "mixtral-8x7b")
+def test_moe_table_shows_active(cli):
+    code, out, _ = cli("count", "mixtral-8x7b")
     assert code == 0 and "active per token" in out and "12,879,925,248" in out
 
 
-def test_seq_len_and_batch(capsys):
-    data = counted(capsys, "gpt2", "--seq-len", "512", "--batch", "3")
+def test_seq_len_and_batch(cli):
+    data = counted(cli, "gpt2", "--seq-len", "512", "--batch", "3")
     assert (data["seq_len"], data["batch"], data["tokens"]) == (512, 3, 1536)
     d, l, v, s = 768, 12, 50_257, 512
     per_token = l * (2 * 12 * d * d + 2 * 2 * s * d) + 2 * d * v
     assert data["totals"]["forward_flops"] == per_token * 3 * 512
 
 
-def test_per_layer_splits_runs(capsys, tmp_path):
+def test_per_layer_splits_runs(cli, tmp_path):
     spec = tmp_path / "stack.yaml"
     spec.write_text(
         "vocab_size: 1000\nd_model: 64\nn_layers: 4\ncontext_length: 128\n"
@@ -93,20 +82,20 @@ def test_per_layer_splits_runs(capsys, tmp_path):
         "ffn: {kind: moe, n_experts: 8, top_k: 2, expert: {kind: gated, d_ff: 32}}\n"
         "layers:\n  - {repeat: 1, ffn: {kind: gated, d_ff: 256}}\n  - {repeat: 3}\n"
     )
-    merged = counted(capsys, str(spec))
-    split = counted(capsys, str(spec), "--per-layer")
+    merged = counted(cli, str(spec))
+    split = counted(cli, str(spec), "--per-layer")
     assert merged["totals"] == split["totals"]
     q = [r for r in split["components"] if r["component"] == "attn.q.weight"]
     assert [r["layers"] for r in q] == [[0, 1], [1, 4]]
     assert [r["params"] for r in q] == [64 * 64, 3 * 64 * 64]
     up = [r for r in split["components"] if r["component"] == "ffn.up.weight"]
     assert up[0]["layers"] == [0, 1] and up[0]["params"] == 64 * 256
-    code, out, _ = run(capsys, "count", str(spec), "--per-layer")
+    code, out, _ = cli("count", str(spec), "--per-layer")
     assert code == 0 and "1–3" in out
 
 
-def test_presets_list(capsys):
-    code, out, _ = run(capsys, "presets", "--format", "json")
+def test_presets_list(cli):
+    code, out, _ = cli("presets", "--format", "json")
     assert code == 0
     entries = {e["name"]: e for e in json.loads(out)["presets"]}
     expected = {"gpt3-125m", "gpt3-350m", "gpt3-760m", "gpt3-1.3b", "gpt3-2.7b", "gpt3-6.7b", "gpt3-13b",
@@ -116,7 +105,7 @@ def test_presets_list(capsys):
     assert expected <= set(entries)
     assert entries["gpt3-175b"]["aliases"] == ["gpt3"]
     assert entries["mixtral-8x7b"]["active_params"] == 12_879_925_248
-    code, out, _ = run(capsys, "presets")
+    code, out, _ = cli("presets")
     assert code == 0 and "mixtral-8x22b" in out and "gpt3-175b (alias gpt3)" in out
 
 
@@ -128,27 +117,27 @@ def test_presets_cite_sources():
         assert first.startswith("# ") and len(first) > 20, name
 
 
-def test_presets_show_round_trips(capsys, tmp_path):
+def test_presets_show_round_trips(cli, tmp_path):
     from ffncalc import presets
 
     for name in presets.names():
-        code, out, _ = run(capsys, "presets", "show", name)
+        code, out, _ = cli("presets", "show", name)
         assert code == 0
         path = tmp_path / f"{name}.yaml"
         path.write_text(out)
-        assert counted(capsys, str(path))["totals"] == counted(capsys, name)["totals"], name
+        assert counted(cli, str(path))["totals"] == counted(cli, name)["totals"], name
 
 
-def test_conventions_listed(capsys):
-    code, out, _ = run(capsys, "conventions", "--format", "json")
+def test_conventions_listed(cli):
+    code, out, _ = cli("conventions", "--format", "json")
     names = [c["name"] for c in json.loads(out)["conventions"]]
     assert code == 0
     assert {"exact", "causal", "kaplan", "chinchilla", "megatron", "palm", "6n", "3b1b"} <= set(names)
 
 
-def test_every_convention_prints_its_name(capsys):
+def test_every_convention_prints_its_name(cli):
     for conv in ("exact", "causal", "kaplan", "chinchilla", "megatron", "palm", "6n", "3b1b"):
-        code, out, _ = run(capsys, "count", "llama3-8b", "-c", conv)
+        code, out, _ = cli("count", "llama3-8b", "-c", conv)
         assert code == 0 and f"convention: {conv}" in out
 
 
@@ -182,10 +171,10 @@ SPEC = "vocab_size: 100\nd_model: 64\nn_layers: 2\ncontext_length: 16\n"
     ("- 1\n- 2\n", ":1: the document is a list, not a mapping"),
     ("just a string\n", ":1: the document is a str, not a mapping"),
 ])
-def test_bad_spec_files(capsys, tmp_path, text, expected):
+def test_bad_spec_files(cli, tmp_path, text, expected):
     path = tmp_path / "bad.yaml"
     path.write_text(text)
-    code, out, err = run(capsys, "count", str(path))
+    code, out, err = cli("count", str(path))
     assert code == 2
     assert out == ""
     assert err.count("\n") == 1 and "Traceback" not in err
@@ -193,11 +182,11 @@ def test_bad_spec_files(capsys, tmp_path, text, expected):
     assert expected in err
 
 
-def test_python_tag_is_never_executed(capsys, tmp_path):
+def test_python_tag_is_never_executed(cli, tmp_path):
     marker = tmp_path / "pwned"
     path = tmp_path / "evil.yaml"
     path.write_text(f'vocab_size: !!python/object/apply:os.system ["touch {marker}"]\n')
-    code, _, err = run(capsys, "count", str(path))
+    code, _, err = cli("count", str(path))
     assert code == 2 and "YAML tag not allowed" in err and f"{path}:1" in err
     assert not marker.exists()
 
@@ -215,21 +204,21 @@ def test_python_tag_is_never_executed(capsys, tmp_path):
     (["count"], "Missing argument"),
     (["presets", "show", "gpt5"], "unknown preset 'gpt5'"),
 ])
-def test_bad_arguments(capsys, args, expected):
-    code, out, err = run(capsys, *args)
+def test_bad_arguments(cli, args, expected):
+    code, out, err = cli(*args)
     assert code == 2 and out == ""
     assert err.count("\n") == 1 and expected in err
 
 
-def test_directory_is_not_a_spec(capsys, tmp_path):
-    code, _, err = run(capsys, "count", str(tmp_path))
+def test_directory_is_not_a_spec(cli, tmp_path):
+    code, _, err = cli("count", str(tmp_path))
     assert code == 2 and "is a directory" in err
 
 
-def test_unreadable_file(capsys, tmp_path):
+def test_unreadable_file(cli, tmp_path):
     path = tmp_path / "binary.yaml"
     path.write_bytes(b"\xff\xfe\x00bad")
-    code, _, err = run(capsys, "count", str(path))
+    code, _, err = cli("count", str(path))
     assert code == 2 and "not UTF-8" in err
 
 
