@@ -299,6 +299,85 @@ presets_app = typer.Typer(invoke_without_command=True, no_args_is_help=False,
 app.add_typer(presets_app, name="presets")
 
 
+HardwareDtype = enum.Enum("HardwareDtype", {d: d for d in ("fp32", "bf16", "fp16", "fp8")}, type=str)
+WeightDtype = enum.Enum("WeightDtype", {d: d for d in ("fp32", "bf16", "fp16", "fp8", "int8", "int4")}, type=str)
+OptimizerName = enum.Enum("OptimizerName", {o: o for o in ("adam", "adam8bit")}, type=str)
+
+
+def _show_lines(fmt: str, title: str, notes: list[str], lines) -> None:
+    _show(fmt, json=lambda: render.lines_records(title, notes, lines),
+          markdown=lambda: render.lines_markdown(title, notes, lines), csv=lambda: render.lines_csv(lines),
+          table=lambda: render.lines_table(title, notes, lines))
+
+
+@app.command()
+def train(
+    model: str = typer.Argument(..., help="A preset name or a spec file (.yaml)."),
+    tokens: str = typer.Option(..., "--tokens", help="Training tokens: 300B, 300e9, …"),
+    seq_len: Optional[int] = typer.Option(None, "--seq-len", min=1, help="Sequence length [default: the model's context]."),
+    convention: ConventionName = typer.Option("6n", "--convention", "-c", help="How to count FLOPs (ffncalc conventions)."),
+    recompute: RecomputeName = typer.Option("none", "--recompute", help="Activation recomputation."),
+    hardware_key: Optional[str] = typer.Option(None, "--hardware", help="A device of the hardware table (h100-sxm, …)."),
+    tflops: Optional[float] = typer.Option(None, "--tflops", min=0, help="Achieved TFLOP/s per device, instead of peak × MFU."),
+    gpus: int = typer.Option(1, "--gpus", min=1, help="Devices."),
+    mfu: float = typer.Option(0.4, "--mfu", min=0, max=1, help="Model FLOPs utilisation, with --hardware."),
+    dtype: HardwareDtype = typer.Option("bf16", "--dtype", help="Which datasheet peak."),
+    tokens_per_s: Optional[float] = typer.Option(None, "--tokens-per-s", min=0, help="Measured tokens/s of all devices: report MFU."),
+    budget: Optional[str] = typer.Option(None, "--budget", help="Compute budget for the Chinchilla optimum [default: this run]."),
+    micro_batch: int = typer.Option(1, "--micro-batch", min=1, help="Sequences per device per step, for memory."),
+    optimizer: OptimizerName = typer.Option("adam", "--optimizer", help="Mixed-precision Adam or 8-bit Adam."),
+    dp: int = typer.Option(1, "--dp", min=1, help="Data-parallel degree."),
+    tp: int = typer.Option(1, "--tp", min=1, help="Tensor-parallel degree (with sequence parallelism)."),
+    pp: int = typer.Option(1, "--pp", min=1, help="Pipeline-parallel degree."),
+    ep: int = typer.Option(1, "--ep", min=1, help="Expert-parallel degree."),
+    fmt: Format = typer.Option("table", "--format", "-f", help="Output format."),
+) -> None:
+    """Plan a training run: FLOPs, PF-days, GPU-hours and days, the compute-optimal size, memory per device."""
+    from . import hardware, planning
+
+    label, spec = presets.load(model)
+    _check_seq_len(label, spec, seq_len)
+    hw = hardware.by_key(hardware_key) if hardware_key else None
+    n_tokens = planning.parse_count(tokens, "--tokens")
+    split = dp * tp * pp
+    if split > 1 and gpus == 1:
+        gpus = split
+    elif split > 1 and gpus != split:
+        raise InputError(f"--gpus {gpus} differs from --dp × --tp × --pp = {split}")
+    lines = planning.train(spec, tokens=n_tokens, seq_len=seq_len, convention=convention.value,
+                           recompute=recompute.value, hw=hw, tflops=tflops, mfu=mfu, gpus=gpus, dtype=dtype.value,
+                           tokens_per_s=tokens_per_s,
+                           budget=float(planning.parse_count(budget, "--budget")) if budget else None)
+    lines += planning.train_memory(spec, seq_len=seq_len or spec.context_length, micro_batch=micro_batch,
+                                   recompute=recompute.value, optimizer=optimizer.value, dp=dp, tp=tp, pp=pp, ep=ep)
+    conv = CONVENTIONS[convention.value]
+    _show_lines(fmt.value, f"training {label} on {n_tokens:,} tokens",
+                [f"convention: {conv.name} — {conv.summary} [{conv.source}]"], lines)
+
+
+@app.command()
+def infer(
+    model: str = typer.Argument(..., help="A preset name or a spec file (.yaml)."),
+    prompt: int = typer.Option(..., "--prompt", min=1, help="Prompt tokens."),
+    generate: int = typer.Option(..., "--generate", min=1, help="Tokens to generate."),
+    batch: int = typer.Option(1, "--batch", min=1, help="Sequences decoded together."),
+    dtype: WeightDtype = typer.Option("bf16", "--dtype", help="Weight precision."),
+    kv_dtype: WeightDtype = typer.Option("bf16", "--kv-dtype", help="KV-cache precision."),
+    hardware_key: Optional[str] = typer.Option(None, "--hardware", help="A device of the hardware table (h100-sxm, …)."),
+    fmt: Format = typer.Option("table", "--format", "-f", help="Output format."),
+) -> None:
+    """Plan inference: prefill and decode FLOPs, KV-cache and weight bytes, and the roofline bound."""
+    from . import hardware, planning
+
+    label, spec = presets.load(model)
+    hw = hardware.by_key(hardware_key) if hardware_key else None
+    lines = planning.infer(spec, prompt=prompt, generate=generate, batch=batch, dtype=dtype.value,
+                           kv_dtype=kv_dtype.value, hw=hw)
+    _show_lines(fmt.value, f"inference with {label}: {prompt:,} prompt + {generate:,} new tokens × batch {batch}",
+                ["FLOPs: exact matmul counts; prefill over the causal triangle, each decode step's query against "
+                 "every cached key"], lines)
+
+
 @presets_app.callback()
 def presets_list(
     ctx: typer.Context,

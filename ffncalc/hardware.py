@@ -12,6 +12,7 @@ import yaml
 
 @dataclass(frozen=True)
 class Hardware:
+    key: str  # what --hardware takes
     name: str
     match: tuple[str, ...]
     tflops: dict[str, float]  # dense peak by dtype
@@ -24,6 +25,16 @@ class Hardware:
 def table() -> tuple[Hardware, ...]:
     text = resources.files("ffncalc").joinpath("hardware.yaml").read_text(encoding="utf-8")
     return tuple(Hardware(**{**entry, "match": tuple(entry["match"])}) for entry in yaml.safe_load(text))
+
+
+def by_key(key: str) -> Hardware:
+    """The entry named by ``--hardware``; an unknown key raises with the known ones."""
+    for hw in table():
+        if hw.key == key.lower():
+            return hw
+    from .errors import InputError
+
+    raise InputError(f"--hardware {key}: unknown; known: {', '.join(hw.key for hw in table())}")
 
 
 def lookup(device_name: str) -> Hardware | None:

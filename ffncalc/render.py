@@ -475,6 +475,58 @@ def sweep_csv(comparisons) -> str:
     return buf.getvalue()
 
 
+def human_bytes(n: float) -> str:
+    for size, suffix in ((2**40, "TiB"), (2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB")):
+        if abs(n) >= size:
+            return f"{n / size:.2f} {suffix}"
+    return f"{n:.0f} B"
+
+
+def _figure(value, unit: str) -> str:
+    """Exact integers with separators and a short form; other figures to four significant digits."""
+    if unit.startswith("bytes"):
+        return (f"{value:,}" if isinstance(value, int) else f"{value:,.0f}") + f" ({human_bytes(value)})"
+    if isinstance(value, int):
+        short = human_flops(value) if "FLOP" in unit or unit == "tokens" else human_params(value)
+        return f"{value:,}" + (f" ({short})" if abs(value) >= 10_000 else "")
+    if abs(value) >= 1e7:
+        return human_flops(round(value)) if "FLOP" in unit or unit == "tokens" else human_params(round(value))
+    return f"{value:,.1f}" if abs(value) >= 1000 else f"{value:.4g}"
+
+
+def lines_records(title: str, notes: list[str], lines) -> dict[str, Any]:
+    return {"title": title, "notes": notes,
+            "figures": [{"label": label, "value": value, "unit": unit} for label, value, unit in lines]}
+
+
+def lines_table(title: str, notes: list[str], lines) -> Group:
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    tab = Table(show_header=False, show_edge=False, box=None, pad_edge=False)
+    tab.add_column(style="bold")
+    tab.add_column(justify="right")
+    tab.add_column(style="dim")
+    for label, value, unit in lines:
+        tab.add_row(label, _figure(value, unit), unit)
+    return Group(Text(title, style="bold"), *[Text(n, style="dim") for n in notes], Text(""), tab)
+
+
+def lines_markdown(title: str, notes: list[str], lines) -> str:
+    body = _md_table(["", "value", "unit"], [[label, _figure(v, u), u] for label, v, u in lines])
+    return "\n".join([f"**{title}**", ""] + [f"*{n}*" for n in notes] + ["", body]) + "\n"
+
+
+def lines_csv(lines) -> str:
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(["label", "value", "unit"])
+    for label, value, unit in lines:
+        writer.writerow([label, value, unit])
+    return buf.getvalue()
+
+
 def console(width: int | None = None) -> Console:
     """A console per call; off a terminal, wide enough that tables keep their columns."""
     from rich.console import Console

@@ -25,6 +25,8 @@ sys.stderr.write("HEAVY=" + ",".join(heavy) + "\\n")
     ["count", "gpt2", "--format", "csv"],
     ["compare", "gpt3", "--format", "json"],
     ["compare", "--d-model", "768", "--sweep", "2:8:1", "--format", "markdown"],
+    ["train", "gpt3", "--tokens", "300B", "--hardware", "h100-sxm", "--gpus", "1024"],
+    ["infer", "llama3-8b", "--prompt", "1000", "--generate", "100", "--hardware", "h100-sxm", "-f", "json"],
     ["presets"],
     ["conventions"],
 ])

@@ -1,0 +1,150 @@
+"""Training and inference plans against the papers and hand derivations."""
+
+import json
+from fractions import Fraction
+
+import pytest
+
+from ffncalc import hardware, planning, presets
+from ffncalc.errors import InputError
+
+
+def spec(name):
+    return presets.load(name)[1]
+
+
+def figures(lines):
+    return {label: value for label, value, _ in lines}
+
+
+@pytest.mark.parametrize("text,expected", [("300B", 300 * 10**9), ("300e9", 300 * 10**9), ("1.5T", 1_500 * 10**9),
+                                           ("2048", 2048), ("4k", 4000)])
+def test_parse_count(text, expected):
+    assert planning.parse_count(text, "--tokens") == expected
+
+
+@pytest.mark.parametrize("text", ["abc", "-5", "1.5", "0", "3X"])
+def test_parse_count_refuses(text):
+    with pytest.raises(InputError, match="--tokens"):
+        planning.parse_count(text, "--tokens")
+
+
+def test_gpt3_training_compute():
+    """Brown et al. 2020: 175B on 300B tokens took 3.14e23 FLOPs (6 per parameter per token)."""
+    f = figures(planning.train(spec("gpt3"), tokens=300 * 10**9, convention="6n"))
+    assert f["training FLOPs"] == 6 * 174_604_259_328 * 300 * 10**9
+    assert round(f["training FLOPs"] / 1e21) == 314
+    assert f["petaFLOP/s-days"] == pytest.approx(f["training FLOPs"] / (1e15 * 86400))
+
+
+def test_narayanan_34_days():
+    """Narayanan et al. 2021 §5.1: 175B, 300B tokens, 1024 GPUs at 140 TFLOP/s with recomputation:
+    about 8·T·P/(n·X) = 34 days."""
+    f = figures(planning.train(spec("gpt3"), tokens=300 * 10**9, convention="6n", recompute="full", tflops=140,
+                               gpus=1024))
+    days = f["wall-clock on 1,024 devices"]
+    assert 33.5 < days < 34.5
+    assert days == pytest.approx(8 * 300e9 * 175e9 / (1024 * 140e12) / 86400, rel=0.01)
+
+
+def test_megatron_formula_time():
+    """The paper's exact count F = 96·B·s·l·h²·(1 + s/6h + V/16lh) per iteration of B sequences."""
+    s, l, h, v = 2048, 96, 12_288, 50_257
+    per_token = Fraction(96 * l * h * h) * (1 + Fraction(s, 6 * h) + Fraction(v, 16 * l * h))
+    tokens = 300 * 10**9
+    f = figures(planning.train(spec("gpt3"), tokens=tokens, convention="megatron", recompute="full", tflops=140,
+                               gpus=1024))
+    assert f["training FLOPs per token"] == per_token
+    assert f["wall-clock on 1,024 devices"] == pytest.approx(float(per_token) * tokens / (1024 * 140e12) / 86400)
+
+
+def test_chinchilla_optimum():
+    f = figures(planning.train(spec("llama2-7b"), tokens=2 * 10**12))
+    assert f["Chinchilla-optimal tokens for this size (20 per parameter)"] == 20 * 6_738_415_616
+    budget = 1e23
+    n, d = planning.compute_optimal(budget)
+    assert 6 * n * d == pytest.approx(budget)  # C = 6·N·D, Hoffmann et al. Eq. (4)
+    n10, _ = planning.compute_optimal(10 * budget)
+    assert n10 / n == pytest.approx(10 ** (0.28 / (0.34 + 0.28)))  # N_opt ∝ C^(β/(α+β))
+
+
+def test_mfu_palm_definition():
+    """MFU = tokens/s × (6N + 12·L·H·Q·T) / peak; N leaves out the position table (nanoGPT, PaLM)."""
+    n = 124_439_808 - 1024 * 768  # gpt2 without its learned positions; the tied matrix stays
+    per_token = 6 * n + 12 * 12 * 12 * 64 * 1024
+    f = figures(planning.train(spec("gpt2"), tokens=10**9, hw=hardware.by_key("a100-80gb"), tokens_per_s=1e5))
+    label = "MFU (PaLM: tokens/s × (6N + 12LHQT) / peak of all devices)"
+    assert f[label] == pytest.approx(1e5 * per_token / 312e12)
+
+
+def test_korthikanti_activations_for_gpt3():
+    """Korthikanti et al. 2022: s·b·h·(34 + 5·a·s/h) bytes a layer; 34·sbh selective; 2·sbh full."""
+    s, b, h, a = 2048, 1, 12_288, 96
+    gpt3 = spec("gpt3")
+    assert planning.activation_bytes_per_layer(gpt3, s, b, "none") == s * b * h * 34 + 5 * a * s * s * b
+    assert planning.activation_bytes_per_layer(gpt3, s, b, "selective") == 34 * s * b * h
+    assert planning.activation_bytes_per_layer(gpt3, s, b, "full") == 2 * s * b * h
+    assert planning.activation_bytes_per_layer(gpt3, s, b, "selective", tp=8) == 34 * s * b * h // 8
+
+
+def test_memory_per_device():
+    f = figures(planning.train_memory(spec("llama2-7b"), seq_len=4096, micro_batch=1, recompute="full"))
+    assert f["weights + gradients + adam states per device (2+2+12 bytes/param)"] == 16 * 6_738_415_616
+    f = figures(planning.train_memory(spec("llama2-7b"), seq_len=4096, micro_batch=1, recompute="full",
+                                      optimizer="adam8bit", tp=2, pp=2))
+    assert f["parameters per device"] == 6_738_415_616 / 4
+    assert f["weights + gradients + adam8bit states per device (2+2+6 bytes/param)"] == 10 * 6_738_415_616 / 4
+    experts = 32 * 8 * 3 * 4096 * 14_336
+    f = figures(planning.train_memory(spec("mixtral-8x7b"), seq_len=4096, micro_batch=1, recompute="full", ep=8))
+    assert f["parameters per device"] == (46_702_792_704 - experts) + experts / 8
+
+
+@pytest.mark.parametrize("name,layers,kv_heads", [("llama3-8b", 32, 8), ("mixtral-8x7b", 32, 8),
+                                                  ("llama2-7b", 32, 32), ("llama2-70b", 80, 8)])
+def test_kv_cache_bytes(name, layers, kv_heads):
+    assert planning.kv_bytes_per_token(spec(name), 16) == 2 * layers * kv_heads * 128 * 2  # K and V, bf16
+
+
+def test_decode_flops_by_hand():
+    d, l, kv, f, v = 4096, 32, 1024, 14_336, 128_256
+    weights = l * (2 * d * d + 2 * d * kv + 3 * d * f) + v * d  # q, o, k, v, gate, up, down; lm_head
+    prompt = 1000
+    out = figures(planning.infer(spec("llama3-8b"), prompt=prompt, generate=10))
+    # one query against prompt + 1 keys, in QKᵀ and AV: 2·2·heads·head_dim per key per layer
+    assert out["decode FLOPs, first new token, per sequence"] == 2 * weights + l * 4 * 32 * 128 * (prompt + 1)
+    assert out["weight bytes"] == 2 * 8_030_261_248
+    assert out["KV-cache bytes at 1,010 tokens × batch 1"] == 131_072 * 1010
+
+
+def test_roofline_memory_bound_decode():
+    h100 = hardware.by_key("h100-sxm")
+    out = figures(planning.infer(spec("llama3-8b"), prompt=100, generate=28, hw=h100))
+    step_bytes = 2 * 8_030_261_248 + 128 * 131_072
+    label = "roofline decode rate on NVIDIA H100 SXM5 80GB (memory-bound)"
+    assert out[label] == pytest.approx(3350e9 / step_bytes)
+
+
+def test_cli_formats(cli):
+    code, out, _ = cli("train", "gpt3", "--tokens", "300B", "--format", "json")
+    data = json.loads(out)
+    assert code == 0 and data["figures"][3] == {"label": "training FLOPs", "value": 6 * 174_604_259_328 * 300 * 10**9,
+                                                "unit": "FLOP"}
+    code, out, _ = cli("infer", "mixtral-8x7b", "--prompt", "512", "--generate", "64", "--hardware", "h200",
+                       "--format", "csv")
+    assert code == 0 and out.splitlines()[0] == "label,value,unit" and "KV-cache bytes per token,131072" in out
+    code, out, _ = cli("infer", "llama3-8b", "--prompt", "512", "--generate", "64", "--format", "markdown")
+    assert code == 0 and "| --- | ---: | ---: |" in out
+    code, out, _ = cli("train", "llama3-8b", "--tokens", "15T", "--hardware", "h100-sxm", "--gpus", "16384")
+    assert code == 0 and "wall-clock on 16,384 devices" in out and "convention: 6n" in out
+
+
+@pytest.mark.parametrize("args,expected", [
+    (["train", "gpt3", "--tokens", "lots"], "--tokens lots"),
+    (["train", "gpt3", "--tokens", "1B", "--hardware", "tpu"], "--hardware tpu: unknown; known: a100-80gb"),
+    (["train", "gpt3", "--tokens", "1B", "--gpus", "8", "--tp", "2"], "--gpus 8 differs"),
+    (["infer", "gpt2", "--prompt", "1000", "--generate", "100"], "exceeds context_length 1024"),
+    (["infer", "gpt2", "--prompt", "10", "--generate", "1", "--hardware", "m1-max", "--dtype", "bf16"], "m1-max"),
+])
+def test_bad_arguments(cli, args, expected):
+    code, out, err = cli(*args)
+    assert code == 2 and out == "" and expected in err and err.count("\n") == 1
