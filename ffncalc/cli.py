@@ -68,7 +68,7 @@ def _table(columns: list[str], right: tuple[str, ...] = ()):
 @app.command()
 def count(
     model: str = typer.Argument(..., help="A preset name (ffncalc presets) or a spec file (.yaml)."),
-    seq_len: Optional[int] = typer.Option(None, "--seq-len", min=1, help="Sequence length [default: the model's context]."),
+    seq_len: Optional[int] = typer.Option(None, "--seq-len", min=1, help="Sequence length (default: the model's context)."),
     batch: int = typer.Option(1, "--batch", min=1, help="Sequences per forward pass."),
     convention: ConventionName = typer.Option(DEFAULT, "--convention", "-c", help="How to count (ffncalc conventions)."),
     recompute: RecomputeName = typer.Option("none", "--recompute", help="Activation recomputation in a training step."),
@@ -92,7 +92,7 @@ VerifyConvention = enum.Enum("VerifyConvention", {c: c for c in ("exact", "causa
 def verify(
     model: Optional[str] = typer.Argument(None, help="A preset name or a spec file (.yaml)."),
     all_presets: bool = typer.Option(False, "--all", help="Verify every preset."),
-    seq_len: Optional[int] = typer.Option(None, "--seq-len", min=1, help="Sequence length [default: the model's context]."),
+    seq_len: Optional[int] = typer.Option(None, "--seq-len", min=1, help="Sequence length (default: the model's context)."),
     convention: VerifyConvention = typer.Option("exact", "--convention", "-c", help="Full square or causal triangle."),
     every_layer: bool = typer.Option(False, "--every-layer", help="Count FLOPs in every layer, not one per run of identical layers."),
     fmt: ListFormat = typer.Option("table", "--format", "-f", help="Output format."),
@@ -130,17 +130,17 @@ MatchName = enum.Enum("MatchName", {k: k for k in ("params", "flops")}, type=str
 @app.command()
 def compare(
     model: Optional[str] = typer.Argument(None, help="A preset name or a spec file; or use --d-model and --d-ff."),
-    to: Optional[KindName] = typer.Option(None, "--to", help="The other kind [default: the one the model lacks]."),
+    to: Optional[KindName] = typer.Option(None, "--to", help="The other kind (default: the one the model lacks)."),
     activation: Optional[str] = typer.Option(None, "--activation",
                                              help="The other side's activation: swiglu, geglu, reglu, glu, bilinear, "
-                                                  "relu, gelu, silu, … [default: the same function]."),
+                                                  "relu, gelu, silu, … (default: the same function)."),
     match: MatchName = typer.Option("params", "--match", help="What to hold equal."),
     multiple_of: int = typer.Option(1, "--multiple-of", min=1, help="Round the solved width up to a multiple (Llama)."),
     d_model: Optional[int] = typer.Option(None, "--d-model", min=1, help="Bare block: the model width."),
     d_ff: Optional[int] = typer.Option(None, "--d-ff", min=1, help="Bare block: its hidden width."),
     kind: KindName = typer.Option("dense", "--kind", help="Bare block: its kind."),
     block_activation: Optional[str] = typer.Option(None, "--block-activation",
-                                                   help="Bare block: its activation [default: relu, or silu if gated]."),
+                                                   help="Bare block: its activation (default: relu, or silu if gated)."),
     bias: bool = typer.Option(False, "--bias/--no-bias", help="Bare block: biases on its linear layers."),
     sweep: Optional[str] = typer.Option(None, "--sweep", help="d_ff/d_model ratios: 2,2.67,4 or 1:8:0.5; one row each."),
     bench_: bool = typer.Option(False, "--bench", help="Also time both blocks on this machine (as ffncalc bench)."),
@@ -210,7 +210,7 @@ def bench(
     device: BenchDevice = typer.Option("auto", "--device", help="auto: cuda, then mps, then cpu."),
     dtype: BenchDtype = typer.Option("fp32", "--dtype"),
     tokens: int = typer.Option(2048, "--tokens", min=1, help="Tokens per run (batch × sequence)."),
-    seq_len: Optional[int] = typer.Option(None, "--seq-len", min=1, help="Sequence length [default: min(tokens, context)]."),
+    seq_len: Optional[int] = typer.Option(None, "--seq-len", min=1, help="Sequence length (default: min(tokens, context))."),
     layer: int = typer.Option(0, "--layer", min=0, help="Which layer's blocks, for stacks whose layers differ."),
     repeats: int = typer.Option(10, "--repeats", min=1),
     warmup: int = typer.Option(2, "--warmup", min=0),
@@ -314,7 +314,7 @@ def _show_lines(fmt: str, title: str, notes: list[str], lines) -> None:
 def train(
     model: str = typer.Argument(..., help="A preset name or a spec file (.yaml)."),
     tokens: str = typer.Option(..., "--tokens", help="Training tokens: 300B, 300e9, …"),
-    seq_len: Optional[int] = typer.Option(None, "--seq-len", min=1, help="Sequence length [default: the model's context]."),
+    seq_len: Optional[int] = typer.Option(None, "--seq-len", min=1, help="Sequence length (default: the model's context)."),
     convention: ConventionName = typer.Option("6n", "--convention", "-c", help="How to count FLOPs (ffncalc conventions)."),
     recompute: RecomputeName = typer.Option("none", "--recompute", help="Activation recomputation."),
     hardware_key: Optional[str] = typer.Option(None, "--hardware", help="A device of the hardware table (h100-sxm, …)."),
@@ -323,7 +323,7 @@ def train(
     mfu: float = typer.Option(0.4, "--mfu", min=0, max=1, help="Model FLOPs utilisation, with --hardware."),
     dtype: HardwareDtype = typer.Option("bf16", "--dtype", help="Which datasheet peak."),
     tokens_per_s: Optional[float] = typer.Option(None, "--tokens-per-s", min=0, help="Measured tokens/s of all devices: report MFU."),
-    budget: Optional[str] = typer.Option(None, "--budget", help="Compute budget for the Chinchilla optimum [default: this run]."),
+    budget: Optional[str] = typer.Option(None, "--budget", help="Compute budget for the Chinchilla optimum (default: this run)."),
     micro_batch: int = typer.Option(1, "--micro-batch", min=1, help="Sequences per device per step, for memory."),
     optimizer: OptimizerName = typer.Option("adam", "--optimizer", help="Mixed-precision Adam or 8-bit Adam."),
     dp: int = typer.Option(1, "--dp", min=1, help="Data-parallel degree."),

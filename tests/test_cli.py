@@ -248,3 +248,8 @@ def test_module_entry_point_bad_input_has_no_traceback(tmp_path):
                          capture_output=True, text=True)
     assert out.returncode == 2 and out.stdout == ""
     assert out.stderr.startswith("ffncalc: error: bad.yaml:2: d_model:") and "Traceback" not in out.stderr
+
+
+def test_help_keeps_its_defaults(cli):
+    code, out, _ = cli("count", "--help")
+    assert code == 0 and "the model's context" in " ".join(out.split())
