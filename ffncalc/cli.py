@@ -27,7 +27,6 @@ app = typer.Typer(
 )
 
 Format = enum.Enum("Format", {f: f for f in render.FORMATS}, type=str)
-ListFormat = enum.Enum("ListFormat", {f: f for f in ("table", "json")}, type=str)
 ConventionName = enum.Enum("ConventionName", {c: c for c in CONVENTIONS}, type=str)
 RecomputeName = enum.Enum("RecomputeName", {r: r for r in RECOMPUTE}, type=str)
 BenchBlock = enum.Enum("BenchBlock", {b: b for b in ("ffn", "attention", "layer")}, type=str)
@@ -44,25 +43,25 @@ def _print(renderable) -> None:
     render.console(width).print(renderable)
 
 
-def _show(fmt: str, *, table, json, markdown=None, csv=None) -> None:
-    """One dispatch for every command; each renderer is a thunk, called only for its format."""
+def _show(fmt: str, *, doc, json, csv) -> None:
+    """One dispatch for every command: documents for people (table, markdown, latex), records for
+    programs (json, csv). Each argument is a thunk, called only for its format."""
     if fmt == "json":
         _emit(render.to_json(json()))
-    elif fmt == "markdown":
-        _emit(markdown())
     elif fmt == "csv":
         _emit(csv())
     else:
-        _print(table())
+        from . import sheet
 
-
-def _table(columns: list[str], right: tuple[str, ...] = ()):
-    from rich.table import Table
-
-    table = Table(show_edge=False, pad_edge=False, header_style="bold")
-    for col in columns:
-        table.add_column(col, justify="right" if col in right else "left")
-    return table
+        docs = doc()
+        docs = docs if isinstance(docs, list) else [docs]
+        if fmt == "markdown":
+            _emit("\n".join(sheet.to_markdown(d) for d in docs))
+        elif fmt == "latex":
+            _emit("\n".join(sheet.to_latex(d) for d in docs))
+        else:
+            for d in docs:
+                _print(sheet.to_rich(d))
 
 
 @app.command()
@@ -74,6 +73,7 @@ def count(
     recompute: RecomputeName = typer.Option("none", "--recompute", help="Activation recomputation in a training step."),
     per_layer: bool = typer.Option(False, "--per-layer", help="One block of rows per run of identical layers."),
     fmt: Format = typer.Option("table", "--format", "-f", help="Output format."),
+    exact_figures: bool = typer.Option(False, "--exact", help="Full integers only, without the short forms (175.2B)."),
 ) -> None:
     """Count parameters and FLOPs of every component of a model."""
     label, spec = presets.load(model)
@@ -81,8 +81,8 @@ def count(
     name = f"{spec.name} ({label})" if spec.name and spec.name != label else label
     t = tally(spec, model=name, convention=convention.value, seq_len=seq_len, batch=batch,
               recompute=recompute.value)
-    _show(fmt.value, json=lambda: render.records(t, per_layer), markdown=lambda: render.markdown(t, per_layer),
-          csv=lambda: render.to_csv(t, per_layer), table=lambda: render.table(t, per_layer))
+    _show(fmt.value, doc=lambda: render.count_doc(t, per_layer, human=not exact_figures),
+          json=lambda: render.records(t, per_layer), csv=lambda: render.count_csv(t, per_layer))
 
 
 VerifyConvention = enum.Enum("VerifyConvention", {c: c for c in ("exact", "causal")}, type=str)
@@ -95,7 +95,7 @@ def verify(
     seq_len: Optional[int] = typer.Option(None, "--seq-len", min=1, help="Sequence length (default: the model's context)."),
     convention: VerifyConvention = typer.Option("exact", "--convention", "-c", help="Full square or causal triangle."),
     every_layer: bool = typer.Option(False, "--every-layer", help="Count FLOPs in every layer, not one per run of identical layers."),
-    fmt: ListFormat = typer.Option("table", "--format", "-f", help="Output format."),
+    fmt: Format = typer.Option("table", "--format", "-f", help="Output format."),
 ) -> None:
     """Prove the analytic counts against torch modules built on the meta device: exit 0 when every
     component agrees, 1 when any differs."""
@@ -113,12 +113,10 @@ def verify(
         raise InputError(f"verify needs torch ({exc}); install it: pip install torch==2.13.0") from None
     reports = [run_verify(spec, model=label, seq_len=seq_len, convention=convention.value, every_layer=every_layer)
                for label, spec in specs]
-    if fmt.value == "json":
-        data = [render.verify_records(r) for r in reports]
-        _emit(render.to_json({"ok": all(r.ok for r in reports), "reports": data} if all_presets else data[0]))
-    else:
-        for report in reports:
-            _print(render.verify_table(report))
+    _show(fmt.value, doc=lambda: [render.verify_doc(r) for r in reports],
+          json=lambda: ({"ok": all(r.ok for r in reports), "reports": [render.verify_records(r) for r in reports]}
+                        if all_presets else render.verify_records(reports[0])),
+          csv=lambda: render.verify_csv(reports))
     if not all(r.ok for r in reports):
         raise typer.Exit(1)
 
@@ -149,6 +147,7 @@ def compare(
     device: BenchDevice = typer.Option("auto", "--device", help="With --bench: auto, cpu, cuda or mps."),
     dtype: BenchDtype = typer.Option("fp32", "--dtype", help="With --bench: fp32, bf16 or fp16."),
     fmt: Format = typer.Option("table", "--format", "-f", help="Output format."),
+    exact_figures: bool = typer.Option(False, "--exact", help="Full integers only, without the short forms (175.2B)."),
 ) -> None:
     """Dense vs gated FFN at equal parameters (or FLOPs): the solved width and both blocks side by side."""
     from . import compare as cmp
@@ -170,15 +169,13 @@ def compare(
         block = (GatedFFN if kind.value == "gated" else DenseFFN)(d_ff=d_ff or d_model, activation=act, bias=bias)
     if sweep is not None:
         rows = cmp.sweep(d_model, block, cmp.parse_ratios(sweep), **kw)
-        _show(fmt.value, json=lambda: [render.comparison_records(c) for c in rows],
-              markdown=lambda: render.sweep_markdown(rows), csv=lambda: render.sweep_csv(rows),
-              table=lambda: render.sweep_table(rows))
+        _show(fmt.value, doc=lambda: render.sweep_doc(rows), json=lambda: [render.comparison_records(c) for c in rows],
+              csv=lambda: render.sweep_csv(rows))
         return
     c = cmp.compare_model(spec, model=label, **kw) if model is not None else cmp.compare_block(d_model, block, **kw)
     results = _bench_pair(c, tokens, repeats, device.value, dtype.value) if bench_ else None
-    _show(fmt.value, json=lambda: render.comparison_records(c, results),
-          markdown=lambda: render.comparison_markdown(c, results), csv=lambda: render.comparison_csv(c, results),
-          table=lambda: render.comparison_table(c, results))
+    _show(fmt.value, doc=lambda: render.comparison_doc(c, results, human=not exact_figures),
+          json=lambda: render.comparison_records(c, results), csv=lambda: render.comparison_csv(c, results))
 
 
 def _bench_pair(c, tokens: int, repeats: int, device: str, dtype: str):
@@ -214,7 +211,7 @@ def bench(
     layer: int = typer.Option(0, "--layer", min=0, help="Which layer's blocks, for stacks whose layers differ."),
     repeats: int = typer.Option(10, "--repeats", min=1),
     warmup: int = typer.Option(2, "--warmup", min=0),
-    fmt: ListFormat = typer.Option("table", "--format", "-f", help="Output format."),
+    fmt: Format = typer.Option("table", "--format", "-f", help="Output format."),
     out: Optional[str] = typer.Option(None, "--out", help="Also save the JSON results to this file (atomically)."),
 ) -> None:
     """Time real blocks built from the spec on this machine's hardware, with achieved FLOP/s."""
@@ -236,10 +233,9 @@ def bench(
     records = [r.record() for r in results]
     if out:
         _write_atomic(out, render.to_json(records))
-    if fmt.value == "json":
-        _emit(render.to_json(records))
-    else:
-        _print(render.bench_table(label, results))
+    from .sheet import to_csv
+
+    _show(fmt.value, doc=lambda: render.bench_doc(label, results), json=lambda: records, csv=lambda: to_csv(records))
 
 
 class _progress:
@@ -294,6 +290,34 @@ def _check_seq_len(label: str, spec, seq_len: int | None) -> None:
         )
 
 
+@app.command("table")
+def table_(
+    models: list[str] = typer.Argument(..., help="Preset names or spec files; 'all' for every preset."),
+    columns: Optional[str] = typer.Option(None, "--columns", help="Comma-separated columns, in order (default: all)."),
+    seq_len: Optional[int] = typer.Option(None, "--seq-len", min=1, help="Sequence length (default: each model's context)."),
+    convention: ConventionName = typer.Option(DEFAULT, "--convention", "-c", help="How to count (ffncalc conventions)."),
+    fmt: Format = typer.Option("table", "--format", "-f", help="Output format."),
+    exact_figures: bool = typer.Option(False, "--exact", help="Full integers instead of the short forms (175.2B)."),
+) -> None:
+    """One table comparing models: a row each with totals, attention and FFN shares, FLOPs and shapes."""
+    from .sheet import to_csv
+    from .summary import COLUMNS, summarize
+
+    refs = list(presets.names()) if models == ["all"] else models
+    chosen = [c.strip() for c in columns.split(",")] if columns else COLUMNS
+    unknown = [c for c in chosen if c not in COLUMNS]
+    if unknown:
+        raise InputError(f"--columns: unknown {', '.join(unknown)} (choose from {', '.join(COLUMNS)})")
+    rows = []
+    for ref in refs:
+        label, spec = presets.load(ref)
+        _check_seq_len(label, spec, seq_len)
+        rows.append(summarize(spec, model=label, seq_len=seq_len, convention=convention.value))
+    _show(fmt.value, doc=lambda: render.summary_doc(rows, chosen, human=not exact_figures),
+          json=lambda: {"models": [{c: r[c] for c in chosen + ["seq_len", "convention"]} for r in rows]},
+          csv=lambda: to_csv(rows, chosen))
+
+
 presets_app = typer.Typer(invoke_without_command=True, no_args_is_help=False,
                           help="List the shipped presets, or show one as YAML.")
 app.add_typer(presets_app, name="presets")
@@ -304,10 +328,9 @@ WeightDtype = enum.Enum("WeightDtype", {d: d for d in ("fp32", "bf16", "fp16", "
 OptimizerName = enum.Enum("OptimizerName", {o: o for o in ("adam", "adam8bit")}, type=str)
 
 
-def _show_lines(fmt: str, title: str, notes: list[str], lines) -> None:
-    _show(fmt, json=lambda: render.lines_records(title, notes, lines),
-          markdown=lambda: render.lines_markdown(title, notes, lines), csv=lambda: render.lines_csv(lines),
-          table=lambda: render.lines_table(title, notes, lines))
+def _show_lines(fmt: str, title: str, notes: list[str], lines, human: bool = True) -> None:
+    _show(fmt, doc=lambda: render.lines_doc(title, notes, lines, human), json=lambda: render.lines_records(title, notes, lines),
+          csv=lambda: render.lines_csv(lines))
 
 
 @app.command()
@@ -331,6 +354,7 @@ def train(
     pp: int = typer.Option(1, "--pp", min=1, help="Pipeline-parallel degree."),
     ep: int = typer.Option(1, "--ep", min=1, help="Expert-parallel degree."),
     fmt: Format = typer.Option("table", "--format", "-f", help="Output format."),
+    exact_figures: bool = typer.Option(False, "--exact", help="Full integers only, without the short forms (175.2B)."),
 ) -> None:
     """Plan a training run: FLOPs, PF-days, GPU-hours and days, the compute-optimal size, memory per device."""
     from . import hardware, planning
@@ -352,7 +376,7 @@ def train(
                                    recompute=recompute.value, optimizer=optimizer.value, dp=dp, tp=tp, pp=pp, ep=ep)
     conv = CONVENTIONS[convention.value]
     _show_lines(fmt.value, f"training {label} on {n_tokens:,} tokens",
-                [f"convention: {conv.name} — {conv.summary} [{conv.source}]"], lines)
+                [f"convention: {conv.name} — {conv.summary} [{conv.source}]"], lines, not exact_figures)
 
 
 @app.command()
@@ -365,6 +389,7 @@ def infer(
     kv_dtype: WeightDtype = typer.Option("bf16", "--kv-dtype", help="KV-cache precision."),
     hardware_key: Optional[str] = typer.Option(None, "--hardware", help="A device of the hardware table (h100-sxm, …)."),
     fmt: Format = typer.Option("table", "--format", "-f", help="Output format."),
+    exact_figures: bool = typer.Option(False, "--exact", help="Full integers only, without the short forms (175.2B)."),
 ) -> None:
     """Plan inference: prefill and decode FLOPs, KV-cache and weight bytes, and the roofline bound."""
     from . import hardware, planning
@@ -375,13 +400,13 @@ def infer(
                            kv_dtype=kv_dtype.value, hw=hw)
     _show_lines(fmt.value, f"inference with {label}: {prompt:,} prompt + {generate:,} new tokens × batch {batch}",
                 ["FLOPs: exact matmul counts; prefill over the causal triangle, each decode step's query against "
-                 "every cached key"], lines)
+                 "every cached key"], lines, not exact_figures)
 
 
 @presets_app.callback()
 def presets_list(
     ctx: typer.Context,
-    fmt: ListFormat = typer.Option("table", "--format", "-f", help="Output format."),
+    fmt: Format = typer.Option("table", "--format", "-f", help="Output format."),
 ) -> None:
     """List the shipped presets with their shapes and parameter counts."""
     if ctx.invoked_subcommand is not None:
@@ -402,15 +427,14 @@ def presets_list(
             "active_params": t.active,
         })
     entries.sort(key=lambda e: (e["name"].split("-")[0], e["params"]))  # families, smallest first
-    if fmt.value == "json":
-        _emit(render.to_json({"presets": entries}))
-        return
-    table = _table(["name", "title", "layers", "d_model", "ffn", "params"], right=("layers", "d_model", "params"))
-    for e in entries:
-        alias = f" (alias {', '.join(e['aliases'])})" if e["aliases"] else ""
-        table.add_row(e["name"] + alias, e["title"], str(e["n_layers"]), str(e["d_model"]), e["ffn"],
-                      f"{e['params']:,} ({render.human_params(e['params'])})")
-    _print(table)
+    from .sheet import to_csv
+
+    def doc():
+        rows = [{**e, "name": e["name"] + (f" (alias {', '.join(e['aliases'])})" if e["aliases"] else ""),
+                 "params": f"{e['params']:,} ({render.human_params(e['params'])})"} for e in entries]
+        return render.list_doc("presets", rows, ["name", "title", "n_layers", "d_model", "ffn", "params"], left=2)
+
+    _show(fmt.value, doc=doc, json=lambda: {"presets": entries}, csv=lambda: to_csv(entries))
 
 
 @presets_app.command("show")
@@ -420,16 +444,14 @@ def presets_show(name: str = typer.Argument(..., help="Preset name or alias.")) 
 
 
 @app.command()
-def conventions(fmt: ListFormat = typer.Option("table", "--format", "-f", help="Output format.")) -> None:
+def conventions(fmt: Format = typer.Option("table", "--format", "-f", help="Output format.")) -> None:
     """List the counting conventions, each with its source."""
-    if fmt.value == "json":
-        _emit(render.to_json({"conventions": [
-            {"name": c.name, "summary": c.summary, "source": c.source} for c in CONVENTIONS.values()]}))
-        return
-    table = _table(["name", "what it counts", "source"])
-    for c in CONVENTIONS.values():
-        table.add_row(c.name + (" (default)" if c.name == DEFAULT else ""), c.summary, c.source)
-    _print(table)
+    from .sheet import to_csv
+
+    records = [{"name": c.name, "default": c.name == DEFAULT, "summary": c.summary, "source": c.source}
+               for c in CONVENTIONS.values()]
+    _show(fmt.value, doc=lambda: render.list_doc("conventions", records, ["name", "default", "summary", "source"], 4),
+          json=lambda: {"conventions": records}, csv=lambda: to_csv(records))
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,20 +1,19 @@
-"""Tallies as records, and records as a rich table, markdown, CSV or JSON. No counting here."""
+"""Results as documents (rich table, markdown, LaTeX: ``sheet.py``) and as records (JSON, CSV). No counting here."""
 
 from __future__ import annotations
 
-import csv
-import io
 import json
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any
 
 from .count import Row, Tally, merge_layers
+from .sheet import Document, Section, to_csv
 
 if TYPE_CHECKING:
-    from rich.console import Console, Group
+    from rich.console import Console
 
     from .verify import Report
 
-FORMATS = ("table", "json", "markdown", "csv")
+FORMATS = ("table", "json", "markdown", "csv", "latex")
 
 
 def human_params(n: int) -> str:
@@ -85,9 +84,18 @@ def records(t: Tally, per_layer: bool = False) -> dict[str, Any]:
     }
 
 
-def to_json(data: dict[str, Any]) -> str:
+def to_json(data: Any) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
+
+def figure(n: int, human: bool, kind: str = "params") -> str:
+    """An exact integer, with its short form beside it unless ``human`` is off (--exact)."""
+    if not human or abs(n) < 10_000:
+        return exact(n)
+    return f"{exact(n)} ({human_params(n) if kind == 'params' else human_flops(n)})"
+
+
+# --- count --------------------------------------------------------------------------------------
 
 def headline(t: Tally) -> list[str]:
     conv = t.convention
@@ -98,110 +106,61 @@ def headline(t: Tally) -> list[str]:
 
 
 def total_lines(t: Tally) -> list[tuple[str, int, str]]:
-    """(label, exact figure, human figure) for the totals block."""
-    out = [
-        ("parameters", t.params, human_params(t.params)),
-        ("  embedding", t.embedding, human_params(t.embedding)),
-        ("  non-embedding", t.non_embedding, human_params(t.non_embedding)),
-    ]
+    """(label, figure, kind) for the totals block."""
+    out = [("parameters", t.params, "params"), ("  embedding", t.embedding, "params"),
+           ("  non-embedding", t.non_embedding, "params")]
     if t.moe:
-        out.append(("  active per token", t.active, human_params(t.active)))
+        out.append(("  active per token", t.active, "params"))
     out += [
-        ("weight matrices", t.matrices, ""),
-        ("forward matmul FLOPs per token", t.flops_per_token, human_flops(t.flops_per_token)),
-        (f"forward matmul FLOPs ({t.tokens:,} tokens)", t.forward_flops, human_flops(t.forward_flops)),
-        (f"elementwise FLOPs, not in the above ({t.tokens:,} tokens)", t.elementwise_flops,
-         human_flops(t.elementwise_flops)),
+        ("weight matrices", t.matrices, "count"),
+        ("forward matmul FLOPs per token", t.flops_per_token, "flops"),
+        (f"forward matmul FLOPs ({t.tokens:,} tokens)", t.forward_flops, "flops"),
+        (f"elementwise FLOPs, not in the above ({t.tokens:,} tokens)", t.elementwise_flops, "flops"),
         (f"training step FLOPs (3 × forward{' + recompute' if t.recompute != 'none' else ''})", t.train_flops,
-         human_flops(t.train_flops)),
+         "flops"),
     ]
     return out
 
 
-def _params_cell(r: Row) -> str:
-    if r.tied:
-        return "tied to embed.weight"
-    return f"{exact(r.params)} ({human_params(r.params)})" if r.params else ""
-
-
-def _share(r: Row, total: int) -> str:
-    return f"{100 * r.params / total:.2f}%" if r.params and total else ""
-
-
-def _cells(t: Tally, rows: Iterable[Row], per_layer: bool) -> tuple[list[str], list[list[str]]]:
+def count_doc(t: Tally, per_layer: bool = False, human: bool = True) -> Document:
+    """Headline, one row per component, then the totals."""
     head = ["component"] + (["layers"] if per_layer else []) + ["shape", "count", "params", "share"]
     if t.moe:
         head.append("active")
     head += ["fwd FLOPs/token", "elementwise/token"]
     body = []
-    for r in rows:
+    for r in component_rows(t, per_layer):
         cells = [r.name] + ([layers_text(r.layers)] if per_layer else [])
-        cells += [shape_text(r), f"×{r.count:,}" if r.count > 1 else "", _params_cell(r), _share(r, t.params)]
+        params = "tied to embed.weight" if r.tied else figure(r.params, human) if r.params else ""
+        share = f"{100 * r.params / t.params:.2f}%" if r.params and t.params else ""
+        cells += [shape_text(r), f"×{r.count:,}" if r.count > 1 else "", params, share]
         if t.moe:
             cells.append(exact(r.active) if r.active and r.active != r.params else "")
         cells += [exact(r.flops) if r.flops else "", exact(r.elementwise) if r.elementwise else ""]
         body.append(cells)
-    return head, body
+    totals = [[label, figure(v, human, kind) if kind != "count" else exact(v)] for label, v, kind in total_lines(t)]
+    title, note = headline(t)
+    return Document(title, [note], [Section(head, body, left=3 if per_layer else 2),
+                                    Section(["total", "value"], totals, show_head=False)])
 
 
-def table(t: Tally, per_layer: bool = False) -> Group:
-    """The rich view: headline, component table, totals."""
-    from rich.console import (
-        Group,  # rich loads only for this view: JSON, markdown and CSV never need it
-    )
-    from rich.table import Table
-    from rich.text import Text
-
-    head, body = _cells(t, component_rows(t, per_layer), per_layer)
-    comp = Table(show_edge=False, pad_edge=False, header_style="bold")
-    for name in head:
-        comp.add_column(name, justify="left" if name in ("component", "layers", "shape") else "right",
-                        no_wrap=name != "shape")
-    for cells in body:
-        comp.add_row(*cells)
-    totals = Table(show_header=False, show_edge=False, box=None, pad_edge=False)
-    totals.add_column(style="bold")
-    totals.add_column(justify="right")
-    totals.add_column(justify="right", style="dim")
-    for label, value, short in total_lines(t):
-        totals.add_row(label, exact(value), short)
-    lines = headline(t)
-    return Group(Text(lines[0], style="bold"), Text(lines[1], style="dim"), Text(""), comp, Text(""), totals)
+CSV_FIELDS = ["convention", "seq_len", "component", "part", "layers", "shape", "count", "params", "active_params",
+              "matrices", "forward_flops_per_token", "elementwise_flops_per_token"]
 
 
-def markdown(t: Tally, per_layer: bool = False) -> str:
-    head, body = _cells(t, component_rows(t, per_layer), per_layer)
-    out = [f"**{line}**" if i == 0 else f"*{line}*" for i, line in enumerate(headline(t))]
-    out += ["", _md_table(head, body), "", _md_table(["total", "exact", ""],
-                                                     [[label.strip(), exact(v), s] for label, v, s in total_lines(t)])]
-    return "\n".join(out) + "\n"
-
-
-def _md_table(head: list[str], body: list[list[str]]) -> str:
-    def line(cells):
-        return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
-
-    align = ["---" if h in ("component", "layers", "shape", "total", "") else "---:" for h in head]
-    return "\n".join([line(head), "| " + " | ".join(align) + " |"] + [line(r) for r in body])
-
-
-CSV_FIELDS = ("convention", "seq_len", "component", "part", "layers", "shape", "count", "params", "active_params",
-              "matrices", "forward_flops_per_token", "elementwise_flops_per_token")
-
-
-def to_csv(t: Tally, per_layer: bool = False) -> str:
+def count_csv(t: Tally, per_layer: bool = False) -> str:
     """One row per component and a final ``total`` row; integers only."""
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(CSV_FIELDS)
-    rows = component_rows(t, per_layer)
-    for r in rows:
-        writer.writerow([t.convention.name, t.seq_len, r.name, r.part, layers_text(r.layers),
-                         "x".join(map(str, r.shape)), r.count, r.params, r.active, r.matrices, r.flops, r.elementwise])
-    writer.writerow([t.convention.name, t.seq_len, "total", "", "", "", "", t.params, t.active, t.matrices,
-                     t.flops_per_token, t.elementwise_per_token])
-    return buf.getvalue()
+    rows = [dict(convention=t.convention.name, seq_len=t.seq_len, component=r.name, part=r.part,
+                 layers=layers_text(r.layers), shape="x".join(map(str, r.shape)), count=r.count, params=r.params,
+                 active_params=r.active, matrices=r.matrices, forward_flops_per_token=r.flops,
+                 elementwise_flops_per_token=r.elementwise) for r in component_rows(t, per_layer)]
+    rows.append(dict(convention=t.convention.name, seq_len=t.seq_len, component="total", params=t.params,
+                     active_params=t.active, matrices=t.matrices, forward_flops_per_token=t.flops_per_token,
+                     elementwise_flops_per_token=t.elementwise_per_token))
+    return to_csv(rows, CSV_FIELDS)
 
+
+# --- verify -------------------------------------------------------------------------------------
 
 def verify_records(report: Report) -> dict[str, Any]:
     return {
@@ -228,70 +187,62 @@ def verify_records(report: Report) -> dict[str, Any]:
     }
 
 
-def verify_table(report: Report) -> Group:
+def verify_doc(report: Report) -> Document:
     """Component | analytic | torch | ✓/✗, for parameters and for forward FLOPs."""
-    from rich.console import Group
-    from rich.table import Table
-    from rich.text import Text
-
-    def mark(ok: bool) -> Text:
-        return Text("✓", style="green") if ok else Text("✗", style="bold red")
+    def mark(ok: bool) -> str:
+        return "✓" if ok else "✗"
 
     show_layers = len({c.layers for c in report.checks if c.layers}) > 1
-    tab = Table(show_edge=False, pad_edge=False, header_style="bold")
-    tab.add_column("component")
-    if show_layers:
-        tab.add_column("layers")
-    for col in ("params", "torch params", "", "FLOPs", "torch FLOPs", ""):
-        tab.add_column(col, justify="right")
+    head = ["component"] + (["layers"] if show_layers else []) + ["params", "torch params", "", "FLOPs",
+                                                                  "torch FLOPs", ""]
+    rows = []
     for c in report.checks:
-        cells = [c.component] + ([layers_text(c.layers)] if show_layers else [])
-        tab.add_row(*cells, exact(c.analytic_params), exact(c.torch_params), mark(c.params_ok),
-                    exact(c.analytic_flops), exact(c.torch_flops), mark(c.flops_ok))
+        rows.append([c.component] + ([layers_text(c.layers)] if show_layers else [])
+                    + [exact(c.analytic_params), exact(c.torch_params), mark(c.params_ok),
+                       exact(c.analytic_flops), exact(c.torch_flops), mark(c.flops_ok)])
     sums = [sum(getattr(c, f) for c in report.checks)
             for f in ("analytic_params", "torch_params", "analytic_flops", "torch_flops")]
-    tab.add_section()
-    tab.add_row("total", *([""] if show_layers else []), exact(sums[0]), exact(sums[1]), mark(sums[0] == sums[1]),
-                exact(sums[2]), exact(sums[3]), mark(sums[2] == sums[3]), style="bold")
-    head = Text(f"{report.model} · convention {report.convention} · seq_len {report.seq_len:,} · batch 1 · "
-                "analytic vs torch (meta device, FlopCounterMode)", style="bold")
-    parts = [head] + [Text(note, style="dim") for note in report.notes] + [Text(""), tab, Text("")]
+    rows.append(["total"] + ([""] if show_layers else []) + [exact(sums[0]), exact(sums[1]), mark(sums[0] == sums[1]),
+                                                            exact(sums[2]), exact(sums[3]), mark(sums[2] == sums[3])])
     failures = report.failures
     if failures:
-        parts.append(Text(f"✗ {len(failures)} component(s) differ: " + ", ".join(
-            c.component + (f" [{layers_text(c.layers)}]" if c.layers else "") for c in failures), style="bold red"))
+        verdict = f"✗ {len(failures)} component(s) differ: " + ", ".join(
+            c.component + (f" [{layers_text(c.layers)}]" if c.layers else "") for c in failures)
     else:
-        parts.append(Text(f"✓ all {len(report.checks)} components agree", style="bold green"))
-    return Group(*parts)
+        verdict = f"✓ all {len(report.checks)} components agree"
+    title = (f"{report.model} · convention {report.convention} · seq_len {report.seq_len:,} · batch 1 · "
+             "analytic vs torch (meta device, FlopCounterMode)")
+    return Document(title, list(report.notes), [Section(head, rows, left=2 if show_layers else 1)], [verdict])
 
 
-def bench_table(model: str, results) -> Group:
+def verify_csv(reports: list[Report]) -> str:
+    rows = [{"model": r.model, "convention": r.convention, "seq_len": r.seq_len, **c}
+            for r in reports for c in verify_records(r)["components"]]
+    return to_csv(rows)
+
+
+# --- bench --------------------------------------------------------------------------------------
+
+def bench_doc(model: str, results) -> Document:
     """Timed blocks: median and spread, tokens/s, achieved TFLOP/s and their share of the measured peak."""
-    from rich.console import Group
-    from rich.table import Table
-    from rich.text import Text
-
     first = results[0]
-    tab = Table(show_edge=False, pad_edge=False, header_style="bold")
-    for col in ("block", "variant", "median ms", "min–max ms", "tokens/s", "GFLOP/run", "TFLOP/s", "of matmul"):
-        tab.add_column(col, justify="left" if col in ("block", "variant") else "right")
-    for r in results:
-        tab.add_row(r.block + (" fwd+bwd" if r.backward else ""), r.variant, f"{r.median_ms:.3f}",
-                    f"{r.min_ms:.3f}–{r.max_ms:.3f}", f"{r.tokens_per_s:,.0f}", f"{r.flops / 1e9:,.2f}",
-                    f"{r.tflops:.3f}", f"{100 * r.share_of_peak:.1f}%")
+    head = ["block", "variant", "median ms", "min–max ms", "tokens/s", "GFLOP/run", "TFLOP/s", "of matmul"]
+    rows = [[r.block + (" fwd+bwd" if r.backward else ""), r.variant, f"{r.median_ms:.3f}",
+             f"{r.min_ms:.3f}–{r.max_ms:.3f}", f"{r.tokens_per_s:,.0f}", f"{r.flops / 1e9:,.2f}", f"{r.tflops:.3f}",
+             f"{100 * r.share_of_peak:.1f}%"] for r in results]
     sheet = (f"; datasheet {first.datasheet}: {first.datasheet_tflops} TFLOP/s {first.dtype}"
              if first.datasheet_tflops else "")
-    lines = [
-        Text(f"{model} · {first.device} · {first.dtype} · {first.tokens:,} tokens "
-             f"({first.tokens // first.seq_len} × {first.seq_len})", style="bold"),
-        Text(f"matmul rate measured in this run: {first.peak_tflops_measured:.3f} TFLOP/s{sheet}", style="dim"),
-        Text("FLOPs: the analytic matmul FLOPs of the work timed (backward = 2 × forward)", style="dim"),
-    ]
+    notes = [f"matmul rate measured in this run: {first.peak_tflops_measured:.3f} TFLOP/s{sheet}",
+             "FLOPs: the analytic matmul FLOPs of the work timed (backward = 2 × forward)"]
     if len(results) == 2 and results[0].block == results[1].block == "ffn":
-        lines.append(Text(f"time ratio {results[1].variant.split()[0]} / {results[0].variant.split()[0]}: "
-                          f"{results[1].median_ms / results[0].median_ms:.3f}", style="dim"))
-    return Group(*lines, Text(""), tab)
+        notes.append(f"time ratio {results[1].variant.split()[0]} / {results[0].variant.split()[0]}: "
+                     f"{results[1].median_ms / results[0].median_ms:.3f}")
+    title = (f"{model} · {first.device} · {first.dtype} · {first.tokens:,} tokens "
+             f"({first.tokens // first.seq_len} × {first.seq_len})")
+    return Document(title, notes, [Section(head, rows, left=2)])
 
+
+# --- compare ------------------------------------------------------------------------------------
 
 CAPACITY = ("Capacity: the dense block's hidden features are one linear projection of x, so their rank is at "
             "most min(d_model, d_ff); the gated block multiplies two projections, a linear map of the degree-2 "
@@ -325,31 +276,23 @@ def comparison_records(c, bench_results=None) -> dict[str, Any]:
     return out
 
 
-def _comparison_rows(c, bench_results=None) -> list[list[str]]:
+def comparison_doc(c, bench_results=None, human: bool = True) -> Document:
     a, b = c.source, c.target
     n = c.ffn_layers
-    rows = [
-        ["FFN", a.variant, b.variant],
-        ["d_ff", exact(a.d_ff), exact(b.d_ff)],
-        ["params per layer", exact(a.params), exact(b.params)],
-    ]
+    rows = [["FFN", a.variant, b.variant], ["d_ff", exact(a.d_ff), exact(b.d_ff)],
+            ["params per layer", exact(a.params), exact(b.params)]]
     if n > 1:
         rows.append([f"params, {n} FFN layers", exact(a.params * n), exact(b.params * n)])
     if a.model_params is not None:
-        rows.append(["params, whole model", f"{exact(a.model_params)} ({human_params(a.model_params)})",
-                     f"{exact(b.model_params)} ({human_params(b.model_params)})"])
-    rows += [
-        ["forward FLOPs/token per layer", exact(a.flops), exact(b.flops)],
-        ["training FLOPs/token per layer", exact(a.train_flops), exact(b.train_flops)],
-    ]
+        rows.append(["params, whole model", figure(a.model_params, human), figure(b.model_params, human)])
+    rows += [["forward FLOPs/token per layer", exact(a.flops), exact(b.flops)],
+             ["training FLOPs/token per layer", exact(a.train_flops), exact(b.train_flops)]]
     if a.model_flops is not None:
         rows.append(["forward FLOPs/token, whole model", exact(a.model_flops), exact(b.model_flops)])
-    rows += [
-        ["activations kept per token (elements)", exact(a.activations), exact(b.activations)],
-        ["  bytes at bf16", exact(2 * a.activations), exact(2 * b.activations)],
-        ["rank of the hidden map in x ≤", exact(a.rank_linear), exact(b.rank_linear)],
-        ["rank over degree-2 features x⊗x ≤", exact(a.rank_kernel), exact(b.rank_kernel)],
-    ]
+    rows += [["activations kept per token (elements)", exact(a.activations), exact(b.activations)],
+             ["  bytes at bf16", exact(2 * a.activations), exact(2 * b.activations)],
+             ["rank of the hidden map in x ≤", exact(a.rank_linear), exact(b.rank_linear)],
+             ["rank over degree-2 features x⊗x ≤", exact(a.rank_kernel), exact(b.rank_kernel)]]
     if a.reference or b.reference:
         def ref(s):
             return f"{s.reference[0]} / {s.reference[1]}" if s.reference else "—"
@@ -360,120 +303,58 @@ def _comparison_rows(c, bench_results=None) -> list[list[str]]:
                  ["achieved TFLOP/s", f"{ra.tflops:.3f}", f"{rb.tflops:.3f}"],
                  ["share of the measured matmul rate", f"{100 * ra.share_of_peak:.1f}%",
                   f"{100 * rb.share_of_peak:.1f}%"]]
-    return rows
-
-
-def _comparison_notes(c, bench_results=None) -> list[str]:
     pct = 100 * c.residual / getattr(c.source, c.match)
     what = "parameters" if c.match == "params" else "forward FLOPs"
     where = f"{c.model} · " if c.model else ""
-    lines = [f"{where}d_model {c.d_model:,} · matching {what}"
-             + (f" · d_ff a multiple of {c.multiple_of}" if c.multiple_of > 1 else ""),
-             f"residual: {c.residual:+,} {what} per layer ({pct:+.4f}%)" + (" — exact" if c.exact else " — nearest width")]
+    title = (f"{where}d_model {c.d_model:,} · matching {what}"
+             + (f" · d_ff a multiple of {c.multiple_of}" if c.multiple_of > 1 else ""))
+    notes = [f"residual: {c.residual:+,} {what} per layer ({pct:+.4f}%)" + (" — exact" if c.exact else " — nearest width")]
+    footer = []
     if c.moe:
-        lines.append(f"compared: {c.moe}")
-    lines.append(CAPACITY)
-    if c.source.reference or c.target.reference:
+        footer.append(f"compared: {c.moe}")
+    footer.append(CAPACITY)
+    if a.reference or b.reference:
         from .compare import SHAZEER_SOURCE
 
-        lines.append(f"reference: {SHAZEER_SOURCE}")
+        footer.append(f"reference: {SHAZEER_SOURCE}")
     if bench_results:
         ra, rb = bench_results
-        lines.append(f"timed on {ra.device}, {ra.dtype}, {ra.tokens:,} tokens: time ratio "
-                     f"{c.target.variant} / {c.source.variant} = {rb.median_ms / ra.median_ms:.3f}")
-    return lines
-
-
-def comparison_table(c, bench_results=None) -> Group:
-    from rich.console import Group
-    from rich.table import Table
-    from rich.text import Text
-
-    rows = _comparison_rows(c, bench_results)
-    tab = Table(show_edge=False, pad_edge=False, header_style="bold")
-    tab.add_column("")
-    tab.add_column(c.source.kind, justify="right")
-    tab.add_column(c.target.kind, justify="right")
-    for r in rows:
-        tab.add_row(*r)
-    notes = _comparison_notes(c, bench_results)
-    return Group(Text(notes[0], style="bold"), Text(notes[1]), Text(""), tab, Text(""),
-                 *[Text(n, style="dim") for n in notes[2:]])
-
-
-def comparison_markdown(c, bench_results=None) -> str:
-    notes = _comparison_notes(c, bench_results)
-    body = _md_table(["", c.source.kind, c.target.kind], _comparison_rows(c, bench_results))
-    return "\n".join([f"**{notes[0]}**", "", notes[1], "", body, ""] + [f"*{n}*" for n in notes[2:]]) + "\n"
+        footer.append(f"timed on {ra.device}, {ra.dtype}, {ra.tokens:,} tokens: time ratio "
+                      f"{b.variant} / {a.variant} = {rb.median_ms / ra.median_ms:.3f}")
+    return Document(title, notes, [Section(["", a.kind, b.kind], rows)], footer)
 
 
 def comparison_csv(c, bench_results=None) -> str:
     """One row per side, every figure."""
     rec = comparison_records(c, bench_results)
-    fields = list(rec["source"])
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(["side", "model", "d_model", "match", "residual"] + fields)
-    for name in ("source", "target"):
-        writer.writerow([name, c.model or "", c.d_model, c.match, c.residual]
-                        + [_csv_cell(rec[name][f]) for f in fields])
-    return buf.getvalue()
-
-
-def _csv_cell(v) -> str:
-    if v is None:
-        return ""
-    if isinstance(v, list):
-        return "/".join(map(str, v))
-    return str(v)
+    return to_csv([{"side": name, "model": c.model or "", "d_model": c.d_model, "match": c.match,
+                    "residual": c.residual, **rec[name]} for name in ("source", "target")])
 
 
 SWEEP_HEAD = ["d_ff/d_model", "source d_ff", "target d_ff", "source params", "target params", "residual", "residual %",
               "rank in x", "rank over x⊗x"]
 
 
-def sweep_rows(comparisons) -> list[list[str]]:
-    out = []
+def sweep_doc(comparisons) -> Document:
+    c0 = comparisons[0]
+    rows = []
     for c in comparisons:
         pct = 100 * c.residual / getattr(c.source, c.match)
-        out.append([f"{c.source.d_ff / c.d_model:.3f}", exact(c.source.d_ff), exact(c.target.d_ff),
-                    exact(getattr(c.source, c.match)), exact(getattr(c.target, c.match)), f"{c.residual:+,}",
-                    f"{pct:+.4f}%", f"{c.source.rank_linear:,} / {c.target.rank_linear:,}",
-                    f"{c.source.rank_kernel:,} / {c.target.rank_kernel:,}"])
-    return out
-
-
-def sweep_table(comparisons) -> Group:
-    from rich.console import Group
-    from rich.table import Table
-    from rich.text import Text
-
-    c0 = comparisons[0]
-    tab = Table(show_edge=False, pad_edge=False, header_style="bold")
-    for h in SWEEP_HEAD:
-        tab.add_column(h, justify="right")
-    for r in sweep_rows(comparisons):
-        tab.add_row(*r)
-    return Group(Text(f"{c0.source.variant} → {c0.target.variant} · d_model {c0.d_model:,} · matching {c0.match}",
-                      style="bold"), Text(""), tab, Text(""), Text(CAPACITY, style="dim"))
-
-
-def sweep_markdown(comparisons) -> str:
-    c0 = comparisons[0]
-    return (f"**{c0.source.variant} → {c0.target.variant} · d_model {c0.d_model:,} · matching {c0.match}**\n\n"
-            + _md_table(SWEEP_HEAD, sweep_rows(comparisons)) + "\n")
+        rows.append([f"{c.source.d_ff / c.d_model:.3f}", exact(c.source.d_ff), exact(c.target.d_ff),
+                     exact(getattr(c.source, c.match)), exact(getattr(c.target, c.match)), f"{c.residual:+,}",
+                     f"{pct:+.4f}%", f"{c.source.rank_linear:,} / {c.target.rank_linear:,}",
+                     f"{c.source.rank_kernel:,} / {c.target.rank_kernel:,}"])
+    title = f"{c0.source.variant} → {c0.target.variant} · d_model {c0.d_model:,} · matching {c0.match}"
+    return Document(title, [], [Section(SWEEP_HEAD, rows, left=0)], [CAPACITY])
 
 
 def sweep_csv(comparisons) -> str:
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(["d_model", "match", "source_kind", "source_d_ff", "target_kind", "target_d_ff", "source_value",
-                     "target_value", "residual"])
-    for c in comparisons:
-        writer.writerow([c.d_model, c.match, c.source.kind, c.source.d_ff, c.target.kind, c.target.d_ff,
-                         getattr(c.source, c.match), getattr(c.target, c.match), c.residual])
-    return buf.getvalue()
+    return to_csv([dict(d_model=c.d_model, match=c.match, source_kind=c.source.kind, source_d_ff=c.source.d_ff,
+                        target_kind=c.target.kind, target_d_ff=c.target.d_ff, source_value=getattr(c.source, c.match),
+                        target_value=getattr(c.target, c.match), residual=c.residual) for c in comparisons])
 
+
+# --- train and infer ----------------------------------------------------------------------------
 
 def human_bytes(n: float) -> str:
     for size, suffix in ((2**40, "TiB"), (2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB")):
@@ -482,13 +363,13 @@ def human_bytes(n: float) -> str:
     return f"{n:.0f} B"
 
 
-def _figure(value, unit: str) -> str:
+def _figure(value, unit: str, human: bool = True) -> str:
     """Exact integers with separators and a short form; other figures to four significant digits."""
     if unit.startswith("bytes"):
-        return (f"{value:,}" if isinstance(value, int) else f"{value:,.0f}") + f" ({human_bytes(value)})"
+        text = f"{value:,}" if isinstance(value, int) else f"{value:,.0f}"
+        return text + (f" ({human_bytes(value)})" if human else "")
     if isinstance(value, int):
-        short = human_flops(value) if "FLOP" in unit or unit == "tokens" else human_params(value)
-        return f"{value:,}" + (f" ({short})" if abs(value) >= 10_000 else "")
+        return figure(value, human, "flops" if "FLOP" in unit or unit == "tokens" else "params")
     if abs(value) >= 1e7:
         return human_flops(round(value)) if "FLOP" in unit or unit == "tokens" else human_params(round(value))
     return f"{value:,.1f}" if abs(value) >= 1000 else f"{value:.4g}"
@@ -499,32 +380,59 @@ def lines_records(title: str, notes: list[str], lines) -> dict[str, Any]:
             "figures": [{"label": label, "value": value, "unit": unit} for label, value, unit in lines]}
 
 
-def lines_table(title: str, notes: list[str], lines) -> Group:
-    from rich.console import Group
-    from rich.table import Table
-    from rich.text import Text
-
-    tab = Table(show_header=False, show_edge=False, box=None, pad_edge=False)
-    tab.add_column(style="bold")
-    tab.add_column(justify="right")
-    tab.add_column(style="dim")
-    for label, value, unit in lines:
-        tab.add_row(label, _figure(value, unit), unit)
-    return Group(Text(title, style="bold"), *[Text(n, style="dim") for n in notes], Text(""), tab)
-
-
-def lines_markdown(title: str, notes: list[str], lines) -> str:
-    body = _md_table(["", "value", "unit"], [[label, _figure(v, u), u] for label, v, u in lines])
-    return "\n".join([f"**{title}**", ""] + [f"*{n}*" for n in notes] + ["", body]) + "\n"
+def lines_doc(title: str, notes: list[str], lines, human: bool = True) -> Document:
+    rows = [[label, _figure(value, unit, human), unit] for label, value, unit in lines]
+    return Document(title, notes, [Section(["", "value", "unit"], rows)])
 
 
 def lines_csv(lines) -> str:
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(["label", "value", "unit"])
-    for label, value, unit in lines:
-        writer.writerow([label, value, unit])
-    return buf.getvalue()
+    return to_csv([{"label": label, "value": value, "unit": unit} for label, value, unit in lines])
+
+
+# --- multi-model tables -------------------------------------------------------------------------
+
+SUMMARY_HEAD = {"model": "model", "params": "params", "active_params": "active", "embedding_params": "embedding",
+                "attention_params": "attention", "attention_share": "attn %", "ffn_params": "FFN",
+                "ffn_share": "FFN %", "forward_flops_per_token": "fwd FLOPs/token",
+                "train_flops_per_token": "train FLOPs/token", "d_model": "d_model", "n_layers": "layers",
+                "heads": "heads/KV", "ffn": "FFN kind", "d_ff": "d_ff", "seq_len": "seq_len",
+                "convention": "convention"}
+
+
+def summary_doc(rows: list[dict[str, Any]], columns: list[str], human: bool = True) -> Document:
+    def cell(key: str, v: Any) -> str:
+        if key.endswith("_share"):
+            return f"{v / 100:.2f}%"
+        if key == "params" or key.endswith("_params"):
+            return human_params(v) if human else exact(v)
+        if key.endswith("_per_token"):
+            return human_flops(v) if human else exact(v)
+        return exact(v) if isinstance(v, int) else str(v)
+
+    body = [[cell(c, r[c]) for c in columns] for r in rows]
+    conventions = sorted({r["convention"] for r in rows})
+    seqs = sorted({r["seq_len"] for r in rows})
+    at = f"seq_len {seqs[0]:,}" if len(seqs) == 1 else "each model's own context"
+    note = f"convention {', '.join(conventions)} · FLOPs per token at {at} · shares of all parameters"
+    return Document(f"{len(rows)} models", [note], [Section([SUMMARY_HEAD[c] for c in columns], body,
+                                                                left=1 if columns[0] == "model" else 0)])
+
+
+# --- lists --------------------------------------------------------------------------------------
+
+def list_doc(title: str, records: list[dict[str, Any]], columns: list[str], left: int = 1) -> Document:
+    rows = [[_cell(r[c]) for c in columns] for r in records]
+    return Document(title, [], [Section(columns, rows, left=left)])
+
+
+def _cell(v: Any) -> str:
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, int):
+        return exact(v)
+    if isinstance(v, (list, tuple)):
+        return ", ".join(map(str, v))
+    return "" if v is None else str(v)
 
 
 def console(width: int | None = None) -> Console:
