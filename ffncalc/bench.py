@@ -48,6 +48,8 @@ class Result:
     tokens_per_s: float
     datasheet_tflops: float | None
     datasheet: str | None
+    kind: str | None = None  # ffn blocks: dense, gated or moe
+    d_ff: int | None = None  # ffn blocks: the (expert) hidden width
 
     def record(self) -> dict:
         return asdict(self)
@@ -266,6 +268,7 @@ def run(plans: list[Plan], *, device: torch.device, dtype: str, tokens: int, seq
             max_ms=max(ms), flops=flops, tflops=achieved, peak_tflops_measured=peak, share_of_peak=achieved / peak,
             tokens_per_s=tokens / (median / 1000),
             datasheet_tflops=sheet.tflops.get(dtype) if sheet else None, datasheet=sheet.name if sheet else None,
+            **_ffn_shape(p),
         ))
     return results
 
@@ -283,3 +286,11 @@ def _step(module: torch.nn.Module, p: Plan, device, dtype: str, tokens: int, seq
     params = list(module.parameters())
     grad = torch.randn(x.shape, device=device, dtype=x.dtype)
     return lambda: torch.autograd.grad(module(x), [x, *params], grad)
+
+
+def _ffn_shape(p: Plan) -> dict:
+    if p.block != "ffn":
+        return {}
+    ffn = p.spec.ffn
+    block = ffn.expert if isinstance(ffn, MoEFFN) else ffn
+    return {"kind": ffn.kind, "d_ff": block.width(p.spec.d_model)}

@@ -232,7 +232,9 @@ def bench(
                              repeats=repeats, warmup=warmup, progress=progress)
     records = [r.record() for r in results]
     if out:
-        _write_atomic(out, render.to_json(records))
+        from .files import write_atomic
+
+        write_atomic(out, render.to_json(records))
     from .sheet import to_csv
 
     _show(fmt.value, doc=lambda: render.bench_doc(label, results), json=lambda: records, csv=lambda: to_csv(records))
@@ -259,27 +261,6 @@ class _progress:
     def __exit__(self, *exc):
         if self.bar:
             self.bar.stop()
-
-
-def _write_atomic(path: str, text: str) -> None:
-    """Write beside the target and rename over it, so a reader never sees half a file."""
-    import tempfile
-    from pathlib import Path
-
-    target = Path(path)
-    if target.is_dir():
-        raise InputError(f"--out {path}: is a directory")
-    try:
-        fd, tmp = tempfile.mkstemp(dir=target.parent if str(target.parent) else ".", prefix=f".{target.name}.")
-    except OSError as exc:
-        raise InputError(f"--out {path}: cannot write there ({exc.strerror})") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, target)
-    except BaseException:
-        os.unlink(tmp)
-        raise
 
 
 def _check_seq_len(label: str, spec, seq_len: int | None) -> None:
@@ -316,6 +297,105 @@ def table_(
     _show(fmt.value, doc=lambda: render.summary_doc(rows, chosen, human=not exact_figures),
           json=lambda: {"models": [{c: r[c] for c in chosen + ["seq_len", "convention"]} for r in rows]},
           csv=lambda: to_csv(rows, chosen))
+
+
+@app.command()
+def docs(
+    out: Optional[str] = typer.Option(None, "--out", help="Write the docs set into this folder."),
+    check: Optional[str] = typer.Option(None, "--check", help="Exit 1 if this folder's docs are out of date."),
+    readme: Optional[str] = typer.Option(None, "--readme", help="Also refresh (--out) or check (--check) the "
+                                                                "examples of this README."),
+) -> None:
+    """Generate the docs set: an index table of every preset, a page per preset (with its verify result),
+    dense vs gated, the conventions, and figures. Writes only its own files, atomically."""
+    from pathlib import Path
+
+    from . import docs as generated
+    from .files import write_atomic
+
+    if (out is None) == (check is None):
+        raise InputError("docs takes --out DIR or --check DIR")
+    try:
+        files = generated.build()
+    except ImportError as exc:
+        raise InputError(f"docs needs torch and matplotlib ({exc}): pip install '.[torch,plot]'") from None
+    readme_now = readme_fresh = None
+    if readme:
+        from .loader import read_text
+
+        readme_now = read_text(Path(readme))
+        readme_fresh = generated.refresh_readme(readme_now)
+    if out is not None:
+        for path, data in files.items():
+            write_atomic(Path(out) / path, data)
+        if readme and readme_fresh != readme_now:
+            write_atomic(readme, readme_fresh, "--readme")
+        sys.stdout.write(f"wrote {len(files)} files under {out}" + (f" and refreshed {readme}" if readme else "") + "\n")
+        return
+    stale = generated.check(Path(check), files) + ([readme] if readme and readme_fresh != readme_now else [])
+    if stale:
+        sys.stdout.write(f"{len(stale)} of {len(files)} files out of date under {check}: {', '.join(stale)}\n"
+                         f"regenerate with: ffncalc docs --out {check}\n")
+        raise typer.Exit(1)
+    sys.stdout.write(f"all {len(files)} files under {check} are up to date\n")
+
+
+plot_app = typer.Typer(no_args_is_help=True, help="Figures for docs, as SVG or PNG (needs matplotlib).")
+app.add_typer(plot_app, name="plot")
+
+
+def _save_plot(fig, out: str) -> None:
+    from . import plot
+    from .files import write_atomic
+
+    fmt = out.rsplit(".", 1)[-1].lower() if "." in out else ""
+    if fmt not in ("svg", "png"):
+        raise InputError(f"--out {out}: name an .svg or .png file")
+    write_atomic(out, plot.save(fig, fmt))
+
+
+@plot_app.command("share")
+def plot_share(
+    models: list[str] = typer.Argument(..., help="Preset names or spec files; 'all' for every preset."),
+    out: str = typer.Option(..., "--out", help="The figure: FILE.svg or FILE.png."),
+) -> None:
+    """Stacked bars of each model's parameters by component."""
+    from . import plot
+
+    refs = list(presets.names()) if models == ["all"] else models
+    tallies = [tally(spec, model=label) for label, spec in map(presets.load, refs)]
+    if models == ["all"]:
+        tallies.sort(key=lambda t: (t.model.split("-")[0], t.params))  # families, smallest first
+    _save_plot(plot.share_figure(tallies), out)
+
+
+@plot_app.command("sweep")
+def plot_sweep(
+    d_model: int = typer.Option(4096, "--d-model", min=1, help="The model width."),
+    ratios: str = typer.Option("1:8:1", "--ratios", help="d_ff/d_model ratios: 2,2.67,4 or start:stop:step."),
+    bias: bool = typer.Option(False, "--bias/--no-bias"),
+    bench_results: Optional[str] = typer.Option(None, "--bench-results",
+                                                help="JSON from ffncalc bench --compare-ffn --out: adds measured time."),
+    out: str = typer.Option(..., "--out", help="The figure: FILE.svg or FILE.png."),
+) -> None:
+    """Dense vs gated FFN across widths: parameters and FLOPs per token, and measured time if given."""
+    import json
+    from pathlib import Path
+
+    from . import plot
+    from .compare import parse_ratios
+    from .loader import read_text
+
+    bench = None
+    if bench_results:
+        try:
+            data = json.loads(read_text(Path(bench_results)))
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{bench_results}:{exc.lineno}: not JSON ({exc.msg})") from None
+        bench = data.get("bench", []) if isinstance(data, dict) else data
+        if not isinstance(bench, list) or not all(isinstance(r, dict) and r.get("d_ff") for r in bench):
+            raise InputError(f"{bench_results}: not a list of ffn bench results (ffncalc bench --compare-ffn --out)")
+    _save_plot(plot.sweep_figure(d_model, parse_ratios(ratios), bias, bench), out)
 
 
 presets_app = typer.Typer(invoke_without_command=True, no_args_is_help=False,
