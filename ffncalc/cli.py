@@ -39,8 +39,20 @@ def _emit(text: str) -> None:
 
 
 def _print(renderable) -> None:
+    """Print at the terminal's width; a table too wide for it is printed at its natural width and the
+    terminal wraps the lines, so no figure is ever cropped or cut short."""
+    from rich.measure import Measurement
+
     width = None if sys.stdout.isatty() else int(os.environ.get("COLUMNS", "0") or 0) or 200
-    render.console(width).print(renderable)
+    console = render.console(width)
+    from rich.table import Table
+
+    parts = getattr(renderable, "renderables", [renderable])
+    options = console.options.update(max_width=10_000)
+    natural = max((Measurement.get(console, options, p).maximum for p in parts if isinstance(p, Table)), default=0)
+    if natural > console.width:
+        console = render.console(natural)
+    console.print(renderable)
 
 
 def _show(fmt: str, *, doc, json, csv) -> None:
@@ -333,11 +345,12 @@ def docs(
         sys.stdout.write(f"wrote {len(files)} files under {out}" + (f" and refreshed {readme}" if readme else "") + "\n")
         return
     stale = generated.check(Path(check), files) + ([readme] if readme and readme_fresh != readme_now else [])
+    total = len(files) + bool(readme)
     if stale:
-        sys.stdout.write(f"{len(stale)} of {len(files)} files out of date under {check}: {', '.join(stale)}\n"
-                         f"regenerate with: ffncalc docs --out {check}\n")
+        sys.stdout.write(f"{len(stale)} of {total} files out of date: {', '.join(stale)}\n"
+                         f"regenerate with: ffncalc docs --out {check}" + (f" --readme {readme}" if readme else "") + "\n")
         raise typer.Exit(1)
-    sys.stdout.write(f"all {len(files)} files under {check} are up to date\n")
+    sys.stdout.write(f"all {total} files are up to date ({check}" + (f", {readme}" if readme else "") + ")\n")
 
 
 plot_app = typer.Typer(no_args_is_help=True, help="Figures for docs, as SVG or PNG (needs matplotlib).")

@@ -42,7 +42,8 @@ def to_rich(doc: Document) -> Group:
         tab = Table(show_edge=False, pad_edge=False, header_style="bold", show_header=sec.show_head,
                     box=None if not sec.show_head else Table().box)
         for i, name in enumerate(sec.head):
-            tab.add_column(name, justify="left" if i < sec.left else "right", no_wrap=i == 0)
+            # fold rather than truncate, should a cell ever be squeezed
+            tab.add_column(name, justify="left" if i < sec.left else "right", overflow="fold")
         for row in sec.rows:
             tab.add_row(*[_styled(cell) for cell in row])
         parts += [Text(""), tab]

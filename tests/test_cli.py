@@ -253,3 +253,15 @@ def test_module_entry_point_bad_input_has_no_traceback(tmp_path):
 def test_help_keeps_its_defaults(cli):
     code, out, _ = cli("count", "--help")
     assert code == 0 and "the model's context" in " ".join(out.split())
+
+
+def test_narrow_terminal_never_cuts_a_figure(capsys, monkeypatch):
+    from ffncalc.cli import main
+
+    monkeypatch.setenv("COLUMNS", "60")
+    with pytest.raises(SystemExit):
+        main(["count", "mixtral-8x7b"])
+    out = capsys.readouterr().out
+    assert "…" not in out
+    for figure in ("46,702,792,704", "12,879,925,248", "15,032,385,536", "7,516,192,768", "131,072,000"):
+        assert figure in out
