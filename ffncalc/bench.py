@@ -20,12 +20,11 @@ from . import hardware, torchref
 from .compare import counterpart
 from .count import terms
 from .errors import InputError
-from .sizing import ffn_activation_elements
-from .spec import GatedFFN, ModelSpec, MoEFFN
+from .sizing import ffn_kept_elements
+from .spec import ModelSpec, MoEFFN
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
-BLOCKS = ("ffn", "attention", "layer")
 Progress = Callable[[str, int, int], None]  # (what, done, total)
 
 
@@ -136,22 +135,13 @@ def plan(spec: ModelSpec, block: str, seq_len: int, layer: int = 0, ffn=None, va
     # What a forward keeps for backward, per token: the block's input, each projection's output and
     # the hidden activations; the attention probabilities are per sequence (scores).
     attn_elems = d + (attn.n_heads + 2 * attn.kv_heads) * hd + attn.n_heads * hd
-    ffn_elems = d + _ffn_hidden(d, f)
+    ffn_elems = ffn_kept_elements(d, f)
     per_token = {"ffn": ffn_elems, "attention": attn_elems, "layer": attn_elems + ffn_elems}[block]
     scores = 2 * attn.n_heads * seq_len * seq_len if block != "ffn" else 0  # scores and probabilities
     ffn_name = f.variant if isinstance(f, MoEFFN) else f"{f.variant} d_ff {f.width(d)}"
     name = variant or {"ffn": ffn_name, "attention": f"{attn.n_heads} heads, {attn.kv_heads} KV × {hd}",
                        "layer": f"attention + {ffn_name}"}[block]
     return Plan(block, name, one, flops, params, per_token, scores)
-
-
-def _ffn_hidden(d: int, ffn) -> int:
-    """Elements per token the FFN keeps for backward, beyond its input."""
-    if isinstance(ffn, MoEFFN):
-        shared = ffn.n_shared_experts * _ffn_hidden(d, ffn.shared) if ffn.shared else 0
-        return ffn.n_experts + ffn.top_k * (d + _ffn_hidden(d, ffn.expert)) + shared
-    kind = "gated" if isinstance(ffn, GatedFFN) else "dense"
-    return ffn_activation_elements(d, ffn.width(d), kind) - d
 
 
 def required_bytes(p: Plan, tokens: int, seq_len: int, dtype: str, backward: bool, probe: int) -> int:

@@ -13,7 +13,8 @@ from decimal import Decimal, InvalidOperation
 from .count import tally
 from .errors import InputError
 from .hardware import Hardware
-from .spec import ModelSpec, MoEFFN
+from .sizing import ffn_kept_elements
+from .spec import ModelSpec
 
 SECONDS_PER_DAY = 86_400
 PF_DAY = 10**15 * SECONDS_PER_DAY  # one petaFLOP/s sustained for a day (Brown et al. 2020, Table D.1)
@@ -140,20 +141,10 @@ def activation_bytes_per_layer(spec: ModelSpec, seq_len: int, batch: int, recomp
         return 2 * sb * d // tp
     attention = sb * (2 * d + 2 * (h + kv) * hd + 2 * kv * hd + 2 * h * hd + d)
     scores = 5 * h * seq_len * seq_len * batch
-    mlp = sb * (2 * _mlp_elements(d, ffn) + d)
+    mlp = sb * (2 * ffn_kept_elements(d, ffn) + d)  # 16-bit elements, and a 1-byte dropout mask
     norms = sb * 2 * spec.norm.per_layer * d
     total = attention + mlp + norms + (0 if recompute == "selective" else scores)
     return total // tp
-
-
-def _mlp_elements(d: int, ffn) -> int:
-    from .sizing import ffn_activation_elements
-
-    if isinstance(ffn, MoEFFN):
-        expert = _mlp_elements(d, ffn.expert)
-        shared = ffn.n_shared_experts * _mlp_elements(d, ffn.shared) if ffn.shared else 0
-        return ffn.top_k * expert + shared
-    return ffn_activation_elements(d, ffn.width(d), "gated" if ffn.kind == "gated" else "dense")
 
 
 def train_memory(spec: ModelSpec, *, seq_len: int, micro_batch: int, recompute: str, optimizer: str = "adam",

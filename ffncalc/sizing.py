@@ -63,3 +63,15 @@ def ffn_activation_elements(d_model: int, d_ff: int, kind: Kind) -> int:
     the activated gate (for the product's gradient) and the product (for down): d + 4·d_ff.
     """
     return d_model + (2 if kind == "dense" else 4) * d_ff
+
+
+def ffn_kept_elements(d_model: int, ffn) -> int:
+    """Elements per token any FFN block keeps for backward, its input included. A mixture keeps the
+    router's probabilities (n_experts), each chosen expert's and each shared expert's elements."""
+    from .spec import GatedFFN, MoEFFN
+
+    if isinstance(ffn, MoEFFN):
+        shared = ffn.n_shared_experts * ffn_kept_elements(d_model, ffn.shared) if ffn.shared else 0
+        return ffn.n_experts + ffn.top_k * ffn_kept_elements(d_model, ffn.expert) + shared
+    kind = "gated" if isinstance(ffn, GatedFFN) else "dense"
+    return ffn_activation_elements(d_model, ffn.width(d_model), kind)
