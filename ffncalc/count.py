@@ -12,7 +12,7 @@ from math import prod
 from typing import Literal
 
 from .conventions import CONVENTIONS, DEFAULT, MATRICES, Convention
-from .spec import Attention, DenseFFN, GatedFFN, ModelSpec, MoEFFN, Norm
+from .spec import Attention, DenseFFN, GatedFFN, LatentAttention, ModelSpec, MoEFFN, Norm
 
 Part = Literal["embedding", "layers", "final", "head"]
 Recompute = Literal["none", "selective", "full"]
@@ -103,25 +103,49 @@ def _ffn(e: _Emitter, prefix: str, d: int, ffn: DenseFFN | GatedFFN, copies: int
     e.linear(f"{prefix}down", f, d, ffn.bias, copies, active)
 
 
-def _attention(e: _Emitter, spec: ModelSpec, attn: Attention, n: int, seq_len: int) -> None:
-    d, h, kv, hd = spec.d_model, attn.n_heads, attn.kv_heads, attn.head_size(spec.d_model)
-    e.linear("attn.q", d, h * hd, attn.qkv_bias, n, heads=h)
-    e.linear("attn.k", d, kv * hd, attn.qkv_bias, n, heads=kv)
-    e.linear("attn.v", d, kv * hd, attn.qkv_bias, n, heads=kv)
-    if attn.qk_norm != "none":
-        # "head": one norm over head_dim shared by all heads (Qwen3); "full": over all heads' width (OLMo2).
-        q_width, k_width = (hd, hd) if attn.qk_norm == "head" else (h * hd, kv * hd)
-        numel = int(spec.norm.affine) + int(spec.norm.has_bias)
-        for name, width, total in (("attn.q_norm", q_width, h * hd), ("attn.k_norm", k_width, kv * hd)):
-            e.term(name, "norm", (width,), n, numel=width * numel, elementwise=n * norm_ops(spec.norm, total))
-    if spec.positions == "rotary":
-        e.op("attn.rotary", n * ROTARY_OPS * (h + kv) * hd)
+def _attention(e: _Emitter, spec: ModelSpec, attn: Attention | LatentAttention, n: int, seq_len: int) -> None:
+    d, h = spec.d_model, attn.n_heads
+    if isinstance(attn, LatentAttention):
+        _latent_projections(e, spec, attn, n)
+    else:
+        kv, hd = attn.kv_heads, attn.head_size(d)
+        e.linear("attn.q", d, h * hd, attn.qkv_bias, n, heads=h)
+        e.linear("attn.k", d, kv * hd, attn.qkv_bias, n, heads=kv)
+        e.linear("attn.v", d, kv * hd, attn.qkv_bias, n, heads=kv)
+        if attn.qk_norm != "none":
+            # "head": one norm over head_dim shared by all heads (Qwen3); "full": over all heads' width (OLMo2).
+            q_width, k_width = (hd, hd) if attn.qk_norm == "head" else (h * hd, kv * hd)
+            numel = int(spec.norm.affine) + int(spec.norm.has_bias)
+            for name, width, total in (("attn.q_norm", q_width, h * hd), ("attn.k_norm", k_width, kv * hd)):
+                e.term(name, "norm", (width,), n, numel=width * numel, elementwise=n * norm_ops(spec.norm, total))
+        if spec.positions == "rotary":
+            e.op("attn.rotary", n * ROTARY_OPS * (h + kv) * attn.rotated(d))
+    qk, vd = attn.head_size(d), attn.value_size(d)
     # Each token's query meets seq_len keys in every head; grouped K/V heads are shared, not fewer products.
-    e.term("attn.scores", "core", (h, seq_len, hd), n, numel=0, macs=n * h * seq_len * hd)
+    e.term("attn.scores", "core", (h, seq_len, qk), n, numel=0, macs=n * h * seq_len * qk)
     scores = n * h * seq_len
     e.op("attn.softmax", SOFTMAX_OPS * scores + (scores if spec.positions == "alibi" else 0), scores=scores)
-    e.term("attn.values", "core", (h, seq_len, hd), n, numel=0, macs=n * h * seq_len * hd)
-    e.linear("attn.o", h * hd, d, attn.o_bias, n)
+    e.term("attn.values", "core", (h, seq_len, vd), n, numel=0, macs=n * h * seq_len * vd)
+    o_bias = attn.bias if isinstance(attn, LatentAttention) else attn.o_bias
+    e.linear("attn.o", h * vd, d, o_bias, n)
+
+
+def _latent_projections(e: _Emitter, spec: ModelSpec, attn: LatentAttention, n: int) -> None:
+    """MLA's projections as DeepSeek-V2 computes them in training (arXiv:2405.04434 eqs. 9-17, and
+    DeepseekV2Attention in transformers): the latents are expanded, not absorbed into the query."""
+    d, h, r = spec.d_model, attn.n_heads, attn.qk_rope_head_dim
+    qk = attn.qk_nope_head_dim + r
+    if attn.q_lora_rank is None:
+        e.linear("attn.q", d, h * qk, False, n, heads=h)
+    else:
+        e.linear("attn.q_a", d, attn.q_lora_rank, attn.bias, n)
+        e.norm("attn.q_a_norm", spec.norm, attn.q_lora_rank, n)
+        e.linear("attn.q_b", attn.q_lora_rank, h * qk, False, n, heads=h)
+    e.linear("attn.kv_a", d, attn.kv_lora_rank + r, attn.bias, n)  # the latent and the shared rotary key
+    e.norm("attn.kv_a_norm", spec.norm, attn.kv_lora_rank, n)
+    e.linear("attn.kv_b", attn.kv_lora_rank, h * (attn.qk_nope_head_dim + attn.v_head_dim), False, n, heads=h)
+    if spec.positions == "rotary":
+        e.op("attn.rotary", n * ROTARY_OPS * (h + 1) * r)  # every query head and the one shared key
 
 
 def _layers(e: _Emitter, spec: ModelSpec, attn: Attention, ffn, n: int, seq_len: int) -> None:
@@ -136,6 +160,9 @@ def _layers(e: _Emitter, spec: ModelSpec, attn: Attention, ffn, n: int, seq_len:
         if ffn.shared is not None:
             copies = ffn.n_shared_experts * n
             _ffn(e, "ffn.shared.", d, ffn.shared, copies, copies)
+            if ffn.shared_gate:  # Qwen2MoeSparseMoeBlock: sigmoid(shared_expert_gate(x)) scales the shared output
+                e.linear("ffn.shared_gate", d, 1, False, n)
+                e.op("ffn.shared_gate_scale", n * (ACTIVATION_OPS["sigmoid"] + d))  # one gate value, d products
             e.op("ffn.shared_add", copies * d)
     else:
         _ffn(e, "ffn.", d, ffn, n, n)

@@ -48,7 +48,11 @@ def text(name: str) -> str:
 
 
 def load(ref: str) -> tuple[str, ModelSpec]:
-    """A preset name, alias or spec file path -> (label, spec)."""
+    """A preset name, alias, spec file path, or Hugging Face config.json (or its folder) -> (label, spec)."""
+    from . import hf
+
+    if hf.is_hf_config(ref):
+        return hf.load(ref)
     path = Path(ref)
     if path.exists() or ref.endswith(SPEC_SUFFIXES) or "/" in ref or "\\" in ref:
         return path.stem, load_spec(path)

@@ -11,10 +11,12 @@ from typing import Annotated, Literal, Union
 from pydantic import (
     BaseModel,
     ConfigDict,
+    Discriminator,
     Field,
     NonNegativeInt,
     PositiveFloat,
     PositiveInt,
+    Tag,
     model_validator,
 )
 
@@ -118,6 +120,7 @@ class MoEFFN(_Spec):
     expert: ExpertFFN
     n_shared_experts: NonNegativeInt = 0
     shared: ExpertFFN | None = None
+    shared_gate: bool = False  # a d_model -> 1 sigmoid gate on the shared experts' output (Qwen2-MoE)
     router_bias: bool = False
 
     @model_validator(mode="after")
@@ -128,6 +131,8 @@ class MoEFFN(_Spec):
             raise SpecError(("shared",), f"n_shared_experts is {self.n_shared_experts} but no shared expert FFN is given")
         if self.shared is not None and not self.n_shared_experts:
             raise SpecError(("n_shared_experts",), "a shared expert FFN is given but n_shared_experts is 0")
+        if self.shared_gate and self.shared is None:
+            raise SpecError(("shared_gate",), "shared_gate needs a shared expert FFN")
         return self
 
     @property
@@ -141,12 +146,14 @@ FFN = Annotated[Union[DenseFFN, GatedFFN, MoEFFN], Field(discriminator="kind")]
 class Attention(_Spec):
     """Multi-head attention with separate q/k/v/o projections; GQA/MQA through ``n_kv_heads``."""
 
+    kind: Literal["mha"] = "mha"
     n_heads: PositiveInt
     n_kv_heads: PositiveInt | None = None  # default: n_heads (MHA); 1 is MQA
     head_dim: PositiveInt | None = None  # default: d_model / n_heads
     qkv_bias: bool = False
     o_bias: bool = False
     qk_norm: Literal["none", "head", "full"] = "none"  # head: one norm of head_dim shared by heads
+    rotary_dim: PositiveInt | None = None  # features of each head that rotary positions turn; default: all
 
     @property
     def kv_heads(self) -> int:
@@ -155,11 +162,69 @@ class Attention(_Spec):
     def head_size(self, d_model: int) -> int:
         return self.head_dim if self.head_dim is not None else d_model // self.n_heads
 
+    def value_size(self, d_model: int) -> int:
+        return self.head_size(d_model)
+
+    def rotated(self, d_model: int) -> int:
+        return min(self.rotary_dim or self.head_size(d_model), self.head_size(d_model))
+
+    def kv_cache_elements(self, d_model: int) -> int:
+        """Elements a layer caches per token: K and V of every KV head."""
+        return 2 * self.kv_heads * self.head_size(d_model)
+
+
+class LatentAttention(_Spec):
+    """Multi-head latent attention (DeepSeek-V2, arXiv:2405.04434 §2.1).
+
+    Keys and values come from one low-rank latent: kv_a maps d_model to kv_lora_rank + qk_rope_head_dim
+    (the latent and one rotary key shared by all heads), a norm, then kv_b expands the latent to every
+    head's non-rotary key and value. The query is full-rank (q_lora_rank None) or low-rank likewise.
+    """
+
+    kind: Literal["mla"] = "mla"
+    n_heads: PositiveInt
+    q_lora_rank: PositiveInt | None = None
+    kv_lora_rank: PositiveInt
+    qk_nope_head_dim: PositiveInt
+    qk_rope_head_dim: PositiveInt
+    v_head_dim: PositiveInt
+    bias: bool = False  # on q_a, kv_a and o (DeepSeek's attention_bias); q/q_b and kv_b never have one
+
+    @property
+    def kv_heads(self) -> int:
+        return self.n_heads  # after expansion every head has its own key and value
+
+    def head_size(self, d_model: int) -> int:
+        return self.qk_nope_head_dim + self.qk_rope_head_dim
+
+    def value_size(self, d_model: int) -> int:
+        return self.v_head_dim
+
+    def rotated(self, d_model: int) -> int:
+        return self.qk_rope_head_dim
+
+    def kv_cache_elements(self, d_model: int) -> int:
+        """The latent and the shared rotary key: what DeepSeek-V2 caches per token and layer (§2.1.2)."""
+        return self.kv_lora_rank + self.qk_rope_head_dim
+
+
+def _attention_kind(value) -> str:
+    return value.get("kind", "mha") if isinstance(value, dict) else getattr(value, "kind", "mha")
+
+
+AnyAttention = Annotated[
+    Union[Annotated[Attention, Tag("mha")], Annotated[LatentAttention, Tag("mla")]],
+    Discriminator(_attention_kind),
+]
+
 
 class Norm(_Spec):
     """The normalisation layers: their kind, how many each layer has, and whether a final one follows."""
 
     kind: Literal["layernorm", "rmsnorm"] = "rmsnorm"
+    # pre: each sublayer's first norm before it, any others after it (Gemma 2 has two each);
+    # post: the norms after the sublayers only (OLMo 2).
+    placement: Literal["pre", "post"] = "pre"
     affine: bool = True  # a learned weight (microgpt's rmsnorm has none)
     bias: bool | None = None  # default: LayerNorm has one, RMSNorm has none
     per_layer: NonNegativeInt = 2
@@ -182,7 +247,7 @@ class LayerGroup(_Spec):
     """``repeat`` consecutive layers; attention or ffn left out means the model's default."""
 
     repeat: PositiveInt
-    attention: Attention | None = None
+    attention: AnyAttention | None = None
     ffn: FFN | None = None
 
 
@@ -197,10 +262,13 @@ class ModelSpec(_Spec):
     d_model: PositiveInt
     n_layers: PositiveInt
     context_length: PositiveInt
-    attention: Attention
+    attention: AnyAttention
     ffn: FFN
     layers: list[LayerGroup] | None = None  # for stacks whose layers differ, in order
     norm: Norm = Norm()
+    # Attention and FFN read the same input and their outputs are added (GPT-J, GPT-NeoX, phi-2).
+    # With one norm per layer they share it; with two, each has its own.
+    parallel: bool = False
     positions: Positions = "rotary"
     tie_embeddings: bool = False
     lm_head_bias: bool = False
@@ -214,6 +282,8 @@ class ModelSpec(_Spec):
                 raise SpecError(("layers",), f"layer groups repeat {total} layers in all, but n_layers is {self.n_layers}")
         for path, attn in self._attentions():
             self._check_attention(path, attn)
+        if self.parallel and (self.norm.per_layer > 2 or self.norm.placement != "pre"):
+            raise SpecError(("parallel",), "parallel sublayers take one shared norm or one pre-norm each")
         return self
 
     def _attentions(self):
@@ -222,7 +292,9 @@ class ModelSpec(_Spec):
             if group.attention is not None:
                 yield ("layers", i, "attention"), group.attention
 
-    def _check_attention(self, path: tuple, attn: Attention) -> None:
+    def _check_attention(self, path: tuple, attn: Attention | LatentAttention) -> None:
+        if isinstance(attn, LatentAttention):
+            return
         if attn.head_dim is None and self.d_model % attn.n_heads:
             raise SpecError(
                 path + ("n_heads",),
@@ -233,7 +305,7 @@ class ModelSpec(_Spec):
                 path + ("n_kv_heads",), f"{attn.kv_heads} KV heads do not divide {attn.n_heads} query heads"
             )
 
-    def groups(self) -> list[tuple[int, int, Attention, DenseFFN | GatedFFN | MoEFFN]]:
+    def groups(self) -> list[tuple[int, int, Attention | LatentAttention, DenseFFN | GatedFFN | MoEFFN]]:
         """The stack as (first layer, layer count, attention, ffn) runs."""
         runs = self.layers or [LayerGroup(repeat=self.n_layers)]
         out, start = [], 0

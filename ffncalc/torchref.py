@@ -17,6 +17,7 @@ from torch.nn import functional as F
 
 from .spec import Attention as AttentionSpec
 from .spec import DenseFFN, GatedFFN, ModelSpec, MoEFFN, Norm
+from .spec import LatentAttention as LatentAttentionSpec
 
 ACTIVATIONS = {
     "identity": lambda x: x,
@@ -43,10 +44,11 @@ class MatMul(nn.Module):
         return a @ b
 
 
-def rotate(x: torch.Tensor, base: float = 10000.0) -> torch.Tensor:
-    """Rotary position embedding (Su et al. 2021) over the first 2·⌊d/2⌋ features of (B, H, s, d)."""
+def rotate(x: torch.Tensor, width: int | None = None, base: float = 10000.0) -> torch.Tensor:
+    """Rotary position embedding (Su et al. 2021) over the first 2·⌊width/2⌋ features of (B, H, s, d);
+    ``width`` defaults to all d (partial rotary: GPT-NeoX, phi-2)."""
     seq, dim = x.shape[-2], x.shape[-1]
-    half = dim // 2
+    half = min(width or dim, dim) // 2
     if half == 0:
         return x
     inv_freq = base ** (-torch.arange(half, device=x.device, dtype=torch.float32) / half)
@@ -68,7 +70,7 @@ class Attention(nn.Module):
         super().__init__()
         d = spec.d_model
         self.heads, self.kv_heads, self.head_dim = attn.n_heads, attn.kv_heads, attn.head_size(d)
-        self.positions, self.causal = spec.positions, causal
+        self.positions, self.causal, self.rotary = spec.positions, causal, attn.rotated(d)
         self.q = nn.Linear(d, self.heads * self.head_dim, bias=attn.qkv_bias)
         self.k = nn.Linear(d, self.kv_heads * self.head_dim, bias=attn.qkv_bias)
         self.v = nn.Linear(d, self.kv_heads * self.head_dim, bias=attn.qkv_bias)
@@ -94,20 +96,66 @@ class Attention(nn.Module):
         if self.qk_norm == "head":
             q, k = self.q_norm(q), self.k_norm(k)
         if self.positions == "rotary":
-            q, k = rotate(q), rotate(k)
+            q, k = rotate(q, self.rotary), rotate(k, self.rotary)
         if self.kv_heads != self.heads:  # grouped K/V heads serve several query heads each
             group = self.heads // self.kv_heads
             k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
-        q = q * (1.0 / math.sqrt(self.head_dim))
-        bias = alibi_bias(self.heads, s, x.device, x.dtype) if self.positions == "alibi" else None
-        if self.causal:
-            out = causal_attention(q, k, v, self.scores, self.values, bias)
-        else:
-            scores = self.scores(q, k.transpose(-2, -1))  # (B, H, s, s): the full square
-            if bias is not None:
-                scores = scores + bias
-            out = self.values(scores.softmax(dim=-1), v)  # (B, H, s, head_dim)
+        out = attend(self, q, k, v)
         return self.o(out.transpose(1, 2).reshape(b, s, self.heads * self.head_dim))
+
+
+class LatentAttention(nn.Module):
+    """Multi-head latent attention (DeepSeek-V2 §2.1), the latents expanded as in training."""
+
+    def __init__(self, spec: ModelSpec, attn: LatentAttentionSpec, causal: bool):
+        super().__init__()
+        d, h = spec.d_model, attn.n_heads
+        self.heads, self.positions, self.causal = h, spec.positions, causal
+        self.nope, self.rope, self.v_dim, self.rank = (attn.qk_nope_head_dim, attn.qk_rope_head_dim,
+                                                      attn.v_head_dim, attn.kv_lora_rank)
+        qk = self.nope + self.rope
+        if attn.q_lora_rank is None:
+            self.q = nn.Linear(d, h * qk, bias=False)
+        else:
+            self.q_a = nn.Linear(d, attn.q_lora_rank, bias=attn.bias)
+            self.q_a_norm = make_norm(spec.norm, attn.q_lora_rank)
+            self.q_b = nn.Linear(attn.q_lora_rank, h * qk, bias=False)
+        self.kv_a = nn.Linear(d, self.rank + self.rope, bias=attn.bias)
+        self.kv_a_norm = make_norm(spec.norm, self.rank)
+        self.kv_b = nn.Linear(self.rank, h * (self.nope + self.v_dim), bias=False)
+        self.scores = MatMul()
+        self.values = MatMul()
+        self.o = nn.Linear(h * self.v_dim, d, bias=attn.bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, s, _ = x.shape
+        q = self.q(x) if hasattr(self, "q") else self.q_b(self.q_a_norm(self.q_a(x)))
+        q = q.view(b, s, self.heads, -1).transpose(1, 2)  # (B, H, s, nope + rope)
+        latent, k_rope = self.kv_a(x).split([self.rank, self.rope], dim=-1)
+        kv = self.kv_b(self.kv_a_norm(latent)).view(b, s, self.heads, -1).transpose(1, 2)
+        k_nope, v = kv.split([self.nope, self.v_dim], dim=-1)  # (B, H, s, nope), (B, H, s, v_dim)
+        k_rope = k_rope.view(b, 1, s, self.rope)  # one rotary key shared by every head
+        q_nope, q_rope = q.split([self.nope, self.rope], dim=-1)
+        if self.positions == "rotary":
+            q_rope, k_rope = rotate(q_rope), rotate(k_rope)
+        q = torch.cat([q_nope, q_rope], dim=-1)
+        k = torch.cat([k_nope, k_rope.expand(b, self.heads, s, self.rope)], dim=-1)
+        out = attend(self, q, k, v)  # (B, H, s, v_dim)
+        return self.o(out.transpose(1, 2).reshape(b, s, self.heads * self.v_dim))
+
+
+def attend(layer, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """softmax(q·kᵀ/√d)·v with ``layer.scores`` and ``layer.values`` holding the two products;
+    over the full square, or the causal triangle only."""
+    heads, s = q.shape[1], q.shape[2]
+    q = q * (1.0 / math.sqrt(q.shape[-1]))
+    bias = alibi_bias(heads, s, q.device, q.dtype) if layer.positions == "alibi" else None
+    if layer.causal:
+        return causal_attention(q, k, v, layer.scores, layer.values, bias)
+    scores = layer.scores(q, k.transpose(-2, -1))  # (B, H, s, s): the full square
+    if bias is not None:
+        scores = scores + bias
+    return layer.values(scores.softmax(dim=-1), v)  # (B, H, s, v_dim)
 
 
 def causal_attention(q, k, v, scores_mm: MatMul, values_mm: MatMul, bias=None, block: int | None = None):
@@ -134,7 +182,7 @@ def causal_attention(q, k, v, scores_mm: MatMul, values_mm: MatMul, bias=None, b
     if bias is not None:
         full = full + bias
     probs = full.softmax(dim=-1)
-    out = torch.zeros_like(q)
+    out = q.new_zeros(*q.shape[:-1], v.shape[-1])
     for start in starts[1:]:
         stop = min(start + block, s)
         out[..., start:stop, :] += values_mm(probs[..., start:stop, :start], v[..., :start, :])
@@ -180,6 +228,8 @@ class MoE(nn.Module):
         self.router = nn.Linear(d, ffn.n_experts, bias=ffn.router_bias)
         self.experts = nn.ModuleList(MLP(d, ffn.expert) for _ in range(ffn.n_experts))
         self.shared = nn.ModuleList(MLP(d, ffn.shared) for _ in range(ffn.n_shared_experts))
+        if ffn.shared_gate:
+            self.shared_gate = nn.Linear(d, 1, bias=False)
         self.balanced = False
 
     def route(self, probs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -211,37 +261,46 @@ class MoE(nn.Module):
                 continue
             rows = token_of_slot[slots]
             out.index_add_(0, rows, expert(flat[rows]) * weight_of_slot[slots, None].to(flat.dtype))
-        for shared in self.shared:
-            out = out + shared(flat)
+        if len(self.shared):
+            shared = sum(expert(flat) for expert in self.shared)
+            if hasattr(self, "shared_gate"):
+                shared = torch.sigmoid(self.shared_gate(flat)) * shared
+            out = out + shared
         return out.reshape(shape)
 
 
 class Block(nn.Module):
-    """One layer. Two norms: pre-norm residual sublayers. One: a shared norm, attention and FFN in
-    parallel (GPT-J, phi-2). More: pre- and post-norms around each sublayer (Gemma 2)."""
+    """One layer. Pre-norm residual sublayers by default: each sublayer's first norm before it, any
+    others after it (Gemma 2 has two each). Post: the norms after the sublayers only (OLMo 2).
+    Parallel: attention and FFN read the same input, with one shared norm (GPT-J, phi-2) or one each
+    (GPT-NeoX); one norm per layer always means parallel."""
 
-    def __init__(self, spec: ModelSpec, attn: AttentionSpec, ffn, causal: bool):
+    def __init__(self, spec: ModelSpec, attn, ffn, causal: bool):
         super().__init__()
         self.norms = nn.ModuleList(make_norm(spec.norm, spec.d_model) for _ in range(spec.norm.per_layer))
-        self.attn = Attention(spec, attn, causal)
+        self.attn = (LatentAttention if isinstance(attn, LatentAttentionSpec) else Attention)(spec, attn, causal)
         self.ffn = MoE(spec.d_model, ffn) if isinstance(ffn, MoEFFN) else MLP(spec.d_model, ffn)
+        self.parallel, self.post = spec.parallel, spec.norm.placement == "post"
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         n = len(self.norms)
-        if n == 1:
+        if n == 1 and not self.post:
             h = self.norms[0](x)
             return x + self.attn(h) + self.ffn(h)
+        if self.parallel:
+            return x + self.attn(self.norms[0](x)) + self.ffn(self.norms[1](x))
         split = (n + 1) // 2  # norms[:split] wrap attention, the rest the FFN
-        x = x + _wrapped(self.attn, self.norms[:split], x)
-        return x + _wrapped(self.ffn, self.norms[split:], x)
+        x = x + _wrapped(self.attn, self.norms[:split], x, self.post)
+        return x + _wrapped(self.ffn, self.norms[split:], x, self.post)
 
 
-def _wrapped(sublayer: nn.Module, norms: nn.ModuleList, x: torch.Tensor) -> torch.Tensor:
-    """The first norm before the sublayer, any others after it."""
-    if len(norms):
+def _wrapped(sublayer: nn.Module, norms: nn.ModuleList, x: torch.Tensor, post: bool) -> torch.Tensor:
+    """Pre: the first norm before the sublayer, any others after it. Post: every norm after it."""
+    if len(norms) and not post:
         x = norms[0](x)
+        norms = norms[1:]
     x = sublayer(x)
-    for norm in norms[1:]:
+    for norm in norms:
         x = norm(x)
     return x
 
