@@ -104,15 +104,19 @@ VerifyConvention = enum.Enum("VerifyConvention", {c: c for c in ("exact", "causa
 def verify(
     model: Optional[str] = typer.Argument(None, help="A preset name or a spec file (.yaml)."),
     all_presets: bool = typer.Option(False, "--all", help="Verify every preset."),
+    hf_config: Optional[str] = typer.Option(None, "--hf", help="A Hugging Face config.json (or its folder): also "
+                                                               "count the transformers model it names."),
     seq_len: Optional[int] = typer.Option(None, "--seq-len", min=1, help="Sequence length (default: the model's context)."),
     convention: VerifyConvention = typer.Option("exact", "--convention", "-c", help="Full square or causal triangle."),
     every_layer: bool = typer.Option(False, "--every-layer", help="Count FLOPs in every layer, not one per run of identical layers."),
     fmt: Format = typer.Option("table", "--format", "-f", help="Output format."),
 ) -> None:
-    """Prove the analytic counts against torch modules built on the meta device: exit 0 when every
-    component agrees, 1 when any differs."""
-    if all_presets == (model is not None):
-        raise InputError("verify takes a model or --all, not both" if all_presets else "verify needs a model or --all")
+    """Prove the analytic counts against torch modules built on the meta device (and, with --hf, against
+    the transformers class itself): exit 0 when every component agrees, 1 when any differs."""
+    if sum((all_presets, model is not None, hf_config is not None)) != 1:
+        raise InputError("verify takes one of: a model, --all, --hf CONFIG")
+    if hf_config is not None:
+        return _verify_hf(hf_config, seq_len, convention.value, every_layer, fmt.value)
     refs = list(presets.names()) if all_presets else [model]
     specs = [presets.load(ref) for ref in refs]
     for label, spec in specs:
@@ -131,6 +135,47 @@ def verify(
           csv=lambda: render.verify_csv(reports))
     if not all(r.ok for r in reports):
         raise typer.Exit(1)
+
+
+def _verify_hf(ref: str, seq_len, convention: str, every_layer: bool, fmt: str) -> None:
+    from . import hf
+
+    label, spec = hf.load(ref)
+    _check_seq_len(label, spec, seq_len)
+    try:
+        from . import hfcheck
+        from .verify import verify as run_verify
+        import transformers  # noqa: F401
+    except ImportError as exc:
+        raise InputError(f"verify --hf needs torch and transformers ({exc}); install them: "
+                         "pip install torch==2.13.0 'transformers>=5,<6' (or pip install 'ffncalc[hf]')") from None
+    report = run_verify(spec, model=label, seq_len=seq_len, convention=convention, every_layer=every_layer)
+    theirs = hfcheck.check(hf.read_config(ref), model=label, spec=spec)
+    _show(fmt, doc=lambda: [render.verify_doc(report), render.hf_doc(theirs)],
+          json=lambda: {"ok": report.ok and theirs.ok, "verify": render.verify_records(report),
+                        "transformers": render.hf_records(theirs)},
+          csv=lambda: render.hf_csv(theirs))
+    if not (report.ok and theirs.ok):
+        raise typer.Exit(1)
+
+
+@app.command("import")
+def import_(
+    config: str = typer.Argument(..., help="A Hugging Face config.json, or the folder holding one."),
+    out: Optional[str] = typer.Option(None, "--out", help="Write the spec to this file (atomically) instead of stdout."),
+) -> None:
+    """Print the ffncalc spec (YAML) of a Hugging Face config.json; ffncalc count takes either."""
+    from . import hf
+
+    c = hf.read_config(config)
+    text = hf.to_yaml(c)
+    if out:
+        from .files import write_atomic
+
+        write_atomic(out, text)
+        sys.stdout.write(f"wrote {out}\n")
+    else:
+        _emit(text)
 
 
 KindName = enum.Enum("KindName", {k: k for k in ("dense", "gated")}, type=str)

@@ -138,8 +138,8 @@ def _layer_groups(kinds: list[str], ffns: dict[str, dict]) -> tuple[dict, list[d
             runs.append([kind, 1])
     if len(runs) == 1:
         return ffns[runs[0][0]], None
-    main = max(ffns, key=kinds.count)
-    return ffns[main], [{"repeat": n, "ffn": ffns[kind]} for kind, n in runs]
+    main = max(ffns, key=kinds.count)  # the model's FFN; a run of other layers states its own
+    return ffns[main], [{"repeat": n, **({"ffn": ffns[kind]} if kind != main else {})} for kind, n in runs]
 
 
 # --- one function per model_type ------------------------------------------------------------------
@@ -398,6 +398,17 @@ def to_spec(c: Config) -> ModelSpec:
         path = ".".join(str(p) for p in tuple(err["loc"]) + (cause.path if isinstance(cause, SpecError) else ()))
         message = cause.message if isinstance(cause, SpecError) else err["msg"]
         raise InputError(f"{c.source}: the {c.model_type} config gives an invalid spec: {path}: {message}") from None
+
+
+def to_yaml(c: Config) -> str:
+    """The spec as YAML with a header naming its source; validated first, so it always loads back."""
+    import yaml
+
+    to_spec(c)
+    data = spec_data(c)
+    head = (f"# ffncalc spec imported from {c.source} (model_type {c.model_type}, {FAMILIES[c.model_type].__doc__.split(':')[0]}).\n"
+            "# Count it with: ffncalc count THIS_FILE.yaml\n")
+    return head + yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
 
 
 def load(ref: str | Path) -> tuple[str, ModelSpec]:

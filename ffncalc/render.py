@@ -221,6 +221,38 @@ def verify_csv(reports: list[Report]) -> str:
     return to_csv(rows)
 
 
+def hf_records(report) -> dict[str, Any]:
+    return {
+        "model": report.model,
+        "transformers": report.version,
+        "model_class": report.model_class,
+        "ok": report.ok,
+        "notes": list(report.notes),
+        "components": [{"component": c.component, "layers": list(c.layers) if c.layers else None,
+                        "params": c.ours, "transformers_params": c.transformers, "ok": c.ok} for c in report.checks],
+    }
+
+
+def hf_doc(report) -> Document:
+    """Component | ffncalc | transformers | ✓/✗: parameters per component against the transformers class."""
+    show_layers = len({c.layers for c in report.checks if c.layers}) > 1
+    head = ["component"] + (["layers"] if show_layers else []) + ["params", "transformers", ""]
+    rows = [[c.component] + ([layers_text(c.layers)] if show_layers else [])
+            + [exact(c.ours), exact(c.transformers), "✓" if c.ok else "✗"] for c in report.checks]
+    ours, theirs = sum(c.ours for c in report.checks), sum(c.transformers for c in report.checks)
+    rows.append(["total"] + ([""] if show_layers else []) + [exact(ours), exact(theirs), "✓" if ours == theirs else "✗"])
+    failures = report.failures
+    verdict = (f"✗ {len(failures)} component(s) differ: " + ", ".join(
+        c.component + (f" [{layers_text(c.layers)}]" if c.layers else "") for c in failures)) if failures \
+        else f"✓ all {len(report.checks)} components agree with {report.model_class}"
+    title = f"{report.model} · ffncalc vs transformers {report.version} {report.model_class} (meta device)"
+    return Document(title, list(report.notes), [Section(head, rows, left=2 if show_layers else 1)], [verdict])
+
+
+def hf_csv(report) -> str:
+    return to_csv([{"model": report.model, **c} for c in hf_records(report)["components"]])
+
+
 # --- bench --------------------------------------------------------------------------------------
 
 def bench_doc(model: str, results) -> Document:

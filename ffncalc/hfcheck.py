@@ -1,0 +1,148 @@
+"""The imported spec proven against transformers itself: the model class that a config.json names,
+instantiated on the meta device, its parameters counted module by module against ``count.py``.
+
+Only ``verify --hf`` imports this module, and only this module imports transformers.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .count import tally
+from .hf import Config, to_spec
+from .spec import ModelSpec
+
+# Module paths inside a layer -> our component. Fused projections name every part they hold.
+LAYER_MODULES = [
+    (r"mlp\.shared_expert_gate$", "ffn.shared_gate"),
+    (r"mlp\.shared_experts?\b", "ffn.shared"),
+    (r"(mlp|block_sparse_moe)\.experts\b", "ffn.experts"),
+    (r"(mlp|block_sparse_moe)\.gate$", "ffn.router"),
+    (r"q_a_proj$", "attn.q_a"), (r"q_a_layernorm$", "attn.q_a_norm"), (r"q_b_proj$", "attn.q_b"),
+    (r"kv_a_proj_with_mqa$", "attn.kv_a"), (r"kv_a_layernorm$", "attn.kv_a_norm"), (r"kv_b_proj$", "attn.kv_b"),
+    (r"(c_attn|query_key_value|qkv_proj)$", "attn.q+k+v"),
+    (r"\.q_proj$", "attn.q"), (r"\.k_proj$", "attn.k"), (r"\.v_proj$", "attn.v"),
+    (r"(attn|attention)\.(o_proj|dense|c_proj)$", "attn.o"),
+    (r"(q_norm|q_layernorm)$", "attn.q_norm"), (r"(k_norm|k_layernorm)$", "attn.k_norm"),
+    (r"mlp\.gate_up_proj$", "ffn.gate+up"),
+    (r"mlp\.gate_proj$", "ffn.gate"),
+    (r"mlp\.(up_proj|c_fc|fc1|dense_h_to_4h)$", "ffn.up"),
+    (r"mlp\.(down_proj|c_proj|fc2|dense_4h_to_h)$", "ffn.down"),
+    (r"(ln_1|ln_2|input_layernorm|post_attention_layernorm|pre_feedforward_layernorm|post_feedforward_layernorm)$",
+     "norms"),
+]
+TOP_MODULES = [
+    (r"(wte|embed_tokens|embed_in)$", "embed"),
+    (r"wpe$", "pos_embed"),
+    (r"(ln_f|norm|final_layernorm|final_layer_norm)$", "final_norm"),
+    (r"(lm_head|embed_out)$", "lm_head"),
+]
+_LAYER = re.compile(r"(?:^|\.)(?:layers|h)\.(\d+)\.(.+)$")
+# Keys a config may carry that ask from_config for more than the architecture: remote code, quantization.
+DROPPED_KEYS = ("auto_map", "quantization_config")
+
+
+@dataclass(frozen=True)
+class HFCheck:
+    component: str
+    layers: tuple[int, int] | None
+    ours: int
+    transformers: int
+
+    @property
+    def ok(self) -> bool:
+        return self.ours == self.transformers
+
+
+@dataclass(frozen=True)
+class HFReport:
+    model: str
+    model_class: str
+    version: str
+    notes: tuple[str, ...]
+    checks: tuple[HFCheck, ...]
+
+    @property
+    def ok(self) -> bool:
+        return all(c.ok for c in self.checks)
+
+    @property
+    def failures(self) -> list[HFCheck]:
+        return [c for c in self.checks if not c.ok]
+
+
+def hf_component(path: str) -> tuple[str, int | None]:
+    """A transformers parameter's name -> (component, layer index); unknown modules are named as they are."""
+    module = path.rsplit(".", 1)[0]
+    found = _LAYER.search(module)
+    if found:
+        layer, inner = int(found.group(1)), found.group(2)
+        for pattern, name in LAYER_MODULES:
+            if re.search(pattern, inner):
+                return name, layer
+        return f"(unmatched) {inner}", layer
+    for pattern, name in TOP_MODULES:
+        if re.search(r"(^|\.)" + pattern, module):
+            return name, None
+    return f"(unmatched) {module}", None
+
+
+def our_component(term: str) -> str:
+    """A count.py term name -> the component the transformers side is matched against."""
+    for prefix in ("ffn.experts.", "ffn.shared."):
+        if term.startswith(prefix):
+            return prefix[:-1]
+    return re.sub(r"\.(weight|bias)$", "", term)
+
+
+def instantiate(c: Config):
+    """The transformers causal-LM class for this config, built on the meta device (no weights)."""
+    import torch
+    import transformers
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    transformers.logging.set_verbosity_error()
+    data = {k: v for k, v in c.data.items() if k not in DROPPED_KEYS}
+    config = AutoConfig.for_model(**data)
+    with torch.device("meta"):
+        return AutoModelForCausalLM.from_config(config)
+
+
+def check(c: Config, *, model: str = "model", spec: ModelSpec | None = None) -> HFReport:
+    """Our parameter count against transformers', per component and run of identical layers;
+    ``spec`` (default: the config imported) is the side under test."""
+    import transformers
+
+    spec = spec or to_spec(c)
+    runs = [(first, first + n) for first, n, *_ in spec.groups()]
+    run_of = {i: run for run in runs for i in range(*run)}
+    net = instantiate(c)
+
+    theirs: dict[tuple[str, tuple[int, int] | None], int] = {}
+    for path, param in net.named_parameters():  # a tied Parameter is listed once
+        name, layer = hf_component(path)
+        key = (name, run_of.get(layer) if layer is not None else None)
+        theirs[key] = theirs.get(key, 0) + param.numel()
+    ours: dict[tuple[str, tuple[int, int] | None], int] = {}
+    for row in tally(spec).rows:
+        if row.params:
+            key = (our_component(row.name), row.layers)
+            ours[key] = ours.get(key, 0) + row.params
+    for name, layers in [k for k in theirs if "+" in k[0]]:  # a fused module holds several of ours
+        parts = [(f"{name.split('.')[0]}.{p}" if "." not in p else p) for p in name.split("+")]
+        ours[(name, layers)] = sum(ours.pop((p, layers), 0) for p in parts)
+
+    checks = tuple(HFCheck(name, layers, ours.get((name, layers), 0), theirs.get((name, layers), 0))
+                   for name, layers in list(ours) + [k for k in theirs if k not in ours])
+    notes = []
+    buffers = [(p, b.numel()) for p, b in net.named_buffers() if "rotary" not in p and "inv_freq" not in p]
+    if buffers:
+        names = sorted({re.sub(r"\.\d+\.", ".N.", p) for p, _ in buffers})
+        notes.append(f"buffers, not parameters: {', '.join(names)} ({sum(n for _, n in buffers):,} elements)")
+    dropped = [k for k in DROPPED_KEYS if k in c.data]
+    if dropped:
+        notes.append(f"ignored: {', '.join(dropped)} (remote code and quantization change no shapes)")
+    if any("+" in ch.component for ch in checks):
+        notes.append("a+b: a fused module (one weight holding both) against the sum of ours")
+    return HFReport(model, type(net).__name__, transformers.__version__, tuple(notes), checks)
