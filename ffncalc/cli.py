@@ -143,9 +143,10 @@ def _verify_hf(ref: str, seq_len, convention: str, every_layer: bool, fmt: str) 
     label, spec = hf.load(ref)
     _check_seq_len(label, spec, seq_len)
     try:
+        import transformers  # noqa: F401
+
         from . import hfcheck
         from .verify import verify as run_verify
-        import transformers  # noqa: F401
     except ImportError as exc:
         raise InputError(f"verify --hf needs torch and transformers ({exc}); install them: "
                          "pip install torch==2.13.0 'transformers>=5,<6' (or pip install 'ffncalc[hf]')") from None

@@ -110,8 +110,9 @@ def _attention(c: Config, *, head_dim: int | None = None, qkv_bias: bool = False
     heads = c.int("num_attention_heads")
     kv = c.int("num_key_value_heads", heads)
     hd = c.int("head_dim", head_dim)
-    out = {"n_heads": heads, "n_kv_heads": kv, "head_dim": hd, "qkv_bias": qkv_bias, "o_bias": o_bias,
-           "qk_norm": qk_norm}
+    out = {"n_heads": heads, "n_kv_heads": kv, "head_dim": hd, "qkv_bias": qkv_bias, "o_bias": o_bias}
+    if qk_norm != "none":
+        out["qk_norm"] = qk_norm
     if rotary != 1.0:
         # transformers' rotary width: int(head_dim · partial_rotary_factor) (e.g. PhiRotaryEmbedding)
         out["rotary_dim"] = int((hd or c.int("hidden_size") // heads) * rotary)

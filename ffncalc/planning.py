@@ -173,9 +173,10 @@ def train_memory(spec: ModelSpec, *, seq_len: int, micro_batch: int, recompute: 
 
 
 def kv_bytes_per_token(spec: ModelSpec, kv_bits: int) -> int:
-    """K and V of every layer for one token: 2 · Σ layers kv_heads · head_dim · bytes (GQA-aware)."""
-    return sum(2 * n * attn.kv_heads * attn.head_size(spec.d_model) for _, n, attn, _ in spec.groups()) \
-        * kv_bits // 8
+    """What every layer caches for one token: 2 · kv_heads · head_dim elements (K and V, GQA-aware), or
+    for latent attention kv_lora_rank + qk_rope_head_dim (DeepSeek-V2 §2.1.2: the latent and the shared
+    rotary key), times the bytes per element."""
+    return sum(n * attn.kv_cache_elements(spec.d_model) for _, n, attn, _ in spec.groups()) * kv_bits // 8
 
 
 def infer(spec: ModelSpec, *, prompt: int, generate: int, batch: int = 1, dtype: str = "bf16",

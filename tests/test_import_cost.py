@@ -4,7 +4,11 @@ import importlib.util
 import subprocess
 import sys
 
+from pathlib import Path
+
 import pytest
+
+CONFIGS = Path(__file__).resolve().parent / "hf_configs"
 
 PROBE = """
 import sys
@@ -29,6 +33,8 @@ sys.stderr.write("HEAVY=" + ",".join(heavy) + "\\n")
     ["infer", "llama3-8b", "--prompt", "1000", "--generate", "100", "--hardware", "h100-sxm", "-f", "json"],
     ["presets"],
     ["conventions"],
+    ["count", str(CONFIGS / "deepseek-v3.json")],
+    ["import", str(CONFIGS / "qwen1.5-moe-a2.7b.json")],
 ])
 def test_analytic_path_never_imports_torch(args, tmp_path):
     assert importlib.util.find_spec("torch") is not None, "torch must be installed for this test to mean anything"

@@ -180,8 +180,9 @@ def test_verify_cli(capsys):
 
 
 @pytest.mark.parametrize("args,expected", [
-    (["verify"], "verify needs a model or --all"),
-    (["verify", "gpt2", "--all"], "not both"),
+    (["verify"], "verify takes one of: a model, --all, --hf CONFIG"),
+    (["verify", "gpt2", "--all"], "verify takes one of"),
+    (["verify", "gpt2", "--hf", "config.json"], "verify takes one of"),
     (["verify", "gpt2", "--convention", "kaplan"], "Invalid value for '--convention'"),
     (["verify", "gpt2", "--seq-len", "5000"], "exceeds context_length 1024"),
 ])
