@@ -129,9 +129,16 @@ def check(c: Config, *, model: str = "model", spec: ModelSpec | None = None) -> 
         if row.params:
             key = (our_component(row.name), row.layers)
             ours[key] = ours.get(key, 0) + row.params
-    for name, layers in [k for k in theirs if "+" in k[0]]:  # a fused module holds several of ours
-        parts = [(f"{name.split('.')[0]}.{p}" if "." not in p else p) for p in name.split("+")]
-        ours[(name, layers)] = sum(ours.pop((p, layers), 0) for p in parts)
+    fused = {}  # a fused module holds several of ours: (part, layers) -> (fused name, layers)
+    for name, layers in (k for k in theirs if "+" in k[0]):
+        prefix = name.split(".")[0]
+        for part in name[len(prefix) + 1:].split("+"):
+            fused[(f"{prefix}.{part}", layers)] = (name, layers)
+    merged: dict[tuple[str, tuple[int, int] | None], int] = {}
+    for key, n in ours.items():  # in model order, a fused module where its first part was
+        key = fused.get(key, key)
+        merged[key] = merged.get(key, 0) + n
+    ours = merged
 
     checks = tuple(HFCheck(name, layers, ours.get((name, layers), 0), theirs.get((name, layers), 0))
                    for name, layers in list(ours) + [k for k in theirs if k not in ours])
@@ -144,5 +151,5 @@ def check(c: Config, *, model: str = "model", spec: ModelSpec | None = None) -> 
     if dropped:
         notes.append(f"ignored: {', '.join(dropped)} (remote code and quantization change no shapes)")
     if any("+" in ch.component for ch in checks):
-        notes.append("a+b: a fused module (one weight holding both) against the sum of ours")
+        notes.append("q+k+v, gate+up: one fused transformers module against the sum of the parts it holds")
     return HFReport(model, type(net).__name__, transformers.__version__, tuple(notes), checks)

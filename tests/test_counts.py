@@ -44,6 +44,19 @@ PUBLISHED_TOTALS = {
     "mixtral-8x7b": 46_702_792_704,
     "mixtral-8x22b": 140_620_634_112,
     "microgpt": 4_192,  # Karpathy's microgpt prints "num params: 4192"
+    # What transformers instantiates from each model's public config.json (tests/test_hf.py measures it
+    # again); Pythia Table 1 gives 1,414,647,808, the model cards 7.61B, 8.2B, 30.5B, 2.5B, 2.7B, 3.8B,
+    # 7.3B, 15.7B and 671B.
+    "qwen2.5-7b": 7_615_616_512,
+    "qwen3-8b": 8_190_735_360,
+    "qwen3-30b-a3b": 30_532_122_624,
+    "gemma-2b": 2_506_172_416,
+    "phi-2": 2_779_683_840,
+    "phi-3-mini": 3_821_079_552,
+    "olmo2-7b": 7_298_617_344,
+    "pythia-1.4b": 1_414_647_808,
+    "deepseek-v2-lite": 15_706_484_224,
+    "deepseek-v3": 671_026_404_352,
 }
 
 

@@ -3,7 +3,6 @@
 import importlib.util
 import subprocess
 import sys
-
 from pathlib import Path
 
 import pytest
