@@ -110,7 +110,7 @@ def test_presets_list(cli):
 
 
 def test_presets_cite_sources():
-    from ffncalc import presets
+    from ffncalc.sources import presets
 
     for name in presets.names():
         first = presets.text(name).splitlines()[0]
@@ -118,7 +118,7 @@ def test_presets_cite_sources():
 
 
 def test_presets_show_round_trips(cli, tmp_path):
-    from ffncalc import presets
+    from ffncalc.sources import presets
 
     for name in presets.names():
         code, out, _ = cli("presets", "show", name)

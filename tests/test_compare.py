@@ -5,10 +5,10 @@ import json
 import pytest
 import torch
 
-from ffncalc import presets, torchref
-from ffncalc.compare import compare_block, compare_model
-from ffncalc.sizing import ffn_activation_elements, ffn_params
-from ffncalc.spec import DenseFFN, GatedFFN
+from ffncalc.analysis.compare import compare_block, compare_model
+from ffncalc.analysis.sizing import ffn_activation_elements, ffn_block, ffn_params
+from ffncalc.model.stack import Model
+from ffncalc.sources import presets
 
 
 def compared(cli, *args):
@@ -60,7 +60,7 @@ def test_gpt3_175b_nearest_gated_width(cli):
 
 
 def test_match_flops():
-    c = compare_block(12_288, DenseFFN(d_ff=49_152, bias=True), match="flops")
+    c = compare_block(12_288, ffn_block("dense", 49_152, bias=True, activation="gelu"), match="flops")
     assert c.target.d_ff == 32_768 and c.exact  # 2·2·d·49152 = 2·3·d·32768; biases cost no matmul FLOPs
 
 
@@ -82,8 +82,8 @@ def test_compare_works_on_every_preset(cli, name):
 @pytest.mark.parametrize("bias", [False, True])
 def test_block_sizes_against_torch(kind, width, bias):
     """Parameters from torch's numel; kept activations from autograd's saved-tensor hooks."""
-    ffn = (GatedFFN if kind == "gated" else DenseFFN)(d_ff=width, activation="silu", bias=bias)
-    block = torchref.MLP(48, ffn)
+    ffn = ffn_block(kind, width, activation="silu", bias=bias)
+    block = ffn.torch_module(Model.bare(48), causal=False)
     assert ffn_params(48, width, kind, bias) == sum(p.numel() for p in block.parameters())
     params = {p.data_ptr() for p in block.parameters()}
     saved = {}
@@ -100,10 +100,10 @@ def test_block_sizes_against_torch(kind, width, bias):
 
 
 def test_capacity_ranks():
-    c = compare_block(768, DenseFFN(d_ff=3072, activation="relu"))
+    c = compare_block(768, ffn_block("dense", 3072, activation="relu"))
     assert (c.source.rank_linear, c.source.rank_kernel) == (768, 768)
     assert (c.target.rank_linear, c.target.rank_kernel) == (768, 2048)
-    tiny = compare_block(3, DenseFFN(d_ff=12, activation="relu"))  # x⊗x has only 3·4/2 = 6 monomials
+    tiny = compare_block(3, ffn_block("dense", 12, activation="relu"))  # x⊗x has only 3·4/2 = 6 monomials
     assert tiny.target.rank_kernel == min(tiny.target.d_ff, 6)
 
 

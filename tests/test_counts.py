@@ -8,9 +8,10 @@ from fractions import Fraction
 
 import pytest
 
-from ffncalc import presets
-from ffncalc.count import tally
-from ffncalc.spec import ModelSpec, llama_ffn_width
+from ffncalc.analysis.count import tally
+from ffncalc.model import from_data
+from ffncalc.model.spec import llama_ffn_width
+from ffncalc.sources import presets
 
 
 def count(name, **kw):
@@ -167,7 +168,7 @@ def small(**overrides):
     base = dict(vocab_size=100, d_model=64, n_layers=2, context_length=32,
                 attention={"n_heads": 4}, ffn={"kind": "dense", "d_ff": 256})
     base.update(overrides)
-    return ModelSpec.model_validate(base)
+    return from_data(base)
 
 
 def test_head_dim_independent_of_width():
@@ -264,7 +265,7 @@ def test_megatron_paper_formula_with_recomputation():
 def test_palm_formula_reproduces_nanogpt():
     """PaLM Appendix B: 6N + 12·L·H·Q·T per token; nanoGPT's GPT-2 124M (no biases) at T = 1024
     gives 875,062,886,400 FLOPs per sequence."""
-    spec = ModelSpec.model_validate(dict(
+    spec = from_data(dict(
         vocab_size=50_257, d_model=768, n_layers=12, context_length=1024, positions="learned",
         tie_embeddings=True, attention={"n_heads": 12}, ffn={"kind": "dense", "d_ff": 3072, "bias": False},
         norm={"kind": "layernorm", "bias": False},

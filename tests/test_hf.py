@@ -15,10 +15,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ffncalc import hf, hfcheck, planning, presets
-from ffncalc.count import tally
-from ffncalc.spec import ModelSpec
-from ffncalc.verify import verify
+from ffncalc.analysis import hfcheck, planning
+from ffncalc.analysis.count import tally
+from ffncalc.analysis.verify import verify
+from ffncalc.model import from_data
+from ffncalc.sources import hf, presets
 
 CONFIGS = Path(__file__).resolve().parent / "hf_configs"
 
@@ -124,7 +125,7 @@ def test_transformers_agrees_per_component(name):
 
 def test_transformers_catches_a_wrong_bias():
     c = hf.read_config(CONFIGS / "qwen2.5-0.5b.json")
-    wrong = ModelSpec.model_validate({**hf.spec_data(c), "attention": {**hf.spec_data(c)["attention"], "o_bias": True}})
+    wrong = from_data({**hf.spec_data(c), "attention": {**hf.spec_data(c)["attention"], "o_bias": True}})
     report = hfcheck.check(c, spec=wrong)
     assert [ch.component for ch in report.failures] == ["attn.o"]
     assert report.failures[0].ours - report.failures[0].transformers == 24 * 896
@@ -166,7 +167,7 @@ def test_count_takes_a_config_or_its_folder(cli, tmp_path):
 def test_import_prints_a_spec_that_counts_the_same(cli, tmp_path, name):
     code, out, _ = cli("import", str(CONFIGS / f"{name}.json"))
     assert code == 0 and out.startswith("# ffncalc spec imported from")
-    spec = ModelSpec.model_validate(yaml.safe_load(out))
+    spec = from_data(yaml.safe_load(out))
     assert tally(spec).params == TOTALS[name]
     target = tmp_path / "spec.yaml"
     code, out, _ = cli("import", str(CONFIGS / f"{name}.json"), "--out", str(target))
@@ -245,13 +246,14 @@ def test_defaults_apply_where_keys_are_absent():
     base = {k: c[k] for k in ("model_type", "vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
                               "intermediate_size")}
     spec = hf.to_spec(hf.Config(base, json.dumps(base), "x"))
-    assert not spec.tie_embeddings and spec.attention.kv_heads == 32 and spec.attention.head_size(2048) == 64
+    attention = spec.layers[0].attention
+    assert not spec.tie_embeddings and attention.kv_heads == 32 and attention.head_dim == 64
     q3 = {**base, "model_type": "qwen3"}  # Qwen3Config: head_dim 128 when absent
-    assert hf.to_spec(hf.Config(q3, "", "x")).attention.head_size(2048) == 128
+    assert hf.to_spec(hf.Config(q3, "", "x")).layers[0].attention.head_dim == 128
     ds = {k: v for k, v in raw("deepseek-v3").items() if k != "q_lora_rank"}  # DeepseekV3Config: 1536
-    assert hf.to_spec(hf.Config(ds, "", "x")).attention.q_lora_rank == 1536
+    assert hf.to_spec(hf.Config(ds, "", "x")).layers[0].attention.q_lora_rank == 1536
     lite = raw("deepseek-v2-lite")  # an explicit null: a full-rank query
-    assert hf.to_spec(hf.Config(lite, "", "x")).attention.q_lora_rank is None
+    assert hf.to_spec(hf.Config(lite, "", "x")).layers[0].attention.q_lora_rank is None
 
 
 def test_mla_kv_cache_is_the_latent():

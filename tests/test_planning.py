@@ -5,16 +5,17 @@ from fractions import Fraction
 
 import pytest
 
-from ffncalc import hardware, planning, presets
+from ffncalc.analysis import hardware, planning
 from ffncalc.errors import InputError
+from ffncalc.sources import presets
 
 
 def spec(name):
     return presets.load(name)[1]
 
 
-def figures(lines):
-    return {label: value for label, value, _ in lines}
+def figures(result):
+    return {f.label: f.value for f in result}
 
 
 @pytest.mark.parametrize("text,expected", [("300B", 300 * 10**9), ("300e9", 300 * 10**9), ("1.5T", 1_500 * 10**9),
@@ -81,10 +82,32 @@ def test_korthikanti_activations_for_gpt3():
     """Korthikanti et al. 2022: s·b·h·(34 + 5·a·s/h) bytes a layer; 34·sbh selective; 2·sbh full."""
     s, b, h, a = 2048, 1, 12_288, 96
     gpt3 = spec("gpt3")
-    assert planning.activation_bytes_per_layer(gpt3, s, b, "none") == s * b * h * 34 + 5 * a * s * s * b
-    assert planning.activation_bytes_per_layer(gpt3, s, b, "selective") == 34 * s * b * h
-    assert planning.activation_bytes_per_layer(gpt3, s, b, "full") == 2 * s * b * h
-    assert planning.activation_bytes_per_layer(gpt3, s, b, "selective", tp=8) == 34 * s * b * h // 8
+    layers = 96
+    assert planning.activation_bytes(gpt3, s, b, "none") == layers * (s * b * h * 34 + 5 * a * s * s * b)
+    assert planning.activation_bytes(gpt3, s, b, "selective") == layers * 34 * s * b * h
+    assert planning.activation_bytes(gpt3, s, b, "full") == layers * 2 * s * b * h
+    assert planning.activation_bytes(gpt3, s, b, "selective", tp=8) == layers * (34 * s * b * h // 8)
+
+
+def test_deepseek_v3_activations_sum_every_layer():
+    """DeepSeek-V3 (arXiv:2412.19437 §4.2): 61 layers, the first 3 with a dense SwiGLU FFN of 18,432, the other
+    58 a mixture (router over 256 experts of 2,048, 8 chosen, 1 shared expert). Selective recomputation,
+    16-bit: each sublayer keeps 2 bytes per kept element plus a 1-byte dropout mask of d, and 2 norms of
+    2·d bytes. MLA (§2.1) keeps x, the query latent and its norm (2 × 1,536), kv_a's output (512 + 64) and
+    the normed latent (512), Q and K (128 heads × 192 each) and V and the output (128 × 128 each)."""
+    d, s = 7168, 4096
+    attention = d + 2 * 1536 + (512 + 64) + 512 + 2 * 128 * 192 + 2 * 128 * 128
+    dense_ffn = d + 4 * 18_432  # x, gate, up, act(gate), product
+    moe_ffn = 256 + 8 * (d + 4 * 2048) + 1 * (d + 4 * 2048)  # router probabilities, 8 chosen + 1 shared
+    norms = 2 * 2 * d
+
+    def layer(ffn):
+        return s * ((2 * attention + d) + (2 * ffn + d) + norms)
+
+    expected = 3 * layer(dense_ffn) + 58 * layer(moe_ffn)
+    assert planning.activation_bytes(spec("deepseek-v3"), s, 1, "selective") == expected
+    # no layer stands for the rest: with the first layer's FFN everywhere the figure is about 27% low
+    assert 61 * layer(dense_ffn) < 0.8 * expected
 
 
 def test_memory_per_device():
@@ -92,11 +115,11 @@ def test_memory_per_device():
     assert f["weights + gradients + adam states per device (2+2+12 bytes/param)"] == 16 * 6_738_415_616
     f = figures(planning.train_memory(spec("llama2-7b"), seq_len=4096, micro_batch=1, recompute="full",
                                       optimizer="adam8bit", tp=2, pp=2))
-    assert f["parameters per device"] == 6_738_415_616 / 4
-    assert f["weights + gradients + adam8bit states per device (2+2+6 bytes/param)"] == 10 * 6_738_415_616 / 4
+    assert f["parameters per device"] == 6_738_415_616 // 4
+    assert f["weights + gradients + adam8bit states per device (2+2+6 bytes/param)"] == 10 * 6_738_415_616 // 4
     experts = 32 * 8 * 3 * 4096 * 14_336
     f = figures(planning.train_memory(spec("mixtral-8x7b"), seq_len=4096, micro_batch=1, recompute="full", ep=8))
-    assert f["parameters per device"] == (46_702_792_704 - experts) + experts / 8
+    assert f["parameters per device"] == (46_702_792_704 - experts) + experts // 8
 
 
 @pytest.mark.parametrize("name,layers,kv_heads", [("llama3-8b", 32, 8), ("mixtral-8x7b", 32, 8),
@@ -127,11 +150,12 @@ def test_roofline_memory_bound_decode():
 def test_cli_formats(cli):
     code, out, _ = cli("train", "gpt3", "--tokens", "300B", "--format", "json")
     data = json.loads(out)
-    assert code == 0 and data["figures"][3] == {"label": "training FLOPs", "value": 6 * 174_604_259_328 * 300 * 10**9,
-                                                "unit": "FLOP"}
+    assert code == 0 and data["figures"]["train_flops"] == {"label": "training FLOPs", "unit": "FLOP",
+                                                           "value": 6 * 174_604_259_328 * 300 * 10**9}
     code, out, _ = cli("infer", "mixtral-8x7b", "--prompt", "512", "--generate", "64", "--hardware", "h200",
                        "--format", "csv")
-    assert code == 0 and out.splitlines()[0] == "label,value,unit" and "KV-cache bytes per token,131072" in out
+    assert code == 0 and out.splitlines()[0] == "id,label,value,unit"
+    assert "kv_bytes_per_token,KV-cache bytes per token,131072" in out
     code, out, _ = cli("infer", "llama3-8b", "--prompt", "512", "--generate", "64", "--format", "markdown")
     assert code == 0 and "| --- | ---: | ---: |" in out
     code, out, _ = cli("train", "llama3-8b", "--tokens", "15T", "--hardware", "h100-sxm", "--gpus", "16384")
@@ -148,3 +172,21 @@ def test_cli_formats(cli):
 def test_bad_arguments(cli, args, expected):
     code, out, err = cli(*args)
     assert code == 2 and out == "" and expected in err and err.count("\n") == 1
+
+
+def test_json_is_keyed_with_exact_integer_bytes(cli):
+    """train and infer JSON: figures under stable ids, every byte count an exact integer, inputs apart from labels."""
+    code, out, _ = cli("train", "mixtral-8x7b", "--tokens", "1T", "--tp", "2", "--ep", "4", "--format", "json")
+    data = json.loads(out)
+    assert code == 0 and data["inputs"]["tp"] == 2 and data["inputs"]["ep"] == 4
+    figures = data["figures"]
+    experts = 32 * 8 * 3 * 4096 * 14_336  # Mixtral 8x7B: 32 layers × 8 experts × 3 matrices of 4096 × 14336
+    assert figures["params_per_device"]["value"] == (46_702_792_704 - experts) // 2 + experts // 8
+    for key in ("state_bytes_per_device", "activation_bytes_per_device", "bytes_per_device"):
+        assert type(figures[key]["value"]) is int and figures[key]["unit"] == "bytes"
+    assert figures["bytes_per_device"]["value"] == (figures["state_bytes_per_device"]["value"]
+                                                    + figures["activation_bytes_per_device"]["value"])
+    code, out, _ = cli("infer", "llama3-8b", "--prompt", "1000", "--generate", "10", "--format", "json")
+    figures = json.loads(out)["figures"]
+    assert figures["weight_bytes"]["value"] == 2 * 8_030_261_248
+    assert figures["kv_bytes"]["value"] == 131_072 * 1010 and type(figures["kv_bytes"]["value"]) is int

@@ -10,12 +10,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from torch.utils.flop_counter import FlopCounterMode
 
-from ffncalc import presets, torchref
-from ffncalc import verify as verify_module
+from ffncalc.analysis import verify as verify_module
+from ffncalc.analysis.count import tally
+from ffncalc.analysis.verify import verify
+from ffncalc.blocks import _torch
 from ffncalc.cli import main
-from ffncalc.count import tally
-from ffncalc.spec import ModelSpec
-from ffncalc.verify import verify
+from ffncalc.model import from_data, reference
+from ffncalc.sources import presets
 
 
 @pytest.mark.parametrize("name", presets.names())
@@ -24,7 +25,7 @@ def test_every_preset_verifies(name):
     report = verify(spec, model=label)
     assert report.ok, report.failures
     # the torch side counted every parameter the model holds, and the published total
-    net = torchref.build(spec)
+    net = reference.build(spec)
     assert sum(c.torch_params for c in report.checks) == sum(p.numel() for p in net.parameters())
     assert sum(c.torch_params for c in report.checks) == tally(spec).params
 
@@ -44,7 +45,7 @@ def test_every_layer_equals_one_per_run():
 
 
 def test_gpt3_builds_on_meta_without_weights():
-    net = torchref.build(presets.load("gpt3")[1])
+    net = reference.build(presets.load("gpt3")[1])
     params = list(net.parameters())
     assert all(p.is_meta for p in params)
     assert sum(p.numel() for p in params) == 174_604_259_328
@@ -113,7 +114,7 @@ def small_specs(draw):
             group["attention"] = _attention(draw, d_model)
         spec["layers"] = [group, {"repeat": n_layers - first}]
     seq_len = draw(st.integers(1, spec["context_length"]))
-    return ModelSpec.model_validate(spec), seq_len
+    return from_data(spec), seq_len
 
 
 @settings(max_examples=int(os.environ.get("FFNCALC_EXAMPLES", 300)), deadline=None,
@@ -201,13 +202,13 @@ def tiny(**overrides):
                      "expert": {"kind": "gated", "d_ff": 8}, "n_shared_experts": 1,
                      "shared": {"kind": "dense", "d_ff": 12, "activation": "relu"}})
     base.update(overrides)
-    return ModelSpec.model_validate(base)
+    return from_data(base)
 
 
 def test_real_top_k_routing_matches_analytic_flops_and_a_naive_sum():
     torch.manual_seed(0)
     spec = tiny()
-    net = torchref.build(spec, device="cpu")
+    net = reference.build(spec, device="cpu")
     tokens = torch.randint(0, 50, (1, 24))
     with FlopCounterMode(display=False) as counter:
         net(tokens)
@@ -227,9 +228,9 @@ def test_real_top_k_routing_matches_analytic_flops_and_a_naive_sum():
 def test_causal_attention_matches_masked_full_square():
     torch.manual_seed(1)
     q, k, v = (torch.randn(2, 3, 11, 5) for _ in range(3))
-    mm1, mm2 = torchref.MatMul(), torchref.MatMul()
+    mm1, mm2 = _torch.MatMul(), _torch.MatMul()
     with FlopCounterMode(display=False) as counter:
-        out = torchref.causal_attention(q, k, v, mm1, mm2, block=3)
+        out = _torch.causal_attention(q, k, v, mm1, mm2, block=3)
     mask = torch.ones(11, 11, dtype=torch.bool).tril()
     scores = (q @ k.transpose(-2, -1)).masked_fill(~mask, float("-inf"))
     torch.testing.assert_close(out, scores.softmax(-1) @ v)
@@ -240,6 +241,6 @@ def test_causal_attention_matches_masked_full_square():
 def test_real_forward_on_cpu_with_causal_mask():
     spec = tiny(positions="learned", tie_embeddings=True, attention={"n_heads": 4, "qk_norm": "head"})
     for causal in (False, True):
-        net = torchref.build(spec, device="cpu", causal=causal)
+        net = reference.build(spec, device="cpu", causal=causal)
         logits = net(torch.randint(0, 50, (2, 10)))
         assert logits.shape == (2, 10, 50) and torch.isfinite(logits).all()

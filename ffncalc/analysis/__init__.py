@@ -1,0 +1,1 @@
+"""The analyses: count, conventions, compare, planning (train, infer), verify, bench, summary tables."""

@@ -1,0 +1,288 @@
+"""Timing real blocks, each built from its own reference module (``Block.torch_module``), on the available
+device. Returns results; never prints.
+
+A timed run is one forward (or forward + backward) of a block on random inputs. Warm-up runs are
+excluded; on CUDA each run is bracketed by events, elsewhere by a synchronize and the wall clock.
+Achieved FLOP/s use the analytic FLOPs of exactly the work that ran (``count.py``), and the share of
+peak compares them with one large matmul of the same dtype, timed the same way in the same run.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+from dataclasses import asdict, dataclass, replace
+from typing import Callable
+
+import torch
+
+from ..errors import InputError
+from ..model import reference
+from ..model.stack import Model
+from . import hardware
+from .compare import counterpart
+from .count import terms
+
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
+Progress = Callable[[str, int, int], None]  # (what, done, total)
+
+
+@dataclass(frozen=True)
+class Result:
+    block: str
+    variant: str
+    device: str
+    dtype: str
+    tokens: int
+    seq_len: int
+    backward: bool
+    median_ms: float
+    min_ms: float
+    max_ms: float
+    flops: int  # analytic matmul FLOPs of one timed run
+    tflops: float  # achieved: flops / median time
+    peak_tflops_measured: float  # one large matmul of the same dtype, same run
+    share_of_peak: float
+    tokens_per_s: float
+    datasheet_tflops: float | None
+    datasheet: str | None
+    kind: str | None = None  # ffn blocks: dense, gated or moe
+    d_ff: int | None = None  # ffn blocks: the (expert) hidden width
+
+    def record(self) -> dict:
+        return asdict(self)
+
+
+def pick_device(name: str) -> torch.device:
+    """``auto``: CUDA, then MPS, then the CPU. A named device that is absent is refused."""
+    if name == "auto":
+        if torch.cuda.is_available():
+            return torch.device("cuda")
+        if torch.backends.mps.is_available():
+            return torch.device("mps")
+        return torch.device("cpu")
+    available = {"cpu": True, "cuda": torch.cuda.is_available(), "mps": torch.backends.mps.is_available()}
+    if not available.get(name, False):
+        raise InputError(f"--device {name}: no such device here (available: "
+                         f"{', '.join(k for k, v in available.items() if v)})")
+    return torch.device(name)
+
+
+def device_name(device: torch.device) -> str:
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    if device.type == "mps":
+        import subprocess
+
+        out = subprocess.run(["sysctl", "-n", "machdep.cpu.brand_string"], capture_output=True, text=True)
+        return out.stdout.strip() or "Apple GPU (mps)"
+    return "cpu"
+
+
+def check_dtype(device: torch.device, dtype: str) -> None:
+    """Refuse a dtype the device cannot multiply in, by trying a small matmul."""
+    try:
+        a = torch.ones(8, 8, device=device, dtype=DTYPES[dtype])
+        (a @ a).sum().item()
+    except (RuntimeError, TypeError) as exc:
+        raise InputError(f"--dtype {dtype} is not supported on {device.type}: {str(exc).splitlines()[0]}") from None
+
+
+def free_bytes(device: torch.device) -> int:
+    """Memory a run may still take on the device."""
+    if device.type == "cuda":
+        return torch.cuda.mem_get_info(device)[0]
+    if device.type == "mps":
+        return torch.mps.recommended_max_memory() - torch.mps.driver_allocated_memory()
+    try:
+        with open("/proc/meminfo") as f:
+            info = dict(line.split(":", 1) for line in f)
+        return int(info["MemAvailable"].split()[0]) * 1024
+    except (OSError, KeyError, ValueError):
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One block to time: how to build it and what it costs, known before anything is allocated."""
+
+    block: str
+    variant: str
+    spec: Model  # a one-layer model holding the block
+    flops_per_token: int  # forward matmul FLOPs
+    params: int
+    activations_per_token: int  # elements a forward keeps for backward
+    scores: int  # attention score elements per sequence (heads × s × s)
+
+
+def _one_layer(spec: Model, layer: int, ffn=None) -> Model:
+    if not 0 <= layer < spec.n_layers:
+        raise InputError(f"--layer {layer}: the model has layers 0–{spec.n_layers - 1}")
+    chosen = spec.layers[layer]
+    return spec.with_layers([replace(chosen, ffn=ffn) if ffn is not None else chosen])
+
+
+def plan(spec: Model, block: str, seq_len: int, layer: int = 0, ffn=None, variant: str | None = None) -> Plan:
+    """Analytic cost of ``block`` in ``layer`` (optionally with another FFN), from count.py's terms."""
+    one = _one_layer(spec, layer, ffn)
+    prefix = {"ffn": ("ffn.",), "attention": ("attn.",), "layer": ("ffn.", "attn.", "norms")}[block]
+    parts = [t for t in terms(one, seq_len) if t.part == "layers" and t.name.startswith(prefix)]
+    flops = sum(2 * t.macs for t in parts if t.role in ("weight", "core"))
+    params = sum(t.numel * t.count for t in parts)
+    attn, f = one.layers[0].attention, one.layers[0].ffn
+    # What a forward keeps for backward, per token, as each block states it; the attention scores and
+    # probabilities are per sequence, 2 elements per score.
+    per_token = {"ffn": f.kept_elements(one), "attention": attn.kept_elements(one),
+                 "layer": attn.kept_elements(one) + f.kept_elements(one)}[block]
+    scores = attn.score_bytes(one, seq_len) * 2 // 5 if block != "ffn" else 0  # scores and probabilities
+    body = f.body()
+    ffn_name = f.describe() if body is not f else f"{f.describe()} d_ff {f.d_ff}"
+    name = variant or {"ffn": ffn_name, "attention": attn.describe(), "layer": f"attention + {ffn_name}"}[block]
+    return Plan(block, name, one, flops, params, per_token, scores)
+
+
+def required_bytes(p: Plan, tokens: int, seq_len: int, dtype: str, backward: bool, probe: int) -> int:
+    """Weights, kept activations, and with backward the gradients of both; plus the matmul probe."""
+    size = BYTES[dtype]
+    batch = tokens // seq_len
+    acts = p.activations_per_token * tokens + p.scores * batch
+    total = p.params + 2 * acts  # an input and an output buffer beside what is kept
+    if backward:
+        total += p.params + acts
+    return total * size + 3 * probe * probe * size
+
+
+def compare_variants(spec: Model, layer: int) -> list[tuple[str, object]]:
+    """The layer's FFN (a mixture's expert) and its other kind at equal parameters, dense first."""
+    ffn = _one_layer(spec, layer).layers[0].ffn.body()
+    if ffn is None:
+        raise InputError(f"--compare-ffn: layer {layer} has no dense or gated FFN")
+    other = counterpart(ffn, spec.d_model)
+    return sorted([(ffn.kind, ffn), (other.kind, other)], key=lambda kv: kv[0])
+
+
+def _time(fns: list[Callable[[], object]], device: torch.device, repeats: int, warmup: int,
+          tick: Callable[[], None]) -> list[list[float]]:
+    """Milliseconds of each function's ``repeats`` runs after ``warmup`` untimed ones.
+
+    The functions take turns within each repeat, so on a shared or throttling machine they all see
+    the same conditions and their ratios stay meaningful.
+    """
+    sync = {"cuda": torch.cuda.synchronize, "mps": torch.mps.synchronize}.get(device.type, lambda: None)
+    for _ in range(warmup):
+        for fn in fns:
+            fn()
+    sync()
+    out: list[list[float]] = [[] for _ in fns]
+    for _ in range(repeats):
+        for fn, times in zip(fns, out):
+            if device.type == "cuda":
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
+                fn()
+                end.record()
+                end.synchronize()
+                times.append(start.elapsed_time(end))
+            else:
+                sync()
+                t0 = time.perf_counter()
+                fn()
+                sync()
+                times.append(1000 * (time.perf_counter() - t0))
+            tick()
+    return out
+
+
+def probe_size(device: torch.device) -> int:
+    return 8192 if device.type == "cuda" else 2048
+
+
+def matmul_probe(device: torch.device, dtype: str) -> tuple[Callable[[], object], int]:
+    """One large square matmul of ``dtype``, and its FLOPs: the device's matmul rate in this run."""
+    n = probe_size(device)
+    a = torch.randn(n, n, device=device, dtype=DTYPES[dtype])
+    b = torch.randn(n, n, device=device, dtype=DTYPES[dtype])
+    return (lambda: a @ b), 2 * n**3
+
+
+def build_block(p: Plan, device: torch.device, dtype: str) -> torch.nn.Module:
+    """Only the timed block (or layer), built on the device: no embeddings or head are allocated."""
+    model, layer = p.spec, p.spec.layers[0]
+    with torch.device(device):
+        module = {"ffn": lambda: layer.ffn.torch_module(model, False),
+                  "attention": lambda: layer.attention.torch_module(model, False),
+                  "layer": lambda: reference.LayerModule(model, layer, False)}[p.block]()
+    return module.to(dtype=DTYPES[dtype])
+
+
+def run(plans: list[Plan], *, device: torch.device, dtype: str, tokens: int, seq_len: int, backward: bool,
+        repeats: int, warmup: int, progress: Progress | None = None) -> list[Result]:
+    """Time the planned blocks and the matmul probe, taking turns; refuse a run that would not fit."""
+    if tokens % seq_len:
+        raise InputError(f"--tokens {tokens} is not a whole number of sequences of --seq-len {seq_len}")
+    check_dtype(device, dtype)
+    free = free_bytes(device)
+    for p in plans:
+        need = required_bytes(p, tokens, seq_len, dtype, backward, probe_size(device))
+        if need > 0.9 * free:
+            fits = tokens
+            while fits > seq_len and required_bytes(p, fits, seq_len, dtype, backward, probe_size(device)) > 0.9 * free:
+                fits //= 2
+            raise InputError(f"the {p.block} run needs about {need / 2**30:.1f} GiB but {device.type} has "
+                             f"{free / 2**30:.1f} GiB free; try --tokens {max(seq_len, fits // seq_len * seq_len)}")
+    total = (len(plans) + 1) * repeats
+    done = 0
+
+    def tick():
+        nonlocal done
+        done += 1
+        if progress:
+            progress("timing", done, total)
+
+    name = device_name(device)
+    sheet = hardware.lookup(name) if device.type != "cpu" else None
+    probe, probe_flops = matmul_probe(device, dtype)
+    steps = [probe]
+    for p in plans:
+        torch.manual_seed(0)
+        steps.append(_step(build_block(p, device, dtype), p, device, dtype, tokens, seq_len, backward))
+    times = _time(steps, device, repeats, warmup, tick)
+    peak = probe_flops / (statistics.median(times[0]) / 1000) / 1e12
+    results = []
+    for p, ms in zip(plans, times[1:]):
+        flops = p.flops_per_token * tokens * (3 if backward else 1)  # backward: input and weight gradients
+        median = statistics.median(ms)
+        achieved = flops / (median / 1000) / 1e12
+        results.append(Result(
+            block=p.block, variant=p.variant, device=f"{device.type} ({name})" if device.type != "cpu" else "cpu",
+            dtype=dtype, tokens=tokens, seq_len=seq_len, backward=backward, median_ms=median, min_ms=min(ms),
+            max_ms=max(ms), flops=flops, tflops=achieved, peak_tflops_measured=peak, share_of_peak=achieved / peak,
+            tokens_per_s=tokens / (median / 1000),
+            datasheet_tflops=sheet.tflops.get(dtype) if sheet else None, datasheet=sheet.name if sheet else None,
+            **_ffn_shape(p),
+        ))
+    return results
+
+
+def _step(module: torch.nn.Module, p: Plan, device, dtype: str, tokens: int, seq_len: int,
+          backward: bool) -> Callable[[], object]:
+    """One timed run of ``module`` on random input: forward, or forward and every gradient."""
+    x = torch.randn(tokens // seq_len, seq_len, p.spec.d_model, device=device, dtype=DTYPES[dtype])
+    if not backward:
+        def forward():
+            with torch.no_grad():
+                return module(x)
+        return forward
+    x.requires_grad_(True)
+    params = list(module.parameters())
+    grad = torch.randn(x.shape, device=device, dtype=x.dtype)
+    return lambda: torch.autograd.grad(module(x), [x, *params], grad)
+
+
+def _ffn_shape(p: Plan) -> dict:
+    if p.block != "ffn":
+        return {}
+    ffn = p.spec.layers[0].ffn
+    return {"kind": ffn.kind, "d_ff": ffn.body().d_ff if ffn.body() is not None else None}

@@ -1,0 +1,223 @@
+"""Exact integer tallies of parameters and FLOPs, component by component. No printing here.
+
+``terms(spec, seq_len)`` lists every tensor and every operation of a forward pass as typed terms;
+``tally(...)`` applies a convention (``conventions.py``) and returns rows with their totals.
+FLOPs are per token of a forward pass at ``seq_len``: a matmul costs 2 FLOPs per multiply-add.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Literal
+
+from ..model.stack import Model
+from ..model.terms import RESIDUAL_ADDS, Emitter, Part, Term
+from .conventions import CONVENTIONS, DEFAULT, MATRICES, Convention
+
+Recompute = Literal["none", "selective", "full"]
+RECOMPUTE = ("none", "selective", "full")
+
+
+def terms(model: Model, seq_len: int) -> list[Term]:
+    """Every tensor and operation of one forward pass at ``seq_len``, in model order; each run of
+    identical layers once, its terms standing for all its layers."""
+    d, v = model.d_model, model.vocab_size
+    emb = Emitter("embedding")
+    # A lookup has no multiply-adds; macs records the one-hot matmul that Chinchilla's accounting charges.
+    emb.term("embed.weight", "tied" if model.tie_embeddings else "token", (v, d), macs=v * d)
+    if model.positions == "learned":
+        emb.term("pos_embed.weight", "position", (model.context_length, d), elementwise=d)
+    if model.embedding_norm:
+        emb.norm("embed_norm", model.norm, d, 1)
+    out = emb.out
+    for run in model.runs():
+        e = Emitter("layers", run.span)
+        e.norm("norms", model.norm, d, model.norm.per_layer * run.n)
+        for _, block in run.layer.blocks():
+            block.terms(e, model, seq_len)
+        e.op("residual", run.n * RESIDUAL_ADDS * d)
+        out += e.out
+    fin = Emitter("final")
+    if model.norm.final:
+        fin.norm("final_norm", model.norm, d, 1)
+    head = Emitter("head")
+    head.term("lm_head.weight", "head", (v, d), macs=v * d, tied=model.tie_embeddings)
+    if model.lm_head_bias:
+        head.term("lm_head.bias", "bias", (v,), elementwise=v)
+    return out + fin.out + head.out
+
+
+@dataclass(frozen=True)
+class Row:
+    """A term as a convention counts it."""
+
+    name: str
+    role: str
+    part: Part
+    layers: tuple[int, int] | None
+    shape: tuple[int, ...]
+    count: int
+    params: int
+    active: int
+    matrices: int
+    flops: int  # forward matmul FLOPs per token
+    elementwise: int  # forward elementwise FLOPs per token
+    tied: bool = False
+    expert: bool = False  # a routed expert's tensor: expert parallelism splits it
+    component: str = ""
+
+
+def core_flops(t: Term, attention: str) -> int:
+    """FLOPs of QKᵀ or AV per token: 2 per multiply-add over the query-key pairs the mode keeps."""
+    heads, keys, head_dim = t.shape
+    pairs_x2 = {  # twice the keys an average query meets, so every mode stays an exact integer
+        "full": 2 * keys,
+        "causal": keys + 1,  # query i meets keys 0..i: s(s+1)/2 pairs over s queries
+        "half": keys,  # s²/2, as Kaplan et al. and Megatron-LM count the masked square
+        "none": 0,
+    }[attention]
+    return t.count * heads * head_dim * pairs_x2
+
+
+def _row(t: Term, conv: Convention) -> Row:
+    counted = t.role in conv.params and not (t.tied and not conv.untie)
+    params = t.numel * t.count if counted else 0
+    active = t.numel * t.active_count if counted else 0
+    shape, count = t.shape, t.count
+    if conv.per_head and t.heads > 1:
+        shape, count = (t.shape[0] // t.heads,) + t.shape[1:], t.count * t.heads
+    matrices = count if counted and t.role in MATRICES else 0
+
+    if t.role == "core":
+        flops = core_flops(t, conv.attention)
+    elif conv.flops == "matmul":
+        flops = 2 * t.macs if t.role in conv.matmul else 0
+    else:
+        flops = 2 * active  # 2N: two FLOPs per parameter a token uses
+
+    if conv.elementwise == "ops":
+        elementwise = t.elementwise
+    elif conv.elementwise == "softmax3":
+        elementwise = 3 * t.scores  # Chinchilla: softmax 3·heads·s² per sequence
+    else:
+        elementwise = 0
+    return Row(t.name, t.role, t.part, t.layers, shape, count, params, active, matrices, flops, elementwise,
+               tied=t.tied and not conv.untie, expert=t.expert, component=t.component)
+
+
+@dataclass(frozen=True)
+class Tally:
+    """Rows under one convention, with the totals every output shows."""
+
+    model: str
+    convention: Convention
+    seq_len: int
+    batch: int
+    recompute: Recompute
+    rows: tuple[Row, ...]
+    moe: bool
+
+    @property
+    def tokens(self) -> int:
+        return self.batch * self.seq_len
+
+    def _sum(self, attr: str, where=lambda r: True) -> int:
+        return sum(getattr(r, attr) for r in self.rows if where(r))
+
+    @property
+    def params(self) -> int:
+        return self._sum("params")
+
+    @property
+    def embedding(self) -> int:
+        """Embedding tables and the unembedding (a tied matrix once)."""
+        return self._sum("params", lambda r: r.part in ("embedding", "head"))
+
+    @property
+    def non_embedding(self) -> int:
+        return self.params - self.embedding
+
+    @property
+    def active(self) -> int:
+        """Parameters one token uses: top_k of the routed experts, everything else in full."""
+        return self._sum("active")
+
+    @property
+    def matrices(self) -> int:
+        return self._sum("matrices")
+
+    @property
+    def flops_per_token(self) -> int:
+        return self._sum("flops")
+
+    @property
+    def elementwise_per_token(self) -> int:
+        return self._sum("elementwise")
+
+    @property
+    def forward_flops(self) -> int:
+        return self.flops_per_token * self.tokens
+
+    @property
+    def elementwise_flops(self) -> int:
+        return self.elementwise_per_token * self.tokens
+
+    @property
+    def recompute_flops(self) -> int:
+        """Forward work run again during the backward pass (Korthikanti et al. 2022)."""
+        if self.recompute == "full":
+            per_token = self._sum("flops", lambda r: r.part == "layers")
+        elif self.recompute == "selective":
+            per_token = self._sum("flops", lambda r: r.role == "core")
+        else:
+            per_token = 0
+        return per_token * self.tokens
+
+    @property
+    def train_flops(self) -> int:
+        """One training step: forward + backward (2 × forward: input and weight gradients) + recomputation."""
+        return 3 * self.forward_flops + self.recompute_flops
+
+    def totals(self) -> dict[str, int]:
+        return {
+            "params": self.params,
+            "embedding_params": self.embedding,
+            "non_embedding_params": self.non_embedding,
+            "active_params": self.active,
+            "matrices": self.matrices,
+            "forward_flops_per_token": self.flops_per_token,
+            "elementwise_flops_per_token": self.elementwise_per_token,
+            "forward_flops": self.forward_flops,
+            "elementwise_flops": self.elementwise_flops,
+            "recompute_flops": self.recompute_flops,
+            "train_flops": self.train_flops,
+        }
+
+
+def tally(spec: Model, *, model: str | None = None, convention: str = DEFAULT, seq_len: int | None = None,
+          batch: int = 1, recompute: Recompute = "none") -> Tally:
+    """Count ``spec`` under a named convention at ``seq_len`` (default: the model's context) and ``batch``."""
+    conv = CONVENTIONS[convention]
+    seq_len = spec.context_length if seq_len is None else seq_len
+    all_terms = terms(spec, seq_len)
+    rows = tuple(r for r in (_row(t, conv) for t in all_terms) if r.params or r.flops or r.elementwise or r.tied)
+    moe = any(t.expert for t in all_terms)
+    return Tally(model or spec.name or "model", conv, seq_len, batch, recompute, rows, moe)
+
+
+def merge_layers(rows: tuple[Row, ...]) -> list[Row]:
+    """Fold rows of the same name across layer groups; a shape that differs between groups becomes ()."""
+    merged: dict[tuple[str, str], Row] = {}
+    for r in rows:
+        key = (r.part, r.name)
+        m = merged.get(key)
+        if m is None:
+            merged[key] = r
+            continue
+        layers = None if m.layers is None else (min(m.layers[0], r.layers[0]), max(m.layers[1], r.layers[1]))
+        merged[key] = replace(
+            m, layers=layers, shape=m.shape if m.shape == r.shape else (), count=m.count + r.count,
+            params=m.params + r.params, active=m.active + r.active, matrices=m.matrices + r.matrices,
+            flops=m.flops + r.flops, elementwise=m.elementwise + r.elementwise,
+        )
+    return list(merged.values())

@@ -1,0 +1,124 @@
+"""The imported spec proven against transformers itself: the model class that a config.json names,
+instantiated on the meta device, its parameters counted module by module against ``count.py``.
+
+Only ``verify --hf`` imports this module, and only this module imports transformers.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..model import Model
+from ..sources.hf import Config, family_of, to_spec
+from ..sources.hf.config import Family
+from .count import tally
+
+_LAYER = re.compile(r"(?:^|\.)(?:layers|h)\.(\d+)\.(.+)$")
+# Keys a config may carry that ask from_config for more than the architecture: remote code, quantization.
+DROPPED_KEYS = ("auto_map", "quantization_config")
+
+
+@dataclass(frozen=True)
+class HFCheck:
+    component: str
+    layers: tuple[int, int] | None
+    ours: int
+    transformers: int
+
+    @property
+    def ok(self) -> bool:
+        return self.ours == self.transformers
+
+
+@dataclass(frozen=True)
+class HFReport:
+    model: str
+    model_class: str
+    version: str
+    notes: tuple[str, ...]
+    checks: tuple[HFCheck, ...]
+
+    @property
+    def ok(self) -> bool:
+        return all(c.ok for c in self.checks)
+
+    @property
+    def failures(self) -> list[HFCheck]:
+        return [c for c in self.checks if not c.ok]
+
+
+def hf_component(path: str, family: Family) -> tuple[str, int | None]:
+    """A transformers parameter's name -> (component, layer index), by the family's module names;
+    unknown modules are named as they are."""
+    module = path.rsplit(".", 1)[0]
+    found = _LAYER.search(module)
+    if found:
+        layer, inner = int(found.group(1)), found.group(2)
+        for pattern, name in family.layer_modules:
+            if re.search(pattern, inner):
+                return name, layer
+        return f"(unmatched) {inner}", layer
+    for pattern, name in family.top_modules:
+        if re.search(r"(^|\.)" + pattern, module):
+            return name, None
+    return f"(unmatched) {module}", None
+
+
+def instantiate(c: Config):
+    """The transformers causal-LM class for this config, built on the meta device (no weights)."""
+    import torch
+    import transformers
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    transformers.logging.set_verbosity_error()
+    data = {k: v for k, v in c.data.items() if k not in DROPPED_KEYS}
+    config = AutoConfig.for_model(**data)
+    with torch.device("meta"):
+        return AutoModelForCausalLM.from_config(config)
+
+
+def check(c: Config, *, model: str = "model", spec: Model | None = None) -> HFReport:
+    """Our parameter count against transformers', per component and run of identical layers;
+    ``spec`` (default: the config imported) is the side under test."""
+    import transformers
+
+    spec = spec or to_spec(c)
+    family = family_of(c)
+    run_of = {i: run.span for run in spec.runs() for i in range(*run.span)}
+    net = instantiate(c)
+
+    theirs: dict[tuple[str, tuple[int, int] | None], int] = {}
+    for path, param in net.named_parameters():  # a tied Parameter is listed once
+        name, layer = hf_component(path, family)
+        key = (name, run_of.get(layer) if layer is not None else None)
+        theirs[key] = theirs.get(key, 0) + param.numel()
+    ours: dict[tuple[str, tuple[int, int] | None], int] = {}
+    for row in tally(spec).rows:
+        if row.params:
+            key = (row.component, row.layers)
+            ours[key] = ours.get(key, 0) + row.params
+    fused = {}  # a fused module holds several of ours: (part, layers) -> (fused name, layers)
+    for name, layers in (k for k in theirs if "+" in k[0]):
+        prefix = name.split(".")[0]
+        for part in name[len(prefix) + 1:].split("+"):
+            fused[(f"{prefix}.{part}", layers)] = (name, layers)
+    merged: dict[tuple[str, tuple[int, int] | None], int] = {}
+    for key, n in ours.items():  # in model order, a fused module where its first part was
+        key = fused.get(key, key)
+        merged[key] = merged.get(key, 0) + n
+    ours = merged
+
+    checks = tuple(HFCheck(name, layers, ours.get((name, layers), 0), theirs.get((name, layers), 0))
+                   for name, layers in list(ours) + [k for k in theirs if k not in ours])
+    notes = []
+    buffers = [(p, b.numel()) for p, b in net.named_buffers() if "rotary" not in p and "inv_freq" not in p]
+    if buffers:
+        names = sorted({re.sub(r"\.\d+\.", ".N.", p) for p, _ in buffers})
+        notes.append(f"buffers, not parameters: {', '.join(names)} ({sum(n for _, n in buffers):,} elements)")
+    dropped = [k for k in DROPPED_KEYS if k in c.data]
+    if dropped:
+        notes.append(f"ignored: {', '.join(dropped)} (remote code and quantization change no shapes)")
+    if any("+" in ch.component for ch in checks):
+        notes.append("q+k+v, gate+up: one fused transformers module against the sum of the parts it holds")
+    return HFReport(model, type(net).__name__, transformers.__version__, tuple(notes), checks)

@@ -1,0 +1,113 @@
+"""The blocks a layer is made of, one module per kind, and the registry that maps ``kind:`` to a block.
+
+A block is a frozen dataclass: its fields are its spec (what a user may write under ``kind: …``), and
+its methods answer everything that varies with the kind (``Block`` lists them). The rest of ffncalc asks
+blocks through these methods and never tests their type. A new kind is one new module that subclasses
+``Block`` and is decorated with ``@register``; nothing else changes.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar
+
+if TYPE_CHECKING:
+    from torch import nn
+
+    from ..model.stack import Model
+    from ..model.terms import Emitter
+
+_REGISTRY: dict[str, type[Block]] = {}
+_VERSION = [0]
+
+
+class Block:
+    """The protocol every block kind answers. Defaults suit a block that caches and keeps nothing."""
+
+    kind: ClassVar[str]  # the spec's ``kind:`` value
+    slot: ClassVar[str]  # where it sits in a layer: "attention" (mixes tokens) or "ffn" (per token)
+    summary: ClassVar[str] = ""  # one line on what the kind is, with its source
+    verify_note: ClassVar[str | None] = None  # what verify must say about its torch reference, if anything
+
+    def resolve(self, d_model: int) -> Block:
+        """This block with every derived width made an integer."""
+        return self
+
+    def check(self, d_model: int) -> None:
+        """Raise SpecError (a path relative to the block) if the block cannot sit in a model this wide."""
+
+    def describe(self) -> str:
+        """A short name of this block as configured: 'SwiGLU', 'MoE 8/256 × SwiGLU', '32 heads, 8 KV × 128'."""
+        return self.kind
+
+    def facts(self) -> dict[str, object]:
+        """Shape facts for tables that compare models (keys: heads, ffn, d_ff)."""
+        return {}
+
+    def terms(self, e: Emitter, model: Model, seq_len: int) -> None:
+        """Emit its parameters and forward work per token, for the ``e.n`` layers ``e`` stands for."""
+        raise NotImplementedError
+
+    def cache_elements(self, model: Model) -> int:
+        """Elements one layer of it caches per token while decoding (keys and values, or a latent)."""
+        return 0
+
+    def state_elements(self, model: Model) -> int:
+        """Elements one layer of it keeps per sequence while decoding, whatever the length (recurrent state)."""
+        return 0
+
+    def kept_elements(self, model: Model) -> int:
+        """16-bit elements per token a training forward keeps for backward, its input included."""
+        return 0
+
+    def score_bytes(self, model: Model, seq_len: int) -> int:
+        """Bytes per sequence kept for backward that grow with the square of the length (eager attention's
+        scores), apart from kept_elements because selective recomputation drops them."""
+        return 0
+
+    def torch_module(self, model: Model, causal: bool) -> nn.Module:
+        """The reference torch module; its parameter and MatMul paths mirror the term names."""
+        raise NotImplementedError(f"block kind {self.kind!r} has no torch reference module")
+
+    def body(self) -> Block | None:
+        """The dense or gated FFN that a dense-vs-gated comparison resizes (a mixture's routed expert)."""
+        return None
+
+    def with_body(self, body: Block) -> Block:
+        """This block with ``body`` in place of the one ``body()`` returns."""
+        raise NotImplementedError
+
+
+def register(cls: type[Block]) -> type[Block]:
+    """Class decorator: make ``cls`` the block for ``kind: cls.kind``."""
+    _REGISTRY[cls.kind] = cls
+    _VERSION[0] += 1
+    return cls
+
+
+def unregister(kind: str) -> None:
+    _REGISTRY.pop(kind, None)
+    _VERSION[0] += 1
+
+
+def registry_version() -> int:
+    return _VERSION[0]
+
+
+def kinds() -> dict[str, type[Block]]:
+    return dict(_REGISTRY)
+
+
+def slot_classes(slot) -> list[type[Block]]:
+    """The registered blocks that may fill a spec field of this Slot."""
+    return [c for c in _REGISTRY.values() if c.slot == slot.slot and (not slot.only or c.kind in slot.only)]
+
+
+def block_class(slot, kind: str | None) -> type[Block]:
+    kind = kind or slot.default
+    cls = _REGISTRY.get(kind)
+    if cls is None or cls not in slot_classes(slot):
+        raise KeyError(f"no {slot.slot} block of kind {kind!r}")
+    return cls
+
+
+from . import attention, dense_ffn, gated_ffn, mla, moe  # noqa: E402,F401  (the built-in kinds register themselves)

@@ -1,0 +1,120 @@
+"""Torch pieces the blocks' reference modules share. Imported only when a torch module is built.
+
+Attention is written with explicit matmuls, held by small ``MatMul`` modules (``attn.scores``,
+``attn.values``), because FlopCounterMode does not count the CPU kernel of scaled_dot_product_attention
+and so that each product is attributed to its own component.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+ACTIVATIONS = {
+    "identity": lambda x: x,
+    "relu": F.relu,
+    "relu2": lambda x: F.relu(x).square(),
+    "tanh": torch.tanh,
+    "sigmoid": torch.sigmoid,
+    "silu": F.silu,
+    "gelu": F.gelu,
+    "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"),
+}
+
+
+class Linear(nn.Linear):
+    """nn.Linear without the random initialisation on the meta device, which has no values to set
+    (a third of building DeepSeek-V3's 45,000 linear layers)."""
+
+    def reset_parameters(self) -> None:
+        if self.weight.device.type != "meta":
+            super().reset_parameters()
+
+
+def make_norm(norm, width: int) -> nn.Module:
+    if norm.kind == "layernorm":
+        return nn.LayerNorm(width, elementwise_affine=norm.affine, bias=norm.has_bias)
+    return nn.RMSNorm(width, elementwise_affine=norm.affine)
+
+
+class MatMul(nn.Module):
+    """``a @ b`` as a module, so FlopCounterMode attributes the product to a named component."""
+
+    def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return a @ b
+
+
+def rotate(x: torch.Tensor, width: int | None = None, base: float = 10000.0) -> torch.Tensor:
+    """Rotary position embedding (Su et al. 2021) over the first 2·⌊width/2⌋ features of (B, H, s, d);
+    ``width`` defaults to all d (partial rotary: GPT-NeoX, phi-2)."""
+    seq, dim = x.shape[-2], x.shape[-1]
+    half = min(width or dim, dim) // 2
+    if half == 0:
+        return x
+    inv_freq = base ** (-torch.arange(half, device=x.device, dtype=torch.float32) / half)
+    angles = torch.arange(seq, device=x.device, dtype=torch.float32)[:, None] * inv_freq[None, :]
+    cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
+    x1, x2, rest = x[..., :half], x[..., half : 2 * half], x[..., 2 * half :]
+    return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos, rest], dim=-1)
+
+
+def alibi_bias(heads: int, seq: int, device, dtype) -> torch.Tensor:
+    """ALiBi (Press et al. 2022): a per-head linear penalty on the query-key distance."""
+    slopes = 2.0 ** (-8.0 * torch.arange(1, heads + 1, device=device, dtype=torch.float32) / heads)
+    pos = torch.arange(seq, device=device, dtype=torch.float32)
+    return (slopes[:, None, None] * (pos[None, None, :] - pos[None, :, None])).to(dtype)
+
+
+def attend(layer, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """softmax(q·kᵀ/√d)·v with ``layer.scores`` and ``layer.values`` holding the two products;
+    over the full square, or the causal triangle only."""
+    heads, s = q.shape[1], q.shape[2]
+    q = q * (1.0 / math.sqrt(q.shape[-1]))
+    bias = alibi_bias(heads, s, q.device, q.dtype) if layer.positions == "alibi" else None
+    if layer.causal:
+        return causal_attention(q, k, v, layer.scores, layer.values, bias)
+    scores = layer.scores(q, k.transpose(-2, -1))  # (B, H, s, s): the full square
+    if bias is not None:
+        scores = scores + bias
+    return layer.values(scores.softmax(dim=-1), v)  # (B, H, s, v_dim)
+
+
+def causal_attention(q, k, v, scores_mm: MatMul, values_mm: MatMul, bias=None, block: int | None = None):
+    """Attention over the causal triangle only: query i meets keys 0..i, s(s+1)/2 products in all.
+
+    Queries go in blocks of ``block``: a block meets the keys before it as one rectangle, and the
+    triangles on the diagonal are computed row by row, the same row of every block in one batched
+    product. About block + s/block products per call, with no product outside the triangle.
+    """
+    *lead, s, dim = q.shape
+    block = block or max(1, math.isqrt(s))
+    full = torch.full((*lead, s, s), float("-inf"), device=q.device, dtype=q.dtype)
+    starts = list(range(0, s, block))
+    for start in starts[1:]:  # rectangles: the block's queries against every earlier key
+        stop = min(start + block, s)
+        full[..., start:stop, :start] = scores_mm(q[..., start:stop, :], k[..., :start, :].transpose(-2, -1))
+    for r in range(min(block, s)):  # row r of every diagonal block meets keys start..start+r
+        rows = [st for st in starts if st + r < s]
+        qi = torch.stack([q[..., st + r, :] for st in rows], dim=-2).unsqueeze(-2)  # (..., n, 1, dim)
+        ki = torch.stack([k[..., st : st + r + 1, :] for st in rows], dim=-3)  # (..., n, r+1, dim)
+        part = scores_mm(qi, ki.transpose(-2, -1)).squeeze(-2)  # (..., n, r+1)
+        for j, st in enumerate(rows):
+            full[..., st + r, st : st + r + 1] = part[..., j, :]
+    if bias is not None:
+        full = full + bias
+    probs = full.softmax(dim=-1)
+    out = q.new_zeros(*q.shape[:-1], v.shape[-1])
+    for start in starts[1:]:
+        stop = min(start + block, s)
+        out[..., start:stop, :] += values_mm(probs[..., start:stop, :start], v[..., :start, :])
+    for r in range(min(block, s)):
+        rows = [st for st in starts if st + r < s]
+        pi = torch.stack([probs[..., st + r, st : st + r + 1] for st in rows], dim=-2).unsqueeze(-2)
+        vi = torch.stack([v[..., st : st + r + 1, :] for st in rows], dim=-3)  # (..., n, r+1, dim)
+        part = values_mm(pi, vi).squeeze(-2)  # (..., n, dim)
+        for j, st in enumerate(rows):
+            out[..., st + r, :] += part[..., j, :]
+    return out

@@ -1,0 +1,148 @@
+"""Multi-head attention with separate q/k/v/o projections; grouped (GQA) and multi-query (MQA) through
+``n_kv_heads`` (Vaswani et al. 2017; Ainslie et al. 2023; Shazeer 2019)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from functools import cache
+from typing import Literal
+
+from ..model.schema import Positive, SpecError
+from ..model.terms import ROTARY_OPS, SOFTMAX_OPS
+from . import Block, register
+
+
+def attention_core(e, model, heads: int, qk: int, vd: int, seq_len: int, o_bias: bool) -> None:
+    """QKᵀ, softmax, AV and the output projection, shared by every softmax-attention kind.
+
+    Each token's query meets seq_len keys in every head; grouped K/V heads are shared, not fewer products.
+    """
+    n = e.n
+    e.term("attn.scores", "core", (heads, seq_len, qk), n, numel=0, macs=n * heads * seq_len * qk)
+    scores = n * heads * seq_len
+    e.op("attn.softmax", SOFTMAX_OPS * scores + (scores if model.positions == "alibi" else 0), scores=scores)
+    e.term("attn.values", "core", (heads, seq_len, vd), n, numel=0, macs=n * heads * seq_len * vd)
+    e.linear("attn.o", heads * vd, model.d_model, o_bias, n)
+
+
+def softmax_score_bytes(heads: int, seq_len: int) -> int:
+    """Bytes per sequence a training forward keeps of eager softmax attention: the softmax output (2), its
+    dropout mask (1) and the dropout output (2) per score, 5·a·s² (Korthikanti et al. 2022 §4.1)."""
+    return 5 * heads * seq_len * seq_len
+
+
+@register
+@dataclass(frozen=True)
+class Attention(Block):
+    """Multi-head attention with separate q/k/v/o projections; GQA/MQA through ``n_kv_heads``."""
+
+    kind = "mha"
+    slot = "attention"
+    summary = "softmax attention, q/k/v/o projections, grouped K/V heads (MHA, GQA, MQA)"
+
+    n_heads: Positive
+    n_kv_heads: Positive | None = None  # default: n_heads (MHA); 1 is MQA
+    head_dim: Positive | None = None  # default: d_model / n_heads
+    qkv_bias: bool = False
+    o_bias: bool = False
+    qk_norm: Literal["none", "head", "full"] = "none"  # head: one norm of head_dim shared by heads
+    rotary_dim: Positive | None = None  # features of each head that rotary positions turn; default: all
+
+    @property
+    def kv_heads(self) -> int:
+        return self.n_kv_heads if self.n_kv_heads is not None else self.n_heads
+
+    def resolve(self, d_model: int) -> Attention:
+        head = self.head_dim if self.head_dim is not None else d_model // self.n_heads
+        return replace(self, n_kv_heads=self.kv_heads, head_dim=head,
+                       rotary_dim=min(self.rotary_dim or head, head))
+
+    def check(self, d_model: int) -> None:
+        if self.head_dim is None and d_model % self.n_heads:
+            raise SpecError(("n_heads",), f"{self.n_heads} heads do not divide d_model {d_model} "
+                                          "(state head_dim to allow it)")
+        if self.n_heads % self.kv_heads:
+            raise SpecError(("n_kv_heads",), f"{self.kv_heads} KV heads do not divide {self.n_heads} query heads")
+
+    def describe(self) -> str:
+        return f"{self.n_heads} heads, {self.kv_heads} KV × {self.head_dim}"
+
+    def facts(self) -> dict[str, object]:
+        return {"heads": f"{self.n_heads}/{self.kv_heads}"}
+
+    def terms(self, e, model, seq_len: int) -> None:
+        d, h, kv, hd, n = model.d_model, self.n_heads, self.kv_heads, self.head_dim, e.n
+        e.linear("attn.q", d, h * hd, self.qkv_bias, n, heads=h)
+        e.linear("attn.k", d, kv * hd, self.qkv_bias, n, heads=kv)
+        e.linear("attn.v", d, kv * hd, self.qkv_bias, n, heads=kv)
+        if self.qk_norm != "none":
+            # "head": one norm over head_dim shared by all heads (Qwen3); "full": over all heads' width (OLMo2).
+            q_width, k_width = (hd, hd) if self.qk_norm == "head" else (h * hd, kv * hd)
+            e.norm("attn.q_norm", model.norm, q_width, n, total=h * hd)
+            e.norm("attn.k_norm", model.norm, k_width, n, total=kv * hd)
+        if model.positions == "rotary":
+            e.op("attn.rotary", n * ROTARY_OPS * (h + kv) * self.rotary_dim)
+        attention_core(e, model, h, hd, hd, seq_len, self.o_bias)
+
+    def cache_elements(self, model) -> int:
+        """K and V of every KV head."""
+        return 2 * self.kv_heads * self.head_dim
+
+    def kept_elements(self, model) -> int:
+        """The input (for q/k/v's weight gradients), Q and K (for the scores' gradient), V (for AV's), and
+        the heads' output (for o's): d + 2·(h + kv)·head_dim (Korthikanti et al. 2022 §4.1, GQA-aware)."""
+        return model.d_model + 2 * (self.n_heads + self.kv_heads) * self.head_dim
+
+    def score_bytes(self, model, seq_len: int) -> int:
+        return softmax_score_bytes(self.n_heads, seq_len)
+
+    def torch_module(self, model, causal: bool):
+        return _module()(self, model, causal)
+
+
+@cache
+def _module():
+    import torch
+    from torch import nn
+
+    from ._torch import Linear, MatMul, attend, make_norm, rotate
+
+    class MultiHeadAttention(nn.Module):
+        def __init__(self, spec: Attention, model, causal: bool):
+            super().__init__()
+            d = model.d_model
+            self.heads, self.kv_heads, self.head_dim = spec.n_heads, spec.kv_heads, spec.head_dim
+            self.positions, self.causal, self.rotary = model.positions, causal, spec.rotary_dim
+            self.q = Linear(d, self.heads * self.head_dim, bias=spec.qkv_bias)
+            self.k = Linear(d, self.kv_heads * self.head_dim, bias=spec.qkv_bias)
+            self.v = Linear(d, self.kv_heads * self.head_dim, bias=spec.qkv_bias)
+            self.qk_norm = spec.qk_norm
+            if spec.qk_norm != "none":
+                per_head = spec.qk_norm == "head"
+                self.q_norm = make_norm(model.norm, self.head_dim if per_head else self.heads * self.head_dim)
+                self.k_norm = make_norm(model.norm, self.head_dim if per_head else self.kv_heads * self.head_dim)
+            self.scores = MatMul()
+            self.values = MatMul()
+            self.o = Linear(self.heads * self.head_dim, d, bias=spec.o_bias)
+
+        def _split(self, x: torch.Tensor, heads: int) -> torch.Tensor:
+            b, s, _ = x.shape
+            return x.view(b, s, heads, self.head_dim).transpose(1, 2)  # (B, heads, s, head_dim)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            b, s, _ = x.shape
+            q, k, v = self.q(x), self.k(x), self.v(x)
+            if self.qk_norm == "full":
+                q, k = self.q_norm(q), self.k_norm(k)
+            q, k, v = self._split(q, self.heads), self._split(k, self.kv_heads), self._split(v, self.kv_heads)
+            if self.qk_norm == "head":
+                q, k = self.q_norm(q), self.k_norm(k)
+            if self.positions == "rotary":
+                q, k = rotate(q, self.rotary), rotate(k, self.rotary)
+            if self.kv_heads != self.heads:  # grouped K/V heads serve several query heads each
+                group = self.heads // self.kv_heads
+                k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
+            out = attend(self, q, k, v)
+            return self.o(out.transpose(1, 2).reshape(b, s, self.heads * self.head_dim))
+
+    return MultiHeadAttention

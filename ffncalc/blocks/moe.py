@@ -1,0 +1,155 @@
+"""Mixture of experts: a router picks ``top_k`` of ``n_experts`` routed FFNs per token; shared experts see
+every token (Shazeer et al. 2017; Fedus et al. 2021; DeepSeekMoE, Dai et al. 2024)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from functools import cache
+from typing import Annotated
+
+from ..model.schema import NonNegative, Positive, Slot, SpecError
+from ..model.terms import ACTIVATION_OPS, SOFTMAX_OPS
+from . import Block, register
+
+Expert = Annotated[object, Slot("ffn", only=("dense", "gated"))]
+
+BALANCED = ("MoE routing on meta tensors is balanced: token-slot j goes to expert j mod n_experts, so each "
+            "expert gets tokens·top_k/n_experts rows (real top-k routing needs values; its FLOPs are the same)")
+
+
+@register
+@dataclass(frozen=True)
+class MoEFFN(Block):
+    """Mixture of experts: a router picks ``top_k`` of ``n_experts`` routed experts per token;
+    ``n_shared_experts`` copies of ``shared`` (if any) see every token."""
+
+    kind = "moe"
+    slot = "ffn"
+    summary = "mixture of experts: a softmax router, top-k routed FFNs and shared FFNs (DeepSeekMoE)"
+    verify_note = BALANCED
+
+    n_experts: Positive
+    top_k: Positive
+    expert: Expert
+    n_shared_experts: NonNegative = 0
+    shared: Expert | None = None
+    shared_gate: bool = False  # a d_model -> 1 sigmoid gate on the shared experts' output (Qwen2-MoE)
+    router_bias: bool = False
+
+    def __post_init__(self) -> None:
+        if self.top_k > self.n_experts:
+            raise SpecError(("top_k",), f"top_k {self.top_k} exceeds n_experts {self.n_experts}")
+        if self.n_shared_experts and self.shared is None:
+            raise SpecError(("shared",), f"n_shared_experts is {self.n_shared_experts} but no shared expert FFN is given")
+        if self.shared is not None and not self.n_shared_experts:
+            raise SpecError(("n_shared_experts",), "a shared expert FFN is given but n_shared_experts is 0")
+        if self.shared_gate and self.shared is None:
+            raise SpecError(("shared_gate",), "shared_gate needs a shared expert FFN")
+
+    @property
+    def variant(self) -> str:
+        return f"MoE {self.top_k}/{self.n_experts} × {self.expert.variant}"
+
+    def resolve(self, d_model: int) -> MoEFFN:
+        return replace(self, expert=self.expert.resolve(d_model),
+                       shared=self.shared.resolve(d_model) if self.shared is not None else None)
+
+    def describe(self) -> str:
+        return self.variant
+
+    def facts(self) -> dict[str, object]:
+        return {"ffn": self.variant, "d_ff": self.expert.d_ff}
+
+    def terms(self, e, model, seq_len: int) -> None:
+        d, n = model.d_model, e.n
+        e.linear("ffn.router", d, self.n_experts, self.router_bias, n)
+        e.op("ffn.router_softmax", n * SOFTMAX_OPS * self.n_experts)
+        self.expert.emit(e, "ffn.experts.", d, self.n_experts * n, self.top_k * n, expert=True,
+                         component="ffn.experts")
+        e.op("ffn.combine", n * 2 * self.top_k * d)  # scale each chosen expert's output, add it in
+        if self.shared is not None:
+            copies = self.n_shared_experts * n
+            self.shared.emit(e, "ffn.shared.", d, copies, copies, component="ffn.shared")
+            if self.shared_gate:  # Qwen2MoeSparseMoeBlock: sigmoid(shared_expert_gate(x)) scales the shared output
+                e.linear("ffn.shared_gate", d, 1, False, n)
+                e.op("ffn.shared_gate_scale", n * (ACTIVATION_OPS["sigmoid"] + d))  # one gate value, d products
+            e.op("ffn.shared_add", copies * d)
+
+    def kept_elements(self, model) -> int:
+        """The router's probabilities (n_experts), each chosen expert's and each shared expert's elements."""
+        shared = self.n_shared_experts * self.shared.kept_elements(model) if self.shared is not None else 0
+        return self.n_experts + self.top_k * self.expert.kept_elements(model) + shared
+
+    def torch_module(self, model, causal: bool):
+        return _module()(model, self, causal)
+
+    def body(self) -> Block:
+        return self.expert
+
+    def with_body(self, body: Block) -> MoEFFN:
+        return replace(self, expert=body)
+
+
+@cache
+def _module():
+    import torch
+    from torch import nn
+
+    from ._torch import Linear
+
+    class MoE(nn.Module):
+        """A router, routed experts (top_k per token) and shared experts that see every token.
+
+        ``balanced`` routing sends token-slot j (token j // top_k) to expert j mod n_experts: every expert
+        gets tokens·top_k/n_experts rows (the remainder to the first experts). It needs no data, so it runs
+        on meta tensors; real routing takes the router's top_k and needs values.
+        """
+
+        def __init__(self, model, ffn: MoEFFN, causal: bool):
+            super().__init__()
+            d = model.d_model
+            self.top_k, self.n_experts = ffn.top_k, ffn.n_experts
+            self.router = Linear(d, ffn.n_experts, bias=ffn.router_bias)
+            self.experts = nn.ModuleList(ffn.expert.torch_module(model, causal) for _ in range(ffn.n_experts))
+            self.shared = nn.ModuleList(ffn.shared.torch_module(model, causal) for _ in range(ffn.n_shared_experts))
+            if ffn.shared_gate:
+                self.shared_gate = Linear(d, 1, bias=False)
+            self.balanced = False
+
+        def route(self, probs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            """(tokens, top_k) expert indices and their weights."""
+            tokens = probs.shape[0]
+            if self.balanced:
+                slots = torch.arange(tokens * self.top_k, device=probs.device).view(tokens, self.top_k)
+                experts = slots % self.n_experts
+                return experts, probs.gather(1, experts)
+            weights, experts = probs.topk(self.top_k, dim=-1)
+            return experts, weights
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            shape = x.shape
+            flat = x.reshape(-1, shape[-1])
+            probs = self.router(flat).softmax(dim=-1)
+            experts, weights = self.route(probs)
+            out = torch.zeros_like(flat)
+            token_of_slot = torch.arange(flat.shape[0], device=x.device).repeat_interleave(self.top_k)
+            expert_of_slot, weight_of_slot = experts.reshape(-1), weights.reshape(-1)
+            for e, expert in enumerate(self.experts):
+                if self.balanced:  # slot j goes to expert j mod n_experts: a fixed index, no data needed
+                    if e >= expert_of_slot.shape[0]:
+                        continue  # fewer token-slots than experts: this one gets none
+                    slots = torch.arange(e, expert_of_slot.shape[0], self.n_experts, device=x.device)
+                else:
+                    slots = (expert_of_slot == e).nonzero().squeeze(-1)
+                if slots.numel() == 0:
+                    continue
+                rows = token_of_slot[slots]
+                out.index_add_(0, rows, expert(flat[rows]) * weight_of_slot[slots, None].to(flat.dtype))
+            if len(self.shared):
+                shared = sum(expert(flat) for expert in self.shared)
+                if hasattr(self, "shared_gate"):
+                    shared = torch.sigmoid(self.shared_gate(flat)) * shared
+                out = out + shared
+            return out.reshape(shape)
+
+    return MoE

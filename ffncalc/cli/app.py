@@ -1,0 +1,529 @@
+"""The commands: parse the arguments, call the library, hand the result to the output. Heavy modules (torch)
+are never imported here; checks that belong to the library (sequence lengths, parallel layouts) live there."""
+
+from __future__ import annotations
+
+import enum
+import sys
+from typing import Optional
+
+import typer
+
+from ..analysis.conventions import CONVENTIONS, DEFAULT
+from ..analysis.count import RECOMPUTE, tally
+from ..errors import InputError
+from ..output import render
+from ..sources import presets
+from .options import Output, emit, output_options
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="Exact parameter and FLOP counts for transformer language models, component by component.",
+)
+
+ConventionName = enum.Enum("ConventionName", {c: c for c in CONVENTIONS}, type=str)
+RecomputeName = enum.Enum("RecomputeName", {r: r for r in RECOMPUTE}, type=str)
+BenchBlock = enum.Enum("BenchBlock", {b: b for b in ("ffn", "attention", "layer")}, type=str)
+BenchDevice = enum.Enum("BenchDevice", {d: d for d in ("auto", "cpu", "cuda", "mps")}, type=str)
+BenchDtype = enum.Enum("BenchDtype", {d: d for d in ("fp32", "bf16", "fp16")}, type=str)
+
+
+@app.command()
+@output_options()
+def count(
+    model: str = typer.Argument(..., help="A preset name (ffncalc presets) or a spec file (.yaml)."),
+    seq_len: Optional[int] = typer.Option(None, "--seq-len", min=1, help="Sequence length (default: the model's context)."),
+    batch: int = typer.Option(1, "--batch", min=1, help="Sequences per forward pass."),
+    convention: ConventionName = typer.Option(DEFAULT, "--convention", "-c", help="How to count (ffncalc conventions)."),
+    recompute: RecomputeName = typer.Option("none", "--recompute", help="Activation recomputation in a training step."),
+    per_layer: bool = typer.Option(False, "--per-layer", help="One block of rows per run of identical layers."),
+    output: Output = None,
+) -> None:
+    """Count parameters and FLOPs of every component of a model."""
+    label, spec = presets.load(model)
+    spec.check_seq_len(seq_len, label)
+    name = f"{spec.name} ({label})" if spec.name and spec.name != label else label
+    t = tally(spec, model=name, convention=convention.value, seq_len=seq_len, batch=batch,
+              recompute=recompute.value)
+    output.show(doc=lambda: render.count_doc(t, per_layer, human=output.human),
+          json=lambda: render.records(t, per_layer), csv=lambda: render.count_csv(t, per_layer))
+
+
+VerifyConvention = enum.Enum("VerifyConvention", {c: c for c in ("exact", "causal")}, type=str)
+
+
+@app.command()
+@output_options(exact=False)
+def verify(
+    model: Optional[str] = typer.Argument(None, help="A preset name or a spec file (.yaml)."),
+    all_presets: bool = typer.Option(False, "--all", help="Verify every preset."),
+    hf_config: Optional[str] = typer.Option(None, "--hf", help="A Hugging Face config.json (or its folder): also "
+                                                               "count the transformers model it names."),
+    seq_len: Optional[int] = typer.Option(None, "--seq-len", min=1, help="Sequence length (default: the model's context)."),
+    convention: VerifyConvention = typer.Option("exact", "--convention", "-c", help="Full square or causal triangle."),
+    every_layer: bool = typer.Option(False, "--every-layer", help="Count FLOPs in every layer, not one per run of identical layers."),
+    output: Output = None,
+) -> None:
+    """Prove the analytic counts against torch modules built on the meta device (and, with --hf, against
+    the transformers class itself): exit 0 when every component agrees, 1 when any differs."""
+    if sum((all_presets, model is not None, hf_config is not None)) != 1:
+        raise InputError("verify takes one of: a model, --all, --hf CONFIG")
+    if hf_config is not None:
+        return _verify_hf(hf_config, seq_len, convention.value, every_layer, output)
+    refs = list(presets.names()) if all_presets else [model]
+    specs = [presets.load(ref) for ref in refs]
+    for label, spec in specs:
+        spec.check_seq_len(seq_len, label)
+    try:
+        from ..analysis.verify import verify as run_verify  # torch loads here, never on the counting path
+    except ImportError as exc:
+        raise InputError(f"verify needs torch ({exc}); install it: pip install torch==2.13.0") from None
+    reports = [run_verify(spec, model=label, seq_len=seq_len, convention=convention.value, every_layer=every_layer)
+               for label, spec in specs]
+    output.show(doc=lambda: [render.verify_doc(r) for r in reports],
+          json=lambda: ({"ok": all(r.ok for r in reports), "reports": [render.verify_records(r) for r in reports]}
+                        if all_presets else render.verify_records(reports[0])),
+          csv=lambda: render.verify_csv(reports))
+    if not all(r.ok for r in reports):
+        raise typer.Exit(1)
+
+
+def _verify_hf(ref: str, seq_len, convention: str, every_layer: bool, output: Output) -> None:
+    from ..sources import hf
+
+    label, spec = hf.load(ref)
+    spec.check_seq_len(seq_len, label)
+    try:
+        import transformers  # noqa: F401
+
+        from ..analysis import hfcheck
+        from ..analysis.verify import verify as run_verify
+    except ImportError as exc:
+        raise InputError(f"verify --hf needs torch and transformers ({exc}); install them: "
+                         "pip install torch==2.13.0 'transformers>=5,<6' (or pip install 'ffncalc[hf]')") from None
+    report = run_verify(spec, model=label, seq_len=seq_len, convention=convention, every_layer=every_layer)
+    theirs = hfcheck.check(hf.read_config(ref), model=label, spec=spec)
+    output.show(doc=lambda: [render.verify_doc(report), render.hf_doc(theirs)],
+          json=lambda: {"ok": report.ok and theirs.ok, "verify": render.verify_records(report),
+                        "transformers": render.hf_records(theirs)},
+          csv=lambda: render.hf_csv(theirs))
+    if not (report.ok and theirs.ok):
+        raise typer.Exit(1)
+
+
+@app.command("import")
+def import_(
+    config: str = typer.Argument(..., help="A Hugging Face config.json, or the folder holding one."),
+    out: Optional[str] = typer.Option(None, "--out", help="Write the spec to this file (atomically) instead of stdout."),
+) -> None:
+    """Print the ffncalc spec (YAML) of a Hugging Face config.json; ffncalc count takes either."""
+    from ..sources import hf
+
+    c = hf.read_config(config)
+    text = hf.to_yaml(c)
+    if out:
+        from ..files import write_atomic
+
+        write_atomic(out, text)
+        sys.stdout.write(f"wrote {out}\n")
+    else:
+        emit(text)
+
+
+KindName = enum.Enum("KindName", {k: k for k in ("dense", "gated")}, type=str)
+MatchName = enum.Enum("MatchName", {k: k for k in ("params", "flops")}, type=str)
+
+
+@app.command()
+@output_options()
+def compare(
+    model: Optional[str] = typer.Argument(None, help="A preset name or a spec file; or use --d-model and --d-ff."),
+    to: Optional[KindName] = typer.Option(None, "--to", help="The other kind (default: the one the model lacks)."),
+    activation: Optional[str] = typer.Option(None, "--activation",
+                                             help="The other side's activation: swiglu, geglu, reglu, glu, bilinear, "
+                                                  "relu, gelu, silu, … (default: the same function)."),
+    match: MatchName = typer.Option("params", "--match", help="What to hold equal."),
+    multiple_of: int = typer.Option(1, "--multiple-of", min=1, help="Round the solved width up to a multiple (Llama)."),
+    d_model: Optional[int] = typer.Option(None, "--d-model", min=1, help="Bare block: the model width."),
+    d_ff: Optional[int] = typer.Option(None, "--d-ff", min=1, help="Bare block: its hidden width."),
+    kind: KindName = typer.Option("dense", "--kind", help="Bare block: its kind."),
+    block_activation: Optional[str] = typer.Option(None, "--block-activation",
+                                                   help="Bare block: its activation (default: relu, or silu if gated)."),
+    bias: bool = typer.Option(False, "--bias/--no-bias", help="Bare block: biases on its linear layers."),
+    sweep: Optional[str] = typer.Option(None, "--sweep", help="d_ff/d_model ratios: 2,2.67,4 or 1:8:0.5; one row each."),
+    bench_: bool = typer.Option(False, "--bench", help="Also time both blocks on this machine (as ffncalc bench)."),
+    tokens: int = typer.Option(1024, "--tokens", min=1, help="With --bench: tokens per timed run."),
+    repeats: int = typer.Option(5, "--repeats", min=1, help="With --bench: timed runs per block."),
+    device: BenchDevice = typer.Option("auto", "--device", help="With --bench: auto, cpu, cuda or mps."),
+    dtype: BenchDtype = typer.Option("fp32", "--dtype", help="With --bench: fp32, bf16 or fp16."),
+    output: Output = None,
+) -> None:
+    """Dense vs gated FFN at equal parameters (or FLOPs): the solved width and both blocks side by side."""
+    from ..analysis import compare as cmp
+    from ..analysis.sizing import ffn_block
+
+    kw = dict(to=to.value if to else None, activation=activation, match=match.value, multiple_of=multiple_of)
+    bare = d_model is not None or d_ff is not None
+    if model is not None and bare:
+        raise InputError("compare takes a model or --d-model/--d-ff, not both")
+    if model is None and d_model is None:
+        raise InputError("compare needs a model, or --d-model and --d-ff for a bare block")
+    if model is not None:
+        label, spec = presets.load(model)
+        d_model, block = spec.d_model, cmp.model_block(spec)
+    else:
+        if d_ff is None and sweep is None:
+            raise InputError("a bare block needs --d-ff as well as --d-model")
+        act = cmp.activation_for(block_activation, kind.value, "relu" if kind.value == "dense" else "silu")
+        block = ffn_block(kind.value, d_ff or d_model, bias=bias, activation=act)
+    if sweep is not None:
+        rows = cmp.sweep(d_model, block, cmp.parse_ratios(sweep), **kw)
+        output.show(doc=lambda: render.sweep_doc(rows), json=lambda: [render.comparison_records(c) for c in rows],
+              csv=lambda: render.sweep_csv(rows))
+        return
+    c = cmp.compare_model(spec, model=label, **kw) if model is not None else cmp.compare_block(d_model, block, **kw)
+    results = _bench_pair(c, tokens, repeats, device.value, dtype.value) if bench_ else None
+    output.show(doc=lambda: render.comparison_doc(c, results, human=output.human),
+          json=lambda: render.comparison_records(c, results), csv=lambda: render.comparison_csv(c, results))
+
+
+def _bench_pair(c, tokens: int, repeats: int, device: str, dtype: str):
+    """Both blocks of a comparison timed in one run, as ffncalc bench does."""
+    try:
+        from ..analysis import bench as timing
+    except ImportError as exc:
+        raise InputError(f"--bench needs torch ({exc}); install it: pip install torch==2.13.0") from None
+    from ..analysis.sizing import ffn_block
+    from ..model import from_data
+
+    ffns = [ffn_block(s.kind, s.d_ff, bias=s.bias, activation=s.activation) for s in (c.source, c.target)]
+    spec = from_data({"vocab_size": 1, "d_model": c.d_model, "n_layers": 1, "context_length": tokens,
+                      "attention": {"n_heads": 1}, "ffn": {"kind": "dense", "d_ff": 1}}, check=False)
+    plans = [timing.plan(spec, "ffn", tokens, ffn=f) for f in ffns]
+    with _progress() as progress:
+        return timing.run(plans, device=timing.pick_device(device), dtype=dtype, tokens=tokens, seq_len=tokens,
+                          backward=False, repeats=repeats, warmup=1, progress=progress)
+
+
+
+
+@app.command()
+@output_options(exact=False)
+def bench(
+    model: str = typer.Argument(..., help="A preset name or a spec file (.yaml)."),
+    block: BenchBlock = typer.Option("ffn", "--block", help="What to time."),
+    compare_ffn: bool = typer.Option(False, "--compare-ffn", help="Time the dense and gated FFN at equal parameters."),
+    backward: bool = typer.Option(False, "--backward", help="Time forward + backward."),
+    device: BenchDevice = typer.Option("auto", "--device", help="auto: cuda, then mps, then cpu."),
+    dtype: BenchDtype = typer.Option("fp32", "--dtype"),
+    tokens: int = typer.Option(2048, "--tokens", min=1, help="Tokens per run (batch × sequence)."),
+    seq_len: Optional[int] = typer.Option(None, "--seq-len", min=1, help="Sequence length (default: min(tokens, context))."),
+    layer: int = typer.Option(0, "--layer", min=0, help="Which layer's blocks, for stacks whose layers differ."),
+    repeats: int = typer.Option(10, "--repeats", min=1),
+    warmup: int = typer.Option(2, "--warmup", min=0),
+    output: Output = None,
+    out: Optional[str] = typer.Option(None, "--out", help="Also save the JSON results to this file (atomically)."),
+) -> None:
+    """Time real blocks built from the spec on this machine's hardware, with achieved FLOP/s."""
+    label, spec = presets.load(model)
+    seq = seq_len or min(tokens, spec.context_length)
+    spec.check_seq_len(seq, label)
+    try:
+        from ..analysis import bench as timing
+    except ImportError as exc:
+        raise InputError(f"bench needs torch ({exc}); install it: pip install torch==2.13.0") from None
+    if compare_ffn:
+        plans = [timing.plan(spec, "ffn", seq, layer, ffn=f) for _, f in timing.compare_variants(spec, layer)]
+    else:
+        plans = [timing.plan(spec, block.value, seq, layer)]
+    dev = timing.pick_device(device.value)
+    with _progress() as progress:
+        results = timing.run(plans, device=dev, dtype=dtype.value, tokens=tokens, seq_len=seq, backward=backward,
+                             repeats=repeats, warmup=warmup, progress=progress)
+    records = [r.record() for r in results]
+    if out:
+        from ..files import write_atomic
+
+        write_atomic(out, render.to_json(records))
+    from ..output.sheet import to_csv
+
+    output.show(doc=lambda: render.bench_doc(label, results), json=lambda: records, csv=lambda: to_csv(records))
+
+
+class _progress:
+    """A transient progress bar on stderr while timing runs, if stderr is a terminal."""
+
+    def __enter__(self):
+        self.bar = None
+        if sys.stderr.isatty():
+            from rich.console import Console
+            from rich.progress import Progress
+
+            self.bar = Progress(console=Console(stderr=True), transient=True)
+            self.bar.start()
+            self.task = self.bar.add_task("timing", total=None)
+        return self.update
+
+    def update(self, what: str, done: int, total: int) -> None:
+        if self.bar:
+            self.bar.update(self.task, description=what, completed=done, total=total)
+
+    def __exit__(self, *exc):
+        if self.bar:
+            self.bar.stop()
+
+
+@app.command("table")
+@output_options()
+def table_(
+    models: list[str] = typer.Argument(..., help="Preset names or spec files; 'all' for every preset."),
+    columns: Optional[str] = typer.Option(None, "--columns", help="Comma-separated columns, in order (default: all)."),
+    seq_len: Optional[int] = typer.Option(None, "--seq-len", min=1, help="Sequence length (default: each model's context)."),
+    convention: ConventionName = typer.Option(DEFAULT, "--convention", "-c", help="How to count (ffncalc conventions)."),
+    output: Output = None,
+) -> None:
+    """One table comparing models: a row each with totals, attention and FFN shares, FLOPs and shapes."""
+    from ..analysis.summary import COLUMNS, summarize
+    from ..output.sheet import to_csv
+
+    refs = list(presets.names()) if models == ["all"] else models
+    chosen = [c.strip() for c in columns.split(",")] if columns else COLUMNS
+    unknown = [c for c in chosen if c not in COLUMNS]
+    if unknown:
+        raise InputError(f"--columns: unknown {', '.join(unknown)} (choose from {', '.join(COLUMNS)})")
+    rows = []
+    for ref in refs:
+        label, spec = presets.load(ref)
+        spec.check_seq_len(seq_len, label)
+        rows.append(summarize(spec, model=label, seq_len=seq_len, convention=convention.value))
+    output.show(doc=lambda: render.summary_doc(rows, chosen, human=output.human),
+          json=lambda: {"models": [{c: r[c] for c in chosen + ["seq_len", "convention"]} for r in rows]},
+          csv=lambda: to_csv(rows, chosen))
+
+
+@app.command()
+def docs(
+    out: Optional[str] = typer.Option(None, "--out", help="Write the docs set into this folder."),
+    check: Optional[str] = typer.Option(None, "--check", help="Exit 1 if this folder's docs are out of date."),
+    readme: Optional[str] = typer.Option(None, "--readme", help="Also refresh (--out) or check (--check) the "
+                                                                "examples of this README."),
+) -> None:
+    """Generate the docs set: an index table of every preset, a page per preset (with its verify result),
+    dense vs gated, the conventions, and figures. Writes only its own files, atomically."""
+    from pathlib import Path
+
+    from ..files import write_atomic
+    from ..output import docs as generated
+    from . import main as run
+
+    if (out is None) == (check is None):
+        raise InputError("docs takes --out DIR or --check DIR")
+    try:
+        files = generated.build()
+    except ImportError as exc:
+        raise InputError(f"docs needs torch and matplotlib ({exc}): pip install '.[torch,plot]'") from None
+    readme_now = readme_fresh = None
+    if readme:
+        from ..sources.yaml import read_text
+
+        readme_now = read_text(Path(readme))
+        readme_fresh = generated.refresh_readme(readme_now, run)
+    if out is not None:
+        for path, data in files.items():
+            write_atomic(Path(out) / path, data)
+        if readme and readme_fresh != readme_now:
+            write_atomic(readme, readme_fresh, "--readme")
+        sys.stdout.write(f"wrote {len(files)} files under {out}" + (f" and refreshed {readme}" if readme else "") + "\n")
+        return
+    stale = generated.check(Path(check), files) + ([readme] if readme and readme_fresh != readme_now else [])
+    total = len(files) + bool(readme)
+    if stale:
+        sys.stdout.write(f"{len(stale)} of {total} files out of date: {', '.join(stale)}\n"
+                         f"regenerate with: ffncalc docs --out {check}" + (f" --readme {readme}" if readme else "") + "\n")
+        raise typer.Exit(1)
+    sys.stdout.write(f"all {total} files are up to date ({check}" + (f", {readme}" if readme else "") + ")\n")
+
+
+plot_app = typer.Typer(no_args_is_help=True, help="Figures for docs, as SVG or PNG (needs matplotlib).")
+app.add_typer(plot_app, name="plot")
+
+
+def _save_plot(fig, out: str) -> None:
+    from ..files import write_atomic
+    from ..output import plot
+
+    fmt = out.rsplit(".", 1)[-1].lower() if "." in out else ""
+    if fmt not in ("svg", "png"):
+        raise InputError(f"--out {out}: name an .svg or .png file")
+    write_atomic(out, plot.save(fig, fmt))
+
+
+@plot_app.command("share")
+def plot_share(
+    models: list[str] = typer.Argument(..., help="Preset names or spec files; 'all' for every preset."),
+    out: str = typer.Option(..., "--out", help="The figure: FILE.svg or FILE.png."),
+) -> None:
+    """Stacked bars of each model's parameters by component."""
+    from ..output import plot
+
+    refs = list(presets.names()) if models == ["all"] else models
+    tallies = [tally(spec, model=label) for label, spec in map(presets.load, refs)]
+    if models == ["all"]:
+        tallies.sort(key=lambda t: (t.model.split("-")[0], t.params))  # families, smallest first
+    _save_plot(plot.share_figure(tallies), out)
+
+
+@plot_app.command("sweep")
+def plot_sweep(
+    d_model: int = typer.Option(4096, "--d-model", min=1, help="The model width."),
+    ratios: str = typer.Option("1:8:1", "--ratios", help="d_ff/d_model ratios: 2,2.67,4 or start:stop:step."),
+    bias: bool = typer.Option(False, "--bias/--no-bias"),
+    bench_results: Optional[str] = typer.Option(None, "--bench-results",
+                                                help="JSON from ffncalc bench --compare-ffn --out: adds measured time."),
+    out: str = typer.Option(..., "--out", help="The figure: FILE.svg or FILE.png."),
+) -> None:
+    """Dense vs gated FFN across widths: parameters and FLOPs per token, and measured time if given."""
+    import json
+    from pathlib import Path
+
+    from ..analysis.compare import parse_ratios
+    from ..output import plot
+    from ..sources.yaml import read_text
+
+    bench = None
+    if bench_results:
+        try:
+            data = json.loads(read_text(Path(bench_results)))
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{bench_results}:{exc.lineno}: not JSON ({exc.msg})") from None
+        bench = data.get("bench", []) if isinstance(data, dict) else data
+        if not isinstance(bench, list) or not all(isinstance(r, dict) and r.get("d_ff") for r in bench):
+            raise InputError(f"{bench_results}: not a list of ffn bench results (ffncalc bench --compare-ffn --out)")
+    _save_plot(plot.sweep_figure(d_model, parse_ratios(ratios), bias, bench), out)
+
+
+presets_app = typer.Typer(invoke_without_command=True, no_args_is_help=False,
+                          help="List the shipped presets, or show one as YAML.")
+app.add_typer(presets_app, name="presets")
+
+
+HardwareDtype = enum.Enum("HardwareDtype", {d: d for d in ("fp32", "bf16", "fp16", "fp8")}, type=str)
+WeightDtype = enum.Enum("WeightDtype", {d: d for d in ("fp32", "bf16", "fp16", "fp8", "int8", "int4")}, type=str)
+OptimizerName = enum.Enum("OptimizerName", {o: o for o in ("adam", "adam8bit")}, type=str)
+
+
+@app.command()
+@output_options()
+def train(
+    model: str = typer.Argument(..., help="A preset name or a spec file (.yaml)."),
+    tokens: str = typer.Option(..., "--tokens", help="Training tokens: 300B, 300e9, …"),
+    seq_len: Optional[int] = typer.Option(None, "--seq-len", min=1, help="Sequence length (default: the model's context)."),
+    convention: ConventionName = typer.Option("6n", "--convention", "-c", help="How to count FLOPs (ffncalc conventions)."),
+    recompute: RecomputeName = typer.Option("none", "--recompute", help="Activation recomputation."),
+    hardware_key: Optional[str] = typer.Option(None, "--hardware", help="A device of the hardware table (h100-sxm, …)."),
+    tflops: Optional[float] = typer.Option(None, "--tflops", min=0, help="Achieved TFLOP/s per device, instead of peak × MFU."),
+    gpus: int = typer.Option(1, "--gpus", min=1, help="Devices."),
+    mfu: float = typer.Option(0.4, "--mfu", min=0, max=1, help="Model FLOPs utilisation, with --hardware."),
+    dtype: HardwareDtype = typer.Option("bf16", "--dtype", help="Which datasheet peak."),
+    tokens_per_s: Optional[float] = typer.Option(None, "--tokens-per-s", min=0, help="Measured tokens/s of all devices: report MFU."),
+    budget: Optional[str] = typer.Option(None, "--budget", help="Compute budget for the Chinchilla optimum (default: this run)."),
+    micro_batch: int = typer.Option(1, "--micro-batch", min=1, help="Sequences per device per step, for memory."),
+    optimizer: OptimizerName = typer.Option("adam", "--optimizer", help="Mixed-precision Adam or 8-bit Adam."),
+    dp: int = typer.Option(1, "--dp", min=1, help="Data-parallel degree."),
+    tp: int = typer.Option(1, "--tp", min=1, help="Tensor-parallel degree (with sequence parallelism)."),
+    pp: int = typer.Option(1, "--pp", min=1, help="Pipeline-parallel degree."),
+    ep: int = typer.Option(1, "--ep", min=1, help="Expert-parallel degree."),
+    output: Output = None,
+) -> None:
+    """Plan a training run: FLOPs, PF-days, GPU-hours and days, the compute-optimal size, memory per device."""
+    from ..analysis import hardware, planning
+
+    label, spec = presets.load(model)
+    result = planning.plan_training(
+        spec, label=label, tokens=tokens, seq_len=seq_len, convention=convention.value, recompute=recompute.value,
+        hw=hardware.by_key(hardware_key) if hardware_key else None, tflops=tflops, mfu=mfu, gpus=gpus,
+        dtype=dtype.value, tokens_per_s=tokens_per_s, budget=budget, micro_batch=micro_batch,
+        optimizer=optimizer.value, dp=dp, tp=tp, pp=pp, ep=ep)
+    _show_figures(output, result)
+
+
+def _show_figures(output: Output, result) -> None:
+    output.show(doc=lambda: render.figures_doc(result, output.human), json=lambda: render.figures_records(result),
+                csv=lambda: render.figures_csv(result))
+
+
+@app.command()
+@output_options()
+def infer(
+    model: str = typer.Argument(..., help="A preset name or a spec file (.yaml)."),
+    prompt: int = typer.Option(..., "--prompt", min=1, help="Prompt tokens."),
+    generate: int = typer.Option(..., "--generate", min=1, help="Tokens to generate."),
+    batch: int = typer.Option(1, "--batch", min=1, help="Sequences decoded together."),
+    dtype: WeightDtype = typer.Option("bf16", "--dtype", help="Weight precision."),
+    kv_dtype: WeightDtype = typer.Option("bf16", "--kv-dtype", help="KV-cache precision."),
+    hardware_key: Optional[str] = typer.Option(None, "--hardware", help="A device of the hardware table (h100-sxm, …)."),
+    output: Output = None,
+) -> None:
+    """Plan inference: prefill and decode FLOPs, KV-cache and weight bytes, and the roofline bound."""
+    from ..analysis import hardware, planning
+
+    label, spec = presets.load(model)
+    result = planning.plan_inference(spec, label=label, prompt=prompt, generate=generate, batch=batch,
+                                     dtype=dtype.value, kv_dtype=kv_dtype.value,
+                                     hw=hardware.by_key(hardware_key) if hardware_key else None)
+    _show_figures(output, result)
+
+
+@presets_app.callback()
+@output_options(exact=False)
+def presets_list(
+    ctx: typer.Context,
+    output: Output = None,
+) -> None:
+    """List the shipped presets with their shapes and parameter counts."""
+    if ctx.invoked_subcommand is not None:
+        return
+    entries = []
+    for name in presets.names():
+        _, spec = presets.load(name)
+        t = tally(spec)
+        ffns = {layer.ffn.describe() for layer in spec.layers}
+        entries.append({
+            "name": name,
+            "title": spec.name or name,
+            "aliases": sorted(a for a, target in presets.ALIASES.items() if target == name),
+            "n_layers": spec.n_layers,
+            "d_model": spec.d_model,
+            "ffn": ", ".join(sorted(ffns)),
+            "params": t.params,
+            "active_params": t.active,
+        })
+    entries.sort(key=lambda e: (e["name"].split("-")[0], e["params"]))  # families, smallest first
+    from ..output.sheet import to_csv
+
+    def doc():
+        rows = [{**e, "name": e["name"] + (f" (alias {', '.join(e['aliases'])})" if e["aliases"] else ""),
+                 "params": f"{e['params']:,} ({render.human_params(e['params'])})"} for e in entries]
+        return render.list_doc("presets", rows, ["name", "title", "n_layers", "d_model", "ffn", "params"], left=2)
+
+    output.show(doc=doc, json=lambda: {"presets": entries}, csv=lambda: to_csv(entries))
+
+
+@presets_app.command("show")
+def presets_show(name: str = typer.Argument(..., help="Preset name or alias.")) -> None:
+    """Print a preset's YAML, which `ffncalc count FILE.yaml` accepts as it is."""
+    emit(presets.text(name))
+
+
+@app.command()
+@output_options(exact=False)
+def conventions(output: Output = None) -> None:
+    """List the counting conventions, each with its source."""
+    from ..output.sheet import to_csv
+
+    records = [{"name": c.name, "default": c.name == DEFAULT, "summary": c.summary, "source": c.source}
+               for c in CONVENTIONS.values()]
+    output.show(doc=lambda: render.list_doc("conventions", records, ["name", "default", "summary", "source"], 4),
+          json=lambda: {"conventions": records}, csv=lambda: to_csv(records))

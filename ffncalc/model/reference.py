@@ -1,0 +1,94 @@
+"""The reference torch model built from the resolved stack: embeddings, one module per layer holding
+the blocks' own reference modules (``Block.torch_module``), norms and the head.
+
+Module paths mirror the analytic term names (``layers.3.attn.q`` ↔ ``attn.q.weight``), so verify can
+match them one to one. The modules build on the meta device without allocating weights, and run with
+real tensors on any device. torch is imported here, by verify and bench only.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from ..blocks._torch import Linear, make_norm
+from .stack import Layer, Model
+
+
+class LayerModule(nn.Module):
+    """One layer. Pre-norm residual sublayers by default: each sublayer's first norm before it, any
+    others after it (Gemma 2 has two each). Post: the norms after the sublayers only (OLMo 2).
+    Parallel: attention and FFN read the same input, with one shared norm (GPT-J, phi-2) or one each
+    (GPT-NeoX); one norm per layer always means parallel."""
+
+    def __init__(self, model: Model, layer: Layer, causal: bool):
+        super().__init__()
+        self.norms = nn.ModuleList(make_norm(model.norm, model.d_model) for _ in range(model.norm.per_layer))
+        self.attn = layer.attention.torch_module(model, causal)
+        self.ffn = layer.ffn.torch_module(model, causal)
+        self.parallel, self.post = model.parallel, model.norm.placement == "post"
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        n = len(self.norms)
+        if n == 1 and not self.post:
+            h = self.norms[0](x)
+            return x + self.attn(h) + self.ffn(h)
+        if self.parallel:
+            return x + self.attn(self.norms[0](x)) + self.ffn(self.norms[1](x))
+        split = (n + 1) // 2  # norms[:split] wrap attention, the rest the FFN
+        x = x + _wrapped(self.attn, self.norms[:split], x, self.post)
+        return x + _wrapped(self.ffn, self.norms[split:], x, self.post)
+
+
+def _wrapped(sublayer: nn.Module, norms: nn.ModuleList, x: torch.Tensor, post: bool) -> torch.Tensor:
+    """Pre: the first norm before the sublayer, any others after it. Post: every norm after it."""
+    if len(norms) and not post:
+        x = norms[0](x)
+        norms = norms[1:]
+    x = sublayer(x)
+    for norm in norms:
+        x = norm(x)
+    return x
+
+
+class Transformer(nn.Module):
+    def __init__(self, spec: Model, causal: bool = False):
+        super().__init__()
+        d = spec.d_model
+        self.embed = nn.Embedding(spec.vocab_size, d)
+        if spec.positions == "learned":
+            self.pos_embed = nn.Embedding(spec.context_length, d)
+        if spec.embedding_norm:
+            self.embed_norm = make_norm(spec.norm, d)
+        self.layers = nn.ModuleList(LayerModule(spec, layer, causal) for layer in spec.layers)
+        if spec.norm.final:
+            self.final_norm = make_norm(spec.norm, d)
+        self.lm_head = Linear(d, spec.vocab_size, bias=spec.lm_head_bias)
+        if spec.tie_embeddings:
+            self.lm_head.weight = self.embed.weight  # one Parameter, counted once
+
+    def forward(self, tokens: torch.Tensor, only: list[int] | None = None) -> torch.Tensor:
+        """Logits for ``tokens`` (B, s); ``only`` runs just those layers (for counting identical layers once)."""
+        x = self.embed(tokens)
+        if hasattr(self, "pos_embed"):
+            x = x + self.pos_embed(torch.arange(tokens.shape[-1], device=tokens.device))
+        if hasattr(self, "embed_norm"):
+            x = self.embed_norm(x)
+        for i in range(len(self.layers)) if only is None else only:
+            x = self.layers[i](x)
+        if hasattr(self, "final_norm"):
+            x = self.final_norm(x)
+        return self.lm_head(x)
+
+    def set_balanced_routing(self, balanced: bool) -> None:
+        for module in self.modules():
+            if hasattr(module, "balanced"):  # a block's module whose routing needs values
+                module.balanced = balanced
+
+
+def build(spec: Model, *, device: str | torch.device = "meta", dtype: torch.dtype = torch.float32,
+          causal: bool = False) -> Transformer:
+    """The spec as a torch module; on ``meta`` (the default) no weight is allocated."""
+    with torch.device(device):
+        model = Transformer(spec, causal=causal)
+    return model.to(dtype=dtype)

@@ -1,0 +1,139 @@
+"""What a user may write: the model-level spec fields. Each block kind declares its own in ``blocks/``.
+
+A spec describes shapes only. ``stack.resolve`` turns it into the per-layer stack every analysis walks.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Annotated, Literal
+
+from .schema import NonNegative, Positive, PositiveFloat, Slot, SpecError
+
+Mixer = Annotated[object, Slot("attention", default="mha")]  # the block that mixes tokens
+FFN = Annotated[object, Slot("ffn")]  # the block that transforms each token
+
+
+@dataclass(frozen=True)
+class LlamaWidth:
+    """Llama's FFN width rule, as in meta-llama's ``FeedForward.__init__``.
+
+    h = 4·d_model; h = int(2h/3); if multiplier: h = int(multiplier·h); h = multiple_of·ceil(h/multiple_of).
+    """
+
+    multiple_of: Positive
+    rule: Literal["llama"] = "llama"
+    multiplier: PositiveFloat | None = None
+
+    def resolve(self, d_model: int) -> int:
+        return llama_ffn_width(d_model, multiple_of=self.multiple_of, multiplier=self.multiplier)
+
+
+def llama_ffn_width(d_model: int, *, multiple_of: int, multiplier: float | None = None) -> int:
+    """The gated FFN width Llama derives from ``d_model`` (meta-llama/llama ``model.py``, ``FeedForward``).
+
+    The multiplier is applied in floating point, exactly as the reference code does.
+    """
+    hidden = 4 * d_model
+    hidden = int(2 * hidden / 3)
+    if multiplier is not None:
+        hidden = int(multiplier * hidden)
+    return multiple_of * math.ceil(hidden / multiple_of)
+
+
+Width = Positive | LlamaWidth
+
+
+def width(d_ff: int | LlamaWidth, d_model: int) -> int:
+    """A stated hidden width, or the one a rule derives from ``d_model``."""
+    return d_ff.resolve(d_model) if hasattr(d_ff, "resolve") else d_ff
+
+
+@dataclass(frozen=True)
+class Norm:
+    """The normalisation layers: their kind, how many each layer has, and whether a final one follows."""
+
+    kind: Literal["layernorm", "rmsnorm"] = "rmsnorm"
+    # pre: each sublayer's first norm before it, any others after it (Gemma 2 has two each);
+    # post: the norms after the sublayers only (OLMo 2).
+    placement: Literal["pre", "post"] = "pre"
+    affine: bool = True  # a learned weight (microgpt's rmsnorm has none)
+    bias: bool | None = None  # default: LayerNorm has one, RMSNorm has none
+    per_layer: NonNegative = 2
+    final: bool = True
+
+    def __post_init__(self) -> None:
+        if self.has_bias and self.kind == "rmsnorm":
+            raise SpecError(("bias",), "RMSNorm has no bias")
+        if self.has_bias and not self.affine:
+            raise SpecError(("bias",), "a norm without affine parameters has no bias")
+
+    @property
+    def has_bias(self) -> bool:
+        return self.bias if self.bias is not None else self.kind == "layernorm"
+
+    @property
+    def params_per_feature(self) -> int:
+        return int(self.affine) + int(self.has_bias)
+
+    def ops(self, width: int) -> int:
+        """Elementwise FLOPs of one norm over ``width`` elements."""
+        # LayerNorm: mean (add), centre (sub), variance (mul, add), scale (mul) = 5; RMSNorm: square, add, scale = 3.
+        base = 5 if self.kind == "layernorm" else 3
+        return width * (base + self.params_per_feature)
+
+
+@dataclass(frozen=True)
+class LayerGroup:
+    """``repeat`` consecutive layers; attention or ffn left out means the model's default."""
+
+    repeat: Positive
+    attention: Mixer | None = None
+    ffn: FFN | None = None
+
+
+Positions = Literal["learned", "rotary", "alibi", "none"]
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A decoder-only transformer language model."""
+
+    vocab_size: Positive
+    d_model: Positive
+    n_layers: Positive
+    context_length: Positive
+    attention: Mixer
+    ffn: FFN
+    name: str | None = None
+    layers: list[LayerGroup] | None = None  # for stacks whose layers differ, in order
+    norm: Norm = field(default_factory=Norm)
+    # Attention and FFN read the same input and their outputs are added (GPT-J, GPT-NeoX, phi-2).
+    # With one norm per layer they share it; with two, each has its own.
+    parallel: bool = False
+    positions: Positions = "rotary"
+    tie_embeddings: bool = False
+    lm_head_bias: bool = False
+    embedding_norm: bool = False  # a norm straight after the embeddings
+
+    def __post_init__(self) -> None:
+        if self.layers is not None:
+            total = sum(g.repeat for g in self.layers)
+            if total != self.n_layers:
+                raise SpecError(("layers",), f"layer groups repeat {total} layers in all, but n_layers is {self.n_layers}")
+        for path, block in self._blocks():
+            try:
+                block.check(self.d_model)
+            except SpecError as exc:
+                raise exc.within(*path) from None
+        if self.parallel and (self.norm.per_layer > 2 or self.norm.placement != "pre"):
+            raise SpecError(("parallel",), "parallel sublayers take one shared norm or one pre-norm each")
+
+    def _blocks(self):
+        yield ("attention",), self.attention
+        yield ("ffn",), self.ffn
+        for i, group in enumerate(self.layers or ()):
+            for slot in ("attention", "ffn"):
+                if getattr(group, slot) is not None:
+                    yield ("layers", i, slot), getattr(group, slot)

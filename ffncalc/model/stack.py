@@ -1,0 +1,111 @@
+"""The resolved model: one plain, frozen layer per layer of the network, which every analysis walks.
+
+Any field may differ from layer to layer (mixer kind, heads, FFN kind and width, dense or MoE); nothing
+takes one layer to stand for the rest. Runs of identical layers are found by comparing layers, so an
+analysis may do the work of one and multiply.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Iterator
+
+from .spec import ModelSpec, Norm, Positions
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One layer: a token mixer (attention of some kind) then a per-token FFN, each a registered block."""
+
+    attention: object
+    ffn: object
+
+    def blocks(self) -> Iterator[tuple[str, object]]:
+        """(slot, block) in forward order."""
+        yield "attention", self.attention
+        yield "ffn", self.ffn
+
+
+@dataclass(frozen=True)
+class Run:
+    """``stop - first`` consecutive identical layers."""
+
+    first: int
+    stop: int
+    layer: Layer
+
+    @property
+    def n(self) -> int:
+        return self.stop - self.first
+
+    @property
+    def span(self) -> tuple[int, int]:
+        return (self.first, self.stop)
+
+
+@dataclass(frozen=True)
+class Model:
+    """A decoder-only language model, resolved: every block's widths are integers, every layer is listed."""
+
+    name: str | None
+    vocab_size: int
+    d_model: int
+    context_length: int
+    norm: Norm
+    parallel: bool
+    positions: Positions
+    tie_embeddings: bool
+    lm_head_bias: bool
+    embedding_norm: bool
+    layers: tuple[Layer, ...]
+
+    @property
+    def n_layers(self) -> int:
+        return len(self.layers)
+
+    def runs(self) -> list[Run]:
+        """Runs of consecutive identical layers, in order."""
+        out: list[Run] = []
+        for i, layer in enumerate(self.layers):
+            if out and out[-1].layer == layer:
+                out[-1] = Run(out[-1].first, i + 1, layer)
+            else:
+                out.append(Run(i, i + 1, layer))
+        return out
+
+    def blocks(self) -> Iterator[object]:
+        """Every block of every layer, in order (a run's block once per layer)."""
+        for layer in self.layers:
+            for _, block in layer.blocks():
+                yield block
+
+    def with_layers(self, layers) -> Model:
+        return replace(self, layers=tuple(layers))
+
+    def check_seq_len(self, seq_len: int | None, label: str) -> None:
+        """Learned positions end at the context length: a longer sequence has no position to take."""
+        if seq_len is not None and self.positions == "learned" and seq_len > self.context_length:
+            from ..errors import InputError
+
+            raise InputError(f"--seq-len {seq_len} exceeds context_length {self.context_length} of {label}, "
+                             "whose learned positions end there")
+
+    @classmethod
+    def bare(cls, d_model: int) -> Model:
+        """A model of width ``d_model`` and no layers: the context a lone block is sized in."""
+        return cls(None, 1, d_model, 1, Norm(), False, "none", False, False, False, ())
+
+
+def resolve(spec: ModelSpec) -> Model:
+    """The spec's layer groups expanded to one entry per layer, each block resolved against d_model."""
+    d = spec.d_model
+    attention, ffn = spec.attention.resolve(d), spec.ffn.resolve(d)
+    layers: list[Layer] = []
+    for group in spec.layers or ():
+        layer = Layer(group.attention.resolve(d) if group.attention is not None else attention,
+                      group.ffn.resolve(d) if group.ffn is not None else ffn)
+        layers += [layer] * group.repeat
+    if not spec.layers:
+        layers = [Layer(attention, ffn)] * spec.n_layers
+    return Model(spec.name, spec.vocab_size, d, spec.context_length, spec.norm, spec.parallel, spec.positions,
+                 spec.tie_embeddings, spec.lm_head_bias, spec.embedding_norm, tuple(layers))

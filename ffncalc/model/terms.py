@@ -1,0 +1,91 @@
+"""Terms: one tensor, or one operation without parameters, of a forward pass; and the emitter blocks write them with.
+
+FLOPs are per token of a forward pass: a matmul costs 2 FLOPs per multiply-add (``macs``). Elementwise
+work is kept apart (``elementwise``): its per-element costs below are estimates by construction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from math import prod
+from typing import Literal
+
+Part = Literal["embedding", "layers", "final", "head"]
+
+# Elementwise FLOPs per element, one per arithmetic step of the textbook formula, a transcendental
+# (exp, erf, tanh) counting one. These are estimates by construction and never enter the matmul figure.
+ACTIVATION_OPS = {
+    "identity": 0,
+    "relu": 1,  # max(0, x)
+    "relu2": 2,  # max(0, x)²
+    "tanh": 1,
+    "sigmoid": 4,  # 1 / (1 + exp(-x)): negate, exp, add, divide
+    "silu": 5,  # x · sigmoid(x)
+    "gelu": 5,  # 0.5 · x · (1 + erf(x / √2)): divide, erf, add, two multiplies
+    "gelu_tanh": 9,  # 0.5 · x · (1 + tanh(√(2/π) · (x + 0.044715 · x³)))
+}
+SOFTMAX_OPS = 6  # per score: scale by 1/√d, max, subtract, exp, sum, divide
+ROTARY_OPS = 3  # per rotated element: x·cos + rotate(x)·sin
+RESIDUAL_ADDS = 2  # per layer and model-width element: one after attention, one after the FFN
+
+
+@dataclass(frozen=True)
+class Term:
+    """One tensor (or one operation without parameters) of the model, all its instances together."""
+
+    name: str
+    role: str  # see analysis/conventions.py
+    part: Part
+    shape: tuple[int, ...] = ()  # one instance
+    numel: int = 0  # parameters of one instance
+    count: int = 1  # instances in the model (layers × copies per layer)
+    active_count: int = 1  # instances one token passes through (top_k of the experts)
+    macs: int = 0  # forward multiply-adds per token, all instances (core: the full square)
+    elementwise: int = 0  # forward elementwise FLOPs per token, all instances
+    scores: int = 0  # attention score elements per token (softmax terms only)
+    heads: int = 1  # matrices per instance in a per-head view (q, k, v)
+    tied: bool = False  # the unembedding shares the token embedding's parameters
+    layers: tuple[int, int] | None = None  # [first, stop) for terms inside the stack
+    expert: bool = False  # one of a mixture's routed experts: expert parallelism splits it
+    component: str = ""  # the module the term belongs to (its name without .weight/.bias, or a group of them)
+
+
+@dataclass
+class Emitter:
+    """Collects the terms of one part of the model (or one run of identical layers: ``n`` of them)."""
+
+    part: Part
+    layers: tuple[int, int] | None = None
+    out: list[Term] = field(default_factory=list)
+
+    @property
+    def n(self) -> int:
+        """Layers this emitter stands for."""
+        return self.layers[1] - self.layers[0] if self.layers else 1
+
+    def term(self, name: str, role: str, shape: tuple[int, ...] = (), copies: int = 1, active: int | None = None,
+             *, numel: int | None = None, component: str | None = None, **kw) -> None:
+        if numel is None:
+            numel = prod(shape) if shape else 0
+        active = copies if active is None else active
+        component = component or name.removesuffix(".weight").removesuffix(".bias")
+        self.out.append(Term(name, role, self.part, shape, numel, copies, active, layers=self.layers,
+                             component=component, **kw))
+
+    def linear(self, name: str, d_in: int, d_out: int, bias: bool, copies: int, active: int | None = None,
+               heads: int = 1, **kw) -> None:
+        """nn.Linear(d_in, d_out): a (d_out, d_in) weight and an optional bias."""
+        active = copies if active is None else active
+        self.term(f"{name}.weight", "weight", (d_out, d_in), copies, active, macs=active * d_in * d_out, heads=heads,
+                  **kw)
+        if bias:
+            self.term(f"{name}.bias", "bias", (d_out,), copies, active, elementwise=active * d_out, **kw)
+
+    def norm(self, name: str, norm, width: int, copies: int, total: int | None = None) -> None:
+        """``copies`` norms of ``width`` features; ``total`` elements normalised per token (default: width each)."""
+        if copies:
+            self.term(name, "norm", (width,), copies, numel=width * norm.params_per_feature,
+                      elementwise=copies * norm.ops(width if total is None else total))
+
+    def op(self, name: str, elementwise: int, **kw) -> None:
+        self.term(name, "op", elementwise=elementwise, **kw)

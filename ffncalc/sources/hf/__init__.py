@@ -1,0 +1,114 @@
+"""Hugging Face ``config.json`` -> the spec of the model it describes. No torch, no transformers.
+
+Each family (``families/``, one module per family) reads the keys its transformers configuration class
+defines and applies that class's default where a key is absent (transformers 5.x; the class is named in
+each function). What no key states — which projections carry a bias, where the norms sit — is taken from
+the modeling code, whose class is named beside it. The shape keys (vocab, width, depth, heads, FFN width)
+are required: a config.json without them describes no checkpoint, so a missing one is an error.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ...errors import InputError
+from ...model import Model
+from ..yaml import read_text
+from . import families  # noqa: F401  (registers every family)
+from .config import FAMILIES, Config, Family
+
+# --- reading --------------------------------------------------------------------------------------
+
+def config_path(ref: str | Path) -> Path:
+    """A config.json, or a folder holding one."""
+    path = Path(ref)
+    return path / "config.json" if path.is_dir() else path
+
+
+def read_config(ref: str | Path) -> Config:
+    path = config_path(ref)
+    if path.parent.is_dir() and not path.exists() and path.name == "config.json":
+        raise InputError(f"{path.parent}: no config.json in this folder")
+    text = read_text(path)
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}:{exc.lineno}: not JSON ({exc.msg})") from None
+    if not isinstance(data, dict):
+        raise InputError(f"{path}:1: a config.json is a JSON object, not a {type(data).__name__}")
+    return Config(data, text, str(path))
+
+
+def is_hf_config(ref: str | Path) -> bool:
+    """Whether ``ref`` names a Hugging Face config: a folder with a config.json, or a .json with model_type."""
+    path = Path(ref)
+    if path.is_dir():
+        return (path / "config.json").is_file()
+    if path.suffix != ".json" or not path.is_file():
+        return False
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return False
+    return isinstance(data, dict) and "model_type" in data
+
+
+def family_of(c: Config) -> Family:
+    """The family that reads ``c``."""
+    supported = ", ".join(sorted(FAMILIES))
+    if c.model_type is None:
+        raise InputError(f"{c.source}: model_type: required key is missing (supported: {supported})")
+    found = FAMILIES.get(c.model_type)
+    if found is None:
+        raise c.fail("model_type", f"unsupported model_type {c.model_type!r}; supported: {supported}")
+    return found
+
+
+def spec_data(c: Config) -> dict:
+    """The spec's fields, as a YAML spec states them, for a config of a supported model_type."""
+    return _prune(family_of(c).read(c))
+
+
+def to_spec(c: Config) -> Model:
+    """The resolved model a config describes; a config that gives an impossible shape names the field."""
+    from pydantic import ValidationError
+
+    from ...model import from_data
+    from ...model.schema import problem
+
+    data = spec_data(c)
+    try:
+        return from_data(data)
+    except ValidationError as exc:
+        found = problem(exc)
+        path = ".".join(str(p) for p in found.loc)
+        raise InputError(f"{c.source}: the {c.model_type} config gives an invalid spec: {path}: {found.message}") from None
+
+
+def to_yaml(c: Config) -> str:
+    """The spec as YAML with a header naming its source; validated first, so it always loads back."""
+    import yaml
+
+    to_spec(c)
+    data = spec_data(c)
+    head = (f"# ffncalc spec imported from {c.source} (model_type {c.model_type}, {family_of(c).title}).\n"
+            "# Count it with: ffncalc count THIS_FILE.yaml\n")
+    return head + yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+
+
+def load(ref: str | Path) -> tuple[str, Model]:
+    """A config.json (or its folder) -> (label, model); the label is the folder's name or the file's stem."""
+    path = config_path(ref)
+    c = read_config(path)
+    label = path.parent.name if path.name == "config.json" and path.parent.name else path.stem
+    return label, to_spec(c)
+
+
+def _prune(data):
+    """Drop None values so the spec's own defaults apply and the printed YAML stays short."""
+    if isinstance(data, dict):
+        return {k: _prune(v) for k, v in data.items() if v is not None}
+    if isinstance(data, list):
+        return [_prune(v) for v in data]
+    return data

@@ -1,0 +1,185 @@
+"""What every family plugin reads a config.json with: ``Config`` (typed keys, errors naming file, line and
+key), the shared shapes, the common transformers module names, and the ``family`` registry decorator."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from typing import Any, Callable
+
+from ...errors import InputError
+
+# transformers' ACT2FN names -> ours. gelu_new, gelu_fast and gelu_pytorch_tanh are all the tanh approximation.
+ACTIVATIONS = {
+    "gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_fast": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh",
+    "gelu_accurate": "gelu_tanh", "silu": "silu", "swish": "silu", "relu": "relu", "relu2": "relu2",
+    "sigmoid": "sigmoid", "tanh": "tanh", "linear": "identity",
+}
+
+
+class Config:
+    """A config.json's keys, with errors that name the file, the line and the key."""
+
+    def __init__(self, data: dict, text: str, source: str):
+        self.data, self.text, self.source = data, text, source
+        self.model_type = data.get("model_type")
+
+    def where(self, key: str) -> str:
+        match = re.search(r'"%s"\s*:' % re.escape(key), self.text)
+        return f"{self.source}:{self.text.count(chr(10), 0, match.start()) + 1}" if match else self.source
+
+    def fail(self, key: str, message: str) -> InputError:
+        return InputError(f"{self.where(key)}: {key}: {message}")
+
+    def has(self, key: str) -> bool:
+        return self.data.get(key) is not None
+
+    def int(self, key: str, default: Any = ..., *, positive: bool = True) -> int | None:
+        value = self.data.get(key)
+        if value is None:
+            if default is ...:
+                raise InputError(f"{self.source}: {key}: required key is missing (model_type {self.model_type})")
+            return default
+        if isinstance(value, bool) or not isinstance(value, int) or (positive and value <= 0):
+            raise self.fail(key, f"expected a {'positive ' if positive else ''}integer, got {value!r}")
+        return value
+
+    def bool(self, key: str, default: bool) -> bool:
+        value = self.data.get(key)
+        if value is None:
+            return default
+        if not isinstance(value, bool):
+            raise self.fail(key, f"expected true or false, got {value!r}")
+        return value
+
+    def float(self, key: str, default: float) -> float:
+        value = self.data.get(key)
+        if value is None:
+            return default
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise self.fail(key, f"expected a number, got {value!r}")
+        return float(value)
+
+    def int_list(self, key: str) -> list[int]:
+        value = self.data.get(key) or []
+        if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+            raise self.fail(key, f"expected a list of layer indices, got {value!r}")
+        return value
+
+    def activation(self, key: str, default: str) -> str:
+        name = self.data.get(key) or default
+        if name not in ACTIVATIONS:
+            raise self.fail(key, f"unknown activation {name!r} (known: {', '.join(sorted(ACTIVATIONS))})")
+        return ACTIVATIONS[name]
+
+    def rope_fraction(self, default: float, legacy: str = "partial_rotary_factor") -> float:
+        """The rotated fraction of each head: top-level, or inside rope_parameters (transformers 5)."""
+        nested = self.data.get("rope_parameters")
+        if isinstance(nested, dict) and nested.get("partial_rotary_factor") is not None:
+            return float(nested["partial_rotary_factor"])
+        return self.float(legacy, default)
+
+
+# --- shared shapes ------------------------------------------------------------------------------
+
+def common(c: Config, *, tie: bool, context: str = "max_position_embeddings", context_default: int = 2048) -> dict:
+    return {
+        "name": c.data.get("_name_or_path") or None,
+        "vocab_size": c.int("vocab_size"),
+        "d_model": c.int("hidden_size"),
+        "n_layers": c.int("num_hidden_layers"),
+        "context_length": c.int(context, context_default),
+        "positions": "rotary",
+        "tie_embeddings": c.bool("tie_word_embeddings", tie),
+    }
+
+
+def attention(c: Config, *, head_dim: int | None = None, qkv_bias: bool = False, o_bias: bool = False,
+               qk_norm: str = "none", rotary: float = 1.0) -> dict:
+    heads = c.int("num_attention_heads")
+    kv = c.int("num_key_value_heads", heads)
+    hd = c.int("head_dim", head_dim)
+    out = {"n_heads": heads, "n_kv_heads": kv, "head_dim": hd, "qkv_bias": qkv_bias, "o_bias": o_bias}
+    if qk_norm != "none":
+        out["qk_norm"] = qk_norm
+    if rotary != 1.0:
+        # transformers' rotary width: int(head_dim · partial_rotary_factor) (e.g. PhiRotaryEmbedding)
+        out["rotary_dim"] = int((hd or c.int("hidden_size") // heads) * rotary)
+    return out
+
+
+def gated(c: Config, width_key: str = "intermediate_size", act_key: str = "hidden_act", *, bias: bool = False,
+           act_default: str = "silu", width: int | None = None) -> dict:
+    return {"kind": "gated", "d_ff": width or c.int(width_key), "activation": c.activation(act_key, act_default),
+            "bias": bias}
+
+
+def rms(per_layer: int = 2, **kw) -> dict:
+    return {"kind": "rmsnorm", "per_layer": per_layer, "final": True, **kw}
+
+
+def layer_groups(kinds: list[str], ffns: dict[str, dict]) -> tuple[dict, list[dict] | None]:
+    """Per-layer FFN kinds -> the model's FFN and, where layers differ, runs of identical layers."""
+    runs: list[list] = []
+    for kind in kinds:
+        if runs and runs[-1][0] == kind:
+            runs[-1][1] += 1
+        else:
+            runs.append([kind, 1])
+    if len(runs) == 1:
+        return ffns[runs[0][0]], None
+    main = max(ffns, key=kinds.count)  # the model's FFN; a run of other layers states its own
+    return ffns[main], [{"repeat": n, **({"ffn": ffns[kind]} if kind != main else {})} for kind, n in runs]
+
+
+# --- module names: transformers parameter paths -> our components (verify --hf) --------------------
+
+# Inside a layer, the names most families share (LlamaDecoderLayer's); a family lists its own first.
+COMMON_LAYER_MODULES = (
+    (r"\.q_proj$", "attn.q"), (r"\.k_proj$", "attn.k"), (r"\.v_proj$", "attn.v"),
+    (r"(attn|attention)\.o_proj$", "attn.o"),
+    (r"q_norm$", "attn.q_norm"), (r"k_norm$", "attn.k_norm"),
+    (r"mlp\.gate_proj$", "ffn.gate"), (r"mlp\.up_proj$", "ffn.up"), (r"mlp\.down_proj$", "ffn.down"),
+    (r"(input_layernorm|post_attention_layernorm|pre_feedforward_layernorm|post_feedforward_layernorm)$", "norms"),
+)
+COMMON_TOP_MODULES = ((r"embed_tokens$", "embed"), (r"norm$", "final_norm"), (r"lm_head$", "lm_head"))
+# Mixtures: the router, routed experts (one module per expert, or fused 3-D tensors) and shared experts.
+MOE_MODULES = (
+    (r"mlp\.shared_expert_gate$", "ffn.shared_gate"),
+    (r"mlp\.shared_experts?\b", "ffn.shared"),
+    (r"(mlp|block_sparse_moe)\.experts\b", "ffn.experts"),
+    (r"(mlp|block_sparse_moe)\.gate$", "ffn.router"),
+)
+
+
+@dataclass(frozen=True)
+class Family:
+    """One Hugging Face model family: the model_type it reads, how (``read``: config -> spec data, with
+    the config class's defaults), and the module names its transformers class uses."""
+
+    model_type: str
+    read: Callable[[Config], dict]
+    layer_modules: tuple[tuple[str, str], ...]
+    top_modules: tuple[tuple[str, str], ...]
+
+    @property
+    def title(self) -> str:
+        return (self.read.__doc__ or self.model_type).split(":")[0]
+
+
+FAMILIES: dict[str, Family] = {}
+
+
+def family(*model_types: str, layer_modules=(), top_modules=()):
+    """Decorator: ``read`` is the family for these model_types; its module names go before the common ones."""
+    def register(read: Callable[[Config], dict]):
+        for model_type in model_types:
+            FAMILIES[model_type] = Family(model_type, read, tuple(layer_modules) + COMMON_LAYER_MODULES,
+                                          tuple(top_modules) + COMMON_TOP_MODULES)
+        return read
+    return register
+
+
+def alias(model_type: str, of: str) -> None:
+    """A family that is another under a new name."""
+    FAMILIES[model_type] = replace(FAMILIES[of], model_type=model_type)

@@ -1,0 +1,61 @@
+"""DeepSeek-V2 and DeepSeek-V3: multi-head latent attention and DeepSeekMoE."""
+
+from __future__ import annotations
+
+from ..config import MOE_MODULES, Config, common, family, gated, layer_groups, rms
+
+# DeepseekV2Attention's projections.
+MLA_MODULES = ((r"q_a_proj$", "attn.q_a"), (r"q_a_layernorm$", "attn.q_a_norm"), (r"q_b_proj$", "attn.q_b"),
+               (r"kv_a_proj_with_mqa$", "attn.kv_a"), (r"kv_a_layernorm$", "attn.kv_a_norm"),
+               (r"kv_b_proj$", "attn.kv_b"))
+
+
+def _deepseek(c: Config, *, mlp_bias: bool, defaults: dict) -> dict:
+    """DeepseekV2/V3 DecoderLayer: MLA; layer i is MoE from first_k_dense_replace on (and, in DeepSeek's
+    own code, when i % moe_layer_freq == 0; every published config has 1). The shared experts are one
+    MLP of n_shared_experts × moe_intermediate_size in transformers: the same parameters and FLOPs as
+    n_shared_experts experts, which is how the spec states them. The router is a bias-free weight;
+    DeepSeek-V3's e_score_correction_bias is a buffer, not a parameter (DeepseekV3TopkRouter)."""
+    q_rank = c.data.get("q_lora_rank", defaults["q_lora_rank"])  # an explicit null means a full-rank query
+    if q_rank is not None:
+        q_rank = c.int("q_lora_rank", defaults["q_lora_rank"])
+    attention = {
+        "kind": "mla", "n_heads": c.int("num_attention_heads"), "q_lora_rank": q_rank,
+        "kv_lora_rank": c.int("kv_lora_rank", 512), "qk_nope_head_dim": c.int("qk_nope_head_dim", 128),
+        "qk_rope_head_dim": c.int("qk_rope_head_dim", 64), "v_head_dim": c.int("v_head_dim", 128),
+        "bias": c.bool("attention_bias", False),
+    }
+    n, first, freq = c.int("num_hidden_layers"), c.int("first_k_dense_replace", defaults["first_k_dense_replace"],
+                                                       positive=False), c.int("moe_layer_freq", 1)
+    routed = c.int("n_routed_experts", defaults["n_routed_experts"], positive=False)
+    width = c.int("moe_intermediate_size", defaults["moe_intermediate_size"])
+    moe = {"kind": "moe", "n_experts": routed or 1, "top_k": c.int("num_experts_per_tok", defaults["num_experts_per_tok"]),
+           "expert": gated(c, width=width)}
+    shared = c.int("n_shared_experts", defaults["n_shared_experts"], positive=False)
+    if shared:
+        moe.update(n_shared_experts=shared, shared=gated(c, width=width, bias=False))
+    kinds = ["moe" if routed and i >= first and i % freq == 0 else "dense" for i in range(n)]
+    ffn, layers = layer_groups(kinds, {"moe": moe, "dense": gated(c, bias=mlp_bias) if "dense" in kinds else None})
+    return {**common(c, tie=False), "attention": attention, "ffn": ffn, **({"layers": layers} if layers else {}),
+            "norm": rms()}
+
+
+@family("deepseek_v2",
+        layer_modules=MLA_MODULES + MOE_MODULES)
+def deepseek_v2(c: Config) -> dict:
+    """DeepseekV2Config defaults: q_lora_rank 1536, 64 routed experts, 2 shared, moe_intermediate_size 1407,
+    first_k_dense_replace 0; the dense MLPs take mlp_bias (DeepseekV2MLP)."""
+    return _deepseek(c, mlp_bias=c.bool("mlp_bias", False), defaults={
+        "q_lora_rank": 1536, "n_routed_experts": 64, "n_shared_experts": 2, "moe_intermediate_size": 1407,
+        "first_k_dense_replace": 0, "num_experts_per_tok": ...})  # no default: required
+
+
+@family("deepseek_v3",
+        layer_modules=MLA_MODULES + MOE_MODULES)
+def deepseek_v3(c: Config) -> dict:
+    """DeepseekV3Config defaults: q_lora_rank 1536, 256 routed experts (8 per token), 1 shared,
+    moe_intermediate_size 2048, first_k_dense_replace 3. The multi-token-prediction layers
+    (num_nextn_predict_layers) ship in the checkpoint but are not part of DeepseekV3ForCausalLM."""
+    return _deepseek(c, mlp_bias=False, defaults={
+        "q_lora_rank": 1536, "n_routed_experts": 256, "n_shared_experts": 1, "moe_intermediate_size": 2048,
+        "first_k_dense_replace": 3, "num_experts_per_tok": 8})

@@ -1,0 +1,21 @@
+"""Mistral 7B (Jiang et al. 2023) and Mixtral (Jiang et al. 2024)."""
+
+from __future__ import annotations
+
+from ..config import MOE_MODULES, Config, attention, common, family, gated, rms
+
+
+@family("mistral")
+def mistral(c: Config) -> dict:
+    """MistralConfig / MistralAttention: Llama's shapes, no biases anywhere, head_dim may be stated."""
+    return {**common(c, tie=False), "attention": attention(c), "ffn": gated(c), "norm": rms()}
+
+
+@family("mixtral",
+        layer_modules=MOE_MODULES)
+def mixtral(c: Config) -> dict:
+    """MixtralConfig / MixtralSparseMoeBlock: Mistral's attention, a bias-free router over
+    num_local_experts (default 8) SwiGLU experts, num_experts_per_tok (default 2) per token."""
+    return {**common(c, tie=False), "attention": attention(c), "norm": rms(),
+            "ffn": {"kind": "moe", "n_experts": c.int("num_local_experts", 8), "top_k": c.int("num_experts_per_tok", 2),
+                    "expert": gated(c)}}

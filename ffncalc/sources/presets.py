@@ -1,0 +1,60 @@
+"""The shipped presets (``presets/*.yaml``, installed as the ``ffncalc.presetdata`` package) and model lookup."""
+
+from __future__ import annotations
+
+import difflib
+from functools import cache
+from importlib import resources
+from pathlib import Path
+
+from ..errors import InputError
+from ..model import Model
+from .yaml import load_spec, parse_spec
+
+ALIASES = {"gpt3": "gpt3-175b"}
+SPEC_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+@cache
+def _folder():
+    """Installed: the ``ffncalc.presetdata`` package; a bare source checkout: ``presets/`` beside the package."""
+    try:
+        return resources.files("ffncalc.presetdata")
+    except ModuleNotFoundError:
+        return Path(__file__).resolve().parent.parent.parent / "presets"
+
+
+@cache
+def names() -> tuple[str, ...]:
+    """Preset names: the file names without ``.yaml``, sorted."""
+    return tuple(sorted(f.name[: -len(".yaml")] for f in _folder().iterdir() if f.name.endswith(".yaml")))
+
+
+def canonical(name: str) -> str:
+    """The preset a name or alias stands for; unknown names raise with the closest matches."""
+    name = ALIASES.get(name, name)
+    if name in names():
+        return name
+    choices = list(names()) + list(ALIASES)
+    close = difflib.get_close_matches(name, choices, n=3, cutoff=0.6) or difflib.get_close_matches(
+        name, choices, n=3, cutoff=0.0
+    )
+    raise InputError(f"unknown preset {name!r}; closest: {', '.join(close)} (ffncalc presets lists them all)")
+
+
+def text(name: str) -> str:
+    """The YAML source of a preset, comments included."""
+    return _folder().joinpath(f"{canonical(name)}.yaml").read_text(encoding="utf-8")
+
+
+def load(ref: str) -> tuple[str, Model]:
+    """A preset name, alias, spec file path, or Hugging Face config.json (or its folder) -> (label, spec)."""
+    from . import hf
+
+    if hf.is_hf_config(ref):
+        return hf.load(ref)
+    path = Path(ref)
+    if path.exists() or ref.endswith(SPEC_SUFFIXES) or "/" in ref or "\\" in ref:
+        return path.stem, load_spec(path)
+    name = canonical(ref)
+    return name, parse_spec(text(name), f"preset {name}", check=False)  # shipped and tested: trusted

@@ -1,0 +1,99 @@
+"""Reading a spec from YAML text or a file, with errors that name the file, line and field.
+
+A user's file is validated (pydantic, through ``model.schema``); a shipped preset is trusted and built
+directly, which needs no pydantic.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from ..errors import InputError
+from ..model import Model, from_data
+from ..model.schema import problem
+
+
+def read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise InputError(f"{path}: is a directory, not a spec file") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot be read ({exc.strerror})") from None
+
+
+def parse_spec(text: str, source: str, *, check: bool = True) -> Model:
+    """YAML ``text`` as a resolved model, validated unless ``check`` is off; ``source`` names it in errors."""
+    try:
+        data = yaml.safe_load(text)  # safe_load only: a !!python tag is an error, never executed
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"{source}:{mark.line + 1}" if mark else source
+        what = "YAML tag not allowed (plain YAML only)" if isinstance(exc, yaml.constructor.ConstructorError) \
+            else "YAML syntax error"
+        raise InputError(f"{where}: {what}: {exc.problem or exc.context}") from None
+    except yaml.YAMLError as exc:
+        raise InputError(f"{source}: YAML error: {exc}") from None
+    if data is None:
+        raise InputError(f"{source}: empty file: a spec is a mapping of fields (vocab_size, d_model, …)")
+    if not isinstance(data, dict):
+        raise InputError(f"{source}:1: the document is a {type(data).__name__}, not a mapping of spec fields")
+    if not check:
+        return from_data(data, check=False)
+    from pydantic import ValidationError
+
+    try:
+        return from_data(data)
+    except ValidationError as exc:
+        raise InputError(_describe(exc, text, source)) from None
+
+
+def load_spec(path: Path) -> Model:
+    return parse_spec(read_text(path), str(path))
+
+
+def _describe(exc, text: str, source: str) -> str:
+    """The validation error as one line: file:line: field.path: message."""
+    found = problem(exc)
+    path, line = _locate(found.loc, found.kind, text, found.named)
+    where = f"{source}:{line}" if line else source
+    return f"{where}: {path or '(top level)'}: {found.message}"
+
+
+def _locate(loc: tuple, kind: str, text: str, named: bool) -> tuple[str, int | None]:
+    """Walk the YAML node tree along a pydantic location: the dotted field path and its line.
+
+    Locations carry entries that are not keys (a union member's tag or type name); they are skipped.
+    A last entry that is a field absent from the input (``named``) is still shown.
+    """
+    node = yaml.compose(text, Loader=yaml.SafeLoader)
+    line = node.start_mark.line + 1 if node is not None else None
+    shown: list[str] = []
+    for i, step in enumerate(loc):
+        last = i == len(loc) - 1
+        if isinstance(node, yaml.MappingNode):
+            found = next(((k, v) for k, v in node.value if k.value == step), None)
+            if found is not None:
+                shown.append(str(step))
+                key, node = found
+                line = key.start_mark.line + 1  # the line naming the field
+                continue
+            if last and named and not _is_tag(node, step):
+                shown.append(str(step))
+            continue
+        if isinstance(node, yaml.SequenceNode) and isinstance(step, int) and step < len(node.value):
+            shown[-1:] = [f"{shown[-1]}[{step}]"] if shown else [f"[{step}]"]
+            node = node.value[step]
+            line = node.start_mark.line + 1
+    return ".".join(shown), line
+
+
+def _is_tag(node: yaml.MappingNode, step: str) -> bool:
+    """Whether ``step`` is the value of the mapping's ``kind`` (a discriminated union's tag)."""
+    return any(k.value == "kind" and getattr(v, "value", None) == step for k, v in node.value)

@@ -1,0 +1,201 @@
+"""Blocks are plugins: a kind defined here, in the test, works in every command with no edit under ffncalc/.
+
+Also: the registry's kinds, the trusted preset path against the validated one, and the absence of type
+tests outside the block modules.
+"""
+
+import json
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+from ffncalc import blocks
+from ffncalc.analysis.count import tally
+from ffncalc.blocks import Block, register
+from ffncalc.model import from_data
+from ffncalc.model.schema import Positive
+from ffncalc.sources import presets
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class ScaledResidual(Block):
+    """A toy FFN-slot block: y = s ⊙ (W x) + b, one d×d weight, a learned scale of d and an optional bias."""
+
+    kind = "scaled_residual"
+    slot = "ffn"
+    summary = "a toy block: a square projection and a learned per-feature scale"
+
+    rank: Positive = 1  # a spec field, to prove the schema is the block's own (unused by the maths)
+    bias: bool = False
+
+    def describe(self) -> str:
+        return "scaled residual"
+
+    def terms(self, e, model, seq_len):
+        d, n = model.d_model, e.n
+        e.linear("ffn.proj", d, d, self.bias, n)
+        e.term("ffn.scale", "norm", (d,), n, elementwise=n * d)
+
+    def kept_elements(self, model):
+        return 2 * model.d_model  # the input (for proj's weight gradient) and proj's output (for the scale's)
+
+    def torch_module(self, model, causal):
+        return _toy_module()(model.d_model, self.bias)
+
+
+@cache
+def _toy_module():
+    import torch
+    from torch import nn
+
+    from ffncalc.blocks._torch import Linear
+
+    class Toy(nn.Module):
+        def __init__(self, d, bias):
+            super().__init__()
+            self.proj = Linear(d, d, bias=bias)
+            self.scale = nn.Parameter(torch.ones(d))
+
+        def forward(self, x):
+            return self.scale * self.proj(x)
+
+    return Toy
+
+
+@pytest.fixture
+def toy():
+    register(ScaledResidual)
+    yield ScaledResidual
+    blocks.unregister("scaled_residual")
+
+
+D, LAYERS, VOCAB, HEADS = 64, 3, 100, 4
+SPEC = f"""name: toy
+vocab_size: {VOCAB}
+d_model: {D}
+n_layers: {LAYERS}
+context_length: 32
+attention: {{n_heads: {HEADS}}}
+ffn: {{kind: scaled_residual, rank: 2, bias: true}}
+layers:
+  - {{repeat: 1, ffn: {{kind: gated, d_ff: 96}}}}
+  - {{repeat: 2}}
+"""
+
+
+def hand_params() -> int:
+    """Embedding and head (untied), attention q/k/v/o without biases, 2 RMSNorms a layer and a final one;
+    layer 0 a SwiGLU of 96, layers 1-2 the toy: W (d×d) + bias (d) + scale (d)."""
+    attention = 4 * D * D
+    toy = D * D + D + D
+    gated = 3 * D * 96
+    return 2 * VOCAB * D + LAYERS * (attention + 2 * D) + D + gated + 2 * toy
+
+
+@pytest.fixture
+def spec_file(tmp_path, toy):
+    path = tmp_path / "toy.yaml"
+    path.write_text(SPEC)
+    return str(path)
+
+
+def test_count_every_format(cli, spec_file):
+    code, out, err = cli("count", spec_file, "--format", "json", "--per-layer")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["totals"]["params"] == hand_params()
+    proj = [c for c in data["components"] if c["component"] == "ffn.proj.weight"]
+    assert proj == [{**proj[0], "layers": [1, 3], "params": 2 * D * D, "forward_flops_per_token": 2 * 2 * D * D}]
+    for fmt in ("table", "markdown", "csv", "latex"):
+        code, out, err = cli("count", spec_file, "--format", fmt)
+        assert code == 0 and "ffn.scale" in out, err
+
+
+def test_verify_against_torch(cli, spec_file):
+    code, out, err = cli("verify", spec_file, "--seq-len", "8", "--format", "json")
+    data = json.loads(out)
+    assert code == 0 and data["ok"], out + err
+    names = {c["component"] for c in data["components"]}
+    assert {"ffn.proj.weight", "ffn.proj.bias", "ffn.scale"} <= names
+
+
+def test_train_and_infer(cli, spec_file):
+    code, out, err = cli("train", spec_file, "--tokens", "1M", "--seq-len", "16", "--recompute", "selective",
+                         "--format", "json")
+    assert code == 0, err
+    figures = json.loads(out)["figures"]
+    # Korthikanti's layer with each block's own kept elements: attention d + 2·(h + kv)·head_dim, the toy 2d,
+    # SwiGLU d + 4·d_ff; a 1-byte mask per sublayer; two norms of 2·d bytes each.
+    attention = 2 * (D + 2 * (HEADS + HEADS) * (D // HEADS)) + D
+    per_token = [attention + 2 * (D + 4 * 96) + D + 4 * D] + 2 * [attention + 2 * 2 * D + D + 4 * D]
+    assert figures["activation_bytes_per_device"]["value"] == 16 * sum(per_token)
+    assert figures["params"]["value"] == hand_params()
+    code, out, err = cli("infer", spec_file, "--prompt", "10", "--generate", "5", "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["figures"]["kv_bytes_per_token"]["value"] == LAYERS * 2 * D * 2  # K and V, bf16
+
+
+def test_table_and_presets_style_listing(cli, spec_file):
+    code, out, err = cli("table", spec_file, "--format", "json")
+    row = json.loads(out)["models"][0]
+    assert code == 0 and row["ffn"] == [[1, "SwiGLU"], [2, "scaled residual"]], err
+
+
+def test_bad_field_of_a_new_kind_names_it(cli, spec_file):
+    Path(spec_file).write_text(SPEC.replace("rank: 2", "rank: 0"))
+    code, _, err = cli("count", spec_file)
+    assert code == 2 and ":7: ffn.rank: Input should be greater than 0" in err
+
+
+def test_unregistered_kind_is_refused(cli, tmp_path):
+    path = tmp_path / "toy.yaml"
+    path.write_text(SPEC)
+    code, _, err = cli("count", str(path))
+    assert code == 2 and "ffn: Input tag 'scaled_residual'" in err
+
+
+def test_registry_holds_the_builtin_kinds():
+    assert {"mha", "mla", "dense", "gated", "moe"} <= set(blocks.kinds())
+    for kind, cls in blocks.kinds().items():
+        assert cls.kind == kind and cls.slot in ("attention", "ffn") and cls.summary
+
+
+@pytest.mark.parametrize("name", presets.names())
+def test_trusted_presets_equal_validated(name):
+    """Presets are built without validation; validated, they must be the same model."""
+    import yaml
+
+    data = yaml.safe_load(presets.text(name))
+    assert from_data(data, check=False) == from_data(data)
+
+
+def test_counting_a_preset_needs_no_pydantic():
+    code = ("import sys; from ffncalc.sources import presets; from ffncalc.analysis.count import tally; "
+            "tally(presets.load('deepseek-v3')[1]); print('pydantic' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.strip() == "False", out.stderr
+
+
+def test_no_type_tests_of_blocks_or_specs_outside_blocks():
+    """Only block modules and the schema reader may ask what type a spec object is."""
+    names = {cls.__name__ for cls in blocks.kinds().values()} | {"ModelSpec", "Norm", "LayerGroup", "LlamaWidth",
+                                                                  "Layer", "Model", "Block"}
+    pattern = re.compile(r"isinstance\([^)]*\b(" + "|".join(sorted(names)) + r")\b")
+    offenders = [f"{path}:{i}" for path in (ROOT / "ffncalc").rglob("*.py")
+                 if "blocks" not in path.parts and path.name != "schema.py"
+                 for i, line in enumerate(path.read_text().splitlines(), 1) if pattern.search(line)]
+    assert offenders == []
+
+
+def test_deepseek_layers_differ_per_layer():
+    model = presets.load("deepseek-v3")[1]
+    runs = model.runs()
+    assert [(r.first, r.stop) for r in runs] == [(0, 3), (3, 61)]
+    assert tally(model).params == 671_026_404_352  # DeepSeek-V3 technical report: 671B total
