@@ -83,9 +83,9 @@ def test_json_results(cli, tmp_path):
                        "--repeats", "3", "--backward", "--format", "json", "--out", str(target))
     assert code == 0
     results = json.loads(out)
-    assert json.loads(target.read_text()) == results
+    assert json.loads(target.read_text()) == results and results["model"] == "microgpt"
     assert list(tmp_path.iterdir()) == [target]  # no temporary file left behind
-    r, = results
+    r, = results["bench"]
     for key, kind in [("block", str), ("device", str), ("dtype", str), ("tokens", int), ("median_ms", float),
                       ("min_ms", float), ("max_ms", float), ("flops", int), ("tflops", float),
                       ("peak_tflops_measured", float), ("share_of_peak", float)]:

@@ -115,7 +115,7 @@ def test_activation_choice():
 
 
 def test_sweep(cli):
-    rows = json.loads(cli("compare", "--d-model", "1024", "--sweep", "2:4:1", "--format", "json")[1])
+    rows = json.loads(cli("compare", "--d-model", "1024", "--sweep", "2:4:1", "--format", "json")[1])["sweep"]
     assert [r["source"]["d_ff"] for r in rows] == [2048, 3072, 4096]
     assert [r["target"]["d_ff"] for r in rows] == [1365, 2048, 2731]  # 2·f/3, nearest
     code, out, _ = cli("compare", "llama2-7b", "--sweep", "2,2.6875", "--format", "markdown")

@@ -26,7 +26,7 @@ def test_every_format(cli, name):
     args = COMMANDS[name]
     code, out, err = cli(*args, "--format", "json")
     assert code == 0, err
-    assert json.loads(out)
+    assert isinstance(json.loads(out), dict)  # every command's JSON is an object of stable keys
 
     code, out, _ = cli(*args, "--format", "csv")
     rows = list(csv.reader(io.StringIO(out)))

@@ -180,7 +180,7 @@ def compare(
         block = ffn_block(kind.value, d_ff or d_model, bias=bias, activation=act)
     if sweep is not None:
         rows = cmp.sweep(d_model, block, cmp.parse_ratios(sweep), **kw)
-        output.show(doc=lambda: render.sweep_doc(rows), json=lambda: [render.comparison_records(c) for c in rows],
+        output.show(doc=lambda: render.sweep_doc(rows), json=lambda: {"sweep": [render.comparison_records(c) for c in rows]},
               csv=lambda: render.sweep_csv(rows))
         return
     c = cmp.compare_model(spec, model=label, **kw) if model is not None else cmp.compare_block(d_model, block, **kw)
@@ -243,13 +243,14 @@ def bench(
         results = timing.run(plans, device=dev, dtype=dtype.value, tokens=tokens, seq_len=seq, backward=backward,
                              repeats=repeats, warmup=warmup, progress=progress)
     records = [r.record() for r in results]
+    data = {"model": label, "bench": records}
     if out:
         from ..files import write_atomic
 
-        write_atomic(out, render.to_json(records))
+        write_atomic(out, render.to_json(data))
     from ..output.sheet import to_csv
 
-    output.show(doc=lambda: render.bench_doc(label, results), json=lambda: records, csv=lambda: to_csv(records))
+    output.show(doc=lambda: render.bench_doc(label, results), json=lambda: data, csv=lambda: to_csv(records))
 
 
 class _progress:
