@@ -78,21 +78,49 @@ def instantiate(c: Config):
         return AutoModelForCausalLM.from_config(config)
 
 
-def check(c: Config, *, model: str = "model", spec: Model | None = None) -> HFReport:
-    """Our parameter count against transformers', per component and run of identical layers;
-    ``spec`` (default: the config imported) is the side under test."""
+@dataclass(frozen=True)
+class Measured:
+    """What transformers instantiates for a config: every parameter (a tied one once) and buffer, by name."""
+
+    model_class: str
+    version: str
+    params: tuple[tuple[str, int], ...]
+    buffers: tuple[tuple[str, int], ...]
+
+    def record(self) -> dict:
+        return {"model_class": self.model_class, "transformers": self.version,
+                "params": [list(p) for p in self.params], "buffers": [list(b) for b in self.buffers]}
+
+    @classmethod
+    def from_record(cls, data: dict) -> Measured:
+        return cls(data["model_class"], data["transformers"], tuple((p, n) for p, n in data["params"]),
+                   tuple((b, n) for b, n in data["buffers"]))
+
+
+def measure(c: Config) -> Measured:
+    """Build the transformers class on the meta device and list what it holds."""
     import transformers
 
+    net = instantiate(c)
+    params = tuple((path, p.numel()) for path, p in net.named_parameters())  # a tied Parameter is listed once
+    buffers = tuple((path, b.numel()) for path, b in net.named_buffers()
+                    if "rotary" not in path and "inv_freq" not in path)
+    return Measured(type(net).__name__, transformers.__version__, params, buffers)
+
+
+def check(c: Config, *, model: str = "model", spec: Model | None = None, measured: Measured | None = None) -> HFReport:
+    """Our parameter count against transformers', per component and run of identical layers; ``spec``
+    (default: the config imported) is the side under test, ``measured`` (default: built now) the other."""
     spec = spec or to_spec(c)
     family = family_of(c)
+    measured = measured or measure(c)
     run_of = {i: run.span for run in spec.runs() for i in range(*run.span)}
-    net = instantiate(c)
 
     theirs: dict[tuple[str, tuple[int, int] | None], int] = {}
-    for path, param in net.named_parameters():  # a tied Parameter is listed once
+    for path, numel in measured.params:
         name, layer = hf_component(path, family)
         key = (name, run_of.get(layer) if layer is not None else None)
-        theirs[key] = theirs.get(key, 0) + param.numel()
+        theirs[key] = theirs.get(key, 0) + numel
     ours: dict[tuple[str, tuple[int, int] | None], int] = {}
     for row in tally(spec).rows:
         if row.params:
@@ -112,13 +140,12 @@ def check(c: Config, *, model: str = "model", spec: Model | None = None) -> HFRe
     checks = tuple(HFCheck(name, layers, ours.get((name, layers), 0), theirs.get((name, layers), 0))
                    for name, layers in list(ours) + [k for k in theirs if k not in ours])
     notes = []
-    buffers = [(p, b.numel()) for p, b in net.named_buffers() if "rotary" not in p and "inv_freq" not in p]
-    if buffers:
-        names = sorted({re.sub(r"\.\d+\.", ".N.", p) for p, _ in buffers})
-        notes.append(f"buffers, not parameters: {', '.join(names)} ({sum(n for _, n in buffers):,} elements)")
+    if measured.buffers:
+        names = sorted({re.sub(r"\.\d+\.", ".N.", p) for p, _ in measured.buffers})
+        notes.append(f"buffers, not parameters: {', '.join(names)} ({sum(n for _, n in measured.buffers):,} elements)")
     dropped = [k for k in DROPPED_KEYS if k in c.data]
     if dropped:
         notes.append(f"ignored: {', '.join(dropped)} (remote code and quantization change no shapes)")
     if any("+" in ch.component for ch in checks):
         notes.append("q+k+v, gate+up: one fused transformers module against the sum of the parts it holds")
-    return HFReport(model, type(net).__name__, transformers.__version__, tuple(notes), checks)
+    return HFReport(model, measured.model_class, measured.version, tuple(notes), checks)
