@@ -199,3 +199,24 @@ def test_deepseek_layers_differ_per_layer():
     runs = model.runs()
     assert [(r.first, r.stop) for r in runs] == [(0, 3), (3, 61)]
     assert tally(model).params == 671_026_404_352  # DeepSeek-V3 technical report: 671B total
+
+
+def test_block_options_by_hand_and_against_torch():
+    """Attention sinks, a norm per head, LayerNorm1p, OPT's position offset and a learned router correction
+    bias, counted by hand and proven against the reference torch modules in both attention views."""
+    from ffncalc.analysis.verify import verify
+
+    data = dict(vocab_size=50, d_model=32, n_layers=2, context_length=16, positions="learned", position_offset=2,
+                attention={"n_heads": 4, "n_kv_heads": 2, "qk_norm": "each_head", "sinks": True},
+                ffn={"kind": "moe", "n_experts": 4, "top_k": 2, "correction_bias": True,
+                     "expert": {"kind": "gated", "d_ff": 8}},
+                norm={"kind": "layernorm1p"})
+    model = from_data(data)
+    embeddings = 50 * 32 + (16 + 2) * 32 + 50 * 32  # tokens, positions (2 more rows), untied head
+    norms = 2 * 2 * 32  # two LayerNorm1p a layer, weight and bias
+    attention = 32 * 32 + 2 * (32 * 16) + 32 * 32 + 2 * 4 * 8 + 2 * 2 * 8 + 4  # q, k, v, o, per-head norms, sinks
+    moe = 32 * 4 + 4 + 4 * 3 * 32 * 8  # router, correction bias, 4 SwiGLU experts
+    assert tally(model).params == embeddings + 2 * (norms + attention + moe) + 2 * 32
+    for convention in ("exact", "causal"):
+        report = verify(model, seq_len=8, convention=convention)
+        assert report.ok, report.failures

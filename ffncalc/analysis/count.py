@@ -26,7 +26,7 @@ def terms(model: Model, seq_len: int) -> list[Term]:
     # A lookup has no multiply-adds; macs records the one-hot matmul that Chinchilla's accounting charges.
     emb.term("embed.weight", "tied" if model.tie_embeddings else "token", (v, d), macs=v * d)
     if model.positions == "learned":
-        emb.term("pos_embed.weight", "position", (model.context_length, d), elementwise=d)
+        emb.term("pos_embed.weight", "position", (model.context_length + model.position_offset, d), elementwise=d)
     if model.embedding_norm:
         emb.norm("embed_norm", model.norm, d, 1)
     out = emb.out

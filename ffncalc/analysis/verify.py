@@ -76,7 +76,7 @@ def _component(path: str, norm: bool) -> tuple[str, int | None]:
 
 
 def _is_norm(module: torch.nn.Module) -> bool:
-    return isinstance(module, (torch.nn.LayerNorm, torch.nn.RMSNorm))
+    return isinstance(module, (torch.nn.LayerNorm, torch.nn.RMSNorm)) or getattr(module, "is_norm", False)
 
 
 Key = tuple[str, "tuple[int, int] | None"]  # (component, layer run)

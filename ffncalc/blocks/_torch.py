@@ -35,9 +35,30 @@ class Linear(nn.Linear):
 
 
 def make_norm(norm, width: int) -> nn.Module:
-    if norm.kind == "layernorm":
+    if norm.kind.startswith("layernorm"):  # LayerNorm1p (Nemotron) scales by 1 + w: the same parameters
         return nn.LayerNorm(width, elementwise_affine=norm.affine, bias=norm.has_bias)
     return nn.RMSNorm(width, elementwise_affine=norm.affine)
+
+
+class HeadNorm(nn.Module):
+    """A norm over head_dim with its own weight (and bias) in every head, on (B, heads, s, head_dim)
+    (StableLmLayerNormPerHead, CohereLayerNorm over (heads, head_dim))."""
+
+    is_norm = True  # verify counts its weight and bias as one component
+
+    def __init__(self, norm, heads: int, dim: int):
+        super().__init__()
+        self.layer, self.dim = norm.kind.startswith("layernorm"), dim
+        self.weight = nn.Parameter(torch.ones(heads, dim)) if norm.affine else None
+        self.bias = nn.Parameter(torch.zeros(heads, dim)) if norm.has_bias else None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = F.layer_norm(x, (self.dim,)) if self.layer else F.rms_norm(x, (self.dim,))
+        if self.weight is not None:
+            x = x * self.weight[:, None, :]
+        if self.bias is not None:
+            x = x + self.bias[:, None, :]
+        return x
 
 
 class MatMul(nn.Module):
@@ -74,15 +95,25 @@ def attend(layer, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Te
     heads, s = q.shape[1], q.shape[2]
     q = q * (1.0 / math.sqrt(q.shape[-1]))
     bias = alibi_bias(heads, s, q.device, q.dtype) if layer.positions == "alibi" else None
+    sinks = getattr(layer, "sinks", None)
     if layer.causal:
-        return causal_attention(q, k, v, layer.scores, layer.values, bias)
+        return causal_attention(q, k, v, layer.scores, layer.values, bias, sinks=sinks)
     scores = layer.scores(q, k.transpose(-2, -1))  # (B, H, s, s): the full square
     if bias is not None:
         scores = scores + bias
-    return layer.values(scores.softmax(dim=-1), v)  # (B, H, s, v_dim)
+    return layer.values(softmax(scores, sinks), v)  # (B, H, s, v_dim)
 
 
-def causal_attention(q, k, v, scores_mm: MatMul, values_mm: MatMul, bias=None, block: int | None = None):
+def softmax(scores: torch.Tensor, sinks: torch.Tensor | None = None) -> torch.Tensor:
+    """Softmax over the keys; with sinks, each head's sink logit joins the normaliser and is then dropped."""
+    if sinks is None:
+        return scores.softmax(dim=-1)
+    sink = sinks.to(scores.dtype).view(1, -1, 1, 1).expand(*scores.shape[:-1], 1)
+    return torch.cat([scores, sink], dim=-1).softmax(dim=-1)[..., :-1]
+
+
+def causal_attention(q, k, v, scores_mm: MatMul, values_mm: MatMul, bias=None, block: int | None = None,
+                     sinks=None):
     """Attention over the causal triangle only: query i meets keys 0..i, s(s+1)/2 products in all.
 
     Queries go in blocks of ``block``: a block meets the keys before it as one rectangle, and the
@@ -105,7 +136,7 @@ def causal_attention(q, k, v, scores_mm: MatMul, values_mm: MatMul, bias=None, b
             full[..., st + r, st : st + r + 1] = part[..., j, :]
     if bias is not None:
         full = full + bias
-    probs = full.softmax(dim=-1)
+    probs = softmax(full, sinks)
     out = q.new_zeros(*q.shape[:-1], v.shape[-1])
     for start in starts[1:]:
         stop = min(start + block, s)

@@ -45,8 +45,11 @@ class Attention(Block):
     head_dim: Positive | None = None  # default: d_model / n_heads
     qkv_bias: bool = False
     o_bias: bool = False
-    qk_norm: Literal["none", "head", "full"] = "none"  # head: one norm of head_dim shared by heads
+    # head: one norm over head_dim shared by every head (Qwen3); each_head: over head_dim, its own weights in
+    # every head (StableLM, Cohere); full: one norm over all heads' width (OLMo 2)
+    qk_norm: Literal["none", "head", "each_head", "full"] = "none"
     rotary_dim: Positive | None = None  # features of each head that rotary positions turn; default: all
+    sinks: bool = False  # a learned logit per head that joins every softmax and takes no value (gpt-oss)
 
     @property
     def kv_heads(self) -> int:
@@ -76,12 +79,13 @@ class Attention(Block):
         e.linear("attn.k", d, kv * hd, self.qkv_bias, n, heads=kv)
         e.linear("attn.v", d, kv * hd, self.qkv_bias, n, heads=kv)
         if self.qk_norm != "none":
-            # "head": one norm over head_dim shared by all heads (Qwen3); "full": over all heads' width (OLMo2).
             q_width, k_width = (hd, hd) if self.qk_norm == "head" else (h * hd, kv * hd)
             e.norm("attn.q_norm", model.norm, q_width, n, total=h * hd)
             e.norm("attn.k_norm", model.norm, k_width, n, total=kv * hd)
         if model.positions == "rotary":
             e.op("attn.rotary", n * ROTARY_OPS * (h + kv) * self.rotary_dim)
+        if self.sinks:  # one more logit in each head's softmax (gpt-oss: GptOssAttention.sinks)
+            e.term("attn.sinks", "bias", (h,), n, elementwise=n * h * SOFTMAX_OPS)
         attention_core(e, model, h, hd, hd, seq_len, self.o_bias)
 
     def cache_elements(self, model) -> int:
@@ -105,7 +109,7 @@ def _module():
     import torch
     from torch import nn
 
-    from ._torch import Linear, MatMul, attend, make_norm, rotate
+    from ._torch import HeadNorm, Linear, MatMul, attend, make_norm, rotate
 
     class MultiHeadAttention(nn.Module):
         def __init__(self, spec: Attention, model, causal: bool):
@@ -117,10 +121,15 @@ def _module():
             self.k = Linear(d, self.kv_heads * self.head_dim, bias=spec.qkv_bias)
             self.v = Linear(d, self.kv_heads * self.head_dim, bias=spec.qkv_bias)
             self.qk_norm = spec.qk_norm
-            if spec.qk_norm != "none":
+            if spec.qk_norm == "each_head":
+                self.q_norm = HeadNorm(model.norm, self.heads, self.head_dim)
+                self.k_norm = HeadNorm(model.norm, self.kv_heads, self.head_dim)
+            elif spec.qk_norm != "none":
                 per_head = spec.qk_norm == "head"
                 self.q_norm = make_norm(model.norm, self.head_dim if per_head else self.heads * self.head_dim)
                 self.k_norm = make_norm(model.norm, self.head_dim if per_head else self.kv_heads * self.head_dim)
+            if spec.sinks:
+                self.sinks = nn.Parameter(torch.zeros(self.heads))
             self.scores = MatMul()
             self.values = MatMul()
             self.o = Linear(self.heads * self.head_dim, d, bias=spec.o_bias)
@@ -135,7 +144,7 @@ def _module():
             if self.qk_norm == "full":
                 q, k = self.q_norm(q), self.k_norm(k)
             q, k, v = self._split(q, self.heads), self._split(k, self.kv_heads), self._split(v, self.kv_heads)
-            if self.qk_norm == "head":
+            if self.qk_norm in ("head", "each_head"):
                 q, k = self.q_norm(q), self.k_norm(k)
             if self.positions == "rotary":
                 q, k = rotate(q, self.rotary), rotate(k, self.rotary)

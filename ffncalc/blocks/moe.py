@@ -35,6 +35,9 @@ class MoEFFN(Block):
     shared: Expert | None = None
     shared_gate: bool = False  # a d_model -> 1 sigmoid gate on the shared experts' output (Qwen2-MoE)
     router_bias: bool = False
+    # a per-expert bias added to the router's scores to choose experts, a learned parameter in some families
+    # (ERNIE 4.5's moe_statics) and a buffer, not counted, in others (DeepSeek-V3's e_score_correction_bias)
+    correction_bias: bool = False
 
     def __post_init__(self) -> None:
         if self.top_k > self.n_experts:
@@ -64,6 +67,8 @@ class MoEFFN(Block):
         d, n = model.d_model, e.n
         e.linear("ffn.router", d, self.n_experts, self.router_bias, n)
         e.op("ffn.router_softmax", n * SOFTMAX_OPS * self.n_experts)
+        if self.correction_bias:
+            e.term("ffn.correction_bias", "bias", (self.n_experts,), n, elementwise=n * self.n_experts)
         self.expert.emit(e, "ffn.experts.", d, self.n_experts * n, self.top_k * n, expert=True,
                          component="ffn.experts")
         e.op("ffn.combine", n * 2 * self.top_k * d)  # scale each chosen expert's output, add it in
@@ -114,6 +119,8 @@ def _module():
             self.shared = nn.ModuleList(ffn.shared.torch_module(model, causal) for _ in range(ffn.n_shared_experts))
             if ffn.shared_gate:
                 self.shared_gate = Linear(d, 1, bias=False)
+            if ffn.correction_bias:
+                self.correction_bias = nn.Parameter(torch.zeros(ffn.n_experts))
             self.balanced = False
 
         def route(self, probs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -122,6 +129,9 @@ def _module():
             if self.balanced:
                 slots = torch.arange(tokens * self.top_k, device=probs.device).view(tokens, self.top_k)
                 experts = slots % self.n_experts
+                return experts, probs.gather(1, experts)
+            if hasattr(self, "correction_bias"):  # the bias picks the experts; the weights stay the router's
+                experts = (probs + self.correction_bias).topk(self.top_k, dim=-1).indices
                 return experts, probs.gather(1, experts)
             weights, experts = probs.topk(self.top_k, dim=-1)
             return experts, weights

@@ -57,7 +57,8 @@ class Transformer(nn.Module):
         d = spec.d_model
         self.embed = nn.Embedding(spec.vocab_size, d)
         if spec.positions == "learned":
-            self.pos_embed = nn.Embedding(spec.context_length, d)
+            self.pos_embed = nn.Embedding(spec.context_length + spec.position_offset, d)
+            self.position_offset = spec.position_offset
         if spec.embedding_norm:
             self.embed_norm = make_norm(spec.norm, d)
         self.layers = nn.ModuleList(LayerModule(spec, layer, causal) for layer in spec.layers)
@@ -71,7 +72,7 @@ class Transformer(nn.Module):
         """Logits for ``tokens`` (B, s); ``only`` runs just those layers (for counting identical layers once)."""
         x = self.embed(tokens)
         if hasattr(self, "pos_embed"):
-            x = x + self.pos_embed(torch.arange(tokens.shape[-1], device=tokens.device))
+            x = x + self.pos_embed(self.position_offset + torch.arange(tokens.shape[-1], device=tokens.device))
         if hasattr(self, "embed_norm"):
             x = self.embed_norm(x)
         for i in range(len(self.layers)) if only is None else only:

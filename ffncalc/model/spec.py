@@ -54,7 +54,7 @@ def width(d_ff: int | LlamaWidth, d_model: int) -> int:
 class Norm:
     """The normalisation layers: their kind, how many each layer has, and whether a final one follows."""
 
-    kind: Literal["layernorm", "rmsnorm"] = "rmsnorm"
+    kind: Literal["layernorm", "layernorm1p", "rmsnorm"] = "rmsnorm"  # layernorm1p: scales by 1 + w (Nemotron)
     # pre: each sublayer's first norm before it, any others after it (Gemma 2 has two each);
     # post: the norms after the sublayers only (OLMo 2).
     placement: Literal["pre", "post"] = "pre"
@@ -71,7 +71,7 @@ class Norm:
 
     @property
     def has_bias(self) -> bool:
-        return self.bias if self.bias is not None else self.kind == "layernorm"
+        return self.bias if self.bias is not None else self.kind != "rmsnorm"
 
     @property
     def params_per_feature(self) -> int:
@@ -80,7 +80,7 @@ class Norm:
     def ops(self, width: int) -> int:
         """Elementwise FLOPs of one norm over ``width`` elements."""
         # LayerNorm: mean (add), centre (sub), variance (mul, add), scale (mul) = 5; RMSNorm: square, add, scale = 3.
-        base = 5 if self.kind == "layernorm" else 3
+        base = 3 if self.kind == "rmsnorm" else 5
         return width * (base + self.params_per_feature)
 
 
@@ -116,6 +116,7 @@ class ModelSpec:
     tie_embeddings: bool = False
     lm_head_bias: bool = False
     embedding_norm: bool = False  # a norm straight after the embeddings
+    position_offset: NonNegative = 0  # learned positions start at this row (OPT: 2), the table that much longer
 
     def __post_init__(self) -> None:
         if self.layers is not None:

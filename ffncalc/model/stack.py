@@ -58,6 +58,7 @@ class Model:
     lm_head_bias: bool
     embedding_norm: bool
     layers: tuple[Layer, ...]
+    position_offset: int = 0
 
     @property
     def n_layers(self) -> int:
@@ -108,4 +109,4 @@ def resolve(spec: ModelSpec) -> Model:
     if not spec.layers:
         layers = [Layer(attention, ffn)] * spec.n_layers
     return Model(spec.name, spec.vocab_size, d, spec.context_length, spec.norm, spec.parallel, spec.positions,
-                 spec.tie_embeddings, spec.lm_head_bias, spec.embedding_norm, tuple(layers))
+                 spec.tie_embeddings, spec.lm_head_bias, spec.embedding_norm, tuple(layers), spec.position_offset)

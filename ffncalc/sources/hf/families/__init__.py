@@ -1,3 +1,7 @@
-"""One module per Hugging Face model family; importing this package registers them all."""
+"""One module per Hugging Face model family; importing this package registers every module in it."""
 
-from . import deepseek, gemma, gpt2, gpt_neox, llama, mistral, olmo, phi, qwen  # noqa: F401
+import importlib
+import pkgutil
+
+for _module in pkgutil.iter_modules(__path__):
+    importlib.import_module(f"{__name__}.{_module.name}")
