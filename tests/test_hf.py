@@ -191,7 +191,8 @@ def write(tmp_path, data, name="config.json"):
 
 
 @pytest.mark.parametrize("change,expected", [
-    ({"model_type": "bert"}, "unsupported model_type 'bert'; supported: deepseek_v2, deepseek_v3, gemma"),
+    ({"model_type": "bert"}, "unsupported model_type 'bert'; supported: "),
+    ({"model_type": "lama"}, "unsupported model_type 'lama'; nearest: llama"),
     ({"hidden_size": None}, "hidden_size: required key is missing (model_type llama)"),
     ({"num_attention_heads": "32"}, "num_attention_heads: expected a positive integer, got '32'"),
     ({"tie_word_embeddings": "no"}, "tie_word_embeddings: expected true or false"),
@@ -259,3 +260,21 @@ def test_presets_match_their_configs():
     for preset, fixture in pairs.items():
         t = tally(presets.load(preset)[1])
         assert (t.params, t.active) == (TOTALS[fixture], moe_active(fixture) if fixture in MOE else TOTALS[fixture])
+
+
+def test_sparse_text_config_takes_the_config_class_defaults(cli):
+    """Gemma 3 27B's text_config leaves out vocab_size: Gemma3TextConfig's default, 262,208, applies
+    (the embedding is 262,208 × 5,376); the vision tower is named as not counted."""
+    code, out, _ = cli("count", str(CONFIGS / "gemma-3-27b-it.json"), "--format", "json")
+    data = json.loads(out)
+    embed = next(c for c in data["components"] if c["component"] == "embed.weight")
+    assert code == 0 and embed["params"] == 262_208 * 5376
+    assert data["notes"] == ["the language model of a gemma3 config (its text_config); not counted: vision_config"]
+
+
+def test_text_config_errors_point_into_the_text_config(cli, tmp_path):
+    text = (CONFIGS / "gemma-3-27b-it.json").read_text().replace('"num_attention_heads": 32', '"num_attention_heads": "32"')
+    path = write(tmp_path, text)
+    line = 1 + text[:text.index('"num_attention_heads": "32"')].count("\n")
+    code, _, err = cli("count", path)
+    assert code == 2 and f"{path}:{line}: num_attention_heads: expected a positive integer" in err

@@ -116,6 +116,7 @@ class Tally:
     recompute: Recompute
     rows: tuple[Row, ...]
     moe: bool
+    notes: tuple[str, ...] = ()  # the source's notes on what is and is not counted
 
     @property
     def tokens(self) -> int:
@@ -202,7 +203,7 @@ def tally(spec: Model, *, model: str | None = None, convention: str = DEFAULT, s
     all_terms = terms(spec, seq_len)
     rows = tuple(r for r in (_row(t, conv) for t in all_terms) if r.params or r.flops or r.elementwise or r.tied)
     moe = any(t.expert for t in all_terms)
-    return Tally(model or spec.name or "model", conv, seq_len, batch, recompute, rows, moe)
+    return Tally(model or spec.name or "model", conv, seq_len, batch, recompute, rows, moe, spec.notes)
 
 
 def merge_layers(rows: tuple[Row, ...]) -> list[Row]:

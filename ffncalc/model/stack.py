@@ -59,6 +59,7 @@ class Model:
     embedding_norm: bool
     layers: tuple[Layer, ...]
     position_offset: int = 0
+    notes: tuple[str, ...] = ()  # what the source says about what is and is not counted
 
     @property
     def n_layers(self) -> int:

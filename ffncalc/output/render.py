@@ -64,6 +64,7 @@ def records(t: Tally, per_layer: bool = False) -> dict[str, Any]:
         "batch": t.batch,
         "tokens": t.tokens,
         "recompute": t.recompute,
+        **({"notes": list(t.notes)} if t.notes else {}),
         "components": [
             {
                 "component": r.name,
@@ -140,7 +141,7 @@ def count_doc(t: Tally, per_layer: bool = False, human: bool = True) -> Document
         body.append(cells)
     totals = [[label, figure(v, human, kind) if kind != "count" else exact(v)] for label, v, kind in total_lines(t)]
     title, note = headline(t)
-    return Document(title, [note], [Section(head, body, left=3 if per_layer else 2),
+    return Document(title, [note, *t.notes], [Section(head, body, left=3 if per_layer else 2),
                                     Section(["total", "value"], totals, show_head=False)])
 
 

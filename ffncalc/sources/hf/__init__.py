@@ -10,6 +10,8 @@ are required: a config.json without them describes no checkpoint, so a missing o
 from __future__ import annotations
 
 import json
+import re
+from dataclasses import replace
 from pathlib import Path
 
 from ...errors import InputError
@@ -37,7 +39,30 @@ def read_config(ref: str | Path) -> Config:
         raise InputError(f"{path}:{exc.lineno}: not JSON ({exc.msg})") from None
     if not isinstance(data, dict):
         raise InputError(f"{path}:1: a config.json is a JSON object, not a {type(data).__name__}")
-    return Config(data, text, str(path))
+    return language_model(Config(data, text, str(path)))
+
+
+# Multimodal wrappers: the model_type of the language model their text_config describes, where the
+# text_config may leave model_type out (the wrapper's config class then builds this one).
+TEXT_TYPES = {"gemma3": "gemma3_text", "gemma3n": "gemma3n_text", "gemma4": "gemma4_text", "llama4": "llama4_text",
+              "mistral3": "mistral", "qwen3_5": "qwen3_5_text", "qwen3_5_moe": "qwen3_5_moe_text"}
+
+
+def language_model(c: Config) -> Config:
+    """A multimodal config's language model: its text_config, read as a config of its own, with the
+    wrapper and the other parts the file describes (vision, audio, projector) named."""
+    text = c.data.get("text_config")
+    if text is not None and not isinstance(text, dict):
+        raise c.fail("text_config", f"expected an object, got {text!r}")
+    if c.model_type not in TEXT_TYPES and text is None:
+        return c
+    text = text or {}  # none given: the wrapper's config class builds the default text config
+    data = {**text, "model_type": text.get("model_type") or TEXT_TYPES.get(c.model_type)}
+    if data["model_type"] is None:
+        raise c.fail("text_config", "model_type: required key is missing")
+    towers = tuple(k for k, v in c.data.items() if k.endswith("_config") and k != "text_config" and isinstance(v, dict))
+    match = re.search(r'"text_config"\s*:', c.text)
+    return Config(data, c.text, c.source, start=match.start() if match else 0, wrapper=c.model_type, towers=towers)
 
 
 def is_hf_config(ref: str | Path) -> bool:
@@ -61,7 +86,11 @@ def family_of(c: Config) -> Family:
         raise InputError(f"{c.source}: model_type: required key is missing (supported: {supported})")
     found = FAMILIES.get(c.model_type)
     if found is None:
-        raise c.fail("model_type", f"unsupported model_type {c.model_type!r}; supported: {supported}")
+        import difflib
+
+        near = difflib.get_close_matches(str(c.model_type), list(FAMILIES), n=3, cutoff=0.5)
+        hint = f"nearest: {', '.join(near)}; " if near else ""
+        raise c.fail("model_type", f"unsupported model_type {c.model_type!r}; {hint}supported: {supported}")
     return found
 
 
@@ -79,11 +108,16 @@ def to_spec(c: Config) -> Model:
 
     data = spec_data(c)
     try:
-        return from_data(data)
+        model = from_data(data)
     except ValidationError as exc:
         found = problem(exc)
         path = ".".join(str(p) for p in found.loc)
         raise InputError(f"{c.source}: the {c.model_type} config gives an invalid spec: {path}: {found.message}") from None
+    if c.wrapper:
+        parts = ", ".join(c.towers) if c.towers else "no other part"
+        model = replace(model, notes=model.notes + (
+            f"the language model of a {c.wrapper} config (its text_config); not counted: {parts}",))
+    return model
 
 
 def to_yaml(c: Config) -> str:

@@ -20,13 +20,22 @@ ACTIVATIONS = {
 class Config:
     """A config.json's keys, with errors that name the file, the line and the key."""
 
-    def __init__(self, data: dict, text: str, source: str):
+    def __init__(self, data: dict, text: str, source: str, *, start: int = 0, wrapper: str | None = None,
+                 towers: tuple[str, ...] = ()):
         self.data, self.text, self.source = data, text, source
         self.model_type = data.get("model_type")
+        self.start = start  # where this part of the file begins (a wrapper's text_config)
+        self.wrapper, self.towers = wrapper, towers  # the multimodal model_type around it, and its other parts
 
     def where(self, key: str) -> str:
-        match = re.search(r'"%s"\s*:' % re.escape(key), self.text)
+        match = re.compile(r'"%s"\s*:' % re.escape(key)).search(self.text, self.start)
         return f"{self.source}:{self.text.count(chr(10), 0, match.start()) + 1}" if match else self.source
+
+    def with_defaults(self, defaults: dict[str, Any]) -> Config:
+        """This config with a config class's defaults for the keys it leaves out, as transformers reads a
+        sparse config (a wrapper's text_config often states only what differs)."""
+        data = {**defaults, **self.data}
+        return Config(data, self.text, self.source, start=self.start, wrapper=self.wrapper, towers=self.towers)
 
     def fail(self, key: str, message: str) -> InputError:
         return InputError(f"{self.where(key)}: {key}: {message}")
