@@ -220,3 +220,14 @@ def test_block_options_by_hand_and_against_torch():
     for convention in ("exact", "causal"):
         report = verify(model, seq_len=8, convention=convention)
         assert report.ok, report.failures
+
+
+def test_a_layer_may_be_its_mixer_alone():
+    """ffn kind none: no parameters and no work after the mixer; one norm a layer, before the mixer."""
+    from ffncalc.analysis.verify import verify
+
+    model = from_data(dict(vocab_size=20, d_model=16, n_layers=2, context_length=8, attention={"n_heads": 2},
+                           ffn={"kind": "none"}, norm={"per_layer": 1}))
+    assert tally(model).params == 2 * 20 * 16 + 2 * (16 + 4 * 16 * 16) + 16  # embed, head; norm + q/k/v/o; final
+    report = verify(model, seq_len=4)
+    assert report.ok, report.failures

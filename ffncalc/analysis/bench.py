@@ -127,8 +127,8 @@ def _one_layer(spec: Model, layer: int, ffn=None) -> Model:
 def plan(spec: Model, block: str, seq_len: int, layer: int = 0, ffn=None, variant: str | None = None) -> Plan:
     """Analytic cost of ``block`` in ``layer`` (optionally with another FFN), from count.py's terms."""
     one = _one_layer(spec, layer, ffn)
-    prefix = {"ffn": ("ffn.",), "attention": ("attn.",), "layer": ("ffn.", "attn.", "norms")}[block]
-    parts = [t for t in terms(one, seq_len) if t.part == "layers" and t.name.startswith(prefix)]
+    slots = {"ffn": ("ffn",), "attention": ("attention",), "layer": ("ffn", "attention", "")}[block]
+    parts = [t for t in terms(one, seq_len) if t.part == "layers" and t.slot in slots and t.role != "op"]
     flops = sum(2 * t.macs for t in parts if t.role in ("weight", "core"))
     params = sum(t.numel * t.count for t in parts)
     attn, f = one.layers[0].attention, one.layers[0].ffn

@@ -33,8 +33,10 @@ def terms(model: Model, seq_len: int) -> list[Term]:
     for run in model.runs():
         e = Emitter("layers", run.span)
         e.norm("norms", model.norm, d, model.norm.per_layer * run.n)
-        for _, block in run.layer.blocks():
+        for slot, block in run.layer.blocks():
+            e.slot = slot
             block.terms(e, model, seq_len)
+        e.slot = ""
         e.op("residual", run.n * RESIDUAL_ADDS * d)
         out += e.out
     fin = Emitter("final")
@@ -65,6 +67,7 @@ class Row:
     tied: bool = False
     expert: bool = False  # a routed expert's tensor: expert parallelism splits it
     component: str = ""
+    slot: str = ""  # "attention" or "ffn": the slot of the block it belongs to
 
 
 def core_flops(t: Term, attention: str) -> int:
@@ -102,7 +105,7 @@ def _row(t: Term, conv: Convention) -> Row:
     else:
         elementwise = 0
     return Row(t.name, t.role, t.part, t.layers, shape, count, params, active, matrices, flops, elementwise,
-               tied=t.tied and not conv.untie, expert=t.expert, component=t.component)
+               tied=t.tied and not conv.untie, expert=t.expert, component=t.component, slot=t.slot)
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,8 @@ def summarize(spec: Model, *, model: str, seq_len: int | None = None, convention
     every figure stays an integer), FLOPs per token and the shapes. Where layers differ, a shape lists each
     distinct value with the number of layers that have it, in order of first appearance."""
     t = tally(spec, convention=convention, seq_len=seq_len)
-    attention = sum(r.params for r in t.rows if r.name.startswith("attn."))
-    ffn = sum(r.params for r in t.rows if r.name.startswith("ffn."))
+    attention = sum(r.params for r in t.rows if r.slot == "attention")
+    ffn = sum(r.params for r in t.rows if r.slot == "ffn")
     facts = _facts(spec)
     return {
         "model": model,

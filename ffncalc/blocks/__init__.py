@@ -26,6 +26,7 @@ class Block:
     kind: ClassVar[str]  # the spec's ``kind:`` value
     slot: ClassVar[str]  # where it sits in a layer: "attention" (mixes tokens) or "ffn" (per token)
     summary: ClassVar[str] = ""  # one line on what the kind is, with its source
+    prefix: ClassVar[str | None] = None  # its terms' and torch module's name in a layer; default: attn or ffn
     verify_note: ClassVar[str | None] = None  # what verify must say about its torch reference, if anything
 
     def resolve(self, d_model: int) -> Block:
@@ -77,6 +78,11 @@ class Block:
         raise NotImplementedError
 
 
+def module_name(block: Block) -> str:
+    """The name a block's terms start with and its torch module takes inside a layer."""
+    return block.prefix or ("attn" if block.slot == "attention" else "ffn")
+
+
 def register(cls: type[Block]) -> type[Block]:
     """Class decorator: make ``cls`` the block for ``kind: cls.kind``."""
     _REGISTRY[cls.kind] = cls
@@ -110,4 +116,14 @@ def block_class(slot, kind: str | None) -> type[Block]:
     return cls
 
 
-from . import attention, dense_ffn, gated_ffn, mla, moe  # noqa: E402,F401  (the built-in kinds register themselves)
+def _register_builtin() -> None:
+    """Import every block module here: each registers its kinds."""
+    import importlib
+    import pkgutil
+
+    for module in pkgutil.iter_modules(__path__):
+        if not module.name.startswith("_"):
+            importlib.import_module(f"{__name__}.{module.name}")
+
+
+_register_builtin()

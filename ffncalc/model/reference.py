@@ -11,6 +11,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from ..blocks import module_name
 from ..blocks._torch import Linear, make_norm
 from .stack import Layer, Model
 
@@ -24,20 +25,22 @@ class LayerModule(nn.Module):
     def __init__(self, model: Model, layer: Layer, causal: bool):
         super().__init__()
         self.norms = nn.ModuleList(make_norm(model.norm, model.d_model) for _ in range(model.norm.per_layer))
-        self.attn = layer.attention.torch_module(model, causal)
-        self.ffn = layer.ffn.torch_module(model, causal)
+        self.names = (module_name(layer.attention), module_name(layer.ffn))
+        for name, block in zip(self.names, (layer.attention, layer.ffn)):
+            setattr(self, name, block.torch_module(model, causal))
         self.parallel, self.post = model.parallel, model.norm.placement == "post"
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        mixer, ffn = (getattr(self, name) for name in self.names)
         n = len(self.norms)
         if n == 1 and not self.post:
             h = self.norms[0](x)
-            return x + self.attn(h) + self.ffn(h)
+            return x + mixer(h) + ffn(h)
         if self.parallel:
-            return x + self.attn(self.norms[0](x)) + self.ffn(self.norms[1](x))
+            return x + mixer(self.norms[0](x)) + ffn(self.norms[1](x))
         split = (n + 1) // 2  # norms[:split] wrap attention, the rest the FFN
-        x = x + _wrapped(self.attn, self.norms[:split], x, self.post)
-        return x + _wrapped(self.ffn, self.norms[split:], x, self.post)
+        x = x + _wrapped(mixer, self.norms[:split], x, self.post)
+        return x + _wrapped(ffn, self.norms[split:], x, self.post)
 
 
 def _wrapped(sublayer: nn.Module, norms: nn.ModuleList, x: torch.Tensor, post: bool) -> torch.Tensor:

@@ -48,6 +48,7 @@ class Term:
     layers: tuple[int, int] | None = None  # [first, stop) for terms inside the stack
     expert: bool = False  # one of a mixture's routed experts: expert parallelism splits it
     component: str = ""  # the module the term belongs to (its name without .weight/.bias, or a group of them)
+    slot: str = ""  # inside a layer: the slot of the block that wrote it ("attention", "ffn"), or "" for the layer's own
 
 
 @dataclass
@@ -57,6 +58,7 @@ class Emitter:
     part: Part
     layers: tuple[int, int] | None = None
     out: list[Term] = field(default_factory=list)
+    slot: str = ""  # set while a block writes its terms
 
     @property
     def n(self) -> int:
@@ -70,7 +72,7 @@ class Emitter:
         active = copies if active is None else active
         component = component or name.removesuffix(".weight").removesuffix(".bias")
         self.out.append(Term(name, role, self.part, shape, numel, copies, active, layers=self.layers,
-                             component=component, **kw))
+                             component=component, slot=self.slot, **kw))
 
     def linear(self, name: str, d_in: int, d_out: int, bias: bool, copies: int, active: int | None = None,
                heads: int = 1, **kw) -> None:

@@ -16,7 +16,7 @@ GROUPS = ["embedding", "attention", "FFN", "router", "routed experts", "shared e
 COLOURS = ["#8c8c8c", "#4c72b0", "#dd8452", "#937860", "#c44e52", "#da8bc3", "#55a868", "#bcbcbc"]
 
 
-def group_of(name: str, role: str) -> str:
+def group_of(name: str, role: str, slot: str = "") -> str:
     """The component group a term belongs to, for share plots."""
     if role == "norm":
         return "norms"
@@ -24,7 +24,7 @@ def group_of(name: str, role: str) -> str:
         return "embedding"
     if name.startswith("lm_head."):
         return "unembedding"
-    if name.startswith("attn."):
+    if slot == "attention":
         return "attention"
     if name.startswith("ffn.router"):
         return "router"
@@ -38,7 +38,7 @@ def group_of(name: str, role: str) -> str:
 def shares(t: Tally) -> dict[str, int]:
     out = {g: 0 for g in GROUPS}
     for r in t.rows:
-        out[group_of(r.name, r.role)] += r.params
+        out[group_of(r.name, r.role, r.slot)] += r.params
     return out
 
 
