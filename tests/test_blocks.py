@@ -140,6 +140,11 @@ def test_train_and_infer(cli, spec_file):
     code, out, err = cli("infer", spec_file, "--prompt", "10", "--generate", "5", "--format", "json")
     assert code == 0, err
     assert json.loads(out)["figures"]["kv_bytes_per_token"]["value"] == LAYERS * 2 * D * 2  # K and V, bf16
+    for fmt in ("table", "markdown", "csv", "latex"):
+        for args in (("train", spec_file, "--tokens", "1M", "--seq-len", "16"),
+                     ("infer", spec_file, "--prompt", "10", "--generate", "5")):
+            code, out, err = cli(*args, "--format", fmt)
+            assert code == 0 and out, err
 
 
 def test_table_and_presets_style_listing(cli, spec_file):

@@ -39,10 +39,12 @@ def count(
     convention: ConventionName = typer.Option(DEFAULT, "--convention", "-c", help="How to count (ffncalc conventions)."),
     recompute: RecomputeName = typer.Option("none", "--recompute", help="Activation recomputation in a training step."),
     per_layer: bool = typer.Option(False, "--per-layer", help="One block of rows per run of identical layers."),
+    as_family: Optional[str] = typer.Option(None, "--as", help="Read a config.json as this model_type (ffncalc families)."),
     output: Output = None,
 ) -> None:
-    """Count parameters and FLOPs of every component of a model."""
-    label, spec = presets.load(model)
+    """Count parameters and FLOPs of every component of a model: a preset, a spec file, or a Hugging Face
+    config.json (or the folder holding one)."""
+    label, spec = presets.load(model, as_family)
     spec.check_seq_len(seq_len, label)
     name = f"{spec.name} ({label})" if spec.name and spec.name != label else label
     t = tally(spec, model=name, convention=convention.value, seq_len=seq_len, batch=batch,
@@ -117,11 +119,12 @@ def _verify_hf(ref: str, seq_len, convention: str, every_layer: bool, output: Ou
 def import_(
     config: str = typer.Argument(..., help="A Hugging Face config.json, or the folder holding one."),
     out: Optional[str] = typer.Option(None, "--out", help="Write the spec to this file (atomically) instead of stdout."),
+    as_family: Optional[str] = typer.Option(None, "--as", help="Read it as this model_type (ffncalc families)."),
 ) -> None:
     """Print the ffncalc spec (YAML) of a Hugging Face config.json; ffncalc count takes either."""
     from ..sources import hf
 
-    c = hf.read_config(config)
+    c = hf.read_config(config, as_family)
     text = hf.to_yaml(c)
     if out:
         from ..files import write_atomic
@@ -516,6 +519,18 @@ def presets_list(
 def presets_show(name: str = typer.Argument(..., help="Preset name or alias.")) -> None:
     """Print a preset's YAML, which `ffncalc count FILE.yaml` accepts as it is."""
     emit(presets.text(name))
+
+
+@app.command()
+@output_options(exact=False)
+def families(output: Output = None) -> None:
+    """List the Hugging Face model_types a config.json may name, with the family that reads each."""
+    from ..output.sheet import to_csv
+    from ..sources import hf
+
+    records = [{"model_type": f.model_type, "family": f.title} for _, f in sorted(hf.FAMILIES.items())]
+    output.show(doc=lambda: render.list_doc(f"{len(records)} model_types", records, ["model_type", "family"], 2),
+                json=lambda: {"families": records}, csv=lambda: to_csv(records))
 
 
 @app.command()

@@ -47,12 +47,15 @@ def text(name: str) -> str:
     return _folder().joinpath(f"{canonical(name)}.yaml").read_text(encoding="utf-8")
 
 
-def load(ref: str) -> tuple[str, Model]:
-    """A preset name, alias, spec file path, or Hugging Face config.json (or its folder) -> (label, spec)."""
+def load(ref: str, as_family: str | None = None) -> tuple[str, Model]:
+    """A preset name, alias, spec file path, or Hugging Face config.json (or its folder) -> (label, spec);
+    ``as_family`` reads a config.json as that model_type."""
     from . import hf
 
     if hf.is_hf_config(ref):
-        return hf.load(ref)
+        return hf.load(ref, as_family)
+    if as_family is not None:
+        raise InputError(f"--as {as_family}: only a Hugging Face config.json is read as a family; {ref} is not one")
     path = Path(ref)
     if path.exists() or ref.endswith(SPEC_SUFFIXES) or "/" in ref or "\\" in ref:
         return path.stem, load_spec(path)

@@ -28,7 +28,8 @@ def config_path(ref: str | Path) -> Path:
     return path / "config.json" if path.is_dir() else path
 
 
-def read_config(ref: str | Path) -> Config:
+def read_config(ref: str | Path, as_family: str | None = None) -> Config:
+    """A config.json (its language model, for a multimodal one); ``as_family`` reads it as that model_type."""
     path = config_path(ref)
     if path.parent.is_dir() and not path.exists() and path.name == "config.json":
         raise InputError(f"{path.parent}: no config.json in this folder")
@@ -39,7 +40,13 @@ def read_config(ref: str | Path) -> Config:
         raise InputError(f"{path}:{exc.lineno}: not JSON ({exc.msg})") from None
     if not isinstance(data, dict):
         raise InputError(f"{path}:1: a config.json is a JSON object, not a {type(data).__name__}")
-    return language_model(Config(data, text, str(path)))
+    c = language_model(Config(data, text, str(path)))
+    if as_family is not None:
+        if as_family not in FAMILIES:
+            raise InputError(f"--as {as_family}: not a supported model_type (supported: {', '.join(sorted(FAMILIES))})")
+        c = Config({**c.data, "model_type": as_family}, c.text, c.source, start=c.start, wrapper=c.wrapper,
+                   towers=c.towers)
+    return c
 
 
 # Multimodal wrappers: the model_type of the language model their text_config describes, where the
@@ -89,7 +96,7 @@ def family_of(c: Config) -> Family:
         import difflib
 
         near = difflib.get_close_matches(str(c.model_type), list(FAMILIES), n=3, cutoff=0.5)
-        hint = f"nearest: {', '.join(near)}; " if near else ""
+        hint = f"nearest: {', '.join(near)} (read it as one with --as); " if near else ""
         raise c.fail("model_type", f"unsupported model_type {c.model_type!r}; {hint}supported: {supported}")
     return found
 
@@ -131,10 +138,10 @@ def to_yaml(c: Config) -> str:
     return head + yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
 
 
-def load(ref: str | Path) -> tuple[str, Model]:
+def load(ref: str | Path, as_family: str | None = None) -> tuple[str, Model]:
     """A config.json (or its folder) -> (label, model); the label is the folder's name or the file's stem."""
     path = config_path(ref)
-    c = read_config(path)
+    c = read_config(path, as_family)
     label = path.parent.name if path.name == "config.json" and path.parent.name else path.stem
     return label, to_spec(c)
 

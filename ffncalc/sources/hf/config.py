@@ -177,12 +177,15 @@ class Family:
 
 
 FAMILIES: dict[str, Family] = {}
+DUPLICATES: list[str] = []  # model_types two family modules both claim (a test requires none)
 
 
 def family(*model_types: str, layer_modules=(), top_modules=()):
     """Decorator: ``read`` is the family for these model_types; its module names go before the common ones."""
     def register(read: Callable[[Config], dict]):
         for model_type in model_types:
+            if model_type in FAMILIES:
+                DUPLICATES.append(model_type)
             FAMILIES[model_type] = Family(model_type, read, tuple(layer_modules) + COMMON_LAYER_MODULES,
                                           tuple(top_modules) + COMMON_TOP_MODULES)
         return read
@@ -191,4 +194,6 @@ def family(*model_types: str, layer_modules=(), top_modules=()):
 
 def alias(model_type: str, of: str) -> None:
     """A family that is another under a new name."""
+    if model_type in FAMILIES:
+        DUPLICATES.append(model_type)
     FAMILIES[model_type] = replace(FAMILIES[of], model_type=model_type)
