@@ -30,7 +30,7 @@ def truth(name: str) -> hfcheck.Measured:
 def test_every_config_has_its_truth_and_its_source():
     assert sorted(p.stem for p in TRUTH.glob("*.json")) == NAMES
     assert sorted(SOURCES) == NAMES
-    assert all(SOURCES[name].startswith("https://huggingface.co/") for name in NAMES)
+    assert all(SOURCES[name]["url"].startswith("https://huggingface.co/") for name in NAMES)
     assert {json.loads((TRUTH / f"{n}.json").read_text())["transformers"] for n in NAMES} == {"5.23.0"}
 
 

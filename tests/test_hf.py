@@ -304,3 +304,17 @@ def test_families_lists_every_model_type(cli):
     code, out, _ = cli("families", "--format", "json")
     listed = {f["model_type"] for f in json.loads(out)["families"]}
     assert code == 0 and listed == set(hf.FAMILIES) and {"llama", "deepseek_v3", "gemma3_text"} <= listed
+
+
+def test_mistral_defaults_are_the_config_class_defaults():
+    """MistralConfig and MixtralConfig: 8 KV heads when the key is absent, one per head when it is null."""
+    import transformers
+
+    for name in ("mistral-7b", "mixtral-8x7b"):
+        base = {k: v for k, v in raw(name).items() if k not in ("num_key_value_heads", "max_position_embeddings")}
+        theirs = transformers.AutoConfig.for_model(**base)
+        ours = hf.to_spec(hf.Config(base, json.dumps(base), "x"))
+        assert ours.layers[0].attention.kv_heads == theirs.num_key_value_heads == 8
+        assert ours.context_length == theirs.max_position_embeddings == 131_072
+        nulled = {**base, "num_key_value_heads": None}
+        assert hf.to_spec(hf.Config(nulled, "", "x")).layers[0].attention.kv_heads == 32

@@ -104,9 +104,11 @@ def common(c: Config, *, tie: bool, context: str = "max_position_embeddings", co
 
 
 def attention(c: Config, *, head_dim: int | None = None, qkv_bias: bool = False, o_bias: bool = False,
-               qk_norm: str = "none", rotary: float = 1.0) -> dict:
+              qk_norm: str = "none", rotary: float = 1.0, kv_heads: int | None = None) -> dict:
+    """The attention keys most families share. ``kv_heads``: the config class's default when the key is
+    absent; a key present but null means one KV head per query head, as every config class reads it."""
     heads = c.int("num_attention_heads")
-    kv = c.int("num_key_value_heads", heads)
+    kv = c.int("num_key_value_heads", heads if kv_heads is None or "num_key_value_heads" in c.data else kv_heads)
     hd = c.int("head_dim", head_dim)
     out = {"n_heads": heads, "n_kv_heads": kv, "head_dim": hd, "qkv_bias": qkv_bias, "o_bias": o_bias}
     if qk_norm != "none":

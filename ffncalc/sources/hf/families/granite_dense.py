@@ -1,0 +1,12 @@
+"""IBM Granite 3 dense models (IBM 2024)."""
+
+from __future__ import annotations
+
+from ..config import alias
+from . import llama  # noqa: F401  (registers llama first)
+
+# GraniteConfig / GraniteAttention, GraniteMLP: LlamaAttention's and LlamaMLP's modules and shapes
+# (attention_bias on q/k/v/o, mlp_bias, both default false; head_dim stated or hidden_size / heads) and
+# LlamaConfig's defaults for every key they read; embedding_multiplier, residual_multiplier,
+# attention_multiplier and logits_scaling are scalars, not parameters.
+alias("granite", of="llama")
