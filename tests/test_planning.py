@@ -2,6 +2,7 @@
 
 import json
 from fractions import Fraction
+from pathlib import Path
 
 import pytest
 
@@ -190,3 +191,17 @@ def test_json_is_keyed_with_exact_integer_bytes(cli):
     figures = json.loads(out)["figures"]
     assert figures["weight_bytes"]["value"] == 2 * 8_030_261_248
     assert figures["kv_bytes"]["value"] == 131_072 * 1010 and type(figures["kv_bytes"]["value"]) is int
+
+
+def test_recurrent_state_is_reported_and_read_each_step(cli):
+    """Mamba-Codestral 7B (Mamba-2): per layer an SSM state of heads × head_dim × state_size = 128 × 64 × 128 and
+    a convolution state of conv_dim × (kernel − 1), conv_dim = d_inner + 2 · groups · state = 8192 + 2 · 8 · 128;
+    64 layers, bf16; no KV cache at all."""
+    config = str(Path(__file__).resolve().parent / "hf_configs" / "mamba-codestral-7b-mlx-8bit.json")
+    per_layer = 128 * 64 * 128 + (8192 + 2 * 8 * 128) * (4 - 1)
+    code, out, err = cli("infer", config, "--prompt", "1000", "--generate", "10", "--batch", "2", "--format", "json")
+    figures = json.loads(out)["figures"]
+    assert code == 0, err
+    assert figures["kv_bytes"]["value"] == 0
+    assert figures["state_bytes"]["value"] == 2 * 64 * per_layer * 2
+    assert figures["step_bytes"]["value"] == figures["weight_bytes"]["value"] + 2 * 64 * per_layer * 2

@@ -185,6 +185,12 @@ def kv_bytes_per_token(spec: Model, kv_bits: int) -> int:
     return sum(b.cache_elements(spec) for b in spec.blocks()) * kv_bits // 8
 
 
+def state_bytes_per_sequence(spec: Model, bits: int) -> int:
+    """What every layer keeps per sequence whatever its length (Mamba-2's SSM and convolution state), summed
+    over the layers, times the bytes per element."""
+    return sum(b.state_elements(spec) for b in spec.blocks()) * bits // 8
+
+
 def infer(spec: Model, *, prompt: int, generate: int, batch: int = 1, dtype: str = "bf16",
           kv_dtype: str = "bf16", hw: Hardware | None = None) -> list[Figure]:
     """Prefill and decode FLOPs, KV-cache and weight bytes, arithmetic intensity and the roofline bound."""
@@ -200,9 +206,11 @@ def infer(spec: Model, *, prompt: int, generate: int, batch: int = 1, dtype: str
     weight_bytes = -(-prefill.params * WEIGHT_BITS[dtype] // 8)
     active_bytes = -(-min(prefill.params, batch * prefill.active) * WEIGHT_BITS[dtype] // 8)
     kv_token = kv_bytes_per_token(spec, WEIGHT_BITS[kv_dtype])
-    # A decode step at the last position: every active weight once, the batch's whole KV cache once.
+    state = state_bytes_per_sequence(spec, WEIGHT_BITS[kv_dtype])
+    # A decode step at the last position: every active weight once, the batch's whole KV cache and
+    # recurrent state once.
     step_flops = batch * (rest + core * context)
-    step_bytes = active_bytes + batch * context * kv_token
+    step_bytes = active_bytes + batch * (context * kv_token + state)
     out = [
         Figure("prefill_flops", "prefill FLOPs (causal)", prefill.forward_flops, "FLOP"),
         Figure("decode_first_flops", "decode FLOPs, first new token, per sequence", decode_first, "FLOP"),
@@ -210,8 +218,11 @@ def infer(spec: Model, *, prompt: int, generate: int, batch: int = 1, dtype: str
         Figure("weight_bytes", "weight bytes", weight_bytes, f"bytes ({dtype})"),
         Figure("kv_bytes_per_token", "KV-cache bytes per token", kv_token, f"bytes ({kv_dtype})"),
         Figure("kv_bytes", f"KV-cache bytes at {context:,} tokens × batch {batch}", kv_token * context * batch, "bytes"),
+        *([Figure("state_bytes", f"recurrent state bytes × batch {batch} (any length)", state * batch, "bytes")]
+          if state else []),
         Figure("step_flops", "last decode step: FLOPs", step_flops, "FLOP"),
-        Figure("step_bytes", "last decode step: bytes read (active weights + KV cache)", step_bytes, "bytes"),
+        Figure("step_bytes", "last decode step: bytes read (active weights + KV cache"
+               + (" + state)" if state else ")"), step_bytes, "bytes"),
         Figure("step_intensity", "arithmetic intensity of that step", step_flops / step_bytes, "FLOP/byte"),
     ]
     if hw is not None:

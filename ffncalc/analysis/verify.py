@@ -150,12 +150,14 @@ def _torch_flops(net: reference.Transformer, groups: list[tuple[int, int]], seq_
     out: dict[Key, int] = {}
     attributed = 0
     for path, module in net.named_modules():
-        if not isinstance(module, (torch.nn.Linear, MatMul)):
+        # weighted: a Linear, or a block's module that declares its weight's FLOPs its own (a convolution)
+        weighted = isinstance(module, torch.nn.Linear) or getattr(module, "weight_flops", False)
+        if not (weighted or isinstance(module, MatMul)):
             continue
         flops = sum(counts.get(f"{type(net).__name__}.{path}", {}).values())
         attributed += flops
         name, layer = _component(path, norm=False)
-        if isinstance(module, torch.nn.Linear):
+        if weighted:
             name += ".weight"
         if only is not None and layer is not None:
             first, stop = group_of[layer]
