@@ -73,7 +73,7 @@ def _toy_module():
 def toy():
     register(ScaledResidual)
     yield ScaledResidual
-    blocks.unregister("scaled_residual")
+    blocks.unregister("ffn", "scaled_residual")
 
 
 D, LAYERS, VOCAB, HEADS = 64, 3, 100, 4
@@ -167,9 +167,11 @@ def test_unregistered_kind_is_refused(cli, tmp_path):
 
 
 def test_registry_holds_the_builtin_kinds():
-    assert {"mha", "mla", "dense", "gated", "moe"} <= set(blocks.kinds())
-    for kind, cls in blocks.kinds().items():
-        assert cls.kind == kind and cls.slot in ("attention", "ffn") and cls.summary
+    assert {"mha", "mla", "mamba2", "none"} <= set(blocks.kinds("attention"))
+    assert {"dense", "gated", "moe", "none"} <= set(blocks.kinds("ffn"))
+    for slot in ("attention", "ffn"):
+        for kind, cls in blocks.kinds(slot).items():
+            assert cls.kind == kind and cls.slot == slot and cls.summary
 
 
 @pytest.mark.parametrize("name", presets.names())
@@ -190,8 +192,8 @@ def test_counting_a_preset_needs_no_pydantic():
 
 def test_no_type_tests_of_blocks_or_specs_outside_blocks():
     """Only block modules and the schema reader may ask what type a spec object is."""
-    names = {cls.__name__ for cls in blocks.kinds().values()} | {"ModelSpec", "Norm", "LayerGroup", "LlamaWidth",
-                                                                  "Layer", "Model", "Block"}
+    names = {cls.__name__ for slot in ("attention", "ffn") for cls in blocks.kinds(slot).values()}
+    names |= {"ModelSpec", "Norm", "LayerGroup", "LlamaWidth", "Layer", "Model", "Block"}
     pattern = re.compile(r"isinstance\([^)]*\b(" + "|".join(sorted(names)) + r")\b")
     offenders = [f"{path}:{i}" for path in (ROOT / "ffncalc").rglob("*.py")
                  if "blocks" not in path.parts and path.name != "schema.py"
@@ -224,6 +226,23 @@ def test_block_options_by_hand_and_against_torch():
     assert tally(model).params == embeddings + 2 * (norms + attention + moe) + 2 * 32
     for convention in ("exact", "causal"):
         report = verify(model, seq_len=8, convention=convention)
+        assert report.ok, report.failures
+
+
+def test_a_layer_may_be_its_ffn_alone():
+    """attention kind none: the layers of a hybrid stack that hold only an MLP or a mixture (Nemotron-H's "-"
+    and "E" layers); one norm a layer, before the FFN."""
+    from ffncalc.analysis.verify import verify
+
+    model = from_data(dict(vocab_size=20, d_model=16, n_layers=3, context_length=8, attention={"n_heads": 2},
+                           ffn={"kind": "none"}, norm={"per_layer": 1},
+                           layers=[{"repeat": 1}, {"repeat": 2, "attention": {"kind": "none"},
+                                                   "ffn": {"kind": "dense", "d_ff": 32, "activation": "relu2"}}]))
+    per_layer = [16 + 4 * 16 * 16, 16 + 2 * 16 * 32, 16 + 2 * 16 * 32]  # norm + q/k/v/o; norm + up/down
+    assert tally(model).params == 2 * 20 * 16 + sum(per_layer) + 16
+    assert sum(b.cache_elements(model) for b in model.blocks()) == 2 * 16  # K and V of the one attention layer
+    for convention in ("exact", "causal"):
+        report = verify(model, seq_len=4, convention=convention)
         assert report.ok, report.failures
 
 

@@ -18,7 +18,7 @@ def ffn_block(kind: Kind, d_ff: int, *, bias: bool = False, activation: str | No
     from ..blocks import kinds
 
     extra = {} if activation is None else {"activation": activation}
-    return kinds()[kind](d_ff=d_ff, bias=bias, **extra)
+    return kinds("ffn")[kind](d_ff=d_ff, bias=bias, **extra)
 
 
 def _terms(d_model: int, block) -> list:

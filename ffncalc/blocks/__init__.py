@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from ..model.stack import Model
     from ..model.terms import Emitter
 
-_REGISTRY: dict[str, type[Block]] = {}
+_REGISTRY: dict[tuple[str, str], type[Block]] = {}  # (slot, kind) -> block: "none" names one kind per slot
 _VERSION = [0]
 
 
@@ -84,14 +84,14 @@ def module_name(block: Block) -> str:
 
 
 def register(cls: type[Block]) -> type[Block]:
-    """Class decorator: make ``cls`` the block for ``kind: cls.kind``."""
-    _REGISTRY[cls.kind] = cls
+    """Class decorator: make ``cls`` the block for ``kind: cls.kind`` in its slot."""
+    _REGISTRY[(cls.slot, cls.kind)] = cls
     _VERSION[0] += 1
     return cls
 
 
-def unregister(kind: str) -> None:
-    _REGISTRY.pop(kind, None)
+def unregister(slot: str, kind: str) -> None:
+    _REGISTRY.pop((slot, kind), None)
     _VERSION[0] += 1
 
 
@@ -99,18 +99,19 @@ def registry_version() -> int:
     return _VERSION[0]
 
 
-def kinds() -> dict[str, type[Block]]:
-    return dict(_REGISTRY)
+def kinds(slot: str) -> dict[str, type[Block]]:
+    """The registered blocks of a slot ("attention" or "ffn"), by kind."""
+    return {kind: cls for (s, kind), cls in _REGISTRY.items() if s == slot}
 
 
 def slot_classes(slot) -> list[type[Block]]:
     """The registered blocks that may fill a spec field of this Slot."""
-    return [c for c in _REGISTRY.values() if c.slot == slot.slot and (not slot.only or c.kind in slot.only)]
+    return [c for c in kinds(slot.slot).values() if not slot.only or c.kind in slot.only]
 
 
 def block_class(slot, kind: str | None) -> type[Block]:
     kind = kind or slot.default
-    cls = _REGISTRY.get(kind)
+    cls = kinds(slot.slot).get(kind)
     if cls is None or cls not in slot_classes(slot):
         raise KeyError(f"no {slot.slot} block of kind {kind!r}")
     return cls
