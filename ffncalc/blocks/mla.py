@@ -1,10 +1,20 @@
-"""Multi-head latent attention (DeepSeek-V2, arXiv:2405.04434 §2.1).
+"""Multi-head latent attention (DeepSeek-V2, arXiv:2405.04434 §2.1), with DeepSeek-V3.2's sparse-attention
+indexer as an option.
 
 Keys and values come from one low-rank latent: kv_a maps d_model to kv_lora_rank + qk_rope_head_dim (the
 latent and one rotary key shared by all heads), a norm, then kv_b expands the latent to every head's
 non-rotary key and value. The query is full-rank (q_lora_rank None) or low-rank likewise. Counted as
 DeepSeek-V2 computes it in training (eqs. 9-17, and DeepseekV2Attention in transformers): the latents
 expanded, not absorbed into the query.
+
+The indexer (DeepSeek Sparse Attention, DeepSeek-V3.2-Exp technical report §2.1, eq. 1; DeepseekV32Indexer
+and GlmMoeDsaIndexer in transformers 5.23.0) scores every key for each query with its own small heads,
+
+    I[t, s] = Σ_j w[t, j] · ReLU(q[t, j] · k[s]),   q[t, j] from the query latent (wq_b), k[s] = LayerNorm(wk x_s),
+                                                     w[t, j] from weights_proj x_t, j over index_n_heads heads,
+
+and the attention then attends to the index_topk keys with the highest I[t, ·]. Its key (index_head_dim per
+token) is cached beside the latent.
 """
 
 from __future__ import annotations
@@ -12,16 +22,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache
 
-from ..model.schema import Positive
+from ..model.schema import Positive, SpecError
+from ..model.spec import Norm
 from ..model.terms import ROTARY_OPS
 from . import Block, register
 from .attention import attention_core, softmax_score_bytes
+
+INDEXER_NORM = Norm("layernorm")  # the indexer's k_norm: nn.LayerNorm(index_head_dim), a weight and a bias
+INDEX_SCORE_OPS = 2  # per index score: the softmax scale and the ReLU (the weighting is a matmul, counted apart)
 
 
 @register
 @dataclass(frozen=True)
 class LatentAttention(Block):
-    """Multi-head latent attention (DeepSeek-V2 §2.1)."""
+    """Multi-head latent attention (DeepSeek-V2 §2.1), optionally with DeepSeek-V3.2's indexer."""
 
     kind = "mla"
     slot = "attention"
@@ -34,6 +48,10 @@ class LatentAttention(Block):
     v_head_dim: Positive
     q_lora_rank: Positive | None = None
     bias: bool = False  # on q_a, kv_a and o (DeepSeek's attention_bias); q/q_b and kv_b never have one
+    # DeepSeek Sparse Attention's indexer (DeepSeek-V3.2-Exp §2.1), off unless index_n_heads is given:
+    index_n_heads: Positive | None = None  # the indexer's heads (DeepseekV32Config.index_n_heads: 64)
+    index_head_dim: Positive | None = None  # each head's width, and the cached index key's (128)
+    index_topk: Positive | None = None  # keys the attention keeps per query (2048); changes no count below
 
     @property
     def kv_heads(self) -> int:
@@ -43,8 +61,37 @@ class LatentAttention(Block):
     def qk_head_dim(self) -> int:
         return self.qk_nope_head_dim + self.qk_rope_head_dim
 
+    @property
+    def indexed(self) -> bool:
+        return self.index_n_heads is not None
+
+    @property
+    def verify_note(self) -> str | None:
+        if not self.indexed:
+            return None
+        return ("mla indexer: executed dense, as transformers' eager path runs it: the index scores over every "
+                "key, then the attention over every key with the top-k selection as a mask; a sparse kernel "
+                "does the attention's work over index_topk keys only")
+
+    def check(self, d_model: int) -> None:
+        if not self.indexed:
+            for field in ("index_head_dim", "index_topk"):
+                if getattr(self, field) is not None:
+                    raise SpecError((field,), "an indexer setting without index_n_heads (which turns the indexer on)")
+            return
+        if self.index_head_dim is None:
+            raise SpecError(("index_head_dim",), "the indexer needs index_head_dim as well as index_n_heads")
+        if self.q_lora_rank is None:
+            raise SpecError(("q_lora_rank",), "the indexer's query reads the low-rank query latent: "
+                                              "state q_lora_rank (DeepseekV32Indexer.wq_b)")
+
     def describe(self) -> str:
-        return f"MLA {self.n_heads} heads, latent {self.kv_lora_rank} + rope {self.qk_rope_head_dim}"
+        text = f"MLA {self.n_heads} heads, latent {self.kv_lora_rank} + rope {self.qk_rope_head_dim}"
+        if self.indexed:
+            text += f", indexer {self.index_n_heads} × {self.index_head_dim}"
+            if self.index_topk:
+                text += f" → top {self.index_topk}"
+        return text
 
     def facts(self) -> dict[str, object]:
         return {"heads": f"{self.n_heads}/{self.n_heads}"}
@@ -63,15 +110,40 @@ class LatentAttention(Block):
         e.linear("attn.kv_b", self.kv_lora_rank, h * (self.qk_nope_head_dim + self.v_head_dim), False, n, heads=h)
         if model.positions == "rotary":
             e.op("attn.rotary", n * ROTARY_OPS * (h + 1) * r)  # every query head and the one shared key
+        if self.indexed:
+            self._indexer_terms(e, model, seq_len)
+        # With the indexer, the attention below is the executed-dense view, which verify checks: every key is
+        # scored and the top-k selection is a mask (transformers' eager and SDPA paths). The useful-FLOPs view
+        # attends to min(index_topk, keys) keys per query (a sparse kernel such as FlashMLA's); the top-k
+        # selection itself is comparisons, no FLOPs, and changes no parameters.
         attention_core(e, model, h, qk, self.v_head_dim, seq_len, self.bias)
 
+    def _indexer_terms(self, e, model, seq_len: int) -> None:
+        """DeepseekV32Indexer: wq_b (q_lora_rank -> heads·head_dim), wk (d_model -> head_dim), k_norm (a LayerNorm
+        with weight and bias), weights_proj (d_model -> heads), all without bias; then q·k for every head and
+        key (a "core" product like QKᵀ: the full square in exact, the triangle in causal) and the weighted sum
+        over heads for every key (core too: heads multiply-adds per query-key pair)."""
+        d, n, hi, di = model.d_model, e.n, self.index_n_heads, self.index_head_dim
+        e.linear("attn.indexer.wq_b", self.q_lora_rank, hi * di, False, n, heads=hi)
+        e.linear("attn.indexer.wk", d, di, False, n)
+        e.norm("attn.indexer.k_norm", INDEXER_NORM, di, n)
+        e.linear("attn.indexer.weights_proj", d, hi, False, n)
+        if model.positions == "rotary":  # the first qk_rope_head_dim features of each index query and the key
+            e.op("attn.indexer.rotary", n * ROTARY_OPS * (hi + 1) * min(self.qk_rope_head_dim, di))
+        e.term("attn.indexer.scores", "core", (hi, seq_len, di), n, numel=0, macs=n * hi * seq_len * di)
+        e.op("attn.indexer.relu", n * INDEX_SCORE_OPS * hi * seq_len)
+        e.term("attn.indexer.head_sum", "core", (hi, seq_len, 1), n, numel=0, macs=n * hi * seq_len)
+
     def cache_elements(self, model) -> int:
-        """The latent and the shared rotary key: what DeepSeek-V2 caches per token and layer (§2.1.2)."""
-        return self.kv_lora_rank + self.qk_rope_head_dim
+        """The latent and the shared rotary key: what DeepSeek-V2 caches per token and layer (§2.1.2); with
+        the indexer, its key as well (index_head_dim: DeepSeek-V3.2's indexer key cache)."""
+        return self.kv_lora_rank + self.qk_rope_head_dim + (self.index_head_dim if self.indexed else 0)
 
     def kept_elements(self, model) -> int:
         """The input; the query latent and its normed copy (low-rank query); kv_a's output and the normed
-        latent; then as multi-head attention: Q and K (h · qk each), V and the heads' output (h · v each)."""
+        latent; then as multi-head attention: Q and K (h · qk each), V and the heads' output (h · v each).
+        The indexer keeps nothing: transformers runs it under torch.no_grad (DeepseekV32Indexer.forward), and
+        DeepSeek-V3.2 detaches its input from the main model's graph (it learns from its own KL loss)."""
         h = self.n_heads
         q_latent = 2 * self.q_lora_rank if self.q_lora_rank else 0
         latent = (self.kv_lora_rank + self.qk_rope_head_dim) + self.kv_lora_rank
@@ -84,12 +156,96 @@ class LatentAttention(Block):
         return _module()(self, model, causal)
 
 
+def index_scores(q, k, w, scores_mm, sum_mm, causal: bool, block: int | None = None):
+    """The indexer's I[t, s] = Σ_j w[t, j] · ReLU(q[t, j] · k[s]) for q (B, H, s, D), k (B, H, s, D) (one key
+    expanded over the heads) and w (B, s, H): (B, s, s), with ``scores_mm`` holding q·kᵀ and ``sum_mm`` the
+    weighted sum over heads. Over every key, or (``causal``) the triangle only, -inf above it: queries go in
+    blocks as in ``causal_attention``, so that both products meet s(s+1)/2 query-key pairs and no more."""
+    import math
+
+    import torch
+
+    b, heads, s, _ = q.shape
+    if not causal:
+        relu = torch.relu(scores_mm(q, k.transpose(-2, -1))).permute(0, 2, 1, 3)  # (B, s, H, s)
+        return sum_mm(w.unsqueeze(-2), relu).squeeze(-2)  # (B, s, 1, H) @ (B, s, H, s)
+    block = block or max(1, math.isqrt(s))
+    starts = list(range(0, s, block))
+    full = q.new_zeros(b, heads, s, s)
+    for start in starts[1:]:  # rectangles: a block's queries against every earlier key
+        stop = min(start + block, s)
+        full[..., start:stop, :start] = scores_mm(q[..., start:stop, :], k[..., :start, :].transpose(-2, -1))
+    for r in range(min(block, s)):  # row r of every diagonal block meets keys start..start+r
+        rows = [st for st in starts if st + r < s]
+        qi = torch.stack([q[..., st + r, :] for st in rows], dim=-2).unsqueeze(-2)  # (B, H, n, 1, D)
+        ki = torch.stack([k[..., st : st + r + 1, :] for st in rows], dim=-3)  # (B, H, n, r+1, D)
+        part = scores_mm(qi, ki.transpose(-2, -1)).squeeze(-2)  # (B, H, n, r+1)
+        for j, st in enumerate(rows):
+            full[..., st + r, st : st + r + 1] = part[..., j, :]
+    relu = torch.relu(full).permute(0, 2, 1, 3)  # (B, s, H, s)
+    out = q.new_full((b, s, s), float("-inf"))
+    for start in starts[1:]:
+        stop = min(start + block, s)
+        out[:, start:stop, :start] = sum_mm(w[:, start:stop, None, :], relu[:, start:stop, :, :start]).squeeze(-2)
+    for r in range(min(block, s)):
+        rows = [st for st in starts if st + r < s]
+        wi = torch.stack([w[:, st + r, :] for st in rows], dim=1).unsqueeze(-2)  # (B, n, 1, H)
+        ri = torch.stack([relu[:, st + r, :, st : st + r + 1] for st in rows], dim=1)  # (B, n, H, r+1)
+        part = sum_mm(wi, ri).squeeze(-2)  # (B, n, r+1)
+        for j, st in enumerate(rows):
+            out[:, st + r, st : st + r + 1] = part[:, j, :]
+    return out
+
+
 @cache
 def _module():
+    import math
+
     import torch
     from torch import nn
 
-    from ._torch import Linear, MatMul, attend, make_norm, rotate
+    from ._torch import Linear, MatMul, alibi_bias, attend, causal_attention, make_norm, rotate, softmax
+
+    class Indexer(nn.Module):
+        """DeepseekV32Indexer: the index scores and the top-k selection, returned as an additive mask."""
+
+        def __init__(self, spec: LatentAttention, model, causal: bool):
+            super().__init__()
+            d, hi, di = model.d_model, spec.index_n_heads, spec.index_head_dim
+            self.heads, self.dim, self.topk = hi, di, spec.index_topk
+            self.rope, self.positions, self.causal = min(spec.qk_rope_head_dim, di), model.positions, causal
+            self.wq_b = Linear(spec.q_lora_rank, hi * di, bias=False)
+            self.wk = Linear(d, di, bias=False)
+            self.k_norm = nn.LayerNorm(di, eps=1e-6)
+            self.weights_proj = Linear(d, hi, bias=False)
+            self.scores = MatMul()
+            self.head_sum = MatMul()
+
+        def forward(self, x: torch.Tensor, q_latent: torch.Tensor) -> torch.Tensor | None:
+            b, s, _ = x.shape
+            q = self.wq_b(q_latent).view(b, s, self.heads, self.dim).transpose(1, 2)  # (B, H, s, D)
+            k = self.k_norm(self.wk(x)).view(b, 1, s, self.dim)  # one index key per token
+            if self.positions == "rotary":
+                q, k = rotate(q, self.rope), rotate(k, self.rope)
+            q = q * self.dim ** -0.5  # the softmax scale, on the query (ReLU commutes with a positive scale)
+            w = self.weights_proj(x) * self.heads ** -0.5  # (B, s, H)
+            scores = index_scores(q, k.expand(b, self.heads, s, self.dim), w, self.scores, self.head_sum,
+                                  self.causal)
+            if self.topk is None or self.topk >= s:
+                return None  # every key is selected: no mask
+            keep = scores.topk(self.topk, dim=-1).indices
+            return scores.new_full((b, s, s), float("-inf")).scatter(-1, keep, 0.0).unsqueeze(1)  # (B, 1, s, s)
+
+    def attend_selected(layer, q, k, v, selected):
+        """``attend`` with the indexer's selection added to the scores: every key still meets every query."""
+        heads, s = q.shape[1], q.shape[2]
+        q = q * (1.0 / math.sqrt(q.shape[-1]))
+        bias = selected
+        if layer.positions == "alibi":
+            bias = bias + alibi_bias(heads, s, q.device, q.dtype)
+        if layer.causal:
+            return causal_attention(q, k, v, layer.scores, layer.values, bias)
+        return layer.values(softmax(layer.scores(q, k.transpose(-2, -1)) + bias), v)
 
     class MultiHeadLatentAttention(nn.Module):
         """The latents expanded, as in training."""
@@ -110,13 +266,19 @@ def _module():
             self.kv_a = Linear(d, self.rank + self.rope, bias=spec.bias)
             self.kv_a_norm = make_norm(model.norm, self.rank)
             self.kv_b = Linear(self.rank, h * (self.nope + self.v_dim), bias=False)
+            if spec.indexed:
+                self.indexer = Indexer(spec, model, causal)
             self.scores = MatMul()
             self.values = MatMul()
             self.o = Linear(h * self.v_dim, d, bias=spec.bias)
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             b, s, _ = x.shape
-            q = self.q(x) if hasattr(self, "q") else self.q_b(self.q_a_norm(self.q_a(x)))
+            if hasattr(self, "q"):
+                q = self.q(x)
+            else:
+                q_latent = self.q_a_norm(self.q_a(x))
+                q = self.q_b(q_latent)
             q = q.view(b, s, self.heads, -1).transpose(1, 2)  # (B, H, s, nope + rope)
             latent, k_rope = self.kv_a(x).split([self.rank, self.rope], dim=-1)
             kv = self.kv_b(self.kv_a_norm(latent)).view(b, s, self.heads, -1).transpose(1, 2)
@@ -127,7 +289,11 @@ def _module():
                 q_rope, k_rope = rotate(q_rope), rotate(k_rope)
             q = torch.cat([q_nope, q_rope], dim=-1)
             k = torch.cat([k_nope, k_rope.expand(b, self.heads, s, self.rope)], dim=-1)
-            out = attend(self, q, k, v)  # (B, H, s, v_dim)
+            selected = self.indexer(x, q_latent) if hasattr(self, "indexer") else None
+            if selected is None:
+                out = attend(self, q, k, v)  # (B, H, s, v_dim)
+            else:
+                out = attend_selected(self, q, k, v, selected)
             return self.o(out.transpose(1, 2).reshape(b, s, self.heads * self.v_dim))
 
     return MultiHeadLatentAttention
