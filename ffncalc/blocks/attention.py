@@ -8,7 +8,7 @@ from functools import cache
 from typing import Literal
 
 from ..model.schema import Positive, SpecError
-from ..model.terms import ROTARY_OPS, SOFTMAX_OPS
+from ..model.terms import ACTIVATION_OPS, ROTARY_OPS, SOFTMAX_OPS
 from . import Block, register
 
 
@@ -50,6 +50,9 @@ class Attention(Block):
     qk_norm: Literal["none", "head", "each_head", "full"] = "none"
     rotary_dim: Positive | None = None  # features of each head that rotary positions turn; default: all
     sinks: bool = False  # a learned logit per head that joins every softmax and takes no value (gpt-oss)
+    # q's projection doubled: each head's query and a gate, sigmoid(gate) ⊙ the head's output before o (Qiu et al.
+    # 2025, "Gated Attention for Large Language Models", arXiv:2505.06708; Qwen3-Next: Qwen3NextAttention)
+    gate: bool = False
 
     @property
     def kv_heads(self) -> int:
@@ -68,14 +71,14 @@ class Attention(Block):
             raise SpecError(("n_kv_heads",), f"{self.kv_heads} KV heads do not divide {self.n_heads} query heads")
 
     def describe(self) -> str:
-        return f"{self.n_heads} heads, {self.kv_heads} KV × {self.head_dim}"
+        return f"{self.n_heads} heads, {self.kv_heads} KV × {self.head_dim}" + (", gated" if self.gate else "")
 
     def facts(self) -> dict[str, object]:
         return {"heads": f"{self.n_heads}/{self.kv_heads}"}
 
     def terms(self, e, model, seq_len: int) -> None:
         d, h, kv, hd, n = model.d_model, self.n_heads, self.kv_heads, self.head_dim, e.n
-        e.linear("attn.q", d, h * hd, self.qkv_bias, n, heads=h)
+        e.linear("attn.q", d, (2 if self.gate else 1) * h * hd, self.qkv_bias, n, heads=h)  # gate: query and gate
         e.linear("attn.k", d, kv * hd, self.qkv_bias, n, heads=kv)
         e.linear("attn.v", d, kv * hd, self.qkv_bias, n, heads=kv)
         if self.qk_norm != "none":
@@ -86,6 +89,8 @@ class Attention(Block):
             e.op("attn.rotary", n * ROTARY_OPS * (h + kv) * self.rotary_dim)
         if self.sinks:  # one more logit in each head's softmax (gpt-oss: GptOssAttention.sinks)
             e.term("attn.sinks", "bias", (h,), n, elementwise=n * h * SOFTMAX_OPS)
+        if self.gate:  # sigmoid(gate) ⊙ each head's output: a sigmoid and a multiply per element
+            e.op("attn.gate", n * (ACTIVATION_OPS["sigmoid"] + 1) * h * hd)
         attention_core(e, model, h, hd, hd, seq_len, self.o_bias)
 
     def cache_elements(self, model) -> int:
@@ -94,8 +99,11 @@ class Attention(Block):
 
     def kept_elements(self, model) -> int:
         """The input (for q/k/v's weight gradients), Q and K (for the scores' gradient), V (for AV's), and
-        the heads' output (for o's): d + 2·(h + kv)·head_dim (Korthikanti et al. 2022 §4.1, GQA-aware)."""
-        return model.d_model + 2 * (self.n_heads + self.kv_heads) * self.head_dim
+        the heads' output (for o's): d + 2·(h + kv)·head_dim (Korthikanti et al. 2022 §4.1, GQA-aware). A gate
+        keeps its input and the heads' ungated output as well (for the sigmoid's and the product's gradients):
+        2·h·head_dim more."""
+        gate = 2 * self.n_heads * self.head_dim if self.gate else 0
+        return model.d_model + 2 * (self.n_heads + self.kv_heads) * self.head_dim + gate
 
     def score_bytes(self, model, seq_len: int) -> int:
         return softmax_score_bytes(self.n_heads, seq_len)
@@ -117,7 +125,8 @@ def _module():
             d = model.d_model
             self.heads, self.kv_heads, self.head_dim = spec.n_heads, spec.kv_heads, spec.head_dim
             self.positions, self.causal, self.rotary = model.positions, causal, spec.rotary_dim
-            self.q = Linear(d, self.heads * self.head_dim, bias=spec.qkv_bias)
+            self.gate = spec.gate
+            self.q = Linear(d, (2 if spec.gate else 1) * self.heads * self.head_dim, bias=spec.qkv_bias)
             self.k = Linear(d, self.kv_heads * self.head_dim, bias=spec.qkv_bias)
             self.v = Linear(d, self.kv_heads * self.head_dim, bias=spec.qkv_bias)
             self.qk_norm = spec.qk_norm
@@ -141,6 +150,9 @@ def _module():
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             b, s, _ = x.shape
             q, k, v = self.q(x), self.k(x), self.v(x)
+            if self.gate:  # each head's query, then its gate (Qwen3NextAttention: view (.., h, 2·hd), chunk in two)
+                q, gate = q.view(b, s, self.heads, 2 * self.head_dim).chunk(2, dim=-1)
+                q, gate = q.reshape(b, s, -1), gate.reshape(b, s, -1)
             if self.qk_norm == "full":
                 q, k = self.q_norm(q), self.k_norm(k)
             q, k, v = self._split(q, self.heads), self._split(k, self.kv_heads), self._split(v, self.kv_heads)
@@ -151,7 +163,9 @@ def _module():
             if self.kv_heads != self.heads:  # grouped K/V heads serve several query heads each
                 group = self.heads // self.kv_heads
                 k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
-            out = attend(self, q, k, v)
-            return self.o(out.transpose(1, 2).reshape(b, s, self.heads * self.head_dim))
+            out = attend(self, q, k, v).transpose(1, 2).reshape(b, s, self.heads * self.head_dim)
+            if self.gate:
+                out = out * torch.sigmoid(gate)
+            return self.o(out)
 
     return MultiHeadAttention

@@ -1,0 +1,362 @@
+"""Gated DeltaNet linear attention (Yang, Kautz & Hatamizadeh 2024, "Gated Delta Networks: Improving Mamba2 with
+Delta Rule", arXiv:2412.06464), as transformers instantiates it in Qwen3-Next (transformers 5.23.0,
+models/qwen3_next/modeling_qwen3_next.py, ``Qwen3NextGatedDeltaNet``).
+
+Per token, with Hk query/key heads of dk, H value heads of dv (H a multiple of Hk: each query/key head serves
+H/Hk value heads), conv_dim = 2·Hk·dk + H·dv:
+
+    q, k, v, z = in_proj_qkvz(x)          widths Hk·dk, Hk·dk, H·dv, H·dv   (one Linear, no bias)
+    b, a       = in_proj_ba(x)            H each                             (one Linear, no bias)
+    q, k, v    = silu(conv1d(q, k, v))    a causal depthwise conv over conv_dim channels, kernel K, no bias
+    q, k       = l2norm(q), l2norm(k);  q = q / √dk
+    β = sigmoid(b);  g = -exp(A_log) · softplus(a + dt_bias)                 (one scalar per value head)
+    S_t = e^{g_t}·S_{t-1} + β_t·k_t·(v_t − e^{g_t}·S_{t-1}ᵀk_t)ᵀ,  o_t = S_tᵀ q_t   (S: dk × dv per value head)
+    out        = out_proj(rmsnorm(o) · silu(z))                            (Qwen3NextRMSNormGated over dv, per head)
+
+The recurrence (the paper's eq. 10, the gated delta rule) is counted in its chunkwise form (the paper's §3.3,
+from Yang et al. 2024b, "Parallelizing Linear Transformers with the Delta Rule over Sequence Length",
+arXiv:2406.06484, §3: the WY/UT representation), as flash-linear-attention's ``chunk_gated_delta_rule`` and
+transformers' ``torch_chunk_gated_delta_rule`` compute it. In a chunk of L tokens, per value head, with γ the
+cumulative log-decay inside the chunk and Γ[i,j] = exp(γ_i − γ_j) for j ≤ i (0 above):
+
+    A      = strictly_lower((K_β Kᵀ) ∘ Γ)                           kkt      L × L × dk
+    [U | W] = (I + A)⁻¹ [V_β | K_β ∘ e^γ]  by forward substitution   solve    L × L × (dk + dv)
+    P      = (Q Kᵀ) ∘ Γ, lower with the diagonal                    qk       L × L × dk
+    V'     = U − W S                                                state_correct  L × dk × dv
+    O      = (Q ∘ e^γ) S + P V'                                     state_read, values  L × dk × dv, L × L × dv
+    S      ← e^{γ_L} S + (K ∘ e^{γ_L − γ})ᵀ V'                      state_write    dk × L × dv
+
+so that, per token and value head, the multiply-adds are L·(3·dk + 2·dv) inside the chunk (the full L × L
+square; the causal convention charges its lower triangle with the diagonal, (L + 1)/2 instead of L) and
+3·dk·dv against the state, whatever the chunk. The chunk length L is the largest divisor of seq_len not above
+``chunk_size`` (64, FLA's BT and transformers' default), so that every chunk has the same length and the FLOPs
+per token are exact integers; transformers' torch fallback instead pads the sequence to a multiple of 64 and
+solves the UT system with torch.linalg.solve_triangular, and FLA inverts (I + A) blockwise (solve_tril) and then
+applies it with dense L × L products, which is the square the exact convention charges here.
+
+Decoding one token is the recurrence: its state is per sequence (``state_elements``), nothing per token.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from functools import cache
+
+from ..model.schema import Positive, SpecError
+from ..model.spec import Norm
+from ..model.terms import ACTIVATION_OPS
+from . import Block, register
+from .dense_ffn import DenseActivation
+
+SOFTPLUS_OPS = 3  # log(1 + exp(x)): exp, add, log
+L2NORM_OPS = 3  # per element: square, add into the sum, multiply by the reciprocal norm
+GATED_NORM = Norm("rmsnorm")  # Qwen3NextRMSNormGated: an RMSNorm with a weight, whatever the model's norm
+
+
+def chunk_length(seq_len: int, chunk_size: int) -> int:
+    """The largest divisor of seq_len that is at most chunk_size: the sequence in equal chunks."""
+    for length in range(min(chunk_size, seq_len), 0, -1):
+        if seq_len % length == 0:
+            return length
+    return 1
+
+
+@register
+@dataclass(frozen=True)
+class GatedDeltaNet(Block):
+    """Gated DeltaNet linear attention, counted in its chunkwise form (Yang et al. 2024 §3.3)."""
+
+    kind = "gated_deltanet"
+    slot = "attention"
+    prefix = "linear_attn"  # transformers' Qwen3NextDecoderLayer.linear_attn
+    summary = "Gated DeltaNet linear attention: the gated delta rule, chunkwise (Yang et al. 2024, arXiv:2412.06464)"
+    verify_note = ("gated_deltanet: the gated delta rule chunkwise (Yang et al. 2024 §3.3) in equal chunks of L, the "
+                   "largest divisor of seq_len not above chunk_size: K_βKᵀ, QKᵀ, the UT forward substitution and PV'"
+                   " as attention over L keys (exact: the L×L square; causal: its triangle), and W·S, Q·S, Kᵀ·V' "
+                   "once per token; transformers' torch fallback pads to 64 and calls solve_triangular, which "
+                   "FlopCounterMode does not count")
+
+    n_key_heads: Positive  # query and key heads (Qwen3NextConfig.linear_num_key_heads)
+    key_head_dim: Positive  # linear_key_head_dim
+    n_value_heads: Positive | None = None  # linear_num_value_heads; default n_key_heads
+    value_head_dim: Positive | None = None  # linear_value_head_dim; default key_head_dim
+    conv_kernel: Positive = 4  # linear_conv_kernel_dim
+    conv_bias: bool = False  # Qwen3NextGatedDeltaNet builds its Conv1d with bias=False
+    activation: DenseActivation = "silu"  # after the convolution (Qwen3NextConfig.hidden_act)
+    chunk_size: Positive = 64  # the longest chunk of the chunkwise form (FLA's BT, transformers' chunk_size)
+
+    @property
+    def key_dim(self) -> int:
+        return self.n_key_heads * self.key_head_dim
+
+    @property
+    def value_dim(self) -> int:
+        return self.n_value_heads * self.value_head_dim
+
+    @property
+    def conv_dim(self) -> int:
+        """Channels of the convolution: q, k and v (Qwen3NextGatedDeltaNet.conv_dim = 2·key_dim + value_dim)."""
+        return 2 * self.key_dim + self.value_dim
+
+    def resolve(self, d_model: int) -> GatedDeltaNet:
+        return replace(self, n_value_heads=self.n_value_heads or self.n_key_heads,
+                       value_head_dim=self.value_head_dim or self.key_head_dim)
+
+    def check(self, d_model: int) -> None:
+        if (self.n_value_heads or self.n_key_heads) % self.n_key_heads:
+            raise SpecError(("n_value_heads",), f"{self.n_key_heads} key heads do not divide "
+                                                f"{self.n_value_heads} value heads")
+
+    def describe(self) -> str:
+        return (f"Gated DeltaNet {self.n_key_heads} QK heads × {self.key_head_dim}, {self.n_value_heads} V heads "
+                f"× {self.value_head_dim}")
+
+    def facts(self) -> dict[str, object]:
+        return {"heads": f"GDN {self.n_key_heads}/{self.n_value_heads}"}
+
+    def terms(self, e, model, seq_len: int) -> None:
+        d, n = model.d_model, e.n
+        dk, h, dv, c = self.key_head_dim, self.n_value_heads, self.value_head_dim, self.conv_dim
+        length = chunk_length(seq_len, self.chunk_size)
+        e.linear("linear_attn.in_proj_qkvz", d, 2 * self.key_dim + 2 * self.value_dim, False, n)
+        e.linear("linear_attn.in_proj_ba", d, 2 * h, False, n)
+        # Depthwise Conv1d(conv_dim, conv_dim, K, groups=conv_dim): weight (conv_dim, 1, K), K multiply-adds per
+        # channel and token (T outputs from K - 1 zeros of left padding).
+        e.term("linear_attn.conv1d.weight", "weight", (c, 1, self.conv_kernel), n, macs=n * c * self.conv_kernel)
+        if self.conv_bias:
+            e.term("linear_attn.conv1d.bias", "bias", (c,), n, elementwise=n * c)
+        e.op("linear_attn.conv_act", n * c * ACTIVATION_OPS[self.activation])
+        # l2norm of q and k over dk in every key head, then q / √dk
+        e.op("linear_attn.qk_l2norm", n * (2 * L2NORM_OPS + 1) * self.key_dim)
+        # β = sigmoid(b); g = -exp(A_log) · softplus(a + dt_bias): the add is dt_bias's, then a softplus and a
+        # multiply per value head; exp(A_log) is once per forward, not per token
+        e.term("linear_attn.dt_bias", "bias", (h,), n, elementwise=n * h)
+        e.term("linear_attn.A_log", "bias", (h,), n)
+        e.op("linear_attn.gates", n * h * (ACTIVATION_OPS["sigmoid"] + SOFTPLUS_OPS + 1))
+        # K_β = β·k and V_β = β·v (k repeated to the value heads)
+        e.op("linear_attn.beta", n * h * (dk + dv))
+        # the decays: γ's running sum (one add), Γ = exp(γ_i − γ_j) over the L keys (a subtract and an exp) and its
+        # product into K_βKᵀ and QKᵀ (two multiplies), all over the square as transformers computes them; and
+        # K_β·e^γ, Q·e^γ, K·e^{γ_L − γ} (an exp or a subtract and an exp per head, a multiply per element)
+        e.op("linear_attn.decay", n * h * (1 + 4 * length + 3 + 3 * dk))
+        # inside each chunk: attention over L keys (core_flops: exact the square, causal the triangle)
+        e.term("linear_attn.kkt", "core", (h, length, dk), n, numel=0, macs=n * h * length * dk)
+        e.term("linear_attn.solve", "core", (h, length, dk + dv), n, numel=0, macs=n * h * length * (dk + dv))
+        e.term("linear_attn.qk", "core", (h, length, dk), n, numel=0, macs=n * h * length * dk)
+        e.term("linear_attn.values", "core", (h, length, dv), n, numel=0, macs=n * h * length * dv)
+        # against the state S (dk × dv per value head): each token meets one state, so one "key" whose product
+        # is the same in every convention that counts attention (exact and causal both charge 2 · dk·dv)
+        for name in ("state_correct", "state_read", "state_write"):  # W·S, (Q∘e^γ)·S, (K∘e^{γ_L−γ})ᵀ·V'
+            e.term(f"linear_attn.{name}", "core", (h, 1, dk * dv), n, numel=0, macs=n * h * dk * dv)
+        # V' = U − W·S, O = Q·S + P·V' (a subtract and an add per value element), and per chunk the state's decay
+        # and update (2·dk·dv per head, shared by the chunk's L tokens, rounded up to a whole FLOP per token)
+        e.op("linear_attn.state_ops", n * (2 * self.value_dim + -(-2 * h * dk * dv // length)))
+        # Qwen3NextRMSNormGated: an RMSNorm over dv in every value head with one shared weight, then · silu(z)
+        e.term("linear_attn.norm", "norm", (dv,), n, numel=dv * GATED_NORM.params_per_feature,
+               elementwise=n * (GATED_NORM.ops(self.value_dim) + (ACTIVATION_OPS["silu"] + 1) * self.value_dim))
+        e.linear("linear_attn.out_proj", self.value_dim, d, False, n)
+
+    def cache_elements(self, model) -> int:
+        """Nothing grows with the context: the state is per sequence."""
+        return 0
+
+    def state_elements(self, model) -> int:
+        """The recurrent state S, dk × dv in every value head (transformers' recurrent_states, FLA's final_state
+        [N, H, K, V]), and the last K-1 inputs of the convolution, conv_dim of each, which the next token's
+        convolution reads (transformers' conv cache holds K columns, the newest input among them)."""
+        return self.n_value_heads * self.key_head_dim * self.value_head_dim + self.conv_dim * (self.conv_kernel - 1)
+
+    def kept_elements(self, model) -> int:
+        """16-bit elements per token a training forward keeps with FLA's kernel, which transformers calls on GPU
+        (flash-linear-attention fla/ops/gated_delta_rule/chunk.py, ChunkGatedDeltaRuleFunction.forward saves q,
+        q_rstd, k, k_rstd, v, g, beta and A): the projections' input (d); the convolution's input (conv_dim, which
+        causal_conv1d keeps and recomputes from); the kernel's q, k after the l2norm and v (conv_dim) with q's and
+        k's reciprocal norms in fp32 (2 · 2·Hk); g's running sum in fp32 (2·H), β (H) and softplus's input in
+        fp32 (2·H); A, the inverted UT matrix, one row of chunk_size per token and value head (H · chunk_size);
+        z (H·dv); the kernel's output (H·dv) and the gated norm's output (H·dv) with its reciprocal RMS per value
+        head in fp32 (2·H), for the norm's and out_proj's gradients."""
+        h, vd = self.n_value_heads, self.value_dim
+        return (model.d_model + 2 * self.conv_dim + 4 * self.n_key_heads + 5 * h + h * self.chunk_size
+                + 3 * vd + 2 * h)
+
+    def torch_module(self, model, causal: bool):
+        return _module()(self, model, causal)
+
+
+@cache
+def _module():
+    import math
+
+    import torch
+    from torch import nn
+    from torch.nn import functional as F
+
+    from ._torch import ACTIVATIONS, Linear, MatMul
+
+    class CausalConv1d(Linear):
+        """A depthwise causal Conv1d with nn.Conv1d's parameters (weight (C, 1, K), bias (C,) or none). A Linear by
+        type, so that verify attributes its FLOPs to ``linear_attn.conv1d.weight`` as it does a projection's. Left
+        padded by K-1 zeros, padding 0: T outputs for T inputs, every one counted."""
+
+        def __init__(self, channels: int, kernel: int, bias: bool):
+            nn.Module.__init__(self)
+            self.in_features = self.out_features = channels
+            self.kernel = kernel
+            self.weight = nn.Parameter(torch.empty(channels, 1, kernel))
+            self.bias = nn.Parameter(torch.empty(channels)) if bias else None
+            self.reset_parameters()
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, T, C) -> (B, T, C)
+            x = F.pad(x.transpose(1, 2), (self.kernel - 1, 0))
+            return F.conv1d(x, self.weight, self.bias, groups=self.weight.shape[0]).transpose(1, 2)
+
+    class GatedRMSNorm(nn.Module):
+        """Qwen3NextRMSNormGated: rmsnorm(o) over each head's dv features, times one shared weight, times silu(z)."""
+
+        is_norm = True  # verify counts its weight as one component
+
+        def __init__(self, width: int, eps: float = 1e-6):
+            super().__init__()
+            self.weight = nn.Parameter(torch.ones(width))
+            self.eps = eps
+
+        def forward(self, o: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
+            o = o * torch.rsqrt(o.pow(2).mean(-1, keepdim=True) + self.eps)
+            return self.weight * o * F.silu(z)
+
+    def l2norm(x: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
+        return x * torch.rsqrt((x * x).sum(-1, keepdim=True) + eps)  # transformers' l2norm (FLA's)
+
+    def lower_product(mm, a, b, block):
+        """a @ bᵀ over the lower triangle with the diagonal, zero above: (..., L, n), (..., L, n) -> (..., L, L).
+        Blocks of ``block`` rows meet the rows before them as one rectangle; the triangles on the diagonal go
+        row by row, the same row of every block in one product. L(L+1)/2 products per feature."""
+        *lead, size, _ = a.shape
+        out = a.new_zeros(*lead, size, size)
+        starts = list(range(0, size, block))
+        for start in starts[1:]:
+            stop = min(start + block, size)
+            out[..., start:stop, :start] = mm(a[..., start:stop, :], b[..., :start, :].transpose(-2, -1))
+        for r in range(min(block, size)):
+            rows = [st for st in starts if st + r < size]
+            ai = torch.stack([a[..., st + r, :] for st in rows], dim=-2).unsqueeze(-2)  # (..., n, 1, dim)
+            bi = torch.stack([b[..., st:st + r + 1, :] for st in rows], dim=-3)  # (..., n, r+1, dim)
+            part = mm(ai, bi.transpose(-2, -1)).squeeze(-2)  # (..., n, r+1)
+            for j, st in enumerate(rows):
+                out[..., st + r, st:st + r + 1] = part[..., j, :]
+        return out
+
+    def lower_apply(mm, m, v, block):
+        """m @ v reading only m's lower triangle with the diagonal: L(L+1)/2 products per output feature."""
+        *lead, size, _ = m.shape
+        out = v.new_zeros(*lead, size, v.shape[-1])
+        starts = list(range(0, size, block))
+        for start in starts[1:]:
+            stop = min(start + block, size)
+            out[..., start:stop, :] += mm(m[..., start:stop, :start], v[..., :start, :])
+        for r in range(min(block, size)):
+            rows = [st for st in starts if st + r < size]
+            mi = torch.stack([m[..., st + r, st:st + r + 1] for st in rows], dim=-2).unsqueeze(-2)  # (..., n, 1, r+1)
+            vi = torch.stack([v[..., st:st + r + 1, :] for st in rows], dim=-3)  # (..., n, r+1, dim)
+            part = mm(mi, vi).squeeze(-2)  # (..., n, dim)
+            for j, st in enumerate(rows):
+                out[..., st + r, :] += part[..., j, :]
+        return out
+
+    class GatedDeltaNetModule(nn.Module):
+        """Qwen3NextGatedDeltaNet's parameters under its names (a state dict loads either way), with the gated
+        delta rule in the chunkwise form of the block's docstring, every product a MatMul module."""
+
+        def __init__(self, spec: GatedDeltaNet, model, causal: bool):
+            super().__init__()
+            d = model.d_model
+            self.hk, self.dk, self.h, self.dv = spec.n_key_heads, spec.key_head_dim, spec.n_value_heads, spec.value_head_dim
+            self.chunk_size, self.causal = spec.chunk_size, causal
+            self.act = ACTIVATIONS[spec.activation]
+            self.in_proj_qkvz = Linear(d, 2 * spec.key_dim + 2 * spec.value_dim, bias=False)
+            self.in_proj_ba = Linear(d, 2 * spec.n_value_heads, bias=False)
+            self.conv1d = CausalConv1d(spec.conv_dim, spec.conv_kernel, spec.conv_bias)
+            self.dt_bias = nn.Parameter(torch.empty(spec.n_value_heads))
+            self.A_log = nn.Parameter(torch.empty(spec.n_value_heads))
+            self.kkt, self.solve, self.qk, self.values = MatMul(), MatMul(), MatMul(), MatMul()
+            self.state_correct, self.state_read, self.state_write = MatMul(), MatMul(), MatMul()
+            self.norm = GatedRMSNorm(spec.value_head_dim)
+            self.out_proj = Linear(spec.value_dim, d, bias=False)
+            if self.dt_bias.device.type != "meta":  # Qwen3NextPreTrainedModel._init_weights
+                with torch.no_grad():
+                    self.dt_bias.fill_(1.0)
+                    self.A_log.copy_(torch.empty(spec.n_value_heads).uniform_(0.01, 16).log_())
+
+        def project(self, x: torch.Tensor):
+            """q, k, v, z, b, a from the two projections, in Qwen3NextGatedDeltaNet's layout (grouped by key
+            head: [q, k, v group, z group] and [b group, a group]), so that its weights load unchanged."""
+            b_, s, _ = x.shape
+            r = self.h // self.hk
+            qkvz = self.in_proj_qkvz(x).view(b_, s, self.hk, 2 * self.dk + 2 * r * self.dv)
+            q, k, v, z = qkvz.split([self.dk, self.dk, r * self.dv, r * self.dv], dim=-1)
+            b, a = self.in_proj_ba(x).view(b_, s, self.hk, 2 * r).split([r, r], dim=-1)
+            return (q.reshape(b_, s, -1), k.reshape(b_, s, -1), v.reshape(b_, s, -1), z.reshape(b_, s, self.h, self.dv),
+                    b.reshape(b_, s, self.h), a.reshape(b_, s, self.h))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            b_, s, _ = x.shape
+            q, k, v, z, b, a = self.project(x)
+            qkv = self.act(self.conv1d(torch.cat([q, k, v], dim=-1)))
+            q, k, v = qkv.split([self.hk * self.dk, self.hk * self.dk, self.h * self.dv], dim=-1)
+            q = l2norm(q.view(b_, s, self.hk, self.dk)) / math.sqrt(self.dk)
+            k = l2norm(k.view(b_, s, self.hk, self.dk))
+            beta = torch.sigmoid(b)  # (B, s, H)
+            g = -torch.exp(self.A_log) * F.softplus(a + self.dt_bias)  # (B, s, H): the log-decay, <= 0
+            o = self.delta_rule(q, k, v.view(b_, s, self.h, self.dv), g, beta)  # (B, s, H, dv)
+            return self.out_proj(self.norm(o, z).reshape(b_, s, self.h * self.dv))
+
+        def delta_rule(self, q, k, v, g, beta):
+            """The chunkwise gated delta rule: (B, s, Hk, dk) ×2, (B, s, H, dv), (B, s, H) ×2 -> (B, s, H, dv)."""
+            b_, s = v.shape[:2]
+            h, dk, dv = self.h, self.dk, self.dv
+            length = chunk_length(s, self.chunk_size)
+            n = s // length
+            r = h // self.hk  # each query/key head serves r consecutive value heads (transformers' repeat_interleave)
+            q, k = q.repeat_interleave(r, dim=2), k.repeat_interleave(r, dim=2)
+
+            def chunks(t):  # (B, s, H, ...) -> (B, H, n, L, ...)
+                return t.transpose(1, 2).reshape(b_, h, n, length, *t.shape[3:])
+
+            q, k, v, g, beta = chunks(q), chunks(k), chunks(v), chunks(g), chunks(beta)
+            gamma = g.cumsum(-1)  # (B, H, n, L): the log-decay from the chunk's start to each token
+            below = torch.ones(length, length, dtype=torch.bool, device=v.device).tril()
+            decay = torch.exp((gamma[..., :, None] - gamma[..., None, :]).masked_fill(~below, float("-inf")))
+            k_beta, v_beta = k * beta[..., None], v * beta[..., None]
+            block = max(1, math.isqrt(length))
+            if self.causal:
+                kkt = lower_product(self.kkt, k_beta, k, block)
+                qk = lower_product(self.qk, q, k, block)
+            else:
+                kkt = self.kkt(k_beta, k.transpose(-2, -1))  # (B, H, n, L, L): the full square
+                qk = self.qk(q, k.transpose(-2, -1))
+            lower = (kkt * decay).tril(-1)  # A: strictly lower
+            attn = qk * decay  # P: lower with the diagonal
+            # (I + A)·X = R by forward substitution, row i after rows 0..i-1: X_i = R_i − A_i·X
+            rhs = torch.cat([v_beta, k_beta * torch.exp(gamma)[..., None]], dim=-1)  # [V_β | K_β ∘ e^γ]
+            x = torch.zeros_like(rhs)
+            for i in range(length):
+                row = self.solve(lower[..., i:i + 1, :i + 1], x[..., :i + 1, :]) if self.causal else \
+                    self.solve(lower[..., i:i + 1, :], x)  # exact: the whole row, zeros included
+                x[..., i, :] = rhs[..., i, :] - row.squeeze(-2)
+            u, w = x.split([dv, dk], dim=-1)
+            last = gamma[..., -1:]  # (B, H, n, 1)
+            k_out = k * torch.exp(last - gamma)[..., None]  # keys decayed to the chunk's end
+            state = v.new_zeros(b_, h, dk, dv)
+            states, fresh = [], []
+            for c in range(n):  # the states between chunks, one after the other
+                states.append(state)
+                v_new = u[:, :, c] - self.state_correct(w[:, :, c], state)  # (B, H, L, dv)
+                fresh.append(v_new)
+                state = state * torch.exp(last[:, :, c])[..., None] + \
+                    self.state_write(k_out[:, :, c].transpose(-2, -1), v_new)
+            states, v_new = torch.stack(states, dim=2), torch.stack(fresh, dim=2)  # (B, H, n, dk, dv), (B, H, n, L, dv)
+            inter = self.state_read(q * torch.exp(gamma)[..., None], states)  # (B, H, n, L, dv)
+            intra = lower_apply(self.values, attn, v_new, block) if self.causal else self.values(attn, v_new)
+            return (inter + intra).reshape(b_, h, s, dv).transpose(1, 2)
+
+    return GatedDeltaNetModule
