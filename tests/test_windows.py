@@ -113,3 +113,14 @@ def test_json_per_token_average_and_exact_totals(cli):
     totals = json.loads(out)["totals"]
     assert code == 0 and isinstance(totals["forward_flops"], int)
     assert totals["forward_flops_per_token"] == pytest.approx(totals["forward_flops"] / 10_000)
+
+
+def test_active_parameters_with_and_without_embeddings():
+    """gpt-oss-20b's model card: 21B parameters, 3.6B active, a count that leaves out the input embedding
+    (201,088 × 2,880) but keeps the unembedding; without either, Kaplan's non-embedding active count."""
+    t = tally(hf.load(CONFIGS / "gpt-oss-20b.json")[1])
+    table = 201_088 * 2880
+    assert t.active_without_input_embedding == t.active - table
+    assert t.active_without_embeddings == t.active - 2 * table
+    assert 3.55e9 <= t.active_without_input_embedding < 3.65e9  # "3.6B", rounded
+    assert 20.5e9 <= t.params < 21.5e9  # "21B", rounded

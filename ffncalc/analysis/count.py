@@ -164,6 +164,17 @@ class Tally:
         return self._sum("active")
 
     @property
+    def active_without_input_embedding(self) -> int:
+        """Active parameters less the input embedding table, as gpt-oss's model card counts them (the
+        unembedding stays: every token multiplies it). A tied matrix is the unembedding too, so it stays."""
+        return self.active - self._sum("active", lambda r: r.part == "embedding" and not r.tied and r.role == "token")
+
+    @property
+    def active_without_embeddings(self) -> int:
+        """Active parameters less every embedding table and the unembedding (Kaplan et al.'s non-embedding N)."""
+        return self.active - self._sum("active", lambda r: r.part in ("embedding", "head"))
+
+    @property
     def matrices(self) -> int:
         return self._sum("matrices")
 
@@ -206,6 +217,8 @@ class Tally:
             "embedding_params": self.embedding,
             "non_embedding_params": self.non_embedding,
             "active_params": self.active,
+            "active_params_without_input_embedding": self.active_without_input_embedding,
+            "active_non_embedding_params": self.active_without_embeddings,
             "matrices": self.matrices,
             "forward_flops_per_token": plain(self.flops_per_token),
             "elementwise_flops_per_token": self.elementwise_per_token,

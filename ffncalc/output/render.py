@@ -115,7 +115,9 @@ def total_lines(t: Tally) -> list[tuple[str, int, str]]:
     out = [("parameters", t.params, "params"), ("  embedding", t.embedding, "params"),
            ("  non-embedding", t.non_embedding, "params")]
     if t.moe:
-        out.append(("  active per token", t.active, "params"))
+        out += [("  active per token", t.active, "params"),
+                ("    without the input embedding (gpt-oss's count)", t.active_without_input_embedding, "params"),
+                ("    without any embedding or unembedding", t.active_without_embeddings, "params")]
     out += [
         ("weight matrices", t.matrices, "count"),
         ("forward matmul FLOPs per token", t.flops_per_token, "flops"),
