@@ -13,7 +13,7 @@ from ..blocks.dense_ffn import DenseActivation
 from ..blocks.gated_ffn import GATED_VARIANTS, GateActivation
 from ..errors import InputError
 from ..model.stack import Model
-from .count import tally
+from .count import plain, tally
 from .sizing import Kind, block_flops, block_params, ffn_activation_elements, ffn_block, match_width
 
 Match = Literal["params", "flops"]
@@ -136,7 +136,7 @@ def compare_model(spec: Model, *, model: str, **kw) -> Comparison:
     for this, whole in ((block, spec), (other, swapped)):
         t = tally(whole)
         s = side(spec.d_model, this)
-        sides.append(Side(**{**s.__dict__, "model_params": t.params, "model_flops": t.flops_per_token}))
+        sides.append(Side(**{**s.__dict__, "model_params": t.params, "model_flops": plain(t.flops_per_token)}))
     source, target = _with_reference(spec.d_model, *sides)
     return Comparison(model, spec.d_model, layers, kw.get("match", "params"), kw.get("multiple_of", 1), moe,
                       source, target)

@@ -44,9 +44,9 @@ CONVENTIONS: dict[str, Convention] = {
         ),
         Convention(
             name="causal",
-            summary="as exact, with QKᵀ and AV over the causal triangle only: each query meets the keys up to its "
-            "own, s(s+1)/2 pairs instead of s² (about half)",
-            source="the causal mask, as a triangular attention kernel computes it",
+            summary="as exact, with QKᵀ and AV over what a causal kernel computes: each query meets the keys up to its "
+            "own, s(s+1)/2 pairs instead of s² (about half), and no more than its window on sliding-window layers",
+            source="the causal and sliding-window masks, as flash-attention kernels compute them",
             params=ALL_PARAMS,
             flops="matmul",
             matmul=frozenset({"weight", "head", "core"}),

@@ -8,10 +8,11 @@ FLOPs are per token of a forward pass at ``seq_len``: a matmul costs 2 FLOPs per
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from fractions import Fraction
 from typing import Literal
 
 from ..model.stack import Model
-from ..model.terms import RESIDUAL_ADDS, Emitter, Part, Term
+from ..model.terms import RESIDUAL_ADDS, Emitter, Part, Term, attended_pairs
 from .conventions import CONVENTIONS, DEFAULT, MATRICES, Convention
 
 Recompute = Literal["none", "selective", "full"]
@@ -68,18 +69,33 @@ class Row:
     expert: bool = False  # a routed expert's tensor: expert parallelism splits it
     component: str = ""
     slot: str = ""  # "attention" or "ffn": the slot of the block it belongs to
+    window: int | None = None  # core rows: the most keys a query meets
 
 
-def core_flops(t: Term, attention: str) -> int:
-    """FLOPs of QKᵀ or AV per token: 2 per multiply-add over the query-key pairs the mode keeps."""
+Number = int | Fraction  # FLOPs per token: an average over the sequence where a window makes it a fraction
+
+
+def plain(n: Number) -> int | float:
+    """An exact per-token figure as JSON and tables take it: an int where it is whole, else a float."""
+    return n if isinstance(n, int) else int(n) if n.denominator == 1 else float(n)
+
+
+def core_flops(t: Term, attention: str) -> Number:
+    """FLOPs of QKᵀ or AV per token: 2 per multiply-add over the query-key pairs the mode keeps.
+
+    full: every query meets every key, as eager attention computes the masked square (the executed view);
+    causal: each query meets the keys it may attend, within its window if it has one (the useful view);
+    half: s²/2, as Kaplan et al. and Megatron-LM count the masked square; none: not counted.
+    """
     heads, keys, head_dim = t.shape
-    pairs_x2 = {  # twice the keys an average query meets, so every mode stays an exact integer
+    pairs_x2 = {  # twice the keys an average query meets
         "full": 2 * keys,
-        "causal": keys + 1,  # query i meets keys 0..i: s(s+1)/2 pairs over s queries
-        "half": keys,  # s²/2, as Kaplan et al. and Megatron-LM count the masked square
+        "causal": Fraction(2 * attended_pairs(keys, t.window), keys),
+        "half": keys,
         "none": 0,
     }[attention]
-    return t.count * heads * head_dim * pairs_x2
+    flops = t.count * heads * head_dim * pairs_x2
+    return int(flops) if flops == int(flops) else flops
 
 
 def _row(t: Term, conv: Convention) -> Row:
@@ -105,7 +121,7 @@ def _row(t: Term, conv: Convention) -> Row:
     else:
         elementwise = 0
     return Row(t.name, t.role, t.part, t.layers, shape, count, params, active, matrices, flops, elementwise,
-               tied=t.tied and not conv.untie, expert=t.expert, component=t.component, slot=t.slot)
+               tied=t.tied and not conv.untie, expert=t.expert, component=t.component, slot=t.slot, window=t.window)
 
 
 @dataclass(frozen=True)
@@ -125,8 +141,9 @@ class Tally:
     def tokens(self) -> int:
         return self.batch * self.seq_len
 
-    def _sum(self, attr: str, where=lambda r: True) -> int:
-        return sum(getattr(r, attr) for r in self.rows if where(r))
+    def _sum(self, attr: str, where=lambda r: True) -> Number:
+        total = sum(getattr(r, attr) for r in self.rows if where(r))
+        return int(total) if total == int(total) else total
 
     @property
     def params(self) -> int:
@@ -147,11 +164,23 @@ class Tally:
         return self._sum("active")
 
     @property
+    def active_without_input_embedding(self) -> int:
+        """Active parameters less the input embedding table, as gpt-oss's model card counts them (the
+        unembedding stays: every token multiplies it). A tied matrix is the unembedding too, so it stays."""
+        return self.active - self._sum("active", lambda r: r.part == "embedding" and not r.tied and r.role == "token")
+
+    @property
+    def active_without_embeddings(self) -> int:
+        """Active parameters less every embedding table and the unembedding (Kaplan et al.'s non-embedding N)."""
+        return self.active - self._sum("active", lambda r: r.part in ("embedding", "head"))
+
+    @property
     def matrices(self) -> int:
         return self._sum("matrices")
 
     @property
-    def flops_per_token(self) -> int:
+    def flops_per_token(self) -> Number:
+        """An exact average over the sequence: a fraction where a windowed layer makes it one."""
         return self._sum("flops")
 
     @property
@@ -160,7 +189,7 @@ class Tally:
 
     @property
     def forward_flops(self) -> int:
-        return self.flops_per_token * self.tokens
+        return int(self.flops_per_token * self.tokens)  # whole: every sequence has seq_len queries
 
     @property
     def elementwise_flops(self) -> int:
@@ -175,7 +204,7 @@ class Tally:
             per_token = self._sum("flops", lambda r: r.role == "core")
         else:
             per_token = 0
-        return per_token * self.tokens
+        return int(per_token * self.tokens)
 
     @property
     def train_flops(self) -> int:
@@ -188,8 +217,10 @@ class Tally:
             "embedding_params": self.embedding,
             "non_embedding_params": self.non_embedding,
             "active_params": self.active,
+            "active_params_without_input_embedding": self.active_without_input_embedding,
+            "active_non_embedding_params": self.active_without_embeddings,
             "matrices": self.matrices,
-            "forward_flops_per_token": self.flops_per_token,
+            "forward_flops_per_token": plain(self.flops_per_token),
             "elementwise_flops_per_token": self.elementwise_per_token,
             "forward_flops": self.forward_flops,
             "elementwise_flops": self.elementwise_flops,

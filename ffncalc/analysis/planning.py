@@ -185,6 +185,22 @@ def kv_bytes_per_token(spec: Model, kv_bits: int) -> int:
     return sum(b.cache_elements(spec) for b in spec.blocks()) * kv_bits // 8
 
 
+def kv_bytes(spec: Model, tokens: int, kv_bits: int) -> int:
+    """The cache after ``tokens`` tokens: each layer holds its own per-token elements for the positions it
+    keeps (all of them, or its sliding window), times the bytes per element."""
+    return sum(b.cache_elements(spec) * b.cached_tokens(tokens) for b in spec.blocks()) * kv_bits // 8
+
+
+def keys_met(first: int, last: int, window: int | None) -> int:
+    """Σ over query positions p = first..last (counting from 1) of the keys each meets: p, or at most W."""
+    if window is None:
+        return (first + last) * (last - first + 1) // 2
+    below = max(0, min(last, window) - first + 1)  # positions that still see every key before them
+    lo = first
+    full = (lo + lo + below - 1) * below // 2 if below else 0
+    return full + (last - first + 1 - below) * window
+
+
 def state_bytes_per_sequence(spec: Model, bits: int) -> int:
     """What every layer keeps per sequence whatever its length (Mamba-2's SSM and convolution state), summed
     over the layers, times the bytes per element."""
@@ -199,25 +215,30 @@ def infer(spec: Model, *, prompt: int, generate: int, batch: int = 1, dtype: str
         raise InputError(f"--prompt + --generate = {context} exceeds context_length {spec.context_length}")
     prefill = tally(spec, convention="causal", seq_len=prompt, batch=batch)
     one = tally(spec, seq_len=1)  # one query against one key: the per-key attention cost
-    core = _per_token(one.rows, lambda r: r.role == "core")
-    rest = one.flops_per_token - core
-    decode_first = rest + core * (prompt + 1)  # the first generated token meets prompt + 1 keys
-    decode_all = generate * rest + core * sum(range(prompt + 1, context + 1))
+    cores = [(r.flops, r.window) for r in one.rows if r.role == "core"]
+    rest = one.flops_per_token - sum(f for f, _ in cores)
+
+    def attention(first: int, last: int) -> int:  # decode positions first..last, each against the keys it meets
+        return sum(f * keys_met(first, last, w) for f, w in cores)
+
+    decode_first = rest + attention(prompt + 1, prompt + 1)  # the first generated token meets prompt + 1 keys
+    decode_all = generate * rest + attention(prompt + 1, context)
     weight_bytes = -(-prefill.params * WEIGHT_BITS[dtype] // 8)
     active_bytes = -(-min(prefill.params, batch * prefill.active) * WEIGHT_BITS[dtype] // 8)
     kv_token = kv_bytes_per_token(spec, WEIGHT_BITS[kv_dtype])
     state = state_bytes_per_sequence(spec, WEIGHT_BITS[kv_dtype])
     # A decode step at the last position: every active weight once, the batch's whole KV cache and
     # recurrent state once.
-    step_flops = batch * (rest + core * context)
-    step_bytes = active_bytes + batch * (context * kv_token + state)
+    step_flops = batch * (rest + attention(context, context))
+    cache = kv_bytes(spec, context, WEIGHT_BITS[kv_dtype])
+    step_bytes = active_bytes + batch * (cache + state)
     out = [
         Figure("prefill_flops", "prefill FLOPs (causal)", prefill.forward_flops, "FLOP"),
         Figure("decode_first_flops", "decode FLOPs, first new token, per sequence", decode_first, "FLOP"),
         Figure("decode_flops", f"decode FLOPs, all {generate:,} new tokens × batch {batch}", batch * decode_all, "FLOP"),
         Figure("weight_bytes", "weight bytes", weight_bytes, f"bytes ({dtype})"),
         Figure("kv_bytes_per_token", "KV-cache bytes per token", kv_token, f"bytes ({kv_dtype})"),
-        Figure("kv_bytes", f"KV-cache bytes at {context:,} tokens × batch {batch}", kv_token * context * batch, "bytes"),
+        Figure("kv_bytes", f"KV-cache bytes at {context:,} tokens × batch {batch}", cache * batch, "bytes"),
         *([Figure("state_bytes", f"recurrent state bytes × batch {batch} (any length)", state * batch, "bytes")]
           if state else []),
         Figure("step_flops", "last decode step: FLOPs", step_flops, "FLOP"),

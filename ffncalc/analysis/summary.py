@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..model.stack import Model
-from .count import tally
+from .count import plain, tally
 
 COLUMNS = ["model", "params", "active_params", "embedding_params", "attention_params", "attention_share",
            "ffn_params", "ffn_share", "forward_flops_per_token", "train_flops_per_token", "d_model", "n_layers",
@@ -29,7 +29,7 @@ def summarize(spec: Model, *, model: str, seq_len: int | None = None, convention
         "attention_share": 10_000 * attention // t.params,
         "ffn_params": ffn,
         "ffn_share": 10_000 * ffn // t.params,
-        "forward_flops_per_token": t.flops_per_token,
+        "forward_flops_per_token": plain(t.flops_per_token),
         "train_flops_per_token": t.train_flops // t.tokens,
         "d_model": spec.d_model,
         "n_layers": spec.n_layers,

@@ -52,6 +52,10 @@ class Block:
         """Elements one layer of it caches per token while decoding (keys and values, or a latent)."""
         return 0
 
+    def cached_tokens(self, tokens: int) -> int:
+        """Positions it holds in its cache after ``tokens`` tokens (all of them, or its window)."""
+        return tokens
+
     def state_elements(self, model: Model) -> int:
         """Elements one layer of it keeps per sequence while decoding, whatever the length (recurrent state)."""
         return 0

@@ -95,13 +95,39 @@ def attend(layer, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Te
     heads, s = q.shape[1], q.shape[2]
     q = q * (1.0 / math.sqrt(q.shape[-1]))
     bias = alibi_bias(heads, s, q.device, q.dtype) if layer.positions == "alibi" else None
-    sinks = getattr(layer, "sinks", None)
+    sinks, window = getattr(layer, "sinks", None), getattr(layer, "window", None)
+    if layer.causal and window is not None and window < s:
+        return banded_attention(q, k, v, layer.scores, layer.values, window, bias, sinks)
     if layer.causal:
         return causal_attention(q, k, v, layer.scores, layer.values, bias, sinks=sinks)
     scores = layer.scores(q, k.transpose(-2, -1))  # (B, H, s, s): the full square
     if bias is not None:
         scores = scores + bias
+    if window is not None:  # eager attention computes the square and masks what lies outside the band
+        i = torch.arange(s, device=q.device)
+        outside = (i[None, :] > i[:, None]) | (i[None, :] <= i[:, None] - window)
+        scores = scores.masked_fill(outside, float("-inf"))
     return layer.values(softmax(scores, sinks), v)  # (B, H, s, v_dim)
+
+
+def banded_attention(q, k, v, scores_mm: MatMul, values_mm: MatMul, window: int, bias=None, sinks=None):
+    """Sliding-window attention computing only the band: query i meets keys i − W + 1..i.
+
+    The first W queries are the causal triangle; each later query meets exactly W keys, taken as unfolded
+    windows of the keys and values, one batched product per matrix: W(W+1)/2 + (T − W)·W pairs in all.
+    """
+    *lead, s, dim = q.shape
+    head = causal_attention(q[..., :window, :], k[..., :window, :], v[..., :window, :], scores_mm, values_mm,
+                            None if bias is None else bias[..., :window, :window], sinks=sinks)
+    keys = k.unfold(-2, window, 1)[..., 1:, :, :]  # (..., T − W, dim, W): the window ending at query i ≥ W
+    values = v.unfold(-2, window, 1)[..., 1:, :, :].transpose(-2, -1)  # (..., T − W, W, v_dim)
+    scores = scores_mm(q[..., window:, :].unsqueeze(-2), keys).squeeze(-2)  # (..., T − W, W)
+    if bias is not None:
+        rows = torch.arange(window, s, device=q.device)
+        scores = scores + bias[..., rows[:, None], rows[:, None] - window + 1 + torch.arange(window, device=q.device)]
+    probs = softmax(scores, sinks).unsqueeze(-2)  # (..., T − W, 1, W)
+    tail = values_mm(probs, values).squeeze(-2)  # (..., T − W, v_dim)
+    return torch.cat([head, tail], dim=-2)
 
 
 def softmax(scores: torch.Tensor, sinks: torch.Tensor | None = None) -> torch.Tensor:

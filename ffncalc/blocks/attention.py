@@ -12,16 +12,19 @@ from ..model.terms import ACTIVATION_OPS, ROTARY_OPS, SOFTMAX_OPS
 from . import Block, register
 
 
-def attention_core(e, model, heads: int, qk: int, vd: int, seq_len: int, o_bias: bool) -> None:
+def attention_core(e, model, heads: int, qk: int, vd: int, seq_len: int, o_bias: bool,
+                   window: int | None = None) -> None:
     """QKᵀ, softmax, AV and the output projection, shared by every softmax-attention kind.
 
-    Each token's query meets seq_len keys in every head; grouped K/V heads are shared, not fewer products.
+    Each token's query meets seq_len keys in every head as eager attention computes it (the executed view);
+    a causal kernel meets only the keys before it, within ``window`` if the layer has one (the useful
+    view: analysis/count.py core_flops). Grouped K/V heads are shared, not fewer products.
     """
     n = e.n
-    e.term("attn.scores", "core", (heads, seq_len, qk), n, numel=0, macs=n * heads * seq_len * qk)
+    e.term("attn.scores", "core", (heads, seq_len, qk), n, numel=0, macs=n * heads * seq_len * qk, window=window)
     scores = n * heads * seq_len
     e.op("attn.softmax", SOFTMAX_OPS * scores + (scores if model.positions == "alibi" else 0), scores=scores)
-    e.term("attn.values", "core", (heads, seq_len, vd), n, numel=0, macs=n * heads * seq_len * vd)
+    e.term("attn.values", "core", (heads, seq_len, vd), n, numel=0, macs=n * heads * seq_len * vd, window=window)
     e.linear("attn.o", heads * vd, model.d_model, o_bias, n)
 
 
@@ -53,6 +56,9 @@ class Attention(Block):
     # q's projection doubled: each head's query and a gate, sigmoid(gate) ⊙ the head's output before o (Qiu et al.
     # 2025, "Gated Attention for Large Language Models", arXiv:2505.06708; Qwen3-Next: Qwen3NextAttention)
     gate: bool = False
+    # sliding window: each query attends the last `window` keys, its own included (Mistral's sliding_window,
+    # Gemma 2/3's local layers); the layer caches no more than that many positions
+    window: Positive | None = None
 
     @property
     def kv_heads(self) -> int:
@@ -71,7 +77,8 @@ class Attention(Block):
             raise SpecError(("n_kv_heads",), f"{self.kv_heads} KV heads do not divide {self.n_heads} query heads")
 
     def describe(self) -> str:
-        return f"{self.n_heads} heads, {self.kv_heads} KV × {self.head_dim}" + (", gated" if self.gate else "")
+        window = f", window {self.window:,}" if self.window else ""
+        return f"{self.n_heads} heads, {self.kv_heads} KV × {self.head_dim}{window}" + (", gated" if self.gate else "")
 
     def facts(self) -> dict[str, object]:
         return {"heads": f"{self.n_heads}/{self.kv_heads}"}
@@ -91,7 +98,10 @@ class Attention(Block):
             e.term("attn.sinks", "bias", (h,), n, elementwise=n * h * SOFTMAX_OPS)
         if self.gate:  # sigmoid(gate) ⊙ each head's output: a sigmoid and a multiply per element
             e.op("attn.gate", n * (ACTIVATION_OPS["sigmoid"] + 1) * h * hd)
-        attention_core(e, model, h, hd, hd, seq_len, self.o_bias)
+        attention_core(e, model, h, hd, hd, seq_len, self.o_bias, self.window)
+
+    def cached_tokens(self, tokens: int) -> int:
+        return tokens if self.window is None else min(tokens, self.window)
 
     def cache_elements(self, model) -> int:
         """K and V of every KV head."""
@@ -125,7 +135,7 @@ def _module():
             d = model.d_model
             self.heads, self.kv_heads, self.head_dim = spec.n_heads, spec.kv_heads, spec.head_dim
             self.positions, self.causal, self.rotary = model.positions, causal, spec.rotary_dim
-            self.gate = spec.gate
+            self.gate, self.window = spec.gate, spec.window
             self.q = Linear(d, (2 if spec.gate else 1) * self.heads * self.head_dim, bias=spec.qkv_bias)
             self.k = Linear(d, self.kv_heads * self.head_dim, bias=spec.qkv_bias)
             self.v = Linear(d, self.kv_heads * self.head_dim, bias=spec.qkv_bias)

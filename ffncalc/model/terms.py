@@ -49,6 +49,7 @@ class Term:
     expert: bool = False  # one of a mixture's routed experts: expert parallelism splits it
     component: str = ""  # the module the term belongs to (its name without .weight/.bias, or a group of them)
     slot: str = ""  # inside a layer: the slot of the block that wrote it ("attention", "ffn"), or "" for the layer's own
+    window: int | None = None  # core terms: each query meets at most this many keys, its own included
 
 
 @dataclass
@@ -91,3 +92,12 @@ class Emitter:
 
     def op(self, name: str, elementwise: int, **kw) -> None:
         self.term(name, "op", elementwise=elementwise, **kw)
+
+
+def attended_pairs(tokens: int, window: int | None = None) -> int:
+    """Query-key pairs a causal kernel computes over ``tokens`` queries: query i (from 0) meets keys
+    max(0, i − W + 1)..i, min(i + 1, W) of them. Without a window, the triangle T(T+1)/2; with W < T,
+    the triangle over the first W queries and W for each of the other T − W: W(W+1)/2 + (T − W)·W."""
+    if window is None or tokens <= window:
+        return tokens * (tokens + 1) // 2
+    return window * (window + 1) // 2 + (tokens - window) * window

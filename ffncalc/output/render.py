@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from ..analysis.count import Row, Tally, merge_layers
+from ..analysis.count import Row, Tally, merge_layers, plain
 from .sheet import Document, Section, to_csv
 
 if TYPE_CHECKING:
@@ -26,6 +26,7 @@ def human_params(n: int) -> str:
 
 def human_flops(n: int) -> str:
     """314572800000 -> '3.15e11'."""
+    n = plain(n)
     if abs(n) < 1000:
         return str(n)
     mantissa, exponent = f"{n:.2e}".split("e")
@@ -33,7 +34,10 @@ def human_flops(n: int) -> str:
 
 
 def exact(n: int) -> str:
-    return f"{n:,}"
+    """Whole numbers with separators; an exact average that is not whole (FLOPs per token over a window)
+    to one decimal."""
+    n = plain(n)
+    return f"{n:,}" if isinstance(n, int) else f"{n:,.1f}"
 
 
 def shape_text(row: Row) -> str:
@@ -75,7 +79,7 @@ def records(t: Tally, per_layer: bool = False) -> dict[str, Any]:
                 "params": r.params,
                 "active_params": r.active,
                 "matrices": r.matrices,
-                "forward_flops_per_token": r.flops,
+                "forward_flops_per_token": plain(r.flops),
                 "elementwise_flops_per_token": r.elementwise,
                 "tied": r.tied,
             }
@@ -111,7 +115,9 @@ def total_lines(t: Tally) -> list[tuple[str, int, str]]:
     out = [("parameters", t.params, "params"), ("  embedding", t.embedding, "params"),
            ("  non-embedding", t.non_embedding, "params")]
     if t.moe:
-        out.append(("  active per token", t.active, "params"))
+        out += [("  active per token", t.active, "params"),
+                ("    without the input embedding (gpt-oss's count)", t.active_without_input_embedding, "params"),
+                ("    without any embedding or unembedding", t.active_without_embeddings, "params")]
     out += [
         ("weight matrices", t.matrices, "count"),
         ("forward matmul FLOPs per token", t.flops_per_token, "flops"),
@@ -153,10 +159,10 @@ def count_csv(t: Tally, per_layer: bool = False) -> str:
     """One row per component and a final ``total`` row; integers only."""
     rows = [dict(convention=t.convention.name, seq_len=t.seq_len, component=r.name, part=r.part,
                  layers=layers_text(r.layers), shape="x".join(map(str, r.shape)), count=r.count, params=r.params,
-                 active_params=r.active, matrices=r.matrices, forward_flops_per_token=r.flops,
+                 active_params=r.active, matrices=r.matrices, forward_flops_per_token=plain(r.flops),
                  elementwise_flops_per_token=r.elementwise) for r in component_rows(t, per_layer)]
     rows.append(dict(convention=t.convention.name, seq_len=t.seq_len, component="total", params=t.params,
-                     active_params=t.active, matrices=t.matrices, forward_flops_per_token=t.flops_per_token,
+                     active_params=t.active, matrices=t.matrices, forward_flops_per_token=plain(t.flops_per_token),
                      elementwise_flops_per_token=t.elementwise_per_token))
     return to_csv(rows, CSV_FIELDS)
 

@@ -125,6 +125,46 @@ def gated(c: Config, width_key: str = "intermediate_size", act_key: str = "hidde
             "bias": bias}
 
 
+def window(c: Config, default: int | None) -> int | None:
+    """sliding_window: the config class's default when the key is absent; none when it is null."""
+    if c.data.get("sliding_window", default) is None:
+        return None
+    return c.int("sliding_window", default)
+
+
+def layer_types(c: Config, pattern) -> list[str]:
+    """layer_types as stated, or as the config class derives them: ``pattern(i)`` for layer i."""
+    n = c.int("num_hidden_layers")
+    stated = c.data.get("layer_types")
+    if stated is None:
+        return [pattern(i) for i in range(n)]
+    if not isinstance(stated, list) or len(stated) != n or not all(isinstance(t, str) for t in stated):
+        raise c.fail("layer_types", f"expected a list of {n} layer types, got {stated!r}")
+    return stated
+
+
+def stack(layers: list[dict]) -> dict:
+    """Per-layer {"attention": …, "ffn": …} -> the spec's attention and ffn (those of most layers) and, where
+    layers differ, runs of layers that state what differs."""
+    def key(layer: dict) -> str:
+        return repr(sorted(layer.items()))
+
+    counts: dict[str, int] = {}
+    for layer in layers:
+        counts[key(layer)] = counts.get(key(layer), 0) + 1
+    main = next(layer for layer in layers if key(layer) == max(counts, key=counts.get))
+    runs: list[list] = []
+    for layer in layers:
+        if runs and key(runs[-1][0]) == key(layer):
+            runs[-1][1] += 1
+        else:
+            runs.append([layer, 1])
+    out = {"attention": main["attention"], "ffn": main["ffn"]}
+    if len(runs) > 1:
+        out["layers"] = [{"repeat": n, **{k: v for k, v in layer.items() if v != main[k]}} for layer, n in runs]
+    return out
+
+
 def rms(per_layer: int = 2, **kw) -> dict:
     return {"kind": "rmsnorm", "per_layer": per_layer, "final": True, **kw}
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..config import Config, attention, common, family, gated, rms
+from ..config import Config, attention, common, family, gated, layer_types, rms, stack, window
 
 
 @family("gemma")
@@ -22,8 +22,12 @@ def gemma2(c: Config) -> dict:
     """Gemma2Config / Gemma2DecoderLayer: four RMSNorms per layer, one before and one after each sublayer;
     GeGLU from hidden_activation; head_dim defaults to 256; tied embeddings."""
     bias = c.bool("attention_bias", False)
-    return {**common(c, tie=True), "attention": attention(c, head_dim=256, qkv_bias=bias, o_bias=bias),
-            "ffn": gated(c, act_key="hidden_activation", act_default="gelu_pytorch_tanh"), "norm": rms(per_layer=4)}
+    types = layer_types(c, lambda i: "sliding_attention" if (i + 1) % 2 else "full_attention")  # Gemma2Config
+    size = window(c, 4096)
+    full = attention(c, head_dim=256, qkv_bias=bias, o_bias=bias)
+    ffn = gated(c, act_key="hidden_activation", act_default="gelu_pytorch_tanh")
+    layers = [{"attention": {**full, "window": size} if t == "sliding_attention" else full, "ffn": ffn} for t in types]
+    return {**common(c, tie=True), **stack(layers), "norm": rms(per_layer=4)}
 
 
 # Gemma3TextConfig's defaults (transformers 5.23): a Gemma 3 text_config states only what differs from them.
@@ -41,5 +45,10 @@ def gemma3_text(c: Config) -> dict:
     a gemma3 config is its text_config read with these defaults."""
     c = c.with_defaults(GEMMA3_TEXT)
     bias = c.bool("attention_bias", False)
-    return {**common(c, tie=True), "attention": attention(c, qkv_bias=bias, o_bias=bias, qk_norm="head"),
-            "ffn": gated(c, act_key="hidden_activation", act_default="gelu_pytorch_tanh"), "norm": rms(per_layer=4)}
+    pattern = c.int("sliding_window_pattern", 6)  # Gemma3TextConfig: every sixth layer global by default
+    types = layer_types(c, lambda i: "sliding_attention" if (i + 1) % pattern else "full_attention")
+    size = window(c, 4096)
+    full = attention(c, qkv_bias=bias, o_bias=bias, qk_norm="head")
+    ffn = gated(c, act_key="hidden_activation", act_default="gelu_pytorch_tanh")
+    layers = [{"attention": {**full, "window": size} if t == "sliding_attention" else full, "ffn": ffn} for t in types]
+    return {**common(c, tie=True), **stack(layers), "norm": rms(per_layer=4)}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..config import Config, attention, common, family, gated, rms
+from ..config import Config, attention, common, family, gated, rms, window
 
 
 @family("phi",
@@ -29,6 +29,6 @@ def phi(c: Config) -> dict:
         layer_modules=((r"qkv_proj$", "attn.q+k+v"), (r"mlp\.gate_up_proj$", "ffn.gate+up")))
 def phi3(c: Config) -> dict:
     """Phi3Config / Phi3Attention, Phi3MLP: fused qkv_proj and gate_up_proj, no biases; the same parameters
-    as separate q/k/v and gate/up."""
-    return {**common(c, tie=False), "attention": attention(c, rotary=c.rope_fraction(1.0)), "ffn": gated(c),
-            "norm": rms()}
+    as separate q/k/v and gate/up; sliding_window (default none) bounds every layer's keys."""
+    return {**common(c, tie=False), "attention": {**attention(c, rotary=c.rope_fraction(1.0)), "window": window(c, None)},
+            "ffn": gated(c), "norm": rms()}

@@ -1,0 +1,126 @@
+"""Sliding windows: what a causal kernel computes (the useful view) against the square eager attention
+executes (the exact view), the cache a windowed layer keeps, and the reference that computes only the band."""
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from ffncalc.analysis import planning
+from ffncalc.analysis.count import tally
+from ffncalc.analysis.verify import verify
+from ffncalc.blocks import _torch
+from ffncalc.model import from_data, reference
+from ffncalc.sources import hf, presets
+
+CONFIGS = Path(__file__).resolve().parent / "hf_configs"
+
+
+def pairs(t, w=None):
+    """Query-key pairs of a causal kernel by brute force: query i meets keys max(0, i-w+1)..i."""
+    return sum(min(i + 1, w or t) for i in range(t))
+
+
+def core(t):
+    return sum(r.flops for r in t.rows if r.role == "core") * t.tokens
+
+
+def test_mistral_at_32k_attends_its_window():
+    """Mistral 7B (Jiang et al. 2023 §2.1): W = 4,096 of a 32,768 context. QKᵀ and AV at 2 FLOPs per multiply-add
+    over 32 layers × 32 heads × head_dim 128: the triangle charges 4.27 × what the window computes."""
+    model = presets.load("mistral-7b")[1]
+    t, w = 32_768, 4096
+    useful = tally(model, convention="causal", seq_len=t)
+    assert core(useful) == 2 * 2 * 32 * 32 * 128 * pairs(t, w)
+    assert core(useful) == 2 * 2 * 32 * 32 * 128 * (w * (w + 1) // 2 + (t - w) * w)
+    full_triangle = 2 * 2 * 32 * 32 * 128 * t * (t + 1) // 2
+    assert round(full_triangle / core(useful), 2) == 4.27
+    executed = tally(model, convention="exact", seq_len=t)  # eager attention: the masked square, as before
+    assert core(executed) == 2 * 2 * 32 * 32 * 128 * t * t
+
+
+@pytest.mark.parametrize("t", [1, 7, 4096, 4097, 10_000])
+def test_pairs_below_and_beyond_the_window(t):
+    model = presets.load("mistral-7b")[1]
+    assert core(tally(model, convention="causal", seq_len=t)) == 2 * 2 * 32 * 32 * 128 * pairs(t, 4096)
+
+
+def test_gemma2_alternates_local_and_global_layers():
+    """Gemma 2 9B: 42 layers, even ones local over 4,096 keys, odd ones global (Gemma2Config.layer_types);
+    16 heads × head_dim 256."""
+    model = hf.load(CONFIGS / "gemma-2-9b.json")[1]
+    assert [layer.attention.window for layer in model.layers[:4]] == [4096, None, 4096, None]
+    t = 8192
+    expected = 2 * 2 * 16 * 256 * (21 * pairs(t, 4096) + 21 * pairs(t))
+    assert core(tally(model, convention="causal", seq_len=t)) == expected
+
+
+def test_gemma3_text_config_windows():
+    """Gemma 3 27B: sliding_window 1,024; every sixth layer global (sliding_window_pattern 6): 52 local, 10 global."""
+    model = hf.load(CONFIGS / "gemma-3-27b-it.json")[1]
+    windows = [layer.attention.window for layer in model.layers]
+    assert windows.count(1024) == 52 and windows.count(None) == 10 and windows[5] is None and windows[4] == 1024
+
+
+def test_windowed_kv_cache_and_decode():
+    """Mistral 7B at 10,000 tokens: each layer caches K and V of 8 KV heads × 128 for the last 4,096 positions;
+    a decode step at position p meets min(p, 4096) keys."""
+    model = presets.load("mistral-7b")[1]
+    out = {f.id: f.value for f in planning.infer(model, prompt=9_990, generate=10)}
+    assert out["kv_bytes"] == 32 * 2 * 8 * 128 * 2 * 4096
+    d, kv, f, v, layers = 4096, 1024, 14_336, 32_000, 32
+    weights = layers * (2 * d * d + 2 * d * kv + 3 * d * f) + v * d  # q, o, k, v, gate, up, down; lm_head
+    per_key = layers * 2 * 2 * 32 * 128  # QKᵀ and AV: 32 heads × 128, 2 FLOPs per multiply-add
+    assert out["decode_first_flops"] == 2 * weights + per_key * 4096  # position 9,991 meets only its window
+    assert out["decode_flops"] == 10 * (2 * weights + per_key * 4096)
+
+
+def test_banded_reference_computes_only_the_band():
+    """The causal reference of a windowed layer: FlopCounterMode sees W(W+1)/2 + (T-W)·W pairs, and its
+    output equals softmax over the masked square, sinks included."""
+    spec = dict(vocab_size=30, d_model=16, n_layers=1, context_length=32, attention={"n_heads": 2, "window": 5},
+                ffn={"kind": "gated", "d_ff": 8})
+    for attention in ({"n_heads": 2, "window": 5}, {"n_heads": 2, "window": 5, "sinks": True}):
+        model = from_data({**spec, "attention": attention})
+        for convention in ("exact", "causal"):
+            report = verify(model, seq_len=12, convention=convention)
+            assert report.ok, report.failures
+    q, k, v = (torch.randn(1, 2, 12, 4, dtype=torch.float64) for _ in range(3))
+    sinks = torch.randn(2, dtype=torch.float64)
+    band = _torch.banded_attention(q, k, v, _torch.MatMul(), _torch.MatMul(), 5, sinks=sinks)
+    i = torch.arange(12)
+    outside = (i[None, :] > i[:, None]) | (i[None, :] <= i[:, None] - 5)
+    square = (q @ k.transpose(-2, -1)).masked_fill(outside, float("-inf"))
+    assert torch.allclose(band, _torch.softmax(square, sinks) @ v, atol=1e-10)
+
+
+def test_reference_models_agree_in_both_views():
+    """A windowed model built for the exact view (masked square) and for the causal view (band) gives the same
+    logits on real tensors."""
+    spec = from_data(dict(vocab_size=30, d_model=16, n_layers=2, context_length=32, attention={"n_heads": 2, "window": 3},
+                          ffn={"kind": "gated", "d_ff": 8}))
+    torch.manual_seed(0)
+    eager = reference.build(spec, device="cpu", dtype=torch.float64)
+    banded = reference.build(spec, device="cpu", dtype=torch.float64, causal=True)
+    banded.load_state_dict(eager.state_dict())
+    tokens = torch.randint(0, 30, (1, 10))
+    assert torch.allclose(eager(tokens), banded(tokens), atol=1e-9)
+
+
+def test_json_per_token_average_and_exact_totals(cli):
+    code, out, _ = cli("count", "mistral-7b", "--seq-len", "10000", "-c", "causal", "--format", "json")
+    totals = json.loads(out)["totals"]
+    assert code == 0 and isinstance(totals["forward_flops"], int)
+    assert totals["forward_flops_per_token"] == pytest.approx(totals["forward_flops"] / 10_000)
+
+
+def test_active_parameters_with_and_without_embeddings():
+    """gpt-oss-20b's model card: 21B parameters, 3.6B active, a count that leaves out the input embedding
+    (201,088 × 2,880) but keeps the unembedding; without either, Kaplan's non-embedding active count."""
+    t = tally(hf.load(CONFIGS / "gpt-oss-20b.json")[1])
+    table = 201_088 * 2880
+    assert t.active_without_input_embedding == t.active - table
+    assert t.active_without_embeddings == t.active - 2 * table
+    assert 3.55e9 <= t.active_without_input_embedding < 3.65e9  # "3.6B", rounded
+    assert 20.5e9 <= t.params < 21.5e9  # "21B", rounded
