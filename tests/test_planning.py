@@ -205,3 +205,14 @@ def test_recurrent_state_is_reported_and_read_each_step(cli):
     assert figures["kv_bytes"]["value"] == 0
     assert figures["state_bytes"]["value"] == 2 * 64 * per_layer * 2
     assert figures["step_bytes"]["value"] == figures["weight_bytes"]["value"] + 2 * 64 * per_layer * 2
+
+
+def test_a_recurrent_decode_step_costs_the_same_at_any_context(cli):
+    """Mamba-2 keeps a fixed state: the first new token after 1,000 or 100,000 prompt tokens costs the same."""
+    config = str(Path(__file__).resolve().parent / "hf_configs" / "mamba-codestral-7b-mlx-8bit.json")
+    first = []
+    for prompt in ("1000", "100000"):
+        code, out, err = cli("infer", config, "--prompt", prompt, "--generate", "1", "--format", "json")
+        assert code == 0, err
+        first.append(json.loads(out)["figures"]["decode_first_flops"]["value"])
+    assert first[0] == first[1]

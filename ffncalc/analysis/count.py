@@ -70,6 +70,7 @@ class Row:
     component: str = ""
     slot: str = ""  # "attention" or "ffn": the slot of the block it belongs to
     window: int | None = None  # core rows: the most keys a query meets
+    grows: bool = True  # core rows: a decode step's work grows with the context
 
 
 Number = int | Fraction  # FLOPs per token: an average over the sequence where a window makes it a fraction
@@ -121,7 +122,8 @@ def _row(t: Term, conv: Convention) -> Row:
     else:
         elementwise = 0
     return Row(t.name, t.role, t.part, t.layers, shape, count, params, active, matrices, flops, elementwise,
-               tied=t.tied and not conv.untie, expert=t.expert, component=t.component, slot=t.slot, window=t.window)
+               tied=t.tied and not conv.untie, expert=t.expert, component=t.component, slot=t.slot, window=t.window,
+               grows=t.grows)
 
 
 @dataclass(frozen=True)

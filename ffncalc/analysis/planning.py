@@ -215,7 +215,8 @@ def infer(spec: Model, *, prompt: int, generate: int, batch: int = 1, dtype: str
         raise InputError(f"--prompt + --generate = {context} exceeds context_length {spec.context_length}")
     prefill = tally(spec, convention="causal", seq_len=prompt, batch=batch)
     one = tally(spec, seq_len=1)  # one query against one key: the per-key attention cost
-    cores = [(r.flops, r.window) for r in one.rows if r.role == "core"]
+    # attention's products grow with the keys cached; a recurrent mixer's are the same at every step
+    cores = [(r.flops, r.window) for r in one.rows if r.role == "core" and r.grows]
     rest = one.flops_per_token - sum(f for f, _ in cores)
 
     def attention(first: int, last: int) -> int:  # decode positions first..last, each against the keys it meets
@@ -303,5 +304,6 @@ def plan_inference(spec: Model, *, label: str, prompt: int, generate: int, batch
     inputs = {"model": label, "prompt": prompt, "generate": generate, "batch": batch, "dtype": dtype,
               "kv_dtype": kv_dtype, "hardware": hw.key if hw else None}
     return Figures(f"inference with {label}: {prompt:,} prompt + {generate:,} new tokens × batch {batch}", inputs,
-                   figures, ["FLOPs: exact matmul counts; prefill over the causal triangle, each decode step's query "
-                             "against every cached key"])
+                   figures, ["FLOPs: exact matmul counts; prefill over the causal triangle (within each layer's "
+                             "window), each decode step's query against every key its layer caches; a recurrent "
+                             "mixer's step (Mamba-2, Gated DeltaNet) the same at any context"])

@@ -111,11 +111,11 @@ class Mamba2(Block):
         # discretize: dt·A per head, its running sum over the sequence per head, dt·x per element of x
         e.op("mixer.discretize", n * (2 * h + di))
         # the dual form (§5): scores C_t·B_s of every group, over N, for each of seq_len keys
-        e.term("mixer.scores", "core", (g, seq_len, ns), n, numel=0, macs=n * g * seq_len * ns)
+        e.term("mixer.scores", "core", (g, seq_len, ns), n, numel=0, macs=n * g * seq_len * ns, grows=False)
         # decay mask L[t,s] = exp(cumsum_t - cumsum_s) (a subtract and an exp) and M = L ∘ scores (a multiply),
         # per head and key over the full square, as attention's softmax is counted
         e.op("mixer.decay", n * 3 * h * seq_len)
-        e.term("mixer.values", "core", (h, seq_len, p), n, numel=0, macs=n * h * seq_len * p)
+        e.term("mixer.values", "core", (h, seq_len, p), n, numel=0, macs=n * h * seq_len * p, grows=False)
         e.term("mixer.D", "bias", (h,), n, elementwise=n * 2 * di)  # y + D·x: a multiply and an add
         # MambaRMSNormGated: y ⊙ silu(z) (silu and a multiply), then an RMSNorm with a weight
         e.term("mixer.norm", "norm", (di,), n, numel=di * GATED_NORM.params_per_feature,

@@ -50,6 +50,8 @@ class Term:
     component: str = ""  # the module the term belongs to (its name without .weight/.bias, or a group of them)
     slot: str = ""  # inside a layer: the slot of the block that wrote it ("attention", "ffn"), or "" for the layer's own
     window: int | None = None  # core terms: each query meets at most this many keys, its own included
+    grows: bool = True  # core terms: decoding meets every cached key (attention); False: a recurrent mixer's
+    # per-step work, the same at any context
 
 
 @dataclass
