@@ -326,3 +326,19 @@ def test_elementwise_stays_out_of_matmul_figure():
         assert rows[name].flops == 0 and rows[name].elementwise > 0
     assert rows["ffn.gate_product"].elementwise == 32 * 11008  # one multiply per hidden unit per layer
     assert t.flops_per_token == sum(r.flops for r in t.rows)
+
+
+@pytest.mark.parametrize("preset,config,card", [
+    ("gpt-oss-20b", "gpt-oss-20b", 21e9),  # OpenAI's model card: 21B parameters (3.6B active)
+    ("gemma-3-27b", "gemma-3-27b-it", 27e9),  # Gemma 3 report: 27B (the language model; vision adds about 0.4B)
+])
+def test_presets_of_new_releases(preset, config, card):
+    """A preset imported from a public config.json counts what transformers builds from that file (recorded in
+    tests/hf_truth/), and rounds to the model card's figure."""
+    import json
+    from pathlib import Path
+
+    truth = json.loads((Path(__file__).resolve().parent / "hf_truth" / f"{config}.json").read_text())
+    t = count(preset)
+    assert t.params == sum(n for _, n in truth["params"])
+    assert round(t.params / 1e9) == round(card / 1e9)

@@ -124,3 +124,14 @@ def test_active_parameters_with_and_without_embeddings():
     assert t.active_without_embeddings == t.active - 2 * table
     assert 3.55e9 <= t.active_without_input_embedding < 3.65e9  # "3.6B", rounded
     assert 20.5e9 <= t.params < 21.5e9  # "21B", rounded
+
+
+def test_gpt_oss_banded_layers():
+    """gpt-oss-20b: 24 layers alternating a 128-key band and full attention (GptOssConfig.layer_types),
+    64 heads × head_dim 64; the band caches 128 positions."""
+    model = hf.load(CONFIGS / "gpt-oss-20b.json")[1]
+    assert [layer.attention.window for layer in model.layers[:2]] == [128, None]
+    t = 8192
+    assert core(tally(model, convention="causal", seq_len=t)) == 2 * 2 * 64 * 64 * (12 * pairs(t, 128) + 12 * pairs(t))
+    out = {f.id: f.value for f in planning.infer(model, prompt=t - 1, generate=1)}
+    assert out["kv_bytes"] == 2 * 8 * 64 * 2 * (12 * 128 + 12 * t)  # K and V of 8 KV heads × 64, bf16
