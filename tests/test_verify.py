@@ -63,26 +63,61 @@ def _mlp(draw, kind=None):
 
 
 def _ffn(draw):
-    kind = draw(st.sampled_from(["dense", "gated", "moe"]))
+    kind = draw(st.sampled_from(["dense", "gated", "moe", "llama", "none"]))
+    if kind == "none":
+        return {"kind": "none"}
+    if kind == "llama":  # the Llama width rule, resolved against d_model
+        return {"kind": "gated", "d_ff": {"rule": "llama", "multiple_of": draw(st.integers(1, 8)),
+                                          "multiplier": draw(st.sampled_from([None, 1.3]))}}
     if kind != "moe":
         return _mlp(draw, kind)
     n_experts = draw(st.integers(1, 5))
     moe = {"kind": "moe", "n_experts": n_experts, "top_k": draw(st.integers(1, n_experts)),
-           "expert": _mlp(draw), "router_bias": draw(st.booleans())}
+           "expert": _mlp(draw), "router_bias": draw(st.booleans()), "correction_bias": draw(st.booleans())}
     shared = draw(st.integers(0, 2))
     if shared:
-        moe |= {"n_shared_experts": shared, "shared": _mlp(draw)}
+        moe |= {"n_shared_experts": shared, "shared": _mlp(draw), "shared_gate": draw(st.booleans())}
     return moe
 
 
 def _attention(draw, d_model):
+    kind = draw(st.sampled_from(["mha", "mha", "mha", "mla", "mamba2", "gated_deltanet", "none"]))
+    if kind == "mla":
+        rank = draw(st.sampled_from([None, 4]))
+        attn = {"kind": "mla", "n_heads": draw(st.integers(1, 4)), "q_lora_rank": rank,
+                "kv_lora_rank": draw(st.integers(1, 6)), "qk_nope_head_dim": draw(st.integers(1, 5)),
+                "qk_rope_head_dim": draw(st.integers(1, 4)), "v_head_dim": draw(st.integers(1, 5)),
+                "bias": draw(st.booleans())}
+        if rank and draw(st.booleans()):  # DeepSeek-V3.2's indexer reads the query latent
+            attn |= {"index_n_heads": draw(st.integers(1, 3)), "index_head_dim": draw(st.integers(1, 4)),
+                     "index_topk": draw(st.integers(1, 6))}
+        return attn
+    if kind == "mamba2":
+        head_dim = draw(st.sampled_from([h for h in (1, 2, 4) if (2 * d_model) % h == 0]))
+        n_heads = 2 * d_model // head_dim
+        return {"kind": "mamba2", "n_heads": n_heads, "head_dim": head_dim, "expand": 2,
+                "state_size": draw(st.integers(1, 4)),
+                "n_groups": draw(st.sampled_from([g for g in range(1, n_heads + 1) if n_heads % g == 0][:3])),
+                "conv_kernel": draw(st.integers(1, 4)), "use_bias": draw(st.booleans()),
+                "use_conv_bias": draw(st.booleans())}
+    if kind == "gated_deltanet":
+        keys = draw(st.integers(1, 3))
+        return {"kind": "gated_deltanet", "n_key_heads": keys, "key_head_dim": draw(st.integers(1, 4)),
+                "n_value_heads": keys * draw(st.integers(1, 2)), "value_head_dim": draw(st.integers(1, 4)),
+                "conv_kernel": draw(st.integers(1, 4)), "chunk_size": draw(st.integers(1, 5))}
+    if kind == "none":
+        return {"kind": "none"}
     n_heads = draw(st.integers(1, 6))
     attn = {"n_heads": n_heads,
             "n_kv_heads": draw(st.sampled_from([k for k in range(1, n_heads + 1) if n_heads % k == 0])),
             "qkv_bias": draw(st.booleans()), "o_bias": draw(st.booleans()),
-            "qk_norm": draw(st.sampled_from(["none", "head", "full"]))}
+            "qk_norm": draw(st.sampled_from(["none", "head", "each_head", "full"])),
+            "sinks": draw(st.booleans()), "gate": draw(st.booleans()),
+            "window": draw(st.sampled_from([None, None, 1, 3, 6]))}
     if d_model % n_heads or draw(st.booleans()):
         attn["head_dim"] = draw(st.integers(1, 12))  # head_dim unrelated to d_model / n_heads
+    if draw(st.booleans()):
+        attn["rotary_dim"] = draw(st.integers(1, 12))  # partial rotary (capped at head_dim)
     return attn
 
 
@@ -101,12 +136,16 @@ def small_specs(draw):
         "tie_embeddings": draw(st.booleans()),
         "lm_head_bias": draw(st.booleans()),
         "embedding_norm": draw(st.booleans()),
+        "position_offset": draw(st.sampled_from([0, 2])),
     }
-    kind = draw(st.sampled_from(["layernorm", "rmsnorm"]))
+    kind = draw(st.sampled_from(["layernorm", "layernorm1p", "rmsnorm"]))
     affine = draw(st.booleans())
+    placement = draw(st.sampled_from(["pre", "pre", "post"]))
     spec["norm"] = {"kind": kind, "affine": affine, "per_layer": draw(st.integers(0, 4)),
-                    "final": draw(st.booleans()),
-                    "bias": affine and kind == "layernorm" and draw(st.booleans())}
+                    "final": draw(st.booleans()), "placement": placement,
+                    "bias": affine and kind != "rmsnorm" and draw(st.booleans())}
+    if placement == "pre" and spec["norm"]["per_layer"] <= 2:
+        spec["parallel"] = draw(st.booleans())  # GPT-J, GPT-NeoX, phi-2
     if n_layers > 1 and draw(st.booleans()):  # a stack whose layers differ
         first = draw(st.integers(1, n_layers - 1))
         group = {"repeat": first, "ffn": _ffn(draw)}

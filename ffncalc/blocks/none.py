@@ -42,12 +42,13 @@ class NoMixer(_Nothing):
 
 @cache
 def _module():
+    import torch
     from torch import nn
 
     class Nothing(nn.Module):
         """Adds nothing to the residual stream."""
 
         def forward(self, x):
-            return x.new_zeros(())
+            return torch.zeros_like(x)  # nothing, shaped as the stream (a post-norm may follow)
 
     return Nothing

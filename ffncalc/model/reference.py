@@ -33,11 +33,10 @@ class LayerModule(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         mixer, ffn = (getattr(self, name) for name in self.names)
         n = len(self.norms)
-        if n == 1 and not self.post:
-            h = self.norms[0](x)
-            return x + mixer(h) + ffn(h)
-        if self.parallel:
-            return x + mixer(self.norms[0](x)) + ffn(self.norms[1](x))
+        if self.parallel or (n == 1 and not self.post):  # both read the same input: one shared norm, one each, or none
+            a = self.norms[0](x) if n else x
+            b = self.norms[1](x) if n == 2 else a
+            return x + mixer(a) + ffn(b)
         split = (n + 1) // 2  # norms[:split] wrap attention, the rest the FFN
         x = x + _wrapped(mixer, self.norms[:split], x, self.post)
         return x + _wrapped(ffn, self.norms[split:], x, self.post)
