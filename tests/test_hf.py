@@ -53,7 +53,7 @@ FAMILIES = {"gpt2", "gpt_neox", "llama", "mistral", "mixtral", "qwen2", "qwen2_m
 
 
 # Families that are another family under a new name (one line each), read by a tested family's code.
-ALIASES_WITHOUT_CONFIG: set[str] = set()
+ALIASES_WITHOUT_CONFIG = {"gpt-sw3"}
 
 
 def raw(name):
@@ -318,3 +318,9 @@ def test_mistral_defaults_are_the_config_class_defaults():
         assert ours.context_length == theirs.max_position_embeddings == 131_072
         nulled = {**base, "num_key_value_heads": None}
         assert hf.to_spec(hf.Config(nulled, "", "x")).layers[0].attention.kv_heads == 32
+
+
+def test_an_alias_reads_as_its_family(tmp_path):
+    """GPT-SW3 is GPT-2's class under another model_type: the same file, renamed, counts the same."""
+    renamed = write(tmp_path, {**raw("gpt2"), "model_type": "gpt-sw3"})
+    assert tally(hf.load(renamed)[1]).params == TOTALS["gpt2"]

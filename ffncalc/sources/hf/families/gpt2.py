@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..config import Config, family
+from ..config import Config, alias, family
 
 
 @family("gpt2",
@@ -25,3 +25,7 @@ def gpt2(c: Config) -> dict:
                 "activation": c.activation("activation_function", "gelu_new")},
         "norm": {"kind": "layernorm", "per_layer": 2, "final": True},
     }
+
+
+# GPT-SW3 (AI Sweden) is GPT2LMHeadModel with GPT2Config: the same keys and defaults under its own name.
+alias("gpt-sw3", of="gpt2")
