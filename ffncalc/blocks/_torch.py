@@ -175,3 +175,40 @@ def causal_attention(q, k, v, scores_mm: MatMul, values_mm: MatMul, bias=None, b
         for j, st in enumerate(rows):
             out[..., st + r, :] += part[..., j, :]
     return out
+
+
+def lower_product(mm: MatMul, a: torch.Tensor, b: torch.Tensor, block: int) -> torch.Tensor:
+    """a @ bᵀ over the lower triangle with the diagonal, zero above: (..., L, n), (..., L, n) -> (..., L, L).
+    Blocks of ``block`` rows meet the rows before them as one rectangle; the triangles on the diagonal go
+    row by row, the same row of every block in one product. L(L+1)/2 products per feature."""
+    *lead, size, _ = a.shape
+    out = a.new_zeros(*lead, size, size)
+    starts = list(range(0, size, block))
+    for start in starts[1:]:
+        stop = min(start + block, size)
+        out[..., start:stop, :start] = mm(a[..., start:stop, :], b[..., :start, :].transpose(-2, -1))
+    for r in range(min(block, size)):
+        rows = [st for st in starts if st + r < size]
+        ai = torch.stack([a[..., st + r, :] for st in rows], dim=-2).unsqueeze(-2)  # (..., n, 1, dim)
+        bi = torch.stack([b[..., st:st + r + 1, :] for st in rows], dim=-3)  # (..., n, r+1, dim)
+        part = mm(ai, bi.transpose(-2, -1)).squeeze(-2)  # (..., n, r+1)
+        for j, st in enumerate(rows):
+            out[..., st + r, st:st + r + 1] = part[..., j, :]
+    return out
+
+def lower_apply(mm: MatMul, m: torch.Tensor, v: torch.Tensor, block: int) -> torch.Tensor:
+    """m @ v reading only m's lower triangle with the diagonal: L(L+1)/2 products per output feature."""
+    *lead, size, _ = m.shape
+    out = v.new_zeros(*lead, size, v.shape[-1])
+    starts = list(range(0, size, block))
+    for start in starts[1:]:
+        stop = min(start + block, size)
+        out[..., start:stop, :] += mm(m[..., start:stop, :start], v[..., :start, :])
+    for r in range(min(block, size)):
+        rows = [st for st in starts if st + r < size]
+        mi = torch.stack([m[..., st + r, st:st + r + 1] for st in rows], dim=-2).unsqueeze(-2)  # (..., n, 1, r+1)
+        vi = torch.stack([v[..., st:st + r + 1, :] for st in rows], dim=-3)  # (..., n, r+1, dim)
+        part = mm(mi, vi).squeeze(-2)  # (..., n, dim)
+        for j, st in enumerate(rows):
+            out[..., st + r, :] += part[..., j, :]
+    return out

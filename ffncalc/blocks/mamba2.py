@@ -152,7 +152,7 @@ def _module():
     from torch import nn
     from torch.nn import functional as F
 
-    from ._torch import ACTIVATIONS, Linear, MatMul
+    from ._torch import ACTIVATIONS, Linear, MatMul, lower_apply, lower_product
 
     class CausalConv1d(nn.Module):
         """A depthwise causal Conv1d with nn.Conv1d's parameters (weight (C, 1, K), bias (C,)), left padded by
@@ -186,42 +186,6 @@ def _module():
             g = y.view(*y.shape[:-1], self.groups, -1)
             g = g * torch.rsqrt(g.pow(2).mean(-1, keepdim=True) + self.eps)
             return self.weight * g.view(y.shape)
-
-    def lower_scores(mm, q, k, block):
-        """q_t·k_s for s <= t only, s(s+1)/2 products, zero above the diagonal: (..., s, n) -> (..., s, s).
-        Blocks of ``block`` rows meet the keys before them as one rectangle; the triangles on the diagonal go
-        row by row, the same row of every block in one product (as _torch.causal_attention)."""
-        *lead, s, _ = q.shape
-        out = q.new_zeros(*lead, s, s)
-        starts = list(range(0, s, block))
-        for start in starts[1:]:
-            stop = min(start + block, s)
-            out[..., start:stop, :start] = mm(q[..., start:stop, :], k[..., :start, :].transpose(-2, -1))
-        for r in range(min(block, s)):
-            rows = [st for st in starts if st + r < s]
-            qi = torch.stack([q[..., st + r, :] for st in rows], dim=-2).unsqueeze(-2)  # (..., n, 1, dim)
-            ki = torch.stack([k[..., st:st + r + 1, :] for st in rows], dim=-3)  # (..., n, r+1, dim)
-            part = mm(qi, ki.transpose(-2, -1)).squeeze(-2)  # (..., n, r+1)
-            for j, st in enumerate(rows):
-                out[..., st + r, st:st + r + 1] = part[..., j, :]
-        return out
-
-    def lower_apply(mm, m, v, block):
-        """m @ v reading only m's lower triangle (s <= t): s(s+1)/2 products per output feature."""
-        *lead, s, _ = m.shape
-        out = v.new_zeros(*lead, s, v.shape[-1])
-        starts = list(range(0, s, block))
-        for start in starts[1:]:
-            stop = min(start + block, s)
-            out[..., start:stop, :] += mm(m[..., start:stop, :start], v[..., :start, :])
-        for r in range(min(block, s)):
-            rows = [st for st in starts if st + r < s]
-            mi = torch.stack([m[..., st + r, st:st + r + 1] for st in rows], dim=-2).unsqueeze(-2)  # (..., n, 1, r+1)
-            vi = torch.stack([v[..., st:st + r + 1, :] for st in rows], dim=-3)  # (..., n, r+1, dim)
-            part = mm(mi, vi).squeeze(-2)  # (..., n, dim)
-            for j, st in enumerate(rows):
-                out[..., st + r, :] += part[..., j, :]
-        return out
 
     class Mamba2Mixer(nn.Module):
         """The mixer with the SSD in its quadratic dual form: y = (L ∘ C·Bᵀ)·(dt·x) + D·x per head."""
@@ -263,7 +227,7 @@ def _module():
             xdt = x * dt[..., None]
             block = max(1, math.isqrt(s))
             if self.causal:
-                scores = lower_scores(self.scores, cm, bm, block)  # (B, G, s, s), zero above the diagonal
+                scores = lower_product(self.scores, cm, bm, block)  # (B, G, s, s), zero above the diagonal
             else:
                 scores = self.scores(cm, bm.transpose(-2, -1))  # (B, G, s, s): the full square
             scores = scores.repeat_interleave(h // g, dim=1)  # head i reads group i // (H/G), as Mamba2Mixer
