@@ -265,3 +265,14 @@ def test_narrow_terminal_never_cuts_a_figure(capsys, monkeypatch):
     assert "…" not in out
     for figure in ("46,702,792,704", "12,879,925,248", "15,032,385,536", "7,516,192,768", "131,072,000"):
         assert figure in out
+
+
+def test_short_help_and_version(cli):
+    from importlib.metadata import version
+
+    code, out, _ = cli("-h")
+    assert code == 0 and "count" in out and "Usage" in out
+    code, out, _ = cli("count", "-h")
+    assert code == 0 and "--seq-len" in out
+    code, out, _ = cli("--version")
+    assert code == 0 and out == f"ffncalc {version('ffncalc')}\n"

@@ -20,8 +20,26 @@ app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
     help="Exact parameter and FLOP counts for transformer language models, component by component.",
 )
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            emit(f"ffncalc {version('ffncalc')}\n")
+        except PackageNotFoundError:  # a bare source checkout
+            emit("ffncalc (not installed)\n")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                       help="Print the version and exit.")) -> None:
+    """Exact parameter and FLOP counts for transformer language models, component by component."""
 
 ConventionName = enum.Enum("ConventionName", {c: c for c in CONVENTIONS}, type=str)
 RecomputeName = enum.Enum("RecomputeName", {r: r for r in RECOMPUTE}, type=str)
