@@ -1,0 +1,206 @@
+"""The Mamba (v1) mixer: a selective state space model (Gu & Dao 2023, "Mamba: Linear-Time Sequence Modeling with
+Selective State Spaces", arXiv:2312.00752, Algorithm 2 and §3.4), as transformers' ``MambaMixer`` instantiates it
+(transformers 5.23.0, models/mamba/modeling_mamba.py) and, with norms on dt, B and C, ``FalconMambaMixer``
+(models/falcon_mamba/modeling_falcon_mamba.py).
+
+Per token, with d_inner = expand · d (MambaConfig.intermediate_size), N = state_size, R = time_step_rank
+(default ⌈d/16⌉):
+
+    x, z      = in_proj(u)                     widths d_inner, d_inner (one Linear: d -> 2·d_inner)
+    x         = act(conv1d(x))                 a causal depthwise conv over d_inner channels, kernel K, a bias
+    dt, B, C  = x_proj(x)                      widths R, N, N (one Linear without bias: d_inner -> R + 2N)
+    [FalconMamba: dt, B, C = rms(dt), rms(B), rms(C), weightless RMSNorms]
+    dt        = softplus(dt_proj(dt))          (R -> d_inner, with a bias: transformers' delta_bias)
+    A         = -exp(A_log)                    (d_inner, N), once per forward
+    h_t = exp(dt_t ⊗ A) ⊙ h_{t-1} + (dt_t ⊙ x_t) ⊗ B_t,   y_t = h_t · C_t + D ⊙ x_t     (h: d_inner × N)
+    out       = out_proj(y ⊙ silu(z))
+
+A is a matrix, not a scalar per head as in Mamba-2, so the scan has no cheap quadratic dual form: it is counted as
+the recurrence transformers' torch path (mamba_selective_scan) and mamba_ssm's selective_scan_ref compute, linear in
+the length. Its one matmul is the readout h_t · C_t, a (d_inner × N)·(N) product per token (transformers:
+``torch.matmul(ssm_state, C[:, index, :].unsqueeze(-1))``; mamba_ssm: ``einsum('bdn,bn->bd')``): d_inner·N
+multiply-adds per token at any context length, a core term with grows=False. The discretisation and the state
+update (exp(dt·A), dt·B·x, h·dA + dBu: 6 FLOPs per state element and token) are elementwise, which FlopCounterMode
+does not count, and are stated as elementwise ops. ``exact`` and ``causal`` agree: nothing in the scan meets a
+square of tokens.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from functools import cache
+
+from ..model.schema import Positive, SpecError
+from ..model.spec import Norm
+from ..model.terms import ACTIVATION_OPS
+from . import Block, register
+from .dense_ffn import DenseActivation
+
+SOFTPLUS_OPS = 3  # log(1 + exp(x)): exp, add, log
+SCAN_OPS = 6  # per state element and token: dt·A and its exp (2), dt·B and ·x (2), dA·h + dBu (2)
+WEIGHTLESS_RMS = Norm("rmsnorm", affine=False)  # FalconMambaWeightlessRMSNorm: no parameter (its weight is a buffer)
+
+
+@register
+@dataclass(frozen=True)
+class Mamba(Block):
+    """The Mamba (v1) selective-scan mixer, counted as its recurrence."""
+
+    kind = "mamba"
+    slot = "attention"
+    prefix = "mixer"  # transformers' MambaBlock.mixer; terms are mixer.in_proj, mixer.conv1d, …
+    summary = "Mamba (v1) selective state space mixer, the selective scan as its recurrence (Gu & Dao 2023)"
+    verify_note = ("mamba: the selective scan as its recurrence (Gu & Dao 2023, Algorithm 2), its readout h_t·C_t "
+                   "one matmul per token (mixer.readout); the discretisation and state update are elementwise, "
+                   "which FlopCounterMode does not count")
+
+    d_inner: Positive | None = None  # default: expand · d_model (MambaConfig.intermediate_size)
+    expand: Positive = 2
+    state_size: Positive = 16
+    conv_kernel: Positive = 4
+    time_step_rank: Positive | None = None  # default ⌈d_model / 16⌉ (MambaConfig: time_step_rank "auto")
+    use_bias: bool = False  # on in_proj and out_proj (MambaConfig.use_bias)
+    use_conv_bias: bool = True  # MambaConfig.use_conv_bias
+    activation: DenseActivation = "silu"  # after the convolution (MambaConfig.hidden_act)
+    bcdt_norm: bool = False  # FalconMamba: weightless RMSNorms on dt, B and C after x_proj
+
+    @property
+    def xproj_width(self) -> int:
+        """x_proj's outputs: dt, B and C (MambaMixer: time_step_rank + 2·ssm_state_size)."""
+        return self.time_step_rank + 2 * self.state_size
+
+    def resolve(self, d_model: int) -> Mamba:
+        return replace(self, d_inner=self.d_inner or self.expand * d_model,
+                       time_step_rank=self.time_step_rank or math.ceil(d_model / 16))
+
+    def check(self, d_model: int) -> None:
+        if self.d_inner is not None and self.d_inner < 1:
+            raise SpecError(("d_inner",), "d_inner must be positive")
+
+    def describe(self) -> str:
+        return f"Mamba d_inner {self.d_inner}, state {self.state_size}, dt rank {self.time_step_rank}"
+
+    def facts(self) -> dict[str, object]:
+        return {"heads": f"SSM {self.d_inner} × {self.state_size}"}
+
+    def terms(self, e, model, seq_len: int) -> None:
+        d, n = model.d_model, e.n
+        di, ns, k, r = self.d_inner, self.state_size, self.conv_kernel, self.time_step_rank
+        e.linear("mixer.in_proj", d, 2 * di, self.use_bias, n)
+        # Depthwise Conv1d(d_inner, d_inner, K, groups=d_inner): weight (d_inner, 1, K), K multiply-adds per channel
+        # and token (transformers pads K-1 each side and keeps the first T outputs; T are counted)
+        e.term("mixer.conv1d.weight", "weight", (di, 1, k), n, macs=n * di * k)
+        if self.use_conv_bias:
+            e.term("mixer.conv1d.bias", "bias", (di,), n, elementwise=n * di)
+        e.op("mixer.conv_act", n * di * ACTIVATION_OPS[self.activation])
+        e.linear("mixer.x_proj", di, self.xproj_width, False, n)
+        if self.bcdt_norm:  # FalconMambaMixer: rms(dt) over R features, rms(B) and rms(C) over N each
+            e.op("mixer.bcdt_norm", n * (WEIGHTLESS_RMS.ops(r) + 2 * WEIGHTLESS_RMS.ops(ns)))
+        # dt = softplus(dt_proj(dt)): the bias is the scan's delta_bias, an add per channel, then a softplus
+        e.linear("mixer.dt_proj", r, di, True, n)
+        e.op("mixer.dt_softplus", n * SOFTPLUS_OPS * di)
+        # A = -exp(A_log) is computed once per forward, not per token: no work per token
+        e.term("mixer.A_log", "bias", (di, ns), n)
+        # the recurrence, elementwise per state element: exp(dt·A), dt·B·x, h = dA ⊙ h + dBu
+        e.op("mixer.scan", n * SCAN_OPS * di * ns)
+        # the readout y_t = h_t · C_t: d_inner rows of N, one "key" (the current state) per token, any context
+        e.term("mixer.readout", "core", (di, 1, ns), n, numel=0, macs=n * di * ns, grows=False)
+        e.term("mixer.D", "bias", (di,), n, elementwise=n * 2 * di)  # y + D·x: a multiply and an add
+        e.op("mixer.gate", n * (ACTIVATION_OPS["silu"] + 1) * di)  # y ⊙ silu(z)
+        e.linear("mixer.out_proj", di, d, self.use_bias, n)
+
+    def cache_elements(self, model) -> int:
+        """Nothing grows with the context: the state is per sequence."""
+        return 0
+
+    def state_elements(self, model) -> int:
+        """The SSM state h, d_inner × state_size (transformers' recurrent state, mamba_ssm's ssm_state), and the
+        convolution's last K-1 inputs over d_inner channels, which the next token's convolution reads
+        (transformers' conv cache and mamba_ssm's conv_state hold K columns, the newest input among them)."""
+        return self.d_inner * self.state_size + self.d_inner * (self.conv_kernel - 1)
+
+    def kept_elements(self, model) -> int:
+        """What mamba_ssm's fused training path keeps (MambaInnerFn.forward, which transformers' MambaMixer calls in
+        training, checkpoint_lvl 1: the conv output and dt recomputed in backward): in_proj's input (d, for its
+        weight gradient, outside the function), xz (2·d_inner), x_dbl (R + 2N), contiguous copies of B and C (N
+        each) and the scan's output before the gate (d_inner): d + 3·d_inner + R + 4N per token. The scan's
+        chunk states (scan_intermediates) are per sequence and chunk of 2048 tokens, not counted here."""
+        return model.d_model + 3 * self.d_inner + self.time_step_rank + 4 * self.state_size
+
+    def torch_module(self, model, causal: bool):
+        return _module()(self, model, causal)
+
+
+@cache
+def _module():
+    import torch
+    from torch import nn
+    from torch.nn import functional as F
+
+    from ._torch import ACTIVATIONS, Linear, MatMul
+
+    class CausalConv1d(nn.Module):
+        """A depthwise causal Conv1d with nn.Conv1d's parameters (weight (C, 1, K), bias (C,)), left padded by
+        K-1 zeros: T outputs for T inputs, every one counted. verify attributes its FLOPs to
+        ``mixer.conv1d.weight``, as it does a projection's."""
+
+        weight_flops = True
+
+        def __init__(self, channels: int, kernel: int, bias: bool):
+            super().__init__()
+            self.kernel = kernel
+            self.weight = nn.Parameter(torch.empty(channels, 1, kernel))
+            self.bias = nn.Parameter(torch.empty(channels)) if bias else None
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, T, C) -> (B, T, C)
+            x = F.pad(x.transpose(1, 2), (self.kernel - 1, 0))
+            return F.conv1d(x, self.weight, self.bias, groups=self.weight.shape[0]).transpose(1, 2)
+
+    def weightless_rms(x: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+
+    class MambaMixer(nn.Module):
+        """The mixer with the selective scan as its recurrence; the readout h_t·C_t of every token is one batched
+        product (``readout``), the rest of the scan elementwise."""
+
+        def __init__(self, spec: Mamba, model, causal: bool):
+            super().__init__()
+            d, di, ns = model.d_model, spec.d_inner, spec.state_size
+            self.d_inner, self.state, self.rank, self.bcdt_norm = di, ns, spec.time_step_rank, spec.bcdt_norm
+            self.act = ACTIVATIONS[spec.activation]
+            self.in_proj = Linear(d, 2 * di, bias=spec.use_bias)
+            self.conv1d = CausalConv1d(di, spec.conv_kernel, spec.use_conv_bias)
+            self.x_proj = Linear(di, spec.xproj_width, bias=False)
+            self.dt_proj = Linear(spec.time_step_rank, di, bias=True)
+            self.A_log = nn.Parameter(torch.empty(di, ns))
+            self.readout = MatMul()
+            self.D = nn.Parameter(torch.empty(di))
+            self.out_proj = Linear(di, d, bias=spec.use_bias)
+            if self.A_log.device.type != "meta":  # MambaMixer.init_mamba_weights (S4D-real A, D = 1)
+                with torch.no_grad():
+                    self.A_log.copy_(torch.log(torch.arange(1, ns + 1, dtype=torch.float32)).expand(di, ns))
+                    self.D.fill_(1.0)
+
+        def forward(self, u: torch.Tensor) -> torch.Tensor:
+            b, s, _ = u.shape
+            x, z = self.in_proj(u).chunk(2, dim=-1)  # transformers: projected_states.chunk(2): x first, then gate
+            x = self.act(self.conv1d(x))  # (B, s, d_inner)
+            dt, bm, cm = self.x_proj(x).split([self.rank, self.state, self.state], dim=-1)
+            if self.bcdt_norm:
+                dt, bm, cm = weightless_rms(dt), weightless_rms(bm), weightless_rms(cm)
+            dt = F.softplus(self.dt_proj(dt))  # (B, s, d_inner)
+            a = -torch.exp(self.A_log)  # (d_inner, N)
+            decay = torch.exp(dt[..., None] * a)  # (B, s, d_inner, N)
+            inflow = (dt * x)[..., None] * bm[:, :, None, :]  # (B, s, d_inner, N)
+            state = u.new_zeros(b, self.d_inner, self.state)
+            states = []
+            for t in range(s):
+                state = decay[:, t] * state + inflow[:, t]
+                states.append(state)
+            h = torch.stack(states, dim=1)  # (B, s, d_inner, N)
+            y = self.readout(h, cm[..., None]).squeeze(-1)  # (B, s, d_inner): h_t · C_t
+            y = (y + x * self.D) * F.silu(z)
+            return self.out_proj(y)
+
+    return MambaMixer
