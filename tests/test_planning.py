@@ -84,10 +84,14 @@ def test_korthikanti_activations_for_gpt3():
     s, b, h, a = 2048, 1, 12_288, 96
     gpt3 = spec("gpt3")
     layers = 96
-    assert planning.activation_bytes(gpt3, s, b, "none") == layers * (s * b * h * 34 + 5 * a * s * s * b)
-    assert planning.activation_bytes(gpt3, s, b, "selective") == layers * 34 * s * b * h
-    assert planning.activation_bytes(gpt3, s, b, "full") == layers * 2 * s * b * h
-    assert planning.activation_bytes(gpt3, s, b, "selective", tp=8) == layers * (34 * s * b * h // 8)
+    eager = dict(kernel="eager")  # the paper's attention stores its scores
+    assert planning.activation_bytes(gpt3, s, b, "none", **eager) == layers * (s * b * h * 34 + 5 * a * s * s * b)
+    assert planning.activation_bytes(gpt3, s, b, "selective", **eager) == layers * 34 * s * b * h
+    assert planning.activation_bytes(gpt3, s, b, "full", **eager) == layers * 2 * s * b * h
+    assert planning.activation_bytes(gpt3, s, b, "selective", tp=8, **eager) == layers * (34 * s * b * h // 8)
+    # A flash kernel keeps no scores, only an fp32 log-sum-exp per query and head (FlashAttention-2 §3.1.1)
+    assert planning.activation_bytes(gpt3, s, b, "none") == layers * (34 * s * b * h + 4 * a * s * b)
+    assert planning.activation_bytes(gpt3, s, b, "selective") == layers * (34 * s * b * h + 4 * a * s * b)
 
 
 def test_deepseek_v3_activations_sum_every_layer():
@@ -106,7 +110,7 @@ def test_deepseek_v3_activations_sum_every_layer():
         return s * ((2 * attention + d) + (2 * ffn + d) + norms)
 
     expected = 3 * layer(dense_ffn) + 58 * layer(moe_ffn)
-    assert planning.activation_bytes(spec("deepseek-v3"), s, 1, "selective") == expected
+    assert planning.activation_bytes(spec("deepseek-v3"), s, 1, "selective", kernel="eager") == expected
     # no layer stands for the rest: with the first layer's FFN everywhere the figure is about 27% low
     assert 61 * layer(dense_ffn) < 0.8 * expected
 

@@ -136,7 +136,8 @@ def plan(spec: Model, block: str, seq_len: int, layer: int = 0, ffn=None, varian
     # probabilities are per sequence, 2 elements per score.
     per_token = {"ffn": f.kept_elements(one), "attention": attn.kept_elements(one),
                  "layer": attn.kept_elements(one) + f.kept_elements(one)}[block]
-    scores = attn.score_bytes(one, seq_len) * 2 // 5 if block != "ffn" else 0  # scores and probabilities
+    # eager attention's scores and probabilities, 2 elements per score (its 5 bytes per score hold 2 of them)
+    scores = attn.score_bytes(one, seq_len) * 2 // 5 if block != "ffn" else 0
     body = f.body()
     ffn_name = f.describe() if body is not f else f"{f.describe()} d_ff {f.d_ff}"
     name = variant or {"ffn": ffn_name, "attention": attn.describe(), "layer": f"attention + {ffn_name}"}[block]

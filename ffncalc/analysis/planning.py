@@ -126,15 +126,18 @@ def train(spec: Model, *, tokens: int, seq_len: int | None = None, convention: s
     return out
 
 
-def activation_bytes(spec: Model, seq_len: int, batch: int, recompute: str, tp: int = 1) -> int:
+def activation_bytes(spec: Model, seq_len: int, batch: int, recompute: str, tp: int = 1,
+                     kernel: str = "flash") -> int:
     """Activation memory of the whole stack in training, 16-bit, after Korthikanti et al. 2022 §4.1, summed
     over every layer.
 
     Their GPT layer keeps s·b·h·(34 + 5·a·s/h) bytes: attention 11·sbh + 5·a·s²·b, MLP 19·sbh, norms 4·sbh.
     Here each block states the 16-bit elements it keeps per token at its own widths (GQA, MLA, gated or
-    MoE FFN), plus a 1-byte dropout mask of each sublayer's output, 2 bytes per norm input, and the 5 bytes
-    per attention score that selective recomputation drops. Sequence and tensor parallelism divide a
-    layer's total by t; full recomputation keeps only each layer's input (2·sbh).
+    MoE FFN), plus a 1-byte dropout mask of each sublayer's output, 2 bytes per norm input, and what the
+    attention kernel keeps of the softmax: ``eager``, the 5 bytes per score that selective recomputation
+    drops; ``flash`` (the default: every current training stack), no scores, only 4 bytes of log-sum-exp per
+    query and head. Sequence and tensor parallelism divide a layer's total by t; full recomputation keeps
+    only each layer's input (2·sbh).
     """
     sb, d = seq_len * batch, spec.d_model
     if recompute == "full":
@@ -144,13 +147,15 @@ def activation_bytes(spec: Model, seq_len: int, batch: int, recompute: str, tp: 
         blocks = [block for _, block in run.layer.blocks()]
         per_token = sum(2 * b.kept_elements(spec) + DROPOUT_MASK_BYTES * d for b in blocks)
         per_token += 2 * spec.norm.per_layer * d
-        scores = 0 if recompute == "selective" else batch * sum(b.score_bytes(spec, seq_len) for b in blocks)
+        flash = kernel == "flash"
+        dropped = recompute == "selective" and not flash  # selective recomputation of the eager scores
+        scores = 0 if dropped else batch * sum(b.score_bytes(spec, seq_len, flash) for b in blocks)
         total += run.n * ((sb * per_token + scores) // tp)
     return total
 
 
 def train_memory(spec: Model, *, seq_len: int, micro_batch: int, recompute: str, optimizer: str = "adam",
-                 dp: int = 1, tp: int = 1, pp: int = 1, ep: int = 1) -> list[Figure]:
+                 dp: int = 1, tp: int = 1, pp: int = 1, ep: int = 1, kernel: str = "flash") -> list[Figure]:
     """Per-device memory and work of a run split data / tensor / pipeline / expert parallel.
 
     Weights, gradients and optimizer states: the layer stack split by tp·pp (routed experts further by ep),
@@ -163,7 +168,7 @@ def train_memory(spec: Model, *, seq_len: int, micro_batch: int, recompute: str,
     shards = tp * pp * ep
     per_device = -(-((t.params - experts) * ep + experts) // shards)  # ⌈(P − E)/(tp·pp) + E/(tp·pp·ep)⌉
     w, g, o = OPTIMIZERS[optimizer]
-    acts = activation_bytes(spec, seq_len, micro_batch, recompute, tp)
+    acts = activation_bytes(spec, seq_len, micro_batch, recompute, tp, kernel)
     devices = dp * tp * pp
     states = per_device * (w + g + o)
     return [
@@ -171,7 +176,8 @@ def train_memory(spec: Model, *, seq_len: int, micro_batch: int, recompute: str,
         Figure("params_per_device", "parameters per device", per_device, "params"),
         Figure("state_bytes_per_device", f"weights + gradients + {optimizer} states per device ({w}+{g}+{o} bytes/param)",
                states, "bytes", "Rajbhandari et al. 2020, ZeRO §3.1"),
-        Figure("activation_bytes_per_device", f"activations per device (micro-batch {micro_batch}, recompute {recompute})",
+        Figure("activation_bytes_per_device",
+               f"activations per device (micro-batch {micro_batch}, recompute {recompute}, {kernel} attention)",
                acts, "bytes", "Korthikanti et al. 2022 §4.1"),
         Figure("bytes_per_device", "total per device", states + acts, "bytes"),
         Figure("train_flops_per_token_per_device", "training FLOPs per token per device",
@@ -276,7 +282,7 @@ def layout(gpus: int, dp: int, tp: int, pp: int) -> int:
 def plan_training(spec: Model, *, label: str, tokens: str | int, seq_len: int | None, convention: str,
                   recompute: str, hw: Hardware | None, tflops: float | None, mfu: float, gpus: int, dtype: str,
                   tokens_per_s: float | None, budget: str | None, micro_batch: int, optimizer: str,
-                  dp: int, tp: int, pp: int, ep: int) -> Figures:
+                  dp: int, tp: int, pp: int, ep: int, kernel: str = "flash") -> Figures:
     """``train`` and ``train_memory`` together, the arguments checked, as one keyed result."""
     from .conventions import CONVENTIONS
 
@@ -287,12 +293,12 @@ def plan_training(spec: Model, *, label: str, tokens: str | int, seq_len: int | 
                     tflops=tflops, mfu=mfu, gpus=gpus, dtype=dtype, tokens_per_s=tokens_per_s,
                     budget=float(parse_count(budget, "--budget")) if budget else None)
     figures += train_memory(spec, seq_len=seq_len or spec.context_length, micro_batch=micro_batch,
-                            recompute=recompute, optimizer=optimizer, dp=dp, tp=tp, pp=pp, ep=ep)
+                            recompute=recompute, optimizer=optimizer, dp=dp, tp=tp, pp=pp, ep=ep, kernel=kernel)
     conv = CONVENTIONS[convention]
     inputs = {"model": label, "tokens": n_tokens, "seq_len": seq_len or spec.context_length, "convention": convention,
               "recompute": recompute, "hardware": hw.key if hw else None, "tflops": tflops, "mfu": mfu, "gpus": gpus,
               "dtype": dtype, "tokens_per_s": tokens_per_s, "micro_batch": micro_batch, "optimizer": optimizer,
-              "dp": dp, "tp": tp, "pp": pp, "ep": ep}
+              "dp": dp, "tp": tp, "pp": pp, "ep": ep, "attention_kernel": kernel}
     return Figures(f"training {label} on {n_tokens:,} tokens", inputs, figures,
                    [f"convention: {conv.name} — {conv.summary} [{conv.source}]"])
 

@@ -64,9 +64,10 @@ class Block:
         """16-bit elements per token a training forward keeps for backward, its input included."""
         return 0
 
-    def score_bytes(self, model: Model, seq_len: int) -> int:
-        """Bytes per sequence kept for backward that grow with the square of the length (eager attention's
-        scores), apart from kept_elements because selective recomputation drops them."""
+    def score_bytes(self, model: Model, seq_len: int, flash: bool = False) -> int:
+        """Bytes per sequence kept for backward by attention's softmax, apart from kept_elements because
+        selective recomputation drops them: eager attention's scores (they grow with the square of the
+        length), or with ``flash`` only the softmax statistics a flash kernel keeps."""
         return 0
 
     def torch_module(self, model: Model, causal: bool) -> nn.Module:

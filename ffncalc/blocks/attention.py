@@ -28,10 +28,12 @@ def attention_core(e, model, heads: int, qk: int, vd: int, seq_len: int, o_bias:
     e.linear("attn.o", heads * vd, model.d_model, o_bias, n)
 
 
-def softmax_score_bytes(heads: int, seq_len: int) -> int:
-    """Bytes per sequence a training forward keeps of eager softmax attention: the softmax output (2), its
-    dropout mask (1) and the dropout output (2) per score, 5·a·s² (Korthikanti et al. 2022 §4.1)."""
-    return 5 * heads * seq_len * seq_len
+def softmax_score_bytes(heads: int, seq_len: int, flash: bool = False) -> int:
+    """Bytes per sequence a training forward keeps of softmax attention. Eager: the softmax output (2), its
+    dropout mask (1) and the dropout output (2) per score, 5·a·s² (Korthikanti et al. 2022 §4.1). Flash: no
+    scores at all, only the fp32 log-sum-exp of each query row in each head, 4·a·s (Dao 2023,
+    FlashAttention-2 §3.1.1: the backward pass recomputes the scores from it)."""
+    return 4 * heads * seq_len if flash else 5 * heads * seq_len * seq_len
 
 
 @register
@@ -115,8 +117,8 @@ class Attention(Block):
         gate = 2 * self.n_heads * self.head_dim if self.gate else 0
         return model.d_model + 2 * (self.n_heads + self.kv_heads) * self.head_dim + gate
 
-    def score_bytes(self, model, seq_len: int) -> int:
-        return softmax_score_bytes(self.n_heads, seq_len)
+    def score_bytes(self, model, seq_len: int, flash: bool = False) -> int:
+        return softmax_score_bytes(self.n_heads, seq_len, flash)
 
     def torch_module(self, model, causal: bool):
         return _module()(self, model, causal)

@@ -149,8 +149,8 @@ class LatentAttention(Block):
         latent = (self.kv_lora_rank + self.qk_rope_head_dim) + self.kv_lora_rank
         return model.d_model + q_latent + latent + 2 * h * self.qk_head_dim + 2 * h * self.v_head_dim
 
-    def score_bytes(self, model, seq_len: int) -> int:
-        return softmax_score_bytes(self.n_heads, seq_len)
+    def score_bytes(self, model, seq_len: int, flash: bool = False) -> int:
+        return softmax_score_bytes(self.n_heads, seq_len, flash)
 
     def torch_module(self, model, causal: bool):
         return _module()(self, model, causal)

@@ -434,6 +434,7 @@ app.add_typer(presets_app, name="presets")
 HardwareDtype = enum.Enum("HardwareDtype", {d: d for d in ("fp32", "bf16", "fp16", "fp8")}, type=str)
 WeightDtype = enum.Enum("WeightDtype", {d: d for d in ("fp32", "bf16", "fp16", "fp8", "int8", "int4")}, type=str)
 OptimizerName = enum.Enum("OptimizerName", {o: o for o in ("adam", "adam8bit")}, type=str)
+KernelName = enum.Enum("KernelName", {k: k for k in ("flash", "eager")}, type=str)
 
 
 @app.command()
@@ -457,6 +458,8 @@ def train(
     tp: int = typer.Option(1, "--tp", min=1, help="Tensor-parallel degree (with sequence parallelism)."),
     pp: int = typer.Option(1, "--pp", min=1, help="Pipeline-parallel degree."),
     ep: int = typer.Option(1, "--ep", min=1, help="Expert-parallel degree."),
+    kernel: KernelName = typer.Option("flash", "--attention-kernel",
+                                      help="flash: no attention scores kept; eager: scores kept (Korthikanti et al.)."),
     output: Output = None,
 ) -> None:
     """Plan a training run: FLOPs, PF-days, GPU-hours and days, the compute-optimal size, memory per device."""
@@ -467,7 +470,7 @@ def train(
         spec, label=label, tokens=tokens, seq_len=seq_len, convention=convention.value, recompute=recompute.value,
         hw=hardware.by_key(hardware_key) if hardware_key else None, tflops=tflops, mfu=mfu, gpus=gpus,
         dtype=dtype.value, tokens_per_s=tokens_per_s, budget=budget, micro_batch=micro_batch,
-        optimizer=optimizer.value, dp=dp, tp=tp, pp=pp, ep=ep)
+        optimizer=optimizer.value, dp=dp, tp=tp, pp=pp, ep=ep, kernel=kernel.value)
     _show_figures(output, result)
 
 
