@@ -114,6 +114,8 @@ def _attention(draw, d_model):
             "qk_norm": draw(st.sampled_from(["none", "head", "each_head", "full"])),
             "sinks": draw(st.booleans()), "gate": draw(st.booleans()),
             "window": draw(st.sampled_from([None, None, 1, 3, 6]))}
+    if attn["window"] is None:
+        attn["chunk"] = draw(st.sampled_from([None, None, 1, 2, 5]))  # Llama 4's chunked attention
     if d_model % n_heads or draw(st.booleans()):
         attn["head_dim"] = draw(st.integers(1, 12))  # head_dim unrelated to d_model / n_heads
     if draw(st.booleans()):

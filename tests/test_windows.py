@@ -135,3 +135,34 @@ def test_gpt_oss_banded_layers():
     assert core(tally(model, convention="causal", seq_len=t)) == 2 * 2 * 64 * 64 * (12 * pairs(t, 128) + 12 * pairs(t))
     out = {f.id: f.value for f in planning.infer(model, prompt=t - 1, generate=1)}
     assert out["kv_bytes"] == 2 * 8 * 64 * 2 * (12 * 128 + 12 * t)  # K and V of 8 KV heads × 64, bf16
+
+
+def test_llama4_chunked_layers():
+    """Llama 4 Maverick: three of every four layers attend in chunks of 8,192 keys (create_chunked_causal_mask:
+    a query meets the keys of its own chunk up to itself), every fourth attends everything (no_rope_layers);
+    40 heads × head_dim 128, 48 layers. A chunk layer caches at most one chunk."""
+    model = hf.load(CONFIGS / "llama-4-maverick-17b-128e-instruct.json")[1]
+    chunks = [layer.attention.chunk for layer in model.layers]
+    assert chunks.count(8192) == 36 and chunks.count(None) == 12 and chunks[3] is None
+
+    def chunked(t, c):  # brute force: query i meets (i mod c) + 1 keys
+        return sum(i % c + 1 for i in range(t))
+
+    t = 20_000
+    assert core(tally(model, convention="causal", seq_len=t)) == 2 * 2 * 40 * 128 * (36 * chunked(t, 8192) + 12 * pairs(t))
+    out = {f.id: f.value for f in planning.infer(model, prompt=t - 1, generate=1)}
+    assert out["kv_bytes"] == 2 * 8 * 128 * 2 * (36 * 8192 + 12 * t)  # K and V of 8 KV heads × 128, bf16
+
+
+def test_chunked_reference_in_both_views():
+    spec = from_data(dict(vocab_size=30, d_model=16, n_layers=1, context_length=32,
+                          attention={"n_heads": 2, "chunk": 4, "sinks": True}, ffn={"kind": "gated", "d_ff": 8}))
+    for convention in ("exact", "causal"):
+        report = verify(spec, seq_len=11, convention=convention)
+        assert report.ok, report.failures
+    torch.manual_seed(0)
+    eager = reference.build(spec, device="cpu", dtype=torch.float64)
+    chunked = reference.build(spec, device="cpu", dtype=torch.float64, causal=True)
+    chunked.load_state_dict(eager.state_dict())
+    tokens = torch.randint(0, 30, (1, 11))
+    assert torch.allclose(eager(tokens), chunked(tokens), atol=1e-9)

@@ -70,6 +70,7 @@ class Row:
     component: str = ""
     slot: str = ""  # "attention" or "ffn": the slot of the block it belongs to
     window: int | None = None  # core rows: the most keys a query meets
+    chunk: int | None = None  # core rows: queries meet only the keys of their own chunk
     grows: bool = True  # core rows: a decode step's work grows with the context
 
 
@@ -91,7 +92,7 @@ def core_flops(t: Term, attention: str) -> Number:
     heads, keys, head_dim = t.shape
     pairs_x2 = {  # twice the keys an average query meets
         "full": 2 * keys,
-        "causal": Fraction(2 * attended_pairs(keys, t.window), keys),
+        "causal": Fraction(2 * attended_pairs(keys, t.window, t.chunk), keys),
         "half": keys,
         "none": 0,
     }[attention]
@@ -123,7 +124,7 @@ def _row(t: Term, conv: Convention) -> Row:
         elementwise = 0
     return Row(t.name, t.role, t.part, t.layers, shape, count, params, active, matrices, flops, elementwise,
                tied=t.tied and not conv.untie, expert=t.expert, component=t.component, slot=t.slot, window=t.window,
-               grows=t.grows)
+               chunk=t.chunk, grows=t.grows)
 
 
 @dataclass(frozen=True)

@@ -197,13 +197,18 @@ def kv_bytes(spec: Model, tokens: int, kv_bits: int) -> int:
     return sum(b.cache_elements(spec) * b.cached_tokens(tokens) for b in spec.blocks()) * kv_bits // 8
 
 
-def keys_met(first: int, last: int, window: int | None) -> int:
-    """Σ over query positions p = first..last (counting from 1) of the keys each meets: p, or at most W."""
+def keys_met(first: int, last: int, window: int | None, chunk: int | None = None) -> int:
+    """Σ over query positions p = first..last (counting from 1) of the keys each meets: p, at most W, or
+    with chunks of C the keys of its own chunk up to itself, (p − 1) mod C + 1."""
+    if chunk is not None:
+        def upto(n: int) -> int:  # Σ_{p=1}^{n} ((p − 1) mod C + 1)
+            q, r = divmod(n, chunk)
+            return q * chunk * (chunk + 1) // 2 + r * (r + 1) // 2
+        return upto(last) - upto(first - 1)
     if window is None:
         return (first + last) * (last - first + 1) // 2
     below = max(0, min(last, window) - first + 1)  # positions that still see every key before them
-    lo = first
-    full = (lo + lo + below - 1) * below // 2 if below else 0
+    full = (2 * first + below - 1) * below // 2
     return full + (last - first + 1 - below) * window
 
 
@@ -222,11 +227,11 @@ def infer(spec: Model, *, prompt: int, generate: int, batch: int = 1, dtype: str
     prefill = tally(spec, convention="causal", seq_len=prompt, batch=batch)
     one = tally(spec, seq_len=1)  # one query against one key: the per-key attention cost
     # attention's products grow with the keys cached; a recurrent mixer's are the same at every step
-    cores = [(r.flops, r.window) for r in one.rows if r.role == "core" and r.grows]
-    rest = one.flops_per_token - sum(f for f, _ in cores)
+    cores = [(r.flops, r.window, r.chunk) for r in one.rows if r.role == "core" and r.grows]
+    rest = one.flops_per_token - sum(f for f, *_ in cores)
 
     def attention(first: int, last: int) -> int:  # decode positions first..last, each against the keys it meets
-        return sum(f * keys_met(first, last, w) for f, w in cores)
+        return sum(f * keys_met(first, last, w, ch) for f, w, ch in cores)
 
     decode_first = rest + attention(prompt + 1, prompt + 1)  # the first generated token meets prompt + 1 keys
     decode_all = generate * rest + attention(prompt + 1, context)

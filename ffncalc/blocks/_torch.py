@@ -95,7 +95,14 @@ def attend(layer, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Te
     heads, s = q.shape[1], q.shape[2]
     q = q * (1.0 / math.sqrt(q.shape[-1]))
     bias = alibi_bias(heads, s, q.device, q.dtype) if layer.positions == "alibi" else None
-    sinks, window = getattr(layer, "sinks", None), getattr(layer, "window", None)
+    sinks, window, chunk = getattr(layer, "sinks", None), getattr(layer, "window", None), getattr(layer, "chunk", None)
+    if layer.causal and chunk is not None and chunk < s:  # a causal triangle inside each chunk, nothing across
+        parts = []
+        for start in range(0, s, chunk):
+            part = slice(start, min(start + chunk, s))
+            parts.append(causal_attention(q[..., part, :], k[..., part, :], v[..., part, :], layer.scores,
+                                          layer.values, None if bias is None else bias[..., part, part], sinks=sinks))
+        return torch.cat(parts, dim=-2)
     if layer.causal and window is not None and window < s:
         return banded_attention(q, k, v, layer.scores, layer.values, window, bias, sinks)
     if layer.causal:
@@ -103,9 +110,13 @@ def attend(layer, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Te
     scores = layer.scores(q, k.transpose(-2, -1))  # (B, H, s, s): the full square
     if bias is not None:
         scores = scores + bias
-    if window is not None:  # eager attention computes the square and masks what lies outside the band
+    if window is not None or chunk is not None:  # eager attention computes the square and masks the rest
         i = torch.arange(s, device=q.device)
-        outside = (i[None, :] > i[:, None]) | (i[None, :] <= i[:, None] - window)
+        outside = i[None, :] > i[:, None]
+        if window is not None:
+            outside = outside | (i[None, :] <= i[:, None] - window)
+        if chunk is not None:
+            outside = outside | (i[None, :] // chunk != i[:, None] // chunk)
         scores = scores.masked_fill(outside, float("-inf"))
     return layer.values(softmax(scores, sinks), v)  # (B, H, s, v_dim)
 

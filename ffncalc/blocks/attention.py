@@ -13,7 +13,7 @@ from . import Block, register
 
 
 def attention_core(e, model, heads: int, qk: int, vd: int, seq_len: int, o_bias: bool,
-                   window: int | None = None) -> None:
+                   window: int | None = None, chunk: int | None = None) -> None:
     """QKᵀ, softmax, AV and the output projection, shared by every softmax-attention kind.
 
     Each token's query meets seq_len keys in every head as eager attention computes it (the executed view);
@@ -21,10 +21,12 @@ def attention_core(e, model, heads: int, qk: int, vd: int, seq_len: int, o_bias:
     view: analysis/count.py core_flops). Grouped K/V heads are shared, not fewer products.
     """
     n = e.n
-    e.term("attn.scores", "core", (heads, seq_len, qk), n, numel=0, macs=n * heads * seq_len * qk, window=window)
+    e.term("attn.scores", "core", (heads, seq_len, qk), n, numel=0, macs=n * heads * seq_len * qk, window=window,
+           chunk=chunk)
     scores = n * heads * seq_len
     e.op("attn.softmax", SOFTMAX_OPS * scores + (scores if model.positions == "alibi" else 0), scores=scores)
-    e.term("attn.values", "core", (heads, seq_len, vd), n, numel=0, macs=n * heads * seq_len * vd, window=window)
+    e.term("attn.values", "core", (heads, seq_len, vd), n, numel=0, macs=n * heads * seq_len * vd, window=window,
+           chunk=chunk)
     e.linear("attn.o", heads * vd, model.d_model, o_bias, n)
 
 
@@ -61,6 +63,9 @@ class Attention(Block):
     # sliding window: each query attends the last `window` keys, its own included (Mistral's sliding_window,
     # Gemma 2/3's local layers); the layer caches no more than that many positions
     window: Positive | None = None
+    # chunked: each query attends only the keys of its own chunk of this many positions, up to its own
+    # (Llama 4's attention_chunk_size); the layer caches no more than one chunk
+    chunk: Positive | None = None
 
     @property
     def kv_heads(self) -> int:
@@ -71,7 +76,7 @@ class Attention(Block):
         return replace(self, n_kv_heads=self.kv_heads, head_dim=head,
                        rotary_dim=min(self.rotary_dim or head, head))
 
-    def check(self, d_model: int) -> None:
+    def _check_heads(self, d_model: int) -> None:
         if self.head_dim is None and d_model % self.n_heads:
             raise SpecError(("n_heads",), f"{self.n_heads} heads do not divide d_model {d_model} "
                                           "(state head_dim to allow it)")
@@ -79,7 +84,7 @@ class Attention(Block):
             raise SpecError(("n_kv_heads",), f"{self.kv_heads} KV heads do not divide {self.n_heads} query heads")
 
     def describe(self) -> str:
-        window = f", window {self.window:,}" if self.window else ""
+        window = f", window {self.window:,}" if self.window else f", chunks of {self.chunk:,}" if self.chunk else ""
         return f"{self.n_heads} heads, {self.kv_heads} KV × {self.head_dim}{window}" + (", gated" if self.gate else "")
 
     def facts(self) -> dict[str, object]:
@@ -100,10 +105,16 @@ class Attention(Block):
             e.term("attn.sinks", "bias", (h,), n, elementwise=n * h * SOFTMAX_OPS)
         if self.gate:  # sigmoid(gate) ⊙ each head's output: a sigmoid and a multiply per element
             e.op("attn.gate", n * (ACTIVATION_OPS["sigmoid"] + 1) * h * hd)
-        attention_core(e, model, h, hd, hd, seq_len, self.o_bias, self.window)
+        attention_core(e, model, h, hd, hd, seq_len, self.o_bias, self.window, self.chunk)
+
+    def check(self, d_model: int) -> None:
+        if self.window is not None and self.chunk is not None:
+            raise SpecError(("chunk",), "a layer attends a sliding window or chunks, not both")
+        self._check_heads(d_model)
 
     def cached_tokens(self, tokens: int) -> int:
-        return tokens if self.window is None else min(tokens, self.window)
+        bound = self.window or self.chunk
+        return tokens if bound is None else min(tokens, bound)
 
     def cache_elements(self, model) -> int:
         """K and V of every KV head."""
@@ -137,7 +148,7 @@ def _module():
             d = model.d_model
             self.heads, self.kv_heads, self.head_dim = spec.n_heads, spec.kv_heads, spec.head_dim
             self.positions, self.causal, self.rotary = model.positions, causal, spec.rotary_dim
-            self.gate, self.window = spec.gate, spec.window
+            self.gate, self.window, self.chunk = spec.gate, spec.window, spec.chunk
             self.q = Linear(d, (2 if spec.gate else 1) * self.heads * self.head_dim, bias=spec.qkv_bias)
             self.k = Linear(d, self.kv_heads * self.head_dim, bias=spec.qkv_bias)
             self.v = Linear(d, self.kv_heads * self.head_dim, bias=spec.qkv_bias)

@@ -50,6 +50,7 @@ class Term:
     component: str = ""  # the module the term belongs to (its name without .weight/.bias, or a group of them)
     slot: str = ""  # inside a layer: the slot of the block that wrote it ("attention", "ffn"), or "" for the layer's own
     window: int | None = None  # core terms: each query meets at most this many keys, its own included
+    chunk: int | None = None  # core terms: each query meets only the keys of its own chunk of this many positions
     grows: bool = True  # core terms: decoding meets every cached key (attention); False: a recurrent mixer's
     # per-step work, the same at any context
 
@@ -96,10 +97,15 @@ class Emitter:
         self.term(name, "op", elementwise=elementwise, **kw)
 
 
-def attended_pairs(tokens: int, window: int | None = None) -> int:
+def attended_pairs(tokens: int, window: int | None = None, chunk: int | None = None) -> int:
     """Query-key pairs a causal kernel computes over ``tokens`` queries: query i (from 0) meets keys
     max(0, i − W + 1)..i, min(i + 1, W) of them. Without a window, the triangle T(T+1)/2; with W < T,
-    the triangle over the first W queries and W for each of the other T − W: W(W+1)/2 + (T − W)·W."""
+    the triangle over the first W queries and W for each of the other T − W: W(W+1)/2 + (T − W)·W.
+    Chunked (Llama 4's attention_chunk_size C): query i meets the keys of its own chunk up to itself,
+    (i mod C) + 1 of them: a triangle per chunk, q·C(C+1)/2 + r(r+1)/2 with T = q·C + r."""
+    if chunk is not None:
+        q, r = divmod(tokens, chunk)
+        return q * chunk * (chunk + 1) // 2 + r * (r + 1) // 2
     if window is None or tokens <= window:
         return tokens * (tokens + 1) // 2
     return window * (window + 1) // 2 + (tokens - window) * window

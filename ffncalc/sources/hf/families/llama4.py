@@ -3,7 +3,7 @@ layers, as llama4_text (the llama4 wrapper's text_config; TEXT_TYPES reads it as
 
 from __future__ import annotations
 
-from ..config import Config, attention, common, family, gated, layer_groups, rms
+from ..config import Config, attention, common, family, gated, layer_types, rms, stack
 
 # Llama4TextConfig's defaults (transformers 5.23): a llama4 text_config may state only what differs from them.
 LLAMA4_TEXT = {"vocab_size": 202_048, "hidden_size": 5120, "intermediate_size": 8192, "intermediate_size_mlp": 16_384,
@@ -40,6 +40,12 @@ def llama4_text(c: Config) -> dict:
     attn = attention(c, qkv_bias=bias, o_bias=bias)
     attn["head_dim"] = head_dim
     n = c.int("num_hidden_layers")
+    # Llama4TextConfig.__post_init__: layers with rope (no_rope_layers, by default all but every
+    # no_rope_layer_interval-th) attend in chunks of attention_chunk_size (create_chunked_causal_mask)
+    interval = c.int("no_rope_layer_interval", 4)
+    rope = c.int_list("no_rope_layers") or [int((i + 1) % interval != 0) for i in range(n)]
+    types = layer_types(c, lambda i: "chunked_attention" if rope[i] else "full_attention")
+    chunk = None if c.data.get("attention_chunk_size", 8192) is None else c.int("attention_chunk_size", 8192)
     if c.data.get("moe_layers") is not None:
         moe_layers = set(c.int_list("moe_layers"))
     else:
@@ -48,8 +54,7 @@ def llama4_text(c: Config) -> dict:
     expert = gated(c)  # intermediate_size, hidden_act
     moe = {"kind": "moe", "n_experts": c.int("num_local_experts"), "top_k": c.int("num_experts_per_tok"),
            "expert": expert, "n_shared_experts": 1, "shared": dict(expert)}
-    kinds = ["moe" if i in moe_layers else "dense" for i in range(n)]
-    ffn, layers = layer_groups(kinds, {"moe": moe, "dense": gated(c, "intermediate_size_mlp")
-                                       if "dense" in kinds else None})
-    return {**common(c, tie=False), "attention": attn, "ffn": ffn, **({"layers": layers} if layers else {}),
-            "norm": rms()}
+    dense = gated(c, "intermediate_size_mlp") if len(moe_layers) < n else None
+    layers = [{"attention": {**attn, "chunk": chunk} if types[i] == "chunked_attention" and chunk else attn,
+               "ffn": moe if i in moe_layers else dense} for i in range(n)]
+    return {**common(c, tie=False), **stack(layers), "norm": rms()}
