@@ -342,3 +342,19 @@ def test_presets_of_new_releases(preset, config, card):
     t = count(preset)
     assert t.params == sum(n for _, n in truth["params"])
     assert round(t.params / 1e9) == round(card / 1e9)
+
+
+def test_deepseek_v3_multi_token_prediction_module():
+    """DeepSeek-V3 §2.2: one MTP module, a layer like the last (MLA and the 256-expert mixture), an eh_proj of
+    2d -> d and three RMSNorms (enorm, hnorm, the shared head's), beside the 671B model; the checkpoint also
+    stores a copy of the embedding and the head with it. The model card: "685B, which includes 671B of the Main
+    Model weights and 14B of the MTP Module weights" (rounded, and the hub's count includes FP8 block scales)."""
+    d, v, h = 7168, 129_280, 128
+    mla = d * 1536 + 1536 + 1536 * h * 192 + d * (512 + 64) + 512 + 512 * h * (128 + 128) + h * 128 * d
+    moe = d * 256 + 256 * 3 * d * 2048 + 3 * d * 2048
+    layer = mla + 2 * d + moe
+    module = layer + 2 * d * d + 3 * d
+    t = count("deepseek-v3")
+    assert t.params == 671_026_404_352 and t.mtp_params == module
+    assert t.mtp_params + t.mtp_copies == module + 2 * v * d
+    assert abs(t.params + t.mtp_params + t.mtp_copies - 685e9) / 685e9 < 1e-3

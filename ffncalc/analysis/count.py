@@ -50,6 +50,24 @@ def terms(model: Model, seq_len: int) -> list[Term]:
     return out + fin.out + head.out
 
 
+def mtp_terms(model: Model, seq_len: int) -> list[Term]:
+    """The multi-token prediction modules (DeepSeek-V3 §2.2, Figure 3; DeepSeek's inference/model.py): each
+    normalises the layer's hidden state and the next token's embedding (hnorm, enorm), projects their
+    concatenation 2·d -> d (eh_proj), runs one layer like the model's last, and normalises before the
+    shared output head (shared_head.norm). Embedding and head are shared with the model."""
+    if not model.mtp_layers:
+        return []
+    d, n = model.d_model, model.mtp_layers
+    e = Emitter("mtp", (0, n))
+    e.norm("mtp.norms", model.norm, d, 3 * n)  # enorm, hnorm, shared_head.norm
+    e.linear("mtp.eh_proj", 2 * d, d, False, n)
+    e.norm("norms", model.norm, d, model.norm.per_layer * n)
+    for slot, block in model.layers[-1].blocks():
+        e.slot = slot
+        block.terms(e, model, seq_len)
+    return e.out
+
+
 @dataclass(frozen=True)
 class Row:
     """A term as a convention counts it."""
@@ -139,6 +157,8 @@ class Tally:
     rows: tuple[Row, ...]
     moe: bool
     notes: tuple[str, ...] = ()  # the source's notes on what is and is not counted
+    mtp_params: int = 0  # multi-token prediction modules, apart from the model's parameters
+    mtp_copies: int = 0  # the embedding and head copies a checkpoint stores with each of them
 
     @property
     def tokens(self) -> int:
@@ -220,6 +240,8 @@ class Tally:
             "embedding_params": self.embedding,
             "non_embedding_params": self.non_embedding,
             "active_params": self.active,
+            "mtp_params": self.mtp_params,
+            "mtp_params_with_copies": self.mtp_params + self.mtp_copies,
             "active_params_without_input_embedding": self.active_without_input_embedding,
             "active_non_embedding_params": self.active_without_embeddings,
             "matrices": self.matrices,
@@ -240,7 +262,9 @@ def tally(spec: Model, *, model: str | None = None, convention: str = DEFAULT, s
     all_terms = terms(spec, seq_len)
     rows = tuple(r for r in (_row(t, conv) for t in all_terms) if r.params or r.flops or r.elementwise or r.tied)
     moe = any(t.expert for t in all_terms)
-    return Tally(model or spec.name or "model", conv, seq_len, batch, recompute, rows, moe, spec.notes)
+    mtp = sum(r.params for r in (_row(t, conv) for t in mtp_terms(spec, seq_len)))
+    copies = spec.mtp_layers * 2 * spec.vocab_size * spec.d_model  # DeepSeek-V3's checkpoint: embed_tokens, shared_head.head
+    return Tally(model or spec.name or "model", conv, seq_len, batch, recompute, rows, moe, spec.notes, mtp, copies)
 
 
 def merge_layers(rows: tuple[Row, ...]) -> list[Row]:

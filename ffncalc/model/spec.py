@@ -117,6 +117,9 @@ class ModelSpec:
     lm_head_bias: bool = False
     embedding_norm: bool = False  # a norm straight after the embeddings
     position_offset: NonNegative = 0  # learned positions start at this row (OPT: 2), the table that much longer
+    # multi-token prediction modules a checkpoint carries beside the causal LM (DeepSeek-V3 §2.2): each a
+    # layer like the model's last, a projection of [h; emb] (2·d -> d) and three norms; counted apart
+    mtp_layers: NonNegative = 0
 
     def __post_init__(self) -> None:
         if self.layers is not None:

@@ -60,6 +60,7 @@ class Model:
     layers: tuple[Layer, ...]
     position_offset: int = 0
     notes: tuple[str, ...] = ()  # what the source says about what is and is not counted
+    mtp_layers: int = 0  # multi-token prediction modules beside the model (DeepSeek-V3 §2.2), counted apart
 
     @property
     def n_layers(self) -> int:
@@ -110,4 +111,5 @@ def resolve(spec: ModelSpec) -> Model:
     if not spec.layers:
         layers = [Layer(attention, ffn)] * spec.n_layers
     return Model(spec.name, spec.vocab_size, d, spec.context_length, spec.norm, spec.parallel, spec.positions,
-                 spec.tie_embeddings, spec.lm_head_bias, spec.embedding_norm, tuple(layers), spec.position_offset)
+                 spec.tie_embeddings, spec.lm_head_bias, spec.embedding_norm, tuple(layers), spec.position_offset,
+                 mtp_layers=spec.mtp_layers)

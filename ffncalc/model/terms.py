@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from math import prod
 from typing import Literal
 
-Part = Literal["embedding", "layers", "final", "head"]
+Part = Literal["embedding", "layers", "final", "head", "mtp"]
 
 # Elementwise FLOPs per element, one per arithmetic step of the textbook formula, a transcendental
 # (exp, erf, tanh) counting one. These are estimates by construction and never enter the matmul figure.

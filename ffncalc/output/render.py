@@ -114,6 +114,9 @@ def total_lines(t: Tally) -> list[tuple[str, int, str]]:
     """(label, figure, kind) for the totals block."""
     out = [("parameters", t.params, "params"), ("  embedding", t.embedding, "params"),
            ("  non-embedding", t.non_embedding, "params")]
+    if t.mtp_params:
+        out += [("  multi-token prediction, not in the above", t.mtp_params, "params"),
+                ("    with the embedding and head copies a checkpoint stores", t.mtp_params + t.mtp_copies, "params")]
     if t.moe:
         out += [("  active per token", t.active, "params"),
                 ("    without the input embedding (gpt-oss's count)", t.active_without_input_embedding, "params"),

@@ -55,7 +55,10 @@ def deepseek_v2(c: Config) -> dict:
 def deepseek_v3(c: Config) -> dict:
     """DeepseekV3Config defaults: q_lora_rank 1536, 256 routed experts (8 per token), 1 shared,
     moe_intermediate_size 2048, first_k_dense_replace 3. The multi-token-prediction layers
-    (num_nextn_predict_layers) ship in the checkpoint but are not part of DeepseekV3ForCausalLM."""
-    return _deepseek(c, mlp_bias=False, defaults={
+    (num_nextn_predict_layers) ship in the checkpoint but are not part of DeepseekV3ForCausalLM: counted
+    apart, never in the model's total."""
+    data = _deepseek(c, mlp_bias=False, defaults={
         "q_lora_rank": 1536, "n_routed_experts": 256, "n_shared_experts": 1, "moe_intermediate_size": 2048,
         "first_k_dense_replace": 3, "num_experts_per_tok": 8})
+    # counted apart, as their own part (num_nextn_predict_layers; DeepseekV3Config's num_mtp_layers, default 1)
+    return {**data, "mtp_layers": c.int("num_nextn_predict_layers", 1, positive=False)}
