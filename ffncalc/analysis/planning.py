@@ -226,9 +226,17 @@ def infer(spec: Model, *, prompt: int, generate: int, batch: int = 1, dtype: str
         raise InputError(f"--prompt + --generate = {context} exceeds context_length {spec.context_length}")
     prefill = tally(spec, convention="causal", seq_len=prompt, batch=batch)
     one = tally(spec, seq_len=1)  # one query against one key: the per-key attention cost
-    # attention's products grow with the keys cached; a recurrent mixer's are the same at every step
-    cores = [(r.flops, r.window, r.chunk) for r in one.rows if r.role == "core" and r.grows]
-    rest = one.flops_per_token - sum(f for f, *_ in cores)
+    # Mixers that decode another way than their forward (MLA absorbed) state a step's FLOPs as a + b·keys;
+    # the others are their terms at one token, attention's products growing with the keys cached (a
+    # recurrent mixer's are the same at every step).
+    own = [(run, run.layer.attention.decode_flops(spec, 0), run.layer.attention.decode_flops(spec, 1))
+           for run in spec.runs()]
+    own = [(run.span, run.n * a, run.n * (b - a)) for run, a, b in own if a is not None]
+    theirs = {span for span, *_ in own}
+    rows = [r for r in one.rows if not (r.slot == "attention" and r.layers in theirs)]
+    cores = [(r.flops, r.window, r.chunk) for r in rows if r.role == "core" and r.grows]
+    rest = sum(r.flops for r in rows) - sum(f for f, *_ in cores) + sum(a for _, a, _ in own)
+    cores += [(b, None, None) for _, _, b in own]
 
     def attention(first: int, last: int) -> int:  # decode positions first..last, each against the keys it meets
         return sum(f * keys_met(first, last, w, ch) for f, w, ch in cores)
@@ -316,5 +324,6 @@ def plan_inference(spec: Model, *, label: str, prompt: int, generate: int, batch
               "kv_dtype": kv_dtype, "hardware": hw.key if hw else None}
     return Figures(f"inference with {label}: {prompt:,} prompt + {generate:,} new tokens × batch {batch}", inputs,
                    figures, ["FLOPs: exact matmul counts; prefill over the causal triangle (within each layer's "
-                             "window), each decode step's query against every key its layer caches; a recurrent "
-                             "mixer's step (Mamba-2, Gated DeltaNet) the same at any context"])
+                             "window or chunk), each decode step's query against every key its layer caches; "
+                             "latent attention decoded absorbed, over the cached latent; a recurrent mixer's step "
+                             "(Mamba, Mamba-2, Gated DeltaNet) the same at any context"])

@@ -56,6 +56,11 @@ class Block:
         """Positions it holds in its cache after ``tokens`` tokens (all of them, or its window)."""
         return tokens
 
+    def decode_flops(self, model: Model, keys: int) -> int | None:
+        """Matmul FLOPs of one decode step of one layer of it, with ``keys`` keys cached, where decoding runs
+        another computation than its forward terms state (MLA absorbed); None: its terms at one token."""
+        return None
+
     def state_elements(self, model: Model) -> int:
         """Elements one layer of it keeps per sequence while decoding, whatever the length (recurrent state)."""
         return 0

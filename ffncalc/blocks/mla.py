@@ -134,6 +134,24 @@ class LatentAttention(Block):
         e.op("attn.indexer.relu", n * INDEX_SCORE_OPS * hi * seq_len)
         e.term("attn.indexer.head_sum", "core", (hi, seq_len, 1), n, numel=0, macs=n * hi * seq_len)
 
+    def decode_flops(self, model, keys: int) -> int | None:
+        """One decode step absorbed, as serving engines run MLA (DeepSeek-V2 §2.1.3; FlashMLA, vLLM, SGLang):
+        W_UK folded into the query and W_UV applied after attention, so each head attends over the cached
+        latent (kv_lora_rank) and rotary key (qk_rope_head_dim) like MQA, and no cached latent is expanded.
+        Multiply-adds per token: the query path (q_a, q_b or q), kv_a for the new token, the absorption
+        h·nope·rank, scores h·(rank + rope) and values h·rank per key, W_UV h·rank·v and o h·v·d; with the
+        indexer, its projections and its scores over every key (H·D + H per key). 2 FLOPs per multiply-add."""
+        d, h, rank, rope, nope, v = (model.d_model, self.n_heads, self.kv_lora_rank, self.qk_rope_head_dim,
+                                     self.qk_nope_head_dim, self.v_head_dim)
+        qk = nope + rope
+        query = d * h * qk if self.q_lora_rank is None else d * self.q_lora_rank + self.q_lora_rank * h * qk
+        macs = query + d * (rank + rope) + h * nope * rank + keys * h * (rank + rope) + keys * h * rank
+        macs += h * rank * v + h * v * d
+        if self.indexed:
+            hi, di = self.index_n_heads, self.index_head_dim
+            macs += self.q_lora_rank * hi * di + d * di + d * hi + keys * (hi * di + hi)
+        return 2 * macs
+
     def cache_elements(self, model) -> int:
         """The latent and the shared rotary key: what DeepSeek-V2 caches per token and layer (§2.1.2); with
         the indexer, its key as well (index_head_dim: DeepSeek-V3.2's indexer key cache)."""
