@@ -223,3 +223,25 @@ def lower_apply(mm: MatMul, m: torch.Tensor, v: torch.Tensor, block: int) -> tor
         for j, st in enumerate(rows):
             out[..., st + r, :] += part[..., j, :]
     return out
+
+
+class CausalConv1d(nn.Module):
+    """A depthwise causal Conv1d with nn.Conv1d's parameters (weight (C, 1, K), bias (C,)), left padded by K-1
+    zeros with padding 0: T outputs for T inputs, every one counted. verify attributes its FLOPs to its weight,
+    as it does a projection's (Mamba, Mamba-2 and Gated DeltaNet's short convolutions)."""
+
+    weight_flops = True
+
+    def __init__(self, channels: int, kernel: int, bias: bool):
+        super().__init__()
+        self.kernel = kernel
+        self.weight = nn.Parameter(torch.empty(channels, 1, kernel))
+        self.bias = nn.Parameter(torch.empty(channels)) if bias else None
+        if self.weight.device.type != "meta":  # nn.Conv1d's initialisation; the meta device has no values
+            nn.init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+            if self.bias is not None:
+                nn.init.uniform_(self.bias, -1 / math.sqrt(kernel), 1 / math.sqrt(kernel))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, T, C) -> (B, T, C)
+        x = F.pad(x.transpose(1, 2), (self.kernel - 1, 0))
+        return F.conv1d(x, self.weight, self.bias, groups=self.weight.shape[0]).transpose(1, 2)

@@ -191,24 +191,7 @@ def _module():
     from torch import nn
     from torch.nn import functional as F
 
-    from ._torch import ACTIVATIONS, Linear, MatMul, lower_apply, lower_product
-
-    class CausalConv1d(Linear):
-        """A depthwise causal Conv1d with nn.Conv1d's parameters (weight (C, 1, K), bias (C,) or none). A Linear by
-        type, so that verify attributes its FLOPs to ``linear_attn.conv1d.weight`` as it does a projection's. Left
-        padded by K-1 zeros, padding 0: T outputs for T inputs, every one counted."""
-
-        def __init__(self, channels: int, kernel: int, bias: bool):
-            nn.Module.__init__(self)
-            self.in_features = self.out_features = channels
-            self.kernel = kernel
-            self.weight = nn.Parameter(torch.empty(channels, 1, kernel))
-            self.bias = nn.Parameter(torch.empty(channels)) if bias else None
-            self.reset_parameters()
-
-        def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, T, C) -> (B, T, C)
-            x = F.pad(x.transpose(1, 2), (self.kernel - 1, 0))
-            return F.conv1d(x, self.weight, self.bias, groups=self.weight.shape[0]).transpose(1, 2)
+    from ._torch import ACTIVATIONS, CausalConv1d, Linear, MatMul, lower_apply, lower_product
 
     class GatedRMSNorm(nn.Module):
         """Qwen3NextRMSNormGated: rmsnorm(o) over each head's dv features, times one shared weight, times silu(z)."""

@@ -152,24 +152,7 @@ def _module():
     from torch import nn
     from torch.nn import functional as F
 
-    from ._torch import ACTIVATIONS, Linear, MatMul, lower_apply, lower_product
-
-    class CausalConv1d(nn.Module):
-        """A depthwise causal Conv1d with nn.Conv1d's parameters (weight (C, 1, K), bias (C,)), left padded by
-        K-1 zeros with padding 0: T outputs for T inputs, every one counted. verify attributes its FLOPs to
-        ``mixer.conv1d.weight``, as it does a projection's."""
-
-        weight_flops = True
-
-        def __init__(self, channels: int, kernel: int, bias: bool):
-            super().__init__()
-            self.kernel = kernel
-            self.weight = nn.Parameter(torch.empty(channels, 1, kernel))
-            self.bias = nn.Parameter(torch.empty(channels)) if bias else None
-
-        def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, T, C) -> (B, T, C)
-            x = F.pad(x.transpose(1, 2), (self.kernel - 1, 0))
-            return F.conv1d(x, self.weight, self.bias, groups=self.weight.shape[0]).transpose(1, 2)
+    from ._torch import ACTIVATIONS, CausalConv1d, Linear, MatMul, lower_apply, lower_product
 
     class GatedRMSNorm(nn.Module):
         """MambaRMSNormGated: rmsnorm(y ⊙ silu(z)) over groups of d_inner / n_groups features, times a weight."""
