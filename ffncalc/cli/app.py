@@ -549,7 +549,7 @@ def families(output: Output = None) -> None:
     from ..output.sheet import to_csv
     from ..sources import hf
 
-    records = [{"model_type": f.model_type, "family": f.title} for _, f in sorted(hf.FAMILIES.items())]
+    records = [{"model_type": f.model_type, "family": f.title} for _, f in sorted(hf.registered().items())]
     output.show(doc=lambda: render.list_doc(f"{len(records)} model_types", records, ["model_type", "family"], 2),
                 json=lambda: {"families": records}, csv=lambda: to_csv(records))
 

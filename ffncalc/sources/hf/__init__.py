@@ -17,8 +17,21 @@ from pathlib import Path
 from ...errors import InputError
 from ...model import Model
 from ..yaml import read_text
-from . import families  # noqa: F401  (registers every family)
-from .config import FAMILIES, Config, Family
+from .config import Config, Family
+
+
+def registered() -> dict[str, Family]:
+    """Every family by model_type; their modules are imported on first use (counting a preset needs none)."""
+    from . import families  # noqa: F401  (each module registers itself)
+    from .config import FAMILIES
+
+    return FAMILIES
+
+
+def __getattr__(name: str):
+    if name == "FAMILIES":
+        return registered()
+    raise AttributeError(name)
 
 # --- reading --------------------------------------------------------------------------------------
 
@@ -42,8 +55,8 @@ def read_config(ref: str | Path, as_family: str | None = None) -> Config:
         raise InputError(f"{path}:1: a config.json is a JSON object, not a {type(data).__name__}")
     c = language_model(Config(data, text, str(path)))
     if as_family is not None:
-        if as_family not in FAMILIES:
-            raise InputError(f"--as {as_family}: not a supported model_type (supported: {', '.join(sorted(FAMILIES))})")
+        if as_family not in registered():
+            raise InputError(f"--as {as_family}: not a supported model_type (supported: {', '.join(sorted(registered()))})")
         c = Config({**c.data, "model_type": as_family}, c.text, c.source, start=c.start, wrapper=c.wrapper,
                    towers=c.towers)
     return c
@@ -88,14 +101,15 @@ def is_hf_config(ref: str | Path) -> bool:
 
 def family_of(c: Config) -> Family:
     """The family that reads ``c``."""
-    supported = ", ".join(sorted(FAMILIES))
+    families = registered()
+    supported = ", ".join(sorted(families))
     if c.model_type is None:
         raise InputError(f"{c.source}: model_type: required key is missing (supported: {supported})")
-    found = FAMILIES.get(c.model_type)
+    found = families.get(c.model_type)
     if found is None:
         import difflib
 
-        near = difflib.get_close_matches(str(c.model_type), list(FAMILIES), n=3, cutoff=0.5)
+        near = difflib.get_close_matches(str(c.model_type), list(families), n=3, cutoff=0.5)
         hint = f"nearest: {', '.join(near)} (read it as one with --as); " if near else ""
         raise c.fail("model_type", f"unsupported model_type {c.model_type!r}; {hint}supported: {supported}")
     return found
