@@ -112,7 +112,7 @@ def _attention(draw, d_model):
             "n_kv_heads": draw(st.sampled_from([k for k in range(1, n_heads + 1) if n_heads % k == 0])),
             "qkv_bias": draw(st.booleans()), "o_bias": draw(st.booleans()),
             "qk_norm": draw(st.sampled_from(["none", "head", "each_head", "full"])),
-            "sinks": draw(st.booleans()), "gate": draw(st.booleans()),
+            "sinks": draw(st.booleans()), "gate": draw(st.booleans()), "rope": draw(st.booleans()),
             "window": draw(st.sampled_from([None, None, 1, 3, 6]))}
     if attn["window"] is None:
         attn["chunk"] = draw(st.sampled_from([None, None, 1, 2, 5]))  # Llama 4's chunked attention

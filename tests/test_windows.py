@@ -194,3 +194,12 @@ def test_mla_absorbed_decode_by_hand():
             + keys * h * rank + h * rank * v + h * v * d + 3 * d * f + d * vocab)
     out = {f.id: f.value for f in planning.infer(model, prompt=keys - 1, generate=1)}
     assert out["decode_first_flops"] == 2 * macs
+
+
+def test_no_rope_layers_take_no_rotary_work():
+    """SmolLM3-3B: 36 layers, every fourth without rotary positions (no_rope_layers): the rotation, 3 FLOPs per
+    rotated element of the 16 query and 4 KV heads × 128, is charged on the other 27 layers only."""
+    model = hf.load(CONFIGS / "smollm3-3b.json")[1]
+    assert [layer.attention.rope for layer in model.layers[:4]] == [True, True, True, False]
+    t = tally(model, seq_len=16)
+    assert sum(r.elementwise for r in t.rows if r.name == "attn.rotary") == 27 * 3 * (16 + 4) * 128

@@ -66,6 +66,7 @@ class Attention(Block):
     # chunked: each query attends only the keys of its own chunk of this many positions, up to its own
     # (Llama 4's attention_chunk_size); the layer caches no more than one chunk
     chunk: Positive | None = None
+    rope: bool = True  # false: this layer takes no rotary positions (the NoPE layers of SmolLM3, Llama 4, Cohere 2)
 
     @property
     def kv_heads(self) -> int:
@@ -85,6 +86,7 @@ class Attention(Block):
 
     def describe(self) -> str:
         window = f", window {self.window:,}" if self.window else f", chunks of {self.chunk:,}" if self.chunk else ""
+        window += "" if self.rope else ", no rotary"
         return f"{self.n_heads} heads, {self.kv_heads} KV × {self.head_dim}{window}" + (", gated" if self.gate else "")
 
     def facts(self) -> dict[str, object]:
@@ -99,7 +101,7 @@ class Attention(Block):
             q_width, k_width = (hd, hd) if self.qk_norm == "head" else (h * hd, kv * hd)
             e.norm("attn.q_norm", model.norm, q_width, n, total=h * hd)
             e.norm("attn.k_norm", model.norm, k_width, n, total=kv * hd)
-        if model.positions == "rotary":
+        if model.positions == "rotary" and self.rope:
             e.op("attn.rotary", n * ROTARY_OPS * (h + kv) * self.rotary_dim)
         if self.sinks:  # one more logit in each head's softmax (gpt-oss: GptOssAttention.sinks)
             e.term("attn.sinks", "bias", (h,), n, elementwise=n * h * SOFTMAX_OPS)
@@ -148,7 +150,7 @@ def _module():
             d = model.d_model
             self.heads, self.kv_heads, self.head_dim = spec.n_heads, spec.kv_heads, spec.head_dim
             self.positions, self.causal, self.rotary = model.positions, causal, spec.rotary_dim
-            self.gate, self.window, self.chunk = spec.gate, spec.window, spec.chunk
+            self.gate, self.window, self.chunk, self.rope = spec.gate, spec.window, spec.chunk, spec.rope
             self.q = Linear(d, (2 if spec.gate else 1) * self.heads * self.head_dim, bias=spec.qkv_bias)
             self.k = Linear(d, self.kv_heads * self.head_dim, bias=spec.qkv_bias)
             self.v = Linear(d, self.kv_heads * self.head_dim, bias=spec.qkv_bias)
@@ -181,7 +183,7 @@ def _module():
             q, k, v = self._split(q, self.heads), self._split(k, self.kv_heads), self._split(v, self.kv_heads)
             if self.qk_norm in ("head", "each_head"):
                 q, k = self.q_norm(q), self.k_norm(k)
-            if self.positions == "rotary":
+            if self.positions == "rotary" and self.rope:
                 q, k = rotate(q, self.rotary), rotate(k, self.rotary)
             if self.kv_heads != self.heads:  # grouped K/V heads serve several query heads each
                 group = self.heads // self.kv_heads

@@ -15,18 +15,14 @@ def cohere2(c: Config) -> dict:
     num_key_value_heads is absent or null; tied by default; a context of 8192.
     layer_types as stated, or (Cohere2Config.__post_init__) every sliding_window_pattern-th layer (default 4th)
     global and the others sliding over sliding_window (default 4096; null: every key). Rotary positions turn only
-    the sliding layers (Cohere2Attention); the spec states positions for the whole model, rotary where any layer
-    rotates and none where no layer does, so a hybrid's global layers count rotary ops too; no parameter depends
-    on it."""
+    the sliding layers (Cohere2Attention): the global layers take none (rope false); no parameter depends on it."""
     pattern = c.int("sliding_window_pattern", 4)
     types = layer_types(c, lambda i: "sliding_attention" if (i + 1) % pattern else "full_attention")
     bias = c.bool("attention_bias", False)
     full = attention(c, qkv_bias=bias, o_bias=bias)
     size = window(c, 4096)
     ffn = gated(c)
-    layers = [{"attention": {**full, "window": size} if t == "sliding_attention" else full, "ffn": ffn} for t in types]
-    data = {**common(c, tie=True, context_default=8192), **stack(layers),
+    layers = [{"attention": {**full, "window": size} if t == "sliding_attention" else {**full, "rope": False},
+               "ffn": ffn} for t in types]
+    return {**common(c, tie=True, context_default=8192), **stack(layers),
             "norm": {"kind": "layernorm", "bias": False, "per_layer": 1, "final": True}, "parallel": True}
-    if "sliding_attention" not in types:
-        data["positions"] = "none"
-    return data

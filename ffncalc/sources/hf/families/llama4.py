@@ -57,4 +57,7 @@ def llama4_text(c: Config) -> dict:
     dense = gated(c, "intermediate_size_mlp") if len(moe_layers) < n else None
     layers = [{"attention": {**attn, "chunk": chunk} if types[i] == "chunked_attention" and chunk else attn,
                "ffn": moe if i in moe_layers else dense} for i in range(n)]
+    for i, layer in enumerate(layers):
+        if not rope[i]:  # a NoPE layer (Llama4TextAttention.use_rope): no rotary positions, the same parameters
+            layer["attention"] = {**layer["attention"], "rope": False}
     return {**common(c, tie=False), **stack(layers), "norm": rms()}
