@@ -654,7 +654,7 @@ def families(output: Output = None) -> None:
     records = model_types()
     supported = sum(r["status"] == "supported" for r in records)
     title = f"{supported} of {len(records)} model_types supported (decoder-only text, transformers {TRANSFORMERS_VERSION})"
-    output.show(doc=lambda: render.list_doc(title, records, ["model_type", "status", "family", "detail"], 4),
+    output.show(doc=lambda: render.list_doc(title, records, ["model_type", "status", "family", "detail", "defaults"], 4),
                 json=lambda: {"families": records}, csv=lambda: to_csv(records))
 
 

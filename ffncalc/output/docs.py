@@ -137,16 +137,20 @@ def _model_types_page() -> str:
 
     records = model_types()
     supported = [r for r in records if r["status"] == "supported"]
-    rows = [[f"`{r['model_type']}`", r["status"], r["family"] or "", r["detail"]] for r in records]
+    rows = [[f"`{r['model_type']}`", r["status"], r["family"] or "", r["detail"], r["defaults"]] for r in records]
     table = Document(f"{len(supported)} of {len(records)} supported", [],
-                     [Section(["model_type", "status", "read as", "proven on (Hugging Face repo) / needs"], rows, left=4)])
+                     [Section(["model_type", "status", "read as", "proven on (Hugging Face repo) / needs",
+                               "at transformers' defaults"], rows, left=5)])
     others = ", ".join(f"`{t}`" for t in sorted(NOT_TEXT_DECODERS))
     return "".join([
         NOTICE, "# Supported model types\n\n",
         f"Every model_type of transformers {TRANSFORMERS_VERSION}'s `MODEL_FOR_CAUSAL_LM_MAPPING_NAMES` that is a "
         "decoder-only text model, and any other a family reads. A supported one is counted exactly from its "
         "`config.json` (`ffncalc count config.json`), proven against what transformers builds from the public "
-        "config named; the others say what they need. `ffncalc families` prints the same list.\n\n",
+        "config named; the others say what they need. Every type is also built by transformers at its configuration "
+        "class's defaults and counted against that build, parameter by parameter (`tests/test_defaults.py`, "
+        "recorded by `scripts/hf_defaults.py`): *exact* there, or the reason transformers cannot build its own "
+        "defaults. `ffncalc families` prints the same list.\n\n",
         to_markdown(table),
         f"\nNot decoder-only text models, so not listed: {others}.\n",
     ])

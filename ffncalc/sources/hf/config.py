@@ -139,6 +139,8 @@ def attention(c: Config, *, head_dim: int | None = None, qkv_bias: bool = False,
     heads = c.int("num_attention_heads")
     kv = c.int("num_key_value_heads", heads if kv_heads is None or "num_key_value_heads" in c.data else kv_heads)
     hd = c.int("head_dim", head_dim)
+    if hd is None and c.int("hidden_size") % heads:  # transformers' hidden_size // num_attention_heads, floored
+        hd = c.int("hidden_size") // heads
     out = {"n_heads": heads, "n_kv_heads": kv, "head_dim": hd, "qkv_bias": qkv_bias, "o_bias": o_bias}
     if qk_norm != "none":
         out["qk_norm"] = qk_norm

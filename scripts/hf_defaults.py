@@ -1,0 +1,112 @@
+"""Record what transformers builds for every decoder-only text model_type at its configuration class's
+defaults (the coverage table's ground truth), or check that the recording is current.
+
+    python scripts/hf_defaults.py            # (re)write tests/hf_defaults/ for every decoder-only text type
+    python scripts/hf_defaults.py --check    # exit 1 if any recorded file differs from what transformers builds now
+    python scripts/hf_defaults.py TYPE …     # only these model_types
+
+For each model_type of transformers' causal-LM mapping that is not in coverage.NOT_TEXT_DECODERS:
+``configs/TYPE.json`` is ``AutoConfig.for_model(TYPE).to_dict()`` written as a config.json (every key at
+its default: what a user's config.json states when it states everything); ``truth/TYPE.json`` is the
+causal-LM class built from that file's language model (a wrapper's text_config) on the meta device: every
+parameter by name with its element count (a tied one once) and the buffers, with the versions used; or,
+where transformers cannot build its own defaults, the reason (``refused``). Where the defaults leave a key
+None that the modelling code then uses as a number, REPAIRS gives it the value the class documents, and the
+truth records the repair. The default configurations are often toy or full-sized models; either way they
+are what the class means when a key is left out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+OUT = ROOT / "tests" / "hf_defaults"
+
+
+# Defaults transformers cannot build (a key left None that its own modelling code uses as a number), each
+# given the value the class's own documentation or convention implies: the smallest change that builds.
+REPAIRS = {
+    # DeepseekV2Config.num_experts_per_tok defaults to None, which torch.topk cannot take: DeepSeek-V2's 6
+    "deepseek_v2": {"num_experts_per_tok": 6},
+    # head_dim: None set as an attribute defeats getattr(config, "head_dim", hidden_size // heads) in the
+    # attention: the fallback it means, 4096 // 32
+    "hunyuan_v1_dense": {"head_dim": 128},
+    "hunyuan_v1_moe": {"head_dim": 128},
+    "ministral": {"head_dim": 128},
+    # num_key_value_heads None: one KV head per query head, as the class documents (48 heads)
+    "nemotron": {"num_key_value_heads": 48},
+}
+
+
+def types() -> list[str]:
+    from ffncalc.sources.hf import coverage
+
+    return [t for t in coverage.CAUSAL_LM_TYPES if t not in coverage.NOT_TEXT_DECODERS]
+
+
+def config_text(model_type: str) -> str:
+    import transformers
+    from transformers import AutoConfig
+
+    transformers.logging.set_verbosity_error()
+    try:
+        data = AutoConfig.for_model(model_type).to_dict()
+    except Exception:  # noqa: BLE001 — the class refuses its own defaults: recorded as refused by the truth
+        data = {"model_type": model_type}
+    data.update(REPAIRS.get(model_type, {}))
+    data.pop("transformers_version", None)
+    return json.dumps(data, indent=1, sort_keys=True, default=str) + "\n"
+
+
+def truth_text(model_type: str, path: Path) -> str:
+    import torch
+
+    from ffncalc.analysis.hfcheck import measure
+    from ffncalc.errors import InputError
+    from ffncalc.sources.hf import read_config
+
+    try:  # a multimodal wrapper: its language model, as ffncalc and verify --hf read it
+        data = measure(read_config(path.relative_to(ROOT))).record()
+    except InputError as exc:  # transformers refuses to build its own defaults: the reason, as it gives it
+        import transformers
+
+        data = {"transformers": transformers.__version__, "refused": str(exc).split(": ", 1)[-1]}
+    if model_type in REPAIRS:
+        data = {"repaired": REPAIRS[model_type], **data}
+    return json.dumps({"config": f"tests/hf_defaults/configs/{model_type}.json", "torch": torch.__version__,
+                       **data}, indent=0) + "\n"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("types", nargs="*", help="model_types (default: every decoder-only text type)")
+    parser.add_argument("--check", action="store_true", help="compare, do not write")
+    args = parser.parse_args()
+    stale = []
+    for model_type in args.types or types():
+        config, truth = OUT / "configs" / f"{model_type}.json", OUT / "truth" / f"{model_type}.json"
+        text = config_text(model_type)
+        if args.check:
+            if not config.is_file() or config.read_text() != text or not truth.is_file() \
+                    or truth.read_text() != truth_text(model_type, config):
+                stale.append(model_type)
+            continue
+        config.parent.mkdir(parents=True, exist_ok=True)
+        truth.parent.mkdir(parents=True, exist_ok=True)
+        config.write_text(text)
+        truth.write_text(truth_text(model_type, config))
+        print(model_type, flush=True)
+    if args.check:
+        n = len(args.types or types())
+        print(f"{n - len(stale)} of {n} default-config records current" +
+              (f"; stale: {', '.join(stale)} (rerun python scripts/hf_defaults.py)" if stale else ""))
+    return 1 if stale else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
