@@ -85,5 +85,8 @@ def test_plots(cli, tmp_path):
     assert b"<svg" in first and b"<dc:date>" not in first
     cli("plot", "sweep", "--d-model", "1024", "--ratios", "1:4:1", "--out", str(svg))
     assert svg.read_bytes() == first  # the same figure, the same bytes
-    code, _, err = cli("plot", "share", "gpt3", "--out", str(tmp_path / "share.pdf"))
-    assert code == 2 and "name an .svg or .png file" in err
+    pdf = tmp_path / "share.pdf"
+    assert cli("plot", "share", "gpt3", "--out", str(pdf))[0] == 0
+    assert pdf.read_bytes().startswith(b"%PDF-") and b"CreationDate" not in pdf.read_bytes()
+    code, _, err = cli("plot", "share", "gpt3", "--out", str(tmp_path / "share.jpg"))
+    assert code == 2 and "name an .svg, .pdf or .png file" in err

@@ -1,4 +1,6 @@
-"""The command line: ``app`` holds the commands, ``options`` what they share; ``main`` is the entry point."""
+"""The command line: ``app`` holds the commands, ``options`` what they are made of; ``main`` is the entry
+point. A well-formed line is read by ``parse`` from the commands alone; any other (help, completion, an
+error to explain) by the typer app that ``typer_app`` builds from the same commands."""
 
 from __future__ import annotations
 
@@ -15,10 +17,7 @@ from ..errors import InputError, MeasurementError  # noqa: E402
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point: bad input is one line on stderr and exit status 2, never a traceback."""
-    import typer
-    from typer.exceptions import Abort, TyperException
-
-    from .app import app
+    from . import app, parse  # noqa: F401  (app registers the commands)
 
     if sys.stdout is None or sys.stdout.closed:  # started with standard output closed (>&-)
         _fail("standard output is closed; nothing can be printed")
@@ -27,21 +26,22 @@ def main(argv: list[str] | None = None) -> None:
             stream.reconfigure(errors="backslashreplace")
         except (AttributeError, ValueError, OSError):
             pass
-    command = typer.main.get_command(app)
+    args = sys.argv[1:] if argv is None else list(argv)
     _on_signals()
+    found = parse.read(args)
     try:
-        code = command.main(args=argv, prog_name="ffncalc", standalone_mode=False)
+        if found is not None:
+            command, values = found
+            command.call(values)
+            code = 0
+        else:
+            code = _typer(args)
         sys.stdout.flush()
-    except TyperException as exc:
-        if type(exc).__name__ == "NoArgsIsHelpError":  # a bare command: its help, as --help would print
-            sys.stdout.write(exc.format_message() + "\n")
-            sys.exit(0)
-        _fail(exc.format_message())
     except InputError as exc:
         _fail(str(exc))
     except MeasurementError as exc:
         _fail(str(exc), code=1)
-    except Abort:
+    except KeyboardInterrupt:
         sys.exit(130)
     except BrokenPipeError:  # the reader went away (| head): nothing more to say
         _quiet_exit(0)
@@ -52,6 +52,26 @@ def main(argv: list[str] | None = None) -> None:
     except RecursionError:
         _fail("input nested too deeply")
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def _typer(args: list[str]):
+    """Read the line with the full typer app: help, the version, completion, and typer's error messages."""
+    from typer.exceptions import Abort, TyperException
+    from typer.main import get_command
+
+    from .app import HELP
+    from .typer_app import build
+
+    command = get_command(build(HELP))
+    try:
+        return command.main(args=args, prog_name="ffncalc", standalone_mode=False)
+    except TyperException as exc:
+        if type(exc).__name__ == "NoArgsIsHelpError":  # a bare command: its help, as --help would print
+            sys.stdout.write(exc.format_message() + "\n")
+            sys.exit(0)
+        _fail(exc.format_message())
+    except Abort:
+        sys.exit(130)
 
 
 def _on_signals() -> None:

@@ -3,11 +3,8 @@ are never imported here; checks that belong to the library (sequence lengths, pa
 
 from __future__ import annotations
 
-import enum
 import sys
 from typing import Optional
-
-import typer
 
 from ..analysis.conventions import CONVENTIONS, DEFAULT
 from ..analysis.count import RECOMPUTE, tally
@@ -15,51 +12,31 @@ from ..errors import InputError
 from ..model.schema import LIMIT
 from ..output import render
 from ..sources import presets
-from .options import Output, emit, finite, output_options
+from .options import GROUPS, Output, arg, command, emit, finite, opt
 
-app = typer.Typer(
-    add_completion=False,
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    context_settings={"help_option_names": ["-h", "--help"]},
-    help="Exact parameter and FLOP counts for transformer language models, component by component.",
-)
+HELP = "Exact parameter and FLOP counts for transformer language models, component by component."
 
-
-def _version(value: bool) -> None:
-    if value:
-        from importlib.metadata import PackageNotFoundError, version
-
-        try:
-            emit(f"ffncalc {version('ffncalc')}\n")
-        except PackageNotFoundError:  # a bare source checkout
-            emit("ffncalc (not installed)\n")
-        raise typer.Exit()
+ConventionName = tuple(CONVENTIONS)
+RecomputeName = tuple(RECOMPUTE)
+BenchBlock = ("ffn", "attention", "layer")
+BenchDevice = ("auto", "cpu", "cuda", "mps")
+BenchDtype = ("fp32", "bf16", "fp16")
 
 
-@app.callback()
-def _main(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
-                                       help="Print the version and exit.")) -> None:
-    """Exact parameter and FLOP counts for transformer language models, component by component."""
-
-ConventionName = enum.Enum("ConventionName", {c: c for c in CONVENTIONS}, type=str)
-RecomputeName = enum.Enum("RecomputeName", {r: r for r in RECOMPUTE}, type=str)
-BenchBlock = enum.Enum("BenchBlock", {b: b for b in ("ffn", "attention", "layer")}, type=str)
-BenchDevice = enum.Enum("BenchDevice", {d: d for d in ("auto", "cpu", "cuda", "mps")}, type=str)
-BenchDtype = enum.Enum("BenchDtype", {d: d for d in ("fp32", "bf16", "fp16")}, type=str)
-
-
-@app.command()
-@output_options()
+@command(output="exact",
+         examples=(
+             'count gpt3',
+             'count mixtral-8x7b --per-layer --seq-len 4096',
+             'count config.json --convention 6n -f json'))
 def count(
-    model: str = typer.Argument(..., help="A preset name (ffncalc presets), a spec file (.yaml), a config.json, or "
+    model: str = arg(..., help="A preset name (ffncalc presets), a spec file (.yaml), a config.json, or "
                                           "a checkpoint: .safetensors, a folder of shards, .gguf, ORG/NAME or ORG/NAME@REVISION."),
-    seq_len: Optional[int] = typer.Option(None, "--seq-len", min=1, max=LIMIT, help="Sequence length (default: the model's context)."),
-    batch: int = typer.Option(1, "--batch", min=1, max=LIMIT, help="Sequences per forward pass."),
-    convention: ConventionName = typer.Option(DEFAULT, "--convention", "-c", help="How to count (ffncalc conventions)."),
-    recompute: RecomputeName = typer.Option("none", "--recompute", help="Activation recomputation in a training step."),
-    per_layer: bool = typer.Option(False, "--per-layer", help="One block of rows per run of identical layers."),
-    as_family: Optional[str] = typer.Option(None, "--as", help="Read a config.json as this model_type (ffncalc families)."),
+    seq_len: Optional[int] = opt(None, "--seq-len", min=1, max=LIMIT, help="Sequence length (default: the model's context)."),
+    batch: int = opt(1, "--batch", min=1, max=LIMIT, help="Sequences per forward pass."),
+    convention: str = opt(DEFAULT, "--convention", "-c", choices=ConventionName, help="How to count (ffncalc conventions)."),
+    recompute: str = opt("none", "--recompute", choices=RecomputeName, help="Activation recomputation in a training step."),
+    per_layer: bool = opt(False, "--per-layer", help="One block of rows per run of identical layers."),
+    as_family: Optional[str] = opt(None, "--as", help="Read a config.json as this model_type (ffncalc families)."),
     output: Output = None,
 ) -> None:
     """Count parameters and FLOPs of every component of a model: a preset, a spec file, or a Hugging Face
@@ -71,33 +48,35 @@ def count(
     if is_checkpoint(model):
         from ..analysis.checkpoint import measure
 
-        given = {"--seq-len": seq_len is not None, "--batch": batch != 1, "--convention": convention.value != DEFAULT,
-                 "--recompute": recompute.value != "none", "--per-layer": per_layer}
+        given = {"--seq-len": seq_len is not None, "--batch": batch != 1, "--convention": convention != DEFAULT,
+                 "--recompute": recompute != "none", "--per-layer": per_layer}
         r = measure(model, as_family, tuple(k for k, v in given.items() if v))
         return output.show(doc=lambda: render.checkpoint_doc(r, output.human),
                            json=lambda: render.checkpoint_records(r), csv=lambda: render.checkpoint_csv(r))
     label, spec = presets.load(model, as_family)
     spec.check_seq_len(seq_len, label)
     name = f"{spec.name} ({label})" if spec.name and spec.name != label else label
-    t = tally(spec, model=name, convention=convention.value, seq_len=seq_len, batch=batch,
-              recompute=recompute.value)
+    t = tally(spec, model=name, convention=convention, seq_len=seq_len, batch=batch,
+              recompute=recompute)
     output.show(doc=lambda: render.count_doc(t, per_layer, human=output.human),
           json=lambda: render.records(t, per_layer), csv=lambda: render.count_csv(t, per_layer))
 
 
-VerifyConvention = enum.Enum("VerifyConvention", {c: c for c in ("exact", "causal")}, type=str)
+VerifyConvention = ("exact", "causal")
 
 
-@app.command()
-@output_options(exact=False)
+@command(output="plain", examples=(
+             'verify gpt2',
+             'verify llama3-8b --convention causal',
+             'verify --hf config.json'))
 def verify(
-    model: Optional[str] = typer.Argument(None, help="A preset name or a spec file (.yaml)."),
-    all_presets: bool = typer.Option(False, "--all", help="Verify every preset."),
-    hf_config: Optional[str] = typer.Option(None, "--hf", help="A Hugging Face config.json (or its folder): also "
+    model: Optional[str] = arg(None, help="A preset name or a spec file (.yaml)."),
+    all_presets: bool = opt(False, "--all", help="Verify every preset."),
+    hf_config: Optional[str] = opt(None, "--hf", help="A Hugging Face config.json (or its folder): also "
                                                                "count the transformers model it names."),
-    seq_len: Optional[int] = typer.Option(None, "--seq-len", min=1, max=LIMIT, help="Sequence length (default: the model's context)."),
-    convention: VerifyConvention = typer.Option("exact", "--convention", "-c", help="Full square or causal triangle."),
-    every_layer: bool = typer.Option(False, "--every-layer", help="Build and run every layer, not one of each distinct kind."),
+    seq_len: Optional[int] = opt(None, "--seq-len", min=1, max=LIMIT, help="Sequence length (default: the model's context)."),
+    convention: str = opt("exact", "--convention", "-c", choices=VerifyConvention, help="Full square or causal triangle."),
+    every_layer: bool = opt(False, "--every-layer", help="Build and run every layer, not one of each distinct kind."),
     output: Output = None,
 ) -> None:
     """Prove the analytic counts against torch modules built on the meta device (and, with --hf, against
@@ -105,7 +84,7 @@ def verify(
     if sum((all_presets, model is not None, hf_config is not None)) != 1:
         raise InputError("verify takes one of: a model, --all, --hf CONFIG")
     if hf_config is not None:
-        return _verify_hf(hf_config, seq_len, convention.value, every_layer, output)
+        return _verify_hf(hf_config, seq_len, convention, every_layer, output)
     try:
         from ..analysis.verify import verify as run_verify  # torch loads here, never on the counting path
     except ImportError as exc:
@@ -114,7 +93,7 @@ def verify(
     def one(ref: str):
         label, spec = presets.load(ref)
         spec.check_seq_len(seq_len, label)
-        return run_verify(spec, model=label, seq_len=seq_len, convention=convention.value, every_layer=every_layer)
+        return run_verify(spec, model=label, seq_len=seq_len, convention=convention, every_layer=every_layer)
 
     if not all_presets:
         reports, refused = [one(model)], []
@@ -132,7 +111,7 @@ def verify(
                         if all_presets else render.verify_records(reports[0])),
           csv=lambda: render.verify_csv(reports))
     if refused or not all(r.ok for r in reports):
-        raise typer.Exit(1)
+        raise SystemExit(1)
 
 
 def _verify_hf(ref: str, seq_len, convention: str, every_layer: bool, output: Output) -> None:
@@ -155,14 +134,14 @@ def _verify_hf(ref: str, seq_len, convention: str, every_layer: bool, output: Ou
                         "transformers": render.hf_records(theirs)},
           csv=lambda: render.hf_csv(theirs))
     if not (report.ok and theirs.ok):
-        raise typer.Exit(1)
+        raise SystemExit(1)
 
 
-@app.command("import")
+@command("import", examples=('import config.json --out model.yaml',))
 def import_(
-    config: str = typer.Argument(..., help="A Hugging Face config.json, or the folder holding one."),
-    out: Optional[str] = typer.Option(None, "--out", help="Write the spec to this file (atomically) instead of stdout."),
-    as_family: Optional[str] = typer.Option(None, "--as", help="Read it as this model_type (ffncalc families)."),
+    config: str = arg(..., help="A Hugging Face config.json, or the folder holding one."),
+    out: Optional[str] = opt(None, "--out", help="Write the spec to this file (atomically) instead of stdout."),
+    as_family: Optional[str] = opt(None, "--as", help="Read it as this model_type (ffncalc families)."),
 ) -> None:
     """Print the ffncalc spec (YAML) of a Hugging Face config.json; ffncalc count takes either."""
     from ..sources import hf
@@ -178,39 +157,42 @@ def import_(
         emit(text)
 
 
-KindName = enum.Enum("KindName", {k: k for k in ("dense", "gated")}, type=str)
-MatchName = enum.Enum("MatchName", {k: k for k in ("params", "flops")}, type=str)
+KindName = ("dense", "gated")
+MatchName = ("params", "flops")
 
 
-@app.command()
-@output_options()
+@command(output="exact",
+         examples=(
+             'compare llama2-7b',
+             'compare --d-model 4096 --d-ff 16384 --to gated --multiple-of 256',
+             'compare --d-model 768 --d-ff 3072 --sweep 1:8:1'))
 def compare(
-    model: Optional[str] = typer.Argument(None, help="A preset name or a spec file; or use --d-model and --d-ff."),
-    to: Optional[KindName] = typer.Option(None, "--to", help="The other kind (default: the one the model lacks)."),
-    activation: Optional[str] = typer.Option(None, "--activation",
+    model: Optional[str] = arg(None, help="A preset name or a spec file; or use --d-model and --d-ff."),
+    to: Optional[str] = opt(None, "--to", choices=KindName, help="The other kind (default: the one the model lacks)."),
+    activation: Optional[str] = opt(None, "--activation",
                                              help="The other side's activation: swiglu, geglu, reglu, glu, bilinear, "
                                                   "relu, gelu, silu, … (default: the same function)."),
-    match: MatchName = typer.Option("params", "--match", help="What to hold equal."),
-    multiple_of: int = typer.Option(1, "--multiple-of", min=1, max=LIMIT, help="Round the solved width up to a multiple (Llama)."),
-    d_model: Optional[int] = typer.Option(None, "--d-model", min=1, max=LIMIT, help="Bare block: the model width."),
-    d_ff: Optional[int] = typer.Option(None, "--d-ff", min=1, max=LIMIT, help="Bare block: its hidden width."),
-    kind: KindName = typer.Option("dense", "--kind", help="Bare block: its kind."),
-    block_activation: Optional[str] = typer.Option(None, "--block-activation",
+    match: str = opt("params", "--match", choices=MatchName, help="What to hold equal."),
+    multiple_of: int = opt(1, "--multiple-of", min=1, max=LIMIT, help="Round the solved width up to a multiple (Llama)."),
+    d_model: Optional[int] = opt(None, "--d-model", min=1, max=LIMIT, help="Bare block: the model width."),
+    d_ff: Optional[int] = opt(None, "--d-ff", min=1, max=LIMIT, help="Bare block: its hidden width."),
+    kind: str = opt("dense", "--kind", choices=KindName, help="Bare block: its kind."),
+    block_activation: Optional[str] = opt(None, "--block-activation",
                                                    help="Bare block: its activation (default: relu, or silu if gated)."),
-    bias: bool = typer.Option(False, "--bias/--no-bias", help="Bare block: biases on its linear layers."),
-    sweep: Optional[str] = typer.Option(None, "--sweep", help="d_ff/d_model ratios: 2,2.67,4 or 1:8:0.5; one row each."),
-    bench_: bool = typer.Option(False, "--bench", help="Also time both blocks on this machine (as ffncalc bench)."),
-    tokens: int = typer.Option(1024, "--tokens", min=1, max=LIMIT, help="With --bench: tokens per timed run."),
-    repeats: int = typer.Option(5, "--repeats", min=1, max=10_000, help="With --bench: timed runs per block."),
-    device: BenchDevice = typer.Option("auto", "--device", help="With --bench: auto, cpu, cuda or mps."),
-    dtype: BenchDtype = typer.Option("fp32", "--dtype", help="With --bench: fp32, bf16 or fp16."),
+    bias: bool = opt(False, "--bias/--no-bias", help="Bare block: biases on its linear layers."),
+    sweep: Optional[str] = opt(None, "--sweep", help="d_ff/d_model ratios: 2,2.67,4 or 1:8:0.5; one row each."),
+    bench_: bool = opt(False, "--bench", help="Also time both blocks on this machine (as ffncalc bench)."),
+    tokens: int = opt(1024, "--tokens", min=1, max=LIMIT, help="With --bench: tokens per timed run."),
+    repeats: int = opt(5, "--repeats", min=1, max=10_000, help="With --bench: timed runs per block."),
+    device: str = opt("auto", "--device", choices=BenchDevice, help="With --bench: auto, cpu, cuda or mps."),
+    dtype: str = opt("fp32", "--dtype", choices=BenchDtype, help="With --bench: fp32, bf16 or fp16."),
     output: Output = None,
 ) -> None:
     """Dense vs gated FFN at equal parameters (or FLOPs): the solved width and both blocks side by side."""
     from ..analysis import compare as cmp
     from ..analysis.sizing import ffn_block
 
-    kw = dict(to=to.value if to else None, activation=activation, match=match.value, multiple_of=multiple_of)
+    kw = dict(to=to, activation=activation, match=match, multiple_of=multiple_of)
     bare = d_model is not None or d_ff is not None
     if model is not None and bare:
         raise InputError("compare takes a model or --d-model/--d-ff, not both")
@@ -222,15 +204,15 @@ def compare(
     else:
         if d_ff is None and sweep is None:
             raise InputError("a bare block needs --d-ff as well as --d-model")
-        act = cmp.activation_for(block_activation, kind.value, "relu" if kind.value == "dense" else "silu")
-        block = ffn_block(kind.value, d_ff or d_model, bias=bias, activation=act)
+        act = cmp.activation_for(block_activation, kind, "relu" if kind == "dense" else "silu")
+        block = ffn_block(kind, d_ff or d_model, bias=bias, activation=act)
     if sweep is not None:
         rows = cmp.sweep(d_model, block, cmp.parse_ratios(sweep), **kw)
         output.show(doc=lambda: render.sweep_doc(rows), json=lambda: {"sweep": [render.comparison_records(c) for c in rows]},
               csv=lambda: render.sweep_csv(rows))
         return
     c = cmp.compare_model(spec, model=label, **kw) if model is not None else cmp.compare_block(d_model, block, **kw)
-    results = _bench_pair(c, tokens, repeats, device.value, dtype.value) if bench_ else None
+    results = _bench_pair(c, tokens, repeats, device, dtype) if bench_ else None
     output.show(doc=lambda: render.comparison_doc(c, results, human=output.human),
           json=lambda: render.comparison_records(c, results), csv=lambda: render.comparison_csv(c, results))
 
@@ -255,23 +237,22 @@ def _bench_pair(c, tokens: int, repeats: int, device: str, dtype: str):
 
 
 
-@app.command()
-@output_options(exact=False)
+@command(output="plain", examples=('bench gpt2 --block ffn --tokens 256 --repeats 3 --device cpu',))
 def bench(
-    model: str = typer.Argument(..., help="A preset name or a spec file (.yaml)."),
-    block: BenchBlock = typer.Option("ffn", "--block", help="What to time."),
-    compare_ffn: bool = typer.Option(False, "--compare-ffn", help="Time the dense and gated FFN at equal parameters."),
-    backward: bool = typer.Option(False, "--backward", help="Time forward + backward."),
-    device: BenchDevice = typer.Option("auto", "--device", help="auto: cuda, then mps, then cpu."),
-    dtype: BenchDtype = typer.Option("fp32", "--dtype"),
-    tokens: int = typer.Option(2048, "--tokens", min=1, max=LIMIT, help="Tokens per run (batch × sequence)."),
-    seq_len: Optional[int] = typer.Option(None, "--seq-len", min=1, max=LIMIT,
+    model: str = arg(..., help="A preset name or a spec file (.yaml)."),
+    block: str = opt("ffn", "--block", choices=BenchBlock, help="What to time."),
+    compare_ffn: bool = opt(False, "--compare-ffn", help="Time the dense and gated FFN at equal parameters."),
+    backward: bool = opt(False, "--backward", help="Time forward + backward."),
+    device: str = opt("auto", "--device", choices=BenchDevice, help="auto: cuda, then mps, then cpu."),
+    dtype: str = opt("fp32", "--dtype", choices=BenchDtype),
+    tokens: int = opt(2048, "--tokens", min=1, max=LIMIT, help="Tokens per run (batch × sequence)."),
+    seq_len: Optional[int] = opt(None, "--seq-len", min=1, max=LIMIT,
                                           help="Sequence length (default: min(tokens, context))."),
-    layer: int = typer.Option(0, "--layer", min=0, max=LIMIT, help="Which layer's blocks, for stacks whose layers differ."),
-    repeats: int = typer.Option(10, "--repeats", min=1, max=10_000),
-    warmup: int = typer.Option(2, "--warmup", min=0, max=1000),
+    layer: int = opt(0, "--layer", min=0, max=LIMIT, help="Which layer's blocks, for stacks whose layers differ."),
+    repeats: int = opt(10, "--repeats", min=1, max=10_000),
+    warmup: int = opt(2, "--warmup", min=0, max=1000),
     output: Output = None,
-    out: Optional[str] = typer.Option(None, "--out", help="Also save the JSON results to this file (atomically)."),
+    out: Optional[str] = opt(None, "--out", help="Also save the JSON results to this file (atomically)."),
 ) -> None:
     """Time real blocks built from the spec on this machine's hardware, with achieved FLOP/s."""
     label, spec = presets.load(model)
@@ -284,10 +265,10 @@ def bench(
     if compare_ffn:
         plans = [timing.plan(spec, "ffn", seq, layer, ffn=f) for _, f in timing.compare_variants(spec, layer)]
     else:
-        plans = [timing.plan(spec, block.value, seq, layer)]
-    dev = timing.pick_device(device.value)
+        plans = [timing.plan(spec, block, seq, layer)]
+    dev = timing.pick_device(device)
     with _progress() as progress:
-        results = timing.run(plans, device=dev, dtype=dtype.value, tokens=tokens, seq_len=seq, backward=backward,
+        results = timing.run(plans, device=dev, dtype=dtype, tokens=tokens, seq_len=seq, backward=backward,
                              repeats=repeats, warmup=warmup, progress=progress)
     records = [r.record() for r in results]
     data = {"model": label, "bench": records}
@@ -323,14 +304,16 @@ class _progress:
             self.bar.stop()
 
 
-@app.command("table")
-@output_options()
+@command("table", output="exact",
+         examples=(
+             'table gpt3 llama3-8b mixtral-8x7b',
+             'table all --columns model,params,active_params -f csv'))
 def table_(
-    models: list[str] = typer.Argument(..., help="Preset names or spec files; 'all' for every preset."),
-    columns: Optional[str] = typer.Option(None, "--columns", help="Comma-separated columns, in order (default: all)."),
-    seq_len: Optional[int] = typer.Option(None, "--seq-len", min=1, max=LIMIT,
+    models: list[str] = arg(..., help="Preset names or spec files; 'all' for every preset."),
+    columns: Optional[str] = opt(None, "--columns", help="Comma-separated columns, in order (default: all)."),
+    seq_len: Optional[int] = opt(None, "--seq-len", min=1, max=LIMIT,
                                           help="Sequence length (default: each model's context)."),
-    convention: ConventionName = typer.Option(DEFAULT, "--convention", "-c", help="How to count (ffncalc conventions)."),
+    convention: str = opt(DEFAULT, "--convention", "-c", choices=ConventionName, help="How to count (ffncalc conventions)."),
     output: Output = None,
 ) -> None:
     """One table comparing models: a row each with totals, attention and FFN shares, FLOPs and shapes."""
@@ -346,20 +329,20 @@ def table_(
     for ref in refs:
         label, spec = presets.load(ref)
         spec.check_seq_len(seq_len, label)
-        rows.append(summarize(spec, model=label, seq_len=seq_len, convention=convention.value))
+        rows.append(summarize(spec, model=label, seq_len=seq_len, convention=convention))
     output.show(doc=lambda: render.summary_doc(rows, chosen, human=output.human),
           json=lambda: {"models": [{c: r[c] for c in chosen + ["seq_len", "convention"]} for r in rows]},
           csv=lambda: to_csv(rows, chosen))
 
 
-@app.command()
+@command(examples=('docs --out site', 'docs --check site'))
 def docs(
-    out: Optional[str] = typer.Option(None, "--out", help="Write the docs set into this folder."),
-    check: Optional[str] = typer.Option(None, "--check", help="Exit 1 if this folder's docs are out of date; "
+    out: Optional[str] = opt(None, "--out", help="Write the docs set into this folder."),
+    check: Optional[str] = opt(None, "--check", help="Exit 1 if this folder's docs are out of date; "
                                                               "writes nothing."),
-    readme: Optional[str] = typer.Option(None, "--readme", help="Also refresh (--out) or check (--check) the "
+    readme: Optional[str] = opt(None, "--readme", help="Also refresh (--out) or check (--check) the "
                                                                 "examples of this README."),
-    force: bool = typer.Option(False, "--force", help="Replace files in the folder that docs did not write."),
+    force: bool = opt(False, "--force", help="Replace files in the folder that docs did not write."),
 ) -> None:
     """Generate the docs set: an index table of every preset, a page per preset (with its verify result),
     dense vs gated, the conventions, and figures. Writes only its own files (each carries a generated-file
@@ -402,12 +385,11 @@ def docs(
     if stale:
         sys.stdout.write(f"{len(stale)} of {total} files out of date: {', '.join(stale)}\n"
                          f"regenerate with: ffncalc docs --out {check}" + (f" --readme {readme}" if readme else "") + "\n")
-        raise typer.Exit(1)
+        raise SystemExit(1)
     sys.stdout.write(f"all {total} files are up to date ({check}" + (f", {readme}" if readme else "") + ")\n")
 
 
-plot_app = typer.Typer(no_args_is_help=True, help="Figures for docs, as SVG or PNG (needs matplotlib).")
-app.add_typer(plot_app, name="plot")
+GROUPS["plot"] = "Figures for docs and papers, as SVG, PDF or PNG (needs matplotlib)."
 
 
 def _save_plot(fig, out: str) -> None:
@@ -415,15 +397,15 @@ def _save_plot(fig, out: str) -> None:
     from ..output import plot
 
     fmt = out.rsplit(".", 1)[-1].lower() if "." in out else ""
-    if fmt not in ("svg", "png"):
-        raise InputError(f"--out {out}: name an .svg or .png file")
+    if fmt not in ("svg", "pdf", "png"):
+        raise InputError(f"--out {out}: name an .svg, .pdf or .png file")
     write_atomic(out, plot.save(fig, fmt))
 
 
-@plot_app.command("share")
+@command("plot", "share", examples=('plot share gpt3 llama3-8b mixtral-8x7b --out share.svg',))
 def plot_share(
-    models: list[str] = typer.Argument(..., help="Preset names or spec files; 'all' for every preset."),
-    out: str = typer.Option(..., "--out", help="The figure: FILE.svg or FILE.png."),
+    models: list[str] = arg(..., help="Preset names or spec files; 'all' for every preset."),
+    out: str = opt(..., "--out", help="The figure: FILE.svg, FILE.pdf or FILE.png."),
 ) -> None:
     """Stacked bars of each model's parameters by component."""
     from ..output import plot
@@ -435,14 +417,14 @@ def plot_share(
     _save_plot(plot.share_figure(tallies), out)
 
 
-@plot_app.command("sweep")
+@command("plot", "sweep", examples=('plot sweep --d-model 4096 --ratios 1:8:1 --out sweep.pdf',))
 def plot_sweep(
-    d_model: int = typer.Option(4096, "--d-model", min=1, max=LIMIT, help="The model width."),
-    ratios: str = typer.Option("1:8:1", "--ratios", help="d_ff/d_model ratios: 2,2.67,4 or start:stop:step."),
-    bias: bool = typer.Option(False, "--bias/--no-bias"),
-    bench_results: Optional[str] = typer.Option(None, "--bench-results",
+    d_model: int = opt(4096, "--d-model", min=1, max=LIMIT, help="The model width."),
+    ratios: str = opt("1:8:1", "--ratios", help="d_ff/d_model ratios: 2,2.67,4 or start:stop:step."),
+    bias: bool = opt(False, "--bias/--no-bias"),
+    bench_results: Optional[str] = opt(None, "--bench-results",
                                                 help="JSON from ffncalc bench --compare-ffn --out: adds measured time."),
-    out: str = typer.Option(..., "--out", help="The figure: FILE.svg or FILE.png."),
+    out: str = opt(..., "--out", help="The figure: FILE.svg, FILE.pdf or FILE.png."),
 ) -> None:
     """Dense vs gated FFN across widths: parameters and FLOPs per token, and measured time if given."""
     import json
@@ -464,52 +446,53 @@ def plot_sweep(
     _save_plot(plot.sweep_figure(d_model, parse_ratios(ratios), bias, bench), out)
 
 
-presets_app = typer.Typer(invoke_without_command=True, no_args_is_help=False,
-                          help="List the shipped presets, or show one as YAML.")
-app.add_typer(presets_app, name="presets")
+GROUPS["presets"] = "List the shipped presets, or show one as YAML."
 
 
-HardwareDtype = enum.Enum("HardwareDtype", {d: d for d in ("fp32", "bf16", "fp16", "fp8")}, type=str)
-WeightDtype = enum.Enum("WeightDtype", {d: d for d in ("fp32", "bf16", "fp16", "fp8", "int8", "int4")}, type=str)
-PrecisionName = enum.Enum("PrecisionName", {p: p for p in ("bf16", "fp8")}, type=str)
-OptimizerName = enum.Enum("OptimizerName", {o: o for o in ("adam", "adam8bit")}, type=str)
-KernelName = enum.Enum("KernelName", {k: k for k in ("flash", "eager")}, type=str)
-DecodeForm = enum.Enum("DecodeForm", {k: k for k in ("absorbed", "expanded")}, type=str)
+HardwareDtype = ("fp32", "bf16", "fp16", "fp8")
+WeightDtype = ("fp32", "bf16", "fp16", "fp8", "int8", "int4")
+PrecisionName = ("bf16", "fp8")
+OptimizerName = ("adam", "adam8bit")
+KernelName = ("flash", "eager")
+DecodeForm = ("absorbed", "expanded")
 
 
-@app.command()
-@output_options()
+@command(output="exact",
+         examples=(
+             'train llama3-8b --tokens 15T --hardware h100-sxm --gpus 1024',
+             'train deepseek-v3 --tokens 14.8T --hardware h100-sxm --gpus 2048 --dp 128 --pp 16 --ep 8'))
 def train(
-    model: str = typer.Argument(..., help="A preset name or a spec file (.yaml)."),
-    tokens: str = typer.Option(..., "--tokens", help="Training tokens: 300B, 300e9, …"),
-    seq_len: Optional[int] = typer.Option(None, "--seq-len", min=1, max=LIMIT, help="Sequence length (default: the model's context)."),
-    convention: ConventionName = typer.Option("6n", "--convention", "-c", help="How to count FLOPs (ffncalc conventions)."),
-    recompute: RecomputeName = typer.Option("none", "--recompute", help="Activation recomputation."),
-    hardware_key: Optional[str] = typer.Option(None, "--hardware", help="A device of the hardware table (h100-sxm, …)."),
-    hardware_file: Optional[str] = typer.Option(None, "--hardware-file", help="Your own devices, as a YAML list."),
-    tflops: Optional[float] = typer.Option(None, "--tflops", callback=finite(0, 1e9),
+    model: str = arg(..., help="A preset name or a spec file (.yaml)."),
+    tokens: str = opt(..., "--tokens", help="Training tokens: 300B, 300e9, …"),
+    seq_len: Optional[int] = opt(None, "--seq-len", min=1, max=LIMIT, help="Sequence length (default: the model's context)."),
+    convention: str = opt("6n", "--convention", "-c", choices=ConventionName, help="How to count FLOPs (ffncalc conventions)."),
+    recompute: str = opt("none", "--recompute", choices=RecomputeName, help="Activation recomputation."),
+    hardware_key: Optional[str] = opt(None, "--hardware", help="A device of the hardware table (h100-sxm, …)."),
+    hardware_file: Optional[str] = opt(None, "--hardware-file", help="Your own devices, as a YAML list."),
+    tflops: Optional[float] = opt(None, "--tflops", check=finite(0, 1e9),
                                            help="Achieved TFLOP/s per device, instead of peak × MFU."),
-    gpus: Optional[int] = typer.Option(None, "--gpus", min=1, max=LIMIT, help="Devices (alone: data parallelism)."),
-    mfu: float = typer.Option(0.4, "--mfu", callback=finite(0, 1), help="Model FLOPs utilisation, with --hardware."),
-    dtype: Optional[HardwareDtype] = typer.Option(None, "--dtype", help="Which datasheet peak (default: the precision's)."),
-    tokens_per_s: Optional[float] = typer.Option(None, "--tokens-per-s", callback=finite(0, 1e15),
+    gpus: Optional[int] = opt(None, "--gpus", min=1, max=LIMIT, help="Devices (alone: data parallelism)."),
+    mfu: float = opt(0.4, "--mfu", check=finite(0, 1), help="Model FLOPs utilisation, with --hardware."),
+    dtype: Optional[str] = opt(None, "--dtype", choices=HardwareDtype, help="Which datasheet peak (default: the precision's)."),
+    tokens_per_s: Optional[float] = opt(None, "--tokens-per-s", check=finite(0, 1e15),
                                                  help="Measured tokens/s of all devices."),
-    budget: Optional[str] = typer.Option(None, "--budget", help="Compute budget for the Chinchilla optimum (default: this run)."),
-    micro_batch: int = typer.Option(1, "--micro-batch", min=1, max=LIMIT, help="Sequences per device per micro-batch."),
-    global_batch: Optional[int] = typer.Option(None, "--global-batch", min=1, max=LIMIT,
+    budget: Optional[str] = opt(None, "--budget", help="Compute budget for the Chinchilla optimum (default: this run)."),
+    micro_batch: int = opt(1, "--micro-batch", min=1, max=LIMIT, help="Sequences per device per micro-batch."),
+    global_batch: Optional[int] = opt(None, "--global-batch", min=1, max=LIMIT,
                                                help="Sequences per step (gives the pipeline bubble)."),
-    optimizer: OptimizerName = typer.Option("adam", "--optimizer", help="Mixed-precision Adam or 8-bit Adam."),
-    precision: PrecisionName = typer.Option("bf16", "--precision", help="bf16 mixed precision, or fp8 training."),
-    zero: int = typer.Option(0, "--zero", min=0, max=3, help="ZeRO stage: 1 optimizer, 2 + gradients, 3 + weights (FSDP)."),
-    dp: Optional[int] = typer.Option(None, "--dp", min=1, max=LIMIT, help="Data-parallel degree (default: what the others leave)."),
-    tp: int = typer.Option(1, "--tp", min=1, max=LIMIT, help="Tensor-parallel degree (with sequence parallelism)."),
-    pp: int = typer.Option(1, "--pp", min=1, max=LIMIT, help="Pipeline-parallel degree."),
-    cp: int = typer.Option(1, "--cp", min=1, max=LIMIT, help="Context-parallel degree."),
-    ep: int = typer.Option(1, "--ep", min=1, max=LIMIT, help="Expert-parallel degree (inside dp)."),
-    reserve: float = typer.Option(0.1, "--reserve", min=0, max=0.99, help="Memory fraction set aside for the framework."),
-    kernel: KernelName = typer.Option("flash", "--attention-kernel",
-                                      help="flash: no attention scores kept; eager: scores kept (Korthikanti et al.)."),
-    mtp: Optional[bool] = typer.Option(None, "--mtp/--no-mtp",
+    optimizer: str = opt("adam", "--optimizer", choices=OptimizerName, help="Mixed-precision Adam or 8-bit Adam."),
+    precision: str = opt("bf16", "--precision", choices=PrecisionName, help="bf16 mixed precision, or fp8 training."),
+    zero: int = opt(0, "--zero", min=0, max=3, help="ZeRO stage: 1 optimizer, 2 + gradients, 3 + weights (FSDP)."),
+    dp: Optional[int] = opt(None, "--dp", min=1, max=LIMIT, help="Data-parallel degree (default: what the others leave)."),
+    tp: int = opt(1, "--tp", min=1, max=LIMIT, help="Tensor-parallel degree (with sequence parallelism)."),
+    pp: int = opt(1, "--pp", min=1, max=LIMIT, help="Pipeline-parallel degree."),
+    cp: int = opt(1, "--cp", min=1, max=LIMIT, help="Context-parallel degree."),
+    ep: int = opt(1, "--ep", min=1, max=LIMIT, help="Expert-parallel degree (inside dp)."),
+    reserve: float = opt(0.1, "--reserve", min=0, max=0.99, help="Memory fraction set aside for the framework."),
+    kernel: str = opt("flash", "--attention-kernel",
+                   choices=KernelName,
+                   help="flash: no attention scores kept; eager: scores kept (Korthikanti et al.)."),
+    mtp: Optional[bool] = opt(None, "--mtp/--no-mtp",
                                        help="Count multi-token prediction FLOPs (default: if the model has them)."),
     output: Output = None,
 ) -> None:
@@ -518,11 +501,11 @@ def train(
 
     label, spec = presets.load(model)
     result = planning.plan_training(
-        spec, label=label, tokens=tokens, seq_len=seq_len, convention=convention.value, recompute=recompute.value,
+        spec, label=label, tokens=tokens, seq_len=seq_len, convention=convention, recompute=recompute,
         hw=hardware.by_key(hardware_key, hardware_file) if hardware_key else None, tflops=tflops, mfu=mfu, gpus=gpus,
-        dtype=dtype.value if dtype else None, tokens_per_s=tokens_per_s, budget=budget, micro_batch=micro_batch,
-        optimizer=optimizer.value, dp=dp, tp=tp, pp=pp, ep=ep, kernel=kernel.value, mtp=mtp, cp=cp, zero=zero,
-        precision=precision.value, global_batch=global_batch, reserve=reserve)
+        dtype=dtype, tokens_per_s=tokens_per_s, budget=budget, micro_batch=micro_batch,
+        optimizer=optimizer, dp=dp, tp=tp, pp=pp, ep=ep, kernel=kernel, mtp=mtp, cp=cp, zero=zero,
+        precision=precision, global_batch=global_batch, reserve=reserve)
     _show_figures(output, result)
 
 
@@ -535,29 +518,33 @@ FORMAT_HELP = ("bf16, fp16, fp8, int8, int4 (GPTQ/AWQ g128), mxfp4, nvfp4, q8_0,
                "q3_k, q2_k")
 
 
-@app.command()
-@output_options()
+@command(output="exact",
+         examples=(
+             'infer llama3-70b --prompt 4000 --generate 500 --hardware h100-sxm --gpus 4',
+             'infer deepseek-v3 --prompt 2000 --generate 200 --dtype fp8 --hardware h200 --gpus 8'))
 def infer(
-    model: str = typer.Argument(..., help="A preset name or a spec file (.yaml)."),
-    prompt: int = typer.Option(..., "--prompt", min=1, max=LIMIT, help="Prompt tokens."),
-    generate: int = typer.Option(..., "--generate", min=1, max=LIMIT, help="Tokens to generate."),
-    batch: int = typer.Option(1, "--batch", min=1, max=LIMIT, help="Sequences decoded together."),
-    dtype: str = typer.Option("bf16", "--dtype", help=f"Weight format: {FORMAT_HELP}."),
-    experts_dtype: Optional[str] = typer.Option(None, "--experts-dtype", help="Routed experts' format (default: --dtype)."),
-    kv_dtype: WeightDtype = typer.Option("bf16", "--kv-dtype", help="KV-cache precision."),
-    hardware_key: Optional[str] = typer.Option(None, "--hardware", help="A device of the hardware table (h100-sxm, …)."),
-    hardware_file: Optional[str] = typer.Option(None, "--hardware-file", help="Your own devices, as a YAML list."),
-    gpus: int = typer.Option(1, "--gpus", min=1, max=LIMIT, help="Devices."),
-    tp: Optional[int] = typer.Option(None, "--tp", min=1, max=LIMIT, help="Tensor-parallel degree (default: --gpus)."),
-    ep: int = typer.Option(1, "--ep", min=1, max=LIMIT, help="Devices the routed experts spread over (within --tp)."),
-    reserve: float = typer.Option(0.1, "--reserve", min=0, max=0.99, help="Memory fraction kept free."),
-    chunk: int = typer.Option(2048, "--prefill-chunk", min=1, max=LIMIT, help="Prefill tokens per forward, for the workspace."),
-    draft: int = typer.Option(0, "--draft", min=0, max=1024, help="Speculative decoding / MTP: tokens drafted per step."),
-    accept: Optional[float] = typer.Option(None, "--accept", min=0, max=1, help="Acceptance rate of a drafted token."),
-    decode: DecodeForm = typer.Option("absorbed", "--decode",
-                                      help="Latent attention decoded absorbed (as serving engines run it) or expanded."),
-    prefill: DecodeForm = typer.Option("expanded", "--prefill",
-                                       help="Latent attention prefilled expanded (as in training) or absorbed."),
+    model: str = arg(..., help="A preset name or a spec file (.yaml)."),
+    prompt: int = opt(..., "--prompt", min=1, max=LIMIT, help="Prompt tokens."),
+    generate: int = opt(..., "--generate", min=1, max=LIMIT, help="Tokens to generate."),
+    batch: int = opt(1, "--batch", min=1, max=LIMIT, help="Sequences decoded together."),
+    dtype: str = opt("bf16", "--dtype", help=f"Weight format: {FORMAT_HELP}."),
+    experts_dtype: Optional[str] = opt(None, "--experts-dtype", help="Routed experts' format (default: --dtype)."),
+    kv_dtype: str = opt("bf16", "--kv-dtype", choices=WeightDtype, help="KV-cache precision."),
+    hardware_key: Optional[str] = opt(None, "--hardware", help="A device of the hardware table (h100-sxm, …)."),
+    hardware_file: Optional[str] = opt(None, "--hardware-file", help="Your own devices, as a YAML list."),
+    gpus: int = opt(1, "--gpus", min=1, max=LIMIT, help="Devices."),
+    tp: Optional[int] = opt(None, "--tp", min=1, max=LIMIT, help="Tensor-parallel degree (default: --gpus)."),
+    ep: int = opt(1, "--ep", min=1, max=LIMIT, help="Devices the routed experts spread over (within --tp)."),
+    reserve: float = opt(0.1, "--reserve", min=0, max=0.99, help="Memory fraction kept free."),
+    chunk: int = opt(2048, "--prefill-chunk", min=1, max=LIMIT, help="Prefill tokens per forward, for the workspace."),
+    draft: int = opt(0, "--draft", min=0, max=1024, help="Speculative decoding / MTP: tokens drafted per step."),
+    accept: Optional[float] = opt(None, "--accept", min=0, max=1, help="Acceptance rate of a drafted token."),
+    decode: str = opt("absorbed", "--decode",
+                   choices=DecodeForm,
+                   help="Latent attention decoded absorbed (as serving engines run it) or expanded."),
+    prefill: str = opt("expanded", "--prefill",
+                   choices=DecodeForm,
+                   help="Latent attention prefilled expanded (as in training) or absorbed."),
     output: Output = None,
 ) -> None:
     """Plan inference: FLOPs, weight and KV bytes, whether it fits, and the roofline prefill and decode rates."""
@@ -565,30 +552,31 @@ def infer(
 
     label, spec = presets.load(model)
     result = planning.plan_inference(
-        spec, label=label, prompt=prompt, generate=generate, batch=batch, dtype=dtype, kv_dtype=kv_dtype.value,
-        hw=hardware.by_key(hardware_key, hardware_file) if hardware_key else None, decode=decode.value,
+        spec, label=label, prompt=prompt, generate=generate, batch=batch, dtype=dtype, kv_dtype=kv_dtype,
+        hw=hardware.by_key(hardware_key, hardware_file) if hardware_key else None, decode=decode,
         experts_dtype=experts_dtype, gpus=gpus, tp=tp, ep=ep, reserve=reserve, chunk=chunk, accept=accept, draft=draft,
-        prefill_form=prefill.value)
+        prefill_form=prefill)
     _show_figures(output, result)
 
 
-@app.command()
-@output_options()
+@command(output="exact", examples=(
+             'fit llama3-70b --hardware h100-sxm --gpus 2',
+             'fit qwen3-32b --hardware rtx4090 --dtype q4_k_m'))
 def fit(
-    model: str = typer.Argument(..., help="A preset name or a spec file (.yaml)."),
-    hardware_key: str = typer.Option(..., "--hardware", help="A device of the hardware table (h100-sxm, …)."),
-    hardware_file: Optional[str] = typer.Option(None, "--hardware-file", help="Your own devices, as a YAML list."),
-    context: Optional[int] = typer.Option(None, "--context", min=1, max=LIMIT,
+    model: str = arg(..., help="A preset name or a spec file (.yaml)."),
+    hardware_key: str = opt(..., "--hardware", help="A device of the hardware table (h100-sxm, …)."),
+    hardware_file: Optional[str] = opt(None, "--hardware-file", help="Your own devices, as a YAML list."),
+    context: Optional[int] = opt(None, "--context", min=1, max=LIMIT,
                                           help="Tokens per sequence (default: the model's context)."),
-    batch: int = typer.Option(1, "--batch", min=1, max=LIMIT, help="Sequences held at once."),
-    dtype: str = typer.Option("bf16", "--dtype", help=f"Weight format: {FORMAT_HELP}."),
-    experts_dtype: Optional[str] = typer.Option(None, "--experts-dtype", help="Routed experts' format (default: --dtype)."),
-    kv_dtype: WeightDtype = typer.Option("bf16", "--kv-dtype", help="KV-cache precision."),
-    gpus: int = typer.Option(1, "--gpus", min=1, max=LIMIT, help="Devices."),
-    tp: Optional[int] = typer.Option(None, "--tp", min=1, max=LIMIT, help="Tensor-parallel degree (default: --gpus)."),
-    ep: int = typer.Option(1, "--ep", min=1, max=LIMIT, help="Devices the routed experts spread over (within --tp)."),
-    reserve: float = typer.Option(0.1, "--reserve", min=0, max=0.99, help="Memory fraction kept free."),
-    chunk: int = typer.Option(2048, "--prefill-chunk", min=1, max=LIMIT, help="Prefill tokens per forward, for the workspace."),
+    batch: int = opt(1, "--batch", min=1, max=LIMIT, help="Sequences held at once."),
+    dtype: str = opt("bf16", "--dtype", help=f"Weight format: {FORMAT_HELP}."),
+    experts_dtype: Optional[str] = opt(None, "--experts-dtype", help="Routed experts' format (default: --dtype)."),
+    kv_dtype: str = opt("bf16", "--kv-dtype", choices=WeightDtype, help="KV-cache precision."),
+    gpus: int = opt(1, "--gpus", min=1, max=LIMIT, help="Devices."),
+    tp: Optional[int] = opt(None, "--tp", min=1, max=LIMIT, help="Tensor-parallel degree (default: --gpus)."),
+    ep: int = opt(1, "--ep", min=1, max=LIMIT, help="Devices the routed experts spread over (within --tp)."),
+    reserve: float = opt(0.1, "--reserve", min=0, max=0.99, help="Memory fraction kept free."),
+    chunk: int = opt(2048, "--prefill-chunk", min=1, max=LIMIT, help="Prefill tokens per forward, for the workspace."),
     output: Output = None,
 ) -> None:
     """Will it fit: memory per device, the largest context and batch, and the decode rate there."""
@@ -597,20 +585,14 @@ def fit(
     label, spec = presets.load(model)
     result = planning.plan_fit(
         spec, label=label, context=context or spec.context_length, batch=batch, dtype=dtype,
-        kv_dtype=kv_dtype.value, hw=hardware.by_key(hardware_key, hardware_file), experts_dtype=experts_dtype,
+        kv_dtype=kv_dtype, hw=hardware.by_key(hardware_key, hardware_file), experts_dtype=experts_dtype,
         gpus=gpus, tp=tp, ep=ep, reserve=reserve, chunk=chunk)
     _show_figures(output, result)
 
 
-@presets_app.callback()
-@output_options(exact=False)
-def presets_list(
-    ctx: typer.Context,
-    output: Output = None,
-) -> None:
+@command("presets", output="plain", group=True, examples=('presets', 'presets -f json'))
+def presets_list(output: Output = None) -> None:
     """List the shipped presets with their shapes and parameter counts."""
-    if ctx.invoked_subcommand is not None:
-        return
     entries = []
     for name in presets.names():
         _, spec = presets.load(name)
@@ -637,14 +619,13 @@ def presets_list(
     output.show(doc=doc, json=lambda: {"presets": entries}, csv=lambda: to_csv(entries))
 
 
-@presets_app.command("show")
-def presets_show(name: str = typer.Argument(..., help="Preset name or alias.")) -> None:
+@command("presets", "show", examples=('presets show llama3-8b',))
+def presets_show(name: str = arg(..., help="Preset name or alias.")) -> None:
     """Print a preset's YAML, which `ffncalc count FILE.yaml` accepts as it is."""
     emit(presets.text(name))
 
 
-@app.command()
-@output_options(exact=False)
+@command(output="plain", examples=('families', 'families -f csv'))
 def families(output: Output = None) -> None:
     """List every decoder-only text model_type of transformers with its status: the family that reads it and
     the public config it is proven on, or what it needs."""
@@ -658,8 +639,7 @@ def families(output: Output = None) -> None:
                 json=lambda: {"families": records}, csv=lambda: to_csv(records))
 
 
-@app.command()
-@output_options(exact=False)
+@command(output="plain", examples=('conventions',))
 def conventions(output: Output = None) -> None:
     """List the counting conventions, each with its source."""
     from ..output.sheet import to_csv

@@ -1,20 +1,16 @@
-"""The options every command shares, added by one decorator, and the one place output is written."""
+"""What the commands are made of, with no command-line library imported: ``Arg`` and ``Opt`` declare a
+command's parameters, ``command`` registers it (``parse.py`` reads a well-formed command line from these
+alone; ``typer_app.py`` builds the full typer app from them for help, errors and completion), and
+``Output`` is the one place results are written."""
 
 from __future__ import annotations
 
-import enum
-import functools
-import inspect
 import os
 import sys
 from dataclasses import dataclass
-from typing import Callable, get_type_hints
-
-import typer
+from typing import Any, Callable
 
 from ..output.render import FORMATS
-
-Format = enum.Enum("Format", {f: f for f in FORMATS}, type=str)
 
 
 @dataclass(frozen=True)
@@ -44,7 +40,7 @@ class Output:
             elif self.format == "latex":
                 emit("\n".join(sheet.to_latex(d) for d in docs))
             elif plain() and not self.wide and all(sheet.fits(d, terminal_width()) for d in docs):
-                # off a terminal, tables that fit as they are: rich's output byte for byte, without its console
+                # off a terminal: rich's output byte for byte, without its console
                 emit("".join(sheet.to_plain(d, terminal_width()) for d in docs))
             else:
                 width = None if self.wide else terminal_width()
@@ -52,44 +48,124 @@ class Output:
                     print_rich(sheet.to_rich(d, width), width)
 
 
-def finite(low: float = 0.0, high: float = 1e30, *, above: bool = True):
-    """An option callback: a finite number above (or from) ``low`` and at most ``high``; inf and nan refused."""
+REQUIRED = ...
+
+
+@dataclass(frozen=True)
+class Arg:
+    """A positional argument: required unless it has a default; ``many``: one or more (a list)."""
+
+    help: str = ""
+    default: Any = REQUIRED
+    many: bool = False
+
+
+@dataclass(frozen=True)
+class Opt:
+    """An option: its flags (``--bias/--no-bias`` style for a switch both ways), default (REQUIRED: must be
+    given), the value's type, the bounds or the choices it must meet, and a ``check`` that returns what is
+    wrong with a value (or None)."""
+
+    flags: tuple[str, ...]
+    default: Any = None
+    help: str = ""
+    type: type = str
+    min: float | None = None
+    max: float | None = None
+    choices: tuple[str, ...] | None = None
+    check: Callable[[Any], str | None] | None = None
+    eager: bool = False
+
+    @property
+    def negative(self) -> str | None:
+        """The flag that sets a two-way switch false (``--no-bias``), if any."""
+        return next((f.split("/", 1)[1] for f in self.flags if "/" in f), None)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The flags that set the value (a switch's positive side)."""
+        return tuple(f.split("/", 1)[0] for f in self.flags)
+
+
+def opt(default: Any, *flags: str, **kw) -> Opt:
+    """An option, in typer's order: default (``...``: required), flags, then the rest."""
+    return Opt(flags, default, **kw)
+
+
+def arg(default: Any, *, help: str = "") -> Arg:
+    """A positional argument: default (``...``: required) and help; a ``list[str]`` annotation takes many."""
+    return Arg(help, default)
+
+
+def finite(low: float = 0.0, high: float = 1e30, *, above: bool = True) -> Callable[[Any], str | None]:
+    """A check: a finite number above (or from) ``low`` and at most ``high``; inf and nan refused."""
     import math
 
     def check(value):
         if value is None:
-            return value
+            return None
         if not math.isfinite(value) or not (value > low if above else value >= low) or value > high:
-            raise typer.BadParameter(f"{value} is not a number {'above' if above else 'from'} {low:g} "
-                                     f"{'and' if above else 'to'} at most {high:g}")
-        return value
+            return (f"{value} is not a number {'above' if above else 'from'} {low:g} "
+                    f"{'and' if above else 'to'} at most {high:g}")
+        return None
     return check
 
 
-def output_options(exact: bool = True):
-    """Decorator: add --format (and, with ``exact``, --exact) to a command, passing them as ``output: Output``."""
-    def decorate(fn):
-        hints = get_type_hints(fn)
-        params = [p.replace(annotation=hints.get(p.name, p.annotation))
-                  for p in inspect.signature(fn).parameters.values() if p.name != "output"]
-        params.append(inspect.Parameter("fmt", inspect.Parameter.KEYWORD_ONLY, annotation=Format,
-                                        default=typer.Option("table", "--format", "-f", help="Output format.")))
-        if exact:
-            params.append(inspect.Parameter(
-                "exact_figures", inspect.Parameter.KEYWORD_ONLY, annotation=bool,
-                default=typer.Option(False, "--exact", help="Full integers only, without the short forms (175.2B).")))
-        params.append(inspect.Parameter(
-            "wide", inspect.Parameter.KEYWORD_ONLY, annotation=bool,
-            default=typer.Option(False, "--wide", help="Tables at their full width, whatever the terminal's.")))
+# --format, --exact and --wide, added to the commands whose output they shape
+FORMAT = Opt(("--format", "-f"), "table", "Output format.", choices=tuple(FORMATS))
+EXACT = Opt(("--exact",), False, "Full integers only, without the short forms (175.2B).", type=bool)
+WIDE = Opt(("--wide",), False, "Tables at their full width, whatever the terminal's.", type=bool)
 
-        @functools.wraps(fn)
-        def command(*args, fmt, exact_figures: bool = False, wide: bool = False, **kw):
-            return fn(*args, output=Output(fmt.value, not exact_figures, wide), **kw)
 
-        command.__signature__ = inspect.Signature(params)
-        command.__annotations__ = {p.name: p.annotation for p in params}
-        return command
-    return decorate
+@dataclass
+class Command:
+    """A registered command: its path (``("plot", "share")``), function, parameters in order, which output
+    options it takes, and its examples (each a command line that runs as it is)."""
+
+    path: tuple[str, ...]
+    fn: Callable
+    params: dict[str, Arg | Opt]
+    output: str | None  # "exact" (--format, --exact, --wide), "plain" (--format, --wide) or None
+    examples: tuple[str, ...] = ()
+    group: bool = False  # a group's own command (``presets`` with no subcommand)
+
+    def call(self, values: dict[str, Any]) -> Any:
+        kw = dict(values)
+        if self.output:
+            kw["output"] = Output(kw.pop("format"), not kw.pop("exact", False), kw.pop("wide"))
+        return self.fn(**kw)
+
+
+COMMANDS: dict[tuple[str, ...], Command] = {}
+GROUPS: dict[str, str] = {}  # group name -> its help
+
+
+def command(*path: str, output: str | None = None, examples: tuple[str, ...] = (), group: bool = False):
+    """Register a command at ``path`` (a group's subcommand: ``command("plot", "share")``). Its parameters are
+    its function's defaults, each an ``Arg`` or an ``Opt``; ``output`` adds FORMAT, EXACT and WIDE."""
+    import typing
+    from dataclasses import replace
+
+    def register(fn):
+        hints = typing.get_type_hints(fn)
+        code = fn.__code__  # every parameter has a default: an Arg or an Opt (inspect would cost more)
+        params = {}
+        for name, default in zip(code.co_varnames[:code.co_argcount], fn.__defaults__ or ()):
+            if name == "output":
+                continue
+            hint = hints[name]
+            base = next((a for a in typing.get_args(hint) if a is not type(None)), hint)  # Optional[X] -> X
+            if isinstance(default, Arg):
+                params[name] = replace(default, many=typing.get_origin(hint) is list)
+            else:
+                assert isinstance(default, Opt), fn.__name__
+                params[name] = replace(default, type=base)
+        if output:
+            params |= {"format": FORMAT, **({"exact": EXACT} if output == "exact" else {}), "wide": WIDE}
+        key = path or (fn.__name__,)
+        COMMANDS[key] = Command(key, fn, params, output, examples, group)
+        return fn
+    return register
 
 
 def plain() -> bool:

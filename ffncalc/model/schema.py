@@ -14,14 +14,24 @@ import types
 from functools import cache
 from typing import Annotated, Any, Literal, Union, get_args, get_origin, get_type_hints
 
-from annotated_types import Ge, Gt, Le
+
+
+@dataclasses.dataclass(frozen=True)
+class Bound:
+    """A number's bounds: above ``low`` (or from it, ``strict`` false) and at most ``high``. Plain data, so
+    that building a trusted spec imports nothing; ``_pydantic`` gives pydantic annotated_types' Gt/Ge and Le."""
+
+    low: int
+    high: int
+    strict: bool = True
+
 
 # Sane upper limits: no width, count or length of a language model comes near 2^40 (10^12), and a bound keeps
 # every derived figure (bytes, FLOPs) far from any overflow in the libraries that check the counts.
 LIMIT = 2**40
-Positive = Annotated[int, Gt(0), Le(LIMIT)]
-NonNegative = Annotated[int, Ge(0), Le(LIMIT)]
-PositiveFloat = Annotated[float, Gt(0), Le(LIMIT)]  # inf and nan fail these too
+Positive = Annotated[int, Bound(0, LIMIT)]
+NonNegative = Annotated[int, Bound(0, LIMIT, strict=False)]
+PositiveFloat = Annotated[float, Bound(0, LIMIT)]  # inf and nan fail these too
 
 
 class SpecError(ValueError):
@@ -148,7 +158,11 @@ def _pydantic(tp):
         members = tuple(Annotated[_model(c, registry_version()), Tag(c.kind)] for c in classes)
         return Annotated[Union[members], Discriminator(tag)]
     if get_origin(tp) is Annotated:
-        return Annotated[(_pydantic(get_args(tp)[0]), *tp.__metadata__)]
+        from annotated_types import Ge, Gt, Le
+
+        meta = [m for b in tp.__metadata__ for m in ((Gt(b.low) if b.strict else Ge(b.low), Le(b.high))
+                                                      if isinstance(b, Bound) else (b,))]
+        return Annotated[(_pydantic(get_args(tp)[0]), *meta)]
     members = _members(tp)
     if members:
         return Union[tuple(_pydantic(m) for m in members)]

@@ -55,9 +55,10 @@ def _pyplot():
 
 
 def save(fig, fmt: str) -> bytes:
-    """The figure as SVG or PNG bytes, without dates or software stamps."""
+    """The figure as SVG, PDF or PNG bytes, without dates or software stamps (the same figure, the same bytes)."""
     buf = io.BytesIO()
-    metadata = {"Date": None, "Creator": None} if fmt == "svg" else {"Software": None}
+    metadata = {"svg": {"Date": None, "Creator": None}, "png": {"Software": None},
+                "pdf": {"CreationDate": None, "Creator": None, "Producer": None}}[fmt]
     fig.savefig(buf, format=fmt, metadata=metadata, dpi=150, bbox_inches="tight")
     return buf.getvalue()
 

@@ -80,62 +80,65 @@ def _styled(cell: str, footer: bool = False):
     return Text(cell, style="dim") if footer else Text(cell)
 
 
-def natural_width(doc: Document) -> int:
-    """The width of the document's widest table when no cell is wrapped (rich's own measure of it)."""
-    return max((sum(_widths(sec)) + (len(sec.head) - 1 if sec.show_head else 0) for sec in doc.sections), default=0)
-
-
 def fits(doc: Document, width: int) -> bool:
-    """Whether every table of ``doc`` prints at its natural width within ``width`` columns, with no footnote
-    and no wrapped cell: then ``to_plain`` is what ``to_rich`` prints."""
+    """Whether ``layout`` fits every table of ``doc`` within ``width`` columns (then ``to_plain`` prints what
+    rich does); a table whose narrowest layout is still wider is left to rich, which folds words to fit."""
     notes: list[str] = []
-    for sec in doc.sections:
-        blocks = layout(sec, width, notes)
-        if len(blocks) != 1 or notes or blocks[0].widths != _natural(blocks[0].head, blocks[0].rows, sec.show_head):
-            return False
-    return True
+    return all(b.total(separator(b.show_head)) <= width for sec in doc.sections for b in layout(sec, width, notes))
 
 
 def to_plain(doc: Document, width: int) -> str:
-    """``to_rich(doc)`` as rich prints it, ``width`` columns wide, where styles are not shown (not a terminal),
-    byte for byte, without loading rich's console: text wrapped at spaces as rich wraps it, tables (never
-    wider than ``width``) at their natural widths, in rich's default heavy-head box without its edge."""
-    from rich.cells import cell_len
-
-    lines = [*_wrapped(doc.title, width)]
+    """``to_rich(doc, width)`` as rich prints it where styles are not shown (not a terminal), byte for byte,
+    without loading rich's console: the same layout (``layout``: footnotes, wrapped text columns, blocks of
+    figure columns), text wrapped at spaces as rich wraps it, in rich's heavy-head box without its edge."""
+    lines = [*_wrapped(clean(doc.title), width)]
     for note in doc.notes:
-        lines += _wrapped(note, width)
+        lines += _wrapped(clean(note), width)
+    footnotes: list[str] = []
     for sec in doc.sections:
-        widths = _widths(sec)
-        last = len(widths) - 1
-        left = aligns(sec)
-
-        def row(cells: list[str], bar: str) -> str:
-            out = []
-            for i, (cell, w) in enumerate(zip(cells, widths)):
-                inner = w - (i > 0) - (i < last)  # no padding at the table's edges
-                fill = " " * (inner - cell_len(cell))
-                out.append(" " * (i > 0) + (cell + fill if left[i] else fill + cell) + " " * (i < last))
-            return bar.join(out)
-
-        lines.append("")
-        if sec.show_head:
-            lines += [row(sec.head, "┃"), "╇".join("━" * w for w in widths)]
-        lines += [row(r, "│" if sec.show_head else "") for r in sec.rows]
+        first = len(footnotes)
+        for block in layout(sec, width, footnotes):
+            lines.append("")
+            if block.show_head:
+                lines += _row(block, block.head, "┃", bottom=True)
+                last = len(block.widths) - 1
+                lines.append("╇".join("━" * (w + (i > 0) + (i < last)) for i, w in enumerate(block.widths)))
+            for r in block.rows:
+                lines += _row(block, r, "│" if block.show_head else "")
+        for i, note in enumerate(footnotes[first:], first):
+            lines += _wrapped(f"[{i + 1}] {clean(note)}", width)
     if doc.footer:
         lines.append("")
         for line in doc.footer:
-            lines += _wrapped(line, width)
+            lines += _wrapped(clean(line), width)
     return "".join(line + "\n" for line in lines)
 
 
-def _widths(sec: Section) -> list[int]:
-    """Each column's width with its padding: a space each side, none at the table's edges."""
+def _row(block: Block, cells: list[str], bar: str, bottom: bool = False) -> list[str]:
+    """One table row as printed lines: each cell wrapped to its column's width, justified left or right, with a
+    space of padding each side (none at the table's edges), the cells' lines side by side, top-aligned (a header's: bottom-aligned, as rich's)."""
     from rich.cells import cell_len
 
-    last = len(sec.head) - 1
-    cols = [[*([sec.head[i]] if sec.show_head else []), *(r[i] for r in sec.rows)] for i in range(len(sec.head))]
-    return [max((cell_len(c) for c in col), default=0) + (i > 0) + (i < last) for i, col in enumerate(cols)]
+    last = len(block.widths) - 1
+    columns = []
+    for i, (cell, w, left) in enumerate(zip(cells, block.widths, block.left)):
+        inner = w
+        wrapped = _wrapped(clean(cell), inner) if cell else [""]
+        if not left:  # rich's right justify: trailing spaces dropped, the line padded on the left
+            wrapped = [line.rstrip() for line in wrapped]
+        columns.append((wrapped, inner, left))
+    height = max(len(c[0]) for c in columns)
+    if bottom:
+        columns = [([""] * (height - len(w)) + w, inner, left) for w, inner, left in columns]
+    out = []
+    for k in range(height):
+        parts = []
+        for i, (wrapped, inner, left) in enumerate(columns):
+            text = wrapped[k] if k < len(wrapped) else ""
+            fill = " " * (inner - cell_len(text))
+            parts.append(" " * (i > 0) + (text + fill if left else fill + text) + " " * (i < last))
+        out.append(bar.join(parts))
+    return out
 
 
 _WORD = re.compile(r"\s*\S+\s*")

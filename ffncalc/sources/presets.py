@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import difflib
 from functools import cache
-from importlib import resources
 from pathlib import Path
 
 from ..errors import InputError
@@ -18,10 +16,15 @@ SPEC_SUFFIXES = (".yaml", ".yml", ".json")
 @cache
 def _folder():
     """Installed: the ``ffncalc.presetdata`` package; a bare source checkout: ``presets/`` beside the package."""
+    from importlib.util import find_spec  # importlib.resources would cost more than a count
+
     try:
-        return resources.files("ffncalc.presetdata")
+        spec = find_spec("ffncalc.presetdata")
     except ModuleNotFoundError:
-        return Path(__file__).resolve().parent.parent.parent / "presets"
+        spec = None
+    if spec is not None and spec.submodule_search_locations:
+        return Path(next(iter(spec.submodule_search_locations)))
+    return Path(__file__).resolve().parent.parent.parent / "presets"
 
 
 @cache
@@ -35,6 +38,8 @@ def canonical(name: str) -> str:
     name = ALIASES.get(name, name)
     if name in names():
         return name
+    import difflib
+
     choices = list(names()) + list(ALIASES)
     close = difflib.get_close_matches(name, choices, n=3, cutoff=0.6) or difflib.get_close_matches(
         name, choices, n=3, cutoff=0.0
