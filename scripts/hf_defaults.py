@@ -33,6 +33,9 @@ OUT = ROOT / "tests" / "hf_defaults"
 REPAIRS = {
     # DeepseekV2Config.num_experts_per_tok defaults to None, which torch.topk cannot take: DeepSeek-V2's 6
     "deepseek_v2": {"num_experts_per_tok": 6},
+    # rope_parameters defaults to {}, with no entry for the full_attention layers of the default layer_types, which
+    # the rotary embedding indexes: a null entry, which the class reads as no rotary positions for that type
+    "cohere_compass_text": {"rope_parameters": {"full_attention": None}},
     # head_dim: None set as an attribute defeats getattr(config, "head_dim", hidden_size // heads) in the
     # attention: the fallback it means, 4096 // 32
     "hunyuan_v1_dense": {"head_dim": 128},
