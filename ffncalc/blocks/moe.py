@@ -34,6 +34,7 @@ class MoEFFN(Block):
     n_shared_experts: NonNegative = 0
     shared: Expert | None = None
     shared_gate: bool = False  # a d_model -> 1 sigmoid gate on the shared experts' output (Qwen2-MoE)
+    shared_average: bool = False  # the routed and shared outputs averaged, (routed + shared) / 2 (Cohere2-MoE)
     router_bias: bool = False
     # a per-expert bias added to the router's scores to choose experts, a learned parameter in some families
     # (ERNIE 4.5's moe_statics) and a buffer, not counted, in others (DeepSeek-V3's e_score_correction_bias)
@@ -48,6 +49,8 @@ class MoEFFN(Block):
             raise SpecError(("n_shared_experts",), "a shared expert FFN is given but n_shared_experts is 0")
         if self.shared_gate and self.shared is None:
             raise SpecError(("shared_gate",), "shared_gate needs a shared expert FFN")
+        if self.shared_average and self.shared is None:
+            raise SpecError(("shared_average",), "shared_average needs a shared expert FFN")
 
     @property
     def variant(self) -> str:
@@ -79,6 +82,8 @@ class MoEFFN(Block):
                 e.linear("ffn.shared_gate", d, 1, False, n)
                 e.op("ffn.shared_gate_scale", n * (ACTIVATION_OPS["sigmoid"] + d))  # one gate value, d products
             e.op("ffn.shared_add", copies * d)
+            if self.shared_average:
+                e.op("ffn.shared_average", n * d)  # one halving per feature
 
     def kept_elements(self, model) -> int:
         """The router's probabilities (n_experts), each chosen expert's and each shared expert's elements."""
@@ -121,6 +126,7 @@ def _module():
                 self.shared_gate = Linear(d, 1, bias=False)
             if ffn.correction_bias:
                 self.correction_bias = nn.Parameter(torch.zeros(ffn.n_experts))
+            self.average = ffn.shared_average
             self.balanced = False
 
         def route(self, probs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -160,6 +166,8 @@ def _module():
                 if hasattr(self, "shared_gate"):
                     shared = torch.sigmoid(self.shared_gate(flat)) * shared
                 out = out + shared
+                if self.average:
+                    out = out / 2
             return out.reshape(shape)
 
     return MoE
