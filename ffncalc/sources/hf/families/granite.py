@@ -1,12 +1,15 @@
-"""IBM Granite 3.0/3.1 mixtures (GraniteMoe)."""
+"""IBM Granite mixtures (GraniteMoe, GraniteMoeShared; Granite 3.0/3.1) and the sliding-window Granite mixture
+with attention sinks (GraniteMoeSWA)."""
 
 from __future__ import annotations
 
-from ..config import MOE_MODULES, Config, attention, common, family, gated, rms
+from ..config import MOE_MODULES, Config, attention, common, family, gated, layer_types, rms, stack, window
 
 # GraniteMoeMoE names its router block_sparse_moe.router; GraniteMoeSharedMLP is shared_mlp (input_linear
 # holds gate and up, output_linear is down).
 GRANITE_MODULES = ((r"block_sparse_moe\.router$", "ffn.router"), (r"shared_mlp\.", "ffn.shared"))
+# GraniteMoeSWAAttention's sinks are a parameter of self_attn itself.
+SINK_MODULES = ((r"self_attn$", "attn.sinks"),)
 
 
 def _granite_moe(c: Config) -> dict:
@@ -22,8 +25,52 @@ def _granite_moe(c: Config) -> dict:
             "ffn": moe}
 
 
+def _shared(c: Config, moe: dict) -> dict:
+    """GraniteMoeSharedDecoderLayer: a bias-free SwiGLU GraniteMoeSharedMLP of shared_intermediate_size
+    (default 0: none) beside the mixture, its output added to the mixture's."""
+    width = c.int("shared_intermediate_size", 0, positive=False)
+    return {**moe, "n_shared_experts": 1, "shared": gated(c, width=width)} if width else moe
+
+
+def _swa(c: Config, data: dict) -> dict:
+    """GraniteMoeSWAAttention: the attention above with one learned sink logit per head (sinks); layer i is
+    sliding (window sliding_window, default 128; null: every key) or full by layer_types, by default full
+    where i % 4 == 0; a layer whose layer_rope_theta entry is 0 takes no rotary positions (NoPE)."""
+    size = window(c, 128)
+    types = layer_types(c, lambda i: "full_attention" if i % 4 == 0 else "sliding_attention")
+    thetas = c.data.get("layer_rope_theta")
+    n = len(types)
+    if thetas is not None and (not isinstance(thetas, list) or len(thetas) != n):
+        raise c.fail("layer_rope_theta", f"expected a list of {n} rotary bases, got {thetas!r}")
+    full = {**data["attention"], "sinks": True}
+    layers = []
+    for i, t in enumerate(types):
+        attn = {**full, "window": size} if t == "sliding_attention" and size is not None else dict(full)
+        if thetas is not None and not thetas[i]:
+            attn["rope"] = False
+        layers.append({"attention": attn, "ffn": data["ffn"]})
+    return {**{k: v for k, v in data.items() if k not in ("attention", "ffn")}, **stack(layers)}
+
+
 @family("granitemoe",
         layer_modules=GRANITE_MODULES + MOE_MODULES)
 def granitemoe(c: Config) -> dict:
     """GraniteMoeConfig / GraniteMoeAttention: q/k/v/o bias from attention_bias (default false)."""
     return _granite_moe(c)
+
+
+@family("granitemoeshared",
+        layer_modules=GRANITE_MODULES + MOE_MODULES)
+def granitemoeshared(c: Config) -> dict:
+    """GraniteMoeSharedConfig / GraniteMoeSharedDecoderLayer: GraniteMoe's layer and the shared MLP above."""
+    data = _granite_moe(c)
+    return {**data, "ffn": _shared(c, data["ffn"])}
+
+
+@family("granitemoe_swa",
+        layer_modules=SINK_MODULES + GRANITE_MODULES + MOE_MODULES)
+def granitemoe_swa(c: Config) -> dict:
+    """GraniteMoeSWAConfig / GraniteMoeSWADecoderLayer: GraniteMoeShared's layer (its defaults) with the
+    sliding-window attention above."""
+    data = _granite_moe(c)
+    return _swa(c, {**data, "ffn": _shared(c, data["ffn"])})
