@@ -84,6 +84,11 @@ class Attention(Block):
     softplus_gate: Literal["none", "head", "element"] = "none"
     # a norm of the model's kind over the heads' output (n_heads × v_head_dim) before o (BitNet's attn_sub_norm)
     sub_norm: bool = False
+    # the separate gate's activation (softplus_gate): softplus (Laguna) or sigmoid (AFMoE's and Beam's gate_proj)
+    gate_activation: Literal["softplus", "sigmoid"] = "softplus"
+    # one learned bias per head added to the separate gate before its activation, the same for each of the head's
+    # gates (Beam's gate_bias)
+    gate_bias: bool = False
 
     @property
     def kv_heads(self) -> int:
@@ -118,7 +123,8 @@ class Attention(Block):
         if self.v_head_dim is not None and self.v_head_dim != self.head_dim:
             window += f", values × {self.v_head_dim}"
         window += ", shared KV" if self.kv_shared else ", K = V" if self.k_eq_v else ""
-        window += f", softplus gate per {self.softplus_gate}" if self.softplus_gate != "none" else ""
+        window += f", {self.gate_activation} gate per {self.softplus_gate}" if self.softplus_gate != "none" else ""
+        window += " with a bias per head" if self.gate_bias and self.softplus_gate != "none" else ""
         window += ", sub-norm" if self.sub_norm else ""
         return f"{self.n_heads} heads, {self.kv_heads} KV × {self.head_dim}{window}" + (", gated" if self.gate else "")
 
@@ -146,9 +152,12 @@ class Attention(Block):
             e.term("attn.sinks", "bias", (h,), n, elementwise=n * h * SOFTMAX_OPS)
         if self.gate:  # sigmoid(gate) ⊙ each head's output: a sigmoid and a multiply per element
             e.op("attn.gate", n * (ACTIVATION_OPS["sigmoid"] + 1) * h * hd)
-        if self.softplus_gate != "none":  # softplus(g) per gate, then a multiply per output element
+        if self.softplus_gate != "none":  # softplus(g) (or sigmoid) per gate, then a multiply per output element
             e.linear("attn.g", d, self.gate_width, False, n)
-            e.op("attn.g_scale", n * (SOFTPLUS_OPS * self.gate_width + h * vd))
+            if self.gate_bias:  # its head's bias added to every gate
+                e.term("attn.g_bias", "bias", (h,), n, elementwise=n * self.gate_width)
+            act = SOFTPLUS_OPS if self.gate_activation == "softplus" else ACTIVATION_OPS["sigmoid"]
+            e.op("attn.g_scale", n * (act * self.gate_width + h * vd))
         if self.sub_norm:
             e.norm("attn.sub_norm", model.norm, h * vd, n)
         attention_core(e, model, h, hd, vd, seq_len, self.o_bias, self.window, self.chunk)
@@ -163,6 +172,9 @@ class Attention(Block):
             raise SpecError(("gate",), "the query-doubling gate needs value heads as wide as the query heads")
         if self.k_eq_v and vd is not None and vd != head:
             raise SpecError(("k_eq_v",), "values that are the keys have the keys' head_dim, not v_head_dim")
+        if self.softplus_gate == "none" and (self.gate_bias or self.gate_activation != "softplus"):
+            raise SpecError(("softplus_gate",), "gate_activation and gate_bias describe the separate gate: "
+                                                "softplus_gate must be head or element")
         if self.kv_shared and (self.k_eq_v or self.v_norm):
             raise SpecError(("kv_shared",), "a layer that reads another layer's keys and values projects and "
                                             "normalises none of its own (k_eq_v, v_norm)")
@@ -233,6 +245,9 @@ def _module():
             self.softplus_gate = spec.softplus_gate
             if spec.softplus_gate != "none":
                 self.g = Linear(d, spec.gate_width, bias=False)
+                if spec.gate_bias:
+                    self.g_bias = nn.Parameter(torch.zeros(self.heads))
+            self.gate_activation = spec.gate_activation
             self.scores = MatMul()
             self.values = MatMul()
             if spec.sub_norm:
@@ -276,8 +291,10 @@ def _module():
                 k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
             out = attend(self, q, k, v).transpose(1, 2)  # (B, s, heads, value_dim)
             if self.softplus_gate != "none":  # Laguna: one gate per head, broadcast over its features, or one each
-                g = F.softplus(self.g(x)).view(b, s, self.heads, -1)
-                out = out * g
+                g = self.g(x).view(b, s, self.heads, -1)
+                if hasattr(self, "g_bias"):  # Beam: a bias per head, the same for each of its gates
+                    g = g + self.g_bias[:, None]
+                out = out * (F.softplus(g) if self.gate_activation == "softplus" else torch.sigmoid(g))
             out = out.reshape(b, s, self.heads * self.value_dim)
             if self.gate:
                 out = out * torch.sigmoid(gate)

@@ -15,9 +15,9 @@ def hy_v3(c: Config) -> dict:
     intermediate_size (default 13312) first, then HYV3MoE: a bias-free sigmoid router (HYV3TopKRouter.weight;
     the e_score_correction_bias beside it is a buffer) over num_experts (default 192), num_experts_per_tok
     (default 8) per token, fused bias-free SwiGLU experts of moe_intermediate_size (default 1536), and one
-    shared HYV3MLP of moe_intermediate_size × num_shared_experts (default 1), stated as that many shared
-    experts. mlp_bias (default false) is on the dense and shared MLPs' gate, up and down, never on the routed
-    experts. The multi-token-prediction layer a checkpoint may carry is not built."""
+    shared HYV3MLP of moe_intermediate_size × num_shared_experts (default 1), or of intermediate_size where
+    that product is 0. mlp_bias (default false) is on the dense and shared MLPs' gate, up and down, never on
+    the routed experts. The multi-token-prediction layer a checkpoint may carry is not built."""
     n = c.int("num_hidden_layers")
     bias = c.bool("attention_bias", False)
     attn = attention(c, head_dim=128, kv_heads=8, qkv_bias=bias, o_bias=bias, qk_norm="head")
@@ -29,10 +29,10 @@ def hy_v3(c: Config) -> dict:
     moe = {"kind": "moe", "n_experts": c.int("num_experts", c.int("num_local_experts", 192)),
            "top_k": c.int("num_experts_per_tok", 8), "expert": gated(c, width=width)}
     shared = c.int("num_shared_experts", 1, positive=False)
-    if shared:
-        moe.update(n_shared_experts=shared, shared=gated(c, width=width, bias=mlp_bias))
-    else:  # HYV3MLP reads an intermediate_size of 0 as "not given": one shared MLP of intermediate_size
-        moe.update(n_shared_experts=1, shared=gated(c, bias=mlp_bias, width=c.int("intermediate_size", 13312)))
+    # one MLP num_shared_experts times as wide (its biases once); HYV3MLP reads a width of 0 as "not given", so
+    # num_shared_experts 0 makes it as wide as the dense MLP
+    moe.update(n_shared_experts=1,
+               shared=gated(c, bias=mlp_bias, width=width * shared or c.int("intermediate_size", 13312)))
     dense = gated(c, bias=mlp_bias, width=c.int("intermediate_size", 13312))
     ffn, layers = layer_groups(kinds, {"sparse": moe, "dense": dense})
     return {**common(c, tie=False, context_default=131_072), "attention": attn, "ffn": ffn,

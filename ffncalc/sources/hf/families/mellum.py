@@ -6,26 +6,13 @@ from __future__ import annotations
 from ..config import MOE_MODULES, Config, attention, common, family, gated, layer_types, rms, stack, window
 
 
-def _rotary(c: Config, kind: str, head_dim: int) -> int | None:
-    """int(head_dim · partial_rotary_factor) of this layer type's rope_parameters (MellumRotaryEmbedding; the
-    whole head where the factor is absent)."""
-    table = c.data.get("rope_parameters")
-    params = table.get(kind) if isinstance(table, dict) else None
-    factor = params.get("partial_rotary_factor") if isinstance(params, dict) else None
-    if factor is None:
-        return None
-    if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not 0 < factor <= 1:
-        raise c.fail("rope_parameters", f"expected a partial_rotary_factor above 0 and at most 1, got {factor!r}")
-    return int(head_dim * factor)
-
-
 @family("mellum",
         layer_modules=MOE_MODULES)
 def mellum(c: Config) -> dict:
     """MellumConfig / MellumDecoderLayer: norms before each sublayer. MellumAttention (Qwen3-MoE's): attention_bias
     (default false) on q, k, v and o; an RMSNorm over head_dim shared by every query head and one by every key
-    head; head_dim defaults to 128; rotary over int(head_dim · partial_rotary_factor) of each head, per layer type
-    (rope_parameters; whole heads by default). layer_types default: every layer global; a sliding_attention
+    head; head_dim defaults to 128; rotary positions turn every feature of each head (rope_parameters per layer
+    type change only their frequencies). layer_types default: every layer global; a sliding_attention
     layer attends sliding_window keys (default 1024). mlp_layer_types default: every layer sparse, a
     MellumSparseMoeBlock: a bias-free router over num_experts (default 64), num_experts_per_tok (default 8) of
     SwiGLU experts of moe_intermediate_size (default 896), no shared expert; a dense layer is a MellumMLP of
@@ -34,7 +21,6 @@ def mellum(c: Config) -> dict:
     n = c.int("num_hidden_layers")
     bias = c.bool("attention_bias", False)
     base = attention(c, head_dim=128, qkv_bias=bias, o_bias=bias, qk_norm="head")
-    head_dim = base["head_dim"] or c.int("hidden_size") // base["n_heads"]
     types = layer_types(c, lambda i: "full_attention")
     kinds = c.data.get("mlp_layer_types") or ["sparse"] * n
     if not isinstance(kinds, list) or len(kinds) != n or any(t not in ("dense", "sparse") for t in kinds):
@@ -45,13 +31,7 @@ def mellum(c: Config) -> dict:
     size = window(c, 1024)
 
     def attn(kind: str) -> dict:
-        out = dict(base)
-        rotary = _rotary(c, kind, head_dim)
-        if rotary is not None and rotary != head_dim:
-            out["rotary_dim"] = rotary
-        if kind == "sliding_attention" and size is not None:
-            out["window"] = size
-        return out
+        return {**base, "window": size} if kind == "sliding_attention" and size is not None else base
 
     layers = [{"attention": attn(t), "ffn": ffns[m]} for t, m in zip(types, kinds)]
     return {**common(c, tie=False, context_default=131_072), **stack(layers), "norm": rms()}
