@@ -39,6 +39,8 @@ class MoEFFN(Block):
     # a per-expert bias added to the router's scores to choose experts, a learned parameter in some families
     # (ERNIE 4.5's moe_statics) and a buffer, not counted, in others (DeepSeek-V3's e_score_correction_bias)
     correction_bias: bool = False
+    # a norm of the model's kind over the mixture's output, routed and shared summed (A.X-K1's post_mlp_layernorm)
+    output_norm: bool = False
 
     def __post_init__(self) -> None:
         if self.top_k > self.n_experts:
@@ -84,11 +86,15 @@ class MoEFFN(Block):
             e.op("ffn.shared_add", copies * d)
             if self.shared_average:
                 e.op("ffn.shared_average", n * d)  # one halving per feature
+        if self.output_norm:
+            e.norm("ffn.output_norm", model.norm, d, n)
 
     def kept_elements(self, model) -> int:
-        """The router's probabilities (n_experts), each chosen expert's and each shared expert's elements."""
+        """The router's probabilities (n_experts), each chosen expert's and each shared expert's elements; with an
+        output norm, its input (d_model)."""
         shared = self.n_shared_experts * self.shared.kept_elements(model) if self.shared is not None else 0
-        return self.n_experts + self.top_k * self.expert.kept_elements(model) + shared
+        norm = model.d_model if self.output_norm else 0
+        return self.n_experts + self.top_k * self.expert.kept_elements(model) + shared + norm
 
     def torch_module(self, model, causal: bool):
         return _module()(model, self, causal)
@@ -105,7 +111,7 @@ def _module():
     import torch
     from torch import nn
 
-    from ._torch import Linear
+    from ._torch import Linear, make_norm
 
     class MoE(nn.Module):
         """A router, routed experts (top_k per token) and shared experts that see every token.
@@ -127,6 +133,8 @@ def _module():
             if ffn.correction_bias:
                 self.correction_bias = nn.Parameter(torch.zeros(ffn.n_experts))
             self.average = ffn.shared_average
+            if ffn.output_norm:
+                self.output_norm = make_norm(model.norm, d)
             self.balanced = False
 
         def route(self, probs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -168,6 +176,8 @@ def _module():
                 out = out + shared
                 if self.average:
                     out = out / 2
+            if hasattr(self, "output_norm"):
+                out = self.output_norm(out)
             return out.reshape(shape)
 
     return MoE
