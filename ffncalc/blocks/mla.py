@@ -25,7 +25,7 @@ from functools import cache
 
 from ..model.schema import Positive, SpecError
 from ..model.spec import Norm
-from ..model.terms import ROTARY_OPS
+from ..model.terms import ACTIVATION_OPS, ROTARY_OPS
 from . import Block, register
 from .attention import attention_core, softmax_score_bytes
 
@@ -53,6 +53,16 @@ class LatentAttention(Block):
     index_n_heads: Positive | None = None  # the indexer's heads (DeepseekV32Config.index_n_heads: 64)
     index_head_dim: Positive | None = None  # each head's width, and the cached index key's (128)
     index_topk: Positive | None = None  # keys the attention keeps per query (2048); changes no count below
+    # sliding window: each query attends the last `window` keys, its own included; the layer caches no more
+    # (dots.llm3's sliding_attention layers)
+    window: Positive | None = None
+    # a bias-free projection d_model -> n_heads whose sigmoid scales each head's output before o (dots.llm3's g_proj)
+    head_gate: bool = False
+    # a norm of the model's kind over the shared rotary key before it is turned (dots.llm3's k_rope_only_layernorm)
+    rope_key_norm: bool = False
+    # constant factors on the normed query and key-value latents, one product per element (dots.llm3's
+    # q_lora_scale and kv_lora_scale)
+    latent_scale: bool = False
 
     @property
     def kv_heads(self) -> int:
@@ -75,6 +85,8 @@ class LatentAttention(Block):
                 "does the attention's work over index_topk keys only")
 
     def check(self, d_model: int) -> None:
+        if self.window is not None and self.indexed:
+            raise SpecError(("window",), "a layer attends a sliding window or the indexer's top-k keys, not both")
         if not self.indexed:
             for field in ("index_head_dim", "index_topk"):
                 if getattr(self, field) is not None:
@@ -92,6 +104,10 @@ class LatentAttention(Block):
             text += f", indexer {self.index_n_heads} × {self.index_head_dim}"
             if self.index_topk:
                 text += f" → top {self.index_topk}"
+        if self.window:
+            text += f", window {self.window:,}"
+        if self.head_gate:
+            text += ", gated heads"
         return text
 
     def facts(self) -> dict[str, object]:
@@ -108,18 +124,25 @@ class LatentAttention(Block):
             e.linear("attn.q_b", self.q_lora_rank, h * qk, False, n, heads=h)
         e.linear("attn.kv_a", d, self.kv_lora_rank + r, self.bias, n)  # the latent and the shared rotary key
         e.norm("attn.kv_a_norm", model.norm, self.kv_lora_rank, n)
+        if self.latent_scale:
+            e.op("attn.latent_scale", n * ((self.q_lora_rank or 0) + self.kv_lora_rank))
+        if self.rope_key_norm:
+            e.norm("attn.k_rope_norm", model.norm, r, n)
         e.linear("attn.kv_b", self.kv_lora_rank, h * (self.qk_nope_head_dim + self.v_head_dim), False, n, heads=h)
         if model.positions == "rotary":
             e.op("attn.rotary", n * ROTARY_OPS * (h + 1) * r)  # every query head and the one shared key
         if self.indexed:
             self._indexer_terms(e, model, seq_len)
+        if self.head_gate:  # sigmoid(g) per head, then a multiply per output element
+            e.linear("attn.g", d, h, False, n)
+            e.op("attn.g_scale", n * (ACTIVATION_OPS["sigmoid"] * h + h * self.v_head_dim))
         # With the indexer, the attention below is the executed-dense view, which verify checks: every key is
         # scored and the top-k selection is a mask (transformers' eager and SDPA paths). The useful-FLOPs view
         # attends to min(index_topk, i + 1) keys for the query at i (a sparse kernel such as FlashMLA's): the
         # pairs of a window of index_topk, the keys picked rather than the latest; the selection itself is
         # comparisons, no FLOPs. The indexer's own scores meet every earlier key.
         attention_core(e, model, h, qk, self.v_head_dim, seq_len, self.bias,
-                       window=self.index_topk if self.indexed else None)
+                       window=self.index_topk if self.indexed else self.window)
 
     def _indexer_terms(self, e, model, seq_len: int) -> None:
         """DeepseekV32Indexer: wq_b (q_lora_rank -> heads·head_dim), wk (d_model -> head_dim), k_norm (a LayerNorm
@@ -150,12 +173,17 @@ class LatentAttention(Block):
         qk = nope + rope
         query = d * h * qk if self.q_lora_rank is None else d * self.q_lora_rank + self.q_lora_rank * h * qk
         fixed = query + d * (rank + rope) + h * nope * rank + h * rank * v + h * v * d
-        per_key = [(2 * (h * (rank + rope) + h * rank), self.index_topk if self.indexed else None)]
+        if self.head_gate:
+            fixed += d * h
+        per_key = [(2 * (h * (rank + rope) + h * rank), self.index_topk if self.indexed else self.window)]
         if self.indexed:
             hi, di = self.index_n_heads, self.index_head_dim
             fixed += self.q_lora_rank * hi * di + d * di + d * hi
             per_key.append((2 * (hi * di + hi), None))
         return 2 * fixed, tuple(per_key)
+
+    def cached_tokens(self, tokens: int) -> int:
+        return tokens if self.window is None else min(tokens, self.window)
 
     def cache_elements(self, model) -> int:
         """The latent and the shared rotary key: what DeepSeek-V2 caches per token and layer (§2.1.2); with
@@ -170,7 +198,9 @@ class LatentAttention(Block):
         h = self.n_heads
         q_latent = 2 * self.q_lora_rank if self.q_lora_rank else 0
         latent = (self.kv_lora_rank + self.qk_rope_head_dim) + self.kv_lora_rank
-        return model.d_model + q_latent + latent + 2 * h * self.qk_head_dim + 2 * h * self.v_head_dim
+        latent += self.qk_rope_head_dim if self.rope_key_norm else 0  # the normed rotary key
+        gate = h + h * self.v_head_dim if self.head_gate else 0  # the gate's projection and the ungated output
+        return model.d_model + q_latent + latent + 2 * h * self.qk_head_dim + 2 * h * self.v_head_dim + gate
 
     def score_bytes(self, model, seq_len: int, flash: bool = False) -> int:
         return softmax_score_bytes(self.n_heads, seq_len, flash)
@@ -297,6 +327,9 @@ def _module():
             super().__init__()
             d, h = model.d_model, spec.n_heads
             self.heads, self.positions, self.causal = h, model.positions, causal
+            self.window = spec.window
+            self.q_scale = (d / spec.q_lora_rank) ** 0.5 if spec.latent_scale and spec.q_lora_rank else 1.0
+            self.kv_scale = (d / spec.kv_lora_rank) ** 0.5 if spec.latent_scale else 1.0
             self.nope, self.rope, self.v_dim, self.rank = (spec.qk_nope_head_dim, spec.qk_rope_head_dim,
                                                           spec.v_head_dim, spec.kv_lora_rank)
             qk = self.nope + self.rope
@@ -309,6 +342,10 @@ def _module():
             self.kv_a = Linear(d, self.rank + self.rope, bias=spec.bias)
             self.kv_a_norm = make_norm(model.norm, self.rank)
             self.kv_b = Linear(self.rank, h * (self.nope + self.v_dim), bias=False)
+            if spec.rope_key_norm:
+                self.k_rope_norm = make_norm(model.norm, self.rope)
+            if spec.head_gate:
+                self.g = Linear(d, h, bias=False)
             if spec.indexed:
                 self.indexer = Indexer(spec, model, causal)
             self.scores = MatMul()
@@ -321,12 +358,19 @@ def _module():
                 q = self.q(x)
             else:
                 q_latent = self.q_a_norm(self.q_a(x))
+                if self.q_scale != 1.0:
+                    q_latent = q_latent * self.q_scale
                 q = self.q_b(q_latent)
             q = q.view(b, s, self.heads, -1).transpose(1, 2)  # (B, H, s, nope + rope)
             latent, k_rope = self.kv_a(x).split([self.rank, self.rope], dim=-1)
-            kv = self.kv_b(self.kv_a_norm(latent)).view(b, s, self.heads, -1).transpose(1, 2)
+            latent = self.kv_a_norm(latent)
+            if self.kv_scale != 1.0:
+                latent = latent * self.kv_scale
+            kv = self.kv_b(latent).view(b, s, self.heads, -1).transpose(1, 2)
             k_nope, v = kv.split([self.nope, self.v_dim], dim=-1)  # (B, H, s, nope), (B, H, s, v_dim)
             k_rope = k_rope.view(b, 1, s, self.rope)  # one rotary key shared by every head
+            if hasattr(self, "k_rope_norm"):
+                k_rope = self.k_rope_norm(k_rope)
             q_nope, q_rope = q.split([self.nope, self.rope], dim=-1)
             if self.positions == "rotary":
                 q_rope, k_rope = rotate(q_rope), rotate(k_rope)
@@ -337,6 +381,8 @@ def _module():
                 out = attend(self, q, k, v)  # (B, H, s, v_dim)
             else:
                 out = attend_selected(self, q, k, v, keep)
+            if hasattr(self, "g"):  # (B, H, s, v_dim) scaled per head by sigmoid(g x)
+                out = out * torch.sigmoid(self.g(x)).transpose(1, 2).unsqueeze(-1)
             return self.o(out.transpose(1, 2).reshape(b, s, self.heads * self.v_dim))
 
     return MultiHeadLatentAttention
