@@ -84,6 +84,10 @@ class GatedDeltaNet(Block):
     conv_bias: bool = False  # Qwen3NextGatedDeltaNet builds its Conv1d with bias=False
     activation: DenseActivation = "silu"  # after the convolution (Qwen3NextConfig.hidden_act)
     chunk_size: Positive = 64  # the longest chunk of the chunkwise form (FLA's BT, transformers' chunk_size)
+    # β = 2·sigmoid(b), in (0, 2): the state transition's eigenvalues may be negative (Grazzi et al. 2024,
+    # "Unlocking State-Tracking in Linear RNNs Through Negative Eigenvalues", arXiv:2411.12537; OLMo Hybrid's
+    # linear_allow_neg_eigval): one more multiply per value head and token
+    neg_eigval: bool = False
 
     @property
     def key_dim(self) -> int:
@@ -132,7 +136,7 @@ class GatedDeltaNet(Block):
         # multiply per value head; exp(A_log) is once per forward, not per token
         e.term("linear_attn.dt_bias", "bias", (h,), n, elementwise=n * h)
         e.term("linear_attn.A_log", "bias", (h,), n)
-        e.op("linear_attn.gates", n * h * (ACTIVATION_OPS["sigmoid"] + SOFTPLUS_OPS + 1))
+        e.op("linear_attn.gates", n * h * (ACTIVATION_OPS["sigmoid"] + SOFTPLUS_OPS + 1 + int(self.neg_eigval)))
         # K_β = β·k and V_β = β·v (k repeated to the value heads)
         e.op("linear_attn.beta", n * h * (dk + dv))
         # the decays: γ's running sum (one add), Γ = exp(γ_i − γ_j) over the L keys (a subtract and an exp) and its
@@ -213,6 +217,7 @@ def _module():
             d = model.d_model
             self.hk, self.dk, self.h, self.dv = spec.n_key_heads, spec.key_head_dim, spec.n_value_heads, spec.value_head_dim
             self.chunk_size, self.causal = spec.chunk_size, causal
+            self.beta_scale = 2.0 if spec.neg_eigval else 1.0
             self.act = ACTIVATIONS[spec.activation]
             self.in_proj_qkvz = Linear(d, 2 * spec.key_dim + 2 * spec.value_dim, bias=False)
             self.in_proj_ba = Linear(d, 2 * spec.n_value_heads, bias=False)
@@ -246,7 +251,7 @@ def _module():
             q, k, v = qkv.split([self.hk * self.dk, self.hk * self.dk, self.h * self.dv], dim=-1)
             q = l2norm(q.view(b_, s, self.hk, self.dk)) / math.sqrt(self.dk)
             k = l2norm(k.view(b_, s, self.hk, self.dk))
-            beta = torch.sigmoid(b)  # (B, s, H)
+            beta = torch.sigmoid(b) * self.beta_scale  # (B, s, H)
             g = -torch.exp(self.A_log) * F.softplus(a + self.dt_bias)  # (B, s, H): the log-decay, <= 0
             o = self.delta_rule(q, k, v.view(b_, s, self.h, self.dv), g, beta)  # (B, s, H, dv)
             return self.out_proj(self.norm(o, z).reshape(b_, s, self.h * self.dv))
