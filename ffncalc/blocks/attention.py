@@ -84,7 +84,8 @@ class Attention(Block):
     softplus_gate: Literal["none", "head", "element"] = "none"
     # a norm of the model's kind over the heads' output (n_heads × v_head_dim) before o (BitNet's attn_sub_norm)
     sub_norm: bool = False
-    # the separate gate's activation (softplus_gate): softplus (Laguna) or sigmoid (AFMoE's and Beam's gate_proj)
+    # the separate gate's activation (softplus_gate): softplus (Laguna) or sigmoid (AFMoE's and Beam's gate_proj,
+    # LFM3's g_proj)
     gate_activation: Literal["softplus", "sigmoid"] = "softplus"
     # one learned bias per head added to the separate gate before its activation, the same for each of the head's
     # gates (Beam's gate_bias)
