@@ -79,6 +79,12 @@ class KimiDeltaAttention(Block):
     conv_kernel: Positive = 4  # linear_conv_kernel_dim (linear_attn_config.short_conv_kernel_size)
     activation: DenseActivation = "silu"  # after the convolution (KimiLinearConfig.hidden_act)
     chunk_size: Positive = 64  # the longest chunk of the chunkwise form (FLA's and transformers' chunk_size)
+    # the forget gate's and the output gate's projections straight to H·head_dim (f and g: BailingHybridForgetGate's
+    # f_proj and BailingHybridDeltaAttention's g_proj) instead of Kimi Linear's low-rank pairs through head_dim
+    full_gates: bool = False
+    # the bounded decay α = lower_bound · sigmoid(exp(A_log) · (f + dt_bias)) (BailingHybridConfig.kda_safe_gate) in
+    # place of -exp(A_log) · softplus(f + dt_bias): a multiply, a sigmoid and a multiply per channel
+    safe_gate: bool = False
 
     @property
     def dim(self) -> int:
@@ -112,11 +118,15 @@ class KimiDeltaAttention(Block):
         e.linear("attn.b", d, h, False, n)
         # the forget gate: f_b(f_a x) + dt_bias (the add is dt_bias's), a softplus, times -exp(A_log) per channel;
         # exp(A_log) is once per forward, not per token
-        e.linear("attn.f_a", d, dk, False, n)
-        e.linear("attn.f_b", dk, width, False, n)
+        if self.full_gates:
+            e.linear("attn.f", d, width, False, n)
+        else:
+            e.linear("attn.f_a", d, dk, False, n)
+            e.linear("attn.f_b", dk, width, False, n)
         e.term("attn.dt_bias", "bias", (width,), n, elementwise=n * width)
         e.term("attn.A_log", "bias", (h,), n)
-        e.op("attn.gates", n * (h * ACTIVATION_OPS["sigmoid"] + width * (SOFTPLUS_OPS + 1)))
+        decay = ACTIVATION_OPS["sigmoid"] + 2 if self.safe_gate else SOFTPLUS_OPS + 1
+        e.op("attn.gates", n * (h * ACTIVATION_OPS["sigmoid"] + width * decay))
         # K_β = β·k and V_β = β·v
         e.op("attn.beta", n * h * (dk + dv))
         e.op("attn.decay", n * DECAY_OPS * width)
@@ -133,8 +143,11 @@ class KimiDeltaAttention(Block):
         e.op("attn.state_ops", n * (2 * h * dv + -(-2 * h * dk * dv // length)))
         # the output gate g_b(g_a x), then KimiLinearRMSNormGated: an RMSNorm over d_v in every head with one shared
         # weight, times sigmoid(gate)
-        e.linear("attn.g_a", d, dk, False, n)
-        e.linear("attn.g_b", dk, width, False, n)
+        if self.full_gates:
+            e.linear("attn.g", d, width, False, n)
+        else:
+            e.linear("attn.g_a", d, dk, False, n)
+            e.linear("attn.g_b", dk, width, False, n)
         e.term("attn.o_norm", "norm", (dv,), n, numel=dv * GATED_NORM.params_per_feature,
                elementwise=n * (GATED_NORM.ops(width) + (ACTIVATION_OPS["sigmoid"] + 1) * width))
         e.linear("attn.o", width, d, False, n)
@@ -156,12 +169,13 @@ class KimiDeltaAttention(Block):
         (conv_dim, which causal_conv1d keeps and recomputes from); the kernel's q, k after the l2norm and v (conv_dim)
         with q's and k's reciprocal norms in fp32 (2 · 2·H); g's running sum and g in fp32 (2 · 2·H·d_k), the
         softplus's input in fp32 (2·H·d_k), β (H); Aqk and Akk, one row of chunk_size per token and head each
-        (2·H·chunk_size); f_a's and g_a's outputs (2·d_k) for f_b's and g_b's weight gradients; the gate (H·d_v);
+        (2·H·chunk_size); f_a's and g_a's outputs (2·d_k) for f_b's and g_b's weight gradients (none with
+        full_gates: f and g read the input); the gate (H·d_v);
         the kernel's output (H·d_v) and the gated norm's output (H·d_v) with its reciprocal RMS per head in fp32
         (2·H), for the norm's and o_proj's gradients."""
         h, width = self.n_heads, self.dim
         return (model.d_model + 2 * self.conv_dim + 4 * h + 6 * width + h + 2 * h * self.chunk_size
-                + 2 * self.head_dim + 3 * width + 2 * h)
+                + (0 if self.full_gates else 2 * self.head_dim) + 3 * width + 2 * h)
 
     def torch_module(self, model, causal: bool):
         return _module()(self, model, causal)
@@ -182,8 +196,9 @@ def _module():
 
     class KimiDeltaAttentionModule(nn.Module):
         """KimiLinearDeltaAttention's parameters under our names (q, k, v, o for q_proj, k_proj, v_proj, o_proj; f_a,
-        f_b, dt_bias, A_log for its forget gate's; b, g_a, g_b for b_proj, g_a_proj, g_b_proj), with the delta rule
-        in the chunkwise form of the block's docstring, every product a MatMul module."""
+        f_b, dt_bias, A_log for its forget gate's; b, g_a, g_b for b_proj, g_a_proj, g_b_proj; with full_gates f and g
+        for BailingHybridDeltaAttention's f_proj and g_proj), with the delta rule in the chunkwise form of the block's
+        docstring, every product a MatMul module."""
 
         def __init__(self, spec: KimiDeltaAttention, model, causal: bool):
             super().__init__()
@@ -193,14 +208,21 @@ def _module():
             self.q, self.k, self.v = (Linear(d, spec.dim, bias=False) for _ in range(3))
             self.conv1d = CausalConv1d(spec.conv_dim, spec.conv_kernel, False)
             self.b = Linear(d, h, bias=False)
-            self.f_a = Linear(d, dk, bias=False)
-            self.f_b = Linear(dk, spec.dim, bias=False)
+            self.full_gates, self.safe_gate = spec.full_gates, spec.safe_gate
+            if spec.full_gates:
+                self.f = Linear(d, spec.dim, bias=False)
+            else:
+                self.f_a = Linear(d, dk, bias=False)
+                self.f_b = Linear(dk, spec.dim, bias=False)
             self.dt_bias = nn.Parameter(torch.zeros(spec.dim))
             self.A_log = nn.Parameter(torch.zeros(h))
             self.kkt, self.solve, self.qk, self.values = MatMul(), MatMul(), MatMul(), MatMul()
             self.state_correct, self.state_read, self.state_write = MatMul(), MatMul(), MatMul()
-            self.g_a = Linear(d, dk, bias=False)
-            self.g_b = Linear(dk, spec.dim, bias=False)
+            if spec.full_gates:
+                self.g = Linear(d, spec.dim, bias=False)
+            else:
+                self.g_a = Linear(d, dk, bias=False)
+                self.g_b = Linear(dk, spec.dim, bias=False)
             self.o_norm = GatedRMSNorm(dk, gate="sigmoid")
             self.o = Linear(spec.dim, d, bias=False)
 
@@ -211,10 +233,13 @@ def _module():
             q, k, v = (t.view(b_, s, h, dk) for t in qkv.split([h * dk] * 3, dim=-1))
             q, k = l2norm(q) / math.sqrt(dk), l2norm(k)
             beta = torch.sigmoid(self.b(x))  # (B, s, H)
-            a = (self.f_b(self.f_a(x)) + self.dt_bias).view(b_, s, h, dk)
-            g = -torch.exp(self.A_log)[:, None] * F.softplus(a)  # (B, s, H, d_k): the log-decay per channel, <= 0
+            a = ((self.f(x) if self.full_gates else self.f_b(self.f_a(x))) + self.dt_bias).view(b_, s, h, dk)
+            if self.safe_gate:  # BailingHybridForgetGate with kda_safe_gate: bounded below by kda_lower_bound (-5)
+                g = -5.0 * torch.sigmoid(torch.exp(self.A_log)[:, None] * a)
+            else:
+                g = -torch.exp(self.A_log)[:, None] * F.softplus(a)  # (B, s, H, d_k): the log-decay per channel, <= 0
             o = self.delta_rule(q, k, v, g, beta)  # (B, s, H, d_v)
-            gate = self.g_b(self.g_a(x)).view(b_, s, h, dk)
+            gate = (self.g(x) if self.full_gates else self.g_b(self.g_a(x))).view(b_, s, h, dk)
             return self.o(self.o_norm(o, gate).reshape(b_, s, h * dk))
 
         def delta_rule(self, q, k, v, g, beta):

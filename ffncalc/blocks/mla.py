@@ -192,7 +192,8 @@ class LatentAttention(Block):
 
     def kept_elements(self, model) -> int:
         """The input; the query latent and its normed copy (low-rank query); kv_a's output and the normed
-        latent; then as multi-head attention: Q and K (h · qk each), V and the heads' output (h · v each).
+        latent; then as multi-head attention: Q and K (h · qk each), V and the heads' output (h · v each); a head
+        gate its projection's output (h) and the ungated output (h · v).
         The indexer keeps nothing: transformers runs it under torch.no_grad (DeepseekV32Indexer.forward), and
         DeepSeek-V3.2 detaches its input from the main model's graph (it learns from its own KL loss)."""
         h = self.n_heads
