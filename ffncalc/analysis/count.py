@@ -32,6 +32,9 @@ def terms(model: Model, seq_len: int) -> list[Term]:
         emb.op("pos_embed", d)
     if model.embedding_norm:
         emb.norm("embed_norm", model.norm, d, 1)
+    for extra in (model.per_layer_inputs, model.altup):  # every layer's inputs; AltUp's streams from the embedding
+        if extra is not None:
+            extra.model_terms(emb, model)
     out = emb.out
     for run in model.runs():
         e = Emitter("layers", run.span)
@@ -40,9 +43,13 @@ def terms(model: Model, seq_len: int) -> list[Term]:
             e.slot = slot
             block.terms(e, model, seq_len)
         e.slot = ""
+        for extra in model.extras():
+            extra.layer_terms(e, model)
         e.op("residual", run.n * RESIDUAL_ADDS * d)
         out += e.out
     fin = Emitter("final")
+    if model.altup is not None:  # the streams back into one
+        model.altup.model_terms(fin, model)
     if model.norm.final:
         fin.norm("final_norm", model.norm, d, 1)
     head = Emitter("head")

@@ -30,8 +30,26 @@ class LayerModule(nn.Module):
         for name, block in zip(self.names, (layer.attention, layer.ffn)):
             setattr(self, name, block.torch_module(model, causal))
         self.parallel, self.placement = model.parallel, model.norm.placement
+        for name in ("altup", "laurel"):  # model/extras.py: the parts beside the blocks
+            if getattr(model, name) is not None:
+                setattr(self, name, getattr(model, name).layer_module(model))
+        if model.per_layer_inputs is not None:
+            self.ple = model.per_layer_inputs.layer_module(model)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, vector: torch.Tensor | None = None) -> torch.Tensor:
+        """The layer; with AltUp, ``x`` is the streams (n, B, s, d), the layer running on the first one's
+        prediction; with per-layer inputs, ``vector`` is the layer's (B, s, p), its output added after the layer
+        (with AltUp, to every stream but the first)."""
+        if not hasattr(self, "altup"):
+            x = self._layer(x)
+            return x + self.ple(x, vector) if hasattr(self, "ple") else x
+        predictions = self.altup.before(x)
+        streams, first = self.altup.after(predictions, self._layer(predictions[0]))
+        if hasattr(self, "ple"):
+            streams = torch.cat([streams[:1], streams[1:] + self.ple(first, vector)])
+        return streams
+
+    def _layer(self, x: torch.Tensor) -> torch.Tensor:
         mixer, ffn = (getattr(self, name) for name in self.names)
         n = len(self.norms)
         if self.parallel or (n == 1 and self.placement == "pre"):  # both read the same input: one shared norm,
@@ -46,7 +64,11 @@ class LayerModule(nn.Module):
                     x = norm(x)
             return x
         post = self.placement == "post"
-        x = x + _wrapped(mixer, self.norms[:split], x, post)
+        if hasattr(self, "laurel"):  # LAuReL on the first norm's output, beside attention (Gemma 3n)
+            a = self.norms[0](x)
+            x = (x + _wrapped(mixer, self.norms[1:split], a, True) + self.laurel(a)) * 2 ** -0.5
+        else:
+            x = x + _wrapped(mixer, self.norms[:split], x, post)
         return x + _wrapped(ffn, self.norms[split:], x, post)
 
 
@@ -97,6 +119,10 @@ class Transformer(nn.Module):
         self.lm_head = Linear(d, spec.vocab_size, bias=spec.lm_head_bias)
         if spec.tie_embeddings:
             self.lm_head.weight = self.embed.weight  # one Parameter, counted once
+        if spec.per_layer_inputs is not None:
+            self.ple = spec.per_layer_inputs.model_module(spec)
+        if spec.altup is not None:
+            self.altup = spec.altup.model_module(spec)
 
     def forward(self, tokens: torch.Tensor, only: list[int] | None = None) -> torch.Tensor:
         """Logits for ``tokens`` (B, s); ``only`` runs just those modules of ``layers``, in that order
@@ -109,8 +135,13 @@ class Transformer(nn.Module):
             x = x + sinusoids(positions, x.shape[-1]).to(x.dtype)
         if hasattr(self, "embed_norm"):
             x = self.embed_norm(x)
-        for i in self.index if only is None else only:
-            x = self.layers[i](x)
+        vectors = self.ple(tokens, x) if hasattr(self, "ple") else None  # (B, s, L, p)
+        if hasattr(self, "altup"):
+            x = self.altup.expand(x)
+        for k, i in enumerate(self.index if only is None else only):
+            x = self.layers[i](x, None if vectors is None else vectors[..., k, :])
+        if hasattr(self, "altup"):
+            x = self.altup.collapse(x)
         if hasattr(self, "final_norm"):
             x = self.final_norm(x)
         return self.lm_head(x)

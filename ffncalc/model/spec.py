@@ -9,6 +9,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Annotated, Literal
 
+from .extras import AltUp, Laurel, PerLayerInputs
 from .schema import NonNegative, Positive, PositiveFloat, Slot, SpecError
 
 Mixer = Annotated[object, Slot("attention", default="mha")]  # the block that mixes tokens
@@ -124,6 +125,11 @@ class ModelSpec:
     # multi-token prediction modules a checkpoint carries beside the causal LM (DeepSeek-V3 §2.2): each a
     # layer like the model's last, a projection of [h; emb] (2·d -> d) and three norms; counted apart
     mtp_layers: NonNegative = 0
+    # beside every layer's two blocks (model/extras.py): Gemma 3n's and Gemma 4 E2B/E4B's per-layer inputs, Gemma
+    # 3n's AltUp streams and LAuReL
+    per_layer_inputs: PerLayerInputs | None = None
+    altup: AltUp | None = None
+    laurel: Laurel | None = None
 
     def __post_init__(self) -> None:
         if self.layers is not None:
@@ -137,6 +143,8 @@ class ModelSpec:
                 raise exc.within(*path) from None
         if self.parallel and (self.norm.per_layer > 2 or self.norm.placement != "pre"):
             raise SpecError(("parallel",), "parallel sublayers take one shared norm or one pre-norm each")
+        if self.laurel and (self.parallel or self.norm.placement != "pre" or not self.norm.per_layer):
+            raise SpecError(("laurel",), "LAuReL reads the layer's first norm's output: sequential pre-norm layers")
 
     def _blocks(self):
         yield ("attention",), self.attention

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Iterator
 
+from .extras import AltUp, Laurel, PerLayerInputs
 from .spec import ModelSpec, Norm, Positions
 
 
@@ -61,6 +62,13 @@ class Model:
     position_offset: int = 0
     notes: tuple[str, ...] = ()  # what the source says about what is and is not counted
     mtp_layers: int = 0  # multi-token prediction modules beside the model (DeepSeek-V3 §2.2), counted apart
+    per_layer_inputs: PerLayerInputs | None = None  # beside every layer's blocks (model/extras.py)
+    altup: AltUp | None = None
+    laurel: Laurel | None = None
+
+    def extras(self) -> tuple:
+        """The parts beside every layer's blocks, in the order their terms and modules come."""
+        return tuple(x for x in (self.altup, self.laurel, self.per_layer_inputs) if x is not None)
 
     @property
     def n_layers(self) -> int:
@@ -112,4 +120,5 @@ def resolve(spec: ModelSpec) -> Model:
         layers = [Layer(attention, ffn)] * spec.n_layers
     return Model(spec.name, spec.vocab_size, d, spec.context_length, spec.norm, spec.parallel, spec.positions,
                  spec.tie_embeddings, spec.lm_head_bias, spec.embedding_norm, tuple(layers), spec.position_offset,
-                 mtp_layers=spec.mtp_layers)
+                 mtp_layers=spec.mtp_layers, per_layer_inputs=spec.per_layer_inputs, altup=spec.altup,
+                 laurel=spec.laurel)

@@ -1,6 +1,6 @@
 """Gemma 4 (Google DeepMind 2026): sliding-window and global layers of different head sizes and KV heads, keys
-that are the values on the global layers, keys and values read from earlier layers by the last ones, and a
-dense FFN beside a mixture of experts in the MoE models."""
+that are the values on the global layers, keys and values read from earlier layers by the last ones, a
+dense FFN beside a mixture of experts in the MoE models, and per-layer inputs in E2B and E4B."""
 
 from __future__ import annotations
 
@@ -11,10 +11,16 @@ GEMMA4_TEXT = {"vocab_size": 262_144, "hidden_size": 2304, "intermediate_size": 
                "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256,
                "hidden_activation": "gelu_pytorch_tanh", "max_position_embeddings": 131_072,
                "tie_word_embeddings": True, "attention_bias": False, "sliding_window": 512,
-               "hidden_size_per_layer_input": 256, "attention_k_eq_v": False, "num_kv_shared_layers": 0,
+               "hidden_size_per_layer_input": 256, "vocab_size_per_layer_input": 262_144, "attention_k_eq_v": False, "num_kv_shared_layers": 0,
                "enable_moe_block": False, "use_double_wide_mlp": False}
 
-LAYER_MODULES = (
+# Per-layer inputs (model/extras.py PerLayerInputs), as Gemma 3n and Gemma 4 name them.
+PLE_LAYER_MODULES = ((r"per_layer_input_gate$", "ple.gate"), (r"per_layer_projection$", "ple.proj"),
+                     (r"post_per_layer_input_norm$", "ple.norm"))
+PLE_TOP_MODULES = ((r"embed_tokens_per_layer$", "ple.embed"), (r"per_layer_model_projection$", "ple.projection"),
+                   (r"per_layer_projection_norm$", "ple.projection_norm"))
+
+LAYER_MODULES = PLE_LAYER_MODULES + (
     (r"feedforward_layernorm_\d$", "ffn.norms"),  # the MoE layers' three extra norms
     (r"^router\.proj$", "ffn.router"),
     (r"^router$", "ffn.router_scale+expert_scale"),  # Gemma4TextRouter.scale and .per_expert_scale
@@ -43,13 +49,16 @@ def _overrides(c: Config) -> dict[int, dict]:
     return out
 
 
+def per_layer_inputs(c: Config, act: str) -> dict | None:
+    """hidden_size_per_layer_input (0: none) and vocab_size_per_layer_input, as Gemma 3n and Gemma 4 read them."""
+    width = c.int("hidden_size_per_layer_input", positive=False)
+    if not width:
+        return None
+    return {"width": width, "vocab_size": c.int("vocab_size_per_layer_input"), "activation": act}
+
+
 def _read(c: Config) -> dict:
     n = c.int("num_hidden_layers")
-    if c.int("hidden_size_per_layer_input", positive=False):
-        raise c.fail("hidden_size_per_layer_input", "per-layer embeddings (Gemma 4 E2B and E4B: "
-                                                    "embed_tokens_per_layer, per_layer_model_projection and each "
-                                                    "layer's per_layer_input_gate and per_layer_projection) are not "
-                                                    "supported; a config with 0 is")
     heads, kv, head_dim = c.int("num_attention_heads"), c.int("num_key_value_heads"), c.int("head_dim")
     bias, k_eq_v = c.bool("attention_bias", False), c.bool("attention_k_eq_v", False)
     types = layer_types(c, lambda i: "sliding_attention" if (i + 1) % 6 else "full_attention")[:]
@@ -90,10 +99,11 @@ def _read(c: Config) -> dict:
         return {**out, "window": size} if local else out
 
     layers = [{"attention": attn(i), "ffn": ffn(i)} for i in range(n)]
-    return {**common(c, tie=True, context_default=131_072), **stack(layers), "norm": rms(per_layer=4)}
+    return {**common(c, tie=True, context_default=131_072), **stack(layers), "norm": rms(per_layer=4),
+            "per_layer_inputs": per_layer_inputs(c, act)}
 
 
-@family("gemma4_text", layer_modules=LAYER_MODULES)
+@family("gemma4_text", layer_modules=LAYER_MODULES, top_modules=PLE_TOP_MODULES)
 def gemma4_text(c: Config) -> dict:
     """Gemma4TextConfig / Gemma4TextDecoderLayer: Gemma 3's four RMSNorms a layer and per-head q_norm and
     k_norm, plus a weightless RMS norm on each value head (v_norm); attention_bias (default false) on q, k, v
@@ -109,7 +119,11 @@ def gemma4_text(c: Config) -> dict:
     num_experts Gemma4TextExperts of moe_intermediate_size, and three more RMSNorms, the two branches added.
     Rotary positions: the full head at every layer (proportional RoPE rotates all of it, its unrotated features
     at frequency zero). The embedding is scaled by √hidden_size and layer_scalar is a buffer; tied embeddings
-    by default. Per-layer embeddings (hidden_size_per_layer_input, default 256) are not supported. The language
-    model of a gemma4 config is its text_config read with these defaults."""
+    by default. Per-layer inputs (hidden_size_per_layer_input, default 256; 0: none) of
+    vocab_size_per_layer_input (default 262,144) rows: Gemma4TextModel's embed_tokens_per_layer,
+    per_layer_model_projection and per_layer_projection_norm, and each layer's per_layer_input_gate,
+    per_layer_projection and post_per_layer_input_norm after its FFN, gated by hidden_activation
+    (model/extras.py PerLayerInputs). The language model of a gemma4 config is its text_config read with these
+    defaults."""
     return _read(c.with_defaults(GEMMA4_TEXT))
 

@@ -1,0 +1,220 @@
+"""Parts a model has beside its layers' two blocks, the same in every layer: per-layer inputs (Gemma 3n; Gemma 4
+E2B and E4B), AltUp and LAuReL (Gemma 3n). Each is a frozen dataclass of spec fields that writes its own terms:
+those of the model (after the embedding, before the final norm) and those of each layer (slot "", beside the
+layer's norms), and builds its reference torch modules, whose paths mirror the term names.
+
+Widths: d the model's, L its layers, p the per-layer input width, n AltUp's streams, r LAuReL's rank.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+from typing import Literal
+
+from .schema import Positive
+from .terms import ACTIVATION_OPS
+
+Activation = Literal["identity", "relu", "relu2", "tanh", "sigmoid", "silu", "gelu", "gelu_tanh"]
+
+
+@dataclass(frozen=True)
+class PerLayerInputs:
+    """Per-layer embeddings (Gemma 3n: Gemma3nTextModel; Gemma 4: Gemma4TextModel with hidden_size_per_layer_input).
+
+    Model: a second table gives each token a p-wide vector for every layer (embed_tokens_per_layer, vocab_size
+    × L·p, scaled by √p); the token's embedding projected d -> L·p (per_layer_model_projection, scaled by
+    1/√d) and RMS-normed over each layer's p (per_layer_projection_norm) is added, the sum scaled by 1/√2.
+    Each layer, after its FFN: gate d -> p (per_layer_input_gate), the activation, ⊙ the layer's vector,
+    p -> d (per_layer_projection), a norm over d (post_per_layer_input_norm), added to the residual (with AltUp:
+    to every stream but the active one)."""
+
+    width: Positive
+    vocab_size: Positive | None = None  # default: the model's
+    activation: Activation = "gelu_tanh"
+
+    def model_terms(self, e, model) -> None:
+        d, p, total = model.d_model, self.width, model.n_layers * self.width
+        vocab = self.vocab_size or model.vocab_size
+        # a lookup, as the token embedding (count.py: the one-hot matmul Chinchilla charges), then × √p
+        e.term("ple.embed.weight", "token", (vocab, total), macs=vocab * total, elementwise=total)
+        e.linear("ple.projection", d, total, False, 1)
+        e.norm("ple.projection_norm", model.norm, p, 1, total=total)
+        e.op("ple.combine", 3 * total)  # × 1/√d before the norm; (projection + vector) × 1/√2
+
+    def layer_terms(self, e, model) -> None:
+        d, p, n = model.d_model, self.width, e.n
+        e.linear("ple.gate", d, p, False, n)
+        e.op("ple.act", n * p * (ACTIVATION_OPS[self.activation] + 1))  # the activation, ⊙ the layer's vector
+        e.linear("ple.proj", p, d, False, n)
+        e.norm("ple.norm", model.norm, d, n)
+        streams = model.altup.inputs - 1 if model.altup else 1
+        e.op("ple.residual", n * streams * d)
+
+    def model_module(self, model):
+        return _modules()[0](self, model)
+
+    def layer_module(self, model):
+        return _modules()[1](self, model)
+
+
+@dataclass(frozen=True)
+class AltUp:
+    """Alternating updates (Baykal et al. 2023, "Alternating Updates for Efficient Transformers", NeurIPS; Gemma 3n:
+    Gemma3nTextAltUp, altup_num_inputs). The residual stream is n streams of width d; each layer runs on one.
+
+    Model: n - 1 projections d -> d make the other streams from the embedding (altup_projections) and n - 1 more
+    map them back before the final norm (altup_unembed_projections), each rescaled to the first stream's RMS; the
+    streams are then averaged. Each layer: predict, a router (router_norm, × 1/d, modality_router d -> n, tanh)
+    reading the active stream, prediction_coefs n -> n² from it, and every stream replaced by itself plus the
+    streams mixed by those n × n coefficients (a product of activations, d·n² multiply-adds per token); the layer
+    runs on the active prediction; correct, the router again on the layer's output, correction_coefs n -> n, and
+    every stream moved by (its coefficient + 1) × (output - active prediction); the active stream scaled by
+    correct_output_scale (d) where correct_scale, which the per-layer input reads."""
+
+    inputs: Positive = 4
+    correct_scale: bool = True  # Gemma3nTextConfig.altup_correct_scale: the scale is a parameter either way
+
+    def model_terms(self, e, model) -> None:
+        d, extra = model.d_model, self.inputs - 1
+        name = "altup.projections" if e.part == "embedding" else "altup.unembed_projections"
+        e.linear(name, d, d, False, extra)
+        # each new stream's RMS (square, sum, clamp, root) and its rescale to the first's (multiply, divide); the
+        # first's RMS once; before the final norm, the mean of the n streams
+        e.op(f"{name}.rescale", 2 * d + extra * 6 * d + (self.inputs * d if e.part == "final" else 0))
+
+    def layer_terms(self, e, model) -> None:
+        d, k, n = model.d_model, self.inputs, e.n
+        e.norm("altup.router_norm", model.norm, d, n, total=2 * d)  # predict and correct, a norm each
+        e.term("altup.router.weight", "weight", (k, d), n, macs=n * 2 * d * k)  # run twice: predict and correct
+        e.op("altup.router_act", n * 2 * (d + k))  # × 1/d before, tanh after, each time
+        e.linear("altup.prediction_coefs", k, k * k, False, n)
+        e.term("altup.predict", "core", (d, 1, k * k), n, numel=0, macs=n * d * k * k, grows=False)
+        e.linear("altup.correction_coefs", k, k, False, n)
+        # predictions + streams; the innovation; its coefficients + 1; × and + per stream
+        e.op("altup.update", n * (k * d + d + k + 2 * k * d))
+        e.term("altup.correct_output_scale", "norm", (d,), n, elementwise=n * d if self.correct_scale else 0)
+
+    def model_module(self, model):
+        return _modules()[2](self, model)
+
+    def layer_module(self, model):
+        return _modules()[3](self, model)
+
+
+@dataclass(frozen=True)
+class Laurel:
+    """Learned augmented residual layer (Menghani et al. 2024, "LAuReL: Learned Augmented Residual Layer"; Gemma 3n:
+    Gemma3nTextLaurelBlock, laurel_rank): from the layer's normed input x, x + norm(right(left(x))) with left
+    d -> r and right r -> d, added to the attention's residual sum and the two scaled by 1/√2."""
+
+    rank: Positive
+
+    def layer_terms(self, e, model) -> None:
+        d, n = model.d_model, e.n
+        e.linear("laurel.left", d, self.rank, False, n)
+        e.linear("laurel.right", self.rank, d, False, n)
+        e.norm("laurel.norm", model.norm, d, n)
+        e.op("laurel.residual", n * 3 * d)  # x + norm(…); added to the attention's sum; × 1/√2
+
+    def layer_module(self, model):
+        return _modules()[4](self, model)
+
+
+@cache
+def _modules():
+    import torch
+    from torch import nn
+
+    from ..blocks._torch import ACTIVATIONS, Linear, MatMul, make_norm
+
+    class ModelInputs(nn.Module):
+        """Every layer's input vector: the table's row and the projected embedding, (B, s, L, p)."""
+
+        def __init__(self, spec: PerLayerInputs, model):
+            super().__init__()
+            self.layers, self.width = model.n_layers, spec.width
+            self.embed = nn.Embedding(spec.vocab_size or model.vocab_size, model.n_layers * spec.width)
+            self.projection = Linear(model.d_model, model.n_layers * spec.width, bias=False)
+            self.projection_norm = make_norm(model.norm, spec.width)
+            self.scale = spec.width ** 0.5
+
+        def forward(self, tokens: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+            shape = (*tokens.shape, self.layers, self.width)
+            table = self.embed(tokens).view(shape) * self.scale
+            projected = self.projection_norm((self.projection(x) * x.shape[-1] ** -0.5).view(shape))
+            return (projected + table) * 2 ** -0.5
+
+    class LayerInput(nn.Module):
+        """norm(proj(act(gate(h)) ⊙ the layer's vector))."""
+
+        def __init__(self, spec: PerLayerInputs, model):
+            super().__init__()
+            self.gate = Linear(model.d_model, spec.width, bias=False)
+            self.proj = Linear(spec.width, model.d_model, bias=False)
+            self.norm = make_norm(model.norm, model.d_model)
+            self.act = ACTIVATIONS[spec.activation]
+
+        def forward(self, h: torch.Tensor, vector: torch.Tensor) -> torch.Tensor:
+            return self.norm(self.proj(self.act(self.gate(h)) * vector))
+
+    def rescaled(x: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        return x * target / x.pow(2).mean(-1, keepdim=True).clamp(min=1e-5).sqrt()
+
+    class ModelStreams(nn.Module):
+        """The streams made from the embedding, (n, B, s, d), and averaged back into one."""
+
+        def __init__(self, spec: AltUp, model):
+            super().__init__()
+            d = model.d_model
+            self.projections = nn.ModuleList(Linear(d, d, bias=False) for _ in range(spec.inputs - 1))
+            self.unembed_projections = nn.ModuleList(Linear(d, d, bias=False) for _ in range(spec.inputs - 1))
+
+        def expand(self, x: torch.Tensor) -> torch.Tensor:
+            target = x.pow(2).mean(-1, keepdim=True).sqrt()
+            return torch.stack([x] + [rescaled(p(x), target) for p in self.projections])
+
+        def collapse(self, streams: torch.Tensor) -> torch.Tensor:
+            target = streams[0].pow(2).mean(-1, keepdim=True).sqrt()
+            parts = [streams[0]] + [rescaled(p(s), target) for p, s in zip(self.unembed_projections, streams[1:])]
+            return torch.stack(parts).mean(0)
+
+    class LayerStreams(nn.Module):
+        """predict before the layer, correct after it (stream 0 the active one)."""
+
+        def __init__(self, spec: AltUp, model):
+            super().__init__()
+            d, k = model.d_model, spec.inputs
+            self.k, self.correct_scale = k, spec.correct_scale
+            self.router_norm = make_norm(model.norm, d)
+            self.router = Linear(d, k, bias=False)
+            self.prediction_coefs = Linear(k, k * k, bias=False)
+            self.predict = MatMul()
+            self.correction_coefs = Linear(k, k, bias=False)
+            self.correct_output_scale = nn.Parameter(torch.zeros(d))
+
+        def _route(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.tanh(self.router(self.router_norm(x) / x.shape[-1]))
+
+        def before(self, streams: torch.Tensor) -> torch.Tensor:
+            coefs = self.prediction_coefs(self._route(streams[0])).unflatten(-1, (self.k, self.k))  # (B, s, k, k)
+            mixed = self.predict(streams.permute(1, 2, 3, 0), coefs.transpose(-2, -1))  # (B, s, d, k)
+            return mixed.permute(3, 0, 1, 2) + streams
+
+        def after(self, predictions: torch.Tensor, out: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            coefs = self.correction_coefs(self._route(out)) + 1.0  # (B, s, k)
+            corrected = predictions + (out - predictions[0]) * coefs.permute(2, 0, 1).unsqueeze(-1)
+            first = corrected[0] * self.correct_output_scale if self.correct_scale else corrected[0]
+            return corrected, first
+
+    class LaurelModule(nn.Module):
+        def __init__(self, spec: Laurel, model):
+            super().__init__()
+            self.left = Linear(model.d_model, spec.rank, bias=False)
+            self.right = Linear(spec.rank, model.d_model, bias=False)
+            self.norm = make_norm(model.norm, model.d_model)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x + self.norm(self.right(self.left(x)))
+
+    return ModelInputs, LayerInput, ModelStreams, LayerStreams, LaurelModule
