@@ -127,3 +127,25 @@ def gemma4_text(c: Config) -> dict:
     defaults."""
     return _read(c.with_defaults(GEMMA4_TEXT))
 
+
+
+# Gemma4UnifiedTextConfig (transformers 5.23): Gemma4TextConfig's defaults but these, and without per-layer inputs
+# or a mixture (it deletes their keys, so a config.json that states them builds neither).
+UNIFIED_ABSENT = ("hidden_size_per_layer_input", "vocab_size_per_layer_input", "enable_moe_block", "num_experts",
+                  "top_k_experts", "moe_intermediate_size")
+GEMMA4_UNIFIED_TEXT = {**{k: v for k, v in GEMMA4_TEXT.items() if k not in UNIFIED_ABSENT}, "sliding_window": 1024,
+                       "max_position_embeddings": 262_144, "use_bidirectional_attention": "vision"}
+
+
+@family("gemma4_unified_text", layer_modules=LAYER_MODULES)
+def gemma4_unified_text(c: Config) -> dict:
+    """Gemma4UnifiedTextConfig / Gemma4UnifiedTextDecoderLayer: Gemma 4's layers (Gemma4TextAttention and
+    Gemma4TextMLP, with K = V global layers, KV shared across the last num_kv_shared_layers and use_double_wide_mlp
+    as Gemma 4 reads them) under Gemma 2's four norms, with no per-layer inputs and no mixture whatever the file
+    states; sliding_window defaults to 1024, max_position_embeddings to 262,144, use_bidirectional_attention to
+    "vision" (image tokens only: the text model's shapes are Gemma 4's). The language model of a gemma4_unified
+    config is its text_config read with these defaults."""
+    data = {k: v for k, v in c.data.items() if k not in UNIFIED_ABSENT}
+    c = Config({**data, "hidden_size_per_layer_input": 0, "enable_moe_block": False}, c.text, c.source,
+               start=c.start, wrapper=c.wrapper, towers=c.towers)
+    return _read(c.with_defaults(GEMMA4_UNIFIED_TEXT))
