@@ -376,6 +376,7 @@ class FlopCheck:
         return self.ours == self.transformers
 
 
+LAYER_ITSELF = re.compile(r"(?:^|\.)(?:layers|h|blocks)\.(\d+)$")  # a layer module, not one inside it
 CORE = "attention products"  # the matmuls of activations with activations (QKᵀ, AV, a scan's readout, ...)
 
 
@@ -396,7 +397,7 @@ def check_flops(c: Config, measured: Measured, *, spec: Model | None = None) -> 
             if param:
                 name, layer = hf_component(param, family)
             else:
-                found = LAYER.search(module)
+                found = LAYER.search(module) or LAYER_ITSELF.search(module)  # the layer's own: AltUp's mix
                 name, layer = (CORE, int(found.group(1))) if found else (f"(unmatched) {module}", None)
             key = (name, run_of.get(layer) if layer is not None else None)
             theirs[key] = theirs.get(key, 0) + flops
