@@ -48,3 +48,45 @@ def test_against_reference_modules(convention, every_layer):
     for data in (DATA, {**DATA, "altup": None, "laurel": None}, {**DATA, "per_layer_inputs": None}):
         report = verify(from_data(data), seq_len=8, convention=convention, every_layer=every_layer)
         assert report.ok, report.failures
+
+
+S, F = "sliding_attention", "full_attention"
+# Small configs of the two families with every part: shared KV in the last layers, per-layer FFN widths and
+# activation sparsity (Gemma 3n), double-wide MLPs in the shared layers (Gemma 4)
+SMALL = {
+    "gemma3n_text": {"vocab_size": 96, "vocab_size_per_layer_input": 80, "hidden_size": 32, "num_hidden_layers": 5,
+                     "intermediate_size": [64, 64, 48, 48, 64], "num_attention_heads": 4, "num_key_value_heads": 2,
+                     "head_dim": 8, "hidden_size_per_layer_input": 8, "altup_num_inputs": 3, "laurel_rank": 4,
+                     "num_kv_shared_layers": 2, "sliding_window": 4, "layer_types": [S, F, S, F, S],
+                     "activation_sparsity_pattern": [0.95, 0.0, 0.0, 0.0, 0.0], "max_position_embeddings": 64},
+    "gemma4_text": {"vocab_size": 96, "vocab_size_per_layer_input": 80, "hidden_size": 32, "num_hidden_layers": 4,
+                    "intermediate_size": 48, "num_attention_heads": 4, "num_key_value_heads": 1, "head_dim": 8,
+                    "global_head_dim": 16, "hidden_size_per_layer_input": 8, "num_kv_shared_layers": 2,
+                    "use_double_wide_mlp": True, "sliding_window": 4, "layer_types": [S, F, S, F],
+                    "max_position_embeddings": 64},
+}
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("model_type", sorted(SMALL))
+def test_small_configs_against_transformers(model_type, tmp_path):
+    """Parameters and forward FLOPs component by component against what transformers builds and runs, and the
+    imported spec against the reference modules."""
+    import json
+
+    from ffncalc.analysis import hfcheck
+    from ffncalc.analysis.verify import verify
+    from ffncalc.sources import hf
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": model_type, **SMALL[model_type]}))
+    c = hf.read_config(path)
+    measured = hfcheck.measure(c, flops=True)
+    report = hfcheck.check(c, measured=measured)
+    assert report.ok, report.failures
+    assert not any(ch.component.startswith("(unmatched)") for ch in report.checks)
+    assert {"ple.embed", "ple.projection", "ple.gate", "ple.proj", "ple.norm"} <= {ch.component for ch in report.checks}
+    flops = hfcheck.check_flops(c, measured)
+    assert flops and all(ch.ok for ch in flops), [ch for ch in flops if not ch.ok]
+    label, spec = hf.load(path)
+    assert verify(spec, model=label, seq_len=6).ok
