@@ -41,6 +41,7 @@ class MoEFFN(Block):
     correction_bias: bool = False
     # a norm of the model's kind over the mixture's output, routed and shared summed (A.X-K1's post_mlp_layernorm)
     output_norm: bool = False
+    output_bias: bool = False  # one bias of d_model added to the mixture's output (JetMoE: JetMoeMoE.bias)
 
     def __post_init__(self) -> None:
         if self.top_k > self.n_experts:
@@ -88,6 +89,8 @@ class MoEFFN(Block):
                 e.op("ffn.shared_average", n * d)  # one halving per feature
         if self.output_norm:
             e.norm("ffn.output_norm", model.norm, d, n)
+        if self.output_bias:
+            e.term("ffn.bias", "bias", (d,), n, elementwise=n * d, component="ffn.bias")
 
     def kept_elements(self, model) -> int:
         """The router's probabilities (n_experts), each chosen expert's and each shared expert's elements; with an
@@ -135,6 +138,8 @@ def _module():
             self.average = ffn.shared_average
             if ffn.output_norm:
                 self.output_norm = make_norm(model.norm, d)
+            if ffn.output_bias:
+                self.bias = nn.Parameter(torch.zeros(d))
             self.balanced = False
 
         def route(self, probs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -178,6 +183,8 @@ def _module():
                     out = out / 2
             if hasattr(self, "output_norm"):
                 out = self.output_norm(out)
+            if hasattr(self, "bias"):
+                out = out + self.bias
             return out.reshape(shape)
 
     return MoE
