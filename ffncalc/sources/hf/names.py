@@ -34,6 +34,11 @@ def component(path: str, family: Family) -> tuple[str, int | None]:
             return name, None
     if found:
         return f"(unmatched) {inner}", layer
+    held = LAYER.search(path)  # a parameter the layer module holds itself (Doge's input_residual): by its own name
+    if held:
+        for pattern, name in family.layer_modules:
+            if re.search(pattern, held.group(2)):
+                return name, int(held.group(1))
     return f"(unmatched) {module}", None
 
 
