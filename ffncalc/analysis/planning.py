@@ -12,6 +12,7 @@ from decimal import Decimal, InvalidOperation
 
 from ..errors import InputError
 from ..model.stack import Model
+from ..model.terms import attended_pairs
 from .count import tally
 from .figures import Figure, Figures
 from .hardware import Hardware
@@ -302,7 +303,10 @@ def kv_bytes(spec: Model, tokens: int, kv_bits: int) -> int:
 
 def keys_met(first: int, last: int, window: int | None, chunk: int | None = None) -> int:
     """Σ over query positions p = first..last (counting from 1) of the keys each meets: p, at most W, or
-    with chunks of C the keys of its own chunk up to itself, (p − 1) mod C + 1."""
+    with chunks of C the keys of its own chunk up to itself, (p − 1) mod C + 1; with both, block-sparse
+    (count.attended_pairs)."""
+    if chunk is not None and window is not None:
+        return attended_pairs(last, window, chunk) - attended_pairs(first - 1, window, chunk)
     if chunk is not None:
         def upto(n: int) -> int:  # Σ_{p=1}^{n} ((p − 1) mod C + 1)
             q, r = divmod(n, chunk)

@@ -51,6 +51,7 @@ class Term:
     slot: str = ""  # inside a layer: the slot of the block that wrote it ("attention", "ffn"), or "" for the layer's own
     window: int | None = None  # core terms: each query meets at most this many keys, its own included
     chunk: int | None = None  # core terms: each query meets only the keys of its own chunk of this many positions
+    # (both: block-sparse, its own chunk up to itself and at most window − chunk keys of whole earlier chunks)
     grows: bool = True  # core terms: decoding meets every cached key (attention); False: a recurrent mixer's
     # per-step work, the same at any context
     # a linear-attention mixer's work exists in one form only: "chunked" (its chunked kernel's products) or
@@ -105,7 +106,15 @@ def attended_pairs(tokens: int, window: int | None = None, chunk: int | None = N
     max(0, i − W + 1)..i, min(i + 1, W) of them. Without a window, the triangle T(T+1)/2; with W < T,
     the triangle over the first W queries and W for each of the other T − W: W(W+1)/2 + (T − W)·W.
     Chunked (Llama 4's attention_chunk_size C): query i meets the keys of its own chunk up to itself,
-    (i mod C) + 1 of them: a triangle per chunk, q·C(C+1)/2 + r(r+1)/2 with T = q·C + r."""
+    (i mod C) + 1 of them: a triangle per chunk, q·C(C+1)/2 + r(r+1)/2 with T = q·C + r.
+    Both (block-sparse attention that keeps a query's own block: MiniMax-M3's indexer, W = K·C for K blocks):
+    its own chunk up to itself and min(b·C, W − C) keys of whole earlier chunks, b = ⌊i / C⌋."""
+    if chunk is not None and window is not None:
+        q, r = divmod(tokens, chunk)
+        most = max(window - chunk, 0) // chunk  # earlier chunks a query meets at most
+        below = q * (q - 1) // 2 if q <= most + 1 else most * (most + 1) // 2 + (q - 1 - most) * most  # Σ min(b, most)
+        earlier = below * chunk * chunk + r * min(q, most) * chunk
+        return attended_pairs(tokens, chunk=chunk) + earlier
     if chunk is not None:
         q, r = divmod(tokens, chunk)
         return q * chunk * (chunk + 1) // 2 + r * (r + 1) // 2
