@@ -4,7 +4,7 @@ a shared expert, or a dense MLP, by layer."""
 
 from __future__ import annotations
 
-from ..config import MOE_MODULES, Config, common, family, gated, rms, stack
+from ..config import MOE_MODULES, Config, common, family, rms, stack
 
 # MiniMaxM3VLIndexer (self_attn.indexer), before the common names: its q_proj, k_proj and norms are not the
 # attention's. A dense layer's MiniMaxM3VLDenseMLP fuses gate and up in one Linear.
@@ -73,8 +73,8 @@ def minimax_m3_vl_text(c: Config) -> dict:
     sparse = c.data.get("sparse_attention_config") or {}
     if not isinstance(sparse, dict):
         raise c.fail("sparse_attention_config", f"expected an object, got {sparse!r}")
-    c = c.with_defaults({})  # a copy whose legacy index keys, where given, replace the flat ones
-    c.data.update({flat: sparse[old] for flat, old in LEGACY_INDEX_KEYS.items() if old in sparse})
+    legacy = {flat: sparse[old] for flat, old in LEGACY_INDEX_KEYS.items() if old in sparse}  # these win
+    c = Config({**c.data, **legacy}, c.text, c.source, start=c.start, wrapper=c.wrapper, towers=c.towers)
     heads = c.int("num_attention_heads")
     head_dim = c.int("head_dim")
     full = {"kind": "mha", "n_heads": heads, "n_kv_heads": c.int("num_key_value_heads", heads), "head_dim": head_dim,
