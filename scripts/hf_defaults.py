@@ -30,6 +30,9 @@ OUT = ROOT / "tests" / "hf_defaults"
 
 # Defaults transformers cannot build (a key left None that its own modelling code uses as a number), each
 # given the value the class's own documentation or convention implies: the smallest change that builds.
+QSA = {"indexer_n_heads": 4, "indexer_kv_heads": 1, "indexer_head_dim": 128, "indexer_budget": 2048,
+       "indexer_compress_ratio": 4}
+ROPE = {"rope_theta": 10000.0, "rope_type": "default", "partial_rotary_factor": 0.25}
 REPAIRS = {
     # DeepseekV2Config.num_experts_per_tok defaults to None, which torch.topk cannot take: DeepSeek-V2's 6
     "deepseek_v2": {"num_experts_per_tok": 6},
@@ -43,6 +46,14 @@ REPAIRS = {
     "ministral": {"head_dim": 128},
     # num_key_value_heads None: one KV head per query head, as the class documents (48 heads)
     "nemotron": {"num_key_value_heads": 48},
+    # The QSA indexer's sizes default to None, which Qwen4ExpTextQSAIndexer divides: the released Qwen4-Exp's
+    # (4 index heads of 128, the one key head the class requires, a budget of 2048 tokens in blocks of 4), with
+    # its rotary fraction 0.25 (Qwen3_5MoeTextConfig's default, which Qwen4ExpTextConfig.__post_init__ skips), as
+    # the class's validation requires rotary features to fit the index head
+    "qwen4_exp_text": {**QSA, "rope_parameters": ROPE},
+    "qwen4_exp": {"text_config": {**QSA, "rope_parameters": ROPE}},
+    # is_decoder defaults to False, which ReformerModelWithLMHead refuses: the causal LM is the decoder
+    "reformer": {"is_decoder": True},
 }
 
 
@@ -61,7 +72,8 @@ def config_text(model_type: str) -> str:
         data = AutoConfig.for_model(model_type).to_dict()
     except Exception:  # noqa: BLE001 — the class refuses its own defaults: recorded as refused by the truth
         data = {"model_type": model_type}
-    data.update(REPAIRS.get(model_type, {}))
+    for key, value in REPAIRS.get(model_type, {}).items():  # a nested part (a text_config) repaired key by key
+        data[key] = {**data[key], **value} if isinstance(value, dict) and isinstance(data.get(key), dict) else value
     data.pop("transformers_version", None)
     return json.dumps(data, indent=1, sort_keys=True, default=str) + "\n"
 

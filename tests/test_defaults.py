@@ -16,7 +16,6 @@ import pytest
 
 from ffncalc.analysis import hfcheck
 from ffncalc.analysis.count import tally
-from ffncalc.errors import InputError
 from ffncalc.sources import hf
 from ffncalc.sources.hf import coverage
 
@@ -25,7 +24,7 @@ CONFIGS, TRUTH = HERE / "hf_defaults" / "configs", HERE / "hf_defaults" / "truth
 TEXT_TYPES = [t for t in coverage.CAUSAL_LM_TYPES if t not in coverage.NOT_TEXT_DECODERS]
 RECORDS = {t: json.loads((TRUTH / f"{t}.json").read_text()) for t in TEXT_TYPES if (TRUTH / f"{t}.json").is_file()}
 SUPPORTED = sorted(t for t in TEXT_TYPES if t not in coverage.NOT_YET)
-BUILT = [t for t in SUPPORTED if "refused" not in RECORDS.get(t, {}) and t not in coverage.NOT_YET_AT_DEFAULTS]
+BUILT = [t for t in SUPPORTED if "refused" not in RECORDS.get(t, {})]
 
 
 def test_every_text_type_is_recorded_with_one_version():
@@ -59,11 +58,3 @@ def test_every_component_at_defaults_equals_transformers(model_type):
     assert report.ok, report.failures
     assert not any(ch.component.startswith("(unmatched)") for ch in report.checks)
 
-
-@pytest.mark.parametrize("model_type", sorted(coverage.NOT_YET_AT_DEFAULTS))
-def test_defaults_using_a_part_not_counted_yet_are_refused_naming_it(model_type):
-    """A supported type whose defaults need a part ffncalc does not count is refused with one line naming
-    the key, never counted wrong; when the part is counted, it moves to the exact comparisons above."""
-    assert "refused" not in RECORDS[model_type] and model_type in SUPPORTED
-    with pytest.raises(InputError, match=r"\.json:\d+: \w+: "):
-        hf.load(CONFIGS / f"{model_type}.json")

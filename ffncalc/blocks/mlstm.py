@@ -29,7 +29,7 @@ Decoding one token is the recurrence: its state is per sequence (``state_element
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import cache
 
 from ..model.schema import Positive, SpecError

@@ -17,7 +17,7 @@ num_key_value_heads · num_experts_per_tok), and the experts' projections run k 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import cache
 
 from ..model.schema import Positive, SpecError

@@ -15,7 +15,6 @@ from functools import cache
 from typing import Annotated, Any, Literal, Union, get_args, get_origin, get_type_hints
 
 
-
 @dataclasses.dataclass(frozen=True)
 class Bound:
     """A number's bounds: above ``low`` (or from it, ``strict`` false) and at most ``high``. Plain data, so

@@ -116,7 +116,8 @@ def to_plain(doc: Document, width: int) -> str:
 
 def _row(block: Block, cells: list[str], bar: str, bottom: bool = False) -> list[str]:
     """One table row as printed lines: each cell wrapped to its column's width, justified left or right, with a
-    space of padding each side (none at the table's edges), the cells' lines side by side, top-aligned (a header's: bottom-aligned, as rich's)."""
+    space of padding each side (none at the table's edges), the cells' lines side by side, top-aligned (a
+    header's bottom-aligned, as rich's)."""
     from rich.cells import cell_len
 
     last = len(block.widths) - 1

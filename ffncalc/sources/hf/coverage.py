@@ -57,58 +57,42 @@ NOT_TEXT_DECODERS = {
 
 # Decoder-only text models no family reads yet, each with what it needs.
 NOT_YET = {
-    "afmoe": "AFMoE's mixture layout (shared experts, dense first layers) and its attention",
-    "axk1": "MLA with routed and shared experts set per layer by mlp_layer_types",
-    "axk2": "MLA with per-layer attention types and a gated norm, experts set by mlp_layer_types",
-    "bailing_hybrid": "linear attention (KDA) with short convolutions interleaved with MLA, grouped experts",
-    "beam": "sliding-window layers and experts set per layer by mlp_layer_types",
-    "blt": "byte-level patches: local encoder and decoder around a global transformer",
-    "cohere2_moe": "Cohere2's sliding-window pattern with a shared-expert mixture and dense prefix layers",
-    "cpmant": "CPM-Ant's segment and position embeddings",
-    "deepseek_v4": "low-rank query and output projections, per-layer attention types and experts",
-    "diffllama": "differential attention (two softmax maps, learned lambdas)",
-    "doge": "dynamic-mask attention and its cross-domain mixture of experts",
-    "dots3_note": "its language model (dots3_note_text) is not read yet",
-    "dots3_note_text": "MLA with sliding-window layers and experts set by mlp_layer_types",
-    "ernie4_5_moe": "ERNIE 4.5's mixture (moe_layer_start_index and interval, shared experts, learned correction bias)",
-    "exaone_moe": "EXAONE's sliding-window pattern with a shared-expert mixture by mlp_layer_types",
-    "falcon_h1": "Falcon-H1's parallel Mamba-2 and attention in every layer, with µP multipliers",
-    "flint": "sliding-window layers with a shared-expert mixture",
-    "gemma3n": "its language model (gemma3n_text) is not read yet",
-    "gemma3n_text": "per-layer embeddings, AltUp, LAuReL and KV sharing across the last layers",
+    "axk2": ("a low-rank sigmoid-gated RMSNorm (fc1/fc2 of gated_norm_rank) before attention and before sparse MLPs "
+             "only, and one projection of the normed and raw query latents to queries and per-feature output gates "
+             "(q_gate_proj)"),
+    "blt": ("byte-level patches: a patcher (a small transformer of its own), hashed n-gram embeddings, a local encoder and decoder "
+            "with cross-attention around a global transformer of another width over data-dependent patches"),
+    "cpmant": ("model-level parts: prompt_types × prompt_length more embedding rows than the head's vocabulary, segment embeddings, a"
+               " shared table of segment and bucketed relative-position biases, and prompt_length prompt tokens prepended to every "
+               "sequence"),
+    "deepseek_v4": ("compressed sparse attention (compressors with position biases and gated KV, a compressed indexer), "
+                    "grouped low-rank output projections (o_a, o_b), attention sinks, hyper-connections (attn_hc, ffn_hc, "
+                    "hc_head) and hash-routed experts"),
     "gemma4_assistant": "a draft model attached to a Gemma 4 checkpoint",
-    "gemma4_unified": "its language model (gemma4_unified_text) is not read yet",
     "gemma4_unified_assistant": "a draft model attached to a Gemma 4 checkpoint",
-    "gemma4_unified_text": "Gemma 4's layout with KV shared across the last layers",
-    "granitemoe_swa": "sliding-window layers on Granite MoE with a shared expert",
-    "granitemoeshared": "Granite MoE with a shared expert",
-    "hrm_text": "the hierarchical reasoning model's recurrent high- and low-level modules",
-    "hunyuan_v1_moe": "Hunyuan's mixture with shared experts and cross-layer attention",
-    "hy_v3": "a mixture with shared experts set by mlp_layer_types",
-    "hy_v4": "MLA with per-layer attention types and experts set by mlp_layer_types",
-    "inkling2_text": "convolutions, sliding windows and attention-residual blocks with routed experts",
-    "inkling_text": "convolutions, sliding windows and routed and shared experts with an expert sink",
-    "jetmoe": "mixtures of attention heads and of MLP experts",
-    "kolibri1": "sliding-window layers with a shared-expert mixture",
-    "laguna": "heads stated per layer, a per-head gate, experts by mlp_layer_types with a learned bias",
-    "lfm3": "LFM's short convolutions with gated attention and sliding windows",
-    "longcat_flash": "MLA with zero-computation experts and two attention blocks per layer",
-    "mellum": "sliding-window layers, experts by mlp_layer_types, multi-token-prediction layers",
-    "minicpm3": "MLA on MiniCPM's layout with its scaling multipliers",
-    "minimax": "lightning (linear) attention interleaved with softmax attention, experts on every layer",
-    "minimax_m3_vl_text": "block-sparse indexed attention with experts by mlp_layer_types",
+    "hrm_text": "two weight-shared stacks run H_cycles·(L_cycles + 1) times: layers that reuse another layer's "
+                "parameters (counted once, their FLOPs per run)",
+    "hy_v4": ("hyper-connections (attn_hc, ffn_hc, hc_head over hc_mult residual streams), and attention sinks and a "
+              "per-feature output gate on MLA"),
+    "inkling2_text": ("block attention residuals (learned queries mixing earlier blocks' outputs: attention_input, mlp_input, "
+                      "final_input), input-conditioned short convolutions on keys and values, an output gate, sink projections and L2"
+                      " clipping, soft-capped SwiGLU experts"),
+    "inkling_text": ("attention with short convolutions on keys and values, a hidden-state-conditioned relative-position bias "
+                     "(r_proj, rel_logits_proj) and log-scaled queries; short convolutions around each sublayer; a router over routed"
+                     " and shared experts with a learned global scale"),
+    "longcat_flash": ("two attention blocks and two dense MLPs per transformers layer with a shortcut mixture beside the "
+                      "first MLP, and zero-computation (identity) experts among the router's choices"),
     "modernbert-decoder": "a first layer without its attention norm, and a prediction head (dense, activation, LayerNorm) "
                           "before the biased decoder",
-    "olmo_hybrid": "Gated DeltaNet interleaved with attention on OLMo's layout",
     "qwen4_exp": "its language model (qwen4_exp_text) is not read yet",
-    "qwen4_exp_text": "linear attention with output gates, per-layer-embedding convolutions and experts",
-    "recurrent_gemma": "Griffin's RG-LRU recurrent blocks with local attention",
-    "reformer": "LSH and local attention with reversible layers and axial positions",
-    "xlstm": "xLSTM's mLSTM blocks",
-    "youtu": "MLA on Youtu's layout",
+    "qwen4_exp_text": ("hyper-connections (hc_count residual streams, a gated low-rank mixer before each sublayer and at the end in "
+                       "place of the norms), the QSA indexer over mean-pooled key blocks, and per-layer hashed n-gram embeddings "
+                       "(PLE) with a dilated convolution"),
+    "reformer": ("LSH and local attention (shared query-key projection, bucketed chunks), reversible residual streams, axial position"
+                 " embeddings"),
     "zamba": "Mamba layers with one attention block shared across the stack",
     "zamba2": "Mamba-2 layers with shared attention blocks and their LoRA adapters",
-    "zaya": "sliding-window layers with a mixture of experts",
+    "zaya": "convolutional attention (CCA: convolved q and k, a delayed half of v), residual scaling, an MLP router",
 }
 
 # Decoder-only text types whose configuration class's defaults transformers itself cannot build (the test of
@@ -119,16 +103,8 @@ REFUSED_AT_DEFAULTS = {
     "gemma4_assistant": "its own validation rejects the default hidden_size_per_layer_input of 256",
     "gemma4_unified_assistant": "the default layer types sharing a KV cache differ from those producing one",
     "lfm2_moe": "layer_types defaults to None, which every decoder layer indexes",
-    "qwen4_exp": "the indexer's sizes (indexer_n_heads, indexer_budget, …) default to None",
-    "qwen4_exp_text": "the indexer's sizes (indexer_n_heads, indexer_budget, …) default to None",
-    "reformer": "the default is_decoder=False, which ReformerModelWithLMHead refuses",
 }
 
-# Supported types whose defaults use a part ffncalc does not count yet (their public configs do not): what.
-NOT_YET_AT_DEFAULTS = {
-    "gemma4": "per-layer embeddings (hidden_size_per_layer_input 256 by default, as the E2B and E4B models)",
-    "gemma4_text": "per-layer embeddings (hidden_size_per_layer_input 256 by default, as the E2B and E4B models)",
-}
 
 # The Hugging Face repositories whose config.json each supported model_type is proven on (tests/hf_configs/,
 # sources in tests/hf_configs.sources.json; tests/test_model_types.py keeps this list equal to that folder).
@@ -159,6 +135,8 @@ PROVEN_ON = {
     'gemma2': ('google/gemma-2-9b',),
     'gemma3': ('google/gemma-3-27b-it',),
     'gemma3_text': ('google/gemma-3-27b-it',),
+    'gemma4_unified': ('google/gemma-4-12B',),
+    'gemma4_unified_text': ('google/gemma-4-12B',),
     'gemma4': ('google/gemma-4-26B-A4B', 'nvidia/Gemma-4-31B-IT-NVFP4'),
     'gemma4_text': ('google/gemma-4-26B-A4B', 'nvidia/Gemma-4-31B-IT-NVFP4'),
     'glm': ('THUDM/glm-4-9b-chat',),
@@ -218,6 +196,7 @@ PROVEN_ON = {
     'qwen3_5_text': ('Qwen/Qwen3.5-27B',),
     'qwen3_moe': ('Qwen/Qwen3-30B-A3B',),
     'qwen3_next': ('Qwen/Qwen3-Next-80B-A3B-Thinking',),
+    'recurrent_gemma': ('google/recurrentgemma-2b',),
     'rwkv': ('RWKV/rwkv-4-430m-pile',),
     'seed_oss': ('darkc0de/4.3test2',),
     'smollm3': ('HuggingFaceTB/SmolLM3-3B',),
@@ -253,7 +232,7 @@ def model_types() -> list[dict]:
             proven = f"as {twin}: " + ", ".join(PROVEN_ON[twin])
         defaults = ("" if model_type not in CAUSAL_LM_TYPES else
                     f"refused by transformers: {REFUSED_AT_DEFAULTS[model_type]}" if model_type in REFUSED_AT_DEFAULTS else
-                    f"not yet: {NOT_YET_AT_DEFAULTS[model_type]}" if model_type in NOT_YET_AT_DEFAULTS else "exact")
+                    "exact")
         records.append({"model_type": model_type, "status": "supported", "family": reads,
                         "detail": proven or "no public config found", "defaults": defaults})
     return records

@@ -25,7 +25,6 @@ def afmoe(c: Config) -> dict:
     choice adds expert_bias, a parameter (not trained, counted); SwiGLU experts of moe_intermediate_size (default
     1408) and one shared AfmoeMLP of moe_intermediate_size × num_shared_experts (default 2), stated as that many
     shared experts. mup_enabled scales the embeddings' output only: no parameter."""
-    n = c.int("num_hidden_layers")
     bias = c.bool("attention_bias", False)
     full = {**attention(c, head_dim=128, qkv_bias=bias, o_bias=bias, qk_norm="head"),
             "softplus_gate": "element", "gate_activation": "sigmoid"}

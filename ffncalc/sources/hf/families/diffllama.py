@@ -17,5 +17,5 @@ def diffllama(c: Config) -> dict:
     sublayer and at the end; untied unless tie_word_embeddings."""
     bias = c.bool("attention_bias", False)
     attn = attention(c, qkv_bias=bias, o_bias=bias)
-    return {**common(c, tie=False), "attention": {"kind": "diff_attention", **attn}, "ffn": gated(c, width=c.int("intermediate_size", 8192)),
-            "norm": rms()}
+    return {**common(c, tie=False), "attention": {"kind": "diff_attention", **attn},
+            "ffn": gated(c, width=c.int("intermediate_size", 8192)), "norm": rms()}

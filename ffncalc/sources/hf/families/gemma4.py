@@ -11,7 +11,8 @@ GEMMA4_TEXT = {"vocab_size": 262_144, "hidden_size": 2304, "intermediate_size": 
                "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256,
                "hidden_activation": "gelu_pytorch_tanh", "max_position_embeddings": 131_072,
                "tie_word_embeddings": True, "attention_bias": False, "sliding_window": 512,
-               "hidden_size_per_layer_input": 256, "vocab_size_per_layer_input": 262_144, "attention_k_eq_v": False, "num_kv_shared_layers": 0,
+               "hidden_size_per_layer_input": 256, "vocab_size_per_layer_input": 262_144,
+               "attention_k_eq_v": False, "num_kv_shared_layers": 0,
                "enable_moe_block": False, "use_double_wide_mlp": False}
 
 # Per-layer inputs (model/extras.py PerLayerInputs), as Gemma 3n and Gemma 4 name them.
