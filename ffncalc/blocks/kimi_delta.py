@@ -277,15 +277,20 @@ def _module():
             u, w = x.split([dv, dk], dim=-1)
             last = gamma[..., -1:, :]  # (B, H, n, 1, d_k)
             k_out = k * torch.exp(last - gamma)  # keys decayed to the chunk's end, channel by channel
-            state = v.new_zeros(b_, h, dk, dv)
-            states, fresh = [], []
-            for c in range(n):  # the states between chunks, one after the other
-                states.append(state)
-                v_new = u[:, :, c] - self.state_correct(w[:, :, c], state)  # (B, H, L, d_v)
-                fresh.append(v_new)
-                state = state * torch.exp(last[:, :, c]).transpose(-2, -1) + \
-                    self.state_write(k_out[:, :, c].transpose(-2, -1), v_new)
-            states, v_new = torch.stack(states, dim=2), torch.stack(fresh, dim=2)  # (B, H, n, d_k, d_v), (B, H, n, L, d_v)
+            if v.is_meta:  # no values to carry: the loop's products, each batched over the chunks (the same FLOPs)
+                states = v.new_zeros(b_, h, n, dk, dv)
+                v_new = u - self.state_correct(w, states)
+                self.state_write(k_out.transpose(-2, -1), v_new)
+            else:
+                state = v.new_zeros(b_, h, dk, dv)
+                states, fresh = [], []
+                for c in range(n):  # the states between chunks, one after the other
+                    states.append(state)
+                    v_new = u[:, :, c] - self.state_correct(w[:, :, c], state)  # (B, H, L, d_v)
+                    fresh.append(v_new)
+                    state = state * torch.exp(last[:, :, c]).transpose(-2, -1) + \
+                        self.state_write(k_out[:, :, c].transpose(-2, -1), v_new)
+                states, v_new = torch.stack(states, dim=2), torch.stack(fresh, dim=2)  # (B, H, n, d_k, d_v), (B, H, n, L, d_v)
             inter = self.state_read(q_grow, states)  # (B, H, n, L, d_v)
             intra = lower_apply(self.values, attn, v_new, block) if self.causal else self.values(attn, v_new)
             return (inter + intra).reshape(b_, h, s, dv).transpose(1, 2)

@@ -163,13 +163,18 @@ def _module():
             else:
                 scores = self.scores(q, k.transpose(-2, -1))  # (B, h, n, L, L): the full square
                 intra = self.values(scores * mask[None, :, None], v)
-            state = x.new_zeros(b, h, hd, hd)
-            outs = []
-            for c in range(n):  # the state between blocks, one after the other
-                outs.append(intra[:, :, c] + self.state_read(q[:, :, c] * q_decay[:, :, 0], state))
-                state = state * torch.exp(-slope * length)[None, :, :, None] + \
-                    self.state_write((k[:, :, c] * k_decay[:, :, 0]).transpose(-2, -1), v[:, :, c])
-            o = torch.stack(outs, dim=2).reshape(b, h, s, hd).transpose(1, 2).reshape(b, s, h * hd)
+            if x.is_meta:  # no values to carry: the loop's products, each batched over the blocks (the same FLOPs)
+                outs = intra + self.state_read(q * q_decay, x.new_zeros(b, h, n, hd, hd))
+                self.state_write((k * k_decay).transpose(-2, -1), v)
+            else:
+                state = x.new_zeros(b, h, hd, hd)
+                outs = []
+                for c in range(n):  # the state between blocks, one after the other
+                    outs.append(intra[:, :, c] + self.state_read(q[:, :, c] * q_decay[:, :, 0], state))
+                    state = state * torch.exp(-slope * length)[None, :, :, None] + \
+                        self.state_write((k[:, :, c] * k_decay[:, :, 0]).transpose(-2, -1), v[:, :, c])
+                outs = torch.stack(outs, dim=2)
+            o = outs.reshape(b, h, s, hd).transpose(1, 2).reshape(b, s, h * hd)
             return self.out(torch.sigmoid(self.output_gate(x)) * self.norm(o))
 
     return Lightning

@@ -200,18 +200,26 @@ def _module():
             decay_in = torch.exp(cum)[..., None]  # the decay from the chunk's start to each token
             last = cum[..., -1:]
             key_w = torch.exp((last - cum + i).clamp(max=30.0))[..., None]  # each key's weight at the chunk's end
-            c_state, n_state = x.new_zeros(b, h, dqk, dv), x.new_zeros(b, h, dqk, 1)
-            outs = []
-            for c in range(n):  # the states between chunks, one after the other
-                qc = q[:, :, c] * decay_in[:, :, c] * scale
-                num = intra[:, :, c] + self.state_read(qc, c_state)
-                den = self.normalizer_read(qc, n_state) + m[:, :, c].sum(-1, keepdim=True)
-                outs.append(num / torch.maximum(den.abs(), torch.ones_like(den)))
-                kc = k[:, :, c] * key_w[:, :, c]
-                g = torch.exp(last[:, :, c])[..., None]
-                c_state = g * c_state + self.state_write(kc.transpose(-2, -1), v[:, :, c])
-                n_state = g * n_state + kc.sum(-2)[..., None]
-            hs = torch.stack(outs, dim=2).reshape(b, h, s, dv).transpose(1, 2)  # (B, s, h, d_v)
+            if x.is_meta:  # no values to carry: the loop's products, each batched over the chunks (the same FLOPs)
+                qc = q * decay_in * scale
+                num = intra + self.state_read(qc, x.new_zeros(b, h, n, dqk, dv))
+                den = self.normalizer_read(qc, x.new_zeros(b, h, n, dqk, 1)) + m.sum(-1, keepdim=True)
+                outs = num / torch.maximum(den.abs(), torch.ones_like(den))
+                self.state_write((k * key_w).transpose(-2, -1), v)
+            else:
+                c_state, n_state = x.new_zeros(b, h, dqk, dv), x.new_zeros(b, h, dqk, 1)
+                outs = []
+                for c in range(n):  # the states between chunks, one after the other
+                    qc = q[:, :, c] * decay_in[:, :, c] * scale
+                    num = intra[:, :, c] + self.state_read(qc, c_state)
+                    den = self.normalizer_read(qc, n_state) + m[:, :, c].sum(-1, keepdim=True)
+                    outs.append(num / torch.maximum(den.abs(), torch.ones_like(den)))
+                    kc = k[:, :, c] * key_w[:, :, c]
+                    g = torch.exp(last[:, :, c])[..., None]
+                    c_state = g * c_state + self.state_write(kc.transpose(-2, -1), v[:, :, c])
+                    n_state = g * n_state + kc.sum(-2)[..., None]
+                outs = torch.stack(outs, dim=2)
+            hs = outs.reshape(b, h, s, dv).transpose(1, 2)  # (B, s, h, d_v)
             return self.out_proj(torch.sigmoid(self.ogate_preact(x)) * self.multihead_norm(hs))
 
     return MLSTMLayer
