@@ -48,8 +48,9 @@ def terms(model: Model, seq_len: int) -> list[Term]:
         e.op("residual", run.n * RESIDUAL_ADDS * d)
         out += e.out
     fin = Emitter("final")
-    if model.altup is not None:  # the streams back into one
-        model.altup.model_terms(fin, model)
+    for extra in (model.altup, model.hyper):  # the streams back into one
+        if extra is not None:
+            extra.model_terms(fin, model)
     if model.norm.final:
         fin.norm("final_norm", model.norm, d, 1)
     head = Emitter("head")

@@ -25,7 +25,7 @@ from functools import cache
 
 from ..model.schema import Positive, SpecError
 from ..model.spec import Norm
-from ..model.terms import ACTIVATION_OPS, ROTARY_OPS
+from ..model.terms import ACTIVATION_OPS, ROTARY_OPS, SOFTMAX_OPS
 from . import Block, register
 from .attention import attention_core, softmax_score_bytes
 
@@ -63,6 +63,11 @@ class LatentAttention(Block):
     # constant factors on the normed query and key-value latents, one product per element (dots.llm3's
     # q_lora_scale and kv_lora_scale)
     latent_scale: bool = False
+    # a learned logit per head that joins every softmax and takes no value (HY-V4's sinks, as gpt-oss's)
+    sinks: bool = False
+    # a bias-free projection d_model -> n_heads·v_head_dim whose sigmoid scales each output feature before o
+    # (HY-V4's gate_proj)
+    feature_gate: bool = False
 
     @property
     def kv_heads(self) -> int:
@@ -108,6 +113,10 @@ class LatentAttention(Block):
             text += f", window {self.window:,}"
         if self.head_gate:
             text += ", gated heads"
+        if self.feature_gate:
+            text += ", gated output"
+        if self.sinks:
+            text += ", sinks"
         return text
 
     def facts(self) -> dict[str, object]:
@@ -136,6 +145,11 @@ class LatentAttention(Block):
         if self.head_gate:  # sigmoid(g) per head, then a multiply per output element
             e.linear("attn.g", d, h, False, n)
             e.op("attn.g_scale", n * (ACTIVATION_OPS["sigmoid"] * h + h * self.v_head_dim))
+        if self.feature_gate:  # sigmoid(gate x) ⊙ the heads' output
+            e.linear("attn.gate", d, h * self.v_head_dim, False, n)
+            e.op("attn.gate_scale", n * (ACTIVATION_OPS["sigmoid"] + 1) * h * self.v_head_dim)
+        if self.sinks:  # one more logit in each head's softmax
+            e.term("attn.sinks", "bias", (h,), n, elementwise=n * h * SOFTMAX_OPS)
         # With the indexer, the attention below is the executed-dense view, which verify checks: every key is
         # scored and the top-k selection is a mask (transformers' eager and SDPA paths). The useful-FLOPs view
         # attends to min(index_topk, i + 1) keys for the query at i (a sparse kernel such as FlashMLA's): the
@@ -175,6 +189,8 @@ class LatentAttention(Block):
         fixed = query + d * (rank + rope) + h * nope * rank + h * rank * v + h * v * d
         if self.head_gate:
             fixed += d * h
+        if self.feature_gate:
+            fixed += d * h * v
         per_key = [(2 * (h * (rank + rope) + h * rank), self.index_topk if self.indexed else self.window)]
         if self.indexed:
             hi, di = self.index_n_heads, self.index_head_dim
@@ -201,6 +217,7 @@ class LatentAttention(Block):
         latent = (self.kv_lora_rank + self.qk_rope_head_dim) + self.kv_lora_rank
         latent += self.qk_rope_head_dim if self.rope_key_norm else 0  # the normed rotary key
         gate = h + h * self.v_head_dim if self.head_gate else 0  # the gate's projection and the ungated output
+        gate += 2 * h * self.v_head_dim if self.feature_gate else 0
         return model.d_model + q_latent + latent + 2 * h * self.qk_head_dim + 2 * h * self.v_head_dim + gate
 
     def score_bytes(self, model, seq_len: int, flash: bool = False) -> int:
@@ -261,15 +278,16 @@ def attend_selected(layer, q, k, v, keep):
     from ._torch import alibi_bias, causal_attention, softmax
 
     b, heads, s, _ = q.shape
+    sinks = getattr(layer, "sinks", None)
     q = q * (1.0 / math.sqrt(q.shape[-1]))
     bias = alibi_bias(heads, s, q.device, q.dtype) if layer.positions == "alibi" else None
     if not layer.causal:
         mask = q.new_full((b, s, s), float("-inf")).scatter(-1, keep, 0.0).unsqueeze(1)  # (B, 1, s, s)
         bias = mask if bias is None else mask + bias
-        return layer.values(softmax(layer.scores(q, k.transpose(-2, -1)) + bias), v)
+        return layer.values(softmax(layer.scores(q, k.transpose(-2, -1)) + bias, sinks), v)
     top = keep.shape[-1]
     head = causal_attention(q[..., :top, :], k[..., :top, :], v[..., :top, :], layer.scores, layer.values,
-                            None if bias is None else bias[..., :top, :top])
+                            None if bias is None else bias[..., :top, :top], sinks=sinks)
     rows = keep[:, top:, :]  # (B, s − topk, topk): the keys each later query kept
     index = rows[:, None, :, :, None]  # broadcast over heads and features
     ks = k.unsqueeze(2).expand(b, heads, s - top, s, k.shape[-1]).gather(
@@ -280,7 +298,7 @@ def attend_selected(layer, q, k, v, keep):
     if bias is not None:
         full = bias[..., top:, :].expand(b, heads, s - top, s)  # ALiBi's (H, s, s) over the batch
         scores = scores + full.gather(-1, rows[:, None].expand(b, heads, s - top, top))
-    tail = layer.values(softmax(scores).unsqueeze(-2), vs).squeeze(-2)  # (B, H, n, v_dim)
+    tail = layer.values(softmax(scores, sinks).unsqueeze(-2), vs).squeeze(-2)  # (B, H, n, v_dim)
     return torch.cat([head, tail], dim=-2)
 
 
@@ -347,6 +365,10 @@ def _module():
                 self.k_rope_norm = make_norm(model.norm, self.rope)
             if spec.head_gate:
                 self.g = Linear(d, h, bias=False)
+            if spec.feature_gate:
+                self.gate = Linear(d, h * spec.v_head_dim, bias=False)
+            if spec.sinks:
+                self.sinks = nn.Parameter(torch.zeros(h))
             if spec.indexed:
                 self.indexer = Indexer(spec, model, causal)
             self.scores = MatMul()
@@ -384,6 +406,8 @@ def _module():
                 out = attend_selected(self, q, k, v, keep)
             if hasattr(self, "g"):  # (B, H, s, v_dim) scaled per head by sigmoid(g x)
                 out = out * torch.sigmoid(self.g(x)).transpose(1, 2).unsqueeze(-1)
+            if hasattr(self, "gate"):  # (B, H, s, v_dim) scaled feature by feature
+                out = out * torch.sigmoid(self.gate(x)).view(b, s, self.heads, self.v_dim).transpose(1, 2)
             return self.o(out.transpose(1, 2).reshape(b, s, self.heads * self.v_dim))
 
     return MultiHeadLatentAttention

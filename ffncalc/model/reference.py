@@ -35,11 +35,18 @@ class LayerModule(nn.Module):
                 setattr(self, name, getattr(model, name).layer_module(model))
         if model.per_layer_inputs is not None:
             self.ple = model.per_layer_inputs.layer_module(model)
+        if model.hyper is not None:
+            self.hc = model.hyper.layer_module(model)
 
     def forward(self, x: torch.Tensor, vector: torch.Tensor | None = None) -> torch.Tensor:
         """The layer; with AltUp, ``x`` is the streams (n, B, s, d), the layer running on the first one's
         prediction; with per-layer inputs, ``vector`` is the layer's (B, s, p), its output added after the layer
         (with AltUp, to every stream but the first)."""
+        if hasattr(self, "hc"):  # streams (B, s, k, d): each sublayer reads and writes them through its own
+            mixer, ffn = (getattr(self, name) for name in self.names)
+            split = (len(self.norms) + 1) // 2
+            x = self.hc.attn(x, lambda h: _wrapped(mixer, self.norms[:split], h, False))
+            return self.hc.ffn(x, lambda h: _wrapped(ffn, self.norms[split:], h, False))
         if not hasattr(self, "altup"):
             x = self._layer(x)
             return x + self.ple(x, vector) if hasattr(self, "ple") else x
@@ -123,6 +130,8 @@ class Transformer(nn.Module):
             self.ple = spec.per_layer_inputs.model_module(spec)
         if spec.altup is not None:
             self.altup = spec.altup.model_module(spec)
+        if spec.hyper is not None:
+            self.hc = spec.hyper.model_module(spec)
 
     def forward(self, tokens: torch.Tensor, only: list[int] | None = None) -> torch.Tensor:
         """Logits for ``tokens`` (B, s); ``only`` runs just those modules of ``layers``, in that order
@@ -136,12 +145,14 @@ class Transformer(nn.Module):
         if hasattr(self, "embed_norm"):
             x = self.embed_norm(x)
         vectors = self.ple(tokens, x) if hasattr(self, "ple") else None  # (B, s, L, p)
-        if hasattr(self, "altup"):
-            x = self.altup.expand(x)
+        for extra in ("altup", "hc"):
+            if hasattr(self, extra):
+                x = getattr(self, extra).expand(x)
         for k, i in enumerate(self.index if only is None else only):
             x = self.layers[i](x, None if vectors is None else vectors[..., k, :])
-        if hasattr(self, "altup"):
-            x = self.altup.collapse(x)
+        for extra in ("altup", "hc"):
+            if hasattr(self, extra):
+                x = getattr(self, extra).collapse(x)
         if hasattr(self, "final_norm"):
             x = self.final_norm(x)
         return self.lm_head(x)

@@ -9,7 +9,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Annotated, Literal
 
-from .extras import AltUp, Laurel, PerLayerInputs
+from .extras import AltUp, HyperConnections, Laurel, PerLayerInputs
 from .schema import NonNegative, Positive, PositiveFloat, Slot, SpecError
 
 Mixer = Annotated[object, Slot("attention", default="mha")]  # the block that mixes tokens
@@ -130,6 +130,8 @@ class ModelSpec:
     per_layer_inputs: PerLayerInputs | None = None
     altup: AltUp | None = None
     laurel: Laurel | None = None
+    # the residual as several streams, mixed before each sublayer and at the end (DeepSeek-V4, HY-V4, Qwen4-Exp)
+    hyper: HyperConnections | None = None
 
     def __post_init__(self) -> None:
         if self.layers is not None:
@@ -145,6 +147,8 @@ class ModelSpec:
             raise SpecError(("parallel",), "parallel sublayers take one shared norm or one pre-norm each")
         if self.laurel and (self.parallel or self.norm.placement != "pre" or not self.norm.per_layer):
             raise SpecError(("laurel",), "LAuReL reads the layer's first norm's output: sequential pre-norm layers")
+        if self.hyper and (self.parallel or self.norm.placement != "pre" or self.altup or self.laurel):
+            raise SpecError(("hyper",), "hyper-connections wrap sequential pre-norm sublayers, without AltUp or LAuReL")
 
     def _blocks(self):
         yield ("attention",), self.attention

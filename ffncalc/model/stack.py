@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Iterator
 
-from .extras import AltUp, Laurel, PerLayerInputs
+from .extras import AltUp, HyperConnections, Laurel, PerLayerInputs
 from .spec import ModelSpec, Norm, Positions
 
 
@@ -65,10 +65,11 @@ class Model:
     per_layer_inputs: PerLayerInputs | None = None  # beside every layer's blocks (model/extras.py)
     altup: AltUp | None = None
     laurel: Laurel | None = None
+    hyper: HyperConnections | None = None
 
     def extras(self) -> tuple:
         """The parts beside every layer's blocks, in the order their terms and modules come."""
-        return tuple(x for x in (self.altup, self.laurel, self.per_layer_inputs) if x is not None)
+        return tuple(x for x in (self.altup, self.laurel, self.per_layer_inputs, self.hyper) if x is not None)
 
     @property
     def n_layers(self) -> int:
@@ -121,4 +122,4 @@ def resolve(spec: ModelSpec) -> Model:
     return Model(spec.name, spec.vocab_size, d, spec.context_length, spec.norm, spec.parallel, spec.positions,
                  spec.tie_embeddings, spec.lm_head_bias, spec.embedding_norm, tuple(layers), spec.position_offset,
                  mtp_layers=spec.mtp_layers, per_layer_inputs=spec.per_layer_inputs, altup=spec.altup,
-                 laurel=spec.laurel)
+                 laurel=spec.laurel, hyper=spec.hyper)
