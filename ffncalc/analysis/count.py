@@ -103,6 +103,7 @@ class Row:
     window: int | None = None  # core rows: the most keys a query meets
     chunk: int | None = None  # core rows: queries meet only the keys of their own chunk
     grows: bool = True  # core rows: a decode step's work grows with the context
+    select: str = ""  # core rows: keys an indexer picks by blocks (model/terms.py, attended_pairs)
 
 
 Number = int | Fraction  # FLOPs per token: an average over the sequence where a window makes it a fraction
@@ -121,9 +122,10 @@ def core_flops(t: Term, attention: str) -> Number:
     half: s²/2, as Kaplan et al. and Megatron-LM count the masked square; none: not counted.
     """
     heads, keys, head_dim = t.shape
+    causal = Fraction(2 * attended_pairs(keys, t.window, t.chunk, t.select), keys)
     pairs_x2 = {  # twice the keys an average query meets
-        "full": 2 * keys,
-        "causal": Fraction(2 * attended_pairs(keys, t.window, t.chunk), keys),
+        "full": causal if t.select == "blocks" else 2 * keys,  # pooled keys: only complete blocks exist to score
+        "causal": causal,
         "half": keys,
         "none": 0,
     }[attention]
@@ -159,7 +161,7 @@ def _row(t: Term, conv: Convention) -> Row:
         flops += 3 * t.scores  # Chinchilla: softmax 3·heads·s² per sequence, in its FLOP total
     return Row(t.name, t.role, t.part, t.layers, shape, count, params, active, matrices, flops, elementwise,
                tied=t.tied and not conv.untie, expert=t.expert, component=t.component, slot=t.slot, window=t.window,
-               chunk=t.chunk, grows=t.grows)
+               chunk=t.chunk, grows=t.grows, select=t.select)
 
 
 @dataclass(frozen=True)

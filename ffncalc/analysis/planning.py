@@ -301,12 +301,12 @@ def kv_bytes(spec: Model, tokens: int, kv_bits: int) -> int:
     return sum(b.cache_elements(spec) * b.cached_tokens(tokens) for b in spec.blocks()) * kv_bits // 8
 
 
-def keys_met(first: int, last: int, window: int | None, chunk: int | None = None) -> int:
+def keys_met(first: int, last: int, window: int | None, chunk: int | None = None, select: str = "") -> int:
     """Σ over query positions p = first..last (counting from 1) of the keys each meets: p, at most W, or
-    with chunks of C the keys of its own chunk up to itself, (p − 1) mod C + 1; with both, block-sparse
-    (count.attended_pairs)."""
-    if chunk is not None and window is not None:
-        return attended_pairs(last, window, chunk) - attended_pairs(first - 1, window, chunk)
+    with chunks of C the keys of its own chunk up to itself, (p − 1) mod C + 1; with both, block-sparse; keys an
+    indexer picks by blocks (select) as count.attended_pairs counts them."""
+    if select or (chunk is not None and window is not None):
+        return attended_pairs(last, window, chunk, select) - attended_pairs(first - 1, window, chunk, select)
     if chunk is not None:
         def upto(n: int) -> int:  # Σ_{p=1}^{n} ((p − 1) mod C + 1)
             q, r = divmod(n, chunk)
@@ -374,12 +374,12 @@ def infer(spec: Model, *, prompt: int, generate: int, batch: int = 1, dtype: str
     own = absorbed if decode == "absorbed" else []
     theirs = {span for span, *_ in own}
     rows = [r for r in one.rows if not (r.slot == "attention" and r.layers in theirs)]
-    cores = [(r.flops, r.window, r.chunk) for r in rows if r.role == "core" and r.grows]
+    cores = [(r.flops, r.window, r.chunk, r.select) for r in rows if r.role == "core" and r.grows]
     rest = sum(r.flops for r in rows) - sum(f for f, *_ in cores) + sum(a for _, a, _ in own)
-    cores += [(f, w, None) for _, _, per_key in own for f, w in per_key]
+    cores += [(f, w, None, "") for _, _, per_key in own for f, w in per_key]
 
     def attention(first: int, last: int) -> int:  # decode positions first..last, each against the keys it meets
-        return sum(f * keys_met(first, last, w, ch) for f, w, ch in cores)
+        return sum(f * keys_met(first, last, w, ch, sel) for f, w, ch, sel in cores)
 
     decode_first = rest + attention(prompt + 1, prompt + 1)  # the first generated token meets prompt + 1 keys
     decode_all = generate * rest + attention(prompt + 1, context)

@@ -57,6 +57,10 @@ class Term:
     # a linear-attention mixer's work exists in one form only: "chunked" (its chunked kernel's products) or
     # "recurrent" (the token-by-token recurrence); a convention counts the form it names (conventions.py)
     form: str = ""
+    # core terms whose keys an indexer picks by blocks of `chunk` (Qwen4-Exp's QSA): "budget", a query meets its
+    # visible keys up to `window` (the budget) of whole earlier blocks and the keys of its own incomplete block;
+    # "blocks", the index scores: a query meets one pooled key per complete block up to itself, in every view
+    select: str = ""
 
 
 @dataclass
@@ -101,14 +105,23 @@ class Emitter:
         self.term(name, "op", elementwise=elementwise, **kw)
 
 
-def attended_pairs(tokens: int, window: int | None = None, chunk: int | None = None) -> int:
+def attended_pairs(tokens: int, window: int | None = None, chunk: int | None = None, select: str = "") -> int:
     """Query-key pairs a causal kernel computes over ``tokens`` queries: query i (from 0) meets keys
     max(0, i − W + 1)..i, min(i + 1, W) of them. Without a window, the triangle T(T+1)/2; with W < T,
     the triangle over the first W queries and W for each of the other T − W: W(W+1)/2 + (T − W)·W.
     Chunked (Llama 4's attention_chunk_size C): query i meets the keys of its own chunk up to itself,
     (i mod C) + 1 of them: a triangle per chunk, q·C(C+1)/2 + r(r+1)/2 with T = q·C + r.
     Both (block-sparse attention that keeps a query's own block: MiniMax-M3's indexer, W = K·C for K blocks):
-    its own chunk up to itself and min(b·C, W − C) keys of whole earlier chunks, b = ⌊i / C⌋."""
+    its own chunk up to itself and min(b·C, W − C) keys of whole earlier chunks, b = ⌊i / C⌋.
+    select "budget" (Qwen4-Exp's QSA, W the budget of K·C keys): query p = i + 1 meets min(p, W + p mod C), which is
+    block-sparse's count for p + 1 (window W + C) less one; summed, attended_pairs(T + 1, W + C, C) − 1 − T.
+    select "blocks" (its index scores): query p meets ⌊p / C⌋ pooled keys; summed, C·q(q − 1)/2 + q·(m + 1) with
+    T = q·C + m."""
+    if select == "budget":
+        return attended_pairs(tokens + 1, window + chunk, chunk) - 1 - tokens
+    if select == "blocks":
+        q, m = divmod(tokens, chunk)
+        return chunk * q * (q - 1) // 2 + q * (m + 1)
     if chunk is not None and window is not None:
         q, r = divmod(tokens, chunk)
         most = max(window - chunk, 0) // chunk  # earlier chunks a query meets at most

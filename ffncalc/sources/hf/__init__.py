@@ -70,7 +70,8 @@ def read_config(ref: str | Path, as_family: str | None = None) -> Config:
 # text_config may leave model_type out (the wrapper's config class then builds this one).
 TEXT_TYPES = {"dots3_note": "dots3_note_text", "gemma3": "gemma3_text", "gemma3n": "gemma3n_text", "gemma4": "gemma4_text",
               "gemma4_unified": "gemma4_unified_text", "llama4": "llama4_text",
-              "mistral3": "mistral", "qwen3_5": "qwen3_5_text", "qwen3_5_moe": "qwen3_5_moe_text"}
+              "mistral3": "mistral", "qwen3_5": "qwen3_5_text", "qwen3_5_moe": "qwen3_5_moe_text",
+              "qwen4_exp": "qwen4_exp_text"}
 
 
 def language_model(c: Config) -> Config:
