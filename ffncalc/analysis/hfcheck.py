@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from ..model import Model
 from ..sources.hf import Config, family_of, to_spec
-from ..sources.hf.names import LAYER, fuse
+from ..sources.hf.names import LAYER, fuse, our_layer
 from ..sources.hf.names import component as hf_component
 from .count import tally
 
@@ -248,7 +248,10 @@ def _fixed_routing(module, args, kwargs):
 
     hidden, index, weights = args
     tokens, top_k = index.shape
-    fixed = torch.arange(tokens * top_k).remainder(module.num_experts).view(tokens, top_k)
+    # n_experts: the experts with weights (LongCat-Flash's LongcatFlashExperts: num_routed_experts, its identity
+    # experts beyond them never chosen, so every token's top_k experts compute)
+    experts = getattr(module, "num_routed_experts", None) or module.num_experts
+    fixed = torch.arange(tokens * top_k).remainder(experts).view(tokens, top_k)
     return (hidden, fixed, weights), kwargs
 
 
@@ -397,8 +400,12 @@ def check_flops(c: Config, measured: Measured, *, spec: Model | None = None) -> 
             if param:
                 name, layer = hf_component(param, family)
             else:
-                found = LAYER.search(module) or LAYER_ITSELF.search(module)  # the layer's own: AltUp's mix
-                name, layer = (CORE, int(found.group(1))) if found else (f"(unmatched) {module}", None)
+                found = LAYER.search(module)
+                if found:
+                    name, layer = CORE, our_layer(int(found.group(1)), found.group(2), family)
+                else:
+                    found = LAYER_ITSELF.search(module)  # the layer's own: AltUp's mix
+                    name, layer = (CORE, int(found.group(1))) if found else (f"(unmatched) {module}", None)
             key = (name, run_of.get(layer) if layer is not None else None)
             theirs[key] = theirs.get(key, 0) + flops
         ours: dict[tuple[str, tuple[int, int] | None], int] = {}

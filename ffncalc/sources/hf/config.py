@@ -243,6 +243,10 @@ class Family:
     read: Callable[[Config], dict]
     layer_modules: tuple[tuple[str, str], ...]
     top_modules: tuple[tuple[str, str], ...]
+    # (pattern, n) where each transformers layer holds n of ours (LongCat-Flash: two attention and two FFN sublayers
+    # in each LongcatFlashDecoderLayer): in transformers' layer i, a module whose path inside the layer matches
+    # ``pattern`` (group 1: its sublayer j) is in our layer n·i + j; any other module of layer i is in our layer n·i
+    sublayers: tuple[str, int] | None = None
 
     @property
     def title(self) -> str:
@@ -253,14 +257,15 @@ FAMILIES: dict[str, Family] = {}
 DUPLICATES: list[str] = []  # model_types two family modules both claim (a test requires none)
 
 
-def family(*model_types: str, layer_modules=(), top_modules=()):
-    """Decorator: ``read`` is the family for these model_types; its module names go before the common ones."""
+def family(*model_types: str, layer_modules=(), top_modules=(), sublayers: tuple[str, int] | None = None):
+    """Decorator: ``read`` is the family for these model_types; its module names go before the common ones;
+    ``sublayers``: where one transformers layer is several of ours (``Family.sublayers``)."""
     def register(read: Callable[[Config], dict]):
         for model_type in model_types:
             if model_type in FAMILIES:
                 DUPLICATES.append(model_type)
             FAMILIES[model_type] = Family(model_type, read, tuple(layer_modules) + COMMON_LAYER_MODULES,
-                                          tuple(top_modules) + COMMON_TOP_MODULES)
+                                          tuple(top_modules) + COMMON_TOP_MODULES, sublayers)
         return read
     return register
 

@@ -16,6 +16,16 @@ LAYER = re.compile(r"(?:^|\.)(?:layers|h|blocks)\.(\d+)\.(.+)$")  # blocks: MPT,
 K = TypeVar("K")
 
 
+def our_layer(layer: int, inner: str, family: Family) -> int:
+    """Our layer index of a module at ``inner`` inside transformers' layer ``layer``: the same, or where the family
+    makes each transformers layer several of ours (``Family.sublayers``), the one its sublayer index names."""
+    if family.sublayers is None:
+        return layer
+    pattern, n = family.sublayers
+    sub = re.search(pattern, inner)
+    return n * layer + (int(sub.group(1)) if sub else 0)
+
+
 def component(path: str, family: Family) -> tuple[str, int | None]:
     """A parameter's name -> (component, layer index), by the family's module names; a module inside a layer that
     no layer name matches may be a model-level one (a top name); unknown modules are named as they are, marked
@@ -23,7 +33,8 @@ def component(path: str, family: Family) -> tuple[str, int | None]:
     module = path.rsplit(".", 1)[0]
     found = LAYER.search(module)
     if found:
-        layer, inner = int(found.group(1)), found.group(2)
+        inner = found.group(2)
+        layer = our_layer(int(found.group(1)), inner, family)
         for pattern, name in family.layer_modules:
             if re.search(pattern, inner):
                 return name, layer
@@ -38,7 +49,7 @@ def component(path: str, family: Family) -> tuple[str, int | None]:
     if held:
         for pattern, name in family.layer_modules:
             if re.search(pattern, held.group(2)):
-                return name, int(held.group(1))
+                return name, our_layer(int(held.group(1)), held.group(2), family)
     return f"(unmatched) {module}", None
 
 
