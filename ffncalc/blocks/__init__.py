@@ -28,6 +28,7 @@ class Block:
     summary: ClassVar[str] = ""  # one line on what the kind is, with its source
     prefix: ClassVar[str | None] = None  # its terms' and torch module's name in a layer; default: attn or ffn
     verify_note: ClassVar[str | None] = None  # what verify must say about its torch reference, if anything
+    count_note: ClassVar[str | None] = None  # what a count must say about its figures, if anything (a model's notes)
 
     def resolve(self, d_model: int) -> Block:
         """This block with every derived width made an integer."""

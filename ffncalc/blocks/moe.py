@@ -1,5 +1,12 @@
 """Mixture of experts: a router picks ``top_k`` of ``n_experts`` routed FFNs per token; shared experts see
-every token (Shazeer et al. 2017; Fedus et al. 2021; DeepSeekMoE, Dai et al. 2024)."""
+every token (Shazeer et al. 2017; Fedus et al. 2021; DeepSeekMoE, Dai et al. 2024).
+
+Identity experts (LongCat-Flash's zero-computation experts, LongCat-Flash Technical Report §2.1) are further
+choices of the router that return their input: no parameters, and no work but the weighting and the add that
+every chosen expert's output takes. How many of a token's top_k choices are routed experts depends on the router's
+scores; the counts here take every choice to be a routed expert (the most a token computes), and the active
+parameters and FLOPs are that maximum (a token that picks j identity experts uses j experts fewer).
+"""
 
 from __future__ import annotations
 
@@ -42,10 +49,20 @@ class MoEFFN(Block):
     # a norm of the model's kind over the mixture's output, routed and shared summed (A.X-K1's post_mlp_layernorm)
     output_norm: bool = False
     output_bias: bool = False  # one bias of d_model added to the mixture's output (JetMoE: JetMoeMoE.bias)
+    # experts that return their input, among the router's choices: n_experts + identity_experts router outputs,
+    # no parameters (LongCat-Flash's zero-computation experts; zero_expert_num)
+    identity_experts: NonNegative = 0
+    # gate and up weights held for each identity expert as well, never read: transformers' LongcatFlashExperts
+    # sizes its gate_up_proj by every router output (n_experts + identity_experts) and down_proj by n_experts
+    identity_gate_up: bool = False
 
     def __post_init__(self) -> None:
-        if self.top_k > self.n_experts:
-            raise SpecError(("top_k",), f"top_k {self.top_k} exceeds n_experts {self.n_experts}")
+        if self.top_k > self.n_experts + self.identity_experts:
+            raise SpecError(("top_k",), f"top_k {self.top_k} exceeds the router's {self.choices} choices")
+        if self.identity_gate_up and not self.identity_experts:
+            raise SpecError(("identity_gate_up",), "identity_gate_up needs identity_experts")
+        if self.identity_gate_up and getattr(self.expert, "gated", False) is not True:
+            raise SpecError(("identity_gate_up",), "identity_gate_up sizes a gated expert's gate and up weights")
         if self.n_shared_experts and self.shared is None:
             raise SpecError(("shared",), f"n_shared_experts is {self.n_shared_experts} but no shared expert FFN is given")
         if self.shared is not None and not self.n_shared_experts:
@@ -56,8 +73,29 @@ class MoEFFN(Block):
             raise SpecError(("shared_average",), "shared_average needs a shared expert FFN")
 
     @property
+    def choices(self) -> int:
+        """The router's outputs: the routed experts and the identity experts."""
+        return self.n_experts + self.identity_experts
+
+    @property
+    def routed_active(self) -> int:
+        """Routed experts a token computes, at most: every one of its top_k choices a routed expert."""
+        return min(self.top_k, self.n_experts)
+
+    @property
+    def count_note(self) -> str | None:
+        if not self.identity_experts:
+            return None
+        held = (" ffn.identity_gate_up: gate and up weights held for each identity expert, as transformers' "
+                "LongcatFlashExperts sizes its gate_up_proj, never read." if self.identity_gate_up else "")
+        return (f"identity experts: {self.identity_experts} of the router's {self.choices} choices return their input "
+                f"(no matmul); active parameters and FLOPs take all {self.top_k} of a token's choices to be "
+                f"routed experts, the maximum (a token choosing j identity experts computes j routed experts fewer).{held}")
+
+    @property
     def variant(self) -> str:
-        return f"MoE {self.top_k}/{self.n_experts} × {self.expert.variant}"
+        identity = f" (+{self.identity_experts} identity)" if self.identity_experts else ""
+        return f"MoE {self.top_k}/{self.n_experts}{identity} × {self.expert.variant}"
 
     def resolve(self, d_model: int) -> MoEFFN:
         return replace(self, expert=self.expert.resolve(d_model),
@@ -70,13 +108,16 @@ class MoEFFN(Block):
         return {"ffn": self.variant, "d_ff": self.expert.d_ff}
 
     def terms(self, e, model, seq_len: int) -> None:
-        d, n = model.d_model, e.n
-        e.linear("ffn.router", d, self.n_experts, self.router_bias, n)
-        e.op("ffn.router_softmax", n * SOFTMAX_OPS * self.n_experts)
+        d, n, choices = model.d_model, e.n, self.choices
+        e.linear("ffn.router", d, choices, self.router_bias, n)
+        e.op("ffn.router_softmax", n * SOFTMAX_OPS * choices)
         if self.correction_bias:
-            e.term("ffn.correction_bias", "bias", (self.n_experts,), n, elementwise=n * self.n_experts)
-        self.expert.emit(e, "ffn.experts.", d, self.n_experts * n, self.top_k * n, model.norm, expert=True,
+            e.term("ffn.correction_bias", "bias", (choices,), n, elementwise=n * choices)
+        self.expert.emit(e, "ffn.experts.", d, self.n_experts * n, self.routed_active * n, model.norm, expert=True,
                          component="ffn.experts")
+        if self.identity_gate_up:  # held, never read: no token uses them
+            e.term("ffn.identity_gate_up", "weight", (2 * self.expert.d_ff, d), self.identity_experts * n, 0,
+                   expert=True, component="ffn.experts")
         e.op("ffn.combine", n * 2 * self.top_k * d)  # scale each chosen expert's output, add it in
         if self.shared is not None:
             copies = self.n_shared_experts * n
@@ -93,11 +134,11 @@ class MoEFFN(Block):
             e.term("ffn.bias", "bias", (d,), n, elementwise=n * d, component="ffn.bias")
 
     def kept_elements(self, model) -> int:
-        """The router's probabilities (n_experts), each chosen expert's and each shared expert's elements; with an
-        output norm, its input (d_model)."""
+        """The router's probabilities (one per choice), each chosen routed expert's and each shared expert's elements;
+        with an output norm, its input (d_model)."""
         shared = self.n_shared_experts * self.shared.kept_elements(model) if self.shared is not None else 0
         norm = model.d_model if self.output_norm else 0
-        return self.n_experts + self.top_k * self.expert.kept_elements(model) + shared + norm
+        return self.choices + self.routed_active * self.expert.kept_elements(model) + shared + norm
 
     def torch_module(self, model, causal: bool):
         return _module()(model, self, causal)
@@ -121,20 +162,23 @@ def _module():
 
         ``balanced`` routing sends token-slot j (token j // top_k) to expert j mod n_experts: every expert
         gets tokens·top_k/n_experts rows (the remainder to the first experts). It needs no data, so it runs
-        on meta tensors; real routing takes the router's top_k and needs values.
+        on meta tensors; real routing takes the router's top_k and needs values. A choice past the routed
+        experts is an identity expert: its token's input, weighted, is added in.
         """
 
         def __init__(self, model, ffn: MoEFFN, causal: bool):
             super().__init__()
             d = model.d_model
             self.top_k, self.n_experts = ffn.top_k, ffn.n_experts
-            self.router = Linear(d, ffn.n_experts, bias=ffn.router_bias)
+            self.router = Linear(d, ffn.choices, bias=ffn.router_bias)
             self.experts = nn.ModuleList(ffn.expert.torch_module(model, causal) for _ in range(ffn.n_experts))
+            if ffn.identity_gate_up:  # held, never read
+                self.identity_gate_up = nn.Parameter(torch.empty(ffn.identity_experts, 2 * ffn.expert.d_ff, d))
             self.shared = nn.ModuleList(ffn.shared.torch_module(model, causal) for _ in range(ffn.n_shared_experts))
             if ffn.shared_gate:
                 self.shared_gate = Linear(d, 1, bias=False)
             if ffn.correction_bias:
-                self.correction_bias = nn.Parameter(torch.zeros(ffn.n_experts))
+                self.correction_bias = nn.Parameter(torch.zeros(ffn.choices))
             self.average = ffn.shared_average
             if ffn.output_norm:
                 self.output_norm = make_norm(model.norm, d)
@@ -174,6 +218,11 @@ def _module():
                     continue
                 rows = token_of_slot[slots]
                 out.index_add_(0, rows, expert(flat[rows]) * weight_of_slot[slots, None].to(flat.dtype))
+            if not self.balanced:
+                slots = (expert_of_slot >= self.n_experts).nonzero().squeeze(-1)  # identity experts: a copy
+                if slots.numel():
+                    rows = token_of_slot[slots]
+                    out.index_add_(0, rows, flat[rows] * weight_of_slot[slots, None].to(flat.dtype))
             if len(self.shared):
                 shared = sum(expert(flat) for expert in self.shared)
                 if hasattr(self, "shared_gate"):

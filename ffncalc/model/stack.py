@@ -119,7 +119,8 @@ def resolve(spec: ModelSpec) -> Model:
         layers += [layer] * group.repeat
     if not spec.layers:
         layers = [Layer(attention, ffn)] * spec.n_layers
+    notes = tuple(dict.fromkeys(b.count_note for layer in layers for _, b in layer.blocks() if b.count_note))
     return Model(spec.name, spec.vocab_size, d, spec.context_length, spec.norm, spec.parallel, spec.positions,
                  spec.tie_embeddings, spec.lm_head_bias, spec.embedding_norm, tuple(layers), spec.position_offset,
-                 mtp_layers=spec.mtp_layers, per_layer_inputs=spec.per_layer_inputs, altup=spec.altup,
-                 laurel=spec.laurel, hyper=spec.hyper)
+                 notes=notes, mtp_layers=spec.mtp_layers, per_layer_inputs=spec.per_layer_inputs,
+                 altup=spec.altup, laurel=spec.laurel, hyper=spec.hyper)
