@@ -68,6 +68,9 @@ class LatentAttention(Block):
     # a bias-free projection d_model -> n_heads·v_head_dim whose sigmoid scales each output feature before o
     # (HY-V4's gate_proj)
     feature_gate: bool = False
+    # constant factors on every query head's elements (n_heads · qk_head_dim, after q_b) and on the normed key-value
+    # latent, one product per element (LongCat-Flash: LongcatFlashMLA's mla_scale_q_lora and mla_scale_kv_lora)
+    query_scale: bool = False
 
     @property
     def kv_heads(self) -> int:
@@ -90,6 +93,10 @@ class LatentAttention(Block):
                 "does the attention's work over index_topk keys only")
 
     def check(self, d_model: int) -> None:
+        if self.query_scale and self.latent_scale:
+            raise SpecError(("query_scale",), "the query is scaled before q_b (latent_scale) or after it, not both")
+        if self.query_scale and self.q_lora_rank is None:
+            raise SpecError(("query_scale",), "the query's factor is √(d_model / q_lora_rank): state q_lora_rank")
         if self.window is not None and self.indexed:
             raise SpecError(("window",), "a layer attends a sliding window or the indexer's top-k keys, not both")
         if not self.indexed:
@@ -135,6 +142,8 @@ class LatentAttention(Block):
         e.norm("attn.kv_a_norm", model.norm, self.kv_lora_rank, n)
         if self.latent_scale:
             e.op("attn.latent_scale", n * ((self.q_lora_rank or 0) + self.kv_lora_rank))
+        if self.query_scale:
+            e.op("attn.query_scale", n * (h * qk + self.kv_lora_rank))
         if self.rope_key_norm:
             e.norm("attn.k_rope_norm", model.norm, r, n)
         e.linear("attn.kv_b", self.kv_lora_rank, h * (self.qk_nope_head_dim + self.v_head_dim), False, n, heads=h)
@@ -348,7 +357,8 @@ def _module():
             self.heads, self.positions, self.causal = h, model.positions, causal
             self.window = spec.window
             self.q_scale = (d / spec.q_lora_rank) ** 0.5 if spec.latent_scale and spec.q_lora_rank else 1.0
-            self.kv_scale = (d / spec.kv_lora_rank) ** 0.5 if spec.latent_scale else 1.0
+            self.kv_scale = (d / spec.kv_lora_rank) ** 0.5 if spec.latent_scale or spec.query_scale else 1.0
+            self.q_out_scale = (d / spec.q_lora_rank) ** 0.5 if spec.query_scale else 1.0
             self.nope, self.rope, self.v_dim, self.rank = (spec.qk_nope_head_dim, spec.qk_rope_head_dim,
                                                           spec.v_head_dim, spec.kv_lora_rank)
             qk = self.nope + self.rope
@@ -384,6 +394,8 @@ def _module():
                 if self.q_scale != 1.0:
                     q_latent = q_latent * self.q_scale
                 q = self.q_b(q_latent)
+                if self.q_out_scale != 1.0:
+                    q = q * self.q_out_scale
             q = q.view(b, s, self.heads, -1).transpose(1, 2)  # (B, H, s, nope + rope)
             latent, k_rope = self.kv_a(x).split([self.rank, self.rope], dim=-1)
             latent = self.kv_a_norm(latent)
