@@ -66,14 +66,12 @@ NOT_YET = {
                " shared table of segment and bucketed relative-position biases, and prompt_length prompt tokens prepended to every "
                "sequence"),
     "deepseek_v4": ("compressed sparse attention (compressors with position biases and gated KV, a compressed indexer), "
-                    "grouped low-rank output projections (o_a, o_b), attention sinks, hyper-connections (attn_hc, ffn_hc, "
-                    "hc_head) and hash-routed experts"),
+                    "grouped low-rank output projections (o_a, o_b), attention sinks and hash-routed experts (its "
+                    "hyper-connections are read: model/extras.py, mixer mhc)"),
     "gemma4_assistant": "a draft model attached to a Gemma 4 checkpoint",
     "gemma4_unified_assistant": "a draft model attached to a Gemma 4 checkpoint",
     "hrm_text": "two weight-shared stacks run H_cycles·(L_cycles + 1) times: layers that reuse another layer's "
                 "parameters (counted once, their FLOPs per run)",
-    "hy_v4": ("hyper-connections (attn_hc, ffn_hc, hc_head over hc_mult residual streams), and attention sinks and a "
-              "per-feature output gate on MLA"),
     "inkling2_text": ("block attention residuals (learned queries mixing earlier blocks' outputs: attention_input, mlp_input, "
                       "final_input), input-conditioned short convolutions on keys and values, an output gate, sink projections and L2"
                       " clipping, soft-capped SwiGLU experts"),
@@ -84,10 +82,6 @@ NOT_YET = {
                       "first MLP, and zero-computation (identity) experts among the router's choices"),
     "modernbert-decoder": "a first layer without its attention norm, and a prediction head (dense, activation, LayerNorm) "
                           "before the biased decoder",
-    "qwen4_exp": "its language model (qwen4_exp_text) is not read yet",
-    "qwen4_exp_text": ("hyper-connections (hc_count residual streams, a gated low-rank mixer before each sublayer and at the end in "
-                       "place of the norms), the QSA indexer over mean-pooled key blocks, and per-layer hashed n-gram embeddings "
-                       "(PLE) with a dilated convolution"),
     "reformer": ("LSH and local attention (shared query-key projection, bucketed chunks), reversible residual streams, axial position"
                  " embeddings"),
     "zamba": "Mamba layers with one attention block shared across the stack",
