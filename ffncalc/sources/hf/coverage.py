@@ -78,8 +78,6 @@ NOT_YET = {
     "inkling_text": ("attention with short convolutions on keys and values, a hidden-state-conditioned relative-position bias "
                      "(r_proj, rel_logits_proj) and log-scaled queries; short convolutions around each sublayer; a router over routed"
                      " and shared experts with a learned global scale"),
-    "longcat_flash": ("two attention blocks and two dense MLPs per transformers layer with a shortcut mixture beside the "
-                      "first MLP, and zero-computation (identity) experts among the router's choices"),
     "modernbert-decoder": "a first layer without its attention norm, and a prediction head (dense, activation, LayerNorm) "
                           "before the biased decoder",
     "reformer": ("LSH and local attention (shared query-key projection, bucketed chunks), reversible residual streams, axial position"
@@ -161,6 +159,7 @@ PROVEN_ON = {
               'meta-llama/Meta-Llama-3-8B'),
     'llama4': ('meta-llama/Llama-4-Maverick-17B-128E-Instruct', 'meta-llama/Llama-4-Scout-17B-16E-Instruct'),
     'llama4_text': ('meta-llama/Llama-4-Maverick-17B-128E-Instruct', 'meta-llama/Llama-4-Scout-17B-16E-Instruct'),
+    'longcat_flash': ('mlx-community/LongCat-Flash-Chat-bf16',),
     'mamba': ('RandomNameAnd6/DharMamba',),
     'mamba2': ('mlx-community/Mamba-Codestral-7B-v0.1-8bit',),
     'mimo_v2_flash': ('XiaomiMiMo/MiMo-V2-Flash',),
