@@ -72,12 +72,12 @@ NOT_YET = {
     "gemma4_unified_assistant": "a draft model attached to a Gemma 4 checkpoint",
     "hrm_text": "two weight-shared stacks run H_cycles·(L_cycles + 1) times: layers that reuse another layer's "
                 "parameters (counted once, their FLOPs per run)",
-    "inkling2_text": ("block attention residuals (learned queries mixing earlier blocks' outputs: attention_input, mlp_input, "
-                      "final_input), input-conditioned short convolutions on keys and values, an output gate, sink projections and L2"
-                      " clipping, soft-capped SwiGLU experts"),
-    "inkling_text": ("attention with short convolutions on keys and values, a hidden-state-conditioned relative-position bias "
-                     "(r_proj, rel_logits_proj) and log-scaled queries; short convolutions around each sublayer; a router over routed"
-                     " and shared experts with a learned global scale"),
+    "inkling2_text": ("block attention residuals (learned queries mixing the embeddings and earlier blocks' partial sums before "
+                      "each sublayer and the final norm: attention_input, three queries before full-attention layers, mlp_input, "
+                      "final_input; the residual restarted every n_layers_per_attn_res_block layers), a model-level part whose "
+                      "mixing work grows with the layer's block; and, beside Inkling's rel_attention, an output gate, per-token "
+                      "sink logits (sink_proj), L2 clipping with learned scales, input-conditioned short convolutions on keys "
+                      "and values and scaled sublayer convolutions"),
     "modernbert-decoder": "a first layer without its attention norm, and a prediction head (dense, activation, LayerNorm) "
                           "before the biased decoder",
     "reformer": ("LSH and local attention (shared query-key projection, bucketed chunks), reversible residual streams, axial position"
