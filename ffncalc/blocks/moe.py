@@ -58,7 +58,8 @@ class MoEFFN(Block):
 
     def __post_init__(self) -> None:
         if self.top_k > self.n_experts + self.identity_experts:
-            raise SpecError(("top_k",), f"top_k {self.top_k} exceeds the router's {self.choices} choices")
+            raise SpecError(("top_k",), f"top_k {self.top_k} exceeds n_experts {self.n_experts}" if not self.identity_experts
+                            else f"top_k {self.top_k} exceeds the router's {self.choices} choices")
         if self.identity_gate_up and not self.identity_experts:
             raise SpecError(("identity_gate_up",), "identity_gate_up needs identity_experts")
         if self.identity_gate_up and getattr(self.expert, "gated", False) is not True:
