@@ -170,16 +170,25 @@ def test_equal_width_solver_reproductions():
 
 def test_memory_guard_refuses_quickly(cli, monkeypatch):
     """Refused before anything is built or timed."""
-    monkeypatch.setattr(bench, "free_bytes", lambda device: 200 * 2**20)
+    monkeypatch.setattr(bench, "free_bytes", lambda device: 2 * 2**30)  # the FFN's 516 MiB of weights fit, 8 sequences not
 
     def never(*args, **kw):
         raise AssertionError("timed a run that does not fit")
 
     monkeypatch.setattr(bench, "_time", never)
     monkeypatch.setattr(bench, "build_block", never)
-    code, out, err = cli("bench", "llama2-7b", "--tokens", "4096")
+    code, out, err = cli("bench", "llama2-7b", "--tokens", "8192", "--seq-len", "1024")
     assert code == 2 and out == ""
     assert "GiB free; try --tokens" in err and err.count("\n") == 1
+
+
+def test_memory_guard_says_when_fewer_tokens_cannot_help(cli, monkeypatch):
+    """Where the block's weights alone exceed the memory, no --tokens is suggested: llama2-7b's FFN holds
+    3 · 4096 · 11008 = 135,266,304 weights, 516 MiB in fp32, above 200 MiB."""
+    monkeypatch.setattr(bench, "free_bytes", lambda device: 200 * 2**20)
+    code, out, err = cli("bench", "llama2-7b", "--tokens", "4096", "--seq-len", "4096")
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert "try --tokens" not in err and "the block's 135,266,304 weights: 0.5 GiB" in err
 
 
 def test_memory_estimate_covers_a_real_run():

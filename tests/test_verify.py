@@ -337,3 +337,16 @@ def test_verify_builds_each_distinct_layer_once_and_never_imports_dynamo():
             "len(reference.build(spec, distinct=True).layers))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["True", "True", "False", "2"]
+
+
+def test_verify_refuses_more_expert_modules_than_it_can_hold(tmp_path, capsys):
+    """Torch modules take memory even on the meta device: 100,000 experts in one layer kind are refused in one
+    line before anything is built, the figure named."""
+    spec = tmp_path / "wide.yaml"
+    spec.write_text("vocab_size: 100\nd_model: 8\nn_layers: 2\ncontext_length: 16\nattention: {n_heads: 2}\n"
+                    "ffn: {kind: moe, n_experts: 100000, top_k: 2, expert: {kind: gated, d_ff: 4}}\n")
+    with pytest.raises(SystemExit) as exc:
+        main(["verify", str(spec), "--seq-len", "8"])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and err.count("\n") == 1
+    assert "100,000 expert modules" in err and "65,536" in err

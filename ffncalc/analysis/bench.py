@@ -261,8 +261,13 @@ def run(plans: list[Plan], *, device: torch.device, dtype: str, tokens: int, seq
             fits = tokens
             while fits > seq_len and required_bytes(p, fits, seq_len, dtype, backward, probe_size(device)) > 0.9 * free:
                 fits //= 2
+            least = required_bytes(p, seq_len, seq_len, dtype, backward, probe_size(device))
+            advice = (f"try --tokens {max(seq_len, fits // seq_len * seq_len)}" if least <= 0.9 * free else
+                      f"even one sequence of {seq_len:,} tokens needs {least / 2**30:.1f} GiB (the block's "
+                      f"{p.params:,} weights: {p.params * BYTES[dtype] / 2**30:.1f} GiB): time a smaller model or "
+                      "another device")
             raise InputError(f"the {p.block} run needs about {need / 2**30:.1f} GiB but {device.type} has "
-                             f"{free / 2**30:.1f} GiB free; try --tokens {max(seq_len, fits // seq_len * seq_len)}")
+                             f"{free / 2**30:.1f} GiB free; {advice}")
     total = (len(plans) + 1) * repeats
     done = 0
 
