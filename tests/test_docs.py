@@ -1,5 +1,6 @@
 """Generated docs, README examples and figures: reproducible, and checked for drift."""
 
+import json
 import re
 import shutil
 from pathlib import Path
@@ -74,6 +75,32 @@ def test_every_preset_has_a_verified_page():
     for page in (ROOT / "docs" / "presets").glob("*.md"):
         text = page.read_text()
         assert "## Verified against torch" in text and "components agree" in text, page.name
+
+
+def test_plot_sweep_takes_timings_of_its_own_width_only(cli, tmp_path):
+    records = [{"kind": kind, "d_ff": d_ff, "median_ms": ms, "d_model": 1024}
+               for kind, d_ff, ms in (("dense", 4096, 2.0), ("gated", 2731, 2.1))]
+    good, other, old = tmp_path / "good.json", tmp_path / "other.json", tmp_path / "old.json"
+    good.write_text(json.dumps({"model": "m", "bench": records}))
+    other.write_text(json.dumps({"bench": [{**r, "d_model": 4096} for r in records]}))
+    old.write_text(json.dumps({"bench": [{k: v for k, v in r.items() if k != "d_model"} for r in records]}))
+    svg = tmp_path / "sweep.svg"
+    args = ("plot", "sweep", "--d-model", "1024", "--ratios", "1:4:1", "--out", str(svg))
+    assert cli(*args, "--bench-results", str(good))[0] == 0
+    assert b"measured ms per run" in svg.read_bytes()
+    for path, found in ((other, "d_model 4,096, not --d-model 1,024"), (old, "d_model unstated")):
+        code, _, err = cli(*args, "--bench-results", str(path))
+        assert code == 2 and found in err and err.count("\n") == 1
+
+
+def test_paper_widths(cli, tmp_path):
+    """--width column and page: figures at a two-column paper's column (3.3 in) and text width (6.9 in), in points
+    in the SVG (72 a inch), give or take what a tight bounding box trims or adds for labels."""
+    for width, inches in (("column", 3.3), ("page", 6.9)):
+        svg = tmp_path / f"{width}.svg"
+        assert cli("plot", "sweep", "--d-model", "1024", "--width", width, "--out", str(svg))[0] == 0
+        points = float(re.search(rb'<svg[^>]* width="([0-9.]+)pt"', svg.read_bytes()).group(1))
+        assert 0.85 * inches * 72 <= points <= 1.1 * inches * 72, (width, points)
 
 
 def test_plots(cli, tmp_path):

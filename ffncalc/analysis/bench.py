@@ -50,6 +50,7 @@ class Result:
     datasheet: str | None
     kind: str | None = None  # ffn blocks: dense, gated or moe
     d_ff: int | None = None  # ffn blocks: the (expert) hidden width
+    d_model: int | None = None  # ffn blocks: the model width (plot sweep checks it against its own)
 
     def record(self) -> dict:
         return asdict(self)
@@ -327,4 +328,4 @@ def _ffn_shape(p: Plan) -> dict:
     if p.block != "ffn":
         return {}
     ffn = p.spec.layers[0].ffn
-    return {"kind": ffn.kind, "d_ff": ffn.body().d_ff if ffn.body() is not None else None}
+    return {"kind": ffn.kind, "d_ff": ffn.body().d_ff if ffn.body() is not None else None, "d_model": p.spec.d_model}

@@ -402,10 +402,16 @@ def _save_plot(fig, out: str) -> None:
     write_atomic(out, plot.save(fig, fmt))
 
 
-@command("plot", "share", examples=('plot share gpt3 llama3-8b mixtral-8x7b --out share.svg',))
+FigureWidth = ("docs", "column", "page")
+WIDTH_HELP = "docs: the docs' size; column or page: a two-column paper's column (3.3 in) or text width (6.9 in)."
+
+
+@command("plot", "share", examples=('plot share gpt3 llama3-8b mixtral-8x7b --out share.svg',
+                                    'plot share llama3-8b deepseek-v3 --width column --out share.pdf'))
 def plot_share(
     models: list[str] = arg(..., help="Preset names or spec files; 'all' for every preset."),
     out: str = opt(..., "--out", help="The figure: FILE.svg, FILE.pdf or FILE.png."),
+    width: str = opt("docs", "--width", choices=FigureWidth, help=WIDTH_HELP),
 ) -> None:
     """Stacked bars of each model's parameters by component."""
     from ..output import plot
@@ -414,10 +420,11 @@ def plot_share(
     tallies = [tally(spec, model=label) for label, spec in map(presets.load, refs)]
     if models == ["all"]:
         tallies.sort(key=lambda t: (t.model.split("-")[0], t.params))  # families, smallest first
-    _save_plot(plot.share_figure(tallies), out)
+    _save_plot(plot.share_figure(tallies, width), out)
 
 
-@command("plot", "sweep", examples=('plot sweep --d-model 4096 --ratios 1:8:1 --out sweep.pdf',))
+@command("plot", "sweep", examples=('plot sweep --d-model 4096 --ratios 1:8:1 --out sweep.svg',
+                                    'plot sweep --d-model 4096 --width page --out sweep.pdf'))
 def plot_sweep(
     d_model: int = opt(4096, "--d-model", min=1, max=LIMIT, help="The model width."),
     ratios: str = opt("1:8:1", "--ratios", help="d_ff/d_model ratios: 2,2.67,4 or start:stop:step."),
@@ -425,25 +432,14 @@ def plot_sweep(
     bench_results: Optional[str] = opt(None, "--bench-results",
                                                 help="JSON from ffncalc bench --compare-ffn --out: adds measured time."),
     out: str = opt(..., "--out", help="The figure: FILE.svg, FILE.pdf or FILE.png."),
+    width: str = opt("docs", "--width", choices=FigureWidth, help=WIDTH_HELP),
 ) -> None:
     """Dense vs gated FFN across widths: parameters and FLOPs per token, and measured time if given."""
-    import json
-    from pathlib import Path
-
     from ..analysis.compare import parse_ratios
     from ..output import plot
-    from ..sources.yaml import read_text
 
-    bench = None
-    if bench_results:
-        try:
-            data = json.loads(read_text(Path(bench_results)))
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{bench_results}:{exc.lineno}: not JSON ({exc.msg})") from None
-        bench = data.get("bench", []) if isinstance(data, dict) else data
-        if not isinstance(bench, list) or not all(isinstance(r, dict) and r.get("d_ff") for r in bench):
-            raise InputError(f"{bench_results}: not a list of ffn bench results (ffncalc bench --compare-ffn --out)")
-    _save_plot(plot.sweep_figure(d_model, parse_ratios(ratios), bias, bench), out)
+    bench = plot.bench_results(bench_results, d_model) if bench_results else None
+    _save_plot(plot.sweep_figure(d_model, parse_ratios(ratios), bias, bench, width), out)
 
 
 GROUPS["presets"] = "List the shipped presets, or show one as YAML."

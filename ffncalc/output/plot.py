@@ -13,7 +13,15 @@ from ..analysis.sizing import ffn_flops, ffn_params
 from ..errors import InputError
 
 GROUPS = ["embedding", "attention", "FFN", "router", "routed experts", "shared experts", "norms", "unembedding"]
-COLOURS = ["#8c8c8c", "#4c72b0", "#dd8452", "#937860", "#c44e52", "#da8bc3", "#55a868", "#bcbcbc"]
+# Okabe & Ito (2008), "Color Universal Design": told apart with every common colour-vision deficiency
+OKABE_ITO = {"blue": "#0072B2", "orange": "#E69F00", "green": "#009E73", "vermillion": "#D55E00",
+             "sky": "#56B4E9", "purple": "#CC79A7", "yellow": "#F0E442", "black": "#000000"}
+COLOURS = ["#999999", OKABE_ITO["blue"], OKABE_ITO["orange"], OKABE_ITO["yellow"], OKABE_ITO["vermillion"],
+           OKABE_ITO["purple"], OKABE_ITO["green"], "#DDDDDD"]
+KINDS = (("dense", OKABE_ITO["blue"], "o"), ("gated", OKABE_ITO["vermillion"], "s"))
+# Figure widths in inches: a column and the full text width of a two-column paper (ACL, NeurIPS, ICML two-column
+# templates: about 3.3 and 6.9 in), or the docs' own.
+WIDTHS = {"docs": None, "column": 3.3, "page": 6.9}
 
 
 def group_of(name: str, role: str, slot: str = "") -> str:
@@ -63,10 +71,47 @@ def save(fig, fmt: str) -> bytes:
     return buf.getvalue()
 
 
-def share_figure(tallies: list[Tally]):
+def bench_results(path: str, d_model: int) -> list[dict[str, Any]]:
+    """The FFN timings of ``ffncalc bench --compare-ffn --out FILE``, checked to be of blocks ``d_model`` wide (a
+    sweep's measured panel beside another width's blocks would mislead)."""
+    import json
+    from pathlib import Path
+
+    from ..sources.yaml import read_text
+
+    try:
+        data = json.loads(read_text(Path(path)))
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}:{exc.lineno}: not JSON ({exc.msg})") from None
+    bench = data.get("bench", []) if isinstance(data, dict) else data
+    if not isinstance(bench, list) or not bench or not all(
+            isinstance(r, dict) and type(r.get("d_ff")) is int and r.get("kind") in ("dense", "gated")
+            and isinstance(r.get("median_ms"), (int, float)) for r in bench):
+        raise InputError(f"{path}: not a list of dense and gated FFN timings (ffncalc bench --compare-ffn --out)")
+    widths = {r.get("d_model") for r in bench}
+    if widths != {d_model}:
+        found = ", ".join(f"{w:,}" if isinstance(w, int) else "unstated" for w in sorted(widths, key=str))
+        raise InputError(f"{path}: timed FFN blocks of d_model {found}, not --d-model {d_model:,}: time this width "
+                         f"(ffncalc bench MODEL --compare-ffn --out FILE for a model {d_model:,} wide) or plot that one")
+    return bench
+
+
+def _paper(width: str) -> dict:
+    """rc settings for a figure ``width`` wide: at a paper's widths, text at the size of a caption (8 pt)."""
+    return {} if WIDTHS[width] is None else {"font.size": 8, "axes.titlesize": 8, "legend.fontsize": 7,
+                                              "xtick.labelsize": 7, "ytick.labelsize": 7}
+
+
+def share_figure(tallies: list[Tally], width: str = "docs"):
     """Stacked bars: each model's parameters by component group, as shares of its total."""
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(max(6, 0.55 * len(tallies) + 2), 4.2))
+    with plt.rc_context(_paper(width)):
+        return _share_figure(plt, tallies, width)
+
+
+def _share_figure(plt, tallies: list[Tally], width: str):
+    w = WIDTHS[width]
+    fig, ax = plt.subplots(figsize=(max(6, 0.55 * len(tallies) + 2), 4.2) if w is None else (w, 0.75 * w))
     names = [t.model for t in tallies]
     bottoms = [0.0] * len(tallies)
     for group, colour in zip(GROUPS, COLOURS):
@@ -76,7 +121,8 @@ def share_figure(tallies: list[Tally]):
             bottoms = [b + v for b, v in zip(bottoms, values)]
     ax.set_ylabel("share of parameters (%)")
     ax.set_ylim(0, 100)
-    ax.set_title("Where the parameters are (ffncalc count, exact convention)")
+    if w is None:  # a paper's figure takes its caption instead
+        ax.set_title("Where the parameters are (ffncalc count, exact convention)")
     ax.tick_params(axis="x", rotation=60)
     for label in ax.get_xticklabels():
         label.set_horizontalalignment("right")
@@ -85,13 +131,24 @@ def share_figure(tallies: list[Tally]):
     return fig
 
 
-def sweep_figure(d_model: int, ratios: list[float], bias: bool = False, bench: list[dict[str, Any]] | None = None):
+def sweep_figure(d_model: int, ratios: list[float], bias: bool = False, bench: list[dict[str, Any]] | None = None,
+                 width: str = "docs"):
     """Dense and gated blocks across widths: parameters and forward FLOPs per token (and measured time)."""
     plt = _pyplot()
-    panels = 3 if bench else 2
-    fig, axes = plt.subplots(1, panels, figsize=(4.6 * panels, 3.8))
+    with plt.rc_context(_paper(width)):
+        return _sweep_figure(plt, d_model, ratios, bias, bench, width)
+
+
+def _sweep_figure(plt, d_model, ratios, bias, bench, width: str):
+    panels, inches = (3 if bench else 2), WIDTHS[width]
+    if inches is None:
+        fig, axes = plt.subplots(1, panels, figsize=(4.6 * panels, 3.8))
+    elif width == "column":  # one panel above another
+        fig, axes = plt.subplots(panels, 1, figsize=(inches, 2.1 * panels))
+    else:
+        fig, axes = plt.subplots(1, panels, figsize=(inches, 2.6))
     widths = [max(1, round(r * d_model)) for r in ratios]
-    for kind, colour, marker in (("dense", "#4c72b0", "o"), ("gated", "#dd8452", "s")):
+    for kind, colour, marker in KINDS:
         axes[0].plot(ratios, [ffn_params(d_model, w, kind, bias) / 1e6 for w in widths], marker=marker,
                      color=colour, label=kind)
         axes[1].plot(ratios, [ffn_flops(d_model, w, kind) / 1e6 for w in widths], marker=marker, color=colour,
@@ -99,16 +156,17 @@ def sweep_figure(d_model: int, ratios: list[float], bias: bool = False, bench: l
     axes[0].set_ylabel("parameters per block (M)")
     axes[1].set_ylabel("forward FLOPs per token (M)")
     if bench:
-        for kind, colour in (("dense", "#4c72b0"), ("gated", "#dd8452")):
+        for kind, colour, marker in KINDS:
             pts = sorted((r["d_ff"] / d_model, r["median_ms"]) for r in bench if r["kind"] == kind)
             if pts:
-                axes[2].plot(*zip(*pts), marker="o" if kind == "dense" else "s", color=colour, label=kind)
+                axes[2].plot(*zip(*pts), marker=marker, color=colour, label=kind)
         axes[2].set_ylabel("measured ms per run (median)")
     for ax in axes:
         ax.set_xlabel("d_ff / d_model")
         ax.legend(frameon=False)
         ax.grid(alpha=0.3)
     # 2·d·f = 3·d·g: read across at equal height for the gated width of equal parameters (2/3 of dense)
-    fig.suptitle(f"Dense vs gated FFN, d_model {d_model:,}: at equal parameters the gated block is 2/3 as wide")
+    if inches is None:  # a paper's figure takes its caption instead
+        fig.suptitle(f"Dense vs gated FFN, d_model {d_model:,}: at equal parameters the gated block is 2/3 as wide")
     fig.tight_layout()
     return fig
