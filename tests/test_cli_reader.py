@@ -127,3 +127,20 @@ def test_every_example_runs(example, tmp_path, monkeypatch, capsys, steady_peak)
     assert exc.value.code in (0, None), err
     if "-f json" in example:
         json.loads(out)
+
+
+@pytest.mark.parametrize("words, cword, expected", [
+    ("ffncalc cou", 1, {"count"}),
+    ("ffncalc count -c megatron", 3, {"megatron", "megatron-lm"}),
+    ("ffncalc count gpt2-", 2, {"gpt2-medium", "gpt2-large", "gpt2-xl"}),
+    ("ffncalc presets show mixtral-8x2", 3, {"mixtral-8x22b"}),
+])
+def test_shell_completion_offers_commands_choices_and_presets(words, cword, expected, tmp_path):
+    """What bash's completion function (ffncalc --install-completion) asks the program for, and gets."""
+    import os
+    import subprocess
+
+    env = {**os.environ, "_FFNCALC_COMPLETE": "complete_bash", "COMP_WORDS": words, "COMP_CWORD": str(cword)}
+    out = subprocess.run([sys.executable, "-m", "ffncalc"], env=env, capture_output=True, text=True, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert expected <= set(out.stdout.split()), out.stdout

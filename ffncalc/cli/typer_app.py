@@ -77,9 +77,20 @@ def _wrapper(cmd: Command):
     return run
 
 
+# positional arguments that name a preset (or a file): the shell completes preset names and aliases
+PRESET_ARGS = {"model", "models", "name"}
+
+
+def _presets(incomplete: str) -> list[str]:
+    from ..sources import presets
+
+    return [n for n in (*presets.names(), *presets.ALIASES) if n.startswith(incomplete)]
+
+
 def _typer_param(name: str, p: Arg | Opt):
     if isinstance(p, Arg):
-        return (list[str] if p.many else _optional(str, p.default)), typer.Argument(p.default, help=p.help)
+        complete = {"autocompletion": _presets} if name in PRESET_ARGS else {}
+        return (list[str] if p.many else _optional(str, p.default)), typer.Argument(p.default, help=p.help, **complete)
     kind = p.type
     if p.choices is not None:
         kind = enum.Enum(f"{name}_choices", {c: c for c in p.choices}, type=str)
