@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Literal
 
+from ..model.extras import norm_terms
 from ..model.stack import Model
 from ..model.terms import RESIDUAL_ADDS, Emitter, Part, Term, attended_pairs
 from .conventions import CONVENTIONS, DEFAULT, MATRICES, Convention
@@ -38,7 +39,7 @@ def terms(model: Model, seq_len: int) -> list[Term]:
     out = emb.out
     for run in model.runs():
         e = Emitter("layers", run.span)
-        e.norm("norms", model.norm, d, model.norm.per_layer * run.n)
+        norm_terms(e, model, run.layer)
         for slot, block in run.layer.blocks():
             e.slot = slot
             block.terms(e, model, seq_len)
@@ -53,6 +54,8 @@ def terms(model: Model, seq_len: int) -> list[Term]:
             extra.model_terms(fin, model)
     if model.norm.final:
         fin.norm("final_norm", model.norm, d, 1)
+    if model.prediction_head is not None:
+        model.prediction_head.model_terms(fin, model)
     head = Emitter("head")
     head.term("lm_head.weight", "head", (v, d), macs=v * d, tied=model.tie_embeddings)
     if model.lm_head_bias:
@@ -71,7 +74,7 @@ def mtp_terms(model: Model, seq_len: int) -> list[Term]:
     e = Emitter("mtp", (0, n))
     e.norm("mtp.norms", model.norm, d, 3 * n)  # enorm, hnorm, shared_head.norm
     e.linear("mtp.eh_proj", 2 * d, d, False, n)
-    e.norm("norms", model.norm, d, model.norm.per_layer * n)
+    norm_terms(e, model, model.layers[-1])
     for slot, block in model.layers[-1].blocks():
         e.slot = slot
         block.terms(e, model, seq_len)

@@ -178,7 +178,9 @@ def activation_bytes(spec: Model, seq_len: int, batch: int, recompute: str, tp: 
     for run in spec.runs():
         blocks = [block for _, block in run.layer.blocks()]
         per_token = sum(2 * b.kept_elements(spec) + DROPOUT_MASK_BYTES * d for b in blocks)
-        per_token += 2 * spec.norm.per_layer * d
+        uses = run.layer.norm_uses(spec.norm)
+        per_token += 2 * sum(u != "none" for u in uses) * d
+        per_token += 2 * uses.count("gated") * (spec.norm.gate_rank + d)  # a gate's hidden and its logits
         flash = kernel == "flash"
         dropped = recompute == "selective" and not flash  # selective recomputation of the eager scores
         scores = 0 if dropped else batch * sum(b.score_bytes(spec, seq_len, flash) for b in blocks)

@@ -2,10 +2,11 @@
 E2B and E4B), AltUp and LAuReL (Gemma 3n), hyper-connections (DeepSeek-V4, HY-V4, Qwen4-Exp). Each is a frozen
 dataclass of spec fields that writes its own terms: those of the model (after the embedding, before the final norm)
 and those of each layer (slot "", beside the layer's norms), and builds its reference torch modules, whose paths
-mirror the term names.
+mirror the term names. Also here: a layer's norms where some are gated or absent (``norm_terms``; AXK2,
+ModernBERT's decoder) and the prediction head between the final norm and the unembedding (ModernBERT's decoder).
 
-Widths: d the model's, L its layers, p the per-layer input width, n AltUp's streams, r LAuReL's rank; k the
-hyper-connections' streams, N = k·d their flattened width.
+Widths: d the model's, L its layers, p the per-layer input width, n AltUp's streams, r LAuReL's rank or a gated
+norm's; k the hyper-connections' streams, N = k·d their flattened width.
 """
 
 from __future__ import annotations
@@ -208,9 +209,51 @@ class HyperConnections:
         return _modules()[6](self, model)
 
 
+def norm_terms(e, model, layer) -> None:
+    """A run of ``e.n`` layers' norms: each present one (the model's norm; spec.NormUse), and of each gated one
+    its gate, y ⊙ σ(W₂ silu(W₁ y)) on the norm's output y, W₁ d -> r and W₂ r -> d without biases (AXK2's
+    GatedRMSNorm: AXK2GateMLP fc1, fc2)."""
+    d, n, uses = model.d_model, e.n, layer.norm_uses(model.norm)
+    e.norm("norms", model.norm, d, n * sum(u != "none" for u in uses))
+    gated = n * uses.count("gated")
+    if gated:
+        r = model.norm.gate_rank
+        e.linear("norms.gate.fc1", d, r, False, gated)
+        e.linear("norms.gate.fc2", r, d, False, gated)
+        # silu on r; the sigmoid and the product on d
+        e.op("norms.gate", gated * (r * ACTIVATION_OPS["silu"] + d * (ACTIVATION_OPS["sigmoid"] + 1)))
+
+
+@dataclass(frozen=True)
+class PredictionHead:
+    """A transform of the final norm's output before the unembedding (ModernBERT's decoder:
+    ModernBertDecoderPredictionHead): dense d -> d, the activation, the model's norm (lm_head.dense, .act,
+    .norm)."""
+
+    activation: Activation = "gelu"
+    bias: bool = False  # the dense projection's (ModernBertDecoderConfig.classifier_bias)
+    norm: bool = True
+
+    def model_terms(self, e, model) -> None:
+        d = model.d_model
+        e.linear("prediction_head.dense", d, d, self.bias, 1)
+        e.op("prediction_head.act", d * ACTIVATION_OPS[self.activation])
+        if self.norm:
+            e.norm("prediction_head.norm", model.norm, d, 1)
+
+    def model_module(self, model):
+        return _modules()[7](self, model)
+
+
+def gated_norm_module(model):
+    """A layer's gated norm (``norm_terms``): its own weight (and bias) as the model's norm has them, and ``gate``."""
+    return _modules()[8](model)
+
+
 @cache
 def _modules():
     import torch
+    import torch.nn.functional as F
     from torch import nn
 
     from ..blocks._torch import ACTIVATIONS, Linear, MatMul, make_norm
@@ -397,4 +440,40 @@ def _modules():
             self.attn = Site(spec, model, False)
             self.ffn = Site(spec, model, False)
 
-    return ModelInputs, LayerInput, ModelStreams, LayerStreams, LaurelModule, ModelHyper, LayerHyper
+    class Head(nn.Module):
+        def __init__(self, spec: PredictionHead, model):
+            super().__init__()
+            self.dense = Linear(model.d_model, model.d_model, bias=spec.bias)
+            self.act = ACTIVATIONS[spec.activation]
+            self.norm = make_norm(model.norm, model.d_model) if spec.norm else nn.Identity()
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.norm(self.act(self.dense(x)))
+
+    class Gate(nn.Module):
+        def __init__(self, d: int, r: int):
+            super().__init__()
+            self.fc1 = Linear(d, r, bias=False)
+            self.fc2 = Linear(r, d, bias=False)
+
+        def forward(self, y: torch.Tensor) -> torch.Tensor:
+            return y * torch.sigmoid(self.fc2(F.silu(self.fc1(y))))
+
+    class GatedNorm(nn.Module):
+        is_norm = True  # verify: its weight and bias are the norm; the gate's projections are their own
+
+        def __init__(self, model):
+            super().__init__()
+            norm, d = model.norm, model.d_model
+            self.layer, self.d = norm.kind.startswith("layernorm"), d
+            self.weight = nn.Parameter(torch.ones(d)) if norm.affine else None
+            self.bias = nn.Parameter(torch.zeros(d)) if norm.has_bias else None
+            self.gate = Gate(d, norm.gate_rank)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            y = (F.layer_norm(x, (self.d,), self.weight, self.bias) if self.layer
+                 else F.rms_norm(x, (self.d,), self.weight))
+            return self.gate(y)
+
+    return (ModelInputs, LayerInput, ModelStreams, LayerStreams, LaurelModule, ModelHyper, LayerHyper, Head,
+            GatedNorm)

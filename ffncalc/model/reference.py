@@ -13,6 +13,7 @@ from torch import nn
 
 from ..blocks import module_name
 from ..blocks._torch import Linear, make_norm
+from .extras import gated_norm_module
 from .stack import Layer, Model
 
 
@@ -25,7 +26,9 @@ class LayerModule(nn.Module):
 
     def __init__(self, model: Model, layer: Layer, causal: bool):
         super().__init__()
-        self.norms = nn.ModuleList(make_norm(model.norm, model.d_model) for _ in range(model.norm.per_layer))
+        kinds = {"norm": lambda: make_norm(model.norm, model.d_model), "gated": lambda: gated_norm_module(model),
+                 "none": nn.Identity}
+        self.norms = nn.ModuleList(kinds[use]() for use in layer.norm_uses(model.norm))
         self.names = (module_name(layer.attention), module_name(layer.ffn))
         for name, block in zip(self.names, (layer.attention, layer.ffn)):
             setattr(self, name, block.torch_module(model, causal))
@@ -123,6 +126,8 @@ class Transformer(nn.Module):
         self.layers = nn.ModuleList(LayerModule(spec, layer, causal) for layer in kinds)
         if spec.norm.final:
             self.final_norm = make_norm(spec.norm, d)
+        if spec.prediction_head is not None:
+            self.prediction_head = spec.prediction_head.model_module(spec)
         self.lm_head = Linear(d, spec.vocab_size, bias=spec.lm_head_bias)
         if spec.tie_embeddings:
             self.lm_head.weight = self.embed.weight  # one Parameter, counted once
@@ -155,6 +160,8 @@ class Transformer(nn.Module):
                 x = getattr(self, extra).collapse(x)
         if hasattr(self, "final_norm"):
             x = self.final_norm(x)
+        if hasattr(self, "prediction_head"):
+            x = self.prediction_head(x)
         return self.lm_head(x)
 
     def set_balanced_routing(self, balanced: bool) -> None:

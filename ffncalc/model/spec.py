@@ -9,7 +9,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Annotated, Literal
 
-from .extras import AltUp, HyperConnections, Laurel, PerLayerInputs
+from .extras import AltUp, HyperConnections, Laurel, PerLayerInputs, PredictionHead
 from .schema import NonNegative, Positive, PositiveFloat, Slot, SpecError
 
 Mixer = Annotated[object, Slot("attention", default="mha")]  # the block that mixes tokens
@@ -64,6 +64,9 @@ class Norm:
     bias: bool | None = None  # default: LayerNorm has one, RMSNorm has none
     per_layer: NonNegative = 2
     final: bool = True
+    # the rank r of a gated norm's gate: y = norm(x), y ⊙ σ(W₂ silu(W₁ y)) with W₁ d -> r, W₂ r -> d, no biases
+    # (AXK2's GatedRMSNorm); which of a layer's norms are gated: the layer's norms (ModelSpec.norms)
+    gate_rank: NonNegative = 0
 
     def __post_init__(self) -> None:
         if self.has_bias and self.kind == "rmsnorm":
@@ -86,13 +89,19 @@ class Norm:
         return width * (base + self.params_per_feature)
 
 
+# Each of a layer's norms, in the order of the norm's placement: the model's norm; the model's norm with its
+# low-rank gate (Norm.gate_rank); or none, an identity (ModernBERT's first layer has no norm before attention).
+NormUse = Literal["norm", "gated", "none"]
+
+
 @dataclass(frozen=True)
 class LayerGroup:
-    """``repeat`` consecutive layers; attention or ffn left out means the model's default."""
+    """``repeat`` consecutive layers; attention, ffn or norms left out means the model's default."""
 
     repeat: Positive
     attention: Mixer | None = None
     ffn: FFN | None = None
+    norms: list[NormUse] | None = None
 
 
 # sinusoidal: a fixed table of sines and cosines added to the embeddings (Vaswani et al. 2017 §3.5; XGLM, CTRL):
@@ -132,12 +141,24 @@ class ModelSpec:
     laurel: Laurel | None = None
     # the residual as several streams, mixed before each sublayer and at the end (DeepSeek-V4, HY-V4, Qwen4-Exp)
     hyper: HyperConnections | None = None
+    # each of a layer's norm.per_layer norms (NormUse); default: every one the model's norm
+    norms: list[NormUse] | None = None
+    # a transform between the final norm and the unembedding (ModernBERT's prediction head)
+    prediction_head: PredictionHead | None = None
 
     def __post_init__(self) -> None:
         if self.layers is not None:
             total = sum(g.repeat for g in self.layers)
             if total != self.n_layers:
                 raise SpecError(("layers",), f"layer groups repeat {total} layers in all, but n_layers is {self.n_layers}")
+        for path, uses in [(("norms",), self.norms)] + [(("layers", i, "norms"), g.norms)
+                                                        for i, g in enumerate(self.layers or ())]:
+            if uses is None:
+                continue
+            if len(uses) != self.norm.per_layer:
+                raise SpecError(path, f"{len(uses)} norms stated, but a layer has norm.per_layer = {self.norm.per_layer}")
+            if "gated" in uses and not self.norm.gate_rank:
+                raise SpecError(path, "a gated norm needs norm.gate_rank")
         for path, block in self._blocks():
             try:
                 block.check(self.d_model)

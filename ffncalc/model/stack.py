@@ -10,21 +10,27 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Iterator
 
-from .extras import AltUp, HyperConnections, Laurel, PerLayerInputs
+from .extras import AltUp, HyperConnections, Laurel, PerLayerInputs, PredictionHead
 from .spec import ModelSpec, Norm, Positions
 
 
 @dataclass(frozen=True)
 class Layer:
-    """One layer: a token mixer (attention of some kind) then a per-token FFN, each a registered block."""
+    """One layer: a token mixer (attention of some kind) then a per-token FFN, each a registered block; ``norms``:
+    each of its norms where they are not all the model's norm ("norm", "gated" or "none", spec.NormUse)."""
 
     attention: object
     ffn: object
+    norms: tuple[str, ...] | None = None
 
     def blocks(self) -> Iterator[tuple[str, object]]:
         """(slot, block) in forward order."""
         yield "attention", self.attention
         yield "ffn", self.ffn
+
+    def norm_uses(self, norm: Norm) -> tuple[str, ...]:
+        """Each of the layer's ``norm.per_layer`` norms: "norm", "gated" or "none"."""
+        return self.norms if self.norms is not None else ("norm",) * norm.per_layer
 
 
 @dataclass(frozen=True)
@@ -66,6 +72,7 @@ class Model:
     altup: AltUp | None = None
     laurel: Laurel | None = None
     hyper: HyperConnections | None = None
+    prediction_head: PredictionHead | None = None  # between the final norm and the unembedding
 
     def extras(self) -> tuple:
         """The parts beside every layer's blocks, in the order their terms and modules come."""
@@ -112,15 +119,20 @@ def resolve(spec: ModelSpec) -> Model:
     """The spec's layer groups expanded to one entry per layer, each block resolved against d_model."""
     d = spec.d_model
     attention, ffn = spec.attention.resolve(d), spec.ffn.resolve(d)
+
+    def norms(uses) -> tuple[str, ...] | None:  # every norm the model's: none stated, as a layer of any other model
+        return tuple(uses) if uses is not None and any(u != "norm" for u in uses) else None
+
     layers: list[Layer] = []
     for group in spec.layers or ():
         layer = Layer(group.attention.resolve(d) if group.attention is not None else attention,
-                      group.ffn.resolve(d) if group.ffn is not None else ffn)
+                      group.ffn.resolve(d) if group.ffn is not None else ffn,
+                      norms(group.norms if group.norms is not None else spec.norms))
         layers += [layer] * group.repeat
     if not spec.layers:
-        layers = [Layer(attention, ffn)] * spec.n_layers
+        layers = [Layer(attention, ffn, norms(spec.norms))] * spec.n_layers
     notes = tuple(dict.fromkeys(b.count_note for layer in layers for _, b in layer.blocks() if b.count_note))
     return Model(spec.name, spec.vocab_size, d, spec.context_length, spec.norm, spec.parallel, spec.positions,
                  spec.tie_embeddings, spec.lm_head_bias, spec.embedding_norm, tuple(layers), spec.position_offset,
                  notes=notes, mtp_layers=spec.mtp_layers, per_layer_inputs=spec.per_layer_inputs,
-                 altup=spec.altup, laurel=spec.laurel, hyper=spec.hyper)
+                 altup=spec.altup, laurel=spec.laurel, hyper=spec.hyper, prediction_head=spec.prediction_head)

@@ -175,8 +175,8 @@ def layer_types(c: Config, pattern) -> list[str]:
 
 
 def stack(layers: list[dict]) -> dict:
-    """Per-layer {"attention": …, "ffn": …} -> the spec's attention and ffn (those of most layers) and, where
-    layers differ, runs of layers that state what differs."""
+    """Per-layer {"attention": …, "ffn": …} (and any other key a layer group states: "norms") -> the spec's
+    attention and ffn (those of most layers) and, where layers differ, runs of layers that state what differs."""
     def key(layer: dict) -> str:
         return repr(sorted(layer.items()))
 
@@ -190,7 +190,7 @@ def stack(layers: list[dict]) -> dict:
             runs[-1][1] += 1
         else:
             runs.append([layer, 1])
-    out = {"attention": main["attention"], "ffn": main["ffn"]}
+    out = dict(main)
     if len(runs) > 1:
         out["layers"] = [{"repeat": n, **{k: v for k, v in layer.items() if v != main[k]}} for layer, n in runs]
     return out
