@@ -71,6 +71,10 @@ class LatentAttention(Block):
     # constant factors on every query head's elements (n_heads · qk_head_dim, after q_b) and on the normed key-value
     # latent, one product per element (LongCat-Flash: LongcatFlashMLA's mla_scale_q_lora and mla_scale_kv_lora)
     query_scale: bool = False
+    # the queries from the normed and the raw query latents together, 2·q_lora_rank -> h·(qk_head_dim + v_head_dim)
+    # in place of q_b, its other h·v_head_dim outputs a sigmoid gate on each feature of the heads' output before o
+    # (AXK2's q_gate_proj)
+    query_gate: bool = False
 
     @property
     def kv_heads(self) -> int:
@@ -97,6 +101,8 @@ class LatentAttention(Block):
             raise SpecError(("query_scale",), "the query is scaled before q_b (latent_scale) or after it, not both")
         if self.query_scale and self.q_lora_rank is None:
             raise SpecError(("query_scale",), "the query's factor is √(d_model / q_lora_rank): state q_lora_rank")
+        if self.query_gate and self.q_lora_rank is None:
+            raise SpecError(("query_gate",), "the gated query reads the query latent: state q_lora_rank")
         if self.window is not None and self.indexed:
             raise SpecError(("window",), "a layer attends a sliding window or the indexer's top-k keys, not both")
         if not self.indexed:
@@ -124,6 +130,8 @@ class LatentAttention(Block):
             text += ", gated output"
         if self.sinks:
             text += ", sinks"
+        if self.query_gate:
+            text += ", gated outputs"
         return text
 
     def facts(self) -> dict[str, object]:
@@ -137,7 +145,11 @@ class LatentAttention(Block):
         else:
             e.linear("attn.q_a", d, self.q_lora_rank, self.bias, n)
             e.norm("attn.q_a_norm", model.norm, self.q_lora_rank, n)
-            e.linear("attn.q_b", self.q_lora_rank, h * qk, False, n, heads=h)
+            if self.query_gate:
+                e.linear("attn.q_gate", 2 * self.q_lora_rank, h * (qk + self.v_head_dim), False, n, heads=h)
+                e.op("attn.q_gate_scale", n * h * self.v_head_dim * (ACTIVATION_OPS["sigmoid"] + 1))
+            else:
+                e.linear("attn.q_b", self.q_lora_rank, h * qk, False, n, heads=h)
         e.linear("attn.kv_a", d, self.kv_lora_rank + r, self.bias, n)  # the latent and the shared rotary key
         e.norm("attn.kv_a_norm", model.norm, self.kv_lora_rank, n)
         if self.latent_scale:
@@ -194,7 +206,12 @@ class LatentAttention(Block):
         d, h, rank, rope, nope, v = (model.d_model, self.n_heads, self.kv_lora_rank, self.qk_rope_head_dim,
                                      self.qk_nope_head_dim, self.v_head_dim)
         qk = nope + rope
-        query = d * h * qk if self.q_lora_rank is None else d * self.q_lora_rank + self.q_lora_rank * h * qk
+        if self.q_lora_rank is None:
+            query = d * h * qk
+        elif self.query_gate:
+            query = d * self.q_lora_rank + 2 * self.q_lora_rank * h * (qk + v)
+        else:
+            query = d * self.q_lora_rank + self.q_lora_rank * h * qk
         fixed = query + d * (rank + rope) + h * nope * rank + h * rank * v + h * v * d
         if self.head_gate:
             fixed += d * h
@@ -218,7 +235,8 @@ class LatentAttention(Block):
     def kept_elements(self, model) -> int:
         """The input; the query latent and its normed copy (low-rank query); kv_a's output and the normed
         latent; then as multi-head attention: Q and K (h · qk each), V and the heads' output (h · v each); a head
-        gate its projection's output (h) and the ungated output (h · v).
+        gate its projection's output (h) and the ungated output (h · v); a gated query its gate's logits and the
+        ungated output (h · v each).
         The indexer keeps nothing: transformers runs it under torch.no_grad (DeepseekV32Indexer.forward), and
         DeepSeek-V3.2 detaches its input from the main model's graph (it learns from its own KL loss)."""
         h = self.n_heads
@@ -227,6 +245,7 @@ class LatentAttention(Block):
         latent += self.qk_rope_head_dim if self.rope_key_norm else 0  # the normed rotary key
         gate = h + h * self.v_head_dim if self.head_gate else 0  # the gate's projection and the ungated output
         gate += 2 * h * self.v_head_dim if self.feature_gate else 0
+        gate += 2 * h * self.v_head_dim if self.query_gate else 0  # the gate's logits and the ungated output
         return model.d_model + q_latent + latent + 2 * h * self.qk_head_dim + 2 * h * self.v_head_dim + gate
 
     def score_bytes(self, model, seq_len: int, flash: bool = False) -> int:
@@ -367,7 +386,10 @@ def _module():
             else:
                 self.q_a = Linear(d, spec.q_lora_rank, bias=spec.bias)
                 self.q_a_norm = make_norm(model.norm, spec.q_lora_rank)
-                self.q_b = Linear(spec.q_lora_rank, h * qk, bias=False)
+                if spec.query_gate:
+                    self.q_gate = Linear(2 * spec.q_lora_rank, h * (qk + self.v_dim), bias=False)
+                else:
+                    self.q_b = Linear(spec.q_lora_rank, h * qk, bias=False)
             self.kv_a = Linear(d, self.rank + self.rope, bias=spec.bias)
             self.kv_a_norm = make_norm(model.norm, self.rank)
             self.kv_b = Linear(self.rank, h * (self.nope + self.v_dim), bias=False)
@@ -387,13 +409,20 @@ def _module():
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             b, s, _ = x.shape
+            gate = None
             if hasattr(self, "q"):
                 q = self.q(x)
             else:
-                q_latent = self.q_a_norm(self.q_a(x))
+                raw = self.q_a(x)
+                q_latent = self.q_a_norm(raw)
                 if self.q_scale != 1.0:
                     q_latent = q_latent * self.q_scale
-                q = self.q_b(q_latent)
+                if hasattr(self, "q_gate"):  # per head: the query, then the gate of its output features
+                    q, gate = self.q_gate(torch.cat([q_latent, raw], dim=-1)).view(b, s, self.heads, -1).split(
+                        [self.nope + self.rope, self.v_dim], dim=-1)
+                    q, gate = q.reshape(b, s, -1), gate.transpose(1, 2)  # gate (B, H, s, v_dim)
+                else:
+                    q = self.q_b(q_latent)
                 if self.q_out_scale != 1.0:
                     q = q * self.q_out_scale
             q = q.view(b, s, self.heads, -1).transpose(1, 2)  # (B, H, s, nope + rope)
@@ -420,6 +449,8 @@ def _module():
                 out = out * torch.sigmoid(self.g(x)).transpose(1, 2).unsqueeze(-1)
             if hasattr(self, "gate"):  # (B, H, s, v_dim) scaled feature by feature
                 out = out * torch.sigmoid(self.gate(x)).view(b, s, self.heads, self.v_dim).transpose(1, 2)
+            if gate is not None:  # and per feature by the gated query's sigmoid
+                out = out * torch.sigmoid(gate)
             return self.o(out.transpose(1, 2).reshape(b, s, self.heads * self.v_dim))
 
     return MultiHeadLatentAttention
