@@ -33,7 +33,8 @@ def terms(model: Model, seq_len: int) -> list[Term]:
         emb.op("pos_embed", d)
     if model.embedding_norm:
         emb.norm("embed_norm", model.norm, d, 1)
-    for extra in (model.per_layer_inputs, model.altup):  # every layer's inputs; AltUp's streams from the embedding
+    # every layer's inputs; AltUp's streams from the embedding; the embedding's scale
+    for extra in (model.per_layer_inputs, model.altup, model.residual_scale):
         if extra is not None:
             extra.model_terms(emb, model)
     out = emb.out

@@ -55,6 +55,14 @@ class MoEFFN(Block):
     # gate and up weights held for each identity expert as well, never read: transformers' LongcatFlashExperts
     # sizes its gate_up_proj by every router output (n_experts + identity_experts) and down_proj by n_experts
     identity_gate_up: bool = False
+    # a router that is a small MLP of this width r (ZAYA1's ZayaRouter): down d -> r with a bias, the model's norm
+    # over r, fc1 and fc2 r -> r with biases, each followed by GELU, and out r -> the router's classes, no bias
+    router_mlp: Positive | None = None
+    # one more router class than the choices, a "skip" that runs no expert and adds nothing (ZAYA1)
+    skip_expert: bool = False
+    # the previous layer's router state (its down projection's output, r) scaled per feature and added to this
+    # layer's before the MLP (ZAYA1's router_states_scale, from the second layer on)
+    router_state: bool = False
 
     def __post_init__(self) -> None:
         if self.top_k > self.n_experts + self.identity_experts:
@@ -72,11 +80,20 @@ class MoEFFN(Block):
             raise SpecError(("shared_gate",), "shared_gate needs a shared expert FFN")
         if self.shared_average and self.shared is None:
             raise SpecError(("shared_average",), "shared_average needs a shared expert FFN")
+        if self.router_mlp is not None and self.router_bias:
+            raise SpecError(("router_bias",), "an MLP router states its own biases")
+        if self.router_state and self.router_mlp is None:
+            raise SpecError(("router_state",), "the router state is an MLP router's: state router_mlp")
 
     @property
     def choices(self) -> int:
-        """The router's outputs: the routed experts and the identity experts."""
+        """The experts a token may choose: the routed experts and the identity experts."""
         return self.n_experts + self.identity_experts
+
+    @property
+    def router_classes(self) -> int:
+        """The router's outputs: the choices, and the skip class where there is one."""
+        return self.choices + int(self.skip_expert)
 
     @property
     def routed_active(self) -> int:
@@ -109,11 +126,14 @@ class MoEFFN(Block):
         return {"ffn": self.variant, "d_ff": self.expert.d_ff}
 
     def terms(self, e, model, seq_len: int) -> None:
-        d, n, choices = model.d_model, e.n, self.choices
-        e.linear("ffn.router", d, choices, self.router_bias, n)
-        e.op("ffn.router_softmax", n * SOFTMAX_OPS * choices)
+        d, n, classes = model.d_model, e.n, self.router_classes
+        if self.router_mlp is None:
+            e.linear("ffn.router", d, classes, self.router_bias, n)
+        else:
+            self._mlp_router_terms(e, model)
+        e.op("ffn.router_softmax", n * SOFTMAX_OPS * classes)
         if self.correction_bias:
-            e.term("ffn.correction_bias", "bias", (choices,), n, elementwise=n * choices)
+            e.term("ffn.correction_bias", "bias", (classes,), n, elementwise=n * classes)
         self.expert.emit(e, "ffn.experts.", d, self.n_experts * n, self.routed_active * n, model.norm, expert=True,
                          component="ffn.experts")
         if self.identity_gate_up:  # held, never read: no token uses them
@@ -134,12 +154,26 @@ class MoEFFN(Block):
         if self.output_bias:
             e.term("ffn.bias", "bias", (d,), n, elementwise=n * d, component="ffn.bias")
 
+    def _mlp_router_terms(self, e, model) -> None:
+        """ZayaRouter: down_proj, router_states_scale, router_mlp (norm, fc1, fc2, out_proj)."""
+        d, n, r = model.d_model, e.n, self.router_mlp
+        e.linear("ffn.router.down", d, r, True, n)
+        if self.router_state:  # a parameter of the router module itself (transformers' mlp.gate)
+            e.term("ffn.router.state_scale", "norm", (r,), n, elementwise=2 * n * r, component="ffn.router")
+        e.norm("ffn.router.norm", model.norm, r, n)
+        e.linear("ffn.router.fc1", r, r, True, n)
+        e.linear("ffn.router.fc2", r, r, True, n)
+        e.op("ffn.router.act", 2 * n * r * ACTIVATION_OPS["gelu"])
+        e.linear("ffn.router.out", r, self.router_classes, False, n)
+
     def kept_elements(self, model) -> int:
-        """The router's probabilities (one per choice), each chosen routed expert's and each shared expert's elements;
-        with an output norm, its input (d_model)."""
+        """The router's probabilities (its classes), each chosen routed expert's and each shared expert's elements;
+        with an output norm, its input (d_model); an MLP router its down projection's output, its norm's, and fc1's
+        and fc2's before and after their GELU (6·r)."""
         shared = self.n_shared_experts * self.shared.kept_elements(model) if self.shared is not None else 0
         norm = model.d_model if self.output_norm else 0
-        return self.choices + self.routed_active * self.expert.kept_elements(model) + shared + norm
+        router = 6 * self.router_mlp if self.router_mlp is not None else 0
+        return self.router_classes + self.routed_active * self.expert.kept_elements(model) + shared + norm + router
 
     def torch_module(self, model, causal: bool):
         return _module()(model, self, causal)
@@ -158,6 +192,28 @@ def _module():
 
     from ._torch import Linear, make_norm
 
+    class RouterMLP(nn.Module):
+        """down, (the previous layer's state scaled and added), norm, fc1, GELU, fc2, GELU, out. This module cannot
+        see the previous layer's router state: its own down projection's output stands in (the same shape)."""
+
+        def __init__(self, model, ffn: MoEFFN):
+            super().__init__()
+            r = ffn.router_mlp
+            self.down = Linear(model.d_model, r, bias=True)
+            if ffn.router_state:
+                self.state_scale = nn.Parameter(torch.ones(r))
+            self.norm = make_norm(model.norm, r)
+            self.fc1 = Linear(r, r, bias=True)
+            self.fc2 = Linear(r, r, bias=True)
+            self.out = Linear(r, ffn.router_classes, bias=False)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            h = self.down(x)
+            if hasattr(self, "state_scale"):
+                h = h + h * self.state_scale
+            gelu = nn.functional.gelu
+            return self.out(gelu(self.fc2(gelu(self.fc1(self.norm(h))))))
+
     class MoE(nn.Module):
         """A router, routed experts (top_k per token) and shared experts that see every token.
 
@@ -170,8 +226,9 @@ def _module():
         def __init__(self, model, ffn: MoEFFN, causal: bool):
             super().__init__()
             d = model.d_model
-            self.top_k, self.n_experts = ffn.top_k, ffn.n_experts
-            self.router = Linear(d, ffn.choices, bias=ffn.router_bias)
+            self.top_k, self.n_experts, self.choices = ffn.top_k, ffn.n_experts, ffn.choices
+            self.router = (Linear(d, ffn.router_classes, bias=ffn.router_bias) if ffn.router_mlp is None
+                           else RouterMLP(model, ffn))
             self.experts = nn.ModuleList(ffn.expert.torch_module(model, causal) for _ in range(ffn.n_experts))
             if ffn.identity_gate_up:  # held, never read
                 self.identity_gate_up = nn.Parameter(torch.empty(ffn.identity_experts, 2 * ffn.expert.d_ff, d))
@@ -179,7 +236,7 @@ def _module():
             if ffn.shared_gate:
                 self.shared_gate = Linear(d, 1, bias=False)
             if ffn.correction_bias:
-                self.correction_bias = nn.Parameter(torch.zeros(ffn.choices))
+                self.correction_bias = nn.Parameter(torch.zeros(ffn.router_classes))
             self.average = ffn.shared_average
             if ffn.output_norm:
                 self.output_norm = make_norm(model.norm, d)
@@ -220,7 +277,8 @@ def _module():
                 rows = token_of_slot[slots]
                 out.index_add_(0, rows, expert(flat[rows]) * weight_of_slot[slots, None].to(flat.dtype))
             if not self.balanced:
-                slots = (expert_of_slot >= self.n_experts).nonzero().squeeze(-1)  # identity experts: a copy
+                identity = (expert_of_slot >= self.n_experts) & (expert_of_slot < self.choices)  # a copy; skip: nothing
+                slots = identity.nonzero().squeeze(-1)
                 if slots.numel():
                     rows = token_of_slot[slots]
                     out.index_add_(0, rows, flat[rows] * weight_of_slot[slots, None].to(flat.dtype))

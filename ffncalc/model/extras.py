@@ -1,9 +1,10 @@
 """Parts a model has beside its layers' two blocks, the same in every layer: per-layer inputs (Gemma 3n; Gemma 4
-E2B and E4B), AltUp and LAuReL (Gemma 3n), hyper-connections (DeepSeek-V4, HY-V4, Qwen4-Exp). Each is a frozen
-dataclass of spec fields that writes its own terms: those of the model (after the embedding, before the final norm)
-and those of each layer (slot "", beside the layer's norms), and builds its reference torch modules, whose paths
-mirror the term names. Also here: a layer's norms where some are gated or absent (``norm_terms``; AXK2,
-ModernBERT's decoder) and the prediction head between the final norm and the unembedding (ModernBERT's decoder).
+E2B and E4B), AltUp and LAuReL (Gemma 3n), hyper-connections (DeepSeek-V4, HY-V4, Qwen4-Exp), scaled residual adds
+(ZAYA1). Each is a frozen dataclass of spec fields that writes its own terms: those of the model (after the
+embedding, before the final norm) and those of each layer (slot "", beside the layer's norms), and builds its
+reference torch modules, whose paths mirror the term names. Also here: a layer's norms where some are gated or absent
+(``norm_terms``; AXK2, ModernBERT's decoder) and the prediction head between the final norm and the unembedding
+(ModernBERT's decoder).
 
 Widths: d the model's, L its layers, p the per-layer input width, n AltUp's streams, r LAuReL's rank or a gated
 norm's; k the hyper-connections' streams, N = k·d their flattened width.
@@ -207,6 +208,31 @@ class HyperConnections:
 
     def layer_module(self, model):
         return _modules()[6](self, model)
+
+
+@dataclass(frozen=True)
+class ResidualScale:
+    """Scaled residual adds (ZAYA1: ZayaResidualScaling after each sublayer; ZayaModel.input_hidden_states_scale
+    and _bias). After each sublayer, the sublayer's output h and the residual x each shifted and scaled per feature
+    before they are added: (h + b_h) ⊙ s_h + (x + b_x) ⊙ s_x, four vectors of d (attention's, the FFN's); with
+    ``input``, the embedding (x + b) ⊙ s before the first layer."""
+
+    input: bool = True
+
+    def model_terms(self, e, model) -> None:
+        if self.input:
+            e.term("residual_scale.input", "norm", (2, model.d_model), 1, elementwise=2 * model.d_model)
+
+    def layer_terms(self, e, model) -> None:
+        d, n = model.d_model, e.n
+        for sublayer in ("attention", "ffn"):  # two adds and two products per feature; the sum is the residual's
+            e.term(f"residual_scale.{sublayer}", "norm", (4, d), n, elementwise=n * 4 * d)
+
+    def model_module(self, model):
+        return _modules()[9](self, model)
+
+    def layer_module(self, model):
+        return _modules()[10](self, model)
 
 
 def norm_terms(e, model, layer) -> None:
@@ -475,5 +501,26 @@ def _modules():
                  else F.rms_norm(x, (self.d,), self.weight))
             return self.gate(y)
 
+    class InputScale(nn.Module):
+        def __init__(self, spec: ResidualScale, model):
+            super().__init__()
+            self.input = nn.Parameter(torch.stack([torch.ones(model.d_model), torch.zeros(model.d_model)]))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return (x + self.input[1]) * self.input[0]
+
+    class ScaledAdds(nn.Module):
+        """Each sublayer's (scale, bias of its output, scale, bias of the residual)."""
+
+        def __init__(self, spec: ResidualScale, model):
+            super().__init__()
+            d = model.d_model
+            self.attention = nn.Parameter(torch.stack([torch.ones(d), torch.zeros(d)] * 2))
+            self.ffn = nn.Parameter(torch.stack([torch.ones(d), torch.zeros(d)] * 2))
+
+        def add(self, x: torch.Tensor, out: torch.Tensor, slot: int) -> torch.Tensor:
+            v = self.attention if slot == 0 else self.ffn
+            return (out + v[1]) * v[0] + (x + v[3]) * v[2]
+
     return (ModelInputs, LayerInput, ModelStreams, LayerStreams, LaurelModule, ModelHyper, LayerHyper, Head,
-            GatedNorm)
+            GatedNorm, InputScale, ScaledAdds)

@@ -33,7 +33,7 @@ class LayerModule(nn.Module):
         for name, block in zip(self.names, (layer.attention, layer.ffn)):
             setattr(self, name, block.torch_module(model, causal))
         self.parallel, self.placement = model.parallel, model.norm.placement
-        for name in ("altup", "laurel"):  # model/extras.py: the parts beside the blocks
+        for name in ("altup", "laurel", "residual_scale"):  # model/extras.py: the parts beside the blocks
             if getattr(model, name) is not None:
                 setattr(self, name, getattr(model, name).layer_module(model))
         if model.per_layer_inputs is not None:
@@ -78,8 +78,12 @@ class LayerModule(nn.Module):
             a = self.norms[0](x)
             x = (x + _wrapped(mixer, self.norms[1:split], a, True) + self.laurel(a)) * 2 ** -0.5
         else:
-            x = x + _wrapped(mixer, self.norms[:split], x, post)
-        return x + _wrapped(ffn, self.norms[split:], x, post)
+            x = self._add(x, _wrapped(mixer, self.norms[:split], x, post), 0)
+        return self._add(x, _wrapped(ffn, self.norms[split:], x, post), 1)
+
+    def _add(self, x: torch.Tensor, out: torch.Tensor, slot: int) -> torch.Tensor:
+        """The residual add after sublayer ``slot``; with scaled adds (ZAYA1), each side shifted and scaled."""
+        return self.residual_scale.add(x, out, slot) if hasattr(self, "residual_scale") else x + out
 
 
 def _wrapped(sublayer: nn.Module, norms: nn.ModuleList, x: torch.Tensor, post: bool) -> torch.Tensor:
@@ -137,6 +141,8 @@ class Transformer(nn.Module):
             self.altup = spec.altup.model_module(spec)
         if spec.hyper is not None:
             self.hc = spec.hyper.model_module(spec)
+        if spec.residual_scale is not None and spec.residual_scale.input:
+            self.residual_scale = spec.residual_scale.model_module(spec)
 
     def forward(self, tokens: torch.Tensor, only: list[int] | None = None) -> torch.Tensor:
         """Logits for ``tokens`` (B, s); ``only`` runs just those modules of ``layers``, in that order
@@ -149,6 +155,8 @@ class Transformer(nn.Module):
             x = x + sinusoids(positions, x.shape[-1]).to(x.dtype)
         if hasattr(self, "embed_norm"):
             x = self.embed_norm(x)
+        if hasattr(self, "residual_scale"):
+            x = self.residual_scale(x)
         vectors = self.ple(tokens, x) if hasattr(self, "ple") else None  # (B, s, L, p)
         for extra in ("altup", "hc"):
             if hasattr(self, extra):

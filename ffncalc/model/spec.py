@@ -9,7 +9,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Annotated, Literal
 
-from .extras import AltUp, HyperConnections, Laurel, PerLayerInputs, PredictionHead
+from .extras import AltUp, HyperConnections, Laurel, PerLayerInputs, PredictionHead, ResidualScale
 from .schema import NonNegative, Positive, PositiveFloat, Slot, SpecError
 
 Mixer = Annotated[object, Slot("attention", default="mha")]  # the block that mixes tokens
@@ -141,6 +141,7 @@ class ModelSpec:
     laurel: Laurel | None = None
     # the residual as several streams, mixed before each sublayer and at the end (DeepSeek-V4, HY-V4, Qwen4-Exp)
     hyper: HyperConnections | None = None
+    residual_scale: ResidualScale | None = None  # scaled residual adds (ZAYA1)
     # each of a layer's norm.per_layer norms (NormUse); default: every one the model's norm
     norms: list[NormUse] | None = None
     # a transform between the final norm and the unembedding (ModernBERT's prediction head)
@@ -166,6 +167,10 @@ class ModelSpec:
                 raise exc.within(*path) from None
         if self.parallel and (self.norm.per_layer > 2 or self.norm.placement != "pre"):
             raise SpecError(("parallel",), "parallel sublayers take one shared norm or one pre-norm each")
+        if self.residual_scale and (self.parallel or self.laurel or self.altup or self.hyper
+                                    or self.norm.placement == "residual"):
+            raise SpecError(("residual_scale",), "scaled residual adds are a sequential layer's two adds: no parallel "
+                                                 "sublayers, LAuReL, AltUp, hyper-connections or norms after the add")
         if self.laurel and (self.parallel or self.norm.placement != "pre" or not self.norm.per_layer):
             raise SpecError(("laurel",), "LAuReL reads the layer's first norm's output: sequential pre-norm layers")
         if self.hyper and (self.parallel or self.norm.placement != "pre" or self.altup or self.laurel):

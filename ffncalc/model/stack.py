@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Iterator
 
-from .extras import AltUp, HyperConnections, Laurel, PerLayerInputs, PredictionHead
+from .extras import AltUp, HyperConnections, Laurel, PerLayerInputs, PredictionHead, ResidualScale
 from .spec import ModelSpec, Norm, Positions
 
 
@@ -73,10 +73,12 @@ class Model:
     laurel: Laurel | None = None
     hyper: HyperConnections | None = None
     prediction_head: PredictionHead | None = None  # between the final norm and the unembedding
+    residual_scale: ResidualScale | None = None
 
     def extras(self) -> tuple:
         """The parts beside every layer's blocks, in the order their terms and modules come."""
-        return tuple(x for x in (self.altup, self.laurel, self.per_layer_inputs, self.hyper) if x is not None)
+        return tuple(x for x in (self.altup, self.laurel, self.per_layer_inputs, self.hyper, self.residual_scale)
+                     if x is not None)
 
     @property
     def n_layers(self) -> int:
@@ -135,4 +137,5 @@ def resolve(spec: ModelSpec) -> Model:
     return Model(spec.name, spec.vocab_size, d, spec.context_length, spec.norm, spec.parallel, spec.positions,
                  spec.tie_embeddings, spec.lm_head_bias, spec.embedding_norm, tuple(layers), spec.position_offset,
                  notes=notes, mtp_layers=spec.mtp_layers, per_layer_inputs=spec.per_layer_inputs,
-                 altup=spec.altup, laurel=spec.laurel, hyper=spec.hyper, prediction_head=spec.prediction_head)
+                 altup=spec.altup, laurel=spec.laurel, hyper=spec.hyper, prediction_head=spec.prediction_head,
+                 residual_scale=spec.residual_scale)
