@@ -57,9 +57,6 @@ NOT_TEXT_DECODERS = {
 
 # Decoder-only text models no family reads yet, each with what it needs.
 NOT_YET = {
-    "axk2": ("a low-rank sigmoid-gated RMSNorm (fc1/fc2 of gated_norm_rank) before attention and before sparse MLPs "
-             "only, and one projection of the normed and raw query latents to queries and per-feature output gates "
-             "(q_gate_proj)"),
     "blt": ("byte-level patches: a patcher (a small transformer of its own), hashed n-gram embeddings, a local encoder and decoder "
             "with cross-attention around a global transformer of another width over data-dependent patches"),
     "cpmant": ("model-level parts: prompt_types × prompt_length more embedding rows than the head's vocabulary, segment embeddings, a"
@@ -78,13 +75,10 @@ NOT_YET = {
                       "mixing work grows with the layer's block; and, beside Inkling's rel_attention, an output gate, per-token "
                       "sink logits (sink_proj), L2 clipping with learned scales, input-conditioned short convolutions on keys "
                       "and values and scaled sublayer convolutions"),
-    "modernbert-decoder": "a first layer without its attention norm, and a prediction head (dense, activation, LayerNorm) "
-                          "before the biased decoder",
     "reformer": ("LSH and local attention (shared query-key projection, bucketed chunks), reversible residual streams, axial position"
                  " embeddings"),
     "zamba": "Mamba layers with one attention block shared across the stack",
     "zamba2": "Mamba-2 layers with shared attention blocks and their LoRA adapters",
-    "zaya": "convolutional attention (CCA: convolved q and k, a delayed half of v), residual scaling, an MLP router",
 }
 
 # Decoder-only text types whose configuration class's defaults transformers itself cannot build (the test of
