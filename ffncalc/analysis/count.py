@@ -22,8 +22,10 @@ RECOMPUTE = ("none", "selective", "full")
 
 def terms(model: Model, seq_len: int) -> list[Term]:
     """Every tensor and operation of one forward pass at ``seq_len``, in model order; each run of
-    identical layers once, its terms standing for all its layers."""
+    identical layers once, its terms standing for all its layers. With prompt positions (model/prompts.py) the
+    layers and the final norm run over seq_len + P positions, their terms scaled to the sequence's tokens."""
     d, v = model.d_model, model.vocab_size
+    positions = seq_len + model.prompt_length  # what the layers run over
     emb = Emitter("embedding")
     # A lookup has no multiply-adds; macs records the one-hot matmul that Chinchilla's accounting charges.
     emb.term("embed.weight", "tied" if model.tie_embeddings else "token", (v, d), macs=v * d)
@@ -33,22 +35,27 @@ def terms(model: Model, seq_len: int) -> list[Term]:
         emb.op("pos_embed", d)
     if model.embedding_norm:
         emb.norm("embed_norm", model.norm, d, 1)
+    for part in model.input_parts():  # prompt rows, segment embeddings, the shared relative-bias table
+        part.model_terms(emb, model, seq_len)
     # every layer's inputs; AltUp's streams from the embedding; the embedding's scale
     for extra in (model.per_layer_inputs, model.altup, model.residual_scale):
         if extra is not None:
             extra.model_terms(emb, model)
     out = emb.out
+    inside: list[Term] = []
     for run in model.runs():
         e = Emitter("layers", run.span)
         norm_terms(e, model, run.layer)
         for slot, block in run.layer.blocks():
             e.slot = slot
-            block.terms(e, model, seq_len)
+            block.terms(e, model, positions)
         e.slot = ""
         for extra in model.extras():
             extra.layer_terms(e, model)
+        for part in model.input_parts():
+            part.layer_terms(e, model, positions)
         e.op("residual", run.n * RESIDUAL_ADDS * d)
-        out += e.out
+        inside += e.out
     fin = Emitter("final")
     for extra in (model.altup, model.hyper):  # the streams back into one
         if extra is not None:
@@ -57,11 +64,14 @@ def terms(model: Model, seq_len: int) -> list[Term]:
         fin.norm("final_norm", model.norm, d, 1)
     if model.prediction_head is not None:
         model.prediction_head.model_terms(fin, model)
+    inside += fin.out
+    if positions != seq_len:  # the prompt's positions too, per token of the sequence
+        inside = [replace(t, positions=Fraction(positions, seq_len)) for t in inside]
     head = Emitter("head")
     head.term("lm_head.weight", "head", (v, d), macs=v * d, tied=model.tie_embeddings)
     if model.lm_head_bias:
         head.term("lm_head.bias", "bias", (v,), elementwise=v)
-    return out + fin.out + head.out
+    return out + inside + head.out
 
 
 def mtp_terms(model: Model, seq_len: int) -> list[Term]:
@@ -137,6 +147,10 @@ def core_flops(t: Term, attention: str) -> Number:
     return int(flops) if flops == int(flops) else flops
 
 
+def _whole(n: Number) -> Number:
+    return int(n) if n == int(n) else n
+
+
 def _row(t: Term, conv: Convention) -> Row:
     counted = t.role in conv.params and not (t.tied and not conv.untie)
     params = t.numel * t.count if counted else 0
@@ -163,6 +177,8 @@ def _row(t: Term, conv: Convention) -> Row:
         elementwise = 0
     if conv.elementwise == "softmax3":
         flops += 3 * t.scores  # Chinchilla: softmax 3·heads·s² per sequence, in its FLOP total
+    if t.positions != 1:  # the layers' work over prompt positions as well (model/prompts.py)
+        flops, elementwise = _whole(flops * t.positions), _whole(elementwise * t.positions)
     return Row(t.name, t.role, t.part, t.layers, shape, count, params, active, matrices, flops, elementwise,
                tied=t.tied and not conv.untie, expert=t.expert, component=t.component, slot=t.slot, window=t.window,
                chunk=t.chunk, grows=t.grows, select=t.select)
@@ -252,7 +268,7 @@ class Tally:
 
     @property
     def elementwise_flops(self) -> int:
-        return self.elementwise_per_token * self.tokens
+        return int(self.elementwise_per_token * self.tokens)  # whole: every sequence has seq_len tokens
 
     @property
     def recompute_flops(self) -> int:
@@ -322,8 +338,8 @@ def tally(spec: Model, *, model: str | None = None, convention: str = DEFAULT, s
     views = None
     if conv.attention != "none" and conv.flops == "matmul" and "core" in conv.matmul:
         cores = [t for t in all_terms if t.role == "core" and not (t.form and t.form != conv.linear)]
-        views = {"executed": sum(core_flops(t, "full") for t in cores),
-                 "useful": sum(core_flops(t, "causal") for t in cores)}
+        views = {"executed": _whole(sum(core_flops(t, "full") * t.positions for t in cores)),
+                 "useful": _whole(sum(core_flops(t, "causal") * t.positions for t in cores))}
     copies = spec.mtp_layers * 2 * spec.vocab_size * spec.d_model  # DeepSeek-V3's checkpoint: embed_tokens, shared_head.head
     return Tally(model or spec.name or "model", conv, seq_len, batch, recompute, rows, moe, spec.notes, mtp_params,
                  copies, views)

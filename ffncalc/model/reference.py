@@ -120,6 +120,10 @@ class Transformer(nn.Module):
         self.positions, self.position_offset = spec.positions, spec.position_offset
         if spec.embedding_norm:
             self.embed_norm = make_norm(spec.norm, d)
+        for name in ("prompts", "segments", "relative_bias"):  # model/prompts.py: the parts beside the embedding
+            if getattr(spec, name) is not None:
+                setattr(self, name, getattr(spec, name).model_module(spec))
+        self.prompt_length = spec.prompt_length
         kinds: list[Layer] = []
         index = []
         for layer in spec.layers:
@@ -157,6 +161,10 @@ class Transformer(nn.Module):
             x = self.embed_norm(x)
         if hasattr(self, "residual_scale"):
             x = self.residual_scale(x)
+        if hasattr(self, "prompts"):  # the prompt's positions first; the layers run over them too
+            x = self.prompts(x)
+        if hasattr(self, "segments"):
+            x = self.segments(x)
         vectors = self.ple(tokens, x) if hasattr(self, "ple") else None  # (B, s, L, p)
         for extra in ("altup", "hc"):
             if hasattr(self, extra):
@@ -170,7 +178,7 @@ class Transformer(nn.Module):
             x = self.final_norm(x)
         if hasattr(self, "prediction_head"):
             x = self.prediction_head(x)
-        return self.lm_head(x)
+        return self.lm_head(x[:, self.prompt_length:])  # the prompt's positions dropped before the head
 
     def set_balanced_routing(self, balanced: bool) -> None:
         for module in self.modules():

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Annotated, Literal
 
 from .extras import AltUp, HyperConnections, Laurel, PerLayerInputs, PredictionHead, ResidualScale
+from .prompts import Prompts, RelativeBias, Segments
 from .schema import NonNegative, Positive, PositiveFloat, Slot, SpecError
 
 Mixer = Annotated[object, Slot("attention", default="mha")]  # the block that mixes tokens
@@ -146,6 +147,11 @@ class ModelSpec:
     norms: list[NormUse] | None = None
     # a transform between the final norm and the unembedding (ModernBERT's prediction head)
     prediction_head: PredictionHead | None = None
+    # beside the token embedding (model/prompts.py): CPM-Ant's prompt positions prepended to every sequence, its
+    # segment embeddings and its table of relative-position biases shared by every layer
+    prompts: Prompts | None = None
+    segments: Segments | None = None
+    relative_bias: RelativeBias | None = None
 
     def __post_init__(self) -> None:
         if self.layers is not None:

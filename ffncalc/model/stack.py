@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 from typing import Iterator
 
 from .extras import AltUp, HyperConnections, Laurel, PerLayerInputs, PredictionHead, ResidualScale
+from .prompts import Prompts, RelativeBias, Segments
 from .spec import ModelSpec, Norm, Positions
 
 
@@ -74,11 +75,23 @@ class Model:
     hyper: HyperConnections | None = None
     prediction_head: PredictionHead | None = None  # between the final norm and the unembedding
     residual_scale: ResidualScale | None = None
+    prompts: Prompts | None = None  # beside the token embedding (model/prompts.py)
+    segments: Segments | None = None
+    relative_bias: RelativeBias | None = None
 
     def extras(self) -> tuple:
         """The parts beside every layer's blocks, in the order their terms and modules come."""
         return tuple(x for x in (self.altup, self.laurel, self.per_layer_inputs, self.hyper, self.residual_scale)
                      if x is not None)
+
+    def input_parts(self) -> tuple:
+        """The parts beside the token embedding (model/prompts.py), in the order their terms and modules come."""
+        return tuple(x for x in (self.prompts, self.segments, self.relative_bias) if x is not None)
+
+    @property
+    def prompt_length(self) -> int:
+        """Positions prepended to every sequence, which the layers run over and the head does not."""
+        return self.prompts.length if self.prompts is not None else 0
 
     @property
     def n_layers(self) -> int:
@@ -138,4 +151,5 @@ def resolve(spec: ModelSpec) -> Model:
                  spec.tie_embeddings, spec.lm_head_bias, spec.embedding_norm, tuple(layers), spec.position_offset,
                  notes=notes, mtp_layers=spec.mtp_layers, per_layer_inputs=spec.per_layer_inputs,
                  altup=spec.altup, laurel=spec.laurel, hyper=spec.hyper, prediction_head=spec.prediction_head,
-                 residual_scale=spec.residual_scale)
+                 residual_scale=spec.residual_scale, prompts=spec.prompts, segments=spec.segments,
+                 relative_bias=spec.relative_bias)

@@ -7,6 +7,7 @@ work is kept apart (``elementwise``): its per-element costs below are estimates 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from fractions import Fraction
 from math import prod
 from typing import Literal
 
@@ -61,6 +62,9 @@ class Term:
     # visible keys up to `window` (the budget) of whole earlier blocks and the keys of its own incomplete block;
     # "blocks", the index scores: a query meets one pooled key per complete block up to itself, in every view
     select: str = ""
+    # positions the work runs over per token of the sequence: (s + P) / s in the layers of a model that prepends P
+    # prompt positions to every sequence of s tokens (model/prompts.py); its FLOPs are scaled by it
+    positions: Fraction | int = 1
 
 
 @dataclass
