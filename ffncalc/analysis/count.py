@@ -25,7 +25,7 @@ def terms(model: Model, seq_len: int) -> list[Term]:
     identical layers once, its terms standing for all its layers. With prompt positions (model/prompts.py) the
     layers and the final norm run over seq_len + P positions, their terms scaled to the sequence's tokens."""
     d, v = model.d_model, model.vocab_size
-    positions = seq_len + model.prompt_length  # what the layers run over
+    positions = model.layer_positions(seq_len)  # what the layers run over
     emb = Emitter("embedding")
     # A lookup has no multiply-adds; macs records the one-hot matmul that Chinchilla's accounting charges.
     emb.term("embed.weight", "tied" if model.tie_embeddings else "token", (v, d), macs=v * d)
@@ -35,7 +35,7 @@ def terms(model: Model, seq_len: int) -> list[Term]:
         emb.op("pos_embed", d)
     if model.embedding_norm:
         emb.norm("embed_norm", model.norm, d, 1)
-    for part in model.input_parts():  # prompt rows, segment embeddings, the shared relative-bias table
+    for part in model.input_parts():  # axial positions, prompt rows, segment embeddings, the relative-bias table
         part.model_terms(emb, model, seq_len)
     # every layer's inputs; AltUp's streams from the embedding; the embedding's scale
     for extra in (model.per_layer_inputs, model.altup, model.residual_scale):
@@ -61,14 +61,15 @@ def terms(model: Model, seq_len: int) -> list[Term]:
         if extra is not None:
             extra.model_terms(fin, model)
     if model.norm.final:
-        fin.norm("final_norm", model.norm, d, 1)
+        fin.norm("final_norm", model.norm, model.head_width, 1)
     if model.prediction_head is not None:
         model.prediction_head.model_terms(fin, model)
     inside += fin.out
-    if positions != seq_len:  # the prompt's positions too, per token of the sequence
+    if positions != seq_len:  # the prompt's or the padding's positions too, per token of the sequence
         inside = [replace(t, positions=Fraction(positions, seq_len)) for t in inside]
     head = Emitter("head")
-    head.term("lm_head.weight", "head", (v, d), macs=v * d, tied=model.tie_embeddings)
+    w = model.head_width  # both reversible streams
+    head.term("lm_head.weight", "head", (v, w), macs=v * w, tied=model.tie_embeddings)
     if model.lm_head_bias:
         head.term("lm_head.bias", "bias", (v,), elementwise=v)
     return out + inside + head.out

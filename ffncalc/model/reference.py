@@ -32,7 +32,7 @@ class LayerModule(nn.Module):
         self.names = (module_name(layer.attention), module_name(layer.ffn))
         for name, block in zip(self.names, (layer.attention, layer.ffn)):
             setattr(self, name, block.torch_module(model, causal))
-        self.parallel, self.placement = model.parallel, model.norm.placement
+        self.parallel, self.placement, self.reversible = model.parallel, model.norm.placement, model.reversible
         for name in ("altup", "laurel", "residual_scale"):  # model/extras.py: the parts beside the blocks
             if getattr(model, name) is not None:
                 setattr(self, name, getattr(model, name).layer_module(model))
@@ -61,6 +61,10 @@ class LayerModule(nn.Module):
 
     def _layer(self, x: torch.Tensor) -> torch.Tensor:
         mixer, ffn = (getattr(self, name) for name in self.names)
+        if self.reversible:  # Reformer: y₁ = x₁ + attention(norm(x₂)), y₂ = x₂ + ffn(norm(y₁))
+            x1, x2 = x.chunk(2, dim=-1)
+            y1 = x1 + mixer(self.norms[0](x2))
+            return torch.cat([y1, x2 + ffn(self.norms[1](y1))], dim=-1)
         n = len(self.norms)
         if self.parallel or (n == 1 and self.placement == "pre"):  # both read the same input: one shared norm,
             a = self.norms[0](x) if n else x  # one each, or none
@@ -120,7 +124,8 @@ class Transformer(nn.Module):
         self.positions, self.position_offset = spec.positions, spec.position_offset
         if spec.embedding_norm:
             self.embed_norm = make_norm(spec.norm, d)
-        for name in ("prompts", "segments", "relative_bias"):  # model/prompts.py: the parts beside the embedding
+        # model/prompts.py and model/streams.py: the parts beside the embedding
+        for name in ("axial_positions", "prompts", "segments", "relative_bias", "padding"):
             if getattr(spec, name) is not None:
                 setattr(self, name, getattr(spec, name).model_module(spec))
         self.prompt_length = spec.prompt_length
@@ -132,11 +137,12 @@ class Transformer(nn.Module):
             index.append(len(kinds) - 1 if not distinct else kinds.index(layer))
         self.index = tuple(index)
         self.layers = nn.ModuleList(LayerModule(spec, layer, causal) for layer in kinds)
+        self.reversible = spec.reversible
         if spec.norm.final:
-            self.final_norm = make_norm(spec.norm, d)
+            self.final_norm = make_norm(spec.norm, spec.head_width)
         if spec.prediction_head is not None:
             self.prediction_head = spec.prediction_head.model_module(spec)
-        self.lm_head = Linear(d, spec.vocab_size, bias=spec.lm_head_bias)
+        self.lm_head = Linear(spec.head_width, spec.vocab_size, bias=spec.lm_head_bias)
         if spec.tie_embeddings:
             self.lm_head.weight = self.embed.weight  # one Parameter, counted once
         if spec.per_layer_inputs is not None:
@@ -159,8 +165,12 @@ class Transformer(nn.Module):
             x = x + sinusoids(positions, x.shape[-1]).to(x.dtype)
         if hasattr(self, "embed_norm"):
             x = self.embed_norm(x)
+        if hasattr(self, "axial_positions"):
+            x = self.axial_positions(x)
         if hasattr(self, "residual_scale"):
             x = self.residual_scale(x)
+        if hasattr(self, "padding"):  # to whole chunks; the head reads the sequence's own positions
+            x = self.padding(x)
         if hasattr(self, "prompts"):  # the prompt's positions first; the layers run over them too
             x = self.prompts(x)
         if hasattr(self, "segments"):
@@ -169,6 +179,8 @@ class Transformer(nn.Module):
         for extra in ("altup", "hc"):
             if hasattr(self, extra):
                 x = getattr(self, extra).expand(x)
+        if self.reversible:  # the two streams start equal
+            x = torch.cat([x, x], dim=-1)
         for k, i in enumerate(self.index if only is None else only):
             x = self.layers[i](x, None if vectors is None else vectors[..., k, :])
         for extra in ("altup", "hc"):
@@ -178,7 +190,8 @@ class Transformer(nn.Module):
             x = self.final_norm(x)
         if hasattr(self, "prediction_head"):
             x = self.prediction_head(x)
-        return self.lm_head(x[:, self.prompt_length:])  # the prompt's positions dropped before the head
+        # the prompt's and the padding's positions dropped before the head
+        return self.lm_head(x[:, self.prompt_length:self.prompt_length + tokens.shape[-1]])
 
     def set_balanced_routing(self, balanced: bool) -> None:
         for module in self.modules():

@@ -12,6 +12,7 @@ from typing import Annotated, Literal
 from .extras import AltUp, HyperConnections, Laurel, PerLayerInputs, PredictionHead, ResidualScale
 from .prompts import Prompts, RelativeBias, Segments
 from .schema import NonNegative, Positive, PositiveFloat, Slot, SpecError
+from .streams import AxialPositions, Padding
 
 Mixer = Annotated[object, Slot("attention", default="mha")]  # the block that mixes tokens
 FFN = Annotated[object, Slot("ffn")]  # the block that transforms each token
@@ -152,6 +153,12 @@ class ModelSpec:
     prompts: Prompts | None = None
     segments: Segments | None = None
     relative_bias: RelativeBias | None = None
+    # Reformer (model/streams.py): two residual streams, each layer's attention adding to one from the other and its
+    # FFN to the other from that sum, the final norm and the head reading both (2·d_model); axial position
+    # embeddings; the sequence padded to whole attention chunks
+    reversible: bool = False
+    axial_positions: AxialPositions | None = None
+    padding: Padding | None = None
 
     def __post_init__(self) -> None:
         if self.layers is not None:
@@ -177,6 +184,12 @@ class ModelSpec:
                                     or self.norm.placement == "residual"):
             raise SpecError(("residual_scale",), "scaled residual adds are a sequential layer's two adds: no parallel "
                                                  "sublayers, LAuReL, AltUp, hyper-connections or norms after the add")
+        if self.reversible and (self.tie_embeddings or self.parallel or self.norm.placement != "pre"
+                                or self.norm.per_layer != 2 or self.altup or self.laurel or self.hyper
+                                or self.residual_scale or self.prediction_head):
+            raise SpecError(("reversible",), "reversible streams take sequential pre-norm layers of two norms and an "
+                                             "untied head of 2·d_model, without other residual streams, scaled "
+                                             "residual adds or a prediction head")
         if self.laurel and (self.parallel or self.norm.placement != "pre" or not self.norm.per_layer):
             raise SpecError(("laurel",), "LAuReL reads the layer's first norm's output: sequential pre-norm layers")
         if self.hyper and (self.parallel or self.norm.placement != "pre" or self.altup or self.laurel):

@@ -13,6 +13,7 @@ from typing import Iterator
 from .extras import AltUp, HyperConnections, Laurel, PerLayerInputs, PredictionHead, ResidualScale
 from .prompts import Prompts, RelativeBias, Segments
 from .spec import ModelSpec, Norm, Positions
+from .streams import AxialPositions, Padding
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,9 @@ class Model:
     prompts: Prompts | None = None  # beside the token embedding (model/prompts.py)
     segments: Segments | None = None
     relative_bias: RelativeBias | None = None
+    reversible: bool = False  # Reformer's two residual streams (model/streams.py)
+    axial_positions: AxialPositions | None = None
+    padding: Padding | None = None
 
     def extras(self) -> tuple:
         """The parts beside every layer's blocks, in the order their terms and modules come."""
@@ -86,12 +90,23 @@ class Model:
 
     def input_parts(self) -> tuple:
         """The parts beside the token embedding (model/prompts.py), in the order their terms and modules come."""
-        return tuple(x for x in (self.prompts, self.segments, self.relative_bias) if x is not None)
+        return tuple(x for x in (self.axial_positions, self.prompts, self.segments, self.relative_bias, self.padding)
+                     if x is not None)
 
     @property
     def prompt_length(self) -> int:
         """Positions prepended to every sequence, which the layers run over and the head does not."""
         return self.prompts.length if self.prompts is not None else 0
+
+    def layer_positions(self, seq_len: int) -> int:
+        """Positions the layers run over for a sequence of ``seq_len`` tokens: padded to whole chunks, the prompt's
+        before them."""
+        return (self.padding.positions(seq_len) if self.padding is not None else seq_len) + self.prompt_length
+
+    @property
+    def head_width(self) -> int:
+        """What the final norm and the head read: both reversible streams, or the one."""
+        return 2 * self.d_model if self.reversible else self.d_model
 
     @property
     def n_layers(self) -> int:
@@ -152,4 +167,5 @@ def resolve(spec: ModelSpec) -> Model:
                  notes=notes, mtp_layers=spec.mtp_layers, per_layer_inputs=spec.per_layer_inputs,
                  altup=spec.altup, laurel=spec.laurel, hyper=spec.hyper, prediction_head=spec.prediction_head,
                  residual_scale=spec.residual_scale, prompts=spec.prompts, segments=spec.segments,
-                 relative_bias=spec.relative_bias)
+                 relative_bias=spec.relative_bias, reversible=spec.reversible, axial_positions=spec.axial_positions,
+                 padding=spec.padding)
