@@ -59,9 +59,6 @@ NOT_TEXT_DECODERS = {
 NOT_YET = {
     "blt": ("byte-level patches: a patcher (a small transformer of its own), hashed n-gram embeddings, a local encoder and decoder "
             "with cross-attention around a global transformer of another width over data-dependent patches"),
-    "cpmant": ("model-level parts: prompt_types × prompt_length more embedding rows than the head's vocabulary, segment embeddings, a"
-               " shared table of segment and bucketed relative-position biases, and prompt_length prompt tokens prepended to every "
-               "sequence"),
     "deepseek_v4": ("compressed sparse attention (compressors with position biases and gated KV, a compressed indexer), "
                     "grouped low-rank output projections (o_a, o_b), attention sinks and hash-routed experts (its "
                     "hyper-connections are read: model/extras.py, mixer mhc)"),
@@ -75,8 +72,6 @@ NOT_YET = {
                       "mixing work grows with the layer's block; and, beside Inkling's rel_attention, an output gate, per-token "
                       "sink logits (sink_proj), L2 clipping with learned scales, input-conditioned short convolutions on keys "
                       "and values and scaled sublayer convolutions"),
-    "reformer": ("LSH and local attention (shared query-key projection, bucketed chunks), reversible residual streams, axial position"
-                 " embeddings"),
     "zamba": "Mamba layers with one attention block shared across the stack",
     "zamba2": "Mamba-2 layers with shared attention blocks and their LoRA adapters",
 }
@@ -106,6 +101,7 @@ PROVEN_ON = {
     'codegen': ('Salesforce/codegen-350M-mono',),
     'cohere': ('CohereForAI/aya-23-8B',),
     'cohere2': ('huihui-ai/c4ai-command-r7b-12-2024-abliterated',),
+    'cpmant': ('openbmb/cpm-ant-10b',),
     'ctrl': ('dkalpakchi/SweCTRL-Mini',),
     'dbrx': ('SinclairSchneider/dbrx-instruct-quantization-fixed',),
     'deepseek_v2': ('deepseek-ai/DeepSeek-V2-Lite',),
