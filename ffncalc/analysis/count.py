@@ -48,8 +48,10 @@ def terms(model: Model, seq_len: int) -> list[Term]:
         norm_terms(e, model, run.layer)
         for slot, block in run.layer.blocks():
             e.slot = slot
+            use = run.layer.shared if slot == "shared" else None  # stored at its first use (model/shared.py)
+            e.shared = (use.first, use.uses) if use else None
             block.terms(e, model, positions)
-        e.slot = ""
+        e.slot, e.shared = "", None
         for extra in model.extras():
             extra.layer_terms(e, model)
         for part in model.input_parts():
@@ -154,9 +156,10 @@ def _whole(n: Number) -> Number:
 
 def _row(t: Term, conv: Convention) -> Row:
     counted = t.role in conv.params and not (t.tied and not conv.untie)
-    params = t.numel * t.count if counted else 0
-    active = t.numel * t.active_count if counted else 0
-    shape, count = t.shape, t.count
+    # a weight-shared tensor (t.stored) holds its parameters once, where it is stored, and runs at every use
+    params = t.numel * t.stored_count if counted else 0
+    active = t.numel * (t.active_count if t.stored is None else t.stored) if counted else 0
+    shape, count = t.shape, t.stored_count
     if conv.per_head and t.heads > 1:
         shape, count = (t.shape[0] // t.heads,) + t.shape[1:], t.count * t.heads
     matrices = count if counted and t.role in MATRICES else 0
@@ -166,11 +169,11 @@ def _row(t: Term, conv: Convention) -> Row:
     elif t.role == "core":
         flops = core_flops(t, conv.attention)
     elif t.role == "norm" and t.component in conv.norm_macs:
-        flops = 2 * t.count * t.shape[0]  # one multiply-add per element normalised
+        flops = 2 * t.active_count * t.shape[0]  # one multiply-add per element normalised
     elif conv.flops == "matmul":
         flops = 2 * t.macs if t.role in conv.matmul else 0
     else:
-        flops = 2 * active  # 2N: two FLOPs per parameter a token uses
+        flops = 2 * t.numel * t.active_count if counted else 0  # 2N: two FLOPs per parameter a token uses, per use
 
     if conv.elementwise == "ops":
         elementwise = t.elementwise

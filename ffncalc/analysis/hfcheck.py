@@ -315,8 +315,10 @@ def _attribution(net, counter, fixed: bool):
                 param = ""
                 if sources - {None}:  # the weight rather than the bias where an op takes both (a convolution)
                     src = max(sources - {None}, key=lambda i: (params[i].dim(), names[i][0]))
-                    # a tied matrix has several names: the one of the module running it (lm_head), else the first
-                    own = [n for n in names[src] if any(n.startswith(m + ".") for m in stack if m)]
+                    # a tied matrix has several names: the one of the innermost module running it (lm_head; the
+                    # layer a weight-shared block runs in), else the first
+                    own = next(([n for n in names[src] if n.startswith(m + ".")] for m in reversed(stack)
+                                if m and any(n.startswith(m + ".") for n in names[src])), [])
                     param = max(own, key=len) if own else names[src][0]
                 key = (here, param, op)
                 self.flops[key] = self.flops.get(key, 0) + flops

@@ -14,6 +14,7 @@ from torch import nn
 from ..blocks import module_name
 from ..blocks._torch import Linear, make_norm
 from .extras import gated_norm_module
+from .shared import tie
 from .stack import Layer, Model
 
 
@@ -40,18 +41,25 @@ class LayerModule(nn.Module):
             self.ple = model.per_layer_inputs.layer_module(model)
         if model.hyper is not None:
             self.hc = model.hyper.layer_module(model)
+        if layer.shared is not None:  # a weight-shared block: the model ties every later use to the first
+            if model.hyper is not None or model.altup is not None or model.reversible:
+                raise NotImplementedError("a shared block's output feeds a layer of one residual stream")
+            use = layer.shared
+            self.shared, self.use = use.block.torch_module(model, causal, uses=use.uses), use.use
 
-    def forward(self, x: torch.Tensor, vector: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, vector: torch.Tensor | None = None,
+                embeddings: torch.Tensor | None = None) -> torch.Tensor:
         """The layer; with AltUp, ``x`` is the streams (n, B, s, d), the layer running on the first one's
         prediction; with per-layer inputs, ``vector`` is the layer's (B, s, p), its output added after the layer
-        (with AltUp, to every stream but the first)."""
+        (with AltUp, to every stream but the first); with a shared block, ``embeddings`` are the model's input
+        embeddings, which the block reads beside ``x``, its output added to the first sublayer's input."""
         if hasattr(self, "hc"):  # streams (B, s, k, d): each sublayer reads and writes them through its own
             mixer, ffn = (getattr(self, name) for name in self.names)
             split = (len(self.norms) + 1) // 2
             x = self.hc.attn(x, lambda h: _wrapped(mixer, self.norms[:split], h, False))
             return self.hc.ffn(x, lambda h: _wrapped(ffn, self.norms[split:], h, False))
         if not hasattr(self, "altup"):
-            x = self._layer(x)
+            x = self._layer(x, self.shared(x, embeddings, self.use) if hasattr(self, "shared") else None)
             return x + self.ple(x, vector) if hasattr(self, "ple") else x
         predictions = self.altup.before(x)
         streams, first = self.altup.after(predictions, self._layer(predictions[0]))
@@ -59,7 +67,9 @@ class LayerModule(nn.Module):
             streams = torch.cat([streams[:1], streams[1:] + self.ple(first, vector)])
         return streams
 
-    def _layer(self, x: torch.Tensor) -> torch.Tensor:
+    def _layer(self, x: torch.Tensor, added: torch.Tensor | None = None) -> torch.Tensor:
+        """``added``: a shared block's output, added to the input of the first sublayer (and its norm), not to the
+        residual."""
         mixer, ffn = (getattr(self, name) for name in self.names)
         if self.reversible:  # Reformer: y₁ = x₁ + attention(norm(x₂)), y₂ = x₂ + ffn(norm(y₁))
             x1, x2 = x.chunk(2, dim=-1)
@@ -67,9 +77,12 @@ class LayerModule(nn.Module):
             return torch.cat([y1, x2 + ffn(self.norms[1](y1))], dim=-1)
         n = len(self.norms)
         if self.parallel or (n == 1 and self.placement == "pre"):  # both read the same input: one shared norm,
-            a = self.norms[0](x) if n else x  # one each, or none
-            b = self.norms[1](x) if n == 2 else a
+            inp = x if added is None else x + added
+            a = self.norms[0](inp) if n else inp  # one each, or none
+            b = self.norms[1](inp) if n == 2 else a
             return x + mixer(a) + ffn(b)
+        if added is not None:
+            raise NotImplementedError("a shared block's output feeds a layer of one pre-norm or parallel sublayers")
         split = (n + 1) // 2  # norms[:split] wrap attention, the rest the FFN
         if self.placement == "residual":
             for sublayer, norms in ((mixer, self.norms[:split]), (ffn, self.norms[split:])):
@@ -138,6 +151,12 @@ class Transformer(nn.Module):
         self.index = tuple(index)
         self.layers = nn.ModuleList(LayerModule(spec, layer, causal) for layer in kinds)
         self.reversible = spec.reversible
+        firsts = {}  # model/shared.py: each shared block's later uses tied to its first
+        for layer, module in zip(kinds, self.layers):
+            if layer.shared is not None and layer.shared.name in firsts:
+                tie(firsts[layer.shared.name], module.shared)
+            elif layer.shared is not None:
+                firsts[layer.shared.name] = module.shared
         if spec.norm.final:
             self.final_norm = make_norm(spec.norm, spec.head_width)
         if spec.prediction_head is not None:
@@ -176,13 +195,14 @@ class Transformer(nn.Module):
         if hasattr(self, "segments"):
             x = self.segments(x)
         vectors = self.ple(tokens, x) if hasattr(self, "ple") else None  # (B, s, L, p)
+        embeddings = x
         for extra in ("altup", "hc"):
             if hasattr(self, extra):
                 x = getattr(self, extra).expand(x)
         if self.reversible:  # the two streams start equal
             x = torch.cat([x, x], dim=-1)
         for k, i in enumerate(self.index if only is None else only):
-            x = self.layers[i](x, None if vectors is None else vectors[..., k, :])
+            x = self.layers[i](x, None if vectors is None else vectors[..., k, :], embeddings)
         for extra in ("altup", "hc"):
             if hasattr(self, extra):
                 x = getattr(self, extra).collapse(x)

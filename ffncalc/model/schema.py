@@ -89,12 +89,15 @@ def build(tp, value):
     members = _members(tp)
     if members:
         if isinstance(value, dict):
-            return build(next(m for m in members if dataclasses.is_dataclass(m) or _slot(m)), value)
+            return build(next(m for m in members if dataclasses.is_dataclass(m) or _slot(m) or get_origin(m) is dict),
+                         value)
         if isinstance(value, list):
             return build(next(m for m in members if get_origin(m) is list), value)
         return value
     if get_origin(tp) is list:
         return tuple(build(get_args(tp)[0], v) for v in value)
+    if get_origin(tp) is dict:  # named entries: {name: value}
+        return {k: build(get_args(tp)[1], v) for k, v in value.items()}
     if dataclasses.is_dataclass(tp) and isinstance(value, dict):
         hints, names = _hints(tp), _init_fields(tp)
         # a block's kind is its class, not a field: the key that chose the class is dropped here
@@ -138,6 +141,8 @@ def _dump(value):
         return {k: _dump(getattr(value, k)) for k in type(value).model_fields}
     if isinstance(value, list):
         return [_dump(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _dump(v) for k, v in value.items()}
     return value
 
 
@@ -167,6 +172,9 @@ def _pydantic(tp):
         return Union[tuple(_pydantic(m) for m in members)]
     if get_origin(tp) is list:
         return list[_pydantic(get_args(tp)[0])]
+    if get_origin(tp) is dict:
+        key, value = get_args(tp)
+        return dict[key, _pydantic(value)]
     if dataclasses.is_dataclass(tp):
         return _model(tp, registry_version())
     return tp

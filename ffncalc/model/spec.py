@@ -16,6 +16,7 @@ from .streams import AxialPositions, Padding
 
 Mixer = Annotated[object, Slot("attention", default="mha")]  # the block that mixes tokens
 FFN = Annotated[object, Slot("ffn")]  # the block that transforms each token
+Shared = Annotated[object, Slot("shared")]  # a weight-shared block several layers run (model/shared.py)
 
 
 @dataclass(frozen=True)
@@ -104,6 +105,7 @@ class LayerGroup:
     attention: Mixer | None = None
     ffn: FFN | None = None
     norms: list[NormUse] | None = None
+    shared: str | None = None  # the weight-shared block (shared_blocks) these layers also run
 
 
 # sinusoidal: a fixed table of sines and cosines added to the embeddings (Vaswani et al. 2017 §3.5; XGLM, CTRL):
@@ -159,6 +161,8 @@ class ModelSpec:
     reversible: bool = False
     axial_positions: AxialPositions | None = None
     padding: Padding | None = None
+    # weight-shared blocks by name (model/shared.py), each stored once and run by every layer whose group names it
+    shared_blocks: dict[str, Shared] | None = None
 
     def __post_init__(self) -> None:
         if self.layers is not None:
@@ -173,6 +177,9 @@ class ModelSpec:
                 raise SpecError(path, f"{len(uses)} norms stated, but a layer has norm.per_layer = {self.norm.per_layer}")
             if "gated" in uses and not self.norm.gate_rank:
                 raise SpecError(path, "a gated norm needs norm.gate_rank")
+        for i, group in enumerate(self.layers or ()):
+            if group.shared is not None and group.shared not in (self.shared_blocks or {}):
+                raise SpecError(("layers", i, "shared"), f"no shared block named {group.shared!r} in shared_blocks")
         for path, block in self._blocks():
             try:
                 block.check(self.d_model)
@@ -202,3 +209,5 @@ class ModelSpec:
             for slot in ("attention", "ffn"):
                 if getattr(group, slot) is not None:
                     yield ("layers", i, slot), getattr(group, slot)
+        for name, block in (self.shared_blocks or {}).items():
+            yield ("shared_blocks", name), block

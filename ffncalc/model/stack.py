@@ -12,6 +12,7 @@ from typing import Iterator
 
 from .extras import AltUp, HyperConnections, Laurel, PerLayerInputs, PredictionHead, ResidualScale
 from .prompts import Prompts, RelativeBias, Segments
+from .shared import SharedUse, uses
 from .spec import ModelSpec, Norm, Positions
 from .streams import AxialPositions, Padding
 
@@ -24,9 +25,12 @@ class Layer:
     attention: object
     ffn: object
     norms: tuple[str, ...] | None = None
+    shared: SharedUse | None = None  # a weight-shared block the layer also runs, before its blocks (model/shared.py)
 
     def blocks(self) -> Iterator[tuple[str, object]]:
         """(slot, block) in forward order."""
+        if self.shared is not None:
+            yield "shared", self.shared.block
         yield "attention", self.attention
         yield "ffn", self.ffn
 
@@ -154,13 +158,18 @@ def resolve(spec: ModelSpec) -> Model:
         return tuple(uses) if uses is not None and any(u != "norm" for u in uses) else None
 
     layers: list[Layer] = []
+    names: list[str | None] = []
     for group in spec.layers or ():
         layer = Layer(group.attention.resolve(d) if group.attention is not None else attention,
                       group.ffn.resolve(d) if group.ffn is not None else ffn,
                       norms(group.norms if group.norms is not None else spec.norms))
         layers += [layer] * group.repeat
+        names += [group.shared] * group.repeat
     if not spec.layers:
         layers = [Layer(attention, ffn, norms(spec.norms))] * spec.n_layers
+    if spec.shared_blocks:  # each layer's use of its shared block, numbered: a use is a layer of its own
+        shared = {name: block.resolve(d) for name, block in spec.shared_blocks.items()}
+        layers = [replace(layer, shared=use) if use else layer for layer, use in zip(layers, uses(names, shared))]
     notes = tuple(dict.fromkeys(b.count_note for layer in layers for _, b in layer.blocks() if b.count_note))
     return Model(spec.name, spec.vocab_size, d, spec.context_length, spec.norm, spec.parallel, spec.positions,
                  spec.tie_embeddings, spec.lm_head_bias, spec.embedding_norm, tuple(layers), spec.position_offset,

@@ -65,6 +65,13 @@ class Term:
     # positions the work runs over per token of the sequence: (s + P) / s in the layers of a model that prepends P
     # prompt positions to every sequence of s tokens (model/prompts.py); its FLOPs are scaled by it
     positions: Fraction | int = 1
+    # instances whose parameters this term holds, where not every instance it runs is stored here: a weight-shared
+    # block's tensors are stored once, in the run of its first use, and run at every use (model/shared.py); None: count
+    stored: int | None = None
+
+    @property
+    def stored_count(self) -> int:
+        return self.count if self.stored is None else self.stored
 
 
 @dataclass
@@ -75,6 +82,9 @@ class Emitter:
     layers: tuple[int, int] | None = None
     out: list[Term] = field(default_factory=list)
     slot: str = ""  # set while a block writes its terms
+    # while a weight-shared block writes its terms (model/shared.py): whether this run holds its tensors (the
+    # block's first use) and how many layers use the block in all; None for every other block
+    shared: tuple[bool, int] | None = None
 
     @property
     def n(self) -> int:
@@ -87,6 +97,8 @@ class Emitter:
             numel = prod(shape) if shape else 0
         active = copies if active is None else active
         component = component or name.removesuffix(".weight").removesuffix(".bias")
+        if self.shared is not None and numel and "stored" not in kw:  # stored once, at the first use
+            kw["stored"] = copies // self.n if self.shared[0] else 0
         self.out.append(Term(name, role, self.part, shape, numel, copies, active, layers=self.layers,
                              component=component, slot=self.slot, **kw))
 
