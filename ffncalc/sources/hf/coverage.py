@@ -73,7 +73,6 @@ NOT_YET = {
                       "sink logits (sink_proj), L2 clipping with learned scales, input-conditioned short convolutions on keys "
                       "and values and scaled sublayer convolutions"),
     "zamba": "Mamba layers with one attention block shared across the stack",
-    "zamba2": "Mamba-2 layers with shared attention blocks and their LoRA adapters",
 }
 
 # Decoder-only text types whose configuration class's defaults transformers itself cannot build (the test of
