@@ -1,7 +1,8 @@
 """Record what transformers builds for every decoder-only text model_type at its configuration class's
 defaults (the coverage table's ground truth), or check that the recording is current.
 
-    python scripts/hf_defaults.py            # (re)write tests/hf_defaults/ for every decoder-only text type
+    python scripts/hf_defaults.py            # (re)write tests/hf_defaults/ for every decoder-only text type,
+                                             # and ffncalc/sources/hf/class_defaults.json
     python scripts/hf_defaults.py --check    # exit 1 if any recorded file differs from what transformers builds now
     python scripts/hf_defaults.py TYPE …     # only these model_types
 
@@ -14,6 +15,9 @@ where transformers cannot build its own defaults, the reason (``refused``). Wher
 None that the modelling code then uses as a number, REPAIRS gives it the value the class documents, and the
 truth records the repair. The default configurations are often toy or full-sized models; either way they
 are what the class means when a key is left out.
+
+``ffncalc/sources/hf/class_defaults.json`` holds, for every type a family reads, its configuration class's
+declared defaults and attribute_map: ffncalc fills a config.json's absent keys from it, as transformers does.
 """
 
 from __future__ import annotations
@@ -78,6 +82,47 @@ def config_text(model_type: str) -> str:
     return json.dumps(data, indent=1, sort_keys=True, default=str) + "\n"
 
 
+CLASS_DEFAULTS = ROOT / "ffncalc" / "sources" / "hf" / "class_defaults.json"
+
+
+def class_defaults_text() -> str:
+    """Each model_type's configuration class's declared defaults (its dataclass fields beyond the base class's,
+    before __post_init__ derives anything) and its attribute_map (a key another name sets), for every type a
+    family reads that transformers defines: what a config.json that leaves a key out means."""
+    import dataclasses
+
+    from transformers import PretrainedConfig
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    from ffncalc.sources import hf
+
+    base = {f.name for f in dataclasses.fields(PretrainedConfig)}
+    wanted = sorted(({*types(), *hf.registered(), *hf.TEXT_TYPES.values()}) & set(CONFIG_MAPPING))
+    out = {}
+    for model_type in wanted:
+        cls = CONFIG_MAPPING[model_type]
+        defaults = {}
+        for f in dataclasses.fields(cls):
+            if f.name in base or f.name == "model_type":
+                continue
+            if f.default is not dataclasses.MISSING:
+                value = f.default
+            elif f.default_factory is not dataclasses.MISSING:
+                value = f.default_factory()
+            else:
+                continue
+            try:
+                json.dumps(value)
+            except TypeError:  # not plain data (a nested config object): the class builds it, not its file
+                continue
+            defaults[f.name] = value
+        aliases = {k: v for k, v in getattr(cls, "attribute_map", {}).items() if k != v}
+        out[model_type] = {"defaults": defaults, **({"aliases": aliases} if aliases else {})}
+    import transformers
+
+    return json.dumps({"transformers": transformers.__version__, "types": out}, indent=0, sort_keys=True) + "\n"
+
+
 def truth_text(model_type: str, path: Path) -> str:
     import torch
 
@@ -103,6 +148,13 @@ def main() -> int:
     parser.add_argument("--check", action="store_true", help="compare, do not write")
     args = parser.parse_args()
     stale = []
+    if not args.types:  # the class defaults that read_config fills in, for every type at once
+        text = class_defaults_text()
+        if args.check:
+            if not CLASS_DEFAULTS.is_file() or CLASS_DEFAULTS.read_text() != text:
+                stale.append(str(CLASS_DEFAULTS.relative_to(ROOT)))
+        else:
+            CLASS_DEFAULTS.write_text(text)
     for model_type in args.types or types():
         config, truth = OUT / "configs" / f"{model_type}.json", OUT / "truth" / f"{model_type}.json"
         text = config_text(model_type)

@@ -58,3 +58,13 @@ def test_every_component_at_defaults_equals_transformers(model_type):
     assert report.ok, report.failures
     assert not any(ch.component.startswith("(unmatched)") for ch in report.checks)
 
+
+
+@pytest.mark.parametrize("model_type", BUILT)
+def test_a_config_of_model_type_alone_means_the_class_defaults(model_type, tmp_path):
+    """A sparse config.json takes the configuration class's default for every key it leaves out, as transformers
+    reads it: one stating only its model_type (and any repair the defaults need) counts what the class builds."""
+    record = RECORDS[model_type]
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": model_type, **record.get("repaired", {})}))
+    assert tally(hf.load(path)[1]).params == sum(n for _, n in _measured(model_type).params)

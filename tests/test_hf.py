@@ -214,7 +214,6 @@ def write(tmp_path, data, name="config.json"):
 @pytest.mark.parametrize("change,expected", [
     ({"model_type": "t5"}, "unsupported model_type 't5'; supported: "),
     ({"model_type": "lama"}, "unsupported model_type 'lama'; nearest: llama"),
-    ({"hidden_size": None}, "hidden_size: required key is missing (model_type llama)"),
     ({"num_attention_heads": "32"}, "num_attention_heads: expected a positive integer, got '32'"),
     ({"tie_word_embeddings": "no"}, "tie_word_embeddings: expected true or false"),
     ({"hidden_act": "gelu_magic"}, "unknown activation 'gelu_magic'"),

@@ -57,7 +57,7 @@ def read_config(ref: str | Path, as_family: str | None = None) -> Config:
         raise InputError(f"{path}: a number of more than 4,300 digits (no size comes near)") from None
     if not isinstance(data, dict):
         raise InputError(f"{path}:1: a config.json is a JSON object, not a {type(data).__name__}")
-    c = language_model(Config(data, text, str(path)))
+    c = class_defaults(language_model(Config(data, text, str(path))))
     if as_family is not None:
         if as_family not in registered():
             raise InputError(f"--as {as_family}: not a supported model_type (supported: {', '.join(sorted(registered()))})")
@@ -89,6 +89,23 @@ def language_model(c: Config) -> Config:
     towers = tuple(k for k, v in c.data.items() if k.endswith("_config") and k != "text_config" and isinstance(v, dict))
     match = re.search(r'"text_config"\s*:', c.text)
     return Config(data, c.text, c.source, start=match.start() if match else 0, wrapper=c.model_type, towers=towers)
+
+
+def class_defaults(c: Config) -> Config:
+    """``c`` with its configuration class's declared default for every key it leaves out, as transformers reads a
+    sparse config.json; a key set under another name (the class's attribute_map: GPT-2's hidden_size for n_embd)
+    counts as given. The defaults are transformers' own, recorded with its version by scripts/hf_defaults.py
+    (class_defaults.json, checked current in CI); a model_type transformers does not define is read as it is."""
+    from .config import class_defaults_of
+
+    found = class_defaults_of(c.model_type)
+    if found is None:
+        return c
+    data = dict(c.data)
+    for alias, key in found.get("aliases", {}).items():
+        if alias in data and key not in data:
+            data[key] = data[alias]
+    return Config(data, c.text, c.source, start=c.start, wrapper=c.wrapper, towers=c.towers).with_defaults(found["defaults"])
 
 
 def is_hf_config(ref: str | Path) -> bool:

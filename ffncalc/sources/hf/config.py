@@ -49,6 +49,9 @@ class Config:
     def int(self, key: str, default: Any = ..., *, positive: bool = True) -> int | None:
         value = self.data.get(key)
         if value is None:
+            if default is ... and key in self.data:  # null, as some config classes default it (DeepseekV2Config's top-k)
+                raise self.fail(key, f"null, and the {self.model_type} configuration class has no value for it either "
+                                     "(transformers cannot build the model without one): state it")
             if default is ...:
                 raise InputError(f"{self.source}: {key}: required key is missing (model_type {self.model_type})")
             return default
@@ -275,3 +278,17 @@ def alias(model_type: str, of: str) -> None:
     if model_type in FAMILIES:
         DUPLICATES.append(model_type)
     FAMILIES[model_type] = replace(FAMILIES[of], model_type=model_type)
+
+
+_CLASS_DEFAULTS: dict | None = None
+
+
+def class_defaults_of(model_type: str | None) -> dict | None:
+    """The recorded defaults and attribute_map of a transformers configuration class (class_defaults.json)."""
+    global _CLASS_DEFAULTS
+    if _CLASS_DEFAULTS is None:
+        import json
+        from pathlib import Path
+
+        _CLASS_DEFAULTS = json.loads((Path(__file__).with_name("class_defaults.json")).read_text())["types"]
+    return _CLASS_DEFAULTS.get(model_type) if isinstance(model_type, str) else None

@@ -24,7 +24,8 @@ def flint(c: Config) -> dict:
     full = {**attention(c, head_dim=128, kv_heads=4, qkv_bias=bias, o_bias=bias, qk_norm="head"), "sinks": True}
     size = window(c, 513)
     types = layer_types(c, lambda i: "full_attention" if i < 2 or i % 4 == 1 or i == n - 1 else "sliding_attention")
-    dense_only = set(c.int_list("mlp_only_layers")) if "mlp_only_layers" in c.data else {0, 1}
+    # absent or null: [0, 1] (FlintConfig.__post_init__)
+    dense_only = set(c.int_list("mlp_only_layers")) if c.has("mlp_only_layers") else {0, 1}
     experts = c.int("num_experts", 256, positive=False)
     moe = {"kind": "moe", "n_experts": experts or 1, "top_k": c.int("num_experts_per_tok", 6),
            "expert": gated(c, width=c.int("moe_intermediate_size", 512)),
