@@ -62,8 +62,10 @@ NOT_YET = {
     "deepseek_v4": ("compressed sparse attention (compressors with position biases and gated KV, a compressed indexer), "
                     "grouped low-rank output projections (o_a, o_b), attention sinks and hash-routed experts (its "
                     "hyper-connections are read: model/extras.py, mixer mhc)"),
-    "gemma4_assistant": "a draft model attached to a Gemma 4 checkpoint",
-    "gemma4_unified_assistant": "a draft model attached to a Gemma 4 checkpoint",
+    "gemma4_assistant": ("transformers 5.23.0 builds none: a draft model whose every layer reads the target's KV cache, "
+                         "which its configuration's validation refuses (and it reads the target's embeddings)"),
+    "gemma4_unified_assistant": ("transformers 5.23.0 builds none: a draft model whose every layer reads the target's "
+                                 "KV cache, which its configuration's validation refuses"),
     "hrm_text": "two weight-shared stacks run H_cycles·(L_cycles + 1) times: layers that reuse another layer's "
                 "parameters (counted once, their FLOPs per run)",
     "inkling2_text": ("block attention residuals (learned queries mixing the embeddings and earlier blocks' partial sums before "
