@@ -44,6 +44,26 @@ def write_safetensors(path, tensors, metadata=None, data_bytes=None):
     return 8 + len(raw)
 
 
+TORCH_DTYPES = {"F32": "float32", "F16": "float16", "BF16": "bfloat16", "I32": "int32", "U8": "uint8", "I8": "int8",
+                "F8_E4M3": "float8_e4m3fn"}
+
+
+def write_with_safetensors(path, tensors, metadata=None):
+    """The same checkpoint written by the safetensors package's own writer (zeros of each dtype and shape)."""
+    import torch
+    from safetensors.torch import save_file
+
+    save_file({name: torch.zeros(shape, dtype=getattr(torch, TORCH_DTYPES[dtype])) for name, dtype, shape in tensors},
+              str(path), metadata=metadata)
+
+
+@pytest.fixture(params=["by hand", pytest.param("by safetensors", marks=pytest.mark.torch)])
+def write(request):
+    """Packed-format checkpoints written both ways: the documented header by hand (no torch needed), and by the
+    safetensors package's writer (its own tensor order, alignment and data)."""
+    return write_safetensors if request.param == "by hand" else write_with_safetensors
+
+
 # GGUF, from ggml's docs/gguf.md: metadata value types and a writer of the header.
 U8, I8, U16, I16, U32, I32, F32, BOOL, STRING, ARRAY, U64, I64, F64 = range(13)
 FMT = {U8: "<B", I8: "<b", U16: "<H", I16: "<h", U32: "<I", I32: "<i", F32: "<f", BOOL: "<?", U64: "<Q",
@@ -196,7 +216,7 @@ def test_sharded_index_with_a_missing_shard(cli, tmp_path):
 
 
 @pytest.mark.parametrize("bits", [4, 8])
-def test_gptq_packed_layer(cli, tmp_path, bits):
+def test_gptq_packed_layer(cli, tmp_path, write, bits):
     """GPTQ: qweight int32 [in·bits/32, out]; qzeros int32 [groups, out·bits/32]; scales fp16 [groups, out];
     g_idx int32 [in]. The logical weight is in × out; the rest decodes it."""
     d_in, d_out, group = 128, 96, 64
@@ -206,7 +226,7 @@ def test_gptq_packed_layer(cli, tmp_path, bits):
                ("model.layers.0.self_attn.q_proj.scales", "F16", (groups, d_out)),
                ("model.layers.0.self_attn.q_proj.g_idx", "I32", (d_in,)),
                ("model.layers.0.self_attn.q_proj.bias", "F16", (d_out,))]
-    write_safetensors(tmp_path / "model.safetensors", tensors)
+    write(tmp_path / "model.safetensors", tensors)
     quant = {"quant_method": "gptq", "bits": bits, "group_size": group}
     if bits == 4:  # in config.json's quantization_config
         (tmp_path / "config.json").write_text(json.dumps({**LLAMA, "quantization_config": quant}))
@@ -224,13 +244,13 @@ def test_gptq_packed_layer(cli, tmp_path, bits):
     assert data["totals"]["params"] == d_in * d_out + d_out
 
 
-def test_mxfp4_blocks_and_scales(cli, tmp_path):
+def test_mxfp4_blocks_and_scales(cli, tmp_path, write):
     """gpt-oss: *_blocks uint8 [experts, rows, blocks, 16] (32 values a block, two a byte) and *_scales uint8
     [experts, rows, blocks]."""
     e, rows, cols = 4, 96, 64
     blocks = cols // 32
     p = "model.layers.0.mlp.experts."
-    write_safetensors(tmp_path / "model.safetensors", [
+    write(tmp_path / "model.safetensors", [
         (p + "gate_up_proj_blocks", "U8", (e, 2 * rows, blocks, 16)), (p + "gate_up_proj_scales", "U8", (e, 2 * rows, blocks)),
         (p + "gate_up_proj_bias", "BF16", (e, 2 * rows)),
         (p + "down_proj_blocks", "U8", (e, cols, rows // 32, 16)), (p + "down_proj_scales", "U8", (e, cols, rows // 32)),
@@ -243,9 +263,9 @@ def test_mxfp4_blocks_and_scales(cli, tmp_path):
     assert experts["decoding"]["scale"]["bytes"] == e * 2 * rows * blocks + e * cols * (rows // 32)
 
 
-def test_fp8_with_block_scales(cli, tmp_path):
+def test_fp8_with_block_scales(cli, tmp_path, write):
     rows, cols = 300, 256  # 128×128 blocks: ceil(300/128) = 3 by 2
-    write_safetensors(tmp_path / "model.safetensors", [
+    write(tmp_path / "model.safetensors", [
         ("model.layers.0.mlp.down_proj.weight", "F8_E4M3", (rows, cols)),
         ("model.layers.0.mlp.down_proj.weight_scale_inv", "F32", (3, 2))])
     data = counted(cli, str(tmp_path / "model.safetensors"))
@@ -255,9 +275,9 @@ def test_fp8_with_block_scales(cli, tmp_path):
     assert down["dtype_bytes"] == {"F8_E4M3": rows * cols, "F32": 24}
 
 
-def test_nvfp4_and_bitsandbytes(cli, tmp_path):
+def test_nvfp4_and_bitsandbytes(cli, tmp_path, write):
     rows, cols = 64, 128
-    write_safetensors(tmp_path / "model.safetensors", [
+    write(tmp_path / "model.safetensors", [
         ("model.layers.0.mlp.up_proj.weight", "U8", (rows, cols // 2)),  # NVFP4: two values a byte
         ("model.layers.0.mlp.up_proj.weight_scale", "F8_E4M3", (rows, cols // 16)),
         ("model.layers.0.mlp.up_proj.weight_scale_2", "F32", ()),
