@@ -260,3 +260,23 @@ def test_a_layer_may_be_its_mixer_alone():
     assert tally(model).params == 2 * 20 * 16 + 2 * (16 + 4 * 16 * 16) + 16  # embed, head; norm + q/k/v/o; final
     report = verify(model, seq_len=4)
     assert report.ok, report.failures
+
+
+def test_the_block_index_is_current():
+    """Reading a spec imports only the block modules it uses, found through blocks/_index.py: every built-in
+    kind must be in it, at its module (python -m ffncalc.blocks rewrites it)."""
+    from ffncalc import blocks
+
+    assert blocks.KINDS == blocks.index()
+
+
+def test_counting_a_preset_imports_only_the_blocks_it_uses():
+    import subprocess
+    import sys
+
+    code = ("import sys; from ffncalc.sources import presets; from ffncalc.analysis.count import tally; "
+            "tally(presets.load('llama3-8b')[1]); "
+            "print(sorted(m for m in sys.modules if m.startswith('ffncalc.blocks.')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "ffncalc.blocks.mla" not in out and "ffncalc.blocks.mamba2" not in out, out
+    assert "ffncalc.blocks.attention" in out and "ffncalc.blocks.gated_ffn" in out, out

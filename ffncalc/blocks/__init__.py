@@ -112,7 +112,8 @@ def registry_version() -> int:
 
 
 def kinds(slot: str) -> dict[str, type[Block]]:
-    """The registered blocks of a slot ("attention" or "ffn"), by kind."""
+    """The registered blocks of a slot ("attention" or "ffn"), by kind: every block module imported first."""
+    _register_builtin()
     return {kind: cls for (s, kind), cls in _REGISTRY.items() if s == slot}
 
 
@@ -122,21 +123,43 @@ def slot_classes(slot) -> list[type[Block]]:
 
 
 def block_class(slot, kind: str | None) -> type[Block]:
+    """The block of ``kind`` (the slot's default if None) for a spec field of this Slot. Only its module is
+    imported (``_index.py`` says which), so reading a spec costs the blocks it uses, not all of them."""
     kind = kind or slot.default
-    cls = kinds(slot.slot).get(kind)
-    if cls is None or cls not in slot_classes(slot):
+    cls = _REGISTRY.get((slot.slot, kind))
+    if cls is None and (slot.slot, kind) in KINDS:
+        import importlib
+
+        importlib.import_module(f"{__name__}.{KINDS[slot.slot, kind]}")
+        cls = _REGISTRY.get((slot.slot, kind))
+    if cls is None:
+        cls = kinds(slot.slot).get(kind)
+    if cls is None or (slot.only and cls.kind not in slot.only):
         raise KeyError(f"no {slot.slot} block of kind {kind!r}")
     return cls
 
 
+_ALL = [False]
+
+
 def _register_builtin() -> None:
-    """Import every block module here: each registers its kinds."""
+    """Import every block module here (once): each registers its kinds."""
+    if _ALL[0]:
+        return
     import importlib
     import pkgutil
 
     for module in pkgutil.iter_modules(__path__):
         if not module.name.startswith("_"):
             importlib.import_module(f"{__name__}.{module.name}")
+    _ALL[0] = True
 
 
-_register_builtin()
+def index() -> dict[tuple[str, str], str]:
+    """(slot, kind) -> the module that defines it, for every built-in block: what ``_index.py`` records."""
+    _register_builtin()
+    return {key: cls.__module__.rsplit(".", 1)[1] for key, cls in sorted(_REGISTRY.items())
+            if cls.__module__.startswith(f"{__name__}.")}
+
+
+from ._index import KINDS  # noqa: E402  (the recorded index: tests/test_blocks.py keeps it equal to index())
