@@ -314,3 +314,26 @@ def test_plain_text_is_what_rich_prints(capsys, monkeypatch, args, columns):
             main(list(args))
         printed.append((exc.value.code, capsys.readouterr().out))
     assert printed[0] == printed[1] and printed[0][0] == 0
+
+
+def test_explain_names_every_figure_the_planning_commands_print(cli):
+    """Each figure key of a train, an infer and a fit run is explained, with its unit; a convention by name too."""
+    _, out, _ = cli("explain", "-f", "json")
+    known = {e["term"]: e for e in json.loads(out)["explain"]}
+    for args in (["train", "llama3-8b", "--tokens", "15T", "--hardware", "h100-sxm", "--gpus", "64", "--tp", "8"],
+                 ["infer", "llama3-8b", "--prompt", "1000", "--generate", "100", "--hardware", "h100-sxm"],
+                 ["fit", "qwen3-32b", "--hardware", "rtx4090", "--dtype", "q4_k_m"]):
+        code, out, _ = cli(*args, "-f", "json")
+        assert code == 0
+        for key, figure in json.loads(out)["figures"].items():
+            assert key in known, key
+            assert known[key]["unit"] == figure["unit"] and known[key]["source"]
+    assert {"6n", "palm", "megatron-lm", "executed", "useful"} <= set(known)
+
+
+def test_explain_one_term_and_an_unknown_one(cli):
+    code, out, _ = cli("explain", "mfu", "-f", "json")
+    found = json.loads(out)["explain"]
+    assert code == 0 and [e["term"] for e in found] == ["mfu"] and "Chowdhery" in found[0]["source"]
+    code, out, err = cli("explain", "tokens_per_sec")
+    assert code == 2 and out == "" and err.count("\n") == 1 and "nearest: tokens_per_s" in err

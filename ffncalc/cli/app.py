@@ -644,3 +644,17 @@ def conventions(output: Output = None) -> None:
                for c in CONVENTIONS.values()]
     output.show(doc=lambda: render.list_doc("conventions", records, ["name", "default", "summary", "source"], 4),
           json=lambda: {"conventions": records}, csv=lambda: to_csv(records))
+
+
+@command(output="plain", examples=('explain mfu', 'explain kv_bytes -f json', 'explain'))
+def explain(term: Optional[str] = arg(None, help="A figure's JSON key or words of its label, a convention or a "
+                                                  "view (default: every one)."),
+            output: Output = None) -> None:
+    """Say what a figure of count, train, infer or fit means, with its unit and source; or list them all."""
+    from ..analysis.glossary import explain as look_up
+    from ..output.sheet import to_csv
+
+    found = [vars(e) for e in look_up(term)]
+    output.show(doc=lambda: render.list_doc(f"{len(found)} figure(s), convention(s) and view(s)", found,
+                                            ["term", "kind", "label", "unit", "source"], 5),
+                json=lambda: {"explain": found}, csv=lambda: to_csv(found))

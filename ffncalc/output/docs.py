@@ -44,6 +44,8 @@ def build(verify: bool = True) -> dict[str, bytes]:
         f"- [Will it fit](will-it-fit.md): memory per device, the largest context and batch, decode rates, "
         f"training layouts, worked through\n"
         f"- [Supported model types](model-types.md): every decoder-only text model_type of transformers, counted or not yet\n"
+        f"- [What each figure means](figures.md): every figure of train, infer and fit, each convention and view, "
+        f"with its unit and source (`ffncalc explain`)\n"
         f"{links}\n")
 
     for name in names:
@@ -53,6 +55,7 @@ def build(verify: bool = True) -> dict[str, bytes]:
     files["dense-vs-gated.md"] = _compare_page(names, loaded)
     files["conventions.md"] = _conventions_page(loaded["gpt3-175b"], loaded)
     files["will-it-fit.md"] = _fit_page(loaded)
+    files["figures.md"] = _figures_page()
 
     tallies = [tally(loaded[n], model=n) for n in names]
     files["plots/share.svg"] = _marked(plot.save(plot.share_figure(tallies), "svg"))
@@ -128,6 +131,30 @@ def _compare_page(names, loaded) -> str:
         "\n## A sweep of widths (Llama's rounding to multiples of 256)\n\n", to_markdown(sweep_doc),
         "\n![Dense vs gated across widths](plots/sweep.svg)\n",
     ])
+
+
+def _md_text(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _figures_page() -> str:
+    """Every figure, convention and view with its meaning, unit and source (analysis/glossary.py)."""
+    from ..analysis.glossary import entries
+
+    kinds = {"train": "Training (`ffncalc train`)", "infer": "Inference (`ffncalc infer`)",
+             "fit": "Will it fit (`ffncalc fit`)", "convention": "Counting conventions (`--convention`)",
+             "view": "FLOP views (`count`'s `views`, train's `_useful` and `_executed` figures)"}
+    parts = [NOTICE, "# What each figure means\n\n",
+             "Every figure `train`, `infer` and `fit` print, under the key their JSON uses, with its unit and source; "
+             "then the counting conventions and the two views of attention FLOPs. `ffncalc explain TERM` prints "
+             "the entries whose key or label holds TERM. A figure without an outside source is ffncalc's own "
+             "arithmetic on the command's inputs and its other figures.\n"]
+    every = entries()
+    for kind, title in kinds.items():
+        rows = "".join(f"| `{e.term}` | {_md_text(e.label)} | {_md_text(e.unit)} | {_md_text(e.source)} |\n"
+                       for e in every if e.kind == kind)
+        parts += [f"\n## {title}\n\n| key | meaning | unit | source |\n| --- | --- | --- | --- |\n", rows]
+    return "".join(parts)
 
 
 def _model_types_page() -> str:

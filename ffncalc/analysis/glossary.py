@@ -1,0 +1,83 @@
+"""What each figure ffncalc prints means, and its source: every figure of ``train``, ``infer`` and ``fit`` (from
+runs that produce all of them), every counting convention and the two FLOP views, each once, under the key
+its JSON uses. ``ffncalc explain`` and the docs page ``figures.md`` read it; nothing here is hand-kept twice."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Entry:
+    term: str  # the JSON key (a figure's id, a convention's name, a view's name)
+    kind: str  # "train", "infer", "fit", "convention" or "view"
+    label: str
+    unit: str
+    source: str
+
+
+DERIVED = "ffncalc's arithmetic on the command's inputs and other figures"
+
+VIEWS = [
+    Entry("executed", "view", "forward FLOPs with attention executed dense: the full square a masked eager "
+          "attention computes, what torch's FlopCounterMode counts", "FLOP",
+          "torch.utils.flop_counter; the model's reference code"),
+    Entry("useful", "view", "forward FLOPs with attention over the keys each query meets: the causal triangle, "
+          "a sliding window, a chunk or a sparse selection", "FLOP",
+          "the causal and sliding-window masks, as flash-attention kernels compute them"),
+]
+
+
+def entries() -> list[Entry]:
+    """Every figure, convention and view, in the order the commands show them, each term once."""
+    from ..sources import presets
+    from . import hardware, planning
+    from .conventions import CONVENTIONS
+
+    _, llama = presets.load("llama3-70b")
+    _, deepseek = presets.load("deepseek-v3")
+    h100 = hardware.by_key("h100-sxm", None)
+    runs = [  # between them, every figure each command can show (a pipeline's bubble, a draft, a decode form)
+        ("train", planning.plan_training(
+            llama, label="llama3-70b", tokens="15T", seq_len=None, convention="6n", recompute="selective", hw=h100,
+            tflops=None, mfu=0.4, gpus=64, dtype=None, tokens_per_s=2e6, budget=None, micro_batch=1,
+            optimizer="adam", dp=None, tp=8, pp=2, ep=1, global_batch=512)),
+        ("train", planning.plan_training(
+            deepseek, label="deepseek-v3", tokens="14.8T", seq_len=4096, convention="6n", recompute="none", hw=h100,
+            tflops=None, mfu=0.4, gpus=2048, dtype=None, tokens_per_s=None, budget=None, micro_batch=1,
+            optimizer="adam", dp=None, tp=1, pp=16, ep=8)),
+        ("infer", planning.plan_inference(
+            deepseek, label="deepseek-v3", prompt=4000, generate=500, batch=8, dtype="fp8", kv_dtype="bf16", hw=h100,
+            gpus=8, accept=0.7, draft=1)),
+        ("fit", planning.plan_fit(llama, label="llama3-70b", context=8192, batch=4, dtype="bf16", kv_dtype="bf16",
+                                  hw=h100, gpus=2)),
+    ]
+    out: dict[str, Entry] = {}
+    for command, result in runs:
+        for f in result.figures:
+            out.setdefault(f.id, Entry(f.id, command, f.label, f.unit, f.source or DERIVED))
+    for c in CONVENTIONS.values():
+        out.setdefault(c.name, Entry(c.name, "convention", c.summary, "FLOP", c.source))
+    for v in VIEWS:
+        out.setdefault(v.term, v)
+    return list(out.values())
+
+
+def explain(term: str | None) -> list[Entry]:
+    """The entries whose key or label holds ``term`` (all of them for None); none found is an error naming the
+    closest keys."""
+    from ..errors import InputError
+
+    every = entries()
+    if term is None:
+        return every
+    wanted = term.lower().replace("-", "_")
+    exact = [e for e in every if e.term.replace("-", "_") == wanted]
+    found = exact or [e for e in every if wanted in e.term.replace("-", "_") or term.lower() in e.label.lower()]
+    if not found:
+        import difflib
+
+        near = difflib.get_close_matches(wanted, [e.term for e in every], n=3, cutoff=0.4)
+        raise InputError(f"explain {term}: no figure, convention or view by that name"
+                         + (f"; nearest: {', '.join(near)}" if near else "") + " (ffncalc explain lists them all)")
+    return found
