@@ -37,6 +37,7 @@ COMMANDS = [
     ("presets",),
     ("families",),
     ("conventions",),
+    ("explain",),
     ("train", "llama3-8b", "--tokens", "15T", "--hardware", "h100-sxm"),
     ("train", "deepseek-v3", "--tokens", "14.8T", "--hardware", "h100-sxm", "--gpus", "2048", "--dp", "128",
      "--pp", "16", "--ep", "8", "--tokens-per-s", "3e6"),
