@@ -8,7 +8,7 @@ from fractions import Fraction
 
 import pytest
 
-from ffncalc.analysis.count import tally
+from ffncalc.analysis.count import merge_layers, tally
 from ffncalc.model import from_data
 from ffncalc.model.spec import llama_ffn_width
 from ffncalc.sources import presets
@@ -359,3 +359,12 @@ def test_deepseek_v3_multi_token_prediction_module():
     assert t.params == 671_026_404_352 and t.mtp_params == module
     assert t.mtp_params + t.mtp_copies == module + 2 * v * d
     assert abs(t.params + t.mtp_params + t.mtp_copies - 685e9) / 685e9 < 1e-3
+
+
+def test_the_count_column_counts_layers_for_every_row():
+    """Gemma 3 27B alternates five sliding-window layers with one global: 21 runs of identical layers over 62
+    layers. A weight, a norm and an elementwise-only row (softmax, activation, rotation) each stand for all 62."""
+    rows = {r.name: r for r in merge_layers(tally(presets.load("gemma-3-27b")[1]).rows)}
+    for name in ("attn.q.weight", "attn.softmax", "attn.rotary", "ffn.act", "residual"):
+        assert rows[name].count == 62, name
+    assert rows["norms"].count == 4 * 62  # input, post-attention, pre- and post-feedforward norms

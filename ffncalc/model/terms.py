@@ -117,8 +117,10 @@ class Emitter:
             self.term(name, "norm", (width,), copies, numel=width * norm.params_per_feature,
                       elementwise=copies * norm.ops(width if total is None else total))
 
-    def op(self, name: str, elementwise: int, **kw) -> None:
-        self.term(name, "op", elementwise=elementwise, **kw)
+    def op(self, name: str, elementwise: int, copies: int | None = None, **kw) -> None:
+        """Elementwise work with no tensor of its own, done once per layer this emitter stands for (``copies``,
+        what count's × column shows) unless stated; ``elementwise`` is the work of all of them."""
+        self.term(name, "op", copies=self.n if copies is None else copies, elementwise=elementwise, **kw)
 
 
 def attended_pairs(tokens: int, window: int | None = None, chunk: int | None = None, select: str = "") -> int:
