@@ -141,9 +141,10 @@ def core_flops(t: Term, attention: str) -> Number:
     heads, keys, head_dim = t.shape
     causal = Fraction(2 * attended_pairs(keys, t.window, t.chunk, t.select), keys)
     pairs_x2 = {  # twice the keys an average query meets
-        "full": causal if t.select == "blocks" else 2 * keys,  # pooled keys: only complete blocks exist to score
+        # pooled keys: only complete blocks exist to score; a compressor's entries: every one, for every query
+        "full": causal if t.select == "blocks" else 2 * (keys // t.chunk) if t.select == "entries" else 2 * keys,
         "causal": causal,
-        "half": keys,
+        "half": keys // t.chunk if t.select == "entries" else keys,
         "none": 0,
     }[attention]
     flops = t.count * heads * head_dim * pairs_x2

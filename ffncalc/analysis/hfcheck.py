@@ -322,7 +322,9 @@ def _attribution(net, counter, fixed: bool):
                     param = max(own, key=len) if own else names[src][0]
                 key = (here, param, op)
                 self.flops[key] = self.flops.get(key, 0) + flops
-            elif floating and len(sources) == 1 and None not in sources:
+            # an embedding's rows are the tokens' activations, not the weight (DeepSeek-V4's first hyper-connection
+            # multiplies them by its mixing matrix)
+            elif floating and len(sources) == 1 and None not in sources and op != "embedding":
                 for o in tree_flatten(out)[0]:
                     if isinstance(o, torch.Tensor):
                         o._ffncalc_source = next(iter(sources))

@@ -4,6 +4,7 @@
 KINDS = {
     ("attention", "block_sparse"): "block_sparse",
     ("attention", "cca"): "cca",
+    ("attention", "csa"): "csa",
     ("attention", "diff_attention"): "diff_attention",
     ("attention", "dynamic_mask"): "dynamic_mask",
     ("attention", "gated_deltanet"): "gated_deltanet",

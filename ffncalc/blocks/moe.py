@@ -46,6 +46,9 @@ class MoEFFN(Block):
     # a per-expert bias added to the router's scores to choose experts, a learned parameter in some families
     # (ERNIE 4.5's moe_statics) and a buffer, not counted, in others (DeepSeek-V3's e_score_correction_bias)
     correction_bias: bool = False
+    # experts chosen by a fixed table from the token's id (a buffer, not counted), the router's scores only weighting
+    # them: DeepSeek-V4's hash layers (DeepseekV4HashRouter's tid2eid); the same parameters and work as top-k routing
+    hash_routed: bool = False
     # a norm of the model's kind over the mixture's output, routed and shared summed (A.X-K1's post_mlp_layernorm)
     output_norm: bool = False
     output_bias: bool = False  # one bias of d_model added to the mixture's output (JetMoE: JetMoeMoE.bias)
@@ -80,6 +83,9 @@ class MoEFFN(Block):
             raise SpecError(("shared_gate",), "shared_gate needs a shared expert FFN")
         if self.shared_average and self.shared is None:
             raise SpecError(("shared_average",), "shared_average needs a shared expert FFN")
+        if self.hash_routed and (self.correction_bias or self.identity_experts or self.skip_expert):
+            raise SpecError(("hash_routed",), "a hash-routed mixture picks routed experts by token id alone: no "
+                                              "correction bias, identity experts or skip class")
         if self.router_mlp is not None and self.router_bias:
             raise SpecError(("router_bias",), "an MLP router states its own biases")
         if self.router_state and self.router_mlp is None:
@@ -113,7 +119,8 @@ class MoEFFN(Block):
     @property
     def variant(self) -> str:
         identity = f" (+{self.identity_experts} identity)" if self.identity_experts else ""
-        return f"MoE {self.top_k}/{self.n_experts}{identity} × {self.expert.variant}"
+        hashed = " hash-routed" if self.hash_routed else ""
+        return f"MoE {self.top_k}/{self.n_experts}{identity}{hashed} × {self.expert.variant}"
 
     def resolve(self, d_model: int) -> MoEFFN:
         return replace(self, expert=self.expert.resolve(d_model),

@@ -60,7 +60,10 @@ class Term:
     form: str = ""
     # core terms whose keys an indexer picks by blocks of `chunk` (Qwen4-Exp's QSA): "budget", a query meets its
     # visible keys up to `window` (the budget) of whole earlier blocks and the keys of its own incomplete block;
-    # "blocks", the index scores: a query meets one pooled key per complete block up to itself, in every view
+    # "blocks", the index scores: a query meets one pooled key per complete block up to itself, in every view;
+    # "entries", keys of a compressor's entries, one per `chunk` positions (DeepSeek-V4's compressed attention): a
+    # query meets the entries of complete chunks up to itself, at most `window` of them, and executed dense every
+    # entry of the sequence
     select: str = ""
     # positions the work runs over per token of the sequence: (s + P) / s in the layers of a model that prepends P
     # prompt positions to every sequence of s tokens (model/prompts.py); its FLOPs are scaled by it
@@ -134,7 +137,12 @@ def attended_pairs(tokens: int, window: int | None = None, chunk: int | None = N
     select "budget" (Qwen4-Exp's QSA, W the budget of K·C keys): query p = i + 1 meets min(p, W + p mod C), which is
     block-sparse's count for p + 1 (window W + C) less one; summed, attended_pairs(T + 1, W + C, C) − 1 − T.
     select "blocks" (its index scores): query p meets ⌊p / C⌋ pooled keys; summed, C·q(q − 1)/2 + q·(m + 1) with
-    T = q·C + m."""
+    T = q·C + m.
+    select "entries" (DeepSeek-V4's compressed keys, one entry per chunk of C positions): query p meets min(⌊p / C⌋, W)
+    entries (W none: no cap), the "blocks" count up to P = min(T, (W + 1)·C − 1) and W for each later query."""
+    if select == "entries":
+        last = tokens if window is None else min(tokens, (window + 1) * chunk - 1)
+        return attended_pairs(last, chunk=chunk, select="blocks") + (tokens - last) * (window or 0)
     if select == "budget":
         return attended_pairs(tokens + 1, window + chunk, chunk) - 1 - tokens
     if select == "blocks":
