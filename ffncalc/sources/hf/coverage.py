@@ -59,9 +59,6 @@ NOT_TEXT_DECODERS = {
 NOT_YET = {
     "blt": ("byte-level patches: a patcher (a small transformer of its own), hashed n-gram embeddings, a local encoder and decoder "
             "with cross-attention around a global transformer of another width over data-dependent patches"),
-    "deepseek_v4": ("compressed sparse attention (compressors with position biases and gated KV, a compressed indexer), "
-                    "grouped low-rank output projections (o_a, o_b), attention sinks and hash-routed experts (its "
-                    "hyper-connections are read: model/extras.py, mixer mhc)"),
     "gemma4_assistant": ("transformers 5.23.0 builds none: a draft model whose every layer reads the target's KV cache, "
                          "which its configuration's validation refuses (and it reads the target's embeddings)"),
     "gemma4_unified_assistant": ("transformers 5.23.0 builds none: a draft model whose every layer reads the target's "
@@ -108,6 +105,7 @@ PROVEN_ON = {
     'deepseek_v2': ('deepseek-ai/DeepSeek-V2-Lite',),
     'deepseek_v3': ('deepseek-ai/DeepSeek-V3',),
     'deepseek_v32': ('deepseek-ai/DeepSeek-V3.2',),
+    'deepseek_v4': ('deepseek-ai/DeepSeek-V4-Flash',),
     'dots1': ('rednote-hilab/dots.llm1.base',),
     'ernie4_5': ('baidu/ERNIE-4.5-0.3B-PT',),
     'exaone4': ('LGAI-EXAONE/EXAONE-4.0-1.2B',),
