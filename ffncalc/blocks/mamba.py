@@ -23,6 +23,12 @@ multiply-adds per token at any context length, a core term with grows=False. The
 update (exp(dt·A), dt·B·x, h·dA + dBu: 6 FLOPs per state element and token) are elementwise, which FlopCounterMode
 does not count, and are stated as elementwise ops. ``exact`` and ``causal`` agree: nothing in the scan meets a
 square of tokens.
+
+Zamba's multi-head layout (``n_heads``, ZambaMambaMixer, models/zamba/modeling_zamba.py) splits d_inner
+into heads of d_inner / n_heads channels, each with its own x_proj (head_dim -> R + 2N) and dt_proj (R -> head_dim,
+with a bias): each head makes its own dt, B and C and runs its own scan. The parameters and multiply-adds are those of
+one x_proj and one dt_proj summed over the heads (x_proj_weight (H, R + 2N, head_dim), dt_proj_weight (H, head_dim,
+R), A_log (H, head_dim, N), D (H, head_dim)); in_proj's output interleaves x and z channel by channel.
 """
 
 from __future__ import annotations
@@ -67,6 +73,9 @@ class Mamba(Block):
     bcdt_norm: bool = False  # FalconMamba: weightless RMSNorms on dt, B and C after x_proj
     # those norms with a learned weight each (Jamba: dt_layernorm, b_layernorm, c_layernorm)
     bcdt_weights: bool = False
+    # Zamba's multi-head layout (ZambaMambaMixer, n_mamba_heads): per-head x_proj and dt_proj, x and z interleaved in
+    # in_proj's output; None: MambaMixer's single x_proj and dt_proj, x then z
+    n_heads: Positive | None = None
 
     @property
     def xproj_width(self) -> int:
@@ -82,9 +91,24 @@ class Mamba(Block):
             raise SpecError(("d_inner",), "d_inner must be positive")
         if self.bcdt_weights and not self.bcdt_norm:
             raise SpecError(("bcdt_weights",), "weights of the dt, B and C norms need the norms (bcdt_norm)")
+        if self.n_heads is not None:
+            inner = self.resolve(d_model).d_inner
+            if inner % self.n_heads:
+                raise SpecError(("n_heads",), f"{self.n_heads} heads do not divide d_inner {inner}")
+            if self.bcdt_norm:
+                raise SpecError(("bcdt_norm",), "norms on dt, B and C are not defined with heads (n_heads)")
+
+    @property
+    def heads(self) -> int:
+        return self.n_heads or 1
+
+    @property
+    def head_dim(self) -> int:
+        return self.d_inner // self.heads
 
     def describe(self) -> str:
-        return f"Mamba d_inner {self.d_inner}, state {self.state_size}, dt rank {self.time_step_rank}"
+        heads = f", {self.n_heads} heads" if self.n_heads is not None else ""
+        return f"Mamba d_inner {self.d_inner}{heads}, state {self.state_size}, dt rank {self.time_step_rank}"
 
     def facts(self) -> dict[str, object]:
         return {"heads": f"SSM {self.d_inner} × {self.state_size}"}
@@ -99,22 +123,31 @@ class Mamba(Block):
         if self.use_conv_bias:
             e.term("mixer.conv1d.bias", "bias", (di,), n, elementwise=n * di)
         e.op("mixer.conv_act", n * di * ACTIVATION_OPS[self.activation])
-        e.linear("mixer.x_proj", di, self.xproj_width, False, n)
+        h, hd = self.heads, self.head_dim
+        if self.n_heads is None:
+            e.linear("mixer.x_proj", di, self.xproj_width, False, n)
+        else:  # x_proj_weight (H, R + 2N, head_dim): each head's x_proj on its own channels, batched
+            e.term("mixer.x_proj.weight", "weight", (h, self.xproj_width, hd), n, macs=n * di * self.xproj_width)
         if self.bcdt_weights:  # JambaMambaMixer: RMSNorms with a weight over dt (R), B and C (N each)
             for name, width in (("dt_norm", r), ("b_norm", ns), ("c_norm", ns)):
                 e.norm(f"mixer.{name}", WEIGHTED_RMS, width, n)
         elif self.bcdt_norm:  # FalconMambaMixer: rms(dt) over R features, rms(B) and rms(C) over N each
             e.op("mixer.bcdt_norm", n * (WEIGHTLESS_RMS.ops(r) + 2 * WEIGHTLESS_RMS.ops(ns)))
         # dt = softplus(dt_proj(dt)): the bias is the scan's delta_bias, an add per channel, then a softplus
-        e.linear("mixer.dt_proj", r, di, True, n)
+        if self.n_heads is None:
+            e.linear("mixer.dt_proj", r, di, True, n)
+        else:  # dt_proj_weight (H, head_dim, R) on each head's dt; dt_proj_bias (H, head_dim), the scan's delta_bias
+            e.term("mixer.dt_proj.weight", "weight", (h, hd, r), n, macs=n * di * r)
+            e.term("mixer.dt_proj.bias", "bias", (h, hd), n, elementwise=n * di)
         e.op("mixer.dt_softplus", n * SOFTPLUS_OPS * di)
         # A = -exp(A_log) is computed once per forward, not per token: no work per token
-        e.term("mixer.A_log", "bias", (di, ns), n)
+        e.term("mixer.A_log", "bias", (di, ns) if self.n_heads is None else (h, hd, ns), n)
         # the recurrence, elementwise per state element: exp(dt·A), dt·B·x, h = dA ⊙ h + dBu
         e.op("mixer.scan", n * SCAN_OPS * di * ns)
         # the readout y_t = h_t · C_t: d_inner rows of N, one "key" (the current state) per token, any context
         e.term("mixer.readout", "core", (di, 1, ns), n, numel=0, macs=n * di * ns, grows=False)
-        e.term("mixer.D", "bias", (di,), n, elementwise=n * 2 * di)  # y + D·x: a multiply and an add
+        # y + D·x: a multiply and an add
+        e.term("mixer.D", "bias", (di,) if self.n_heads is None else (h, hd), n, elementwise=n * 2 * di)
         e.op("mixer.gate", n * (ACTIVATION_OPS["silu"] + 1) * di)  # y ⊙ silu(z)
         e.linear("mixer.out_proj", di, d, self.use_bias, n)
 
@@ -133,7 +166,15 @@ class Mamba(Block):
         training, checkpoint_lvl 1: the conv output and dt recomputed in backward): in_proj's input (d, for its
         weight gradient, outside the function), xz (2·d_inner), x_dbl (R + 2N), contiguous copies of B and C (N
         each) and the scan's output before the gate (d_inner): d + 3·d_inner + R + 4N per token. The scan's
-        chunk states (scan_intermediates) are per sequence and chunk of 2048 tokens, not counted here."""
+        chunk states (scan_intermediates) are per sequence and chunk of 2048 tokens, not counted here.
+
+        With heads (ZambaMambaMixer, which runs the convolution and one selective_scan_fn per head, unfused):
+        in_proj's input (d), the convolution's input (a contiguous copy of x, d_inner) and output (x_proj's input and
+        the scans' u, d_inner), x_proj's output (H·(R + 2N), held by the dt view dt_proj keeps), the scans' contiguous
+        B and C (H·N each), delta, z and the output before the gate (d_inner each, SelectiveScanFn), and out_proj's
+        input (d_inner): d + 6·d_inner + H·(R + 4N) per token."""
+        if self.n_heads is not None:
+            return model.d_model + 6 * self.d_inner + self.n_heads * (self.time_step_rank + 4 * self.state_size)
         return model.d_model + 3 * self.d_inner + self.time_step_rank + 4 * self.state_size
 
     def torch_module(self, model, causal: bool):
@@ -151,6 +192,25 @@ def _module():
     def weightless_rms(x: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
         return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
 
+    class HeadLinear(nn.Module):
+        """A linear map per head: weight (H, out, in), bias (H, out); (…, H, in) -> (…, H, out), one batched product
+        whose FLOPs are its weight's."""
+
+        weight_flops = True
+
+        def __init__(self, heads: int, d_in: int, d_out: int, bias: bool):
+            super().__init__()
+            self.weight = nn.Parameter(torch.empty(heads, d_out, d_in))
+            self.bias = nn.Parameter(torch.empty(heads, d_out)) if bias else None
+            if self.weight.device.type != "meta":
+                nn.init.normal_(self.weight, std=d_in ** -0.5)
+                if self.bias is not None:
+                    nn.init.zeros_(self.bias)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            y = torch.einsum("...hi,hoi->...ho", x, self.weight)
+            return y if self.bias is None else y + self.bias
+
     class MambaMixer(nn.Module):
         """The mixer with the selective scan as its recurrence; the readout h_t·C_t of every token is one batched
         product (``readout``), the rest of the scan elementwise."""
@@ -162,20 +222,28 @@ def _module():
             self.act = ACTIVATIONS[spec.activation]
             self.in_proj = Linear(d, 2 * di, bias=spec.use_bias)
             self.conv1d = CausalConv1d(di, spec.conv_kernel, spec.use_conv_bias)
-            self.x_proj = Linear(di, spec.xproj_width, bias=False)
-            self.dt_proj = Linear(spec.time_step_rank, di, bias=True)
-            self.A_log = nn.Parameter(torch.empty(di, ns))
+            self.heads = spec.n_heads  # None: one x_proj and dt_proj (MambaMixer); else per head (ZambaMambaMixer)
+            h, hd = spec.heads, spec.head_dim
+            if self.heads is None:
+                self.x_proj = Linear(di, spec.xproj_width, bias=False)
+                self.dt_proj = Linear(spec.time_step_rank, di, bias=True)
+            else:
+                self.x_proj = HeadLinear(h, hd, spec.xproj_width, bias=False)
+                self.dt_proj = HeadLinear(h, spec.time_step_rank, hd, bias=True)
+            self.A_log = nn.Parameter(torch.empty(di, ns) if self.heads is None else torch.empty(h, hd, ns))
             self.readout = MatMul()
-            self.D = nn.Parameter(torch.empty(di))
+            self.D = nn.Parameter(torch.empty(di) if self.heads is None else torch.empty(h, hd))
             self.out_proj = Linear(di, d, bias=spec.use_bias)
             if spec.bcdt_weights:
                 self.dt_norm, self.b_norm, self.c_norm = nn.RMSNorm(self.rank), nn.RMSNorm(ns), nn.RMSNorm(ns)
             if self.A_log.device.type != "meta":  # MambaMixer.init_mamba_weights (S4D-real A, D = 1)
                 with torch.no_grad():
-                    self.A_log.copy_(torch.log(torch.arange(1, ns + 1, dtype=torch.float32)).expand(di, ns))
+                    self.A_log.copy_(torch.log(torch.arange(1, ns + 1, dtype=torch.float32)).expand(self.A_log.shape))
                     self.D.fill_(1.0)
 
         def forward(self, u: torch.Tensor) -> torch.Tensor:
+            if self.heads is not None:
+                return self.forward_heads(u)
             b, s, _ = u.shape
             x, z = self.in_proj(u).chunk(2, dim=-1)  # transformers: projected_states.chunk(2): x first, then gate
             x = self.act(self.conv1d(x))  # (B, s, d_inner)
@@ -197,5 +265,28 @@ def _module():
             y = self.readout(h, cm[..., None]).squeeze(-1)  # (B, s, d_inner): h_t · C_t
             y = (y + x * self.D) * F.silu(z)
             return self.out_proj(y)
+
+        def forward_heads(self, u: torch.Tensor) -> torch.Tensor:
+            """Zamba's layout: x and z interleaved in in_proj's output (channel c's x at 2c, its z at 2c + 1), and
+            per head its own dt, B and C and its own scan over head_dim channels."""
+            b, s, _ = u.shape
+            h = self.heads
+            xz = self.in_proj(u)
+            x, z = xz[..., 0::2], xz[..., 1::2]
+            x = self.act(self.conv1d(x)).reshape(b, s, h, -1)  # (B, s, H, head_dim)
+            dt, bm, cm = self.x_proj(x).split([self.rank, self.state, self.state], dim=-1)  # each (B, s, H, ·)
+            dt = F.softplus(self.dt_proj(dt))  # (B, s, H, head_dim)
+            a = -torch.exp(self.A_log)  # (H, head_dim, N)
+            decay = torch.exp(dt[..., None] * a)  # (B, s, H, head_dim, N)
+            inflow = (dt * x)[..., None] * bm[..., None, :]
+            state = u.new_zeros(decay.shape[:1] + decay.shape[2:])
+            states = []
+            for t in range(s):
+                state = decay[:, t] * state + inflow[:, t]
+                states.append(state)
+            hs = torch.stack(states, dim=1)  # (B, s, H, head_dim, N)
+            y = self.readout(hs, cm[..., None]).squeeze(-1)  # (B, s, H, head_dim): h_t · C_t per head
+            y = (y + x * self.D) * F.silu(z.reshape(b, s, h, -1))
+            return self.out_proj(y.reshape(b, s, -1))
 
     return MambaMixer
