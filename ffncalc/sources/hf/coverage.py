@@ -71,7 +71,6 @@ NOT_YET = {
                       "mixing work grows with the layer's block; and, beside Inkling's rel_attention, an output gate, per-token "
                       "sink logits (sink_proj), L2 clipping with learned scales, input-conditioned short convolutions on keys "
                       "and values and scaled sublayer convolutions"),
-    "zamba": "Mamba layers with one attention block shared across the stack",
 }
 
 # Decoder-only text types whose configuration class's defaults transformers itself cannot build (the test of
