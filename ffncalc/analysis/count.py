@@ -59,7 +59,7 @@ def terms(model: Model, seq_len: int) -> list[Term]:
         e.op("residual", run.n * RESIDUAL_ADDS * d)
         inside += e.out
     fin = Emitter("final")
-    for extra in (model.altup, model.hyper):  # the streams back into one
+    for extra in (model.altup, model.hyper, model.block_residuals):  # the streams back into one
         if extra is not None:
             extra.model_terms(fin, model)
     if model.norm.final:

@@ -29,6 +29,7 @@ class Block:
     prefix: ClassVar[str | None] = None  # its terms' and torch module's name in a layer; default: attn or ffn
     verify_note: ClassVar[str | None] = None  # what verify must say about its torch reference, if anything
     count_note: ClassVar[str | None] = None  # what a count must say about its figures, if anything (a model's notes)
+    inputs: ClassVar[int] = 1  # separate inputs it reads (queries', keys', values'), which a model may make apart
 
     def resolve(self, d_model: int) -> Block:
         """This block with every derived width made an integer."""

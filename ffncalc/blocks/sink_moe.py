@@ -9,6 +9,12 @@ scale (InklingTopkRouter.global_scale, one parameter). The routed experts are Sw
 the S shared experts are SwiGLU as well (3-D gate_proj, up_proj, down_proj), each scaled by its own weight. The
 experts' loop treats an index equal to E as an empty expert sink.
 
+With ``router: sigmoid`` (Inkling 2: Inkling2TopKRouter, Inkling2SparseMoeBlock): a router over the routed experts
+alone, E × d; sigmoid scores, the top_k chosen by score plus e_score_correction_bias (a buffer), their scores
+normalised to sum to one and multiplied by route_scale; no shared experts and no learned scale. Its experts may be
+soft-capped SwiGLU (Inkling2SoftcappedSwiGLU): c_g·tanh(g/c_g)·σ(g)·c_u·tanh(u/c_u), the linear factors of the gate
+and of up bounded by ``gate_softcap`` and ``up_softcap``. ``conv_scale``: the output convolution's sum × 1/√(K + 1).
+
 ``scaled_gated`` (InklingMLP): a gated MLP whose output a learned scalar multiplies (global_scale).
 """
 
@@ -16,9 +22,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from functools import cache
-from typing import Annotated
+from typing import Annotated, Literal
 
-from ..model.schema import Positive, Slot, SpecError
+from ..model.schema import NonNegative, Positive, PositiveFloat, Slot, SpecError
 from ..model.spec import Width, width
 from . import Block, register
 from ._sconv import emit_residual_conv, residual_conv, residual_conv_state
@@ -31,6 +37,10 @@ Expert = Annotated[object, Slot("ffn", only=("gated",))]
 # of the top_k + S chosen logits (3), their log-sum-exp (3), subtract and exp (2); × route_scale and × the
 # global scale (2)
 CHOOSE_OPS, WEIGHT_OPS = 5, 10
+# Inkling2TopKRouter per token: a sigmoid per expert (4) and its correction add (1) to choose; of the top_k chosen
+# scores, their sum (1), the divide (1) and × route_scale (1), and the sum's + 1e-20 once
+SIGMOID_WEIGHT_OPS = 3
+SOFTCAP_OPS = 3  # c·tanh(x/c): a divide, the tanh, a multiply
 
 
 @register
@@ -46,22 +56,33 @@ class SinkMoE(Block):
     n_experts: Positive  # routed experts (n_routed_experts)
     top_k: Positive  # num_experts_per_tok
     expert: Expert
-    n_shared_experts: Positive  # n_shared_experts: scored by the router beside the routed ones
-    shared: Expert
+    n_shared_experts: NonNegative = 0  # n_shared_experts: scored by the router beside the routed ones
+    shared: Expert | None = None
     conv_kernel: Positive | None = None  # the layer's short convolution on the output (mlp_sconv); none: no conv
+    router: Literal["sink", "sigmoid"] = "sink"  # sigmoid: Inkling 2's router over the routed experts alone
+    gate_softcap: PositiveFloat | None = None  # Inkling 2's experts: the gate's linear factor soft-capped
+    up_softcap: PositiveFloat | None = None  # and up's
+    conv_scale: bool = False  # the output convolution's sum × 1/√(K + 1) (Inkling 2)
 
     def __post_init__(self) -> None:
         if self.top_k > self.n_experts:
             raise SpecError(("top_k",), f"top_k {self.top_k} exceeds n_experts {self.n_experts}")
+        if (self.shared is None) != (self.n_shared_experts == 0):
+            raise SpecError(("shared",), "shared experts need their FFN, and only they have one")
+        if self.router == "sigmoid" and self.n_shared_experts:
+            raise SpecError(("n_shared_experts",), "the sigmoid router scores the routed experts alone")
 
     @property
     def variant(self) -> str:
         return f"MoE {self.top_k}/{self.n_experts} × {self.expert.variant}"
 
     def resolve(self, d_model: int) -> SinkMoE:
-        return replace(self, expert=self.expert.resolve(d_model), shared=self.shared.resolve(d_model))
+        shared = self.shared.resolve(d_model) if self.shared is not None else None
+        return replace(self, expert=self.expert.resolve(d_model), shared=shared)
 
     def describe(self) -> str:
+        if self.router == "sigmoid":
+            return f"{self.variant}, sigmoid router" + (", soft-capped" if self.gate_softcap or self.up_softcap else "")
         return f"{self.variant}, {self.n_shared_experts} shared in the router"
 
     def facts(self) -> dict[str, object]:
@@ -70,15 +91,22 @@ class SinkMoE(Block):
     def terms(self, e, model, seq_len: int) -> None:
         d, n, experts, shared, k = model.d_model, e.n, self.n_experts, self.n_shared_experts, self.top_k
         e.linear("ffn.router", d, experts + shared, False, n)
-        e.term("ffn.router.global_scale", "bias", (1,), n, component="ffn.router")
-        e.op("ffn.router_weights", n * (CHOOSE_OPS * experts + WEIGHT_OPS * (k + shared)))
+        if self.router == "sink":
+            e.term("ffn.router.global_scale", "bias", (1,), n, component="ffn.router")
+            e.op("ffn.router_weights", n * (CHOOSE_OPS * experts + WEIGHT_OPS * (k + shared)))
+        else:
+            e.op("ffn.router_weights", n * (CHOOSE_OPS * experts + SIGMOID_WEIGHT_OPS * k + 1))
         self.expert.emit(e, "ffn.experts.", d, experts * n, k * n, model.norm, expert=True, component="ffn.experts")
+        caps = (self.gate_softcap is not None) + (self.up_softcap is not None)
+        if caps:  # each chosen expert's hidden unit: the caps (the gate's multiplies σ(g) where silu multiplied g)
+            e.op("ffn.experts.softcap", n * k * self.expert.d_ff * caps * SOFTCAP_OPS, component="ffn.experts")
         e.op("ffn.combine", n * 2 * k * d)  # scale each chosen expert's output, add it in
-        copies = shared * n
-        self.shared.emit(e, "ffn.shared.", d, copies, copies, model.norm, component="ffn.shared")
-        e.op("ffn.shared_weights", copies * (self.shared.d_ff + d))  # each hidden unit × its weight; the sum
+        if shared:
+            copies = shared * n
+            self.shared.emit(e, "ffn.shared.", d, copies, copies, model.norm, component="ffn.shared")
+            e.op("ffn.shared_weights", copies * (self.shared.d_ff + d))  # each hidden unit × its weight; the sum
         if self.conv_kernel is not None:
-            emit_residual_conv(e, "ffn.out_conv1d", d, self.conv_kernel, n)
+            emit_residual_conv(e, "ffn.out_conv1d", d, self.conv_kernel, n, self.conv_scale)
 
     def state_elements(self, model) -> int:
         return residual_conv_state(model.d_model, self.conv_kernel) if self.conv_kernel is not None else 0
@@ -87,8 +115,8 @@ class SinkMoE(Block):
         """The router's weights (E + S), each chosen and each shared expert's elements; with the output
         convolution, its input (d)."""
         conv = model.d_model if self.conv_kernel is not None else 0
-        return (self.n_experts + self.n_shared_experts + self.top_k * self.expert.kept_elements(model)
-                + self.n_shared_experts * self.shared.kept_elements(model) + conv)
+        shared = self.n_shared_experts * self.shared.kept_elements(model) if self.shared is not None else 0
+        return self.n_experts + self.n_shared_experts + self.top_k * self.expert.kept_elements(model) + shared + conv
 
     def torch_module(self, model, causal: bool):
         return _modules()[0](self, model, causal)
@@ -163,20 +191,24 @@ def _modules():
     class Router(Linear):
         """The router's matrix over routed and shared experts, and its learned global scale."""
 
-        def __init__(self, d: int, rows: int):
+        def __init__(self, d: int, rows: int, scaled: bool = True):
             super().__init__(d, rows, bias=False)
-            self.global_scale = nn.Parameter(torch.ones(1))
+            if scaled:
+                self.global_scale = nn.Parameter(torch.ones(1))
 
     class SinkMixture(nn.Module):
         def __init__(self, spec: SinkMoE, model, causal: bool):
             super().__init__()
             d = model.d_model
             self.top_k, self.n_experts, self.n_shared = spec.top_k, spec.n_experts, spec.n_shared_experts
-            self.router = Router(d, spec.n_experts + spec.n_shared_experts)
+            self.sigmoid = spec.router == "sigmoid"
+            self.router = Router(d, spec.n_experts + spec.n_shared_experts, not self.sigmoid)
+            # (the experts' soft caps bound activations only: the reference runs them as plain SwiGLU)
             self.experts = nn.ModuleList(spec.expert.torch_module(model, causal) for _ in range(spec.n_experts))
             self.shared = nn.ModuleList(spec.shared.torch_module(model, causal) for _ in range(spec.n_shared_experts))
             if spec.conv_kernel is not None:
-                self.out_conv1d = residual_conv(d, spec.conv_kernel)
+                scale = (spec.conv_kernel + 1) ** -0.5 if spec.conv_scale else 1.0
+                self.out_conv1d = residual_conv(d, spec.conv_kernel, scale)
             self.balanced = False
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -189,8 +221,12 @@ def _modules():
                 chosen = torch.arange(tokens * self.top_k, device=x.device).view(tokens, self.top_k) % self.n_experts
             else:
                 chosen = routed.sigmoid().topk(self.top_k, dim=-1).indices
-            picked = torch.nn.functional.logsigmoid(torch.cat([routed.gather(1, chosen), shared], dim=-1))
-            weights = (picked - picked.logsumexp(dim=-1, keepdim=True)).exp() * self.router.global_scale
+            if self.sigmoid:  # the chosen scores normalised to sum to one
+                scores = routed.sigmoid().gather(1, chosen)
+                weights = scores / (scores.sum(dim=-1, keepdim=True) + 1e-20)
+            else:
+                picked = torch.nn.functional.logsigmoid(torch.cat([routed.gather(1, chosen), shared], dim=-1))
+                weights = (picked - picked.logsumexp(dim=-1, keepdim=True)).exp() * self.router.global_scale
             out = torch.zeros_like(flat)
             slot_token = torch.arange(tokens, device=x.device).repeat_interleave(self.top_k)
             slot_expert, slot_weight = chosen.reshape(-1), weights[:, :self.top_k].reshape(-1)

@@ -13,6 +13,7 @@ from torch import nn
 
 from ..blocks import module_name
 from ..blocks._torch import Linear, make_norm
+from .block_residuals import fit
 from .extras import gated_norm_module
 from .shared import tie
 from .stack import Layer, Model
@@ -31,6 +32,7 @@ class LayerModule(nn.Module):
                  "none": nn.Identity}
         self.norms = nn.ModuleList(kinds[use]() for use in layer.norm_uses(model.norm))
         self.names = (module_name(layer.attention), module_name(layer.ffn))
+        self.inputs = layer.attention.inputs  # separate inputs its mixer reads (Inkling 2's full layers)
         for name, block in zip(self.names, (layer.attention, layer.ffn)):
             setattr(self, name, block.torch_module(model, causal))
         self.parallel, self.placement, self.reversible = model.parallel, model.norm.placement, model.reversible
@@ -41,6 +43,8 @@ class LayerModule(nn.Module):
             self.ple = model.per_layer_inputs.layer_module(model)
         if model.hyper is not None:
             self.hc = model.hyper.layer_module(model)
+        if model.block_residuals is not None:  # model/block_residuals.py: the layer's attention_input and mlp_input
+            self.res, self.mixes = model.block_residuals.layer_module(model, layer.mixes), layer.mixes
         if layer.shared is not None:  # a weight-shared block: the model ties every later use to the first
             if model.hyper is not None or model.altup is not None or model.reversible:
                 raise NotImplementedError("a shared block's output feeds a layer of one residual stream")
@@ -53,6 +57,8 @@ class LayerModule(nn.Module):
         prediction; with per-layer inputs, ``vector`` is the layer's (B, s, p), its output added after the layer
         (with AltUp, to every stream but the first); with a shared block, ``embeddings`` are the model's input
         embeddings, which the block reads beside ``x``, its output added to the first sublayer's input."""
+        if hasattr(self, "res"):  # (the block's partial sum, the finished states)
+            return self._mixed(*x)
         if hasattr(self, "hc"):  # streams (B, s, k, d): each sublayer reads and writes them through its own
             mixer, ffn = (getattr(self, name) for name in self.names)
             split = (len(self.norms) + 1) // 2
@@ -66,6 +72,24 @@ class LayerModule(nn.Module):
         if hasattr(self, "ple"):
             streams = torch.cat([streams[:1], streams[1:] + self.ple(first, vector)])
         return streams
+
+    def _mixed(self, partial: torch.Tensor, states: list) -> tuple[torch.Tensor, list]:
+        """Block attention residuals: each sublayer's input mixed from the finished states and the partial sum; at a
+        block's first layer (mlp_input mixes one state more than attention_input) the attention's output starts the
+        new partial sum and the stream it read joins the states."""
+        mixer, ffn = (getattr(self, name) for name in self.names)
+        attn_states, queries, ffn_states = self.mixes
+        inputs = [partial] * 3
+        if attn_states:
+            inputs = list(self.res.attention(torch.stack(fit(states, attn_states - 1) + [partial], -2)).unbind(-2))
+        q = self.norms[0](inputs[0])
+        out = mixer(q, inputs[1], inputs[2 % len(inputs)]) if self.inputs == 3 else mixer(q)
+        if ffn_states > attn_states:
+            states, residual = states + [partial], out
+        else:
+            residual = partial + out
+        h = self.res.ffn(torch.stack(fit(states, ffn_states - 1) + [residual], -2))[..., 0, :]
+        return residual + ffn(self.norms[1](h)), states
 
     def _layer(self, x: torch.Tensor, added: torch.Tensor | None = None) -> torch.Tensor:
         """``added``: a shared block's output, added to the input of the first sublayer (and its norm), not to the
@@ -172,6 +196,8 @@ class Transformer(nn.Module):
             self.hc = spec.hyper.model_module(spec)
         if spec.residual_scale is not None and spec.residual_scale.input:
             self.residual_scale = spec.residual_scale.model_module(spec)
+        if spec.block_residuals is not None:
+            self.res, self.finished = spec.block_residuals.model_module(spec), spec.block_residuals.finished(spec.n_layers)
 
     def forward(self, tokens: torch.Tensor, only: list[int] | None = None) -> torch.Tensor:
         """Logits for ``tokens`` (B, s); ``only`` runs just those modules of ``layers``, in that order
@@ -201,8 +227,12 @@ class Transformer(nn.Module):
                 x = getattr(self, extra).expand(x)
         if self.reversible:  # the two streams start equal
             x = torch.cat([x, x], dim=-1)
+        if hasattr(self, "res"):  # block attention residuals: the partial sum and the finished states
+            x = (x, [])
         for k, i in enumerate(self.index if only is None else only):
             x = self.layers[i](x, None if vectors is None else vectors[..., k, :], embeddings)
+        if hasattr(self, "res"):
+            x = self.res.final(torch.stack(fit(x[1], self.finished) + [x[0]], -2))[..., 0, :]
         for extra in ("altup", "hc"):
             if hasattr(self, extra):
                 x = getattr(self, extra).collapse(x)

@@ -9,6 +9,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Annotated, Literal
 
+from .block_residuals import BlockResiduals
 from .extras import AltUp, HyperConnections, Laurel, PerLayerInputs, PredictionHead, ResidualScale
 from .prompts import Prompts, RelativeBias, Segments
 from .schema import NonNegative, Positive, PositiveFloat, Slot, SpecError
@@ -146,6 +147,8 @@ class ModelSpec:
     # the residual as several streams, mixed before each sublayer and at the end (DeepSeek-V4, HY-V4, Qwen4-Exp)
     hyper: HyperConnections | None = None
     residual_scale: ResidualScale | None = None  # scaled residual adds (ZAYA1)
+    # learned queries mixing the embeddings and earlier blocks' sums before each sublayer and the final norm (Inkling 2)
+    block_residuals: BlockResiduals | None = None
     # each of a layer's norm.per_layer norms (NormUse); default: every one the model's norm
     norms: list[NormUse] | None = None
     # a transform between the final norm and the unembedding (ModernBERT's prediction head)
@@ -201,6 +204,12 @@ class ModelSpec:
             raise SpecError(("laurel",), "LAuReL reads the layer's first norm's output: sequential pre-norm layers")
         if self.hyper and (self.parallel or self.norm.placement != "pre" or self.altup or self.laurel):
             raise SpecError(("hyper",), "hyper-connections wrap sequential pre-norm sublayers, without AltUp or LAuReL")
+
+        if self.block_residuals and (self.parallel or self.norm.placement != "pre" or self.altup or self.laurel
+                                     or self.hyper or self.residual_scale or self.reversible or self.shared_blocks
+                                     or self.per_layer_inputs):
+            raise SpecError(("block_residuals",), "block attention residuals mix the inputs of sequential pre-norm "
+                                                  "sublayers, without other residual streams or scaled adds")
 
     def _blocks(self):
         yield ("attention",), self.attention

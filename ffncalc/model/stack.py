@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Iterator
 
+from .block_residuals import BlockResiduals
 from .extras import AltUp, HyperConnections, Laurel, PerLayerInputs, PredictionHead, ResidualScale
 from .prompts import Prompts, RelativeBias, Segments
 from .shared import SharedUse, uses
@@ -26,6 +27,9 @@ class Layer:
     ffn: object
     norms: tuple[str, ...] | None = None
     shared: SharedUse | None = None  # a weight-shared block the layer also runs, before its blocks (model/shared.py)
+    # block attention residuals (model/block_residuals.py): the states attention_input mixes (0: none), its queries,
+    # and the states mlp_input mixes
+    mixes: tuple[int, int, int] | None = None
 
     def blocks(self) -> Iterator[tuple[str, object]]:
         """(slot, block) in forward order."""
@@ -86,11 +90,12 @@ class Model:
     reversible: bool = False  # Reformer's two residual streams (model/streams.py)
     axial_positions: AxialPositions | None = None
     padding: Padding | None = None
+    block_residuals: BlockResiduals | None = None
 
     def extras(self) -> tuple:
         """The parts beside every layer's blocks, in the order their terms and modules come."""
-        return tuple(x for x in (self.altup, self.laurel, self.per_layer_inputs, self.hyper, self.residual_scale)
-                     if x is not None)
+        return tuple(x for x in (self.altup, self.laurel, self.per_layer_inputs, self.hyper, self.residual_scale,
+                                 self.block_residuals) if x is not None)
 
     def input_parts(self) -> tuple:
         """The parts beside the token embedding (model/prompts.py), in the order their terms and modules come."""
@@ -170,6 +175,9 @@ def resolve(spec: ModelSpec) -> Model:
     if spec.shared_blocks:  # each layer's use of its shared block, numbered: a use is a layer of its own
         shared = {name: block.resolve(d) for name, block in spec.shared_blocks.items()}
         layers = [replace(layer, shared=use) if use else layer for layer, use in zip(layers, uses(names, shared))]
+    if spec.block_residuals:  # each layer's mixes: layers of different blocks differ
+        layers = [replace(layer, mixes=spec.block_residuals.layer_mixes(i, layer.attention.inputs))
+                  for i, layer in enumerate(layers)]
     notes = tuple(dict.fromkeys(b.count_note for layer in layers for _, b in layer.blocks() if b.count_note))
     return Model(spec.name, spec.vocab_size, d, spec.context_length, spec.norm, spec.parallel, spec.positions,
                  spec.tie_embeddings, spec.lm_head_bias, spec.embedding_norm, tuple(layers), spec.position_offset,
@@ -177,4 +185,4 @@ def resolve(spec: ModelSpec) -> Model:
                  altup=spec.altup, laurel=spec.laurel, hyper=spec.hyper, prediction_head=spec.prediction_head,
                  residual_scale=spec.residual_scale, prompts=spec.prompts, segments=spec.segments,
                  relative_bias=spec.relative_bias, reversible=spec.reversible, axial_positions=spec.axial_positions,
-                 padding=spec.padding)
+                 padding=spec.padding, block_residuals=spec.block_residuals)
