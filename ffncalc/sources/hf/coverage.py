@@ -65,12 +65,6 @@ NOT_YET = {
                                  "KV cache, which its configuration's validation refuses"),
     "hrm_text": "two weight-shared stacks run H_cycles·(L_cycles + 1) times: layers that reuse another layer's "
                 "parameters (counted once, their FLOPs per run)",
-    "inkling2_text": ("block attention residuals (learned queries mixing the embeddings and earlier blocks' partial sums before "
-                      "each sublayer and the final norm: attention_input, three queries before full-attention layers, mlp_input, "
-                      "final_input; the residual restarted every n_layers_per_attn_res_block layers), a model-level part whose "
-                      "mixing work grows with the layer's block; and, beside Inkling's rel_attention, an output gate, per-token "
-                      "sink logits (sink_proj), L2 clipping with learned scales, input-conditioned short convolutions on keys "
-                      "and values and scaled sublayer convolutions"),
 }
 
 # Decoder-only text types whose configuration class's defaults transformers itself cannot build (the test of
