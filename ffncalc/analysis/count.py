@@ -45,13 +45,16 @@ def terms(model: Model, seq_len: int) -> list[Term]:
     inside: list[Term] = []
     for run in model.runs():
         e = Emitter("layers", run.span)
+        # a layer that runs an earlier one's parameters again stores none of its tensors (model/reuse.py)
+        reused = (False, 0) if run.layer.reuse else None
+        e.shared = reused
         norm_terms(e, model, run.layer)
         for slot, block in run.layer.blocks():
             e.slot = slot
             use = run.layer.shared if slot == "shared" else None  # stored at its first use (model/shared.py)
-            e.shared = (use.first, use.uses) if use else None
+            e.shared = (use.first, use.uses) if use else reused
             block.terms(e, model, positions)
-        e.slot, e.shared = "", None
+        e.slot, e.shared = "", reused
         for extra in model.extras():
             extra.layer_terms(e, model)
         for part in model.input_parts():
@@ -59,7 +62,8 @@ def terms(model: Model, seq_len: int) -> list[Term]:
         e.op("residual", run.n * RESIDUAL_ADDS * d)
         inside += e.out
     fin = Emitter("final")
-    for extra in (model.altup, model.hyper, model.block_residuals):  # the streams back into one
+    # the streams back into one; HRM's states and stack norms
+    for extra in (model.altup, model.hyper, model.block_residuals, model.cycles):
         if extra is not None:
             extra.model_terms(fin, model)
     if model.norm.final:

@@ -181,6 +181,11 @@ class Transformer(nn.Module):
                 tie(firsts[layer.shared.name], module.shared)
             elif layer.shared is not None:
                 firsts[layer.shared.name] = module.shared
+        for k, (layer, module) in enumerate(zip(kinds, self.layers)):  # model/reuse.py: tied to the layer it runs
+            if layer.reuse:
+                tie(self.layers[index[index.index(k) - layer.reuse]], module)
+        if spec.cycles is not None:
+            self.cycles = spec.cycles.model_module(spec)
         if spec.norm.final:
             self.final_norm = make_norm(spec.norm, spec.head_width)
         if spec.prediction_head is not None:
@@ -201,7 +206,8 @@ class Transformer(nn.Module):
 
     def forward(self, tokens: torch.Tensor, only: list[int] | None = None) -> torch.Tensor:
         """Logits for ``tokens`` (B, s); ``only`` runs just those modules of ``layers``, in that order
-        (for counting identical layers once), instead of every layer's module in turn."""
+        (for counting identical layers once), instead of every layer's module in turn (with cycles, one after
+        another: their states only route the same work)."""
         x = self.embed(tokens)
         positions = self.position_offset + torch.arange(tokens.shape[-1], device=tokens.device)
         if hasattr(self, "pos_embed"):
@@ -229,8 +235,17 @@ class Transformer(nn.Module):
             x = torch.cat([x, x], dim=-1)
         if hasattr(self, "res"):  # block attention residuals: the partial sum and the finished states
             x = (x, [])
-        for k, i in enumerate(self.index if only is None else only):
-            x = self.layers[i](x, None if vectors is None else vectors[..., k, :], embeddings)
+        order = self.index if only is None else only
+
+        def run(ks, x):
+            for k in ks:
+                x = self.layers[order[k]](x, None if vectors is None else vectors[..., k, :], embeddings)
+            return x
+
+        if hasattr(self, "cycles") and only is None:  # HRM's two states through the stack runs (model/reuse.py)
+            x = self.cycles(x, run)
+        else:
+            x = run(range(len(order)), x)
         if hasattr(self, "res"):
             x = self.res.final(torch.stack(fit(x[1], self.finished) + [x[0]], -2))[..., 0, :]
         for extra in ("altup", "hc"):

@@ -12,6 +12,8 @@ from typing import Annotated, Literal
 from .block_residuals import BlockResiduals
 from .extras import AltUp, HyperConnections, Laurel, PerLayerInputs, PredictionHead, ResidualScale
 from .prompts import Prompts, RelativeBias, Segments
+from .reuse import Cycles
+from .reuse import check as check_reuse
 from .schema import NonNegative, Positive, PositiveFloat, Slot, SpecError
 from .streams import AxialPositions, Padding
 
@@ -107,6 +109,8 @@ class LayerGroup:
     ffn: FFN | None = None
     norms: list[NormUse] | None = None
     shared: str | None = None  # the weight-shared block (shared_blocks) these layers also run
+    name: str | None = None  # what a later group's ``reuses`` calls this group
+    reuses: str | None = None  # an earlier group whose layers these run again, with its parameters (model/reuse.py)
 
 
 # sinusoidal: a fixed table of sines and cosines added to the embeddings (Vaswani et al. 2017 §3.5; XGLM, CTRL):
@@ -166,6 +170,8 @@ class ModelSpec:
     padding: Padding | None = None
     # weight-shared blocks by name (model/shared.py), each stored once and run by every layer whose group names it
     shared_blocks: dict[str, Shared] | None = None
+    # the Hierarchical Reasoning Model's two states over its stack runs (model/reuse.py)
+    cycles: Cycles | None = None
 
     def __post_init__(self) -> None:
         if self.layers is not None:
@@ -183,6 +189,16 @@ class ModelSpec:
         for i, group in enumerate(self.layers or ()):
             if group.shared is not None and group.shared not in (self.shared_blocks or {}):
                 raise SpecError(("layers", i, "shared"), f"no shared block named {group.shared!r} in shared_blocks")
+        check_reuse(self.layers or ())
+        if self.cycles is not None:
+            try:
+                self.cycles.check(self.n_layers)
+            except SpecError as exc:
+                raise exc.within("cycles") from None
+            if self.parallel or self.reversible or self.altup or self.hyper or self.norm.final:
+                raise SpecError(("cycles",), "cycles pass one residual stream between stack runs, the last run's norm "
+                                             "the final one: no parallel sublayers, reversible or other streams, and "
+                                             "norm.final false")
         for path, block in self._blocks():
             try:
                 block.check(self.d_model)
@@ -207,9 +223,11 @@ class ModelSpec:
 
         if self.block_residuals and (self.parallel or self.norm.placement != "pre" or self.altup or self.laurel
                                      or self.hyper or self.residual_scale or self.reversible or self.shared_blocks
-                                     or self.per_layer_inputs):
+                                     or self.per_layer_inputs or self.cycles
+                                     or any(group.reuses for group in self.layers or ())):
             raise SpecError(("block_residuals",), "block attention residuals mix the inputs of sequential pre-norm "
-                                                  "sublayers, without other residual streams or scaled adds")
+                                                  "sublayers, without other residual streams, scaled adds, cycles or "
+                                                  "reused layers")
 
     def _blocks(self):
         yield ("attention",), self.attention

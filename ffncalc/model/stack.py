@@ -13,6 +13,7 @@ from typing import Iterator
 from .block_residuals import BlockResiduals
 from .extras import AltUp, HyperConnections, Laurel, PerLayerInputs, PredictionHead, ResidualScale
 from .prompts import Prompts, RelativeBias, Segments
+from .reuse import Cycles, reused
 from .shared import SharedUse, uses
 from .spec import ModelSpec, Norm, Positions
 from .streams import AxialPositions, Padding
@@ -30,6 +31,8 @@ class Layer:
     # block attention residuals (model/block_residuals.py): the states attention_input mixes (0: none), its queries,
     # and the states mlp_input mixes
     mixes: tuple[int, int, int] | None = None
+    # the layer runs again, with its parameters, the layer this many places earlier, storing none (model/reuse.py)
+    reuse: int | None = None
 
     def blocks(self) -> Iterator[tuple[str, object]]:
         """(slot, block) in forward order."""
@@ -91,6 +94,7 @@ class Model:
     axial_positions: AxialPositions | None = None
     padding: Padding | None = None
     block_residuals: BlockResiduals | None = None
+    cycles: Cycles | None = None  # HRM's two states over its stack runs (model/reuse.py)
 
     def extras(self) -> tuple:
         """The parts beside every layer's blocks, in the order their terms and modules come."""
@@ -164,7 +168,14 @@ def resolve(spec: ModelSpec) -> Model:
 
     layers: list[Layer] = []
     names: list[str | None] = []
+    starts: dict[str, int] = {}  # a named group's first layer
     for group in spec.layers or ():
+        if group.name is not None:
+            starts[group.name] = len(layers)
+        if group.reuses is not None:  # the named group's layers again, their parameters stored there
+            layers += reused(layers, len(layers), starts[group.reuses], group.repeat)
+            names += [None] * group.repeat
+            continue
         layer = Layer(group.attention.resolve(d) if group.attention is not None else attention,
                       group.ffn.resolve(d) if group.ffn is not None else ffn,
                       norms(group.norms if group.norms is not None else spec.norms))
@@ -185,4 +196,4 @@ def resolve(spec: ModelSpec) -> Model:
                  altup=spec.altup, laurel=spec.laurel, hyper=spec.hyper, prediction_head=spec.prediction_head,
                  residual_scale=spec.residual_scale, prompts=spec.prompts, segments=spec.segments,
                  relative_bias=spec.relative_bias, reversible=spec.reversible, axial_positions=spec.axial_positions,
-                 padding=spec.padding, block_residuals=spec.block_residuals)
+                 padding=spec.padding, block_residuals=spec.block_residuals, cycles=spec.cycles)

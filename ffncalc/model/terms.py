@@ -86,7 +86,8 @@ class Emitter:
     out: list[Term] = field(default_factory=list)
     slot: str = ""  # set while a block writes its terms
     # while a weight-shared block writes its terms (model/shared.py): whether this run holds its tensors (the
-    # block's first use) and how many layers use the block in all; None for every other block
+    # block's first use) and how many layers use the block in all; (False, 0) for every term of a layer that runs an
+    # earlier layer's parameters again (model/reuse.py); None otherwise
     shared: tuple[bool, int] | None = None
 
     @property
