@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from ..model import Model
 from ..sources.hf import Config, family_of, to_spec
-from ..sources.hf.names import LAYER, fuse, our_layer
+from ..sources.hf.names import LAYER, fuse, our_layer, stack_start
 from ..sources.hf.names import component as hf_component
 from .count import tally
 
@@ -338,12 +338,13 @@ def check(c: Config, *, model: str = "model", spec: Model | None = None, measure
     (default: the config imported) is the side under test, ``measured`` (default: built now) the other."""
     spec = spec or to_spec(c)
     family = family_of(c)
+    stacks = family.stacks(c) if family.stacks else None
     measured = measured or measure(c)
     run_of = {i: run.span for run in spec.runs() for i in range(*run.span)}
 
     theirs: dict[tuple[str, tuple[int, int] | None], int] = {}
     for path, numel in measured.params:
-        name, layer = hf_component(path, family)
+        name, layer = hf_component(path, family, stacks)
         key = (name, run_of.get(layer) if layer is not None else None)
         theirs[key] = theirs.get(key, 0) + numel
     ours: dict[tuple[str, tuple[int, int] | None], int] = {}
@@ -396,17 +397,19 @@ def check_flops(c: Config, measured: Measured, *, spec: Model | None = None) -> 
     attention products, against the sum of our ``core`` terms."""
     spec = spec or to_spec(c)
     family = family_of(c)
+    stacks = family.stacks(c) if family.stacks else None
     run_of = {i: run.span for run in spec.runs() for i in range(*run.span)}
     checks: list[FlopCheck] = []
     for run in measured.flops:
         theirs: dict[tuple[str, tuple[int, int] | None], int] = {}
         for module, param, _op, flops in run.modules:
             if param:
-                name, layer = hf_component(param, family)
+                name, layer = hf_component(param, family, stacks)
             else:
                 found = LAYER.search(module)
                 if found:
-                    name, layer = CORE, our_layer(int(found.group(1)), found.group(2), family)
+                    name, layer = CORE, stack_start(module, found, stacks) + our_layer(int(found.group(1)),
+                                                                                      found.group(2), family)
                 else:
                     found = LAYER_ITSELF.search(module)  # the layer's own: AltUp's mix
                     name, layer = (CORE, int(found.group(1))) if found else (f"(unmatched) {module}", None)

@@ -250,6 +250,9 @@ class Family:
     # in each LongcatFlashDecoderLayer): in transformers' layer i, a module whose path inside the layer matches
     # ``pattern`` (group 1: its sublayer j) is in our layer n·i + j; any other module of layer i is in our layer n·i
     sublayers: tuple[str, int] | None = None
+    # where transformers holds the layers in several lists (HRM's L_module and H_module), from the config: each list's
+    # module name -> our index of its layer 0 (model/reuse.py: the first run of a stack stores its parameters)
+    stacks: Callable[[Config], dict[str, int]] | None = None
 
     @property
     def title(self) -> str:
@@ -260,15 +263,17 @@ FAMILIES: dict[str, Family] = {}
 DUPLICATES: list[str] = []  # model_types two family modules both claim (a test requires none)
 
 
-def family(*model_types: str, layer_modules=(), top_modules=(), sublayers: tuple[str, int] | None = None):
+def family(*model_types: str, layer_modules=(), top_modules=(), sublayers: tuple[str, int] | None = None,
+           stacks: Callable[[Config], dict[str, int]] | None = None):
     """Decorator: ``read`` is the family for these model_types; its module names go before the common ones;
-    ``sublayers``: where one transformers layer is several of ours (``Family.sublayers``)."""
+    ``sublayers``: where one transformers layer is several of ours (``Family.sublayers``); ``stacks``: where
+    transformers holds the layers in several lists (``Family.stacks``)."""
     def register(read: Callable[[Config], dict]):
         for model_type in model_types:
             if model_type in FAMILIES:
                 DUPLICATES.append(model_type)
             FAMILIES[model_type] = Family(model_type, read, tuple(layer_modules) + COMMON_LAYER_MODULES,
-                                          tuple(top_modules) + COMMON_TOP_MODULES, sublayers)
+                                          tuple(top_modules) + COMMON_TOP_MODULES, sublayers, stacks)
         return read
     return register
 

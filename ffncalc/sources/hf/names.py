@@ -26,15 +26,21 @@ def our_layer(layer: int, inner: str, family: Family) -> int:
     return n * layer + (int(sub.group(1)) if sub else 0)
 
 
-def component(path: str, family: Family) -> tuple[str, int | None]:
+def stack_start(module: str, found: re.Match, stacks: dict[str, int] | None) -> int:
+    """Our index of layer 0 of the list that holds the layer ``found`` (LAYER's match in ``module``): 0, or where
+    transformers holds the layers in several lists (``Family.stacks``, from the config), that list's."""
+    return stacks.get(module[:found.start()].rsplit(".", 1)[-1], 0) if stacks else 0
+
+
+def component(path: str, family: Family, stacks: dict[str, int] | None = None) -> tuple[str, int | None]:
     """A parameter's name -> (component, layer index), by the family's module names; a module inside a layer that
     no layer name matches may be a model-level one (a top name); unknown modules are named as they are, marked
-    ``(unmatched)``."""
+    ``(unmatched)``. ``stacks``: the family's ``stacks`` for the config, where it has them."""
     module = path.rsplit(".", 1)[0]
     found = LAYER.search(module)
     if found:
         inner = found.group(2)
-        layer = our_layer(int(found.group(1)), inner, family)
+        layer = stack_start(module, found, stacks) + our_layer(int(found.group(1)), inner, family)
         for pattern, name in family.layer_modules:
             if re.search(pattern, inner):
                 return name, layer
