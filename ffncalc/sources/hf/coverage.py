@@ -63,8 +63,6 @@ NOT_YET = {
                          "which its configuration's validation refuses (and it reads the target's embeddings)"),
     "gemma4_unified_assistant": ("transformers 5.23.0 builds none: a draft model whose every layer reads the target's "
                                  "KV cache, which its configuration's validation refuses"),
-    "hrm_text": "two weight-shared stacks run H_cycles·(L_cycles + 1) times: layers that reuse another layer's "
-                "parameters (counted once, their FLOPs per run)",
 }
 
 # Decoder-only text types whose configuration class's defaults transformers itself cannot build (the test of
