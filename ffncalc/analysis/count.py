@@ -143,7 +143,8 @@ def core_flops(t: Term, attention: str) -> Number:
     half: s²/2, as Kaplan et al. and Megatron-LM count the masked square; none: not counted.
     """
     heads, keys, head_dim = t.shape
-    causal = Fraction(2 * attended_pairs(keys, t.window, t.chunk, t.select), keys)
+    # a cross-attention (model/latent.py): every query meets every key of the rectangle in every view
+    causal = 2 * keys if t.select == "cross" else Fraction(2 * attended_pairs(keys, t.window, t.chunk, t.select), keys)
     pairs_x2 = {  # twice the keys an average query meets
         # pooled keys: only complete blocks exist to score; a compressor's entries: every one, for every query
         "full": causal if t.select == "blocks" else 2 * (keys // t.chunk) if t.select == "entries" else 2 * keys,

@@ -162,7 +162,7 @@ class Transformer(nn.Module):
         if spec.embedding_norm:
             self.embed_norm = make_norm(spec.norm, d)
         # model/prompts.py and model/streams.py: the parts beside the embedding
-        for name in ("axial_positions", "prompts", "segments", "relative_bias", "padding"):
+        for name in ("axial_positions", "prompts", "segments", "relative_bias", "padding", "byte_latent"):
             if getattr(spec, name) is not None:
                 setattr(self, name, getattr(spec, name).model_module(spec))
         self.prompt_length = spec.prompt_length

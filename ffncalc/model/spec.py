@@ -11,6 +11,7 @@ from typing import Annotated, Literal
 
 from .block_residuals import BlockResiduals
 from .extras import AltUp, HyperConnections, Laurel, PerLayerInputs, PredictionHead, ResidualScale
+from .latent import ByteLatent
 from .prompts import Prompts, RelativeBias, Segments
 from .reuse import Cycles
 from .reuse import check as check_reuse
@@ -172,6 +173,9 @@ class ModelSpec:
     shared_blocks: dict[str, Shared] | None = None
     # the Hierarchical Reasoning Model's two states over its stack runs (model/reuse.py)
     cycles: Cycles | None = None
+    # the Byte Latent Transformer (model/latent.py): the layers are its local decoder; beside them its hashed n-gram
+    # embeddings, local encoder, global transformer over patches, cross-attentions and patcher
+    byte_latent: ByteLatent | None = None
 
     def __post_init__(self) -> None:
         if self.layers is not None:
@@ -216,6 +220,9 @@ class ModelSpec:
             raise SpecError(("reversible",), "reversible streams take sequential pre-norm layers of two norms and an "
                                              "untied head of 2·d_model, without other residual streams, scaled "
                                              "residual adds or a prediction head")
+        if self.byte_latent and self.byte_latent.encoder.d_model != self.d_model:
+            raise SpecError(("byte_latent", "encoder", "d_model"), "the local encoder's width is the embedding's, "
+                                                                   f"d_model {self.d_model}")
         if self.laurel and (self.parallel or self.norm.placement != "pre" or not self.norm.per_layer):
             raise SpecError(("laurel",), "LAuReL reads the layer's first norm's output: sequential pre-norm layers")
         if self.hyper and (self.parallel or self.norm.placement != "pre" or self.altup or self.laurel):

@@ -12,6 +12,7 @@ from typing import Iterator
 
 from .block_residuals import BlockResiduals
 from .extras import AltUp, HyperConnections, Laurel, PerLayerInputs, PredictionHead, ResidualScale
+from .latent import ByteLatent
 from .prompts import Prompts, RelativeBias, Segments
 from .reuse import Cycles, reused
 from .shared import SharedUse, uses
@@ -95,6 +96,7 @@ class Model:
     padding: Padding | None = None
     block_residuals: BlockResiduals | None = None
     cycles: Cycles | None = None  # HRM's two states over its stack runs (model/reuse.py)
+    byte_latent: ByteLatent | None = None  # BLT's parts beside its local decoder (model/latent.py)
 
     def extras(self) -> tuple:
         """The parts beside every layer's blocks, in the order their terms and modules come."""
@@ -103,8 +105,8 @@ class Model:
 
     def input_parts(self) -> tuple:
         """The parts beside the token embedding (model/prompts.py), in the order their terms and modules come."""
-        return tuple(x for x in (self.axial_positions, self.prompts, self.segments, self.relative_bias, self.padding)
-                     if x is not None)
+        return tuple(x for x in (self.axial_positions, self.prompts, self.segments, self.relative_bias, self.padding,
+                                self.byte_latent) if x is not None)
 
     @property
     def prompt_length(self) -> int:
@@ -196,4 +198,5 @@ def resolve(spec: ModelSpec) -> Model:
                  altup=spec.altup, laurel=spec.laurel, hyper=spec.hyper, prediction_head=spec.prediction_head,
                  residual_scale=spec.residual_scale, prompts=spec.prompts, segments=spec.segments,
                  relative_bias=spec.relative_bias, reversible=spec.reversible, axial_positions=spec.axial_positions,
-                 padding=spec.padding, block_residuals=spec.block_residuals, cycles=spec.cycles)
+                 padding=spec.padding, block_residuals=spec.block_residuals, cycles=spec.cycles,
+                 byte_latent=spec.byte_latent)

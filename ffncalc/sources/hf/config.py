@@ -253,6 +253,10 @@ class Family:
     # where transformers holds the layers in several lists (HRM's L_module and H_module), from the config: each list's
     # module name -> our index of its layer 0 (model/reuse.py: the first run of a stack stores its parameters)
     stacks: Callable[[Config], dict[str, int]] | None = None
+    # (pattern, prefix) for stacks of layers beside the model's own (BLT's patcher, local encoder, global transformer):
+    # a parameter whose path matches ``pattern`` (after the start or a dot) is named by the rest of its path, prefixed,
+    # as one model-level component (no layer): model.patcher.layers.3.mlp.up_proj -> patcher.ffn.up
+    model_stacks: tuple[tuple[str, str], ...] = ()
 
     @property
     def title(self) -> str:
@@ -264,16 +268,18 @@ DUPLICATES: list[str] = []  # model_types two family modules both claim (a test 
 
 
 def family(*model_types: str, layer_modules=(), top_modules=(), sublayers: tuple[str, int] | None = None,
-           stacks: Callable[[Config], dict[str, int]] | None = None):
+           stacks: Callable[[Config], dict[str, int]] | None = None, model_stacks: tuple[tuple[str, str], ...] = ()):
     """Decorator: ``read`` is the family for these model_types; its module names go before the common ones;
     ``sublayers``: where one transformers layer is several of ours (``Family.sublayers``); ``stacks``: where
-    transformers holds the layers in several lists (``Family.stacks``)."""
+    transformers holds the layers in several lists (``Family.stacks``); ``model_stacks``: stacks of layers beside
+    the model's own, named as model-level components (``Family.model_stacks``)."""
     def register(read: Callable[[Config], dict]):
         for model_type in model_types:
             if model_type in FAMILIES:
                 DUPLICATES.append(model_type)
             FAMILIES[model_type] = Family(model_type, read, tuple(layer_modules) + COMMON_LAYER_MODULES,
-                                          tuple(top_modules) + COMMON_TOP_MODULES, sublayers, stacks)
+                                          tuple(top_modules) + COMMON_TOP_MODULES, sublayers, stacks,
+                                          tuple(model_stacks))
         return read
     return register
 

@@ -7,6 +7,7 @@ checkpoint stores). Pure Python: no torch, no transformers.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Iterable, TypeVar
 
 from .config import Family
@@ -35,7 +36,13 @@ def stack_start(module: str, found: re.Match, stacks: dict[str, int] | None) -> 
 def component(path: str, family: Family, stacks: dict[str, int] | None = None) -> tuple[str, int | None]:
     """A parameter's name -> (component, layer index), by the family's module names; a module inside a layer that
     no layer name matches may be a model-level one (a top name); unknown modules are named as they are, marked
-    ``(unmatched)``. ``stacks``: the family's ``stacks`` for the config, where it has them."""
+    ``(unmatched)``. ``stacks``: the family's ``stacks`` for the config, where it has them; a stack beside the
+    model's layers (``Family.model_stacks``) is one model-level component per name."""
+    for pattern, prefix in family.model_stacks:
+        beside = re.search(r"(?:^|\.)" + pattern, path)
+        if beside:
+            name, _ = component(path[beside.end():], replace(family, model_stacks=()))
+            return prefix + name, None
     module = path.rsplit(".", 1)[0]
     found = LAYER.search(module)
     if found:
