@@ -95,6 +95,12 @@ class ByteLatent:
     patcher: Patcher | None = None
     patch_size: Positive = 4  # the FLOP convention's bytes per patch
 
+    @property
+    def count_note(self) -> str:
+        return (f"FLOPs with patches of a fixed {self.patch_size} bytes (the last shorter; BLT's entropy patching "
+                "places them by the data)" + (", the patcher over every byte" if self.patcher else "") +
+                "; cross-attention products over the whole patches × bytes rectangle")
+
     def patches(self, seq_len: int) -> int:
         return -(-seq_len // self.patch_size)
 

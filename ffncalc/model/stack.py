@@ -192,6 +192,8 @@ def resolve(spec: ModelSpec) -> Model:
         layers = [replace(layer, mixes=spec.block_residuals.layer_mixes(i, layer.attention.inputs))
                   for i, layer in enumerate(layers)]
     notes = tuple(dict.fromkeys(b.count_note for layer in layers for _, b in layer.blocks() if b.count_note))
+    if spec.byte_latent is not None:  # its FLOP convention (model/latent.py)
+        notes += (spec.byte_latent.count_note,)
     return Model(spec.name, spec.vocab_size, d, spec.context_length, spec.norm, spec.parallel, spec.positions,
                  spec.tie_embeddings, spec.lm_head_bias, spec.embedding_norm, tuple(layers), spec.position_offset,
                  notes=notes, mtp_layers=spec.mtp_layers, per_layer_inputs=spec.per_layer_inputs,
