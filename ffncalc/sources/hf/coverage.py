@@ -57,8 +57,6 @@ NOT_TEXT_DECODERS = {
 
 # Decoder-only text models no family reads yet, each with what it needs.
 NOT_YET = {
-    "blt": ("byte-level patches: a patcher (a small transformer of its own), hashed n-gram embeddings, a local encoder and decoder "
-            "with cross-attention around a global transformer of another width over data-dependent patches"),
     "gemma4_assistant": ("transformers 5.23.0 builds none: a draft model whose every layer reads the target's KV cache, "
                          "which its configuration's validation refuses (and it reads the target's embeddings)"),
     "gemma4_unified_assistant": ("transformers 5.23.0 builds none: a draft model whose every layer reads the target's "
