@@ -9,7 +9,9 @@ import pytest
 
 from ffncalc.output import docs as generated
 
-pytestmark = pytest.mark.torch  # every preset page holds its verify result; the figures need matplotlib
+# every preset page holds its verify result; the figures need matplotlib. One worker builds the docs set once for
+# every test here (the module's fixture), rather than each worker its own.
+pytestmark = [pytest.mark.torch, pytest.mark.xdist_group("docs")]
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -24,7 +24,7 @@ BAD = st.one_of(
                      [], {}, [1, 2], {"a": 1}, None, -0.5, 1e300]),
     st.text(min_size=1, max_size=20),
 )
-SETTINGS = settings(max_examples=50, derandomize=True, deadline=None,
+SETTINGS = settings(max_examples=30, derandomize=True, deadline=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
 

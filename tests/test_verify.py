@@ -192,7 +192,7 @@ def small_specs(draw):
     return from_data(spec), seq_len
 
 
-@settings(max_examples=int(os.environ.get("FFNCALC_EXAMPLES", 300)), deadline=None,
+@settings(max_examples=int(os.environ.get("FFNCALC_EXAMPLES", 200)), deadline=None,
           suppress_health_check=[HealthCheck.too_slow])
 @given(case=small_specs(), convention=st.sampled_from(["exact", "causal"]), every_layer=st.booleans())
 def test_analytic_equals_meta_torch(case, convention, every_layer):
