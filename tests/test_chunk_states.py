@@ -1,8 +1,9 @@
-"""The chunked linear-attention references carry their state from chunk to chunk in a loop; on the meta device,
-where no value exists to carry, they run the loop's products batched over the chunks instead (verify of a model
-at a 262k context is then seconds, not minutes). Both forms must do the same matmul work, module by module:
-here each block's reference runs on real tensors (the loop) and on meta tensors (batched) under FlopCounterMode,
-at lengths of one chunk, several, and several with a shorter chunk, and the two are compared per module.
+"""References that take a shorter road on the meta device, where no value exists: the chunked linear-attention
+blocks carry their state from chunk to chunk in a loop, and on meta run the loop's products batched over the
+chunks; a mixture's experts and the FFNs skip their elementwise work and the gathering of tokens, and run each
+expert's matmuls over its share of the token-slots (verify of a 512-expert model at a 262k context is then
+seconds, not minutes). Both forms must do the same matmul work, module by module: here each reference runs on
+real tensors and on meta tensors under FlopCounterMode, and the two are compared per module.
 """
 
 import pytest
@@ -45,3 +46,25 @@ def test_meta_form_does_the_loops_work(kind, seq_len, causal):
     looped, batched = _flops(real, "cpu", seq_len), _flops(meta, "meta", seq_len)
     assert looped == batched
     assert any("state" in module or "attn" in module for module in looped)  # the mixer's products are in it
+
+
+FFNS = {
+    "gated": {"kind": "gated", "d_ff": 24},
+    "dense": {"kind": "dense", "d_ff": 24, "activation": "gelu", "bias": True},
+    "moe": {"kind": "moe", "n_experts": 5, "top_k": 2, "expert": {"kind": "gated", "d_ff": 8},
+            "n_shared_experts": 1, "shared": {"kind": "gated", "d_ff": 8}},
+}
+
+
+@pytest.mark.parametrize("seq_len", [1, 2, 7])  # fewer token-slots than experts, and shares of 2 and 3
+@pytest.mark.parametrize("kind", sorted(FFNS))
+def test_meta_ffns_do_the_real_matmuls(kind, seq_len):
+    import torch
+
+    spec = from_data(dict(vocab_size=40, d_model=16, n_layers=1, context_length=32, attention={"n_heads": 2},
+                          ffn=FFNS[kind]))
+    torch.manual_seed(0)
+    real, meta = build(spec, device="cpu"), build(spec, device="meta")
+    for net in (real, meta):
+        net.set_balanced_routing(True)  # verify's routing: slot j to expert j mod n_experts
+    assert _flops(real, "cpu", seq_len) == _flops(meta, "meta", seq_len)

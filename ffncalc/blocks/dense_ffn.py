@@ -117,7 +117,12 @@ def mlp_module():
             self.act = XIELU() if ffn.activation == "xielu" else ACTIVATIONS[ffn.activation]
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:
-            h = self.act(self.gate(x)) * self.up(x) if self.gated else self.act(self.up(x))
+            if x.is_meta:  # no values: the matmuls alone (FlopCounterMode counts no elementwise work), the shapes kept
+                h = self.up(x)
+                if self.gated:
+                    self.gate(x)
+            else:
+                h = self.act(self.gate(x)) * self.up(x) if self.gated else self.act(self.up(x))
             if hasattr(self, "sub_norm"):
                 h = self.sub_norm(h)
             return self.down(h)
