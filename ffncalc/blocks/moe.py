@@ -272,13 +272,13 @@ def _module():
             out = torch.zeros_like(flat)
             token_of_slot = torch.arange(flat.shape[0], device=x.device).repeat_interleave(self.top_k)
             expert_of_slot, weight_of_slot = experts.reshape(-1), weights.reshape(-1)
-            slot_count = expert_of_slot.shape[0]
+            if self.balanced and x.is_meta:
+                # no values, and the experts are alike: one expert's matmuls over every token-slot are the routed
+                # experts' matmuls in all (each expert's over its share of the slots), the same FLOPs per component
+                self.experts[0](flat.new_empty(expert_of_slot.shape[0], flat.shape[1]))
             for e, expert in enumerate(self.experts):
-                if self.balanced and x.is_meta:  # no values: the expert's matmuls over its share of the slots
-                    share = max(0, -(-(slot_count - e) // self.n_experts))  # slots e, e + n_experts, …
-                    if share:
-                        expert(flat.new_empty(share, flat.shape[1]))
-                    continue
+                if self.balanced and x.is_meta:
+                    break
                 if self.balanced:  # slot j goes to expert j mod n_experts: a fixed index, no data needed
                     if e >= expert_of_slot.shape[0]:
                         continue  # fewer token-slots than experts: this one gets none
