@@ -58,6 +58,13 @@ def test_every_listed_supported_type_names_its_proof():
         if r["status"] == "supported":  # a Hugging Face repo id, or no public config and exact at its defaults
             assert "/" in r["detail"] or (r["detail"] == "no public config found" and r["defaults"] == "exact")
     assert not any(r["model_type"] in coverage.NOT_TEXT_DECODERS for r in records)
+    families = hf.registered()
+    for r in records:  # the module whose function reads each supported type (an alias: the one it is read as)
+        assert (r["status"] == "supported") == bool(r["file"])
+        if r["file"]:
+            family = families.get(r["model_type"]) or families[hf.TEXT_TYPES[r["model_type"]]]
+            assert r["file"] == family.read.__module__.replace(".", "/") + ".py"
+            assert (HERE.parent / r["file"]).is_file()
 
 
 def test_counting_a_preset_imports_no_status_data():

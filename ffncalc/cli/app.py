@@ -631,7 +631,8 @@ def families(output: Output = None) -> None:
     records = model_types()
     supported = sum(r["status"] == "supported" for r in records)
     title = f"{supported} of {len(records)} model_types supported (decoder-only text, transformers {TRANSFORMERS_VERSION})"
-    output.show(doc=lambda: render.list_doc(title, records, ["model_type", "status", "family", "detail", "defaults"], 4),
+    short = [{**r, "file": r["file"].rsplit("/", 1)[-1]} for r in records]  # families/NAME.py: the name in a table
+    output.show(doc=lambda: render.list_doc(title, short, ["model_type", "status", "file", "detail", "defaults"], 5),
                 json=lambda: {"families": records}, csv=lambda: to_csv(records))
 
 

@@ -164,7 +164,8 @@ def _model_types_page() -> str:
 
     records = model_types()
     supported = [r for r in records if r["status"] == "supported"]
-    rows = [[f"`{r['model_type']}`", r["status"], r["family"] or "", r["detail"], r["defaults"]] for r in records]
+    rows = [[f"`{r['model_type']}`", r["status"], r["family"] + (f" (`{r['file'].rsplit('/', 1)[1]}`)" if r["file"] else ""),
+             r["detail"], r["defaults"]] for r in records]
     table = Document(f"{len(supported)} of {len(records)} supported", [],
                      [Section(["model_type", "status", "read as", "proven on (Hugging Face repo) / needs",
                                "at transformers' defaults"], rows, left=5)])

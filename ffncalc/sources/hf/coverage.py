@@ -192,7 +192,8 @@ def model_types() -> list[dict]:
             continue
         family = families.get(model_type) or families.get(TEXT_TYPES.get(model_type, ""))
         if family is None:
-            records.append({"model_type": model_type, "status": "not yet", "family": "", "detail": NOT_YET[model_type],
+            records.append({"model_type": model_type, "status": "not yet", "family": "", "file": "",
+                            "detail": NOT_YET[model_type],
                             "defaults": f"refused by transformers: {REFUSED_AT_DEFAULTS[model_type]}"
                             if model_type in REFUSED_AT_DEFAULTS else ""})
             continue
@@ -205,5 +206,6 @@ def model_types() -> list[dict]:
                     f"refused by transformers: {REFUSED_AT_DEFAULTS[model_type]}" if model_type in REFUSED_AT_DEFAULTS else
                     "exact")
         records.append({"model_type": model_type, "status": "supported", "family": reads,
+                        "file": "ffncalc/sources/hf/families/" + family.read.__module__.rsplit(".", 1)[1] + ".py",
                         "detail": proven or "no public config found", "defaults": defaults})
     return records
