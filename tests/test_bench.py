@@ -237,3 +237,17 @@ def test_hardware_table_has_sources():
         assert hw.source and (hw.tflops or hw.bandwidth_gbs)
     assert hardware.lookup("NVIDIA H100 80GB HBM3").tflops["bf16"] == 989.4
     assert hardware.lookup("NVIDIA L40S").key == "l40s"  # "L4" is not a prefix match
+
+
+def test_a_bf16_block_is_built_in_bf16_without_an_fp32_copy():
+    """The weights are made in the timed dtype: the most memory alive while building the block is its bf16
+    weights (2 bytes each), not an fp32 copy (4) before a cast."""
+    p = bench.plan(spec(), "ffn", seq_len=16)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], profile_memory=True) as prof:
+        module = bench.build_block(p, CPU, "bf16")
+    live = peak = 0
+    for event in sorted(prof.events(), key=lambda e: e.time_range.start):
+        live += event.self_cpu_memory_usage
+        peak = max(peak, live)
+    assert {t.dtype for t in module.parameters()} == {torch.bfloat16}
+    assert 2 * p.params <= peak < 3 * p.params  # bf16 weights, and less than an fp32 copy's 4 bytes each

@@ -240,12 +240,18 @@ def matmul_probe(device: torch.device, dtype: str) -> tuple[Callable[[], object]
 
 
 def build_block(p: Plan, device: torch.device, dtype: str) -> torch.nn.Module:
-    """Only the timed block (or layer), built on the device: no embeddings or head are allocated."""
+    """Only the timed block (or layer), built on the device in the timed dtype (no fp32 copy first, so the memory
+    estimate's weights are all there is): no embeddings or head are allocated."""
     model, layer = p.spec, p.spec.layers[0]
-    with torch.device(device):
-        module = {"ffn": lambda: layer.ffn.torch_module(model, False),
-                  "attention": lambda: layer.attention.torch_module(model, False),
-                  "layer": lambda: reference.LayerModule(model, layer, False)}[p.block]()
+    before = torch.get_default_dtype()
+    torch.set_default_dtype(DTYPES[dtype])
+    try:
+        with torch.device(device):
+            module = {"ffn": lambda: layer.ffn.torch_module(model, False),
+                      "attention": lambda: layer.attention.torch_module(model, False),
+                      "layer": lambda: reference.LayerModule(model, layer, False)}[p.block]()
+    finally:
+        torch.set_default_dtype(before)
     return module.to(dtype=DTYPES[dtype])
 
 
