@@ -7,7 +7,7 @@ import pytest
 from ffncalc.cli import main
 
 TORCH = importlib.util.find_spec("torch") is not None
-MARKED = "pytestmark = pytest.mark.torch"
+MARKED = ("pytestmark = pytest.mark.torch", "pytestmark = [pytest.mark.torch")
 
 
 def pytest_ignore_collect(collection_path: Path, config):

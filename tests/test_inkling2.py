@@ -9,7 +9,6 @@ import pytest
 
 from ffncalc.analysis import hfcheck
 from ffncalc.analysis.count import tally, terms
-from ffncalc.analysis.verify import verify
 from ffncalc.model.block_residuals import BlockResiduals
 from ffncalc.sources import hf
 
@@ -69,6 +68,8 @@ def test_mixing_flops_by_hand(path):
 @pytest.mark.parametrize("convention", ["exact", "causal"])
 @pytest.mark.parametrize("seq_len", [5, 13])
 def test_verify_against_torch(path, convention, seq_len):
+    from ffncalc.analysis.verify import verify
+
     _, spec = hf.load(path)
     for every_layer in (False, True):
         report = verify(spec, model="inkling2", seq_len=seq_len, convention=convention, every_layer=every_layer)
