@@ -3,6 +3,7 @@
 import dataclasses
 import json
 import os
+from pathlib import Path
 
 import pytest
 import torch
@@ -350,3 +351,12 @@ def test_verify_refuses_more_expert_modules_than_it_can_hold(tmp_path, capsys):
     err = capsys.readouterr().err
     assert exc.value.code == 2 and err.count("\n") == 1
     assert "100,000 expert modules" in err and "65,536" in err
+
+
+def test_a_part_without_reference_modules_is_refused_in_one_line(capsys):
+    """BLT's byte-latent part has no torch reference yet: verify says so, exit 2, rather than a traceback."""
+    config = Path(__file__).resolve().parent / "hf_defaults" / "configs" / "blt.json"
+    with pytest.raises(SystemExit) as exc:
+        main(["verify", str(config), "--seq-len", "8"])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and err.count("\n") == 1 and "verify cannot build it" in err

@@ -97,7 +97,12 @@ def verify(spec: Model, *, model: str = "model", seq_len: int | None = None, con
     check_size(spec, seq_len)
     runs = spec.runs()
     with _meta_without_dynamo():
-        net = reference.build(spec, device="meta", causal=convention == "causal", distinct=not every_layer)
+        try:
+            net = reference.build(spec, device="meta", causal=convention == "causal", distinct=not every_layer)
+        except NotImplementedError as exc:  # a part with no reference module yet: said in one line
+            from ..errors import InputError
+
+            raise InputError(f"{model}: verify cannot build it: {exc}") from None
         net.set_balanced_routing(True)
         stands = _stands_for(net, runs)
         measured = _torch_params(net, stands)
