@@ -106,15 +106,16 @@ def test_longcat_flash_chat_by_hand():
     experts = 768 * 2 * 2048 * d + 512 * d * 2048
     layer = 2 * mla_params + 2 * mlp + 4 * d + 768 * d + experts
     t = tally(hf.load(CONFIGS / "longcat-flash-chat.json")[1])
-    assert t.params == 28 * layer + 2 * vocab * d + d == 741_053_585_408
-    # without the gate and up weights held for the identity experts: the 560B of the technical report
-    assert t.params - 28 * 256 * 2 * 2048 * d == 560_664_958_976
+    assert t.params == 28 * layer + 2 * vocab * d + d
+    # without the gate and up weights held for the identity experts: the 560B of the technical report (rounded)
+    assert abs(t.params - 28 * 256 * 2 * 2048 * d - 560e9) < 1e9
     # the most a token uses: every one of its 12 choices a routed expert
     routed = 28 * 512 * 3 * 2048 * d
     assert t.active == t.params - 28 * 256 * 2 * 2048 * d - routed * (512 - 12) // 512
     # and the least, all 12 identity experts, less the input embedding: the report's range of 18.6B to 31.3B
     least = t.active - 28 * 12 * 3 * 2048 * d
-    assert (least - vocab * d, t.active - vocab * d) == (18_693_773_312, 31_377_348_608)
+    # (the report's figures are truncated to 0.1B: within 0.1B of each)
+    assert abs(least - vocab * d - 18.6e9) < 0.1e9 and abs(t.active - vocab * d - 31.3e9) < 0.1e9
 
 
 @pytest.mark.torch
