@@ -315,7 +315,7 @@ def test_hardware_file(cli, tmp_path):
 
 def test_every_device_has_exact_memory_and_a_source():
     keys = {h.key for h in hardware.table()}
-    assert {"b200", "gb200", "b300", "l40s", "rtx5090", "rtx4090", "mi300x", "mi325x", "mi355x",
+    assert {"b200", "gb200", "b300", "h20", "l40s", "a10g", "rtx5090", "rtx4090", "mi300x", "mi325x", "mi355x",
             "gaudi3", "tpu-v5e", "tpu-v5p", "tpu-v6e", "tpu-v7", "m3-max", "m3-ultra", "m4-max"} <= keys
     for h in hardware.table():
         assert h.source and type(h.memory_bytes) is int and h.memory_bytes % 2**30 == 0
@@ -347,3 +347,92 @@ def test_tables_fit_100_columns(cli, args):
     assert code == 0, err
     rows = [line for line in out.splitlines() if "│" in line or "┃" in line]
     assert rows and max(len(line) for line in rows) <= 100
+
+
+# --- pipeline stages and communication in serving ---------------------------------------------------------
+
+def no_link(hw):
+    """The same device without an interconnect figure: communication is not counted."""
+    from dataclasses import replace
+    return replace(hw, link_gbs=None, link_peer_gbs=None, link_latency_us=None)
+
+
+def test_llama3_70b_in_two_pipeline_stages():
+    """--gpus 8 --pp 2: tp 4 in each stage. Stage 0 holds the embedding (128,256 × 8,192) and layers 0–39;
+    stage 1 layers 40–79, the final norm (8,192) and the head (128,256 × 8,192), all bf16, ÷ 4. Its KV cache is
+    its 40 layers' (8 KV heads ÷ 4 × 128 × K, V × 2 bytes a token); the fp32 logits are on stage 1 only, so
+    stage 1 is the most loaded."""
+    s = spec("llama3-70b")
+    h100 = hardware.by_key("h100-sxm")
+    w = formats.weight_bytes(s, formats.named("bf16"))
+    layer = 2 * llama3_70b_layer()
+    assert w.layers == tuple((layer, 0) for _ in range(80)) and w.outside == 2 * (2 * 128_256 * 8192 + 8192)
+    f = ids(planning.plan_fit(s, label="llama3-70b", context=8192, batch=4, dtype="bf16", kv_dtype="bf16", hw=h100,
+                              gpus=8, pp=2).figures)
+    assert f["pipeline_stage"] == 1
+    assert f["weight_bytes_per_device"] == -(-(40 * layer + 2 * 8192 + 2 * 128_256 * 8192) // 4)
+    assert f["kv_bytes_per_device"] == 4 * 8192 * 40 * 2 * 128 * 2 * 2
+    workspace = -(-2048 * 2 * ((8192 + 64 * 256 + 8 * 256) + (8192 + 4 * 28672) + 2 * 8192) // 4) + 4 * 128_256 * 4
+    assert f["workspace_bytes_per_device"] == workspace
+
+
+def test_pipeline_decode_cycle():
+    """Memory-bound decode, no link figure. Batch 1 on pp 2 × tp 4: the token passes stage 0 (layers 0–39,
+    read ÷ 4) then stage 1 (layers 40–79, final norm and head ÷ 4), each with its layers' KV: the same bytes as
+    tp 4 alone, so the same rate. Batch 16: two micro-batches of 8 circulate; each stage reads its weights
+    once a micro-batch and 8 sequences' KV, and a sequence waits max(t0 + t1, 2 · max(t0, t1))."""
+    s = spec("llama3-70b")
+    hw = no_link(hardware.by_key("h100-sxm"))
+    layer = 2 * llama3_70b_layer()
+    head = 2 * (128_256 * 8192 + 8192)
+    kv_layer = 2 * 128 * 2 * 2 * 4500  # a sequence's KV of one layer on one device (2 of the 8 KV heads)
+
+    def rate(**kw):
+        return ids(planning.infer(s, prompt=4000, generate=500, hw=hw, **kw))
+
+    one = rate(gpus=8, pp=2, batch=1)
+    t0, t1 = (40 * layer / 4 + 40 * kv_layer) / 3350e9, ((40 * layer + head) / 4 + 40 * kv_layer) / 3350e9
+    assert one["decode_step_s"] == pytest.approx(t0 + t1, rel=1e-12)
+    assert one["decode_step_s"] == pytest.approx(rate(gpus=4, batch=1)["decode_step_s"], rel=1e-12)
+    sixteen = rate(gpus=8, pp=2, batch=16)
+    t0, t1 = (40 * layer / 4 + 8 * 40 * kv_layer) / 3350e9, ((40 * layer + head) / 4 + 8 * 40 * kv_layer) / 3350e9
+    assert sixteen["decode_step_s"] == pytest.approx(max(t0 + t1, 2 * max(t0, t1)), rel=1e-12)
+    assert sixteen["roofline_decode_tokens_per_s"] == pytest.approx(16 / sixteen["decode_step_s"])
+
+
+def test_tensor_parallel_all_reduces():
+    """Llama 3 70B on 8 H100s, batch 1: 80 layers × 2 all-reduces of one token's 8,192 bf16 activations; each
+    device moves 2 · 7/8 of the 16,384 bytes at 450 GB/s (NVLink 900 GB/s both ways) and waits NCCL's ring
+    latency, 6.6 + 2 · 7 · 0.6 = 15 µs. The step adds them to its memory time."""
+    s = spec("llama3-70b")
+    h100 = hardware.by_key("h100-sxm")
+    f = ids(planning.plan_inference(s, label="x", prompt=4000, generate=500, batch=1, dtype="bf16", kv_dtype="bf16",
+                                    hw=h100, gpus=8).figures)
+    comm = 160 * (2 * 7 / 8 * 16_384 / 450e9 + 15e-6)
+    assert f["decode_comm_s"] == pytest.approx(comm, rel=1e-12)
+    bare = ids(planning.infer(s, prompt=4000, generate=500, hw=no_link(h100), gpus=8))
+    assert f["decode_step_s"] == pytest.approx(bare["decode_step_s"] + comm, rel=1e-12)
+    # --link-gbs and --link-latency-us replace the table's link
+    g = ids(planning.plan_inference(s, label="x", prompt=4000, generate=500, batch=1, dtype="bf16", kv_dtype="bf16",
+                                    hw=h100, gpus=8, link_gbs=50, link_latency_us=0).figures)
+    assert g["decode_comm_s"] == pytest.approx(160 * 2 * 7 / 8 * 16_384 / 50e9, rel=1e-12)
+
+
+def test_a_mesh_gives_a_small_group_its_peers_links():
+    """MI300X: 7 Infinity Fabric links of 64 GB/s each way (896 GB/s both ways over 8 GPUs, CDNA 3 white
+    paper Table 2): a pair shares one link, eight use all seven."""
+    mi = hardware.by_key("mi300x")
+    assert (mi.allreduce_gbs(2), mi.allreduce_gbs(4), mi.allreduce_gbs(8)) == (64, 192, 448)
+    assert hardware.by_key("h100-sxm").allreduce_gbs(2) == 450  # behind NVSwitch, every pair gets the whole link
+
+
+@pytest.mark.parametrize("args,expected", [
+    (["infer", "llama3-70b", "--prompt", "10", "--generate", "1", "--pp", "81"], "--pp 81 exceeds the 80 layers"),
+    (["fit", "llama3-70b", "--hardware", "h100-sxm", "--gpus", "6", "--pp", "4"], "--gpus 6 is not a multiple of --pp 4"),
+    (["fit", "llama3-70b", "--hardware", "h100-sxm", "--gpus", "8", "--pp", "2", "--tp", "8"],
+     "--gpus 8 is not a multiple of --tp 8 × --pp 2"),
+    (["fit", "llama3-70b", "--hardware", "h100-sxm", "--gpus", "2", "--link-gbs", "0"], "--link-gbs 0"),
+])
+def test_impossible_serving_layouts(cli, args, expected):
+    code, out, err = cli(*args)
+    assert code == 2 and out == "" and expected in err and err.count("\n") == 1

@@ -111,20 +111,49 @@ class WeightBytes:
     embedding: int  # the input embedding (looked up, never read whole in decode)
     params: int
     by_type: dict[str, int]  # GGUF: bytes by ggml type, to show the mix
+    # (dense, routed-expert) bytes of each layer, in order; the rest of ``total`` is outside the layers (the
+    # embedding, the final norm, the head, model-level parts), which pipeline stages place
+    layers: tuple[tuple[int, int], ...] = ()
 
     @property
     def bits(self) -> float:
         return 8 * self.total / self.params if self.params else 0.0
 
+    @property
+    def outside(self) -> int:
+        """Bytes of the tensors no layer holds."""
+        return self.total - sum(d + e for d, e in self.layers)
+
+
+class _PerLayer:
+    """Bytes added per layer as rows are sized: a row over layers a..b adds its bytes evenly to each (the
+    layers of a row are identical)."""
+
+    def __init__(self, n_layers: int):
+        self.bytes = [[0, 0] for _ in range(n_layers)]
+
+    def add(self, r, n: int, layer: int | None = None) -> None:
+        if r.layers is None or r.part == "mtp":
+            return
+        if layer is not None:
+            self.bytes[layer][bool(r.expert)] += n
+            return
+        a, b = r.layers
+        for i in range(a, b):
+            self.bytes[i][bool(r.expert)] += n // (b - a)
+
+    def done(self) -> tuple[tuple[int, int], ...]:
+        return tuple((d, e) for d, e in self.bytes)
+
 
 def _kind(r) -> str:
     """What a tally row is to a quantizer: matrix, embedding, head, router, or small (kept as is)."""
+    if len(r.shape) != 2:  # norms, biases, sinks, and factored tables such as Reformer's axial positions
+        return "small"
     if r.role in ("token", "position", "tied"):
         return "embedding"
     if r.role == "head":
         return "head"
-    if len(r.shape) != 2:
-        return "small"
     if r.component.endswith("router") or ".router" in r.name:
         return "router"
     return "matrix"
@@ -139,6 +168,7 @@ def weight_bytes(spec: Model, fmt: Format, experts: Format | None = None) -> Wei
     if fmt.gguf in ("Q4_K_M", "Q5_K_M") or experts.gguf in ("Q4_K_M", "Q5_K_M"):
         return _gguf_mix(spec, t, fmt, experts)
     total = exp = emb = 0
+    per_layer = _PerLayer(spec.n_layers)
     for r in t.rows:
         if not r.params:
             continue
@@ -153,7 +183,8 @@ def weight_bytes(spec: Model, fmt: Format, experts: Format | None = None) -> Wei
         total += n
         exp += n if r.expert else 0
         emb += n if kind == "embedding" else 0
-    return WeightBytes(total, exp, emb, t.params, {})
+        per_layer.add(r, n)
+    return WeightBytes(total, exp, emb, t.params, {}, per_layer.done())
 
 
 def _gguf_mix(spec: Model, t, fmt: Format, experts: Format) -> WeightBytes:
@@ -177,8 +208,9 @@ def _gguf_mix(spec: Model, t, fmt: Format, experts: Format) -> WeightBytes:
     down_index = {key: (key[0] if n_expert > 1 else pos) for pos, key in enumerate(downs)}
     total = exp = emb = 0
     by_type: dict[str, int] = {}
+    per_layer = _PerLayer(n_layers)
 
-    def add(kind: str, rows: int, cols: int, count: int, expert: bool, embedding: bool = False) -> int:
+    def add(kind: str, rows: int, cols: int, count: int, r, embedding: bool = False, layer: int | None = None) -> int:
         nonlocal total, exp, emb
         if kind in ("F16", "F32", "BF16"):
             n, used = rows * cols * (4 if kind == "F32" else 2) * count, kind
@@ -187,8 +219,9 @@ def _gguf_mix(spec: Model, t, fmt: Format, experts: Format) -> WeightBytes:
             n *= count
         by_type[used] = by_type.get(used, 0) + n
         total += n
-        exp += n if expert else 0
+        exp += n if r.expert else 0
         emb += n if embedding else 0
+        per_layer.add(r, n, layer)
         return n
 
     for r in t.rows:
@@ -197,10 +230,10 @@ def _gguf_mix(spec: Model, t, fmt: Format, experts: Format) -> WeightBytes:
         kind = _kind(r)
         f = experts if r.expert else fmt
         if kind == "small":
-            add("F32", 1, r.params, 1, r.expert)
+            add("F32", 1, r.params, 1, r)
             continue
         if kind == "router":
-            add("F32", *r.shape, r.count, False)  # ffn_gate_inp is never quantized
+            add("F32", *r.shape, r.count, r)  # ffn_gate_inp is never quantized
             continue
         rows, cols = r.shape
         if f.gguf not in ("Q4_K_M", "Q5_K_M"):  # a plain format beside the mix (--experts-dtype)
@@ -208,15 +241,19 @@ def _gguf_mix(spec: Model, t, fmt: Format, experts: Format) -> WeightBytes:
             total += n
             exp += n if r.expert else 0
             by_type[f.name] = by_type.get(f.name, 0) + n
+            per_layer.add(r, n)
             continue
         if kind == "head" or (kind == "embedding" and spec.tie_embeddings):
             block = BLOCKS[base][0]
-            add("Q8_0" if cols % block else "Q6_K", rows, cols, r.count, False, kind == "embedding")
+            add("Q8_0" if cols % block else "Q6_K", rows, cols, r.count, r, kind == "embedding")
             continue
         if kind == "embedding":
-            add(base, rows, cols, r.count, False, True)
+            add(base, rows, cols, r.count, r, True)
             continue
-        per_layer = r.count // (r.layers[1] - r.layers[0])
+        if r.layers is None:  # a model-level matrix beside the layers: the base type
+            add(base, rows, cols, r.count, r)
+            continue
+        per_layer_count = r.count // (r.layers[1] - r.layers[0])
         for i in range(*r.layers):
             kind_i = base
             if r.name == "attn.v.weight":
@@ -232,5 +269,5 @@ def _gguf_mix(spec: Model, t, fmt: Format, experts: Format) -> WeightBytes:
                 kind_i = "Q5_K"
             elif (i, r.name) in down_index and use_more_bits(down_index[(i, r.name)], n_down):
                 kind_i = "Q6_K"
-            add(kind_i, rows, cols, per_layer, r.expert)
-    return WeightBytes(total, exp, emb, t.params, by_type)
+            add(kind_i, rows, cols, per_layer_count, r, layer=i)
+    return WeightBytes(total, exp, emb, t.params, by_type, per_layer.done())

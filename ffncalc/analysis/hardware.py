@@ -13,7 +13,8 @@ import yaml
 from ..errors import InputError
 
 GIB = 2**30
-FIELDS = {"key", "name", "match", "tflops", "source", "memory_gib", "bandwidth_gbs"}
+FIELDS = {"key", "name", "match", "tflops", "source", "memory_gib", "bandwidth_gbs", "link_gbs", "link_peer_gbs",
+          "link_latency_us"}
 
 
 @dataclass(frozen=True)
@@ -25,6 +26,22 @@ class Hardware:
     source: str
     memory_bytes: int | None = None  # exact: the datasheet's GB of HBM/GDDR are GiB (2^30 bytes)
     bandwidth_gbs: float | None = None  # 10^9 bytes/s
+    link_gbs: float | None = None  # scale-up interconnect (NVLink, Infinity Fabric, ICI, PCIe) per direction, 10^9 B/s
+    link_peer_gbs: float | None = None  # to any one peer, in a point-to-point mesh
+    link_latency_us: tuple[float, float] | None = None  # a small ring all-reduce: base + per hop, 2(n − 1) hops
+
+    def allreduce_gbs(self, n: int) -> float | None:
+        """What a ring over n devices gets per direction: the whole link behind a switch; in a mesh, at most
+        the n − 1 peers' links."""
+        if self.link_gbs is None or self.link_peer_gbs is None:
+            return self.link_gbs
+        return min(self.link_gbs, (n - 1) * self.link_peer_gbs)
+
+    def allreduce_latency_us(self, n: int) -> float:
+        if self.link_latency_us is None or n == 1:
+            return 0.0
+        base, hop = self.link_latency_us
+        return base + 2 * (n - 1) * hop
 
     @property
     def memory_gib(self) -> float | None:
@@ -51,14 +68,19 @@ def _entry(entry: object, where: str) -> Hardware:
     if not isinstance(match, list) or not all(isinstance(m, str) for m in match):
         raise InputError(f"{name}: match must be a list of strings")
     numbers = {}
-    for field in ("memory_gib", "bandwidth_gbs"):
+    for field in ("memory_gib", "bandwidth_gbs", "link_gbs", "link_peer_gbs"):
         v = entry.get(field)
         if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0 or v > 10**7):
             raise InputError(f"{name}: {field} must be a positive number")
         numbers[field] = v
+    latency = entry.get("link_latency_us")
+    if latency is not None and (not isinstance(latency, list) or len(latency) != 2 or not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v <= 10**6 for v in latency)):
+        raise InputError(f"{name}: link_latency_us must be [base, per hop], two times in µs")
     memory = numbers["memory_gib"]
     return Hardware(entry["key"].lower(), entry["name"], tuple(match), dict(tflops), entry["source"],
-                    None if memory is None else round(memory * GIB), numbers["bandwidth_gbs"])
+                    None if memory is None else round(memory * GIB), numbers["bandwidth_gbs"], numbers["link_gbs"],
+                    numbers["link_peer_gbs"], None if latency is None else (float(latency[0]), float(latency[1])))
 
 
 def parse(text: str, where: str) -> tuple[Hardware, ...]:

@@ -339,12 +339,14 @@ def compute_peak(hw: Hardware, fmt_name: str) -> tuple[str, float | None]:
 def infer(spec: Model, *, prompt: int, generate: int, batch: int = 1, dtype: str = "bf16",
           kv_dtype: str = "bf16", hw: Hardware | None = None, decode: str = "absorbed",
           experts_dtype: str | None = None, gpus: int = 1, tp: int | None = None, ep: int = 1,
-          accept: float | None = None, draft: int = 0, prefill_form: str = "expanded") -> list[Figure]:
+          accept: float | None = None, draft: int = 0, prefill_form: str = "expanded", pp: int = 1,
+          link=None, chunk: int = 2048) -> list[Figure]:
     """Prefill and decode FLOPs, KV-cache and weight bytes, arithmetic intensity and the roofline bound;
     ``decode`` and ``prefill_form``: latent attention absorbed (its decode_cost, every query against the
     latent) or expanded (its training terms).
-    On ``hw``: a roofline per device of ``gpus`` devices split tp (and ep), with speculative decoding of
-    ``draft`` tokens accepted at rate ``accept``."""
+    On ``hw``: a roofline per device of ``gpus`` devices in pp stages of tp (and ep), with the all-reduces and
+    stage hand-offs over ``link`` (serving.Link), and speculative decoding of ``draft`` tokens accepted at
+    rate ``accept``."""
     from . import serving
     from .formats import named
     from .formats import weight_bytes as format_bytes
@@ -354,7 +356,8 @@ def infer(spec: Model, *, prompt: int, generate: int, batch: int = 1, dtype: str
         raise InputError(f"--prompt + --generate = {context} exceeds context_length {spec.context_length}")
     fmt = named(dtype)
     efmt = named(experts_dtype, "--experts-dtype") if experts_dtype else None
-    placement = serving.place(spec, gpus, tp, ep)
+    placement = serving.place(spec, gpus, tp, ep, pp)
+    link = link or serving.Link(None)
     prefill = tally(spec, convention="causal", seq_len=prompt, batch=batch)
     one = tally(spec, seq_len=1)  # one query against one key: the per-key attention cost
     # Mixers that decode another way than their forward (MLA absorbed) state a step's FLOPs as a fixed part
@@ -376,11 +379,28 @@ def infer(spec: Model, *, prompt: int, generate: int, batch: int = 1, dtype: str
     own = absorbed if decode == "absorbed" else []
     theirs = {span for span, *_ in own}
     rows = [r for r in one.rows if not (r.slot == "attention" and r.layers in theirs)]
-    cores = [(r.flops, r.window, r.chunk, r.select) for r in rows if r.role == "core" and r.grows]
-    rest = sum(r.flops for r in rows) - sum(f for f, *_ in cores) + sum(a for _, a, _ in own)
-    cores += [(f, w, None, "") for _, _, per_key in own for f, w in per_key]
 
-    def attention(first: int, last: int) -> int:  # decode positions first..last, each against the keys it meets
+    def costs(first: int, stop: int, outside: bool):
+        """A decode step's FLOPs per token over layers first..stop − 1 (and the parts beside the layers if
+        ``outside``): the fixed part, and the attention products with the window, chunk and selection each
+        meets its keys under. A row over layers a..b holds b − a identical layers' FLOPs."""
+        def share(span, x):
+            if span is None:
+                return x if outside else 0
+            a, b = span
+            part = x * max(0, min(b, stop) - max(a, first))
+            return part // (b - a) if isinstance(part, int) and part % (b - a) == 0 else part / (b - a)
+
+        grows = [(share(r.layers, r.flops), r.window, r.chunk, r.select) for r in rows
+                 if r.role == "core" and r.grows]
+        fixed = sum(share(r.layers, r.flops) for r in rows if not (r.role == "core" and r.grows))
+        fixed += sum(share(span, a) for span, a, _ in own)
+        grows += [(share(span, f), w, None, "") for span, _, per_key in own for f, w in per_key]
+        return fixed, [c for c in grows if c[0]]
+
+    rest, cores = costs(0, spec.n_layers, True)
+
+    def attention(first: int, last: int, cores=cores) -> int:  # decode positions first..last, against their keys
         return sum(f * keys_met(first, last, w, ch, sel) for f, w, ch, sel in cores)
 
     decode_first = rest + attention(prompt + 1, prompt + 1)  # the first generated token meets prompt + 1 keys
@@ -415,23 +435,44 @@ def infer(spec: Model, *, prompt: int, generate: int, batch: int = 1, dtype: str
     if hw.bandwidth_gbs is None:
         raise InputError(f"--hardware {hw.key}: its datasheet gives no memory bandwidth")
     peak_dtype, peak = compute_peak(hw, fmt.name)
-    tp_ = placement.tp
-    dev_weights = serving.decode_weight_bytes(spec, w, placement, batch * per_step)
-    dev_batch = -(-batch // placement.replicas)
-    dev_bytes = dev_weights + dev_batch * (serving.kv_per_device(spec, context, kv_bits, tp_)
-                                           + serving.state_per_device(spec, kv_bits, tp_))
-    memory_s = dev_bytes / (hw.bandwidth_gbs * 1e9)
-    compute_s = dev_batch * per_step * (rest + attention(context, context)) / tp_ / (peak * 1e12) if peak else 0.0
-    step_s = max(memory_s, compute_s)
-    bound = "memory-bound" if memory_s >= compute_s else "compute-bound"
+    p, bandwidth = placement, hw.bandwidth_gbs * 1e9
     yielded = serving.tokens_per_step(accept or 0.0, draft) if draft else 1.0
+    # Decode: a copy's sequences split into as many micro-batches as stages (fewer when there are fewer
+    # sequences); each stage's step is the longer of its bytes over the bandwidth and its FLOPs over the peak,
+    # then its communication.
+    per_copy = -(-batch // p.replicas)
+    micro = min(p.pp, per_copy)
+    mb = -(-per_copy // micro)
+    stage_s, comm_s, bounds = [], 0.0, []
+    for st in serving.stages(spec, w, p.pp):
+        span = slice(st.first, st.stop)
+        fixed, grows = costs(st.first, st.stop, st.last)
+        nbytes = serving.decode_weight_bytes(spec, w, p, mb * per_step, st) + mb * (
+            serving.kv_per_device(spec, context, kv_bits, p.tp, span)
+            + serving.state_per_device(spec, kv_bits, p.tp, span))
+        memory_s = nbytes / bandwidth
+        compute_s = mb * per_step * (fixed + attention(context, context, grows)) / p.tp / (peak * 1e12) if peak else 0.0
+        comm = serving.stage_comm_s(spec, st, p, mb * per_step, link)
+        stage_s.append(max(memory_s, compute_s) + comm)
+        comm_s += comm
+        bounds.append("memory-bound" if memory_s >= compute_s else "compute-bound")
+    step_s = serving.pipeline_cycle(stage_s, micro)
+    bound = bounds[max(range(p.pp), key=lambda i: stage_s[i])]
     if peak:
-        out.append(Figure("machine_balance", "machine balance", peak * 1e12 / (hw.bandwidth_gbs * 1e9), "FLOP/byte",
-                          hw.source))
-        prefill_s = prefill_flops / (tp_ * placement.replicas * peak * 1e12)
+        out.append(Figure("machine_balance", "machine balance", peak * 1e12 / bandwidth, "FLOP/byte", hw.source))
+        # Prefill: every device busy on its share, the pipeline filling over the copy's prompt chunks, with
+        # the all-reduces and hand-offs of the copy's prompt tokens.
+        chunks = -(-per_copy * prompt // chunk)
+        compute = prefill_flops / p.gpus / (peak * 1e12)
+        comm = sum(serving.stage_comm_s(spec, st, p, per_copy * prompt, link, chunks)
+                   for st in serving.stages(spec, w, p.pp))
+        prefill_s = (compute + comm / p.pp) * (chunks + p.pp - 1) / chunks
         out.append(Figure("roofline_prefill_s", f"prefill time at {peak_dtype} peak", prefill_s, "s"))
     out += [
         Figure("decode_step_s", f"decode step ({bound})", step_s, "s"),
+        *([Figure("decode_comm_s", "communication, one pass", comm_s, "s",
+                  "all-reduces over tp and pipeline hand-offs, per token of a sequence")]
+          if (p.tp > 1 or p.pp > 1) and link.gbs else []),
         *([Figure("tokens_per_step", "tokens per step (speculative)", yielded, "tokens",
                   "Leviathan et al. 2023, Eq. 1")] if draft else []),
         Figure("decode_tokens_per_s_per_sequence", "decode per sequence", yielded / step_s, "tokens/s"),
@@ -439,7 +480,7 @@ def infer(spec: Model, *, prompt: int, generate: int, batch: int = 1, dtype: str
                batch * yielded / step_s, "tokens/s"),
     ]
     if peak:
-        out.append(Figure("ttft_s", "time to first token", prefill_s + step_s, "s"))
+        out.append(Figure("ttft_s", "time to first token", prefill_s + sum(stage_s), "s"))
     return out
 
 
@@ -517,20 +558,23 @@ def plan_training(spec: Model, *, label: str, tokens: str | int, seq_len: int | 
 def plan_inference(spec: Model, *, label: str, prompt: int, generate: int, batch: int, dtype: str, kv_dtype: str,
                    hw: Hardware | None, decode: str = "absorbed", experts_dtype: str | None = None, gpus: int = 1,
                    tp: int | None = None, ep: int = 1, reserve: float = 0.1, chunk: int = 2048,
-                   accept: float | None = None, draft: int = 0, prefill_form: str = "expanded") -> Figures:
+                   accept: float | None = None, draft: int = 0, prefill_form: str = "expanded", pp: int = 1,
+                   link_gbs: float | None = None, link_latency_us: float | None = None) -> Figures:
     """``infer`` as one keyed result; on a device with a memory size, whether it fits as well."""
     from . import serving
     from .formats import named
 
     check_speculation(accept, draft)
+    placement = serving.place(spec, gpus, tp, ep, pp)
+    link = device_link(hw, placement, link_gbs, link_latency_us)
     figures = infer(spec, prompt=prompt, generate=generate, batch=batch, dtype=dtype, kv_dtype=kv_dtype, hw=hw,
                     decode=decode, experts_dtype=experts_dtype, gpus=gpus, tp=tp, ep=ep, accept=accept, draft=draft,
-                    prefill_form=prefill_form)
-    placement = serving.place(spec, gpus, tp, ep)
+                    prefill_form=prefill_form, pp=pp, link=link, chunk=chunk)
     inputs = {"model": label, "prompt": prompt, "generate": generate, "batch": batch, "dtype": dtype,
               "experts_dtype": experts_dtype, "kv_dtype": kv_dtype, "hardware": hw.key if hw else None,
-              "gpus": gpus, "tp": placement.tp, "ep": ep, "reserve": reserve, "prefill_chunk": chunk,
-              "accept": accept, "draft": draft, "decode": decode, "prefill": prefill_form}
+              "gpus": gpus, "tp": placement.tp, "pp": pp, "ep": ep, "reserve": reserve, "prefill_chunk": chunk,
+              "accept": accept, "draft": draft, "decode": decode, "prefill": prefill_form,
+              "link_gbs": link.gbs, "link_latency_us": link.latency_s * 1e6}
     fmt = named(dtype)
     efmt = named(experts_dtype, "--experts-dtype") if experts_dtype else None
     notes = [serving.formats_note(fmt, efmt),
@@ -547,6 +591,7 @@ def plan_inference(spec: Model, *, label: str, prompt: int, generate: int, batch
              "(Mamba, Mamba-2, Gated DeltaNet) the same at any context"]
     if hw is not None:
         notes.append(ROOFLINE_NOTE)
+        notes.append(link_note(hw, placement, link, link_gbs))
         if hw.memory_bytes:
             result = fit_result(spec, hw, placement, fmt, efmt, context=prompt + generate, batch=batch,
                                 kv_dtype=kv_dtype, reserve=reserve, chunk=chunk)
@@ -559,11 +604,51 @@ def plan_inference(spec: Model, *, label: str, prompt: int, generate: int, batch
 
 
 ROOFLINE_NOTE = ("roofline: prefill at the device's dense peak for the weights' compute dtype (fp8 weights at "
-                 "fp8, others at bf16: weight-only formats dequantize for the matmul), all devices busy; a decode "
-                 "step takes the longer of its bytes over the memory bandwidth (each device reads its active "
-                 "weights once and its share of the KV cache) and its FLOPs over the peak; for a mixture, the "
-                 "experts a batch of B tokens touches per layer in expectation, E·(1 − (1 − k/E)^B), routing "
-                 "uniform; no communication time; time to first token = prefill + one step")
+                 "fp8, others at bf16: weight-only formats dequantize for the matmul), all devices busy (with "
+                 "pipeline stages, once the prompt's chunks fill them); a decode step takes the longer of its "
+                 "bytes over the memory bandwidth (each device reads its active weights once and its share of "
+                 "the KV cache) and its FLOPs over the peak, then its communication, not overlapped; for a "
+                 "mixture, the experts a batch of B tokens touches per layer in expectation, "
+                 "E·(1 − (1 − k/E)^B), routing uniform; with pipeline stages a copy's sequences circulate in "
+                 "as many micro-batches as stages, a sequence's next token after the longer of one pass "
+                 "through every stage and the slowest stage taking each micro-batch; time to first token = "
+                 "prefill + one pass")
+
+
+def device_link(hw: Hardware | None, p, gbs: float | None, latency_us: float | None):
+    """The link a placement's collectives run over: ``--link-gbs`` and ``--link-latency-us`` where given, else
+    the table's scale-up link of ``hw`` (a mesh's share for a group of tp, NCCL's latency model)."""
+    from . import serving
+
+    if gbs is not None and gbs <= 0:
+        raise InputError(f"--link-gbs {gbs}: a bandwidth in GB/s, above 0")
+    if latency_us is not None and latency_us < 0:
+        raise InputError(f"--link-latency-us {latency_us}: a time, 0 or more")
+    if gbs is not None or hw is None:
+        lat = (latency_us or 0.0) * 1e-6
+        return serving.Link(gbs, lat, gbs, lat)
+    lat = latency_us * 1e-6 if latency_us is not None else hw.allreduce_latency_us(p.tp) * 1e-6
+    if latency_us is not None:
+        p2p = latency_us * 1e-6
+    else:  # one step of the ring: a send to the next device
+        p2p = sum(hw.link_latency_us) * 1e-6 if hw.link_latency_us else 0.0
+    return serving.Link(hw.allreduce_gbs(p.tp), lat, hw.link_peer_gbs or hw.link_gbs, p2p)
+
+
+def link_note(hw: Hardware, p, link, given: float | None) -> str:
+    if p.tp == 1 and p.pp == 1:
+        return "communication: none (one device per model copy)"
+    if not link.gbs:
+        return (f"communication: not counted — {hw.key}'s table entry gives no interconnect bandwidth; "
+                "--link-gbs sets one")
+    where = "--link-gbs" if given is not None else f"{hw.key}'s scale-up link per direction"
+    latency = (f"{link.latency_s * 1e6:.3g} µs an all-reduce" + (" (NCCL's ring model, src/graph/tuning.cc)"
+                                                                 if given is None and hw.link_latency_us else "")
+               if link.latency_s else "no latency figure: bandwidth alone, a lower bound (--link-latency-us adds one)")
+    return (f"communication: {link.gbs:g} GB/s ({where}), {latency}; per layer an all-reduce of the 16-bit "
+            "activations after each sublayer over tp, each device moving 2(n − 1)/n of them (Shoeybi et al. 2019; "
+            "nccl-tests' bus bandwidth), and each stage handing its activations to the next, not overlapped "
+            "with compute")
 
 
 def check_speculation(accept: float | None, draft: int) -> None:
@@ -601,7 +686,10 @@ def fit_result(spec: Model, hw: Hardware, placement, fmt, efmt, *, context: int,
         Figure("max_context", f"largest context at batch {batch}", max_context, "tokens"),
         Figure("max_batch", f"largest batch at {context:,} tokens", max_batch, "sequences"),
     ]
-    note = (f"memory per device: weights (dense ÷ tp, routed experts ÷ ep, or ÷ tp without ep) + KV cache at "
+    note = (("memory per device on the most loaded pipeline stage (layers as even as can be, the earlier "
+             "stages one more; the embedding on the first, the head on the last): " if placement.pp > 1 else
+             "memory per device: ")
+            + f"weights (dense ÷ tp, routed experts ÷ ep, or ÷ tp without ep) + KV cache at "
             f"context × batch ({kv_dtype}; KV heads ÷ tp, a latent cache whole) + workspace (the widest layer's "
             f"activations for a {chunk:,}-token prefill chunk, 16-bit, ÷ tp, + fp32 logits of the batch's last "
             f"tokens) + a {reserve:.0%} reserve (vLLM's default gpu_memory_utilization 0.9 leaves a tenth); "
@@ -612,7 +700,8 @@ def fit_result(spec: Model, hw: Hardware, placement, fmt, efmt, *, context: int,
 
 def plan_fit(spec: Model, *, label: str, context: int, batch: int, dtype: str, kv_dtype: str, hw: Hardware,
              experts_dtype: str | None = None, gpus: int = 1, tp: int | None = None, ep: int = 1,
-             reserve: float = 0.1, chunk: int = 2048) -> Figures:
+             reserve: float = 0.1, chunk: int = 2048, pp: int = 1, link_gbs: float | None = None,
+             link_latency_us: float | None = None) -> Figures:
     """``fit``: memory per device at context × batch, the largest context and batch, and the roofline decode
     rate at that context."""
     from . import serving
@@ -623,17 +712,20 @@ def plan_fit(spec: Model, *, label: str, context: int, batch: int, dtype: str, k
         raise InputError(f"--hardware {hw.key}: its datasheet gives no memory size")
     fmt = named(dtype)
     efmt = named(experts_dtype, "--experts-dtype") if experts_dtype else None
-    placement = serving.place(spec, gpus, tp, ep)
+    placement = serving.place(spec, gpus, tp, ep, pp)
+    link = device_link(hw, placement, link_gbs, link_latency_us)
     figures, verdict, note = fit_result(spec, hw, placement, fmt, efmt, context=context, batch=batch,
                                         kv_dtype=kv_dtype, reserve=reserve, chunk=chunk)
     if hw.bandwidth_gbs:
         rates = infer(spec, prompt=max(1, context - 1), generate=1, batch=batch, dtype=dtype, kv_dtype=kv_dtype,
-                      hw=hw, experts_dtype=experts_dtype, gpus=gpus, tp=tp, ep=ep)
-        keep = ("roofline_prefill_s", "decode_step_s", "decode_tokens_per_s_per_sequence",
+                      hw=hw, experts_dtype=experts_dtype, gpus=gpus, tp=tp, ep=ep, pp=pp, link=link, chunk=chunk)
+        keep = ("roofline_prefill_s", "decode_step_s", "decode_comm_s", "decode_tokens_per_s_per_sequence",
                 "roofline_decode_tokens_per_s", "ttft_s")
         figures += [r for r in rates if r.id in keep]
     inputs = {"model": label, "context": context, "batch": batch, "dtype": dtype, "experts_dtype": experts_dtype,
-              "kv_dtype": kv_dtype, "hardware": hw.key, "gpus": gpus, "tp": placement.tp, "ep": ep,
-              "reserve": reserve, "prefill_chunk": chunk}
+              "kv_dtype": kv_dtype, "hardware": hw.key, "gpus": gpus, "tp": placement.tp, "pp": pp, "ep": ep,
+              "reserve": reserve, "prefill_chunk": chunk, "link_gbs": link.gbs, "link_latency_us": link.latency_s * 1e6}
     notes = [verdict, serving.formats_note(fmt, efmt), note, ROOFLINE_NOTE]
+    if hw.bandwidth_gbs:
+        notes.append(link_note(hw, placement, link, link_gbs))
     return Figures(f"{label} on {gpus} × {hw.key}: {context:,} tokens × batch {batch}", inputs, figures, notes)

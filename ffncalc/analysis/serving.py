@@ -30,20 +30,26 @@ class Placement:
     gpus: int
     tp: int
     ep: int
+    pp: int = 1
 
     @property
     def replicas(self) -> int:
-        """Copies of the model: the devices left after tp (experts spread over ep devices of those)."""
-        return self.gpus // self.tp
+        """Copies of the model: the devices left after tp × pp (experts spread over ep devices of a tp group)."""
+        return self.gpus // (self.tp * self.pp)
 
 
-def place(spec: Model, gpus: int, tp: int | None, ep: int) -> Placement:
-    """--gpus devices, --tp of them per model copy (default: all), --ep of them sharing the experts."""
+def place(spec: Model, gpus: int, tp: int | None, ep: int, pp: int = 1) -> Placement:
+    """--gpus devices, --pp pipeline stages of --tp devices per model copy (default: all a stage can have),
+    --ep of a stage's devices sharing the experts."""
     from .parallel import check_ep
 
-    tp = gpus if tp is None else tp
-    if gpus % tp:
-        raise InputError(f"--gpus {gpus} is not a multiple of --tp {tp}")
+    if pp > spec.n_layers:
+        raise InputError(f"--pp {pp} exceeds the {spec.n_layers} layers (each stage needs at least one)")
+    if gpus % pp:
+        raise InputError(f"--gpus {gpus} is not a multiple of --pp {pp}")
+    tp = gpus // pp if tp is None else tp
+    if gpus % (tp * pp):
+        raise InputError(f"--gpus {gpus} is not a multiple of --tp {tp}" + (f" × --pp {pp}" if pp > 1 else ""))
     for b in spec.blocks():
         heads = getattr(b, "n_heads", None)
         if heads is None:
@@ -55,36 +61,71 @@ def place(spec: Model, gpus: int, tp: int | None, ep: int) -> Placement:
             raise InputError(f"--tp {tp} neither divides the {kv} KV heads nor is a multiple of them")
     check_ep(spec, ep)
     if tp % ep:
-        raise InputError(f"--ep {ep} does not divide --tp {tp} (experts spread over the devices of one copy)")
-    return Placement(gpus, tp, ep)
+        raise InputError(f"--ep {ep} does not divide --tp {tp} (experts spread over the devices of one stage)")
+    return Placement(gpus, tp, ep, pp)
 
 
-def kv_per_device(spec: Model, tokens: int, bits: int, tp: int) -> int:
-    """One sequence's cache on one device after ``tokens`` tokens: attention splits its KV heads over tp (a
-    device keeps one whole head when tp exceeds them, as vLLM replicates them); a latent cache (MLA) is whole
-    on every device."""
+@dataclass(frozen=True)
+class Stage:
+    """A pipeline stage: layers ``first``..``stop`` − 1; the first stage also holds the input embedding, the
+    last the rest of what no layer holds (final norm, head, model-level parts) and, with tied embeddings and
+    more than one stage, its own copy of the embedding as the head (as vLLM and Megatron-LM place them)."""
+
+    index: int
+    first: int
+    stop: int
+    dense: int  # weight bytes held, whole (before tp)
+    experts: int  # routed-expert bytes held, whole (before ep or tp)
+    read: int  # dense bytes a decode step reads: all held but the input embedding, which is looked up
+    last: bool
+
+
+def stages(spec: Model, w: WeightBytes, pp: int) -> list[Stage]:
+    from .parallel import stages as spans
+
+    out = []
+    layers = w.layers or tuple((0, 0) for _ in range(spec.n_layers))
+    outside = w.total - w.experts - sum(d for d, _ in layers)  # dense bytes beside the layers (no routed experts)
+    tied_copy = w.embedding if spec.tie_embeddings and pp > 1 else 0
+    for s, (a, b) in enumerate(spans(spec.n_layers, pp)):
+        first, last = s == 0, s == pp - 1
+        dense = sum(d for d, _ in layers[a:b])
+        held = dense + (w.embedding if first else 0) + (outside - w.embedding + tied_copy if last else 0)
+        # read each step: the layers, and on the last stage the head (the tied embedding when tied) and the rest
+        read = dense + (outside - w.embedding + (w.embedding if spec.tie_embeddings else 0) if last else 0)
+        out.append(Stage(s, a, b, held, sum(e for _, e in layers[a:b]), read, last))
+    return out
+
+
+def kv_per_device(spec: Model, tokens: int, bits: int, tp: int, layers: slice = slice(None)) -> int:
+    """One sequence's cache on one device after ``tokens`` tokens, over ``layers``: attention splits its KV
+    heads over tp (a device keeps one whole head when tp exceeds them, as vLLM replicates them); a latent cache
+    (MLA) is whole on every device."""
     total = 0
-    for b in spec.blocks():
-        elements = b.cache_elements(spec)
-        if not elements:
-            continue
-        kv = getattr(b, "kv_heads", None)
-        if kv and not hasattr(b, "kv_lora_rank"):
-            elements = elements * max(1, kv // tp) // kv
-        total += elements * b.cached_tokens(tokens)
+    for layer in spec.layers[layers]:
+        for _, b in layer.blocks():
+            elements = b.cache_elements(spec)
+            if not elements:
+                continue
+            kv = getattr(b, "kv_heads", None)
+            if kv and not hasattr(b, "kv_lora_rank"):
+                elements = elements * max(1, kv // tp) // kv
+            total += elements * b.cached_tokens(tokens)
     return total * bits // 8
 
 
-def state_per_device(spec: Model, bits: int, tp: int) -> int:
-    return sum(-(-b.state_elements(spec) // tp) for b in spec.blocks()) * bits // 8
+def state_per_device(spec: Model, bits: int, tp: int, layers: slice = slice(None)) -> int:
+    return sum(-(-b.state_elements(spec) // tp) for layer in spec.layers[layers] for _, b in layer.blocks()) * bits // 8
 
 
-def workspace(spec: Model, chunk: int, batch: int, tp: int) -> int:
+def workspace(spec: Model, chunk: int, batch: int, tp: int, layers: slice = slice(None), logits: bool = True) -> int:
     """Transient activations of a forward pass: the widest layer's activations as a training forward keeps
     them (each block's kept_elements, Korthikanti et al. 2022's per-layer terms), 16-bit, for one chunk of
-    prefill tokens, ÷ tp; plus the fp32 logits of every sequence's last token (batch × vocab × 4)."""
-    widest = max(sum(b.kept_elements(spec) for _, b in layer.blocks()) + 2 * spec.d_model for layer in spec.layers)
-    return -(-chunk * 2 * widest // tp) + batch * spec.vocab_size * 4
+    prefill tokens, ÷ tp; plus, where the head is, the fp32 logits of every sequence's last token (batch ×
+    vocab × 4)."""
+    widest = max(sum(b.kept_elements(spec) for _, b in layer.blocks()) + 2 * spec.d_model
+                 for layer in spec.layers[layers])
+    return -(-chunk * 2 * widest // tp) + (batch * spec.vocab_size * 4 if logits else 0)
 
 
 @dataclass(frozen=True)
@@ -96,6 +137,7 @@ class Fit:
     workspace: int
     reserve: int
     memory: int
+    stage: Stage | None = None  # the most loaded pipeline stage, when there are several
 
     @property
     def need(self) -> int:
@@ -106,19 +148,29 @@ class Fit:
         return self.memory - self.need
 
 
-def weights_on_device(w: WeightBytes, p: Placement) -> int:
+def held_per_device(st: Stage, p: Placement) -> int:
     """Dense weights split over tp; routed experts over ep devices whole when ep > 1, else over tp."""
-    dense = w.total - w.experts
-    return -(-dense // p.tp) + -(-w.experts // (p.ep if p.ep > 1 else p.tp))
+    return -(-st.dense // p.tp) + -(-st.experts // (p.ep if p.ep > 1 else p.tp))
+
+
+def weights_on_device(w: WeightBytes, p: Placement) -> int:
+    return held_per_device(Stage(0, 0, 0, w.total - w.experts, w.experts, 0, True), p)
 
 
 def fit(spec: Model, w: WeightBytes, p: Placement, *, context: int, batch: int, kv_bits: int, memory: int,
         reserve: float, chunk: int) -> Fit:
+    """Memory per device at context × batch on the most loaded pipeline stage (the only one without pp)."""
     per_device_batch = -(-batch // p.replicas)
-    return Fit(w, weights_on_device(w, p), per_device_batch * kv_per_device(spec, context, kv_bits, p.tp),
-               per_device_batch * state_per_device(spec, kv_bits, p.tp),
-               workspace(spec, min(chunk, context * per_device_batch), per_device_batch, p.tp),
-               int(memory * reserve), memory)
+    fits = []
+    for st in stages(spec, w, p.pp):
+        span = slice(st.first, st.stop)
+        fits.append(Fit(w, held_per_device(st, p),
+                        per_device_batch * kv_per_device(spec, context, kv_bits, p.tp, span),
+                        per_device_batch * state_per_device(spec, kv_bits, p.tp, span),
+                        workspace(spec, min(chunk, context * per_device_batch), per_device_batch, p.tp, span,
+                                  logits=st.last),
+                        int(memory * reserve), memory, st if p.pp > 1 else None))
+    return max(fits, key=lambda f: f.need)
 
 
 def largest(fits, hi: int) -> int:
@@ -141,24 +193,75 @@ def expected_experts(n_experts: int, top_k: int, tokens: int) -> float:
     return n_experts * (1 - (1 - top_k / n_experts) ** tokens)
 
 
-def decode_weight_bytes(spec: Model, w: WeightBytes, p: Placement, batch: int) -> float:
-    """Weight bytes one device reads in a decode step of ``batch`` tokens: every dense weight but the
-    embedding (looked up, a row a token), and of each mixture layer the experts the batch touches."""
-    from .count import tally
-
-    t = tally(spec)
-    expert_params = sum(r.params for r in t.rows if r.expert)
-    dense = w.total - w.experts - (w.embedding if not spec.tie_embeddings else 0)
-    if not expert_params:
-        return dense / p.tp
+def decode_weight_bytes(spec: Model, w: WeightBytes, p: Placement, batch: int, stage: Stage | None = None) -> float:
+    """Weight bytes one device of ``stage`` (default: the whole model as one stage) reads in a decode step of
+    ``batch`` tokens: every dense weight it holds but the input embedding (looked up, a row a token), and of
+    each mixture layer the experts the batch touches."""
+    st = stage or stages(spec, w, 1)[0]
+    layers = w.layers or tuple((0, 0) for _ in range(spec.n_layers))
     read = 0.0
-    for run in spec.runs():
-        for _, b in run.layer.blocks():
-            if hasattr(b, "n_experts"):
-                share = sum(r.params for r in t.rows if r.expert and r.layers == run.span) / expert_params
-                touched = expected_experts(b.n_experts, b.top_k, batch) / b.n_experts
-                read += w.experts * share * touched
-    return dense / p.tp + read / (p.ep if p.ep > 1 else p.tp)
+    for i in range(st.first, st.stop):
+        experts = layers[i][1]
+        if not experts:
+            continue
+        b = next(b for _, b in spec.layers[i].blocks() if hasattr(b, "n_experts"))
+        read += experts * expected_experts(b.n_experts, b.top_k, batch) / b.n_experts
+    return st.read / p.tp + read / (p.ep if p.ep > 1 else p.tp)
+
+
+# Activations cross devices in 16 bits (bf16), as serving engines keep them.
+ACTIVATION_BYTES = 2
+
+
+@dataclass(frozen=True)
+class Link:
+    """The interconnect a tensor-parallel group's all-reduces and the pipeline hand-offs use: bandwidth per
+    direction (10^9 bytes/s) and the fixed time of one call, whatever its size."""
+
+    gbs: float | None  # what a ring over the tp group gets
+    latency_s: float = 0.0
+    p2p_gbs: float | None = None  # one device to the next stage's (default: gbs)
+    p2p_latency_s: float = 0.0
+
+
+def collectives(spec: Model, layer) -> int:
+    """All-reduces a tensor-parallel layer ends its sublayers with: Megatron-LM's one after the mixer's output
+    projection and one after the FFN's down projection (Shoeybi et al. 2019 §3), each block of the layer
+    ending in one (a weight-shared block too); parallel sublayers sum into a single all-reduce (GPT-J,
+    Falcon, Cohere). With expert parallelism inside the group, the mixture's all-reduce combines the experts'
+    outputs, as vLLM does: no all-to-all beside it."""
+    n = sum(1 for _, b in layer.blocks() if b.kind != "none")
+    return min(n, 1) if spec.parallel else n
+
+
+def allreduce_s(nbytes: int, n: int, link: Link, calls: int = 1) -> float:
+    """``calls`` ring all-reduces of ``nbytes`` in all over ``n`` devices: each device sends and receives
+    2(n − 1)/n of the bytes (a reduce-scatter then an all-gather; Thakur et al. 2005; NCCL's bus bandwidth),
+    and each call costs the link's latency."""
+    if n == 1 or not link.gbs:
+        return 0.0
+    return 2 * (n - 1) / n * nbytes / (link.gbs * 1e9) + calls * link.latency_s
+
+
+def send_s(nbytes: int, link: Link, calls: int = 1) -> float:
+    """Point-to-point hand-offs of ``nbytes`` in all between pipeline stages."""
+    gbs = link.p2p_gbs or link.gbs
+    return nbytes / (gbs * 1e9) + calls * link.p2p_latency_s if gbs else 0.0
+
+
+def stage_comm_s(spec: Model, st: Stage, p: Placement, tokens: int, link: Link, forwards: int = 1) -> float:
+    """Communication of ``forwards`` forwards of ``tokens`` tokens in all through a stage: its layers'
+    all-reduces over tp and the hand-off of the activations (tokens × d_model, 16-bit) to the next stage."""
+    nbytes = tokens * spec.d_model * ACTIVATION_BYTES
+    n = sum(collectives(spec, layer) for layer in spec.layers[st.first:st.stop])
+    return n * allreduce_s(nbytes, p.tp, link, forwards) + (0.0 if st.last else send_s(nbytes, link, forwards))
+
+
+def pipeline_cycle(stage_s: list[float], micro_batches: int) -> float:
+    """Time between two tokens of a sequence when ``micro_batches`` micro-batches circulate through the
+    stages: one pass through every stage, or, with enough micro-batches, the slowest stage taking each
+    micro-batch in turn (vLLM's pipeline parallelism keeps one micro-batch per stage in flight)."""
+    return max(sum(stage_s), micro_batches * max(stage_s))
 
 
 def tokens_per_step(accept: float, draft: int) -> float:
@@ -171,6 +274,8 @@ def tokens_per_step(accept: float, draft: int) -> float:
 
 def fit_figures(f: Fit, p: Placement, hw_key: str) -> list[Figure]:
     return [
+        *([Figure("pipeline_stage", "most loaded pipeline stage", f.stage.index, "stage",
+                  f"layers {f.stage.first}–{f.stage.stop - 1} of {p.pp} stages")] if f.stage else []),
         Figure("weight_bytes", "weights, whole model", f.weights.total, "bytes"),
         Figure("bits_per_weight", "bits per weight (mean)", f.weights.bits, "bits"),
         Figure("weight_bytes_per_device", "weights per device", f.weights_per_device, "bytes"),
@@ -186,7 +291,9 @@ def fit_figures(f: Fit, p: Placement, hw_key: str) -> list[Figure]:
 
 
 def verdict(f: Fit, p: Placement, hw: Hardware, context: int, batch: int) -> str:
-    where = f"{p.gpus} × {hw.key}" + (f" (tp {p.tp}" + (f", ep {p.ep}" if p.ep > 1 else "") + ")" if p.gpus > 1 else "")
+    layout = ", ".join([f"tp {p.tp}"] + ([f"pp {p.pp}"] if p.pp > 1 else []) + ([f"ep {p.ep}"] if p.ep > 1 else [])
+                       + ([f"{p.replicas} copies"] if p.replicas > 1 else []))
+    where = f"{p.gpus} × {hw.key}" + (f" ({layout})" if p.gpus > 1 else "")
     if f.free >= 0:
         return f"fits on {where} at {context:,} tokens × batch {batch}: {f.free / 2**30:,.2f} GiB left per device"
     return (f"does NOT fit on {where} at {context:,} tokens × batch {batch}: short by {-f.free / 2**30:,.2f} GiB "

@@ -529,10 +529,16 @@ def infer(
     hardware_key: Optional[str] = opt(None, "--hardware", help="A device of the hardware table (h100-sxm, …)."),
     hardware_file: Optional[str] = opt(None, "--hardware-file", help="Your own devices, as a YAML list."),
     gpus: int = opt(1, "--gpus", min=1, max=LIMIT, help="Devices."),
-    tp: Optional[int] = opt(None, "--tp", min=1, max=LIMIT, help="Tensor-parallel degree (default: --gpus)."),
+    tp: Optional[int] = opt(None, "--tp", min=1, max=LIMIT, help="Tensor-parallel degree (default: --gpus ÷ --pp)."),
+    pp: int = opt(1, "--pp", min=1, max=LIMIT, help="Pipeline stages, each of --tp devices."),
     ep: int = opt(1, "--ep", min=1, max=LIMIT, help="Devices the routed experts spread over (within --tp)."),
     reserve: float = opt(0.1, "--reserve", min=0, max=0.99, help="Memory fraction kept free."),
     chunk: int = opt(2048, "--prefill-chunk", min=1, max=LIMIT, help="Prefill tokens per forward, for the workspace."),
+    link_gbs: Optional[float] = opt(None, "--link-gbs", min=0, max=1e7,
+                                    help="Interconnect GB/s per direction (default: the device's scale-up link)."),
+    link_latency_us: Optional[float] = opt(None, "--link-latency-us", min=0, max=1e6,
+                                           help="Fixed time of one all-reduce or hand-off, in µs "
+                                                "(default: NCCL's model for the device's link)."),
     draft: int = opt(0, "--draft", min=0, max=1024, help="Speculative decoding / MTP: tokens drafted per step."),
     accept: Optional[float] = opt(None, "--accept", min=0, max=1, help="Acceptance rate of a drafted token."),
     decode: str = opt("absorbed", "--decode",
@@ -551,7 +557,7 @@ def infer(
         spec, label=label, prompt=prompt, generate=generate, batch=batch, dtype=dtype, kv_dtype=kv_dtype,
         hw=hardware.by_key(hardware_key, hardware_file) if hardware_key else None, decode=decode,
         experts_dtype=experts_dtype, gpus=gpus, tp=tp, ep=ep, reserve=reserve, chunk=chunk, accept=accept, draft=draft,
-        prefill_form=prefill)
+        prefill_form=prefill, pp=pp, link_gbs=link_gbs, link_latency_us=link_latency_us)
     _show_figures(output, result)
 
 
@@ -569,10 +575,16 @@ def fit(
     experts_dtype: Optional[str] = opt(None, "--experts-dtype", help="Routed experts' format (default: --dtype)."),
     kv_dtype: str = opt("bf16", "--kv-dtype", choices=WeightDtype, help="KV-cache precision."),
     gpus: int = opt(1, "--gpus", min=1, max=LIMIT, help="Devices."),
-    tp: Optional[int] = opt(None, "--tp", min=1, max=LIMIT, help="Tensor-parallel degree (default: --gpus)."),
+    tp: Optional[int] = opt(None, "--tp", min=1, max=LIMIT, help="Tensor-parallel degree (default: --gpus ÷ --pp)."),
+    pp: int = opt(1, "--pp", min=1, max=LIMIT, help="Pipeline stages, each of --tp devices."),
     ep: int = opt(1, "--ep", min=1, max=LIMIT, help="Devices the routed experts spread over (within --tp)."),
     reserve: float = opt(0.1, "--reserve", min=0, max=0.99, help="Memory fraction kept free."),
     chunk: int = opt(2048, "--prefill-chunk", min=1, max=LIMIT, help="Prefill tokens per forward, for the workspace."),
+    link_gbs: Optional[float] = opt(None, "--link-gbs", min=0, max=1e7,
+                                    help="Interconnect GB/s per direction (default: the device's scale-up link)."),
+    link_latency_us: Optional[float] = opt(None, "--link-latency-us", min=0, max=1e6,
+                                           help="Fixed time of one all-reduce or hand-off, in µs "
+                                                "(default: NCCL's model for the device's link)."),
     output: Output = None,
 ) -> None:
     """Will it fit: memory per device, the largest context and batch, and the decode rate there."""
@@ -582,7 +594,8 @@ def fit(
     result = planning.plan_fit(
         spec, label=label, context=context or spec.context_length, batch=batch, dtype=dtype,
         kv_dtype=kv_dtype, hw=hardware.by_key(hardware_key, hardware_file), experts_dtype=experts_dtype,
-        gpus=gpus, tp=tp, ep=ep, reserve=reserve, chunk=chunk)
+        gpus=gpus, tp=tp, ep=ep, reserve=reserve, chunk=chunk, pp=pp, link_gbs=link_gbs,
+        link_latency_us=link_latency_us)
     _show_figures(output, result)
 
 

@@ -269,6 +269,10 @@ FIT_EXAMPLES = [
     ("Qwen3-32B at llama.cpp's Q4_K_M on a 24 GB card: the largest context",
      "ffncalc fit qwen3-32b --hardware rtx4090 --dtype q4_k_m --context 4096",
      "fit", dict(model="qwen3-32b", context=4096, hardware="rtx4090", dtype="q4_k_m")),
+    ("DeepSeek-V3 in fp8 on two nodes of 8 H100s: tp 8 in each node, a pipeline stage per node; 8 sequences "
+     "of 32k tokens",
+     "ffncalc fit deepseek-v3 --hardware h100-sxm --gpus 16 --pp 2 --dtype fp8 --context 32768 --batch 8",
+     "fit", dict(model="deepseek-v3", context=32768, hardware="h100-sxm", dtype="fp8", gpus=16, pp=2, batch=8)),
     ("Training Llama 3 70B on 64 H100s: tp 8 × pp 2 leaves dp 4; ZeRO-1; 512 sequences a step",
      "ffncalc train llama3-70b --tokens 15T --seq-len 8192 --gpus 64 --tp 8 --pp 2 --zero 1 --recompute selective "
      "--hardware h100-sxm --global-batch 512",
@@ -285,7 +289,8 @@ def _fit_page(loaded) -> str:
              "the memory each device needs (weights in their deployed format, KV cache and recurrent state at the "
              "context × batch, an activation workspace and a reserve), whether it fits and by how much, the "
              "largest context and the largest batch that fit (exact, by bisection), and the roofline prefill "
-             "and decode rates. `ffncalc infer` gives the same with the prompt and generation's FLOPs; "
+             "and decode rates, on `--gpus` devices in `--pp` pipeline stages of `--tp` (and `--ep` for the "
+             "experts), with the communication between them. `ffncalc infer` gives the same with the prompt and generation's FLOPs; "
              "`ffncalc train` splits a training run over dp × tp × pp × cp devices (ep inside dp) and gives "
              "each device's weights, gradients, optimizer states (ZeRO 0–3) and activations.\n\n",
              "Weight formats (`--dtype`, `--experts-dtype`), bits per weight from their block layouts:\n\n"]
@@ -295,18 +300,27 @@ def _fit_page(loaded) -> str:
         [f.name, f"{float(f.bits):.4g}" + (" and Q6_K" if f.gguf in ("Q4_K_M", "Q5_K_M") else ""), f.source]
         for f in FORMATS.values()], left=1)])))
     parts.append("\nDevices (`--hardware`; your own with `--hardware-file`), dense peaks only:\n\n")
-    parts.append(to_markdown(Document("devices", [], [Section(["key", "memory", "GB/s", "bf16 TFLOP/s", "fp8 TFLOP/s", "source"], [
-        [h.key, f"{h.memory_gib:g} GiB" if h.memory_bytes else "—", f"{h.bandwidth_gbs:,g}" if h.bandwidth_gbs else "—",
-         f"{h.tflops['bf16']:,g}" if "bf16" in h.tflops else "—", f"{h.tflops['fp8']:,g}" if "fp8" in h.tflops else "—",
-         h.source] for h in hardware.table()], left=1)])))
+    parts.append(to_markdown(Document("devices", [], [Section(
+        ["key", "memory", "GB/s", "bf16 TFLOP/s", "fp8 TFLOP/s", "link GB/s each way", "source"], [
+            [h.key, f"{h.memory_gib:g} GiB" if h.memory_bytes else "—",
+             f"{h.bandwidth_gbs:,g}" if h.bandwidth_gbs else "—",
+             f"{h.tflops['bf16']:,g}" if "bf16" in h.tflops else "—",
+             f"{h.tflops['fp8']:,g}" if "fp8" in h.tflops else "—",
+             (f"{h.link_gbs:,g}" + (f" ({h.link_peer_gbs:g} a peer)" if h.link_peer_gbs else "")) if h.link_gbs else "—",
+             h.source] for h in hardware.table()], left=1)])))
+    parts.append("\nWith more than one device per model copy, a decode step adds its communication: the "
+                 "all-reduce after each sublayer over `--tp` (each device moving 2(n − 1)/n of the 16-bit "
+                 "activations over the link, plus NCCL's latency for NVIDIA links) and, with `--pp`, each stage's "
+                 "hand-off to the next. `--link-gbs` and `--link-latency-us` replace the table's link, e.g. for "
+                 "stages in different nodes over InfiniBand.\n")
     for title, command, kind, args in FIT_EXAMPLES:
         name = args["model"]
         spec = loaded[name]
         if kind == "fit":
             result = planning.plan_fit(spec, label=name, context=args.get("context", spec.context_length),
-                                       batch=1, dtype=args.get("dtype", "bf16"), kv_dtype="bf16",
+                                       batch=args.get("batch", 1), dtype=args.get("dtype", "bf16"), kv_dtype="bf16",
                                        hw=hardware.by_key(args["hardware"]), experts_dtype=args.get("experts_dtype"),
-                                       gpus=args.get("gpus", 1))
+                                       gpus=args.get("gpus", 1), pp=args.get("pp", 1))
         else:
             result = planning.plan_training(
                 spec, label=name, tokens="15T", seq_len=8192, convention="6n", recompute="selective",
