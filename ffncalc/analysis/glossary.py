@@ -41,7 +41,7 @@ def entries() -> list[Entry]:
         ("train", planning.plan_training(
             llama, label="llama3-70b", tokens="15T", seq_len=None, convention="6n", recompute="selective", hw=h100,
             tflops=None, mfu=0.4, gpus=64, dtype=None, tokens_per_s=2e6, budget=None, micro_batch=1,
-            optimizer="adam", dp=None, tp=8, pp=2, ep=1, global_batch=512)),
+            optimizer="adam", dp=None, tp=8, pp=2, ep=1, global_batch=512, goodput=0.9)),
         ("train", planning.plan_training(
             deepseek, label="deepseek-v3", tokens="14.8T", seq_len=4096, convention="6n", recompute="none", hw=h100,
             tflops=None, mfu=0.4, gpus=2048, dtype=None, tokens_per_s=None, budget=None, micro_batch=1,

@@ -90,13 +90,18 @@ def compute_optimal(budget: float) -> tuple[float, float]:
 def train(spec: Model, *, tokens: int, seq_len: int | None = None, convention: str = "6n",
           recompute: str = "none", hw: Hardware | None = None, tflops: float | None = None, mfu: float = 0.4,
           gpus: int = 1, dtype: str = "bf16", tokens_per_s: float | None = None,
-          budget: float | None = None, mtp: bool | None = None, bubble: float = 0.0) -> list[Figure]:
+          budget: float | None = None, mtp: bool | None = None, bubble: float = 0.0,
+          goodput: float = 1.0) -> list[Figure]:
     """Compute and time of a training run of ``tokens`` tokens on ``gpus`` devices; ``mtp`` (default: whenever
     the model has them) counts the multi-token prediction modules' FLOPs, as a run that trains them executes.
 
     Time: a measured ``tokens_per_s`` (all devices together) gives the wall-clock directly; otherwise each
     device runs at ``tflops``, or the datasheet peak × ``mfu`` while busy, and the pipeline ``bubble`` (the idle
-    fraction of a step, Narayanan et al. 2021 §2.2.1) stretches the time by 1 / (1 − bubble)."""
+    fraction of a step, Narayanan et al. 2021 §2.2.1) stretches the time by 1 / (1 − bubble). ``goodput``, the
+    fraction of the wall-clock spent training (Llama 3 reports more than 90% over 54 days of restarts after
+    failures, Dubey et al. 2024 §3.3.4), stretches either by 1 / goodput."""
+    if not 0 < goodput <= 1:
+        raise InputError(f"--goodput {goodput}: a fraction of the wall-clock, above 0 and at most 1")
     mtp = bool(spec.mtp_layers) if mtp is None else mtp
     t = tally(spec, convention=convention, seq_len=seq_len, recompute=recompute, mtp=mtp)
     per_token = t.train_flops // t.tokens  # forward, backward (2 × forward) and recomputation, per token
@@ -129,7 +134,10 @@ def train(spec: Model, *, tokens: int, seq_len: int | None = None, convention: s
         out.append(Figure("pipeline_bubble", "pipeline bubble (pp−1)/(m+pp−1)", bubble, "of step",
                           "Narayanan et al. 2021 §2.2.1"))
     if seconds is not None:
+        seconds /= goodput
         out += [
+            *([Figure("goodput", "goodput (time spent training)", goodput, "of wall-clock",
+                              "the user's; Llama 3 reports above 0.9 (Dubey et al. 2024 §3.3.4)")] if goodput < 1 else []),
             Figure("gpu_hours", "GPU-hours", seconds * gpus / 3600, "hours"),
             Figure("wall_clock_days", f"wall-clock on {gpus:,} devices", seconds / SECONDS_PER_DAY, "days"),
         ]
@@ -501,7 +509,7 @@ def plan_training(spec: Model, *, label: str, tokens: str | int, seq_len: int | 
                   dtype: str | None, tokens_per_s: float | None, budget: str | None, micro_batch: int,
                   optimizer: str, dp: int | None, tp: int, pp: int, ep: int, kernel: str = "flash",
                   mtp: bool | None = None, cp: int = 1, zero: int = 0, precision: str = "bf16",
-                  global_batch: int | None = None, reserve: float = 0.1) -> Figures:
+                  global_batch: int | None = None, reserve: float = 0.1, goodput: float = 1.0) -> Figures:
     """``train`` and ``train_memory`` together, the arguments and the layout checked, as one keyed result."""
     from . import parallel
     from .conventions import CONVENTIONS
@@ -519,7 +527,8 @@ def plan_training(spec: Model, *, label: str, tokens: str | int, seq_len: int | 
     mtp = bool(spec.mtp_layers) if mtp is None else mtp
     figures = train(spec, tokens=n_tokens, seq_len=seq_len, convention=convention, recompute=recompute, hw=hw,
                     tflops=tflops, mfu=mfu, gpus=lay.gpus, dtype=dtype, tokens_per_s=tokens_per_s,
-                    budget=float(parse_count(budget, "--budget")) if budget else None, mtp=mtp, bubble=bubble)
+                    budget=float(parse_count(budget, "--budget")) if budget else None, mtp=mtp, bubble=bubble,
+                    goodput=goodput)
     memory = train_memory(spec, seq_len=seq, micro_batch=micro_batch, recompute=recompute, optimizer=optimizer,
                           dp=lay.dp, tp=lay.tp, pp=lay.pp, ep=lay.ep, cp=lay.cp, zero=zero, precision=precision,
                           kernel=kernel, micro_batches=m, hw=hw, reserve=reserve, mtp=mtp)
@@ -530,7 +539,7 @@ def plan_training(spec: Model, *, label: str, tokens: str | int, seq_len: int | 
               "gpus": lay.gpus, "dtype": dtype, "tokens_per_s": tokens_per_s, "micro_batch": micro_batch,
               "global_batch": global_batch, "optimizer": optimizer, "precision": precision, "zero": zero,
               "dp": lay.dp, "tp": lay.tp, "pp": lay.pp, "cp": lay.cp, "ep": lay.ep, "attention_kernel": kernel,
-              "reserve": reserve, "mtp": mtp}
+              "reserve": reserve, "mtp": mtp, "goodput": goodput}
     view = {"full": "executed dense (the full square)", "causal": "useful (causal, within windows and chunks)",
             "half": "half the square", "none": "not counted"}[conv.attention]
     notes = [f"layout: dp {lay.dp} × tp {lay.tp} × pp {lay.pp} × cp {lay.cp} = {lay.gpus} devices"
@@ -542,7 +551,9 @@ def plan_training(spec: Model, *, label: str, tokens: str | int, seq_len: int | 
              "activations after Korthikanti et al. 2022 summed over that stage's layers, times the micro-batches "
              "1F1B keeps in flight; logits and the loss are left out",
              "time: --tokens-per-s gives it directly; else --tflops or the peak × --mfu while busy, "
-             "stretched by the pipeline bubble when --global-batch gives the micro-batches"]
+             "stretched by the pipeline bubble when --global-batch gives the micro-batches"
+             + (f"; all of it ÷ the goodput {goodput:g}" if goodput < 1 else
+                "; no time lost to failures and restarts (--goodput sets the fraction spent training)")]
     if hw is not None and hw.memory_bytes:
         free = next(f.value for f in memory if f.id == "free_bytes_per_device")
         notes.insert(0, ("fits" if free >= 0 else "does NOT fit") + f" on {hw.key}: "

@@ -485,6 +485,9 @@ def train(
     cp: int = opt(1, "--cp", min=1, max=LIMIT, help="Context-parallel degree."),
     ep: int = opt(1, "--ep", min=1, max=LIMIT, help="Expert-parallel degree (inside dp)."),
     reserve: float = opt(0.1, "--reserve", min=0, max=0.99, help="Memory fraction set aside for the framework."),
+    goodput: float = opt(1.0, "--goodput", check=finite(0, 1),
+                         help="Fraction of the wall-clock spent training (restarts, failures and checkpoints take "
+                              "the rest)."),
     kernel: str = opt("flash", "--attention-kernel",
                    choices=KernelName,
                    help="flash: no attention scores kept; eager: scores kept (Korthikanti et al.)."),
@@ -501,7 +504,7 @@ def train(
         hw=hardware.by_key(hardware_key, hardware_file) if hardware_key else None, tflops=tflops, mfu=mfu, gpus=gpus,
         dtype=dtype, tokens_per_s=tokens_per_s, budget=budget, micro_batch=micro_batch,
         optimizer=optimizer, dp=dp, tp=tp, pp=pp, ep=ep, kernel=kernel, mtp=mtp, cp=cp, zero=zero,
-        precision=precision, global_batch=global_batch, reserve=reserve)
+        precision=precision, global_batch=global_batch, reserve=reserve, goodput=goodput)
     _show_figures(output, result)
 
 
