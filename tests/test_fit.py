@@ -446,7 +446,54 @@ def test_a_mesh_gives_a_small_group_its_peers_links():
     (["fit", "llama3-70b", "--hardware", "h100-sxm", "--gpus", "8", "--pp", "2", "--tp", "8"],
      "--gpus 8 is not a multiple of --tp 8 × --pp 2"),
     (["fit", "llama3-70b", "--hardware", "h100-sxm", "--gpus", "2", "--link-gbs", "0"], "--link-gbs 0"),
+    (["infer", "llama3-70b", "--prompt", "10", "--generate", "1", "--hardware", "h100-sxm", "--gpus", "8",
+      "--draft", "2", "--accept", "0.5", "--draft-model", "gpt2"],
+     "--draft-model gpt2: --tp 8 does not divide the 12 attention heads"),
+    (["infer", "llama3-70b", "--prompt", "10", "--generate", "1", "--draft-model", "llama3-8b"],
+     "--draft-model llama3-8b needs --draft"),
+    (["infer", "llama3-70b", "--prompt", "10", "--generate", "1", "--draft", "1", "--accept", "0.5",
+      "--draft-model", "nope"], "nope"),
 ])
 def test_impossible_serving_layouts(cli, args, expected):
     code, out, err = cli(*args)
     assert code == 2 and out == "" and expected in err and err.count("\n") == 1
+
+
+def test_a_draft_model_drafts_each_token_in_turn():
+    """Llama 3 70B verifying 4 tokens a step drafted by Llama 3 8B, on one B200, no link: each drafted token is
+    one memory-bound step of the 8B model (its weights but the input embedding, 128,256 × 4,096, bf16, and its
+    KV: 32 layers × 8 × 128 × K, V × 2 bytes a token); then the 70B model's step over the 5 tokens. The 8B
+    model's weights and KV are held beside the 70B's. Tokens a step: (1 − 0.7⁵) / (1 − 0.7)."""
+    context = 2200
+    hw = no_link(hardware.by_key("b200"))
+    draft = presets.load("llama3-8b")
+    f = ids(planning.plan_inference(spec("llama3-70b"), label="llama3-70b", prompt=2000, generate=200, batch=1,
+                                    dtype="bf16", kv_dtype="bf16", hw=hw, draft=4, accept=0.7,
+                                    draft_model=draft).figures)
+    kv8 = 32 * 8 * 128 * 2 * 2 * context
+    draft_s = 4 * (2 * (8_030_261_248 - 128_256 * 4096) + kv8) / 7700e9
+    assert f["draft_s"] == pytest.approx(draft_s, rel=1e-12)
+    verify = (2 * (70_553_706_496 - 128_256 * 8192) + 80 * 8 * 128 * 2 * 2 * context) / 7700e9
+    assert f["decode_step_s"] == pytest.approx(verify + draft_s, rel=1e-12)
+    assert f["decode_tokens_per_s_per_sequence"] == pytest.approx((1 - 0.7**5) / 0.3 / (verify + draft_s))
+    assert f["draft_bytes_per_device"] == 2 * 8_030_261_248 + kv8
+
+
+def test_deepseek_v3_drafts_with_its_mtp_module():
+    """DeepSeek-V3's one MTP module (§2.2): a layer like its last (MLA, a router of 256 × 7168 (its score bias
+    is a buffer), one shared SwiGLU expert of 2,048, 256 routed experts of 3 · 7168 · 2048, two norms), eh_proj 14,336 →
+    7,168 and three norms of 7,168, all bf16, split over tp 8; its own latent cache, (512 + 64) × 2 bytes a
+    token, whole on every device."""
+    s = spec("deepseek-v3")
+    mla = 7168 * 1536 + 1536 + 1536 * 24576 + 7168 * 576 + 512 + 512 * 32768 + 16384 * 7168
+    layer = mla + 256 * 7168 + 3 * 7168 * 2048 + 2 * 7168 + 256 * 3 * 7168 * 2048
+    held = 2 * layer + 2 * 14_336 * 7168 + 3 * 7168 * 2
+    f = ids(planning.plan_inference(s, label="deepseek-v3", prompt=2000, generate=200, batch=1, dtype="bf16",
+                                    kv_dtype="bf16", hw=hardware.by_key("b200"), gpus=8, draft=1, accept=0.85).figures)
+    assert f["draft_bytes_per_device"] == -(-held // 8) + 2200 * 576 * 2
+    assert f["tokens_per_step"] == pytest.approx(1.85)
+    # without a drafter of its own (no MTP, no --draft-model) the drafts cost nothing: prompt lookup
+    g = ids(planning.plan_inference(spec("llama3-8b"), label="llama3-8b", prompt=100, generate=10, batch=1,
+                                    dtype="bf16", kv_dtype="bf16", hw=hardware.by_key("b200"), draft=2,
+                                    accept=0.5).figures)
+    assert "draft_s" not in g and "draft_bytes_per_device" not in g

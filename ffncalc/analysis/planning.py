@@ -344,11 +344,78 @@ def compute_peak(hw: Hardware, fmt_name: str) -> tuple[str, float | None]:
     return "bf16", None
 
 
+def absorbed_costs(spec: Model) -> list:
+    """Mixers that decode another way than their forward (MLA absorbed) state a step's FLOPs as a fixed part
+    and parts per key met (each within the most keys it meets): (layer span, fixed, [(per key, window)])."""
+    out = [(run, run.layer.attention.decode_cost(spec)) for run in spec.runs()]
+    return [(run.span, run.n * cost[0], [(run.n * f, w) for f, w in cost[1]]) for run, cost in out if cost]
+
+
+def decode_costs(spec: Model, decode: str = "absorbed"):
+    """A decode step's FLOPs per token, as a function of a layer range: ``costs(first, stop, outside)`` over
+    layers first..stop − 1 (and the parts beside the layers if ``outside``) gives the fixed part and the
+    attention products with the window, chunk and selection each meets its keys under. Mixers that decode
+    another way (MLA absorbed, with ``decode`` "absorbed") answer with their decode_cost; the others with their
+    terms at one token, attention's products growing with the keys cached (a recurrent mixer's the same at every
+    step). A row over layers a..b holds b − a identical layers' FLOPs."""
+    one = tally(spec, seq_len=1)  # one query against one key: the per-key attention cost
+    own = absorbed_costs(spec) if decode == "absorbed" else []
+    theirs = {span for span, *_ in own}
+    rows = [r for r in one.rows if not (r.slot == "attention" and r.layers in theirs)]
+
+    def costs(first: int, stop: int, outside: bool):
+        def share(span, x):
+            if span is None:
+                return x if outside else 0
+            a, b = span
+            part = x * max(0, min(b, stop) - max(a, first))
+            return part // (b - a) if isinstance(part, int) and part % (b - a) == 0 else part / (b - a)
+
+        grows = [(share(r.layers, r.flops), r.window, r.chunk, r.select) for r in rows
+                 if r.role == "core" and r.grows]
+        fixed = sum(share(r.layers, r.flops) for r in rows if not (r.role == "core" and r.grows))
+        fixed += sum(share(span, a) for span, a, _ in own)
+        grows += [(share(span, f), w, None, "") for span, _, per_key in own for f, w in per_key]
+        return fixed, [c for c in grows if c[0]]
+
+    return costs
+
+
+def attended(cores, first: int, last: int) -> int:
+    """Decode positions first..last, each query against the keys it meets, over ``cores``."""
+    return sum(f * keys_met(first, last, w, ch, sel) for f, w, ch, sel in cores)
+
+
+def make_drafter(spec: Model, fmt, efmt, draft_model: tuple[str, Model] | None, tp: int):
+    """The drafter of ``--draft``: ``--draft-model`` if given, else the model's multi-token prediction modules,
+    else none (prompt-lookup or n-gram drafting, whose cost is left out)."""
+    from . import serving
+    from .formats import weight_bytes as format_bytes
+
+    if draft_model is not None:
+        label, d = draft_model
+        try:
+            serving.place(d, tp, tp, 1)
+        except InputError as exc:
+            raise InputError(f"--draft-model {label}: {exc}") from None
+        w = format_bytes(d, fmt, efmt)
+        return serving.Drafter(f"draft model {label}", d, w, w.total)
+    if not spec.mtp_layers:
+        return None
+    n, dm = spec.mtp_layers, spec.d_model
+    module = spec.with_layers((spec.layers[-1],))
+    w = format_bytes(module, fmt, efmt)
+    eh_proj = fmt.matrix_bytes(dm, 2 * dm) + 3 * dm * 2  # 2d -> d, and enorm, hnorm, shared_head.norm in 16 bits
+    held = n * (sum(a + b for a, b in w.layers) + eh_proj)
+    return serving.Drafter(f"its {n} multi-token prediction module" + ("s" if n > 1 else ""), module, w, held,
+                           extra=eh_proj, extra_flops=2 * 2 * dm * dm, caches=n)
+
+
 def infer(spec: Model, *, prompt: int, generate: int, batch: int = 1, dtype: str = "bf16",
           kv_dtype: str = "bf16", hw: Hardware | None = None, decode: str = "absorbed",
           experts_dtype: str | None = None, gpus: int = 1, tp: int | None = None, ep: int = 1,
           accept: float | None = None, draft: int = 0, prefill_form: str = "expanded", pp: int = 1,
-          link=None, chunk: int = 2048) -> list[Figure]:
+          link=None, chunk: int = 2048, draft_model: tuple[str, Model] | None = None) -> list[Figure]:
     """Prefill and decode FLOPs, KV-cache and weight bytes, arithmetic intensity and the roofline bound;
     ``decode`` and ``prefill_form``: latent attention absorbed (its decode_cost, every query against the
     latent) or expanded (its training terms).
@@ -367,13 +434,7 @@ def infer(spec: Model, *, prompt: int, generate: int, batch: int = 1, dtype: str
     placement = serving.place(spec, gpus, tp, ep, pp)
     link = link or serving.Link(None)
     prefill = tally(spec, convention="causal", seq_len=prompt, batch=batch)
-    one = tally(spec, seq_len=1)  # one query against one key: the per-key attention cost
-    # Mixers that decode another way than their forward (MLA absorbed) state a step's FLOPs as a fixed part
-    # and parts per key met (each within the most keys it meets);
-    # the others are their terms at one token, attention's products growing with the keys cached (a
-    # recurrent mixer's are the same at every step).
-    absorbed = [(run, run.layer.attention.decode_cost(spec)) for run in spec.runs()]
-    absorbed = [(run.span, run.n * cost[0], [(run.n * f, w) for f, w in cost[1]]) for run, cost in absorbed if cost]
+    absorbed = absorbed_costs(spec)
     if prefill_form == "absorbed" and absorbed:
         # every prompt position p runs the absorbed step against the p keys it meets, instead of the expanded
         # terms: the same weights, no kv_b expansion of the cached latents, attention over the latent
@@ -384,32 +445,11 @@ def infer(spec: Model, *, prompt: int, generate: int, batch: int = 1, dtype: str
         prefill_flops = batch * int(per_sequence)
     else:
         prefill_flops = prefill.forward_flops
-    own = absorbed if decode == "absorbed" else []
-    theirs = {span for span, *_ in own}
-    rows = [r for r in one.rows if not (r.slot == "attention" and r.layers in theirs)]
-
-    def costs(first: int, stop: int, outside: bool):
-        """A decode step's FLOPs per token over layers first..stop − 1 (and the parts beside the layers if
-        ``outside``): the fixed part, and the attention products with the window, chunk and selection each
-        meets its keys under. A row over layers a..b holds b − a identical layers' FLOPs."""
-        def share(span, x):
-            if span is None:
-                return x if outside else 0
-            a, b = span
-            part = x * max(0, min(b, stop) - max(a, first))
-            return part // (b - a) if isinstance(part, int) and part % (b - a) == 0 else part / (b - a)
-
-        grows = [(share(r.layers, r.flops), r.window, r.chunk, r.select) for r in rows
-                 if r.role == "core" and r.grows]
-        fixed = sum(share(r.layers, r.flops) for r in rows if not (r.role == "core" and r.grows))
-        fixed += sum(share(span, a) for span, a, _ in own)
-        grows += [(share(span, f), w, None, "") for span, _, per_key in own for f, w in per_key]
-        return fixed, [c for c in grows if c[0]]
-
+    costs = decode_costs(spec, decode)
     rest, cores = costs(0, spec.n_layers, True)
 
-    def attention(first: int, last: int, cores=cores) -> int:  # decode positions first..last, against their keys
-        return sum(f * keys_met(first, last, w, ch, sel) for f, w, ch, sel in cores)
+    def attention(first: int, last: int, cores=cores) -> int:
+        return attended(cores, first, last)
 
     decode_first = rest + attention(prompt + 1, prompt + 1)  # the first generated token meets prompt + 1 keys
     decode_all = generate * rest + attention(prompt + 1, context)
@@ -451,6 +491,16 @@ def infer(spec: Model, *, prompt: int, generate: int, batch: int = 1, dtype: str
     per_copy = -(-batch // p.replicas)
     micro = min(p.pp, per_copy)
     mb = -(-per_copy // micro)
+    drafter = make_drafter(spec, fmt, efmt, draft_model, p.tp) if draft else None
+    draft_s = 0.0
+    if drafter:
+        # each drafted token: the drafter's step for the micro-batch, memory- or compute-bound, and its all-reduces
+        fixed, grows = decode_costs(drafter.spec, decode)(0, drafter.spec.n_layers, True)
+        flops = mb * (fixed + drafter.extra_flops + attended(grows, context, context)) / p.tp
+        nbytes = drafter.step_bytes(p, mb) + mb * drafter.kv_per_device(p.tp, context, kv_bits)
+        comm = sum(serving.collectives(drafter.spec, layer) for layer in drafter.spec.layers) * \
+            serving.allreduce_s(mb * drafter.spec.d_model * serving.ACTIVATION_BYTES, p.tp, link)
+        draft_s = draft * (max(nbytes / bandwidth, flops / (peak * 1e12) if peak else 0.0) + comm)
     stage_s, comm_s, bounds = [], 0.0, []
     for st in serving.stages(spec, w, p.pp):
         span = slice(st.first, st.stop)
@@ -461,7 +511,7 @@ def infer(spec: Model, *, prompt: int, generate: int, batch: int = 1, dtype: str
         memory_s = nbytes / bandwidth
         compute_s = mb * per_step * (fixed + attention(context, context, grows)) / p.tp / (peak * 1e12) if peak else 0.0
         comm = serving.stage_comm_s(spec, st, p, mb * per_step, link)
-        stage_s.append(max(memory_s, compute_s) + comm)
+        stage_s.append(max(memory_s, compute_s) + comm + (draft_s if st.last else 0.0))
         comm_s += comm
         bounds.append("memory-bound" if memory_s >= compute_s else "compute-bound")
     step_s = serving.pipeline_cycle(stage_s, micro)
@@ -483,6 +533,9 @@ def infer(spec: Model, *, prompt: int, generate: int, batch: int = 1, dtype: str
           if (p.tp > 1 or p.pp > 1) and link.gbs else []),
         *([Figure("tokens_per_step", "tokens per step (speculative)", yielded, "tokens",
                   "Leviathan et al. 2023, Eq. 1")] if draft else []),
+        *([Figure("draft_s", f"drafting {draft} token{'s' if draft > 1 else ''} a step", draft_s, "s",
+                  f"one step of the drafter a drafted token (Leviathan et al. 2023); drafted by {drafter.label}")]
+          if drafter else []),
         Figure("decode_tokens_per_s_per_sequence", "decode per sequence", yielded / step_s, "tokens/s"),
         Figure("roofline_decode_tokens_per_s", f"decode, all sequences ({bound})",
                batch * yielded / step_s, "tokens/s"),
@@ -570,21 +623,25 @@ def plan_inference(spec: Model, *, label: str, prompt: int, generate: int, batch
                    hw: Hardware | None, decode: str = "absorbed", experts_dtype: str | None = None, gpus: int = 1,
                    tp: int | None = None, ep: int = 1, reserve: float = 0.1, chunk: int = 2048,
                    accept: float | None = None, draft: int = 0, prefill_form: str = "expanded", pp: int = 1,
-                   link_gbs: float | None = None, link_latency_us: float | None = None) -> Figures:
+                   link_gbs: float | None = None, link_latency_us: float | None = None,
+                   draft_model: tuple[str, Model] | None = None) -> Figures:
     """``infer`` as one keyed result; on a device with a memory size, whether it fits as well."""
     from . import serving
     from .formats import named
 
     check_speculation(accept, draft)
+    if draft_model and not draft:
+        raise InputError(f"--draft-model {draft_model[0]} needs --draft, the tokens it drafts a step")
     placement = serving.place(spec, gpus, tp, ep, pp)
     link = device_link(hw, placement, link_gbs, link_latency_us)
     figures = infer(spec, prompt=prompt, generate=generate, batch=batch, dtype=dtype, kv_dtype=kv_dtype, hw=hw,
                     decode=decode, experts_dtype=experts_dtype, gpus=gpus, tp=tp, ep=ep, accept=accept, draft=draft,
-                    prefill_form=prefill_form, pp=pp, link=link, chunk=chunk)
+                    prefill_form=prefill_form, pp=pp, link=link, chunk=chunk, draft_model=draft_model)
     inputs = {"model": label, "prompt": prompt, "generate": generate, "batch": batch, "dtype": dtype,
               "experts_dtype": experts_dtype, "kv_dtype": kv_dtype, "hardware": hw.key if hw else None,
               "gpus": gpus, "tp": placement.tp, "pp": pp, "ep": ep, "reserve": reserve, "prefill_chunk": chunk,
-              "accept": accept, "draft": draft, "decode": decode, "prefill": prefill_form,
+              "accept": accept, "draft": draft, "draft_model": draft_model[0] if draft_model else None,
+              "decode": decode, "prefill": prefill_form,
               "link_gbs": link.gbs, "link_latency_us": link.latency_s * 1e6}
     fmt = named(dtype)
     efmt = named(experts_dtype, "--experts-dtype") if experts_dtype else None
@@ -600,12 +657,20 @@ def plan_inference(spec: Model, *, label: str, prompt: int, generate: int, batch
                 if prefill_form == "expanded" else "latent attention prefilled absorbed, each query against the "
                 "cached latent (--prefill expanded: as in training); ") + "a recurrent mixer's step "
              "(Mamba, Mamba-2, Gated DeltaNet) the same at any context"]
+    if draft:
+        drafter = make_drafter(spec, fmt, efmt, draft_model, placement.tp)
+        notes.append(f"speculative decoding: {draft} token{'s' if draft > 1 else ''} drafted a step, each accepted "
+                     f"at {accept:g}; " + (f"drafted by {drafter.label}, a step of it for each token, on the last "
+                     "stage's devices, its weights and KV cache held beside the model's" if drafter else
+                     "the drafts' cost is left out (prompt-lookup or n-gram drafting; --draft-model names a draft "
+                     "model)"))
     if hw is not None:
         notes.append(ROOFLINE_NOTE)
         notes.append(link_note(hw, placement, link, link_gbs))
         if hw.memory_bytes:
             result = fit_result(spec, hw, placement, fmt, efmt, context=prompt + generate, batch=batch,
-                                kv_dtype=kv_dtype, reserve=reserve, chunk=chunk)
+                                kv_dtype=kv_dtype, reserve=reserve, chunk=chunk,
+                                drafter=make_drafter(spec, fmt, efmt, draft_model, placement.tp) if draft else None)
             have = {f.id for f in figures}
             figures += [f for f in result[0] if f.id not in have]
             notes.insert(0, result[1])
@@ -674,7 +739,7 @@ def check_speculation(accept: float | None, draft: int) -> None:
 
 
 def fit_result(spec: Model, hw: Hardware, placement, fmt, efmt, *, context: int, batch: int, kv_dtype: str,
-               reserve: float, chunk: int) -> tuple[list[Figure], str, str]:
+               reserve: float, chunk: int, drafter=None) -> tuple[list[Figure], str, str]:
     """The fit at context × batch, and the largest context and batch that fit: figures, verdict, note."""
     from . import serving
     from .formats import weight_bytes as format_bytes
@@ -688,7 +753,7 @@ def fit_result(spec: Model, hw: Hardware, placement, fmt, efmt, *, context: int,
 
     def at(c: int, b: int):
         return serving.fit(spec, w, placement, context=c, batch=b, kv_bits=kv_bits, memory=hw.memory_bytes,
-                           reserve=reserve, chunk=chunk)
+                           reserve=reserve, chunk=chunk, drafter=drafter)
 
     f = at(context, batch)
     max_context = serving.largest(lambda c: at(c, batch).free >= 0, spec.context_length)

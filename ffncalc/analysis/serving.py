@@ -138,10 +138,12 @@ class Fit:
     reserve: int
     memory: int
     stage: Stage | None = None  # the most loaded pipeline stage, when there are several
+    draft: int = 0  # the drafter's weights and KV cache, on the last stage
 
     @property
     def need(self) -> int:
-        return self.weights_per_device + self.kv_per_device + self.state_per_device + self.workspace + self.reserve
+        return (self.weights_per_device + self.kv_per_device + self.state_per_device + self.workspace + self.reserve
+                + self.draft)
 
     @property
     def free(self) -> int:
@@ -158,7 +160,7 @@ def weights_on_device(w: WeightBytes, p: Placement) -> int:
 
 
 def fit(spec: Model, w: WeightBytes, p: Placement, *, context: int, batch: int, kv_bits: int, memory: int,
-        reserve: float, chunk: int) -> Fit:
+        reserve: float, chunk: int, drafter: Drafter | None = None) -> Fit:
     """Memory per device at context × batch on the most loaded pipeline stage (the only one without pp)."""
     per_device_batch = -(-batch // p.replicas)
     fits = []
@@ -169,8 +171,38 @@ def fit(spec: Model, w: WeightBytes, p: Placement, *, context: int, batch: int, 
                         per_device_batch * state_per_device(spec, kv_bits, p.tp, span),
                         workspace(spec, min(chunk, context * per_device_batch), per_device_batch, p.tp, span,
                                   logits=st.last),
-                        int(memory * reserve), memory, st if p.pp > 1 else None))
+                        int(memory * reserve), memory, st if p.pp > 1 else None,
+                        drafter.bytes_per_device(p, context, per_device_batch, kv_bits) if drafter and st.last else 0))
     return max(fits, key=lambda f: f.need)
+
+
+@dataclass(frozen=True)
+class Drafter:
+    """What drafts the tokens a speculative step verifies, run once a drafted token on the last stage's
+    devices, split over tp like the model. Either the model's own multi-token prediction modules (DeepSeek-V3
+    §2.2: a layer like the model's last, the 2d → d projection eh_proj and three norms; the embedding and the
+    head shared with the model, as vLLM shares them), one module a drafted token; or a draft model of its own,
+    in the model's weight format."""
+
+    label: str
+    spec: Model  # the layers one draft step runs, with the embedding and head it reads
+    weights: WeightBytes  # of ``spec``, in the deployed format
+    held: int  # bytes it adds to the last stage, whole (before tp)
+    extra: int = 0  # bytes a draft step reads beside ``spec``'s (MTP: eh_proj and its norms)
+    extra_flops: int = 0  # FLOPs per drafted token beside ``spec``'s (MTP: eh_proj)
+    caches: int = 1  # KV caches kept, each of ``spec``'s layers (MTP: one per module)
+
+    def kv_per_device(self, tp: int, context: int, kv_bits: int) -> int:
+        return self.caches * kv_per_device(self.spec, context, kv_bits, tp)
+
+    def bytes_per_device(self, p: Placement, context: int, batch: int, kv_bits: int) -> int:
+        return -(-self.held // p.tp) + batch * self.kv_per_device(p.tp, context, kv_bits)
+
+    def step_bytes(self, p: Placement, tokens: int) -> float:
+        """Bytes one device reads drafting a token for ``tokens`` sequences (ep as the model's)."""
+        return decode_weight_bytes(self.spec, self.weights, p, tokens) + self.extra / p.tp
+
+
 
 
 def largest(fits, hi: int) -> int:
@@ -283,6 +315,7 @@ def fit_figures(f: Fit, p: Placement, hw_key: str) -> list[Figure]:
         *([Figure("state_bytes_per_device", "recurrent state per device", f.state_per_device, "bytes")]
           if f.state_per_device else []),
         Figure("workspace_bytes_per_device", "activation workspace", f.workspace, "bytes"),
+        *([Figure("draft_bytes_per_device", "drafter's weights and KV cache", f.draft, "bytes")] if f.draft else []),
         Figure("reserve_bytes", "reserve", f.reserve, "bytes"),
         Figure("need_bytes_per_device", "needed per device", f.need, "bytes"),
         Figure("device_memory_bytes", f"{hw_key} memory", f.memory, "bytes"),

@@ -544,6 +544,9 @@ def infer(
                                                 "(default: NCCL's model for the device's link)."),
     draft: int = opt(0, "--draft", min=0, max=1024, help="Speculative decoding / MTP: tokens drafted per step."),
     accept: Optional[float] = opt(None, "--accept", min=0, max=1, help="Acceptance rate of a drafted token."),
+    draft_model: Optional[str] = opt(None, "--draft-model",
+                                     help="The draft model (a preset, spec file or config.json; default: the "
+                                          "model's MTP modules)."),
     decode: str = opt("absorbed", "--decode",
                    choices=DecodeForm,
                    help="Latent attention decoded absorbed (as serving engines run it) or expanded."),
@@ -560,7 +563,8 @@ def infer(
         spec, label=label, prompt=prompt, generate=generate, batch=batch, dtype=dtype, kv_dtype=kv_dtype,
         hw=hardware.by_key(hardware_key, hardware_file) if hardware_key else None, decode=decode,
         experts_dtype=experts_dtype, gpus=gpus, tp=tp, ep=ep, reserve=reserve, chunk=chunk, accept=accept, draft=draft,
-        prefill_form=prefill, pp=pp, link_gbs=link_gbs, link_latency_us=link_latency_us)
+        prefill_form=prefill, pp=pp, link_gbs=link_gbs, link_latency_us=link_latency_us,
+        draft_model=presets.load(draft_model) if draft_model else None)
     _show_figures(output, result)
 
 
