@@ -343,7 +343,7 @@ def test_fit_json_keys_are_stable(cli):
     assert list(data["figures"]) == [
         "weight_bytes", "bits_per_weight", "weight_bytes_per_device", "kv_bytes_per_device",
         "workspace_bytes_per_device", "reserve_bytes", "need_bytes_per_device", "device_memory_bytes",
-        "free_bytes_per_device", "max_context", "max_batch", "roofline_prefill_s", "decode_step_s",
+        "free_bytes_per_device", "max_context", "max_batch", "min_gpus", "roofline_prefill_s", "decode_step_s",
         "decode_tokens_per_s_per_sequence", "roofline_decode_tokens_per_s", "ttft_s"]
     for key in ("weight_bytes", "kv_bytes_per_device", "free_bytes_per_device", "max_context", "max_batch"):
         assert type(data["figures"][key]["value"]) is int
@@ -497,3 +497,35 @@ def test_deepseek_v3_drafts_with_its_mtp_module():
                                     dtype="bf16", kv_dtype="bf16", hw=hardware.by_key("b200"), draft=2,
                                     accept=0.5).figures)
     assert "draft_s" not in g and "draft_bytes_per_device" not in g
+
+
+def test_fewest_devices_for_llama3_70b():
+    """At 8,192 tokens × batch 1, bf16: one 80 GB H100 is short (above), two at tp 2 fit: two is the fewest, and
+    the verdict names the layout."""
+    result = planning.plan_fit(spec("llama3-70b"), label="llama3-70b", context=8192, batch=1, dtype="bf16",
+                               kv_dtype="bf16", hw=hardware.by_key("h100-sxm"))
+    f = {x.id: x for x in result.figures}
+    assert f["min_gpus"].value == 2 and f["min_gpus"].source == "tp 2 × pp 1"
+    assert result.notes[0].endswith("one copy fits on 2 (--gpus 2 --tp 2)")
+
+
+def test_training_suggests_the_least_parallel_layout_that_fits():
+    """Llama 3 70B, 64 H100s, 8K sequences, selective recompute, ZeRO 0 asked: data parallelism alone is
+    short; the note's layout fits, and no layout with fewer model-parallel devices (tp × pp) fits at ZeRO 0–2."""
+    s = spec("llama3-70b")
+    h100 = hardware.by_key("h100-sxm")
+    kw = dict(label="llama3-70b", tokens="15T", seq_len=8192, convention="6n", recompute="selective", hw=h100,
+              tflops=None, mfu=0.4, gpus=64, dtype=None, tokens_per_s=None, budget=None, micro_batch=1,
+              optimizer="adam", dp=None, ep=1, global_batch=512)
+    result = planning.plan_training(s, tp=1, pp=1, zero=0, **kw)
+    assert result.notes[0].startswith("does NOT fit")
+    import re
+    tp, pp, zero = map(int, re.search(r"fits as --tp (\d+) --pp (\d+) \(dp \d+\) --zero (\d+)", result.notes[1]).groups())
+    again = planning.plan_training(s, tp=tp, pp=pp, zero=zero, **kw)
+    assert ids(again.figures)["free_bytes_per_device"] >= 0
+    for t in (1, 2, 4, 8):
+        for p in (1, 2, 4, 8):
+            if t * p < tp * pp:
+                for z in range(3):
+                    f = ids(planning.plan_training(s, tp=t, pp=p, zero=z, **kw).figures)
+                    assert f["free_bytes_per_device"] < 0, (t, p, z)

@@ -613,10 +613,50 @@ def plan_training(spec: Model, *, label: str, tokens: str | int, seq_len: int | 
                      + (f"{free / 2**30:,.1f} GiB left over" if free >= 0 else f"short by {-free / 2**30:,.1f} GiB")
                      + f" per device, after a {reserve:.0%} allowance for the CUDA context, communication buffers "
                      "and fragmentation (a round allowance, not a measurement)")
+        if free < 0:
+            found = fitting_layout(spec, gpus=lay.gpus, seq=seq, micro_batch=micro_batch, recompute=recompute,
+                                   optimizer=optimizer, precision=precision, kernel=kernel, zero=zero, cp=lay.cp,
+                                   ep=lay.ep, hw=hw, reserve=reserve, mtp=mtp, global_batch=global_batch)
+            notes.insert(1, f"on {lay.gpus:,} devices it fits as --tp {found[0].tp} --pp {found[0].pp} (dp "
+                         f"{found[0].dp}) --zero {found[1]}, the least model parallelism that fits (tp within a "
+                         f"node of {NODE})" if found else
+                         f"no layout of {lay.gpus:,} devices fits (tp up to {NODE}, within a node; any pp; ZeRO "
+                         f"{zero} to 3) at micro-batch {micro_batch} with recompute {recompute}: more devices, full "
+                         "recompute or a shorter sequence per device (--cp) would")
     if spec.mtp_layers:
         notes.append(f"multi-token prediction modules ({spec.mtp_layers}): FLOPs "
                      + ("counted, as a run that trains them executes" if mtp else "left out (--no-mtp)"))
     return Figures(f"training {label} on {n_tokens:,} tokens", inputs, figures, notes)
+
+
+NODE = 8  # devices one tensor-parallel group spans at most: a node of 8 (HGX, DGX, MI300X platforms) on its links
+
+
+def fitting_layout(spec: Model, *, gpus: int, seq: int, micro_batch: int, recompute: str, optimizer: str,
+                   precision: str, kernel: str, zero: int, cp: int, ep: int, hw: Hardware, reserve: float,
+                   mtp: bool, global_batch: int | None):
+    """The layout of ``gpus`` devices that fits with the least model parallelism, as (Layout, ZeRO stage): tp × pp
+    ascending (tp up to a node, the larger tp first: it splits activations as well as weights), each with the
+    given ZeRO stage or a higher one up to 2, which move no more bytes than data parallelism does; ZeRO 3's
+    1.5 times that only after every layout (Rajbhandari et al. 2020 §7); None when none fits."""
+    from . import parallel
+
+    shapes = sorted((tp * pp, -tp, tp, pp) for tp in (1, 2, 4, 8) for pp in range(1, spec.n_layers + 1)
+                    if gpus % (tp * pp * cp) == 0)
+    candidates = [(z, tp, pp) for _, _, tp, pp in shapes for z in range(zero, 3)]
+    candidates += [(3, tp, pp) for _, _, tp, pp in shapes]
+    for z, tp, pp in candidates:
+        try:
+            lay = parallel.resolve(spec, gpus=gpus, dp=None, tp=tp, pp=pp, cp=cp, ep=ep, seq_len=seq)
+            m = bubble_fraction(pp, global_batch, micro_batch, lay.dp)[1]
+        except InputError:
+            continue
+        memory = train_memory(spec, seq_len=seq, micro_batch=micro_batch, recompute=recompute, optimizer=optimizer,
+                              dp=lay.dp, tp=tp, pp=pp, ep=ep, cp=cp, zero=z, precision=precision, kernel=kernel,
+                              micro_batches=m, hw=hw, reserve=reserve, mtp=mtp)
+        if next(f.value for f in memory if f.id == "free_bytes_per_device") >= 0:
+            return lay, z
+    return None
 
 
 def plan_inference(spec: Model, *, label: str, prompt: int, generate: int, batch: int, dtype: str, kv_dtype: str,
@@ -758,9 +798,15 @@ def fit_result(spec: Model, hw: Hardware, placement, fmt, efmt, *, context: int,
     f = at(context, batch)
     max_context = serving.largest(lambda c: at(c, batch).free >= 0, spec.context_length)
     max_batch = serving.largest(lambda b: at(context, b).free >= 0, serving.SEARCH_LIMIT)
+    least = serving.fewest(spec, w, context=context, batch=batch, kv_bits=kv_bits, memory=hw.memory_bytes,
+                           reserve=reserve, chunk=chunk, drafter=drafter)
     figures = serving.fit_figures(f, placement, hw.key) + [
         Figure("max_context", f"largest context at batch {batch}", max_context, "tokens"),
         Figure("max_batch", f"largest batch at {context:,} tokens", max_batch, "sequences"),
+        Figure("min_gpus", f"fewest {hw.key} for context × batch (0: none up to "
+               f"{serving.NODE * serving.MAX_STAGES})", least.gpus if least else 0, "devices",
+               f"tp {least.tp} × pp {least.pp}" if least else f"tp up to {serving.NODE} × pp up to "
+               f"{serving.MAX_STAGES}"),
     ]
     note = (("memory per device on the most loaded pipeline stage (layers as even as can be, the earlier "
              "stages one more; the embedding on the first, the head on the last): " if placement.pp > 1 else
@@ -771,7 +817,12 @@ def fit_result(spec: Model, hw: Hardware, placement, fmt, efmt, *, context: int,
             f"tokens) + a {reserve:.0%} reserve (vLLM's default gpu_memory_utilization 0.9 leaves a tenth); "
             f"largest context searched up to the model's {spec.context_length:,}, largest batch up to "
             f"{serving.SEARCH_LIMIT:,}, by bisection")
-    return figures, serving.verdict(f, placement, hw, context, batch), note
+    verdict = serving.verdict(f, placement, hw, context, batch)
+    if f.free < 0:
+        verdict += (f"; one copy fits on {least.gpus} (--gpus {least.gpus} --tp {least.tp}"
+                    + (f" --pp {least.pp}" if least.pp > 1 else "") + ")" if least else
+                    f"; no copy fits on up to {serving.NODE * serving.MAX_STAGES} of them")
+    return figures, verdict, note
 
 
 def plan_fit(spec: Model, *, label: str, context: int, batch: int, dtype: str, kv_dtype: str, hw: Hardware,

@@ -205,6 +205,26 @@ class Drafter:
 
 
 
+NODE = 8  # the most devices one tensor-parallel group spans: a node of 8 on its scale-up links
+MAX_STAGES = 64  # pipeline stages searched
+
+
+def fewest(spec: Model, w: WeightBytes, *, context: int, batch: int, kv_bits: int, memory: int, reserve: float,
+           chunk: int, drafter: Drafter | None = None) -> Placement | None:
+    """The fewest devices one copy of the model fits on at context × batch: tp × pp ascending, tp up to a node
+    (the larger tp first), then pipeline stages across nodes, up to 64; None when none fits."""
+    shapes = sorted((tp * pp, -tp, tp, pp) for tp in (1, 2, 4, NODE) for pp in range(1, min(spec.n_layers, MAX_STAGES) + 1))
+    for n, _, tp, pp in shapes:
+        try:
+            p = place(spec, n, tp, 1, pp)
+        except InputError:
+            continue
+        if fit(spec, w, p, context=context, batch=batch, kv_bits=kv_bits, memory=memory, reserve=reserve,
+               chunk=chunk, drafter=drafter).free >= 0:
+            return p
+    return None
+
+
 def largest(fits, hi: int) -> int:
     """The largest n in 0..hi with fits(n) (fits monotone: true up to some n, false after), by bisection."""
     if not fits(1):

@@ -290,9 +290,11 @@ def _fit_page(loaded) -> str:
              "context × batch, an activation workspace and a reserve), whether it fits and by how much, the "
              "largest context and the largest batch that fit (exact, by bisection), and the roofline prefill "
              "and decode rates, on `--gpus` devices in `--pp` pipeline stages of `--tp` (and `--ep` for the "
-             "experts), with the communication between them. `ffncalc infer` gives the same with the prompt and generation's FLOPs; "
+             "experts), with the communication between them; and the fewest devices one copy fits on (tp within a "
+             "node of 8, then pipeline stages). `ffncalc infer` gives the same with the prompt and generation's FLOPs; "
              "`ffncalc train` splits a training run over dp × tp × pp × cp devices (ep inside dp) and gives "
-             "each device's weights, gradients, optimizer states (ZeRO 0–3) and activations.\n\n",
+             "each device's weights, gradients, optimizer states (ZeRO 0–3) and activations; when they do not fit, "
+             "it names the layout of the same devices that does with the least model parallelism.\n\n",
              "Weight formats (`--dtype`, `--experts-dtype`), bits per weight from their block layouts:\n\n"]
     from ..analysis.formats import FORMATS
 
