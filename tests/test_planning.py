@@ -88,6 +88,12 @@ def test_korthikanti_activations_for_gpt3():
     assert planning.activation_bytes(gpt3, s, b, "selective", **eager) == layers * 34 * s * b * h
     assert planning.activation_bytes(gpt3, s, b, "full", **eager) == layers * 2 * s * b * h
     assert planning.activation_bytes(gpt3, s, b, "selective", tp=8, **eager) == layers * (34 * s * b * h // 8)
+    # tensor parallelism without sequence parallelism (their Eq. 2): s·b·h·(10 + 24/t + 5·a·s/(h·t))
+    no_sp = dict(eager, sequence_parallel=False)
+    assert planning.activation_bytes(gpt3, s, b, "none", tp=8, **no_sp) == layers * (
+        10 * s * b * h + (24 * s * b * h + 5 * a * s * s * b) // 8)
+    assert planning.activation_bytes(gpt3, s, b, "full", tp=8, **no_sp) == layers * 2 * s * b * h
+    assert planning.activation_bytes(gpt3, s, b, "full", tp=8, **eager) == layers * 2 * s * b * h // 8
     # A flash kernel keeps no scores, only an fp32 log-sum-exp per query and head (FlashAttention-2 §3.1.1)
     assert planning.activation_bytes(gpt3, s, b, "none") == layers * (34 * s * b * h + 4 * a * s * b)
     assert planning.activation_bytes(gpt3, s, b, "selective") == layers * (34 * s * b * h + 4 * a * s * b)

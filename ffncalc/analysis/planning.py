@@ -167,7 +167,7 @@ def train(spec: Model, *, tokens: int, seq_len: int | None = None, convention: s
 
 
 def activation_bytes(spec: Model, seq_len: int, batch: int, recompute: str, tp: int = 1,
-                     kernel: str = "flash") -> int:
+                     kernel: str = "flash", sequence_parallel: bool = True) -> int:
     """Activation memory of the whole stack in training, 16-bit, after Korthikanti et al. 2022 §4.1, summed
     over every layer.
 
@@ -176,12 +176,15 @@ def activation_bytes(spec: Model, seq_len: int, batch: int, recompute: str, tp: 
     MoE FFN), plus a 1-byte dropout mask of each sublayer's output, 2 bytes per norm input, and what the
     attention kernel keeps of the softmax: ``eager``, the 5 bytes per score that selective recomputation
     drops; ``flash`` (the default: every current training stack), no scores, only 4 bytes of log-sum-exp per
-    query and head. Sequence and tensor parallelism divide a layer's total by t; full recomputation keeps
-    only each layer's input (2·sbh).
+    query and head. Sequence and tensor parallelism divide a layer's total by t (their sbh·34/t); tensor
+    parallelism alone leaves whole on every device what sequence parallelism splits: each sublayer's input
+    (2 bytes of d a token: what its first matmul reads), its dropout mask and the norms' inputs (their
+    sbh·(10 + 24/t)). Full recomputation keeps only each layer's input (2·sbh, ÷ t with sequence parallelism).
     """
     sb, d = seq_len * batch, spec.d_model
+    split = tp if sequence_parallel else 1
     if recompute == "full":
-        return spec.n_layers * (2 * sb * d // tp)
+        return spec.n_layers * (2 * sb * d // split)
     total = 0
     for run in spec.runs():
         blocks = [block for _, block in run.layer.blocks()]
@@ -192,7 +195,11 @@ def activation_bytes(spec: Model, seq_len: int, batch: int, recompute: str, tp: 
         flash = kernel == "flash"
         dropped = recompute == "selective" and not flash  # selective recomputation of the eager scores
         scores = 0 if dropped else batch * sum(b.score_bytes(spec, seq_len, flash) for b in blocks)
-        total += run.n * ((sb * per_token + scores) // tp)
+        whole = 0
+        if not sequence_parallel and tp > 1:  # the sublayers' inputs, dropout masks and norm inputs, replicated
+            whole = sum(2 * d + DROPOUT_MASK_BYTES * d for b in blocks if b.kind != "none")
+            whole += 2 * sum(u != "none" for u in uses) * d + 2 * uses.count("gated") * (spec.norm.gate_rank + d)
+        total += run.n * (sb * whole + (sb * (per_token - whole) + scores) // tp)
     return total
 
 
@@ -235,7 +242,8 @@ def stage_params(spec: Model, pp: int, mtp: bool = False) -> list[tuple[int, int
 def train_memory(spec: Model, *, seq_len: int, micro_batch: int, recompute: str, optimizer: str = "adam",
                  dp: int = 1, tp: int = 1, pp: int = 1, ep: int = 1, cp: int = 1, zero: int = 0,
                  precision: str = "bf16", kernel: str = "flash", micro_batches: int | None = None,
-                 hw: Hardware | None = None, reserve: float = 0.1, mtp: bool = False) -> list[Figure]:
+                 hw: Hardware | None = None, reserve: float = 0.1, mtp: bool = False,
+                 sequence_parallel: bool = True) -> list[Figure]:
     """Per-device memory of a run split data / tensor / pipeline / context / expert parallel, on its most
     loaded device (the first pipeline stage, or whichever stage holds the most parameters).
 
@@ -265,7 +273,8 @@ def train_memory(spec: Model, *, seq_len: int, micro_batch: int, recompute: str,
     by_stage = [states(d, e) for d, e in stage_params(spec, pp, mtp)]
     # under 1F1B stage s holds pp − s micro-batches in flight (all of them when there are fewer)
     flights = [min(pp - s, micro_batches or pp) for s in range(pp)]
-    acts = [activation_bytes(spec.with_layers(spec.layers[a:b]), seq_len // cp, micro_batch, recompute, tp, kernel)
+    acts = [activation_bytes(spec.with_layers(spec.layers[a:b]), seq_len // cp, micro_batch, recompute, tp, kernel,
+                             sequence_parallel)
             * flights[s] for s, (a, b) in enumerate(spans)]
     totals = [sum(st[2:]) + a for st, a in zip(by_stage, acts)]
     worst = max(range(pp), key=lambda i: totals[i])
@@ -285,7 +294,8 @@ def train_memory(spec: Model, *, seq_len: int, micro_batch: int, recompute: str,
         Figure("in_flight_micro_batches", "micro-batches in flight (1F1B)", flight, "micro-batches",
                "Narayanan et al. 2021 §2.2.1"),
         Figure("activation_bytes_per_device", "activations", stage_acts, "bytes",
-               f"Korthikanti et al. 2022 §4.1; micro-batch {micro_batch}, recompute {recompute}, {kernel} attention"),
+               f"Korthikanti et al. 2022 §4.1; micro-batch {micro_batch}, recompute {recompute}, {kernel} attention"
+               + ("" if tp == 1 else ", sequence parallel" if sequence_parallel else ", no sequence parallelism")),
         Figure("bytes_per_device", "total per device (before allowance)", wb + gb + ob + stage_acts, "bytes"),
     ]
     if hw is not None and hw.memory_bytes:
@@ -562,7 +572,8 @@ def plan_training(spec: Model, *, label: str, tokens: str | int, seq_len: int | 
                   dtype: str | None, tokens_per_s: float | None, budget: str | None, micro_batch: int,
                   optimizer: str, dp: int | None, tp: int, pp: int, ep: int, kernel: str = "flash",
                   mtp: bool | None = None, cp: int = 1, zero: int = 0, precision: str = "bf16",
-                  global_batch: int | None = None, reserve: float = 0.1, goodput: float = 1.0) -> Figures:
+                  global_batch: int | None = None, reserve: float = 0.1, goodput: float = 1.0,
+                  sequence_parallel: bool = True) -> Figures:
     """``train`` and ``train_memory`` together, the arguments and the layout checked, as one keyed result."""
     from . import parallel
     from .conventions import CONVENTIONS
@@ -584,7 +595,8 @@ def plan_training(spec: Model, *, label: str, tokens: str | int, seq_len: int | 
                     goodput=goodput)
     memory = train_memory(spec, seq_len=seq, micro_batch=micro_batch, recompute=recompute, optimizer=optimizer,
                           dp=lay.dp, tp=lay.tp, pp=lay.pp, ep=lay.ep, cp=lay.cp, zero=zero, precision=precision,
-                          kernel=kernel, micro_batches=m, hw=hw, reserve=reserve, mtp=mtp)
+                          kernel=kernel, micro_batches=m, hw=hw, reserve=reserve, mtp=mtp,
+                          sequence_parallel=sequence_parallel)
     figures += memory
     conv = CONVENTIONS[convention]
     inputs = {"model": label, "tokens": n_tokens, "seq_len": seq, "convention": convention,
@@ -592,7 +604,7 @@ def plan_training(spec: Model, *, label: str, tokens: str | int, seq_len: int | 
               "gpus": lay.gpus, "dtype": dtype, "tokens_per_s": tokens_per_s, "micro_batch": micro_batch,
               "global_batch": global_batch, "optimizer": optimizer, "precision": precision, "zero": zero,
               "dp": lay.dp, "tp": lay.tp, "pp": lay.pp, "cp": lay.cp, "ep": lay.ep, "attention_kernel": kernel,
-              "reserve": reserve, "mtp": mtp, "goodput": goodput}
+              "reserve": reserve, "mtp": mtp, "goodput": goodput, "sequence_parallel": sequence_parallel}
     view = {"full": "executed dense (the full square)", "causal": "useful (causal, within windows and chunks)",
             "half": "half the square", "none": "not counted"}[conv.attention]
     notes = [f"layout: dp {lay.dp} × tp {lay.tp} × pp {lay.pp} × cp {lay.cp} = {lay.gpus} devices"
@@ -616,7 +628,8 @@ def plan_training(spec: Model, *, label: str, tokens: str | int, seq_len: int | 
         if free < 0:
             found = fitting_layout(spec, gpus=lay.gpus, seq=seq, micro_batch=micro_batch, recompute=recompute,
                                    optimizer=optimizer, precision=precision, kernel=kernel, zero=zero, cp=lay.cp,
-                                   ep=lay.ep, hw=hw, reserve=reserve, mtp=mtp, global_batch=global_batch)
+                                   ep=lay.ep, hw=hw, reserve=reserve, mtp=mtp, global_batch=global_batch,
+                                   sequence_parallel=sequence_parallel)
             notes.insert(1, f"on {lay.gpus:,} devices it fits as --tp {found[0].tp} --pp {found[0].pp} (dp "
                          f"{found[0].dp}) --zero {found[1]}, the least model parallelism that fits (tp within a "
                          f"node of {NODE})" if found else
@@ -634,7 +647,7 @@ NODE = 8  # devices one tensor-parallel group spans at most: a node of 8 (HGX, D
 
 def fitting_layout(spec: Model, *, gpus: int, seq: int, micro_batch: int, recompute: str, optimizer: str,
                    precision: str, kernel: str, zero: int, cp: int, ep: int, hw: Hardware, reserve: float,
-                   mtp: bool, global_batch: int | None):
+                   mtp: bool, global_batch: int | None, sequence_parallel: bool = True):
     """The layout of ``gpus`` devices that fits with the least model parallelism, as (Layout, ZeRO stage): tp × pp
     ascending (tp up to a node, the larger tp first: it splits activations as well as weights), each with the
     given ZeRO stage or a higher one up to 2, which move no more bytes than data parallelism does; ZeRO 3's
@@ -653,7 +666,7 @@ def fitting_layout(spec: Model, *, gpus: int, seq: int, micro_batch: int, recomp
             continue
         memory = train_memory(spec, seq_len=seq, micro_batch=micro_batch, recompute=recompute, optimizer=optimizer,
                               dp=lay.dp, tp=tp, pp=pp, ep=ep, cp=cp, zero=z, precision=precision, kernel=kernel,
-                              micro_batches=m, hw=hw, reserve=reserve, mtp=mtp)
+                              micro_batches=m, hw=hw, reserve=reserve, mtp=mtp, sequence_parallel=sequence_parallel)
         if next(f.value for f in memory if f.id == "free_bytes_per_device") >= 0:
             return lay, z
     return None

@@ -480,7 +480,10 @@ def train(
     precision: str = opt("bf16", "--precision", choices=PrecisionName, help="bf16 mixed precision, or fp8 training."),
     zero: int = opt(0, "--zero", min=0, max=3, help="ZeRO stage: 1 optimizer, 2 + gradients, 3 + weights (FSDP)."),
     dp: Optional[int] = opt(None, "--dp", min=1, max=LIMIT, help="Data-parallel degree (default: what the others leave)."),
-    tp: int = opt(1, "--tp", min=1, max=LIMIT, help="Tensor-parallel degree (with sequence parallelism)."),
+    tp: int = opt(1, "--tp", min=1, max=LIMIT, help="Tensor-parallel degree."),
+    sequence_parallel: bool = opt(True, "--sequence-parallel/--no-sequence-parallel",
+                                  help="Split the norms' and dropouts' activations over --tp too "
+                                       "(Korthikanti et al. 2022)."),
     pp: int = opt(1, "--pp", min=1, max=LIMIT, help="Pipeline-parallel degree."),
     cp: int = opt(1, "--cp", min=1, max=LIMIT, help="Context-parallel degree."),
     ep: int = opt(1, "--ep", min=1, max=LIMIT, help="Expert-parallel degree (inside dp)."),
@@ -504,6 +507,7 @@ def train(
         hw=hardware.by_key(hardware_key, hardware_file) if hardware_key else None, tflops=tflops, mfu=mfu, gpus=gpus,
         dtype=dtype, tokens_per_s=tokens_per_s, budget=budget, micro_batch=micro_batch,
         optimizer=optimizer, dp=dp, tp=tp, pp=pp, ep=ep, kernel=kernel, mtp=mtp, cp=cp, zero=zero,
+        sequence_parallel=sequence_parallel,
         precision=precision, global_batch=global_batch, reserve=reserve, goodput=goodput)
     _show_figures(output, result)
 
