@@ -321,7 +321,9 @@ def test_hardware_file(cli, tmp_path):
     bad = tmp_path / "bad.yaml"
     for text, message in [("- key: x\n  name: X\n  source: s\n  memory_gib: -1\n", "memory_gib must be a positive"),
                           ("- key: x\n  name: X\n  source: s\n  colour: red\n", "unknown field 'colour'"),
-                          ("key: x\n", "a YAML list of devices"), ("- [\n", "not YAML")]:
+                          ("key: x\n", "a YAML list of devices"), ("- [\n", "not YAML"),
+                          ("- key: x\n  name: X\n  source: s\n  link_latency_us: 5\n", "link_latency_us must be"),
+                          ("- key: x\n  name: X\n  source: s\n  link_peer_gbs: 0\n", "link_peer_gbs must be")]:
         bad.write_text(text)
         code, out, err = cli("fit", "llama3-8b", "--hardware", "x", "--hardware-file", str(bad))
         assert code == 2 and message in err and err.count("\n") == 1
@@ -529,3 +531,13 @@ def test_training_suggests_the_least_parallel_layout_that_fits():
                 for z in range(3):
                     f = ids(planning.plan_training(s, tp=t, pp=p, zero=z, **kw).figures)
                     assert f["free_bytes_per_device"] < 0, (t, p, z)
+
+
+def test_a_stated_peak_for_a_device_without_one():
+    """Apple states no TFLOP/s for the M4 Max: without --tflops there is no prefill time; with it, prefill is
+    the prompt's causal FLOPs over that rate on the one device."""
+    s, m4 = spec("qwen3-8b"), hardware.by_key("m4-max")
+    bare = ids(planning.infer(s, prompt=1000, generate=10, hw=m4))
+    assert "roofline_prefill_s" not in bare and bare["decode_step_s"] > 0
+    f = ids(planning.infer(s, prompt=1000, generate=10, hw=m4, tflops=17.0))
+    assert f["roofline_prefill_s"] == pytest.approx(f["prefill_flops"] / 17e12)

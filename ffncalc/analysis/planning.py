@@ -425,7 +425,8 @@ def infer(spec: Model, *, prompt: int, generate: int, batch: int = 1, dtype: str
           kv_dtype: str = "bf16", hw: Hardware | None = None, decode: str = "absorbed",
           experts_dtype: str | None = None, gpus: int = 1, tp: int | None = None, ep: int = 1,
           accept: float | None = None, draft: int = 0, prefill_form: str = "expanded", pp: int = 1,
-          link=None, chunk: int = 2048, draft_model: tuple[str, Model] | None = None) -> list[Figure]:
+          link=None, chunk: int = 2048, draft_model: tuple[str, Model] | None = None,
+          tflops: float | None = None) -> list[Figure]:
     """Prefill and decode FLOPs, KV-cache and weight bytes, arithmetic intensity and the roofline bound;
     ``decode`` and ``prefill_form``: latent attention absorbed (its decode_cost, every query against the
     latent) or expanded (its training terms).
@@ -493,6 +494,10 @@ def infer(spec: Model, *, prompt: int, generate: int, batch: int = 1, dtype: str
     if hw.bandwidth_gbs is None:
         raise InputError(f"--hardware {hw.key}: its datasheet gives no memory bandwidth")
     peak_dtype, peak = compute_peak(hw, fmt.name)
+    if tflops is not None:  # a measured or stated peak in place of the datasheet's (Apple states none)
+        if not tflops > 0:
+            raise InputError(f"--tflops {tflops}: a rate above 0")
+        peak_dtype, peak = "--tflops", tflops
     p, bandwidth = placement, hw.bandwidth_gbs * 1e9
     yielded = serving.tokens_per_step(accept or 0.0, draft) if draft else 1.0
     # Decode: a copy's sequences split into as many micro-batches as stages (fewer when there are fewer
@@ -535,7 +540,8 @@ def infer(spec: Model, *, prompt: int, generate: int, batch: int = 1, dtype: str
         comm = sum(serving.stage_comm_s(spec, st, p, per_copy * prompt, link, chunks)
                    for st in serving.stages(spec, w, p.pp))
         prefill_s = (compute + comm / p.pp) * (chunks + p.pp - 1) / chunks
-        out.append(Figure("roofline_prefill_s", f"prefill time at {peak_dtype} peak", prefill_s, "s"))
+        out.append(Figure("roofline_prefill_s", f"prefill time at {peak_dtype} peak", prefill_s, "s",
+                          f"{peak:g} TFLOP/s a device"))
     out += [
         Figure("decode_step_s", f"decode step ({bound})", step_s, "s"),
         *([Figure("decode_comm_s", "communication, one pass", comm_s, "s",
@@ -634,8 +640,8 @@ def plan_training(spec: Model, *, label: str, tokens: str | int, seq_len: int | 
                          f"{found[0].dp}) --zero {found[1]}, the least model parallelism that fits (tp within a "
                          f"node of {NODE})" if found else
                          f"no layout of {lay.gpus:,} devices fits (tp up to {NODE}, within a node; any pp; ZeRO "
-                         f"{zero} to 3) at micro-batch {micro_batch} with recompute {recompute}: more devices, full "
-                         "recompute or a shorter sequence per device (--cp) would")
+                         f"{zero} to 3) at micro-batch {micro_batch} with recompute {recompute}: try more devices, "
+                         "--recompute full or a shorter sequence per device (--cp)")
     if spec.mtp_layers:
         notes.append(f"multi-token prediction modules ({spec.mtp_layers}): FLOPs "
                      + ("counted, as a run that trains them executes" if mtp else "left out (--no-mtp)"))
@@ -677,7 +683,7 @@ def plan_inference(spec: Model, *, label: str, prompt: int, generate: int, batch
                    tp: int | None = None, ep: int = 1, reserve: float = 0.1, chunk: int = 2048,
                    accept: float | None = None, draft: int = 0, prefill_form: str = "expanded", pp: int = 1,
                    link_gbs: float | None = None, link_latency_us: float | None = None,
-                   draft_model: tuple[str, Model] | None = None) -> Figures:
+                   draft_model: tuple[str, Model] | None = None, tflops: float | None = None) -> Figures:
     """``infer`` as one keyed result; on a device with a memory size, whether it fits as well."""
     from . import serving
     from .formats import named
@@ -689,11 +695,13 @@ def plan_inference(spec: Model, *, label: str, prompt: int, generate: int, batch
     link = device_link(hw, placement, link_gbs, link_latency_us)
     figures = infer(spec, prompt=prompt, generate=generate, batch=batch, dtype=dtype, kv_dtype=kv_dtype, hw=hw,
                     decode=decode, experts_dtype=experts_dtype, gpus=gpus, tp=tp, ep=ep, accept=accept, draft=draft,
-                    prefill_form=prefill_form, pp=pp, link=link, chunk=chunk, draft_model=draft_model)
+                    prefill_form=prefill_form, pp=pp, link=link, chunk=chunk, draft_model=draft_model,
+                    tflops=tflops)
     inputs = {"model": label, "prompt": prompt, "generate": generate, "batch": batch, "dtype": dtype,
               "experts_dtype": experts_dtype, "kv_dtype": kv_dtype, "hardware": hw.key if hw else None,
               "gpus": gpus, "tp": placement.tp, "pp": pp, "ep": ep, "reserve": reserve, "prefill_chunk": chunk,
               "accept": accept, "draft": draft, "draft_model": draft_model[0] if draft_model else None,
+              "tflops": tflops,
               "decode": decode, "prefill": prefill_form,
               "link_gbs": link.gbs, "link_latency_us": link.latency_s * 1e6}
     fmt = named(dtype)
@@ -841,7 +849,7 @@ def fit_result(spec: Model, hw: Hardware, placement, fmt, efmt, *, context: int,
 def plan_fit(spec: Model, *, label: str, context: int, batch: int, dtype: str, kv_dtype: str, hw: Hardware,
              experts_dtype: str | None = None, gpus: int = 1, tp: int | None = None, ep: int = 1,
              reserve: float = 0.1, chunk: int = 2048, pp: int = 1, link_gbs: float | None = None,
-             link_latency_us: float | None = None) -> Figures:
+             link_latency_us: float | None = None, tflops: float | None = None) -> Figures:
     """``fit``: memory per device at context × batch, the largest context and batch, and the roofline decode
     rate at that context."""
     from . import serving
@@ -858,13 +866,15 @@ def plan_fit(spec: Model, *, label: str, context: int, batch: int, dtype: str, k
                                         kv_dtype=kv_dtype, reserve=reserve, chunk=chunk)
     if hw.bandwidth_gbs:
         rates = infer(spec, prompt=max(1, context - 1), generate=1, batch=batch, dtype=dtype, kv_dtype=kv_dtype,
-                      hw=hw, experts_dtype=experts_dtype, gpus=gpus, tp=tp, ep=ep, pp=pp, link=link, chunk=chunk)
+                      hw=hw, experts_dtype=experts_dtype, gpus=gpus, tp=tp, ep=ep, pp=pp, link=link, chunk=chunk,
+                      tflops=tflops)
         keep = ("roofline_prefill_s", "decode_step_s", "decode_comm_s", "decode_tokens_per_s_per_sequence",
                 "roofline_decode_tokens_per_s", "ttft_s")
         figures += [r for r in rates if r.id in keep]
     inputs = {"model": label, "context": context, "batch": batch, "dtype": dtype, "experts_dtype": experts_dtype,
               "kv_dtype": kv_dtype, "hardware": hw.key, "gpus": gpus, "tp": placement.tp, "pp": pp, "ep": ep,
-              "reserve": reserve, "prefill_chunk": chunk, "link_gbs": link.gbs, "link_latency_us": link.latency_s * 1e6}
+              "reserve": reserve, "prefill_chunk": chunk, "link_gbs": link.gbs, "link_latency_us": link.latency_s * 1e6,
+              "tflops": tflops}
     notes = [verdict, serving.formats_note(fmt, efmt), note, ROOFLINE_NOTE]
     if hw.bandwidth_gbs:
         notes.append(link_note(hw, placement, link, link_gbs))

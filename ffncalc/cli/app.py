@@ -546,6 +546,9 @@ def infer(
     link_latency_us: Optional[float] = opt(None, "--link-latency-us", min=0, max=1e6,
                                            help="Fixed time of one all-reduce or hand-off, in µs "
                                                 "(default: NCCL's model for the device's link)."),
+    tflops: Optional[float] = opt(None, "--tflops", check=finite(0, 1e7),
+                                  help="A device's peak TFLOP/s, in place of the datasheet's (for devices that "
+                                       "state none, or a measured rate)."),
     draft: int = opt(0, "--draft", min=0, max=1024, help="Speculative decoding / MTP: tokens drafted per step."),
     accept: Optional[float] = opt(None, "--accept", min=0, max=1, help="Acceptance rate of a drafted token."),
     draft_model: Optional[str] = opt(None, "--draft-model",
@@ -568,7 +571,7 @@ def infer(
         hw=hardware.by_key(hardware_key, hardware_file) if hardware_key else None, decode=decode,
         experts_dtype=experts_dtype, gpus=gpus, tp=tp, ep=ep, reserve=reserve, chunk=chunk, accept=accept, draft=draft,
         prefill_form=prefill, pp=pp, link_gbs=link_gbs, link_latency_us=link_latency_us,
-        draft_model=presets.load(draft_model) if draft_model else None)
+        draft_model=presets.load(draft_model) if draft_model else None, tflops=tflops)
     _show_figures(output, result)
 
 
@@ -596,6 +599,9 @@ def fit(
     link_latency_us: Optional[float] = opt(None, "--link-latency-us", min=0, max=1e6,
                                            help="Fixed time of one all-reduce or hand-off, in µs "
                                                 "(default: NCCL's model for the device's link)."),
+    tflops: Optional[float] = opt(None, "--tflops", check=finite(0, 1e7),
+                                  help="A device's peak TFLOP/s, in place of the datasheet's (for devices that "
+                                       "state none, or a measured rate)."),
     output: Output = None,
 ) -> None:
     """Will it fit: memory per device, the largest context and batch, and the decode rate there."""
@@ -606,7 +612,7 @@ def fit(
         spec, label=label, context=context or spec.context_length, batch=batch, dtype=dtype,
         kv_dtype=kv_dtype, hw=hardware.by_key(hardware_key, hardware_file), experts_dtype=experts_dtype,
         gpus=gpus, tp=tp, ep=ep, reserve=reserve, chunk=chunk, pp=pp, link_gbs=link_gbs,
-        link_latency_us=link_latency_us)
+        link_latency_us=link_latency_us, tflops=tflops)
     _show_figures(output, result)
 
 
