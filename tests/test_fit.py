@@ -357,6 +357,10 @@ def test_fit_json_keys_are_stable(cli):
     ["infer", "gpt-oss-20b", "--prompt", "1000", "--generate", "100", "--hardware", "h100-sxm", "--experts-dtype",
      "mxfp4", "--draft", "1", "--accept", "0.8"],
     ["fit", "qwen3-8b", "--hardware", "rtx4090", "--dtype", "q4_k_m"],
+    ["infer", "deepseek-v3", "--prompt", "4000", "--generate", "500", "--hardware", "h100-sxm", "--gpus", "16",
+     "--pp", "2", "--dtype", "fp8", "--batch", "32", "--draft", "1", "--accept", "0.8"],
+    ["infer", "llama3-70b", "--prompt", "1000", "--generate", "100", "--hardware", "l40s", "--gpus", "8", "--pp",
+     "2", "--draft", "3", "--accept", "0.7", "--draft-model", "llama3-8b"],
 ])
 def test_tables_fit_100_columns(cli, args):
     code, out, err = cli(*args)

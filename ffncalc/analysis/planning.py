@@ -824,9 +824,8 @@ def fit_result(spec: Model, hw: Hardware, placement, fmt, efmt, *, context: int,
     figures = serving.fit_figures(f, placement, hw.key) + [
         Figure("max_context", f"largest context at batch {batch}", max_context, "tokens"),
         Figure("max_batch", f"largest batch at {context:,} tokens", max_batch, "sequences"),
-        Figure("min_gpus", f"fewest {hw.key} for context × batch (0: none up to "
-               f"{serving.NODE * serving.MAX_STAGES})", least.gpus if least else 0, "devices",
-               f"tp {least.tp} × pp {least.pp}" if least else f"tp up to {serving.NODE} × pp up to "
+        Figure("min_gpus", f"fewest {hw.key} that fit", least.gpus if least else 0, "devices",
+               f"tp {least.tp} × pp {least.pp}" if least else f"0: none with tp up to {serving.NODE} × pp up to "
                f"{serving.MAX_STAGES}"),
     ]
     note = (("memory per device on the most loaded pipeline stage (layers as even as can be, the earlier "
