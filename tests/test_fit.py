@@ -454,11 +454,14 @@ def test_a_mesh_gives_a_small_group_its_peers_links():
     (["fit", "llama3-70b", "--hardware", "h100-sxm", "--gpus", "2", "--link-gbs", "0"], "--link-gbs 0"),
     (["infer", "llama3-70b", "--prompt", "10", "--generate", "1", "--hardware", "h100-sxm", "--gpus", "8",
       "--draft", "2", "--accept", "0.5", "--draft-model", "gpt2"],
-     "--draft-model gpt2: --tp 8 does not divide the 12 attention heads"),
+     "--draft-model gpt2: its vocabulary of 50,257 differs from the model's 128,256"),
+    (["infer", "llama3.1-405b", "--prompt", "10", "--generate", "1", "--hardware", "h100-sxm", "--gpus", "64",
+      "--draft", "2", "--accept", "0.5", "--draft-model", "llama3-8b"],
+     "--draft-model llama3-8b: --tp 64 does not divide the 32 attention heads"),
     (["infer", "llama3-70b", "--prompt", "10", "--generate", "1", "--draft-model", "llama3-8b"],
      "--draft-model llama3-8b needs --draft"),
     (["infer", "llama3-70b", "--prompt", "10", "--generate", "1", "--draft", "1", "--accept", "0.5",
-      "--draft-model", "nope"], "nope"),
+      "--draft-model", "nope"], "--draft-model nope: unknown preset"),
 ])
 def test_impossible_serving_layouts(cli, args, expected):
     code, out, err = cli(*args)
@@ -545,3 +548,59 @@ def test_a_stated_peak_for_a_device_without_one():
     assert "roofline_prefill_s" not in bare and bare["decode_step_s"] > 0
     f = ids(planning.infer(s, prompt=1000, generate=10, hw=m4, tflops=17.0))
     assert f["roofline_prefill_s"] == pytest.approx(f["prefill_flops"] / 17e12)
+
+
+def test_pipeline_stages_of_a_tied_model():
+    """GPT-3 175B (tied embeddings, learned positions), 96 layers of 12d² + 13d, d = 12,288, bf16, in two
+    stages: the first holds the token table (50,257 × d) and the position table (2,048 × d) and reads neither
+    (both looked up); the last holds its own copy of the token table as the head, reads it each step, and the
+    final LayerNorm (2d)."""
+    from ffncalc.analysis import serving
+    s, d = spec("gpt3"), 12_288
+    w = formats.weight_bytes(s, formats.named("bf16"))
+    layer, tok, pos = 12 * d * d + 13 * d, 50_257 * d, 2048 * d
+    assert w.tied == 2 * tok and w.embedding == 2 * (tok + pos)
+    first, last = serving.stages(s, w, 2)
+    assert (first.dense, first.read) == (2 * (48 * layer + tok + pos), 2 * 48 * layer)
+    assert (last.dense, last.read) == (2 * (48 * layer + 2 * d + tok), 2 * (48 * layer + 2 * d + tok))
+    one = serving.stages(s, w, 1)[0]
+    assert (one.dense, one.read) == (w.total, 2 * (96 * layer + 2 * d + tok))
+
+
+def test_several_pipelined_copies():
+    """Llama 3 8B on 8 devices as tp 2 × pp 2: two copies, each with 3 of the 6 sequences; a stage's device
+    keeps 16 layers × 4 of the 8 KV heads × 128 × K, V × 2 bytes a token of its copy's 3 sequences."""
+    f = ids(planning.plan_fit(spec("llama3-8b"), label="llama3-8b", context=4096, batch=6, dtype="bf16",
+                              kv_dtype="bf16", hw=hardware.by_key("h100-sxm"), gpus=8, tp=2, pp=2).figures)
+    assert f["kv_bytes_per_device"] == 3 * 4096 * 16 * 4 * 128 * 2 * 2
+
+
+def test_a_hand_off_between_nodes_crosses_the_network():
+    """Llama 3 70B on 16 H100s as tp 8 × pp 2: each stage is a node, so the one hand-off, one token's 16,384
+    bytes, goes at the network's 50 GB/s (a 400 Gb/s NIC a GPU) and NCCL's one-hop latency 6.6 + 0.6 µs; the
+    all-reduces stay on NVLink."""
+    s, h100 = spec("llama3-70b"), hardware.by_key("h100-sxm")
+
+    def comm(**kw):
+        return ids(planning.plan_inference(s, label="x", prompt=100, generate=10, batch=1, dtype="bf16",
+                                           kv_dtype="bf16", hw=h100, gpus=16, pp=2, **kw).figures)["decode_comm_s"]
+
+    ring = 160 * (2 * 7 / 8 * 16_384 / 450e9 + 15e-6)
+    assert comm() == pytest.approx(ring + 16_384 / 50e9 + 7.2e-6, rel=1e-12)
+    assert comm(network_gbs=25) == pytest.approx(ring + 16_384 / 25e9 + 7.2e-6, rel=1e-12)
+
+
+def test_no_copy_fits_and_the_note_on_a_pipeline_alone():
+    """A device of 256 MiB holds less than Llama 3 70B's 141 GB over 512 devices (275 MB each) after its
+    reserve: no layout fits, and no fewest-devices figure is given. With tp 1 and four stages the note speaks of
+    hand-offs only."""
+    from dataclasses import replace
+    tiny = replace(hardware.by_key("h100-sxm"), key="tiny", memory_bytes=2**28)
+    result = planning.plan_fit(spec("llama3-70b"), label="x", context=1024, batch=1, dtype="bf16", kv_dtype="bf16",
+                               hw=tiny)
+    assert "min_gpus" not in ids(result.figures)
+    assert result.notes[0].endswith("no copy fits on up to 512 of them")
+    notes = planning.plan_inference(spec("llama3-70b"), label="x", prompt=100, generate=10, batch=1, dtype="bf16",
+                                    kv_dtype="bf16", hw=hardware.by_key("h100-sxm"), gpus=4, tp=1, pp=4).notes
+    link = next(n for n in notes if n.startswith("communication"))
+    assert "hand-off" in link and "all-reduce" not in link and "7.2 µs each" in link

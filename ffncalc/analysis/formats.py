@@ -114,6 +114,7 @@ class WeightBytes:
     # (dense, routed-expert) bytes of each layer, in order; the rest of ``total`` is outside the layers (the
     # embedding, the final norm, the head, model-level parts), which pipeline stages place
     layers: tuple[tuple[int, int], ...] = ()
+    tied: int = 0  # the token table that is also the head (tied embeddings), within ``embedding``
 
     @property
     def bits(self) -> float:
@@ -167,7 +168,7 @@ def weight_bytes(spec: Model, fmt: Format, experts: Format | None = None) -> Wei
     t = tally(spec)
     if fmt.gguf in ("Q4_K_M", "Q5_K_M") or experts.gguf in ("Q4_K_M", "Q5_K_M"):
         return _gguf_mix(spec, t, fmt, experts)
-    total = exp = emb = 0
+    total = exp = emb = tied = 0
     per_layer = _PerLayer(spec.n_layers)
     for r in t.rows:
         if not r.params:
@@ -183,8 +184,9 @@ def weight_bytes(spec: Model, fmt: Format, experts: Format | None = None) -> Wei
         total += n
         exp += n if r.expert else 0
         emb += n if kind == "embedding" else 0
+        tied += n if r.role == "tied" else 0
         per_layer.add(r, n)
-    return WeightBytes(total, exp, emb, t.params, {}, per_layer.done())
+    return WeightBytes(total, exp, emb, t.params, {}, per_layer.done(), tied)
 
 
 def _gguf_mix(spec: Model, t, fmt: Format, experts: Format) -> WeightBytes:
@@ -206,12 +208,12 @@ def _gguf_mix(spec: Model, t, fmt: Format, experts: Format) -> WeightBytes:
                    and r.layers for i in range(*r.layers))
     n_down = len(downs)
     down_index = {key: (key[0] if n_expert > 1 else pos) for pos, key in enumerate(downs)}
-    total = exp = emb = 0
+    total = exp = emb = tied = 0
     by_type: dict[str, int] = {}
     per_layer = _PerLayer(n_layers)
 
     def add(kind: str, rows: int, cols: int, count: int, r, embedding: bool = False, layer: int | None = None) -> int:
-        nonlocal total, exp, emb
+        nonlocal total, exp, emb, tied
         if kind in ("F16", "F32", "BF16"):
             n, used = rows * cols * (4 if kind == "F32" else 2) * count, kind
         else:
@@ -221,6 +223,7 @@ def _gguf_mix(spec: Model, t, fmt: Format, experts: Format) -> WeightBytes:
         total += n
         exp += n if r.expert else 0
         emb += n if embedding else 0
+        tied += n if r.role == "tied" else 0
         per_layer.add(r, n, layer)
         return n
 
@@ -270,4 +273,4 @@ def _gguf_mix(spec: Model, t, fmt: Format, experts: Format) -> WeightBytes:
             elif (i, r.name) in down_index and use_more_bits(down_index[(i, r.name)], n_down):
                 kind_i = "Q6_K"
             add(kind_i, rows, cols, per_layer_count, r, layer=i)
-    return WeightBytes(total, exp, emb, t.params, by_type, per_layer.done())
+    return WeightBytes(total, exp, emb, t.params, by_type, per_layer.done(), tied)

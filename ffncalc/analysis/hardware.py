@@ -14,7 +14,8 @@ from ..errors import InputError
 
 GIB = 2**30
 FIELDS = {"key", "name", "match", "tflops", "source", "memory_gib", "bandwidth_gbs", "link_gbs", "link_peer_gbs",
-          "link_latency_us"}
+          "link_latency_us", "node"}
+NODE = 8  # devices a scale-up link joins where a table entry does not say (an HGX or DGX board of 8)
 
 
 @dataclass(frozen=True)
@@ -29,11 +30,12 @@ class Hardware:
     link_gbs: float | None = None  # scale-up interconnect (NVLink, Infinity Fabric, ICI, PCIe) per direction, 10^9 B/s
     link_peer_gbs: float | None = None  # to any one peer, in a point-to-point mesh
     link_latency_us: tuple[float, float] | None = None  # a small ring all-reduce: base + per hop, 2(n − 1) hops
+    node: int = NODE  # devices the scale-up link joins (NVL72: 72; a TPU pod's ICI)
 
     def allreduce_gbs(self, n: int) -> float | None:
         """What a ring over n devices gets per direction: the whole link behind a switch; in a mesh, at most
         the n − 1 peers' links."""
-        if self.link_gbs is None or self.link_peer_gbs is None:
+        if self.link_gbs is None or self.link_peer_gbs is None or n == 1:
             return self.link_gbs
         return min(self.link_gbs, (n - 1) * self.link_peer_gbs)
 
@@ -77,10 +79,14 @@ def _entry(entry: object, where: str) -> Hardware:
     if latency is not None and (not isinstance(latency, list) or len(latency) != 2 or not all(
             isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v <= 10**6 for v in latency)):
         raise InputError(f"{name}: link_latency_us must be [base, per hop], two times in µs")
+    node = entry.get("node", NODE)
+    if isinstance(node, bool) or not isinstance(node, int) or not 1 <= node <= 10**6:
+        raise InputError(f"{name}: node must be a whole number of devices, at least 1")
     memory = numbers["memory_gib"]
     return Hardware(entry["key"].lower(), entry["name"], tuple(match), dict(tflops), entry["source"],
                     None if memory is None else round(memory * GIB), numbers["bandwidth_gbs"], numbers["link_gbs"],
-                    numbers["link_peer_gbs"], None if latency is None else (float(latency[0]), float(latency[1])))
+                    numbers["link_peer_gbs"], None if latency is None else (float(latency[0]), float(latency[1])),
+                    node)
 
 
 def parse(text: str, where: str) -> tuple[Hardware, ...]:

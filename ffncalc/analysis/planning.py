@@ -15,7 +15,7 @@ from ..model.stack import Model
 from ..model.terms import attended_pairs
 from .count import tally
 from .figures import Figure, Figures
-from .hardware import Hardware
+from .hardware import NODE, Hardware
 
 SECONDS_PER_DAY = 86_400
 PF_DAY = 10**15 * SECONDS_PER_DAY  # one petaFLOP/s sustained for a day (Brown et al. 2020, Table D.1)
@@ -396,16 +396,23 @@ def attended(cores, first: int, last: int) -> int:
     return sum(f * keys_met(first, last, w, ch, sel) for f, w, ch, sel in cores)
 
 
-def make_drafter(spec: Model, fmt, efmt, draft_model: tuple[str, Model] | None, tp: int):
+def make_drafter(spec: Model, fmt, efmt, draft_model: tuple[str, Model] | None, p, context: int):
     """The drafter of ``--draft``: ``--draft-model`` if given, else the model's multi-token prediction modules,
-    else none (prompt-lookup or n-gram drafting, whose cost is left out)."""
+    else none (prompt-lookup or n-gram drafting, whose cost is left out). A draft model shares the model's
+    tokenizer, so its vocabulary; it runs at the model's tp on the last stage. The MTP modules share the
+    embedding and head, except that with more than one stage an untied model's embedding is only on the first,
+    so the last holds a copy (as vLLM loads one)."""
     from . import serving
     from .formats import weight_bytes as format_bytes
 
     if draft_model is not None:
         label, d = draft_model
+        if d.vocab_size != spec.vocab_size:
+            raise InputError(f"--draft-model {label}: its vocabulary of {d.vocab_size:,} differs from the model's "
+                             f"{spec.vocab_size:,}; a draft model shares the model's tokenizer")
         try:
-            serving.place(d, tp, tp, 1)
+            d.check_seq_len(context, label)
+            serving.place(d, p.tp, p.tp, 1)
         except InputError as exc:
             raise InputError(f"--draft-model {label}: {exc}") from None
         w = format_bytes(d, fmt, efmt)
@@ -417,6 +424,8 @@ def make_drafter(spec: Model, fmt, efmt, draft_model: tuple[str, Model] | None, 
     w = format_bytes(module, fmt, efmt)
     eh_proj = fmt.matrix_bytes(dm, 2 * dm) + 3 * dm * 2  # 2d -> d, and enorm, hnorm, shared_head.norm in 16 bits
     held = n * (sum(a + b for a, b in w.layers) + eh_proj)
+    if p.pp > 1 and not spec.tie_embeddings:
+        held += w.embedding
     return serving.Drafter(f"its {n} multi-token prediction module" + ("s" if n > 1 else ""), module, w, held,
                            extra=eh_proj, extra_flops=2 * 2 * dm * dm, caches=n)
 
@@ -465,6 +474,7 @@ def infer(spec: Model, *, prompt: int, generate: int, batch: int = 1, dtype: str
     decode_first = rest + attention(prompt + 1, prompt + 1)  # the first generated token meets prompt + 1 keys
     decode_all = generate * rest + attention(prompt + 1, context)
     w = format_bytes(spec, fmt, efmt)
+    drafter = make_drafter(spec, fmt, efmt, draft_model, placement, context) if draft else None
     kv_bits = WEIGHT_BITS[kv_dtype]
     kv_token = kv_bytes_per_token(spec, kv_bits)
     state = state_bytes_per_sequence(spec, kv_bits)
@@ -506,13 +516,13 @@ def infer(spec: Model, *, prompt: int, generate: int, batch: int = 1, dtype: str
     per_copy = -(-batch // p.replicas)
     micro = min(p.pp, per_copy)
     mb = -(-per_copy // micro)
-    drafter = make_drafter(spec, fmt, efmt, draft_model, p.tp) if draft else None
     draft_s = 0.0
     if drafter:
-        # each drafted token: the drafter's step for the micro-batch, memory- or compute-bound, and its all-reduces
+        # each drafted token: the drafter's step for the micro-batch (one module of several MTP modules, its own
+        # cache), memory- or compute-bound, and its all-reduces
         fixed, grows = decode_costs(drafter.spec, decode)(0, drafter.spec.n_layers, True)
         flops = mb * (fixed + drafter.extra_flops + attended(grows, context, context)) / p.tp
-        nbytes = drafter.step_bytes(p, mb) + mb * drafter.kv_per_device(p.tp, context, kv_bits)
+        nbytes = drafter.step_bytes(p, mb) + mb * drafter.kv_per_device(p.tp, context, kv_bits) // drafter.caches
         comm = sum(serving.collectives(drafter.spec, layer) for layer in drafter.spec.layers) * \
             serving.allreduce_s(mb * drafter.spec.d_model * serving.ACTIVATION_BYTES, p.tp, link)
         draft_s = draft * (max(nbytes / bandwidth, flops / (peak * 1e12) if peak else 0.0) + comm)
@@ -532,7 +542,8 @@ def infer(spec: Model, *, prompt: int, generate: int, batch: int = 1, dtype: str
     step_s = serving.pipeline_cycle(stage_s, micro)
     bound = bounds[max(range(p.pp), key=lambda i: stage_s[i])]
     if peak:
-        out.append(Figure("machine_balance", "machine balance", peak * 1e12 / bandwidth, "FLOP/byte", hw.source))
+        out.append(Figure("machine_balance", "machine balance", peak * 1e12 / bandwidth, "FLOP/byte",
+                          f"--tflops {tflops:g} over {hw.key}'s bandwidth" if tflops is not None else hw.source))
         # Prefill: every device busy on its share, the pipeline filling over the copy's prompt chunks, with
         # the all-reduces and hand-offs of the copy's prompt tokens.
         chunks = -(-per_copy * prompt // chunk)
@@ -540,12 +551,17 @@ def infer(spec: Model, *, prompt: int, generate: int, batch: int = 1, dtype: str
         comm = sum(serving.stage_comm_s(spec, st, p, per_copy * prompt, link, chunks)
                    for st in serving.stages(spec, w, p.pp))
         prefill_s = (compute + comm / p.pp) * (chunks + p.pp - 1) / chunks
+        if drafter:  # the drafter prefills the prompt too, each MTP module over it, on the last stage
+            d = tally(drafter.spec, convention="causal", seq_len=prompt, batch=per_copy)
+            prefill_s += drafter.caches * (d.forward_flops + per_copy * prompt * drafter.extra_flops) / (
+                p.tp * peak * 1e12)
         out.append(Figure("roofline_prefill_s", f"prefill time at {peak_dtype} peak", prefill_s, "s",
                           f"{peak:g} TFLOP/s a device"))
     out += [
-        Figure("decode_step_s", f"decode step ({bound})", step_s, "s"),
+        Figure("decode_step_s", f"decode step ({bound})" if p.pp == 1 else f"between a sequence's steps ({bound})",
+               step_s, "s"),
         *([Figure("decode_comm_s", "communication, one pass", comm_s, "s",
-                  "all-reduces over tp and pipeline hand-offs, per token of a sequence")]
+                  "all-reduces over tp and pipeline hand-offs in one pass of a step through the stages")]
           if (p.tp > 1 or p.pp > 1) and link.gbs else []),
         *([Figure("tokens_per_step", "tokens per step (speculative)", yielded, "tokens",
                   "Leviathan et al. 2023, Eq. 1")] if draft else []),
@@ -648,9 +664,6 @@ def plan_training(spec: Model, *, label: str, tokens: str | int, seq_len: int | 
     return Figures(f"training {label} on {n_tokens:,} tokens", inputs, figures, notes)
 
 
-NODE = 8  # devices one tensor-parallel group spans at most: a node of 8 (HGX, DGX, MI300X platforms) on its links
-
-
 def fitting_layout(spec: Model, *, gpus: int, seq: int, micro_batch: int, recompute: str, optimizer: str,
                    precision: str, kernel: str, zero: int, cp: int, ep: int, hw: Hardware, reserve: float,
                    mtp: bool, global_batch: int | None, sequence_parallel: bool = True):
@@ -683,7 +696,8 @@ def plan_inference(spec: Model, *, label: str, prompt: int, generate: int, batch
                    tp: int | None = None, ep: int = 1, reserve: float = 0.1, chunk: int = 2048,
                    accept: float | None = None, draft: int = 0, prefill_form: str = "expanded", pp: int = 1,
                    link_gbs: float | None = None, link_latency_us: float | None = None,
-                   draft_model: tuple[str, Model] | None = None, tflops: float | None = None) -> Figures:
+                   draft_model: tuple[str, Model] | None = None, tflops: float | None = None,
+                   network_gbs: float | None = None) -> Figures:
     """``infer`` as one keyed result; on a device with a memory size, whether it fits as well."""
     from . import serving
     from .formats import named
@@ -692,7 +706,7 @@ def plan_inference(spec: Model, *, label: str, prompt: int, generate: int, batch
     if draft_model and not draft:
         raise InputError(f"--draft-model {draft_model[0]} needs --draft, the tokens it drafts a step")
     placement = serving.place(spec, gpus, tp, ep, pp)
-    link = device_link(hw, placement, link_gbs, link_latency_us)
+    link = device_link(hw, placement, link_gbs, link_latency_us, network_gbs)
     figures = infer(spec, prompt=prompt, generate=generate, batch=batch, dtype=dtype, kv_dtype=kv_dtype, hw=hw,
                     decode=decode, experts_dtype=experts_dtype, gpus=gpus, tp=tp, ep=ep, accept=accept, draft=draft,
                     prefill_form=prefill_form, pp=pp, link=link, chunk=chunk, draft_model=draft_model,
@@ -703,7 +717,9 @@ def plan_inference(spec: Model, *, label: str, prompt: int, generate: int, batch
               "accept": accept, "draft": draft, "draft_model": draft_model[0] if draft_model else None,
               "tflops": tflops,
               "decode": decode, "prefill": prefill_form,
-              "link_gbs": link.gbs, "link_latency_us": link.latency_s * 1e6}
+              "link_gbs": link.gbs, "link_latency_us": link.latency_s * 1e6,
+              "handoff_latency_us": link.p2p_latency_s * 1e6,
+              "network_gbs": link.network_gbs}
     fmt = named(dtype)
     efmt = named(experts_dtype, "--experts-dtype") if experts_dtype else None
     notes = [serving.formats_note(fmt, efmt),
@@ -718,20 +734,21 @@ def plan_inference(spec: Model, *, label: str, prompt: int, generate: int, batch
                 if prefill_form == "expanded" else "latent attention prefilled absorbed, each query against the "
                 "cached latent (--prefill expanded: as in training); ") + "a recurrent mixer's step "
              "(Mamba, Mamba-2, Gated DeltaNet) the same at any context"]
+    drafter = make_drafter(spec, fmt, efmt, draft_model, placement, prompt + generate) if draft else None
     if draft:
-        drafter = make_drafter(spec, fmt, efmt, draft_model, placement.tp)
         notes.append(f"speculative decoding: {draft} token{'s' if draft > 1 else ''} drafted a step, each accepted "
                      f"at {accept:g}; " + (f"drafted by {drafter.label}, a step of it for each token, on the last "
-                     "stage's devices, its weights and KV cache held beside the model's" if drafter else
+                     "stage's devices, its weights and KV cache held beside the model's, its prefill of the prompt "
+                     "in the time to first token" if drafter else
                      "the drafts' cost is left out (prompt-lookup or n-gram drafting; --draft-model names a draft "
                      "model)"))
     if hw is not None:
         notes.append(ROOFLINE_NOTE)
-        notes.append(link_note(hw, placement, link, link_gbs))
+        notes.append(link_note(hw, placement, link, link_gbs, link_latency_us, network_gbs))
         if hw.memory_bytes:
             result = fit_result(spec, hw, placement, fmt, efmt, context=prompt + generate, batch=batch,
                                 kv_dtype=kv_dtype, reserve=reserve, chunk=chunk,
-                                drafter=make_drafter(spec, fmt, efmt, draft_model, placement.tp) if draft else None)
+                                drafter=drafter)
             have = {f.id for f in figures}
             figures += [f for f in result[0] if f.id not in have]
             notes.insert(0, result[1])
@@ -752,40 +769,57 @@ ROOFLINE_NOTE = ("roofline: prefill at the device's dense peak for the weights' 
                  "prefill + one pass")
 
 
-def device_link(hw: Hardware | None, p, gbs: float | None, latency_us: float | None):
+NETWORK_GBS = 50.0  # one 400 Gb/s NIC per GPU each way, as DGX H100, H200 and B200 ship (8 × ConnectX-7 400 Gb/s)
+
+
+def device_link(hw: Hardware | None, p, gbs: float | None, latency_us: float | None, network_gbs: float | None = None):
     """The link a placement's collectives run over: ``--link-gbs`` and ``--link-latency-us`` where given, else
-    the table's scale-up link of ``hw`` (a mesh's share for a group of tp, NCCL's latency model)."""
+    the table's scale-up link of ``hw`` (a mesh's share for a group of tp, NCCL's latency model); between its
+    nodes, ``--network-gbs``."""
     from . import serving
 
-    if gbs is not None and gbs <= 0:
-        raise InputError(f"--link-gbs {gbs}: a bandwidth in GB/s, above 0")
-    if latency_us is not None and latency_us < 0:
+    for option, value, floor in (("--link-gbs", gbs, 0), ("--network-gbs", network_gbs, 0)):
+        if value is not None and not value > floor:
+            raise InputError(f"{option} {value}: a bandwidth in GB/s, above 0")
+    if latency_us is not None and not latency_us >= 0:
         raise InputError(f"--link-latency-us {latency_us}: a time, 0 or more")
+    network = network_gbs if network_gbs is not None else NETWORK_GBS
+    node = hw.node if hw else 8
     if gbs is not None or hw is None:
         lat = (latency_us or 0.0) * 1e-6
-        return serving.Link(gbs, lat, gbs, lat)
+        return serving.Link(gbs, lat, gbs, lat, node, network)
     lat = latency_us * 1e-6 if latency_us is not None else hw.allreduce_latency_us(p.tp) * 1e-6
     if latency_us is not None:
         p2p = latency_us * 1e-6
     else:  # one step of the ring: a send to the next device
         p2p = sum(hw.link_latency_us) * 1e-6 if hw.link_latency_us else 0.0
-    return serving.Link(hw.allreduce_gbs(p.tp), lat, hw.link_peer_gbs or hw.link_gbs, p2p)
+    return serving.Link(hw.allreduce_gbs(p.tp), lat, hw.link_peer_gbs or hw.link_gbs, p2p, node, network)
 
 
-def link_note(hw: Hardware, p, link, given: float | None) -> str:
+def link_note(hw: Hardware, p, link, gbs: float | None, latency_us: float | None,
+              network_gbs: float | None) -> str:
+    """What the communication figures assume, for the placement ``p``."""
     if p.tp == 1 and p.pp == 1:
         return "communication: none (one device per model copy)"
     if not link.gbs:
         return (f"communication: not counted — {hw.key}'s table entry gives no interconnect bandwidth; "
                 "--link-gbs sets one")
-    where = "--link-gbs" if given is not None else f"{hw.key}'s scale-up link per direction"
-    latency = (f"{link.latency_s * 1e6:.3g} µs an all-reduce" + (" (NCCL's ring model, src/graph/tuning.cc)"
-                                                                 if given is None and hw.link_latency_us else "")
-               if link.latency_s else "no latency figure: bandwidth alone, a lower bound (--link-latency-us adds one)")
-    return (f"communication: {link.gbs:g} GB/s ({where}), {latency}; per layer an all-reduce of the 16-bit "
-            "activations after each sublayer over tp, each device moving 2(n − 1)/n of them (Shoeybi et al. 2019; "
-            "nccl-tests' bus bandwidth), and each stage handing its activations to the next, not overlapped "
-            "with compute")
+    parts = []
+    if p.tp > 1:
+        parts.append(f"an all-reduce of the 16-bit activations after each sublayer over tp {p.tp}, each device "
+                     f"moving 2(n − 1)/n of them at {link.ring_gbs(p.tp):g} GB/s (Shoeybi et al. 2019; nccl-tests' "
+                     "bus bandwidth), " + (f"{link.latency_s * 1e6:.3g} µs each" if link.latency_s else "no latency"))
+    if p.pp > 1:
+        parts.append(f"each stage's hand-off of its activations to the next at {link.p2p_gbs or link.gbs:g} GB/s, "
+                     + (f"{link.p2p_latency_s * 1e6:.3g} µs each" if link.p2p_latency_s else "no latency"))
+    source = ("--link-gbs" if gbs is not None else f"{hw.key}'s scale-up link per direction") + (
+        ", --link-latency-us" if latency_us is not None else ", NCCL's ring latency model (src/graph/tuning.cc)"
+        if hw.link_latency_us else ", no latency figure: a lower bound (--link-latency-us adds one)")
+    crossing = p.tp > link.node or (p.pp > 1 and p.tp * p.pp > link.node)
+    network = (f"; between nodes of {link.node} the network at {link.network_gbs:g} GB/s a device "
+               + ("(--network-gbs)" if network_gbs is not None else
+                  "(a 400 Gb/s NIC a GPU, as DGX H100 and B200 ship; --network-gbs sets it)")) if crossing else ""
+    return (f"communication ({source}): " + "; ".join(parts) + network + "; not overlapped with compute")
 
 
 def check_speculation(accept: float | None, draft: int) -> None:
@@ -824,9 +858,8 @@ def fit_result(spec: Model, hw: Hardware, placement, fmt, efmt, *, context: int,
     figures = serving.fit_figures(f, placement, hw.key) + [
         Figure("max_context", f"largest context at batch {batch}", max_context, "tokens"),
         Figure("max_batch", f"largest batch at {context:,} tokens", max_batch, "sequences"),
-        Figure("min_gpus", f"fewest {hw.key} that fit", least.gpus if least else 0, "devices",
-               f"tp {least.tp} × pp {least.pp}" if least else f"0: none with tp up to {serving.NODE} × pp up to "
-               f"{serving.MAX_STAGES}"),
+        *([Figure("min_gpus", f"fewest {hw.key} that fit", least.gpus, "devices", f"tp {least.tp} × pp {least.pp}")]
+          if least else []),
     ]
     note = (("memory per device on the most loaded pipeline stage (layers as even as can be, the earlier "
              "stages one more; the embedding on the first, the head on the last): " if placement.pp > 1 else
@@ -848,7 +881,8 @@ def fit_result(spec: Model, hw: Hardware, placement, fmt, efmt, *, context: int,
 def plan_fit(spec: Model, *, label: str, context: int, batch: int, dtype: str, kv_dtype: str, hw: Hardware,
              experts_dtype: str | None = None, gpus: int = 1, tp: int | None = None, ep: int = 1,
              reserve: float = 0.1, chunk: int = 2048, pp: int = 1, link_gbs: float | None = None,
-             link_latency_us: float | None = None, tflops: float | None = None) -> Figures:
+             link_latency_us: float | None = None, tflops: float | None = None,
+             network_gbs: float | None = None) -> Figures:
     """``fit``: memory per device at context × batch, the largest context and batch, and the roofline decode
     rate at that context."""
     from . import serving
@@ -860,7 +894,7 @@ def plan_fit(spec: Model, *, label: str, context: int, batch: int, dtype: str, k
     fmt = named(dtype)
     efmt = named(experts_dtype, "--experts-dtype") if experts_dtype else None
     placement = serving.place(spec, gpus, tp, ep, pp)
-    link = device_link(hw, placement, link_gbs, link_latency_us)
+    link = device_link(hw, placement, link_gbs, link_latency_us, network_gbs)
     figures, verdict, note = fit_result(spec, hw, placement, fmt, efmt, context=context, batch=batch,
                                         kv_dtype=kv_dtype, reserve=reserve, chunk=chunk)
     if hw.bandwidth_gbs:
@@ -873,8 +907,9 @@ def plan_fit(spec: Model, *, label: str, context: int, batch: int, dtype: str, k
     inputs = {"model": label, "context": context, "batch": batch, "dtype": dtype, "experts_dtype": experts_dtype,
               "kv_dtype": kv_dtype, "hardware": hw.key, "gpus": gpus, "tp": placement.tp, "pp": pp, "ep": ep,
               "reserve": reserve, "prefill_chunk": chunk, "link_gbs": link.gbs, "link_latency_us": link.latency_s * 1e6,
-              "tflops": tflops}
+              "handoff_latency_us": link.p2p_latency_s * 1e6,
+              "network_gbs": link.network_gbs, "tflops": tflops}
     notes = [verdict, serving.formats_note(fmt, efmt), note, ROOFLINE_NOTE]
     if hw.bandwidth_gbs:
-        notes.append(link_note(hw, placement, link, link_gbs))
+        notes.append(link_note(hw, placement, link, link_gbs, link_latency_us, network_gbs))
     return Figures(f"{label} on {gpus} × {hw.key}: {context:,} tokens × batch {batch}", inputs, figures, notes)

@@ -14,7 +14,7 @@ from ..errors import InputError
 from ..model.stack import Model
 from .figures import Figure
 from .formats import Format, WeightBytes, weight_bytes
-from .hardware import Hardware
+from .hardware import NODE, Hardware
 
 # vLLM's default gpu_memory_utilization is 0.9 (vLLM engine arguments): a tenth of the device is left to the
 # CUDA context, the allocator and whatever else runs; the same tenth is the default reserve here.
@@ -83,16 +83,20 @@ class Stage:
 def stages(spec: Model, w: WeightBytes, pp: int) -> list[Stage]:
     from .parallel import stages as spans
 
+    if pp > 1 and any(layer.shared is not None for layer in spec.layers):
+        raise InputError(f"--pp {pp}: weight-shared blocks run in layers of every stage; pipeline stages are not "
+                         "modelled for them")
     out = []
     layers = w.layers or tuple((0, 0) for _ in range(spec.n_layers))
     outside = w.total - w.experts - sum(d for d, _ in layers)  # dense bytes beside the layers (no routed experts)
-    tied_copy = w.embedding if spec.tie_embeddings and pp > 1 else 0
+    tied_copy = w.tied if pp > 1 else 0  # the last stage's own head: the token table, not a position table
     for s, (a, b) in enumerate(spans(spec.n_layers, pp)):
         first, last = s == 0, s == pp - 1
         dense = sum(d for d, _ in layers[a:b])
         held = dense + (w.embedding if first else 0) + (outside - w.embedding + tied_copy if last else 0)
-        # read each step: the layers, and on the last stage the head (the tied embedding when tied) and the rest
-        read = dense + (outside - w.embedding + (w.embedding if spec.tie_embeddings else 0) if last else 0)
+        # read each step: the layers, and on the last stage the head (the tied token table when tied) and the
+        # rest; the input embedding and position tables are looked up
+        read = dense + (outside - w.embedding + w.tied if last else 0)
         out.append(Stage(s, a, b, held, sum(e for _, e in layers[a:b]), read, last))
     return out
 
@@ -155,10 +159,6 @@ def held_per_device(st: Stage, p: Placement) -> int:
     return -(-st.dense // p.tp) + -(-st.experts // (p.ep if p.ep > 1 else p.tp))
 
 
-def weights_on_device(w: WeightBytes, p: Placement) -> int:
-    return held_per_device(Stage(0, 0, 0, w.total - w.experts, w.experts, 0, True), p)
-
-
 def fit(spec: Model, w: WeightBytes, p: Placement, *, context: int, batch: int, kv_bits: int, memory: int,
         reserve: float, chunk: int, drafter: Drafter | None = None) -> Fit:
     """Memory per device at context × batch on the most loaded pipeline stage (the only one without pp)."""
@@ -205,7 +205,6 @@ class Drafter:
 
 
 
-NODE = 8  # the most devices one tensor-parallel group spans: a node of 8 on its scale-up links
 MAX_STAGES = 64  # pipeline stages searched
 
 
@@ -274,6 +273,12 @@ class Link:
     latency_s: float = 0.0
     p2p_gbs: float | None = None  # one device to the next stage's (default: gbs)
     p2p_latency_s: float = 0.0
+    node: int = 8  # devices the scale-up link joins; beyond them the network
+    network_gbs: float = 50.0  # per device and direction between nodes
+
+    def ring_gbs(self, n: int) -> float | None:
+        """A ring over n devices: the scale-up link within a node, the network when it spans nodes."""
+        return min(self.gbs, self.network_gbs) if self.gbs and n > self.node else self.gbs
 
 
 def collectives(spec: Model, layer) -> int:
@@ -290,23 +295,30 @@ def allreduce_s(nbytes: int, n: int, link: Link, calls: int = 1) -> float:
     """``calls`` ring all-reduces of ``nbytes`` in all over ``n`` devices: each device sends and receives
     2(n − 1)/n of the bytes (a reduce-scatter then an all-gather; Thakur et al. 2005; NCCL's bus bandwidth),
     and each call costs the link's latency."""
-    if n == 1 or not link.gbs:
+    gbs = link.ring_gbs(n)
+    if n == 1 or not gbs:
         return 0.0
-    return 2 * (n - 1) / n * nbytes / (link.gbs * 1e9) + calls * link.latency_s
+    return 2 * (n - 1) / n * nbytes / (gbs * 1e9) + calls * link.latency_s
 
 
-def send_s(nbytes: int, link: Link, calls: int = 1) -> float:
-    """Point-to-point hand-offs of ``nbytes`` in all between pipeline stages."""
+def send_s(nbytes: int, link: Link, calls: int = 1, across: bool = False) -> float:
+    """Point-to-point hand-offs of ``nbytes`` in all between pipeline stages, ``across`` nodes or within one."""
     gbs = link.p2p_gbs or link.gbs
+    if gbs and across:
+        gbs = min(gbs, link.network_gbs)
     return nbytes / (gbs * 1e9) + calls * link.p2p_latency_s if gbs else 0.0
 
 
 def stage_comm_s(spec: Model, st: Stage, p: Placement, tokens: int, link: Link, forwards: int = 1) -> float:
     """Communication of ``forwards`` forwards of ``tokens`` tokens in all through a stage: its layers'
-    all-reduces over tp and the hand-off of the activations (tokens × d_model, 16-bit) to the next stage."""
+    all-reduces over tp and the hand-off of the activations (tokens × d_model, 16-bit) to the next stage.
+    Stages take devices in order, tp each, so the hand-off after stage s crosses nodes where (s + 1)·tp is
+    a multiple of the node."""
     nbytes = tokens * spec.d_model * ACTIVATION_BYTES
     n = sum(collectives(spec, layer) for layer in spec.layers[st.first:st.stop])
-    return n * allreduce_s(nbytes, p.tp, link, forwards) + (0.0 if st.last else send_s(nbytes, link, forwards))
+    across = (st.index + 1) * p.tp % link.node == 0
+    return n * allreduce_s(nbytes, p.tp, link, forwards) + (
+        0.0 if st.last else send_s(nbytes, link, forwards, across))
 
 
 def pipeline_cycle(stage_s: list[float], micro_batches: int) -> float:

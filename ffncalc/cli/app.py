@@ -512,6 +512,14 @@ def train(
     _show_figures(output, result)
 
 
+def _load_as(option: str, model: str):
+    """A model named by an option, its errors naming the option."""
+    try:
+        return presets.load(model)
+    except InputError as exc:
+        raise InputError(f"{option} {model}: {exc}") from None
+
+
 def _show_figures(output: Output, result) -> None:
     output.show(doc=lambda: render.figures_doc(result, output.human), json=lambda: render.figures_records(result),
                 csv=lambda: render.figures_csv(result))
@@ -546,6 +554,9 @@ def infer(
     link_latency_us: Optional[float] = opt(None, "--link-latency-us", min=0, max=1e6,
                                            help="Fixed time of one all-reduce or hand-off, in µs "
                                                 "(default: NCCL's model for the device's link)."),
+    network_gbs: Optional[float] = opt(None, "--network-gbs", check=finite(0, 1e7),
+                                       help="GB/s per device and direction between nodes (default: 50, a 400 Gb/s "
+                                            "NIC a GPU)."),
     tflops: Optional[float] = opt(None, "--tflops", check=finite(0, 1e7),
                                   help="A device's peak TFLOP/s, in place of the datasheet's (for devices that "
                                        "state none, or a measured rate)."),
@@ -571,7 +582,8 @@ def infer(
         hw=hardware.by_key(hardware_key, hardware_file) if hardware_key else None, decode=decode,
         experts_dtype=experts_dtype, gpus=gpus, tp=tp, ep=ep, reserve=reserve, chunk=chunk, accept=accept, draft=draft,
         prefill_form=prefill, pp=pp, link_gbs=link_gbs, link_latency_us=link_latency_us,
-        draft_model=presets.load(draft_model) if draft_model else None, tflops=tflops)
+        draft_model=_load_as("--draft-model", draft_model) if draft_model else None, tflops=tflops,
+        network_gbs=network_gbs)
     _show_figures(output, result)
 
 
@@ -599,6 +611,9 @@ def fit(
     link_latency_us: Optional[float] = opt(None, "--link-latency-us", min=0, max=1e6,
                                            help="Fixed time of one all-reduce or hand-off, in µs "
                                                 "(default: NCCL's model for the device's link)."),
+    network_gbs: Optional[float] = opt(None, "--network-gbs", check=finite(0, 1e7),
+                                       help="GB/s per device and direction between nodes (default: 50, a 400 Gb/s "
+                                            "NIC a GPU)."),
     tflops: Optional[float] = opt(None, "--tflops", check=finite(0, 1e7),
                                   help="A device's peak TFLOP/s, in place of the datasheet's (for devices that "
                                        "state none, or a measured rate)."),
@@ -612,7 +627,7 @@ def fit(
         spec, label=label, context=context or spec.context_length, batch=batch, dtype=dtype,
         kv_dtype=kv_dtype, hw=hardware.by_key(hardware_key, hardware_file), experts_dtype=experts_dtype,
         gpus=gpus, tp=tp, ep=ep, reserve=reserve, chunk=chunk, pp=pp, link_gbs=link_gbs,
-        link_latency_us=link_latency_us, tflops=tflops)
+        link_latency_us=link_latency_us, tflops=tflops, network_gbs=network_gbs)
     _show_figures(output, result)
 
 
