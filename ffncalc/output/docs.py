@@ -313,8 +313,11 @@ def _fit_page(loaded) -> str:
     parts.append("\nWith more than one device per model copy, a decode step adds its communication: the "
                  "all-reduce after each sublayer over `--tp` (each device moving 2(n − 1)/n of the 16-bit "
                  "activations over the link, plus NCCL's latency for NVIDIA links) and, with `--pp`, each stage's "
-                 "hand-off to the next. `--link-gbs` and `--link-latency-us` replace the table's link, e.g. for "
-                 "stages in different nodes over InfiniBand.\n")
+                 "hand-off to the next; traffic between nodes (8 devices, or the NVLink or ICI domain a device "
+                 "states) goes over the network, 50 GB/s a device unless `--network-gbs` says otherwise. "
+                 "`--link-gbs` and `--link-latency-us` replace the table's link. With `--draft` the drafter (a "
+                 "`--draft-model`, or the model's MTP modules) takes a step for each drafted token and prefills "
+                 "the prompt, its weights and KV cache held beside the model's.\n")
     for title, command, kind, args in FIT_EXAMPLES:
         name = args["model"]
         spec = loaded[name]
