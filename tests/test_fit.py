@@ -451,7 +451,7 @@ def test_a_mesh_gives_a_small_group_its_peers_links():
     (["fit", "llama3-70b", "--hardware", "h100-sxm", "--gpus", "6", "--pp", "4"], "--gpus 6 is not a multiple of --pp 4"),
     (["fit", "llama3-70b", "--hardware", "h100-sxm", "--gpus", "8", "--pp", "2", "--tp", "8"],
      "--gpus 8 is not a multiple of --tp 8 × --pp 2"),
-    (["fit", "llama3-70b", "--hardware", "h100-sxm", "--gpus", "2", "--link-gbs", "0"], "--link-gbs 0"),
+    (["fit", "llama3-70b", "--hardware", "h100-sxm", "--gpus", "2", "--link-gbs", "0"], "--link-gbs"),
     (["infer", "llama3-70b", "--prompt", "10", "--generate", "1", "--hardware", "h100-sxm", "--gpus", "8",
       "--draft", "2", "--accept", "0.5", "--draft-model", "gpt2"],
      "--draft-model gpt2: its vocabulary of 50,257 differs from the model's 128,256"),

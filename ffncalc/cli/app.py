@@ -529,6 +529,28 @@ FORMAT_HELP = ("bf16, fp16, fp8, int8, int4 (GPTQ/AWQ g128), mxfp4, nvfp4, q8_0,
                "q3_k, q2_k")
 
 
+# What infer and fit share: the weights' formats, the devices' layout and links, the reserve.
+DTYPE = opt("bf16", "--dtype", help=f"Weight format: {FORMAT_HELP}.")
+EXPERTS_DTYPE = opt(None, "--experts-dtype", help="Routed experts' format (default: --dtype).")
+KV_DTYPE = opt("bf16", "--kv-dtype", choices=WeightDtype, help="KV-cache precision.")
+HARDWARE_FILE = opt(None, "--hardware-file", help="Your own devices, as a YAML list.")
+GPUS = opt(1, "--gpus", min=1, max=LIMIT, help="Devices.")
+TP = opt(None, "--tp", min=1, max=LIMIT, help="Tensor-parallel degree (default: --gpus ÷ --pp).")
+PP = opt(1, "--pp", min=1, max=LIMIT, help="Pipeline stages, each of --tp devices.")
+EP = opt(1, "--ep", min=1, max=LIMIT, help="Devices the routed experts spread over (within --tp).")
+RESERVE = opt(0.1, "--reserve", min=0, max=0.99, help="Memory fraction kept free.")
+CHUNK = opt(2048, "--prefill-chunk", min=1, max=LIMIT, help="Prefill tokens per forward, for the workspace.")
+LINK_GBS = opt(None, "--link-gbs", check=finite(0, 1e7),
+               help="Interconnect GB/s per direction (default: the device's scale-up link).")
+LINK_LATENCY = opt(None, "--link-latency-us", check=finite(0, 1e6, above=False),
+                   help="Fixed time of one all-reduce or hand-off, in µs (default: NCCL's model for the device's link).")
+NETWORK_GBS = opt(None, "--network-gbs", check=finite(0, 1e7),
+                  help="GB/s per device and direction between nodes (default: 50, a 400 Gb/s NIC a GPU).")
+TFLOPS = opt(None, "--tflops", check=finite(0, 1e7),
+             help="A device's peak TFLOP/s, in place of the datasheet's (for devices that state none, or a "
+                  "measured rate).")
+
+
 @command(output="exact",
          examples=(
              'infer llama3-70b --prompt 4000 --generate 500 --hardware h100-sxm --gpus 4',
@@ -538,28 +560,21 @@ def infer(
     prompt: int = opt(..., "--prompt", min=1, max=LIMIT, help="Prompt tokens."),
     generate: int = opt(..., "--generate", min=1, max=LIMIT, help="Tokens to generate."),
     batch: int = opt(1, "--batch", min=1, max=LIMIT, help="Sequences decoded together."),
-    dtype: str = opt("bf16", "--dtype", help=f"Weight format: {FORMAT_HELP}."),
-    experts_dtype: Optional[str] = opt(None, "--experts-dtype", help="Routed experts' format (default: --dtype)."),
-    kv_dtype: str = opt("bf16", "--kv-dtype", choices=WeightDtype, help="KV-cache precision."),
+    dtype: str = DTYPE,
+    experts_dtype: Optional[str] = EXPERTS_DTYPE,
+    kv_dtype: str = KV_DTYPE,
     hardware_key: Optional[str] = opt(None, "--hardware", help="A device of the hardware table (h100-sxm, …)."),
-    hardware_file: Optional[str] = opt(None, "--hardware-file", help="Your own devices, as a YAML list."),
-    gpus: int = opt(1, "--gpus", min=1, max=LIMIT, help="Devices."),
-    tp: Optional[int] = opt(None, "--tp", min=1, max=LIMIT, help="Tensor-parallel degree (default: --gpus ÷ --pp)."),
-    pp: int = opt(1, "--pp", min=1, max=LIMIT, help="Pipeline stages, each of --tp devices."),
-    ep: int = opt(1, "--ep", min=1, max=LIMIT, help="Devices the routed experts spread over (within --tp)."),
-    reserve: float = opt(0.1, "--reserve", min=0, max=0.99, help="Memory fraction kept free."),
-    chunk: int = opt(2048, "--prefill-chunk", min=1, max=LIMIT, help="Prefill tokens per forward, for the workspace."),
-    link_gbs: Optional[float] = opt(None, "--link-gbs", min=0, max=1e7,
-                                    help="Interconnect GB/s per direction (default: the device's scale-up link)."),
-    link_latency_us: Optional[float] = opt(None, "--link-latency-us", min=0, max=1e6,
-                                           help="Fixed time of one all-reduce or hand-off, in µs "
-                                                "(default: NCCL's model for the device's link)."),
-    network_gbs: Optional[float] = opt(None, "--network-gbs", check=finite(0, 1e7),
-                                       help="GB/s per device and direction between nodes (default: 50, a 400 Gb/s "
-                                            "NIC a GPU)."),
-    tflops: Optional[float] = opt(None, "--tflops", check=finite(0, 1e7),
-                                  help="A device's peak TFLOP/s, in place of the datasheet's (for devices that "
-                                       "state none, or a measured rate)."),
+    hardware_file: Optional[str] = HARDWARE_FILE,
+    gpus: int = GPUS,
+    tp: Optional[int] = TP,
+    pp: int = PP,
+    ep: int = EP,
+    reserve: float = RESERVE,
+    chunk: int = CHUNK,
+    link_gbs: Optional[float] = LINK_GBS,
+    link_latency_us: Optional[float] = LINK_LATENCY,
+    network_gbs: Optional[float] = NETWORK_GBS,
+    tflops: Optional[float] = TFLOPS,
     draft: int = opt(0, "--draft", min=0, max=1024, help="Speculative decoding / MTP: tokens drafted per step."),
     accept: Optional[float] = opt(None, "--accept", min=0, max=1, help="Acceptance rate of a drafted token."),
     draft_model: Optional[str] = opt(None, "--draft-model",
@@ -593,30 +608,23 @@ def infer(
 def fit(
     model: str = arg(..., help="A preset name or a spec file (.yaml)."),
     hardware_key: str = opt(..., "--hardware", help="A device of the hardware table (h100-sxm, …)."),
-    hardware_file: Optional[str] = opt(None, "--hardware-file", help="Your own devices, as a YAML list."),
+    hardware_file: Optional[str] = HARDWARE_FILE,
     context: Optional[int] = opt(None, "--context", min=1, max=LIMIT,
                                           help="Tokens per sequence (default: the model's context)."),
     batch: int = opt(1, "--batch", min=1, max=LIMIT, help="Sequences held at once."),
-    dtype: str = opt("bf16", "--dtype", help=f"Weight format: {FORMAT_HELP}."),
-    experts_dtype: Optional[str] = opt(None, "--experts-dtype", help="Routed experts' format (default: --dtype)."),
-    kv_dtype: str = opt("bf16", "--kv-dtype", choices=WeightDtype, help="KV-cache precision."),
-    gpus: int = opt(1, "--gpus", min=1, max=LIMIT, help="Devices."),
-    tp: Optional[int] = opt(None, "--tp", min=1, max=LIMIT, help="Tensor-parallel degree (default: --gpus ÷ --pp)."),
-    pp: int = opt(1, "--pp", min=1, max=LIMIT, help="Pipeline stages, each of --tp devices."),
-    ep: int = opt(1, "--ep", min=1, max=LIMIT, help="Devices the routed experts spread over (within --tp)."),
-    reserve: float = opt(0.1, "--reserve", min=0, max=0.99, help="Memory fraction kept free."),
-    chunk: int = opt(2048, "--prefill-chunk", min=1, max=LIMIT, help="Prefill tokens per forward, for the workspace."),
-    link_gbs: Optional[float] = opt(None, "--link-gbs", min=0, max=1e7,
-                                    help="Interconnect GB/s per direction (default: the device's scale-up link)."),
-    link_latency_us: Optional[float] = opt(None, "--link-latency-us", min=0, max=1e6,
-                                           help="Fixed time of one all-reduce or hand-off, in µs "
-                                                "(default: NCCL's model for the device's link)."),
-    network_gbs: Optional[float] = opt(None, "--network-gbs", check=finite(0, 1e7),
-                                       help="GB/s per device and direction between nodes (default: 50, a 400 Gb/s "
-                                            "NIC a GPU)."),
-    tflops: Optional[float] = opt(None, "--tflops", check=finite(0, 1e7),
-                                  help="A device's peak TFLOP/s, in place of the datasheet's (for devices that "
-                                       "state none, or a measured rate)."),
+    dtype: str = DTYPE,
+    experts_dtype: Optional[str] = EXPERTS_DTYPE,
+    kv_dtype: str = KV_DTYPE,
+    gpus: int = GPUS,
+    tp: Optional[int] = TP,
+    pp: int = PP,
+    ep: int = EP,
+    reserve: float = RESERVE,
+    chunk: int = CHUNK,
+    link_gbs: Optional[float] = LINK_GBS,
+    link_latency_us: Optional[float] = LINK_LATENCY,
+    network_gbs: Optional[float] = NETWORK_GBS,
+    tflops: Optional[float] = TFLOPS,
     output: Output = None,
 ) -> None:
     """Will it fit: memory per device, the largest context and batch, and the decode rate there."""
