@@ -604,3 +604,37 @@ def test_no_copy_fits_and_the_note_on_a_pipeline_alone():
                                     kv_dtype="bf16", hw=hardware.by_key("h100-sxm"), gpus=4, tp=1, pp=4).notes
     link = next(n for n in notes if n.startswith("communication"))
     assert "hand-off" in link and "all-reduce" not in link and "7.2 µs each" in link
+
+
+def test_experts_shared_across_copies():
+    """Mixtral 8x7B on 4 H100s as two copies of tp 2 whose 8 experts spread over all 4 (ep 4): each device
+    holds half of the dense weights (attention q, o 4096², k, v 4096 × 1024, router 8 × 4096, two norms a
+    layer, embedding and head 32,000 × 4,096, final norm) and a quarter of the experts (8 × 3 × 4096 × 14336
+    a layer), bf16. A decode step of one sequence a copy: per layer an all-reduce of one token's 8,192 bytes
+    over tp 2 (2 · 1/2 of it moved), and in place of the FFN's all-reduce a dispatch and a combine, each
+    device sending its half of the token's 2 experts' inputs, 8,192 bytes, 3/4 of it to the others, at 450
+    GB/s, no latency; the experts read are those the two copies' tokens pick."""
+    s = spec("mixtral-8x7b")
+    dense = 32 * (2 * 4096**2 + 2 * 4096 * 1024 + 8 * 4096 + 2 * 4096) + 2 * 32_000 * 4096 + 4096
+    experts = 32 * 8 * 3 * 4096 * 14336
+    h100 = hardware.by_key("h100-sxm")
+    result = planning.plan_inference(s, label="x", prompt=100, generate=10, batch=2, dtype="bf16", kv_dtype="bf16",
+                                     hw=h100, gpus=4, tp=2, ep=4, link_latency_us=0)
+    f = ids(result.figures)
+    assert f["weight_bytes_per_device"] == -(-2 * dense // 2) + -(-2 * experts // 4)
+    comm = 32 * (8192 / 450e9 + 2 * 0.75 * 8192 / 450e9)
+    assert f["decode_comm_s"] == pytest.approx(comm, rel=1e-12)
+    w = formats.weight_bytes(s, formats.named("bf16"))
+    read = (w.total - w.experts - w.embedding) / 2 + w.experts * serving.expected_experts(8, 2, 2) / 8 / 4
+    kv = 32 * 4 * 128 * 2 * 2 * 110  # one sequence, 4 of the 8 KV heads, 110 tokens
+    assert f["decode_step_s"] == pytest.approx((read + kv) / 3350e9 + comm, rel=1e-12)
+    assert "ep 4 across copies" in result.notes[0]
+
+
+@pytest.mark.parametrize("args,expected", [
+    (["--gpus", "4", "--tp", "2", "--ep", "3"], "--ep 3 does not divide the 8 routed experts"),
+    (["--gpus", "4", "--tp", "4", "--ep", "8"], "--ep 8: beyond --tp 4 it spans whole copies"),
+])
+def test_impossible_expert_layouts(cli, args, expected):
+    code, out, err = cli("fit", "mixtral-8x7b", "--hardware", "h100-sxm", *args)
+    assert code == 2 and out == "" and expected in err and err.count("\n") == 1

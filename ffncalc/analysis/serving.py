@@ -37,6 +37,12 @@ class Placement:
         """Copies of the model: the devices left after tp × pp (experts spread over ep devices of a tp group)."""
         return self.gpus // (self.tp * self.pp)
 
+    @property
+    def ep_copies(self) -> int:
+        """Copies whose devices share one set of experts: ep beyond tp spans ep / tp of them, their attention
+        data-parallel (vLLM's data parallelism with expert parallelism, SGLang's DP attention)."""
+        return self.ep // self.tp if self.ep > self.tp else 1
+
 
 def place(spec: Model, gpus: int, tp: int | None, ep: int, pp: int = 1) -> Placement:
     """--gpus devices, --pp pipeline stages of --tp devices per model copy (default: all a stage can have),
@@ -60,8 +66,11 @@ def place(spec: Model, gpus: int, tp: int | None, ep: int, pp: int = 1) -> Place
         if kv % tp and tp % kv:
             raise InputError(f"--tp {tp} neither divides the {kv} KV heads nor is a multiple of them")
     check_ep(spec, ep)
-    if tp % ep:
+    if ep <= tp and tp % ep:
         raise InputError(f"--ep {ep} does not divide --tp {tp} (experts spread over the devices of one stage)")
+    if ep > tp and (ep % tp or (gpus // pp) % ep):
+        raise InputError(f"--ep {ep}: beyond --tp {tp} it spans whole copies of a stage, a multiple of --tp that "
+                         f"divides the {gpus // pp} devices of a stage")
     return Placement(gpus, tp, ep, pp)
 
 
@@ -256,7 +265,8 @@ def decode_weight_bytes(spec: Model, w: WeightBytes, p: Placement, batch: int, s
         if not experts:
             continue
         b = next(b for _, b in spec.layers[i].blocks() if hasattr(b, "n_experts"))
-        read += experts * expected_experts(b.n_experts, b.top_k, batch) / b.n_experts
+        # the tokens of every copy sharing these experts route to them
+        read += experts * expected_experts(b.n_experts, b.top_k, batch * p.ep_copies) / b.n_experts
     return st.read / p.tp + read / (p.ep if p.ep > 1 else p.tp)
 
 
@@ -309,15 +319,33 @@ def send_s(nbytes: int, link: Link, calls: int = 1, across: bool = False) -> flo
     return nbytes / (gbs * 1e9) + calls * link.p2p_latency_s if gbs else 0.0
 
 
+def alltoall_s(nbytes: float, n: int, link: Link, calls: int = 1) -> float:
+    """``calls`` all-to-alls in which each of ``n`` devices sends ``nbytes`` in all, (n − 1)/n of it to the
+    others (nccl-tests' bus bandwidth for all-to-all), over the link, or the network when they span nodes;
+    each call's latency taken as one hand-off's."""
+    gbs = link.ring_gbs(n)
+    if n == 1 or not gbs:
+        return 0.0
+    return (n - 1) / n * nbytes / (gbs * 1e9) + calls * link.p2p_latency_s
+
+
 def stage_comm_s(spec: Model, st: Stage, p: Placement, tokens: int, link: Link, forwards: int = 1) -> float:
-    """Communication of ``forwards`` forwards of ``tokens`` tokens in all through a stage: its layers'
-    all-reduces over tp and the hand-off of the activations (tokens × d_model, 16-bit) to the next stage.
-    Stages take devices in order, tp each, so the hand-off after stage s crosses nodes where (s + 1)·tp is
-    a multiple of the node."""
+    """Communication of ``forwards`` forwards of ``tokens`` tokens in all of one copy through a stage: its
+    layers' all-reduces over tp, and the hand-off of the activations (tokens × d_model, 16-bit) to the next
+    stage. Stages take devices in order, tp each, so the hand-off after stage s crosses nodes where (s + 1)·tp
+    is a multiple of the node. With experts shared across copies (ep beyond tp), a mixture layer dispatches
+    each token to its k experts and combines their outputs, two all-to-alls of k × d_model 16-bit values a
+    token from each device's share of the tokens (DeepSeek-V3 §3.4's dispatch and combine), in place of the
+    FFN's all-reduce."""
     nbytes = tokens * spec.d_model * ACTIVATION_BYTES
-    n = sum(collectives(spec, layer) for layer in spec.layers[st.first:st.stop])
+    reduces = alltoalls = 0.0
+    for layer in spec.layers[st.first:st.stop]:
+        moe = next((b for _, b in layer.blocks() if hasattr(b, "n_experts")), None)
+        reduces += collectives(spec, layer) - (1 if moe is not None and p.ep_copies > 1 else 0)
+        if moe is not None and p.ep_copies > 1:
+            alltoalls += 2 * alltoall_s(nbytes * moe.top_k / p.tp, p.ep, link, forwards)
     across = (st.index + 1) * p.tp % link.node == 0
-    return n * allreduce_s(nbytes, p.tp, link, forwards) + (
+    return reduces * allreduce_s(nbytes, p.tp, link, forwards) + alltoalls + (
         0.0 if st.last else send_s(nbytes, link, forwards, across))
 
 
@@ -356,7 +384,8 @@ def fit_figures(f: Fit, p: Placement, hw_key: str) -> list[Figure]:
 
 
 def verdict(f: Fit, p: Placement, hw: Hardware, context: int, batch: int) -> str:
-    layout = ", ".join([f"tp {p.tp}"] + ([f"pp {p.pp}"] if p.pp > 1 else []) + ([f"ep {p.ep}"] if p.ep > 1 else [])
+    layout = ", ".join([f"tp {p.tp}"] + ([f"pp {p.pp}"] if p.pp > 1 else [])
+                       + ([f"ep {p.ep}" + (" across copies" if p.ep_copies > 1 else "")] if p.ep > 1 else [])
                        + ([f"{p.replicas} copies"] if p.replicas > 1 else []))
     where = f"{p.gpus} × {hw.key}" + (f" ({layout})" if p.gpus > 1 else "")
     if f.free >= 0:

@@ -537,7 +537,9 @@ HARDWARE_FILE = opt(None, "--hardware-file", help="Your own devices, as a YAML l
 GPUS = opt(1, "--gpus", min=1, max=LIMIT, help="Devices.")
 TP = opt(None, "--tp", min=1, max=LIMIT, help="Tensor-parallel degree (default: --gpus ÷ --pp).")
 PP = opt(1, "--pp", min=1, max=LIMIT, help="Pipeline stages, each of --tp devices.")
-EP = opt(1, "--ep", min=1, max=LIMIT, help="Devices the routed experts spread over (within --tp).")
+EP = opt(1, "--ep", min=1, max=LIMIT,
+         help="Devices the routed experts spread over: within --tp, or a multiple of it across copies (their "
+              "attention data-parallel).")
 RESERVE = opt(0.1, "--reserve", min=0, max=0.99, help="Memory fraction kept free.")
 CHUNK = opt(2048, "--prefill-chunk", min=1, max=LIMIT, help="Prefill tokens per forward, for the workspace.")
 LINK_GBS = opt(None, "--link-gbs", check=finite(0, 1e7),
