@@ -273,6 +273,10 @@ FIT_EXAMPLES = [
      "of 32k tokens",
      "ffncalc fit deepseek-v3 --hardware h100-sxm --gpus 16 --pp 2 --dtype fp8 --context 32768 --batch 8",
      "fit", dict(model="deepseek-v3", context=32768, hardware="h100-sxm", dtype="fp8", gpus=16, pp=2, batch=8)),
+    ("The same model served as two copies of tp 8 on 16 H200s, the experts spread over all 16 (ep 16): "
+     "attention data-parallel, a dispatch and a combine in each mixture layer",
+     "ffncalc fit deepseek-v3 --hardware h200 --gpus 16 --tp 8 --ep 16 --dtype fp8 --context 4096 --batch 64",
+     "fit", dict(model="deepseek-v3", context=4096, hardware="h200", dtype="fp8", gpus=16, tp=8, ep=16, batch=64)),
     ("Training Llama 3 70B on 64 H100s: tp 8 × pp 2 leaves dp 4; ZeRO-1; 512 sequences a step",
      "ffncalc train llama3-70b --tokens 15T --seq-len 8192 --gpus 64 --tp 8 --pp 2 --zero 1 --recompute selective "
      "--hardware h100-sxm --global-batch 512",
@@ -325,7 +329,8 @@ def _fit_page(loaded) -> str:
             result = planning.plan_fit(spec, label=name, context=args.get("context", spec.context_length),
                                        batch=args.get("batch", 1), dtype=args.get("dtype", "bf16"), kv_dtype="bf16",
                                        hw=hardware.by_key(args["hardware"]), experts_dtype=args.get("experts_dtype"),
-                                       gpus=args.get("gpus", 1), pp=args.get("pp", 1))
+                                       gpus=args.get("gpus", 1), pp=args.get("pp", 1), tp=args.get("tp"),
+                                       ep=args.get("ep", 1))
         else:
             result = planning.plan_training(
                 spec, label=name, tokens="15T", seq_len=8192, convention="6n", recompute="selective",
