@@ -360,3 +360,23 @@ def test_a_part_without_reference_modules_is_refused_in_one_line(capsys):
         main(["verify", str(config), "--seq-len", "8"])
     err = capsys.readouterr().err
     assert exc.value.code == 2 and err.count("\n") == 1 and "verify cannot build it" in err
+
+
+@pytest.mark.parametrize("convention", ["exact", "causal"])
+def test_block_sparse_attention_verifies_as_json(cli, tmp_path, convention):
+    """A small MiniMax-M3 (one block-sparse layer, blocks of 8, 2 of them a query) verifies in both views at 40
+    tokens, past several blocks. The causal view's per-token FLOPs are fractions (a window's average); each
+    pass's total is whole, and JSON takes it."""
+    config = {"model_type": "minimax_m3_vl_text", "hidden_size": 256, "num_hidden_layers": 2,
+              "num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 32, "intermediate_size": 128,
+              "dense_intermediate_size": 256, "shared_intermediate_size": 128, "vocab_size": 512,
+              "num_local_experts": 4, "num_experts_per_tok": 2, "index_n_heads": 2, "index_head_dim": 16,
+              "index_block_size": 8, "index_topk_blocks": 2, "index_local_blocks": 1,
+              "layer_types": ["minimax_m3_sparse", "full_attention"]}
+    path = tmp_path / "mm3.json"
+    path.write_text(json.dumps(config))
+    code, out, err = cli("verify", str(path), "--seq-len", "40", "-c", convention, "-f", "json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["ok"] and all(type(c["analytic_flops"]) is int for c in data["components"])
+    assert any(c["component"].startswith("attn.indexer") for c in data["components"])

@@ -178,6 +178,9 @@ def _analytic(spec: Model, convention: str, seq_len: int) -> dict[Key, list[int]
             entry = out.setdefault((row.name, row.layers), [0, 0])
             entry[0] += row.params
             entry[1] += row.flops * seq_len
+    for entry in out.values():  # a pass's FLOPs are whole, even where a window makes the per-token figure a fraction
+        if entry[1] == int(entry[1]):
+            entry[1] = int(entry[1])
     return out
 
 

@@ -259,6 +259,11 @@ def _module():
             b, s, _ = x.shape
             return x.view(b, s, heads, dim or self.head_dim).transpose(1, 2)  # (B, heads, s, head_dim)
 
+        def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+            """The heads' outputs (B, heads, s, value_dim) from their projected, normalised and rotated queries,
+            keys and values; a kind that selects its keys (an indexer over ``x``) replaces this step alone."""
+            return attend(self, q, k, v)
+
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             b, s, _ = x.shape
             q = self.q(x)
@@ -290,7 +295,7 @@ def _module():
             if self.kv_heads != self.heads:  # grouped K/V heads serve several query heads each
                 group = self.heads // self.kv_heads
                 k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
-            out = attend(self, q, k, v).transpose(1, 2)  # (B, s, heads, value_dim)
+            out = self.attend(q, k, v, x).transpose(1, 2)  # (B, s, heads, value_dim)
             if self.softplus_gate != "none":  # Laguna: one gate per head, broadcast over its features, or one each
                 g = self.g(x).view(b, s, self.heads, -1)
                 if hasattr(self, "g_bias"):  # Beam: a bias per head, the same for each of its gates

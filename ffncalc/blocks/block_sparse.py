@@ -101,6 +101,7 @@ def _module():
     from torch import nn
 
     from ._torch import Linear, MatMul, lower_apply, lower_product, make_norm, rotate, softmax
+    from .attention import _module as attention_module
 
     class Indexer(nn.Module):
         """MiniMaxM3VLIndexer: per index head, the blocks each query keeps, as block indices."""
@@ -142,51 +143,20 @@ def _module():
                 pooled = pooled.scatter(-1, local.view(1, 1, s, 1).expand(b, self.heads, s, 1), float("inf"))
             return pooled
 
-    class BlockSparse(nn.Module):
+    class BlockSparse(attention_module()):
+        """Grouped-query attention's projections, norms, rotation and output (blocks/attention.py), attending
+        the blocks the indexer selects for each head's group."""
+
         def __init__(self, spec: BlockSparseAttention, model, causal: bool):
-            super().__init__()
-            d = model.d_model
-            self.heads, self.kv_heads, self.head_dim = spec.n_heads, spec.kv_heads, spec.head_dim
-            self.positions, self.causal, self.rotary, self.qk_norm = model.positions, causal, spec.rotary_dim, spec.qk_norm
+            super().__init__(spec, model, causal)
             self.size, self.topk = spec.index_block_size, spec.index_topk_blocks
-            self.q = Linear(d, self.heads * self.head_dim, bias=spec.qkv_bias)
-            self.k = Linear(d, self.kv_heads * self.head_dim, bias=spec.qkv_bias)
-            self.v = Linear(d, self.kv_heads * self.head_dim, bias=spec.qkv_bias)
-            if spec.qk_norm == "each_head":
-                from ._torch import HeadNorm
-
-                self.q_norm = HeadNorm(model.norm, self.heads, self.head_dim)
-                self.k_norm = HeadNorm(model.norm, self.kv_heads, self.head_dim)
-            elif spec.qk_norm != "none":
-                per_head = spec.qk_norm == "head"
-                self.q_norm = make_norm(model.norm, self.head_dim if per_head else self.heads * self.head_dim)
-                self.k_norm = make_norm(model.norm, self.head_dim if per_head else self.kv_heads * self.head_dim)
             self.indexer = Indexer(spec, model, causal)
-            self.scores = MatMul()
-            self.values = MatMul()
-            self.o = Linear(self.heads * self.head_dim, d, bias=spec.o_bias)
 
-        def _heads(self, x: torch.Tensor, heads: int) -> torch.Tensor:
-            b, s, _ = x.shape
-            return x.view(b, s, heads, self.head_dim).transpose(1, 2)
-
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
-            b, s, _ = x.shape
-            q, k, v = self.q(x), self.k(x), self.v(x)
-            if self.qk_norm == "full":
-                q, k = self.q_norm(q), self.k_norm(k)
-            q, k, v = self._heads(q, self.heads), self._heads(k, self.kv_heads), self._heads(v, self.kv_heads)
-            if self.qk_norm in ("head", "each_head"):
-                q, k = self.q_norm(q), self.k_norm(k)
-            if self.positions == "rotary":
-                q, k = rotate(q, self.rotary), rotate(k, self.rotary)
-            group = self.heads // self.kv_heads
-            k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
+        def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
             pooled = self.indexer(x)  # (B, Hi, s, blocks)
             pooled = pooled.repeat_interleave(self.heads // pooled.shape[1], dim=1)  # each head its group's
             q = q * (1.0 / math.sqrt(self.head_dim))
-            out = self._causal(q, k, v, pooled) if self.causal else self._dense(q, k, v, pooled)
-            return self.o(out.transpose(1, 2).reshape(b, s, self.heads * self.head_dim))
+            return self._causal(q, k, v, pooled) if self.causal else self._dense(q, k, v, pooled)
 
         def _dense(self, q, k, v, pooled):
             """transformers' eager path: the full square, the unselected blocks and the future masked."""

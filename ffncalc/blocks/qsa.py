@@ -103,6 +103,7 @@ def _module():
     from torch import nn
 
     from ._torch import Linear, MatMul, make_norm, rotate, softmax
+    from .attention import _module as attention_module
 
     def rotate_at(x: torch.Tensor, positions: torch.Tensor, width: int, length: int) -> torch.Tensor:
         """``rotate`` of rows (B, H, n, D) standing at ``positions`` of a sequence of ``length``."""
@@ -147,59 +148,28 @@ def _module():
                 keep[:, first:stop, : c * self.size] = keys
             return keep
 
-    class QSA(nn.Module):
+    class QSA(attention_module()):
+        """Grouped-query attention's projections, norms, rotation and output (blocks/attention.py), attending
+        the keys the indexer keeps."""
+
         def __init__(self, spec: SelectedAttention, model, causal: bool):
-            super().__init__()
-            d = model.d_model
-            self.heads, self.kv_heads, self.head_dim = spec.n_heads, spec.kv_heads, spec.head_dim
-            self.positions, self.causal, self.rotary, self.gate = model.positions, causal, spec.rotary_dim, spec.gate
-            self.rope = spec.rope
-            self.q = Linear(d, (2 if spec.gate else 1) * self.heads * self.head_dim, bias=spec.qkv_bias)
-            self.k = Linear(d, self.kv_heads * self.head_dim, bias=spec.qkv_bias)
-            self.v = Linear(d, self.kv_heads * self.head_dim, bias=spec.qkv_bias)
-            if spec.qk_norm == "head":
-                self.q_norm = make_norm(model.norm, self.head_dim)
-                self.k_norm = make_norm(model.norm, self.head_dim)
+            super().__init__(spec, model, causal)
             self.indexer = Indexer(spec, model)
-            self.scores = MatMul()
-            self.values = MatMul()
-            self.o = Linear(self.heads * self.head_dim, d, bias=spec.o_bias)
 
-        def _heads(self, x: torch.Tensor, heads: int) -> torch.Tensor:
-            b, s, _ = x.shape
-            return x.view(b, s, heads, self.head_dim).transpose(1, 2)
-
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
-            b, s, _ = x.shape
-            q = self.q(x)
-            if self.gate:  # each head's query, then its gate
-                q, gate = q.view(b, s, self.heads, 2 * self.head_dim).chunk(2, dim=-1)
-                q, gate = q.reshape(b, s, -1), gate.reshape(b, s, -1)
-            q, k, v = self._heads(q, self.heads), self._heads(self.k(x), self.kv_heads), self._heads(self.v(x), self.kv_heads)
-            if hasattr(self, "q_norm"):
-                q, k = self.q_norm(q), self.k_norm(k)
-            if self.positions == "rotary" and self.rope:
-                q, k = rotate(q, self.rotary), rotate(k, self.rotary)
-            group = self.heads // self.kv_heads
-            k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
+        def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+            b, _, s, _ = q.shape
             keep = self.indexer(x)  # (B, s, s)
             q = q * (1.0 / math.sqrt(self.head_dim))
-            if self.causal:  # each query against its kept keys only: min(p, budget + p mod C) of them
-                rows, size, budget = [], self.indexer.size, self.indexer.blocks * self.indexer.size
-                for i in range(s):
-                    count = min(i + 1, budget + (i + 1) % size)
-                    index = keep[:, i].to(q.dtype).topk(count, dim=-1).indices  # (B, count): the kept keys
-                    index = index[:, None, :, None]
-                    ki = k.gather(2, index.expand(b, self.heads, count, self.head_dim))
-                    vi = v.gather(2, index.expand(b, self.heads, count, self.head_dim))
-                    rows.append(self.values(softmax(self.scores(q[..., i : i + 1, :], ki.transpose(-2, -1))), vi))
-                out = torch.cat(rows, dim=-2)
-            else:
+            if not self.causal:  # transformers' eager path: the full square, the selection a mask
                 scores = self.scores(q, k.transpose(-2, -1)).masked_fill(~keep.unsqueeze(1), float("-inf"))
-                out = self.values(softmax(scores), v)
-            out = out.transpose(1, 2).reshape(b, s, self.heads * self.head_dim)
-            if self.gate:
-                out = out * torch.sigmoid(gate)
-            return self.o(out)
+                return self.values(softmax(scores), v)
+            rows, size, budget = [], self.indexer.size, self.indexer.blocks * self.indexer.size
+            for i in range(s):  # each query against its kept keys only: min(p, budget + p mod C) of them
+                count = min(i + 1, budget + (i + 1) % size)
+                index = keep[:, i].to(q.dtype).topk(count, dim=-1).indices[:, None, :, None]  # (B, 1, count, 1)
+                ki = k.gather(2, index.expand(b, self.heads, count, self.head_dim))
+                vi = v.gather(2, index.expand(b, self.heads, count, self.head_dim))
+                rows.append(self.values(softmax(self.scores(q[..., i : i + 1, :], ki.transpose(-2, -1))), vi))
+            return torch.cat(rows, dim=-2)
 
     return QSA

@@ -324,7 +324,7 @@ def verify_records(report: Report) -> dict[str, Any]:
                 "analytic_params": c.analytic_params,
                 "torch_params": c.torch_params,
                 "params_ok": c.params_ok,
-                "analytic_flops": c.analytic_flops,
+                "analytic_flops": plain(c.analytic_flops),
                 "torch_flops": c.torch_flops,
                 "flops_ok": c.flops_ok,
             }
