@@ -1,9 +1,11 @@
-"""Will it fit, and how fast: a model served on ``gpus`` devices of one kind, tensor (and expert) parallel.
+"""Will it fit, and how fast: a model served on ``gpus`` devices of one kind, in pipeline stages of a tensor-
+parallel group (its experts over ep devices, within the group or across copies).
 
-Memory per device = weights (in their deployed format, ``formats.py``) + KV cache and recurrent state at the
-context × batch + an activation workspace + a reserve. Throughput is a roofline: prefill at the device's
-peak (compute bound), each decode step at the slower of its bytes over the bandwidth and its FLOPs over the
-peak (memory bound at small batch: every active weight read once a step, plus the whole KV cache).
+Memory per device, on the most loaded stage = weights (in their deployed format, ``formats.py``) + KV cache and
+recurrent state at the context × batch + an activation workspace + a speculative drafter's weights and cache + a
+reserve. Throughput is a roofline: prefill at the device's peak (compute bound), each decode step at the slower
+of its bytes over the bandwidth and its FLOPs over the peak (memory bound at small batch: every active weight
+read once a step, plus the whole KV cache), then its communication over the device's links (``Link``).
 """
 
 from __future__ import annotations
@@ -96,7 +98,7 @@ def stages(spec: Model, w: WeightBytes, pp: int) -> list[Stage]:
         raise InputError(f"--pp {pp}: weight-shared blocks run in layers of every stage; pipeline stages are not "
                          "modelled for them")
     out = []
-    layers = w.layers or tuple((0, 0) for _ in range(spec.n_layers))
+    layers = w.layers
     outside = w.total - w.experts - sum(d for d, _ in layers)  # dense bytes beside the layers (no routed experts)
     tied_copy = w.tied if pp > 1 else 0  # the last stage's own head: the token table, not a position table
     for s, (a, b) in enumerate(spans(spec.n_layers, pp)):
@@ -258,7 +260,7 @@ def decode_weight_bytes(spec: Model, w: WeightBytes, p: Placement, batch: int, s
     ``batch`` tokens: every dense weight it holds but the input embedding (looked up, a row a token), and of
     each mixture layer the experts the batch touches."""
     st = stage or stages(spec, w, 1)[0]
-    layers = w.layers or tuple((0, 0) for _ in range(spec.n_layers))
+    layers = w.layers
     read = 0.0
     for i in range(st.first, st.stop):
         experts = layers[i][1]
