@@ -638,3 +638,21 @@ def test_experts_shared_across_copies():
 def test_impossible_expert_layouts(cli, args, expected):
     code, out, err = cli("fit", "mixtral-8x7b", "--hardware", "h100-sxm", *args)
     assert code == 2 and out == "" and expected in err and err.count("\n") == 1
+
+
+def test_prefill_streams_through_uneven_stages():
+    """Llama 3 70B on 3 H100s as three stages of one device (80 layers: 27, 27, 26), no link, a 4,000-token
+    prompt in chunks of 2,048 (two). A layer's causal prefill: 2 FLOPs per matmul weight a token (q, o 8192²;
+    k, v 8192 × 1024; gate, up, down 8192 × 28672) and the scores and values, 2 · 2 · 64 · 128 per key each
+    query meets, Σ p = P(P + 1)/2 of them; the head 2 · 128,256 · 8,192 a token, on the last stage. The
+    pipeline takes a chunk through every stage, then the second at the slowest stage's pace."""
+    P, peak = 4000, 989.4e12
+    matmul = 2 * 8192**2 + 2 * 8192 * 1024 + 3 * 8192 * 28672
+    layer = 2 * matmul * P + 4 * 64 * 128 * P * (P + 1) // 2
+    head = 2 * 128_256 * 8192 * P
+    stage = [27 * layer, 27 * layer, 26 * layer + head]
+    chunk_s = [f / 2 / peak for f in stage]
+    f = ids(planning.infer(spec("llama3-70b"), prompt=P, generate=10, hw=no_link(hardware.by_key("h100-sxm")),
+                           gpus=3, pp=3))
+    assert f["prefill_flops"] == sum(stage)
+    assert f["roofline_prefill_s"] == pytest.approx(max(chunk_s) + sum(chunk_s), rel=1e-12)

@@ -391,6 +391,24 @@ def decode_costs(spec: Model, decode: str = "absorbed"):
     return costs
 
 
+def stage_shares(t, n_layers: int, pp: int) -> list[float]:
+    """Each pipeline stage's share of a tally's forward FLOPs: its layers' rows (a row over layers a..b holds
+    b − a identical layers'), and on the last stage what no layer holds (the head)."""
+    from .parallel import stages
+
+    spans = stages(n_layers, pp)
+    flops = [0.0] * pp
+    for r in t.rows:
+        if r.layers is None:
+            flops[-1] += r.flops
+            continue
+        a, b = r.layers
+        for s, (first, stop) in enumerate(spans):
+            flops[s] += r.flops * max(0, min(b, stop) - max(a, first)) / (b - a)
+    total = sum(flops)
+    return [f / total if total else 1 / pp for f in flops]
+
+
 def attended(cores, first: int, last: int) -> int:
     """Decode positions first..last, each query against the keys it meets, over ``cores``."""
     return sum(f * keys_met(first, last, w, ch, sel) for f, w, ch, sel in cores)
@@ -544,13 +562,16 @@ def infer(spec: Model, *, prompt: int, generate: int, batch: int = 1, dtype: str
     if peak:
         out.append(Figure("machine_balance", "machine balance", peak * 1e12 / bandwidth, "FLOP/byte",
                           f"--tflops {tflops:g} over {hw.key}'s bandwidth" if tflops is not None else hw.source))
-        # Prefill: every device busy on its share, the pipeline filling over the copy's prompt chunks, with
-        # the all-reduces and hand-offs of the copy's prompt tokens.
+        # Prefill: a copy's prompt tokens in chunks streaming through the stages, each stage's tp devices busy
+        # on its layers' share of the FLOPs (as the causal tally places them) and its communication; the
+        # pipeline fills in pp − 1 chunks and then moves at its slowest stage's pace.
         chunks = -(-per_copy * prompt // chunk)
-        compute = prefill_flops / p.gpus / (peak * 1e12)
-        comm = sum(serving.stage_comm_s(spec, st, p, per_copy * prompt, link, chunks)
-                   for st in serving.stages(spec, w, p.pp))
-        prefill_s = (compute + comm / p.pp) * (chunks + p.pp - 1) / chunks
+        share = stage_shares(prefill, spec.n_layers, p.pp)
+        stage_chunk_s = [(prefill_flops * share[st.index] / p.replicas / (p.tp * peak * 1e12)
+                          + serving.stage_comm_s(spec, st, p, per_copy * prompt, link, chunks)) / chunks
+                         for st in serving.stages(spec, w, p.pp)]
+        prefill_s = (sum(stage_chunk_s) if chunks == 1 else
+                     (chunks - 1) * max(stage_chunk_s) + sum(stage_chunk_s))
         if drafter:  # the drafter prefills the prompt too, each MTP module over it, on the last stage
             d = tally(drafter.spec, convention="causal", seq_len=prompt, batch=per_copy)
             prefill_s += drafter.caches * (d.forward_flops + per_copy * prompt * drafter.extra_flops) / (
@@ -759,7 +780,7 @@ def plan_inference(spec: Model, *, label: str, prompt: int, generate: int, batch
 
 ROOFLINE_NOTE = ("roofline: prefill at the device's dense peak for the weights' compute dtype (fp8 weights at "
                  "fp8, others at bf16: weight-only formats dequantize for the matmul), all devices busy (with "
-                 "pipeline stages, once the prompt's chunks fill them); a decode step takes the longer of its "
+                 "pipeline stages, the prompt's chunks streaming through them at the slowest stage's pace); a decode step takes the longer of its "
                  "bytes over the memory bandwidth (each device reads its active weights once and its share of "
                  "the KV cache) and its FLOPs over the peak, then its communication, not overlapped; for a "
                  "mixture, the experts a batch of B tokens touches per layer in expectation, "
