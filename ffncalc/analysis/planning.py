@@ -781,12 +781,12 @@ def plan_inference(spec: Model, *, label: str, prompt: int, generate: int, batch
 ROOFLINE_NOTE = ("roofline: prefill at the device's dense peak for the weights' compute dtype (fp8 weights at "
                  "fp8, others at bf16: weight-only formats dequantize for the matmul), all devices busy (with "
                  "pipeline stages, the prompt's chunks streaming through them at the slowest stage's pace); a "
-                 "decode step takes the longer of its bytes over the memory bandwidth (each device reads its active weights once and its share of "
-                 "the KV cache) and its FLOPs over the peak, then its communication, not overlapped; for a "
-                 "mixture, the experts a batch of B tokens touches per layer in expectation, "
-                 "E·(1 − (1 − k/E)^B), routing uniform; with pipeline stages a copy's sequences circulate in "
-                 "as many micro-batches as stages, a sequence's next token after the longer of one pass "
-                 "through every stage and the slowest stage taking each micro-batch; time to first token = "
+                 "decode step takes the longer of its bytes over the memory bandwidth (each device reads its "
+                 "active weights once and its share of the KV cache) and its FLOPs over the peak, then its "
+                 "communication, not overlapped; for a mixture, the experts a batch of B tokens touches per layer "
+                 "in expectation, E·(1 − (1 − k/E)^B), routing uniform; with pipeline stages a copy's sequences "
+                 "circulate in as many micro-batches as stages, a sequence's next token after the longer of one "
+                 "pass through every stage and the slowest stage taking each micro-batch; time to first token = "
                  "prefill + one pass")
 
 
