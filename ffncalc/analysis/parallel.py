@@ -95,3 +95,15 @@ def stages(n_layers: int, pp: int) -> list[tuple[int, int]]:
         out.append((first, stop))
         first = stop
     return out
+
+
+def model_splits(stages: int, devices: int | None = None) -> list[tuple[int, int]]:
+    """(tp, pp) layouts of one model copy, the fewest devices first and, among as many, the larger tp (it splits
+    activations as well as weights): tp a power of two up to a node of 8, pp up to ``stages``; with ``devices``,
+    only the splits that divide them."""
+    from .hardware import NODE
+
+    shapes = [(tp, pp) for tp in (1, 2, 4, NODE) for pp in range(1, stages + 1)
+              if devices is None or devices % (tp * pp) == 0]
+    return sorted(shapes, key=lambda s: (s[0] * s[1], -s[0]))
+

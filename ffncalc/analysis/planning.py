@@ -540,7 +540,7 @@ def infer(spec: Model, *, prompt: int, generate: int, batch: int = 1, dtype: str
         # cache), memory- or compute-bound, and its all-reduces
         fixed, grows = decode_costs(drafter.spec, decode)(0, drafter.spec.n_layers, True)
         flops = mb * (fixed + drafter.extra_flops + attended(grows, context, context)) / p.tp
-        nbytes = drafter.step_bytes(p, mb) + mb * drafter.kv_per_device(p.tp, context, kv_bits) // drafter.caches
+        nbytes = drafter.step_bytes(p, mb, context, kv_bits)
         comm = sum(serving.collectives(drafter.spec, layer) for layer in drafter.spec.layers) * \
             serving.allreduce_s(mb * drafter.spec.d_model * serving.ACTIVATION_BYTES, p.tp, link)
         draft_s = draft * (max(nbytes / bandwidth, flops / (peak * 1e12) if peak else 0.0) + comm)
@@ -694,10 +694,10 @@ def fitting_layout(spec: Model, *, gpus: int, seq: int, micro_batch: int, recomp
     1.5 times that only after every layout (Rajbhandari et al. 2020 §7); None when none fits."""
     from . import parallel
 
-    shapes = sorted((tp * pp, -tp, tp, pp) for tp in (1, 2, 4, 8) for pp in range(1, spec.n_layers + 1)
-                    if gpus % (tp * pp * cp) == 0)
-    candidates = [(z, tp, pp) for _, _, tp, pp in shapes for z in range(zero, 3)]
-    candidates += [(3, tp, pp) for _, _, tp, pp in shapes]
+    if gpus % cp:
+        return None
+    shapes = parallel.model_splits(spec.n_layers, gpus // cp)
+    candidates = [(z, tp, pp) for tp, pp in shapes for z in range(zero, 3)] + [(3, tp, pp) for tp, pp in shapes]
     for z, tp, pp in candidates:
         try:
             lay = parallel.resolve(spec, gpus=gpus, dp=None, tp=tp, pp=pp, cp=cp, ep=ep, seq_len=seq)
@@ -902,7 +902,7 @@ def fit_result(spec: Model, hw: Hardware, placement, fmt, efmt, *, context: int,
     if f.free < 0:
         verdict += (f"; one copy fits on {least.gpus} (--gpus {least.gpus} --tp {least.tp}"
                     + (f" --pp {least.pp}" if least.pp > 1 else "") + ")" if least else
-                    f"; no copy fits on up to {serving.NODE * serving.MAX_STAGES} of them")
+                    f"; no copy fits on up to {NODE * serving.MAX_STAGES} of them")
     return figures, verdict, note
 
 

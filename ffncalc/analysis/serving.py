@@ -16,7 +16,7 @@ from ..errors import InputError
 from ..model.stack import Model
 from .figures import Figure
 from .formats import Format, WeightBytes, weight_bytes
-from .hardware import NODE, Hardware
+from .hardware import Hardware
 
 # vLLM's default gpu_memory_utilization is 0.9 (vLLM engine arguments): a tenth of the device is left to the
 # CUDA context, the allocator and whatever else runs; the same tenth is the default reserve here.
@@ -209,9 +209,11 @@ class Drafter:
     def bytes_per_device(self, p: Placement, context: int, batch: int, kv_bits: int) -> int:
         return -(-self.held // p.tp) + batch * self.kv_per_device(p.tp, context, kv_bits)
 
-    def step_bytes(self, p: Placement, tokens: int) -> float:
-        """Bytes one device reads drafting a token for ``tokens`` sequences (ep as the model's)."""
-        return decode_weight_bytes(self.spec, self.weights, p, tokens) + self.extra / p.tp
+    def step_bytes(self, p: Placement, sequences: int, context: int, kv_bits: int) -> float:
+        """Bytes one device reads drafting a token for each of ``sequences`` sequences: the weights (the experts
+        those tokens pick, ep as the model's) and each sequence's one cache a step reads (one MTP module's)."""
+        return (decode_weight_bytes(self.spec, self.weights, p, sequences) + self.extra / p.tp
+                + sequences * kv_per_device(self.spec, context, kv_bits, p.tp))
 
 
 
@@ -223,10 +225,11 @@ def fewest(spec: Model, w: WeightBytes, *, context: int, batch: int, kv_bits: in
            chunk: int, drafter: Drafter | None = None) -> Placement | None:
     """The fewest devices one copy of the model fits on at context × batch: tp × pp ascending, tp up to a node
     (the larger tp first), then pipeline stages across nodes, up to 64; None when none fits."""
-    shapes = sorted((tp * pp, -tp, tp, pp) for tp in (1, 2, 4, NODE) for pp in range(1, min(spec.n_layers, MAX_STAGES) + 1))
-    for n, _, tp, pp in shapes:
+    from .parallel import model_splits
+
+    for tp, pp in model_splits(min(spec.n_layers, MAX_STAGES)):
         try:
-            p = place(spec, n, tp, 1, pp)
+            p = place(spec, tp * pp, tp, 1, pp)
         except InputError:
             continue
         if fit(spec, w, p, context=context, batch=batch, kv_bits=kv_bits, memory=memory, reserve=reserve,
