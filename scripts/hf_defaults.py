@@ -126,7 +126,7 @@ def class_defaults_text() -> str:
 def truth_text(model_type: str, path: Path) -> str:
     import torch
 
-    from ffncalc.analysis.hfcheck import measure
+    from ffncalc.analysis.hfcheck import measure, record_json
     from ffncalc.errors import InputError
     from ffncalc.sources.hf import read_config
 
@@ -138,8 +138,7 @@ def truth_text(model_type: str, path: Path) -> str:
         data = {"transformers": transformers.__version__, "refused": str(exc).split(": ", 1)[-1]}
     if model_type in REPAIRS:
         data = {"repaired": REPAIRS[model_type], **data}
-    return json.dumps({"config": f"tests/hf_defaults/configs/{model_type}.json", "torch": torch.__version__,
-                       **data}, indent=0) + "\n"
+    return record_json({"config": f"tests/hf_defaults/configs/{model_type}.json", "torch": torch.__version__, **data})
 
 
 def main() -> int:

@@ -15,7 +15,6 @@ op multiplies, with how they were measured (ffncalc/analysis/hfcheck.py: FLOP_ME
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -27,12 +26,12 @@ TRUTH = ROOT / "tests" / "hf_truth"
 def record(name: str) -> str:
     import torch
 
-    from ffncalc.analysis.hfcheck import measure
+    from ffncalc.analysis.hfcheck import measure, record_json
     from ffncalc.sources import hf
 
     data = {"config": f"tests/hf_configs/{name}.json", "torch": torch.__version__,
             **measure(hf.read_config(CONFIGS / f"{name}.json"), flops=True).record()}
-    return json.dumps(data, indent=0) + "\n"
+    return record_json(data)
 
 
 def main() -> int:

@@ -5,6 +5,7 @@ import json
 from pathlib import Path
 
 from ffncalc.analysis.count import tally
+from ffncalc.analysis.hfcheck import Measured
 from ffncalc.sources import hf
 
 CONFIGS = Path(__file__).resolve().parent / "hf_configs"
@@ -27,7 +28,7 @@ def test_bamba_9b_by_hand():
     total = 2 * v * d + (n - n_attn) * (mamba + common) + n_attn * (attn + common) + d
     t = tally(hf.load(CONFIGS / "bamba-9b.json")[1])
     assert t.params == t.active == total
-    assert total == sum(n for _, n in json.loads((TRUTH / "bamba-9b.json").read_text())["params"])
+    assert total == sum(n for _, n in Measured.from_record(json.loads((TRUTH / "bamba-9b.json").read_text())).params)
     assert round(total / 1e9, 2) == 9.78
 
 

@@ -9,6 +9,7 @@ from fractions import Fraction
 import pytest
 
 from ffncalc.analysis.count import merge_layers, tally
+from ffncalc.analysis.hfcheck import Measured
 from ffncalc.model import from_data
 from ffncalc.model.spec import llama_ffn_width
 from ffncalc.sources import presets
@@ -341,7 +342,7 @@ def test_presets_of_new_releases(preset, config, card):
 
     truth = json.loads((Path(__file__).resolve().parent / "hf_truth" / f"{config}.json").read_text())
     t = count(preset)
-    assert t.params == sum(n for _, n in truth["params"])
+    assert t.params == sum(n for _, n in Measured.from_record(truth).params)
     assert round(t.params / 1e9) == round(card / 1e9)
 
 

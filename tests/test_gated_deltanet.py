@@ -22,6 +22,7 @@ import torch
 from torch.nn import functional as F
 
 from ffncalc.analysis.count import tally
+from ffncalc.analysis.hfcheck import Measured
 from ffncalc.analysis.verify import verify
 from ffncalc.model import from_data
 from ffncalc.model.reference import build
@@ -152,7 +153,7 @@ def test_qwen3_next_80b_parameters_by_hand():
     # active: every layer skips 502 of its 512 experts, 3 · 2048 · 512 weights each
     assert tally(spec).active == total - 48 * (512 - 10) * 3 * 2048 * 512 == 3_874_929_408
     truth = json.loads((HERE / "hf_truth" / "qwen3-next-80b-a3b-thinking.json").read_text())
-    assert sum(n for _, n in truth["params"]) == total  # what transformers 5.23.0 instantiates
+    assert sum(n for _, n in Measured.from_record(truth).params) == total  # what transformers 5.23.0 instantiates
     kinds = [layer.attention.kind for layer in spec.layers]
     assert kinds == ["gated_deltanet", "gated_deltanet", "gated_deltanet", "mha"] * 12  # full_attention_interval 4
     assert spec.layers[3].attention.rotary_dim == 64  # partial_rotary_factor 0.25 of head_dim 256

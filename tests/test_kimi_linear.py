@@ -21,6 +21,7 @@ import torch
 from torch.nn import functional as F
 
 from ffncalc.analysis.count import tally
+from ffncalc.analysis.hfcheck import Measured
 from ffncalc.analysis.verify import verify
 from ffncalc.model import from_data
 from ffncalc.model.reference import build
@@ -232,7 +233,7 @@ def test_kimi_linear_48b_parameters_by_hand():
     label, spec = hf.load(KIMI_LINEAR)
     assert tally(spec).params == total
     truth = json.loads((HERE / "hf_truth" / "kimi-linear-48b-a3b-instruct-nvfp4.json").read_text())
-    assert sum(n for _, n in truth["params"]) == total  # what transformers 5.23.0 instantiates
+    assert sum(n for _, n in Measured.from_record(truth).params) == total  # what transformers 5.23.0 instantiates
     kinds = [layer.attention.kind for layer in spec.layers]
     assert kinds == (["kda"] * 3 + ["mla"]) * 6 + ["kda"] * 2 + ["mla"]  # full_attn_layers 4, 8, ..., 24 and 27
     assert spec.positions == "none"  # NoPE: the MLA layers take no rotary

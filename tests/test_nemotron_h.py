@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from ffncalc.analysis.count import tally
+from ffncalc.analysis.hfcheck import Measured
 from ffncalc.errors import InputError
 from ffncalc.sources import hf
 
@@ -64,7 +65,7 @@ def test_total_by_hand(name):
     c = raw(name)
     total = tally(hf.load(CONFIGS / f"{name}.json")[1]).params
     assert total == by_hand(c)
-    assert total == sum(n for _, n in json.loads((TRUTH / f"{name}.json").read_text())["params"])
+    assert total == sum(n for _, n in Measured.from_record(json.loads((TRUTH / f"{name}.json").read_text())).params)
 
 
 def test_nano_30b_a3b_active_by_hand_and_published():

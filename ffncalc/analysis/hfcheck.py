@@ -98,6 +98,83 @@ UNCOUNTED_OPS = frozenset({"linalg_solve_triangular", "triangular_solve", "linal
                            "_grouped_mm", "mv", "dot", "vdot"})
 
 
+NUMBER = re.compile(r"(?<=\.)\d+(?=\.|$)")  # a layer's or an expert's index in a module path
+
+
+def _runs(values: list[int]) -> str:
+    """Sorted integers as ranges: 0-3,5,7-9."""
+    out: list[str] = []
+    for v in sorted(set(values)):
+        if out and out[-1][1] == v - 1:
+            out[-1][1] = v
+        else:
+            out.append([v, v])
+    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in out)
+
+
+def _unruns(text: str) -> list[int]:
+    out: list[int] = []
+    for part in text.split(","):
+        lo, _, hi = part.partition("-")
+        out += range(int(lo), int(hi or lo) + 1)
+    return out
+
+
+def compact(entries) -> list[list]:
+    """Entries of module paths and values (a parameter and its size; a module, a parameter, an op and its FLOPs)
+    with the runs of identical layers stored once: each index in the paths replaced by *, the indices after the
+    entry, per position a range list where the entries are every combination of them (else each one's list)."""
+    groups: dict[tuple, list[tuple[int, ...]]] = {}
+    for entry in entries:
+        key = tuple(NUMBER.sub("*", f) if isinstance(f, str) else f for f in entry)
+        groups.setdefault(key, []).append(tuple(int(x) for f in entry if isinstance(f, str) for x in NUMBER.findall(f)))
+    out = []
+    for key, indices in groups.items():
+        if not indices[0]:
+            out += [list(key)] * len(indices)
+            continue
+        axes = [sorted({ix[i] for ix in indices}) for i in range(len(indices[0]))]
+        every = 1
+        for a in axes:
+            every *= len(a)
+        whole = len(set(indices)) == len(indices) == every
+        out.append([*key, [_runs(a) for a in axes] if whole else [list(ix) for ix in indices]])
+    return out
+
+
+def expanded(entries, arity: int) -> list[tuple]:
+    """``compact``'s entries of ``arity`` fields back to one per module, in the recorded order of runs."""
+    import itertools
+
+    out = []
+    for entry in entries:
+        if len(entry) == arity:
+            out.append(tuple(entry))
+            continue
+        *key, numbers = entry
+        combos = (itertools.product(*(_unruns(a) for a in numbers)) if numbers and isinstance(numbers[0], str)
+                  else (tuple(ix) for ix in numbers))
+        for combo in combos:
+            it = iter(combo)
+            out.append(tuple(re.sub(r"(?<=\.)\*(?=\.|$)", lambda _: str(next(it)), f) if isinstance(f, str) else f
+                             for f in key))
+    return out
+
+
+def record_json(data: dict) -> str:
+    """A ground-truth record as JSON text: a key a line, and a list's entries a line each (diffs stay readable)."""
+    import json
+
+    def value(v, depth: int) -> str:
+        if isinstance(v, list) and v and depth < 2:
+            return "[\n" + ",\n".join(json.dumps(x, separators=(",", ":")) for x in v) + "\n]"
+        if isinstance(v, dict) and depth < 2:
+            return "{\n" + ",\n".join(f"{json.dumps(k)}: {value(x, depth + 1)}" for k, x in v.items()) + "\n}"
+        return json.dumps(v, separators=(",", ":"))
+
+    return value(data, 0) + "\n"
+
+
 @dataclass(frozen=True)
 class FlopRun:
     """One forward's FLOPs: (module path, parameter multiplied or "", op, FLOPs), summed per such key; and
@@ -109,8 +186,8 @@ class FlopRun:
     uncounted: tuple[tuple[str, str], ...] = ()
 
     def record(self) -> dict:
-        return {"batch": self.batch, "seq_len": self.seq_len, "modules": [list(m) for m in self.modules],
-                "uncounted": [list(u) for u in self.uncounted]}
+        return {"batch": self.batch, "seq_len": self.seq_len, "modules": compact(self.modules),
+                "uncounted": compact(self.uncounted)}
 
 
 def refused(c: Config, exc: Exception):
@@ -152,7 +229,7 @@ class Measured:
 
     def record(self) -> dict:
         out = {"model_class": self.model_class, "transformers": self.version,
-               "params": [list(p) for p in self.params], "buffers": [list(b) for b in self.buffers]}
+               "params": compact(self.params), "buffers": compact(self.buffers)}
         if self.flops or self.unmeasured:
             out["flops"] = ({"unmeasured": self.unmeasured} if self.unmeasured else
                             {"method": FLOP_METHOD, "runs": [r.record() for r in self.flops]})
@@ -161,11 +238,11 @@ class Measured:
     @classmethod
     def from_record(cls, data: dict) -> Measured:
         flops = data.get("flops", {})
-        runs = tuple(FlopRun(r["batch"], r["seq_len"], tuple((m, p, op, n) for m, p, op, n in r["modules"]),
-                             tuple((m, op) for m, op in r["uncounted"]))
+        runs = tuple(FlopRun(r["batch"], r["seq_len"], tuple(expanded(r["modules"], 4)),
+                             tuple(expanded(r["uncounted"], 2)))
                      for r in flops.get("runs", ()))
-        return cls(data["model_class"], data["transformers"], tuple((p, n) for p, n in data["params"]),
-                   tuple((b, n) for b, n in data["buffers"]), runs, flops.get("unmeasured", ""))
+        return cls(data["model_class"], data["transformers"], tuple(expanded(data["params"], 2)),
+                   tuple(expanded(data["buffers"], 2)), runs, flops.get("unmeasured", ""))
 
 
 def measure(c: Config, *, flops: bool = False) -> Measured:
@@ -179,7 +256,7 @@ def measure(c: Config, *, flops: bool = False) -> Measured:
     runs, unmeasured = (), ""
     if flops:
         try:
-            runs = tuple(_forward_flops(net, FLOP_BATCH, n) for n in flop_lengths(c))
+            runs = tuple(flop_run(net, FLOP_BATCH, n) for n in flop_lengths(c))
         except Exception as err:  # a forward meta tensors cannot run: recorded with its reason
             unmeasured = f"the forward fails on the meta device: {type(err).__name__}: {str(err).splitlines()[0][:200]}"
     return Measured(type(net).__name__, transformers.__version__, params, buffers, runs, unmeasured)
@@ -201,7 +278,7 @@ def flop_lengths(c: Config, spec: Model | None = None) -> tuple[int, int]:
     return short, max(long, 2 * short)
 
 
-def _forward_flops(net, batch: int, seq_len: int) -> FlopRun:
+def flop_run(net, batch: int, seq_len: int) -> FlopRun:
     """One forward under FlopCounterMode; every counted op's FLOPs with the module it ran in and the parameter
     whose weights it multiplies (or none: a product of activations, such as QKᵀ)."""
     import contextlib
