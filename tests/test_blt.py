@@ -98,3 +98,44 @@ def test_flops_equal_transformers_with_fixed_patches(seq_len, patch):
     rows = tally(hf.to_spec(Config(data, json.dumps(data), "config.json")), seq_len=seq_len).rows
     assert sum(r.flops for r in rows if r.component.startswith("patcher.")) * seq_len == patcher.get_total_flops()
     assert sum(r.flops for r in rows) * seq_len == main.get_total_flops() + patcher.get_total_flops()
+
+
+def test_an_untied_head_over_another_vocabulary_than_the_bytes():
+    """BltLocalEncoder.embed_tokens has encoder_config.vocab_size rows, BltForCausalLM.lm_head the model's vocab_size:
+    untied, each its own; tied, the one matrix is lm_head's."""
+    from ffncalc.sources import hf
+
+    def rows(tied):
+        data = {**SMALL, "model_type": "blt", "vocab_size": 300, "tie_word_embeddings": tied}
+        return {r.name: r for r in tally(hf.to_spec(Config(data, json.dumps(data), "config.json"))).rows}
+
+    untied = rows(False)
+    assert untied["embed.weight"].shape == (260, 32) and untied["embed.weight"].params == 260 * 32
+    assert untied["lm_head.weight"].shape == (300, 32) and untied["lm_head.weight"].params == 300 * 32
+    tied = rows(True)
+    assert tied["embed.weight"].shape == tied["lm_head.weight"].shape == (300, 32) and tied["lm_head.weight"].tied
+
+
+@pytest.mark.torch
+def test_an_untied_head_over_another_vocabulary_equals_transformers():
+    """Parameters per component and one forward's FLOPs (patches of 3 bytes) against BltForCausalLM."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+    from transformers import BltConfig, BltForCausalLM
+
+    from ffncalc.analysis import hfcheck
+    from ffncalc.sources import hf
+
+    config = BltConfig(**{**SMALL, "vocab_size": 300, "patch_size": 3})
+    data = json.loads(config.to_json_string())
+    c = Config(data, json.dumps(data), "config.json")
+    report = hfcheck.check(c)
+    assert report.ok and not any(ch.component.startswith("(unmatched)") for ch in report.checks), report.failures
+    net = BltForCausalLM._from_config(config, attn_implementation="eager").eval()
+    ids = torch.randint(0, 256, (1, 12))
+    with torch.no_grad(), FlopCounterMode(display=False) as main:
+        net(input_ids=ids, patch_lengths=torch.tensor([[3] * 4]), use_cache=False)
+    with torch.no_grad(), FlopCounterMode(display=False) as patcher:
+        net.model.patcher(ids, patch_size=3, threshold=1.0)
+    rows = tally(hf.to_spec(c), seq_len=12).rows
+    assert sum(r.flops for r in rows) * 12 == main.get_total_flops() + patcher.get_total_flops()

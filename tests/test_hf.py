@@ -17,6 +17,7 @@ import yaml
 
 from ffncalc.analysis import hfcheck, planning
 from ffncalc.analysis.count import tally
+from ffncalc.analysis.hfcheck import Measured
 from ffncalc.model import from_data
 from ffncalc.sources import hf, presets
 
@@ -130,7 +131,7 @@ def test_mla_shapes_by_hand():
 def test_transformers_totals_are_the_recorded_truth(name):
     """TOTALS (published figures where they exist) against what transformers built (tests/hf_truth/)."""
     truth = json.loads((CONFIGS.parent / "hf_truth" / f"{name}.json").read_text())
-    assert sum(n for _, n in truth["params"]) == TOTALS[name]
+    assert sum(n for _, n in Measured.from_record(truth).params) == TOTALS[name]
 
 
 @pytest.mark.torch
@@ -344,3 +345,68 @@ def test_an_alias_reads_as_its_family(tmp_path):
     """GPT-SW3 is GPT-2's class under another model_type: the same file, renamed, counts the same."""
     renamed = write(tmp_path, {**raw("gpt2"), "model_type": "gpt-sw3"})
     assert tally(hf.load(renamed)[1]).params == TOTALS["gpt2"]
+
+
+# OPT-350m's config.json (facebook/opt-350m): an embedding narrower than the layers, LayerNorms after the residual adds
+OPT_350M = {"model_type": "opt", "architectures": ["OPTForCausalLM"], "vocab_size": 50272, "hidden_size": 1024,
+            "word_embed_proj_dim": 512, "num_hidden_layers": 24, "num_attention_heads": 16, "ffn_dim": 4096,
+            "max_position_embeddings": 2048, "do_layer_norm_before": False, "activation_function": "relu",
+            "enable_bias": True, "_remove_final_layer_norm": False}
+
+
+def test_opt_350m_word_embed_proj_dim_by_hand(tmp_path):
+    """OPTDecoder with word_embed_proj_dim e = 512 < hidden_size d = 1024: embed_tokens V × e, project_in e -> d and
+    project_out d -> e without biases, lm_head tied to embed_tokens; no final LayerNorm (do_layer_norm_before false)."""
+    V, e, d, L, f, P = 50272, 512, 1024, 24, 4096, 2048
+    embed = V * e  # 25,739,264, also the tied lm_head
+    projections = e * d + d * e  # project_in, project_out
+    positions = (P + 2) * d  # OPTLearnedPositionalEmbedding: two rows more
+    attention = 4 * (d * d + d)  # q, k, v, out_proj with biases
+    ffn = d * f + f + f * d + d  # fc1, fc2 with biases
+    norms = 2 * (d + d)  # self_attn_layer_norm, final_layer_norm of the layer: weight and bias each
+    total = embed + projections + positions + L * (attention + ffn + norms)
+    assert total == 331_196_416  # what OPTForCausalLM instantiates for facebook/opt-350m
+
+    spec = hf.load(write(tmp_path, OPT_350M))[1]
+    t = tally(spec, seq_len=8)
+    rows = {r.name: r for r in t.rows}
+    assert t.params == total
+    assert rows["embed.weight"].shape == rows["lm_head.weight"].shape == (V, e) and rows["lm_head.weight"].tied
+    assert rows["embed.project_in.weight"].shape == (d, e) and rows["embed.project_out.weight"].shape == (e, d)
+    assert "final_norm" not in rows
+    # FLOPs per token: each projection 2·e·d, the head 2·V·e
+    assert rows["embed.project_in.weight"].flops == rows["embed.project_out.weight"].flops == 2 * e * d
+    assert rows["lm_head.weight"].flops == 2 * V * e
+    # two pipeline stages: the last holds its own copy of the tied table, V × e
+    assert sum(sum(s) for s in planning.stage_params(spec, 2)) == total + V * e
+
+
+def test_a_tied_head_and_an_embedding_of_another_vocabulary_are_refused():
+    from ffncalc.model import SpecError
+
+    with pytest.raises(SpecError, match="one vocabulary"):
+        from_data({"vocab_size": 300, "d_model": 32, "n_layers": 1, "context_length": 16, "tie_embeddings": True,
+                   "attention": {"n_heads": 4}, "ffn": {"kind": "dense", "d_ff": 64},
+                   "embedding": {"vocab_size": 260}}, check=False)
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("before", [True, False])
+def test_opt_projections_equal_transformers_and_the_reference(tmp_path, before):
+    """A small OPT with word_embed_proj_dim != hidden_size, pre- and post-norm, untied: parameters and FLOPs per
+    component against OPTForCausalLM, and against the torch reference model."""
+    from ffncalc.analysis.verify import verify
+
+    small = {**OPT_350M, "vocab_size": 96, "hidden_size": 32, "word_embed_proj_dim": 24, "num_hidden_layers": 2,
+             "num_attention_heads": 4, "ffn_dim": 64, "max_position_embeddings": 16, "do_layer_norm_before": before,
+             "tie_word_embeddings": False}
+    path = write(tmp_path, small)
+    c = hf.read_config(path)
+    measured = hfcheck.measure(c, flops=True)
+    report = hfcheck.check(c, measured=measured)
+    assert report.ok and not any(ch.component.startswith("(unmatched)") for ch in report.checks), report.failures
+    assert {"embed.project_in", "embed.project_out"} <= {ch.component for ch in report.checks}
+    flops = hfcheck.check_flops(c, measured)
+    assert flops and all(ch.ok for ch in flops), [ch for ch in flops if not ch.ok]
+    label, spec = hf.load(path)
+    assert verify(spec, model=label, seq_len=6).ok

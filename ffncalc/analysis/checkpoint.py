@@ -54,17 +54,17 @@ GENERIC = Family("(no config)", lambda c: {}, MOE_MODULES + (
     COMMON_TOP_MODULES + ((r"wte$", "embed"), (r"wpe$", "pos_embed"), (r"ln_f$", "final_norm")))
 
 # Within a part, components in model order; others after them, in the order the checkpoint lists them.
-MODEL_ORDER = ("embed", "pos_embed", "attn.q_a", "attn.q_a_norm", "attn.q_b", "attn.q", "attn.k", "attn.v",
+MODEL_ORDER = ("embed", "embed.project_in", "pos_embed", "attn.q_a", "attn.q_a_norm", "attn.q_b", "attn.q", "attn.k", "attn.v",
                "attn.q+k+v", "attn.kv_a", "attn.kv_a_norm", "attn.kv_b", "attn.q_norm", "attn.k_norm", "attn.sinks",
                "attn.o", "ffn.gate", "ffn.up", "ffn.gate+up", "ffn.down", "ffn.shared", "ffn.shared_gate",
-               "ffn.experts", "ffn.router", "embed_norm", "norms", "final_norm", "lm_head")
+               "ffn.experts", "ffn.router", "embed_norm", "norms", "final_norm", "embed.project_out", "lm_head")
 GROUP_ORDER = ("embedding", "attention", "mixer", "ffn", "experts", "router", "norms", "head", "mtp", "tower",
                "buffer", "other")
 
 
 def group(name: str) -> str:
     """The part of the model a component belongs to."""
-    if name in ("embed", "pos_embed"):
+    if name in ("embed", "pos_embed", "embed.project_in", "embed.project_out"):  # OPT's projections: the embedding's
         return "embedding"
     if name in ("norms", "final_norm", "embed_norm"):
         return "norms"

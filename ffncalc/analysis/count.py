@@ -24,11 +24,14 @@ def terms(model: Model, seq_len: int) -> list[Term]:
     """Every tensor and operation of one forward pass at ``seq_len``, in model order; each run of
     identical layers once, its terms standing for all its layers. With prompt positions (model/prompts.py) the
     layers and the final norm run over seq_len + P positions, their terms scaled to the sequence's tokens."""
-    d, v = model.d_model, model.vocab_size
+    d = model.d_model
     positions = model.layer_positions(seq_len)  # what the layers run over
     emb = Emitter("embedding")
     # A lookup has no multiply-adds; macs records the one-hot matmul that Chinchilla's accounting charges.
-    emb.term("embed.weight", "tied" if model.tie_embeddings else "token", (v, d), macs=v * d)
+    rows, width = model.embed_shape  # vocab_size × d_model, or the embedding's own (model/extras.py: Embedding)
+    emb.term("embed.weight", "tied" if model.tie_embeddings else "token", (rows, width), macs=rows * width)
+    if model.embedding is not None:  # its projection to d_model, before the positions are added (OPT)
+        model.embedding.model_terms(emb, model)
     if model.positions == "learned":
         emb.term("pos_embed.weight", "position", (model.context_length + model.position_offset, d), elementwise=d)
     elif model.positions == "sinusoidal":  # a fixed table, no parameters: its add
@@ -67,14 +70,16 @@ def terms(model: Model, seq_len: int) -> list[Term]:
         if extra is not None:
             extra.model_terms(fin, model)
     if model.norm.final:
-        fin.norm("final_norm", model.norm, model.head_width, 1)
+        fin.norm("final_norm", model.norm, model.final_width, 1)
     if model.prediction_head is not None:
         model.prediction_head.model_terms(fin, model)
     inside += fin.out
     if positions != seq_len:  # the prompt's or the padding's positions too, per token of the sequence
         inside = [replace(t, positions=Fraction(positions, seq_len)) for t in inside]
     head = Emitter("head")
-    w = model.head_width  # both reversible streams
+    if model.embedding is not None:  # the projection back to the embedding's width (OPT)
+        model.embedding.model_terms(head, model)
+    v, w = model.head_shape  # both reversible streams, or the embedding's width
     head.term("lm_head.weight", "head", (v, w), macs=v * w, tied=model.tie_embeddings)
     if model.lm_head_bias:
         head.term("lm_head.bias", "bias", (v,), elementwise=v)

@@ -235,7 +235,7 @@ def stage_params(spec: Model, pp: int, mtp: bool = False) -> list[tuple[int, int
             for s, (first, stop) in enumerate(spans):
                 out[s][r.expert] += per_layer * max(0, min(b, stop) - max(a, first))
     if spec.tie_embeddings and pp > 1:
-        out[-1][0] += spec.vocab_size * spec.d_model
+        out[-1][0] += spec.vocab_size * spec.head_width  # the tied table, as the head reads it
     return [(d, e) for d, e in out]
 
 

@@ -57,10 +57,21 @@ class Linear(nn.Linear):
             super().reset_parameters()
 
 
+class BiasedRMSNorm(nn.RMSNorm):
+    """An RMSNorm with a bias added after its weight (xLSTM's xLSTMRMSNorm with use_bias)."""
+
+    def __init__(self, width: int):
+        super().__init__(width)
+        self.bias = nn.Parameter(torch.zeros(width))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return super().forward(x) + self.bias
+
+
 def make_norm(norm, width: int) -> nn.Module:
     if norm.kind.startswith("layernorm"):  # LayerNorm1p (Nemotron) scales by 1 + w: the same parameters
         return nn.LayerNorm(width, elementwise_affine=norm.affine, bias=norm.has_bias)
-    return nn.RMSNorm(width, elementwise_affine=norm.affine)
+    return BiasedRMSNorm(width) if norm.has_bias else nn.RMSNorm(width, elementwise_affine=norm.affine)
 
 
 class HeadNorm(nn.Module):

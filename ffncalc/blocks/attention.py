@@ -57,6 +57,9 @@ class Attention(Block):
     # head: one norm over head_dim shared by every head (Qwen3); each_head: over head_dim, its own weights in
     # every head (StableLM, Cohere); full: one norm over all heads' width (OLMo 2)
     qk_norm: Literal["none", "head", "each_head", "full"] = "none"
+    # false: the q/k norms are the model's norm without its bias (StableLmLayerNormPerHead: LayerNorm(head_dim,
+    # bias=False) in each head beside the model's biased LayerNorms)
+    qk_norm_bias: bool = True
     rotary_dim: Positive | None = None  # features of each head that rotary positions turn; default: all
     sinks: bool = False  # a learned logit per head that joins every softmax and takes no value (gpt-oss)
     # q's projection doubled: each head's query and a gate, sigmoid(gate) ⊙ the head's output before o (Qiu et al.
@@ -90,6 +93,9 @@ class Attention(Block):
     # one learned bias per head added to the separate gate before its activation, the same for each of the head's
     # gates (Beam's gate_bias)
     gate_bias: bool = False
+    # the separate gate's projection with a bias of its own, one per gate (HRM-Text's gate_proj, biased with
+    # attention_bias: HrmTextAttention)
+    gate_proj_bias: bool = False
 
     @property
     def kv_heads(self) -> int:
@@ -142,9 +148,9 @@ class Attention(Block):
             e.linear("attn.v", d, kv * vd, self.qkv_bias, n, heads=kv)
         if self.qk_norm != "none":
             q_width, k_width = (hd, hd) if self.qk_norm == "head" else (h * hd, kv * hd)
-            e.norm("attn.q_norm", model.norm, q_width, n, total=h * hd)
+            e.norm("attn.q_norm", self.qk_norm_kind(model.norm), q_width, n, total=h * hd)
             if own:
-                e.norm("attn.k_norm", model.norm, k_width, n, total=kv * hd)
+                e.norm("attn.k_norm", self.qk_norm_kind(model.norm), k_width, n, total=kv * hd)
         if self.v_norm and own:  # square, add, scale per element; no weights
             e.op("attn.v_norm", n * 3 * kv * vd)
         if model.positions == "rotary" and self.rope:
@@ -154,7 +160,7 @@ class Attention(Block):
         if self.gate:  # sigmoid(gate) ⊙ each head's output: a sigmoid and a multiply per element
             e.op("attn.gate", n * (ACTIVATION_OPS["sigmoid"] + 1) * h * hd)
         if self.softplus_gate != "none":  # softplus(g) (or sigmoid) per gate, then a multiply per output element
-            e.linear("attn.g", d, self.gate_width, False, n)
+            e.linear("attn.g", d, self.gate_width, self.gate_proj_bias, n)
             if self.gate_bias:  # its head's bias added to every gate
                 e.term("attn.g_bias", "bias", (h,), n, elementwise=n * self.gate_width)
             act = SOFTPLUS_OPS if self.gate_activation == "softplus" else ACTIVATION_OPS["sigmoid"]
@@ -163,9 +169,15 @@ class Attention(Block):
             e.norm("attn.sub_norm", model.norm, h * vd, n)
         attention_core(e, model, h, hd, vd, seq_len, self.o_bias, self.window, self.chunk)
 
+    def qk_norm_kind(self, norm):
+        """The q/k norms: the model's norm, or without its bias (qk_norm_bias false)."""
+        return norm if self.qk_norm_bias else replace(norm, bias=False)
+
     def check(self, d_model: int) -> None:
         if self.window is not None and self.chunk is not None:
             raise SpecError(("chunk",), "a layer attends a sliding window or chunks, not both")
+        if self.qk_norm == "none" and not self.qk_norm_bias:
+            raise SpecError(("qk_norm_bias",), "qk_norm_bias describes the q/k norms: qk_norm must not be none")
         self._check_heads(d_model)
         vd = self.v_head_dim
         head = self.head_dim if self.head_dim is not None else d_model // self.n_heads
@@ -173,9 +185,9 @@ class Attention(Block):
             raise SpecError(("gate",), "the query-doubling gate needs value heads as wide as the query heads")
         if self.k_eq_v and vd is not None and vd != head:
             raise SpecError(("k_eq_v",), "values that are the keys have the keys' head_dim, not v_head_dim")
-        if self.softplus_gate == "none" and (self.gate_bias or self.gate_activation != "softplus"):
-            raise SpecError(("softplus_gate",), "gate_activation and gate_bias describe the separate gate: "
-                                                "softplus_gate must be head or element")
+        if self.softplus_gate == "none" and (self.gate_bias or self.gate_proj_bias or self.gate_activation != "softplus"):
+            raise SpecError(("softplus_gate",), "gate_activation, gate_bias and gate_proj_bias describe the separate "
+                                                "gate: softplus_gate must be head or element")
         if self.kv_shared and (self.k_eq_v or self.v_norm):
             raise SpecError(("kv_shared",), "a layer that reads another layer's keys and values projects and "
                                             "normalises none of its own (k_eq_v, v_norm)")
@@ -232,20 +244,21 @@ def _module():
             if self.own and not spec.k_eq_v:
                 self.v = Linear(d, self.kv_heads * self.value_dim, bias=spec.qkv_bias)
             self.qk_norm = spec.qk_norm
+            qk = spec.qk_norm_kind(model.norm)
             if spec.qk_norm == "each_head":
-                self.q_norm = HeadNorm(model.norm, self.heads, self.head_dim)
+                self.q_norm = HeadNorm(qk, self.heads, self.head_dim)
                 if self.own:
-                    self.k_norm = HeadNorm(model.norm, self.kv_heads, self.head_dim)
+                    self.k_norm = HeadNorm(qk, self.kv_heads, self.head_dim)
             elif spec.qk_norm != "none":
                 per_head = spec.qk_norm == "head"
-                self.q_norm = make_norm(model.norm, self.head_dim if per_head else self.heads * self.head_dim)
+                self.q_norm = make_norm(qk, self.head_dim if per_head else self.heads * self.head_dim)
                 if self.own:
-                    self.k_norm = make_norm(model.norm, self.head_dim if per_head else self.kv_heads * self.head_dim)
+                    self.k_norm = make_norm(qk, self.head_dim if per_head else self.kv_heads * self.head_dim)
             if spec.sinks:
                 self.sinks = nn.Parameter(torch.zeros(self.heads))
             self.softplus_gate = spec.softplus_gate
             if spec.softplus_gate != "none":
-                self.g = Linear(d, spec.gate_width, bias=False)
+                self.g = Linear(d, spec.gate_width, bias=spec.gate_proj_bias)
                 if spec.gate_bias:
                     self.g_bias = nn.Parameter(torch.zeros(self.heads))
             self.gate_activation = spec.gate_activation

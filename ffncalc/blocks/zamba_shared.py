@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from functools import cache
 
-from ..model.schema import Positive, SpecError
+from ..model.schema import NonNegative, Positive, SpecError
 from ..model.terms import ACTIVATION_OPS, ROTARY_OPS, SOFTMAX_OPS
 from . import Block, register
 from .attention import softmax_score_bytes
@@ -49,6 +49,9 @@ class ZambaTransformer(Block):
     attention_adapters: bool = False  # Zamba2's use_shared_attention_adapter: low-rank adapters on q, k and v
     mlp_adapters: bool = False  # Zamba2: a low-rank adapter on the gate and up projection
     adapter_rank: Positive = 128
+    # the adapter pairs the block holds, each use running its own: default one per use (Zamba2's Zamba2Attention and
+    # Zamba2MLP hold one per entry of hybrid_layer_ids that falls to their block, whichever layers run them)
+    adapter_sets: NonNegative | None = None
 
     @property
     def kv_heads(self) -> int:
@@ -61,6 +64,11 @@ class ZambaTransformer(Block):
     def check(self, d_model: int) -> None:
         if self.n_heads % self.kv_heads:
             raise SpecError(("n_kv_heads",), f"{self.kv_heads} KV heads do not divide {self.n_heads} query heads")
+        hd = self.head_dim if self.head_dim is not None else 2 * d_model // self.n_heads
+        # each adapter's output, 2·d_model wide, is added to q, k and v (Zamba2Attention.forward)
+        if self.attention_adapters and not self.n_heads * hd == self.kv_heads * hd == 2 * d_model:
+            raise SpecError(("head_dim",), f"the attention adapters add 2 · d_model = {2 * d_model} to q, k and v: "
+                                           f"{self.n_heads} query and {self.kv_heads} KV heads of {hd} do not make it")
 
     def describe(self) -> str:
         return f"shared attention {self.n_heads} heads, {self.kv_heads} KV × {self.head_dim} on [x; e], MLP {self.d_ff}"
@@ -69,7 +77,7 @@ class ZambaTransformer(Block):
         d, h, kv, hd, n, f, r = model.d_model, self.n_heads, self.kv_heads, self.head_dim, e.n, self.d_ff, self.adapter_rank
         w = 2 * d  # [x; e]
         # the adapters: one per use, all stored with the block at its first use, each run at its own use
-        held = n if e.shared is None else (e.shared[1] if e.shared[0] else 0)
+        held = n if e.shared is None else (self.held(e.shared[1]) if e.shared[0] else 0)
         e.norm("shared.input_norm", model.norm, w, n)
         for name, heads in (("q", h), ("k", kv), ("v", kv)):
             e.linear(f"shared.attn.{name}", w, heads * hd, False, n, heads=heads)
@@ -96,6 +104,10 @@ class ZambaTransformer(Block):
         e.linear("shared.linear", d, d, False, n, stored=n)  # the layer's own
         e.op("shared.add", n * d)  # x + t, the mixer's input
 
+    def held(self, uses: int) -> int:
+        """The adapter pairs of a block that ``uses`` layers run."""
+        return self.adapter_sets if self.adapter_sets is not None else uses
+
     def cache_elements(self, model) -> int:
         """Each use caches its own keys and values (transformers' cache has a slot per hybrid layer)."""
         return 2 * self.kv_heads * self.head_dim
@@ -110,8 +122,9 @@ class ZambaTransformer(Block):
         return softmax_score_bytes(self.n_heads, seq_len, flash)
 
     def torch_module(self, model, causal: bool, uses: int = 1):
-        """Its module in one using layer, holding all ``uses`` uses' adapters: forward(x, embeddings, use)."""
-        return _module()(self, model, causal, uses)
+        """Its module in one using layer, holding the adapters of all ``uses`` uses (``adapter_sets`` where stated):
+        forward(x, embeddings, use)."""
+        return _module()(self, model, causal, self.held(uses))
 
 
 @cache

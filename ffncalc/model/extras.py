@@ -3,8 +3,8 @@ E2B and E4B), AltUp and LAuReL (Gemma 3n), hyper-connections (DeepSeek-V4, HY-V4
 (ZAYA1). Each is a frozen dataclass of spec fields that writes its own terms: those of the model (after the
 embedding, before the final norm) and those of each layer (slot "", beside the layer's norms), and builds its
 reference torch modules, whose paths mirror the term names. Also here: a layer's norms where some are gated or absent
-(``norm_terms``; AXK2, ModernBERT's decoder) and the prediction head between the final norm and the unembedding
-(ModernBERT's decoder).
+(``norm_terms``; AXK2, ModernBERT's decoder), the prediction head between the final norm and the unembedding
+(ModernBERT's decoder), and a token embedding of its own width or vocabulary (OPT-350m, BLT).
 
 Widths: d the model's, L its layers, p the per-layer input width, n AltUp's streams, r LAuReL's rank or a gated
 norm's; k the hyper-connections' streams, N = k·d their flattened width.
@@ -240,7 +240,7 @@ def norm_terms(e, model, layer) -> None:
     its gate, y ⊙ σ(W₂ silu(W₁ y)) on the norm's output y, W₁ d -> r and W₂ r -> d without biases (AXK2's
     GatedRMSNorm: AXK2GateMLP fc1, fc2)."""
     d, n, uses = model.d_model, e.n, layer.norm_uses(model.norm)
-    e.norm("norms", model.norm, d, n * sum(u != "none" for u in uses))
+    e.norm("norms", model.norm.layer, d, n * sum(u != "none" for u in uses))
     gated = n * uses.count("gated")
     if gated:
         r = model.norm.gate_rank
@@ -269,6 +269,34 @@ class PredictionHead:
 
     def model_module(self, model):
         return _modules()[7](self, model)
+
+
+@dataclass(frozen=True)
+class Embedding:
+    """The token embedding where it is not vocab_size × d_model.
+
+    ``width`` e: the table and the head are e wide, a bias-free projection e -> d after the lookup, before the
+    positions are added (embed.project_in), and d -> e after the final norm, before the head (embed.project_out)
+    (OPT: OPTDecoder.project_in and project_out where word_embed_proj_dim differs from hidden_size).
+    ``vocab_size``: the table's rows where they differ from the head's, the model's vocab_size, which an untied head
+    alone allows (BLT: BltLocalEncoder.embed_tokens has encoder_config.vocab_size rows, lm_head the model's)."""
+
+    width: Positive | None = None
+    vocab_size: Positive | None = None
+
+    def model_terms(self, e, model) -> None:
+        """project_in after the lookup (the embedding's emitter), project_out before the head (the head's)."""
+        if self.width is None:
+            return
+        d, w = model.d_model, self.width
+        if e.part == "embedding":
+            e.linear("embed.project_in", w, d, False, 1)
+        else:
+            e.linear("embed.project_out", d, w, False, 1)
+
+    def model_module(self, model):
+        """The table (``weight``), with ``project_in`` and ``project_out`` where it has its own width."""
+        return _modules()[11](self, model)
 
 
 def gated_norm_module(model):
@@ -522,5 +550,23 @@ def _modules():
             v = self.attention if slot == 0 else self.ffn
             return (out + v[1]) * v[0] + (x + v[3]) * v[2]
 
+    class Embed(nn.Module):
+        """``forward(tokens)``: the table's rows, projected to d where it has its own width; ``out(x)``: d -> e."""
+
+        def __init__(self, spec: Embedding, model):
+            super().__init__()
+            rows, width = spec.vocab_size or model.vocab_size, spec.width or model.d_model
+            self.weight = nn.Parameter(nn.init.normal_(torch.empty(rows, width)))
+            if spec.width is not None:
+                self.project_in = Linear(spec.width, model.d_model, bias=False)
+                self.project_out = Linear(model.d_model, spec.width, bias=False)
+
+        def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+            x = F.embedding(tokens, self.weight)
+            return self.project_in(x) if hasattr(self, "project_in") else x
+
+        def out(self, x: torch.Tensor) -> torch.Tensor:
+            return self.project_out(x) if hasattr(self, "project_out") else x
+
     return (ModelInputs, LayerInput, ModelStreams, LayerStreams, LaurelModule, ModelHyper, LayerHyper, Head,
-            GatedNorm, InputScale, ScaledAdds)
+            GatedNorm, InputScale, ScaledAdds, Embed)

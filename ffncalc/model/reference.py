@@ -28,7 +28,7 @@ class LayerModule(nn.Module):
 
     def __init__(self, model: Model, layer: Layer, causal: bool):
         super().__init__()
-        kinds = {"norm": lambda: make_norm(model.norm, model.d_model), "gated": lambda: gated_norm_module(model),
+        kinds = {"norm": lambda: make_norm(model.norm.layer, model.d_model), "gated": lambda: gated_norm_module(model),
                  "none": nn.Identity}
         self.norms = nn.ModuleList(kinds[use]() for use in layer.norm_uses(model.norm))
         self.names = (module_name(layer.attention), module_name(layer.ffn))
@@ -155,7 +155,8 @@ class Transformer(nn.Module):
     def __init__(self, spec: Model, causal: bool = False, distinct: bool = False):
         super().__init__()
         d = spec.d_model
-        self.embed = nn.Embedding(spec.vocab_size, d)
+        # the table; of its own width or vocabulary, with its projections (model/extras.py: Embedding)
+        self.embed = nn.Embedding(spec.vocab_size, d) if spec.embedding is None else spec.embedding.model_module(spec)
         if spec.positions == "learned":
             self.pos_embed = nn.Embedding(spec.context_length + spec.position_offset, d)
         self.positions, self.position_offset = spec.positions, spec.position_offset
@@ -187,7 +188,7 @@ class Transformer(nn.Module):
         if spec.cycles is not None:
             self.cycles = spec.cycles.model_module(spec)
         if spec.norm.final:
-            self.final_norm = make_norm(spec.norm, spec.head_width)
+            self.final_norm = make_norm(spec.norm, spec.final_width)
         if spec.prediction_head is not None:
             self.prediction_head = spec.prediction_head.model_module(spec)
         self.lm_head = Linear(spec.head_width, spec.vocab_size, bias=spec.lm_head_bias)
@@ -256,7 +257,8 @@ class Transformer(nn.Module):
         if hasattr(self, "prediction_head"):
             x = self.prediction_head(x)
         # the prompt's and the padding's positions dropped before the head
-        return self.lm_head(x[:, self.prompt_length:self.prompt_length + tokens.shape[-1]])
+        x = x[:, self.prompt_length:self.prompt_length + tokens.shape[-1]]
+        return self.lm_head(self.embed.out(x) if hasattr(self.embed, "out") else x)
 
     def set_balanced_routing(self, balanced: bool) -> None:
         for module in self.modules():

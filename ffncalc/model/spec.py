@@ -6,11 +6,11 @@ A spec describes shapes only. ``stack.resolve`` turns it into the per-layer stac
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Annotated, Literal
 
 from .block_residuals import BlockResiduals
-from .extras import AltUp, HyperConnections, Laurel, PerLayerInputs, PredictionHead, ResidualScale
+from .extras import AltUp, Embedding, HyperConnections, Laurel, PerLayerInputs, PredictionHead, ResidualScale
 from .latent import ByteLatent
 from .prompts import Prompts, RelativeBias, Segments
 from .reuse import Cycles
@@ -69,6 +69,9 @@ class Norm:
     placement: Literal["pre", "post", "residual"] = "pre"
     affine: bool = True  # a learned weight (microgpt's rmsnorm has none)
     bias: bool | None = None  # default: LayerNorm has one, RMSNorm has none
+    # a bias on each layer's norms alone, not on the final one (xLSTM: xLSTMBlock's xLSTMRMSNorms with use_bias; its
+    # out_norm has none)
+    layer_bias: bool = False
     per_layer: NonNegative = 2
     final: bool = True
     # the rank r of a gated norm's gate: y = norm(x), y ⊙ σ(W₂ silu(W₁ y)) with W₁ d -> r, W₂ r -> d, no biases
@@ -76,10 +79,14 @@ class Norm:
     gate_rank: NonNegative = 0
 
     def __post_init__(self) -> None:
-        if self.has_bias and self.kind == "rmsnorm":
-            raise SpecError(("bias",), "RMSNorm has no bias")
-        if self.has_bias and not self.affine:
-            raise SpecError(("bias",), "a norm without affine parameters has no bias")
+        # an RMSNorm may have a bias, added after its weight (xLSTM's xLSTMRMSNorm with use_bias)
+        if (self.has_bias or self.layer_bias) and not self.affine:
+            raise SpecError(("layer_bias" if self.layer_bias else "bias",), "a norm without affine parameters has no bias")
+
+    @property
+    def layer(self) -> Norm:
+        """Each layer's norms: this norm, with a bias where only they have one (``layer_bias``)."""
+        return replace(self, bias=True, layer_bias=False) if self.layer_bias else self
 
     @property
     def has_bias(self) -> bool:
@@ -158,6 +165,8 @@ class ModelSpec:
     norms: list[NormUse] | None = None
     # a transform between the final norm and the unembedding (ModernBERT's prediction head)
     prediction_head: PredictionHead | None = None
+    # a token embedding of its own width, projected to and from d_model (OPT-350m), or of its own vocabulary (BLT)
+    embedding: Embedding | None = None
     # beside the token embedding (model/prompts.py): CPM-Ant's prompt positions prepended to every sequence, its
     # segment embeddings and its table of relative-position biases shared by every layer
     prompts: Prompts | None = None
@@ -220,6 +229,14 @@ class ModelSpec:
             raise SpecError(("reversible",), "reversible streams take sequential pre-norm layers of two norms and an "
                                              "untied head of 2·d_model, without other residual streams, scaled "
                                              "residual adds or a prediction head")
+        if self.embedding and self.embedding.vocab_size not in (None, self.vocab_size) and self.tie_embeddings:
+            raise SpecError(("embedding", "vocab_size"), "a tied head is the embedding's table: one vocabulary, "
+                                                         f"vocab_size {self.vocab_size}")
+        if self.embedding and self.embedding.width is not None and (self.reversible or self.mtp_layers
+                                                                    or self.byte_latent):
+            raise SpecError(("embedding", "width"), "an embedding of its own width is projected to one residual stream "
+                                                    "of d_model: no reversible streams, multi-token prediction modules "
+                                                    "or byte-latent parts, which read the embedding at d_model")
         if self.byte_latent and self.byte_latent.encoder.d_model != self.d_model:
             raise SpecError(("byte_latent", "encoder", "d_model"), "the local encoder's width is the embedding's, "
                                                                    f"d_model {self.d_model}")

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from typing import Iterator
 
 from .block_residuals import BlockResiduals
-from .extras import AltUp, HyperConnections, Laurel, PerLayerInputs, PredictionHead, ResidualScale
+from .extras import AltUp, Embedding, HyperConnections, Laurel, PerLayerInputs, PredictionHead, ResidualScale
 from .latent import ByteLatent
 from .prompts import Prompts, RelativeBias, Segments
 from .reuse import Cycles, reused
@@ -97,6 +97,7 @@ class Model:
     block_residuals: BlockResiduals | None = None
     cycles: Cycles | None = None  # HRM's two states over its stack runs (model/reuse.py)
     byte_latent: ByteLatent | None = None  # BLT's parts beside its local decoder (model/latent.py)
+    embedding: Embedding | None = None  # a token embedding of its own width or vocabulary (model/extras.py)
 
     def extras(self) -> tuple:
         """The parts beside every layer's blocks, in the order their terms and modules come."""
@@ -119,9 +120,26 @@ class Model:
         return (self.padding.positions(seq_len) if self.padding is not None else seq_len) + self.prompt_length
 
     @property
-    def head_width(self) -> int:
-        """What the final norm and the head read: both reversible streams, or the one."""
+    def final_width(self) -> int:
+        """What the final norm reads: both reversible streams, or the one."""
         return 2 * self.d_model if self.reversible else self.d_model
+
+    @property
+    def head_width(self) -> int:
+        """What the head reads: the embedding's own width (after its project_out), else the final norm's."""
+        return self.embedding.width if self.embedding and self.embedding.width else self.final_width
+
+    @property
+    def embed_shape(self) -> tuple[int, int]:
+        """The token embedding table: its own vocabulary and width where it has them, else vocab_size × d_model."""
+        e = self.embedding
+        return ((e.vocab_size if e and e.vocab_size else self.vocab_size),
+                (e.width if e and e.width else self.d_model))
+
+    @property
+    def head_shape(self) -> tuple[int, int]:
+        """The unembedding: vocab_size × head_width."""
+        return self.vocab_size, self.head_width
 
     @property
     def n_layers(self) -> int:
@@ -201,4 +219,4 @@ def resolve(spec: ModelSpec) -> Model:
                  residual_scale=spec.residual_scale, prompts=spec.prompts, segments=spec.segments,
                  relative_bias=spec.relative_bias, reversible=spec.reversible, axial_positions=spec.axial_positions,
                  padding=spec.padding, block_residuals=spec.block_residuals, cycles=spec.cycles,
-                 byte_latent=spec.byte_latent)
+                 byte_latent=spec.byte_latent, embedding=spec.embedding)

@@ -59,7 +59,8 @@ def bailing_hybrid(c: Config) -> dict:
     fused as 3-D tensors, num_experts_per_token (8) per token, and one shared BailingHybridMLP of num_shared_experts
     (1) × moe_intermediate_size, stated as that many shared experts. attribute_map: model_max_length is
     max_position_embeddings (262144), num_experts num_local_experts, num_experts_per_token num_experts_per_tok,
-    num_shared_experts n_shared_experts. A final norm; lm_head untied by default. The multi-token-prediction layers
+    num_shared_experts n_shared_experts. A final norm; lm_head is never tied: BailingHybridForCausalLM declares no tied
+    weights (_tied_weights_keys is empty), so tie_word_embeddings changes nothing. The multi-token-prediction layers
     (num_nextn_predict_layers) are not part of BailingHybridForCausalLM."""
     c = c.with_defaults({"vocab_size": 157_184, "hidden_size": 2560, "num_hidden_layers": 42})
     heads = c.int("num_attention_heads", 32)
@@ -86,5 +87,5 @@ def bailing_hybrid(c: Config) -> dict:
               "dense": gated(c, width=c.int("intermediate_size", 6144))}
     mixer, ffn, layers = runs(list(zip(mixers, ffns)), blocks)
     context = c.int("model_max_length") if c.has("model_max_length") else c.int("max_position_embeddings", 262_144)
-    return {**common(c, tie=False), "context_length": context, "attention": blocks[mixer], "ffn": blocks[ffn],
-            "norm": rms(), **({"layers": layers} if layers else {})}
+    return {**common(c, tie=False), "context_length": context, "tie_embeddings": False, "attention": blocks[mixer],
+            "ffn": blocks[ffn], "norm": rms(), **({"layers": layers} if layers else {})}

@@ -57,8 +57,9 @@ def blt(c: Config) -> dict:
     patch_in_forward true, local_attention_window_len 512, encoder_hash_byte_group_size [3, 4, 5, 6, 7, 8] × 1
     hash function of encoder_hash_byte_group_vocab 500002 rows, untied. BltLocalDecoder (decoder_config: 1024 wide,
     16 heads, 9 layers, FFN 2816, a cross-attention before every layer) is the model's stack, its norm the final norm,
-    lm_head at its width. Beside it (model/latent.py): BltLocalEncoder (encoder_config: 1024, 16 heads, 1 layer, FFN
-    int(8·1024/3) = 2730, the model's embedding, a cross-attention after its last layer, patch_embedding_projection
+    lm_head at its width over vocab_size; the byte embedding over encoder_config.vocab_size (vocab_size where tied).
+    Beside it (model/latent.py): BltLocalEncoder (encoder_config: 1024, 16 heads, 1 layer, FFN int(8·1024/3) = 2730,
+    the model's embedding, a cross-attention after its last layer, patch_embedding_projection
     d -> k·d), BltGlobalTransformer (global_config: 2048, 16 heads, 25 layers, FFN 5632, no final norm;
     token_embedding_projection k·d_e -> d_g where they differ), the decoder's patch_embedding_projection d_g -> k·d,
     encoder_hash_tok_embedding, and BltPatcher (patcher_config: 768, 12 heads, 14 layers, FFN 2048, sliding window
@@ -79,9 +80,10 @@ def blt(c: Config) -> dict:
     if dec.int("hidden_size_global") != g:
         raise c.fail("decoder_config", f"hidden_size_global {dec.int('hidden_size_global')} differs from the global "
                                        f"transformer's width {g}: transformers' forward cannot run it")
-    vocab = c.int("vocab_size", 260)
-    if enc.int("vocab_size") != vocab:
-        raise c.fail("encoder_config", f"vocab_size {enc.int('vocab_size')} differs from the model's {vocab}")
+    vocab, tied = c.int("vocab_size", 260), c.bool("tie_word_embeddings", False)
+    # BltLocalEncoder.embed_tokens has encoder_config.vocab_size rows and BltForCausalLM.lm_head the model's
+    # vocab_size; tied (BltForCausalLM._tied_weights_keys), the embedding is lm_head's weight, of the model's vocab_size
+    rows = vocab if tied else enc.int("vocab_size")
     window = c.int("local_attention_window_len", 512) if c.data.get("local_attention_window_len", 512) is not None \
         else None
     decoder = _stack(dec, window)
@@ -103,6 +105,7 @@ def blt(c: Config) -> dict:
         latent["patcher"] = {"vocab_size": patcher.int("vocab_size"), "layers": _stack(patcher, pw, act="")}
     return {"name": c.data.get("_name_or_path") or None, "vocab_size": vocab, "d_model": d,
             "n_layers": decoder["n_layers"], "context_length": c.int("max_position_embeddings", 4096),
-            "positions": "rotary", "tie_embeddings": c.bool("tie_word_embeddings", False),
+            "positions": "rotary", "tie_embeddings": tied,
             "attention": decoder["attention"], "ffn": decoder["ffn"],
-            "norm": {"kind": "rmsnorm", "per_layer": 2, "final": True}, "byte_latent": latent}
+            "norm": {"kind": "rmsnorm", "per_layer": 2, "final": True}, "byte_latent": latent,
+            **({"embedding": {"vocab_size": rows}} if rows != vocab else {})}

@@ -11,9 +11,10 @@ def cohere_compass_text(c: Config) -> dict:
     """CohereCompassTextConfig / CohereCompassDecoderLayer, CohereCompassAttention, CohereCompassMLP:
     input_layernorm only, a CohereCompassLayerNorm with a weight and no bias (also the final norm); attention
     and the bias-free SwiGLU MLP read the same normed input and both add to the residual; attention_bias on
-    q/k/v/o (default false), no q/k norm; head_dim always hidden_size // heads (the config class sets it,
-    whatever the file states); one KV head per query head when num_key_value_heads is absent or null; tied by
-    default; a context of 8192. layer_types as stated, else every layer full (CohereCompassTextConfig);
+    q/k/v/o (default false), no q/k norm; head_dim as the file states it, else hidden_size // heads
+    (CohereCompassTextConfig.__post_init__ sets the quotient, then PreTrainedConfig.__post_init__ sets a stated
+    head_dim over it; a null one builds no attention); one KV head per query head when num_key_value_heads is
+    absent or null; tied by default; a context of 8192. layer_types as stated, else every layer full (CohereCompassTextConfig);
     sliding layers attend sliding_window keys (default 4096; null: every key). rope_parameters names an entry
     for each layer type; a null entry takes no rotary positions (CohereCompassTextModel); no parameter
     depends on it. logit_scale multiplies the logits: no parameter."""
@@ -24,7 +25,9 @@ def cohere_compass_text(c: Config) -> dict:
         raise c.fail("rope_parameters", f"no entry for the layer type(s) {', '.join(missing)} that layer_types "
                                          "names (CohereCompassRotaryEmbedding reads one per type; null: none)")
     bias = c.bool("attention_bias", False)
-    full = {**attention(c, qkv_bias=bias, o_bias=bias), "head_dim": c.int("hidden_size") // c.int("num_attention_heads")}
+    # CohereCompassTextConfig: the quotient unless the file states head_dim (c.int refuses a null one)
+    hd = c.int("head_dim") if "head_dim" in c.data else c.int("hidden_size") // c.int("num_attention_heads")
+    full = {**attention(c, qkv_bias=bias, o_bias=bias), "head_dim": hd}
     size = window(c, 4096)
     ffn = gated(c)
     layers = []

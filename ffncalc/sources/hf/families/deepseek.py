@@ -11,11 +11,13 @@ MLA_MODULES = ((r"q_a_proj$", "attn.q_a"), (r"q_a_layernorm$", "attn.q_a_norm"),
 
 
 def _deepseek(c: Config, *, mlp_bias: bool, defaults: dict) -> dict:
-    """DeepseekV2/V3 DecoderLayer: MLA; layer i is MoE from first_k_dense_replace on (and, in DeepSeek's
-    own code, when i % moe_layer_freq == 0; every published config has 1). The shared experts are one
-    MLP of n_shared_experts × moe_intermediate_size in transformers: the same parameters and FLOPs as
-    n_shared_experts experts, which is how the spec states them. The router is a bias-free weight;
-    DeepSeek-V3's e_score_correction_bias is a buffer, not a parameter (DeepseekV3TopkRouter)."""
+    """DeepseekV2/V3 DecoderLayer: MLA; layer i is MoE from first_k_dense_replace on (transformers reads no
+    moe_layer_freq: DeepSeek's own code also asks i % moe_layer_freq == 0, and every published config has 1). The
+    shared experts are one MLP of n_shared_experts × moe_intermediate_size in transformers: without biases the same
+    parameters and FLOPs as n_shared_experts experts, which is how the spec states them; with mlp_bias (DeepseekV2MLP)
+    that one MLP has one down_proj bias, so it is stated as one shared expert of that width, and where
+    n_shared_experts is 0 the MLP of width 0 is that bias alone, added to the mixture's output. The router is a
+    bias-free weight; DeepSeek-V3's e_score_correction_bias is a buffer, not a parameter (DeepseekV3TopkRouter)."""
     q_rank = c.data.get("q_lora_rank", defaults["q_lora_rank"])  # an explicit null means a full-rank query
     if q_rank is not None:
         q_rank = c.int("q_lora_rank", defaults["q_lora_rank"])
@@ -25,16 +27,25 @@ def _deepseek(c: Config, *, mlp_bias: bool, defaults: dict) -> dict:
         "qk_rope_head_dim": c.int("qk_rope_head_dim", 64), "v_head_dim": c.int("v_head_dim", 128),
         "bias": c.bool("attention_bias", False),
     }
-    n, first, freq = c.int("num_hidden_layers"), c.int("first_k_dense_replace", defaults["first_k_dense_replace"],
-                                                       positive=False), c.int("moe_layer_freq", 1)
-    routed = c.int("n_routed_experts", defaults["n_routed_experts"], positive=False)
-    width = c.int("moe_intermediate_size", defaults["moe_intermediate_size"])
-    moe = {"kind": "moe", "n_experts": routed or 1, "top_k": c.int("num_experts_per_tok", defaults["num_experts_per_tok"]),
-           "expert": gated(c, width=width)}
-    shared = c.int("n_shared_experts", defaults["n_shared_experts"], positive=False)
-    if shared:
-        moe.update(n_shared_experts=shared, shared=gated(c, width=width, bias=False))
-    kinds = ["moe" if routed and i >= first and i % freq == 0 else "dense" for i in range(n)]
+    n = c.int("num_hidden_layers")
+    first = c.int("first_k_dense_replace", defaults["first_k_dense_replace"], positive=False)
+    kinds = ["moe" if i >= first else "dense" for i in range(n)]  # DeepseekV2/V3DecoderLayer
+    moe = None
+    if "moe" in kinds:
+        routed = c.int("n_routed_experts", defaults["n_routed_experts"], positive=False)
+        if not routed:  # DeepseekV2/V3TopkRouter picks num_experts_per_tok of no experts: the forward fails
+            raise c.fail("n_routed_experts", f"0, yet layers {first} on are mixtures (first_k_dense_replace "
+                                             f"{first}): transformers' router cannot pick experts from none")
+        width = c.int("moe_intermediate_size", defaults["moe_intermediate_size"])
+        moe = {"kind": "moe", "n_experts": routed,
+               "top_k": c.int("num_experts_per_tok", defaults["num_experts_per_tok"]), "expert": gated(c, width=width)}
+        shared = c.int("n_shared_experts", defaults["n_shared_experts"], positive=False)
+        if shared and mlp_bias:  # DeepseekV2Moe.shared_experts: one DeepseekV2MLP of shared × width, one down bias
+            moe.update(n_shared_experts=1, shared=gated(c, width=shared * width, bias=True))
+        elif shared:
+            moe.update(n_shared_experts=shared, shared=gated(c, width=width, bias=False))
+        elif mlp_bias:  # DeepseekV2MLP of intermediate_size 0: no weights, its down_proj bias of d_model alone
+            moe.update(output_bias=True)
     ffn, layers = layer_groups(kinds, {"moe": moe, "dense": gated(c, bias=mlp_bias) if "dense" in kinds else None})
     return {**common(c, tie=False), "attention": attention, "ffn": ffn, **({"layers": layers} if layers else {}),
             "norm": rms()}

@@ -112,7 +112,8 @@ def deepseek_v4(c: Config) -> dict:
     }
     width = c.int("moe_intermediate_size")
     moe = {"kind": "moe", "n_experts": c.int("n_routed_experts"), "top_k": c.int("num_experts_per_tok"),
-           "expert": gated(c, width=width), "n_shared_experts": 1, "shared": gated(c, width=width)}
+           "expert": gated(c, width=width), "n_shared_experts": 1,
+           "shared": gated(c, width=width, bias=c.bool("mlp_bias", False))}  # DeepseekV4MLP: bias=config.mlp_bias
     ffns = {"moe": moe, "hash_moe": {**moe, "hash_routed": True}}
     layers = [{"attention": attentions[a], "ffn": ffns[f]} for a, f in zip(kinds, mlp_kinds)]
     return {**common(c, tie=False, context_default=DEEPSEEK_V4["max_position_embeddings"]), **stack(layers),

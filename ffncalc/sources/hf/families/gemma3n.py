@@ -4,7 +4,7 @@ keys and values read from earlier layers by the last ones, and per-layer FFN wid
 from __future__ import annotations
 
 from ..config import Config, common, family, layer_types, rms, stack, window
-from .gemma4 import PLE_LAYER_MODULES, PLE_TOP_MODULES, per_layer_inputs
+from .gemma4 import PLE_LAYER_MODULES, PLE_TOP_MODULES, kv_readers, per_layer_inputs
 
 # Gemma3nTextConfig's defaults (transformers 5.23): a Gemma 3n text_config states only what differs from them.
 GEMMA3N_TEXT = {"vocab_size": 262_400, "hidden_size": 2048, "intermediate_size": 16_384, "num_hidden_layers": 35,
@@ -45,10 +45,11 @@ def gemma3n_text(c: Config) -> dict:
     """Gemma3nTextConfig / Gemma3nTextDecoderLayer: Gemma 3's four RMSNorms a layer, per-head q_norm and k_norm and a
     weightless norm on each value head; attention_bias (default false) on q, k, v and o. layer_types default: four
     sliding-window layers of sliding_window (default 512) to one global. The last num_kv_shared_layers (default 15)
-    read the keys and values of the last earlier layer of their type: no k_proj, v_proj, k_norm or v_norm of their
-    own. Gemma3nTextMLP is GeGLU from hidden_activation (default gelu_pytorch_tanh) of intermediate_size (default
-    16,384; a list gives each layer's); its activation sparsity (activation_sparsity_pattern: a Gaussian top-k on
-    the gate) has no parameters and no matmul. Per-layer inputs of hidden_size_per_layer_input (default 256) from
+    read the keys and values of the last earlier layer of their type (gemma4.kv_readers: past the depth, the first
+    layers make them): no k_proj, v_proj, k_norm or v_norm of their own. Gemma3nTextMLP is GeGLU from
+    hidden_activation (default gelu_pytorch_tanh) of intermediate_size (default 16,384; a list gives each layer's);
+    its activation sparsity (activation_sparsity_pattern: a Gaussian top-k on the gate) has no parameters and no
+    matmul. Per-layer inputs of hidden_size_per_layer_input (default 256) from
     vocab_size_per_layer_input (default 262,144) rows; AltUp over altup_num_inputs (default 4) streams, the active
     one scaled where altup_correct_scale (default true); LAuReL of laurel_rank (default 64). The embedding is scaled
     by √hidden_size; tied embeddings by default (vocab_size default 262,400). The language model of a gemma3n config
@@ -59,16 +60,13 @@ def gemma3n_text(c: Config) -> dict:
     bias = c.bool("attention_bias", False)
     types = layer_types(c, lambda i: "full_attention" if (i + 1) % 5 == 0 else "sliding_attention")
     size = window(c, 512)
-    first_shared = n - c.int("num_kv_shared_layers", positive=False)
-    if first_shared < n and set(types[:first_shared]) != set(types):
-        raise c.fail("num_kv_shared_layers", "a layer type that reads shared keys and values has no earlier "
-                                             "layer of its type to make them")
+    reads = kv_readers(c, types)
     act = c.activation("hidden_activation", "gelu_pytorch_tanh")
     widths = _widths(c, n)
 
     def attn(i: int) -> dict:
         out = {"n_heads": heads, "n_kv_heads": kv, "head_dim": head_dim, "qkv_bias": bias, "o_bias": bias,
-               "qk_norm": "head", **({"v_norm": True} if i < first_shared else {"kv_shared": True})}
+               "qk_norm": "head", **({"kv_shared": True} if reads[i] else {"v_norm": True})}
         return {**out, "window": size} if types[i] == "sliding_attention" else out
 
     inputs = per_layer_inputs(c, act)

@@ -29,10 +29,14 @@ LAYER_MODULES = PLE_LAYER_MODULES + (
 )
 
 
-def _overrides(c: Config) -> dict[int, dict]:
-    """A stated per_layer_config: layer index -> the keys that differ there (head_dim, num_key_value_heads)."""
-    stated = c.data.get("per_layer_config")
-    if stated is None:
+def _overrides(c: Config, n: int) -> dict[int, dict] | None:
+    """A stated per_layer_config: layer index -> the keys that differ there (head_dim, num_key_value_heads); None
+    where the file leaves the key out. Gemma4TextConfig.__post_init__ derives its own only then: a stated one, even
+    empty or null, leaves every layer not in it at head_dim and num_key_value_heads."""
+    if "per_layer_config" not in c.data:
+        return None
+    stated = c.data["per_layer_config"]
+    if stated is None:  # PreTrainedConfig: no per-layer overrides at all
         return {}
     if not isinstance(stated, dict) or not all(isinstance(v, dict) for v in stated.values()):
         raise c.fail("per_layer_config", f"expected an object of per-layer objects, got {stated!r}")
@@ -42,12 +46,65 @@ def _overrides(c: Config) -> dict[int, dict]:
             index = int(key)
         except ValueError:
             raise c.fail("per_layer_config", f"expected layer indices as keys, got {key!r}") from None
+        if not 0 <= index < n:  # HeterogeneousConfigMixin's _validate_layer_indices
+            raise c.fail("per_layer_config", f"layer {key}: expected an index below num_hidden_layers ({n})")
         other = sorted(set(value) - {"head_dim", "num_key_value_heads"})
         if other:
             raise c.fail("per_layer_config", f"layer {key}: only head_dim and num_key_value_heads are read, "
                                              f"not {', '.join(other)}")
+        wrong = next((k for k, v in value.items() if type(v) is not int or v <= 0), None)
+        if wrong is not None:
+            raise c.fail("per_layer_config", f"layer {key}: {wrong}: expected a positive integer, "
+                                             f"got {value[wrong]!r}")
         out[index] = value
     return out
+
+
+def _head_shapes(c: Config, types: list[str], k_eq_v: bool) -> list[tuple[int, int]]:
+    """Each layer's (head_dim, num_key_value_heads), as Gemma4TextAttention reads them from
+    config.per_layer_config[layer_idx]."""
+    head_dim, kv = c.int("head_dim"), c.int("num_key_value_heads")
+    overrides = _overrides(c, len(types))
+    if overrides is None:  # Gemma4TextConfig: every global layer takes global_head_dim and, with K = V, its KV heads
+        glob = {"head_dim": c.int("global_head_dim", 512)}
+        if k_eq_v and c.has("num_global_key_value_heads"):
+            glob["num_key_value_heads"] = c.int("num_global_key_value_heads")
+        overrides = {i: glob for i, t in enumerate(types) if t == "full_attention"}
+    shapes = [(overrides.get(i, {}).get("head_dim", head_dim), overrides.get(i, {}).get("num_key_value_heads", kv))
+              for i in range(len(types))]
+    for kind in sorted(set(types)):  # Gemma4TextRotaryEmbedding reads config.per_layer_config[layer_type]
+        if len({shape for shape, t in zip(shapes, types) if t == kind}) > 1:
+            raise c.fail("per_layer_config", f"the {kind} layers differ in head_dim or num_key_value_heads "
+                                             "(transformers builds one rotary table a layer type)")
+    return shapes
+
+
+def kv_readers(c: Config, types: list[str]) -> list[bool]:
+    """Which layers read the keys and values of an earlier layer (Gemma4TextConfig.kv_sharing_modes "reuse", and
+    Gemma3nTextConfig's, the same rule): the layers from n - num_kv_shared_layers on, but the last layer of each type
+    before that index, which makes them ("store"). Its index is read as Python reads one, so where
+    num_kv_shared_layers is n or more the makers are the last of each type among the first 2n - num_kv_shared_layers
+    layers and every other layer reads."""
+    n, shared = len(types), c.int("num_kv_shared_layers", 0, positive=False)
+    if shared < 0:  # kv_sharing_modes: the makers' indices fall past the last layer (IndexError)
+        raise c.fail("num_kv_shared_layers", f"expected 0 or more, got {shared}")
+    if not shared:
+        return [False] * n
+    first = n - shared
+    makers = types[0:first][::-1]
+    if set(makers) != set(types):
+        raise c.fail("num_kv_shared_layers", "a layer type that reads shared keys and values has no earlier "
+                                             "layer of its type to make them")
+    reads = [i >= first for i in range(n)]
+    made: dict[str, int] = {}
+    for kind in set(types):
+        index = (first - 1 - makers.index(kind)) % n  # a negative index, as Python reads it
+        reads[index], made[kind] = False, index
+    early = next((i for i in range(n) if reads[i] and i < made[types[i]]), None)
+    if early is not None:  # Gemma4TextAttention.forward (Gemma 3n's too): shared_kv_states[layer_type] unset: KeyError
+        raise c.fail("num_kv_shared_layers", f"layer {early} ({types[early]}) would read the keys and values of "
+                                             f"layer {made[types[early]]}, which comes after it")
+    return reads
 
 
 def per_layer_inputs(c: Config, act: str) -> dict | None:
@@ -60,30 +117,21 @@ def per_layer_inputs(c: Config, act: str) -> dict | None:
 
 def _read(c: Config) -> dict:
     n = c.int("num_hidden_layers")
-    heads, kv, head_dim = c.int("num_attention_heads"), c.int("num_key_value_heads"), c.int("head_dim")
+    heads = c.int("num_attention_heads")
     bias, k_eq_v = c.bool("attention_bias", False), c.bool("attention_k_eq_v", False)
     types = layer_types(c, lambda i: "sliding_attention" if (i + 1) % 6 else "full_attention")[:]
     types[-1] = "full_attention"  # Gemma4TextConfig forces the last layer global
     size = window(c, 512)
     if c.data.get("use_bidirectional_attention") == "all" and size is not None:
         size = size // 2 + 1  # Gemma4TextConfig.__post_init__
-    overrides = _overrides(c)
-    if not overrides:  # Gemma4TextConfig: every global layer takes global_head_dim and, with K = V, its KV heads
-        glob = {"head_dim": c.int("global_head_dim", 512)}
-        if k_eq_v and c.has("num_global_key_value_heads"):
-            glob["num_key_value_heads"] = c.int("num_global_key_value_heads")
-        overrides = {i: glob for i, t in enumerate(types) if t == "full_attention"}
-    shared = c.int("num_kv_shared_layers", 0, positive=False)
-    first_shared = n - shared
-    if shared and set(types[:first_shared]) != set(types):
-        raise c.fail("num_kv_shared_layers", "a layer type that reads shared keys and values has no earlier "
-                                             "layer of its type to make them")
+    shapes = _head_shapes(c, types, k_eq_v)
+    reads = kv_readers(c, types)
     act = c.activation("hidden_activation", "gelu_pytorch_tanh")
     moe = c.bool("enable_moe_block", False)
     double = c.bool("use_double_wide_mlp", False)
 
     def ffn(i: int) -> dict:
-        width = c.int("intermediate_size") * (2 if double and i >= first_shared else 1)
+        width = c.int("intermediate_size") * (2 if double and reads[i] else 1)  # Gemma4TextMLP
         dense = {"kind": "gated", "d_ff": width, "activation": act, "bias": False}
         if not moe:
             return dense
@@ -92,10 +140,9 @@ def _read(c: Config) -> dict:
                 "expert": {"kind": "gated", "d_ff": c.int("moe_intermediate_size"), "activation": act, "bias": False}}
 
     def attn(i: int) -> dict:
-        local, own = types[i] == "sliding_attention", i < first_shared
-        layer = overrides.get(i, {})
-        out = {"n_heads": heads, "n_kv_heads": layer.get("num_key_value_heads", kv),
-               "head_dim": layer.get("head_dim", head_dim), "qkv_bias": bias, "o_bias": bias, "qk_norm": "head"}
+        local, own = types[i] == "sliding_attention", not reads[i]
+        out = {"n_heads": heads, "n_kv_heads": shapes[i][1], "head_dim": shapes[i][0], "qkv_bias": bias,
+               "o_bias": bias, "qk_norm": "head"}
         out.update({"v_norm": True, "k_eq_v": k_eq_v and not local} if own else {"kv_shared": True})
         return {**out, "window": size} if local else out
 
@@ -112,10 +159,11 @@ def gemma4_text(c: Config) -> dict:
     the last layer always global. Global layers take head_dim global_head_dim (default 512); with
     attention_k_eq_v (default false) they have no v_proj (the values are k_proj's output) and
     num_global_key_value_heads KV heads where stated (Gemma4TextConfig's per_layer_config; one stated in the
-    file is read instead). The last num_kv_shared_layers (default 0) read the keys and values of the last
-    earlier layer of their type: no k_proj, v_proj, k_norm or cache of their own; with use_double_wide_mlp
-    their MLP is twice intermediate_size. Gemma4TextMLP is GeGLU from hidden_activation (default
-    gelu_pytorch_tanh). With enable_moe_block (default false) each layer also holds Gemma4TextRouter (a
+    file, even empty or null, is read instead: the layers it leaves out keep head_dim and num_key_value_heads).
+    The last num_kv_shared_layers (default 0) read the keys and values of the last earlier layer of their type
+    (kv_readers: past the depth, the first layers make them): no k_proj, v_proj, k_norm or cache of their own;
+    with use_double_wide_mlp their MLP is twice intermediate_size. Gemma4TextMLP is GeGLU from hidden_activation
+    (default gelu_pytorch_tanh). With enable_moe_block (default false) each layer also holds Gemma4TextRouter (a
     weightless RMS norm, a learned scale, proj over num_experts, a learned per_expert_scale), top_k_experts of
     num_experts Gemma4TextExperts of moe_intermediate_size, and three more RMSNorms, the two branches added.
     Rotary positions: the full head at every layer (proportional RoPE rotates all of it, its unrotated features

@@ -35,13 +35,17 @@ def _shared(c: Config, moe: dict) -> dict:
 def _swa(c: Config, data: dict) -> dict:
     """GraniteMoeSWAAttention: the attention above with one learned sink logit per head (sinks); layer i is
     sliding (window sliding_window, default 128; null: every key) or full by layer_types, by default full
-    where i % 4 == 0; a layer whose layer_rope_theta entry is 0 takes no rotary positions (NoPE)."""
+    where i % 4 == 0; a layer whose layer_rope_theta entry is 0 takes no rotary positions (NoPE); entries past the
+    depth are unused."""
     size = window(c, 128)
     types = layer_types(c, lambda i: "full_attention" if i % 4 == 0 else "sliding_attention")
     thetas = c.data.get("layer_rope_theta")
     n = len(types)
-    if thetas is not None and (not isinstance(thetas, list) or len(thetas) != n):
-        raise c.fail("layer_rope_theta", f"expected a list of {n} rotary bases, got {thetas!r}")
+    # GraniteMoeSWAModel.forward reads layer_rope_theta[i] for each of its layers: entries past the depth are
+    # unused (a file keeps the list's length when the depth shrinks), too few fail the forward
+    if thetas is not None and (not isinstance(thetas, list) or len(thetas) < n or
+                               not all(isinstance(t, (int, float)) and not isinstance(t, bool) for t in thetas)):
+        raise c.fail("layer_rope_theta", f"expected a list of at least {n} rotary bases (0: no rotary), got {thetas!r}")
     full = {**data["attention"], "sinks": True}
     layers = []
     for i, t in enumerate(types):

@@ -14,7 +14,8 @@ def granite_swa(c: Config) -> dict:
     head (GraniteSWAAttention.sinks) in every layer; 4 KV heads when absent (null: one per query head); head_dim
     a stated head_dim or hidden_size / heads; layer_types as stated, else every fourth layer full from the first
     and the others sliding (GraniteSWAConfig), over sliding_window (default 128; null: every key);
-    layer_rope_theta gives each layer its rotary base, 0 for none (default: rope_theta for every layer); tied
+    layer_rope_theta gives each layer its rotary base, 0 for none (default: rope_theta for every layer; entries past
+    the depth unused); tied
     by default; a context of 8192. embedding_multiplier, residual_multiplier, attention_multiplier and
     logits_scaling are scalars, not parameters."""
     bias = c.bool("attention_bias", False)
@@ -25,9 +26,11 @@ def granite_swa(c: Config) -> dict:
     thetas = c.data.get("layer_rope_theta")
     if thetas is None:
         thetas = [1] * n
-    elif not isinstance(thetas, list) or len(thetas) != n or \
+    # GraniteSWAModel.forward reads layer_rope_theta[i] for each of its layers: entries past the depth are unused
+    # (a file keeps the list's length when the depth shrinks), too few fail the forward
+    elif not isinstance(thetas, list) or len(thetas) < n or \
             not all(isinstance(t, (int, float)) and not isinstance(t, bool) for t in thetas):
-        raise c.fail("layer_rope_theta", f"expected a list of {n} rotary bases (0: no rotary), got {thetas!r}")
+        raise c.fail("layer_rope_theta", f"expected a list of at least {n} rotary bases (0: no rotary), got {thetas!r}")
     ffn = gated(c, bias=c.bool("mlp_bias", False))
     layers = []
     for t, theta in zip(types, thetas):

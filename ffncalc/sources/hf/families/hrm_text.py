@@ -37,11 +37,10 @@ def hrm_text(c: Config) -> dict:
     and ends in a weight-free RMSNorm (HrmTextStack.final_norm), the last the final one; z_L_init, a parameter of
     hidden_size, starts the low state. The embeddings are scaled by embedding_scale (no parameter); lm_head untied
     by default."""
-    if c.bool("attention_bias", False):
-        raise c.fail("attention_bias", "gate_proj's bias, one per gate, is not modelled: only attention_bias false is read")
     n, low, high = per_stack(c), c.int("L_cycles", 3), c.int("H_cycles", 2)
-    attn = {**attention(c, head_dim=128), "n_kv_heads": c.int("num_attention_heads"),
-            "softplus_gate": "element", "gate_activation": "sigmoid"}
+    bias = c.bool("attention_bias", False)  # HrmTextAttention: q/k/v/o and gate_proj, one bias per output each
+    attn = {**attention(c, head_dim=128, qkv_bias=bias, o_bias=bias), "n_kv_heads": c.int("num_attention_heads"),
+            "softplus_gate": "element", "gate_activation": "sigmoid", "gate_proj_bias": bias}
     groups = []
     for h in range(high):
         groups += [{"repeat": n, "name": "low"} if h == i == 0 else {"repeat": n, "reuses": "low"} for i in range(low)]

@@ -77,8 +77,9 @@ def kimi_linear(c: Config) -> dict:
     num_experts_per_token (8) per token, one shared KimiLinearMLP of num_shared_experts (1) ×
     moe_intermediate_size, stated as that many shared experts), else KimiLinearMLP of intermediate_size (9216).
     attribute_map: model_max_length is max_position_embeddings, num_experts num_local_experts, num_experts_per_token
-    num_experts_per_tok, num_shared_experts n_shared_experts. Norms before each sublayer and a final one; lm_head
-    untied by default."""
+    num_experts_per_tok, num_shared_experts n_shared_experts. Norms before each sublayer and a final one; lm_head is
+    never tied: KimiLinearForCausalLM declares no tied weights (_tied_weights_keys is empty), so tie_word_embeddings
+    changes nothing."""
     c = c.with_defaults({"vocab_size": 163_840, "hidden_size": 2304, "num_hidden_layers": 27})
     linear = c.data.get("linear_attn_config") or {}
     if not isinstance(linear, dict):
@@ -106,5 +107,5 @@ def kimi_linear(c: Config) -> dict:
               "dense": gated(c, width=c.int("intermediate_size", 9216))}
     mixer, ffn, layers = runs(list(zip(layer_types(c), mlp_layer_types(c))), blocks)
     context = c.int("model_max_length") if c.has("model_max_length") else c.int("max_position_embeddings", 1_048_576)
-    return {**common(c, tie=False), "context_length": context, "positions": "none", "attention": blocks[mixer], "ffn": blocks[ffn],
-            "norm": rms(), **({"layers": layers} if layers else {})}
+    return {**common(c, tie=False), "context_length": context, "tie_embeddings": False, "positions": "none",
+            "attention": blocks[mixer], "ffn": blocks[ffn], "norm": rms(), **({"layers": layers} if layers else {})}

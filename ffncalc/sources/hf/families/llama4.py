@@ -47,7 +47,7 @@ def llama4_text(c: Config) -> dict:
     types = layer_types(c, lambda i: "chunked_attention" if rope[i] else "full_attention")
     chunk = None if c.data.get("attention_chunk_size", 8192) is None else c.int("attention_chunk_size", 8192)
     if c.data.get("moe_layers") is not None:
-        moe_layers = set(c.int_list("moe_layers"))
+        moe_layers = set(c.int_list("moe_layers")) & set(range(n))  # an index past the depth names no layer
     else:
         step = c.int("interleave_moe_layer_step")
         moe_layers = set(range(step - 1, n, step))

@@ -25,16 +25,19 @@ def recurrent_gemma(c: Config) -> dict:
     lru_width, default hidden_size, with biases), a depthwise conv_1d of conv1d_width (default 4) with a bias, the
     RG-LRU (RecurrentGemmaRglru: recurrent_param of lru_width, input and recurrent gates as num_attention_heads
     diagonal blocks with biases) and linear_out (with a bias). RecurrentGemmaAttention: q/k/v with attention_bias
-    (default false), o_proj always with a bias; head_dim is hidden_size // num_attention_heads whatever the key says,
-    num_key_value_heads defaults to the heads, a sliding window of attention_window_size (default 2048), rotary over
-    partial_rotary_factor (default 0.5) of each head. RecurrentGemmaMlp: a gated MLP of intermediate_size // 2
-    (default 3 · 2560 // 2) with biases, hidden_activation (default gelu, tanh). RMSNorms (scaled by 1 + w: the same
-    parameters) before each sublayer and at the end (final_norm); tied unless tie_word_embeddings is false. The
-    embedding scale (a buffer) and the logits' soft cap are elementwise. RecurrentGemmaConfig states no context length:
+    (default false), o_proj always with a bias; head_dim as the file states it, else hidden_size //
+    num_attention_heads (RecurrentGemmaConfig.__post_init__ sets the quotient, then PreTrainedConfig.__post_init__
+    sets a stated head_dim over it; the rotary width follows it too), num_key_value_heads defaults to the heads, a
+    sliding window of attention_window_size (default 2048), rotary over partial_rotary_factor (default 0.5) of each
+    head. RecurrentGemmaMlp: a gated MLP of intermediate_size // 2 (default 3 · 2560 // 2) with biases,
+    hidden_activation (default gelu, tanh). RMSNorms (scaled by 1 + w: the same parameters) before each sublayer
+    and at the end (final_norm); tied unless tie_word_embeddings is false. The embedding scale (a buffer) and the
+    logits' soft cap are elementwise. RecurrentGemmaConfig states no context length:
     common()'s 2048 is only the default --seq-len, never a limit."""
     d, heads = c.int("hidden_size", 2560), c.int("num_attention_heads", 10)
     act = c.activation("hidden_activation", "gelu_pytorch_tanh")
-    head_dim = d // heads
+    # RecurrentGemmaConfig: the quotient unless the file states head_dim (c.int refuses a null one)
+    head_dim = c.int("head_dim") if "head_dim" in c.data else d // heads
     bias = c.bool("attention_bias", False)
     attention = {"kind": "mha", "n_heads": heads, "n_kv_heads": c.int("num_key_value_heads", heads),
                  "head_dim": head_dim, "qkv_bias": bias, "o_bias": True,

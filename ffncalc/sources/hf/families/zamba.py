@@ -54,6 +54,17 @@ def block_types(c: Config, n_layers: int) -> list[str]:
     return types
 
 
+def hybrid_stack(layers: list[dict]) -> dict:
+    """stack() of layers that may run a shared block ("shared"): a shared block is a layer group's, never the
+    model's, so every run of layers that runs one states it, whichever layers are the most."""
+    out = stack(layers)
+    shared = out.pop("shared", None)
+    if shared is not None:
+        out["layers"] = [{**group, "shared": group.get("shared", shared)}
+                         for group in out.get("layers", [{"repeat": len(layers)}])]
+    return out
+
+
 @family("zamba",
         layer_modules=ZAMBA_MODULES,
         top_modules=((r"final_layernorm$", "final_norm"),))
@@ -67,7 +78,8 @@ def zamba(c: Config) -> dict:
     (blocks/zamba_shared.py) on [x; embeddings]: attention of num_attention_heads (16), num_key_value_heads (16) of
     attention_head_dim (default 2 · hidden_size / heads) on attention_hidden_size = 2 · hidden_size inputs, no bias
     and no positions; a gated MLP of intermediate_size (14848) with hidden_act (gelu), no bias; no adapters; and the
-    layer's own linear d -> d, added to the Mamba layer's input. A final RMSNorm; lm_head tied by default."""
+    layer's own linear d -> d, added to the Mamba layer's input. A final RMSNorm; lm_head tied by default, and with it
+    the block (untied, each hybrid layer has its own)."""
     hidden = c.int("hidden_size", 3712)
     types = block_types(c, c.int("num_hidden_layers", 76))
     heads, expand = c.int("n_mamba_heads", 2), c.int("mamba_expand", 2)
@@ -80,7 +92,8 @@ def zamba(c: Config) -> dict:
              "use_bias": c.bool("mamba_proj_bias", False), "use_conv_bias": c.bool("mamba_conv_bias", True),
              "activation": c.activation("hidden_mamba_act", "silu")}
     width = c.int("attention_hidden_size", 2 * hidden)
-    if width != 2 * hidden:  # the block's input is the concatenation [x; e]: any other width cannot run
+    # the block's input is the concatenation [x; e]: any other width cannot run (no block, no width: Mamba layers only)
+    if width != 2 * hidden and "hybrid" in types:
         raise c.fail("attention_hidden_size", f"must be 2 · hidden_size = {2 * hidden} (the hidden state and the "
                      f"embeddings concatenated), got {width}")
     n_heads = c.int("num_attention_heads", 16)
@@ -89,12 +102,15 @@ def zamba(c: Config) -> dict:
              "n_kv_heads": c.int("num_key_value_heads", 16), "head_dim": c.int(head_key, 2 * hidden // n_heads),
              "d_ff": c.int("intermediate_size", 14848), "activation": c.activation("hidden_act", "gelu")}
     none = {"kind": "none"}
-    layers = [{"attention": mixer, "ffn": none, "shared": "block" if t == "hybrid" else None} for t in types]
-    out = stack(layers)
-    hybrid = types.count("hybrid")
-    if hybrid and "layers" not in out:  # every layer hybrid: one group that states it
-        out["layers"] = [{"repeat": len(types), "shared": "block"}]
+    # ZambaModel ties every hybrid layer's shared_transf to the first one's through its _tied_weights_keys, which
+    # PreTrainedModel.get_expanded_tied_weights_keys applies only with tie_word_embeddings: untied, each hybrid layer
+    # holds a block of its own
+    tied = c.bool("tie_word_embeddings", True)
+    names = ["block" if tied else f"block{i}" for i in range(types.count("hybrid"))]
+    uses = iter(names)
+    layers = [{"attention": mixer, "ffn": none, "shared": next(uses) if t == "hybrid" else None} for t in types]
+    out = hybrid_stack(layers)
     base = common(c.with_defaults({"num_hidden_layers": len(types), "hidden_size": hidden, "vocab_size": 32000}),
                   tie=True, context_default=4096)
     return {**base, "n_layers": len(types), "positions": "none", **out, "norm": rms(per_layer=1),
-            "shared_blocks": {"block": block} if hybrid else None}
+            "shared_blocks": {name: block for name in names} or None}

@@ -3,7 +3,8 @@ transformer blocks on the hidden state and the input embeddings, as zamba2 (tran
 
 from __future__ import annotations
 
-from ..config import Config, common, family, rms, stack
+from ..config import Config, common, family, rms
+from .zamba import hybrid_stack
 
 LEGACY = {"mamba": "linear_attention"}  # remap_legacy_layer_types
 KINDS = ("linear_attention", "hybrid")
@@ -66,43 +67,68 @@ def zamba2(c: Config) -> dict:
     mamba_d_conv 4, a convolution bias always (use_conv_bias is not read), add_bias_linear (default false) on in_proj
     and out_proj. A hybrid layer also runs a shared transformer block (blocks/zamba_shared.py) on [x; embeddings]:
     num_mem_blocks (1) blocks in turn (the i-th hybrid layer runs block i mod num_mem_blocks, tied to that block's
-    first layer); attention of num_attention_heads (32), num_key_value_heads (default: as many) of head_dim 2 ·
-    hidden_size / heads on 2 · hidden_size inputs, no bias; rotary positions only with use_mem_rope (default false);
-    a gated MLP of intermediate_size (default 4 · hidden_size) with hidden_act (gelu), add_bias_linear on its
-    projections; per hybrid layer, adapters of adapter_rank (128) on the MLP's gate and up projection, and on q, k
-    and v with use_shared_attention_adapter (default false), held by the block; and the layer's own linear d -> d,
-    whose output is added to the Mamba layer's input. A final RMSNorm; lm_head tied by default. use_long_context
-    sets max_position_embeddings to 16384."""
+    first layer where tie_word_embeddings, else a block of its own); attention of num_attention_heads (32),
+    num_key_value_heads (default: as many) of attention_head_dim (alias head_dim; default 2 · hidden_size / heads) on
+    2 · hidden_size inputs, no bias; rotary positions only with use_mem_rope (default false); a gated MLP of
+    intermediate_size (default 4 · hidden_size) with hidden_act (gelu), add_bias_linear on its projections; per entry
+    of hybrid_layer_ids (default: the hybrid layers), adapters of adapter_rank (128) on the MLP's gate and up
+    projection, and on q, k and v with use_shared_attention_adapter (default false), held by the block the entry falls
+    to; and the layer's own linear d -> d, whose output is added to the Mamba layer's input. A final RMSNorm; lm_head
+    tied by default. use_long_context sets max_position_embeddings to 16384. mamba_headdim, attention_hidden_size,
+    attention_head_dim and hybrid_layer_ids are derived unless the file states them."""
     types = block_types(c)
+    hybrids = [i for i, t in enumerate(types) if t == "hybrid"]
     hidden, heads = c.int("hidden_size", 2560), c.int("n_mamba_heads", 8)
     expand = c.int("mamba_expand", 2)
-    if (expand * hidden) % heads:
-        raise c.fail("n_mamba_heads", f"{heads} heads do not divide mamba_expand · hidden_size = {expand * hidden}")
+    # Zamba2Config.__post_init__ derives mamba_headdim, attention_hidden_size, attention_head_dim and hybrid_layer_ids,
+    # but a value the file states (as save_pretrained writes them) is set after it and wins
+    head_dim = c.int("mamba_headdim", expand * hidden // heads)
+    if heads * head_dim != expand * hidden:  # Zamba2MambaMixer views its d_inner = mamba_expand · hidden as heads
+        raise c.fail("mamba_headdim" if c.has("mamba_headdim") else "n_mamba_heads",
+                     f"{heads} heads of {head_dim} do not make mamba_expand · hidden_size = {expand * hidden}: "
+                     "transformers' forward cannot run it")
     bias = c.bool("add_bias_linear", False)
-    mixer = {"kind": "mamba2", "n_heads": heads, "head_dim": expand * hidden // heads,
+    mixer = {"kind": "mamba2", "n_heads": heads, "head_dim": head_dim,
              "state_size": c.int("mamba_d_state", 64), "n_groups": c.int("mamba_ngroups", 1),
              "conv_kernel": c.int("mamba_d_conv", 4), "use_bias": bias, "use_conv_bias": True, "activation": "silu"}
-    n_heads = c.int("num_attention_heads", 32)
+    width = c.int("attention_hidden_size", 2 * hidden)
+    if width != 2 * hidden and hybrids:  # the block's input is the concatenation [x; e]
+        raise c.fail("attention_hidden_size", f"must be 2 · hidden_size = {2 * hidden} (the hidden state and the "
+                     f"embeddings concatenated), got {width}")
+    n_heads, blocks = c.int("num_attention_heads", 32), c.int("num_mem_blocks", 1)
+    # Zamba2Attention and Zamba2MLP hold an adapter for each entry p of hybrid_layer_ids with p mod num_mem_blocks
+    # their block_id (an Identity for the others), and the k-th hybrid layer, block k mod num_mem_blocks, runs the
+    # adapter of its own layer's entry (layer_dic: the last one listing it)
+    ids = hybrids if c.data.get("hybrid_layer_ids") is None else c.data["hybrid_layer_ids"]
+    if not isinstance(ids, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
+        raise c.fail("hybrid_layer_ids", f"expected a list of layer indices, got {ids!r}")
+    slot = {layer: p for p, layer in enumerate(ids)}
+    for k, layer in enumerate(hybrids):
+        if layer not in slot or slot[layer] % blocks != k % blocks:
+            raise c.fail("hybrid_layer_ids", f"hybrid layer {layer} (block {k % blocks}) is "
+                         + ("not listed" if layer not in slot else f"listed at {slot[layer]}, another block's adapter")
+                         + ": transformers' forward cannot run it")
     block = {"kind": "zamba_transformer", "n_heads": n_heads,
-             "n_kv_heads": c.int("num_key_value_heads", n_heads), "head_dim": 2 * hidden // n_heads,
+             "n_kv_heads": c.int("num_key_value_heads", n_heads),
+             "head_dim": c.int("attention_head_dim", 2 * hidden // n_heads),
              "d_ff": c.int("intermediate_size", 4 * hidden), "activation": c.activation("hidden_act", "gelu"),
              "mlp_bias": bias, "attention_adapters": c.bool("use_shared_attention_adapter", False),
              "mlp_adapters": True, "adapter_rank": c.int("adapter_rank", 128)}
-    blocks = c.int("num_mem_blocks", 1)
+    # Zamba2Model.get_layers ties each hybrid layer's shared_transformer to that of the first layer of its block through
+    # _tied_weights_keys, which PreTrainedModel.get_expanded_tied_weights_keys applies only with tie_word_embeddings:
+    # untied, each hybrid layer holds a block of its own, with all the adapters of its block_id
+    tied = c.bool("tie_word_embeddings", True)
+    names = [f"block{k % blocks if tied else k}" for k in range(len(hybrids))]
+    held = [sum(p % blocks == k % blocks for p in range(len(ids))) for k in range(len(hybrids))]
+    shared = {name: {**block, **({"adapter_sets": held[k]} if held[k] != names.count(name) else {})}
+              for k, name in enumerate(names)}
     none = {"kind": "none"}
-    layers, hybrid = [], 0
-    for t in types:
-        layer = {"attention": mixer, "ffn": none}
-        if t == "hybrid":
-            layer["shared"] = f"block{hybrid % blocks}"
-            hybrid += 1
-        layers.append(layer)
-    out = stack([{"shared": None, **layer} for layer in layers])
-    if hybrid and "layers" not in out:  # every layer hybrid: one group that states it
-        out["layers"] = [{"repeat": len(types), "shared": "block0"}]
+    uses = iter(names)
+    out = hybrid_stack([{"attention": mixer, "ffn": none, "shared": next(uses) if t == "hybrid" else None}
+                        for t in types])
     context = 16384 if c.bool("use_long_context", False) else c.int("max_position_embeddings", 4096)
     base = common(c.with_defaults({"num_hidden_layers": len(types), "hidden_size": hidden, "vocab_size": 32000}),
                   tie=True)
     return {**base, "n_layers": len(types), "context_length": context,
             "positions": "rotary" if c.bool("use_mem_rope", False) else "none", **out, "norm": rms(per_layer=1),
-            "shared_blocks": {f"block{i}": block for i in range(min(blocks, hybrid))} or None}
+            "shared_blocks": shared or None}
