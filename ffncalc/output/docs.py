@@ -44,6 +44,8 @@ def build(verify: bool = True) -> dict[str, bytes]:
         f"- [Will it fit](will-it-fit.md): memory per device, the largest context and batch, decode rates, "
         f"training layouts, worked through\n"
         f"- [Supported model types](model-types.md): every decoder-only text model_type of transformers, counted or not yet\n"
+        f"- [Config keys](config-keys.md): the config.json keys each family reads, with the other names transformers "
+        f"gives them\n"
         f"- [What each figure means](figures.md): every figure of train, infer and fit, each convention and view, "
         f"with its unit and source (`ffncalc explain`)\n"
         f"{links}\n")
@@ -52,6 +54,7 @@ def build(verify: bool = True) -> dict[str, bytes]:
         files[f"presets/{name}.md"] = _preset_page(name, loaded[name], verify)
 
     files["model-types.md"] = _model_types_page()
+    files["config-keys.md"] = _config_keys_page()
     files["dense-vs-gated.md"] = _compare_page(names, loaded)
     files["conventions.md"] = _conventions_page(loaded["gpt3-175b"], loaded)
     files["will-it-fit.md"] = _fit_page(loaded)
@@ -181,6 +184,26 @@ def _model_types_page() -> str:
         "defaults. `ffncalc families` prints the same list.\n\n",
         to_markdown(table),
         f"\nNot decoder-only text models, so not listed: {others}.\n",
+    ])
+
+
+def _config_keys_page() -> str:
+    """The keys each supported model_type's family reads, with their attribute_map names (sources/hf/keys.py)."""
+    from ..sources.hf.coverage import TRANSFORMERS_VERSION
+    from ..sources.hf.keys import described, listing
+
+    rows = [[f"`{t}`", ", ".join(described(t))] for t in sorted(listing())]
+    table = Document(f"{len(rows)} model_types", [], [Section(["model_type", "keys read"], rows, left=2)])
+    return "".join([
+        NOTICE, "# Config keys each family reads\n\n",
+        "For every model_type counted at transformers' defaults, the `config.json` keys its family reads: over the "
+        "type's defaults, its public configs and the configs transformers itself wrote with `save_pretrained` after "
+        "a perturbation of their shape (`tests/test_roundtrip.py`, recorded by `scripts/hf_roundtrip.py`). A key "
+        f"left out takes the configuration class's default in transformers {TRANSFORMERS_VERSION}. *also* names the "
+        "other name transformers' `attribute_map` gives a key: a file may state either, and one that states both is "
+        "counted as transformers builds it, with the name that is not a field of the configuration class (Qwen3-MoE's "
+        "`num_local_experts`, which `save_pretrained` writes, over `num_experts`).\n\n",
+        to_markdown(table),
     ])
 
 

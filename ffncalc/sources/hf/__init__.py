@@ -101,11 +101,22 @@ def class_defaults(c: Config) -> Config:
     found = class_defaults_of(c.model_type)
     if found is None:
         return c
-    data = dict(c.data)
+    given, defaults = c.data, found["defaults"]
+    data = {**defaults, **given}
+    order = {name: i for i, name in enumerate(given)}
     for alias, key in found.get("aliases", {}).items():
-        if alias in data and key not in data:
-            data[key] = data[alias]
-    return Config(data, c.text, c.source, start=c.start, wrapper=c.wrapper, towers=c.towers).with_defaults(found["defaults"])
+        stated = [name for name in (alias, key) if given.get(name) is not None]
+        if stated:
+            # transformers sets the class's fields first and every other key after (through attribute_map): a name
+            # that is not a field wins over one that is (Qwen3-MoE's num_local_experts over num_experts); of two of
+            # a kind, the later in the file
+            value = given[max(stated, key=lambda name: (name not in defaults, order[name]))]
+        elif alias in defaults or key in defaults:
+            value = defaults.get(key, defaults.get(alias))
+        else:
+            continue
+        data[alias] = data[key] = value
+    return Config(data, c.text, c.source, start=c.start, wrapper=c.wrapper, towers=c.towers)
 
 
 def is_hf_config(ref: str | Path) -> bool:
@@ -170,7 +181,8 @@ def to_yaml(c: Config) -> str:
 
     to_spec(c)
     data = spec_data(c)
-    head = (f"# ffncalc spec imported from {c.source} (model_type {c.model_type}, {family_of(c).title}).\n"
+    title = " ".join(family_of(c).title.split())  # a docstring's title may run over lines: one comment line
+    head = (f"# ffncalc spec imported from {c.source} (model_type {c.model_type}, {title}).\n"
             "# Count it with: ffncalc count THIS_FILE.yaml\n")
     return head + yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
 
