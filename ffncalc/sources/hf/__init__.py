@@ -110,12 +110,9 @@ def class_defaults(c: Config) -> Config:
             # transformers sets the class's fields first and every other key after (through attribute_map): a name
             # that is not a field wins over one that is (Qwen3-MoE's num_local_experts over num_experts); of two of
             # a kind, the later in the file
-            value = given[max(stated, key=lambda name: (name not in defaults, order[name]))]
-        elif alias in defaults or key in defaults:
-            value = defaults.get(key, defaults.get(alias))
-        else:
-            continue
-        data[alias] = data[key] = value
+            data[alias] = data[key] = given[max(stated, key=lambda name: (name not in defaults, order[name]))]
+        # neither stated: the field keeps its default, and the other name stays unstated (a null stated under it
+        # would override what the class derives, as Nemotron-H's layers_block_type from its pattern)
     return Config(data, c.text, c.source, start=c.start, wrapper=c.wrapper, towers=c.towers)
 
 
