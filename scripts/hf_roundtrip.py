@@ -2,28 +2,34 @@
 ``save_pretrained``, and record what transformers builds from the file it wrote (the ground truth that
 tests/test_roundtrip.py holds ffncalc to, component by component), or check that the records are current.
 
-    python scripts/hf_roundtrip.py                    # (re)write tests/hf_roundtrip/TYPE.json for every type
+    python scripts/hf_roundtrip.py                    # (re)write tests/hf_roundtrip/TYPE.json for every type,
+                                                      # and ffncalc/sources/hf/config_keys.json
+    python scripts/hf_roundtrip.py TYPE …             # only these types' records
     python scripts/hf_roundtrip.py --check            # exit 1 if a record differs from what transformers writes
                                                       # and builds now (no drawing: each recorded case is redone)
-    python scripts/hf_roundtrip.py --explore 200 [--seed S] [TYPE …]
-                                                      # draw more cases, compare ffncalc live, record nothing
+    python scripts/hf_roundtrip.py --explore 8 --seed 2 [TYPE …]
+                                                      # draw other cases, compare ffncalc, write nothing
+    python scripts/hf_roundtrip.py --keys             # only config_keys.json, from the records
 
-Each case starts from a base configuration: the configuration class's defaults (tests/hf_defaults/configs/) or
-a recorded public config.json (tests/hf_configs/). Hypothesis draws a perturbation of the fields that shape the
-model: every integer (widths, layers, heads, KV heads, head dims, vocabulary, experts, top-k, shared experts,
-windows, ranks) to a half, a quarter or double its value or a small layer count; the per-layer lists (layer
-types, MoE layer indices) redrawn to the new depth; the booleans that add or drop weights (biases, norms, tied
-embeddings) flipped; a value set under its attribute_map alias where the class has one. transformers builds
-the configuration class from it (``from_dict``, as from_pretrained reads a file); a perturbation it refuses is
-not a case. ``save_pretrained`` writes the config.json, ``AutoConfig.from_pretrained`` reads it back and the
-causal-LM class (a wrapper's language model) is built on the meta device: every parameter by name and size.
+Each case starts from a base configuration: a type's class defaults (tests/hf_defaults/configs/) or a recorded
+public config.json of that type (tests/hf_configs/). Hypothesis draws a perturbation of the fields that shape the
+model (``draw``): each integer (widths, heads, KV heads, head dims, vocabulary, experts, top-k, shared experts,
+windows, ranks) to a quarter, a half, double or one more; the depth to a small one, with layer counts rescaled to
+it; per-layer lists and index lists and settings by layer index redrawn at the new depth; the flags that add or
+drop weights flipped; a changed value written under its attribute_map alias. transformers must build it
+(``from_dict``, as from_pretrained reads a file) and, where the base itself runs a forward on the meta device, run
+one (a model that only builds, such as KV heads that do not divide the query heads, is no model); a perturbation
+it refuses is drawn again, at most ATTEMPTS times per case wanted. ``save_pretrained`` writes the config.json,
+``AutoConfig.from_pretrained`` reads it back and the causal-LM class (a wrapper's language model) is built on the
+meta device: every parameter by name and size. Beside the draws, ``alias_cases`` writes by hand, from the defaults,
+a file per attribute_map pair stating a new value under the alias alone, the attribute alone and both.
 
-A record holds, per case, the perturbation (``set``: keys changed and removed in the base, a/b for text_config's
-keys), the file transformers wrote as its difference from the base (``saved``), the class built and its
-parameters with the runs of identical layers stored once (``params``: name with each number replaced by ``*``,
-size, and the numbers: per position a range list where the numbers are every combination). The draws use a
-fixed seed per type, so a rerun with the same Hypothesis draws the same cases; ``--check`` does not draw: it
-redoes each recorded case and compares.
+A record holds each base's config.json as transformers writes it (``written``), and per case the perturbation
+(``set``: paths changed and removed, text_config/KEY for a wrapper's language model), the file transformers wrote
+as its difference from the base's (``saved``), whether a forward ran (``runs``), the class built and its
+parameters with each run of identical layers stored once (ffncalc.analysis.hfcheck.compact; the names once per
+file, ``names``). The seeds are fixed per base, so a rerun with the recorded Hypothesis draws the same cases;
+``--check`` does not draw: it redoes each recorded case and alias file and compares.
 """
 
 from __future__ import annotations
@@ -266,7 +272,7 @@ def draw(data_strategy, base: dict) -> tuple[dict, dict]:
     return out, difference(base, out)
 
 
-def draw_cases(base: str, n: int, seed: int, *, explore: bool = False) -> list[dict]:
+def draw_cases(base: str, n: int, seed: int) -> list[dict]:
     """``n`` distinct cases that transformers builds, drawn from ``base`` with a fixed seed."""
     from hypothesis import HealthCheck, Phase, given, reject, settings
     from hypothesis import seed as with_seed
@@ -573,7 +579,7 @@ def _work(args: tuple[str, str, int, int]):
     if mode == "explore":
         found = []
         for base in bases_of(model_type):
-            for c in draw_cases(base, explore, seed_of(base, seed), explore=True):
+            for c in draw_cases(base, explore, seed_of(base, seed)):
                 diffs = compare(c, {base: written(base)})
                 if diffs:
                     found.append(f"{base} set {json.dumps(c['set']['changed'])} removed {c['set']['removed']}: "
