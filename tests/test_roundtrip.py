@@ -23,20 +23,7 @@ sys.path.insert(0, str(HERE.parent / "scripts"))
 import hf_roundtrip  # noqa: E402  (the recorder's own readers of its records: no transformers at import)
 
 RECORDS = {p.stem: hf_roundtrip.named(json.loads(p.read_text())) for p in sorted(hf_roundtrip.OUT.glob("*.json"))}
-DEFAULTS_TRUTH = HERE / "hf_defaults" / "truth"
-
-
-def _built_at_defaults() -> list[str]:
-    out = []
-    for t in coverage.CAUSAL_LM_TYPES:
-        if t in coverage.NOT_TEXT_DECODERS or t in coverage.NOT_YET:
-            continue
-        if "refused" not in json.loads((DEFAULTS_TRUTH / f"{t}.json").read_text()):
-            out.append(t)
-    return out
-
-
-BUILT = _built_at_defaults()
+BUILT = hf_roundtrip.types()  # every supported type transformers builds at its defaults (tests/hf_defaults)
 
 
 def test_every_type_built_at_its_defaults_is_recorded():
