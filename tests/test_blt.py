@@ -1,4 +1,4 @@
-"""The Byte Latent Transformer's parts (model/latent.py; the blt family): counted by hand, named as transformers names
+"""The Byte Latent Transformer's parts (parts/latent.py; the blt family): counted by hand, named as transformers names
 them, and proven against BltForCausalLM's own forward with patches of a fixed size."""
 
 import json

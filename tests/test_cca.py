@@ -1,5 +1,5 @@
 """Compressed convolutional attention (blocks/cca.py), the MLP router with a skip expert and the previous layer's
-router state (blocks/moe.py), and scaled residual adds (model/extras.py): ZAYA1's parts, counted by hand and
+router state (blocks/moe.py), and scaled residual adds (parts/residual_scale.py): ZAYA1's parts, counted by hand and
 proven against the reference torch modules."""
 
 import pytest

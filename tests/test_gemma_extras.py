@@ -1,4 +1,4 @@
-"""The parts beside every layer's blocks (model/extras.py): per-layer inputs, AltUp and LAuReL, counted by hand
+"""The parts beside every layer's blocks (ffncalc/parts/): per-layer inputs, AltUp and LAuReL, counted by hand
 and proven against the reference torch modules."""
 
 import pytest

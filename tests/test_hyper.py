@@ -1,4 +1,4 @@
-"""Hyper-connections (model/extras.py) and the QSA reach (model/terms.py), against hand-derived counts."""
+"""Hyper-connections (parts/hyper.py) and the QSA reach (model/terms.py), against hand-derived counts."""
 
 import pytest
 

@@ -1,6 +1,6 @@
 """Inkling 2 (inkling2_text): rel_attention's Inkling 2 options (output gate, per-token sinks, L2 clips, value norm,
 scaled and dynamic convolutions, separately normed key and value inputs), sink_moe's sigmoid router, and the block
-attention residuals (model/block_residuals.py), by hand on a small config, against the reference torch modules, and
+attention residuals (parts/block_residuals.py), by hand on a small config, against the reference torch modules, and
 against transformers 5.23.0's Inkling2ForCausalLM (parameters, and one forward's FLOPs under FlopCounterMode)."""
 
 import json
@@ -9,7 +9,7 @@ import pytest
 
 from ffncalc.analysis import hfcheck
 from ffncalc.analysis.count import tally, terms
-from ffncalc.model.block_residuals import BlockResiduals
+from ffncalc.parts.block_residuals import BlockResiduals
 from ffncalc.sources import hf
 
 V, D = 100, 64

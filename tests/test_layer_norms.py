@@ -1,5 +1,5 @@
 """A layer's norms where they differ from the model's (absent, or gated: spec.NormUse) and the prediction head
-before the unembedding (model/extras.py), counted by hand and proven against the reference torch modules."""
+before the unembedding (parts/prediction_head.py; model/norms.py), counted by hand and proven against the reference torch modules."""
 
 import pytest
 

@@ -1,4 +1,4 @@
-"""The parts beside the token embedding (model/prompts.py): prompt positions, segment embeddings and the shared
+"""The parts beside the token embedding (parts/prompts.py): prompt positions, segment embeddings and the shared
 relative-bias table (CPM-Ant), counted by hand and proven against the reference torch modules."""
 
 from fractions import Fraction

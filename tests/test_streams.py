@@ -1,4 +1,4 @@
-"""Reformer's parts (model/streams.py, blocks/lsh.py): reversible streams, axial positions, the sequence padded to
+"""Reformer's parts (parts/streams.py, blocks/lsh.py): reversible streams, axial positions, the sequence padded to
 whole chunks, local and LSH attention, counted by hand and proven against the reference torch modules."""
 
 import pytest

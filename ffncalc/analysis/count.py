@@ -11,9 +11,10 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Literal
 
-from ..model.extras import norm_terms
+from ..model.norms import norm_terms
 from ..model.stack import Model
 from ..model.terms import RESIDUAL_ADDS, Emitter, Part, Term, attended_pairs
+from ..parts import ordered
 from .conventions import CONVENTIONS, DEFAULT, MATRICES, Convention
 
 Recompute = Literal["none", "selective", "full"]
@@ -22,28 +23,25 @@ RECOMPUTE = ("none", "selective", "full")
 
 def terms(model: Model, seq_len: int) -> list[Term]:
     """Every tensor and operation of one forward pass at ``seq_len``, in model order; each run of
-    identical layers once, its terms standing for all its layers. With prompt positions (model/prompts.py) the
+    identical layers once, its terms standing for all its layers. With prompt positions (parts/prompts.py) the
     layers and the final norm run over seq_len + P positions, their terms scaled to the sequence's tokens."""
     d = model.d_model
     positions = model.layer_positions(seq_len)  # what the layers run over
+    parts = model.parts
     emb = Emitter("embedding")
     # A lookup has no multiply-adds; macs records the one-hot matmul that Chinchilla's accounting charges.
-    rows, width = model.embed_shape  # vocab_size × d_model, or the embedding's own (model/extras.py: Embedding)
+    rows, width = model.embed_shape  # vocab_size × d_model, or what parts make of it (parts/embedding.py)
     emb.term("embed.weight", "tied" if model.tie_embeddings else "token", (rows, width), macs=rows * width)
-    if model.embedding is not None:  # its projection to d_model, before the positions are added (OPT)
-        model.embedding.model_terms(emb, model)
+    for part in parts:  # a projection of the table's rows to d_model (OPT)
+        part.lookup_terms(emb, model)
     if model.positions == "learned":
         emb.term("pos_embed.weight", "position", (model.context_length + model.position_offset, d), elementwise=d)
     elif model.positions == "sinusoidal":  # a fixed table, no parameters: its add
         emb.op("pos_embed", d)
     if model.embedding_norm:
         emb.norm("embed_norm", model.norm, d, 1)
-    for part in model.input_parts():  # axial positions, prompt rows, segment embeddings, the relative-bias table
-        part.model_terms(emb, model, seq_len)
-    # every layer's inputs; AltUp's streams from the embedding; the embedding's scale
-    for extra in (model.per_layer_inputs, model.altup, model.residual_scale):
-        if extra is not None:
-            extra.model_terms(emb, model)
+    for part in ordered(parts, "input"):  # positions, prompt rows, every layer's inputs, streams, the input's scale
+        part.input_terms(emb, model, seq_len)
     out = emb.out
     inside: list[Term] = []
     for run in model.runs():
@@ -58,27 +56,23 @@ def terms(model: Model, seq_len: int) -> list[Term]:
             e.shared = (use.first, use.uses) if use else reused
             block.terms(e, model, positions)
         e.slot, e.shared = "", reused
-        for extra in model.extras():
-            extra.layer_terms(e, model)
-        for part in model.input_parts():
+        for part in parts:
             part.layer_terms(e, model, positions)
         e.op("residual", run.n * RESIDUAL_ADDS * d)
         inside += e.out
     fin = Emitter("final")
-    # the streams back into one; HRM's states and stack norms
-    for extra in (model.altup, model.hyper, model.block_residuals, model.cycles):
-        if extra is not None:
-            extra.model_terms(fin, model)
+    for part in parts:  # the streams back into one; HRM's states and stack norms
+        part.final_terms(fin, model)
     if model.norm.final:
         fin.norm("final_norm", model.norm, model.final_width, 1)
-    if model.prediction_head is not None:
-        model.prediction_head.model_terms(fin, model)
+    for part in parts:  # a prediction head
+        part.top_terms(fin, model)
     inside += fin.out
     if positions != seq_len:  # the prompt's or the padding's positions too, per token of the sequence
         inside = [replace(t, positions=Fraction(positions, seq_len)) for t in inside]
     head = Emitter("head")
-    if model.embedding is not None:  # the projection back to the embedding's width (OPT)
-        model.embedding.model_terms(head, model)
+    for part in parts:  # the projection back to the embedding's width (OPT)
+        part.head_terms(head, model)
     v, w = model.head_shape  # both reversible streams, or the embedding's width
     head.term("lm_head.weight", "head", (v, w), macs=v * w, tied=model.tie_embeddings)
     if model.lm_head_bias:
@@ -148,7 +142,7 @@ def core_flops(t: Term, attention: str) -> Number:
     half: s²/2, as Kaplan et al. and Megatron-LM count the masked square; none: not counted.
     """
     heads, keys, head_dim = t.shape
-    # a cross-attention (model/latent.py): every query meets every key of the rectangle in every view
+    # a cross-attention (parts/latent.py): every query meets every key of the rectangle in every view
     causal = 2 * keys if t.select == "cross" else Fraction(2 * attended_pairs(keys, t.window, t.chunk, t.select), keys)
     pairs_x2 = {  # twice the keys an average query meets
         # pooled keys: only complete blocks exist to score; a compressor's entries: every one, for every query
@@ -192,7 +186,7 @@ def _row(t: Term, conv: Convention) -> Row:
         elementwise = 0
     if conv.elementwise == "softmax3":
         flops += 3 * t.scores  # Chinchilla: softmax 3·heads·s² per sequence, in its FLOP total
-    if t.positions != 1:  # the layers' work over prompt positions as well (model/prompts.py)
+    if t.positions != 1:  # the layers' work over prompt positions as well (parts/prompts.py)
         flops, elementwise = _whole(flops * t.positions), _whole(elementwise * t.positions)
     return Row(t.name, t.role, t.part, t.layers, shape, count, params, active, matrices, flops, elementwise,
                tied=t.tied and not conv.untie, expert=t.expert, component=t.component, slot=t.slot, window=t.window,

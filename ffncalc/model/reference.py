@@ -13,8 +13,8 @@ from torch import nn
 
 from ..blocks import module_name
 from ..blocks._torch import Linear, make_norm
-from .block_residuals import fit
-from .extras import gated_norm_module
+from ..parts import module_name as part_name
+from .norms import gated_norm_module
 from .shared import tie
 from .stack import Layer, Model
 
@@ -24,7 +24,8 @@ class LayerModule(nn.Module):
     others after it (Gemma 2 has two each). Post: the norms after the sublayers only (OLMo 2).
     Residual: the norms after the residual add, on the sum (GPT-1). Parallel: attention and FFN read the same
     input, with one shared norm (GPT-J, phi-2) or one each
-    (GPT-NeoX); one norm per layer always means parallel."""
+    (GPT-NeoX); one norm per layer always means parallel. The parts' modules in the layer (``Part.layer_module``)
+    may run the layer another way (``body``), wrap it (``around``) or make its residual adds (``add``)."""
 
     def __init__(self, model: Model, layer: Layer, causal: bool):
         super().__init__()
@@ -35,70 +36,46 @@ class LayerModule(nn.Module):
         self.inputs = layer.attention.inputs  # separate inputs its mixer reads (Inkling 2's full layers)
         for name, block in zip(self.names, (layer.attention, layer.ffn)):
             setattr(self, name, block.torch_module(model, causal))
-        self.parallel, self.placement, self.reversible = model.parallel, model.norm.placement, model.reversible
-        for name in ("altup", "laurel", "residual_scale"):  # model/extras.py: the parts beside the blocks
-            if getattr(model, name) is not None:
-                setattr(self, name, getattr(model, name).layer_module(model))
-        if model.per_layer_inputs is not None:
-            self.ple = model.per_layer_inputs.layer_module(model)
-        if model.hyper is not None:
-            self.hc = model.hyper.layer_module(model)
-        if model.block_residuals is not None:  # model/block_residuals.py: the layer's attention_input and mlp_input
-            self.res, self.mixes = model.block_residuals.layer_module(model, layer.mixes), layer.mixes
+        self.parallel, self.placement = model.parallel, model.norm.placement
+        self.hooks: dict[str, list[str]] = {"body": [], "around": [], "add": []}
+        for part in model.parts:  # in their order: a later part's ``around`` wraps an earlier one's
+            module = part.layer_module(model, layer)
+            if module is not None:
+                setattr(self, part_name(part), module)
+                for hook in self.hooks:
+                    if hasattr(module, hook):
+                        self.hooks[hook].append(part_name(part))
         if layer.shared is not None:  # a weight-shared block: the model ties every later use to the first
-            if model.hyper is not None or model.altup is not None or model.reversible:
+            if self.hooks["body"] or self.hooks["around"]:
                 raise NotImplementedError("a shared block's output feeds a layer of one residual stream")
             use = layer.shared
             self.shared, self.use = use.block.torch_module(model, causal, uses=use.uses), use.use
 
-    def forward(self, x: torch.Tensor, vector: torch.Tensor | None = None,
-                embeddings: torch.Tensor | None = None) -> torch.Tensor:
-        """The layer; with AltUp, ``x`` is the streams (n, B, s, d), the layer running on the first one's
-        prediction; with per-layer inputs, ``vector`` is the layer's (B, s, p), its output added after the layer
-        (with AltUp, to every stream but the first); with a shared block, ``embeddings`` are the model's input
-        embeddings, which the block reads beside ``x``, its output added to the first sublayer's input."""
-        if hasattr(self, "res"):  # (the block's partial sum, the finished states)
-            return self._mixed(*x)
-        if hasattr(self, "hc"):  # streams (B, s, k, d): each sublayer reads and writes them through its own
-            mixer, ffn = (getattr(self, name) for name in self.names)
-            split = (len(self.norms) + 1) // 2
-            x = self.hc.attn(x, lambda h: _wrapped(mixer, self.norms[:split], h, False))
-            return self.hc.ffn(x, lambda h: _wrapped(ffn, self.norms[split:], h, False))
-        if not hasattr(self, "altup"):
-            x = self._layer(x, self.shared(x, embeddings, self.use) if hasattr(self, "shared") else None)
-            return x + self.ple(x, vector) if hasattr(self, "ple") else x
-        predictions = self.altup.before(x)
-        streams, first = self.altup.after(predictions, self._layer(predictions[0]))
-        if hasattr(self, "ple"):
-            streams = torch.cat([streams[:1], streams[1:] + self.ple(first, vector)])
-        return streams
+    def sublayers(self) -> tuple[nn.Module, nn.Module]:
+        """The mixer and the FFN."""
+        return getattr(self, self.names[0]), getattr(self, self.names[1])
 
-    def _mixed(self, partial: torch.Tensor, states: list) -> tuple[torch.Tensor, list]:
-        """Block attention residuals: each sublayer's input mixed from the finished states and the partial sum; at a
-        block's first layer (mlp_input mixes one state more than attention_input) the attention's output starts the
-        new partial sum and the stream it read joins the states."""
-        mixer, ffn = (getattr(self, name) for name in self.names)
-        attn_states, queries, ffn_states = self.mixes
-        inputs = [partial] * 3
-        if attn_states:
-            inputs = list(self.res.attention(torch.stack(fit(states, attn_states - 1) + [partial], -2)).unbind(-2))
-        q = self.norms[0](inputs[0])
-        out = mixer(q, inputs[1], inputs[2 % len(inputs)]) if self.inputs == 3 else mixer(q)
-        if ffn_states > attn_states:
-            states, residual = states + [partial], out
+    def forward(self, x: torch.Tensor, ctx: dict | None = None, k: int = 0) -> torch.Tensor:
+        """The layer on ``x`` (the residual stream, or what a part makes of it: streams); ``ctx``: the forward pass's
+        (its ``embeddings``, which a shared block reads beside ``x``, by default ``x`` itself; what parts put
+        there); ``k``: the layer's place in the model."""
+        ctx = {"embeddings": x} if ctx is None else ctx
+        if self.hooks["body"]:
+            body = getattr(self, self.hooks["body"][0])
+
+            def run(h):
+                return body.body(self, h, ctx, k)
         else:
-            residual = partial + out
-        h = self.res.ffn(torch.stack(fit(states, ffn_states - 1) + [residual], -2))[..., 0, :]
-        return residual + ffn(self.norms[1](h)), states
+            def run(h):
+                return self._layer(h, self.shared(h, ctx["embeddings"], self.use) if hasattr(self, "shared") else None)
+        for name in self.hooks["around"]:
+            run = _around(getattr(self, name), run, ctx, k)
+        return run(x)
 
     def _layer(self, x: torch.Tensor, added: torch.Tensor | None = None) -> torch.Tensor:
         """``added``: a shared block's output, added to the input of the first sublayer (and its norm), not to the
         residual."""
-        mixer, ffn = (getattr(self, name) for name in self.names)
-        if self.reversible:  # Reformer: y₁ = x₁ + attention(norm(x₂)), y₂ = x₂ + ffn(norm(y₁))
-            x1, x2 = x.chunk(2, dim=-1)
-            y1 = x1 + mixer(self.norms[0](x2))
-            return torch.cat([y1, x2 + ffn(self.norms[1](y1))], dim=-1)
+        mixer, ffn = self.sublayers()
         n = len(self.norms)
         if self.parallel or (n == 1 and self.placement == "pre"):  # both read the same input: one shared norm,
             inp = x if added is None else x + added
@@ -115,19 +92,27 @@ class LayerModule(nn.Module):
                     x = norm(x)
             return x
         post = self.placement == "post"
-        if hasattr(self, "laurel"):  # LAuReL on the first norm's output, beside attention (Gemma 3n)
-            a = self.norms[0](x)
-            x = (x + _wrapped(mixer, self.norms[1:split], a, True) + self.laurel(a)) * 2 ** -0.5
-        else:
-            x = self._add(x, _wrapped(mixer, self.norms[:split], x, post), 0)
-        return self._add(x, _wrapped(ffn, self.norms[split:], x, post), 1)
+        for slot, (sublayer, norms) in enumerate(((mixer, self.norms[:split]), (ffn, self.norms[split:]))):
+            if post or not len(norms):
+                normed, out = None, wrapped(sublayer, norms, x, post)
+            else:  # pre: the first norm before the sublayer, any others after it
+                normed = norms[0](x)
+                out = wrapped(sublayer, norms[1:], normed, True)
+            x = self._add(x, out, slot, normed)
+        return x
 
-    def _add(self, x: torch.Tensor, out: torch.Tensor, slot: int) -> torch.Tensor:
-        """The residual add after sublayer ``slot``; with scaled adds (ZAYA1), each side shifted and scaled."""
-        return self.residual_scale.add(x, out, slot) if hasattr(self, "residual_scale") else x + out
+    def _add(self, x: torch.Tensor, out: torch.Tensor, slot: int, normed: torch.Tensor | None) -> torch.Tensor:
+        """The residual add after sublayer ``slot``, or a part's (scaled adds, LAuReL beside attention)."""
+        if self.hooks["add"]:
+            return getattr(self, self.hooks["add"][0]).add(x, out, slot, normed)
+        return x + out
 
 
-def _wrapped(sublayer: nn.Module, norms: nn.ModuleList, x: torch.Tensor, post: bool) -> torch.Tensor:
+def _around(module: nn.Module, run, ctx: dict, k: int):
+    return lambda h: module.around(run, h, ctx, k)
+
+
+def wrapped(sublayer: nn.Module, norms: nn.ModuleList, x: torch.Tensor, post: bool) -> torch.Tensor:
     """Pre: the first norm before the sublayer, any others after it. Post: every norm after it."""
     if len(norms) and not post:
         x = norms[0](x)
@@ -148,24 +133,30 @@ def sinusoids(positions: torch.Tensor, width: int, base: float = 10000.0) -> tor
 
 
 class Transformer(nn.Module):
-    """Embeddings, the layers, the final norm and the head. ``distinct``: one module per distinct layer
-    (``layers.k`` is the k-th distinct layer in order of first appearance, ``index`` maps each layer to
-    its module), for counting a stack of repeated layers by building and running each kind once."""
+    """Embeddings, the layers, the final norm and the head, and the parts' modules (``Part.model_module``), each
+    under its part's name. ``distinct``: one module per distinct layer (``layers.k`` is the k-th distinct layer in
+    order of first appearance, ``index`` maps each layer to its module), for counting a stack of repeated layers by
+    building and running each kind once."""
 
     def __init__(self, spec: Model, causal: bool = False, distinct: bool = False):
         super().__init__()
         d = spec.d_model
-        # the table; of its own width or vocabulary, with its projections (model/extras.py: Embedding)
-        self.embed = nn.Embedding(spec.vocab_size, d) if spec.embedding is None else spec.embedding.model_module(spec)
+        # the table; a part's where it makes its own (parts/embedding.py: its own width or vocabulary)
+        made = [m for m in (p.embed_module(spec) for p in spec.parts) if m is not None]
+        self.embed = made[0] if made else nn.Embedding(spec.vocab_size, d)
         if spec.positions == "learned":
             self.pos_embed = nn.Embedding(spec.context_length + spec.position_offset, d)
         self.positions, self.position_offset = spec.positions, spec.position_offset
         if spec.embedding_norm:
             self.embed_norm = make_norm(spec.norm, d)
-        # model/prompts.py and model/streams.py: the parts beside the embedding
-        for name in ("axial_positions", "prompts", "segments", "relative_bias", "padding", "byte_latent"):
-            if getattr(spec, name) is not None:
-                setattr(self, name, getattr(spec, name).model_module(spec))
+        self.hooks: dict[str, list[str]] = {"enter": [], "expand": [], "run": [], "collapse": [], "top": []}
+        for part in spec.parts:
+            module = part.model_module(spec)
+            if module is not None:
+                setattr(self, part_name(part), module)
+                for hook in self.hooks:
+                    if hasattr(module, hook):
+                        self.hooks[hook].append(part_name(part))
         self.prompt_length = spec.prompt_length
         kinds: list[Layer] = []
         index = []
@@ -175,7 +166,6 @@ class Transformer(nn.Module):
             index.append(len(kinds) - 1 if not distinct else kinds.index(layer))
         self.index = tuple(index)
         self.layers = nn.ModuleList(LayerModule(spec, layer, causal) for layer in kinds)
-        self.reversible = spec.reversible
         firsts = {}  # model/shared.py: each shared block's later uses tied to its first
         for layer, module in zip(kinds, self.layers):
             if layer.shared is not None and layer.shared.name in firsts:
@@ -185,30 +175,19 @@ class Transformer(nn.Module):
         for k, (layer, module) in enumerate(zip(kinds, self.layers)):  # model/reuse.py: tied to the layer it runs
             if layer.reuse:
                 tie(self.layers[index[index.index(k) - layer.reuse]], module)
-        if spec.cycles is not None:
-            self.cycles = spec.cycles.model_module(spec)
         if spec.norm.final:
             self.final_norm = make_norm(spec.norm, spec.final_width)
-        if spec.prediction_head is not None:
-            self.prediction_head = spec.prediction_head.model_module(spec)
         self.lm_head = Linear(spec.head_width, spec.vocab_size, bias=spec.lm_head_bias)
         if spec.tie_embeddings:
             self.lm_head.weight = self.embed.weight  # one Parameter, counted once
-        if spec.per_layer_inputs is not None:
-            self.ple = spec.per_layer_inputs.model_module(spec)
-        if spec.altup is not None:
-            self.altup = spec.altup.model_module(spec)
-        if spec.hyper is not None:
-            self.hc = spec.hyper.model_module(spec)
-        if spec.residual_scale is not None and spec.residual_scale.input:
-            self.residual_scale = spec.residual_scale.model_module(spec)
-        if spec.block_residuals is not None:
-            self.res, self.finished = spec.block_residuals.model_module(spec), spec.block_residuals.finished(spec.n_layers)
+
+    def _modules_for(self, hook: str):
+        return [getattr(self, name) for name in self.hooks[hook]]
 
     def forward(self, tokens: torch.Tensor, only: list[int] | None = None) -> torch.Tensor:
         """Logits for ``tokens`` (B, s); ``only`` runs just those modules of ``layers``, in that order
-        (for counting identical layers once), instead of every layer's module in turn (with cycles, one after
-        another: their states only route the same work)."""
+        (for counting identical layers once), instead of every layer's module in turn (with a part that runs them
+        itself, HRM's cycles, one after another: its states only route the same work)."""
         x = self.embed(tokens)
         positions = self.position_offset + torch.arange(tokens.shape[-1], device=tokens.device)
         if hasattr(self, "pos_embed"):
@@ -217,45 +196,27 @@ class Transformer(nn.Module):
             x = x + sinusoids(positions, x.shape[-1]).to(x.dtype)
         if hasattr(self, "embed_norm"):
             x = self.embed_norm(x)
-        if hasattr(self, "axial_positions"):
-            x = self.axial_positions(x)
-        if hasattr(self, "residual_scale"):
-            x = self.residual_scale(x)
-        if hasattr(self, "padding"):  # to whole chunks; the head reads the sequence's own positions
-            x = self.padding(x)
-        if hasattr(self, "prompts"):  # the prompt's positions first; the layers run over them too
-            x = self.prompts(x)
-        if hasattr(self, "segments"):
-            x = self.segments(x)
-        vectors = self.ple(tokens, x) if hasattr(self, "ple") else None  # (B, s, L, p)
-        embeddings = x
-        for extra in ("altup", "hc"):
-            if hasattr(self, extra):
-                x = getattr(self, extra).expand(x)
-        if self.reversible:  # the two streams start equal
-            x = torch.cat([x, x], dim=-1)
-        if hasattr(self, "res"):  # block attention residuals: the partial sum and the finished states
-            x = (x, [])
+        ctx: dict = {"tokens": tokens}
+        for module in self._modules_for("enter"):  # the sequence as the layers read it
+            x = module.enter(x, ctx)
+        ctx["embeddings"] = x
+        for module in self._modules_for("expand"):  # into residual streams
+            x = module.expand(x, ctx)
         order = self.index if only is None else only
 
         def run(ks, x):
             for k in ks:
-                x = self.layers[order[k]](x, None if vectors is None else vectors[..., k, :], embeddings)
+                x = self.layers[order[k]](x, ctx, k)
             return x
 
-        if hasattr(self, "cycles") and only is None:  # HRM's two states through the stack runs (model/reuse.py)
-            x = self.cycles(x, run)
-        else:
-            x = run(range(len(order)), x)
-        if hasattr(self, "res"):
-            x = self.res.final(torch.stack(fit(x[1], self.finished) + [x[0]], -2))[..., 0, :]
-        for extra in ("altup", "hc"):
-            if hasattr(self, extra):
-                x = getattr(self, extra).collapse(x)
+        runners = self._modules_for("run")
+        x = runners[0].run(x, run) if runners and only is None else run(range(len(order)), x)
+        for module in self._modules_for("collapse"):
+            x = module.collapse(x, ctx)
         if hasattr(self, "final_norm"):
             x = self.final_norm(x)
-        if hasattr(self, "prediction_head"):
-            x = self.prediction_head(x)
+        for module in self._modules_for("top"):
+            x = module.top(x)
         # the prompt's and the padding's positions dropped before the head
         x = x[:, self.prompt_length:self.prompt_length + tokens.shape[-1]]
         return self.lm_head(self.embed.out(x) if hasattr(self.embed, "out") else x)

@@ -100,9 +100,31 @@ def build(tp, value):
         return {k: build(get_args(tp)[1], v) for k, v in value.items()}
     if dataclasses.is_dataclass(tp) and isinstance(value, dict):
         hints, names = _hints(tp), _init_fields(tp)
+        keyed, extra = _keyed(tp), {}
+        if keyed is not None:  # the keys a registry names, collected into one field (ModelSpec.parts)
+            field, registry = keyed
+            found = [registry[k].read(build(registry[k].annotation(), v)) for k, v in value.items() if k in registry]
+            extra[field] = tuple(sorted((p for p in found if p is not None), key=lambda p: p.order))
+            value = {k: v for k, v in value.items() if k not in registry}
         # a block's kind is its class, not a field: the key that chose the class is dropped here
-        return tp(**{k: build(hints[k], v) for k, v in value.items() if k in names or k != "kind"})
+        return tp(**{k: build(hints[k], v) for k, v in value.items() if k in names or k != "kind"}, **extra)
     return value
+
+
+def _keyed(cls) -> tuple[str, dict] | None:
+    """The field of ``cls`` that collects the keys its registry names (``metadata={"registry": …}``), and the
+    registry's classes by key; each class reads its value (``annotation()``, ``read(value)``)."""
+    for f in dataclasses.fields(cls):
+        if "registry" in f.metadata:
+            return f.name, f.metadata["registry"]()
+    return None
+
+
+def _version() -> tuple[int, int]:
+    from ..blocks import registry_version
+    from ..parts import registry_version as parts_version
+
+    return registry_version(), parts_version()
 
 
 def validate(tp, data):
@@ -150,7 +172,7 @@ def _pydantic(tp):
     """The pydantic type that checks what ``tp`` declares."""
     from pydantic import Discriminator, Tag
 
-    from ..blocks import registry_version, slot_classes
+    from ..blocks import slot_classes
 
     slot = _slot(tp)
     if slot is not None:
@@ -159,7 +181,7 @@ def _pydantic(tp):
         def tag(value, default=slot.default):
             return value.get("kind", default) if isinstance(value, dict) else getattr(value, "kind", default)
 
-        members = tuple(Annotated[_model(c, registry_version()), Tag(c.kind)] for c in classes)
+        members = tuple(Annotated[_model(c, _version()), Tag(c.kind)] for c in classes)
         return Annotated[Union[members], Discriminator(tag)]
     if get_origin(tp) is Annotated:
         from annotated_types import Ge, Gt, Le
@@ -176,19 +198,22 @@ def _pydantic(tp):
         key, value = get_args(tp)
         return dict[key, _pydantic(value)]
     if dataclasses.is_dataclass(tp):
-        return _model(tp, registry_version())
+        return _model(tp, _version())
     return tp
 
 
 @cache
-def _model(cls, version: int):
+def _model(cls, version: tuple[int, int]):
     """A strict pydantic model with ``cls``'s fields and defaults; building ``cls`` runs its own checks."""
     from pydantic import ConfigDict, create_model, model_validator
 
     hints = _hints(cls)
     fields = {}
+    keyed = _keyed(cls)
+    for key, part in (keyed[1] if keyed else {}).items():  # each registered key, none stated by default
+        fields[key] = (Union[_pydantic(part.annotation()), None], None)
     for f in dataclasses.fields(cls):
-        if not f.init:
+        if not f.init or "registry" in f.metadata:
             continue
         default = f.default if f.default is not dataclasses.MISSING else ...
         if f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]

@@ -9,18 +9,11 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Annotated, Literal
 
-from .block_residuals import BlockResiduals
-from .extras import AltUp, Embedding, HyperConnections, Laurel, PerLayerInputs, PredictionHead, ResidualScale
-from .latent import ByteLatent
-from .prompts import Prompts, RelativeBias, Segments
-from .reuse import Cycles
 from .reuse import check as check_reuse
 from .schema import NonNegative, Positive, PositiveFloat, Slot, SpecError
-from .streams import AxialPositions, Padding
 
 Mixer = Annotated[object, Slot("attention", default="mha")]  # the block that mixes tokens
 FFN = Annotated[object, Slot("ffn")]  # the block that transforms each token
-Shared = Annotated[object, Slot("shared")]  # a weight-shared block several layers run (model/shared.py)
 
 
 @dataclass(frozen=True)
@@ -126,6 +119,12 @@ class LayerGroup:
 Positions = Literal["learned", "rotary", "alibi", "sinusoidal", "none"]
 
 
+def _parts():
+    from ..parts import registry
+
+    return registry()
+
+
 @dataclass(frozen=True)
 class ModelSpec:
     """A decoder-only transformer language model."""
@@ -151,40 +150,11 @@ class ModelSpec:
     # multi-token prediction modules a checkpoint carries beside the causal LM (DeepSeek-V3 §2.2): each a
     # layer like the model's last, a projection of [h; emb] (2·d -> d) and three norms; counted apart
     mtp_layers: NonNegative = 0
-    # beside every layer's two blocks (model/extras.py): Gemma 3n's and Gemma 4 E2B/E4B's per-layer inputs, Gemma
-    # 3n's AltUp streams and LAuReL
-    per_layer_inputs: PerLayerInputs | None = None
-    altup: AltUp | None = None
-    laurel: Laurel | None = None
-    # the residual as several streams, mixed before each sublayer and at the end (DeepSeek-V4, HY-V4, Qwen4-Exp)
-    hyper: HyperConnections | None = None
-    residual_scale: ResidualScale | None = None  # scaled residual adds (ZAYA1)
-    # learned queries mixing the embeddings and earlier blocks' sums before each sublayer and the final norm (Inkling 2)
-    block_residuals: BlockResiduals | None = None
     # each of a layer's norm.per_layer norms (NormUse); default: every one the model's norm
     norms: list[NormUse] | None = None
-    # a transform between the final norm and the unembedding (ModernBERT's prediction head)
-    prediction_head: PredictionHead | None = None
-    # a token embedding of its own width, projected to and from d_model (OPT-350m), or of its own vocabulary (BLT)
-    embedding: Embedding | None = None
-    # beside the token embedding (model/prompts.py): CPM-Ant's prompt positions prepended to every sequence, its
-    # segment embeddings and its table of relative-position biases shared by every layer
-    prompts: Prompts | None = None
-    segments: Segments | None = None
-    relative_bias: RelativeBias | None = None
-    # Reformer (model/streams.py): two residual streams, each layer's attention adding to one from the other and its
-    # FFN to the other from that sum, the final norm and the head reading both (2·d_model); axial position
-    # embeddings; the sequence padded to whole attention chunks
-    reversible: bool = False
-    axial_positions: AxialPositions | None = None
-    padding: Padding | None = None
-    # weight-shared blocks by name (model/shared.py), each stored once and run by every layer whose group names it
-    shared_blocks: dict[str, Shared] | None = None
-    # the Hierarchical Reasoning Model's two states over its stack runs (model/reuse.py)
-    cycles: Cycles | None = None
-    # the Byte Latent Transformer (model/latent.py): the layers are its local decoder; beside them its hashed n-gram
-    # embeddings, local encoder, global transformer over patches, cross-attentions and patcher
-    byte_latent: ByteLatent | None = None
+    # the parts beside the layers' blocks (ffncalc/parts/), each stated under its own key at the spec's top and
+    # collected here in their order; not a key a spec states
+    parts: tuple = field(default=(), metadata={"registry": _parts})
 
     def __post_init__(self) -> None:
         if self.layers is not None:
@@ -199,19 +169,10 @@ class ModelSpec:
                 raise SpecError(path, f"{len(uses)} norms stated, but a layer has norm.per_layer = {self.norm.per_layer}")
             if "gated" in uses and not self.norm.gate_rank:
                 raise SpecError(path, "a gated norm needs norm.gate_rank")
-        for i, group in enumerate(self.layers or ()):
-            if group.shared is not None and group.shared not in (self.shared_blocks or {}):
+        for i, group in enumerate(self.layers or ()):  # a weight-shared block a part holds (parts/shared.py)
+            if group.shared is not None and not any(p.holds(group.shared) for p in self.parts):
                 raise SpecError(("layers", i, "shared"), f"no shared block named {group.shared!r} in shared_blocks")
         check_reuse(self.layers or ())
-        if self.cycles is not None:
-            try:
-                self.cycles.check(self.n_layers)
-            except SpecError as exc:
-                raise exc.within("cycles") from None
-            if self.parallel or self.reversible or self.altup or self.hyper or self.norm.final:
-                raise SpecError(("cycles",), "cycles pass one residual stream between stack runs, the last run's norm "
-                                             "the final one: no parallel sublayers, reversible or other streams, and "
-                                             "norm.final false")
         for path, block in self._blocks():
             try:
                 block.check(self.d_model)
@@ -219,39 +180,12 @@ class ModelSpec:
                 raise exc.within(*path) from None
         if self.parallel and (self.norm.per_layer > 2 or self.norm.placement != "pre"):
             raise SpecError(("parallel",), "parallel sublayers take one shared norm or one pre-norm each")
-        if self.residual_scale and (self.parallel or self.laurel or self.altup or self.hyper
-                                    or self.norm.placement == "residual"):
-            raise SpecError(("residual_scale",), "scaled residual adds are a sequential layer's two adds: no parallel "
-                                                 "sublayers, LAuReL, AltUp, hyper-connections or norms after the add")
-        if self.reversible and (self.tie_embeddings or self.parallel or self.norm.placement != "pre"
-                                or self.norm.per_layer != 2 or self.altup or self.laurel or self.hyper
-                                or self.residual_scale or self.prediction_head):
-            raise SpecError(("reversible",), "reversible streams take sequential pre-norm layers of two norms and an "
-                                             "untied head of 2·d_model, without other residual streams, scaled "
-                                             "residual adds or a prediction head")
-        if self.embedding and self.embedding.vocab_size not in (None, self.vocab_size) and self.tie_embeddings:
-            raise SpecError(("embedding", "vocab_size"), "a tied head is the embedding's table: one vocabulary, "
-                                                         f"vocab_size {self.vocab_size}")
-        if self.embedding and self.embedding.width is not None and (self.reversible or self.mtp_layers
-                                                                    or self.byte_latent):
-            raise SpecError(("embedding", "width"), "an embedding of its own width is projected to one residual stream "
-                                                    "of d_model: no reversible streams, multi-token prediction modules "
-                                                    "or byte-latent parts, which read the embedding at d_model")
-        if self.byte_latent and self.byte_latent.encoder.d_model != self.d_model:
-            raise SpecError(("byte_latent", "encoder", "d_model"), "the local encoder's width is the embedding's, "
-                                                                   f"d_model {self.d_model}")
-        if self.laurel and (self.parallel or self.norm.placement != "pre" or not self.norm.per_layer):
-            raise SpecError(("laurel",), "LAuReL reads the layer's first norm's output: sequential pre-norm layers")
-        if self.hyper and (self.parallel or self.norm.placement != "pre" or self.altup or self.laurel):
-            raise SpecError(("hyper",), "hyper-connections wrap sequential pre-norm sublayers, without AltUp or LAuReL")
+        for part in self.parts:  # what each part needs of the rest
+            part.check(self)
 
-        if self.block_residuals and (self.parallel or self.norm.placement != "pre" or self.altup or self.laurel
-                                     or self.hyper or self.residual_scale or self.reversible or self.shared_blocks
-                                     or self.per_layer_inputs or self.cycles
-                                     or any(group.reuses for group in self.layers or ())):
-            raise SpecError(("block_residuals",), "block attention residuals mix the inputs of sequential pre-norm "
-                                                  "sublayers, without other residual streams, scaled adds, cycles or "
-                                                  "reused layers")
+    def has(self, *keys: str) -> bool:
+        """Whether any of the parts ``keys`` is stated."""
+        return any(p.key in keys for p in self.parts)
 
     def _blocks(self):
         yield ("attention",), self.attention
@@ -260,5 +194,3 @@ class ModelSpec:
             for slot in ("attention", "ffn"):
                 if getattr(group, slot) is not None:
                     yield ("layers", i, slot), getattr(group, slot)
-        for name, block in (self.shared_blocks or {}).items():
-            yield ("shared_blocks", name), block

@@ -10,14 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Iterator
 
-from .block_residuals import BlockResiduals
-from .extras import AltUp, Embedding, HyperConnections, Laurel, PerLayerInputs, PredictionHead, ResidualScale
-from .latent import ByteLatent
-from .prompts import Prompts, RelativeBias, Segments
-from .reuse import Cycles, reused
-from .shared import SharedUse, uses
+from .reuse import reused
+from .shared import SharedUse
 from .spec import ModelSpec, Norm, Positions
-from .streams import AxialPositions, Padding
 
 
 @dataclass(frozen=True)
@@ -29,9 +24,9 @@ class Layer:
     ffn: object
     norms: tuple[str, ...] | None = None
     shared: SharedUse | None = None  # a weight-shared block the layer also runs, before its blocks (model/shared.py)
-    # block attention residuals (model/block_residuals.py): the states attention_input mixes (0: none), its queries,
-    # and the states mlp_input mixes
-    mixes: tuple[int, int, int] | None = None
+    # what parts record of this layer, (part key, value) pairs (parts/block_residuals.py: the states each of its mixes
+    # reads); layers whose marks differ differ
+    marks: tuple[tuple[str, object], ...] = ()
     # the layer runs again, with its parameters, the layer this many places earlier, storing none (model/reuse.py)
     reuse: int | None = None
 
@@ -41,6 +36,13 @@ class Layer:
             yield "shared", self.shared.block
         yield "attention", self.attention
         yield "ffn", self.ffn
+
+    def mark(self, key: str):
+        """What part ``key`` recorded of this layer (None: nothing)."""
+        return dict(self.marks).get(key)
+
+    def marked(self, key: str, value) -> Layer:
+        return replace(self, marks=self.marks + ((key, value),))
 
     def norm_uses(self, norm: Norm) -> tuple[str, ...]:
         """Each of the layer's ``norm.per_layer`` norms: "norm", "gated" or "none"."""
@@ -82,59 +84,50 @@ class Model:
     position_offset: int = 0
     notes: tuple[str, ...] = ()  # what the source says about what is and is not counted
     mtp_layers: int = 0  # multi-token prediction modules beside the model (DeepSeek-V3 §2.2), counted apart
-    per_layer_inputs: PerLayerInputs | None = None  # beside every layer's blocks (model/extras.py)
-    altup: AltUp | None = None
-    laurel: Laurel | None = None
-    hyper: HyperConnections | None = None
-    prediction_head: PredictionHead | None = None  # between the final norm and the unembedding
-    residual_scale: ResidualScale | None = None
-    prompts: Prompts | None = None  # beside the token embedding (model/prompts.py)
-    segments: Segments | None = None
-    relative_bias: RelativeBias | None = None
-    reversible: bool = False  # Reformer's two residual streams (model/streams.py)
-    axial_positions: AxialPositions | None = None
-    padding: Padding | None = None
-    block_residuals: BlockResiduals | None = None
-    cycles: Cycles | None = None  # HRM's two states over its stack runs (model/reuse.py)
-    byte_latent: ByteLatent | None = None  # BLT's parts beside its local decoder (model/latent.py)
-    embedding: Embedding | None = None  # a token embedding of its own width or vocabulary (model/extras.py)
+    parts: tuple = ()  # beside the layers' blocks (ffncalc/parts/), in their order
 
-    def extras(self) -> tuple:
-        """The parts beside every layer's blocks, in the order their terms and modules come."""
-        return tuple(x for x in (self.altup, self.laurel, self.per_layer_inputs, self.hyper, self.residual_scale,
-                                 self.block_residuals) if x is not None)
+    def part(self, key: str):
+        """The part stated under ``key``, or None."""
+        return next((p for p in self.parts if p.key == key), None)
 
-    def input_parts(self) -> tuple:
-        """The parts beside the token embedding (model/prompts.py), in the order their terms and modules come."""
-        return tuple(x for x in (self.axial_positions, self.prompts, self.segments, self.relative_bias, self.padding,
-                                self.byte_latent) if x is not None)
+    def has(self, *keys: str) -> bool:
+        return any(p.key in keys for p in self.parts)
 
     @property
     def prompt_length(self) -> int:
-        """Positions prepended to every sequence, which the layers run over and the head does not."""
-        return self.prompts.length if self.prompts is not None else 0
+        """Positions before every sequence's own, which the layers run over and the head does not read."""
+        return sum(p.prompt_length for p in self.parts)
 
     def layer_positions(self, seq_len: int) -> int:
-        """Positions the layers run over for a sequence of ``seq_len`` tokens: padded to whole chunks, the prompt's
-        before them."""
-        return (self.padding.positions(seq_len) if self.padding is not None else seq_len) + self.prompt_length
+        """Positions the layers run over for a sequence of ``seq_len`` tokens (padded to whole chunks, a prompt's
+        before them: each part's in order)."""
+        for p in self.parts:
+            seq_len = p.positions(seq_len)
+        return seq_len
 
     @property
     def final_width(self) -> int:
-        """What the final norm reads: both reversible streams, or the one."""
-        return 2 * self.d_model if self.reversible else self.d_model
+        """What the final norm reads: d_model, or what parts make of it (both reversible streams)."""
+        width = self.d_model
+        for p in self.parts:
+            width = p.final_width(width)
+        return width
 
     @property
     def head_width(self) -> int:
-        """What the head reads: the embedding's own width (after its project_out), else the final norm's."""
-        return self.embedding.width if self.embedding and self.embedding.width else self.final_width
+        """What the head reads: the final norm's width, or what parts make of it (an embedding's own width)."""
+        width = self.final_width
+        for p in self.parts:
+            width = p.head_width(width)
+        return width
 
     @property
     def embed_shape(self) -> tuple[int, int]:
-        """The token embedding table: its own vocabulary and width where it has them, else vocab_size × d_model."""
-        e = self.embedding
-        return ((e.vocab_size if e and e.vocab_size else self.vocab_size),
-                (e.width if e and e.width else self.d_model))
+        """The token embedding table: vocab_size × d_model, or what parts make of it (its own vocabulary, width)."""
+        shape = (self.vocab_size, self.d_model)
+        for p in self.parts:
+            shape = p.table(shape)
+        return shape
 
     @property
     def head_shape(self) -> tuple[int, int]:
@@ -187,36 +180,27 @@ def resolve(spec: ModelSpec) -> Model:
         return tuple(uses) if uses is not None and any(u != "norm" for u in uses) else None
 
     layers: list[Layer] = []
-    names: list[str | None] = []
+    groups: list = []  # each layer's group (None: a reused layer)
     starts: dict[str, int] = {}  # a named group's first layer
     for group in spec.layers or ():
         if group.name is not None:
             starts[group.name] = len(layers)
         if group.reuses is not None:  # the named group's layers again, their parameters stored there
             layers += reused(layers, len(layers), starts[group.reuses], group.repeat)
-            names += [None] * group.repeat
+            groups += [None] * group.repeat
             continue
         layer = Layer(group.attention.resolve(d) if group.attention is not None else attention,
                       group.ffn.resolve(d) if group.ffn is not None else ffn,
                       norms(group.norms if group.norms is not None else spec.norms))
         layers += [layer] * group.repeat
-        names += [group.shared] * group.repeat
+        groups += [group] * group.repeat
     if not spec.layers:
         layers = [Layer(attention, ffn, norms(spec.norms))] * spec.n_layers
-    if spec.shared_blocks:  # each layer's use of its shared block, numbered: a use is a layer of its own
-        shared = {name: block.resolve(d) for name, block in spec.shared_blocks.items()}
-        layers = [replace(layer, shared=use) if use else layer for layer, use in zip(layers, uses(names, shared))]
-    if spec.block_residuals:  # each layer's mixes: layers of different blocks differ
-        layers = [replace(layer, mixes=spec.block_residuals.layer_mixes(i, layer.attention.inputs))
-                  for i, layer in enumerate(layers)]
+        groups = [None] * spec.n_layers
+    for part in spec.parts:  # what parts record in the layers (shared blocks' uses, block residuals' mixes)
+        layers = part.resolve_layers(spec, layers, groups)
     notes = tuple(dict.fromkeys(b.count_note for layer in layers for _, b in layer.blocks() if b.count_note))
-    if spec.byte_latent is not None:  # its FLOP convention (model/latent.py)
-        notes += (spec.byte_latent.count_note,)
+    notes += tuple(p.count_note for p in spec.parts if p.count_note)  # their FLOP conventions (parts/latent.py)
     return Model(spec.name, spec.vocab_size, d, spec.context_length, spec.norm, spec.parallel, spec.positions,
                  spec.tie_embeddings, spec.lm_head_bias, spec.embedding_norm, tuple(layers), spec.position_offset,
-                 notes=notes, mtp_layers=spec.mtp_layers, per_layer_inputs=spec.per_layer_inputs,
-                 altup=spec.altup, laurel=spec.laurel, hyper=spec.hyper, prediction_head=spec.prediction_head,
-                 residual_scale=spec.residual_scale, prompts=spec.prompts, segments=spec.segments,
-                 relative_bias=spec.relative_bias, reversible=spec.reversible, axial_positions=spec.axial_positions,
-                 padding=spec.padding, block_residuals=spec.block_residuals, cycles=spec.cycles,
-                 byte_latent=spec.byte_latent, embedding=spec.embedding)
+                 notes=notes, mtp_layers=spec.mtp_layers, parts=spec.parts)

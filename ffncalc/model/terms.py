@@ -25,6 +25,7 @@ ACTIVATION_OPS = {
     "gelu": 5,  # 0.5 · x · (1 + erf(x / √2)): divide, erf, add, two multiplies
     "gelu_tanh": 9,  # 0.5 · x · (1 + tanh(√(2/π) · (x + 0.044715 · x³)))
 }
+Activation = Literal["identity", "relu", "relu2", "tanh", "sigmoid", "silu", "gelu", "gelu_tanh"]  # a spec's
 SOFTMAX_OPS = 6  # per score: scale by 1/√d, max, subtract, exp, sum, divide
 ROTARY_OPS = 3  # per rotated element: x·cos + rotate(x)·sin
 RESIDUAL_ADDS = 2  # per layer and model-width element: one after attention, one after the FFN
@@ -66,7 +67,7 @@ class Term:
     # entry of the sequence
     select: str = ""
     # positions the work runs over per token of the sequence: (s + P) / s in the layers of a model that prepends P
-    # prompt positions to every sequence of s tokens (model/prompts.py); its FLOPs are scaled by it
+    # prompt positions to every sequence of s tokens (parts/prompts.py); its FLOPs are scaled by it
     positions: Fraction | int = 1
     # instances whose parameters this term holds, where not every instance it runs is stored here: a weight-shared
     # block's tensors are stored once, in the run of its first use, and run at every use (model/shared.py); None: count

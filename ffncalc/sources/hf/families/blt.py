@@ -1,6 +1,6 @@
 """The Byte Latent Transformer (Pagnoni et al. 2024; transformers' BltForCausalLM): the local decoder over bytes as
 the model's layers, the patcher, hashed n-gram embeddings, local encoder and global transformer beside them
-(model/latent.py)."""
+(parts/latent.py)."""
 
 from __future__ import annotations
 
@@ -58,7 +58,7 @@ def blt(c: Config) -> dict:
     hash function of encoder_hash_byte_group_vocab 500002 rows, untied. BltLocalDecoder (decoder_config: 1024 wide,
     16 heads, 9 layers, FFN 2816, a cross-attention before every layer) is the model's stack, its norm the final norm,
     lm_head at its width over vocab_size; the byte embedding over encoder_config.vocab_size (vocab_size where tied).
-    Beside it (model/latent.py): BltLocalEncoder (encoder_config: 1024, 16 heads, 1 layer, FFN int(8·1024/3) = 2730,
+    Beside it (parts/latent.py): BltLocalEncoder (encoder_config: 1024, 16 heads, 1 layer, FFN int(8·1024/3) = 2730,
     the model's embedding, a cross-attention after its last layer, patch_embedding_projection
     d -> k·d), BltGlobalTransformer (global_config: 2048, 16 heads, 25 layers, FFN 5632, no final norm;
     token_embedding_projection k·d_e -> d_g where they differ), the decoder's patch_embedding_projection d_g -> k·d,
@@ -66,7 +66,7 @@ def blt(c: Config) -> dict:
     512, its own embedding, norm and head) when patch_in_forward. The encoder and decoder attend a sliding window of
     local_attention_window_len (null: full causal), the global transformer every earlier patch. Every attention has
     rotary positions and no biases; every norm is an RMSNorm. FLOPs: patches of patch_size bytes each (the FLOP
-    convention of model/latent.py); the patcher runs over every byte."""
+    convention of parts/latent.py); the patcher runs over every byte."""
     enc, dec, glob = _part(c, "encoder_config"), _part(c, "decoder_config"), _part(c, "global_config")
     k = c.int("cross_attn_k", 2)
     for part, name in ((enc, "encoder_config"), (dec, "decoder_config")):

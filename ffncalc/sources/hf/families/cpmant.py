@@ -1,5 +1,5 @@
 """CPM-Ant (OpenBMB 2022): pre-norm layers with a GeGLU FFN, prompt positions prepended to every sequence, segment
-embeddings and one table of relative-position and segment-pair biases shared by every layer (model/prompts.py)."""
+embeddings and one table of relative-position and segment-pair biases shared by every layer (parts/prompts.py)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """DeepSeek-V4 (deepseek_v4): compressed attention in three layer kinds (sliding window alone, compressed sparse
 with a lightning indexer, heavily compressed; blocks/csa.py), hash-routed mixtures in the first layers and top-k
 mixtures after, and the residual as hc_mult streams joined by manifold-constrained hyper-connections
-(model/extras.py)."""
+(parts/hyper.py)."""
 
 from __future__ import annotations
 

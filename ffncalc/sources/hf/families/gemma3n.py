@@ -1,5 +1,5 @@
 """Gemma 3n (Google DeepMind 2025): Gemma 3's layers with per-layer inputs, AltUp streams, LAuReL beside attention,
-keys and values read from earlier layers by the last ones, and per-layer FFN widths (model/extras.py)."""
+keys and values read from earlier layers by the last ones, and per-layer FFN widths (ffncalc/parts/)."""
 
 from __future__ import annotations
 

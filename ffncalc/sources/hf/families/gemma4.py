@@ -15,7 +15,7 @@ GEMMA4_TEXT = {"vocab_size": 262_144, "hidden_size": 2304, "intermediate_size": 
                "attention_k_eq_v": False, "num_kv_shared_layers": 0,
                "enable_moe_block": False, "use_double_wide_mlp": False}
 
-# Per-layer inputs (model/extras.py PerLayerInputs), as Gemma 3n and Gemma 4 name them.
+# Per-layer inputs (parts/per_layer_inputs.py), as Gemma 3n and Gemma 4 name them.
 PLE_LAYER_MODULES = ((r"per_layer_input_gate$", "ple.gate"), (r"per_layer_projection$", "ple.proj"),
                      (r"post_per_layer_input_norm$", "ple.norm"))
 PLE_TOP_MODULES = ((r"embed_tokens_per_layer$", "ple.embed"), (r"per_layer_model_projection$", "ple.projection"),
@@ -172,7 +172,7 @@ def gemma4_text(c: Config) -> dict:
     vocab_size_per_layer_input (default 262,144) rows: Gemma4TextModel's embed_tokens_per_layer,
     per_layer_model_projection and per_layer_projection_norm, and each layer's per_layer_input_gate,
     per_layer_projection and post_per_layer_input_norm after its FFN, gated by hidden_activation
-    (model/extras.py PerLayerInputs). The language model of a gemma4 config is its text_config read with these
+    (parts/per_layer_inputs.py). The language model of a gemma4 config is its text_config read with these
     defaults."""
     return _read(c.with_defaults(GEMMA4_TEXT))
 

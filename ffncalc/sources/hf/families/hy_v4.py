@@ -1,6 +1,6 @@
 """HY-V4 (Tencent 2026): DeepSeek-V3.2's latent attention and indexer (shared across layers as GLM-5's IndexShare)
 with attention sinks and a sigmoid gate on every output feature, one dense layer first and then DeepSeek-style
-mixtures, and the residual as hc_mult streams joined by HY-V4's hyper-connections (model/extras.py)."""
+mixtures, and the residual as hc_mult streams joined by HY-V4's hyper-connections (parts/hyper.py)."""
 
 from __future__ import annotations
 

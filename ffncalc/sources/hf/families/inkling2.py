@@ -1,6 +1,6 @@
 """Inkling 2 (Thinking Machines Lab 2026): Inkling's attention with a relative bias and short convolutions, gated and
 clipped, with per-token sinks; soft-capped SwiGLU experts behind a sigmoid router; and block attention residuals
-(model/block_residuals.py), as inkling2_text (transformers 5.23.0, models/inkling2)."""
+(parts/block_residuals.py), as inkling2_text (transformers 5.23.0, models/inkling2)."""
 
 from __future__ import annotations
 

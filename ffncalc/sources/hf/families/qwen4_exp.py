@@ -1,6 +1,6 @@
 """Qwen4-Exp (transformers 5.23.0, models/qwen4_exp): Qwen3.5-MoE's hybrid of Gated DeltaNet and gated attention,
 the attention over the keys QSA's block indexer selects, every layer's residual as hc_count streams joined by a
-gated low-rank hyper-connection (model/extras.py) in place of the norms. A qwen4_exp config.json is read through
+gated low-rank hyper-connection (parts/hyper.py) in place of the norms. A qwen4_exp config.json is read through
 its text_config (qwen4_exp_text)."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Reformer (Kitaev et al. 2020): local and LSH attention layers, reversible residual streams, axial position
-embeddings and the sequence padded to whole chunks (blocks/lsh.py, model/streams.py)."""
+embeddings and the sequence padded to whole chunks (blocks/lsh.py, parts/streams.py)."""
 
 from __future__ import annotations
 

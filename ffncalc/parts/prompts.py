@@ -1,8 +1,6 @@
 """Parts of a model's input beside the token embedding (CPM-Ant: CpmAntModel): prompt positions prepended to every
 sequence, segment embeddings, and one table of relative-position and segment-pair biases that every layer adds to
-its attention scores. Each is a frozen dataclass of spec fields that writes its own terms, those of the model
-(after the token embedding) and those of each layer (slot "", beside the layer's norms), and builds its reference
-torch module, whose paths mirror the term names.
+its attention scores.
 
 Prompt positions: the layers and the final norm run over seq_len + length positions for every seq_len tokens (the
 prompt first), the head over the seq_len tokens only. Per token of the sequence their work is (seq_len + length) /
@@ -14,14 +12,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache
 
-from .schema import Positive
+from ..model.schema import Positive
+from . import Part, register
 
 
+@register
 @dataclass(frozen=True)
-class Prompts:
+class Prompts(Part):
     """Learned prompt tokens (CPM-Ant: prompt_types × prompt_length rows of input_embedding after the vocabulary's,
     which the untied head does not share; CpmAntModel.forward prepends prompt_length of them to every sequence and
     drops their positions before the head). ``types`` sets of ``length`` rows; one set runs with each sequence."""
+
+    key = "prompts"
+    order = 12
+    summary = "learned prompt positions prepended to every sequence (CPM-Ant)"
 
     length: Positive
     types: Positive = 1
@@ -30,43 +34,54 @@ class Prompts:
     def rows(self) -> int:
         return self.types * self.length
 
-    def model_terms(self, e, model, seq_len: int) -> None:
+    @property
+    def prompt_length(self) -> int:
+        return self.length
+
+    def positions(self, n: int) -> int:
+        return n + self.length
+
+    def input_terms(self, e, model, seq_len: int) -> None:
         # rows of the input embedding beyond the head's vocabulary: the same transformers tensor (component "embed");
         # a lookup, as the token embedding (count.py: the one-hot matmul Chinchilla charges over the whole table)
         d = model.d_model
         e.term("prompts.embed.weight", "token", (self.rows, d), macs=self.rows * d, component="embed")
 
-    def layer_terms(self, e, model, positions: int) -> None:
-        pass
-
     def model_module(self, model):
         return _modules()[0](self, model)
 
 
+@register
 @dataclass(frozen=True)
-class Segments:
+class Segments(Part):
     """Segment embeddings (CPM-Ant: segment_embedding, segment_types × d): each position's segment's vector added to
     its token's embedding."""
 
+    key = "segments"
+    order = 13
+    summary = "segment embeddings (CPM-Ant)"
+
     types: Positive
 
-    def model_terms(self, e, model, seq_len: int) -> None:
+    def input_terms(self, e, model, seq_len: int) -> None:
         d = model.d_model
         e.term("segments.embed.weight", "position", (self.types, d), elementwise=d)  # one add per feature
-
-    def layer_terms(self, e, model, positions: int) -> None:
-        pass
 
     def model_module(self, model):
         return _modules()[1](self, model)
 
 
+@register
 @dataclass(frozen=True)
-class RelativeBias:
+class RelativeBias(Part):
     """One table of attention-score biases shared by every layer (CPM-Ant: CpmAntSegmentPositionEmbedding's
     relative_attention_bias, (segment_types² + position_bias_num_buckets) × num_attention_heads): a query and a key
     of one segment take their relative position's bucket's row, of two segments their segment pair's. Its lookup
     is a gather (no multiply-adds); each layer adds it to every score: heads × keys adds per query."""
+
+    key = "relative_bias"
+    order = 14
+    summary = "one table of relative-position biases every layer adds to its scores (CPM-Ant)"
 
     buckets: Positive
     heads: Positive
@@ -76,7 +91,7 @@ class RelativeBias:
     def rows(self) -> int:
         return self.segments * self.segments + self.buckets
 
-    def model_terms(self, e, model, seq_len: int) -> None:
+    def input_terms(self, e, model, seq_len: int) -> None:
         e.term("relative_bias.weight", "position", (self.rows, self.heads))
 
     def layer_terms(self, e, model, positions: int) -> None:
@@ -92,14 +107,14 @@ def _modules():
     from torch import nn
 
     class PromptModule(nn.Module):
-        """The prompt rows; ``forward`` prepends one set's ``length`` rows to every sequence."""
+        """The prompt rows; ``enter`` prepends one set's ``length`` rows to every sequence."""
 
         def __init__(self, spec: Prompts, model):
             super().__init__()
             self.length = spec.length
             self.embed = nn.Embedding(spec.rows, model.d_model)
 
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
+        def enter(self, x: torch.Tensor, ctx: dict) -> torch.Tensor:
             ids = torch.arange(self.length, device=x.device)
             return torch.cat([self.embed(ids).expand(x.shape[0], -1, -1).to(x.dtype), x], dim=1)
 
@@ -110,7 +125,7 @@ def _modules():
             super().__init__()
             self.embed = nn.Embedding(spec.types, model.d_model)
 
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
+        def enter(self, x: torch.Tensor, ctx: dict) -> torch.Tensor:
             return x + self.embed(torch.zeros(x.shape[1], dtype=torch.long, device=x.device)).to(x.dtype)
 
     class BiasTable(nn.Module):

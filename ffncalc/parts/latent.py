@@ -33,8 +33,9 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Annotated, Literal
 
-from .schema import NonNegative, Positive, Slot, SpecError
-from .terms import RESIDUAL_ADDS, SOFTMAX_OPS, Emitter
+from ..model.schema import NonNegative, Positive, Slot, SpecError
+from ..model.terms import RESIDUAL_ADDS, SOFTMAX_OPS, Emitter
+from . import Part, register
 
 Mixer = Annotated[object, Slot("attention", default="mha")]
 FFN = Annotated[object, Slot("ffn")]
@@ -58,7 +59,7 @@ class Stack:
 
     def terms(self, model, prefix: str, seq_len: int, positions: Fraction | int) -> list:
         """The layers' terms over ``seq_len`` positions, named under ``prefix``, model-level (no layer span)."""
-        from .stack import Model
+        from ..model.stack import Model
 
         inner = replace(Model.bare(self.d_model), positions=model.positions, norm=model.norm)
         n, d = self.n_layers, self.d_model
@@ -81,9 +82,14 @@ class Patcher:
     layers: Stack
 
 
+@register
 @dataclass(frozen=True)
-class ByteLatent:
+class ByteLatent(Part):
     """The spec's ``byte_latent``: BLT's parts beside its local decoder (the model's layers)."""
+
+    key = "byte_latent"
+    order = 15
+    summary = "the Byte Latent Transformer's hashed embeddings, local encoder, global transformer and patcher"
 
     encoder: Stack  # the local encoder's layers, at the model's width (its embedding is the model's)
     latent: Stack  # the global transformer's, over patches
@@ -104,7 +110,7 @@ class ByteLatent:
     def patches(self, seq_len: int) -> int:
         return -(-seq_len // self.patch_size)
 
-    def model_terms(self, e, model, seq_len: int) -> None:
+    def input_terms(self, e, model, seq_len: int) -> None:
         d, k, s = model.d_model, self.cross_k, seq_len
         n = self.patches(s)
         per_patch, per_row = Fraction(n, s), Fraction(k * n, s)
@@ -160,8 +166,10 @@ class ByteLatent:
         e.term(f"{name}.o.weight", "weight", (d, h * hd), uses, macs=uses * h * hd * d, positions=queries)
         e.op(f"{name}.residual", 2 * uses * d, positions=queries)  # inside the module and by its caller
 
-    def layer_terms(self, e, model, positions: int) -> None:
-        pass
+    def check(self, spec) -> None:
+        if self.encoder.d_model != spec.d_model:
+            raise SpecError(("byte_latent", "encoder", "d_model"), "the local encoder's width is the embedding's, "
+                                                                   f"d_model {spec.d_model}")
 
     def model_module(self, model):
         raise NotImplementedError("the Byte Latent Transformer's parts have no reference torch modules")

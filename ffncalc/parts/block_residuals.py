@@ -15,7 +15,7 @@ read joins the states. So with B(i) = ⌈i / p⌉ finished states before layer i
 Each mix of m states of width d with q queries (a parameter of q·d, zero at init): an RMSNorm without a weight over
 every state (m·d elements), scores q·m·d multiply-adds (the queries' product, scaled by 1/√d, a softmax over the
 m), values q·m·d (a product of activations). The mixing
-work grows with the block, so the resolved stack lists each layer's state counts (``stack.Layer.mixes``) and layers of
+work grows with the block, so the resolved stack lists each layer's state counts (``Layer.marks``) and layers of
 different blocks differ.
 
 The restart at a block's first layer skips that layer's attention residual add, which the count's two adds per layer
@@ -27,17 +27,37 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache
 
-from .schema import Positive
-from .terms import SOFTMAX_OPS
+from ..model.schema import Positive, SpecError
+from ..model.terms import SOFTMAX_OPS
+from . import Part, register
 
 UNWEIGHTED_NORM_OPS = 3  # per element: square, sum, scale
 
 
+@register
 @dataclass(frozen=True)
-class BlockResiduals:
+class BlockResiduals(Part):
     """Inkling2TextConfig.n_layers_per_attn_res_block (6)."""
 
+    key = "block_residuals"
+    order = 25
+    prefix = "res"
+    summary = "learned queries mixing the embeddings and earlier blocks' sums into each sublayer's input (Inkling 2)"
+
     block_layers: Positive = 6
+
+    def check(self, spec) -> None:
+        if (spec.parallel or spec.norm.placement != "pre"
+                or spec.has("altup", "laurel", "hyper", "residual_scale", "reversible", "shared_blocks",
+                            "per_layer_inputs", "cycles")
+                or any(group.reuses for group in spec.layers or ())):
+            raise SpecError(("block_residuals",), "block attention residuals mix the inputs of sequential pre-norm "
+                                                  "sublayers, without other residual streams, scaled adds, cycles or "
+                                                  "reused layers")
+
+    def resolve_layers(self, spec, layers, groups):
+        """Each layer's mixes: layers of different blocks differ."""
+        return [layer.marked(self.key, self.layer_mixes(i, layer.attention.inputs)) for i, layer in enumerate(layers)]
 
     def finished(self, i: int) -> int:
         """Finished states (the embeddings and every whole block's sum) before layer ``i``: the block starts before it."""
@@ -47,21 +67,20 @@ class BlockResiduals:
         """Layer ``i``'s (attention_input's states, its queries, mlp_input's states); no attention_input in layer 0."""
         return (self.finished(i) + 1 if i else 0, queries if i else 0, self.finished(i + 1) + 1)
 
-    def model_terms(self, e, model) -> None:
-        if e.part == "final":
-            _mix(e, model, "res.final", self.finished(model.n_layers) + 1, 1)
+    def final_terms(self, e, model) -> None:
+        _mix(e, model, "res.final", self.finished(model.n_layers) + 1, 1)
 
-    def layer_terms(self, e, model) -> None:
-        states, queries, ffn_states = model.layers[e.layers[0]].mixes
+    def layer_terms(self, e, model, positions: int) -> None:
+        states, queries, ffn_states = model.layers[e.layers[0]].mark(self.key)
         if states:
             _mix(e, model, "res.attention", states, queries)
         _mix(e, model, "res.ffn", ffn_states, 1)
 
     def model_module(self, model):
-        return _modules()[2](model)
+        return _modules()[2](self, model)
 
-    def layer_module(self, model, mixes: tuple[int, int, int]):
-        return _modules()[1](model, mixes)
+    def layer_module(self, model, layer):
+        return _modules()[1](model, layer.mark(self.key))
 
 
 def _mix(e, model, name: str, states: int, queries: int) -> None:
@@ -104,16 +123,43 @@ def _modules():
 
         def __init__(self, model, mixes: tuple[int, int, int]):
             super().__init__()
+            self.mixes = mixes
             if mixes[0]:
                 self.attention = Mix(model.d_model, mixes[1])
             self.ffn = Mix(model.d_model, 1)
 
-    class ModelMix(nn.Module):
-        """final_input (``final``)."""
+        def body(self, layer, x, ctx: dict, k: int):
+            """Each sublayer's input mixed from the finished states and the partial sum (``x``: the two); at a
+            block's first layer (mlp_input mixes one state more than attention_input) the attention's output starts
+            the new partial sum and the stream it read joins the states."""
+            partial, states = x
+            mixer, ffn = layer.sublayers()
+            attn_states, queries, ffn_states = self.mixes
+            inputs = [partial] * 3
+            if attn_states:
+                inputs = list(self.attention(torch.stack(fit(states, attn_states - 1) + [partial], -2)).unbind(-2))
+            q = layer.norms[0](inputs[0])
+            out = mixer(q, inputs[1], inputs[2 % len(inputs)]) if layer.inputs == 3 else mixer(q)
+            if ffn_states > attn_states:
+                states, residual = states + [partial], out
+            else:
+                residual = partial + out
+            h = self.ffn(torch.stack(fit(states, ffn_states - 1) + [residual], -2))[..., 0, :]
+            return residual + ffn(layer.norms[1](h)), states
 
-        def __init__(self, model):
+    class ModelMix(nn.Module):
+        """final_input (``final``): the streams start as the partial sum and no finished state."""
+
+        def __init__(self, spec: BlockResiduals, model):
             super().__init__()
             self.final = Mix(model.d_model, 1)
+            self.finished = spec.finished(model.n_layers)
+
+        def expand(self, x, ctx: dict):
+            return (x, [])
+
+        def collapse(self, x, ctx: dict):
+            return self.final(torch.stack(fit(x[1], self.finished) + [x[0]], -2))[..., 0, :]
 
     return Mix, LayerMixes, ModelMix
 

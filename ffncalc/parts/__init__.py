@@ -1,0 +1,161 @@
+"""The parts a model has beside its layers' blocks, one module per part (or per family's set of them), and the
+registry that maps a spec key to a part.
+
+A part is a frozen dataclass: its fields are its spec (what a user writes under its key at the top of a spec), and its
+methods answer everything the part adds: its terms at each place of the forward pass, what it changes of the
+positions the layers run over and of the widths around the head, the conflicts it has with the rest of the spec, and
+its reference torch modules with the hooks the reference model calls. The model spec holds a tuple of parts; ``count``,
+``stack``, ``reference`` and planning walk it and never name a part. A new part is one new module that subclasses
+``Part`` and is decorated with ``@register``.
+
+Where a part's terms come: ``lookup_terms`` right after the token table's lookup; ``input_terms`` after the positions
+and the embedding norm (the model's input); ``layer_terms`` in each run of identical layers (slot "", beside the
+layer's norms); ``final_terms`` before the final norm; ``top_terms`` after it; ``head_terms`` in the head, before the
+unembedding. Parts write theirs in the order of ``order`` (``input_order`` where it differs at the input).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:
+    from ..model.stack import Layer, Model
+    from ..model.terms import Emitter
+
+_REGISTRY: dict[str, type[Part]] = {}
+_VERSION = [0]
+MODULES = ("embedding", "streams", "prompts", "latent", "per_layer_inputs", "altup", "laurel", "hyper",
+           "residual_scale", "block_residuals", "cycles", "prediction_head", "shared")  # the shipped parts' modules
+
+
+class Part:
+    """The protocol every part answers; the defaults add nothing."""
+
+    key: ClassVar[str]  # the spec's key
+    order: ClassVar[int] = 50  # where its terms and modules come among the parts'
+    input_order: ClassVar[int | None] = None  # where its input terms come, where that differs
+    prefix: ClassVar[str | None] = None  # its torch modules' name in the model and in each layer (default: key)
+    summary: ClassVar[str] = ""  # one line on what it is, with its source
+
+    # --- reading: what a spec states under ``key`` -------------------------------------------------------------
+    @classmethod
+    def annotation(cls) -> Any:
+        """The type of what a spec states under the key (default: the part's own fields, a mapping)."""
+        return cls
+
+    @classmethod
+    def read(cls, value) -> Part | None:
+        """The part from what was built of the stated value (None: the spec has none)."""
+        return value
+
+    def check(self, spec) -> None:
+        """Raise SpecError (a path from the spec's top) where the rest of the spec does not allow this part."""
+
+    def holds(self, name: str) -> bool:
+        """Whether it holds the weight-shared block a layer group names (``shared: name``)."""
+        return False
+
+    # --- resolving ---------------------------------------------------------------------------------------------
+    def resolve_layers(self, spec, layers: list[Layer], groups: list) -> list[Layer]:
+        """The resolved layers, with what this part records in them (``Layer.marks``); ``groups``: each layer's
+        layer group."""
+        return layers
+
+    count_note: ClassVar[str | None] = None  # what a count must say about its figures, if anything
+
+    # --- shapes ------------------------------------------------------------------------------------------------
+    def positions(self, n: int) -> int:
+        """Positions the layers run over for ``n`` (parts apply theirs in order)."""
+        return n
+
+    prompt_length: int = 0  # positions before the sequence's own, which the head does not read
+
+    def table(self, shape: tuple[int, int]) -> tuple[int, int]:
+        """The token embedding table's (rows, width)."""
+        return shape
+
+    def final_width(self, width: int) -> int:
+        """What the final norm reads."""
+        return width
+
+    def head_width(self, width: int) -> int:
+        """What the head reads."""
+        return width
+
+    # --- terms -------------------------------------------------------------------------------------------------
+    def lookup_terms(self, e: Emitter, model: Model) -> None:
+        """Right after the token table's lookup, before the positions are added."""
+
+    def input_terms(self, e: Emitter, model: Model, seq_len: int) -> None:
+        """The model's input, after the positions and the embedding norm."""
+
+    def layer_terms(self, e: Emitter, model: Model, positions: int) -> None:
+        """Each run of ``e.n`` identical layers, over ``positions`` positions."""
+
+    def final_terms(self, e: Emitter, model: Model) -> None:
+        """Before the final norm."""
+
+    def top_terms(self, e: Emitter, model: Model) -> None:
+        """After the final norm."""
+
+    def head_terms(self, e: Emitter, model: Model) -> None:
+        """In the head, before the unembedding."""
+
+    # --- the reference torch model (imports torch only when called) ---------------------------------------------
+    def embed_module(self, model: Model):
+        """The token embedding's module where the part makes it (``forward(tokens)``, ``weight``; ``out(x)``)."""
+        return None
+
+    def model_module(self, model: Model):
+        """Its model-level module, or None. The reference model calls whichever of these methods it has, in the
+        parts' order: ``enter(x, ctx)`` on the input (the sequence as the layers will read it), ``expand(x, ctx)``
+        into the residual streams, ``run(x, run)`` around the layers (``run(indices, x)`` runs the model's layers),
+        ``collapse(x, ctx)`` back into one before the final norm, ``top(x)`` after it. ``ctx`` is a dict of the
+        forward pass: ``tokens``, ``embeddings`` (the layers' input before any streams), and what parts put there."""
+        return None
+
+    def layer_module(self, model: Model, layer: Layer):
+        """Its module in a layer, or None. The layer calls whichever of these it has: ``body(layer, x, ctx, k)``
+        runs the whole layer instead of the usual sublayers (one part a layer); ``around(run, x, ctx, k)`` wraps the
+        layer (parts later in order outside); ``add(x, out, slot, normed)`` makes sublayer ``slot``'s residual add
+        (``normed``: its first norm's output)."""
+        return None
+
+
+def register(cls: type[Part]) -> type[Part]:
+    """Make a part class available under its ``key``."""
+    if cls.key in _REGISTRY and _REGISTRY[cls.key] is not cls:
+        raise ValueError(f"two parts are registered under {cls.key!r}")
+    _REGISTRY[cls.key] = cls
+    _VERSION[0] += 1
+    return cls
+
+
+def unregister(key: str) -> None:
+    """Remove a part registered under ``key`` (a user's own, registered for a while)."""
+    if _REGISTRY.pop(key, None) is not None:
+        _VERSION[0] += 1
+
+
+def registry_version() -> int:
+    """Changes whenever a part is registered (schema caches its generated models by it)."""
+    return _VERSION[0]
+
+
+def registry() -> dict[str, type[Part]]:
+    """Every registered part by its key, the shipped ones first imported."""
+    for name in MODULES:
+        importlib.import_module(f"{__name__}.{name}")
+    return _REGISTRY
+
+
+def ordered(parts, phase: str = "") -> list[Part]:
+    """``parts`` in the order their terms and modules come (``phase`` "input": by ``input_order`` where set)."""
+    def rank(p):
+        return p.input_order if phase == "input" and p.input_order is not None else p.order
+    return sorted(parts, key=rank)
+
+
+def module_name(part: Part) -> str:
+    return part.prefix or part.key

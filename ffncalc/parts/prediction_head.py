@@ -1,0 +1,52 @@
+"""A transform of the final norm's output before the unembedding (ModernBERT's decoder:
+ModernBertDecoderPredictionHead): dense d -> d, the activation, the model's norm (lm_head.dense, .act, .norm)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+
+from ..model.terms import ACTIVATION_OPS, Activation
+from . import Part, register
+
+
+@register
+@dataclass(frozen=True)
+class PredictionHead(Part):
+    key = "prediction_head"
+    order = 30
+    summary = "a dense layer, activation and norm between the final norm and the unembedding (ModernBERT)"
+
+    activation: Activation = "gelu"
+    bias: bool = False  # the dense projection's (ModernBertDecoderConfig.classifier_bias)
+    norm: bool = True
+
+    def top_terms(self, e, model) -> None:
+        d = model.d_model
+        e.linear("prediction_head.dense", d, d, self.bias, 1)
+        e.op("prediction_head.act", d * ACTIVATION_OPS[self.activation])
+        if self.norm:
+            e.norm("prediction_head.norm", model.norm, d, 1)
+
+    def model_module(self, model):
+        return _module()(self, model)
+
+
+@cache
+def _module():
+    import torch
+    from torch import nn
+
+    from ..blocks._torch import ACTIVATIONS, Linear, make_norm
+
+    class Head(nn.Module):
+        def __init__(self, spec: PredictionHead, model):
+            super().__init__()
+            self.dense = Linear(model.d_model, model.d_model, bias=spec.bias)
+            self.act = ACTIVATIONS[spec.activation]
+            self.norm = make_norm(model.norm, model.d_model) if spec.norm else nn.Identity()
+
+        def top(self, x: torch.Tensor) -> torch.Tensor:
+            return self.norm(self.act(self.dense(x)))
+
+    return Head
