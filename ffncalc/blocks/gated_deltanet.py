@@ -32,7 +32,8 @@ square; the causal convention charges its lower triangle with the diagonal, (L +
 ``chunk_size`` (64, FLA's BT and transformers' default), so that every chunk has the same length and the FLOPs
 per token are exact integers; transformers' torch fallback instead pads the sequence to a multiple of 64 and
 solves the UT system with torch.linalg.solve_triangular, and FLA inverts (I + A) blockwise (solve_tril) and then
-applies it with dense L × L products, which is the square the exact convention charges here.
+applies it with dense L × L products, which is the square the exact convention charges here. The chunkwise form's
+terms and reference are ``_delta.py``'s, which Kimi Delta Attention shares with a decay per key channel.
 
 Decoding one token is the recurrence: its state is per sequence (``state_elements``), nothing per token.
 """
@@ -46,19 +47,10 @@ from ..model.schema import Positive, SpecError
 from ..model.spec import Norm
 from ..model.terms import ACTIVATION_OPS
 from . import Block, register
+from ._delta import L2NORM_OPS, SOFTPLUS_OPS, chunk_length, emit_delta_rule
 from .dense_ffn import DenseActivation
 
-SOFTPLUS_OPS = 3  # log(1 + exp(x)): exp, add, log
-L2NORM_OPS = 3  # per element: square, add into the sum, multiply by the reciprocal norm
 GATED_NORM = Norm("rmsnorm")  # Qwen3NextRMSNormGated: an RMSNorm with a weight, whatever the model's norm
-
-
-def chunk_length(seq_len: int, chunk_size: int) -> int:
-    """The largest divisor of seq_len that is at most chunk_size: the sequence in equal chunks."""
-    for length in range(min(chunk_size, seq_len), 0, -1):
-        if seq_len % length == 0:
-            return length
-    return 1
 
 
 @register
@@ -137,32 +129,11 @@ class GatedDeltaNet(Block):
         e.term("linear_attn.dt_bias", "bias", (h,), n, elementwise=n * h)
         e.term("linear_attn.A_log", "bias", (h,), n)
         e.op("linear_attn.gates", n * h * (ACTIVATION_OPS["sigmoid"] + SOFTPLUS_OPS + 1 + int(self.neg_eigval)))
-        # K_β = β·k and V_β = β·v (k repeated to the value heads)
-        e.op("linear_attn.beta", n * h * (dk + dv))
-        # the decays: γ's running sum (one add), Γ = exp(γ_i − γ_j) over the L keys (a subtract and an exp) and its
-        # product into K_βKᵀ and QKᵀ (two multiplies), all over the square as transformers computes them; and
-        # K_β·e^γ, Q·e^γ, K·e^{γ_L − γ} (an exp or a subtract and an exp per head, a multiply per element)
-        e.op("linear_attn.decay", n * h * (1 + 4 * length + 3 + 3 * dk))
-        # inside each chunk: attention over L keys (core_flops: exact the square, causal the triangle)
-        e.term("linear_attn.kkt", "core", (h, length, dk), n, numel=0, macs=n * h * length * dk, grows=False, form="chunked")
-        e.term("linear_attn.solve", "core", (h, length, dk + dv), n, numel=0, macs=n * h * length * (dk + dv), grows=False,
-               form="chunked")
-        e.term("linear_attn.qk", "core", (h, length, dk), n, numel=0, macs=n * h * length * dk, grows=False,
-               form="chunked")
-        e.term("linear_attn.values", "core", (h, length, dv), n, numel=0, macs=n * h * length * dv, grows=False,
-               form="chunked")
-        # against the state S (dk × dv per value head): each token meets one state, so one "key" whose product
-        # is the same in every convention that counts attention (exact and causal both charge 2 · dk·dv)
-        for name in ("state_correct", "state_read", "state_write"):  # W·S, (Q∘e^γ)·S, (K∘e^{γ_L−γ})ᵀ·V'
-            e.term(f"linear_attn.{name}", "core", (h, 1, dk * dv), n, numel=0, macs=n * h * dk * dv, grows=False,
-                   form="chunked")
-        # the same rule token by token, as Megatron-LM counts it: four dk × dv products per value head (KKᵀ, VKᵀ,
-        # S·(α(I − βKKᵀ)) and S·Q in its code's words), for conventions that count the recurrence
-        e.term("linear_attn.recurrence", "recurrence", (h, dk, dv), n, numel=0, macs=n * 4 * h * dk * dv,
-               grows=False, form="recurrent")
-        # V' = U − W·S, O = Q·S + P·V' (a subtract and an add per value element), and per chunk the state's decay
-        # and update (2·dk·dv per head, shared by the chunk's L tokens, rounded up to a whole FLOP per token)
-        e.op("linear_attn.state_ops", n * (2 * self.value_dim + -(-2 * h * dk * dv // length)))
+        # the delta rule chunkwise (k repeated to the value heads), with the decays: γ's running sum (one add),
+        # Γ = exp(γ_i − γ_j) over the L keys (a subtract and an exp) and its product into K_βKᵀ and QKᵀ (two
+        # multiplies), all over the square as transformers computes them; and K_β·e^γ, Q·e^γ, K·e^{γ_L − γ} (an exp
+        # or a subtract and an exp per head, a multiply per element)
+        emit_delta_rule(e, "linear_attn", n, h, dk, dv, length, n * h * (1 + 4 * length + 3 + 3 * dk), recurrence=True)
         # Qwen3NextRMSNormGated: an RMSNorm over dv in every value head with one shared weight, then · silu(z)
         e.term("linear_attn.norm", "norm", (dv,), n, numel=dv * GATED_NORM.params_per_feature,
                elementwise=n * (GATED_NORM.ops(self.value_dim) + (ACTIVATION_OPS["silu"] + 1) * self.value_dim))
@@ -203,7 +174,8 @@ def _module():
     from torch import nn
     from torch.nn import functional as F
 
-    from ._torch import ACTIVATIONS, CausalConv1d, GatedRMSNorm, Linear, MatMul, lower_apply, lower_product
+    from ._delta import add_products, delta_rule
+    from ._torch import ACTIVATIONS, CausalConv1d, GatedRMSNorm, Linear
 
     def l2norm(x: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
         return x * torch.rsqrt((x * x).sum(-1, keepdim=True) + eps)  # transformers' l2norm (FLA's)
@@ -224,8 +196,7 @@ def _module():
             self.conv1d = CausalConv1d(spec.conv_dim, spec.conv_kernel, spec.conv_bias)
             self.dt_bias = nn.Parameter(torch.empty(spec.n_value_heads))
             self.A_log = nn.Parameter(torch.empty(spec.n_value_heads))
-            self.kkt, self.solve, self.qk, self.values = MatMul(), MatMul(), MatMul(), MatMul()
-            self.state_correct, self.state_read, self.state_write = MatMul(), MatMul(), MatMul()
+            add_products(self)  # kkt, solve, qk, values, state_correct, state_read, state_write
             self.norm = GatedRMSNorm(spec.value_head_dim)
             self.out_proj = Linear(spec.value_dim, d, bias=False)
             if self.dt_bias.device.type != "meta":  # Qwen3NextPreTrainedModel._init_weights
@@ -253,61 +224,9 @@ def _module():
             k = l2norm(k.view(b_, s, self.hk, self.dk))
             beta = torch.sigmoid(b) * self.beta_scale  # (B, s, H)
             g = -torch.exp(self.A_log) * F.softplus(a + self.dt_bias)  # (B, s, H): the log-decay, <= 0
-            o = self.delta_rule(q, k, v.view(b_, s, self.h, self.dv), g, beta)  # (B, s, H, dv)
-            return self.out_proj(self.norm(o, z).reshape(b_, s, self.h * self.dv))
-
-        def delta_rule(self, q, k, v, g, beta):
-            """The chunkwise gated delta rule: (B, s, Hk, dk) ×2, (B, s, H, dv), (B, s, H) ×2 -> (B, s, H, dv)."""
-            b_, s = v.shape[:2]
-            h, dk, dv = self.h, self.dk, self.dv
-            length = chunk_length(s, self.chunk_size)
-            n = s // length
-            r = h // self.hk  # each query/key head serves r consecutive value heads (transformers' repeat_interleave)
+            r = self.h // self.hk  # each query/key head serves r consecutive value heads (transformers' repeat_interleave)
             q, k = q.repeat_interleave(r, dim=2), k.repeat_interleave(r, dim=2)
-
-            def chunks(t):  # (B, s, H, ...) -> (B, H, n, L, ...)
-                return t.transpose(1, 2).reshape(b_, h, n, length, *t.shape[3:])
-
-            q, k, v, g, beta = chunks(q), chunks(k), chunks(v), chunks(g), chunks(beta)
-            gamma = g.cumsum(-1)  # (B, H, n, L): the log-decay from the chunk's start to each token
-            below = torch.ones(length, length, dtype=torch.bool, device=v.device).tril()
-            decay = torch.exp((gamma[..., :, None] - gamma[..., None, :]).masked_fill(~below, float("-inf")))
-            k_beta, v_beta = k * beta[..., None], v * beta[..., None]
-            block = max(1, math.isqrt(length))
-            if self.causal:
-                kkt = lower_product(self.kkt, k_beta, k, block)
-                qk = lower_product(self.qk, q, k, block)
-            else:
-                kkt = self.kkt(k_beta, k.transpose(-2, -1))  # (B, H, n, L, L): the full square
-                qk = self.qk(q, k.transpose(-2, -1))
-            lower = (kkt * decay).tril(-1)  # A: strictly lower
-            attn = qk * decay  # P: lower with the diagonal
-            # (I + A)·X = R by forward substitution, row i after rows 0..i-1: X_i = R_i − A_i·X
-            rhs = torch.cat([v_beta, k_beta * torch.exp(gamma)[..., None]], dim=-1)  # [V_β | K_β ∘ e^γ]
-            x = torch.zeros_like(rhs)
-            for i in range(length):
-                row = self.solve(lower[..., i:i + 1, :i + 1], x[..., :i + 1, :]) if self.causal else \
-                    self.solve(lower[..., i:i + 1, :], x)  # exact: the whole row, zeros included
-                x[..., i, :] = rhs[..., i, :] - row.squeeze(-2)
-            u, w = x.split([dv, dk], dim=-1)
-            last = gamma[..., -1:]  # (B, H, n, 1)
-            k_out = k * torch.exp(last - gamma)[..., None]  # keys decayed to the chunk's end
-            if v.is_meta:  # no values to carry: the loop's products, each batched over the chunks (the same FLOPs)
-                states = v.new_zeros(b_, h, n, dk, dv)
-                v_new = u - self.state_correct(w, states)
-                self.state_write(k_out.transpose(-2, -1), v_new)
-            else:
-                state = v.new_zeros(b_, h, dk, dv)
-                states, fresh = [], []
-                for c in range(n):  # the states between chunks, one after the other
-                    states.append(state)
-                    v_new = u[:, :, c] - self.state_correct(w[:, :, c], state)  # (B, H, L, dv)
-                    fresh.append(v_new)
-                    state = state * torch.exp(last[:, :, c])[..., None] + \
-                        self.state_write(k_out[:, :, c].transpose(-2, -1), v_new)
-                states, v_new = torch.stack(states, dim=2), torch.stack(fresh, dim=2)  # (B, H, n, dk, dv), (B, H, n, L, dv)
-            inter = self.state_read(q * torch.exp(gamma)[..., None], states)  # (B, H, n, L, dv)
-            intra = lower_apply(self.values, attn, v_new, block) if self.causal else self.values(attn, v_new)
-            return (inter + intra).reshape(b_, h, s, dv).transpose(1, 2)
+            o = delta_rule(self, q, k, v.view(b_, s, self.h, self.dv), g, beta)  # (B, s, H, dv)
+            return self.out_proj(self.norm(o, z).reshape(b_, s, self.h * self.dv))
 
     return GatedDeltaNetModule

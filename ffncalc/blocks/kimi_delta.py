@@ -36,7 +36,8 @@ lower triangle with the diagonal, (L + 1)/2 instead of L) and 3·d_k·d_v agains
 largest divisor of seq_len not above ``chunk_size`` (64, FLA's and transformers' chunk), so that every chunk has the
 same length and the FLOPs per token are exact integers. transformers' torch fallback pads the sequence to a multiple
 of 64 and forms A and P as broadcast products summed over d_k (the same multiply-adds, not a matmul that
-FlopCounterMode sees); FLA forms them blockwise on tensor cores and inverts (I + A) blockwise.
+FlopCounterMode sees); FLA forms them blockwise on tensor cores and inverts (I + A) blockwise. The chunkwise form's
+terms and reference are ``_delta.py``'s, shared with Gated DeltaNet.
 
 Decoding one token is the recurrence: its state is per sequence (``state_elements``), nothing per token.
 """
@@ -50,8 +51,8 @@ from ..model.schema import Positive
 from ..model.spec import Norm
 from ..model.terms import ACTIVATION_OPS
 from . import Block, register
+from ._delta import L2NORM_OPS, SOFTPLUS_OPS, chunk_length, emit_delta_rule
 from .dense_ffn import DenseActivation
-from .gated_deltanet import L2NORM_OPS, SOFTPLUS_OPS, chunk_length
 
 GATED_NORM = Norm("rmsnorm")  # KimiLinearRMSNormGated: an RMSNorm with a weight, whatever the model's norm
 # per key channel and token: γ's running sum; e^γ and e^{-γ}; K_β∘e^γ, K∘e^{-γ} and Q∘e^γ; K∘e^{γ_L − γ} (a subtract,
@@ -127,20 +128,7 @@ class KimiDeltaAttention(Block):
         e.term("attn.A_log", "bias", (h,), n)
         decay = ACTIVATION_OPS["sigmoid"] + 2 if self.safe_gate else SOFTPLUS_OPS + 1
         e.op("attn.gates", n * (h * ACTIVATION_OPS["sigmoid"] + width * decay))
-        # K_β = β·k and V_β = β·v
-        e.op("attn.beta", n * h * (dk + dv))
-        e.op("attn.decay", n * DECAY_OPS * width)
-        # inside each chunk: attention over L keys (core_flops: exact the square, causal the triangle)
-        e.term("attn.kkt", "core", (h, length, dk), n, numel=0, macs=n * h * length * dk, grows=False)
-        e.term("attn.solve", "core", (h, length, dk + dv), n, numel=0, macs=n * h * length * (dk + dv), grows=False)
-        e.term("attn.qk", "core", (h, length, dk), n, numel=0, macs=n * h * length * dk, grows=False)
-        e.term("attn.values", "core", (h, length, dv), n, numel=0, macs=n * h * length * dv, grows=False)
-        # against the state S (d_k × d_v per head): each token meets one state, the same in every convention
-        for name in ("state_correct", "state_read", "state_write"):  # W·S, (Q∘Γ)·S, (K∘e^{γ_L−γ})ᵀ·V'
-            e.term(f"attn.{name}", "core", (h, 1, dk * dv), n, numel=0, macs=n * h * dk * dv, grows=False)
-        # V' = U − W·S, O = Q·S + P·V' (a subtract and an add per value element), and per chunk the state's decay
-        # and update (2·d_k·d_v per head, shared by the chunk's L tokens, rounded up to a whole FLOP per token)
-        e.op("attn.state_ops", n * (2 * h * dv + -(-2 * h * dk * dv // length)))
+        emit_delta_rule(e, "attn", n, h, dk, dv, length, n * DECAY_OPS * width)
         # the output gate g_b(g_a x), then KimiLinearRMSNormGated: an RMSNorm over d_v in every head with one shared
         # weight, times sigmoid(gate)
         if self.full_gates:
@@ -189,7 +177,8 @@ def _module():
     from torch import nn
     from torch.nn import functional as F
 
-    from ._torch import ACTIVATIONS, CausalConv1d, GatedRMSNorm, Linear, MatMul, lower_apply, lower_product
+    from ._delta import add_products, delta_rule
+    from ._torch import ACTIVATIONS, CausalConv1d, GatedRMSNorm, Linear
 
     def l2norm(x: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
         return x / torch.sqrt((x * x).sum(-1, keepdim=True) + eps)  # FLA's l2norm, as transformers' KDA writes it
@@ -216,8 +205,7 @@ def _module():
                 self.f_b = Linear(dk, spec.dim, bias=False)
             self.dt_bias = nn.Parameter(torch.zeros(spec.dim))
             self.A_log = nn.Parameter(torch.zeros(h))
-            self.kkt, self.solve, self.qk, self.values = MatMul(), MatMul(), MatMul(), MatMul()
-            self.state_correct, self.state_read, self.state_write = MatMul(), MatMul(), MatMul()
+            add_products(self)  # kkt, solve, qk, values, state_correct, state_read, state_write
             if spec.full_gates:
                 self.g = Linear(d, spec.dim, bias=False)
             else:
@@ -238,61 +226,8 @@ def _module():
                 g = -5.0 * torch.sigmoid(torch.exp(self.A_log)[:, None] * a)
             else:
                 g = -torch.exp(self.A_log)[:, None] * F.softplus(a)  # (B, s, H, d_k): the log-decay per channel, <= 0
-            o = self.delta_rule(q, k, v, g, beta)  # (B, s, H, d_v)
+            o = delta_rule(self, q, k, v, g, beta)  # (B, s, H, d_v)
             gate = (self.g(x) if self.full_gates else self.g_b(self.g_a(x))).view(b_, s, h, dk)
             return self.o(self.o_norm(o, gate).reshape(b_, s, h * dk))
-
-        def delta_rule(self, q, k, v, g, beta):
-            """The chunkwise delta rule with a channel-wise decay: (B, s, H, d_k) ×4, (B, s, H) -> (B, s, H, d_v)."""
-            b_, s = v.shape[:2]
-            h, dk = self.h, self.dk
-            dv = dk
-            length = chunk_length(s, self.chunk_size)
-            n = s // length
-
-            def chunks(t):  # (B, s, H, ...) -> (B, H, n, L, ...)
-                return t.transpose(1, 2).reshape(b_, h, n, length, *t.shape[3:])
-
-            q, k, v, g, beta = chunks(q), chunks(k), chunks(v), chunks(g), chunks(beta)
-            gamma = g.cumsum(-2)  # (B, H, n, L, d_k): the log-decay from the chunk's start to each token
-            grow, shrink = torch.exp(gamma), torch.exp(-gamma)
-            k_beta, v_beta = k * beta[..., None], v * beta[..., None]
-            kb_grow, k_shrink, q_grow = k_beta * grow, k * shrink, q * grow
-            block = max(1, math.isqrt(length))
-            if self.causal:
-                kkt = lower_product(self.kkt, kb_grow, k_shrink, block)
-                qk = lower_product(self.qk, q_grow, k_shrink, block)
-            else:
-                kkt = self.kkt(kb_grow, k_shrink.transpose(-2, -1))  # (B, H, n, L, L): the full square
-                qk = self.qk(q_grow, k_shrink.transpose(-2, -1))
-            lower = kkt.tril(-1)  # A: strictly lower
-            attn = qk.tril()  # P: lower with the diagonal
-            # (I + A)·X = R by forward substitution, row i after rows 0..i-1: X_i = R_i − A_i·X
-            rhs = torch.cat([v_beta, kb_grow], dim=-1)  # [V_β | K_β ∘ Γ]
-            x = torch.zeros_like(rhs)
-            for i in range(length):
-                row = self.solve(lower[..., i:i + 1, :i + 1], x[..., :i + 1, :]) if self.causal else \
-                    self.solve(lower[..., i:i + 1, :], x)  # exact: the whole row, zeros included
-                x[..., i, :] = rhs[..., i, :] - row.squeeze(-2)
-            u, w = x.split([dv, dk], dim=-1)
-            last = gamma[..., -1:, :]  # (B, H, n, 1, d_k)
-            k_out = k * torch.exp(last - gamma)  # keys decayed to the chunk's end, channel by channel
-            if v.is_meta:  # no values to carry: the loop's products, each batched over the chunks (the same FLOPs)
-                states = v.new_zeros(b_, h, n, dk, dv)
-                v_new = u - self.state_correct(w, states)
-                self.state_write(k_out.transpose(-2, -1), v_new)
-            else:
-                state = v.new_zeros(b_, h, dk, dv)
-                states, fresh = [], []
-                for c in range(n):  # the states between chunks, one after the other
-                    states.append(state)
-                    v_new = u[:, :, c] - self.state_correct(w[:, :, c], state)  # (B, H, L, d_v)
-                    fresh.append(v_new)
-                    state = state * torch.exp(last[:, :, c]).transpose(-2, -1) + \
-                        self.state_write(k_out[:, :, c].transpose(-2, -1), v_new)
-                states, v_new = torch.stack(states, dim=2), torch.stack(fresh, dim=2)  # (B, H, n, d_k, d_v), (B, H, n, L, d_v)
-            inter = self.state_read(q_grow, states)  # (B, H, n, L, d_v)
-            intra = lower_apply(self.values, attn, v_new, block) if self.causal else self.values(attn, v_new)
-            return (inter + intra).reshape(b_, h, s, dv).transpose(1, 2)
 
     return KimiDeltaAttentionModule

@@ -35,8 +35,8 @@ from ..model.schema import Positive, SpecError
 from ..model.spec import Norm
 from ..model.terms import ACTIVATION_OPS
 from . import Block, register
+from ._delta import chunk_length
 from .dense_ffn import DenseActivation
-from .gated_deltanet import chunk_length
 
 OUT_NORM = Norm("rmsnorm")  # MiniMaxLightningAttention.norm: MiniMaxRMSNorm over h·d_h with a weight
 

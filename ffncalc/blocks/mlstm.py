@@ -36,7 +36,7 @@ from ..model.schema import Positive, SpecError
 from ..model.spec import Norm
 from ..model.terms import ACTIVATION_OPS
 from . import Block, register
-from .gated_deltanet import chunk_length
+from ._delta import chunk_length
 
 # per head and key in the chunk: b_i − b_j, + ĩ_j, the row max, − m, exp (the gate matrix D), the scale and ∘ D on the
 # scores, and the row sum into the normaliser
