@@ -48,6 +48,7 @@ LINES = [
     ["families", "-f", "csv"],
     ["conventions"],
     ["docs", "--check", "site", "--readme", "README.md"],
+    ["docs", "--out", "site", "--readme", "README.md", "--pages", "site/guide", "--force"],
     ["import", "config.json", "--out", "m.yaml"],
 ]
 

@@ -342,15 +342,20 @@ def docs(
                                                               "writes nothing."),
     readme: Optional[str] = opt(None, "--readme", help="Also refresh (--out) or check (--check) the "
                                                                 "examples of this README."),
+    pages: Optional[str] = opt(None, "--pages", help="Also refresh (--out) or check (--check) the examples of "
+                                                              "this markdown page, or of every page under this "
+                                                              "folder that docs did not write."),
     force: bool = opt(False, "--force", help="Replace files in the folder that docs did not write."),
 ) -> None:
     """Generate the docs set: an index table of every preset, a page per preset (with its verify result),
     dense vs gated, the conventions, and figures. Writes only its own files (each carries a generated-file
-    marker), all of them or none."""
+    marker), all of them or none. With --readme and --pages, every example of those pages (a fenced text block
+    that starts with `$ ffncalc`) is run, and its output refreshed or checked."""
     from pathlib import Path
 
     from ..files import write_all
     from ..output import docs as generated
+    from ..sources.yaml import read_text
     from . import main as run
 
     if (out is None) == (check is None):
@@ -358,16 +363,24 @@ def docs(
     folder = Path(out if out is not None else check)
     if folder.exists() and not folder.is_dir():
         raise InputError(f"{'--out' if out is not None else '--check'} {folder}: not a folder")
+    found = generated.pages(Path(pages)) if pages else []  # before the build: a wrong path fails at once
     try:
         files = generated.build()
     except ImportError as exc:
         raise InputError(f"docs needs torch and matplotlib ({exc}): pip install '.[torch,plot]'") from None
-    readme_now = readme_fresh = None
-    if readme:
-        from ..sources.yaml import read_text
-
-        readme_now = read_text(Path(readme))
-        readme_fresh = generated.refresh_readme(readme_now, run)
+    # the pages whose examples run: the README, then the hand-written pages, each once and none of the set's own
+    texts = [Path(readme)] if readme else []
+    seen = {p.resolve() for p in texts} | {(folder / path).resolve() for path in files}
+    for page in found:
+        if page.resolve() not in seen:
+            texts.append(page)
+            seen.add(page.resolve())
+    memo: dict[str, str] = {}  # an example on several pages runs once
+    now = {page: read_text(page) for page in texts}
+    fresh = {page: generated.refresh_examples(text, run, memo) for page, text in now.items()}
+    changed = [page for page in texts if fresh[page] != now[page]]
+    named = ([readme] if readme else []) + ([pages if Path(pages).is_file() else
+                                             f"{len(texts) - bool(readme)} pages under {pages}"] if pages else [])
     if out is not None:
         theirs = generated.foreign(folder, files)
         if theirs and not force:
@@ -375,18 +388,18 @@ def docs(
                              f"({', '.join(theirs[:3])}{', …' if len(theirs) > 3 else ''}); "
                              "choose another folder, or replace them with --force")
         batch = {folder / path: data for path, data in files.items()}
-        if readme and readme_fresh != readme_now:
-            batch[Path(readme)] = readme_fresh
+        batch |= {page: fresh[page] for page in changed}
         write_all(batch)
-        sys.stdout.write(f"wrote {len(files)} files under {out}" + (f" and refreshed {readme}" if readme else "") + "\n")
+        sys.stdout.write(f"wrote {len(files)} files under {out}" + (f" and refreshed {' and '.join(named)}" if named else "") + "\n")
         return
-    stale = generated.check(folder, files) + ([readme] if readme and readme_fresh != readme_now else [])
-    total = len(files) + bool(readme)
+    stale = generated.check(folder, files) + [str(page) for page in changed]
+    total = len(files) + len(texts)
     if stale:
         sys.stdout.write(f"{len(stale)} of {total} files out of date: {', '.join(stale)}\n"
-                         f"regenerate with: ffncalc docs --out {check}" + (f" --readme {readme}" if readme else "") + "\n")
+                         f"regenerate with: ffncalc docs --out {check}" + (f" --readme {readme}" if readme else "")
+                         + (f" --pages {pages}" if pages else "") + "\n")
         raise SystemExit(1)
-    sys.stdout.write(f"all {total} files are up to date ({check}" + (f", {readme}" if readme else "") + ")\n")
+    sys.stdout.write(f"all {total} files are up to date ({check}" + "".join(f", {n}" for n in named) + ")\n")
 
 
 GROUPS["plot"] = "Figures for docs and papers, as SVG, PDF or PNG (needs matplotlib)."

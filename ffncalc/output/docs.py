@@ -3,11 +3,16 @@
 Deterministic: no timestamps, no timings. Pages: an index with the comparison table of all presets,
 a page per preset (breakdown, the conventions side by side, the verify result), a dense-vs-gated
 page, and a page explaining each convention with its source; figures as SVG.
+
+Also the examples of the README and of the hand-written pages (docs/guide/): each fenced ``text`` block that
+starts with ``$ ffncalc …``, and each markdown example between ``<!-- $ ffncalc … -->`` and ``<!-- end -->``, is
+re-run in-process and must print what the page shows (``refresh_examples``).
 """
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from ..analysis.compare import compare_block, compare_model, sweep
 from ..analysis.conventions import CONVENTIONS
@@ -373,8 +378,10 @@ def check(folder, files: dict[str, bytes]) -> list[str]:
     return stale
 
 
-README_WIDTH = 130  # the terminal width README examples are rendered at
+README_WIDTH = 130  # the terminal width the examples of the README and the hand-written pages are rendered at
 _EXAMPLE = re.compile(r"```text\n\$ (ffncalc [^\n]*)\n(.*?)```", re.DOTALL)
+# an example whose output is markdown (-f markdown), shown rendered: the command in a comment, the output, a blank line
+_MARKDOWN_EXAMPLE = re.compile(r"<!-- \$ (ffncalc [^\n]*?) -->\n(.*?)<!-- end -->", re.DOTALL)
 
 
 def timed(command: str) -> bool:
@@ -382,8 +389,21 @@ def timed(command: str) -> bool:
     return " bench " in f" {command} " or "--bench" in command
 
 
+def pages(path) -> list[Path]:
+    """The hand-written markdown pages at ``path``: the file itself, or every ``.md`` file under the folder (hidden
+    folders aside) that docs did not write, in path order. Their examples are checked as the README's are."""
+    path = Path(path)
+    if path.is_file():
+        return [path]
+    if not path.is_dir():
+        raise InputError(f"--pages {path}: no such file or folder")
+    found = (p for p in sorted(path.rglob("*.md"))
+             if p.is_file() and not any(part.startswith(".") for part in p.relative_to(path).parts))
+    return [p for p in found if not owned(p)]
+
+
 def run_example(command: str, main) -> str:
-    """A README example's output: the command run in-process by ``main`` (the command line's entry point)
+    """An example's output: the command run in-process by ``main`` (the command line's entry point)
     at README_WIDTH columns, lines right-stripped. Whatever it writes lands in a scratch folder, removed
     after: an example never changes a file."""
     import contextlib
@@ -412,10 +432,27 @@ def run_example(command: str, main) -> str:
     return "".join(line.rstrip() + "\n" for line in buf.getvalue().splitlines())
 
 
-def refresh_readme(text: str, main) -> str:
-    """The README with every checked example's output, as ``main`` prints it now."""
-    def replace(m: re.Match) -> str:
-        command = m.group(1)
-        return m.group(0) if timed(command) else f"```text\n$ {command}\n{run_example(command, main)}```"
+def refresh_examples(text: str, main, memo: dict[str, str] | None = None) -> str:
+    """The page (the README or a hand-written docs page) with every checked example's output as ``main`` prints it
+    now, timings aside: each fenced ``text`` block that starts with ``$ ffncalc …``, and each markdown example,
+    ``<!-- $ ffncalc … -->`` then its output rendered, a blank line and ``<!-- end -->``. ``memo`` holds outputs by
+    command line, so an example shown on several pages runs once."""
+    memo = {} if memo is None else memo
 
-    return _EXAMPLE.sub(replace, text)
+    def output(command: str) -> str:
+        if command not in memo:
+            memo[command] = run_example(command, main)
+        return memo[command]
+
+    def block(m: re.Match) -> str:
+        command = m.group(1)
+        return m.group(0) if timed(command) else f"```text\n$ {command}\n{output(command)}```"
+
+    def rendered(m: re.Match) -> str:
+        command = m.group(1)
+        return m.group(0) if timed(command) else f"<!-- $ {command} -->\n{output(command)}\n<!-- end -->"
+
+    return _MARKDOWN_EXAMPLE.sub(rendered, _EXAMPLE.sub(block, text))
+
+
+refresh_readme = refresh_examples  # its name from when the README was the one page checked
