@@ -17,6 +17,7 @@ from ffncalc import parts
 from ffncalc.analysis.count import tally
 from ffncalc.model import from_data
 from ffncalc.model.schema import Positive
+from ffncalc.model.stacks import Stack
 from ffncalc.parts import Part, register
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -210,3 +211,41 @@ def _code(path: Path) -> str:
         if tok.type not in (tokenize.COMMENT, tokenize.STRING):
             out.append(tok.string)
     return " ".join(out)
+
+
+@dataclass(frozen=True)
+class Tower(Part):
+    """A stack of layers of its own beside the model's, run over the sequence before the model's layers (an encoder
+    tower), its terms model-level under ``tower.``."""
+
+    key = "tower"
+    order = 60
+    summary = "a stack of layers beside the model's"
+
+    stack: Stack
+
+    def input_terms(self, e, model, seq_len):
+        e.out.extend(self.stack.terms(model, "tower.", seq_len, 1))
+
+
+@pytest.fixture
+def tower():
+    register(Tower)
+    yield Tower
+    parts.unregister("tower")
+
+
+@pytest.mark.parametrize("mask", ["causal", "bidirectional"])
+def test_a_stack_beside_the_layers_counts_at_its_own_width_and_mask(tower, mask):
+    """A 2-layer stack 32 wide (4 heads, SwiGLU 48) beside the model: its parameters per layer 4·w² (q, k, v, o) +
+    3·w·48 + two norms of w; its matmul FLOPs per token 2·(4·w² + 3·w·48) per layer, and the scores and values
+    2·2·w per key met: in the causal view (s + 1) / 2 keys on average under a causal mask, all s keys under a
+    bidirectional one (every view)."""
+    w, ff, s = 32, 48, 20
+    stack = {"d_model": w, "n_layers": 2, "attention": {"n_heads": 4}, "ffn": {"kind": "gated", "d_ff": ff},
+             "mask": mask}
+    with_tower = tally(from_data({**BASE, "tower": {"stack": stack}}), seq_len=s, convention="causal")
+    without = tally(from_data(BASE), seq_len=s, convention="causal")
+    assert with_tower.params - without.params == 2 * (4 * w * w + 3 * w * ff + 2 * w)
+    keys = Fraction(s + 1, 2) if mask == "causal" else s
+    assert with_tower.flops_per_token - without.flops_per_token == 2 * (2 * (4 * w * w + 3 * w * ff) + 2 * 2 * w * keys)

@@ -13,7 +13,8 @@ from typing import Literal
 
 from ..model.norms import norm_terms
 from ..model.stack import Model
-from ..model.terms import RESIDUAL_ADDS, Emitter, Part, Term, attended_pairs
+from ..model.stacks import run_terms
+from ..model.terms import Emitter, Part, Term, attended_pairs
 from ..parts import ordered
 from .conventions import CONVENTIONS, DEFAULT, MATRICES, Convention
 
@@ -46,19 +47,7 @@ def terms(model: Model, seq_len: int) -> list[Term]:
     inside: list[Term] = []
     for run in model.runs():
         e = Emitter("layers", run.span)
-        # a layer that runs an earlier one's parameters again stores none of its tensors (model/reuse.py)
-        reused = (False, 0) if run.layer.reuse else None
-        e.shared = reused
-        norm_terms(e, model, run.layer)
-        for slot, block in run.layer.blocks():
-            e.slot = slot
-            use = run.layer.shared if slot == "shared" else None  # stored at its first use (model/shared.py)
-            e.shared = (use.first, use.uses) if use else reused
-            block.terms(e, model, positions)
-        e.slot, e.shared = "", reused
-        for part in parts:
-            part.layer_terms(e, model, positions)
-        e.op("residual", run.n * RESIDUAL_ADDS * d)
+        run_terms(e, model, run.layer, positions)
         inside += e.out
     fin = Emitter("final")
     for part in parts:  # the streams back into one; HRM's states and stack norms
@@ -142,8 +131,9 @@ def core_flops(t: Term, attention: str) -> Number:
     half: s²/2, as Kaplan et al. and Megatron-LM count the masked square; none: not counted.
     """
     heads, keys, head_dim = t.shape
-    # a cross-attention (parts/latent.py): every query meets every key of the rectangle in every view
-    causal = 2 * keys if t.select == "cross" else Fraction(2 * attended_pairs(keys, t.window, t.chunk, t.select), keys)
+    # every query meets every key in every view: a cross-attention's rectangle (parts/latent.py), a bidirectional
+    # stack's square (model/stacks.py)
+    causal = 2 * keys if t.select == "full" else Fraction(2 * attended_pairs(keys, t.window, t.chunk, t.select), keys)
     pairs_x2 = {  # twice the keys an average query meets
         # pooled keys: only complete blocks exist to score; a compressor's entries: every one, for every query
         "full": causal if t.select == "blocks" else 2 * (keys // t.chunk) if t.select == "entries" else 2 * keys,

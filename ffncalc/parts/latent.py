@@ -31,47 +31,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from fractions import Fraction
-from typing import Annotated, Literal
+from typing import Literal
 
-from ..model.schema import NonNegative, Positive, Slot, SpecError
-from ..model.terms import RESIDUAL_ADDS, SOFTMAX_OPS, Emitter
+from ..model.schema import NonNegative, Positive, SpecError
+from ..model.stacks import Stack
+from ..model.terms import SOFTMAX_OPS, Emitter
 from . import Part, register
-
-Mixer = Annotated[object, Slot("attention", default="mha")]
-FFN = Annotated[object, Slot("ffn")]
-
-
-@dataclass(frozen=True)
-class Stack:
-    """Layers at a width of their own, each a pre-norm mixer and FFN with two norms of the model's kind."""
-
-    d_model: Positive
-    n_layers: Positive
-    attention: Mixer
-    ffn: FFN
-
-    def __post_init__(self) -> None:
-        for slot in ("attention", "ffn"):
-            try:
-                getattr(self, slot).check(self.d_model)
-            except SpecError as exc:
-                raise exc.within(slot) from None
-
-    def terms(self, model, prefix: str, seq_len: int, positions: Fraction | int) -> list:
-        """The layers' terms over ``seq_len`` positions, named under ``prefix``, model-level (no layer span)."""
-        from ..model.stack import Model
-
-        inner = replace(Model.bare(self.d_model), positions=model.positions, norm=model.norm)
-        n, d = self.n_layers, self.d_model
-        e = Emitter("layers", (0, n))
-        e.norm("norms", model.norm, d, 2 * n)
-        for slot in ("attention", "ffn"):
-            e.slot = slot
-            getattr(self, slot).resolve(d).terms(e, inner, seq_len)
-        e.slot = ""
-        e.op("residual", n * RESIDUAL_ADDS * d)
-        return [replace(t, name=prefix + t.name, component=prefix + t.component, layers=None, positions=positions)
-                for t in e.out]
 
 
 @dataclass(frozen=True)
@@ -161,7 +126,7 @@ class ByteLatent(Part):
             e.term(f"{name}.{part}.weight", "weight", (g * hd, d), uses, macs=uses * d * g * hd, heads=g, positions=kv)
         for part in ("scores", "values"):
             e.term(f"{name}.{part}", "core", (h, keys, hd), uses, numel=0, macs=uses * h * keys * hd,
-                   positions=queries, select="cross")
+                   positions=queries, select="full")
         e.op(f"{name}.softmax", SOFTMAX_OPS * uses * h * keys, scores=uses * h * keys, positions=queries)
         e.term(f"{name}.o.weight", "weight", (d, h * hd), uses, macs=uses * h * hd * d, positions=queries)
         e.op(f"{name}.residual", 2 * uses * d, positions=queries)  # inside the module and by its caller

@@ -1,0 +1,82 @@
+"""Stacks of layers. A model's own layers are its main stack; a stack beside them (``Stack``) has its own width,
+depth and blocks, its own positions and its own attention mask: BLT's local encoder, global transformer and patcher
+(parts/latent.py) today, an encoder, a vision or audio tower next. A part holds such stacks and says where their work
+runs; a stack resolves into a ``Model`` of its own (no table, no head), whose runs of identical layers are counted
+exactly as the main stack's (``run_terms``).
+
+Mask: ``causal``, each query meets the keys up to its own (the causal view counts the triangle); ``bidirectional``,
+every query meets every key, in every view (``Term.select`` "full").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from fractions import Fraction
+from typing import Annotated, Literal
+
+from .norms import norm_terms
+from .schema import Positive, Slot, SpecError
+from .terms import RESIDUAL_ADDS, Emitter, Term
+
+Mixer = Annotated[object, Slot("attention", default="mha")]
+FFN = Annotated[object, Slot("ffn")]
+Mask = Literal["causal", "bidirectional"]
+StackPositions = Literal["learned", "rotary", "alibi", "sinusoidal", "none"]
+
+
+def run_terms(e: Emitter, model, layer, positions: int) -> None:
+    """A run of ``e.n`` identical layers of ``model`` over ``positions`` positions: the layer's norms, its blocks in
+    forward order, the parts' terms in a layer and the two residual adds."""
+    # a layer that runs an earlier one's parameters again stores none of its tensors (model/reuse.py)
+    reused = (False, 0) if layer.reuse else None
+    e.shared = reused
+    norm_terms(e, model, layer)
+    for slot, block in layer.blocks():
+        e.slot = slot
+        use = layer.shared if slot == "shared" else None  # stored at its first use (model/shared.py)
+        e.shared = (use.first, use.uses) if use else reused
+        block.terms(e, model, positions)
+    e.slot, e.shared = "", reused
+    for part in model.parts:
+        part.layer_terms(e, model, positions)
+    e.op("residual", e.n * RESIDUAL_ADDS * model.d_model)
+
+
+@dataclass(frozen=True)
+class Stack:
+    """Layers at a width of their own, each a mixer and an FFN with the model's norms (pre-norm, two a layer)."""
+
+    d_model: Positive
+    n_layers: Positive
+    attention: Mixer
+    ffn: FFN
+    positions: StackPositions | None = None  # default: the model's
+    mask: Mask = "causal"
+
+    def __post_init__(self) -> None:
+        for slot in ("attention", "ffn"):
+            try:
+                getattr(self, slot).check(self.d_model)
+            except SpecError as exc:
+                raise exc.within(slot) from None
+
+    def resolve(self, model):
+        """The stack as a model of its own: its width and layers, the model's norms, its positions."""
+        from .stack import Layer, Model
+
+        layer = Layer(self.attention.resolve(self.d_model), self.ffn.resolve(self.d_model))
+        return replace(Model.bare(self.d_model), positions=self.positions or model.positions, norm=model.norm,
+                       layers=(layer,) * self.n_layers)
+
+    def terms(self, model, prefix: str, seq_len: int, positions: Fraction | int) -> list[Term]:
+        """The layers' terms over ``seq_len`` positions, named under ``prefix``, model-level (no layer span), each
+        scaled by ``positions`` (the rows it runs over per token of the model's sequence)."""
+        inner = self.resolve(model)
+        out: list[Term] = []
+        for run in inner.runs():
+            e = Emitter("layers", run.span)
+            run_terms(e, inner, run.layer, seq_len)
+            out += e.out
+        full = self.mask == "bidirectional"
+        return [replace(t, name=prefix + t.name, component=prefix + t.component, layers=None, positions=positions,
+                        select="full" if full and t.role == "core" else t.select) for t in out]
