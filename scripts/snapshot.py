@@ -46,7 +46,6 @@ def models(fast: bool) -> list[tuple[str, bool]]:
     out = [(name, not fast) for name in names()]
     for folder in (ROOT / "tests/hf_configs", ROOT / "tests/hf_defaults/configs"):
         for path in sorted(folder.glob("*.json")):
-            layers = json.loads(path.read_text()).get("num_hidden_layers") or 0
             out.append((str(path.relative_to(ROOT)), not fast))
     return out
 

@@ -199,7 +199,7 @@ def _gguf_mix(spec: Model, t, fmt: Format, experts: Format) -> WeightBytes:
     the block fall back (Q4_K → Q5_0, Q5_K → Q5_1, Q6_K → Q8_0)."""
     base = (fmt.gguf if fmt.gguf in ("Q4_K_M", "Q5_K_M") else experts.gguf)[:4]  # Q4_K or Q5_K
     mix = fmt.gguf if fmt.gguf in ("Q4_K_M", "Q5_K_M") else experts.gguf
-    n_expert = max((getattr(b, "n_experts", 0) for b in spec.blocks()), default=0)
+    n_expert = max((b.routed_experts() for b in spec.blocks()), default=0)
     n_layers = spec.n_layers
 
     # per layer, in order: the tensors llama.cpp counts

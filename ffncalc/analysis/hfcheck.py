@@ -272,7 +272,7 @@ def flop_lengths(c: Config, spec: Model | None = None) -> tuple[int, int]:
     spec = spec or to_spec(c)
     reach = [t.window or t.chunk for t in terms(spec, SHORT) if t.role == "core" and (t.window or t.chunk)]
     reach += [c.data[k] for k in ("sliding_window", "attention_chunk_size", "window_size") if type(c.data.get(k)) is int]
-    unit = lcm(1, *(b.chunk_size for b in spec.blocks() if type(getattr(b, "chunk_size", None)) is int))
+    unit = lcm(1, *(b.chunk_tokens() for b in spec.blocks() if b.chunk_tokens() is not None))
     short = -(-SHORT // unit) * unit
     long = -(-(max(reach) + SHORT if reach else WINDOWLESS) // unit) * unit
     return short, max(long, 2 * short)

@@ -32,20 +32,25 @@ class Layout:
 
 def experts(spec: Model) -> set[int]:
     """The routed-expert counts of the model's mixture layers (empty for a dense model)."""
-    return {b.n_experts for b in spec.blocks() if hasattr(b, "n_experts")}
+    return {b.routed_experts() for b in spec.blocks() if b.routed_experts()}
 
 
-def check_tp(spec: Model, tp: int, option: str = "--tp") -> None:
-    """Every attention layer's query and KV heads split evenly over tp."""
+def check_tp(spec: Model, tp: int, option: str = "--tp", replicate_kv: bool = False) -> None:
+    """Every layer's heads split evenly over tp, and its KV heads: each device needs whole ones; with
+    ``replicate_kv`` (serving, as vLLM replicates them) tp may instead be a multiple of the KV heads."""
     for b in spec.blocks():
-        heads = getattr(b, "n_heads", None)
+        heads = b.head_count()
         if heads is None:
             continue
-        kv = getattr(b, "kv_heads", heads)
+        kv = b.kv_head_count() or heads
         if heads % tp:
             raise InputError(f"{option} {tp} does not divide the {heads} attention heads")
-        if kv % tp:
+        if kv % tp == 0:
+            continue
+        if not replicate_kv:
             raise InputError(f"{option} {tp} does not divide the {kv} KV heads (each device needs whole KV heads)")
+        if tp % kv:
+            raise InputError(f"{option} {tp} neither divides the {kv} KV heads nor is a multiple of them")
 
 
 def check_ep(spec: Model, ep: int, option: str = "--ep") -> None:

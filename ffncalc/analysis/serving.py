@@ -49,7 +49,7 @@ class Placement:
 def place(spec: Model, gpus: int, tp: int | None, ep: int, pp: int = 1) -> Placement:
     """--gpus devices, --pp pipeline stages of --tp devices per model copy (default: all a stage can have),
     --ep of a stage's devices sharing the experts."""
-    from .parallel import check_ep
+    from .parallel import check_ep, check_tp
 
     if pp > spec.n_layers:
         raise InputError(f"--pp {pp} exceeds the {spec.n_layers} layers (each stage needs at least one)")
@@ -58,15 +58,7 @@ def place(spec: Model, gpus: int, tp: int | None, ep: int, pp: int = 1) -> Place
     tp = gpus // pp if tp is None else tp
     if gpus % (tp * pp):
         raise InputError(f"--gpus {gpus} is not a multiple of --tp {tp}" + (f" × --pp {pp}" if pp > 1 else ""))
-    for b in spec.blocks():
-        heads = getattr(b, "n_heads", None)
-        if heads is None:
-            continue
-        kv = getattr(b, "kv_heads", heads)
-        if heads % tp:
-            raise InputError(f"--tp {tp} does not divide the {heads} attention heads")
-        if kv % tp and tp % kv:
-            raise InputError(f"--tp {tp} neither divides the {kv} KV heads nor is a multiple of them")
+    check_tp(spec, tp, replicate_kv=True)
     check_ep(spec, ep)
     if ep <= tp and tp % ep:
         raise InputError(f"--ep {ep} does not divide --tp {tp} (experts spread over the devices of one stage)")
@@ -122,8 +114,8 @@ def kv_per_device(spec: Model, tokens: int, bits: int, tp: int, layers: slice = 
             elements = b.cache_elements(spec)
             if not elements:
                 continue
-            kv = getattr(b, "kv_heads", None)
-            if kv and not hasattr(b, "kv_lora_rank"):
+            kv = b.kv_head_count()
+            if kv:
                 elements = elements * max(1, kv // tp) // kv
             total += elements * b.cached_tokens(tokens)
     return total * bits // 8
@@ -269,9 +261,10 @@ def decode_weight_bytes(spec: Model, w: WeightBytes, p: Placement, batch: int, s
         experts = layers[i][1]
         if not experts:
             continue
-        b = next(b for _, b in spec.layers[i].blocks() if hasattr(b, "n_experts"))
+        b = next(b for _, b in spec.layers[i].blocks() if b.routed_experts())
+        n = b.routed_experts()
         # the tokens of every copy sharing these experts route to them
-        read += experts * expected_experts(b.n_experts, b.top_k, batch * p.ep_copies) / b.n_experts
+        read += experts * expected_experts(n, b.active_experts(), batch * p.ep_copies) / n
     return st.read / p.tp + read / (p.ep if p.ep > 1 else p.tp)
 
 
@@ -345,10 +338,10 @@ def stage_comm_s(spec: Model, st: Stage, p: Placement, tokens: int, link: Link, 
     nbytes = tokens * spec.d_model * ACTIVATION_BYTES
     reduces = alltoalls = 0.0
     for layer in spec.layers[st.first:st.stop]:
-        moe = next((b for _, b in layer.blocks() if hasattr(b, "n_experts")), None)
+        moe = next((b for _, b in layer.blocks() if b.routed_experts()), None)
         reduces += collectives(spec, layer) - (1 if moe is not None and p.ep_copies > 1 else 0)
         if moe is not None and p.ep_copies > 1:
-            alltoalls += 2 * alltoall_s(nbytes * moe.top_k / p.tp, p.ep, link, forwards)
+            alltoalls += 2 * alltoall_s(nbytes * moe.active_experts() / p.tp, p.ep, link, forwards)
     across = (st.index + 1) * p.tp % link.node == 0
     return reduces * allreduce_s(nbytes, p.tp, link, forwards) + alltoalls + (
         0.0 if st.last else send_s(nbytes, link, forwards, across))
