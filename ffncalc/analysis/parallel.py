@@ -11,23 +11,11 @@ dp × tp × pp × cp. Every impossible layout is an ``InputError`` naming its op
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import replace
 
 from ..errors import InputError
 from ..model.stack import Model
-
-
-@dataclass(frozen=True)
-class Layout:
-    dp: int
-    tp: int
-    pp: int
-    cp: int
-    ep: int
-
-    @property
-    def gpus(self) -> int:
-        return self.dp * self.tp * self.pp * self.cp
+from .plan import Layout
 
 
 def experts(spec: Model) -> set[int]:
@@ -64,10 +52,10 @@ def check_ep(spec: Model, ep: int, option: str = "--ep") -> None:
             raise InputError(f"{option} {ep} does not divide the {n} routed experts")
 
 
-def resolve(spec: Model, *, gpus: int | None, dp: int | None, tp: int, pp: int, cp: int, ep: int,
-            seq_len: int) -> Layout:
+def resolve(spec: Model, layout: Layout, seq_len: int) -> Layout:
     """The layout of ``gpus`` devices: dp is what the other degrees leave (--gpus alone is data parallelism);
     a given --dp must agree."""
+    gpus, dp, tp, pp, cp, ep = layout.gpus, layout.dp, layout.tp, layout.pp, layout.cp, layout.ep
     for name, v in (("--tp", tp), ("--pp", pp), ("--cp", cp), ("--ep", ep)):
         if v < 1:
             raise InputError(f"{name} {v}: must be at least 1")
@@ -88,7 +76,7 @@ def resolve(spec: Model, *, gpus: int | None, dp: int | None, tp: int, pp: int, 
     check_ep(spec, ep)
     if dp % ep:
         raise InputError(f"--ep {ep} does not divide the data-parallel degree {dp} (experts split inside it)")
-    return Layout(dp, tp, pp, cp, ep)
+    return replace(layout, gpus=gpus, dp=dp)
 
 
 def stages(n_layers: int, pp: int) -> list[tuple[int, int]]:
