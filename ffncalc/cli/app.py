@@ -461,23 +461,26 @@ DecodeForm = ("absorbed", "expanded")
 def train(
     model: str = arg(..., help="A preset name or a spec file (.yaml)."),
     tokens: str = opt(..., "--tokens", help="Training tokens: 300B, 300e9, …"),
-    seq_len: Optional[int] = opt(None, "--seq-len", min=1, max=LIMIT, help="Sequence length (default: the model's context)."),
+    seq_len: Optional[int] = opt(Step.seq_len, "--seq-len", min=1, max=LIMIT,
+                                 help="Sequence length (default: the model's context)."),
     convention: str = opt(TrainingRun.convention, "--convention", "-c", choices=ConventionName,
                           help="How to count FLOPs (ffncalc conventions)."),
     recompute: str = opt(Step.recompute, "--recompute", choices=RecomputeName, help="Activation recomputation."),
     hardware_key: Optional[str] = opt(None, "--hardware", help="A device of the hardware table (h100-sxm, …)."),
     hardware_file: Optional[str] = opt(None, "--hardware-file", help="Your own devices, as a YAML list."),
-    tflops: Optional[float] = opt(None, "--tflops", check=finite(0, 1e9),
+    tflops: Optional[float] = opt(Device.tflops, "--tflops", check=finite(0, 1e9),
                                            help="Achieved TFLOP/s per device, instead of peak × MFU."),
-    gpus: Optional[int] = opt(None, "--gpus", min=1, max=LIMIT, help="Devices (alone: data parallelism)."),
+    gpus: Optional[int] = opt(Layout.gpus, "--gpus", min=1, max=LIMIT, help="Devices (alone: data parallelism)."),
     mfu: float = opt(Device.mfu, "--mfu", check=finite(0, 1), help="Model FLOPs utilisation, with --hardware."),
-    dtype: Optional[str] = opt(None, "--dtype", choices=HardwareDtype, help="Which datasheet peak (default: the precision's)."),
-    tokens_per_s: Optional[float] = opt(None, "--tokens-per-s", check=finite(0, 1e15),
+    dtype: Optional[str] = opt(TrainingRun.dtype, "--dtype", choices=HardwareDtype,
+                               help="Which datasheet peak (default: the precision's)."),
+    tokens_per_s: Optional[float] = opt(TrainingRun.tokens_per_s, "--tokens-per-s", check=finite(0, 1e15),
                                                  help="Measured tokens/s of all devices."),
-    budget: Optional[str] = opt(None, "--budget", help="Compute budget for the Chinchilla optimum (default: this run)."),
+    budget: Optional[str] = opt(TrainingRun.budget, "--budget",
+                                help="Compute budget for the Chinchilla optimum (default: this run)."),
     micro_batch: int = opt(Step.micro_batch, "--micro-batch", min=1, max=LIMIT,
                            help="Sequences per device per micro-batch."),
-    global_batch: Optional[int] = opt(None, "--global-batch", min=1, max=LIMIT,
+    global_batch: Optional[int] = opt(Step.global_batch, "--global-batch", min=1, max=LIMIT,
                                                help="Sequences per step (gives the pipeline bubble)."),
     optimizer: str = opt(Step.optimizer, "--optimizer", choices=OptimizerName,
                          help="Mixed-precision Adam or 8-bit Adam."),
@@ -485,7 +488,8 @@ def train(
                          help="bf16 mixed precision, or fp8 training."),
     zero: int = opt(Layout.zero, "--zero", min=0, max=3,
                     help="ZeRO stage: 1 optimizer, 2 + gradients, 3 + weights (FSDP)."),
-    dp: Optional[int] = opt(None, "--dp", min=1, max=LIMIT, help="Data-parallel degree (default: what the others leave)."),
+    dp: Optional[int] = opt(Layout.dp, "--dp", min=1, max=LIMIT,
+                            help="Data-parallel degree (default: what the others leave)."),
     tp: int = opt(Layout.tp, "--tp", min=1, max=LIMIT, help="Tensor-parallel degree."),
     sequence_parallel: bool = opt(Layout.sequence_parallel, "--sequence-parallel/--no-sequence-parallel",
                                   help="Split the norms' and dropouts' activations over --tp too "
@@ -501,7 +505,7 @@ def train(
     kernel: str = opt(Step.kernel, "--attention-kernel",
                    choices=KernelName,
                    help="flash: no attention scores kept; eager: scores kept (Korthikanti et al.)."),
-    mtp: Optional[bool] = opt(None, "--mtp/--no-mtp",
+    mtp: Optional[bool] = opt(Step.mtp, "--mtp/--no-mtp",
                                        help="Count multi-token prediction FLOPs (default: if the model has them)."),
     output: Output = None,
 ) -> None:
@@ -541,24 +545,24 @@ FORMAT_HELP = ("bf16, fp16, fp8, int8, int4 (GPTQ/AWQ g128), mxfp4, nvfp4, q8_0,
 
 # What infer and fit share: the weights' formats, the devices' layout and links, the reserve.
 DTYPE = opt(Formats.dtype, "--dtype", help=f"Weight format: {FORMAT_HELP}.")
-EXPERTS_DTYPE = opt(None, "--experts-dtype", help="Routed experts' format (default: --dtype).")
+EXPERTS_DTYPE = opt(Formats.experts_dtype, "--experts-dtype", help="Routed experts' format (default: --dtype).")
 KV_DTYPE = opt(Formats.kv_dtype, "--kv-dtype", choices=WeightDtype, help="KV-cache precision.")
 HARDWARE_FILE = opt(None, "--hardware-file", help="Your own devices, as a YAML list.")
 GPUS = opt(Placement.gpus, "--gpus", min=1, max=LIMIT, help="Devices.")
-TP = opt(None, "--tp", min=1, max=LIMIT, help="Tensor-parallel degree (default: --gpus ÷ --pp).")
+TP = opt(Placement.tp, "--tp", min=1, max=LIMIT, help="Tensor-parallel degree (default: --gpus ÷ --pp).")
 PP = opt(Placement.pp, "--pp", min=1, max=LIMIT, help="Pipeline stages, each of --tp devices.")
 EP = opt(Placement.ep, "--ep", min=1, max=LIMIT,
          help="Devices the routed experts spread over: within --tp, or a multiple of it across copies (their "
               "attention data-parallel).")
 RESERVE = opt(Device.reserve, "--reserve", min=0, max=0.99, help="Memory fraction kept free.")
 CHUNK = opt(DEFAULT_CHUNK, "--prefill-chunk", min=1, max=LIMIT, help="Prefill tokens per forward, for the workspace.")
-LINK_GBS = opt(None, "--link-gbs", check=finite(0, 1e7),
+LINK_GBS = opt(Device.link_gbs, "--link-gbs", check=finite(0, 1e7),
                help="Interconnect GB/s per direction (default: the device's scale-up link).")
-LINK_LATENCY = opt(None, "--link-latency-us", check=finite(0, 1e6, above=False),
+LINK_LATENCY = opt(Device.link_latency_us, "--link-latency-us", check=finite(0, 1e6, above=False),
                    help="Fixed time of one all-reduce or hand-off, in µs (default: NCCL's model for the device's link).")
-NETWORK_GBS = opt(None, "--network-gbs", check=finite(0, 1e7),
+NETWORK_GBS = opt(Device.network_gbs, "--network-gbs", check=finite(0, 1e7),
                   help="GB/s per device and direction between nodes (default: 50, a 400 Gb/s NIC a GPU).")
-TFLOPS = opt(None, "--tflops", check=finite(0, 1e7),
+TFLOPS = opt(Device.tflops, "--tflops", check=finite(0, 1e7),
              help="A device's peak TFLOP/s, in place of the datasheet's (for devices that state none, or a "
                   "measured rate).")
 
@@ -589,7 +593,7 @@ def infer(
     tflops: Optional[float] = TFLOPS,
     draft: int = opt(InferenceRun.draft, "--draft", min=0, max=1024,
                      help="Speculative decoding / MTP: tokens drafted per step."),
-    accept: Optional[float] = opt(None, "--accept", min=0, max=1, help="Acceptance rate of a drafted token."),
+    accept: Optional[float] = opt(InferenceRun.accept, "--accept", min=0, max=1, help="Acceptance rate of a drafted token."),
     draft_model: Optional[str] = opt(None, "--draft-model",
                                      help="The draft model (a preset, spec file or config.json; default: the "
                                           "model's MTP modules)."),
