@@ -126,7 +126,8 @@ def class_defaults_text() -> str:
 def truth_text(model_type: str, path: Path) -> str:
     import torch
 
-    from ffncalc.analysis.hfcheck import measure, record_json
+    from ffncalc.analysis.hfcheck import measure
+    from ffncalc.analysis.records import record_json
     from ffncalc.errors import InputError
     from ffncalc.sources.hf import read_config
 

@@ -27,7 +27,7 @@ a file per attribute_map pair stating a new value under the alias alone, the att
 A record holds each base's config.json as transformers writes it (``written``), and per case the perturbation
 (``set``: paths changed and removed, text_config/KEY for a wrapper's language model), the file transformers wrote
 as its difference from the base's (``saved``), whether a forward ran (``runs``), the class built and its
-parameters with each run of identical layers stored once (ffncalc.analysis.hfcheck.compact; the names once per
+parameters with each run of identical layers stored once (ffncalc.analysis.records.compact; the names once per
 file, ``names``). The seeds are fixed per base, so a rerun with the recorded Hypothesis draws the same cases;
 ``--check`` does not draw: it redoes each recorded case and alias file and compares.
 """
@@ -153,14 +153,14 @@ def build(data: dict, *, forward: bool = False, save: bool = True):
 
 
 def compress(params: list[tuple[str, int]]) -> list:
-    """Parameters with runs of identical layers (and experts) stored once (ffncalc.analysis.hfcheck.compact)."""
-    from ffncalc.analysis.hfcheck import compact
+    """Parameters with runs of identical layers (and experts) stored once (ffncalc.analysis.records.compact)."""
+    from ffncalc.analysis.records import compact
 
     return compact(params)
 
 
 def expand(params: list) -> list[tuple[str, int]]:
-    from ffncalc.analysis.hfcheck import expanded
+    from ffncalc.analysis.records import expanded
 
     return expanded(params, 2)
 

@@ -26,7 +26,8 @@ TRUTH = ROOT / "tests" / "hf_truth"
 def record(name: str) -> str:
     import torch
 
-    from ffncalc.analysis.hfcheck import measure, record_json
+    from ffncalc.analysis.hfcheck import measure
+    from ffncalc.analysis.records import record_json
     from ffncalc.sources import hf
 
     data = {"config": f"tests/hf_configs/{name}.json", "torch": torch.__version__,

@@ -67,8 +67,8 @@ def test_achieved_rate_is_analytic_flops_over_the_median(monkeypatch):
     """Four times the tokens is four times the analytic FLOPs; the rate divides them by the measured median."""
     p = bench.plan(spec(ffn={"kind": "dense", "d_ff": 1024}), "ffn", seq_len=256)
     monkeypatch.setattr(bench.time, "perf_counter", FakeClock(0.004))
-    small, = bench.run([p], device=CPU, dtype="fp32", tokens=256, seq_len=256, backward=False, repeats=3, warmup=1)
-    large, = bench.run([p], device=CPU, dtype="fp32", tokens=1024, seq_len=256, backward=False, repeats=3, warmup=1)
+    small, = bench.run([p], bench.Timing(CPU, "fp32", tokens=256, seq_len=256, backward=False, repeats=3, warmup=1))
+    large, = bench.run([p], bench.Timing(CPU, "fp32", tokens=1024, seq_len=256, backward=False, repeats=3, warmup=1))
     d, f = 256, 1024
     assert small.flops == 256 * 2 * 2 * d * f and large.flops == 4 * small.flops  # up and down, 2 per MAC
     assert small.median_ms == pytest.approx(4.0) and small.min_ms <= small.median_ms <= small.max_ms

@@ -203,6 +203,64 @@ def test_no_type_tests_of_blocks_or_specs_outside_blocks():
     assert offenders == []
 
 
+# What names a block outside blocks/: a loop's or a parameter's usual name for one, a layer's slots, a block's body.
+BLOCK_NAMES = {"b", "block", "blk", "blocks", "mixer", "mixers", "member", "ffn", "attn", "attention", "moe",
+               "expert", "inner", "body"}
+SLOTS = {"attention", "ffn", "shared", "mixer", "body"}
+
+
+def kind_attributes() -> set[str]:
+    """The names some block kind answers to beyond the Block protocol: its spec fields, properties and methods."""
+    import dataclasses
+
+    names: set[str] = set()
+    for slot in ("attention", "ffn", "shared"):
+        for cls in blocks.kinds(slot).values():
+            names |= {f.name for f in dataclasses.fields(cls)}
+            for k in cls.__mro__[:cls.__mro__.index(Block)]:
+                names |= set(vars(k))
+    return {n for n in names if not n.startswith("__")} - set(vars(Block)) - set(Block.__annotations__)
+
+
+def looks_like_a_block(node) -> bool:
+    import ast
+
+    if isinstance(node, ast.Name):
+        return node.id in BLOCK_NAMES
+    if isinstance(node, ast.Attribute):
+        return node.attr in SLOTS
+    if isinstance(node, ast.Call):  # block.body(), block.resolve(d), ...
+        return isinstance(node.func, ast.Attribute) and node.func.attr in {"body", "resolve"}
+    return False
+
+
+def test_no_attribute_probes_of_blocks_outside_blocks():
+    """Outside blocks/ a block is asked through the Block protocol, never probed for what its kind has. Caught:
+    any getattr or hasattr (i) whose attribute is a literal name that some kind has beyond the protocol (n_heads,
+    kv_lora_rank, n_experts, chunk_size, ...), whatever the object is called (but ``self``, never a block outside
+    blocks/); or (ii) whose object is named as a block is (b, block, mixer, ffn, layer.attention, block.body(), ...),
+    whatever the attribute, a computed one too. Not caught: a computed attribute name on an object named otherwise,
+    and other reflection (vars, __dict__)."""
+    import ast
+
+    kinds = kind_attributes()
+    assert {"n_heads", "kv_heads", "kv_lora_rank", "n_experts", "top_k", "chunk_size"} <= kinds
+    offenders = []
+    for path in (ROOT / "ffncalc").rglob("*.py"):
+        if "blocks" in path.relative_to(ROOT / "ffncalc").parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                    and node.func.id in ("getattr", "hasattr") and len(node.args) >= 2):
+                continue
+            target, name = node.args[:2]
+            literal = name.value if isinstance(name, ast.Constant) else None
+            is_self = isinstance(target, ast.Name) and target.id in ("self", "cls")
+            if (literal in kinds and not is_self) or looks_like_a_block(target):
+                offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}: {ast.unparse(node)}")
+    assert offenders == []
+
+
 def test_deepseek_layers_differ_per_layer():
     model = presets.load("deepseek-v3")[1]
     runs = model.runs()

@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from ffncalc.analysis import formats, hardware, planning, serving
+from ffncalc.analysis import formats, hardware, inference, serving, training
+from ffncalc.analysis.fit import plan_fit
+from ffncalc.analysis.plan import Device, FitRun, Formats, InferenceRun, Layout, Placement, Step, TrainingRun
 from ffncalc.sources import presets
 
 PRESETS = Path(__file__).resolve().parent.parent / "presets"
@@ -37,10 +39,10 @@ def test_llama3_70b_on_64_gpus():
     (8192 + 64·128·2 + 8·128·2 elements, 2 bytes each) and a 1-byte dropout mask of d; the SwiGLU FFN x, gate, up,
     act, product (8192 + 4·28672) and its mask; two norm inputs (2 · 2 · 8192); flash keeps 4 bytes of
     log-sum-exp per query and head; all ÷ tp."""
-    result = planning.plan_training(
-        spec("llama3-70b"), label="llama3-70b", tokens="15T", seq_len=8192, convention="6n", recompute="selective",
-        hw=hardware.by_key("h100-sxm"), tflops=None, mfu=0.4, gpus=64, dtype=None, tokens_per_s=None, budget=None,
-        micro_batch=1, optimizer="adam", dp=None, tp=8, pp=2, ep=1, zero=1, global_batch=512)
+    result = training.plan_training(
+        spec("llama3-70b"), "llama3-70b", TrainingRun("15T"),
+        Step(seq_len=8192, recompute="selective", global_batch=512), Layout(gpus=64, tp=8, pp=2, zero=1),
+        Device(hardware.by_key("h100-sxm")))
     f = ids(result.figures)
     assert result.inputs["dp"] == 4 and f["devices"] == 64
     stage0 = 128_256 * 8192 + 40 * llama3_70b_layer()
@@ -58,8 +60,8 @@ def test_llama3_70b_on_64_gpus():
     assert f["free_bytes_per_device"] == 80 * GIB - total - int(80 * GIB * 0.1)
     assert result.notes[0].startswith("fits on h100-sxm")
     # the whole of it per device without any parallelism: 16 bytes a parameter, far past 80 GB
-    one = ids(planning.train_memory(spec("llama3-70b"), seq_len=8192, micro_batch=1, recompute="selective",
-                                    hw=hardware.by_key("h100-sxm")))
+    one = ids(training.train_memory(spec("llama3-70b"), Step(seq_len=8192, micro_batch=1, recompute="selective"),
+                                    device=Device(hardware.by_key("h100-sxm"))))
     assert one["state_bytes_per_device"] == 16 * 70_553_706_496 and one["free_bytes_per_device"] < 0
 
 
@@ -69,14 +71,15 @@ def test_zero_stages_and_fsdp():
     p = 8_030_261_248  # Llama 3 8B
     states = {}
     for z in range(4):
-        f = ids(planning.train_memory(spec("llama3-8b"), seq_len=8192, micro_batch=1, recompute="full", dp=8, zero=z))
+        f = ids(training.train_memory(spec("llama3-8b"), Step(seq_len=8192, micro_batch=1, recompute="full"),
+                                      Layout(dp=8, zero=z)))
         states[z] = f["state_bytes_per_device"]
     assert states[0] == 16 * p
     assert states[1] == 4 * p + 12 * p // 8
     assert states[2] == 2 * p + 14 * p // 8
     assert states[3] == 16 * p // 8
-    fp8 = ids(planning.train_memory(spec("llama3-8b"), seq_len=8192, micro_batch=1, recompute="full",
-                                    precision="fp8"))
+    fp8 = ids(training.train_memory(spec("llama3-8b"), Step(seq_len=8192, micro_batch=1, recompute="full",
+                                                            precision="fp8")))
     assert fp8["weight_bytes_per_device"] == 3 * p  # bf16 weight + its fp8 copy
 
 
@@ -90,14 +93,13 @@ def test_deepseek_v3_with_ep_64():
     mla = 7168 * 1536 + 1536 + 1536 * 24576 + 7168 * 576 + 512 + 512 * 32768 + 16384 * 7168
     dense = mla + 256 * 7168 + 3 * 7168 * 2048 + 2 * 7168
     experts = 256 * 3 * 7168 * 2048
-    assert planning.stage_params(s, 16)[1] == (4 * dense, 4 * experts)
-    f = ids(planning.train_memory(s, seq_len=4096, micro_batch=1, recompute="full", dp=128, pp=16, ep=64, zero=1))
+    assert training.stage_params(s, 16)[1] == (4 * dense, 4 * experts)
+    f = ids(training.train_memory(s, Step(seq_len=4096, micro_batch=1, recompute="full", mtp=False),
+                                  Layout(dp=128, pp=16, ep=64, zero=1)))
     stage1 = 4 * dense + 4 * experts // 64
     assert f["params_per_device"] >= stage1  # the most loaded stage holds at least stage 1's share
-    result = planning.plan_training(
-        s, label="deepseek-v3", tokens="14.8T", seq_len=4096, convention="6n", recompute="full", hw=None,
-        tflops=None, mfu=0.4, gpus=2048, dtype=None, tokens_per_s=None, budget=None, micro_batch=1,
-        optimizer="adam", dp=None, tp=1, pp=16, ep=64, zero=1)
+    result = training.plan_training(s, "deepseek-v3", TrainingRun("14.8T"), Step(seq_len=4096, recompute="full"),
+                                    Layout(gpus=2048, pp=16, ep=64, zero=1))
     assert result.inputs["dp"] == 128 and result.inputs["ep"] == 64
 
 
@@ -105,11 +107,11 @@ def test_published_gpt3_llama3_deepseek_v3():
     """Narayanan et al. 2021 §5.1: GPT-3 175B on 300B tokens, 1,024 A100s at 140 TFLOP/s, 8·T·P/(n·X) ≈ 34 days.
     DeepSeek-V3 (Table 1): 2.664M H800-hours of pre-training on 14.8T tokens; 6N over its 37.6B active
     parameters (MTP left out) at 35% of the H800's bf16 peak reproduces it within 2%."""
-    gpt3 = ids(planning.train(spec("gpt3"), tokens=300 * 10**9, recompute="full", convention="6n", tflops=140,
-                              gpus=1024))
+    gpt3 = ids(training.train(spec("gpt3"), TrainingRun(300 * 10**9, convention="6n"), Step(recompute="full"),
+                              Device(tflops=140), gpus=1024))
     assert 33.5 < gpt3["wall_clock_days"] < 34.5
-    ds = ids(planning.train(spec("deepseek-v3"), tokens=14_800 * 10**9, convention="6n",
-                            hw=hardware.by_key("h800"), mfu=0.35, gpus=2048, mtp=False))
+    ds = ids(training.train(spec("deepseek-v3"), TrainingRun(14_800 * 10**9, convention="6n"), Step(mtp=False),
+                            Device(hardware.by_key("h800"), mfu=0.35), gpus=2048))
     assert ds["gpu_hours"] == pytest.approx(2.664e6, rel=0.02)
 
 
@@ -122,26 +124,26 @@ def test_llama3_405b_gpu_hours():
     heads of 128): 6N + 12 · 126 · 16,384 · 8,192 per token. At 41% and 90% goodput that is the card's hours
     within 2%, and the card lies between what 43% and 38% give."""
     n = 405_853_388_800
-    f6 = ids(planning.train(spec("llama3.1-405b"), tokens=15_600 * 10**9, convention="6n", seq_len=8192))
+    f6 = ids(training.train(spec("llama3.1-405b"), TrainingRun(15_600 * 10**9, convention="6n"), Step(seq_len=8192)))
     assert f6["train_flops"] == 6 * n * 15_600 * 10**9 and round(f6["train_flops"] / 1e25, 1) == 3.8
     per_token = 6 * 403_752_042_496 + 12 * 126 * 16_384 * 8192
     h100 = hardware.by_key("h100-sxm")
     hours = {}
     for mfu in (0.38, 0.41, 0.43):
-        f = ids(planning.train(spec("llama3.1-405b"), tokens=15_600 * 10**9, convention="palm", seq_len=8192,
-                               hw=h100, mfu=mfu, gpus=16_384, goodput=0.9))
+        f = ids(training.train(spec("llama3.1-405b"), TrainingRun(15_600 * 10**9, convention="palm", goodput=0.9),
+                               Step(seq_len=8192), Device(h100, mfu=mfu), gpus=16_384))
         assert f["train_flops"] == per_token * 15_600 * 10**9
         hours[mfu] = f["gpu_hours"]
         assert hours[mfu] == pytest.approx(per_token * 15.6e12 / (989.4e12 * mfu) / 0.9 / 3600)
     assert hours[0.41] == pytest.approx(30.84e6, rel=0.02)
     assert hours[0.43] < 30.84e6 < hours[0.38]
-    days = ids(planning.train(spec("llama3.1-405b"), tokens=15_600 * 10**9, convention="palm", seq_len=8192,
-                              hw=h100, mfu=0.41, gpus=16_384, goodput=0.9))["wall_clock_days"]
+    days = ids(training.train(spec("llama3.1-405b"), TrainingRun(15_600 * 10**9, convention="palm", goodput=0.9),
+                              Step(seq_len=8192), Device(h100, mfu=0.41), gpus=16_384))["wall_clock_days"]
     assert days == pytest.approx(hours[0.41] / 16_384 / 24)
 
 
 def test_tokens_per_s_feeds_the_wall_clock():
-    f = ids(planning.train(spec("llama3-8b"), tokens=10**12, tokens_per_s=1e6, gpus=64))
+    f = ids(training.train(spec("llama3-8b"), TrainingRun(10**12, tokens_per_s=1e6), gpus=64))
     assert f["wall_clock_days"] == pytest.approx(10**12 / 1e6 / 86_400)
     assert f["gpu_hours"] == pytest.approx(10**12 / 1e6 * 64 / 3600)
 
@@ -208,8 +210,8 @@ def test_gpt_oss_120b_in_mxfp4_fits_one_80gb_gpu():
     w = formats.weight_bytes(s, formats.named("bf16"), formats.named("mxfp4"))
     assert (w.experts, w.total) == (experts, experts + 2 * dense)
     assert 60.5 < w.total / GIB < 61  # the released checkpoint: about 60.8 GiB
-    result = planning.plan_fit(s, label="gpt-oss-120b", context=131_072, batch=1, dtype="bf16",
-                               experts_dtype="mxfp4", kv_dtype="bf16", hw=hardware.by_key("h100-sxm"))
+    result = plan_fit(s, "gpt-oss-120b", FitRun(131_072, batch=1), Formats("bf16", "mxfp4", "bf16"),
+                      device=Device(hardware.by_key("h100-sxm")))
     f = ids(result.figures)
     kv = 18 * 131_072 * 2048 + 18 * 128 * 2048
     workspace = 2048 * 2 * ((2880 + 64 * 128 + 8 * 128) + (128 + 4 * (2880 + 4 * 2880)) + 2 * 2880) + 201_088 * 4
@@ -258,12 +260,12 @@ def test_qwen3_32b_max_context_on_24gb_at_q4_k_m():
     workspace = 2048 * 2 * ((5120 + 64 * 256 + 8 * 256) + (5120 + 4 * 25600) + 2 * 5120) + 151_936 * 4
     memory = 24 * GIB
     expected = (memory - int(memory * 0.1) - weights - workspace) // 262_144
-    f = ids(planning.plan_fit(s, label="qwen3-32b", context=4096, batch=1, dtype="q4_k_m", kv_dtype="bf16",
-                              hw=hardware.by_key("rtx4090")).figures)
+    f = ids(plan_fit(s, "qwen3-32b", FitRun(4096, batch=1), Formats("q4_k_m", kv_dtype="bf16"),
+                     device=Device(hardware.by_key("rtx4090"))).figures)
     assert f["max_context"] == expected and 2048 < expected < 40_960
     # with an 8-bit KV cache it holds twice the tokens less the fixed parts' share
-    f8 = ids(planning.plan_fit(s, label="qwen3-32b", context=4096, batch=1, dtype="q4_k_m", kv_dtype="int8",
-                               hw=hardware.by_key("rtx4090")).figures)
+    f8 = ids(plan_fit(s, "qwen3-32b", FitRun(4096, batch=1), Formats("q4_k_m", kv_dtype="int8"),
+                      device=Device(hardware.by_key("rtx4090"))).figures)
     assert f8["max_context"] == min(40_960, (memory - int(memory * 0.1) - weights - workspace) // 131_072)
 
 
@@ -289,8 +291,8 @@ def test_decode_is_memory_bound_and_reads_active_experts(cli):
     w = formats.weight_bytes(s, formats.named("bf16"), formats.named("mxfp4"))
     read = serving.decode_weight_bytes(s, w, serving.Placement(1, 1, 1), 1)
     assert read == pytest.approx(w.total - w.experts - w.embedding + w.experts * 4 / 128)
-    out = ids(planning.infer(s, prompt=1000, generate=24, dtype="bf16", experts_dtype="mxfp4",
-                             hw=hardware.by_key("h100-sxm")))
+    out = ids(inference.infer(s, InferenceRun(1000, 24), Formats("bf16", "mxfp4"),
+                              device=Device(hardware.by_key("h100-sxm"))))
     kv = 18 * 1024 * 2048 + 18 * 128 * 2048
     assert out["decode_step_s"] == pytest.approx((read + kv) / 3350e9)
     assert out["ttft_s"] == pytest.approx(out["roofline_prefill_s"] + out["decode_step_s"])
@@ -387,8 +389,8 @@ def test_llama3_70b_in_two_pipeline_stages():
     w = formats.weight_bytes(s, formats.named("bf16"))
     layer = 2 * llama3_70b_layer()
     assert w.layers == tuple((layer, 0) for _ in range(80)) and w.outside == 2 * (2 * 128_256 * 8192 + 8192)
-    f = ids(planning.plan_fit(s, label="llama3-70b", context=8192, batch=4, dtype="bf16", kv_dtype="bf16", hw=h100,
-                              gpus=8, pp=2).figures)
+    f = ids(plan_fit(s, "llama3-70b", FitRun(8192, batch=4), Formats("bf16", kv_dtype="bf16"),
+                     Placement(gpus=8, pp=2), Device(h100)).figures)
     assert f["pipeline_stage"] == 1
     assert f["weight_bytes_per_device"] == -(-(40 * layer + 2 * 8192 + 2 * 128_256 * 8192) // 4)
     assert f["kv_bytes_per_device"] == 4 * 8192 * 40 * 2 * 128 * 2 * 2
@@ -407,8 +409,9 @@ def test_pipeline_decode_cycle():
     head = 2 * (128_256 * 8192 + 8192)
     kv_layer = 2 * 128 * 2 * 2 * 4500  # a sequence's KV of one layer on one device (2 of the 8 KV heads)
 
-    def rate(**kw):
-        return ids(planning.infer(s, prompt=4000, generate=500, hw=hw, **kw))
+    def rate(batch, **kw):
+        return ids(inference.infer(s, InferenceRun(4000, 500, batch=batch), placement=Placement(**kw),
+                                   device=Device(hw)))
 
     one = rate(gpus=8, pp=2, batch=1)
     t0, t1 = (40 * layer / 4 + 40 * kv_layer) / 3350e9, ((40 * layer + head) / 4 + 40 * kv_layer) / 3350e9
@@ -426,15 +429,15 @@ def test_tensor_parallel_all_reduces():
     latency, 6.6 + 2 · 7 · 0.6 = 15 µs. The step adds them to its memory time."""
     s = spec("llama3-70b")
     h100 = hardware.by_key("h100-sxm")
-    f = ids(planning.plan_inference(s, label="x", prompt=4000, generate=500, batch=1, dtype="bf16", kv_dtype="bf16",
-                                    hw=h100, gpus=8).figures)
+    f = ids(inference.plan_inference(s, "x", InferenceRun(4000, 500, batch=1), Formats("bf16", kv_dtype="bf16"),
+                                     Placement(gpus=8), Device(h100)).figures)
     comm = 160 * (2 * 7 / 8 * 16_384 / 450e9 + 15e-6)
     assert f["decode_comm_s"] == pytest.approx(comm, rel=1e-12)
-    bare = ids(planning.infer(s, prompt=4000, generate=500, hw=no_link(h100), gpus=8))
+    bare = ids(inference.infer(s, InferenceRun(4000, 500), placement=Placement(gpus=8), device=Device(no_link(h100))))
     assert f["decode_step_s"] == pytest.approx(bare["decode_step_s"] + comm, rel=1e-12)
     # --link-gbs and --link-latency-us replace the table's link
-    g = ids(planning.plan_inference(s, label="x", prompt=4000, generate=500, batch=1, dtype="bf16", kv_dtype="bf16",
-                                    hw=h100, gpus=8, link_gbs=50, link_latency_us=0).figures)
+    g = ids(inference.plan_inference(s, "x", InferenceRun(4000, 500, batch=1), Formats("bf16", kv_dtype="bf16"),
+                                     Placement(gpus=8), Device(h100, link_gbs=50, link_latency_us=0)).figures)
     assert g["decode_comm_s"] == pytest.approx(160 * 2 * 7 / 8 * 16_384 / 50e9, rel=1e-12)
 
 
@@ -476,9 +479,9 @@ def test_a_draft_model_drafts_each_token_in_turn():
     context = 2200
     hw = no_link(hardware.by_key("b200"))
     draft = presets.load("llama3-8b")
-    f = ids(planning.plan_inference(spec("llama3-70b"), label="llama3-70b", prompt=2000, generate=200, batch=1,
-                                    dtype="bf16", kv_dtype="bf16", hw=hw, draft=4, accept=0.7,
-                                    draft_model=draft).figures)
+    f = ids(inference.plan_inference(spec("llama3-70b"), "llama3-70b",
+                                     InferenceRun(2000, 200, batch=1, draft=4, accept=0.7, draft_model=draft),
+                                     Formats("bf16", kv_dtype="bf16"), device=Device(hw)).figures)
     kv8 = 32 * 8 * 128 * 2 * 2 * context
     draft_s = 4 * (2 * (8_030_261_248 - 128_256 * 4096) + kv8) / 7700e9
     assert f["draft_s"] == pytest.approx(draft_s, rel=1e-12)
@@ -497,22 +500,22 @@ def test_deepseek_v3_drafts_with_its_mtp_module():
     mla = 7168 * 1536 + 1536 + 1536 * 24576 + 7168 * 576 + 512 + 512 * 32768 + 16384 * 7168
     layer = mla + 256 * 7168 + 3 * 7168 * 2048 + 2 * 7168 + 256 * 3 * 7168 * 2048
     held = 2 * layer + 2 * 14_336 * 7168 + 3 * 7168 * 2
-    f = ids(planning.plan_inference(s, label="deepseek-v3", prompt=2000, generate=200, batch=1, dtype="bf16",
-                                    kv_dtype="bf16", hw=hardware.by_key("b200"), gpus=8, draft=1, accept=0.85).figures)
+    f = ids(inference.plan_inference(s, "deepseek-v3", InferenceRun(2000, 200, batch=1, draft=1, accept=0.85),
+                                     Formats("bf16", kv_dtype="bf16"), Placement(gpus=8),
+                                     Device(hardware.by_key("b200"))).figures)
     assert f["draft_bytes_per_device"] == -(-held // 8) + 2200 * 576 * 2
     assert f["tokens_per_step"] == pytest.approx(1.85)
     # without a drafter of its own (no MTP, no --draft-model) the drafts cost nothing: prompt lookup
-    g = ids(planning.plan_inference(spec("llama3-8b"), label="llama3-8b", prompt=100, generate=10, batch=1,
-                                    dtype="bf16", kv_dtype="bf16", hw=hardware.by_key("b200"), draft=2,
-                                    accept=0.5).figures)
+    g = ids(inference.plan_inference(spec("llama3-8b"), "llama3-8b", InferenceRun(100, 10, batch=1, draft=2, accept=0.5),
+                                     Formats("bf16", kv_dtype="bf16"), device=Device(hardware.by_key("b200"))).figures)
     assert "draft_s" not in g and "draft_bytes_per_device" not in g
 
 
 def test_fewest_devices_for_llama3_70b():
     """At 8,192 tokens × batch 1, bf16: one 80 GB H100 is short (above), two at tp 2 fit: two is the fewest, and
     the verdict names the layout."""
-    result = planning.plan_fit(spec("llama3-70b"), label="llama3-70b", context=8192, batch=1, dtype="bf16",
-                               kv_dtype="bf16", hw=hardware.by_key("h100-sxm"))
+    result = plan_fit(spec("llama3-70b"), "llama3-70b", FitRun(8192, batch=1), Formats("bf16", kv_dtype="bf16"),
+                      device=Device(hardware.by_key("h100-sxm")))
     f = {x.id: x for x in result.figures}
     assert f["min_gpus"].value == 2 and f["min_gpus"].source == "tp 2 × pp 1"
     assert result.notes[0].endswith("one copy fits on 2 (--gpus 2 --tp 2)")
@@ -523,20 +526,22 @@ def test_training_suggests_the_least_parallel_layout_that_fits():
     short; the note's layout fits, and no layout with fewer model-parallel devices (tp × pp) fits at ZeRO 0–2."""
     s = spec("llama3-70b")
     h100 = hardware.by_key("h100-sxm")
-    kw = dict(label="llama3-70b", tokens="15T", seq_len=8192, convention="6n", recompute="selective", hw=h100,
-              tflops=None, mfu=0.4, gpus=64, dtype=None, tokens_per_s=None, budget=None, micro_batch=1,
-              optimizer="adam", dp=None, ep=1, global_batch=512)
-    result = planning.plan_training(s, tp=1, pp=1, zero=0, **kw)
+    def plan(tp, pp, zero):
+        return training.plan_training(s, "llama3-70b", TrainingRun("15T", convention="6n"),
+                                      Step(seq_len=8192, micro_batch=1, recompute="selective", global_batch=512),
+                                      Layout(gpus=64, tp=tp, pp=pp, ep=1, zero=zero), Device(h100))
+
+    result = plan(1, 1, 0)
     assert result.notes[0].startswith("does NOT fit")
     import re
     tp, pp, zero = map(int, re.search(r"fits as --tp (\d+) --pp (\d+) \(dp \d+\) --zero (\d+)", result.notes[1]).groups())
-    again = planning.plan_training(s, tp=tp, pp=pp, zero=zero, **kw)
+    again = plan(tp, pp, zero)
     assert ids(again.figures)["free_bytes_per_device"] >= 0
     for t in (1, 2, 4, 8):
         for p in (1, 2, 4, 8):
             if t * p < tp * pp:
                 for z in range(3):
-                    f = ids(planning.plan_training(s, tp=t, pp=p, zero=z, **kw).figures)
+                    f = ids(plan(t, p, z).figures)
                     assert f["free_bytes_per_device"] < 0, (t, p, z)
 
 
@@ -544,9 +549,9 @@ def test_a_stated_peak_for_a_device_without_one():
     """Apple states no TFLOP/s for the M4 Max: without --tflops there is no prefill time; with it, prefill is
     the prompt's causal FLOPs over that rate on the one device."""
     s, m4 = spec("qwen3-8b"), hardware.by_key("m4-max")
-    bare = ids(planning.infer(s, prompt=1000, generate=10, hw=m4))
+    bare = ids(inference.infer(s, InferenceRun(1000, 10), device=Device(m4)))
     assert "roofline_prefill_s" not in bare and bare["decode_step_s"] > 0
-    f = ids(planning.infer(s, prompt=1000, generate=10, hw=m4, tflops=17.0))
+    f = ids(inference.infer(s, InferenceRun(1000, 10), device=Device(m4, tflops=17.0)))
     assert f["roofline_prefill_s"] == pytest.approx(f["prefill_flops"] / 17e12)
 
 
@@ -570,8 +575,8 @@ def test_pipeline_stages_of_a_tied_model():
 def test_several_pipelined_copies():
     """Llama 3 8B on 8 devices as tp 2 × pp 2: two copies, each with 3 of the 6 sequences; a stage's device
     keeps 16 layers × 4 of the 8 KV heads × 128 × K, V × 2 bytes a token of its copy's 3 sequences."""
-    f = ids(planning.plan_fit(spec("llama3-8b"), label="llama3-8b", context=4096, batch=6, dtype="bf16",
-                              kv_dtype="bf16", hw=hardware.by_key("h100-sxm"), gpus=8, tp=2, pp=2).figures)
+    f = ids(plan_fit(spec("llama3-8b"), "llama3-8b", FitRun(4096, batch=6), Formats("bf16", kv_dtype="bf16"),
+                     Placement(gpus=8, tp=2, pp=2), Device(hardware.by_key("h100-sxm"))).figures)
     assert f["kv_bytes_per_device"] == 3 * 4096 * 16 * 4 * 128 * 2 * 2
 
 
@@ -582,8 +587,8 @@ def test_a_hand_off_between_nodes_crosses_the_network():
     s, h100 = spec("llama3-70b"), hardware.by_key("h100-sxm")
 
     def comm(**kw):
-        return ids(planning.plan_inference(s, label="x", prompt=100, generate=10, batch=1, dtype="bf16",
-                                           kv_dtype="bf16", hw=h100, gpus=16, pp=2, **kw).figures)["decode_comm_s"]
+        return ids(inference.plan_inference(s, "x", InferenceRun(100, 10, batch=1), Formats("bf16", kv_dtype="bf16"),
+                                            Placement(gpus=16, pp=2), Device(h100, **kw)).figures)["decode_comm_s"]
 
     ring = 160 * (2 * 7 / 8 * 16_384 / 450e9 + 15e-6)
     assert comm() == pytest.approx(ring + 16_384 / 50e9 + 7.2e-6, rel=1e-12)
@@ -596,12 +601,13 @@ def test_no_copy_fits_and_the_note_on_a_pipeline_alone():
     hand-offs only."""
     from dataclasses import replace
     tiny = replace(hardware.by_key("h100-sxm"), key="tiny", memory_bytes=2**28)
-    result = planning.plan_fit(spec("llama3-70b"), label="x", context=1024, batch=1, dtype="bf16", kv_dtype="bf16",
-                               hw=tiny)
+    result = plan_fit(spec("llama3-70b"), "x", FitRun(1024, batch=1), Formats("bf16", kv_dtype="bf16"),
+                      device=Device(tiny))
     assert "min_gpus" not in ids(result.figures)
     assert result.notes[0].endswith("no copy fits on up to 512 of them")
-    notes = planning.plan_inference(spec("llama3-70b"), label="x", prompt=100, generate=10, batch=1, dtype="bf16",
-                                    kv_dtype="bf16", hw=hardware.by_key("h100-sxm"), gpus=4, tp=1, pp=4).notes
+    notes = inference.plan_inference(spec("llama3-70b"), "x", InferenceRun(100, 10, batch=1),
+                                     Formats("bf16", kv_dtype="bf16"), Placement(gpus=4, tp=1, pp=4),
+                                     Device(hardware.by_key("h100-sxm"))).notes
     link = next(n for n in notes if n.startswith("communication"))
     assert "hand-off" in link and "all-reduce" not in link and "7.2 µs each" in link
 
@@ -618,8 +624,8 @@ def test_experts_shared_across_copies():
     dense = 32 * (2 * 4096**2 + 2 * 4096 * 1024 + 8 * 4096 + 2 * 4096) + 2 * 32_000 * 4096 + 4096
     experts = 32 * 8 * 3 * 4096 * 14336
     h100 = hardware.by_key("h100-sxm")
-    result = planning.plan_inference(s, label="x", prompt=100, generate=10, batch=2, dtype="bf16", kv_dtype="bf16",
-                                     hw=h100, gpus=4, tp=2, ep=4, link_latency_us=0)
+    result = inference.plan_inference(s, "x", InferenceRun(100, 10, batch=2), Formats("bf16", kv_dtype="bf16"),
+                                      Placement(gpus=4, tp=2, ep=4), Device(h100, link_latency_us=0))
     f = ids(result.figures)
     assert f["weight_bytes_per_device"] == -(-2 * dense // 2) + -(-2 * experts // 4)
     comm = 32 * (8192 / 450e9 + 2 * 0.75 * 8192 / 450e9)
@@ -652,7 +658,7 @@ def test_prefill_streams_through_uneven_stages():
     head = 2 * 128_256 * 8192 * P
     stage = [27 * layer, 27 * layer, 26 * layer + head]
     chunk_s = [f / 2 / peak for f in stage]
-    f = ids(planning.infer(spec("llama3-70b"), prompt=P, generate=10, hw=no_link(hardware.by_key("h100-sxm")),
-                           gpus=3, pp=3))
+    f = ids(inference.infer(spec("llama3-70b"), InferenceRun(P, 10), placement=Placement(gpus=3, pp=3),
+                            device=Device(no_link(hardware.by_key("h100-sxm")))))
     assert f["prefill_flops"] == sum(stage)
     assert f["roofline_prefill_s"] == pytest.approx(max(chunk_s) + sum(chunk_s), rel=1e-12)

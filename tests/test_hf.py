@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ffncalc.analysis import hfcheck, planning
+from ffncalc.analysis import hfcheck, inference, training
 from ffncalc.analysis.count import tally
 from ffncalc.analysis.hfcheck import Measured
 from ffncalc.model import from_data
@@ -271,7 +271,7 @@ def test_defaults_apply_where_keys_are_absent():
 
 def test_mla_kv_cache_is_the_latent():
     # DeepSeek-V3: 61 layers × (kv_lora_rank 512 + qk_rope_head_dim 64) elements × 2 bytes (bf16)
-    assert planning.kv_bytes_per_token(presets.load("deepseek-v3")[1], 16) == 61 * 576 * 2
+    assert inference.kv_bytes_per_token(presets.load("deepseek-v3")[1], 16) == 61 * 576 * 2
 
 
 def test_presets_match_their_configs():
@@ -378,7 +378,7 @@ def test_opt_350m_word_embed_proj_dim_by_hand(tmp_path):
     assert rows["embed.project_in.weight"].flops == rows["embed.project_out.weight"].flops == 2 * e * d
     assert rows["lm_head.weight"].flops == 2 * V * e
     # two pipeline stages: the last holds its own copy of the tied table, V × e
-    assert sum(sum(s) for s in planning.stage_params(spec, 2)) == total + V * e
+    assert sum(sum(s) for s in training.stage_params(spec, 2)) == total + V * e
 
 
 def test_a_tied_head_and_an_embedding_of_another_vocabulary_are_refused():

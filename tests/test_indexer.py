@@ -8,7 +8,7 @@ import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from ffncalc.analysis import hfcheck, planning
+from ffncalc.analysis import hfcheck, inference
 from ffncalc.analysis.count import tally
 from ffncalc.analysis.verify import verify
 from ffncalc.blocks import _torch
@@ -87,9 +87,9 @@ def test_kv_cache_per_token_by_hand():
     # DeepSeek-V3.2 caches per layer the latent (512), the shared rotary key (64) and the indexer's key (128)
     spec = hf.load(CONFIGS / "deepseek-v3.2.json")[1]
     assert spec.layers[0].attention.cache_elements(spec) == 512 + 64 + 128
-    assert planning.kv_bytes_per_token(spec, 16) == 61 * (512 + 64 + 128) * 2
+    assert inference.kv_bytes_per_token(spec, 16) == 61 * (512 + 64 + 128) * 2
     glm = hf.load(CONFIGS / "glm-5.1.json")[1]
-    assert planning.kv_bytes_per_token(glm, 16) == 78 * (512 + 64 + 128) * 2
+    assert inference.kv_bytes_per_token(glm, 16) == 78 * (512 + 64 + 128) * 2
     # without the indexer, the latent and the rotary key only
     plain = small()
     assert plain.layers[0].attention.cache_elements(plain) == 8 + 4

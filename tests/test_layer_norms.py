@@ -4,7 +4,8 @@ before the unembedding (parts/prediction_head.py; model/norms.py), counted by ha
 import pytest
 
 from ffncalc.analysis.count import tally
-from ffncalc.analysis.planning import activation_bytes
+from ffncalc.analysis.plan import Step
+from ffncalc.analysis.training import activation_bytes
 from ffncalc.model import SpecError, from_data
 
 D, R, V = 32, 4, 50
@@ -39,7 +40,8 @@ def test_identical_layers_with_other_norms_are_runs_of_their_own():
 
 def test_absent_norms_keep_no_input():
     one = {**PLAIN, "norms": ["none", "norm"]}
-    assert activation_bytes(from_data(PLAIN), 8, 1, "none") - activation_bytes(from_data(one), 8, 1, "none") == \
+    step = Step(seq_len=8, micro_batch=1, recompute="none")
+    assert activation_bytes(from_data(PLAIN), step) - activation_bytes(from_data(one), step) == \
         4 * 2 * 8 * D  # 2 bytes per token of each absent norm's input, four layers
 
 

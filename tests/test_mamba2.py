@@ -101,7 +101,7 @@ def test_state_cache_and_kept_elements_by_hand(model, cli, tmp_path):
     code, out, err = cli("train", str(path), "--tokens", "1M", "--seq-len", "16", "--recompute", "selective",
                          "--format", "json")
     assert code == 0, err
-    # Korthikanti et al. 2022 §4.1 as planning states it: 2 bytes per kept element of each block (the FFN
+    # Korthikanti et al. 2022 §4.1 as training.py states it: 2 bytes per kept element of each block (the FFN
     # slot's kind none keeps nothing), a 1-byte mask per sublayer output, 2 bytes per norm input
     per_token = 2 * kept + D + (2 * 0 + D) + 2 * 1 * D
     assert json.loads(out)["figures"]["activation_bytes_per_device"]["value"] == L * 16 * per_token

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from ffncalc.analysis import hardware, planning
+from ffncalc.analysis import hardware, inference, training
+from ffncalc.analysis.plan import Device, InferenceRun, Layout, Step, TrainingRun
 from ffncalc.errors import InputError
 from ffncalc.sources import presets
 
@@ -22,18 +23,18 @@ def figures(result):
 @pytest.mark.parametrize("text,expected", [("300B", 300 * 10**9), ("300e9", 300 * 10**9), ("1.5T", 1_500 * 10**9),
                                            ("2048", 2048), ("4k", 4000)])
 def test_parse_count(text, expected):
-    assert planning.parse_count(text, "--tokens") == expected
+    assert training.parse_count(text, "--tokens") == expected
 
 
 @pytest.mark.parametrize("text", ["abc", "-5", "1.5", "0", "3X"])
 def test_parse_count_refuses(text):
     with pytest.raises(InputError, match="--tokens"):
-        planning.parse_count(text, "--tokens")
+        training.parse_count(text, "--tokens")
 
 
 def test_gpt3_training_compute():
     """Brown et al. 2020: 175B on 300B tokens took 3.14e23 FLOPs (6 per parameter per token)."""
-    f = figures(planning.train(spec("gpt3"), tokens=300 * 10**9, convention="6n"))
+    f = figures(training.train(spec("gpt3"), TrainingRun(300 * 10**9, convention="6n")))
     assert f["train_flops"] == 6 * 174_604_259_328 * 300 * 10**9
     assert round(f["train_flops"] / 1e21) == 314
     assert f["pf_days"] == pytest.approx(f["train_flops"] / (1e15 * 86400))
@@ -42,8 +43,8 @@ def test_gpt3_training_compute():
 def test_narayanan_34_days():
     """Narayanan et al. 2021 §5.1: 175B, 300B tokens, 1024 GPUs at 140 TFLOP/s with recomputation:
     about 8·T·P/(n·X) = 34 days."""
-    f = figures(planning.train(spec("gpt3"), tokens=300 * 10**9, convention="6n", recompute="full", tflops=140,
-                               gpus=1024))
+    f = figures(training.train(spec("gpt3"), TrainingRun(300 * 10**9, convention="6n"), Step(recompute="full"),
+                               Device(tflops=140), gpus=1024))
     days = f["wall_clock_days"]
     assert 33.5 < days < 34.5
     assert days == pytest.approx(8 * 300e9 * 175e9 / (1024 * 140e12) / 86400, rel=0.01)
@@ -54,19 +55,19 @@ def test_megatron_formula_time():
     s, l, h, v = 2048, 96, 12_288, 50_257
     per_token = Fraction(96 * l * h * h) * (1 + Fraction(s, 6 * h) + Fraction(v, 16 * l * h))
     tokens = 300 * 10**9
-    f = figures(planning.train(spec("gpt3"), tokens=tokens, convention="megatron", recompute="full", tflops=140,
-                               gpus=1024))
+    f = figures(training.train(spec("gpt3"), TrainingRun(tokens, convention="megatron"), Step(recompute="full"),
+                               Device(tflops=140), gpus=1024))
     assert f["train_flops_per_token"] == per_token
     assert f["wall_clock_days"] == pytest.approx(float(per_token) * tokens / (1024 * 140e12) / 86400)
 
 
 def test_chinchilla_optimum():
-    f = figures(planning.train(spec("llama2-7b"), tokens=2 * 10**12))
+    f = figures(training.train(spec("llama2-7b"), TrainingRun(2 * 10**12)))
     assert f["chinchilla_tokens"] == 20 * 6_738_415_616
     budget = 1e23
-    n, d = planning.compute_optimal(budget)
+    n, d = training.compute_optimal(budget)
     assert 6 * n * d == pytest.approx(budget)  # C = 6·N·D, Hoffmann et al. Eq. (4)
-    n10, _ = planning.compute_optimal(10 * budget)
+    n10, _ = training.compute_optimal(10 * budget)
     assert n10 / n == pytest.approx(10 ** (0.28 / (0.34 + 0.28)))  # N_opt ∝ C^(β/(α+β))
 
 
@@ -74,7 +75,7 @@ def test_mfu_palm_definition():
     """MFU = tokens/s × (6N + 12·L·H·Q·T) / peak; N leaves out the position table (nanoGPT, PaLM)."""
     n = 124_439_808 - 1024 * 768  # gpt2 without its learned positions; the tied matrix stays
     per_token = 6 * n + 12 * 12 * 12 * 64 * 1024
-    f = figures(planning.train(spec("gpt2"), tokens=10**9, hw=hardware.by_key("a100-80gb"), tokens_per_s=1e5))
+    f = figures(training.train(spec("gpt2"), TrainingRun(10**9, tokens_per_s=1e5), device=Device(hardware.by_key("a100-80gb"))))
     assert f["mfu"] == pytest.approx(1e5 * per_token / 312e12)
 
 
@@ -83,20 +84,24 @@ def test_korthikanti_activations_for_gpt3():
     s, b, h, a = 2048, 1, 12_288, 96
     gpt3 = spec("gpt3")
     layers = 96
-    eager = dict(kernel="eager")  # the paper's attention stores its scores
-    assert planning.activation_bytes(gpt3, s, b, "none", **eager) == layers * (s * b * h * 34 + 5 * a * s * s * b)
-    assert planning.activation_bytes(gpt3, s, b, "selective", **eager) == layers * 34 * s * b * h
-    assert planning.activation_bytes(gpt3, s, b, "full", **eager) == layers * 2 * s * b * h
-    assert planning.activation_bytes(gpt3, s, b, "selective", tp=8, **eager) == layers * (34 * s * b * h // 8)
+    def eager(recompute):  # the paper's attention stores its scores
+        return Step(seq_len=s, micro_batch=b, recompute=recompute, kernel="eager")
+
+    assert training.activation_bytes(gpt3, eager("none")) == layers * (s * b * h * 34 + 5 * a * s * s * b)
+    assert training.activation_bytes(gpt3, eager("selective")) == layers * 34 * s * b * h
+    assert training.activation_bytes(gpt3, eager("full")) == layers * 2 * s * b * h
+    assert training.activation_bytes(gpt3, eager("selective"), Layout(tp=8)) == layers * (34 * s * b * h // 8)
     # tensor parallelism without sequence parallelism (their Eq. 2): s·b·h·(10 + 24/t + 5·a·s/(h·t))
-    no_sp = dict(eager, sequence_parallel=False)
-    assert planning.activation_bytes(gpt3, s, b, "none", tp=8, **no_sp) == layers * (
+    no_sp = Layout(tp=8, sequence_parallel=False)
+    assert training.activation_bytes(gpt3, eager("none"), no_sp) == layers * (
         10 * s * b * h + (24 * s * b * h + 5 * a * s * s * b) // 8)
-    assert planning.activation_bytes(gpt3, s, b, "full", tp=8, **no_sp) == layers * 2 * s * b * h
-    assert planning.activation_bytes(gpt3, s, b, "full", tp=8, **eager) == layers * 2 * s * b * h // 8
+    assert training.activation_bytes(gpt3, eager("full"), no_sp) == layers * 2 * s * b * h
+    assert training.activation_bytes(gpt3, eager("full"), Layout(tp=8)) == layers * 2 * s * b * h // 8
     # A flash kernel keeps no scores, only an fp32 log-sum-exp per query and head (FlashAttention-2 §3.1.1)
-    assert planning.activation_bytes(gpt3, s, b, "none") == layers * (34 * s * b * h + 4 * a * s * b)
-    assert planning.activation_bytes(gpt3, s, b, "selective") == layers * (34 * s * b * h + 4 * a * s * b)
+    assert training.activation_bytes(gpt3, Step(seq_len=s, micro_batch=b, recompute="none")) == layers * (
+        34 * s * b * h + 4 * a * s * b)
+    assert training.activation_bytes(gpt3, Step(seq_len=s, micro_batch=b, recompute="selective")) == layers * (
+        34 * s * b * h + 4 * a * s * b)
 
 
 def test_deepseek_v3_activations_sum_every_layer():
@@ -115,16 +120,17 @@ def test_deepseek_v3_activations_sum_every_layer():
         return s * ((2 * attention + d) + (2 * ffn + d) + norms)
 
     expected = 3 * layer(dense_ffn) + 58 * layer(moe_ffn)
-    assert planning.activation_bytes(spec("deepseek-v3"), s, 1, "selective", kernel="eager") == expected
+    assert training.activation_bytes(spec("deepseek-v3"), Step(seq_len=s, recompute="selective", kernel="eager")) == \
+        expected
     # no layer stands for the rest: with the first layer's FFN everywhere the figure is about 27% low
     assert 61 * layer(dense_ffn) < 0.8 * expected
 
 
 def test_memory_per_device():
-    f = figures(planning.train_memory(spec("llama2-7b"), seq_len=4096, micro_batch=1, recompute="full"))
+    f = figures(training.train_memory(spec("llama2-7b"), Step(seq_len=4096, micro_batch=1, recompute="full")))
     assert f["state_bytes_per_device"] == 16 * 6_738_415_616
-    f = figures(planning.train_memory(spec("llama2-7b"), seq_len=4096, micro_batch=1, recompute="full",
-                                      optimizer="adam8bit", tp=2, pp=2))
+    f = figures(training.train_memory(spec("llama2-7b"), Step(seq_len=4096, micro_batch=1, recompute="full",
+                                                              optimizer="adam8bit"), Layout(tp=2, pp=2)))
     # Llama 2 7B: a layer holds q, k, v, o (4 · 4096²), gate, up, down (3 · 4096 · 11008) and 2 norms;
     # pp 2: 16 layers a stage, the embedding (32000 × 4096) on the first, the final norm and head on the last.
     # The first stage keeps 2 micro-batches in flight against the last's 1, so it is the most loaded; tp 2 halves it.
@@ -133,21 +139,22 @@ def test_memory_per_device():
     assert f["params_per_device"] == first_stage // 2
     assert f["state_bytes_per_device"] == 10 * first_stage // 2
     experts = 32 * 8 * 3 * 4096 * 14_336
-    f = figures(planning.train_memory(spec("mixtral-8x7b"), seq_len=4096, micro_batch=1, recompute="full", ep=8))
+    f = figures(training.train_memory(spec("mixtral-8x7b"), Step(seq_len=4096, micro_batch=1, recompute="full"),
+                                      Layout(ep=8)))
     assert f["params_per_device"] == (46_702_792_704 - experts) + experts // 8
 
 
 @pytest.mark.parametrize("name,layers,kv_heads", [("llama3-8b", 32, 8), ("mixtral-8x7b", 32, 8),
                                                   ("llama2-7b", 32, 32), ("llama2-70b", 80, 8)])
 def test_kv_cache_bytes(name, layers, kv_heads):
-    assert planning.kv_bytes_per_token(spec(name), 16) == 2 * layers * kv_heads * 128 * 2  # K and V, bf16
+    assert inference.kv_bytes_per_token(spec(name), 16) == 2 * layers * kv_heads * 128 * 2  # K and V, bf16
 
 
 def test_decode_flops_by_hand():
     d, l, kv, f, v = 4096, 32, 1024, 14_336, 128_256
     weights = l * (2 * d * d + 2 * d * kv + 3 * d * f) + v * d  # q, o, k, v, gate, up, down; lm_head
     prompt = 1000
-    out = figures(planning.infer(spec("llama3-8b"), prompt=prompt, generate=10))
+    out = figures(inference.infer(spec("llama3-8b"), InferenceRun(prompt, 10)))
     # one query against prompt + 1 keys, in QKᵀ and AV: 2·2·heads·head_dim per key per layer
     assert out["decode_first_flops"] == 2 * weights + l * 4 * 32 * 128 * (prompt + 1)
     assert out["weight_bytes"] == 2 * 8_030_261_248
@@ -156,7 +163,7 @@ def test_decode_flops_by_hand():
 
 def test_roofline_memory_bound_decode():
     h100 = hardware.by_key("h100-sxm")
-    out = figures(planning.infer(spec("llama3-8b"), prompt=100, generate=28, hw=h100))
+    out = figures(inference.infer(spec("llama3-8b"), InferenceRun(100, 28), device=Device(h100)))
     # every bf16 weight once but the input embedding (128,256 × 4,096, looked up a row a token), the KV cache of 128 tokens
     step_bytes = 2 * 8_030_261_248 - 2 * 128_256 * 4096 + 128 * 131_072
     assert out["roofline_decode_tokens_per_s"] == pytest.approx(3350e9 / step_bytes)

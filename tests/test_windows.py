@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from ffncalc.analysis import planning
+from ffncalc.analysis import inference, training
 from ffncalc.analysis.count import tally
+from ffncalc.analysis.plan import InferenceRun, Layout, Step, TrainingRun
 from ffncalc.analysis.verify import verify
 from ffncalc.blocks import _torch
 from ffncalc.model import from_data, reference
@@ -69,7 +70,7 @@ def test_windowed_kv_cache_and_decode():
     """Mistral 7B at 10,000 tokens: each layer caches K and V of 8 KV heads × 128 for the last 4,096 positions;
     a decode step at position p meets min(p, 4096) keys."""
     model = presets.load("mistral-7b")[1]
-    out = {f.id: f.value for f in planning.infer(model, prompt=9_990, generate=10)}
+    out = {f.id: f.value for f in inference.infer(model, InferenceRun(9_990, 10))}
     assert out["kv_bytes"] == 32 * 2 * 8 * 128 * 2 * 4096
     d, kv, f, v, layers = 4096, 1024, 14_336, 32_000, 32
     weights = layers * (2 * d * d + 2 * d * kv + 3 * d * f) + v * d  # q, o, k, v, gate, up, down; lm_head
@@ -135,7 +136,7 @@ def test_gpt_oss_banded_layers():
     assert [layer.attention.window for layer in model.layers[:2]] == [128, None]
     t = 8192
     assert core(tally(model, convention="causal", seq_len=t)) == 2 * 2 * 64 * 64 * (12 * pairs(t, 128) + 12 * pairs(t))
-    out = {f.id: f.value for f in planning.infer(model, prompt=t - 1, generate=1)}
+    out = {f.id: f.value for f in inference.infer(model, InferenceRun(t - 1, 1))}
     assert out["kv_bytes"] == 2 * 8 * 64 * 2 * (12 * 128 + 12 * t)  # K and V of 8 KV heads × 64, bf16
 
 
@@ -152,7 +153,7 @@ def test_llama4_chunked_layers():
 
     t = 20_000
     assert core(tally(model, convention="causal", seq_len=t)) == 2 * 2 * 40 * 128 * (36 * chunked(t, 8192) + 12 * pairs(t))
-    out = {f.id: f.value for f in planning.infer(model, prompt=t - 1, generate=1)}
+    out = {f.id: f.value for f in inference.infer(model, InferenceRun(t - 1, 1))}
     assert out["kv_bytes"] == 2 * 8 * 128 * 2 * (36 * 8192 + 12 * t)  # K and V of 8 KV heads × 128, bf16
 
 
@@ -177,7 +178,7 @@ def test_mla_decodes_absorbed():
     model = presets.load("deepseek-v3")[1]
 
     def first(prompt):
-        return {f.id: f.value for f in planning.infer(model, prompt=prompt, generate=1)}["decode_first_flops"]
+        return {f.id: f.value for f in inference.infer(model, InferenceRun(prompt, 1))}["decode_first_flops"]
 
     assert first(2000) - first(1000) == 1000 * 61 * 2 * 128 * (512 + 64 + 512)
 
@@ -194,13 +195,13 @@ def test_mla_absorbed_decode_by_hand():
     keys = 11
     macs = (d * rq + rq * h * (nope + rope) + d * (rank + rope) + h * nope * rank + keys * h * (rank + rope)
             + keys * h * rank + h * rank * v + h * v * d + 3 * d * f + d * vocab)
-    out = {f.id: f.value for f in planning.infer(model, prompt=keys - 1, generate=1)}
+    out = {f.id: f.value for f in inference.infer(model, InferenceRun(keys - 1, 1))}
     assert out["decode_first_flops"] == 2 * macs
     # expanded (--decode expanded): kv_b expands the new token's latent (rank → h·(nope + v)), no absorption,
     # and the query meets every head's key (nope + rope) and value (v) per cached position
     expanded = (d * rq + rq * h * (nope + rope) + d * (rank + rope) + rank * h * (nope + v)
                 + keys * h * (nope + rope) + keys * h * v + h * v * d + 3 * d * f + d * vocab)
-    out = {f.id: f.value for f in planning.infer(model, prompt=keys - 1, generate=1, decode="expanded")}
+    out = {f.id: f.value for f in inference.infer(model, InferenceRun(keys - 1, 1, decode="expanded"))}
     assert out["decode_first_flops"] == 2 * expanded
     # prefill absorbed (--prefill absorbed): each of the p = 1..P prompt positions runs the absorbed step against
     # its p keys; expanded: kv_b for every position and the causal triangle over per-head keys and values
@@ -209,11 +210,11 @@ def test_mla_absorbed_decode_by_hand():
     fixed = (d * rq + rq * h * (nope + rope) + d * (rank + rope) + h * nope * rank + h * rank * v + h * v * d
              + 3 * d * f + d * vocab)
     absorbed = prompt * fixed + pairs * (h * (rank + rope) + h * rank)
-    out = {f.id: f.value for f in planning.infer(model, prompt=prompt, generate=1, prefill_form="absorbed")}
+    out = {f.id: f.value for f in inference.infer(model, InferenceRun(prompt, 1, prefill="absorbed"))}
     assert out["prefill_flops"] == 2 * absorbed
     expanded_prefill = (prompt * (d * rq + rq * h * (nope + rope) + d * (rank + rope) + rank * h * (nope + v)
                                   + h * v * d + 3 * d * f + d * vocab) + pairs * (h * (nope + rope) + h * v))
-    out = {f.id: f.value for f in planning.infer(model, prompt=prompt, generate=1)}
+    out = {f.id: f.value for f in inference.infer(model, InferenceRun(prompt, 1))}
     assert out["prefill_flops"] == 2 * expanded_prefill
 
 
@@ -245,19 +246,15 @@ def test_train_gives_both_views_and_counts_mtp_it_trains():
     """train states its convention's training FLOPs per token and both views with exact matmuls; a model with
     multi-token prediction modules trains them unless told not to."""
     spec = presets.load("deepseek-v3")[1]
-    plan = planning.plan_training(spec, label="deepseek-v3", tokens="1B", seq_len=4096, convention="6n",
-                                  recompute="none", hw=None, tflops=None, mfu=0.4, gpus=1, dtype="bf16",
-                                  tokens_per_s=None, budget=None, micro_batch=1, optimizer="adam", dp=1, tp=1, pp=1,
-                                  ep=1)
+    plan = training.plan_training(spec, "deepseek-v3", TrainingRun("1B", dtype="bf16"), Step(seq_len=4096),
+                                  Layout(gpus=1, dp=1))
     with_mtp = {v: tally(spec, convention=c, seq_len=4096, mtp=True) for v, c in (("useful", "causal"),
                                                                                    ("executed", "exact"))}
     for v, t in with_mtp.items():
         assert plan[f"train_flops_per_token_{v}"].value == t.train_flops // t.tokens
     assert plan.inputs["mtp"] is True
-    plain = planning.plan_training(spec, label="deepseek-v3", tokens="1B", seq_len=4096, convention="6n",
-                                   recompute="none", hw=None, tflops=None, mfu=0.4, gpus=1, dtype="bf16",
-                                   tokens_per_s=None, budget=None, micro_batch=1, optimizer="adam", dp=1, tp=1, pp=1,
-                                   ep=1, mtp=False)
+    plain = training.plan_training(spec, "deepseek-v3", TrainingRun("1B", dtype="bf16"), Step(seq_len=4096, mtp=False),
+                                   Layout(gpus=1, dp=1))
     # 6N: the module's active parameters (eh_proj, its norms, one MoE layer like the last) at 6 FLOPs each
     t = tally(spec, convention="6n", seq_len=4096, mtp=True)
     mtp_active = sum(r.active for r in t.rows if r.part == "mtp")

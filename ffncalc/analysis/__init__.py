@@ -1,1 +1,1 @@
-"""The analyses: count, conventions, compare, planning (train, infer), verify, bench, summary tables."""
+"""The analyses: count, conventions, compare, planning (training, inference, fit), verify, bench, summary tables."""

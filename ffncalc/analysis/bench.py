@@ -255,9 +255,24 @@ def build_block(p: Plan, device: torch.device, dtype: str) -> torch.nn.Module:
     return module.to(dtype=DTYPES[dtype])
 
 
-def run(plans: list[Plan], *, device: torch.device, dtype: str, tokens: int, seq_len: int, backward: bool,
-        repeats: int, warmup: int, progress: Progress | None = None) -> list[Result]:
+@dataclass(frozen=True)
+class Timing:
+    """How blocks are timed: on ``device`` in ``dtype``, ``tokens`` tokens a run in sequences of ``seq_len``, a
+    forward or a forward and backward, ``repeats`` timed runs after ``warmup`` untimed ones."""
+
+    device: torch.device
+    dtype: str
+    tokens: int
+    seq_len: int
+    backward: bool
+    repeats: int
+    warmup: int
+
+
+def run(plans: list[Plan], timing: Timing, progress: Progress | None = None) -> list[Result]:
     """Time the planned blocks and the matmul probe, taking turns; refuse a run that would not fit."""
+    device, dtype, backward = timing.device, timing.dtype, timing.backward
+    tokens, seq_len, repeats, warmup = timing.tokens, timing.seq_len, timing.repeats, timing.warmup
     if tokens % seq_len:
         raise InputError(f"--tokens {tokens} is not a whole number of sequences of --seq-len {seq_len}")
     check_dtype(device, dtype)

@@ -15,6 +15,7 @@ from fractions import Fraction
 from ..errors import InputError
 from ..model.stack import Model
 from ..sources.checkpoint.gguf import BLOCKS  # ggml's (elements, bytes) per block, from ggml-common.h
+from .plan import Formats
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,14 @@ def named(name: str, option: str = "--dtype") -> Format:
     if f is None:
         raise InputError(f"{option} {name}: unknown; known: {', '.join(FORMATS)}")
     return f
+
+
+def deployed(formats: Formats) -> tuple[Format, Format | None]:
+    """The weights' format (--dtype) and the routed experts' where stated (--experts-dtype; None: the weights')."""
+    return named(formats.dtype), named(formats.experts_dtype, "--experts-dtype") if formats.experts_dtype else None
+
+
+WEIGHT_BITS = {"fp32": 32, "bf16": 16, "fp16": 16, "fp8": 8, "int8": 8, "int4": 4}  # an element by --kv-dtype
 
 
 def _ggml_bytes(kind: str, rows: int, cols: int) -> tuple[int, str]:
@@ -199,7 +208,7 @@ def _gguf_mix(spec: Model, t, fmt: Format, experts: Format) -> WeightBytes:
     the block fall back (Q4_K → Q5_0, Q5_K → Q5_1, Q6_K → Q8_0)."""
     base = (fmt.gguf if fmt.gguf in ("Q4_K_M", "Q5_K_M") else experts.gguf)[:4]  # Q4_K or Q5_K
     mix = fmt.gguf if fmt.gguf in ("Q4_K_M", "Q5_K_M") else experts.gguf
-    n_expert = max((getattr(b, "n_experts", 0) for b in spec.blocks()), default=0)
+    n_expert = max((b.routed_experts() for b in spec.blocks()), default=0)
     n_layers = spec.n_layers
 
     # per layer, in order: the tensors llama.cpp counts

@@ -31,26 +31,24 @@ VIEWS = [
 def entries() -> list[Entry]:
     """Every figure, convention and view, in the order the commands show them, each term once."""
     from ..sources import presets
-    from . import hardware, planning
+    from . import hardware
     from .conventions import CONVENTIONS
+    from .fit import plan_fit
+    from .inference import plan_inference
+    from .plan import Device, FitRun, Formats, InferenceRun, Layout, Placement, Step, TrainingRun
+    from .training import plan_training
 
     _, llama = presets.load("llama3-70b")
     _, deepseek = presets.load("deepseek-v3")
-    h100 = hardware.by_key("h100-sxm", None)
+    h100 = Device(hardware.by_key("h100-sxm", None))
     runs = [  # between them, every figure each command can show (a pipeline's bubble, a draft, a decode form)
-        ("train", planning.plan_training(
-            llama, label="llama3-70b", tokens="15T", seq_len=None, convention="6n", recompute="selective", hw=h100,
-            tflops=None, mfu=0.4, gpus=64, dtype=None, tokens_per_s=2e6, budget=None, micro_batch=1,
-            optimizer="adam", dp=None, tp=8, pp=2, ep=1, global_batch=512, goodput=0.9)),
-        ("train", planning.plan_training(
-            deepseek, label="deepseek-v3", tokens="14.8T", seq_len=4096, convention="6n", recompute="none", hw=h100,
-            tflops=None, mfu=0.4, gpus=2048, dtype=None, tokens_per_s=None, budget=None, micro_batch=1,
-            optimizer="adam", dp=None, tp=1, pp=16, ep=8)),
-        ("infer", planning.plan_inference(
-            deepseek, label="deepseek-v3", prompt=4000, generate=500, batch=8, dtype="fp8", kv_dtype="bf16", hw=h100,
-            gpus=8, accept=0.7, draft=1)),
-        ("fit", planning.plan_fit(llama, label="llama3-70b", context=8192, batch=4, dtype="bf16", kv_dtype="bf16",
-                                  hw=h100, gpus=2)),
+        ("train", plan_training(llama, "llama3-70b", TrainingRun("15T", tokens_per_s=2e6, goodput=0.9),
+                                Step(recompute="selective", global_batch=512), Layout(gpus=64, tp=8, pp=2), h100)),
+        ("train", plan_training(deepseek, "deepseek-v3", TrainingRun("14.8T"), Step(seq_len=4096),
+                                Layout(gpus=2048, pp=16, ep=8), h100)),
+        ("infer", plan_inference(deepseek, "deepseek-v3", InferenceRun(4000, 500, batch=8, draft=1, accept=0.7),
+                                 Formats("fp8"), Placement(gpus=8), h100)),
+        ("fit", plan_fit(llama, "llama3-70b", FitRun(8192, batch=4), Formats(), Placement(gpus=2), h100)),
     ]
     out: dict[str, Entry] = {}
     for command, result in runs:

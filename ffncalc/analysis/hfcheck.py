@@ -16,6 +16,7 @@ from ..sources.hf import Config, family_of, to_spec
 from ..sources.hf.names import LAYER, fuse, our_layer, stack_start
 from ..sources.hf.names import component as hf_component
 from .count import tally
+from .records import compact, expanded
 
 # Keys a config may carry that ask from_config for more than the architecture: remote code, quantization.
 DROPPED_KEYS = ("auto_map", "quantization_config")
@@ -96,83 +97,6 @@ FLOP_METHOD = (
 # Ops that multiply matrices but that FlopCounterMode has no formula for: recorded where they run, uncounted.
 UNCOUNTED_OPS = frozenset({"linalg_solve_triangular", "triangular_solve", "linalg_solve", "cholesky_solve",
                            "_grouped_mm", "mv", "dot", "vdot"})
-
-
-NUMBER = re.compile(r"(?<=\.)\d+(?=\.|$)")  # a layer's or an expert's index in a module path
-
-
-def _runs(values: list[int]) -> str:
-    """Sorted integers as ranges: 0-3,5,7-9."""
-    out: list[str] = []
-    for v in sorted(set(values)):
-        if out and out[-1][1] == v - 1:
-            out[-1][1] = v
-        else:
-            out.append([v, v])
-    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in out)
-
-
-def _unruns(text: str) -> list[int]:
-    out: list[int] = []
-    for part in text.split(","):
-        lo, _, hi = part.partition("-")
-        out += range(int(lo), int(hi or lo) + 1)
-    return out
-
-
-def compact(entries) -> list[list]:
-    """Entries of module paths and values (a parameter and its size; a module, a parameter, an op and its FLOPs)
-    with the runs of identical layers stored once: each index in the paths replaced by *, the indices after the
-    entry, per position a range list where the entries are every combination of them (else each one's list)."""
-    groups: dict[tuple, list[tuple[int, ...]]] = {}
-    for entry in entries:
-        key = tuple(NUMBER.sub("*", f) if isinstance(f, str) else f for f in entry)
-        groups.setdefault(key, []).append(tuple(int(x) for f in entry if isinstance(f, str) for x in NUMBER.findall(f)))
-    out = []
-    for key, indices in groups.items():
-        if not indices[0]:
-            out += [list(key)] * len(indices)
-            continue
-        axes = [sorted({ix[i] for ix in indices}) for i in range(len(indices[0]))]
-        every = 1
-        for a in axes:
-            every *= len(a)
-        whole = len(set(indices)) == len(indices) == every
-        out.append([*key, [_runs(a) for a in axes] if whole else [list(ix) for ix in indices]])
-    return out
-
-
-def expanded(entries, arity: int) -> list[tuple]:
-    """``compact``'s entries of ``arity`` fields back to one per module, in the recorded order of runs."""
-    import itertools
-
-    out = []
-    for entry in entries:
-        if len(entry) == arity:
-            out.append(tuple(entry))
-            continue
-        *key, numbers = entry
-        combos = (itertools.product(*(_unruns(a) for a in numbers)) if numbers and isinstance(numbers[0], str)
-                  else (tuple(ix) for ix in numbers))
-        for combo in combos:
-            it = iter(combo)
-            out.append(tuple(re.sub(r"(?<=\.)\*(?=\.|$)", lambda _: str(next(it)), f) if isinstance(f, str) else f
-                             for f in key))
-    return out
-
-
-def record_json(data: dict) -> str:
-    """A ground-truth record as JSON text: a key a line, and a list's entries a line each (diffs stay readable)."""
-    import json
-
-    def value(v, depth: int) -> str:
-        if isinstance(v, list) and v and depth < 2:
-            return "[\n" + ",\n".join(json.dumps(x, separators=(",", ":")) for x in v) + "\n]"
-        if isinstance(v, dict) and depth < 2:
-            return "{\n" + ",\n".join(f"{json.dumps(k)}: {value(x, depth + 1)}" for k, x in v.items()) + "\n}"
-        return json.dumps(v, separators=(",", ":"))
-
-    return value(data, 0) + "\n"
 
 
 @dataclass(frozen=True)
@@ -272,7 +196,7 @@ def flop_lengths(c: Config, spec: Model | None = None) -> tuple[int, int]:
     spec = spec or to_spec(c)
     reach = [t.window or t.chunk for t in terms(spec, SHORT) if t.role == "core" and (t.window or t.chunk)]
     reach += [c.data[k] for k in ("sliding_window", "attention_chunk_size", "window_size") if type(c.data.get(k)) is int]
-    unit = lcm(1, *(b.chunk_size for b in spec.blocks() if type(getattr(b, "chunk_size", None)) is int))
+    unit = lcm(1, *(b.chunk_tokens() for b in spec.blocks() if b.chunk_tokens() is not None))
     short = -(-SHORT // unit) * unit
     long = -(-(max(reach) + SHORT if reach else WINDOWLESS) // unit) * unit
     return short, max(long, 2 * short)

@@ -11,41 +11,34 @@ dp × tp × pp × cp. Every impossible layout is an ``InputError`` naming its op
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import replace
 
 from ..errors import InputError
 from ..model.stack import Model
-
-
-@dataclass(frozen=True)
-class Layout:
-    dp: int
-    tp: int
-    pp: int
-    cp: int
-    ep: int
-
-    @property
-    def gpus(self) -> int:
-        return self.dp * self.tp * self.pp * self.cp
+from .plan import Layout
 
 
 def experts(spec: Model) -> set[int]:
     """The routed-expert counts of the model's mixture layers (empty for a dense model)."""
-    return {b.n_experts for b in spec.blocks() if hasattr(b, "n_experts")}
+    return {b.routed_experts() for b in spec.blocks() if b.routed_experts()}
 
 
-def check_tp(spec: Model, tp: int, option: str = "--tp") -> None:
-    """Every attention layer's query and KV heads split evenly over tp."""
+def check_tp(spec: Model, tp: int, option: str = "--tp", replicate_kv: bool = False) -> None:
+    """Every layer's heads split evenly over tp, and its KV heads: each device needs whole ones; with
+    ``replicate_kv`` (serving, as vLLM replicates them) tp may instead be a multiple of the KV heads."""
     for b in spec.blocks():
-        heads = getattr(b, "n_heads", None)
+        heads = b.head_count()
         if heads is None:
             continue
-        kv = getattr(b, "kv_heads", heads)
+        kv = b.kv_head_count() or heads
         if heads % tp:
             raise InputError(f"{option} {tp} does not divide the {heads} attention heads")
-        if kv % tp:
+        if kv % tp == 0:
+            continue
+        if not replicate_kv:
             raise InputError(f"{option} {tp} does not divide the {kv} KV heads (each device needs whole KV heads)")
+        if tp % kv:
+            raise InputError(f"{option} {tp} neither divides the {kv} KV heads nor is a multiple of them")
 
 
 def check_ep(spec: Model, ep: int, option: str = "--ep") -> None:
@@ -59,10 +52,10 @@ def check_ep(spec: Model, ep: int, option: str = "--ep") -> None:
             raise InputError(f"{option} {ep} does not divide the {n} routed experts")
 
 
-def resolve(spec: Model, *, gpus: int | None, dp: int | None, tp: int, pp: int, cp: int, ep: int,
-            seq_len: int) -> Layout:
+def resolve(spec: Model, layout: Layout, seq_len: int) -> Layout:
     """The layout of ``gpus`` devices: dp is what the other degrees leave (--gpus alone is data parallelism);
     a given --dp must agree."""
+    gpus, dp, tp, pp, cp, ep = layout.gpus, layout.dp, layout.tp, layout.pp, layout.cp, layout.ep
     for name, v in (("--tp", tp), ("--pp", pp), ("--cp", cp), ("--ep", ep)):
         if v < 1:
             raise InputError(f"{name} {v}: must be at least 1")
@@ -83,7 +76,7 @@ def resolve(spec: Model, *, gpus: int | None, dp: int | None, tp: int, pp: int, 
     check_ep(spec, ep)
     if dp % ep:
         raise InputError(f"--ep {ep} does not divide the data-parallel degree {dp} (experts split inside it)")
-    return Layout(dp, tp, pp, cp, ep)
+    return replace(layout, gpus=gpus, dp=dp)
 
 
 def stages(n_layers: int, pp: int) -> list[tuple[int, int]]:

@@ -5,52 +5,30 @@ Memory per device, on the most loaded stage = weights (in their deployed format,
 recurrent state at the context × batch + an activation workspace + a speculative drafter's weights and cache + a
 reserve. Throughput is a roofline: prefill at the device's peak (compute bound), each decode step at the slower
 of its bytes over the bandwidth and its FLOPs over the peak (memory bound at small batch: every active weight
-read once a step, plus the whole KV cache), then its communication over the device's links (``Link``).
+read once a step, plus the whole KV cache), then its communication over the device's links (``links.py``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..errors import InputError
 from ..model.stack import Model
 from .figures import Figure
-from .formats import Format, WeightBytes, weight_bytes
-from .hardware import Hardware
+from .formats import WEIGHT_BITS, Format, WeightBytes, deployed, weight_bytes
+from .hardware import NODE, Hardware
+from .links import ACTIVATION_BYTES, Link, allreduce_s, alltoall_s, collectives, send_s
+from .plan import Device, FitRun, Formats, Placement
 
-# vLLM's default gpu_memory_utilization is 0.9 (vLLM engine arguments): a tenth of the device is left to the
-# CUDA context, the allocator and whatever else runs; the same tenth is the default reserve here.
-DEFAULT_RESERVE = 0.1
-# Tokens of one prefill chunk, which sizes the activation workspace: llama.cpp's default logical batch
-# (-b 2048); vLLM's chunked prefill budget (max_num_batched_tokens) is of the same order.
-DEFAULT_CHUNK = 2048
 SEARCH_LIMIT = 1 << 24  # the largest batch searched
 
 
-@dataclass(frozen=True)
-class Placement:
-    gpus: int
-    tp: int
-    ep: int
-    pp: int = 1
-
-    @property
-    def replicas(self) -> int:
-        """Copies of the model: the devices left after tp × pp (experts spread over ep devices of a tp group)."""
-        return self.gpus // (self.tp * self.pp)
-
-    @property
-    def ep_copies(self) -> int:
-        """Copies whose devices share one set of experts: ep beyond tp spans ep / tp of them, their attention
-        data-parallel (vLLM's data parallelism with expert parallelism, SGLang's DP attention)."""
-        return self.ep // self.tp if self.ep > self.tp else 1
-
-
-def place(spec: Model, gpus: int, tp: int | None, ep: int, pp: int = 1) -> Placement:
+def place(spec: Model, placement: Placement) -> Placement:
     """--gpus devices, --pp pipeline stages of --tp devices per model copy (default: all a stage can have),
     --ep of a stage's devices sharing the experts."""
-    from .parallel import check_ep
+    from .parallel import check_ep, check_tp
 
+    gpus, tp, ep, pp = placement.gpus, placement.tp, placement.ep, placement.pp
     if pp > spec.n_layers:
         raise InputError(f"--pp {pp} exceeds the {spec.n_layers} layers (each stage needs at least one)")
     if gpus % pp:
@@ -58,15 +36,7 @@ def place(spec: Model, gpus: int, tp: int | None, ep: int, pp: int = 1) -> Place
     tp = gpus // pp if tp is None else tp
     if gpus % (tp * pp):
         raise InputError(f"--gpus {gpus} is not a multiple of --tp {tp}" + (f" × --pp {pp}" if pp > 1 else ""))
-    for b in spec.blocks():
-        heads = getattr(b, "n_heads", None)
-        if heads is None:
-            continue
-        kv = getattr(b, "kv_heads", heads)
-        if heads % tp:
-            raise InputError(f"--tp {tp} does not divide the {heads} attention heads")
-        if kv % tp and tp % kv:
-            raise InputError(f"--tp {tp} neither divides the {kv} KV heads nor is a multiple of them")
+    check_tp(spec, tp, replicate_kv=True)
     check_ep(spec, ep)
     if ep <= tp and tp % ep:
         raise InputError(f"--ep {ep} does not divide --tp {tp} (experts spread over the devices of one stage)")
@@ -122,8 +92,8 @@ def kv_per_device(spec: Model, tokens: int, bits: int, tp: int, layers: slice = 
             elements = b.cache_elements(spec)
             if not elements:
                 continue
-            kv = getattr(b, "kv_heads", None)
-            if kv and not hasattr(b, "kv_lora_rank"):
+            kv = b.kv_head_count()
+            if kv:
                 elements = elements * max(1, kv // tp) // kv
             total += elements * b.cached_tokens(tokens)
     return total * bits // 8
@@ -170,17 +140,29 @@ def held_per_device(st: Stage, p: Placement) -> int:
     return -(-st.dense // p.tp) + -(-st.experts // (p.ep if p.ep > 1 else p.tp))
 
 
-def fit(spec: Model, w: WeightBytes, p: Placement, *, context: int, batch: int, kv_bits: int, memory: int,
-        reserve: float, chunk: int, drafter: Drafter | None = None) -> Fit:
+@dataclass(frozen=True)
+class Load:
+    """What a fit holds beside the weights: ``batch`` sequences of ``context`` tokens, their KV cache and state at
+    ``kv_bits`` an element, a workspace for a prefill chunk of ``chunk`` tokens, and a drafter's weights and cache."""
+
+    context: int
+    batch: int
+    kv_bits: int
+    chunk: int
+    drafter: Drafter | None = None
+
+
+def fit(spec: Model, w: WeightBytes, p: Placement, load: Load, memory: int, reserve: float) -> Fit:
     """Memory per device at context × batch on the most loaded pipeline stage (the only one without pp)."""
-    per_device_batch = -(-batch // p.replicas)
+    context, kv_bits, drafter = load.context, load.kv_bits, load.drafter
+    per_device_batch = -(-load.batch // p.replicas)
     fits = []
     for st in stages(spec, w, p.pp):
         span = slice(st.first, st.stop)
         fits.append(Fit(w, held_per_device(st, p),
                         per_device_batch * kv_per_device(spec, context, kv_bits, p.tp, span),
                         per_device_batch * state_per_device(spec, kv_bits, p.tp, span),
-                        workspace(spec, min(chunk, context * per_device_batch), per_device_batch, p.tp, span,
+                        workspace(spec, min(load.chunk, context * per_device_batch), per_device_batch, p.tp, span,
                                   logits=st.last),
                         int(memory * reserve), memory, st if p.pp > 1 else None,
                         drafter.bytes_per_device(p, context, per_device_batch, kv_bits) if drafter and st.last else 0))
@@ -216,26 +198,64 @@ class Drafter:
                 + sequences * kv_per_device(self.spec, context, kv_bits, p.tp))
 
 
-
-
 MAX_STAGES = 64  # pipeline stages searched
 
 
-def fewest(spec: Model, w: WeightBytes, *, context: int, batch: int, kv_bits: int, memory: int, reserve: float,
-           chunk: int, drafter: Drafter | None = None) -> Placement | None:
+def fewest(spec: Model, w: WeightBytes, load: Load, memory: int, reserve: float) -> Placement | None:
     """The fewest devices one copy of the model fits on at context × batch: tp × pp ascending, tp up to a node
     (the larger tp first), then pipeline stages across nodes, up to 64; None when none fits."""
     from .parallel import model_splits
 
     for tp, pp in model_splits(min(spec.n_layers, MAX_STAGES)):
         try:
-            p = place(spec, tp * pp, tp, 1, pp)
+            p = place(spec, Placement(tp * pp, tp, 1, pp))
         except InputError:
             continue
-        if fit(spec, w, p, context=context, batch=batch, kv_bits=kv_bits, memory=memory, reserve=reserve,
-               chunk=chunk, drafter=drafter).free >= 0:
+        if fit(spec, w, p, load, memory, reserve).free >= 0:
             return p
     return None
+
+
+def fit_result(spec: Model, run: FitRun, formats: Formats, p: Placement, device: Device,
+               drafter: Drafter | None = None) -> tuple[list[Figure], str, str]:
+    """The fit at context × batch, and the largest context and batch that fit: figures, verdict, note."""
+    hw, reserve, chunk, context, batch = device.hw, device.reserve, run.chunk, run.context, run.batch
+    if not 0 <= reserve < 1:
+        raise InputError(f"--reserve {reserve}: a fraction of the device's memory, from 0 up to 1")
+    if chunk < 1:
+        raise InputError(f"--prefill-chunk {chunk}: must be at least 1")
+    w = weight_bytes(spec, *deployed(formats))
+    load = Load(context, batch, WEIGHT_BITS[formats.kv_dtype], chunk, drafter)
+
+    def at(c: int, b: int):
+        return fit(spec, w, p, replace(load, context=c, batch=b), hw.memory_bytes, reserve)
+
+    f = at(context, batch)
+    max_context = largest(lambda c: at(c, batch).free >= 0, spec.context_length)
+    max_batch = largest(lambda b: at(context, b).free >= 0, SEARCH_LIMIT)
+    least = fewest(spec, w, load, hw.memory_bytes, reserve)
+    figures = fit_figures(f, p, hw.key) + [
+        Figure("max_context", f"largest context at batch {batch}", max_context, "tokens"),
+        Figure("max_batch", f"largest batch at {context:,} tokens", max_batch, "sequences"),
+        *([Figure("min_gpus", f"fewest {hw.key} that fit", least.gpus, "devices", f"tp {least.tp} × pp {least.pp}")]
+          if least else []),
+    ]
+    note = (("memory per device on the most loaded pipeline stage (layers as even as can be, the earlier "
+             "stages one more; the embedding on the first, the head on the last): " if p.pp > 1 else
+             "memory per device: ")
+            + f"weights (dense ÷ tp, routed experts ÷ ep, or ÷ tp without ep; ep beyond tp shares the experts "
+            f"among copies) + KV cache at "
+            f"context × batch ({formats.kv_dtype}; KV heads ÷ tp, a latent cache whole) + workspace (the widest "
+            f"layer's activations for a {chunk:,}-token prefill chunk, 16-bit, ÷ tp, + fp32 logits of the batch's last "
+            f"tokens) + a {reserve:.0%} reserve (vLLM's default gpu_memory_utilization 0.9 leaves a tenth); "
+            f"largest context searched up to the model's {spec.context_length:,}, largest batch up to "
+            f"{SEARCH_LIMIT:,}, by bisection")
+    text = verdict(f, p, hw, context, batch)
+    if f.free < 0:
+        text += (f"; one copy fits on {least.gpus} (--gpus {least.gpus} --tp {least.tp}"
+                 + (f" --pp {least.pp}" if least.pp > 1 else "") + ")" if least else
+                 f"; no copy fits on up to {NODE * MAX_STAGES} of them")
+    return figures, text, note
 
 
 def largest(fits, hi: int) -> int:
@@ -269,69 +289,11 @@ def decode_weight_bytes(spec: Model, w: WeightBytes, p: Placement, batch: int, s
         experts = layers[i][1]
         if not experts:
             continue
-        b = next(b for _, b in spec.layers[i].blocks() if hasattr(b, "n_experts"))
+        b = next(b for _, b in spec.layers[i].blocks() if b.routed_experts())
+        n = b.routed_experts()
         # the tokens of every copy sharing these experts route to them
-        read += experts * expected_experts(b.n_experts, b.top_k, batch * p.ep_copies) / b.n_experts
+        read += experts * expected_experts(n, b.active_experts(), batch * p.ep_copies) / n
     return st.read / p.tp + read / (p.ep if p.ep > 1 else p.tp)
-
-
-# Activations cross devices in 16 bits (bf16), as serving engines keep them.
-ACTIVATION_BYTES = 2
-
-
-@dataclass(frozen=True)
-class Link:
-    """The interconnect a tensor-parallel group's all-reduces and the pipeline hand-offs use: bandwidth per
-    direction (10^9 bytes/s) and the fixed time of one call, whatever its size."""
-
-    gbs: float | None  # what a ring over the tp group gets
-    latency_s: float = 0.0
-    p2p_gbs: float | None = None  # one device to the next stage's (default: gbs)
-    p2p_latency_s: float = 0.0
-    node: int = 8  # devices the scale-up link joins; beyond them the network
-    network_gbs: float = 50.0  # per device and direction between nodes
-
-    def ring_gbs(self, n: int) -> float | None:
-        """A ring over n devices: the scale-up link within a node, the network when it spans nodes."""
-        return min(self.gbs, self.network_gbs) if self.gbs and n > self.node else self.gbs
-
-
-def collectives(spec: Model, layer) -> int:
-    """All-reduces a tensor-parallel layer ends its sublayers with: Megatron-LM's one after the mixer's output
-    projection and one after the FFN's down projection (Shoeybi et al. 2019 §3), each block of the layer
-    ending in one (a weight-shared block too); parallel sublayers sum into a single all-reduce (GPT-J,
-    Falcon, Cohere). With expert parallelism inside the group, the mixture's all-reduce combines the experts'
-    outputs, as vLLM does: no all-to-all beside it."""
-    n = sum(1 for _, b in layer.blocks() if b.kind != "none")
-    return min(n, 1) if spec.parallel else n
-
-
-def allreduce_s(nbytes: int, n: int, link: Link, calls: int = 1) -> float:
-    """``calls`` ring all-reduces of ``nbytes`` in all over ``n`` devices: each device sends and receives
-    2(n − 1)/n of the bytes (a reduce-scatter then an all-gather; Thakur et al. 2005; NCCL's bus bandwidth),
-    and each call costs the link's latency."""
-    gbs = link.ring_gbs(n)
-    if n == 1 or not gbs:
-        return 0.0
-    return 2 * (n - 1) / n * nbytes / (gbs * 1e9) + calls * link.latency_s
-
-
-def send_s(nbytes: int, link: Link, calls: int = 1, across: bool = False) -> float:
-    """Point-to-point hand-offs of ``nbytes`` in all between pipeline stages, ``across`` nodes or within one."""
-    gbs = link.p2p_gbs or link.gbs
-    if gbs and across:
-        gbs = min(gbs, link.network_gbs)
-    return nbytes / (gbs * 1e9) + calls * link.p2p_latency_s if gbs else 0.0
-
-
-def alltoall_s(nbytes: float, n: int, link: Link, calls: int = 1) -> float:
-    """``calls`` all-to-alls in which each of ``n`` devices sends ``nbytes`` in all, (n − 1)/n of it to the
-    others (nccl-tests' bus bandwidth for all-to-all), over the link, or the network when they span nodes;
-    each call's latency taken as one hand-off's."""
-    gbs = link.ring_gbs(n)
-    if n == 1 or not gbs:
-        return 0.0
-    return (n - 1) / n * nbytes / (gbs * 1e9) + calls * link.p2p_latency_s
 
 
 def stage_comm_s(spec: Model, st: Stage, p: Placement, tokens: int, link: Link, forwards: int = 1) -> float:
@@ -345,10 +307,10 @@ def stage_comm_s(spec: Model, st: Stage, p: Placement, tokens: int, link: Link, 
     nbytes = tokens * spec.d_model * ACTIVATION_BYTES
     reduces = alltoalls = 0.0
     for layer in spec.layers[st.first:st.stop]:
-        moe = next((b for _, b in layer.blocks() if hasattr(b, "n_experts")), None)
+        moe = next((b for _, b in layer.blocks() if b.routed_experts()), None)
         reduces += collectives(spec, layer) - (1 if moe is not None and p.ep_copies > 1 else 0)
         if moe is not None and p.ep_copies > 1:
-            alltoalls += 2 * alltoall_s(nbytes * moe.top_k / p.tp, p.ep, link, forwards)
+            alltoalls += 2 * alltoall_s(nbytes * moe.active_experts() / p.tp, p.ep, link, forwards)
     across = (st.index + 1) * p.tp % link.node == 0
     return reduces * allreduce_s(nbytes, p.tp, link, forwards) + alltoalls + (
         0.0 if st.last else send_s(nbytes, link, forwards, across))
@@ -406,4 +368,5 @@ def formats_note(fmt: Format, experts: Format | None) -> str:
     return text
 
 
-__all__ = ["place", "fit", "largest", "expected_experts", "tokens_per_step", "weight_bytes", "DEFAULT_RESERVE"]
+__all__ = ["place", "fit", "fit_result", "largest", "expected_experts", "tokens_per_step", "weight_bytes",
+           "Placement"]

@@ -165,8 +165,8 @@ MAX_EXPERTS, EXPERT_BYTES = 65_536, 11 * 1024
 
 def _experts(block) -> int:
     """The expert modules a block builds: its routed and shared experts, and those of any block it holds."""
-    own = (getattr(block, "n_experts", 0) or 0) + (getattr(block, "n_shared_experts", 0) or 0)
-    inner = block.body() if hasattr(block, "body") else None
+    own = block.routed_experts() + block.shared_experts()
+    inner = block.body()
     return own + (_experts(inner) if inner is not None and inner is not block else 0)
 
 

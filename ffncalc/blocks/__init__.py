@@ -90,6 +90,33 @@ class Block:
         """This block with ``body`` in place of the one ``body()`` returns."""
         raise NotImplementedError
 
+    def head_count(self) -> int | None:
+        """Its heads (an attention's query heads, a multi-head mixer's heads), which tensor parallelism splits
+        whole over its devices; None: no heads to split."""
+        return None
+
+    def kv_head_count(self) -> int | None:
+        """The key/value heads its cache holds apart, which tensor parallelism splits whole over its devices (a
+        device keeps one whole head when there are more devices than heads); None: its heads are its KV heads, or
+        its cache (if any) is whole on every device (a latent that every head reads, MLA)."""
+        return None
+
+    def routed_experts(self) -> int:
+        """Experts a router picks among (0: none), which expert parallelism splits."""
+        return 0
+
+    def active_experts(self) -> int:
+        """Routed experts each token runs (its router's top k; 0: none)."""
+        return 0
+
+    def shared_experts(self) -> int:
+        """Experts every token runs beside the routed ones, each its own module (0: none)."""
+        return 0
+
+    def chunk_tokens(self) -> int | None:
+        """The longest chunk of its chunkwise form, in tokens; None: it has none."""
+        return None
+
 
 def module_name(block: Block) -> str:
     """The name a block's terms start with and its torch module takes inside a layer."""

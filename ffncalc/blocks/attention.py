@@ -101,6 +101,12 @@ class Attention(Block):
     def kv_heads(self) -> int:
         return self.n_kv_heads if self.n_kv_heads is not None else self.n_heads
 
+    def head_count(self) -> int:
+        return self.n_heads
+
+    def kv_head_count(self) -> int:
+        return self.kv_heads
+
     @property
     def value_dim(self) -> int:
         """Each value head's width (resolved: an integer)."""

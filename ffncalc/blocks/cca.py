@@ -68,6 +68,9 @@ class ConvolutionalAttention(Block):
     def channels(self) -> int:
         return (self.n_heads + self.n_kv_heads) * self.head_dim
 
+    def head_count(self) -> int:
+        return self.n_heads
+
     def describe(self) -> str:
         text = f"CCA {self.n_heads} heads, {self.n_kv_heads} KV × {self.head_dim}, conv {self.time0}·{self.time1}"
         return text + (f", window {self.window:,}" if self.window else "")

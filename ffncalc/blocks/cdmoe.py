@@ -60,6 +60,12 @@ class CrossDomainMoE(Block):
     def dense(self) -> GatedFFN:
         return GatedFFN(self.d_ff, self.activation, self.bias)
 
+    def routed_experts(self) -> int:
+        return self.n_experts
+
+    def active_experts(self) -> int:
+        return self.top_k
+
     def describe(self) -> str:
         return f"CDMoE {self.top_k}/{self.n_experts} + {self.dense.variant} {self.d_ff}"
 

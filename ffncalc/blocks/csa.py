@@ -106,6 +106,9 @@ class CompressedAttention(Block):
             if getattr(self, name) is None:
                 raise SpecError((name,), f"the indexer needs {name} as well as index_n_heads")
 
+    def head_count(self) -> int:
+        return self.n_heads
+
     def describe(self) -> str:
         text = f"{self.n_heads} heads, 1 shared KV × {self.head_dim}, window {self.window:,}"
         if self.compress_rate:

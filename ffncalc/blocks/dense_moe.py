@@ -49,6 +49,12 @@ class DenseMoEFFN(Block):
     def resolve(self, d_model: int) -> DenseMoEFFN:
         return replace(self, dense=self.dense.resolve(d_model), expert=self.expert.resolve(d_model))
 
+    def routed_experts(self) -> int:
+        return self.n_experts
+
+    def active_experts(self) -> int:
+        return self.top_k
+
     def describe(self) -> str:
         return self.variant
 

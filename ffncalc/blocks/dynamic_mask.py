@@ -50,6 +50,12 @@ class DynamicMaskAttention(Block):
     def kv_heads(self) -> int:
         return self.n_kv_heads if self.n_kv_heads is not None else self.n_heads
 
+    def head_count(self) -> int:
+        return self.n_heads
+
+    def kv_head_count(self) -> int:
+        return self.kv_heads
+
     def resolve(self, d_model: int) -> DynamicMaskAttention:
         return replace(self, n_kv_heads=self.kv_heads,
                        head_dim=self.head_dim if self.head_dim is not None else d_model // self.n_heads)

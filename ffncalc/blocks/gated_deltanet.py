@@ -103,6 +103,9 @@ class GatedDeltaNet(Block):
             raise SpecError(("n_value_heads",), f"{self.n_key_heads} key heads do not divide "
                                                 f"{self.n_value_heads} value heads")
 
+    def chunk_tokens(self) -> int:
+        return self.chunk_size
+
     def describe(self) -> str:
         return (f"Gated DeltaNet {self.n_key_heads} QK heads × {self.key_head_dim}, {self.n_value_heads} V heads "
                 f"× {self.value_head_dim}")

@@ -97,6 +97,12 @@ class KimiDeltaAttention(Block):
         """Channels of the convolution: q, k and v (KimiLinearDeltaAttention.conv_dim = 3·H·head_dim)."""
         return 3 * self.dim
 
+    def head_count(self) -> int:
+        return self.n_heads
+
+    def chunk_tokens(self) -> int:
+        return self.chunk_size
+
     def describe(self) -> str:
         return f"KDA {self.n_heads} heads × {self.head_dim}"
 

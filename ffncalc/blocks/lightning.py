@@ -70,6 +70,12 @@ class LightningAttention(Block):
             raise SpecError(("n_heads",), f"{self.n_heads} heads do not divide d_model {d_model} "
                                           "(state head_dim to allow it)")
 
+    def head_count(self) -> int:
+        return self.n_heads
+
+    def chunk_tokens(self) -> int:
+        return self.chunk_size
+
     def describe(self) -> str:
         return f"lightning {self.n_heads} heads × {self.head_dim}, blocks of {self.chunk_size}"
 

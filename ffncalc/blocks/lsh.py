@@ -43,6 +43,9 @@ class _Chunked(Block):
         """Keys a query of a chunk meets."""
         return self.chunk_length * (1 + self.chunks_before + self.chunks_after)
 
+    def head_count(self) -> int:
+        return self.n_heads
+
     def describe(self) -> str:
         return (f"{self.n_heads} heads × {self.head_dim}, chunks of {self.chunk_length} "
                 f"(+{self.chunks_before} before, +{self.chunks_after} after)")

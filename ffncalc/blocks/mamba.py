@@ -106,6 +106,9 @@ class Mamba(Block):
     def head_dim(self) -> int:
         return self.d_inner // self.heads
 
+    def head_count(self) -> int | None:
+        return self.n_heads  # None: one x_proj and dt_proj over d_inner, no heads (MambaMixer)
+
     def describe(self) -> str:
         heads = f", {self.n_heads} heads" if self.n_heads is not None else ""
         return f"Mamba d_inner {self.d_inner}{heads}, state {self.state_size}, dt rank {self.time_step_rank}"

@@ -94,6 +94,9 @@ class Mamba2(Block):
         if heads % self.n_groups:
             raise SpecError(("n_groups",), f"{self.n_groups} groups do not divide {heads} heads")
 
+    def head_count(self) -> int:
+        return self.n_heads
+
     def describe(self) -> str:
         return f"Mamba-2 {self.n_heads} heads × {self.head_dim}, state {self.state_size}, {self.n_groups} groups"
 

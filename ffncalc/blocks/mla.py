@@ -80,6 +80,12 @@ class LatentAttention(Block):
     def kv_heads(self) -> int:
         return self.n_heads  # after expansion every head has its own key and value
 
+    def head_count(self) -> int:
+        return self.n_heads
+
+    def kv_head_count(self) -> None:
+        return None  # one latent every head reads, whole on every device
+
     @property
     def qk_head_dim(self) -> int:
         return self.qk_nope_head_dim + self.qk_rope_head_dim

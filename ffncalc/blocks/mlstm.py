@@ -75,6 +75,12 @@ class MLSTM(Block):
     def dv(self) -> int:
         return self.v_dim // self.n_heads
 
+    def head_count(self) -> int:
+        return self.n_heads
+
+    def chunk_tokens(self) -> int:
+        return self.chunk_size
+
     def describe(self) -> str:
         return f"mLSTM {self.n_heads} heads, q/k × {self.dqk}, v × {self.dv}"
 

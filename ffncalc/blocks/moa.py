@@ -56,6 +56,12 @@ class MixtureOfAttention(Block):
     def width(self) -> int:
         return self.n_kv_heads * self.head_dim
 
+    def routed_experts(self) -> int:
+        return self.n_experts
+
+    def active_experts(self) -> int:
+        return self.top_k
+
     def describe(self) -> str:
         return f"MoA {self.top_k}/{self.n_experts} × {self.n_kv_heads} heads × {self.head_dim}"
 

@@ -126,6 +126,15 @@ class MoEFFN(Block):
         return replace(self, expert=self.expert.resolve(d_model),
                        shared=self.shared.resolve(d_model) if self.shared is not None else None)
 
+    def routed_experts(self) -> int:
+        return self.n_experts
+
+    def active_experts(self) -> int:
+        return self.top_k
+
+    def shared_experts(self) -> int:
+        return self.n_shared_experts
+
     def describe(self) -> str:
         return self.variant
 

@@ -80,6 +80,15 @@ class SinkMoE(Block):
         shared = self.shared.resolve(d_model) if self.shared is not None else None
         return replace(self, expert=self.expert.resolve(d_model), shared=shared)
 
+    def routed_experts(self) -> int:
+        return self.n_experts
+
+    def active_experts(self) -> int:
+        return self.top_k
+
+    def shared_experts(self) -> int:
+        return self.n_shared_experts
+
     def describe(self) -> str:
         if self.router == "sigmoid":
             return f"{self.variant}, sigmoid router" + (", soft-capped" if self.gate_softcap or self.up_softcap else "")

@@ -57,6 +57,12 @@ class ZambaTransformer(Block):
     def kv_heads(self) -> int:
         return self.n_kv_heads if self.n_kv_heads is not None else self.n_heads
 
+    def head_count(self) -> int:
+        return self.n_heads
+
+    def kv_head_count(self) -> int:
+        return self.kv_heads
+
     def resolve(self, d_model: int) -> ZambaTransformer:
         return replace(self, n_kv_heads=self.kv_heads,
                        head_dim=self.head_dim if self.head_dim is not None else 2 * d_model // self.n_heads)

@@ -8,6 +8,7 @@ from typing import Optional
 
 from ..analysis.conventions import CONVENTIONS, DEFAULT
 from ..analysis.count import RECOMPUTE, tally
+from ..analysis.plan import DEFAULT_CHUNK, Device, FitRun, Formats, InferenceRun, Layout, Placement, Step, TrainingRun
 from ..errors import InputError
 from ..model.schema import LIMIT
 from ..output import render
@@ -231,8 +232,8 @@ def _bench_pair(c, tokens: int, repeats: int, device: str, dtype: str):
                       "attention": {"n_heads": 1}, "ffn": {"kind": "dense", "d_ff": 1}}, check=False)
     plans = [timing.plan(spec, "ffn", tokens, ffn=f) for f in ffns]
     with _progress() as progress:
-        return timing.run(plans, device=timing.pick_device(device), dtype=dtype, tokens=tokens, seq_len=tokens,
-                          backward=False, repeats=repeats, warmup=1, progress=progress)
+        return timing.run(plans, timing.Timing(timing.pick_device(device), dtype, tokens, seq_len=tokens,
+                                               backward=False, repeats=repeats, warmup=1), progress)
 
 
 
@@ -268,8 +269,8 @@ def bench(
         plans = [timing.plan(spec, block, seq, layer)]
     dev = timing.pick_device(device)
     with _progress() as progress:
-        results = timing.run(plans, device=dev, dtype=dtype, tokens=tokens, seq_len=seq, backward=backward,
-                             repeats=repeats, warmup=warmup, progress=progress)
+        results = timing.run(plans, timing.Timing(dev, dtype, tokens, seq_len=seq, backward=backward,
+                                                  repeats=repeats, warmup=warmup), progress)
     records = [r.record() for r in results]
     data = {"model": label, "bench": records}
     if out:
@@ -473,55 +474,68 @@ DecodeForm = ("absorbed", "expanded")
 def train(
     model: str = arg(..., help="A preset name or a spec file (.yaml)."),
     tokens: str = opt(..., "--tokens", help="Training tokens: 300B, 300e9, …"),
-    seq_len: Optional[int] = opt(None, "--seq-len", min=1, max=LIMIT, help="Sequence length (default: the model's context)."),
-    convention: str = opt("6n", "--convention", "-c", choices=ConventionName, help="How to count FLOPs (ffncalc conventions)."),
-    recompute: str = opt("none", "--recompute", choices=RecomputeName, help="Activation recomputation."),
+    seq_len: Optional[int] = opt(Step.seq_len, "--seq-len", min=1, max=LIMIT,
+                                 help="Sequence length (default: the model's context)."),
+    convention: str = opt(TrainingRun.convention, "--convention", "-c", choices=ConventionName,
+                          help="How to count FLOPs (ffncalc conventions)."),
+    recompute: str = opt(Step.recompute, "--recompute", choices=RecomputeName, help="Activation recomputation."),
     hardware_key: Optional[str] = opt(None, "--hardware", help="A device of the hardware table (h100-sxm, …)."),
     hardware_file: Optional[str] = opt(None, "--hardware-file", help="Your own devices, as a YAML list."),
-    tflops: Optional[float] = opt(None, "--tflops", check=finite(0, 1e9),
+    tflops: Optional[float] = opt(Device.tflops, "--tflops", check=finite(0, 1e9),
                                            help="Achieved TFLOP/s per device, instead of peak × MFU."),
-    gpus: Optional[int] = opt(None, "--gpus", min=1, max=LIMIT, help="Devices (alone: data parallelism)."),
-    mfu: float = opt(0.4, "--mfu", check=finite(0, 1), help="Model FLOPs utilisation, with --hardware."),
-    dtype: Optional[str] = opt(None, "--dtype", choices=HardwareDtype, help="Which datasheet peak (default: the precision's)."),
-    tokens_per_s: Optional[float] = opt(None, "--tokens-per-s", check=finite(0, 1e15),
+    gpus: Optional[int] = opt(Layout.gpus, "--gpus", min=1, max=LIMIT, help="Devices (alone: data parallelism)."),
+    mfu: float = opt(Device.mfu, "--mfu", check=finite(0, 1), help="Model FLOPs utilisation, with --hardware."),
+    dtype: Optional[str] = opt(TrainingRun.dtype, "--dtype", choices=HardwareDtype,
+                               help="Which datasheet peak (default: the precision's)."),
+    tokens_per_s: Optional[float] = opt(TrainingRun.tokens_per_s, "--tokens-per-s", check=finite(0, 1e15),
                                                  help="Measured tokens/s of all devices."),
-    budget: Optional[str] = opt(None, "--budget", help="Compute budget for the Chinchilla optimum (default: this run)."),
-    micro_batch: int = opt(1, "--micro-batch", min=1, max=LIMIT, help="Sequences per device per micro-batch."),
-    global_batch: Optional[int] = opt(None, "--global-batch", min=1, max=LIMIT,
+    budget: Optional[str] = opt(TrainingRun.budget, "--budget",
+                                help="Compute budget for the Chinchilla optimum (default: this run)."),
+    micro_batch: int = opt(Step.micro_batch, "--micro-batch", min=1, max=LIMIT,
+                           help="Sequences per device per micro-batch."),
+    global_batch: Optional[int] = opt(Step.global_batch, "--global-batch", min=1, max=LIMIT,
                                                help="Sequences per step (gives the pipeline bubble)."),
-    optimizer: str = opt("adam", "--optimizer", choices=OptimizerName, help="Mixed-precision Adam or 8-bit Adam."),
-    precision: str = opt("bf16", "--precision", choices=PrecisionName, help="bf16 mixed precision, or fp8 training."),
-    zero: int = opt(0, "--zero", min=0, max=3, help="ZeRO stage: 1 optimizer, 2 + gradients, 3 + weights (FSDP)."),
-    dp: Optional[int] = opt(None, "--dp", min=1, max=LIMIT, help="Data-parallel degree (default: what the others leave)."),
-    tp: int = opt(1, "--tp", min=1, max=LIMIT, help="Tensor-parallel degree."),
-    sequence_parallel: bool = opt(True, "--sequence-parallel/--no-sequence-parallel",
+    optimizer: str = opt(Step.optimizer, "--optimizer", choices=OptimizerName,
+                         help="Mixed-precision Adam or 8-bit Adam."),
+    precision: str = opt(Step.precision, "--precision", choices=PrecisionName,
+                         help="bf16 mixed precision, or fp8 training."),
+    zero: int = opt(Layout.zero, "--zero", min=0, max=3,
+                    help="ZeRO stage: 1 optimizer, 2 + gradients, 3 + weights (FSDP)."),
+    dp: Optional[int] = opt(Layout.dp, "--dp", min=1, max=LIMIT,
+                            help="Data-parallel degree (default: what the others leave)."),
+    tp: int = opt(Layout.tp, "--tp", min=1, max=LIMIT, help="Tensor-parallel degree."),
+    sequence_parallel: bool = opt(Layout.sequence_parallel, "--sequence-parallel/--no-sequence-parallel",
                                   help="Split the norms' and dropouts' activations over --tp too "
                                        "(Korthikanti et al. 2022)."),
-    pp: int = opt(1, "--pp", min=1, max=LIMIT, help="Pipeline-parallel degree."),
-    cp: int = opt(1, "--cp", min=1, max=LIMIT, help="Context-parallel degree."),
-    ep: int = opt(1, "--ep", min=1, max=LIMIT, help="Expert-parallel degree (inside dp)."),
-    reserve: float = opt(0.1, "--reserve", min=0, max=0.99, help="Memory fraction set aside for the framework."),
-    goodput: float = opt(1.0, "--goodput", check=finite(0, 1),
+    pp: int = opt(Layout.pp, "--pp", min=1, max=LIMIT, help="Pipeline-parallel degree."),
+    cp: int = opt(Layout.cp, "--cp", min=1, max=LIMIT, help="Context-parallel degree."),
+    ep: int = opt(Layout.ep, "--ep", min=1, max=LIMIT, help="Expert-parallel degree (inside dp)."),
+    reserve: float = opt(Device.reserve, "--reserve", min=0, max=0.99,
+                         help="Memory fraction set aside for the framework."),
+    goodput: float = opt(TrainingRun.goodput, "--goodput", check=finite(0, 1),
                          help="Fraction of the wall-clock spent training (restarts, failures and checkpoints take "
                               "the rest)."),
-    kernel: str = opt("flash", "--attention-kernel",
+    kernel: str = opt(Step.kernel, "--attention-kernel",
                    choices=KernelName,
                    help="flash: no attention scores kept; eager: scores kept (Korthikanti et al.)."),
-    mtp: Optional[bool] = opt(None, "--mtp/--no-mtp",
+    mtp: Optional[bool] = opt(Step.mtp, "--mtp/--no-mtp",
                                        help="Count multi-token prediction FLOPs (default: if the model has them)."),
     output: Output = None,
 ) -> None:
     """Plan a training run: FLOPs, GPU-hours and days, the compute-optimal size, memory per device."""
-    from ..analysis import hardware, planning
+    from ..analysis import hardware
+    from ..analysis.training import plan_training
 
     label, spec = presets.load(model)
-    result = planning.plan_training(
-        spec, label=label, tokens=tokens, seq_len=seq_len, convention=convention, recompute=recompute,
-        hw=hardware.by_key(hardware_key, hardware_file) if hardware_key else None, tflops=tflops, mfu=mfu, gpus=gpus,
-        dtype=dtype, tokens_per_s=tokens_per_s, budget=budget, micro_batch=micro_batch,
-        optimizer=optimizer, dp=dp, tp=tp, pp=pp, ep=ep, kernel=kernel, mtp=mtp, cp=cp, zero=zero,
-        sequence_parallel=sequence_parallel,
-        precision=precision, global_batch=global_batch, reserve=reserve, goodput=goodput)
+    result = plan_training(
+        spec, label,
+        TrainingRun(tokens, convention=convention, dtype=dtype, tokens_per_s=tokens_per_s, budget=budget,
+                    goodput=goodput),
+        Step(seq_len=seq_len, micro_batch=micro_batch, global_batch=global_batch, recompute=recompute, kernel=kernel,
+             optimizer=optimizer, precision=precision, mtp=mtp),
+        Layout(gpus=gpus, dp=dp, tp=tp, pp=pp, cp=cp, ep=ep, zero=zero, sequence_parallel=sequence_parallel),
+        Device(hardware.by_key(hardware_key, hardware_file) if hardware_key else None, tflops=tflops, mfu=mfu,
+               reserve=reserve))
     _show_figures(output, result)
 
 
@@ -543,25 +557,25 @@ FORMAT_HELP = ("bf16, fp16, fp8, int8, int4 (GPTQ/AWQ g128), mxfp4, nvfp4, q8_0,
 
 
 # What infer and fit share: the weights' formats, the devices' layout and links, the reserve.
-DTYPE = opt("bf16", "--dtype", help=f"Weight format: {FORMAT_HELP}.")
-EXPERTS_DTYPE = opt(None, "--experts-dtype", help="Routed experts' format (default: --dtype).")
-KV_DTYPE = opt("bf16", "--kv-dtype", choices=WeightDtype, help="KV-cache precision.")
+DTYPE = opt(Formats.dtype, "--dtype", help=f"Weight format: {FORMAT_HELP}.")
+EXPERTS_DTYPE = opt(Formats.experts_dtype, "--experts-dtype", help="Routed experts' format (default: --dtype).")
+KV_DTYPE = opt(Formats.kv_dtype, "--kv-dtype", choices=WeightDtype, help="KV-cache precision.")
 HARDWARE_FILE = opt(None, "--hardware-file", help="Your own devices, as a YAML list.")
-GPUS = opt(1, "--gpus", min=1, max=LIMIT, help="Devices.")
-TP = opt(None, "--tp", min=1, max=LIMIT, help="Tensor-parallel degree (default: --gpus ÷ --pp).")
-PP = opt(1, "--pp", min=1, max=LIMIT, help="Pipeline stages, each of --tp devices.")
-EP = opt(1, "--ep", min=1, max=LIMIT,
+GPUS = opt(Placement.gpus, "--gpus", min=1, max=LIMIT, help="Devices.")
+TP = opt(Placement.tp, "--tp", min=1, max=LIMIT, help="Tensor-parallel degree (default: --gpus ÷ --pp).")
+PP = opt(Placement.pp, "--pp", min=1, max=LIMIT, help="Pipeline stages, each of --tp devices.")
+EP = opt(Placement.ep, "--ep", min=1, max=LIMIT,
          help="Devices the routed experts spread over: within --tp, or a multiple of it across copies (their "
               "attention data-parallel).")
-RESERVE = opt(0.1, "--reserve", min=0, max=0.99, help="Memory fraction kept free.")
-CHUNK = opt(2048, "--prefill-chunk", min=1, max=LIMIT, help="Prefill tokens per forward, for the workspace.")
-LINK_GBS = opt(None, "--link-gbs", check=finite(0, 1e7),
+RESERVE = opt(Device.reserve, "--reserve", min=0, max=0.99, help="Memory fraction kept free.")
+CHUNK = opt(DEFAULT_CHUNK, "--prefill-chunk", min=1, max=LIMIT, help="Prefill tokens per forward, for the workspace.")
+LINK_GBS = opt(Device.link_gbs, "--link-gbs", check=finite(0, 1e7),
                help="Interconnect GB/s per direction (default: the device's scale-up link).")
-LINK_LATENCY = opt(None, "--link-latency-us", check=finite(0, 1e6, above=False),
+LINK_LATENCY = opt(Device.link_latency_us, "--link-latency-us", check=finite(0, 1e6, above=False),
                    help="Fixed time of one all-reduce or hand-off, in µs (default: NCCL's model for the device's link).")
-NETWORK_GBS = opt(None, "--network-gbs", check=finite(0, 1e7),
+NETWORK_GBS = opt(Device.network_gbs, "--network-gbs", check=finite(0, 1e7),
                   help="GB/s per device and direction between nodes (default: 50, a 400 Gb/s NIC a GPU).")
-TFLOPS = opt(None, "--tflops", check=finite(0, 1e7),
+TFLOPS = opt(Device.tflops, "--tflops", check=finite(0, 1e7),
              help="A device's peak TFLOP/s, in place of the datasheet's (for devices that state none, or a "
                   "measured rate).")
 
@@ -574,7 +588,7 @@ def infer(
     model: str = arg(..., help="A preset name or a spec file (.yaml)."),
     prompt: int = opt(..., "--prompt", min=1, max=LIMIT, help="Prompt tokens."),
     generate: int = opt(..., "--generate", min=1, max=LIMIT, help="Tokens to generate."),
-    batch: int = opt(1, "--batch", min=1, max=LIMIT, help="Sequences decoded together."),
+    batch: int = opt(InferenceRun.batch, "--batch", min=1, max=LIMIT, help="Sequences decoded together."),
     dtype: str = DTYPE,
     experts_dtype: Optional[str] = EXPERTS_DTYPE,
     kv_dtype: str = KV_DTYPE,
@@ -590,30 +604,33 @@ def infer(
     link_latency_us: Optional[float] = LINK_LATENCY,
     network_gbs: Optional[float] = NETWORK_GBS,
     tflops: Optional[float] = TFLOPS,
-    draft: int = opt(0, "--draft", min=0, max=1024, help="Speculative decoding / MTP: tokens drafted per step."),
-    accept: Optional[float] = opt(None, "--accept", min=0, max=1, help="Acceptance rate of a drafted token."),
+    draft: int = opt(InferenceRun.draft, "--draft", min=0, max=1024,
+                     help="Speculative decoding / MTP: tokens drafted per step."),
+    accept: Optional[float] = opt(InferenceRun.accept, "--accept", min=0, max=1, help="Acceptance rate of a drafted token."),
     draft_model: Optional[str] = opt(None, "--draft-model",
                                      help="The draft model (a preset, spec file or config.json; default: the "
                                           "model's MTP modules)."),
-    decode: str = opt("absorbed", "--decode",
+    decode: str = opt(InferenceRun.decode, "--decode",
                    choices=DecodeForm,
                    help="Latent attention decoded absorbed (as serving engines run it) or expanded."),
-    prefill: str = opt("expanded", "--prefill",
+    prefill: str = opt(InferenceRun.prefill, "--prefill",
                    choices=DecodeForm,
                    help="Latent attention prefilled expanded (as in training) or absorbed."),
     output: Output = None,
 ) -> None:
     """Plan inference: FLOPs, weight and KV bytes, whether it fits, and the roofline prefill and decode rates."""
-    from ..analysis import hardware, planning
+    from ..analysis import hardware
+    from ..analysis.inference import plan_inference
 
     label, spec = presets.load(model)
-    result = planning.plan_inference(
-        spec, label=label, prompt=prompt, generate=generate, batch=batch, dtype=dtype, kv_dtype=kv_dtype,
-        hw=hardware.by_key(hardware_key, hardware_file) if hardware_key else None, decode=decode,
-        experts_dtype=experts_dtype, gpus=gpus, tp=tp, ep=ep, reserve=reserve, chunk=chunk, accept=accept, draft=draft,
-        prefill_form=prefill, pp=pp, link_gbs=link_gbs, link_latency_us=link_latency_us,
-        draft_model=_load_as("--draft-model", draft_model) if draft_model else None, tflops=tflops,
-        network_gbs=network_gbs)
+    hw = hardware.by_key(hardware_key, hardware_file) if hardware_key else None
+    result = plan_inference(
+        spec, label,
+        InferenceRun(prompt, generate, batch=batch, chunk=chunk, decode=decode, prefill=prefill, draft=draft,
+                     accept=accept, draft_model=_load_as("--draft-model", draft_model) if draft_model else None),
+        Formats(dtype, experts_dtype, kv_dtype), Placement(gpus=gpus, tp=tp, ep=ep, pp=pp),
+        Device(hw, tflops, reserve=reserve, link_gbs=link_gbs, link_latency_us=link_latency_us,
+               network_gbs=network_gbs))
     _show_figures(output, result)
 
 
@@ -626,7 +643,7 @@ def fit(
     hardware_file: Optional[str] = HARDWARE_FILE,
     context: Optional[int] = opt(None, "--context", min=1, max=LIMIT,
                                           help="Tokens per sequence (default: the model's context)."),
-    batch: int = opt(1, "--batch", min=1, max=LIMIT, help="Sequences held at once."),
+    batch: int = opt(FitRun.batch, "--batch", min=1, max=LIMIT, help="Sequences held at once."),
     dtype: str = DTYPE,
     experts_dtype: Optional[str] = EXPERTS_DTYPE,
     kv_dtype: str = KV_DTYPE,
@@ -643,14 +660,16 @@ def fit(
     output: Output = None,
 ) -> None:
     """Will it fit: memory per device, the largest context and batch, and the decode rate there."""
-    from ..analysis import hardware, planning
+    from ..analysis import hardware
+    from ..analysis.fit import plan_fit
 
     label, spec = presets.load(model)
-    result = planning.plan_fit(
-        spec, label=label, context=context or spec.context_length, batch=batch, dtype=dtype,
-        kv_dtype=kv_dtype, hw=hardware.by_key(hardware_key, hardware_file), experts_dtype=experts_dtype,
-        gpus=gpus, tp=tp, ep=ep, reserve=reserve, chunk=chunk, pp=pp, link_gbs=link_gbs,
-        link_latency_us=link_latency_us, tflops=tflops, network_gbs=network_gbs)
+    hw = hardware.by_key(hardware_key, hardware_file)
+    result = plan_fit(
+        spec, label, FitRun(context or spec.context_length, batch=batch, chunk=chunk),
+        Formats(dtype, experts_dtype, kv_dtype), Placement(gpus=gpus, tp=tp, ep=ep, pp=pp),
+        Device(hw, tflops, reserve=reserve, link_gbs=link_gbs, link_latency_us=link_latency_us,
+               network_gbs=network_gbs))
     _show_figures(output, result)
 
 

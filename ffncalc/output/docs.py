@@ -314,7 +314,10 @@ FIT_EXAMPLES = [
 
 def _fit_page(loaded) -> str:
     """Worked examples of fit and train, each with its command and the answer it prints."""
-    from ..analysis import hardware, planning
+    from ..analysis import hardware
+    from ..analysis.fit import plan_fit
+    from ..analysis.plan import Device, FitRun, Formats, Layout, Placement, Step, TrainingRun
+    from ..analysis.training import plan_training
 
     parts = [NOTICE, "# Will it fit\n\n",
              "`ffncalc fit MODEL --hardware DEVICE` answers the question people bring: this model on this device — "
@@ -354,16 +357,15 @@ def _fit_page(loaded) -> str:
         name = args["model"]
         spec = loaded[name]
         if kind == "fit":
-            result = planning.plan_fit(spec, label=name, context=args.get("context", spec.context_length),
-                                       batch=args.get("batch", 1), dtype=args.get("dtype", "bf16"), kv_dtype="bf16",
-                                       hw=hardware.by_key(args["hardware"]), experts_dtype=args.get("experts_dtype"),
-                                       gpus=args.get("gpus", 1), pp=args.get("pp", 1), tp=args.get("tp"),
-                                       ep=args.get("ep", 1))
+            given = {k: v for k, v in args.items() if k in ("gpus", "tp", "ep", "pp")}
+            result = plan_fit(spec, name, FitRun(args.get("context", spec.context_length),
+                                                 batch=args.get("batch", FitRun.batch)),
+                              Formats(args.get("dtype", Formats.dtype), args.get("experts_dtype")), Placement(**given),
+                              Device(hardware.by_key(args["hardware"])))
         else:
-            result = planning.plan_training(
-                spec, label=name, tokens="15T", seq_len=8192, convention="6n", recompute="selective",
-                hw=hardware.by_key("h100-sxm"), tflops=None, mfu=0.4, gpus=64, dtype=None, tokens_per_s=None,
-                budget=None, micro_batch=1, optimizer="adam", dp=None, tp=8, pp=2, ep=1, zero=1, global_batch=512)
+            result = plan_training(spec, name, TrainingRun("15T"),
+                                   Step(seq_len=8192, recompute="selective", global_batch=512),
+                                   Layout(gpus=64, tp=8, pp=2, zero=1), Device(hardware.by_key("h100-sxm")))
         parts += [f"\n## {title}\n\n", f"```\n$ {command}\n```\n\n", to_markdown(render.figures_doc(result))]
     return "".join(parts)
 

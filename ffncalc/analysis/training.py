@@ -1,0 +1,425 @@
+"""Training plans from the counts: compute and time of a run, memory per device of a step. Pure arithmetic; no
+torch.
+
+Every figure is a keyed ``Figure`` (id, label, value, unit), in order; the renderers show them. Memory sums
+over every layer of the stack, each block answering for what it keeps. What a plan is asked is in ``plan.py``:
+a ``TrainingRun``, a ``Step``, a ``Layout`` and a ``Device``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from decimal import Decimal, InvalidOperation
+
+from ..errors import InputError
+from ..model.stack import Model
+from .count import tally
+from .figures import Figure, Figures
+from .hardware import NODE
+from .plan import Device, Layout, Step, TrainingRun
+
+SECONDS_PER_DAY = 86_400
+PF_DAY = 10**15 * SECONDS_PER_DAY  # one petaFLOP/s sustained for a day (Brown et al. 2020, Table D.1)
+
+# Hoffmann et al. 2022 (Chinchilla), §3.3, Eq. (2) fit: L(N, D) = E + A/N^α + B/D^β.
+CHINCHILLA = {"E": 1.69, "A": 406.4, "B": 410.7, "alpha": 0.34, "beta": 0.28}
+CHINCHILLA_TOKENS_PER_PARAM = 20  # Hoffmann et al. 2022, Table 3: about 20 tokens per parameter
+
+# Bytes per parameter for weights, gradients and optimizer state.
+# Mixed-precision Adam (Rajbhandari et al. 2020, ZeRO §3.1): bf16 weights 2 + bf16 gradients 2 + fp32
+# master weights, momentum and variance 12 = 16. 8-bit Adam (Dettmers et al. 2022): the two moments
+# in 1 byte each: 2 + 2 + 4 + 2 = 10.
+OPTIMIZERS = {"adam": (2, 2, 12), "adam8bit": (2, 2, 6)}
+PEAK_DTYPE = {"fp32": "fp32", "bf16": "bf16", "fp16": "fp16", "fp8": "fp8", "int8": "bf16", "int4": "bf16"}
+
+DROPOUT_MASK_BYTES = 1  # per element of each sublayer's output (Korthikanti et al. 2022 §4.1)
+
+
+def parse_count(text: str, name: str) -> int:
+    """'300B', '300e9', '1.5T', '2048' -> an exact integer."""
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMbBtT]?)\s*", text)
+    scale = {"": 1, "k": 10**3, "m": 10**6, "b": 10**9, "t": 10**12}
+    try:
+        if not m:
+            raise InvalidOperation
+        value = Decimal(m.group(1)) * scale[m.group(2).lower()]
+    except InvalidOperation:
+        raise InputError(f"{name} {text}: give a count such as 300B, 300e9 or 2048") from None
+    if value <= 0 or value != value.to_integral_value():
+        raise InputError(f"{name} {text}: must be a positive whole number")
+    if value > MAX_COUNT:
+        raise InputError(f"{name} {text}: beyond the limit of 1e30")
+    return int(value)
+
+
+MAX_COUNT = 10**30  # tokens or FLOPs: far beyond any run (GPT-4-scale budgets are ~1e25), and within a float
+
+
+@dataclass(frozen=True)
+class Throughput:
+    """Achieved FLOP/s of one device: given, or a datasheet peak times an MFU."""
+
+    flops_per_s: float
+    how: str
+
+
+def throughput(device: Device, dtype: str) -> Throughput | None:
+    hw, tflops, mfu = device.hw, device.tflops, device.mfu
+    if tflops is not None:
+        return Throughput(tflops * 1e12, f"{tflops} TFLOP/s per device, as given")
+    if hw is None:
+        return None
+    peak = hw.tflops.get(PEAK_DTYPE[dtype])
+    if peak is None:
+        raise InputError(f"--hardware {hw.key}: its datasheet gives no {dtype} figure")
+    return Throughput(peak * mfu * 1e12, f"{hw.name} {dtype} peak {peak} TFLOP/s × MFU {mfu} ({hw.source})")
+
+
+def compute_optimal(budget: float) -> tuple[float, float]:
+    """Hoffmann et al. 2022 Eq. (4) with the §3.3 fit: N_opt = G·(C/6)^a, D_opt = (C/6)^b / G,
+    a = β/(α+β), b = α/(α+β), G = (αA / βB)^(1/(α+β))."""
+    c = CHINCHILLA
+    s = c["alpha"] + c["beta"]
+    g = (c["alpha"] * c["A"] / (c["beta"] * c["B"])) ** (1 / s)
+    return g * (budget / 6) ** (c["beta"] / s), (budget / 6) ** (c["alpha"] / s) / g
+
+
+def peak_dtype(run: TrainingRun, step: Step) -> str:
+    """The datasheet peak a run is timed at: the one asked for, else its precision's (fp8 for fp8 training)."""
+    return run.dtype or ("fp8" if step.precision == "fp8" else "bf16")
+
+
+def trains_mtp(spec: Model, step: Step) -> bool:
+    """Whether the step runs the multi-token prediction modules: as asked, else whenever the model has them."""
+    return bool(spec.mtp_layers) if step.mtp is None else step.mtp
+
+
+def train(spec: Model, run: TrainingRun, step: Step = Step(), device: Device = Device(), gpus: int = 1,
+          bubble: float = 0.0) -> list[Figure]:
+    """Compute and time of a training run of ``run.tokens`` tokens (a count: ``plan_training`` reads text) on
+    ``gpus`` devices; ``step.mtp`` (default: whenever the model has them) counts the multi-token prediction
+    modules' FLOPs, as a run that trains them executes.
+
+    Time: a measured ``tokens_per_s`` (all devices together) gives the wall-clock directly; otherwise each
+    device runs at ``tflops``, or the datasheet peak × ``mfu`` while busy, and the pipeline ``bubble`` (the idle
+    fraction of a step, Narayanan et al. 2021 §2.2.1) stretches the time by 1 / (1 − bubble). ``goodput``, the
+    fraction of the wall-clock spent training (Llama 3 reports more than 90% over 54 days of restarts after
+    failures, Dubey et al. 2024 §3.3.4), stretches either by 1 / goodput."""
+    tokens, convention, goodput = run.tokens, run.convention, run.goodput
+    tokens_per_s, budget = run.tokens_per_s, run.budget
+    seq_len, recompute, hw, dtype = step.seq_len, step.recompute, device.hw, peak_dtype(run, step)
+    if not 0 < goodput <= 1:
+        raise InputError(f"--goodput {goodput}: a fraction of the wall-clock, above 0 and at most 1")
+    mtp = trains_mtp(spec, step)
+    t = tally(spec, convention=convention, seq_len=seq_len, recompute=recompute, mtp=mtp)
+    per_token = t.train_flops // t.tokens  # forward, backward (2 × forward) and recomputation, per token
+    total = per_token * tokens
+    views = {v: tally(spec, convention=c, seq_len=seq_len, recompute=recompute, mtp=mtp)
+             for v, c in (("useful", "causal"), ("executed", "exact"))}
+    out = [
+        Figure("params", "parameters", t.params, "params"),
+        Figure("train_flops_per_token", f"train FLOPs/token ({convention})", per_token, "FLOP",
+               t.convention.source),
+        *(Figure(f"train_flops_per_token_{v}", f"train FLOPs/token, {label}",
+                 views[v].train_flops // views[v].tokens, "FLOP", views[v].convention.source)
+          for v, label in (("useful", "useful"), ("executed", "executed"))),
+        Figure("tokens", "tokens", tokens, "tokens"),
+        Figure("train_flops", "training FLOPs", total, "FLOP"),
+        Figure("train_flops_per_device", f"training FLOPs per device ({convention})", -(-total // gpus), "FLOP"),
+        Figure("pf_days", "petaFLOP/s-days", total / PF_DAY, "PF-days", "Brown et al. 2020, Table D.1"),
+    ]
+    seconds = None
+    if tokens_per_s is not None:
+        seconds = tokens / tokens_per_s
+        out.append(Figure("tokens_per_s", "measured throughput", tokens_per_s, "tokens/s"))
+    else:
+        rate = throughput(device, dtype)
+        if rate:
+            busy = total / (rate.flops_per_s * gpus)
+            seconds = busy / (1 - bubble)
+            out.append(Figure("device_tflops", "device throughput", rate.flops_per_s / 1e12, "TFLOP/s", rate.how))
+    if bubble:
+        out.append(Figure("pipeline_bubble", "pipeline bubble (pp−1)/(m+pp−1)", bubble, "of step",
+                          "Narayanan et al. 2021 §2.2.1"))
+    if seconds is not None:
+        seconds /= goodput
+        out += [
+            *([Figure("goodput", "goodput (time spent training)", goodput, "of wall-clock",
+                              "the user's; Llama 3 reports above 0.9 (Dubey et al. 2024 §3.3.4)")] if goodput < 1 else []),
+            Figure("gpu_hours", "GPU-hours", seconds * gpus / 3600, "hours"),
+            Figure("wall_clock_days", f"wall-clock on {gpus:,} devices", seconds / SECONDS_PER_DAY, "days"),
+        ]
+    n = t.params
+    chinchilla = "Hoffmann et al. 2022, Eq. 4"
+    out.append(Figure("chinchilla_tokens", "Chinchilla tokens (20/param)",
+                      CHINCHILLA_TOKENS_PER_PARAM * n, "tokens", "Hoffmann et al. 2022, Table 3"))
+    c = budget if budget is not None else float(total)
+    n_opt, d_opt = compute_optimal(c)
+    out += [
+        Figure("optimum_budget", "compute budget for the optimum", c, "FLOP"),
+        Figure("optimal_params", "compute-optimal parameters", n_opt, "params", chinchilla),
+        Figure("optimal_tokens", "compute-optimal tokens", d_opt, "tokens", chinchilla),
+    ]
+    if tokens_per_s is not None and hw is not None:
+        palm = tally(spec, convention="palm", seq_len=seq_len)
+        model_flops = palm.train_flops // palm.tokens  # PaLM Appendix B: 6N + 12·L·H·Q·T per token
+        peak = hw.tflops.get(PEAK_DTYPE[dtype])
+        if peak is None:
+            raise InputError(f"--hardware {hw.key}: its datasheet gives no {dtype} figure")
+        peak *= 1e12
+        out.append(Figure("mfu", "MFU (PaLM: 6N + 12LHQT)", tokens_per_s * model_flops / (gpus * peak), "of peak",
+                          "Chowdhery et al. 2022, Appendix B"))
+        useful = views["useful"].train_flops // views["useful"].tokens
+        out.append(Figure("mfu_useful", "MFU (useful FLOPs)", tokens_per_s * useful / (gpus * peak), "of peak"))
+    return out
+
+
+def activation_bytes(spec: Model, step: Step, layout: Layout = Layout()) -> int:
+    """Activation memory of the whole stack in training for a micro-batch of ``step.seq_len`` tokens a sequence,
+    16-bit, after Korthikanti et al. 2022 §4.1, summed over every layer.
+
+    Their GPT layer keeps s·b·h·(34 + 5·a·s/h) bytes: attention 11·sbh + 5·a·s²·b, MLP 19·sbh, norms 4·sbh.
+    Here each block states the 16-bit elements it keeps per token at its own widths (GQA, MLA, gated or
+    MoE FFN), plus a 1-byte dropout mask of each sublayer's output, 2 bytes per norm input, and what the
+    attention kernel keeps of the softmax: ``eager``, the 5 bytes per score that selective recomputation
+    drops; ``flash`` (the default: every current training stack), no scores, only 4 bytes of log-sum-exp per
+    query and head. Sequence and tensor parallelism divide a layer's total by t (their sbh·34/t); tensor
+    parallelism alone leaves whole on every device what sequence parallelism splits: each sublayer's input
+    (2 bytes of d a token: what its first matmul reads), its dropout mask and the norms' inputs (their
+    sbh·(10 + 24/t)). Full recomputation keeps only each layer's input (2·sbh, ÷ t with sequence parallelism).
+    """
+    seq_len, batch, recompute, kernel = step.seq_len, step.micro_batch, step.recompute, step.kernel
+    tp, sequence_parallel = layout.tp, layout.sequence_parallel
+    sb, d = seq_len * batch, spec.d_model
+    split = tp if sequence_parallel else 1
+    if recompute == "full":
+        return spec.n_layers * (2 * sb * d // split)
+    total = 0
+    for run in spec.runs():
+        blocks = [block for _, block in run.layer.blocks()]
+        per_token = sum(2 * b.kept_elements(spec) + DROPOUT_MASK_BYTES * d for b in blocks)
+        uses = run.layer.norm_uses(spec.norm)
+        per_token += 2 * sum(u != "none" for u in uses) * d
+        per_token += 2 * uses.count("gated") * (spec.norm.gate_rank + d)  # a gate's hidden and its logits
+        flash = kernel == "flash"
+        dropped = recompute == "selective" and not flash  # selective recomputation of the eager scores
+        scores = 0 if dropped else batch * sum(b.score_bytes(spec, seq_len, flash) for b in blocks)
+        whole = 0
+        if not sequence_parallel and tp > 1:  # the sublayers' inputs, dropout masks and norm inputs, replicated
+            whole = sum(2 * d + DROPOUT_MASK_BYTES * d for b in blocks if b.kind != "none")
+            whole += 2 * sum(u != "none" for u in uses) * d + 2 * uses.count("gated") * (spec.norm.gate_rank + d)
+        total += run.n * (sb * whole + (sb * (per_token - whole) + scores) // tp)
+    return total
+
+
+# Bytes per parameter by training precision, before the optimizer's own states: "bf16" mixed precision keeps
+# bf16 weights and bf16 gradients beside the optimizer's fp32 master copy (Micikevicius et al. 2018;
+# Rajbhandari et al. 2020 §3.1); "fp8" (Transformer Engine, Micikevicius et al. 2022) keeps in addition an
+# fp8 copy of each weight, cast once a step for the fp8 matmuls: 1 byte more.
+PRECISIONS = {"bf16": (2, 2), "fp8": (3, 2)}
+ZERO_STAGES = (0, 1, 2, 3)  # Rajbhandari et al. 2020 §5: shard optimizer states (1), + gradients (2), + weights (3)
+
+
+def _shard(n: int, k: int) -> int:
+    return -(-n // k)
+
+
+def stage_params(spec: Model, pp: int, mtp: bool = False) -> list[tuple[int, int]]:
+    """(dense, routed-expert) parameters of each pipeline stage: the layers of its span, the embedding on the
+    first stage, the final norm and head on the last (and with tied embeddings and pp > 1 a copy of the
+    embedding there too, as Megatron-LM keeps it); the multi-token prediction modules on the last."""
+    from .parallel import stages
+
+    t = tally(spec, mtp=mtp)
+    spans = stages(spec.n_layers, pp)
+    out = [[0, 0] for _ in spans]
+    for r in t.rows:
+        if r.part == "mtp":
+            out[-1][r.expert] += r.params
+        elif r.layers is None:
+            out[0 if r.part == "embedding" else -1][r.expert] += r.params
+        else:
+            a, b = r.layers
+            per_layer = r.params // (b - a)
+            for s, (first, stop) in enumerate(spans):
+                out[s][r.expert] += per_layer * max(0, min(b, stop) - max(a, first))
+    if spec.tie_embeddings and pp > 1:
+        out[-1][0] += spec.vocab_size * spec.head_width  # the tied table, as the head reads it
+    return [(d, e) for d, e in out]
+
+
+def train_memory(spec: Model, step: Step, layout: Layout = Layout(), device: Device = Device(),
+                 micro_batches: int | None = None) -> list[Figure]:
+    """Per-device memory of a run split data / tensor / pipeline / context / expert parallel, on its most
+    loaded device (the first pipeline stage, or whichever stage holds the most parameters).
+
+    Parameters: a stage's dense part split by tp, its routed experts by tp × ep. Bytes per parameter:
+    weights and gradients by ``precision`` (PRECISIONS) and the optimizer's states (OPTIMIZERS, fp32 master
+    copy included), ZeRO stage 1 sharding the optimizer states, 2 also the gradients, 3 (FSDP) also the
+    weights over the data-parallel replicas (dp × cp; for experts dp × cp / ep). Activations: Korthikanti et
+    al. 2022 summed over the first stage's real layers for one micro-batch of seq_len / cp tokens, times the
+    micro-batches 1F1B keeps in flight. An allowance of ``reserve`` × the device's memory stands for the
+    CUDA context, communication buffers and allocator fragmentation.
+    """
+    from .parallel import stages
+
+    seq_len, micro_batch = step.seq_len or spec.context_length, step.micro_batch
+    recompute, kernel, optimizer, precision = step.recompute, step.kernel, step.optimizer, step.precision
+    hw, reserve = device.hw, device.reserve
+    dp, tp, pp, ep, cp, zero = layout.dp or 1, layout.tp, layout.pp, layout.ep, layout.cp, layout.zero
+    w_bytes, g_bytes = PRECISIONS[precision]
+    o_bytes = OPTIMIZERS[optimizer][2]
+    replicas, expert_replicas = dp * cp, dp * cp // ep
+    spans = stages(spec.n_layers, pp)
+
+    def states(dense: int, expert: int) -> list[int]:
+        pd, pe = _shard(dense, tp), _shard(expert, tp * ep)
+        out = [pd, pe]
+        for k, sharded_from in ((w_bytes, 3), (g_bytes, 2), (o_bytes, 1)):
+            out.append(_shard(pd * k, replicas if zero >= sharded_from else 1)
+                       + _shard(pe * k, expert_replicas if zero >= sharded_from else 1))
+        return out
+
+    by_stage = [states(d, e) for d, e in stage_params(spec, pp, trains_mtp(spec, step))]
+    # under 1F1B stage s holds pp − s micro-batches in flight (all of them when there are fewer)
+    flights = [min(pp - s, micro_batches or pp) for s in range(pp)]
+    acts = [activation_bytes(spec.with_layers(spec.layers[a:b]), replace(step, seq_len=seq_len // cp), layout)
+            * flights[s] for s, (a, b) in enumerate(spans)]
+    totals = [sum(st[2:]) + a for st, a in zip(by_stage, acts)]
+    worst = max(range(pp), key=lambda i: totals[i])
+    pd, pe, wb, gb, ob = by_stage[worst]
+    stage_acts, flight = acts[worst], flights[worst]
+    zero_name = {0: "none", 1: "optimizer states", 2: "+ gradients", 3: "+ weights (FSDP)"}[zero]
+    out = [
+        Figure("devices", "devices (dp × tp × pp × cp)", dp * tp * pp * cp, "devices"),
+        Figure("pipeline_stage", "most loaded pipeline stage", worst, "stage",
+               f"layers {spans[worst][0]}–{spans[worst][1] - 1}"),
+        Figure("params_per_device", "parameters per device", pd + pe, "params"),
+        Figure("weight_bytes_per_device", "weights", wb, "bytes", f"{precision}: {w_bytes} B/param"),
+        Figure("grad_bytes_per_device", "gradients", gb, "bytes", f"{g_bytes} B/param"),
+        Figure("optimizer_bytes_per_device", f"{optimizer} states", ob, "bytes",
+               f"{o_bytes} B/param, fp32 master included; ZeRO {zero}: {zero_name} sharded (Rajbhandari et al. 2020)"),
+        Figure("state_bytes_per_device", "weights + gradients + optimizer", wb + gb + ob, "bytes"),
+        Figure("in_flight_micro_batches", "micro-batches in flight (1F1B)", flight, "micro-batches",
+               "Narayanan et al. 2021 §2.2.1"),
+        Figure("activation_bytes_per_device", "activations", stage_acts, "bytes",
+               f"Korthikanti et al. 2022 §4.1; micro-batch {micro_batch}, recompute {recompute}, {kernel} attention"
+               + ("" if tp == 1 else ", sequence parallel" if layout.sequence_parallel else ", no sequence parallelism")),
+        Figure("bytes_per_device", "total per device (before allowance)", wb + gb + ob + stage_acts, "bytes"),
+    ]
+    if hw is not None and hw.memory_bytes:
+        allowance = int(hw.memory_bytes * reserve)
+        need = wb + gb + ob + stage_acts + allowance
+        out += [
+            Figure("allowance_bytes", f"framework allowance ({reserve:.0%} of memory)", allowance, "bytes"),
+            Figure("device_memory_bytes", f"{hw.key} memory", hw.memory_bytes, "bytes", hw.source),
+            Figure("free_bytes_per_device", "left over (negative: short by)", hw.memory_bytes - need, "bytes"),
+        ]
+    return out
+
+
+def bubble_fraction(pp: int, global_batch: int | None, micro_batch: int, dp: int) -> tuple[float, int | None]:
+    """The 1F1B pipeline bubble (pp − 1) / (m + pp − 1) of a step of m = global batch / (micro-batch × dp)
+    micro-batches per pipeline (Narayanan et al. 2021 §2.2.1), and m; no bubble without pp or a batch."""
+    if global_batch is None:
+        return 0.0, None
+    per_pipeline = micro_batch * dp
+    if global_batch % per_pipeline:
+        raise InputError(f"--global-batch {global_batch} is not a multiple of --micro-batch × dp = {per_pipeline}")
+    m = global_batch // per_pipeline
+    return (pp - 1) / (m + pp - 1), m
+
+
+def plan_training(spec: Model, label: str, run: TrainingRun, step: Step = Step(), layout: Layout = Layout(),
+                  device: Device = Device()) -> Figures:
+    """``train`` and ``train_memory`` together, the arguments and the layout checked, as one keyed result."""
+    from . import parallel
+    from .conventions import CONVENTIONS
+
+    spec.check_seq_len(step.seq_len, label)
+    seq = step.seq_len or spec.context_length
+    n_tokens = parse_count(run.tokens, "--tokens") if isinstance(run.tokens, str) else run.tokens
+    hw, reserve, zero = device.hw, device.reserve, layout.zero
+    if zero not in ZERO_STAGES:
+        raise InputError(f"--zero {zero}: one of 0, 1, 2, 3")
+    if not 0 <= reserve < 1:
+        raise InputError(f"--reserve {reserve}: a fraction of the device's memory, from 0 up to 1")
+    lay = parallel.resolve(spec, layout, seq)
+    dtype = peak_dtype(run, step)
+    bubble, m = bubble_fraction(lay.pp, step.global_batch, step.micro_batch, lay.dp)
+    mtp = trains_mtp(spec, step)
+    budget = run.budget
+    if isinstance(budget, str):
+        budget = float(parse_count(budget, "--budget")) if budget else None
+    run = replace(run, tokens=n_tokens, dtype=dtype, budget=budget)
+    figures = train(spec, run, replace(step, mtp=mtp), device, lay.gpus, bubble)
+    step = replace(step, seq_len=seq, mtp=mtp)
+    memory = train_memory(spec, step, lay, device, m)
+    figures += memory
+    convention, goodput, micro_batch, recompute = run.convention, run.goodput, step.micro_batch, step.recompute
+    conv = CONVENTIONS[convention]
+    inputs = {"model": label, "tokens": n_tokens, "seq_len": seq, "convention": convention,
+              "recompute": recompute, "hardware": hw.key if hw else None, "tflops": device.tflops, "mfu": device.mfu,
+              "gpus": lay.gpus, "dtype": dtype, "tokens_per_s": run.tokens_per_s, "micro_batch": micro_batch,
+              "global_batch": step.global_batch, "optimizer": step.optimizer, "precision": step.precision,
+              "zero": zero, "dp": lay.dp, "tp": lay.tp, "pp": lay.pp, "cp": lay.cp, "ep": lay.ep,
+              "attention_kernel": step.kernel, "reserve": reserve, "mtp": mtp, "goodput": goodput,
+              "sequence_parallel": lay.sequence_parallel}
+    view = {"full": "executed dense (the full square)", "causal": "useful (causal, within windows and chunks)",
+            "half": "half the square", "none": "not counted"}[conv.attention]
+    notes = [f"layout: dp {lay.dp} × tp {lay.tp} × pp {lay.pp} × cp {lay.cp} = {lay.gpus} devices"
+             + (f", ep {lay.ep} inside dp" if lay.ep > 1 else ""),
+             f"convention: {conv.name} — {conv.summary} [{conv.source}]",
+             f"attention FLOPs in the convention's figures: {view}; 'useful' counts exact matmuls with causal "
+             "attention, 'executed' the full square",
+             "memory on the most loaded device: its stage's dense parameters / tp, routed experts / (tp × ep); "
+             "activations after Korthikanti et al. 2022 summed over that stage's layers, times the micro-batches "
+             "1F1B keeps in flight; logits and the loss are left out",
+             "time: --tokens-per-s gives it directly; else --tflops or the peak × --mfu while busy, "
+             "stretched by the pipeline bubble when --global-batch gives the micro-batches"
+             + (f"; all of it ÷ the goodput {goodput:g}" if goodput < 1 else
+                "; no time lost to failures and restarts (--goodput sets the fraction spent training)")]
+    if hw is not None and hw.memory_bytes:
+        free = next(f.value for f in memory if f.id == "free_bytes_per_device")
+        notes.insert(0, ("fits" if free >= 0 else "does NOT fit") + f" on {hw.key}: "
+                     + (f"{free / 2**30:,.1f} GiB left over" if free >= 0 else f"short by {-free / 2**30:,.1f} GiB")
+                     + f" per device, after a {reserve:.0%} allowance for the CUDA context, communication buffers "
+                     "and fragmentation (a round allowance, not a measurement)")
+        if free < 0:
+            found = fitting_layout(spec, step, lay, device)
+            notes.insert(1, f"on {lay.gpus:,} devices it fits as --tp {found.tp} --pp {found.pp} (dp "
+                         f"{found.dp}) --zero {found.zero}, the least model parallelism that fits (tp within a "
+                         f"node of {NODE})" if found else
+                         f"no layout of {lay.gpus:,} devices fits (tp up to {NODE}, within a node; any pp; ZeRO "
+                         f"{zero} to 3) at micro-batch {micro_batch} with recompute {recompute}: try more devices, "
+                         "--recompute full or a shorter sequence per device (--cp)")
+    if spec.mtp_layers:
+        notes.append(f"multi-token prediction modules ({spec.mtp_layers}): FLOPs "
+                     + ("counted, as a run that trains them executes" if mtp else "left out (--no-mtp)"))
+    return Figures(f"training {label} on {n_tokens:,} tokens", inputs, figures, notes)
+
+
+def fitting_layout(spec: Model, step: Step, layout: Layout, device: Device) -> Layout | None:
+    """The layout of ``layout.gpus`` devices that fits ``step`` with the least model parallelism (its context and
+    expert parallelism as given): tp × pp ascending (tp up to a node, the larger tp first: it splits activations
+    as well as weights), each with the given ZeRO stage or a higher one up to 2, which move no more bytes than
+    data parallelism does; ZeRO 3's 1.5 times that only after every layout (Rajbhandari et al. 2020 §7); None
+    when none fits."""
+    from . import parallel
+
+    gpus, cp = layout.gpus, layout.cp
+    if gpus % cp:
+        return None
+    shapes = parallel.model_splits(spec.n_layers, gpus // cp)
+    candidates = [(z, tp, pp) for tp, pp in shapes for z in range(layout.zero, 3)] + [(3, tp, pp) for tp, pp in shapes]
+    for z, tp, pp in candidates:
+        try:
+            lay = parallel.resolve(spec, replace(layout, dp=None, tp=tp, pp=pp, zero=z), step.seq_len)
+            m = bubble_fraction(pp, step.global_batch, step.micro_batch, lay.dp)[1]
+        except InputError:
+            continue
+        memory = train_memory(spec, step, lay, device, m)
+        if next(f.value for f in memory if f.id == "free_bytes_per_device") >= 0:
+            return lay
+    return None
