@@ -33,22 +33,31 @@ def tensors() -> dict[str, tuple[int, ...]]:
     out = {"model.embed_tokens.weight": (V, D), "model.norm.weight": (D,), "lm_head.weight": (V, D)}
     for i in range(LAYERS):
         p = f"model.layers.{i}."
-        out |= {p + "input_layernorm.weight": (D,), p + "post_attention_layernorm.weight": (D,),
-                p + "self_attn.q_a_proj.weight": (Q_LORA, D), p + "self_attn.q_a_layernorm.weight": (Q_LORA,),
-                p + "self_attn.q_b_proj.weight": (HEADS * (NOPE + ROPE), Q_LORA),
-                p + "self_attn.kv_a_proj_with_mqa.weight": (KV_LORA + ROPE, D),
-                p + "self_attn.kv_a_layernorm.weight": (KV_LORA,),
-                p + "self_attn.kv_b_proj.weight": (HEADS * (NOPE + VD), KV_LORA),
-                p + "self_attn.o_proj.weight": (D, HEADS * VD)}
+        out |= {
+            p + "input_layernorm.weight": (D,),
+            p + "post_attention_layernorm.weight": (D,),
+            p + "self_attn.q_a_proj.weight": (Q_LORA, D),
+            p + "self_attn.q_a_layernorm.weight": (Q_LORA,),
+            p + "self_attn.q_b_proj.weight": (HEADS * (NOPE + ROPE), Q_LORA),
+            p + "self_attn.kv_a_proj_with_mqa.weight": (KV_LORA + ROPE, D),
+            p + "self_attn.kv_a_layernorm.weight": (KV_LORA,),
+            p + "self_attn.kv_b_proj.weight": (HEADS * (NOPE + VD), KV_LORA),
+            p + "self_attn.o_proj.weight": (D, HEADS * VD),
+        }
         if i < DENSE:
-            out |= {p + f"mlp.{m}.weight": s for m, s in (("gate_proj", (DENSE_FF, D)), ("up_proj", (DENSE_FF, D)),
-                                                           ("down_proj", (D, DENSE_FF)))}
+            out |= {
+                p + f"mlp.{m}.weight": s
+                for m, s in (("gate_proj", (DENSE_FF, D)), ("up_proj", (DENSE_FF, D)), ("down_proj", (D, DENSE_FF)))
+            }
             continue
         out[p + "mlp.gate.weight"] = (EXPERTS, D)
         out[p + "mlp.gate.e_score_correction_bias"] = (EXPERTS,)
         for e in [*(f"experts.{j}" for j in range(EXPERTS)), "shared_experts"]:
-            out |= {p + f"mlp.{e}.gate_proj.weight": (EXPERT_FF, D), p + f"mlp.{e}.up_proj.weight": (EXPERT_FF, D),
-                    p + f"mlp.{e}.down_proj.weight": (D, EXPERT_FF)}
+            out |= {
+                p + f"mlp.{e}.gate_proj.weight": (EXPERT_FF, D),
+                p + f"mlp.{e}.up_proj.weight": (EXPERT_FF, D),
+                p + f"mlp.{e}.down_proj.weight": (D, EXPERT_FF),
+            }
     return out
 
 
@@ -58,7 +67,7 @@ def write(folder: Path, shards: int) -> int:
     per = -(-len(names) // shards)
     weight_map, total = {}, 0
     for k in range(shards):
-        part = names[k * per:(k + 1) * per]
+        part = names[k * per : (k + 1) * per]
         file = f"model-{k + 1:05d}-of-{shards:05d}.safetensors"
         header, offset = {}, 0
 
@@ -83,16 +92,17 @@ def write(folder: Path, shards: int) -> int:
             f.write(struct.pack("<Q", len(blob)) + blob)
             f.truncate(8 + len(blob) + offset)  # the data section, sparse
         total += offset
-    (folder / "model.safetensors.index.json").write_text(json.dumps({"metadata": {"total_size": total},
-                                                                      "weight_map": weight_map}))
+    (folder / "model.safetensors.index.json").write_text(json.dumps({"metadata": {"total_size": total}, "weight_map": weight_map}))
     return total
 
 
 def run(cmd: list[str]) -> tuple[float, float]:
     """Wall seconds and the peak resident memory (MB) of one run of ``cmd`` in a fresh process."""
-    code = ("import resource, subprocess, sys, time; t = time.perf_counter(); "
-            "subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, check=True); w = time.perf_counter() - t; "
-            "print(w, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+    code = (
+        "import resource, subprocess, sys, time; t = time.perf_counter(); "
+        "subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, check=True); w = time.perf_counter() - t; "
+        "print(w, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
+    )
     out = subprocess.run([PY, "-c", code, *cmd], capture_output=True, text=True, check=True).stdout.split()
     return float(out[0]), int(out[1]) / 1024  # ru_maxrss: KiB on Linux; MiB here
 
@@ -107,18 +117,26 @@ def main() -> int:
         folder.mkdir()
         described = write(folder, args.shards)
         header = sum(os.path.getsize(f) - 0 for f in folder.glob("*.safetensors"))  # apparent sizes
-        print(f"{platform.node()} · {platform.processor() or platform.machine()} · {os.cpu_count()} cores · "
-              f"Python {platform.python_version()}")
+        print(
+            f"{platform.node()} · {platform.processor() or platform.machine()} · {os.cpu_count()} cores · "
+            f"Python {platform.python_version()}"
+        )
         count = sum(len(json.loads((folder / "model.safetensors.index.json").read_text())["weight_map"]) for _ in [0])
-        print(f"{count:,} tensors in {args.shards} shards describing {described / 2**30:,.0f} GiB "
-              f"({header / 2**30:,.0f} GiB apparent, sparse on disk)")
-        rows = [("floor: python -c 'import ffncalc.cli'", [PY, "-c", "import ffncalc.cli"]),
-                ("ffncalc count FOLDER", [PY, "-m", "ffncalc", "count", str(folder), "--format", "json"])]
+        print(
+            f"{count:,} tensors in {args.shards} shards describing {described / 2**30:,.0f} GiB "
+            f"({header / 2**30:,.0f} GiB apparent, sparse on disk)"
+        )
+        rows = [
+            ("floor: python -c 'import ffncalc.cli'", [PY, "-c", "import ffncalc.cli"]),
+            ("ffncalc count FOLDER", [PY, "-m", "ffncalc", "count", str(folder), "--format", "json"]),
+        ]
         for label, cmd in rows:
             results = [run(cmd) for _ in range(args.runs)]
             walls, peaks = [w for w, _ in results], [m for _, m in results]
-            print(f"{label:40} wall {statistics.median(walls):.2f} s ({min(walls):.2f}–{max(walls):.2f}), "
-                  f"peak memory {statistics.median(peaks):.0f} MiB ({min(peaks):.0f}–{max(peaks):.0f})")
+            print(
+                f"{label:40} wall {statistics.median(walls):.2f} s ({min(walls):.2f}–{max(walls):.2f}), "
+                f"peak memory {statistics.median(peaks):.0f} MiB ({min(peaks):.0f}–{max(peaks):.0f})"
+            )
     return 0
 
 

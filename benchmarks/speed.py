@@ -47,16 +47,20 @@ def paired(a: list[str], b: list[str], runs: int) -> dict:
     once(a), once(b)
     pairs = [(once(a), once(b)) for _ in range(runs)]
     return {
-        "a_wall": statistics.median(x[0] for x, _ in pairs), "b_wall": statistics.median(y[0] for _, y in pairs),
-        "a_cpu": statistics.median(x[1] for x, _ in pairs), "b_cpu": statistics.median(y[1] for _, y in pairs),
+        "a_wall": statistics.median(x[0] for x, _ in pairs),
+        "b_wall": statistics.median(y[0] for _, y in pairs),
+        "a_cpu": statistics.median(x[1] for x, _ in pairs),
+        "b_cpu": statistics.median(y[1] for _, y in pairs),
         "wall": statistics.median(x[0] / y[0] for x, y in pairs),
         "cpu": statistics.median(x[1] / y[1] for x, y in pairs),
     }
 
 
 def row(name: str, floor: str, r: dict) -> None:
-    print(f"{name:32} {floor:34} {r['a_wall']:8.3f} {r['b_wall']:8.3f} {r['wall']:7.2f}× "
-          f"{r['a_cpu']:8.3f} {r['b_cpu']:8.3f} {r['cpu']:7.2f}×")
+    print(
+        f"{name:32} {floor:34} {r['a_wall']:8.3f} {r['b_wall']:8.3f} {r['wall']:7.2f}× "
+        f"{r['a_cpu']:8.3f} {r['b_cpu']:8.3f} {r['cpu']:7.2f}×"
+    )
 
 
 def bench_against_torch_benchmark(runs: int) -> list[tuple[str, float, float, float]]:
@@ -100,19 +104,24 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=9, help="pairs per figure (default 9)")
     parser.add_argument("--skip-bench", action="store_true", help="leave out the bench-vs-torch.utils.benchmark rows")
     args = parser.parse_args()
-    print(f"{platform.machine()} · {os.cpu_count()} cores · {platform.processor() or platform.platform()} · "
-          f"Python {platform.python_version()} · median of {args.runs} pairs\n")
-    print(f"{'command (A)':32} {'floor (B)':34} {'A wall s':>8} {'B wall s':>8} {'wall A/B':>8} "
-          f"{'A cpu s':>8} {'B cpu s':>8} {'cpu A/B':>8}")
+    print(
+        f"{platform.machine()} · {os.cpu_count()} cores · {platform.processor() or platform.platform()} · "
+        f"Python {platform.python_version()} · median of {args.runs} pairs\n"
+    )
+    print(
+        f"{'command (A)':32} {'floor (B)':34} {'A wall s':>8} {'B wall s':>8} {'wall A/B':>8} "
+        f"{'A cpu s':>8} {'B cpu s':>8} {'cpu A/B':>8}"
+    )
     row("ffncalc count gpt3", "import typer, rich, pydantic, yaml", paired(ffncalc("count", "gpt3"), FLOOR_IMPORTS, args.runs))
     heavy = max(3, args.runs // 3)
-    for name, cmd in [("ffncalc verify gpt3-175b", ffncalc("verify", "gpt3-175b")),
-                      ("ffncalc verify deepseek-v3", ffncalc("verify", "deepseek-v3")),
-                      ("ffncalc verify --all", ffncalc("verify", "--all"))]:
+    for name, cmd in [
+        ("ffncalc verify gpt3-175b", ffncalc("verify", "gpt3-175b")),
+        ("ffncalc verify deepseek-v3", ffncalc("verify", "deepseek-v3")),
+        ("ffncalc verify --all", ffncalc("verify", "--all")),
+    ]:
         row(name, "import torch", paired(cmd, IMPORT_TORCH, heavy))
     if not args.skip_bench:
-        print(f"\n{'bench block (llama2-7b, cpu fp32, 256 tokens)':48} {'bench ms':>9} {'torch.utils.benchmark ms':>25} "
-              f"{'ratio':>7}")
+        print(f"\n{'bench block (llama2-7b, cpu fp32, 256 tokens)':48} {'bench ms':>9} {'torch.utils.benchmark ms':>25} {'ratio':>7}")
         for name, ours, theirs, ratio in bench_against_torch_benchmark(args.runs):
             print(f"{name:48} {ours:9.2f} {theirs:25.2f} {ratio:7.3f}")
 

@@ -34,8 +34,7 @@ OUT = ROOT / "tests" / "hf_defaults"
 
 # Defaults transformers cannot build (a key left None that its own modelling code uses as a number), each
 # given the value the class's own documentation or convention implies: the smallest change that builds.
-QSA = {"indexer_n_heads": 4, "indexer_kv_heads": 1, "indexer_head_dim": 128, "indexer_budget": 2048,
-       "indexer_compress_ratio": 4}
+QSA = {"indexer_n_heads": 4, "indexer_kv_heads": 1, "indexer_head_dim": 128, "indexer_budget": 2048, "indexer_compress_ratio": 4}
 ROPE = {"rope_theta": 10000.0, "rope_type": "default", "partial_rotary_factor": 0.25}
 REPAIRS = {
     # DeepseekV2Config.num_experts_per_tok defaults to None, which torch.topk cannot take: DeepSeek-V2's 6
@@ -159,8 +158,12 @@ def main() -> int:
         config, truth = OUT / "configs" / f"{model_type}.json", OUT / "truth" / f"{model_type}.json"
         text = config_text(model_type)
         if args.check:
-            if not config.is_file() or config.read_text() != text or not truth.is_file() \
-                    or truth.read_text() != truth_text(model_type, config):
+            if (
+                not config.is_file()
+                or config.read_text() != text
+                or not truth.is_file()
+                or truth.read_text() != truth_text(model_type, config)
+            ):
                 stale.append(model_type)
             continue
         config.parent.mkdir(parents=True, exist_ok=True)
@@ -170,8 +173,10 @@ def main() -> int:
         print(model_type, flush=True)
     if args.check:
         n = len(args.types or types())
-        print(f"{n - len(stale)} of {n} default-config records current" +
-              (f"; stale: {', '.join(stale)} (rerun python scripts/hf_defaults.py)" if stale else ""))
+        print(
+            f"{n - len(stale)} of {n} default-config records current"
+            + (f"; stale: {', '.join(stale)} (rerun python scripts/hf_defaults.py)" if stale else "")
+        )
     return 1 if stale else 0
 
 

@@ -1,6 +1,6 @@
 """Configs as transformers itself writes them: perturb a configuration's shape, save it with transformers'
 ``save_pretrained``, and record what transformers builds from the file it wrote (the ground truth that
-tests/test_roundtrip.py holds ffncalc to, component by component), or check that the records are current.
+tests/families/test_roundtrip.py holds ffncalc to, component by component), or check that the records are current.
 
     python scripts/hf_roundtrip.py                    # (re)write tests/hf_roundtrip/TYPE.json for every type,
                                                       # and ffncalc/sources/hf/config_keys.json
@@ -57,17 +57,22 @@ DEPTHS = (1, 2, 3, 4, 5, 6, 8, 12)  # a case's depth: small, so that a draw buil
 ATTEMPTS = 60  # draws per case wanted, at most: a base whose perturbations transformers mostly refuses stops there
 # integers that name no size: token ids, a chunked feed-forward's chunk, seeds, the tensor-parallel degree a
 # checkpoint was trained at, a batch size of the patcher, the logits kept
-NOT_SHAPES = re.compile(r"(_token_id|_token_index|^seed|chunk_size_feed_forward|pretraining_tp|num_logits_to_keep|"
-                        r"patching_batch_size|max_inference_chunksize|initializer|_id$)")
+NOT_SHAPES = re.compile(
+    r"(_token_id|_token_index|^seed|chunk_size_feed_forward|pretraining_tp|num_logits_to_keep|"
+    r"patching_batch_size|max_inference_chunksize|initializer|_id$)"
+)
 # integers that count layers, rescaled with the depth
 COUNTS_LAYERS = re.compile(r"(layers|replace|layer_offset|layer_period|interval|_step$)")
 # booleans that add or remove weights
 SHAPING_FLAGS = re.compile(r"(bias|tie_word_embeddings|norm|share|gate|gated|use_)")
-NOT_FLAGS = re.compile(r"(use_cache|use_return_dict|output_|return_dict|torchscript|_pruned|use_bfloat16|"
-                       r"is_encoder_decoder|is_decoder|add_cross_attention|tie_encoder_decoder)")
+NOT_FLAGS = re.compile(
+    r"(use_cache|use_return_dict|output_|return_dict|torchscript|_pruned|use_bfloat16|"
+    r"is_encoder_decoder|is_decoder|add_cross_attention|tie_encoder_decoder)"
+)
 
 
 # --- a configuration as a flat map of paths, so that differences are small and nested parts stay exact ---------
+
 
 def flat(data: dict, prefix: str = "") -> dict:
     out = {}
@@ -122,6 +127,7 @@ def text_path(data: dict) -> str:
 
 
 # --- the ground truth: transformers writes, reads back and builds ---------------------------------------------
+
 
 def build(data: dict, *, forward: bool = False, save: bool = True):
     """(the config.json transformers writes, the class built from it, its parameters); raises if transformers
@@ -178,8 +184,14 @@ def written(base: str) -> dict:
 def case(base: str, data: dict, perturbation: dict, *, forward: bool = False) -> dict:
     """One case; ``forward``: a forward on the meta device must run (where the base's does), recorded as "runs"."""
     saved, model_class, params = build(data, forward=forward)
-    return {"base": base, "set": perturbation, "saved": difference(written(base), saved), "runs": forward,
-            "model_class": model_class, "params": compress(params)}
+    return {
+        "base": base,
+        "set": perturbation,
+        "saved": difference(written(base), saved),
+        "runs": forward,
+        "model_class": model_class,
+        "params": compress(params),
+    }
 
 
 def runs(base: str) -> bool:
@@ -192,6 +204,7 @@ def runs(base: str) -> bool:
 
 
 # --- the draws -------------------------------------------------------------------------------------------------
+
 
 def aliases_of(model_type: str) -> dict[str, str]:
     """Both directions of the configuration class's attribute_map."""
@@ -232,13 +245,13 @@ def draw(data_strategy, base: dict) -> tuple[dict, dict]:
         value = text[key]
         if key == depth_key or key == "model_type":
             continue
-        if type(value) is int and value > 0 and COUNTS_LAYERS.search(key) and depth and value <= depth \
-                and new_depth != depth:
+        if type(value) is int and value > 0 and COUNTS_LAYERS.search(key) and depth and value <= depth and new_depth != depth:
             # a number of layers (Gemma 3n's num_kv_shared_layers, DeepSeek's first_k_dense_replace): its share of the
             # new depth, or another count within it
             kept = max(1, min(new_depth, round(value * new_depth / depth)))
-            text[key] = data_strategy.draw(st.sampled_from(sorted({kept, *range(1, new_depth + 1)}, key=lambda v: v != kept)),
-                                           label=key)
+            text[key] = data_strategy.draw(
+                st.sampled_from(sorted({kept, *range(1, new_depth + 1)}, key=lambda v: v != kept)), label=key
+            )
         elif type(value) is int and value > 0 and not NOT_SHAPES.search(key):
             if data_strategy.draw(Odds.booleans(), label=f"{key}?"):
                 text[key] = data_strategy.draw(st.sampled_from(choices(key, value)), label=key)
@@ -261,12 +274,15 @@ def draw(data_strategy, base: dict) -> tuple[dict, dict]:
                 kinds = sorted(set(value), key=repr)
                 text[key] = [data_strategy.draw(st.sampled_from(kinds), label=f"{key}[{i}]") for i in range(new_depth)]
             else:
-                text[key] = sorted(data_strategy.draw(st.sets(st.integers(0, new_depth - 1), max_size=new_depth),
-                                                      label=key))
+                text[key] = sorted(data_strategy.draw(st.sets(st.integers(0, new_depth - 1), max_size=new_depth), label=key))
     for key in sorted(text):  # a changed value set under its other name, as an older or a hand-written file does
         other = aliases.get(key)
-        if other and other not in ("model_type",) and text[key] != (base["text_config"] if at else base).get(key) \
-                and data_strategy.draw(st.booleans(), label=f"{key} as {other}?"):
+        if (
+            other
+            and other not in ("model_type",)
+            and text[key] != (base["text_config"] if at else base).get(key)
+            and data_strategy.draw(st.booleans(), label=f"{key} as {other}?")
+        ):
             text[other] = text.pop(key)
     out = {**base, "text_config": text} if at else text
     return out, difference(base, out)
@@ -287,8 +303,7 @@ def draw_cases(base: str, n: int, seed: int) -> list[dict]:
     class Enough(Exception):
         pass
 
-    @settings(max_examples=n, database=None, deadline=None, phases=[Phase.generate],
-              suppress_health_check=list(HealthCheck))
+    @settings(max_examples=n, database=None, deadline=None, phases=[Phase.generate], suppress_health_check=list(HealthCheck))
     @with_seed(seed)
     @given(st.data())
     def run(data_strategy):
@@ -315,6 +330,7 @@ def draw_cases(base: str, n: int, seed: int) -> list[dict]:
 
 # --- ffncalc against a case ------------------------------------------------------------------------------------
 
+
 def compare(record: dict, written: dict[str, dict]) -> list[str]:
     """Where ffncalc differs from transformers on one recorded case (``written``: each base's config.json as
     transformers writes it): [] when every component agrees."""
@@ -335,16 +351,21 @@ def compare_file(data: dict, record: dict) -> list[str]:
             report = hfcheck.check(hf.read_config(path), measured=measured)
         except InputError as exc:
             return [f"refused: {exc}"]
-    return [f"{ch.component} {ch.layers}: ours {ch.ours:,} transformers {ch.transformers:,}"
-            for ch in report.checks if not ch.ok or ch.component.startswith("(unmatched)")]
+    return [
+        f"{ch.component} {ch.layers}: ours {ch.ours:,} transformers {ch.transformers:,}"
+        for ch in report.checks
+        if not ch.ok or ch.component.startswith("(unmatched)")
+    ]
 
 
 # --- cases named in advance: the files of a known fault, and each alias stated by either name ------------------
 
 # (base, the key set, under the name the base states it): Qwen3-MoE and Mellum with 8 experts, which transformers
 # writes as num_local_experts (Qwen3-30B-A3B's file, written by an older release, states num_experts)
-PINNED = {"qwen3_moe": [("defaults:qwen3_moe", {"num_local_experts": 8}), ("public:qwen3-30b-a3b", {"num_experts": 8})],
-          "mellum": [("defaults:mellum", {"num_local_experts": 8})]}
+PINNED = {
+    "qwen3_moe": [("defaults:qwen3_moe", {"num_local_experts": 8}), ("public:qwen3-30b-a3b", {"num_experts": 8})],
+    "mellum": [("defaults:mellum", {"num_local_experts": 8})],
+}
 
 
 def pinned_cases(model_type: str) -> list[dict]:
@@ -424,19 +445,27 @@ def alias_cases(model_type: str) -> list[dict]:
                 _, model_class, params = build(data, save=False)
             except Exception:  # noqa: BLE001 — refused under this name (a validation of one name only)
                 continue
-            out.append({"alias": [alias, key], "stated": list(values), "file": difference(start, data),
-                        "shapes": total != base_total, "model_class": model_class, "params": compress(params)})
+            out.append(
+                {
+                    "alias": [alias, key],
+                    "stated": list(values),
+                    "file": difference(start, data),
+                    "shapes": total != base_total,
+                    "model_class": model_class,
+                    "params": compress(params),
+                }
+            )
     return out
 
 
 # --- the keys each family reads ---------------------------------------------------------------------------------
 
+
 def every_config(record: dict) -> list[dict]:
     """Every configuration of a record's type: its bases as transformers writes them, each case, each alias file."""
     out = list(record["written"].values())
     out += [patched(record["written"][c["base"]], c["saved"]) for c in record["cases"]]
-    out += [patched(base_config(f"defaults:{record['model_type']}"), c["file"]) for c in record.get("aliases", [])
-            if "file" in c]
+    out += [patched(base_config(f"defaults:{record['model_type']}"), c["file"]) for c in record.get("aliases", []) if "file" in c]
     return out
 
 
@@ -466,6 +495,7 @@ def write_keys() -> None:
 
 
 # --- which types and bases --------------------------------------------------------------------------------------
+
 
 def types() -> list[str]:
     from ffncalc.sources.hf import coverage
@@ -506,8 +536,13 @@ def record_text(model_type: str) -> str:
         n = PER_DEFAULT if base.startswith("defaults:") else PER_PUBLIC
         # a base that runs no forward on the meta device: its draws are only built, and some may be no model
         cases += draw_cases(base, n if runs(base) else n + UNRUN_EXTRA, seed_of(base))
-    head = {"model_type": model_type, "transformers": transformers.__version__, "torch": torch.__version__,
-            "hypothesis": hypothesis.__version__, "written": {b: written(b) for b in sorted({c["base"] for c in cases})}}
+    head = {
+        "model_type": model_type,
+        "transformers": transformers.__version__,
+        "torch": torch.__version__,
+        "hypothesis": hypothesis.__version__,
+        "written": {b: written(b) for b in sorted({c["base"] for c in cases})},
+    }
     names: dict[str, int] = {}  # each parameter name pattern once per file; a case's entries name it by index
     for c in cases:
         c["params"] = [[names.setdefault(p[0], len(names)), *p[1:]] for p in c["params"]]
@@ -520,7 +555,6 @@ def record_text(model_type: str) -> str:
         return "[\n" + ",\n".join(" " + json.dumps(c, separators=(",", ":")) for c in items) + "\n]"
 
     return json.dumps(head)[:-1] + f', "aliases": {listed(aliases)}, "cases": {listed(cases)}}}\n'
-
 
 
 def named(record: dict) -> dict:
@@ -582,18 +616,23 @@ def _work(args: tuple[str, str, int, int]):
             for c in draw_cases(base, explore, seed_of(base, seed)):
                 diffs = compare(c, {base: written(base)})
                 if diffs:
-                    found.append(f"{base} set {json.dumps(c['set']['changed'])} removed {c['set']['removed']}: "
-                                 + "; ".join(diffs[:4]))
+                    found.append(
+                        f"{base} set {json.dumps(c['set']['changed'])} removed {c['set']['removed']}: " + "; ".join(diffs[:4])
+                    )
         return model_type, found
     text = record_text(model_type)
     OUT.mkdir(exist_ok=True)
     (OUT / f"{model_type}.json").write_text(text)
     record = named(json.loads(text))
-    fails = [f"case {i}: " + "; ".join(d[:3]) for i, c in enumerate(record["cases"])
-             for d in [compare(c, record["written"])] if d]
+    fails = [f"case {i}: " + "; ".join(d[:3]) for i, c in enumerate(record["cases"]) for d in [compare(c, record["written"])] if d]
     start = base_config(f"defaults:{model_type}")
-    fails += [f"alias {c['stated']}: " + "; ".join(d[:3]) for c in record["aliases"] if "params" in c
-              for d in [compare_file(patched(start, c["file"]), c)] if d]
+    fails += [
+        f"alias {c['stated']}: " + "; ".join(d[:3])
+        for c in record["aliases"]
+        if "params" in c
+        for d in [compare_file(patched(start, c["file"]), c)]
+        if d
+    ]
     return model_type, [f"{len(record['cases'])} cases"] + fails
 
 
@@ -603,8 +642,11 @@ def main() -> int:
     parser.add_argument("--check", action="store_true", help="redo each recorded case and compare, write nothing")
     parser.add_argument("--explore", type=int, metavar="N", help="draw N more cases per base, compare ffncalc, write nothing")
     parser.add_argument("--seed", type=int, default=1, help="with --explore: another set of draws")
-    parser.add_argument("--keys", action="store_true",
-                        help="only rewrite ffncalc/sources/hf/config_keys.json from the records (also after a full recording)")
+    parser.add_argument(
+        "--keys",
+        action="store_true",
+        help="only rewrite ffncalc/sources/hf/config_keys.json from the records (also after a full recording)",
+    )
     parser.add_argument("--jobs", type=int, default=2)
     args = parser.parse_args()
     if args.keys:
@@ -636,8 +678,10 @@ def main() -> int:
         for t in extra:
             print(f"  {t}: recorded but not a type built at its defaults")
         problems += len(extra)
-        print(f"{len(wanted) - sum(1 for _, lines in results if lines)} of {len(wanted)} round-trip records current"
-              + ("" if not problems else " (rerun python scripts/hf_roundtrip.py)"))
+        print(
+            f"{len(wanted) - sum(1 for _, lines in results if lines)} of {len(wanted)} round-trip records current"
+            + ("" if not problems else " (rerun python scripts/hf_roundtrip.py)")
+        )
     return 1 if problems and mode != "record" else 0
 
 

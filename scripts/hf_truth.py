@@ -30,8 +30,11 @@ def record(name: str) -> str:
     from ffncalc.analysis.records import record_json
     from ffncalc.sources import hf
 
-    data = {"config": f"tests/hf_configs/{name}.json", "torch": torch.__version__,
-            **measure(hf.read_config(CONFIGS / f"{name}.json"), flops=True).record()}
+    data = {
+        "config": f"tests/hf_configs/{name}.json",
+        "torch": torch.__version__,
+        **measure(hf.read_config(CONFIGS / f"{name}.json"), flops=True).record(),
+    }
     return record_json(data)
 
 
@@ -51,8 +54,10 @@ def main() -> int:
             TRUTH.mkdir(exist_ok=True)
             target.write_text(text)
     if args.check:
-        print(f"{len(names) - len(stale)} of {len(names)} ground-truth files current" +
-              (f"; stale: {', '.join(stale)} (rerun python scripts/hf_truth.py)" if stale else ""))
+        print(
+            f"{len(names) - len(stale)} of {len(names)} ground-truth files current"
+            + (f"; stale: {', '.join(stale)} (rerun python scripts/hf_truth.py)" if stale else "")
+        )
     return 1 if stale else 0
 
 

@@ -66,8 +66,7 @@ def pick_device(name: str) -> torch.device:
         return torch.device("cpu")
     available = {"cpu": True, "cuda": torch.cuda.is_available(), "mps": torch.backends.mps.is_available()}
     if not available.get(name, False):
-        raise InputError(f"--device {name}: no such device here (available: "
-                         f"{', '.join(k for k, v in available.items() if v)})")
+        raise InputError(f"--device {name}: no such device here (available: {', '.join(k for k, v in available.items() if v)})")
     return torch.device(name)
 
 
@@ -95,8 +94,10 @@ def check_dtype(device: torch.device, dtype: str) -> None:
     """Refuse a dtype the device cannot multiply in, by trying a small matmul; on a CPU, also one it has
     no instructions for (an emulated dtype's time says nothing about the dtype)."""
     if device.type == "cpu" and not native_cpu(dtype):
-        raise InputError(f"--dtype {dtype}: this CPU has no {dtype} matrix instructions (oneDNN finds none), so "
-                         "torch would emulate it and the time would not be the dtype's; use --dtype fp32")
+        raise InputError(
+            f"--dtype {dtype}: this CPU has no {dtype} matrix instructions (oneDNN finds none), so "
+            "torch would emulate it and the time would not be the dtype's; use --dtype fp32"
+        )
     try:
         a = torch.ones(8, 8, device=device, dtype=DTYPES[dtype])
         (a @ a).sum().item()
@@ -148,8 +149,11 @@ def plan(spec: Model, block: str, seq_len: int, layer: int = 0, ffn=None, varian
     attn, f = one.layers[0].attention, one.layers[0].ffn
     # What a forward keeps for backward, per token, as each block states it; the attention scores and
     # probabilities are per sequence, 2 elements per score.
-    per_token = {"ffn": f.kept_elements(one), "attention": attn.kept_elements(one),
-                 "layer": attn.kept_elements(one) + f.kept_elements(one)}[block]
+    per_token = {
+        "ffn": f.kept_elements(one),
+        "attention": attn.kept_elements(one),
+        "layer": attn.kept_elements(one) + f.kept_elements(one),
+    }[block]
     # eager attention's scores and probabilities, 2 elements per score (its 5 bytes per score hold 2 of them)
     scores = attn.score_bytes(one, seq_len) * 2 // 5 if block != "ffn" else 0
     body = f.body()
@@ -178,8 +182,9 @@ def compare_variants(spec: Model, layer: int) -> list[tuple[str, object]]:
     return sorted([(ffn.kind, ffn), (other.kind, other)], key=lambda kv: kv[0])
 
 
-def _time(fns: list[Callable[[], object]], device: torch.device, repeats: int, warmup: int,
-          tick: Callable[[], None]) -> list[list[float]]:
+def _time(
+    fns: list[Callable[[], object]], device: torch.device, repeats: int, warmup: int, tick: Callable[[], None]
+) -> list[list[float]]:
     """Milliseconds of each function's ``repeats`` runs after ``warmup`` untimed ones.
 
     The functions take turns within each repeat, so on a shared or throttling machine they all see
@@ -247,9 +252,11 @@ def build_block(p: Plan, device: torch.device, dtype: str) -> torch.nn.Module:
     torch.set_default_dtype(DTYPES[dtype])
     try:
         with torch.device(device):
-            module = {"ffn": lambda: layer.ffn.torch_module(model, False),
-                      "attention": lambda: layer.attention.torch_module(model, False),
-                      "layer": lambda: reference.LayerModule(model, layer, False)}[p.block]()
+            module = {
+                "ffn": lambda: layer.ffn.torch_module(model, False),
+                "attention": lambda: layer.attention.torch_module(model, False),
+                "layer": lambda: reference.LayerModule(model, layer, False),
+            }[p.block]()
     finally:
         torch.set_default_dtype(before)
     return module.to(dtype=DTYPES[dtype])
@@ -284,12 +291,16 @@ def run(plans: list[Plan], timing: Timing, progress: Progress | None = None) -> 
             while fits > seq_len and required_bytes(p, fits, seq_len, dtype, backward, probe_size(device)) > 0.9 * free:
                 fits //= 2
             least = required_bytes(p, seq_len, seq_len, dtype, backward, probe_size(device))
-            advice = (f"try --tokens {max(seq_len, fits // seq_len * seq_len)}" if least <= 0.9 * free else
-                      f"even one sequence of {seq_len:,} tokens needs {least / 2**30:.1f} GiB (the block's "
-                      f"{p.params:,} weights: {p.params * BYTES[dtype] / 2**30:.1f} GiB): time a smaller model or "
-                      "another device")
-            raise InputError(f"the {p.block} run needs about {need / 2**30:.1f} GiB but {device.type} has "
-                             f"{free / 2**30:.1f} GiB free; {advice}")
+            advice = (
+                f"try --tokens {max(seq_len, fits // seq_len * seq_len)}"
+                if least <= 0.9 * free
+                else f"even one sequence of {seq_len:,} tokens needs {least / 2**30:.1f} GiB (the block's "
+                f"{p.params:,} weights: {p.params * BYTES[dtype] / 2**30:.1f} GiB): time a smaller model or "
+                "another device"
+            )
+            raise InputError(
+                f"the {p.block} run needs about {need / 2**30:.1f} GiB but {device.type} has {free / 2**30:.1f} GiB free; {advice}"
+            )
     total = (len(plans) + 1) * repeats
     done = 0
 
@@ -314,30 +325,46 @@ def run(plans: list[Plan], timing: Timing, progress: Progress | None = None) -> 
         flops = p.flops_per_token * tokens * (3 if backward else 1)  # backward: input and weight gradients
         median = statistics.median(ms)
         achieved = flops / (median / 1000) / 1e12
-        results.append(Result(
-            block=p.block, variant=p.variant, device=f"{device.type} ({name})" if device.type != "cpu" else "cpu",
-            dtype=dtype, tokens=tokens, seq_len=seq_len, backward=backward, median_ms=median, min_ms=min(ms),
-            max_ms=max(ms), flops=flops, tflops=achieved, peak_tflops_measured=peak, share_of_peak=achieved / peak,
-            tokens_per_s=tokens / (median / 1000),
-            datasheet_tflops=sheet.tflops.get(dtype) if sheet else None, datasheet=sheet.name if sheet else None,
-            **_ffn_shape(p),
-        ))
+        results.append(
+            Result(
+                block=p.block,
+                variant=p.variant,
+                device=f"{device.type} ({name})" if device.type != "cpu" else "cpu",
+                dtype=dtype,
+                tokens=tokens,
+                seq_len=seq_len,
+                backward=backward,
+                median_ms=median,
+                min_ms=min(ms),
+                max_ms=max(ms),
+                flops=flops,
+                tflops=achieved,
+                peak_tflops_measured=peak,
+                share_of_peak=achieved / peak,
+                tokens_per_s=tokens / (median / 1000),
+                datasheet_tflops=sheet.tflops.get(dtype) if sheet else None,
+                datasheet=sheet.name if sheet else None,
+                **_ffn_shape(p),
+            )
+        )
         if achieved > peak:  # no block multiplies faster than the device's matmul peak: the probe missed it
             raise MeasurementError(
                 f"probe error: the {p.block} block ran at {achieved:.4g} TFLOP/s, above the {peak:.4g} TFLOP/s "
                 f"measured for one {n}×{n} {dtype} matmul beside it, so the probe did not reach this device's "
-                "peak (a machine busy in turns?); no share of peak is shown; rerun, or with more --repeats")
+                "peak (a machine busy in turns?); no share of peak is shown; rerun, or with more --repeats"
+            )
     return results
 
 
-def _step(module: torch.nn.Module, p: Plan, device, dtype: str, tokens: int, seq_len: int,
-          backward: bool) -> Callable[[], object]:
+def _step(module: torch.nn.Module, p: Plan, device, dtype: str, tokens: int, seq_len: int, backward: bool) -> Callable[[], object]:
     """One timed run of ``module`` on random input: forward, or forward and every gradient."""
     x = torch.randn(tokens // seq_len, seq_len, p.spec.d_model, device=device, dtype=DTYPES[dtype])
     if not backward:
+
         def forward():
             with torch.no_grad():
                 return module(x)
+
         return forward
     x.requires_grad_(True)
     params = list(module.parameters())

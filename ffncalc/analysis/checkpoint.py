@@ -20,46 +20,118 @@ from ..sources.hf.names import LAYER, component, fuse
 from .count import tally
 
 # Tensors a checkpoint stores that are buffers, not parameters, in the transformers class and in ffncalc.
-BUFFERS = re.compile(r"(^|\.)(e_score_correction_bias|inv_freq|masked_bias|exp_probs_b|rope_freqs)(\.weight|\.bias)?$"
-                     r"|(^|\.)attn\.bias$")
+BUFFERS = re.compile(
+    r"(^|\.)(e_score_correction_bias|inv_freq|masked_bias|exp_probs_b|rope_freqs)(\.weight|\.bias)?$"
+    r"|(^|\.)attn\.bias$"
+)
 # The other parts of a multimodal checkpoint: ffncalc counts the language model only.
-TOWERS = re.compile(r"(^|\.)(vision_tower|vision_model|visual|vision_encoder|image_encoder|audio_tower|audio_model|"
-                    r"audio_encoder|multi_modal_projector|mm_projector|vision_projection|embed_vision|embed_audio|"
-                    r"image_newline)(\.|$)")
+TOWERS = re.compile(
+    r"(^|\.)(vision_tower|vision_model|visual|vision_encoder|image_encoder|audio_tower|audio_model|"
+    r"audio_encoder|multi_modal_projector|mm_projector|vision_projection|embed_vision|embed_audio|"
+    r"image_newline)(\.|$)"
+)
 MTP = re.compile(r"(^|\.)(mtp|mtp_layers|nextn)(\.|$)")
 
 # GGUF tensor names (llama.cpp's gguf-py constants, MODEL_TENSOR names) -> components.
-GGUF_TOP = {"token_embd": "embed", "position_embd": "pos_embed", "token_embd_norm": "embed_norm",
-            "output_norm": "final_norm", "output": "lm_head"}
+GGUF_TOP = {
+    "token_embd": "embed",
+    "position_embd": "pos_embed",
+    "token_embd_norm": "embed_norm",
+    "output_norm": "final_norm",
+    "output": "lm_head",
+}
 GGUF_LAYER = {
-    "attn_q": "attn.q", "attn_k": "attn.k", "attn_v": "attn.v", "attn_qkv": "attn.q+k+v", "attn_output": "attn.o",
-    "attn_q_norm": "attn.q_norm", "attn_k_norm": "attn.k_norm", "attn_sinks": "attn.sinks",
-    "attn_q_a": "attn.q_a", "attn_q_b": "attn.q_b", "attn_q_a_norm": "attn.q_a_norm", "attn_kv_a_mqa": "attn.kv_a",
-    "attn_kv_a_norm": "attn.kv_a_norm", "attn_kv_b": "attn.kv_b", "attn_k_b": "attn.kv_b", "attn_v_b": "attn.kv_b",
-    "ffn_gate": "ffn.gate", "ffn_up": "ffn.up", "ffn_down": "ffn.down",
-    "ffn_gate_exps": "ffn.experts", "ffn_up_exps": "ffn.experts", "ffn_down_exps": "ffn.experts",
+    "attn_q": "attn.q",
+    "attn_k": "attn.k",
+    "attn_v": "attn.v",
+    "attn_qkv": "attn.q+k+v",
+    "attn_output": "attn.o",
+    "attn_q_norm": "attn.q_norm",
+    "attn_k_norm": "attn.k_norm",
+    "attn_sinks": "attn.sinks",
+    "attn_q_a": "attn.q_a",
+    "attn_q_b": "attn.q_b",
+    "attn_q_a_norm": "attn.q_a_norm",
+    "attn_kv_a_mqa": "attn.kv_a",
+    "attn_kv_a_norm": "attn.kv_a_norm",
+    "attn_kv_b": "attn.kv_b",
+    "attn_k_b": "attn.kv_b",
+    "attn_v_b": "attn.kv_b",
+    "ffn_gate": "ffn.gate",
+    "ffn_up": "ffn.up",
+    "ffn_down": "ffn.down",
+    "ffn_gate_exps": "ffn.experts",
+    "ffn_up_exps": "ffn.experts",
+    "ffn_down_exps": "ffn.experts",
     "ffn_gate_up_exps": "ffn.experts",
-    "ffn_gate_shexp": "ffn.shared", "ffn_up_shexp": "ffn.shared", "ffn_down_shexp": "ffn.shared",
-    "ffn_gate_inp": "ffn.router", "ffn_gate_inp_shexp": "ffn.shared_gate",
-    "attn_norm": "norms", "attn_norm_2": "norms", "ffn_norm": "norms", "post_attention_norm": "norms",
-    "post_ffw_norm": "norms", "attn_post_norm": "norms", "ffn_post_norm": "norms", "layer_output_norm": "norms",
+    "ffn_gate_shexp": "ffn.shared",
+    "ffn_up_shexp": "ffn.shared",
+    "ffn_down_shexp": "ffn.shared",
+    "ffn_gate_inp": "ffn.router",
+    "ffn_gate_inp_shexp": "ffn.shared_gate",
+    "attn_norm": "norms",
+    "attn_norm_2": "norms",
+    "ffn_norm": "norms",
+    "post_attention_norm": "norms",
+    "post_ffw_norm": "norms",
+    "attn_post_norm": "norms",
+    "ffn_post_norm": "norms",
+    "layer_output_norm": "norms",
 }
 _GGUF_BLOCK = re.compile(r"^blk\.(\d+)\.(.+?)(\.weight|\.bias)?$")
 
 # Without a config.json: the module names most families share.
-GENERIC = Family("(no config)", lambda c: {}, MOE_MODULES + (
-    (r"mlp\.router$", "ffn.router"), (r"q_a_proj$", "attn.q_a"), (r"q_a_layernorm$", "attn.q_a_norm"),
-    (r"q_b_proj$", "attn.q_b"), (r"kv_a_proj_with_mqa$", "attn.kv_a"), (r"kv_a_layernorm$", "attn.kv_a_norm"),
-    (r"kv_b_proj$", "attn.kv_b")) + COMMON_LAYER_MODULES,
-    COMMON_TOP_MODULES + ((r"wte$", "embed"), (r"wpe$", "pos_embed"), (r"ln_f$", "final_norm")))
+GENERIC = Family(
+    "(no config)",
+    lambda c: {},
+    MOE_MODULES
+    + (
+        (r"mlp\.router$", "ffn.router"),
+        (r"q_a_proj$", "attn.q_a"),
+        (r"q_a_layernorm$", "attn.q_a_norm"),
+        (r"q_b_proj$", "attn.q_b"),
+        (r"kv_a_proj_with_mqa$", "attn.kv_a"),
+        (r"kv_a_layernorm$", "attn.kv_a_norm"),
+        (r"kv_b_proj$", "attn.kv_b"),
+    )
+    + COMMON_LAYER_MODULES,
+    COMMON_TOP_MODULES + ((r"wte$", "embed"), (r"wpe$", "pos_embed"), (r"ln_f$", "final_norm")),
+)
 
 # Within a part, components in model order; others after them, in the order the checkpoint lists them.
-MODEL_ORDER = ("embed", "embed.project_in", "pos_embed", "attn.q_a", "attn.q_a_norm", "attn.q_b", "attn.q", "attn.k", "attn.v",
-               "attn.q+k+v", "attn.kv_a", "attn.kv_a_norm", "attn.kv_b", "attn.q_norm", "attn.k_norm", "attn.sinks",
-               "attn.o", "ffn.gate", "ffn.up", "ffn.gate+up", "ffn.down", "ffn.shared", "ffn.shared_gate",
-               "ffn.experts", "ffn.router", "embed_norm", "norms", "final_norm", "embed.project_out", "lm_head")
-GROUP_ORDER = ("embedding", "attention", "mixer", "ffn", "experts", "router", "norms", "head", "mtp", "tower",
-               "buffer", "other")
+MODEL_ORDER = (
+    "embed",
+    "embed.project_in",
+    "pos_embed",
+    "attn.q_a",
+    "attn.q_a_norm",
+    "attn.q_b",
+    "attn.q",
+    "attn.k",
+    "attn.v",
+    "attn.q+k+v",
+    "attn.kv_a",
+    "attn.kv_a_norm",
+    "attn.kv_b",
+    "attn.q_norm",
+    "attn.k_norm",
+    "attn.sinks",
+    "attn.o",
+    "ffn.gate",
+    "ffn.up",
+    "ffn.gate+up",
+    "ffn.down",
+    "ffn.shared",
+    "ffn.shared_gate",
+    "ffn.experts",
+    "ffn.router",
+    "embed_norm",
+    "norms",
+    "final_norm",
+    "embed.project_out",
+    "lm_head",
+)
+GROUP_ORDER = ("embedding", "attention", "mixer", "ffn", "experts", "router", "norms", "head", "mtp", "tower", "buffer", "other")
 
 
 def group(name: str) -> str:
@@ -238,13 +310,19 @@ def count(ckpt: Checkpoint, spec: Model | None = None) -> CheckpointCount:
             p["decoding"][role] = (had + n, b + nbytes)
     order = {g: i for i, g in enumerate(GROUP_ORDER)}
     within = {name: i for i, name in enumerate(MODEL_ORDER)}
-    components = tuple(sorted((Component(name, group(name), **p) for name, p in parts.items()),
-                              key=lambda c: (order[c.group], within.get(c.name, len(within)))))  # stable
+    components = tuple(
+        sorted(
+            (Component(name, group(name), **p) for name, p in parts.items()),
+            key=lambda c: (order[c.group], within.get(c.name, len(within))),
+        )
+    )  # stable
     notes = list(ckpt.notes) + notes
     if ckpt.missing:
         files = sorted({f for _, f in ckpt.missing})
-        notes.append(f"missing: {len(files)} file(s) the checkpoint names are absent: {', '.join(files)} "
-                     f"({len([n for n, _ in ckpt.missing if not n.startswith('(')]):,} tensors listed in them)")
+        notes.append(
+            f"missing: {len(files)} file(s) the checkpoint names are absent: {', '.join(files)} "
+            f"({len([n for n, _ in ckpt.missing if not n.startswith('(')]):,} tensors listed in them)"
+        )
     if spec is None:
         return CheckpointCount(ckpt, components, None, None, tuple(notes))
     compared, total = _compare(ckpt, components, spec, family)
@@ -268,7 +346,7 @@ def _compare(ckpt: Checkpoint, components: tuple[Component, ...], spec: Model, f
 
     def lost(name: str) -> str:
         files = sorted(set(missing.get(name, ())))
-        return (f"{len(missing[name]):,} of its tensors are in missing file(s) {', '.join(files)}" if files else "")
+        return f"{len(missing[name]):,} of its tensors are in missing file(s) {', '.join(files)}" if files else ""
 
     out = []
     for name in list(ours) + [n for n in mine if n not in ours]:
@@ -277,8 +355,14 @@ def _compare(ckpt: Checkpoint, components: tuple[Component, ...], spec: Model, f
             tied = name == "lm_head" and spec.tie_embeddings and not have
             out.append(Compared(name, have, want, "tied to the embedding, stored once" if tied else ""))
         elif name == "lm_head" and spec.tie_embeddings and have == mine.get("embed"):
-            out.append(Compared(name, have, want, "tie_word_embeddings: the head is the embedding matrix, counted "
-                                                  "once; the checkpoint stores it a second time"))
+            out.append(
+                Compared(
+                    name,
+                    have,
+                    want,
+                    "tie_word_embeddings: the head is the embedding matrix, counted once; the checkpoint stores it a second time",
+                )
+            )
         elif have < want and lost(name):
             out.append(Compared(name, have, want, lost(name)))
         elif name not in ours:
@@ -286,8 +370,15 @@ def _compare(ckpt: Checkpoint, components: tuple[Component, ...], spec: Model, f
         elif have == 0:
             out.append(Compared(name, have, want, "the checkpoint stores no tensor for it", explained=False))
         else:
-            out.append(Compared(name, have, want, f"{'more' if have > want else 'fewer'} parameters stored than the "
-                                                  "config describes", explained=False))
+            out.append(
+                Compared(
+                    name,
+                    have,
+                    want,
+                    f"{'more' if have > want else 'fewer'} parameters stored than the config describes",
+                    explained=False,
+                )
+            )
     extra = {c.name: c for c in components if c.group in ("mtp", "tower", "buffer")}
     mtp = extra.get("mtp")
     if mtp or t.mtp_params:
@@ -297,8 +388,10 @@ def _compare(ckpt: Checkpoint, components: tuple[Component, ...], spec: Model, f
         elif not t.mtp_params:
             why, want = "multi-token prediction layers the config does not name (ffncalc counts none)", 0
         elif have == want:
-            why = (f"multi-token prediction, which ffncalc counts apart ({t.mtp_params:,}) and here with the "
-                   f"embedding and head copies a checkpoint stores ({t.mtp_copies:,})")
+            why = (
+                f"multi-token prediction, which ffncalc counts apart ({t.mtp_params:,}) and here with the "
+                f"embedding and head copies a checkpoint stores ({t.mtp_copies:,})"
+            )
         elif have == t.mtp_params:
             why, want = "multi-token prediction, which ffncalc counts apart from the model", t.mtp_params
         else:
@@ -307,11 +400,15 @@ def _compare(ckpt: Checkpoint, components: tuple[Component, ...], spec: Model, f
     for c in extra.values():
         if c.group == "tower":
             parts = ", ".join(ckpt.config.towers) if getattr(ckpt.config, "towers", ()) else "no tower config"
-            out.append(Compared(c.name, c.params, 0, f"another part of a multimodal model ({parts}); ffncalc counts "
-                                                     "the language model"))
+            out.append(
+                Compared(c.name, c.params, 0, f"another part of a multimodal model ({parts}); ffncalc counts the language model")
+            )
         elif c.group == "buffer":
-            out.append(Compared(c.name, c.params, 0, "a buffer, not a parameter: transformers registers it as one "
-                                                     "and ffncalc does not count it"))
+            out.append(
+                Compared(
+                    c.name, c.params, 0, "a buffer, not a parameter: transformers registers it as one and ffncalc does not count it"
+                )
+            )
     return out, t.params
 
 
@@ -326,8 +423,10 @@ def measure(ref: str, as_family: str | None = None, flops_options: tuple[str, ..
     from ..sources import checkpoint, hf
 
     if flops_options:
-        raise InputError(f"{', '.join(flops_options)}: for counting FLOPs of a model; {ref} is a checkpoint, "
-                         "counted by its stored tensors (count its config.json for FLOPs)")
+        raise InputError(
+            f"{', '.join(flops_options)}: for counting FLOPs of a model; {ref} is a checkpoint, "
+            "counted by its stored tensors (count its config.json for FLOPs)"
+        )
     # A large header is a hundred thousand small objects, none in a cycle: the cycle collector would only
     # walk them again and again (a second of a DeepSeek-V3-sized header).
     collecting = gc.isenabled()

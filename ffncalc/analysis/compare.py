@@ -25,8 +25,14 @@ FUNCTION_ALIASES = {"swish": "silu"}
 # Shazeer 2020, "GLU Variants Improve Transformer", Table 1: T5-base (d_model 768, FFN d_ff 3072 dense or
 # 2048 gated, no biases), held-out log-perplexity on C4 after 65,536 and 524,288 steps.
 SHAZEER_2020 = {
-    "ReLU": (1.997, 1.677), "GELU": (1.983, 1.679), "Swish": (1.994, 1.683), "GLU": (1.982, 1.663),
-    "Bilinear": (1.960, 1.648), "GEGLU": (1.942, 1.633), "SwiGLU": (1.944, 1.636), "ReGLU": (1.953, 1.645),
+    "ReLU": (1.997, 1.677),
+    "GELU": (1.983, 1.679),
+    "Swish": (1.994, 1.683),
+    "GLU": (1.982, 1.663),
+    "Bilinear": (1.960, 1.648),
+    "GEGLU": (1.942, 1.633),
+    "SwiGLU": (1.944, 1.636),
+    "ReGLU": (1.953, 1.645),
 }
 SHAZEER_SOURCE = "Shazeer 2020, GLU Variants Improve Transformer, Table 1 (T5-base, log-perplexity, 65k / 524k steps)"
 _SHAZEER_DENSE = {"relu": "ReLU", "gelu": "GELU", "gelu_tanh": "GELU", "silu": "Swish"}
@@ -83,18 +89,28 @@ def side(d_model: int, ffn) -> Side:
     f = ffn.d_ff
     linear = min(d_model, f)
     kernel = min(f, d_model * (d_model + 1) // 2) if kind == "gated" else linear
-    return Side(kind, ffn.activation, ffn.variant, f, ffn.bias, block_params(d_model, ffn),
-                block_flops(d_model, ffn), ffn_activation_elements(d_model, f, kind), linear, kernel)
+    return Side(
+        kind,
+        ffn.activation,
+        ffn.variant,
+        f,
+        ffn.bias,
+        block_params(d_model, ffn),
+        block_flops(d_model, ffn),
+        ffn_activation_elements(d_model, f, kind),
+        linear,
+        kernel,
+    )
 
 
-def counterpart(ffn, d_model: int, *, to: Kind | None = None, activation: str | None = None,
-                match: Match = "params", multiple_of: int = 1):
+def counterpart(
+    ffn, d_model: int, *, to: Kind | None = None, activation: str | None = None, match: Match = "params", multiple_of: int = 1
+):
     """The other kind (or ``to``) at the width that matches ``ffn``'s params or FLOPs."""
     source = side(d_model, ffn)
     to = to or ("gated" if source.kind == "dense" else "dense")
     act = activation_for(activation, to, ffn.activation)
-    width = match_width(d_model, getattr(source, match), to, bias=ffn.bias, match=match,
-                        multiple_of=multiple_of).d_ff
+    width = match_width(d_model, getattr(source, match), to, bias=ffn.bias, match=match, multiple_of=multiple_of).d_ff
     return ffn_block(to, width, bias=ffn.bias, activation=act)
 
 
@@ -138,23 +154,20 @@ def compare_model(spec: Model, *, model: str, **kw) -> Comparison:
         s = side(spec.d_model, this)
         sides.append(Side(**{**s.__dict__, "model_params": t.params, "model_flops": plain(t.flops_per_token)}))
     source, target = _with_reference(spec.d_model, *sides)
-    return Comparison(model, spec.d_model, layers, kw.get("match", "params"), kw.get("multiple_of", 1), moe,
-                      source, target)
+    return Comparison(model, spec.d_model, layers, kw.get("match", "params"), kw.get("multiple_of", 1), moe, source, target)
 
 
 def _with_reference(d_model: int, source: Side, target: Side) -> tuple[Side, Side]:
     """Shazeer 2020's log-perplexities when the pair is T5-base's: d_model 768, dense 3072, gated 2048."""
     dense, gated = (source, target) if source.kind == "dense" else (target, source)
-    if (d_model, dense.kind, dense.d_ff, gated.kind, gated.d_ff, dense.bias) != (768, "dense", 3072, "gated", 2048,
-                                                                                  False):
+    if (d_model, dense.kind, dense.d_ff, gated.kind, gated.d_ff, dense.bias) != (768, "dense", 3072, "gated", 2048, False):
         return source, target
 
     def ref(s: Side) -> tuple[float, float] | None:
         name = _SHAZEER_DENSE.get(s.activation) if s.kind == "dense" else GATED_VARIANTS.get(s.activation)
         return SHAZEER_2020.get(name)
 
-    return (Side(**{**source.__dict__, "reference": ref(source)}),
-            Side(**{**target.__dict__, "reference": ref(target)}))
+    return (Side(**{**source.__dict__, "reference": ref(source)}), Side(**{**target.__dict__, "reference": ref(target)}))
 
 
 def sweep(d_model: int, block, ratios: list[float], **kw) -> list[Comparison]:

@@ -128,8 +128,7 @@ CONVENTIONS: dict[str, Convention] = {
         ),
         Convention(
             name="6n",
-            summary="2N forward and 6N training FLOPs per token, N = every parameter (active ones for MoE); "
-            "attention square ignored",
+            summary="2N forward and 6N training FLOPs per token, N = every parameter (active ones for MoE); attention square ignored",
             source="Kaplan et al. 2020 §2.1; Brown et al. 2020 (GPT-3: 6 · 174.6B · 300B = 3.14e23)",
             params=ALL_PARAMS,
             flops="params",
@@ -140,8 +139,7 @@ CONVENTIONS: dict[str, Convention] = {
             name="3b1b",
             summary="weight matrices only, one query, key and value matrix per head, embedding and unembedding "
             "counted separately; 2 FLOPs per weight a token meets",
-            source="the GPT-3 tally of 175,181,291,520 weights in 27,938 matrices (3Blue1Brown, "
-            "'How might LLMs store facts')",
+            source="the GPT-3 tally of 175,181,291,520 weights in 27,938 matrices (3Blue1Brown, 'How might LLMs store facts')",
             params=frozenset({"token", "tied", "weight", "head"}),
             flops="matmul",
             matmul=frozenset({"weight", "head"}),

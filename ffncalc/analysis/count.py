@@ -178,9 +178,27 @@ def _row(t: Term, conv: Convention) -> Row:
         flops += 3 * t.scores  # Chinchilla: softmax 3·heads·s² per sequence, in its FLOP total
     if t.positions != 1:  # the layers' work over prompt positions as well (parts/prompts.py)
         flops, elementwise = _whole(flops * t.positions), _whole(elementwise * t.positions)
-    return Row(t.name, t.role, t.part, t.layers, shape, count, params, active, matrices, flops, elementwise,
-               tied=t.tied and not conv.untie, expert=t.expert, component=t.component, slot=t.slot, window=t.window,
-               chunk=t.chunk, grows=t.grows, select=t.select)
+    return Row(
+        t.name,
+        t.role,
+        t.part,
+        t.layers,
+        shape,
+        count,
+        params,
+        active,
+        matrices,
+        flops,
+        elementwise,
+        tied=t.tied and not conv.untie,
+        expert=t.expert,
+        component=t.component,
+        slot=t.slot,
+        window=t.window,
+        chunk=t.chunk,
+        grows=t.grows,
+        select=t.select,
+    )
 
 
 @dataclass(frozen=True)
@@ -316,12 +334,21 @@ class Tally:
         """Per token in each view: the attention products and the forward matmul total."""
         if self.views is None:
             return {}
-        return {k: {"attention_flops_per_token": plain(v), "forward_flops_per_token": plain(self.view(k))}
-                for k, v in self.views.items()}
+        return {
+            k: {"attention_flops_per_token": plain(v), "forward_flops_per_token": plain(self.view(k))} for k, v in self.views.items()
+        }
 
 
-def tally(spec: Model, *, model: str | None = None, convention: str = DEFAULT, seq_len: int | None = None,
-          batch: int = 1, recompute: Recompute = "none", mtp: bool = False) -> Tally:
+def tally(
+    spec: Model,
+    *,
+    model: str | None = None,
+    convention: str = DEFAULT,
+    seq_len: int | None = None,
+    batch: int = 1,
+    recompute: Recompute = "none",
+    mtp: bool = False,
+) -> Tally:
     """Count ``spec`` under a named convention at ``seq_len`` (default: the model's context) and ``batch``;
     ``mtp``: the FLOPs include the multi-token prediction modules, as a training run with them executes
     (their parameters are counted apart either way)."""
@@ -337,11 +364,12 @@ def tally(spec: Model, *, model: str | None = None, convention: str = DEFAULT, s
     views = None
     if conv.attention != "none" and conv.flops == "matmul" and "core" in conv.matmul:
         cores = [t for t in all_terms if t.role == "core" and not (t.form and t.form != conv.linear)]
-        views = {"executed": _whole(sum(core_flops(t, "full") * t.positions for t in cores)),
-                 "useful": _whole(sum(core_flops(t, "causal") * t.positions for t in cores))}
+        views = {
+            "executed": _whole(sum(core_flops(t, "full") * t.positions for t in cores)),
+            "useful": _whole(sum(core_flops(t, "causal") * t.positions for t in cores)),
+        }
     copies = spec.mtp_layers * 2 * spec.vocab_size * spec.d_model  # DeepSeek-V3's checkpoint: embed_tokens, shared_head.head
-    return Tally(model or spec.name or "model", conv, seq_len, batch, recompute, rows, moe, spec.notes, mtp_params,
-                 copies, views)
+    return Tally(model or spec.name or "model", conv, seq_len, batch, recompute, rows, moe, spec.notes, mtp_params, copies, views)
 
 
 def merge_layers(rows: tuple[Row, ...]) -> list[Row]:
@@ -355,8 +383,14 @@ def merge_layers(rows: tuple[Row, ...]) -> list[Row]:
             continue
         layers = None if m.layers is None else (min(m.layers[0], r.layers[0]), max(m.layers[1], r.layers[1]))
         merged[key] = replace(
-            m, layers=layers, shape=m.shape if m.shape == r.shape else (), count=m.count + r.count,
-            params=m.params + r.params, active=m.active + r.active, matrices=m.matrices + r.matrices,
-            flops=m.flops + r.flops, elementwise=m.elementwise + r.elementwise,
+            m,
+            layers=layers,
+            shape=m.shape if m.shape == r.shape else (),
+            count=m.count + r.count,
+            params=m.params + r.params,
+            active=m.active + r.active,
+            matrices=m.matrices + r.matrices,
+            flops=m.flops + r.flops,
+            elementwise=m.elementwise + r.elementwise,
         )
     return list(merged.values())

@@ -35,6 +35,8 @@ class Figures:
             "title": self.title,
             "inputs": self.inputs,
             "notes": self.notes,
-            "figures": {f.id: {"value": f.value, "unit": f.unit, "label": f.label,
-                               **({"source": f.source} if f.source else {})} for f in self.figures},
+            "figures": {
+                f.id: {"value": f.value, "unit": f.unit, "label": f.label, **({"source": f.source} if f.source else {})}
+                for f in self.figures
+            },
         }

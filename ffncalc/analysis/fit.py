@@ -16,8 +16,9 @@ from .links import device_link, link_note
 from .plan import Device, FitRun, Formats, InferenceRun, Placement
 
 
-def plan_fit(spec: Model, label: str, run: FitRun, formats: Formats = Formats(), placement: Placement = Placement(),
-             device: Device = Device()) -> Figures:
+def plan_fit(
+    spec: Model, label: str, run: FitRun, formats: Formats = Formats(), placement: Placement = Placement(), device: Device = Device()
+) -> Figures:
     """``fit``: memory per device at context × batch, the largest context and batch, and the roofline decode
     rate at that context."""
     hw, context, batch = device.hw, run.context, run.batch
@@ -29,19 +30,37 @@ def plan_fit(spec: Model, label: str, run: FitRun, formats: Formats = Formats(),
     link = device_link(device, p)
     figures, verdict, note = serving.fit_result(spec, run, formats, p, device)
     if hw.bandwidth_gbs:
-        rates = infer(spec, InferenceRun(max(1, context - 1), 1, batch, chunk=run.chunk), formats, placement, device,
-                      link)
-        keep = ("roofline_prefill_s", "decode_step_s", "decode_comm_s", "decode_tokens_per_s_per_sequence",
-                "roofline_decode_tokens_per_s", "ttft_s")
+        rates = infer(spec, InferenceRun(max(1, context - 1), 1, batch, chunk=run.chunk), formats, placement, device, link)
+        keep = (
+            "roofline_prefill_s",
+            "decode_step_s",
+            "decode_comm_s",
+            "decode_tokens_per_s_per_sequence",
+            "roofline_decode_tokens_per_s",
+            "ttft_s",
+        )
         figures += [r for r in rates if r.id in keep]
-    inputs = {"model": label, "context": context, "batch": batch, "dtype": formats.dtype,
-              "experts_dtype": formats.experts_dtype, "kv_dtype": formats.kv_dtype, "hardware": hw.key,
-              "gpus": placement.gpus, "tp": p.tp, "pp": placement.pp, "ep": placement.ep, "reserve": device.reserve,
-              "prefill_chunk": run.chunk, "link_gbs": link.gbs, "link_latency_us": link.latency_s * 1e6,
-              "handoff_latency_us": link.p2p_latency_s * 1e6,
-              "network_gbs": link.network_gbs, "tflops": device.tflops}
+    inputs = {
+        "model": label,
+        "context": context,
+        "batch": batch,
+        "dtype": formats.dtype,
+        "experts_dtype": formats.experts_dtype,
+        "kv_dtype": formats.kv_dtype,
+        "hardware": hw.key,
+        "gpus": placement.gpus,
+        "tp": p.tp,
+        "pp": placement.pp,
+        "ep": placement.ep,
+        "reserve": device.reserve,
+        "prefill_chunk": run.chunk,
+        "link_gbs": link.gbs,
+        "link_latency_us": link.latency_s * 1e6,
+        "handoff_latency_us": link.p2p_latency_s * 1e6,
+        "network_gbs": link.network_gbs,
+        "tflops": device.tflops,
+    }
     notes = [verdict, serving.formats_note(fmt, efmt), note, ROOFLINE_NOTE]
     if hw.bandwidth_gbs:
         notes.append(link_note(device, p, link))
-    return Figures(f"{label} on {placement.gpus} × {hw.key}: {context:,} tokens × batch {batch}", inputs, figures,
-                   notes)
+    return Figures(f"{label} on {placement.gpus} × {hw.key}: {context:,} tokens × batch {batch}", inputs, figures, notes)

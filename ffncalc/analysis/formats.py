@@ -37,44 +37,57 @@ class Format:
             t = self.tile_scale
             return rows * cols * self.block_bytes // self.block + 4 * (-(-rows // t)) * (-(-cols // t))
         blocks = rows * (-(-cols // self.block))
-        return (blocks * self.block_bytes + -(-blocks * self.zero_bits // 8) + rows * self.row_bytes
-                + self.tensor_bytes)
+        return blocks * self.block_bytes + -(-blocks * self.zero_bits // 8) + rows * self.row_bytes + self.tensor_bytes
 
     @property
     def bits(self) -> Fraction:
         """Bits per weight of a large matrix, scales included."""
-        return (Fraction(8 * self.block_bytes + self.zero_bits, self.block)
-                + (Fraction(32, self.tile_scale ** 2) if self.tile_scale else 0))
+        return Fraction(8 * self.block_bytes + self.zero_bits, self.block) + (
+            Fraction(32, self.tile_scale**2) if self.tile_scale else 0
+        )
 
 
 def _gguf(name: str) -> Format:
     block, size = BLOCKS[name]
-    return Format(name.lower(), block, size, f"ggml {name}: {size} bytes per {block} weights (ggml-common.h)",
-                  gguf=name)
+    return Format(name.lower(), block, size, f"ggml {name}: {size} bytes per {block} weights (ggml-common.h)", gguf=name)
 
 
 FORMATS: dict[str, Format] = {
     "fp32": Format("fp32", 1, 4, "IEEE float32"),
     "bf16": Format("bf16", 1, 2, "bfloat16"),
     "fp16": Format("fp16", 1, 2, "IEEE float16"),
-    "fp8": Format("fp8", 1, 1, "fp8 e4m3 with one fp32 scale per 128×128 block (DeepSeek-V3 §3.3.2, "
-                  "weight_scale_inv)", tile_scale=128),
-    "int8": Format("int8", 1, 1, "int8 with one 16-bit scale per output channel (symmetric per-channel W8)",
-                   row_bytes=2),
+    "fp8": Format(
+        "fp8", 1, 1, "fp8 e4m3 with one fp32 scale per 128×128 block (DeepSeek-V3 §3.3.2, weight_scale_inv)", tile_scale=128
+    ),
+    "int8": Format("int8", 1, 1, "int8 with one 16-bit scale per output channel (symmetric per-channel W8)", row_bytes=2),
     # GPTQ/AWQ at group size 128: 4-bit values, per group of 128 inputs an fp16 scale (scales) and a 4-bit
     # zero point packed eight to an int32 (qzeros): 64 + 2 + 0.5 bytes per 128 weights = 4.15625 bits
-    "int4": Format("int4", 128, 66, "GPTQ/AWQ 4-bit, group 128: fp16 scale + 4-bit zero per group "
-                   "(Frantar et al. 2023; Lin et al. 2024)", zero_bits=4),
+    "int4": Format(
+        "int4",
+        128,
+        66,
+        "GPTQ/AWQ 4-bit, group 128: fp16 scale + 4-bit zero per group (Frantar et al. 2023; Lin et al. 2024)",
+        zero_bits=4,
+    ),
     # OCP Microscaling Formats (MX) v1.0 §5: 32 e2m1 values (16 bytes) share one e8m0 scale byte: 4.25 bits
     "mxfp4": Format("mxfp4", 32, 17, "OCP MX v1.0: 32 fp4 e2m1 values + one e8m0 scale (4.25 bits)"),
     # NVFP4: 16 e2m1 values (8 bytes) share an fp8 e4m3 scale, and each tensor one fp32 scale: 4.5 bits
-    "nvfp4": Format("nvfp4", 16, 9, "NVIDIA NVFP4: 16 fp4 values + one e4m3 scale, + fp32 per tensor (4.5 bits)",
-                    tensor_bytes=4),
+    "nvfp4": Format("nvfp4", 16, 9, "NVIDIA NVFP4: 16 fp4 values + one e4m3 scale, + fp32 per tensor (4.5 bits)", tensor_bytes=4),
     **{n.lower(): _gguf(n) for n in ("Q8_0", "Q6_K", "Q5_K", "Q4_K", "Q3_K", "Q2_K", "Q5_0", "Q4_0")},
-    "q4_k_m": Format("q4_k_m", *BLOCKS["Q4_K"], "llama.cpp Q4_K_M: Q4_K, with Q6_K for attn_v and ffn_down on "
-                     "use_more_bits layers and the output (llama-quant.cpp, llama_tensor_get_type)", gguf="Q4_K_M"),
-    "q5_k_m": Format("q5_k_m", *BLOCKS["Q5_K"], "llama.cpp Q5_K_M: Q5_K, with Q6_K for attn_v and ffn_down on "
-                     "use_more_bits layers and the output (llama-quant.cpp, llama_tensor_get_type)", gguf="Q5_K_M"),
+    "q4_k_m": Format(
+        "q4_k_m",
+        *BLOCKS["Q4_K"],
+        "llama.cpp Q4_K_M: Q4_K, with Q6_K for attn_v and ffn_down on "
+        "use_more_bits layers and the output (llama-quant.cpp, llama_tensor_get_type)",
+        gguf="Q4_K_M",
+    ),
+    "q5_k_m": Format(
+        "q5_k_m",
+        *BLOCKS["Q5_K"],
+        "llama.cpp Q5_K_M: Q5_K, with Q6_K for attn_v and ffn_down on "
+        "use_more_bits layers and the output (llama-quant.cpp, llama_tensor_get_type)",
+        gguf="Q5_K_M",
+    ),
 }
 
 # llama.cpp's fallback when a row's width is not a multiple of the type's block (llama-quant.cpp,
@@ -213,8 +226,12 @@ def _gguf_mix(spec: Model, t, fmt: Format, experts: Format) -> WeightBytes:
 
     # per layer, in order: the tensors llama.cpp counts
     v_layers = sorted({i for r in t.rows if r.name == "attn.v.weight" and r.layers for i in range(*r.layers)})
-    downs = sorted((i, r.name) for r in t.rows if r.slot == "ffn" and "down" in r.name and r.name.endswith("weight")
-                   and r.layers for i in range(*r.layers))
+    downs = sorted(
+        (i, r.name)
+        for r in t.rows
+        if r.slot == "ffn" and "down" in r.name and r.name.endswith("weight") and r.layers
+        for i in range(*r.layers)
+    )
     n_down = len(downs)
     down_index = {key: (key[0] if n_expert > 1 else pos) for pos, key in enumerate(downs)}
     total = exp = emb = tied = 0

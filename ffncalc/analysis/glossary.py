@@ -19,12 +19,22 @@ class Entry:
 DERIVED = "ffncalc's arithmetic on the command's inputs and other figures"
 
 VIEWS = [
-    Entry("executed", "view", "forward FLOPs with attention executed dense: the full square a masked eager "
-          "attention computes, what torch's FlopCounterMode counts", "FLOP",
-          "torch.utils.flop_counter; the model's reference code"),
-    Entry("useful", "view", "forward FLOPs with attention over the keys each query meets: the causal triangle, "
-          "a sliding window, a chunk or a sparse selection", "FLOP",
-          "the causal and sliding-window masks, as flash-attention kernels compute them"),
+    Entry(
+        "executed",
+        "view",
+        "forward FLOPs with attention executed dense: the full square a masked eager "
+        "attention computes, what torch's FlopCounterMode counts",
+        "FLOP",
+        "torch.utils.flop_counter; the model's reference code",
+    ),
+    Entry(
+        "useful",
+        "view",
+        "forward FLOPs with attention over the keys each query meets: the causal triangle, "
+        "a sliding window, a chunk or a sparse selection",
+        "FLOP",
+        "the causal and sliding-window masks, as flash-attention kernels compute them",
+    ),
 ]
 
 
@@ -42,12 +52,27 @@ def entries() -> list[Entry]:
     _, deepseek = presets.load("deepseek-v3")
     h100 = Device(hardware.by_key("h100-sxm", None))
     runs = [  # between them, every figure each command can show (a pipeline's bubble, a draft, a decode form)
-        ("train", plan_training(llama, "llama3-70b", TrainingRun("15T", tokens_per_s=2e6, goodput=0.9),
-                                Step(recompute="selective", global_batch=512), Layout(gpus=64, tp=8, pp=2), h100)),
-        ("train", plan_training(deepseek, "deepseek-v3", TrainingRun("14.8T"), Step(seq_len=4096),
-                                Layout(gpus=2048, pp=16, ep=8), h100)),
-        ("infer", plan_inference(deepseek, "deepseek-v3", InferenceRun(4000, 500, batch=8, draft=1, accept=0.7),
-                                 Formats("fp8"), Placement(gpus=8), h100)),
+        (
+            "train",
+            plan_training(
+                llama,
+                "llama3-70b",
+                TrainingRun("15T", tokens_per_s=2e6, goodput=0.9),
+                Step(recompute="selective", global_batch=512),
+                Layout(gpus=64, tp=8, pp=2),
+                h100,
+            ),
+        ),
+        (
+            "train",
+            plan_training(deepseek, "deepseek-v3", TrainingRun("14.8T"), Step(seq_len=4096), Layout(gpus=2048, pp=16, ep=8), h100),
+        ),
+        (
+            "infer",
+            plan_inference(
+                deepseek, "deepseek-v3", InferenceRun(4000, 500, batch=8, draft=1, accept=0.7), Formats("fp8"), Placement(gpus=8), h100
+            ),
+        ),
         ("fit", plan_fit(llama, "llama3-70b", FitRun(8192, batch=4), Formats(), Placement(gpus=2), h100)),
     ]
     out: dict[str, Entry] = {}
@@ -76,6 +101,9 @@ def explain(term: str | None) -> list[Entry]:
         import difflib
 
         near = difflib.get_close_matches(wanted, [e.term for e in every], n=3, cutoff=0.4)
-        raise InputError(f"explain {term}: no figure, convention or view by that name"
-                         + (f"; nearest: {', '.join(near)}" if near else "") + " (ffncalc explain lists them all)")
+        raise InputError(
+            f"explain {term}: no figure, convention or view by that name"
+            + (f"; nearest: {', '.join(near)}" if near else "")
+            + " (ffncalc explain lists them all)"
+        )
     return found

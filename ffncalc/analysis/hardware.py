@@ -13,8 +13,19 @@ import yaml
 from ..errors import InputError
 
 GIB = 2**30
-FIELDS = {"key", "name", "match", "tflops", "source", "memory_gib", "bandwidth_gbs", "link_gbs", "link_peer_gbs",
-          "link_latency_us", "node"}
+FIELDS = {
+    "key",
+    "name",
+    "match",
+    "tflops",
+    "source",
+    "memory_gib",
+    "bandwidth_gbs",
+    "link_gbs",
+    "link_peer_gbs",
+    "link_latency_us",
+    "node",
+}
 NODE = 8  # devices a scale-up link joins where a table entry does not say (an HGX or DGX board of 8)
 
 
@@ -63,8 +74,8 @@ def _entry(entry: object, where: str) -> Hardware:
             raise InputError(f"{name}: {need} must be a non-empty string")
     tflops = entry.get("tflops", {}) or {}
     if not isinstance(tflops, dict) or not all(
-            isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0
-            for k, v in tflops.items()):
+        isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 for k, v in tflops.items()
+    ):
         raise InputError(f"{name}: tflops must map dtypes (bf16, fp8, …) to positive numbers")
     match = entry.get("match", [])
     if not isinstance(match, list) or not all(isinstance(m, str) for m in match):
@@ -76,17 +87,29 @@ def _entry(entry: object, where: str) -> Hardware:
             raise InputError(f"{name}: {field} must be a positive number")
         numbers[field] = v
     latency = entry.get("link_latency_us")
-    if latency is not None and (not isinstance(latency, list) or len(latency) != 2 or not all(
-            isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v <= 10**6 for v in latency)):
+    if latency is not None and (
+        not isinstance(latency, list)
+        or len(latency) != 2
+        or not all(isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v <= 10**6 for v in latency)
+    ):
         raise InputError(f"{name}: link_latency_us must be [base, per hop], two times in µs")
     node = entry.get("node", NODE)
     if isinstance(node, bool) or not isinstance(node, int) or not 1 <= node <= 10**6:
         raise InputError(f"{name}: node must be a whole number of devices, at least 1")
     memory = numbers["memory_gib"]
-    return Hardware(entry["key"].lower(), entry["name"], tuple(match), dict(tflops), entry["source"],
-                    None if memory is None else round(memory * GIB), numbers["bandwidth_gbs"], numbers["link_gbs"],
-                    numbers["link_peer_gbs"], None if latency is None else (float(latency[0]), float(latency[1])),
-                    node)
+    return Hardware(
+        entry["key"].lower(),
+        entry["name"],
+        tuple(match),
+        dict(tflops),
+        entry["source"],
+        None if memory is None else round(memory * GIB),
+        numbers["bandwidth_gbs"],
+        numbers["link_gbs"],
+        numbers["link_peer_gbs"],
+        None if latency is None else (float(latency[0]), float(latency[1])),
+        node,
+    )
 
 
 def parse(text: str, where: str) -> tuple[Hardware, ...]:
@@ -96,8 +119,7 @@ def parse(text: str, where: str) -> tuple[Hardware, ...]:
         mark = getattr(exc, "problem_mark", None)
         raise InputError(f"{where}" + (f":{mark.line + 1}" if mark else "") + ": not YAML") from None
     if not isinstance(data, list):
-        raise InputError(f"{where}: a YAML list of devices, each with key, name, tflops, memory_gib, bandwidth_gbs, "
-                         "source")
+        raise InputError(f"{where}: a YAML list of devices, each with key, name, tflops, memory_gib, bandwidth_gbs, source")
     out = tuple(_entry(e, where) for e in data)
     keys = [h.key for h in out]
     dup = next((k for k in keys if keys.count(k) > 1), None)

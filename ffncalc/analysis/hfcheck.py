@@ -68,8 +68,7 @@ def instantiate(c: Config):
     try:
         config = AutoConfig.for_model(**data)
         with torch.device("meta"):
-            return AutoModelForCausalLM.from_config(config, attn_implementation="eager",
-                                                    experts_implementation="batched_mm")
+            return AutoModelForCausalLM.from_config(config, attn_implementation="eager", experts_implementation="batched_mm")
     except Exception as exc:  # noqa: BLE001 — transformers' validation raises its own classes
         raise refused(c, exc) from None
 
@@ -95,8 +94,9 @@ FLOP_METHOD = (
 
 
 # Ops that multiply matrices but that FlopCounterMode has no formula for: recorded where they run, uncounted.
-UNCOUNTED_OPS = frozenset({"linalg_solve_triangular", "triangular_solve", "linalg_solve", "cholesky_solve",
-                           "_grouped_mm", "mv", "dot", "vdot"})
+UNCOUNTED_OPS = frozenset(
+    {"linalg_solve_triangular", "triangular_solve", "linalg_solve", "cholesky_solve", "_grouped_mm", "mv", "dot", "vdot"}
+)
 
 
 @dataclass(frozen=True)
@@ -110,8 +110,7 @@ class FlopRun:
     uncounted: tuple[tuple[str, str], ...] = ()
 
     def record(self) -> dict:
-        return {"batch": self.batch, "seq_len": self.seq_len, "modules": compact(self.modules),
-                "uncounted": compact(self.uncounted)}
+        return {"batch": self.batch, "seq_len": self.seq_len, "modules": compact(self.modules), "uncounted": compact(self.uncounted)}
 
 
 def refused(c: Config, exc: Exception):
@@ -129,8 +128,7 @@ def refused(c: Config, exc: Exception):
     if key is None:  # "unsupported operand type(s) …: 'list' and 'Tensor'": the key holding a list
         for kind, cls in (("'list'", list), ("'dict'", dict), ("'str'", str)):
             if kind in message:
-                key = next((k for k, v in c.data.items() if isinstance(v, cls) and k not in ("architectures",
-                                                                                            "model_type")), None)
+                key = next((k for k, v in c.data.items() if isinstance(v, cls) and k not in ("architectures", "model_type")), None)
                 break
     if key is None:
         key = next((k for k, v in c.data.items() if k in message), None)
@@ -152,21 +150,35 @@ class Measured:
     unmeasured: str = ""
 
     def record(self) -> dict:
-        out = {"model_class": self.model_class, "transformers": self.version,
-               "params": compact(self.params), "buffers": compact(self.buffers)}
+        out = {
+            "model_class": self.model_class,
+            "transformers": self.version,
+            "params": compact(self.params),
+            "buffers": compact(self.buffers),
+        }
         if self.flops or self.unmeasured:
-            out["flops"] = ({"unmeasured": self.unmeasured} if self.unmeasured else
-                            {"method": FLOP_METHOD, "runs": [r.record() for r in self.flops]})
+            out["flops"] = (
+                {"unmeasured": self.unmeasured}
+                if self.unmeasured
+                else {"method": FLOP_METHOD, "runs": [r.record() for r in self.flops]}
+            )
         return out
 
     @classmethod
     def from_record(cls, data: dict) -> Measured:
         flops = data.get("flops", {})
-        runs = tuple(FlopRun(r["batch"], r["seq_len"], tuple(expanded(r["modules"], 4)),
-                             tuple(expanded(r["uncounted"], 2)))
-                     for r in flops.get("runs", ()))
-        return cls(data["model_class"], data["transformers"], tuple(expanded(data["params"], 2)),
-                   tuple(expanded(data["buffers"], 2)), runs, flops.get("unmeasured", ""))
+        runs = tuple(
+            FlopRun(r["batch"], r["seq_len"], tuple(expanded(r["modules"], 4)), tuple(expanded(r["uncounted"], 2)))
+            for r in flops.get("runs", ())
+        )
+        return cls(
+            data["model_class"],
+            data["transformers"],
+            tuple(expanded(data["params"], 2)),
+            tuple(expanded(data["buffers"], 2)),
+            runs,
+            flops.get("unmeasured", ""),
+        )
 
 
 def measure(c: Config, *, flops: bool = False) -> Measured:
@@ -175,8 +187,7 @@ def measure(c: Config, *, flops: bool = False) -> Measured:
 
     net = instantiate(c)
     params = tuple((path, p.numel()) for path, p in net.named_parameters())  # a tied Parameter is listed once
-    buffers = tuple((path, b.numel()) for path, b in net.named_buffers()
-                    if "rotary" not in path and "inv_freq" not in path)
+    buffers = tuple((path, b.numel()) for path, b in net.named_buffers() if "rotary" not in path and "inv_freq" not in path)
     runs, unmeasured = (), ""
     if flops:
         try:
@@ -230,16 +241,19 @@ def flop_run(net, batch: int, seq_len: int) -> FlopRun:
     # no autograd graph (the same ops, faster), but where the experts' own loop runs: DBRX's asks for one
     grad = contextlib.nullcontext() if fixed else torch.no_grad()
     try:
-        with (mock.patch.object(transformers.masking_utils, "find_packed_sequence_indices", lambda ids: None),
-              grad, counter, attribution):
+        with (
+            mock.patch.object(transformers.masking_utils, "find_packed_sequence_indices", lambda ids: None),
+            grad,
+            counter,
+            attribution,
+        ):
             net(input_ids=tokens, use_cache=False)
     finally:
         for h in hooks:
             h.remove()
         attribution.close()
     assert sum(attribution.flops.values()) == counter.get_total_flops()  # every counted FLOP attributed
-    return FlopRun(batch, seq_len, tuple((*k, n) for k, n in attribution.flops.items() if n),
-                   tuple(attribution.uncounted))
+    return FlopRun(batch, seq_len, tuple((*k, n) for k, n in attribution.flops.items() if n), tuple(attribution.uncounted))
 
 
 def _fixed_routing(module, args, kwargs):
@@ -291,8 +305,10 @@ def _attribution(net, counter, fixed: bool):
             super().__init__()
             self.flops = {}
             self.uncounted: dict[tuple[str, str], None] = {}
-            self.handles = [torch.nn.modules.module.register_module_forward_pre_hook(enter),
-                            torch.nn.modules.module.register_module_forward_hook(leave)]
+            self.handles = [
+                torch.nn.modules.module.register_module_forward_pre_hook(enter),
+                torch.nn.modules.module.register_module_forward_hook(leave),
+            ]
 
         def close(self):
             for h in self.handles:
@@ -318,8 +334,14 @@ def _attribution(net, counter, fixed: bool):
                     src = max(sources - {None}, key=lambda i: (params[i].dim(), names[i][0]))
                     # a tied matrix has several names: the one of the innermost module running it (lm_head; the
                     # layer a weight-shared block runs in), else the first
-                    own = next(([n for n in names[src] if n.startswith(m + ".")] for m in reversed(stack)
-                                if m and any(n.startswith(m + ".") for n in names[src])), [])
+                    own = next(
+                        (
+                            [n for n in names[src] if n.startswith(m + ".")]
+                            for m in reversed(stack)
+                            if m and any(n.startswith(m + ".") for n in names[src])
+                        ),
+                        [],
+                    )
                     param = max(own, key=len) if own else names[src][0]
                 key = (here, param, op)
                 self.flops[key] = self.flops.get(key, 0) + flops
@@ -355,8 +377,10 @@ def check(c: Config, *, model: str = "model", spec: Model | None = None, measure
             ours[key] = ours.get(key, 0) + row.params
     ours = fuse(ours, theirs)  # a fused module holds several of ours
 
-    checks = tuple(HFCheck(name, layers, ours.get((name, layers), 0), theirs.get((name, layers), 0))
-                   for name, layers in list(ours) + [k for k in theirs if k not in ours])
+    checks = tuple(
+        HFCheck(name, layers, ours.get((name, layers), 0), theirs.get((name, layers), 0))
+        for name, layers in list(ours) + [k for k in theirs if k not in ours]
+    )
     notes = []
     if measured.buffers:
         names = sorted({re.sub(r"\.\d+\.", ".N.", p) for p, _ in measured.buffers})
@@ -409,8 +433,7 @@ def check_flops(c: Config, measured: Measured, *, spec: Model | None = None) -> 
             else:
                 found = LAYER.search(module)
                 if found:
-                    name, layer = CORE, stack_start(module, found, stacks) + our_layer(int(found.group(1)),
-                                                                                      found.group(2), family)
+                    name, layer = CORE, stack_start(module, found, stacks) + our_layer(int(found.group(1)), found.group(2), family)
                 else:
                     found = LAYER_ITSELF.search(module)  # the layer's own: AltUp's mix
                     name, layer = (CORE, int(found.group(1))) if found else (f"(unmatched) {module}", None)
@@ -422,7 +445,8 @@ def check_flops(c: Config, measured: Measured, *, spec: Model | None = None) -> 
                 key = (CORE if row.role == "core" else row.component, row.layers)
                 ours[key] = ours.get(key, 0) + int(row.flops * run.seq_len * run.batch)
         ours = fuse(ours, theirs)
-        checks += [FlopCheck(run.batch, run.seq_len, name, layers, ours.get((name, layers), 0),
-                             theirs.get((name, layers), 0))
-                   for name, layers in list(ours) + [k for k in theirs if k not in ours]]
+        checks += [
+            FlopCheck(run.batch, run.seq_len, name, layers, ours.get((name, layers), 0), theirs.get((name, layers), 0))
+            for name, layers in list(ours) + [k for k in theirs if k not in ours]
+        ]
     return tuple(checks)

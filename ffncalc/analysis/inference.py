@@ -38,9 +38,11 @@ def keys_met(first: int, last: int, window: int | None, chunk: int | None = None
     if select or (chunk is not None and window is not None):
         return attended_pairs(last, window, chunk, select) - attended_pairs(first - 1, window, chunk, select)
     if chunk is not None:
+
         def upto(n: int) -> int:  # Σ_{p=1}^{n} ((p − 1) mod C + 1)
             q, r = divmod(n, chunk)
             return q * chunk * (chunk + 1) // 2 + r * (r + 1) // 2
+
         return upto(last) - upto(first - 1)
     if window is None:
         return (first + last) * (last - first + 1) // 2
@@ -91,8 +93,7 @@ def decode_costs(spec: Model, decode: str):
             part = x * max(0, min(b, stop) - max(a, first))
             return part // (b - a) if isinstance(part, int) and part % (b - a) == 0 else part / (b - a)
 
-        grows = [(share(r.layers, r.flops), r.window, r.chunk, r.select) for r in rows
-                 if r.role == "core" and r.grows]
+        grows = [(share(r.layers, r.flops), r.window, r.chunk, r.select) for r in rows if r.role == "core" and r.grows]
         fixed = sum(share(r.layers, r.flops) for r in rows if not (r.role == "core" and r.grows))
         fixed += sum(share(span, a) for span, a, _ in own)
         grows += [(share(span, f), w, None, "") for span, _, per_key in own for f, w in per_key]
@@ -133,8 +134,10 @@ def make_drafter(spec: Model, fmt, efmt, draft_model: tuple[str, Model] | None, 
     if draft_model is not None:
         label, d = draft_model
         if d.vocab_size != spec.vocab_size:
-            raise InputError(f"--draft-model {label}: its vocabulary of {d.vocab_size:,} differs from the model's "
-                             f"{spec.vocab_size:,}; a draft model shares the model's tokenizer")
+            raise InputError(
+                f"--draft-model {label}: its vocabulary of {d.vocab_size:,} differs from the model's "
+                f"{spec.vocab_size:,}; a draft model shares the model's tokenizer"
+            )
         try:
             d.check_seq_len(context, label)
             serving.place(d, Placement(p.tp, p.tp))
@@ -151,12 +154,25 @@ def make_drafter(spec: Model, fmt, efmt, draft_model: tuple[str, Model] | None, 
     held = n * (sum(a + b for a, b in w.layers) + eh_proj)
     if p.pp > 1 and not spec.tie_embeddings:
         held += w.embedding
-    return serving.Drafter(f"its {n} multi-token prediction module" + ("s" if n > 1 else ""), module, w, held,
-                           extra=eh_proj, extra_flops=2 * 2 * dm * dm, caches=n)
+    return serving.Drafter(
+        f"its {n} multi-token prediction module" + ("s" if n > 1 else ""),
+        module,
+        w,
+        held,
+        extra=eh_proj,
+        extra_flops=2 * 2 * dm * dm,
+        caches=n,
+    )
 
 
-def infer(spec: Model, run: InferenceRun, formats: Formats = Formats(), placement: Placement = Placement(),
-          device: Device = Device(), link: Link | None = None) -> list[Figure]:
+def infer(
+    spec: Model,
+    run: InferenceRun,
+    formats: Formats = Formats(),
+    placement: Placement = Placement(),
+    device: Device = Device(),
+    link: Link | None = None,
+) -> list[Figure]:
     """Prefill and decode FLOPs, KV-cache and weight bytes, arithmetic intensity and the roofline bound;
     ``run.decode`` and ``run.prefill``: latent attention absorbed (its decode_cost, every query against the
     latent) or expanded (its training terms).
@@ -181,7 +197,8 @@ def infer(spec: Model, run: InferenceRun, formats: Formats = Formats(), placemen
         spans = {span for span, *_ in absorbed}
         expanded = sum(r.flops for r in prefill.rows if r.slot == "attention" and r.layers in spans)
         per_sequence = prompt * (prefill.flops_per_token - expanded) + sum(
-            prompt * a + sum(f * keys_met(1, prompt, w) for f, w in per_key) for _, a, per_key in absorbed)
+            prompt * a + sum(f * keys_met(1, prompt, w) for f, w in per_key) for _, a, per_key in absorbed
+        )
         prefill_flops = batch * int(per_sequence)
     else:
         prefill_flops = prefill.forward_flops
@@ -215,8 +232,13 @@ def infer(spec: Model, run: InferenceRun, formats: Formats = Formats(), placemen
         Figure("kv_bytes", "KV cache at context × batch", cache * batch, "bytes"),
         *([Figure("state_bytes", "recurrent state × batch", state * batch, "bytes")] if state else []),
         Figure("step_flops", "last decode step: FLOPs", step_flops, "FLOP"),
-        Figure("step_bytes", "last decode step: bytes read", step_bytes, "bytes",
-               "active weights (experts a batch touches) + KV cache" + (" + state" if state else "")),
+        Figure(
+            "step_bytes",
+            "last decode step: bytes read",
+            step_bytes,
+            "bytes",
+            "active weights (experts a batch touches) + KV cache" + (" + state" if state else ""),
+        ),
         Figure("step_intensity", "arithmetic intensity of that step", step_flops / step_bytes, "FLOP/byte"),
     ]
     if hw is None:
@@ -243,16 +265,17 @@ def infer(spec: Model, run: InferenceRun, formats: Formats = Formats(), placemen
         fixed, grows = decode_costs(drafter.spec, decode)(0, drafter.spec.n_layers, True)
         flops = mb * (fixed + drafter.extra_flops + attended(grows, context, context)) / p.tp
         nbytes = drafter.step_bytes(p, mb, context, kv_bits)
-        comm = sum(collectives(drafter.spec, layer) for layer in drafter.spec.layers) * \
-            allreduce_s(mb * drafter.spec.d_model * ACTIVATION_BYTES, p.tp, link)
+        comm = sum(collectives(drafter.spec, layer) for layer in drafter.spec.layers) * allreduce_s(
+            mb * drafter.spec.d_model * ACTIVATION_BYTES, p.tp, link
+        )
         draft_s = draft * (max(nbytes / bandwidth, flops / (peak * 1e12) if peak else 0.0) + comm)
     stage_s, comm_s, bounds = [], 0.0, []
     for st in serving.stages(spec, w, p.pp):
         span = slice(st.first, st.stop)
         fixed, grows = costs(st.first, st.stop, st.last)
         nbytes = serving.decode_weight_bytes(spec, w, p, mb * per_step, st) + mb * (
-            serving.kv_per_device(spec, context, kv_bits, p.tp, span)
-            + serving.state_per_device(spec, kv_bits, p.tp, span))
+            serving.kv_per_device(spec, context, kv_bits, p.tp, span) + serving.state_per_device(spec, kv_bits, p.tp, span)
+        )
         memory_s = nbytes / bandwidth
         compute_s = mb * per_step * (fixed + attention(context, context, grows)) / p.tp / (peak * 1e12) if peak else 0.0
         comm = serving.stage_comm_s(spec, st, p, mb * per_step, link)
@@ -262,46 +285,82 @@ def infer(spec: Model, run: InferenceRun, formats: Formats = Formats(), placemen
     step_s = serving.pipeline_cycle(stage_s, micro)
     bound = bounds[max(range(p.pp), key=lambda i: stage_s[i])]
     if peak:
-        out.append(Figure("machine_balance", "machine balance", peak * 1e12 / bandwidth, "FLOP/byte",
-                          f"--tflops {tflops:g} over {hw.key}'s bandwidth" if tflops is not None else hw.source))
+        out.append(
+            Figure(
+                "machine_balance",
+                "machine balance",
+                peak * 1e12 / bandwidth,
+                "FLOP/byte",
+                f"--tflops {tflops:g} over {hw.key}'s bandwidth" if tflops is not None else hw.source,
+            )
+        )
         # Prefill: a copy's prompt tokens in chunks streaming through the stages, each stage's tp devices busy
         # on its layers' share of the FLOPs (as the causal tally places them) and its communication; the
         # pipeline fills in pp − 1 chunks and then moves at its slowest stage's pace.
         chunks = -(-per_copy * prompt // chunk)
         share = stage_shares(prefill, spec.n_layers, p.pp)
-        stage_chunk_s = [(prefill_flops * share[st.index] / p.replicas / (p.tp * peak * 1e12)
-                          + serving.stage_comm_s(spec, st, p, per_copy * prompt, link, chunks)) / chunks
-                         for st in serving.stages(spec, w, p.pp)]
-        prefill_s = (sum(stage_chunk_s) if chunks == 1 else
-                     (chunks - 1) * max(stage_chunk_s) + sum(stage_chunk_s))
+        stage_chunk_s = [
+            (
+                prefill_flops * share[st.index] / p.replicas / (p.tp * peak * 1e12)
+                + serving.stage_comm_s(spec, st, p, per_copy * prompt, link, chunks)
+            )
+            / chunks
+            for st in serving.stages(spec, w, p.pp)
+        ]
+        prefill_s = sum(stage_chunk_s) if chunks == 1 else (chunks - 1) * max(stage_chunk_s) + sum(stage_chunk_s)
         if drafter:  # the drafter prefills the prompt too, each MTP module over it, on the last stage
             d = tally(drafter.spec, convention="causal", seq_len=prompt, batch=per_copy)
-            prefill_s += drafter.caches * (d.forward_flops + per_copy * prompt * drafter.extra_flops) / (
-                p.tp * peak * 1e12)
-        out.append(Figure("roofline_prefill_s", f"prefill time at {peak_dtype} peak", prefill_s, "s",
-                          f"{peak:g} TFLOP/s a device"))
+            prefill_s += drafter.caches * (d.forward_flops + per_copy * prompt * drafter.extra_flops) / (p.tp * peak * 1e12)
+        out.append(Figure("roofline_prefill_s", f"prefill time at {peak_dtype} peak", prefill_s, "s", f"{peak:g} TFLOP/s a device"))
     out += [
-        Figure("decode_step_s", f"decode step ({bound})" if p.pp == 1 else f"between a sequence's steps ({bound})",
-               step_s, "s"),
-        *([Figure("decode_comm_s", "communication, one pass", comm_s, "s",
-                  "all-reduces over tp and pipeline hand-offs in one pass of a step through the stages")]
-          if (p.tp > 1 or p.pp > 1) and link.gbs else []),
-        *([Figure("tokens_per_step", "tokens per step (speculative)", yielded, "tokens",
-                  "Leviathan et al. 2023, Eq. 1")] if draft else []),
-        *([Figure("draft_s", f"drafting {draft} token{'s' if draft > 1 else ''} a step", draft_s, "s",
-                  f"one step of the drafter a drafted token (Leviathan et al. 2023); drafted by {drafter.label}")]
-          if drafter else []),
+        Figure("decode_step_s", f"decode step ({bound})" if p.pp == 1 else f"between a sequence's steps ({bound})", step_s, "s"),
+        *(
+            [
+                Figure(
+                    "decode_comm_s",
+                    "communication, one pass",
+                    comm_s,
+                    "s",
+                    "all-reduces over tp and pipeline hand-offs in one pass of a step through the stages",
+                )
+            ]
+            if (p.tp > 1 or p.pp > 1) and link.gbs
+            else []
+        ),
+        *(
+            [Figure("tokens_per_step", "tokens per step (speculative)", yielded, "tokens", "Leviathan et al. 2023, Eq. 1")]
+            if draft
+            else []
+        ),
+        *(
+            [
+                Figure(
+                    "draft_s",
+                    f"drafting {draft} token{'s' if draft > 1 else ''} a step",
+                    draft_s,
+                    "s",
+                    f"one step of the drafter a drafted token (Leviathan et al. 2023); drafted by {drafter.label}",
+                )
+            ]
+            if drafter
+            else []
+        ),
         Figure("decode_tokens_per_s_per_sequence", "decode per sequence", yielded / step_s, "tokens/s"),
-        Figure("roofline_decode_tokens_per_s", f"decode, all sequences ({bound})",
-               batch * yielded / step_s, "tokens/s"),
+        Figure("roofline_decode_tokens_per_s", f"decode, all sequences ({bound})", batch * yielded / step_s, "tokens/s"),
     ]
     if peak:
         out.append(Figure("ttft_s", "time to first token", prefill_s + sum(stage_s), "s"))
     return out
 
 
-def plan_inference(spec: Model, label: str, run: InferenceRun, formats: Formats = Formats(),
-                   placement: Placement = Placement(), device: Device = Device()) -> Figures:
+def plan_inference(
+    spec: Model,
+    label: str,
+    run: InferenceRun,
+    formats: Formats = Formats(),
+    placement: Placement = Placement(),
+    device: Device = Device(),
+) -> Figures:
     """``infer`` as one keyed result; on a device with a memory size, whether it fits as well."""
     prompt, generate, batch = run.prompt, run.generate, run.batch
     draft, accept, draft_model = run.draft, run.accept, run.draft_model
@@ -312,61 +371,90 @@ def plan_inference(spec: Model, label: str, run: InferenceRun, formats: Formats 
     p = serving.place(spec, placement)
     link = device_link(device, p)
     figures = infer(spec, run, formats, placement, device, link)
-    inputs = {"model": label, "prompt": prompt, "generate": generate, "batch": batch, "dtype": formats.dtype,
-              "experts_dtype": formats.experts_dtype, "kv_dtype": formats.kv_dtype,
-              "hardware": hw.key if hw else None, "gpus": placement.gpus, "tp": p.tp, "pp": placement.pp,
-              "ep": placement.ep, "reserve": device.reserve, "prefill_chunk": run.chunk,
-              "accept": accept, "draft": draft, "draft_model": draft_model[0] if draft_model else None,
-              "tflops": device.tflops,
-              "decode": decode, "prefill": prefill_form,
-              "link_gbs": link.gbs, "link_latency_us": link.latency_s * 1e6,
-              "handoff_latency_us": link.p2p_latency_s * 1e6,
-              "network_gbs": link.network_gbs}
+    inputs = {
+        "model": label,
+        "prompt": prompt,
+        "generate": generate,
+        "batch": batch,
+        "dtype": formats.dtype,
+        "experts_dtype": formats.experts_dtype,
+        "kv_dtype": formats.kv_dtype,
+        "hardware": hw.key if hw else None,
+        "gpus": placement.gpus,
+        "tp": p.tp,
+        "pp": placement.pp,
+        "ep": placement.ep,
+        "reserve": device.reserve,
+        "prefill_chunk": run.chunk,
+        "accept": accept,
+        "draft": draft,
+        "draft_model": draft_model[0] if draft_model else None,
+        "tflops": device.tflops,
+        "decode": decode,
+        "prefill": prefill_form,
+        "link_gbs": link.gbs,
+        "link_latency_us": link.latency_s * 1e6,
+        "handoff_latency_us": link.p2p_latency_s * 1e6,
+        "network_gbs": link.network_gbs,
+    }
     fmt, efmt = deployed(formats)
-    notes = [serving.formats_note(fmt, efmt),
-             "FLOPs: exact matmul counts; prefill over the causal triangle (within each layer's "
-             "window or chunk), each decode step's query against every key its layer caches; "
-             + ("latent attention decoded absorbed, over the cached latent (--decode expanded: as "
-                "in training); " if decode == "absorbed" else "latent attention decoded expanded: the new "
-                "token's latent expanded by kv_b and its query against every head's keys and values, "
-                "as if they were held expanded (the cache figures stay the latent's; --decode "
-                "absorbed: as serving engines run it); ")
-             + ("latent attention prefilled expanded (--prefill absorbed: each query against the latent); "
-                if prefill_form == "expanded" else "latent attention prefilled absorbed, each query against the "
-                "cached latent (--prefill expanded: as in training); ") + "a recurrent mixer's step "
-             "(Mamba, Mamba-2, Gated DeltaNet) the same at any context"]
+    notes = [
+        serving.formats_note(fmt, efmt),
+        "FLOPs: exact matmul counts; prefill over the causal triangle (within each layer's "
+        "window or chunk), each decode step's query against every key its layer caches; "
+        + (
+            "latent attention decoded absorbed, over the cached latent (--decode expanded: as in training); "
+            if decode == "absorbed"
+            else "latent attention decoded expanded: the new "
+            "token's latent expanded by kv_b and its query against every head's keys and values, "
+            "as if they were held expanded (the cache figures stay the latent's; --decode "
+            "absorbed: as serving engines run it); "
+        )
+        + (
+            "latent attention prefilled expanded (--prefill absorbed: each query against the latent); "
+            if prefill_form == "expanded"
+            else "latent attention prefilled absorbed, each query against the cached latent (--prefill expanded: as in training); "
+        )
+        + "a recurrent mixer's step "
+        "(Mamba, Mamba-2, Gated DeltaNet) the same at any context",
+    ]
     drafter = make_drafter(spec, fmt, efmt, draft_model, p, prompt + generate) if draft else None
     if draft:
-        notes.append(f"speculative decoding: {draft} token{'s' if draft > 1 else ''} drafted a step, each accepted "
-                     f"at {accept:g}; " + (f"drafted by {drafter.label}, a step of it for each token, on the last "
-                     "stage's devices, its weights and KV cache held beside the model's, its prefill of the prompt "
-                     "in the time to first token" if drafter else
-                     "the drafts' cost is left out (prompt-lookup or n-gram drafting; --draft-model names a draft "
-                     "model)"))
+        notes.append(
+            f"speculative decoding: {draft} token{'s' if draft > 1 else ''} drafted a step, each accepted "
+            f"at {accept:g}; "
+            + (
+                f"drafted by {drafter.label}, a step of it for each token, on the last "
+                "stage's devices, its weights and KV cache held beside the model's, its prefill of the prompt "
+                "in the time to first token"
+                if drafter
+                else "the drafts' cost is left out (prompt-lookup or n-gram drafting; --draft-model names a draft model)"
+            )
+        )
     if hw is not None:
         notes.append(ROOFLINE_NOTE)
         notes.append(link_note(device, p, link))
         if hw.memory_bytes:
-            result = serving.fit_result(spec, FitRun(prompt + generate, batch, run.chunk), formats, p, device,
-                                        drafter)
+            result = serving.fit_result(spec, FitRun(prompt + generate, batch, run.chunk), formats, p, device, drafter)
             have = {f.id for f in figures}
             figures += [f for f in result[0] if f.id not in have]
             notes.insert(0, result[1])
             notes.append(result[2])
-    return Figures(f"inference with {label}: {prompt:,} prompt + {generate:,} new tokens × batch {batch}", inputs,
-                   figures, notes)
+    return Figures(f"inference with {label}: {prompt:,} prompt + {generate:,} new tokens × batch {batch}", inputs, figures, notes)
 
 
-ROOFLINE_NOTE = ("roofline: prefill at the device's dense peak for the weights' compute dtype (fp8 weights at "
-                 "fp8, others at bf16: weight-only formats dequantize for the matmul), all devices busy (with "
-                 "pipeline stages, the prompt's chunks streaming through them at the slowest stage's pace); a "
-                 "decode step takes the longer of its bytes over the memory bandwidth (each device reads its "
-                 "active weights once and its share of the KV cache) and its FLOPs over the peak, then its "
-                 "communication, not overlapped; for a mixture, the experts a batch of B tokens touches per layer "
-                 "in expectation, E·(1 − (1 − k/E)^B), routing uniform; with pipeline stages a copy's sequences "
-                 "circulate in as many micro-batches as stages, a sequence's next token after the longer of one "
-                 "pass through every stage and the slowest stage taking each micro-batch; time to first token = "
-                 "prefill + one pass")
+ROOFLINE_NOTE = (
+    "roofline: prefill at the device's dense peak for the weights' compute dtype (fp8 weights at "
+    "fp8, others at bf16: weight-only formats dequantize for the matmul), all devices busy (with "
+    "pipeline stages, the prompt's chunks streaming through them at the slowest stage's pace); a "
+    "decode step takes the longer of its bytes over the memory bandwidth (each device reads its "
+    "active weights once and its share of the KV cache) and its FLOPs over the peak, then its "
+    "communication, not overlapped; for a mixture, the experts a batch of B tokens touches per layer "
+    "in expectation, E·(1 − (1 − k/E)^B), routing uniform; with pipeline stages a copy's sequences "
+    "circulate in as many micro-batches as stages, a sequence's next token after the longer of one "
+    "pass through every stage and the slowest stage taking each micro-batch; time to first token = "
+    "prefill + one pass"
+)
 
 
 def check_speculation(accept: float | None, draft: int) -> None:

@@ -101,27 +101,44 @@ def link_note(device: Device, p: Placement, link: Link) -> str:
     if p.tp == 1 and p.pp == 1:
         return "communication: none (one device per model copy)"
     if not link.gbs:
-        return (f"communication: not counted — {hw.key}'s table entry gives no interconnect bandwidth; "
-                "--link-gbs sets one")
+        return f"communication: not counted — {hw.key}'s table entry gives no interconnect bandwidth; --link-gbs sets one"
     parts = []
     if p.tp > 1:
-        parts.append(f"an all-reduce of the 16-bit activations after each sublayer over tp {p.tp}, each device "
-                     f"moving 2(n − 1)/n of them at {link.ring_gbs(p.tp):g} GB/s (Shoeybi et al. 2019; nccl-tests' "
-                     "bus bandwidth), " + (f"{link.latency_s * 1e6:.3g} µs each" if link.latency_s else "no latency"))
+        parts.append(
+            f"an all-reduce of the 16-bit activations after each sublayer over tp {p.tp}, each device "
+            f"moving 2(n − 1)/n of them at {link.ring_gbs(p.tp):g} GB/s (Shoeybi et al. 2019; nccl-tests' "
+            "bus bandwidth), " + (f"{link.latency_s * 1e6:.3g} µs each" if link.latency_s else "no latency")
+        )
     if p.ep_copies > 1:
-        parts.append(f"in a mixture layer, in place of the FFN's all-reduce, a dispatch and a combine over the "
-                     f"{p.ep} devices sharing the experts, each device sending its share of the tokens' k inputs, "
-                     f"(n − 1)/n of them to the others, at {link.ring_gbs(p.ep):g} GB/s (nccl-tests' all-to-all bus "
-                     "bandwidth), " + (f"{link.p2p_latency_s * 1e6:.3g} µs each" if link.p2p_latency_s
-                                       else "no latency"))
+        parts.append(
+            f"in a mixture layer, in place of the FFN's all-reduce, a dispatch and a combine over the "
+            f"{p.ep} devices sharing the experts, each device sending its share of the tokens' k inputs, "
+            f"(n − 1)/n of them to the others, at {link.ring_gbs(p.ep):g} GB/s (nccl-tests' all-to-all bus "
+            "bandwidth), " + (f"{link.p2p_latency_s * 1e6:.3g} µs each" if link.p2p_latency_s else "no latency")
+        )
     if p.pp > 1:
-        parts.append(f"each stage's hand-off of its activations to the next at {link.p2p_gbs or link.gbs:g} GB/s, "
-                     + (f"{link.p2p_latency_s * 1e6:.3g} µs each" if link.p2p_latency_s else "no latency"))
+        parts.append(
+            f"each stage's hand-off of its activations to the next at {link.p2p_gbs or link.gbs:g} GB/s, "
+            + (f"{link.p2p_latency_s * 1e6:.3g} µs each" if link.p2p_latency_s else "no latency")
+        )
     source = ("--link-gbs" if gbs is not None else f"{hw.key}'s scale-up link per direction") + (
-        ", --link-latency-us" if latency_us is not None else ", NCCL's ring latency model (src/graph/tuning.cc)"
-        if hw.link_latency_us else ", no latency figure: a lower bound (--link-latency-us adds one)")
+        ", --link-latency-us"
+        if latency_us is not None
+        else ", NCCL's ring latency model (src/graph/tuning.cc)"
+        if hw.link_latency_us
+        else ", no latency figure: a lower bound (--link-latency-us adds one)"
+    )
     crossing = p.tp > link.node or (p.pp > 1 and p.tp * p.pp > link.node) or p.ep > link.node
-    network = (f"; between nodes of {link.node} the network at {link.network_gbs:g} GB/s a device "
-               + ("(--network-gbs)" if network_gbs is not None else
-                  "(a 400 Gb/s NIC a GPU, as DGX H100 and B200 ship; --network-gbs sets it)")) if crossing else ""
-    return (f"communication ({source}): " + "; ".join(parts) + network + "; not overlapped with compute")
+    network = (
+        (
+            f"; between nodes of {link.node} the network at {link.network_gbs:g} GB/s a device "
+            + (
+                "(--network-gbs)"
+                if network_gbs is not None
+                else "(a 400 Gb/s NIC a GPU, as DGX H100 and B200 ship; --network-gbs sets it)"
+            )
+        )
+        if crossing
+        else ""
+    )
+    return f"communication ({source}): " + "; ".join(parts) + network + "; not overlapped with compute"

@@ -96,7 +96,5 @@ def model_splits(stages: int, devices: int | None = None) -> list[tuple[int, int
     only the splits that divide them."""
     from .hardware import NODE
 
-    shapes = [(tp, pp) for tp in (1, 2, 4, NODE) for pp in range(1, stages + 1)
-              if devices is None or devices % (tp * pp) == 0]
+    shapes = [(tp, pp) for tp in (1, 2, 4, NODE) for pp in range(1, stages + 1) if devices is None or devices % (tp * pp) == 0]
     return sorted(shapes, key=lambda s: (s[0] * s[1], -s[0]))
-

@@ -64,8 +64,8 @@ class Step:
     global_batch: int | None = None  # sequences a step (None: no pipeline bubble reckoned)
     recompute: str = "none"  # activation recomputation: none, selective or full (count.RECOMPUTE)
     kernel: str = "flash"  # attention kernel: flash keeps no scores, eager keeps them
-    optimizer: str = "adam"  # training.OPTIMIZERS
-    precision: str = "bf16"  # training.PRECISIONS
+    optimizer: str = "adam"  # memory.OPTIMIZERS
+    precision: str = "bf16"  # memory.PRECISIONS
     mtp: bool | None = None  # the multi-token prediction modules trained (None: whenever the model has them)
 
 

@@ -60,12 +60,14 @@ def expanded(entries, arity: int) -> list[tuple]:
             out.append(tuple(entry))
             continue
         *key, numbers = entry
-        combos = (itertools.product(*(_unruns(a) for a in numbers)) if numbers and isinstance(numbers[0], str)
-                  else (tuple(ix) for ix in numbers))
+        combos = (
+            itertools.product(*(_unruns(a) for a in numbers))
+            if numbers and isinstance(numbers[0], str)
+            else (tuple(ix) for ix in numbers)
+        )
         for combo in combos:
             it = iter(combo)
-            out.append(tuple(re.sub(r"(?<=\.)\*(?=\.|$)", lambda _: str(next(it)), f) if isinstance(f, str) else f
-                             for f in key))
+            out.append(tuple(re.sub(r"(?<=\.)\*(?=\.|$)", lambda _: str(next(it)), f) if isinstance(f, str) else f for f in key))
     return out
 
 

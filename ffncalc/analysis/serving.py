@@ -41,8 +41,10 @@ def place(spec: Model, placement: Placement) -> Placement:
     if ep <= tp and tp % ep:
         raise InputError(f"--ep {ep} does not divide --tp {tp} (experts spread over the devices of one stage)")
     if ep > tp and (ep % tp or (gpus // pp) % ep):
-        raise InputError(f"--ep {ep}: beyond --tp {tp} it spans whole copies of a stage, a multiple of --tp that "
-                         f"divides the {gpus // pp} devices of a stage")
+        raise InputError(
+            f"--ep {ep}: beyond --tp {tp} it spans whole copies of a stage, a multiple of --tp that "
+            f"divides the {gpus // pp} devices of a stage"
+        )
     return Placement(gpus, tp, ep, pp)
 
 
@@ -65,8 +67,7 @@ def stages(spec: Model, w: WeightBytes, pp: int) -> list[Stage]:
     from .parallel import stages as spans
 
     if pp > 1 and any(layer.shared is not None for layer in spec.layers):
-        raise InputError(f"--pp {pp}: weight-shared blocks run in layers of every stage; pipeline stages are not "
-                         "modelled for them")
+        raise InputError(f"--pp {pp}: weight-shared blocks run in layers of every stage; pipeline stages are not modelled for them")
     out = []
     layers = w.layers
     outside = w.total - w.experts - sum(d for d, _ in layers)  # dense bytes beside the layers (no routed experts)
@@ -108,8 +109,7 @@ def workspace(spec: Model, chunk: int, batch: int, tp: int, layers: slice = slic
     them (each block's kept_elements, Korthikanti et al. 2022's per-layer terms), 16-bit, for one chunk of
     prefill tokens, ÷ tp; plus, where the head is, the fp32 logits of every sequence's last token (batch ×
     vocab × 4)."""
-    widest = max(sum(b.kept_elements(spec) for _, b in layer.blocks()) + 2 * spec.d_model
-                 for layer in spec.layers[layers])
+    widest = max(sum(b.kept_elements(spec) for _, b in layer.blocks()) + 2 * spec.d_model for layer in spec.layers[layers])
     return -(-chunk * 2 * widest // tp) + (batch * spec.vocab_size * 4 if logits else 0)
 
 
@@ -127,8 +127,7 @@ class Fit:
 
     @property
     def need(self) -> int:
-        return (self.weights_per_device + self.kv_per_device + self.state_per_device + self.workspace + self.reserve
-                + self.draft)
+        return self.weights_per_device + self.kv_per_device + self.state_per_device + self.workspace + self.reserve + self.draft
 
     @property
     def free(self) -> int:
@@ -159,13 +158,19 @@ def fit(spec: Model, w: WeightBytes, p: Placement, load: Load, memory: int, rese
     fits = []
     for st in stages(spec, w, p.pp):
         span = slice(st.first, st.stop)
-        fits.append(Fit(w, held_per_device(st, p),
-                        per_device_batch * kv_per_device(spec, context, kv_bits, p.tp, span),
-                        per_device_batch * state_per_device(spec, kv_bits, p.tp, span),
-                        workspace(spec, min(load.chunk, context * per_device_batch), per_device_batch, p.tp, span,
-                                  logits=st.last),
-                        int(memory * reserve), memory, st if p.pp > 1 else None,
-                        drafter.bytes_per_device(p, context, per_device_batch, kv_bits) if drafter and st.last else 0))
+        fits.append(
+            Fit(
+                w,
+                held_per_device(st, p),
+                per_device_batch * kv_per_device(spec, context, kv_bits, p.tp, span),
+                per_device_batch * state_per_device(spec, kv_bits, p.tp, span),
+                workspace(spec, min(load.chunk, context * per_device_batch), per_device_batch, p.tp, span, logits=st.last),
+                int(memory * reserve),
+                memory,
+                st if p.pp > 1 else None,
+                drafter.bytes_per_device(p, context, per_device_batch, kv_bits) if drafter and st.last else 0,
+            )
+        )
     return max(fits, key=lambda f: f.need)
 
 
@@ -194,8 +199,11 @@ class Drafter:
     def step_bytes(self, p: Placement, sequences: int, context: int, kv_bits: int) -> float:
         """Bytes one device reads drafting a token for each of ``sequences`` sequences: the weights (the experts
         those tokens pick, ep as the model's) and each sequence's one cache a step reads (one MTP module's)."""
-        return (decode_weight_bytes(self.spec, self.weights, p, sequences) + self.extra / p.tp
-                + sequences * kv_per_device(self.spec, context, kv_bits, p.tp))
+        return (
+            decode_weight_bytes(self.spec, self.weights, p, sequences)
+            + self.extra / p.tp
+            + sequences * kv_per_device(self.spec, context, kv_bits, p.tp)
+        )
 
 
 MAX_STAGES = 64  # pipeline stages searched
@@ -216,8 +224,9 @@ def fewest(spec: Model, w: WeightBytes, load: Load, memory: int, reserve: float)
     return None
 
 
-def fit_result(spec: Model, run: FitRun, formats: Formats, p: Placement, device: Device,
-               drafter: Drafter | None = None) -> tuple[list[Figure], str, str]:
+def fit_result(
+    spec: Model, run: FitRun, formats: Formats, p: Placement, device: Device, drafter: Drafter | None = None
+) -> tuple[list[Figure], str, str]:
     """The fit at context × batch, and the largest context and batch that fit: figures, verdict, note."""
     hw, reserve, chunk, context, batch = device.hw, device.reserve, run.chunk, run.context, run.batch
     if not 0 <= reserve < 1:
@@ -237,24 +246,32 @@ def fit_result(spec: Model, run: FitRun, formats: Formats, p: Placement, device:
     figures = fit_figures(f, p, hw.key) + [
         Figure("max_context", f"largest context at batch {batch}", max_context, "tokens"),
         Figure("max_batch", f"largest batch at {context:,} tokens", max_batch, "sequences"),
-        *([Figure("min_gpus", f"fewest {hw.key} that fit", least.gpus, "devices", f"tp {least.tp} × pp {least.pp}")]
-          if least else []),
+        *([Figure("min_gpus", f"fewest {hw.key} that fit", least.gpus, "devices", f"tp {least.tp} × pp {least.pp}")] if least else []),
     ]
-    note = (("memory per device on the most loaded pipeline stage (layers as even as can be, the earlier "
-             "stages one more; the embedding on the first, the head on the last): " if p.pp > 1 else
-             "memory per device: ")
-            + f"weights (dense ÷ tp, routed experts ÷ ep, or ÷ tp without ep; ep beyond tp shares the experts "
-            f"among copies) + KV cache at "
-            f"context × batch ({formats.kv_dtype}; KV heads ÷ tp, a latent cache whole) + workspace (the widest "
-            f"layer's activations for a {chunk:,}-token prefill chunk, 16-bit, ÷ tp, + fp32 logits of the batch's last "
-            f"tokens) + a {reserve:.0%} reserve (vLLM's default gpu_memory_utilization 0.9 leaves a tenth); "
-            f"largest context searched up to the model's {spec.context_length:,}, largest batch up to "
-            f"{SEARCH_LIMIT:,}, by bisection")
+    note = (
+        (
+            "memory per device on the most loaded pipeline stage (layers as even as can be, the earlier "
+            "stages one more; the embedding on the first, the head on the last): "
+            if p.pp > 1
+            else "memory per device: "
+        )
+        + f"weights (dense ÷ tp, routed experts ÷ ep, or ÷ tp without ep; ep beyond tp shares the experts "
+        f"among copies) + KV cache at "
+        f"context × batch ({formats.kv_dtype}; KV heads ÷ tp, a latent cache whole) + workspace (the widest "
+        f"layer's activations for a {chunk:,}-token prefill chunk, 16-bit, ÷ tp, + fp32 logits of the batch's last "
+        f"tokens) + a {reserve:.0%} reserve (vLLM's default gpu_memory_utilization 0.9 leaves a tenth); "
+        f"largest context searched up to the model's {spec.context_length:,}, largest batch up to "
+        f"{SEARCH_LIMIT:,}, by bisection"
+    )
     text = verdict(f, p, hw, context, batch)
     if f.free < 0:
-        text += (f"; one copy fits on {least.gpus} (--gpus {least.gpus} --tp {least.tp}"
-                 + (f" --pp {least.pp}" if least.pp > 1 else "") + ")" if least else
-                 f"; no copy fits on up to {NODE * MAX_STAGES} of them")
+        text += (
+            f"; one copy fits on {least.gpus} (--gpus {least.gpus} --tp {least.tp}"
+            + (f" --pp {least.pp}" if least.pp > 1 else "")
+            + ")"
+            if least
+            else f"; no copy fits on up to {NODE * MAX_STAGES} of them"
+        )
     return figures, text, note
 
 
@@ -306,14 +323,15 @@ def stage_comm_s(spec: Model, st: Stage, p: Placement, tokens: int, link: Link, 
     FFN's all-reduce."""
     nbytes = tokens * spec.d_model * ACTIVATION_BYTES
     reduces = alltoalls = 0.0
-    for layer in spec.layers[st.first:st.stop]:
+    for layer in spec.layers[st.first : st.stop]:
         moe = next((b for _, b in layer.blocks() if b.routed_experts()), None)
         reduces += collectives(spec, layer) - (1 if moe is not None and p.ep_copies > 1 else 0)
         if moe is not None and p.ep_copies > 1:
             alltoalls += 2 * alltoall_s(nbytes * moe.active_experts() / p.tp, p.ep, link, forwards)
     across = (st.index + 1) * p.tp % link.node == 0
-    return reduces * allreduce_s(nbytes, p.tp, link, forwards) + alltoalls + (
-        0.0 if st.last else send_s(nbytes, link, forwards, across))
+    return (
+        reduces * allreduce_s(nbytes, p.tp, link, forwards) + alltoalls + (0.0 if st.last else send_s(nbytes, link, forwards, across))
+    )
 
 
 def pipeline_cycle(stage_s: list[float], micro_batches: int) -> float:
@@ -333,14 +351,24 @@ def tokens_per_step(accept: float, draft: int) -> float:
 
 def fit_figures(f: Fit, p: Placement, hw_key: str) -> list[Figure]:
     return [
-        *([Figure("pipeline_stage", "most loaded pipeline stage", f.stage.index, "stage",
-                  f"layers {f.stage.first}–{f.stage.stop - 1} of {p.pp} stages")] if f.stage else []),
+        *(
+            [
+                Figure(
+                    "pipeline_stage",
+                    "most loaded pipeline stage",
+                    f.stage.index,
+                    "stage",
+                    f"layers {f.stage.first}–{f.stage.stop - 1} of {p.pp} stages",
+                )
+            ]
+            if f.stage
+            else []
+        ),
         Figure("weight_bytes", "weights, whole model", f.weights.total, "bytes"),
         Figure("bits_per_weight", "bits per weight (mean)", f.weights.bits, "bits"),
         Figure("weight_bytes_per_device", "weights per device", f.weights_per_device, "bytes"),
         Figure("kv_bytes_per_device", "KV cache per device", f.kv_per_device, "bytes"),
-        *([Figure("state_bytes_per_device", "recurrent state per device", f.state_per_device, "bytes")]
-          if f.state_per_device else []),
+        *([Figure("state_bytes_per_device", "recurrent state per device", f.state_per_device, "bytes")] if f.state_per_device else []),
         Figure("workspace_bytes_per_device", "activation workspace", f.workspace, "bytes"),
         *([Figure("draft_bytes_per_device", "drafter's weights and KV cache", f.draft, "bytes")] if f.draft else []),
         Figure("reserve_bytes", "reserve", f.reserve, "bytes"),
@@ -351,14 +379,19 @@ def fit_figures(f: Fit, p: Placement, hw_key: str) -> list[Figure]:
 
 
 def verdict(f: Fit, p: Placement, hw: Hardware, context: int, batch: int) -> str:
-    layout = ", ".join([f"tp {p.tp}"] + ([f"pp {p.pp}"] if p.pp > 1 else [])
-                       + ([f"ep {p.ep}" + (" across copies" if p.ep_copies > 1 else "")] if p.ep > 1 else [])
-                       + ([f"{p.replicas} copies"] if p.replicas > 1 else []))
+    layout = ", ".join(
+        [f"tp {p.tp}"]
+        + ([f"pp {p.pp}"] if p.pp > 1 else [])
+        + ([f"ep {p.ep}" + (" across copies" if p.ep_copies > 1 else "")] if p.ep > 1 else [])
+        + ([f"{p.replicas} copies"] if p.replicas > 1 else [])
+    )
     where = f"{p.gpus} × {hw.key}" + (f" ({layout})" if p.gpus > 1 else "")
     if f.free >= 0:
         return f"fits on {where} at {context:,} tokens × batch {batch}: {f.free / 2**30:,.2f} GiB left per device"
-    return (f"does NOT fit on {where} at {context:,} tokens × batch {batch}: short by {-f.free / 2**30:,.2f} GiB "
-            f"per device (needs {f.need / 2**30:,.2f} GiB of {f.memory / 2**30:,.2f} GiB)")
+    return (
+        f"does NOT fit on {where} at {context:,} tokens × batch {batch}: short by {-f.free / 2**30:,.2f} GiB "
+        f"per device (needs {f.need / 2**30:,.2f} GiB of {f.memory / 2**30:,.2f} GiB)"
+    )
 
 
 def formats_note(fmt: Format, experts: Format | None) -> str:
@@ -368,5 +401,4 @@ def formats_note(fmt: Format, experts: Format | None) -> str:
     return text
 
 
-__all__ = ["place", "fit", "fit_result", "largest", "expected_experts", "tokens_per_step", "weight_bytes",
-           "Placement"]
+__all__ = ["place", "fit", "fit_result", "largest", "expected_experts", "tokens_per_step", "weight_bytes", "Placement"]

@@ -61,16 +61,16 @@ class Match:
         return self.value - self.target
 
 
-def match_width(d_model: int, target: int, kind: Kind, *, bias: bool, match: Literal["params", "flops"] = "params",
-                multiple_of: int = 1) -> Match:
+def match_width(
+    d_model: int, target: int, kind: Kind, *, bias: bool, match: Literal["params", "flops"] = "params", multiple_of: int = 1
+) -> Match:
     """The ``kind`` block's width whose params (or forward FLOPs) equal ``target``.
 
     Both are a·d_ff + c, so the exact width is (target − c)/a. When that is not a whole multiple of
     ``multiple_of``: the nearest width, or with multiple_of > 1 the next multiple up, as Llama's
     FeedForward rounds (multiple_of · ceil(h / multiple_of)).
     """
-    figure = (lambda f: ffn_params(d_model, f, kind, bias)) if match == "params" else \
-        (lambda f: ffn_flops(d_model, f, kind))
+    figure = (lambda f: ffn_params(d_model, f, kind, bias)) if match == "params" else (lambda f: ffn_flops(d_model, f, kind))
     c = figure(0)
     a = figure(1) - c
     if multiple_of > 1:

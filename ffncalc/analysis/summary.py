@@ -7,9 +7,23 @@ from typing import Any
 from ..model.stack import Model
 from .count import plain, tally
 
-COLUMNS = ["model", "params", "active_params", "embedding_params", "attention_params", "attention_share",
-           "ffn_params", "ffn_share", "forward_flops_per_token", "train_flops_per_token", "d_model", "n_layers",
-           "heads", "ffn", "d_ff"]
+COLUMNS = [
+    "model",
+    "params",
+    "active_params",
+    "embedding_params",
+    "attention_params",
+    "attention_share",
+    "ffn_params",
+    "ffn_share",
+    "forward_flops_per_token",
+    "train_flops_per_token",
+    "d_model",
+    "n_layers",
+    "heads",
+    "ffn",
+    "d_ff",
+]
 
 
 def summarize(spec: Model, *, model: str, seq_len: int | None = None, convention: str = "exact") -> dict[str, Any]:
@@ -51,5 +65,4 @@ def _facts(spec: Model) -> dict[str, object]:
         for key, counts in seen.items():
             value = facts.get(key)
             counts[value] = counts.get(value, 0) + 1
-    return {key: next(iter(counts)) if len(counts) == 1 else [[n, v] for v, n in counts.items()]
-            for key, counts in seen.items()}
+    return {key: next(iter(counts)) if len(counts) == 1 else [[n, v] for v, n in counts.items()] for key, counts in seen.items()}

@@ -88,8 +88,9 @@ def _is_norm(module: torch.nn.Module) -> bool:
 Key = tuple[str, "tuple[int, int] | None"]  # (component, layer run)
 
 
-def verify(spec: Model, *, model: str = "model", seq_len: int | None = None, convention: str = "exact",
-           every_layer: bool = False) -> Report:
+def verify(
+    spec: Model, *, model: str = "model", seq_len: int | None = None, convention: str = "exact", every_layer: bool = False
+) -> Report:
     """Compare analytic and torch parameter counts and forward FLOPs, component by component."""
     if convention not in CONVENTIONS:
         raise ValueError(f"verify proves the exact and causal conventions, not {convention!r}")
@@ -118,8 +119,10 @@ def verify(spec: Model, *, model: str = "model", seq_len: int | None = None, con
             checks.append(Check(*key, a_params, t_params, a_flops, t_flops))
     notes = list(dict.fromkeys(b.verify_note for b in spec.blocks() if b.verify_note))
     if len(net.layers) < spec.n_layers:
-        notes.append(f"identical layers are one module: {len(net.layers)} of {spec.n_layers} built and run, each counted "
-                     "for every layer of its kind (--every-layer builds them all)")
+        notes.append(
+            f"identical layers are one module: {len(net.layers)} of {spec.n_layers} built and run, each counted "
+            "for every layer of its kind (--every-layer builds them all)"
+        )
     if convention == "causal":
         notes.append("attention over the causal triangle only: query i meets keys 0..i")
     return Report(model, convention, seq_len, every_layer, tuple(notes), tuple(checks))
@@ -148,13 +151,17 @@ def check_size(spec: Model, seq_len: int) -> None:
             biggest, what = size, f"{kind} of {r.name}"
     if biggest > MAX_ELEMENTS:
         who = "the model" if what.startswith("the weight") else f"--seq-len {seq_len:,}"
-        raise InputError(f"{who}: verify would build {what} of {biggest:,} elements, beyond its "
-                         f"limit of 2^56 ({MAX_ELEMENTS:,}); verify a shorter sequence or a smaller model")
+        raise InputError(
+            f"{who}: verify would build {what} of {biggest:,} elements, beyond its "
+            f"limit of 2^56 ({MAX_ELEMENTS:,}); verify a shorter sequence or a smaller model"
+        )
     experts = sum(_experts(b) for layer in dict.fromkeys(spec.layers) for _, b in layer.blocks())
     if experts > MAX_EXPERTS:
-        raise InputError(f"the model: verify would build {experts:,} expert modules (one layer of each kind), beyond "
-                         f"its limit of {MAX_EXPERTS:,} (about {MAX_EXPERTS * EXPERT_BYTES / 2**30:.1f} GiB of torch "
-                         "module objects even on the meta device); verify a model with fewer experts")
+        raise InputError(
+            f"the model: verify would build {experts:,} expert modules (one layer of each kind), beyond "
+            f"its limit of {MAX_EXPERTS:,} (about {MAX_EXPERTS * EXPERT_BYTES / 2**30:.1f} GiB of torch "
+            "module objects even on the meta device); verify a model with fewer experts"
+        )
 
 
 # Torch modules cost memory even on the meta device (their objects, not their weights): about 11 KB for a gated

@@ -186,8 +186,9 @@ def _register_builtin() -> None:
 def index() -> dict[tuple[str, str], str]:
     """(slot, kind) -> the module that defines it, for every built-in block: what ``_index.py`` records."""
     _register_builtin()
-    return {key: cls.__module__.rsplit(".", 1)[1] for key, cls in sorted(_REGISTRY.items())
-            if cls.__module__.startswith(f"{__name__}.")}
+    return {
+        key: cls.__module__.rsplit(".", 1)[1] for key, cls in sorted(_REGISTRY.items()) if cls.__module__.startswith(f"{__name__}.")
+    }
 
 
-from ._index import KINDS  # noqa: E402  (the recorded index: tests/test_blocks.py keeps it equal to index())
+from ._index import KINDS  # noqa: E402  (the recorded index: tests/blocks/test_blocks.py keeps it equal to index())

@@ -34,8 +34,7 @@ def chunk_length(seq_len: int, chunk_size: int) -> int:
     return 1
 
 
-def emit_delta_rule(e, prefix: str, n: int, h: int, dk: int, dv: int, length: int, decay: int,
-                    recurrence: bool = False) -> None:
+def emit_delta_rule(e, prefix: str, n: int, h: int, dk: int, dv: int, length: int, decay: int, recurrence: bool = False) -> None:
     """The terms of the chunkwise delta rule in h heads of d_k keys and d_v values, chunks of ``length``:
     β's products, the decays (``decay`` FLOPs, which the gate's shape sets), the seven products and the state's
     elementwise work. ``recurrence``: also the token-by-token form, each form tagged for the conventions."""
@@ -45,18 +44,15 @@ def emit_delta_rule(e, prefix: str, n: int, h: int, dk: int, dv: int, length: in
     e.op(f"{prefix}.decay", decay)
     # inside each chunk: attention over L keys (core_flops: exact the square, causal the triangle)
     for name, width in (("kkt", dk), ("solve", dk + dv), ("qk", dk), ("values", dv)):
-        e.term(f"{prefix}.{name}", "core", (h, length, width), n, numel=0, macs=n * h * length * width, grows=False,
-               form=form)
+        e.term(f"{prefix}.{name}", "core", (h, length, width), n, numel=0, macs=n * h * length * width, grows=False, form=form)
     # against the state S (d_k × d_v per head): each token meets one state, so one "key" whose product
     # is the same in every convention that counts attention (exact and causal both charge 2 · d_k·d_v)
     for name in ("state_correct", "state_read", "state_write"):  # W·S, (Q∘e^γ)·S, (K∘e^{γ_L−γ})ᵀ·V'
-        e.term(f"{prefix}.{name}", "core", (h, 1, dk * dv), n, numel=0, macs=n * h * dk * dv, grows=False,
-               form=form)
+        e.term(f"{prefix}.{name}", "core", (h, 1, dk * dv), n, numel=0, macs=n * h * dk * dv, grows=False, form=form)
     if recurrence:
         # the same rule token by token, as Megatron-LM counts Gated DeltaNet: four d_k × d_v products per head
         # (KKᵀ, VKᵀ, S·(α(I − βKKᵀ)) and S·Q in its code's words), for conventions that count the recurrence
-        e.term(f"{prefix}.recurrence", "recurrence", (h, dk, dv), n, numel=0, macs=n * 4 * h * dk * dv,
-               grows=False, form="recurrent")
+        e.term(f"{prefix}.recurrence", "recurrence", (h, dk, dv), n, numel=0, macs=n * 4 * h * dk * dv, grows=False, form="recurrent")
     # V' = U − W·S, O = Q·S + P·V' (a subtract and an add per value element), and per chunk the state's decay
     # and update (2·d_k·d_v per head, shared by the chunk's L tokens, rounded up to a whole FLOP per token)
     e.op(f"{prefix}.state_ops", n * (2 * h * dv + -(-2 * h * dk * dv // length)))
@@ -116,8 +112,11 @@ def delta_rule(layer, q, k, v, g, beta):
     rhs = torch.cat([v_beta, kb_grow], dim=-1)  # [V_β | K_β ∘ e^γ]
     x = torch.zeros_like(rhs)
     for i in range(length):
-        row = layer.solve(lower[..., i:i + 1, :i + 1], x[..., :i + 1, :]) if layer.causal else \
-            layer.solve(lower[..., i:i + 1, :], x)  # exact: the whole row, zeros included
+        row = (
+            layer.solve(lower[..., i : i + 1, : i + 1], x[..., : i + 1, :])
+            if layer.causal
+            else layer.solve(lower[..., i : i + 1, :], x)
+        )  # exact: the whole row, zeros included
         x[..., i, :] = rhs[..., i, :] - row.squeeze(-2)
     u, w = x.split([dv, dk], dim=-1)
     last = gamma[..., -1:, :]  # (B, H, n, 1, d_k or 1)
@@ -133,8 +132,7 @@ def delta_rule(layer, q, k, v, g, beta):
             states.append(state)
             v_new = u[:, :, c] - layer.state_correct(w[:, :, c], state)  # (B, H, L, d_v)
             fresh.append(v_new)
-            state = state * torch.exp(last[:, :, c]).transpose(-2, -1) + \
-                layer.state_write(k_out[:, :, c].transpose(-2, -1), v_new)
+            state = state * torch.exp(last[:, :, c]).transpose(-2, -1) + layer.state_write(k_out[:, :, c].transpose(-2, -1), v_new)
         states, v_new = torch.stack(states, dim=2), torch.stack(fresh, dim=2)  # (B, H, n, d_k, d_v), (B, H, n, L, d_v)
     inter = layer.state_read(q_grow, states)  # (B, H, n, L, d_v)
     intra = lower_apply(layer.values, attn, v_new, block) if layer.causal else layer.values(attn, v_new)

@@ -32,8 +32,7 @@ class GatedRMSNorm(nn.Module):
 
     is_norm = True  # verify counts its weight as one component
 
-    def __init__(self, width: int, *, gate: str = "silu", groups: int = 1, gate_first: bool = False,
-                 eps: float = 1e-6):
+    def __init__(self, width: int, *, gate: str = "silu", groups: int = 1, gate_first: bool = False, eps: float = 1e-6):
         super().__init__()
         self.weight = nn.Parameter(torch.ones(width))
         self.act, self.groups, self.gate_first, self.eps = ACTIVATIONS[gate], groups, gate_first, eps
@@ -134,8 +133,17 @@ def attend(layer, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Te
         parts = []
         for start in range(0, s, chunk):
             part = slice(start, min(start + chunk, s))
-            parts.append(causal_attention(q[..., part, :], k[..., part, :], v[..., part, :], layer.scores,
-                                          layer.values, None if bias is None else bias[..., part, part], sinks=sinks))
+            parts.append(
+                causal_attention(
+                    q[..., part, :],
+                    k[..., part, :],
+                    v[..., part, :],
+                    layer.scores,
+                    layer.values,
+                    None if bias is None else bias[..., part, part],
+                    sinks=sinks,
+                )
+            )
         return torch.cat(parts, dim=-2)
     if layer.causal and window is not None and window < s:
         return banded_attention(q, k, v, layer.scores, layer.values, window, bias, sinks)
@@ -162,8 +170,15 @@ def banded_attention(q, k, v, scores_mm: MatMul, values_mm: MatMul, window: int,
     windows of the keys and values, one batched product per matrix: W(W+1)/2 + (T − W)·W pairs in all.
     """
     *lead, s, dim = q.shape
-    head = causal_attention(q[..., :window, :], k[..., :window, :], v[..., :window, :], scores_mm, values_mm,
-                            None if bias is None else bias[..., :window, :window], sinks=sinks)
+    head = causal_attention(
+        q[..., :window, :],
+        k[..., :window, :],
+        v[..., :window, :],
+        scores_mm,
+        values_mm,
+        None if bias is None else bias[..., :window, :window],
+        sinks=sinks,
+    )
     keys = k.unfold(-2, window, 1)[..., 1:, :, :]  # (..., T − W, dim, W): the window ending at query i ≥ W
     values = v.unfold(-2, window, 1)[..., 1:, :, :].transpose(-2, -1)  # (..., T − W, W, v_dim)
     scores = scores_mm(q[..., window:, :].unsqueeze(-2), keys).squeeze(-2)  # (..., T − W, W)
@@ -183,8 +198,7 @@ def softmax(scores: torch.Tensor, sinks: torch.Tensor | None = None) -> torch.Te
     return torch.cat([scores, sink], dim=-1).softmax(dim=-1)[..., :-1]
 
 
-def causal_attention(q, k, v, scores_mm: MatMul, values_mm: MatMul, bias=None, block: int | None = None,
-                     sinks=None):
+def causal_attention(q, k, v, scores_mm: MatMul, values_mm: MatMul, bias=None, block: int | None = None, sinks=None):
     """Attention over the causal triangle only: query i meets keys 0..i, s(s+1)/2 products in all.
 
     Queries go in blocks of ``block``: a block meets the keys before it as one rectangle, and the
@@ -235,11 +249,12 @@ def lower_product(mm: MatMul, a: torch.Tensor, b: torch.Tensor, block: int) -> t
     for r in range(min(block, size)):
         rows = [st for st in starts if st + r < size]
         ai = torch.stack([a[..., st + r, :] for st in rows], dim=-2).unsqueeze(-2)  # (..., n, 1, dim)
-        bi = torch.stack([b[..., st:st + r + 1, :] for st in rows], dim=-3)  # (..., n, r+1, dim)
+        bi = torch.stack([b[..., st : st + r + 1, :] for st in rows], dim=-3)  # (..., n, r+1, dim)
         part = mm(ai, bi.transpose(-2, -1)).squeeze(-2)  # (..., n, r+1)
         for j, st in enumerate(rows):
-            out[..., st + r, st:st + r + 1] = part[..., j, :]
+            out[..., st + r, st : st + r + 1] = part[..., j, :]
     return out
+
 
 def lower_apply(mm: MatMul, m: torch.Tensor, v: torch.Tensor, block: int) -> torch.Tensor:
     """m @ v reading only m's lower triangle with the diagonal: L(L+1)/2 products per output feature."""
@@ -251,8 +266,8 @@ def lower_apply(mm: MatMul, m: torch.Tensor, v: torch.Tensor, block: int) -> tor
         out[..., start:stop, :] += mm(m[..., start:stop, :start], v[..., :start, :])
     for r in range(min(block, size)):
         rows = [st for st in starts if st + r < size]
-        mi = torch.stack([m[..., st + r, st:st + r + 1] for st in rows], dim=-2).unsqueeze(-2)  # (..., n, 1, r+1)
-        vi = torch.stack([v[..., st:st + r + 1, :] for st in rows], dim=-3)  # (..., n, r+1, dim)
+        mi = torch.stack([m[..., st + r, st : st + r + 1] for st in rows], dim=-2).unsqueeze(-2)  # (..., n, 1, r+1)
+        vi = torch.stack([v[..., st : st + r + 1, :] for st in rows], dim=-3)  # (..., n, r+1, dim)
         part = mm(mi, vi).squeeze(-2)  # (..., n, dim)
         for j, st in enumerate(rows):
             out[..., st + r, :] += part[..., j, :]

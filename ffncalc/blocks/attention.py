@@ -14,8 +14,9 @@ from . import Block, register
 SOFTPLUS_OPS = 3  # log(1 + exp(x)): exp, add, log
 
 
-def attention_core(e, model, heads: int, qk: int, vd: int, seq_len: int, o_bias: bool,
-                   window: int | None = None, chunk: int | None = None) -> None:
+def attention_core(
+    e, model, heads: int, qk: int, vd: int, seq_len: int, o_bias: bool, window: int | None = None, chunk: int | None = None
+) -> None:
     """QKᵀ, softmax, AV and the output projection, shared by every softmax-attention kind.
 
     Each token's query meets seq_len keys in every head as eager attention computes it (the executed view);
@@ -23,12 +24,10 @@ def attention_core(e, model, heads: int, qk: int, vd: int, seq_len: int, o_bias:
     view: analysis/count.py core_flops). Grouped K/V heads are shared, not fewer products.
     """
     n = e.n
-    e.term("attn.scores", "core", (heads, seq_len, qk), n, numel=0, macs=n * heads * seq_len * qk, window=window,
-           chunk=chunk)
+    e.term("attn.scores", "core", (heads, seq_len, qk), n, numel=0, macs=n * heads * seq_len * qk, window=window, chunk=chunk)
     scores = n * heads * seq_len
     e.op("attn.softmax", SOFTMAX_OPS * scores + (scores if model.positions == "alibi" else 0), scores=scores)
-    e.term("attn.values", "core", (heads, seq_len, vd), n, numel=0, macs=n * heads * seq_len * vd, window=window,
-           chunk=chunk)
+    e.term("attn.values", "core", (heads, seq_len, vd), n, numel=0, macs=n * heads * seq_len * vd, window=window, chunk=chunk)
     e.linear("attn.o", heads * vd, model.d_model, o_bias, n)
 
 
@@ -119,14 +118,17 @@ class Attention(Block):
 
     def resolve(self, d_model: int) -> Attention:
         head = self.head_dim if self.head_dim is not None else d_model // self.n_heads
-        return replace(self, n_kv_heads=self.kv_heads, head_dim=head,
-                       rotary_dim=min(self.rotary_dim or head, head),
-                       v_head_dim=self.v_head_dim if self.v_head_dim is not None else head)
+        return replace(
+            self,
+            n_kv_heads=self.kv_heads,
+            head_dim=head,
+            rotary_dim=min(self.rotary_dim or head, head),
+            v_head_dim=self.v_head_dim if self.v_head_dim is not None else head,
+        )
 
     def _check_heads(self, d_model: int) -> None:
         if self.head_dim is None and d_model % self.n_heads:
-            raise SpecError(("n_heads",), f"{self.n_heads} heads do not divide d_model {d_model} "
-                                          "(state head_dim to allow it)")
+            raise SpecError(("n_heads",), f"{self.n_heads} heads do not divide d_model {d_model} (state head_dim to allow it)")
         if self.n_heads % self.kv_heads:
             raise SpecError(("n_kv_heads",), f"{self.kv_heads} KV heads do not divide {self.n_heads} query heads")
 
@@ -192,11 +194,15 @@ class Attention(Block):
         if self.k_eq_v and vd is not None and vd != head:
             raise SpecError(("k_eq_v",), "values that are the keys have the keys' head_dim, not v_head_dim")
         if self.softplus_gate == "none" and (self.gate_bias or self.gate_proj_bias or self.gate_activation != "softplus"):
-            raise SpecError(("softplus_gate",), "gate_activation, gate_bias and gate_proj_bias describe the separate "
-                                                "gate: softplus_gate must be head or element")
+            raise SpecError(
+                ("softplus_gate",),
+                "gate_activation, gate_bias and gate_proj_bias describe the separate gate: softplus_gate must be head or element",
+            )
         if self.kv_shared and (self.k_eq_v or self.v_norm):
-            raise SpecError(("kv_shared",), "a layer that reads another layer's keys and values projects and "
-                                            "normalises none of its own (k_eq_v, v_norm)")
+            raise SpecError(
+                ("kv_shared",),
+                "a layer that reads another layer's keys and values projects and normalises none of its own (k_eq_v, v_norm)",
+            )
 
     def cached_tokens(self, tokens: int) -> int:
         bound = self.window or self.chunk

@@ -35,8 +35,10 @@ class BlockSparseAttention(Attention):
     kind = "block_sparse"
     slot = "attention"
     summary = "softmax attention over key blocks a small indexer selects (MiniMax-M3's lightning indexer)"
-    verify_note = ("block_sparse: executed dense, as transformers' eager path runs it (every key scored, the "
-                   "selection a mask); causal: the own block up to the query and the selected earlier blocks")
+    verify_note = (
+        "block_sparse: executed dense, as transformers' eager path runs it (every key scored, the "
+        "selection a mask); causal: the own block up to the query and the selected earlier blocks"
+    )
 
     index_n_heads: Positive = 4  # the indexer's query heads (MiniMaxM3VLTextConfig.index_n_heads)
     index_head_dim: Positive = 128  # each index head's width, and the cached index key's
@@ -57,15 +59,19 @@ class BlockSparseAttention(Attention):
         if self.softplus_gate != "none":
             raise SpecError(("softplus_gate",), "softplus_gate is not an option of block-sparse attention")
         if self.index_local_blocks > self.index_topk_blocks:
-            raise SpecError(("index_local_blocks",), f"{self.index_local_blocks} local blocks exceed the "
-                                                     f"{self.index_topk_blocks} blocks a query attends")
+            raise SpecError(
+                ("index_local_blocks",),
+                f"{self.index_local_blocks} local blocks exceed the {self.index_topk_blocks} blocks a query attends",
+            )
         heads = self.n_heads
         if heads % self.index_n_heads:
             raise SpecError(("index_n_heads",), f"{self.index_n_heads} index heads do not divide {heads} heads")
 
     def describe(self) -> str:
-        return (super().describe() + f", indexer {self.index_n_heads} × {self.index_head_dim} → "
-                f"{self.index_topk_blocks} blocks of {self.index_block_size}")
+        return (
+            super().describe() + f", indexer {self.index_n_heads} × {self.index_head_dim} → "
+            f"{self.index_topk_blocks} blocks of {self.index_block_size}"
+        )
 
     def terms(self, e, model, seq_len: int) -> None:
         """Attention's terms with the block-sparse reach on QKᵀ and AV, then MiniMaxM3VLIndexer: q (d_model ->
@@ -188,11 +194,10 @@ def _module():
                     index = (chosen.unsqueeze(-1) * size + torch.arange(size, device=q.device)).flatten(-2)
                     gather = index.unsqueeze(-1)  # (B, H, n, picks·size, 1)
                     ks = k.unsqueeze(2).expand(b, h, n, s, dim).gather(3, gather.expand(-1, -1, -1, -1, dim))
-                    vs = v.unsqueeze(2).expand(b, h, n, s, v.shape[-1]).gather(
-                        3, gather.expand(-1, -1, -1, -1, v.shape[-1]))
+                    vs = v.unsqueeze(2).expand(b, h, n, s, v.shape[-1]).gather(3, gather.expand(-1, -1, -1, -1, v.shape[-1]))
                     earlier = self.scores(qc.unsqueeze(-2), ks.transpose(-2, -1)).squeeze(-2)  # (B, H, n, picks·size)
                     probs = softmax(torch.cat([earlier, own], dim=-1))
-                    head, tail = probs[..., :earlier.shape[-1]], probs[..., earlier.shape[-1]:]
+                    head, tail = probs[..., : earlier.shape[-1]], probs[..., earlier.shape[-1] :]
                     part = self.values(head.unsqueeze(-2), vs).squeeze(-2)
                     part = part + lower_apply(self.values, tail, vc, max(1, math.isqrt(n)))
                 else:

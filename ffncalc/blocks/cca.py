@@ -183,11 +183,11 @@ def _module():
             q = qk[..., : h * w].reshape(b, s, h, w) + q_res
             k = qk[..., h * w :].reshape(b, s, g, w) + k_res
             delayed = self.v_delayed(x)  # each token's for the next; zeros (the projection's bias) before the first
-            first = (self.v_delayed.bias if self.v_delayed.bias is not None else delayed.new_zeros(delayed.shape[-1]))
+            first = self.v_delayed.bias if self.v_delayed.bias is not None else delayed.new_zeros(delayed.shape[-1])
             delayed = torch.cat([first.expand(b, 1, -1), delayed[:, :-1]], dim=1)
             v = torch.cat([self.v_current(x), delayed], dim=-1).view(b, s, g, w)
-            q = q * (w ** 0.5 / q.norm(dim=-1, keepdim=True).clamp_min(1e-6))
-            k = k * (w ** 0.5 / k.norm(dim=-1, keepdim=True).clamp_min(1e-6)) * self.key_scale[:, None]
+            q = q * (w**0.5 / q.norm(dim=-1, keepdim=True).clamp_min(1e-6))
+            k = k * (w**0.5 / k.norm(dim=-1, keepdim=True).clamp_min(1e-6)) * self.key_scale[:, None]
             q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # (B, heads, s, w)
             if self.positions == "rotary":
                 q, k = rotate(q, self.rotary), rotate(k, self.rotary)

@@ -50,8 +50,8 @@ class CrossDomainMoE(Block):
         return math.isqrt(self.n_experts)
 
     def __post_init__(self) -> None:
-        if self.top_k > self.n_keys ** 2:
-            raise SpecError(("top_k",), f"top_k {self.top_k} exceeds the {self.n_keys ** 2} key pairs")
+        if self.top_k > self.n_keys**2:
+            raise SpecError(("top_k",), f"top_k {self.top_k} exceeds the {self.n_keys**2} key pairs")
 
     def resolve(self, d_model: int) -> CrossDomainMoE:
         return replace(self, d_ff=width(self.d_ff, d_model))
@@ -80,8 +80,9 @@ class CrossDomainMoE(Block):
         e.op("ffn.routing", n * (keys * keys + SOFTMAX_OPS * k))
         # each expert one row of d in each embedding, k of them per token: a dot product with x, a weighted sum
         for name in ("down_embed", "up_embed"):
-            e.term(f"ffn.{name}.weight", "weight", (d,), self.n_experts * n, k * n, macs=n * k * d, expert=True,
-                   component=f"ffn.{name}")
+            e.term(
+                f"ffn.{name}.weight", "weight", (d,), self.n_experts * n, k * n, macs=n * k * d, expert=True, component=f"ffn.{name}"
+            )
         e.op("ffn.expert_act", n * k * (ACTIVATION_OPS[self.activation] + 1))  # act(·) · g
         e.op("ffn.combine", n * d)  # the experts' sum added to the dense MLP's output
 

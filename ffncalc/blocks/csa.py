@@ -50,8 +50,10 @@ class CompressedAttention(Block):
 
     kind = "csa"
     slot = "attention"
-    summary = ("sliding-window shared-KV attention with compressed key entries, a lightning indexer over them and "
-               "a grouped output projection (DeepSeek-V4's CSA and HCA)")
+    summary = (
+        "sliding-window shared-KV attention with compressed key entries, a lightning indexer over them and "
+        "a grouped output projection (DeepSeek-V4's CSA and HCA)"
+    )
 
     n_heads: Positive
     head_dim: Positive
@@ -83,14 +85,15 @@ class CompressedAttention(Block):
     def verify_note(self) -> str | None:
         if self.compress_rate is None:
             return None
-        return ("csa: executed dense, as transformers' eager path runs it: every key and compressed entry scored, "
-                "the window, causality and the indexer's selection masks; causal: the window and the entries a "
-                "query may attend")
+        return (
+            "csa: executed dense, as transformers' eager path runs it: every key and compressed entry scored, "
+            "the window, causality and the indexer's selection masks; causal: the window and the entries a "
+            "query may attend"
+        )
 
     def check(self, d_model: int) -> None:
         if self.n_heads * self.head_dim % self.o_groups:
-            raise SpecError(("o_groups",), f"{self.o_groups} groups do not divide {self.n_heads} heads × "
-                                           f"{self.head_dim}")
+            raise SpecError(("o_groups",), f"{self.o_groups} groups do not divide {self.n_heads} heads × {self.head_dim}")
         if self.rope > self.head_dim:
             raise SpecError(("rotary_dim",), f"rotary_dim {self.rope} exceeds head_dim {self.head_dim}")
         if self.compress_rate is None:
@@ -146,14 +149,18 @@ class CompressedAttention(Block):
             self._compressor_terms(e, model, "attn.compressor", hd)
             topk = self.index_topk if self.indexed else None
             entries = n * h * (seq_len // m) * hd
-            e.term("attn.entry_scores", "core", (h, seq_len, hd), n, numel=0, macs=entries, window=topk, chunk=m,
-                   select="entries")
-            e.term("attn.entry_values", "core", (h, seq_len, hd), n, numel=0, macs=entries, window=topk, chunk=m,
-                   select="entries")
+            e.term("attn.entry_scores", "core", (h, seq_len, hd), n, numel=0, macs=entries, window=topk, chunk=m, select="entries")
+            e.term("attn.entry_values", "core", (h, seq_len, hd), n, numel=0, macs=entries, window=topk, chunk=m, select="entries")
         if self.indexed:
             self._indexer_terms(e, model, seq_len)
-        e.term("attn.o_a.weight", "weight", (self.o_groups * self.o_lora_rank, h * hd // self.o_groups), n,
-               macs=n * h * hd * self.o_lora_rank, heads=self.o_groups)
+        e.term(
+            "attn.o_a.weight",
+            "weight",
+            (self.o_groups * self.o_lora_rank, h * hd // self.o_groups),
+            n,
+            macs=n * h * hd * self.o_lora_rank,
+            heads=self.o_groups,
+        )
         e.linear("attn.o_b", self.o_groups * self.o_lora_rank, d, False, n)
 
     def _compressor_terms(self, e, model, name: str, width: int) -> None:
@@ -164,8 +171,14 @@ class CompressedAttention(Block):
         e.linear(f"{name}.kv", d, c * width, False, n)
         e.linear(f"{name}.gate", d, c * width, False, n)
         e.term(f"{name}.position_bias", "bias", (m, c * width), n, elementwise=n * c * width)
-        e.term(f"{name}.kv_norm", "norm", (width,), n, numel=width * model.norm.params_per_feature,
-               elementwise=n * model.norm.ops(width) // m)
+        e.term(
+            f"{name}.kv_norm",
+            "norm",
+            (width,),
+            n,
+            numel=width * model.norm.params_per_feature,
+            elementwise=n * model.norm.ops(width) // m,
+        )
         rope = ROTARY_OPS * min(self.rope, width) if model.positions == "rotary" else 0
         e.op(f"{name}.pool", n * (c * width * (SOFTMAX_OPS + 2)) + n * rope // m)
 
@@ -180,8 +193,7 @@ class CompressedAttention(Block):
         if model.positions == "rotary":
             e.op("attn.indexer.rotary", n * ROTARY_OPS * hi * min(self.rope, di))
         entries = seq_len // m
-        e.term("attn.indexer.scores", "core", (hi, seq_len, di), n, numel=0, macs=n * hi * entries * di, chunk=m,
-               select="entries")
+        e.term("attn.indexer.scores", "core", (hi, seq_len, di), n, numel=0, macs=n * hi * entries * di, chunk=m, select="entries")
         e.op("attn.indexer.reduce", n * INDEX_SCORE_OPS * hi * entries)
 
     def cached_tokens(self, tokens: int) -> int:
@@ -298,7 +310,7 @@ def _module():
             q = self.q_b(q_latent).view(b, s, self.heads, self.dim).transpose(1, 2)  # (B, Hi, s, di)
             if self.positions == "rotary":
                 q = rotate_tail(q, self.rope)
-            weights = self.weights_proj(x) * self.heads ** -0.5  # (B, s, Hi)
+            weights = self.weights_proj(x) * self.heads**-0.5  # (B, s, Hi)
             score = x.new_full((b, s, w), float("-inf"))
             if self.causal:  # query p against its ⌊p / m⌋ complete entries only
                 for i in range(s):

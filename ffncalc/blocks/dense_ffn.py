@@ -64,14 +64,21 @@ class DenseFFN(Block):
         e.linear(f"{prefix}up", d, f, self.bias, copies, active, **kw)
         e.op(f"{prefix}act", active * f * activation_ops(self.activation), **kw)
         for scalar in LEARNED_ACTIVATIONS.get(self.activation, ()):  # one learned scalar each, in every copy
-            e.term(f"{prefix}act.{scalar}", "bias", (1,), copies, active,
-                   **{"component": f"{prefix}act", **kw})
+            e.term(f"{prefix}act.{scalar}", "bias", (1,), copies, active, **{"component": f"{prefix}act", **kw})
         if self.gated:
             e.op(f"{prefix}gate_product", active * f, **kw)
         if self.sub_norm:
             norm = norm or Norm()
-            e.term(f"{prefix}sub_norm", "norm", (f,), copies, active, numel=f * norm.params_per_feature,
-                   elementwise=active * norm.ops(f), **kw)
+            e.term(
+                f"{prefix}sub_norm",
+                "norm",
+                (f,),
+                copies,
+                active,
+                numel=f * norm.params_per_feature,
+                elementwise=active * norm.ops(f),
+                **kw,
+            )
         e.linear(f"{prefix}down", f, d, self.bias, copies, active, **kw)
 
     def terms(self, e, model, seq_len: int) -> None:

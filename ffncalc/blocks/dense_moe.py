@@ -70,15 +70,13 @@ class DenseMoEFFN(Block):
         e.op("ffn.router_softmax", n * SOFTMAX_OPS * experts)
         e.term("ffn.expert_scale", "norm", (experts,), n, elementwise=n * 2 * k)  # renormalise, scale
         e.norm("ffn.norms", model.norm, d, 3 * n)
-        self.expert.emit(e, "ffn.experts.", d, experts * n, k * n, model.norm, expert=True,
-                         component="ffn.experts")
+        self.expert.emit(e, "ffn.experts.", d, experts * n, k * n, model.norm, expert=True, component="ffn.experts")
         e.op("ffn.combine", n * (2 * k + 1) * d)  # scale each chosen expert's output, add it in; add the branches
 
     def kept_elements(self, model) -> int:
         """The dense branch's, the router's probabilities, each chosen expert's, and the mixture's normalised
         input and the two branches' outputs (for their norms' gradients)."""
-        return (self.dense.kept_elements(model) + self.n_experts + self.top_k * self.expert.kept_elements(model)
-                + 3 * model.d_model)
+        return self.dense.kept_elements(model) + self.n_experts + self.top_k * self.expert.kept_elements(model) + 3 * model.d_model
 
     def torch_module(self, model, causal: bool):
         return _module()(model, self, causal)
@@ -123,7 +121,7 @@ def _module():
                 h = self.sub_norm(h)
             dense = self.norms[1](self.down(h))
             flat = x.reshape(-1, shape[-1])
-            logits = self.router(F.rms_norm(flat, (self.d,)) * self.router_scale * self.d ** -0.5)
+            logits = self.router(F.rms_norm(flat, (self.d,)) * self.router_scale * self.d**-0.5)
             probs = logits.softmax(dim=-1)
             tokens = flat.shape[0]
             if self.balanced:  # slot j goes to expert j mod n_experts: a fixed index, no data needed

@@ -57,13 +57,13 @@ class DiffAttention(Block):
         return self.kv_heads
 
     def resolve(self, d_model: int) -> DiffAttention:
-        return replace(self, n_kv_heads=self.kv_heads,
-                       head_dim=self.head_dim if self.head_dim is not None else d_model // self.n_heads)
+        return replace(
+            self, n_kv_heads=self.kv_heads, head_dim=self.head_dim if self.head_dim is not None else d_model // self.n_heads
+        )
 
     def check(self, d_model: int) -> None:
         if self.head_dim is None and d_model % self.n_heads:
-            raise SpecError(("n_heads",), f"{self.n_heads} heads do not divide d_model {d_model} "
-                                          "(state head_dim to allow it)")
+            raise SpecError(("n_heads",), f"{self.n_heads} heads do not divide d_model {d_model} (state head_dim to allow it)")
         if self.n_heads % 2:
             raise SpecError(("n_heads",), f"{self.n_heads} query heads do not pair up")
         if self.kv_heads % 2:
@@ -156,8 +156,11 @@ def _module():
             if kv != h:
                 k, v = k.repeat_interleave(h // kv, dim=1), v.repeat_interleave(h // kv, dim=1)
             out = attend(self, q, k, v)  # (B, h, s, 2·hd)
-            lam = (torch.exp((self.lambda_q1 * self.lambda_k1).sum()) - torch.exp((self.lambda_q2 * self.lambda_k2).sum())
-                   + self.lambda_init)
+            lam = (
+                torch.exp((self.lambda_q1 * self.lambda_k1).sum())
+                - torch.exp((self.lambda_q2 * self.lambda_k2).sum())
+                + self.lambda_init
+            )
             pair, other = out.chunk(2, dim=1)  # heads i and i + h/2
             out = F.rms_norm(pair - lam * other, (2 * hd,)) * (1 - self.lambda_init)  # (B, h/2, s, 2·hd)
             return self.o(out.transpose(1, 2).reshape(b, s, h * hd))

@@ -57,19 +57,18 @@ class DynamicMaskAttention(Block):
         return self.kv_heads
 
     def resolve(self, d_model: int) -> DynamicMaskAttention:
-        return replace(self, n_kv_heads=self.kv_heads,
-                       head_dim=self.head_dim if self.head_dim is not None else d_model // self.n_heads)
+        return replace(
+            self, n_kv_heads=self.kv_heads, head_dim=self.head_dim if self.head_dim is not None else d_model // self.n_heads
+        )
 
     def check(self, d_model: int) -> None:
         if self.head_dim is None and d_model % self.n_heads:
-            raise SpecError(("n_heads",), f"{self.n_heads} heads do not divide d_model {d_model} "
-                                          "(state head_dim to allow it)")
+            raise SpecError(("n_heads",), f"{self.n_heads} heads do not divide d_model {d_model} (state head_dim to allow it)")
         if self.n_heads % self.kv_heads:
             raise SpecError(("n_kv_heads",), f"{self.kv_heads} KV heads do not divide {self.n_heads} query heads")
 
     def describe(self) -> str:
-        return (f"dynamic mask {self.n_heads} heads, {self.kv_heads} KV × {self.head_dim}, "
-                f"keeps {self.keep_window:,}")
+        return f"dynamic mask {self.n_heads} heads, {self.kv_heads} KV × {self.head_dim}, keeps {self.keep_window:,}"
 
     def facts(self) -> dict[str, object]:
         return {"heads": f"{self.n_heads}/{self.kv_heads}"}

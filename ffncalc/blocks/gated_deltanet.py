@@ -62,11 +62,13 @@ class GatedDeltaNet(Block):
     slot = "attention"
     prefix = "linear_attn"  # transformers' Qwen3NextDecoderLayer.linear_attn
     summary = "Gated DeltaNet linear attention: the gated delta rule, chunkwise (Yang et al. 2024, arXiv:2412.06464)"
-    verify_note = ("gated_deltanet: the gated delta rule chunkwise (Yang et al. 2024 §3.3) in equal chunks of L, the "
-                   "largest divisor of seq_len not above chunk_size: K_βKᵀ, QKᵀ, the UT forward substitution and PV'"
-                   " as attention over L keys (exact: the L×L square; causal: its triangle), and W·S, Q·S, Kᵀ·V' "
-                   "once per token; transformers' torch fallback pads to 64 and calls solve_triangular, which "
-                   "FlopCounterMode does not count")
+    verify_note = (
+        "gated_deltanet: the gated delta rule chunkwise (Yang et al. 2024 §3.3) in equal chunks of L, the "
+        "largest divisor of seq_len not above chunk_size: K_βKᵀ, QKᵀ, the UT forward substitution and PV'"
+        " as attention over L keys (exact: the L×L square; causal: its triangle), and W·S, Q·S, Kᵀ·V' "
+        "once per token; transformers' torch fallback pads to 64 and calls solve_triangular, which "
+        "FlopCounterMode does not count"
+    )
 
     n_key_heads: Positive  # query and key heads (Qwen3NextConfig.linear_num_key_heads)
     key_head_dim: Positive  # linear_key_head_dim
@@ -95,20 +97,21 @@ class GatedDeltaNet(Block):
         return 2 * self.key_dim + self.value_dim
 
     def resolve(self, d_model: int) -> GatedDeltaNet:
-        return replace(self, n_value_heads=self.n_value_heads or self.n_key_heads,
-                       value_head_dim=self.value_head_dim or self.key_head_dim)
+        return replace(
+            self, n_value_heads=self.n_value_heads or self.n_key_heads, value_head_dim=self.value_head_dim or self.key_head_dim
+        )
 
     def check(self, d_model: int) -> None:
         if (self.n_value_heads or self.n_key_heads) % self.n_key_heads:
-            raise SpecError(("n_value_heads",), f"{self.n_key_heads} key heads do not divide "
-                                                f"{self.n_value_heads} value heads")
+            raise SpecError(("n_value_heads",), f"{self.n_key_heads} key heads do not divide {self.n_value_heads} value heads")
 
     def chunk_tokens(self) -> int:
         return self.chunk_size
 
     def describe(self) -> str:
-        return (f"Gated DeltaNet {self.n_key_heads} QK heads × {self.key_head_dim}, {self.n_value_heads} V heads "
-                f"× {self.value_head_dim}")
+        return (
+            f"Gated DeltaNet {self.n_key_heads} QK heads × {self.key_head_dim}, {self.n_value_heads} V heads × {self.value_head_dim}"
+        )
 
     def facts(self) -> dict[str, object]:
         return {"heads": f"GDN {self.n_key_heads}/{self.n_value_heads}"}
@@ -138,8 +141,14 @@ class GatedDeltaNet(Block):
         # or a subtract and an exp per head, a multiply per element)
         emit_delta_rule(e, "linear_attn", n, h, dk, dv, length, n * h * (1 + 4 * length + 3 + 3 * dk), recurrence=True)
         # Qwen3NextRMSNormGated: an RMSNorm over dv in every value head with one shared weight, then · silu(z)
-        e.term("linear_attn.norm", "norm", (dv,), n, numel=dv * GATED_NORM.params_per_feature,
-               elementwise=n * (GATED_NORM.ops(self.value_dim) + (ACTIVATION_OPS["silu"] + 1) * self.value_dim))
+        e.term(
+            "linear_attn.norm",
+            "norm",
+            (dv,),
+            n,
+            numel=dv * GATED_NORM.params_per_feature,
+            elementwise=n * (GATED_NORM.ops(self.value_dim) + (ACTIVATION_OPS["silu"] + 1) * self.value_dim),
+        )
         e.linear("linear_attn.out_proj", self.value_dim, d, False, n)
 
     def cache_elements(self, model) -> int:
@@ -162,8 +171,7 @@ class GatedDeltaNet(Block):
         z (H·dv); the kernel's output (H·dv) and the gated norm's output (H·dv) with its reciprocal RMS per value
         head in fp32 (2·H), for the norm's and out_proj's gradients."""
         h, vd = self.n_value_heads, self.value_dim
-        return (model.d_model + 2 * self.conv_dim + 4 * self.n_key_heads + 5 * h + h * self.chunk_size
-                + 3 * vd + 2 * h)
+        return model.d_model + 2 * self.conv_dim + 4 * self.n_key_heads + 5 * h + h * self.chunk_size + 3 * vd + 2 * h
 
     def torch_module(self, model, causal: bool):
         return _module()(self, model, causal)
@@ -215,8 +223,14 @@ def _module():
             qkvz = self.in_proj_qkvz(x).view(b_, s, self.hk, 2 * self.dk + 2 * r * self.dv)
             q, k, v, z = qkvz.split([self.dk, self.dk, r * self.dv, r * self.dv], dim=-1)
             b, a = self.in_proj_ba(x).view(b_, s, self.hk, 2 * r).split([r, r], dim=-1)
-            return (q.reshape(b_, s, -1), k.reshape(b_, s, -1), v.reshape(b_, s, -1), z.reshape(b_, s, self.h, self.dv),
-                    b.reshape(b_, s, self.h), a.reshape(b_, s, self.h))
+            return (
+                q.reshape(b_, s, -1),
+                k.reshape(b_, s, -1),
+                v.reshape(b_, s, -1),
+                z.reshape(b_, s, self.h, self.dv),
+                b.reshape(b_, s, self.h),
+                a.reshape(b_, s, self.h),
+            )
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             b_, s, _ = x.shape

@@ -67,13 +67,14 @@ class KimiDeltaAttention(Block):
 
     kind = "kda"
     slot = "attention"
-    summary = ("Kimi Delta Attention: the delta rule with a channel-wise decay, chunkwise (Kimi Linear, "
-               "arXiv:2510.26692)")
-    verify_note = ("kda: the delta rule chunkwise in equal chunks of L, the largest divisor of seq_len not above "
-                   "chunk_size: (K_β∘Γ)(K∘Γ⁻¹)ᵀ, (Q∘Γ)(K∘Γ⁻¹)ᵀ, the UT forward substitution and PV' as attention over L "
-                   "keys (exact: the L×L square; causal: its triangle), and W·S, Q·S, Kᵀ·V' once per token; "
-                   "transformers' torch fallback pads to 64 and forms A and P as broadcast sums, which "
-                   "FlopCounterMode does not count")
+    summary = "Kimi Delta Attention: the delta rule with a channel-wise decay, chunkwise (Kimi Linear, arXiv:2510.26692)"
+    verify_note = (
+        "kda: the delta rule chunkwise in equal chunks of L, the largest divisor of seq_len not above "
+        "chunk_size: (K_β∘Γ)(K∘Γ⁻¹)ᵀ, (Q∘Γ)(K∘Γ⁻¹)ᵀ, the UT forward substitution and PV' as attention over L "
+        "keys (exact: the L×L square; causal: its triangle), and W·S, Q·S, Kᵀ·V' once per token; "
+        "transformers' torch fallback pads to 64 and forms A and P as broadcast sums, which "
+        "FlopCounterMode does not count"
+    )
 
     n_heads: Positive  # KimiLinearConfig.linear_num_heads (linear_attn_config.num_heads)
     head_dim: Positive  # linear_head_dim (linear_attn_config.head_dim): queries, keys and values alike
@@ -142,8 +143,14 @@ class KimiDeltaAttention(Block):
         else:
             e.linear("attn.g_a", d, dk, False, n)
             e.linear("attn.g_b", dk, width, False, n)
-        e.term("attn.o_norm", "norm", (dv,), n, numel=dv * GATED_NORM.params_per_feature,
-               elementwise=n * (GATED_NORM.ops(width) + (ACTIVATION_OPS["sigmoid"] + 1) * width))
+        e.term(
+            "attn.o_norm",
+            "norm",
+            (dv,),
+            n,
+            numel=dv * GATED_NORM.params_per_feature,
+            elementwise=n * (GATED_NORM.ops(width) + (ACTIVATION_OPS["sigmoid"] + 1) * width),
+        )
         e.linear("attn.o", width, d, False, n)
 
     def cache_elements(self, model) -> int:
@@ -168,8 +175,17 @@ class KimiDeltaAttention(Block):
         the kernel's output (H·d_v) and the gated norm's output (H·d_v) with its reciprocal RMS per head in fp32
         (2·H), for the norm's and o_proj's gradients."""
         h, width = self.n_heads, self.dim
-        return (model.d_model + 2 * self.conv_dim + 4 * h + 6 * width + h + 2 * h * self.chunk_size
-                + (0 if self.full_gates else 2 * self.head_dim) + 3 * width + 2 * h)
+        return (
+            model.d_model
+            + 2 * self.conv_dim
+            + 4 * h
+            + 6 * width
+            + h
+            + 2 * h * self.chunk_size
+            + (0 if self.full_gates else 2 * self.head_dim)
+            + 3 * width
+            + 2 * h
+        )
 
     def torch_module(self, model, causal: bool):
         return _module()(self, model, causal)

@@ -49,9 +49,11 @@ class LightningAttention(Block):
     kind = "lightning"
     slot = "attention"
     summary = "lightning attention: decayed linear attention computed blockwise (Qin et al. 2024, MiniMax-01)"
-    verify_note = ("lightning: the decayed linear attention in equal blocks of L, the largest divisor of seq_len not "
-                   "above chunk_size: QKᵀ and (QKᵀ∘D)V as attention over L keys (exact: the L×L square; causal: its "
-                   "triangle), and Q·S, Kᵀ·V once per token against the d_h × d_h state")
+    verify_note = (
+        "lightning: the decayed linear attention in equal blocks of L, the largest divisor of seq_len not "
+        "above chunk_size: QKᵀ and (QKᵀ∘D)V as attention over L keys (exact: the L×L square; causal: its "
+        "triangle), and Q·S, Kᵀ·V once per token against the d_h × d_h state"
+    )
 
     n_heads: Positive
     head_dim: Positive | None = None  # default d_model / n_heads
@@ -67,8 +69,7 @@ class LightningAttention(Block):
 
     def check(self, d_model: int) -> None:
         if self.head_dim is None and d_model % self.n_heads:
-            raise SpecError(("n_heads",), f"{self.n_heads} heads do not divide d_model {d_model} "
-                                          "(state head_dim to allow it)")
+            raise SpecError(("n_heads",), f"{self.n_heads} heads do not divide d_model {d_model} (state head_dim to allow it)")
 
     def head_count(self) -> int:
         return self.n_heads
@@ -146,8 +147,7 @@ def _module():
             self.output_gate = Linear(d, spec.inner, bias=False)
             self.out = Linear(spec.inner, d, bias=False)
             base = 2.0 ** (-8.0 / spec.n_heads)  # MiniMax's slopes: base^(j+1) per head
-            self.register_buffer("slope", base ** torch.arange(1, spec.n_heads + 1, dtype=torch.float32),
-                                 persistent=False)
+            self.register_buffer("slope", base ** torch.arange(1, spec.n_heads + 1, dtype=torch.float32), persistent=False)
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             b, s, _ = x.shape
@@ -177,8 +177,9 @@ def _module():
                 outs = []
                 for c in range(n):  # the state between blocks, one after the other
                     outs.append(intra[:, :, c] + self.state_read(q[:, :, c] * q_decay[:, :, 0], state))
-                    state = state * torch.exp(-slope * length)[None, :, :, None] + \
-                        self.state_write((k[:, :, c] * k_decay[:, :, 0]).transpose(-2, -1), v[:, :, c])
+                    state = state * torch.exp(-slope * length)[None, :, :, None] + self.state_write(
+                        (k[:, :, c] * k_decay[:, :, 0]).transpose(-2, -1), v[:, :, c]
+                    )
                 outs = torch.stack(outs, dim=2)
             o = outs.reshape(b, h, s, hd).transpose(1, 2).reshape(b, s, h * hd)
             return self.out(torch.sigmoid(self.output_gate(x)) * self.norm(o))

@@ -47,8 +47,10 @@ class _Chunked(Block):
         return self.n_heads
 
     def describe(self) -> str:
-        return (f"{self.n_heads} heads × {self.head_dim}, chunks of {self.chunk_length} "
-                f"(+{self.chunks_before} before, +{self.chunks_after} after)")
+        return (
+            f"{self.n_heads} heads × {self.head_dim}, chunks of {self.chunk_length} "
+            f"(+{self.chunks_before} before, +{self.chunks_after} after)"
+        )
 
     def facts(self) -> dict[str, object]:
         return {"heads": f"{self.n_heads}/{self.n_heads}"}
@@ -102,7 +104,7 @@ class LSHAttention(_Chunked):
         if buckets is None:
             power = (2 * (seq_len // self.chunk_length)).bit_length() - 1
             limit = 2 * max(int((context // self.chunk_length) ** 0.5), self.chunk_length)
-            buckets = 2 ** power if 2 ** power <= limit else [2 ** (power // 2), 2 ** (power - power // 2)]
+            buckets = 2**power if 2**power <= limit else [2 ** (power // 2), 2 ** (power - power // 2)]
         return sum(buckets) if isinstance(buckets, (list, tuple)) else buckets
 
     def terms(self, e, model, seq_len: int) -> None:
@@ -112,8 +114,15 @@ class LSHAttention(_Chunked):
         e.op("attn.key_norm", n * 4 * h * hd)  # keys: length-normalised (square, mean, rsqrt, scale) and / √head_dim
         if seq_len > self.chunk_length:
             half = self.rotation(seq_len, self.max_positions or model.context_length) // 2
-            e.term("attn.hash", "core", (h, 1, hd * self.num_hashes * half), n, numel=0,
-                   macs=n * h * hd * self.num_hashes * half, grows=False)
+            e.term(
+                "attn.hash",
+                "core",
+                (h, 1, hd * self.num_hashes * half),
+                n,
+                numel=0,
+                macs=n * h * hd * self.num_hashes * half,
+                grows=False,
+            )
         self._products(e, model, seq_len, self.num_hashes if seq_len > self.chunk_length else 1)
 
 

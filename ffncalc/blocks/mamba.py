@@ -58,9 +58,11 @@ class Mamba(Block):
     slot = "attention"
     prefix = "mixer"  # transformers' MambaBlock.mixer; terms are mixer.in_proj, mixer.conv1d, …
     summary = "Mamba (v1) selective state space mixer, the selective scan as its recurrence (Gu & Dao 2023)"
-    verify_note = ("mamba: the selective scan as its recurrence (Gu & Dao 2023, Algorithm 2), its readout h_t·C_t "
-                   "one matmul per token (mixer.readout); the discretisation and state update are elementwise, "
-                   "which FlopCounterMode does not count")
+    verify_note = (
+        "mamba: the selective scan as its recurrence (Gu & Dao 2023, Algorithm 2), its readout h_t·C_t "
+        "one matmul per token (mixer.readout); the discretisation and state update are elementwise, "
+        "which FlopCounterMode does not count"
+    )
 
     d_inner: Positive | None = None  # default: expand · d_model (MambaConfig.intermediate_size)
     expand: Positive = 2
@@ -83,8 +85,9 @@ class Mamba(Block):
         return self.time_step_rank + 2 * self.state_size
 
     def resolve(self, d_model: int) -> Mamba:
-        return replace(self, d_inner=self.d_inner or self.expand * d_model,
-                       time_step_rank=self.time_step_rank or math.ceil(d_model / 16))
+        return replace(
+            self, d_inner=self.d_inner or self.expand * d_model, time_step_rank=self.time_step_rank or math.ceil(d_model / 16)
+        )
 
     def check(self, d_model: int) -> None:
         if self.d_inner is not None and self.d_inner < 1:
@@ -206,7 +209,7 @@ def _module():
             self.weight = nn.Parameter(torch.empty(heads, d_out, d_in))
             self.bias = nn.Parameter(torch.empty(heads, d_out)) if bias else None
             if self.weight.device.type != "meta":
-                nn.init.normal_(self.weight, std=d_in ** -0.5)
+                nn.init.normal_(self.weight, std=d_in**-0.5)
                 if self.bias is not None:
                     nn.init.zeros_(self.bias)
 

@@ -42,9 +42,11 @@ class Mamba2(Block):
     slot = "attention"
     prefix = "mixer"  # transformers' Mamba2Block.mixer; terms are mixer.in_proj, mixer.conv1d, …
     summary = "Mamba-2 selective state space mixer, SSD in its quadratic dual form (Dao & Gu 2024)"
-    verify_note = ("mamba2: the SSD in its quadratic dual form (Dao & Gu 2024 §5), C·Bᵀ per group and the "
-                   "masked scores times x per head, as attention's two products; transformers' chunked scan "
-                   "and mamba_ssm's kernels do the same map with other products, and decode recurrently")
+    verify_note = (
+        "mamba2: the SSD in its quadratic dual form (Dao & Gu 2024 §5), C·Bᵀ per group and the "
+        "masked scores times x per head, as attention's two products; transformers' chunked scan "
+        "and mamba_ssm's kernels do the same map with other products, and decode recurrently"
+    )
 
     n_heads: Positive | None = None  # default: expand · d_model / head_dim (mamba_ssm's Mamba2: nheads = d_ssm / headdim)
     head_dim: Positive = 64
@@ -84,13 +86,14 @@ class Mamba2(Block):
     def check(self, d_model: int) -> None:
         inner = (self.expand or 2) * d_model
         if self.n_heads is None and inner % self.head_dim:
-            raise SpecError(("head_dim",), f"head_dim {self.head_dim} does not divide d_inner = expand · d_model "
-                                           f"= {inner} (state n_heads to allow it)")
+            raise SpecError(
+                ("head_dim",),
+                f"head_dim {self.head_dim} does not divide d_inner = expand · d_model = {inner} (state n_heads to allow it)",
+            )
         heads = self.n_heads if self.n_heads is not None else inner // self.head_dim
         if self.n_heads is not None and self.expand is not None and heads * self.head_dim != inner:
             # Mamba2Config.validate_architecture: hidden_size · expand must equal num_heads · head_dim
-            raise SpecError(("n_heads",), f"n_heads · head_dim = {heads * self.head_dim} but expand · d_model "
-                                          f"= {inner}")
+            raise SpecError(("n_heads",), f"n_heads · head_dim = {heads * self.head_dim} but expand · d_model = {inner}")
         if heads % self.n_groups:
             raise SpecError(("n_groups",), f"{self.n_groups} groups do not divide {heads} heads")
 
@@ -129,8 +132,14 @@ class Mamba2(Block):
         e.term("mixer.D", "bias", (h,), n, elementwise=n * 2 * di)  # y + D·x: a multiply and an add
         # MambaRMSNormGated: y ⊙ silu(z) (silu and a multiply), then an RMSNorm with a weight
         if self.gated_norm:
-            e.term("mixer.norm", "norm", (di,), n, numel=di * GATED_NORM.params_per_feature,
-                   elementwise=n * ((ACTIVATION_OPS["silu"] + 1) * di + GATED_NORM.ops(di)))
+            e.term(
+                "mixer.norm",
+                "norm",
+                (di,),
+                n,
+                numel=di * GATED_NORM.params_per_feature,
+                elementwise=n * ((ACTIVATION_OPS["silu"] + 1) * di + GATED_NORM.ops(di)),
+            )
         else:
             e.op("mixer.gate", n * (ACTIVATION_OPS["silu"] + 1) * di)
         e.linear("mixer.out_proj", di, d, self.out_proj_bias, n)
@@ -174,8 +183,7 @@ def _module():
             super().__init__()
             d = model.d_model
             self.heads, self.head_dim, self.groups = spec.n_heads, spec.head_dim, spec.n_groups
-            self.state, self.d_inner, self.conv_dim, self.causal = (spec.state_size, spec.d_inner, spec.conv_dim,
-                                                                     causal)
+            self.state, self.d_inner, self.conv_dim, self.causal = (spec.state_size, spec.d_inner, spec.conv_dim, causal)
             self.act = ACTIVATIONS[spec.activation]
             self.in_proj = Linear(d, spec.proj_width, bias=spec.use_bias)
             self.conv1d = CausalConv1d(spec.conv_dim, spec.conv_kernel, spec.use_conv_bias)

@@ -98,9 +98,11 @@ class LatentAttention(Block):
     def verify_note(self) -> str | None:
         if not self.indexed:
             return None
-        return ("mla indexer: executed dense, as transformers' eager path runs it: the index scores over every "
-                "key, then the attention over every key with the top-k selection as a mask; a sparse kernel "
-                "does the attention's work over index_topk keys only")
+        return (
+            "mla indexer: executed dense, as transformers' eager path runs it: the index scores over every "
+            "key, then the attention over every key with the top-k selection as a mask; a sparse kernel "
+            "does the attention's work over index_topk keys only"
+        )
 
     def check(self, d_model: int) -> None:
         if self.query_scale and self.latent_scale:
@@ -119,8 +121,9 @@ class LatentAttention(Block):
         if self.index_head_dim is None:
             raise SpecError(("index_head_dim",), "the indexer needs index_head_dim as well as index_n_heads")
         if self.q_lora_rank is None:
-            raise SpecError(("q_lora_rank",), "the indexer's query reads the low-rank query latent: "
-                                              "state q_lora_rank (DeepseekV32Indexer.wq_b)")
+            raise SpecError(
+                ("q_lora_rank",), "the indexer's query reads the low-rank query latent: state q_lora_rank (DeepseekV32Indexer.wq_b)"
+            )
 
     def describe(self) -> str:
         text = f"MLA {self.n_heads} heads, latent {self.kv_lora_rank} + rope {self.qk_rope_head_dim}"
@@ -182,8 +185,7 @@ class LatentAttention(Block):
         # attends to min(index_topk, i + 1) keys for the query at i (a sparse kernel such as FlashMLA's): the
         # pairs of a window of index_topk, the keys picked rather than the latest; the selection itself is
         # comparisons, no FLOPs. The indexer's own scores meet every earlier key.
-        attention_core(e, model, h, qk, self.v_head_dim, seq_len, self.bias,
-                       window=self.index_topk if self.indexed else self.window)
+        attention_core(e, model, h, qk, self.v_head_dim, seq_len, self.bias, window=self.index_topk if self.indexed else self.window)
 
     def _indexer_terms(self, e, model, seq_len: int) -> None:
         """DeepseekV32Indexer: wq_b (q_lora_rank -> heads·head_dim), wk (d_model -> head_dim), k_norm (a LayerNorm
@@ -209,8 +211,14 @@ class LatentAttention(Block):
         h·nope·rank, W_UV h·rank·v and o h·v·d; per key, scores h·(rank + rope) and values h·rank. With the
         indexer, its projections, its scores over every key (H·D + H per key), and the attention over at
         most index_topk keys (DeepSeek-V3.2-Exp §2.1). 2 FLOPs per multiply-add."""
-        d, h, rank, rope, nope, v = (model.d_model, self.n_heads, self.kv_lora_rank, self.qk_rope_head_dim,
-                                     self.qk_nope_head_dim, self.v_head_dim)
+        d, h, rank, rope, nope, v = (
+            model.d_model,
+            self.n_heads,
+            self.kv_lora_rank,
+            self.qk_rope_head_dim,
+            self.qk_nope_head_dim,
+            self.v_head_dim,
+        )
         qk = nope + rope
         if self.q_lora_rank is None:
             query = d * h * qk
@@ -320,14 +328,21 @@ def attend_selected(layer, q, k, v, keep):
         bias = mask if bias is None else mask + bias
         return layer.values(softmax(layer.scores(q, k.transpose(-2, -1)) + bias, sinks), v)
     top = keep.shape[-1]
-    head = causal_attention(q[..., :top, :], k[..., :top, :], v[..., :top, :], layer.scores, layer.values,
-                            None if bias is None else bias[..., :top, :top], sinks=sinks)
+    head = causal_attention(
+        q[..., :top, :],
+        k[..., :top, :],
+        v[..., :top, :],
+        layer.scores,
+        layer.values,
+        None if bias is None else bias[..., :top, :top],
+        sinks=sinks,
+    )
     rows = keep[:, top:, :]  # (B, s − topk, topk): the keys each later query kept
     index = rows[:, None, :, :, None]  # broadcast over heads and features
-    ks = k.unsqueeze(2).expand(b, heads, s - top, s, k.shape[-1]).gather(
-        3, index.expand(b, heads, s - top, top, k.shape[-1]))  # (B, H, s − topk, topk, D)
-    vs = v.unsqueeze(2).expand(b, heads, s - top, s, v.shape[-1]).gather(
-        3, index.expand(b, heads, s - top, top, v.shape[-1]))
+    ks = (
+        k.unsqueeze(2).expand(b, heads, s - top, s, k.shape[-1]).gather(3, index.expand(b, heads, s - top, top, k.shape[-1]))
+    )  # (B, H, s − topk, topk, D)
+    vs = v.unsqueeze(2).expand(b, heads, s - top, s, v.shape[-1]).gather(3, index.expand(b, heads, s - top, top, v.shape[-1]))
     scores = layer.scores(q[..., top:, :].unsqueeze(-2), ks.transpose(-2, -1)).squeeze(-2)  # (B, H, n, topk)
     if bias is not None:
         full = bias[..., top:, :].expand(b, heads, s - top, s)  # ALiBi's (H, s, s) over the batch
@@ -365,10 +380,9 @@ def _module():
             k = self.k_norm(self.wk(x)).view(b, 1, s, self.dim)  # one index key per token
             if self.positions == "rotary":
                 q, k = rotate(q, self.rope), rotate(k, self.rope)
-            q = q * self.dim ** -0.5  # the softmax scale, on the query (ReLU commutes with a positive scale)
-            w = self.weights_proj(x) * self.heads ** -0.5  # (B, s, H)
-            scores = index_scores(q, k.expand(b, self.heads, s, self.dim), w, self.scores, self.head_sum,
-                                  self.causal)
+            q = q * self.dim**-0.5  # the softmax scale, on the query (ReLU commutes with a positive scale)
+            w = self.weights_proj(x) * self.heads**-0.5  # (B, s, H)
+            scores = index_scores(q, k.expand(b, self.heads, s, self.dim), w, self.scores, self.head_sum, self.causal)
             if self.topk is None or self.topk >= s:
                 return None  # every key is selected
             return scores.topk(self.topk, dim=-1).indices  # (B, s, topk)
@@ -384,8 +398,12 @@ def _module():
             self.q_scale = (d / spec.q_lora_rank) ** 0.5 if spec.latent_scale and spec.q_lora_rank else 1.0
             self.kv_scale = (d / spec.kv_lora_rank) ** 0.5 if spec.latent_scale or spec.query_scale else 1.0
             self.q_out_scale = (d / spec.q_lora_rank) ** 0.5 if spec.query_scale else 1.0
-            self.nope, self.rope, self.v_dim, self.rank = (spec.qk_nope_head_dim, spec.qk_rope_head_dim,
-                                                          spec.v_head_dim, spec.kv_lora_rank)
+            self.nope, self.rope, self.v_dim, self.rank = (
+                spec.qk_nope_head_dim,
+                spec.qk_rope_head_dim,
+                spec.v_head_dim,
+                spec.kv_lora_rank,
+            )
             qk = self.nope + self.rope
             if spec.q_lora_rank is None:
                 self.q = Linear(d, h * qk, bias=False)
@@ -424,8 +442,11 @@ def _module():
                 if self.q_scale != 1.0:
                     q_latent = q_latent * self.q_scale
                 if hasattr(self, "q_gate"):  # per head: the query, then the gate of its output features
-                    q, gate = self.q_gate(torch.cat([q_latent, raw], dim=-1)).view(b, s, self.heads, -1).split(
-                        [self.nope + self.rope, self.v_dim], dim=-1)
+                    q, gate = (
+                        self.q_gate(torch.cat([q_latent, raw], dim=-1))
+                        .view(b, s, self.heads, -1)
+                        .split([self.nope + self.rope, self.v_dim], dim=-1)
+                    )
                     q, gate = q.reshape(b, s, -1), gate.transpose(1, 2)  # gate (B, H, s, v_dim)
                 else:
                     q = self.q_b(q_latent)

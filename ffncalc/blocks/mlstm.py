@@ -52,9 +52,11 @@ class MLSTM(Block):
     slot = "attention"
     prefix = "mlstm"
     summary = "mLSTM: matrix-memory LSTM with exponential gates, chunkwise (Beck et al. 2024, xLSTM)"
-    verify_note = ("mlstm: the chunkwise form in equal chunks of L, the largest divisor of seq_len not above "
-                   "chunk_size: QKᵀ and (QKᵀ∘D)V as attention over L keys (exact: the L×L square; causal: its "
-                   "triangle), and Q·C, Q·n, Kᵀ·V once per token against the state")
+    verify_note = (
+        "mlstm: the chunkwise form in equal chunks of L, the largest divisor of seq_len not above "
+        "chunk_size: QKᵀ and (QKᵀ∘D)V as attention over L keys (exact: the L×L square; causal: its "
+        "triangle), and Q·C, Q·n, Kᵀ·V once per token against the state"
+    )
 
     n_heads: Positive
     qk_dim: Positive  # all heads' query/key width (xLSTMLayer.qk_dim: int(hidden_size · qk_dim_factor))
@@ -195,7 +197,7 @@ def _module():
             below = torch.ones(length, length, dtype=torch.bool, device=x.device).tril()
             log_d = (cum[..., :, None] - cum[..., None, :] + i[..., None, :]).masked_fill(~below, float("-inf"))
             gate = torch.exp(log_d.clamp(max=30.0))  # D: zero above the diagonal
-            scale = dqk ** -0.5
+            scale = dqk**-0.5
             block = max(1, math.isqrt(length))
             if self.causal:
                 m = lower_product(self.scores, q, k, block) * scale * gate

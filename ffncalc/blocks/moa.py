@@ -72,8 +72,7 @@ class MixtureOfAttention(Block):
         d, n, w, h, hd = model.d_model, e.n, self.width, self.heads, self.head_dim
         e.linear("attn.router", d, self.n_experts, False, n)
         e.op("attn.router_softmax", n * SOFTMAX_OPS * self.top_k)  # a softmax over the k chosen logits
-        e.linear("attn.experts.q", d, w, False, self.n_experts * n, self.top_k * n, expert=True,
-                 component="attn.experts.q")
+        e.linear("attn.experts.q", d, w, False, self.n_experts * n, self.top_k * n, expert=True, component="attn.experts.q")
         e.linear("attn.kv", d, 2 * w, False, n)
         if model.positions == "rotary":
             e.op("attn.rotary", n * ROTARY_OPS * (h + self.n_kv_heads) * hd)
@@ -81,8 +80,7 @@ class MixtureOfAttention(Block):
         scores = n * h * seq_len
         e.op("attn.softmax", SOFTMAX_OPS * scores, scores=scores)
         e.term("attn.values", "core", (h, seq_len, hd), n, numel=0, macs=n * h * seq_len * hd)
-        e.linear("attn.experts.o", w, d, False, self.n_experts * n, self.top_k * n, expert=True,
-                 component="attn.experts.o")
+        e.linear("attn.experts.o", w, d, False, self.n_experts * n, self.top_k * n, expert=True, component="attn.experts.o")
         e.op("attn.combine", n * 2 * self.top_k * d)  # scale each chosen expert's output, add it in
         if self.output_bias:
             e.term("attn.bias", "bias", (d,), n, elementwise=n * d, component="attn.bias")

@@ -20,8 +20,10 @@ from . import Block, register
 
 Expert = Annotated[object, Slot("ffn", only=("dense", "gated"))]
 
-BALANCED = ("MoE routing on meta tensors is balanced: token-slot j goes to expert j mod n_experts, so each "
-            "expert gets tokens·top_k/n_experts rows (real top-k routing needs values; its FLOPs are the same)")
+BALANCED = (
+    "MoE routing on meta tensors is balanced: token-slot j goes to expert j mod n_experts, so each "
+    "expert gets tokens·top_k/n_experts rows (real top-k routing needs values; its FLOPs are the same)"
+)
 
 
 @register
@@ -69,8 +71,12 @@ class MoEFFN(Block):
 
     def __post_init__(self) -> None:
         if self.top_k > self.n_experts + self.identity_experts:
-            raise SpecError(("top_k",), f"top_k {self.top_k} exceeds n_experts {self.n_experts}" if not self.identity_experts
-                            else f"top_k {self.top_k} exceeds the router's {self.choices} choices")
+            raise SpecError(
+                ("top_k",),
+                f"top_k {self.top_k} exceeds n_experts {self.n_experts}"
+                if not self.identity_experts
+                else f"top_k {self.top_k} exceeds the router's {self.choices} choices",
+            )
         if self.identity_gate_up and not self.identity_experts:
             raise SpecError(("identity_gate_up",), "identity_gate_up needs identity_experts")
         if self.identity_gate_up and getattr(self.expert, "gated", False) is not True:
@@ -84,8 +90,10 @@ class MoEFFN(Block):
         if self.shared_average and self.shared is None:
             raise SpecError(("shared_average",), "shared_average needs a shared expert FFN")
         if self.hash_routed and (self.correction_bias or self.identity_experts or self.skip_expert):
-            raise SpecError(("hash_routed",), "a hash-routed mixture picks routed experts by token id alone: no "
-                                              "correction bias, identity experts or skip class")
+            raise SpecError(
+                ("hash_routed",),
+                "a hash-routed mixture picks routed experts by token id alone: no correction bias, identity experts or skip class",
+            )
         if self.router_mlp is not None and self.router_bias:
             raise SpecError(("router_bias",), "an MLP router states its own biases")
         if self.router_state and self.router_mlp is None:
@@ -110,11 +118,17 @@ class MoEFFN(Block):
     def count_note(self) -> str | None:
         if not self.identity_experts:
             return None
-        held = (" ffn.identity_gate_up: gate and up weights held for each identity expert, as transformers' "
-                "LongcatFlashExperts sizes its gate_up_proj, never read." if self.identity_gate_up else "")
-        return (f"identity experts: {self.identity_experts} of the router's {self.choices} choices return their input "
-                f"(no matmul); active parameters and FLOPs take all {self.top_k} of a token's choices to be "
-                f"routed experts, the maximum (a token choosing j identity experts computes j routed experts fewer).{held}")
+        held = (
+            " ffn.identity_gate_up: gate and up weights held for each identity expert, as transformers' "
+            "LongcatFlashExperts sizes its gate_up_proj, never read."
+            if self.identity_gate_up
+            else ""
+        )
+        return (
+            f"identity experts: {self.identity_experts} of the router's {self.choices} choices return their input "
+            f"(no matmul); active parameters and FLOPs take all {self.top_k} of a token's choices to be "
+            f"routed experts, the maximum (a token choosing j identity experts computes j routed experts fewer).{held}"
+        )
 
     @property
     def variant(self) -> str:
@@ -123,8 +137,9 @@ class MoEFFN(Block):
         return f"MoE {self.top_k}/{self.n_experts}{identity}{hashed} × {self.expert.variant}"
 
     def resolve(self, d_model: int) -> MoEFFN:
-        return replace(self, expert=self.expert.resolve(d_model),
-                       shared=self.shared.resolve(d_model) if self.shared is not None else None)
+        return replace(
+            self, expert=self.expert.resolve(d_model), shared=self.shared.resolve(d_model) if self.shared is not None else None
+        )
 
     def routed_experts(self) -> int:
         return self.n_experts
@@ -150,11 +165,19 @@ class MoEFFN(Block):
         e.op("ffn.router_softmax", n * SOFTMAX_OPS * classes)
         if self.correction_bias:
             e.term("ffn.correction_bias", "bias", (classes,), n, elementwise=n * classes)
-        self.expert.emit(e, "ffn.experts.", d, self.n_experts * n, self.routed_active * n, model.norm, expert=True,
-                         component="ffn.experts")
+        self.expert.emit(
+            e, "ffn.experts.", d, self.n_experts * n, self.routed_active * n, model.norm, expert=True, component="ffn.experts"
+        )
         if self.identity_gate_up:  # held, never read: no token uses them
-            e.term("ffn.identity_gate_up", "weight", (2 * self.expert.d_ff, d), self.identity_experts * n, 0,
-                   expert=True, component="ffn.experts")
+            e.term(
+                "ffn.identity_gate_up",
+                "weight",
+                (2 * self.expert.d_ff, d),
+                self.identity_experts * n,
+                0,
+                expert=True,
+                component="ffn.experts",
+            )
         e.op("ffn.combine", n * 2 * self.top_k * d)  # scale each chosen expert's output, add it in
         if self.shared is not None:
             copies = self.n_shared_experts * n
@@ -243,8 +266,7 @@ def _module():
             super().__init__()
             d = model.d_model
             self.top_k, self.n_experts, self.choices = ffn.top_k, ffn.n_experts, ffn.choices
-            self.router = (Linear(d, ffn.router_classes, bias=ffn.router_bias) if ffn.router_mlp is None
-                           else RouterMLP(model, ffn))
+            self.router = Linear(d, ffn.router_classes, bias=ffn.router_bias) if ffn.router_mlp is None else RouterMLP(model, ffn)
             self.experts = nn.ModuleList(ffn.expert.torch_module(model, causal) for _ in range(ffn.n_experts))
             if ffn.identity_gate_up:  # held, never read
                 self.identity_gate_up = nn.Parameter(torch.empty(ffn.identity_experts, 2 * ffn.expert.d_ff, d))

@@ -72,8 +72,7 @@ class ParallelMixers(Block):
         for m in self.mixers:
             own = Emitter(e.part, e.layers, slot=e.slot)
             m.terms(own, model, seq_len)
-            e.out += [replace(t, name=f"{self.prefix}.{t.name}", component=f"{self.prefix}.{t.component}")
-                      for t in own.out]
+            e.out += [replace(t, name=f"{self.prefix}.{t.name}", component=f"{self.prefix}.{t.component}") for t in own.out]
         e.op(f"{self.prefix}.sum", e.n * (len(self.mixers) - 1) * model.d_model)
 
     def cache_elements(self, model) -> int:

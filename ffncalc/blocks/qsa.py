@@ -35,8 +35,10 @@ class SelectedAttention(Attention):
     kind = "qsa"
     slot = "attention"
     summary = "softmax attention over the key blocks an indexer of mean-pooled keys selects (Qwen4-Exp's QSA)"
-    verify_note = ("qsa: executed dense, as transformers' eager path runs it (every key scored, the selection a mask; "
-                   "the index scores over each query's complete blocks); causal: the selected blocks and the tail")
+    verify_note = (
+        "qsa: executed dense, as transformers' eager path runs it (every key scored, the selection a mask; "
+        "the index scores over each query's complete blocks); causal: the selected blocks and the tail"
+    )
 
     index_n_heads: Positive = 4  # the indexer's query heads (Qwen4ExpTextConfig.indexer_n_heads)
     index_head_dim: Positive = 128  # each index head's width, and the cached raw index key's
@@ -53,12 +55,15 @@ class SelectedAttention(Attention):
         if self.qk_norm not in ("none", "head"):
             raise SpecError(("qk_norm",), "QSA attention takes a per-head query and key norm or none")
         if self.index_budget % self.index_block_size:
-            raise SpecError(("index_budget",), f"the budget of {self.index_budget} keys is not whole blocks of "
-                                               f"{self.index_block_size}")
+            raise SpecError(
+                ("index_budget",), f"the budget of {self.index_budget} keys is not whole blocks of {self.index_block_size}"
+            )
 
     def describe(self) -> str:
-        return (super().describe() + f", QSA indexer {self.index_n_heads} × {self.index_head_dim} → "
-                f"{self.index_budget:,} keys in blocks of {self.index_block_size}")
+        return (
+            super().describe() + f", QSA indexer {self.index_n_heads} × {self.index_head_dim} → "
+            f"{self.index_budget:,} keys in blocks of {self.index_block_size}"
+        )
 
     def terms(self, e, model, seq_len: int) -> None:
         """Attention's terms, QKᵀ and AV over the selected keys in the causal view; then the indexer: index_qk
@@ -80,8 +85,7 @@ class SelectedAttention(Attention):
         if model.positions == "rotary":
             e.op("attn.indexer.rotary", n * ROTARY_OPS * (hi + 1) * min(self.rotary_dim or self.head_dim, di))
         e.op("attn.indexer.pool", n * di)
-        e.term("attn.indexer.scores", "core", (hi, seq_len, di), n, numel=0, macs=n * hi * seq_len * di, chunk=size,
-               select="blocks")
+        e.term("attn.indexer.scores", "core", (hi, seq_len, di), n, numel=0, macs=n * hi * seq_len * di, chunk=size, select="blocks")
         e.op("attn.indexer.reduce", n * 3 * hi * seq_len)  # ReLU, the sum over heads, the scale, per pooled key
 
     def cached_tokens(self, tokens: int) -> int:

@@ -94,8 +94,7 @@ class RelAttention(Block):
 
     def check(self, d_model: int) -> None:
         if self.head_dim is None and d_model % self.n_heads:
-            raise SpecError(("n_heads",), f"{self.n_heads} heads do not divide d_model {d_model} "
-                                          "(state head_dim to allow it)")
+            raise SpecError(("n_heads",), f"{self.n_heads} heads do not divide d_model {d_model} (state head_dim to allow it)")
         if self.n_heads % self.kv_heads:
             raise SpecError(("n_kv_heads",), f"{self.kv_heads} KV heads do not divide {self.n_heads} query heads")
 
@@ -124,8 +123,15 @@ class RelAttention(Block):
             if self.dynamic_conv:
                 # taps (K, kv·hd): static + each token's per-head taps (an add per tap), K multiply-adds per channel
                 e.linear(f"attn.{name}_conv.weight_proj", d, kv * k, False, n, component=f"attn.{name}_conv")
-                e.term(f"attn.{name}_conv.static.weight", "weight", (k, width), n, macs=n * width * k,
-                       elementwise=n * width * k, component=f"attn.{name}_conv")
+                e.term(
+                    f"attn.{name}_conv.static.weight",
+                    "weight",
+                    (k, width),
+                    n,
+                    macs=n * width * k,
+                    elementwise=n * width * k,
+                    component=f"attn.{name}_conv",
+                )
                 e.op(f"attn.{name}_conv.residual", n * 2 * width)  # + its input, × 1/√(2K + 1)
             else:
                 emit_residual_conv(e, f"attn.{name}_conv1d", width, k, n, self.conv_scale)
@@ -133,11 +139,23 @@ class RelAttention(Block):
             e.norm("attn.q_norm", model.norm, hd, n, total=h * hd)
             e.norm("attn.k_norm", model.norm, hd, n, total=kv * hd)
         if self.l2_clip:  # the scaled clips' scales are parameters; the keys' clip has none
-            e.term("attn.q_clip.scale", "norm", (h, hd), n, elementwise=n * (h * hd * (CLIP_ELEMENT_OPS + 1)
-                                                                            + h * CLIP_VECTOR_OPS), component="attn.q_clip")
+            e.term(
+                "attn.q_clip.scale",
+                "norm",
+                (h, hd),
+                n,
+                elementwise=n * (h * hd * (CLIP_ELEMENT_OPS + 1) + h * CLIP_VECTOR_OPS),
+                component="attn.q_clip",
+            )
             e.op("attn.k_clip", n * (width * CLIP_ELEMENT_OPS + kv * CLIP_VECTOR_OPS))
-            e.term("attn.rel_clip.scale", "norm", (h, r), n, elementwise=n * (h * r * (CLIP_ELEMENT_OPS + 1)
-                                                                            + h * CLIP_VECTOR_OPS), component="attn.rel_clip")
+            e.term(
+                "attn.rel_clip.scale",
+                "norm",
+                (h, r),
+                n,
+                elementwise=n * (h * r * (CLIP_ELEMENT_OPS + 1) + h * CLIP_VECTOR_OPS),
+                component="attn.rel_clip",
+            )
         if self.v_norm:
             e.op("attn.v_norm", n * UNWEIGHTED_NORM_OPS * width)
         # each head's relative state times the bank of profiles: one bias per distance, r·E multiply-adds per head
@@ -174,8 +192,7 @@ class RelAttention(Block):
         h, kv, hd, d = self.n_heads, self.kv_heads, self.head_dim, model.d_model
         gate = 2 * h * hd + h if self.output_gate else 0  # the gate's logits and the gated output; the sinks
         inputs = 2 * d if self.kv_inputs else 0  # the keys' and values' own inputs
-        return (d + 2 * kv * hd + h * hd + 2 * kv * hd + h * self.d_rel + h * hd + (d if self.out_conv else 0)
-                + gate + inputs)
+        return d + 2 * kv * hd + h * hd + 2 * kv * hd + h * self.d_rel + h * hd + (d if self.out_conv else 0) + gate + inputs
 
     def score_bytes(self, model, seq_len: int, flash: bool = False) -> int:
         return softmax_score_bytes(self.n_heads, seq_len, flash)

@@ -73,8 +73,7 @@ class RGLRU(Block):
         e.term("recurrent.conv1d.bias", "bias", (w,), n, elementwise=n * w)
         # the two gates: H blocks of (w/H)² each (baddbmm), with a bias and a sigmoid
         for gate in ("input_gate", "recurrent_gate"):
-            e.term(f"recurrent.{gate}.weight", "weight", (hb, bw, bw), n, macs=n * hb * bw * bw,
-                   component="recurrent.rg_lru")
+            e.term(f"recurrent.{gate}.weight", "weight", (hb, bw, bw), n, macs=n * hb * bw * bw, component="recurrent.rg_lru")
             e.term(f"recurrent.{gate}.bias", "bias", (hb, bw), n, elementwise=n * w, component="recurrent.rg_lru")
             e.op(f"recurrent.{gate}_sigmoid", n * w * ACTIVATION_OPS["sigmoid"])
         e.term("recurrent.recurrent_param", "bias", (w,), n, component="recurrent.rg_lru")

@@ -54,8 +54,10 @@ class RwkvTimeMix(Block):
     slot = "attention"
     prefix = "attention"  # transformers' RwkvBlock.attention; terms are attention.key, attention.time_decay, …
     summary = "RWKV-4 time mix: token shift, k/v/r projections and the WKV recurrence per channel (Peng et al. 2023)"
-    verify_note = ("rwkv_time_mix: the WKV is a recurrence per channel, elementwise work only (no matmul); its "
-                   "projections are the block's only matmuls")
+    verify_note = (
+        "rwkv_time_mix: the WKV is a recurrence per channel, elementwise work only (no matmul); its "
+        "projections are the block's only matmuls"
+    )
 
     attention_dim: Positive | None = None  # default d_model (RwkvConfig.attention_hidden_size)
 
@@ -171,8 +173,7 @@ def _modules():
             self.output = Linear(a, d, bias=False)
             if self.time_decay.device.type != "meta":
                 with torch.no_grad():
-                    for p in (self.time_decay, self.time_first, self.time_mix_key, self.time_mix_value,
-                              self.time_mix_receptance):
+                    for p in (self.time_decay, self.time_first, self.time_mix_key, self.time_mix_value, self.time_mix_receptance):
                         p.uniform_(0, 1)
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:

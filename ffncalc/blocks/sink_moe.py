@@ -225,7 +225,7 @@ def _modules():
             flat = x.reshape(-1, shape[-1])
             tokens = flat.shape[0]
             logits = self.router(flat)
-            routed, shared = logits[:, :self.n_experts], logits[:, self.n_experts:]
+            routed, shared = logits[:, : self.n_experts], logits[:, self.n_experts :]
             if self.balanced:  # token-slot j goes to expert j mod n_experts: no data needed
                 chosen = torch.arange(tokens * self.top_k, device=x.device).view(tokens, self.top_k) % self.n_experts
             else:
@@ -238,7 +238,7 @@ def _modules():
                 weights = (picked - picked.logsumexp(dim=-1, keepdim=True)).exp() * self.router.global_scale
             out = torch.zeros_like(flat)
             slot_token = torch.arange(tokens, device=x.device).repeat_interleave(self.top_k)
-            slot_expert, slot_weight = chosen.reshape(-1), weights[:, :self.top_k].reshape(-1)
+            slot_expert, slot_weight = chosen.reshape(-1), weights[:, : self.top_k].reshape(-1)
             for i, expert in enumerate(self.experts):
                 if self.balanced:
                     if i >= slot_expert.shape[0]:

@@ -64,8 +64,9 @@ class ZambaTransformer(Block):
         return self.kv_heads
 
     def resolve(self, d_model: int) -> ZambaTransformer:
-        return replace(self, n_kv_heads=self.kv_heads,
-                       head_dim=self.head_dim if self.head_dim is not None else 2 * d_model // self.n_heads)
+        return replace(
+            self, n_kv_heads=self.kv_heads, head_dim=self.head_dim if self.head_dim is not None else 2 * d_model // self.n_heads
+        )
 
     def check(self, d_model: int) -> None:
         if self.n_heads % self.kv_heads:
@@ -73,8 +74,11 @@ class ZambaTransformer(Block):
         hd = self.head_dim if self.head_dim is not None else 2 * d_model // self.n_heads
         # each adapter's output, 2·d_model wide, is added to q, k and v (Zamba2Attention.forward)
         if self.attention_adapters and not self.n_heads * hd == self.kv_heads * hd == 2 * d_model:
-            raise SpecError(("head_dim",), f"the attention adapters add 2 · d_model = {2 * d_model} to q, k and v: "
-                                           f"{self.n_heads} query and {self.kv_heads} KV heads of {hd} do not make it")
+            raise SpecError(
+                ("head_dim",),
+                f"the attention adapters add 2 · d_model = {2 * d_model} to q, k and v: "
+                f"{self.n_heads} query and {self.kv_heads} KV heads of {hd} do not make it",
+            )
 
     def describe(self) -> str:
         return f"shared attention {self.n_heads} heads, {self.kv_heads} KV × {self.head_dim} on [x; e], MLP {self.d_ff}"
@@ -159,8 +163,7 @@ def _module():
             self.v = Linear(w, spec.kv_heads * hd, bias=False)
             if spec.attention_adapters:
                 for name in ("q", "k", "v"):
-                    setattr(self, f"{name}_adapter",
-                            nn.ModuleList(Adapter(w, spec.adapter_rank, w) for _ in range(uses)))
+                    setattr(self, f"{name}_adapter", nn.ModuleList(Adapter(w, spec.adapter_rank, w) for _ in range(uses)))
             self.scores, self.values = MatMul(), MatMul()
             self.o = Linear(spec.n_heads * hd, model.d_model, bias=False)
 

@@ -24,14 +24,16 @@ BenchDevice = ("auto", "cpu", "cuda", "mps")
 BenchDtype = ("fp32", "bf16", "fp16")
 
 
-@command(output="exact",
-         examples=(
-             'count gpt3',
-             'count mixtral-8x7b --per-layer --seq-len 4096',
-             'count config.json --convention 6n -f json'))
+@command(
+    output="exact",
+    examples=("count gpt3", "count mixtral-8x7b --per-layer --seq-len 4096", "count config.json --convention 6n -f json"),
+)
 def count(
-    model: str = arg(..., help="A preset name (ffncalc presets), a spec file (.yaml), a config.json, or "
-                                          "a checkpoint: .safetensors, a folder of shards, .gguf, ORG/NAME or ORG/NAME@REVISION."),
+    model: str = arg(
+        ...,
+        help="A preset name (ffncalc presets), a spec file (.yaml), a config.json, or "
+        "a checkpoint: .safetensors, a folder of shards, .gguf, ORG/NAME or ORG/NAME@REVISION.",
+    ),
     seq_len: Optional[int] = opt(None, "--seq-len", min=1, max=LIMIT, help="Sequence length (default: the model's context)."),
     batch: int = opt(1, "--batch", min=1, max=LIMIT, help="Sequences per forward pass."),
     convention: str = opt(DEFAULT, "--convention", "-c", choices=ConventionName, help="How to count (ffncalc conventions)."),
@@ -49,32 +51,40 @@ def count(
     if is_checkpoint(model):
         from ..analysis.checkpoint import measure
 
-        given = {"--seq-len": seq_len is not None, "--batch": batch != 1, "--convention": convention != DEFAULT,
-                 "--recompute": recompute != "none", "--per-layer": per_layer}
+        given = {
+            "--seq-len": seq_len is not None,
+            "--batch": batch != 1,
+            "--convention": convention != DEFAULT,
+            "--recompute": recompute != "none",
+            "--per-layer": per_layer,
+        }
         r = measure(model, as_family, tuple(k for k, v in given.items() if v))
-        return output.show(doc=lambda: render.checkpoint_doc(r, output.human),
-                           json=lambda: render.checkpoint_records(r), csv=lambda: render.checkpoint_csv(r))
+        return output.show(
+            doc=lambda: render.checkpoint_doc(r, output.human),
+            json=lambda: render.checkpoint_records(r),
+            csv=lambda: render.checkpoint_csv(r),
+        )
     label, spec = presets.load(model, as_family)
     spec.check_seq_len(seq_len, label)
     name = f"{spec.name} ({label})" if spec.name and spec.name != label else label
-    t = tally(spec, model=name, convention=convention, seq_len=seq_len, batch=batch,
-              recompute=recompute)
-    output.show(doc=lambda: render.count_doc(t, per_layer, human=output.human),
-          json=lambda: render.records(t, per_layer), csv=lambda: render.count_csv(t, per_layer))
+    t = tally(spec, model=name, convention=convention, seq_len=seq_len, batch=batch, recompute=recompute)
+    output.show(
+        doc=lambda: render.count_doc(t, per_layer, human=output.human),
+        json=lambda: render.records(t, per_layer),
+        csv=lambda: render.count_csv(t, per_layer),
+    )
 
 
 VerifyConvention = ("exact", "causal")
 
 
-@command(output="plain", examples=(
-             'verify gpt2',
-             'verify llama3-8b --convention causal',
-             'verify --hf config.json'))
+@command(output="plain", examples=("verify gpt2", "verify llama3-8b --convention causal", "verify --hf config.json"))
 def verify(
     model: Optional[str] = arg(None, help="A preset name or a spec file (.yaml)."),
     all_presets: bool = opt(False, "--all", help="Verify every preset."),
-    hf_config: Optional[str] = opt(None, "--hf", help="A Hugging Face config.json (or its folder): also "
-                                                               "count the transformers model it names."),
+    hf_config: Optional[str] = opt(
+        None, "--hf", help="A Hugging Face config.json (or its folder): also count the transformers model it names."
+    ),
     seq_len: Optional[int] = opt(None, "--seq-len", min=1, max=LIMIT, help="Sequence length (default: the model's context)."),
     convention: str = opt("exact", "--convention", "-c", choices=VerifyConvention, help="Full square or causal triangle."),
     every_layer: bool = opt(False, "--every-layer", help="Build and run every layer, not one of each distinct kind."),
@@ -105,12 +115,19 @@ def verify(
                 reports.append(one(ref))
             except InputError as exc:
                 refused.append((ref, str(exc)))
-    output.show(doc=lambda: [render.verify_doc(r) for r in reports] + ([render.refused_doc(refused)] if refused else []),
-          json=lambda: ({"ok": all(r.ok for r in reports) and not refused,
-                         "reports": [render.verify_records(r) for r in reports],
-                         "refused": [{"model": m, "error": e} for m, e in refused]}
-                        if all_presets else render.verify_records(reports[0])),
-          csv=lambda: render.verify_csv(reports))
+    output.show(
+        doc=lambda: [render.verify_doc(r) for r in reports] + ([render.refused_doc(refused)] if refused else []),
+        json=lambda: (
+            {
+                "ok": all(r.ok for r in reports) and not refused,
+                "reports": [render.verify_records(r) for r in reports],
+                "refused": [{"model": m, "error": e} for m, e in refused],
+            }
+            if all_presets
+            else render.verify_records(reports[0])
+        ),
+        csv=lambda: render.verify_csv(reports),
+    )
     if refused or not all(r.ok for r in reports):
         raise SystemExit(1)
 
@@ -126,19 +143,26 @@ def _verify_hf(ref: str, seq_len, convention: str, every_layer: bool, output: Ou
         from ..analysis import hfcheck
         from ..analysis.verify import verify as run_verify
     except ImportError as exc:
-        raise InputError(f"verify --hf needs torch and transformers ({exc}); install them: "
-                         "pip install torch==2.13.0 'transformers>=5,<6' (or pip install 'ffncalc[hf]')") from None
+        raise InputError(
+            f"verify --hf needs torch and transformers ({exc}); install them: "
+            "pip install torch==2.13.0 'transformers>=5,<6' (or pip install 'ffncalc[hf]')"
+        ) from None
     report = run_verify(spec, model=label, seq_len=seq_len, convention=convention, every_layer=every_layer)
     theirs = hfcheck.check(hf.read_config(ref), model=label, spec=spec)
-    output.show(doc=lambda: [render.verify_doc(report), render.hf_doc(theirs)],
-          json=lambda: {"ok": report.ok and theirs.ok, "verify": render.verify_records(report),
-                        "transformers": render.hf_records(theirs)},
-          csv=lambda: render.hf_csv(theirs))
+    output.show(
+        doc=lambda: [render.verify_doc(report), render.hf_doc(theirs)],
+        json=lambda: {
+            "ok": report.ok and theirs.ok,
+            "verify": render.verify_records(report),
+            "transformers": render.hf_records(theirs),
+        },
+        csv=lambda: render.hf_csv(theirs),
+    )
     if not (report.ok and theirs.ok):
         raise SystemExit(1)
 
 
-@command("import", examples=('import config.json --out model.yaml',))
+@command("import", examples=("import config.json --out model.yaml",))
 def import_(
     config: str = arg(..., help="A Hugging Face config.json, or the folder holding one."),
     out: Optional[str] = opt(None, "--out", help="Write the spec to this file (atomically) instead of stdout."),
@@ -162,24 +186,30 @@ KindName = ("dense", "gated")
 MatchName = ("params", "flops")
 
 
-@command(output="exact",
-         examples=(
-             'compare llama2-7b',
-             'compare --d-model 4096 --d-ff 16384 --to gated --multiple-of 256',
-             'compare --d-model 768 --d-ff 3072 --sweep 1:8:1'))
+@command(
+    output="exact",
+    examples=(
+        "compare llama2-7b",
+        "compare --d-model 4096 --d-ff 16384 --to gated --multiple-of 256",
+        "compare --d-model 768 --d-ff 3072 --sweep 1:8:1",
+    ),
+)
 def compare(
     model: Optional[str] = arg(None, help="A preset name or a spec file; or use --d-model and --d-ff."),
     to: Optional[str] = opt(None, "--to", choices=KindName, help="The other kind (default: the one the model lacks)."),
-    activation: Optional[str] = opt(None, "--activation",
-                                             help="The other side's activation: swiglu, geglu, reglu, glu, bilinear, "
-                                                  "relu, gelu, silu, … (default: the same function)."),
+    activation: Optional[str] = opt(
+        None,
+        "--activation",
+        help="The other side's activation: swiglu, geglu, reglu, glu, bilinear, relu, gelu, silu, … (default: the same function).",
+    ),
     match: str = opt("params", "--match", choices=MatchName, help="What to hold equal."),
     multiple_of: int = opt(1, "--multiple-of", min=1, max=LIMIT, help="Round the solved width up to a multiple (Llama)."),
     d_model: Optional[int] = opt(None, "--d-model", min=1, max=LIMIT, help="Bare block: the model width."),
     d_ff: Optional[int] = opt(None, "--d-ff", min=1, max=LIMIT, help="Bare block: its hidden width."),
     kind: str = opt("dense", "--kind", choices=KindName, help="Bare block: its kind."),
-    block_activation: Optional[str] = opt(None, "--block-activation",
-                                                   help="Bare block: its activation (default: relu, or silu if gated)."),
+    block_activation: Optional[str] = opt(
+        None, "--block-activation", help="Bare block: its activation (default: relu, or silu if gated)."
+    ),
     bias: bool = opt(False, "--bias/--no-bias", help="Bare block: biases on its linear layers."),
     sweep: Optional[str] = opt(None, "--sweep", help="d_ff/d_model ratios: 2,2.67,4 or 1:8:0.5; one row each."),
     bench_: bool = opt(False, "--bench", help="Also time both blocks on this machine (as ffncalc bench)."),
@@ -209,13 +239,19 @@ def compare(
         block = ffn_block(kind, d_ff or d_model, bias=bias, activation=act)
     if sweep is not None:
         rows = cmp.sweep(d_model, block, cmp.parse_ratios(sweep), **kw)
-        output.show(doc=lambda: render.sweep_doc(rows), json=lambda: {"sweep": [render.comparison_records(c) for c in rows]},
-              csv=lambda: render.sweep_csv(rows))
+        output.show(
+            doc=lambda: render.sweep_doc(rows),
+            json=lambda: {"sweep": [render.comparison_records(c) for c in rows]},
+            csv=lambda: render.sweep_csv(rows),
+        )
         return
     c = cmp.compare_model(spec, model=label, **kw) if model is not None else cmp.compare_block(d_model, block, **kw)
     results = _bench_pair(c, tokens, repeats, device, dtype) if bench_ else None
-    output.show(doc=lambda: render.comparison_doc(c, results, human=output.human),
-          json=lambda: render.comparison_records(c, results), csv=lambda: render.comparison_csv(c, results))
+    output.show(
+        doc=lambda: render.comparison_doc(c, results, human=output.human),
+        json=lambda: render.comparison_records(c, results),
+        csv=lambda: render.comparison_csv(c, results),
+    )
 
 
 def _bench_pair(c, tokens: int, repeats: int, device: str, dtype: str):
@@ -228,17 +264,27 @@ def _bench_pair(c, tokens: int, repeats: int, device: str, dtype: str):
     from ..model import from_data
 
     ffns = [ffn_block(s.kind, s.d_ff, bias=s.bias, activation=s.activation) for s in (c.source, c.target)]
-    spec = from_data({"vocab_size": 1, "d_model": c.d_model, "n_layers": 1, "context_length": tokens,
-                      "attention": {"n_heads": 1}, "ffn": {"kind": "dense", "d_ff": 1}}, check=False)
+    spec = from_data(
+        {
+            "vocab_size": 1,
+            "d_model": c.d_model,
+            "n_layers": 1,
+            "context_length": tokens,
+            "attention": {"n_heads": 1},
+            "ffn": {"kind": "dense", "d_ff": 1},
+        },
+        check=False,
+    )
     plans = [timing.plan(spec, "ffn", tokens, ffn=f) for f in ffns]
     with _progress() as progress:
-        return timing.run(plans, timing.Timing(timing.pick_device(device), dtype, tokens, seq_len=tokens,
-                                               backward=False, repeats=repeats, warmup=1), progress)
+        return timing.run(
+            plans,
+            timing.Timing(timing.pick_device(device), dtype, tokens, seq_len=tokens, backward=False, repeats=repeats, warmup=1),
+            progress,
+        )
 
 
-
-
-@command(output="plain", examples=('bench gpt2 --block ffn --tokens 256 --repeats 3 --device cpu',))
+@command(output="plain", examples=("bench gpt2 --block ffn --tokens 256 --repeats 3 --device cpu",))
 def bench(
     model: str = arg(..., help="A preset name or a spec file (.yaml)."),
     block: str = opt("ffn", "--block", choices=BenchBlock, help="What to time."),
@@ -247,8 +293,7 @@ def bench(
     device: str = opt("auto", "--device", choices=BenchDevice, help="auto: cuda, then mps, then cpu."),
     dtype: str = opt("fp32", "--dtype", choices=BenchDtype),
     tokens: int = opt(2048, "--tokens", min=1, max=LIMIT, help="Tokens per run (batch × sequence)."),
-    seq_len: Optional[int] = opt(None, "--seq-len", min=1, max=LIMIT,
-                                          help="Sequence length (default: min(tokens, context))."),
+    seq_len: Optional[int] = opt(None, "--seq-len", min=1, max=LIMIT, help="Sequence length (default: min(tokens, context))."),
     layer: int = opt(0, "--layer", min=0, max=LIMIT, help="Which layer's blocks, for stacks whose layers differ."),
     repeats: int = opt(10, "--repeats", min=1, max=10_000),
     warmup: int = opt(2, "--warmup", min=0, max=1000),
@@ -269,8 +314,9 @@ def bench(
         plans = [timing.plan(spec, block, seq, layer)]
     dev = timing.pick_device(device)
     with _progress() as progress:
-        results = timing.run(plans, timing.Timing(dev, dtype, tokens, seq_len=seq, backward=backward,
-                                                  repeats=repeats, warmup=warmup), progress)
+        results = timing.run(
+            plans, timing.Timing(dev, dtype, tokens, seq_len=seq, backward=backward, repeats=repeats, warmup=warmup), progress
+        )
     records = [r.record() for r in results]
     data = {"model": label, "bench": records}
     if out:
@@ -305,15 +351,13 @@ class _progress:
             self.bar.stop()
 
 
-@command("table", output="exact",
-         examples=(
-             'table gpt3 llama3-8b mixtral-8x7b',
-             'table all --columns model,params,active_params -f csv'))
+@command(
+    "table", output="exact", examples=("table gpt3 llama3-8b mixtral-8x7b", "table all --columns model,params,active_params -f csv")
+)
 def table_(
     models: list[str] = arg(..., help="Preset names or spec files; 'all' for every preset."),
     columns: Optional[str] = opt(None, "--columns", help="Comma-separated columns, in order (default: all)."),
-    seq_len: Optional[int] = opt(None, "--seq-len", min=1, max=LIMIT,
-                                          help="Sequence length (default: each model's context)."),
+    seq_len: Optional[int] = opt(None, "--seq-len", min=1, max=LIMIT, help="Sequence length (default: each model's context)."),
     convention: str = opt(DEFAULT, "--convention", "-c", choices=ConventionName, help="How to count (ffncalc conventions)."),
     output: Output = None,
 ) -> None:
@@ -331,21 +375,25 @@ def table_(
         label, spec = presets.load(ref)
         spec.check_seq_len(seq_len, label)
         rows.append(summarize(spec, model=label, seq_len=seq_len, convention=convention))
-    output.show(doc=lambda: render.summary_doc(rows, chosen, human=output.human),
-          json=lambda: {"models": [{c: r[c] for c in chosen + ["seq_len", "convention"]} for r in rows]},
-          csv=lambda: to_csv(rows, chosen))
+    output.show(
+        doc=lambda: render.summary_doc(rows, chosen, human=output.human),
+        json=lambda: {"models": [{c: r[c] for c in chosen + ["seq_len", "convention"]} for r in rows]},
+        csv=lambda: to_csv(rows, chosen),
+    )
 
 
-@command(examples=('docs --out site', 'docs --check site'))
+@command(examples=("docs --out site", "docs --check site"))
 def docs(
     out: Optional[str] = opt(None, "--out", help="Write the docs set into this folder."),
-    check: Optional[str] = opt(None, "--check", help="Exit 1 if this folder's docs are out of date; "
-                                                              "writes nothing."),
-    readme: Optional[str] = opt(None, "--readme", help="Also refresh (--out) or check (--check) the "
-                                                                "examples of this README."),
-    pages: Optional[str] = opt(None, "--pages", help="Also refresh (--out) or check (--check) the examples of "
-                                                              "this markdown page, or of every page under this "
-                                                              "folder that docs did not write."),
+    check: Optional[str] = opt(None, "--check", help="Exit 1 if this folder's docs are out of date; writes nothing."),
+    readme: Optional[str] = opt(None, "--readme", help="Also refresh (--out) or check (--check) the examples of this README."),
+    pages: Optional[str] = opt(
+        None,
+        "--pages",
+        help="Also refresh (--out) or check (--check) the examples of "
+        "this markdown page, or of every page under this "
+        "folder that docs did not write.",
+    ),
     force: bool = opt(False, "--force", help="Replace files in the folder that docs did not write."),
 ) -> None:
     """Generate the docs set: an index table of every preset, a page per preset (with its verify result),
@@ -380,14 +428,17 @@ def docs(
     now = {page: read_text(page) for page in texts}
     fresh = {page: generated.refresh_examples(text, run, memo) for page, text in now.items()}
     changed = [page for page in texts if fresh[page] != now[page]]
-    named = ([readme] if readme else []) + ([pages if Path(pages).is_file() else
-                                             f"{len(texts) - bool(readme)} pages under {pages}"] if pages else [])
+    named = ([readme] if readme else []) + (
+        [pages if Path(pages).is_file() else f"{len(texts) - bool(readme)} pages under {pages}"] if pages else []
+    )
     if out is not None:
         theirs = generated.foreign(folder, files)
         if theirs and not force:
-            raise InputError(f"--out {out}: {len(theirs)} file(s) there were not written by ffncalc docs "
-                             f"({', '.join(theirs[:3])}{', …' if len(theirs) > 3 else ''}); "
-                             "choose another folder, or replace them with --force")
+            raise InputError(
+                f"--out {out}: {len(theirs)} file(s) there were not written by ffncalc docs "
+                f"({', '.join(theirs[:3])}{', …' if len(theirs) > 3 else ''}); "
+                "choose another folder, or replace them with --force"
+            )
         batch = {folder / path: data for path, data in files.items()}
         batch |= {page: fresh[page] for page in changed}
         write_all(batch)
@@ -396,9 +447,13 @@ def docs(
     stale = generated.check(folder, files) + [str(page) for page in changed]
     total = len(files) + len(texts)
     if stale:
-        sys.stdout.write(f"{len(stale)} of {total} files out of date: {', '.join(stale)}\n"
-                         f"regenerate with: ffncalc docs --out {check}" + (f" --readme {readme}" if readme else "")
-                         + (f" --pages {pages}" if pages else "") + "\n")
+        sys.stdout.write(
+            f"{len(stale)} of {total} files out of date: {', '.join(stale)}\n"
+            f"regenerate with: ffncalc docs --out {check}"
+            + (f" --readme {readme}" if readme else "")
+            + (f" --pages {pages}" if pages else "")
+            + "\n"
+        )
         raise SystemExit(1)
     sys.stdout.write(f"all {total} files are up to date ({check}" + "".join(f", {n}" for n in named) + ")\n")
 
@@ -420,8 +475,14 @@ FigureWidth = ("docs", "column", "page")
 WIDTH_HELP = "docs: the docs' size; column or page: a two-column paper's column (3.3 in) or text width (6.9 in)."
 
 
-@command("plot", "share", examples=('plot share gpt3 llama3-8b mixtral-8x7b --out share.svg',
-                                    'plot share llama3-8b deepseek-v3 --width column --out share.pdf'))
+@command(
+    "plot",
+    "share",
+    examples=(
+        "plot share gpt3 llama3-8b mixtral-8x7b --out share.svg",
+        "plot share llama3-8b deepseek-v3 --width column --out share.pdf",
+    ),
+)
 def plot_share(
     models: list[str] = arg(..., help="Preset names or spec files; 'all' for every preset."),
     out: str = opt(..., "--out", help="The figure: FILE.svg, FILE.pdf or FILE.png."),
@@ -437,14 +498,18 @@ def plot_share(
     _save_plot(plot.share_figure(tallies, width), out)
 
 
-@command("plot", "sweep", examples=('plot sweep --d-model 4096 --ratios 1:8:1 --out sweep.svg',
-                                    'plot sweep --d-model 4096 --width page --out sweep.pdf'))
+@command(
+    "plot",
+    "sweep",
+    examples=("plot sweep --d-model 4096 --ratios 1:8:1 --out sweep.svg", "plot sweep --d-model 4096 --width page --out sweep.pdf"),
+)
 def plot_sweep(
     d_model: int = opt(4096, "--d-model", min=1, max=LIMIT, help="The model width."),
     ratios: str = opt("1:8:1", "--ratios", help="d_ff/d_model ratios: 2,2.67,4 or start:stop:step."),
     bias: bool = opt(False, "--bias/--no-bias"),
-    bench_results: Optional[str] = opt(None, "--bench-results",
-                                                help="JSON from ffncalc bench --compare-ffn --out: adds measured time."),
+    bench_results: Optional[str] = opt(
+        None, "--bench-results", help="JSON from ffncalc bench --compare-ffn --out: adds measured time."
+    ),
     out: str = opt(..., "--out", help="The figure: FILE.svg, FILE.pdf or FILE.png."),
     width: str = opt("docs", "--width", choices=FigureWidth, help=WIDTH_HELP),
 ) -> None:
@@ -467,59 +532,66 @@ KernelName = ("flash", "eager")
 DecodeForm = ("absorbed", "expanded")
 
 
-@command(output="exact",
-         examples=(
-             'train llama3-8b --tokens 15T --hardware h100-sxm --gpus 1024',
-             'train deepseek-v3 --tokens 14.8T --hardware h100-sxm --gpus 2048 --dp 128 --pp 16 --ep 8'))
+@command(
+    output="exact",
+    examples=(
+        "train llama3-8b --tokens 15T --hardware h100-sxm --gpus 1024",
+        "train deepseek-v3 --tokens 14.8T --hardware h100-sxm --gpus 2048 --dp 128 --pp 16 --ep 8",
+    ),
+)
 def train(
     model: str = arg(..., help="A preset name or a spec file (.yaml)."),
     tokens: str = opt(..., "--tokens", help="Training tokens: 300B, 300e9, …"),
-    seq_len: Optional[int] = opt(Step.seq_len, "--seq-len", min=1, max=LIMIT,
-                                 help="Sequence length (default: the model's context)."),
-    convention: str = opt(TrainingRun.convention, "--convention", "-c", choices=ConventionName,
-                          help="How to count FLOPs (ffncalc conventions)."),
+    seq_len: Optional[int] = opt(Step.seq_len, "--seq-len", min=1, max=LIMIT, help="Sequence length (default: the model's context)."),
+    convention: str = opt(
+        TrainingRun.convention, "--convention", "-c", choices=ConventionName, help="How to count FLOPs (ffncalc conventions)."
+    ),
     recompute: str = opt(Step.recompute, "--recompute", choices=RecomputeName, help="Activation recomputation."),
     hardware_key: Optional[str] = opt(None, "--hardware", help="A device of the hardware table (h100-sxm, …)."),
     hardware_file: Optional[str] = opt(None, "--hardware-file", help="Your own devices, as a YAML list."),
-    tflops: Optional[float] = opt(Device.tflops, "--tflops", check=finite(0, 1e9),
-                                           help="Achieved TFLOP/s per device, instead of peak × MFU."),
+    tflops: Optional[float] = opt(
+        Device.tflops, "--tflops", check=finite(0, 1e9), help="Achieved TFLOP/s per device, instead of peak × MFU."
+    ),
     gpus: Optional[int] = opt(Layout.gpus, "--gpus", min=1, max=LIMIT, help="Devices (alone: data parallelism)."),
     mfu: float = opt(Device.mfu, "--mfu", check=finite(0, 1), help="Model FLOPs utilisation, with --hardware."),
-    dtype: Optional[str] = opt(TrainingRun.dtype, "--dtype", choices=HardwareDtype,
-                               help="Which datasheet peak (default: the precision's)."),
-    tokens_per_s: Optional[float] = opt(TrainingRun.tokens_per_s, "--tokens-per-s", check=finite(0, 1e15),
-                                                 help="Measured tokens/s of all devices."),
-    budget: Optional[str] = opt(TrainingRun.budget, "--budget",
-                                help="Compute budget for the Chinchilla optimum (default: this run)."),
-    micro_batch: int = opt(Step.micro_batch, "--micro-batch", min=1, max=LIMIT,
-                           help="Sequences per device per micro-batch."),
-    global_batch: Optional[int] = opt(Step.global_batch, "--global-batch", min=1, max=LIMIT,
-                                               help="Sequences per step (gives the pipeline bubble)."),
-    optimizer: str = opt(Step.optimizer, "--optimizer", choices=OptimizerName,
-                         help="Mixed-precision Adam or 8-bit Adam."),
-    precision: str = opt(Step.precision, "--precision", choices=PrecisionName,
-                         help="bf16 mixed precision, or fp8 training."),
-    zero: int = opt(Layout.zero, "--zero", min=0, max=3,
-                    help="ZeRO stage: 1 optimizer, 2 + gradients, 3 + weights (FSDP)."),
-    dp: Optional[int] = opt(Layout.dp, "--dp", min=1, max=LIMIT,
-                            help="Data-parallel degree (default: what the others leave)."),
+    dtype: Optional[str] = opt(
+        TrainingRun.dtype, "--dtype", choices=HardwareDtype, help="Which datasheet peak (default: the precision's)."
+    ),
+    tokens_per_s: Optional[float] = opt(
+        TrainingRun.tokens_per_s, "--tokens-per-s", check=finite(0, 1e15), help="Measured tokens/s of all devices."
+    ),
+    budget: Optional[str] = opt(TrainingRun.budget, "--budget", help="Compute budget for the Chinchilla optimum (default: this run)."),
+    micro_batch: int = opt(Step.micro_batch, "--micro-batch", min=1, max=LIMIT, help="Sequences per device per micro-batch."),
+    global_batch: Optional[int] = opt(
+        Step.global_batch, "--global-batch", min=1, max=LIMIT, help="Sequences per step (gives the pipeline bubble)."
+    ),
+    optimizer: str = opt(Step.optimizer, "--optimizer", choices=OptimizerName, help="Mixed-precision Adam or 8-bit Adam."),
+    precision: str = opt(Step.precision, "--precision", choices=PrecisionName, help="bf16 mixed precision, or fp8 training."),
+    zero: int = opt(Layout.zero, "--zero", min=0, max=3, help="ZeRO stage: 1 optimizer, 2 + gradients, 3 + weights (FSDP)."),
+    dp: Optional[int] = opt(Layout.dp, "--dp", min=1, max=LIMIT, help="Data-parallel degree (default: what the others leave)."),
     tp: int = opt(Layout.tp, "--tp", min=1, max=LIMIT, help="Tensor-parallel degree."),
-    sequence_parallel: bool = opt(Layout.sequence_parallel, "--sequence-parallel/--no-sequence-parallel",
-                                  help="Split the norms' and dropouts' activations over --tp too "
-                                       "(Korthikanti et al. 2022)."),
+    sequence_parallel: bool = opt(
+        Layout.sequence_parallel,
+        "--sequence-parallel/--no-sequence-parallel",
+        help="Split the norms' and dropouts' activations over --tp too (Korthikanti et al. 2022).",
+    ),
     pp: int = opt(Layout.pp, "--pp", min=1, max=LIMIT, help="Pipeline-parallel degree."),
     cp: int = opt(Layout.cp, "--cp", min=1, max=LIMIT, help="Context-parallel degree."),
     ep: int = opt(Layout.ep, "--ep", min=1, max=LIMIT, help="Expert-parallel degree (inside dp)."),
-    reserve: float = opt(Device.reserve, "--reserve", min=0, max=0.99,
-                         help="Memory fraction set aside for the framework."),
-    goodput: float = opt(TrainingRun.goodput, "--goodput", check=finite(0, 1),
-                         help="Fraction of the wall-clock spent training (restarts, failures and checkpoints take "
-                              "the rest)."),
-    kernel: str = opt(Step.kernel, "--attention-kernel",
-                   choices=KernelName,
-                   help="flash: no attention scores kept; eager: scores kept (Korthikanti et al.)."),
-    mtp: Optional[bool] = opt(Step.mtp, "--mtp/--no-mtp",
-                                       help="Count multi-token prediction FLOPs (default: if the model has them)."),
+    reserve: float = opt(Device.reserve, "--reserve", min=0, max=0.99, help="Memory fraction set aside for the framework."),
+    goodput: float = opt(
+        TrainingRun.goodput,
+        "--goodput",
+        check=finite(0, 1),
+        help="Fraction of the wall-clock spent training (restarts, failures and checkpoints take the rest).",
+    ),
+    kernel: str = opt(
+        Step.kernel,
+        "--attention-kernel",
+        choices=KernelName,
+        help="flash: no attention scores kept; eager: scores kept (Korthikanti et al.).",
+    ),
+    mtp: Optional[bool] = opt(Step.mtp, "--mtp/--no-mtp", help="Count multi-token prediction FLOPs (default: if the model has them)."),
     output: Output = None,
 ) -> None:
     """Plan a training run: FLOPs, GPU-hours and days, the compute-optimal size, memory per device."""
@@ -528,14 +600,22 @@ def train(
 
     label, spec = presets.load(model)
     result = plan_training(
-        spec, label,
-        TrainingRun(tokens, convention=convention, dtype=dtype, tokens_per_s=tokens_per_s, budget=budget,
-                    goodput=goodput),
-        Step(seq_len=seq_len, micro_batch=micro_batch, global_batch=global_batch, recompute=recompute, kernel=kernel,
-             optimizer=optimizer, precision=precision, mtp=mtp),
+        spec,
+        label,
+        TrainingRun(tokens, convention=convention, dtype=dtype, tokens_per_s=tokens_per_s, budget=budget, goodput=goodput),
+        Step(
+            seq_len=seq_len,
+            micro_batch=micro_batch,
+            global_batch=global_batch,
+            recompute=recompute,
+            kernel=kernel,
+            optimizer=optimizer,
+            precision=precision,
+            mtp=mtp,
+        ),
         Layout(gpus=gpus, dp=dp, tp=tp, pp=pp, cp=cp, ep=ep, zero=zero, sequence_parallel=sequence_parallel),
-        Device(hardware.by_key(hardware_key, hardware_file) if hardware_key else None, tflops=tflops, mfu=mfu,
-               reserve=reserve))
+        Device(hardware.by_key(hardware_key, hardware_file) if hardware_key else None, tflops=tflops, mfu=mfu, reserve=reserve),
+    )
     _show_figures(output, result)
 
 
@@ -548,12 +628,14 @@ def _load_as(option: str, model: str):
 
 
 def _show_figures(output: Output, result) -> None:
-    output.show(doc=lambda: render.figures_doc(result, output.human), json=lambda: render.figures_records(result),
-                csv=lambda: render.figures_csv(result))
+    output.show(
+        doc=lambda: render.figures_doc(result, output.human),
+        json=lambda: render.figures_records(result),
+        csv=lambda: render.figures_csv(result),
+    )
 
 
-FORMAT_HELP = ("bf16, fp16, fp8, int8, int4 (GPTQ/AWQ g128), mxfp4, nvfp4, q8_0, q6_k, q5_k_m, q5_k, q4_k_m, q4_k, "
-               "q3_k, q2_k")
+FORMAT_HELP = "bf16, fp16, fp8, int8, int4 (GPTQ/AWQ g128), mxfp4, nvfp4, q8_0, q6_k, q5_k_m, q5_k, q4_k_m, q4_k, q3_k, q2_k"
 
 
 # What infer and fit share: the weights' formats, the devices' layout and links, the reserve.
@@ -564,26 +646,45 @@ HARDWARE_FILE = opt(None, "--hardware-file", help="Your own devices, as a YAML l
 GPUS = opt(Placement.gpus, "--gpus", min=1, max=LIMIT, help="Devices.")
 TP = opt(Placement.tp, "--tp", min=1, max=LIMIT, help="Tensor-parallel degree (default: --gpus ÷ --pp).")
 PP = opt(Placement.pp, "--pp", min=1, max=LIMIT, help="Pipeline stages, each of --tp devices.")
-EP = opt(Placement.ep, "--ep", min=1, max=LIMIT,
-         help="Devices the routed experts spread over: within --tp, or a multiple of it across copies (their "
-              "attention data-parallel).")
+EP = opt(
+    Placement.ep,
+    "--ep",
+    min=1,
+    max=LIMIT,
+    help="Devices the routed experts spread over: within --tp, or a multiple of it across copies (their attention data-parallel).",
+)
 RESERVE = opt(Device.reserve, "--reserve", min=0, max=0.99, help="Memory fraction kept free.")
 CHUNK = opt(DEFAULT_CHUNK, "--prefill-chunk", min=1, max=LIMIT, help="Prefill tokens per forward, for the workspace.")
-LINK_GBS = opt(Device.link_gbs, "--link-gbs", check=finite(0, 1e7),
-               help="Interconnect GB/s per direction (default: the device's scale-up link).")
-LINK_LATENCY = opt(Device.link_latency_us, "--link-latency-us", check=finite(0, 1e6, above=False),
-                   help="Fixed time of one all-reduce or hand-off, in µs (default: NCCL's model for the device's link).")
-NETWORK_GBS = opt(Device.network_gbs, "--network-gbs", check=finite(0, 1e7),
-                  help="GB/s per device and direction between nodes (default: 50, a 400 Gb/s NIC a GPU).")
-TFLOPS = opt(Device.tflops, "--tflops", check=finite(0, 1e7),
-             help="A device's peak TFLOP/s, in place of the datasheet's (for devices that state none, or a "
-                  "measured rate).")
+LINK_GBS = opt(
+    Device.link_gbs, "--link-gbs", check=finite(0, 1e7), help="Interconnect GB/s per direction (default: the device's scale-up link)."
+)
+LINK_LATENCY = opt(
+    Device.link_latency_us,
+    "--link-latency-us",
+    check=finite(0, 1e6, above=False),
+    help="Fixed time of one all-reduce or hand-off, in µs (default: NCCL's model for the device's link).",
+)
+NETWORK_GBS = opt(
+    Device.network_gbs,
+    "--network-gbs",
+    check=finite(0, 1e7),
+    help="GB/s per device and direction between nodes (default: 50, a 400 Gb/s NIC a GPU).",
+)
+TFLOPS = opt(
+    Device.tflops,
+    "--tflops",
+    check=finite(0, 1e7),
+    help="A device's peak TFLOP/s, in place of the datasheet's (for devices that state none, or a measured rate).",
+)
 
 
-@command(output="exact",
-         examples=(
-             'infer llama3-70b --prompt 4000 --generate 500 --hardware h100-sxm --gpus 4',
-             'infer deepseek-v3 --prompt 2000 --generate 200 --dtype fp8 --hardware h200 --gpus 8'))
+@command(
+    output="exact",
+    examples=(
+        "infer llama3-70b --prompt 4000 --generate 500 --hardware h100-sxm --gpus 4",
+        "infer deepseek-v3 --prompt 2000 --generate 200 --dtype fp8 --hardware h200 --gpus 8",
+    ),
+)
 def infer(
     model: str = arg(..., help="A preset name or a spec file (.yaml)."),
     prompt: int = opt(..., "--prompt", min=1, max=LIMIT, help="Prompt tokens."),
@@ -604,18 +705,20 @@ def infer(
     link_latency_us: Optional[float] = LINK_LATENCY,
     network_gbs: Optional[float] = NETWORK_GBS,
     tflops: Optional[float] = TFLOPS,
-    draft: int = opt(InferenceRun.draft, "--draft", min=0, max=1024,
-                     help="Speculative decoding / MTP: tokens drafted per step."),
+    draft: int = opt(InferenceRun.draft, "--draft", min=0, max=1024, help="Speculative decoding / MTP: tokens drafted per step."),
     accept: Optional[float] = opt(InferenceRun.accept, "--accept", min=0, max=1, help="Acceptance rate of a drafted token."),
-    draft_model: Optional[str] = opt(None, "--draft-model",
-                                     help="The draft model (a preset, spec file or config.json; default: the "
-                                          "model's MTP modules)."),
-    decode: str = opt(InferenceRun.decode, "--decode",
-                   choices=DecodeForm,
-                   help="Latent attention decoded absorbed (as serving engines run it) or expanded."),
-    prefill: str = opt(InferenceRun.prefill, "--prefill",
-                   choices=DecodeForm,
-                   help="Latent attention prefilled expanded (as in training) or absorbed."),
+    draft_model: Optional[str] = opt(
+        None, "--draft-model", help="The draft model (a preset, spec file or config.json; default: the model's MTP modules)."
+    ),
+    decode: str = opt(
+        InferenceRun.decode,
+        "--decode",
+        choices=DecodeForm,
+        help="Latent attention decoded absorbed (as serving engines run it) or expanded.",
+    ),
+    prefill: str = opt(
+        InferenceRun.prefill, "--prefill", choices=DecodeForm, help="Latent attention prefilled expanded (as in training) or absorbed."
+    ),
     output: Output = None,
 ) -> None:
     """Plan inference: FLOPs, weight and KV bytes, whether it fits, and the roofline prefill and decode rates."""
@@ -625,24 +728,32 @@ def infer(
     label, spec = presets.load(model)
     hw = hardware.by_key(hardware_key, hardware_file) if hardware_key else None
     result = plan_inference(
-        spec, label,
-        InferenceRun(prompt, generate, batch=batch, chunk=chunk, decode=decode, prefill=prefill, draft=draft,
-                     accept=accept, draft_model=_load_as("--draft-model", draft_model) if draft_model else None),
-        Formats(dtype, experts_dtype, kv_dtype), Placement(gpus=gpus, tp=tp, ep=ep, pp=pp),
-        Device(hw, tflops, reserve=reserve, link_gbs=link_gbs, link_latency_us=link_latency_us,
-               network_gbs=network_gbs))
+        spec,
+        label,
+        InferenceRun(
+            prompt,
+            generate,
+            batch=batch,
+            chunk=chunk,
+            decode=decode,
+            prefill=prefill,
+            draft=draft,
+            accept=accept,
+            draft_model=_load_as("--draft-model", draft_model) if draft_model else None,
+        ),
+        Formats(dtype, experts_dtype, kv_dtype),
+        Placement(gpus=gpus, tp=tp, ep=ep, pp=pp),
+        Device(hw, tflops, reserve=reserve, link_gbs=link_gbs, link_latency_us=link_latency_us, network_gbs=network_gbs),
+    )
     _show_figures(output, result)
 
 
-@command(output="exact", examples=(
-             'fit llama3-70b --hardware h100-sxm --gpus 2',
-             'fit qwen3-32b --hardware rtx4090 --dtype q4_k_m'))
+@command(output="exact", examples=("fit llama3-70b --hardware h100-sxm --gpus 2", "fit qwen3-32b --hardware rtx4090 --dtype q4_k_m"))
 def fit(
     model: str = arg(..., help="A preset name or a spec file (.yaml)."),
     hardware_key: str = opt(..., "--hardware", help="A device of the hardware table (h100-sxm, …)."),
     hardware_file: Optional[str] = HARDWARE_FILE,
-    context: Optional[int] = opt(None, "--context", min=1, max=LIMIT,
-                                          help="Tokens per sequence (default: the model's context)."),
+    context: Optional[int] = opt(None, "--context", min=1, max=LIMIT, help="Tokens per sequence (default: the model's context)."),
     batch: int = opt(FitRun.batch, "--batch", min=1, max=LIMIT, help="Sequences held at once."),
     dtype: str = DTYPE,
     experts_dtype: Optional[str] = EXPERTS_DTYPE,
@@ -666,14 +777,17 @@ def fit(
     label, spec = presets.load(model)
     hw = hardware.by_key(hardware_key, hardware_file)
     result = plan_fit(
-        spec, label, FitRun(context or spec.context_length, batch=batch, chunk=chunk),
-        Formats(dtype, experts_dtype, kv_dtype), Placement(gpus=gpus, tp=tp, ep=ep, pp=pp),
-        Device(hw, tflops, reserve=reserve, link_gbs=link_gbs, link_latency_us=link_latency_us,
-               network_gbs=network_gbs))
+        spec,
+        label,
+        FitRun(context or spec.context_length, batch=batch, chunk=chunk),
+        Formats(dtype, experts_dtype, kv_dtype),
+        Placement(gpus=gpus, tp=tp, ep=ep, pp=pp),
+        Device(hw, tflops, reserve=reserve, link_gbs=link_gbs, link_latency_us=link_latency_us, network_gbs=network_gbs),
+    )
     _show_figures(output, result)
 
 
-@command("presets", output="plain", group=True, examples=('presets', 'presets -f json'))
+@command("presets", output="plain", group=True, examples=("presets", "presets -f json"))
 def presets_list(output: Output = None) -> None:
     """List the shipped presets with their shapes and parameter counts."""
     entries = []
@@ -681,34 +795,42 @@ def presets_list(output: Output = None) -> None:
         _, spec = presets.load(name)
         t = tally(spec)
         ffns = {layer.ffn.describe() for layer in spec.layers}
-        entries.append({
-            "name": name,
-            "title": spec.name or name,
-            "aliases": sorted(a for a, target in presets.ALIASES.items() if target == name),
-            "n_layers": spec.n_layers,
-            "d_model": spec.d_model,
-            "ffn": ", ".join(sorted(ffns)),
-            "params": t.params,
-            "active_params": t.active,
-        })
+        entries.append(
+            {
+                "name": name,
+                "title": spec.name or name,
+                "aliases": sorted(a for a, target in presets.ALIASES.items() if target == name),
+                "n_layers": spec.n_layers,
+                "d_model": spec.d_model,
+                "ffn": ", ".join(sorted(ffns)),
+                "params": t.params,
+                "active_params": t.active,
+            }
+        )
     entries.sort(key=lambda e: (e["name"].split("-")[0], e["params"]))  # families, smallest first
     from ..output.sheet import to_csv
 
     def doc():
-        rows = [{**e, "name": e["name"] + (f" (alias {', '.join(e['aliases'])})" if e["aliases"] else ""),
-                 "params": f"{e['params']:,} ({render.human_params(e['params'])})"} for e in entries]
+        rows = [
+            {
+                **e,
+                "name": e["name"] + (f" (alias {', '.join(e['aliases'])})" if e["aliases"] else ""),
+                "params": f"{e['params']:,} ({render.human_params(e['params'])})",
+            }
+            for e in entries
+        ]
         return render.list_doc("presets", rows, ["name", "title", "n_layers", "d_model", "ffn", "params"], left=2)
 
     output.show(doc=doc, json=lambda: {"presets": entries}, csv=lambda: to_csv(entries))
 
 
-@command("presets", "show", examples=('presets show llama3-8b',))
+@command("presets", "show", examples=("presets show llama3-8b",))
 def presets_show(name: str = arg(..., help="Preset name or alias.")) -> None:
     """Print a preset's YAML, which `ffncalc count FILE.yaml` accepts as it is."""
     emit(presets.text(name))
 
 
-@command(output="plain", examples=('families', 'families -f csv'))
+@command(output="plain", examples=("families", "families -f csv"))
 def families(output: Output = None) -> None:
     """List every decoder-only text model_type of transformers with its status: the family that reads it and
     the public config it is proven on, or what it needs."""
@@ -720,31 +842,40 @@ def families(output: Output = None) -> None:
     supported = sum(r["status"] == "supported" for r in records)
     title = f"{supported} of {len(records)} model_types supported (decoder-only text, transformers {TRANSFORMERS_VERSION})"
     short = [{**r, "file": r["file"].rsplit("/", 1)[-1]} for r in records]  # families/NAME.py: the name in a table
-    output.show(doc=lambda: render.list_doc(title, short, ["model_type", "status", "file", "detail", "defaults"], 5),
-                json=lambda: {"families": records},
-                csv=lambda: to_csv([{**r, "config_keys": "; ".join(r["config_keys"])} for r in records]))
+    output.show(
+        doc=lambda: render.list_doc(title, short, ["model_type", "status", "file", "detail", "defaults"], 5),
+        json=lambda: {"families": records},
+        csv=lambda: to_csv([{**r, "config_keys": "; ".join(r["config_keys"])} for r in records]),
+    )
 
 
-@command(output="plain", examples=('conventions',))
+@command(output="plain", examples=("conventions",))
 def conventions(output: Output = None) -> None:
     """List the counting conventions, each with its source."""
     from ..output.sheet import to_csv
 
-    records = [{"name": c.name, "default": c.name == DEFAULT, "summary": c.summary, "source": c.source}
-               for c in CONVENTIONS.values()]
-    output.show(doc=lambda: render.list_doc("conventions", records, ["name", "default", "summary", "source"], 4),
-          json=lambda: {"conventions": records}, csv=lambda: to_csv(records))
+    records = [{"name": c.name, "default": c.name == DEFAULT, "summary": c.summary, "source": c.source} for c in CONVENTIONS.values()]
+    output.show(
+        doc=lambda: render.list_doc("conventions", records, ["name", "default", "summary", "source"], 4),
+        json=lambda: {"conventions": records},
+        csv=lambda: to_csv(records),
+    )
 
 
-@command(output="plain", examples=('explain mfu', 'explain kv_bytes -f json', 'explain'))
-def explain(term: Optional[str] = arg(None, help="A figure's JSON key or words of its label, a convention or a "
-                                                  "view (default: every one)."),
-            output: Output = None) -> None:
+@command(output="plain", examples=("explain mfu", "explain kv_bytes -f json", "explain"))
+def explain(
+    term: Optional[str] = arg(None, help="A figure's JSON key or words of its label, a convention or a view (default: every one)."),
+    output: Output = None,
+) -> None:
     """Say what a figure of count, train, infer or fit means, with its unit and source; or list them all."""
     from ..analysis.glossary import explain as look_up
     from ..output.sheet import to_csv
 
     found = [vars(e) for e in look_up(term)]
-    output.show(doc=lambda: render.list_doc(f"{len(found)} figure(s), convention(s) and view(s)", found,
-                                            ["term", "kind", "label", "unit", "source"], 5),
-                json=lambda: {"explain": found}, csv=lambda: to_csv(found))
+    output.show(
+        doc=lambda: render.list_doc(
+            f"{len(found)} figure(s), convention(s) and view(s)", found, ["term", "kind", "label", "unit", "source"], 5
+        ),
+        json=lambda: {"explain": found},
+        csv=lambda: to_csv(found),
+    )

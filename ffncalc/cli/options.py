@@ -105,9 +105,9 @@ def finite(low: float = 0.0, high: float = 1e30, *, above: bool = True) -> Calla
         if value is None:
             return None
         if not math.isfinite(value) or not (value > low if above else value >= low) or value > high:
-            return (f"{value} is not a number {'above' if above else 'from'} {low:g} "
-                    f"{'and' if above else 'to'} at most {high:g}")
+            return f"{value} is not a number {'above' if above else 'from'} {low:g} {'and' if above else 'to'} at most {high:g}"
         return None
+
     return check
 
 
@@ -150,7 +150,7 @@ def command(*path: str, output: str | None = None, examples: tuple[str, ...] = (
         hints = typing.get_type_hints(fn)
         code = fn.__code__  # every parameter has a default: an Arg or an Opt (inspect would cost more)
         params = {}
-        for name, default in zip(code.co_varnames[:code.co_argcount], fn.__defaults__ or ()):
+        for name, default in zip(code.co_varnames[: code.co_argcount], fn.__defaults__ or ()):
             if name == "output":
                 continue
             hint = hints[name]
@@ -165,6 +165,7 @@ def command(*path: str, output: str | None = None, examples: tuple[str, ...] = (
         key = path or (fn.__name__,)
         COMMANDS[key] = Command(key, fn, params, output, examples, group)
         return fn
+
     return register
 
 

@@ -27,10 +27,9 @@ def read(argv: list[str]) -> tuple[Command, dict[str, Any]] | None:
     found = COMMANDS.get(tuple(argv[:2])) if len(argv) > 1 else None
     path = tuple(argv[:2]) if found else tuple(argv[:1])
     found = found or COMMANDS.get(path)
-    if found is None or (found.group and len(argv) > 1 and (argv[0], argv[1]) not in COMMANDS
-                         and not argv[1].startswith("-")):
+    if found is None or (found.group and len(argv) > 1 and (argv[0], argv[1]) not in COMMANDS and not argv[1].startswith("-")):
         return None
-    return _values(found, argv[len(path):])
+    return _values(found, argv[len(path) :])
 
 
 def _values(cmd: Command, tokens: list[str]) -> tuple[Command, dict[str, Any]] | None:

@@ -13,20 +13,25 @@ from .options import COMMANDS, GROUPS, Arg, Command, Opt, emit
 
 
 def build(help_text: str) -> typer.Typer:
-    app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False, rich_markup_mode=None,
-                      context_settings={"help_option_names": ["-h", "--help"]}, help=help_text)
+    app = typer.Typer(
+        no_args_is_help=True,
+        pretty_exceptions_enable=False,
+        rich_markup_mode=None,
+        context_settings={"help_option_names": ["-h", "--help"]},
+        help=help_text,
+    )
 
     @app.callback()
-    def _main(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
-                                           help="Print the version and exit.")) -> None:
+    def _main(
+        version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version and exit."),
+    ) -> None:
         pass
 
     _main.__doc__ = help_text
     groups: dict[str, typer.Typer] = {}
     for name, text in GROUPS.items():
         has_own = (name,) in COMMANDS
-        groups[name] = typer.Typer(help=text, no_args_is_help=not has_own, invoke_without_command=has_own,
-                                   rich_markup_mode=None)
+        groups[name] = typer.Typer(help=text, no_args_is_help=not has_own, invoke_without_command=has_own, rich_markup_mode=None)
         app.add_typer(groups[name], name=name)
     for path, cmd in COMMANDS.items():
         fn, doc = _wrapper(cmd), cmd.fn.__doc__
@@ -114,5 +119,5 @@ def _callback(check):
         if problem is not None:
             raise typer.BadParameter(problem)
         return value
-    return callback
 
+    return callback

@@ -57,8 +57,7 @@ def _module():
             self.gate = Gate(d, norm.gate_rank)
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:
-            y = (F.layer_norm(x, (self.d,), self.weight, self.bias) if self.layer
-                 else F.rms_norm(x, (self.d,), self.weight))
+            y = F.layer_norm(x, (self.d,), self.weight, self.bias) if self.layer else F.rms_norm(x, (self.d,), self.weight)
             return self.gate(y)
 
     return GatedNorm

@@ -29,8 +29,11 @@ class LayerModule(nn.Module):
 
     def __init__(self, model: Model, layer: Layer, causal: bool):
         super().__init__()
-        kinds = {"norm": lambda: make_norm(model.norm.layer, model.d_model), "gated": lambda: gated_norm_module(model),
-                 "none": nn.Identity}
+        kinds = {
+            "norm": lambda: make_norm(model.norm.layer, model.d_model),
+            "gated": lambda: gated_norm_module(model),
+            "none": nn.Identity,
+        }
         self.norms = nn.ModuleList(kinds[use]() for use in layer.norm_uses(model.norm))
         self.names = (module_name(layer.attention), module_name(layer.ffn))
         self.inputs = layer.attention.inputs  # separate inputs its mixer reads (Inkling 2's full layers)
@@ -66,8 +69,10 @@ class LayerModule(nn.Module):
             def run(h):
                 return body.body(self, h, ctx, k)
         else:
+
             def run(h):
                 return self._layer(h, self.shared(h, ctx["embeddings"], self.use) if hasattr(self, "shared") else None)
+
         for name in self.hooks["around"]:
             run = _around(getattr(self, name), run, ctx, k)
         return run(x)
@@ -218,7 +223,7 @@ class Transformer(nn.Module):
         for module in self._modules_for("top"):
             x = module.top(x)
         # the prompt's and the padding's positions dropped before the head
-        x = x[:, self.prompt_length:self.prompt_length + tokens.shape[-1]]
+        x = x[:, self.prompt_length : self.prompt_length + tokens.shape[-1]]
         return self.lm_head(self.embed.out(x) if hasattr(self.embed, "out") else x)
 
     def set_balanced_routing(self, balanced: bool) -> None:
@@ -227,8 +232,14 @@ class Transformer(nn.Module):
                 module.balanced = balanced
 
 
-def build(spec: Model, *, device: str | torch.device = "meta", dtype: torch.dtype = torch.float32,
-          causal: bool = False, distinct: bool = False) -> Transformer:
+def build(
+    spec: Model,
+    *,
+    device: str | torch.device = "meta",
+    dtype: torch.dtype = torch.float32,
+    causal: bool = False,
+    distinct: bool = False,
+) -> Transformer:
     """The spec as a torch module; on ``meta`` (the default) no weight is allocated. ``distinct``: each
     distinct layer built once (see ``Transformer``)."""
     with torch.device(device):

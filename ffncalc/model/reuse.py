@@ -27,13 +27,18 @@ def check(groups) -> None:
             if source is None:
                 raise SpecError(("layers", i, "reuses"), f"no earlier layer group named {group.reuses!r}")
             if source.repeat != group.repeat:
-                raise SpecError(("layers", i, "reuses"), f"group {group.reuses!r} has {source.repeat} layers, this "
-                                                         f"group {group.repeat}: a group reuses one of as many")
+                raise SpecError(
+                    ("layers", i, "reuses"),
+                    f"group {group.reuses!r} has {source.repeat} layers, this group {group.repeat}: a group reuses one of as many",
+                )
             stated = [f for f in ("attention", "ffn", "norms", "shared") if getattr(group, f) is not None]
             if stated or source.shared is not None:
-                raise SpecError(("layers", i, "reuses"), "a reusing group runs the named group's layers as they are: "
-                                                         "no attention, ffn, norms or shared block of its own, and "
-                                                         "none in the named group")
+                raise SpecError(
+                    ("layers", i, "reuses"),
+                    "a reusing group runs the named group's layers as they are: "
+                    "no attention, ffn, norms or shared block of its own, and "
+                    "none in the named group",
+                )
         if group.name is not None:
             if group.name in seen:
                 raise SpecError(("layers", i, "name"), f"two layer groups are named {group.name!r}")

@@ -89,8 +89,7 @@ def build(tp, value):
     members = _members(tp)
     if members:
         if isinstance(value, dict):
-            return build(next(m for m in members if dataclasses.is_dataclass(m) or _slot(m) or get_origin(m) is dict),
-                         value)
+            return build(next(m for m in members if dataclasses.is_dataclass(m) or _slot(m) or get_origin(m) is dict), value)
         if isinstance(value, list):
             return build(next(m for m in members if get_origin(m) is list), value)
         return value
@@ -186,8 +185,9 @@ def _pydantic(tp):
     if get_origin(tp) is Annotated:
         from annotated_types import Ge, Gt, Le
 
-        meta = [m for b in tp.__metadata__ for m in ((Gt(b.low) if b.strict else Ge(b.low), Le(b.high))
-                                                      if isinstance(b, Bound) else (b,))]
+        meta = [
+            m for b in tp.__metadata__ for m in ((Gt(b.low) if b.strict else Ge(b.low), Le(b.high)) if isinstance(b, Bound) else (b,))
+        ]
         return Annotated[(_pydantic(get_args(tp)[0]), *meta)]
     members = _members(tp)
     if members:
@@ -226,10 +226,10 @@ def _model(cls, version: tuple[int, int]):
         build(cls, _dump(model))  # __post_init__ raises SpecError, which pydantic reports at this location
         return model
 
-    return create_model(cls.__name__, __config__=ConfigDict(extra="forbid", frozen=True, strict=True,
-                                                           arbitrary_types_allowed=True),
-                        __doc__=cls.__doc__, __validators__={"_check": model_validator(mode="after")(check)},
-                        **fields)
-
-
-
+    return create_model(
+        cls.__name__,
+        __config__=ConfigDict(extra="forbid", frozen=True, strict=True, arbitrary_types_allowed=True),
+        __doc__=cls.__doc__,
+        __validators__={"_check": model_validator(mode="after")(check)},
+        **fields,
+    )

@@ -161,8 +161,7 @@ class ModelSpec:
             total = sum(g.repeat for g in self.layers)
             if total != self.n_layers:
                 raise SpecError(("layers",), f"layer groups repeat {total} layers in all, but n_layers is {self.n_layers}")
-        for path, uses in [(("norms",), self.norms)] + [(("layers", i, "norms"), g.norms)
-                                                        for i, g in enumerate(self.layers or ())]:
+        for path, uses in [(("norms",), self.norms)] + [(("layers", i, "norms"), g.norms) for i, g in enumerate(self.layers or ())]:
             if uses is None:
                 continue
             if len(uses) != self.norm.per_layer:

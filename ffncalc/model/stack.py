@@ -162,8 +162,9 @@ class Model:
         if seq_len is not None and self.positions == "learned" and seq_len > self.context_length:
             from ..errors import InputError
 
-            raise InputError(f"--seq-len {seq_len} exceeds context_length {self.context_length} of {label}, "
-                             "whose learned positions end there")
+            raise InputError(
+                f"--seq-len {seq_len} exceeds context_length {self.context_length} of {label}, whose learned positions end there"
+            )
 
     @classmethod
     def bare(cls, d_model: int) -> Model:
@@ -189,9 +190,11 @@ def resolve(spec: ModelSpec) -> Model:
             layers += reused(layers, len(layers), starts[group.reuses], group.repeat)
             groups += [None] * group.repeat
             continue
-        layer = Layer(group.attention.resolve(d) if group.attention is not None else attention,
-                      group.ffn.resolve(d) if group.ffn is not None else ffn,
-                      norms(group.norms if group.norms is not None else spec.norms))
+        layer = Layer(
+            group.attention.resolve(d) if group.attention is not None else attention,
+            group.ffn.resolve(d) if group.ffn is not None else ffn,
+            norms(group.norms if group.norms is not None else spec.norms),
+        )
         layers += [layer] * group.repeat
         groups += [group] * group.repeat
     if not spec.layers:
@@ -201,6 +204,20 @@ def resolve(spec: ModelSpec) -> Model:
         layers = part.resolve_layers(spec, layers, groups)
     notes = tuple(dict.fromkeys(b.count_note for layer in layers for _, b in layer.blocks() if b.count_note))
     notes += tuple(p.count_note for p in spec.parts if p.count_note)  # their FLOP conventions (parts/latent.py)
-    return Model(spec.name, spec.vocab_size, d, spec.context_length, spec.norm, spec.parallel, spec.positions,
-                 spec.tie_embeddings, spec.lm_head_bias, spec.embedding_norm, tuple(layers), spec.position_offset,
-                 notes=notes, mtp_layers=spec.mtp_layers, parts=spec.parts)
+    return Model(
+        spec.name,
+        spec.vocab_size,
+        d,
+        spec.context_length,
+        spec.norm,
+        spec.parallel,
+        spec.positions,
+        spec.tie_embeddings,
+        spec.lm_head_bias,
+        spec.embedding_norm,
+        tuple(layers),
+        spec.position_offset,
+        notes=notes,
+        mtp_layers=spec.mtp_layers,
+        parts=spec.parts,
+    )

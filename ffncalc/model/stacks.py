@@ -65,8 +65,9 @@ class Stack:
         from .stack import Layer, Model
 
         layer = Layer(self.attention.resolve(self.d_model), self.ffn.resolve(self.d_model))
-        return replace(Model.bare(self.d_model), positions=self.positions or model.positions, norm=model.norm,
-                       layers=(layer,) * self.n_layers)
+        return replace(
+            Model.bare(self.d_model), positions=self.positions or model.positions, norm=model.norm, layers=(layer,) * self.n_layers
+        )
 
     def terms(self, model, prefix: str, seq_len: int, positions: Fraction | int) -> list[Term]:
         """The layers' terms over ``seq_len`` positions, named under ``prefix``, model-level (no layer span), each
@@ -78,5 +79,14 @@ class Stack:
             run_terms(e, inner, run.layer, seq_len)
             out += e.out
         full = self.mask == "bidirectional"
-        return [replace(t, name=prefix + t.name, component=prefix + t.component, layers=None, positions=positions,
-                        select="full" if full and t.role == "core" else t.select) for t in out]
+        return [
+            replace(
+                t,
+                name=prefix + t.name,
+                component=prefix + t.component,
+                layers=None,
+                positions=positions,
+                select="full" if full and t.role == "core" else t.select,
+            )
+            for t in out
+        ]

@@ -96,31 +96,48 @@ class Emitter:
         """Layers this emitter stands for."""
         return self.layers[1] - self.layers[0] if self.layers else 1
 
-    def term(self, name: str, role: str, shape: tuple[int, ...] = (), copies: int = 1, active: int | None = None,
-             *, numel: int | None = None, component: str | None = None, **kw) -> None:
+    def term(
+        self,
+        name: str,
+        role: str,
+        shape: tuple[int, ...] = (),
+        copies: int = 1,
+        active: int | None = None,
+        *,
+        numel: int | None = None,
+        component: str | None = None,
+        **kw,
+    ) -> None:
         if numel is None:
             numel = prod(shape) if shape else 0
         active = copies if active is None else active
         component = component or name.removesuffix(".weight").removesuffix(".bias")
         if self.shared is not None and numel and "stored" not in kw:  # stored once, at the first use
             kw["stored"] = copies // self.n if self.shared[0] else 0
-        self.out.append(Term(name, role, self.part, shape, numel, copies, active, layers=self.layers,
-                             component=component, slot=self.slot, **kw))
+        self.out.append(
+            Term(name, role, self.part, shape, numel, copies, active, layers=self.layers, component=component, slot=self.slot, **kw)
+        )
 
-    def linear(self, name: str, d_in: int, d_out: int, bias: bool, copies: int, active: int | None = None,
-               heads: int = 1, **kw) -> None:
+    def linear(
+        self, name: str, d_in: int, d_out: int, bias: bool, copies: int, active: int | None = None, heads: int = 1, **kw
+    ) -> None:
         """nn.Linear(d_in, d_out): a (d_out, d_in) weight and an optional bias."""
         active = copies if active is None else active
-        self.term(f"{name}.weight", "weight", (d_out, d_in), copies, active, macs=active * d_in * d_out, heads=heads,
-                  **kw)
+        self.term(f"{name}.weight", "weight", (d_out, d_in), copies, active, macs=active * d_in * d_out, heads=heads, **kw)
         if bias:
             self.term(f"{name}.bias", "bias", (d_out,), copies, active, elementwise=active * d_out, **kw)
 
     def norm(self, name: str, norm, width: int, copies: int, total: int | None = None) -> None:
         """``copies`` norms of ``width`` features; ``total`` elements normalised per token (default: width each)."""
         if copies:
-            self.term(name, "norm", (width,), copies, numel=width * norm.params_per_feature,
-                      elementwise=copies * norm.ops(width if total is None else total))
+            self.term(
+                name,
+                "norm",
+                (width,),
+                copies,
+                numel=width * norm.params_per_feature,
+                elementwise=copies * norm.ops(width if total is None else total),
+            )
 
     def op(self, name: str, elementwise: int, copies: int | None = None, **kw) -> None:
         """Elementwise work with no tensor of its own, done once per layer this emitter stands for (``copies``,

@@ -53,7 +53,8 @@ def build(verify: bool = True) -> dict[str, bytes]:
         f"gives them\n"
         f"- [What each figure means](figures.md): every figure of train, infer and fit, each convention and view, "
         f"with its unit and source (`ffncalc explain`)\n"
-        f"{links}\n")
+        f"{links}\n"
+    )
 
     for name in names:
         files[f"presets/{name}.md"] = _preset_page(name, loaded[name], verify)
@@ -94,14 +95,25 @@ def foreign(folder, files) -> list[str]:
 
 def _preset_page(name: str, spec, verify: bool) -> str:
     t = tally(spec, model=name)
-    parts = [NOTICE, f"# {spec.name or name}\n\n", "Source and shapes (`ffncalc presets show " + name + "`):\n\n",
-             "```yaml\n" + presets.text(name) + "```\n\n", "## Components\n\n", to_markdown(render.count_doc(t)),
-             "\n## Conventions side by side\n\n", to_markdown(_conventions_table(spec, name)), "\n"]
+    parts = [
+        NOTICE,
+        f"# {spec.name or name}\n\n",
+        "Source and shapes (`ffncalc presets show " + name + "`):\n\n",
+        "```yaml\n" + presets.text(name) + "```\n\n",
+        "## Components\n\n",
+        to_markdown(render.count_doc(t)),
+        "\n## Conventions side by side\n\n",
+        to_markdown(_conventions_table(spec, name)),
+        "\n",
+    ]
     if verify:
         from ..analysis.verify import verify as run_verify
 
-        parts += ["## Verified against torch\n\n", "`ffncalc verify " + name + "`:\n\n",
-                  to_markdown(render.verify_doc(run_verify(spec, model=name)))]
+        parts += [
+            "## Verified against torch\n\n",
+            "`ffncalc verify " + name + "`:\n\n",
+            to_markdown(render.verify_doc(run_verify(spec, model=name))),
+        ]
     return "".join(parts)
 
 
@@ -109,8 +121,16 @@ def _conventions_table(spec, name: str) -> Document:
     rows = []
     for conv in CONVENTIONS.values():
         t = tally(spec, model=name, convention=conv.name)
-        rows.append([conv.name, render.exact(t.params), render.exact(t.non_embedding), render.exact(t.matrices),
-                     render.human_flops(t.flops_per_token), render.human_flops(t.train_flops // t.tokens)])
+        rows.append(
+            [
+                conv.name,
+                render.exact(t.params),
+                render.exact(t.non_embedding),
+                render.exact(t.matrices),
+                render.human_flops(t.flops_per_token),
+                render.human_flops(t.train_flops // t.tokens),
+            ]
+        )
     head = ["convention", "params", "non-embedding", "matrices", "fwd FLOPs/token", "train FLOPs/token"]
     return Document(f"{name} at seq_len {spec.context_length:,}", [], [Section(head, rows)])
 
@@ -123,22 +143,39 @@ def _compare_page(names, loaded) -> str:
         except InputError:  # no layer with a dense or gated FFN (a mixer-only model)
             skipped.append(n)
             continue
-        rows.append([n, c.source.variant, render.exact(c.source.d_ff), c.target.variant, render.exact(c.target.d_ff),
-                     f"{c.residual:+,}", "exact" if c.exact else "nearest"])
+        rows.append(
+            [
+                n,
+                c.source.variant,
+                render.exact(c.source.d_ff),
+                c.target.variant,
+                render.exact(c.target.d_ff),
+                f"{c.residual:+,}",
+                "exact" if c.exact else "nearest",
+            ]
+        )
     notes = [f"not compared (no layer holds an FFN to resize): {', '.join(skipped)}"] if skipped else []
-    table = Document("every preset's FFN (a mixture's routed expert) against the other kind at equal parameters",
-                     notes, [Section(["model", "FFN", "d_ff", "counterpart", "d_ff ", "residual params", ""], rows,
-                                  left=2)])
+    table = Document(
+        "every preset's FFN (a mixture's routed expert) against the other kind at equal parameters",
+        notes,
+        [Section(["model", "FFN", "d_ff", "counterpart", "d_ff ", "residual params", ""], rows, left=2)],
+    )
     t5 = compare_block(768, ffn_block("dense", 3072, activation="relu"), activation="swiglu")
     sweep_doc = render.sweep_doc(sweep(4096, ffn_block("dense", 16384, activation="relu"), SWEEP_RATIOS, multiple_of=256))
-    return "".join([
-        NOTICE, "# Dense vs gated FFN\n\n",
-        "A 2-layer MLP computes down(act(x·W_up)); a gated one down(act(x·W_gate) ⊙ x·W_up). At equal "
-        "parameters the gated block is 2/3 as wide (`ffncalc compare`).\n\n",
-        to_markdown(table), "\n## T5-base, with Shazeer 2020's results\n\n", to_markdown(render.comparison_doc(t5)),
-        "\n## A sweep of widths (Llama's rounding to multiples of 256)\n\n", to_markdown(sweep_doc),
-        "\n![Dense vs gated across widths](plots/sweep.svg)\n",
-    ])
+    return "".join(
+        [
+            NOTICE,
+            "# Dense vs gated FFN\n\n",
+            "A 2-layer MLP computes down(act(x·W_up)); a gated one down(act(x·W_gate) ⊙ x·W_up). At equal "
+            "parameters the gated block is 2/3 as wide (`ffncalc compare`).\n\n",
+            to_markdown(table),
+            "\n## T5-base, with Shazeer 2020's results\n\n",
+            to_markdown(render.comparison_doc(t5)),
+            "\n## A sweep of widths (Llama's rounding to multiples of 256)\n\n",
+            to_markdown(sweep_doc),
+            "\n![Dense vs gated across widths](plots/sweep.svg)\n",
+        ]
+    )
 
 
 def _md_text(text: str) -> str:
@@ -149,18 +186,26 @@ def _figures_page() -> str:
     """Every figure, convention and view with its meaning, unit and source (analysis/glossary.py)."""
     from ..analysis.glossary import entries
 
-    kinds = {"train": "Training (`ffncalc train`)", "infer": "Inference (`ffncalc infer`)",
-             "fit": "Will it fit (`ffncalc fit`)", "convention": "Counting conventions (`--convention`)",
-             "view": "FLOP views (`count`'s `views`, train's `_useful` and `_executed` figures)"}
-    parts = [NOTICE, "# What each figure means\n\n",
-             "Every figure `train`, `infer` and `fit` print, under the key their JSON uses, with its unit and source; "
-             "then the counting conventions and the two views of attention FLOPs. `ffncalc explain TERM` prints "
-             "the entries whose key or label holds TERM. A figure without an outside source is ffncalc's own "
-             "arithmetic on the command's inputs and its other figures.\n"]
+    kinds = {
+        "train": "Training (`ffncalc train`)",
+        "infer": "Inference (`ffncalc infer`)",
+        "fit": "Will it fit (`ffncalc fit`)",
+        "convention": "Counting conventions (`--convention`)",
+        "view": "FLOP views (`count`'s `views`, train's `_useful` and `_executed` figures)",
+    }
+    parts = [
+        NOTICE,
+        "# What each figure means\n\n",
+        "Every figure `train`, `infer` and `fit` print, under the key their JSON uses, with its unit and source; "
+        "then the counting conventions and the two views of attention FLOPs. `ffncalc explain TERM` prints "
+        "the entries whose key or label holds TERM. A figure without an outside source is ffncalc's own "
+        "arithmetic on the command's inputs and its other figures.\n",
+    ]
     every = entries()
     for kind, title in kinds.items():
-        rows = "".join(f"| `{e.term}` | {_md_text(e.label)} | {_md_text(e.unit)} | {_md_text(e.source)} |\n"
-                       for e in every if e.kind == kind)
+        rows = "".join(
+            f"| `{e.term}` | {_md_text(e.label)} | {_md_text(e.unit)} | {_md_text(e.source)} |\n" for e in every if e.kind == kind
+        )
         parts += [f"\n## {title}\n\n| key | meaning | unit | source |\n| --- | --- | --- | --- |\n", rows]
     return "".join(parts)
 
@@ -172,24 +217,41 @@ def _model_types_page() -> str:
 
     records = model_types()
     supported = [r for r in records if r["status"] == "supported"]
-    rows = [[f"`{r['model_type']}`", r["status"], r["family"] + (f" (`{r['file'].rsplit('/', 1)[1]}`)" if r["file"] else ""),
-             r["detail"], r["defaults"]] for r in records]
-    table = Document(f"{len(supported)} of {len(records)} supported", [],
-                     [Section(["model_type", "status", "read as", "proven on (Hugging Face repo) / needs",
-                               "at transformers' defaults"], rows, left=5)])
+    rows = [
+        [
+            f"`{r['model_type']}`",
+            r["status"],
+            r["family"] + (f" (`{r['file'].rsplit('/', 1)[1]}`)" if r["file"] else ""),
+            r["detail"],
+            r["defaults"],
+        ]
+        for r in records
+    ]
+    table = Document(
+        f"{len(supported)} of {len(records)} supported",
+        [],
+        [
+            Section(
+                ["model_type", "status", "read as", "proven on (Hugging Face repo) / needs", "at transformers' defaults"], rows, left=5
+            )
+        ],
+    )
     others = ", ".join(f"`{t}`" for t in sorted(NOT_TEXT_DECODERS))
-    return "".join([
-        NOTICE, "# Supported model types\n\n",
-        f"Every model_type of transformers {TRANSFORMERS_VERSION}'s `MODEL_FOR_CAUSAL_LM_MAPPING_NAMES` that is a "
-        "decoder-only text model, and any other a family reads. A supported one is counted exactly from its "
-        "`config.json` (`ffncalc count config.json`), proven against what transformers builds from the public "
-        "config named; the others say what they need. Every type is also built by transformers at its configuration "
-        "class's defaults and counted against that build, parameter by parameter (`tests/test_defaults.py`, "
-        "recorded by `scripts/hf_defaults.py`): *exact* there, or the reason transformers cannot build its own "
-        "defaults. `ffncalc families` prints the same list.\n\n",
-        to_markdown(table),
-        f"\nNot decoder-only text models, so not listed: {others}.\n",
-    ])
+    return "".join(
+        [
+            NOTICE,
+            "# Supported model types\n\n",
+            f"Every model_type of transformers {TRANSFORMERS_VERSION}'s `MODEL_FOR_CAUSAL_LM_MAPPING_NAMES` that is a "
+            "decoder-only text model, and any other a family reads. A supported one is counted exactly from its "
+            "`config.json` (`ffncalc count config.json`), proven against what transformers builds from the public "
+            "config named; the others say what they need. Every type is also built by transformers at its configuration "
+            "class's defaults and counted against that build, parameter by parameter (`tests/families/test_defaults.py`, "
+            "recorded by `scripts/hf_defaults.py`): *exact* there, or the reason transformers cannot build its own "
+            "defaults. `ffncalc families` prints the same list.\n\n",
+            to_markdown(table),
+            f"\nNot decoder-only text models, so not listed: {others}.\n",
+        ]
+    )
 
 
 def _config_keys_page() -> str:
@@ -199,27 +261,28 @@ def _config_keys_page() -> str:
 
     rows = [[f"`{t}`", ", ".join(described(t))] for t in sorted(listing())]
     table = Document(f"{len(rows)} model_types", [], [Section(["model_type", "keys read"], rows, left=2)])
-    return "".join([
-        NOTICE, "# Config keys each family reads\n\n",
-        "For every model_type counted at transformers' defaults, the `config.json` keys its family reads: over the "
-        "type's defaults, its public configs and the configs transformers itself wrote with `save_pretrained` after "
-        "a perturbation of their shape (`tests/test_roundtrip.py`, recorded by `scripts/hf_roundtrip.py`). A key "
-        f"left out takes the configuration class's default in transformers {TRANSFORMERS_VERSION}. *also* names the "
-        "other name transformers' `attribute_map` gives a key: a file may state either, and one that states both is "
-        "counted as transformers builds it, with the name that is not a field of the configuration class (Qwen3-MoE's "
-        "`num_local_experts`, which `save_pretrained` writes, over `num_experts`).\n\n",
-        to_markdown(table),
-    ])
+    return "".join(
+        [
+            NOTICE,
+            "# Config keys each family reads\n\n",
+            "For every model_type counted at transformers' defaults, the `config.json` keys its family reads: over the "
+            "type's defaults, its public configs and the configs transformers itself wrote with `save_pretrained` after "
+            "a perturbation of their shape (`tests/families/test_roundtrip.py`, recorded by `scripts/hf_roundtrip.py`). A key "
+            f"left out takes the configuration class's default in transformers {TRANSFORMERS_VERSION}. *also* names the "
+            "other name transformers' `attribute_map` gives a key: a file may state either, and one that states both is "
+            "counted as transformers builds it, with the name that is not a field of the configuration class (Qwen3-MoE's "
+            "`num_local_experts`, which `save_pretrained` writes, over `num_experts`).\n\n",
+            to_markdown(table),
+        ]
+    )
 
 
 # (preset, sequence length) for the views table: a window, a window every other layer, local/global and sinks,
 # plain causal, latent attention
-VIEW_MODELS = [("mistral-7b", 32_768), ("gemma-3-27b", 32_768), ("gpt-oss-20b", 32_768), ("llama3-8b", 8192),
-               ("deepseek-v3", 4096)]
+VIEW_MODELS = [("mistral-7b", 32_768), ("gemma-3-27b", 32_768), ("gpt-oss-20b", 32_768), ("llama3-8b", 8192), ("deepseek-v3", 4096)]
 # (convention, preset, sequence length, what the source states, per token or for a run of these tokens)
 PUBLISHED = [
-    ("megatron-lm", "deepseek-v2", 4096, "155 GFLOPs per token (Zhao et al. 2025, Insights into DeepSeek-V3, Table 1)",
-     None),
+    ("megatron-lm", "deepseek-v2", 4096, "155 GFLOPs per token (Zhao et al. 2025, Insights into DeepSeek-V3, Table 1)", None),
     ("megatron-lm", "deepseek-v3", 4096, "250 GFLOPs per token (ibid.)", None),
     ("6n", "llama3.1-405b", 8192, "3.8e25 FLOPs on 15.6T tokens (Llama 3 paper, §3.1)", 15_600_000_000_000),
     ("6n", "gpt3-175b", 2048, "3.14e23 FLOPs on 300B tokens (Brown et al. 2020, Table D.1)", 300_000_000_000),
@@ -231,10 +294,18 @@ def _views_table(loaded) -> Document:
     for name, s in VIEW_MODELS:
         t = tally(loaded[name], seq_len=s)
         executed, useful = t.views["executed"], t.views["useful"]
-        rows.append([name, f"{s:,}", f"{float(executed):.3e}", f"{float(useful):.3e}", f"{executed / useful:.2f}",
-                     f"{float(t.view('executed')):.3e}", f"{float(t.view('useful')):.3e}"])
-    head = ["model", "tokens", "attention, executed", "attention, useful", "ratio", "forward, executed",
-            "forward, useful"]
+        rows.append(
+            [
+                name,
+                f"{s:,}",
+                f"{float(executed):.3e}",
+                f"{float(useful):.3e}",
+                f"{executed / useful:.2f}",
+                f"{float(t.view('executed')):.3e}",
+                f"{float(t.view('useful')):.3e}",
+            ]
+        )
+    head = ["model", "tokens", "attention, executed", "attention, useful", "ratio", "forward, executed", "forward, useful"]
     return Document("Attention FLOPs per token in the two views", [], [Section(head, rows)])
 
 
@@ -246,69 +317,98 @@ def _published_table(loaded) -> Document:
         per_token = t.train_flops / t.tokens
         got = f"{per_token / 1e9:.1f} GFLOPs per token" if tokens is None else f"{per_token * tokens:.3e} FLOPs"
         rows.append([f"`{conv}`", name, f"{s:,}", got, stated])
-    return Document("Each convention against its source's own figure", [],
-                    [Section(["convention", "model", "seq_len", "ffncalc", "the source"], rows)])
+    return Document(
+        "Each convention against its source's own figure",
+        [],
+        [Section(["convention", "model", "seq_len", "ffncalc", "the source"], rows)],
+    )
 
 
 def _conventions_page(gpt3, loaded) -> str:
-    parts = [NOTICE, "# FLOP views and conventions\n\n",
-             "## Two views of attention FLOPs\n\n",
-             "Attention's QKᵀ and AV products are counted two ways, and every `count` prints both where they "
-             "differ (in JSON, `views`):\n\n",
-             "- **executed dense**: the full square that eager attention computes and then masks, what torch's "
-             "`FlopCounterMode` measures and what `verify` checks (convention `exact`);\n",
-             "- **useful**: what a causal kernel computes (convention `causal`): query *i* meets keys 0..*i*, "
-             "s(s+1)/2 pairs; within a sliding window W, W(W+1)/2 + (s − W)·W; with chunks of C (Llama 4), a "
-             "triangle per chunk; with DeepSeek Sparse Attention, min(i + 1, top-k) keys for the attention and "
-             "every earlier key for the indexer. Linear attention (Gated DeltaNet, KDA) and Mamba-2 are counted in "
-             "their chunked forms, whose intra-chunk products take the same two views; their cost per token does "
-             "not grow with the context.\n\n",
-             "Planning uses the useful view: `infer` prefills over the causal triangle and decodes each token "
-             "against the keys its layer holds (a window's, or the top-k); `train` gives the training FLOPs per "
-             "token in both views beside its convention's, and an MFU from measured tokens/s in PaLM's definition "
-             "and with the useful FLOPs.\n\n",
-             to_markdown(_views_table(loaded)), "\n",
-             "## Conventions\n\n",
-             "Every result names its convention (`ffncalc conventions`). Each is a policy over the same "
-             "components: which parameters count and which work is charged. GPT-3 175B under each:\n\n",
-             to_markdown(_conventions_table(gpt3, "gpt3-175b")), "\n",
-             to_markdown(_published_table(loaded)), "\n",
-             "Chinchilla's Appendix F prints embedding and final-logits matmuls, but Table A4's ratios to 6ND are "
-             "reproduced only without them and with N counting one vocabulary matrix and a relative-position "
-             "projection per layer (tests/test_conventions.py checks all six rows); `chinchilla` counts what the "
-             "table implies. Multi-token prediction modules are counted apart: their parameters never join the "
-             "total (DeepSeek-V3's 671B; its checkpoint's 685B adds them with their embedding and head copies), "
-             "and their FLOPs join training (`train --mtp`, the default for a model that has them).\n\n"]
+    parts = [
+        NOTICE,
+        "# FLOP views and conventions\n\n",
+        "## Two views of attention FLOPs\n\n",
+        "Attention's QKᵀ and AV products are counted two ways, and every `count` prints both where they "
+        "differ (in JSON, `views`):\n\n",
+        "- **executed dense**: the full square that eager attention computes and then masks, what torch's "
+        "`FlopCounterMode` measures and what `verify` checks (convention `exact`);\n",
+        "- **useful**: what a causal kernel computes (convention `causal`): query *i* meets keys 0..*i*, "
+        "s(s+1)/2 pairs; within a sliding window W, W(W+1)/2 + (s − W)·W; with chunks of C (Llama 4), a "
+        "triangle per chunk; with DeepSeek Sparse Attention, min(i + 1, top-k) keys for the attention and "
+        "every earlier key for the indexer. Linear attention (Gated DeltaNet, KDA) and Mamba-2 are counted in "
+        "their chunked forms, whose intra-chunk products take the same two views; their cost per token does "
+        "not grow with the context.\n\n",
+        "Planning uses the useful view: `infer` prefills over the causal triangle and decodes each token "
+        "against the keys its layer holds (a window's, or the top-k); `train` gives the training FLOPs per "
+        "token in both views beside its convention's, and an MFU from measured tokens/s in PaLM's definition "
+        "and with the useful FLOPs.\n\n",
+        to_markdown(_views_table(loaded)),
+        "\n",
+        "## Conventions\n\n",
+        "Every result names its convention (`ffncalc conventions`). Each is a policy over the same "
+        "components: which parameters count and which work is charged. GPT-3 175B under each:\n\n",
+        to_markdown(_conventions_table(gpt3, "gpt3-175b")),
+        "\n",
+        to_markdown(_published_table(loaded)),
+        "\n",
+        "Chinchilla's Appendix F prints embedding and final-logits matmuls, but Table A4's ratios to 6ND are "
+        "reproduced only without them and with N counting one vocabulary matrix and a relative-position "
+        "projection per layer (tests/counting/test_conventions.py checks all six rows); `chinchilla` counts what the "
+        "table implies. Multi-token prediction modules are counted apart: their parameters never join the "
+        "total (DeepSeek-V3's 671B; its checkpoint's 685B adds them with their embedding and head copies), "
+        "and their FLOPs join training (`train --mtp`, the default for a model that has them).\n\n",
+    ]
     for conv in CONVENTIONS.values():
         parts.append(f"### `{conv.name}`\n\n{conv.summary}.\n\nSource: {conv.source}.\n\n")
     return "".join(parts)
 
 
 FIT_EXAMPLES = [
-    ("Llama 3 70B in bf16 on one 80 GB H100: it does not fit",
-     "ffncalc fit llama3-70b --hardware h100-sxm --context 8192",
-     "fit", dict(model="llama3-70b", context=8192, hardware="h100-sxm")),
-    ("The same on two, tensor parallel: weights and KV heads split in two",
-     "ffncalc fit llama3-70b --hardware h100-sxm --gpus 2 --context 8192",
-     "fit", dict(model="llama3-70b", context=8192, hardware="h100-sxm", gpus=2)),
-    ("gpt-oss-120b as shipped (MXFP4 experts, bf16 elsewhere) on one 80 GB GPU, at its full context",
-     "ffncalc fit gpt-oss-120b --hardware h100-sxm --experts-dtype mxfp4",
-     "fit", dict(model="gpt-oss-120b", hardware="h100-sxm", experts_dtype="mxfp4")),
-    ("Qwen3-32B at llama.cpp's Q4_K_M on a 24 GB card: the largest context",
-     "ffncalc fit qwen3-32b --hardware rtx4090 --dtype q4_k_m --context 4096",
-     "fit", dict(model="qwen3-32b", context=4096, hardware="rtx4090", dtype="q4_k_m")),
-    ("DeepSeek-V3 in fp8 on two nodes of 8 H100s: tp 8 in each node, a pipeline stage per node; 8 sequences "
-     "of 32k tokens",
-     "ffncalc fit deepseek-v3 --hardware h100-sxm --gpus 16 --pp 2 --dtype fp8 --context 32768 --batch 8",
-     "fit", dict(model="deepseek-v3", context=32768, hardware="h100-sxm", dtype="fp8", gpus=16, pp=2, batch=8)),
-    ("The same model served as two copies of tp 8 on 16 H200s, the experts spread over all 16 (ep 16): "
-     "attention data-parallel, a dispatch and a combine in each mixture layer",
-     "ffncalc fit deepseek-v3 --hardware h200 --gpus 16 --tp 8 --ep 16 --dtype fp8 --context 4096 --batch 64",
-     "fit", dict(model="deepseek-v3", context=4096, hardware="h200", dtype="fp8", gpus=16, tp=8, ep=16, batch=64)),
-    ("Training Llama 3 70B on 64 H100s: tp 8 × pp 2 leaves dp 4; ZeRO-1; 512 sequences a step",
-     "ffncalc train llama3-70b --tokens 15T --seq-len 8192 --gpus 64 --tp 8 --pp 2 --zero 1 --recompute selective "
-     "--hardware h100-sxm --global-batch 512",
-     "train", dict(model="llama3-70b")),
+    (
+        "Llama 3 70B in bf16 on one 80 GB H100: it does not fit",
+        "ffncalc fit llama3-70b --hardware h100-sxm --context 8192",
+        "fit",
+        dict(model="llama3-70b", context=8192, hardware="h100-sxm"),
+    ),
+    (
+        "The same on two, tensor parallel: weights and KV heads split in two",
+        "ffncalc fit llama3-70b --hardware h100-sxm --gpus 2 --context 8192",
+        "fit",
+        dict(model="llama3-70b", context=8192, hardware="h100-sxm", gpus=2),
+    ),
+    (
+        "gpt-oss-120b as shipped (MXFP4 experts, bf16 elsewhere) on one 80 GB GPU, at its full context",
+        "ffncalc fit gpt-oss-120b --hardware h100-sxm --experts-dtype mxfp4",
+        "fit",
+        dict(model="gpt-oss-120b", hardware="h100-sxm", experts_dtype="mxfp4"),
+    ),
+    (
+        "Qwen3-32B at llama.cpp's Q4_K_M on a 24 GB card: the largest context",
+        "ffncalc fit qwen3-32b --hardware rtx4090 --dtype q4_k_m --context 4096",
+        "fit",
+        dict(model="qwen3-32b", context=4096, hardware="rtx4090", dtype="q4_k_m"),
+    ),
+    (
+        "DeepSeek-V3 in fp8 on two nodes of 8 H100s: tp 8 in each node, a pipeline stage per node; 8 sequences of 32k tokens",
+        "ffncalc fit deepseek-v3 --hardware h100-sxm --gpus 16 --pp 2 --dtype fp8 --context 32768 --batch 8",
+        "fit",
+        dict(model="deepseek-v3", context=32768, hardware="h100-sxm", dtype="fp8", gpus=16, pp=2, batch=8),
+    ),
+    (
+        "The same model served as two copies of tp 8 on 16 H200s, the experts spread over all 16 (ep 16): "
+        "attention data-parallel, a dispatch and a combine in each mixture layer",
+        "ffncalc fit deepseek-v3 --hardware h200 --gpus 16 --tp 8 --ep 16 --dtype fp8 --context 4096 --batch 64",
+        "fit",
+        dict(model="deepseek-v3", context=4096, hardware="h200", dtype="fp8", gpus=16, tp=8, ep=16, batch=64),
+    ),
+    (
+        "Training Llama 3 70B on 64 H100s: tp 8 × pp 2 leaves dp 4; ZeRO-1; 512 sequences a step",
+        "ffncalc train llama3-70b --tokens 15T --seq-len 8192 --gpus 64 --tp 8 --pp 2 --zero 1 --recompute selective "
+        "--hardware h100-sxm --global-batch 512",
+        "train",
+        dict(model="llama3-70b"),
+    ),
 ]
 
 
@@ -319,53 +419,102 @@ def _fit_page(loaded) -> str:
     from ..analysis.plan import Device, FitRun, Formats, Layout, Placement, Step, TrainingRun
     from ..analysis.training import plan_training
 
-    parts = [NOTICE, "# Will it fit\n\n",
-             "`ffncalc fit MODEL --hardware DEVICE` answers the question people bring: this model on this device — "
-             "the memory each device needs (weights in their deployed format, KV cache and recurrent state at the "
-             "context × batch, an activation workspace and a reserve), whether it fits and by how much, the "
-             "largest context and the largest batch that fit (exact, by bisection), and the roofline prefill "
-             "and decode rates, on `--gpus` devices in `--pp` pipeline stages of `--tp` (and `--ep` for the "
-             "experts), with the communication between them; and the fewest devices one copy fits on (tp within a "
-             "node of 8, then pipeline stages). `ffncalc infer` gives the same with the prompt and generation's FLOPs; "
-             "`ffncalc train` splits a training run over dp × tp × pp × cp devices (ep inside dp) and gives "
-             "each device's weights, gradients, optimizer states (ZeRO 0–3) and activations; when they do not fit, "
-             "it names the layout of the same devices that does with the least model parallelism.\n\n",
-             "Weight formats (`--dtype`, `--experts-dtype`), bits per weight from their block layouts:\n\n"]
+    parts = [
+        NOTICE,
+        "# Will it fit\n\n",
+        "`ffncalc fit MODEL --hardware DEVICE` answers the question people bring: this model on this device — "
+        "the memory each device needs (weights in their deployed format, KV cache and recurrent state at the "
+        "context × batch, an activation workspace and a reserve), whether it fits and by how much, the "
+        "largest context and the largest batch that fit (exact, by bisection), and the roofline prefill "
+        "and decode rates, on `--gpus` devices in `--pp` pipeline stages of `--tp` (and `--ep` for the "
+        "experts), with the communication between them; and the fewest devices one copy fits on (tp within a "
+        "node of 8, then pipeline stages). `ffncalc infer` gives the same with the prompt and generation's FLOPs; "
+        "`ffncalc train` splits a training run over dp × tp × pp × cp devices (ep inside dp) and gives "
+        "each device's weights, gradients, optimizer states (ZeRO 0–3) and activations; when they do not fit, "
+        "it names the layout of the same devices that does with the least model parallelism.\n\n",
+        "Weight formats (`--dtype`, `--experts-dtype`), bits per weight from their block layouts:\n\n",
+    ]
     from ..analysis.formats import FORMATS
 
-    parts.append(to_markdown(Document("weight formats", [], [Section(["format", "bits per weight", "source"], [
-        [f.name, f"{float(f.bits):.4g}" + (" and Q6_K" if f.gguf in ("Q4_K_M", "Q5_K_M") else ""), f.source]
-        for f in FORMATS.values()], left=1)])))
+    parts.append(
+        to_markdown(
+            Document(
+                "weight formats",
+                [],
+                [
+                    Section(
+                        ["format", "bits per weight", "source"],
+                        [
+                            [f.name, f"{float(f.bits):.4g}" + (" and Q6_K" if f.gguf in ("Q4_K_M", "Q5_K_M") else ""), f.source]
+                            for f in FORMATS.values()
+                        ],
+                        left=1,
+                    )
+                ],
+            )
+        )
+    )
     parts.append("\nDevices (`--hardware`; your own with `--hardware-file`), dense peaks only:\n\n")
-    parts.append(to_markdown(Document("devices", [], [Section(
-        ["key", "memory", "GB/s", "bf16 TFLOP/s", "fp8 TFLOP/s", "link GB/s each way", "source"], [
-            [h.key, f"{h.memory_gib:g} GiB" if h.memory_bytes else "—",
-             f"{h.bandwidth_gbs:,g}" if h.bandwidth_gbs else "—",
-             f"{h.tflops['bf16']:,g}" if "bf16" in h.tflops else "—",
-             f"{h.tflops['fp8']:,g}" if "fp8" in h.tflops else "—",
-             (f"{h.link_gbs:,g}" + (f" ({h.link_peer_gbs:g} a peer)" if h.link_peer_gbs else "")) if h.link_gbs else "—",
-             h.source] for h in hardware.table()], left=1)])))
-    parts.append("\nWith more than one device per model copy, a decode step adds its communication: the "
-                 "all-reduce after each sublayer over `--tp` (each device moving 2(n − 1)/n of the 16-bit "
-                 "activations over the link, plus NCCL's latency for NVIDIA links) and, with `--pp`, each stage's "
-                 "hand-off to the next; traffic between nodes (8 devices, or the NVLink or ICI domain a device "
-                 "states) goes over the network, 50 GB/s a device unless `--network-gbs` says otherwise. "
-                 "`--link-gbs` and `--link-latency-us` replace the table's link. With `--draft` the drafter (a "
-                 "`--draft-model`, or the model's MTP modules) takes a step for each drafted token and prefills "
-                 "the prompt, its weights and KV cache held beside the model's.\n")
+    parts.append(
+        to_markdown(
+            Document(
+                "devices",
+                [],
+                [
+                    Section(
+                        ["key", "memory", "GB/s", "bf16 TFLOP/s", "fp8 TFLOP/s", "link GB/s each way", "source"],
+                        [
+                            [
+                                h.key,
+                                f"{h.memory_gib:g} GiB" if h.memory_bytes else "—",
+                                f"{h.bandwidth_gbs:,g}" if h.bandwidth_gbs else "—",
+                                f"{h.tflops['bf16']:,g}" if "bf16" in h.tflops else "—",
+                                f"{h.tflops['fp8']:,g}" if "fp8" in h.tflops else "—",
+                                (f"{h.link_gbs:,g}" + (f" ({h.link_peer_gbs:g} a peer)" if h.link_peer_gbs else ""))
+                                if h.link_gbs
+                                else "—",
+                                h.source,
+                            ]
+                            for h in hardware.table()
+                        ],
+                        left=1,
+                    )
+                ],
+            )
+        )
+    )
+    parts.append(
+        "\nWith more than one device per model copy, a decode step adds its communication: the "
+        "all-reduce after each sublayer over `--tp` (each device moving 2(n − 1)/n of the 16-bit "
+        "activations over the link, plus NCCL's latency for NVIDIA links) and, with `--pp`, each stage's "
+        "hand-off to the next; traffic between nodes (8 devices, or the NVLink or ICI domain a device "
+        "states) goes over the network, 50 GB/s a device unless `--network-gbs` says otherwise. "
+        "`--link-gbs` and `--link-latency-us` replace the table's link. With `--draft` the drafter (a "
+        "`--draft-model`, or the model's MTP modules) takes a step for each drafted token and prefills "
+        "the prompt, its weights and KV cache held beside the model's.\n"
+    )
     for title, command, kind, args in FIT_EXAMPLES:
         name = args["model"]
         spec = loaded[name]
         if kind == "fit":
             given = {k: v for k, v in args.items() if k in ("gpus", "tp", "ep", "pp")}
-            result = plan_fit(spec, name, FitRun(args.get("context", spec.context_length),
-                                                 batch=args.get("batch", FitRun.batch)),
-                              Formats(args.get("dtype", Formats.dtype), args.get("experts_dtype")), Placement(**given),
-                              Device(hardware.by_key(args["hardware"])))
+            result = plan_fit(
+                spec,
+                name,
+                FitRun(args.get("context", spec.context_length), batch=args.get("batch", FitRun.batch)),
+                Formats(args.get("dtype", Formats.dtype), args.get("experts_dtype")),
+                Placement(**given),
+                Device(hardware.by_key(args["hardware"])),
+            )
         else:
-            result = plan_training(spec, name, TrainingRun("15T"),
-                                   Step(seq_len=8192, recompute="selective", global_batch=512),
-                                   Layout(gpus=64, tp=8, pp=2, zero=1), Device(hardware.by_key("h100-sxm")))
+            result = plan_training(
+                spec,
+                name,
+                TrainingRun("15T"),
+                Step(seq_len=8192, recompute="selective", global_batch=512),
+                Layout(gpus=64, tp=8, pp=2, zero=1),
+                Device(hardware.by_key("h100-sxm")),
+            )
         parts += [f"\n## {title}\n\n", f"```\n$ {command}\n```\n\n", to_markdown(render.figures_doc(result))]
     return "".join(parts)
 
@@ -399,8 +548,9 @@ def pages(path) -> list[Path]:
         return [path]
     if not path.is_dir():
         raise InputError(f"--pages {path}: no such file or folder")
-    found = (p for p in sorted(path.rglob("*.md"))
-             if p.is_file() and not any(part.startswith(".") for part in p.relative_to(path).parts))
+    found = (
+        p for p in sorted(path.rglob("*.md")) if p.is_file() and not any(part.startswith(".") for part in p.relative_to(path).parts)
+    )
     return [p for p in found if not owned(p)]
 
 
@@ -420,8 +570,7 @@ def run_example(command: str, main) -> str:
     old = os.environ.get("COLUMNS")
     os.environ["COLUMNS"] = str(README_WIDTH)
     try:
-        with contextlib.redirect_stdout(buf), tempfile.TemporaryDirectory(prefix="ffncalc-example-") as tmp, \
-                scratch(tmp):
+        with contextlib.redirect_stdout(buf), tempfile.TemporaryDirectory(prefix="ffncalc-example-") as tmp, scratch(tmp):
             try:
                 main(shlex.split(command)[1:])
             except SystemExit:

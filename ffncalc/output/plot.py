@@ -14,10 +14,26 @@ from ..errors import InputError
 
 GROUPS = ["embedding", "attention", "FFN", "router", "routed experts", "shared experts", "norms", "unembedding"]
 # Okabe & Ito (2008), "Color Universal Design": told apart with every common colour-vision deficiency
-OKABE_ITO = {"blue": "#0072B2", "orange": "#E69F00", "green": "#009E73", "vermillion": "#D55E00",
-             "sky": "#56B4E9", "purple": "#CC79A7", "yellow": "#F0E442", "black": "#000000"}
-COLOURS = ["#999999", OKABE_ITO["blue"], OKABE_ITO["orange"], OKABE_ITO["yellow"], OKABE_ITO["vermillion"],
-           OKABE_ITO["purple"], OKABE_ITO["green"], "#DDDDDD"]
+OKABE_ITO = {
+    "blue": "#0072B2",
+    "orange": "#E69F00",
+    "green": "#009E73",
+    "vermillion": "#D55E00",
+    "sky": "#56B4E9",
+    "purple": "#CC79A7",
+    "yellow": "#F0E442",
+    "black": "#000000",
+}
+COLOURS = [
+    "#999999",
+    OKABE_ITO["blue"],
+    OKABE_ITO["orange"],
+    OKABE_ITO["yellow"],
+    OKABE_ITO["vermillion"],
+    OKABE_ITO["purple"],
+    OKABE_ITO["green"],
+    "#DDDDDD",
+]
 KINDS = (("dense", OKABE_ITO["blue"], "o"), ("gated", OKABE_ITO["vermillion"], "s"))
 # Figure widths in inches: a column and the full text width of a two-column paper (ACL, NeurIPS, ICML two-column
 # templates: about 3.3 and 6.9 in), or the docs' own.
@@ -65,8 +81,11 @@ def _pyplot():
 def save(fig, fmt: str) -> bytes:
     """The figure as SVG, PDF or PNG bytes, without dates or software stamps (the same figure, the same bytes)."""
     buf = io.BytesIO()
-    metadata = {"svg": {"Date": None, "Creator": None}, "png": {"Software": None},
-                "pdf": {"CreationDate": None, "Creator": None, "Producer": None}}[fmt]
+    metadata = {
+        "svg": {"Date": None, "Creator": None},
+        "png": {"Software": None},
+        "pdf": {"CreationDate": None, "Creator": None, "Producer": None},
+    }[fmt]
     fig.savefig(buf, format=fmt, metadata=metadata, dpi=150, bbox_inches="tight")
     return buf.getvalue()
 
@@ -84,22 +103,35 @@ def bench_results(path: str, d_model: int) -> list[dict[str, Any]]:
     except json.JSONDecodeError as exc:
         raise InputError(f"{path}:{exc.lineno}: not JSON ({exc.msg})") from None
     bench = data.get("bench", []) if isinstance(data, dict) else data
-    if not isinstance(bench, list) or not bench or not all(
-            isinstance(r, dict) and type(r.get("d_ff")) is int and r.get("kind") in ("dense", "gated")
-            and isinstance(r.get("median_ms"), (int, float)) for r in bench):
+    if (
+        not isinstance(bench, list)
+        or not bench
+        or not all(
+            isinstance(r, dict)
+            and type(r.get("d_ff")) is int
+            and r.get("kind") in ("dense", "gated")
+            and isinstance(r.get("median_ms"), (int, float))
+            for r in bench
+        )
+    ):
         raise InputError(f"{path}: not a list of dense and gated FFN timings (ffncalc bench --compare-ffn --out)")
     widths = {r.get("d_model") for r in bench}
     if widths != {d_model}:
         found = ", ".join(f"{w:,}" if isinstance(w, int) else "unstated" for w in sorted(widths, key=str))
-        raise InputError(f"{path}: timed FFN blocks of d_model {found}, not --d-model {d_model:,}: time this width "
-                         f"(ffncalc bench MODEL --compare-ffn --out FILE for a model {d_model:,} wide) or plot that one")
+        raise InputError(
+            f"{path}: timed FFN blocks of d_model {found}, not --d-model {d_model:,}: time this width "
+            f"(ffncalc bench MODEL --compare-ffn --out FILE for a model {d_model:,} wide) or plot that one"
+        )
     return bench
 
 
 def _paper(width: str) -> dict:
     """rc settings for a figure ``width`` wide: at a paper's widths, text at the size of a caption (8 pt)."""
-    return {} if WIDTHS[width] is None else {"font.size": 8, "axes.titlesize": 8, "legend.fontsize": 7,
-                                              "xtick.labelsize": 7, "ytick.labelsize": 7}
+    return (
+        {}
+        if WIDTHS[width] is None
+        else {"font.size": 8, "axes.titlesize": 8, "legend.fontsize": 7, "xtick.labelsize": 7, "ytick.labelsize": 7}
+    )
 
 
 def share_figure(tallies: list[Tally], width: str = "docs"):
@@ -131,8 +163,9 @@ def _share_figure(plt, tallies: list[Tally], width: str):
     return fig
 
 
-def sweep_figure(d_model: int, ratios: list[float], bias: bool = False, bench: list[dict[str, Any]] | None = None,
-                 width: str = "docs"):
+def sweep_figure(
+    d_model: int, ratios: list[float], bias: bool = False, bench: list[dict[str, Any]] | None = None, width: str = "docs"
+):
     """Dense and gated blocks across widths: parameters and forward FLOPs per token (and measured time)."""
     plt = _pyplot()
     with plt.rc_context(_paper(width)):
@@ -149,10 +182,8 @@ def _sweep_figure(plt, d_model, ratios, bias, bench, width: str):
         fig, axes = plt.subplots(1, panels, figsize=(inches, 2.6))
     widths = [max(1, round(r * d_model)) for r in ratios]
     for kind, colour, marker in KINDS:
-        axes[0].plot(ratios, [ffn_params(d_model, w, kind, bias) / 1e6 for w in widths], marker=marker,
-                     color=colour, label=kind)
-        axes[1].plot(ratios, [ffn_flops(d_model, w, kind) / 1e6 for w in widths], marker=marker, color=colour,
-                     label=kind)
+        axes[0].plot(ratios, [ffn_params(d_model, w, kind, bias) / 1e6 for w in widths], marker=marker, color=colour, label=kind)
+        axes[1].plot(ratios, [ffn_flops(d_model, w, kind) / 1e6 for w in widths], marker=marker, color=colour, label=kind)
     axes[0].set_ylabel("parameters per block (M)")
     axes[1].set_ylabel("forward FLOPs per token (M)")
     if bench:

@@ -103,6 +103,7 @@ def figure(n: int, human: bool, kind: str = "params") -> str:
 
 # --- count --------------------------------------------------------------------------------------
 
+
 def headline(t: Tally) -> list[str]:
     conv = t.convention
     return [
@@ -113,27 +114,31 @@ def headline(t: Tally) -> list[str]:
 
 def total_lines(t: Tally) -> list[tuple[str, int, str]]:
     """(label, figure, kind) for the totals block."""
-    out = [("parameters", t.params, "params"), ("  embedding", t.embedding, "params"),
-           ("  non-embedding", t.non_embedding, "params")]
+    out = [("parameters", t.params, "params"), ("  embedding", t.embedding, "params"), ("  non-embedding", t.non_embedding, "params")]
     if t.mtp_params:
-        out += [("  multi-token prediction, not in the above", t.mtp_params, "params"),
-                ("    with the embedding and head copies a checkpoint stores", t.mtp_params + t.mtp_copies, "params")]
+        out += [
+            ("  multi-token prediction, not in the above", t.mtp_params, "params"),
+            ("    with the embedding and head copies a checkpoint stores", t.mtp_params + t.mtp_copies, "params"),
+        ]
     if t.moe:
-        out += [("  active per token", t.active, "params"),
-                ("    without the input embedding (gpt-oss's count)", t.active_without_input_embedding, "params"),
-                ("    without any embedding or unembedding", t.active_without_embeddings, "params")]
+        out += [
+            ("  active per token", t.active, "params"),
+            ("    without the input embedding (gpt-oss's count)", t.active_without_input_embedding, "params"),
+            ("    without any embedding or unembedding", t.active_without_embeddings, "params"),
+        ]
     out += [
         ("weight matrices", t.matrices, "count"),
         ("forward matmul FLOPs per token", t.flops_per_token, "flops"),
     ]
     if t.views is not None and t.views["executed"] != t.views["useful"]:
-        out += [("  with attention executed dense (full square)", t.view("executed"), "flops"),
-                ("  with attention as a causal kernel computes it (useful)", t.view("useful"), "flops")]
+        out += [
+            ("  with attention executed dense (full square)", t.view("executed"), "flops"),
+            ("  with attention as a causal kernel computes it (useful)", t.view("useful"), "flops"),
+        ]
     out += [
         (f"forward matmul FLOPs ({t.tokens:,} tokens)", t.forward_flops, "flops"),
         (f"elementwise FLOPs, not in the above ({t.tokens:,} tokens)", t.elementwise_flops, "flops"),
-        (f"training step FLOPs (3 × forward{' + recompute' if t.recompute != 'none' else ''})", t.train_flops,
-         "flops"),
+        (f"training step FLOPs (3 × forward{' + recompute' if t.recompute != 'none' else ''})", t.train_flops, "flops"),
     ]
     return out
 
@@ -156,27 +161,65 @@ def count_doc(t: Tally, per_layer: bool = False, human: bool = True) -> Document
         body.append(cells)
     totals = [[label, figure(v, human, kind) if kind != "count" else exact(v)] for label, v, kind in total_lines(t)]
     title, note = headline(t)
-    return Document(title, [note, *t.notes], [Section(head, body, left=3 if per_layer else 2),
-                                    Section(["total", "value"], totals, show_head=False)])
+    return Document(
+        title,
+        [note, *t.notes],
+        [Section(head, body, left=3 if per_layer else 2), Section(["total", "value"], totals, show_head=False)],
+    )
 
 
-CSV_FIELDS = ["convention", "seq_len", "component", "part", "layers", "shape", "count", "params", "active_params",
-              "matrices", "forward_flops_per_token", "elementwise_flops_per_token"]
+CSV_FIELDS = [
+    "convention",
+    "seq_len",
+    "component",
+    "part",
+    "layers",
+    "shape",
+    "count",
+    "params",
+    "active_params",
+    "matrices",
+    "forward_flops_per_token",
+    "elementwise_flops_per_token",
+]
 
 
 def count_csv(t: Tally, per_layer: bool = False) -> str:
     """One row per component and a final ``total`` row; integers only."""
-    rows = [dict(convention=t.convention.name, seq_len=t.seq_len, component=r.name, part=r.part,
-                 layers=layers_text(r.layers), shape="x".join(map(str, r.shape)), count=r.count, params=r.params,
-                 active_params=r.active, matrices=r.matrices, forward_flops_per_token=plain(r.flops),
-                 elementwise_flops_per_token=r.elementwise) for r in component_rows(t, per_layer)]
-    rows.append(dict(convention=t.convention.name, seq_len=t.seq_len, component="total", params=t.params,
-                     active_params=t.active, matrices=t.matrices, forward_flops_per_token=plain(t.flops_per_token),
-                     elementwise_flops_per_token=t.elementwise_per_token))
+    rows = [
+        dict(
+            convention=t.convention.name,
+            seq_len=t.seq_len,
+            component=r.name,
+            part=r.part,
+            layers=layers_text(r.layers),
+            shape="x".join(map(str, r.shape)),
+            count=r.count,
+            params=r.params,
+            active_params=r.active,
+            matrices=r.matrices,
+            forward_flops_per_token=plain(r.flops),
+            elementwise_flops_per_token=r.elementwise,
+        )
+        for r in component_rows(t, per_layer)
+    ]
+    rows.append(
+        dict(
+            convention=t.convention.name,
+            seq_len=t.seq_len,
+            component="total",
+            params=t.params,
+            active_params=t.active,
+            matrices=t.matrices,
+            forward_flops_per_token=plain(t.flops_per_token),
+            elementwise_flops_per_token=t.elementwise_per_token,
+        )
+    )
     return to_csv(rows, CSV_FIELDS)
 
 
 # --- count: a checkpoint --------------------------------------------------------------------------
+
 
 def _bits(n_bytes: int, params: int) -> str:
     return f"{8 * n_bytes / params:.2f}" if params else ""
@@ -198,15 +241,21 @@ def checkpoint_headline(r) -> tuple[str, list[str]]:
     ck = r.checkpoint
     files = f"{len(ck.files)} file{'s' if len(ck.files) != 1 else ''}"
     title = f"{ck.label} · {ck.format} checkpoint · {files} · {len(ck.tensors):,} tensors · headers only"
-    notes = [f"read {ck.header_bytes:,} header bytes of {ck.header_bytes + ck.data_bytes:,}; no tensor data"
-             if ck.header_bytes else f"{ck.data_bytes:,} bytes of tensor data, none of it read"]
+    notes = [
+        f"read {ck.header_bytes:,} header bytes of {ck.header_bytes + ck.data_bytes:,}; no tensor data"
+        if ck.header_bytes
+        else f"{ck.data_bytes:,} bytes of tensor data, none of it read"
+    ]
     if ck.config_path:
         notes.append(f"config: {ck.config_path}" + (f" ({r.model})" if r.model and r.compared is not None else ""))
     if ck.quantization:
         q = ck.quantization
-        notes.append("quantization_config: " + ", ".join(f"{k} {q[k]}" for k in ("quant_method", "bits", "group_size",
-                                                                             "quant_algo", "fmt", "weight_block_size")
-                                                     if k in q))
+        notes.append(
+            "quantization_config: "
+            + ", ".join(
+                f"{k} {q[k]}" for k in ("quant_method", "bits", "group_size", "quant_algo", "fmt", "weight_block_size") if k in q
+            )
+        )
     for key in ("general.architecture", "general.name", "general.file_type", "split.count"):
         if key in ck.metadata:
             notes.append(f"{key}: {ck.metadata[key]}")
@@ -221,35 +270,64 @@ def checkpoint_doc(r, human: bool = True) -> Document:
     rows = []
     for c in r.components:
         share = f"{100 * c.params / total:.2f}%" if total and c.group != "buffer" and c.params else ""
-        rows.append([c.name, c.group, f"{c.tensors:,}", figure(c.params, human), share,
-                     _figure(c.bytes, "bytes", human), _bits(c.bytes, c.params), _storage(c)])
-    sections = [Section(["component", "part", "tensors", "params", "share", "bytes", "bits/param", "stored as"], rows,
-                        left=2, text_last=True)]
-    decoding = [[c.name, role, f"{n:,}", _figure(b, "bytes", human)]
-                for c in r.components for role, (n, b) in c.decoding.items()]
+        rows.append(
+            [
+                c.name,
+                c.group,
+                f"{c.tensors:,}",
+                figure(c.params, human),
+                share,
+                _figure(c.bytes, "bytes", human),
+                _bits(c.bytes, c.params),
+                _storage(c),
+            ]
+        )
+    sections = [
+        Section(["component", "part", "tensors", "params", "share", "bytes", "bits/param", "stored as"], rows, left=2, text_last=True)
+    ]
+    decoding = [[c.name, role, f"{n:,}", _figure(b, "bytes", human)] for c in r.components for role, (n, b) in c.decoding.items()]
     if decoding:
         sections.append(Section(["component", "decodes it (not parameters)", "tensors", "bytes"], decoding, left=2))
     footer = []
     if r.compared is not None:
-        cmp_rows = [[c.component, exact(c.stored), exact(c.ours), f"{c.stored - c.ours:+,}" if not c.ok else "",
-                     "✓" if c.ok or c.explained else "✗", c.why] for c in r.compared]
+        cmp_rows = [
+            [
+                c.component,
+                exact(c.stored),
+                exact(c.ours),
+                f"{c.stored - c.ours:+,}" if not c.ok else "",
+                "✓" if c.ok or c.explained else "✗",
+                c.why,
+            ]
+            for c in r.compared
+        ]
         stored, ours = sum(c.stored for c in r.compared), sum(c.ours for c in r.compared)
-        cmp_rows.append(["total", exact(stored), exact(ours), f"{stored - ours:+,}" if stored != ours else "",
-                         "✓" if not r.unexplained else "✗", ""])
-        sections.append(Section(["component", "checkpoint", "ffncalc", "difference", "", "why"], cmp_rows, left=1,
-                                text_last=True))
+        cmp_rows.append(
+            [
+                "total",
+                exact(stored),
+                exact(ours),
+                f"{stored - ours:+,}" if stored != ours else "",
+                "✓" if not r.unexplained else "✗",
+                "",
+            ]
+        )
+        sections.append(Section(["component", "checkpoint", "ffncalc", "difference", "", "why"], cmp_rows, left=1, text_last=True))
         differ = [c for c in r.compared if not c.ok]
         bad = r.unexplained
         if bad:
             footer.append(f"✗ {len(bad)} difference(s) unexplained: " + ", ".join(c.component for c in bad))
         elif differ:
-            footer.append(f"✓ the checkpoint matches ffncalc's count of the config but for {len(differ)} "
-                          "difference(s), each explained above")
+            footer.append(
+                f"✓ the checkpoint matches ffncalc's count of the config but for {len(differ)} difference(s), each explained above"
+            )
         else:
             footer.append(f"✓ all {len(r.compared)} components agree with ffncalc's count of the config")
-    totals = [["parameters (logical)", figure(r.params, human)],
-              ["  their bytes", _figure(r.param_bytes, "bytes", human)],
-              ["  bits per parameter", _bits(r.param_bytes, r.params)]]
+    totals = [
+        ["parameters (logical)", figure(r.params, human)],
+        ["  their bytes", _figure(r.param_bytes, "bytes", human)],
+        ["  bits per parameter", _bits(r.param_bytes, r.params)],
+    ]
     if r.decoding_bytes:
         totals.append(["scales, zero-points, indices (not parameters)", _figure(r.decoding_bytes, "bytes", human)])
     if r.buffer_elements:
@@ -274,21 +352,43 @@ def checkpoint_records(r) -> dict[str, Any]:
         "metadata": {k: v if isinstance(v, (int, float, str, bool)) else repr(v) for k, v in ck.metadata.items()},
         "notes": list(r.notes),
         "missing": [{"tensor": n, "file": f} for n, f in ck.missing],
-        "components": [{
-            "component": c.name, "part": c.group, "tensors": c.tensors, "params": c.params, "bytes": c.bytes,
-            "storage": dict(c.storage), "dtype_bytes": dict(c.dtypes),
-            "decoding": {role: {"tensors": n, "bytes": b} for role, (n, b) in c.decoding.items()},
-        } for c in r.components],
-        "compared": None if r.compared is None else {
+        "components": [
+            {
+                "component": c.name,
+                "part": c.group,
+                "tensors": c.tensors,
+                "params": c.params,
+                "bytes": c.bytes,
+                "storage": dict(c.storage),
+                "dtype_bytes": dict(c.dtypes),
+                "decoding": {role: {"tensors": n, "bytes": b} for role, (n, b) in c.decoding.items()},
+            }
+            for c in r.components
+        ],
+        "compared": None
+        if r.compared is None
+        else {
             "model": r.model,
             "ffncalc_params": r.ffncalc_params,
             "unexplained": len(r.unexplained),
-            "components": [{"component": c.component, "checkpoint_params": c.stored, "ffncalc_params": c.ours,
-                            "difference": c.stored - c.ours, "explained": c.ok or c.explained, "why": c.why}
-                           for c in r.compared],
+            "components": [
+                {
+                    "component": c.component,
+                    "checkpoint_params": c.stored,
+                    "ffncalc_params": c.ours,
+                    "difference": c.stored - c.ours,
+                    "explained": c.ok or c.explained,
+                    "why": c.why,
+                }
+                for c in r.compared
+            ],
         },
-        "totals": {"params": r.params, "param_bytes": r.param_bytes, "decoding_bytes": r.decoding_bytes,
-                   "buffer_elements": r.buffer_elements},
+        "totals": {
+            "params": r.params,
+            "param_bytes": r.param_bytes,
+            "decoding_bytes": r.decoding_bytes,
+            "buffer_elements": r.buffer_elements,
+        },
     }
 
 
@@ -298,15 +398,34 @@ CHECKPOINT_CSV = ["component", "part", "tensors", "params", "bytes", "decoding_b
 def checkpoint_csv(r) -> str:
     """One row per component and a final ``total`` row; integers only."""
     ours = {c.component: c.ours for c in r.compared or ()}
-    rows = [dict(component=c.name, part=c.group, tensors=c.tensors, params=c.params, bytes=c.bytes,
-                 decoding_bytes=c.decoding_bytes, storage="; ".join(f"{k}={v}" for k, v in c.storage.items()),
-                 ffncalc_params=ours.get(c.name)) for c in r.components]
-    rows.append(dict(component="total", tensors=sum(c.tensors for c in r.components), params=r.params,
-                     bytes=r.param_bytes, decoding_bytes=r.decoding_bytes, ffncalc_params=r.ffncalc_params))
+    rows = [
+        dict(
+            component=c.name,
+            part=c.group,
+            tensors=c.tensors,
+            params=c.params,
+            bytes=c.bytes,
+            decoding_bytes=c.decoding_bytes,
+            storage="; ".join(f"{k}={v}" for k, v in c.storage.items()),
+            ffncalc_params=ours.get(c.name),
+        )
+        for c in r.components
+    ]
+    rows.append(
+        dict(
+            component="total",
+            tensors=sum(c.tensors for c in r.components),
+            params=r.params,
+            bytes=r.param_bytes,
+            decoding_bytes=r.decoding_bytes,
+            ffncalc_params=r.ffncalc_params,
+        )
+    )
     return to_csv(rows, CHECKPOINT_CSV)
 
 
 # --- verify -------------------------------------------------------------------------------------
+
 
 def verify_records(report: Report) -> dict[str, Any]:
     return {
@@ -335,42 +454,62 @@ def verify_records(report: Report) -> dict[str, Any]:
 
 def verify_doc(report: Report) -> Document:
     """Component | analytic | torch | ✓/✗, for parameters and for forward FLOPs."""
+
     def mark(ok: bool) -> str:
         return "✓" if ok else "✗"
 
     show_layers = len({c.layers for c in report.checks if c.layers}) > 1
-    head = ["component"] + (["layers"] if show_layers else []) + ["params", "torch params", "", "FLOPs",
-                                                                  "torch FLOPs", ""]
+    head = ["component"] + (["layers"] if show_layers else []) + ["params", "torch params", "", "FLOPs", "torch FLOPs", ""]
     rows = []
     for c in report.checks:
-        rows.append([c.component] + ([layers_text(c.layers)] if show_layers else [])
-                    + [exact(c.analytic_params), exact(c.torch_params), mark(c.params_ok),
-                       exact(c.analytic_flops), exact(c.torch_flops), mark(c.flops_ok)])
-    sums = [sum(getattr(c, f) for c in report.checks)
-            for f in ("analytic_params", "torch_params", "analytic_flops", "torch_flops")]
-    rows.append(["total"] + ([""] if show_layers else []) + [exact(sums[0]), exact(sums[1]), mark(sums[0] == sums[1]),
-                                                            exact(sums[2]), exact(sums[3]), mark(sums[2] == sums[3])])
+        rows.append(
+            [c.component]
+            + ([layers_text(c.layers)] if show_layers else [])
+            + [
+                exact(c.analytic_params),
+                exact(c.torch_params),
+                mark(c.params_ok),
+                exact(c.analytic_flops),
+                exact(c.torch_flops),
+                mark(c.flops_ok),
+            ]
+        )
+    sums = [sum(getattr(c, f) for c in report.checks) for f in ("analytic_params", "torch_params", "analytic_flops", "torch_flops")]
+    rows.append(
+        ["total"]
+        + ([""] if show_layers else [])
+        + [exact(sums[0]), exact(sums[1]), mark(sums[0] == sums[1]), exact(sums[2]), exact(sums[3]), mark(sums[2] == sums[3])]
+    )
     failures = report.failures
     if failures:
         verdict = f"✗ {len(failures)} component(s) differ: " + ", ".join(
-            c.component + (f" [{layers_text(c.layers)}]" if c.layers else "") for c in failures)
+            c.component + (f" [{layers_text(c.layers)}]" if c.layers else "") for c in failures
+        )
     else:
         verdict = f"✓ all {len(report.checks)} components agree"
-    title = (f"{report.model} · convention {report.convention} · seq_len {report.seq_len:,} · batch 1 · "
-             "analytic vs torch (meta device, FlopCounterMode)")
+    title = (
+        f"{report.model} · convention {report.convention} · seq_len {report.seq_len:,} · batch 1 · "
+        "analytic vs torch (meta device, FlopCounterMode)"
+    )
     return Document(title, list(report.notes), [Section(head, rows, left=2 if show_layers else 1)], [verdict])
 
 
 def refused_doc(refused: list[tuple[str, str]]) -> Document:
     """The presets verify could not run, each with the reason."""
-    return Document(f"{len(refused)} preset(s) not verified", [],
-                    [Section(["model", "why"], [[m, e] for m, e in refused], text_last=True)],
-                    [f"✗ not verified: {', '.join(m for m, _ in refused)}"])
+    return Document(
+        f"{len(refused)} preset(s) not verified",
+        [],
+        [Section(["model", "why"], [[m, e] for m, e in refused], text_last=True)],
+        [f"✗ not verified: {', '.join(m for m, _ in refused)}"],
+    )
 
 
 def verify_csv(reports: list[Report]) -> str:
-    rows = [{"model": r.model, "convention": r.convention, "seq_len": r.seq_len, **c}
-            for r in reports for c in verify_records(r)["components"]]
+    rows = [
+        {"model": r.model, "convention": r.convention, "seq_len": r.seq_len, **c}
+        for r in reports
+        for c in verify_records(r)["components"]
+    ]
     return to_csv(rows)
 
 
@@ -381,8 +520,16 @@ def hf_records(report) -> dict[str, Any]:
         "model_class": report.model_class,
         "ok": report.ok,
         "notes": list(report.notes),
-        "components": [{"component": c.component, "layers": list(c.layers) if c.layers else None,
-                        "params": c.ours, "transformers_params": c.transformers, "ok": c.ok} for c in report.checks],
+        "components": [
+            {
+                "component": c.component,
+                "layers": list(c.layers) if c.layers else None,
+                "params": c.ours,
+                "transformers_params": c.transformers,
+                "ok": c.ok,
+            }
+            for c in report.checks
+        ],
     }
 
 
@@ -390,14 +537,21 @@ def hf_doc(report) -> Document:
     """Component | ffncalc | transformers | ✓/✗: parameters per component against the transformers class."""
     show_layers = len({c.layers for c in report.checks if c.layers}) > 1
     head = ["component"] + (["layers"] if show_layers else []) + ["params", "transformers", ""]
-    rows = [[c.component] + ([layers_text(c.layers)] if show_layers else [])
-            + [exact(c.ours), exact(c.transformers), "✓" if c.ok else "✗"] for c in report.checks]
+    rows = [
+        [c.component] + ([layers_text(c.layers)] if show_layers else []) + [exact(c.ours), exact(c.transformers), "✓" if c.ok else "✗"]
+        for c in report.checks
+    ]
     ours, theirs = sum(c.ours for c in report.checks), sum(c.transformers for c in report.checks)
     rows.append(["total"] + ([""] if show_layers else []) + [exact(ours), exact(theirs), "✓" if ours == theirs else "✗"])
     failures = report.failures
-    verdict = (f"✗ {len(failures)} component(s) differ: " + ", ".join(
-        c.component + (f" [{layers_text(c.layers)}]" if c.layers else "") for c in failures)) if failures \
+    verdict = (
+        (
+            f"✗ {len(failures)} component(s) differ: "
+            + ", ".join(c.component + (f" [{layers_text(c.layers)}]" if c.layers else "") for c in failures)
+        )
+        if failures
         else f"✓ all {len(report.checks)} components agree with {report.model_class}"
+    )
     title = f"{report.model} · ffncalc vs transformers {report.version} {report.model_class} (meta device)"
     return Document(title, list(report.notes), [Section(head, rows, left=2 if show_layers else 1)], [verdict])
 
@@ -408,49 +562,80 @@ def hf_csv(report) -> str:
 
 # --- bench --------------------------------------------------------------------------------------
 
+
 def bench_doc(model: str, results) -> Document:
     """Timed blocks: median and spread, tokens/s, achieved TFLOP/s and their share of the measured peak."""
     first = results[0]
     head = ["block", "variant", "median ms", "min–max ms", "tokens/s", "GFLOP/run", "TFLOP/s", "of matmul"]
-    rows = [[r.block + (" fwd+bwd" if r.backward else ""), r.variant, f"{r.median_ms:.3f}",
-             f"{r.min_ms:.3f}–{r.max_ms:.3f}", f"{r.tokens_per_s:,.0f}", f"{r.flops / 1e9:,.2f}", f"{r.tflops:.3f}",
-             f"{100 * r.share_of_peak:.1f}%"] for r in results]
-    sheet = (f"; datasheet {first.datasheet}: {first.datasheet_tflops} TFLOP/s {first.dtype}"
-             if first.datasheet_tflops else "")
-    notes = [f"matmul rate measured in this run: {first.peak_tflops_measured:.3f} TFLOP/s{sheet}",
-             "FLOPs: the analytic matmul FLOPs of the work timed (backward = 2 × forward)"]
+    rows = [
+        [
+            r.block + (" fwd+bwd" if r.backward else ""),
+            r.variant,
+            f"{r.median_ms:.3f}",
+            f"{r.min_ms:.3f}–{r.max_ms:.3f}",
+            f"{r.tokens_per_s:,.0f}",
+            f"{r.flops / 1e9:,.2f}",
+            f"{r.tflops:.3f}",
+            f"{100 * r.share_of_peak:.1f}%",
+        ]
+        for r in results
+    ]
+    sheet = f"; datasheet {first.datasheet}: {first.datasheet_tflops} TFLOP/s {first.dtype}" if first.datasheet_tflops else ""
+    notes = [
+        f"matmul rate measured in this run: {first.peak_tflops_measured:.3f} TFLOP/s{sheet}",
+        "FLOPs: the analytic matmul FLOPs of the work timed (backward = 2 × forward)",
+    ]
     if len(results) == 2 and results[0].block == results[1].block == "ffn":
-        notes.append(f"time ratio {results[1].variant.split()[0]} / {results[0].variant.split()[0]}: "
-                     f"{results[1].median_ms / results[0].median_ms:.3f}")
-    title = (f"{model} · {first.device} · {first.dtype} · {first.tokens:,} tokens "
-             f"({first.tokens // first.seq_len} × {first.seq_len})")
+        notes.append(
+            f"time ratio {results[1].variant.split()[0]} / {results[0].variant.split()[0]}: "
+            f"{results[1].median_ms / results[0].median_ms:.3f}"
+        )
+    title = f"{model} · {first.device} · {first.dtype} · {first.tokens:,} tokens ({first.tokens // first.seq_len} × {first.seq_len})"
     return Document(title, notes, [Section(head, rows, left=2)])
 
 
 # --- compare ------------------------------------------------------------------------------------
 
-CAPACITY = ("Capacity: the dense block's hidden features are one linear projection of x, so their rank is at "
-            "most min(d_model, d_ff); the gated block multiplies two projections, a linear map of the degree-2 "
-            "features x⊗x (the kernel view), so its rank can reach d_ff (at most d_model(d_model+1)/2).")
+CAPACITY = (
+    "Capacity: the dense block's hidden features are one linear projection of x, so their rank is at "
+    "most min(d_model, d_ff); the gated block multiplies two projections, a linear map of the degree-2 "
+    "features x⊗x (the kernel view), so its rank can reach d_ff (at most d_model(d_model+1)/2)."
+)
 
 
 def comparison_records(c, bench_results=None) -> dict[str, Any]:
     def side(s) -> dict[str, Any]:
         return {
-            "kind": s.kind, "activation": s.activation, "variant": s.variant, "d_ff": s.d_ff, "bias": s.bias,
-            "params_per_layer": s.params, "params_all_ffn_layers": s.params * c.ffn_layers,
-            "model_params": s.model_params, "forward_flops_per_token": s.flops,
-            "train_flops_per_token": s.train_flops, "model_forward_flops_per_token": s.model_flops,
-            "activation_elements_per_token": s.activations, "rank_linear": s.rank_linear,
+            "kind": s.kind,
+            "activation": s.activation,
+            "variant": s.variant,
+            "d_ff": s.d_ff,
+            "bias": s.bias,
+            "params_per_layer": s.params,
+            "params_all_ffn_layers": s.params * c.ffn_layers,
+            "model_params": s.model_params,
+            "forward_flops_per_token": s.flops,
+            "train_flops_per_token": s.train_flops,
+            "model_forward_flops_per_token": s.model_flops,
+            "activation_elements_per_token": s.activations,
+            "rank_linear": s.rank_linear,
             "rank_degree2": s.rank_kernel,
             "reference_log_perplexity": list(s.reference) if s.reference else None,
         }
 
     out = {
-        "model": c.model, "d_model": c.d_model, "ffn_layers": c.ffn_layers, "match": c.match,
-        "multiple_of": c.multiple_of, "moe": c.moe, "residual": c.residual, "exact": c.exact,
+        "model": c.model,
+        "d_model": c.d_model,
+        "ffn_layers": c.ffn_layers,
+        "match": c.match,
+        "multiple_of": c.multiple_of,
+        "moe": c.moe,
+        "residual": c.residual,
+        "exact": c.exact,
         "residual_percent": 100 * c.residual / getattr(c.source, c.match),
-        "source": side(c.source), "target": side(c.target), "capacity": CAPACITY,
+        "source": side(c.source),
+        "target": side(c.target),
+        "capacity": CAPACITY,
     }
     if c.source.reference:
         from ..analysis.compare import SHAZEER_SOURCE
@@ -464,35 +649,44 @@ def comparison_records(c, bench_results=None) -> dict[str, Any]:
 def comparison_doc(c, bench_results=None, human: bool = True) -> Document:
     a, b = c.source, c.target
     n = c.ffn_layers
-    rows = [["FFN", a.variant, b.variant], ["d_ff", exact(a.d_ff), exact(b.d_ff)],
-            ["params per layer", exact(a.params), exact(b.params)]]
+    rows = [
+        ["FFN", a.variant, b.variant],
+        ["d_ff", exact(a.d_ff), exact(b.d_ff)],
+        ["params per layer", exact(a.params), exact(b.params)],
+    ]
     if n > 1:
         rows.append([f"params, {n} FFN layers", exact(a.params * n), exact(b.params * n)])
     if a.model_params is not None:
         rows.append(["params, whole model", figure(a.model_params, human), figure(b.model_params, human)])
-    rows += [["forward FLOPs/token per layer", exact(a.flops), exact(b.flops)],
-             ["training FLOPs/token per layer", exact(a.train_flops), exact(b.train_flops)]]
+    rows += [
+        ["forward FLOPs/token per layer", exact(a.flops), exact(b.flops)],
+        ["training FLOPs/token per layer", exact(a.train_flops), exact(b.train_flops)],
+    ]
     if a.model_flops is not None:
         rows.append(["forward FLOPs/token, whole model", exact(a.model_flops), exact(b.model_flops)])
-    rows += [["activations kept per token (elements)", exact(a.activations), exact(b.activations)],
-             ["  bytes at bf16", exact(2 * a.activations), exact(2 * b.activations)],
-             ["rank of the hidden map in x ≤", exact(a.rank_linear), exact(b.rank_linear)],
-             ["rank over degree-2 features x⊗x ≤", exact(a.rank_kernel), exact(b.rank_kernel)]]
+    rows += [
+        ["activations kept per token (elements)", exact(a.activations), exact(b.activations)],
+        ["  bytes at bf16", exact(2 * a.activations), exact(2 * b.activations)],
+        ["rank of the hidden map in x ≤", exact(a.rank_linear), exact(b.rank_linear)],
+        ["rank over degree-2 features x⊗x ≤", exact(a.rank_kernel), exact(b.rank_kernel)],
+    ]
     if a.reference or b.reference:
+
         def ref(s):
             return f"{s.reference[0]} / {s.reference[1]}" if s.reference else "—"
+
         rows.append(["Shazeer 2020 log-ppl, 65k / 524k steps", ref(a), ref(b)])
     if bench_results:
         ra, rb = bench_results
-        rows += [["measured ms (median)", f"{ra.median_ms:.3f}", f"{rb.median_ms:.3f}"],
-                 ["achieved TFLOP/s", f"{ra.tflops:.3f}", f"{rb.tflops:.3f}"],
-                 ["share of the measured matmul rate", f"{100 * ra.share_of_peak:.1f}%",
-                  f"{100 * rb.share_of_peak:.1f}%"]]
+        rows += [
+            ["measured ms (median)", f"{ra.median_ms:.3f}", f"{rb.median_ms:.3f}"],
+            ["achieved TFLOP/s", f"{ra.tflops:.3f}", f"{rb.tflops:.3f}"],
+            ["share of the measured matmul rate", f"{100 * ra.share_of_peak:.1f}%", f"{100 * rb.share_of_peak:.1f}%"],
+        ]
     pct = 100 * c.residual / getattr(c.source, c.match)
     what = "parameters" if c.match == "params" else "forward FLOPs"
     where = f"{c.model} · " if c.model else ""
-    title = (f"{where}d_model {c.d_model:,} · matching {what}"
-             + (f" · d_ff a multiple of {c.multiple_of}" if c.multiple_of > 1 else ""))
+    title = f"{where}d_model {c.d_model:,} · matching {what}" + (f" · d_ff a multiple of {c.multiple_of}" if c.multiple_of > 1 else "")
     notes = [f"residual: {c.residual:+,} {what} per layer ({pct:+.4f}%)" + (" — exact" if c.exact else " — nearest width")]
     footer = []
     if c.moe:
@@ -504,20 +698,35 @@ def comparison_doc(c, bench_results=None, human: bool = True) -> Document:
         footer.append(f"reference: {SHAZEER_SOURCE}")
     if bench_results:
         ra, rb = bench_results
-        footer.append(f"timed on {ra.device}, {ra.dtype}, {ra.tokens:,} tokens: time ratio "
-                      f"{b.variant} / {a.variant} = {rb.median_ms / ra.median_ms:.3f}")
+        footer.append(
+            f"timed on {ra.device}, {ra.dtype}, {ra.tokens:,} tokens: time ratio "
+            f"{b.variant} / {a.variant} = {rb.median_ms / ra.median_ms:.3f}"
+        )
     return Document(title, notes, [Section(["", a.kind, b.kind], rows)], footer)
 
 
 def comparison_csv(c, bench_results=None) -> str:
     """One row per side, every figure."""
     rec = comparison_records(c, bench_results)
-    return to_csv([{"side": name, "model": c.model or "", "d_model": c.d_model, "match": c.match,
-                    "residual": c.residual, **rec[name]} for name in ("source", "target")])
+    return to_csv(
+        [
+            {"side": name, "model": c.model or "", "d_model": c.d_model, "match": c.match, "residual": c.residual, **rec[name]}
+            for name in ("source", "target")
+        ]
+    )
 
 
-SWEEP_HEAD = ["d_ff/d_model", "source d_ff", "target d_ff", "source params", "target params", "residual", "residual %",
-              "rank in x", "rank over x⊗x"]
+SWEEP_HEAD = [
+    "d_ff/d_model",
+    "source d_ff",
+    "target d_ff",
+    "source params",
+    "target params",
+    "residual",
+    "residual %",
+    "rank in x",
+    "rank over x⊗x",
+]
 
 
 def sweep_doc(comparisons) -> Document:
@@ -525,21 +734,44 @@ def sweep_doc(comparisons) -> Document:
     rows = []
     for c in comparisons:
         pct = 100 * c.residual / getattr(c.source, c.match)
-        rows.append([f"{c.source.d_ff / c.d_model:.3f}", exact(c.source.d_ff), exact(c.target.d_ff),
-                     exact(getattr(c.source, c.match)), exact(getattr(c.target, c.match)), f"{c.residual:+,}",
-                     f"{pct:+.4f}%", f"{c.source.rank_linear:,} / {c.target.rank_linear:,}",
-                     f"{c.source.rank_kernel:,} / {c.target.rank_kernel:,}"])
+        rows.append(
+            [
+                f"{c.source.d_ff / c.d_model:.3f}",
+                exact(c.source.d_ff),
+                exact(c.target.d_ff),
+                exact(getattr(c.source, c.match)),
+                exact(getattr(c.target, c.match)),
+                f"{c.residual:+,}",
+                f"{pct:+.4f}%",
+                f"{c.source.rank_linear:,} / {c.target.rank_linear:,}",
+                f"{c.source.rank_kernel:,} / {c.target.rank_kernel:,}",
+            ]
+        )
     title = f"{c0.source.variant} → {c0.target.variant} · d_model {c0.d_model:,} · matching {c0.match}"
     return Document(title, [], [Section(SWEEP_HEAD, rows, left=0)], [CAPACITY])
 
 
 def sweep_csv(comparisons) -> str:
-    return to_csv([dict(d_model=c.d_model, match=c.match, source_kind=c.source.kind, source_d_ff=c.source.d_ff,
-                        target_kind=c.target.kind, target_d_ff=c.target.d_ff, source_value=getattr(c.source, c.match),
-                        target_value=getattr(c.target, c.match), residual=c.residual) for c in comparisons])
+    return to_csv(
+        [
+            dict(
+                d_model=c.d_model,
+                match=c.match,
+                source_kind=c.source.kind,
+                source_d_ff=c.source.d_ff,
+                target_kind=c.target.kind,
+                target_d_ff=c.target.d_ff,
+                source_value=getattr(c.source, c.match),
+                target_value=getattr(c.target, c.match),
+                residual=c.residual,
+            )
+            for c in comparisons
+        ]
+    )
 
 
 # --- train and infer ----------------------------------------------------------------------------
+
 
 def human_bytes(n: float) -> str:
     for size, suffix in ((2**40, "TiB"), (2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB")):
@@ -576,12 +808,25 @@ def figures_csv(result) -> str:
 
 # --- multi-model tables -------------------------------------------------------------------------
 
-SUMMARY_HEAD = {"model": "model", "params": "params", "active_params": "active", "embedding_params": "embedding",
-                "attention_params": "attention", "attention_share": "attn %", "ffn_params": "FFN",
-                "ffn_share": "FFN %", "forward_flops_per_token": "fwd FLOPs/token",
-                "train_flops_per_token": "train FLOPs/token", "d_model": "d_model", "n_layers": "layers",
-                "heads": "heads/KV", "ffn": "FFN kind", "d_ff": "d_ff", "seq_len": "seq_len",
-                "convention": "convention"}
+SUMMARY_HEAD = {
+    "model": "model",
+    "params": "params",
+    "active_params": "active",
+    "embedding_params": "embedding",
+    "attention_params": "attention",
+    "attention_share": "attn %",
+    "ffn_params": "FFN",
+    "ffn_share": "FFN %",
+    "forward_flops_per_token": "fwd FLOPs/token",
+    "train_flops_per_token": "train FLOPs/token",
+    "d_model": "d_model",
+    "n_layers": "layers",
+    "heads": "heads/KV",
+    "ffn": "FFN kind",
+    "d_ff": "d_ff",
+    "seq_len": "seq_len",
+    "convention": "convention",
+}
 
 
 def summary_doc(rows: list[dict[str, Any]], columns: list[str], human: bool = True) -> Document:
@@ -603,14 +848,19 @@ def summary_doc(rows: list[dict[str, Any]], columns: list[str], human: bool = Tr
     if len(seqs) > 1 and "seq_len" not in columns:  # rows at different contexts: show each one's
         columns = [*columns[:1], "seq_len", *columns[1:]]
     body = [[cell(c, r[c]) for c in columns] for r in rows]
-    at = (f"seq_len {seqs[0]:,}" if len(seqs) == 1
-          else "each model's own context (the seq_len column; --seq-len N puts every row at N, so they compare)")
+    at = (
+        f"seq_len {seqs[0]:,}"
+        if len(seqs) == 1
+        else "each model's own context (the seq_len column; --seq-len N puts every row at N, so they compare)"
+    )
     note = f"convention {', '.join(conventions)} · FLOPs per token at {at} · shares of all parameters"
-    return Document(f"{len(rows)} models", [note], [Section([SUMMARY_HEAD[c] for c in columns], body,
-                                                                left=1 if columns[0] == "model" else 0)])
+    return Document(
+        f"{len(rows)} models", [note], [Section([SUMMARY_HEAD[c] for c in columns], body, left=1 if columns[0] == "model" else 0)]
+    )
 
 
 # --- lists --------------------------------------------------------------------------------------
+
 
 def list_doc(title: str, records: list[dict[str, Any]], columns: list[str], left: int = 1) -> Document:
     rows = [[_cell(r[c]) for c in columns] for r in records]

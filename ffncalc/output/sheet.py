@@ -48,8 +48,13 @@ def to_rich(doc: Document, width: int | None = None) -> Group:
     for sec in doc.sections:
         first = len(footnotes)
         for block in layout(sec, width, footnotes):
-            tab = Table(show_edge=False, pad_edge=False, header_style="bold", show_header=block.show_head,
-                        box=None if not block.show_head else Table().box)
+            tab = Table(
+                show_edge=False,
+                pad_edge=False,
+                header_style="bold",
+                show_header=block.show_head,
+                box=None if not block.show_head else Table().box,
+            )
             for name, left, w in zip(block.head, block.left, block.widths):
                 tab.add_column(clean(name), justify="left" if left else "right", overflow="fold", width=w)
             for row in block.rows:
@@ -187,6 +192,7 @@ def to_markdown(doc: Document) -> str:
     if doc.notes:
         out += [""] + [f"*{_md(n)}*  " for n in doc.notes]
     for sec in doc.sections:
+
         def line(cells: Iterable[str]) -> str:
             return "| " + " | ".join(_md_cell(c) for c in cells) + " |"
 
@@ -212,11 +218,36 @@ def _md(text: str) -> str:
     return clean(text).replace("|", "\\|")
 
 
-_LATEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
-          "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "×": r"$\times$", "⊗": r"$\otimes$",
-          "≤": r"$\le$", "ᵀ": r"$^\top$", "–": "--", "—": "---", "✓": r"\checkmark{}", "✗": r"$\times$",
-          "→": r"$\to$", "²": r"$^2$", "·": r"$\cdot$", "⊙": r"$\odot$", "≈": r"$\approx$",
-          "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}", "±": r"$\pm$", "−": r"$-$"}
+_LATEX = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+    "×": r"$\times$",
+    "⊗": r"$\otimes$",
+    "≤": r"$\le$",
+    "ᵀ": r"$^\top$",
+    "–": "--",
+    "—": "---",
+    "✓": r"\checkmark{}",
+    "✗": r"$\times$",
+    "→": r"$\to$",
+    "²": r"$^2$",
+    "·": r"$\cdot$",
+    "⊙": r"$\odot$",
+    "≈": r"$\approx$",
+    "<": r"\textless{}",
+    ">": r"\textgreater{}",
+    "|": r"\textbar{}",
+    "±": r"$\pm$",
+    "−": r"$-$",
+}
 
 
 def latex_escape(text: str) -> str:
@@ -247,9 +278,11 @@ def to_latex(doc: Document) -> str:
             for row in sec.rows:  # the label spans the columns the values do not
                 span = n - len(row) + 1
                 cells = [f"\\multicolumn{{{span}}}{{l}}{{{latex_escape(row[0])}}}"] + [
-                    latex_escape(c) if left[i + 1] == (cols[n - len(row) + 1 + i] == "l") else
-                    f"\\multicolumn{{1}}{{{'l' if left[i + 1] else 'r'}}}{{{latex_escape(c)}}}"
-                    for i, c in enumerate(row[1:])]
+                    latex_escape(c)
+                    if left[i + 1] == (cols[n - len(row) + 1 + i] == "l")
+                    else f"\\multicolumn{{1}}{{{'l' if left[i + 1] else 'r'}}}{{{latex_escape(c)}}}"
+                    for i, c in enumerate(row[1:])
+                ]
                 out.append(" & ".join(cells) + r" \\")
         out += ["\\bottomrule", "\\end{tabular}"]
     out += [f"% {clean(line)}" for line in doc.footer]
@@ -309,6 +342,7 @@ def _longest_word(text: str) -> int:
 @dataclass(frozen=True)
 class Block:
     """One table as printed: its columns (indexes into the section), their widths and alignment."""
+
     head: list[str]
     rows: list[list[str]]
     left: list[bool]
@@ -337,8 +371,7 @@ def layout(sec: Section, width: int | None, notes: list[str]) -> list[Block]:
     natural = _natural(head, rows, sec.show_head)
     if width is None or sum(natural) + sep * (len(natural) - 1) <= width:
         return [Block(head, rows, left, natural, sec.show_head)]
-    rows = [[_footnoted(c, notes) if left[i] and _width(c) > FOOTNOTE_OVER else c for i, c in enumerate(r)]
-            for r in rows]
+    rows = [[_footnoted(c, notes) if left[i] and _width(c) > FOOTNOTE_OVER else c for i, c in enumerate(r)] for r in rows]
     block = _shrink(head, rows, left, sec.show_head, width)
     if block.total(sep) <= width:
         return [block]
@@ -357,8 +390,7 @@ def layout(sec: Section, width: int | None, notes: list[str]) -> list[Block]:
     blocks = []
     for n, group in enumerate(groups):
         cols = keys + group
-        sub = [[r[i] for i in cols] for r in rows
-               if n == 0 or any(r[i].strip() for i in group)]
+        sub = [[r[i] for i in cols] for r in rows if n == 0 or any(r[i].strip() for i in group)]
         blocks.append(_shrink([head[i] for i in cols], sub, [left[i] for i in cols], sec.show_head, width))
     return blocks
 
@@ -409,7 +441,7 @@ def _footnoted(cell: str, notes: list[str]) -> str:
         elif ch == ")" and depth:
             depth -= 1
             if depth == 0:
-                text = cell[start + 1:i]
+                text = cell[start + 1 : i]
                 if len(text) >= 8 and start > 0 and cell[start - 1] == " ":
                     if text not in notes:
                         notes.append(text)

@@ -25,8 +25,21 @@ if TYPE_CHECKING:
 
 _REGISTRY: dict[str, type[Part]] = {}
 _VERSION = [0]
-MODULES = ("embedding", "streams", "prompts", "latent", "per_layer_inputs", "altup", "laurel", "hyper",
-           "residual_scale", "block_residuals", "cycles", "prediction_head", "shared")  # the shipped parts' modules
+MODULES = (
+    "embedding",
+    "streams",
+    "prompts",
+    "latent",
+    "per_layer_inputs",
+    "altup",
+    "laurel",
+    "hyper",
+    "residual_scale",
+    "block_residuals",
+    "cycles",
+    "prediction_head",
+    "shared",
+)  # the shipped parts' modules
 
 
 class Part:
@@ -152,8 +165,10 @@ def registry() -> dict[str, type[Part]]:
 
 def ordered(parts, phase: str = "") -> list[Part]:
     """``parts`` in the order their terms and modules come (``phase`` "input": by ``input_order`` where set)."""
+
     def rank(p):
         return p.input_order if phase == "input" and p.input_order is not None else p.order
+
     return sorted(parts, key=rank)
 
 

@@ -47,13 +47,18 @@ class BlockResiduals(Part):
     block_layers: Positive = 6
 
     def check(self, spec) -> None:
-        if (spec.parallel or spec.norm.placement != "pre"
-                or spec.has("altup", "laurel", "hyper", "residual_scale", "reversible", "shared_blocks",
-                            "per_layer_inputs", "cycles")
-                or any(group.reuses for group in spec.layers or ())):
-            raise SpecError(("block_residuals",), "block attention residuals mix the inputs of sequential pre-norm "
-                                                  "sublayers, without other residual streams, scaled adds, cycles or "
-                                                  "reused layers")
+        if (
+            spec.parallel
+            or spec.norm.placement != "pre"
+            or spec.has("altup", "laurel", "hyper", "residual_scale", "reversible", "shared_blocks", "per_layer_inputs", "cycles")
+            or any(group.reuses for group in spec.layers or ())
+        ):
+            raise SpecError(
+                ("block_residuals",),
+                "block attention residuals mix the inputs of sequential pre-norm "
+                "sublayers, without other residual streams, scaled adds, cycles or "
+                "reused layers",
+            )
 
     def resolve_layers(self, spec, layers, groups):
         """Each layer's mixes: layers of different blocks differ."""
@@ -91,8 +96,7 @@ def _mix(e, model, name: str, states: int, queries: int) -> None:
     # a product of activations
     e.term(f"{name}.scores", "weight", (queries * states, d), n, numel=0, macs=n * queries * states * d, component=name)
     e.op(f"{name}.softmax", n * SOFTMAX_OPS * queries * states, component=name)
-    e.term(f"{name}.values", "core", (queries * states, 1, d), n, numel=0, macs=n * queries * states * d, grows=False,
-           component=name)
+    e.term(f"{name}.values", "core", (queries * states, 1, d), n, numel=0, macs=n * queries * states * d, grows=False, component=name)
 
 
 @cache
@@ -115,7 +119,7 @@ def _modules():
             d = states.shape[-1]
             normed = states * torch.rsqrt(states.pow(2).mean(-1, keepdim=True) + 1e-6)
             query = self.query.view(-1, d).expand(*states.shape[:-2], -1, d)
-            weights = (self.scores(query, normed.transpose(-2, -1)) * d ** -0.5).softmax(-1)
+            weights = (self.scores(query, normed.transpose(-2, -1)) * d**-0.5).softmax(-1)
             return self.values(weights, normed)
 
     class LayerMixes(nn.Module):

@@ -34,12 +34,17 @@ class Cycles(Part):
 
     def check(self, spec) -> None:
         if self.stack * self.runs != spec.n_layers:
-            raise SpecError(("cycles", "stack"), f"{self.runs} stack runs of {self.stack} layers are "
-                                                 f"{self.stack * self.runs} layers, but n_layers is {spec.n_layers}")
+            raise SpecError(
+                ("cycles", "stack"),
+                f"{self.runs} stack runs of {self.stack} layers are {self.stack * self.runs} layers, but n_layers is {spec.n_layers}",
+            )
         if spec.parallel or spec.has("reversible", "altup", "hyper") or spec.norm.final:
-            raise SpecError(("cycles",), "cycles pass one residual stream between stack runs, the last run's norm "
-                                         "the final one: no parallel sublayers, reversible or other streams, and "
-                                         "norm.final false")
+            raise SpecError(
+                ("cycles",),
+                "cycles pass one residual stream between stack runs, the last run's norm "
+                "the final one: no parallel sublayers, reversible or other streams, and "
+                "norm.final false",
+            )
 
     def norm(self, model):
         """The norm after each stack run: the model's kind, without weights."""

@@ -28,12 +28,16 @@ class Embedding(Part):
 
     def check(self, spec) -> None:
         if self.vocab_size not in (None, spec.vocab_size) and spec.tie_embeddings:
-            raise SpecError(("embedding", "vocab_size"), "a tied head is the embedding's table: one vocabulary, "
-                                                         f"vocab_size {spec.vocab_size}")
+            raise SpecError(
+                ("embedding", "vocab_size"), f"a tied head is the embedding's table: one vocabulary, vocab_size {spec.vocab_size}"
+            )
         if self.width is not None and (spec.has("reversible") or spec.mtp_layers or spec.has("byte_latent")):
-            raise SpecError(("embedding", "width"), "an embedding of its own width is projected to one residual stream "
-                                                    "of d_model: no reversible streams, multi-token prediction modules "
-                                                    "or byte-latent parts, which read the embedding at d_model")
+            raise SpecError(
+                ("embedding", "width"),
+                "an embedding of its own width is projected to one residual stream "
+                "of d_model: no reversible streams, multi-token prediction modules "
+                "or byte-latent parts, which read the embedding at d_model",
+            )
 
     def table(self, shape):
         return (self.vocab_size or shape[0], self.width or shape[1])

@@ -86,8 +86,7 @@ class HyperConnections(Part):
         e.op(f"{name}.input_norm", n * (UNWEIGHTED_RMS_OPS * wide + (m if self.mixer == "ihc" else 0)))
         e.linear(f"{name}.fn", wide, m, False, n, component=name)
         e.term(f"{name}.base", "bias", (m,), n, elementwise=n * m, component=name)
-        e.term(f"{name}.scale", "bias", (1 if head else {"mhc": 3, "ihc": 2}[self.mixer],), n, elementwise=n * m,
-               component=name)
+        e.term(f"{name}.scale", "bias", (1 if head else {"mhc": 3, "ihc": 2}[self.mixer],), n, elementwise=n * m, component=name)
         weights = k * (ACTIVATION_OPS["sigmoid"] + 1)  # pre: sigmoid, + eps
         if not head:
             weights += k * (ACTIVATION_OPS["sigmoid"] + 1)  # post: sigmoid, × its magnitude (+ eps)

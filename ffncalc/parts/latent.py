@@ -68,9 +68,12 @@ class ByteLatent(Part):
 
     @property
     def count_note(self) -> str:
-        return (f"FLOPs with patches of a fixed {self.patch_size} bytes (the last shorter; BLT's entropy patching "
-                "places them by the data)" + (", the patcher over every byte" if self.patcher else "") +
-                "; cross-attention products over the whole patches × bytes rectangle")
+        return (
+            f"FLOPs with patches of a fixed {self.patch_size} bytes (the last shorter; BLT's entropy patching "
+            "places them by the data)"
+            + (", the patcher over every byte" if self.patcher else "")
+            + "; cross-attention products over the whole patches × bytes rectangle"
+        )
 
     def patches(self, seq_len: int) -> int:
         return -(-seq_len // self.patch_size)
@@ -125,16 +128,16 @@ class ByteLatent(Part):
         for part in ("k", "v"):
             e.term(f"{name}.{part}.weight", "weight", (g * hd, d), uses, macs=uses * d * g * hd, heads=g, positions=kv)
         for part in ("scores", "values"):
-            e.term(f"{name}.{part}", "core", (h, keys, hd), uses, numel=0, macs=uses * h * keys * hd,
-                   positions=queries, select="full")
+            e.term(f"{name}.{part}", "core", (h, keys, hd), uses, numel=0, macs=uses * h * keys * hd, positions=queries, select="full")
         e.op(f"{name}.softmax", SOFTMAX_OPS * uses * h * keys, scores=uses * h * keys, positions=queries)
         e.term(f"{name}.o.weight", "weight", (d, h * hd), uses, macs=uses * h * hd * d, positions=queries)
         e.op(f"{name}.residual", 2 * uses * d, positions=queries)  # inside the module and by its caller
 
     def check(self, spec) -> None:
         if self.encoder.d_model != spec.d_model:
-            raise SpecError(("byte_latent", "encoder", "d_model"), "the local encoder's width is the embedding's, "
-                                                                   f"d_model {spec.d_model}")
+            raise SpecError(
+                ("byte_latent", "encoder", "d_model"), f"the local encoder's width is the embedding's, d_model {spec.d_model}"
+            )
 
     def model_module(self, model):
         raise NotImplementedError("the Byte Latent Transformer's parts have no reference torch modules")

@@ -54,6 +54,6 @@ def _module():
 
         def add(self, x: torch.Tensor, out: torch.Tensor, slot: int, normed: torch.Tensor) -> torch.Tensor:
             """Beside attention, on its first norm's output; the FFN's add as usual."""
-            return (x + out + self(normed)) * 2 ** -0.5 if slot == 0 else x + out
+            return (x + out + self(normed)) * 2**-0.5 if slot == 0 else x + out
 
     return LaurelModule

@@ -73,14 +73,14 @@ def _modules():
             self.embed = nn.Embedding(spec.vocab_size or model.vocab_size, model.n_layers * spec.width)
             self.projection = Linear(model.d_model, model.n_layers * spec.width, bias=False)
             self.projection_norm = make_norm(model.norm, spec.width)
-            self.scale = spec.width ** 0.5
+            self.scale = spec.width**0.5
 
         def enter(self, x: torch.Tensor, ctx: dict) -> torch.Tensor:
             tokens = ctx["tokens"]
             shape = (*tokens.shape, self.layers, self.width)
             table = self.embed(tokens).view(shape) * self.scale
             projected = self.projection_norm((self.projection(x) * x.shape[-1] ** -0.5).view(shape))
-            ctx["vectors"] = (projected + table) * 2 ** -0.5
+            ctx["vectors"] = (projected + table) * 2**-0.5
             return x
 
     class LayerInput(nn.Module):

@@ -23,8 +23,11 @@ class ResidualScale(Part):
 
     def check(self, spec) -> None:
         if spec.parallel or spec.has("laurel", "altup", "hyper") or spec.norm.placement == "residual":
-            raise SpecError(("residual_scale",), "scaled residual adds are a sequential layer's two adds: no parallel "
-                                                 "sublayers, LAuReL, AltUp, hyper-connections or norms after the add")
+            raise SpecError(
+                ("residual_scale",),
+                "scaled residual adds are a sequential layer's two adds: no parallel "
+                "sublayers, LAuReL, AltUp, hyper-connections or norms after the add",
+            )
 
     def input_terms(self, e, model, seq_len: int) -> None:
         if self.input:

@@ -36,11 +36,19 @@ class Reversible(Part):
         return cls() if value else None
 
     def check(self, spec) -> None:
-        if (spec.tie_embeddings or spec.parallel or spec.norm.placement != "pre" or spec.norm.per_layer != 2
-                or spec.has("altup", "laurel", "hyper", "residual_scale", "prediction_head")):
-            raise SpecError(("reversible",), "reversible streams take sequential pre-norm layers of two norms and an "
-                                             "untied head of 2·d_model, without other residual streams, scaled "
-                                             "residual adds or a prediction head")
+        if (
+            spec.tie_embeddings
+            or spec.parallel
+            or spec.norm.placement != "pre"
+            or spec.norm.per_layer != 2
+            or spec.has("altup", "laurel", "hyper", "residual_scale", "prediction_head")
+        ):
+            raise SpecError(
+                ("reversible",),
+                "reversible streams take sequential pre-norm layers of two norms and an "
+                "untied head of 2·d_model, without other residual streams, scaled "
+                "residual adds or a prediction head",
+            )
 
     def final_width(self, width: int) -> int:
         return 2 * width

@@ -41,9 +41,7 @@ def canonical(name: str) -> str:
     import difflib
 
     choices = list(names()) + list(ALIASES)
-    close = difflib.get_close_matches(name, choices, n=3, cutoff=0.6) or difflib.get_close_matches(
-        name, choices, n=3, cutoff=0.0
-    )
+    close = difflib.get_close_matches(name, choices, n=3, cutoff=0.6) or difflib.get_close_matches(name, choices, n=3, cutoff=0.0)
     raise InputError(f"unknown preset {name!r}; closest: {', '.join(close)} (ffncalc presets lists them all)")
 
 

@@ -46,8 +46,11 @@ def parse_spec(text: str, source: str, *, check: bool = True) -> Model:
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"{source}:{mark.line + 1}" if mark else source
-        what = ("duplicate key" if "given twice" in str(exc.problem) else "YAML tag not allowed (plain YAML only)") \
-            if isinstance(exc, yaml.constructor.ConstructorError) else "YAML syntax error"
+        what = (
+            ("duplicate key" if "given twice" in str(exc.problem) else "YAML tag not allowed (plain YAML only)")
+            if isinstance(exc, yaml.constructor.ConstructorError)
+            else "YAML syntax error"
+        )
         raise InputError(f"{where}: {what}: {exc.problem or exc.context}") from None
     except yaml.YAMLError as exc:
         raise InputError(f"{source}: YAML error: {exc}") from None
@@ -79,8 +82,11 @@ class UniqueKeyLoader(yaml.SafeLoader):
                     continue
                 if first is not key_node:
                     raise yaml.constructor.ConstructorError(
-                        None, None, f"{str(key)[:60]!r} given twice (first on line {first.start_mark.line + 1}), once only",
-                        key_node.start_mark)
+                        None,
+                        None,
+                        f"{str(key)[:60]!r} given twice (first on line {first.start_mark.line + 1}), once only",
+                        key_node.start_mark,
+                    )
         return super().construct_mapping(node, deep=deep)
 
 

@@ -128,8 +128,7 @@ def test_verify_against_torch(cli, spec_file):
 
 
 def test_train_and_infer(cli, spec_file):
-    code, out, err = cli("train", spec_file, "--tokens", "1M", "--seq-len", "16", "--recompute", "selective",
-                         "--format", "json")
+    code, out, err = cli("train", spec_file, "--tokens", "1M", "--seq-len", "16", "--recompute", "selective", "--format", "json")
     assert code == 0, err
     figures = json.loads(out)["figures"]
     # Korthikanti's layer with each block's own kept elements: attention d + 2·(h + kv)·head_dim, the toy 2d,
@@ -143,8 +142,10 @@ def test_train_and_infer(cli, spec_file):
     assert code == 0, err
     assert json.loads(out)["figures"]["kv_bytes_per_token"]["value"] == LAYERS * 2 * D * 2  # K and V, bf16
     for fmt in ("table", "markdown", "csv", "latex"):
-        for args in (("train", spec_file, "--tokens", "1M", "--seq-len", "16"),
-                     ("infer", spec_file, "--prompt", "10", "--generate", "5")):
+        for args in (
+            ("train", spec_file, "--tokens", "1M", "--seq-len", "16"),
+            ("infer", spec_file, "--prompt", "10", "--generate", "5"),
+        ):
             code, out, err = cli(*args, "--format", fmt)
             assert code == 0 and out, err
 
@@ -186,8 +187,10 @@ def test_trusted_presets_equal_validated(name):
 
 
 def test_counting_a_preset_needs_no_pydantic():
-    code = ("import sys; from ffncalc.sources import presets; from ffncalc.analysis.count import tally; "
-            "tally(presets.load('deepseek-v3')[1]); print('pydantic' in sys.modules)")
+    code = (
+        "import sys; from ffncalc.sources import presets; from ffncalc.analysis.count import tally; "
+        "tally(presets.load('deepseek-v3')[1]); print('pydantic' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0 and out.stdout.strip() == "False", out.stderr
 
@@ -197,15 +200,33 @@ def test_no_type_tests_of_blocks_or_specs_outside_blocks():
     names = {cls.__name__ for slot in ("attention", "ffn") for cls in blocks.kinds(slot).values()}
     names |= {"ModelSpec", "Norm", "LayerGroup", "LlamaWidth", "Layer", "Model", "Block"}
     pattern = re.compile(r"isinstance\([^)]*\b(" + "|".join(sorted(names)) + r")\b")
-    offenders = [f"{path}:{i}" for path in (ROOT / "ffncalc").rglob("*.py")
-                 if "blocks" not in path.parts and path.name != "schema.py"
-                 for i, line in enumerate(path.read_text().splitlines(), 1) if pattern.search(line)]
+    offenders = [
+        f"{path}:{i}"
+        for path in (ROOT / "ffncalc").rglob("*.py")
+        if "blocks" not in path.parts and path.name != "schema.py"
+        for i, line in enumerate(path.read_text().splitlines(), 1)
+        if pattern.search(line)
+    ]
     assert offenders == []
 
 
 # What names a block outside blocks/: a loop's or a parameter's usual name for one, a layer's slots, a block's body.
-BLOCK_NAMES = {"b", "block", "blk", "blocks", "mixer", "mixers", "member", "ffn", "attn", "attention", "moe",
-               "expert", "inner", "body"}
+BLOCK_NAMES = {
+    "b",
+    "block",
+    "blk",
+    "blocks",
+    "mixer",
+    "mixers",
+    "member",
+    "ffn",
+    "attn",
+    "attention",
+    "moe",
+    "expert",
+    "inner",
+    "body",
+}
 SLOTS = {"attention", "ffn", "shared", "mixer", "body"}
 
 
@@ -217,7 +238,7 @@ def kind_attributes() -> set[str]:
     for slot in ("attention", "ffn", "shared"):
         for cls in blocks.kinds(slot).values():
             names |= {f.name for f in dataclasses.fields(cls)}
-            for k in cls.__mro__[:cls.__mro__.index(Block)]:
+            for k in cls.__mro__[: cls.__mro__.index(Block)]:
                 names |= set(vars(k))
     return {n for n in names if not n.startswith("__")} - set(vars(Block)) - set(Block.__annotations__)
 
@@ -250,8 +271,12 @@ def test_no_attribute_probes_of_blocks_outside_blocks():
         if "blocks" in path.relative_to(ROOT / "ffncalc").parts:
             continue
         for node in ast.walk(ast.parse(path.read_text())):
-            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-                    and node.func.id in ("getattr", "hasattr") and len(node.args) >= 2):
+            if not (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id in ("getattr", "hasattr")
+                and len(node.args) >= 2
+            ):
                 continue
             target, name = node.args[:2]
             literal = name.value if isinstance(name, ast.Constant) else None
@@ -274,11 +299,17 @@ def test_block_options_by_hand_and_against_torch():
     bias, counted by hand and proven against the reference torch modules in both attention views."""
     from ffncalc.analysis.verify import verify
 
-    data = dict(vocab_size=50, d_model=32, n_layers=2, context_length=16, positions="learned", position_offset=2,
-                attention={"n_heads": 4, "n_kv_heads": 2, "qk_norm": "each_head", "sinks": True},
-                ffn={"kind": "moe", "n_experts": 4, "top_k": 2, "correction_bias": True,
-                     "expert": {"kind": "gated", "d_ff": 8}},
-                norm={"kind": "layernorm1p"})
+    data = dict(
+        vocab_size=50,
+        d_model=32,
+        n_layers=2,
+        context_length=16,
+        positions="learned",
+        position_offset=2,
+        attention={"n_heads": 4, "n_kv_heads": 2, "qk_norm": "each_head", "sinks": True},
+        ffn={"kind": "moe", "n_experts": 4, "top_k": 2, "correction_bias": True, "expert": {"kind": "gated", "d_ff": 8}},
+        norm={"kind": "layernorm1p"},
+    )
     model = from_data(data)
     embeddings = 50 * 32 + (16 + 2) * 32 + 50 * 32  # tokens, positions (2 more rows), untied head
     norms = 2 * 2 * 32  # two LayerNorm1p a layer, weight and bias
@@ -296,10 +327,21 @@ def test_a_layer_may_be_its_ffn_alone():
     and "E" layers); one norm a layer, before the FFN."""
     from ffncalc.analysis.verify import verify
 
-    model = from_data(dict(vocab_size=20, d_model=16, n_layers=3, context_length=8, attention={"n_heads": 2},
-                           ffn={"kind": "none"}, norm={"per_layer": 1},
-                           layers=[{"repeat": 1}, {"repeat": 2, "attention": {"kind": "none"},
-                                                   "ffn": {"kind": "dense", "d_ff": 32, "activation": "relu2"}}]))
+    model = from_data(
+        dict(
+            vocab_size=20,
+            d_model=16,
+            n_layers=3,
+            context_length=8,
+            attention={"n_heads": 2},
+            ffn={"kind": "none"},
+            norm={"per_layer": 1},
+            layers=[
+                {"repeat": 1},
+                {"repeat": 2, "attention": {"kind": "none"}, "ffn": {"kind": "dense", "d_ff": 32, "activation": "relu2"}},
+            ],
+        )
+    )
     per_layer = [16 + 4 * 16 * 16, 16 + 2 * 16 * 32, 16 + 2 * 16 * 32]  # norm + q/k/v/o; norm + up/down
     assert tally(model).params == 2 * 20 * 16 + sum(per_layer) + 16
     assert sum(b.cache_elements(model) for b in model.blocks()) == 2 * 16  # K and V of the one attention layer
@@ -313,8 +355,17 @@ def test_a_layer_may_be_its_mixer_alone():
     """ffn kind none: no parameters and no work after the mixer; one norm a layer, before the mixer."""
     from ffncalc.analysis.verify import verify
 
-    model = from_data(dict(vocab_size=20, d_model=16, n_layers=2, context_length=8, attention={"n_heads": 2},
-                           ffn={"kind": "none"}, norm={"per_layer": 1}))
+    model = from_data(
+        dict(
+            vocab_size=20,
+            d_model=16,
+            n_layers=2,
+            context_length=8,
+            attention={"n_heads": 2},
+            ffn={"kind": "none"},
+            norm={"per_layer": 1},
+        )
+    )
     assert tally(model).params == 2 * 20 * 16 + 2 * (16 + 4 * 16 * 16) + 16  # embed, head; norm + q/k/v/o; final
     report = verify(model, seq_len=4)
     assert report.ok, report.failures
@@ -332,9 +383,11 @@ def test_counting_a_preset_imports_only_the_blocks_it_uses():
     import subprocess
     import sys
 
-    code = ("import sys; from ffncalc.sources import presets; from ffncalc.analysis.count import tally; "
-            "tally(presets.load('llama3-8b')[1]); "
-            "print(sorted(m for m in sys.modules if m.startswith('ffncalc.blocks.')))")
+    code = (
+        "import sys; from ffncalc.sources import presets; from ffncalc.analysis.count import tally; "
+        "tally(presets.load('llama3-8b')[1]); "
+        "print(sorted(m for m in sys.modules if m.startswith('ffncalc.blocks.')))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert "ffncalc.blocks.mla" not in out and "ffncalc.blocks.mamba2" not in out, out
     assert "ffncalc.blocks.attention" in out and "ffncalc.blocks.gated_ffn" in out, out

@@ -9,12 +9,30 @@ from ffncalc.model import SpecError, from_data
 
 D, H, G, W, T0, T1, R, E, F = 64, 4, 2, 16, 3, 2, 8, 4, 32
 CCA = {"kind": "cca", "n_heads": H, "n_kv_heads": G, "head_dim": W, "time0": T0, "time1": T1, "rotary_dim": 8}
-MOE = {"kind": "moe", "n_experts": E, "top_k": 1, "expert": {"kind": "gated", "d_ff": F}, "router_mlp": R,
-       "skip_expert": True, "router_state": True}
-DATA = dict(vocab_size=50, d_model=D, n_layers=3, context_length=16, attention=CCA, ffn=MOE, tie_embeddings=True,
-            layers=[{"repeat": 1, "ffn": {**MOE, "router_state": False}}, {"repeat": 1, "attention": {**CCA, "window": 4}},
-                    {"repeat": 1, "attention": {**CCA, "bias": True}}],
-            residual_scale={"input": True})
+MOE = {
+    "kind": "moe",
+    "n_experts": E,
+    "top_k": 1,
+    "expert": {"kind": "gated", "d_ff": F},
+    "router_mlp": R,
+    "skip_expert": True,
+    "router_state": True,
+}
+DATA = dict(
+    vocab_size=50,
+    d_model=D,
+    n_layers=3,
+    context_length=16,
+    attention=CCA,
+    ffn=MOE,
+    tie_embeddings=True,
+    layers=[
+        {"repeat": 1, "ffn": {**MOE, "router_state": False}},
+        {"repeat": 1, "attention": {**CCA, "window": 4}},
+        {"repeat": 1, "attention": {**CCA, "bias": True}},
+    ],
+    residual_scale={"input": True},
+)
 
 
 def test_attention_parameters_by_hand():

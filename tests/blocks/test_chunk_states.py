@@ -15,8 +15,15 @@ from ffncalc.model.reference import build
 pytestmark = pytest.mark.torch
 
 MIXERS = {
-    "gated_deltanet": {"kind": "gated_deltanet", "n_key_heads": 2, "key_head_dim": 4, "n_value_heads": 4,
-                       "value_head_dim": 3, "conv_kernel": 3, "chunk_size": 4},
+    "gated_deltanet": {
+        "kind": "gated_deltanet",
+        "n_key_heads": 2,
+        "key_head_dim": 4,
+        "n_value_heads": 4,
+        "value_head_dim": 3,
+        "conv_kernel": 3,
+        "chunk_size": 4,
+    },
     "kda": {"kind": "kda", "n_heads": 2, "head_dim": 4, "conv_kernel": 3, "chunk_size": 4},
     "lightning": {"kind": "lightning", "n_heads": 2, "head_dim": 8, "chunk_size": 4},
     "mlstm": {"kind": "mlstm", "n_heads": 2, "qk_dim": 8, "v_dim": 16, "chunk_size": 4},
@@ -47,8 +54,18 @@ def _flops(net, device, seq_len):
 def test_meta_form_does_the_loops_work(kind, seq_len, causal):
     import torch
 
-    spec = from_data(dict(vocab_size=40, d_model=16, n_layers=1, context_length=32, positions="none",
-                          attention=MIXERS[kind], ffn={"kind": "none"}, norm={"per_layer": 1}))
+    spec = from_data(
+        dict(
+            vocab_size=40,
+            d_model=16,
+            n_layers=1,
+            context_length=32,
+            positions="none",
+            attention=MIXERS[kind],
+            ffn={"kind": "none"},
+            norm={"per_layer": 1},
+        )
+    )
     torch.manual_seed(0)
     real = build(spec, device="cpu", causal=causal)
     meta = build(spec, device="meta", causal=causal)
@@ -60,8 +77,14 @@ def test_meta_form_does_the_loops_work(kind, seq_len, causal):
 FFNS = {
     "gated": {"kind": "gated", "d_ff": 24},
     "dense": {"kind": "dense", "d_ff": 24, "activation": "gelu", "bias": True},
-    "moe": {"kind": "moe", "n_experts": 5, "top_k": 2, "expert": {"kind": "gated", "d_ff": 8},
-            "n_shared_experts": 1, "shared": {"kind": "gated", "d_ff": 8}},
+    "moe": {
+        "kind": "moe",
+        "n_experts": 5,
+        "top_k": 2,
+        "expert": {"kind": "gated", "d_ff": 8},
+        "n_shared_experts": 1,
+        "shared": {"kind": "gated", "d_ff": 8},
+    },
 }
 
 
@@ -70,8 +93,7 @@ FFNS = {
 def test_meta_ffns_do_the_real_matmuls(kind, seq_len):
     import torch
 
-    spec = from_data(dict(vocab_size=40, d_model=16, n_layers=1, context_length=32, attention={"n_heads": 2},
-                          ffn=FFNS[kind]))
+    spec = from_data(dict(vocab_size=40, d_model=16, n_layers=1, context_length=32, attention={"n_heads": 2}, ffn=FFNS[kind]))
     torch.manual_seed(0)
     real, meta = build(spec, device="cpu"), build(spec, device="meta")
     for net in (real, meta):

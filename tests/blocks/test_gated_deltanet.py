@@ -37,10 +37,25 @@ QWEN3_NEXT = HERE / "hf_configs" / "qwen3-next-80b-a3b-thinking.json"
 # at most 4 tokens.
 V, D, L = 40, 16, 2
 HK, DK, H, DV, K, CHUNK = 2, 4, 4, 3, 3, 4
-MIXER = {"kind": "gated_deltanet", "n_key_heads": HK, "key_head_dim": DK, "n_value_heads": H, "value_head_dim": DV,
-         "conv_kernel": K, "chunk_size": CHUNK}
-DATA = dict(vocab_size=V, d_model=D, n_layers=L, context_length=32, positions="none", attention=MIXER,
-            ffn={"kind": "none"}, norm={"per_layer": 1})
+MIXER = {
+    "kind": "gated_deltanet",
+    "n_key_heads": HK,
+    "key_head_dim": DK,
+    "n_value_heads": H,
+    "value_head_dim": DV,
+    "conv_kernel": K,
+    "chunk_size": CHUNK,
+}
+DATA = dict(
+    vocab_size=V,
+    d_model=D,
+    n_layers=L,
+    context_length=32,
+    positions="none",
+    attention=MIXER,
+    ffn={"kind": "none"},
+    norm={"per_layer": 1},
+)
 
 KEY_DIM, VALUE_DIM = HK * DK, H * DV  # 8, 12
 CONV_DIM = 2 * KEY_DIM + VALUE_DIM  # q, k, v: 28
@@ -51,12 +66,15 @@ CHUNK_OF = {1: 1, 2: 2, 6: 3, 8: 4, 11: 1, 12: 4, 16: 4}
 
 def hand_params() -> int:
     """Embedding and untied head; per layer one RMSNorm (d) and the mixer; a final RMSNorm."""
-    mixer = (D * QKVZ  # in_proj_qkvz, no bias: 640
-             + D * BA  # in_proj_ba, no bias: 128
-             + CONV_DIM * 1 * K  # depthwise conv1d (28, 1, 3), no bias: 84
-             + H + H  # dt_bias, A_log: 8
-             + DV  # the gated RMSNorm's weight, shared by the value heads: 3
-             + VALUE_DIM * D)  # out_proj, no bias: 192
+    mixer = (
+        D * QKVZ  # in_proj_qkvz, no bias: 640
+        + D * BA  # in_proj_ba, no bias: 128
+        + CONV_DIM * 1 * K  # depthwise conv1d (28, 1, 3), no bias: 84
+        + H
+        + H  # dt_bias, A_log: 8
+        + DV  # the gated RMSNorm's weight, shared by the value heads: 3
+        + VALUE_DIM * D
+    )  # out_proj, no bias: 192
     return 2 * V * D + L * (D + mixer) + D
 
 
@@ -85,8 +103,9 @@ def test_parameters_by_hand(model):
 @pytest.mark.parametrize("convention", ["exact", "causal"])
 @pytest.mark.parametrize("seq_len", [1, 6, 11, 12])
 def test_flops_by_hand(model, convention, seq_len):
-    assert tally(model, convention=convention, seq_len=seq_len).flops_per_token == \
-        hand_matmul_flops_per_token(seq_len, convention == "causal")
+    assert tally(model, convention=convention, seq_len=seq_len).flops_per_token == hand_matmul_flops_per_token(
+        seq_len, convention == "causal"
+    )
 
 
 @pytest.mark.parametrize("convention", ["exact", "causal"])
@@ -95,21 +114,39 @@ def test_verify_against_torch(model, convention, seq_len):
     report = verify(model, seq_len=seq_len, convention=convention, every_layer=True)
     assert report.ok, report.failures
     names = {c.component for c in report.checks}
-    assert {"linear_attn.in_proj_qkvz.weight", "linear_attn.in_proj_ba.weight", "linear_attn.conv1d.weight",
-            "linear_attn.dt_bias", "linear_attn.A_log", "linear_attn.norm", "linear_attn.out_proj.weight",
-            "linear_attn.kkt", "linear_attn.qk", "linear_attn.solve", "linear_attn.values",
-            "linear_attn.state_correct", "linear_attn.state_read", "linear_attn.state_write"} <= names
+    assert {
+        "linear_attn.in_proj_qkvz.weight",
+        "linear_attn.in_proj_ba.weight",
+        "linear_attn.conv1d.weight",
+        "linear_attn.dt_bias",
+        "linear_attn.A_log",
+        "linear_attn.norm",
+        "linear_attn.out_proj.weight",
+        "linear_attn.kkt",
+        "linear_attn.qk",
+        "linear_attn.solve",
+        "linear_attn.values",
+        "linear_attn.state_correct",
+        "linear_attn.state_read",
+        "linear_attn.state_write",
+    } <= names
     conv = next(c for c in report.checks if c.component == "linear_attn.conv1d.weight")
     assert conv.torch_flops == L * 2 * CONV_DIM * K * seq_len  # FlopCounterMode's count of the convolution
     state = next(c for c in report.checks if c.component == "linear_attn.state_read")
     assert state.torch_flops == L * 2 * H * DK * DV * seq_len  # the same in both views: one state per token
 
 
-GATED_ATTENTION = {"kind": "mha", "n_heads": 4, "n_kv_heads": 2, "head_dim": 8, "qk_norm": "head", "rotary_dim": 4,
-                   "gate": True}
-HYBRID = dict(vocab_size=V, d_model=D, n_layers=4, context_length=32, positions="rotary", attention=MIXER,
-              ffn={"kind": "gated", "d_ff": 24},
-              layers=[{"repeat": 3}, {"repeat": 1, "attention": GATED_ATTENTION}])
+GATED_ATTENTION = {"kind": "mha", "n_heads": 4, "n_kv_heads": 2, "head_dim": 8, "qk_norm": "head", "rotary_dim": 4, "gate": True}
+HYBRID = dict(
+    vocab_size=V,
+    d_model=D,
+    n_layers=4,
+    context_length=32,
+    positions="rotary",
+    attention=MIXER,
+    ffn={"kind": "gated", "d_ff": 24},
+    layers=[{"repeat": 3}, {"repeat": 1, "attention": GATED_ATTENTION}],
+)
 
 
 @pytest.mark.parametrize("convention", ["exact", "causal"])
@@ -129,22 +166,30 @@ def test_hybrid_with_gated_attention_verifies(convention):
 def test_qwen3_next_80b_parameters_by_hand():
     """Every layer of Qwen3-Next-80B-A3B written out (the config: d 2048, 48 layers, every 4th full attention)."""
     d, vocab = 2048, 151936
-    deltanet = (2048 * (2 * 16 * 128 + 2 * 32 * 128)  # in_proj_qkvz: 25,165,824
-                + 2048 * 2 * 32  # in_proj_ba: 131,072
-                + (2 * 16 * 128 + 32 * 128) * 4  # conv1d, 8,192 channels × kernel 4: 32,768
-                + 32 + 32  # dt_bias, A_log
-                + 128  # the gated norm over value_head_dim
-                + 32 * 128 * 2048)  # out_proj: 8,388,608
+    deltanet = (
+        2048 * (2 * 16 * 128 + 2 * 32 * 128)  # in_proj_qkvz: 25,165,824
+        + 2048 * 2 * 32  # in_proj_ba: 131,072
+        + (2 * 16 * 128 + 32 * 128) * 4  # conv1d, 8,192 channels × kernel 4: 32,768
+        + 32
+        + 32  # dt_bias, A_log
+        + 128  # the gated norm over value_head_dim
+        + 32 * 128 * 2048
+    )  # out_proj: 8,388,608
     assert deltanet == 33_718_464
-    attention = (2048 * 2 * 16 * 256  # q_proj, query and gate: 16,777,216
-                 + 2 * 2048 * 2 * 256  # k_proj, v_proj: 2 × 1,048,576
-                 + 256 + 256  # q_norm, k_norm over head_dim
-                 + 16 * 256 * 2048)  # o_proj: 8,388,608
+    attention = (
+        2048 * 2 * 16 * 256  # q_proj, query and gate: 16,777,216
+        + 2 * 2048 * 2 * 256  # k_proj, v_proj: 2 × 1,048,576
+        + 256
+        + 256  # q_norm, k_norm over head_dim
+        + 16 * 256 * 2048
+    )  # o_proj: 8,388,608
     assert attention == 27_263_488
-    moe = (512 * 2048  # the router
-           + 512 * 3 * 2048 * 512  # 512 SwiGLU experts of 512
-           + 3 * 2048 * 512  # the shared expert of 512
-           + 2048)  # shared_expert_gate
+    moe = (
+        512 * 2048  # the router
+        + 512 * 3 * 2048 * 512  # 512 SwiGLU experts of 512
+        + 3 * 2048 * 512  # the shared expert of 512
+        + 2048
+    )  # shared_expert_gate
     assert moe == 1_614_809_088
     total = 36 * deltanet + 12 * attention + 48 * (moe + 2 * d) + 2 * vocab * d + d
     assert total == 79_674_391_296
@@ -167,8 +212,7 @@ def test_qwen3_next_80b_state_and_kv_by_hand(cli):
     state = 36 * (32 * 128 * 128 + (2 * 16 * 128 + 32 * 128) * (4 - 1)) * 2
     assert (kv_per_token, state) == (24_576, 39_518_208)
     for context, kv in ((32_768, 805_306_368), (262_144, 6_442_450_944)):
-        code, out, err = cli("infer", str(QWEN3_NEXT), "--prompt", str(context - 1), "--generate", "1",
-                             "--format", "json")
+        code, out, err = cli("infer", str(QWEN3_NEXT), "--prompt", str(context - 1), "--generate", "1", "--format", "json")
         assert code == 0, err
         figures = {k: v["value"] for k, v in json.loads(out)["figures"].items()}
         assert figures["kv_bytes_per_token"] == kv_per_token
@@ -215,7 +259,7 @@ def recurrent_mixer(mixer, x: torch.Tensor) -> torch.Tensor:
             if t - (K - 1) + j >= 0:
                 conv[:, t] += w["conv1d.weight"][:, 0, j] * mixed[:, t - (K - 1) + j]
     q, k, v = F.silu(conv).split([KEY_DIM, KEY_DIM, VALUE_DIM], dim=-1)
-    q = F.normalize(q.view(b, s, HK, DK), dim=-1).repeat_interleave(r, dim=2) / DK ** 0.5
+    q = F.normalize(q.view(b, s, HK, DK), dim=-1).repeat_interleave(r, dim=2) / DK**0.5
     k = F.normalize(k.view(b, s, HK, DK), dim=-1).repeat_interleave(r, dim=2)
     v = v.view(b, s, H, DV)
     beta = torch.sigmoid(bb.reshape(b, s, H))
@@ -259,9 +303,17 @@ def test_reference_is_transformers_gated_deltanet(model):
     net = build(model, device="cpu")
     mixer = net.layers[0].linear_attn
     _randomize(mixer, seed=3)
-    config = Qwen3NextConfig(vocab_size=V, hidden_size=D, num_hidden_layers=1, linear_num_key_heads=HK,
-                             linear_key_head_dim=DK, linear_num_value_heads=H, linear_value_head_dim=DV,
-                             linear_conv_kernel_dim=K, layer_types=["linear_attention"])
+    config = Qwen3NextConfig(
+        vocab_size=V,
+        hidden_size=D,
+        num_hidden_layers=1,
+        linear_num_key_heads=HK,
+        linear_key_head_dim=DK,
+        linear_num_value_heads=H,
+        linear_value_head_dim=DV,
+        linear_conv_kernel_dim=K,
+        layer_types=["linear_attention"],
+    )
     theirs = Qwen3NextGatedDeltaNet(config, layer_idx=0)
     theirs.load_state_dict(mixer.state_dict())  # strict: the same names and shapes
     x = torch.randn(2, 12, D, generator=torch.Generator().manual_seed(4))
@@ -277,9 +329,17 @@ def test_gated_attention_is_transformers_qwen3_next_attention():
 
     spec = from_data(HYBRID)
     ours = build(spec, device="cpu").layers[3].attn  # the full view: every query meets every key, as with no mask
-    config = Qwen3NextConfig(vocab_size=V, hidden_size=D, num_hidden_layers=1, num_attention_heads=4,
-                             num_key_value_heads=2, head_dim=8, partial_rotary_factor=0.5, rope_theta=10000.0,
-                             layer_types=["full_attention"])
+    config = Qwen3NextConfig(
+        vocab_size=V,
+        hidden_size=D,
+        num_hidden_layers=1,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=8,
+        partial_rotary_factor=0.5,
+        rope_theta=10000.0,
+        layer_types=["full_attention"],
+    )
     config._attn_implementation = "eager"
     theirs = Qwen3NextAttention(config, layer_idx=0)
     gen = torch.Generator().manual_seed(5)

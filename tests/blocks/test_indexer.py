@@ -42,24 +42,51 @@ def test_indexer_parameters_per_layer_by_hand():
     assert indexer_params(tally(hf.load(CONFIGS / "glm-5.1.json")[1]).rows) == 78 * glm
 
 
-
 def test_glm_5_1_total_from_its_checkpoint():
     """GLM-5.1's checkpoint holds 753,864,139,008 elements (a public model report's tensor listing of
     zai-org/GLM-5.1): less its multi-token-prediction layer 78, which GlmMoeDsaForCausalLM does not build, and
     the 75 routers' e_score_correction_bias (256 each), buffers in transformers, it is GLM-5.1's total."""
     d = 6144
-    attention = (d * 2048 + 2048 + 2048 * 16384 + d * 576 + 512 + 512 * 28672 + 16384 * d  # MLA with its norms
-                 + 2048 * 32 * 128 + d * 128 + 2 * 128 + d * 32)  # the indexer
+    attention = (
+        d * 2048
+        + 2048
+        + 2048 * 16384
+        + d * 576
+        + 512
+        + 512 * 28672
+        + 16384 * d  # MLA with its norms
+        + 2048 * 32 * 128
+        + d * 128
+        + 2 * 128
+        + d * 32
+    )  # the indexer
     moe = 256 * 3 * 2048 * d + 256 * d + 3 * 2048 * d  # 256 experts, the router, one shared expert
     mtp = attention + moe + 256 + 2 * d + d * 2 * d + 3 * d  # its correction bias, 2 norms, eh_proj, 3 norms
     total = 753_864_139_008 - mtp - 75 * 256
     assert tally(hf.load(CONFIGS / "glm-5.1.json")[1]).params == total == 743_911_199_232
 
+
 def small(**indexer):
-    attention = {"kind": "mla", "n_heads": 4, "q_lora_rank": 16, "kv_lora_rank": 8, "qk_nope_head_dim": 8,
-                 "qk_rope_head_dim": 4, "v_head_dim": 8, **indexer}
-    return from_data({"vocab_size": 64, "d_model": 32, "n_layers": 2, "context_length": 16,
-                      "attention": attention, "ffn": {"kind": "gated", "d_ff": 64}})
+    attention = {
+        "kind": "mla",
+        "n_heads": 4,
+        "q_lora_rank": 16,
+        "kv_lora_rank": 8,
+        "qk_nope_head_dim": 8,
+        "qk_rope_head_dim": 4,
+        "v_head_dim": 8,
+        **indexer,
+    }
+    return from_data(
+        {
+            "vocab_size": 64,
+            "d_model": 32,
+            "n_layers": 2,
+            "context_length": 16,
+            "attention": attention,
+            "ffn": {"kind": "gated", "d_ff": 64},
+        }
+    )
 
 
 @pytest.mark.parametrize("convention", ["exact", "causal"])
@@ -119,9 +146,17 @@ def test_reference_indexer_selects_what_transformers_selects():
     from transformers.models.deepseek_v32.modeling_deepseek_v32 import DeepseekV32Indexer, DeepseekV32RotaryEmbedding
 
     torch.manual_seed(0)
-    config = DeepseekV32Config(hidden_size=32, q_lora_rank=16, index_n_heads=16, index_head_dim=8, qk_rope_head_dim=4,
-                               index_topk=4, num_attention_heads=4, num_hidden_layers=1,
-                               rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
+    config = DeepseekV32Config(
+        hidden_size=32,
+        q_lora_rank=16,
+        index_n_heads=16,
+        index_head_dim=8,
+        qk_rope_head_dim=4,
+        index_topk=4,
+        num_attention_heads=4,
+        num_hidden_layers=1,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+    )
     theirs = DeepseekV32Indexer(config, 0).eval()
     for p in theirs.parameters():
         torch.nn.init.normal_(p)
@@ -139,12 +174,30 @@ def test_reference_indexer_selects_what_transformers_selects():
             assert set(kept[j, i].tolist()) == set(selected[j, i].tolist())
 
 
-TINY_GLM = {"model_type": "glm_moe_dsa", "vocab_size": 128, "hidden_size": 64, "intermediate_size": 96,
-            "moe_intermediate_size": 32, "num_hidden_layers": 6, "num_attention_heads": 2, "num_key_value_heads": 2,
-            "n_routed_experts": 4, "num_experts_per_tok": 2, "n_shared_experts": 1, "kv_lora_rank": 16,
-            "q_lora_rank": 24, "qk_rope_head_dim": 8, "qk_nope_head_dim": 16, "v_head_dim": 16,
-            "index_n_heads": 2, "index_head_dim": 16, "index_topk": 4, "first_k_dense_replace": 1,
-            "index_topk_freq": 2, "index_skip_topk_offset": 2}
+TINY_GLM = {
+    "model_type": "glm_moe_dsa",
+    "vocab_size": 128,
+    "hidden_size": 64,
+    "intermediate_size": 96,
+    "moe_intermediate_size": 32,
+    "num_hidden_layers": 6,
+    "num_attention_heads": 2,
+    "num_key_value_heads": 2,
+    "n_routed_experts": 4,
+    "num_experts_per_tok": 2,
+    "n_shared_experts": 1,
+    "kv_lora_rank": 16,
+    "q_lora_rank": 24,
+    "qk_rope_head_dim": 8,
+    "qk_nope_head_dim": 16,
+    "v_head_dim": 16,
+    "index_n_heads": 2,
+    "index_head_dim": 16,
+    "index_topk": 4,
+    "first_k_dense_replace": 1,
+    "index_topk_freq": 2,
+    "index_skip_topk_offset": 2,
+}
 
 
 def test_glm_shared_layers_hold_no_indexer():
@@ -168,27 +221,60 @@ def test_glm_shared_layers_hold_no_indexer():
     assert expected.count("full") == 21
 
 
-@pytest.mark.parametrize("attention, message", [
-    ({"index_n_heads": 2, "index_head_dim": 8, "q_lora_rank": None}, "q_lora_rank"),
-    ({"index_head_dim": 8}, "without index_n_heads"),
-    ({"index_n_heads": 2}, "index_head_dim"),
-])
+@pytest.mark.parametrize(
+    "attention, message",
+    [
+        ({"index_n_heads": 2, "index_head_dim": 8, "q_lora_rank": None}, "q_lora_rank"),
+        ({"index_head_dim": 8}, "without index_n_heads"),
+        ({"index_n_heads": 2}, "index_head_dim"),
+    ],
+)
 def test_indexer_spec_errors(attention, message):
-    base = {"kind": "mla", "n_heads": 4, "q_lora_rank": 16, "kv_lora_rank": 8, "qk_nope_head_dim": 8,
-            "qk_rope_head_dim": 4, "v_head_dim": 8}
+    base = {
+        "kind": "mla",
+        "n_heads": 4,
+        "q_lora_rank": 16,
+        "kv_lora_rank": 8,
+        "qk_nope_head_dim": 8,
+        "qk_rope_head_dim": 4,
+        "v_head_dim": 8,
+    }
     with pytest.raises(Exception, match=message):
-        from_data({"vocab_size": 64, "d_model": 32, "n_layers": 2, "context_length": 16,
-                   "attention": {**base, **attention}, "ffn": {"kind": "gated", "d_ff": 64}})
+        from_data(
+            {
+                "vocab_size": 64,
+                "d_model": 32,
+                "n_layers": 2,
+                "context_length": 16,
+                "attention": {**base, **attention},
+                "ffn": {"kind": "gated", "d_ff": 64},
+            }
+        )
 
 
 def test_deepseek_v32_defaults_and_mlp_layer_types_against_transformers():
     """A sparse deepseek_v32 config: DeepseekV32Config's indexer defaults (64 heads × 128) where the keys are
     absent, and mlp_layer_types read layer by layer (not first_k_dense_replace), as transformers builds it."""
-    data = {"model_type": "deepseek_v32", "vocab_size": 128, "hidden_size": 64, "intermediate_size": 96,
-            "moe_intermediate_size": 32, "num_hidden_layers": 4, "num_attention_heads": 2, "num_key_value_heads": 2,
-            "n_routed_experts": 4, "num_experts_per_tok": 2, "n_group": 1, "topk_group": 1, "kv_lora_rank": 16,
-            "q_lora_rank": 24, "qk_rope_head_dim": 8, "qk_nope_head_dim": 16, "v_head_dim": 16,
-            "mlp_layer_types": ["dense", "sparse", "dense", "sparse"]}
+    data = {
+        "model_type": "deepseek_v32",
+        "vocab_size": 128,
+        "hidden_size": 64,
+        "intermediate_size": 96,
+        "moe_intermediate_size": 32,
+        "num_hidden_layers": 4,
+        "num_attention_heads": 2,
+        "num_key_value_heads": 2,
+        "n_routed_experts": 4,
+        "num_experts_per_tok": 2,
+        "n_group": 1,
+        "topk_group": 1,
+        "kv_lora_rank": 16,
+        "q_lora_rank": 24,
+        "qk_rope_head_dim": 8,
+        "qk_nope_head_dim": 16,
+        "v_head_dim": 16,
+        "mlp_layer_types": ["dense", "sparse", "dense", "sparse"],
+    }
     c = hf.Config(data, "", "tiny-v32")
     report = hfcheck.check(c)
     assert report.ok, report.failures
@@ -235,7 +321,7 @@ def test_sparse_reference_equals_the_masked_dense_form():
     layer = SimpleNamespace(causal=True, positions="rotary", scores=_torch.MatMul(), values=_torch.MatMul())
     sparse = attend_selected(layer, q, k, v, keep)
     mask = torch.full((b, s, s), float("-inf")).scatter(-1, keep, 0.0).masked_fill(future, float("-inf"))
-    dense = ((q @ k.transpose(-2, -1)) / dim ** 0.5 + mask[:, None]).softmax(-1) @ v
+    dense = ((q @ k.transpose(-2, -1)) / dim**0.5 + mask[:, None]).softmax(-1) @ v
     assert torch.allclose(sparse, dense, atol=1e-5)
     with FlopCounterMode(display=False) as counter:
         attend_selected(layer, q, k, v, keep)

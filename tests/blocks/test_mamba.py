@@ -24,8 +24,16 @@ pytestmark = pytest.mark.torch  # reference modules, real tensors or FlopCounter
 # A small spec: d_model 16, d_inner 40 (stated, not 2·16), state 6, dt rank 3, kernel 3, biases on.
 V, D, L, DI, N, R, K = 40, 16, 2, 40, 6, 3, 3
 MIXER = {"kind": "mamba", "d_inner": DI, "state_size": N, "time_step_rank": R, "conv_kernel": K, "use_bias": True}
-DATA = dict(vocab_size=V, d_model=D, n_layers=L, context_length=32, positions="none", attention=MIXER,
-            ffn={"kind": "none"}, norm={"per_layer": 1})
+DATA = dict(
+    vocab_size=V,
+    d_model=D,
+    n_layers=L,
+    context_length=32,
+    positions="none",
+    attention=MIXER,
+    ffn={"kind": "none"},
+    norm={"per_layer": 1},
+)
 
 
 def hand_params() -> int:
@@ -71,9 +79,20 @@ def test_verify_against_torch(model, convention, seq_len):
     report = verify(model, seq_len=seq_len, convention=convention, every_layer=True)
     assert report.ok, report.failures
     names = {c.component for c in report.checks}
-    assert {"mixer.in_proj.weight", "mixer.in_proj.bias", "mixer.conv1d.weight", "mixer.conv1d.bias",
-            "mixer.x_proj.weight", "mixer.dt_proj.weight", "mixer.dt_proj.bias", "mixer.A_log", "mixer.D",
-            "mixer.readout", "mixer.out_proj.weight", "mixer.out_proj.bias"} <= names
+    assert {
+        "mixer.in_proj.weight",
+        "mixer.in_proj.bias",
+        "mixer.conv1d.weight",
+        "mixer.conv1d.bias",
+        "mixer.x_proj.weight",
+        "mixer.dt_proj.weight",
+        "mixer.dt_proj.bias",
+        "mixer.A_log",
+        "mixer.D",
+        "mixer.readout",
+        "mixer.out_proj.weight",
+        "mixer.out_proj.bias",
+    } <= names
     conv = next(c for c in report.checks if c.component == "mixer.conv1d.weight")
     assert conv.torch_flops == L * 2 * DI * K * seq_len  # FlopCounterMode's count of the convolution
     readout = next(c for c in report.checks if c.component == "mixer.readout")
@@ -134,7 +153,7 @@ def sequential_mixer(mixer, u: torch.Tensor, bcdt_norm: bool = False) -> torch.T
                 conv[:, t] += w["conv1d.weight"][:, 0, j] * x[:, src]
     x = F.silu(conv)
     dbc = x @ w["x_proj.weight"].T
-    dt, bm, cm = dbc[..., :R], dbc[..., R:R + N], dbc[..., R + N:]
+    dt, bm, cm = dbc[..., :R], dbc[..., R : R + N], dbc[..., R + N :]
     if bcdt_norm:
         rms = lambda v: v / torch.sqrt(v.pow(2).mean(-1, keepdim=True) + 1e-6)  # noqa: E731
         dt, bm, cm = rms(dt), rms(bm), rms(cm)
@@ -179,8 +198,18 @@ def test_reference_is_transformers_mixer(falcon):
     mixer = build(spec, device="cpu").layers[0].mixer
     _randomize(mixer, seed=3)
     cfg_cls, mixer_cls = (FalconMambaConfig, FalconMambaMixer) if falcon else (MambaConfig, MambaMixer)
-    config = cfg_cls(vocab_size=V, hidden_size=D, num_hidden_layers=L, intermediate_size=DI, state_size=N,
-                     time_step_rank=R, conv_kernel=K, use_bias=True, use_conv_bias=True, use_associative_scan=False)
+    config = cfg_cls(
+        vocab_size=V,
+        hidden_size=D,
+        num_hidden_layers=L,
+        intermediate_size=DI,
+        state_size=N,
+        time_step_rank=R,
+        conv_kernel=K,
+        use_bias=True,
+        use_conv_bias=True,
+        use_associative_scan=False,
+    )
     # initialize_mixer_weights=False: FalconMambaMixer's own init reads dt_layernorm before creating it
     theirs = mixer_cls(config, layer_idx=0, initialize_mixer_weights=False)
     theirs.load_state_dict(mixer.state_dict())  # strict: the same names and shapes

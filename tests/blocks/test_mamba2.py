@@ -23,10 +23,17 @@ pytestmark = pytest.mark.torch  # reference modules, real tensors or FlopCounter
 
 # A small spec: d_model 16, 4 heads of 8 (d_inner 32 = 2·16), state 6, 2 groups, kernel 3, biases on.
 V, D, L, H, P, N, G, K = 40, 16, 2, 4, 8, 6, 2, 3
-MIXER = {"kind": "mamba2", "n_heads": H, "head_dim": P, "state_size": N, "n_groups": G, "conv_kernel": K,
-         "use_bias": True}
-DATA = dict(vocab_size=V, d_model=D, n_layers=L, context_length=32, positions="none", attention=MIXER,
-            ffn={"kind": "none"}, norm={"per_layer": 1})
+MIXER = {"kind": "mamba2", "n_heads": H, "head_dim": P, "state_size": N, "n_groups": G, "conv_kernel": K, "use_bias": True}
+DATA = dict(
+    vocab_size=V,
+    d_model=D,
+    n_layers=L,
+    context_length=32,
+    positions="none",
+    attention=MIXER,
+    ffn={"kind": "none"},
+    norm={"per_layer": 1},
+)
 
 D_INNER = H * P  # 32
 CONV_DIM = D_INNER + 2 * G * N  # x, B and C: 32 + 24 = 56
@@ -75,9 +82,20 @@ def test_verify_against_torch(model, convention, seq_len):
     report = verify(model, seq_len=seq_len, convention=convention, every_layer=True)
     assert report.ok, report.failures
     names = {c.component for c in report.checks}
-    assert {"mixer.in_proj.weight", "mixer.in_proj.bias", "mixer.conv1d.weight", "mixer.conv1d.bias",
-            "mixer.dt_bias", "mixer.A_log", "mixer.D", "mixer.norm", "mixer.scores", "mixer.values",
-            "mixer.out_proj.weight", "mixer.out_proj.bias"} <= names
+    assert {
+        "mixer.in_proj.weight",
+        "mixer.in_proj.bias",
+        "mixer.conv1d.weight",
+        "mixer.conv1d.bias",
+        "mixer.dt_bias",
+        "mixer.A_log",
+        "mixer.D",
+        "mixer.norm",
+        "mixer.scores",
+        "mixer.values",
+        "mixer.out_proj.weight",
+        "mixer.out_proj.bias",
+    } <= names
     conv = next(c for c in report.checks if c.component == "mixer.conv1d.weight")
     assert conv.torch_flops == L * 2 * CONV_DIM * K * seq_len  # FlopCounterMode's count of the convolution
 
@@ -98,8 +116,7 @@ def test_state_cache_and_kept_elements_by_hand(model, cli, tmp_path):
     code, out, err = cli("infer", str(path), "--prompt", "10", "--generate", "5", "--format", "json")
     assert code == 0, err
     assert json.loads(out)["figures"]["kv_bytes_per_token"]["value"] == 0  # nothing grows with the context
-    code, out, err = cli("train", str(path), "--tokens", "1M", "--seq-len", "16", "--recompute", "selective",
-                         "--format", "json")
+    code, out, err = cli("train", str(path), "--tokens", "1M", "--seq-len", "16", "--recompute", "selective", "--format", "json")
     assert code == 0, err
     # Korthikanti et al. 2022 §4.1 as training.py states it: 2 bytes per kept element of each block (the FFN
     # slot's kind none keeps nothing), a 1-byte mask per sublayer output, 2 bytes per norm input
@@ -175,8 +192,20 @@ def test_reference_is_transformers_mamba2_mixer(model):
     net = build(model, device="cpu")
     mixer = net.layers[0].mixer
     _randomize(mixer, seed=3)
-    config = Mamba2Config(vocab_size=V, hidden_size=D, num_hidden_layers=L, num_heads=H, head_dim=P, state_size=N,
-                          n_groups=G, conv_kernel=K, expand=2, use_bias=True, use_conv_bias=True, chunk_size=4)
+    config = Mamba2Config(
+        vocab_size=V,
+        hidden_size=D,
+        num_hidden_layers=L,
+        num_heads=H,
+        head_dim=P,
+        state_size=N,
+        n_groups=G,
+        conv_kernel=K,
+        expand=2,
+        use_bias=True,
+        use_conv_bias=True,
+        chunk_size=4,
+    )
     theirs = Mamba2Mixer(config, layer_idx=0)
     theirs.load_state_dict(mixer.state_dict())  # strict: the same names and shapes
     u = torch.randn(2, 11, D, generator=torch.Generator().manual_seed(4))

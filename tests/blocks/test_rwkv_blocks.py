@@ -17,9 +17,17 @@ from ffncalc.model import from_data
 pytestmark = pytest.mark.torch  # reference modules, real tensors or FlopCounterMode
 
 V, D, A, I, L = 40, 16, 24, 56, 2
-DATA = dict(vocab_size=V, d_model=D, n_layers=L, context_length=32, positions="none", embedding_norm=True,
-            attention={"kind": "rwkv_time_mix", "attention_dim": A}, ffn={"kind": "rwkv_channel_mix", "d_ff": I},
-            norm={"kind": "layernorm"})
+DATA = dict(
+    vocab_size=V,
+    d_model=D,
+    n_layers=L,
+    context_length=32,
+    positions="none",
+    embedding_norm=True,
+    attention={"kind": "rwkv_time_mix", "attention_dim": A},
+    ffn={"kind": "rwkv_channel_mix", "d_ff": I},
+    norm={"kind": "layernorm"},
+)
 
 
 @pytest.fixture(scope="module")
@@ -48,9 +56,16 @@ def test_verify_against_torch(model, seq_len):
     report = verify(model, seq_len=seq_len, every_layer=True)
     assert report.ok, report.failures
     names = {c.component for c in report.checks}
-    assert {"attention.key.weight", "attention.output.weight", "attention.time_decay", "attention.time_first",
-            "attention.time_mix_key", "feed_forward.key.weight", "feed_forward.value.weight",
-            "feed_forward.time_mix_receptance"} <= names
+    assert {
+        "attention.key.weight",
+        "attention.output.weight",
+        "attention.time_decay",
+        "attention.time_first",
+        "attention.time_mix_key",
+        "feed_forward.key.weight",
+        "feed_forward.value.weight",
+        "feed_forward.time_mix_receptance",
+    } <= names
     assert not any(c.component.startswith("(outside") for c in report.checks)
 
 
@@ -67,13 +82,16 @@ def test_same_map_as_transformers_rwkv():
     from transformers import RwkvConfig
     from transformers.models.rwkv.modeling_rwkv import RwkvFeedForward, RwkvSelfAttention
 
-    config = RwkvConfig(hidden_size=D, attention_hidden_size=A, intermediate_size=I, num_hidden_layers=1,
-                        vocab_size=V, context_length=32)
+    config = RwkvConfig(
+        hidden_size=D, attention_hidden_size=A, intermediate_size=I, num_hidden_layers=1, vocab_size=V, context_length=32
+    )
     spec = from_data(DATA)
     gen = torch.Generator().manual_seed(0)
     x = torch.randn(2, 6, D, generator=gen)
-    for theirs, ours in ((RwkvSelfAttention(config, 0), spec.layers[0].attention.torch_module(spec, False)),
-                         (RwkvFeedForward(config, 0), spec.layers[0].ffn.torch_module(spec, False))):
+    for theirs, ours in (
+        (RwkvSelfAttention(config, 0), spec.layers[0].attention.torch_module(spec, False)),
+        (RwkvFeedForward(config, 0), spec.layers[0].ffn.torch_module(spec, False)),
+    ):
         with torch.no_grad():
             for name, p in ours.named_parameters():
                 p.copy_(0.3 * torch.randn(p.shape, generator=gen))

@@ -21,8 +21,16 @@ CONV = {"kind": "short_conv", "conv_kernel": K, "bias": True}
 ATTN = {"kind": "mha", "n_heads": 4, "n_kv_heads": 2, "qk_norm": "head"}
 FFN = {"kind": "gated", "d_ff": 24}
 # two conv layers, one attention layer, each with a SwiGLU MLP and two RMSNorms, as LFM2 stacks them
-DATA = dict(vocab_size=V, d_model=D, n_layers=3, context_length=32, attention=CONV, ffn=FFN, tie_embeddings=True,
-            layers=[{"repeat": 2}, {"repeat": 1, "attention": ATTN}])
+DATA = dict(
+    vocab_size=V,
+    d_model=D,
+    n_layers=3,
+    context_length=32,
+    attention=CONV,
+    ffn=FFN,
+    tie_embeddings=True,
+    layers=[{"repeat": 2}, {"repeat": 1, "attention": ATTN}],
+)
 
 
 @pytest.fixture(scope="module")
@@ -61,8 +69,14 @@ def test_verify_against_torch(model, convention, seq_len):
     report = verify(model, seq_len=seq_len, convention=convention, every_layer=True)
     assert report.ok, report.failures
     names = {c.component for c in report.checks}
-    assert {"conv.in_proj.weight", "conv.in_proj.bias", "conv.conv.weight", "conv.conv.bias",
-            "conv.out_proj.weight", "conv.out_proj.bias"} <= names
+    assert {
+        "conv.in_proj.weight",
+        "conv.in_proj.bias",
+        "conv.conv.weight",
+        "conv.conv.bias",
+        "conv.out_proj.weight",
+        "conv.out_proj.bias",
+    } <= names
     conv = next(c for c in report.checks if c.component == "conv.conv.weight")
     assert conv.torch_flops == 2 * 2 * D * K * seq_len  # two layers; FlopCounterMode's count of the convolution
 
@@ -79,8 +93,16 @@ def test_same_map_as_transformers_short_conv():
     from transformers import Lfm2Config
     from transformers.models.lfm2.modeling_lfm2 import Lfm2ShortConv
 
-    config = Lfm2Config(hidden_size=D, conv_L_cache=K, conv_bias=True, num_hidden_layers=1, layer_types=["conv"],
-                        num_attention_heads=4, num_key_value_heads=2, vocab_size=V)
+    config = Lfm2Config(
+        hidden_size=D,
+        conv_L_cache=K,
+        conv_bias=True,
+        num_hidden_layers=1,
+        layer_types=["conv"],
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        vocab_size=V,
+    )
     theirs = Lfm2ShortConv(config, 0).double()
     ours = from_data(DATA).layers[0].attention.torch_module(from_data(DATA), causal=False).double()
     gen = torch.Generator().manual_seed(0)

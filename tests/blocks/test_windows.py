@@ -82,8 +82,14 @@ def test_windowed_kv_cache_and_decode():
 def test_banded_reference_computes_only_the_band():
     """The causal reference of a windowed layer: FlopCounterMode sees W(W+1)/2 + (T-W)·W pairs, and its
     output equals softmax over the masked square, sinks included."""
-    spec = dict(vocab_size=30, d_model=16, n_layers=1, context_length=32, attention={"n_heads": 2, "window": 5},
-                ffn={"kind": "gated", "d_ff": 8})
+    spec = dict(
+        vocab_size=30,
+        d_model=16,
+        n_layers=1,
+        context_length=32,
+        attention={"n_heads": 2, "window": 5},
+        ffn={"kind": "gated", "d_ff": 8},
+    )
     for attention in ({"n_heads": 2, "window": 5}, {"n_heads": 2, "window": 5, "sinks": True}):
         model = from_data({**spec, "attention": attention})
         for convention in ("exact", "causal"):
@@ -101,8 +107,16 @@ def test_banded_reference_computes_only_the_band():
 def test_reference_models_agree_in_both_views():
     """A windowed model built for the exact view (masked square) and for the causal view (band) gives the same
     logits on real tensors."""
-    spec = from_data(dict(vocab_size=30, d_model=16, n_layers=2, context_length=32, attention={"n_heads": 2, "window": 3},
-                          ffn={"kind": "gated", "d_ff": 8}))
+    spec = from_data(
+        dict(
+            vocab_size=30,
+            d_model=16,
+            n_layers=2,
+            context_length=32,
+            attention={"n_heads": 2, "window": 3},
+            ffn={"kind": "gated", "d_ff": 8},
+        )
+    )
     torch.manual_seed(0)
     eager = reference.build(spec, device="cpu", dtype=torch.float64)
     banded = reference.build(spec, device="cpu", dtype=torch.float64, causal=True)
@@ -158,8 +172,16 @@ def test_llama4_chunked_layers():
 
 
 def test_chunked_reference_in_both_views():
-    spec = from_data(dict(vocab_size=30, d_model=16, n_layers=1, context_length=32,
-                          attention={"n_heads": 2, "chunk": 4, "sinks": True}, ffn={"kind": "gated", "d_ff": 8}))
+    spec = from_data(
+        dict(
+            vocab_size=30,
+            d_model=16,
+            n_layers=1,
+            context_length=32,
+            attention={"n_heads": 2, "chunk": 4, "sinks": True},
+            ffn={"kind": "gated", "d_ff": 8},
+        )
+    )
     for convention in ("exact", "causal"):
         report = verify(spec, seq_len=11, convention=convention)
         assert report.ok, report.failures
@@ -188,32 +210,65 @@ def test_mla_absorbed_decode_by_hand():
     kv_a (d→rank+rope) for the new token; W_UK absorbed (h·nope·rank); scores over k keys h·(rank+rope)·k; values
     h·rank·k; W_UV h·rank·v; o (h·v→d); then the FFN (3·d·f) and the head (d·V). 2 FLOPs per multiply-add."""
     d, h, rq, rank, nope, rope, v, f, vocab = 16, 2, 6, 4, 3, 2, 5, 8, 20
-    model = from_data(dict(vocab_size=vocab, d_model=d, n_layers=1, context_length=64,
-                           attention={"kind": "mla", "n_heads": h, "q_lora_rank": rq, "kv_lora_rank": rank,
-                                      "qk_nope_head_dim": nope, "qk_rope_head_dim": rope, "v_head_dim": v},
-                           ffn={"kind": "gated", "d_ff": f}))
+    model = from_data(
+        dict(
+            vocab_size=vocab,
+            d_model=d,
+            n_layers=1,
+            context_length=64,
+            attention={
+                "kind": "mla",
+                "n_heads": h,
+                "q_lora_rank": rq,
+                "kv_lora_rank": rank,
+                "qk_nope_head_dim": nope,
+                "qk_rope_head_dim": rope,
+                "v_head_dim": v,
+            },
+            ffn={"kind": "gated", "d_ff": f},
+        )
+    )
     keys = 11
-    macs = (d * rq + rq * h * (nope + rope) + d * (rank + rope) + h * nope * rank + keys * h * (rank + rope)
-            + keys * h * rank + h * rank * v + h * v * d + 3 * d * f + d * vocab)
+    macs = (
+        d * rq
+        + rq * h * (nope + rope)
+        + d * (rank + rope)
+        + h * nope * rank
+        + keys * h * (rank + rope)
+        + keys * h * rank
+        + h * rank * v
+        + h * v * d
+        + 3 * d * f
+        + d * vocab
+    )
     out = {f.id: f.value for f in inference.infer(model, InferenceRun(keys - 1, 1))}
     assert out["decode_first_flops"] == 2 * macs
     # expanded (--decode expanded): kv_b expands the new token's latent (rank → h·(nope + v)), no absorption,
     # and the query meets every head's key (nope + rope) and value (v) per cached position
-    expanded = (d * rq + rq * h * (nope + rope) + d * (rank + rope) + rank * h * (nope + v)
-                + keys * h * (nope + rope) + keys * h * v + h * v * d + 3 * d * f + d * vocab)
+    expanded = (
+        d * rq
+        + rq * h * (nope + rope)
+        + d * (rank + rope)
+        + rank * h * (nope + v)
+        + keys * h * (nope + rope)
+        + keys * h * v
+        + h * v * d
+        + 3 * d * f
+        + d * vocab
+    )
     out = {f.id: f.value for f in inference.infer(model, InferenceRun(keys - 1, 1, decode="expanded"))}
     assert out["decode_first_flops"] == 2 * expanded
     # prefill absorbed (--prefill absorbed): each of the p = 1..P prompt positions runs the absorbed step against
     # its p keys; expanded: kv_b for every position and the causal triangle over per-head keys and values
     prompt = keys - 1
     pairs = prompt * (prompt + 1) // 2
-    fixed = (d * rq + rq * h * (nope + rope) + d * (rank + rope) + h * nope * rank + h * rank * v + h * v * d
-             + 3 * d * f + d * vocab)
+    fixed = d * rq + rq * h * (nope + rope) + d * (rank + rope) + h * nope * rank + h * rank * v + h * v * d + 3 * d * f + d * vocab
     absorbed = prompt * fixed + pairs * (h * (rank + rope) + h * rank)
     out = {f.id: f.value for f in inference.infer(model, InferenceRun(prompt, 1, prefill="absorbed"))}
     assert out["prefill_flops"] == 2 * absorbed
-    expanded_prefill = (prompt * (d * rq + rq * h * (nope + rope) + d * (rank + rope) + rank * h * (nope + v)
-                                  + h * v * d + 3 * d * f + d * vocab) + pairs * (h * (nope + rope) + h * v))
+    expanded_prefill = prompt * (
+        d * rq + rq * h * (nope + rope) + d * (rank + rope) + rank * h * (nope + v) + h * v * d + 3 * d * f + d * vocab
+    ) + pairs * (h * (nope + rope) + h * v)
     out = {f.id: f.value for f in inference.infer(model, InferenceRun(prompt, 1))}
     assert out["prefill_flops"] == 2 * expanded_prefill
 
@@ -246,15 +301,14 @@ def test_train_gives_both_views_and_counts_mtp_it_trains():
     """train states its convention's training FLOPs per token and both views with exact matmuls; a model with
     multi-token prediction modules trains them unless told not to."""
     spec = presets.load("deepseek-v3")[1]
-    plan = training.plan_training(spec, "deepseek-v3", TrainingRun("1B", dtype="bf16"), Step(seq_len=4096),
-                                  Layout(gpus=1, dp=1))
-    with_mtp = {v: tally(spec, convention=c, seq_len=4096, mtp=True) for v, c in (("useful", "causal"),
-                                                                                   ("executed", "exact"))}
+    plan = training.plan_training(spec, "deepseek-v3", TrainingRun("1B", dtype="bf16"), Step(seq_len=4096), Layout(gpus=1, dp=1))
+    with_mtp = {v: tally(spec, convention=c, seq_len=4096, mtp=True) for v, c in (("useful", "causal"), ("executed", "exact"))}
     for v, t in with_mtp.items():
         assert plan[f"train_flops_per_token_{v}"].value == t.train_flops // t.tokens
     assert plan.inputs["mtp"] is True
-    plain = training.plan_training(spec, "deepseek-v3", TrainingRun("1B", dtype="bf16"), Step(seq_len=4096, mtp=False),
-                                   Layout(gpus=1, dp=1))
+    plain = training.plan_training(
+        spec, "deepseek-v3", TrainingRun("1B", dtype="bf16"), Step(seq_len=4096, mtp=False), Layout(gpus=1, dp=1)
+    )
     # 6N: the module's active parameters (eh_proj, its norms, one MoE layer like the last) at 6 FLOPs each
     t = tally(spec, convention="6n", seq_len=4096, mtp=True)
     mtp_active = sum(r.active for r in t.rows if r.part == "mtp")

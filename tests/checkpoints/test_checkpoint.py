@@ -44,8 +44,15 @@ def write_safetensors(path, tensors, metadata=None, data_bytes=None):
     return 8 + len(raw)
 
 
-TORCH_DTYPES = {"F32": "float32", "F16": "float16", "BF16": "bfloat16", "I32": "int32", "U8": "uint8", "I8": "int8",
-                "F8_E4M3": "float8_e4m3fn"}
+TORCH_DTYPES = {
+    "F32": "float32",
+    "F16": "float16",
+    "BF16": "bfloat16",
+    "I32": "int32",
+    "U8": "uint8",
+    "I8": "int8",
+    "F8_E4M3": "float8_e4m3fn",
+}
 
 
 def write_with_safetensors(path, tensors, metadata=None):
@@ -53,8 +60,11 @@ def write_with_safetensors(path, tensors, metadata=None):
     import torch
     from safetensors.torch import save_file
 
-    save_file({name: torch.zeros(shape, dtype=getattr(torch, TORCH_DTYPES[dtype])) for name, dtype, shape in tensors},
-              str(path), metadata=metadata)
+    save_file(
+        {name: torch.zeros(shape, dtype=getattr(torch, TORCH_DTYPES[dtype])) for name, dtype, shape in tensors},
+        str(path),
+        metadata=metadata,
+    )
 
 
 @pytest.fixture(params=["by hand", pytest.param("by safetensors", marks=pytest.mark.torch)])
@@ -66,8 +76,7 @@ def write(request):
 
 # GGUF, from ggml's docs/gguf.md: metadata value types and a writer of the header.
 U8, I8, U16, I16, U32, I32, F32, BOOL, STRING, ARRAY, U64, I64, F64 = range(13)
-FMT = {U8: "<B", I8: "<b", U16: "<H", I16: "<h", U32: "<I", I32: "<i", F32: "<f", BOOL: "<?", U64: "<Q",
-       I64: "<q", F64: "<d"}
+FMT = {U8: "<B", I8: "<b", U16: "<H", I16: "<h", U32: "<I", I32: "<i", F32: "<f", BOOL: "<?", U64: "<Q", I64: "<q", F64: "<d"}
 GGML_F32, GGML_F16, GGML_Q8_0, GGML_Q4_K, GGML_BF16 = 0, 1, 8, 12, 30
 
 
@@ -106,13 +115,30 @@ def write_gguf(path, kvs, tensors, alignment=32, magic=b"GGUF", version=3):
 # A small Llama: every component's count written out by hand.
 V, D, L, H, KV, F = 320, 64, 2, 4, 2, 160
 HD = D // H
-LLAMA = {"model_type": "llama", "vocab_size": V, "hidden_size": D, "num_hidden_layers": L,
-         "num_attention_heads": H, "num_key_value_heads": KV, "intermediate_size": F,
-         "max_position_embeddings": 256, "tie_word_embeddings": False, "torch_dtype": "bfloat16"}
+LLAMA = {
+    "model_type": "llama",
+    "vocab_size": V,
+    "hidden_size": D,
+    "num_hidden_layers": L,
+    "num_attention_heads": H,
+    "num_key_value_heads": KV,
+    "intermediate_size": F,
+    "max_position_embeddings": 256,
+    "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16",
+}
 BY_HAND = {
-    "embed": V * D, "attn.q": L * D * D, "attn.k": L * KV * HD * D, "attn.v": L * KV * HD * D,
-    "attn.o": L * D * D, "ffn.gate": L * F * D, "ffn.up": L * F * D, "ffn.down": L * D * F,
-    "norms": L * 2 * D, "final_norm": D, "lm_head": V * D,
+    "embed": V * D,
+    "attn.q": L * D * D,
+    "attn.k": L * KV * HD * D,
+    "attn.v": L * KV * HD * D,
+    "attn.o": L * D * D,
+    "ffn.gate": L * F * D,
+    "ffn.up": L * F * D,
+    "ffn.down": L * D * F,
+    "norms": L * 2 * D,
+    "final_norm": D,
+    "lm_head": V * D,
 }
 
 
@@ -120,11 +146,17 @@ def llama_tensors(dtype="BF16", layers=range(L), head=True):
     out = [("model.embed_tokens.weight", dtype, (V, D))]
     for i in layers:
         p = f"model.layers.{i}."
-        out += [(p + "self_attn.q_proj.weight", dtype, (D, D)), (p + "self_attn.k_proj.weight", dtype, (KV * HD, D)),
-                (p + "self_attn.v_proj.weight", dtype, (KV * HD, D)), (p + "self_attn.o_proj.weight", dtype, (D, D)),
-                (p + "mlp.gate_proj.weight", dtype, (F, D)), (p + "mlp.up_proj.weight", dtype, (F, D)),
-                (p + "mlp.down_proj.weight", dtype, (D, F)), (p + "input_layernorm.weight", dtype, (D,)),
-                (p + "post_attention_layernorm.weight", dtype, (D,))]
+        out += [
+            (p + "self_attn.q_proj.weight", dtype, (D, D)),
+            (p + "self_attn.k_proj.weight", dtype, (KV * HD, D)),
+            (p + "self_attn.v_proj.weight", dtype, (KV * HD, D)),
+            (p + "self_attn.o_proj.weight", dtype, (D, D)),
+            (p + "mlp.gate_proj.weight", dtype, (F, D)),
+            (p + "mlp.up_proj.weight", dtype, (F, D)),
+            (p + "mlp.down_proj.weight", dtype, (D, F)),
+            (p + "input_layernorm.weight", dtype, (D,)),
+            (p + "post_attention_layernorm.weight", dtype, (D,)),
+        ]
     out.append(("model.norm.weight", dtype, (D,)))
     if head:
         out.append(("lm_head.weight", dtype, (V, D)))
@@ -161,8 +193,7 @@ def test_plain_bf16_equals_the_analytic_count(cli, llama):
     # ffncalc's own count of the config, component by component, agrees
     analytic = counted(cli, str(llama / "config.json"))
     assert analytic["totals"]["params"] == sum(BY_HAND.values()) == data["compared"]["ffncalc_params"]
-    assert all(c["checkpoint_params"] == c["ffncalc_params"] == BY_HAND[c["component"]]
-               for c in data["compared"]["components"])
+    assert all(c["checkpoint_params"] == c["ffncalc_params"] == BY_HAND[c["component"]] for c in data["compared"]["components"])
     assert data["compared"]["unexplained"] == 0
     assert data["header_bytes_read"] == (llama / "model.safetensors").stat().st_size - data["data_bytes"]
 
@@ -221,11 +252,13 @@ def test_gptq_packed_layer(cli, tmp_path, write, bits):
     g_idx int32 [in]. The logical weight is in × out; the rest decodes it."""
     d_in, d_out, group = 128, 96, 64
     groups = d_in // group
-    tensors = [("model.layers.0.self_attn.q_proj.qweight", "I32", (d_in * bits // 32, d_out)),
-               ("model.layers.0.self_attn.q_proj.qzeros", "I32", (groups, d_out * bits // 32)),
-               ("model.layers.0.self_attn.q_proj.scales", "F16", (groups, d_out)),
-               ("model.layers.0.self_attn.q_proj.g_idx", "I32", (d_in,)),
-               ("model.layers.0.self_attn.q_proj.bias", "F16", (d_out,))]
+    tensors = [
+        ("model.layers.0.self_attn.q_proj.qweight", "I32", (d_in * bits // 32, d_out)),
+        ("model.layers.0.self_attn.q_proj.qzeros", "I32", (groups, d_out * bits // 32)),
+        ("model.layers.0.self_attn.q_proj.scales", "F16", (groups, d_out)),
+        ("model.layers.0.self_attn.q_proj.g_idx", "I32", (d_in,)),
+        ("model.layers.0.self_attn.q_proj.bias", "F16", (d_out,)),
+    ]
     write(tmp_path / "model.safetensors", tensors)
     quant = {"quant_method": "gptq", "bits": bits, "group_size": group}
     if bits == 4:  # in config.json's quantization_config
@@ -250,11 +283,17 @@ def test_mxfp4_blocks_and_scales(cli, tmp_path, write):
     e, rows, cols = 4, 96, 64
     blocks = cols // 32
     p = "model.layers.0.mlp.experts."
-    write(tmp_path / "model.safetensors", [
-        (p + "gate_up_proj_blocks", "U8", (e, 2 * rows, blocks, 16)), (p + "gate_up_proj_scales", "U8", (e, 2 * rows, blocks)),
-        (p + "gate_up_proj_bias", "BF16", (e, 2 * rows)),
-        (p + "down_proj_blocks", "U8", (e, cols, rows // 32, 16)), (p + "down_proj_scales", "U8", (e, cols, rows // 32)),
-        (p + "router_never_mind", "BF16", (1,))])
+    write(
+        tmp_path / "model.safetensors",
+        [
+            (p + "gate_up_proj_blocks", "U8", (e, 2 * rows, blocks, 16)),
+            (p + "gate_up_proj_scales", "U8", (e, 2 * rows, blocks)),
+            (p + "gate_up_proj_bias", "BF16", (e, 2 * rows)),
+            (p + "down_proj_blocks", "U8", (e, cols, rows // 32, 16)),
+            (p + "down_proj_scales", "U8", (e, cols, rows // 32)),
+            (p + "router_never_mind", "BF16", (1,)),
+        ],
+    )
     data = counted(cli, str(tmp_path / "model.safetensors"))
     experts = by_component(data)["ffn.experts"]
     logical = e * 2 * rows * cols + e * cols * rows
@@ -265,9 +304,13 @@ def test_mxfp4_blocks_and_scales(cli, tmp_path, write):
 
 def test_fp8_with_block_scales(cli, tmp_path, write):
     rows, cols = 300, 256  # 128×128 blocks: ceil(300/128) = 3 by 2
-    write(tmp_path / "model.safetensors", [
-        ("model.layers.0.mlp.down_proj.weight", "F8_E4M3", (rows, cols)),
-        ("model.layers.0.mlp.down_proj.weight_scale_inv", "F32", (3, 2))])
+    write(
+        tmp_path / "model.safetensors",
+        [
+            ("model.layers.0.mlp.down_proj.weight", "F8_E4M3", (rows, cols)),
+            ("model.layers.0.mlp.down_proj.weight_scale_inv", "F32", (3, 2)),
+        ],
+    )
     data = counted(cli, str(tmp_path / "model.safetensors"))
     down = by_component(data)["ffn.down"]
     assert (down["params"], down["bytes"]) == (rows * cols, rows * cols)
@@ -277,15 +320,19 @@ def test_fp8_with_block_scales(cli, tmp_path, write):
 
 def test_nvfp4_and_bitsandbytes(cli, tmp_path, write):
     rows, cols = 64, 128
-    write(tmp_path / "model.safetensors", [
-        ("model.layers.0.mlp.up_proj.weight", "U8", (rows, cols // 2)),  # NVFP4: two values a byte
-        ("model.layers.0.mlp.up_proj.weight_scale", "F8_E4M3", (rows, cols // 16)),
-        ("model.layers.0.mlp.up_proj.weight_scale_2", "F32", ()),
-        ("model.layers.0.mlp.up_proj.input_scale", "F32", ()),
-        ("model.layers.0.mlp.gate_proj.weight", "U8", (rows * cols // 2, 1)),  # bitsandbytes nf4
-        ("model.layers.0.mlp.gate_proj.weight.absmax", "F32", (rows * cols // 64,)),
-        ("model.layers.0.mlp.gate_proj.weight.quant_map", "F32", (16,)),
-        ("model.layers.0.mlp.gate_proj.weight.quant_state.bitsandbytes__nf4", "U8", (80,))])
+    write(
+        tmp_path / "model.safetensors",
+        [
+            ("model.layers.0.mlp.up_proj.weight", "U8", (rows, cols // 2)),  # NVFP4: two values a byte
+            ("model.layers.0.mlp.up_proj.weight_scale", "F8_E4M3", (rows, cols // 16)),
+            ("model.layers.0.mlp.up_proj.weight_scale_2", "F32", ()),
+            ("model.layers.0.mlp.up_proj.input_scale", "F32", ()),
+            ("model.layers.0.mlp.gate_proj.weight", "U8", (rows * cols // 2, 1)),  # bitsandbytes nf4
+            ("model.layers.0.mlp.gate_proj.weight.absmax", "F32", (rows * cols // 64,)),
+            ("model.layers.0.mlp.gate_proj.weight.quant_map", "F32", (16,)),
+            ("model.layers.0.mlp.gate_proj.weight.quant_state.bitsandbytes__nf4", "U8", (80,)),
+        ],
+    )
     parts = by_component(counted(cli, str(tmp_path / "model.safetensors")))
     assert parts["ffn.up"]["params"] == parts["ffn.gate"]["params"] == rows * cols
     assert parts["ffn.up"]["decoding"]["scale"] == {"tensors": 3, "bytes": rows * cols // 16 + 4 + 4}
@@ -307,12 +354,20 @@ def test_gguf_q4_k_and_q8_0(cli, tmp_path):
         ("output_norm.weight", [width], GGML_F32, 4 * width),
         ("output.weight", [width, vocab], GGML_BF16, 2 * width * vocab),
     ]
-    kvs = [("general.architecture", STRING, "llama"), ("general.name", STRING, "tiny"),
-           ("general.alignment", U32, 64), ("llama.block_count", U64, 1), ("llama.rope.freq_base", F32, 10000.0),
-           ("general.file_type", U32, 15), ("some.flag", BOOL, True), ("some.f64", F64, 0.5), ("some.i8", I8, -3),
-           ("tokenizer.ggml.tokens", ARRAY, (STRING, [f"t{i}" for i in range(vocab)])),
-           ("tokenizer.ggml.token_type", ARRAY, (I32, [1] * vocab)),
-           ("nested", ARRAY, (ARRAY, [(U8, [1, 2]), (U16, [3])]))]
+    kvs = [
+        ("general.architecture", STRING, "llama"),
+        ("general.name", STRING, "tiny"),
+        ("general.alignment", U32, 64),
+        ("llama.block_count", U64, 1),
+        ("llama.rope.freq_base", F32, 10000.0),
+        ("general.file_type", U32, 15),
+        ("some.flag", BOOL, True),
+        ("some.f64", F64, 0.5),
+        ("some.i8", I8, -3),
+        ("tokenizer.ggml.tokens", ARRAY, (STRING, [f"t{i}" for i in range(vocab)])),
+        ("tokenizer.ggml.token_type", ARRAY, (I32, [1] * vocab)),
+        ("nested", ARRAY, (ARRAY, [(U8, [1, 2]), (U16, [3])])),
+    ]
     path = tmp_path / "tiny-Q4_K_M.gguf"
     write_gguf(path, kvs, tensors, alignment=64)
     data = counted(cli, str(path))
@@ -356,21 +411,25 @@ def _bad_safetensors(path, kind):
     elif kind == "truncated data":
         write_safetensors(path, [("w", "F32", (1000,))], data_bytes=10)
     elif kind == "overlap":
-        raw = json.dumps({"a": {"dtype": "U8", "shape": [4], "data_offsets": [0, 4]},
-                          "b": {"dtype": "U8", "shape": [4], "data_offsets": [2, 6]}}).encode()
+        raw = json.dumps(
+            {"a": {"dtype": "U8", "shape": [4], "data_offsets": [0, 4]}, "b": {"dtype": "U8", "shape": [4], "data_offsets": [2, 6]}}
+        ).encode()
         path.write_bytes(struct.pack("<Q", len(raw)) + raw + b"\0" * 6)
 
 
-@pytest.mark.parametrize("kind, message", [
-    ("short", "shorter than the 8-byte header length"),
-    ("truncated header", "truncated: the header claims 500 bytes"),
-    ("header too large", "larger than the 100,000,000-byte limit"),
-    ("bad json", "header is not JSON"),
-    ("unknown dtype", "unknown dtype 'F7'"),
-    ("wrong length", "span 4 bytes; shape [2] of F32 takes 8"),
-    ("truncated data", "truncated: the header describes 4,000 bytes of tensor data, the file holds 10"),
-    ("overlap", "overlaps the tensor before it"),
-])
+@pytest.mark.parametrize(
+    "kind, message",
+    [
+        ("short", "shorter than the 8-byte header length"),
+        ("truncated header", "truncated: the header claims 500 bytes"),
+        ("header too large", "larger than the 100,000,000-byte limit"),
+        ("bad json", "header is not JSON"),
+        ("unknown dtype", "unknown dtype 'F7'"),
+        ("wrong length", "span 4 bytes; shape [2] of F32 takes 8"),
+        ("truncated data", "truncated: the header describes 4,000 bytes of tensor data, the file holds 10"),
+        ("overlap", "overlaps the tensor before it"),
+    ],
+)
 def test_malformed_safetensors(cli, tmp_path, kind, message):
     path = tmp_path / "bad.safetensors"
     _bad_safetensors(path, kind)
@@ -380,16 +439,19 @@ def test_malformed_safetensors(cli, tmp_path, kind, message):
     assert "Traceback" not in err
 
 
-@pytest.mark.parametrize("kind, message", [
-    ("magic", "not a GGUF file: it starts with b'GGML'"),
-    ("version", "GGUF version 1 is not read"),
-    ("type", "unknown ggml type 99"),
-    ("value type", "unknown value type 77"),
-    ("truncated", "truncated GGUF header"),
-    ("truncated vocabulary", "truncated GGUF header: the array tokenizer.ggml.tokens"),
-    ("blocks", "Q4_K packs 256 elements a block; its rows of 100 are not whole blocks"),
-    ("data", "truncated: the header describes tensor data up to byte"),
-])
+@pytest.mark.parametrize(
+    "kind, message",
+    [
+        ("magic", "not a GGUF file: it starts with b'GGML'"),
+        ("version", "GGUF version 1 is not read"),
+        ("type", "unknown ggml type 99"),
+        ("value type", "unknown value type 77"),
+        ("truncated", "truncated GGUF header"),
+        ("truncated vocabulary", "truncated GGUF header: the array tokenizer.ggml.tokens"),
+        ("blocks", "Q4_K packs 256 elements a block; its rows of 100 are not whole blocks"),
+        ("data", "truncated: the header describes tensor data up to byte"),
+    ],
+)
 def test_malformed_gguf(cli, tmp_path, kind, message):
     path = tmp_path / "bad.gguf"
     ok = [("w", [256, 2], GGML_Q4_K, 2 * 144)]
@@ -452,15 +514,22 @@ def test_a_huge_checkpoint_costs_its_header(cli, tmp_path):
 
 
 def test_reading_a_checkpoint_imports_no_torch(tmp_path, llama):
-    probe = ("import sys\nfrom ffncalc.cli import main\ntry:\n    main(['count', sys.argv[1], '-f', 'json'])\n"
-             "except SystemExit as exc:\n    assert exc.code == 0, exc.code\n"
-             "heavy = sorted(m for m in ('torch', 'numpy', 'transformers', 'huggingface_hub') if m in sys.modules)\n"
-             "sys.stderr.write('HEAVY=' + ','.join(heavy) + '\\n')\n")
+    probe = (
+        "import sys\nfrom ffncalc.cli import main\ntry:\n    main(['count', sys.argv[1], '-f', 'json'])\n"
+        "except SystemExit as exc:\n    assert exc.code == 0, exc.code\n"
+        "heavy = sorted(m for m in ('torch', 'numpy', 'transformers', 'huggingface_hub') if m in sys.modules)\n"
+        "sys.stderr.write('HEAVY=' + ','.join(heavy) + '\\n')\n"
+    )
     gguf_path = tmp_path / "g.gguf"
     write_gguf(gguf_path, [], [("token_embd.weight", [32, 4], GGML_F32, 512)])
     for target in (llama / "model.safetensors", gguf_path):
-        out = subprocess.run([sys.executable, "-c", probe, str(target)], capture_output=True, text=True,
-                             cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])})
+        out = subprocess.run(
+            [sys.executable, "-c", probe, str(target)],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])},
+        )
         assert out.returncode == 0, out.stderr
         assert out.stderr.strip().splitlines()[-1] == "HEAVY="
 
@@ -501,17 +570,37 @@ def test_header_checks_in_the_library(tmp_path):
         safetensors.tensors({"w": {"dtype": "F32", "shape": [1], "data_offsets": [4, 0]}}, "x", "x", None)
     with pytest.raises(InputError, match="gap of 4 bytes"):
         safetensors.tensors({"w": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]}}, "x", "x", None)
-    found, meta = safetensors.tensors({"__metadata__": {"format": "pt"},
-                                       "w": {"dtype": "F4", "shape": [6], "data_offsets": [0, 3]}}, "x", "x", None)
+    found, meta = safetensors.tensors(
+        {"__metadata__": {"format": "pt"}, "w": {"dtype": "F4", "shape": [6], "data_offsets": [0, 3]}}, "x", "x", None
+    )
     assert meta == {"format": "pt"} and found[0].nbytes == 3
 
 
 # A small DeepSeek-V3: one dense layer, two MoE layers, one multi-token prediction layer stored as layer 3.
-DS = {"model_type": "deepseek_v3", "vocab_size": 256, "hidden_size": 64, "intermediate_size": 96,
-      "moe_intermediate_size": 32, "num_hidden_layers": 3, "first_k_dense_replace": 1, "n_routed_experts": 4,
-      "n_shared_experts": 1, "num_experts_per_tok": 2, "n_group": 1, "topk_group": 1, "num_attention_heads": 2,
-      "num_key_value_heads": 2, "q_lora_rank": 32, "kv_lora_rank": 16, "qk_nope_head_dim": 8, "qk_rope_head_dim": 8,
-      "v_head_dim": 8, "num_nextn_predict_layers": 1, "max_position_embeddings": 512, "tie_word_embeddings": False}
+DS = {
+    "model_type": "deepseek_v3",
+    "vocab_size": 256,
+    "hidden_size": 64,
+    "intermediate_size": 96,
+    "moe_intermediate_size": 32,
+    "num_hidden_layers": 3,
+    "first_k_dense_replace": 1,
+    "n_routed_experts": 4,
+    "n_shared_experts": 1,
+    "num_experts_per_tok": 2,
+    "n_group": 1,
+    "topk_group": 1,
+    "num_attention_heads": 2,
+    "num_key_value_heads": 2,
+    "q_lora_rank": 32,
+    "kv_lora_rank": 16,
+    "qk_nope_head_dim": 8,
+    "qk_rope_head_dim": 8,
+    "v_head_dim": 8,
+    "num_nextn_predict_layers": 1,
+    "max_position_embeddings": 512,
+    "tie_word_embeddings": False,
+}
 
 
 def deepseek_tensors():
@@ -521,25 +610,39 @@ def deepseek_tensors():
     mtp = []
     for i in range(4):
         p = f"model.layers.{i}."
-        layer = [(p + "self_attn.q_a_proj.weight", "BF16", (ql, d)), (p + "self_attn.q_a_layernorm.weight", "BF16", (ql,)),
-                 (p + "self_attn.q_b_proj.weight", "BF16", (h * qk, ql)),
-                 (p + "self_attn.kv_a_proj_with_mqa.weight", "BF16", (kvl + rope, d)),
-                 (p + "self_attn.kv_a_layernorm.weight", "BF16", (kvl,)),
-                 (p + "self_attn.kv_b_proj.weight", "BF16", (h * (qk - rope + vd), kvl)),
-                 (p + "self_attn.o_proj.weight", "BF16", (d, h * vd)),
-                 (p + "input_layernorm.weight", "BF16", (d,)), (p + "post_attention_layernorm.weight", "BF16", (d,))]
+        layer = [
+            (p + "self_attn.q_a_proj.weight", "BF16", (ql, d)),
+            (p + "self_attn.q_a_layernorm.weight", "BF16", (ql,)),
+            (p + "self_attn.q_b_proj.weight", "BF16", (h * qk, ql)),
+            (p + "self_attn.kv_a_proj_with_mqa.weight", "BF16", (kvl + rope, d)),
+            (p + "self_attn.kv_a_layernorm.weight", "BF16", (kvl,)),
+            (p + "self_attn.kv_b_proj.weight", "BF16", (h * (qk - rope + vd), kvl)),
+            (p + "self_attn.o_proj.weight", "BF16", (d, h * vd)),
+            (p + "input_layernorm.weight", "BF16", (d,)),
+            (p + "post_attention_layernorm.weight", "BF16", (d,)),
+        ]
         if i == 0:
             layer += [(p + f"mlp.{n}_proj.weight", "BF16", (96, d) if n != "down" else (d, 96)) for n in ("gate", "up", "down")]
         else:
             layer += [(p + "mlp.gate.weight", "BF16", (4, d)), (p + "mlp.gate.e_score_correction_bias", "F32", (4,))]
-            layer += [(p + f"mlp.experts.{e}.{n}_proj.weight", "BF16", (32, d) if n != "down" else (d, 32))
-                      for e in range(4) for n in ("gate", "up", "down")]
-            layer += [(p + f"mlp.shared_experts.{n}_proj.weight", "BF16", (32, d) if n != "down" else (d, 32))
-                      for n in ("gate", "up", "down")]
+            layer += [
+                (p + f"mlp.experts.{e}.{n}_proj.weight", "BF16", (32, d) if n != "down" else (d, 32))
+                for e in range(4)
+                for n in ("gate", "up", "down")
+            ]
+            layer += [
+                (p + f"mlp.shared_experts.{n}_proj.weight", "BF16", (32, d) if n != "down" else (d, 32))
+                for n in ("gate", "up", "down")
+            ]
         if i == 3:
-            layer += [(p + "embed_tokens.weight", "BF16", (v, d)), (p + "enorm.weight", "BF16", (d,)),
-                      (p + "hnorm.weight", "BF16", (d,)), (p + "eh_proj.weight", "BF16", (d, 2 * d)),
-                      (p + "shared_head.norm.weight", "BF16", (d,)), (p + "shared_head.head.weight", "BF16", (v, d))]
+            layer += [
+                (p + "embed_tokens.weight", "BF16", (v, d)),
+                (p + "enorm.weight", "BF16", (d,)),
+                (p + "hnorm.weight", "BF16", (d,)),
+                (p + "eh_proj.weight", "BF16", (d, 2 * d)),
+                (p + "shared_head.norm.weight", "BF16", (d,)),
+                (p + "shared_head.head.weight", "BF16", (v, d)),
+            ]
             mtp = layer
         out += layer
     return out + [("model.norm.weight", "BF16", (d,)), ("lm_head.weight", "BF16", (v, d))], mtp
@@ -560,20 +663,31 @@ def test_mtp_layers_and_buffers_are_explained(cli, tmp_path):
     model = [t for t in tensors if t not in mtp and "e_score_correction_bias" not in t[0]]
     assert data["compared"]["ffncalc_params"] == sum(numel(s) for _, _, s in model)
     assert data["compared"]["unexplained"] == 0 and all(
-        c["checkpoint_params"] == c["ffncalc_params"] for c in data["compared"]["components"]
-        if not c["component"].startswith("buffer"))
+        c["checkpoint_params"] == c["ffncalc_params"]
+        for c in data["compared"]["components"]
+        if not c["component"].startswith("buffer")
+    )
     assert data["totals"]["params"] == sum(numel(s) for n, _, s in tensors if "e_score" not in n)
 
 
 def test_vision_tower_and_unknown_tensors(cli, tmp_path):
     text = {k: v for k, v in LLAMA.items() if k != "tie_word_embeddings"} | {"model_type": "mistral"}
-    (tmp_path / "config.json").write_text(json.dumps({
-        "model_type": "mistral3", "text_config": text, "tie_word_embeddings": False,
-        "vision_config": {"model_type": "pixtral", "hidden_size": 32}}))
+    (tmp_path / "config.json").write_text(
+        json.dumps(
+            {
+                "model_type": "mistral3",
+                "text_config": text,
+                "tie_word_embeddings": False,
+                "vision_config": {"model_type": "pixtral", "hidden_size": 32},
+            }
+        )
+    )
     lm = [(n.replace("model.", "model.language_model.", 1), d, s) for n, d, s in llama_tensors()]
-    tower = [("model.vision_tower.transformer.layers.0.attention.q_proj.weight", "BF16", (32, 32)),
-             ("model.multi_modal_projector.linear_1.weight", "BF16", (D, 32)),
-             ("model.language_model.layers.0.mystery.weight", "BF16", (3, 5))]
+    tower = [
+        ("model.vision_tower.transformer.layers.0.attention.q_proj.weight", "BF16", (32, 32)),
+        ("model.multi_modal_projector.linear_1.weight", "BF16", (D, 32)),
+        ("model.language_model.layers.0.mystery.weight", "BF16", (3, 5)),
+    ]
     write_safetensors(tmp_path / "model.safetensors", lm + tower)
     data = counted(cli, str(tmp_path))
     rows = compared(data)
@@ -638,8 +752,10 @@ def test_a_repo_id_read_from_the_hub(cli, tmp_path, monkeypatch):
 
     monkeypatch.setattr(huggingface_hub, "get_safetensors_metadata", missing)
     code, _, err = cli("count", "some-org/nothing-here")
-    assert code == 2 and err.strip() == ("ffncalc: error: some-org/nothing-here: no such file or folder, nor repo on "
-                                         "the Hugging Face Hub (a private one needs HF_TOKEN)")
+    assert code == 2 and err.strip() == (
+        "ffncalc: error: some-org/nothing-here: no such file or folder, nor repo on "
+        "the Hugging Face Hub (a private one needs HF_TOKEN)"
+    )
     monkeypatch.setattr(hub, "_reachable", lambda endpoint: False)
     code, _, err = cli("count", "some-org/tiny-llama")
     assert code == 2 and "no network" in err and len(err.strip().splitlines()) == 1
@@ -654,10 +770,14 @@ def test_symlink_loops_and_missing_files_are_one_line(tmp_path, monkeypatch):
     (tmp_path / "a.safetensors").symlink_to(tmp_path / "b.safetensors")
     (tmp_path / "b.safetensors").symlink_to(tmp_path / "a.safetensors")
     (tmp_path / "x.gguf").symlink_to(tmp_path / "gone.gguf")
-    for name, says in (("a.safetensors", "leads nowhere"), ("x.gguf", "leads nowhere"),
-                       ("missing.safetensors", "no such file")):
-        run = subprocess.run([sys.executable, "-m", "ffncalc", "count", str(tmp_path / name)], capture_output=True,
-                             text=True, env={**os.environ, "COLUMNS": "80"}, timeout=60)
+    for name, says in (("a.safetensors", "leads nowhere"), ("x.gguf", "leads nowhere"), ("missing.safetensors", "no such file")):
+        run = subprocess.run(
+            [sys.executable, "-m", "ffncalc", "count", str(tmp_path / name)],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "COLUMNS": "80"},
+            timeout=60,
+        )
         assert run.returncode == 2, run.stderr
         lines = run.stderr.strip().splitlines()
         assert len(lines) == 1 and says in lines[0] and name in lines[0]
@@ -674,8 +794,9 @@ def test_gguf_written_by_the_gguf_package(tmp_path, cli):
     path = tmp_path / "tiny.gguf"
     w = GGUFWriter(str(path), "llama")
     w.add_tensor("token_embd.weight", np.zeros((64, 256), np.float32))
-    w.add_tensor("blk.0.attn_q.weight", quantize(np.ones((8, 256), np.float32), GGMLQuantizationType.Q8_0),
-                 raw_dtype=GGMLQuantizationType.Q8_0)
+    w.add_tensor(
+        "blk.0.attn_q.weight", quantize(np.ones((8, 256), np.float32), GGMLQuantizationType.Q8_0), raw_dtype=GGMLQuantizationType.Q8_0
+    )
     w.add_tensor("blk.0.ffn_down.weight", np.zeros((4, 2 * 144), np.uint8), raw_dtype=GGMLQuantizationType.Q4_K)
     w.write_header_to_file()
     w.write_kv_data_to_file()
@@ -697,8 +818,15 @@ def test_sharded_checkpoint_written_by_transformers(tmp_path, cli):
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    config = LlamaConfig(vocab_size=64, hidden_size=16, intermediate_size=32, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=2, tie_word_embeddings=False)
+    config = LlamaConfig(
+        vocab_size=64,
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        tie_word_embeddings=False,
+    )
     torch.manual_seed(0)
     LlamaForCausalLM(config).save_pretrained(tmp_path, max_shard_size="8KB")
     assert (tmp_path / "model.safetensors.index.json").is_file()

@@ -44,8 +44,7 @@ def test_count_json_is_integers(cli):
     assert data["convention"]["name"] == "exact"
     assert data["totals"]["params"] == GPT3
     for row in data["components"]:
-        for key in ("count", "params", "active_params", "matrices", "forward_flops_per_token",
-                    "elementwise_flops_per_token"):
+        for key in ("count", "params", "active_params", "matrices", "forward_flops_per_token", "elementwise_flops_per_token"):
             assert isinstance(row[key], int) and not isinstance(row[key], bool)
     assert all(isinstance(v, int) for v in data["totals"].values())
 
@@ -112,10 +111,30 @@ def test_presets_list(cli):
     code, out, _ = cli("presets", "--format", "json")
     assert code == 0
     entries = {e["name"]: e for e in json.loads(out)["presets"]}
-    expected = {"gpt3-125m", "gpt3-350m", "gpt3-760m", "gpt3-1.3b", "gpt3-2.7b", "gpt3-6.7b", "gpt3-13b",
-                "gpt3-175b", "gpt2", "gpt2-medium", "gpt2-large", "gpt2-xl", "llama2-7b", "llama2-13b",
-                "llama2-70b", "llama3-8b", "llama3-70b", "llama3.1-405b", "mistral-7b", "mixtral-8x7b",
-                "mixtral-8x22b", "microgpt"}
+    expected = {
+        "gpt3-125m",
+        "gpt3-350m",
+        "gpt3-760m",
+        "gpt3-1.3b",
+        "gpt3-2.7b",
+        "gpt3-6.7b",
+        "gpt3-13b",
+        "gpt3-175b",
+        "gpt2",
+        "gpt2-medium",
+        "gpt2-large",
+        "gpt2-xl",
+        "llama2-7b",
+        "llama2-13b",
+        "llama2-70b",
+        "llama3-8b",
+        "llama3-70b",
+        "llama3.1-405b",
+        "mistral-7b",
+        "mixtral-8x7b",
+        "mixtral-8x22b",
+        "microgpt",
+    }
     assert expected <= set(entries)
     assert entries["gpt3-175b"]["aliases"] == ["gpt3"]
     assert entries["mixtral-8x7b"]["active_params"] == MIXTRAL_ACTIVE
@@ -160,31 +179,40 @@ def test_every_convention_prints_its_name(cli):
 SPEC = "vocab_size: 100\nd_model: 64\nn_layers: 2\ncontext_length: 16\n"
 
 
-@pytest.mark.parametrize("text,expected", [
-    (SPEC + "attention:\n  n_heads: 5\nffn: {kind: dense, d_ff: 8}\n",
-     ":6: attention.n_heads: 5 heads do not divide d_model 64"),
-    (SPEC + "attention:\n  n_heads: 4\n  n_kv_heads: 3\nffn: {kind: dense, d_ff: 8}\n",
-     ":7: attention.n_kv_heads: 3 KV heads do not divide 4 query heads"),
-    (SPEC + "attention: {n_heads: 4}\nffn:\n  kind: gated\n  d_ff: 0\n", ":8: ffn.d_ff: Input should be greater than 0"),
-    (SPEC + "attention: {n_heads: 4}\nffn:\n  kind: dense\n  d_ff: -3\n", ":8: ffn.d_ff: Input should be greater than 0"),
-    (SPEC + "attention: {n_heads: 4}\nffn:\n  kind: dense\n  d_ff: 8\n  colour: red\n", ":9: ffn.colour: unknown key"),
-    (SPEC + "attention: {n_heads: 4}\nffn: {kind: dense, d_ff: 8}\nhidden: 3\n", ":7: hidden: unknown key"),
-    ("vocab_size: 100\nd_model: '64'\nn_layers: 2\ncontext_length: 16\nattention: {n_heads: 4}\n"
-     "ffn: {kind: dense, d_ff: 8}\n", ":2: d_model: Input should be a valid integer"),
-    (SPEC + "attention: {n_heads: 4}\nffn:\n  kind: moe\n  n_experts: 4\n  top_k: 5\n"
-     "  expert: {kind: gated, d_ff: 8}\n", ":9: ffn.top_k: top_k 5 exceeds n_experts 4"),
-    (SPEC + "attention: {n_heads: 4}\nffn:\n  kind: dense\n", ":6: ffn.d_ff: required field is missing"),
-    (SPEC + "ffn: {kind: dense, d_ff: 8}\n", "attention: required field is missing"),
-    (SPEC + "attention: {n_heads: 4}\nffn: {kind: tiny, d_ff: 8}\n", ":6: ffn: Input tag 'tiny'"),
-    (SPEC + "attention: {n_heads: 4}\nffn: {kind: dense, d_ff: 8, activation: swish}\n",
-     ":6: ffn.activation: Input should be"),
-    (SPEC + "attention: {n_heads: 4}\nffn: {kind: dense, d_ff: 8}\nlayers:\n  - {repeat: 1}\n",
-     ":7: layers: layer groups repeat 1 layers in all, but n_layers is 2"),
-    ("vocab_size: [1\n", ":2: YAML syntax error"),
-    ("", "empty file"),
-    ("- 1\n- 2\n", ":1: the document is a list, not a mapping"),
-    ("just a string\n", ":1: the document is a str, not a mapping"),
-])
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        (SPEC + "attention:\n  n_heads: 5\nffn: {kind: dense, d_ff: 8}\n", ":6: attention.n_heads: 5 heads do not divide d_model 64"),
+        (
+            SPEC + "attention:\n  n_heads: 4\n  n_kv_heads: 3\nffn: {kind: dense, d_ff: 8}\n",
+            ":7: attention.n_kv_heads: 3 KV heads do not divide 4 query heads",
+        ),
+        (SPEC + "attention: {n_heads: 4}\nffn:\n  kind: gated\n  d_ff: 0\n", ":8: ffn.d_ff: Input should be greater than 0"),
+        (SPEC + "attention: {n_heads: 4}\nffn:\n  kind: dense\n  d_ff: -3\n", ":8: ffn.d_ff: Input should be greater than 0"),
+        (SPEC + "attention: {n_heads: 4}\nffn:\n  kind: dense\n  d_ff: 8\n  colour: red\n", ":9: ffn.colour: unknown key"),
+        (SPEC + "attention: {n_heads: 4}\nffn: {kind: dense, d_ff: 8}\nhidden: 3\n", ":7: hidden: unknown key"),
+        (
+            "vocab_size: 100\nd_model: '64'\nn_layers: 2\ncontext_length: 16\nattention: {n_heads: 4}\nffn: {kind: dense, d_ff: 8}\n",
+            ":2: d_model: Input should be a valid integer",
+        ),
+        (
+            SPEC + "attention: {n_heads: 4}\nffn:\n  kind: moe\n  n_experts: 4\n  top_k: 5\n  expert: {kind: gated, d_ff: 8}\n",
+            ":9: ffn.top_k: top_k 5 exceeds n_experts 4",
+        ),
+        (SPEC + "attention: {n_heads: 4}\nffn:\n  kind: dense\n", ":6: ffn.d_ff: required field is missing"),
+        (SPEC + "ffn: {kind: dense, d_ff: 8}\n", "attention: required field is missing"),
+        (SPEC + "attention: {n_heads: 4}\nffn: {kind: tiny, d_ff: 8}\n", ":6: ffn: Input tag 'tiny'"),
+        (SPEC + "attention: {n_heads: 4}\nffn: {kind: dense, d_ff: 8, activation: swish}\n", ":6: ffn.activation: Input should be"),
+        (
+            SPEC + "attention: {n_heads: 4}\nffn: {kind: dense, d_ff: 8}\nlayers:\n  - {repeat: 1}\n",
+            ":7: layers: layer groups repeat 1 layers in all, but n_layers is 2",
+        ),
+        ("vocab_size: [1\n", ":2: YAML syntax error"),
+        ("", "empty file"),
+        ("- 1\n- 2\n", ":1: the document is a list, not a mapping"),
+        ("just a string\n", ":1: the document is a str, not a mapping"),
+    ],
+)
 def test_bad_spec_files(cli, tmp_path, text, expected):
     path = tmp_path / "bad.yaml"
     path.write_text(text)
@@ -205,19 +233,22 @@ def test_python_tag_is_never_executed(cli, tmp_path):
     assert not marker.exists()
 
 
-@pytest.mark.parametrize("args,expected", [
-    (["count", "gpt-3"], "unknown preset 'gpt-3'; closest: gpt3"),
-    (["count", "lama2-7b"], "closest: llama2-7b"),
-    (["count", "missing.yaml"], "missing.yaml: no such file"),
-    (["count", "gpt3", "--convention", "flops"], "Invalid value for '--convention'"),
-    (["count", "gpt3", "--format", "xml"], "Invalid value for '--format'"),
-    (["count", "gpt3", "--seq-len", "0"], "--seq-len"),
-    (["count", "gpt3", "--batch", "-1"], "--batch"),
-    (["count", "gpt3", "--seq-len", "4096"], "--seq-len 4096 exceeds context_length 2048"),
-    (["count", "gpt3", "--recompute", "some"], "Invalid value for '--recompute'"),
-    (["count"], "Missing argument"),
-    (["presets", "show", "gpt5"], "unknown preset 'gpt5'"),
-])
+@pytest.mark.parametrize(
+    "args,expected",
+    [
+        (["count", "gpt-3"], "unknown preset 'gpt-3'; closest: gpt3"),
+        (["count", "lama2-7b"], "closest: llama2-7b"),
+        (["count", "missing.yaml"], "missing.yaml: no such file"),
+        (["count", "gpt3", "--convention", "flops"], "Invalid value for '--convention'"),
+        (["count", "gpt3", "--format", "xml"], "Invalid value for '--format'"),
+        (["count", "gpt3", "--seq-len", "0"], "--seq-len"),
+        (["count", "gpt3", "--batch", "-1"], "--batch"),
+        (["count", "gpt3", "--seq-len", "4096"], "--seq-len 4096 exceeds context_length 2048"),
+        (["count", "gpt3", "--recompute", "some"], "Invalid value for '--recompute'"),
+        (["count"], "Missing argument"),
+        (["presets", "show", "gpt5"], "unknown preset 'gpt5'"),
+    ],
+)
 def test_bad_arguments(cli, args, expected):
     code, out, err = cli(*args)
     assert code == 2 and out == ""
@@ -245,21 +276,20 @@ def _script():
 
 def test_console_script_from_any_directory(tmp_path):
     """The installed command finds its presets from an unrelated directory and reads files there."""
-    out = subprocess.run([_script(), "count", "gpt3", "--format", "json"], cwd=tmp_path,
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run([_script(), "count", "gpt3", "--format", "json"], cwd=tmp_path, capture_output=True, text=True, check=True)
     assert json.loads(out.stdout)["totals"]["params"] == GPT3
-    (tmp_path / "mine.yaml").write_text(subprocess.run(
-        [_script(), "presets", "show", "llama2-7b"], cwd=tmp_path, capture_output=True, text=True).stdout)
-    out = subprocess.run([_script(), "count", "mine.yaml", "-f", "json"], cwd=tmp_path, capture_output=True,
-                         text=True, check=True)
+    (tmp_path / "mine.yaml").write_text(
+        subprocess.run([_script(), "presets", "show", "llama2-7b"], cwd=tmp_path, capture_output=True, text=True).stdout
+    )
+    out = subprocess.run([_script(), "count", "mine.yaml", "-f", "json"], cwd=tmp_path, capture_output=True, text=True, check=True)
     assert json.loads(out.stdout)["totals"]["params"] == LLAMA2_7B
 
 
 def test_module_entry_point_bad_input_has_no_traceback(tmp_path):
-    (tmp_path / "bad.yaml").write_text(SPEC.replace("d_model: 64", "d_model: 0") + "attention: {n_heads: 4}\n"
-                                       "ffn: {kind: dense, d_ff: 8}\n")
-    out = subprocess.run([sys.executable, "-m", "ffncalc", "count", "bad.yaml"], cwd=tmp_path,
-                         capture_output=True, text=True)
+    (tmp_path / "bad.yaml").write_text(
+        SPEC.replace("d_model: 64", "d_model: 0") + "attention: {n_heads: 4}\nffn: {kind: dense, d_ff: 8}\n"
+    )
+    out = subprocess.run([sys.executable, "-m", "ffncalc", "count", "bad.yaml"], cwd=tmp_path, capture_output=True, text=True)
     assert out.returncode == 2 and out.stdout == ""
     assert out.stderr.startswith("ffncalc: error: bad.yaml:2: d_model:") and "Traceback" not in out.stderr
 
@@ -295,13 +325,23 @@ def test_short_help_and_version(cli):
 
 
 @pytest.mark.parametrize("columns", ["60", "130", "200"])
-@pytest.mark.parametrize("args", [
-    ["count", "gpt3"], ["count", "mixtral-8x7b", "--per-layer"], ["count", "deepseek-v3", "--convention", "6n"],
-    ["count", "gemma-3-27b"], ["count", "gpt3", "--convention", "3b1b"], ["compare", "llama2-7b"],
-    ["compare", "--d-model", "768", "--sweep", "2:4:1"], ["train", "gpt3", "--tokens", "300B", "--gpus", "1024"],
-    ["infer", "llama3-8b", "--prompt", "100", "--generate", "10"], ["table", "gpt3", "llama3-8b", "mixtral-8x22b"],
-    ["presets"], ["conventions"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["count", "gpt3"],
+        ["count", "mixtral-8x7b", "--per-layer"],
+        ["count", "deepseek-v3", "--convention", "6n"],
+        ["count", "gemma-3-27b"],
+        ["count", "gpt3", "--convention", "3b1b"],
+        ["compare", "llama2-7b"],
+        ["compare", "--d-model", "768", "--sweep", "2:4:1"],
+        ["train", "gpt3", "--tokens", "300B", "--gpus", "1024"],
+        ["infer", "llama3-8b", "--prompt", "100", "--generate", "10"],
+        ["table", "gpt3", "llama3-8b", "mixtral-8x22b"],
+        ["presets"],
+        ["conventions"],
+    ],
+)
 def test_plain_text_is_what_rich_prints(capsys, monkeypatch, args, columns):
     """Off a terminal, tables are written without rich's console: the same bytes as rich prints there."""
     from ffncalc.cli import main, options
@@ -320,9 +360,11 @@ def test_explain_names_every_figure_the_planning_commands_print(cli):
     """Each figure key of a train, an infer and a fit run is explained, with its unit; a convention by name too."""
     _, out, _ = cli("explain", "-f", "json")
     known = {e["term"]: e for e in json.loads(out)["explain"]}
-    for args in (["train", "llama3-8b", "--tokens", "15T", "--hardware", "h100-sxm", "--gpus", "64", "--tp", "8"],
-                 ["infer", "llama3-8b", "--prompt", "1000", "--generate", "100", "--hardware", "h100-sxm"],
-                 ["fit", "qwen3-32b", "--hardware", "rtx4090", "--dtype", "q4_k_m"]):
+    for args in (
+        ["train", "llama3-8b", "--tokens", "15T", "--hardware", "h100-sxm", "--gpus", "64", "--tp", "8"],
+        ["infer", "llama3-8b", "--prompt", "1000", "--generate", "100", "--hardware", "h100-sxm"],
+        ["fit", "qwen3-32b", "--hardware", "rtx4090", "--dtype", "q4_k_m"],
+    ):
         code, out, _ = cli(*args, "-f", "json")
         assert code == 0
         for key, figure in json.loads(out)["figures"].items():

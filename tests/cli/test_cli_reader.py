@@ -29,15 +29,73 @@ LINES = [
     ["compare", "--d-model", "768", "--d-ff", "3072", "--kind", "gated", "--no-bias", "--sweep", "1:8:1"],
     ["compare", "llama2-7b", "--to", "dense", "--activation", "gelu", "--match", "flops", "--bias"],
     ["table", "gpt3", "llama3-8b", "--columns", "model,params", "-c", "palm"],
-    ["train", "gpt3", "--tokens", "300B", "--hardware", "h100-sxm", "--gpus", "1024", "--mfu", "0.45",
-     "--tflops", "400.5", "--tokens-per-s", "1e6", "--zero", "3", "--reserve", "0.05", "--no-mtp"],
+    [
+        "train",
+        "gpt3",
+        "--tokens",
+        "300B",
+        "--hardware",
+        "h100-sxm",
+        "--gpus",
+        "1024",
+        "--mfu",
+        "0.45",
+        "--tflops",
+        "400.5",
+        "--tokens-per-s",
+        "1e6",
+        "--zero",
+        "3",
+        "--reserve",
+        "0.05",
+        "--no-mtp",
+    ],
     ["train", "deepseek-v3", "--tokens", "14.8T", "--mtp", "--dtype", "fp8", "--precision", "fp8"],
-    ["infer", "llama3-70b", "--prompt", "4000", "--generate", "500", "--accept", ".7", "--draft", "3",
-     "--decode", "expanded", "--kv-dtype", "fp8"],
+    [
+        "infer",
+        "llama3-70b",
+        "--prompt",
+        "4000",
+        "--generate",
+        "500",
+        "--accept",
+        ".7",
+        "--draft",
+        "3",
+        "--decode",
+        "expanded",
+        "--kv-dtype",
+        "fp8",
+    ],
     ["fit", "qwen3-32b", "--hardware", "rtx4090", "--dtype", "q4_k_m", "--context", "32768"],
-    ["infer", "deepseek-v3", "--prompt", "100", "--generate", "10", "--gpus", "16", "--pp", "2", "--ep", "16",
-     "--link-gbs", "400", "--link-latency-us", "0", "--network-gbs", "25", "--tflops", "900",
-     "--draft", "1", "--accept", "0.8", "--draft-model", "llama3-8b"],
+    [
+        "infer",
+        "deepseek-v3",
+        "--prompt",
+        "100",
+        "--generate",
+        "10",
+        "--gpus",
+        "16",
+        "--pp",
+        "2",
+        "--ep",
+        "16",
+        "--link-gbs",
+        "400",
+        "--link-latency-us",
+        "0",
+        "--network-gbs",
+        "25",
+        "--tflops",
+        "900",
+        "--draft",
+        "1",
+        "--accept",
+        "0.8",
+        "--draft-model",
+        "llama3-8b",
+    ],
     ["train", "llama3-70b", "--tokens", "1T", "--no-sequence-parallel", "--goodput", "0.9", "--tp", "8"],
     ["fit", "llama3-70b", "--hardware", "mi300x", "--gpus", "8", "--pp", "2", "--tflops", "1000.5"],
     ["plot", "share", "gpt3", "llama3-8b", "--out", "x.svg"],
@@ -53,16 +111,33 @@ LINES = [
 ]
 
 HANDED_OVER = [
-    [], ["-h"], ["--version"], ["count"], ["count", "--help"], ["count", "gpt3", "-h"], ["plot"],
+    [],
+    ["-h"],
+    ["--version"],
+    ["count"],
+    ["count", "--help"],
+    ["count", "gpt3", "-h"],
+    ["plot"],
     ["count", "gpt3", "--seq-len", "0"],  # below its bound: typer says so
     ["count", "gpt3", "--seq-len", "1_000"],  # a spelling typer reads its own way
-    ["count", "gpt3", "--seq-len", " 5"], ["count", "gpt3", "--seq-len", "+5"], ["count", "gpt3", "--seq-len", "9" * 50],
-    ["count", "gpt3", "-c", "bogus"], ["count", "gpt3", "--bogus"], ["count", "gpt3", "llama3-8b"],
-    ["count", "gpt3", "--batch", "2", "--batch", "3"], ["count", "gpt3", "--per-layer=yes"],
-    ["count", "gpt3", "--seq-len"], ["count", "gpt3", "--seq-len", "-5"], ["count", "--", "gpt3"],
-    ["train", "gpt3", "--tokens", "1B", "--mfu", "inf"], ["train", "gpt3", "--tokens", "1B", "--mfu", "nan"],
+    ["count", "gpt3", "--seq-len", " 5"],
+    ["count", "gpt3", "--seq-len", "+5"],
+    ["count", "gpt3", "--seq-len", "9" * 50],
+    ["count", "gpt3", "-c", "bogus"],
+    ["count", "gpt3", "--bogus"],
+    ["count", "gpt3", "llama3-8b"],
+    ["count", "gpt3", "--batch", "2", "--batch", "3"],
+    ["count", "gpt3", "--per-layer=yes"],
+    ["count", "gpt3", "--seq-len"],
+    ["count", "gpt3", "--seq-len", "-5"],
+    ["count", "--", "gpt3"],
+    ["train", "gpt3", "--tokens", "1B", "--mfu", "inf"],
+    ["train", "gpt3", "--tokens", "1B", "--mfu", "nan"],
     ["train", "gpt3"],  # --tokens is required
-    ["infer", "gpt3", "--prompt", "1"], ["presets", "bogus"], ["plot", "bogus"], ["nonesuch"],
+    ["infer", "gpt3", "--prompt", "1"],
+    ["presets", "bogus"],
+    ["plot", "bogus"],
+    ["nonesuch"],
 ]
 
 
@@ -109,9 +184,11 @@ def test_help_shows_the_examples_and_no_type_placeholders_for_switches(cli):
 def test_counting_imports_no_command_line_library():
     import subprocess
 
-    code = ("import sys\nfrom ffncalc.cli import main\ntry:\n    main(['count', 'gpt3'])\nexcept SystemExit:\n    pass\n"
-            "sys.stderr.write(','.join(m for m in ('typer', 'rich.console', 'pydantic', 'annotated_types') "
-            "if m in sys.modules))")
+    code = (
+        "import sys\nfrom ffncalc.cli import main\ntry:\n    main(['count', 'gpt3'])\nexcept SystemExit:\n    pass\n"
+        "sys.stderr.write(','.join(m for m in ('typer', 'rich.console', 'pydantic', 'annotated_types') "
+        "if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stderr == ""
 
@@ -135,12 +212,15 @@ def test_every_example_runs(example, tmp_path, monkeypatch, capsys, steady_peak)
         json.loads(out)
 
 
-@pytest.mark.parametrize("words, cword, expected", [
-    ("ffncalc cou", 1, {"count"}),
-    ("ffncalc count -c megatron", 3, {"megatron", "megatron-lm"}),
-    ("ffncalc count gpt2-", 2, {"gpt2-medium", "gpt2-large", "gpt2-xl"}),
-    ("ffncalc presets show mixtral-8x2", 3, {"mixtral-8x22b"}),
-])
+@pytest.mark.parametrize(
+    "words, cword, expected",
+    [
+        ("ffncalc cou", 1, {"count"}),
+        ("ffncalc count -c megatron", 3, {"megatron", "megatron-lm"}),
+        ("ffncalc count gpt2-", 2, {"gpt2-medium", "gpt2-large", "gpt2-xl"}),
+        ("ffncalc presets show mixtral-8x2", 3, {"mixtral-8x22b"}),
+    ],
+)
 def test_shell_completion_offers_commands_choices_and_presets(words, cword, expected, tmp_path):
     """What bash's completion function (ffncalc --install-completion) asks the program for, and gets."""
     import os

@@ -123,8 +123,9 @@ def test_interrupt_while_staging_leaves_nothing(tmp_path, monkeypatch):
 
 def _run(args, cwd, **kw):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "ffncalc", *args], cwd=cwd, capture_output=True, text=True,
-                          env=env, timeout=120, **kw)
+    return subprocess.run(
+        [sys.executable, "-m", "ffncalc", *args], cwd=cwd, capture_output=True, text=True, env=env, timeout=120, **kw
+    )
 
 
 def test_file_size_limit_is_one_line(tmp_path):
@@ -167,6 +168,7 @@ def test_sigterm_mid_write_leaves_no_temporary_file(tmp_path):
 
 
 # --- docs ------------------------------------------------------------------------------------------
+
 
 @pytest.fixture
 def small_docs(monkeypatch):

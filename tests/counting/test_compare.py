@@ -128,12 +128,12 @@ def test_sweep(cli):
 
 @pytest.mark.torch
 def test_bench_column_on_cpu(cli, steady_peak):
-    c = compared(cli, "--d-model", "128", "--d-ff", "512", "--bench", "--tokens", "64", "--repeats", "2",
-                 "--device", "cpu")
+    c = compared(cli, "--d-model", "128", "--d-ff", "512", "--bench", "--tokens", "64", "--repeats", "2", "--device", "cpu")
     assert [r["variant"] for r in c["bench"]] == ["dense relu d_ff 512", "ReGLU d_ff 341"]
     assert all(r["median_ms"] > 0 and r["tflops"] > 0 and r["device"] == "cpu" for r in c["bench"])
-    code, out, _ = cli("compare", "--d-model", "128", "--d-ff", "512", "--bench", "--tokens", "64",
-                       "--repeats", "2", "--device", "cpu")
+    code, out, _ = cli(
+        "compare", "--d-model", "128", "--d-ff", "512", "--bench", "--tokens", "64", "--repeats", "2", "--device", "cpu"
+    )
     assert code == 0 and "measured ms" in out and "time ratio" in out
 
 
@@ -145,16 +145,21 @@ def test_formats(cli):
     assert code == 0 and len(lines) == 3 and lines[1].startswith("source,gpt2") and lines[2].startswith("target")
 
 
-@pytest.mark.parametrize("args,expected", [
-    (["compare"], "compare needs a model"),
-    (["compare", "gpt2", "--d-model", "64"], "not both"),
-    (["compare", "--d-model", "64"], "needs --d-ff"),
-    (["compare", "gpt2", "--activation", "swish2"], "--activation swish2: not a gated activation"),
-    (["compare", "--d-model", "64", "--d-ff", "128", "--kind", "gated", "--activation", "geglu"],
-     "--activation geglu: not a dense activation"),
-    (["compare", "gpt2", "--sweep", "a,b"], "--sweep a,b"),
-    (["compare", "gpt2", "--multiple-of", "0"], "--multiple-of"),
-])
+@pytest.mark.parametrize(
+    "args,expected",
+    [
+        (["compare"], "compare needs a model"),
+        (["compare", "gpt2", "--d-model", "64"], "not both"),
+        (["compare", "--d-model", "64"], "needs --d-ff"),
+        (["compare", "gpt2", "--activation", "swish2"], "--activation swish2: not a gated activation"),
+        (
+            ["compare", "--d-model", "64", "--d-ff", "128", "--kind", "gated", "--activation", "geglu"],
+            "--activation geglu: not a dense activation",
+        ),
+        (["compare", "gpt2", "--sweep", "a,b"], "--sweep a,b"),
+        (["compare", "gpt2", "--multiple-of", "0"], "--multiple-of"),
+    ],
+)
 def test_bad_arguments(cli, args, expected):
     code, out, err = cli(*args)
     assert code == 2 and out == "" and expected in err and err.count("\n") == 1

@@ -20,28 +20,62 @@ def count(name, **kw):
     return tally(presets.load(name)[1], **kw)
 
 
-def megatron_lm_per_token(*, h, layers, dense, heads, q_lora, kv_lora, qk, rope, v, ffn, moe_ffn, top_k, shared,
-                          vocab, s, mtp=0):
+def megatron_lm_per_token(*, h, layers, dense, heads, q_lora, kv_lora, qk, rope, v, ffn, moe_ffn, top_k, shared, vocab, s, mtp=0):
     """Megatron-LM's num_floating_point_operations (megatron/training/training.py, transformer_flops) for
     MLA with MoE, per token: 3 (forward, wgrad, dgrad) × 2 (per multiply-add) × the multiply-adds below.
     A multi-token prediction layer is one more layer like the last (MoE here), plus its norms (3h) and
     eh_proj (2h·h), and one more pass through the logits."""
     q_term = q_lora * (h + heads * (qk + rope) + 1)  # q_a, q_b, and the q_a norm at one per element
-    attention = (q_term + kv_lora * (h + heads * (qk + v) + 1) + h * rope + heads * v * h
-                 + Fraction(s * heads * (qk + rope), 2) + Fraction(s * heads * v, 2))  # causal: half the square
+    attention = (
+        q_term
+        + kv_lora * (h + heads * (qk + v) + 1)
+        + h * rope
+        + heads * v * h
+        + Fraction(s * heads * (qk + rope), 2)
+        + Fraction(s * heads * v, 2)
+    )  # causal: half the square
     mlp = h * (3 * ffn * dense + 3 * moe_ffn * top_k * (layers - dense + mtp) + 3 * shared * (layers - dense + mtp))
     macs = mlp + attention * (layers + mtp) + mtp * (3 * h + 2 * h * h) + h * vocab * (mtp + 1)
     return 6 * macs
 
 
-DEEPSEEK_V2 = dict(h=5120, layers=60, dense=1, heads=128, q_lora=1536, kv_lora=512, qk=128, rope=64, v=128,
-                   ffn=12288, moe_ffn=1536, top_k=6, shared=2 * 1536, vocab=102400, s=4096)
-DEEPSEEK_V3 = dict(h=7168, layers=61, dense=3, heads=128, q_lora=1536, kv_lora=512, qk=128, rope=64, v=128,
-                   ffn=18432, moe_ffn=2048, top_k=8, shared=2048, vocab=129280, s=4096)
+DEEPSEEK_V2 = dict(
+    h=5120,
+    layers=60,
+    dense=1,
+    heads=128,
+    q_lora=1536,
+    kv_lora=512,
+    qk=128,
+    rope=64,
+    v=128,
+    ffn=12288,
+    moe_ffn=1536,
+    top_k=6,
+    shared=2 * 1536,
+    vocab=102400,
+    s=4096,
+)
+DEEPSEEK_V3 = dict(
+    h=7168,
+    layers=61,
+    dense=3,
+    heads=128,
+    q_lora=1536,
+    kv_lora=512,
+    qk=128,
+    rope=64,
+    v=128,
+    ffn=18432,
+    moe_ffn=2048,
+    top_k=8,
+    shared=2048,
+    vocab=129280,
+    s=4096,
+)
 
 
-@pytest.mark.parametrize("name, shapes, published", [("deepseek-v2", DEEPSEEK_V2, 155),
-                                                     ("deepseek-v3", DEEPSEEK_V3, 250)])
+@pytest.mark.parametrize("name, shapes, published", [("deepseek-v2", DEEPSEEK_V2, 155), ("deepseek-v3", DEEPSEEK_V3, 250)])
 def test_megatron_lm_reproduces_deepseek_training_flops(name, shapes, published):
     """Zhao et al. 2025, Insights into DeepSeek-V3 (ISCA '25), Table 1: 155 and 250 GFLOPs of training
     compute per token for DeepSeek-V2 and V3 at sequence length 4,096."""
@@ -84,8 +118,7 @@ def test_megatron_lm_gated_deltanet_as_its_recurrence():
     qk_dim = c["linear_key_head_dim"] * c["linear_num_key_heads"]
     v_dim = c["linear_value_head_dim"] * c["linear_num_value_heads"]
     nv, dv = c["linear_num_value_heads"], c["linear_value_head_dim"]
-    gdn = (h * (2 * qk_dim + 2 * v_dim + 2 * nv) + c["linear_conv_kernel_dim"] * (2 * qk_dim + v_dim)
-           + nv * dv * dv * 4 + h * v_dim)
+    gdn = h * (2 * qk_dim + 2 * v_dim + 2 * nv) + c["linear_conv_kernel_dim"] * (2 * qk_dim + v_dim) + nv * dv * dv * 4 + h * v_dim
     q = c["head_dim"] * c["num_attention_heads"]
     kv = c["head_dim"] * c["num_key_value_heads"]
     attention = h * (q + 2 * kv + q) + Fraction(q * s, 2) * 2 + q * h
@@ -96,8 +129,14 @@ def test_megatron_lm_gated_deltanet_as_its_recurrence():
 
 
 # Hoffmann et al. 2022, Table A4: (layers, d_model, ffw_size, heads, k/q size, FLOP ratio ours / 6ND)
-TABLE_A4 = [(10, 640, 2560, 10, 64, 1.03), (20, 1024, 4096, 16, 64, 1.10), (24, 1280, 5120, 10, 128, 1.08),
-            (26, 1792, 7168, 14, 128, 1.04), (28, 2048, 8192, 16, 128, 1.03), (40, 3584, 14336, 28, 128, 0.99)]
+TABLE_A4 = [
+    (10, 640, 2560, 10, 64, 1.03),
+    (20, 1024, 4096, 16, 64, 1.10),
+    (24, 1280, 5120, 10, 128, 1.08),
+    (26, 1792, 7168, 14, 128, 1.04),
+    (28, 2048, 8192, 16, 128, 1.03),
+    (40, 3584, 14336, 28, 128, 0.99),
+]
 
 
 @pytest.mark.parametrize("layers, d, ffw, heads, key, ratio", TABLE_A4)
@@ -107,11 +146,19 @@ def test_chinchilla_reproduces_table_a4(layers, d, ffw, heads, key, ratio):
     the d × (heads·key) projection W_R of the relative position encodings the Chinchilla models inherit from
     Gopher (Transformer-XL style), which an ffncalc spec has no block for and is added here by hand; without it
     Table A9's parameter counts are missed by about 7%."""
-    spec = from_data(dict(
-        vocab_size=32_000, d_model=d, n_layers=layers, context_length=2048, positions="none", tie_embeddings=True,
-        attention={"n_heads": heads, "head_dim": key},
-        ffn={"kind": "dense", "d_ff": ffw, "bias": False, "activation": "gelu"}, norm={"kind": "rmsnorm"},
-    ))
+    spec = from_data(
+        dict(
+            vocab_size=32_000,
+            d_model=d,
+            n_layers=layers,
+            context_length=2048,
+            positions="none",
+            tie_embeddings=True,
+            attention={"n_heads": heads, "head_dim": key},
+            ffn={"kind": "dense", "d_ff": ffw, "bias": False, "activation": "gelu"},
+            norm={"kind": "rmsnorm"},
+        )
+    )
     t = tally(spec, convention="chinchilla", seq_len=2048)
     n = t.params + layers * d * heads * key
     assert round(t.train_flops / (6 * n * t.tokens), 2) == ratio

@@ -69,10 +69,13 @@ def test_published_totals(name, expected):
     assert t.params == expected
 
 
-@pytest.mark.parametrize("name,total,active", [
-    ("mixtral-8x7b", 46_702_792_704, 12_879_925_248),
-    ("mixtral-8x22b", 140_620_634_112, 39_152_031_744),
-])
+@pytest.mark.parametrize(
+    "name,total,active",
+    [
+        ("mixtral-8x7b", 46_702_792_704, 12_879_925_248),
+        ("mixtral-8x22b", 140_620_634_112, 39_152_031_744),
+    ],
+)
 def test_moe_active_params(name, total, active):
     t = count(name)
     assert (t.params, t.active) == (total, active)
@@ -92,6 +95,7 @@ def test_every_preset_counts():
 
 # --- the seed's GPT-3 tally (seeds/004) -------------------------------------------------------
 
+
 def test_3b1b_tally_of_gpt3():
     t = count("gpt3", convention="3b1b")
     assert t.params == 175_181_291_520
@@ -106,24 +110,37 @@ def test_3b1b_tally_of_gpt3():
     # one query, key and value matrix per head: 128 × 12,288 each, 96 heads × 96 layers
     assert rows["attn.q.weight"].shape == (128, 12_288)
     assert rows["attn.q.weight"].count == 96 * 96
-    assert set(rows) == {"embed.weight", "attn.q.weight", "attn.k.weight", "attn.v.weight", "attn.o.weight",
-                         "ffn.up.weight", "ffn.down.weight", "lm_head.weight"}
+    assert set(rows) == {
+        "embed.weight",
+        "attn.q.weight",
+        "attn.k.weight",
+        "attn.v.weight",
+        "attn.o.weight",
+        "ffn.up.weight",
+        "ffn.down.weight",
+        "lm_head.weight",
+    }
 
 
 # --- Llama's width rule (meta-llama FeedForward) ------------------------------------------------
 
-@pytest.mark.parametrize("d_model,multiple_of,multiplier,expected", [
-    (4096, 256, None, 11008),  # Llama-2-7B
-    (5120, 256, None, 13824),  # Llama-2-13B
-    (8192, 4096, 1.3, 28672),  # Llama-2-70B and Llama-3-70B
-    (4096, 1024, 1.3, 14336),  # Llama-3-8B
-    (16384, 4096, 1.2, 53248),  # Llama-3.1-405B
-])
+
+@pytest.mark.parametrize(
+    "d_model,multiple_of,multiplier,expected",
+    [
+        (4096, 256, None, 11008),  # Llama-2-7B
+        (5120, 256, None, 13824),  # Llama-2-13B
+        (8192, 4096, 1.3, 28672),  # Llama-2-70B and Llama-3-70B
+        (4096, 1024, 1.3, 14336),  # Llama-3-8B
+        (16384, 4096, 1.2, 53248),  # Llama-3.1-405B
+    ],
+)
 def test_llama_width_rule(d_model, multiple_of, multiplier, expected):
     assert llama_ffn_width(d_model, multiple_of=multiple_of, multiplier=multiplier) == expected
 
 
 # --- components, by hand ----------------------------------------------------------------------
+
 
 def rows_of(t):
     return {r.name: r for r in t.rows}
@@ -166,8 +183,9 @@ def test_gqa_projection_shapes():
 
 
 def small(**overrides):
-    base = dict(vocab_size=100, d_model=64, n_layers=2, context_length=32,
-                attention={"n_heads": 4}, ffn={"kind": "dense", "d_ff": 256})
+    base = dict(
+        vocab_size=100, d_model=64, n_layers=2, context_length=32, attention={"n_heads": 4}, ffn={"kind": "dense", "d_ff": 256}
+    )
     base.update(overrides)
     return from_data(base)
 
@@ -196,9 +214,15 @@ def test_mixed_stack_by_hand():
     spec = small(
         n_layers=3,
         attention={"n_heads": 4, "qkv_bias": True},
-        ffn={"kind": "moe", "n_experts": 4, "top_k": 2, "router_bias": True,
-             "expert": {"kind": "gated", "d_ff": 32},
-             "n_shared_experts": 1, "shared": {"kind": "gated", "d_ff": 48}},
+        ffn={
+            "kind": "moe",
+            "n_experts": 4,
+            "top_k": 2,
+            "router_bias": True,
+            "expert": {"kind": "gated", "d_ff": 32},
+            "n_shared_experts": 1,
+            "shared": {"kind": "gated", "d_ff": 48},
+        },
         layers=[{"repeat": 1, "ffn": {"kind": "dense", "d_ff": 256, "bias": True}}, {"repeat": 2}],
         norm={"kind": "layernorm"},
         tie_embeddings=True,
@@ -232,6 +256,7 @@ def test_learned_positions_and_lm_head_bias():
 
 # --- conventions against the papers' formulas --------------------------------------------------
 
+
 def test_kaplan_non_embedding_params_and_forward():
     """Kaplan et al. 2020 Table 1: N = 2·d·l·(2·d_attn + d_ff); C_fwd = 2N + 2·l·n_ctx·d_attn."""
     d, l, ctx = 12_288, 96, 2048
@@ -248,8 +273,14 @@ def test_chinchilla_appendix_f():
     embedding and final-logits matmuls the appendix prints are left out, as Table A4 shows the count was
     implemented (test_conventions.py reproduces Table A4)."""
     s, d, heads, key, ffw, l = 2048, 12_288, 96, 128, 4 * 12_288, 96
-    per_layer = (2 * 3 * s * d * (key * heads) + 2 * s * s * (key * heads) + 3 * heads * s * s
-                 + 2 * s * s * (key * heads) + 2 * s * (key * heads) * d + 2 * s * (2 * d * ffw))
+    per_layer = (
+        2 * 3 * s * d * (key * heads)
+        + 2 * s * s * (key * heads)
+        + 3 * heads * s * s
+        + 2 * s * s * (key * heads)
+        + 2 * s * (key * heads) * d
+        + 2 * s * (2 * d * ffw)
+    )
     t = count("gpt3", convention="chinchilla")
     assert t.forward_flops == l * per_layer
     assert t.train_flops == 3 * t.forward_flops
@@ -267,11 +298,19 @@ def test_megatron_paper_formula_with_recomputation():
 def test_palm_formula_reproduces_nanogpt():
     """PaLM Appendix B: 6N + 12·L·H·Q·T per token; nanoGPT's GPT-2 124M (no biases) at T = 1024
     gives 875,062,886,400 FLOPs per sequence."""
-    spec = from_data(dict(
-        vocab_size=50_257, d_model=768, n_layers=12, context_length=1024, positions="learned",
-        tie_embeddings=True, attention={"n_heads": 12}, ffn={"kind": "dense", "d_ff": 3072, "bias": False},
-        norm={"kind": "layernorm", "bias": False},
-    ))
+    spec = from_data(
+        dict(
+            vocab_size=50_257,
+            d_model=768,
+            n_layers=12,
+            context_length=1024,
+            positions="learned",
+            tie_embeddings=True,
+            attention={"n_heads": 12},
+            ffn={"kind": "dense", "d_ff": 3072, "bias": False},
+            norm={"kind": "layernorm", "bias": False},
+        )
+    )
     assert tally(spec).params == 124_337_664  # nanoGPT's count with bias=False
     t = tally(spec, convention="palm")
     assert t.train_flops == 875_062_886_400
@@ -330,10 +369,13 @@ def test_elementwise_stays_out_of_matmul_figure():
     assert t.flops_per_token == sum(r.flops for r in t.rows)
 
 
-@pytest.mark.parametrize("preset,config,card", [
-    ("gpt-oss-20b", "gpt-oss-20b", 21e9),  # OpenAI's model card: 21B parameters (3.6B active)
-    ("gemma-3-27b", "gemma-3-27b-it", 27e9),  # Gemma 3 report: 27B (the language model; vision adds about 0.4B)
-])
+@pytest.mark.parametrize(
+    "preset,config,card",
+    [
+        ("gpt-oss-20b", "gpt-oss-20b", 21e9),  # OpenAI's model card: 21B parameters (3.6B active)
+        ("gemma-3-27b", "gemma-3-27b-it", 27e9),  # Gemma 3 report: 27B (the language model; vision adds about 0.4B)
+    ],
+)
 def test_presets_of_new_releases(preset, config, card):
     """A preset imported from a public config.json counts what transformers builds from that file (recorded in
     tests/hf_truth/), and rounds to the model card's figure."""

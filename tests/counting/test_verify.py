@@ -39,8 +39,9 @@ def test_every_layer_equals_one_of_each_kind(name):
     once = verify(spec, seq_len=16)
     every = verify(spec, seq_len=16, every_layer=True)
     assert once.ok and every.ok
-    assert [(c.component, c.layers, c.torch_params, c.torch_flops) for c in once.checks] == \
-        [(c.component, c.layers, c.torch_params, c.torch_flops) for c in every.checks]
+    assert [(c.component, c.layers, c.torch_params, c.torch_flops) for c in once.checks] == [
+        (c.component, c.layers, c.torch_params, c.torch_flops) for c in every.checks
+    ]
     assert sum(c.torch_params for c in every.checks) == sum(p.numel() for p in reference.build(spec).parameters())
 
 
@@ -63,12 +64,21 @@ def test_gpt3_builds_on_meta_without_weights():
 
 # --- random specs -------------------------------------------------------------------------------
 
+
 def _mlp(draw, kind=None):
     kind = kind or draw(st.sampled_from(["dense", "gated"]))
-    acts = ["relu", "relu2", "gelu", "gelu_tanh", "silu", "sigmoid", "tanh", "identity"] if kind == "dense" \
+    acts = (
+        ["relu", "relu2", "gelu", "gelu_tanh", "silu", "sigmoid", "tanh", "identity"]
+        if kind == "dense"
         else ["sigmoid", "identity", "relu", "relu2", "gelu", "gelu_tanh", "silu"]
-    return {"kind": kind, "d_ff": draw(st.integers(1, 24)), "activation": draw(st.sampled_from(acts)),
-            "bias": draw(st.booleans()), "sub_norm": draw(st.booleans())}  # BitNet's norm before down
+    )
+    return {
+        "kind": kind,
+        "d_ff": draw(st.integers(1, 24)),
+        "activation": draw(st.sampled_from(acts)),
+        "bias": draw(st.booleans()),
+        "sub_norm": draw(st.booleans()),
+    }  # BitNet's norm before down
 
 
 def _ffn(draw):
@@ -77,16 +87,29 @@ def _ffn(draw):
         return {"kind": "none"}
     if kind == "dense_moe":  # Gemma 4: a dense FFN beside a mixture
         n_experts = draw(st.integers(1, 5))
-        return {"kind": "dense_moe", "dense": _mlp(draw), "n_experts": n_experts,
-                "top_k": draw(st.integers(1, n_experts)), "expert": _mlp(draw)}
+        return {
+            "kind": "dense_moe",
+            "dense": _mlp(draw),
+            "n_experts": n_experts,
+            "top_k": draw(st.integers(1, n_experts)),
+            "expert": _mlp(draw),
+        }
     if kind == "llama":  # the Llama width rule, resolved against d_model
-        return {"kind": "gated", "d_ff": {"rule": "llama", "multiple_of": draw(st.integers(1, 8)),
-                                          "multiplier": draw(st.sampled_from([None, 1.3]))}}
+        return {
+            "kind": "gated",
+            "d_ff": {"rule": "llama", "multiple_of": draw(st.integers(1, 8)), "multiplier": draw(st.sampled_from([None, 1.3]))},
+        }
     if kind != "moe":
         return _mlp(draw, kind)
     n_experts = draw(st.integers(1, 5))
-    moe = {"kind": "moe", "n_experts": n_experts, "top_k": draw(st.integers(1, n_experts)),
-           "expert": _mlp(draw), "router_bias": draw(st.booleans()), "correction_bias": draw(st.booleans())}
+    moe = {
+        "kind": "moe",
+        "n_experts": n_experts,
+        "top_k": draw(st.integers(1, n_experts)),
+        "expert": _mlp(draw),
+        "router_bias": draw(st.booleans()),
+        "correction_bias": draw(st.booleans()),
+    }
     shared = draw(st.integers(0, 2))
     if shared:
         moe |= {"n_shared_experts": shared, "shared": _mlp(draw), "shared_gate": draw(st.booleans())}
@@ -94,51 +117,84 @@ def _ffn(draw):
 
 
 def _attention(draw, d_model, kind=None):
-    kind = kind or draw(st.sampled_from(["mha", "mha", "mha", "mla", "mamba", "mamba2", "gated_deltanet", "parallel",
-                                         "none"]))
+    kind = kind or draw(st.sampled_from(["mha", "mha", "mha", "mla", "mamba", "mamba2", "gated_deltanet", "parallel", "none"]))
     if kind == "parallel":  # Falcon-H1: attention beside a state-space mixer on one input
         other = draw(st.sampled_from(["mamba", "mamba2", "gated_deltanet"]))
         members = [_attention(draw, d_model, "mha"), {**_attention(draw, d_model, other), "kind": other}]
-        return {"kind": "parallel", "mixers": members[::draw(st.sampled_from([1, -1]))]}
+        return {"kind": "parallel", "mixers": members[:: draw(st.sampled_from([1, -1]))]}
     if kind == "mamba":
         norm = draw(st.booleans())  # FalconMamba's weightless dt/B/C norms, or Jamba's with weights
-        return {"kind": "mamba", "d_inner": draw(st.integers(1, 8)), "state_size": draw(st.integers(1, 4)),
-                "conv_kernel": draw(st.integers(1, 4)), "time_step_rank": draw(st.integers(1, 3)),
-                "use_bias": draw(st.booleans()), "use_conv_bias": draw(st.booleans()), "bcdt_norm": norm,
-                "bcdt_weights": norm and draw(st.booleans())}
+        return {
+            "kind": "mamba",
+            "d_inner": draw(st.integers(1, 8)),
+            "state_size": draw(st.integers(1, 4)),
+            "conv_kernel": draw(st.integers(1, 4)),
+            "time_step_rank": draw(st.integers(1, 3)),
+            "use_bias": draw(st.booleans()),
+            "use_conv_bias": draw(st.booleans()),
+            "bcdt_norm": norm,
+            "bcdt_weights": norm and draw(st.booleans()),
+        }
     if kind == "mla":
         rank = draw(st.sampled_from([None, 4]))
-        attn = {"kind": "mla", "n_heads": draw(st.integers(1, 4)), "q_lora_rank": rank,
-                "kv_lora_rank": draw(st.integers(1, 6)), "qk_nope_head_dim": draw(st.integers(1, 5)),
-                "qk_rope_head_dim": draw(st.integers(1, 4)), "v_head_dim": draw(st.integers(1, 5)),
-                "bias": draw(st.booleans())}
+        attn = {
+            "kind": "mla",
+            "n_heads": draw(st.integers(1, 4)),
+            "q_lora_rank": rank,
+            "kv_lora_rank": draw(st.integers(1, 6)),
+            "qk_nope_head_dim": draw(st.integers(1, 5)),
+            "qk_rope_head_dim": draw(st.integers(1, 4)),
+            "v_head_dim": draw(st.integers(1, 5)),
+            "bias": draw(st.booleans()),
+        }
         if rank and draw(st.booleans()):  # DeepSeek-V3.2's indexer reads the query latent
-            attn |= {"index_n_heads": draw(st.integers(1, 3)), "index_head_dim": draw(st.integers(1, 4)),
-                     "index_topk": draw(st.integers(1, 6))}
+            attn |= {
+                "index_n_heads": draw(st.integers(1, 3)),
+                "index_head_dim": draw(st.integers(1, 4)),
+                "index_topk": draw(st.integers(1, 6)),
+            }
         return attn
     if kind == "mamba2":
         head_dim = draw(st.sampled_from([h for h in (1, 2, 4) if (2 * d_model) % h == 0]))
         n_heads = 2 * d_model // head_dim
-        return {"kind": "mamba2", "n_heads": n_heads, "head_dim": head_dim, "expand": 2,
-                "state_size": draw(st.integers(1, 4)),
-                "n_groups": draw(st.sampled_from([g for g in range(1, n_heads + 1) if n_heads % g == 0][:3])),
-                "conv_kernel": draw(st.integers(1, 4)), "use_bias": draw(st.booleans()),
-                "use_conv_bias": draw(st.booleans()), "gated_norm": draw(st.booleans()),  # Falcon-H1's options
-                "out_bias": draw(st.sampled_from([None, False, True]))}
+        return {
+            "kind": "mamba2",
+            "n_heads": n_heads,
+            "head_dim": head_dim,
+            "expand": 2,
+            "state_size": draw(st.integers(1, 4)),
+            "n_groups": draw(st.sampled_from([g for g in range(1, n_heads + 1) if n_heads % g == 0][:3])),
+            "conv_kernel": draw(st.integers(1, 4)),
+            "use_bias": draw(st.booleans()),
+            "use_conv_bias": draw(st.booleans()),
+            "gated_norm": draw(st.booleans()),  # Falcon-H1's options
+            "out_bias": draw(st.sampled_from([None, False, True])),
+        }
     if kind == "gated_deltanet":
         keys = draw(st.integers(1, 3))
-        return {"kind": "gated_deltanet", "n_key_heads": keys, "key_head_dim": draw(st.integers(1, 4)),
-                "n_value_heads": keys * draw(st.integers(1, 2)), "value_head_dim": draw(st.integers(1, 4)),
-                "conv_kernel": draw(st.integers(1, 4)), "chunk_size": draw(st.integers(1, 5))}
+        return {
+            "kind": "gated_deltanet",
+            "n_key_heads": keys,
+            "key_head_dim": draw(st.integers(1, 4)),
+            "n_value_heads": keys * draw(st.integers(1, 2)),
+            "value_head_dim": draw(st.integers(1, 4)),
+            "conv_kernel": draw(st.integers(1, 4)),
+            "chunk_size": draw(st.integers(1, 5)),
+        }
     if kind == "none":
         return {"kind": "none"}
     n_heads = draw(st.integers(1, 6))
-    attn = {"n_heads": n_heads,
-            "n_kv_heads": draw(st.sampled_from([k for k in range(1, n_heads + 1) if n_heads % k == 0])),
-            "qkv_bias": draw(st.booleans()), "o_bias": draw(st.booleans()),
-            "qk_norm": draw(st.sampled_from(["none", "head", "each_head", "full"])),
-            "sinks": draw(st.booleans()), "gate": draw(st.booleans()), "rope": draw(st.booleans()),
-            "window": draw(st.sampled_from([None, None, 1, 3, 6]))}
+    attn = {
+        "n_heads": n_heads,
+        "n_kv_heads": draw(st.sampled_from([k for k in range(1, n_heads + 1) if n_heads % k == 0])),
+        "qkv_bias": draw(st.booleans()),
+        "o_bias": draw(st.booleans()),
+        "qk_norm": draw(st.sampled_from(["none", "head", "each_head", "full"])),
+        "sinks": draw(st.booleans()),
+        "gate": draw(st.booleans()),
+        "rope": draw(st.booleans()),
+        "window": draw(st.sampled_from([None, None, 1, 3, 6])),
+    }
     if attn["window"] is None:
         attn["chunk"] = draw(st.sampled_from([None, None, 1, 2, 5]))  # Llama 4's chunked attention
     if d_model % n_heads or draw(st.booleans()):
@@ -178,9 +234,14 @@ def small_specs(draw):
     kind = draw(st.sampled_from(["layernorm", "layernorm1p", "rmsnorm"]))
     affine = draw(st.booleans())
     placement = draw(st.sampled_from(["pre", "pre", "post", "residual"]))
-    spec["norm"] = {"kind": kind, "affine": affine, "per_layer": draw(st.integers(0, 4)),
-                    "final": draw(st.booleans()), "placement": placement,
-                    "bias": affine and kind != "rmsnorm" and draw(st.booleans())}
+    spec["norm"] = {
+        "kind": kind,
+        "affine": affine,
+        "per_layer": draw(st.integers(0, 4)),
+        "final": draw(st.booleans()),
+        "placement": placement,
+        "bias": affine and kind != "rmsnorm" and draw(st.booleans()),
+    }
     if placement == "pre" and spec["norm"]["per_layer"] <= 2:
         spec["parallel"] = draw(st.booleans())  # GPT-J, GPT-NeoX, phi-2
     if n_layers > 1 and draw(st.booleans()):  # a stack whose layers differ
@@ -193,8 +254,7 @@ def small_specs(draw):
     return from_data(spec), seq_len
 
 
-@settings(max_examples=int(os.environ.get("FFNCALC_EXAMPLES", 200)), deadline=None,
-          suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=int(os.environ.get("FFNCALC_EXAMPLES", 200)), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=small_specs(), convention=st.sampled_from(["exact", "causal"]), every_layer=st.booleans())
 def test_analytic_equals_meta_torch(case, convention, every_layer):
     spec, seq_len = case
@@ -204,13 +264,13 @@ def test_analytic_equals_meta_torch(case, convention, every_layer):
 
 # --- a wrong count is caught ---------------------------------------------------------------------
 
+
 def test_wrong_analytic_count_exits_1(monkeypatch, capsys):
     real = verify_module.tally
 
     def off_by_one(spec, **kw):
         t = real(spec, **kw)
-        rows = tuple(dataclasses.replace(r, params=r.params + 1) if r.name == "ffn.up.weight" else r
-                     for r in t.rows)
+        rows = tuple(dataclasses.replace(r, params=r.params + 1) if r.name == "ffn.up.weight" else r for r in t.rows)
         return dataclasses.replace(t, rows=rows)
 
     monkeypatch.setattr(verify_module, "tally", off_by_one)
@@ -261,13 +321,16 @@ def test_verify_cli(capsys):
     assert {r["model"] for r in data["reports"]} == set(presets.names())
 
 
-@pytest.mark.parametrize("args,expected", [
-    (["verify"], "verify takes one of: a model, --all, --hf CONFIG"),
-    (["verify", "gpt2", "--all"], "verify takes one of"),
-    (["verify", "gpt2", "--hf", "config.json"], "verify takes one of"),
-    (["verify", "gpt2", "--convention", "kaplan"], "Invalid value for '--convention'"),
-    (["verify", "gpt2", "--seq-len", "5000"], "exceeds context_length 1024"),
-])
+@pytest.mark.parametrize(
+    "args,expected",
+    [
+        (["verify"], "verify takes one of: a model, --all, --hf CONFIG"),
+        (["verify", "gpt2", "--all"], "verify takes one of"),
+        (["verify", "gpt2", "--hf", "config.json"], "verify takes one of"),
+        (["verify", "gpt2", "--convention", "kaplan"], "Invalid value for '--convention'"),
+        (["verify", "gpt2", "--seq-len", "5000"], "exceeds context_length 1024"),
+    ],
+)
 def test_verify_bad_arguments(capsys, args, expected):
     with pytest.raises(SystemExit) as exc:
         main(args)
@@ -277,11 +340,24 @@ def test_verify_bad_arguments(capsys, args, expected):
 
 # --- real tensors: routing, causal attention, a forward pass --------------------------------------
 
+
 def tiny(**overrides):
-    base = dict(vocab_size=50, d_model=16, n_layers=2, context_length=24, attention={"n_heads": 4, "n_kv_heads": 2},
-                ffn={"kind": "moe", "n_experts": 4, "top_k": 2, "router_bias": True,
-                     "expert": {"kind": "gated", "d_ff": 8}, "n_shared_experts": 1,
-                     "shared": {"kind": "dense", "d_ff": 12, "activation": "relu"}})
+    base = dict(
+        vocab_size=50,
+        d_model=16,
+        n_layers=2,
+        context_length=24,
+        attention={"n_heads": 4, "n_kv_heads": 2},
+        ffn={
+            "kind": "moe",
+            "n_experts": 4,
+            "top_k": 2,
+            "router_bias": True,
+            "expert": {"kind": "gated", "d_ff": 8},
+            "n_shared_experts": 1,
+            "shared": {"kind": "dense", "d_ff": 12, "activation": "relu"},
+        },
+    )
     base.update(overrides)
     return from_data(base)
 
@@ -298,10 +374,9 @@ def test_real_top_k_routing_matches_analytic_flops_and_a_naive_sum():
     x = torch.randn(24, 16)
     probs = moe.router(x).softmax(-1)
     weights, experts = probs.topk(2, dim=-1)
-    naive = torch.stack([
-        sum(weights[t, j] * moe.experts[int(experts[t, j])](x[t]) for j in range(2)) + moe.shared[0](x[t])
-        for t in range(24)
-    ])
+    naive = torch.stack(
+        [sum(weights[t, j] * moe.experts[int(experts[t, j])](x[t]) for j in range(2)) + moe.shared[0](x[t]) for t in range(24)]
+    )
     torch.testing.assert_close(moe(x), naive)
     assert len(set(experts.flatten().tolist())) > 1  # routing really chose among experts
 
@@ -332,10 +407,12 @@ def test_verify_builds_each_distinct_layer_once_and_never_imports_dynamo():
     import subprocess
     import sys
 
-    code = ("import sys; from ffncalc.analysis.verify import verify; from ffncalc.model import reference; "
-            "from ffncalc.sources import presets; spec = presets.load('deepseek-v3')[1]; "
-            "print(verify(spec, seq_len=8).ok, verify(presets.load('gpt3-175b')[1]).ok, 'torch._dynamo' in sys.modules, "
-            "len(reference.build(spec, distinct=True).layers))")
+    code = (
+        "import sys; from ffncalc.analysis.verify import verify; from ffncalc.model import reference; "
+        "from ffncalc.sources import presets; spec = presets.load('deepseek-v3')[1]; "
+        "print(verify(spec, seq_len=8).ok, verify(presets.load('gpt3-175b')[1]).ok, 'torch._dynamo' in sys.modules, "
+        "len(reference.build(spec, distinct=True).layers))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["True", "True", "False", "2"]
 
@@ -344,8 +421,10 @@ def test_verify_refuses_more_expert_modules_than_it_can_hold(tmp_path, capsys):
     """Torch modules take memory even on the meta device: 100,000 experts in one layer kind are refused in one
     line before anything is built, the figure named."""
     spec = tmp_path / "wide.yaml"
-    spec.write_text("vocab_size: 100\nd_model: 8\nn_layers: 2\ncontext_length: 16\nattention: {n_heads: 2}\n"
-                    "ffn: {kind: moe, n_experts: 100000, top_k: 2, expert: {kind: gated, d_ff: 4}}\n")
+    spec.write_text(
+        "vocab_size: 100\nd_model: 8\nn_layers: 2\ncontext_length: 16\nattention: {n_heads: 2}\n"
+        "ffn: {kind: moe, n_experts: 100000, top_k: 2, expert: {kind: gated, d_ff: 4}}\n"
+    )
     with pytest.raises(SystemExit) as exc:
         main(["verify", str(spec), "--seq-len", "8"])
     err = capsys.readouterr().err
@@ -367,12 +446,26 @@ def test_block_sparse_attention_verifies_as_json(cli, tmp_path, convention):
     """A small MiniMax-M3 (one block-sparse layer, blocks of 8, 2 of them a query) verifies in both views at 40
     tokens, past several blocks. The causal view's per-token FLOPs are fractions (a window's average); each
     pass's total is whole, and JSON takes it."""
-    config = {"model_type": "minimax_m3_vl_text", "hidden_size": 256, "num_hidden_layers": 2,
-              "num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 32, "intermediate_size": 128,
-              "dense_intermediate_size": 256, "shared_intermediate_size": 128, "vocab_size": 512,
-              "num_local_experts": 4, "num_experts_per_tok": 2, "index_n_heads": 2, "index_head_dim": 16,
-              "index_block_size": 8, "index_topk_blocks": 2, "index_local_blocks": 1,
-              "layer_types": ["minimax_m3_sparse", "full_attention"]}
+    config = {
+        "model_type": "minimax_m3_vl_text",
+        "hidden_size": 256,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 8,
+        "num_key_value_heads": 2,
+        "head_dim": 32,
+        "intermediate_size": 128,
+        "dense_intermediate_size": 256,
+        "shared_intermediate_size": 128,
+        "vocab_size": 512,
+        "num_local_experts": 4,
+        "num_experts_per_tok": 2,
+        "index_n_heads": 2,
+        "index_head_dim": 16,
+        "index_block_size": 8,
+        "index_topk_blocks": 2,
+        "index_local_blocks": 1,
+        "layer_types": ["minimax_m3_sparse", "full_attention"],
+    }
     path = tmp_path / "mm3.json"
     path.write_text(json.dumps(config))
     code, out, err = cli("verify", str(path), "--seq-len", "40", "-c", convention, "-f", "json")

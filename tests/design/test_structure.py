@@ -29,9 +29,13 @@ def test_every_analysis_module_is_checked():
 def test_module_size_and_parameters(path):
     text = path.read_text()
     assert len(text.splitlines()) <= MAX_LINES, f"{path.name}: {len(text.splitlines())} lines"
-    long = [f"{node.name} (line {node.lineno}): {parameters(node)}" for node in ast.walk(ast.parse(text))
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not node.name.startswith("_")
-            and parameters(node) > MAX_PARAMETERS]
+    long = [
+        f"{node.name} (line {node.lineno}): {parameters(node)}"
+        for node in ast.walk(ast.parse(text))
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and not node.name.startswith("_")
+        and parameters(node) > MAX_PARAMETERS
+    ]
     assert long == []
 
 

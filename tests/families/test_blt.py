@@ -13,14 +13,25 @@ from ffncalc.sources.hf.names import component
 
 
 def _stack(d, layers, d_ff):
-    return {"d_model": d, "n_layers": layers, "attention": {"kind": "mha", "n_heads": 2},
-            "ffn": {"kind": "gated", "d_ff": d_ff}}
+    return {"d_model": d, "n_layers": layers, "attention": {"kind": "mha", "n_heads": 2}, "ffn": {"kind": "gated", "d_ff": d_ff}}
 
 
-DATA = dict(vocab_size=10, d_model=8, n_layers=2, context_length=16, attention={"kind": "mha", "n_heads": 2},
-            ffn={"kind": "gated", "d_ff": 12},
-            byte_latent={"encoder": _stack(8, 1, 12), "latent": _stack(12, 1, 16), "cross_k": 2, "hash_tables": 2,
-                         "hash_vocab": 5, "patch_size": 2})
+DATA = dict(
+    vocab_size=10,
+    d_model=8,
+    n_layers=2,
+    context_length=16,
+    attention={"kind": "mha", "n_heads": 2},
+    ffn={"kind": "gated", "d_ff": 12},
+    byte_latent={
+        "encoder": _stack(8, 1, 12),
+        "latent": _stack(12, 1, 16),
+        "cross_k": 2,
+        "hash_tables": 2,
+        "hash_vocab": 5,
+        "patch_size": 2,
+    },
+)
 
 
 def test_parameters_by_hand():
@@ -62,15 +73,36 @@ def test_model_stacks_beside_the_layers_are_named_as_one_component():
     assert component("model.local_decoder.layers.4.self_attn.o_proj.weight", family) == ("attn.o", 4)
 
 
-SMALL = {"vocab_size": 260, "cross_attn_k": 2, "encoder_hash_byte_group_vocab": 50, "local_attention_window_len": 8,
-         "encoder_config": {"hidden_size": 32, "num_attention_heads": 4, "num_key_value_heads": 2,
-                            "num_hidden_layers": 2, "cross_attn_all_layers": True},
-         "decoder_config": {"hidden_size": 32, "num_attention_heads": 4, "num_key_value_heads": 2,
-                            "num_hidden_layers": 3, "intermediate_size": 48, "hidden_size_global": 48,
-                            "cross_attn_all_layers": False},
-         "global_config": {"hidden_size": 48, "num_attention_heads": 4, "num_hidden_layers": 2, "intermediate_size": 80},
-         "patcher_config": {"hidden_size": 24, "num_attention_heads": 2, "num_hidden_layers": 2,
-                            "intermediate_size": 40, "sliding_window": 6}}
+SMALL = {
+    "vocab_size": 260,
+    "cross_attn_k": 2,
+    "encoder_hash_byte_group_vocab": 50,
+    "local_attention_window_len": 8,
+    "encoder_config": {
+        "hidden_size": 32,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "num_hidden_layers": 2,
+        "cross_attn_all_layers": True,
+    },
+    "decoder_config": {
+        "hidden_size": 32,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "num_hidden_layers": 3,
+        "intermediate_size": 48,
+        "hidden_size_global": 48,
+        "cross_attn_all_layers": False,
+    },
+    "global_config": {"hidden_size": 48, "num_attention_heads": 4, "num_hidden_layers": 2, "intermediate_size": 80},
+    "patcher_config": {
+        "hidden_size": 24,
+        "num_attention_heads": 2,
+        "num_hidden_layers": 2,
+        "intermediate_size": 40,
+        "sliding_window": 6,
+    },
+}
 
 
 @pytest.mark.torch

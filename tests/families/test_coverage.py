@@ -69,8 +69,13 @@ UNMEASURED: dict[str, str] = {}
 # Mamba-2 mixers: ffncalc counts the SSD in its quadratic dual form over the whole sequence (blocks/mamba2.py);
 # transformers' torch path runs the chunked scan (chunks of chunk_size, the sequence padded to a whole chunk, with
 # B, C repeated to every head and the states passed between chunks), other products for the same map.
-MAMBA2_DUAL_FORM = {"bamba-9b", "granite-4.0-h-350m", "mamba-codestral-7b-mlx-8bit", "nemotron-3-nano-30b-a3b",
-                    "nemotron-h-56b-base-8k"}
+MAMBA2_DUAL_FORM = {
+    "bamba-9b",
+    "granite-4.0-h-350m",
+    "mamba-codestral-7b-mlx-8bit",
+    "nemotron-3-nano-30b-a3b",
+    "nemotron-h-56b-base-8k",
+}
 
 
 def _config_ints(data, pattern: str) -> set[int]:
@@ -116,8 +121,12 @@ def _known(name: str, c, check, run, ours: dict[str, int]) -> str | None:
     if check.component == hfcheck.CORE and c.data.get("model_type") == "kimi_linear" and "attn.kkt" in ours:
         if check.ours - ours["attn.kkt"] - ours["attn.qk"] == check.transformers:
             return "KDA: decayed K_βKᵀ and QKᵀ as broadcast products"
-    if check.component == hfcheck.CORE and name in MAMBA2_DUAL_FORM and core_modules \
-            and not any(re.search(r"attn|attention", m) for m in core_modules):  # the mixers, not attention
+    if (
+        check.component == hfcheck.CORE
+        and name in MAMBA2_DUAL_FORM
+        and core_modules
+        and not any(re.search(r"attn|attention", m) for m in core_modules)
+    ):  # the mixers, not attention
         return "Mamba-2: quadratic dual form against transformers' chunked scan"
     return None
 

@@ -53,11 +53,9 @@ def test_total_at_defaults_equals_transformers(model_type):
 
 @pytest.mark.parametrize("model_type", BUILT)
 def test_every_component_at_defaults_equals_transformers(model_type):
-    report = hfcheck.check(hf.read_config(CONFIGS / f"{model_type}.json"), model=model_type,
-                           measured=_measured(model_type))
+    report = hfcheck.check(hf.read_config(CONFIGS / f"{model_type}.json"), model=model_type, measured=_measured(model_type))
     assert report.ok, report.failures
     assert not any(ch.component.startswith("(unmatched)") for ch in report.checks)
-
 
 
 @pytest.mark.parametrize("model_type", BUILT)

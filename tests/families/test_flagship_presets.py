@@ -97,12 +97,15 @@ def test_qwen3_next():
 
 
 @pytest.mark.torch  # the vision tower is built by transformers
-@pytest.mark.parametrize("preset,config,total,active", [
-    # Qwen3.5 cards: "Number of Parameters: 27B"; "35B in total and 3B activated"; "397B in total and 17B activated"
-    ("qwen3.5-27b", "qwen3.5-27b", 27, None),
-    ("qwen3.5-35b-a3b", "qwen3.5-35b-a3b", 35, 3),
-    ("qwen3.5-397b-a17b", "qwen3.5-397b-a17b", 397, 17),
-])
+@pytest.mark.parametrize(
+    "preset,config,total,active",
+    [
+        # Qwen3.5 cards: "Number of Parameters: 27B"; "35B in total and 3B activated"; "397B in total and 17B activated"
+        ("qwen3.5-27b", "qwen3.5-27b", 27, None),
+        ("qwen3.5-35b-a3b", "qwen3.5-35b-a3b", 35, 3),
+        ("qwen3.5-397b-a17b", "qwen3.5-397b-a17b", 397, 17),
+    ],
+)
 def test_qwen3_5(preset, config, total, active):
     t = count(preset)
     towers = with_towers(config) - hf_total(config)  # the vision tower and merger transformers adds

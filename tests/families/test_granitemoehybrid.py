@@ -12,11 +12,27 @@ from ffncalc.sources import hf
 
 pytestmark = pytest.mark.torch  # reference modules, real tensors or FlopCounterMode
 
-CONFIG = {"model_type": "granitemoehybrid", "vocab_size": 96, "hidden_size": 32, "num_hidden_layers": 4,
-          "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 24, "shared_intermediate_size": 40,
-          "num_local_experts": 4, "num_experts_per_tok": 2, "layer_types": ["mamba", "attention", "mamba", "mamba"],
-          "position_embedding_type": "rope", "mamba_n_heads": 8, "mamba_d_head": 8, "mamba_d_state": 16,
-          "mamba_n_groups": 2, "mamba_proj_bias": True, "attention_bias": True, "max_position_embeddings": 64}
+CONFIG = {
+    "model_type": "granitemoehybrid",
+    "vocab_size": 96,
+    "hidden_size": 32,
+    "num_hidden_layers": 4,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "intermediate_size": 24,
+    "shared_intermediate_size": 40,
+    "num_local_experts": 4,
+    "num_experts_per_tok": 2,
+    "layer_types": ["mamba", "attention", "mamba", "mamba"],
+    "position_embedding_type": "rope",
+    "mamba_n_heads": 8,
+    "mamba_d_head": 8,
+    "mamba_d_state": 16,
+    "mamba_n_groups": 2,
+    "mamba_proj_bias": True,
+    "attention_bias": True,
+    "max_position_embeddings": 64,
+}
 
 
 def test_experts_and_rope_against_transformers(tmp_path):

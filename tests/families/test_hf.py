@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ffncalc.analysis import hfcheck, inference, training
+from ffncalc.analysis import hfcheck, inference, memory
 from ffncalc.analysis.count import tally
 from ffncalc.analysis.hfcheck import Measured
 from ffncalc.model import from_data
@@ -48,8 +48,24 @@ TOTALS = {
     "deepseek-v3": 671_026_404_352,
 }
 
-FAMILIES = {"gpt2", "gpt_neox", "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma",
-            "gemma2", "phi", "phi3", "olmo2", "deepseek_v2", "deepseek_v3"}
+FAMILIES = {
+    "gpt2",
+    "gpt_neox",
+    "llama",
+    "mistral",
+    "mixtral",
+    "qwen2",
+    "qwen2_moe",
+    "qwen3",
+    "qwen3_moe",
+    "gemma",
+    "gemma2",
+    "phi",
+    "phi3",
+    "olmo2",
+    "deepseek_v2",
+    "deepseek_v3",
+}
 
 
 # Families that are another family under a new name (one line each), read by a tested family's code.
@@ -127,6 +143,7 @@ def test_mla_shapes_by_hand():
 
 # --- transformers itself ------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("name", TOTALS)
 def test_transformers_totals_are_the_recorded_truth(name):
     """TOTALS (published figures where they exist) against what transformers built (tests/hf_truth/)."""
@@ -159,6 +176,7 @@ def test_causal_triangle_verifies(name):
 
 
 # --- command line -------------------------------------------------------------------------------
+
 
 def test_count_takes_a_config_or_its_folder(cli, tmp_path):
     code, out, _ = cli("count", str(CONFIGS / "qwen3-8b.json"), "--format", "json", "--exact")
@@ -198,9 +216,11 @@ def test_verify_hf_cli(cli):
 
 
 def test_verify_hf_without_transformers_says_how_to_install(tmp_path):
-    probe = ("import sys; sys.modules['transformers'] = None\n"
-             "from ffncalc.cli import main\n"
-             f"main(['verify', '--hf', {str(CONFIGS / 'gpt2.json')!r}, '--seq-len', '4'])")
+    probe = (
+        "import sys; sys.modules['transformers'] = None\n"
+        "from ffncalc.cli import main\n"
+        f"main(['verify', '--hf', {str(CONFIGS / 'gpt2.json')!r}, '--seq-len', '4'])"
+    )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=tmp_path)
     assert out.returncode == 2 and "Traceback" not in out.stderr
     assert "verify --hf needs torch and transformers" in out.stderr and "pip install" in out.stderr
@@ -212,14 +232,17 @@ def write(tmp_path, data, name="config.json"):
     return str(path)
 
 
-@pytest.mark.parametrize("change,expected", [
-    ({"model_type": "t5"}, "unsupported model_type 't5'; supported: "),
-    ({"model_type": "lama"}, "unsupported model_type 'lama'; nearest: llama"),
-    ({"num_attention_heads": "32"}, "num_attention_heads: expected a positive integer, got '32'"),
-    ({"tie_word_embeddings": "no"}, "tie_word_embeddings: expected true or false"),
-    ({"hidden_act": "gelu_magic"}, "unknown activation 'gelu_magic'"),
-    ({"num_key_value_heads": 5}, "n_kv_heads: 5 KV heads do not divide 32 query heads"),
-])
+@pytest.mark.parametrize(
+    "change,expected",
+    [
+        ({"model_type": "t5"}, "unsupported model_type 't5'; supported: "),
+        ({"model_type": "lama"}, "unsupported model_type 'lama'; nearest: llama"),
+        ({"num_attention_heads": "32"}, "num_attention_heads: expected a positive integer, got '32'"),
+        ({"tie_word_embeddings": "no"}, "tie_word_embeddings: expected true or false"),
+        ({"hidden_act": "gelu_magic"}, "unknown activation 'gelu_magic'"),
+        ({"num_key_value_heads": 5}, "n_kv_heads: 5 KV heads do not divide 32 query heads"),
+    ],
+)
 def test_bad_configs(cli, tmp_path, change, expected):
     data = {k: v for k, v in {**raw("llama2-7b"), **change}.items() if v is not None}
     path = write(tmp_path, data)
@@ -256,8 +279,9 @@ def test_import_out_never_half_writes(cli, tmp_path):
 def test_defaults_apply_where_keys_are_absent():
     """Keys transformers defaults: tie_word_embeddings, head_dim, num_key_value_heads, q_lora_rank, …"""
     c = raw("llama3.2-1b")
-    base = {k: c[k] for k in ("model_type", "vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
-                              "intermediate_size")}
+    base = {
+        k: c[k] for k in ("model_type", "vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size")
+    }
     spec = hf.to_spec(hf.Config(base, json.dumps(base), "x"))
     attention = spec.layers[0].attention
     assert not spec.tie_embeddings and attention.kv_heads == 32 and attention.head_dim == 64
@@ -275,9 +299,18 @@ def test_mla_kv_cache_is_the_latent():
 
 
 def test_presets_match_their_configs():
-    pairs = {"qwen2.5-7b": "qwen2.5-7b", "qwen3-8b": "qwen3-8b", "qwen3-30b-a3b": "qwen3-30b-a3b",
-             "gemma-2b": "gemma-2b", "phi-2": "phi-2", "phi-3-mini": "phi-3-mini-4k", "olmo2-7b": "olmo2-7b",
-             "pythia-1.4b": "pythia-1.4b", "deepseek-v2-lite": "deepseek-v2-lite", "deepseek-v3": "deepseek-v3"}
+    pairs = {
+        "qwen2.5-7b": "qwen2.5-7b",
+        "qwen3-8b": "qwen3-8b",
+        "qwen3-30b-a3b": "qwen3-30b-a3b",
+        "gemma-2b": "gemma-2b",
+        "phi-2": "phi-2",
+        "phi-3-mini": "phi-3-mini-4k",
+        "olmo2-7b": "olmo2-7b",
+        "pythia-1.4b": "pythia-1.4b",
+        "deepseek-v2-lite": "deepseek-v2-lite",
+        "deepseek-v3": "deepseek-v3",
+    }
     for preset, fixture in pairs.items():
         t = tally(presets.load(preset)[1])
         assert (t.params, t.active) == (TOTALS[fixture], moe_active(fixture) if fixture in MOE else TOTALS[fixture])
@@ -296,7 +329,7 @@ def test_sparse_text_config_takes_the_config_class_defaults(cli):
 def test_text_config_errors_point_into_the_text_config(cli, tmp_path):
     text = (CONFIGS / "gemma-3-27b-it.json").read_text().replace('"num_attention_heads": 32', '"num_attention_heads": "32"')
     path = write(tmp_path, text)
-    line = 1 + text[:text.index('"num_attention_heads": "32"')].count("\n")
+    line = 1 + text[: text.index('"num_attention_heads": "32"')].count("\n")
     code, _, err = cli("count", path)
     assert code == 2 and f"{path}:{line}: num_attention_heads: expected a positive integer" in err
 
@@ -348,10 +381,21 @@ def test_an_alias_reads_as_its_family(tmp_path):
 
 
 # OPT-350m's config.json (facebook/opt-350m): an embedding narrower than the layers, LayerNorms after the residual adds
-OPT_350M = {"model_type": "opt", "architectures": ["OPTForCausalLM"], "vocab_size": 50272, "hidden_size": 1024,
-            "word_embed_proj_dim": 512, "num_hidden_layers": 24, "num_attention_heads": 16, "ffn_dim": 4096,
-            "max_position_embeddings": 2048, "do_layer_norm_before": False, "activation_function": "relu",
-            "enable_bias": True, "_remove_final_layer_norm": False}
+OPT_350M = {
+    "model_type": "opt",
+    "architectures": ["OPTForCausalLM"],
+    "vocab_size": 50272,
+    "hidden_size": 1024,
+    "word_embed_proj_dim": 512,
+    "num_hidden_layers": 24,
+    "num_attention_heads": 16,
+    "ffn_dim": 4096,
+    "max_position_embeddings": 2048,
+    "do_layer_norm_before": False,
+    "activation_function": "relu",
+    "enable_bias": True,
+    "_remove_final_layer_norm": False,
+}
 
 
 def test_opt_350m_word_embed_proj_dim_by_hand(tmp_path):
@@ -378,16 +422,26 @@ def test_opt_350m_word_embed_proj_dim_by_hand(tmp_path):
     assert rows["embed.project_in.weight"].flops == rows["embed.project_out.weight"].flops == 2 * e * d
     assert rows["lm_head.weight"].flops == 2 * V * e
     # two pipeline stages: the last holds its own copy of the tied table, V × e
-    assert sum(sum(s) for s in training.stage_params(spec, 2)) == total + V * e
+    assert sum(sum(s) for s in memory.stage_params(spec, 2)) == total + V * e
 
 
 def test_a_tied_head_and_an_embedding_of_another_vocabulary_are_refused():
     from ffncalc.model import SpecError
 
     with pytest.raises(SpecError, match="one vocabulary"):
-        from_data({"vocab_size": 300, "d_model": 32, "n_layers": 1, "context_length": 16, "tie_embeddings": True,
-                   "attention": {"n_heads": 4}, "ffn": {"kind": "dense", "d_ff": 64},
-                   "embedding": {"vocab_size": 260}}, check=False)
+        from_data(
+            {
+                "vocab_size": 300,
+                "d_model": 32,
+                "n_layers": 1,
+                "context_length": 16,
+                "tie_embeddings": True,
+                "attention": {"n_heads": 4},
+                "ffn": {"kind": "dense", "d_ff": 64},
+                "embedding": {"vocab_size": 260},
+            },
+            check=False,
+        )
 
 
 @pytest.mark.torch
@@ -397,9 +451,18 @@ def test_opt_projections_equal_transformers_and_the_reference(tmp_path, before):
     component against OPTForCausalLM, and against the torch reference model."""
     from ffncalc.analysis.verify import verify
 
-    small = {**OPT_350M, "vocab_size": 96, "hidden_size": 32, "word_embed_proj_dim": 24, "num_hidden_layers": 2,
-             "num_attention_heads": 4, "ffn_dim": 64, "max_position_embeddings": 16, "do_layer_norm_before": before,
-             "tie_word_embeddings": False}
+    small = {
+        **OPT_350M,
+        "vocab_size": 96,
+        "hidden_size": 32,
+        "word_embed_proj_dim": 24,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "ffn_dim": 64,
+        "max_position_embeddings": 16,
+        "do_layer_norm_before": before,
+        "tie_word_embeddings": False,
+    }
     path = write(tmp_path, small)
     c = hf.read_config(path)
     measured = hfcheck.measure(c, flops=True)

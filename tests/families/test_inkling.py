@@ -15,13 +15,30 @@ from ffncalc.sources import hf
 pytestmark = pytest.mark.torch
 
 V, D = 100, 64
-SMALL = {"model_type": "inkling_text", "vocab_size": V, "hidden_size": D, "num_hidden_layers": 3,
-         "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
-         "swa_num_attention_heads": 4, "swa_num_key_value_heads": 1, "swa_head_dim": 8,
-         "sliding_window_size": 8, "rel_extent": 12, "d_rel": 4, "local_layer_ids": [0, 1],
-         "mlp_layer_types": ["dense", "sparse", "sparse"], "intermediate_size": 96, "moe_intermediate_size": 32,
-         "n_routed_experts": 8, "num_experts_per_tok": 2, "n_shared_experts": 2, "log_scaling_n_floor": 4,
-         "max_position_embeddings": 256}
+SMALL = {
+    "model_type": "inkling_text",
+    "vocab_size": V,
+    "hidden_size": D,
+    "num_hidden_layers": 3,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 16,
+    "swa_num_attention_heads": 4,
+    "swa_num_key_value_heads": 1,
+    "swa_head_dim": 8,
+    "sliding_window_size": 8,
+    "rel_extent": 12,
+    "d_rel": 4,
+    "local_layer_ids": [0, 1],
+    "mlp_layer_types": ["dense", "sparse", "sparse"],
+    "intermediate_size": 96,
+    "moe_intermediate_size": 32,
+    "n_routed_experts": 8,
+    "num_experts_per_tok": 2,
+    "n_shared_experts": 2,
+    "log_scaling_n_floor": 4,
+    "max_position_embeddings": 256,
+}
 
 
 @pytest.fixture(scope="module")
@@ -34,8 +51,7 @@ def path(tmp_path_factory):
 def attention(heads: int, kv: int, hd: int, extent: int) -> int:
     """q, k, v, r (d_rel 4 per head), o; the K = 4 convolutions on k and v; q_norm, k_norm; the bank (4 × extent);
     the output's convolution over d."""
-    return D * heads * hd + 2 * D * kv * hd + D * heads * 4 + heads * hd * D + 2 * kv * hd * 4 + 2 * hd \
-        + 4 * extent + D * 4
+    return D * heads * hd + 2 * D * kv * hd + D * heads * 4 + heads * hd * D + 2 * kv * hd * 4 + 2 * hd + 4 * extent + D * 4
 
 
 def test_parameters_by_hand(path):

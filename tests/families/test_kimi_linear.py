@@ -36,8 +36,16 @@ KIMI_LINEAR = HERE / "hf_configs" / "kimi-linear-48b-a3b-instruct-nvfp4.json"
 V, D, L = 40, 16, 2
 H, DK, K, CHUNK = 2, 4, 3, 4
 MIXER = {"kind": "kda", "n_heads": H, "head_dim": DK, "conv_kernel": K, "chunk_size": CHUNK}
-DATA = dict(vocab_size=V, d_model=D, n_layers=L, context_length=32, positions="none", attention=MIXER,
-            ffn={"kind": "none"}, norm={"per_layer": 1})
+DATA = dict(
+    vocab_size=V,
+    d_model=D,
+    n_layers=L,
+    context_length=32,
+    positions="none",
+    attention=MIXER,
+    ffn={"kind": "none"},
+    norm={"per_layer": 1},
+)
 
 WIDTH = H * DK  # 8: q, k, v, the decay and the output each
 CONV_DIM = 3 * WIDTH  # 24
@@ -47,14 +55,19 @@ CHUNK_OF = {1: 1, 2: 2, 6: 3, 8: 4, 11: 1, 12: 4, 16: 4}
 
 def hand_params() -> int:
     """Embedding and untied head; per layer one RMSNorm (d) and the mixer; a final RMSNorm."""
-    mixer = (3 * D * WIDTH  # q, k, v, no bias: 384
-             + CONV_DIM * 1 * K  # depthwise conv1d (24, 1, 3), no bias: 72
-             + D * H  # b_proj: 32
-             + D * DK + DK * WIDTH  # the forget gate's f_a, f_b: 64 + 32
-             + WIDTH + H  # dt_bias (a channel each), A_log (a head each): 10
-             + D * DK + DK * WIDTH  # the output gate's g_a, g_b: 64 + 32
-             + DK  # the gated RMSNorm's weight, shared by the heads: 4
-             + WIDTH * D)  # o_proj: 128
+    mixer = (
+        3 * D * WIDTH  # q, k, v, no bias: 384
+        + CONV_DIM * 1 * K  # depthwise conv1d (24, 1, 3), no bias: 72
+        + D * H  # b_proj: 32
+        + D * DK
+        + DK * WIDTH  # the forget gate's f_a, f_b: 64 + 32
+        + WIDTH
+        + H  # dt_bias (a channel each), A_log (a head each): 10
+        + D * DK
+        + DK * WIDTH  # the output gate's g_a, g_b: 64 + 32
+        + DK  # the gated RMSNorm's weight, shared by the heads: 4
+        + WIDTH * D
+    )  # o_proj: 128
     return 2 * V * D + L * (D + mixer) + D
 
 
@@ -84,8 +97,9 @@ def test_parameters_by_hand(model):
 @pytest.mark.parametrize("convention", ["exact", "causal"])
 @pytest.mark.parametrize("seq_len", [1, 6, 11, 12])
 def test_flops_by_hand(model, convention, seq_len):
-    assert tally(model, convention=convention, seq_len=seq_len).flops_per_token == \
-        hand_matmul_flops_per_token(seq_len, convention == "causal")
+    assert tally(model, convention=convention, seq_len=seq_len).flops_per_token == hand_matmul_flops_per_token(
+        seq_len, convention == "causal"
+    )
 
 
 @pytest.mark.parametrize("convention", ["exact", "causal"])
@@ -94,10 +108,28 @@ def test_verify_against_torch(model, convention, seq_len):
     report = verify(model, seq_len=seq_len, convention=convention, every_layer=True)
     assert report.ok, report.failures
     names = {c.component for c in report.checks}
-    assert {"attn.q.weight", "attn.k.weight", "attn.v.weight", "attn.conv1d.weight", "attn.b.weight",
-            "attn.f_a.weight", "attn.f_b.weight", "attn.dt_bias", "attn.A_log", "attn.g_a.weight",
-            "attn.g_b.weight", "attn.o_norm", "attn.o.weight", "attn.kkt", "attn.qk", "attn.solve", "attn.values",
-            "attn.state_correct", "attn.state_read", "attn.state_write"} <= names
+    assert {
+        "attn.q.weight",
+        "attn.k.weight",
+        "attn.v.weight",
+        "attn.conv1d.weight",
+        "attn.b.weight",
+        "attn.f_a.weight",
+        "attn.f_b.weight",
+        "attn.dt_bias",
+        "attn.A_log",
+        "attn.g_a.weight",
+        "attn.g_b.weight",
+        "attn.o_norm",
+        "attn.o.weight",
+        "attn.kkt",
+        "attn.qk",
+        "attn.solve",
+        "attn.values",
+        "attn.state_correct",
+        "attn.state_read",
+        "attn.state_write",
+    } <= names
     conv = next(c for c in report.checks if c.component == "attn.conv1d.weight")
     assert conv.torch_flops == L * 2 * CONV_DIM * K * seq_len  # FlopCounterMode's count of the convolution
     state = next(c for c in report.checks if c.component == "attn.state_read")
@@ -140,7 +172,7 @@ def recurrent_mixer(mixer, x: torch.Tensor) -> torch.Tensor:
             if t - (K - 1) + j >= 0:
                 conv[:, t] += w["conv1d.weight"][:, 0, j] * mixed[:, t - (K - 1) + j]
     q, k, v = (t.view(b, s, H, DK) for t in F.silu(conv).split([WIDTH] * 3, dim=-1))
-    q = F.normalize(q, dim=-1) / DK ** 0.5
+    q = F.normalize(q, dim=-1) / DK**0.5
     k = F.normalize(k, dim=-1)
     beta = torch.sigmoid(x @ w["b.weight"].T)  # (B, s, H)
     a = ((x @ w["f_a.weight"].T) @ w["f_b.weight"].T + w["dt_bias"]).view(b, s, H, DK)
@@ -177,11 +209,21 @@ def test_chunkwise_form_is_the_recurrence(model, causal, seq_len):
 
 
 # our parameter names -> KimiLinearDeltaAttention's
-RENAME = {"q.weight": "q_proj.weight", "k.weight": "k_proj.weight", "v.weight": "v_proj.weight",
-          "conv1d.weight": "conv1d.weight", "b.weight": "b_proj.weight", "f_a.weight": "forget_gate.f_a_proj.weight",
-          "f_b.weight": "forget_gate.f_b_proj.weight", "dt_bias": "forget_gate.dt_bias", "A_log": "forget_gate.A_log",
-          "g_a.weight": "g_a_proj.weight", "g_b.weight": "g_b_proj.weight", "o_norm.weight": "o_norm.weight",
-          "o.weight": "o_proj.weight"}
+RENAME = {
+    "q.weight": "q_proj.weight",
+    "k.weight": "k_proj.weight",
+    "v.weight": "v_proj.weight",
+    "conv1d.weight": "conv1d.weight",
+    "b.weight": "b_proj.weight",
+    "f_a.weight": "forget_gate.f_a_proj.weight",
+    "f_b.weight": "forget_gate.f_b_proj.weight",
+    "dt_bias": "forget_gate.dt_bias",
+    "A_log": "forget_gate.A_log",
+    "g_a.weight": "g_a_proj.weight",
+    "g_b.weight": "g_b_proj.weight",
+    "o_norm.weight": "o_norm.weight",
+    "o.weight": "o_proj.weight",
+}
 
 
 @pytest.mark.parametrize("seq_len", [6, 12])
@@ -194,10 +236,16 @@ def test_reference_is_transformers_kimi_delta_attention(model, seq_len):
 
     mixer = build(model, device="cpu").layers[0].attn
     _randomize(mixer, seed=3)
-    config = KimiLinearConfig(vocab_size=V, hidden_size=D, num_hidden_layers=1, rms_norm_eps=1e-6,
-                              pad_token_id=None, bos_token_id=None, eos_token_id=None,
-                              linear_attn_config={"num_heads": H, "head_dim": DK, "short_conv_kernel_size": K,
-                                                  "kda_layers": [1], "full_attn_layers": []})
+    config = KimiLinearConfig(
+        vocab_size=V,
+        hidden_size=D,
+        num_hidden_layers=1,
+        rms_norm_eps=1e-6,
+        pad_token_id=None,
+        bos_token_id=None,
+        eos_token_id=None,
+        linear_attn_config={"num_heads": H, "head_dim": DK, "short_conv_kernel_size": K, "kda_layers": [1], "full_attn_layers": []},
+    )
     theirs = KimiLinearDeltaAttention(config, layer_idx=0)
     state = {RENAME[name]: tensor for name, tensor in mixer.state_dict().items()}
     state["forget_gate.A_log"] = state["forget_gate.A_log"].view(1, 1, H, 1)
@@ -211,19 +259,27 @@ def test_kimi_linear_48b_parameters_by_hand():
     """Every layer of Kimi-Linear-48B-A3B written out (d 2304, 27 layers: 20 KDA layers of 32 heads × 128 and 7 MLA
     layers by linear_attn_config; the first layer's MLP dense, the rest mixtures of 256 experts)."""
     d, vocab = 2304, 163840
-    kda = (3 * d * 32 * 128  # q_proj, k_proj, v_proj: 28,311,552
-           + 3 * 32 * 128 * 4  # conv1d, 12,288 channels × kernel 4: 49,152
-           + d * 32  # b_proj
-           + d * 128 + 128 * 32 * 128  # f_a_proj, f_b_proj
-           + 32 * 128 + 32  # dt_bias (a channel each), A_log (a head each)
-           + d * 128 + 128 * 32 * 128  # g_a_proj, g_b_proj
-           + 128  # o_norm over head_dim
-           + 32 * 128 * d)  # o_proj: 9,437,184
+    kda = (
+        3 * d * 32 * 128  # q_proj, k_proj, v_proj: 28,311,552
+        + 3 * 32 * 128 * 4  # conv1d, 12,288 channels × kernel 4: 49,152
+        + d * 32  # b_proj
+        + d * 128
+        + 128 * 32 * 128  # f_a_proj, f_b_proj
+        + 32 * 128
+        + 32  # dt_bias (a channel each), A_log (a head each)
+        + d * 128
+        + 128 * 32 * 128  # g_a_proj, g_b_proj
+        + 128  # o_norm over head_dim
+        + 32 * 128 * d
+    )  # o_proj: 9,437,184
     assert kda == 39_514_272
-    mla = (d * 32 * (128 + 64)  # q_proj (q_lora_rank null): 14,155,776
-           + d * (512 + 64) + 512  # kv_a_proj_with_mqa and kv_a_layernorm
-           + 512 * 32 * (128 + 128)  # kv_b_proj: 4,194,304
-           + 32 * 128 * d)  # o_proj
+    mla = (
+        d * 32 * (128 + 64)  # q_proj (q_lora_rank null): 14,155,776
+        + d * (512 + 64)
+        + 512  # kv_a_proj_with_mqa and kv_a_layernorm
+        + 512 * 32 * (128 + 128)  # kv_b_proj: 4,194,304
+        + 32 * 128 * d
+    )  # o_proj
     assert mla == 29_114_880
     moe = 256 * d + 256 * 3 * d * 1024 + 3 * d * 1024  # the router, 256 SwiGLU experts of 1024, one shared
     assert moe == 1_819_607_040
@@ -245,8 +301,11 @@ def test_kimi_linear_48b_state_and_cache_by_hand():
     keep a 128 × 128 state in each of 32 heads and the conv's last 3 inputs of 12,288 channels."""
     _, spec = hf.load(KIMI_LINEAR)
     assert sum(layer.attention.cache_elements(spec) for layer in spec.layers) == 7 * (512 + 64)
-    assert sum(layer.attention.state_elements(spec) for layer in spec.layers) == \
-        20 * (32 * 128 * 128 + 3 * 32 * 128 * (4 - 1)) == 11_223_040
+    assert (
+        sum(layer.attention.state_elements(spec) for layer in spec.layers)
+        == 20 * (32 * 128 * 128 + 3 * 32 * 128 * (4 - 1))
+        == 11_223_040
+    )
 
 
 def test_layer_types_by_default_and_stated():

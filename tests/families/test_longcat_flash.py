@@ -56,10 +56,19 @@ def test_identity_experts_checks():
 
 
 def mla(**extra):
-    attention = {"kind": "mla", "n_heads": 2, "q_lora_rank": 5, "kv_lora_rank": 3, "qk_nope_head_dim": 4,
-                 "qk_rope_head_dim": 2, "v_head_dim": 4, **extra}
-    return from_data(dict(vocab_size=10, d_model=8, n_layers=1, context_length=4, attention=attention,
-                          ffn={"kind": "gated", "d_ff": 4}))
+    attention = {
+        "kind": "mla",
+        "n_heads": 2,
+        "q_lora_rank": 5,
+        "kv_lora_rank": 3,
+        "qk_nope_head_dim": 4,
+        "qk_rope_head_dim": 2,
+        "v_head_dim": 4,
+        **extra,
+    }
+    return from_data(
+        dict(vocab_size=10, d_model=8, n_layers=1, context_length=4, attention=attention, ffn={"kind": "gated", "d_ff": 4})
+    )
 
 
 def test_query_scale_scales_every_query_element_and_the_latent():

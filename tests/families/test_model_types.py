@@ -72,7 +72,9 @@ def test_counting_a_preset_imports_no_status_data():
     import subprocess
     import sys
 
-    code = ("import sys; from ffncalc.sources import presets; from ffncalc.analysis.count import tally; "
-            "tally(presets.load('llama3-8b')[1]); print('ffncalc.sources.hf.coverage' in sys.modules)")
+    code = (
+        "import sys; from ffncalc.sources import presets; from ffncalc.analysis.count import tally; "
+        "tally(presets.load('llama3-8b')[1]); print('ffncalc.sources.hf.coverage' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"

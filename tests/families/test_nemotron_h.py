@@ -48,14 +48,18 @@ def moe_layer(c, experts):
     """NemotronHMoE with ``experts`` routed experts in use: the router's weight (n_routed_experts × d; its
     e_score_correction_bias is a buffer), that many non-gated experts of moe_intermediate_size, one shared MLP."""
     d = c["hidden_size"]
-    return (c["n_routed_experts"] * d + experts * 2 * d * c["moe_intermediate_size"]
-            + 2 * d * c["moe_shared_expert_intermediate_size"] + d)
+    return (
+        c["n_routed_experts"] * d + experts * 2 * d * c["moe_intermediate_size"] + 2 * d * c["moe_shared_expert_intermediate_size"] + d
+    )
 
 
 def by_hand(c, active=False):
-    layer = {"M": mamba_layer(c), "*": attention_layer(c), "-": mlp_layer(c) if "-" in c["hybrid_override_pattern"] else 0,
-             "E": moe_layer(c, c["num_experts_per_tok"] if active else c["n_routed_experts"])
-             if "E" in c["hybrid_override_pattern"] else 0}
+    layer = {
+        "M": mamba_layer(c),
+        "*": attention_layer(c),
+        "-": mlp_layer(c) if "-" in c["hybrid_override_pattern"] else 0,
+        "E": moe_layer(c, c["num_experts_per_tok"] if active else c["n_routed_experts"]) if "E" in c["hybrid_override_pattern"] else 0,
+    }
     embed = c["vocab_size"] * c["hidden_size"]
     return 2 * embed + sum(layer[ch] for ch in c["hybrid_override_pattern"]) + c["hidden_size"]
 
@@ -116,7 +120,11 @@ def test_layers_block_type_wins_and_counts_the_layers(tmp_path):
     path = _write(tmp_path, layers_block_type=["mamba", "moe", "attention", "mlp"], num_hidden_layers=52)
     model = hf.load(path)[1]
     assert [(layer.attention.kind, layer.ffn.kind) for layer in model.layers] == [
-        ("mamba2", "none"), ("none", "moe"), ("mha", "none"), ("none", "dense")]
+        ("mamba2", "none"),
+        ("none", "moe"),
+        ("mha", "none"),
+        ("none", "dense"),
+    ]
 
 
 def test_latent_moe_is_refused(tmp_path):

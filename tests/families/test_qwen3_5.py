@@ -30,13 +30,15 @@ CONFIGS = HERE / "hf_configs"
 
 def gated_deltanet(d: int, hk: int, dk: int, h: int, dv: int, kernel: int = 4) -> int:
     key_dim, value_dim = hk * dk, h * dv
-    return (d * (2 * key_dim + value_dim)  # in_proj_qkv
-            + d * value_dim  # in_proj_z
-            + 2 * d * h  # in_proj_b, in_proj_a
-            + (2 * key_dim + value_dim) * kernel  # depthwise conv1d, no bias
-            + 2 * h  # dt_bias, A_log
-            + dv  # the gated RMSNorm's weight
-            + value_dim * d)  # out_proj
+    return (
+        d * (2 * key_dim + value_dim)  # in_proj_qkv
+        + d * value_dim  # in_proj_z
+        + 2 * d * h  # in_proj_b, in_proj_a
+        + (2 * key_dim + value_dim) * kernel  # depthwise conv1d, no bias
+        + 2 * h  # dt_bias, A_log
+        + dv  # the gated RMSNorm's weight
+        + value_dim * d
+    )  # out_proj
 
 
 def gated_attention(d: int, heads: int, kv: int, head_dim: int) -> int:
@@ -51,8 +53,7 @@ def test_qwen3_5_27b_by_hand():
     """Qwen3.5-27B: d 5120, 64 layers, every fourth full attention (48 Gated DeltaNet, 16 attention); GDN 16 QK heads
     and 48 V heads of 128; attention 24 heads, 4 KV heads of 256; a gated MLP of 17408; vocab 248320."""
     label, spec = hf.load(CONFIGS / "qwen3.5-27b.json")
-    total = model(248_320, 5120, 48, 16, gated_deltanet(5120, 16, 128, 48, 128), gated_attention(5120, 24, 4, 256),
-                  3 * 5120 * 17_408)
+    total = model(248_320, 5120, 48, 16, gated_deltanet(5120, 16, 128, 48, 128), gated_attention(5120, 24, 4, 256), 3 * 5120 * 17_408)
     t = tally(spec)
     assert t.params == total and t.active == total  # dense: every parameter used by every token
     assert 26e9 < total < 27.5e9  # the model card's 27B, which also counts the vision encoder
@@ -79,8 +80,7 @@ def test_wrappers_read_their_sparse_text_config_with_the_class_defaults(tmp_path
     dense, sparse = tmp_path / "dense.json", tmp_path / "moe.json"
     dense.write_text(json.dumps({"model_type": "qwen3_5", "text_config": {"num_hidden_layers": 4}}))
     sparse.write_text(json.dumps({"model_type": "qwen3_5_moe", "text_config": {"num_hidden_layers": 4}}))
-    total = model(248_320, 4096, 3, 1, gated_deltanet(4096, 16, 128, 32, 128), gated_attention(4096, 16, 4, 256),
-                  3 * 4096 * 12_288)
+    total = model(248_320, 4096, 3, 1, gated_deltanet(4096, 16, 128, 32, 128), gated_attention(4096, 16, 4, 256), 3 * 4096 * 12_288)
     assert tally(hf.load(dense)[1]).params == total
     d = 2048
     moe = d * 256 + 256 * 3 * d * 512 + 3 * d * 512 + d
@@ -92,7 +92,8 @@ def test_moe_every_layer_is_a_mixture_whatever_mlp_only_layers_says(tmp_path):
     """Qwen3_5MoeTextConfig deletes mlp_only_layers and decoder_sparse_step: Qwen3_5MoeDecoderLayer always builds the
     sparse block."""
     path = tmp_path / "config.json"
-    path.write_text(json.dumps({"model_type": "qwen3_5_moe_text", "num_hidden_layers": 4, "mlp_only_layers": [0, 1],
-                                "decoder_sparse_step": 2}))
+    path.write_text(
+        json.dumps({"model_type": "qwen3_5_moe_text", "num_hidden_layers": 4, "mlp_only_layers": [0, 1], "decoder_sparse_step": 2})
+    )
     spec = hf.load(path)[1]
     assert {layer.ffn.kind for layer in spec.layers} == {"moe"}

@@ -64,8 +64,9 @@ def test_configs_transformers_wrote_count_exactly_per_component(model_type):
     record = RECORDS[model_type]
     exact, refused, failures = _outcomes(record)
     assert not failures, failures
-    from_defaults = [i for i in exact if record["cases"][i]["base"] == f"defaults:{model_type}"
-                     and not record["cases"][i].get("pinned")]
+    from_defaults = [
+        i for i in exact if record["cases"][i]["base"] == f"defaults:{model_type}" and not record["cases"][i].get("pinned")
+    ]
     assert len(from_defaults) >= 20, (len(from_defaults), refused)
 
 
@@ -94,11 +95,12 @@ def test_the_reported_configs_are_recorded_and_counted():
     """Qwen3-MoE (its defaults and Qwen3-30B-A3B, whose file states num_experts) and Mellum with 8 experts, saved by
     transformers, which writes the count as num_local_experts: recorded with what transformers builds, and counted
     exactly above."""
-    pinned = {(t, c["base"], json.dumps(c["set"]["changed"])) for t, r in RECORDS.items() for c in r["cases"]
-              if c.get("pinned")}
-    assert pinned == {("qwen3_moe", "defaults:qwen3_moe", '{"num_local_experts": 8}'),
-                      ("qwen3_moe", "public:qwen3-30b-a3b", '{"num_experts": 8}'),
-                      ("mellum", "defaults:mellum", '{"num_local_experts": 8}')}
+    pinned = {(t, c["base"], json.dumps(c["set"]["changed"])) for t, r in RECORDS.items() for c in r["cases"] if c.get("pinned")}
+    assert pinned == {
+        ("qwen3_moe", "defaults:qwen3_moe", '{"num_local_experts": 8}'),
+        ("qwen3_moe", "public:qwen3-30b-a3b", '{"num_experts": 8}'),
+        ("mellum", "defaults:mellum", '{"num_local_experts": 8}'),
+    }
     qwen = next(c for c in RECORDS["qwen3_moe"]["cases"] if c.get("pinned") and c["base"] == "defaults:qwen3_moe")
     assert sum(n for _, n in hf_roundtrip.expand(qwen["params"])) == 1_755_288_576  # the issue's transformers figure
     assert qwen["saved"]["changed"] == {"num_local_experts": 8}  # the name transformers writes
@@ -173,8 +175,9 @@ def test_import_then_count_equals_count_of_the_config(model_type, tmp_path):
     from ffncalc.sources.yaml import parse_spec
 
     record = RECORDS[model_type]
-    configs = list(record["written"].values()) + [hf_roundtrip.patched(record["written"][c["base"]], c["saved"])
-                                                  for c in record["cases"]]
+    configs = list(record["written"].values()) + [
+        hf_roundtrip.patched(record["written"][c["base"]], c["saved"]) for c in record["cases"]
+    ]
     failures = []
     for i, data in enumerate(configs):
         path = tmp_path / "config.json"

@@ -16,10 +16,17 @@ from ffncalc.model import SpecError, from_data
 
 V, D, L, DI, H, N, R, K = 40, 16, 2, 32, 4, 6, 3, 3
 HD = DI // H
-MIXER = {"kind": "mamba", "n_heads": H, "d_inner": DI, "state_size": N, "time_step_rank": R, "conv_kernel": K,
-         "use_bias": True}
-DATA = dict(vocab_size=V, d_model=D, n_layers=L, context_length=32, positions="none", attention=MIXER,
-            ffn={"kind": "none"}, norm={"per_layer": 1})
+MIXER = {"kind": "mamba", "n_heads": H, "d_inner": DI, "state_size": N, "time_step_rank": R, "conv_kernel": K, "use_bias": True}
+DATA = dict(
+    vocab_size=V,
+    d_model=D,
+    n_layers=L,
+    context_length=32,
+    positions="none",
+    attention=MIXER,
+    ffn={"kind": "none"},
+    norm={"per_layer": 1},
+)
 
 
 def hand_params() -> int:
@@ -95,9 +102,20 @@ def test_reference_is_transformers_mixer():
         for p in mixer.parameters():
             p.copy_(0.5 * torch.randn(p.shape, generator=gen))
         mixer.A_log.copy_(torch.rand(mixer.A_log.shape, generator=gen) - 0.5)
-    config = ZambaConfig(vocab_size=V, hidden_size=D, num_hidden_layers=3, mamba_expand=DI // D, n_mamba_heads=H,
-                         mamba_d_state=N, mamba_dt_rank=R, mamba_d_conv=K, mamba_proj_bias=True,
-                         use_associative_scan=False, num_attention_heads=2, num_key_value_heads=2)
+    config = ZambaConfig(
+        vocab_size=V,
+        hidden_size=D,
+        num_hidden_layers=3,
+        mamba_expand=DI // D,
+        n_mamba_heads=H,
+        mamba_d_state=N,
+        mamba_dt_rank=R,
+        mamba_d_conv=K,
+        mamba_proj_bias=True,
+        use_associative_scan=False,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+    )
     theirs = ZambaMambaMixer(config, layer_idx=0)
     names = {"x_proj.weight": "x_proj_weight", "dt_proj.weight": "dt_proj_weight", "dt_proj.bias": "dt_proj_bias"}
     theirs.load_state_dict({names.get(k, k): v for k, v in mixer.state_dict().items()})  # strict: names and shapes
@@ -106,9 +124,20 @@ def test_reference_is_transformers_mixer():
         assert torch.allclose(mixer(u), theirs(u), atol=1e-4, rtol=1e-4)
 
 
-SMALL = {"model_type": "zamba", "hidden_size": 32, "num_hidden_layers": 8, "vocab_size": 100, "n_mamba_heads": 4,
-         "mamba_d_state": 8, "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 48,
-         "attn_layer_period": 3, "attn_layer_offset": 1, "mamba_proj_bias": True}
+SMALL = {
+    "model_type": "zamba",
+    "hidden_size": 32,
+    "num_hidden_layers": 8,
+    "vocab_size": 100,
+    "n_mamba_heads": 4,
+    "mamba_d_state": 8,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "intermediate_size": 48,
+    "attn_layer_period": 3,
+    "attn_layer_offset": 1,
+    "mamba_proj_bias": True,
+}
 
 
 @pytest.mark.torch
@@ -130,8 +159,11 @@ def test_small_zamba_against_transformers(legacy):
     report = hfcheck.check(c, measured=measured)
     assert report.ok, report.failures
     assert tally(hf.to_spec(c)).params == sum(n for _, n in measured.params)
-    wrong = [ch for ch in hfcheck.check_flops(c, measured) if not ch.ok
-             and not ch.component.endswith("conv1d") and ch.component != hfcheck.CORE]
+    wrong = [
+        ch
+        for ch in hfcheck.check_flops(c, measured)
+        if not ch.ok and not ch.component.endswith("conv1d") and ch.component != hfcheck.CORE
+    ]
     assert not wrong, wrong
 
 

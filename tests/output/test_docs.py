@@ -106,8 +106,9 @@ def test_drift_is_reported(cli, tmp_path):
     page.write_text(page.read_text().replace("124,439,808", "124,439,809"))
     (docs / "plots" / "sweep.svg").unlink()
     readme = tmp_path / "README.md"  # one checked example of the README's, one figure changed
-    example = next(m.group(0) for m in re.finditer(r"```text\n\$ ffncalc count gpt3\n.*?```", (ROOT / "README.md").read_text(),
-                                                   re.DOTALL))
+    example = next(
+        m.group(0) for m in re.finditer(r"```text\n\$ ffncalc count gpt3\n.*?```", (ROOT / "README.md").read_text(), re.DOTALL)
+    )
     readme.write_text(example.replace("617,558,016", "617,558,017"))
     code, out, _ = cli("docs", "--check", str(docs), "--readme", str(readme))
     assert code == 1
@@ -128,8 +129,10 @@ def test_out_refreshes_the_pages_examples(cli, tmp_path):
     other text stay as they are."""
     page = tmp_path / "page.md"
     bench = "```text\n$ ffncalc bench gpt2 --tokens 16\nmeasured once\n```\n"
-    page.write_text("# A page\n\n```text\n$ ffncalc count gpt2 -f csv\nold\n```\n\nProse.\n\n"
-                    "<!-- $ ffncalc conventions -f markdown -->\nold\n<!-- end -->\n\n" + bench)
+    page.write_text(
+        "# A page\n\n```text\n$ ffncalc count gpt2 -f csv\nold\n```\n\nProse.\n\n"
+        "<!-- $ ffncalc conventions -f markdown -->\nold\n<!-- end -->\n\n" + bench
+    )
     code, out, _ = cli("docs", "--out", str(tmp_path / "docs"), "--pages", str(page))
     assert code == 0 and out == f"wrote {len(generated.build())} files under {tmp_path / 'docs'} and refreshed {page}\n"
     text = page.read_text()
@@ -145,8 +148,12 @@ def test_timed_examples_are_well_formed_lines():
     """Timings are shown as they ran, never rerun; their command lines still read as the commands declare them."""
     from ffncalc.cli import parse
 
-    lines = [m.group(1) for page in [ROOT / "README.md", *hand_written()]
-             for m in generated._EXAMPLE.finditer(page.read_text()) if generated.timed(m.group(1))]
+    lines = [
+        m.group(1)
+        for page in [ROOT / "README.md", *hand_written()]
+        for m in generated._EXAMPLE.finditer(page.read_text())
+        if generated.timed(m.group(1))
+    ]
     assert len(lines) >= 5
     for line in lines:
         assert parse.read(line.split()[1:]) is not None, line
@@ -180,15 +187,20 @@ def _write_gpt_oss_20b(folder: Path) -> None:
         p = f"model.layers.{i}."
         tensors += [(p + "input_layernorm.weight", "BF16", (d,)), (p + "post_attention_layernorm.weight", "BF16", (d,))]
         for name, rows in (("q", heads * head_dim), ("k", kv * head_dim), ("v", kv * head_dim)):
-            tensors += [(p + f"self_attn.{name}_proj.weight", "BF16", (rows, d)),
-                        (p + f"self_attn.{name}_proj.bias", "BF16", (rows,))]
-        tensors += [(p + "self_attn.o_proj.weight", "BF16", (d, heads * head_dim)), (p + "self_attn.o_proj.bias", "BF16", (d,)),
-                    (p + "self_attn.sinks", "BF16", (heads,)),
-                    (p + "mlp.router.weight", "BF16", (experts, d)), (p + "mlp.router.bias", "BF16", (experts,))]
+            tensors += [(p + f"self_attn.{name}_proj.weight", "BF16", (rows, d)), (p + f"self_attn.{name}_proj.bias", "BF16", (rows,))]
+        tensors += [
+            (p + "self_attn.o_proj.weight", "BF16", (d, heads * head_dim)),
+            (p + "self_attn.o_proj.bias", "BF16", (d,)),
+            (p + "self_attn.sinks", "BF16", (heads,)),
+            (p + "mlp.router.weight", "BF16", (experts, d)),
+            (p + "mlp.router.bias", "BF16", (experts,)),
+        ]
         for name, rows, width in (("gate_up_proj", 2 * d_ff, d), ("down_proj", d, d_ff)):
-            tensors += [(p + f"mlp.experts.{name}_blocks", "U8", (experts, rows, width // 32, 16)),
-                        (p + f"mlp.experts.{name}_scales", "U8", (experts, rows, width // 32)),
-                        (p + f"mlp.experts.{name}_bias", "BF16", (experts, rows))]
+            tensors += [
+                (p + f"mlp.experts.{name}_blocks", "U8", (experts, rows, width // 32, 16)),
+                (p + f"mlp.experts.{name}_scales", "U8", (experts, rows, width // 32)),
+                (p + f"mlp.experts.{name}_bias", "BF16", (experts, rows)),
+            ]
     tensors += [("model.norm.weight", "BF16", (d,)), ("lm_head.weight", "BF16", (vocab, d))]
     header, offset = {}, 0
     for name, dtype, shape in tensors:
@@ -208,8 +220,9 @@ def test_checkpoint_example_is_current(tmp_path, monkeypatch):
     shows."""
     from ffncalc.cli import main
 
-    command, shown = re.search(r"```console\n\$ (ffncalc count gpt-oss-20b/ --exact)\n(.*?)```",
-                               (GUIDE / "checkpoints.md").read_text(), re.DOTALL).groups()
+    command, shown = re.search(
+        r"```console\n\$ (ffncalc count gpt-oss-20b/ --exact)\n(.*?)```", (GUIDE / "checkpoints.md").read_text(), re.DOTALL
+    ).groups()
     _write_gpt_oss_20b(tmp_path / "gpt-oss-20b")
     monkeypatch.chdir(tmp_path)
     assert generated.run_example(command, main) == shown
@@ -232,8 +245,10 @@ def test_every_preset_has_a_verified_page():
 
 
 def test_plot_sweep_takes_timings_of_its_own_width_only(cli, tmp_path):
-    records = [{"kind": kind, "d_ff": d_ff, "median_ms": ms, "d_model": 1024}
-               for kind, d_ff, ms in (("dense", 4096, 2.0), ("gated", 2731, 2.1))]
+    records = [
+        {"kind": kind, "d_ff": d_ff, "median_ms": ms, "d_model": 1024}
+        for kind, d_ff, ms in (("dense", 4096, 2.0), ("gated", 2731, 2.1))
+    ]
     good, other, old = tmp_path / "good.json", tmp_path / "other.json", tmp_path / "old.json"
     good.write_text(json.dumps({"model": "m", "bench": records}))
     other.write_text(json.dumps({"bench": [{**r, "d_model": 4096} for r in records]}))

@@ -8,11 +8,20 @@ from ffncalc.model import SpecError, from_data
 
 ATTENTION = {"n_heads": 4, "n_kv_heads": 2, "head_dim": 8, "qk_norm": "head", "v_norm": True}
 SHARED = {"n_heads": 4, "n_kv_heads": 2, "head_dim": 8, "qk_norm": "head", "kv_shared": True, "window": 4}
-DATA = dict(vocab_size=50, d_model=32, n_layers=3, context_length=16, attention=ATTENTION,
-            layers=[{"repeat": 2}, {"repeat": 1, "attention": SHARED}],
-            ffn={"kind": "gated", "d_ff": 64, "activation": "gelu_tanh"}, tie_embeddings=True,
-            norm={"kind": "rmsnorm", "per_layer": 4},
-            per_layer_inputs={"width": 8, "vocab_size": 40}, altup={"inputs": 3}, laurel={"rank": 4})
+DATA = dict(
+    vocab_size=50,
+    d_model=32,
+    n_layers=3,
+    context_length=16,
+    attention=ATTENTION,
+    layers=[{"repeat": 2}, {"repeat": 1, "attention": SHARED}],
+    ffn={"kind": "gated", "d_ff": 64, "activation": "gelu_tanh"},
+    tie_embeddings=True,
+    norm={"kind": "rmsnorm", "per_layer": 4},
+    per_layer_inputs={"width": 8, "vocab_size": 40},
+    altup={"inputs": 3},
+    laurel={"rank": 4},
+)
 
 
 def test_parameters_by_hand():
@@ -54,16 +63,41 @@ S, F = "sliding_attention", "full_attention"
 # Small configs of the two families with every part: shared KV in the last layers, per-layer FFN widths and
 # activation sparsity (Gemma 3n), double-wide MLPs in the shared layers (Gemma 4)
 SMALL = {
-    "gemma3n_text": {"vocab_size": 96, "vocab_size_per_layer_input": 80, "hidden_size": 32, "num_hidden_layers": 5,
-                     "intermediate_size": [64, 64, 48, 48, 64], "num_attention_heads": 4, "num_key_value_heads": 2,
-                     "head_dim": 8, "hidden_size_per_layer_input": 8, "altup_num_inputs": 3, "laurel_rank": 4,
-                     "num_kv_shared_layers": 2, "sliding_window": 4, "layer_types": [S, F, S, F, S],
-                     "activation_sparsity_pattern": [0.95, 0.0, 0.0, 0.0, 0.0], "max_position_embeddings": 64},
-    "gemma4_text": {"vocab_size": 96, "vocab_size_per_layer_input": 80, "hidden_size": 32, "num_hidden_layers": 4,
-                    "intermediate_size": 48, "num_attention_heads": 4, "num_key_value_heads": 1, "head_dim": 8,
-                    "global_head_dim": 16, "hidden_size_per_layer_input": 8, "num_kv_shared_layers": 2,
-                    "use_double_wide_mlp": True, "sliding_window": 4, "layer_types": [S, F, S, F],
-                    "max_position_embeddings": 64},
+    "gemma3n_text": {
+        "vocab_size": 96,
+        "vocab_size_per_layer_input": 80,
+        "hidden_size": 32,
+        "num_hidden_layers": 5,
+        "intermediate_size": [64, 64, 48, 48, 64],
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "head_dim": 8,
+        "hidden_size_per_layer_input": 8,
+        "altup_num_inputs": 3,
+        "laurel_rank": 4,
+        "num_kv_shared_layers": 2,
+        "sliding_window": 4,
+        "layer_types": [S, F, S, F, S],
+        "activation_sparsity_pattern": [0.95, 0.0, 0.0, 0.0, 0.0],
+        "max_position_embeddings": 64,
+    },
+    "gemma4_text": {
+        "vocab_size": 96,
+        "vocab_size_per_layer_input": 80,
+        "hidden_size": 32,
+        "num_hidden_layers": 4,
+        "intermediate_size": 48,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 1,
+        "head_dim": 8,
+        "global_head_dim": 16,
+        "hidden_size_per_layer_input": 8,
+        "num_kv_shared_layers": 2,
+        "use_double_wide_mlp": True,
+        "sliding_window": 4,
+        "layer_types": [S, F, S, F],
+        "max_position_embeddings": 64,
+    },
 }
 
 

@@ -8,8 +8,16 @@ from ffncalc.sources import hf
 
 
 def _spec(hyper: dict, **norm):
-    return {"vocab_size": 10, "d_model": 8, "n_layers": 2, "context_length": 16, "attention": {"n_heads": 2},
-            "ffn": {"kind": "gated", "d_ff": 4}, "hyper": hyper, "norm": {"kind": "rmsnorm", **norm}}
+    return {
+        "vocab_size": 10,
+        "d_model": 8,
+        "n_layers": 2,
+        "context_length": 16,
+        "attention": {"n_heads": 2},
+        "ffn": {"kind": "gated", "d_ff": 4},
+        "hyper": hyper,
+        "norm": {"kind": "rmsnorm", **norm},
+    }
 
 
 def _params(data) -> dict[str, int]:
@@ -48,22 +56,61 @@ def test_gated_sites_and_head():
 def test_budget_and_block_pairs(chunk, blocks):
     for tokens in range(40):
         assert attended_pairs(tokens, blocks * chunk, chunk, "budget") == sum(
-            min(p, blocks * chunk + p % chunk) for p in range(1, tokens + 1))
+            min(p, blocks * chunk + p % chunk) for p in range(1, tokens + 1)
+        )
         assert attended_pairs(tokens, None, chunk, "blocks") == sum(p // chunk for p in range(1, tokens + 1))
 
 
 @pytest.mark.torch
-@pytest.mark.parametrize("data", [
-    {"model_type": "hy_v4", "hidden_size": 64, "intermediate_size": 96, "moe_intermediate_size": 32,
-     "num_hidden_layers": 3, "num_attention_heads": 4, "q_lora_rank": 32, "kv_lora_rank": 16, "qk_nope_head_dim": 16,
-     "qk_rope_head_dim": 8, "v_head_dim": 16, "n_routed_experts": 4, "num_experts_per_tok": 2, "index_topk": 4,
-     "index_head_dim": 16, "index_n_heads": 2, "vocab_size": 100, "hc_mult": 3},
-    {"model_type": "qwen4_exp_text", "hidden_size": 64, "num_hidden_layers": 4, "num_attention_heads": 4,
-     "num_key_value_heads": 2, "head_dim": 16, "linear_num_key_heads": 2, "linear_num_value_heads": 4,
-     "linear_key_head_dim": 16, "linear_value_head_dim": 16, "moe_intermediate_size": 32,
-     "shared_expert_intermediate_size": 48, "num_experts": 4, "num_experts_per_tok": 2, "vocab_size": 100,
-     "hc_count": 3, "hc_lowrank": 24, "indexer_n_heads": 2, "indexer_kv_heads": 1, "indexer_head_dim": 16,
-     "indexer_budget": 4, "indexer_compress_ratio": 2}])
+@pytest.mark.parametrize(
+    "data",
+    [
+        {
+            "model_type": "hy_v4",
+            "hidden_size": 64,
+            "intermediate_size": 96,
+            "moe_intermediate_size": 32,
+            "num_hidden_layers": 3,
+            "num_attention_heads": 4,
+            "q_lora_rank": 32,
+            "kv_lora_rank": 16,
+            "qk_nope_head_dim": 16,
+            "qk_rope_head_dim": 8,
+            "v_head_dim": 16,
+            "n_routed_experts": 4,
+            "num_experts_per_tok": 2,
+            "index_topk": 4,
+            "index_head_dim": 16,
+            "index_n_heads": 2,
+            "vocab_size": 100,
+            "hc_mult": 3,
+        },
+        {
+            "model_type": "qwen4_exp_text",
+            "hidden_size": 64,
+            "num_hidden_layers": 4,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 2,
+            "head_dim": 16,
+            "linear_num_key_heads": 2,
+            "linear_num_value_heads": 4,
+            "linear_key_head_dim": 16,
+            "linear_value_head_dim": 16,
+            "moe_intermediate_size": 32,
+            "shared_expert_intermediate_size": 48,
+            "num_experts": 4,
+            "num_experts_per_tok": 2,
+            "vocab_size": 100,
+            "hc_count": 3,
+            "hc_lowrank": 24,
+            "indexer_n_heads": 2,
+            "indexer_kv_heads": 1,
+            "indexer_head_dim": 16,
+            "indexer_budget": 4,
+            "indexer_compress_ratio": 2,
+        },
+    ],
+)
 def test_small_configs_verify_against_reference_modules(tmp_path, data):
     import json
 

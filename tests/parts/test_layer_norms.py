@@ -4,18 +4,25 @@ before the unembedding (parts/prediction_head.py; model/norms.py), counted by ha
 import pytest
 
 from ffncalc.analysis.count import tally
+from ffncalc.analysis.memory import activation_bytes
 from ffncalc.analysis.plan import Step
-from ffncalc.analysis.training import activation_bytes
 from ffncalc.model import SpecError, from_data
 
 D, R, V = 32, 4, 50
 ATTENTION = {"n_heads": 4, "head_dim": 8}
 FFN = {"kind": "gated", "d_ff": 64}
-DATA = dict(vocab_size=V, d_model=D, n_layers=4, context_length=16, attention=ATTENTION, ffn=FFN,
-            norm={"kind": "rmsnorm", "gate_rank": R}, norms=["gated", "gated"],
-            layers=[{"repeat": 1, "norms": ["none", "norm"]}, {"repeat": 1, "norms": ["gated", "norm"]},
-                    {"repeat": 2}],
-            prediction_head={"activation": "gelu", "bias": True})
+DATA = dict(
+    vocab_size=V,
+    d_model=D,
+    n_layers=4,
+    context_length=16,
+    attention=ATTENTION,
+    ffn=FFN,
+    norm={"kind": "rmsnorm", "gate_rank": R},
+    norms=["gated", "gated"],
+    layers=[{"repeat": 1, "norms": ["none", "norm"]}, {"repeat": 1, "norms": ["gated", "norm"]}, {"repeat": 2}],
+    prediction_head={"activation": "gelu", "bias": True},
+)
 PLAIN = {**DATA, "norm": {"kind": "rmsnorm"}, "norms": None, "layers": None, "prediction_head": None}
 
 
@@ -41,8 +48,9 @@ def test_identical_layers_with_other_norms_are_runs_of_their_own():
 def test_absent_norms_keep_no_input():
     one = {**PLAIN, "norms": ["none", "norm"]}
     step = Step(seq_len=8, micro_batch=1, recompute="none")
-    assert activation_bytes(from_data(PLAIN), step) - activation_bytes(from_data(one), step) == \
-        4 * 2 * 8 * D  # 2 bytes per token of each absent norm's input, four layers
+    assert (
+        activation_bytes(from_data(PLAIN), step) - activation_bytes(from_data(one), step) == 4 * 2 * 8 * D
+    )  # 2 bytes per token of each absent norm's input, four layers
 
 
 def test_stated_norms_are_checked():

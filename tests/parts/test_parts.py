@@ -72,8 +72,15 @@ def prefix():
 
 
 D, LAYERS, VOCAB, HEADS, P, FF = 64, 2, 100, 4, 5, 96
-BASE = dict(name="prefixed", vocab_size=VOCAB, d_model=D, n_layers=LAYERS, context_length=64,
-            attention={"n_heads": HEADS}, ffn={"kind": "gated", "d_ff": FF})
+BASE = dict(
+    name="prefixed",
+    vocab_size=VOCAB,
+    d_model=D,
+    n_layers=LAYERS,
+    context_length=64,
+    attention={"n_heads": HEADS},
+    ffn={"kind": "gated", "d_ff": FF},
+)
 SPEC = f"""name: prefixed
 vocab_size: {VOCAB}
 d_model: {D}
@@ -141,9 +148,11 @@ def test_train_and_infer_every_format(cli, spec_file):
     code, out, err = cli("infer", spec_file, "--prompt", "10", "--generate", "5", "--format", "json")
     assert code == 0, err
     for fmt in ("table", "markdown", "csv", "latex"):
-        for args in (("train", spec_file, "--tokens", "1M", "--seq-len", "16"),
-                     ("infer", spec_file, "--prompt", "10", "--generate", "5"),
-                     ("fit", spec_file, "--hardware", "h100-sxm")):
+        for args in (
+            ("train", spec_file, "--tokens", "1M", "--seq-len", "16"),
+            ("infer", spec_file, "--prompt", "10", "--generate", "5"),
+            ("fit", spec_file, "--hardware", "h100-sxm"),
+        ):
             code, out, err = cli(*args, "--format", fmt)
             assert code == 0 and out, err
 
@@ -170,9 +179,25 @@ def test_parts_key_is_not_a_spec_key(cli, tmp_path):
 
 def test_every_shipped_part_is_registered_with_a_summary():
     found = parts.registry()
-    assert {"embedding", "altup", "laurel", "per_layer_inputs", "hyper", "residual_scale", "block_residuals",
-            "prediction_head", "prompts", "segments", "relative_bias", "reversible", "axial_positions", "padding",
-            "shared_blocks", "cycles", "byte_latent"} <= set(found)
+    assert {
+        "embedding",
+        "altup",
+        "laurel",
+        "per_layer_inputs",
+        "hyper",
+        "residual_scale",
+        "block_residuals",
+        "prediction_head",
+        "prompts",
+        "segments",
+        "relative_bias",
+        "reversible",
+        "axial_positions",
+        "padding",
+        "shared_blocks",
+        "cycles",
+        "byte_latent",
+    } <= set(found)
     for key, cls in found.items():
         assert cls.key == key and cls.summary
 
@@ -186,8 +211,7 @@ def test_the_core_names_no_part(path):
     or module appears in their code (comments and docstrings aside)."""
     registry = parts.registry()
     # the token embedding itself is the core's (nn.Embedding, the "embedding" terms); "shared" blocks are a layer's
-    words = (set(registry) | {cls.__name__ for cls in registry.values()} | set(parts.MODULES)) - {
-        "embedding", "Embedding", "shared"}
+    words = (set(registry) | {cls.__name__ for cls in registry.values()} | set(parts.MODULES)) - {"embedding", "Embedding", "shared"}
     code = _code(ROOT / "ffncalc" / path)
     found = sorted(w for w in words if re.search(rf"\b{w}\b", code))
     assert found == []
@@ -196,8 +220,12 @@ def test_the_core_names_no_part(path):
 def test_no_type_tests_of_parts():
     names = {cls.__name__ for cls in parts.registry().values()} | {"Part"}
     pattern = re.compile(r"isinstance\([^)]*\b(" + "|".join(sorted(names)) + r")\b")
-    offenders = [f"{path}:{i}" for path in (ROOT / "ffncalc").rglob("*.py")
-                 for i, line in enumerate(path.read_text().splitlines(), 1) if pattern.search(line)]
+    offenders = [
+        f"{path}:{i}"
+        for path in (ROOT / "ffncalc").rglob("*.py")
+        for i, line in enumerate(path.read_text().splitlines(), 1)
+        if pattern.search(line)
+    ]
     assert offenders == []
 
 
@@ -242,8 +270,7 @@ def test_a_stack_beside_the_layers_counts_at_its_own_width_and_mask(tower, mask)
     2·2·w per key met: in the causal view (s + 1) / 2 keys on average under a causal mask, all s keys under a
     bidirectional one (every view)."""
     w, ff, s = 32, 48, 20
-    stack = {"d_model": w, "n_layers": 2, "attention": {"n_heads": 4}, "ffn": {"kind": "gated", "d_ff": ff},
-             "mask": mask}
+    stack = {"d_model": w, "n_layers": 2, "attention": {"n_heads": 4}, "ffn": {"kind": "gated", "d_ff": ff}, "mask": mask}
     with_tower = tally(from_data({**BASE, "tower": {"stack": stack}}), seq_len=s, convention="causal")
     without = tally(from_data(BASE), seq_len=s, convention="causal")
     assert with_tower.params - without.params == 2 * (4 * w * w + 3 * w * ff + 2 * w)

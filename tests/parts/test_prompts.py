@@ -8,10 +8,18 @@ import pytest
 from ffncalc.analysis.count import tally
 from ffncalc.model import from_data
 
-DATA = dict(vocab_size=10, d_model=8, n_layers=2, context_length=16, positions="none",
-            attention={"n_heads": 2, "head_dim": 4}, ffn={"kind": "gated", "d_ff": 16, "activation": "gelu"},
-            prompts={"length": 3, "types": 2}, segments={"types": 4},
-            relative_bias={"buckets": 6, "heads": 2, "segments": 4})
+DATA = dict(
+    vocab_size=10,
+    d_model=8,
+    n_layers=2,
+    context_length=16,
+    positions="none",
+    attention={"n_heads": 2, "head_dim": 4},
+    ffn={"kind": "gated", "d_ff": 16, "activation": "gelu"},
+    prompts={"length": 3, "types": 2},
+    segments={"types": 4},
+    relative_bias={"buckets": 6, "heads": 2, "segments": 4},
+)
 
 
 def test_parameters_by_hand():

@@ -13,9 +13,16 @@ from ffncalc.model import SpecError, from_data
 D, V, F, H, HD = 16, 50, 24, 2, 8
 ATTN = {"n_heads": H, "head_dim": HD}
 # layers 0, 1: group A (stored); 2: a layer of its own (the three one run); 3, 4: A's two layers run again
-DATA = dict(vocab_size=V, d_model=D, n_layers=5, context_length=16, attention=ATTN,
-            ffn={"kind": "gated", "d_ff": F}, positions="none",
-            layers=[{"repeat": 2, "name": "A"}, {"repeat": 1}, {"repeat": 2, "reuses": "A"}])
+DATA = dict(
+    vocab_size=V,
+    d_model=D,
+    n_layers=5,
+    context_length=16,
+    attention=ATTN,
+    ffn={"kind": "gated", "d_ff": F},
+    positions="none",
+    layers=[{"repeat": 2, "name": "A"}, {"repeat": 1}, {"repeat": 2, "reuses": "A"}],
+)
 LINEARS = 4 * D * H * HD + 3 * D * F  # q, k, v, o; gate, up, down
 LAYER = LINEARS + 2 * D  # and the layer's two RMSNorm weights
 CORE = 2 * 2 * H * HD * 8  # QKᵀ and AV per token over the full square of 8 keys, 2 FLOPs per multiply-add
@@ -49,14 +56,19 @@ def test_a_reuse_of_a_reuse_points_at_the_stored_layer():
     assert tally(model).params == 2 * V * D + 3 * LAYER + D
 
 
-@pytest.mark.parametrize("groups, message", [
-    ([{"repeat": 2}, {"repeat": 1}, {"repeat": 2, "reuses": "A"}], "no earlier layer group named 'A'"),
-    ([{"repeat": 2, "reuses": "A"}, {"repeat": 1}, {"repeat": 2, "name": "A"}], "no earlier layer group named 'A'"),
-    ([{"repeat": 2, "name": "A"}, {"repeat": 2, "reuses": "A"}, {"repeat": 1, "reuses": "A"}], "has 2 layers"),
-    ([{"repeat": 2, "name": "A"}, {"repeat": 1, "name": "A"}, {"repeat": 2, "reuses": "A"}], "two layer groups"),
-    ([{"repeat": 2, "name": "A"}, {"repeat": 1}, {"repeat": 2, "reuses": "A", "ffn": {"kind": "dense", "d_ff": 8}}],
-     "no attention, ffn"),
-])
+@pytest.mark.parametrize(
+    "groups, message",
+    [
+        ([{"repeat": 2}, {"repeat": 1}, {"repeat": 2, "reuses": "A"}], "no earlier layer group named 'A'"),
+        ([{"repeat": 2, "reuses": "A"}, {"repeat": 1}, {"repeat": 2, "name": "A"}], "no earlier layer group named 'A'"),
+        ([{"repeat": 2, "name": "A"}, {"repeat": 2, "reuses": "A"}, {"repeat": 1, "reuses": "A"}], "has 2 layers"),
+        ([{"repeat": 2, "name": "A"}, {"repeat": 1, "name": "A"}, {"repeat": 2, "reuses": "A"}], "two layer groups"),
+        (
+            [{"repeat": 2, "name": "A"}, {"repeat": 1}, {"repeat": 2, "reuses": "A", "ffn": {"kind": "dense", "d_ff": 8}}],
+            "no attention, ffn",
+        ),
+    ],
+)
 def test_malformed_reuse_is_refused(groups, message):
     with pytest.raises(SpecError, match=message):
         from_data({**DATA, "layers": groups}, check=False)
@@ -64,11 +76,17 @@ def test_malformed_reuse_is_refused(groups, message):
 
 # HRM: a low stack L and a high stack H of one layer each, two high cycles of two low runs and one high run
 RUNS = ["L", "L", "H", "L", "L", "H"]
-HRM = dict(vocab_size=V, d_model=D, n_layers=6, context_length=16, attention={**ATTN, "softplus_gate": "element",
-           "gate_activation": "sigmoid"}, ffn={"kind": "gated", "d_ff": F}, norm={"affine": False, "final": False},
-           layers=[{"repeat": 1, "name": s} if s not in RUNS[:i] else {"repeat": 1, "reuses": s}
-                   for i, s in enumerate(RUNS)],
-           cycles={"stack": 1, "low": 2, "high": 2})
+HRM = dict(
+    vocab_size=V,
+    d_model=D,
+    n_layers=6,
+    context_length=16,
+    attention={**ATTN, "softplus_gate": "element", "gate_activation": "sigmoid"},
+    ffn={"kind": "gated", "d_ff": F},
+    norm={"affine": False, "final": False},
+    layers=[{"repeat": 1, "name": s} if s not in RUNS[:i] else {"repeat": 1, "reuses": s} for i, s in enumerate(RUNS)],
+    cycles={"stack": 1, "low": 2, "high": 2},
+)
 
 
 def test_cycles_by_hand():
@@ -82,8 +100,9 @@ def test_cycles_by_hand():
     assert rows["cycles.norms"].elementwise == 6 * 3 * D  # a weight-free RMSNorm: square, add, scale
 
 
-@pytest.mark.parametrize("change, message", [({"n_layers": 5, "layers": HRM["layers"][:5]}, "6 layers"),
-                                             ({"norm": {"affine": False}}, "norm.final false")])
+@pytest.mark.parametrize(
+    "change, message", [({"n_layers": 5, "layers": HRM["layers"][:5]}, "6 layers"), ({"norm": {"affine": False}}, "norm.final false")]
+)
 def test_malformed_cycles_are_refused(change, message):
     with pytest.raises(SpecError, match=message):
         from_data({**HRM, **change}, check=False)
@@ -100,12 +119,29 @@ def test_against_reference_modules(convention, every_layer):
         assert report.ok, report.failures
 
 
-SMALL = {"model_type": "hrm_text", "hidden_size": 32, "intermediate_size": 48, "num_hidden_layers": 2,
-         "num_attention_heads": 4, "head_dim": 8, "vocab_size": 50, "H_cycles": 2, "L_cycles": 2,
-         "max_position_embeddings": 64, "embedding_scale": 1.0}
-NAMES = {"self_attn.q_proj": "attn.q", "self_attn.k_proj": "attn.k", "self_attn.v_proj": "attn.v",
-         "self_attn.gate_proj": "attn.g", "self_attn.o_proj": "attn.o", "mlp.gate_proj": "ffn.gate",
-         "mlp.up_proj": "ffn.up", "mlp.down_proj": "ffn.down"}
+SMALL = {
+    "model_type": "hrm_text",
+    "hidden_size": 32,
+    "intermediate_size": 48,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "head_dim": 8,
+    "vocab_size": 50,
+    "H_cycles": 2,
+    "L_cycles": 2,
+    "max_position_embeddings": 64,
+    "embedding_scale": 1.0,
+}
+NAMES = {
+    "self_attn.q_proj": "attn.q",
+    "self_attn.k_proj": "attn.k",
+    "self_attn.v_proj": "attn.v",
+    "self_attn.gate_proj": "attn.g",
+    "self_attn.o_proj": "attn.o",
+    "mlp.gate_proj": "ffn.gate",
+    "mlp.up_proj": "ffn.up",
+    "mlp.down_proj": "ffn.down",
+}
 
 
 @pytest.mark.torch
@@ -138,8 +174,7 @@ def test_small_hrm_text_against_transformers():
     torch.manual_seed(0)
     net = AutoModelForCausalLM.from_config(AutoConfig.for_model(**SMALL), attn_implementation="eager").eval()
     net.model.z_L_init.data.normal_()
-    state = {"embed.weight": net.model.embed_tokens.weight, "lm_head.weight": net.lm_head.weight,
-             "cycles.init": net.model.z_L_init}
+    state = {"embed.weight": net.model.embed_tokens.weight, "lm_head.weight": net.lm_head.weight, "cycles.init": net.model.z_L_init}
     for path, p in net.model.named_parameters():
         if ".layers." in path:
             stack, _, i, module = path.split(".", 3)

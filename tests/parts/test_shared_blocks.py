@@ -11,17 +11,31 @@ from ffncalc.model import SpecError, from_data
 
 D, V, F, R = 16, 50, 24, 4
 MIXER = {"kind": "mamba2", "n_heads": 4, "head_dim": 8, "state_size": 4, "n_groups": 1, "conv_kernel": 4}
-BLOCK = {"kind": "zamba_transformer", "n_heads": 4, "d_ff": F, "mlp_adapters": True, "attention_adapters": True,
-         "adapter_rank": R}
+BLOCK = {"kind": "zamba_transformer", "n_heads": 4, "d_ff": F, "mlp_adapters": True, "attention_adapters": True, "adapter_rank": R}
 # layers 0..5: mamba, use 0 of A, mamba, use 0 of B, use 1 of A, use 1 of B
-DATA = dict(vocab_size=V, d_model=D, n_layers=6, context_length=16, attention=MIXER, ffn={"kind": "none"},
-            norm={"kind": "rmsnorm", "per_layer": 1}, positions="none", tie_embeddings=True,
-            layers=[{"repeat": 1}, {"repeat": 1, "shared": "A"}, {"repeat": 1}, {"repeat": 1, "shared": "B"},
-                    {"repeat": 1, "shared": "A"}, {"repeat": 1, "shared": "B"}],
-            shared_blocks={"A": BLOCK, "B": BLOCK})
+DATA = dict(
+    vocab_size=V,
+    d_model=D,
+    n_layers=6,
+    context_length=16,
+    attention=MIXER,
+    ffn={"kind": "none"},
+    norm={"kind": "rmsnorm", "per_layer": 1},
+    positions="none",
+    tie_embeddings=True,
+    layers=[
+        {"repeat": 1},
+        {"repeat": 1, "shared": "A"},
+        {"repeat": 1},
+        {"repeat": 1, "shared": "B"},
+        {"repeat": 1, "shared": "A"},
+        {"repeat": 1, "shared": "B"},
+    ],
+    shared_blocks={"A": BLOCK, "B": BLOCK},
+)
 
 MAMBA = (D * (32 + 40 + 4) + 40 * 4 + 40 + 3 * 4 + 32 + 32 * D) + D  # the mixer (in_proj, conv, dt/A/D, norm, out) and its norm
-SHARED = (2 * D + 3 * (2 * D) * (2 * D) + 2 * D * D + D + 3 * D * F)  # input_norm, q/k/v (2d -> 4·8), o, pre_ff_norm, MLP
+SHARED = 2 * D + 3 * (2 * D) * (2 * D) + 2 * D * D + D + 3 * D * F  # input_norm, q/k/v (2d -> 4·8), o, pre_ff_norm, MLP
 ADAPTER = 3 * (2 * D * R + R * 2 * D) + D * R + R * 2 * F  # one use's: q, k, v and the MLP's
 
 
@@ -71,10 +85,21 @@ def test_against_reference_modules(convention, every_layer):
         assert report.ok, report.failures
 
 
-SMALL = {"model_type": "zamba2", "hidden_size": 64, "num_hidden_layers": 7, "vocab_size": 100,
-         "layers_block_type": ["mamba", "hybrid", "mamba", "hybrid", "hybrid", "mamba", "hybrid"],
-         "n_mamba_heads": 4, "mamba_d_state": 8, "num_attention_heads": 4, "num_mem_blocks": 2,
-         "use_shared_attention_adapter": True, "use_mem_rope": True, "adapter_rank": 8, "intermediate_size": 96}
+SMALL = {
+    "model_type": "zamba2",
+    "hidden_size": 64,
+    "num_hidden_layers": 7,
+    "vocab_size": 100,
+    "layers_block_type": ["mamba", "hybrid", "mamba", "hybrid", "hybrid", "mamba", "hybrid"],
+    "n_mamba_heads": 4,
+    "mamba_d_state": 8,
+    "num_attention_heads": 4,
+    "num_mem_blocks": 2,
+    "use_shared_attention_adapter": True,
+    "use_mem_rope": True,
+    "adapter_rank": 8,
+    "intermediate_size": 96,
+}
 
 
 @pytest.mark.torch
@@ -91,6 +116,9 @@ def test_small_zamba2_against_transformers():
     report = hfcheck.check(c, measured=measured)
     assert report.ok, report.failures
     assert tally(hf.to_spec(c)).params == sum(n for _, n in measured.params)
-    wrong = [ch for ch in hfcheck.check_flops(c, measured) if not ch.ok
-             and not ch.component.endswith("conv1d") and ch.component != hfcheck.CORE]
+    wrong = [
+        ch
+        for ch in hfcheck.check_flops(c, measured)
+        if not ch.ok and not ch.component.endswith("conv1d") and ch.component != hfcheck.CORE
+    ]
     assert not wrong, wrong

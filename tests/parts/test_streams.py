@@ -8,11 +8,21 @@ from ffncalc.model import SpecError, from_data
 
 LOCAL = {"kind": "local", "n_heads": 2, "head_dim": 4, "chunk_length": 4}
 LSH = {"kind": "lsh", "n_heads": 2, "head_dim": 4, "chunk_length": 4, "num_hashes": 2, "num_buckets": 4}
-DATA = dict(vocab_size=10, d_model=8, n_layers=2, context_length=16, positions="none", attention=LOCAL,
-            layers=[{"repeat": 1}, {"repeat": 1, "attention": LSH}],
-            ffn={"kind": "dense", "d_ff": 16, "activation": "relu", "bias": True},
-            norm={"kind": "layernorm"}, lm_head_bias=True, reversible=True,
-            axial_positions={"shape": [4, 4], "dims": [3, 5]}, padding={"multiple": 4, "above": 4})
+DATA = dict(
+    vocab_size=10,
+    d_model=8,
+    n_layers=2,
+    context_length=16,
+    positions="none",
+    attention=LOCAL,
+    layers=[{"repeat": 1}, {"repeat": 1, "attention": LSH}],
+    ffn={"kind": "dense", "d_ff": 16, "activation": "relu", "bias": True},
+    norm={"kind": "layernorm"},
+    lm_head_bias=True,
+    reversible=True,
+    axial_positions={"shape": [4, 4], "dims": [3, 5]},
+    padding={"multiple": 4, "above": 4},
+)
 
 
 def test_parameters_by_hand():

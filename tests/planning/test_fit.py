@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ffncalc.analysis import formats, hardware, inference, serving, training
+from ffncalc.analysis import formats, hardware, inference, memory, serving, training
 from ffncalc.analysis.fit import plan_fit
 from ffncalc.analysis.plan import Device, FitRun, Formats, InferenceRun, Layout, Placement, Step, TrainingRun
 from ffncalc.sources import presets
@@ -26,6 +26,7 @@ def ids(figures):
 
 # --- training layouts and memory -----------------------------------------------------------------------
 
+
 def llama3_70b_layer():
     """q and o 8192², k and v 8192 × 1024 (8 KV heads of 128), gate/up/down 8192 × 28672, two RMSNorms."""
     return 2 * 8192**2 + 2 * 8192 * 1024 + 3 * 8192 * 28672 + 2 * 8192
@@ -40,9 +41,13 @@ def test_llama3_70b_on_64_gpus():
     act, product (8192 + 4·28672) and its mask; two norm inputs (2 · 2 · 8192); flash keeps 4 bytes of
     log-sum-exp per query and head; all ÷ tp."""
     result = training.plan_training(
-        spec("llama3-70b"), "llama3-70b", TrainingRun("15T"),
-        Step(seq_len=8192, recompute="selective", global_batch=512), Layout(gpus=64, tp=8, pp=2, zero=1),
-        Device(hardware.by_key("h100-sxm")))
+        spec("llama3-70b"),
+        "llama3-70b",
+        TrainingRun("15T"),
+        Step(seq_len=8192, recompute="selective", global_batch=512),
+        Layout(gpus=64, tp=8, pp=2, zero=1),
+        Device(hardware.by_key("h100-sxm")),
+    )
     f = ids(result.figures)
     assert result.inputs["dp"] == 4 and f["devices"] == 64
     stage0 = 128_256 * 8192 + 40 * llama3_70b_layer()
@@ -60,8 +65,11 @@ def test_llama3_70b_on_64_gpus():
     assert f["free_bytes_per_device"] == 80 * GIB - total - int(80 * GIB * 0.1)
     assert result.notes[0].startswith("fits on h100-sxm")
     # the whole of it per device without any parallelism: 16 bytes a parameter, far past 80 GB
-    one = ids(training.train_memory(spec("llama3-70b"), Step(seq_len=8192, micro_batch=1, recompute="selective"),
-                                    device=Device(hardware.by_key("h100-sxm"))))
+    one = ids(
+        memory.train_memory(
+            spec("llama3-70b"), Step(seq_len=8192, micro_batch=1, recompute="selective"), device=Device(hardware.by_key("h100-sxm"))
+        )
+    )
     assert one["state_bytes_per_device"] == 16 * 70_553_706_496 and one["free_bytes_per_device"] < 0
 
 
@@ -71,15 +79,13 @@ def test_zero_stages_and_fsdp():
     p = 8_030_261_248  # Llama 3 8B
     states = {}
     for z in range(4):
-        f = ids(training.train_memory(spec("llama3-8b"), Step(seq_len=8192, micro_batch=1, recompute="full"),
-                                      Layout(dp=8, zero=z)))
+        f = ids(memory.train_memory(spec("llama3-8b"), Step(seq_len=8192, micro_batch=1, recompute="full"), Layout(dp=8, zero=z)))
         states[z] = f["state_bytes_per_device"]
     assert states[0] == 16 * p
     assert states[1] == 4 * p + 12 * p // 8
     assert states[2] == 2 * p + 14 * p // 8
     assert states[3] == 16 * p // 8
-    fp8 = ids(training.train_memory(spec("llama3-8b"), Step(seq_len=8192, micro_batch=1, recompute="full",
-                                                            precision="fp8")))
+    fp8 = ids(memory.train_memory(spec("llama3-8b"), Step(seq_len=8192, micro_batch=1, recompute="full", precision="fp8")))
     assert fp8["weight_bytes_per_device"] == 3 * p  # bf16 weight + its fp8 copy
 
 
@@ -93,13 +99,15 @@ def test_deepseek_v3_with_ep_64():
     mla = 7168 * 1536 + 1536 + 1536 * 24576 + 7168 * 576 + 512 + 512 * 32768 + 16384 * 7168
     dense = mla + 256 * 7168 + 3 * 7168 * 2048 + 2 * 7168
     experts = 256 * 3 * 7168 * 2048
-    assert training.stage_params(s, 16)[1] == (4 * dense, 4 * experts)
-    f = ids(training.train_memory(s, Step(seq_len=4096, micro_batch=1, recompute="full", mtp=False),
-                                  Layout(dp=128, pp=16, ep=64, zero=1)))
+    assert memory.stage_params(s, 16)[1] == (4 * dense, 4 * experts)
+    f = ids(
+        memory.train_memory(s, Step(seq_len=4096, micro_batch=1, recompute="full", mtp=False), Layout(dp=128, pp=16, ep=64, zero=1))
+    )
     stage1 = 4 * dense + 4 * experts // 64
     assert f["params_per_device"] >= stage1  # the most loaded stage holds at least stage 1's share
-    result = training.plan_training(s, "deepseek-v3", TrainingRun("14.8T"), Step(seq_len=4096, recompute="full"),
-                                    Layout(gpus=2048, pp=16, ep=64, zero=1))
+    result = training.plan_training(
+        s, "deepseek-v3", TrainingRun("14.8T"), Step(seq_len=4096, recompute="full"), Layout(gpus=2048, pp=16, ep=64, zero=1)
+    )
     assert result.inputs["dp"] == 128 and result.inputs["ep"] == 64
 
 
@@ -107,11 +115,19 @@ def test_published_gpt3_llama3_deepseek_v3():
     """Narayanan et al. 2021 §5.1: GPT-3 175B on 300B tokens, 1,024 A100s at 140 TFLOP/s, 8·T·P/(n·X) ≈ 34 days.
     DeepSeek-V3 (Table 1): 2.664M H800-hours of pre-training on 14.8T tokens; 6N over its 37.6B active
     parameters (MTP left out) at 35% of the H800's bf16 peak reproduces it within 2%."""
-    gpt3 = ids(training.train(spec("gpt3"), TrainingRun(300 * 10**9, convention="6n"), Step(recompute="full"),
-                              Device(tflops=140), gpus=1024))
+    gpt3 = ids(
+        training.train(spec("gpt3"), TrainingRun(300 * 10**9, convention="6n"), Step(recompute="full"), Device(tflops=140), gpus=1024)
+    )
     assert 33.5 < gpt3["wall_clock_days"] < 34.5
-    ds = ids(training.train(spec("deepseek-v3"), TrainingRun(14_800 * 10**9, convention="6n"), Step(mtp=False),
-                            Device(hardware.by_key("h800"), mfu=0.35), gpus=2048))
+    ds = ids(
+        training.train(
+            spec("deepseek-v3"),
+            TrainingRun(14_800 * 10**9, convention="6n"),
+            Step(mtp=False),
+            Device(hardware.by_key("h800"), mfu=0.35),
+            gpus=2048,
+        )
+    )
     assert ds["gpu_hours"] == pytest.approx(2.664e6, rel=0.02)
 
 
@@ -130,15 +146,29 @@ def test_llama3_405b_gpu_hours():
     h100 = hardware.by_key("h100-sxm")
     hours = {}
     for mfu in (0.38, 0.41, 0.43):
-        f = ids(training.train(spec("llama3.1-405b"), TrainingRun(15_600 * 10**9, convention="palm", goodput=0.9),
-                               Step(seq_len=8192), Device(h100, mfu=mfu), gpus=16_384))
+        f = ids(
+            training.train(
+                spec("llama3.1-405b"),
+                TrainingRun(15_600 * 10**9, convention="palm", goodput=0.9),
+                Step(seq_len=8192),
+                Device(h100, mfu=mfu),
+                gpus=16_384,
+            )
+        )
         assert f["train_flops"] == per_token * 15_600 * 10**9
         hours[mfu] = f["gpu_hours"]
         assert hours[mfu] == pytest.approx(per_token * 15.6e12 / (989.4e12 * mfu) / 0.9 / 3600)
     assert hours[0.41] == pytest.approx(30.84e6, rel=0.02)
     assert hours[0.43] < 30.84e6 < hours[0.38]
-    days = ids(training.train(spec("llama3.1-405b"), TrainingRun(15_600 * 10**9, convention="palm", goodput=0.9),
-                              Step(seq_len=8192), Device(h100, mfu=0.41), gpus=16_384))["wall_clock_days"]
+    days = ids(
+        training.train(
+            spec("llama3.1-405b"),
+            TrainingRun(15_600 * 10**9, convention="palm", goodput=0.9),
+            Step(seq_len=8192),
+            Device(h100, mfu=0.41),
+            gpus=16_384,
+        )
+    )["wall_clock_days"]
     assert days == pytest.approx(hours[0.41] / 16_384 / 24)
 
 
@@ -148,19 +178,22 @@ def test_tokens_per_s_feeds_the_wall_clock():
     assert f["gpu_hours"] == pytest.approx(10**12 / 1e6 * 64 / 3600)
 
 
-@pytest.mark.parametrize("args,expected", [
-    (["llama3-70b", "--gpus", "64", "--tp", "16"], "--tp 16 does not divide the 8 KV heads"),
-    (["llama3-70b", "--gpus", "60", "--tp", "8"], "--gpus 60 is not a multiple of --tp × --pp × --cp = 8"),
-    (["llama3-70b", "--gpus", "64", "--tp", "8", "--dp", "2"], "--dp 2 × --tp 8 × --pp 1 × --cp 1 = 16 differs"),
-    (["llama3-70b", "--pp", "81"], "--pp 81 exceeds the 80 layers"),
-    (["llama3-70b", "--cp", "3", "--seq-len", "8192"], "--cp 3: the sequence of 8192 tokens"),
-    (["llama3-70b", "--ep", "2", "--dp", "2"], "--ep 2: the model has no routed experts"),
-    (["deepseek-v3", "--ep", "3", "--dp", "3"], "--ep 3 does not divide the 256 routed experts"),
-    (["deepseek-v3", "--gpus", "32", "--ep", "64"], "--ep 64 does not divide the data-parallel degree 32"),
-    (["llama3-8b", "--pp", "2", "--global-batch", "3", "--dp", "2"], "--global-batch 3 is not a multiple"),
-    (["llama3-8b", "--goodput", "0"], "--goodput"),
-    (["llama3-8b", "--goodput", "1.5"], "--goodput"),
-])
+@pytest.mark.parametrize(
+    "args,expected",
+    [
+        (["llama3-70b", "--gpus", "64", "--tp", "16"], "--tp 16 does not divide the 8 KV heads"),
+        (["llama3-70b", "--gpus", "60", "--tp", "8"], "--gpus 60 is not a multiple of --tp × --pp × --cp = 8"),
+        (["llama3-70b", "--gpus", "64", "--tp", "8", "--dp", "2"], "--dp 2 × --tp 8 × --pp 1 × --cp 1 = 16 differs"),
+        (["llama3-70b", "--pp", "81"], "--pp 81 exceeds the 80 layers"),
+        (["llama3-70b", "--cp", "3", "--seq-len", "8192"], "--cp 3: the sequence of 8192 tokens"),
+        (["llama3-70b", "--ep", "2", "--dp", "2"], "--ep 2: the model has no routed experts"),
+        (["deepseek-v3", "--ep", "3", "--dp", "3"], "--ep 3 does not divide the 256 routed experts"),
+        (["deepseek-v3", "--gpus", "32", "--ep", "64"], "--ep 64 does not divide the data-parallel degree 32"),
+        (["llama3-8b", "--pp", "2", "--global-batch", "3", "--dp", "2"], "--global-batch 3 is not a multiple"),
+        (["llama3-8b", "--goodput", "0"], "--goodput"),
+        (["llama3-8b", "--goodput", "1.5"], "--goodput"),
+    ],
+)
 def test_impossible_training_layouts(cli, args, expected):
     code, out, err = cli("train", *args, "--tokens", "1T")
     assert code == 2 and out == "" and expected in err and err.count("\n") == 1
@@ -168,11 +201,23 @@ def test_impossible_training_layouts(cli, args, expected):
 
 # --- deployed formats ------------------------------------------------------------------------------------
 
+
 def test_bits_per_weight_of_each_format():
     """Bytes per block from each format's layout: OCP MX v1.0 (32 × 4 bits + an 8-bit scale), NVFP4 (16 × 4 +
     an 8-bit scale), GPTQ g128 (128 × 4 + a 16-bit scale + a 4-bit zero), ggml-common.h's block structs."""
-    expected = {"mxfp4": 4.25, "nvfp4": 4.5, "int4": 4 + 20 / 128, "q8_0": 8.5, "q6_k": 6.5625, "q5_k": 5.5,
-                "q4_k": 4.5, "q3_k": 110 * 8 / 256, "q2_k": 84 * 8 / 256, "bf16": 16, "fp8": 8 + 32 / 128**2}
+    expected = {
+        "mxfp4": 4.25,
+        "nvfp4": 4.5,
+        "int4": 4 + 20 / 128,
+        "q8_0": 8.5,
+        "q6_k": 6.5625,
+        "q5_k": 5.5,
+        "q4_k": 4.5,
+        "q3_k": 110 * 8 / 256,
+        "q2_k": 84 * 8 / 256,
+        "bf16": 16,
+        "fp8": 8 + 32 / 128**2,
+    }
     for name, bits in expected.items():
         assert float(formats.named(name).bits) == pytest.approx(bits)
 
@@ -210,8 +255,9 @@ def test_gpt_oss_120b_in_mxfp4_fits_one_80gb_gpu():
     w = formats.weight_bytes(s, formats.named("bf16"), formats.named("mxfp4"))
     assert (w.experts, w.total) == (experts, experts + 2 * dense)
     assert 60.5 < w.total / GIB < 61  # the released checkpoint: about 60.8 GiB
-    result = plan_fit(s, "gpt-oss-120b", FitRun(131_072, batch=1), Formats("bf16", "mxfp4", "bf16"),
-                      device=Device(hardware.by_key("h100-sxm")))
+    result = plan_fit(
+        s, "gpt-oss-120b", FitRun(131_072, batch=1), Formats("bf16", "mxfp4", "bf16"), device=Device(hardware.by_key("h100-sxm"))
+    )
     f = ids(result.figures)
     kv = 18 * 131_072 * 2048 + 18 * 128 * 2048
     workspace = 2048 * 2 * ((2880 + 64 * 128 + 8 * 128) + (128 + 4 * (2880 + 4 * 2880)) + 2 * 2880) + 201_088 * 4
@@ -253,19 +299,26 @@ def test_qwen3_32b_max_context_on_24gb_at_q4_k_m():
     q4, q6 = 144, 210  # bytes per 256 weights
     always = (8192 * 5120 + 1024 * 5120 + 5120 * 8192 + 2 * 25600 * 5120) // 256 * q4
     v_down = (1024 * 5120 + 5120 * 25600) // 256
-    weights = (64 * always + 32 * v_down * q6 + 32 * v_down * q4 + 151_936 * 5120 // 256 * (q4 + q6)
-               + (64 * (2 * 128 + 2 * 5120) + 5120) * 4)
+    weights = (
+        64 * always + 32 * v_down * q6 + 32 * v_down * q4 + 151_936 * 5120 // 256 * (q4 + q6) + (64 * (2 * 128 + 2 * 5120) + 5120) * 4
+    )
     s = spec("qwen3-32b")
     assert formats.weight_bytes(s, formats.named("q4_k_m")).total == weights
     workspace = 2048 * 2 * ((5120 + 64 * 256 + 8 * 256) + (5120 + 4 * 25600) + 2 * 5120) + 151_936 * 4
     memory = 24 * GIB
     expected = (memory - int(memory * 0.1) - weights - workspace) // 262_144
-    f = ids(plan_fit(s, "qwen3-32b", FitRun(4096, batch=1), Formats("q4_k_m", kv_dtype="bf16"),
-                     device=Device(hardware.by_key("rtx4090"))).figures)
+    f = ids(
+        plan_fit(
+            s, "qwen3-32b", FitRun(4096, batch=1), Formats("q4_k_m", kv_dtype="bf16"), device=Device(hardware.by_key("rtx4090"))
+        ).figures
+    )
     assert f["max_context"] == expected and 2048 < expected < 40_960
     # with an 8-bit KV cache it holds twice the tokens less the fixed parts' share
-    f8 = ids(plan_fit(s, "qwen3-32b", FitRun(4096, batch=1), Formats("q4_k_m", kv_dtype="int8"),
-                      device=Device(hardware.by_key("rtx4090"))).figures)
+    f8 = ids(
+        plan_fit(
+            s, "qwen3-32b", FitRun(4096, batch=1), Formats("q4_k_m", kv_dtype="int8"), device=Device(hardware.by_key("rtx4090"))
+        ).figures
+    )
     assert f8["max_context"] == min(40_960, (memory - int(memory * 0.1) - weights - workspace) // 131_072)
 
 
@@ -291,22 +344,24 @@ def test_decode_is_memory_bound_and_reads_active_experts(cli):
     w = formats.weight_bytes(s, formats.named("bf16"), formats.named("mxfp4"))
     read = serving.decode_weight_bytes(s, w, serving.Placement(1, 1, 1), 1)
     assert read == pytest.approx(w.total - w.experts - w.embedding + w.experts * 4 / 128)
-    out = ids(inference.infer(s, InferenceRun(1000, 24), Formats("bf16", "mxfp4"),
-                              device=Device(hardware.by_key("h100-sxm"))))
+    out = ids(inference.infer(s, InferenceRun(1000, 24), Formats("bf16", "mxfp4"), device=Device(hardware.by_key("h100-sxm"))))
     kv = 18 * 1024 * 2048 + 18 * 128 * 2048
     assert out["decode_step_s"] == pytest.approx((read + kv) / 3350e9)
     assert out["ttft_s"] == pytest.approx(out["roofline_prefill_s"] + out["decode_step_s"])
 
 
-@pytest.mark.parametrize("args,expected", [
-    (["fit", "llama3-70b", "--hardware", "h100-sxm", "--gpus", "3"], "--tp 3 does not divide the 64 attention heads"),
-    (["fit", "llama3-70b", "--hardware", "h100-sxm", "--gpus", "8", "--tp", "3"], "--gpus 8 is not a multiple of --tp 3"),
-    (["fit", "llama3-70b", "--hardware", "h100-sxm", "--dtype", "q7"], "--dtype q7: unknown"),
-    (["fit", "llama3-70b", "--hardware", "h100-sxm", "--ep", "2"], "--ep 2: the model has no routed experts"),
-    (["fit", "llama3-70b", "--hardware", "nope"], "--hardware nope: unknown"),
-    (["infer", "llama3-8b", "--prompt", "10", "--generate", "1", "--draft", "2"], "--draft 2 needs --accept"),
-    (["fit", "llama3-70b", "--hardware", "mine", "--hardware-file", "/nonexistent.yaml"], "--hardware-file"),
-])
+@pytest.mark.parametrize(
+    "args,expected",
+    [
+        (["fit", "llama3-70b", "--hardware", "h100-sxm", "--gpus", "3"], "--tp 3 does not divide the 64 attention heads"),
+        (["fit", "llama3-70b", "--hardware", "h100-sxm", "--gpus", "8", "--tp", "3"], "--gpus 8 is not a multiple of --tp 3"),
+        (["fit", "llama3-70b", "--hardware", "h100-sxm", "--dtype", "q7"], "--dtype q7: unknown"),
+        (["fit", "llama3-70b", "--hardware", "h100-sxm", "--ep", "2"], "--ep 2: the model has no routed experts"),
+        (["fit", "llama3-70b", "--hardware", "nope"], "--hardware nope: unknown"),
+        (["infer", "llama3-8b", "--prompt", "10", "--generate", "1", "--draft", "2"], "--draft 2 needs --accept"),
+        (["fit", "llama3-70b", "--hardware", "mine", "--hardware-file", "/nonexistent.yaml"], "--hardware-file"),
+    ],
+)
 def test_impossible_requests(cli, args, expected):
     code, out, err = cli(*args)
     assert code == 2 and out == "" and expected in err and err.count("\n") == 1
@@ -314,18 +369,21 @@ def test_impossible_requests(cli, args, expected):
 
 def test_hardware_file(cli, tmp_path):
     good = tmp_path / "mine.yaml"
-    good.write_text("- key: box\n  name: My box\n  tflops: {bf16: 100}\n  memory_gib: 16\n  bandwidth_gbs: 500\n"
-                    "  source: my own measurement\n")
-    code, out, err = cli("fit", "llama3-8b", "--hardware", "box", "--hardware-file", str(good), "--context", "1024",
-                         "-f", "json")
+    good.write_text(
+        "- key: box\n  name: My box\n  tflops: {bf16: 100}\n  memory_gib: 16\n  bandwidth_gbs: 500\n  source: my own measurement\n"
+    )
+    code, out, err = cli("fit", "llama3-8b", "--hardware", "box", "--hardware-file", str(good), "--context", "1024", "-f", "json")
     assert code == 0, err
     assert json.loads(out)["figures"]["device_memory_bytes"]["value"] == 16 * GIB
     bad = tmp_path / "bad.yaml"
-    for text, message in [("- key: x\n  name: X\n  source: s\n  memory_gib: -1\n", "memory_gib must be a positive"),
-                          ("- key: x\n  name: X\n  source: s\n  colour: red\n", "unknown field 'colour'"),
-                          ("key: x\n", "a YAML list of devices"), ("- [\n", "not YAML"),
-                          ("- key: x\n  name: X\n  source: s\n  link_latency_us: 5\n", "link_latency_us must be"),
-                          ("- key: x\n  name: X\n  source: s\n  link_peer_gbs: 0\n", "link_peer_gbs must be")]:
+    for text, message in [
+        ("- key: x\n  name: X\n  source: s\n  memory_gib: -1\n", "memory_gib must be a positive"),
+        ("- key: x\n  name: X\n  source: s\n  colour: red\n", "unknown field 'colour'"),
+        ("key: x\n", "a YAML list of devices"),
+        ("- [\n", "not YAML"),
+        ("- key: x\n  name: X\n  source: s\n  link_latency_us: 5\n", "link_latency_us must be"),
+        ("- key: x\n  name: X\n  source: s\n  link_peer_gbs: 0\n", "link_peer_gbs must be"),
+    ]:
         bad.write_text(text)
         code, out, err = cli("fit", "llama3-8b", "--hardware", "x", "--hardware-file", str(bad))
         assert code == 2 and message in err and err.count("\n") == 1
@@ -333,8 +391,27 @@ def test_hardware_file(cli, tmp_path):
 
 def test_every_device_has_exact_memory_and_a_source():
     keys = {h.key for h in hardware.table()}
-    assert {"b200", "gb200", "b300", "h20", "l40s", "a10g", "rtx5090", "rtx4090", "mi300x", "mi325x", "mi355x",
-            "gaudi3", "tpu-v5e", "tpu-v5p", "tpu-v6e", "tpu-v7", "m3-max", "m3-ultra", "m4-max"} <= keys
+    assert {
+        "b200",
+        "gb200",
+        "b300",
+        "h20",
+        "l40s",
+        "a10g",
+        "rtx5090",
+        "rtx4090",
+        "mi300x",
+        "mi325x",
+        "mi355x",
+        "gaudi3",
+        "tpu-v5e",
+        "tpu-v5p",
+        "tpu-v6e",
+        "tpu-v7",
+        "m3-max",
+        "m3-ultra",
+        "m4-max",
+    } <= keys
     for h in hardware.table():
         assert h.source and type(h.memory_bytes) is int and h.memory_bytes % 2**30 == 0
     assert hardware.by_key("mi300x").memory_bytes == 192 * GIB
@@ -345,25 +422,108 @@ def test_fit_json_keys_are_stable(cli):
     data = json.loads(out)
     assert code == 0 and list(data) == ["title", "inputs", "notes", "figures"]
     assert list(data["figures"]) == [
-        "weight_bytes", "bits_per_weight", "weight_bytes_per_device", "kv_bytes_per_device",
-        "workspace_bytes_per_device", "reserve_bytes", "need_bytes_per_device", "device_memory_bytes",
-        "free_bytes_per_device", "max_context", "max_batch", "min_gpus", "roofline_prefill_s", "decode_step_s",
-        "decode_tokens_per_s_per_sequence", "roofline_decode_tokens_per_s", "ttft_s"]
+        "weight_bytes",
+        "bits_per_weight",
+        "weight_bytes_per_device",
+        "kv_bytes_per_device",
+        "workspace_bytes_per_device",
+        "reserve_bytes",
+        "need_bytes_per_device",
+        "device_memory_bytes",
+        "free_bytes_per_device",
+        "max_context",
+        "max_batch",
+        "min_gpus",
+        "roofline_prefill_s",
+        "decode_step_s",
+        "decode_tokens_per_s_per_sequence",
+        "roofline_decode_tokens_per_s",
+        "ttft_s",
+    ]
     for key in ("weight_bytes", "kv_bytes_per_device", "free_bytes_per_device", "max_context", "max_batch"):
         assert type(data["figures"][key]["value"]) is int
 
 
-@pytest.mark.parametrize("args", [
-    ["train", "llama3-70b", "--tokens", "15T", "--gpus", "64", "--tp", "8", "--pp", "2", "--hardware", "h100-sxm",
-     "--global-batch", "512"],
-    ["infer", "gpt-oss-20b", "--prompt", "1000", "--generate", "100", "--hardware", "h100-sxm", "--experts-dtype",
-     "mxfp4", "--draft", "1", "--accept", "0.8"],
-    ["fit", "qwen3-8b", "--hardware", "rtx4090", "--dtype", "q4_k_m"],
-    ["infer", "deepseek-v3", "--prompt", "4000", "--generate", "500", "--hardware", "h100-sxm", "--gpus", "16",
-     "--pp", "2", "--dtype", "fp8", "--batch", "32", "--draft", "1", "--accept", "0.8"],
-    ["infer", "llama3-70b", "--prompt", "1000", "--generate", "100", "--hardware", "l40s", "--gpus", "8", "--pp",
-     "2", "--draft", "3", "--accept", "0.7", "--draft-model", "llama3-8b"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        [
+            "train",
+            "llama3-70b",
+            "--tokens",
+            "15T",
+            "--gpus",
+            "64",
+            "--tp",
+            "8",
+            "--pp",
+            "2",
+            "--hardware",
+            "h100-sxm",
+            "--global-batch",
+            "512",
+        ],
+        [
+            "infer",
+            "gpt-oss-20b",
+            "--prompt",
+            "1000",
+            "--generate",
+            "100",
+            "--hardware",
+            "h100-sxm",
+            "--experts-dtype",
+            "mxfp4",
+            "--draft",
+            "1",
+            "--accept",
+            "0.8",
+        ],
+        ["fit", "qwen3-8b", "--hardware", "rtx4090", "--dtype", "q4_k_m"],
+        [
+            "infer",
+            "deepseek-v3",
+            "--prompt",
+            "4000",
+            "--generate",
+            "500",
+            "--hardware",
+            "h100-sxm",
+            "--gpus",
+            "16",
+            "--pp",
+            "2",
+            "--dtype",
+            "fp8",
+            "--batch",
+            "32",
+            "--draft",
+            "1",
+            "--accept",
+            "0.8",
+        ],
+        [
+            "infer",
+            "llama3-70b",
+            "--prompt",
+            "1000",
+            "--generate",
+            "100",
+            "--hardware",
+            "l40s",
+            "--gpus",
+            "8",
+            "--pp",
+            "2",
+            "--draft",
+            "3",
+            "--accept",
+            "0.7",
+            "--draft-model",
+            "llama3-8b",
+        ],
+    ],
+)
 def test_tables_fit_100_columns(cli, args):
     code, out, err = cli(*args)
     assert code == 0, err
@@ -373,9 +533,11 @@ def test_tables_fit_100_columns(cli, args):
 
 # --- pipeline stages and communication in serving ---------------------------------------------------------
 
+
 def no_link(hw):
     """The same device without an interconnect figure: communication is not counted."""
     from dataclasses import replace
+
     return replace(hw, link_gbs=None, link_peer_gbs=None, link_latency_us=None)
 
 
@@ -389,8 +551,11 @@ def test_llama3_70b_in_two_pipeline_stages():
     w = formats.weight_bytes(s, formats.named("bf16"))
     layer = 2 * llama3_70b_layer()
     assert w.layers == tuple((layer, 0) for _ in range(80)) and w.outside == 2 * (2 * 128_256 * 8192 + 8192)
-    f = ids(plan_fit(s, "llama3-70b", FitRun(8192, batch=4), Formats("bf16", kv_dtype="bf16"),
-                     Placement(gpus=8, pp=2), Device(h100)).figures)
+    f = ids(
+        plan_fit(
+            s, "llama3-70b", FitRun(8192, batch=4), Formats("bf16", kv_dtype="bf16"), Placement(gpus=8, pp=2), Device(h100)
+        ).figures
+    )
     assert f["pipeline_stage"] == 1
     assert f["weight_bytes_per_device"] == -(-(40 * layer + 2 * 8192 + 2 * 128_256 * 8192) // 4)
     assert f["kv_bytes_per_device"] == 4 * 8192 * 40 * 2 * 128 * 2 * 2
@@ -410,8 +575,7 @@ def test_pipeline_decode_cycle():
     kv_layer = 2 * 128 * 2 * 2 * 4500  # a sequence's KV of one layer on one device (2 of the 8 KV heads)
 
     def rate(batch, **kw):
-        return ids(inference.infer(s, InferenceRun(4000, 500, batch=batch), placement=Placement(**kw),
-                                   device=Device(hw)))
+        return ids(inference.infer(s, InferenceRun(4000, 500, batch=batch), placement=Placement(**kw), device=Device(hw)))
 
     one = rate(gpus=8, pp=2, batch=1)
     t0, t1 = (40 * layer / 4 + 40 * kv_layer) / 3350e9, ((40 * layer + head) / 4 + 40 * kv_layer) / 3350e9
@@ -429,15 +593,26 @@ def test_tensor_parallel_all_reduces():
     latency, 6.6 + 2 · 7 · 0.6 = 15 µs. The step adds them to its memory time."""
     s = spec("llama3-70b")
     h100 = hardware.by_key("h100-sxm")
-    f = ids(inference.plan_inference(s, "x", InferenceRun(4000, 500, batch=1), Formats("bf16", kv_dtype="bf16"),
-                                     Placement(gpus=8), Device(h100)).figures)
+    f = ids(
+        inference.plan_inference(
+            s, "x", InferenceRun(4000, 500, batch=1), Formats("bf16", kv_dtype="bf16"), Placement(gpus=8), Device(h100)
+        ).figures
+    )
     comm = 160 * (2 * 7 / 8 * 16_384 / 450e9 + 15e-6)
     assert f["decode_comm_s"] == pytest.approx(comm, rel=1e-12)
     bare = ids(inference.infer(s, InferenceRun(4000, 500), placement=Placement(gpus=8), device=Device(no_link(h100))))
     assert f["decode_step_s"] == pytest.approx(bare["decode_step_s"] + comm, rel=1e-12)
     # --link-gbs and --link-latency-us replace the table's link
-    g = ids(inference.plan_inference(s, "x", InferenceRun(4000, 500, batch=1), Formats("bf16", kv_dtype="bf16"),
-                                     Placement(gpus=8), Device(h100, link_gbs=50, link_latency_us=0)).figures)
+    g = ids(
+        inference.plan_inference(
+            s,
+            "x",
+            InferenceRun(4000, 500, batch=1),
+            Formats("bf16", kv_dtype="bf16"),
+            Placement(gpus=8),
+            Device(h100, link_gbs=50, link_latency_us=0),
+        ).figures
+    )
     assert g["decode_comm_s"] == pytest.approx(160 * 2 * 7 / 8 * 16_384 / 50e9, rel=1e-12)
 
 
@@ -449,23 +624,68 @@ def test_a_mesh_gives_a_small_group_its_peers_links():
     assert hardware.by_key("h100-sxm").allreduce_gbs(2) == 450  # behind NVSwitch, every pair gets the whole link
 
 
-@pytest.mark.parametrize("args,expected", [
-    (["infer", "llama3-70b", "--prompt", "10", "--generate", "1", "--pp", "81"], "--pp 81 exceeds the 80 layers"),
-    (["fit", "llama3-70b", "--hardware", "h100-sxm", "--gpus", "6", "--pp", "4"], "--gpus 6 is not a multiple of --pp 4"),
-    (["fit", "llama3-70b", "--hardware", "h100-sxm", "--gpus", "8", "--pp", "2", "--tp", "8"],
-     "--gpus 8 is not a multiple of --tp 8 × --pp 2"),
-    (["fit", "llama3-70b", "--hardware", "h100-sxm", "--gpus", "2", "--link-gbs", "0"], "--link-gbs"),
-    (["infer", "llama3-70b", "--prompt", "10", "--generate", "1", "--hardware", "h100-sxm", "--gpus", "8",
-      "--draft", "2", "--accept", "0.5", "--draft-model", "gpt2"],
-     "--draft-model gpt2: its vocabulary of 50,257 differs from the model's 128,256"),
-    (["infer", "llama3.1-405b", "--prompt", "10", "--generate", "1", "--hardware", "h100-sxm", "--gpus", "64",
-      "--draft", "2", "--accept", "0.5", "--draft-model", "llama3-8b"],
-     "--draft-model llama3-8b: --tp 64 does not divide the 32 attention heads"),
-    (["infer", "llama3-70b", "--prompt", "10", "--generate", "1", "--draft-model", "llama3-8b"],
-     "--draft-model llama3-8b needs --draft"),
-    (["infer", "llama3-70b", "--prompt", "10", "--generate", "1", "--draft", "1", "--accept", "0.5",
-      "--draft-model", "nope"], "--draft-model nope: unknown preset"),
-])
+@pytest.mark.parametrize(
+    "args,expected",
+    [
+        (["infer", "llama3-70b", "--prompt", "10", "--generate", "1", "--pp", "81"], "--pp 81 exceeds the 80 layers"),
+        (["fit", "llama3-70b", "--hardware", "h100-sxm", "--gpus", "6", "--pp", "4"], "--gpus 6 is not a multiple of --pp 4"),
+        (
+            ["fit", "llama3-70b", "--hardware", "h100-sxm", "--gpus", "8", "--pp", "2", "--tp", "8"],
+            "--gpus 8 is not a multiple of --tp 8 × --pp 2",
+        ),
+        (["fit", "llama3-70b", "--hardware", "h100-sxm", "--gpus", "2", "--link-gbs", "0"], "--link-gbs"),
+        (
+            [
+                "infer",
+                "llama3-70b",
+                "--prompt",
+                "10",
+                "--generate",
+                "1",
+                "--hardware",
+                "h100-sxm",
+                "--gpus",
+                "8",
+                "--draft",
+                "2",
+                "--accept",
+                "0.5",
+                "--draft-model",
+                "gpt2",
+            ],
+            "--draft-model gpt2: its vocabulary of 50,257 differs from the model's 128,256",
+        ),
+        (
+            [
+                "infer",
+                "llama3.1-405b",
+                "--prompt",
+                "10",
+                "--generate",
+                "1",
+                "--hardware",
+                "h100-sxm",
+                "--gpus",
+                "64",
+                "--draft",
+                "2",
+                "--accept",
+                "0.5",
+                "--draft-model",
+                "llama3-8b",
+            ],
+            "--draft-model llama3-8b: --tp 64 does not divide the 32 attention heads",
+        ),
+        (
+            ["infer", "llama3-70b", "--prompt", "10", "--generate", "1", "--draft-model", "llama3-8b"],
+            "--draft-model llama3-8b needs --draft",
+        ),
+        (
+            ["infer", "llama3-70b", "--prompt", "10", "--generate", "1", "--draft", "1", "--accept", "0.5", "--draft-model", "nope"],
+            "--draft-model nope: unknown preset",
+        ),
+    ],
+)
 def test_impossible_serving_layouts(cli, args, expected):
     code, out, err = cli(*args)
     assert code == 2 and out == "" and expected in err and err.count("\n") == 1
@@ -479,9 +699,15 @@ def test_a_draft_model_drafts_each_token_in_turn():
     context = 2200
     hw = no_link(hardware.by_key("b200"))
     draft = presets.load("llama3-8b")
-    f = ids(inference.plan_inference(spec("llama3-70b"), "llama3-70b",
-                                     InferenceRun(2000, 200, batch=1, draft=4, accept=0.7, draft_model=draft),
-                                     Formats("bf16", kv_dtype="bf16"), device=Device(hw)).figures)
+    f = ids(
+        inference.plan_inference(
+            spec("llama3-70b"),
+            "llama3-70b",
+            InferenceRun(2000, 200, batch=1, draft=4, accept=0.7, draft_model=draft),
+            Formats("bf16", kv_dtype="bf16"),
+            device=Device(hw),
+        ).figures
+    )
     kv8 = 32 * 8 * 128 * 2 * 2 * context
     draft_s = 4 * (2 * (8_030_261_248 - 128_256 * 4096) + kv8) / 7700e9
     assert f["draft_s"] == pytest.approx(draft_s, rel=1e-12)
@@ -500,22 +726,41 @@ def test_deepseek_v3_drafts_with_its_mtp_module():
     mla = 7168 * 1536 + 1536 + 1536 * 24576 + 7168 * 576 + 512 + 512 * 32768 + 16384 * 7168
     layer = mla + 256 * 7168 + 3 * 7168 * 2048 + 2 * 7168 + 256 * 3 * 7168 * 2048
     held = 2 * layer + 2 * 14_336 * 7168 + 3 * 7168 * 2
-    f = ids(inference.plan_inference(s, "deepseek-v3", InferenceRun(2000, 200, batch=1, draft=1, accept=0.85),
-                                     Formats("bf16", kv_dtype="bf16"), Placement(gpus=8),
-                                     Device(hardware.by_key("b200"))).figures)
+    f = ids(
+        inference.plan_inference(
+            s,
+            "deepseek-v3",
+            InferenceRun(2000, 200, batch=1, draft=1, accept=0.85),
+            Formats("bf16", kv_dtype="bf16"),
+            Placement(gpus=8),
+            Device(hardware.by_key("b200")),
+        ).figures
+    )
     assert f["draft_bytes_per_device"] == -(-held // 8) + 2200 * 576 * 2
     assert f["tokens_per_step"] == pytest.approx(1.85)
     # without a drafter of its own (no MTP, no --draft-model) the drafts cost nothing: prompt lookup
-    g = ids(inference.plan_inference(spec("llama3-8b"), "llama3-8b", InferenceRun(100, 10, batch=1, draft=2, accept=0.5),
-                                     Formats("bf16", kv_dtype="bf16"), device=Device(hardware.by_key("b200"))).figures)
+    g = ids(
+        inference.plan_inference(
+            spec("llama3-8b"),
+            "llama3-8b",
+            InferenceRun(100, 10, batch=1, draft=2, accept=0.5),
+            Formats("bf16", kv_dtype="bf16"),
+            device=Device(hardware.by_key("b200")),
+        ).figures
+    )
     assert "draft_s" not in g and "draft_bytes_per_device" not in g
 
 
 def test_fewest_devices_for_llama3_70b():
     """At 8,192 tokens × batch 1, bf16: one 80 GB H100 is short (above), two at tp 2 fit: two is the fewest, and
     the verdict names the layout."""
-    result = plan_fit(spec("llama3-70b"), "llama3-70b", FitRun(8192, batch=1), Formats("bf16", kv_dtype="bf16"),
-                      device=Device(hardware.by_key("h100-sxm")))
+    result = plan_fit(
+        spec("llama3-70b"),
+        "llama3-70b",
+        FitRun(8192, batch=1),
+        Formats("bf16", kv_dtype="bf16"),
+        device=Device(hardware.by_key("h100-sxm")),
+    )
     f = {x.id: x for x in result.figures}
     assert f["min_gpus"].value == 2 and f["min_gpus"].source == "tp 2 × pp 1"
     assert result.notes[0].endswith("one copy fits on 2 (--gpus 2 --tp 2)")
@@ -526,14 +771,21 @@ def test_training_suggests_the_least_parallel_layout_that_fits():
     short; the note's layout fits, and no layout with fewer model-parallel devices (tp × pp) fits at ZeRO 0–2."""
     s = spec("llama3-70b")
     h100 = hardware.by_key("h100-sxm")
+
     def plan(tp, pp, zero):
-        return training.plan_training(s, "llama3-70b", TrainingRun("15T", convention="6n"),
-                                      Step(seq_len=8192, micro_batch=1, recompute="selective", global_batch=512),
-                                      Layout(gpus=64, tp=tp, pp=pp, ep=1, zero=zero), Device(h100))
+        return training.plan_training(
+            s,
+            "llama3-70b",
+            TrainingRun("15T", convention="6n"),
+            Step(seq_len=8192, micro_batch=1, recompute="selective", global_batch=512),
+            Layout(gpus=64, tp=tp, pp=pp, ep=1, zero=zero),
+            Device(h100),
+        )
 
     result = plan(1, 1, 0)
     assert result.notes[0].startswith("does NOT fit")
     import re
+
     tp, pp, zero = map(int, re.search(r"fits as --tp (\d+) --pp (\d+) \(dp \d+\) --zero (\d+)", result.notes[1]).groups())
     again = plan(tp, pp, zero)
     assert ids(again.figures)["free_bytes_per_device"] >= 0
@@ -561,6 +813,7 @@ def test_pipeline_stages_of_a_tied_model():
     (both looked up); the last holds its own copy of the token table as the head, reads it each step, and the
     final LayerNorm (2d)."""
     from ffncalc.analysis import serving
+
     s, d = spec("gpt3"), 12_288
     w = formats.weight_bytes(s, formats.named("bf16"))
     layer, tok, pos = 12 * d * d + 13 * d, 50_257 * d, 2048 * d
@@ -575,8 +828,16 @@ def test_pipeline_stages_of_a_tied_model():
 def test_several_pipelined_copies():
     """Llama 3 8B on 8 devices as tp 2 × pp 2: two copies, each with 3 of the 6 sequences; a stage's device
     keeps 16 layers × 4 of the 8 KV heads × 128 × K, V × 2 bytes a token of its copy's 3 sequences."""
-    f = ids(plan_fit(spec("llama3-8b"), "llama3-8b", FitRun(4096, batch=6), Formats("bf16", kv_dtype="bf16"),
-                     Placement(gpus=8, tp=2, pp=2), Device(hardware.by_key("h100-sxm"))).figures)
+    f = ids(
+        plan_fit(
+            spec("llama3-8b"),
+            "llama3-8b",
+            FitRun(4096, batch=6),
+            Formats("bf16", kv_dtype="bf16"),
+            Placement(gpus=8, tp=2, pp=2),
+            Device(hardware.by_key("h100-sxm")),
+        ).figures
+    )
     assert f["kv_bytes_per_device"] == 3 * 4096 * 16 * 4 * 128 * 2 * 2
 
 
@@ -587,8 +848,11 @@ def test_a_hand_off_between_nodes_crosses_the_network():
     s, h100 = spec("llama3-70b"), hardware.by_key("h100-sxm")
 
     def comm(**kw):
-        return ids(inference.plan_inference(s, "x", InferenceRun(100, 10, batch=1), Formats("bf16", kv_dtype="bf16"),
-                                            Placement(gpus=16, pp=2), Device(h100, **kw)).figures)["decode_comm_s"]
+        return ids(
+            inference.plan_inference(
+                s, "x", InferenceRun(100, 10, batch=1), Formats("bf16", kv_dtype="bf16"), Placement(gpus=16, pp=2), Device(h100, **kw)
+            ).figures
+        )["decode_comm_s"]
 
     ring = 160 * (2 * 7 / 8 * 16_384 / 450e9 + 15e-6)
     assert comm() == pytest.approx(ring + 16_384 / 50e9 + 7.2e-6, rel=1e-12)
@@ -600,14 +864,19 @@ def test_no_copy_fits_and_the_note_on_a_pipeline_alone():
     reserve: no layout fits, and no fewest-devices figure is given. With tp 1 and four stages the note speaks of
     hand-offs only."""
     from dataclasses import replace
+
     tiny = replace(hardware.by_key("h100-sxm"), key="tiny", memory_bytes=2**28)
-    result = plan_fit(spec("llama3-70b"), "x", FitRun(1024, batch=1), Formats("bf16", kv_dtype="bf16"),
-                      device=Device(tiny))
+    result = plan_fit(spec("llama3-70b"), "x", FitRun(1024, batch=1), Formats("bf16", kv_dtype="bf16"), device=Device(tiny))
     assert "min_gpus" not in ids(result.figures)
     assert result.notes[0].endswith("no copy fits on up to 512 of them")
-    notes = inference.plan_inference(spec("llama3-70b"), "x", InferenceRun(100, 10, batch=1),
-                                     Formats("bf16", kv_dtype="bf16"), Placement(gpus=4, tp=1, pp=4),
-                                     Device(hardware.by_key("h100-sxm"))).notes
+    notes = inference.plan_inference(
+        spec("llama3-70b"),
+        "x",
+        InferenceRun(100, 10, batch=1),
+        Formats("bf16", kv_dtype="bf16"),
+        Placement(gpus=4, tp=1, pp=4),
+        Device(hardware.by_key("h100-sxm")),
+    ).notes
     link = next(n for n in notes if n.startswith("communication"))
     assert "hand-off" in link and "all-reduce" not in link and "7.2 µs each" in link
 
@@ -624,8 +893,14 @@ def test_experts_shared_across_copies():
     dense = 32 * (2 * 4096**2 + 2 * 4096 * 1024 + 8 * 4096 + 2 * 4096) + 2 * 32_000 * 4096 + 4096
     experts = 32 * 8 * 3 * 4096 * 14336
     h100 = hardware.by_key("h100-sxm")
-    result = inference.plan_inference(s, "x", InferenceRun(100, 10, batch=2), Formats("bf16", kv_dtype="bf16"),
-                                      Placement(gpus=4, tp=2, ep=4), Device(h100, link_latency_us=0))
+    result = inference.plan_inference(
+        s,
+        "x",
+        InferenceRun(100, 10, batch=2),
+        Formats("bf16", kv_dtype="bf16"),
+        Placement(gpus=4, tp=2, ep=4),
+        Device(h100, link_latency_us=0),
+    )
     f = ids(result.figures)
     assert f["weight_bytes_per_device"] == -(-2 * dense // 2) + -(-2 * experts // 4)
     comm = 32 * (8192 / 450e9 + 2 * 0.75 * 8192 / 450e9)
@@ -637,10 +912,13 @@ def test_experts_shared_across_copies():
     assert "ep 4 across copies" in result.notes[0]
 
 
-@pytest.mark.parametrize("args,expected", [
-    (["--gpus", "4", "--tp", "2", "--ep", "3"], "--ep 3 does not divide the 8 routed experts"),
-    (["--gpus", "4", "--tp", "4", "--ep", "8"], "--ep 8: beyond --tp 4 it spans whole copies"),
-])
+@pytest.mark.parametrize(
+    "args,expected",
+    [
+        (["--gpus", "4", "--tp", "2", "--ep", "3"], "--ep 3 does not divide the 8 routed experts"),
+        (["--gpus", "4", "--tp", "4", "--ep", "8"], "--ep 8: beyond --tp 4 it spans whole copies"),
+    ],
+)
 def test_impossible_expert_layouts(cli, args, expected):
     code, out, err = cli("fit", "mixtral-8x7b", "--hardware", "h100-sxm", *args)
     assert code == 2 and out == "" and expected in err and err.count("\n") == 1
@@ -658,7 +936,13 @@ def test_prefill_streams_through_uneven_stages():
     head = 2 * 128_256 * 8192 * P
     stage = [27 * layer, 27 * layer, 26 * layer + head]
     chunk_s = [f / 2 / peak for f in stage]
-    f = ids(inference.infer(spec("llama3-70b"), InferenceRun(P, 10), placement=Placement(gpus=3, pp=3),
-                            device=Device(no_link(hardware.by_key("h100-sxm")))))
+    f = ids(
+        inference.infer(
+            spec("llama3-70b"),
+            InferenceRun(P, 10),
+            placement=Placement(gpus=3, pp=3),
+            device=Device(no_link(hardware.by_key("h100-sxm"))),
+        )
+    )
     assert f["prefill_flops"] == sum(stage)
     assert f["roofline_prefill_s"] == pytest.approx(max(chunk_s) + sum(chunk_s), rel=1e-12)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ffncalc.analysis import hardware, inference, training
+from ffncalc.analysis import hardware, inference, memory, training
 from ffncalc.analysis.plan import Device, InferenceRun, Layout, Step, TrainingRun
 from ffncalc.errors import InputError
 from ffncalc.sources import presets
@@ -20,8 +20,9 @@ def figures(result):
     return {f.id: f.value for f in result}
 
 
-@pytest.mark.parametrize("text,expected", [("300B", 300 * 10**9), ("300e9", 300 * 10**9), ("1.5T", 1_500 * 10**9),
-                                           ("2048", 2048), ("4k", 4000)])
+@pytest.mark.parametrize(
+    "text,expected", [("300B", 300 * 10**9), ("300e9", 300 * 10**9), ("1.5T", 1_500 * 10**9), ("2048", 2048), ("4k", 4000)]
+)
 def test_parse_count(text, expected):
     assert training.parse_count(text, "--tokens") == expected
 
@@ -43,8 +44,9 @@ def test_gpt3_training_compute():
 def test_narayanan_34_days():
     """Narayanan et al. 2021 §5.1: 175B, 300B tokens, 1024 GPUs at 140 TFLOP/s with recomputation:
     about 8·T·P/(n·X) = 34 days."""
-    f = figures(training.train(spec("gpt3"), TrainingRun(300 * 10**9, convention="6n"), Step(recompute="full"),
-                               Device(tflops=140), gpus=1024))
+    f = figures(
+        training.train(spec("gpt3"), TrainingRun(300 * 10**9, convention="6n"), Step(recompute="full"), Device(tflops=140), gpus=1024)
+    )
     days = f["wall_clock_days"]
     assert 33.5 < days < 34.5
     assert days == pytest.approx(8 * 300e9 * 175e9 / (1024 * 140e12) / 86400, rel=0.01)
@@ -55,8 +57,9 @@ def test_megatron_formula_time():
     s, l, h, v = 2048, 96, 12_288, 50_257
     per_token = Fraction(96 * l * h * h) * (1 + Fraction(s, 6 * h) + Fraction(v, 16 * l * h))
     tokens = 300 * 10**9
-    f = figures(training.train(spec("gpt3"), TrainingRun(tokens, convention="megatron"), Step(recompute="full"),
-                               Device(tflops=140), gpus=1024))
+    f = figures(
+        training.train(spec("gpt3"), TrainingRun(tokens, convention="megatron"), Step(recompute="full"), Device(tflops=140), gpus=1024)
+    )
     assert f["train_flops_per_token"] == per_token
     assert f["wall_clock_days"] == pytest.approx(float(per_token) * tokens / (1024 * 140e12) / 86400)
 
@@ -84,24 +87,24 @@ def test_korthikanti_activations_for_gpt3():
     s, b, h, a = 2048, 1, 12_288, 96
     gpt3 = spec("gpt3")
     layers = 96
+
     def eager(recompute):  # the paper's attention stores its scores
         return Step(seq_len=s, micro_batch=b, recompute=recompute, kernel="eager")
 
-    assert training.activation_bytes(gpt3, eager("none")) == layers * (s * b * h * 34 + 5 * a * s * s * b)
-    assert training.activation_bytes(gpt3, eager("selective")) == layers * 34 * s * b * h
-    assert training.activation_bytes(gpt3, eager("full")) == layers * 2 * s * b * h
-    assert training.activation_bytes(gpt3, eager("selective"), Layout(tp=8)) == layers * (34 * s * b * h // 8)
+    assert memory.activation_bytes(gpt3, eager("none")) == layers * (s * b * h * 34 + 5 * a * s * s * b)
+    assert memory.activation_bytes(gpt3, eager("selective")) == layers * 34 * s * b * h
+    assert memory.activation_bytes(gpt3, eager("full")) == layers * 2 * s * b * h
+    assert memory.activation_bytes(gpt3, eager("selective"), Layout(tp=8)) == layers * (34 * s * b * h // 8)
     # tensor parallelism without sequence parallelism (their Eq. 2): s·b·h·(10 + 24/t + 5·a·s/(h·t))
     no_sp = Layout(tp=8, sequence_parallel=False)
-    assert training.activation_bytes(gpt3, eager("none"), no_sp) == layers * (
-        10 * s * b * h + (24 * s * b * h + 5 * a * s * s * b) // 8)
-    assert training.activation_bytes(gpt3, eager("full"), no_sp) == layers * 2 * s * b * h
-    assert training.activation_bytes(gpt3, eager("full"), Layout(tp=8)) == layers * 2 * s * b * h // 8
+    assert memory.activation_bytes(gpt3, eager("none"), no_sp) == layers * (10 * s * b * h + (24 * s * b * h + 5 * a * s * s * b) // 8)
+    assert memory.activation_bytes(gpt3, eager("full"), no_sp) == layers * 2 * s * b * h
+    assert memory.activation_bytes(gpt3, eager("full"), Layout(tp=8)) == layers * 2 * s * b * h // 8
     # A flash kernel keeps no scores, only an fp32 log-sum-exp per query and head (FlashAttention-2 §3.1.1)
-    assert training.activation_bytes(gpt3, Step(seq_len=s, micro_batch=b, recompute="none")) == layers * (
-        34 * s * b * h + 4 * a * s * b)
-    assert training.activation_bytes(gpt3, Step(seq_len=s, micro_batch=b, recompute="selective")) == layers * (
-        34 * s * b * h + 4 * a * s * b)
+    assert memory.activation_bytes(gpt3, Step(seq_len=s, micro_batch=b, recompute="none")) == layers * (34 * s * b * h + 4 * a * s * b)
+    assert memory.activation_bytes(gpt3, Step(seq_len=s, micro_batch=b, recompute="selective")) == layers * (
+        34 * s * b * h + 4 * a * s * b
+    )
 
 
 def test_deepseek_v3_activations_sum_every_layer():
@@ -120,17 +123,19 @@ def test_deepseek_v3_activations_sum_every_layer():
         return s * ((2 * attention + d) + (2 * ffn + d) + norms)
 
     expected = 3 * layer(dense_ffn) + 58 * layer(moe_ffn)
-    assert training.activation_bytes(spec("deepseek-v3"), Step(seq_len=s, recompute="selective", kernel="eager")) == \
-        expected
+    assert memory.activation_bytes(spec("deepseek-v3"), Step(seq_len=s, recompute="selective", kernel="eager")) == expected
     # no layer stands for the rest: with the first layer's FFN everywhere the figure is about 27% low
     assert 61 * layer(dense_ffn) < 0.8 * expected
 
 
 def test_memory_per_device():
-    f = figures(training.train_memory(spec("llama2-7b"), Step(seq_len=4096, micro_batch=1, recompute="full")))
+    f = figures(memory.train_memory(spec("llama2-7b"), Step(seq_len=4096, micro_batch=1, recompute="full")))
     assert f["state_bytes_per_device"] == 16 * 6_738_415_616
-    f = figures(training.train_memory(spec("llama2-7b"), Step(seq_len=4096, micro_batch=1, recompute="full",
-                                                              optimizer="adam8bit"), Layout(tp=2, pp=2)))
+    f = figures(
+        memory.train_memory(
+            spec("llama2-7b"), Step(seq_len=4096, micro_batch=1, recompute="full", optimizer="adam8bit"), Layout(tp=2, pp=2)
+        )
+    )
     # Llama 2 7B: a layer holds q, k, v, o (4 · 4096²), gate, up, down (3 · 4096 · 11008) and 2 norms;
     # pp 2: 16 layers a stage, the embedding (32000 × 4096) on the first, the final norm and head on the last.
     # The first stage keeps 2 micro-batches in flight against the last's 1, so it is the most loaded; tp 2 halves it.
@@ -139,13 +144,13 @@ def test_memory_per_device():
     assert f["params_per_device"] == first_stage // 2
     assert f["state_bytes_per_device"] == 10 * first_stage // 2
     experts = 32 * 8 * 3 * 4096 * 14_336
-    f = figures(training.train_memory(spec("mixtral-8x7b"), Step(seq_len=4096, micro_batch=1, recompute="full"),
-                                      Layout(ep=8)))
+    f = figures(memory.train_memory(spec("mixtral-8x7b"), Step(seq_len=4096, micro_batch=1, recompute="full"), Layout(ep=8)))
     assert f["params_per_device"] == (46_702_792_704 - experts) + experts // 8
 
 
-@pytest.mark.parametrize("name,layers,kv_heads", [("llama3-8b", 32, 8), ("mixtral-8x7b", 32, 8),
-                                                  ("llama2-7b", 32, 32), ("llama2-70b", 80, 8)])
+@pytest.mark.parametrize(
+    "name,layers,kv_heads", [("llama3-8b", 32, 8), ("mixtral-8x7b", 32, 8), ("llama2-7b", 32, 32), ("llama2-70b", 80, 8)]
+)
 def test_kv_cache_bytes(name, layers, kv_heads):
     assert inference.kv_bytes_per_token(spec(name), 16) == 2 * layers * kv_heads * 128 * 2  # K and V, bf16
 
@@ -172,10 +177,12 @@ def test_roofline_memory_bound_decode():
 def test_cli_formats(cli):
     code, out, _ = cli("train", "gpt3", "--tokens", "300B", "--format", "json")
     data = json.loads(out)
-    assert code == 0 and data["figures"]["train_flops"] == {"label": "training FLOPs", "unit": "FLOP",
-                                                           "value": 6 * 174_604_259_328 * 300 * 10**9}
-    code, out, _ = cli("infer", "mixtral-8x7b", "--prompt", "512", "--generate", "64", "--hardware", "h200",
-                       "--format", "csv")
+    assert code == 0 and data["figures"]["train_flops"] == {
+        "label": "training FLOPs",
+        "unit": "FLOP",
+        "value": 6 * 174_604_259_328 * 300 * 10**9,
+    }
+    code, out, _ = cli("infer", "mixtral-8x7b", "--prompt", "512", "--generate", "64", "--hardware", "h200", "--format", "csv")
     assert code == 0 and out.splitlines()[0] == "id,label,value,unit"
     assert "kv_bytes_per_token,KV-cache bytes per token,131072" in out
     code, out, _ = cli("infer", "llama3-8b", "--prompt", "512", "--generate", "64", "--format", "markdown")
@@ -184,14 +191,17 @@ def test_cli_formats(cli):
     assert code == 0 and "wall-clock on 16,384 devices" in out and "convention: 6n" in out
 
 
-@pytest.mark.parametrize("args,expected", [
-    (["train", "gpt3", "--tokens", "lots"], "--tokens lots"),
-    (["train", "gpt3", "--tokens", "1B", "--hardware", "tpu"], "--hardware tpu: unknown; known: a100-80gb"),
-    (["train", "gpt3", "--tokens", "1B", "--gpus", "10", "--tp", "5"], "--tp 5 does not divide the 96 attention heads"),
-    (["train", "gpt3", "--tokens", "1B", "--gpus", "8", "--tp", "16"], "--gpus 8 is not a multiple of --tp × --pp × --cp = 16"),
-    (["infer", "gpt2", "--prompt", "1000", "--generate", "100"], "exceeds context_length 1024"),
-    (["infer", "gpt2", "--prompt", "10", "--generate", "1", "--dtype", "q9"], "--dtype q9: unknown"),
-])
+@pytest.mark.parametrize(
+    "args,expected",
+    [
+        (["train", "gpt3", "--tokens", "lots"], "--tokens lots"),
+        (["train", "gpt3", "--tokens", "1B", "--hardware", "tpu"], "--hardware tpu: unknown; known: a100-80gb"),
+        (["train", "gpt3", "--tokens", "1B", "--gpus", "10", "--tp", "5"], "--tp 5 does not divide the 96 attention heads"),
+        (["train", "gpt3", "--tokens", "1B", "--gpus", "8", "--tp", "16"], "--gpus 8 is not a multiple of --tp × --pp × --cp = 16"),
+        (["infer", "gpt2", "--prompt", "1000", "--generate", "100"], "exceeds context_length 1024"),
+        (["infer", "gpt2", "--prompt", "10", "--generate", "1", "--dtype", "q9"], "--dtype q9: unknown"),
+    ],
+)
 def test_bad_arguments(cli, args, expected):
     code, out, err = cli(*args)
     assert code == 2 and out == "" and expected in err and err.count("\n") == 1
@@ -207,8 +217,9 @@ def test_json_is_keyed_with_exact_integer_bytes(cli):
     assert figures["params_per_device"]["value"] == (46_702_792_704 - experts) // 2 + experts // 8
     for key in ("state_bytes_per_device", "activation_bytes_per_device", "bytes_per_device"):
         assert type(figures[key]["value"]) is int and figures[key]["unit"] == "bytes"
-    assert figures["bytes_per_device"]["value"] == (figures["state_bytes_per_device"]["value"]
-                                                    + figures["activation_bytes_per_device"]["value"])
+    assert figures["bytes_per_device"]["value"] == (
+        figures["state_bytes_per_device"]["value"] + figures["activation_bytes_per_device"]["value"]
+    )
     code, out, _ = cli("infer", "llama3-8b", "--prompt", "1000", "--generate", "10", "--format", "json")
     figures = json.loads(out)["figures"]
     assert figures["weight_bytes"]["value"] == 2 * 8_030_261_248

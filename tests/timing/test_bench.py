@@ -18,9 +18,14 @@ CPU = torch.device("cpu")
 
 
 def spec(**overrides):
-    base = dict(vocab_size=100, d_model=256, n_layers=2, context_length=256,
-                attention={"n_heads": 4, "n_kv_heads": 2},
-                ffn={"kind": "gated", "d_ff": 1024, "activation": "silu"})
+    base = dict(
+        vocab_size=100,
+        d_model=256,
+        n_layers=2,
+        context_length=256,
+        attention={"n_heads": 4, "n_kv_heads": 2},
+        ffn={"kind": "gated", "d_ff": 1024, "activation": "silu"},
+    )
     base.update(overrides)
     return from_data(base)
 
@@ -29,8 +34,16 @@ def spec(**overrides):
 @pytest.mark.parametrize("backward", [False, True])
 def test_planned_flops_are_what_torch_counts(block, backward):
     """The analytic FLOPs of a timed run equal FlopCounterMode's count of the same run."""
-    s = spec(ffn={"kind": "moe", "n_experts": 4, "top_k": 2, "expert": {"kind": "gated", "d_ff": 64},
-                  "n_shared_experts": 1, "shared": {"kind": "dense", "d_ff": 96}})
+    s = spec(
+        ffn={
+            "kind": "moe",
+            "n_experts": 4,
+            "top_k": 2,
+            "expert": {"kind": "gated", "d_ff": 64},
+            "n_shared_experts": 1,
+            "shared": {"kind": "dense", "d_ff": 96},
+        }
+    )
     p = bench.plan(s, block, seq_len=32)
     module = bench.build_block(p, CPU, "fp32")
     x = torch.randn(2, 32, 256, requires_grad=backward)
@@ -67,8 +80,8 @@ def test_achieved_rate_is_analytic_flops_over_the_median(monkeypatch):
     """Four times the tokens is four times the analytic FLOPs; the rate divides them by the measured median."""
     p = bench.plan(spec(ffn={"kind": "dense", "d_ff": 1024}), "ffn", seq_len=256)
     monkeypatch.setattr(bench.time, "perf_counter", FakeClock(0.004))
-    small, = bench.run([p], bench.Timing(CPU, "fp32", tokens=256, seq_len=256, backward=False, repeats=3, warmup=1))
-    large, = bench.run([p], bench.Timing(CPU, "fp32", tokens=1024, seq_len=256, backward=False, repeats=3, warmup=1))
+    (small,) = bench.run([p], bench.Timing(CPU, "fp32", tokens=256, seq_len=256, backward=False, repeats=3, warmup=1))
+    (large,) = bench.run([p], bench.Timing(CPU, "fp32", tokens=1024, seq_len=256, backward=False, repeats=3, warmup=1))
     d, f = 256, 1024
     assert small.flops == 256 * 2 * 2 * d * f and large.flops == 4 * small.flops  # up and down, 2 per MAC
     assert small.median_ms == pytest.approx(4.0) and small.min_ms <= small.median_ms <= small.max_ms
@@ -81,16 +94,41 @@ def test_achieved_rate_is_analytic_flops_over_the_median(monkeypatch):
 def test_json_results(cli, tmp_path, steady_peak):
     target = tmp_path / "results.json"
     target.write_text("old contents that must be replaced whole")
-    code, out, _ = cli("bench", "microgpt", "--block", "layer", "--tokens", "32", "--seq-len", "16",
-                       "--repeats", "3", "--backward", "--format", "json", "--out", str(target))
+    code, out, _ = cli(
+        "bench",
+        "microgpt",
+        "--block",
+        "layer",
+        "--tokens",
+        "32",
+        "--seq-len",
+        "16",
+        "--repeats",
+        "3",
+        "--backward",
+        "--format",
+        "json",
+        "--out",
+        str(target),
+    )
     assert code == 0
     results = json.loads(out)
     assert json.loads(target.read_text()) == results and results["model"] == "microgpt"
     assert list(tmp_path.iterdir()) == [target]  # no temporary file left behind
-    r, = results["bench"]
-    for key, kind in [("block", str), ("device", str), ("dtype", str), ("tokens", int), ("median_ms", float),
-                      ("min_ms", float), ("max_ms", float), ("flops", int), ("tflops", float),
-                      ("peak_tflops_measured", float), ("share_of_peak", float)]:
+    (r,) = results["bench"]
+    for key, kind in [
+        ("block", str),
+        ("device", str),
+        ("dtype", str),
+        ("tokens", int),
+        ("median_ms", float),
+        ("min_ms", float),
+        ("max_ms", float),
+        ("flops", int),
+        ("tflops", float),
+        ("peak_tflops_measured", float),
+        ("share_of_peak", float),
+    ]:
         assert isinstance(r[key], kind), key
     assert (r["block"], r["device"], r["dtype"], r["tokens"], r["backward"]) == ("layer", "cpu", "fp32", 32, True)
 
@@ -98,8 +136,9 @@ def test_json_results(cli, tmp_path, steady_peak):
 def test_table_and_compare_ffn(cli, tmp_path, steady_peak):
     """Dense and gated at equal parameters: 3 · 64 · 172 = 2 · 64 · 258 weights."""
     path = tmp_path / "small.yaml"
-    path.write_text("vocab_size: 100\nd_model: 64\nn_layers: 1\ncontext_length: 64\nattention: {n_heads: 4}\n"
-                    "ffn: {kind: gated, d_ff: 172}\n")
+    path.write_text(
+        "vocab_size: 100\nd_model: 64\nn_layers: 1\ncontext_length: 64\nattention: {n_heads: 4}\nffn: {kind: gated, d_ff: 172}\n"
+    )
     code, out, _ = cli("bench", str(path), "--compare-ffn", "--tokens", "8", "--repeats", "2", "--warmup", "0")
     assert code == 0
     assert "dense silu d_ff 258" in out and "SwiGLU d_ff 172" in out

@@ -26,8 +26,7 @@ SPEC_SUFFIXES = (".yaml", ".yml", ".json")
 def is_repo_id(ref: str) -> bool:
     """ORG/NAME or ORG/NAME@REVISION that names no local file or folder."""
     name = ref.split("@", 1)[0]
-    return bool(_REPO.match(ref)) and not name.endswith(SPEC_SUFFIXES) and not Path(name).exists() \
-        and not Path(ref).exists()
+    return bool(_REPO.match(ref)) and not name.endswith(SPEC_SUFFIXES) and not Path(name).exists() and not Path(ref).exists()
 
 
 def is_checkpoint(ref: str) -> bool:
@@ -70,8 +69,10 @@ def read_local(path: Path, as_family: str | None = None, label: str | None = Non
     if len(firsts) == 1:
         return _with_config(_gguf(firsts[0], label), folder, as_family)
     if firsts:
-        raise InputError(f"{folder}: {len(firsts)} GGUF models in this folder ({', '.join(g.name for g in firsts[:4])}"
-                         f"{', …' if len(firsts) > 4 else ''}); name one")
+        raise InputError(
+            f"{folder}: {len(firsts)} GGUF models in this folder ({', '.join(g.name for g in firsts[:4])}"
+            f"{', …' if len(firsts) > 4 else ''}); name one"
+        )
     raise InputError(f"{path}: no .safetensors, {INDEX} or .gguf here")
 
 
@@ -86,8 +87,9 @@ def _safetensors(files: list[Path], label: str, missing=(), notes=(), total: int
     notes = list(notes)
     if total is not None and not missing and total != data:
         notes.append(f"the index's metadata.total_size is {total:,} bytes; the shards' headers describe {data:,}")
-    return Checkpoint(label, "safetensors", tuple(str(f) for f in files), tuple(found), read, data,
-                      tuple(missing), metadata=meta, notes=tuple(notes))
+    return Checkpoint(
+        label, "safetensors", tuple(str(f) for f in files), tuple(found), read, data, tuple(missing), metadata=meta, notes=tuple(notes)
+    )
 
 
 def _indexed(index: Path, label: str) -> Checkpoint:
@@ -105,8 +107,7 @@ def _indexed(index: Path, label: str) -> Checkpoint:
     present = [f for f in files if (index.parent / f).is_file()]
     missing = tuple((name, f) for name, f in weight_map.items() if f not in present)
     total = (data.get("metadata") or {}).get("total_size")
-    ckpt = _safetensors([index.parent / f for f in present], label, missing,
-                        total=total if isinstance(total, int) else None)
+    ckpt = _safetensors([index.parent / f for f in present], label, missing, total=total if isinstance(total, int) else None)
     stored = {t.name: t.file for t in ckpt.tensors}
     notes = list(ckpt.notes)
     unlisted = [n for n in stored if n not in weight_map]
@@ -116,8 +117,17 @@ def _indexed(index: Path, label: str) -> Checkpoint:
     if absent:
         notes.append(f"{len(absent)} tensors in the index but not in the shard it names (first: {absent[0]})")
         missing = missing + tuple((n, weight_map[n]) for n in absent)
-    return Checkpoint(ckpt.label, ckpt.format, ckpt.files, ckpt.tensors, ckpt.header_bytes, ckpt.data_bytes,
-                      missing, metadata=ckpt.metadata, notes=tuple(notes))
+    return Checkpoint(
+        ckpt.label,
+        ckpt.format,
+        ckpt.files,
+        ckpt.tensors,
+        ckpt.header_bytes,
+        ckpt.data_bytes,
+        missing,
+        metadata=ckpt.metadata,
+        notes=tuple(notes),
+    )
 
 
 def _gguf(path: Path, label: str) -> Checkpoint:
@@ -137,8 +147,7 @@ def _gguf(path: Path, label: str) -> Checkpoint:
         read += used
         data += end
     keep = {k: v for k, v in meta.items() if not k.startswith("tokenizer.")}
-    return Checkpoint(label, "gguf", tuple(str(f) for f in files), tuple(found), read, data, tuple(missing),
-                      metadata=keep)
+    return Checkpoint(label, "gguf", tuple(str(f) for f in files), tuple(found), read, data, tuple(missing), metadata=keep)
 
 
 QUANT_FILES = ("quantize_config.json", "quant_config.json")  # AutoGPTQ's and AutoAWQ's own files

@@ -25,18 +25,18 @@ CHUNK = 1 << 16  # read ahead at most this far past the header
 GGML_TYPES = {
     0: ("F32", 1, 4),
     1: ("F16", 1, 2),
-    2: ("Q4_0", 32, 18),      # half d; 16 bytes of nibbles
-    3: ("Q4_1", 32, 20),      # half d, m; 16 bytes of nibbles
-    6: ("Q5_0", 32, 22),      # half d; 4 bytes of 5th bits; 16 bytes of nibbles
-    7: ("Q5_1", 32, 24),      # half d, m; 4; 16
-    8: ("Q8_0", 32, 34),      # half d; 32 int8
-    9: ("Q8_1", 32, 36),      # half d, s; 32 int8
-    10: ("Q2_K", 256, 84),    # 16 scales; 64 quants; half d, dmin
-    11: ("Q3_K", 256, 110),   # 32 hmask; 64 quants; 12 scales; half d
-    12: ("Q4_K", 256, 144),   # half d, dmin; 12 scales; 128 quants
-    13: ("Q5_K", 256, 176),   # half d, dmin; 12 scales; 32 high bits; 128 quants
-    14: ("Q6_K", 256, 210),   # 128 low 4 bits; 64 high 2 bits; 16 scales; half d
-    15: ("Q8_K", 256, 292),   # float d; 256 int8; 16 int16 sums
+    2: ("Q4_0", 32, 18),  # half d; 16 bytes of nibbles
+    3: ("Q4_1", 32, 20),  # half d, m; 16 bytes of nibbles
+    6: ("Q5_0", 32, 22),  # half d; 4 bytes of 5th bits; 16 bytes of nibbles
+    7: ("Q5_1", 32, 24),  # half d, m; 4; 16
+    8: ("Q8_0", 32, 34),  # half d; 32 int8
+    9: ("Q8_1", 32, 36),  # half d, s; 32 int8
+    10: ("Q2_K", 256, 84),  # 16 scales; 64 quants; half d, dmin
+    11: ("Q3_K", 256, 110),  # 32 hmask; 64 quants; 12 scales; half d
+    12: ("Q4_K", 256, 144),  # half d, dmin; 12 scales; 128 quants
+    13: ("Q5_K", 256, 176),  # half d, dmin; 12 scales; 32 high bits; 128 quants
+    14: ("Q6_K", 256, 210),  # 128 low 4 bits; 64 high 2 bits; 16 scales; half d
+    15: ("Q8_K", 256, 292),  # float d; 256 int8; 16 int16 sums
     16: ("IQ2_XXS", 256, 66),
     17: ("IQ2_XS", 256, 74),
     18: ("IQ3_XXS", 256, 98),
@@ -54,9 +54,9 @@ GGML_TYPES = {
     30: ("BF16", 1, 2),
     34: ("TQ1_0", 256, 54),
     35: ("TQ2_0", 256, 66),
-    39: ("MXFP4", 32, 17),    # uint8 e8m0 scale; 16 bytes of e2m1 nibbles
-    40: ("NVFP4", 64, 36),    # 4 ue4m3 scales (one per 16); 32 bytes of e2m1 nibbles
-    41: ("Q1_0", 128, 18),    # half d; 16 bytes of bits
+    39: ("MXFP4", 32, 17),  # uint8 e8m0 scale; 16 bytes of e2m1 nibbles
+    40: ("NVFP4", 64, 36),  # 4 ue4m3 scales (one per 16); 32 bytes of e2m1 nibbles
+    41: ("Q1_0", 128, 18),  # half d; 16 bytes of bits
 }
 BLOCKS = {name: (block, size) for name, block, size in GGML_TYPES.values()}
 
@@ -81,21 +81,24 @@ class _Cursor:
     def _fill(self, n: int, what: str) -> None:
         """Make ``n`` bytes from the cursor available in the buffer."""
         if self.size is not None and self.offset + n > self.size:
-            raise InputError(f"{self.where}: truncated GGUF header: {what} at byte {self.offset:,} needs {n:,} bytes, "
-                             f"the file ends at {self.size:,}")
-        rest = self.buf[self.pos:]
+            raise InputError(
+                f"{self.where}: truncated GGUF header: {what} at byte {self.offset:,} needs {n:,} bytes, "
+                f"the file ends at {self.size:,}"
+            )
+        rest = self.buf[self.pos :]
         more = self.f.read(max(CHUNK, n - len(rest)))
         self.read_bytes += len(more)
         self.base += self.pos
         self.buf, self.pos = rest + more, 0
         if n > len(self.buf):
-            raise InputError(f"{self.where}: truncated GGUF header: {what} at byte {self.offset:,} needs {n:,} "
-                             "bytes past the end of the file")
+            raise InputError(
+                f"{self.where}: truncated GGUF header: {what} at byte {self.offset:,} needs {n:,} bytes past the end of the file"
+            )
 
     def take(self, n: int, what: str) -> memoryview:
         if self.pos + n > len(self.buf):
             self._fill(n, what)
-        out = memoryview(self.buf)[self.pos:self.pos + n]
+        out = memoryview(self.buf)[self.pos : self.pos + n]
         self.pos += n
         return out
 
@@ -171,8 +174,9 @@ def read_header(f: BinaryIO, where: str, size: int | None, file: str) -> tuple[l
     n_tensors = c.unpack("<Q", "the tensor count")
     n_kv = c.unpack("<Q", "the key-value count")
     if size is not None and (n_tensors > size or n_kv > size):
-        raise InputError(f"{where}: GGUF header claims {n_tensors:,} tensors and {n_kv:,} keys, more than a "
-                         f"{size:,}-byte file can hold")
+        raise InputError(
+            f"{where}: GGUF header claims {n_tensors:,} tensors and {n_kv:,} keys, more than a {size:,}-byte file can hold"
+        )
     meta: dict = {}
     for _ in range(n_kv):
         key = c.string("a metadata key")
@@ -198,11 +202,11 @@ def read_header(f: BinaryIO, where: str, size: int | None, file: str) -> tuple[l
     for name, dims, kind, offset in infos:
         type_name, block, block_bytes = GGML_TYPES[kind]
         if dims[0] % block:
-            raise InputError(f"{where}: tensor {name!r}: {type_name} packs {block} elements a block; its rows of "
-                             f"{dims[0]:,} are not whole blocks")
+            raise InputError(
+                f"{where}: tensor {name!r}: {type_name} packs {block} elements a block; its rows of {dims[0]:,} are not whole blocks"
+            )
         if offset % alignment:
-            raise InputError(f"{where}: tensor {name!r}: offset {offset:,} is not a multiple of the alignment "
-                             f"{alignment}")
+            raise InputError(f"{where}: tensor {name!r}: offset {offset:,} is not a multiple of the alignment {alignment}")
         rows = 1
         for d in dims[1:]:
             rows *= d
@@ -210,8 +214,9 @@ def read_header(f: BinaryIO, where: str, size: int | None, file: str) -> tuple[l
         end = max(end, offset + nbytes)
         out.append(Tensor(name, type_name, tuple(reversed(dims)), nbytes, file))
     if size is not None and data_start + end > size:
-        raise InputError(f"{where}: truncated: the header describes tensor data up to byte {data_start + end:,}, the "
-                         f"file holds {size:,}")
+        raise InputError(
+            f"{where}: truncated: the header describes tensor data up to byte {data_start + end:,}, the file holds {size:,}"
+        )
     return out, meta, c.read_bytes, end
 
 

@@ -22,8 +22,9 @@ def load(ref: str, as_family: str | None = None) -> Checkpoint:
     try:
         import huggingface_hub  # noqa: F401
     except ImportError:
-        raise InputError(f"{ref}: no such file or folder; to read it as a Hugging Face repo id, install "
-                         "huggingface_hub: pip install 'ffncalc[hub]'") from None
+        raise InputError(
+            f"{ref}: no such file or folder; to read it as a Hugging Face repo id, install huggingface_hub: pip install 'ffncalc[hub]'"
+        ) from None
     from huggingface_hub import constants
 
     cached = _cached(repo, revision)
@@ -109,8 +110,17 @@ def _explain(exc: Exception, ref: str, cached: Path | None) -> str:
         return f"{ref}: the repo holds no model.safetensors or {INDEX}"
     if "SafetensorsParsingError" in names:
         return f"{ref}: a safetensors header could not be parsed ({first})"
-    if names & {"OfflineModeIsEnabled", "ConnectionError", "ConnectError", "Timeout", "TimeoutException",
-                "ReadTimeout", "ConnectTimeout", "NetworkError", "LocalEntryNotFoundError"}:
+    if names & {
+        "OfflineModeIsEnabled",
+        "ConnectionError",
+        "ConnectError",
+        "Timeout",
+        "TimeoutException",
+        "ReadTimeout",
+        "ConnectTimeout",
+        "NetworkError",
+        "LocalEntryNotFoundError",
+    }:
         return f"{ref}: no network: the Hugging Face Hub cannot be reached ({name}); {_alternative(cached)}"
     return f"{ref}: {name}: {first}"
 
@@ -126,14 +136,22 @@ def _remote(repo: str, revision: str | None, ref: str, as_family: str | None) ->
     meta = get_safetensors_metadata(repo, revision=revision)
     found, data = [], 0
     for file, info in meta.files_metadata.items():
-        header = {name: {"dtype": t.dtype, "shape": list(t.shape), "data_offsets": list(t.data_offsets)}
-                  for name, t in info.tensors.items()}
+        header = {
+            name: {"dtype": t.dtype, "shape": list(t.shape), "data_offsets": list(t.data_offsets)} for name, t in info.tensors.items()
+        }
         tensors, _ = checked(header, f"{ref}:{file}", file, None)
         found += tensors
         data += sum(t.nbytes for t in tensors)
     where = f"{repo}@{revision}" if revision else repo
-    ckpt = Checkpoint(ref, "safetensors", tuple(f"hf://{where}/{f}" for f in meta.files_metadata), tuple(found), 0,
-                      data, notes=("headers fetched from the Hugging Face Hub with range requests",))
+    ckpt = Checkpoint(
+        ref,
+        "safetensors",
+        tuple(f"hf://{where}/{f}" for f in meta.files_metadata),
+        tuple(found),
+        0,
+        data,
+        notes=("headers fetched from the Hugging Face Hub with range requests",),
+    )
     if config is None:
         return ckpt
     from . import attach_config

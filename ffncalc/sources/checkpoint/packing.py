@@ -28,9 +28,18 @@ PARAM, SCALE, ZERO, INDEX, STATE = "param", "scale", "zero-point", "g_idx", "qua
 
 # suffix -> role, for tensors that decode the weight beside them (``<module>.weight`` or ``.weight_packed``)
 _BESIDE_WEIGHT = {
-    ".weight_scale_inv": SCALE, ".weight_scale": SCALE, ".weight_scale_2": SCALE, ".input_scale": SCALE,
-    ".weight_global_scale": SCALE, ".input_global_scale": SCALE, ".weight_zero_point": ZERO,
-    ".weight_g_idx": INDEX, ".weight_shape": STATE, ".k_scale": SCALE, ".v_scale": SCALE, ".SCB": SCALE,
+    ".weight_scale_inv": SCALE,
+    ".weight_scale": SCALE,
+    ".weight_scale_2": SCALE,
+    ".input_scale": SCALE,
+    ".weight_global_scale": SCALE,
+    ".input_global_scale": SCALE,
+    ".weight_zero_point": ZERO,
+    ".weight_g_idx": INDEX,
+    ".weight_shape": STATE,
+    ".k_scale": SCALE,
+    ".v_scale": SCALE,
+    ".SCB": SCALE,
     ".weight_format": STATE,
 }
 _BNB = {".absmax": SCALE, ".quant_map": STATE, ".nested_absmax": SCALE, ".nested_quant_map": STATE}
@@ -52,8 +61,7 @@ class Stored(NamedTuple):
 def _packed(t: Tensor, bits: int, method: str) -> tuple[int, str]:
     width = DTYPE_BITS.get(t.dtype, 8)
     if (t.numel * width) % bits:
-        raise InputError(f"{t.file}: tensor {t.name!r}: {t.numel:,} {t.dtype} values do not unpack into whole "
-                         f"{bits}-bit values")
+        raise InputError(f"{t.file}: tensor {t.name!r}: {t.numel:,} {t.dtype} values do not unpack into whole {bits}-bit values")
     per = width // bits if width % bits == 0 else width / bits
     return t.numel * width // bits, f"{method}: {bits}-bit, {per:g} per {t.dtype}"
 

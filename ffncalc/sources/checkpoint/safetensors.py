@@ -20,11 +20,26 @@ MAX_HEADER = 100_000_000  # bytes; the reference implementation refuses longer h
 
 # dtype -> bits per element (safetensors' Dtype enum). Sub-byte types pack elements across bytes.
 DTYPE_BITS = {
-    "BOOL": 8, "U8": 8, "I8": 8, "F8_E5M2": 8, "F8_E4M3": 8, "F8_E8M0": 8,
-    "I16": 16, "U16": 16, "F16": 16, "BF16": 16,
-    "I32": 32, "U32": 32, "F32": 32,
-    "I64": 64, "U64": 64, "F64": 64, "C64": 64,
-    "F4": 4, "F6_E2M3": 6, "F6_E3M2": 6,
+    "BOOL": 8,
+    "U8": 8,
+    "I8": 8,
+    "F8_E5M2": 8,
+    "F8_E4M3": 8,
+    "F8_E8M0": 8,
+    "I16": 16,
+    "U16": 16,
+    "F16": 16,
+    "BF16": 16,
+    "I32": 32,
+    "U32": 32,
+    "F32": 32,
+    "I64": 64,
+    "U64": 64,
+    "F64": 64,
+    "C64": 64,
+    "F4": 4,
+    "F6_E2M3": 6,
+    "F6_E3M2": 6,
 }
 
 
@@ -36,11 +51,12 @@ def read_header(f: BinaryIO, where: str, size: int | None) -> tuple[dict, int]:
         raise InputError(f"{where}: not a safetensors file: {len(head)} bytes, shorter than the 8-byte header length")
     n = int.from_bytes(head, "little")
     if n > MAX_HEADER:
-        raise InputError(f"{where}: safetensors header of {n:,} bytes is larger than the {MAX_HEADER:,}-byte limit "
-                         "(not a safetensors file, or a damaged one)")
+        raise InputError(
+            f"{where}: safetensors header of {n:,} bytes is larger than the {MAX_HEADER:,}-byte limit "
+            "(not a safetensors file, or a damaged one)"
+        )
     if size is not None and 8 + n > size:
-        raise InputError(f"{where}: truncated: the header claims {n:,} bytes but the file holds {size - 8:,} after "
-                         "the length")
+        raise InputError(f"{where}: truncated: the header claims {n:,} bytes but the file holds {size - 8:,} after the length")
     raw = f.read(n)
     if len(raw) < n:
         raise InputError(f"{where}: truncated: the header claims {n:,} bytes but only {len(raw):,} could be read")
@@ -79,14 +95,17 @@ def tensors(header: dict, where: str, file: str, data_size: int | None) -> tuple
         if bits % 8:
             raise InputError(f"{where}: tensor {name!r}: {numel:,} {dtype} elements are not a whole number of bytes")
         if stop - begin != bits // 8:
-            raise InputError(f"{where}: tensor {name!r}: data_offsets [{begin}, {stop}] span {stop - begin:,} "
-                             f"bytes; shape {shape} of {dtype} takes {bits // 8:,}")
+            raise InputError(
+                f"{where}: tensor {name!r}: data_offsets [{begin}, {stop}] span {stop - begin:,} "
+                f"bytes; shape {shape} of {dtype} takes {bits // 8:,}"
+            )
         ranges.append((begin, stop, name))
         # shared: names with an index's weight_map, and the dtypes, shapes and sizes that thousands of experts
         # repeat, each held once (a DeepSeek-V3-sized header set: about 30 MB less)
         shape = tuple(shape)
-        out.append(Tensor(sys.intern(name), sys.intern(dtype), shared.setdefault(shape, shape),
-                          shared.setdefault(bits // 8, bits // 8), file))
+        out.append(
+            Tensor(sys.intern(name), sys.intern(dtype), shared.setdefault(shape, shape), shared.setdefault(bits // 8, bits // 8), file)
+        )
     ranges.sort()
     end = 0
     for begin, stop, name in ranges:
@@ -95,8 +114,7 @@ def tensors(header: dict, where: str, file: str, data_size: int | None) -> tuple
             raise InputError(f"{where}: tensor {name!r}: data_offsets begin at {begin:,}, which {what}")
         end = stop
     if data_size is not None and end > data_size:
-        raise InputError(f"{where}: truncated: the header describes {end:,} bytes of tensor data, the file holds "
-                         f"{data_size:,}")
+        raise InputError(f"{where}: truncated: the header describes {end:,} bytes of tensor data, the file holds {data_size:,}")
     return out, {str(k): str(v) for k, v in meta.items()}
 
 

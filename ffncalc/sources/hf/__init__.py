@@ -33,7 +33,9 @@ def __getattr__(name: str):
         return registered()
     raise AttributeError(name)
 
+
 # --- reading --------------------------------------------------------------------------------------
+
 
 def config_path(ref: str | Path) -> Path:
     """A config.json, or a folder holding one."""
@@ -61,17 +63,24 @@ def read_config(ref: str | Path, as_family: str | None = None) -> Config:
     if as_family is not None:
         if as_family not in registered():
             raise InputError(f"--as {as_family}: not a supported model_type (supported: {', '.join(sorted(registered()))})")
-        c = Config({**c.data, "model_type": as_family}, c.text, c.source, start=c.start, wrapper=c.wrapper,
-                   towers=c.towers)
+        c = Config({**c.data, "model_type": as_family}, c.text, c.source, start=c.start, wrapper=c.wrapper, towers=c.towers)
     return c
 
 
 # Multimodal wrappers: the model_type of the language model their text_config describes, where the
 # text_config may leave model_type out (the wrapper's config class then builds this one).
-TEXT_TYPES = {"dots3_note": "dots3_note_text", "gemma3": "gemma3_text", "gemma3n": "gemma3n_text", "gemma4": "gemma4_text",
-              "gemma4_unified": "gemma4_unified_text", "llama4": "llama4_text",
-              "mistral3": "mistral", "qwen3_5": "qwen3_5_text", "qwen3_5_moe": "qwen3_5_moe_text",
-              "qwen4_exp": "qwen4_exp_text"}
+TEXT_TYPES = {
+    "dots3_note": "dots3_note_text",
+    "gemma3": "gemma3_text",
+    "gemma3n": "gemma3n_text",
+    "gemma4": "gemma4_text",
+    "gemma4_unified": "gemma4_unified_text",
+    "llama4": "llama4_text",
+    "mistral3": "mistral",
+    "qwen3_5": "qwen3_5_text",
+    "qwen3_5_moe": "qwen3_5_moe_text",
+    "qwen4_exp": "qwen4_exp_text",
+}
 
 
 def language_model(c: Config) -> Config:
@@ -167,8 +176,9 @@ def to_spec(c: Config) -> Model:
         raise InputError(f"{c.source}: the {c.model_type} config gives an invalid spec: {path}: {found.message}") from None
     if c.wrapper:
         parts = ", ".join(c.towers) if c.towers else "no other part"
-        model = replace(model, notes=model.notes + (
-            f"the language model of a {c.wrapper} config (its text_config); not counted: {parts}",))
+        model = replace(
+            model, notes=model.notes + (f"the language model of a {c.wrapper} config (its text_config); not counted: {parts}",)
+        )
     return model
 
 
@@ -179,8 +189,10 @@ def to_yaml(c: Config) -> str:
     to_spec(c)
     data = spec_data(c)
     title = " ".join(family_of(c).title.split())  # a docstring's title may run over lines: one comment line
-    head = (f"# ffncalc spec imported from {c.source} (model_type {c.model_type}, {title}).\n"
-            "# Count it with: ffncalc count THIS_FILE.yaml\n")
+    head = (
+        f"# ffncalc spec imported from {c.source} (model_type {c.model_type}, {title}).\n"
+        "# Count it with: ffncalc count THIS_FILE.yaml\n"
+    )
     return head + yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
 
 

@@ -12,23 +12,33 @@ from ...errors import InputError
 
 # transformers' ACT2FN names -> ours. gelu_new, gelu_fast and gelu_pytorch_tanh are all the tanh approximation.
 ACTIVATIONS = {
-    "gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_fast": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh",
-    "gelu_accurate": "gelu_tanh", "silu": "silu", "swish": "silu", "relu": "relu", "relu2": "relu2",
-    "sigmoid": "sigmoid", "tanh": "tanh", "linear": "identity",
+    "gelu": "gelu",
+    "gelu_new": "gelu_tanh",
+    "gelu_fast": "gelu_tanh",
+    "gelu_pytorch_tanh": "gelu_tanh",
+    "gelu_accurate": "gelu_tanh",
+    "silu": "silu",
+    "swish": "silu",
+    "relu": "relu",
+    "relu2": "relu2",
+    "sigmoid": "sigmoid",
+    "tanh": "tanh",
+    "linear": "identity",
 }
 
 
 class Config:
     """A config.json's keys, with errors that name the file, the line and the key."""
 
-    def __init__(self, data: dict, text: str, source: str, *, start: int = 0, wrapper: str | None = None,
-                 towers: tuple[str, ...] = ()):
+    def __init__(
+        self, data: dict, text: str, source: str, *, start: int = 0, wrapper: str | None = None, towers: tuple[str, ...] = ()
+    ):
         self.data, self.text, self.source = data, text, source
         self.model_type = data.get("model_type")
         self.start = start  # where this part of the file begins (a wrapper's text_config)
         self.wrapper, self.towers = wrapper, towers  # the multimodal model_type around it, and its other parts
         if self.model_type is not None and not isinstance(self.model_type, str):
-            raise self.fail("model_type", f"expected a string such as \"llama\", got a {_kind(self.model_type)}")
+            raise self.fail("model_type", f'expected a string such as "llama", got a {_kind(self.model_type)}')
 
     def where(self, key: str) -> str:
         match = re.compile(r'"%s"\s*:' % re.escape(key)).search(self.text, self.start)
@@ -50,8 +60,11 @@ class Config:
         value = self.data.get(key)
         if value is None:
             if default is ... and key in self.data:  # null, as some config classes default it (DeepseekV2Config's top-k)
-                raise self.fail(key, f"null, and the {self.model_type} configuration class has no value for it either "
-                                     "(transformers cannot build the model without one): state it")
+                raise self.fail(
+                    key,
+                    f"null, and the {self.model_type} configuration class has no value for it either "
+                    "(transformers cannot build the model without one): state it",
+                )
             if default is ...:
                 raise InputError(f"{self.source}: {key}: required key is missing (model_type {self.model_type})")
             return default
@@ -88,7 +101,7 @@ class Config:
     def activation(self, key: str, default: str) -> str:
         name = self.data.get(key) or default
         if not isinstance(name, str):
-            raise self.fail(key, f"expected an activation name such as \"silu\", got a {_kind(name)}")
+            raise self.fail(key, f'expected an activation name such as "silu", got a {_kind(name)}')
         if name not in ACTIVATIONS:
             raise self.fail(key, f"unknown activation {name!r} (known: {', '.join(sorted(ACTIVATIONS))})")
         return ACTIVATIONS[name]
@@ -123,6 +136,7 @@ def _short(value: Any) -> str:
 
 # --- shared shapes ------------------------------------------------------------------------------
 
+
 def common(c: Config, *, tie: bool, context: str = "max_position_embeddings", context_default: int = 2048) -> dict:
     return {
         "name": c.data.get("_name_or_path") or None,
@@ -135,8 +149,16 @@ def common(c: Config, *, tie: bool, context: str = "max_position_embeddings", co
     }
 
 
-def attention(c: Config, *, head_dim: int | None = None, qkv_bias: bool = False, o_bias: bool = False,
-              qk_norm: str = "none", rotary: float = 1.0, kv_heads: int | None = None) -> dict:
+def attention(
+    c: Config,
+    *,
+    head_dim: int | None = None,
+    qkv_bias: bool = False,
+    o_bias: bool = False,
+    qk_norm: str = "none",
+    rotary: float = 1.0,
+    kv_heads: int | None = None,
+) -> dict:
     """The attention keys most families share. ``kv_heads``: the config class's default when the key is
     absent; a key present but null means one KV head per query head, as every config class reads it."""
     heads = c.int("num_attention_heads")
@@ -153,10 +175,16 @@ def attention(c: Config, *, head_dim: int | None = None, qkv_bias: bool = False,
     return out
 
 
-def gated(c: Config, width_key: str = "intermediate_size", act_key: str = "hidden_act", *, bias: bool = False,
-           act_default: str = "silu", width: int | None = None) -> dict:
-    return {"kind": "gated", "d_ff": width or c.int(width_key), "activation": c.activation(act_key, act_default),
-            "bias": bias}
+def gated(
+    c: Config,
+    width_key: str = "intermediate_size",
+    act_key: str = "hidden_act",
+    *,
+    bias: bool = False,
+    act_default: str = "silu",
+    width: int | None = None,
+) -> dict:
+    return {"kind": "gated", "d_ff": width or c.int(width_key), "activation": c.activation(act_key, act_default), "bias": bias}
 
 
 def window(c: Config, default: int | None) -> int | None:
@@ -180,6 +208,7 @@ def layer_types(c: Config, pattern) -> list[str]:
 def stack(layers: list[dict]) -> dict:
     """Per-layer {"attention": …, "ffn": …} (and any other key a layer group states: "norms") -> the spec's
     attention and ffn (those of most layers) and, where layers differ, runs of layers that state what differs."""
+
     def key(layer: dict) -> str:
         return repr(sorted(layer.items()))
 
@@ -221,10 +250,15 @@ def layer_groups(kinds: list[str], ffns: dict[str, dict]) -> tuple[dict, list[di
 
 # Inside a layer, the names most families share (LlamaDecoderLayer's); a family lists its own first.
 COMMON_LAYER_MODULES = (
-    (r"\.q_proj$", "attn.q"), (r"\.k_proj$", "attn.k"), (r"\.v_proj$", "attn.v"),
+    (r"\.q_proj$", "attn.q"),
+    (r"\.k_proj$", "attn.k"),
+    (r"\.v_proj$", "attn.v"),
     (r"(attn|attention)\.o_proj$", "attn.o"),
-    (r"q_norm$", "attn.q_norm"), (r"k_norm$", "attn.k_norm"),
-    (r"mlp\.gate_proj$", "ffn.gate"), (r"mlp\.up_proj$", "ffn.up"), (r"mlp\.down_proj$", "ffn.down"),
+    (r"q_norm$", "attn.q_norm"),
+    (r"k_norm$", "attn.k_norm"),
+    (r"mlp\.gate_proj$", "ffn.gate"),
+    (r"mlp\.up_proj$", "ffn.up"),
+    (r"mlp\.down_proj$", "ffn.down"),
     (r"(input_layernorm|post_attention_layernorm|pre_feedforward_layernorm|post_feedforward_layernorm)$", "norms"),
 )
 COMMON_TOP_MODULES = ((r"embed_tokens$", "embed"), (r"norm$", "final_norm"), (r"lm_head$", "lm_head"))
@@ -267,20 +301,34 @@ FAMILIES: dict[str, Family] = {}
 DUPLICATES: list[str] = []  # model_types two family modules both claim (a test requires none)
 
 
-def family(*model_types: str, layer_modules=(), top_modules=(), sublayers: tuple[str, int] | None = None,
-           stacks: Callable[[Config], dict[str, int]] | None = None, model_stacks: tuple[tuple[str, str], ...] = ()):
+def family(
+    *model_types: str,
+    layer_modules=(),
+    top_modules=(),
+    sublayers: tuple[str, int] | None = None,
+    stacks: Callable[[Config], dict[str, int]] | None = None,
+    model_stacks: tuple[tuple[str, str], ...] = (),
+):
     """Decorator: ``read`` is the family for these model_types; its module names go before the common ones;
     ``sublayers``: where one transformers layer is several of ours (``Family.sublayers``); ``stacks``: where
     transformers holds the layers in several lists (``Family.stacks``); ``model_stacks``: stacks of layers beside
     the model's own, named as model-level components (``Family.model_stacks``)."""
+
     def register(read: Callable[[Config], dict]):
         for model_type in model_types:
             if model_type in FAMILIES:
                 DUPLICATES.append(model_type)
-            FAMILIES[model_type] = Family(model_type, read, tuple(layer_modules) + COMMON_LAYER_MODULES,
-                                          tuple(top_modules) + COMMON_TOP_MODULES, sublayers, stacks,
-                                          tuple(model_stacks))
+            FAMILIES[model_type] = Family(
+                model_type,
+                read,
+                tuple(layer_modules) + COMMON_LAYER_MODULES,
+                tuple(top_modules) + COMMON_TOP_MODULES,
+                sublayers,
+                stacks,
+                tuple(model_stacks),
+            )
         return read
+
     return register
 
 

@@ -3,7 +3,7 @@
 ``keys_read`` reads a config with every key lookup logged (``Config.data`` wrapped for the length of one read);
 ``listing`` is the union over every config ffncalc is proven on (each type's defaults, the public configs, the
 configs transformers wrote in the round trip), recorded in config_keys.json by scripts/hf_roundtrip.py and
-kept current by tests/test_roundtrip.py. The aliases are the configuration class's attribute_map
+kept current by tests/families/test_roundtrip.py. The aliases are the configuration class's attribute_map
 (class_defaults.json): a file may state either name, and ``class_defaults`` gives both the value transformers
 builds with.
 """

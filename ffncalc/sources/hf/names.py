@@ -30,7 +30,7 @@ def our_layer(layer: int, inner: str, family: Family) -> int:
 def stack_start(module: str, found: re.Match, stacks: dict[str, int] | None) -> int:
     """Our index of layer 0 of the list that holds the layer ``found`` (LAYER's match in ``module``): 0, or where
     transformers holds the layers in several lists (``Family.stacks``, from the config), that list's."""
-    return stacks.get(module[:found.start()].rsplit(".", 1)[-1], 0) if stacks else 0
+    return stacks.get(module[: found.start()].rsplit(".", 1)[-1], 0) if stacks else 0
 
 
 def component(path: str, family: Family, stacks: dict[str, int] | None = None) -> tuple[str, int | None]:
@@ -41,7 +41,7 @@ def component(path: str, family: Family, stacks: dict[str, int] | None = None) -
     for pattern, prefix in family.model_stacks:
         beside = re.search(r"(?:^|\.)" + pattern, path)
         if beside:
-            name, _ = component(path[beside.end():], replace(family, model_stacks=()))
+            name, _ = component(path[beside.end() :], replace(family, model_stacks=()))
             return prefix + name, None
     module = path.rsplit(".", 1)[0]
     found = LAYER.search(module)
@@ -74,7 +74,7 @@ def fuse(ours: dict[tuple[str, K], int], fused_names: Iterable[tuple[str, K]]) -
         if "+" not in name:
             continue
         prefix = name.split("+")[0].rsplit(".", 1)[0]  # mixers.mixer.dt_bias+A_log: the parts of mixers.mixer
-        for part in name[len(prefix) + 1:].split("+"):
+        for part in name[len(prefix) + 1 :].split("+"):
             fused[(f"{prefix}.{part}", key)] = (name, key)
     merged: dict[tuple[str, K], int] = {}
     for k, n in ours.items():

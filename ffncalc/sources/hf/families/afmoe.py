@@ -7,10 +7,16 @@ from __future__ import annotations
 from ..config import MOE_MODULES, Config, attention, common, family, gated, layer_types, rms, stack, window
 
 
-@family("afmoe",
-        layer_modules=((r"mlp\.router\.gate$", "ffn.router"), (r"mlp$", "ffn.correction_bias"),
-                       (r"self_attn\.gate_proj$", "attn.g"), (r"(pre_mlp_layernorm|post_mlp_layernorm)$", "norms"))
-        + MOE_MODULES)
+@family(
+    "afmoe",
+    layer_modules=(
+        (r"mlp\.router\.gate$", "ffn.router"),
+        (r"mlp$", "ffn.correction_bias"),
+        (r"self_attn\.gate_proj$", "attn.g"),
+        (r"(pre_mlp_layernorm|post_mlp_layernorm)$", "norms"),
+    )
+    + MOE_MODULES,
+)
 def afmoe(c: Config) -> dict:
     """AfmoeConfig / AfmoeDecoderLayer: four RMSNorms a layer, input_layernorm before attention and
     post_attention_layernorm on its output, pre_mlp_layernorm before the FFN and post_mlp_layernorm on its output.
@@ -26,14 +32,22 @@ def afmoe(c: Config) -> dict:
     1408) and one shared AfmoeMLP of moe_intermediate_size × num_shared_experts (default 2), stated as that many
     shared experts. mup_enabled scales the embeddings' output only: no parameter."""
     bias = c.bool("attention_bias", False)
-    full = {**attention(c, head_dim=128, qkv_bias=bias, o_bias=bias, qk_norm="head"),
-            "softplus_gate": "element", "gate_activation": "sigmoid"}
+    full = {
+        **attention(c, head_dim=128, qkv_bias=bias, o_bias=bias, qk_norm="head"),
+        "softplus_gate": "element",
+        "gate_activation": "sigmoid",
+    }
     size = window(c, 1024)
     every = c.int("global_attn_every_n_layers", 4)
     types = layer_types(c, lambda i: "sliding_attention" if (i + 1) % every else "full_attention")
     width = c.int("moe_intermediate_size", 1408)
-    moe = {"kind": "moe", "n_experts": c.int("num_experts", 64), "top_k": c.int("num_experts_per_tok", 6),
-           "expert": gated(c, width=width), "correction_bias": True}
+    moe = {
+        "kind": "moe",
+        "n_experts": c.int("num_experts", 64),
+        "top_k": c.int("num_experts_per_tok", 6),
+        "expert": gated(c, width=width),
+        "correction_bias": True,
+    }
     shared = c.int("num_shared_experts", 2, positive=False)
     if shared:
         moe.update(n_shared_experts=shared, shared=gated(c, width=width))

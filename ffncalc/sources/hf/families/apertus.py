@@ -6,8 +6,7 @@ from __future__ import annotations
 from ..config import Config, attention, common, family, rms
 
 
-@family("apertus",
-        layer_modules=((r"mlp\.act_fn$", "ffn.act"), (r"(attention|feedforward)_layernorm$", "norms")))
+@family("apertus", layer_modules=((r"mlp\.act_fn$", "ffn.act"), (r"(attention|feedforward)_layernorm$", "norms")))
 def apertus(c: Config) -> dict:
     """ApertusConfig / ApertusDecoderLayer: attention_layernorm and feedforward_layernorm before the sublayers;
     ApertusAttention q/k/v/o with attention_bias (default false), q_norm and k_norm RMSNorms over head_dim shared
@@ -16,7 +15,9 @@ def apertus(c: Config) -> dict:
     layer, beta and eps buffers); a context of 65536 by default; untied unless tie_word_embeddings."""
     bias = c.bool("attention_bias", False)
     act = "xielu" if (c.data.get("hidden_act") or "xielu") == "xielu" else c.activation("hidden_act", "xielu")
-    return {**common(c, tie=False, context_default=65536),
-            "attention": attention(c, qkv_bias=bias, o_bias=bias, qk_norm="head"),
-            "ffn": {"kind": "dense", "d_ff": c.int("intermediate_size"), "activation": act, "bias": False},
-            "norm": rms()}
+    return {
+        **common(c, tie=False, context_default=65536),
+        "attention": attention(c, qkv_bias=bias, o_bias=bias, qk_norm="head"),
+        "ffn": {"kind": "dense", "d_ff": c.int("intermediate_size"), "activation": act, "bias": False},
+        "norm": rms(),
+    }

@@ -12,7 +12,15 @@ def arcee(c: Config) -> dict:
     (default false); head_dim a stated head_dim or hidden_size / heads; one KV head per query head when
     num_key_value_heads is absent or null; max_position_embeddings defaults to 4096; untied by default."""
     bias = c.bool("attention_bias", False)
-    ffn = {"kind": "dense", "d_ff": c.int("intermediate_size"), "activation": c.activation("hidden_act", "relu2"),
-           "bias": c.bool("mlp_bias", False)}
-    return {**common(c, tie=False, context_default=4096), "attention": attention(c, qkv_bias=bias, o_bias=bias),
-            "ffn": ffn, "norm": rms()}
+    ffn = {
+        "kind": "dense",
+        "d_ff": c.int("intermediate_size"),
+        "activation": c.activation("hidden_act", "relu2"),
+        "bias": c.bool("mlp_bias", False),
+    }
+    return {
+        **common(c, tie=False, context_default=4096),
+        "attention": attention(c, qkv_bias=bias, o_bias=bias),
+        "ffn": ffn,
+        "norm": rms(),
+    }

@@ -5,8 +5,7 @@ from __future__ import annotations
 from ..config import MOE_MODULES, Config, attention, common, family, gated, rms
 
 
-@family("aria_text",
-        layer_modules=((r"mlp\.router$", "ffn.router"),) + MOE_MODULES)
+@family("aria_text", layer_modules=((r"mlp\.router$", "ffn.router"),) + MOE_MODULES)
 def aria_text(c: Config) -> dict:
     """AriaTextConfig / AriaTextDecoderLayer: Llama's pre-norm layer, attention_bias on q/k/v/o (default false),
     head_dim a stated head_dim or hidden_size / heads, one KV head per query head when num_key_value_heads is
@@ -18,8 +17,7 @@ def aria_text(c: Config) -> dict:
     read by the class."""
     bias = c.bool("attention_bias", False)
     width = c.int("intermediate_size")
-    moe = {"kind": "moe", "n_experts": c.int("moe_num_experts", 8), "top_k": c.int("moe_topk", 2),
-           "expert": gated(c, width=width)}
+    moe = {"kind": "moe", "n_experts": c.int("moe_num_experts", 8), "top_k": c.int("moe_topk", 2), "expert": gated(c, width=width)}
     shared = c.int("moe_num_shared_experts", 2, positive=False)
     if shared:
         moe.update(n_shared_experts=1, shared=gated(c, width=shared * width, bias=c.bool("mlp_bias", False)))

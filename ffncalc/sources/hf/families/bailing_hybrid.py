@@ -15,8 +15,10 @@ from .qwen3_next import runs
 # "forget_gate".
 BAILING_MODULES = (
     (r"self_attn\.conv1d$", "attn.conv1d"),
-    (r"forget_gate\.f_proj$", "attn.f"), (r"forget_gate$", "attn.dt_bias+A_log"),
-    (r"self_attn\.b_proj$", "attn.b"), (r"self_attn\.g_proj$", "attn.g"),
+    (r"forget_gate\.f_proj$", "attn.f"),
+    (r"forget_gate$", "attn.dt_bias+A_log"),
+    (r"self_attn\.b_proj$", "attn.b"),
+    (r"self_attn\.g_proj$", "attn.g"),
     (r"self_attn\.o_norm$", "attn.o_norm"),
 )
 
@@ -40,8 +42,7 @@ def _key(c: Config, key: str, fallback: str, default: int) -> int:
     return c.int(key) if c.has(key) else c.int(fallback, default)
 
 
-@family("bailing_hybrid",
-        layer_modules=BAILING_MODULES + MLA_MODULES + MOE_MODULES)
+@family("bailing_hybrid", layer_modules=BAILING_MODULES + MLA_MODULES + MOE_MODULES)
 def bailing_hybrid(c: Config) -> dict:
     """BailingHybridConfig / BailingHybridDecoderLayer: input_layernorm, then BailingHybridAttention where layer_types
     says "full_attention" (default: every layer_group_size-th layer, 6) and BailingHybridDeltaAttention otherwise,
@@ -64,28 +65,53 @@ def bailing_hybrid(c: Config) -> dict:
     (num_nextn_predict_layers) are not part of BailingHybridForCausalLM."""
     c = c.with_defaults({"vocab_size": 157_184, "hidden_size": 2560, "num_hidden_layers": 42})
     heads = c.int("num_attention_heads", 32)
-    kda = {"kind": "kda", "n_heads": _key(c, "linear_num_heads", "num_attention_heads", 32),
-           "head_dim": _key(c, "linear_head_dim", "head_dim", 128),
-           "conv_kernel": _key(c, "linear_conv_kernel_dim", "short_conv_kernel_size", 4),
-           "activation": c.activation("hidden_act", "silu"), "full_gates": True,
-           "safe_gate": c.bool("kda_safe_gate", True)}
-    mla = {"kind": "mla", "n_heads": heads, "kv_lora_rank": c.int("kv_lora_rank", 512),
-           "qk_nope_head_dim": c.int("qk_nope_head_dim", 128), "qk_rope_head_dim": c.int("qk_rope_head_dim", 64),
-           "v_head_dim": c.int("v_head_dim", 128), "bias": c.bool("attention_bias", False), "head_gate": True}
+    kda = {
+        "kind": "kda",
+        "n_heads": _key(c, "linear_num_heads", "num_attention_heads", 32),
+        "head_dim": _key(c, "linear_head_dim", "head_dim", 128),
+        "conv_kernel": _key(c, "linear_conv_kernel_dim", "short_conv_kernel_size", 4),
+        "activation": c.activation("hidden_act", "silu"),
+        "full_gates": True,
+        "safe_gate": c.bool("kda_safe_gate", True),
+    }
+    mla = {
+        "kind": "mla",
+        "n_heads": heads,
+        "kv_lora_rank": c.int("kv_lora_rank", 512),
+        "qk_nope_head_dim": c.int("qk_nope_head_dim", 128),
+        "qk_rope_head_dim": c.int("qk_rope_head_dim", 64),
+        "v_head_dim": c.int("v_head_dim", 128),
+        "bias": c.bool("attention_bias", False),
+        "head_gate": True,
+    }
     width = c.int("moe_intermediate_size", 768)
-    moe = {"kind": "moe", "n_experts": _alias(c, "num_experts", "num_local_experts", 512),
-           "top_k": _alias(c, "num_experts_per_token", "num_experts_per_tok", 8), "expert": gated(c, width=width)}
+    moe = {
+        "kind": "moe",
+        "n_experts": _alias(c, "num_experts", "num_local_experts", 512),
+        "top_k": _alias(c, "num_experts_per_token", "num_experts_per_tok", 8),
+        "expert": gated(c, width=width),
+    }
     shared = _alias(c, "num_shared_experts", "n_shared_experts", 1)
     if shared:
         moe.update(n_shared_experts=shared, shared=gated(c, width=width))
     group = c.int("layer_group_size", 6)
     first = c.int("first_k_dense_replace", 2, positive=False)
-    mixers = types(c, "layer_types", lambda i: "full_attention" if (i + 1) % group == 0 else "linear_attention",
-                   ("full_attention", "linear_attention"))
+    mixers = types(
+        c,
+        "layer_types",
+        lambda i: "full_attention" if (i + 1) % group == 0 else "linear_attention",
+        ("full_attention", "linear_attention"),
+    )
     ffns = types(c, "mlp_layer_types", lambda i: "dense" if i < first else "sparse", ("sparse", "dense"))
-    blocks = {"linear_attention": kda, "full_attention": mla, "sparse": moe,
-              "dense": gated(c, width=c.int("intermediate_size", 6144))}
+    blocks = {"linear_attention": kda, "full_attention": mla, "sparse": moe, "dense": gated(c, width=c.int("intermediate_size", 6144))}
     mixer, ffn, layers = runs(list(zip(mixers, ffns)), blocks)
     context = c.int("model_max_length") if c.has("model_max_length") else c.int("max_position_embeddings", 262_144)
-    return {**common(c, tie=False), "context_length": context, "tie_embeddings": False, "attention": blocks[mixer],
-            "ffn": blocks[ffn], "norm": rms(), **({"layers": layers} if layers else {})}
+    return {
+        **common(c, tie=False),
+        "context_length": context,
+        "tie_embeddings": False,
+        "attention": blocks[mixer],
+        "ffn": blocks[ffn],
+        "norm": rms(),
+        **({"layers": layers} if layers else {}),
+    }

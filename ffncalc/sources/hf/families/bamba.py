@@ -9,10 +9,15 @@ from ..config import Config, attention, common, family, gated, rms, stack
 # component) or self_attn, feed_forward (BambaMLP: gate_proj, up_proj, down_proj), input_layernorm and
 # pre_ff_layernorm; BambaModel's final_layernorm.
 BAMBA_MODULES = (
-    (r"^mamba\.in_proj$", "mixer.in_proj"), (r"^mamba\.conv1d$", "mixer.conv1d"),
-    (r"^mamba$", "mixer.dt_bias+A_log+D"), (r"^mamba\.norm$", "mixer.norm"), (r"^mamba\.out_proj$", "mixer.out_proj"),
-    (r"^feed_forward\.gate_proj$", "ffn.gate"), (r"^feed_forward\.up_proj$", "ffn.up"),
-    (r"^feed_forward\.down_proj$", "ffn.down"), (r"^pre_ff_layernorm$", "norms"),
+    (r"^mamba\.in_proj$", "mixer.in_proj"),
+    (r"^mamba\.conv1d$", "mixer.conv1d"),
+    (r"^mamba$", "mixer.dt_bias+A_log+D"),
+    (r"^mamba\.norm$", "mixer.norm"),
+    (r"^mamba\.out_proj$", "mixer.out_proj"),
+    (r"^feed_forward\.gate_proj$", "ffn.gate"),
+    (r"^feed_forward\.up_proj$", "ffn.up"),
+    (r"^feed_forward\.down_proj$", "ffn.down"),
+    (r"^pre_ff_layernorm$", "norms"),
 )
 
 
@@ -25,15 +30,21 @@ def mamba_mixer(c: Config) -> dict:
     hidden, heads, expand = c.int("hidden_size"), c.int("mamba_n_heads", 128), c.int("mamba_expand", 2)
     head = c.data.get("mamba_d_head", "auto")
     head_dim = expand * hidden // heads if head in ("auto", None) else c.int("mamba_d_head")
-    return {"kind": "mamba2", "n_heads": heads, "head_dim": head_dim, "expand": expand,
-            "state_size": c.int("mamba_d_state", 256), "n_groups": c.int("mamba_n_groups", 1),
-            "conv_kernel": c.int("mamba_d_conv", 4), "use_bias": c.bool("mamba_proj_bias", False),
-            "use_conv_bias": c.bool("mamba_conv_bias", True), "activation": c.activation("hidden_act", "silu")}
+    return {
+        "kind": "mamba2",
+        "n_heads": heads,
+        "head_dim": head_dim,
+        "expand": expand,
+        "state_size": c.int("mamba_d_state", 256),
+        "n_groups": c.int("mamba_n_groups", 1),
+        "conv_kernel": c.int("mamba_d_conv", 4),
+        "use_bias": c.bool("mamba_proj_bias", False),
+        "use_conv_bias": c.bool("mamba_conv_bias", True),
+        "activation": c.activation("hidden_act", "silu"),
+    }
 
 
-@family("bamba",
-        layer_modules=BAMBA_MODULES,
-        top_modules=((r"final_layernorm$", "final_norm"),))
+@family("bamba", layer_modules=BAMBA_MODULES, top_modules=((r"final_layernorm$", "final_norm"),))
 def bamba(c: Config) -> dict:
     """BambaConfig / BambaDecoderLayer: input_layernorm, then BambaAttention where the layer is in
     attn_layer_indices (default none) and BambaMixer (Mamba-2) elsewhere, then pre_ff_layernorm and a SwiGLU

@@ -7,8 +7,7 @@ from __future__ import annotations
 from ..config import MOE_MODULES, Config, attention, common, family, gated, layer_types, rms, stack, window
 
 
-@family("beam",
-        layer_modules=((r"self_attn\.gate_proj$", "attn.g"), (r"self_attn$", "attn.g_bias")) + MOE_MODULES)
+@family("beam", layer_modules=((r"self_attn\.gate_proj$", "attn.g"), (r"self_attn$", "attn.g_bias")) + MOE_MODULES)
 def beam(c: Config) -> dict:
     """BeamConfig / BeamDecoderLayer: four RMSNorms a layer, input_layernorm before attention and
     post_attention_layernorm on its output, pre_feedforward_layernorm before the FFN and
@@ -26,8 +25,12 @@ def beam(c: Config) -> dict:
     (default 2560), no shared expert. final_logit_softcapping acts on the logits only."""
     n = c.int("num_hidden_layers")
     bias = c.bool("attention_bias", False)
-    full = {**attention(c, head_dim=128, kv_heads=8, qkv_bias=bias, o_bias=bias, qk_norm="head"),
-            "softplus_gate": "element", "gate_activation": "sigmoid", "gate_bias": True}
+    full = {
+        **attention(c, head_dim=128, kv_heads=8, qkv_bias=bias, o_bias=bias, qk_norm="head"),
+        "softplus_gate": "element",
+        "gate_activation": "sigmoid",
+        "gate_bias": True,
+    }
     size = window(c, 512)
 
     def default_type(i: int) -> str:
@@ -40,8 +43,12 @@ def beam(c: Config) -> dict:
     table = c.data.get("rope_parameters")
     if not isinstance(table, dict) or not any(k in table for k in ("sliding_attention", "full_attention")):
         table = {"sliding_attention": {}, "full_attention": None}  # BeamConfig.__post_init__'s
-    moe = {"kind": "moe", "n_experts": c.int("num_experts", 256), "top_k": c.int("num_experts_per_tok", 8),
-           "expert": gated(c, width=c.int("moe_intermediate_size", 2560))}
+    moe = {
+        "kind": "moe",
+        "n_experts": c.int("num_experts", 256),
+        "top_k": c.int("num_experts_per_tok", 8),
+        "expert": gated(c, width=c.int("moe_intermediate_size", 2560)),
+    }
     ffns = {"sparse": moe, "dense": gated(c, width=c.int("intermediate_size", 20480))}
 
     def attn(kind: str) -> dict:

@@ -5,11 +5,16 @@ from __future__ import annotations
 from ..config import Config, family
 
 
-@family("biogpt",
-        layer_modules=((r"self_attn\.out_proj$", "attn.o"), (r"fc1$", "ffn.up"), (r"fc2$", "ffn.down"),
-                       (r"(self_attn_layer_norm|final_layer_norm)$", "norms")),
-        top_modules=((r"embed_positions$", "pos_embed"), (r"layer_norm$", "final_norm"),
-                     (r"output_projection$", "lm_head")))
+@family(
+    "biogpt",
+    layer_modules=(
+        (r"self_attn\.out_proj$", "attn.o"),
+        (r"fc1$", "ffn.up"),
+        (r"fc2$", "ffn.down"),
+        (r"(self_attn_layer_norm|final_layer_norm)$", "norms"),
+    ),
+    top_modules=((r"embed_positions$", "pos_embed"), (r"layer_norm$", "final_norm"), (r"output_projection$", "lm_head")),
+)
 def biogpt(c: Config) -> dict:
     """BioGptConfig / BioGptForCausalLM, BioGptDecoderLayer: q/k/v/out_proj and fc1/fc2 biased; LayerNorm
     before each sublayer (self_attn_layer_norm, final_layer_norm) and at the end (layer_norm); word embeddings
@@ -26,7 +31,11 @@ def biogpt(c: Config) -> dict:
         "position_offset": 2,
         "tie_embeddings": c.bool("tie_word_embeddings", True),
         "attention": {"n_heads": c.int("num_attention_heads", 16), "qkv_bias": True, "o_bias": True},
-        "ffn": {"kind": "dense", "d_ff": c.int("intermediate_size", 4096), "bias": True,
-                "activation": c.activation("hidden_act", "gelu")},
+        "ffn": {
+            "kind": "dense",
+            "d_ff": c.int("intermediate_size", 4096),
+            "bias": True,
+            "activation": c.activation("hidden_act", "gelu"),
+        },
         "norm": {"kind": "layernorm", "per_layer": 2, "final": True},
     }

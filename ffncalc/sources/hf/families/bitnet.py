@@ -5,8 +5,7 @@ from __future__ import annotations
 from ..config import Config, attention, family, gated, rms
 
 
-@family("bitnet",
-        layer_modules=((r"self_attn\.attn_sub_norm$", "attn.sub_norm"), (r"mlp\.ffn_sub_norm$", "ffn.sub_norm")))
+@family("bitnet", layer_modules=((r"self_attn\.attn_sub_norm$", "attn.sub_norm"), (r"mlp\.ffn_sub_norm$", "ffn.sub_norm")))
 def bitnet(c: Config) -> dict:
     """BitNetConfig / BitNetForCausalLM: every key has a default (vocab_size 128256, hidden_size 2560,
     intermediate_size 6912, 30 layers, 20 heads, num_key_value_heads 5 when absent and one per head when null,
@@ -19,8 +18,11 @@ def bitnet(c: Config) -> dict:
     bias = c.bool("attention_bias", False)
     attn = attention(cc, qkv_bias=bias, o_bias=bias, kv_heads=5)
     if attn["head_dim"] is not None and attn["head_dim"] * attn["n_heads"] != d:
-        raise c.fail("head_dim", f"{attn['n_heads']} heads × {attn['head_dim']} differ from hidden_size {d}, the "
-                                 "width of BitNet's attn_sub_norm over the heads' output")
+        raise c.fail(
+            "head_dim",
+            f"{attn['n_heads']} heads × {attn['head_dim']} differ from hidden_size {d}, the "
+            "width of BitNet's attn_sub_norm over the heads' output",
+        )
     return {
         "name": c.data.get("_name_or_path") or None,
         "vocab_size": c.int("vocab_size", 128256),

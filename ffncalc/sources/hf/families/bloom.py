@@ -10,11 +10,16 @@ def _key(c: Config, name: str, alias: str) -> str:
     return name if c.has(name) or not c.has(alias) else alias
 
 
-@family("bloom",
-        layer_modules=((r"query_key_value$", "attn.q+k+v"), (r"self_attention\.dense$", "attn.o"),
-                       (r"mlp\.dense_h_to_4h$", "ffn.up"), (r"mlp\.dense_4h_to_h$", "ffn.down")),
-        top_modules=((r"word_embeddings_layernorm$", "embed_norm"), (r"word_embeddings$", "embed"),
-                     (r"ln_f$", "final_norm")))
+@family(
+    "bloom",
+    layer_modules=(
+        (r"query_key_value$", "attn.q+k+v"),
+        (r"self_attention\.dense$", "attn.o"),
+        (r"mlp\.dense_h_to_4h$", "ffn.up"),
+        (r"mlp\.dense_4h_to_h$", "ffn.down"),
+    ),
+    top_modules=((r"word_embeddings_layernorm$", "embed_norm"), (r"word_embeddings$", "embed"), (r"ln_f$", "final_norm")),
+)
 def bloom(c: Config) -> dict:
     """BloomConfig / BloomModel: word_embeddings_layernorm after the embeddings; query_key_value and dense
     biased; an MLP of 4·d with the tanh GELU (BloomGelu), biased; LayerNorm before each sublayer and at the
@@ -30,8 +35,7 @@ def bloom(c: Config) -> dict:
         "positions": "alibi",
         "tie_embeddings": c.bool("tie_word_embeddings", True),
         "embedding_norm": True,
-        "attention": {"n_heads": c.int(_key(c, "n_head", "num_attention_heads")), "qkv_bias": True,
-                      "o_bias": True},
+        "attention": {"n_heads": c.int(_key(c, "n_head", "num_attention_heads")), "qkv_bias": True, "o_bias": True},
         # BloomMLP: dense_h_to_4h is 4·hidden_size whatever n_inner says
         "ffn": {"kind": "dense", "d_ff": 4 * d, "bias": True, "activation": "gelu_tanh"},
         "norm": {"kind": "layernorm", "per_layer": 2, "final": True},

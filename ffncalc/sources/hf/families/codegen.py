@@ -5,10 +5,17 @@ from __future__ import annotations
 from ..config import Config, family
 
 
-@family("codegen",
-        layer_modules=((r"attn\.qkv_proj$", "attn.q+k+v"), (r"attn\.out_proj$", "attn.o"),
-                       (r"mlp\.fc_in$", "ffn.up"), (r"mlp\.fc_out$", "ffn.down"), (r"ln_1$", "norms")),
-        top_modules=((r"wte$", "embed"), (r"ln_f$", "final_norm")))
+@family(
+    "codegen",
+    layer_modules=(
+        (r"attn\.qkv_proj$", "attn.q+k+v"),
+        (r"attn\.out_proj$", "attn.o"),
+        (r"mlp\.fc_in$", "ffn.up"),
+        (r"mlp\.fc_out$", "ffn.down"),
+        (r"ln_1$", "norms"),
+    ),
+    top_modules=((r"wte$", "embed"), (r"ln_f$", "final_norm")),
+)
 def codegen(c: Config) -> dict:
     """CodeGenConfig / CodeGenBlock, CodeGenAttention, CodeGenMLP: one LayerNorm (ln_1) shared by attention and
     MLP in parallel; qkv_proj (3·n_embd) and out_proj without biases; fc_in/fc_out with, n_inner defaulting to
@@ -23,10 +30,13 @@ def codegen(c: Config) -> dict:
         "context_length": c.int("n_positions", 2048),
         "positions": "rotary",
         "tie_embeddings": c.bool("tie_word_embeddings", False),
-        "attention": {"n_heads": c.int("n_head", 16), "qkv_bias": False, "o_bias": False,
-                      "rotary_dim": c.int("rotary_dim", 64)},
-        "ffn": {"kind": "dense", "d_ff": c.int("n_inner", 4 * d), "bias": True,
-                "activation": c.activation("activation_function", "gelu_new")},
+        "attention": {"n_heads": c.int("n_head", 16), "qkv_bias": False, "o_bias": False, "rotary_dim": c.int("rotary_dim", 64)},
+        "ffn": {
+            "kind": "dense",
+            "d_ff": c.int("n_inner", 4 * d),
+            "bias": True,
+            "activation": c.activation("activation_function", "gelu_new"),
+        },
         "norm": {"kind": "layernorm", "per_layer": 1, "final": True},
         "parallel": True,
         "lm_head_bias": True,  # CodeGenForCausalLM.lm_head = nn.Linear(n_embd, vocab_size)

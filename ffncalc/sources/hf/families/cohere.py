@@ -17,8 +17,7 @@ def cohere(c: Config) -> dict:
     bias = c.bool("attention_bias", False)
     return {
         **common(c, tie=True, context_default=8192),
-        "attention": attention(c, qkv_bias=bias, o_bias=bias,
-                                qk_norm="each_head" if c.bool("use_qk_norm", False) else "none"),
+        "attention": attention(c, qkv_bias=bias, o_bias=bias, qk_norm="each_head" if c.bool("use_qk_norm", False) else "none"),
         "ffn": gated(c),
         "norm": {"kind": "layernorm", "bias": False, "per_layer": 1, "final": True},
         "parallel": True,

@@ -22,14 +22,18 @@ def cohere2(c: Config) -> dict:
     full = attention(c, qkv_bias=bias, o_bias=bias)
     size = window(c, 4096)
     ffn = gated(c)
-    layers = [{"attention": {**full, "window": size} if t == "sliding_attention" else {**full, "rope": False},
-               "ffn": ffn} for t in types]
-    return {**common(c, tie=True, context_default=8192), **stack(layers),
-            "norm": {"kind": "layernorm", "bias": False, "per_layer": 1, "final": True}, "parallel": True}
+    layers = [
+        {"attention": {**full, "window": size} if t == "sliding_attention" else {**full, "rope": False}, "ffn": ffn} for t in types
+    ]
+    return {
+        **common(c, tie=True, context_default=8192),
+        **stack(layers),
+        "norm": {"kind": "layernorm", "bias": False, "per_layer": 1, "final": True},
+        "parallel": True,
+    }
 
 
-@family("cohere2_moe",
-        layer_modules=MOE_MODULES)
+@family("cohere2_moe", layer_modules=MOE_MODULES)
 def cohere2_moe(c: Config) -> dict:
     """Cohere2MoeConfig / Cohere2MoeDecoderLayer: Cohere 2's parallel layer (one input norm, attention and the
     MLP reading it): an RMSNorm where rms_norm_eps is stated, else a LayerNorm with a weight and no bias (also
@@ -49,24 +53,34 @@ def cohere2_moe(c: Config) -> dict:
     n = c.int("num_hidden_layers")
     first = c.int("first_k_dense_replace", 0, positive=False)
     prefix, pattern = c.int("prefix_dense_sliding_window_pattern", 1), c.int("sliding_window_pattern", 4)
-    types = layer_types(c, lambda i: ("sliding_attention" if (i + 1) % prefix else "full_attention") if i < first
-                        else ("sliding_attention" if (i - first + 1) % pattern else "full_attention"))
+    types = layer_types(
+        c,
+        lambda i: (
+            ("sliding_attention" if (i + 1) % prefix else "full_attention")
+            if i < first
+            else ("sliding_attention" if (i - first + 1) % pattern else "full_attention")
+        ),
+    )
     mlp_types = c.data.get("mlp_layer_types") or ["dense" if i < first else "sparse" for i in range(n)]
     if not isinstance(mlp_types, list) or len(mlp_types) != n or not set(mlp_types) <= {"dense", "sparse"}:
-        raise c.fail("mlp_layer_types", f"expected a list of {n} of \"dense\" and \"sparse\", got {mlp_types!r}")
+        raise c.fail("mlp_layer_types", f'expected a list of {n} of "dense" and "sparse", got {mlp_types!r}')
     if "head_dim" in c.data and c.data["head_dim"] is None:
         raise c.fail("head_dim", "Cohere2MoeConfig takes an integer head_dim; null builds no model")
     bias = c.bool("attention_bias", False)
     full = attention(c, head_dim=128, qkv_bias=bias, o_bias=bias)
     size = window(c, 4096)
     width = c.int("intermediate_size", 22528)
-    moe = {"kind": "moe", "n_experts": c.int("num_experts", 8), "top_k": c.int("num_experts_per_tok", 2),
-           "expert": gated(c, width=width)}
+    moe = {
+        "kind": "moe",
+        "n_experts": c.int("num_experts", 8),
+        "top_k": c.int("num_experts_per_tok", 2),
+        "expert": gated(c, width=width),
+    }
     shared = c.int("num_shared_experts", 0, positive=False)
     if shared:
         strategy = c.data.get("shared_expert_combination_strategy", "average")
         if strategy not in ("sum", "average"):  # Cohere2MoeSparseMoeBlock raises on any other in its forward
-            raise c.fail("shared_expert_combination_strategy", f"expected \"sum\" or \"average\", got {strategy!r}")
+            raise c.fail("shared_expert_combination_strategy", f'expected "sum" or "average", got {strategy!r}')
         moe.update(n_shared_experts=1, shared=gated(c, width=shared * width), shared_average=strategy == "average")
     dense = gated(c, width=c.int("prefix_dense_intermediate_size", width))
     layers = []
@@ -76,6 +90,9 @@ def cohere2_moe(c: Config) -> dict:
         if not sliding and not (m == "dense" and prefix == 1):  # neither sliding nor force_rope
             attn["rope"] = False
         layers.append({"attention": attn, "ffn": dense if m == "dense" else moe})
-    norm = ({"kind": "rmsnorm", "per_layer": 1, "final": True} if c.has("rms_norm_eps")
-            else {"kind": "layernorm", "bias": False, "per_layer": 1, "final": True})
+    norm = (
+        {"kind": "rmsnorm", "per_layer": 1, "final": True}
+        if c.has("rms_norm_eps")
+        else {"kind": "layernorm", "bias": False, "per_layer": 1, "final": True}
+    )
     return {**common(c, tie=True, context_default=8192), **stack(layers), "norm": norm, "parallel": True}

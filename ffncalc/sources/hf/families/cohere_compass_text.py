@@ -22,8 +22,11 @@ def cohere_compass_text(c: Config) -> dict:
     rope = c.data.get("rope_parameters")
     if not isinstance(rope, dict) or any(t not in rope for t in types):
         missing = sorted({t for t in types if not isinstance(rope, dict) or t not in rope})
-        raise c.fail("rope_parameters", f"no entry for the layer type(s) {', '.join(missing)} that layer_types "
-                                         "names (CohereCompassRotaryEmbedding reads one per type; null: none)")
+        raise c.fail(
+            "rope_parameters",
+            f"no entry for the layer type(s) {', '.join(missing)} that layer_types "
+            "names (CohereCompassRotaryEmbedding reads one per type; null: none)",
+        )
     bias = c.bool("attention_bias", False)
     # CohereCompassTextConfig: the quotient unless the file states head_dim (c.int refuses a null one)
     hd = c.int("head_dim") if "head_dim" in c.data else c.int("hidden_size") // c.int("num_attention_heads")
@@ -36,5 +39,9 @@ def cohere_compass_text(c: Config) -> dict:
         if rope[t] is None:
             attn["rope"] = False
         layers.append({"attention": attn, "ffn": ffn})
-    return {**common(c, tie=True, context_default=8192), **stack(layers),
-            "norm": {"kind": "layernorm", "bias": False, "per_layer": 1, "final": True}, "parallel": True}
+    return {
+        **common(c, tie=True, context_default=8192),
+        **stack(layers),
+        "norm": {"kind": "layernorm", "bias": False, "per_layer": 1, "final": True},
+        "parallel": True,
+    }

@@ -6,9 +6,13 @@ from __future__ import annotations
 from ..config import Config, family
 
 LAYER_MODULES = (
-    (r"self_attention\.project_q$", "attn.q"), (r"self_attention\.project_k$", "attn.k"),
-    (r"self_attention\.project_v$", "attn.v"), (r"self_attention\.attention_out$", "attn.o"),
-    (r"ffn\.w_in\.w_0$", "ffn.gate"), (r"ffn\.w_in\.w_1$", "ffn.up"), (r"ffn\.w_out$", "ffn.down"),
+    (r"self_attention\.project_q$", "attn.q"),
+    (r"self_attention\.project_k$", "attn.k"),
+    (r"self_attention\.project_v$", "attn.v"),
+    (r"self_attention\.attention_out$", "attn.o"),
+    (r"ffn\.w_in\.w_0$", "ffn.gate"),
+    (r"ffn\.w_in\.w_1$", "ffn.up"),
+    (r"ffn\.w_out$", "ffn.down"),
     (r"(layernorm_before_attention|layernorm_before_ffn)$", "norms"),
 )
 TOP_MODULES = (
@@ -43,8 +47,7 @@ def cpmant(c: Config) -> dict:
         "context_length": c.int("position_bias_max_distance", 2048),
         "positions": "none",
         "tie_embeddings": False,
-        "attention": {"kind": "mha", "n_heads": heads, "head_dim": c.int("dim_head", 128), "qkv_bias": False,
-                      "o_bias": False},
+        "attention": {"kind": "mha", "n_heads": heads, "head_dim": c.int("dim_head", 128), "qkv_bias": False, "o_bias": False},
         "ffn": {"kind": "gated", "d_ff": c.int("dim_ff", 10240), "activation": "gelu", "bias": False},
         "norm": {"kind": "rmsnorm", "per_layer": 2, "final": True},
         "prompts": {"length": c.int("prompt_length", 32), "types": c.int("prompt_types", 32)},

@@ -5,11 +5,19 @@ from __future__ import annotations
 from ..config import Config, family
 
 
-@family("ctrl",
-        layer_modules=((r"multi_head_attention\.Wq$", "attn.q"), (r"multi_head_attention\.Wk$", "attn.k"),
-                       (r"multi_head_attention\.Wv$", "attn.v"), (r"multi_head_attention\.dense$", "attn.o"),
-                       (r"ffn\.0$", "ffn.up"), (r"ffn\.2$", "ffn.down"), (r"layernorm[12]$", "norms")),
-        top_modules=((r"transformer\.w$", "embed"), (r"transformer\.layernorm$", "final_norm")))
+@family(
+    "ctrl",
+    layer_modules=(
+        (r"multi_head_attention\.Wq$", "attn.q"),
+        (r"multi_head_attention\.Wk$", "attn.k"),
+        (r"multi_head_attention\.Wv$", "attn.v"),
+        (r"multi_head_attention\.dense$", "attn.o"),
+        (r"ffn\.0$", "ffn.up"),
+        (r"ffn\.2$", "ffn.down"),
+        (r"layernorm[12]$", "norms"),
+    ),
+    top_modules=((r"transformer\.w$", "embed"), (r"transformer\.layernorm$", "final_norm")),
+)
 def ctrl(c: Config) -> dict:
     """CTRLConfig / CTRLLMHeadModel, EncoderLayer: every key has a default (vocab_size 246534, n_positions 256,
     n_embd 1280, dff 8192, n_layer 48, n_head 16); Wq/Wk/Wv/dense and the ReLU MLP (Linear, ReLU, Linear)

@@ -16,6 +16,5 @@ def cwm(c: Config) -> dict:
     types = layer_types(c, lambda i: "full_attention" if i % 4 == 0 else "sliding_attention")
     full = attention(c, head_dim=128 if "head_dim" not in c.data else None, kv_heads=8)
     ffn = gated(c, bias=c.bool("mlp_bias", False))
-    layers = [{"attention": {**full, "window": size} if t == "sliding_attention" and size else full, "ffn": ffn}
-              for t in types]
+    layers = [{"attention": {**full, "window": size} if t == "sliding_attention" and size else full, "ffn": ffn} for t in types]
     return {**common(c, tie=False, context_default=131072), **stack(layers), "norm": rms()}

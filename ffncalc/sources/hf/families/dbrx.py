@@ -6,10 +6,17 @@ from __future__ import annotations
 from ..config import ACTIVATIONS, Config, family
 
 
-@family("dbrx",
-        layer_modules=((r"attn\.Wqkv$", "attn.q+k+v"), (r"attn\.out_proj$", "attn.o"), (r"norm_[12]$", "norms"),
-                       (r"ffn\.router\.layer$", "ffn.router"), (r"ffn\.experts\b", "ffn.experts")),
-        top_modules=((r"wte$", "embed"), (r"norm_f$", "final_norm")))
+@family(
+    "dbrx",
+    layer_modules=(
+        (r"attn\.Wqkv$", "attn.q+k+v"),
+        (r"attn\.out_proj$", "attn.o"),
+        (r"norm_[12]$", "norms"),
+        (r"ffn\.router\.layer$", "ffn.router"),
+        (r"ffn\.experts\b", "ffn.experts"),
+    ),
+    top_modules=((r"wte$", "embed"), (r"norm_f$", "final_norm")),
+)
 def dbrx(c: Config) -> dict:
     """DbrxConfig / DbrxBlock: norm_1, attention, norm_2 and the mixture (DbrxNormAttentionNorm, DbrxFFN); every
     LayerNorm has a weight and no bias. DbrxAttention: one fused Wqkv of d_model + 2·kv_n_heads·head_dim
@@ -36,8 +43,11 @@ def dbrx(c: Config) -> dict:
         "positions": "rotary",
         "tie_embeddings": False,
         "attention": {"n_heads": heads, "n_kv_heads": attn.int("kv_n_heads", 1)},
-        "ffn": {"kind": "moe", "n_experts": ffn.int("moe_num_experts", 4), "top_k": ffn.int("moe_top_k", 1),
-                "expert": {"kind": "gated", "d_ff": ffn.int("ffn_hidden_size", 3584),
-                           "activation": ACTIVATIONS[act], "bias": False}},
+        "ffn": {
+            "kind": "moe",
+            "n_experts": ffn.int("moe_num_experts", 4),
+            "top_k": ffn.int("moe_top_k", 1),
+            "expert": {"kind": "gated", "d_ff": ffn.int("ffn_hidden_size", 3584), "activation": ACTIVATIONS[act], "bias": False},
+        },
         "norm": {"kind": "layernorm", "bias": False, "per_layer": 2, "final": True},
     }

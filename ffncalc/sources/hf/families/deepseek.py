@@ -5,9 +5,14 @@ from __future__ import annotations
 from ..config import MOE_MODULES, Config, alias, common, family, gated, layer_groups, rms
 
 # DeepseekV2Attention's projections.
-MLA_MODULES = ((r"q_a_proj$", "attn.q_a"), (r"q_a_layernorm$", "attn.q_a_norm"), (r"q_b_proj$", "attn.q_b"),
-               (r"kv_a_proj_with_mqa$", "attn.kv_a"), (r"kv_a_layernorm$", "attn.kv_a_norm"),
-               (r"kv_b_proj$", "attn.kv_b"))
+MLA_MODULES = (
+    (r"q_a_proj$", "attn.q_a"),
+    (r"q_a_layernorm$", "attn.q_a_norm"),
+    (r"q_b_proj$", "attn.q_b"),
+    (r"kv_a_proj_with_mqa$", "attn.kv_a"),
+    (r"kv_a_layernorm$", "attn.kv_a_norm"),
+    (r"kv_b_proj$", "attn.kv_b"),
+)
 
 
 def _deepseek(c: Config, *, mlp_bias: bool, defaults: dict) -> dict:
@@ -22,9 +27,13 @@ def _deepseek(c: Config, *, mlp_bias: bool, defaults: dict) -> dict:
     if q_rank is not None:
         q_rank = c.int("q_lora_rank", defaults["q_lora_rank"])
     attention = {
-        "kind": "mla", "n_heads": c.int("num_attention_heads"), "q_lora_rank": q_rank,
-        "kv_lora_rank": c.int("kv_lora_rank", 512), "qk_nope_head_dim": c.int("qk_nope_head_dim", 128),
-        "qk_rope_head_dim": c.int("qk_rope_head_dim", 64), "v_head_dim": c.int("v_head_dim", 128),
+        "kind": "mla",
+        "n_heads": c.int("num_attention_heads"),
+        "q_lora_rank": q_rank,
+        "kv_lora_rank": c.int("kv_lora_rank", 512),
+        "qk_nope_head_dim": c.int("qk_nope_head_dim", 128),
+        "qk_rope_head_dim": c.int("qk_rope_head_dim", 64),
+        "v_head_dim": c.int("v_head_dim", 128),
         "bias": c.bool("attention_bias", False),
     }
     n = c.int("num_hidden_layers")
@@ -34,11 +43,18 @@ def _deepseek(c: Config, *, mlp_bias: bool, defaults: dict) -> dict:
     if "moe" in kinds:
         routed = c.int("n_routed_experts", defaults["n_routed_experts"], positive=False)
         if not routed:  # DeepseekV2/V3TopkRouter picks num_experts_per_tok of no experts: the forward fails
-            raise c.fail("n_routed_experts", f"0, yet layers {first} on are mixtures (first_k_dense_replace "
-                                             f"{first}): transformers' router cannot pick experts from none")
+            raise c.fail(
+                "n_routed_experts",
+                f"0, yet layers {first} on are mixtures (first_k_dense_replace "
+                f"{first}): transformers' router cannot pick experts from none",
+            )
         width = c.int("moe_intermediate_size", defaults["moe_intermediate_size"])
-        moe = {"kind": "moe", "n_experts": routed,
-               "top_k": c.int("num_experts_per_tok", defaults["num_experts_per_tok"]), "expert": gated(c, width=width)}
+        moe = {
+            "kind": "moe",
+            "n_experts": routed,
+            "top_k": c.int("num_experts_per_tok", defaults["num_experts_per_tok"]),
+            "expert": gated(c, width=width),
+        }
         shared = c.int("n_shared_experts", defaults["n_shared_experts"], positive=False)
         if shared and mlp_bias:  # DeepseekV2Moe.shared_experts: one DeepseekV2MLP of shared × width, one down bias
             moe.update(n_shared_experts=1, shared=gated(c, width=shared * width, bias=True))
@@ -47,30 +63,45 @@ def _deepseek(c: Config, *, mlp_bias: bool, defaults: dict) -> dict:
         elif mlp_bias:  # DeepseekV2MLP of intermediate_size 0: no weights, its down_proj bias of d_model alone
             moe.update(output_bias=True)
     ffn, layers = layer_groups(kinds, {"moe": moe, "dense": gated(c, bias=mlp_bias) if "dense" in kinds else None})
-    return {**common(c, tie=False), "attention": attention, "ffn": ffn, **({"layers": layers} if layers else {}),
-            "norm": rms()}
+    return {**common(c, tie=False), "attention": attention, "ffn": ffn, **({"layers": layers} if layers else {}), "norm": rms()}
 
 
-@family("deepseek_v2",
-        layer_modules=MLA_MODULES + MOE_MODULES)
+@family("deepseek_v2", layer_modules=MLA_MODULES + MOE_MODULES)
 def deepseek_v2(c: Config) -> dict:
     """DeepseekV2Config defaults: q_lora_rank 1536, 64 routed experts, 2 shared, moe_intermediate_size 1407,
     first_k_dense_replace 0; the dense MLPs take mlp_bias (DeepseekV2MLP)."""
-    return _deepseek(c, mlp_bias=c.bool("mlp_bias", False), defaults={
-        "q_lora_rank": 1536, "n_routed_experts": 64, "n_shared_experts": 2, "moe_intermediate_size": 1407,
-        "first_k_dense_replace": 0, "num_experts_per_tok": ...})  # no default: required
+    return _deepseek(
+        c,
+        mlp_bias=c.bool("mlp_bias", False),
+        defaults={
+            "q_lora_rank": 1536,
+            "n_routed_experts": 64,
+            "n_shared_experts": 2,
+            "moe_intermediate_size": 1407,
+            "first_k_dense_replace": 0,
+            "num_experts_per_tok": ...,
+        },
+    )  # no default: required
 
 
-@family("deepseek_v3",
-        layer_modules=MLA_MODULES + MOE_MODULES)
+@family("deepseek_v3", layer_modules=MLA_MODULES + MOE_MODULES)
 def deepseek_v3(c: Config) -> dict:
     """DeepseekV3Config defaults: q_lora_rank 1536, 256 routed experts (8 per token), 1 shared,
     moe_intermediate_size 2048, first_k_dense_replace 3. The multi-token-prediction layers
     (num_nextn_predict_layers) ship in the checkpoint but are not part of DeepseekV3ForCausalLM: counted
     apart, never in the model's total."""
-    data = _deepseek(c, mlp_bias=False, defaults={
-        "q_lora_rank": 1536, "n_routed_experts": 256, "n_shared_experts": 1, "moe_intermediate_size": 2048,
-        "first_k_dense_replace": 3, "num_experts_per_tok": 8})
+    data = _deepseek(
+        c,
+        mlp_bias=False,
+        defaults={
+            "q_lora_rank": 1536,
+            "n_routed_experts": 256,
+            "n_shared_experts": 1,
+            "moe_intermediate_size": 2048,
+            "first_k_dense_replace": 3,
+            "num_experts_per_tok": 8,
+        },
+    )
     # counted apart, as their own part (num_nextn_predict_layers; DeepseekV3Config's num_mtp_layers, default 1)
     return {**data, "mtp_layers": c.int("num_nextn_predict_layers", 1, positive=False)}
 

@@ -6,8 +6,7 @@ from __future__ import annotations
 from ..config import Config, attention, common, family, gated, rms
 
 
-@family("diffllama",
-        layer_modules=((r"^self_attn$", "attn.lambda"),))
+@family("diffllama", layer_modules=((r"^self_attn$", "attn.lambda"),))
 def diffllama(c: Config) -> dict:
     """DiffLlamaConfig / DiffLlamaDecoderLayer: DiffLlamaAttention's q/k/v/o projections (attention_bias on all
     four, default false), four learned vectors of head_dim (lambda_q1, lambda_k1, lambda_q2, lambda_k2: Parameters
@@ -17,5 +16,9 @@ def diffllama(c: Config) -> dict:
     sublayer and at the end; untied unless tie_word_embeddings."""
     bias = c.bool("attention_bias", False)
     attn = attention(c, qkv_bias=bias, o_bias=bias)
-    return {**common(c, tie=False), "attention": {"kind": "diff_attention", **attn},
-            "ffn": gated(c, width=c.int("intermediate_size", 8192)), "norm": rms()}
+    return {
+        **common(c, tie=False),
+        "attention": {"kind": "diff_attention", **attn},
+        "ffn": gated(c, width=c.int("intermediate_size", 8192)),
+        "norm": rms(),
+    }

@@ -5,8 +5,7 @@ from __future__ import annotations
 from ..config import MOE_MODULES, Config, attention, common, family, gated, layer_groups, rms
 
 
-@family("dots1",
-        layer_modules=MOE_MODULES)
+@family("dots1", layer_modules=MOE_MODULES)
 def dots1(c: Config) -> dict:
     """Dots1Config / Dots1DecoderLayer: Dots1Attention puts attention_bias (default false) on q, k, v and o
     and always holds an RMSNorm over head_dim shared by every query head and one by every key head
@@ -21,12 +20,15 @@ def dots1(c: Config) -> dict:
     attn = attention(c, qkv_bias=bias, o_bias=bias, qk_norm="head", kv_heads=32)
     n, first = c.int("num_hidden_layers"), c.int("first_k_dense_replace", 0, positive=False)
     width = c.int("moe_intermediate_size", 1408)
-    moe = {"kind": "moe", "n_experts": c.int("n_routed_experts"), "top_k": c.int("num_experts_per_tok"),
-           "expert": gated(c, width=width)}
+    moe = {
+        "kind": "moe",
+        "n_experts": c.int("n_routed_experts"),
+        "top_k": c.int("num_experts_per_tok"),
+        "expert": gated(c, width=width),
+    }
     shared = c.int("n_shared_experts", positive=False)
     if shared:
         moe.update(n_shared_experts=shared, shared=gated(c, width=width))
     kinds = ["moe" if i >= first else "dense" for i in range(n)]
     ffn, layers = layer_groups(kinds, {"moe": moe, "dense": gated(c) if "dense" in kinds else None})
-    return {**common(c, tie=False), "attention": attn, "ffn": ffn, **({"layers": layers} if layers else {}),
-            "norm": rms()}
+    return {**common(c, tie=False), "attention": attn, "ffn": ffn, **({"layers": layers} if layers else {}), "norm": rms()}

@@ -12,12 +12,28 @@ DOTS3_MODULES = ((r"self_attn\.k_rope_only_layernorm$", "attn.k_rope_norm"), (r"
 
 # Dots3NoteTextConfig.__post_init__: the shape of the sliding-window layers where per_layer_config is not given,
 # each from its swa_-prefixed key; qk_rope_head_dim from swa_qk_rope_head_dim, else head_dim - qk_nope_head_dim.
-SLIDING = {"num_attention_heads": 64, "num_key_value_heads": 64, "q_lora_rank": 1024, "kv_lora_rank": 1024,
-           "head_dim": 256, "qk_nope_head_dim": 192, "v_head_dim": 128}
+SLIDING = {
+    "num_attention_heads": 64,
+    "num_key_value_heads": 64,
+    "q_lora_rank": 1024,
+    "kv_lora_rank": 1024,
+    "head_dim": 256,
+    "qk_nope_head_dim": 192,
+    "v_head_dim": 128,
+}
 # The keys a layer's attention is built from, and Dots3NoteTextConfig's defaults for them.
-GLOBAL = {"num_attention_heads": 128, "q_lora_rank": 1024, "kv_lora_rank": 512, "qk_nope_head_dim": 128,
-          "qk_rope_head_dim": 64, "v_head_dim": 128, "attention_bias": False, "index_n_heads": 64,
-          "index_head_dim": 128, "index_topk": 2048}
+GLOBAL = {
+    "num_attention_heads": 128,
+    "q_lora_rank": 1024,
+    "kv_lora_rank": 512,
+    "qk_nope_head_dim": 128,
+    "qk_rope_head_dim": 64,
+    "v_head_dim": 128,
+    "attention_bias": False,
+    "index_n_heads": 64,
+    "index_head_dim": 128,
+    "index_topk": 2048,
+}
 TYPES = ("indexed_attention", "full_attention", "sliding_attention")
 
 
@@ -56,8 +72,7 @@ def _per_layer(c: Config, types: list[str]) -> dict[int, dict]:
         raise c.fail("per_layer_config", f"expected layer indices as keys, got {sorted(stated)!r}") from None
 
 
-@family("dots3_note_text",
-        layer_modules=DOTS3_MODULES + INDEXER_MODULES + MLA_MODULES + MOE_MODULES)
+@family("dots3_note_text", layer_modules=DOTS3_MODULES + INDEXER_MODULES + MLA_MODULES + MOE_MODULES)
 def dots3_note_text(c: Config) -> dict:
     """Dots3NoteTextConfig / Dots3NoteTextDecoderLayer: Llama's pre-norm layer. Dots3NoteTextAttention is
     DeepseekV2Attention's MLA built from the layer's own keys (per_layer_config over the model's: num_attention_heads
@@ -80,14 +95,25 @@ def dots3_note_text(c: Config) -> dict:
         layer = Config({**GLOBAL, **c.data, **per_layer.get(i, {})}, c.text, c.source, start=c.start)
         if layer.data.get("q_lora_rank") is None:
             raise c.fail("q_lora_rank", "Dots3NoteTextAttention always builds a low-rank query (q_a_layernorm)")
-        out = {"kind": "mla", "n_heads": layer.int("num_attention_heads"), "q_lora_rank": layer.int("q_lora_rank"),
-               "kv_lora_rank": layer.int("kv_lora_rank"), "qk_nope_head_dim": layer.int("qk_nope_head_dim"),
-               "qk_rope_head_dim": layer.int("qk_rope_head_dim"), "v_head_dim": layer.int("v_head_dim"),
-               "bias": layer.bool("attention_bias", False), "head_gate": True, "rope_key_norm": True,
-               "latent_scale": True}
+        out = {
+            "kind": "mla",
+            "n_heads": layer.int("num_attention_heads"),
+            "q_lora_rank": layer.int("q_lora_rank"),
+            "kv_lora_rank": layer.int("kv_lora_rank"),
+            "qk_nope_head_dim": layer.int("qk_nope_head_dim"),
+            "qk_rope_head_dim": layer.int("qk_rope_head_dim"),
+            "v_head_dim": layer.int("v_head_dim"),
+            "bias": layer.bool("attention_bias", False),
+            "head_gate": True,
+            "rope_key_norm": True,
+            "latent_scale": True,
+        }
         if kind == "indexed_attention":
-            out.update(index_n_heads=layer.int("index_n_heads"), index_head_dim=layer.int("index_head_dim"),
-                       index_topk=layer.int("index_topk"))
+            out.update(
+                index_n_heads=layer.int("index_n_heads"),
+                index_head_dim=layer.int("index_head_dim"),
+                index_topk=layer.int("index_topk"),
+            )
         elif kind == "sliding_attention":
             out["window"] = size
         return out
@@ -101,14 +127,17 @@ def dots3_note_text(c: Config) -> dict:
             freq = c.int("moe_layer_freq", 1)
             mlp = ["sparse" if i >= first and i % freq == 0 else "dense" for i in range(n)]
     if not isinstance(mlp, list) or len(mlp) != n or not set(mlp) <= {"dense", "sparse"}:
-        raise c.fail("mlp_layer_types", f"expected {n} entries, each \"dense\" or \"sparse\", got {mlp!r}")
+        raise c.fail("mlp_layer_types", f'expected {n} entries, each "dense" or "sparse", got {mlp!r}')
     shared_width = c.int("shared_experts_intermediate_size", c.int("moe_shared_expert_intermediate_size", 1536))
     shared = c.int("n_shared_experts", 1, positive=False)
-    moe = {"kind": "moe", "n_experts": c.int("n_routed_experts", 256), "top_k": c.int("num_experts_per_tok", 8),
-           "expert": gated(c, width=c.int("moe_intermediate_size", 1536))}
+    moe = {
+        "kind": "moe",
+        "n_experts": c.int("n_routed_experts", 256),
+        "top_k": c.int("num_experts_per_tok", 8),
+        "expert": gated(c, width=c.int("moe_intermediate_size", 1536)),
+    }
     if shared:
         moe.update(n_shared_experts=shared, shared=gated(c, width=shared_width))
     dense = gated(c, width=c.int("intermediate_size", 13824))
-    layers = [{"attention": attention(i, t), "ffn": moe if m == "sparse" else dense}
-              for i, (t, m) in enumerate(zip(types, mlp))]
+    layers = [{"attention": attention(i, t), "ffn": moe if m == "sparse" else dense} for i, (t, m) in enumerate(zip(types, mlp))]
     return {**common(c, tie=False, context_default=524_288), **stack(layers), "norm": rms()}

@@ -8,27 +8,62 @@ from .deepseek import MLA_MODULES, _deepseek
 
 # DeepseekV32Indexer / GlmMoeDsaIndexer (self_attn.indexer), before the common names: its k_norm is not the
 # attention's k_norm.
-INDEXER_MODULES = ((r"indexer\.wq_b$", "attn.indexer.wq_b"), (r"indexer\.wk$", "attn.indexer.wk"),
-                   (r"indexer\.k_norm$", "attn.indexer.k_norm"),
-                   (r"indexer\.weights_proj$", "attn.indexer.weights_proj"))
+INDEXER_MODULES = (
+    (r"indexer\.wq_b$", "attn.indexer.wq_b"),
+    (r"indexer\.wk$", "attn.indexer.wk"),
+    (r"indexer\.k_norm$", "attn.indexer.k_norm"),
+    (r"indexer\.weights_proj$", "attn.indexer.weights_proj"),
+)
 
 # The config classes' defaults for the keys read here (transformers 5.23.0, configuration_deepseek_v32.py and
 # configuration_glm_moe_dsa.py).
 DEEPSEEK_V32 = {
-    "vocab_size": 129280, "hidden_size": 7168, "intermediate_size": 18432, "moe_intermediate_size": 2048,
-    "num_hidden_layers": 61, "num_attention_heads": 128, "n_shared_experts": 1, "n_routed_experts": 256,
-    "kv_lora_rank": 512, "q_lora_rank": 1536, "qk_rope_head_dim": 64, "v_head_dim": 128, "qk_nope_head_dim": 128,
-    "num_experts_per_tok": 8, "hidden_act": "silu", "max_position_embeddings": 163840,
-    "tie_word_embeddings": False, "attention_bias": False, "index_topk": 2048, "index_head_dim": 128,
-    "index_n_heads": 64, "first_k_dense_replace": 3,
+    "vocab_size": 129280,
+    "hidden_size": 7168,
+    "intermediate_size": 18432,
+    "moe_intermediate_size": 2048,
+    "num_hidden_layers": 61,
+    "num_attention_heads": 128,
+    "n_shared_experts": 1,
+    "n_routed_experts": 256,
+    "kv_lora_rank": 512,
+    "q_lora_rank": 1536,
+    "qk_rope_head_dim": 64,
+    "v_head_dim": 128,
+    "qk_nope_head_dim": 128,
+    "num_experts_per_tok": 8,
+    "hidden_act": "silu",
+    "max_position_embeddings": 163840,
+    "tie_word_embeddings": False,
+    "attention_bias": False,
+    "index_topk": 2048,
+    "index_head_dim": 128,
+    "index_n_heads": 64,
+    "first_k_dense_replace": 3,
 }
 GLM_MOE_DSA = {
-    "vocab_size": 154880, "hidden_size": 6144, "intermediate_size": 12288, "moe_intermediate_size": 2048,
-    "num_hidden_layers": 78, "num_attention_heads": 64, "n_shared_experts": 1, "n_routed_experts": 256,
-    "kv_lora_rank": 512, "q_lora_rank": 2048, "qk_rope_head_dim": 64, "v_head_dim": 256, "qk_nope_head_dim": 192,
-    "num_experts_per_tok": 8, "hidden_act": "silu", "max_position_embeddings": 202752,
-    "tie_word_embeddings": False, "attention_bias": False, "index_topk": 2048, "index_head_dim": 128,
-    "index_n_heads": 32, "first_k_dense_replace": 3,
+    "vocab_size": 154880,
+    "hidden_size": 6144,
+    "intermediate_size": 12288,
+    "moe_intermediate_size": 2048,
+    "num_hidden_layers": 78,
+    "num_attention_heads": 64,
+    "n_shared_experts": 1,
+    "n_routed_experts": 256,
+    "kv_lora_rank": 512,
+    "q_lora_rank": 2048,
+    "qk_rope_head_dim": 64,
+    "v_head_dim": 256,
+    "qk_nope_head_dim": 192,
+    "num_experts_per_tok": 8,
+    "hidden_act": "silu",
+    "max_position_embeddings": 202752,
+    "tie_word_embeddings": False,
+    "attention_bias": False,
+    "index_topk": 2048,
+    "index_head_dim": 128,
+    "index_n_heads": 32,
+    "first_k_dense_replace": 3,
 }
 
 
@@ -44,14 +79,19 @@ def _dsa(c: Config, defaults: dict, indexers: list[str]) -> dict:
         first = min(c.int("first_k_dense_replace", positive=False), n)
         kinds = ["dense"] * first + ["sparse"] * (n - first)
     if not isinstance(kinds, list) or len(kinds) != n or not set(kinds) <= {"dense", "sparse"}:
-        raise c.fail("mlp_layer_types", f"expected {n} entries, each \"dense\" or \"sparse\", got {kinds!r}")
+        raise c.fail("mlp_layer_types", f'expected {n} entries, each "dense" or "sparse", got {kinds!r}')
     # Every layer a MoE, to take _deepseek's mixture as it is; the dense MLP is DeepseekV32MLP (no bias).
-    all_moe = Config({**c.data, "first_k_dense_replace": 0, "moe_layer_freq": 1}, c.text, c.source, start=c.start,
-                     wrapper=c.wrapper, towers=c.towers)
+    all_moe = Config(
+        {**c.data, "first_k_dense_replace": 0, "moe_layer_freq": 1},
+        c.text,
+        c.source,
+        start=c.start,
+        wrapper=c.wrapper,
+        towers=c.towers,
+    )
     spec = _deepseek(all_moe, mlp_bias=False, defaults=defaults)
     ffns = {"sparse": spec["ffn"], "dense": gated(c)}
-    indexer = {"index_n_heads": c.int("index_n_heads"), "index_head_dim": c.int("index_head_dim"),
-               "index_topk": c.int("index_topk")}
+    indexer = {"index_n_heads": c.int("index_n_heads"), "index_head_dim": c.int("index_head_dim"), "index_topk": c.int("index_topk")}
     attentions = {"full": {**spec["attention"], **indexer}, "shared": spec["attention"]}
 
     runs: list[list] = []  # runs of layers alike in both: [(mlp kind, indexer kind), repeat]
@@ -65,14 +105,18 @@ def _dsa(c: Config, defaults: dict, indexers: list[str]) -> dict:
     spec.update(attention=attentions[main_attention], ffn=ffns[main_ffn])
     spec.pop("layers", None)
     if len(runs) > 1:
-        spec["layers"] = [{"repeat": repeat, **({"ffn": ffns[f]} if f != main_ffn else {}),
-                           **({"attention": attentions[a]} if a != main_attention else {})}
-                          for (f, a), repeat in runs]
+        spec["layers"] = [
+            {
+                "repeat": repeat,
+                **({"ffn": ffns[f]} if f != main_ffn else {}),
+                **({"attention": attentions[a]} if a != main_attention else {}),
+            }
+            for (f, a), repeat in runs
+        ]
     return spec
 
 
-@family("deepseek_v32",
-        layer_modules=INDEXER_MODULES + MLA_MODULES + MOE_MODULES)
+@family("deepseek_v32", layer_modules=INDEXER_MODULES + MLA_MODULES + MOE_MODULES)
 def deepseek_v32(c: Config) -> dict:
     """DeepseekV32Config / DeepseekV32DecoderLayer: DeepSeek-V3 with an indexer in every layer
     (DeepseekV32Indexer: wq_b, wk, k_norm, weights_proj; index_n_heads 64, index_head_dim 128 and index_topk
@@ -97,12 +141,11 @@ def glm_indexer_types(c: Config) -> list[str]:
         offset = c.int("index_skip_topk_offset", 2, positive=False)
         types = ["full" if max(i - offset + 1, 0) % freq == 0 else "shared" for i in range(n)]
     if not isinstance(types, list) or len(types) != n or not set(types) <= {"full", "shared"}:
-        raise c.fail(key, f"expected {n} entries, each \"full\" or \"shared\", got {types!r}")
+        raise c.fail(key, f'expected {n} entries, each "full" or "shared", got {types!r}')
     return types
 
 
-@family("glm_moe_dsa",
-        layer_modules=INDEXER_MODULES + MLA_MODULES + MOE_MODULES)
+@family("glm_moe_dsa", layer_modules=INDEXER_MODULES + MLA_MODULES + MOE_MODULES)
 def glm_moe_dsa(c: Config) -> dict:
     """GlmMoeDsaConfig / GlmMoeDsaDecoderLayer: GLM-5, DeepSeek-V3.2's attention and mixture (q_lora_rank
     2048, qk_nope_head_dim 192, v_head_dim 256, index_n_heads 32 by default), the indexer only in the layers

@@ -15,6 +15,9 @@ def ernie4_5(c: Config) -> dict:
     # absent: the class defaults; an explicit null: what Ernie4_5Config.__post_init__ makes of it
     kv = c.int("num_key_value_heads", 2 if "num_key_value_heads" not in c.data else heads)
     head_dim = c.int("head_dim", 128 if "head_dim" not in c.data else None)
-    return {**common(c, tie=True, context_default=131_072),
-            "attention": {"n_heads": heads, "n_kv_heads": kv, "head_dim": head_dim, "qkv_bias": bias, "o_bias": bias},
-            "ffn": gated(c, bias=bias), "norm": rms()}
+    return {
+        **common(c, tie=True, context_default=131_072),
+        "attention": {"n_heads": heads, "n_kv_heads": kv, "head_dim": head_dim, "qkv_bias": bias, "o_bias": bias},
+        "ffn": gated(c, bias=bias),
+        "norm": rms(),
+    }

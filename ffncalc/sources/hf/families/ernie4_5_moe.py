@@ -13,8 +13,7 @@ def _key(c: Config, name: str, alias: str) -> str:
     return alias if c.has(alias) else name
 
 
-@family("ernie4_5_moe",
-        layer_modules=ERNIE_MOE_MODULES + MOE_MODULES)
+@family("ernie4_5_moe", layer_modules=ERNIE_MOE_MODULES + MOE_MODULES)
 def ernie4_5_moe(c: Config) -> dict:
     """Ernie4_5_MoeConfig / Ernie4_5_MoeDecoderLayer: Llama's pre-norm layer; use_bias (default false) on q, k,
     v, o, on the dense and shared MLPs' projections and on the LM head, never on the routed experts; head_dim a
@@ -33,21 +32,37 @@ def ernie4_5_moe(c: Config) -> dict:
             raise c.fail(key, "Ernie4_5_MoeAttention reads it as it is: null builds no model")
     bias = c.bool("use_bias", False)
     heads = c.int("num_attention_heads")
-    attn = {"n_heads": heads, "n_kv_heads": c.int("num_key_value_heads", 4),
-            "head_dim": c.int("head_dim", c.int("hidden_size") // heads), "qkv_bias": bias, "o_bias": bias}
+    attn = {
+        "n_heads": heads,
+        "n_kv_heads": c.int("num_key_value_heads", 4),
+        "head_dim": c.int("head_dim", c.int("hidden_size") // heads),
+        "qkv_bias": bias,
+        "o_bias": bias,
+    }
     n = c.int("num_hidden_layers")
     experts = c.int(_key(c, "moe_num_experts", "num_experts"), 64)
     start, interval = c.int("moe_layer_start_index", 1, positive=False), c.int("moe_layer_interval", 1)
     end = c.int("moe_layer_end_index", -1, positive=False)
     end = n - 1 if end == -1 else end  # Ernie4_5_MoeConfig.__post_init__
     width = c.int("moe_intermediate_size", 1536)
-    moe = {"kind": "moe", "n_experts": experts, "top_k": c.int(_key(c, "moe_k", "num_experts_per_tok"), 6),
-           "expert": gated(c, width=width), "correction_bias": True}
+    moe = {
+        "kind": "moe",
+        "n_experts": experts,
+        "top_k": c.int(_key(c, "moe_k", "num_experts_per_tok"), 6),
+        "expert": gated(c, width=width),
+        "correction_bias": True,
+    }
     shared = c.int("moe_num_shared_experts", 2, positive=False)
     if shared:
         moe.update(n_shared_experts=1, shared=gated(c, width=shared * width, bias=bias))
     kinds = ["moe" if (i + 1) % interval == 0 and start <= i <= end else "dense" for i in range(n)]
     dense = gated(c, bias=bias, width=c.int("intermediate_size", 12288)) if "dense" in kinds else None
     ffn, layers = layer_groups(kinds, {"moe": moe, "dense": dense})
-    return {**common(c, tie=True, context_default=131_072), "attention": attn, "ffn": ffn,
-            **({"layers": layers} if layers else {}), "norm": rms(), "lm_head_bias": bias}
+    return {
+        **common(c, tie=True, context_default=131_072),
+        "attention": attn,
+        "ffn": ffn,
+        **({"layers": layers} if layers else {}),
+        "norm": rms(),
+        "lm_head_bias": bias,
+    }

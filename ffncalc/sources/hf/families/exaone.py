@@ -13,21 +13,21 @@ def exaone4(c: Config) -> dict:
     Without a sliding_window every layer rotates; with one, only the sliding layers do (global NoPE,
     Exaone4Attention). The spec states positions for the whole model: rotary where any layer rotates, none
     where no layer does, so a hybrid's full-attention layers count rotary ops too; no parameter depends on it."""
-    data = {**common(c, tie=False), "attention": attention(c, qk_norm="head"), "ffn": gated(c),
-            "norm": rms(placement="post")}
+    data = {**common(c, tie=False), "attention": attention(c, qk_norm="head"), "ffn": gated(c), "norm": rms(placement="post")}
     if c.has("sliding_window"):
         types = c.data.get("layer_types")
         pattern = c.data.get("sliding_window_pattern", 4)
         if types is None and isinstance(pattern, int) and not isinstance(pattern, bool) and pattern > 0:
-            types = ["sliding_attention" if (i + 1) % pattern else "full_attention"  # Exaone4Config
-                     for i in range(c.int("num_hidden_layers"))]
+            types = [
+                "sliding_attention" if (i + 1) % pattern else "full_attention"  # Exaone4Config
+                for i in range(c.int("num_hidden_layers"))
+            ]
         if types is not None and "sliding_attention" not in types:
             data["positions"] = "none"
     return data
 
 
-@family("exaone_moe",
-        layer_modules=MOE_MODULES)
+@family("exaone_moe", layer_modules=MOE_MODULES)
 def exaone_moe(c: Config) -> dict:
     """ExaoneMoeConfig / ExaoneMoeDecoderLayer: pre-norm (input_layernorm, post_attention_layernorm), unlike
     EXAONE 4.0; ExaoneMoeAttention is Exaone4Attention: no biases, an RMSNorm over head_dim shared by the heads
@@ -45,7 +45,7 @@ def exaone_moe(c: Config) -> dict:
     first = c.int("first_k_dense_replace", 1, positive=False)
     mlp_types = c.data.get("mlp_layer_types") or ["dense" if i < first else "sparse" for i in range(n)]
     if not isinstance(mlp_types, list) or len(mlp_types) != n or not set(mlp_types) <= {"dense", "sparse"}:
-        raise c.fail("mlp_layer_types", f"expected a list of {n} of \"dense\" and \"sparse\", got {mlp_types!r}")
+        raise c.fail("mlp_layer_types", f'expected a list of {n} of "dense" and "sparse", got {mlp_types!r}')
     size, pattern = window(c, 4096), 1
     if size is None:  # ExaoneMoeConfig's field is an int: its validation refuses null
         raise c.fail("sliding_window", "ExaoneMoeConfig takes an integer sliding_window; null builds no model")
@@ -54,8 +54,12 @@ def exaone_moe(c: Config) -> dict:
     types = layer_types(c, lambda i: "sliding_attention" if (i + 1) % pattern else "full_attention")
     full = attention(c, qk_norm="head", kv_heads=32)
     width = c.int("moe_intermediate_size", 1024)
-    moe = {"kind": "moe", "n_experts": c.int("num_experts", 64), "top_k": c.int("num_experts_per_tok", 8),
-           "expert": gated(c, width=width)}
+    moe = {
+        "kind": "moe",
+        "n_experts": c.int("num_experts", 64),
+        "top_k": c.int("num_experts_per_tok", 8),
+        "expert": gated(c, width=width),
+    }
     shared = c.int("num_shared_experts", 1, positive=False)
     if shared:
         moe.update(n_shared_experts=1, shared=gated(c, width=shared * width))

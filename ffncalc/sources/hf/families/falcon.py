@@ -11,11 +11,17 @@ def _flag(c: Config, key: str, default: bool) -> bool:
     return False if key in c.data and c.data[key] is None else c.bool(key, default)
 
 
-@family("falcon",
-        layer_modules=((r"query_key_value$", "attn.q+k+v"), (r"self_attention\.dense$", "attn.o"),
-                       (r"mlp\.dense_h_to_4h$", "ffn.up"), (r"mlp\.dense_4h_to_h$", "ffn.down"),
-                       (r"ln_(attn|mlp)$", "norms")),
-        top_modules=((r"word_embeddings$", "embed"), (r"ln_f$", "final_norm")))
+@family(
+    "falcon",
+    layer_modules=(
+        (r"query_key_value$", "attn.q+k+v"),
+        (r"self_attention\.dense$", "attn.o"),
+        (r"mlp\.dense_h_to_4h$", "ffn.up"),
+        (r"mlp\.dense_4h_to_h$", "ffn.down"),
+        (r"ln_(attn|mlp)$", "norms"),
+    ),
+    top_modules=((r"word_embeddings$", "embed"), (r"ln_f$", "final_norm")),
+)
 def falcon(c: Config) -> dict:
     """FalconConfig / FalconDecoderLayer: query_key_value holds heads + 2·kv heads (new_decoder_architecture:
     num_kv_heads; else multi_query, default true: one; else all heads); query_key_value, dense and the MLP
@@ -42,8 +48,12 @@ def falcon(c: Config) -> dict:
         "positions": "alibi" if _flag(c, "alibi", False) else "rotary",
         "tie_embeddings": c.bool("tie_word_embeddings", True),
         "attention": {"n_heads": heads, "n_kv_heads": kv, "qkv_bias": bias, "o_bias": bias},
-        "ffn": {"kind": "dense", "d_ff": c.int("ffn_hidden_size", 4 * d), "bias": bias,
-                "activation": c.activation("activation", "gelu")},
+        "ffn": {
+            "kind": "dense",
+            "d_ff": c.int("ffn_hidden_size", 4 * d),
+            "bias": bias,
+            "activation": c.activation("activation", "gelu"),
+        },
         # input_layernorm and post_attention_layernorm when sequential; ln_attn and ln_mlp, or input_layernorm alone
         "norm": {"kind": "layernorm", "per_layer": 2 if not parallel_attn or norms == 2 else 1, "final": True},
         "parallel": parallel_attn or new,  # FalconDecoderLayer.forward adds the MLP to attention for either

@@ -11,13 +11,19 @@ from ..config import Config, attention, common, family, gated, rms
 # our parallel block (mixers.mixer.*, mixers.attn.*); feed_forward (FalconH1MLP: gate_proj, up_proj, down_proj),
 # input_layernorm and pre_ff_layernorm; FalconH1Model's final_layernorm. mamba.mup_vector is a buffer.
 FALCON_H1_MODULES = (
-    (r"^mamba\.in_proj$", "mixers.mixer.in_proj"), (r"^mamba\.conv1d$", "mixers.mixer.conv1d"),
-    (r"^mamba$", "mixers.mixer.dt_bias+A_log+D"), (r"^mamba\.norm$", "mixers.mixer.norm"),
+    (r"^mamba\.in_proj$", "mixers.mixer.in_proj"),
+    (r"^mamba\.conv1d$", "mixers.mixer.conv1d"),
+    (r"^mamba$", "mixers.mixer.dt_bias+A_log+D"),
+    (r"^mamba\.norm$", "mixers.mixer.norm"),
     (r"^mamba\.out_proj$", "mixers.mixer.out_proj"),
-    (r"^self_attn\.q_proj$", "mixers.attn.q"), (r"^self_attn\.k_proj$", "mixers.attn.k"),
-    (r"^self_attn\.v_proj$", "mixers.attn.v"), (r"^self_attn\.o_proj$", "mixers.attn.o"),
-    (r"^feed_forward\.gate_proj$", "ffn.gate"), (r"^feed_forward\.up_proj$", "ffn.up"),
-    (r"^feed_forward\.down_proj$", "ffn.down"), (r"^(input_layernorm|pre_ff_layernorm)$", "norms"),
+    (r"^self_attn\.q_proj$", "mixers.attn.q"),
+    (r"^self_attn\.k_proj$", "mixers.attn.k"),
+    (r"^self_attn\.v_proj$", "mixers.attn.v"),
+    (r"^self_attn\.o_proj$", "mixers.attn.o"),
+    (r"^feed_forward\.gate_proj$", "ffn.gate"),
+    (r"^feed_forward\.up_proj$", "ffn.up"),
+    (r"^feed_forward\.down_proj$", "ffn.down"),
+    (r"^(input_layernorm|pre_ff_layernorm)$", "norms"),
 )
 
 
@@ -37,18 +43,27 @@ def falcon_h1_mixer(c: Config) -> dict:
     head = c.data.get("mamba_d_head", "auto")
     head_dim = inner // heads if head in ("auto", None) else c.int("mamba_d_head")
     if heads * head_dim != inner:
-        raise c.fail("mamba_d_head", f"mamba_n_heads · mamba_d_head = {heads * head_dim} must equal the mixer's "
-                                     f"width {inner} (mamba_d_ssm, or mamba_expand · hidden_size)")
-    return {"kind": "mamba2", "n_heads": heads, "head_dim": head_dim, "state_size": c.int("mamba_d_state", 256),
-            "n_groups": c.int("mamba_n_groups", 1), "conv_kernel": c.int("mamba_d_conv", 4),
-            "use_bias": c.bool("mamba_proj_bias", False), "out_bias": c.bool("projectors_bias", False),
-            "use_conv_bias": c.bool("mamba_conv_bias", True), "activation": c.activation("hidden_act", "silu"),
-            "gated_norm": c.bool("mamba_rms_norm", False)}
+        raise c.fail(
+            "mamba_d_head",
+            f"mamba_n_heads · mamba_d_head = {heads * head_dim} must equal the mixer's "
+            f"width {inner} (mamba_d_ssm, or mamba_expand · hidden_size)",
+        )
+    return {
+        "kind": "mamba2",
+        "n_heads": heads,
+        "head_dim": head_dim,
+        "state_size": c.int("mamba_d_state", 256),
+        "n_groups": c.int("mamba_n_groups", 1),
+        "conv_kernel": c.int("mamba_d_conv", 4),
+        "use_bias": c.bool("mamba_proj_bias", False),
+        "out_bias": c.bool("projectors_bias", False),
+        "use_conv_bias": c.bool("mamba_conv_bias", True),
+        "activation": c.activation("hidden_act", "silu"),
+        "gated_norm": c.bool("mamba_rms_norm", False),
+    }
 
 
-@family("falcon_h1",
-        layer_modules=FALCON_H1_MODULES,
-        top_modules=((r"final_layernorm$", "final_norm"),))
+@family("falcon_h1", layer_modules=FALCON_H1_MODULES, top_modules=((r"final_layernorm$", "final_norm"),))
 def falcon_h1(c: Config) -> dict:
     """FalconH1Config / FalconH1DecoderLayer: input_layernorm, then FalconH1Mixer (``falcon_h1_mixer``) and
     FalconH1Attention on the same normed input, summed (a parallel block), then pre_ff_layernorm and a SwiGLU
@@ -59,8 +74,7 @@ def falcon_h1(c: Config) -> dict:
     tie_word_embeddings (default false). The µP multipliers (embedding, lm_head, key, attention in/out, ssm
     in/out, the mlp and ssm multiplier lists, held as the mixer's mup_vector buffer) scale activations by
     constants: no parameters."""
-    c = c.with_defaults({"vocab_size": 128_000, "hidden_size": 4096, "num_hidden_layers": 32,
-                         "num_attention_heads": 32})
+    c = c.with_defaults({"vocab_size": 128_000, "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32})
     bias = c.bool("attention_bias", False)
     attn = {"kind": "mha", **attention(c, qkv_bias=bias, o_bias=bias, kv_heads=8)}
     mixers = {"kind": "parallel", "mixers": [attn, falcon_h1_mixer(c)]}

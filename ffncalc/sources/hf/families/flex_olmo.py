@@ -5,12 +5,19 @@ from __future__ import annotations
 from ..config import MOE_MODULES, Config, attention, common, family, gated, rms
 
 # FlexOlmoConfig's defaults (transformers 5.23.0), for the keys a config.json leaves out.
-DEFAULTS = {"vocab_size": 100352, "hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 32,
-            "num_attention_heads": 32, "max_position_embeddings": 4096, "num_experts_per_tok": 5, "num_experts": 7}
+DEFAULTS = {
+    "vocab_size": 100352,
+    "hidden_size": 4096,
+    "intermediate_size": 11008,
+    "num_hidden_layers": 32,
+    "num_attention_heads": 32,
+    "max_position_embeddings": 4096,
+    "num_experts_per_tok": 5,
+    "num_experts": 7,
+}
 
 
-@family("flex_olmo",
-        layer_modules=MOE_MODULES)
+@family("flex_olmo", layer_modules=MOE_MODULES)
 def flex_olmo(c: Config) -> dict:
     """FlexOlmoConfig / FlexOlmoDecoderLayer: RMSNorms after attention and after the MLP, none before
     (post_attention_layernorm, post_feedforward_layernorm), and a final one; FlexOlmoAttention's q_norm and
@@ -21,7 +28,9 @@ def flex_olmo(c: Config) -> dict:
     tensors (FlexOlmoExperts); num_experts_per_tok (default 5) per token; no shared expert; untied."""
     c = c.with_defaults(DEFAULTS)
     bias = c.bool("attention_bias", False)
-    return {**common(c, tie=False, context_default=4096),
-            "attention": attention(c, qkv_bias=bias, o_bias=bias, qk_norm="full"), "norm": rms(placement="post"),
-            "ffn": {"kind": "moe", "n_experts": c.int("num_experts"), "top_k": c.int("num_experts_per_tok"),
-                    "expert": gated(c)}}
+    return {
+        **common(c, tie=False, context_default=4096),
+        "attention": attention(c, qkv_bias=bias, o_bias=bias, qk_norm="full"),
+        "norm": rms(placement="post"),
+        "ffn": {"kind": "moe", "n_experts": c.int("num_experts"), "top_k": c.int("num_experts_per_tok"), "expert": gated(c)},
+    }

@@ -6,8 +6,7 @@ from __future__ import annotations
 from ..config import MOE_MODULES, Config, attention, common, family, gated, layer_types, rms, stack, window
 
 
-@family("flint",
-        layer_modules=((r"self_attn$", "attn.sinks"),) + MOE_MODULES)
+@family("flint", layer_modules=((r"self_attn$", "attn.sinks"),) + MOE_MODULES)
 def flint(c: Config) -> dict:
     """FlintConfig / FlintDecoderLayer (Qwen3-MoE's): norms before each sublayer. FlintAttention: attention_bias
     (default false) on q, k, v and o; an RMSNorm over head_dim shared by every query head and one by every key
@@ -27,9 +26,14 @@ def flint(c: Config) -> dict:
     # absent or null: [0, 1] (FlintConfig.__post_init__)
     dense_only = set(c.int_list("mlp_only_layers")) if c.has("mlp_only_layers") else {0, 1}
     experts = c.int("num_experts", 256, positive=False)
-    moe = {"kind": "moe", "n_experts": experts or 1, "top_k": c.int("num_experts_per_tok", 6),
-           "expert": gated(c, width=c.int("moe_intermediate_size", 512)),
-           "n_shared_experts": 1, "shared": gated(c, width=c.int("shared_expert_intermediate_size", 1024))}
+    moe = {
+        "kind": "moe",
+        "n_experts": experts or 1,
+        "top_k": c.int("num_experts_per_tok", 6),
+        "expert": gated(c, width=c.int("moe_intermediate_size", 512)),
+        "n_shared_experts": 1,
+        "shared": gated(c, width=c.int("shared_expert_intermediate_size", 1024)),
+    }
     dense = gated(c, width=c.int("intermediate_size", 6144))
 
     def attn(kind: str) -> dict:
@@ -37,7 +41,8 @@ def flint(c: Config) -> dict:
             return {**full, "window": size} if size is not None else dict(full)
         return {**full, "rope": False}
 
-    layers = [{"attention": attn(t),
-               "ffn": moe if experts and i not in dense_only and (i + 1) % step == 0 else dense}
-              for i, t in enumerate(types)]
+    layers = [
+        {"attention": attn(t), "ffn": moe if experts and i not in dense_only and (i + 1) % step == 0 else dense}
+        for i, t in enumerate(types)
+    ]
     return {**common(c, tie=False, context_default=262_144), **stack(layers), "norm": rms()}

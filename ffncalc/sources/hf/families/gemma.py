@@ -13,8 +13,7 @@ def gemma(c: Config) -> dict:
     ffn = gated(c, act_default="gelu_pytorch_tanh")
     if c.data.get("hidden_act") == "gelu":
         ffn["activation"] = "gelu_tanh"
-    return {**common(c, tie=True), "attention": attention(c, head_dim=256, qkv_bias=bias, o_bias=bias),
-            "ffn": ffn, "norm": rms()}
+    return {**common(c, tie=True), "attention": attention(c, head_dim=256, qkv_bias=bias, o_bias=bias), "ffn": ffn, "norm": rms()}
 
 
 @family("gemma2")
@@ -31,10 +30,19 @@ def gemma2(c: Config) -> dict:
 
 
 # Gemma3TextConfig's defaults (transformers 5.23): a Gemma 3 text_config states only what differs from them.
-GEMMA3_TEXT = {"vocab_size": 262_208, "hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 26,
-               "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256,
-               "max_position_embeddings": 131_072, "tie_word_embeddings": True, "attention_bias": False,
-               "hidden_activation": "gelu_pytorch_tanh"}
+GEMMA3_TEXT = {
+    "vocab_size": 262_208,
+    "hidden_size": 2304,
+    "intermediate_size": 9216,
+    "num_hidden_layers": 26,
+    "num_attention_heads": 8,
+    "num_key_value_heads": 4,
+    "head_dim": 256,
+    "max_position_embeddings": 131_072,
+    "tie_word_embeddings": True,
+    "attention_bias": False,
+    "hidden_activation": "gelu_pytorch_tanh",
+}
 
 
 @family("gemma3_text")

@@ -7,12 +7,26 @@ from ..config import Config, common, family, layer_types, rms, stack, window
 from .gemma4 import PLE_LAYER_MODULES, PLE_TOP_MODULES, kv_readers, per_layer_inputs
 
 # Gemma3nTextConfig's defaults (transformers 5.23): a Gemma 3n text_config states only what differs from them.
-GEMMA3N_TEXT = {"vocab_size": 262_400, "hidden_size": 2048, "intermediate_size": 16_384, "num_hidden_layers": 35,
-                "num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 256,
-                "hidden_activation": "gelu_pytorch_tanh", "max_position_embeddings": 32_768,
-                "tie_word_embeddings": True, "attention_bias": False, "sliding_window": 512,
-                "vocab_size_per_layer_input": 262_144, "hidden_size_per_layer_input": 256, "altup_num_inputs": 4,
-                "altup_correct_scale": True, "num_kv_shared_layers": 15, "laurel_rank": 64}
+GEMMA3N_TEXT = {
+    "vocab_size": 262_400,
+    "hidden_size": 2048,
+    "intermediate_size": 16_384,
+    "num_hidden_layers": 35,
+    "num_attention_heads": 8,
+    "num_key_value_heads": 2,
+    "head_dim": 256,
+    "hidden_activation": "gelu_pytorch_tanh",
+    "max_position_embeddings": 32_768,
+    "tie_word_embeddings": True,
+    "attention_bias": False,
+    "sliding_window": 512,
+    "vocab_size_per_layer_input": 262_144,
+    "hidden_size_per_layer_input": 256,
+    "altup_num_inputs": 4,
+    "altup_correct_scale": True,
+    "num_kv_shared_layers": 15,
+    "laurel_rank": 64,
+}
 
 LAYER_MODULES = PLE_LAYER_MODULES + (
     (r"^altup$", "altup.correct_output_scale"),  # Gemma3nTextAltUp's own parameter
@@ -65,16 +79,26 @@ def gemma3n_text(c: Config) -> dict:
     widths = _widths(c, n)
 
     def attn(i: int) -> dict:
-        out = {"n_heads": heads, "n_kv_heads": kv, "head_dim": head_dim, "qkv_bias": bias, "o_bias": bias,
-               "qk_norm": "head", **({"kv_shared": True} if reads[i] else {"v_norm": True})}
+        out = {
+            "n_heads": heads,
+            "n_kv_heads": kv,
+            "head_dim": head_dim,
+            "qkv_bias": bias,
+            "o_bias": bias,
+            "qk_norm": "head",
+            **({"kv_shared": True} if reads[i] else {"v_norm": True}),
+        }
         return {**out, "window": size} if types[i] == "sliding_attention" else out
 
     inputs = per_layer_inputs(c, act)
     if inputs is None:  # Gemma3nTextModel builds them whatever the width: 0 leaves their norms of hidden_size
         raise c.fail("hidden_size_per_layer_input", "expected a positive width (Gemma 3n always has per-layer inputs)")
-    layers = [{"attention": attn(i), "ffn": {"kind": "gated", "d_ff": widths[i], "activation": act, "bias": False}}
-              for i in range(n)]
-    return {**common(c, tie=True, context_default=32_768), **stack(layers), "norm": rms(per_layer=4),
-            "per_layer_inputs": inputs,
-            "altup": {"inputs": c.int("altup_num_inputs"), "correct_scale": c.bool("altup_correct_scale", True)},
-            "laurel": {"rank": c.int("laurel_rank")}}
+    layers = [{"attention": attn(i), "ffn": {"kind": "gated", "d_ff": widths[i], "activation": act, "bias": False}} for i in range(n)]
+    return {
+        **common(c, tie=True, context_default=32_768),
+        **stack(layers),
+        "norm": rms(per_layer=4),
+        "per_layer_inputs": inputs,
+        "altup": {"inputs": c.int("altup_num_inputs"), "correct_scale": c.bool("altup_correct_scale", True)},
+        "laurel": {"rank": c.int("laurel_rank")},
+    }

@@ -7,19 +7,38 @@ from __future__ import annotations
 from ..config import Config, common, family, layer_types, rms, stack, window
 
 # Gemma4TextConfig's defaults (transformers 5.23): a Gemma 4 text_config states only what differs from them.
-GEMMA4_TEXT = {"vocab_size": 262_144, "hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 30,
-               "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256,
-               "hidden_activation": "gelu_pytorch_tanh", "max_position_embeddings": 131_072,
-               "tie_word_embeddings": True, "attention_bias": False, "sliding_window": 512,
-               "hidden_size_per_layer_input": 256, "vocab_size_per_layer_input": 262_144,
-               "attention_k_eq_v": False, "num_kv_shared_layers": 0,
-               "enable_moe_block": False, "use_double_wide_mlp": False}
+GEMMA4_TEXT = {
+    "vocab_size": 262_144,
+    "hidden_size": 2304,
+    "intermediate_size": 9216,
+    "num_hidden_layers": 30,
+    "num_attention_heads": 8,
+    "num_key_value_heads": 4,
+    "head_dim": 256,
+    "hidden_activation": "gelu_pytorch_tanh",
+    "max_position_embeddings": 131_072,
+    "tie_word_embeddings": True,
+    "attention_bias": False,
+    "sliding_window": 512,
+    "hidden_size_per_layer_input": 256,
+    "vocab_size_per_layer_input": 262_144,
+    "attention_k_eq_v": False,
+    "num_kv_shared_layers": 0,
+    "enable_moe_block": False,
+    "use_double_wide_mlp": False,
+}
 
 # Per-layer inputs (parts/per_layer_inputs.py), as Gemma 3n and Gemma 4 name them.
-PLE_LAYER_MODULES = ((r"per_layer_input_gate$", "ple.gate"), (r"per_layer_projection$", "ple.proj"),
-                     (r"post_per_layer_input_norm$", "ple.norm"))
-PLE_TOP_MODULES = ((r"embed_tokens_per_layer$", "ple.embed"), (r"per_layer_model_projection$", "ple.projection"),
-                   (r"per_layer_projection_norm$", "ple.projection_norm"))
+PLE_LAYER_MODULES = (
+    (r"per_layer_input_gate$", "ple.gate"),
+    (r"per_layer_projection$", "ple.proj"),
+    (r"post_per_layer_input_norm$", "ple.norm"),
+)
+PLE_TOP_MODULES = (
+    (r"embed_tokens_per_layer$", "ple.embed"),
+    (r"per_layer_model_projection$", "ple.projection"),
+    (r"per_layer_projection_norm$", "ple.projection_norm"),
+)
 
 LAYER_MODULES = PLE_LAYER_MODULES + (
     (r"feedforward_layernorm_\d$", "ffn.norms"),  # the MoE layers' three extra norms
@@ -50,12 +69,10 @@ def _overrides(c: Config, n: int) -> dict[int, dict] | None:
             raise c.fail("per_layer_config", f"layer {key}: expected an index below num_hidden_layers ({n})")
         other = sorted(set(value) - {"head_dim", "num_key_value_heads"})
         if other:
-            raise c.fail("per_layer_config", f"layer {key}: only head_dim and num_key_value_heads are read, "
-                                             f"not {', '.join(other)}")
+            raise c.fail("per_layer_config", f"layer {key}: only head_dim and num_key_value_heads are read, not {', '.join(other)}")
         wrong = next((k for k, v in value.items() if type(v) is not int or v <= 0), None)
         if wrong is not None:
-            raise c.fail("per_layer_config", f"layer {key}: {wrong}: expected a positive integer, "
-                                             f"got {value[wrong]!r}")
+            raise c.fail("per_layer_config", f"layer {key}: {wrong}: expected a positive integer, got {value[wrong]!r}")
         out[index] = value
     return out
 
@@ -70,12 +87,16 @@ def _head_shapes(c: Config, types: list[str], k_eq_v: bool) -> list[tuple[int, i
         if k_eq_v and c.has("num_global_key_value_heads"):
             glob["num_key_value_heads"] = c.int("num_global_key_value_heads")
         overrides = {i: glob for i, t in enumerate(types) if t == "full_attention"}
-    shapes = [(overrides.get(i, {}).get("head_dim", head_dim), overrides.get(i, {}).get("num_key_value_heads", kv))
-              for i in range(len(types))]
+    shapes = [
+        (overrides.get(i, {}).get("head_dim", head_dim), overrides.get(i, {}).get("num_key_value_heads", kv))
+        for i in range(len(types))
+    ]
     for kind in sorted(set(types)):  # Gemma4TextRotaryEmbedding reads config.per_layer_config[layer_type]
         if len({shape for shape, t in zip(shapes, types) if t == kind}) > 1:
-            raise c.fail("per_layer_config", f"the {kind} layers differ in head_dim or num_key_value_heads "
-                                             "(transformers builds one rotary table a layer type)")
+            raise c.fail(
+                "per_layer_config",
+                f"the {kind} layers differ in head_dim or num_key_value_heads (transformers builds one rotary table a layer type)",
+            )
     return shapes
 
 
@@ -93,8 +114,9 @@ def kv_readers(c: Config, types: list[str]) -> list[bool]:
     first = n - shared
     makers = types[0:first][::-1]
     if set(makers) != set(types):
-        raise c.fail("num_kv_shared_layers", "a layer type that reads shared keys and values has no earlier "
-                                             "layer of its type to make them")
+        raise c.fail(
+            "num_kv_shared_layers", "a layer type that reads shared keys and values has no earlier layer of its type to make them"
+        )
     reads = [i >= first for i in range(n)]
     made: dict[str, int] = {}
     for kind in set(types):
@@ -102,8 +124,10 @@ def kv_readers(c: Config, types: list[str]) -> list[bool]:
         reads[index], made[kind] = False, index
     early = next((i for i in range(n) if reads[i] and i < made[types[i]]), None)
     if early is not None:  # Gemma4TextAttention.forward (Gemma 3n's too): shared_kv_states[layer_type] unset: KeyError
-        raise c.fail("num_kv_shared_layers", f"layer {early} ({types[early]}) would read the keys and values of "
-                                             f"layer {made[types[early]]}, which comes after it")
+        raise c.fail(
+            "num_kv_shared_layers",
+            f"layer {early} ({types[early]}) would read the keys and values of layer {made[types[early]]}, which comes after it",
+        )
     return reads
 
 
@@ -135,20 +159,34 @@ def _read(c: Config) -> dict:
         dense = {"kind": "gated", "d_ff": width, "activation": act, "bias": False}
         if not moe:
             return dense
-        return {"kind": "dense_moe", "dense": dense, "n_experts": c.int("num_experts"),
-                "top_k": c.int("top_k_experts"),
-                "expert": {"kind": "gated", "d_ff": c.int("moe_intermediate_size"), "activation": act, "bias": False}}
+        return {
+            "kind": "dense_moe",
+            "dense": dense,
+            "n_experts": c.int("num_experts"),
+            "top_k": c.int("top_k_experts"),
+            "expert": {"kind": "gated", "d_ff": c.int("moe_intermediate_size"), "activation": act, "bias": False},
+        }
 
     def attn(i: int) -> dict:
         local, own = types[i] == "sliding_attention", not reads[i]
-        out = {"n_heads": heads, "n_kv_heads": shapes[i][1], "head_dim": shapes[i][0], "qkv_bias": bias,
-               "o_bias": bias, "qk_norm": "head"}
+        out = {
+            "n_heads": heads,
+            "n_kv_heads": shapes[i][1],
+            "head_dim": shapes[i][0],
+            "qkv_bias": bias,
+            "o_bias": bias,
+            "qk_norm": "head",
+        }
         out.update({"v_norm": True, "k_eq_v": k_eq_v and not local} if own else {"kv_shared": True})
         return {**out, "window": size} if local else out
 
     layers = [{"attention": attn(i), "ffn": ffn(i)} for i in range(n)]
-    return {**common(c, tie=True, context_default=131_072), **stack(layers), "norm": rms(per_layer=4),
-            "per_layer_inputs": per_layer_inputs(c, act)}
+    return {
+        **common(c, tie=True, context_default=131_072),
+        **stack(layers),
+        "norm": rms(per_layer=4),
+        "per_layer_inputs": per_layer_inputs(c, act),
+    }
 
 
 @family("gemma4_text", layer_modules=LAYER_MODULES, top_modules=PLE_TOP_MODULES)
@@ -177,13 +215,22 @@ def gemma4_text(c: Config) -> dict:
     return _read(c.with_defaults(GEMMA4_TEXT))
 
 
-
 # Gemma4UnifiedTextConfig (transformers 5.23): Gemma4TextConfig's defaults but these, and without per-layer inputs
 # or a mixture (it deletes their keys, so a config.json that states them builds neither).
-UNIFIED_ABSENT = ("hidden_size_per_layer_input", "vocab_size_per_layer_input", "enable_moe_block", "num_experts",
-                  "top_k_experts", "moe_intermediate_size")
-GEMMA4_UNIFIED_TEXT = {**{k: v for k, v in GEMMA4_TEXT.items() if k not in UNIFIED_ABSENT}, "sliding_window": 1024,
-                       "max_position_embeddings": 262_144, "use_bidirectional_attention": "vision"}
+UNIFIED_ABSENT = (
+    "hidden_size_per_layer_input",
+    "vocab_size_per_layer_input",
+    "enable_moe_block",
+    "num_experts",
+    "top_k_experts",
+    "moe_intermediate_size",
+)
+GEMMA4_UNIFIED_TEXT = {
+    **{k: v for k, v in GEMMA4_TEXT.items() if k not in UNIFIED_ABSENT},
+    "sliding_window": 1024,
+    "max_position_embeddings": 262_144,
+    "use_bidirectional_attention": "vision",
+}
 
 
 @family("gemma4_unified_text", layer_modules=LAYER_MODULES)
@@ -195,6 +242,12 @@ def gemma4_unified_text(c: Config) -> dict:
     "vision" (image tokens only: the text model's shapes are Gemma 4's). The language model of a gemma4_unified
     config is its text_config read with these defaults."""
     data = {k: v for k, v in c.data.items() if k not in UNIFIED_ABSENT}
-    c = Config({**data, "hidden_size_per_layer_input": 0, "enable_moe_block": False}, c.text, c.source,
-               start=c.start, wrapper=c.wrapper, towers=c.towers)
+    c = Config(
+        {**data, "hidden_size_per_layer_input": 0, "enable_moe_block": False},
+        c.text,
+        c.source,
+        start=c.start,
+        wrapper=c.wrapper,
+        towers=c.towers,
+    )
     return _read(c.with_defaults(GEMMA4_UNIFIED_TEXT))

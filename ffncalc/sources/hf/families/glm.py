@@ -14,8 +14,7 @@ def _glm(c: Config, *, norms: int) -> dict:
     partial_rotary_factor says otherwise (the config classes' default); one fused gate_up_proj and down_proj,
     no biases; untied by default; a context of 131072."""
     att = attention(c, head_dim=128, kv_heads=2, qkv_bias=c.bool("attention_bias", True), rotary=c.rope_fraction(0.5))
-    return {**common(c, tie=False, context_default=131072), "attention": att, "ffn": gated(c),
-            "norm": rms(per_layer=norms)}
+    return {**common(c, tie=False, context_default=131072), "attention": att, "ffn": gated(c), "norm": rms(per_layer=norms)}
 
 
 @family("glm", layer_modules=GLM_MODULES)

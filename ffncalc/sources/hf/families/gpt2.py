@@ -5,10 +5,17 @@ from __future__ import annotations
 from ..config import Config, alias, family
 
 
-@family("gpt2",
-        layer_modules=((r"c_attn$", "attn.q+k+v"), (r"attn\.c_proj$", "attn.o"), (r"mlp\.c_fc$", "ffn.up"),
-                       (r"mlp\.c_proj$", "ffn.down"), (r"ln_[12]$", "norms")),
-        top_modules=((r"wte$", "embed"), (r"wpe$", "pos_embed"), (r"ln_f$", "final_norm")))
+@family(
+    "gpt2",
+    layer_modules=(
+        (r"c_attn$", "attn.q+k+v"),
+        (r"attn\.c_proj$", "attn.o"),
+        (r"mlp\.c_fc$", "ffn.up"),
+        (r"mlp\.c_proj$", "ffn.down"),
+        (r"ln_[12]$", "norms"),
+    ),
+    top_modules=((r"wte$", "embed"), (r"wpe$", "pos_embed"), (r"ln_f$", "final_norm")),
+)
 def gpt2(c: Config) -> dict:
     """GPT2Config / GPT2LMHeadModel: learned positions, Conv1D layers with biases, LayerNorm, lm_head tied."""
     d = c.int("n_embd")
@@ -21,8 +28,12 @@ def gpt2(c: Config) -> dict:
         "positions": "learned",
         "tie_embeddings": c.bool("tie_word_embeddings", True),
         "attention": {"n_heads": c.int("n_head"), "qkv_bias": True, "o_bias": True},
-        "ffn": {"kind": "dense", "d_ff": c.int("n_inner", 4 * d), "bias": True,
-                "activation": c.activation("activation_function", "gelu_new")},
+        "ffn": {
+            "kind": "dense",
+            "d_ff": c.int("n_inner", 4 * d),
+            "bias": True,
+            "activation": c.activation("activation_function", "gelu_new"),
+        },
         "norm": {"kind": "layernorm", "per_layer": 2, "final": True},
     }
 

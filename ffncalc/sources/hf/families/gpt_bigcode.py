@@ -10,10 +10,17 @@ def _key(c: Config, name: str, alias: str) -> str:
     return name if c.has(name) or not c.has(alias) else alias
 
 
-@family("gpt_bigcode",
-        layer_modules=((r"c_attn$", "attn.q+k+v"), (r"attn\.c_proj$", "attn.o"), (r"mlp\.c_fc$", "ffn.up"),
-                       (r"mlp\.c_proj$", "ffn.down"), (r"ln_[12]$", "norms")),
-        top_modules=((r"wte$", "embed"), (r"wpe$", "pos_embed"), (r"ln_f$", "final_norm")))
+@family(
+    "gpt_bigcode",
+    layer_modules=(
+        (r"c_attn$", "attn.q+k+v"),
+        (r"attn\.c_proj$", "attn.o"),
+        (r"mlp\.c_fc$", "ffn.up"),
+        (r"mlp\.c_proj$", "ffn.down"),
+        (r"ln_[12]$", "norms"),
+    ),
+    top_modules=((r"wte$", "embed"), (r"wpe$", "pos_embed"), (r"ln_f$", "final_norm")),
+)
 def gpt_bigcode(c: Config) -> dict:
     """GPTBigCodeConfig / GPTBigCodeForCausalLM: learned positions; one fused c_attn of d + 2·kv·head_dim
     outputs, one K/V head with multi_query (default true); c_attn, c_proj, c_fc biased; LayerNorm; n_inner
@@ -30,9 +37,12 @@ def gpt_bigcode(c: Config) -> dict:
         "context_length": c.int(_key(c, "n_positions", "max_position_embeddings"), 1024),
         "positions": "learned",
         "tie_embeddings": c.bool("tie_word_embeddings", True),
-        "attention": {"n_heads": heads, "n_kv_heads": 1 if c.bool("multi_query", True) else heads,
-                      "qkv_bias": True, "o_bias": True},
-        "ffn": {"kind": "dense", "d_ff": c.int("n_inner", 4 * d), "bias": True,
-                "activation": c.activation("activation_function", "gelu_pytorch_tanh")},
+        "attention": {"n_heads": heads, "n_kv_heads": 1 if c.bool("multi_query", True) else heads, "qkv_bias": True, "o_bias": True},
+        "ffn": {
+            "kind": "dense",
+            "d_ff": c.int("n_inner", 4 * d),
+            "bias": True,
+            "activation": c.activation("activation_function", "gelu_pytorch_tanh"),
+        },
         "norm": {"kind": "layernorm", "per_layer": 2, "final": True},
     }

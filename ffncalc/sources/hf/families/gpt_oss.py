@@ -5,8 +5,7 @@ from __future__ import annotations
 from ..config import MOE_MODULES, Config, common, family, layer_types, rms, stack, window
 
 
-@family("gpt_oss",
-        layer_modules=((r"mlp\.router$", "ffn.router"), (r"self_attn$", "attn.sinks")) + MOE_MODULES)
+@family("gpt_oss", layer_modules=((r"mlp\.router$", "ffn.router"), (r"self_attn$", "attn.sinks")) + MOE_MODULES)
 def gpt_oss(c: Config) -> dict:
     """GptOssConfig / GptOssDecoderLayer: attention_bias (default true) on q, k, v and o; one learned sink
     logit per head (GptOssAttention.sinks); a router with a bias (GptOssTopKRouter) over num_local_experts
@@ -21,8 +20,13 @@ def gpt_oss(c: Config) -> dict:
     # GptOssExperts applies its own clamped gate, (up + 1) · gate · σ(1.702 · gate): SiLU's form, whatever hidden_act
     expert = {"kind": "gated", "d_ff": c.int("intermediate_size"), "activation": "silu", "bias": True}
     full = {"n_heads": heads, "n_kv_heads": kv, "head_dim": head_dim, "qkv_bias": bias, "o_bias": bias, "sinks": True}
-    ffn = {"kind": "moe", "n_experts": c.int("num_local_experts", c.int("num_experts", 128)),
-           "top_k": c.int("num_experts_per_tok", 4), "expert": expert, "router_bias": True}
+    ffn = {
+        "kind": "moe",
+        "n_experts": c.int("num_local_experts", c.int("num_experts", 128)),
+        "top_k": c.int("num_experts_per_tok", 4),
+        "expert": expert,
+        "router_bias": True,
+    }
     size = window(c, 128)
     types = layer_types(c, lambda i: "sliding_attention" if (i + 1) % 2 else "full_attention")  # GptOssConfig
     layers = [{"attention": {**full, "window": size} if t == "sliding_attention" else full, "ffn": ffn} for t in types]

@@ -10,10 +10,11 @@ def _key(c: Config, name: str, alias: str) -> str:
     return name if c.has(name) or not c.has(alias) else alias
 
 
-@family("gptj",
-        layer_modules=((r"attn\.out_proj$", "attn.o"), (r"mlp\.fc_in$", "ffn.up"), (r"mlp\.fc_out$", "ffn.down"),
-                       (r"ln_1$", "norms")),
-        top_modules=((r"wte$", "embed"), (r"ln_f$", "final_norm")))
+@family(
+    "gptj",
+    layer_modules=((r"attn\.out_proj$", "attn.o"), (r"mlp\.fc_in$", "ffn.up"), (r"mlp\.fc_out$", "ffn.down"), (r"ln_1$", "norms")),
+    top_modules=((r"wte$", "embed"), (r"ln_f$", "final_norm")),
+)
 def gptj(c: Config) -> dict:
     """GPTJConfig / GPTJBlock: one LayerNorm per layer shared by attention and MLP in parallel; q/k/v/out_proj
     without biases, fc_in/fc_out with; rotary_dim features of each head rotated (default 64);
@@ -29,8 +30,12 @@ def gptj(c: Config) -> dict:
         "positions": "rotary",
         "tie_embeddings": c.bool("tie_word_embeddings", False),
         "attention": {"n_heads": heads, "qkv_bias": False, "o_bias": False, "rotary_dim": c.int("rotary_dim", 64)},
-        "ffn": {"kind": "dense", "d_ff": c.int("n_inner", 4 * d), "bias": True,
-                "activation": c.activation("activation_function", "gelu_new")},
+        "ffn": {
+            "kind": "dense",
+            "d_ff": c.int("n_inner", 4 * d),
+            "bias": True,
+            "activation": c.activation("activation_function", "gelu_new"),
+        },
         "norm": {"kind": "layernorm", "per_layer": 1, "final": True},
         "parallel": True,
         "lm_head_bias": True,  # GPTJForCausalLM.lm_head = nn.Linear(n_embd, vocab_size)

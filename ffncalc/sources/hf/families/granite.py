@@ -19,10 +19,13 @@ def _granite_moe(c: Config) -> dict:
     num_experts_per_tok (default 2) per token. embedding_multiplier, attention_multiplier,
     residual_multiplier and logits_scaling are constant scalars, not parameters."""
     bias = c.bool("attention_bias", False)
-    moe = {"kind": "moe", "n_experts": c.int("num_local_experts", 8), "top_k": c.int("num_experts_per_tok", 2),
-           "expert": gated(c, width=c.int("intermediate_size", 11008))}
-    return {**common(c, tie=False), "attention": attention(c, qkv_bias=bias, o_bias=bias), "norm": rms(),
-            "ffn": moe}
+    moe = {
+        "kind": "moe",
+        "n_experts": c.int("num_local_experts", 8),
+        "top_k": c.int("num_experts_per_tok", 2),
+        "expert": gated(c, width=c.int("intermediate_size", 11008)),
+    }
+    return {**common(c, tie=False), "attention": attention(c, qkv_bias=bias, o_bias=bias), "norm": rms(), "ffn": moe}
 
 
 def _shared(c: Config, moe: dict) -> dict:
@@ -43,8 +46,11 @@ def _swa(c: Config, data: dict) -> dict:
     n = len(types)
     # GraniteMoeSWAModel.forward reads layer_rope_theta[i] for each of its layers: entries past the depth are
     # unused (a file keeps the list's length when the depth shrinks), too few fail the forward
-    if thetas is not None and (not isinstance(thetas, list) or len(thetas) < n or
-                               not all(isinstance(t, (int, float)) and not isinstance(t, bool) for t in thetas)):
+    if thetas is not None and (
+        not isinstance(thetas, list)
+        or len(thetas) < n
+        or not all(isinstance(t, (int, float)) and not isinstance(t, bool) for t in thetas)
+    ):
         raise c.fail("layer_rope_theta", f"expected a list of at least {n} rotary bases (0: no rotary), got {thetas!r}")
     full = {**data["attention"], "sinks": True}
     layers = []
@@ -56,23 +62,20 @@ def _swa(c: Config, data: dict) -> dict:
     return {**{k: v for k, v in data.items() if k not in ("attention", "ffn")}, **stack(layers)}
 
 
-@family("granitemoe",
-        layer_modules=GRANITE_MODULES + MOE_MODULES)
+@family("granitemoe", layer_modules=GRANITE_MODULES + MOE_MODULES)
 def granitemoe(c: Config) -> dict:
     """GraniteMoeConfig / GraniteMoeAttention: q/k/v/o bias from attention_bias (default false)."""
     return _granite_moe(c)
 
 
-@family("granitemoeshared",
-        layer_modules=GRANITE_MODULES + MOE_MODULES)
+@family("granitemoeshared", layer_modules=GRANITE_MODULES + MOE_MODULES)
 def granitemoeshared(c: Config) -> dict:
     """GraniteMoeSharedConfig / GraniteMoeSharedDecoderLayer: GraniteMoe's layer and the shared MLP above."""
     data = _granite_moe(c)
     return {**data, "ffn": _shared(c, data["ffn"])}
 
 
-@family("granitemoe_swa",
-        layer_modules=SINK_MODULES + GRANITE_MODULES + MOE_MODULES)
+@family("granitemoe_swa", layer_modules=SINK_MODULES + GRANITE_MODULES + MOE_MODULES)
 def granitemoe_swa(c: Config) -> dict:
     """GraniteMoeSWAConfig / GraniteMoeSWADecoderLayer: GraniteMoeShared's layer (its defaults) with the
     sliding-window attention above."""

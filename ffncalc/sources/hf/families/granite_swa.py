@@ -6,8 +6,7 @@ from __future__ import annotations
 from ..config import Config, attention, common, family, gated, layer_types, rms, stack, window
 
 
-@family("granite_swa",
-        layer_modules=((r"self_attn$", "attn.sinks"),))
+@family("granite_swa", layer_modules=((r"self_attn$", "attn.sinks"),))
 def granite_swa(c: Config) -> dict:
     """GraniteSWAConfig / GraniteSWADecoderLayer, GraniteSWAAttention, GraniteSWAMLP: Llama's pre-norm layer;
     attention_bias on q/k/v/o and mlp_bias on gate/up/down (both default false); one learned sink logit per
@@ -28,8 +27,11 @@ def granite_swa(c: Config) -> dict:
         thetas = [1] * n
     # GraniteSWAModel.forward reads layer_rope_theta[i] for each of its layers: entries past the depth are unused
     # (a file keeps the list's length when the depth shrinks), too few fail the forward
-    elif not isinstance(thetas, list) or len(thetas) < n or \
-            not all(isinstance(t, (int, float)) and not isinstance(t, bool) for t in thetas):
+    elif (
+        not isinstance(thetas, list)
+        or len(thetas) < n
+        or not all(isinstance(t, (int, float)) and not isinstance(t, bool) for t in thetas)
+    ):
         raise c.fail("layer_rope_theta", f"expected a list of at least {n} rotary bases (0: no rotary), got {thetas!r}")
     ffn = gated(c, bias=c.bool("mlp_bias", False))
     layers = []

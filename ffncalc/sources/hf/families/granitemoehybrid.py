@@ -13,16 +13,19 @@ from .bamba import mamba_mixer
 # up, output_linear is down), which is the mixture's shared expert or, without experts, the layer's whole MLP: one
 # fused component either way, against our shared expert or our gate, up and down.
 GRANITE_HYBRID_MODULES = (
-    (r"^mamba\.in_proj$", "mixer.in_proj"), (r"^mamba\.conv1d$", "mixer.conv1d"),
-    (r"^mamba$", "mixer.dt_bias+A_log+D"), (r"^mamba\.norm$", "mixer.norm"), (r"^mamba\.out_proj$", "mixer.out_proj"),
+    (r"^mamba\.in_proj$", "mixer.in_proj"),
+    (r"^mamba\.conv1d$", "mixer.conv1d"),
+    (r"^mamba$", "mixer.dt_bias+A_log+D"),
+    (r"^mamba\.norm$", "mixer.norm"),
+    (r"^mamba\.out_proj$", "mixer.out_proj"),
     (r"^shared_mlp\.(input|output)_linear$", "ffn.shared+gate+up+down"),
-    (r"^block_sparse_moe\.router$", "ffn.router"), (r"^block_sparse_moe\.experts$", "ffn.experts"),
+    (r"^block_sparse_moe\.router$", "ffn.router"),
+    (r"^block_sparse_moe\.experts$", "ffn.experts"),
 )
 LEGACY = {"mamba": "linear_attention", "attention": "full_attention"}  # transformers' remap_legacy_layer_types
 
 
-@family("granitemoehybrid",
-        layer_modules=GRANITE_HYBRID_MODULES)
+@family("granitemoehybrid", layer_modules=GRANITE_HYBRID_MODULES)
 def granitemoehybrid(c: Config) -> dict:
     """GraniteMoeHybridConfig / GraniteMoeHybridDecoderLayer: input_layernorm, then GraniteMoeHybridMambaLayer where
     the layer type is linear_attention (mamba, the legacy name; layer_types, alias layers_block_type, defaults to
@@ -49,9 +52,18 @@ def granitemoehybrid(c: Config) -> dict:
     mixer = mamba_mixer(c)
     shared = gated(c, width=c.int("shared_intermediate_size", 1024))
     experts = c.int("num_local_experts", 8, positive=False)
-    ffn = shared if not experts else {
-        "kind": "moe", "n_experts": experts, "top_k": c.int("num_experts_per_tok", 2),
-        "expert": gated(c, width=c.int("intermediate_size", 11008)), "n_shared_experts": 1, "shared": shared}
+    ffn = (
+        shared
+        if not experts
+        else {
+            "kind": "moe",
+            "n_experts": experts,
+            "top_k": c.int("num_experts_per_tok", 2),
+            "expert": gated(c, width=c.int("intermediate_size", 11008)),
+            "n_shared_experts": 1,
+            "shared": shared,
+        }
+    )
     layers = [{"attention": mixer if t == "linear_attention" else attn, "ffn": ffn} for t in types]
     rope = c.data.get("position_embedding_type") == "rope"
     return {**common(c, tie=False), "positions": "rotary" if rope else "none", **stack(layers), "norm": rms()}

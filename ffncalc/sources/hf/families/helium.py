@@ -15,7 +15,10 @@ def helium(c: Config) -> dict:
     att = attention(c, head_dim=128, qkv_bias=c.bool("attention_bias", False))
     att["n_kv_heads"] = c.int("num_key_value_heads", 20)
     if heads * att["head_dim"] != d:
-        raise c.fail("head_dim", f"{heads} heads × {att['head_dim']} is not hidden_size {d}, the width "
-                                 "HeliumAttention's o_proj takes")
-    return {**common(c, tie=False, context_default=4096), "attention": att,
-            "ffn": gated(c, bias=c.bool("mlp_bias", False)), "norm": rms()}
+        raise c.fail("head_dim", f"{heads} heads × {att['head_dim']} is not hidden_size {d}, the width HeliumAttention's o_proj takes")
+    return {
+        **common(c, tie=False, context_default=4096),
+        "attention": att,
+        "ffn": gated(c, bias=c.bool("mlp_bias", False)),
+        "norm": rms(),
+    }

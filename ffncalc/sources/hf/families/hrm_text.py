@@ -21,10 +21,12 @@ def stacks(c: Config) -> dict[str, int]:
     return {"L_module": 0, "H_module": c.int("L_cycles", 3) * per_stack(c)}
 
 
-@family("hrm_text",
-        layer_modules=((r"self_attn\.gate_proj$", "attn.g"),),
-        top_modules=((r"^model$", "cycles.init"),),  # HrmTextModel holds z_L_init itself
-        stacks=stacks)
+@family(
+    "hrm_text",
+    layer_modules=((r"self_attn\.gate_proj$", "attn.g"),),
+    top_modules=((r"^model$", "cycles.init"),),  # HrmTextModel holds z_L_init itself
+    stacks=stacks,
+)
 def hrm_text(c: Config) -> dict:
     """HrmTextConfig / HrmTextForCausalLM: two HrmTextStacks (L_module and H_module) of num_layers_per_stack (default
     num_hidden_layers, 16) HrmTextDecoderLayers each, run H_cycles (2) times L_cycles (3) runs of the low stack then
@@ -39,12 +41,23 @@ def hrm_text(c: Config) -> dict:
     by default."""
     n, low, high = per_stack(c), c.int("L_cycles", 3), c.int("H_cycles", 2)
     bias = c.bool("attention_bias", False)  # HrmTextAttention: q/k/v/o and gate_proj, one bias per output each
-    attn = {**attention(c, head_dim=128, qkv_bias=bias, o_bias=bias), "n_kv_heads": c.int("num_attention_heads"),
-            "softplus_gate": "element", "gate_activation": "sigmoid", "gate_proj_bias": bias}
+    attn = {
+        **attention(c, head_dim=128, qkv_bias=bias, o_bias=bias),
+        "n_kv_heads": c.int("num_attention_heads"),
+        "softplus_gate": "element",
+        "gate_activation": "sigmoid",
+        "gate_proj_bias": bias,
+    }
     groups = []
     for h in range(high):
         groups += [{"repeat": n, "name": "low"} if h == i == 0 else {"repeat": n, "reuses": "low"} for i in range(low)]
         groups.append({"repeat": n, "name": "high"} if h == 0 else {"repeat": n, "reuses": "high"})
-    return {**common(c, tie=False), "n_layers": n * high * (low + 1), "attention": attn,
-            "ffn": gated(c, bias=c.bool("mlp_bias", False)), "layers": groups,
-            "norm": rms(affine=False, final=False), "cycles": {"stack": n, "low": low, "high": high}}
+    return {
+        **common(c, tie=False),
+        "n_layers": n * high * (low + 1),
+        "attention": attn,
+        "ffn": gated(c, bias=c.bool("mlp_bias", False)),
+        "layers": groups,
+        "norm": rms(affine=False, final=False),
+        "cycles": {"stack": n, "low": low, "high": high},
+    }

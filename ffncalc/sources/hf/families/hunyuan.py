@@ -18,17 +18,17 @@ def _hunyuan_attention(c: Config) -> dict:
     return attn
 
 
-@family("hunyuan_v1_dense",
-        layer_modules=HUNYUAN_MODULES)
+@family("hunyuan_v1_dense", layer_modules=HUNYUAN_MODULES)
 def hunyuan_v1_dense(c: Config) -> dict:
     """HunYuanDenseV1Config / HunYuanDenseV1Attention: the attention above; HunYuanDenseV1MLP has no bias
     whatever mlp_bias says."""
     return {**common(c, tie=False), "attention": _hunyuan_attention(c), "ffn": gated(c), "norm": rms()}
 
 
-@family("hunyuan_v1_moe",
-        layer_modules=HUNYUAN_MODULES + ((r"mlp\.gate\.wg$", "ffn.router"), (r"mlp\.shared_mlp\b", "ffn.shared"))
-        + MOE_MODULES)
+@family(
+    "hunyuan_v1_moe",
+    layer_modules=HUNYUAN_MODULES + ((r"mlp\.gate\.wg$", "ffn.router"), (r"mlp\.shared_mlp\b", "ffn.shared")) + MOE_MODULES,
+)
 def hunyuan_v1_moe(c: Config) -> dict:
     """HunYuanMoEV1Config / HunYuanMoEV1DecoderLayer: the dense model's attention and a HunYuanMoEV1Moe in
     every layer: a bias-free router (gate.wg) over num_experts (default 1; alias num_local_experts) SwiGLU experts
@@ -49,6 +49,11 @@ def hunyuan_v1_moe(c: Config) -> dict:
     else:
         top_k = [c.int(topk_key, 1)] * n
     attn, mlp = _hunyuan_attention(c), gated(c, width=c.int("intermediate_size", 11008))
-    layers = [{"attention": attn, "ffn": {"kind": "moe", "n_experts": experts, "top_k": top_k[i], "expert": mlp,
-                                          "n_shared_experts": 1, "shared": mlp}} for i in range(n)]
+    layers = [
+        {
+            "attention": attn,
+            "ffn": {"kind": "moe", "n_experts": experts, "top_k": top_k[i], "expert": mlp, "n_shared_experts": 1, "shared": mlp},
+        }
+        for i in range(n)
+    ]
     return {**common(c, tie=False), **stack(layers), "norm": rms()}

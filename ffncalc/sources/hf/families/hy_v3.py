@@ -6,8 +6,7 @@ from __future__ import annotations
 from ..config import MOE_MODULES, Config, attention, common, family, gated, layer_groups, rms
 
 
-@family("hy_v3",
-        layer_modules=MOE_MODULES)
+@family("hy_v3", layer_modules=MOE_MODULES)
 def hy_v3(c: Config) -> dict:
     """HYV3Config / HYV3DecoderLayer: norms before each sublayer. HYV3Attention: attention_bias (default false)
     on q, k, v and o; an RMSNorm over head_dim shared by every query head and one by every key head (q_norm,
@@ -26,14 +25,22 @@ def hy_v3(c: Config) -> dict:
         raise c.fail("mlp_layer_types", f"expected a list of {n} of dense and sparse, got {kinds!r}")
     mlp_bias = c.bool("mlp_bias", False)
     width = c.int("moe_intermediate_size", 1536)
-    moe = {"kind": "moe", "n_experts": c.int("num_experts", c.int("num_local_experts", 192)),
-           "top_k": c.int("num_experts_per_tok", 8), "expert": gated(c, width=width)}
+    moe = {
+        "kind": "moe",
+        "n_experts": c.int("num_experts", c.int("num_local_experts", 192)),
+        "top_k": c.int("num_experts_per_tok", 8),
+        "expert": gated(c, width=width),
+    }
     shared = c.int("num_shared_experts", 1, positive=False)
     # one MLP num_shared_experts times as wide (its biases once); HYV3MLP reads a width of 0 as "not given", so
     # num_shared_experts 0 makes it as wide as the dense MLP
-    moe.update(n_shared_experts=1,
-               shared=gated(c, bias=mlp_bias, width=width * shared or c.int("intermediate_size", 13312)))
+    moe.update(n_shared_experts=1, shared=gated(c, bias=mlp_bias, width=width * shared or c.int("intermediate_size", 13312)))
     dense = gated(c, bias=mlp_bias, width=c.int("intermediate_size", 13312))
     ffn, layers = layer_groups(kinds, {"sparse": moe, "dense": dense})
-    return {**common(c, tie=False, context_default=131_072), "attention": attn, "ffn": ffn,
-            **({"layers": layers} if layers else {}), "norm": rms()}
+    return {
+        **common(c, tie=False, context_default=131_072),
+        "attention": attn,
+        "ffn": ffn,
+        **({"layers": layers} if layers else {}),
+        "norm": rms(),
+    }

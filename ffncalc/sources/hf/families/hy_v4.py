@@ -10,18 +10,39 @@ from .dsa import INDEXER_MODULES, _dsa
 
 # HYV4Attention's own parameters (sinks is held by self_attn itself), and the hyper-connections: attn_hc and
 # ffn_hc (fn, base, scale each) in every layer, hc_head (hc_fn, hc_base, hc_scale) before the final norm.
-HY_V4_MODULES = ((r"self_attn\.gate_proj$", "attn.gate"), (r"^self_attn$", "attn.sinks"),
-                 (r"^attn_hc$", "hc.attn"), (r"^ffn_hc$", "hc.ffn"))
+HY_V4_MODULES = (
+    (r"self_attn\.gate_proj$", "attn.gate"),
+    (r"^self_attn$", "attn.sinks"),
+    (r"^attn_hc$", "hc.attn"),
+    (r"^ffn_hc$", "hc.ffn"),
+)
 HC_HEAD = ((r"hc_head$", "hc.head"),)
 
 # HYV4Config's defaults for the keys read here (transformers 5.23.0, configuration_hy_v4.py).
 HY_V4 = {
-    "vocab_size": 120832, "hidden_size": 2816, "intermediate_size": 6912, "moe_intermediate_size": 768,
-    "num_hidden_layers": 34, "num_attention_heads": 32, "n_shared_experts": 1, "n_routed_experts": 256,
-    "kv_lora_rank": 512, "q_lora_rank": 1536, "qk_rope_head_dim": 64, "v_head_dim": 256, "qk_nope_head_dim": 192,
-    "num_experts_per_tok": 8, "hidden_act": "silu", "max_position_embeddings": 262144,
-    "tie_word_embeddings": False, "attention_bias": False, "index_topk": 2048, "index_head_dim": 128,
-    "index_n_heads": 16, "hc_mult": 4, "first_k_dense_replace": 1,
+    "vocab_size": 120832,
+    "hidden_size": 2816,
+    "intermediate_size": 6912,
+    "moe_intermediate_size": 768,
+    "num_hidden_layers": 34,
+    "num_attention_heads": 32,
+    "n_shared_experts": 1,
+    "n_routed_experts": 256,
+    "kv_lora_rank": 512,
+    "q_lora_rank": 1536,
+    "qk_rope_head_dim": 64,
+    "v_head_dim": 256,
+    "qk_nope_head_dim": 192,
+    "num_experts_per_tok": 8,
+    "hidden_act": "silu",
+    "max_position_embeddings": 262144,
+    "tie_word_embeddings": False,
+    "attention_bias": False,
+    "index_topk": 2048,
+    "index_head_dim": 128,
+    "index_n_heads": 16,
+    "hc_mult": 4,
+    "first_k_dense_replace": 1,
 }
 
 
@@ -33,12 +54,11 @@ def _indexer_types(c: Config) -> list[str]:
     if types is None:
         types = ["full" if i == 0 or (i - 1) % 4 == 0 else "shared" for i in range(n)]
     if not isinstance(types, list) or len(types) != n or not set(types) <= {"full", "shared"}:
-        raise c.fail("indexer_types", f"expected {n} entries, each \"full\" or \"shared\", got {types!r}")
+        raise c.fail("indexer_types", f'expected {n} entries, each "full" or "shared", got {types!r}')
     return types
 
 
-@family("hy_v4",
-        layer_modules=HY_V4_MODULES + INDEXER_MODULES + MLA_MODULES + MOE_MODULES, top_modules=HC_HEAD)
+@family("hy_v4", layer_modules=HY_V4_MODULES + INDEXER_MODULES + MLA_MODULES + MOE_MODULES, top_modules=HC_HEAD)
 def hy_v4(c: Config) -> dict:
     """HYV4Config / HYV4DecoderLayer: each sublayer reads the hc_mult (4) streams through its HYV4HyperConnection
     (attn_hc, ffn_hc) and its RMSNorm (input_layernorm, post_attention_layernorm), and its output is added back to

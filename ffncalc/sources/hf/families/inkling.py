@@ -12,9 +12,11 @@ from ..config import MOE_MODULES, Config, common, family, rms, stack
 # own global_scale. The embedding's norm is InklingNormedEmbedding.embed_norm.
 INKLING_MODULES = (
     (r"^self_attn\.r_proj$", "attn.r"),
-    (r"^self_attn\.k_sconv\.conv1d$", "attn.k_conv1d"), (r"^self_attn\.v_sconv\.conv1d$", "attn.v_conv1d"),
+    (r"^self_attn\.k_sconv\.conv1d$", "attn.k_conv1d"),
+    (r"^self_attn\.v_sconv\.conv1d$", "attn.v_conv1d"),
     (r"^self_attn\.rel_logits_proj$", "attn.rel"),
-    (r"^attn_sconv\.conv1d$", "attn.out_conv1d"), (r"^mlp_sconv\.conv1d$", "ffn.out_conv1d"),
+    (r"^attn_sconv\.conv1d$", "attn.out_conv1d"),
+    (r"^mlp_sconv\.conv1d$", "ffn.out_conv1d"),
     (r"^mlp$", "ffn.global_scale"),
 ) + MOE_MODULES
 TOP_MODULES = ((r"embed_tokens\.embed_norm$", "embed_norm"),)
@@ -62,19 +64,46 @@ def inkling_text(c: Config) -> dict:
     if c.has("dense_intermediate_size"):
         dense_width, expert_width = c.int("dense_intermediate_size"), c.int("intermediate_size", 24_576)
     rel = {"d_rel": c.int("d_rel", 16), "conv_kernel": kernel}
-    full = {"kind": "rel_attention", "n_heads": c.int("num_attention_heads", 64),
-            "n_kv_heads": c.int("num_key_value_heads", 8), "head_dim": c.int("head_dim", 128),
-            "rel_extent": c.int("rel_extent", 1024), "log_scaling": c.has("log_scaling_n_floor"), **rel}
-    local = {"kind": "rel_attention", "n_heads": c.int("swa_num_attention_heads", 64),
-             "n_kv_heads": c.int("swa_num_key_value_heads", 16), "head_dim": c.int("swa_head_dim", 128),
-             "rel_extent": local_window, "window": local_window, **rel}
+    full = {
+        "kind": "rel_attention",
+        "n_heads": c.int("num_attention_heads", 64),
+        "n_kv_heads": c.int("num_key_value_heads", 8),
+        "head_dim": c.int("head_dim", 128),
+        "rel_extent": c.int("rel_extent", 1024),
+        "log_scaling": c.has("log_scaling_n_floor"),
+        **rel,
+    }
+    local = {
+        "kind": "rel_attention",
+        "n_heads": c.int("swa_num_attention_heads", 64),
+        "n_kv_heads": c.int("swa_num_key_value_heads", 16),
+        "head_dim": c.int("swa_head_dim", 128),
+        "rel_extent": local_window,
+        "window": local_window,
+        **rel,
+    }
     expert = {"kind": "gated", "d_ff": expert_width, "activation": act, "bias": False}
-    sparse = {"kind": "sink_moe", "n_experts": _key(c, "n_routed_experts", "num_local_experts", 256),
-              "top_k": c.int("num_experts_per_tok", 6), "expert": expert,
-              "n_shared_experts": c.int("n_shared_experts", 2), "shared": expert, "conv_kernel": kernel}
+    sparse = {
+        "kind": "sink_moe",
+        "n_experts": _key(c, "n_routed_experts", "num_local_experts", 256),
+        "top_k": c.int("num_experts_per_tok", 6),
+        "expert": expert,
+        "n_shared_experts": c.int("n_shared_experts", 2),
+        "shared": expert,
+        "conv_kernel": kernel,
+    }
     dense = {"kind": "scaled_gated", "d_ff": dense_width, "activation": act, "conv_kernel": kernel}
-    layers = [{"attention": local if t == "hybrid_sliding" else full, "ffn": sparse if m == "sparse" else dense}
-              for t, m in zip(types, mlp_types)]
+    layers = [
+        {"attention": local if t == "hybrid_sliding" else full, "ffn": sparse if m == "sparse" else dense}
+        for t, m in zip(types, mlp_types)
+    ]
     context = _key(c, "max_position_embeddings", "model_max_length", 131_072)
-    return {**common(c, tie=False), "context_length": context, "tie_embeddings": False, "positions": "none",
-            **stack(layers), "norm": rms(), "embedding_norm": True}
+    return {
+        **common(c, tie=False),
+        "context_length": context,
+        "tie_embeddings": False,
+        "positions": "none",
+        **stack(layers),
+        "norm": rms(),
+        "embedding_norm": True,
+    }

@@ -13,15 +13,23 @@ from ..config import MOE_MODULES, Config, family, rms, stack
 # queries' is q_input_layernorm, the layer's first); post_attention_convolution and post_mlp_convolution after the
 # sublayers; the mixture's gate (router) and experts.
 INKLING2_MODULES = (
-    (r"^attention_input$", "res.attention"), (r"^mlp_input$", "res.ffn"),
-    (r"^self_attn\.r_proj$", "attn.r"), (r"^self_attn\.gate_proj$", "attn.gate"), (r"^self_attn\.sink_proj$", "attn.sink"),
-    (r"^self_attn\.k_sconv\.conv1d$", "attn.k_conv1d"), (r"^self_attn\.v_sconv\.conv1d$", "attn.v_conv1d"),
-    (r"^self_attn\.k_sconv(\.weight_proj)?$", "attn.k_conv"), (r"^self_attn\.v_sconv(\.weight_proj)?$", "attn.v_conv"),
+    (r"^attention_input$", "res.attention"),
+    (r"^mlp_input$", "res.ffn"),
+    (r"^self_attn\.r_proj$", "attn.r"),
+    (r"^self_attn\.gate_proj$", "attn.gate"),
+    (r"^self_attn\.sink_proj$", "attn.sink"),
+    (r"^self_attn\.k_sconv\.conv1d$", "attn.k_conv1d"),
+    (r"^self_attn\.v_sconv\.conv1d$", "attn.v_conv1d"),
+    (r"^self_attn\.k_sconv(\.weight_proj)?$", "attn.k_conv"),
+    (r"^self_attn\.v_sconv(\.weight_proj)?$", "attn.v_conv"),
     (r"^self_attn\.rel_logits_proj$", "attn.rel"),
-    (r"^self_attn\.q_l2_clip$", "attn.q_clip"), (r"^self_attn\.rel_l2_clip$", "attn.rel_clip"),
-    (r"^k_input_layernorm$", "attn.k_input_norm"), (r"^v_input_layernorm$", "attn.v_input_norm"),
+    (r"^self_attn\.q_l2_clip$", "attn.q_clip"),
+    (r"^self_attn\.rel_l2_clip$", "attn.rel_clip"),
+    (r"^k_input_layernorm$", "attn.k_input_norm"),
+    (r"^v_input_layernorm$", "attn.v_input_norm"),
     (r"^q_input_layernorm$", "norms"),
-    (r"^post_attention_convolution\.conv1d$", "attn.out_conv1d"), (r"^post_mlp_convolution\.conv1d$", "ffn.out_conv1d"),
+    (r"^post_attention_convolution\.conv1d$", "attn.out_conv1d"),
+    (r"^post_mlp_convolution\.conv1d$", "ffn.out_conv1d"),
 ) + MOE_MODULES
 TOP_MODULES = ((r"embed_tokens\.embed_norm$", "embed_norm"), (r"final_input$", "res.final"))
 
@@ -60,22 +68,64 @@ def inkling2_text(c: Config) -> dict:
         types = ["hybrid" if (i + 1) % 6 == 0 else "hybrid_sliding" for i in range(n)]
     elif not isinstance(types, list) or len(types) != n or not all(isinstance(t, str) for t in types):
         raise c.fail("layer_types", f"expected a list of {n} layer types, got {types!r}")
-    shared = {"kind": "rel_attention", "d_rel": c.int("d_rel", 16), "conv_kernel": kernel, "qk_norm": False,
-              "output_gate": True, "token_sinks": True, "l2_clip": True, "v_norm": True, "conv_scale": True}
-    full = {**shared, "n_heads": c.int("num_attention_heads", 48), "n_kv_heads": c.int("num_key_value_heads", 8),
-            "head_dim": c.int("head_dim", 128), "rel_extent": c.int("rel_extent", 1024), "log_scaling": True,
-            "log_scaling_states": True, "dynamic_conv": True, "kv_inputs": True}
-    local = {**shared, "n_heads": c.int("swa_num_attention_heads", 48),
-             "n_kv_heads": c.int("swa_num_key_value_heads", 8), "head_dim": c.int("swa_head_dim", 128),
-             "rel_extent": local_window, "window": local_window}
-    expert = {"kind": "gated", "d_ff": _key(c, "moe_intermediate_size", "intermediate_size", 2304),
-              "activation": "silu", "bias": False}
-    moe = {"kind": "sink_moe", "n_experts": _key(c, "n_routed_experts", "num_local_experts", 384),
-           "top_k": c.int("num_experts_per_tok", 8), "expert": expert, "router": "sigmoid",
-           "gate_softcap": c.float("mlp_gate_softcap", 4.0), "up_softcap": c.float("mlp_up_softcap", 25.0),
-           "conv_kernel": kernel, "conv_scale": True}
+    shared = {
+        "kind": "rel_attention",
+        "d_rel": c.int("d_rel", 16),
+        "conv_kernel": kernel,
+        "qk_norm": False,
+        "output_gate": True,
+        "token_sinks": True,
+        "l2_clip": True,
+        "v_norm": True,
+        "conv_scale": True,
+    }
+    full = {
+        **shared,
+        "n_heads": c.int("num_attention_heads", 48),
+        "n_kv_heads": c.int("num_key_value_heads", 8),
+        "head_dim": c.int("head_dim", 128),
+        "rel_extent": c.int("rel_extent", 1024),
+        "log_scaling": True,
+        "log_scaling_states": True,
+        "dynamic_conv": True,
+        "kv_inputs": True,
+    }
+    local = {
+        **shared,
+        "n_heads": c.int("swa_num_attention_heads", 48),
+        "n_kv_heads": c.int("swa_num_key_value_heads", 8),
+        "head_dim": c.int("swa_head_dim", 128),
+        "rel_extent": local_window,
+        "window": local_window,
+    }
+    expert = {
+        "kind": "gated",
+        "d_ff": _key(c, "moe_intermediate_size", "intermediate_size", 2304),
+        "activation": "silu",
+        "bias": False,
+    }
+    moe = {
+        "kind": "sink_moe",
+        "n_experts": _key(c, "n_routed_experts", "num_local_experts", 384),
+        "top_k": c.int("num_experts_per_tok", 8),
+        "expert": expert,
+        "router": "sigmoid",
+        "gate_softcap": c.float("mlp_gate_softcap", 4.0),
+        "up_softcap": c.float("mlp_up_softcap", 25.0),
+        "conv_kernel": kernel,
+        "conv_scale": True,
+    }
     layers = [{"attention": local if t == "hybrid_sliding" else full, "ffn": moe} for t in types]
-    return {"name": c.data.get("_name_or_path") or None, "vocab_size": c.int("vocab_size", 201_024), "d_model": d,
-            "n_layers": n, "context_length": _key(c, "max_position_embeddings", "model_max_length", 1_048_576),
-            "tie_embeddings": False, "positions": "none", **stack(layers), "norm": rms(), "embedding_norm": True,
-            "block_residuals": {"block_layers": c.int("n_layers_per_attn_res_block", 6)}}
+    return {
+        "name": c.data.get("_name_or_path") or None,
+        "vocab_size": c.int("vocab_size", 201_024),
+        "d_model": d,
+        "n_layers": n,
+        "context_length": _key(c, "max_position_embeddings", "model_max_length", 1_048_576),
+        "tie_embeddings": False,
+        "positions": "none",
+        **stack(layers),
+        "norm": rms(),
+        "embedding_norm": True,
+        "block_residuals": {"block_layers": c.int("n_layers_per_attn_res_block", 6)},
+    }

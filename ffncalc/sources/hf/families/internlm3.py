@@ -13,5 +13,9 @@ def internlm3(c: Config) -> dict:
     bias = c.bool("qkv_bias", c.bool("attention_bias", False))  # the alias, set after the field, wins
     attn = attention(c, head_dim=128 if "head_dim" not in c.data else None, qkv_bias=bias, o_bias=bias)
     attn["n_kv_heads"] = c.int("num_key_value_heads", 2 if "num_key_value_heads" not in c.data else attn["n_heads"])
-    return {**common(c, tie=False, context_default=32768), "attention": attn,
-            "ffn": gated(c, bias=c.bool("bias", c.bool("mlp_bias", False))), "norm": rms()}
+    return {
+        **common(c, tie=False, context_default=32768),
+        "attention": attn,
+        "ffn": gated(c, bias=c.bool("bias", c.bool("mlp_bias", False))),
+        "norm": rms(),
+    }

@@ -12,5 +12,9 @@ def iquestcoder(c: Config) -> dict:
     untied unless tie_word_embeddings."""
     bias = c.bool("attention_bias", False)
     attn = attention(c, head_dim=128 if "head_dim" not in c.data else None, kv_heads=8, qkv_bias=bias, o_bias=bias)
-    return {**common(c, tie=False, context_default=131072), "attention": attn,
-            "ffn": gated(c, bias=c.bool("mlp_bias", False)), "norm": rms()}
+    return {
+        **common(c, tie=False, context_default=131072),
+        "attention": attn,
+        "ffn": gated(c, bias=c.bool("mlp_bias", False)),
+        "norm": rms(),
+    }

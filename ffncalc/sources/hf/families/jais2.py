@@ -12,8 +12,14 @@ def jais2(c: Config) -> dict:
     (default true) and hidden_act (default relu2); a context of 8192 by default; untied unless
     tie_word_embeddings."""
     bias = c.bool("attention_bias", True)
-    return {**common(c, tie=False, context_default=8192),
-            "attention": attention(c, qkv_bias=bias, o_bias=bias),
-            "ffn": {"kind": "dense", "d_ff": c.int("intermediate_size"), "bias": c.bool("mlp_bias", True),
-                    "activation": c.activation("hidden_act", "relu2")},
-            "norm": {"kind": "layernorm", "per_layer": 2, "final": True}}
+    return {
+        **common(c, tie=False, context_default=8192),
+        "attention": attention(c, qkv_bias=bias, o_bias=bias),
+        "ffn": {
+            "kind": "dense",
+            "d_ff": c.int("intermediate_size"),
+            "bias": c.bool("mlp_bias", True),
+            "activation": c.activation("hidden_act", "relu2"),
+        },
+        "norm": {"kind": "layernorm", "per_layer": 2, "final": True},
+    }

@@ -11,13 +11,21 @@ from ..config import Config, family, gated, rms, stack
 # Parameters of the mixer itself, one fused component), feed_forward (JambaMLP, or JambaSparseMoeBlock: a router
 # and fused experts), input_layernorm and pre_ff_layernorm; JambaModel's final_layernorm.
 JAMBA_MODULES = (
-    (r"^mamba\.in_proj$", "mixer.in_proj"), (r"^mamba\.conv1d$", "mixer.conv1d"), (r"^mamba\.x_proj$", "mixer.x_proj"),
-    (r"^mamba\.dt_proj$", "mixer.dt_proj"), (r"^mamba\.dt_layernorm$", "mixer.dt_norm"),
-    (r"^mamba\.b_layernorm$", "mixer.b_norm"), (r"^mamba\.c_layernorm$", "mixer.c_norm"), (r"^mamba$", "mixer.A_log+D"),
+    (r"^mamba\.in_proj$", "mixer.in_proj"),
+    (r"^mamba\.conv1d$", "mixer.conv1d"),
+    (r"^mamba\.x_proj$", "mixer.x_proj"),
+    (r"^mamba\.dt_proj$", "mixer.dt_proj"),
+    (r"^mamba\.dt_layernorm$", "mixer.dt_norm"),
+    (r"^mamba\.b_layernorm$", "mixer.b_norm"),
+    (r"^mamba\.c_layernorm$", "mixer.c_norm"),
+    (r"^mamba$", "mixer.A_log+D"),
     (r"^mamba\.out_proj$", "mixer.out_proj"),
-    (r"^feed_forward\.router$", "ffn.router"), (r"^feed_forward\.experts$", "ffn.experts"),
-    (r"^feed_forward\.gate_proj$", "ffn.gate"), (r"^feed_forward\.up_proj$", "ffn.up"),
-    (r"^feed_forward\.down_proj$", "ffn.down"), (r"^pre_ff_layernorm$", "norms"),
+    (r"^feed_forward\.router$", "ffn.router"),
+    (r"^feed_forward\.experts$", "ffn.experts"),
+    (r"^feed_forward\.gate_proj$", "ffn.gate"),
+    (r"^feed_forward\.up_proj$", "ffn.up"),
+    (r"^feed_forward\.down_proj$", "ffn.down"),
+    (r"^pre_ff_layernorm$", "norms"),
 )
 
 
@@ -43,17 +51,30 @@ def jamba(c: Config) -> dict:
     # o back to hidden_size, whether or not the heads divide it)
     head_dim = c.int("head_dim") if c.has("head_dim") else (d // heads if d % heads else None)
     attn = {"kind": "mha", "n_heads": heads, "n_kv_heads": kv, **({"head_dim": head_dim} if head_dim else {})}
-    mixer = {"kind": "mamba", "d_inner": c.int("mamba_expand", 2) * d, "state_size": c.int("mamba_d_state", 16),
-             "conv_kernel": c.int("mamba_d_conv", 4), "time_step_rank": rank,
-             "use_bias": c.bool("mamba_proj_bias", False), "use_conv_bias": c.bool("mamba_conv_bias", True),
-             "activation": c.activation("hidden_act", "silu"), "bcdt_norm": True, "bcdt_weights": True}
+    mixer = {
+        "kind": "mamba",
+        "d_inner": c.int("mamba_expand", 2) * d,
+        "state_size": c.int("mamba_d_state", 16),
+        "conv_kernel": c.int("mamba_d_conv", 4),
+        "time_step_rank": rank,
+        "use_bias": c.bool("mamba_proj_bias", False),
+        "use_conv_bias": c.bool("mamba_conv_bias", True),
+        "activation": c.activation("hidden_act", "silu"),
+        "bcdt_norm": True,
+        "bcdt_weights": True,
+    }
     mlp = gated(c, width=c.int("intermediate_size", 14336))
     experts = c.int("num_experts", 16)
     moe = {"kind": "moe", "n_experts": experts, "top_k": c.int("num_experts_per_tok", 2), "expert": mlp}
     attn_period, attn_offset = c.int("attn_layer_period", 8), c.int("attn_layer_offset", 4, positive=False)
     moe_period, moe_offset = c.int("expert_layer_period", 2), c.int("expert_layer_offset", 1, positive=False)
-    layers = [{"attention": attn if i % attn_period == attn_offset else mixer,
-               "ffn": moe if experts > 1 and i % moe_period == moe_offset else mlp} for i in range(n)]
+    layers = [
+        {
+            "attention": attn if i % attn_period == attn_offset else mixer,
+            "ffn": moe if experts > 1 and i % moe_period == moe_offset else mlp,
+        }
+        for i in range(n)
+    ]
     return {
         "name": c.data.get("_name_or_path") or None,
         "vocab_size": c.int("vocab_size", 65536),

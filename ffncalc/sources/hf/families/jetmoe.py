@@ -17,8 +17,7 @@ JETMOE_MODULES = (
 )
 
 
-@family("jetmoe",
-        layer_modules=JETMOE_MODULES)
+@family("jetmoe", layer_modules=JETMOE_MODULES)
 def jetmoe(c: Config) -> dict:
     """JetMoeConfig / JetMoeDecoderLayer: self_attention is JetMoeAttention, a mixture of attention heads
     (JetMoeMoA): a bias-free router over num_local_experts (default 8) experts, num_experts_per_tok (default 2) per
@@ -30,8 +29,18 @@ def jetmoe(c: Config) -> dict:
     halves fused in input_linear, one bias of hidden_size on the output. The routers softmax the k chosen logits.
     RMSNorms before each sublayer and at the end; tied unless tie_word_embeddings is false."""
     experts, top_k = c.int("num_local_experts", 8), c.int("num_experts_per_tok", 2)
-    moa = {"kind": "moa", "n_experts": experts, "top_k": top_k, "n_kv_heads": c.int("num_key_value_heads", 16),
-           "head_dim": c.int("kv_channels", 128)}
-    moe = {"kind": "moe", "n_experts": experts, "top_k": top_k, "output_bias": True,
-           "expert": gated(c, act_key="activation_function", width=c.int("intermediate_size", 5632))}
+    moa = {
+        "kind": "moa",
+        "n_experts": experts,
+        "top_k": top_k,
+        "n_kv_heads": c.int("num_key_value_heads", 16),
+        "head_dim": c.int("kv_channels", 128),
+    }
+    moe = {
+        "kind": "moe",
+        "n_experts": experts,
+        "top_k": top_k,
+        "output_bias": True,
+        "expert": gated(c, act_key="activation_function", width=c.int("intermediate_size", 5632)),
+    }
     return {**common(c, tie=True, context_default=4096), "attention": moa, "ffn": moe, "norm": rms()}

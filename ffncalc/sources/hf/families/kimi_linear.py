@@ -13,10 +13,12 @@ from .qwen3_next import runs
 # dt_bias and A_log are Parameters of the forget gate itself, so transformers names them under "forget_gate".
 KDA_MODULES = (
     (r"self_attn\.conv1d$", "attn.conv1d"),
-    (r"forget_gate\.f_a_proj$", "attn.f_a"), (r"forget_gate\.f_b_proj$", "attn.f_b"),
+    (r"forget_gate\.f_a_proj$", "attn.f_a"),
+    (r"forget_gate\.f_b_proj$", "attn.f_b"),
     (r"forget_gate$", "attn.dt_bias+A_log"),
     (r"self_attn\.b_proj$", "attn.b"),
-    (r"self_attn\.g_a_proj$", "attn.g_a"), (r"self_attn\.g_b_proj$", "attn.g_b"),
+    (r"self_attn\.g_a_proj$", "attn.g_a"),
+    (r"self_attn\.g_b_proj$", "attn.g_b"),
     (r"self_attn\.o_norm$", "attn.o_norm"),
 )
 
@@ -61,8 +63,7 @@ def mlp_layer_types(c: Config) -> list[str]:
     return ["sparse" if k == "sparse" else "dense" for k in kinds]
 
 
-@family("kimi_linear",
-        layer_modules=KDA_MODULES + MLA_MODULES + MOE_MODULES)
+@family("kimi_linear", layer_modules=KDA_MODULES + MLA_MODULES + MOE_MODULES)
 def kimi_linear(c: Config) -> dict:
     """KimiLinearConfig / KimiLinearDecoderLayer: self_attn is KimiLinearDeltaAttention (kind kda: q_proj, k_proj,
     v_proj of linear_num_heads × linear_head_dim, default 32 × 128, a bias-free depthwise conv1d of
@@ -85,27 +86,46 @@ def kimi_linear(c: Config) -> dict:
     if not isinstance(linear, dict):
         raise c.fail("linear_attn_config", f"expected an object, got {linear!r}")
     inner = Config({**c.data, **linear}, c.text, c.source, start=c.start)
-    kda = {"kind": "kda",
-           "n_heads": inner.int("num_heads") if "num_heads" in linear else c.int("linear_num_heads", 32),
-           "head_dim": inner.int("head_dim") if "head_dim" in linear else c.int("linear_head_dim", 128),
-           "conv_kernel": (inner.int("short_conv_kernel_size") if "short_conv_kernel_size" in linear
-                           else c.int("linear_conv_kernel_dim", 4)),
-           "activation": c.activation("hidden_act", "silu")}
+    kda = {
+        "kind": "kda",
+        "n_heads": inner.int("num_heads") if "num_heads" in linear else c.int("linear_num_heads", 32),
+        "head_dim": inner.int("head_dim") if "head_dim" in linear else c.int("linear_head_dim", 128),
+        "conv_kernel": (
+            inner.int("short_conv_kernel_size") if "short_conv_kernel_size" in linear else c.int("linear_conv_kernel_dim", 4)
+        ),
+        "activation": c.activation("hidden_act", "silu"),
+    }
     q_rank = c.data.get("q_lora_rank")  # null by default: a full-rank query
-    mla = {"kind": "mla", "n_heads": c.int("num_attention_heads", 32),
-           "q_lora_rank": None if q_rank is None else c.int("q_lora_rank"),
-           "kv_lora_rank": c.int("kv_lora_rank", 512), "qk_nope_head_dim": c.int("qk_nope_head_dim", 128),
-           "qk_rope_head_dim": c.int("qk_rope_head_dim", 64), "v_head_dim": c.int("v_head_dim", 128),
-           "bias": c.bool("attention_bias", False)}
+    mla = {
+        "kind": "mla",
+        "n_heads": c.int("num_attention_heads", 32),
+        "q_lora_rank": None if q_rank is None else c.int("q_lora_rank"),
+        "kv_lora_rank": c.int("kv_lora_rank", 512),
+        "qk_nope_head_dim": c.int("qk_nope_head_dim", 128),
+        "qk_rope_head_dim": c.int("qk_rope_head_dim", 64),
+        "v_head_dim": c.int("v_head_dim", 128),
+        "bias": c.bool("attention_bias", False),
+    }
     width = c.int("moe_intermediate_size", 1024)
-    moe = {"kind": "moe", "n_experts": _alias(c, "num_experts", "num_local_experts", 256),
-           "top_k": _alias(c, "num_experts_per_token", "num_experts_per_tok", 8), "expert": gated(c, width=width)}
+    moe = {
+        "kind": "moe",
+        "n_experts": _alias(c, "num_experts", "num_local_experts", 256),
+        "top_k": _alias(c, "num_experts_per_token", "num_experts_per_tok", 8),
+        "expert": gated(c, width=width),
+    }
     shared = _alias(c, "num_shared_experts", "n_shared_experts", 1)
     if shared:
         moe.update(n_shared_experts=shared, shared=gated(c, width=width))
-    blocks = {"linear_attention": kda, "full_attention": mla, "sparse": moe,
-              "dense": gated(c, width=c.int("intermediate_size", 9216))}
+    blocks = {"linear_attention": kda, "full_attention": mla, "sparse": moe, "dense": gated(c, width=c.int("intermediate_size", 9216))}
     mixer, ffn, layers = runs(list(zip(layer_types(c), mlp_layer_types(c))), blocks)
     context = c.int("model_max_length") if c.has("model_max_length") else c.int("max_position_embeddings", 1_048_576)
-    return {**common(c, tie=False), "context_length": context, "tie_embeddings": False, "positions": "none",
-            "attention": blocks[mixer], "ffn": blocks[ffn], "norm": rms(), **({"layers": layers} if layers else {})}
+    return {
+        **common(c, tie=False),
+        "context_length": context,
+        "tie_embeddings": False,
+        "positions": "none",
+        "attention": blocks[mixer],
+        "ffn": blocks[ffn],
+        "norm": rms(),
+        **({"layers": layers} if layers else {}),
+    }

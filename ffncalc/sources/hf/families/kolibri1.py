@@ -6,8 +6,7 @@ from __future__ import annotations
 from ..config import MOE_MODULES, Config, attention, common, family, gated, layer_types, rms, stack, window
 
 
-@family("kolibri1",
-        layer_modules=((r"(post_self_attn_layernorm|post_mlp_layernorm)$", "norms"),) + MOE_MODULES)
+@family("kolibri1", layer_modules=((r"(post_self_attn_layernorm|post_mlp_layernorm)$", "norms"),) + MOE_MODULES)
 def kolibri1(c: Config) -> dict:
     """Kolibri1Config / Kolibri1DecoderLayer: four RMSNorms a layer, input_layernorm before attention and
     post_self_attn_layernorm on its output, post_attention_layernorm before the mixture and post_mlp_layernorm on
@@ -24,9 +23,14 @@ def kolibri1(c: Config) -> dict:
     if size is None and "sliding_attention" in types:
         raise c.fail("sliding_window", "sliding-window layers need a positive sliding_window")
     full = attention(c, head_dim=128, kv_heads=4, qk_norm="head")
-    moe = {"kind": "moe", "n_experts": c.int("num_local_experts", c.int("num_experts", 384)),
-           "top_k": c.int("num_experts_per_tok", 6), "expert": gated(c, width=c.int("moe_intermediate_size", 512)),
-           "n_shared_experts": 1, "shared": gated(c, width=c.int("shared_expert_intermediate_size", 512))}
+    moe = {
+        "kind": "moe",
+        "n_experts": c.int("num_local_experts", c.int("num_experts", 384)),
+        "top_k": c.int("num_experts_per_tok", 6),
+        "expert": gated(c, width=c.int("moe_intermediate_size", 512)),
+        "n_shared_experts": 1,
+        "shared": gated(c, width=c.int("shared_expert_intermediate_size", 512)),
+    }
 
     def attn(kind: str) -> dict:
         if kind == "sliding_attention":

@@ -19,13 +19,11 @@ def _per_layer(c: Config, key: str, n: int, allowed: set | None = None) -> list 
     if value is None:
         return None
     if not isinstance(value, list) or len(value) != n or (allowed is not None and not set(value) <= allowed):
-        raise c.fail(key, f"expected {n} entries{', each one of ' + ', '.join(sorted(allowed)) if allowed else ''}, "
-                          f"got {value!r}")
+        raise c.fail(key, f"expected {n} entries{', each one of ' + ', '.join(sorted(allowed)) if allowed else ''}, got {value!r}")
     return value
 
 
-@family("laguna",
-        layer_modules=LAGUNA_MODULES + MOE_MODULES)
+@family("laguna", layer_modules=LAGUNA_MODULES + MOE_MODULES)
 def laguna(c: Config) -> dict:
     """LagunaConfig / LagunaDecoderLayer: Llama's pre-norm layer. LagunaAttention: num_attention_heads_per_layer
     (default num_attention_heads, 48, in every layer) query heads and num_key_value_heads (8) KV heads of head_dim
@@ -60,13 +58,27 @@ def laguna(c: Config) -> dict:
     def attn(h: int, kind: str) -> dict:
         if kind not in ROTARY:
             raise c.fail("layer_types", f"unknown layer type {kind!r} (full_attention or sliding_attention)")
-        out = {"n_heads": h, "n_kv_heads": kv, "head_dim": head_dim, "qkv_bias": bias, "o_bias": bias,
-               "qk_norm": "head", "softplus_gate": gate, "rotary_dim": rotary(kind)}
+        out = {
+            "n_heads": h,
+            "n_kv_heads": kv,
+            "head_dim": head_dim,
+            "qkv_bias": bias,
+            "o_bias": bias,
+            "qk_norm": "head",
+            "softplus_gate": gate,
+            "rotary_dim": rotary(kind),
+        }
         return {**out, "window": size} if kind == "sliding_attention" and size else out
 
-    moe = {"kind": "moe", "n_experts": c.int("num_experts", 256), "top_k": c.int("num_experts_per_tok", 8),
-           "expert": gated(c, width=c.int("moe_intermediate_size", 512)), "correction_bias": True,
-           "n_shared_experts": 1, "shared": gated(c, width=c.int("shared_expert_intermediate_size", 512))}
+    moe = {
+        "kind": "moe",
+        "n_experts": c.int("num_experts", 256),
+        "top_k": c.int("num_experts_per_tok", 8),
+        "expert": gated(c, width=c.int("moe_intermediate_size", 512)),
+        "correction_bias": True,
+        "n_shared_experts": 1,
+        "shared": gated(c, width=c.int("shared_expert_intermediate_size", 512)),
+    }
     dense = gated(c, width=c.int("intermediate_size", 8192))
     layers = [{"attention": attn(h, k), "ffn": moe if m == "sparse" else dense} for h, k, m in zip(heads, kinds, mlp)]
     return {**common(c, tie=False, context_default=131_072), **stack(layers), "norm": rms()}

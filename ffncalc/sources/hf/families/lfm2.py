@@ -12,11 +12,17 @@ from ..config import Config, attention, common, family, rms, stack
 # the down projection; Lfm2MoeSparseMoeBlock: gate, the router's weight, and experts, fused 3-D gate_up_proj and
 # down_proj), operator_norm and ffn_norm. Lfm2Model's final norm is named embedding_norm, though it comes last.
 LFM2_MODULES = (
-    (r"^conv\.in_proj$", "conv.in_proj"), (r"^conv\.conv$", "conv.conv"), (r"^conv\.out_proj$", "conv.out_proj"),
+    (r"^conv\.in_proj$", "conv.in_proj"),
+    (r"^conv\.conv$", "conv.conv"),
+    (r"^conv\.out_proj$", "conv.out_proj"),
     (r"^self_attn\.out_proj$", "attn.o"),
-    (r"^self_attn\.q_layernorm$", "attn.q_norm"), (r"^self_attn\.k_layernorm$", "attn.k_norm"),
-    (r"^feed_forward\.w1$", "ffn.gate"), (r"^feed_forward\.w3$", "ffn.up"), (r"^feed_forward\.w2$", "ffn.down"),
-    (r"^feed_forward\.gate$", "ffn.router"), (r"^feed_forward\.experts$", "ffn.experts"),
+    (r"^self_attn\.q_layernorm$", "attn.q_norm"),
+    (r"^self_attn\.k_layernorm$", "attn.k_norm"),
+    (r"^feed_forward\.w1$", "ffn.gate"),
+    (r"^feed_forward\.w3$", "ffn.up"),
+    (r"^feed_forward\.w2$", "ffn.down"),
+    (r"^feed_forward\.gate$", "ffn.router"),
+    (r"^feed_forward\.experts$", "ffn.experts"),
     (r"^(operator_norm|ffn_norm)$", "norms"),
 )
 TOP_MODULES = ((r"embedding_norm$", "final_norm"),)
@@ -51,9 +57,7 @@ def mixers(c: Config, types: list[str]) -> list[dict]:
     return [conv if t == "conv" else attn for t in types]
 
 
-@family("lfm2",
-        layer_modules=LFM2_MODULES,
-        top_modules=TOP_MODULES)
+@family("lfm2", layer_modules=LFM2_MODULES, top_modules=TOP_MODULES)
 def lfm2(c: Config) -> dict:
     """Lfm2Config / Lfm2DecoderLayer: operator_norm, then Lfm2ShortConv or Lfm2Attention by layer_types (when
     absent: attention in the layers of full_attn_idxs, every layer when that is absent too), then ffn_norm and a
@@ -69,13 +73,10 @@ def lfm2(c: Config) -> dict:
         raise c.fail("layer_types", f"expected a list of {n} layer types, got {types!r}")
     mlp = {"kind": "gated", "d_ff": mlp_width(c), "activation": "silu", "bias": False}
     layers = [{"attention": m, "ffn": mlp} for m in mixers(c, types)]
-    return {**common(c, tie=True, context_default=128_000), "tie_embeddings": tied(c), **stack(layers),
-            "norm": rms()}
+    return {**common(c, tie=True, context_default=128_000), "tie_embeddings": tied(c), **stack(layers), "norm": rms()}
 
 
-@family("lfm2_moe",
-        layer_modules=LFM2_MODULES,
-        top_modules=TOP_MODULES)
+@family("lfm2_moe", layer_modules=LFM2_MODULES, top_modules=TOP_MODULES)
 def lfm2_moe(c: Config) -> dict:
     """Lfm2MoeConfig / Lfm2MoeDecoderLayer: LFM2's layers (layer_types is required: the config class derives none),
     with a bias-free SwiGLU Lfm2MoeMLP of intermediate_size (default 7168, not adjusted) in the first
@@ -88,10 +89,12 @@ def lfm2_moe(c: Config) -> dict:
     if not isinstance(types, list) or len(types) != n or not all(isinstance(t, str) for t in types):
         raise c.fail("layer_types", f"expected a list of {n} layer types, got {types!r}")
     dense = {"kind": "gated", "d_ff": c.int("intermediate_size", 7168), "activation": "silu", "bias": False}
-    moe = {"kind": "moe", "n_experts": c.int("num_experts", 32), "top_k": c.int("num_experts_per_tok", 4),
-           "expert": {"kind": "gated", "d_ff": c.int("moe_intermediate_size", 1792), "activation": "silu",
-                      "bias": False}}
+    moe = {
+        "kind": "moe",
+        "n_experts": c.int("num_experts", 32),
+        "top_k": c.int("num_experts_per_tok", 4),
+        "expert": {"kind": "gated", "d_ff": c.int("moe_intermediate_size", 1792), "activation": "silu", "bias": False},
+    }
     first = c.int("num_dense_layers", 2, positive=False)
     layers = [{"attention": m, "ffn": dense if i < first else moe} for i, m in enumerate(mixers(c, types))]
-    return {**common(c, tie=True, context_default=128_000), "tie_embeddings": tied(c), **stack(layers),
-            "norm": rms()}
+    return {**common(c, tie=True, context_default=128_000), "tie_embeddings": tied(c), **stack(layers), "norm": rms()}

@@ -11,9 +11,13 @@ from ..config import Config, attention, common, family, rms, stack, window
 # projection, w2 the down projection), operator_norm, post_operator_norm, ffn_norm and post_ffn_norm. Lfm3Model's
 # final norm is named embedding_norm, though it comes last.
 LFM3_MODULES = (
-    (r"^conv\.in_proj$", "conv.in_proj"), (r"^conv\.conv$", "conv.conv"), (r"^conv\.out_proj$", "conv.out_proj"),
+    (r"^conv\.in_proj$", "conv.in_proj"),
+    (r"^conv\.conv$", "conv.conv"),
+    (r"^conv\.out_proj$", "conv.out_proj"),
     (r"^self_attn\.g_proj$", "attn.g"),
-    (r"^feed_forward\.w1$", "ffn.gate"), (r"^feed_forward\.w3$", "ffn.up"), (r"^feed_forward\.w2$", "ffn.down"),
+    (r"^feed_forward\.w1$", "ffn.gate"),
+    (r"^feed_forward\.w3$", "ffn.up"),
+    (r"^feed_forward\.w2$", "ffn.down"),
     (r"^(operator_norm|post_operator_norm|ffn_norm|post_ffn_norm)$", "norms"),
 )
 
@@ -25,16 +29,13 @@ def layer_types(c: Config) -> list[str]:
     n = c.int("num_hidden_layers")
     stated = c.data.get("layer_types")
     if stated is None:
-        return ["full_attention" if i % 4 == 2 else "sliding_attention" if i % 4 == 0 and i > 0 else "conv"
-                for i in range(n)]
+        return ["full_attention" if i % 4 == 2 else "sliding_attention" if i % 4 == 0 and i > 0 else "conv" for i in range(n)]
     if not isinstance(stated, list) or len(stated) != n or not all(isinstance(t, str) for t in stated):
         raise c.fail("layer_types", f"expected a list of {n} layer types, got {stated!r}")
     return stated
 
 
-@family("lfm3",
-        layer_modules=LFM3_MODULES,
-        top_modules=((r"embedding_norm$", "final_norm"),))
+@family("lfm3", layer_modules=LFM3_MODULES, top_modules=((r"embedding_norm$", "final_norm"),))
 def lfm3(c: Config) -> dict:
     """Lfm3Config / Lfm3DecoderLayer: operator_norm, then Lfm3ShortConv or Lfm3Attention by ``layer_types``, then
     post_operator_norm, ffn_norm, a bias-free SwiGLU Lfm3MLP of intermediate_size (default 7680, not adjusted as
@@ -47,8 +48,7 @@ def lfm3(c: Config) -> dict:
     sigmoid scales that head's output. The convolution: kernel conv_L_cache (default 7), conv_bias (default false)
     on in_proj, the convolution and out_proj. A final norm (embedding_norm); lm_head tied unless
     tie_word_embeddings is false. Defaults: vocab 128000, hidden 2048, 24 layers, context 128000."""
-    c = c.with_defaults({"vocab_size": 128_000, "hidden_size": 2048, "num_hidden_layers": 24,
-                         "num_attention_heads": 16})
+    c = c.with_defaults({"vocab_size": 128_000, "hidden_size": 2048, "num_hidden_layers": 24, "num_attention_heads": 16})
     bias = c.bool("attention_bias", False)
     attn = {"kind": "mha", **attention(c, head_dim=128, qkv_bias=bias, o_bias=bias, qk_norm="head", kv_heads=4)}
     if c.bool("use_attention_gate", True):

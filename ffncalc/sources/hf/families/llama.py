@@ -10,5 +10,9 @@ def llama(c: Config) -> dict:
     """LlamaConfig / LlamaAttention, LlamaMLP: attention_bias on q/k/v/o and mlp_bias (both default false);
     head_dim defaults to hidden_size / heads; untied unless tie_word_embeddings (Llama 3.2 1B/3B)."""
     bias = c.bool("attention_bias", False)
-    return {**common(c, tie=False), "attention": attention(c, qkv_bias=bias, o_bias=bias),
-            "ffn": gated(c, bias=c.bool("mlp_bias", False)), "norm": rms()}
+    return {
+        **common(c, tie=False),
+        "attention": attention(c, qkv_bias=bias, o_bias=bias),
+        "ffn": gated(c, bias=c.bool("mlp_bias", False)),
+        "norm": rms(),
+    }

@@ -6,22 +6,36 @@ from __future__ import annotations
 from ..config import Config, attention, common, family, gated, layer_types, rms, stack
 
 # Llama4TextConfig's defaults (transformers 5.23): a llama4 text_config may state only what differs from them.
-LLAMA4_TEXT = {"vocab_size": 202_048, "hidden_size": 5120, "intermediate_size": 8192, "intermediate_size_mlp": 16_384,
-               "num_hidden_layers": 48, "num_attention_heads": 40, "num_key_value_heads": 8, "head_dim": 128,
-               "hidden_act": "silu", "max_position_embeddings": 4096 * 32, "tie_word_embeddings": False,
-               "num_experts_per_tok": 1, "num_local_experts": 16, "interleave_moe_layer_step": 1,
-               "attention_bias": False}
+LLAMA4_TEXT = {
+    "vocab_size": 202_048,
+    "hidden_size": 5120,
+    "intermediate_size": 8192,
+    "intermediate_size_mlp": 16_384,
+    "num_hidden_layers": 48,
+    "num_attention_heads": 40,
+    "num_key_value_heads": 8,
+    "head_dim": 128,
+    "hidden_act": "silu",
+    "max_position_embeddings": 4096 * 32,
+    "tie_word_embeddings": False,
+    "num_experts_per_tok": 1,
+    "num_local_experts": 16,
+    "interleave_moe_layer_step": 1,
+    "attention_bias": False,
+}
 
 # Llama4TextDecoderLayer's feed_forward: a Llama4TextMoe (router, experts, shared_expert) or a Llama4TextMLP.
 LLAMA4_MODULES = (
-    (r"feed_forward\.router$", "ffn.router"), (r"feed_forward\.shared_expert\b", "ffn.shared"),
-    (r"feed_forward\.experts\b", "ffn.experts"), (r"feed_forward\.gate_proj$", "ffn.gate"),
-    (r"feed_forward\.up_proj$", "ffn.up"), (r"feed_forward\.down_proj$", "ffn.down"),
+    (r"feed_forward\.router$", "ffn.router"),
+    (r"feed_forward\.shared_expert\b", "ffn.shared"),
+    (r"feed_forward\.experts\b", "ffn.experts"),
+    (r"feed_forward\.gate_proj$", "ffn.gate"),
+    (r"feed_forward\.up_proj$", "ffn.up"),
+    (r"feed_forward\.down_proj$", "ffn.down"),
 )
 
 
-@family("llama4_text",
-        layer_modules=LLAMA4_MODULES)
+@family("llama4_text", layer_modules=LLAMA4_MODULES)
 def llama4_text(c: Config) -> dict:
     """Llama4TextConfig / Llama4ForCausalLM: Llama4TextAttention puts attention_bias (default false) on q, k, v
     and o; its qk_norm is a parameter-free L2 norm (Llama4TextL2Norm), and no_rope layers and chunked
@@ -52,11 +66,22 @@ def llama4_text(c: Config) -> dict:
         step = c.int("interleave_moe_layer_step")
         moe_layers = set(range(step - 1, n, step))
     expert = gated(c)  # intermediate_size, hidden_act
-    moe = {"kind": "moe", "n_experts": c.int("num_local_experts"), "top_k": c.int("num_experts_per_tok"),
-           "expert": expert, "n_shared_experts": 1, "shared": dict(expert)}
+    moe = {
+        "kind": "moe",
+        "n_experts": c.int("num_local_experts"),
+        "top_k": c.int("num_experts_per_tok"),
+        "expert": expert,
+        "n_shared_experts": 1,
+        "shared": dict(expert),
+    }
     dense = gated(c, "intermediate_size_mlp") if len(moe_layers) < n else None
-    layers = [{"attention": {**attn, "chunk": chunk} if types[i] == "chunked_attention" and chunk else attn,
-               "ffn": moe if i in moe_layers else dense} for i in range(n)]
+    layers = [
+        {
+            "attention": {**attn, "chunk": chunk} if types[i] == "chunked_attention" and chunk else attn,
+            "ffn": moe if i in moe_layers else dense,
+        }
+        for i in range(n)
+    ]
     for i, layer in enumerate(layers):
         if not rope[i]:  # a NoPE layer (Llama4TextAttention.use_rope): no rotary positions, the same parameters
             layer["attention"] = {**layer["attention"], "rope": False}

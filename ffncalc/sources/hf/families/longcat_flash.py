@@ -13,14 +13,15 @@ SUBLAYERS = (r"^(?:self_attn|mlps|input_layernorm|post_attention_layernorm)\.(\d
 LONGCAT_MODULES = (
     (r"self_attn\.\d+\.o_proj$", "attn.o"),
     (r"mlps\.0\.", "ffn.shared"),
-    (r"mlps\.1\.gate_proj$", "ffn.gate"), (r"mlps\.1\.up_proj$", "ffn.up"), (r"mlps\.1\.down_proj$", "ffn.down"),
+    (r"mlps\.1\.gate_proj$", "ffn.gate"),
+    (r"mlps\.1\.up_proj$", "ffn.up"),
+    (r"mlps\.1\.down_proj$", "ffn.down"),
     (r"mlp\.router\.classifier$", "ffn.router"),
     (r"(input_layernorm|post_attention_layernorm)\.\d+$", "norms"),
 )
 
 
-@family("longcat_flash",
-        layer_modules=LONGCAT_MODULES + MLA_MODULES + MOE_MODULES, sublayers=SUBLAYERS)
+@family("longcat_flash", layer_modules=LONGCAT_MODULES + MLA_MODULES + MOE_MODULES, sublayers=SUBLAYERS)
 def longcat_flash(c: Config) -> dict:
     """LongcatFlashConfig / LongcatFlashDecoderLayer: each of num_layers (default 28) transformers layers is two of
     ours, as its attention sublayers are (their cache layers 2i and 2i + 1; num_hidden_layers = 2 · num_layers, and a
@@ -50,26 +51,46 @@ def longcat_flash(c: Config) -> dict:
         layers = c.int("num_layers", 28)
     nope, rope = c.int("qk_nope_head_dim", 128), c.int("qk_rope_head_dim", 64)
     if c.has("qk_head_dim") and c.int("qk_head_dim") != nope + rope:
-        raise c.fail("qk_head_dim", f"LongcatFlashMLA splits each query head into qk_nope_head_dim + qk_rope_head_dim "
-                                    f"= {nope + rope}")
+        raise c.fail("qk_head_dim", f"LongcatFlashMLA splits each query head into qk_nope_head_dim + qk_rope_head_dim = {nope + rope}")
     bias = c.bool("attention_bias", False)
     attention = {
-        "kind": "mla", "n_heads": c.int("num_attention_heads", 64), "q_lora_rank": c.int("q_lora_rank", 1536),
-        "kv_lora_rank": c.int("kv_lora_rank", 512), "qk_nope_head_dim": nope, "qk_rope_head_dim": rope,
-        "v_head_dim": c.int("v_head_dim", 128), "bias": bias, "query_scale": True,
+        "kind": "mla",
+        "n_heads": c.int("num_attention_heads", 64),
+        "q_lora_rank": c.int("q_lora_rank", 1536),
+        "kv_lora_rank": c.int("kv_lora_rank", 512),
+        "qk_nope_head_dim": nope,
+        "qk_rope_head_dim": rope,
+        "v_head_dim": c.int("v_head_dim", 128),
+        "bias": bias,
+        "query_scale": True,
     }
     dense = gated(c, "ffn_hidden_size", width=c.int("ffn_hidden_size", 12288))
     routed = c.int("n_routed_experts", 512, positive=False)
     if not routed:
         raise c.fail("n_routed_experts", "a mixture of identity experts alone (no gate_up_proj) is not read")
     identity = c.int("zero_expert_num", 256, positive=False)
-    moe = {"kind": "moe", "n_experts": routed, "top_k": c.int("moe_topk", 12),
-           "expert": gated(c, width=c.int("expert_ffn_hidden_size", 2048)), "n_shared_experts": 1, "shared": dense,
-           "router_bias": c.bool("router_bias", False), "identity_experts": identity,
-           "identity_gate_up": bool(identity)}
+    moe = {
+        "kind": "moe",
+        "n_experts": routed,
+        "top_k": c.int("moe_topk", 12),
+        "expert": gated(c, width=c.int("expert_ffn_hidden_size", 2048)),
+        "n_shared_experts": 1,
+        "shared": dense,
+        "router_bias": c.bool("router_bias", False),
+        "identity_experts": identity,
+        "identity_gate_up": bool(identity),
+    }
     ffn, groups = layer_groups(["moe", "dense"] * layers, {"moe": moe, "dense": dense})
-    return {"name": c.data.get("_name_or_path") or None, "vocab_size": c.int("vocab_size", 131072),
-            "d_model": c.int("hidden_size", 6144), "n_layers": 2 * layers,
-            "context_length": c.int("max_position_embeddings", 131072), "positions": "rotary",
-            "tie_embeddings": c.bool("tie_word_embeddings", False), "attention": attention, "ffn": ffn,
-            **({"layers": groups} if groups else {}), "norm": rms()}
+    return {
+        "name": c.data.get("_name_or_path") or None,
+        "vocab_size": c.int("vocab_size", 131072),
+        "d_model": c.int("hidden_size", 6144),
+        "n_layers": 2 * layers,
+        "context_length": c.int("max_position_embeddings", 131072),
+        "positions": "rotary",
+        "tie_embeddings": c.bool("tie_word_embeddings", False),
+        "attention": attention,
+        "ffn": ffn,
+        **({"layers": groups} if groups else {}),
+        "norm": rms(),
+    }

@@ -6,8 +6,7 @@ from __future__ import annotations
 from ..config import MOE_MODULES, Config, attention, common, family, gated, layer_types, rms, stack, window
 
 
-@family("mellum",
-        layer_modules=MOE_MODULES)
+@family("mellum", layer_modules=MOE_MODULES)
 def mellum(c: Config) -> dict:
     """MellumConfig / MellumDecoderLayer: norms before each sublayer. MellumAttention (Qwen3-MoE's): attention_bias
     (default false) on q, k, v and o; an RMSNorm over head_dim shared by every query head and one by every key
@@ -25,8 +24,12 @@ def mellum(c: Config) -> dict:
     kinds = c.data.get("mlp_layer_types") or ["sparse"] * n
     if not isinstance(kinds, list) or len(kinds) != n or any(t not in ("dense", "sparse") for t in kinds):
         raise c.fail("mlp_layer_types", f"expected a list of {n} of dense and sparse, got {kinds!r}")
-    moe = {"kind": "moe", "n_experts": c.int("num_experts", c.int("num_local_experts", 64)),
-           "top_k": c.int("num_experts_per_tok", 8), "expert": gated(c, width=c.int("moe_intermediate_size", 896))}
+    moe = {
+        "kind": "moe",
+        "n_experts": c.int("num_experts", c.int("num_local_experts", 64)),
+        "top_k": c.int("num_experts_per_tok", 8),
+        "expert": gated(c, width=c.int("moe_intermediate_size", 896)),
+    }
     ffns = {"sparse": moe, "dense": gated(c, width=c.int("intermediate_size", 7168))}
     size = window(c, 1024)
 

@@ -15,8 +15,7 @@ def _rotary(c: Config, kind: str, head_dim: int) -> int:
     return int(head_dim * factor)
 
 
-@family("mimo_v2_flash",
-        layer_modules=((r"self_attn$", "attn.sinks"),) + MOE_MODULES)
+@family("mimo_v2_flash", layer_modules=((r"self_attn$", "attn.sinks"),) + MOE_MODULES)
 def mimo_v2_flash(c: Config) -> dict:
     """MiMoV2FlashConfig / MiMoV2FlashDecoderLayer: Llama's pre-norm layer. MiMoV2FlashAttention: query and key
     heads of head_dim (default 192), value heads of v_head_dim (default 128), so o reads heads × v_head_dim;
@@ -39,14 +38,24 @@ def mimo_v2_flash(c: Config) -> dict:
     if not isinstance(mlp, list) or len(mlp) != n or any(t not in ("dense", "sparse") for t in mlp):
         raise c.fail("mlp_layer_types", f"expected a list of {n} of dense and sparse, got {mlp!r}")
     dense = gated(c)
-    moe = {"kind": "moe", "n_experts": c.int("n_routed_experts", 256), "top_k": c.int("num_experts_per_tok", 8),
-           "expert": gated(c, width=c.int("moe_intermediate_size", 2048))}
+    moe = {
+        "kind": "moe",
+        "n_experts": c.int("n_routed_experts", 256),
+        "top_k": c.int("num_experts_per_tok", 8),
+        "expert": gated(c, width=c.int("moe_intermediate_size", 2048)),
+    }
 
     def attn(kind: str) -> dict:
         swa = kind == "sliding_attention"
-        out = {"n_heads": heads, "n_kv_heads": 2 * kv if swa else kv, "head_dim": head_dim,
-               "v_head_dim": v_head_dim, "qkv_bias": bias, "o_bias": False,
-               "rotary_dim": _rotary(c, kind, head_dim)}
+        out = {
+            "n_heads": heads,
+            "n_kv_heads": 2 * kv if swa else kv,
+            "head_dim": head_dim,
+            "v_head_dim": v_head_dim,
+            "qkv_bias": bias,
+            "o_bias": False,
+            "rotary_dim": _rotary(c, kind, head_dim),
+        }
         return {**out, "window": size, "sinks": True} if swa else out
 
     layers = [{"attention": attn(t), "ffn": moe if m == "sparse" else dense} for t, m in zip(types, mlp)]

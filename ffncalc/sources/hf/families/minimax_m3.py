@@ -9,22 +9,41 @@ from ..config import MOE_MODULES, Config, common, family, rms, stack
 # MiniMaxM3VLIndexer (self_attn.indexer), before the common names: its q_proj, k_proj and norms are not the
 # attention's. A dense layer's MiniMaxM3VLDenseMLP fuses gate and up in one Linear.
 MINIMAX_M3_MODULES = (
-    (r"indexer\.q_proj$", "attn.indexer.q"), (r"indexer\.k_proj$", "attn.indexer.k"),
-    (r"indexer\.q_norm$", "attn.indexer.q_norm"), (r"indexer\.k_norm$", "attn.indexer.k_norm"),
+    (r"indexer\.q_proj$", "attn.indexer.q"),
+    (r"indexer\.k_proj$", "attn.indexer.k"),
+    (r"indexer\.q_norm$", "attn.indexer.q_norm"),
+    (r"indexer\.k_norm$", "attn.indexer.k_norm"),
     (r"^mlp\.gate_up_proj$", "ffn.gate+up"),
 )
 
 # MiniMaxM3VLTextConfig's defaults: a wrapper's text_config may state only what differs from them.
-MINIMAX_M3_TEXT = {"vocab_size": 200_064, "hidden_size": 6144, "intermediate_size": 3072, "num_hidden_layers": 60,
-                   "num_attention_heads": 64, "num_key_value_heads": 4, "head_dim": 128,
-                   "max_position_embeddings": 524_288, "tie_word_embeddings": False, "num_experts_per_tok": 4,
-                   "dense_intermediate_size": 12_288, "shared_intermediate_size": 3072,
-                   "index_n_heads": 4, "index_head_dim": 128, "index_block_size": 128, "index_topk_blocks": 16,
-                   "index_local_blocks": 1}
+MINIMAX_M3_TEXT = {
+    "vocab_size": 200_064,
+    "hidden_size": 6144,
+    "intermediate_size": 3072,
+    "num_hidden_layers": 60,
+    "num_attention_heads": 64,
+    "num_key_value_heads": 4,
+    "head_dim": 128,
+    "max_position_embeddings": 524_288,
+    "tie_word_embeddings": False,
+    "num_experts_per_tok": 4,
+    "dense_intermediate_size": 12_288,
+    "shared_intermediate_size": 3072,
+    "index_n_heads": 4,
+    "index_head_dim": 128,
+    "index_block_size": 128,
+    "index_topk_blocks": 16,
+    "index_local_blocks": 1,
+}
 # The legacy sparse_attention_config keys, which override the flat ones (MiniMaxM3VLTextConfig.__post_init__).
-LEGACY_INDEX_KEYS = {"index_n_heads": "sparse_num_index_heads", "index_head_dim": "sparse_index_dim",
-                     "index_block_size": "sparse_block_size", "index_topk_blocks": "sparse_topk_blocks",
-                     "index_local_blocks": "sparse_local_block"}
+LEGACY_INDEX_KEYS = {
+    "index_n_heads": "sparse_num_index_heads",
+    "index_head_dim": "sparse_index_dim",
+    "index_block_size": "sparse_block_size",
+    "index_topk_blocks": "sparse_topk_blocks",
+    "index_local_blocks": "sparse_local_block",
+}
 
 
 def _per_layer(c: Config, key: str, legacy: str, values: dict, default: str) -> list[str]:
@@ -77,16 +96,28 @@ def minimax_m3_vl_text(c: Config) -> dict:
     c = Config({**c.data, **legacy}, c.text, c.source, start=c.start, wrapper=c.wrapper, towers=c.towers)
     heads = c.int("num_attention_heads")
     head_dim = c.int("head_dim")
-    full = {"kind": "mha", "n_heads": heads, "n_kv_heads": c.int("num_key_value_heads", heads), "head_dim": head_dim,
-            "qkv_bias": False, "o_bias": False, "qk_norm": "head"}
+    full = {
+        "kind": "mha",
+        "n_heads": heads,
+        "n_kv_heads": c.int("num_key_value_heads", heads),
+        "head_dim": head_dim,
+        "qkv_bias": False,
+        "o_bias": False,
+        "qk_norm": "head",
+    }
     rotary = int(head_dim * c.rope_fraction(1.0))
     if rotary != head_dim:
         full["rotary_dim"] = rotary
     indexed = {**full, "kind": "block_sparse", **{k: c.int(k) for k in LEGACY_INDEX_KEYS}}
     silu = {"activation": "silu", "bias": False}
-    moe = {"kind": "moe", "n_experts": c.int("num_local_experts", c.int("num_experts", 128)),
-           "top_k": c.int("num_experts_per_tok"), "expert": {"kind": "gated", "d_ff": c.int("intermediate_size"), **silu},
-           "n_shared_experts": 1, "shared": {"kind": "gated", "d_ff": c.int("shared_intermediate_size"), **silu}}
+    moe = {
+        "kind": "moe",
+        "n_experts": c.int("num_local_experts", c.int("num_experts", 128)),
+        "top_k": c.int("num_experts_per_tok"),
+        "expert": {"kind": "gated", "d_ff": c.int("intermediate_size"), **silu},
+        "n_shared_experts": 1,
+        "shared": {"kind": "gated", "d_ff": c.int("shared_intermediate_size"), **silu},
+    }
     dense = {"kind": "gated", "d_ff": c.int("dense_intermediate_size"), **silu}
     attentions, ffns = {"minimax_m3_sparse": indexed, "full_attention": full}, {"sparse": moe, "dense": dense}
     mixers = _per_layer(c, "layer_types", "sparse_attention_freq", attentions, "full_attention")

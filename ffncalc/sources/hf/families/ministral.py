@@ -17,6 +17,5 @@ def ministral(c: Config) -> dict:
     types = layer_types(c, lambda i: "sliding_attention" if size is not None else "full_attention")
     full = attention(c, kv_heads=8)
     ffn = gated(c)
-    layers = [{"attention": {**full, "window": size} if t == "sliding_attention" and size else full, "ffn": ffn}
-              for t in types]
+    layers = [{"attention": {**full, "window": size} if t == "sliding_attention" and size else full, "ffn": ffn} for t in types]
     return {**common(c, tie=False, context_default=4096 * 32), **stack(layers), "norm": rms()}

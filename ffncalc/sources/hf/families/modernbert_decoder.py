@@ -5,15 +5,18 @@ from __future__ import annotations
 
 from ..config import Config, attention, common, family, gated, layer_types, stack
 
-MODULES = ((r"attn\.Wo$", "attn.o"), (r"(attn_norm|mlp_norm)$", "norms"), (r"mlp\.Wi$", "ffn.gate+up"),
-           (r"mlp\.Wo$", "ffn.down"))
-TOP_MODULES = ((r"embeddings\.tok_embeddings$", "embed"), (r"embeddings\.norm$", "embed_norm"),
-               (r"final_norm$", "final_norm"), (r"lm_head\.dense$", "prediction_head.dense"),
-               (r"lm_head\.norm$", "prediction_head.norm"), (r"^decoder$", "lm_head"))
+MODULES = ((r"attn\.Wo$", "attn.o"), (r"(attn_norm|mlp_norm)$", "norms"), (r"mlp\.Wi$", "ffn.gate+up"), (r"mlp\.Wo$", "ffn.down"))
+TOP_MODULES = (
+    (r"embeddings\.tok_embeddings$", "embed"),
+    (r"embeddings\.norm$", "embed_norm"),
+    (r"final_norm$", "final_norm"),
+    (r"lm_head\.dense$", "prediction_head.dense"),
+    (r"lm_head\.norm$", "prediction_head.norm"),
+    (r"^decoder$", "lm_head"),
+)
 
 # ModernBertDecoderConfig's defaults (transformers 5.23) for the keys the shared readers require
-DEFAULTS = {"vocab_size": 50368, "hidden_size": 768, "intermediate_size": 1152, "num_hidden_layers": 22,
-            "num_attention_heads": 12}
+DEFAULTS = {"vocab_size": 50368, "hidden_size": 768, "intermediate_size": 1152, "num_hidden_layers": 22, "num_attention_heads": 12}
 
 
 @family("modernbert-decoder", layer_modules=MODULES, top_modules=TOP_MODULES)
@@ -40,10 +43,19 @@ def modernbert_decoder(c: Config) -> dict:
     bias = c.bool("attention_bias", False)
     full = attention(c, qkv_bias=bias, o_bias=bias)
     ffn = gated(c, act_key="hidden_activation", act_default="gelu", bias=c.bool("mlp_bias", False))
-    layers = [{"attention": {**full, "window": local // 2} if t == "sliding_attention" else full, "ffn": ffn,
-               "norms": ["none" if i == 0 else "norm", "norm"]} for i, t in enumerate(types)]
-    return {**common(c, tie=True, context_default=8192), **stack(layers),
-            "norm": {"kind": "layernorm", "bias": c.bool("norm_bias", False), "per_layer": 2, "final": True},
-            "embedding_norm": True, "lm_head_bias": c.bool("decoder_bias", True),
-            "prediction_head": {"activation": c.activation("classifier_activation", "gelu"),
-                                "bias": c.bool("classifier_bias", False)}}
+    layers = [
+        {
+            "attention": {**full, "window": local // 2} if t == "sliding_attention" else full,
+            "ffn": ffn,
+            "norms": ["none" if i == 0 else "norm", "norm"],
+        }
+        for i, t in enumerate(types)
+    ]
+    return {
+        **common(c, tie=True, context_default=8192),
+        **stack(layers),
+        "norm": {"kind": "layernorm", "bias": c.bool("norm_bias", False), "per_layer": 2, "final": True},
+        "embedding_norm": True,
+        "lm_head_bias": c.bool("decoder_bias", True),
+        "prediction_head": {"activation": c.activation("classifier_activation", "gelu"), "bias": c.bool("classifier_bias", False)},
+    }

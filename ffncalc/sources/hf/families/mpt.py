@@ -5,10 +5,17 @@ from __future__ import annotations
 from ..config import Config, family
 
 
-@family("mpt",
-        layer_modules=((r"attn\.Wqkv$", "attn.q+k+v"), (r"attn\.out_proj$", "attn.o"), (r"norm_[12]$", "norms"),
-                       (r"ffn\.up_proj$", "ffn.up"), (r"ffn\.down_proj$", "ffn.down")),
-        top_modules=((r"wte$", "embed"), (r"norm_f$", "final_norm")))
+@family(
+    "mpt",
+    layer_modules=(
+        (r"attn\.Wqkv$", "attn.q+k+v"),
+        (r"attn\.out_proj$", "attn.o"),
+        (r"norm_[12]$", "norms"),
+        (r"ffn\.up_proj$", "ffn.up"),
+        (r"ffn\.down_proj$", "ffn.down"),
+    ),
+    top_modules=((r"wte$", "embed"), (r"norm_f$", "final_norm")),
+)
 def mpt(c: Config) -> dict:
     """MptConfig / MptForCausalLM as transformers builds it: ALiBi in every layer and no position table
     (learned_pos_emb is not read); MptAttention one bias-free Wqkv of 3·d_model outputs and out_proj,

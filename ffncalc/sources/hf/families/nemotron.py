@@ -19,7 +19,11 @@ def nemotron(c: Config) -> dict:
     return {
         **common(c, tie=False, context_default=4096),
         "attention": attn,
-        "ffn": {"kind": "dense", "d_ff": c.int("intermediate_size"), "bias": c.bool("mlp_bias", False),
-                "activation": c.activation("hidden_act", "relu2")},
+        "ffn": {
+            "kind": "dense",
+            "d_ff": c.int("intermediate_size"),
+            "bias": c.bool("mlp_bias", False),
+            "activation": c.activation("hidden_act", "relu2"),
+        },
         "norm": {"kind": "layernorm1p", "per_layer": 2, "final": True},
     }

@@ -18,8 +18,10 @@ KINDS = ("linear_attention", "full_attention", "mlp", "moe")
 NEMOTRON_H_MODULES = MAMBA2_MODULES + (
     (r"^norm$", "norms"),
     (r"^mixer\.o_proj$", "attn.o"),
-    (r"^mixer\.up_proj$", "ffn.up"), (r"^mixer\.down_proj$", "ffn.down"),
-    (r"^mixer\.gate$", "ffn.router"), (r"^mixer\.experts$", "ffn.experts"),
+    (r"^mixer\.up_proj$", "ffn.up"),
+    (r"^mixer\.down_proj$", "ffn.down"),
+    (r"^mixer\.gate$", "ffn.router"),
+    (r"^mixer\.experts$", "ffn.experts"),
     (r"^mixer\.shared_experts\b", "ffn.shared"),
 )
 
@@ -55,9 +57,7 @@ def legacy_bool(c: Config, key: str, old: str, default: bool) -> bool:
     return c.bool(old, default) if c.has(old) else c.bool(key, default)
 
 
-@family("nemotron_h",
-        layer_modules=NEMOTRON_H_MODULES,
-        top_modules=((r"embeddings$", "embed"), (r"norm_f$", "final_norm")))
+@family("nemotron_h", layer_modules=NEMOTRON_H_MODULES, top_modules=((r"embeddings$", "embed"), (r"norm_f$", "final_norm")))
 def nemotron_h(c: Config) -> dict:
     """NemotronHConfig / NemotronHForCausalLM, NemotronHBlock: one NemotronHRMSNorm (a weight) before the layer's one
     block (mixer) by block_types: NemotronHMamba2Mixer (mamba_num_heads of mamba_head_dim, default 128 × 64;
@@ -75,32 +75,59 @@ def nemotron_h(c: Config) -> dict:
     form: such a config is refused. The multi-token-prediction layers (num_nextn_predict_layers) are not part of
     NemotronHForCausalLM."""
     if c.data.get("moe_latent_size") is not None:
-        raise c.fail("moe_latent_size", "latent MoE projections (NemotronHMoE.fc1_latent_proj and fc2_latent_proj: "
-                                        "hidden -> latent before the experts, latent -> hidden after them, experts "
-                                        "of latent width) have no spec form yet")
+        raise c.fail(
+            "moe_latent_size",
+            "latent MoE projections (NemotronHMoE.fc1_latent_proj and fc2_latent_proj: "
+            "hidden -> latent before the experts, latent -> hidden after them, experts "
+            "of latent width) have no spec form yet",
+        )
     types = block_types(c)
-    mixer = {"kind": "mamba2", "n_heads": c.int("mamba_num_heads", 128), "head_dim": c.int("mamba_head_dim", 64),
-             "state_size": c.int("ssm_state_size", 128), "n_groups": legacy_int(c, "n_groups", "mamba_n_groups", 8),
-             "conv_kernel": legacy_int(c, "conv_kernel", "mamba_d_conv", 4), "use_bias": c.bool("use_bias", False),
-             "use_conv_bias": legacy_bool(c, "use_conv_bias", "mamba_conv_bias", True),
-             "activation": c.activation("mamba_hidden_act", "silu")}
+    mixer = {
+        "kind": "mamba2",
+        "n_heads": c.int("mamba_num_heads", 128),
+        "head_dim": c.int("mamba_head_dim", 64),
+        "state_size": c.int("ssm_state_size", 128),
+        "n_groups": legacy_int(c, "n_groups", "mamba_n_groups", 8),
+        "conv_kernel": legacy_int(c, "conv_kernel", "mamba_d_conv", 4),
+        "use_bias": c.bool("use_bias", False),
+        "use_conv_bias": legacy_bool(c, "use_conv_bias", "mamba_conv_bias", True),
+        "activation": c.activation("mamba_hidden_act", "silu"),
+    }
     heads = c.int("num_attention_heads", 32)
-    attn = {"kind": "mha", "n_heads": heads, "n_kv_heads": c.int("num_key_value_heads", 8 if "num_key_value_heads"
-                                                                  not in c.data else heads),
-            "head_dim": c.int("head_dim", 128), "qkv_bias": False, "o_bias": False}
+    attn = {
+        "kind": "mha",
+        "n_heads": heads,
+        "n_kv_heads": c.int("num_key_value_heads", 8 if "num_key_value_heads" not in c.data else heads),
+        "head_dim": c.int("head_dim", 128),
+        "qkv_bias": False,
+        "o_bias": False,
+    }
     act, mlp_bias = c.activation("mlp_hidden_act", "relu2"), c.bool("mlp_bias", False)
     mlp = {"kind": "dense", "d_ff": c.int("intermediate_size", 21504), "activation": act, "bias": mlp_bias}
     # attribute_map: num_local_experts is n_routed_experts under another name
     experts = c.int("n_routed_experts") if c.has("n_routed_experts") else c.int("num_local_experts", 8)
-    moe = {"kind": "moe", "n_experts": experts, "top_k": c.int("num_experts_per_tok", 2),
-           "expert": {"kind": "dense", "d_ff": c.int("moe_intermediate_size", 7688), "activation": act, "bias": False},
-           "n_shared_experts": 1,
-           "shared": {"kind": "dense", "d_ff": c.int("moe_shared_expert_intermediate_size", 7688), "activation": act,
-                      "bias": mlp_bias}}
+    moe = {
+        "kind": "moe",
+        "n_experts": experts,
+        "top_k": c.int("num_experts_per_tok", 2),
+        "expert": {"kind": "dense", "d_ff": c.int("moe_intermediate_size", 7688), "activation": act, "bias": False},
+        "n_shared_experts": 1,
+        "shared": {"kind": "dense", "d_ff": c.int("moe_shared_expert_intermediate_size", 7688), "activation": act, "bias": mlp_bias},
+    }
     none = {"kind": "none"}
-    layer = {"linear_attention": {"attention": mixer, "ffn": none}, "full_attention": {"attention": attn, "ffn": none},
-             "mlp": {"attention": none, "ffn": mlp}, "moe": {"attention": none, "ffn": moe}}
+    layer = {
+        "linear_attention": {"attention": mixer, "ffn": none},
+        "full_attention": {"attention": attn, "ffn": none},
+        "mlp": {"attention": none, "ffn": mlp},
+        "moe": {"attention": none, "ffn": moe},
+    }
     n = len(types)
     base = common(c.with_defaults({"num_hidden_layers": n}), tie=False, context_default=4096)
-    return {**base, "n_layers": n, "tie_embeddings": False, "positions": "none",
-            **stack([layer[t] for t in types]), "norm": rms(per_layer=1)}
+    return {
+        **base,
+        "n_layers": n,
+        "tie_embeddings": False,
+        "positions": "none",
+        **stack([layer[t] for t in types]),
+        "norm": rms(per_layer=1),
+    }

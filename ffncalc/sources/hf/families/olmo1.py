@@ -13,5 +13,9 @@ def olmo(c: Config) -> dict:
     heads; one KV head per query head when num_key_value_heads is absent or null; clip_qkv clamps q, k and v and
     adds no parameter; untied unless tie_word_embeddings (OLMo-1B ties); a context of 2048."""
     bias = c.bool("attention_bias", False)
-    return {**common(c, tie=False), "attention": attention(c, qkv_bias=bias, o_bias=bias), "ffn": gated(c),
-            "norm": {"kind": "layernorm", "affine": False, "bias": False, "per_layer": 2, "final": True}}
+    return {
+        **common(c, tie=False),
+        "attention": attention(c, qkv_bias=bias, o_bias=bias),
+        "ffn": gated(c),
+        "norm": {"kind": "layernorm", "affine": False, "bias": False, "per_layer": 2, "final": True},
+    }

@@ -48,8 +48,7 @@ def rotary(c: Config) -> bool:
     return not ("rope_theta" in c.data and c.data["rope_theta"] is None)
 
 
-@family("olmo_hybrid",
-        layer_modules=OLMO_HYBRID_MODULES)
+@family("olmo_hybrid", layer_modules=OLMO_HYBRID_MODULES)
 def olmo_hybrid(c: Config) -> dict:
     """OlmoHybridConfig / OlmoHybridForCausalLM: OlmoHybridLinearAttentionDecoderLayer (input_layernorm before
     OlmoHybridGatedDeltaNet, post_attention_layernorm before the MLP) or OlmoHybridAttentionDecoderLayer (OLMo 2's
@@ -63,21 +62,30 @@ def olmo_hybrid(c: Config) -> dict:
     projections, a bias-free convolution of linear_conv_kernel_dim (4) with hidden_act, β doubled where
     linear_allow_neg_eigval (default true), a gated RMSNorm over the value head. A final norm; lm_head untied
     unless tie_word_embeddings. Defaults: vocab 100352, hidden 3840, 32 layers, context 65536."""
-    c = c.with_defaults({"vocab_size": 100_352, "hidden_size": 3840, "num_hidden_layers": 32,
-                         "num_attention_heads": 30})
+    c = c.with_defaults({"vocab_size": 100_352, "hidden_size": 3840, "num_hidden_layers": 32, "num_attention_heads": 30})
     heads, hidden = c.int("num_attention_heads"), c.int("hidden_size")
     key_heads = c.int("linear_num_key_heads", heads)
     key_dim = c.int("linear_key_head_dim") if c.has("linear_key_head_dim") else int(0.75 * hidden / key_heads)
-    gdn = {"kind": "gated_deltanet", "n_key_heads": key_heads, "key_head_dim": key_dim,
-           "n_value_heads": c.int("linear_num_value_heads", heads),
-           "value_head_dim": c.int("linear_value_head_dim", 2 * key_dim),
-           "conv_kernel": c.int("linear_conv_kernel_dim", 4), "conv_bias": False,
-           "activation": c.activation("hidden_act", "silu"),
-           "neg_eigval": c.bool("linear_allow_neg_eigval", True)}
+    gdn = {
+        "kind": "gated_deltanet",
+        "n_key_heads": key_heads,
+        "key_head_dim": key_dim,
+        "n_value_heads": c.int("linear_num_value_heads", heads),
+        "value_head_dim": c.int("linear_value_head_dim", 2 * key_dim),
+        "conv_kernel": c.int("linear_conv_kernel_dim", 4),
+        "conv_bias": False,
+        "activation": c.activation("hidden_act", "silu"),
+        "neg_eigval": c.bool("linear_allow_neg_eigval", True),
+    }
     bias = c.bool("attention_bias", False)
     attn = {"kind": "mha", **attention(c, qkv_bias=bias, o_bias=bias, qk_norm="full")}
     blocks = {"linear_attention": gdn, "full_attention": attn, "mlp": gated(c, width=c.int("intermediate_size", 11008))}
     mixer, ffn, layers = runs([(t, "mlp") for t in layer_types(c)], blocks)
-    return {**common(c, tie=False, context_default=65_536), "positions": "rotary" if rotary(c) else "none",
-            "attention": blocks[mixer], "ffn": blocks[ffn], "norm": rms(),
-            **({"layers": layers} if layers else {})}
+    return {
+        **common(c, tie=False, context_default=65_536),
+        "positions": "rotary" if rotary(c) else "none",
+        "attention": blocks[mixer],
+        "ffn": blocks[ffn],
+        "norm": rms(),
+        **({"layers": layers} if layers else {}),
+    }

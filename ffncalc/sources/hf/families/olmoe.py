@@ -6,8 +6,7 @@ from __future__ import annotations
 from ..config import MOE_MODULES, Config, attention, common, family, gated, rms
 
 
-@family("olmoe",
-        layer_modules=MOE_MODULES)
+@family("olmoe", layer_modules=MOE_MODULES)
 def olmoe(c: Config) -> dict:
     """OlmoeConfig / OlmoeDecoderLayer: norms before each sublayer; OlmoeAttention's q_norm and k_norm are
     RMSNorms over all query heads' and all KV heads' width; attention_bias on q/k/v/o (default false).
@@ -21,7 +20,9 @@ def olmoe(c: Config) -> dict:
         raise c.fail("head_dim", "OlmoeAttention's q_norm and k_norm assume head_dim = hidden_size / heads")
     bias = c.bool("attention_bias", False)
     expert = gated(c, width=c.int("intermediate_size", 2048))
-    return {**common(c, tie=False, context_default=4096),
-            "attention": attention(c, qkv_bias=bias, o_bias=bias, qk_norm="full"), "norm": rms(),
-            "ffn": {"kind": "moe", "n_experts": c.int("num_experts", 64), "top_k": c.int("num_experts_per_tok", 8),
-                    "expert": expert}}
+    return {
+        **common(c, tie=False, context_default=4096),
+        "attention": attention(c, qkv_bias=bias, o_bias=bias, qk_norm="full"),
+        "norm": rms(),
+        "ffn": {"kind": "moe", "n_experts": c.int("num_experts", 64), "top_k": c.int("num_experts_per_tok", 8), "expert": expert},
+    }

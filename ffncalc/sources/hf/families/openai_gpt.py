@@ -8,10 +8,17 @@ from ..config import Config, family
 AFN = {"gelu": "gelu_tanh", "relu": "relu", "silu": "silu", "swish": "silu"}
 
 
-@family("openai-gpt",
-        layer_modules=((r"c_attn$", "attn.q+k+v"), (r"attn\.c_proj$", "attn.o"), (r"mlp\.c_fc$", "ffn.up"),
-                       (r"mlp\.c_proj$", "ffn.down"), (r"ln_[12]$", "norms")),
-        top_modules=((r"tokens_embed$", "embed"), (r"positions_embed$", "pos_embed")))
+@family(
+    "openai-gpt",
+    layer_modules=(
+        (r"c_attn$", "attn.q+k+v"),
+        (r"attn\.c_proj$", "attn.o"),
+        (r"mlp\.c_fc$", "ffn.up"),
+        (r"mlp\.c_proj$", "ffn.down"),
+        (r"ln_[12]$", "norms"),
+    ),
+    top_modules=((r"tokens_embed$", "embed"), (r"positions_embed$", "pos_embed")),
+)
 def openai_gpt(c: Config) -> dict:
     """OpenAIGPTConfig / OpenAIGPTLMHeadModel: every key has a default (vocab_size 40478, n_positions 512,
     n_embd 768, n_layer 12, n_head 12, afn gelu); Block computes n = ln_1(x + attn(x)), ln_2(n + mlp(n)):

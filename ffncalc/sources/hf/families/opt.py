@@ -5,11 +5,21 @@ from __future__ import annotations
 from ..config import Config, family
 
 
-@family("opt",
-        layer_modules=((r"self_attn\.out_proj$", "attn.o"), (r"fc1$", "ffn.up"), (r"fc2$", "ffn.down"),
-                       (r"(self_attn_layer_norm|final_layer_norm)$", "norms")),
-        top_modules=((r"embed_positions$", "pos_embed"), (r"final_layer_norm$", "final_norm"),
-                     (r"project_in$", "embed.project_in"), (r"project_out$", "embed.project_out")))
+@family(
+    "opt",
+    layer_modules=(
+        (r"self_attn\.out_proj$", "attn.o"),
+        (r"fc1$", "ffn.up"),
+        (r"fc2$", "ffn.down"),
+        (r"(self_attn_layer_norm|final_layer_norm)$", "norms"),
+    ),
+    top_modules=(
+        (r"embed_positions$", "pos_embed"),
+        (r"final_layer_norm$", "final_norm"),
+        (r"project_in$", "embed.project_in"),
+        (r"project_out$", "embed.project_out"),
+    ),
+)
 def opt(c: Config) -> dict:
     """OPTConfig / OPTForCausalLM: q/k/v/out_proj and fc1/fc2 biased by enable_bias (default true); two
     LayerNorms per layer, before the sublayers with do_layer_norm_before (default true), else each on the sum after
@@ -35,11 +45,15 @@ def opt(c: Config) -> dict:
         "position_offset": 2,  # OPTLearnedPositionalEmbedding: offset = 2, the table 2 rows longer
         "tie_embeddings": c.bool("tie_word_embeddings", True),
         "attention": {"n_heads": c.int("num_attention_heads"), "qkv_bias": bias, "o_bias": bias},
-        "ffn": {"kind": "dense", "d_ff": c.int("ffn_dim"), "bias": bias,
-                "activation": c.activation("activation_function", "relu")},
-        "norm": {"kind": "layernorm", "per_layer": 2, "affine": affine, "bias": affine,
-                 **({} if before else {"placement": "residual"}),
-                 # OPTDecoder.final_layer_norm: only with do_layer_norm_before and not _remove_final_layer_norm
-                 "final": before and not c.bool("_remove_final_layer_norm", False)},
+        "ffn": {"kind": "dense", "d_ff": c.int("ffn_dim"), "bias": bias, "activation": c.activation("activation_function", "relu")},
+        "norm": {
+            "kind": "layernorm",
+            "per_layer": 2,
+            "affine": affine,
+            "bias": affine,
+            **({} if before else {"placement": "residual"}),
+            # OPTDecoder.final_layer_norm: only with do_layer_norm_before and not _remove_final_layer_norm
+            "final": before and not c.bool("_remove_final_layer_norm", False),
+        },
         **({"embedding": {"width": proj}} if proj != d else {}),
     }

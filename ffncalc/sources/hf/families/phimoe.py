@@ -15,9 +15,15 @@ def phimoe(c: Config) -> dict:
     lm_head_bias (default false) on the LM head; untied by default; a context of 4096 × 32; no sliding window
     unless sliding_window says."""
     bias = c.bool("attention_bias", False)
-    return {**common(c, tie=False, context_default=4096 * 32),
-            "attention": {**attention(c, kv_heads=8, qkv_bias=bias, o_bias=bias), "window": window(c, None)},
-            "ffn": {"kind": "moe", "n_experts": c.int("num_local_experts", 16), "top_k": c.int("num_experts_per_tok", 2),
-                    "expert": gated(c)},
-            "norm": {"kind": "layernorm", "per_layer": 2, "final": True},
-            "lm_head_bias": c.bool("lm_head_bias", False)}
+    return {
+        **common(c, tie=False, context_default=4096 * 32),
+        "attention": {**attention(c, kv_heads=8, qkv_bias=bias, o_bias=bias), "window": window(c, None)},
+        "ffn": {
+            "kind": "moe",
+            "n_experts": c.int("num_local_experts", 16),
+            "top_k": c.int("num_experts_per_tok", 2),
+            "expert": gated(c),
+        },
+        "norm": {"kind": "layernorm", "per_layer": 2, "final": True},
+        "lm_head_bias": c.bool("lm_head_bias", False),
+    }

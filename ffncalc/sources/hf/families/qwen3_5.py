@@ -21,13 +21,31 @@ QWEN3_5_MODULES = (
 )
 
 # The config classes' defaults: a wrapper's text_config may state only what differs from them.
-QWEN3_5_TEXT = {"vocab_size": 248_320, "hidden_size": 4096, "intermediate_size": 12_288, "num_hidden_layers": 32,
-                "num_attention_heads": 16, "num_key_value_heads": 4, "head_dim": 256,
-                "max_position_embeddings": 32_768, "tie_word_embeddings": False}
-QWEN3_5_MOE_TEXT = {"vocab_size": 248_320, "hidden_size": 2048, "num_hidden_layers": 40, "num_attention_heads": 16,
-                    "num_key_value_heads": 2, "head_dim": 256, "max_position_embeddings": 32_768,
-                    "tie_word_embeddings": False, "moe_intermediate_size": 512,
-                    "shared_expert_intermediate_size": 512, "num_experts_per_tok": 8, "num_experts": 256}
+QWEN3_5_TEXT = {
+    "vocab_size": 248_320,
+    "hidden_size": 4096,
+    "intermediate_size": 12_288,
+    "num_hidden_layers": 32,
+    "num_attention_heads": 16,
+    "num_key_value_heads": 4,
+    "head_dim": 256,
+    "max_position_embeddings": 32_768,
+    "tie_word_embeddings": False,
+}
+QWEN3_5_MOE_TEXT = {
+    "vocab_size": 248_320,
+    "hidden_size": 2048,
+    "num_hidden_layers": 40,
+    "num_attention_heads": 16,
+    "num_key_value_heads": 2,
+    "head_dim": 256,
+    "max_position_embeddings": 32_768,
+    "tie_word_embeddings": False,
+    "moe_intermediate_size": 512,
+    "shared_expert_intermediate_size": 512,
+    "num_experts_per_tok": 8,
+    "num_experts": 256,
+}
 
 
 def gated_attention(c: Config) -> dict:
@@ -36,8 +54,7 @@ def gated_attention(c: Config) -> dict:
     RMSNorm over head_dim on each query and key head; rotary over partial_rotary_factor of each head (0.25 by
     default, in rope_parameters or at the top level; the interleaved M-RoPE sections split that same width)."""
     bias = c.bool("attention_bias", False)
-    return {"kind": "mha", **attention(c, qkv_bias=bias, o_bias=bias, qk_norm="head", rotary=c.rope_fraction(0.25)),
-            "gate": True}
+    return {"kind": "mha", **attention(c, qkv_bias=bias, o_bias=bias, qk_norm="head", rotary=c.rope_fraction(0.25)), "gate": True}
 
 
 def hybrid(c: Config, ffn: dict) -> dict:
@@ -46,8 +63,13 @@ def hybrid(c: Config, ffn: dict) -> dict:
     parameters); lm_head untied unless tie_word_embeddings."""
     blocks = {"linear_attention": gated_deltanet(c), "full_attention": gated_attention(c), "ffn": ffn}
     mixer, kind, layers = runs([(t, "ffn") for t in layer_types(c)], blocks)
-    return {**common(c, tie=False, context_default=32768), "attention": blocks[mixer], "ffn": blocks[kind],
-            "norm": rms(), **({"layers": layers} if layers else {})}
+    return {
+        **common(c, tie=False, context_default=32768),
+        "attention": blocks[mixer],
+        "ffn": blocks[kind],
+        "norm": rms(),
+        **({"layers": layers} if layers else {}),
+    }
 
 
 @family("qwen3_5_text", layer_modules=QWEN3_5_MODULES)
@@ -69,8 +91,13 @@ def qwen3_5_moe_text(c: Config) -> dict:
     intermediate_size, so a config's mlp_only_layers is not read: no layer is dense. Defaults:
     Qwen3_5MoeTextConfig's (256 experts, top 8, 512 wide; 2 KV heads)."""
     c = c.with_defaults(QWEN3_5_MOE_TEXT)
-    moe = {"kind": "moe", "n_experts": c.int("num_experts"), "top_k": c.int("num_experts_per_tok"),
-           "expert": gated(c, width=c.int("moe_intermediate_size")),
-           "n_shared_experts": 1, "shared_gate": True,
-           "shared": gated(c, width=c.int("shared_expert_intermediate_size"))}
+    moe = {
+        "kind": "moe",
+        "n_experts": c.int("num_experts"),
+        "top_k": c.int("num_experts_per_tok"),
+        "expert": gated(c, width=c.int("moe_intermediate_size")),
+        "n_shared_experts": 1,
+        "shared_gate": True,
+        "shared": gated(c, width=c.int("shared_expert_intermediate_size")),
+    }
     return hybrid(c, moe)

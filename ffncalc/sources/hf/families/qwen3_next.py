@@ -34,10 +34,16 @@ def layer_types(c: Config) -> list[str]:
 def gated_deltanet(c: Config) -> dict:
     """Qwen3NextGatedDeltaNet with Qwen3NextConfig's defaults: 16 query/key heads and 32 value heads of 128,
     kernel 4; its Conv1d has no bias; the convolution's activation is hidden_act."""
-    return {"kind": "gated_deltanet", "n_key_heads": c.int("linear_num_key_heads", 16),
-            "key_head_dim": c.int("linear_key_head_dim", 128), "n_value_heads": c.int("linear_num_value_heads", 32),
-            "value_head_dim": c.int("linear_value_head_dim", 128), "conv_kernel": c.int("linear_conv_kernel_dim", 4),
-            "conv_bias": False, "activation": c.activation("hidden_act", "silu")}
+    return {
+        "kind": "gated_deltanet",
+        "n_key_heads": c.int("linear_num_key_heads", 16),
+        "key_head_dim": c.int("linear_key_head_dim", 128),
+        "n_value_heads": c.int("linear_num_value_heads", 32),
+        "value_head_dim": c.int("linear_value_head_dim", 128),
+        "conv_kernel": c.int("linear_conv_kernel_dim", 4),
+        "conv_bias": False,
+        "activation": c.activation("hidden_act", "silu"),
+    }
 
 
 def runs(kinds: list[tuple[str, str]], blocks: dict[str, dict]) -> tuple[str, str, list[dict] | None]:
@@ -53,13 +59,14 @@ def runs(kinds: list[tuple[str, str]], blocks: dict[str, dict]) -> tuple[str, st
     mixer, ffn = max(dict.fromkeys(mixers), key=mixers.count), max(dict.fromkeys(ffns), key=ffns.count)
     if len(out) == 1:
         return mixer, ffn, None
-    layers = [{"repeat": n, **({"attention": blocks[m]} if m != mixer else {}), **({"ffn": blocks[f]} if f != ffn else {})}
-              for (m, f), n in out]
+    layers = [
+        {"repeat": n, **({"attention": blocks[m]} if m != mixer else {}), **({"ffn": blocks[f]} if f != ffn else {})}
+        for (m, f), n in out
+    ]
     return mixer, ffn, layers
 
 
-@family("qwen3_next",
-        layer_modules=QWEN3_NEXT_MODULES + MOE_MODULES)
+@family("qwen3_next", layer_modules=QWEN3_NEXT_MODULES + MOE_MODULES)
 def qwen3_next(c: Config) -> dict:
     """Qwen3NextConfig / Qwen3NextDecoderLayer: linear_attn (Qwen3NextGatedDeltaNet) or self_attn
     (Qwen3NextAttention) by layer_types. The attention's q_proj is doubled, each head's query and a gate whose
@@ -71,17 +78,34 @@ def qwen3_next(c: Config) -> dict:
     intermediate_size. Qwen3NextRMSNorm scales by 1 + w (a zero-initialised weight): the same parameters as an
     RMSNorm. The checkpoint's mtp.* tensors are not in the causal LM (_keys_to_ignore_on_load_unexpected)."""
     bias = c.bool("attention_bias", False)
-    full = {"kind": "mha", **attention(c, head_dim=256, qkv_bias=bias, o_bias=bias, qk_norm="head",
-                                       rotary=c.rope_fraction(0.25), kv_heads=2), "gate": True}
+    full = {
+        "kind": "mha",
+        **attention(c, head_dim=256, qkv_bias=bias, o_bias=bias, qk_norm="head", rotary=c.rope_fraction(0.25), kv_heads=2),
+        "gate": True,
+    }
     n, step = c.int("num_hidden_layers"), c.int("decoder_sparse_step", 1)
     experts, dense_only = c.int("num_experts", 512, positive=False), set(c.int_list("mlp_only_layers"))
-    moe = {"kind": "moe", "n_experts": experts or 1, "top_k": c.int("num_experts_per_tok", 10),
-           "expert": gated(c, "moe_intermediate_size", width=c.int("moe_intermediate_size", 512)),
-           "n_shared_experts": 1, "shared_gate": True,
-           "shared": gated(c, width=c.int("shared_expert_intermediate_size", 512))}
+    moe = {
+        "kind": "moe",
+        "n_experts": experts or 1,
+        "top_k": c.int("num_experts_per_tok", 10),
+        "expert": gated(c, "moe_intermediate_size", width=c.int("moe_intermediate_size", 512)),
+        "n_shared_experts": 1,
+        "shared_gate": True,
+        "shared": gated(c, width=c.int("shared_expert_intermediate_size", 512)),
+    }
     ffn_kinds = ["moe" if experts and i not in dense_only and (i + 1) % step == 0 else "dense" for i in range(n)]
-    blocks = {"linear_attention": gated_deltanet(c), "full_attention": full, "moe": moe,
-              "dense": gated(c, width=c.int("intermediate_size", 5632))}
+    blocks = {
+        "linear_attention": gated_deltanet(c),
+        "full_attention": full,
+        "moe": moe,
+        "dense": gated(c, width=c.int("intermediate_size", 5632)),
+    }
     mixer, ffn, layers = runs(list(zip(layer_types(c), ffn_kinds)), blocks)
-    return {**common(c, tie=False, context_default=32768), "attention": blocks[mixer], "ffn": blocks[ffn],
-            "norm": rms(), **({"layers": layers} if layers else {})}
+    return {
+        **common(c, tie=False, context_default=32768),
+        "attention": blocks[mixer],
+        "ffn": blocks[ffn],
+        "norm": rms(),
+        **({"layers": layers} if layers else {}),
+    }

@@ -12,19 +12,33 @@ from .qwen3_next import gated_deltanet, runs
 # Qwen4ExpTextQSAIndexer (self_attn.indexer), and the hyper-connections: Qwen4ExpTextGatedResidual before each
 # sublayer (attn_hyper_connection, mlp_hyper_connection) and at the end (hyper_connection_mixer, without inject).
 SITES = (("attn_hyper_connection", "hc.attn"), ("mlp_hyper_connection", "hc.ffn"))
-PARTS = (("hc_norm", "norm"), ("input_mix_weight_down", "down"), ("input_mix_weight_up", "up"),
-         ("block_inject_weight", "inject"))
-QWEN4_EXP_MODULES = ((r"indexer\.index_qk_proj$", "attn.indexer.qk"), (r"indexer\.q_layernorm$", "attn.indexer.q_norm"),
-                     (r"indexer\.k_layernorm$", "attn.indexer.k_norm"),
-                     *((rf"^{site}\.{part}$", f"{name}.{ours}") for site, name in SITES for part, ours in PARTS))
+PARTS = (("hc_norm", "norm"), ("input_mix_weight_down", "down"), ("input_mix_weight_up", "up"), ("block_inject_weight", "inject"))
+QWEN4_EXP_MODULES = (
+    (r"indexer\.index_qk_proj$", "attn.indexer.qk"),
+    (r"indexer\.q_layernorm$", "attn.indexer.q_norm"),
+    (r"indexer\.k_layernorm$", "attn.indexer.k_norm"),
+    *((rf"^{site}\.{part}$", f"{name}.{ours}") for site, name in SITES for part, ours in PARTS),
+)
 MIXER_MODULES = tuple((rf"hyper_connection_mixer\.{part}$", f"hc.head.{ours}") for part, ours in PARTS[:3])
 
 # Qwen4ExpTextConfig's defaults for the keys read here; the QSA keys have none (the config class refuses a config
 # without them: scripts/hf_defaults.py states them).
-QWEN4_EXP_TEXT = {"vocab_size": 248_320, "hidden_size": 2048, "num_hidden_layers": 40, "num_attention_heads": 16,
-                  "num_key_value_heads": 2, "head_dim": 256, "max_position_embeddings": 32_768,
-                  "tie_word_embeddings": False, "moe_intermediate_size": 512, "shared_expert_intermediate_size": 512,
-                  "num_experts_per_tok": 10, "num_experts": 512, "hc_count": 4, "hc_lowrank": 320}
+QWEN4_EXP_TEXT = {
+    "vocab_size": 248_320,
+    "hidden_size": 2048,
+    "num_hidden_layers": 40,
+    "num_attention_heads": 16,
+    "num_key_value_heads": 2,
+    "head_dim": 256,
+    "max_position_embeddings": 32_768,
+    "tie_word_embeddings": False,
+    "moe_intermediate_size": 512,
+    "shared_expert_intermediate_size": 512,
+    "num_experts_per_tok": 10,
+    "num_experts": 512,
+    "hc_count": 4,
+    "hc_lowrank": 320,
+}
 MIXERS = ("linear_attention", "indexed_attention")
 
 
@@ -68,13 +82,29 @@ def qwen4_exp_text(c: Config) -> dict:
             raise c.fail("indexer_kv_heads", "Qwen4-Exp's QSA indexer has one key head")
         bias = c.bool("attention_bias", False)
         blocks["indexed_attention"] = {
-            "kind": "qsa", **attention(c, qkv_bias=bias, o_bias=bias, qk_norm="head", rotary=c.rope_fraction(1.0)),
-            "gate": True, "index_n_heads": c.int("indexer_n_heads"), "index_head_dim": c.int("indexer_head_dim"),
-            "index_budget": c.int("indexer_budget"), "index_block_size": c.int("indexer_compress_ratio")}
-    blocks["ffn"] = {"kind": "moe", "n_experts": c.int("num_experts"), "top_k": c.int("num_experts_per_tok"),
-                     "expert": gated(c, width=c.int("moe_intermediate_size")), "n_shared_experts": 1,
-                     "shared_gate": True, "shared": gated(c, width=c.int("shared_expert_intermediate_size"))}
+            "kind": "qsa",
+            **attention(c, qkv_bias=bias, o_bias=bias, qk_norm="head", rotary=c.rope_fraction(1.0)),
+            "gate": True,
+            "index_n_heads": c.int("indexer_n_heads"),
+            "index_head_dim": c.int("indexer_head_dim"),
+            "index_budget": c.int("indexer_budget"),
+            "index_block_size": c.int("indexer_compress_ratio"),
+        }
+    blocks["ffn"] = {
+        "kind": "moe",
+        "n_experts": c.int("num_experts"),
+        "top_k": c.int("num_experts_per_tok"),
+        "expert": gated(c, width=c.int("moe_intermediate_size")),
+        "n_shared_experts": 1,
+        "shared_gate": True,
+        "shared": gated(c, width=c.int("shared_expert_intermediate_size")),
+    }
     mixer, kind, layers = runs([(t, "ffn") for t in types], blocks)
-    return {**common(c, tie=False, context_default=32768), "attention": blocks[mixer], "ffn": blocks[kind],
-            "norm": {"kind": "rmsnorm", "per_layer": 0, "final": False}, **({"layers": layers} if layers else {}),
-            "hyper": {"streams": c.int("hc_count"), "mixer": "gated", "rank": c.int("hc_lowrank")}}
+    return {
+        **common(c, tie=False, context_default=32768),
+        "attention": blocks[mixer],
+        "ffn": blocks[kind],
+        "norm": {"kind": "rmsnorm", "per_layer": 0, "final": False},
+        **({"layers": layers} if layers else {}),
+        "hyper": {"streams": c.int("hc_count"), "mixer": "gated", "rank": c.int("hc_lowrank")},
+    }

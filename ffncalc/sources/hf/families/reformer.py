@@ -8,10 +8,13 @@ from math import lcm
 from ..config import Config, family
 
 LAYER_MODULES = (
-    (r"self_attention\.query_key$", "attn.qk"), (r"self_attention\.query$", "attn.q"),
-    (r"self_attention\.key$", "attn.k"), (r"self_attention\.value$", "attn.v"),
+    (r"self_attention\.query_key$", "attn.qk"),
+    (r"self_attention\.query$", "attn.q"),
+    (r"self_attention\.key$", "attn.k"),
+    (r"self_attention\.value$", "attn.v"),
     (r"attention\.output\.dense$", "attn.o"),
-    (r"feed_forward\.dense\.dense$", "ffn.up"), (r"feed_forward\.output\.dense$", "ffn.down"),
+    (r"feed_forward\.dense\.dense$", "ffn.up"),
+    (r"feed_forward\.output\.dense$", "ffn.down"),
     (r"(attention|feed_forward)\.layer_norm$", "norms"),
 )
 TOP_MODULES = (
@@ -50,21 +53,33 @@ def reformer(c: Config) -> dict:
     d, heads, hd = c.int("hidden_size", 256), c.int("num_attention_heads", 12), c.int("attention_head_size", 64)
     types = c.data.get("attn_layers") or ["local", "lsh", "local", "lsh", "local", "lsh"]
     if not isinstance(types, list) or not set(types) <= {"local", "lsh"}:
-        raise c.fail("attn_layers", f"expected a list of \"local\" and \"lsh\", got {types!r}")
+        raise c.fail("attn_layers", f'expected a list of "local" and "lsh", got {types!r}')
     n = c.int("num_hidden_layers", 6)
     if len(types) < n:
         raise c.fail("attn_layers", f"one attention type per layer: {len(types)} for {n} layers")
     context = c.int("max_position_embeddings", 4096)
-    local = {"kind": "local", "n_heads": heads, "head_dim": hd, "chunk_length": c.int("local_attn_chunk_length", 64),
-             "chunks_before": c.int("local_num_chunks_before", 1, positive=False),
-             "chunks_after": c.int("local_num_chunks_after", 0, positive=False)}
+    local = {
+        "kind": "local",
+        "n_heads": heads,
+        "head_dim": hd,
+        "chunk_length": c.int("local_attn_chunk_length", 64),
+        "chunks_before": c.int("local_num_chunks_before", 1, positive=False),
+        "chunks_after": c.int("local_num_chunks_after", 0, positive=False),
+    }
     buckets = c.data.get("num_buckets")
     if buckets is not None and not (type(buckets) is int or isinstance(buckets, list)):
         raise c.fail("num_buckets", f"expected an even number or a list of them, got {buckets!r}")
-    lsh = {"kind": "lsh", "n_heads": heads, "head_dim": hd, "chunk_length": c.int("lsh_attn_chunk_length", 64),
-           "chunks_before": c.int("lsh_num_chunks_before", 1, positive=False),
-           "chunks_after": c.int("lsh_num_chunks_after", 0, positive=False), "num_hashes": c.int("num_hashes", 1),
-           "num_buckets": buckets, "max_positions": context}
+    lsh = {
+        "kind": "lsh",
+        "n_heads": heads,
+        "head_dim": hd,
+        "chunk_length": c.int("lsh_attn_chunk_length", 64),
+        "chunks_before": c.int("lsh_num_chunks_before", 1, positive=False),
+        "chunks_after": c.int("lsh_num_chunks_after", 0, positive=False),
+        "num_hashes": c.int("num_hashes", 1),
+        "num_buckets": buckets,
+        "max_positions": context,
+    }
     mixers = {"local": local, "lsh": lsh}
     used = {t: mixers[t]["chunk_length"] for t in types[:n]}
     runs: list[list] = []
@@ -85,8 +100,12 @@ def reformer(c: Config) -> dict:
         "tie_embeddings": False,
         "lm_head_bias": True,
         "attention": mixers[main],
-        "ffn": {"kind": "dense", "d_ff": c.int("feed_forward_size", 512), "activation": c.activation("hidden_act", "relu"),
-                "bias": True},
+        "ffn": {
+            "kind": "dense",
+            "d_ff": c.int("feed_forward_size", 512),
+            "activation": c.activation("hidden_act", "relu"),
+            "bias": True,
+        },
         "norm": {"kind": "layernorm", "per_layer": 2, "final": True},
         "reversible": True,
         "padding": {"multiple": lcm(*used.values()), "above": min(used.values())},

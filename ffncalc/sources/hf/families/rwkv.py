@@ -5,15 +5,20 @@ from __future__ import annotations
 from ..config import Config, family
 
 
-@family("rwkv",
-        layer_modules=tuple((rf"^{block}\.{name}$", f"{block}.{name}")
-                            for block, names in (("attention", ("key", "value", "receptance", "output")),
-                                                 ("feed_forward", ("key", "value", "receptance")))
-                            for name in names)
-        + ((r"^attention$", "attention.time_decay+time_first+time_mix_key+time_mix_value+time_mix_receptance"),
-           (r"^feed_forward$", "feed_forward.time_mix_key+time_mix_receptance"), (r"^ln[12]$", "norms")),
-        top_modules=((r"blocks\.0\.pre_ln$", "embed_norm"), (r"embeddings$", "embed"), (r"ln_out$", "final_norm"),
-                     (r"head$", "lm_head")))
+@family(
+    "rwkv",
+    layer_modules=tuple(
+        (rf"^{block}\.{name}$", f"{block}.{name}")
+        for block, names in (("attention", ("key", "value", "receptance", "output")), ("feed_forward", ("key", "value", "receptance")))
+        for name in names
+    )
+    + (
+        (r"^attention$", "attention.time_decay+time_first+time_mix_key+time_mix_value+time_mix_receptance"),
+        (r"^feed_forward$", "feed_forward.time_mix_key+time_mix_receptance"),
+        (r"^ln[12]$", "norms"),
+    ),
+    top_modules=((r"blocks\.0\.pre_ln$", "embed_norm"), (r"embeddings$", "embed"), (r"ln_out$", "final_norm"), (r"head$", "lm_head")),
+)
 def rwkv(c: Config) -> dict:
     """RwkvConfig / RwkvForCausalLM: every key has a default (vocab_size 50277, hidden_size 4096, 32 layers,
     context_length 1024, untied); attention_hidden_size and intermediate_size default to hidden_size and

@@ -5,8 +5,7 @@ from __future__ import annotations
 from ..config import Config, common, family, gated
 
 
-@family("stablelm",
-        layer_modules=((r"q_layernorm\b", "attn.q_norm"), (r"k_layernorm\b", "attn.k_norm")))
+@family("stablelm", layer_modules=((r"q_layernorm\b", "attn.q_norm"), (r"k_layernorm\b", "attn.k_norm")))
 def stablelm(c: Config) -> dict:
     """StableLmConfig / StableLmDecoderLayer: q/k/v biased by use_qkv_bias (default false), o_proj and the
     gated MLP without; head_dim is hidden_size / heads; a quarter of each head rotated by default
@@ -21,10 +20,16 @@ def stablelm(c: Config) -> dict:
     qk = {"qk_norm": "each_head", "qk_norm_bias": False} if c.bool("qk_layernorm", False) else {}
     return {
         **common(c, tie=False, context_default=4096),
-        "attention": {"n_heads": heads, "n_kv_heads": c.int("num_key_value_heads", 32), "head_dim": head_dim,
-                      "qkv_bias": c.bool("use_qkv_bias", False), "o_bias": False, **qk,
-                      # StableLmAttention.rotary_ndims = int(head_dim * partial_rotary_factor)
-                      "rotary_dim": int(head_dim * c.rope_fraction(0.25))},
+        "attention": {
+            "n_heads": heads,
+            "n_kv_heads": c.int("num_key_value_heads", 32),
+            "head_dim": head_dim,
+            "qkv_bias": c.bool("use_qkv_bias", False),
+            "o_bias": False,
+            **qk,
+            # StableLmAttention.rotary_ndims = int(head_dim * partial_rotary_factor)
+            "rotary_dim": int(head_dim * c.rope_fraction(0.25)),
+        },
         "ffn": gated(c),
         "norm": {"kind": "layernorm", "per_layer": 1 if parallel else 2, "final": True},
         "parallel": parallel,

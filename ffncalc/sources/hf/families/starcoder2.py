@@ -14,7 +14,11 @@ def starcoder2(c: Config) -> dict:
     return {
         **common(c, tie=True, context_default=4096),
         "attention": {**attention(c, qkv_bias=bias, o_bias=bias), "n_kv_heads": c.int("num_key_value_heads", 2)},
-        "ffn": {"kind": "dense", "d_ff": c.int("intermediate_size"), "bias": bias,
-                "activation": c.activation("hidden_act", "gelu_pytorch_tanh")},
+        "ffn": {
+            "kind": "dense",
+            "d_ff": c.int("intermediate_size"),
+            "bias": bias,
+            "activation": c.activation("hidden_act", "gelu_pytorch_tanh"),
+        },
         "norm": {"kind": "layernorm", "per_layer": 2, "final": True},
     }

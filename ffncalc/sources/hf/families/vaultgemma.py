@@ -6,8 +6,7 @@ from __future__ import annotations
 from ..config import Config, attention, common, family, gated, layer_types, rms, stack, window
 
 
-@family("vaultgemma",
-        layer_modules=((r"pre_feedforward_layernorm$", "norms"),))
+@family("vaultgemma", layer_modules=((r"pre_feedforward_layernorm$", "norms"),))
 def vaultgemma(c: Config) -> dict:
     """VaultGemmaConfig / VaultGemmaDecoderLayer: two RMSNorms a layer (input_layernorm before attention,
     pre_feedforward_layernorm before the MLP; none after either), RMSNorm scaling by 1 + w; GeGLU from
@@ -20,6 +19,5 @@ def vaultgemma(c: Config) -> dict:
     size = window(c, 4096)
     full = attention(c, head_dim=256, qkv_bias=bias, o_bias=bias, kv_heads=4)
     ffn = gated(c, act_key="hidden_activation", act_default="gelu_pytorch_tanh")
-    layers = [{"attention": {**full, "window": size} if t == "sliding_attention" and size else full, "ffn": ffn}
-              for t in types]
+    layers = [{"attention": {**full, "window": size} if t == "sliding_attention" and size else full, "ffn": ffn} for t in types]
     return {**common(c, tie=True, context_default=8192), **stack(layers), "norm": rms()}

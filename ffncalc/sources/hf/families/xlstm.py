@@ -6,9 +6,13 @@ from __future__ import annotations
 from ..config import Config, family
 
 XLSTM_MODULES = (
-    *((rf"mlstm_layer\.{name}$", f"mlstm.{name}")
-      for name in ("q", "k", "v", "ogate_preact", "igate_preact", "fgate_preact", "out_proj", "multihead_norm")),
-    (r"ffn\.proj_up_gate$", "ffn.gate"), (r"ffn\.proj_up$", "ffn.up"), (r"ffn\.proj_down$", "ffn.down"),
+    *(
+        (rf"mlstm_layer\.{name}$", f"mlstm.{name}")
+        for name in ("q", "k", "v", "ogate_preact", "igate_preact", "fgate_preact", "out_proj", "multihead_norm")
+    ),
+    (r"ffn\.proj_up_gate$", "ffn.gate"),
+    (r"ffn\.proj_up$", "ffn.up"),
+    (r"ffn\.proj_down$", "ffn.down"),
     (r"norm_(mlstm|ffn)$", "norms"),
 )
 
@@ -18,8 +22,7 @@ def round_up(x: float, multiple: int) -> int:
     return int(((x + multiple - 1) // multiple) * multiple)
 
 
-@family("xlstm",
-        layer_modules=XLSTM_MODULES, top_modules=((r"embeddings$", "embed"), (r"out_norm$", "final_norm")))
+@family("xlstm", layer_modules=XLSTM_MODULES, top_modules=((r"embeddings$", "embed"), (r"out_norm$", "final_norm")))
 def xlstm(c: Config) -> dict:
     """xLSTMConfig / xLSTMBlock (transformers' own modules, without the external xlstm package): norm_mlstm, the
     mLSTM layer (xLSTMLayer: q and k of int(hidden_size · qk_dim_factor) (default 0.5), v and ogate_preact of
@@ -33,7 +36,7 @@ def xlstm(c: Config) -> dict:
     where that is null; lm_head untied, even with tie_word_embeddings. weight_mode "single" (default); "fused"
     projections are not read. xLSTM states no context length: 2048 is only the default --seq-len, never a limit."""
     if c.data.get("weight_mode", "single") != "single":
-        raise c.fail("weight_mode", "only weight_mode \"single\" is read (fused projections are not)")
+        raise c.fail("weight_mode", 'only weight_mode "single" is read (fused projections are not)')
     d = c.int("hidden_size", None) or c.int("embedding_dim", 4096)
     if c.int("embedding_dim", d) != d:
         raise c.fail("embedding_dim", f"an embedding of {c.int('embedding_dim')} beside hidden_size {d} builds no model")
@@ -41,13 +44,26 @@ def xlstm(c: Config) -> dict:
     n = c.int("num_blocks", None) or c.int("num_hidden_layers", 32)
     bias = c.bool("use_bias", False)
     heads = c.int("num_heads", 8)
-    mlstm = {"kind": "mlstm", "n_heads": heads, "bias": bias, "qk_dim": int(d * c.float("qk_dim_factor", 0.5)),
-             "v_dim": int(d * c.float("v_dim_factor", 1.0)), "chunk_size": c.int("chunk_size", 64)}
+    mlstm = {
+        "kind": "mlstm",
+        "n_heads": heads,
+        "bias": bias,
+        "qk_dim": int(d * c.float("qk_dim_factor", 0.5)),
+        "v_dim": int(d * c.float("v_dim_factor", 1.0)),
+        "chunk_size": c.int("chunk_size", 64),
+    }
     width = round_up(d * c.float("ffn_proj_factor", 2.667), c.int("ffn_round_up_to_multiple_of", 64))
-    return {"name": c.data.get("_name_or_path") or None, "vocab_size": c.int("vocab_size", 50304), "d_model": d,
-            "n_layers": n, "context_length": 2048, "positions": "none",
-            # xLSTMForCausalLM states no _tied_weights_keys: its lm_head is its own whatever tie_word_embeddings says
-            "tie_embeddings": False,
-            "attention": mlstm, "ffn": {"kind": "gated", "d_ff": width, "activation": "silu", "bias": bias},
-            # xLSTMBlock's norm_mlstm and norm_ffn have a bias with use_bias; xLSTMModel's out_norm never has one
-            "norm": {"kind": "rmsnorm", "per_layer": 2, "final": True, "layer_bias": bias}}
+    return {
+        "name": c.data.get("_name_or_path") or None,
+        "vocab_size": c.int("vocab_size", 50304),
+        "d_model": d,
+        "n_layers": n,
+        "context_length": 2048,
+        "positions": "none",
+        # xLSTMForCausalLM states no _tied_weights_keys: its lm_head is its own whatever tie_word_embeddings says
+        "tie_embeddings": False,
+        "attention": mlstm,
+        "ffn": {"kind": "gated", "d_ff": width, "activation": "silu", "bias": bias},
+        # xLSTMBlock's norm_mlstm and norm_ffn have a bias with use_bias; xLSTMModel's out_norm never has one
+        "norm": {"kind": "rmsnorm", "per_layer": 2, "final": True, "layer_bias": bias},
+    }

@@ -26,7 +26,8 @@ ZAMBA_MODULES = (
     (r"^shared_transf\.feed_forward\.up_proj$", "shared.ffn.up"),
     (r"^shared_transf\.feed_forward\.down_proj$", "shared.ffn.down"),
     (r"^linear$", "shared.linear"),
-    (r"^(mamba_decoder\.)?mamba\.in_proj$", "mixer.in_proj"), (r"^(mamba_decoder\.)?mamba\.conv1d$", "mixer.conv1d"),
+    (r"^(mamba_decoder\.)?mamba\.in_proj$", "mixer.in_proj"),
+    (r"^(mamba_decoder\.)?mamba\.conv1d$", "mixer.conv1d"),
     (r"^(mamba_decoder\.)?mamba$", "mixer.x_proj+dt_proj+A_log+D"),
     (r"^(mamba_decoder\.)?mamba\.out_proj$", "mixer.out_proj"),
     (r"^(mamba_decoder\.)?input_layernorm$", "norms"),
@@ -60,14 +61,11 @@ def hybrid_stack(layers: list[dict]) -> dict:
     out = stack(layers)
     shared = out.pop("shared", None)
     if shared is not None:
-        out["layers"] = [{**group, "shared": group.get("shared", shared)}
-                         for group in out.get("layers", [{"repeat": len(layers)}])]
+        out["layers"] = [{**group, "shared": group.get("shared", shared)} for group in out.get("layers", [{"repeat": len(layers)}])]
     return out
 
 
-@family("zamba",
-        layer_modules=ZAMBA_MODULES,
-        top_modules=((r"final_layernorm$", "final_norm"),))
+@family("zamba", layer_modules=ZAMBA_MODULES, top_modules=((r"final_layernorm$", "final_norm"),))
 def zamba(c: Config) -> dict:
     """ZambaConfig / ZambaForCausalLM: layers by layers_block_type (default from num_hidden_layers 76,
     attn_layer_period 6 and attn_layer_offset 4), each a ZambaMambaDecoderLayer: an RMSNorm (input_layernorm) and
@@ -87,20 +85,34 @@ def zamba(c: Config) -> dict:
         raise c.fail("n_mamba_heads", f"{heads} heads do not divide mamba_expand · hidden_size = {expand * hidden}")
     rank = c.data.get("mamba_dt_rank", "auto")
     rank = math.ceil(hidden / 16) if rank == "auto" else c.int("mamba_dt_rank")
-    mixer = {"kind": "mamba", "n_heads": heads, "d_inner": expand * hidden, "state_size": c.int("mamba_d_state", 16),
-             "conv_kernel": c.int("mamba_d_conv", 4), "time_step_rank": rank,
-             "use_bias": c.bool("mamba_proj_bias", False), "use_conv_bias": c.bool("mamba_conv_bias", True),
-             "activation": c.activation("hidden_mamba_act", "silu")}
+    mixer = {
+        "kind": "mamba",
+        "n_heads": heads,
+        "d_inner": expand * hidden,
+        "state_size": c.int("mamba_d_state", 16),
+        "conv_kernel": c.int("mamba_d_conv", 4),
+        "time_step_rank": rank,
+        "use_bias": c.bool("mamba_proj_bias", False),
+        "use_conv_bias": c.bool("mamba_conv_bias", True),
+        "activation": c.activation("hidden_mamba_act", "silu"),
+    }
     width = c.int("attention_hidden_size", 2 * hidden)
     # the block's input is the concatenation [x; e]: any other width cannot run (no block, no width: Mamba layers only)
     if width != 2 * hidden and "hybrid" in types:
-        raise c.fail("attention_hidden_size", f"must be 2 · hidden_size = {2 * hidden} (the hidden state and the "
-                     f"embeddings concatenated), got {width}")
+        raise c.fail(
+            "attention_hidden_size",
+            f"must be 2 · hidden_size = {2 * hidden} (the hidden state and the embeddings concatenated), got {width}",
+        )
     n_heads = c.int("num_attention_heads", 16)
     head_key = "attention_head_dim" if c.data.get("attention_head_dim") is not None else "head_dim"
-    block = {"kind": "zamba_transformer", "n_heads": n_heads,
-             "n_kv_heads": c.int("num_key_value_heads", 16), "head_dim": c.int(head_key, 2 * hidden // n_heads),
-             "d_ff": c.int("intermediate_size", 14848), "activation": c.activation("hidden_act", "gelu")}
+    block = {
+        "kind": "zamba_transformer",
+        "n_heads": n_heads,
+        "n_kv_heads": c.int("num_key_value_heads", 16),
+        "head_dim": c.int(head_key, 2 * hidden // n_heads),
+        "d_ff": c.int("intermediate_size", 14848),
+        "activation": c.activation("hidden_act", "gelu"),
+    }
     none = {"kind": "none"}
     # ZambaModel ties every hybrid layer's shared_transf to the first one's through its _tied_weights_keys, which
     # PreTrainedModel.get_expanded_tied_weights_keys applies only with tie_word_embeddings: untied, each hybrid layer
@@ -110,7 +122,14 @@ def zamba(c: Config) -> dict:
     uses = iter(names)
     layers = [{"attention": mixer, "ffn": none, "shared": next(uses) if t == "hybrid" else None} for t in types]
     out = hybrid_stack(layers)
-    base = common(c.with_defaults({"num_hidden_layers": len(types), "hidden_size": hidden, "vocab_size": 32000}),
-                  tie=True, context_default=4096)
-    return {**base, "n_layers": len(types), "positions": "none", **out, "norm": rms(per_layer=1),
-            "shared_blocks": {name: block for name in names} or None}
+    base = common(
+        c.with_defaults({"num_hidden_layers": len(types), "hidden_size": hidden, "vocab_size": 32000}), tie=True, context_default=4096
+    )
+    return {
+        **base,
+        "n_layers": len(types),
+        "positions": "none",
+        **out,
+        "norm": rms(per_layer=1),
+        "shared_blocks": {name: block for name in names} or None,
+    }

@@ -32,8 +32,10 @@ ZAMBA2_MODULES = (
     (r"^shared_transformer\.feed_forward\.gate_up_proj_adapter_list\.\d+\.1$", "shared.ffn.adapter.up"),
     (r"^shared_transformer\.feed_forward\.down_proj$", "shared.ffn.down"),
     (r"^linear$", "shared.linear"),
-    (r"^(mamba_decoder\.)?mamba\.in_proj$", "mixer.in_proj"), (r"^(mamba_decoder\.)?mamba\.conv1d$", "mixer.conv1d"),
-    (r"^(mamba_decoder\.)?mamba$", "mixer.dt_bias+A_log+D"), (r"^(mamba_decoder\.)?mamba\.norm$", "mixer.norm"),
+    (r"^(mamba_decoder\.)?mamba\.in_proj$", "mixer.in_proj"),
+    (r"^(mamba_decoder\.)?mamba\.conv1d$", "mixer.conv1d"),
+    (r"^(mamba_decoder\.)?mamba$", "mixer.dt_bias+A_log+D"),
+    (r"^(mamba_decoder\.)?mamba\.norm$", "mixer.norm"),
     (r"^(mamba_decoder\.)?mamba\.out_proj$", "mixer.out_proj"),
     (r"^(mamba_decoder\.)?input_layernorm$", "norms"),
 )
@@ -57,9 +59,7 @@ def block_types(c: Config) -> list[str]:
     return types
 
 
-@family("zamba2",
-        layer_modules=ZAMBA2_MODULES,
-        top_modules=((r"final_layernorm$", "final_norm"),))
+@family("zamba2", layer_modules=ZAMBA2_MODULES, top_modules=((r"final_layernorm$", "final_norm"),))
 def zamba2(c: Config) -> dict:
     """Zamba2Config / Zamba2ForCausalLM: layers by layers_block_type (default 54, a hybrid layer every sixth or so,
     9 in all), each a Zamba2MambaDecoderLayer: an RMSNorm (input_layernorm) and Zamba2MambaMixer, a Mamba-2 mixer of
@@ -84,17 +84,29 @@ def zamba2(c: Config) -> dict:
     # but a value the file states (as save_pretrained writes them) is set after it and wins
     head_dim = c.int("mamba_headdim", expand * hidden // heads)
     if heads * head_dim != expand * hidden:  # Zamba2MambaMixer views its d_inner = mamba_expand · hidden as heads
-        raise c.fail("mamba_headdim" if c.has("mamba_headdim") else "n_mamba_heads",
-                     f"{heads} heads of {head_dim} do not make mamba_expand · hidden_size = {expand * hidden}: "
-                     "transformers' forward cannot run it")
+        raise c.fail(
+            "mamba_headdim" if c.has("mamba_headdim") else "n_mamba_heads",
+            f"{heads} heads of {head_dim} do not make mamba_expand · hidden_size = {expand * hidden}: "
+            "transformers' forward cannot run it",
+        )
     bias = c.bool("add_bias_linear", False)
-    mixer = {"kind": "mamba2", "n_heads": heads, "head_dim": head_dim,
-             "state_size": c.int("mamba_d_state", 64), "n_groups": c.int("mamba_ngroups", 1),
-             "conv_kernel": c.int("mamba_d_conv", 4), "use_bias": bias, "use_conv_bias": True, "activation": "silu"}
+    mixer = {
+        "kind": "mamba2",
+        "n_heads": heads,
+        "head_dim": head_dim,
+        "state_size": c.int("mamba_d_state", 64),
+        "n_groups": c.int("mamba_ngroups", 1),
+        "conv_kernel": c.int("mamba_d_conv", 4),
+        "use_bias": bias,
+        "use_conv_bias": True,
+        "activation": "silu",
+    }
     width = c.int("attention_hidden_size", 2 * hidden)
     if width != 2 * hidden and hybrids:  # the block's input is the concatenation [x; e]
-        raise c.fail("attention_hidden_size", f"must be 2 · hidden_size = {2 * hidden} (the hidden state and the "
-                     f"embeddings concatenated), got {width}")
+        raise c.fail(
+            "attention_hidden_size",
+            f"must be 2 · hidden_size = {2 * hidden} (the hidden state and the embeddings concatenated), got {width}",
+        )
     n_heads, blocks = c.int("num_attention_heads", 32), c.int("num_mem_blocks", 1)
     # Zamba2Attention and Zamba2MLP hold an adapter for each entry p of hybrid_layer_ids with p mod num_mem_blocks
     # their block_id (an Identity for the others), and the k-th hybrid layer, block k mod num_mem_blocks, runs the
@@ -105,30 +117,42 @@ def zamba2(c: Config) -> dict:
     slot = {layer: p for p, layer in enumerate(ids)}
     for k, layer in enumerate(hybrids):
         if layer not in slot or slot[layer] % blocks != k % blocks:
-            raise c.fail("hybrid_layer_ids", f"hybrid layer {layer} (block {k % blocks}) is "
-                         + ("not listed" if layer not in slot else f"listed at {slot[layer]}, another block's adapter")
-                         + ": transformers' forward cannot run it")
-    block = {"kind": "zamba_transformer", "n_heads": n_heads,
-             "n_kv_heads": c.int("num_key_value_heads", n_heads),
-             "head_dim": c.int("attention_head_dim", 2 * hidden // n_heads),
-             "d_ff": c.int("intermediate_size", 4 * hidden), "activation": c.activation("hidden_act", "gelu"),
-             "mlp_bias": bias, "attention_adapters": c.bool("use_shared_attention_adapter", False),
-             "mlp_adapters": True, "adapter_rank": c.int("adapter_rank", 128)}
+            raise c.fail(
+                "hybrid_layer_ids",
+                f"hybrid layer {layer} (block {k % blocks}) is "
+                + ("not listed" if layer not in slot else f"listed at {slot[layer]}, another block's adapter")
+                + ": transformers' forward cannot run it",
+            )
+    block = {
+        "kind": "zamba_transformer",
+        "n_heads": n_heads,
+        "n_kv_heads": c.int("num_key_value_heads", n_heads),
+        "head_dim": c.int("attention_head_dim", 2 * hidden // n_heads),
+        "d_ff": c.int("intermediate_size", 4 * hidden),
+        "activation": c.activation("hidden_act", "gelu"),
+        "mlp_bias": bias,
+        "attention_adapters": c.bool("use_shared_attention_adapter", False),
+        "mlp_adapters": True,
+        "adapter_rank": c.int("adapter_rank", 128),
+    }
     # Zamba2Model.get_layers ties each hybrid layer's shared_transformer to that of the first layer of its block through
     # _tied_weights_keys, which PreTrainedModel.get_expanded_tied_weights_keys applies only with tie_word_embeddings:
     # untied, each hybrid layer holds a block of its own, with all the adapters of its block_id
     tied = c.bool("tie_word_embeddings", True)
     names = [f"block{k % blocks if tied else k}" for k in range(len(hybrids))]
     held = [sum(p % blocks == k % blocks for p in range(len(ids))) for k in range(len(hybrids))]
-    shared = {name: {**block, **({"adapter_sets": held[k]} if held[k] != names.count(name) else {})}
-              for k, name in enumerate(names)}
+    shared = {name: {**block, **({"adapter_sets": held[k]} if held[k] != names.count(name) else {})} for k, name in enumerate(names)}
     none = {"kind": "none"}
     uses = iter(names)
-    out = hybrid_stack([{"attention": mixer, "ffn": none, "shared": next(uses) if t == "hybrid" else None}
-                        for t in types])
+    out = hybrid_stack([{"attention": mixer, "ffn": none, "shared": next(uses) if t == "hybrid" else None} for t in types])
     context = 16384 if c.bool("use_long_context", False) else c.int("max_position_embeddings", 4096)
-    base = common(c.with_defaults({"num_hidden_layers": len(types), "hidden_size": hidden, "vocab_size": 32000}),
-                  tie=True)
-    return {**base, "n_layers": len(types), "context_length": context,
-            "positions": "rotary" if c.bool("use_mem_rope", False) else "none", **out, "norm": rms(per_layer=1),
-            "shared_blocks": shared or None}
+    base = common(c.with_defaults({"num_hidden_layers": len(types), "hidden_size": hidden, "vocab_size": 32000}), tie=True)
+    return {
+        **base,
+        "n_layers": len(types),
+        "context_length": context,
+        "positions": "rotary" if c.bool("use_mem_rope", False) else "none",
+        **out,
+        "norm": rms(per_layer=1),
+        "shared_blocks": shared or None,
+    }

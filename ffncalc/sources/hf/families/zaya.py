@@ -6,13 +6,18 @@ from __future__ import annotations
 from ..config import MOE_MODULES, Config, common, family, gated, layer_types, rms, stack
 
 MODULES = (
-    (r"qkv_proj\.v_proj_current$", "attn.v_current"), (r"qkv_proj\.v_proj_delayed$", "attn.v_delayed"),
-    (r"conv_qk_depthwise$", "attn.conv_depthwise"), (r"conv_qk_grouped$", "attn.conv_grouped"),
+    (r"qkv_proj\.v_proj_current$", "attn.v_current"),
+    (r"qkv_proj\.v_proj_delayed$", "attn.v_delayed"),
+    (r"conv_qk_depthwise$", "attn.conv_depthwise"),
+    (r"conv_qk_grouped$", "attn.conv_grouped"),
     (r"qk_norm$", "attn.key_scale"),  # ZayaQKNorm.temp; before the common k_norm
-    (r"mlp\.gate\.down_proj$", "ffn.router.down"), (r"router_mlp\.norm$", "ffn.router.norm"),
-    (r"router_mlp\.fc1$", "ffn.router.fc1"), (r"router_mlp\.fc2$", "ffn.router.fc2"),
+    (r"mlp\.gate\.down_proj$", "ffn.router.down"),
+    (r"router_mlp\.norm$", "ffn.router.norm"),
+    (r"router_mlp\.fc1$", "ffn.router.fc1"),
+    (r"router_mlp\.fc2$", "ffn.router.fc2"),
     (r"router_mlp\.out_proj$", "ffn.router.out"),
-    (r"post_attention_residual_scale$", "residual_scale.attention"), (r"post_mlp_residual_scale$", "residual_scale.ffn"),
+    (r"post_attention_residual_scale$", "residual_scale.attention"),
+    (r"post_mlp_residual_scale$", "residual_scale.ffn"),
 )
 TOP_MODULES = ((r"^model$", "residual_scale.input"),)  # ZayaModel.input_hidden_states_scale and _bias
 
@@ -56,20 +61,39 @@ def zaya(c: Config) -> dict:
         raise c.fail("num_experts_per_tok", "ZAYA routes each token to one expert (ZayaConfig accepts only 1)")
     types = layer_types(c, lambda i: "hybrid")
     if not set(types) <= {"hybrid", "hybrid_sliding"}:
-        raise c.fail("layer_types", f"expected \"hybrid\" or \"hybrid_sliding\" layers, got {sorted(set(types))}")
+        raise c.fail("layer_types", f'expected "hybrid" or "hybrid_sliding" layers, got {sorted(set(types))}')
     if "hybrid_sliding" in types and c.data.get("sliding_window") is None:
         raise c.fail("sliding_window", "hybrid_sliding layers need a sliding_window (ZayaConfig)")
 
     def attention(t: str) -> dict:
-        out = {"kind": "cca", "n_heads": heads, "n_kv_heads": kv, "head_dim": head_dim, "bias": bias,
-               "time0": c.int("cca_time0", 2), "time1": c.int("cca_time1", 2), "rotary_dim": _rotary(c, t, head_dim)}
+        out = {
+            "kind": "cca",
+            "n_heads": heads,
+            "n_kv_heads": kv,
+            "head_dim": head_dim,
+            "bias": bias,
+            "time0": c.int("cca_time0", 2),
+            "time1": c.int("cca_time1", 2),
+            "rotary_dim": _rotary(c, t, head_dim),
+        }
         return {**out, "window": c.int("sliding_window")} if t == "hybrid_sliding" else out
 
     def moe(i: int) -> dict:
-        return {"kind": "moe", "n_experts": c.int("num_experts", 16), "top_k": 1,
-                "expert": gated(c, width=c.int("moe_intermediate_size", 2048)),
-                "router_mlp": c.int("router_hidden_size", 256), "skip_expert": True, "router_state": i > 0}
+        return {
+            "kind": "moe",
+            "n_experts": c.int("num_experts", 16),
+            "top_k": 1,
+            "expert": gated(c, width=c.int("moe_intermediate_size", 2048)),
+            "router_mlp": c.int("router_hidden_size", 256),
+            "skip_expert": True,
+            "router_state": i > 0,
+        }
 
     layers = [{"attention": attention(t), "ffn": moe(i)} for i, t in enumerate(types)]
-    return {**common(c, tie=True, context_default=131_072), **stack(layers), "norm": rms(),
-            "residual_scale": {"input": True}, "lm_head_bias": c.bool("lm_head_bias", False)}
+    return {
+        **common(c, tie=True, context_default=131_072),
+        **stack(layers),
+        "norm": rms(),
+        "residual_scale": {"input": True},
+        "lm_head_bias": c.bool("lm_head_bias", False),
+    }
