@@ -5,7 +5,9 @@
 - ``count gpt3`` against importing typer, rich, pydantic and yaml (what any command line built on them pays);
 - ``verify gpt3-175b`` against ``import torch``; ``verify deepseek-v3`` and ``verify --all`` in seconds and
   against ``import torch``;
-- ``bench``'s time for a block against torch.utils.benchmark timing the same module on the same input, in turns.
+- ``bench``'s time for a block against torch.utils.benchmark timing the same module on the same input, in turns;
+- the deepest stack a spec may state (2,048 layers, each unlike the next) counted, planned and shown layer by
+  layer, and a spec of 10^12 layers (refused in one line naming the bound), against ``count gpt3``.
 
 Commands run in fresh interpreters, each taking turns with its floor (A B A B ...) so that a machine whose
 speed drifts slows both alike; a ratio is the median of the pairs' ratios, for wall time and for CPU time
@@ -99,6 +101,35 @@ def bench_against_torch_benchmark(runs: int) -> list[tuple[str, float, float, fl
     return out
 
 
+def deep_stacks(runs: int) -> None:
+    """The deepest stack allowed, its layers all distinct (alternating windows), and a 10^12-layer spec."""
+    import json
+    import tempfile
+    from pathlib import Path
+
+    base = {
+        "vocab_size": 1000,
+        "d_model": 64,
+        "context_length": 128,
+        "attention": {"n_heads": 4},
+        "ffn": {"kind": "gated", "d_ff": 172, "activation": "silu"},
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        deep, huge = Path(tmp) / "deep.yaml", Path(tmp) / "huge.yaml"
+        layers = [{"repeat": 1, "attention": {"n_heads": 4, "window": 16 + i % 2}} for i in range(2048)]
+        deep.write_text(json.dumps({**base, "n_layers": 2048, "layers": layers}))
+        huge.write_text(json.dumps({**base, "n_layers": 10**12}))
+        floor = ffncalc("count", "gpt3")
+        for name, cmd in [
+            ("count 2,048 distinct layers", ffncalc("count", str(deep))),
+            ("  --per-layer", ffncalc("count", str(deep), "--per-layer")),
+            ("train 2,048 distinct layers", ffncalc("train", str(deep), "--tokens", "1B", "--hardware", "h100-sxm")),
+            ("infer 2,048 distinct layers", ffncalc("infer", str(deep), "--prompt", "8", "--generate", "8")),
+            ("count 10^12 layers (refused)", ffncalc("count", str(huge))),
+        ]:
+            row(name, "ffncalc count gpt3", paired(cmd, floor, runs))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=9, help="pairs per figure (default 9)")
@@ -120,6 +151,7 @@ def main() -> None:
         ("ffncalc verify --all", ffncalc("verify", "--all")),
     ]:
         row(name, "import torch", paired(cmd, IMPORT_TORCH, heavy))
+    deep_stacks(heavy)
     if not args.skip_bench:
         print(f"\n{'bench block (llama2-7b, cpu fp32, 256 tokens)':48} {'bench ms':>9} {'torch.utils.benchmark ms':>25} {'ratio':>7}")
         for name, ours, theirs, ratio in bench_against_torch_benchmark(args.runs):

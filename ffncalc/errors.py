@@ -1,5 +1,5 @@
 """The exceptions the command line turns into a one-line message: bad input (exit status 2), a measurement
-that cannot be right (exit status 1)."""
+that cannot be right (exit status 1); and the exit of an interrupted run."""
 
 
 class InputError(Exception):
@@ -8,3 +8,8 @@ class InputError(Exception):
 
 class MeasurementError(Exception):
     """A timing whose figures cannot all be right (a rate above the peak measured beside it)."""
+
+
+class Interrupted(SystemExit):
+    """The run was interrupted: SIGINT (exit status 130), SIGTERM (143) or SIGHUP (129). What runs inside it (an
+    example that docs runs) stops with it; its own exit is never taken for the example's."""

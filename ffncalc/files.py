@@ -71,22 +71,27 @@ def write_all(files: dict, option: str = "--out") -> None:
     payload = {resolve(p, option): (p, d.encode() if isinstance(d, str) else d) for p, d in files.items()}
     streams = {t: v for t, v in payload.items() if t.exists() and not t.is_file()}
     staged: list[tuple[Path, str]] = []
+    made: list[Path] = []  # folders made for the files, outermost first: removed again unless the files land
     try:
         for target, (shown, data) in payload.items():
             if target not in streams:
-                staged.append((target, _stage(target, shown, data, option)))
+                staged.append((target, _stage(target, shown, data, option, made)))
         _commit(staged, payload, option)
-        staged = []
+        staged = made = []
         for target, (shown, data) in streams.items():
             _stream(target, shown, data, option)
     finally:
         for _, tmp in staged:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
+        for folder in reversed(made):  # innermost first; one that holds anything else stays
+            with contextlib.suppress(OSError):
+                folder.rmdir()
 
 
-def _stage(target: Path, shown, data: bytes, option: str) -> str:
+def _stage(target: Path, shown, data: bytes, option: str, made: list[Path]) -> str:
     try:
+        made += reversed([p for p in (target.parent, *target.parent.parents) if not p.exists()])
         target.parent.mkdir(parents=True, exist_ok=True)
         mode = stat.S_IMODE(target.stat().st_mode) if target.exists() else new_file_mode()
         fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")

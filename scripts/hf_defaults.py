@@ -37,8 +37,6 @@ OUT = ROOT / "tests" / "hf_defaults"
 QSA = {"indexer_n_heads": 4, "indexer_kv_heads": 1, "indexer_head_dim": 128, "indexer_budget": 2048, "indexer_compress_ratio": 4}
 ROPE = {"rope_theta": 10000.0, "rope_type": "default", "partial_rotary_factor": 0.25}
 REPAIRS = {
-    # DeepseekV2Config.num_experts_per_tok defaults to None, which torch.topk cannot take: DeepSeek-V2's 6
-    "deepseek_v2": {"num_experts_per_tok": 6},
     # rope_parameters defaults to {}, with no entry for the full_attention layers of the default layer_types, which
     # the rotary embedding indexes: a null entry, which the class reads as no rotary positions for that type
     "cohere_compass_text": {"rope_parameters": {"full_attention": None}},

@@ -81,13 +81,45 @@ def device_name(device: torch.device) -> str:
     return "cpu"
 
 
+# The x86 instructions that multiply each dtype in hardware (the flags /proc/cpuinfo lists). oneDNN also answers
+# yes for bf16 on any AVX-512 CPU, where it converts to fp32 and back around every product: emulation, whose time
+# says nothing of the dtype, and whose fp32 copies the memory estimate does not hold.
+X86_NATIVE = {"bf16": {"avx512_bf16", "amx_bf16"}, "fp16": {"avx512_fp16", "amx_fp16"}}
+
+
 def native_cpu(dtype: str) -> bool:
-    """Whether this CPU multiplies ``dtype`` in hardware (oneDNN's own test: AVX512-BF16 or AMX for bf16,
-    AVX512-FP16 or AMX-FP16 for fp16); elsewhere torch converts to fp32 and back around every product."""
+    """Whether this CPU multiplies ``dtype`` in hardware: oneDNN's test, and on x86 the instructions themselves
+    (AVX512-BF16 or AMX-BF16 for bf16, AVX512-FP16 or AMX-FP16 for fp16) where the CPU lists them; elsewhere torch
+    converts to fp32 and back around every product."""
     if dtype == "fp32":
         return True
+    if not onednn_native(dtype):
+        return False
+    flags = cpu_flags()
+    return flags is None or bool(flags & X86_NATIVE[dtype])
+
+
+def onednn_native(dtype: str) -> bool:
+    """oneDNN's answer: whether it multiplies ``dtype`` on this CPU, natively or (bf16 on AVX-512) by converting."""
     mkldnn = torch.ops.mkldnn
     return bool({"bf16": mkldnn._is_mkldnn_bf16_supported, "fp16": mkldnn._is_mkldnn_fp16_supported}[dtype]())
+
+
+def cpu_flags() -> set[str] | None:
+    """The instruction-set flags of an x86 CPU (Linux's /proc/cpuinfo); None where they cannot be read (another
+    architecture or system: oneDNN's answer stands)."""
+    import platform
+
+    if platform.machine().lower() not in ("x86_64", "amd64", "i686", "i386"):
+        return None
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return None
 
 
 def check_dtype(device: torch.device, dtype: str) -> None:
@@ -106,7 +138,8 @@ def check_dtype(device: torch.device, dtype: str) -> None:
 
 
 def free_bytes(device: torch.device) -> int:
-    """Memory a run may still take on the device."""
+    """Memory a run may still take on the device: on the CPU, the machine's available memory, or less where this
+    process is held to less (its address-space or data limit, its control group's memory limit: a container's)."""
     if device.type == "cuda":
         return torch.cuda.mem_get_info(device)[0]
     if device.type == "mps":
@@ -114,9 +147,71 @@ def free_bytes(device: torch.device) -> int:
     try:
         with open("/proc/meminfo") as f:
             info = dict(line.split(":", 1) for line in f)
-        return int(info["MemAvailable"].split()[0]) * 1024
+        free = int(info["MemAvailable"].split()[0]) * 1024
     except (OSError, KeyError, ValueError):
-        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        free = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    return min([free, *process_room()])
+
+
+def process_room() -> list[int]:
+    """Bytes this process may still allocate under each limit set on it: RLIMIT_AS and RLIMIT_DATA less what it
+    maps now (VmSize, VmData), and each control group's memory.max (cgroup v2; memory.limit_in_bytes in v1) less
+    its current use, up the hierarchy."""
+    import resource
+
+    room = []
+    status = _status()
+    for limit, used in ((resource.RLIMIT_AS, "VmSize"), (resource.RLIMIT_DATA, "VmData")):
+        soft = resource.getrlimit(limit)[0]
+        if soft != resource.RLIM_INFINITY and used in status:
+            room.append(max(0, soft - status[used]))
+    room += [max(0, high - used) for high, used in _cgroup_limits()]
+    return room
+
+
+def _status() -> dict[str, int]:
+    """/proc/self/status's sizes in bytes (VmSize, VmData, …); empty where there is no such file."""
+    out = {}
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                parts = value.split()
+                if len(parts) == 2 and parts[1] == "kB" and parts[0].isdigit():
+                    out[key] = int(parts[0]) * 1024
+    except OSError:
+        pass
+    return out
+
+
+def _cgroup_limits(listing: str = "/proc/self/cgroup", root: str = "/sys/fs/cgroup") -> list[tuple[int, int]]:
+    """(limit, usage) in bytes of each memory-limited control group this process is in (``listing``), itself and
+    its parents, under the hierarchy's ``root``."""
+    from pathlib import Path
+
+    found = []
+    try:
+        lines = Path(listing).read_text().splitlines()
+    except OSError:
+        return found
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        v2 = controllers == ""
+        if not v2 and "memory" not in controllers.split(","):
+            continue
+        folder = Path(root) / (path.lstrip("/") if v2 else "memory/" + path.lstrip("/"))
+        names = ("memory.max", "memory.current") if v2 else ("memory.limit_in_bytes", "memory.usage_in_bytes")
+        while True:
+            try:
+                high, used = ((folder / n).read_text().strip() for n in names)
+                if high.isdigit() and used.isdigit() and int(high) < 2**60:  # "max" or v1's huge "unlimited"
+                    found.append((int(high), int(used)))
+            except OSError:
+                pass
+            if folder == Path(root) or folder.parent == folder or not str(folder).startswith(root):
+                break
+            folder = folder.parent
+    return found
 
 
 @dataclass(frozen=True)
@@ -156,10 +251,33 @@ def plan(spec: Model, block: str, seq_len: int, layer: int = 0, ffn=None, varian
     }[block]
     # eager attention's scores and probabilities, 2 elements per score (its 5 bytes per score hold 2 of them)
     scores = attn.score_bytes(one, seq_len) * 2 // 5 if block != "ffn" else 0
+    if block == "layer" and one.parts:
+        _check_alone(one, seq_len)
     body = f.body()
     ffn_name = f.describe() if body is not f else f"{f.describe()} d_ff {f.d_ff}"
     name = variant or {"ffn": ffn_name, "attention": attn.describe(), "layer": f"attention + {ffn_name}"}[block]
     return Plan(block, name, one, flops, params, per_token, scores)
+
+
+def _check_alone(one: Model, seq_len: int) -> None:
+    """Refuse a layer that runs only inside its model: where a part makes what the layers read (residual streams
+    the model expands the input into, vectors it computes for every layer), a layer on a lone (batch, tokens,
+    d_model) input does not run. Found by running the layer once on the meta device, which allocates nothing
+    (routing that needs values balanced, as verify runs it)."""
+    with torch.device("meta"):
+        module = reference.LayerModule(one, one.layers[0], False)
+    for m in module.modules():
+        if hasattr(m, "balanced"):
+            m.balanced = True
+    try:
+        with torch.no_grad():
+            module(torch.empty(1, seq_len, one.d_model, device="meta"))
+    except (RuntimeError, KeyError, ValueError, TypeError, IndexError, NotImplementedError) as exc:
+        parts = ", ".join(p.key for p in one.parts)
+        raise InputError(
+            f"--block layer: a layer of this model runs only inside it, which its parts ({parts}) feed with more "
+            f"than the layer's input ({type(exc).__name__}); time --block attention or --block ffn"
+        ) from None
 
 
 def required_bytes(p: Plan, tokens: int, seq_len: int, dtype: str, backward: bool, probe: int) -> int:

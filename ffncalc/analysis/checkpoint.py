@@ -330,7 +330,7 @@ def count(ckpt: Checkpoint, spec: Model | None = None) -> CheckpointCount:
 
 
 def _compare(ckpt: Checkpoint, components: tuple[Component, ...], spec: Model, family: Family):
-    t = tally(spec)
+    t = tally(spec, partial=True)  # parameters alone
     ours: dict[tuple[str, None], int] = {}
     for row in t.rows:
         if row.params or row.tied:

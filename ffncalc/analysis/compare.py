@@ -192,8 +192,9 @@ def model_block(spec: Model):
     return main_ffn(spec).body()
 
 
-def parse_ratios(text: str) -> list[float]:
-    """'2,2.67,4' or 'start:stop:step' (stop included)."""
+def parse_ratios(text: str, option: str = "--sweep") -> list[float]:
+    """'2,2.67,4' or 'start:stop:step' (stop included): one ratio at least, each above 0; ``option`` names the text
+    in errors."""
     import math
 
     try:
@@ -203,16 +204,18 @@ def parse_ratios(text: str) -> list[float]:
                 raise ValueError
             n = int(round((stop - start) / step))
             if n + 1 > MAX_RATIOS:
-                raise InputError(f"--sweep {text}: {n + 1:,} ratios; at most {MAX_RATIOS:,} (a larger step)")
+                raise InputError(f"{option} {text}: {n + 1:,} ratios; at most {MAX_RATIOS:,} (a larger step)")
             ratios = [round(start + i * step, 10) for i in range(n + 1)]
         else:
             ratios = [float(x) for x in text.split(",") if x.strip()]
     except ValueError:
-        raise InputError(f"--sweep {text}: give ratios of d_ff to d_model as 2,2.67,4 or start:stop:step") from None
+        raise InputError(f"{option} {text}: give ratios of d_ff to d_model as 2,2.67,4 or start:stop:step") from None
+    if not ratios:
+        raise InputError(f"{option} {text!r}: no ratio given; give ratios of d_ff to d_model as 2,2.67,4 or start:stop:step")
     if len(ratios) > MAX_RATIOS:
-        raise InputError(f"--sweep: {len(ratios):,} ratios; at most {MAX_RATIOS:,}")
+        raise InputError(f"{option}: {len(ratios):,} ratios; at most {MAX_RATIOS:,}")
     if any(not 0 < r <= MAX_RATIO for r in ratios):
-        raise InputError(f"--sweep {text}: ratios must be above 0 and at most {MAX_RATIO:,}")
+        raise InputError(f"{option} {text}: ratios must be above 0 and at most {MAX_RATIO:,}")
     return ratios
 
 

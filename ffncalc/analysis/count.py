@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Literal
 
+from ..errors import InputError
 from ..model.norms import norm_terms
 from ..model.stack import Model
 from ..model.stacks import run_terms
@@ -22,10 +23,14 @@ Recompute = Literal["none", "selective", "full"]
 RECOMPUTE = ("none", "selective", "full")
 
 
-def terms(model: Model, seq_len: int) -> list[Term]:
+def terms(model: Model, seq_len: int, *, partial: bool = False) -> list[Term]:
     """Every tensor and operation of one forward pass at ``seq_len``, in model order; each run of
     identical layers once, its terms standing for all its layers. With prompt positions (parts/prompts.py) the
-    layers and the final norm run over seq_len + P positions, their terms scaled to the sequence's tokens."""
+    layers and the final norm run over seq_len + P positions, their terms scaled to the sequence's tokens. A model
+    whose source leaves unstated what its work needs (``Model.needs``) is refused with what it needs, unless
+    ``partial``: its terms then hold a stand-in, right in their parameters only."""
+    if model.needs and not partial:
+        raise InputError(model.needs[0])
     d = model.d_model
     positions = model.layer_positions(seq_len)  # what the layers run over
     parts = model.parts
@@ -219,6 +224,9 @@ class Tally:
     # executed dense (the full square eager attention computes) and useful (what a causal, windowed,
     # chunked or sparse kernel computes); None where the convention does not count attention
     views: dict[str, Number] | None = None
+    # what the source leaves unstated that active parameters and FLOPs need (Model.needs): where any, only the
+    # parameters are figures; the rest rests on a stand-in and is never shown
+    needs: tuple[str, ...] = ()
 
     @property
     def tokens(self) -> int:
@@ -348,13 +356,16 @@ def tally(
     batch: int = 1,
     recompute: Recompute = "none",
     mtp: bool = False,
+    partial: bool = False,
 ) -> Tally:
     """Count ``spec`` under a named convention at ``seq_len`` (default: the model's context) and ``batch``;
     ``mtp``: the FLOPs include the multi-token prediction modules, as a training run with them executes
-    (their parameters are counted apart either way)."""
+    (their parameters are counted apart either way). A model whose source leaves unstated what active parameters
+    and FLOPs need (``Model.needs``) is refused with what it needs, unless ``partial``: then its parameters alone
+    are figures (``Tally.needs``)."""
     conv = CONVENTIONS[convention]
     seq_len = spec.context_length if seq_len is None else seq_len
-    all_terms = terms(spec, seq_len)
+    all_terms = terms(spec, seq_len, partial=partial)
     mtp_rows = [_row(t, conv) for t in mtp_terms(spec, seq_len)]
     if mtp:
         all_terms += mtp_terms(spec, seq_len)
@@ -369,7 +380,9 @@ def tally(
             "useful": _whole(sum(core_flops(t, "causal") * t.positions for t in cores)),
         }
     copies = spec.mtp_layers * 2 * spec.vocab_size * spec.d_model  # DeepSeek-V3's checkpoint: embed_tokens, shared_head.head
-    return Tally(model or spec.name or "model", conv, seq_len, batch, recompute, rows, moe, spec.notes, mtp_params, copies, views)
+    return Tally(
+        model or spec.name or "model", conv, seq_len, batch, recompute, rows, moe, spec.notes, mtp_params, copies, views, spec.needs
+    )
 
 
 def merge_layers(rows: tuple[Row, ...]) -> list[Row]:

@@ -8,8 +8,6 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
-import yaml
-
 from ..errors import InputError
 
 GIB = 2**30
@@ -113,11 +111,9 @@ def _entry(entry: object, where: str) -> Hardware:
 
 
 def parse(text: str, where: str) -> tuple[Hardware, ...]:
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise InputError(f"{where}" + (f":{mark.line + 1}" if mark else "") + ": not YAML") from None
+    from ..sources.yaml import load_yaml
+
+    data = load_yaml(text, where)
     if not isinstance(data, list):
         raise InputError(f"{where}: a YAML list of devices, each with key, name, tflops, memory_gib, bandwidth_gbs, source")
     out = tuple(_entry(e, where) for e in data)

@@ -205,7 +205,7 @@ def flop_lengths(c: Config, spec: Model | None = None) -> tuple[int, int]:
     from .count import terms
 
     spec = spec or to_spec(c)
-    reach = [t.window or t.chunk for t in terms(spec, SHORT) if t.role == "core" and (t.window or t.chunk)]
+    reach = [t.window or t.chunk for t in terms(spec, SHORT, partial=True) if t.role == "core" and (t.window or t.chunk)]
     reach += [c.data[k] for k in ("sliding_window", "attention_chunk_size", "window_size") if type(c.data.get(k)) is int]
     unit = lcm(1, *(b.chunk_tokens() for b in spec.blocks() if b.chunk_tokens() is not None))
     short = -(-SHORT // unit) * unit
@@ -371,7 +371,7 @@ def check(c: Config, *, model: str = "model", spec: Model | None = None, measure
         key = (name, run_of.get(layer) if layer is not None else None)
         theirs[key] = theirs.get(key, 0) + numel
     ours: dict[tuple[str, tuple[int, int] | None], int] = {}
-    for row in tally(spec).rows:
+    for row in tally(spec, partial=True).rows:  # parameters alone
         if row.params:
             key = (row.component, row.layers)
             ours[key] = ours.get(key, 0) + row.params

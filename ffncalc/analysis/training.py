@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 
 from ..errors import InputError
 from ..model.stack import Model
@@ -33,18 +33,24 @@ PEAK_DTYPE = {"fp32": "fp32", "bf16": "bf16", "fp16": "fp16", "fp8": "fp8", "int
 def parse_count(text: str, name: str) -> int:
     """'300B', '300e9', '1.5T', '2048' -> an exact integer."""
     m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMbBtT]?)\s*", text)
-    scale = {"": 1, "k": 10**3, "m": 10**6, "b": 10**9, "t": 10**12}
-    try:
-        if not m:
-            raise InvalidOperation
-        value = Decimal(m.group(1)) * scale[m.group(2).lower()]
-    except InvalidOperation:
-        raise InputError(f"{name} {text}: give a count such as 300B, 300e9 or 2048") from None
-    if value <= 0 or value != value.to_integral_value():
+    if not m:
+        raise InputError(f"{name} {text}: give a count such as 300B, 300e9 or 2048")
+    shift = {"": 0, "k": 3, "m": 6, "b": 9, "t": 12}[m.group(2).lower()]
+    # Decimal reads any exponent exactly; its size is judged before any arithmetic, which an exponent of millions
+    # of digits would overflow (or take as long to compute): past the bound is refused, and below 1 is no count
+    number = Decimal(m.group(1))
+    magnitude = number.adjusted() + shift  # a nonzero value is 10^magnitude to 10^(magnitude + 1)
+    if number.is_zero() or magnitude < 0:
         raise InputError(f"{name} {text}: must be a positive whole number")
-    if value > MAX_COUNT:
+    if magnitude > 30:
         raise InputError(f"{name} {text}: beyond the limit of 1e30")
-    return int(value)
+    num, den = number.as_integer_ratio()  # exact: the exponent here is bounded by the text's length
+    num *= 10**shift
+    if num % den:
+        raise InputError(f"{name} {text}: must be a positive whole number")
+    if num // den > MAX_COUNT:
+        raise InputError(f"{name} {text}: beyond the limit of 1e30")
+    return num // den
 
 
 MAX_COUNT = 10**30  # tokens or FLOPs: far beyond any run (GPT-4-scale budgets are ~1e25), and within a float

@@ -12,7 +12,7 @@ import sys
 # distribution's entry points) saves a third of the model-building time. A user's setting still wins.
 os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
 
-from ..errors import InputError, MeasurementError  # noqa: E402
+from ..errors import InputError, Interrupted, MeasurementError  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -42,10 +42,12 @@ def main(argv: list[str] | None = None) -> None:
     except MeasurementError as exc:
         _fail(str(exc), code=1)
     except KeyboardInterrupt:
-        sys.exit(130)
+        raise Interrupted(130) from None
     except BrokenPipeError:  # the reader went away (| head): nothing more to say
         _quiet_exit(0)
     except OSError as exc:
+        if exc.filename is not None:  # the file system refuses a path the user named (too long a name, no access)
+            _fail(f"{exc.filename}: {exc.strerror or exc}")
         if exc.errno in (errno.ENOSPC, errno.EFBIG, errno.EIO, errno.EBADF):
             _quiet_exit(None, f"cannot write standard output ({exc.strerror})")
         raise
@@ -71,7 +73,7 @@ def _typer(args: list[str]):
             sys.exit(0)
         _fail(exc.format_message())
     except Abort:
-        sys.exit(130)
+        raise Interrupted(130) from None
 
 
 def _on_signals() -> None:
@@ -79,7 +81,7 @@ def _on_signals() -> None:
     import signal
 
     def stop(signum, frame):
-        raise SystemExit(128 + signum)
+        raise Interrupted(128 + signum)
 
     for name in ("SIGTERM", "SIGHUP"):
         sig = getattr(signal, name, None)
@@ -103,12 +105,16 @@ def _quiet_exit(code: int | None, message: str | None = None) -> None:
     sys.exit(code)
 
 
+LONGEST = 1000  # characters of an error line
+
+
 def _fail(message: str, code: int = 2) -> None:
     from ..output.sheet import clean
 
     text = clean(" ".join(str(message).split()))
-    if len(text) > 1000:  # a 5,000-character name stays one readable line
-        text = text[:997] + "…"
+    if len(text) > LONGEST:  # a 5,000-character name stays one readable line, and the reason after it is kept
+        half = (LONGEST - 1) // 2
+        text = text[:half] + "…" + text[-half:]
     try:
         sys.stderr.write(f"ffncalc: error: {text}\n")
     except (OSError, ValueError, AttributeError):

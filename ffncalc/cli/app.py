@@ -67,7 +67,7 @@ def count(
     label, spec = presets.load(model, as_family)
     spec.check_seq_len(seq_len, label)
     name = f"{spec.name} ({label})" if spec.name and spec.name != label else label
-    t = tally(spec, model=name, convention=convention, seq_len=seq_len, batch=batch, recompute=recompute)
+    t = tally(spec, model=name, convention=convention, seq_len=seq_len, batch=batch, recompute=recompute, partial=True)
     output.show(
         doc=lambda: render.count_doc(t, per_layer, human=output.human),
         json=lambda: render.records(t, per_layer),
@@ -518,7 +518,7 @@ def plot_sweep(
     from ..output import plot
 
     bench = plot.bench_results(bench_results, d_model) if bench_results else None
-    _save_plot(plot.sweep_figure(d_model, parse_ratios(ratios), bias, bench, width), out)
+    _save_plot(plot.sweep_figure(d_model, parse_ratios(ratios, "--ratios"), bias, bench, width), out)
 
 
 GROUPS["presets"] = "List the shipped presets, or show one as YAML."

@@ -10,6 +10,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from ..errors import InputError
 from ..output.render import FORMATS
 
 
@@ -131,9 +132,19 @@ class Command:
 
     def call(self, values: dict[str, Any]) -> Any:
         kw = dict(values)
+        for name, p in self.params.items():  # an empty text names nothing: not the current folder, not a default
+            given = kw.get(name)
+            if (isinstance(p, Arg) or p.type is str) and any(isinstance(v, str) and not v.strip() for v in _listed(given)):
+                if isinstance(p, Arg):
+                    raise InputError(f"{name}: empty; give {p.help[:1].lower()}{p.help[1:]}")
+                raise InputError(f"{p.names[0]} is empty: an empty value names nothing")
         if self.output:
             kw["output"] = Output(kw.pop("format"), not kw.pop("exact", False), kw.pop("wide"))
         return self.fn(**kw)
+
+
+def _listed(value: Any) -> list:
+    return value if isinstance(value, list) else [value]
 
 
 COMMANDS: dict[tuple[str, ...], Command] = {}

@@ -29,6 +29,14 @@ class Bound:
 # every derived figure (bytes, FLOPs) far from any overflow in the libraries that check the counts.
 LIMIT = 2**40
 Positive = Annotated[int, Bound(0, LIMIT)]
+# Layers in a stack: the stack is resolved and walked layer by layer (a layer group states where layers differ, and
+# any layer may), so a depth far past any model's (Llama 3.1 405B has 126 layers; research stacks reach 1,000) is
+# refused rather than walked: every command stays within seconds for the deepest stack allowed, its layers all
+# distinct.
+MAX_LAYERS = 2**11
+Layers = Annotated[int, Bound(0, MAX_LAYERS)]
+# what each upper bound is, for the error that names it
+BOUNDS = {LIMIT: "2^40: no width, count or length comes near", MAX_LAYERS: "layers in a stack: no model comes near"}
 NonNegative = Annotated[int, Bound(0, LIMIT, strict=False)]
 PositiveFloat = Annotated[float, Bound(0, LIMIT)]  # inf and nan fail these too
 
@@ -154,6 +162,9 @@ def problem(exc) -> Problem:
     if isinstance(cause, SpecError):
         return Problem(loc + cause.path, kind, cause.message, True)
     message = {"extra_forbidden": "unknown key", "missing": "required field is missing"}.get(kind, err["msg"])
+    high = (err.get("ctx") or {}).get("le")
+    if kind == "less_than_equal" and isinstance(err.get("input"), (int, float)) and high in BOUNDS:
+        message = f"{err['input']:,} is beyond the limit of {high:,} ({BOUNDS[high]})"
     return Problem(loc, kind, message, kind == "missing")
 
 

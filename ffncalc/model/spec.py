@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from typing import Annotated, Literal
 
 from .reuse import check as check_reuse
-from .schema import NonNegative, Positive, PositiveFloat, Slot, SpecError
+from .schema import LIMIT, Layers, NonNegative, Positive, PositiveFloat, Slot, SpecError
 
 Mixer = Annotated[object, Slot("attention", default="mha")]  # the block that mixes tokens
 FFN = Annotated[object, Slot("ffn")]  # the block that transforms each token
@@ -47,8 +47,26 @@ Width = Positive | LlamaWidth
 
 
 def width(d_ff: int | LlamaWidth, d_model: int) -> int:
-    """A stated hidden width, or the one a rule derives from ``d_model``."""
-    return d_ff.resolve(d_model) if hasattr(d_ff, "resolve") else d_ff
+    """A stated hidden width, or the one a rule derives from ``d_model``, which must be a width: positive and within
+    the bound every stated width meets."""
+    if not hasattr(d_ff, "resolve"):
+        return d_ff
+    derived = d_ff.resolve(d_model)
+    if not 0 < derived <= LIMIT:
+        raise SpecError(
+            ("d_ff",),
+            f"the {d_ff.rule} rule gives a width of {derived:,} at d_model {d_model:,}"
+            + (f" with multiplier {d_ff.multiplier:g}" if d_ff.multiplier is not None else "")
+            + (": a width must be positive" if derived <= 0 else f", beyond the limit of {LIMIT:,} (2^40)"),
+        )
+    return derived
+
+
+def check_block(block, d_model: int) -> None:
+    """What a block needs of the model it sits in (``Block.check``), and that every width it derives from
+    ``d_model`` is one (``Block.resolve``: a rule's width is positive and within the bound)."""
+    block.check(d_model)
+    block.resolve(d_model)
 
 
 @dataclass(frozen=True)
@@ -105,7 +123,7 @@ NormUse = Literal["norm", "gated", "none"]
 class LayerGroup:
     """``repeat`` consecutive layers; attention, ffn or norms left out means the model's default."""
 
-    repeat: Positive
+    repeat: Layers
     attention: Mixer | None = None
     ffn: FFN | None = None
     norms: list[NormUse] | None = None
@@ -131,7 +149,7 @@ class ModelSpec:
 
     vocab_size: Positive
     d_model: Positive
-    n_layers: Positive
+    n_layers: Layers
     context_length: Positive
     attention: Mixer
     ffn: FFN
@@ -174,7 +192,7 @@ class ModelSpec:
         check_reuse(self.layers or ())
         for path, block in self._blocks():
             try:
-                block.check(self.d_model)
+                check_block(block, self.d_model)
             except SpecError as exc:
                 raise exc.within(*path) from None
         if self.parallel and (self.norm.per_layer > 2 or self.norm.placement != "pre"):

@@ -85,6 +85,10 @@ class Model:
     notes: tuple[str, ...] = ()  # what the source says about what is and is not counted
     mtp_layers: int = 0  # multi-token prediction modules beside the model (DeepSeek-V3 §2.2), counted apart
     parts: tuple = ()  # beside the layers' blocks (ffncalc/parts/), in their order
+    # what the source leaves unstated that the count needs beyond the parameters, each a line (a config.json's null
+    # num_experts_per_tok): the parameters are counted, the active parameters and FLOPs are not (a stand-in holds
+    # the block's place), and a question that needs them is refused with the line (analysis/count.py: tally)
+    needs: tuple[str, ...] = ()
 
     def part(self, key: str):
         """The part stated under ``key``, or None."""

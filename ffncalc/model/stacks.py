@@ -15,7 +15,8 @@ from fractions import Fraction
 from typing import Annotated, Literal
 
 from .norms import norm_terms
-from .schema import Positive, Slot, SpecError
+from .schema import Layers, Positive, Slot, SpecError
+from .spec import check_block
 from .terms import RESIDUAL_ADDS, Emitter, Term
 
 Mixer = Annotated[object, Slot("attention", default="mha")]
@@ -47,7 +48,7 @@ class Stack:
     """Layers at a width of their own, each a mixer and an FFN with the model's norms (pre-norm, two a layer)."""
 
     d_model: Positive
-    n_layers: Positive
+    n_layers: Layers
     attention: Mixer
     ffn: FFN
     positions: StackPositions | None = None  # default: the model's
@@ -56,7 +57,7 @@ class Stack:
     def __post_init__(self) -> None:
         for slot in ("attention", "ffn"):
             try:
-                getattr(self, slot).check(self.d_model)
+                check_block(getattr(self, slot), self.d_model)
             except SpecError as exc:
                 raise exc.within(slot) from None
 

@@ -19,7 +19,7 @@ from ..analysis.conventions import CONVENTIONS
 from ..analysis.count import tally
 from ..analysis.sizing import ffn_block
 from ..analysis.summary import COLUMNS, summarize
-from ..errors import InputError
+from ..errors import InputError, Interrupted
 from ..sources import presets
 from . import render
 from .sheet import Document, Section, to_markdown
@@ -573,7 +573,9 @@ def run_example(command: str, main) -> str:
         with contextlib.redirect_stdout(buf), tempfile.TemporaryDirectory(prefix="ffncalc-example-") as tmp, scratch(tmp):
             try:
                 main(shlex.split(command)[1:])
-            except SystemExit:
+            except Interrupted:  # the run is interrupted, not the example done: docs stops
+                raise
+            except SystemExit:  # the example's own exit status: its output is what it printed
                 pass
     finally:
         if old is None:

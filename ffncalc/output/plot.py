@@ -93,15 +93,12 @@ def save(fig, fmt: str) -> bytes:
 def bench_results(path: str, d_model: int) -> list[dict[str, Any]]:
     """The FFN timings of ``ffncalc bench --compare-ffn --out FILE``, checked to be of blocks ``d_model`` wide (a
     sweep's measured panel beside another width's blocks would mislead)."""
-    import json
     from pathlib import Path
 
+    from ..sources import parse_json
     from ..sources.yaml import read_text
 
-    try:
-        data = json.loads(read_text(Path(path)))
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{path}:{exc.lineno}: not JSON ({exc.msg})") from None
+    data = parse_json(read_text(Path(path)), str(path))
     bench = data.get("bench", []) if isinstance(data, dict) else data
     if (
         not isinstance(bench, list)

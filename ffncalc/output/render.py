@@ -58,8 +58,24 @@ def component_rows(t: Tally, per_layer: bool) -> list[Row]:
     return list(t.rows) if per_layer else merge_layers(t.rows)
 
 
+# What a count of a model that leaves its active parameters and FLOPs open (Tally.needs) still shows: parameters
+PARAM_TOTALS = ("params", "embedding_params", "non_embedding_params", "mtp_params", "mtp_params_with_copies", "matrices")
+OPEN = ("active_params", "forward_flops_per_token", "elementwise_flops_per_token")  # a component's open figures
+
+
 def records(t: Tally, per_layer: bool = False) -> dict[str, Any]:
-    """Everything a count shows, as JSON-ready data: every figure an exact integer."""
+    """Everything a count shows, as JSON-ready data: every figure an exact integer (null where the source leaves
+    it open: Tally.needs)."""
+    if t.needs:
+        from dataclasses import replace
+
+        full = records(replace(t, needs=()), per_layer)
+        return {
+            **{k: v for k, v in full.items() if k not in ("views", "totals", "components")},
+            "needs": list(t.needs),
+            "components": [{**c, **dict.fromkeys(OPEN)} for c in full["components"]],
+            "totals": {k: (v if k in PARAM_TOTALS else None) for k, v in full["totals"].items()},
+        }
     conv = t.convention
     return {
         "model": t.model,
@@ -120,7 +136,7 @@ def total_lines(t: Tally) -> list[tuple[str, int, str]]:
             ("  multi-token prediction, not in the above", t.mtp_params, "params"),
             ("    with the embedding and head copies a checkpoint stores", t.mtp_params + t.mtp_copies, "params"),
         ]
-    if t.moe:
+    if t.moe and not t.needs:  # active parameters: none where the source leaves them open
         out += [
             ("  active per token", t.active, "params"),
             ("    without the input embedding (gpt-oss's count)", t.active_without_input_embedding, "params"),
@@ -144,26 +160,34 @@ def total_lines(t: Tally) -> list[tuple[str, int, str]]:
 
 
 def count_doc(t: Tally, per_layer: bool = False, human: bool = True) -> Document:
-    """Headline, one row per component, then the totals."""
+    """Headline, one row per component, then the totals; where the source leaves active parameters and FLOPs open
+    (``Tally.needs``), the parameters alone, and what the rest needs."""
+    flops = not t.needs
     head = ["component"] + (["layers"] if per_layer else []) + ["shape", "count", "params", "share"]
-    if t.moe:
+    if t.moe and flops:
         head.append("active")
-    head += ["fwd FLOPs/token", "elementwise/token"]
+    if flops:
+        head += ["fwd FLOPs/token", "elementwise/token"]
     body = []
+    total = t.params  # once: a sum over every row
     for r in component_rows(t, per_layer):
+        if not flops and not (r.params or r.tied):
+            continue
         cells = [r.name] + ([layers_text(r.layers)] if per_layer else [])
         params = "tied to embed.weight" if r.tied else figure(r.params, human) if r.params else ""
-        share = f"{100 * r.params / t.params:.2f}%" if r.params and t.params else ""
+        share = f"{100 * r.params / total:.2f}%" if r.params and total else ""
         cells += [shape_text(r), f"×{r.count:,}" if r.count > 1 else "", params, share]
-        if t.moe:
+        if t.moe and flops:
             cells.append(exact(r.active) if r.active and r.active != r.params else "")
-        cells += [exact(r.flops) if r.flops else "", exact(r.elementwise) if r.elementwise else ""]
+        if flops:
+            cells += [exact(r.flops) if r.flops else "", exact(r.elementwise) if r.elementwise else ""]
         body.append(cells)
-    totals = [[label, figure(v, human, kind) if kind != "count" else exact(v)] for label, v, kind in total_lines(t)]
+    lines = [line for line in total_lines(t) if flops or line[2] != "flops"]
+    totals = [[label, figure(v, human, kind) if kind != "count" else exact(v)] for label, v, kind in lines]
     title, note = headline(t)
     return Document(
         title,
-        [note, *t.notes],
+        [*t.needs, note, *t.notes] if t.needs else [note, *t.notes],
         [Section(head, body, left=3 if per_layer else 2), Section(["total", "value"], totals, show_head=False)],
     )
 
@@ -185,7 +209,8 @@ CSV_FIELDS = [
 
 
 def count_csv(t: Tally, per_layer: bool = False) -> str:
-    """One row per component and a final ``total`` row; integers only."""
+    """One row per component and a final ``total`` row; integers only (empty where the source leaves a figure
+    open: Tally.needs)."""
     rows = [
         dict(
             convention=t.convention.name,
@@ -215,6 +240,8 @@ def count_csv(t: Tally, per_layer: bool = False) -> str:
             elementwise_flops_per_token=t.elementwise_per_token,
         )
     )
+    if t.needs:
+        rows = [{**row, **dict.fromkeys(OPEN)} for row in rows]
     return to_csv(rows, CSV_FIELDS)
 
 

@@ -11,6 +11,7 @@ import csv
 import io
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Iterable
 
 if TYPE_CHECKING:
@@ -329,12 +330,14 @@ def aligns(sec: Section) -> list[bool]:
     return out
 
 
+@lru_cache(maxsize=1 << 16)  # a table's cells repeat (×2, names), and the layout measures each many times
 def _width(text: str) -> int:
     from rich.cells import cell_len
 
     return max((cell_len(line) for line in text.split("\n")), default=0)
 
 
+@lru_cache(maxsize=1 << 16)
 def _longest_word(text: str) -> int:
     return max((_width(w) for w in text.split()), default=0)
 

@@ -10,6 +10,7 @@ from typing import Annotated
 
 from ..model.schema import Slot, SpecError
 from ..model.shared import uses
+from ..model.spec import check_block
 from . import Part, register
 
 Shared = Annotated[object, Slot("shared")]  # a weight-shared block several layers run
@@ -38,7 +39,7 @@ class SharedBlocks(Part):
     def check(self, spec) -> None:
         for name, block in self.blocks:
             try:
-                block.check(spec.d_model)
+                check_block(block, spec.d_model)
             except SpecError as exc:
                 raise exc.within("shared_blocks", name) from None
 

@@ -53,8 +53,9 @@ def text(name: str) -> str:
 def load(ref: str, as_family: str | None = None) -> tuple[str, Model]:
     """A preset name, alias, spec file path, or Hugging Face config.json (or its folder) -> (label, spec);
     ``as_family`` reads a config.json as that model_type."""
-    from . import hf
+    from . import check_name, hf
 
+    check_name(ref)
     if Path(ref).is_symlink() and not Path(ref).exists():
         raise InputError(f"{ref}: a symbolic link that leads nowhere (a loop, or its target is missing)")
     if ref.endswith((".safetensors", ".gguf")) and not Path(ref).exists():

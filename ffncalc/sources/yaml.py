@@ -35,25 +35,36 @@ def read_text(path: Path, limit: int = MAX_BYTES) -> str:
         raise InputError(f"{path}: cannot be read ({exc.strerror})") from None
 
 
-def parse_spec(text: str, source: str, *, check: bool = True) -> Model:
-    """YAML ``text`` as a resolved model, validated unless ``check`` is off; ``source`` names it in errors."""
+def load_yaml(text: str, source: str):
+    """Plain YAML ``text`` as data (safe_load's, merge keys included); whatever it cannot be read as is one line
+    naming ``source`` and the line: a syntax error, a tag (nothing is ever executed), a key given twice, nesting
+    past the parser's depth, a number of more digits than Python converts."""
     try:
-        data = yaml.load(text, Loader=UniqueKeyLoader)  # a SafeLoader: a !!python tag is an error, never executed
+        return yaml.load(text, Loader=UniqueKeyLoader)  # a SafeLoader: a !!python tag is an error, never executed
     except RecursionError:
-        raise InputError(f"{source}: nested too deeply (a spec is a few levels of mappings)") from None
+        raise InputError(f"{source}: nested too deeply (a few levels of mappings are all it needs)") from None
     except ValueError:  # an integer past Python's digit limit
         raise InputError(f"{source}: a number of more than 4,300 digits (no size comes near)") from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"{source}:{mark.line + 1}" if mark else source
-        what = (
-            ("duplicate key" if "given twice" in str(exc.problem) else "YAML tag not allowed (plain YAML only)")
-            if isinstance(exc, yaml.constructor.ConstructorError)
-            else "YAML syntax error"
-        )
-        raise InputError(f"{where}: {what}: {exc.problem or exc.context}") from None
+        problem = str(exc.problem or exc.context)
+        if not isinstance(exc, yaml.constructor.ConstructorError):
+            what = "YAML syntax error"
+        elif "given twice" in problem:
+            what = "duplicate key"
+        elif "could not determine a constructor" in problem:
+            what = "YAML tag not allowed (plain YAML only)"
+        else:
+            what = "YAML error"
+        raise InputError(f"{where}: {what}: {problem}") from None
     except yaml.YAMLError as exc:
         raise InputError(f"{source}: YAML error: {exc}") from None
+
+
+def parse_spec(text: str, source: str, *, check: bool = True) -> Model:
+    """YAML ``text`` as a resolved model, validated unless ``check`` is off; ``source`` names it in errors."""
+    data = load_yaml(text, source)
     if data is None:
         raise InputError(f"{source}: empty file: a spec is a mapping of fields (vocab_size, d_model, …)")
     if not isinstance(data, dict):
@@ -68,6 +79,9 @@ def parse_spec(text: str, source: str, *, check: bool = True) -> Model:
         raise InputError(_describe(exc, text, source)) from None
 
 
+MERGE = "tag:yaml.org,2002:merge"  # the merge key, ``<<``
+
+
 class UniqueKeyLoader(yaml.SafeLoader):
     """safe_load's loader, refusing a mapping that gives a key twice (YAML would keep the last silently)."""
 
@@ -75,6 +89,8 @@ class UniqueKeyLoader(yaml.SafeLoader):
         if isinstance(node, yaml.MappingNode):
             seen: dict = {}
             for key_node, _ in node.value:
+                if key_node.tag == MERGE:  # ``<<: *base``: its keys come first, and a key stated here overrides one
+                    continue
                 key = self.construct_object(key_node, deep=True)
                 try:
                     first = seen.setdefault(key, key_node)

@@ -48,7 +48,37 @@ def _measured(model_type: str) -> hfcheck.Measured:
 @pytest.mark.parametrize("model_type", BUILT)
 def test_total_at_defaults_equals_transformers(model_type):
     label, spec = hf.load(CONFIGS / f"{model_type}.json")
-    assert tally(spec).params == sum(n for _, n in _measured(model_type).params)
+    assert tally(spec, partial=True).params == sum(n for _, n in _measured(model_type).params)
+
+
+def test_types_whose_defaults_leave_the_work_open_are_listed():
+    """A type whose defaults transformers builds but whose work they leave unstated (DeepSeek-V2's null top-k) is
+    counted in its parameters and marked; the coverage table says what is open."""
+    marked = {t for t in BUILT if hf.load(CONFIGS / f"{t}.json")[1].needs}
+    assert marked == set(coverage.OPEN_AT_DEFAULTS)
+
+
+def test_deepseek_v2_defaults_count_what_transformers_builds(cli):
+    """DeepseekV2Config's defaults leave num_experts_per_tok None; transformers builds the model all the same. By hand:
+    the token table and the untied head, 102,400 × 4,096 each; per layer MLA (q_a 4,096 × 1,536 and its norm,
+    q_b 1,536 × 32·192, kv_a 4,096 × 576, its norm of 512, kv_b 512 × 32·256, o 32·128 × 4,096), a router of
+    64 × 4,096, 64 routed and 2 shared SwiGLU experts of 3 · 4,096 · 1,407, two norms; 32 layers and a final norm."""
+    d, layers, vocab, width = 4096, 32, 102_400, 3 * 4096 * 1407
+    mla = d * 1536 + 1536 + 1536 * 32 * 192 + d * 576 + 512 + 512 * 32 * 256 + 32 * 128 * d
+    layer = mla + 64 * d + (64 + 2) * width + 2 * d
+    total = 2 * vocab * d + layers * layer + d
+    assert total == 38_612_307_968 == sum(n for _, n in _measured("deepseek_v2").params)
+    code, out, err = cli("count", str(CONFIGS / "deepseek_v2.json"))
+    assert code == 0 and f"{total:,}" in out and err == ""
+    text = " ".join(out.split())  # the note as one line, wherever the table's width wraps it
+    assert "num_experts_per_tok is null" in text and "active parameters and FLOPs need a top-k" in text
+    assert "FLOPs per token" not in out and "active per token" not in out  # nothing rests on the stand-in
+    code, out, err = cli("count", str(CONFIGS / "deepseek_v2.json"), "-f", "json")
+    record = json.loads(out)
+    assert code == 0 and record["totals"]["params"] == total and record["totals"]["forward_flops_per_token"] is None
+    for args in (("train", "--tokens", "1B", "--hardware", "h100-sxm"), ("infer", "--prompt", "8", "--generate", "8")):
+        code, out, err = cli(args[0], str(CONFIGS / "deepseek_v2.json"), *args[1:])
+        assert code == 2 and out == "" and err.count("\n") == 1 and "need a top-k" in err
 
 
 @pytest.mark.parametrize("model_type", BUILT)
@@ -65,4 +95,4 @@ def test_a_config_of_model_type_alone_means_the_class_defaults(model_type, tmp_p
     record = RECORDS[model_type]
     path = tmp_path / "config.json"
     path.write_text(json.dumps({"model_type": model_type, **record.get("repaired", {})}))
-    assert tally(hf.load(path)[1]).params == sum(n for _, n in _measured(model_type).params)
+    assert tally(hf.load(path)[1], partial=True).params == sum(n for _, n in _measured(model_type).params)

@@ -380,7 +380,7 @@ def test_hardware_file(cli, tmp_path):
         ("- key: x\n  name: X\n  source: s\n  memory_gib: -1\n", "memory_gib must be a positive"),
         ("- key: x\n  name: X\n  source: s\n  colour: red\n", "unknown field 'colour'"),
         ("key: x\n", "a YAML list of devices"),
-        ("- [\n", "not YAML"),
+        ("- [\n", "bad.yaml:2: YAML syntax error"),
         ("- key: x\n  name: X\n  source: s\n  link_latency_us: 5\n", "link_latency_us must be"),
         ("- key: x\n  name: X\n  source: s\n  link_peer_gbs: 0\n", "link_peer_gbs must be"),
     ]:

@@ -5,6 +5,8 @@ import time
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from torch.utils.flop_counter import FlopCounterMode
 
 from ffncalc.analysis import bench, hardware
@@ -290,3 +292,114 @@ def test_a_bf16_block_is_built_in_bf16_without_an_fp32_copy():
         peak = max(peak, live)
     assert {t.dtype for t in module.parameters()} == {torch.bfloat16}
     assert 2 * p.params <= peak < 3 * p.params  # bf16 weights, and less than an fp32 copy's 4 bytes each
+
+
+def test_an_emulated_bf16_is_not_native(monkeypatch):
+    """oneDNN answers yes for bf16 on any AVX-512 CPU, converting to fp32 and back around every product (fp32 copies
+    the memory estimate does not hold); only the instructions themselves make it native."""
+    monkeypatch.setattr(bench, "onednn_native", lambda dtype: True)
+    monkeypatch.setattr(bench, "cpu_flags", lambda: {"avx512f", "avx512bw", "avx512_vnni"})
+    assert not bench.native_cpu("bf16") and not bench.native_cpu("fp16")
+    with pytest.raises(InputError, match="--dtype bf16: this CPU has no bf16 matrix instructions"):
+        bench.check_dtype(CPU, "bf16")
+    monkeypatch.setattr(bench, "cpu_flags", lambda: {"avx512f", "avx512_bf16", "amx_fp16"})
+    assert bench.native_cpu("bf16") and bench.native_cpu("fp16")
+    monkeypatch.setattr(bench, "cpu_flags", lambda: None)  # flags unknown (not x86): oneDNN's answer stands
+    assert bench.native_cpu("bf16")
+
+
+def test_free_memory_is_what_the_process_may_take(tmp_path, monkeypatch):
+    """A control group's memory.max (a container's limit) and the process's own limits bound what a run may take,
+    whatever the machine has free."""
+    group = tmp_path / "fs" / "user.slice" / "job"
+    group.mkdir(parents=True)
+    (group / "memory.max").write_text(f"{8 * 2**30}\n")
+    (group / "memory.current").write_text(f"{7 * 2**30}\n")
+    (group.parent / "memory.max").write_text("max\n")  # the parent sets none
+    (group.parent / "memory.current").write_text(f"{20 * 2**30}\n")
+    (tmp_path / "cgroup").write_text("0::/user.slice/job\n")
+    assert bench._cgroup_limits(str(tmp_path / "cgroup"), str(tmp_path / "fs")) == [(8 * 2**30, 7 * 2**30)]
+    monkeypatch.setattr(bench, "_cgroup_limits", lambda: [(8 * 2**30, 7 * 2**30)])
+    assert bench.free_bytes(CPU) <= 2**30
+
+
+def test_a_run_past_the_address_space_limit_is_refused(tmp_path):
+    """Under a 3 GiB address-space limit (ulimit -v), a run the estimate puts at 6.4 GiB (llama2-7b's FFN, 16,384
+    tokens) is refused in one line before anything is built, with the room the limit leaves."""
+    import os
+    import resource
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (3 * 2**30, 3 * 2**30))
+
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    args = ["bench", "llama2-7b", "--device", "cpu", "--tokens", "16384", "--seq-len", "4096"]
+    out = subprocess.run(
+        [sys.executable, "-m", "ffncalc", *args], capture_output=True, text=True, env=env, timeout=120, preexec_fn=limit
+    )
+    assert out.returncode == 2 and out.stdout == "" and out.stderr.count("\n") == 1, out.stderr[-2000:]
+    free = float(out.stderr.split(" GiB free")[0].rsplit(" ", 1)[1])
+    assert "the ffn run needs about 6.4 GiB" in out.stderr and free < 3
+
+
+@settings(max_examples=12, derandomize=True, deadline=None)
+@given(
+    ffn=st.sampled_from(
+        [
+            {"kind": "gated", "d_ff": 512, "activation": "silu"},
+            {"kind": "dense", "d_ff": 768},
+            {"kind": "moe", "n_experts": 8, "top_k": 8, "expert": {"kind": "gated", "d_ff": 128}},  # every expert
+            {
+                "kind": "moe",
+                "n_experts": 16,
+                "top_k": 16,
+                "expert": {"kind": "dense", "d_ff": 64},
+                "n_shared_experts": 1,
+                "shared": {"kind": "dense", "d_ff": 96},
+            },
+            {"kind": "moe", "n_experts": 8, "top_k": 2, "expert": {"kind": "gated", "d_ff": 128}},
+        ]
+    ),
+    block=st.sampled_from(["ffn", "attention", "layer"]),
+    dtype=st.sampled_from(["fp32", "bf16"]),
+    backward=st.booleans(),
+    vocab=st.sampled_from([100, 4_000_000]),  # an untied table of 4M entries: never built, never estimated
+)
+def test_the_memory_estimate_holds_what_a_run_allocates(ffn, block, dtype, backward, vocab):
+    """Whatever the block (a mixture whose every expert each token runs among them) and dtype, the estimate is at
+    least the most bytes torch's profiler sees alive while the block is built and run once."""
+    if dtype != "fp32" and not bench.native_cpu(dtype):
+        return
+    p = bench.plan(spec(ffn=ffn, vocab_size=vocab), block, seq_len=64)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], profile_memory=True) as prof:
+        module = bench.build_block(p, CPU, dtype)
+        bench._step(module, p, CPU, dtype, 128, 64, backward=backward)()
+    live = peak = 0
+    for event in sorted(prof.events(), key=lambda e: e.time_range.start):
+        live += event.self_cpu_memory_usage
+        peak = max(peak, live)
+    assert bench.required_bytes(p, 128, 64, dtype, backward, 0) >= peak
+
+
+@pytest.mark.parametrize(
+    "model_type, runs_alone",
+    [("gemma4_text", False), ("deepseek_v4", False), ("reformer", False), ("inkling2_text", False), ("gemma3n_text", False)]
+    + [("zamba2", True), ("hrm_text", True), ("cpmant", True), ("zaya", True)],
+)
+def test_a_layer_its_model_feeds_is_not_timed_alone(model_type, runs_alone):
+    """A layer whose parts read what the model makes for it (residual streams, per-layer vectors) does not run on a
+    lone input: --block layer is refused in one line before anything is built; other parts' layers run alone."""
+    from pathlib import Path
+
+    from ffncalc.sources import hf
+
+    model = hf.load(Path(__file__).resolve().parents[1] / "hf_defaults" / "configs" / f"{model_type}.json")[1]
+    if runs_alone:
+        assert bench.plan(model, "layer", seq_len=16).params > 0
+    else:
+        with pytest.raises(InputError, match="^--block layer: a layer of this model runs only inside it"):
+            bench.plan(model, "layer", seq_len=16)
+        assert bench.plan(model, "attention", seq_len=16).params > 0

@@ -6,12 +6,12 @@ costs its headers. No torch, no transformers, no numpy.
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 from pathlib import Path
 
 from ...errors import InputError
+from .. import parse_json
 from . import gguf, safetensors
 from .tensors import Checkpoint, Tensor
 
@@ -32,6 +32,9 @@ def is_repo_id(ref: str) -> bool:
 def is_checkpoint(ref: str) -> bool:
     """Whether ``count`` reads ``ref`` as weights: a local weights file or folder, or a repo id. A local path
     always wins over a repo id of the same spelling."""
+    from .. import check_name
+
+    check_name(ref)
     path = Path(ref)
     if path.is_file():
         return path.suffix in (".safetensors", ".gguf") or path.name.endswith(".safetensors.index.json")
@@ -94,11 +97,10 @@ def _safetensors(files: list[Path], label: str, missing=(), notes=(), total: int
 
 def _indexed(index: Path, label: str) -> Checkpoint:
     try:
-        data = json.loads(index.read_text(encoding="utf-8"))
+        text = index.read_bytes()
     except OSError as exc:
         raise InputError(f"{index}: cannot read ({exc.strerror or exc})") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(f"{index}: not JSON ({getattr(exc, 'msg', exc)})") from None
+    data = parse_json(text, str(index))
     weight_map = data.get("weight_map") if isinstance(data, dict) else None
     if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
         raise InputError(f"{index}: weight_map is not an object of tensor name -> file name")
@@ -161,8 +163,8 @@ def _with_config(ckpt: Checkpoint, folder: Path, as_family: str | None) -> Check
         ckpt = attach_config(ckpt, path, as_family)
     for name in QUANT_FILES if ckpt.quantization is None else ():
         try:
-            quant = json.loads((folder / name).read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            quant = parse_json((folder / name).read_bytes(), name)
+        except (OSError, InputError):  # absent or unreadable: the quantization is not stated there
             continue
         if isinstance(quant, dict):
             return replace(ckpt, quantization=quant, notes=ckpt.notes + (f"quantization read from {name}",))
@@ -181,8 +183,5 @@ def attach_config(ckpt: Checkpoint, path: Path, as_family: str | None) -> Checkp
         hf.family_of(c)
     except InputError as exc:
         return replace(ckpt, config_path=str(path), notes=ckpt.notes + (f"not compared with config.json: {exc}",))
-    try:
-        quant = json.loads(c.text).get("quantization_config")
-    except (json.JSONDecodeError, AttributeError):
-        quant = None
+    quant = parse_json(c.text, str(path)).get("quantization_config")
     return replace(ckpt, config=c, config_path=str(path), quantization=quant if isinstance(quant, dict) else None)

@@ -8,12 +8,12 @@ file long enough to hold them.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from typing import BinaryIO
 
 from ...errors import InputError
+from .. import parse_json
 from .tensors import Tensor
 
 MAX_HEADER = 100_000_000  # bytes; the reference implementation refuses longer headers too
@@ -60,10 +60,7 @@ def read_header(f: BinaryIO, where: str, size: int | None) -> tuple[dict, int]:
     raw = f.read(n)
     if len(raw) < n:
         raise InputError(f"{where}: truncated: the header claims {n:,} bytes but only {len(raw):,} could be read")
-    try:
-        data = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(f"{where}: the safetensors header is not JSON ({getattr(exc, 'msg', exc)})") from None
+    data = parse_json(raw, where, "the safetensors header is ")
     if not isinstance(data, dict):
         raise InputError(f"{where}: the safetensors header is a JSON {type(data).__name__}, not an object")
     return data, 8 + n

@@ -9,13 +9,13 @@ are required: a config.json without them describes no checkpoint, so a missing o
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import replace
 from pathlib import Path
 
 from ...errors import InputError
 from ...model import Model
+from .. import parse_json
 from ..yaml import read_text
 from .config import Config, Family
 
@@ -39,6 +39,9 @@ def __getattr__(name: str):
 
 def config_path(ref: str | Path) -> Path:
     """A config.json, or a folder holding one."""
+    from .. import check_name
+
+    check_name(ref, "config")
     path = Path(ref)
     return path / "config.json" if path.is_dir() else path
 
@@ -49,14 +52,7 @@ def read_config(ref: str | Path, as_family: str | None = None) -> Config:
     if path.parent.is_dir() and not path.exists() and path.name == "config.json":
         raise InputError(f"{path.parent}: is a directory without a config.json")
     text = read_text(path)
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{path}:{exc.lineno}: not JSON ({exc.msg})") from None
-    except RecursionError:
-        raise InputError(f"{path}: nested too deeply (a config.json is a few levels of objects)") from None
-    except ValueError:  # an integer past Python's digit limit
-        raise InputError(f"{path}: a number of more than 4,300 digits (no size comes near)") from None
+    data = parse_json(text, str(path))
     if not isinstance(data, dict):
         raise InputError(f"{path}:1: a config.json is a JSON object, not a {type(data).__name__}")
     c = class_defaults(language_model(Config(data, text, str(path))))
@@ -133,8 +129,8 @@ def is_hf_config(ref: str | Path) -> bool:
     if path.suffix != ".json" or not path.is_file():
         return False
     try:
-        data = json.loads(read_text(path))
-    except (InputError, RecursionError, ValueError):
+        data = parse_json(read_text(path), str(path))
+    except InputError:
         return False
     return isinstance(data, dict) and "model_type" in data
 
@@ -157,7 +153,21 @@ def family_of(c: Config) -> Family:
 
 def spec_data(c: Config) -> dict:
     """The spec's fields, as a YAML spec states them, for a config of a supported model_type."""
-    return _prune(family_of(c).read(c))
+    return read(c)[0]
+
+
+def read(c: Config) -> tuple[dict, tuple[str, ...]]:
+    """The spec's fields for a config of a supported model_type, and what the config leaves unstated that active
+    parameters and FLOPs need (``Config.unstated``; ``Model.needs``), each a line."""
+    from .config import _UNSTATED
+
+    found: list[str] = []
+    token = _UNSTATED.set(found)
+    try:
+        data = _prune(family_of(c).read(c))
+    finally:
+        _UNSTATED.reset(token)
+    return data, tuple(found)
 
 
 def to_spec(c: Config) -> Model:
@@ -167,13 +177,15 @@ def to_spec(c: Config) -> Model:
     from ...model import from_data
     from ...model.schema import problem
 
-    data = spec_data(c)
+    data, needs = read(c)
     try:
         model = from_data(data)
     except ValidationError as exc:
         found = problem(exc)
         path = ".".join(str(p) for p in found.loc)
         raise InputError(f"{c.source}: the {c.model_type} config gives an invalid spec: {path}: {found.message}") from None
+    if needs:
+        model = replace(model, needs=needs)
     if c.wrapper:
         parts = ", ".join(c.towers) if c.towers else "no other part"
         model = replace(
@@ -187,7 +199,9 @@ def to_yaml(c: Config) -> str:
     import yaml
 
     to_spec(c)
-    data = spec_data(c)
+    data, needs = read(c)
+    if needs:  # a spec states every block whole: the stand-in would be taken for the value
+        raise InputError(f"{needs[0]}; a spec imported from it would state a stand-in")
     title = " ".join(family_of(c).title.split())  # a docstring's title may run over lines: one comment line
     head = (
         f"# ffncalc spec imported from {c.source} (model_type {c.model_type}, {title}).\n"

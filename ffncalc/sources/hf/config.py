@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import math
 import re
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 from ...errors import InputError
+from ...model.schema import BOUNDS, LIMIT, MAX_LAYERS
 
 # transformers' ACT2FN names -> ours. gelu_new, gelu_fast and gelu_pytorch_tanh are all the tanh approximation.
 ACTIVATIONS = {
@@ -72,7 +74,36 @@ class Config:
             raise self.fail(key, f"expected a {'positive ' if positive else ''}integer, got {_short(value)}")
         if abs(value) > LIMIT:
             raise self.fail(key, f"{_short(value)} is beyond the limit of {LIMIT:,} (2^40)")
+        if key in DEPTH_KEYS:
+            self.depth(value, key)
         return value
+
+    def depth(self, layers: int, *keys: str) -> int:
+        """``layers``, the depth of a stack that ``keys`` state (their product, a stack run in cycles): the families
+        build their per-layer lists from it, so the spec's bound on layers is checked before any list is built."""
+        if layers > MAX_LAYERS:
+            raise self.fail(
+                keys[0],
+                f"{layers:,} layers{' (' + ' × '.join(keys) + ')' if len(keys) > 1 else ''} is beyond the limit of "
+                f"{MAX_LAYERS:,} ({BOUNDS[MAX_LAYERS]})",
+            )
+        return layers
+
+    def unstated(self, key: str, stand_in: int, what: str, example: str) -> int:
+        """An integer the parameters do not depend on (a router's top-k), which ``key`` leaves null, as the model
+        type's configuration class does, and transformers builds the model without: ``stand_in`` holds its place,
+        and the model read is marked (``Model.needs``): its parameters are counted, its active parameters and FLOPs
+        need ``what``, which ``example`` shows stated. A value stated is read as ``int`` reads it."""
+        if self.data.get(key) is not None:
+            return self.int(key)
+        need = (
+            f"{self.where(key)}: {key} is null, as the {self.model_type} configuration class leaves it: the parameters "
+            f"are counted, but active parameters and FLOPs need {what}: state it ({example})"
+        )
+        found = _UNSTATED.get()
+        if found is not None and need not in found:
+            found.append(need)
+        return stand_in
 
     def bool(self, key: str, default: bool) -> bool:
         value = self.data.get(key)
@@ -118,7 +149,11 @@ class Config:
         return float(value)
 
 
-LIMIT = 2**40  # as the spec's own bound (model.schema)
+# What the family reading a config now found left unstated (Config.unstated), each a line (sources/hf: read)
+_UNSTATED: ContextVar[list[str] | None] = ContextVar("unstated", default=None)
+
+# The keys a config states a stack's depth under (their attribute_map's other names among them)
+DEPTH_KEYS = frozenset({"num_hidden_layers", "n_layer", "n_layers", "num_layers", "num_blocks", "num_layers_per_stack"})
 
 
 def _kind(value: Any) -> str:

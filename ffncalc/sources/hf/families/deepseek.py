@@ -52,7 +52,7 @@ def _deepseek(c: Config, *, mlp_bias: bool, defaults: dict) -> dict:
         moe = {
             "kind": "moe",
             "n_experts": routed,
-            "top_k": c.int("num_experts_per_tok", defaults["num_experts_per_tok"]),
+            "top_k": top_k(c, defaults["num_experts_per_tok"]),
             "expert": gated(c, width=width),
         }
         shared = c.int("n_shared_experts", defaults["n_shared_experts"], positive=False)
@@ -64,6 +64,15 @@ def _deepseek(c: Config, *, mlp_bias: bool, defaults: dict) -> dict:
             moe.update(output_bias=True)
     ffn, layers = layer_groups(kinds, {"moe": moe, "dense": gated(c, bias=mlp_bias) if "dense" in kinds else None})
     return {**common(c, tie=False), "attention": attention, "ffn": ffn, **({"layers": layers} if layers else {}), "norm": rms()}
+
+
+def top_k(c: Config, default) -> int:
+    """num_experts_per_tok, or its class default. DeepseekV2Config has none (None): transformers builds the model
+    without one, as the parameters do not depend on it, and only its router's torch.topk needs it; so the parameters
+    are counted, one expert a token stands in, and the model is marked as needing the top-k (Config.unstated)."""
+    if default is ... and c.data.get("num_experts_per_tok") is None:
+        return c.unstated("num_experts_per_tok", 1, "a top-k", '"num_experts_per_tok": 6 in config.json, as DeepSeek-V2 ships it')
+    return c.int("num_experts_per_tok", default)
 
 
 @family("deepseek_v2", layer_modules=MLA_MODULES + MOE_MODULES)
@@ -79,9 +88,9 @@ def deepseek_v2(c: Config) -> dict:
             "n_shared_experts": 2,
             "moe_intermediate_size": 1407,
             "first_k_dense_replace": 0,
-            "num_experts_per_tok": ...,
+            "num_experts_per_tok": ...,  # none: the parameters are counted without one (top_k)
         },
-    )  # no default: required
+    )
 
 
 @family("deepseek_v3", layer_modules=MLA_MODULES + MOE_MODULES)

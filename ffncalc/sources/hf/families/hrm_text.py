@@ -40,6 +40,7 @@ def hrm_text(c: Config) -> dict:
     hidden_size, starts the low state. The embeddings are scaled by embedding_scale (no parameter); lm_head untied
     by default."""
     n, low, high = per_stack(c), c.int("L_cycles", 3), c.int("H_cycles", 2)
+    c.depth(n * high * (low + 1), "H_cycles", "(L_cycles + 1)", "layers a stack")  # before the groups are listed
     bias = c.bool("attention_bias", False)  # HrmTextAttention: q/k/v/o and gate_proj, one bias per output each
     attn = {
         **attention(c, head_dim=128, qkv_bias=bias, o_bias=bias),
