@@ -9,7 +9,6 @@ peak compares them with one large matmul of the same dtype, timed the same way i
 
 from __future__ import annotations
 
-import os
 import statistics
 import time
 from dataclasses import asdict, dataclass, replace
@@ -23,6 +22,7 @@ from ..model.stack import Model
 from . import hardware
 from .compare import counterpart
 from .count import terms
+from .machine import free_bytes
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
@@ -137,83 +137,6 @@ def check_dtype(device: torch.device, dtype: str) -> None:
         raise InputError(f"--dtype {dtype} is not supported on {device.type}: {str(exc).splitlines()[0]}") from None
 
 
-def free_bytes(device: torch.device) -> int:
-    """Memory a run may still take on the device: on the CPU, the machine's available memory, or less where this
-    process is held to less (its address-space or data limit, its control group's memory limit: a container's)."""
-    if device.type == "cuda":
-        return torch.cuda.mem_get_info(device)[0]
-    if device.type == "mps":
-        return torch.mps.recommended_max_memory() - torch.mps.driver_allocated_memory()
-    try:
-        with open("/proc/meminfo") as f:
-            info = dict(line.split(":", 1) for line in f)
-        free = int(info["MemAvailable"].split()[0]) * 1024
-    except (OSError, KeyError, ValueError):
-        free = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    return min([free, *process_room()])
-
-
-def process_room() -> list[int]:
-    """Bytes this process may still allocate under each limit set on it: RLIMIT_AS and RLIMIT_DATA less what it
-    maps now (VmSize, VmData), and each control group's memory.max (cgroup v2; memory.limit_in_bytes in v1) less
-    its current use, up the hierarchy."""
-    import resource
-
-    room = []
-    status = _status()
-    for limit, used in ((resource.RLIMIT_AS, "VmSize"), (resource.RLIMIT_DATA, "VmData")):
-        soft = resource.getrlimit(limit)[0]
-        if soft != resource.RLIM_INFINITY and used in status:
-            room.append(max(0, soft - status[used]))
-    room += [max(0, high - used) for high, used in _cgroup_limits()]
-    return room
-
-
-def _status() -> dict[str, int]:
-    """/proc/self/status's sizes in bytes (VmSize, VmData, …); empty where there is no such file."""
-    out = {}
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                key, _, value = line.partition(":")
-                parts = value.split()
-                if len(parts) == 2 and parts[1] == "kB" and parts[0].isdigit():
-                    out[key] = int(parts[0]) * 1024
-    except OSError:
-        pass
-    return out
-
-
-def _cgroup_limits(listing: str = "/proc/self/cgroup", root: str = "/sys/fs/cgroup") -> list[tuple[int, int]]:
-    """(limit, usage) in bytes of each memory-limited control group this process is in (``listing``), itself and
-    its parents, under the hierarchy's ``root``."""
-    from pathlib import Path
-
-    found = []
-    try:
-        lines = Path(listing).read_text().splitlines()
-    except OSError:
-        return found
-    for line in lines:
-        _, controllers, path = line.split(":", 2)
-        v2 = controllers == ""
-        if not v2 and "memory" not in controllers.split(","):
-            continue
-        folder = Path(root) / (path.lstrip("/") if v2 else "memory/" + path.lstrip("/"))
-        names = ("memory.max", "memory.current") if v2 else ("memory.limit_in_bytes", "memory.usage_in_bytes")
-        while True:
-            try:
-                high, used = ((folder / n).read_text().strip() for n in names)
-                if high.isdigit() and used.isdigit() and int(high) < 2**60:  # "max" or v1's huge "unlimited"
-                    found.append((int(high), int(used)))
-            except OSError:
-                pass
-            if folder == Path(root) or folder.parent == folder or not str(folder).startswith(root):
-                break
-            folder = folder.parent
-    return found
-
-
 @dataclass(frozen=True)
 class Plan:
     """One block to time: how to build it and what it costs, known before anything is allocated."""
@@ -225,6 +148,7 @@ class Plan:
     params: int
     activations_per_token: int  # elements a forward keeps for backward
     scores: int  # attention score elements per sequence (heads × s × s)
+    experts: int = 0  # expert modules built, whose torch objects cost memory beside their weights
 
 
 def _one_layer(spec: Model, layer: int, ffn=None) -> Model:
@@ -256,7 +180,8 @@ def plan(spec: Model, block: str, seq_len: int, layer: int = 0, ffn=None, varian
     body = f.body()
     ffn_name = f.describe() if body is not f else f"{f.describe()} d_ff {f.d_ff}"
     name = variant or {"ffn": ffn_name, "attention": attn.describe(), "layer": f"attention + {ffn_name}"}[block]
-    return Plan(block, name, one, flops, params, per_token, scores)
+    experts = {"ffn": (f,), "attention": (attn,), "layer": (attn, f)}[block]
+    return Plan(block, name, one, flops, params, per_token, scores, sum(reference.expert_modules(b) for b in experts))
 
 
 def _check_alone(one: Model, seq_len: int) -> None:
@@ -281,14 +206,15 @@ def _check_alone(one: Model, seq_len: int) -> None:
 
 
 def required_bytes(p: Plan, tokens: int, seq_len: int, dtype: str, backward: bool, probe: int) -> int:
-    """Weights, kept activations, and with backward the gradients of both; plus the matmul probe."""
+    """Weights, kept activations, and with backward the gradients of both; plus the matmul probe, and the torch
+    objects of every expert module (a mixture of many small experts is mostly those)."""
     size = BYTES[dtype]
     batch = tokens // seq_len
     acts = p.activations_per_token * tokens + p.scores * batch
     total = p.params + 2 * acts  # an input and an output buffer beside what is kept
     if backward:
         total += p.params + acts
-    return total * size + 3 * probe * probe * size
+    return total * size + 3 * probe * probe * size + p.experts * reference.EXPERT_BYTES
 
 
 def compare_variants(spec: Model, layer: int) -> list[tuple[str, object]]:
@@ -413,8 +339,13 @@ def run(plans: list[Plan], timing: Timing, progress: Progress | None = None) -> 
                 f"try --tokens {max(seq_len, fits // seq_len * seq_len)}"
                 if least <= 0.9 * free
                 else f"even one sequence of {seq_len:,} tokens needs {least / 2**30:.1f} GiB (the block's "
-                f"{p.params:,} weights: {p.params * BYTES[dtype] / 2**30:.1f} GiB): time a smaller model or "
-                "another device"
+                f"{p.params:,} weights: {p.params * BYTES[dtype] / 2**30:.1f} GiB"
+                + (
+                    f"; its {p.experts:,} expert modules' torch objects: {p.experts * reference.EXPERT_BYTES / 2**30:.1f} GiB"
+                    if p.experts
+                    else ""
+                )
+                + "): time a smaller model or another device"
             )
             raise InputError(
                 f"the {p.block} run needs about {need / 2**30:.1f} GiB but {device.type} has {free / 2**30:.1f} GiB free; {advice}"
@@ -487,7 +418,8 @@ def _step(module: torch.nn.Module, p: Plan, device, dtype: str, tokens: int, seq
     x.requires_grad_(True)
     params = list(module.parameters())
     grad = torch.randn(x.shape, device=device, dtype=x.dtype)
-    return lambda: torch.autograd.grad(module(x), [x, *params], grad)
+    # every gradient the forward makes; a parameter it does not read (a branch this input never takes) has none
+    return lambda: torch.autograd.grad(module(x), [x, *params], grad, allow_unused=True)
 
 
 def _ffn_shape(p: Plan) -> dict:

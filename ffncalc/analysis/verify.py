@@ -20,6 +20,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from ..blocks._torch import MatMul
 from ..model import reference
+from ..model.reference import EXPERT_BYTES, MAX_EXPERTS, expert_modules
 from ..model.stack import Model, Run
 from .count import tally
 
@@ -155,26 +156,13 @@ def check_size(spec: Model, seq_len: int) -> None:
             f"{who}: verify would build {what} of {biggest:,} elements, beyond its "
             f"limit of 2^56 ({MAX_ELEMENTS:,}); verify a shorter sequence or a smaller model"
         )
-    experts = sum(_experts(b) for layer in dict.fromkeys(spec.layers) for _, b in layer.blocks())
+    experts = sum(expert_modules(b) for layer in dict.fromkeys(spec.layers) for _, b in layer.blocks())
     if experts > MAX_EXPERTS:
         raise InputError(
             f"the model: verify would build {experts:,} expert modules (one layer of each kind), beyond "
             f"its limit of {MAX_EXPERTS:,} (about {MAX_EXPERTS * EXPERT_BYTES / 2**30:.1f} GiB of torch "
             "module objects even on the meta device); verify a model with fewer experts"
         )
-
-
-# Torch modules cost memory even on the meta device (their objects, not their weights): about 11 KB for a gated
-# expert's (its three Linears and their parameters: the resident set of building 20,000 against 2,000 on torch
-# 2.13). The largest released mixtures have a few hundred experts a layer; the bound leaves room for 100 times that.
-MAX_EXPERTS, EXPERT_BYTES = 65_536, 11 * 1024
-
-
-def _experts(block) -> int:
-    """The expert modules a block builds: its routed and shared experts, and those of any block it holds."""
-    own = block.routed_experts() + block.shared_experts()
-    inner = block.body()
-    return own + (_experts(inner) if inner is not None and inner is not block else 0)
 
 
 def _analytic(spec: Model, convention: str, seq_len: int) -> dict[Key, list[int]]:

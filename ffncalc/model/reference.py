@@ -18,6 +18,19 @@ from .norms import gated_norm_module
 from .shared import tie
 from .stack import Layer, Model
 
+# Torch modules cost memory even on the meta device (their objects, not their weights): about 11.5 KB for a gated
+# expert's (its three Linears and their parameters: the resident set of building 20,000 against 2,000 on torch
+# 2.13), 12 KB with a margin. The largest released mixtures have a few hundred experts a layer; verify's bound leaves
+# room for 100 times that, and bench counts the objects' bytes with the weights'.
+MAX_EXPERTS, EXPERT_BYTES = 65_536, 12 * 1024
+
+
+def expert_modules(block) -> int:
+    """The expert modules a block builds: its routed and shared experts, and those of any block it holds."""
+    own = block.routed_experts() + block.shared_experts()
+    inner = block.body()
+    return own + (expert_modules(inner) if inner is not None and inner is not block else 0)
+
 
 class LayerModule(nn.Module):
     """One layer. Pre-norm residual sublayers by default: each sublayer's first norm before it, any

@@ -2,6 +2,7 @@
 
 import json
 import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -9,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch.utils.flop_counter import FlopCounterMode
 
-from ffncalc.analysis import bench, hardware
+from ffncalc.analysis import bench, hardware, machine
 from ffncalc.analysis.sizing import ffn_params, match_width
 from ffncalc.errors import InputError
 from ffncalc.model import from_data
@@ -318,8 +319,8 @@ def test_free_memory_is_what_the_process_may_take(tmp_path, monkeypatch):
     (group.parent / "memory.max").write_text("max\n")  # the parent sets none
     (group.parent / "memory.current").write_text(f"{20 * 2**30}\n")
     (tmp_path / "cgroup").write_text("0::/user.slice/job\n")
-    assert bench._cgroup_limits(str(tmp_path / "cgroup"), str(tmp_path / "fs")) == [(8 * 2**30, 7 * 2**30)]
-    monkeypatch.setattr(bench, "_cgroup_limits", lambda: [(8 * 2**30, 7 * 2**30)])
+    assert machine._cgroup_limits(str(tmp_path / "cgroup"), str(tmp_path / "fs")) == [(8 * 2**30, 7 * 2**30)]
+    monkeypatch.setattr(machine, "_cgroup_limits", lambda: [(8 * 2**30, 7 * 2**30)])
     assert bench.free_bytes(CPU) <= 2**30
 
 
@@ -403,3 +404,51 @@ def test_a_layer_its_model_feeds_is_not_timed_alone(model_type, runs_alone):
         with pytest.raises(InputError, match="^--block layer: a layer of this model runs only inside it"):
             bench.plan(model, "layer", seq_len=16)
         assert bench.plan(model, "attention", seq_len=16).params > 0
+
+
+RESIDENT = """
+import json, sys
+import torch
+from ffncalc.analysis import bench
+from ffncalc.model import from_data
+
+def resident():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * 4096
+
+ffn = {"kind": "moe", "n_experts": 20000, "top_k": 2, "expert": {"kind": "gated", "d_ff": 1}}
+spec = from_data(dict(vocab_size=100, d_model=16, n_layers=1, context_length=64, attention={"n_heads": 2}, ffn=ffn))
+p = bench.plan(spec, "ffn", seq_len=64)
+before = resident()
+module = bench.build_block(p, torch.device("cpu"), "fp32")
+print(json.dumps([resident() - before, bench.required_bytes(p, 64, 64, "fp32", False, 0), p.params]))
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/statm").exists(), reason="the resident set is read from /proc")
+def test_the_estimate_holds_a_mixture_of_many_small_experts(tmp_path):
+    """20,000 experts of width 1 hold 20,000 · 3 · 16 weights (3.7 MiB in fp32) and 20,000 modules, whose torch
+    objects take about 11 KB each: the estimate holds the resident memory building the block takes."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    out = subprocess.run([sys.executable, "-c", RESIDENT], capture_output=True, text=True, env=env, timeout=300)
+    grown, estimate, params = json.loads(out.stdout)
+    assert params == 20000 * 3 * 16 + 16 * 20000  # the experts and the router
+    assert grown > 10 * 4 * params  # the objects, not the weights, are most of it
+    assert estimate >= grown
+
+
+def test_a_backward_through_a_parameter_the_input_does_not_reach():
+    """Doge's attention holds a parameter this input's forward does not read: a timed backward run takes the
+    gradients the forward makes, and none for it, instead of failing."""
+    from ffncalc.sources import hf
+
+    model = hf.load(Path(__file__).resolve().parents[1] / "hf_defaults" / "configs" / "doge.json")[1]
+    p = bench.plan(model, "attention", seq_len=32)
+    module = bench.build_block(p, CPU, "fp32")
+    grads = bench._step(module, p, CPU, "fp32", 32, 32, backward=True)()
+    assert grads[0].shape == (1, 32, model.d_model) and any(g is None for g in grads[1:])
