@@ -187,13 +187,17 @@ def plan(spec: Model, block: str, seq_len: int, layer: int = 0, ffn=None, varian
 def _check_alone(one: Model, seq_len: int) -> None:
     """Refuse a layer that runs only inside its model: where a part makes what the layers read (residual streams
     the model expands the input into, vectors it computes for every layer), a layer on a lone (batch, tokens,
-    d_model) input does not run. Found by running the layer once on the meta device, which allocates nothing
-    (routing that needs values balanced, as verify runs it)."""
+    d_model) input does not run. Found by running the layer's parts once on the meta device, which allocates
+    nothing."""
+    from ..blocks import block_class
+    from ..model.schema import Slot
+
+    # the parts' modules around the layer, and no blocks of any size inside it (a mixture of a million experts is
+    # as alone as one of eight): whether the layer runs alone is the parts' doing
+    none = {slot: block_class(Slot(slot), "none")() for slot in ("attention", "ffn")}
+    bare = replace(one.layers[0], **none)
     with torch.device("meta"):
-        module = reference.LayerModule(one, one.layers[0], False)
-    for m in module.modules():
-        if hasattr(m, "balanced"):
-            m.balanced = True
+        module = reference.LayerModule(one, bare, False)
     try:
         with torch.no_grad():
             module(torch.empty(1, seq_len, one.d_model, device="meta"))
