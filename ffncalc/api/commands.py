@@ -71,7 +71,7 @@ def verify(
     transformers class it names); ``all``: every preset, each on its own. Needs torch (and transformers with
     ``hf``). A mismatch is no error: the result's ``ok`` is false."""
     if sum((bool(all), model is not None, hf is not None)) != 1:
-        raise InputError("verify takes one of: a model, all=True (--all), hf=CONFIG (--hf)")
+        raise InputError("verify takes one of: a model, --all, --hf CONFIG")
     o.whole("seq_len", seq_len)
     o.choice("convention", convention, o.VerifyConvention)
     if hf is not None:
