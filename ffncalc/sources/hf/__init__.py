@@ -14,7 +14,7 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
-from ...errors import InputError
+from ...errors import InputError, SpecError
 from ...model import Model
 from ..yaml import read_text
 from .config import Config, Family
@@ -173,7 +173,9 @@ def to_spec(c: Config) -> Model:
     except ValidationError as exc:
         found = problem(exc)
         path = ".".join(str(p) for p in found.loc)
-        raise InputError(f"{c.source}: the {c.model_type} config gives an invalid spec: {path}: {found.message}") from None
+        raise SpecError(
+            f"{c.source}: the {c.model_type} config gives an invalid spec: {path}: {found.message}", file=str(c.source), field=path
+        ) from None
     if c.wrapper:
         parts = ", ".join(c.towers) if c.towers else "no other part"
         model = replace(
