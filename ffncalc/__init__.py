@@ -5,8 +5,10 @@
     8030261248
 
 Every command of the command line is a function here with its options as keyword arguments (``count``,
-``compare``, ``train``, ``infer``, ``fit``, ``verify``, ``bench``), returning a result whose ``to_dict()`` is the
-command's JSON. Names are imported on first use, so ``import ffncalc`` costs next to nothing.
+``compare``, ``train``, ``infer``, ``fit``, ``verify``, ``bench``, ``table``, ``presets``), returning a result
+whose ``to_dict()`` is the command's JSON (its ``schema`` key names its shape: ``docs/schemas/``); ``plot``
+returns the ``plot`` command's figures. Names are imported on first use, so ``import ffncalc`` costs next to
+nothing.
 """
 
 from __future__ import annotations
@@ -18,8 +20,23 @@ __version__ = "0.1.0"
 _WHERE = {
     **dict.fromkeys(("load", "Model"), "ffncalc.api.models"),
     **dict.fromkeys(("count", "compare", "train", "infer", "fit", "verify", "bench"), "ffncalc.api.commands"),
+    **dict.fromkeys(("table", "presets", "plot"), "ffncalc.api.tables"),
     **dict.fromkeys(
-        ("Result", "Count", "Component", "CheckpointCount", "Comparison", "Sweep", "Plan", "Verification", "Bench"),
+        (
+            "Result",
+            "Count",
+            "Component",
+            "CheckpointCount",
+            "Comparison",
+            "Sweep",
+            "Table",
+            "Plan",
+            "Presets",
+            "Verification",
+            "Bench",
+            "Table",
+            "Presets",
+        ),
         "ffncalc.api.results",
     ),
     "Figure": "ffncalc.analysis.figures",
@@ -39,9 +56,11 @@ __all__ = [
     "Model",
     "OptionError",
     "Plan",
+    "Presets",
     "Result",
     "SpecError",
     "Sweep",
+    "Table",
     "Verification",
     "bench",
     "compare",
@@ -49,6 +68,9 @@ __all__ = [
     "fit",
     "infer",
     "load",
+    "plot",
+    "presets",
+    "table",
     "train",
     "verify",
     "__version__",
@@ -58,7 +80,8 @@ if TYPE_CHECKING:
     from .analysis.figures import Figure
     from .api.commands import bench, compare, count, fit, infer, train, verify
     from .api.models import Model, load
-    from .api.results import Bench, CheckpointCount, Comparison, Component, Count, Plan, Result, Sweep, Verification
+    from .api.results import Bench, CheckpointCount, Comparison, Component, Count, Plan, Presets, Result, Sweep, Table, Verification
+    from .api.tables import plot, presets, table
     from .errors import InputError, MeasurementError, MissingDependency, OptionError, SpecError
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from .commands import bench, compare, count, fit, infer, train, verify
 from .models import Model, load
-from .results import Bench, CheckpointCount, Comparison, Component, Count, Plan, Result, Sweep, Verification
+from .results import Bench, CheckpointCount, Comparison, Component, Count, Plan, Presets, Result, Sweep, Table, Verification
+from .tables import plot, presets, table
 
 __all__ = [
     "Bench",
@@ -16,8 +17,10 @@ __all__ = [
     "Count",
     "Model",
     "Plan",
+    "Presets",
     "Result",
     "Sweep",
+    "Table",
     "Verification",
     "bench",
     "compare",
@@ -25,6 +28,9 @@ __all__ = [
     "fit",
     "infer",
     "load",
+    "plot",
+    "presets",
+    "table",
     "train",
     "verify",
 ]

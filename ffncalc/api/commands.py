@@ -170,7 +170,7 @@ def compare(
         if d_ff is None and sweep is None:
             raise InputError("a bare block needs --d-ff as well as --d-model")
         act = cmp.activation_for(block_activation, kind, "relu" if kind == "dense" else "silu")  # type: ignore[arg-type]
-        width, block = d_model, ffn_block(kind, d_ff or d_model, bias=bias, activation=act)
+        width, block = d_model, ffn_block(kind, d_ff or d_model, bias=bias, activation=act)  # type: ignore[arg-type]
     if sweep is not None:
         text = sweep if isinstance(sweep, str) else ",".join(repr(float(r)) for r in sweep)
         return Sweep(cmp.sweep(width, block, cmp.parse_ratios(text), **kw))
@@ -329,7 +329,7 @@ def train(
         Layout(gpus=gpus, dp=dp, tp=tp, pp=pp, cp=cp, ep=ep, zero=zero, sequence_parallel=sequence_parallel),
         Device(hw, tflops=tflops, mfu=mfu, reserve=reserve),
     )
-    return Plan(answer)
+    return Plan(answer, "train")
 
 
 def _serving(
@@ -413,7 +413,7 @@ def infer(
         accept=accept,
         draft_model=drafting,
     )
-    return Plan(plan_inference(m.stack, m.label, run, formats, placement, Device(hw, **dev)))
+    return Plan(plan_inference(m.stack, m.label, run, formats, placement, Device(hw, **dev)), "infer")
 
 
 def fit(
@@ -454,4 +454,4 @@ def fit(
     m = resolve(model)
     hw = table.by_key(hardware, hardware_file)
     run = FitRun(context or m.context_length, batch=batch, chunk=prefill_chunk)
-    return Plan(plan_fit(m.stack, m.label, run, formats, placement, Device(hw, **dev)))
+    return Plan(plan_fit(m.stack, m.label, run, formats, placement, Device(hw, **dev)), "fit")

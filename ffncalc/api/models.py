@@ -81,7 +81,8 @@ def _validated(build: Any, data: dict[str, Any]) -> Stack:
     from ..model.schema import problem
 
     try:
-        return build(data)
+        stack: Stack = build(data)
+        return stack
     except ValidationError as exc:
         found = problem(exc)
         field = _dotted(found.loc, data, found.named)
@@ -123,7 +124,8 @@ def load(source: Model | Source, *, as_family: str | None = None) -> Model:
         ckpt = checkpoint.load(ref, as_family)
         if ckpt.config is None:
             raise InputError(f"{ref}: no config.json ffncalc reads beside the checkpoint's weights", file=ref)
-        return Model(ckpt.label, hf.to_spec(ckpt.config))
+        config: Any = ckpt.config  # a Config: checked just above
+        return Model(ckpt.label, hf.to_spec(config))
     return resolve(ref, as_family)
 
 
@@ -141,7 +143,7 @@ def resolve(source: Model | Source, as_family: str | None = None) -> Model:
 def reference(source: Any) -> str:
     """A source as the text the command line would be given: a path as its string."""
     if isinstance(source, os.PathLike):
-        return os.fspath(source)
+        return str(os.fspath(source))
     if not isinstance(source, str):
         raise InputError(f"a model is a preset name, a path or an ffncalc.Model, not a {type(source).__name__}")
     return source

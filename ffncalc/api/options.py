@@ -26,6 +26,7 @@ PrecisionName = ("bf16", "fp8")
 OptimizerName = ("adam", "adam8bit")
 KernelName = ("flash", "eager")
 DecodeForm = ("absorbed", "expanded")
+FigureWidth = ("docs", "column", "page")
 
 
 def flag(name: str) -> str:

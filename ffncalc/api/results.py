@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 from ..analysis.figures import Figure
 from ..output import render, sheet
+from ..output.schemas import stamp
 
 if TYPE_CHECKING:
     from ..analysis.compare import Comparison as Compared
@@ -154,7 +155,7 @@ class Count(Result):
         ]
 
     def record(self) -> dict[str, Any]:
-        return render.records(self.tally, self.per_layer)
+        return stamp("count", render.records(self.tally, self.per_layer))
 
     def documents(self, human: bool = True) -> list[sheet.Document]:
         return [render.count_doc(self.tally, self.per_layer, human=human)]
@@ -180,7 +181,7 @@ class CheckpointCount(Result):
     param_bytes = property(lambda self: self.measured.param_bytes)
 
     def record(self) -> dict[str, Any]:
-        return render.checkpoint_records(self.measured)
+        return stamp("checkpoint", render.checkpoint_records(self.measured))
 
     def documents(self, human: bool = True) -> list[sheet.Document]:
         return [render.checkpoint_doc(self.measured, human)]
@@ -206,7 +207,7 @@ class Comparison(Result):
     residual = property(lambda self: self.compared.residual, doc="Target minus source in the matched figure.")
 
     def record(self) -> dict[str, Any]:
-        return render.comparison_records(self.compared, self.bench_results)
+        return stamp("compare", render.comparison_records(self.compared, self.bench_results))
 
     def documents(self, human: bool = True) -> list[sheet.Document]:
         return [render.comparison_doc(self.compared, self.bench_results, human=human)]
@@ -227,7 +228,7 @@ class Sweep(Result):
         self.comparisons = comparisons
 
     def record(self) -> dict[str, Any]:
-        return {"sweep": [render.comparison_records(c) for c in self.comparisons]}
+        return stamp("sweep", {"sweep": [render.comparison_records(c) for c in self.comparisons]})
 
     def documents(self, human: bool = True) -> list[sheet.Document]:
         return [render.sweep_doc(self.comparisons)]
@@ -243,8 +244,9 @@ class Plan(Result):
     """``ffncalc.train``, ``infer`` and ``fit``: keyed figures, each with its value, unit, label and source
     (``plan.figures["train_flops"].value``, or ``plan["train_flops"]``), the inputs and the notes."""
 
-    def __init__(self, answer: Figures):
+    def __init__(self, answer: Figures, kind: str):
         self.answer = answer
+        self.kind = kind  # the command: train, infer or fit (its record's schema)
         self.figures: dict[str, Figure] = {f.id: f for f in answer.figures}
 
     title = property(lambda self: self.answer.title)
@@ -258,7 +260,7 @@ class Plan(Result):
         return key in self.figures
 
     def record(self) -> dict[str, Any]:
-        return render.figures_records(self.answer)
+        return stamp(self.kind, render.figures_records(self.answer))
 
     def documents(self, human: bool = True) -> list[sheet.Document]:
         return [render.figures_doc(self.answer, human)]
@@ -286,14 +288,18 @@ class Verification(Result):
 
     def record(self) -> dict[str, Any]:
         if self.hf is not None:
-            return {"ok": self.ok, "verify": render.verify_records(self.reports[0]), "transformers": render.hf_records(self.hf)}
+            mine, theirs = render.verify_records(self.reports[0]), render.hf_records(self.hf)
+            return stamp("verify-hf", {"ok": self.ok, "verify": mine, "transformers": theirs})
         if self.every:
-            return {
-                "ok": self.ok,
-                "reports": [render.verify_records(r) for r in self.reports],
-                "refused": [{"model": m, "error": e} for m, e in self.refused],
-            }
-        return render.verify_records(self.reports[0])
+            return stamp(
+                "verify-all",
+                {
+                    "ok": self.ok,
+                    "reports": [render.verify_records(r) for r in self.reports],
+                    "refused": [{"model": m, "error": e} for m, e in self.refused],
+                },
+            )
+        return stamp("verify", render.verify_records(self.reports[0]))
 
     def documents(self, human: bool = True) -> list[sheet.Document]:
         if self.hf is not None:
@@ -315,7 +321,7 @@ class Bench(Result):
         self.timings = timings
 
     def record(self) -> dict[str, Any]:
-        return {"model": self.model, "bench": [t.record() for t in self.timings]}
+        return stamp("bench", {"model": self.model, "bench": [t.record() for t in self.timings]})
 
     def documents(self, human: bool = True) -> list[sheet.Document]:
         return [render.bench_doc(self.model, self.timings)]
@@ -325,3 +331,55 @@ class Bench(Result):
 
     def __repr__(self) -> str:
         return f"Bench({self.model!r}, {len(self.timings)} timing(s))"
+
+
+class Table(Result):
+    """``ffncalc.table``: a row per model (``rows``: every column, with its seq_len and convention), ``columns``
+    the ones shown, in order."""
+
+    def __init__(self, rows: list[dict[str, Any]], columns: list[str]):
+        self.rows = rows
+        self.columns = columns
+
+    def record(self) -> dict[str, Any]:
+        return stamp("table", {"models": [{c: r[c] for c in self.columns + ["seq_len", "convention"]} for r in self.rows]})
+
+    def documents(self, human: bool = True) -> list[sheet.Document]:
+        return [render.summary_doc(self.rows, self.columns, human=human)]
+
+    def to_csv(self) -> str:
+        return sheet.to_csv(self.rows, self.columns)
+
+    def __repr__(self) -> str:
+        return f"Table({len(self.rows)} model(s), {len(self.columns)} columns)"
+
+
+class Presets(Result):
+    """``ffncalc.presets()``: the shipped presets (``entries``: name, title, aliases, shape, parameters)."""
+
+    def __init__(self, entries: list[dict[str, Any]]):
+        self.entries = entries
+
+    @property
+    def names(self) -> list[str]:
+        return [e["name"] for e in self.entries]
+
+    def record(self) -> dict[str, Any]:
+        return stamp("presets", {"presets": self.entries})
+
+    def documents(self, human: bool = True) -> list[sheet.Document]:
+        rows = [
+            {
+                **e,
+                "name": e["name"] + (f" (alias {', '.join(e['aliases'])})" if e["aliases"] else ""),
+                "params": f"{e['params']:,} ({render.human_params(e['params'])})",
+            }
+            for e in self.entries
+        ]
+        return [render.list_doc("presets", rows, ["name", "title", "n_layers", "d_model", "ffn", "params"], left=2)]
+
+    def to_csv(self) -> str:
+        return sheet.to_csv(self.entries)
+
+    def __repr__(self) -> str:
+        return f"Presets({len(self.entries)})"

@@ -9,7 +9,6 @@ from typing import Optional
 
 from .. import api
 from ..analysis.conventions import CONVENTIONS, DEFAULT
-from ..analysis.count import tally
 from ..analysis.plan import DEFAULT_CHUNK, Device, FitRun, Formats, InferenceRun, Layout, Placement, Step, TrainingRun
 from ..api.options import (
     BenchBlock,
@@ -17,6 +16,7 @@ from ..api.options import (
     BenchDtype,
     ConventionName,
     DecodeForm,
+    FigureWidth,
     HardwareDtype,
     KernelName,
     KindName,
@@ -30,6 +30,7 @@ from ..api.options import (
 from ..errors import InputError
 from ..model.schema import LIMIT
 from ..output import render
+from ..output.schemas import stamp
 from ..sources import presets
 from .options import GROUPS, Output, arg, command, emit, finite, opt
 
@@ -236,24 +237,7 @@ def table_(
     output: Output = None,
 ) -> None:
     """One table comparing models: a row each with totals, attention and FFN shares, FLOPs and shapes."""
-    from ..analysis.summary import COLUMNS, summarize
-    from ..output.sheet import to_csv
-
-    refs = list(presets.names()) if models == ["all"] else models
-    chosen = [c.strip() for c in columns.split(",")] if columns else COLUMNS
-    unknown = [c for c in chosen if c not in COLUMNS]
-    if unknown:
-        raise InputError(f"--columns: unknown {', '.join(unknown)} (choose from {', '.join(COLUMNS)})")
-    rows = []
-    for ref in refs:
-        label, spec = presets.load(ref)
-        spec.check_seq_len(seq_len, label)
-        rows.append(summarize(spec, model=label, seq_len=seq_len, convention=convention))
-    output.show(
-        doc=lambda: render.summary_doc(rows, chosen, human=output.human),
-        json=lambda: {"models": [{c: r[c] for c in chosen + ["seq_len", "convention"]} for r in rows]},
-        csv=lambda: to_csv(rows, chosen),
-    )
+    _show(output, api.table(models, columns=columns, seq_len=seq_len, convention=convention))
 
 
 @command(examples=("docs --out site", "docs --check site"))
@@ -335,17 +319,6 @@ def docs(
 GROUPS["plot"] = "Figures for docs and papers, as SVG, PDF or PNG (needs matplotlib)."
 
 
-def _save_plot(fig, out: str) -> None:
-    from ..files import write_atomic
-    from ..output import plot
-
-    fmt = out.rsplit(".", 1)[-1].lower() if "." in out else ""
-    if fmt not in ("svg", "pdf", "png"):
-        raise InputError(f"--out {out}: name an .svg, .pdf or .png file")
-    write_atomic(out, plot.save(fig, fmt))
-
-
-FigureWidth = ("docs", "column", "page")
 WIDTH_HELP = "docs: the docs' size; column or page: a two-column paper's column (3.3 in) or text width (6.9 in)."
 
 
@@ -363,13 +336,7 @@ def plot_share(
     width: str = opt("docs", "--width", choices=FigureWidth, help=WIDTH_HELP),
 ) -> None:
     """Stacked bars of each model's parameters by component."""
-    from ..output import plot
-
-    refs = list(presets.names()) if models == ["all"] else models
-    tallies = [tally(spec, model=label) for label, spec in map(presets.load, refs)]
-    if models == ["all"]:
-        tallies.sort(key=lambda t: (t.model.split("-")[0], t.params))  # families, smallest first
-    _save_plot(plot.share_figure(tallies, width), out)
+    api.plot("share", models, width=width, out=out)
 
 
 @command(
@@ -388,11 +355,7 @@ def plot_sweep(
     width: str = opt("docs", "--width", choices=FigureWidth, help=WIDTH_HELP),
 ) -> None:
     """Dense vs gated FFN across widths: parameters and FLOPs per token, and measured time if given."""
-    from ..analysis.compare import parse_ratios
-    from ..output import plot
-
-    bench = plot.bench_results(bench_results, d_model) if bench_results else None
-    _save_plot(plot.sweep_figure(d_model, parse_ratios(ratios), bias, bench, width), out)
+    api.plot("sweep", d_model=d_model, ratios=ratios, bias=bias, bench_results=bench_results, width=width, out=out)
 
 
 GROUPS["presets"] = "List the shipped presets, or show one as YAML."
@@ -667,38 +630,7 @@ def fit(
 @command("presets", output="plain", group=True, examples=("presets", "presets -f json"))
 def presets_list(output: Output = None) -> None:
     """List the shipped presets with their shapes and parameter counts."""
-    entries = []
-    for name in presets.names():
-        _, spec = presets.load(name)
-        t = tally(spec)
-        ffns = {layer.ffn.describe() for layer in spec.layers}
-        entries.append(
-            {
-                "name": name,
-                "title": spec.name or name,
-                "aliases": sorted(a for a, target in presets.ALIASES.items() if target == name),
-                "n_layers": spec.n_layers,
-                "d_model": spec.d_model,
-                "ffn": ", ".join(sorted(ffns)),
-                "params": t.params,
-                "active_params": t.active,
-            }
-        )
-    entries.sort(key=lambda e: (e["name"].split("-")[0], e["params"]))  # families, smallest first
-    from ..output.sheet import to_csv
-
-    def doc():
-        rows = [
-            {
-                **e,
-                "name": e["name"] + (f" (alias {', '.join(e['aliases'])})" if e["aliases"] else ""),
-                "params": f"{e['params']:,} ({render.human_params(e['params'])})",
-            }
-            for e in entries
-        ]
-        return render.list_doc("presets", rows, ["name", "title", "n_layers", "d_model", "ffn", "params"], left=2)
-
-    output.show(doc=doc, json=lambda: {"presets": entries}, csv=lambda: to_csv(entries))
+    _show(output, api.presets())
 
 
 @command("presets", "show", examples=("presets show llama3-8b",))
@@ -721,7 +653,7 @@ def families(output: Output = None) -> None:
     short = [{**r, "file": r["file"].rsplit("/", 1)[-1]} for r in records]  # families/NAME.py: the name in a table
     output.show(
         doc=lambda: render.list_doc(title, short, ["model_type", "status", "file", "detail", "defaults"], 5),
-        json=lambda: {"families": records},
+        json=lambda: stamp("families", {"families": records}),
         csv=lambda: to_csv([{**r, "config_keys": "; ".join(r["config_keys"])} for r in records]),
     )
 
@@ -734,7 +666,7 @@ def conventions(output: Output = None) -> None:
     records = [{"name": c.name, "default": c.name == DEFAULT, "summary": c.summary, "source": c.source} for c in CONVENTIONS.values()]
     output.show(
         doc=lambda: render.list_doc("conventions", records, ["name", "default", "summary", "source"], 4),
-        json=lambda: {"conventions": records},
+        json=lambda: stamp("conventions", {"conventions": records}),
         csv=lambda: to_csv(records),
     )
 
@@ -753,6 +685,6 @@ def explain(
         doc=lambda: render.list_doc(
             f"{len(found)} figure(s), convention(s) and view(s)", found, ["term", "kind", "label", "unit", "source"], 5
         ),
-        json=lambda: {"explain": found},
+        json=lambda: stamp("explain", {"explain": found}),
         csv=lambda: to_csv(found),
     )

@@ -102,6 +102,11 @@ def bench_results(path: str, d_model: int) -> list[dict[str, Any]]:
         data = json.loads(read_text(Path(path)))
     except json.JSONDecodeError as exc:
         raise InputError(f"{path}:{exc.lineno}: not JSON ({exc.msg})") from None
+    return check_bench(data, d_model, path)
+
+
+def check_bench(data: Any, d_model: int, path: str) -> list[dict[str, Any]]:
+    """The FFN timings of a bench record (or a bare list of them), checked as ``bench_results`` says."""
     bench = data.get("bench", []) if isinstance(data, dict) else data
     if (
         not isinstance(bench, list)

@@ -269,3 +269,30 @@ def test_public_names():
     with pytest.raises(AttributeError):
         ffncalc.nonesuch  # noqa: B018
     assert (ROOT / "ffncalc" / "py.typed").is_file()
+
+
+@pytest.mark.parametrize(
+    "args, call",
+    [
+        (["table", "gpt3", "llama3-8b", "mixtral-8x7b"], lambda: ffncalc.table(["gpt3", "llama3-8b", "mixtral-8x7b"])),
+        (["table", "all"], lambda: ffncalc.table("all")),
+        (
+            ["table", "gpt3", "deepseek-v3", "--columns", "model,params,heads", "--seq-len", "1024", "-c", "6n"],
+            lambda: ffncalc.table(["gpt3", "deepseek-v3"], columns=["model", "params", "heads"], seq_len=1024, convention="6n"),
+        ),
+        (["table", CONFIG, "--columns", "model,ffn"], lambda: ffncalc.table(ffncalc.load(CONFIG), columns="model,ffn")),
+        (["presets"], lambda: ffncalc.presets()),
+    ],
+)
+def test_table_and_presets_equal_the_command_line(cli, args, call):
+    assert call().to_dict() == cli_json(cli, *args)
+
+
+def test_table_rows_and_presets_entries():
+    t = ffncalc.table(["gpt3", "llama3-8b"])
+    assert [r["params"] for r in t.rows] == [ffncalc.count("gpt3").params, ffncalc.count("llama3-8b").params]
+    p = ffncalc.presets()
+    assert sorted(p.names) == sorted(presets.names())
+    assert "<table" in p._repr_html_() and "<table" in t._repr_html_()
+    with pytest.raises(ffncalc.InputError, match="--columns: unknown nope"):
+        ffncalc.table("gpt3", columns="model,nope")

@@ -88,3 +88,31 @@ def test_compare_with_bench_equals_the_command_line(cli, monkeypatch, steady_pea
     monkeypatch.setattr(bench.time, "perf_counter", Clock(0.001))
     args = ["compare", "--d-model", "64", "--d-ff", "256", "--bench", "--tokens", "16", "--repeats", "2", "--device", "cpu"]
     assert ours.to_dict() == cli_json(cli, *args)
+
+
+def test_plot_returns_the_figure_the_command_writes(cli, tmp_path):
+    """ffncalc.plot: the plot command's figure as a matplotlib Figure; with out, the same bytes as the command."""
+    from matplotlib.figure import Figure
+
+    from ffncalc.output import plot
+
+    fig = ffncalc.plot("share", ["gpt3", "llama3-8b"])
+    labels = [ffncalc.load(name).label for name in ("gpt3", "llama3-8b")]  # the preset's name for an alias
+    assert isinstance(fig, Figure) and [t.get_text() for t in fig.axes[0].get_xticklabels()] == labels
+    sweep = ffncalc.plot("sweep", d_model=768, ratios=[1, 2, 4], width="column")
+    assert isinstance(sweep, Figure) and len(sweep.axes) == 2
+    for args, call in (
+        (["plot", "share", "gpt3", "mixtral-8x7b"], lambda out: ffncalc.plot("share", ["gpt3", "mixtral-8x7b"], out=out)),
+        (
+            ["plot", "sweep", "--d-model", "1024", "--ratios", "1:4:1"],
+            lambda out: ffncalc.plot("sweep", d_model=1024, ratios="1:4:1", out=out),
+        ),
+    ):
+        theirs, mine = tmp_path / "cli.svg", tmp_path / "api.svg"
+        code, _, err = cli(*args, "--out", str(theirs))
+        assert code == 0, err
+        call(mine)
+        assert mine.read_bytes() == theirs.read_bytes()
+    assert plot.save(ffncalc.plot("sweep", d_model=1024, ratios="1:4:1"), "svg") == mine.read_bytes()
+    with pytest.raises(ffncalc.InputError, match="name an .svg, .pdf or .png"):
+        ffncalc.plot("sweep", out=tmp_path / "x.gif")
