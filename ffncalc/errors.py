@@ -1,9 +1,32 @@
-"""The exceptions the command line turns into a one-line message: bad input (exit status 2), a measurement
-that cannot be right (exit status 1); and the exit of an interrupted run."""
+"""The exceptions the library raises and the command line turns into a one-line message: bad input (exit status
+2), a measurement that cannot be right (exit status 1); and the exit of an interrupted run. Every one but the
+last is public (``ffncalc.InputError``, …); the library never raises ``SystemExit`` of its own."""
+
+from __future__ import annotations
 
 
 class InputError(Exception):
-    """Bad input from the user: a file, a field, a name or an option value."""
+    """Bad input from the user: a file, a field, a name or an option value. ``file``, ``line`` and ``field`` say
+    where, when the input has them (None otherwise); ``str(error)`` is the one line the command line prints."""
+
+    def __init__(self, message: str, *, file: str | None = None, line: int | None = None, field: str | None = None):
+        super().__init__(message)
+        self.file = file
+        self.line = line
+        self.field = field
+
+
+class SpecError(InputError):
+    """A model's spec that does not validate: a YAML file, a config.json, or a dict given to
+    ``Model.from_dict``; ``field`` is the dotted path of the offending field (``ffn.d_ff``, ``layers[2].kind``)."""
+
+
+class OptionError(InputError):
+    """An option's value out of its range or not one of its choices (the keyword argument, or the flag)."""
+
+
+class MissingDependency(InputError):
+    """A question that needs an optional package (torch, transformers) that is not installed."""
 
 
 class MeasurementError(Exception):

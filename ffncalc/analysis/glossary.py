@@ -5,6 +5,7 @@ its JSON uses. ``ffncalc explain`` and the docs page ``figures.md`` read it; not
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -38,11 +39,11 @@ VIEWS = [
 ]
 
 
-def entries() -> list[Entry]:
-    """Every figure, convention and view, in the order the commands show them, each term once."""
+def runs() -> list[tuple[str, Any]]:
+    """(command, answer) for runs that between them show every figure each command can show (a pipeline's
+    bubble, a draft, a decode form); the figures' JSON schemas (``output/schemas.py``) are read from them too."""
     from ..sources import presets
     from . import hardware
-    from .conventions import CONVENTIONS
     from .fit import plan_fit
     from .inference import plan_inference
     from .plan import Device, FitRun, Formats, InferenceRun, Layout, Placement, Step, TrainingRun
@@ -51,7 +52,7 @@ def entries() -> list[Entry]:
     _, llama = presets.load("llama3-70b")
     _, deepseek = presets.load("deepseek-v3")
     h100 = Device(hardware.by_key("h100-sxm", None))
-    runs = [  # between them, every figure each command can show (a pipeline's bubble, a draft, a decode form)
+    return [
         (
             "train",
             plan_training(
@@ -75,8 +76,14 @@ def entries() -> list[Entry]:
         ),
         ("fit", plan_fit(llama, "llama3-70b", FitRun(8192, batch=4), Formats(), Placement(gpus=2), h100)),
     ]
+
+
+def entries() -> list[Entry]:
+    """Every figure, convention and view, in the order the commands show them, each term once."""
+    from .conventions import CONVENTIONS
+
     out: dict[str, Entry] = {}
-    for command, result in runs:
+    for command, result in runs():
         for f in result.figures:
             out.setdefault(f.id, Entry(f.id, command, f.label, f.unit, f.source or DERIVED))
     for c in CONVENTIONS.values():

@@ -27,8 +27,9 @@ def trains_mtp(spec: Model, step: Step) -> bool:
 
 
 def activation_bytes(spec: Model, step: Step, layout: Layout = Layout()) -> int:
-    """Activation memory of the whole stack in training for a micro-batch of ``step.seq_len`` tokens a sequence,
-    16-bit, after Korthikanti et al. 2022 §4.1, summed over every layer.
+    """Activation memory of the whole stack in training for a micro-batch of ``step.seq_len`` tokens a sequence (the
+    layers running over the positions the model's parts make of them), 16-bit, after Korthikanti et al. 2022 §4.1,
+    summed over every layer.
 
     Their GPT layer keeps s·b·h·(34 + 5·a·s/h) bytes: attention 11·sbh + 5·a·s²·b, MLP 19·sbh, norms 4·sbh.
     Here each block states the 16-bit elements it keeps per token at its own widths (GQA, MLA, gated or
@@ -40,7 +41,8 @@ def activation_bytes(spec: Model, step: Step, layout: Layout = Layout()) -> int:
     (2 bytes of d a token: what its first matmul reads), its dropout mask and the norms' inputs (their
     sbh·(10 + 24/t)). Full recomputation keeps only each layer's input (2·sbh, ÷ t with sequence parallelism).
     """
-    seq_len, batch, recompute, kernel = step.seq_len, step.micro_batch, step.recompute, step.kernel
+    # the positions the layers run over: a prompt's before the sequence, padding to whole chunks (the parts')
+    seq_len, batch, recompute, kernel = spec.layer_positions(step.seq_len), step.micro_batch, step.recompute, step.kernel
     tp, sequence_parallel = layout.tp, layout.sequence_parallel
     sb, d = seq_len * batch, spec.d_model
     split = tp if sequence_parallel else 1
@@ -50,6 +52,7 @@ def activation_bytes(spec: Model, step: Step, layout: Layout = Layout()) -> int:
     for run in spec.runs():
         blocks = [block for _, block in run.layer.blocks()]
         per_token = sum(2 * b.kept_elements(spec) + DROPOUT_MASK_BYTES * d for b in blocks)
+        per_token += 2 * sum(p.kept_elements(spec) for p in spec.parts)  # what the parts in a layer keep
         uses = run.layer.norm_uses(spec.norm)
         per_token += 2 * sum(u != "none" for u in uses) * d
         per_token += 2 * uses.count("gated") * (spec.norm.gate_rank + d)  # a gate's hidden and its logits

@@ -4,24 +4,37 @@ are never imported here; checks that belong to the library (sequence lengths, pa
 from __future__ import annotations
 
 import sys
+from contextlib import nullcontext
 from typing import Optional
 
+from .. import api
 from ..analysis.conventions import CONVENTIONS, DEFAULT
-from ..analysis.count import RECOMPUTE, tally
 from ..analysis.plan import DEFAULT_CHUNK, Device, FitRun, Formats, InferenceRun, Layout, Placement, Step, TrainingRun
+from ..api.options import (
+    BenchBlock,
+    BenchDevice,
+    BenchDtype,
+    ConventionName,
+    DecodeForm,
+    FigureWidth,
+    HardwareDtype,
+    KernelName,
+    KindName,
+    MatchName,
+    OptimizerName,
+    PrecisionName,
+    RecomputeName,
+    VerifyConvention,
+    WeightDtype,
+)
 from ..errors import InputError
 from ..model.schema import LIMIT
 from ..output import render
+from ..output.schemas import stamp
 from ..sources import presets
 from .options import GROUPS, Output, arg, command, emit, finite, opt
 
 HELP = "Exact parameter and FLOP counts for transformer language models, component by component."
-
-ConventionName = tuple(CONVENTIONS)
-RecomputeName = tuple(RECOMPUTE)
-BenchBlock = ("ffn", "attention", "layer")
-BenchDevice = ("auto", "cpu", "cuda", "mps")
-BenchDtype = ("fp32", "bf16", "fp16")
 
 
 @command(
@@ -46,36 +59,12 @@ def count(
     config.json (or the folder holding one); or count a checkpoint's stored parameters from its headers alone
     (.safetensors, a sharded folder, .gguf, or ORG/NAME or ORG/NAME@REVISION on the Hugging Face Hub) against
     its config.json."""
-    from ..sources.checkpoint import is_checkpoint
-
-    if is_checkpoint(model):
-        from ..analysis.checkpoint import measure
-
-        given = {
-            "--seq-len": seq_len is not None,
-            "--batch": batch != 1,
-            "--convention": convention != DEFAULT,
-            "--recompute": recompute != "none",
-            "--per-layer": per_layer,
-        }
-        r = measure(model, as_family, tuple(k for k, v in given.items() if v))
-        return output.show(
-            doc=lambda: render.checkpoint_doc(r, output.human),
-            json=lambda: render.checkpoint_records(r),
-            csv=lambda: render.checkpoint_csv(r),
-        )
-    label, spec = presets.load(model, as_family)
-    spec.check_seq_len(seq_len, label)
-    name = f"{spec.name} ({label})" if spec.name and spec.name != label else label
-    t = tally(spec, model=name, convention=convention, seq_len=seq_len, batch=batch, recompute=recompute, partial=True)
-    output.show(
-        doc=lambda: render.count_doc(t, per_layer, human=output.human),
-        json=lambda: render.records(t, per_layer),
-        csv=lambda: render.count_csv(t, per_layer),
+    _show(
+        output,
+        api.count(
+            model, seq_len=seq_len, batch=batch, convention=convention, recompute=recompute, per_layer=per_layer, as_family=as_family
+        ),
     )
-
-
-VerifyConvention = ("exact", "causal")
 
 
 @command(output="plain", examples=("verify gpt2", "verify llama3-8b --convention causal", "verify --hf config.json"))
@@ -92,73 +81,9 @@ def verify(
 ) -> None:
     """Prove the analytic counts against torch modules built on the meta device (and, with --hf, against
     the transformers class itself): exit 0 when every component agrees, 1 when any differs."""
-    if sum((all_presets, model is not None, hf_config is not None)) != 1:
-        raise InputError("verify takes one of: a model, --all, --hf CONFIG")
-    if hf_config is not None:
-        return _verify_hf(hf_config, seq_len, convention, every_layer, output)
-    try:
-        from ..analysis.verify import verify as run_verify  # torch loads here, never on the counting path
-    except ImportError as exc:
-        raise InputError(f"verify needs torch ({exc}); install it: pip install torch==2.13.0") from None
-
-    def one(ref: str):
-        label, spec = presets.load(ref)
-        spec.check_seq_len(seq_len, label)
-        return run_verify(spec, model=label, seq_len=seq_len, convention=convention, every_layer=every_layer)
-
-    if not all_presets:
-        reports, refused = [one(model)], []
-    else:  # every preset, each on its own: one that cannot be verified is reported, the rest still run
-        reports, refused = [], []
-        for ref in presets.names():
-            try:
-                reports.append(one(ref))
-            except InputError as exc:
-                refused.append((ref, str(exc)))
-    output.show(
-        doc=lambda: [render.verify_doc(r) for r in reports] + ([render.refused_doc(refused)] if refused else []),
-        json=lambda: (
-            {
-                "ok": all(r.ok for r in reports) and not refused,
-                "reports": [render.verify_records(r) for r in reports],
-                "refused": [{"model": m, "error": e} for m, e in refused],
-            }
-            if all_presets
-            else render.verify_records(reports[0])
-        ),
-        csv=lambda: render.verify_csv(reports),
-    )
-    if refused or not all(r.ok for r in reports):
-        raise SystemExit(1)
-
-
-def _verify_hf(ref: str, seq_len, convention: str, every_layer: bool, output: Output) -> None:
-    from ..sources import hf
-
-    label, spec = hf.load(ref)
-    spec.check_seq_len(seq_len, label)
-    try:
-        import transformers  # noqa: F401
-
-        from ..analysis import hfcheck
-        from ..analysis.verify import verify as run_verify
-    except ImportError as exc:
-        raise InputError(
-            f"verify --hf needs torch and transformers ({exc}); install them: "
-            "pip install torch==2.13.0 'transformers>=5,<6' (or pip install 'ffncalc[hf]')"
-        ) from None
-    report = run_verify(spec, model=label, seq_len=seq_len, convention=convention, every_layer=every_layer)
-    theirs = hfcheck.check(hf.read_config(ref), model=label, spec=spec)
-    output.show(
-        doc=lambda: [render.verify_doc(report), render.hf_doc(theirs)],
-        json=lambda: {
-            "ok": report.ok and theirs.ok,
-            "verify": render.verify_records(report),
-            "transformers": render.hf_records(theirs),
-        },
-        csv=lambda: render.hf_csv(theirs),
-    )
-    if not (report.ok and theirs.ok):
+    result = api.verify(model, all=all_presets, hf=hf_config, seq_len=seq_len, convention=convention, every_layer=every_layer)
+    _show(output, result)
+    if not result.ok:
         raise SystemExit(1)
 
 
@@ -180,10 +105,6 @@ def import_(
         sys.stdout.write(f"wrote {out}\n")
     else:
         emit(text)
-
-
-KindName = ("dense", "gated")
-MatchName = ("params", "flops")
 
 
 @command(
@@ -220,68 +141,27 @@ def compare(
     output: Output = None,
 ) -> None:
     """Dense vs gated FFN at equal parameters (or FLOPs): the solved width and both blocks side by side."""
-    from ..analysis import compare as cmp
-    from ..analysis.sizing import ffn_block
-
-    kw = dict(to=to, activation=activation, match=match, multiple_of=multiple_of)
-    bare = d_model is not None or d_ff is not None
-    if model is not None and bare:
-        raise InputError("compare takes a model or --d-model/--d-ff, not both")
-    if model is None and d_model is None:
-        raise InputError("compare needs a model, or --d-model and --d-ff for a bare block")
-    if model is not None:
-        label, spec = presets.load(model)
-        d_model, block = spec.d_model, cmp.model_block(spec)
-    else:
-        if d_ff is None and sweep is None:
-            raise InputError("a bare block needs --d-ff as well as --d-model")
-        act = cmp.activation_for(block_activation, kind, "relu" if kind == "dense" else "silu")
-        block = ffn_block(kind, d_ff or d_model, bias=bias, activation=act)
-    if sweep is not None:
-        rows = cmp.sweep(d_model, block, cmp.parse_ratios(sweep), **kw)
-        output.show(
-            doc=lambda: render.sweep_doc(rows),
-            json=lambda: {"sweep": [render.comparison_records(c) for c in rows]},
-            csv=lambda: render.sweep_csv(rows),
+    with _progress() if bench_ else nullcontext() as progress:
+        result = api.compare(
+            model,
+            to=to,
+            activation=activation,
+            match=match,
+            multiple_of=multiple_of,
+            d_model=d_model,
+            d_ff=d_ff,
+            kind=kind,
+            block_activation=block_activation,
+            bias=bias,
+            sweep=sweep,
+            bench=bench_,
+            tokens=tokens,
+            repeats=repeats,
+            device=device,
+            dtype=dtype,
+            progress=progress,
         )
-        return
-    c = cmp.compare_model(spec, model=label, **kw) if model is not None else cmp.compare_block(d_model, block, **kw)
-    results = _bench_pair(c, tokens, repeats, device, dtype) if bench_ else None
-    output.show(
-        doc=lambda: render.comparison_doc(c, results, human=output.human),
-        json=lambda: render.comparison_records(c, results),
-        csv=lambda: render.comparison_csv(c, results),
-    )
-
-
-def _bench_pair(c, tokens: int, repeats: int, device: str, dtype: str):
-    """Both blocks of a comparison timed in one run, as ffncalc bench does."""
-    try:
-        from ..analysis import bench as timing
-    except ImportError as exc:
-        raise InputError(f"--bench needs torch ({exc}); install it: pip install torch==2.13.0") from None
-    from ..analysis.sizing import ffn_block
-    from ..model import from_data
-
-    ffns = [ffn_block(s.kind, s.d_ff, bias=s.bias, activation=s.activation) for s in (c.source, c.target)]
-    spec = from_data(
-        {
-            "vocab_size": 1,
-            "d_model": c.d_model,
-            "n_layers": 1,
-            "context_length": tokens,
-            "attention": {"n_heads": 1},
-            "ffn": {"kind": "dense", "d_ff": 1},
-        },
-        check=False,
-    )
-    plans = [timing.plan(spec, "ffn", tokens, ffn=f) for f in ffns]
-    with _progress() as progress:
-        return timing.run(
-            plans,
-            timing.Timing(timing.pick_device(device), dtype, tokens, seq_len=tokens, backward=False, repeats=repeats, warmup=1),
-            progress,
-        )
+    _show(output, result)
 
 
 @command(output="plain", examples=("bench gpt2 --block ffn --tokens 256 --repeats 3 --device cpu",))
@@ -301,31 +181,26 @@ def bench(
     out: Optional[str] = opt(None, "--out", help="Also save the JSON results to this file (atomically)."),
 ) -> None:
     """Time real blocks built from the spec on this machine's hardware, with achieved FLOP/s."""
-    label, spec = presets.load(model)
-    seq = seq_len or min(tokens, spec.context_length)
-    spec.check_seq_len(seq, label)
-    try:
-        from ..analysis import bench as timing
-    except ImportError as exc:
-        raise InputError(f"bench needs torch ({exc}); install it: pip install torch==2.13.0") from None
-    if compare_ffn:
-        plans = [timing.plan(spec, "ffn", seq, layer, ffn=f) for _, f in timing.compare_variants(spec, layer)]
-    else:
-        plans = [timing.plan(spec, block, seq, layer)]
-    dev = timing.pick_device(device)
     with _progress() as progress:
-        results = timing.run(
-            plans, timing.Timing(dev, dtype, tokens, seq_len=seq, backward=backward, repeats=repeats, warmup=warmup), progress
+        result = api.bench(
+            model,
+            block=block,
+            compare_ffn=compare_ffn,
+            backward=backward,
+            device=device,
+            dtype=dtype,
+            tokens=tokens,
+            seq_len=seq_len,
+            layer=layer,
+            repeats=repeats,
+            warmup=warmup,
+            progress=progress,
         )
-    records = [r.record() for r in results]
-    data = {"model": label, "bench": records}
     if out:
         from ..files import write_atomic
 
-        write_atomic(out, render.to_json(data))
-    from ..output.sheet import to_csv
-
-    output.show(doc=lambda: render.bench_doc(label, results), json=lambda: data, csv=lambda: to_csv(records))
+        write_atomic(out, result.to_json())
+    _show(output, result)
 
 
 class _progress:
@@ -362,24 +237,7 @@ def table_(
     output: Output = None,
 ) -> None:
     """One table comparing models: a row each with totals, attention and FFN shares, FLOPs and shapes."""
-    from ..analysis.summary import COLUMNS, summarize
-    from ..output.sheet import to_csv
-
-    refs = list(presets.names()) if models == ["all"] else models
-    chosen = [c.strip() for c in columns.split(",")] if columns else COLUMNS
-    unknown = [c for c in chosen if c not in COLUMNS]
-    if unknown:
-        raise InputError(f"--columns: unknown {', '.join(unknown)} (choose from {', '.join(COLUMNS)})")
-    rows = []
-    for ref in refs:
-        label, spec = presets.load(ref)
-        spec.check_seq_len(seq_len, label)
-        rows.append(summarize(spec, model=label, seq_len=seq_len, convention=convention))
-    output.show(
-        doc=lambda: render.summary_doc(rows, chosen, human=output.human),
-        json=lambda: {"models": [{c: r[c] for c in chosen + ["seq_len", "convention"]} for r in rows]},
-        csv=lambda: to_csv(rows, chosen),
-    )
+    _show(output, api.table(models, columns=columns, seq_len=seq_len, convention=convention))
 
 
 @command(examples=("docs --out site", "docs --check site"))
@@ -461,17 +319,6 @@ def docs(
 GROUPS["plot"] = "Figures for docs and papers, as SVG, PDF or PNG (needs matplotlib)."
 
 
-def _save_plot(fig, out: str) -> None:
-    from ..files import write_atomic
-    from ..output import plot
-
-    fmt = out.rsplit(".", 1)[-1].lower() if "." in out else ""
-    if fmt not in ("svg", "pdf", "png"):
-        raise InputError(f"--out {out}: name an .svg, .pdf or .png file")
-    write_atomic(out, plot.save(fig, fmt))
-
-
-FigureWidth = ("docs", "column", "page")
 WIDTH_HELP = "docs: the docs' size; column or page: a two-column paper's column (3.3 in) or text width (6.9 in)."
 
 
@@ -489,13 +336,7 @@ def plot_share(
     width: str = opt("docs", "--width", choices=FigureWidth, help=WIDTH_HELP),
 ) -> None:
     """Stacked bars of each model's parameters by component."""
-    from ..output import plot
-
-    refs = list(presets.names()) if models == ["all"] else models
-    tallies = [tally(spec, model=label) for label, spec in map(presets.load, refs)]
-    if models == ["all"]:
-        tallies.sort(key=lambda t: (t.model.split("-")[0], t.params))  # families, smallest first
-    _save_plot(plot.share_figure(tallies, width), out)
+    api.plot("share", models, width=width, out=out)
 
 
 @command(
@@ -514,22 +355,10 @@ def plot_sweep(
     width: str = opt("docs", "--width", choices=FigureWidth, help=WIDTH_HELP),
 ) -> None:
     """Dense vs gated FFN across widths: parameters and FLOPs per token, and measured time if given."""
-    from ..analysis.compare import parse_ratios
-    from ..output import plot
-
-    bench = plot.bench_results(bench_results, d_model) if bench_results else None
-    _save_plot(plot.sweep_figure(d_model, parse_ratios(ratios, "--ratios"), bias, bench, width), out)
+    api.plot("sweep", d_model=d_model, ratios=ratios, bias=bias, bench_results=bench_results, width=width, out=out)
 
 
 GROUPS["presets"] = "List the shipped presets, or show one as YAML."
-
-
-HardwareDtype = ("fp32", "bf16", "fp16", "fp8")
-WeightDtype = ("fp32", "bf16", "fp16", "fp8", "int8", "int4")
-PrecisionName = ("bf16", "fp8")
-OptimizerName = ("adam", "adam8bit")
-KernelName = ("flash", "eager")
-DecodeForm = ("absorbed", "expanded")
 
 
 @command(
@@ -595,44 +424,42 @@ def train(
     output: Output = None,
 ) -> None:
     """Plan a training run: FLOPs, GPU-hours and days, the compute-optimal size, memory per device."""
-    from ..analysis import hardware
-    from ..analysis.training import plan_training
-
-    label, spec = presets.load(model)
-    result = plan_training(
-        spec,
-        label,
-        TrainingRun(tokens, convention=convention, dtype=dtype, tokens_per_s=tokens_per_s, budget=budget, goodput=goodput),
-        Step(
-            seq_len=seq_len,
-            micro_batch=micro_batch,
-            global_batch=global_batch,
-            recompute=recompute,
-            kernel=kernel,
-            optimizer=optimizer,
-            precision=precision,
-            mtp=mtp,
-        ),
-        Layout(gpus=gpus, dp=dp, tp=tp, pp=pp, cp=cp, ep=ep, zero=zero, sequence_parallel=sequence_parallel),
-        Device(hardware.by_key(hardware_key, hardware_file) if hardware_key else None, tflops=tflops, mfu=mfu, reserve=reserve),
+    result = api.train(
+        model,
+        tokens=tokens,
+        seq_len=seq_len,
+        convention=convention,
+        recompute=recompute,
+        hardware=hardware_key,
+        hardware_file=hardware_file,
+        tflops=tflops,
+        gpus=gpus,
+        mfu=mfu,
+        dtype=dtype,
+        tokens_per_s=tokens_per_s,
+        budget=budget,
+        micro_batch=micro_batch,
+        global_batch=global_batch,
+        optimizer=optimizer,
+        precision=precision,
+        zero=zero,
+        dp=dp,
+        tp=tp,
+        sequence_parallel=sequence_parallel,
+        pp=pp,
+        cp=cp,
+        ep=ep,
+        reserve=reserve,
+        goodput=goodput,
+        attention_kernel=kernel,
+        mtp=mtp,
     )
-    _show_figures(output, result)
+    _show(output, result)
 
 
-def _load_as(option: str, model: str):
-    """A model named by an option, its errors naming the option."""
-    try:
-        return presets.load(model)
-    except InputError as exc:
-        raise InputError(f"{option} {model}: {exc}") from None
-
-
-def _show_figures(output: Output, result) -> None:
-    output.show(
-        doc=lambda: render.figures_doc(result, output.human),
-        json=lambda: render.figures_records(result),
-        csv=lambda: render.figures_csv(result),
-    )
+def _show(output: Output, result: api.Result) -> None:
+    """A result in the format asked for: its documents, its record (JSON) or its CSV."""
+    output.show(doc=lambda: result.documents(output.human), json=result.record, csv=result.to_csv)
 
 
 FORMAT_HELP = "bf16, fp16, fp8, int8, int4 (GPTQ/AWQ g128), mxfp4, nvfp4, q8_0, q6_k, q5_k_m, q5_k, q4_k_m, q4_k, q3_k, q2_k"
@@ -722,30 +549,36 @@ def infer(
     output: Output = None,
 ) -> None:
     """Plan inference: FLOPs, weight and KV bytes, whether it fits, and the roofline prefill and decode rates."""
-    from ..analysis import hardware
-    from ..analysis.inference import plan_inference
-
-    label, spec = presets.load(model)
-    hw = hardware.by_key(hardware_key, hardware_file) if hardware_key else None
-    result = plan_inference(
-        spec,
-        label,
-        InferenceRun(
-            prompt,
-            generate,
-            batch=batch,
-            chunk=chunk,
-            decode=decode,
-            prefill=prefill,
-            draft=draft,
-            accept=accept,
-            draft_model=_load_as("--draft-model", draft_model) if draft_model else None,
-        ),
-        Formats(dtype, experts_dtype, kv_dtype),
-        Placement(gpus=gpus, tp=tp, ep=ep, pp=pp),
-        Device(hw, tflops, reserve=reserve, link_gbs=link_gbs, link_latency_us=link_latency_us, network_gbs=network_gbs),
+    serving = dict(
+        dtype=dtype,
+        experts_dtype=experts_dtype,
+        kv_dtype=kv_dtype,
+        hardware_file=hardware_file,
+        gpus=gpus,
+        tp=tp,
+        pp=pp,
+        ep=ep,
+        reserve=reserve,
+        prefill_chunk=chunk,
+        link_gbs=link_gbs,
+        link_latency_us=link_latency_us,
+        network_gbs=network_gbs,
+        tflops=tflops,
     )
-    _show_figures(output, result)
+    result = api.infer(
+        model,
+        prompt=prompt,
+        generate=generate,
+        batch=batch,
+        hardware=hardware_key,
+        draft=draft,
+        accept=accept,
+        draft_model=draft_model,
+        decode=decode,
+        prefill=prefill,
+        **serving,
+    )
+    _show(output, result)
 
 
 @command(output="exact", examples=("fit llama3-70b --hardware h100-sxm --gpus 2", "fit qwen3-32b --hardware rtx4090 --dtype q4_k_m"))
@@ -771,57 +604,33 @@ def fit(
     output: Output = None,
 ) -> None:
     """Will it fit: memory per device, the largest context and batch, and the decode rate there."""
-    from ..analysis import hardware
-    from ..analysis.fit import plan_fit
-
-    label, spec = presets.load(model)
-    hw = hardware.by_key(hardware_key, hardware_file)
-    result = plan_fit(
-        spec,
-        label,
-        FitRun(context or spec.context_length, batch=batch, chunk=chunk),
-        Formats(dtype, experts_dtype, kv_dtype),
-        Placement(gpus=gpus, tp=tp, ep=ep, pp=pp),
-        Device(hw, tflops, reserve=reserve, link_gbs=link_gbs, link_latency_us=link_latency_us, network_gbs=network_gbs),
+    result = api.fit(
+        model,
+        hardware=hardware_key,
+        hardware_file=hardware_file,
+        context=context,
+        batch=batch,
+        dtype=dtype,
+        experts_dtype=experts_dtype,
+        kv_dtype=kv_dtype,
+        gpus=gpus,
+        tp=tp,
+        pp=pp,
+        ep=ep,
+        reserve=reserve,
+        prefill_chunk=chunk,
+        link_gbs=link_gbs,
+        link_latency_us=link_latency_us,
+        network_gbs=network_gbs,
+        tflops=tflops,
     )
-    _show_figures(output, result)
+    _show(output, result)
 
 
 @command("presets", output="plain", group=True, examples=("presets", "presets -f json"))
 def presets_list(output: Output = None) -> None:
     """List the shipped presets with their shapes and parameter counts."""
-    entries = []
-    for name in presets.names():
-        _, spec = presets.load(name)
-        t = tally(spec)
-        ffns = {layer.ffn.describe() for layer in spec.layers}
-        entries.append(
-            {
-                "name": name,
-                "title": spec.name or name,
-                "aliases": sorted(a for a, target in presets.ALIASES.items() if target == name),
-                "n_layers": spec.n_layers,
-                "d_model": spec.d_model,
-                "ffn": ", ".join(sorted(ffns)),
-                "params": t.params,
-                "active_params": t.active,
-            }
-        )
-    entries.sort(key=lambda e: (e["name"].split("-")[0], e["params"]))  # families, smallest first
-    from ..output.sheet import to_csv
-
-    def doc():
-        rows = [
-            {
-                **e,
-                "name": e["name"] + (f" (alias {', '.join(e['aliases'])})" if e["aliases"] else ""),
-                "params": f"{e['params']:,} ({render.human_params(e['params'])})",
-            }
-            for e in entries
-        ]
-        return render.list_doc("presets", rows, ["name", "title", "n_layers", "d_model", "ffn", "params"], left=2)
-
-    output.show(doc=doc, json=lambda: {"presets": entries}, csv=lambda: to_csv(entries))
+    _show(output, api.presets())
 
 
 @command("presets", "show", examples=("presets show llama3-8b",))
@@ -844,7 +653,7 @@ def families(output: Output = None) -> None:
     short = [{**r, "file": r["file"].rsplit("/", 1)[-1]} for r in records]  # families/NAME.py: the name in a table
     output.show(
         doc=lambda: render.list_doc(title, short, ["model_type", "status", "file", "detail", "defaults"], 5),
-        json=lambda: {"families": records},
+        json=lambda: stamp("families", {"families": records}),
         csv=lambda: to_csv([{**r, "config_keys": "; ".join(r["config_keys"])} for r in records]),
     )
 
@@ -857,7 +666,7 @@ def conventions(output: Output = None) -> None:
     records = [{"name": c.name, "default": c.name == DEFAULT, "summary": c.summary, "source": c.source} for c in CONVENTIONS.values()]
     output.show(
         doc=lambda: render.list_doc("conventions", records, ["name", "default", "summary", "source"], 4),
-        json=lambda: {"conventions": records},
+        json=lambda: stamp("conventions", {"conventions": records}),
         csv=lambda: to_csv(records),
     )
 
@@ -876,6 +685,6 @@ def explain(
         doc=lambda: render.list_doc(
             f"{len(found)} figure(s), convention(s) and view(s)", found, ["term", "kind", "label", "unit", "source"], 5
         ),
-        json=lambda: {"explain": found},
+        json=lambda: stamp("explain", {"explain": found}),
         csv=lambda: to_csv(found),
     )

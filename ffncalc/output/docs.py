@@ -31,7 +31,7 @@ SWEEP_RATIOS = [1, 2, 2.6667, 3, 4, 5, 6, 8]
 
 def build(verify: bool = True) -> dict[str, bytes]:
     """Every file of the docs set, by its path relative to the docs folder."""
-    from . import plot
+    from . import plot, schemas
 
     loaded = {name: presets.load(name)[1] for name in presets.names()}
     names = sorted(loaded, key=lambda n: (n.split("-")[0], tally(loaded[n]).params))  # families, smallest first
@@ -53,6 +53,8 @@ def build(verify: bool = True) -> dict[str, bytes]:
         f"gives them\n"
         f"- [What each figure means](figures.md): every figure of train, infer and fit, each convention and view, "
         f"with its unit and source (`ffncalc explain`)\n"
+        f"- [JSON schemas](schemas/): the shape of every command's `--format json` record, named by its "
+        f"`schema` key (`schemas/count.json` for `ffncalc.count/1`)\n"
         f"{links}\n"
     )
 
@@ -69,6 +71,7 @@ def build(verify: bool = True) -> dict[str, bytes]:
     tallies = [tally(loaded[n], model=n) for n in names]
     files["plots/share.svg"] = _marked(plot.save(plot.share_figure(tallies), "svg"))
     files["plots/sweep.svg"] = _marked(plot.save(plot.sweep_figure(4096, SWEEP_RATIOS), "svg"))
+    files |= schemas.files(MARKER.decode() + " --out docs`; edit ffncalc/output/schemas.py, not this file")
     return {path: data.encode() if isinstance(data, str) else data for path, data in files.items()}
 
 

@@ -99,6 +99,11 @@ def bench_results(path: str, d_model: int) -> list[dict[str, Any]]:
     from ..sources.yaml import read_text
 
     data = parse_json(read_text(Path(path)), str(path))
+    return check_bench(data, d_model, path)
+
+
+def check_bench(data: Any, d_model: int, path: str) -> list[dict[str, Any]]:
+    """The FFN timings of a bench record (or a bare list of them), checked as ``bench_results`` says."""
     bench = data.get("bench", []) if isinstance(data, dict) else data
     if (
         not isinstance(bench, list)
@@ -131,6 +136,15 @@ def _paper(width: str) -> dict:
     )
 
 
+def _subplots(*grid: int, figsize):
+    """A figure and its axes, as pyplot.subplots makes them, but not kept by pyplot: a figure returned to a caller (a
+    notebook drawing many) is freed with its last reference."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=figsize)
+    return fig, fig.subplots(*grid)
+
+
 def share_figure(tallies: list[Tally], width: str = "docs"):
     """Stacked bars: each model's parameters by component group, as shares of its total."""
     plt = _pyplot()
@@ -140,7 +154,7 @@ def share_figure(tallies: list[Tally], width: str = "docs"):
 
 def _share_figure(plt, tallies: list[Tally], width: str):
     w = WIDTHS[width]
-    fig, ax = plt.subplots(figsize=(max(6, 0.55 * len(tallies) + 2), 4.2) if w is None else (w, 0.75 * w))
+    fig, ax = _subplots(figsize=(max(6, 0.55 * len(tallies) + 2), 4.2) if w is None else (w, 0.75 * w))
     names = [t.model for t in tallies]
     bottoms = [0.0] * len(tallies)
     for group, colour in zip(GROUPS, COLOURS):
@@ -172,11 +186,11 @@ def sweep_figure(
 def _sweep_figure(plt, d_model, ratios, bias, bench, width: str):
     panels, inches = (3 if bench else 2), WIDTHS[width]
     if inches is None:
-        fig, axes = plt.subplots(1, panels, figsize=(4.6 * panels, 3.8))
+        fig, axes = _subplots(1, panels, figsize=(4.6 * panels, 3.8))
     elif width == "column":  # one panel above another
-        fig, axes = plt.subplots(panels, 1, figsize=(inches, 2.1 * panels))
+        fig, axes = _subplots(panels, 1, figsize=(inches, 2.1 * panels))
     else:
-        fig, axes = plt.subplots(1, panels, figsize=(inches, 2.6))
+        fig, axes = _subplots(1, panels, figsize=(inches, 2.6))
     widths = [max(1, round(r * d_model)) for r in ratios]
     for kind, colour, marker in KINDS:
         axes[0].plot(ratios, [ffn_params(d_model, w, kind, bias) / 1e6 for w in widths], marker=marker, color=colour, label=kind)

@@ -204,6 +204,30 @@ def to_markdown(doc: Document) -> str:
     return "\n".join(out) + "\n"
 
 
+def to_html(doc: Document) -> str:
+    """An HTML fragment for a notebook: the title, the notes, every table whole (figures right-aligned, text
+    left, a sub-total's indent kept) and the footer."""
+    from html import escape
+
+    def text(s: str) -> str:
+        return escape(clean(s))
+
+    out = [f"<div><p><b>{text(doc.title)}</b></p>"] + [f"<p><i>{text(n)}</i></p>" for n in doc.notes]
+    for sec in doc.sections:
+        align = ["left" if left else "right" for left in aligns(sec)]
+
+        def cells(row: list[str], tag: str) -> str:
+            return "".join(
+                f'<{tag} style="text-align:{a}">{"&emsp;" * _indent(c)[0]}{text(_indent(c)[1])}</{tag}>' for c, a in zip(row, align)
+            )
+
+        head = f"<thead><tr>{cells(sec.head, 'th')}</tr></thead>" if sec.show_head else ""
+        body = "".join(f"<tr>{cells(r, 'td')}</tr>" for r in sec.rows)
+        out.append(f"<table>{head}<tbody>{body}</tbody></table>")
+    out += [f"<p>{text(line)}</p>" for line in doc.footer]
+    return "\n".join(out) + "\n</div>\n"
+
+
 def _indent(text: str) -> tuple[int, str]:
     """(levels, text): two leading spaces a level."""
     body = text.lstrip(" ")

@@ -96,6 +96,11 @@ class Part:
         """What the head reads."""
         return width
 
+    # --- memory ------------------------------------------------------------------------------------------------
+    def kept_elements(self, model: Model) -> int:
+        """16-bit elements per token a layer's share of it keeps for backward in training, beside its blocks'."""
+        return 0
+
     # --- terms -------------------------------------------------------------------------------------------------
     def lookup_terms(self, e: Emitter, model: Model) -> None:
         """Right after the token table's lookup, before the positions are added."""

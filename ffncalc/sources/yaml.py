@@ -10,7 +10,7 @@ from pathlib import Path
 
 import yaml
 
-from ..errors import InputError
+from ..errors import InputError, SpecError
 from ..model import Model, from_data
 from ..model.schema import problem
 
@@ -76,7 +76,7 @@ def parse_spec(text: str, source: str, *, check: bool = True) -> Model:
     try:
         return from_data(data)
     except ValidationError as exc:
-        raise InputError(_describe(exc, text, source)) from None
+        raise _describe(exc, text, source) from None
 
 
 MERGE = "tag:yaml.org,2002:merge"  # the merge key, ``<<``
@@ -110,12 +110,12 @@ def load_spec(path: Path) -> Model:
     return parse_spec(read_text(path), str(path))
 
 
-def _describe(exc, text: str, source: str) -> str:
-    """The validation error as one line: file:line: field.path: message."""
+def _describe(exc, text: str, source: str) -> SpecError:
+    """The validation error as one line, file:line: field.path: message, with the three apart."""
     found = problem(exc)
     path, line = _locate(found.loc, found.kind, text, found.named)
     where = f"{source}:{line}" if line else source
-    return f"{where}: {path or '(top level)'}: {found.message}"
+    return SpecError(f"{where}: {path or '(top level)'}: {found.message}", file=source, line=line, field=path or None)
 
 
 def _locate(loc: tuple, kind: str, text: str, named: bool) -> tuple[str, int | None]:

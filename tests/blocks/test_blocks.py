@@ -200,12 +200,15 @@ def test_no_type_tests_of_blocks_or_specs_outside_blocks():
     names = {cls.__name__ for slot in ("attention", "ffn") for cls in blocks.kinds(slot).values()}
     names |= {"ModelSpec", "Norm", "LayerGroup", "LlamaWidth", "Layer", "Model", "Block"}
     pattern = re.compile(r"isinstance\([^)]*\b(" + "|".join(sorted(names)) + r")\b")
+    # ffncalc/api/'s own Model is the public model (a label and a resolved stack), not a spec object: the API may
+    # ask whether it was given one
+    public = re.compile(r"isinstance\([^)]*\b(" + "|".join(sorted(names - {"Model"})) + r")\b")
     offenders = [
         f"{path}:{i}"
         for path in (ROOT / "ffncalc").rglob("*.py")
         if "blocks" not in path.parts and path.name != "schema.py"
         for i, line in enumerate(path.read_text().splitlines(), 1)
-        if pattern.search(line)
+        if (public if path.parent.name == "api" else pattern).search(line)
     ]
     assert offenders == []
 

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from output.test_schemas import validate
 
 from ffncalc.errors import InputError
 from ffncalc.sources.checkpoint import gguf, safetensors
@@ -164,9 +165,12 @@ def llama_tensors(dtype="BF16", layers=range(L), head=True):
 
 
 def counted(cli, *args):
+    """A checkpoint count's JSON, validated against its schema (docs/schemas/checkpoint.json)."""
     code, out, err = cli("count", *args, "--format", "json")
     assert code == 0, err
-    return json.loads(out)
+    data = json.loads(out)
+    assert validate(data) in ("checkpoint", "count")  # a config.json alone is counted analytically
+    return data
 
 
 def by_component(data):

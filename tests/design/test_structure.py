@@ -43,3 +43,14 @@ def test_the_check_counts_parameters_as_callers_pass_them():
     tree = ast.parse("def f(a, /, b, *c, d, **e): ...\nclass K:\n    def m(self, a, b): ...")
     f, m = (n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef))
     assert (parameters(f), parameters(m)) == (5, 2)
+
+
+def test_every_package_is_installed():
+    """Every folder of ffncalc/ with an __init__.py is a package pyproject.toml installs (an installed copy without
+    one fails on its first import, as a fresh clone's CI would)."""
+    import tomllib
+
+    root = ANALYSIS.parents[1]
+    config = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    found = {".".join(p.parent.relative_to(root).parts) for p in (root / "ffncalc").rglob("__init__.py")}
+    assert found <= set(config), sorted(found - set(config))

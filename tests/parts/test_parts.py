@@ -276,3 +276,41 @@ def test_a_stack_beside_the_layers_counts_at_its_own_width_and_mask(tower, mask)
     assert with_tower.params - without.params == 2 * (4 * w * w + 3 * w * ff + 2 * w)
     keys = Fraction(s + 1, 2) if mask == "causal" else s
     assert with_tower.flops_per_token - without.flops_per_token == 2 * (2 * (4 * w * w + 3 * w * ff) + 2 * 2 * w * keys)
+
+
+@dataclass(frozen=True)
+class Kept(Part):
+    """A part that keeps ``elements`` 16-bit elements per token in every layer for backward (a stream's copy)."""
+
+    key = "kept"
+    order = 61
+    summary = "kept elements in every layer"
+
+    elements: Positive
+
+    def kept_elements(self, model):
+        return self.elements
+
+
+@pytest.fixture
+def kept():
+    register(Kept)
+    yield Kept
+    parts.unregister("kept")
+
+
+def test_training_memory_counts_what_parts_keep_and_the_positions_they_add(prefix, kept):
+    """Activations: the layers run over the prefix's P positions as over the sequence's own, so a sequence of s
+    tokens keeps what one of s + P keeps without the prefix; a part that keeps k elements per token in each layer
+    adds 2·k bytes per token and layer (16-bit), L·2·k·s·b in all."""
+    from ffncalc.analysis.memory import activation_bytes
+    from ffncalc.analysis.plan import Step
+
+    s, b, k = 16, 2, 24
+    base = from_data(BASE)
+    for recompute in ("none", "selective"):
+        step = Step(seq_len=s, micro_batch=b, recompute=recompute)
+        longer = Step(seq_len=s + P, micro_batch=b, recompute=recompute)
+        assert activation_bytes(from_data({**BASE, "prefix": {"length": P}}), step) == activation_bytes(base, longer)
+        with_kept = activation_bytes(from_data({**BASE, "kept": {"elements": k}}), step)
+        assert with_kept - activation_bytes(base, step) == LAYERS * 2 * k * s * b

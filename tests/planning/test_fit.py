@@ -420,7 +420,7 @@ def test_every_device_has_exact_memory_and_a_source():
 def test_fit_json_keys_are_stable(cli):
     code, out, _ = cli("fit", "qwen3-8b", "--hardware", "l40s", "--context", "8192", "--batch", "4", "-f", "json")
     data = json.loads(out)
-    assert code == 0 and list(data) == ["title", "inputs", "notes", "figures"]
+    assert code == 0 and list(data) == ["schema", "title", "inputs", "notes", "figures"] and data["schema"] == "ffncalc.fit/1"
     assert list(data["figures"]) == [
         "weight_bytes",
         "bits_per_weight",

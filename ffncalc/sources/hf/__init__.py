@@ -13,7 +13,7 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
-from ...errors import InputError
+from ...errors import InputError, SpecError
 from ...model import Model
 from .. import parse_json
 from ..yaml import read_text
@@ -183,7 +183,9 @@ def to_spec(c: Config) -> Model:
     except ValidationError as exc:
         found = problem(exc)
         path = ".".join(str(p) for p in found.loc)
-        raise InputError(f"{c.source}: the {c.model_type} config gives an invalid spec: {path}: {found.message}") from None
+        raise SpecError(
+            f"{c.source}: the {c.model_type} config gives an invalid spec: {path}: {found.message}", file=str(c.source), field=path
+        ) from None
     if needs:
         model = replace(model, needs=needs)
     if c.wrapper:

@@ -1,0 +1,465 @@
+"""The questions, one function per command, each taking the command's options as keyword arguments (the flag's
+name: ``--seq-len`` is ``seq_len``, ``--hardware`` is ``hardware``) with the same defaults, and returning a result
+(``results.py``). The command line calls these and renders what they return: there is one path to each number.
+Heavy modules (torch, transformers) are imported only by the questions that need them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any, Optional
+
+from ..analysis.conventions import DEFAULT
+from ..analysis.plan import DEFAULT_CHUNK, Device, FitRun, Formats, InferenceRun, Layout, Placement, Step, TrainingRun
+from ..errors import InputError, MissingDependency
+from . import options as o
+from .models import Model, Source, reference, resolve
+from .results import Bench, CheckpointCount, Comparison, Count, Plan, Sweep, Verification
+
+Progress = Callable[[str, int, int], None]  # (what, done, total): called as timing runs
+
+
+def count(
+    model: Model | Source,
+    *,
+    seq_len: int | None = None,
+    batch: int = 1,
+    convention: str = DEFAULT,
+    recompute: str = "none",
+    per_layer: bool = False,
+    as_family: str | None = None,
+) -> Count | CheckpointCount:
+    """Parameters and FLOPs of every component of a model (a ``Model``, or what ``load`` reads): a ``Count``. A
+    checkpoint (.safetensors, a folder of shards, .gguf, ORG/NAME[@REVISION]) is counted by its stored tensors
+    against its config.json: a ``CheckpointCount``."""
+    o.whole("seq_len", seq_len)
+    o.whole("batch", batch)
+    o.choice("convention", convention, o.ConventionName)
+    o.choice("recompute", recompute, o.RecomputeName)
+    if not isinstance(model, Model):
+        from ..sources.checkpoint import is_checkpoint
+
+        ref = reference(model)
+        if is_checkpoint(ref):
+            from ..analysis.checkpoint import measure
+
+            given = {
+                "--seq-len": seq_len is not None,
+                "--batch": batch != 1,
+                "--convention": convention != DEFAULT,
+                "--recompute": recompute != "none",
+                "--per-layer": per_layer,
+            }
+            return CheckpointCount(measure(ref, as_family, tuple(k for k, v in given.items() if v)))
+    from ..analysis.count import tally
+
+    m = resolve(model, as_family)
+    m.stack.check_seq_len(seq_len, m.label)
+    t = tally(
+        m.stack,
+        model=m.title,
+        convention=convention,
+        seq_len=seq_len,
+        batch=batch,
+        recompute=recompute,
+        partial=True,  # type: ignore[arg-type]
+    )
+    return Count(t, per_layer)
+
+
+def verify(
+    model: Model | Source | None = None,
+    *,
+    all: bool = False,
+    hf: Source | None = None,
+    seq_len: int | None = None,
+    convention: str = "exact",
+    every_layer: bool = False,
+) -> Verification:
+    """The analytic counts against torch modules built on the meta device (``hf``: a config.json, also against the
+    transformers class it names); ``all``: every preset, each on its own. Needs torch (and transformers with
+    ``hf``). A mismatch is no error: the result's ``ok`` is false."""
+    if sum((bool(all), model is not None, hf is not None)) != 1:
+        raise InputError("verify takes one of: a model, --all, --hf CONFIG")
+    o.whole("seq_len", seq_len)
+    o.choice("convention", convention, o.VerifyConvention)
+    if hf is not None:
+        return _verify_hf(hf, seq_len, convention, every_layer)
+    try:
+        from ..analysis.verify import verify as run_verify  # torch loads here, never on the counting path
+    except ImportError as exc:
+        raise MissingDependency(f"verify needs torch ({exc}); install it: pip install torch==2.13.0") from None
+
+    def one(ref: Model | Source) -> Any:
+        m = resolve(ref)
+        m.stack.check_seq_len(seq_len, m.label)
+        return run_verify(m.stack, model=m.label, seq_len=seq_len, convention=convention, every_layer=every_layer)
+
+    if not all:
+        assert model is not None
+        return Verification([one(model)])
+    from ..sources import presets
+
+    reports, refused = [], []
+    for ref in presets.names():  # one that cannot be verified is reported, the rest still run
+        try:
+            reports.append(one(ref))
+        except InputError as exc:
+            refused.append((ref, str(exc)))
+    return Verification(reports, refused, every=True)
+
+
+def _verify_hf(ref: Source, seq_len: int | None, convention: str, every_layer: bool) -> Verification:
+    from ..sources import hf
+
+    path = reference(ref)
+    label, spec = hf.load(path)
+    spec.check_seq_len(seq_len, label)
+    try:
+        import transformers  # noqa: F401
+
+        from ..analysis import hfcheck
+        from ..analysis.verify import verify as run_verify
+    except ImportError as exc:
+        raise MissingDependency(
+            f"verify --hf needs torch and transformers ({exc}); install them: "
+            "pip install torch==2.13.0 'transformers>=5,<6' (or pip install 'ffncalc[hf]')"
+        ) from None
+    report = run_verify(spec, model=label, seq_len=seq_len, convention=convention, every_layer=every_layer)
+    theirs = hfcheck.check(hf.read_config(path), model=label, spec=spec)
+    return Verification([report], hf=theirs)
+
+
+def compare(
+    model: Model | Source | None = None,
+    *,
+    to: str | None = None,
+    activation: str | None = None,
+    match: str = "params",
+    multiple_of: int = 1,
+    d_model: int | None = None,
+    d_ff: int | None = None,
+    kind: str = "dense",
+    block_activation: str | None = None,
+    bias: bool = False,
+    sweep: str | Iterable[float] | None = None,
+    bench: bool = False,
+    tokens: int = 1024,
+    repeats: int = 5,
+    device: str = "auto",
+    dtype: str = "fp32",
+    progress: Optional[Progress] = None,
+) -> Comparison | Sweep:
+    """A dense vs a gated FFN at equal parameters (or FLOPs): a model's FFN, or a bare block (``d_model`` and
+    ``d_ff``); ``sweep``: ratios d_ff/d_model (``"1:8:1"``, ``"2,2.67,4"`` or a list), a ``Sweep``; ``bench``:
+    also time both blocks on this machine (needs torch)."""
+    from ..analysis import compare as cmp
+    from ..analysis.sizing import ffn_block
+
+    if to is not None:
+        o.choice("to", to, o.KindName)
+    o.choice("match", match, o.MatchName)
+    o.choice("kind", kind, o.KindName)
+    for name, value in (("multiple_of", multiple_of), ("d_model", d_model), ("d_ff", d_ff), ("tokens", tokens)):
+        o.whole(name, value)
+    o.whole("repeats", repeats, 1, 10_000)
+    o.text("activation", activation)
+    o.text("block_activation", block_activation)
+    kw: dict[str, Any] = dict(to=to, activation=activation, match=match, multiple_of=multiple_of)
+    bare = d_model is not None or d_ff is not None
+    if model is not None and bare:
+        raise InputError("compare takes a model or --d-model/--d-ff, not both")
+    if model is None and d_model is None:
+        raise InputError("compare needs a model, or --d-model and --d-ff for a bare block")
+    if model is not None:
+        m = resolve(model)
+        width, block = m.d_model, cmp.model_block(m.stack)
+    else:
+        assert d_model is not None
+        if d_ff is None and sweep is None:
+            raise InputError("a bare block needs --d-ff as well as --d-model")
+        act = cmp.activation_for(block_activation, kind, "relu" if kind == "dense" else "silu")  # type: ignore[arg-type]
+        width, block = d_model, ffn_block(kind, d_ff or d_model, bias=bias, activation=act)  # type: ignore[arg-type]
+    if sweep is not None:
+        text = sweep if isinstance(sweep, str) else ",".join(repr(float(r)) for r in sweep)
+        return Sweep(cmp.sweep(width, block, cmp.parse_ratios(text), **kw))
+    c = cmp.compare_model(m.stack, model=m.label, **kw) if model is not None else cmp.compare_block(width, block, **kw)
+    if not bench:
+        return Comparison(c)
+    o.choice("device", device, o.BenchDevice)
+    o.choice("dtype", dtype, o.BenchDtype)
+    return Comparison(c, _bench_pair(c, tokens, repeats, device, dtype, progress))
+
+
+def _timing() -> Any:
+    try:
+        from ..analysis import bench as timing
+    except ImportError as exc:
+        raise MissingDependency(f"bench needs torch ({exc}); install it: pip install torch==2.13.0") from None
+    return timing
+
+
+def _bench_pair(c: Any, tokens: int, repeats: int, device: str, dtype: str, progress: Optional[Progress]) -> Any:
+    """Both blocks of a comparison timed in one run, as ``bench`` does."""
+    try:
+        from ..analysis import bench as timing
+    except ImportError as exc:
+        raise MissingDependency(f"--bench needs torch ({exc}); install it: pip install torch==2.13.0") from None
+    from ..analysis.sizing import ffn_block
+    from ..model import from_data
+
+    ffns = [ffn_block(s.kind, s.d_ff, bias=s.bias, activation=s.activation) for s in (c.source, c.target)]
+    spec = from_data(
+        {
+            "vocab_size": 1,
+            "d_model": c.d_model,
+            "n_layers": 1,
+            "context_length": tokens,
+            "attention": {"n_heads": 1},
+            "ffn": {"kind": "dense", "d_ff": 1},
+        },
+        check=False,
+    )
+    plans = [timing.plan(spec, "ffn", tokens, ffn=f) for f in ffns]
+    how = timing.Timing(timing.pick_device(device), dtype, tokens, seq_len=tokens, backward=False, repeats=repeats, warmup=1)
+    return timing.run(plans, how, progress)
+
+
+def bench(
+    model: Model | Source,
+    *,
+    block: str = "ffn",
+    compare_ffn: bool = False,
+    backward: bool = False,
+    device: str = "auto",
+    dtype: str = "fp32",
+    tokens: int = 2048,
+    seq_len: int | None = None,
+    layer: int = 0,
+    repeats: int = 10,
+    warmup: int = 2,
+    progress: Optional[Progress] = None,
+) -> Bench:
+    """Time real blocks built from the spec on this machine, with achieved FLOP/s (needs torch); ``progress``
+    is called as the runs go."""
+    o.choice("block", block, o.BenchBlock)
+    o.choice("device", device, o.BenchDevice)
+    o.choice("dtype", dtype, o.BenchDtype)
+    o.whole("tokens", tokens)
+    o.whole("seq_len", seq_len)
+    o.whole("layer", layer, 0)
+    o.whole("repeats", repeats, 1, 10_000)
+    o.whole("warmup", warmup, 0, 1000)
+    m = resolve(model)
+    seq = seq_len or min(tokens, m.context_length)
+    m.stack.check_seq_len(seq, m.label)
+    timing = _timing()
+    if compare_ffn:
+        plans = [timing.plan(m.stack, "ffn", seq, layer, ffn=f) for _, f in timing.compare_variants(m.stack, layer)]
+    else:
+        plans = [timing.plan(m.stack, block, seq, layer)]
+    how = timing.Timing(timing.pick_device(device), dtype, tokens, seq_len=seq, backward=backward, repeats=repeats, warmup=warmup)
+    return Bench(m.label, timing.run(plans, how, progress))
+
+
+def train(
+    model: Model | Source,
+    *,
+    tokens: int | str,
+    seq_len: int | None = Step.seq_len,
+    convention: str = TrainingRun.convention,
+    recompute: str = Step.recompute,
+    hardware: str | None = None,
+    hardware_file: str | None = None,
+    tflops: float | None = Device.tflops,
+    gpus: int | None = Layout.gpus,
+    mfu: float = Device.mfu,
+    dtype: str | None = TrainingRun.dtype,
+    tokens_per_s: float | None = TrainingRun.tokens_per_s,
+    budget: float | str | None = TrainingRun.budget,
+    micro_batch: int = Step.micro_batch,
+    global_batch: int | None = Step.global_batch,
+    optimizer: str = Step.optimizer,
+    precision: str = Step.precision,
+    zero: int = Layout.zero,
+    dp: int | None = Layout.dp,
+    tp: int = Layout.tp,
+    sequence_parallel: bool = Layout.sequence_parallel,
+    pp: int = Layout.pp,
+    cp: int = Layout.cp,
+    ep: int = Layout.ep,
+    reserve: float = Device.reserve,
+    goodput: float = TrainingRun.goodput,
+    attention_kernel: str = Step.kernel,
+    mtp: bool | None = Step.mtp,
+) -> Plan:
+    """A training run: FLOPs, GPU-hours and days, the compute-optimal size, memory per device. ``tokens``: a count
+    (``10**12``) or text (``"1T"``, ``"300B"``, ``"300e9"``); ``budget`` likewise."""
+    from ..analysis import hardware as table
+    from ..analysis.training import plan_training
+
+    if isinstance(tokens, bool) or not isinstance(tokens, (int, str)):
+        raise InputError(f"--tokens {tokens!r}: a count (10**12) or text (1T, 300B)", field="tokens")
+    if isinstance(tokens, int):
+        o.whole("tokens", tokens, 1, 10**30)
+    o.choice("convention", convention, o.ConventionName)
+    o.choice("recompute", recompute, o.RecomputeName)
+    o.choice("optimizer", optimizer, o.OptimizerName)
+    o.choice("precision", precision, o.PrecisionName)
+    o.choice("attention_kernel", attention_kernel, o.KernelName)
+    if dtype is not None:
+        o.choice("dtype", dtype, o.HardwareDtype)
+    for name, value in (("seq_len", seq_len), ("gpus", gpus), ("micro_batch", micro_batch), ("global_batch", global_batch)):
+        o.whole(name, value)
+    for name, value in (("dp", dp), ("tp", tp), ("pp", pp), ("cp", cp), ("ep", ep)):
+        o.whole(name, value)
+    o.whole("zero", zero, 0, 3)
+    o.number("tflops", tflops, 0, 1e9)
+    o.number("mfu", mfu, 0, 1)
+    o.number("tokens_per_s", tokens_per_s, 0, 1e15)
+    o.number("reserve", reserve, 0, 0.99, above=False)
+    o.number("goodput", goodput, 0, 1)
+    m = resolve(model)
+    hw = table.by_key(hardware, hardware_file) if hardware else None
+    answer = plan_training(
+        m.stack,
+        m.label,
+        TrainingRun(tokens, convention=convention, dtype=dtype, tokens_per_s=tokens_per_s, budget=budget, goodput=goodput),
+        Step(
+            seq_len=seq_len,
+            micro_batch=micro_batch,
+            global_batch=global_batch,
+            recompute=recompute,
+            kernel=attention_kernel,
+            optimizer=optimizer,
+            precision=precision,
+            mtp=mtp,
+        ),
+        Layout(gpus=gpus, dp=dp, tp=tp, pp=pp, cp=cp, ep=ep, zero=zero, sequence_parallel=sequence_parallel),
+        Device(hw, tflops=tflops, mfu=mfu, reserve=reserve),
+    )
+    return Plan(answer, "train")
+
+
+def _serving(
+    dtype: str, experts_dtype: str | None, kv_dtype: str, placement: dict[str, Any], device: dict[str, Any]
+) -> tuple[Formats, Placement, dict[str, Any]]:
+    """What infer and fit share, checked: the formats, the placement and the device's figures."""
+    o.text("dtype", dtype)
+    o.text("experts_dtype", experts_dtype)
+    o.choice("kv_dtype", kv_dtype, o.WeightDtype)
+    for name, value in placement.items():
+        o.whole(name, value)
+    o.number("reserve", device["reserve"], 0, 0.99, above=False)
+    for name in ("link_gbs", "network_gbs", "tflops"):
+        o.number(name, device[name], 0, 1e7)
+    o.number("link_latency_us", device["link_latency_us"], 0, 1e6, above=False)
+    return Formats(dtype, experts_dtype, kv_dtype), Placement(**placement), device
+
+
+def infer(
+    model: Model | Source,
+    *,
+    prompt: int,
+    generate: int,
+    batch: int = InferenceRun.batch,
+    dtype: str = Formats.dtype,
+    experts_dtype: str | None = Formats.experts_dtype,
+    kv_dtype: str = Formats.kv_dtype,
+    hardware: str | None = None,
+    hardware_file: str | None = None,
+    gpus: int = Placement.gpus,
+    tp: int | None = Placement.tp,
+    pp: int = Placement.pp,
+    ep: int = Placement.ep,
+    reserve: float = Device.reserve,
+    prefill_chunk: int = DEFAULT_CHUNK,
+    link_gbs: float | None = Device.link_gbs,
+    link_latency_us: float | None = Device.link_latency_us,
+    network_gbs: float | None = Device.network_gbs,
+    tflops: float | None = Device.tflops,
+    draft: int = InferenceRun.draft,
+    accept: float | None = InferenceRun.accept,
+    draft_model: Model | Source | None = None,
+    decode: str = InferenceRun.decode,
+    prefill: str = InferenceRun.prefill,
+) -> Plan:
+    """Inference: FLOPs, weight and KV bytes, whether it fits, and the roofline prefill and decode rates."""
+    from ..analysis import hardware as table
+    from ..analysis.inference import plan_inference
+
+    for name, value in (("prompt", prompt), ("generate", generate), ("batch", batch), ("prefill_chunk", prefill_chunk)):
+        o.whole(name, value)
+    o.whole("draft", draft, 0, 1024)
+    if accept is not None:
+        o.number("accept", accept, 0, 1, above=False)
+    o.choice("decode", decode, o.DecodeForm)
+    o.choice("prefill", prefill, o.DecodeForm)
+    formats, placement, dev = _serving(
+        dtype,
+        experts_dtype,
+        kv_dtype,
+        dict(gpus=gpus, tp=tp, ep=ep, pp=pp),
+        dict(reserve=reserve, link_gbs=link_gbs, link_latency_us=link_latency_us, network_gbs=network_gbs, tflops=tflops),
+    )
+    m = resolve(model)
+    hw = table.by_key(hardware, hardware_file) if hardware else None
+    drafting = None
+    if draft_model is not None:
+        try:
+            d = resolve(draft_model)
+        except InputError as exc:
+            raise type(exc)(f"--draft-model {draft_model}: {exc}", file=exc.file, line=exc.line, field=exc.field) from None
+        drafting = (d.label, d.stack)
+    run = InferenceRun(
+        prompt,
+        generate,
+        batch=batch,
+        chunk=prefill_chunk,
+        decode=decode,
+        prefill=prefill,
+        draft=draft,
+        accept=accept,
+        draft_model=drafting,
+    )
+    return Plan(plan_inference(m.stack, m.label, run, formats, placement, Device(hw, **dev)), "infer")
+
+
+def fit(
+    model: Model | Source,
+    *,
+    hardware: str,
+    hardware_file: str | None = None,
+    context: int | None = None,
+    batch: int = FitRun.batch,
+    dtype: str = Formats.dtype,
+    experts_dtype: str | None = Formats.experts_dtype,
+    kv_dtype: str = Formats.kv_dtype,
+    gpus: int = Placement.gpus,
+    tp: int | None = Placement.tp,
+    pp: int = Placement.pp,
+    ep: int = Placement.ep,
+    reserve: float = Device.reserve,
+    prefill_chunk: int = DEFAULT_CHUNK,
+    link_gbs: float | None = Device.link_gbs,
+    link_latency_us: float | None = Device.link_latency_us,
+    network_gbs: float | None = Device.network_gbs,
+    tflops: float | None = Device.tflops,
+) -> Plan:
+    """Will it fit: memory per device, the largest context and batch, and the decode rate there."""
+    from ..analysis import hardware as table
+    from ..analysis.fit import plan_fit
+
+    o.text("hardware", hardware)
+    for name, value in (("context", context), ("batch", batch), ("prefill_chunk", prefill_chunk)):
+        o.whole(name, value)
+    formats, placement, dev = _serving(
+        dtype,
+        experts_dtype,
+        kv_dtype,
+        dict(gpus=gpus, tp=tp, ep=ep, pp=pp),
+        dict(reserve=reserve, link_gbs=link_gbs, link_latency_us=link_latency_us, network_gbs=network_gbs, tflops=tflops),
+    )
+    m = resolve(model)
+    hw = table.by_key(hardware, hardware_file)
+    run = FitRun(context or m.context_length, batch=batch, chunk=prefill_chunk)
+    return Plan(plan_fit(m.stack, m.label, run, formats, placement, Device(hw, **dev)), "fit")

@@ -1,0 +1,68 @@
+"""The choices an option takes, stated once for the library and the command line, and the checks a keyword
+argument meets (those the command line's reader applies to a flag's text): a value out of range or not one of
+its choices raises ``OptionError`` naming the flag."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ..analysis.conventions import CONVENTIONS
+from ..analysis.count import RECOMPUTE
+from ..errors import OptionError
+from ..model.schema import LIMIT
+
+ConventionName = tuple(CONVENTIONS)
+RecomputeName = tuple(RECOMPUTE)
+VerifyConvention = ("exact", "causal")
+KindName = ("dense", "gated")
+MatchName = ("params", "flops")
+BenchBlock = ("ffn", "attention", "layer")
+BenchDevice = ("auto", "cpu", "cuda", "mps")
+BenchDtype = ("fp32", "bf16", "fp16")
+HardwareDtype = ("fp32", "bf16", "fp16", "fp8")
+WeightDtype = ("fp32", "bf16", "fp16", "fp8", "int8", "int4")
+PrecisionName = ("bf16", "fp8")
+OptimizerName = ("adam", "adam8bit")
+KernelName = ("flash", "eager")
+DecodeForm = ("absorbed", "expanded")
+FigureWidth = ("docs", "column", "page")
+
+
+def flag(name: str) -> str:
+    """The command line's flag for a keyword argument: seq_len -> --seq-len."""
+    return "--" + name.replace("_", "-")
+
+
+def choice(name: str, value: Any, choices: tuple[str, ...]) -> None:
+    if value not in choices:
+        raise OptionError(f"{flag(name)} {value!r}: choose from {', '.join(choices)}", field=name)
+
+
+def whole(name: str, value: Any, low: int = 1, high: int = LIMIT) -> None:
+    """An integer from ``low`` to ``high`` (None passes: the option left to its default)."""
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise OptionError(f"{flag(name)} {value!r}: an integer", field=name)
+    if not low <= value <= high:
+        raise OptionError(f"{flag(name)} {value}: from {low:,} to {high:,}", field=name)
+
+
+def number(name: str, value: Any, low: float = 0.0, high: float = 1e30, *, above: bool = True) -> None:
+    """A finite number above (or from) ``low`` and at most ``high`` (None passes)."""
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise OptionError(f"{flag(name)} {value!r}: a number", field=name)
+    if not math.isfinite(value) or not (value > low if above else value >= low) or value > high:
+        raise OptionError(
+            f"{flag(name)} {value}: a number {'above' if above else 'from'} {low:g} {'and' if above else 'to'} at most {high:g}",
+            field=name,
+        )
+
+
+def text(name: str, value: Any) -> None:
+    """A string (None passes)."""
+    if value is not None and not isinstance(value, str):
+        raise OptionError(f"{flag(name)} {value!r}: a string", field=name)
