@@ -501,12 +501,13 @@ def test_a_failed_write_of_a_set_leaves_nothing(tmp_path_factory, data):
 INTERRUPT = """
 import os, signal, sys
 from ffncalc.output import docs
-from ffncalc.cli import app, main
+from ffncalc.analysis import count
+from ffncalc.cli import main
 docs.build = lambda verify=True: {"index.md": b"x"}
 def interrupted(*args, **kw):
     os.kill(os.getpid(), getattr(signal, sys.argv[1]))
     signal.pause()
-app.count.__globals__["tally"] = interrupted
+count.tally = interrupted
 main(["docs", "--out", "site", "--readme", "README.md"])
 """
 
