@@ -4,13 +4,27 @@ last is public (``ffncalc.InputError``, …); the library never raises ``SystemE
 
 from __future__ import annotations
 
+WORD = 200  # the most characters of one word (a value, a path) a message echoes
+
+
+def bounded(message: str) -> str:
+    """A message that echoes what the user gave, each word of it cut to ``WORD`` characters: a 5,000-character
+    name is named by its start and its length, and the message stays one readable line."""
+    import re
+
+    def cut(m: re.Match[str]) -> str:
+        word = m.group(0)
+        return f"{word[: WORD - 1]}… ({len(word):,} characters)"
+
+    return re.sub(r"[^\s]{%d,}" % (WORD + 1), cut, message.replace("\n", " "))
+
 
 class InputError(Exception):
     """Bad input from the user: a file, a field, a name or an option value. ``file``, ``line`` and ``field`` say
     where, when the input has them (None otherwise); ``str(error)`` is the one line the command line prints."""
 
     def __init__(self, message: str, *, file: str | None = None, line: int | None = None, field: str | None = None):
-        super().__init__(message)
+        super().__init__(bounded(message))
         self.file = file
         self.line = line
         self.field = field

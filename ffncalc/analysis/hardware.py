@@ -154,11 +154,14 @@ def user_table(path: str | None) -> tuple[Hardware, ...]:
 
 def by_key(key: str, path: str | None = None) -> Hardware:
     """The entry named by ``--hardware`` (a user's file first); an unknown key raises with the known ones."""
+    if not isinstance(key, str):
+        raise InputError(f"--hardware {type(key).__name__}: a name of the hardware table (ffncalc hardware lists them)")
     entries = user_table(path) + table()
     for hw in entries:
         if hw.key == key.lower():
             return hw
-    raise InputError(f"--hardware {key}: unknown; known: {', '.join(hw.key for hw in entries)}")
+    shown = key if len(key) <= 60 else f"{key[:59]}… ({len(key):,} characters)"
+    raise InputError(f"--hardware {shown}: unknown; known: {', '.join(hw.key for hw in entries)}")
 
 
 def lookup(device_name: str) -> Hardware | None:

@@ -35,6 +35,7 @@ def count(
     o.whole("batch", batch)
     o.choice("convention", convention, o.ConventionName)
     o.choice("recompute", recompute, o.RecomputeName)
+    o.flag_value("per_layer", per_layer)
     if not isinstance(model, Model):
         from ..sources.checkpoint import is_checkpoint
 
@@ -164,6 +165,8 @@ def compare(
     o.whole("repeats", repeats, 1, 10_000)
     o.text("activation", activation)
     o.text("block_activation", block_activation)
+    o.flag_value("bias", bias)
+    o.flag_value("bench", bench)
     kw: dict[str, Any] = dict(to=to, activation=activation, match=match, multiple_of=multiple_of)
     bare = d_model is not None or d_ff is not None
     if model is not None and bare:
@@ -180,6 +183,10 @@ def compare(
         act = cmp.activation_for(block_activation, kind, "relu" if kind == "dense" else "silu")  # type: ignore[arg-type]
         width, block = d_model, ffn_block(kind, d_ff or d_model, bias=bias, activation=act)  # type: ignore[arg-type]
     if sweep is not None:
+        if not isinstance(sweep, (str, list, tuple, range)) or not all(
+            isinstance(r, (int, float)) and not isinstance(r, bool) for r in (() if isinstance(sweep, str) else sweep)
+        ):
+            raise InputError(f"--sweep {o.shown(sweep)}: ratios, as text (2,2.67,4) or a list of numbers", field="sweep")
         text = sweep if isinstance(sweep, str) else ",".join(repr(float(r)) for r in sweep)
         return Sweep(cmp.sweep(width, block, cmp.parse_ratios(text), **kw))
     c = cmp.compare_model(m.stack, model=m.label, **kw) if model is not None else cmp.compare_block(width, block, **kw)
@@ -301,6 +308,10 @@ def train(
         raise InputError(f"--tokens {tokens!r}: a count (10**12) or text (1T, 300B)", field="tokens")
     if isinstance(tokens, int):
         o.whole("tokens", tokens, 1, 10**30)
+    if budget is not None and not isinstance(budget, str):
+        o.number("budget", budget, 0, 1e30)
+    o.flag_value("sequence_parallel", sequence_parallel)
+    o.flag_value("mtp", mtp)
     o.choice("convention", convention, o.ConventionName)
     o.choice("recompute", recompute, o.RecomputeName)
     o.choice("optimizer", optimizer, o.OptimizerName)

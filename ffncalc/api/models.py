@@ -146,4 +146,7 @@ def reference(source: Any) -> str:
         return str(os.fspath(source))
     if not isinstance(source, str):
         raise InputError(f"a model is a preset name, a path or an ffncalc.Model, not a {type(source).__name__}")
+    from ..sources import check_name
+
+    check_name(source)
     return source

@@ -34,9 +34,17 @@ def flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
+def shown(value: Any, limit: int = 60) -> str:
+    """A value as an error message echoes it: its repr, cut to ``limit`` characters (a message is one line)."""
+    text = repr(value) if not isinstance(value, (int, float)) or isinstance(value, bool) else f"{value}"
+    if len(text) > limit:
+        text = f"{text[: limit - 1]}… ({len(text):,} characters)"
+    return text
+
+
 def choice(name: str, value: Any, choices: tuple[str, ...]) -> None:
     if value not in choices:
-        raise OptionError(f"{flag(name)} {value!r}: choose from {', '.join(choices)}", field=name)
+        raise OptionError(f"{flag(name)} {shown(value)}: choose from {', '.join(choices)}", field=name)
 
 
 def whole(name: str, value: Any, low: int = 1, high: int = LIMIT) -> None:
@@ -44,9 +52,9 @@ def whole(name: str, value: Any, low: int = 1, high: int = LIMIT) -> None:
     if value is None:
         return
     if isinstance(value, bool) or not isinstance(value, int):
-        raise OptionError(f"{flag(name)} {value!r}: an integer", field=name)
+        raise OptionError(f"{flag(name)} {shown(value)}: an integer", field=name)
     if not low <= value <= high:
-        raise OptionError(f"{flag(name)} {value}: from {low:,} to {high:,}", field=name)
+        raise OptionError(f"{flag(name)} {shown(value)}: from {low:,} to {high:,}", field=name)
 
 
 def number(name: str, value: Any, low: float = 0.0, high: float = 1e30, *, above: bool = True) -> None:
@@ -54,15 +62,19 @@ def number(name: str, value: Any, low: float = 0.0, high: float = 1e30, *, above
     if value is None:
         return
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise OptionError(f"{flag(name)} {value!r}: a number", field=name)
+        raise OptionError(f"{flag(name)} {shown(value)}: a number", field=name)
     if not math.isfinite(value) or not (value > low if above else value >= low) or value > high:
-        raise OptionError(
-            f"{flag(name)} {value}: a number {'above' if above else 'from'} {low:g} {'and' if above else 'to'} at most {high:g}",
-            field=name,
-        )
+        span = f"above {low:g} and" if above else f"from {low:g} to"
+        raise OptionError(f"{flag(name)} {shown(value)}: a number {span} at most {high:g}", field=name)
+
+
+def flag_value(name: str, value: Any) -> None:
+    """A switch: True or False (None passes: left to its default)."""
+    if value is not None and not isinstance(value, bool):
+        raise OptionError(f"{flag(name)} {shown(value)}: True or False", field=name)
 
 
 def text(name: str, value: Any) -> None:
     """A string (None passes)."""
     if value is not None and not isinstance(value, str):
-        raise OptionError(f"{flag(name)} {value!r}: a string", field=name)
+        raise OptionError(f"{flag(name)} {shown(value)}: a string", field=name)

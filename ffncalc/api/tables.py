@@ -28,6 +28,8 @@ def _models(models: Models) -> list[Model]:
         return [resolve(name) for name in shipped.names()]
     if isinstance(models, (Model, str, os.PathLike)):
         return [resolve(models)]
+    if not isinstance(models, Iterable) or isinstance(models, (dict, bytes)):
+        raise InputError(f'models: a model, a list of them or "all", not a {type(models).__name__}', field="models")
     return [resolve(m) for m in models]
 
 
@@ -43,6 +45,8 @@ def table(
     if columns is None:
         chosen = list(COLUMNS)
     else:
+        if not isinstance(columns, (str, list, tuple)) or not all(isinstance(c, str) for c in columns):
+            raise InputError(f"--columns {o.shown(columns)}: column names, as text or a list", field="columns")
         chosen = [c.strip() for c in (columns.split(",") if isinstance(columns, str) else columns)]
     unknown = [c for c in chosen if c not in COLUMNS]
     if unknown:

@@ -2,14 +2,29 @@
 
 from __future__ import annotations
 
+import re
+
 from ..errors import InputError
+
+NAME_MAX = 255
+PATH_MAX = 4096
 
 
 def check_name(ref, what: str = "model") -> None:
-    """A model or file the user named: an empty or blank name names nothing (the current folder is not meant)."""
+    """A model or file the user named: an empty or blank name names nothing (the current folder is not meant), and
+    a name longer than a file system allows names nothing either."""
     if not str(ref).strip():
         wanted = {"model": "a preset name (ffncalc presets), a spec file (.yaml), a config.json or a checkpoint"}
         raise InputError(f"the {what} named is empty: give {wanted.get(what, 'a config.json or the folder holding one')}")
+    longest = max((len(part.encode("utf-8", "surrogateescape")) for part in re.split(r"[/\\\\]", str(ref))), default=0)
+    size = len(str(ref).encode("utf-8", "surrogateescape"))
+    if longest > NAME_MAX or size > PATH_MAX:  # the file system's limits (POSIX NAME_MAX, PATH_MAX on Linux)
+        limit = (
+            f"a name of {longest:,} bytes; a file system allows {NAME_MAX}"
+            if longest > NAME_MAX
+            else f"{size:,} bytes; at most {PATH_MAX:,}"
+        )
+        raise InputError(f"{str(ref)[:60]}…: names no preset or file: File name too long ({limit})", file=str(ref)[:60])
 
 
 def parse_json(text: str | bytes, source: str, what: str = "") -> object:
