@@ -1,12 +1,13 @@
-"""Record what transformers builds for every decoder-only text model_type at its configuration class's
-defaults (the coverage table's ground truth), or check that the recording is current.
+"""Record what transformers builds for every decoder-only text model_type and every encoder at its configuration
+class's defaults (the coverage table's ground truth), or check that the recording is current.
 
     python scripts/hf_defaults.py            # (re)write tests/hf_defaults/ for every decoder-only text type,
                                              # and ffncalc/sources/hf/class_defaults.json
     python scripts/hf_defaults.py --check    # exit 1 if any recorded file differs from what transformers builds now
     python scripts/hf_defaults.py TYPE …     # only these model_types
 
-For each model_type of transformers' causal-LM mapping that is not in coverage.NOT_TEXT_DECODERS:
+For each model_type of transformers' causal-LM mapping that is not in coverage.NOT_TEXT_DECODERS, and each encoder
+of its masked-LM mapping (coverage.ENCODER_TYPES, built as its masked-LM class):
 ``configs/TYPE.json`` is ``AutoConfig.for_model(TYPE).to_dict()`` written as a config.json (every key at
 its default: what a user's config.json states when it states everything); ``truth/TYPE.json`` is the
 causal-LM class built from that file's language model (a wrapper's text_config) on the meta device: every
@@ -59,9 +60,10 @@ REPAIRS = {
 
 
 def types() -> list[str]:
+    """Every decoder-only text type (its causal LM) and every encoder (its masked LM)."""
     from ffncalc.sources.hf import coverage
 
-    return [t for t in coverage.CAUSAL_LM_TYPES if t not in coverage.NOT_TEXT_DECODERS]
+    return [t for t in coverage.CAUSAL_LM_TYPES if t not in coverage.NOT_TEXT_DECODERS] + list(coverage.ENCODER_TYPES)
 
 
 def config_text(model_type: str) -> str:
@@ -141,7 +143,7 @@ def truth_text(model_type: str, path: Path) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("types", nargs="*", help="model_types (default: every decoder-only text type)")
+    parser.add_argument("types", nargs="*", help="model_types (default: every decoder-only text type and every encoder)")
     parser.add_argument("--check", action="store_true", help="compare, do not write")
     args = parser.parse_args()
     stale = []

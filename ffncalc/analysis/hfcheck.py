@@ -55,20 +55,23 @@ class HFReport:
 
 
 def instantiate(c: Config):
-    """The transformers causal-LM class for this config, built on the meta device (no weights), with eager
-    attention (the masked square, in plain matmuls) and, where the class offers the choice, the "batched_mm"
-    routed experts (each token's top_k experts as one batched matmul: no data-dependent shapes)."""
+    """The transformers class the config's model_type means (its causal LM; an encoder's masked LM), built on the
+    meta device (no weights), with eager attention (the masked square, in plain matmuls) and, where the class
+    offers the choice, the "batched_mm" routed experts (each token's top_k experts as one batched matmul: no data-dependent shapes)."""
     import torch
     import transformers
-    from transformers import AutoConfig, AutoModelForCausalLM
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForMaskedLM
 
     transformers.logging.set_verbosity_error()
+    from ..sources.hf.coverage import ENCODER_TYPES
+
+    auto = AutoModelForMaskedLM if c.model_type in ENCODER_TYPES else AutoModelForCausalLM
     data = {k: v for k, v in c.data.items() if k not in DROPPED_KEYS}
     data["model_type"] = BUILT_AS.get(data.get("model_type"), data.get("model_type"))
     try:
         config = AutoConfig.for_model(**data)
         with torch.device("meta"):
-            return AutoModelForCausalLM.from_config(config, attn_implementation="eager", experts_implementation="batched_mm")
+            return auto.from_config(config, attn_implementation="eager", experts_implementation="batched_mm")
     except Exception as exc:  # noqa: BLE001 — transformers' validation raises its own classes
         raise refused(c, exc) from None
 
@@ -366,8 +369,13 @@ def check(c: Config, *, model: str = "model", spec: Model | None = None, measure
     run_of = {i: run.span for run in spec.runs() for i in range(*run.span)}
 
     theirs: dict[tuple[str, tuple[int, int] | None], int] = {}
+    table = spec.embed_shape[0] * spec.embed_shape[1]
     for path, numel in measured.params:
         name, layer = hf_component(path, family, stacks)
+        if spec.tie_embeddings and name == "lm_head" and path.endswith(".weight") and numel == table:
+            # a tied table is listed once, under the name transformers registers first: the head's where the class
+            # builds its head before its encoder (XLMRobertaForMaskedLM's lm_head.decoder); ours is the table's
+            name = "embed"
         key = (name, run_of.get(layer) if layer is not None else None)
         theirs[key] = theirs.get(key, 0) + numel
     ours: dict[tuple[str, tuple[int, int] | None], int] = {}

@@ -100,7 +100,7 @@ def verify(
     runs = spec.runs()
     with _meta_without_dynamo():
         try:
-            net = reference.build(spec, device="meta", causal=convention == "causal", distinct=not every_layer)
+            net = reference.build(spec, device="meta", causal=convention == "causal" and not spec.encoder, distinct=not every_layer)
         except NotImplementedError as exc:  # a part with no reference module yet: said in one line
             from ..errors import InputError
 

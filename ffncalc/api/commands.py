@@ -61,8 +61,8 @@ def count(
         convention=convention,
         seq_len=seq_len,
         batch=batch,
-        recompute=recompute,
-        partial=True,  # type: ignore[arg-type]
+        recompute=recompute,  # type: ignore[arg-type]
+        partial=True,
     )
     return Count(t, per_layer)
 
@@ -351,6 +351,17 @@ def train(
     return Plan(answer, "train")
 
 
+def generator(m: Model, command: str) -> Model:
+    """A model that generates tokens: an encoder (every query meets every key) reads a sequence whole and decodes
+    nothing, so serving plans, which decode, do not apply to it."""
+    if m.stack.encoder:
+        raise InputError(
+            f"{m.label}: an encoder (bidirectional attention) generates no tokens, so {command} (which plans decoding) does "
+            "not apply; its work per sequence is `ffncalc count MODEL --seq-len N`, its training `ffncalc train`"
+        )
+    return m
+
+
 def _serving(
     dtype: str, experts_dtype: str | None, kv_dtype: str, placement: dict[str, Any], device: dict[str, Any]
 ) -> tuple[Formats, Placement, dict[str, Any]]:
@@ -412,7 +423,7 @@ def infer(
         dict(gpus=gpus, tp=tp, ep=ep, pp=pp),
         dict(reserve=reserve, link_gbs=link_gbs, link_latency_us=link_latency_us, network_gbs=network_gbs, tflops=tflops),
     )
-    m = resolve(model)
+    m = generator(resolve(model), "infer")
     hw = table.by_key(hardware, hardware_file) if hardware else None
     drafting = None
     if draft_model is not None:
@@ -470,7 +481,7 @@ def fit(
         dict(gpus=gpus, tp=tp, ep=ep, pp=pp),
         dict(reserve=reserve, link_gbs=link_gbs, link_latency_us=link_latency_us, network_gbs=network_gbs, tflops=tflops),
     )
-    m = resolve(model)
+    m = generator(resolve(model), "fit")
     hw = table.by_key(hardware, hardware_file)
     run = FitRun(context or m.context_length, batch=batch, chunk=prefill_chunk)
     return Plan(plan_fit(m.stack, m.label, run, formats, placement, Device(hw, **dev)), "fit")

@@ -167,7 +167,7 @@ class Transformer(nn.Module):
         self.positions, self.position_offset = spec.positions, spec.position_offset
         if spec.embedding_norm:
             self.embed_norm = make_norm(spec.norm, d)
-        self.hooks: dict[str, list[str]] = {"enter": [], "expand": [], "run": [], "collapse": [], "top": []}
+        self.hooks: dict[str, list[str]] = {"lookup": [], "enter": [], "expand": [], "run": [], "collapse": [], "top": []}
         for part in spec.parts:
             module = part.model_module(spec)
             if module is not None:
@@ -207,6 +207,9 @@ class Transformer(nn.Module):
         (for counting identical layers once), instead of every layer's module in turn (with a part that runs them
         itself, HRM's cycles, one after another: its states only route the same work)."""
         x = self.embed(tokens)
+        ctx: dict = {"tokens": tokens}
+        for module in self._modules_for("lookup"):  # rows added to the token's own (token types)
+            x = module.lookup(x, ctx)
         positions = self.position_offset + torch.arange(tokens.shape[-1], device=tokens.device)
         if hasattr(self, "pos_embed"):
             x = x + self.pos_embed(positions)
@@ -214,7 +217,6 @@ class Transformer(nn.Module):
             x = x + sinusoids(positions, x.shape[-1]).to(x.dtype)
         if hasattr(self, "embed_norm"):
             x = self.embed_norm(x)
-        ctx: dict = {"tokens": tokens}
         for module in self._modules_for("enter"):  # the sequence as the layers read it
             x = module.enter(x, ctx)
         ctx["embeddings"] = x

@@ -145,7 +145,7 @@ def _parts():
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """A decoder-only transformer language model."""
+    """A transformer language model: a decoder (causal), or an encoder (``mask: bidirectional``)."""
 
     vocab_size: Positive
     d_model: Positive
@@ -165,6 +165,10 @@ class ModelSpec:
     embedding_norm: bool = False  # a norm straight after the embeddings
     # learned or sinusoidal positions start at this row (OPT, XGLM: 2), a learned table that much longer
     position_offset: NonNegative = 0
+    # the layers' attention mask: causal (a decoder: each query meets the keys up to its own), or bidirectional (an
+    # encoder, BERT and its kin: every query meets every key, so every view counts the whole square, and nothing is
+    # generated token by token)
+    mask: Literal["causal", "bidirectional"] = "causal"
     # multi-token prediction modules a checkpoint carries beside the causal LM (DeepSeek-V3 §2.2): each a
     # layer like the model's last, a projection of [h; emb] (2·d -> d) and three norms; counted apart
     mtp_layers: NonNegative = 0

@@ -68,7 +68,7 @@ class Run:
 
 @dataclass(frozen=True)
 class Model:
-    """A decoder-only language model, resolved: every block's widths are integers, every layer is listed."""
+    """A language model, resolved: every block's widths are integers, every layer is listed."""
 
     name: str | None
     vocab_size: int
@@ -89,6 +89,12 @@ class Model:
     # num_experts_per_tok): the parameters are counted, the active parameters and FLOPs are not (a stand-in holds
     # the block's place), and a question that needs them is refused with the line (analysis/count.py: tally)
     needs: tuple[str, ...] = ()
+    mask: str = "causal"  # or "bidirectional": an encoder (ModelSpec.mask)
+
+    @property
+    def encoder(self) -> bool:
+        """Whether every query meets every key: an encoder, which reads a sequence whole and generates nothing."""
+        return self.mask == "bidirectional"
 
     def part(self, key: str):
         """The part stated under ``key``, or None."""
@@ -224,4 +230,5 @@ def resolve(spec: ModelSpec) -> Model:
         notes=notes,
         mtp_layers=spec.mtp_layers,
         parts=spec.parts,
+        mask=spec.mask,
     )

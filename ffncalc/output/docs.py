@@ -214,15 +214,16 @@ def _figures_page() -> str:
 
 
 def _model_types_page() -> str:
-    """Every decoder-only text model_type of transformers' causal-LM mapping with its status, from the data in
-    sources/hf/coverage.py (no transformers import)."""
-    from ..sources.hf.coverage import NOT_TEXT_DECODERS, TRANSFORMERS_VERSION, model_types
+    """Every decoder-only text model_type of transformers' causal-LM mapping and every encoder of its masked-LM
+    mapping with its status, from the data in sources/hf/coverage.py (no transformers import)."""
+    from ..sources.hf.coverage import ENCODER_TYPES, NOT_TEXT_DECODERS, TRANSFORMERS_VERSION, model_types
 
     records = model_types()
     supported = [r for r in records if r["status"] == "supported"]
     rows = [
         [
             f"`{r['model_type']}`",
+            r["kind"],
             r["status"],
             r["family"] + (f" (`{r['file'].rsplit('/', 1)[1]}`)" if r["file"] else ""),
             r["detail"],
@@ -235,24 +236,27 @@ def _model_types_page() -> str:
         [],
         [
             Section(
-                ["model_type", "status", "read as", "proven on (Hugging Face repo) / needs", "at transformers' defaults"], rows, left=5
+                ["model_type", "kind", "status", "read as", "proven on (Hugging Face repo) / needs", "at transformers' defaults"],
+                rows,
+                left=6,
             )
         ],
     )
-    others = ", ".join(f"`{t}`" for t in sorted(NOT_TEXT_DECODERS))
+    others = ", ".join(f"`{t}`" for t in sorted(NOT_TEXT_DECODERS) if t not in ENCODER_TYPES)
     return "".join(
         [
             NOTICE,
             "# Supported model types\n\n",
             f"Every model_type of transformers {TRANSFORMERS_VERSION}'s `MODEL_FOR_CAUSAL_LM_MAPPING_NAMES` that is a "
-            "decoder-only text model, and any other a family reads. A supported one is counted exactly from its "
+            "decoder-only text model, every encoder of its `MODEL_FOR_MASKED_LM_MAPPING_NAMES` (counted as its "
+            "masked-LM class: BertForMaskedLM, …), and any other a family reads. A supported one is counted exactly from its "
             "`config.json` (`ffncalc count config.json`), proven against what transformers builds from the public "
             "config named; the others say what they need. Every type is also built by transformers at its configuration "
             "class's defaults and counted against that build, parameter by parameter (`tests/families/test_defaults.py`, "
             "recorded by `scripts/hf_defaults.py`): *exact* there, or the reason transformers cannot build its own "
             "defaults. `ffncalc families` prints the same list.\n\n",
             to_markdown(table),
-            f"\nNot decoder-only text models, so not listed: {others}.\n",
+            f"\nNeither decoder-only text models nor encoders, so not listed: {others}.\n",
         ]
     )
 

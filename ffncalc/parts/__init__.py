@@ -27,6 +27,7 @@ _REGISTRY: dict[str, type[Part]] = {}
 _VERSION = [0]
 MODULES = (
     "embedding",
+    "token_types",
     "streams",
     "prompts",
     "latent",
@@ -127,7 +128,8 @@ class Part:
 
     def model_module(self, model: Model):
         """Its model-level module, or None. The reference model calls whichever of these methods it has, in the
-        parts' order: ``enter(x, ctx)`` on the input (the sequence as the layers will read it), ``expand(x, ctx)``
+        parts' order: ``lookup(x, ctx)`` on the token table's rows (before the positions and the embedding norm),
+        ``enter(x, ctx)`` on the input (the sequence as the layers will read it), ``expand(x, ctx)``
         into the residual streams, ``run(x, run)`` around the layers (``run(indices, x)`` runs the model's layers),
         ``collapse(x, ctx)`` back into one before the final norm, ``top(x)`` after it. ``ctx`` is a dict of the
         forward pass: ``tokens``, ``embeddings`` (the layers' input before any streams), and what parts put there."""

@@ -56,7 +56,7 @@ def test_every_question_has_cases():
     assert len(seen) > 60
 
 
-@pytest.mark.parametrize("name, base, kw, value", cases())
+@pytest.mark.parametrize("name, base, kw, value", list(cases()))
 def test_a_hostile_keyword_answers_or_raises_input_error(name, base, kw, value):
     call = {**base, kw: value}
     try:

@@ -1,5 +1,6 @@
-"""Every decoder-only text model_type of transformers 5.23.0, at its configuration class's defaults, counted
-exactly against what transformers builds from the same config.json.
+"""Every decoder-only text model_type and every encoder of transformers 5.23.0, at its configuration class's
+defaults, counted exactly against what transformers builds from the same config.json (the causal LM; an
+encoder's masked LM).
 
 ``scripts/hf_defaults.py`` writes each default configuration as a config.json (hf_defaults/configs/) and
 records the causal-LM class transformers builds from it on the meta device (hf_defaults/truth/: every
@@ -21,9 +22,10 @@ from ffncalc.sources.hf import coverage
 
 HERE = Path(__file__).resolve().parents[1]
 CONFIGS, TRUTH = HERE / "hf_defaults" / "configs", HERE / "hf_defaults" / "truth"
-TEXT_TYPES = [t for t in coverage.CAUSAL_LM_TYPES if t not in coverage.NOT_TEXT_DECODERS]
+# every decoder-only text type (its causal LM) and every encoder (its masked LM)
+TEXT_TYPES = [t for t in coverage.CAUSAL_LM_TYPES if t not in coverage.NOT_TEXT_DECODERS] + list(coverage.ENCODER_TYPES)
 RECORDS = {t: json.loads((TRUTH / f"{t}.json").read_text()) for t in TEXT_TYPES if (TRUTH / f"{t}.json").is_file()}
-SUPPORTED = sorted(t for t in TEXT_TYPES if t not in coverage.NOT_YET)
+SUPPORTED = sorted(t for t in TEXT_TYPES if t not in coverage.NOT_YET and t not in coverage.ENCODERS_NOT_YET)
 BUILT = [t for t in SUPPORTED if "refused" not in RECORDS.get(t, {})]
 
 

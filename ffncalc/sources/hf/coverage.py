@@ -4,7 +4,9 @@
 ``CAUSAL_LM_TYPES`` is every key of transformers' ``MODEL_FOR_CAUSAL_LM_MAPPING_NAMES`` in the version named
 (tests/families/test_model_types.py checks it against the installed transformers). Each is either read by a family
 (``sources/hf/families/``), or listed in ``NOT_TEXT_DECODERS`` (not a decoder-only text model: what it is),
-or in ``NOT_YET`` (a decoder-only text model no family reads yet: what it needs).
+or in ``NOT_YET`` (a decoder-only text model no family reads yet: what it needs). ``MASKED_LM_TYPES`` is every key
+of its ``MODEL_FOR_MASKED_LM_MAPPING_NAMES``; its encoders (``ENCODER_TYPES``) are each read by a family (as the
+masked-LM class) or listed in ``ENCODERS_NOT_YET``.
 """
 
 from __future__ import annotations
@@ -244,6 +246,108 @@ NOT_TEXT_DECODERS = {
     ),
 }
 
+# Encoders: every key of transformers' MODEL_FOR_MASKED_LM_MAPPING_NAMES in the version named (the masked-LM class
+# is what such a model_type means), less the decoder-only text types counted as causal LMs (Reformer) and the
+# encoder-decoders (BART, mBART, MVP).
+MASKED_LM_TYPES = (
+    "albert",
+    "bart",
+    "bert",
+    "big_bird",
+    "camembert",
+    "convbert",
+    "data2vec-text",
+    "deberta",
+    "deberta-v2",
+    "distilbert",
+    "electra",
+    "ernie",
+    "esm",
+    "esmc",
+    "eurobert",
+    "flaubert",
+    "fnet",
+    "funnel",
+    "gte",
+    "ibert",
+    "jina_embeddings_v3",
+    "layoutlm",
+    "longformer",
+    "luke",
+    "mbart",
+    "megatron-bert",
+    "mobilebert",
+    "modernbert",
+    "modernvbert",
+    "mpnet",
+    "mra",
+    "mvp",
+    "neomme",
+    "nomic_bert",
+    "nystromformer",
+    "perceiver",
+    "reformer",
+    "rembert",
+    "roberta",
+    "roberta-prelayernorm",
+    "roc_bert",
+    "roformer",
+    "squeezebert",
+    "tapas",
+    "ultrabert",
+    "ultravbert",
+    "xlm",
+    "xlm-roberta",
+    "xlm-roberta-xl",
+    "xmod",
+    "yoso",
+)
+ENCODER_TYPES = tuple(t for t in MASKED_LM_TYPES if t not in ("bart", "mbart", "mvp", "reformer"))
+
+# Encoders no family reads yet: what each needs.
+ENCODERS_NOT_YET = {
+    "albert": "layers sharing one set of weights, and a factorised embedding (E < d) projected up",
+    "big_bird": "block-sparse attention with random and global blocks",
+    "convbert": "span-based dynamic convolution heads beside attention",
+    "deberta": "disentangled attention (content-to-position and position-to-content scores over relative embeddings)",
+    "deberta-v2": "disentangled attention (content-to-position and position-to-content scores over relative embeddings)",
+    "distilbert": "its own layout: no token types, q_lin/k_lin/v_lin/out_lin, and a head of vocab_transform and vocab_layer_norm",
+    "electra": "a factorised embedding (embedding_size) projected to the hidden size, and the generator's head",
+    "ernie": "BERT with task-type embeddings (use_task_id)",
+    "esm": "rotary or absolute positions over a protein vocabulary, pre-norm layers",
+    "esmc": "ESM C's layout: fused QKV with a LayerNorm, SwiGLU, no biases",
+    "eurobert": "a Llama-style encoder (RMSNorm, SwiGLU, rotary positions) with bidirectional attention",
+    "flaubert": "XLM's layout (its own module names, sinusoidal or learned positions, language embeddings)",
+    "fnet": "Fourier token mixing in place of attention",
+    "funnel": "pooling between blocks that shortens the sequence, and a decoder that upsamples it",
+    "gte": "a rotary, gated-FFN encoder (Alibaba GTE)",
+    "ibert": "integer-only quantised modules with their own scale parameters",
+    "jina_embeddings_v3": "XLM-R with rotary positions and LoRA adapters per task",
+    "layoutlm": "BERT with 2-D position embeddings (x, y, height and width tables)",
+    "longformer": "sliding-window attention with separate global query, key and value projections",
+    "luke": "entity embeddings and entity-aware attention beside BERT's",
+    "mobilebert": "bottleneck layers with stacked FFNs and NoNorm",
+    "modernbert": "alternating global and sliding-window bidirectional attention with a gated FFN",
+    "modernvbert": "a vision tower beside ModernBERT",
+    "mpnet": "a relative position bias shared by the layers",
+    "mra": "multi-resolution approximate attention",
+    "neomme": "a multimodal encoder",
+    "nomic_bert": "rotary positions and a SwiGLU FFN with fused qkv",
+    "nystromformer": "Nystrom-approximated attention with landmarks and a depthwise convolution",
+    "perceiver": "a latent array with cross-attention from the inputs",
+    "rembert": "decoupled input and output embeddings (input_embedding_size, output_embedding_size)",
+    "roc_bert": "pronunciation and shape embeddings concatenated with the token's",
+    "roformer": "rotary positions and its own embedding size",
+    "squeezebert": "grouped convolutions in place of the linear layers",
+    "tapas": "table-structure token-type embeddings (seven tables)",
+    "ultrabert": "its own encoder layout",
+    "ultravbert": "a vision tower beside its encoder",
+    "xlm": "its own layout (language embeddings, sinusoidal or learned positions)",
+    "xmod": "per-language adapters after each layer's FFN",
+    "yoso": "LSH-based approximate attention",
+}
+
+
 # Decoder-only text models no family reads yet, each with what it needs.
 NOT_YET = {
     "gemma4_assistant": (
@@ -261,6 +365,7 @@ NOT_YET = {
 REFUSED_AT_DEFAULTS = {
     "dbrx": "the default attn_config lacks the rope_theta the attention reads",
     "dots1": "n_routed_experts and the other expert sizes default to None",
+    "esm": "vocab_size defaults to None, which the token table's size needs",
     "gemma4_assistant": "its own validation rejects the default hidden_size_per_layer_input of 256",
     "gemma4_unified_assistant": "the default layer types sharing a KV cache differ from those producing one",
     "lfm2_moe": "layer_types defaults to None, which every decoder layer indexes",
@@ -283,6 +388,7 @@ PROVEN_ON = {
     "aria": ("rhymes-ai/Aria",),
     "aria_text": ("rhymes-ai/Aria",),
     "bamba": ("ibm-fms/Bamba-9B",),
+    "bert": ("google-bert/bert-base-uncased",),
     "biogpt": ("AMAISIENG/finetuned_model3",),
     "bitnet": ("Compumacy/Bitnet-B1.58",),
     "bloom": ("mrm8488/bloom-560m-finetuned-common_gen",),
@@ -385,26 +491,27 @@ PROVEN_ON = {
 
 
 def model_types() -> list[dict]:
-    """Every decoder-only text model_type of transformers' causal-LM mapping, and every other one a family reads,
-    each with its status: supported (the family that reads it and the public configs it is proven on) or not
-    yet (what it needs)."""
+    """Every decoder-only text model_type of transformers' causal-LM mapping, every encoder of its masked-LM
+    mapping, and every other one a family reads, each with its kind (decoder or encoder) and status: supported (the
+    family that reads it and the public configs it is proven on) or not yet (what it needs)."""
     from . import TEXT_TYPES, registered
 
     families = registered()
-    extra = tuple(sorted(t for t in families if t not in CAUSAL_LM_TYPES))
+    extra = tuple(sorted(t for t in families if t not in CAUSAL_LM_TYPES and t not in ENCODER_TYPES))
     records = []
-    for model_type in CAUSAL_LM_TYPES + extra:
-        if model_type in NOT_TEXT_DECODERS:
-            continue
+    decoders = [(t, False) for t in CAUSAL_LM_TYPES + extra if t not in NOT_TEXT_DECODERS]
+    for model_type, encoder in decoders + [(t, True) for t in ENCODER_TYPES]:
         family = families.get(model_type) or families.get(TEXT_TYPES.get(model_type, ""))
+        kind = "encoder" if encoder else "decoder"
         if family is None:
             records.append(
                 {
                     "model_type": model_type,
+                    "kind": kind,
                     "status": "not yet",
                     "family": "",
                     "file": "",
-                    "detail": NOT_YET[model_type],
+                    "detail": (ENCODERS_NOT_YET if encoder else NOT_YET)[model_type],
                     "defaults": f"refused by transformers: {REFUSED_AT_DEFAULTS[model_type]}"
                     if model_type in REFUSED_AT_DEFAULTS
                     else "",
@@ -418,7 +525,7 @@ def model_types() -> list[dict]:
             proven = f"as {twin}: " + ", ".join(PROVEN_ON[twin])
         defaults = (
             ""
-            if model_type not in CAUSAL_LM_TYPES
+            if model_type not in CAUSAL_LM_TYPES and not encoder
             else f"refused by transformers: {REFUSED_AT_DEFAULTS[model_type]}"
             if model_type in REFUSED_AT_DEFAULTS
             else f"exact parameters; {OPEN_AT_DEFAULTS[model_type]}"
@@ -428,6 +535,7 @@ def model_types() -> list[dict]:
         records.append(
             {
                 "model_type": model_type,
+                "kind": kind,
                 "status": "supported",
                 "family": reads,
                 "file": "ffncalc/sources/hf/families/" + family.read.__module__.rsplit(".", 1)[1] + ".py",

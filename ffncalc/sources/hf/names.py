@@ -12,7 +12,7 @@ from typing import Iterable, TypeVar
 
 from .config import Family
 
-LAYER = re.compile(r"(?:^|\.)(?:layers|h|blocks)\.(\d+)\.(.+)$")  # blocks: MPT, DBRX
+LAYER = re.compile(r"(?:^|\.)(?:layers|layer|h|blocks)\.(\d+)\.(.+)$")  # blocks: MPT, DBRX; layer: BERT
 
 K = TypeVar("K")
 

@@ -1,0 +1,56 @@
+"""Token-type embeddings (BERT, Devlin et al. 2019 §3.2: segment A or B; transformers' token_type_embeddings,
+type_vocab_size × d): each position's type's vector added to its token's embedding, before the positions are added
+and before the embedding norm. A lookup (no multiply-adds) and one add per feature."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+
+from ..model.schema import Positive
+from . import Part, register
+
+
+@register
+@dataclass(frozen=True)
+class TokenTypes(Part):
+    key = "token_types"
+    order = 12
+    prefix = "token_type_embed"
+    summary = "token-type (segment) embeddings added before the positions (BERT, RoBERTa)"
+
+    types: Positive = 2  # BertConfig.type_vocab_size
+
+    @classmethod
+    def annotation(cls):
+        return Positive  # a spec states the number of types: token_types: 2
+
+    @classmethod
+    def read(cls, value):
+        return cls(types=value) if value is not None else None
+
+    def lookup_terms(self, e, model) -> None:
+        d = model.d_model
+        e.term("token_type_embed.weight", "position", (self.types, d), elementwise=d)  # one add per feature
+
+    def model_module(self, model):
+        return _module()(self, model)
+
+
+@cache
+def _module():
+    import torch
+    from torch import nn
+
+    class TokenTypeModule(nn.Module):
+        """The table; ``lookup`` adds type 0's row to every position (a single segment), as a lookup of the
+        all-zero token_type_ids transformers passes by default."""
+
+        def __init__(self, spec: TokenTypes, model):
+            super().__init__()
+            self.weight = nn.Parameter(torch.empty(spec.types, model.d_model))
+
+        def lookup(self, x: torch.Tensor, ctx: dict) -> torch.Tensor:
+            return x + self.weight[0]
+
+    return TokenTypeModule

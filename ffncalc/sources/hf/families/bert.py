@@ -1,0 +1,114 @@
+"""BERT (Devlin et al. 2019) and the encoders built as it is: bidirectional self-attention over learned absolute
+positions and token types, post-norm layers (the norm after each residual add), and the masked-LM head: a dense
+transform, its activation and a LayerNorm, then the unembedding tied to the token table with a bias of its own.
+RoBERTa (Liu et al. 2019) and its kin differ in their positions' offset; the pre-norm variants (RoBERTa-PreLN,
+XLM-R XL, Megatron-BERT) put the norms before the sublayers and end in a final norm."""
+
+from __future__ import annotations
+
+from ..config import Config, alias, family
+
+LAYER_MODULES = (
+    (r"attention\.self\.query$", "attn.q"),
+    (r"attention\.self\.key$", "attn.k"),
+    (r"attention\.self\.value$", "attn.v"),
+    (r"attention\.output\.dense$", "attn.o"),
+    (r"intermediate\.dense$", "ffn.up"),
+    (r"(?<!attention\.)output\.dense$", "ffn.down"),
+    # post-norm: attention.output.LayerNorm and output.LayerNorm; pre-norm: attention.LayerNorm (RoBERTa-PreLN),
+    # attention.self_attn_layer_norm (XLM-R XL), attention.ln (Megatron-BERT) and the FFN's
+    (r"(LayerNorm|layer_norm|\bln)$", "norms"),
+)
+TOP_MODULES = (
+    (r"embeddings\.word_embeddings$", "embed"),
+    (r"embeddings\.position_embeddings$", "pos_embed"),
+    (r"embeddings\.token_type_embeddings$", "token_type_embed"),
+    (r"embeddings\.LayerNorm$", "embed_norm"),
+    (r"(transform\.dense|lm_head\.dense)$", "prediction_head.dense"),
+    (r"(transform\.LayerNorm|lm_head\.layer_norm)$", "prediction_head.norm"),
+    (r"(encoder\.LayerNorm|encoder\.ln|roberta_prelayernorm\.LayerNorm)$", "final_norm"),
+    (r"(cls\.predictions|lm_head|decoder)$", "lm_head"),
+)
+
+
+def encoder(c: Config, *, pre_norm: bool = False, embedding_norm: bool = True, offset: int = 0) -> dict:
+    """The keys BertConfig and the configurations built as it share: hidden_size (default 768), num_hidden_layers
+    (12), num_attention_heads (12) of hidden_size / heads, intermediate_size (3072), hidden_act (gelu),
+    max_position_embeddings (512) learned positions, type_vocab_size (2) token types, every linear with a bias,
+    every LayerNorm with a weight and a bias. ``offset``: the rows of the position table before the first
+    position (RoBERTa's padding_idx + 1)."""
+    d, heads = c.int("hidden_size"), c.int("num_attention_heads")
+    table = c.int("max_position_embeddings", 512)
+    if table <= offset:
+        raise c.fail("max_position_embeddings", f"{table} rows leave no position after the first {offset}")
+    types = c.int("type_vocab_size", 2)
+    return {
+        "name": c.data.get("_name_or_path") or None,
+        "vocab_size": c.int("vocab_size"),
+        "d_model": d,
+        "n_layers": c.int("num_hidden_layers"),
+        "context_length": table - offset,
+        "position_offset": offset,
+        "positions": "learned",
+        "mask": "bidirectional",
+        "tie_embeddings": c.bool("tie_word_embeddings", True),
+        "lm_head_bias": True,  # BertLMPredictionHead.bias (decoder.bias is the same tensor)
+        "embedding_norm": embedding_norm,
+        **({"token_types": types} if types else {}),
+        "attention": {"n_heads": heads, "qkv_bias": True, "o_bias": True},
+        "ffn": {"kind": "dense", "d_ff": c.int("intermediate_size"), "bias": True, "activation": c.activation("hidden_act", "gelu")},
+        "norm": {"kind": "layernorm", "per_layer": 2, "final": pre_norm, "placement": "pre" if pre_norm else "residual"},
+        # BertPredictionHeadTransform: dense d -> d with a bias, hidden_act, LayerNorm
+        "prediction_head": {"activation": c.activation("hidden_act", "gelu"), "bias": True},
+    }
+
+
+@family("bert", layer_modules=LAYER_MODULES, top_modules=TOP_MODULES)
+def bert(c: Config) -> dict:
+    """BertConfig / BertForMaskedLM: BertEmbeddings (word, position and token-type tables, summed, then a
+    LayerNorm); BertLayer: BertSelfAttention's query, key and value and BertSelfOutput's dense, each with a bias,
+    then a LayerNorm on the residual sum; BertIntermediate's dense d -> intermediate_size and hidden_act,
+    BertOutput's dense back, then a LayerNorm on the sum; no pooler (BertForMaskedLM builds BertModel with
+    add_pooling_layer=False); BertOnlyMLMHead: the transform (dense, hidden_act, LayerNorm) and the decoder, tied
+    to word_embeddings, with its bias. Vocabulary 30522, 512 positions."""
+    return encoder(c)
+
+
+@family("roberta", layer_modules=LAYER_MODULES, top_modules=TOP_MODULES)
+def roberta(c: Config) -> dict:
+    """RobertaConfig / RobertaForMaskedLM: BERT's layers; RobertaEmbeddings number positions from padding_idx + 1
+    (pad_token_id, default 1), so the table's first pad_token_id + 1 rows precede every sequence's first position
+    (max_position_embeddings 514 in the released models: 512 positions); RobertaLMHead: dense, gelu, layer_norm,
+    decoder tied to the embeddings with its bias. Vocabulary 50265."""
+    return encoder(c, offset=c.int("pad_token_id", 1) + 1)
+
+
+# Camembert, XLM-RoBERTa and data2vec's text model are RoBERTa's classes under their own names and configurations
+# (CamembertConfig, XLMRobertaConfig, Data2VecTextConfig: RoBERTa's keys and defaults).
+for _type in ("camembert", "xlm-roberta", "data2vec-text"):
+    alias(_type, of="roberta")
+
+
+@family("roberta-prelayernorm", layer_modules=LAYER_MODULES, top_modules=TOP_MODULES)
+def roberta_prelayernorm(c: Config) -> dict:
+    """RobertaPreLayerNormConfig / RobertaPreLayerNormForMaskedLM: RoBERTa with each sublayer's LayerNorm before it
+    (attention.LayerNorm, intermediate.LayerNorm), the embeddings' LayerNorm kept, and a final LayerNorm
+    (roberta_prelayernorm.LayerNorm) before the head."""
+    return encoder(c, pre_norm=True, offset=c.int("pad_token_id", 1) + 1)
+
+
+@family("xlm-roberta-xl", layer_modules=LAYER_MODULES, top_modules=TOP_MODULES)
+def xlm_roberta_xl(c: Config) -> dict:
+    """XLMRobertaXLConfig / XLMRobertaXLForMaskedLM (Goyal et al. 2021): pre-norm layers
+    (attention.self_attn_layer_norm, LayerNorm before the FFN), no LayerNorm on the embeddings, a final
+    encoder.LayerNorm; hidden 2560, 36 layers, 32 heads, intermediate 10240, vocabulary 250880, 514 positions
+    numbered from pad_token_id + 1, one token type."""
+    return encoder(c, pre_norm=True, embedding_norm=False, offset=c.int("pad_token_id", 1) + 1)
+
+
+@family("megatron-bert", layer_modules=LAYER_MODULES, top_modules=TOP_MODULES)
+def megatron_bert(c: Config) -> dict:
+    """MegatronBertConfig / MegatronBertForMaskedLM (Shoeybi et al. 2019 §3.5: the norms moved before the
+    sublayers): no LayerNorm on the embeddings, attention.ln before self-attention and ln before the FFN, a final
+    encoder.ln; BERT's head. Hidden 1024, 24 layers, 16 heads, intermediate 4096, vocabulary 29056."""
+    return encoder(c, pre_norm=True, embedding_norm=False)
