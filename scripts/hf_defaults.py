@@ -11,7 +11,8 @@ of its masked-LM mapping (coverage.ENCODER_TYPES, built as its masked-LM class):
 ``configs/TYPE.json`` is ``AutoConfig.for_model(TYPE).to_dict()`` written as a config.json (every key at
 its default: what a user's config.json states when it states everything); ``truth/TYPE.json`` is the
 causal-LM class built from that file's language model (a wrapper's text_config) on the meta device: every
-parameter by name with its element count (a tied one once) and the buffers, with the versions used; or,
+parameter by name with its element count (a tied one once) and the buffers, with the versions used (for an
+encoder, its masked-LM class, and the FLOPs of one forward under FlopCounterMode as scripts/hf_truth.py records them); or,
 where transformers cannot build its own defaults, the reason (``refused``). Where the defaults leave a key
 None that the modelling code then uses as a number, REPAIRS gives it the value the class documents, and the
 truth records the repair. The default configurations are often toy or full-sized models; either way they
@@ -60,10 +61,12 @@ REPAIRS = {
 
 
 def types() -> list[str]:
-    """Every decoder-only text type (its causal LM) and every encoder (its masked LM)."""
+    """Every decoder-only text type (its causal LM), every encoder (its masked LM) and every encoder-decoder (its
+    seq2seq or speech-seq2seq class)."""
     from ffncalc.sources.hf import coverage
 
-    return [t for t in coverage.CAUSAL_LM_TYPES if t not in coverage.NOT_TEXT_DECODERS] + list(coverage.ENCODER_TYPES)
+    decoders = [t for t in coverage.CAUSAL_LM_TYPES if t not in coverage.NOT_TEXT_DECODERS]
+    return list(dict.fromkeys(decoders + list(coverage.ENCODER_TYPES) + list(coverage.ENCODER_DECODER_TYPES)))
 
 
 def config_text(model_type: str) -> str:
@@ -129,9 +132,10 @@ def truth_text(model_type: str, path: Path) -> str:
     from ffncalc.analysis.records import record_json
     from ffncalc.errors import InputError
     from ffncalc.sources.hf import read_config
+    from ffncalc.sources.hf.coverage import ENCODER_DECODER_TYPES, ENCODER_TYPES
 
-    try:  # a multimodal wrapper: its language model, as ffncalc and verify --hf read it
-        data = measure(read_config(path.relative_to(ROOT))).record()
+    try:  # a multimodal wrapper: its language model, as ffncalc and verify --hf read it; an encoder's FLOPs too
+        data = measure(read_config(path.relative_to(ROOT)), flops=model_type in ENCODER_TYPES + ENCODER_DECODER_TYPES).record()
     except InputError as exc:  # transformers refuses to build its own defaults: the reason, as it gives it
         import transformers
 

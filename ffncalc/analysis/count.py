@@ -64,8 +64,8 @@ def terms(model: Model, seq_len: int, *, partial: bool = False) -> list[Term]:
     inside += fin.out
     if positions != seq_len:  # the prompt's or the padding's positions too, per token of the sequence
         inside = [replace(t, positions=Fraction(positions, seq_len)) for t in inside]
-    if model.encoder:  # every query meets every key: the whole square in every view (model/stacks.py)
-        inside = [replace(t, select="full") if t.role == "core" else t for t in inside]
+    if model.bidirectional:  # every query meets every key (within its window, on both sides): no causal triangle
+        inside = [replace(t, select="both" if t.window else "full") if t.role == "core" else t for t in inside]
     head = Emitter("head")
     for part in parts:  # the projection back to the embedding's width (OPT)
         part.head_terms(head, model)

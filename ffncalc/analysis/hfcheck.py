@@ -55,17 +55,26 @@ class HFReport:
 
 
 def instantiate(c: Config):
-    """The transformers class the config's model_type means (its causal LM; an encoder's masked LM), built on the
+    """The transformers class the config's model_type means (its causal LM; an encoder's masked LM; an
+    encoder-decoder's conditional generation class), built on the
     meta device (no weights), with eager attention (the masked square, in plain matmuls) and, where the class
     offers the choice, the "batched_mm" routed experts (each token's top_k experts as one batched matmul: no data-dependent shapes)."""
     import torch
     import transformers
-    from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForMaskedLM
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForMaskedLM, AutoModelForSeq2SeqLM, AutoModelForSpeechSeq2Seq
+
+    from ..sources.hf.coverage import ENCODER_TYPES, SEQ2SEQ_TYPES, SPEECH_SEQ2SEQ_TYPES
 
     transformers.logging.set_verbosity_error()
-    from ..sources.hf.coverage import ENCODER_TYPES
-
-    auto = AutoModelForMaskedLM if c.model_type in ENCODER_TYPES else AutoModelForCausalLM
+    auto = (
+        AutoModelForMaskedLM
+        if c.model_type in ENCODER_TYPES
+        else AutoModelForSeq2SeqLM
+        if c.model_type in SEQ2SEQ_TYPES
+        else AutoModelForSpeechSeq2Seq
+        if c.model_type in SPEECH_SEQ2SEQ_TYPES
+        else AutoModelForCausalLM
+    )
     data = {k: v for k, v in c.data.items() if k not in DROPPED_KEYS}
     data["model_type"] = BUILT_AS.get(data.get("model_type"), data.get("model_type"))
     try:
@@ -238,6 +247,9 @@ def flop_run(net, batch: int, seq_len: int) -> FlopRun:
         if "top_k_index" in inspect.signature(forward).parameters and not hasattr(module, "has_gate"):
             hooks.append(module.register_forward_pre_hook(_fixed_routing, with_kwargs=True))
             fixed = True
+    for module in net.modules():  # LayerDrop (Fan et al. 2019) skips layers at random in training: none skipped
+        if isinstance(getattr(module, "layerdrop", None), float):
+            module.layerdrop = 0.0
     tokens = torch.zeros((batch, seq_len), dtype=torch.long, device="meta")
     counter = FlopCounterMode(display=False)
     attribution = _attribution(net, counter, fixed)
@@ -250,7 +262,9 @@ def flop_run(net, batch: int, seq_len: int) -> FlopRun:
             counter,
             attribution,
         ):
-            net(input_ids=tokens, use_cache=False)
+            # an encoder-decoder: the decoder reads a sequence as long as the source (the tokens again)
+            extra = {"decoder_input_ids": tokens} if getattr(net.config, "is_encoder_decoder", False) else {}
+            net(input_ids=tokens, use_cache=False, **extra)
     finally:
         for h in hooks:
             h.remove()
@@ -438,6 +452,8 @@ def check_flops(c: Config, measured: Measured, *, spec: Model | None = None) -> 
         for module, param, _op, flops in run.modules:
             if param:
                 name, layer = hf_component(param, family, stacks)
+            elif any(re.search(r"(?:^|\.)" + pattern, module) for pattern, _ in family.model_stacks):
+                name, layer = CORE, None  # a stack beside the model's layers: its products are model-level, as ours
             else:
                 found = LAYER.search(module)
                 if found:

@@ -77,6 +77,8 @@ def _component(path: str, norm: bool) -> tuple[str, int | None]:
     if path.startswith("layers."):
         _, index, path = path.split(".", 2)
         layer = int(index)
+    else:  # a stack a part holds beside the model's layers (an encoder): its layers are one model-level component
+        path = re.sub(r"\.layers\.\d+\.", ".", path)
     if norm:
         path = path.rsplit(".", 1)[0]  # a norm is one component: its weight and bias together
     return _INDEX.sub("", path), layer
@@ -100,7 +102,7 @@ def verify(
     runs = spec.runs()
     with _meta_without_dynamo():
         try:
-            net = reference.build(spec, device="meta", causal=convention == "causal" and not spec.encoder, distinct=not every_layer)
+            net = reference.build(spec, device="meta", causal=convention == "causal", distinct=not every_layer)
         except NotImplementedError as exc:  # a part with no reference module yet: said in one line
             from ..errors import InputError
 
@@ -124,7 +126,9 @@ def verify(
             f"identical layers are one module: {len(net.layers)} of {spec.n_layers} built and run, each counted "
             "for every layer of its kind (--every-layer builds them all)"
         )
-    if convention == "causal":
+    if convention == "causal" and spec.bidirectional:
+        notes.append("an encoder: every query meets every key, within its window on both sides where it has one")
+    elif convention == "causal":
         notes.append("attention over the causal triangle only: query i meets keys 0..i")
     return Report(model, convention, seq_len, every_layer, tuple(notes), tuple(checks))
 

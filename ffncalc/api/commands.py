@@ -85,6 +85,8 @@ def verify(
     o.choice("convention", convention, o.VerifyConvention)
     if hf is not None:
         return _verify_hf(hf, seq_len, convention, every_layer)
+    if model is not None and not isinstance(model, Model):
+        reference(model)  # a name that names nothing is said so before the question of torch
     try:
         from ..analysis.verify import verify as run_verify  # torch loads here, never on the counting path
     except ImportError as exc:
@@ -329,7 +331,7 @@ def train(
     o.number("tokens_per_s", tokens_per_s, 0, 1e15)
     o.number("reserve", reserve, 0, 0.99, above=False)
     o.number("goodput", goodput, 0, 1)
-    m = resolve(model)
+    m = planned(resolve(model), "train")
     hw = table.by_key(hardware, hardware_file) if hardware else None
     answer = plan_training(
         m.stack,
@@ -351,10 +353,19 @@ def train(
     return Plan(answer, "train")
 
 
+def planned(m: Model, command: str) -> Model:
+    """A model the plans can plan: not one with a part they cannot plan yet (``Part.unplanned``)."""
+    reason = next((p.unplanned for p in m.stack.parts if p.unplanned), None)
+    if reason:
+        raise InputError(f"{m.label}: {reason}; `ffncalc count` and `ffncalc verify --hf` answer for it")
+    return m
+
+
 def generator(m: Model, command: str) -> Model:
     """A model that generates tokens: an encoder (every query meets every key) reads a sequence whole and decodes
     nothing, so serving plans, which decode, do not apply to it."""
-    if m.stack.encoder:
+    planned(m, command)
+    if m.stack.bidirectional:
         raise InputError(
             f"{m.label}: an encoder (bidirectional attention) generates no tokens, so {command} (which plans decoding) does "
             "not apply; its work per sequence is `ffncalc count MODEL --seq-len N`, its training `ffncalc train`"

@@ -129,6 +129,8 @@ def attend(layer, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Te
     q = q * (1.0 / math.sqrt(q.shape[-1]))
     bias = alibi_bias(heads, s, q.device, q.dtype) if layer.positions == "alibi" else None
     sinks, window, chunk = getattr(layer, "sinks", None), getattr(layer, "window", None), getattr(layer, "chunk", None)
+    if getattr(layer, "both", False):  # an encoder: no triangle; a window reaches both ways
+        return two_sided(layer, q, k, v, bias, window, sinks)
     if layer.causal and chunk is not None and chunk < s:  # a causal triangle inside each chunk, nothing across
         parts = []
         for start in range(0, s, chunk):
@@ -161,6 +163,39 @@ def attend(layer, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Te
             outside = outside | (i[None, :] // chunk != i[:, None] // chunk)
         scores = scores.masked_fill(outside, float("-inf"))
     return layer.values(softmax(scores, sinks), v)  # (B, H, s, v_dim)
+
+
+def two_sided(layer, q, k, v, bias, window: int | None, sinks) -> torch.Tensor:
+    """An encoder's attention: every query meets every key, or within ``window`` on both sides (|i − j| ≤ W). In
+    the causal (useful) view a window computes only its band: the middle queries' 2W + 1 keys each as unfolded
+    windows, the W at each end one product each; in the executed view, the square masked."""
+    s = q.shape[-2]
+    if layer.causal and window is not None and 2 * window + 1 < s:
+        rows = []
+        for i in [*range(window), *range(s - window, s)]:  # the ends: keys max(0, i − W)..min(s − 1, i + W)
+            keys = slice(max(0, i - window), min(s, i + window + 1))
+            score = layer.scores(q[..., i : i + 1, :], k[..., keys, :].transpose(-2, -1))
+            if bias is not None:
+                score = score + bias[..., i : i + 1, keys]
+            rows.append((i, layer.values(softmax(score, sinks), v[..., keys, :])))
+        span = 2 * window + 1
+        keys = k.unfold(-2, span, 1)  # (..., s − 2W, dim, 2W + 1): the window centred on query W + j
+        values = v.unfold(-2, span, 1).transpose(-2, -1)
+        scores = layer.scores(q[..., window : s - window, :].unsqueeze(-2), keys).squeeze(-2)
+        if bias is not None:
+            centre = torch.arange(window, s - window, device=q.device)
+            scores = scores + bias[..., centre[:, None], centre[:, None] - window + torch.arange(span, device=q.device)]
+        middle = layer.values(softmax(scores, sinks).unsqueeze(-2), values).squeeze(-2)
+        head = torch.cat([r for i, r in rows[:window]], dim=-2)
+        tail = torch.cat([r for i, r in rows[window:]], dim=-2)
+        return torch.cat([head, middle, tail], dim=-2)
+    scores = layer.scores(q, k.transpose(-2, -1))  # (B, H, s, s): the full square
+    if bias is not None:
+        scores = scores + bias
+    if window is not None:  # eager attention computes the square and masks what lies beyond the window
+        i = torch.arange(s, device=q.device)
+        scores = scores.masked_fill((i[None, :] - i[:, None]).abs() > window, float("-inf"))
+    return layer.values(softmax(scores, sinks), v)
 
 
 def banded_attention(q, k, v, scores_mm: MatMul, values_mm: MatMul, window: int, bias=None, sinks=None):

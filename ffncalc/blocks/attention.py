@@ -248,6 +248,7 @@ def _module():
             d = model.d_model
             self.heads, self.kv_heads, self.head_dim = spec.n_heads, spec.kv_heads, spec.head_dim
             self.positions, self.causal, self.rotary = model.positions, causal, spec.rotary_dim
+            self.both = model.bidirectional  # every query meets every key (within the window on both sides)
             self.gate, self.window, self.chunk, self.rope = spec.gate, spec.window, spec.chunk, spec.rope
             self.value_dim, self.own, self.v_norm = spec.value_dim, not spec.kv_shared, spec.v_norm
             self.q = Linear(d, (2 if spec.gate else 1) * self.heads * self.head_dim, bias=spec.qkv_bias)

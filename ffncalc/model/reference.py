@@ -207,7 +207,7 @@ class Transformer(nn.Module):
         (for counting identical layers once), instead of every layer's module in turn (with a part that runs them
         itself, HRM's cycles, one after another: its states only route the same work)."""
         x = self.embed(tokens)
-        ctx: dict = {"tokens": tokens}
+        ctx: dict = {"tokens": tokens, "table": self.embed}  # the table: for a part that looks up other tokens
         for module in self._modules_for("lookup"):  # rows added to the token's own (token types)
             x = module.lookup(x, ctx)
         positions = self.position_offset + torch.arange(tokens.shape[-1], device=tokens.device)

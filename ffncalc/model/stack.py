@@ -89,11 +89,12 @@ class Model:
     # num_experts_per_tok): the parameters are counted, the active parameters and FLOPs are not (a stand-in holds
     # the block's place), and a question that needs them is refused with the line (analysis/count.py: tally)
     needs: tuple[str, ...] = ()
-    mask: str = "causal"  # or "bidirectional": an encoder (ModelSpec.mask)
+    mask: str = "causal"  # or "bidirectional": encoder-only (ModelSpec.mask)
 
     @property
-    def encoder(self) -> bool:
-        """Whether every query meets every key: an encoder, which reads a sequence whole and generates nothing."""
+    def bidirectional(self) -> bool:
+        """Whether every query meets every key: an encoder-only model, which reads a sequence whole and generates
+        nothing."""
         return self.mask == "bidirectional"
 
     def part(self, key: str):

@@ -393,7 +393,7 @@ def _body(kind: str) -> Schema:
         family = obj(
             {
                 "model_type": STR,
-                "kind": enum("decoder", "encoder"),
+                "kind": enum("decoder", "encoder", "encoder-decoder"),
                 "status": enum("supported", "not yet"),
                 "family": STR,
                 "file": STR,

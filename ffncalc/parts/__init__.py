@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 _REGISTRY: dict[str, type[Part]] = {}
 _VERSION = [0]
 MODULES = (
+    "encoder",
     "embedding",
     "token_types",
     "streams",
@@ -51,6 +52,7 @@ class Part:
     input_order: ClassVar[int | None] = None  # where its input terms come, where that differs
     prefix: ClassVar[str | None] = None  # its torch modules' name in the model and in each layer (default: key)
     summary: ClassVar[str] = ""  # one line on what it is, with its source
+    unplanned: ClassVar[str | None] = None  # why train, infer and fit cannot plan a model with it yet, if they cannot
 
     # --- reading: what a spec states under ``key`` -------------------------------------------------------------
     @classmethod

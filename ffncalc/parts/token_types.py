@@ -37,6 +37,35 @@ class TokenTypes(Part):
         return _module()(self, model)
 
 
+@register
+@dataclass(frozen=True)
+class TaskTypes(Part):
+    """A second table of the same kind: task types (ERNIE 3.0's task_type_embeddings, task_type_vocab_size × d,
+    where use_task_id), added with the token types."""
+
+    key = "task_types"
+    order = 13
+    prefix = "task_type_embed"
+    summary = "task-type embeddings added before the positions (ERNIE)"
+
+    types: Positive = 3
+
+    @classmethod
+    def annotation(cls):
+        return Positive
+
+    @classmethod
+    def read(cls, value):
+        return cls(types=value) if value is not None else None
+
+    def lookup_terms(self, e, model) -> None:
+        d = model.d_model
+        e.term("task_type_embed.weight", "position", (self.types, d), elementwise=d)
+
+    def model_module(self, model):
+        return _module()(self, model)
+
+
 @cache
 def _module():
     import torch
@@ -46,7 +75,7 @@ def _module():
         """The table; ``lookup`` adds type 0's row to every position (a single segment), as a lookup of the
         all-zero token_type_ids transformers passes by default."""
 
-        def __init__(self, spec: TokenTypes, model):
+        def __init__(self, spec: TokenTypes | TaskTypes, model):
             super().__init__()
             self.weight = nn.Parameter(torch.empty(spec.types, model.d_model))
 

@@ -22,10 +22,12 @@ from ffncalc.sources.hf import coverage
 
 HERE = Path(__file__).resolve().parents[1]
 CONFIGS, TRUTH = HERE / "hf_defaults" / "configs", HERE / "hf_defaults" / "truth"
-# every decoder-only text type (its causal LM) and every encoder (its masked LM)
-TEXT_TYPES = [t for t in coverage.CAUSAL_LM_TYPES if t not in coverage.NOT_TEXT_DECODERS] + list(coverage.ENCODER_TYPES)
+# every decoder-only text type (its causal LM), every encoder (its masked LM), every encoder-decoder
+DECODERS = [t for t in coverage.CAUSAL_LM_TYPES if t not in coverage.NOT_TEXT_DECODERS]
+TEXT_TYPES = list(dict.fromkeys(DECODERS + list(coverage.ENCODER_TYPES) + list(coverage.ENCODER_DECODER_TYPES)))
 RECORDS = {t: json.loads((TRUTH / f"{t}.json").read_text()) for t in TEXT_TYPES if (TRUTH / f"{t}.json").is_file()}
-SUPPORTED = sorted(t for t in TEXT_TYPES if t not in coverage.NOT_YET and t not in coverage.ENCODERS_NOT_YET)
+NOT_READ = {**coverage.NOT_YET, **coverage.ENCODERS_NOT_YET, **coverage.SEQ2SEQ_NOT_YET}
+SUPPORTED = sorted(t for t in TEXT_TYPES if t not in NOT_READ)
 BUILT = [t for t in SUPPORTED if "refused" not in RECORDS.get(t, {})]
 
 

@@ -6,6 +6,8 @@ Expected totals are derived by hand below from the published shapes (Devlin et a
 transformers itself is tests/families/test_defaults.py (every encoder type at its class defaults) and test_hf.py
 (the public configs)."""
 
+from pathlib import Path
+
 import pytest
 
 from ffncalc.analysis.count import tally
@@ -84,3 +86,74 @@ def test_bert_base_preset_is_what_transformers_builds_from_its_config():
         held += numel * sum(int(r[-1]) - int(r[0]) + 1 for r in runs)
     assert truth["model_class"] == "BertForMaskedLM"
     assert tally(presets.load("bert-base-uncased")[1]).params == held == 109_514_298
+
+
+DEFAULTS = Path(__file__).resolve().parents[1] / "hf_defaults"
+# supported encoders whose masked-LM class's forward cannot run on the meta device, with what stops it
+UNMEASURED = {"megatron-bert": "Tensor.item() cannot be called on meta tensors"}
+
+
+def _encoders_read():
+    from ffncalc.sources.hf import coverage
+
+    return [t for t in coverage.ENCODER_TYPES if t not in coverage.ENCODERS_NOT_YET and t not in coverage.REFUSED_AT_DEFAULTS]
+
+
+@pytest.mark.parametrize("model_type", _encoders_read())
+def test_encoder_flops_at_defaults_equal_flop_counter_mode(model_type):
+    """Each encoder read, at its class defaults: one forward of its masked-LM class on the meta device under
+    torch's FlopCounterMode (eager attention: the whole square, a window masked after it), at a short sequence and
+    one past every window, per component and layer run, against the exact convention (scripts/hf_defaults.py
+    records it)."""
+    import json
+
+    from ffncalc.analysis import hfcheck
+    from ffncalc.sources import hf
+
+    c = hf.read_config(DEFAULTS / "configs" / f"{model_type}.json")
+    measured = hfcheck.Measured.from_record(json.loads((DEFAULTS / "truth" / f"{model_type}.json").read_text()))
+    if model_type in UNMEASURED:
+        assert UNMEASURED[model_type] in measured.unmeasured
+        return
+    assert [r.seq_len for r in measured.flops] == list(hfcheck.flop_lengths(c))
+    checks = hfcheck.check_flops(c, measured)
+    assert checks and all(ch.ok for ch in checks), [ch for ch in checks if not ch.ok]
+    assert not any(ch.component.startswith("(unmatched)") for ch in checks)
+
+
+def modernbert_mlm(d: int, layers: int, d_ff: int, vocab: int = 50368) -> int:
+    """ModernBertForMaskedLM by hand: the token table and its norm (a weight, no bias); per layer Wqkv (d × 3d), Wo
+    (d × d), Wi (d × 2·d_ff), Wo (d_ff × d) and two norms, less layer 0's first (an identity); the final norm; the
+    head's dense (d × d) and norm; the decoder's bias (its weight is the table)."""
+    layer = d * 3 * d + d * d + d * 2 * d_ff + d_ff * d
+    return vocab * d + d + layers * layer + (2 * layers - 1) * d + d + d * d + d + vocab
+
+
+@pytest.mark.parametrize(
+    "name, total",
+    [
+        ("modernbert-base", modernbert_mlm(768, 22, 1152)),  # "149M"; transformers' ModernBertConfig defaults
+        ("modernbert-large", modernbert_mlm(1024, 28, 2624)),  # "395M"
+    ],
+)
+def test_modernbert_presets(name, total):
+    assert tally(presets.load(name)[1]).params == total
+    assert total in (149_655_232, 395_881_664)
+
+
+def test_a_bidirectional_window_counts_its_band_in_the_causal_view():
+    """ModernBERT's sliding layers at 512 tokens: each query meets the keys within 64 on both sides, |i − j| ≤ 64. By
+    hand: 129 keys for the 384 queries whose band fits, and for the 64 at each end 65..128 keys: 384·129 +
+    2·Σ_{k=0}^{63} (65 + k) = 49,536 + 2·6,176 = 61,888 pairs; a global layer meets all 512·512."""
+    from ffncalc.model.terms import attended_pairs
+
+    assert attended_pairs(512, 64, select="both") == 384 * 129 + 2 * sum(65 + k for k in range(64)) == 61_888
+    # 100 tokens: the square less the pairs farther apart than 64, 2·(100 − d) of them at each distance d of 65..99
+    assert attended_pairs(100, 64, select="both") == 100 * 100 - 2 * sum(100 - d for d in range(65, 100))
+    spec = presets.load("modernbert-base")[1]
+    rows = [r for r in tally(spec, convention="causal", seq_len=512).rows if r.role == "core"]
+    sliding = sum(r.flops for r in rows if r.window)
+    global_ = sum(r.flops for r in rows if not r.window)
+    # 14 sliding and 8 global layers, QKᵀ and AV each, 12 heads of 64, per token of 512
+    assert sliding * 512 == 14 * 2 * 2 * 61_888 * 768
+    assert global_ * 512 == 8 * 2 * 2 * 512 * 512 * 768

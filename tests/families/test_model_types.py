@@ -25,13 +25,23 @@ def test_recorded_mapping_is_the_installed_transformers():
     assert transformers.__version__ == coverage.TRANSFORMERS_VERSION
     assert coverage.CAUSAL_LM_TYPES == tuple(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)
     assert coverage.MASKED_LM_TYPES == tuple(MODEL_FOR_MASKED_LM_MAPPING_NAMES)
+    from transformers.models.auto.modeling_auto import (
+        MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES,
+        MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES,
+    )
+
+    assert coverage.SEQ2SEQ_TYPES == tuple(MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES)
+    assert coverage.SPEECH_SEQ2SEQ_TYPES == tuple(MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES)
 
 
 def test_every_model_type_accounted_for_once():
     families = hf.registered()
-    # an encoder's family reads it as its masked LM (below): its causal-LM class stays a type not counted here
+    # an encoder's family reads it as its masked LM, an encoder-decoder's as its whole class (below): their causal-LM
+    # classes stay types not counted here
     supported = {
-        t for t in coverage.CAUSAL_LM_TYPES if (t in families or hf.TEXT_TYPES.get(t) in families) and t not in coverage.ENCODER_TYPES
+        t
+        for t in coverage.CAUSAL_LM_TYPES
+        if (t in families or hf.TEXT_TYPES.get(t) in families) and t not in coverage.ENCODER_TYPES + coverage.ENCODER_DECODER_TYPES
     }
     not_yet, others = set(coverage.NOT_YET), set(coverage.NOT_TEXT_DECODERS)
     assert not (not_yet & supported), f"supported now, drop from NOT_YET: {sorted(not_yet & supported)}"
@@ -52,6 +62,16 @@ def test_every_encoder_type_accounted_for_once():
     assert supported | not_yet == set(coverage.ENCODER_TYPES)
     assert set(coverage.MASKED_LM_TYPES) - set(coverage.ENCODER_TYPES) == {"bart", "mbart", "mvp", "reformer"}
     assert all(reason.strip() for reason in coverage.ENCODERS_NOT_YET.values())
+
+
+def test_every_encoder_decoder_type_accounted_for_once():
+    """Each encoder-decoder of the seq2seq and speech-seq2seq mappings is read by a family or says what it needs."""
+    families = hf.registered()
+    supported = {t for t in coverage.ENCODER_DECODER_TYPES if t in families}
+    not_yet = set(coverage.SEQ2SEQ_NOT_YET)
+    assert not (not_yet & supported), f"supported now, drop from SEQ2SEQ_NOT_YET: {sorted(not_yet & supported)}"
+    assert supported | not_yet == set(coverage.ENCODER_DECODER_TYPES)
+    assert all(reason.strip() for reason in coverage.SEQ2SEQ_NOT_YET.values())
 
 
 def test_proven_on_is_the_configs_in_hf_configs():
@@ -75,6 +95,7 @@ def test_every_listed_supported_type_names_its_proof():
             assert "/" in r["detail"] or (r["detail"] == "no public config found" and r["defaults"] == "exact")
     assert not any(r["model_type"] in coverage.NOT_TEXT_DECODERS for r in records if r["kind"] == "decoder")
     assert [r["model_type"] for r in records if r["kind"] == "encoder"] == list(coverage.ENCODER_TYPES)
+    assert [r["model_type"] for r in records if r["kind"] == "encoder-decoder"] == list(coverage.ENCODER_DECODER_TYPES)
     families = hf.registered()
     for r in records:  # the module whose function reads each supported type (an alias: the one it is read as)
         assert (r["status"] == "supported") == bool(r["file"])

@@ -6,7 +6,8 @@
 (``sources/hf/families/``), or listed in ``NOT_TEXT_DECODERS`` (not a decoder-only text model: what it is),
 or in ``NOT_YET`` (a decoder-only text model no family reads yet: what it needs). ``MASKED_LM_TYPES`` is every key
 of its ``MODEL_FOR_MASKED_LM_MAPPING_NAMES``; its encoders (``ENCODER_TYPES``) are each read by a family (as the
-masked-LM class) or listed in ``ENCODERS_NOT_YET``.
+masked-LM class) or listed in ``ENCODERS_NOT_YET``; the encoder-decoders of its seq2seq and speech-seq2seq mappings
+(``ENCODER_DECODER_TYPES``) by a family or in ``SEQ2SEQ_NOT_YET``.
 """
 
 from __future__ import annotations
@@ -304,6 +305,120 @@ MASKED_LM_TYPES = (
 )
 ENCODER_TYPES = tuple(t for t in MASKED_LM_TYPES if t not in ("bart", "mbart", "mvp", "reformer"))
 
+# Encoder-decoders: every key of transformers' MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES and of its
+# MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES in the version named (the class such a model_type means).
+SEQ2SEQ_TYPES = (
+    "audioflamingo3",
+    "bart",
+    "bigbird_pegasus",
+    "blenderbot",
+    "blenderbot-small",
+    "encoder-decoder",
+    "fsmt",
+    "glmasr",
+    "granite_speech",
+    "granite_speech_plus",
+    "led",
+    "longt5",
+    "m2m_100",
+    "marian",
+    "mbart",
+    "moss_transcribe_diarize",
+    "mt5",
+    "musicflamingo",
+    "mvp",
+    "nemo_speechlm",
+    "nllb-moe",
+    "pegasus",
+    "pegasus_x",
+    "plbart",
+    "prophetnet",
+    "qwen2_audio",
+    "qwen3_asr",
+    "seamless_m4t",
+    "seamless_m4t_v2",
+    "switch_transformers",
+    "t5",
+    "t5gemma",
+    "t5gemma2",
+    "umt5",
+    "vibevoice_asr",
+    "voxtral",
+    "voxtral_realtime",
+)
+SPEECH_SEQ2SEQ_TYPES = (
+    "canary",
+    "cohere_asr",
+    "dia",
+    "fun_asr_nano",
+    "granite_speech",
+    "granite_speech_plus",
+    "kyutai_speech_to_text",
+    "moonshine",
+    "moonshine_streaming",
+    "pop2piano",
+    "qwen3_asr",
+    "seamless_m4t",
+    "seamless_m4t_v2",
+    "speech-encoder-decoder",
+    "speech_to_text",
+    "speecht5",
+    "vibevoice",
+    "vibevoice_asr",
+    "voxtral",
+    "voxtral_realtime",
+    "whisper",
+)
+
+
+ENCODER_DECODER_TYPES = tuple(dict.fromkeys(SEQ2SEQ_TYPES + SPEECH_SEQ2SEQ_TYPES))
+
+# Encoder-decoders no family reads yet: what each needs.
+SEQ2SEQ_NOT_YET = {
+    "audioflamingo3": "an audio tower beside a decoder-only language model (a whole multimodal model)",
+    "bigbird_pegasus": "block-sparse attention with random and global blocks in the encoder",
+    "encoder-decoder": "a wrapper of any encoder and decoder the config names",
+    "fsmt": "FairSeq's translation layout: separate source and target tables and sinusoidal positions",
+    "glmasr": "an audio tower beside a decoder-only language model (a whole multimodal model)",
+    "granite_speech": "an audio tower and projector beside a decoder-only language model (a whole multimodal model)",
+    "granite_speech_plus": "an audio tower and projector beside a decoder-only language model (a whole multimodal model)",
+    "led": "Longformer's sliding-window and global attention in the encoder",
+    "longt5": "T5 with local and transient-global attention",
+    "moss_transcribe_diarize": "an audio tower beside a decoder-only language model (a whole multimodal model)",
+    "mt5": "T5's layout: relative position buckets shared by the layers, RMS norms, gated FFNs",
+    "musicflamingo": "an audio tower beside a decoder-only language model (a whole multimodal model)",
+    "mvp": "BART with task prompts in each layer",
+    "nemo_speechlm": "an audio tower beside a decoder-only language model (a whole multimodal model)",
+    "nllb-moe": "BART-style stacks with mixtures of experts in every other layer",
+    "pegasus_x": "staggered block-local attention with global tokens in the encoder",
+    "prophetnet": "n-stream self-attention predicting several future tokens",
+    "qwen2_audio": "an audio tower beside a decoder-only language model (a whole multimodal model)",
+    "qwen3_asr": "an audio tower beside a decoder-only language model (a whole multimodal model)",
+    "seamless_m4t": "speech and text encoders, a text decoder and a unit decoder in one model",
+    "seamless_m4t_v2": "speech and text encoders, a text decoder and a unit decoder in one model",
+    "switch_transformers": "T5 with switch (top-1) mixtures of experts",
+    "t5": "T5's layout: relative position buckets shared by the layers, RMS norms without biases",
+    "t5gemma": "Gemma 2 layers as an encoder and a decoder with cross-attention",
+    "t5gemma2": "Gemma 3 layers as an encoder and a decoder, with a vision tower",
+    "umt5": "T5's layout with relative position buckets in every layer",
+    "vibevoice_asr": "an audio tokenizer beside a decoder-only language model",
+    "voxtral": "an audio tower beside a decoder-only language model (a whole multimodal model)",
+    "voxtral_realtime": "an audio tower beside a decoder-only language model (a whole multimodal model)",
+    "canary": "a Conformer speech encoder and a Transformer decoder",
+    "cohere_asr": "a Conformer speech encoder and a Transformer decoder",
+    "dia": "a text encoder and a decoder over audio codebooks",
+    "fun_asr_nano": "an audio tower beside a decoder-only language model (a whole multimodal model)",
+    "kyutai_speech_to_text": "a decoder over audio codebooks and text",
+    "moonshine": "a convolutional speech front end, a rotary encoder and a decoder",
+    "moonshine_streaming": "a streaming speech encoder and a decoder",
+    "pop2piano": "T5's layout over audio features",
+    "speech-encoder-decoder": "a wrapper of any speech encoder and text decoder the config names",
+    "speech_to_text": "a convolutional subsampler before a Transformer encoder, and a decoder",
+    "speecht5": "speech and text pre-nets and post-nets around a shared encoder-decoder",
+    "vibevoice": "an acoustic tokenizer and diffusion head beside a language model",
+    "whisper": "a convolutional audio front end before the encoder, and a decoder",
+}
+
 # Encoders no family reads yet: what each needs.
 ENCODERS_NOT_YET = {
     "albert": "layers sharing one set of weights, and a factorised embedding (E < d) projected up",
@@ -311,12 +426,9 @@ ENCODERS_NOT_YET = {
     "convbert": "span-based dynamic convolution heads beside attention",
     "deberta": "disentangled attention (content-to-position and position-to-content scores over relative embeddings)",
     "deberta-v2": "disentangled attention (content-to-position and position-to-content scores over relative embeddings)",
-    "distilbert": "its own layout: no token types, q_lin/k_lin/v_lin/out_lin, and a head of vocab_transform and vocab_layer_norm",
     "electra": "a factorised embedding (embedding_size) projected to the hidden size, and the generator's head",
-    "ernie": "BERT with task-type embeddings (use_task_id)",
     "esm": "rotary or absolute positions over a protein vocabulary, pre-norm layers",
     "esmc": "ESM C's layout: fused QKV with a LayerNorm, SwiGLU, no biases",
-    "eurobert": "a Llama-style encoder (RMSNorm, SwiGLU, rotary positions) with bidirectional attention",
     "flaubert": "XLM's layout (its own module names, sinusoidal or learned positions, language embeddings)",
     "fnet": "Fourier token mixing in place of attention",
     "funnel": "pooling between blocks that shortens the sequence, and a decoder that upsamples it",
@@ -327,12 +439,10 @@ ENCODERS_NOT_YET = {
     "longformer": "sliding-window attention with separate global query, key and value projections",
     "luke": "entity embeddings and entity-aware attention beside BERT's",
     "mobilebert": "bottleneck layers with stacked FFNs and NoNorm",
-    "modernbert": "alternating global and sliding-window bidirectional attention with a gated FFN",
     "modernvbert": "a vision tower beside ModernBERT",
     "mpnet": "a relative position bias shared by the layers",
     "mra": "multi-resolution approximate attention",
     "neomme": "a multimodal encoder",
-    "nomic_bert": "rotary positions and a SwiGLU FFN with fused qkv",
     "nystromformer": "Nystrom-approximated attention with landmarks and a depthwise convolution",
     "perceiver": "a latent array with cross-attention from the inputs",
     "rembert": "decoupled input and output embeddings (input_embedding_size, output_embedding_size)",
@@ -366,6 +476,8 @@ REFUSED_AT_DEFAULTS = {
     "dbrx": "the default attn_config lacks the rope_theta the attention reads",
     "dots1": "n_routed_experts and the other expert sizes default to None",
     "esm": "vocab_size defaults to None, which the token table's size needs",
+    "moonshine_streaming": "its attention reads num_key_value_heads, which its configuration class does not define",
+    "voxtral_realtime": "its text_config's class has no causal-LM class of its own (the whole model is the speech-to-text one)",
     "gemma4_assistant": "its own validation rejects the default hidden_size_per_layer_input of 256",
     "gemma4_unified_assistant": "the default layer types sharing a KV cache differ from those producing one",
     "lfm2_moe": "layer_types defaults to None, which every decoder layer indexes",
@@ -492,17 +604,20 @@ PROVEN_ON = {
 
 def model_types() -> list[dict]:
     """Every decoder-only text model_type of transformers' causal-LM mapping, every encoder of its masked-LM
-    mapping, and every other one a family reads, each with its kind (decoder or encoder) and status: supported (the
+    mapping, every encoder-decoder of its seq2seq and speech-seq2seq mappings, and every other one a family reads,
+    each with its kind (decoder, encoder or encoder-decoder) and status: supported (the
     family that reads it and the public configs it is proven on) or not yet (what it needs)."""
     from . import TEXT_TYPES, registered
 
     families = registered()
-    extra = tuple(sorted(t for t in families if t not in CAUSAL_LM_TYPES and t not in ENCODER_TYPES))
+    extra = tuple(sorted(t for t in families if t not in CAUSAL_LM_TYPES + ENCODER_TYPES + ENCODER_DECODER_TYPES))
     records = []
-    decoders = [(t, False) for t in CAUSAL_LM_TYPES + extra if t not in NOT_TEXT_DECODERS]
-    for model_type, encoder in decoders + [(t, True) for t in ENCODER_TYPES]:
+    decoders = [(t, "decoder") for t in CAUSAL_LM_TYPES + extra if t not in NOT_TEXT_DECODERS]
+    for model_type, kind in (
+        decoders + [(t, "encoder") for t in ENCODER_TYPES] + [(t, "encoder-decoder") for t in ENCODER_DECODER_TYPES]
+    ):
+        encoder = kind != "decoder"
         family = families.get(model_type) or families.get(TEXT_TYPES.get(model_type, ""))
-        kind = "encoder" if encoder else "decoder"
         if family is None:
             records.append(
                 {
@@ -511,7 +626,7 @@ def model_types() -> list[dict]:
                     "status": "not yet",
                     "family": "",
                     "file": "",
-                    "detail": (ENCODERS_NOT_YET if encoder else NOT_YET)[model_type],
+                    "detail": {"decoder": NOT_YET, "encoder": ENCODERS_NOT_YET, "encoder-decoder": SEQ2SEQ_NOT_YET}[kind][model_type],
                     "defaults": f"refused by transformers: {REFUSED_AT_DEFAULTS[model_type]}"
                     if model_type in REFUSED_AT_DEFAULTS
                     else "",

@@ -112,3 +112,61 @@ def megatron_bert(c: Config) -> dict:
     sublayers): no LayerNorm on the embeddings, attention.ln before self-attention and ln before the FFN, a final
     encoder.ln; BERT's head. Hidden 1024, 24 layers, 16 heads, intermediate 4096, vocabulary 29056."""
     return encoder(c, pre_norm=True, embedding_norm=False)
+
+
+@family("ernie", layer_modules=LAYER_MODULES, top_modules=TOP_MODULES + ((r"embeddings\.task_type_embeddings$", "task_type_embed"),))
+def ernie(c: Config) -> dict:
+    """ErnieConfig / ErnieForMaskedLM (Baidu's ERNIE 1.0 to 3.0 in transformers): BERT's layers and head; where
+    use_task_id (default false), ErnieEmbeddings adds a task-type table of task_type_vocab_size rows (default 3)
+    beside the token types."""
+    spec = encoder(c)
+    if c.bool("use_task_id", False):
+        spec["task_types"] = c.int("task_type_vocab_size", 3)
+    return spec
+
+
+DISTIL_LAYERS = (
+    (r"attention\.q_lin$", "attn.q"),
+    (r"attention\.k_lin$", "attn.k"),
+    (r"attention\.v_lin$", "attn.v"),
+    (r"attention\.out_lin$", "attn.o"),
+    (r"ffn\.lin1$", "ffn.up"),
+    (r"ffn\.lin2$", "ffn.down"),
+    (r"(sa_layer_norm|output_layer_norm)$", "norms"),
+)
+DISTIL_TOP = (
+    (r"embeddings\.word_embeddings$", "embed"),
+    (r"embeddings\.position_embeddings$", "pos_embed"),
+    (r"embeddings\.LayerNorm$", "embed_norm"),
+    (r"vocab_transform$", "prediction_head.dense"),
+    (r"vocab_layer_norm$", "prediction_head.norm"),
+    (r"vocab_projector$", "lm_head"),
+)
+
+
+@family("distilbert", layer_modules=DISTIL_LAYERS, top_modules=DISTIL_TOP)
+def distilbert(c: Config) -> dict:
+    """DistilBertConfig / DistilBertForMaskedLM (Sanh et al. 2019): BERT's post-norm layers under their own names
+    (q_lin, k_lin, v_lin, out_lin; sa_layer_norm; ffn.lin1, ffn.lin2; output_layer_norm), dim (default 768),
+    n_layers (6), n_heads (12), hidden_dim (3072), activation (gelu); no token types; a position table of
+    max_position_embeddings rows (512), learned, or with sinusoidal_pos_embds filled with fixed sines and cosines
+    but held as a parameter all the same; the head: vocab_transform (dim -> dim with a bias), the activation,
+    vocab_layer_norm, and vocab_projector tied to the word table with its bias."""
+    d = c.int("dim")
+    act = c.activation("activation", "gelu")
+    return {
+        "name": c.data.get("_name_or_path") or None,
+        "vocab_size": c.int("vocab_size"),
+        "d_model": d,
+        "n_layers": c.int("n_layers"),
+        "context_length": c.int("max_position_embeddings", 512),
+        "positions": "learned",
+        "mask": "bidirectional",
+        "tie_embeddings": c.bool("tie_word_embeddings", True),
+        "lm_head_bias": True,
+        "embedding_norm": True,
+        "attention": {"n_heads": c.int("n_heads"), "qkv_bias": True, "o_bias": True},
+        "ffn": {"kind": "dense", "d_ff": c.int("hidden_dim"), "bias": True, "activation": act},
+        "norm": {"kind": "layernorm", "per_layer": 2, "final": False, "placement": "residual"},
+        "prediction_head": {"activation": act, "bias": True},
+    }

@@ -1,0 +1,193 @@
+"""An encoder the decoder attends to (Vaswani et al. 2017 §3.1: the encoder–decoder; BART, mBART, Marian, Pegasus,
+T5, Whisper). The model's own layers, final norm and head are the decoder's; beside them (the spec's ``encoder``):
+
+- the encoder's token table (the decoder's, shared, as BART's ``shared``; or its own), its own position table
+  where it has one (learned, or sines and cosines held as a parameter: Marian, Pegasus; a fixed buffer: M2M-100),
+  an embedding norm;
+- its layers (a ``Stack``, bidirectional: every source token meets every other) and a final norm where it has one;
+- in every decoder layer a cross-attention sublayer after the self-attention, with its own norm: queries from the
+  decoder's stream, keys and values projected from the encoder's output (once per source token), the output
+  projected back and added to the residual stream.
+
+FLOPs per token of the decoder's sequence (``--seq-len`` T), with the encoder's work over the source (S tokens,
+``source_length``; default the sequence's own length, as a forward given only input_ids runs it) scaled by S / T
+(``Term.positions``): the encoder's layers, and each cross-attention's key and value projections; each decoder query
+meets all S keys (a rectangle in every view)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from fractions import Fraction
+from functools import cache
+
+from ..model.schema import NonNegative, Positive, SpecError
+from ..model.stacks import Stack
+from ..model.terms import SOFTMAX_OPS, Emitter
+from . import Part, register
+
+
+@register
+@dataclass(frozen=True)
+class Encoder(Part):
+    key = "encoder"
+    order = 5
+    summary = "an encoder stack the decoder's layers attend to through cross-attention (BART, T5, Whisper)"
+    # training keeps both stacks' activations and serving decodes with a cross-attention cache: neither planned yet
+    unplanned = (
+        "an encoder-decoder, whose training and serving plans (both stacks' activations, the cross-attention cache) are not built yet"
+    )
+
+    layers: Stack  # its layers (their mask is bidirectional whatever is stated)
+    position_rows: NonNegative = 0  # rows of its own learned position table (BART: max_position_embeddings + 2)
+    embedding_norm: bool = False  # a norm on its embeddings (BART's layernorm_embedding)
+    final_norm: bool = False  # a norm after its last layer (mBART, T5)
+    table_rows: NonNegative = 0  # rows of a token table of its own (0: the decoder's, shared)
+    cross_bias: bool = False  # biases on the cross-attention's projections
+    source_length: Positive | None = None  # source tokens per sequence for the FLOPs (default: the sequence's)
+
+    def check(self, spec) -> None:
+        if self.layers.d_model != spec.d_model:
+            raise SpecError(
+                ("encoder", "layers", "d_model"), f"the cross-attention reads the encoder at the decoder's width, {spec.d_model}"
+            )
+
+    @property
+    def stack(self) -> Stack:
+        return replace(self.layers, mask="bidirectional")
+
+    def source(self, positions: int) -> int:
+        return self.source_length or positions
+
+    def input_terms(self, e, model, seq_len: int) -> None:
+        d, s = model.d_model, self.source(seq_len)
+        scale = Fraction(s, seq_len)
+        emb = Emitter("embedding")
+        if self.table_rows:  # a lookup: the one-hot matmul Chinchilla's accounting charges (count.py)
+            v = self.table_rows
+            emb.term("encoder.embed.weight", "token", (v, d), macs=v * d)
+        if self.position_rows:
+            emb.term("encoder.pos_embed.weight", "position", (self.position_rows, d), elementwise=d)
+        elif self.layers.positions == "sinusoidal":  # a fixed table of sines and cosines: its add
+            emb.op("encoder.pos_embed", d)
+        if self.embedding_norm:
+            emb.norm("encoder.embed_norm", model.norm, d, 1)
+        layers = self.stack.terms(model, "encoder.", s, scale)
+        fin = Emitter("layers")
+        if self.final_norm:
+            fin.norm("encoder.final_norm", model.norm, d, 1)
+        tail = [replace(t, layers=None, positions=scale) for t in fin.out]
+        e.out.extend([replace(t, positions=scale) for t in emb.out] + layers + tail)
+
+    def layer_terms(self, e, model, positions: int) -> None:
+        """Each decoder layer's cross-attention, with the heads of its self-attention (head_dim d / heads)."""
+        d, n, s = model.d_model, e.n, self.source(positions)
+        attn = model.layers[e.layers[0]].attention if e.layers else model.layers[0].attention
+        h = attn.head_count()
+        hd = d // h
+        kv = Fraction(s, positions)  # the keys and values: once per source token
+        e.norm("encoder.cross.norm", model.norm, d, n)
+        e.linear("encoder.cross.q", d, h * hd, self.cross_bias, n, heads=h)
+        for part in ("k", "v"):
+            start = len(e.out)
+            e.linear(f"encoder.cross.{part}", d, h * hd, self.cross_bias, n, heads=h)
+            e.out[start:] = [replace(t, positions=kv) for t in e.out[start:]]
+        for part in ("scores", "values"):
+            e.term(f"encoder.cross.{part}", "core", (h, s, hd), n, numel=0, macs=n * h * s * hd, select="full")
+        e.op("encoder.cross.softmax", SOFTMAX_OPS * n * h * s, scores=n * h * s)
+        e.linear("encoder.cross.o", h * hd, d, self.cross_bias, n)
+        e.op("encoder.cross.residual", n * d)
+
+    def model_module(self, model):
+        return _modules()[0](self, model)
+
+    def layer_module(self, model, layer):
+        return _modules()[1](self, model, layer)
+
+
+@cache
+def _modules():
+    import torch
+    from torch import nn
+
+    from ..blocks._torch import Linear, MatMul, make_norm
+    from ..model.reference import LayerModule, sinusoids
+
+    class EncoderModule(nn.Module):
+        """The encoder: ``enter`` runs it over the source (the sequence's own tokens, or ``source_length`` tokens)
+        and puts its output in the forward pass's ``memory``; the decoder's input passes through unchanged."""
+
+        def __init__(self, spec: Encoder, model):
+            super().__init__()
+            d = model.d_model
+            inner = replace(spec.stack.resolve(model), mask="bidirectional")
+            self.source_length, self.sinusoidal = spec.source_length, spec.layers.positions == "sinusoidal"
+            if spec.table_rows:
+                self.embed = nn.Embedding(spec.table_rows, d)
+            if spec.position_rows:
+                self.pos_embed = nn.Embedding(spec.position_rows, d)
+            if spec.embedding_norm:
+                self.embed_norm = make_norm(model.norm, d)
+            self.layers = nn.ModuleList(LayerModule(inner, layer, False) for layer in inner.layers)
+            if spec.final_norm:
+                self.final_norm = make_norm(model.norm, d)
+
+        def enter(self, x: torch.Tensor, ctx: dict) -> torch.Tensor:
+            tokens = ctx["tokens"]
+            if self.source_length is not None:
+                tokens = torch.zeros((tokens.shape[0], self.source_length), dtype=tokens.dtype, device=tokens.device)
+            h = self.embed(tokens) if hasattr(self, "embed") else ctx["table"](tokens)
+            positions = torch.arange(tokens.shape[-1], device=tokens.device)
+            if hasattr(self, "pos_embed"):
+                h = h + self.pos_embed(positions)
+            elif self.sinusoidal:
+                h = h + sinusoids(positions, h.shape[-1]).to(h.dtype)
+            if hasattr(self, "embed_norm"):
+                h = self.embed_norm(h)
+            inner = {"embeddings": h}
+            for k, layer in enumerate(self.layers):
+                h = layer(h, inner, k)
+            ctx["memory"] = self.final_norm(h) if hasattr(self, "final_norm") else h
+            return x
+
+    class CrossAttention(nn.Module):
+        """Queries from the decoder's stream, keys and values from the encoder's output; the whole rectangle."""
+
+        def __init__(self, spec: Encoder, model, heads: int):
+            super().__init__()
+            d = model.d_model
+            self.heads, self.head_dim = heads, d // heads
+            width = heads * self.head_dim
+            self.norm = make_norm(model.norm.layer, d)
+            self.q, self.k, self.v = (Linear(d, width, bias=spec.cross_bias) for _ in range(3))
+            self.o = Linear(width, d, bias=spec.cross_bias)
+            self.scores, self.values = MatMul(), MatMul()
+
+        def forward(self, x: torch.Tensor, memory: torch.Tensor) -> torch.Tensor:
+            b, t, s = x.shape[0], x.shape[1], memory.shape[1]
+            q = self.q(x).view(b, t, self.heads, self.head_dim).transpose(1, 2)
+            k = self.k(memory).view(b, s, self.heads, self.head_dim).transpose(1, 2)
+            v = self.v(memory).view(b, s, self.heads, self.head_dim).transpose(1, 2)
+            probs = self.scores(q * self.head_dim**-0.5, k.transpose(-2, -1)).softmax(dim=-1)
+            return self.o(self.values(probs, v).transpose(1, 2).reshape(b, t, -1))
+
+    class CrossLayer(nn.Module):
+        """A decoder layer with its cross-attention after the self-attention: ``body`` runs the layer's own
+        sublayers around it, each norm before its sublayer or after its residual sum as the model places them."""
+
+        def __init__(self, spec: Encoder, model, layer):
+            super().__init__()
+            self.cross = CrossAttention(spec, model, layer.attention.head_count())
+
+        def body(self, layer, x: torch.Tensor, ctx: dict, k: int) -> torch.Tensor:
+            mixer, ffn = layer.sublayers()
+            first, second = layer.norms
+            memory, cross = ctx["memory"], self.cross
+            if layer.placement == "residual":
+                x = first(x + mixer(x))
+                x = cross.norm(x + cross(x, memory))
+                return second(x + ffn(x))
+            x = x + mixer(first(x))
+            x = x + cross(cross.norm(x), memory)
+            return x + ffn(second(x))
+
+    return EncoderModule, CrossLayer

@@ -1,0 +1,146 @@
+"""BART (Lewis et al. 2020) and the encoder–decoders built as it is (mBART, PLBART, Marian, Pegasus, Blenderbot,
+M2M-100): a bidirectional encoder and a causal decoder, each with its position table and optional LayerNorm on its
+embeddings, one token table shared by both stacks and the head, and in every decoder layer a cross-attention to the
+encoder's output. BART, PLBART, Marian and Blenderbot-small put each norm after its residual sum; mBART, Pegasus,
+Blenderbot and M2M-100 before each sublayer, with a final norm in each stack."""
+
+from __future__ import annotations
+
+from ..config import Config, family
+
+LAYER_MODULES = (
+    (r"encoder_attn\.q_proj$", "encoder.cross.q"),
+    (r"encoder_attn\.k_proj$", "encoder.cross.k"),
+    (r"encoder_attn\.v_proj$", "encoder.cross.v"),
+    (r"encoder_attn\.out_proj$", "encoder.cross.o"),
+    (r"encoder_attn_layer_norm$", "encoder.cross.norm"),
+    (r"self_attn\.out_proj$", "attn.o"),
+    (r"fc1$", "ffn.up"),
+    (r"fc2$", "ffn.down"),
+    (r"(self_attn_layer_norm|final_layer_norm)$", "norms"),
+)
+TOP_MODULES = (
+    (r"shared$", "embed"),
+    (r"embed_tokens$", "embed"),
+    (r"embed_positions$", "pos_embed"),
+    (r"layernorm_embedding$", "embed_norm"),
+    (r"((encoder|decoder)\.)?layer_norm$", "final_norm"),  # the encoder's, read within its stack: layer_norm
+)
+STACKS = ((r"encoder\.", "encoder."),)
+
+
+def seq2seq(c: Config, *, pre_norm: bool, embedding_norm: bool, offset: int = 0, table: str = "learned") -> dict:
+    """The keys BartConfig and the configurations built as it share: d_model, encoder_layers and decoder_layers,
+    encoder_attention_heads and decoder_attention_heads, encoder_ffn_dim and decoder_ffn_dim, activation_function,
+    max_position_embeddings, vocab_size; q/k/v/out_proj, fc1 and fc2 all with biases. ``table``: the position
+    table, "learned" (max_position_embeddings + ``offset`` rows), "parameter" (sines and cosines held in an
+    nn.Embedding's weight: a parameter all the same) or "buffer" (a fixed buffer: no parameters)."""
+    d = c.int("d_model")
+    act = c.activation("activation_function", "gelu")
+    rows = c.int("max_position_embeddings", 1024)
+    positions = "sinusoidal" if table == "buffer" else "learned"
+
+    def layers(prefix: str) -> dict:
+        return {
+            "d_model": d,
+            "n_layers": c.int(f"{prefix}_layers"),
+            "attention": {"n_heads": c.int(f"{prefix}_attention_heads"), "qkv_bias": True, "o_bias": True},
+            "ffn": {"kind": "dense", "d_ff": c.int(f"{prefix}_ffn_dim"), "bias": True, "activation": act},
+            "positions": positions,
+        }
+
+    decoder = layers("decoder")
+    return {
+        "name": c.data.get("_name_or_path") or None,
+        "vocab_size": c.int("vocab_size"),
+        "d_model": d,
+        "n_layers": decoder["n_layers"],
+        "context_length": rows,
+        "position_offset": offset,
+        "positions": positions,
+        "tie_embeddings": c.bool("tie_word_embeddings", True),
+        "embedding_norm": embedding_norm,
+        "attention": decoder["attention"],
+        "ffn": decoder["ffn"],
+        "norm": {"kind": "layernorm", "per_layer": 2, "final": pre_norm, "placement": "pre" if pre_norm else "residual"},
+        "encoder": {
+            "layers": layers("encoder"),
+            "position_rows": rows + offset if table != "buffer" else 0,
+            "embedding_norm": embedding_norm,
+            "final_norm": pre_norm,
+            "cross_bias": True,
+        },
+    }
+
+
+@family("bart", layer_modules=LAYER_MODULES, top_modules=TOP_MODULES, model_stacks=STACKS)
+def bart(c: Config) -> dict:
+    """BartConfig / BartForConditionalGeneration: model.shared (vocab_size, default 50265, × d_model, default 1024)
+    is both stacks' embed_tokens and, tied (tie_word_embeddings, default true), lm_head; final_logits_bias is a
+    buffer. Each stack: embed_positions of max_position_embeddings + 2 rows (BartLearnedPositionalEmbedding: position
+    p at row p + 2), layernorm_embedding; BartEncoderLayer (encoder_layers, default 12): self_attn over
+    encoder_attention_heads (16), self_attn_layer_norm after the residual sum, fc1 d -> encoder_ffn_dim (4096), fc2
+    back, activation_function (gelu), final_layer_norm after the sum. BartDecoderLayer (decoder_layers, 12): self_attn
+    and its norm, encoder_attn (q from the decoder, k and v from the encoder's output, out_proj) and
+    encoder_attn_layer_norm, the FFN and final_layer_norm, each norm after its residual sum. No final norm."""
+    return seq2seq(c, pre_norm=False, embedding_norm=True, offset=2)
+
+
+@family("plbart", layer_modules=LAYER_MODULES, top_modules=TOP_MODULES, model_stacks=STACKS)
+def plbart(c: Config) -> dict:
+    """PLBartConfig / PLBartForConditionalGeneration (Ahmad et al. 2021): BART's layout at its own defaults (d_model
+    768, 6 layers in each stack, 12 heads, FFN 3072, vocabulary 50005); scale_embedding multiplies, adding nothing."""
+    return seq2seq(c, pre_norm=False, embedding_norm=True, offset=2)
+
+
+@family("mbart", layer_modules=LAYER_MODULES, top_modules=TOP_MODULES, model_stacks=STACKS)
+def mbart(c: Config) -> dict:
+    """MBartConfig / MBartForConditionalGeneration (Liu et al. 2020): BART with each norm before its sublayer and a
+    final layer_norm in each stack; layernorm_embedding and the offset-2 position tables kept."""
+    return seq2seq(c, pre_norm=True, embedding_norm=True, offset=2)
+
+
+@family("blenderbot-small", layer_modules=LAYER_MODULES, top_modules=TOP_MODULES, model_stacks=STACKS)
+def blenderbot_small(c: Config) -> dict:
+    """BlenderbotSmallConfig / BlenderbotSmallForConditionalGeneration: BART's post-norm layers with
+    layernorm_embedding, position tables of max_position_embeddings rows (default 512) without an offset."""
+    return seq2seq(c, pre_norm=False, embedding_norm=True)
+
+
+@family("blenderbot", layer_modules=LAYER_MODULES, top_modules=TOP_MODULES, model_stacks=STACKS)
+def blenderbot(c: Config) -> dict:
+    """BlenderbotConfig / BlenderbotForConditionalGeneration (Roller et al. 2021): pre-norm layers with a final
+    layer_norm in each stack, no norm on the embeddings, position tables of max_position_embeddings rows (128)."""
+    return seq2seq(c, pre_norm=True, embedding_norm=False)
+
+
+@family("pegasus", layer_modules=LAYER_MODULES, top_modules=TOP_MODULES, model_stacks=STACKS)
+def pegasus(c: Config) -> dict:
+    """PegasusConfig / PegasusForConditionalGeneration (Zhang et al. 2020): pre-norm layers with a final layer_norm
+    in each stack, no norm on the embeddings; PegasusSinusoidalPositionalEmbedding holds its max_position_embeddings
+    (1024) rows of sines and cosines as an nn.Embedding's weight: a parameter, counted."""
+    return seq2seq(c, pre_norm=True, embedding_norm=False, table="parameter")
+
+
+@family("marian", layer_modules=LAYER_MODULES, top_modules=TOP_MODULES, model_stacks=STACKS)
+def marian(c: Config) -> dict:
+    """MarianConfig / MarianMTModel (Junczys-Dowmunt et al. 2018): post-norm layers, no norm on the embeddings, no
+    final norm; MarianSinusoidalPositionalEmbedding's max_position_embeddings rows held as a parameter. One table
+    (share_encoder_decoder_embeddings, default true) of vocab_size rows; decoder_vocab_size (default vocab_size) is the
+    head's; where the tables are not shared the encoder has its own."""
+    spec = seq2seq(c, pre_norm=False, embedding_norm=False, table="parameter")
+    vocab = c.int("vocab_size")
+    if not c.bool("share_encoder_decoder_embeddings", True):
+        spec["vocab_size"] = c.int("decoder_vocab_size", vocab)
+        spec["encoder"]["table_rows"] = vocab
+    elif c.int("decoder_vocab_size", vocab) != vocab:
+        raise c.fail("decoder_vocab_size", f"a shared table has one vocabulary: vocab_size {vocab}")
+    return spec
+
+
+@family("m2m_100", layer_modules=LAYER_MODULES, top_modules=TOP_MODULES, model_stacks=STACKS)
+def m2m_100(c: Config) -> dict:
+    """M2M100Config / M2M100ForConditionalGeneration (Fan et al. 2020): pre-norm layers with a final layer_norm in
+    each stack, no norm on the embeddings; M2M100SinusoidalPositionalEmbedding is a buffer (no parameters); FFN
+    activation relu; vocabulary 128112."""
+    return seq2seq(c, pre_norm=True, embedding_norm=False, offset=2, table="buffer")
