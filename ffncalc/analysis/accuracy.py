@@ -97,7 +97,7 @@ def page(notice: str) -> str:
         for r in section.RECORDS:
             parts.append(f"- {r.name}: `{r.command}` — {r.source}\n")
         if section.GAPS:
-            parts.append("\nNot modelled yet (shown, not held in a band):\n\n")
+            parts.append("\nNot modelled yet (shown, not held in a band):\n\n")  # a section's known gaps
             for r in section.GAPS:
                 parts.append(
                     f"- {r.name}: measured {shown(r.measured, r.unit)}, planned {shown(r.planned(), r.unit)} "

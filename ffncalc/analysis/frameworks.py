@@ -27,6 +27,9 @@ class Framework:
     loss_bytes: int  # bytes per logit element an unfused loss holds at its peak
     tp_loss_bytes: int  # the same with the vocabulary split over tensor parallelism (a vocab-parallel loss)
     source: str
+    # what --recompute selective keeps: Korthikanti et al.'s policy (everything but the attention scores), or
+    # torchtitan's per-op policy (memory.per_op_bytes: the layer's input, every other matmul's output, attention's)
+    per_op: bool = False
 
 
 FRAMEWORKS = {
@@ -87,6 +90,7 @@ FRAMEWORKS = {
         16,
         "torchtitan FSDP2: fp32 sharded parameters and gradients, bf16 only gathered (MixedPrecisionPolicy "
         "param_dtype bf16, reduce_dtype fp32)",
+        per_op=True,
     ),
     # Hugging Face Trainer with bf16=True and no ZeRO: fp32 weights, fp32 gradients, fp32 moments (torch.autocast
     # casts each weight to bf16 for its matmul; the casts kept for backward are counted as 2 more bytes a

@@ -92,6 +92,23 @@ def stage_params(spec: Model, pp: int, mtp: bool = False) -> list[tuple[int, int
     return [(d, e) for d, e in out]
 
 
+def per_op_bytes(spec: Model, step: Step, layout: Layout = Layout()) -> int:
+    """Activations kept under torchtitan's per-op selective checkpointing (torchtitan/parallelisms/
+    parallelize_llama.py, _apply_ac_to_transformer_block with selective_ac_option "op"): in each layer its bf16
+    input, the output of every other matmul (the first, third, … in the order the layer runs them: every term of
+    role weight, a routed expert's top-k outputs included) and each attention's output with its fp32 log-sum-exp
+    (the flash kernel's, MUST_SAVE); the rest is recomputed. All split over tp (sequence parallel)."""
+    tokens = spec.layer_positions(step.seq_len or spec.context_length) * step.micro_batch
+    total = 0
+    for run in spec.runs():
+        rows = [r for r in tally(spec.with_layers([run.layer])).rows if r.layers is not None]
+        outputs = [r.active // r.shape[-1] for r in rows if r.role == "weight" and r.shape]
+        heads = [(r.shape[0], r.shape[0] * r.shape[-1]) for r in rows if r.role == "core" and r.name.endswith("values")]
+        per_token = 2 * (spec.d_model + sum(outputs[::2]) + sum(w for _, w in heads)) + 4 * sum(h for h, _ in heads)
+        total += run.n * (tokens * per_token // layout.tp)
+    return total
+
+
 def layer_params(spec: Model, mtp: bool = False) -> tuple[list[int], list[int]]:
     """(dense, routed-expert) parameters of each layer of the stack."""
     dense, expert = [0] * spec.n_layers, [0] * spec.n_layers
@@ -178,7 +195,9 @@ def train_memory(
         out["buffers"] = buffers
         chunks, per_mb = in_flight(pp, layout.virtual_stages, s, micro_batches)
         out["chunks"], out["per_mb"] = chunks, per_mb
-        acts = activation_bytes(spec.with_layers(spec.layers[a:b]), sub, layout)
+        span = spec.with_layers(spec.layers[a:b])
+        per_op = fw.per_op and step.recompute == "selective"
+        acts = per_op_bytes(span, sub, layout) if per_op else activation_bytes(span, sub, layout)
         out["activations"] = acts * chunks // per_mb
         last = s == pp - 1
         tokens = step.micro_batch * (seq // cp)

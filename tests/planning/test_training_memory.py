@@ -52,6 +52,19 @@ def test_fsdp2_step_figures_by_hand():
     assert f["peak_bytes_per_device"] == f["reserved_bytes_per_device"] + 2 * GIB
 
 
+def test_torchtitan_per_op_selective_checkpointing():
+    """torchtitan's per-op policy keeps, per token and layer, the bf16 layer input and the outputs of every other
+    matmul in order — q (4,096), v (1,024), gate (14,336), down (4,096) of q, k, v, o, gate, up, down — and the
+    flash attention's output (32 × 128) with 4 bytes of log-sum-exp a head; Megatron's selective keeps the rest."""
+    t = 2 * 8192
+    per_token = 2 * (D + D + KV + FFN + D + D) + 4 * HEADS
+    step = Step(seq_len=8192, micro_batch=2, recompute="selective", framework="fsdp2")
+    f = ids(memory.train_memory(spec("llama3-8b"), step, Layout(dp=8)))
+    assert f["activation_bytes_per_device"] == 32 * t * per_token
+    megatron = ids(memory.train_memory(spec("llama3-8b"), replace(step, framework="megatron"), Layout(dp=8)))
+    assert megatron["activation_bytes_per_device"] == 32 * one_layer(t)
+
+
 def test_loss_per_framework_and_chunked():
     """Megatron-LM's vocab-parallel cross-entropy keeps 6 bytes a logit (bf16 logits, the fp32 softmax it writes
     its gradient into), the vocabulary split over tp; Liger's fused linear cross-entropy only a chunk of tokens,
