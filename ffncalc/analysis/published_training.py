@@ -1,5 +1,5 @@
 """Published training runs for docs/guide/accuracy.md (accuracy.py): peak memory per device measured by torchtitan,
-and GPU-hours of Llama 3 405B and DeepSeek-V3, each with the command that plans it."""
+and GPU-hours of Llama 2, Llama 3 405B and DeepSeek-V3, each with the command that plans it."""
 
 from __future__ import annotations
 
@@ -131,6 +131,18 @@ RECORDS = [
         "llama3.1-405b",
         {"tokens": "15.6T", "hardware": "h100-sxm", "gpus": 16384, "tp": 8, "pp": 16, "seq_len": 8192},
         calibrates="training.DEFAULT_MFU['bf16'] (from the same paper's 38–43%)",
+    ),
+    *(
+        Record(
+            f"Llama 2 {size} pre-training, 2T tokens on A100-80GB",
+            "Touvron et al. 2023, Llama 2, Table 1 (2.0T tokens, 4k context) and Table 2 (pre-training GPU-hours on A100-80GB)",
+            hours,
+            "GPU-hours",
+            "gpu_hours",
+            f"llama2-{size.lower()}",
+            {"tokens": "2T", "hardware": "a100-80gb", "gpus": 2048, "seq_len": 4096},
+        )
+        for size, hours in (("7B", 184_320), ("13B", 368_640), ("70B", 1_720_320))
     ),
     Record(
         "DeepSeek-V3 pre-training, 14.8T tokens on 2,048 H800, fp8, PP 16 × EP 64",
