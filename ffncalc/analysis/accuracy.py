@@ -12,7 +12,8 @@ from importlib import resources
 from typing import Any
 
 GIB = 2**30
-# The sections of the page, in order: the module holding each one's TITLE, INTRO, RECORDS and GAPS.
+# The sections of the page, in order: the module holding each one's TITLE, INTRO, RECORDS (held in a band),
+# VERDICTS (runs that ran, measured 1, or ran out of memory, 0: the plan must say which) and GAPS.
 SECTIONS = ["ffncalc.analysis.published_training"]
 
 
@@ -45,6 +46,10 @@ class Record:
             flag = "--" + key.replace("_", "-")
             flags.append(flag if value is True else f"{flag} {value}")
         return f"ffncalc train {self.model} " + " ".join(flags)
+
+    def fits(self) -> bool:
+        """Whether the plan says the run fits on its device."""
+        return self.plan()["free_bytes_per_device"].value >= 0
 
     def plan(self) -> Any:
         from ..api import commands
@@ -96,6 +101,19 @@ def page(notice: str) -> str:
         parts.append("\nThe plans, and where each measurement is published:\n\n")
         for r in section.RECORDS:
             parts.append(f"- {r.name}: `{r.command}` — {r.source}\n")
+        if section.VERDICTS:
+            parts.append(
+                "\nWhether it fits, against runs that ran or ran out of memory:\n\n"
+                "| run | ran | the plan says | right |\n| --- | --- | --- | --- |\n"
+            )
+            for r in section.VERDICTS:
+                ran, fits = bool(r.measured), r.fits()
+                parts.append(
+                    f"| {r.name} | {'yes' if ran else 'out of memory'} | {'fits' if fits else 'does not fit'} | "
+                    f"{'yes' if ran == fits else 'NO'} |\n"
+                )
+            parts.append("\n")
+            parts += [f"- {r.name}: `{r.command}` — {r.source}\n" for r in section.VERDICTS]
         if section.GAPS:
             parts.append("\nNot modelled yet (shown, not held in a band):\n\n")  # a section's known gaps
             for r in section.GAPS:

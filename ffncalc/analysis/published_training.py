@@ -166,4 +166,44 @@ RECORDS = [
     ),
 ]
 
+TORCHTITAN_405B = "torchtitan docs/performance.md (torchtitan 4d88a8a, 2024-12-03): Llama 3.1 405B on 128 H100 (94GB)"
+
+
+def verdict(name: str, ran: bool, source: str, **kwargs: object) -> Record:
+    """A run that ran (or ran out of memory) on its devices: the plan must say it fits (or not)."""
+    return Record(name, source, float(ran), "run", "free_bytes_per_device", "llama3.1-405b", kwargs)
+
+
+LOCAL_2 = {"framework": "fsdp2", "recompute": "full", "tokens": "1B", "seq_len": 8192, "micro_batch": 2}
+H100_94 = {"hardware": "h100-94gb", "hardware_file": "published.yaml"}
+VERDICTS = [
+    verdict(
+        "torchtitan Llama 3.1 405B, FSDP 128 alone, local batch 2, full AC",
+        False,
+        f'{TORCHTITAN_405B}: "We do see OOM for 1D parallelism (FSDP2)"',
+        **LOCAL_2,
+        gpus=128,
+        **H100_94,
+    ),
+    verdict(
+        "torchtitan Llama 3.1 405B, FSDP 16 × TP 8, local batch 2, full AC",
+        True,
+        f"{TORCHTITAN_405B}: 109 WPS, 29.0% MFU",
+        **LOCAL_2,
+        gpus=128,
+        tp=8,
+        **H100_94,
+    ),
+    verdict(
+        "torchtitan Llama 3.1 405B, FSDP 16 × TP 8, local batch 2, full AC, Float8",
+        True,
+        f"{TORCHTITAN_405B}: 177 WPS",
+        **LOCAL_2,
+        gpus=128,
+        tp=8,
+        precision="fp8",
+        **H100_94,
+    ),
+]
+
 GAPS: list[Record] = []  # runs the plans do not model yet: shown on the page, not held in a band

@@ -33,6 +33,14 @@ def test_calibration_and_held_out_sets():
     assert any("--pp" in c for c in commands) and any("--cp 8" in c for c in commands)
 
 
+VERDICTS = [r for s in accuracy.sections() for r in s.VERDICTS]
+
+
+@pytest.mark.parametrize("record", VERDICTS, ids=[r.name for r in VERDICTS])
+def test_the_verdict_on_runs_that_ran_or_ran_out_of_memory(record):
+    assert record.fits() == bool(record.measured)
+
+
 def test_gaps_are_stated():
     for record in published_training.GAPS:
         assert record.gap and record.measured > 0
@@ -40,5 +48,5 @@ def test_gaps_are_stated():
 
 def test_the_page_shows_every_record():
     page = accuracy.page("")
-    for record in RECORDS + published_training.GAPS:
+    for record in RECORDS + VERDICTS + published_training.GAPS:
         assert record.name in page and record.command in page
