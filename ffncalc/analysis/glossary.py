@@ -69,6 +69,17 @@ def runs() -> list[tuple[str, Any]]:
             plan_training(deepseek, "deepseek-v3", TrainingRun("14.8T"), Step(seq_len=4096), Layout(gpus=2048, pp=16, ep=8), h100),
         ),
         (
+            "train",
+            plan_training(
+                llama,
+                "llama3-70b",
+                TrainingRun("15T"),
+                Step(seq_len=8192, recompute="full", framework="fsdp2", global_batch=64),
+                Layout(gpus=64, tp=8, pp=2, virtual_stages=2),
+                Device(h100.hw, kernel_mfu=0.5),
+            ),
+        ),
+        (
             "infer",
             plan_inference(
                 deepseek, "deepseek-v3", InferenceRun(4000, 500, batch=8, draft=1, accept=0.7), Formats("fp8"), Placement(gpus=8), h100

@@ -12,12 +12,6 @@ from .count import tally
 from .figures import Figure
 from .plan import Device, Layout, Step
 
-# Bytes per parameter for weights, gradients and optimizer state.
-# Mixed-precision Adam (Rajbhandari et al. 2020, ZeRO §3.1): bf16 weights 2 + bf16 gradients 2 + fp32
-# master weights, momentum and variance 12 = 16. 8-bit Adam (Dettmers et al. 2022): the two moments
-# in 1 byte each: 2 + 2 + 4 + 2 = 10.
-OPTIMIZERS = {"adam": (2, 2, 12), "adam8bit": (2, 2, 6)}
-
 DROPOUT_MASK_BYTES = 1  # per element of each sublayer's output (Korthikanti et al. 2022 §4.1)
 
 
@@ -67,11 +61,6 @@ def activation_bytes(spec: Model, step: Step, layout: Layout = Layout()) -> int:
     return total
 
 
-# Bytes per parameter by training precision, before the optimizer's own states: "bf16" mixed precision keeps
-# bf16 weights and bf16 gradients beside the optimizer's fp32 master copy (Micikevicius et al. 2018;
-# Rajbhandari et al. 2020 §3.1); "fp8" (Transformer Engine, Micikevicius et al. 2022) keeps in addition an
-# fp8 copy of each weight, cast once a step for the fp8 matmuls: 1 byte more.
-PRECISIONS = {"bf16": (2, 2), "fp8": (3, 2)}
 ZERO_STAGES = (0, 1, 2, 3)  # Rajbhandari et al. 2020 §5: shard optimizer states (1), + gradients (2), + weights (3)
 
 
@@ -103,83 +92,224 @@ def stage_params(spec: Model, pp: int, mtp: bool = False) -> list[tuple[int, int
     return [(d, e) for d, e in out]
 
 
+def per_op_bytes(spec: Model, step: Step, layout: Layout = Layout()) -> int:
+    """Activations kept under torchtitan's per-op selective checkpointing (torchtitan/parallelisms/
+    parallelize_llama.py, _apply_ac_to_transformer_block with selective_ac_option "op"): in each layer its bf16
+    input, the output of every other matmul (the first, third, … in the order the layer runs them: every term of
+    role weight, a routed expert's top-k outputs included) and each attention's output with its fp32 log-sum-exp
+    (the flash kernel's, MUST_SAVE); the rest is recomputed. All split over tp (sequence parallel)."""
+    tokens = spec.layer_positions(step.seq_len or spec.context_length) * step.micro_batch
+    total = 0
+    for run in spec.runs():
+        rows = [r for r in tally(spec.with_layers([run.layer])).rows if r.layers is not None]
+        outputs = [r.active // r.shape[-1] for r in rows if r.role == "weight" and r.shape]
+        heads = [(r.shape[0], r.shape[0] * r.shape[-1]) for r in rows if r.role == "core" and r.name.endswith("values")]
+        per_token = 2 * (spec.d_model + sum(outputs[::2]) + sum(w for _, w in heads)) + 4 * sum(h for h, _ in heads)
+        total += run.n * (tokens * per_token // layout.tp)
+    return total
+
+
+def layer_params(spec: Model, mtp: bool = False) -> tuple[list[int], list[int]]:
+    """(dense, routed-expert) parameters of each layer of the stack."""
+    dense, expert = [0] * spec.n_layers, [0] * spec.n_layers
+    for r in tally(spec, mtp=mtp).rows:
+        if r.layers is not None and r.part != "mtp":
+            a, b = r.layers
+            for i in range(a, b):
+                (expert if r.expert else dense)[i] += r.params // (b - a)
+    return dense, expert
+
+
+def largest_tensor(spec: Model) -> int:
+    """The parameters of the model's largest single tensor (DeepSpeed's estimator's largest layer)."""
+    return max((r.params // max(r.count, 1) for r in tally(spec).rows if r.params), default=0)
+
+
+# What a device holds beside its tensors. The CUDA context with its kernels' modules (about 0.5–1 GiB on Hopper
+# with CUDA 12's lazy loading), cuBLAS workspaces and NCCL's communicator buffers (NCCL_BUFFSIZE, 4 MiB a channel
+# a peer) lie outside PyTorch's caching allocator: a round 2 GiB, stated, not measured.
+CUDA_CONTEXT_BYTES = 2 * 2**30
+# The caching allocator reserves more than the live tensors (blocks split and cached, fragmentation): the share of
+# the tensors' peak that torchtitan's max_reserved memory shows beyond them, from the calibration runs of
+# docs/guide/accuracy.md (analysis/accuracy.py: CALIBRATION).
+ALLOCATOR_SHARE = 0.13
+
+
+def in_flight(pp: int, virtual: int, stage: int, micro_batches: int | None) -> tuple[int, int]:
+    """(micro-batch chunks, chunks a micro-batch of the stage) stage ``stage`` keeps in flight: under 1F1B pp − s
+    micro-batches (Narayanan et al. 2021 §2.2.1); interleaved over ``virtual`` chunks a device, Megatron-LM's
+    warm-up (pp − s − 1)·2 + (v − 1)·pp chunks and one more (megatron/core/pipeline_parallel/schedules.py), which
+    for the first stage is Korthikanti et al. 2022 §4.2.3's p·(1 + (p − 1)/(p·v)) micro-batches; never more than
+    the step's micro-batches."""
+    m = micro_batches or pp
+    if virtual == 1:
+        return min(pp - stage, m), 1
+    return min((pp - stage - 1) * 2 + (virtual - 1) * pp + 1, m * virtual), virtual
+
+
 def train_memory(
     spec: Model, step: Step, layout: Layout = Layout(), device: Device = Device(), micro_batches: int | None = None
 ) -> list[Figure]:
-    """Per-device memory of a run split data / tensor / pipeline / context / expert parallel, on its most
-    loaded device (the first pipeline stage, or whichever stage holds the most parameters).
-
-    Parameters: a stage's dense part split by tp, its routed experts by tp × ep. Bytes per parameter:
-    weights and gradients by ``precision`` (PRECISIONS) and the optimizer's states (OPTIMIZERS, fp32 master
-    copy included), ZeRO stage 1 sharding the optimizer states, 2 also the gradients, 3 (FSDP) also the
-    weights over the data-parallel replicas (dp × cp; for experts dp × cp / ep). Activations: Korthikanti et
-    al. 2022 summed over the first stage's real layers for one micro-batch of seq_len / cp tokens, times the
-    micro-batches 1F1B keeps in flight. An allowance of ``reserve`` × the device's memory stands for the
-    CUDA context, communication buffers and allocator fragmentation.
-    """
+    """Per-device memory of a training step on its most loaded device (whichever pipeline stage needs the most):
+    the framework's states as ZeRO shards them, the buffers of gathered weights and gradients, the activations of
+    the micro-batches in flight, and, at the step's peak, the larger of the logits and loss or the working set of a
+    layer recomputed; then the allocator's share and a fixed CUDA allowance (frameworks.py for each figure's
+    source)."""
+    from .frameworks import FRAMEWORKS, MOMENT_BYTES, loss_bytes
     from .parallel import stages
 
-    seq_len, micro_batch = step.seq_len or spec.context_length, step.micro_batch
-    recompute, kernel, optimizer, precision = step.recompute, step.kernel, step.optimizer, step.precision
-    hw, reserve = device.hw, device.reserve
-    dp, tp, pp, ep, cp, zero = layout.dp or 1, layout.tp, layout.pp, layout.ep, layout.cp, layout.zero
-    w_bytes, g_bytes = PRECISIONS[precision]
-    o_bytes = OPTIMIZERS[optimizer][2]
+    fw = FRAMEWORKS[step.framework]
+    seq = step.seq_len or spec.context_length
+    dp, tp, pp, ep, cp = layout.dp or 1, layout.tp, layout.pp, layout.ep, layout.cp
+    zero = fw.zero if layout.zero is None else layout.zero
     replicas, expert_replicas = dp * cp, dp * cp // ep
-    spans = stages(spec.n_layers, pp)
+    spans, mtp = stages(spec.n_layers, pp), trains_mtp(spec, step)
+    per_layer = layer_params(spec, mtp)
+    fp8 = fw.fp8_copy if step.precision == "fp8" else 0
+    sub = replace(step, seq_len=seq // cp)
+    layer_step = replace(sub, recompute="none")
+    one_layer = [(r.first, r.stop, activation_bytes(spec.with_layers([r.layer]), layer_step, layout)) for r in spec.runs()]
 
-    def states(dense: int, expert: int) -> list[int]:
+    def held(pd: int, pe: int, nbytes: int, sharded_from: int) -> int:
+        if sharded_from < 0:  # 16-bit gradients held whole, or in ZeRO 3 only in the gathered buffers
+            return 0 if zero >= 3 else nbytes * (pd + pe)
+        return _shard(pd * nbytes, replicas if zero >= sharded_from else 1) + _shard(
+            pe * nbytes, expert_replicas if zero >= sharded_from else 1
+        )
+
+    def stage(s: int, dense: int, expert: int) -> dict[str, int]:
+        a, b = spans[s]
         pd, pe = _shard(dense, tp), _shard(expert, tp * ep)
-        out = [pd, pe]
-        for k, sharded_from in ((w_bytes, 3), (g_bytes, 2), (o_bytes, 1)):
-            out.append(
-                _shard(pd * k, replicas if zero >= sharded_from else 1)
-                + _shard(pe * k, expert_replicas if zero >= sharded_from else 1)
-            )
+        out = {"params": pd + pe, "weights": held(pd, pe, fw.weights[0] + fp8, fw.weights[1])}
+        out["grads"] = sum(held(pd, pe, n, f) for n, f in fw.grads)
+        out["optimizer"] = held(pd, pe, fw.master[0], fw.master[1]) + held(pd, pe, MOMENT_BYTES[step.optimizer], 1)
+        layer = max(_shard(per_layer[0][i], tp) + _shard(per_layer[1][i], tp * ep) for i in range(a, b))
+        rest = pd + pe - sum(_shard(per_layer[0][i], tp) + _shard(per_layer[1][i], tp * ep) for i in range(a, b))
+        buffers = 0
+        if zero >= 3 and fw.gather == "modules":  # DeepSpeed: the largest module's 16-bit weights and gradients
+            buffers = 4 * _shard(largest_tensor(spec), tp)
+        elif zero >= 3 and pp > 1:  # FSDP2 under a pipeline: no resharding between micro-batches, gradients
+            buffers = (2 + 4) * (pd + pe)  # accumulated unsharded in fp32 (torchtitan apply_fsdp; FSDPParam)
+        elif zero >= 3:  # the rest of the model gathered throughout, a layer and the next prefetched, bf16, and
+            buffers = 2 * rest + 2 * 2 * layer + (2 + 4) * layer  # a layer's gradients reduce-scattered in fp32
+        out["buffers"] = buffers
+        chunks, per_mb = in_flight(pp, layout.virtual_stages, s, micro_batches)
+        out["chunks"], out["per_mb"] = chunks, per_mb
+        span = spec.with_layers(spec.layers[a:b])
+        per_op = fw.per_op and step.recompute == "selective"
+        acts = per_op_bytes(span, sub, layout) if per_op else activation_bytes(span, sub, layout)
+        out["activations"] = acts * chunks // per_mb
+        last = s == pp - 1
+        tokens = step.micro_batch * (seq // cp)
+        out["loss"] = loss_bytes(fw, step.loss, tokens, _shard(spec.vocab_size, tp), spec.head_width, tp > 1) if last else 0
+        rebuilt = max(n for first, stop, n in one_layer if first < b and stop > a)
+        out["recompute"] = rebuilt if step.recompute == "full" else 0
+        persistent = sum(out[k] for k in ("weights", "grads", "optimizer", "buffers", "activations"))
+        out["total"] = persistent + max(out["loss"], out["recompute"])
         return out
 
-    by_stage = [states(d, e) for d, e in stage_params(spec, pp, trains_mtp(spec, step))]
-    # under 1F1B stage s holds pp − s micro-batches in flight (all of them when there are fewer)
-    flights = [min(pp - s, micro_batches or pp) for s in range(pp)]
-    acts = [
-        activation_bytes(spec.with_layers(spec.layers[a:b]), replace(step, seq_len=seq_len // cp), layout) * flights[s]
-        for s, (a, b) in enumerate(spans)
-    ]
-    totals = [sum(st[2:]) + a for st, a in zip(by_stage, acts)]
-    worst = max(range(pp), key=lambda i: totals[i])
-    pd, pe, wb, gb, ob = by_stage[worst]
-    stage_acts, flight = acts[worst], flights[worst]
+    by_stage = [stage(s, d, e) for s, (d, e) in enumerate(stage_params(spec, pp, mtp))]
+    worst = max(range(pp), key=lambda i: by_stage[i]["total"])
+    st = by_stage[worst]
+    tensors = st["total"]
+    allocator = int(tensors * ALLOCATOR_SHARE)
+    w_b, g_b = fw.weights[0] + fp8, sum(n for n, _ in fw.grads)
+    o_b = fw.master[0] + MOMENT_BYTES[step.optimizer]
     zero_name = {0: "none", 1: "optimizer states", 2: "+ gradients", 3: "+ weights (FSDP)"}[zero]
+    flight = st["chunks"] if st["per_mb"] == 1 else st["chunks"] / st["per_mb"]
+    schedule = "1F1B" if layout.virtual_stages == 1 else f"interleaved 1F1B, {layout.virtual_stages} chunks a device"
     out = [
         Figure("devices", "devices (dp × tp × pp × cp)", dp * tp * pp * cp, "devices"),
         Figure("pipeline_stage", "most loaded pipeline stage", worst, "stage", f"layers {spans[worst][0]}–{spans[worst][1] - 1}"),
-        Figure("params_per_device", "parameters per device", pd + pe, "params"),
-        Figure("weight_bytes_per_device", "weights", wb, "bytes", f"{precision}: {w_bytes} B/param"),
-        Figure("grad_bytes_per_device", "gradients", gb, "bytes", f"{g_bytes} B/param"),
+        Figure("params_per_device", "parameters per device", st["params"], "params"),
+        Figure(
+            "weight_bytes_per_device", "weights", st["weights"], "bytes", f"{fw.name}, {step.precision}: {w_b} B/param; {fw.source}"
+        ),
+        Figure("grad_bytes_per_device", "gradients", st["grads"], "bytes", f"{g_b} B/param"),
         Figure(
             "optimizer_bytes_per_device",
-            f"{optimizer} states",
-            ob,
+            f"{step.optimizer} states",
+            st["optimizer"],
             "bytes",
-            f"{o_bytes} B/param, fp32 master included; ZeRO {zero}: {zero_name} sharded (Rajbhandari et al. 2020)",
+            f"{o_b} B/param, fp32 master included; ZeRO {zero}: {zero_name} sharded (Rajbhandari et al. 2020)",
         ),
-        Figure("state_bytes_per_device", "weights + gradients + optimizer", wb + gb + ob, "bytes"),
-        Figure("in_flight_micro_batches", "micro-batches in flight (1F1B)", flight, "micro-batches", "Narayanan et al. 2021 §2.2.1"),
+        Figure("state_bytes_per_device", "weights + gradients + optimizer", st["weights"] + st["grads"] + st["optimizer"], "bytes"),
+        Figure(
+            "sharding_buffer_bytes_per_device",
+            "gathered weights, gradients (ZeRO 3)",
+            st["buffers"],
+            "bytes",
+            "FSDP2: the rest gathered, a layer and the next in bf16, a layer's gradients in fp32 (under a pipeline the "
+            "stage's weights and fp32 gradients unsharded); DeepSpeed: 4 B × its largest layer (its estimator)",
+        ),
+        Figure(
+            "in_flight_micro_batches",
+            "micro-batches in flight",
+            flight,
+            "micro-batches",
+            f"{schedule}: Narayanan et al. 2021 §2.2.1; Korthikanti et al. 2022 §4.2.3",
+        ),
         Figure(
             "activation_bytes_per_device",
             "activations",
-            stage_acts,
+            st["activations"],
             "bytes",
-            f"Korthikanti et al. 2022 §4.1; micro-batch {micro_batch}, recompute {recompute}, {kernel} attention"
+            f"Korthikanti et al. 2022 §4.1; micro-batch {step.micro_batch}, recompute {step.recompute}, {step.kernel} attention"
             + ("" if tp == 1 else ", sequence parallel" if layout.sequence_parallel else ", no sequence parallelism"),
         ),
-        Figure("bytes_per_device", "total per device (before allowance)", wb + gb + ob + stage_acts, "bytes"),
+        Figure(
+            "loss_bytes_per_device",
+            f"logits and loss ({step.loss})",
+            st["loss"],
+            "bytes",
+            f"{fw.tp_loss_bytes if tp > 1 else fw.loss_bytes} B a logit, vocabulary split over tp; the head's input"
+            if step.loss == "full"
+            else "a chunk's fp32 logits and gradient (Liger-Kernel's fused linear cross-entropy)",
+        ),
+        Figure(
+            "recompute_bytes_per_device",
+            "a recomputed layer",
+            st["recompute"],
+            "bytes",
+            "full recomputation rebuilds one layer's activations at a time",
+        ),
+        Figure(
+            "bytes_per_device",
+            "tensors at the peak",
+            tensors,
+            "bytes",
+            "states, buffers, activations, and the larger of the loss or a recomputed layer",
+        ),
+        Figure(
+            "allocator_bytes_per_device",
+            f"caching allocator ({ALLOCATOR_SHARE:.0%} of the tensors)",
+            allocator,
+            "bytes",
+            "calibrated on torchtitan's max_reserved memory (docs/guide/accuracy.md)",
+        ),
+        Figure(
+            "reserved_bytes_per_device",
+            "reserved by the allocator",
+            tensors + allocator,
+            "bytes",
+            "what torch.cuda.max_memory_reserved reads",
+        ),
+        Figure(
+            "cuda_context_bytes",
+            "CUDA context and NCCL buffers",
+            CUDA_CONTEXT_BYTES,
+            "bytes",
+            "a fixed allowance, stated (memory.CUDA_CONTEXT_BYTES)",
+        ),
+        Figure("peak_bytes_per_device", "peak per device", tensors + allocator + CUDA_CONTEXT_BYTES, "bytes"),
     ]
+    hw, reserve = device.hw, device.reserve
     if hw is not None and hw.memory_bytes:
-        allowance = int(hw.memory_bytes * reserve)
-        need = wb + gb + ob + stage_acts + allowance
+        kept = int(hw.memory_bytes * reserve)
+        need = tensors + allocator + CUDA_CONTEXT_BYTES + kept
+        if reserve:
+            out.append(Figure("allowance_bytes", f"kept free ({reserve:.0%} of memory)", kept, "bytes"))
         out += [
-            Figure("allowance_bytes", f"framework allowance ({reserve:.0%} of memory)", allowance, "bytes"),
             Figure("device_memory_bytes", f"{hw.key} memory", hw.memory_bytes, "bytes", hw.source),
             Figure("free_bytes_per_device", "left over (negative: short by)", hw.memory_bytes - need, "bytes"),
         ]

@@ -18,6 +18,9 @@ if TYPE_CHECKING:
 # vLLM's default gpu_memory_utilization is 0.9 (vLLM engine arguments): a tenth of the device is left to the
 # CUDA context, the allocator and whatever else runs; the same tenth is the default reserve here.
 DEFAULT_RESERVE = 0.1
+# In training the caching allocator's share and a fixed CUDA allowance (memory.py) stand for what the device holds
+# beside the tensors; nothing more is kept free unless asked (--reserve).
+TRAIN_RESERVE = 0.0
 # Tokens of one prefill chunk, which sizes the activation workspace: llama.cpp's default logical batch
 # (-b 2048); vLLM's chunked prefill budget (max_num_batched_tokens) is of the same order.
 DEFAULT_CHUNK = 2048
@@ -32,7 +35,10 @@ class Device:
     # a device's TFLOP/s in place of the datasheet's: in training the rate achieved (instead of peak × mfu); in
     # serving its peak (for a device that states none, or a measured rate)
     tflops: float | None = None
-    mfu: float = 0.4  # model FLOPs utilisation: the share of the datasheet peak a training run achieves
+    # model FLOPs utilisation: the share of the datasheet peak a training run achieves end to end, its pipeline
+    # bubble included (None: the precision's default, training.DEFAULT_MFU)
+    mfu: float | None = None
+    kernel_mfu: float | None = None  # the share of the peak while busy, in place of mfu: the pipeline bubble is added
     reserve: float = DEFAULT_RESERVE  # the share of each device's memory kept for the framework
     link_gbs: float | None = None  # interconnect GB/s per direction (None: the device's scale-up link)
     link_latency_us: float | None = None  # one collective's fixed time (None: NCCL's model for the device's link)
@@ -51,7 +57,10 @@ class Layout:
     pp: int = 1
     cp: int = 1
     ep: int = 1  # inside dp
-    zero: int = 0  # 1 shards the optimizer states over the replicas, 2 the gradients too, 3 (FSDP) the weights too
+    # 1 shards the optimizer states over the replicas, 2 the gradients too, 3 (FSDP) the weights too; None: the
+    # framework's own (frameworks.FRAMEWORKS: FSDP2 is ZeRO 3, the others 0)
+    zero: int | None = None
+    virtual_stages: int = 1  # model chunks a pipeline device runs (interleaved 1F1B), 1: plain 1F1B
     sequence_parallel: bool = True  # the norms' and dropouts' activations split over tp too (Korthikanti et al.)
 
 
@@ -64,8 +73,10 @@ class Step:
     global_batch: int | None = None  # sequences a step (None: no pipeline bubble reckoned)
     recompute: str = "none"  # activation recomputation: none, selective or full (count.RECOMPUTE)
     kernel: str = "flash"  # attention kernel: flash keeps no scores, eager keeps them
-    optimizer: str = "adam"  # memory.OPTIMIZERS
-    precision: str = "bf16"  # memory.PRECISIONS
+    optimizer: str = "adam"  # frameworks.MOMENT_BYTES
+    precision: str = "bf16"  # bf16 mixed precision, or fp8 matmuls beside it
+    framework: str = "megatron"  # frameworks.FRAMEWORKS: the dtypes and buffers of its states and its loss
+    loss: str = "full"  # the cross-entropy: "full" logits at once, or "chunked" (a fused, chunked kernel)
     mtp: bool | None = None  # the multi-token prediction modules trained (None: whenever the model has them)
 
 
@@ -79,6 +90,7 @@ class TrainingRun:
     tokens_per_s: float | None = None  # measured, all devices together: it gives the wall-clock directly
     budget: float | str | None = None  # compute for the Chinchilla optimum (None: this run's)
     goodput: float = 1.0  # the share of the wall-clock spent training
+    min_gpus: bool = False  # search the fewest devices whose layout fits (layouts.fewest_devices)
 
 
 @dataclass(frozen=True)

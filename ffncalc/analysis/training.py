@@ -56,24 +56,43 @@ def parse_count(text: str, name: str) -> int:
 MAX_COUNT = 10**30  # tokens or FLOPs: far beyond any run (GPT-4-scale budgets are ~1e25), and within a float
 
 
+# The share of the datasheet peak a run achieves end to end when none is given, by the peak it is timed at.
+# bf16: Llama 3 405B's pre-training reached 38–43% BF16 MFU on 8K–16K H100s (Dubey et al. 2024, Table 4): 0.4.
+# fp8: DeepSeek-V3's pre-training, fp8 mixed precision, took 2.664M H800 GPU-hours for 14.8T tokens (arXiv:2412.19437,
+# Table 1 and §3.3): 6 × 37.6B active parameters × 14.8T tokens / (2.664M h × 3,600 s × 1,978.9 TFLOP/s fp8 peak)
+# = 0.176 of the fp8 peak, 0.88 of the bf16 default's 396 TFLOP/s: fp8 matmuls with bf16 everything else (and an
+# MoE's all-to-all) gain less than the doubled peak suggests. A calibration record (docs/guide/accuracy.md).
+DEFAULT_MFU = {"bf16": 0.4, "fp16": 0.4, "fp32": 0.4, "fp8": 0.176}
+
+
 @dataclass(frozen=True)
 class Throughput:
-    """Achieved FLOP/s of one device: given, or a datasheet peak times an MFU."""
+    """Achieved FLOP/s of one device: given, or a datasheet peak times an MFU; ``busy``: achieved while busy (a
+    kernel efficiency), so the pipeline bubble stretches the time."""
 
     flops_per_s: float
     how: str
+    busy: bool = False
 
 
 def throughput(device: Device, dtype: str) -> Throughput | None:
-    hw, tflops, mfu = device.hw, device.tflops, device.mfu
+    hw, tflops = device.hw, device.tflops
     if tflops is not None:
-        return Throughput(tflops * 1e12, f"{tflops} TFLOP/s per device, as given")
+        return Throughput(tflops * 1e12, f"{tflops} TFLOP/s per device, as given, end to end")
     if hw is None:
         return None
     peak = hw.tflops.get(PEAK_DTYPE[dtype])
     if peak is None:
         raise InputError(f"--hardware {hw.key}: its datasheet gives no {dtype} figure")
-    return Throughput(peak * mfu * 1e12, f"{hw.name} {dtype} peak {peak} TFLOP/s × MFU {mfu} ({hw.source})")
+    if device.kernel_mfu is not None:
+        return Throughput(
+            peak * device.kernel_mfu * 1e12,
+            f"{hw.name} {dtype} peak {peak} TFLOP/s × kernel MFU {device.kernel_mfu} while busy ({hw.source})",
+            True,
+        )
+    mfu = device.mfu if device.mfu is not None else DEFAULT_MFU[PEAK_DTYPE[dtype]]
+    given = "" if device.mfu is not None else f", the {dtype} default (training.DEFAULT_MFU)"
+    return Throughput(peak * mfu * 1e12, f"{hw.name} {dtype} peak {peak} TFLOP/s × MFU {mfu} end to end{given} ({hw.source})")
 
 
 def compute_optimal(budget: float) -> tuple[float, float]:
@@ -140,8 +159,9 @@ def train(
     else:
         rate = throughput(device, dtype)
         if rate:
-            busy = total / (rate.flops_per_s * gpus)
-            seconds = busy / (1 - bubble)
+            seconds = total / (rate.flops_per_s * gpus)
+            if rate.busy:  # a kernel efficiency: the pipeline's idle share stretches the time
+                seconds /= 1 - bubble
             out.append(Figure("device_tflops", "device throughput", rate.flops_per_s / 1e12, "TFLOP/s", rate.how))
     if bubble:
         out.append(Figure("pipeline_bubble", "pipeline bubble (pp−1)/(m+pp−1)", bubble, "of step", "Narayanan et al. 2021 §2.2.1"))
@@ -203,67 +223,96 @@ def train(
     return out
 
 
-def bubble_fraction(pp: int, global_batch: int | None, micro_batch: int, dp: int) -> tuple[float, int | None]:
-    """The 1F1B pipeline bubble (pp − 1) / (m + pp − 1) of a step of m = global batch / (micro-batch × dp)
-    micro-batches per pipeline (Narayanan et al. 2021 §2.2.1), and m; no bubble without pp or a batch."""
+def bubble_fraction(pp: int, global_batch: int | None, micro_batch: int, dp: int, virtual: int = 1) -> tuple[float, int | None]:
+    """The pipeline bubble (pp − 1) / (v·m + pp − 1) of a step of m = global batch / (micro-batch × dp) micro-batches
+    per pipeline, each device running v interleaved chunks (Narayanan et al. 2021 §2.2.1–2.2.2: 1F1B at v = 1), and
+    m; no bubble without pp or a batch."""
     if global_batch is None:
         return 0.0, None
     per_pipeline = micro_batch * dp
     if global_batch % per_pipeline:
         raise InputError(f"--global-batch {global_batch} is not a multiple of --micro-batch × dp = {per_pipeline}")
     m = global_batch // per_pipeline
-    return (pp - 1) / (m + pp - 1), m
+    return (pp - 1) / (virtual * m + pp - 1), m
+
+
+def resolve_layout(spec: Model, step: Step, layout: Layout, seq: int) -> Layout:
+    """The layout checked, its ZeRO stage the framework's where none is given, its interleaving against its stages."""
+    from . import parallel
+    from .frameworks import FRAMEWORKS
+
+    zero = FRAMEWORKS[step.framework].zero if layout.zero is None else layout.zero
+    if zero not in ZERO_STAGES:
+        raise InputError(f"--zero {zero}: one of 0, 1, 2, 3")
+    lay = parallel.resolve(spec, replace(layout, zero=zero), seq)
+    if lay.virtual_stages > 1 and lay.pp * lay.virtual_stages > spec.n_layers:
+        raise InputError(
+            f"--virtual-stages {lay.virtual_stages} × --pp {lay.pp} exceeds the {spec.n_layers} layers (each chunk needs one)"
+        )
+    return lay
 
 
 def plan_training(
     spec: Model, label: str, run: TrainingRun, step: Step = Step(), layout: Layout = Layout(), device: Device = Device()
 ) -> Figures:
-    """``train`` and ``train_memory`` together, the arguments and the layout checked, as one keyed result."""
-    from . import parallel
+    """``train`` and ``train_memory`` together, the arguments and the layout checked, as one keyed result; with
+    ``run.min_gpus`` the layout is the one of the fewest devices that fits (layouts.py)."""
     from .conventions import CONVENTIONS
+    from .layouts import fewest_devices, fitting_layout
 
     spec.check_seq_len(step.seq_len, label)
     seq = step.seq_len or spec.context_length
     n_tokens = parse_count(run.tokens, "--tokens") if isinstance(run.tokens, str) else run.tokens
-    hw, reserve, zero = device.hw, device.reserve, layout.zero
-    if zero not in ZERO_STAGES:
-        raise InputError(f"--zero {zero}: one of 0, 1, 2, 3")
+    hw, reserve = device.hw, device.reserve
     if not 0 <= reserve < 1:
         raise InputError(f"--reserve {reserve}: a fraction of the device's memory, from 0 up to 1")
-    lay = parallel.resolve(spec, layout, seq)
+    step = replace(step, seq_len=seq, mtp=trains_mtp(spec, step))
+    searched = None
+    if run.min_gpus:
+        if hw is None or not hw.memory_bytes:
+            raise InputError("--min-gpus: name a device with --hardware, whose memory the layouts must fit")
+        if layout.gpus is not None or layout.dp is not None:
+            raise InputError("--min-gpus searches the device count: leave out --gpus and --dp")
+        searched = fewest_devices(spec, step, layout, device)
+        if searched is None:
+            raise InputError(f"--min-gpus: no layout fits {hw.key} (tp up to {NODE}, any pp, ZeRO 0–3, any recompute)")
+        layout, step = searched
+    lay = resolve_layout(spec, step, layout, seq)
     dtype = peak_dtype(run, step)
-    bubble, m = bubble_fraction(lay.pp, step.global_batch, step.micro_batch, lay.dp)
-    mtp = trains_mtp(spec, step)
+    bubble, m = bubble_fraction(lay.pp, step.global_batch, step.micro_batch, lay.dp, lay.virtual_stages)
     budget = run.budget
     if isinstance(budget, str):
         budget = float(parse_count(budget, "--budget")) if budget else None
     run = replace(run, tokens=n_tokens, dtype=dtype, budget=budget)
-    figures = train(spec, run, replace(step, mtp=mtp), device, lay.gpus, bubble)
-    step = replace(step, seq_len=seq, mtp=mtp)
+    figures = train(spec, run, step, device, lay.gpus, bubble)
     memory = train_memory(spec, step, lay, device, m)
     figures += memory
-    convention, goodput, micro_batch, recompute = run.convention, run.goodput, step.micro_batch, step.recompute
+    convention, goodput, mtp = run.convention, run.goodput, step.mtp
     conv = CONVENTIONS[convention]
     inputs = {
         "model": label,
         "tokens": n_tokens,
         "seq_len": seq,
         "convention": convention,
-        "recompute": recompute,
+        "recompute": step.recompute,
         "hardware": hw.key if hw else None,
         "tflops": device.tflops,
         "mfu": device.mfu,
+        "kernel_mfu": device.kernel_mfu,
         "gpus": lay.gpus,
         "dtype": dtype,
         "tokens_per_s": run.tokens_per_s,
-        "micro_batch": micro_batch,
+        "micro_batch": step.micro_batch,
         "global_batch": step.global_batch,
         "optimizer": step.optimizer,
         "precision": step.precision,
-        "zero": zero,
+        "framework": step.framework,
+        "loss": step.loss,
+        "zero": lay.zero,
         "dp": lay.dp,
         "tp": lay.tp,
         "pp": lay.pp,
+        "virtual_stages": lay.virtual_stages,
         "cp": lay.cp,
         "ep": lay.ep,
         "attention_kernel": step.kernel,
@@ -271,6 +320,7 @@ def plan_training(
         "mtp": mtp,
         "goodput": goodput,
         "sequence_parallel": lay.sequence_parallel,
+        "min_gpus": run.min_gpus,
     }
     view = {
         "full": "executed dense (the full square)",
@@ -280,21 +330,34 @@ def plan_training(
     }[conv.attention]
     notes = [
         f"layout: dp {lay.dp} × tp {lay.tp} × pp {lay.pp} × cp {lay.cp} = {lay.gpus} devices"
-        + (f", ep {lay.ep} inside dp" if lay.ep > 1 else ""),
+        + (f", ep {lay.ep} inside dp" if lay.ep > 1 else "")
+        + (f", {lay.virtual_stages} interleaved chunks a pipeline device" if lay.virtual_stages > 1 else "")
+        + f"; ZeRO {lay.zero}; framework {step.framework}",
         f"convention: {conv.name} — {conv.summary} [{conv.source}]",
         f"attention FLOPs in the convention's figures: {view}; 'useful' counts exact matmuls with causal "
         "attention, 'executed' the full square",
-        "memory on the most loaded device: its stage's dense parameters / tp, routed experts / (tp × ep); "
-        "activations after Korthikanti et al. 2022 summed over that stage's layers, times the micro-batches "
-        "1F1B keeps in flight; logits and the loss are left out",
-        "time: --tokens-per-s gives it directly; else --tflops or the peak × --mfu while busy, "
-        "stretched by the pipeline bubble when --global-batch gives the micro-batches"
+        "memory on the most loaded device: its stage's dense parameters / tp, routed experts / (tp × ep), in the "
+        f"framework's dtypes ({step.framework}); gathered weights and gradients under ZeRO 3; activations after "
+        "Korthikanti et al. 2022 summed over that stage's layers, times the micro-batches in flight; at the peak "
+        "the larger of the logits and loss (last stage) or one recomputed layer; the caching allocator's share and "
+        "a fixed CUDA allowance",
+        "time: --tokens-per-s gives it directly; --tflops or the peak × --mfu (default per precision) are end to "
+        "end, the pipeline bubble inside them; --kernel-mfu is the efficiency while busy, stretched by the bubble "
+        "when --global-batch gives the micro-batches"
         + (
             f"; all of it ÷ the goodput {goodput:g}"
             if goodput < 1
             else "; no time lost to failures and restarts (--goodput sets the fraction spent training)"
         ),
     ]
+    if searched is not None:
+        notes.insert(
+            0,
+            f"the fewest devices that fit: {lay.gpus:,} as --tp {lay.tp} --pp {lay.pp} --dp {lay.dp}"
+            + (f" --ep {lay.ep}" if lay.ep > 1 else "")
+            + f" --zero {lay.zero} --recompute {step.recompute} (tp up to {NODE}, within a node; pp a power of two; "
+            "ZeRO 0–3; recompute none, selective or full)",
+        )
     if hw is not None and hw.memory_bytes:
         free = next(f.value for f in memory if f.id == "free_bytes_per_device")
         notes.insert(
@@ -302,8 +365,8 @@ def plan_training(
             ("fits" if free >= 0 else "does NOT fit")
             + f" on {hw.key}: "
             + (f"{free / 2**30:,.1f} GiB left over" if free >= 0 else f"short by {-free / 2**30:,.1f} GiB")
-            + f" per device, after a {reserve:.0%} allowance for the CUDA context, communication buffers "
-            "and fragmentation (a round allowance, not a measurement)",
+            + " per device, after the caching allocator's share and a fixed allowance for the CUDA context and "
+            "communication buffers" + (f", and {reserve:.0%} of the memory kept free" if reserve else ""),
         )
         if free < 0:
             found = fitting_layout(spec, step, lay, device)
@@ -314,8 +377,8 @@ def plan_training(
                 f"node of {NODE})"
                 if found
                 else f"no layout of {lay.gpus:,} devices fits (tp up to {NODE}, within a node; any pp; ZeRO "
-                f"{zero} to 3) at micro-batch {micro_batch} with recompute {recompute}: try more devices, "
-                "--recompute full or a shorter sequence per device (--cp)",
+                f"{lay.zero} to 3) at micro-batch {step.micro_batch} with recompute {step.recompute}: try more "
+                "devices, --recompute full, a shorter sequence per device (--cp) or --min-gpus",
             )
     if spec.mtp_layers:
         notes.append(
@@ -323,28 +386,3 @@ def plan_training(
             + ("counted, as a run that trains them executes" if mtp else "left out (--no-mtp)")
         )
     return Figures(f"training {label} on {n_tokens:,} tokens", inputs, figures, notes)
-
-
-def fitting_layout(spec: Model, step: Step, layout: Layout, device: Device) -> Layout | None:
-    """The layout of ``layout.gpus`` devices that fits ``step`` with the least model parallelism (its context and
-    expert parallelism as given): tp × pp ascending (tp up to a node, the larger tp first: it splits activations
-    as well as weights), each with the given ZeRO stage or a higher one up to 2, which move no more bytes than
-    data parallelism does; ZeRO 3's 1.5 times that only after every layout (Rajbhandari et al. 2020 §7); None
-    when none fits."""
-    from . import parallel
-
-    gpus, cp = layout.gpus, layout.cp
-    if gpus % cp:
-        return None
-    shapes = parallel.model_splits(spec.n_layers, gpus // cp)
-    candidates = [(z, tp, pp) for tp, pp in shapes for z in range(layout.zero, 3)] + [(3, tp, pp) for tp, pp in shapes]
-    for z, tp, pp in candidates:
-        try:
-            lay = parallel.resolve(spec, replace(layout, dp=None, tp=tp, pp=pp, zero=z), step.seq_len)
-            m = bubble_fraction(pp, step.global_batch, step.micro_batch, lay.dp)[1]
-        except InputError:
-            continue
-        memory = train_memory(spec, step, lay, device, m)
-        if next(f.value for f in memory if f.id == "free_bytes_per_device") >= 0:
-            return lay
-    return None

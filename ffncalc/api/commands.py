@@ -9,7 +9,18 @@ from collections.abc import Callable, Iterable
 from typing import Any, Optional
 
 from ..analysis.conventions import DEFAULT
-from ..analysis.plan import DEFAULT_CHUNK, Device, FitRun, Formats, InferenceRun, Layout, Placement, Step, TrainingRun
+from ..analysis.plan import (
+    DEFAULT_CHUNK,
+    TRAIN_RESERVE,
+    Device,
+    FitRun,
+    Formats,
+    InferenceRun,
+    Layout,
+    Placement,
+    Step,
+    TrainingRun,
+)
 from ..errors import InputError, MissingDependency
 from . import options as o
 from .models import Model, Source, reference, resolve
@@ -281,7 +292,8 @@ def train(
     hardware_file: str | None = None,
     tflops: float | None = Device.tflops,
     gpus: int | None = Layout.gpus,
-    mfu: float = Device.mfu,
+    mfu: float | None = Device.mfu,
+    kernel_mfu: float | None = Device.kernel_mfu,
     dtype: str | None = TrainingRun.dtype,
     tokens_per_s: float | None = TrainingRun.tokens_per_s,
     budget: float | str | None = TrainingRun.budget,
@@ -289,17 +301,21 @@ def train(
     global_batch: int | None = Step.global_batch,
     optimizer: str = Step.optimizer,
     precision: str = Step.precision,
-    zero: int = Layout.zero,
+    framework: str = Step.framework,
+    loss: str = Step.loss,
+    zero: int | None = Layout.zero,
     dp: int | None = Layout.dp,
     tp: int = Layout.tp,
     sequence_parallel: bool = Layout.sequence_parallel,
     pp: int = Layout.pp,
+    virtual_stages: int = Layout.virtual_stages,
     cp: int = Layout.cp,
     ep: int = Layout.ep,
-    reserve: float = Device.reserve,
+    reserve: float = TRAIN_RESERVE,
     goodput: float = TrainingRun.goodput,
     attention_kernel: str = Step.kernel,
     mtp: bool | None = Step.mtp,
+    min_gpus: bool = TrainingRun.min_gpus,
 ) -> Plan:
     """A training run: FLOPs, GPU-hours and days, the compute-optimal size, memory per device. ``tokens``: a count
     (``10**12``) or text (``"1T"``, ``"300B"``, ``"300e9"``); ``budget`` likewise."""
@@ -314,6 +330,9 @@ def train(
         o.number("budget", budget, 0, 1e30)
     o.flag_value("sequence_parallel", sequence_parallel)
     o.flag_value("mtp", mtp)
+    o.flag_value("min_gpus", min_gpus)
+    o.choice("framework", framework, o.FrameworkName)
+    o.choice("loss", loss, o.LossName)
     o.choice("convention", convention, o.ConventionName)
     o.choice("recompute", recompute, o.RecomputeName)
     o.choice("optimizer", optimizer, o.OptimizerName)
@@ -323,11 +342,12 @@ def train(
         o.choice("dtype", dtype, o.HardwareDtype)
     for name, value in (("seq_len", seq_len), ("gpus", gpus), ("micro_batch", micro_batch), ("global_batch", global_batch)):
         o.whole(name, value)
-    for name, value in (("dp", dp), ("tp", tp), ("pp", pp), ("cp", cp), ("ep", ep)):
+    for name, value in (("dp", dp), ("tp", tp), ("pp", pp), ("virtual_stages", virtual_stages), ("cp", cp), ("ep", ep)):
         o.whole(name, value)
     o.whole("zero", zero, 0, 3)
     o.number("tflops", tflops, 0, 1e9)
     o.number("mfu", mfu, 0, 1)
+    o.number("kernel_mfu", kernel_mfu, 0, 1)
     o.number("tokens_per_s", tokens_per_s, 0, 1e15)
     o.number("reserve", reserve, 0, 0.99, above=False)
     o.number("goodput", goodput, 0, 1)
@@ -336,7 +356,9 @@ def train(
     answer = plan_training(
         m.stack,
         m.label,
-        TrainingRun(tokens, convention=convention, dtype=dtype, tokens_per_s=tokens_per_s, budget=budget, goodput=goodput),
+        TrainingRun(
+            tokens, convention=convention, dtype=dtype, tokens_per_s=tokens_per_s, budget=budget, goodput=goodput, min_gpus=min_gpus
+        ),
         Step(
             seq_len=seq_len,
             micro_batch=micro_batch,
@@ -345,10 +367,22 @@ def train(
             kernel=attention_kernel,
             optimizer=optimizer,
             precision=precision,
+            framework=framework,
+            loss=loss,
             mtp=mtp,
         ),
-        Layout(gpus=gpus, dp=dp, tp=tp, pp=pp, cp=cp, ep=ep, zero=zero, sequence_parallel=sequence_parallel),
-        Device(hw, tflops=tflops, mfu=mfu, reserve=reserve),
+        Layout(
+            gpus=gpus,
+            dp=dp,
+            tp=tp,
+            pp=pp,
+            virtual_stages=virtual_stages,
+            cp=cp,
+            ep=ep,
+            zero=zero,
+            sequence_parallel=sequence_parallel,
+        ),
+        Device(hw, tflops=tflops, mfu=mfu, kernel_mfu=kernel_mfu, reserve=reserve),
     )
     return Plan(answer, "train")
 

@@ -26,6 +26,11 @@ def activation_ops(name: str) -> int:
     return EXTRA_ACTIVATION_OPS[name] if name in EXTRA_ACTIVATION_OPS else ACTIVATION_OPS[name]
 
 
+# Activations whose backward reads their result, not their input (torch's tools/autograd/derivatives.yaml: relu,
+# sigmoid and tanh use ``result``; gelu and silu ``self``), and the identity, which has no input of its own to keep.
+OUTPUT_SAVING = frozenset({"relu", "sigmoid", "tanh", "identity"})
+
+
 @register
 @dataclass(frozen=True)
 class DenseFFN(Block):
@@ -87,9 +92,11 @@ class DenseFFN(Block):
     def kept_elements(self, model) -> int:
         """Dense: the input x (for up's weight gradient), the pre-activation (for the activation's gradient)
         and the activation (for down's weight gradient): d + 2·d_ff. Gated: x, the gate and up outputs, the
-        activated gate (for the product's gradient) and the product (for down): d + 4·d_ff. A sub-norm keeps
-        its output for down as well: d_ff more."""
-        return model.d_model + ((4 if self.gated else 2) + int(self.sub_norm)) * self.d_ff
+        activated gate (for the product's gradient) and the product (for down): d + 4·d_ff. An activation whose
+        gradient reads its own output (ReLU, sigmoid, tanh, identity) needs no pre-activation: d_ff fewer. A
+        sub-norm keeps its output for down as well: d_ff more."""
+        pre = 0 if self.activation in OUTPUT_SAVING else 1
+        return model.d_model + ((3 if self.gated else 1) + pre + int(self.sub_norm)) * self.d_ff
 
     def torch_module(self, model, causal: bool):
         return mlp_module()(model.d_model, self, model.norm)

@@ -9,7 +9,7 @@ from typing import Optional
 
 from .. import api
 from ..analysis.conventions import CONVENTIONS, DEFAULT
-from ..analysis.plan import DEFAULT_CHUNK, Device, FitRun, Formats, InferenceRun, Layout, Placement, Step, TrainingRun
+from ..analysis.plan import DEFAULT_CHUNK, TRAIN_RESERVE, Device, FitRun, Formats, InferenceRun, Layout, Placement, Step, TrainingRun
 from ..api.options import (
     BenchBlock,
     BenchDevice,
@@ -17,9 +17,11 @@ from ..api.options import (
     ConventionName,
     DecodeForm,
     FigureWidth,
+    FrameworkName,
     HardwareDtype,
     KernelName,
     KindName,
+    LossName,
     MatchName,
     OptimizerName,
     PrecisionName,
@@ -382,7 +384,18 @@ def train(
         Device.tflops, "--tflops", check=finite(0, 1e9), help="Achieved TFLOP/s per device, instead of peak × MFU."
     ),
     gpus: Optional[int] = opt(Layout.gpus, "--gpus", min=1, max=LIMIT, help="Devices (alone: data parallelism)."),
-    mfu: float = opt(Device.mfu, "--mfu", check=finite(0, 1), help="Model FLOPs utilisation, with --hardware."),
+    mfu: Optional[float] = opt(
+        Device.mfu,
+        "--mfu",
+        check=finite(0, 1),
+        help="Model FLOPs utilisation end to end, the pipeline bubble in it (default: 0.4 bf16, 0.176 fp8).",
+    ),
+    kernel_mfu: Optional[float] = opt(
+        Device.kernel_mfu,
+        "--kernel-mfu",
+        check=finite(0, 1),
+        help="Share of the peak while busy, instead of --mfu: the pipeline bubble is added.",
+    ),
     dtype: Optional[str] = opt(
         TrainingRun.dtype, "--dtype", choices=HardwareDtype, help="Which datasheet peak (default: the precision's)."
     ),
@@ -396,7 +409,13 @@ def train(
     ),
     optimizer: str = opt(Step.optimizer, "--optimizer", choices=OptimizerName, help="Mixed-precision Adam or 8-bit Adam."),
     precision: str = opt(Step.precision, "--precision", choices=PrecisionName, help="bf16 mixed precision, or fp8 training."),
-    zero: int = opt(Layout.zero, "--zero", min=0, max=3, help="ZeRO stage: 1 optimizer, 2 + gradients, 3 + weights (FSDP)."),
+    framework: str = opt(
+        Step.framework, "--framework", choices=FrameworkName, help="Whose dtypes, buffers and loss the memory follows."
+    ),
+    loss: str = opt(Step.loss, "--loss", choices=LossName, help="Cross-entropy over all logits at once, or chunked (fused)."),
+    zero: Optional[int] = opt(
+        Layout.zero, "--zero", min=0, max=3, help="ZeRO stage: 1 optimizer, 2 + gradients, 3 + weights (default: the framework's)."
+    ),
     dp: Optional[int] = opt(Layout.dp, "--dp", min=1, max=LIMIT, help="Data-parallel degree (default: what the others leave)."),
     tp: int = opt(Layout.tp, "--tp", min=1, max=LIMIT, help="Tensor-parallel degree."),
     sequence_parallel: bool = opt(
@@ -405,9 +424,15 @@ def train(
         help="Split the norms' and dropouts' activations over --tp too (Korthikanti et al. 2022).",
     ),
     pp: int = opt(Layout.pp, "--pp", min=1, max=LIMIT, help="Pipeline-parallel degree."),
+    virtual_stages: int = opt(
+        Layout.virtual_stages, "--virtual-stages", min=1, max=LIMIT, help="Chunks a pipeline device runs (interleaved 1F1B)."
+    ),
     cp: int = opt(Layout.cp, "--cp", min=1, max=LIMIT, help="Context-parallel degree."),
     ep: int = opt(Layout.ep, "--ep", min=1, max=LIMIT, help="Expert-parallel degree (inside dp)."),
-    reserve: float = opt(Device.reserve, "--reserve", min=0, max=0.99, help="Memory fraction set aside for the framework."),
+    reserve: float = opt(TRAIN_RESERVE, "--reserve", min=0, max=0.99, help="Memory fraction kept free beside the allowances."),
+    min_gpus: bool = opt(
+        TrainingRun.min_gpus, "--min-gpus", help="Find the fewest devices and the layout that fit (with --hardware)."
+    ),
     goodput: float = opt(
         TrainingRun.goodput,
         "--goodput",
@@ -435,6 +460,7 @@ def train(
         tflops=tflops,
         gpus=gpus,
         mfu=mfu,
+        kernel_mfu=kernel_mfu,
         dtype=dtype,
         tokens_per_s=tokens_per_s,
         budget=budget,
@@ -442,17 +468,21 @@ def train(
         global_batch=global_batch,
         optimizer=optimizer,
         precision=precision,
+        framework=framework,
+        loss=loss,
         zero=zero,
         dp=dp,
         tp=tp,
         sequence_parallel=sequence_parallel,
         pp=pp,
+        virtual_stages=virtual_stages,
         cp=cp,
         ep=ep,
         reserve=reserve,
         goodput=goodput,
         attention_kernel=kernel,
         mtp=mtp,
+        min_gpus=min_gpus,
     )
     _show(output, result)
 

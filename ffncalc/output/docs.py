@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from ..analysis import accuracy
 from ..analysis.compare import compare_block, compare_model, sweep
 from ..analysis.conventions import CONVENTIONS
 from ..analysis.count import tally
@@ -67,6 +68,7 @@ def build(verify: bool = True) -> dict[str, bytes]:
     files["conventions.md"] = _conventions_page(loaded["gpt3-175b"], loaded)
     files["will-it-fit.md"] = _fit_page(loaded)
     files["figures.md"] = _figures_page()
+    files["guide/accuracy.md"] = accuracy.page(NOTICE)
 
     tallies = [tally(loaded[n], model=n) for n in names]
     files["plots/share.svg"] = _marked(plot.save(plot.share_figure(tallies), "svg"))
@@ -423,7 +425,7 @@ def _fit_page(loaded) -> str:
     """Worked examples of fit and train, each with its command and the answer it prints."""
     from ..analysis import hardware
     from ..analysis.fit import plan_fit
-    from ..analysis.plan import Device, FitRun, Formats, Layout, Placement, Step, TrainingRun
+    from ..analysis.plan import TRAIN_RESERVE, Device, FitRun, Formats, Layout, Placement, Step, TrainingRun
     from ..analysis.training import plan_training
 
     parts = [
@@ -437,8 +439,11 @@ def _fit_page(loaded) -> str:
         "experts), with the communication between them; and the fewest devices one copy fits on (tp within a "
         "node of 8, then pipeline stages). `ffncalc infer` gives the same with the prompt and generation's FLOPs; "
         "`ffncalc train` splits a training run over dp × tp × pp × cp devices (ep inside dp) and gives "
-        "each device's weights, gradients, optimizer states (ZeRO 0–3) and activations; when they do not fit, "
-        "it names the layout of the same devices that does with the least model parallelism.\n\n",
+        "each device's weights, gradients and optimizer states in its framework's dtypes (`--framework`, ZeRO 0–3), "
+        "the gathered buffers of ZeRO 3, the activations of the micro-batches in flight, the logits and loss, a "
+        "recomputed layer and the allocator's share; when they do not fit, it names the layout of the same devices "
+        "that does with the least model parallelism, and `--min-gpus` finds the fewest devices any layout fits on "
+        "([how close the plans come to published runs](guide/accuracy.md)).\n\n",
         "Weight formats (`--dtype`, `--experts-dtype`), bits per weight from their block layouts:\n\n",
     ]
     from ..analysis.formats import FORMATS
@@ -520,7 +525,7 @@ def _fit_page(loaded) -> str:
                 TrainingRun("15T"),
                 Step(seq_len=8192, recompute="selective", global_batch=512),
                 Layout(gpus=64, tp=8, pp=2, zero=1),
-                Device(hardware.by_key("h100-sxm")),
+                Device(hardware.by_key("h100-sxm"), reserve=TRAIN_RESERVE),
             )
         parts += [f"\n## {title}\n\n", f"```\n$ {command}\n```\n\n", to_markdown(render.figures_doc(result))]
     return "".join(parts)

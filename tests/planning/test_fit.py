@@ -2,13 +2,14 @@
 derivations and published runs."""
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from ffncalc.analysis import formats, hardware, inference, memory, serving, training
 from ffncalc.analysis.fit import plan_fit
-from ffncalc.analysis.plan import Device, FitRun, Formats, InferenceRun, Layout, Placement, Step, TrainingRun
+from ffncalc.analysis.plan import TRAIN_RESERVE, Device, FitRun, Formats, InferenceRun, Layout, Placement, Step, TrainingRun
 from ffncalc.sources import presets
 
 PRESETS = Path(__file__).resolve().parents[2] / "presets"
@@ -34,59 +35,79 @@ def llama3_70b_layer():
 
 def test_llama3_70b_on_64_gpus():
     """--gpus 64 --tp 8 --pp 2 leaves dp 4. Stage 0 holds the embedding (128,256 × 8,192) and layers 0–39 and
-    keeps both micro-batches of 1F1B in flight, so it is the most loaded; tp 8 splits it. ZeRO 1 shards the
-    12 bytes of fp32 master, m and v over the 4 replicas. Activations (flash, seq 8,192, micro-batch 1), per
-    token and layer, after Korthikanti et al. 2022 with GQA: attention keeps x, Q, K, V, the heads' output
-    (8192 + 64·128·2 + 8·128·2 elements, 2 bytes each) and a 1-byte dropout mask of d; the SwiGLU FFN x, gate, up,
-    act, product (8192 + 4·28672) and its mask; two norm inputs (2 · 2 · 8192); flash keeps 4 bytes of
-    log-sum-exp per query and head; all ÷ tp."""
+    keeps both micro-batches of 1F1B in flight, so it is the most loaded; tp 8 splits it. Megatron-LM (the default
+    framework) keeps bf16 weights (2 bytes), fp32 main gradients (4) and, sharded by ZeRO 1 (its distributed
+    optimizer) over the 4 replicas, 12 bytes of fp32 master, m and v: 6 + 12/4 (dist_optimizer.md's table).
+    Activations (flash, seq 8,192, micro-batch 1), per token and layer, after Korthikanti et al. 2022 with GQA:
+    attention keeps x, Q, K, V, the heads' output (8192 + 64·128·2 + 8·128·2 elements, 2 bytes each) and a 1-byte
+    dropout mask of d; the SwiGLU FFN x, gate, up, act, product (8192 + 4·28672) and its mask; two norm inputs
+    (2 · 2 · 8192); flash keeps 4 bytes of log-sum-exp per query and head; all ÷ tp. Stage 0 holds no logits and,
+    with selective recomputation, rebuilds no layer; beside its tensors the caching allocator's share and the 2 GiB
+    CUDA allowance (nothing more kept free: train's default reserve)."""
     result = training.plan_training(
         spec("llama3-70b"),
         "llama3-70b",
         TrainingRun("15T"),
         Step(seq_len=8192, recompute="selective", global_batch=512),
         Layout(gpus=64, tp=8, pp=2, zero=1),
-        Device(hardware.by_key("h100-sxm")),
+        Device(hardware.by_key("h100-sxm"), reserve=TRAIN_RESERVE),
     )
     f = ids(result.figures)
     assert result.inputs["dp"] == 4 and f["devices"] == 64
     stage0 = 128_256 * 8192 + 40 * llama3_70b_layer()
     p = -(-stage0 // 8)
     assert f["pipeline_stage"] == 0 and f["params_per_device"] == p == 4_409_606_144
-    assert f["weight_bytes_per_device"] == 2 * p and f["grad_bytes_per_device"] == 2 * p
+    assert f["weight_bytes_per_device"] == 2 * p and f["grad_bytes_per_device"] == 4 * p
     assert f["optimizer_bytes_per_device"] == 12 * p // 4
     per_token = (2 * (8192 + 64 * 256 + 8 * 256) + 8192) + (2 * (8192 + 4 * 28672) + 8192) + 2 * 2 * 8192
     layer = (8192 * per_token + 4 * 64 * 8192) // 8
     assert f["in_flight_micro_batches"] == 2
     assert f["activation_bytes_per_device"] == 2 * 40 * layer
+    assert f["loss_bytes_per_device"] == 0 and f["recompute_bytes_per_device"] == 0
+    assert f["sharding_buffer_bytes_per_device"] == 0  # no ZeRO 3
     # 512 sequences / (micro-batch 1 × dp 4) = 128 micro-batches a pipeline: bubble 1 / 129
     assert f["pipeline_bubble"] == pytest.approx(1 / 129)
-    total = 7 * p + 2 * 40 * layer
-    assert f["free_bytes_per_device"] == 80 * GIB - total - int(80 * GIB * 0.1)
+    total = 9 * p + 2 * 40 * layer
+    assert f["bytes_per_device"] == total
+    assert f["free_bytes_per_device"] == 80 * GIB - total - int(total * memory.ALLOCATOR_SHARE) - 2 * GIB
     assert result.notes[0].startswith("fits on h100-sxm")
-    # the whole of it per device without any parallelism: 16 bytes a parameter, far past 80 GB
+    # the whole of it per device without any parallelism: 18 bytes a parameter, far past 80 GB
     one = ids(
         memory.train_memory(
             spec("llama3-70b"), Step(seq_len=8192, micro_batch=1, recompute="selective"), device=Device(hardware.by_key("h100-sxm"))
         )
     )
-    assert one["state_bytes_per_device"] == 16 * 70_553_706_496 and one["free_bytes_per_device"] < 0
+    assert one["state_bytes_per_device"] == 18 * 70_553_706_496 and one["free_bytes_per_device"] < 0
 
 
 def test_zero_stages_and_fsdp():
-    """ZeRO (Rajbhandari et al. 2020 §5) over dp 8: stage 1 shards the 12 optimizer bytes, 2 also the 2 gradient
-    bytes, 3 (FSDP) the 2 weight bytes too."""
+    """ZeRO (Rajbhandari et al. 2020 §5) over dp 8, in each framework's dtypes. Megatron-LM: stage 1 shards the 12
+    optimizer bytes (its distributed optimizer: 6 + 12/d), 2 also the 4 bytes of fp32 gradients, 3 the 2 weight
+    bytes too. DeepSpeed, as its estimator states its model states: ZeRO 2, 4·P + 16·P/N
+    (estimate_zero2_model_states_mem_needs: bf16 weights and gradients whole, fp32 gradients, master and moments
+    sharded); ZeRO 3, 18·P/N, with 4 bytes of its largest layer gathered (estimate_zero3_model_states_mem_needs;
+    Llama 3 8B's largest tensor is its 128,256 × 4,096 embedding). FSDP2: 16 bytes a parameter sharded (fp32
+    parameters, gradients and moments)."""
     p = 8_030_261_248  # Llama 3 8B
+    step = Step(seq_len=8192, micro_batch=1, recompute="full")
     states = {}
     for z in range(4):
-        f = ids(memory.train_memory(spec("llama3-8b"), Step(seq_len=8192, micro_batch=1, recompute="full"), Layout(dp=8, zero=z)))
+        f = ids(memory.train_memory(spec("llama3-8b"), step, Layout(dp=8, zero=z)))
         states[z] = f["state_bytes_per_device"]
-    assert states[0] == 16 * p
-    assert states[1] == 4 * p + 12 * p // 8
-    assert states[2] == 2 * p + 14 * p // 8
-    assert states[3] == 16 * p // 8
+    assert states[0] == 18 * p
+    assert states[1] == 6 * p + 12 * p // 8
+    assert states[2] == 2 * p + 16 * p // 8
+    assert states[3] == 18 * p // 8
     fp8 = ids(memory.train_memory(spec("llama3-8b"), Step(seq_len=8192, micro_batch=1, recompute="full", precision="fp8")))
     assert fp8["weight_bytes_per_device"] == 3 * p  # bf16 weight + its fp8 copy
+    deepspeed = replace(step, framework="deepspeed")
+    z2 = ids(memory.train_memory(spec("llama3-8b"), deepspeed, Layout(dp=8, zero=2)))
+    assert z2["state_bytes_per_device"] == 4 * p + 16 * p // 8
+    z3 = ids(memory.train_memory(spec("llama3-8b"), deepspeed, Layout(dp=8, zero=3)))
+    assert z3["state_bytes_per_device"] == 18 * p // 8
+    assert z3["sharding_buffer_bytes_per_device"] == 4 * 128_256 * 4096
+    fsdp = ids(memory.train_memory(spec("llama3-8b"), replace(step, framework="fsdp2"), Layout(dp=8)))
+    assert fsdp["state_bytes_per_device"] == 16 * p // 8
 
 
 def test_deepseek_v3_with_ep_64():
