@@ -74,7 +74,7 @@ def plan_fit(
         "tflops": device.tflops,
         **serving_inputs(formats, placement, device, eng),
     }
-    notes = [verdict, serving.formats_note(fmt, efmt), note, ROOFLINE_NOTE]
+    notes = [verdict, serving.formats_note(fmt, efmt, formats.keep), note, ROOFLINE_NOTE]
     if hw.bandwidth_gbs:
         from .rates import notes as rate_notes
 

@@ -313,8 +313,9 @@ COMPONENTS = ("attention", "ffn", "experts")
 
 
 def rules(keep: tuple[str, ...]) -> list[tuple[str, tuple[int, int] | None, Format]]:
-    """--keep overrides, each COMPONENT=FORMAT (attention, ffn or experts) or layers:A-B=FORMAT (layers A to B,
-    counting from 0; layers:A for one), later ones winning: (component or "", layer range or None, format)."""
+    """--keep overrides, each COMPONENT=FORMAT (attention, ffn or experts), layers:A-B=FORMAT (layers A to B,
+    counting from 0; layers:A for one) or layers:A-B/COMPONENT=FORMAT, later ones winning: (component or "", layer
+    range or None, format)."""
     out: list[tuple[str, tuple[int, int] | None, Format]] = []
     for item in keep:
         what, _, name = item.partition("=")
@@ -322,13 +323,16 @@ def rules(keep: tuple[str, ...]) -> list[tuple[str, tuple[int, int] | None, Form
             raise InputError(f"--keep {item}: COMPONENT=FORMAT or layers:A-B=FORMAT")
         f = named(name, "--keep")
         if what.startswith("layers:"):
+            what, _, part = what.partition("/")
+            if part and part not in COMPONENTS:
+                raise InputError(f"--keep {item}: the component is one of {', '.join(COMPONENTS)}")
             a, _, b = what[7:].partition("-")
             if not (a.isdigit() and (b.isdigit() or not b)):
                 raise InputError(f"--keep {item}: layers:A-B, two layer numbers from 0")
             lo, hi = int(a), int(b or a)
             if hi < lo:
                 raise InputError(f"--keep {item}: the range's end is before its start")
-            out.append(("", (lo, hi + 1), f))
+            out.append((part, (lo, hi + 1), f))
         elif what in COMPONENTS:
             out.append((what, None, f))
         else:
@@ -357,9 +361,9 @@ def overridden(spec: Model, fmt: Format, experts: Format | None, keep: tuple[str
     def pick(r, layer: int | None) -> Format:
         f = experts if r.expert else fmt
         for what, span, g in found:
-            if span is not None and layer is not None and span[0] <= layer < span[1]:
-                f = g
-            elif what == "experts" and r.expert or what == r.slot and not r.expert:
+            if span is not None and (layer is None or not span[0] <= layer < span[1]):
+                continue
+            if not what or what == "experts" and r.expert or what == r.slot and not r.expert:
                 f = g
         return f
 

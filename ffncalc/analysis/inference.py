@@ -292,7 +292,7 @@ def plan_inference(
         **serving_inputs(formats, placement, device, eng),
     }
     notes = [
-        serving.formats_note(fmt, efmt),
+        serving.formats_note(fmt, efmt, formats.keep),
         "FLOPs: exact matmul counts; prefill over the causal triangle (within each layer's "
         "window or chunk), each decode step's query against every key its layer caches; "
         + (

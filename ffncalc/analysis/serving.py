@@ -479,10 +479,12 @@ def verdict(f: Fit, p: Placement, hw: Hardware, context: int, batch: int) -> str
     )
 
 
-def formats_note(fmt: Format, experts: Format | None) -> str:
+def formats_note(fmt: Format, experts: Format | None, keep: tuple[str, ...] = ()) -> str:
     text = f"weights: {fmt.name}, {float(fmt.bits):g} bits per weight in large matrices — {fmt.source}"
     if experts is not None and experts is not fmt:
         text += f"; routed experts: {experts.name}, {float(experts.bits):g} bits — {experts.source}"
+    if keep:
+        text += f"; kept apart (--keep, or the checkpoint's quantization_config): {', '.join(keep)}"
     return text
 
 

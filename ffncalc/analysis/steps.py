@@ -93,7 +93,8 @@ def prefill(s: Setting, eff: Efficiency, flops: float, shares: list[float], toke
     stage_chunk_s = []
     for st in serving.stages(spec, s.w, p.pp):
         compute = flops * shares[st.index] / p.replicas / (p.tp * peak) if peak else 0.0
-        weights = (st.read + st.experts) / p.tp / (s.bandwidth * eff.bandwidth) * chunks
+        held = st.read / p.tp + st.experts / (p.ep if p.ep > 1 else p.tp)
+        weights = held / (s.bandwidth * eff.bandwidth) * chunks
         comm = serving.stage_comm_s(spec, st, p, tokens, s.link, chunks)
         layers = st.stop - st.first + (1 if st.last else 0)
         stage_chunk_s.append((max(compute, weights) + comm + eff.layer_s * layers * chunks) / chunks)

@@ -387,6 +387,17 @@ def _serving(
     return f, Placement(**placement), Device(hardware, **device), eng
 
 
+def _kept(model: Model | Source, formats: Formats) -> Formats:
+    """A quantized checkpoint's config.json names the modules it leaves unquantized: without --keep, those."""
+    if formats.keep or isinstance(model, Model) or formats.dtype in ("bf16", "fp16", "fp32"):
+        return formats
+    from dataclasses import replace
+
+    from ..sources.hf.quantization import kept
+
+    return replace(formats, keep=kept(reference(model)))
+
+
 def infer(
     model: Model | Source,
     *,
@@ -450,6 +461,7 @@ def infer(
         hw,
     )
     m = resolve(model)
+    formats = _kept(model, formats)
     drafting = None
     if draft_model is not None:
         try:
@@ -523,5 +535,6 @@ def fit(
         hw,
     )
     m = resolve(model)
+    formats = _kept(model, formats)
     run = FitRun(context or m.context_length, batch=batch, chunk=prefill_chunk or eng.chunk)
     return Plan(plan_fit(m.stack, m.label, run, formats, placement, dev, eng), "fit")
