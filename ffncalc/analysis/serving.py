@@ -54,8 +54,8 @@ def place(spec: Model, placement: Placement) -> Placement:
     if g is not None:
         if not 1 <= g <= spec.n_layers:
             raise InputError(f"--gpu-layers {g}: from 1 to the model's {spec.n_layers} layers (the device's share is planned)")
-        if pp > 1 and g < spec.n_layers:
-            raise InputError(f"--gpu-layers {g} with --pp {pp}: layers offloaded to the CPU are modelled on one stage")
+        if gpus > 1 and g < spec.n_layers:
+            raise InputError(f"--gpu-layers {g} with --gpus {gpus}: layers offloaded to the CPU are modelled beside one device")
     if placement.cpu_experts and not any(b.routed_experts() for b in spec.blocks()):
         raise InputError("--cpu-experts: the model has no routed experts")
     return replace(placement, gpus=gpus, tp=tp)

@@ -143,6 +143,10 @@ def test_expected_never_beats_the_roofline():
         (["--gpu-layers", "33"], "--gpu-layers 33: from 1 to the model's 32 layers"),
         (["--engine", "vllm", "--hardware", "m4-max"], "--engine vllm: does not run on m4-max"),
         (["--cpu-experts"], "--cpu-experts: the model has no routed experts"),
+        (
+            ["--gpu-layers", "20", "--gpus", "2"],
+            "--gpu-layers 20 with --gpus 2: layers offloaded to the CPU are modelled beside one device",
+        ),
     ],
 )
 def test_bad_serving_options(cli, args, expected):
