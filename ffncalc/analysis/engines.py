@@ -61,6 +61,8 @@ class Engine:
     source: str
 
     def rates(self, hw: Hardware | None) -> Rates:
+        if self.key == "mlx" and hw is not None and not hw.unified:
+            raise InputError(f"--engine mlx: runs on Apple silicon only, not on {hw.key}")
         if hw is not None and hw.unified:
             if self.metal is None:
                 raise InputError(f"--engine {self.key}: does not run on {hw.key} (Apple silicon: llamacpp or mlx)")

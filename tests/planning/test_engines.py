@@ -142,6 +142,7 @@ def test_expected_never_beats_the_roofline():
         (["--keep", "mlp=bf16"], "the component is one of attention, ffn, experts"),
         (["--gpu-layers", "33"], "--gpu-layers 33: from 1 to the model's 32 layers"),
         (["--engine", "vllm", "--hardware", "m4-max"], "--engine vllm: does not run on m4-max"),
+        (["--engine", "mlx"], "--engine mlx: runs on Apple silicon only, not on h100-sxm"),
         (["--cpu-experts"], "--cpu-experts: the model has no routed experts"),
         (
             ["--gpu-layers", "20", "--gpus", "2"],
