@@ -238,7 +238,7 @@ def infer(
         return out
     from . import rates
 
-    served = rates.Served(spec, run, w, fmt, placement, link, device, eng, drafter, kv_bits, costs, prefill, prefill_flops)
+    served = rates.Served(spec, run, w, fmt, efmt, placement, link, device, eng, drafter, kv_bits, costs, prefill, prefill_flops)
     return out + rates.figures(served)
 
 

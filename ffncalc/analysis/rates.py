@@ -29,6 +29,7 @@ class Served:
     run: InferenceRun
     w: WeightBytes
     fmt: Format
+    efmt: Format | None  # the routed experts' (None: fmt)
     p: Placement
     link: Link
     device: Device
@@ -54,7 +55,8 @@ def figures(s: Served) -> list[Figure]:
         peak_dtype, peak = "--tflops", tflops
     bandwidth = hw.bandwidth_gbs * 1e9
     host = (device.cpu_gbs * 1e9, (hw.link_gbs or 32.0) * 1e9)  # the device's own link to the host (PCIe)
-    setting = steps.Setting(spec, s.w, p, link, s.kv_bits, bandwidth, peak * 1e12 if peak else None, host, s.costs)
+    fp8 = (s.efmt or s.fmt).name == "fp8"
+    setting = steps.Setting(spec, s.w, p, link, s.kv_bits, bandwidth, peak * 1e12 if peak else None, host, s.costs, fp8)
     expected = eng.rates(hw).for_format(quantized(s.fmt))
     prompt, generate, batch, draft = run.prompt, run.generate, run.batch, run.draft
     context = prompt + generate

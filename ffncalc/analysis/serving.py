@@ -398,21 +398,27 @@ def decode_weight_parts(spec: Model, w: WeightBytes, p: Placement, batch: int, s
     return st.read / p.tp, read / (p.ep if p.ep > 1 else p.tp)
 
 
-def stage_comm_s(spec: Model, st: Stage, p: Placement, tokens: int, link: Link, forwards: int = 1) -> float:
+# DeepSeek-V3 §3.4 and DeepEP: the dispatch carries fp8 activations with one fp32 scale per 128 values, the
+# combine bf16 — bytes a value of each.
+FP8_DISPATCH = 1 + 4 / 128
+
+
+def stage_comm_s(spec: Model, st: Stage, p: Placement, tokens: int, link: Link, forwards: int = 1, fp8: bool = False) -> float:
     """Communication of ``forwards`` forwards of ``tokens`` tokens in all of one copy through a stage: its
     layers' all-reduces over tp, and the hand-off of the activations (tokens × d_model, 16-bit) to the next
     stage. Stages take devices in order, tp each, so the hand-off after stage s crosses nodes where (s + 1)·tp
     is a multiple of the node. With experts shared across copies (ep beyond tp), a mixture layer dispatches
     each token to its k experts and combines their outputs, two all-to-alls of k × d_model 16-bit values a
     token from each device's share of the tokens (DeepSeek-V3 §3.4's dispatch and combine), in place of the
-    FFN's all-reduce."""
+    FFN's all-reduce; with fp8 experts (``fp8``) the dispatch in fp8 with its scales, the combine in 16 bits."""
     nbytes = tokens * spec.d_model * ACTIVATION_BYTES
     reduces = alltoalls = 0.0
     for layer in spec.layers[st.first : st.stop]:
         moe = next((b for _, b in layer.blocks() if b.routed_experts()), None)
         reduces += collectives(spec, layer) - (1 if moe is not None and p.ep_copies > 1 else 0)
         if moe is not None and p.ep_copies > 1:
-            alltoalls += 2 * alltoall_s(nbytes * moe.active_experts() / p.tp, p.ep, link, forwards)
+            dispatch = FP8_DISPATCH / ACTIVATION_BYTES if fp8 else 1.0
+            alltoalls += (1 + dispatch) * alltoall_s(nbytes * moe.active_experts() / p.tp, p.ep, link, forwards)
     across = (st.index + 1) * p.tp % link.node == 0
     return (
         reduces * allreduce_s(nbytes, p.tp, link, forwards) + alltoalls + (0.0 if st.last else send_s(nbytes, link, forwards, across))

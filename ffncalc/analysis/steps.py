@@ -34,6 +34,7 @@ class Setting:
     peak: float | None
     host: tuple[float, float]
     costs: Callable
+    fp8_experts: bool = False  # the experts' format is fp8: an expert-parallel dispatch in fp8
 
 
 @dataclass(frozen=True)
@@ -63,7 +64,7 @@ def decode_step(s: Setting, eff: Efficiency, context: int, micro: tuple[int, int
         memory_s = on_device / (s.bandwidth * eff.bandwidth) + on_host / (cpu_bw * eff.bandwidth)
         flops = mb * per_step * (fixed + attended(grows, context, context)) / p.tp
         compute_s = flops / (s.peak * eff.compute) if s.peak and not st.cpu else 0.0
-        comm = serving.stage_comm_s(spec, st, p, mb * per_step, s.link)
+        comm = serving.stage_comm_s(spec, st, p, mb * per_step, s.link, fp8=s.fp8_experts)
         if st.cpu:  # the hidden state crosses to the device
             comm = mb * per_step * spec.d_model * ACTIVATION_BYTES / pcie
         layers = st.stop - st.first + (1 if st.last else 0)  # the head's forward too
@@ -95,7 +96,7 @@ def prefill(s: Setting, eff: Efficiency, flops: float, shares: list[float], toke
         compute = flops * shares[st.index] / p.replicas / (p.tp * peak) if peak else 0.0
         held = st.read / p.tp + st.experts / (p.ep if p.ep > 1 else p.tp)
         weights = held / (s.bandwidth * eff.bandwidth) * chunks
-        comm = serving.stage_comm_s(spec, st, p, tokens, s.link, chunks)
+        comm = serving.stage_comm_s(spec, st, p, tokens, s.link, chunks, s.fp8_experts)
         layers = st.stop - st.first + (1 if st.last else 0)
         stage_chunk_s.append((max(compute, weights) + comm + eff.layer_s * layers * chunks) / chunks)
     return sum(stage_chunk_s) if chunks == 1 else (chunks - 1) * max(stage_chunk_s) + sum(stage_chunk_s)

@@ -185,3 +185,24 @@ def test_a_checkpoint_config_names_what_it_keeps(tmp_path):
         == by_hand["weight_bytes"].value
         > ffncalc.fit("llama3-8b", hardware="h100-sxm", dtype="fp8")["weight_bytes"].value
     )
+
+
+def test_an_fp8_dispatch():
+    """Mixtral 8x7B on 4 H100s, two copies of tp 2 sharing the experts over ep 4, experts in fp8: per layer an
+    all-reduce of one token's 8,192 bytes over tp 2 (half of it moved), a dispatch of the device's half of the
+    token's 2 experts' inputs in fp8 with an fp32 scale per 128 values (4,096 × (1 + 4/128) bytes, DeepSeek-V3
+    §3.4), and a combine of the same in bf16 (8,192 bytes), 3/4 of each to the others, at 450 GB/s, no latency."""
+    from ffncalc.analysis import inference
+    from ffncalc.analysis.plan import Device, Formats, InferenceRun, Placement
+
+    s = presets.load("mixtral-8x7b")[1]
+    result = inference.plan_inference(
+        s,
+        "x",
+        InferenceRun(100, 10, batch=2),
+        Formats("bf16", "fp8", "bf16"),
+        Placement(gpus=4, tp=2, ep=4),
+        Device(hardware.by_key("h100-sxm"), link_latency_us=0),
+    )
+    comm = 32 * (8192 / 450e9 + 0.75 * (4096 * (1 + 4 / 128) + 8192) / 450e9)
+    assert result.figures[[f.id for f in result.figures].index("decode_comm_s")].value == pytest.approx(comm, rel=1e-12)
