@@ -61,8 +61,8 @@ def count(
         convention=convention,
         seq_len=seq_len,
         batch=batch,
-        recompute=recompute,
-        partial=True,  # type: ignore[arg-type]
+        recompute=recompute,  # type: ignore[arg-type]  # checked against o.RecomputeName above
+        partial=True,
     )
     return Count(t, per_layer)
 
