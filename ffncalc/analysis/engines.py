@@ -59,6 +59,12 @@ class Engine:
     cuda: Rates
     metal: Rates | None  # on Apple's unified memory (None: the engine does not run there)
     source: str
+    by_tp: tuple[tuple[int, float], ...] = ()  # (from tp, utilization): a share that falls as tp grows
+    of_free: bool = False  # the share is of what the weights and activations leave, not of the whole device
+
+    def utilization_at(self, tp: int) -> float:
+        """The share of each device the engine takes at tensor-parallel degree ``tp``."""
+        return next((u for at, u in sorted(self.by_tp, reverse=True) if tp >= at), self.utilization)
 
     def rates(self, hw: Hardware | None) -> Rates:
         if self.key == "mlx" and hw is not None and not hw.unified:
@@ -103,8 +109,9 @@ ENGINES: dict[str, Engine] = {
         "vLLM: gpu_memory_utilization 0.9, non-torch memory and activation peak as profiled (vLLM PR #10511), "
         "16-token KV blocks; shares as TensorRT-LLM's tables, 120 µs a layer from vLLM's benchmark_latency runs",
     ),
-    # SGLang: mem_fraction_static 0.88 on an 80 GB GPU (sglang/srt/server_args.py, _handle_gpu_memory_settings),
-    # chunked_prefill_size 8192, token-level KV pages (page_size 1).
+    # SGLang: mem_fraction_static 0.88 at tp 1, 0.87 at tp 2, 0.85 from tp 4, 0.81 from tp 8, 0.79 from tp 16;
+    # chunked_prefill_size 8192 on GPUs of 25 GB and more; page_size 1 (python/sglang/srt/server_args.py,
+    # __post_init__, 2025).
     "sglang": Engine(
         "sglang",
         "SGLang",
@@ -116,7 +123,9 @@ ENGINES: dict[str, Engine] = {
         "tp",
         TRTLLM_RATES,
         None,
-        "SGLang: mem_fraction_static 0.88, chunked_prefill_size 8192, page size 1 (server_args.py); rates as TensorRT-LLM's tables",
+        "SGLang: mem_fraction_static 0.88 at tp 1 to 0.79 at tp 16, chunked_prefill_size 8192, page size 1 "
+        "(server_args.py); rates as TensorRT-LLM's tables",
+        ((2, 0.87), (4, 0.85), (8, 0.81), (16, 0.79)),
     ),
     # TensorRT-LLM: KvCacheConfig free_gpu_memory_fraction 0.9 of what is free after the weights and the engine's
     # activations; tokens_per_block 32; max_num_tokens 8192 (tensorrt_llm/llmapi/llm_args.py).
@@ -131,8 +140,9 @@ ENGINES: dict[str, Engine] = {
         "tp",
         TRTLLM_RATES,
         None,
-        "TensorRT-LLM: free_gpu_memory_fraction 0.9, tokens_per_block 32, max_num_tokens 8192 (llm_args.py); rates "
-        "from its performance tables (docs/source/performance.md)",
+        "TensorRT-LLM: free_gpu_memory_fraction 0.9 of what is free, tokens_per_block 32, max_num_tokens 8192 "
+        "(llm_args.py); rates from its performance tables (docs/source/performance.md)",
+        of_free=True,
     ),
     # llama.cpp: allocates exactly its buffers (no fraction of the device); n_ubatch 512 (the compute buffer is
     # sized for it), the context padded to 256 cells (llama-context.cpp), -sm layer by default (whole layers on

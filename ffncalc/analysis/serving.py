@@ -181,11 +181,11 @@ class Load:
     drafter: Drafter | None = None
     kv_block: int = 1  # tokens a KV block holds: a sequence's cache is whole blocks (engines.py)
     fixed: int = 0  # bytes per device beside the reserve: the CUDA context, library workspaces (engines.py)
+    of_free: bool = False  # the reserve is a share of what weights, workspace and fixed bytes leave (TensorRT-LLM)
 
 
 def fit(spec: Model, w: WeightBytes, p: Placement, load: Load, memory: int, reserve: float) -> Fit:
-    """Memory per device at context × batch on the most loaded pipeline stage (the only one without pp); layers
-    offloaded to the CPU (--gpu-layers) and experts kept there (--cpu-experts) take none of it."""
+    """Memory per device at context × batch on the most loaded stage; offloaded layers and experts take none."""
     context, kv_bits, drafter = load.context, load.kv_bits, load.drafter
     cached = -(-context // load.kv_block) * load.kv_block
     per_device_batch = -(-load.batch // p.replicas)
@@ -195,14 +195,16 @@ def fit(spec: Model, w: WeightBytes, p: Placement, load: Load, memory: int, rese
             continue
         span = slice(st.first, st.stop)
         held = held_per_device(replace(st, experts=0) if p.cpu_experts else st, p)
+        ws = workspace(spec, min(load.chunk, context * per_device_batch), per_device_batch, p.tp, span, logits=st.last)
+        share = max(0, memory - held - ws - load.fixed) if load.of_free else memory
         fits.append(
             Fit(
                 w,
                 held,
                 per_device_batch * kv_per_device(spec, cached, kv_bits, p.tp, span),
                 per_device_batch * state_per_device(spec, kv_bits, p.tp, span),
-                workspace(spec, min(load.chunk, context * per_device_batch), per_device_batch, p.tp, span, logits=st.last),
-                int(memory * reserve) + load.fixed,
+                ws,
+                int(share * reserve) + load.fixed,
                 memory,
                 st if p.pp > 1 else None,
                 drafter.bytes_per_device(p, context, per_device_batch, kv_bits) if drafter and st.last else 0,
@@ -272,7 +274,7 @@ def fit_result(
         raise InputError(f"--prefill-chunk {chunk}: must be at least 1")
     w = deployed_bytes(spec, formats)
     fixed = eng.fixed_bytes + (eng.tp_bytes if p.tp * p.pp > 1 else 0)
-    load = Load(context, batch, KV_BITS[formats.kv_dtype], chunk, drafter, eng.kv_block, fixed)
+    load = Load(context, batch, KV_BITS[formats.kv_dtype], chunk, drafter, eng.kv_block, fixed, eng.of_free)
     memory = usable_memory(hw, device)
 
     def at(c: int, b: int):
@@ -315,7 +317,8 @@ def fit_result(
         f"context × batch ({formats.kv_dtype}; KV heads ÷ tp, a latent cache whole; whole blocks of {eng.kv_block} "
         f"token{'s' if eng.kv_block > 1 else ''}) + workspace (the widest "
         f"layer's activations for a {chunk:,}-token forward, 16-bit, ÷ tp, + fp32 logits of the batch's last "
-        f"tokens) + a reserve: {reserve:.0%} of the device"
+        f"tokens) + a reserve: {reserve:.0%} of "
+        + ("what the weights, the workspace and the fixed bytes leave" if eng.of_free else "the device")
         + (f" and {fixed / 2**30:.2f} GiB outside the engine's tensors" if fixed else "")
         + f" ({eng.source})"
         + (

@@ -383,7 +383,8 @@ def _serving(
     if eng.split == "layer" and placement["tp"] is None and placement["pp"] == 1 and placement["gpu_layers"] is None:
         placement = {**placement, "tp": 1, "pp": placement["gpus"]}  # whole layers on each device (-sm layer)
     if device["reserve"] is None:
-        device = {**device, "reserve": round(1 - eng.utilization, 6)}
+        tp = placement["tp"] or placement["gpus"] // placement["pp"]
+        device = {**device, "reserve": round(1 - eng.utilization_at(tp), 6)}
     return f, Placement(**placement), Device(hardware, **device), eng
 
 

@@ -49,6 +49,14 @@ def test_llama_cpp_holds_its_buffers_and_pads_the_context():
     assert (r.inputs["tp"], r.inputs["pp"]) == (1, 2) and r["free_bytes_per_device"].value > 0
 
 
+def test_sglang_keeps_more_as_tp_grows():
+    """SGLang's mem_fraction_static: 0.88 at tp 1, 0.81 at tp 8 (server_args.py): a reserve of 12% and 19% of 80 GiB."""
+    one = ffncalc.fit("llama3-8b", hardware="h100-sxm", engine="sglang")
+    assert one["reserve_bytes"].value == int(80 * GIB * 0.12) + round(1.79 * GIB)
+    eight = ffncalc.fit("llama3-70b", hardware="h100-sxm", engine="sglang", gpus=8)
+    assert eight["reserve_bytes"].value == int(80 * GIB * 0.19) + 2 * round(1.79 * GIB)
+
+
 def test_default_engine():
     q4, bf16 = formats.named("q4_k_m"), formats.named("bf16")
     assert engines.default_engine(q4, hardware.by_key("h100-sxm")) == "llamacpp"
@@ -206,3 +214,13 @@ def test_an_fp8_dispatch():
     )
     comm = 32 * (8192 / 450e9 + 0.75 * (4096 * (1 + 4 / 128) + 8192) / 450e9)
     assert result.figures[[f.id for f in result.figures].index("decode_comm_s")].value == pytest.approx(comm, rel=1e-12)
+
+
+def test_tensorrt_llm_keeps_a_tenth_of_what_is_free():
+    """TensorRT-LLM's free_gpu_memory_fraction 0.9 is of the memory the weights and activations leave: for Llama 3
+    8B on an H100 its reserve is a tenth of 80 GiB less the weights, the 8,192-token forward's activations and the
+    1.79 GiB outside the engine's tensors, plus those 1.79 GiB."""
+    f = values(ffncalc.fit("llama3-8b", hardware="h100-sxm", engine="trtllm", context=8192))
+    workspace = 8192 * 2 * WIDEST_8B + 128_256 * 4
+    fixed = round(1.79 * GIB)
+    assert f["reserve_bytes"] == int((80 * GIB - 2 * LLAMA3_8B - workspace - fixed) * 0.1) + fixed
