@@ -1,7 +1,7 @@
 """Serving engines: what each holds on a device beside the weights and the KV cache, how it lays the cache out,
 and the shares of a device's bandwidth and compute it achieves, with a fixed time each layer adds to a forward.
 
-A roofline (inference.py) is the upper bound of a rate; an engine's profile turns it into the rate that engine is
+A roofline (rates.py) is the upper bound of a rate; an engine's profile turns it into the rate that engine is
 expected to reach. Every figure below names its source; the measurements they are calibrated on, and those held
 out, are in ``accuracy/serving.py``.
 """
