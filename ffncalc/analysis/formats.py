@@ -109,6 +109,13 @@ def deployed(formats: Formats) -> tuple[Format, Format | None]:
 
 
 WEIGHT_BITS = {"fp32": 32, "bf16": 16, "fp16": 16, "fp8": 8, "int8": 8, "int4": 4}  # an element by --kv-dtype
+# llama.cpp's KV cache types (-ctk, -ctv): a row of a layer's K or V is stored in ggml blocks along the KV heads'
+# width, so an element takes 8 × bytes ÷ elements of its block: q8_0 34 bytes per 32 (an fp16 scale and 32 int8),
+# q4_0 18 bytes per 32 (an fp16 scale and 16 bytes of nibbles) (ggml-common.h, block_q8_0 and block_q4_0)
+KV_BITS: dict[str, int | Fraction] = {
+    **WEIGHT_BITS,
+    **{t.lower(): Fraction(8 * BLOCKS[t][1], BLOCKS[t][0]) for t in ("Q8_0", "Q4_0")},
+}
 
 
 def _ggml_bytes(kind: str, rows: int, cols: int) -> tuple[int, str]:
@@ -300,3 +307,82 @@ def _gguf_mix(spec: Model, t, fmt: Format, experts: Format) -> WeightBytes:
                 kind_i = "Q6_K"
             add(kind_i, rows, cols, per_layer_count, r, layer=i)
     return WeightBytes(total, exp, emb, t.params, by_type, per_layer.done(), tied)
+
+
+COMPONENTS = ("attention", "ffn", "experts")
+
+
+def rules(keep: tuple[str, ...]) -> list[tuple[str, tuple[int, int] | None, Format]]:
+    """--keep overrides, each COMPONENT=FORMAT (attention, ffn or experts), layers:A-B=FORMAT (layers A to B,
+    counting from 0; layers:A for one) or layers:A-B/COMPONENT=FORMAT, later ones winning: (component or "", layer
+    range or None, format)."""
+    out: list[tuple[str, tuple[int, int] | None, Format]] = []
+    for item in keep:
+        what, _, name = item.partition("=")
+        if not name:
+            raise InputError(f"--keep {item}: COMPONENT=FORMAT or layers:A-B=FORMAT")
+        f = named(name, "--keep")
+        if what.startswith("layers:"):
+            what, _, part = what.partition("/")
+            if part and part not in COMPONENTS:
+                raise InputError(f"--keep {item}: the component is one of {', '.join(COMPONENTS)}")
+            a, _, b = what[7:].partition("-")
+            if not (a.isdigit() and (b.isdigit() or not b)):
+                raise InputError(f"--keep {item}: layers:A-B, two layer numbers from 0")
+            lo, hi = int(a), int(b or a)
+            if hi < lo:
+                raise InputError(f"--keep {item}: the range's end is before its start")
+            out.append((part, (lo, hi + 1), f))
+        elif what in COMPONENTS:
+            out.append((what, None, f))
+        else:
+            raise InputError(f"--keep {item}: the component is one of {', '.join(COMPONENTS)} or layers:A-B")
+    return out
+
+
+def overridden(spec: Model, fmt: Format, experts: Format | None, keep: tuple[str, ...]) -> WeightBytes:
+    """weight_bytes with per-component formats: each matrix of a layer in the last rule that names its
+    component or its layer, else in --dtype (routed experts in --experts-dtype). A mixed checkpoint such as
+    Meta's FP8 Llama 3.1 405B keeps attention and its first and last layers in bf16 (its config's
+    quantization_config lists the modules left unquantized)."""
+    from .count import tally
+
+    if fmt.gguf in ("Q4_K_M", "Q5_K_M") or (experts is not None and experts.gguf in ("Q4_K_M", "Q5_K_M")):
+        raise InputError("--keep: llama.cpp's _M mixes choose each tensor's type themselves")
+    experts = experts or fmt
+    found = rules(keep)
+    for _, span, _ in found:
+        if span and span[1] > spec.n_layers:
+            raise InputError(f"--keep layers:{span[0]}-{span[1] - 1}: the model has {spec.n_layers} layers (0–{spec.n_layers - 1})")
+    t = tally(spec)
+    total = exp = emb = tied = 0
+    per_layer = _PerLayer(spec.n_layers)
+
+    def pick(r, layer: int | None) -> Format:
+        f = experts if r.expert else fmt
+        for what, span, g in found:
+            if span is not None and (layer is None or not span[0] <= layer < span[1]):
+                continue
+            if not what or what == "experts" and r.expert or what == r.slot and not r.expert:
+                f = g
+        return f
+
+    for r in t.rows:
+        if not r.params:
+            continue
+        kind = _kind(r)
+        spans = [(i, r.count // (r.layers[1] - r.layers[0])) for i in range(*r.layers)] if r.layers else [(None, r.count)]
+        for layer, count in spans:
+            f = pick(r, layer)
+            if kind == "matrix" or (kind in ("embedding", "head") and f.gguf):
+                n = count * f.matrix_bytes(*r.shape)
+            elif kind == "small" and f.gguf:
+                n = 4 * r.params * count // r.count
+            else:
+                n = 2 * r.params * count // r.count
+            total += n
+            exp += n if r.expert else 0
+            emb += n if kind == "embedding" else 0
+            tied += n if r.role == "tied" else 0
+            per_layer.add(r, n, layer)
+    return WeightBytes(total, exp, emb, t.params, {}, per_layer.done(), tied)

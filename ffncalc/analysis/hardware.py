@@ -23,6 +23,7 @@ FIELDS = {
     "link_peer_gbs",
     "link_latency_us",
     "node",
+    "unified",
 }
 NODE = 8  # devices a scale-up link joins where a table entry does not say (an HGX or DGX board of 8)
 
@@ -40,6 +41,7 @@ class Hardware:
     link_peer_gbs: float | None = None  # to any one peer, in a point-to-point mesh
     link_latency_us: tuple[float, float] | None = None  # a small ring all-reduce: base + per hop, 2(n − 1) hops
     node: int = NODE  # devices the scale-up link joins (NVL72: 72; a TPU pod's ICI)
+    unified: bool = False  # the CPU's and GPU's memory is one (Apple silicon): the GPU may wire only part of it
 
     def allreduce_gbs(self, n: int) -> float | None:
         """What a ring over n devices gets per direction: the whole link behind a switch; in a mesh, at most
@@ -94,6 +96,9 @@ def _entry(entry: object, where: str) -> Hardware:
     node = entry.get("node", NODE)
     if isinstance(node, bool) or not isinstance(node, int) or not 1 <= node <= 10**6:
         raise InputError(f"{name}: node must be a whole number of devices, at least 1")
+    unified = entry.get("unified", False)
+    if not isinstance(unified, bool):
+        raise InputError(f"{name}: unified must be true or false")
     memory = numbers["memory_gib"]
     return Hardware(
         entry["key"].lower(),
@@ -107,6 +112,7 @@ def _entry(entry: object, where: str) -> Hardware:
         numbers["link_peer_gbs"],
         None if latency is None else (float(latency[0]), float(latency[1])),
         node,
+        unified,
     )
 
 

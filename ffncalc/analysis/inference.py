@@ -12,10 +12,10 @@ from ..model.stack import Model
 from ..model.terms import attended_pairs
 from . import serving
 from .count import tally
+from .engines import Engine, engine
 from .figures import Figure, Figures
-from .formats import WEIGHT_BITS, deployed, weight_bytes
-from .hardware import Hardware
-from .links import ACTIVATION_BYTES, Link, allreduce_s, collectives, device_link, link_note
+from .formats import KV_BITS, deployed, weight_bytes
+from .links import Link, device_link, link_note
 from .plan import Device, FitRun, Formats, InferenceRun, Placement
 
 
@@ -55,15 +55,6 @@ def state_bytes_per_sequence(spec: Model, bits: int) -> int:
     """What every layer keeps per sequence whatever its length (Mamba-2's SSM and convolution state), summed
     over the layers, times the bytes per element."""
     return sum(b.state_elements(spec) for b in spec.blocks()) * bits // 8
-
-
-def compute_peak(hw: Hardware, fmt_name: str) -> tuple[str, float | None]:
-    """The datasheet peak a format's matmuls run at: fp8 weights at the fp8 peak, every other format at the
-    bf16 (else fp16) peak, weight-only formats dequantizing to 16-bit for the matmul (an assumption)."""
-    for d in (("fp8",) if fmt_name == "fp8" else ()) + ("bf16", "fp16"):
-        if d in hw.tflops:
-            return d, hw.tflops[d]
-    return "bf16", None
 
 
 def absorbed_costs(spec: Model) -> list:
@@ -172,6 +163,7 @@ def infer(
     placement: Placement = Placement(),
     device: Device = Device(),
     link: Link | None = None,
+    eng: Engine | None = None,
 ) -> list[Figure]:
     """Prefill and decode FLOPs, KV-cache and weight bytes, arithmetic intensity and the roofline bound;
     ``run.decode`` and ``run.prefill``: latent attention absorbed (its decode_cost, every query against the
@@ -179,16 +171,17 @@ def infer(
     On ``device.hw``: a roofline per device of the placement's devices in pp stages of tp (and ep), with the
     all-reduces and stage hand-offs over ``link`` (links.Link), and speculative decoding of ``run.draft`` tokens
     accepted at rate ``run.accept``."""
-    prompt, generate, batch, chunk = run.prompt, run.generate, run.batch, run.chunk
-    draft, accept, draft_model = run.draft, run.accept, run.draft_model
+    prompt, generate, batch = run.prompt, run.generate, run.batch
+    draft, draft_model = run.draft, run.draft_model
     decode, prefill_form, kv_dtype = run.decode, run.prefill, formats.kv_dtype
-    hw, tflops = device.hw, device.tflops
+    hw = device.hw
     context = prompt + generate
     if spec.positions == "learned" and context > spec.context_length:
         raise InputError(f"--prompt + --generate = {context} exceeds context_length {spec.context_length}")
     fmt, efmt = deployed(formats)
     placement = serving.place(spec, placement)
     link = link or Link(None)
+    eng = eng or engine(None, fmt, hw)
     prefill = tally(spec, convention="causal", seq_len=prompt, batch=batch)
     absorbed = absorbed_costs(spec)
     if prefill_form == "absorbed" and absorbed:
@@ -210,9 +203,9 @@ def infer(
 
     decode_first = rest + attention(prompt + 1, prompt + 1)  # the first generated token meets prompt + 1 keys
     decode_all = generate * rest + attention(prompt + 1, context)
-    w = weight_bytes(spec, fmt, efmt)
+    w = serving.deployed_bytes(spec, formats)
     drafter = make_drafter(spec, fmt, efmt, draft_model, placement, context) if draft else None
-    kv_bits = WEIGHT_BITS[kv_dtype]
+    kv_bits = KV_BITS[kv_dtype]
     kv_token = kv_bytes_per_token(spec, kv_bits)
     state = state_bytes_per_sequence(spec, kv_bits)
     # A decode step at the last position, verifying draft + 1 tokens a sequence: every active weight once
@@ -243,114 +236,10 @@ def infer(
     ]
     if hw is None:
         return out
-    if hw.bandwidth_gbs is None:
-        raise InputError(f"--hardware {hw.key}: its datasheet gives no memory bandwidth")
-    peak_dtype, peak = compute_peak(hw, fmt.name)
-    if tflops is not None:  # a measured or stated peak in place of the datasheet's (Apple states none)
-        if not tflops > 0:
-            raise InputError(f"--tflops {tflops}: a rate above 0")
-        peak_dtype, peak = "--tflops", tflops
-    p, bandwidth = placement, hw.bandwidth_gbs * 1e9
-    yielded = serving.tokens_per_step(accept or 0.0, draft) if draft else 1.0
-    # Decode: a copy's sequences split into as many micro-batches as stages (fewer when there are fewer
-    # sequences); each stage's step is the longer of its bytes over the bandwidth and its FLOPs over the peak,
-    # then its communication.
-    per_copy = -(-batch // p.replicas)
-    micro = min(p.pp, per_copy)
-    mb = -(-per_copy // micro)
-    draft_s = 0.0
-    if drafter:
-        # each drafted token: the drafter's step for the micro-batch (one module of several MTP modules, its own
-        # cache), memory- or compute-bound, and its all-reduces
-        fixed, grows = decode_costs(drafter.spec, decode)(0, drafter.spec.n_layers, True)
-        flops = mb * (fixed + drafter.extra_flops + attended(grows, context, context)) / p.tp
-        nbytes = drafter.step_bytes(p, mb, context, kv_bits)
-        comm = sum(collectives(drafter.spec, layer) for layer in drafter.spec.layers) * allreduce_s(
-            mb * drafter.spec.d_model * ACTIVATION_BYTES, p.tp, link
-        )
-        draft_s = draft * (max(nbytes / bandwidth, flops / (peak * 1e12) if peak else 0.0) + comm)
-    stage_s, comm_s, bounds = [], 0.0, []
-    for st in serving.stages(spec, w, p.pp):
-        span = slice(st.first, st.stop)
-        fixed, grows = costs(st.first, st.stop, st.last)
-        nbytes = serving.decode_weight_bytes(spec, w, p, mb * per_step, st) + mb * (
-            serving.kv_per_device(spec, context, kv_bits, p.tp, span) + serving.state_per_device(spec, kv_bits, p.tp, span)
-        )
-        memory_s = nbytes / bandwidth
-        compute_s = mb * per_step * (fixed + attention(context, context, grows)) / p.tp / (peak * 1e12) if peak else 0.0
-        comm = serving.stage_comm_s(spec, st, p, mb * per_step, link)
-        stage_s.append(max(memory_s, compute_s) + comm + (draft_s if st.last else 0.0))
-        comm_s += comm
-        bounds.append("memory-bound" if memory_s >= compute_s else "compute-bound")
-    step_s = serving.pipeline_cycle(stage_s, micro)
-    bound = bounds[max(range(p.pp), key=lambda i: stage_s[i])]
-    if peak:
-        out.append(
-            Figure(
-                "machine_balance",
-                "machine balance",
-                peak * 1e12 / bandwidth,
-                "FLOP/byte",
-                f"--tflops {tflops:g} over {hw.key}'s bandwidth" if tflops is not None else hw.source,
-            )
-        )
-        # Prefill: a copy's prompt tokens in chunks streaming through the stages, each stage's tp devices busy
-        # on its layers' share of the FLOPs (as the causal tally places them) and its communication; the
-        # pipeline fills in pp − 1 chunks and then moves at its slowest stage's pace.
-        chunks = -(-per_copy * prompt // chunk)
-        share = stage_shares(prefill, spec.n_layers, p.pp)
-        stage_chunk_s = [
-            (
-                prefill_flops * share[st.index] / p.replicas / (p.tp * peak * 1e12)
-                + serving.stage_comm_s(spec, st, p, per_copy * prompt, link, chunks)
-            )
-            / chunks
-            for st in serving.stages(spec, w, p.pp)
-        ]
-        prefill_s = sum(stage_chunk_s) if chunks == 1 else (chunks - 1) * max(stage_chunk_s) + sum(stage_chunk_s)
-        if drafter:  # the drafter prefills the prompt too, each MTP module over it, on the last stage
-            d = tally(drafter.spec, convention="causal", seq_len=prompt, batch=per_copy)
-            prefill_s += drafter.caches * (d.forward_flops + per_copy * prompt * drafter.extra_flops) / (p.tp * peak * 1e12)
-        out.append(Figure("roofline_prefill_s", f"prefill time at {peak_dtype} peak", prefill_s, "s", f"{peak:g} TFLOP/s a device"))
-    out += [
-        Figure("decode_step_s", f"decode step ({bound})" if p.pp == 1 else f"between a sequence's steps ({bound})", step_s, "s"),
-        *(
-            [
-                Figure(
-                    "decode_comm_s",
-                    "communication, one pass",
-                    comm_s,
-                    "s",
-                    "all-reduces over tp and pipeline hand-offs in one pass of a step through the stages",
-                )
-            ]
-            if (p.tp > 1 or p.pp > 1) and link.gbs
-            else []
-        ),
-        *(
-            [Figure("tokens_per_step", "tokens per step (speculative)", yielded, "tokens", "Leviathan et al. 2023, Eq. 1")]
-            if draft
-            else []
-        ),
-        *(
-            [
-                Figure(
-                    "draft_s",
-                    f"drafting {draft} token{'s' if draft > 1 else ''} a step",
-                    draft_s,
-                    "s",
-                    f"one step of the drafter a drafted token (Leviathan et al. 2023); drafted by {drafter.label}",
-                )
-            ]
-            if drafter
-            else []
-        ),
-        Figure("decode_tokens_per_s_per_sequence", "decode per sequence", yielded / step_s, "tokens/s"),
-        Figure("roofline_decode_tokens_per_s", f"decode, all sequences ({bound})", batch * yielded / step_s, "tokens/s"),
-    ]
-    if peak:
-        out.append(Figure("ttft_s", "time to first token", prefill_s + sum(stage_s), "s"))
-    return out
+    from . import rates
+
+    served = rates.Served(spec, run, w, fmt, efmt, placement, link, device, eng, drafter, kv_bits, costs, prefill, prefill_flops)
+    return out + rates.figures(served)
 
 
 def plan_inference(
@@ -360,8 +249,10 @@ def plan_inference(
     formats: Formats = Formats(),
     placement: Placement = Placement(),
     device: Device = Device(),
+    eng: Engine | None = None,
 ) -> Figures:
-    """``infer`` as one keyed result; on a device with a memory size, whether it fits as well."""
+    """``infer`` as one keyed result; on a device with a memory size, whether it fits as well; ``eng``: the
+    engine its expected rates and memory are an engine's (None: engines.default_engine)."""
     prompt, generate, batch = run.prompt, run.generate, run.batch
     draft, accept, draft_model = run.draft, run.accept, run.draft_model
     hw, decode, prefill_form = device.hw, run.decode, run.prefill
@@ -370,7 +261,9 @@ def plan_inference(
         raise InputError(f"--draft-model {draft_model[0]} needs --draft, the tokens it drafts a step")
     p = serving.place(spec, placement)
     link = device_link(device, p)
-    figures = infer(spec, run, formats, placement, device, link)
+    fmt, efmt = deployed(formats)
+    eng = eng or engine(None, fmt, hw)
+    figures = infer(spec, run, formats, placement, device, link, eng)
     inputs = {
         "model": label,
         "prompt": prompt,
@@ -396,10 +289,10 @@ def plan_inference(
         "link_latency_us": link.latency_s * 1e6,
         "handoff_latency_us": link.p2p_latency_s * 1e6,
         "network_gbs": link.network_gbs,
+        **serving_inputs(formats, placement, device, eng),
     }
-    fmt, efmt = deployed(formats)
     notes = [
-        serving.formats_note(fmt, efmt),
+        serving.formats_note(fmt, efmt, formats.keep),
         "FLOPs: exact matmul counts; prefill over the causal triangle (within each layer's "
         "window or chunk), each decode step's query against every key its layer caches; "
         + (
@@ -432,10 +325,13 @@ def plan_inference(
             )
         )
     if hw is not None:
+        from .rates import notes as rate_notes
+
         notes.append(ROOFLINE_NOTE)
+        notes += rate_notes(eng, hw, fmt, any(f.id == "roofline_prefill_s" for f in figures))
         notes.append(link_note(device, p, link))
         if hw.memory_bytes:
-            result = serving.fit_result(spec, FitRun(prompt + generate, batch, run.chunk), formats, p, device, drafter)
+            result = serving.fit_result(spec, FitRun(prompt + generate, batch, run.chunk), formats, p, device, eng, drafter)
             have = {f.id for f in figures}
             figures += [f for f in result[0] if f.id not in have]
             notes.insert(0, result[1])
@@ -443,9 +339,24 @@ def plan_inference(
     return Figures(f"inference with {label}: {prompt:,} prompt + {generate:,} new tokens × batch {batch}", inputs, figures, notes)
 
 
+def serving_inputs(formats: Formats, placement: Placement, device: Device, eng: Engine) -> dict:
+    """The inputs infer and fit share beyond the placement: the engine, the formats' overrides, offload, the
+    host's bandwidth and a Mac's wired limit."""
+    return {
+        "engine": eng.key,
+        "keep": ",".join(formats.keep) or None,
+        "gpu_layers": placement.gpu_layers,
+        "cpu_experts": placement.cpu_experts,
+        "cpu_gbs": device.cpu_gbs,
+        "wired_limit_gib": device.wired_gib,
+    }
+
+
 ROOFLINE_NOTE = (
     "roofline: prefill at the device's dense peak for the weights' compute dtype (fp8 weights at "
-    "fp8, others at bf16: weight-only formats dequantize for the matmul), all devices busy (with "
+    "fp8; llama.cpp's quantized weights at int8, where its MMQ kernels run; others at bf16, on Apple's GPUs "
+    "at their fp32 rate: weight-only formats dequantize for the matmul), no slower than reading the weights "
+    "once a chunk, all devices busy (with "
     "pipeline stages, the prompt's chunks streaming through them at the slowest stage's pace); a "
     "decode step takes the longer of its bytes over the memory bandwidth (each device reads its "
     "active weights once and its share of the KV cache) and its FLOPs over the peak, then its "
@@ -453,7 +364,8 @@ ROOFLINE_NOTE = (
     "in expectation, E·(1 − (1 − k/E)^B), routing uniform; with pipeline stages a copy's sequences "
     "circulate in as many micro-batches as stages, a sequence's next token after the longer of one "
     "pass through every stage and the slowest stage taking each micro-batch; time to first token = "
-    "prefill + one pass"
+    "prefill + one pass; layers offloaded to the host (--gpu-layers) read at the host's bandwidth (--cpu-gbs), "
+    "and for a prefill their weights cross to the device over its link"
 )
 
 

@@ -112,7 +112,8 @@ def link_note(device: Device, p: Placement, link: Link) -> str:
     if p.ep_copies > 1:
         parts.append(
             f"in a mixture layer, in place of the FFN's all-reduce, a dispatch and a combine over the "
-            f"{p.ep} devices sharing the experts, each device sending its share of the tokens' k inputs, "
+            f"{p.ep} devices sharing the experts, each device sending its share of the tokens' k inputs (the "
+            "dispatch in fp8 with a scale per 128 values when the experts are fp8, DeepSeek-V3 §3.4), "
             f"(n − 1)/n of them to the others, at {link.ring_gbs(p.ep):g} GB/s (nccl-tests' all-to-all bus "
             "bandwidth), " + (f"{link.p2p_latency_s * 1e6:.3g} µs each" if link.p2p_latency_s else "no latency")
         )

@@ -131,7 +131,7 @@ def largest_tensor(spec: Model) -> int:
 CUDA_CONTEXT_BYTES = 2 * 2**30
 # The caching allocator reserves more than the live tensors (blocks split and cached, fragmentation): the share of
 # the tensors' peak that torchtitan's max_reserved memory shows beyond them, from the calibration runs of
-# docs/guide/accuracy.md (analysis/accuracy.py: CALIBRATION).
+# docs/guide/accuracy.md (analysis/accuracy/: CALIBRATION).
 ALLOCATOR_SHARE = 0.13
 
 

@@ -43,6 +43,8 @@ class Device:
     link_gbs: float | None = None  # interconnect GB/s per direction (None: the device's scale-up link)
     link_latency_us: float | None = None  # one collective's fixed time (None: NCCL's model for the device's link)
     network_gbs: float | None = None  # GB/s per device and direction between nodes (None: links.NETWORK_GBS)
+    cpu_gbs: float = 89.6  # the host's memory bandwidth, for offloaded layers or experts: DDR5-5600, 2 channels
+    wired_gib: float | None = None  # Apple silicon: the GPU's wired limit (None: macOS's default, engines.py)
 
 
 @dataclass(frozen=True)
@@ -101,6 +103,7 @@ class Formats:
     dtype: str = "bf16"
     experts_dtype: str | None = None
     kv_dtype: str = "bf16"
+    keep: tuple[str, ...] = ()  # overrides, each COMPONENT=FORMAT or layers:A-B=FORMAT (formats.overrides)
 
 
 @dataclass(frozen=True)
@@ -113,6 +116,8 @@ class Placement:
     tp: int | None = None
     ep: int = 1
     pp: int = 1
+    gpu_layers: int | None = None  # layers on the devices, the rest on the host's CPU (None: all on the devices)
+    cpu_experts: bool = False  # the routed experts on the host's CPU (llama.cpp --cpu-moe)
 
     @property
     def replicas(self) -> int:

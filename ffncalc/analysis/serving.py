@@ -11,14 +11,19 @@ read once a step, plus the whole KV cache), then its communication over the devi
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from fractions import Fraction
+from typing import TYPE_CHECKING
 
 from ..errors import InputError
 from ..model.stack import Model
 from .figures import Figure
-from .formats import WEIGHT_BITS, Format, WeightBytes, deployed, weight_bytes
+from .formats import KV_BITS, Format, WeightBytes, deployed, weight_bytes
 from .hardware import NODE, Hardware
 from .links import ACTIVATION_BYTES, Link, allreduce_s, alltoall_s, collectives, send_s
 from .plan import Device, FitRun, Formats, Placement
+
+if TYPE_CHECKING:
+    from .engines import Engine
 
 SEARCH_LIMIT = 1 << 24  # the largest batch searched
 
@@ -45,7 +50,20 @@ def place(spec: Model, placement: Placement) -> Placement:
             f"--ep {ep}: beyond --tp {tp} it spans whole copies of a stage, a multiple of --tp that "
             f"divides the {gpus // pp} devices of a stage"
         )
-    return Placement(gpus, tp, ep, pp)
+    g = placement.gpu_layers
+    if g is not None:
+        if not 1 <= g <= spec.n_layers:
+            raise InputError(f"--gpu-layers {g}: from 1 to the model's {spec.n_layers} layers (the device's share is planned)")
+        if gpus > 1 and g < spec.n_layers:
+            raise InputError(f"--gpu-layers {g} with --gpus {gpus}: layers offloaded to the CPU are modelled beside one device")
+    if placement.cpu_experts and not any(b.routed_experts() for b in spec.blocks()):
+        raise InputError("--cpu-experts: the model has no routed experts")
+    return replace(placement, gpus=gpus, tp=tp)
+
+
+def offloaded(spec: Model, p: Placement) -> int:
+    """Layers on the host's CPU: the first ones, as llama.cpp offloads the last --gpu-layers (-ngl) to the GPU."""
+    return 0 if p.gpu_layers is None else spec.n_layers - p.gpu_layers
 
 
 @dataclass(frozen=True)
@@ -61,18 +79,30 @@ class Stage:
     experts: int  # routed-expert bytes held, whole (before ep or tp)
     read: int  # dense bytes a decode step reads: all held but the input embedding, which is looked up
     last: bool
+    cpu: bool = False  # on the host's CPU (layers offloaded by --gpu-layers)
 
 
-def stages(spec: Model, w: WeightBytes, pp: int) -> list[Stage]:
+def stages(spec: Model, w: WeightBytes, pp: int, cpu_layers: int = 0) -> list[Stage]:
+    """Pipeline stages of even layers; with ``cpu_layers`` (one stage only) the first layers as a stage of their
+    own on the host's CPU, with the embedding (llama.cpp keeps the token table on the host), the rest on the device."""
     from .parallel import stages as spans
 
     if pp > 1 and any(layer.shared is not None for layer in spec.layers):
         raise InputError(f"--pp {pp}: weight-shared blocks run in layers of every stage; pipeline stages are not modelled for them")
+    if cpu_layers:
+        split = [(0, cpu_layers), (cpu_layers, spec.n_layers)]
+        first, second = _stages(spec, w, split, False)
+        return [replace(first, cpu=True), second]
+    return _stages(spec, w, spans(spec.n_layers, pp), pp > 1)
+
+
+def _stages(spec: Model, w: WeightBytes, spans: list[tuple[int, int]], copy_head: bool) -> list[Stage]:
     out = []
     layers = w.layers
+    pp = len(spans)
     outside = w.total - w.experts - sum(d for d, _ in layers)  # dense bytes beside the layers (no routed experts)
-    tied_copy = w.tied if pp > 1 else 0  # the last stage's own head: the token table, not a position table
-    for s, (a, b) in enumerate(spans(spec.n_layers, pp)):
+    tied_copy = w.tied if copy_head else 0  # the last stage's own head: the token table, not a position table
+    for s, (a, b) in enumerate(spans):
         first, last = s == 0, s == pp - 1
         dense = sum(d for d, _ in layers[a:b])
         held = dense + (w.embedding if first else 0) + (outside - w.embedding + tied_copy if last else 0)
@@ -146,26 +176,35 @@ class Load:
 
     context: int
     batch: int
-    kv_bits: int
+    kv_bits: int | Fraction
     chunk: int
     drafter: Drafter | None = None
+    kv_block: int = 1  # tokens a KV block holds: a sequence's cache is whole blocks (engines.py)
+    fixed: int = 0  # bytes per device beside the reserve: the CUDA context, library workspaces (engines.py)
+    of_free: bool = False  # the reserve is a share of what weights, workspace and fixed bytes leave (TensorRT-LLM)
 
 
 def fit(spec: Model, w: WeightBytes, p: Placement, load: Load, memory: int, reserve: float) -> Fit:
-    """Memory per device at context × batch on the most loaded pipeline stage (the only one without pp)."""
+    """Memory per device at context × batch on the most loaded stage; offloaded layers and experts take none."""
     context, kv_bits, drafter = load.context, load.kv_bits, load.drafter
+    cached = -(-context // load.kv_block) * load.kv_block
     per_device_batch = -(-load.batch // p.replicas)
     fits = []
-    for st in stages(spec, w, p.pp):
+    for st in stages(spec, w, p.pp, offloaded(spec, p)):
+        if st.cpu:
+            continue
         span = slice(st.first, st.stop)
+        held = held_per_device(replace(st, experts=0) if p.cpu_experts else st, p)
+        ws = workspace(spec, min(load.chunk, context * per_device_batch), per_device_batch, p.tp, span, logits=st.last)
+        share = max(0, memory - held - ws - load.fixed) if load.of_free else memory
         fits.append(
             Fit(
                 w,
-                held_per_device(st, p),
-                per_device_batch * kv_per_device(spec, context, kv_bits, p.tp, span),
+                held,
+                per_device_batch * kv_per_device(spec, cached, kv_bits, p.tp, span),
                 per_device_batch * state_per_device(spec, kv_bits, p.tp, span),
-                workspace(spec, min(load.chunk, context * per_device_batch), per_device_batch, p.tp, span, logits=st.last),
-                int(memory * reserve),
+                ws,
+                int(share * reserve) + load.fixed,
                 memory,
                 st if p.pp > 1 else None,
                 drafter.bytes_per_device(p, context, per_device_batch, kv_bits) if drafter and st.last else 0,
@@ -225,7 +264,7 @@ def fewest(spec: Model, w: WeightBytes, load: Load, memory: int, reserve: float)
 
 
 def fit_result(
-    spec: Model, run: FitRun, formats: Formats, p: Placement, device: Device, drafter: Drafter | None = None
+    spec: Model, run: FitRun, formats: Formats, p: Placement, device: Device, eng: Engine, drafter: Drafter | None = None
 ) -> tuple[list[Figure], str, str]:
     """The fit at context × batch, and the largest context and batch that fit: figures, verdict, note."""
     hw, reserve, chunk, context, batch = device.hw, device.reserve, run.chunk, run.context, run.batch
@@ -233,17 +272,35 @@ def fit_result(
         raise InputError(f"--reserve {reserve}: a fraction of the device's memory, from 0 up to 1")
     if chunk < 1:
         raise InputError(f"--prefill-chunk {chunk}: must be at least 1")
-    w = weight_bytes(spec, *deployed(formats))
-    load = Load(context, batch, WEIGHT_BITS[formats.kv_dtype], chunk, drafter)
+    w = deployed_bytes(spec, formats)
+    fixed = eng.fixed_bytes + (eng.tp_bytes if p.tp * p.pp > 1 else 0)
+    load = Load(context, batch, KV_BITS[formats.kv_dtype], chunk, drafter, eng.kv_block, fixed, eng.of_free)
+    memory = usable_memory(hw, device)
 
     def at(c: int, b: int):
-        return fit(spec, w, p, replace(load, context=c, batch=b), hw.memory_bytes, reserve)
+        return fit(spec, w, p, replace(load, context=c, batch=b), memory, reserve)
 
     f = at(context, batch)
     max_context = largest(lambda c: at(c, batch).free >= 0, spec.context_length)
     max_batch = largest(lambda b: at(context, b).free >= 0, SEARCH_LIMIT)
-    least = fewest(spec, w, load, hw.memory_bytes, reserve)
+    least = fewest(spec, w, load, memory, reserve) if p.gpu_layers is None and not p.cpu_experts else None
+    span = slice(f.stage.first, f.stage.stop) if f.stage else slice(offloaded(spec, p), None)
+    per_token = kv_per_device(spec, 1, load.kv_bits, p.tp, span)
+    room = f.memory - f.weights_per_device - f.workspace - f.reserve - f.draft - f.state_per_device
     figures = fit_figures(f, p, hw.key) + [
+        *(
+            [
+                Figure(
+                    "kv_capacity_tokens",
+                    "KV cache capacity",
+                    max(0, room) // per_token,
+                    "tokens",
+                    f"{eng.label}: what is left after the weights, the workspace and the reserve",
+                )
+            ]
+            if per_token
+            else []
+        ),
         Figure("max_context", f"largest context at batch {batch}", max_context, "tokens"),
         Figure("max_batch", f"largest batch at {context:,} tokens", max_batch, "sequences"),
         *([Figure("min_gpus", f"fewest {hw.key} that fit", least.gpus, "devices", f"tp {least.tp} × pp {least.pp}")] if least else []),
@@ -257,14 +314,26 @@ def fit_result(
         )
         + f"weights (dense ÷ tp, routed experts ÷ ep, or ÷ tp without ep; ep beyond tp shares the experts "
         f"among copies) + KV cache at "
-        f"context × batch ({formats.kv_dtype}; KV heads ÷ tp, a latent cache whole) + workspace (the widest "
-        f"layer's activations for a {chunk:,}-token prefill chunk, 16-bit, ÷ tp, + fp32 logits of the batch's last "
-        f"tokens) + a {reserve:.0%} reserve (vLLM's default gpu_memory_utilization 0.9 leaves a tenth); "
-        f"largest context searched up to the model's {spec.context_length:,}, largest batch up to "
+        f"context × batch ({formats.kv_dtype}; KV heads ÷ tp, a latent cache whole; whole blocks of {eng.kv_block} "
+        f"token{'s' if eng.kv_block > 1 else ''}) + workspace (the widest "
+        f"layer's activations for a {chunk:,}-token forward, 16-bit, ÷ tp, + fp32 logits of the batch's last "
+        f"tokens) + a reserve: {reserve:.0%} of "
+        + ("what the weights, the workspace and the fixed bytes leave" if eng.of_free else "the device")
+        + (f" and {fixed / 2**30:.2f} GiB outside the engine's tensors" if fixed else "")
+        + f" ({eng.source})"
+        + (
+            f"; of {hw.key}'s unified memory the GPU may wire {memory / 2**30:,.1f} GiB"
+            + (" (--wired-limit-gib)" if device.wired_gib is not None else " (macOS's default; --wired-limit-gib)")
+            if hw.unified
+            else ""
+        )
+        + (f"; layers 0–{offloaded(spec, p) - 1} on the host's CPU take none of it" if offloaded(spec, p) else "")
+        + ("; the routed experts on the host's CPU take none of it" if p.cpu_experts else "")
+        + f"; largest context searched up to the model's {spec.context_length:,}, largest batch up to "
         f"{SEARCH_LIMIT:,}, by bisection"
     )
     text = verdict(f, p, hw, context, batch)
-    if f.free < 0:
+    if f.free < 0 and p.gpu_layers is None and not p.cpu_experts:
         text += (
             f"; one copy fits on {least.gpus} (--gpus {least.gpus} --tp {least.tp}"
             + (f" --pp {least.pp}" if least.pp > 1 else "")
@@ -273,6 +342,20 @@ def fit_result(
             else f"; no copy fits on up to {NODE * MAX_STAGES} of them"
         )
     return figures, text, note
+
+
+def usable_memory(hw: Hardware, device: Device) -> int:
+    """A device's memory; on unified memory (Apple silicon) what macOS lets the GPU wire (engines.wired_limit)."""
+    from .engines import wired_limit
+
+    return wired_limit(hw, device.wired_gib) if hw.unified else hw.memory_bytes
+
+
+def deployed_bytes(spec: Model, formats: Formats) -> WeightBytes:
+    from .formats import overridden
+
+    fmt, efmt = deployed(formats)
+    return overridden(spec, fmt, efmt, formats.keep) if formats.keep else weight_bytes(spec, fmt, efmt)
 
 
 def largest(fits, hi: int) -> int:
@@ -299,6 +382,11 @@ def decode_weight_bytes(spec: Model, w: WeightBytes, p: Placement, batch: int, s
     """Weight bytes one device of ``stage`` (default: the whole model as one stage) reads in a decode step of
     ``batch`` tokens: every dense weight it holds but the input embedding (looked up, a row a token), and of
     each mixture layer the experts the batch touches."""
+    return sum(decode_weight_parts(spec, w, p, batch, stage))
+
+
+def decode_weight_parts(spec: Model, w: WeightBytes, p: Placement, batch: int, stage: Stage | None = None) -> tuple[float, float]:
+    """decode_weight_bytes as (dense, routed experts)."""
     st = stage or stages(spec, w, 1)[0]
     layers = w.layers
     read = 0.0
@@ -310,24 +398,30 @@ def decode_weight_bytes(spec: Model, w: WeightBytes, p: Placement, batch: int, s
         n = b.routed_experts()
         # the tokens of every copy sharing these experts route to them
         read += experts * expected_experts(n, b.active_experts(), batch * p.ep_copies) / n
-    return st.read / p.tp + read / (p.ep if p.ep > 1 else p.tp)
+    return st.read / p.tp, read / (p.ep if p.ep > 1 else p.tp)
 
 
-def stage_comm_s(spec: Model, st: Stage, p: Placement, tokens: int, link: Link, forwards: int = 1) -> float:
+# DeepSeek-V3 §3.4 and DeepEP: the dispatch carries fp8 activations with one fp32 scale per 128 values, the
+# combine bf16 — bytes a value of each.
+FP8_DISPATCH = 1 + 4 / 128
+
+
+def stage_comm_s(spec: Model, st: Stage, p: Placement, tokens: int, link: Link, forwards: int = 1, fp8: bool = False) -> float:
     """Communication of ``forwards`` forwards of ``tokens`` tokens in all of one copy through a stage: its
     layers' all-reduces over tp, and the hand-off of the activations (tokens × d_model, 16-bit) to the next
     stage. Stages take devices in order, tp each, so the hand-off after stage s crosses nodes where (s + 1)·tp
     is a multiple of the node. With experts shared across copies (ep beyond tp), a mixture layer dispatches
     each token to its k experts and combines their outputs, two all-to-alls of k × d_model 16-bit values a
     token from each device's share of the tokens (DeepSeek-V3 §3.4's dispatch and combine), in place of the
-    FFN's all-reduce."""
+    FFN's all-reduce; with fp8 experts (``fp8``) the dispatch in fp8 with its scales, the combine in 16 bits."""
     nbytes = tokens * spec.d_model * ACTIVATION_BYTES
     reduces = alltoalls = 0.0
     for layer in spec.layers[st.first : st.stop]:
         moe = next((b for _, b in layer.blocks() if b.routed_experts()), None)
         reduces += collectives(spec, layer) - (1 if moe is not None and p.ep_copies > 1 else 0)
         if moe is not None and p.ep_copies > 1:
-            alltoalls += 2 * alltoall_s(nbytes * moe.active_experts() / p.tp, p.ep, link, forwards)
+            dispatch = FP8_DISPATCH / ACTIVATION_BYTES if fp8 else 1.0
+            alltoalls += (1 + dispatch) * alltoall_s(nbytes * moe.active_experts() / p.tp, p.ep, link, forwards)
     across = (st.index + 1) * p.tp % link.node == 0
     return (
         reduces * allreduce_s(nbytes, p.tp, link, forwards) + alltoalls + (0.0 if st.last else send_s(nbytes, link, forwards, across))
@@ -394,10 +488,12 @@ def verdict(f: Fit, p: Placement, hw: Hardware, context: int, batch: int) -> str
     )
 
 
-def formats_note(fmt: Format, experts: Format | None) -> str:
+def formats_note(fmt: Format, experts: Format | None, keep: tuple[str, ...] = ()) -> str:
     text = f"weights: {fmt.name}, {float(fmt.bits):g} bits per weight in large matrices — {fmt.source}"
     if experts is not None and experts is not fmt:
         text += f"; routed experts: {experts.name}, {float(experts.bits):g} bits — {experts.source}"
+    if keep:
+        text += f"; kept apart (--keep, or the checkpoint's quantization_config): {', '.join(keep)}"
     return text
 
 

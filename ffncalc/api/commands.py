@@ -10,7 +10,6 @@ from typing import Any, Optional
 
 from ..analysis.conventions import DEFAULT
 from ..analysis.plan import (
-    DEFAULT_CHUNK,
     TRAIN_RESERVE,
     Device,
     FitRun,
@@ -21,7 +20,7 @@ from ..analysis.plan import (
     Step,
     TrainingRun,
 )
-from ..errors import InputError, MissingDependency
+from ..errors import InputError, MissingDependency, OptionError
 from . import options as o
 from .models import Model, Source, reference, resolve
 from .results import Bench, CheckpointCount, Comparison, Count, Plan, Sweep, Verification
@@ -72,7 +71,7 @@ def count(
         convention=convention,
         seq_len=seq_len,
         batch=batch,
-        recompute=recompute,  # type: ignore[arg-type]
+        recompute=recompute,  # type: ignore[arg-type]  # checked against o.RecomputeName above
         partial=True,
     )
     return Count(t, per_layer)
@@ -408,19 +407,51 @@ def generator(m: Model, command: str) -> Model:
 
 
 def _serving(
-    dtype: str, experts_dtype: str | None, kv_dtype: str, placement: dict[str, Any], device: dict[str, Any]
-) -> tuple[Formats, Placement, dict[str, Any]]:
-    """What infer and fit share, checked: the formats, the placement and the device's figures."""
-    o.text("dtype", dtype)
-    o.text("experts_dtype", experts_dtype)
-    o.choice("kv_dtype", kv_dtype, o.WeightDtype)
-    for name, value in placement.items():
-        o.whole(name, value)
-    o.number("reserve", device["reserve"], 0, 0.99, above=False)
-    for name in ("link_gbs", "network_gbs", "tflops"):
-        o.number(name, device[name], 0, 1e7)
+    formats: dict[str, Any], placement: dict[str, Any], device: dict[str, Any], engine: str | None, hardware: Any
+) -> tuple[Formats, Placement, Device, Any]:
+    """What infer and fit share, checked: the formats, the placement, the device's figures and the engine (its
+    reserve the default of --reserve, its split of the layers the default placement of --gpus)."""
+    from ..analysis.engines import engine as pick
+    from ..analysis.formats import deployed
+
+    o.text("dtype", formats["dtype"])
+    o.text("experts_dtype", formats["experts_dtype"])
+    o.choice("kv_dtype", formats["kv_dtype"], o.KvDtype)
+    keep = formats["keep"]
+    if isinstance(keep, str):
+        keep = (keep,)
+    if not isinstance(keep, (list, tuple)) or not all(isinstance(k, str) for k in keep):
+        raise OptionError(f"--keep {o.shown(keep)}: COMPONENT=FORMAT strings", field="keep")
+    if engine is not None:
+        o.choice("engine", engine, o.EngineName)
+    for name in ("gpus", "tp", "ep", "pp"):
+        o.whole(name, placement[name])
+    o.whole("gpu_layers", placement["gpu_layers"])
+    o.flag_value("cpu_experts", placement["cpu_experts"])
+    if device["reserve"] is not None:
+        o.number("reserve", device["reserve"], 0, 0.99, above=False)
+    for name in ("link_gbs", "network_gbs", "tflops", "cpu_gbs", "wired_gib"):
+        o.number(name if name != "wired_gib" else "wired_limit_gib", device[name], 0, 1e7)
     o.number("link_latency_us", device["link_latency_us"], 0, 1e6, above=False)
-    return Formats(dtype, experts_dtype, kv_dtype), Placement(**placement), device
+    f = Formats(formats["dtype"], formats["experts_dtype"], formats["kv_dtype"], tuple(keep))
+    eng = pick(engine, deployed(f)[0], hardware)
+    if eng.split == "layer" and placement["tp"] is None and placement["pp"] == 1 and placement["gpu_layers"] is None:
+        placement = {**placement, "tp": 1, "pp": placement["gpus"]}  # whole layers on each device (-sm layer)
+    if device["reserve"] is None:
+        tp = placement["tp"] or placement["gpus"] // placement["pp"]
+        device = {**device, "reserve": round(1 - eng.utilization_at(tp), 6)}
+    return f, Placement(**placement), Device(hardware, **device), eng
+
+
+def _kept(model: Model | Source, formats: Formats) -> Formats:
+    """A quantized checkpoint's config.json names the modules it leaves unquantized: without --keep, those."""
+    if formats.keep or isinstance(model, Model) or formats.dtype in ("bf16", "fp16", "fp32"):
+        return formats
+    from dataclasses import replace
+
+    from ..sources.hf.quantization import kept
+
+    return replace(formats, keep=kept(reference(model)))
 
 
 def infer(
@@ -432,25 +463,32 @@ def infer(
     dtype: str = Formats.dtype,
     experts_dtype: str | None = Formats.experts_dtype,
     kv_dtype: str = Formats.kv_dtype,
+    keep: tuple[str, ...] = Formats.keep,
     hardware: str | None = None,
     hardware_file: str | None = None,
+    engine: str | None = None,
     gpus: int = Placement.gpus,
     tp: int | None = Placement.tp,
     pp: int = Placement.pp,
     ep: int = Placement.ep,
-    reserve: float = Device.reserve,
-    prefill_chunk: int = DEFAULT_CHUNK,
+    gpu_layers: int | None = Placement.gpu_layers,
+    cpu_experts: bool = Placement.cpu_experts,
+    reserve: float | None = None,
+    prefill_chunk: int | None = None,
     link_gbs: float | None = Device.link_gbs,
     link_latency_us: float | None = Device.link_latency_us,
     network_gbs: float | None = Device.network_gbs,
     tflops: float | None = Device.tflops,
+    cpu_gbs: float = Device.cpu_gbs,
+    wired_limit_gib: float | None = Device.wired_gib,
     draft: int = InferenceRun.draft,
     accept: float | None = InferenceRun.accept,
     draft_model: Model | Source | None = None,
     decode: str = InferenceRun.decode,
     prefill: str = InferenceRun.prefill,
 ) -> Plan:
-    """Inference: FLOPs, weight and KV bytes, whether it fits, and the roofline prefill and decode rates."""
+    """Inference: FLOPs, weight and KV bytes, whether it fits, and the prefill and decode rates, the roofline and
+    what ``engine`` (default: llamacpp for GGUF formats, mlx on Apple silicon, else vllm) is expected to reach."""
     from ..analysis import hardware as table
     from ..analysis.inference import plan_inference
 
@@ -461,15 +499,25 @@ def infer(
         o.number("accept", accept, 0, 1, above=False)
     o.choice("decode", decode, o.DecodeForm)
     o.choice("prefill", prefill, o.DecodeForm)
-    formats, placement, dev = _serving(
-        dtype,
-        experts_dtype,
-        kv_dtype,
-        dict(gpus=gpus, tp=tp, ep=ep, pp=pp),
-        dict(reserve=reserve, link_gbs=link_gbs, link_latency_us=link_latency_us, network_gbs=network_gbs, tflops=tflops),
+    o.text("hardware", hardware)
+    hw = table.by_key(hardware, hardware_file) if hardware else None
+    formats, placement, dev, eng = _serving(
+        dict(dtype=dtype, experts_dtype=experts_dtype, kv_dtype=kv_dtype, keep=keep),
+        dict(gpus=gpus, tp=tp, ep=ep, pp=pp, gpu_layers=gpu_layers, cpu_experts=cpu_experts),
+        dict(
+            reserve=reserve,
+            link_gbs=link_gbs,
+            link_latency_us=link_latency_us,
+            network_gbs=network_gbs,
+            tflops=tflops,
+            cpu_gbs=cpu_gbs,
+            wired_gib=wired_limit_gib,
+        ),
+        engine,
+        hw,
     )
     m = generator(resolve(model), "infer")
-    hw = table.by_key(hardware, hardware_file) if hardware else None
+    formats = _kept(model, formats)
     drafting = None
     if draft_model is not None:
         try:
@@ -481,14 +529,14 @@ def infer(
         prompt,
         generate,
         batch=batch,
-        chunk=prefill_chunk,
+        chunk=prefill_chunk or eng.chunk,
         decode=decode,
         prefill=prefill,
         draft=draft,
         accept=accept,
         draft_model=drafting,
     )
-    return Plan(plan_inference(m.stack, m.label, run, formats, placement, Device(hw, **dev)), "infer")
+    return Plan(plan_inference(m.stack, m.label, run, formats, placement, dev, eng), "infer")
 
 
 def fit(
@@ -496,37 +544,53 @@ def fit(
     *,
     hardware: str,
     hardware_file: str | None = None,
+    engine: str | None = None,
     context: int | None = None,
     batch: int = FitRun.batch,
     dtype: str = Formats.dtype,
     experts_dtype: str | None = Formats.experts_dtype,
     kv_dtype: str = Formats.kv_dtype,
+    keep: tuple[str, ...] = Formats.keep,
     gpus: int = Placement.gpus,
     tp: int | None = Placement.tp,
     pp: int = Placement.pp,
     ep: int = Placement.ep,
-    reserve: float = Device.reserve,
-    prefill_chunk: int = DEFAULT_CHUNK,
+    gpu_layers: int | None = Placement.gpu_layers,
+    cpu_experts: bool = Placement.cpu_experts,
+    reserve: float | None = None,
+    prefill_chunk: int | None = None,
     link_gbs: float | None = Device.link_gbs,
     link_latency_us: float | None = Device.link_latency_us,
     network_gbs: float | None = Device.network_gbs,
     tflops: float | None = Device.tflops,
+    cpu_gbs: float = Device.cpu_gbs,
+    wired_limit_gib: float | None = Device.wired_gib,
 ) -> Plan:
-    """Will it fit: memory per device, the largest context and batch, and the decode rate there."""
+    """Will it fit: memory per device as ``engine`` holds it, the largest context and batch, and the decode rate
+    there, the roofline and the engine's expected."""
     from ..analysis import hardware as table
     from ..analysis.fit import plan_fit
 
     o.text("hardware", hardware)
     for name, value in (("context", context), ("batch", batch), ("prefill_chunk", prefill_chunk)):
         o.whole(name, value)
-    formats, placement, dev = _serving(
-        dtype,
-        experts_dtype,
-        kv_dtype,
-        dict(gpus=gpus, tp=tp, ep=ep, pp=pp),
-        dict(reserve=reserve, link_gbs=link_gbs, link_latency_us=link_latency_us, network_gbs=network_gbs, tflops=tflops),
+    hw = table.by_key(hardware, hardware_file)
+    formats, placement, dev, eng = _serving(
+        dict(dtype=dtype, experts_dtype=experts_dtype, kv_dtype=kv_dtype, keep=keep),
+        dict(gpus=gpus, tp=tp, ep=ep, pp=pp, gpu_layers=gpu_layers, cpu_experts=cpu_experts),
+        dict(
+            reserve=reserve,
+            link_gbs=link_gbs,
+            link_latency_us=link_latency_us,
+            network_gbs=network_gbs,
+            tflops=tflops,
+            cpu_gbs=cpu_gbs,
+            wired_gib=wired_limit_gib,
+        ),
+        engine,
+        hw,
     )
     m = generator(resolve(model), "fit")
-    hw = table.by_key(hardware, hardware_file)
-    run = FitRun(context or m.context_length, batch=batch, chunk=prefill_chunk)
-    return Plan(plan_fit(m.stack, m.label, run, formats, placement, Device(hw, **dev)), "fit")
+    formats = _kept(model, formats)
+    run = FitRun(context or m.context_length, batch=batch, chunk=prefill_chunk or eng.chunk)
+    return Plan(plan_fit(m.stack, m.label, run, formats, placement, dev, eng), "fit")

@@ -9,25 +9,26 @@ from typing import Optional
 
 from .. import api
 from ..analysis.conventions import CONVENTIONS, DEFAULT
-from ..analysis.plan import DEFAULT_CHUNK, TRAIN_RESERVE, Device, FitRun, Formats, InferenceRun, Layout, Placement, Step, TrainingRun
+from ..analysis.plan import TRAIN_RESERVE, Device, FitRun, Formats, InferenceRun, Layout, Placement, Step, TrainingRun
 from ..api.options import (
     BenchBlock,
     BenchDevice,
     BenchDtype,
     ConventionName,
     DecodeForm,
+    EngineName,
     FigureWidth,
     FrameworkName,
     HardwareDtype,
     KernelName,
     KindName,
+    KvDtype,
     LossName,
     MatchName,
     OptimizerName,
     PrecisionName,
     RecomputeName,
     VerifyConvention,
-    WeightDtype,
 )
 from ..errors import InputError
 from ..model.schema import LIMIT
@@ -487,6 +488,11 @@ def train(
     _show(output, result)
 
 
+def _keep(text: str | None) -> tuple[str, ...]:
+    """--keep's comma-separated overrides."""
+    return tuple(t.strip() for t in text.split(",") if t.strip()) if text else ()
+
+
 def _show(output: Output, result: api.Result) -> None:
     """A result in the format asked for: its documents, its record (JSON) or its CSV."""
     output.show(doc=lambda: result.documents(output.human), json=result.record, csv=result.to_csv)
@@ -498,7 +504,31 @@ FORMAT_HELP = "bf16, fp16, fp8, int8, int4 (GPTQ/AWQ g128), mxfp4, nvfp4, q8_0, 
 # What infer and fit share: the weights' formats, the devices' layout and links, the reserve.
 DTYPE = opt(Formats.dtype, "--dtype", help=f"Weight format: {FORMAT_HELP}.")
 EXPERTS_DTYPE = opt(Formats.experts_dtype, "--experts-dtype", help="Routed experts' format (default: --dtype).")
-KV_DTYPE = opt(Formats.kv_dtype, "--kv-dtype", choices=WeightDtype, help="KV-cache precision.")
+KV_DTYPE = opt(Formats.kv_dtype, "--kv-dtype", choices=KvDtype, help="KV-cache precision (q8_0, q4_0: llama.cpp's block types).")
+KEEP = opt(
+    None,
+    "--keep",
+    help="Formats of parts, comma-separated: attention=bf16, ffn=…, experts=…, layers:0-3=bf16 (a mixed checkpoint).",
+)
+ENGINE = opt(
+    None,
+    "--engine",
+    choices=EngineName,
+    help="Serving engine the expected rates and memory are for (default: llamacpp for GGUF formats, mlx on Apple silicon, else vllm).",
+)
+GPU_LAYERS = opt(
+    Placement.gpu_layers, "--gpu-layers", min=0, max=LIMIT, help="Layers on the devices, the rest on the host's CPU (llama.cpp -ngl)."
+)
+CPU_EXPERTS = opt(False, "--cpu-experts", help="Routed experts on the host's CPU (llama.cpp --cpu-moe).")
+CPU_GBS = opt(
+    Device.cpu_gbs, "--cpu-gbs", check=finite(0, 1e7), help="The host's memory bandwidth, GB/s (default: DDR5-5600, 2 channels)."
+)
+WIRED = opt(
+    Device.wired_gib,
+    "--wired-limit-gib",
+    check=finite(0, 1e7),
+    help="Apple silicon: GiB the GPU may wire (default: macOS's, 2/3 or 3/4 of memory).",
+)
 HARDWARE_FILE = opt(None, "--hardware-file", help="Your own devices, as a YAML list.")
 GPUS = opt(Placement.gpus, "--gpus", min=1, max=LIMIT, help="Devices.")
 TP = opt(Placement.tp, "--tp", min=1, max=LIMIT, help="Tensor-parallel degree (default: --gpus ÷ --pp).")
@@ -510,8 +540,10 @@ EP = opt(
     max=LIMIT,
     help="Devices the routed experts spread over: within --tp, or a multiple of it across copies (their attention data-parallel).",
 )
-RESERVE = opt(Device.reserve, "--reserve", min=0, max=0.99, help="Memory fraction kept free.")
-CHUNK = opt(DEFAULT_CHUNK, "--prefill-chunk", min=1, max=LIMIT, help="Prefill tokens per forward, for the workspace.")
+RESERVE = opt(None, "--reserve", min=0, max=0.99, help="Memory fraction kept free (default: the engine's; vLLM 0.1).")
+CHUNK = opt(
+    None, "--prefill-chunk", min=1, max=LIMIT, help="Prefill tokens per forward (default: the engine's; vLLM 8192, llama.cpp 512)."
+)
 LINK_GBS = opt(
     Device.link_gbs, "--link-gbs", check=finite(0, 1e7), help="Interconnect GB/s per direction (default: the device's scale-up link)."
 )
@@ -550,18 +582,24 @@ def infer(
     dtype: str = DTYPE,
     experts_dtype: Optional[str] = EXPERTS_DTYPE,
     kv_dtype: str = KV_DTYPE,
+    keep: Optional[str] = KEEP,
     hardware_key: Optional[str] = opt(None, "--hardware", help="A device of the hardware table (h100-sxm, …)."),
     hardware_file: Optional[str] = HARDWARE_FILE,
+    engine: Optional[str] = ENGINE,
     gpus: int = GPUS,
     tp: Optional[int] = TP,
     pp: int = PP,
     ep: int = EP,
-    reserve: float = RESERVE,
-    chunk: int = CHUNK,
+    gpu_layers: Optional[int] = GPU_LAYERS,
+    cpu_experts: bool = CPU_EXPERTS,
+    reserve: Optional[float] = RESERVE,
+    chunk: Optional[int] = CHUNK,
     link_gbs: Optional[float] = LINK_GBS,
     link_latency_us: Optional[float] = LINK_LATENCY,
     network_gbs: Optional[float] = NETWORK_GBS,
     tflops: Optional[float] = TFLOPS,
+    cpu_gbs: float = CPU_GBS,
+    wired_limit_gib: Optional[float] = WIRED,
     draft: int = opt(InferenceRun.draft, "--draft", min=0, max=1024, help="Speculative decoding / MTP: tokens drafted per step."),
     accept: Optional[float] = opt(InferenceRun.accept, "--accept", min=0, max=1, help="Acceptance rate of a drafted token."),
     draft_model: Optional[str] = opt(
@@ -583,17 +621,23 @@ def infer(
         dtype=dtype,
         experts_dtype=experts_dtype,
         kv_dtype=kv_dtype,
+        keep=_keep(keep),
         hardware_file=hardware_file,
+        engine=engine,
         gpus=gpus,
         tp=tp,
         pp=pp,
         ep=ep,
+        gpu_layers=gpu_layers,
+        cpu_experts=cpu_experts,
         reserve=reserve,
         prefill_chunk=chunk,
         link_gbs=link_gbs,
         link_latency_us=link_latency_us,
         network_gbs=network_gbs,
         tflops=tflops,
+        cpu_gbs=cpu_gbs,
+        wired_limit_gib=wired_limit_gib,
     )
     result = api.infer(
         model,
@@ -621,38 +665,50 @@ def fit(
     dtype: str = DTYPE,
     experts_dtype: Optional[str] = EXPERTS_DTYPE,
     kv_dtype: str = KV_DTYPE,
+    keep: Optional[str] = KEEP,
+    engine: Optional[str] = ENGINE,
     gpus: int = GPUS,
     tp: Optional[int] = TP,
     pp: int = PP,
     ep: int = EP,
-    reserve: float = RESERVE,
-    chunk: int = CHUNK,
+    gpu_layers: Optional[int] = GPU_LAYERS,
+    cpu_experts: bool = CPU_EXPERTS,
+    reserve: Optional[float] = RESERVE,
+    chunk: Optional[int] = CHUNK,
     link_gbs: Optional[float] = LINK_GBS,
     link_latency_us: Optional[float] = LINK_LATENCY,
     network_gbs: Optional[float] = NETWORK_GBS,
     tflops: Optional[float] = TFLOPS,
+    cpu_gbs: float = CPU_GBS,
+    wired_limit_gib: Optional[float] = WIRED,
     output: Output = None,
 ) -> None:
-    """Will it fit: memory per device, the largest context and batch, and the decode rate there."""
+    """Will it fit: memory per device as the engine holds it, the largest context and batch, and the decode rate there."""
     result = api.fit(
         model,
         hardware=hardware_key,
         hardware_file=hardware_file,
+        engine=engine,
         context=context,
         batch=batch,
         dtype=dtype,
         experts_dtype=experts_dtype,
         kv_dtype=kv_dtype,
+        keep=_keep(keep),
         gpus=gpus,
         tp=tp,
         pp=pp,
         ep=ep,
+        gpu_layers=gpu_layers,
+        cpu_experts=cpu_experts,
         reserve=reserve,
         prefill_chunk=chunk,
         link_gbs=link_gbs,
         link_latency_us=link_latency_us,
         network_gbs=network_gbs,
         tflops=tflops,
+        cpu_gbs=cpu_gbs,
+        wired_limit_gib=wired_limit_gib,
     )
     _show(output, result)
 

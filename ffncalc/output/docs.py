@@ -424,8 +424,7 @@ FIT_EXAMPLES = [
 def _fit_page(loaded) -> str:
     """Worked examples of fit and train, each with its command and the answer it prints."""
     from ..analysis import hardware
-    from ..analysis.fit import plan_fit
-    from ..analysis.plan import TRAIN_RESERVE, Device, FitRun, Formats, Layout, Placement, Step, TrainingRun
+    from ..analysis.plan import TRAIN_RESERVE, Device, Layout, Step, TrainingRun
     from ..analysis.training import plan_training
 
     parts = [
@@ -509,15 +508,11 @@ def _fit_page(loaded) -> str:
         name = args["model"]
         spec = loaded[name]
         if kind == "fit":
-            given = {k: v for k, v in args.items() if k in ("gpus", "tp", "ep", "pp")}
-            result = plan_fit(
-                spec,
-                name,
-                FitRun(args.get("context", spec.context_length), batch=args.get("batch", FitRun.batch)),
-                Formats(args.get("dtype", Formats.dtype), args.get("experts_dtype")),
-                Placement(**given),
-                Device(hardware.by_key(args["hardware"])),
-            )
+            from ..api import commands as ask
+
+            given = {k: v for k, v in args.items() if k in ("gpus", "tp", "ep", "pp", "batch", "dtype", "experts_dtype")}
+            # as the command answers it: the engine's reserve and forward (the API's defaults)
+            result = ask.fit(name, hardware=args["hardware"], context=args.get("context", spec.context_length), **given).answer
         else:
             result = plan_training(
                 spec,

@@ -3,7 +3,8 @@ said to fit, a calibration set apart from a held-out set; and the time figures t
 
 import pytest
 
-from ffncalc.analysis import accuracy, published_training
+from ffncalc.analysis import accuracy
+from ffncalc.analysis.accuracy import training as published_training
 
 RECORDS = [r for s in accuracy.sections() for r in s.RECORDS]
 

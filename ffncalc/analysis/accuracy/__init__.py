@@ -1,7 +1,8 @@
-"""How close the plans come to published runs: each record a run someone measured and published (its memory per
-device, its GPU-hours), the command that plans it, and the band the plan must fall in. A section is a module of
-records (``SECTIONS``); ``page`` writes docs/guide/accuracy.md from them and the tests hold each record in its
-band. A record that calibrates a constant says which; the rest are held out: no constant was fitted to them.
+"""How close the plans come to published runs and measurements, one module per kind of plan: ``training`` (each
+record a run someone measured and published, its memory per device or its GPU-hours, the command that plans it and
+the band the plan must fall in) and ``serving`` (engines' measured rates, capacities and bytes). ``page`` writes
+docs/guide/accuracy.md from them and the tests hold each record in its band. A record that calibrates a constant says
+which; the rest are held out: no constant was fitted to them.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 GIB = 2**30
 # The sections of the page, in order: the module holding each one's TITLE, INTRO, RECORDS (held in a band),
 # VERDICTS (runs that ran, measured 1, or ran out of memory, 0: the plan must say which) and GAPS.
-SECTIONS = ["ffncalc.analysis.published_training"]
+SECTIONS = ["ffncalc.analysis.accuracy.training"]
 
 
 def devices_file() -> str:
@@ -52,7 +53,7 @@ class Record:
         return self.plan()["free_bytes_per_device"].value >= 0
 
     def plan(self) -> Any:
-        from ..api import commands
+        from ...api import commands
 
         kwargs = dict(self.kwargs)
         if kwargs.get("hardware_file") == "published.yaml":
@@ -121,4 +122,7 @@ def page(notice: str) -> str:
                     f"- {r.name}: measured {shown(r.measured, r.unit)}, planned {shown(r.planned(), r.unit)} "
                     f"(ratio {r.planned() / r.measured:.2f}); {r.gap}. `{r.command}` — {r.source}\n"
                 )
+    from . import serving
+
+    parts += ["\n", serving.page()]
     return "".join(parts)

@@ -3,7 +3,7 @@ and GPU-hours of Llama 2, Llama 3 405B and DeepSeek-V3, each with the command th
 
 from __future__ import annotations
 
-from .accuracy import Record
+from . import Record
 
 TITLE = "Training"
 INTRO = (
