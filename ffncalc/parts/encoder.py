@@ -43,6 +43,8 @@ class Encoder(Part):
     final_norm: bool = False  # a norm after its last layer (mBART, T5)
     table_rows: NonNegative = 0  # rows of a token table of its own (0: the decoder's, shared)
     cross_bias: bool = False  # biases on the cross-attention's projections
+    cross_head_dim: Positive | None = None  # its heads' width (default d_model / heads; T5: d_kv)
+    relative_buckets: NonNegative = 0  # rows of its layers' shared relative-position bias table (T5), × heads
     source_length: Positive | None = None  # source tokens per sequence for the FLOPs (default: the sequence's)
 
     def check(self, spec) -> None:
@@ -71,6 +73,9 @@ class Encoder(Part):
             emb.op("encoder.pos_embed", d)
         if self.embedding_norm:
             emb.norm("encoder.embed_norm", model.norm, d, 1)
+        if self.relative_buckets:  # one table every encoder layer reads; its lookup and adds: no multiply-adds
+            heads = self.layers.attention.resolve(d).head_count()
+            emb.term("encoder.relative_bias.weight", "position", (self.relative_buckets, heads))
         layers = self.stack.terms(model, "encoder.", s, scale)
         fin = Emitter("layers")
         if self.final_norm:
@@ -83,9 +88,10 @@ class Encoder(Part):
         d, n, s = model.d_model, e.n, self.source(positions)
         attn = model.layers[e.layers[0]].attention if e.layers else model.layers[0].attention
         h = attn.head_count()
-        hd = d // h
+        hd = self.cross_head_dim or d // h
         kv = Fraction(s, positions)  # the keys and values: once per source token
         e.norm("encoder.cross.norm", model.norm, d, n)
+        e.out[-1] = replace(e.out[-1], component="norms")  # one of the layer's norms, as a checkpoint names them
         e.linear("encoder.cross.q", d, h * hd, self.cross_bias, n, heads=h)
         for part in ("k", "v"):
             start = len(e.out)
@@ -123,6 +129,9 @@ def _modules():
             self.source_length, self.sinusoidal = spec.source_length, spec.layers.positions == "sinusoidal"
             if spec.table_rows:
                 self.embed = nn.Embedding(spec.table_rows, d)
+            if spec.relative_buckets:  # read by every layer; its lookup and adds have no multiply-adds to count
+                heads = spec.layers.attention.resolve(d).head_count()
+                self.relative_bias = nn.Embedding(spec.relative_buckets, heads)
             if spec.position_rows:
                 self.pos_embed = nn.Embedding(spec.position_rows, d)
             if spec.embedding_norm:
@@ -155,7 +164,7 @@ def _modules():
         def __init__(self, spec: Encoder, model, heads: int):
             super().__init__()
             d = model.d_model
-            self.heads, self.head_dim = heads, d // heads
+            self.heads, self.head_dim = heads, spec.cross_head_dim or d // heads
             width = heads * self.head_dim
             self.norm = make_norm(model.norm.layer, d)
             self.q, self.k, self.v = (Linear(d, width, bias=spec.cross_bias) for _ in range(3))

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache
 
-from ..model.schema import Positive
+from ..model.schema import NonNegative, Positive
 from . import Part, register
 
 
@@ -85,7 +85,7 @@ class RelativeBias(Part):
 
     buckets: Positive
     heads: Positive
-    segments: Positive = 1  # segment types: segments² pair rows before the buckets'
+    segments: NonNegative = 1  # segment types: segments² pair rows before the buckets' (T5: none)
 
     @property
     def rows(self) -> int:

@@ -1,4 +1,4 @@
-"""Encoder-decoders (BART and the models built as it is): both stacks counted whole, the cross-attention in every
+"""Encoder-decoders (BART and the models built as it is, T5 and mT5): both stacks counted whole, the cross-attention in every
 decoder layer, each proven against transformers' class at its defaults (tests/families/test_defaults.py, and the
 FLOPs below) and by hand; the plans that are not built for them yet refused in one line."""
 
@@ -60,16 +60,30 @@ def test_plans_not_built_for_an_encoder_decoder_are_refused_in_one_line(cli, com
 
 
 @pytest.mark.torch
-def test_bart_large_verifies_against_its_reference_modules(cli):
-    code, out, err = cli("verify", "bart-large", "--seq-len", "32")
+@pytest.mark.parametrize("name", ["bart-large", "flan-t5-xl"])
+def test_presets_verify_against_their_reference_modules(cli, name):
+    code, out, err = cli("verify", name, "--seq-len", "32")
     assert code == 0 and "all" in out and "agree" in out, out + err
 
 
 READ = [t for t in coverage.ENCODER_DECODER_TYPES if t not in coverage.SEQ2SEQ_NOT_YET and t not in coverage.REFUSED_AT_DEFAULTS]
 
 
-def test_the_bart_kin_are_read():
-    assert set(READ) == {"bart", "mbart", "plbart", "marian", "pegasus", "blenderbot", "blenderbot-small", "m2m_100"}
+def test_the_encoder_decoders_read():
+    assert set(READ) == {"bart", "mbart", "plbart", "marian", "pegasus", "blenderbot", "blenderbot-small", "m2m_100", "t5", "mt5"}
+
+
+def test_flan_t5_xl_preset_counts_the_whole_model():
+    """T5ForConditionalGeneration for google/flan-t5-xl by hand: the shared table and the untied head (32,128 × 2,048
+    each); per encoder layer q, k, v, o (2,048 × 32·64 each, no biases), the gated FFN (wi_0, wi_1 2,048 × 5,120, wo
+    back) and two RMS norms; per decoder layer the same, a cross-attention (four more) and its norm; each stack a
+    table of 32 buckets × 32 heads and a final norm. Published: "3B"."""
+    d, ff, vocab = 2048, 5120, 32128
+    attention = 4 * d * 32 * 64
+    encoder_layer = attention + 3 * d * ff + 2 * d
+    decoder_layer = encoder_layer + attention + d
+    total = 2 * vocab * d + 24 * encoder_layer + 24 * decoder_layer + 2 * (32 * 32 + d)
+    assert tally(presets.load("flan-t5-xl")[1]).params == total == 2_849_757_184
 
 
 @pytest.mark.parametrize("model_type", READ)

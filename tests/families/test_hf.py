@@ -235,7 +235,7 @@ def write(tmp_path, data, name="config.json"):
 @pytest.mark.parametrize(
     "change,expected",
     [
-        ({"model_type": "t5"}, "unsupported model_type 't5'; supported: "),
+        ({"model_type": "whisper"}, "unsupported model_type 'whisper'; supported: "),
         ({"model_type": "lama"}, "unsupported model_type 'lama'; nearest: llama"),
         ({"num_attention_heads": "32"}, "num_attention_heads: expected a positive integer, got '32'"),
         ({"tie_word_embeddings": "no"}, "tie_word_embeddings: expected true or false"),
@@ -271,7 +271,7 @@ def test_missing_model_type_and_broken_json(cli, tmp_path):
 def test_import_out_never_half_writes(cli, tmp_path):
     target = tmp_path / "mine.yaml"
     target.write_text("keep me\n")
-    bad = write(tmp_path, {**raw("gpt2"), "model_type": "t5"})
+    bad = write(tmp_path, {**raw("gpt2"), "model_type": "whisper"})
     code, _, _ = cli("import", bad, "--out", str(target))
     assert code == 2 and target.read_text() == "keep me\n"
 

@@ -12,7 +12,7 @@ from typing import Iterable, TypeVar
 
 from .config import Family
 
-LAYER = re.compile(r"(?:^|\.)(?:layers|layer|h|blocks)\.(\d+)\.(.+)$")  # blocks: MPT, DBRX; layer: BERT
+LAYER = re.compile(r"(?:^|\.)(?:layers|layer|h|blocks|block)\.(\d+)\.(.+)$")  # blocks: MPT, DBRX; layer: BERT; block: T5
 
 K = TypeVar("K")
 

@@ -13,11 +13,10 @@ LAYER_MODULES = (
     (r"encoder_attn\.k_proj$", "encoder.cross.k"),
     (r"encoder_attn\.v_proj$", "encoder.cross.v"),
     (r"encoder_attn\.out_proj$", "encoder.cross.o"),
-    (r"encoder_attn_layer_norm$", "encoder.cross.norm"),
     (r"self_attn\.out_proj$", "attn.o"),
     (r"fc1$", "ffn.up"),
     (r"fc2$", "ffn.down"),
-    (r"(self_attn_layer_norm|final_layer_norm)$", "norms"),
+    (r"(self_attn_layer_norm|encoder_attn_layer_norm|final_layer_norm)$", "norms"),
 )
 TOP_MODULES = (
     (r"shared$", "embed"),

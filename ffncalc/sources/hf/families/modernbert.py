@@ -4,7 +4,7 @@ gated (GeGLU) FFNs, LayerNorms without biases, no norm before the first layer's 
 
 from __future__ import annotations
 
-from ..config import Config, common, family, layer_types, stack
+from ..config import Config, attention, common, family, gated, layer_types, stack
 
 MODULES = (
     (r"attn\.Wqkv$", "attn.q+k+v"),
@@ -23,6 +23,30 @@ TOP_MODULES = (
 )
 
 
+def modernbert_layers(c: Config) -> list[dict]:
+    """ModernBERT's layers, its encoder's and its decoder's (Ettin): layer_types as stated, or every
+    global_attn_every_n_layers-th layer (default 3, from layer 0) global and the others sliding over local_attention // 2
+    keys (default 64); attention over num_attention_heads of hidden_size / heads, q/k/v/o biases where attention_bias;
+    a gated MLP of intermediate_size with hidden_activation (default gelu), biases where mlp_bias; no norm before
+    layer 0's attention."""
+    every = c.int("global_attn_every_n_layers", 3)
+    types = layer_types(c, lambda i: "sliding_attention" if i % every else "full_attention")
+    local = c.int("local_attention", 128)
+    if local < 2 and "sliding_attention" in types:
+        raise c.fail("local_attention", f"sliding layers need a window of local_attention // 2 keys, got {local}")
+    bias = c.bool("attention_bias", False)
+    full = attention(c, qkv_bias=bias, o_bias=bias)
+    ffn = gated(c, act_key="hidden_activation", act_default="gelu", bias=c.bool("mlp_bias", False))
+    return [
+        {
+            "attention": {**full, "window": local // 2} if t == "sliding_attention" else full,
+            "ffn": ffn,
+            "norms": ["none" if i == 0 else "norm", "norm"],
+        }
+        for i, t in enumerate(types)
+    ]
+
+
 @family("modernbert", layer_modules=MODULES, top_modules=TOP_MODULES)
 def modernbert(c: Config) -> dict:
     """ModernBertConfig / ModernBertForMaskedLM: the embedding then a LayerNorm (ModernBertEmbeddings.norm); every
@@ -37,24 +61,7 @@ def modernbert(c: Config) -> dict:
     ModernBertPredictionHead: dense d -> d (bias where classifier_bias, default false), classifier_activation
     (default gelu), a norm; decoder tied to the embedding with a bias where decoder_bias (default true).
     Vocabulary 50368, 8192 positions."""
-    every = c.int("global_attn_every_n_layers", 3)
-    types = layer_types(c, lambda i: "sliding_attention" if i % every else "full_attention")
-    local = c.int("local_attention", 128)
-    if local < 2 and "sliding_attention" in types:
-        raise c.fail("local_attention", f"sliding layers need a window of local_attention // 2 keys, got {local}")
-    bias = c.bool("attention_bias", False)
-    heads = c.int("num_attention_heads")
-    full = {"n_heads": heads, "qkv_bias": bias, "o_bias": bias}
-    act = c.activation("hidden_activation", "gelu")
-    ffn = {"kind": "gated", "d_ff": c.int("intermediate_size"), "activation": act, "bias": c.bool("mlp_bias", False)}
-    layers = [
-        {
-            "attention": {**full, "window": local // 2} if t == "sliding_attention" else full,
-            "ffn": ffn,
-            "norms": ["none" if i == 0 else "norm", "norm"],
-        }
-        for i, t in enumerate(types)
-    ]
+    layers = modernbert_layers(c)
     return {
         **common(c, tie=True, context_default=8192),
         **stack(layers),

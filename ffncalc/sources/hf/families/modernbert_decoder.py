@@ -3,7 +3,8 @@ global layers, no norm before the first layer's attention, and a prediction head
 
 from __future__ import annotations
 
-from ..config import Config, attention, common, family, gated, layer_types, stack
+from ..config import Config, common, family, stack
+from .modernbert import modernbert_layers
 
 MODULES = ((r"attn\.Wo$", "attn.o"), (r"(attn_norm|mlp_norm)$", "norms"), (r"mlp\.Wi$", "ffn.gate+up"), (r"mlp\.Wo$", "ffn.down"))
 TOP_MODULES = (
@@ -35,22 +36,7 @@ def modernbert_decoder(c: Config) -> dict:
     classifier_activation (default gelu), a LayerNorm; then decoder, the unembedding, with a bias where
     decoder_bias (default true), tied to the embedding by default. Vocabulary 50368, context 8192."""
     c = c.with_defaults(DEFAULTS)
-    every = c.int("global_attn_every_n_layers", 3)
-    types = layer_types(c, lambda i: "sliding_attention" if i % every else "full_attention")
-    local = c.int("local_attention", 128)
-    if local < 2 and "sliding_attention" in types:
-        raise c.fail("local_attention", f"sliding layers need a window of local_attention // 2 keys, got {local}")
-    bias = c.bool("attention_bias", False)
-    full = attention(c, qkv_bias=bias, o_bias=bias)
-    ffn = gated(c, act_key="hidden_activation", act_default="gelu", bias=c.bool("mlp_bias", False))
-    layers = [
-        {
-            "attention": {**full, "window": local // 2} if t == "sliding_attention" else full,
-            "ffn": ffn,
-            "norms": ["none" if i == 0 else "norm", "norm"],
-        }
-        for i, t in enumerate(types)
-    ]
+    layers = modernbert_layers(c)
     return {
         **common(c, tie=True, context_default=8192),
         **stack(layers),

@@ -1,0 +1,82 @@
+"""T5 (Raffel et al. 2020) and its kin (T5 v1.1, Flan-T5, mT5): an encoder and a decoder of pre-norm layers with RMS
+norms without biases, no position table but one table of relative-position buckets per stack (in its first layer,
+read by every layer), bias-free projections, a ReLU or gated-GELU FFN, a final norm in each stack, one token table
+shared by both stacks, and in every decoder layer a cross-attention to the encoder's output."""
+
+from __future__ import annotations
+
+from ..config import Config, alias, family
+
+LAYER_MODULES = (
+    (r"EncDecAttention\.q$", "encoder.cross.q"),
+    (r"EncDecAttention\.k$", "encoder.cross.k"),
+    (r"EncDecAttention\.v$", "encoder.cross.v"),
+    (r"EncDecAttention\.o$", "encoder.cross.o"),
+    (r"SelfAttention\.q$", "attn.q"),
+    (r"SelfAttention\.k$", "attn.k"),
+    (r"SelfAttention\.v$", "attn.v"),
+    (r"SelfAttention\.o$", "attn.o"),
+    (r"DenseReluDense\.wi$", "ffn.up"),
+    (r"DenseReluDense\.wi_0$", "ffn.gate"),
+    (r"DenseReluDense\.wi_1$", "ffn.up"),
+    (r"DenseReluDense\.wo$", "ffn.down"),
+    (r"layer_norm$", "norms"),
+)
+TOP_MODULES = (
+    (r"shared$", "embed"),
+    (r"embed_tokens$", "embed"),
+    (r"final_layer_norm$", "final_norm"),
+    # the first block holds its stack's table, which every block reads: a model-level component
+    (r"block\.0\.layer\.0\.SelfAttention\.relative_attention_bias$", "relative_bias"),
+)
+
+
+@family(
+    "t5",
+    layer_modules=LAYER_MODULES,
+    top_modules=TOP_MODULES,
+    model_stacks=((r"encoder\.", "encoder."),),
+)
+def t5(c: Config) -> dict:
+    """T5Config / T5ForConditionalGeneration: shared (vocab_size, default 32128, × d_model, 512) is both stacks'
+    embed_tokens; lm_head tied to it where tie_word_embeddings (default true; T5 v1.1 and Flan-T5 false). Each stack:
+    T5Block (num_layers, default 6, in the encoder; num_decoder_layers, default num_layers, in the decoder) of
+    T5LayerSelfAttention (layer_norm, then SelfAttention's q, k, v of num_heads (8) heads of d_kv (64) and o, no
+    biases), in the decoder T5LayerCrossAttention (layer_norm, EncDecAttention's q, k, v, o), and T5LayerFF
+    (layer_norm, DenseReluDense: wi d -> d_ff (2048) and wo back, or with feed_forward_proj "gated-gelu" wi_0 and
+    wi_1, no biases); the first block's SelfAttention holds relative_attention_bias (relative_attention_num_buckets,
+    32, × heads), which every layer of its stack reads; final_layer_norm. Every norm an RMS norm with a weight."""
+    d, heads, kv = c.int("d_model"), c.int("num_heads"), c.int("d_kv")
+    proj = c.data.get("feed_forward_proj", "relu")
+    if not isinstance(proj, str) or proj.split("-")[-1] not in ("relu", "gelu", "silu", "new"):
+        raise c.fail("feed_forward_proj", f'expected "ACT" or "gated-ACT", got {proj!r}')
+    gated = proj.startswith("gated-")
+    act = {"gelu": "gelu_tanh", "new": "gelu_tanh"}.get(proj.split("-")[-1], proj.split("-")[-1])
+    ffn = {"kind": "gated" if gated else "dense", "d_ff": c.int("d_ff"), "activation": act}
+    attention = {"n_heads": heads, "head_dim": kv}
+    buckets = c.int("relative_attention_num_buckets", 32)
+    encoder_layers = c.int("num_layers")
+    return {
+        "name": c.data.get("_name_or_path") or None,
+        "vocab_size": c.int("vocab_size"),
+        "d_model": d,
+        "n_layers": c.int("num_decoder_layers", encoder_layers),
+        "context_length": c.int("n_positions", 512),
+        "positions": "none",
+        "tie_embeddings": c.bool("tie_word_embeddings", True),
+        "attention": attention,
+        "ffn": ffn,
+        "norm": {"kind": "rmsnorm", "per_layer": 2, "final": True},
+        "relative_bias": {"buckets": buckets, "heads": heads, "segments": 0},
+        "encoder": {
+            "layers": {"d_model": d, "n_layers": encoder_layers, "attention": attention, "ffn": ffn, "positions": "none"},
+            "final_norm": True,
+            "cross_head_dim": kv,
+            "relative_buckets": buckets,
+        },
+    }
+
+
+# mT5 (Xue et al. 2021) is T5's classes under its own configuration (MT5Config: T5 v1.1's gated-GELU FFN and untied
+# head by default, a 250112-token vocabulary).
+alias("mt5", of="t5")
