@@ -5,9 +5,9 @@ exactly here."""
 
 import pytest
 
-torch = pytest.importorskip("torch")
+from ffncalc.model import from_data
 
-from ffncalc.model import from_data  # noqa: E402
+pytestmark = pytest.mark.torch  # torch's autograd runs the blocks (the torch set's environment)
 
 D, FF, TOKENS = 64, 128, 16
 
@@ -30,6 +30,8 @@ def model(ffn):
 
 def saved_elements(module, dtype):
     """Elements of every distinct storage autograd saves in a forward of TOKENS tokens, parameters aside."""
+    import torch
+
     module = module.to(dtype)
     params = {p.untyped_storage().data_ptr() for p in module.parameters()}
     seen = {}
@@ -65,6 +67,8 @@ def test_ffn_kept_elements_equal_autograd_saved(ffn, dtype):
     pre-activation and the activation, d + 2·d_ff. ReLU, tanh and sigmoid compute their gradient from their
     output, so the pre-activation is not kept: d_ff fewer. ReLU² keeps the ReLU's output (its square's input) in
     place of the pre-activation."""
+    import torch
+
     spec = model(ffn)
     block = dict(spec.layers[0].blocks())["ffn"]
     pre = 0 if ffn["activation"] in ("relu", "tanh", "sigmoid") else 1
