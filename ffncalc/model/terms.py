@@ -145,13 +145,6 @@ class Emitter:
         self.term(name, "op", copies=self.n if copies is None else copies, elementwise=elementwise, **kw)
 
 
-def _nearer(tokens: int, window: int) -> int:
-    """Σ over queries i of min(i, W): the keys before each query within W of it, over ``tokens`` queries."""
-    if tokens <= window + 1:
-        return tokens * (tokens - 1) // 2
-    return window * (window + 1) // 2 + (tokens - 1 - window) * window
-
-
 def attended_pairs(tokens: int, window: int | None = None, chunk: int | None = None, select: str = "") -> int:
     """Query-key pairs a causal kernel computes over ``tokens`` queries: query i (from 0) meets keys
     max(0, i − W + 1)..i, min(i + 1, W) of them. Without a window, the triangle T(T+1)/2; with W < T,
@@ -169,7 +162,8 @@ def attended_pairs(tokens: int, window: int | None = None, chunk: int | None = N
     select "both" (an encoder's sliding window, ModernBERT: |i − j| ≤ W): query i meets min(i, W) keys before it,
     min(T − 1 − i, W) after it and itself; summed, T + 2·Σ min(i, W)."""
     if select == "both":  # query i meets keys i − W..i + W within the sequence
-        return tokens + 2 * _nearer(tokens, window)
+        # Σ min(i, W) on each side is the causal count with a window of W + 1 less the queries themselves
+        return 2 * attended_pairs(tokens, window + 1) - tokens
     if select == "entries":
         last = tokens if window is None else min(tokens, (window + 1) * chunk - 1)
         return attended_pairs(last, chunk=chunk, select="blocks") + (tokens - last) * (window or 0)

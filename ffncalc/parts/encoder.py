@@ -90,7 +90,7 @@ class Encoder(Part):
         h = attn.head_count()
         hd = self.cross_head_dim or d // h
         kv = Fraction(s, positions)  # the keys and values: once per source token
-        e.norm("encoder.cross.norm", model.norm, d, n)
+        e.norm("encoder.cross.norm", model.norm.layer, d, n)
         e.out[-1] = replace(e.out[-1], component="norms")  # one of the layer's norms, as a checkpoint names them
         e.linear("encoder.cross.q", d, h * hd, self.cross_bias, n, heads=h)
         for part in ("k", "v"):
