@@ -97,9 +97,11 @@ def class_defaults_text() -> str:
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
     from ffncalc.sources import hf
+    from ffncalc.sources.hf import coverage
 
     base = {f.name for f in dataclasses.fields(PretrainedConfig)}
-    wanted = sorted(({*types(), *hf.registered(), *hf.TEXT_TYPES.values()}) & set(CONFIG_MAPPING))
+    wrappers = {*coverage.IMAGE_TEXT_TYPES, *coverage.MULTIMODAL_LM_TYPES}  # their tie_word_embeddings (hf.wrapper_tie)
+    wanted = sorted(({*types(), *hf.registered(), *hf.TEXT_TYPES.values(), *wrappers}) & set(CONFIG_MAPPING))
     out = {}
     for model_type in wanted:
         cls = CONFIG_MAPPING[model_type]

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 
 from ..model import Model
-from ..sources.hf import Config, family_of, to_spec
+from ..sources.hf import Config, family_of, text_only, to_spec
 from ..sources.hf.names import LAYER, fuse, our_layer, stack_start
 from ..sources.hf.names import component as hf_component
 from .count import tally
@@ -216,7 +216,7 @@ def flop_lengths(c: Config, spec: Model | None = None) -> tuple[int, int]:
 
     from .count import terms
 
-    spec = spec or to_spec(c)
+    spec = spec or to_spec(text_only(c))  # the class built is the language model's
     reach = [t.window or t.chunk for t in terms(spec, SHORT, partial=True) if t.role == "core" and (t.window or t.chunk)]
     reach += [c.data[k] for k in ("sliding_window", "attention_chunk_size", "window_size") if type(c.data.get(k)) is int]
     unit = lcm(1, *(b.chunk_tokens() for b in spec.blocks() if b.chunk_tokens() is not None))
@@ -376,7 +376,7 @@ def _attribution(net, counter, fixed: bool):
 def check(c: Config, *, model: str = "model", spec: Model | None = None, measured: Measured | None = None) -> HFReport:
     """Our parameter count against transformers', per component and run of identical layers; ``spec``
     (default: the config imported) is the side under test, ``measured`` (default: built now) the other."""
-    spec = spec or to_spec(c)
+    spec = spec or to_spec(text_only(c))  # the class built is the language model's
     family = family_of(c)
     stacks = family.stacks(c) if family.stacks else None
     measured = measured or measure(c)
@@ -442,7 +442,7 @@ def check_flops(c: Config, measured: Measured, *, spec: Model | None = None) -> 
     A measured op that multiplies a parameter's weights is the component of that parameter (by the
     family's module names, as for the parameters); one that multiplies activations only is the layer's
     attention products, against the sum of our ``core`` terms."""
-    spec = spec or to_spec(c)
+    spec = spec or to_spec(text_only(c))  # the class built is the language model's
     family = family_of(c)
     stacks = family.stacks(c) if family.stacks else None
     run_of = {i: run.span for run in spec.runs() for i in range(*run.span)}

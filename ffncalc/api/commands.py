@@ -125,7 +125,7 @@ def _verify_hf(ref: Source, seq_len: int | None, convention: str, every_layer: b
     from ..sources import hf
 
     path = reference(ref)
-    label, spec = hf.load(path)
+    label, spec = hf.load(path, text=True)  # transformers' causal-LM class: the language model alone
     spec.check_seq_len(seq_len, label)
     try:
         import transformers  # noqa: F401

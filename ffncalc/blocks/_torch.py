@@ -22,6 +22,7 @@ ACTIVATIONS = {
     "silu": F.silu,
     "gelu": F.gelu,
     "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"),
+    "quick_gelu": lambda x: x * torch.sigmoid(1.702 * x),
 }
 
 

@@ -10,7 +10,7 @@ from ..model.spec import Norm, Width, width
 from ..model.terms import ACTIVATION_OPS
 from . import Block, register
 
-DenseActivation = Literal["relu", "relu2", "gelu", "gelu_tanh", "silu", "sigmoid", "tanh", "identity", "xielu"]
+DenseActivation = Literal["relu", "relu2", "gelu", "gelu_tanh", "quick_gelu", "silu", "sigmoid", "tanh", "identity", "xielu"]
 
 # Activations with learned parameters, and their elementwise FLOPs per element (one per arithmetic step, as
 # model/terms.py counts the others). xIELU (Huang et al. 2025, "Deriving Activation Functions Using

@@ -214,7 +214,7 @@ def resolve(spec: ModelSpec) -> Model:
     for part in spec.parts:  # what parts record in the layers (shared blocks' uses, block residuals' mixes)
         layers = part.resolve_layers(spec, layers, groups)
     notes = tuple(dict.fromkeys(b.count_note for layer in layers for _, b in layer.blocks() if b.count_note))
-    notes += tuple(p.count_note for p in spec.parts if p.count_note)  # their FLOP conventions (parts/latent.py)
+    notes += tuple(n for p in spec.parts for n in [p.note(spec)] if n)  # their FLOP conventions (parts/latent.py)
     return Model(
         spec.name,
         spec.vocab_size,

@@ -16,7 +16,7 @@ from typing import Annotated, Literal
 
 from .norms import norm_terms
 from .schema import Layers, Positive, Slot, SpecError
-from .spec import check_block
+from .spec import Norm, check_block
 from .terms import RESIDUAL_ADDS, Emitter, Term
 
 Mixer = Annotated[object, Slot("attention", default="mha")]
@@ -53,6 +53,7 @@ class Stack:
     ffn: FFN
     positions: StackPositions | None = None  # default: the model's
     mask: Mask = "causal"
+    norm: Norm | None = None  # its norms where they are not the model's (a vision tower's LayerNorms)
 
     def __post_init__(self) -> None:
         for slot in ("attention", "ffn"):
@@ -67,7 +68,10 @@ class Stack:
 
         layer = Layer(self.attention.resolve(self.d_model), self.ffn.resolve(self.d_model))
         return replace(
-            Model.bare(self.d_model), positions=self.positions or model.positions, norm=model.norm, layers=(layer,) * self.n_layers
+            Model.bare(self.d_model),
+            positions=self.positions or model.positions,
+            norm=self.norm or model.norm,
+            layers=(layer,) * self.n_layers,
         )
 
     def terms(self, model, prefix: str, seq_len: int, positions: Fraction | int) -> list[Term]:

@@ -24,8 +24,9 @@ ACTIVATION_OPS = {
     "silu": 5,  # x · sigmoid(x)
     "gelu": 5,  # 0.5 · x · (1 + erf(x / √2)): divide, erf, add, two multiplies
     "gelu_tanh": 9,  # 0.5 · x · (1 + tanh(√(2/π) · (x + 0.044715 · x³)))
+    "quick_gelu": 6,  # x · sigmoid(1.702 · x) (CLIP's): a multiply, the sigmoid, a multiply
 }
-Activation = Literal["identity", "relu", "relu2", "tanh", "sigmoid", "silu", "gelu", "gelu_tanh"]  # a spec's
+Activation = Literal["identity", "relu", "relu2", "tanh", "sigmoid", "silu", "gelu", "gelu_tanh", "quick_gelu"]  # a spec's
 SOFTMAX_OPS = 6  # per score: scale by 1/√d, max, subtract, exp, sum, divide
 ROTARY_OPS = 3  # per rotated element: x·cos + rotate(x)·sin
 RESIDUAL_ADDS = 2  # per layer and model-width element: one after attention, one after the FFN

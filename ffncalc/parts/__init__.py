@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 _REGISTRY: dict[str, type[Part]] = {}
 _VERSION = [0]
 MODULES = (
+    "vision",
     "encoder",
     "embedding",
     "token_types",
@@ -79,6 +80,10 @@ class Part:
         return layers
 
     count_note: ClassVar[str | None] = None  # what a count must say about its figures, if anything
+
+    def note(self, spec) -> str | None:
+        """What a count of ``spec`` must say about its figures (default: ``count_note``)."""
+        return self.count_note
 
     # --- shapes ------------------------------------------------------------------------------------------------
     def positions(self, n: int) -> int:

@@ -43,7 +43,7 @@ def test_every_config_has_its_truth_and_its_source():
 
 @pytest.mark.parametrize("name", NAMES)
 def test_total_equals_transformers(name):
-    assert tally(hf.load(CONFIGS / f"{name}.json")[1]).params == sum(n for _, n in truth(name).params)
+    assert tally(hf.load(CONFIGS / f"{name}.json", text=True)[1]).params == sum(n for _, n in truth(name).params)
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -58,7 +58,7 @@ def test_every_component_equals_transformers(name):
 def test_imported_spec_verifies_against_reference_modules(name):
     from ffncalc.analysis.verify import verify
 
-    label, spec = hf.load(CONFIGS / f"{name}.json")
+    label, spec = hf.load(CONFIGS / f"{name}.json", text=True)
     report = verify(spec, model=label, seq_len=8)
     assert report.ok, report.failures
 

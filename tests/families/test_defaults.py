@@ -51,7 +51,7 @@ def _measured(model_type: str) -> hfcheck.Measured:
 
 @pytest.mark.parametrize("model_type", BUILT)
 def test_total_at_defaults_equals_transformers(model_type):
-    label, spec = hf.load(CONFIGS / f"{model_type}.json")
+    label, spec = hf.load(CONFIGS / f"{model_type}.json", text=True)  # the recorded class is the language model
     assert tally(spec, partial=True).params == sum(n for _, n in _measured(model_type).params)
 
 
@@ -99,4 +99,4 @@ def test_a_config_of_model_type_alone_means_the_class_defaults(model_type, tmp_p
     record = RECORDS[model_type]
     path = tmp_path / "config.json"
     path.write_text(json.dumps({"model_type": model_type, **record.get("repaired", {})}))
-    assert tally(hf.load(path)[1], partial=True).params == sum(n for _, n in _measured(model_type).params)
+    assert tally(hf.load(path, text=True)[1], partial=True).params == sum(n for _, n in _measured(model_type).params)

@@ -318,12 +318,21 @@ def test_presets_match_their_configs():
 
 def test_sparse_text_config_takes_the_config_class_defaults(cli):
     """Gemma 3 27B's text_config leaves out vocab_size: Gemma3TextConfig's default, 262,208, applies
-    (the embedding is 262,208 × 5,376); the vision tower is named as not counted."""
+    (the embedding is 262,208 × 5,376). The whole model: the language model as transformers' Gemma3ForCausalLM builds
+    it (tests/hf_truth) and, by hand, its SigLIP So400m tower (patch 14 over 896 pixels: 4,096 positions; 27 layers of
+    width 1,152 and MLP 4,304, every linear and LayerNorm with a bias) and the projector (an RMSNorm of 1,152 and a
+    1,152 × 5,376 matrix); an image is 16 × 16 = 256 tokens."""
     code, out, _ = cli("count", str(CONFIGS / "gemma-3-27b-it.json"), "--format", "json")
     data = json.loads(out)
     embed = next(c for c in data["components"] if c["component"] == "embed.weight")
     assert code == 0 and embed["params"] == 262_208 * 5376
-    assert data["notes"] == ["the language model of a gemma3 config (its text_config); not counted: vision_config"]
+    d, f = 1152, 4304
+    vision = d * 3 * 14 * 14 + d + 4096 * d + 27 * (4 * (d * d + d) + 4 * d + d * f + f + f * d + d) + 2 * d
+    from ffncalc.analysis.records import expanded
+
+    text = sum(n for _, n in expanded(json.loads((CONFIGS.parent / "hf_truth" / "gemma-3-27b-it.json").read_text())["params"], 2))
+    assert data["totals"]["params"] == text + vision + d + d * 5376 == 27_432_406_640  # the model card's 27.4B
+    assert data["notes"][0].startswith("vision tower: one 896×896-pixel image is 256 tokens of the language model")
 
 
 def test_text_config_errors_point_into_the_text_config(cli, tmp_path):

@@ -32,6 +32,13 @@ def test_recorded_mapping_is_the_installed_transformers():
 
     assert coverage.SEQ2SEQ_TYPES == tuple(MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES)
     assert coverage.SPEECH_SEQ2SEQ_TYPES == tuple(MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES)
+    from transformers.models.auto.modeling_auto import (
+        MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES,
+        MODEL_FOR_MULTIMODAL_LM_MAPPING_NAMES,
+    )
+
+    assert coverage.IMAGE_TEXT_TYPES == tuple(sorted(MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES))
+    assert coverage.MULTIMODAL_LM_TYPES == tuple(sorted(MODEL_FOR_MULTIMODAL_LM_MAPPING_NAMES))
 
 
 def test_every_model_type_accounted_for_once():

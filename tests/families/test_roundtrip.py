@@ -123,7 +123,7 @@ def test_every_alias_is_honoured_as_transformers_honours_it():
     failures, shaping = {}, 0
     for model_type, record in RECORDS.items():
         start = hf_roundtrip.base_config(f"defaults:{model_type}")
-        base_total = tally(hf.load(HERE / "hf_defaults" / "configs" / f"{model_type}.json")[1], partial=True).params
+        base_total = tally(hf.load(HERE / "hf_defaults" / "configs" / f"{model_type}.json", text=True)[1], partial=True).params
         for c in (a for a in record["aliases"] if "params" in a):
             data = hf_roundtrip.patched(start, c["file"])
             if diffs := hf_roundtrip.compare_file(data, c):

@@ -59,7 +59,9 @@ def read_config(ref: str | Path, as_family: str | None = None) -> Config:
     if as_family is not None:
         if as_family not in registered():
             raise InputError(f"--as {as_family}: not a supported model_type (supported: {', '.join(sorted(registered()))})")
-        c = Config({**c.data, "model_type": as_family}, c.text, c.source, start=c.start, wrapper=c.wrapper, towers=c.towers)
+        c = Config(
+            {**c.data, "model_type": as_family}, c.text, c.source, start=c.start, wrapper=c.wrapper, towers=c.towers, outer=c.outer
+        )
     return c
 
 
@@ -93,7 +95,33 @@ def language_model(c: Config) -> Config:
         raise c.fail("text_config", "model_type: required key is missing")
     towers = tuple(k for k, v in c.data.items() if k.endswith("_config") and k != "text_config" and isinstance(v, dict))
     match = re.search(r'"text_config"\s*:', c.text)
-    return Config(data, c.text, c.source, start=match.start() if match else 0, wrapper=c.model_type, towers=towers)
+    return Config(data, c.text, c.source, start=match.start() if match else 0, wrapper=c.model_type, towers=towers, outer=c)
+
+
+# Multimodal configuration classes whose __post_init__ gives the whole model the text config's tie_word_embeddings
+# where its own is false (transformers 5.23, LlavaConfig: "Attr `tie_word_embeddings` was saved in text config for
+# those models")
+TIE_FROM_TEXT = frozenset(
+    {"fast_vlm", "llava", "llava_next_video", "llava_onevision", "minimax_m3_vl", "pix2struct", "shieldgemma2", "video_llama_3"}
+)
+
+
+def wrapper_tie(c: Config, text: dict) -> bool | None:
+    """Whether the whole model's head shares the token table, as transformers ties it: by the wrapper's
+    tie_word_embeddings (PreTrainedModel.get_expanded_tied_weights_keys reads the config of the class that holds the
+    head), stated in the file or its class's declared default; None where the wrapper's class declares none and the
+    file states none (a language model built as a causal LM of its own then ties its head by its text config)."""
+    from .config import class_defaults_of
+
+    def flag(data: dict, model_type) -> bool | None:
+        if "tie_word_embeddings" in data:
+            return data["tie_word_embeddings"]
+        return ((class_defaults_of(model_type) or {}).get("defaults") or {}).get("tie_word_embeddings")
+
+    tie = flag(c.data, c.model_type)
+    if c.model_type in TIE_FROM_TEXT and not tie and flag(text, text.get("model_type")):
+        return True
+    return tie
 
 
 def class_defaults(c: Config) -> Config:
@@ -118,7 +146,7 @@ def class_defaults(c: Config) -> Config:
             data[alias] = data[key] = given[max(stated, key=lambda name: (name not in defaults, order[name]))]
         # neither stated: the field keeps its default, and the other name stays unstated (a null stated under it
         # would override what the class derives, as Nemotron-H's layers_block_type from its pattern)
-    return Config(data, c.text, c.source, start=c.start, wrapper=c.wrapper, towers=c.towers)
+    return Config(data, c.text, c.source, start=c.start, wrapper=c.wrapper, towers=c.towers, outer=c.outer)
 
 
 def is_hf_config(ref: str | Path) -> bool:
@@ -165,9 +193,32 @@ def read(c: Config) -> tuple[dict, tuple[str, ...]]:
     token = _UNSTATED.set(found)
     try:
         data = _prune(family_of(c).read(c))
+        if c.outer is not None:  # the whole model's head, tied as its wrapper ties it
+            tie = wrapper_tie(c.outer, c.data)
+            data = data if tie is None else {**data, "tie_embeddings": tie}
+        reader = _whole(c)
+        if reader is not None:  # the towers and projector beside the language model
+            data = {**data, **_prune(reader(c.outer))}
     finally:
         _UNSTATED.reset(token)
     return data, tuple(found)
+
+
+def text_only(c: Config) -> Config:
+    """``c`` without the wrapper: the language model alone, as its text-only causal-LM class builds it (its head tied
+    by its own text_config)."""
+    if c.outer is None:
+        return c
+    return Config(c.data, c.text, c.source, start=c.start, wrapper=c.wrapper, towers=c.towers)
+
+
+def _whole(c: Config):
+    """The reader of a wrapper's towers, where the whole model is read."""
+    if c.outer is None:
+        return None
+    from .towers import wrappers
+
+    return wrappers().get(c.wrapper)
 
 
 def to_spec(c: Config) -> Model:
@@ -188,7 +239,7 @@ def to_spec(c: Config) -> Model:
         ) from None
     if needs:
         model = replace(model, needs=needs)
-    if c.wrapper:
+    if c.wrapper and _whole(c) is None:
         parts = ", ".join(c.towers) if c.towers else "no other part"
         model = replace(
             model, notes=model.notes + (f"the language model of a {c.wrapper} config (its text_config); not counted: {parts}",)
@@ -212,10 +263,13 @@ def to_yaml(c: Config) -> str:
     return head + yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
 
 
-def load(ref: str | Path, as_family: str | None = None) -> tuple[str, Model]:
-    """A config.json (or its folder) -> (label, model); the label is the folder's name or the file's stem."""
+def load(ref: str | Path, as_family: str | None = None, *, text: bool = False) -> tuple[str, Model]:
+    """A config.json (or its folder) -> (label, model); the label is the folder's name or the file's stem. A
+    multimodal config is the whole model, towers and all, where its wrapper is read whole; ``text``: its language
+    model alone."""
     path = config_path(ref)
     c = read_config(path, as_family)
+    c = text_only(c) if text else c
     label = path.parent.name if path.name == "config.json" and path.parent.name else path.stem
     return label, to_spec(c)
 

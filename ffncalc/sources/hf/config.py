@@ -19,6 +19,7 @@ ACTIVATIONS = {
     "gelu_fast": "gelu_tanh",
     "gelu_pytorch_tanh": "gelu_tanh",
     "gelu_accurate": "gelu_tanh",
+    "quick_gelu": "quick_gelu",  # CLIP's
     "silu": "silu",
     "swish": "silu",
     "relu": "relu",
@@ -33,9 +34,18 @@ class Config:
     """A config.json's keys, with errors that name the file, the line and the key."""
 
     def __init__(
-        self, data: dict, text: str, source: str, *, start: int = 0, wrapper: str | None = None, towers: tuple[str, ...] = ()
+        self,
+        data: dict,
+        text: str,
+        source: str,
+        *,
+        start: int = 0,
+        wrapper: str | None = None,
+        towers: tuple[str, ...] = (),
+        outer: Config | None = None,
     ):
         self.data, self.text, self.source = data, text, source
+        self.outer = outer  # a wrapper's whole config, around this text_config
         self.model_type = data.get("model_type")
         self.start = start  # where this part of the file begins (a wrapper's text_config)
         self.wrapper, self.towers = wrapper, towers  # the multimodal model_type around it, and its other parts
@@ -50,7 +60,7 @@ class Config:
         """This config with a config class's defaults for the keys it leaves out, as transformers reads a
         sparse config (a wrapper's text_config often states only what differs)."""
         data = {**defaults, **self.data}
-        return Config(data, self.text, self.source, start=self.start, wrapper=self.wrapper, towers=self.towers)
+        return Config(data, self.text, self.source, start=self.start, wrapper=self.wrapper, towers=self.towers, outer=self.outer)
 
     def fail(self, key: str, message: str) -> InputError:
         return InputError(f"{self.where(key)}: {key}: {message}")

@@ -1,0 +1,62 @@
+"""Whole multimodal models as transformers builds them: the class of its image-text-to-text mapping (or, for the
+audio-text types, its multimodal-LM mapping) built from a wrapper config on the meta device, every parameter by name
+(a tied one once); and what one image costs: FlopCounterMode over the model's ``get_image_features`` (the vision
+tower and the projector, as a forward with ``pixel_values`` runs them) for one image of a stated size."""
+
+from __future__ import annotations
+
+from .hfcheck import DROPPED_KEYS
+
+# How image FLOPs are measured, recorded with them.
+IMAGE_METHOD = (
+    "torch.utils.flop_counter.FlopCounterMode over model.get_image_features(pixel_values) of the whole class on the "
+    "meta device, eager attention, one image of shape (1, 3, size, size): 2 FLOPs per multiply-add of every matmul "
+    "and convolution, summed per module (the vision tower's and the projector's)"
+)
+
+
+def instantiate_whole(data: dict):
+    """The whole model a wrapper config describes, on the meta device, with eager attention."""
+    import torch
+    import transformers
+    from transformers import AutoConfig, AutoModelForImageTextToText, AutoModelForMultimodalLM
+
+    from ..sources.hf.coverage import IMAGE_TEXT_TYPES
+
+    transformers.logging.set_verbosity_error()
+    data = {k: v for k, v in data.items() if k not in DROPPED_KEYS}
+    auto = AutoModelForImageTextToText if data.get("model_type") in IMAGE_TEXT_TYPES else AutoModelForMultimodalLM
+    config = AutoConfig.for_model(**data)
+    with torch.device("meta"):
+        return auto.from_config(config, attn_implementation="eager")
+
+
+def measure_whole(data: dict) -> dict:
+    """What transformers builds for a wrapper config: the class, every parameter (a tied one once) and buffer."""
+    import transformers
+
+    from .records import compact
+
+    net = instantiate_whole(data)
+    params = tuple((path, p.numel()) for path, p in net.named_parameters())
+    buffers = tuple((path, b.numel()) for path, b in net.named_buffers() if "rotary" not in path and "inv_freq" not in path)
+    return {
+        "model_class": type(net).__name__,
+        "transformers": transformers.__version__,
+        "params": compact(params),
+        "buffers": compact(buffers),
+    }
+
+
+def image_flops(data: dict, size: int) -> dict:
+    """FLOPs of one image of ``size`` × ``size`` pixels through the tower and the projector, per module."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    net = instantiate_whole(data)
+    pixels = torch.empty(1, 3, size, size, device="meta")
+    with FlopCounterMode(display=False) as counter:
+        net.model.get_image_features(pixel_values=pixels)
+    counts = counter.get_flop_counts()
+    modules = {k: sum(v.values()) for k, v in counts.items() if k != "Global" and "." not in k}
+    return {"size": size, "total": sum(counts["Global"].values()), "modules": modules}

@@ -1,0 +1,253 @@
+"""A vision tower and its projector (the spec's ``vision``): a Vision Transformer over an image's patches
+(Dosovitskiy et al. 2021, §3.1), as CLIP's (Radford et al. 2021) and SigLIP's (Zhai et al. 2023) vision models build
+it, whose output features a projector (parts/projector.py) turns into the language model's input tokens: LLaVA,
+PaliGemma, Gemma 3.
+
+- the patch embedding: a convolution of stride and kernel ``patch_size`` over ``channels`` channels, one matmul of
+  channels·patch² → width per patch (with a bias in SigLIP, without in CLIP); CLIP's class token, a learned row
+  before the patches; a learned position table, one row per position;
+- CLIP's ``pre_norm`` (pre_layrnorm) over the positions; its layers (a ``Stack``, bidirectional: every patch meets
+  every other), pre-norm, each with its own LayerNorms; ``post_norm`` (post_layernorm), built whether or not the
+  projector reads after it;
+- the projector over the tokens it writes.
+
+FLOPs: ``images`` per sequence (default none: a count's per-token figures are the text's), each of ``image_size``²
+pixels; the tower's work over its positions and the projector's over its tokens are charged per token of the
+sequence (``Term.positions``). ``per_image`` is one image's."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from fractions import Fraction
+
+from ..model.schema import NonNegative, Positive, SpecError
+from ..model.spec import Norm
+from ..model.stacks import Stack
+from ..model.terms import Emitter
+from . import Part, register
+from .projector import Projector
+
+
+@register
+@dataclass(frozen=True)
+class Vision(Part):
+    key = "vision"
+    order = 3
+    summary = "a vision tower (ViT: CLIP, SigLIP) over an image's patches and the projector into the model's tokens (LLaVA, Gemma 3)"
+
+    layers: Stack  # its layers (bidirectional whatever is stated), at the tower's width, with its own norm
+    image_size: Positive  # pixels a side
+    patch_size: Positive  # pixels a side of a patch (the convolution's kernel and stride)
+    projector: Projector
+    channels: Positive = 3
+    patch_bias: bool = True  # the patch convolution's bias (SigLIP: true; CLIP: false)
+    class_token: bool = False  # CLIP's class embedding, a learned position before the patches
+    position_table: bool = True  # a learned table of one row per position
+    pre_norm: bool = False  # CLIP's pre_layrnorm
+    post_norm: bool = True  # post_layernorm
+    read_class: bool = False  # whether the projector reads the class token's features too (LLaVA's "full")
+    head: bool = False  # SigLIP's attention-pooling head (vision_use_head): one learned query over the positions
+    newline: bool = False  # LLaVA-NeXT's image_newline: a learned row of the model's width after each row of tokens
+    images: NonNegative = 0  # images per sequence, for the FLOPs
+
+    def check(self, spec) -> None:
+        if self.image_size < self.patch_size:
+            raise SpecError(("vision", "image_size"), f"an image of {self.image_size} pixels holds no {self.patch_size}-pixel patch")
+        if self.images and self.projector.pool_to > self.grid:  # transformers builds it, and cannot run an image
+            raise SpecError(("vision", "projector", "pool_to"), f"pools to more tokens a side than the {self.grid} patches a side")
+
+    @property
+    def stack(self) -> Stack:
+        return replace(self.layers, mask="bidirectional", positions="none", norm=self.layers.norm or Norm(kind="layernorm"))
+
+    @property
+    def grid(self) -> int:
+        """Patches a side."""
+        return self.image_size // self.patch_size
+
+    @property
+    def rows(self) -> int:
+        """Positions the tower's layers run over: the patches and the class token."""
+        return self.grid**2 + self.class_token
+
+    @property
+    def tokens(self) -> int:
+        """The language model's tokens one image becomes."""
+        return self.projector.tokens(self.grid) + (self.read_class and not self.projector.pool_to)
+
+    def input_terms(self, e, model, seq_len: int) -> None:
+        out = self.image_terms(model)
+        scale = {"patch": Fraction(self.images * self.grid**2, seq_len), "tower": Fraction(self.images * self.rows, seq_len)}
+        scale["image"] = Fraction(self.images, seq_len)
+        scale["projector"] = Fraction(self.images * self.tokens, seq_len)
+        e.out.extend(replace(t, positions=scale[where]) for where, t in out)
+
+    def image_terms(self, model) -> list[tuple[str, object]]:
+        """Every term of the tower and the projector, each with what it runs over: a patch, a position of the
+        tower, a token the projector writes (their per-token work; ``Term.positions`` 1)."""
+        d, p, c = self.layers.d_model, self.patch_size, self.channels
+        stack = self.stack
+        norm = stack.norm
+        emb = Emitter("layers")  # its weights, biases and norms are the tower's layers' kin; its tables embeddings
+        emb.term("vision.patch_embed.weight", "weight", (d, c, p, p), macs=d * c * p * p)  # a matmul per patch
+        if self.patch_bias:
+            emb.term("vision.patch_embed.bias", "bias", (d,), elementwise=d)
+        out: list[tuple[str, object]] = [("patch", t) for t in emb.out]
+        emb = Emitter("embedding")
+        if self.class_token:  # its row replaces a patch's output: no work
+            emb.term("vision.class_embed", "position", (d,))
+        if self.position_table:
+            emb.term("vision.pos_embed.weight", "position", (self.rows, d), elementwise=d)
+        out += [("tower", t) for t in emb.out]
+        emb = Emitter("layers")
+        if self.pre_norm:
+            emb.norm("vision.pre_norm", norm, d, 1)
+        out += [("tower", t) for t in emb.out]
+        out += [("tower", t) for t in stack.terms(model, "vision.", self.rows, 1)]
+        if self.post_norm:
+            emb = Emitter("layers")
+            emb.norm("vision.post_norm", norm, d, 1)
+            out += [("tower", t) for t in emb.out]
+        if self.head:
+            out += self.pooling_terms(norm)
+        emb = Emitter("layers")
+        self.projector.terms(emb, model.d_model, "vision.projector.")
+        out += [("projector", t) for t in emb.out]
+        if self.newline:  # appended to the projector's rows: no work
+            emb = Emitter("embedding")
+            emb.term("vision.image_newline", "position", (model.d_model,))
+            out += [("projector", t) for t in emb.out]
+        return out
+
+    def pooling_terms(self, norm) -> list[tuple[str, object]]:
+        """SigLIP's SiglipMultiheadAttentionPoolingHead: a learned probe (one query) attends over every position
+        (nn.MultiheadAttention: its in_proj's 3·width rows are the query's, the keys' and the values' projections,
+        named here as three; keys and values over the positions, the query once), out_proj, a LayerNorm and the
+        tower's MLP on the one pooled row, added to it."""
+        d = self.layers.d_model
+        heads = self.layers.attention.resolve(d).head_count()
+        ffn = self.layers.ffn.resolve(d)
+        probe, once, over = Emitter("embedding"), Emitter("layers"), Emitter("layers")
+        probe.term("vision.head.probe", "position", (d,))
+        once.linear("vision.head.attn.q", d, d, True, 1)  # the probe's query: nn.MultiheadAttention's in_proj, q rows
+        for part in ("k", "v"):  # keys and values of every position (its k and v rows)
+            over.linear(f"vision.head.attn.{part}", d, d, True, 1)
+        for part in ("scores", "values"):  # one query over every position: rows × width multiply-adds per image
+            once.term(f"vision.head.attn.{part}", "core", (heads, self.rows, d // heads), numel=0, macs=d, select="full")
+        once.linear("vision.head.attn.o", d, d, True, 1)
+        once.norm("vision.head.norm", norm, d, 1)
+        ffn.emit(once, "vision.head.mlp.", d, 1, 1)
+        return [("image", t) for t in probe.out] + [("tower", t) for t in over.out] + [("image", t) for t in once.out]
+
+    def per_image(self, model) -> tuple[int, int, int]:
+        """One image's LM tokens, its forward FLOPs through the tower and the projector (2 per multiply-add of every
+        matmul and of the attention's square, as FlopCounterMode counts), and its elementwise FLOPs."""
+        counts = {"patch": self.grid**2, "tower": self.rows, "image": 1, "projector": self.tokens}
+        flops = elementwise = 0
+        for where, t in self.image_terms(model):
+            n = counts[where]
+            if t.role == "core":  # every query meets every key: heads × keys × head_dim multiply-adds a query
+                heads, keys, head_dim = t.shape
+                flops += 2 * n * t.count * heads * keys * head_dim
+            else:
+                flops += 2 * n * t.macs
+            elementwise += n * t.elementwise
+        return self.tokens, flops, elementwise
+
+    def note(self, spec) -> str:
+        tokens, flops, _ = self.per_image(spec)
+        s = self.image_size
+        where = (
+            f"{self.images} a sequence, in the FLOPs per token"
+            if self.images
+            else "none in the FLOPs per token (a spec states them: vision.images)"
+        )
+        return (
+            f"vision tower: one {s}×{s}-pixel image is {tokens:,} tokens of the language model and {flops:,} forward FLOPs "
+            f"through the tower and the projector; images: {where}"
+        )
+
+    def model_module(self, model):
+        return _module(self, model)
+
+
+def _module(spec: Vision, model):
+    """The tower and its projector: ``enter`` runs ``images`` blank images a sequence through them (their output,
+    which the language model's tokens would carry, is not placed: the FLOPs are what is proven); the language
+    model's input passes through unchanged."""
+    import torch
+    from torch import nn
+
+    from ..blocks._torch import Linear, MatMul, make_norm
+    from ..model.reference import LayerModule
+
+    d = spec.layers.d_model
+    stack = spec.stack
+    norm = stack.norm
+    inner = replace(stack.resolve(model), mask="bidirectional")
+
+    class Head(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.probe = nn.Parameter(torch.empty(d))
+            self.attn = nn.Module()
+            for part in "qkvo":
+                setattr(self.attn, part, Linear(d, d, bias=True))
+            self.attn.scores, self.attn.values = MatMul(), MatMul()
+            self.norm = make_norm(norm, d)
+            self.mlp = spec.layers.ffn.resolve(d).torch_module(inner, False)
+            self.heads = spec.layers.attention.resolve(d).head_count()
+
+        def forward(self, x):
+            b, n, h = x.shape[0], x.shape[1], self.heads
+            q = self.attn.q(self.probe.expand(b, 1, d)).view(b, 1, h, d // h).transpose(1, 2)
+            k = self.attn.k(x).view(b, n, h, d // h).transpose(1, 2)
+            v = self.attn.v(x).view(b, n, h, d // h).transpose(1, 2)
+            probs = self.attn.scores(q, k.transpose(-2, -1)).softmax(-1)
+            out = self.attn.o(self.attn.values(probs, v).transpose(1, 2).reshape(b, 1, d))
+            return out + self.mlp(self.norm(out))
+
+    class VisionModule(nn.Module):
+        def __init__(self):
+            super().__init__()
+            p = spec.patch_size
+            self.patch_embed = nn.Conv2d(spec.channels, d, p, stride=p, bias=spec.patch_bias)
+            self.patch_embed.weight_flops = True  # verify: its FLOPs are its weight's
+            if spec.class_token:
+                self.class_embed = nn.Parameter(torch.empty(d))
+            if spec.position_table:
+                self.pos_embed = nn.Embedding(spec.rows, d)
+            if spec.pre_norm:
+                self.pre_norm = make_norm(norm, d)
+            self.layers = nn.ModuleList(LayerModule(inner, layer, False) for layer in inner.layers)
+            if spec.post_norm:
+                self.post_norm = make_norm(norm, d)
+            if spec.head:
+                self.head = Head()
+            self.projector = spec.projector.module(model.d_model)
+            if spec.newline:
+                self.image_newline = nn.Parameter(torch.empty(model.d_model))
+
+        def enter(self, x, ctx):
+            if not spec.images:
+                return x
+            n, s = x.shape[0] * spec.images, spec.image_size
+            h = self.patch_embed(torch.zeros((n, spec.channels, s, s), dtype=x.dtype, device=x.device)).flatten(2).transpose(1, 2)
+            if spec.class_token:
+                h = torch.cat([self.class_embed.expand(n, 1, d), h], dim=1)
+            if spec.position_table:
+                h = h + self.pos_embed.weight
+            if spec.pre_norm:
+                h = self.pre_norm(h)
+            inner_ctx = {"embeddings": h}
+            for k, layer in enumerate(self.layers):
+                h = layer(h, inner_ctx, k)
+            if spec.post_norm:
+                h = self.post_norm(h)
+            if spec.head:
+                self.head(h)
+            h = h if spec.read_class or not spec.class_token else h[:, 1:]
+            self.projector(torch.cat([h] * (spec.projector.width // d), dim=-1))  # the layers it reads, concatenated
+            return x
+
+    return VisionModule()

@@ -1,0 +1,46 @@
+"""Towers beside a language model, as a multimodal config.json describes them: one module per tower family (the
+vision encoders of CLIP and SigLIP, ``vit.py``), and the wrappers that compose a text family's language model with a
+tower and a projector (``vlm.py``). A wrapper's reader takes the whole config (``Config.outer``) and returns the
+spec keys of its parts (``vision``); the language model is its text_config's family's, read as before."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Callable
+
+from ..config import Config
+
+_WRAPPERS: dict[str, Callable[[Config], dict]] = {}
+MODULES = ("vlm",)
+
+
+def wrapper(*model_types: str):
+    """Register a reader of the parts a wrapper's model_types put beside their language model."""
+
+    def add(fn: Callable[[Config], dict]) -> Callable[[Config], dict]:
+        for t in model_types:
+            _WRAPPERS[t] = fn
+        return fn
+
+    return add
+
+
+def wrappers() -> dict[str, Callable[[Config], dict]]:
+    for name in MODULES:
+        importlib.import_module(f"{__name__}.{name}")
+    return _WRAPPERS
+
+
+def sub_config(c: Config, key: str) -> Config:
+    """A nested config (vision_config), read with its class's declared defaults; errors name its keys' lines."""
+    import re
+
+    from .. import class_defaults
+
+    data = c.data.get(key)
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise c.fail(key, f"expected an object, got {data!r}")
+    match = re.search(r'"%s"\s*:' % re.escape(key), c.text)
+    return class_defaults(Config(data, c.text, c.source, start=match.start() if match else 0))

@@ -1,0 +1,60 @@
+"""Vision-language wrappers read whole: each composes its text_config's language model (read by its text family) with
+a vision tower (vit.py) and its projector, as transformers 5.23's classes build them."""
+
+from __future__ import annotations
+
+from math import isqrt
+
+from ..config import Config
+from . import sub_config, wrapper
+from .vit import vit
+
+
+def _layers(c: Config) -> int:
+    """How many of the tower's layers' outputs the projector reads, concatenated (vision_feature_layer: an index or
+    a list of them)."""
+    chosen = c.data.get("vision_feature_layer", -2)
+    return len(chosen) if isinstance(chosen, list) else 1
+
+
+@wrapper("llava", "llava_next", "vipllava")
+def llava(c: Config) -> dict:
+    """LlavaForConditionalGeneration (Liu et al. 2023): a CLIP vision tower; LlavaMultiModalProjector, Linear(vision
+    width × the layers it reads, text width) → projector_hidden_act → Linear(text width, text width), biases as
+    multimodal_projector_bias (default true); the tower's patches only ("default" strategy) or its class token too
+    ("full"). VipLLaVA (Cai et al. 2024): five layers' features concatenated, a LayerNorm over them
+    (projector_layernorm) first. LLaVA-NeXT: an image_newline row of the text width (model.image_newline)."""
+    v = sub_config(c, "vision_config")
+    width = v.int("hidden_size")
+    vip = c.model_type == "vipllava"
+    projector = {
+        "width": width * (_layers(c) if vip else 1),
+        "hidden": sub_config(c, "text_config").int("hidden_size"),
+        "bias": True if vip else c.bool("multimodal_projector_bias", True),
+        "activation": c.activation("projector_hidden_act", "gelu"),
+        "norm": "layernorm" if vip else "none",
+    }
+    read_class = c.data.get("vision_feature_select_strategy", "default") == "full"
+    return {"vision": vit(v, projector, read_class=read_class, newline=c.model_type == "llava_next")}
+
+
+@wrapper("paligemma")
+def paligemma(c: Config) -> dict:
+    """PaliGemmaForConditionalGeneration (Beyer et al. 2024): a SigLIP tower without its pooling head
+    (vision_use_head false: the class builds it so), PaliGemmaMultiModalProjector one Linear(vision width,
+    projection_dim) with a bias."""
+    v = sub_config(c, "vision_config")
+    projector = {"width": v.int("hidden_size"), "bias": True}
+    return {"vision": vit(v, projector, head=False)}
+
+
+@wrapper("gemma3", "shieldgemma2")
+def gemma3(c: Config) -> dict:
+    """Gemma3ForConditionalGeneration (Gemma Team 2025): a SigLIP tower (its pooling head where vision_use_head:
+    built, its output unread); Gemma3MultiModalProjector, an average pool of the patch grid towards
+    √mm_tokens_per_image tokens a side, mm_soft_emb_norm (an RMSNorm of the vision width) and
+    mm_input_projection_weight (vision width × text width, no bias)."""
+    v = sub_config(c, "vision_config")
+    side = isqrt(c.int("mm_tokens_per_image", 256))
+    projector = {"width": v.int("hidden_size"), "bias": False, "norm": "rmsnorm", "pool_to": side}
+    return {"vision": vit(v, projector)}

@@ -1,0 +1,105 @@
+"""Record what transformers builds for every type of its image-text-to-text and multimodal-LM mappings at its
+configuration class's defaults (the whole model: text, towers and projector), or check that the recording is current.
+
+    python scripts/hf_whole.py            # (re)write tests/hf_whole/ for every type
+    python scripts/hf_whole.py --check    # exit 1 if any recorded file differs from what transformers builds now
+    python scripts/hf_whole.py TYPE …     # only these model_types
+
+``configs/TYPE.json`` is ``AutoConfig.for_model(TYPE).to_dict()`` written as a config.json (every key at its default,
+with REPAIRS applied); ``truth/TYPE.json`` is the whole class built from it on the meta device (every parameter by
+name with its element count, a tied one once; the buffers), or transformers' reason for refusing its own defaults;
+and for the types of IMAGE_SIZES the FLOPs of one image through the vision tower and the projector at each size
+(ffncalc/analysis/hfwhole.py: IMAGE_METHOD).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+OUT = ROOT / "tests" / "hf_whole"
+
+# Image sizes at which the FLOPs of one image are recorded, per type: the class's default and another. A size
+# changes the tower (its position table) and, for Gemma 3, the projector's pooling: each run builds the class with
+# vision_config.image_size set to it.
+IMAGE_SIZES = {"llava": (336, 224), "paligemma": (224, 448), "gemma3": (896, 448)}
+
+# Defaults transformers cannot run, each given the released model's value: the smallest change that runs.
+REPAIRS = {
+    # Gemma3Config's vision_config defaults to SigLIP's 224-pixel images while mm_tokens_per_image (256) pools 16 × 16
+    # tokens: 14 patches a side pool by a kernel of 14 // 16 = 0; Gemma 3's released towers see 896-pixel images
+    "gemma3": {"vision_config": {"image_size": 896}},
+}
+
+
+def config_data(model_type: str) -> dict:
+    import transformers
+    from transformers import AutoConfig
+
+    transformers.logging.set_verbosity_error()
+    try:
+        data = AutoConfig.for_model(model_type).to_dict()
+    except Exception:  # noqa: BLE001 — the class refuses its own defaults: recorded as refused by the truth
+        data = {"model_type": model_type}
+    for key, value in REPAIRS.get(model_type, {}).items():
+        data[key] = {**data[key], **value} if isinstance(value, dict) and isinstance(data.get(key), dict) else value
+    data.pop("transformers_version", None)
+    return json.loads(json.dumps(data, default=str))
+
+
+def truth_text(model_type: str, data: dict) -> str:
+    import torch
+
+    from ffncalc.analysis.hfwhole import IMAGE_METHOD, image_flops, measure_whole
+    from ffncalc.analysis.records import record_json
+
+    try:
+        record = measure_whole(data)
+    except Exception as exc:  # noqa: BLE001 — transformers refuses its own defaults: the reason, as it gives it
+        import transformers
+
+        message = " ".join(str(exc).split())
+        record = {"transformers": transformers.__version__, "refused": f"{type(exc).__name__}: {message[:300]}"}
+    if model_type in IMAGE_SIZES and "refused" not in record:
+        runs = [image_flops({**data, "vision_config": {**data["vision_config"], "image_size": s}}, s) for s in IMAGE_SIZES[model_type]]
+        record["image_flops"] = {"method": IMAGE_METHOD, "runs": runs}
+    if model_type in REPAIRS:
+        record = {"repaired": REPAIRS[model_type], **record}
+    return record_json({"config": f"tests/hf_whole/configs/{model_type}.json", "torch": torch.__version__, **record})
+
+
+def main() -> int:
+    from ffncalc.sources.hf.coverage import MULTIMODAL_LM_TYPES
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("types", nargs="*", help="model_types (default: every type of the two mappings)")
+    parser.add_argument("--check", action="store_true", help="compare, do not write")
+    args = parser.parse_args()
+    stale = []
+    names = args.types or list(MULTIMODAL_LM_TYPES)
+    for model_type in names:
+        config, truth = OUT / "configs" / f"{model_type}.json", OUT / "truth" / f"{model_type}.json"
+        data = config_data(model_type)
+        text, record = json.dumps(data, indent=1, sort_keys=True) + "\n", truth_text(model_type, data)
+        if args.check:
+            if not config.is_file() or config.read_text() != text or not truth.is_file() or truth.read_text() != record:
+                stale.append(model_type)
+            continue
+        config.parent.mkdir(parents=True, exist_ok=True)
+        truth.parent.mkdir(parents=True, exist_ok=True)
+        config.write_text(text)
+        truth.write_text(record)
+    if args.check:
+        print(
+            f"{len(names) - len(stale)} of {len(names)} whole-model records current"
+            + (f"; stale: {', '.join(stale)} (rerun python scripts/hf_whole.py)" if stale else "")
+        )
+    return 1 if stale else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,134 @@
+"""Whole multimodal models: the vision tower, its projector and the language model counted as transformers 5.23
+builds the whole class (tests/hf_whole, recorded by scripts/hf_whole.py), one image's FLOPs as FlopCounterMode counts
+them on that class, and the head tied by the wrapper's tie_word_embeddings."""
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from ffncalc.analysis.count import tally, terms
+from ffncalc.analysis.records import expanded
+from ffncalc.sources import hf
+from ffncalc.sources.hf import coverage
+from ffncalc.sources.hf.towers import wrappers
+
+HERE = Path(__file__).resolve().parents[1] / "hf_whole"
+WHOLE = sorted(t for t in wrappers() if (HERE / "truth" / f"{t}.json").is_file())
+TOWER = ("vision_tower", "multi_modal_projector", "image_newline")
+
+
+def truth(model_type: str) -> dict:
+    return json.loads((HERE / "truth" / f"{model_type}.json").read_text())
+
+
+def groups(model_type: str) -> dict[str, int]:
+    """The recorded class's parameters by part: the vision tower, its projector, the language model and its head."""
+    out = {"vision": 0, "projector": 0, "text": 0}
+    for name, n in expanded(truth(model_type)["params"], 2):
+        part = (
+            "vision"
+            if "vision_tower" in name
+            else "projector"
+            if "multi_modal_projector" in name or "image_newline" in name
+            else "text"
+        )
+        out[part] += n
+    return out
+
+
+def ours(model) -> dict[str, int]:
+    out = {"vision": 0, "projector": 0, "text": 0}
+    for t in terms(model, 8, partial=True):
+        if t.tied:
+            continue
+        part = (
+            "projector"
+            if t.name.startswith(("vision.projector.", "vision.image_newline"))
+            else "vision"
+            if t.name.startswith("vision.")
+            else "text"
+        )
+        out[part] += t.numel * t.stored_count
+    return out
+
+
+def test_whole_wrappers_are_recorded():
+    assert {"llava", "llava_next", "vipllava", "paligemma", "gemma3", "shieldgemma2"} <= set(WHOLE)
+    assert set(wrappers()) <= set(coverage.MULTIMODAL_LM_TYPES)
+
+
+@pytest.mark.parametrize("model_type", WHOLE)
+def test_whole_model_parameters_equal_transformers(model_type):
+    """Tower, projector and language model each equal to what the whole class builds, and so the total."""
+    _, model = hf.load(HERE / "configs" / f"{model_type}.json")
+    assert ours(model) == groups(model_type)
+    assert tally(model).params == sum(n for _, n in expanded(truth(model_type)["params"], 2))
+
+
+@pytest.mark.parametrize("model_type", ["llava", "paligemma", "gemma3"])
+def test_one_image_flops_equal_flopcountermode(model_type):
+    """CLIP (LLaVA), SigLIP (PaliGemma) and SigLIP with its pooling head and Gemma 3's pooled projector, each at two
+    image sizes: tower and projector FLOPs of one image as FlopCounterMode counted get_image_features."""
+    from ffncalc.parts.vision import Vision
+
+    _, model = hf.load(HERE / "configs" / f"{model_type}.json")
+    (vision,) = [p for p in model.parts if isinstance(p, Vision)]
+    runs = truth(model_type)["image_flops"]["runs"]
+    assert len(runs) == 2
+    for run in runs:
+        sized = replace(vision, image_size=run["size"])
+        assert sized.per_image(model)[1] == run["total"]
+
+
+def test_llava_image_flops_by_hand():
+    """LLaVA-1.5's tower at 336 pixels: 576 patches and a class token through 24 CLIP layers of width 1024 and MLP
+    4096, the patch convolution over the patches, the projector (1024 -> 4096 -> 4096) over the 576 patch tokens."""
+    from ffncalc.parts.vision import Vision
+
+    _, model = hf.load(HERE / "configs" / "llava.json")
+    (vision,) = [p for p in model.parts if isinstance(p, Vision)]
+    n, d, f = 577, 1024, 4096
+    layer = 2 * n * (4 * d * d + 2 * d * f) + 2 * 2 * n * n * d  # q, k, v, o, fc1, fc2; QKᵀ and AV over the square
+    conv = 2 * 576 * d * 3 * 14 * 14
+    projector = 2 * 576 * (d * 4096 + 4096 * 4096)
+    assert vision.per_image(model)[:2] == (576, 24 * layer + conv + projector)
+
+
+def test_wrapper_tie_decides_the_head(tmp_path):
+    """Mistral3Config ties the whole model's head (its tie_word_embeddings defaults to true) while its text_config
+    (a MistralConfig) says false: transformers builds one table, and so does the count; stated false in the wrapper,
+    the head is a matrix of its own, vocab × hidden more."""
+    path = HERE / "configs" / "mistral3.json"
+    data = json.loads(path.read_text())
+    assert data["tie_word_embeddings"] is True and data["text_config"]["tie_word_embeddings"] is False
+    _, tied = hf.load(path)
+    assert tally(tied).params == sum(n for name, n in expanded(truth("mistral3")["params"], 2) if name.startswith(TEXT_MODULES))
+    loose = tmp_path / "config.json"
+    loose.write_text(json.dumps({**data, "tie_word_embeddings": False}))
+    _, untied = hf.load(loose)
+    v, h = data["text_config"]["vocab_size"], data["text_config"]["hidden_size"]
+    assert tally(untied).params - tally(tied).params == v * h
+
+
+TEXT_ONLY = [t for t in coverage.MULTIMODAL_LM_TYPES if t not in wrappers() and "refused" not in truth(t)]
+
+
+@pytest.mark.parametrize("model_type", TEXT_ONLY)
+def test_text_only_counts_are_the_whole_models_text(model_type):
+    """Where only the language model is read, its count is the whole class's language model and head, the head tied
+    as the wrapper ties it; a type not read says so in one line."""
+    from ffncalc.errors import InputError
+
+    try:
+        _, model = hf.load(HERE / "configs" / f"{model_type}.json")
+    except InputError as exc:
+        assert "\n" not in str(exc)
+        return
+    # the language model's modules, wherever the class keeps them, and the head
+    text = sum(n for name, n in expanded(truth(model_type)["params"], 2) if name.startswith(TEXT_MODULES))
+    assert tally(model).params == text
+
+
+TEXT_MODULES = ("model.language_model.", "language_model.", "model.text_model.", "lm_head.")
