@@ -165,11 +165,19 @@ _INDEX = re.compile(r"\.\d+(?=\.|$)")
 _FIRST = re.compile(r"(?:^|\.)(?:layers|h|blk)\.(\d+)\.")
 
 
+def _whole(ckpt) -> bool:
+    """Whether the checkpoint's config.json is read whole, towers and all."""
+    from ..sources import hf
+
+    config = getattr(ckpt, "config", None)
+    return config is not None and hf.is_whole(config)
+
+
 class Locator:
     """``locate`` remembered per name pattern: a checkpoint's names repeat but for layer and expert numbers."""
 
-    def __init__(self, fmt: str, family: Family, n_layers: int | None):
-        self.fmt, self.family, self.n_layers, self.seen = fmt, family, n_layers, {}
+    def __init__(self, fmt: str, family: Family, n_layers: int | None, whole: bool = False):
+        self.fmt, self.family, self.n_layers, self.seen, self.whole = fmt, family, n_layers, {}, whole
 
     def __call__(self, name: str) -> str:
         layer = _FIRST.search(name)
@@ -177,16 +185,23 @@ class Locator:
         key = (_INDEX.sub(".#", name), extra)
         found = self.seen.get(key)
         if found is None:
-            found = self.seen[key] = locate(name, self.fmt, self.family, self.n_layers)[0]
+            found = self.seen[key] = locate(name, self.fmt, self.family, self.n_layers, self.whole)[0]
         return found
 
 
-def locate(name: str, fmt: str, family: Family, n_layers: int | None) -> tuple[str, int | None]:
+def locate(name: str, fmt: str, family: Family, n_layers: int | None, whole: bool = False) -> tuple[str, int | None]:
     """A parameter's name -> (component, layer). Buffers, other towers and multi-token prediction first;
-    a layer past the model's last (DeepSeek and GLM store MTP as extra layers) is MTP."""
+    a layer past the model's last (DeepSeek and GLM store MTP as extra layers) is MTP. ``whole``: the config is read
+    whole, its towers' tensors components of their parts (sources/hf/towers)."""
     buffer = BUFFERS.search(name)
     if buffer:
         return f"buffer: {buffer.group(2) or 'attn.bias'}", None
+    if whole and fmt != "gguf":
+        from ..sources.hf.towers.vit import tower_component
+
+        found = tower_component(name)
+        if found is not None:
+            return found, None
     tower = TOWERS.search(name)
     if tower:
         return f"tower: {tower.group(2)}", None
@@ -297,7 +312,7 @@ def count(ckpt: Checkpoint, spec: Model | None = None) -> CheckpointCount:
     for (pattern, extra, role, storage, dtype), (n, params, nbytes, example) in acc.items():
         name = placed.get((pattern, extra))
         if name is None:
-            name = placed[(pattern, extra)] = locate(example, ckpt.format, family, n_layers)[0]
+            name = placed[(pattern, extra)] = locate(example, ckpt.format, family, n_layers, _whole(ckpt))[0]
         p = parts.setdefault(name, {"tensors": 0, "params": 0, "bytes": 0, "storage": {}, "dtypes": {}, "decoding": {}})
         p["dtypes"][dtype] = p["dtypes"].get(dtype, 0) + nbytes
         if role == PARAM:
@@ -338,7 +353,7 @@ def _compare(ckpt: Checkpoint, components: tuple[Component, ...], spec: Model, f
     mine = {c.name: c.params for c in components if c.group not in ("mtp", "tower", "buffer")}
     ours = {k[0]: v for k, v in fuse(ours, [(n, None) for n in mine]).items()}
     missing: dict[str, list[str]] = {}
-    where = Locator(ckpt.format, family, spec.n_layers)
+    where = Locator(ckpt.format, family, spec.n_layers, _whole(ckpt))
     for name, f in ckpt.missing:
         if not name.startswith("("):
             comp = where(name)

@@ -132,3 +132,24 @@ def test_text_only_counts_are_the_whole_models_text(model_type):
 
 
 TEXT_MODULES = ("model.language_model.", "language_model.", "model.text_model.", "lm_head.")
+
+
+@pytest.mark.parametrize("model_type", WHOLE)
+def test_tower_components_equal_transformers_by_name(model_type):
+    """Every parameter of the whole class in the vision tower or its projector, named by its module (a checkpoint's
+    names are the same), equal per component to ours; nn.MultiheadAttention's fused in_proj against our q, k, v."""
+    from ffncalc.sources.hf.names import fuse
+    from ffncalc.sources.hf.towers.vit import tower_component
+
+    theirs: dict = {}
+    for name, n in expanded(truth(model_type)["params"], 2):
+        found = tower_component(name)
+        if found is not None:
+            theirs[(found, None)] = theirs.get((found, None), 0) + n
+    _, model = hf.load(HERE / "configs" / f"{model_type}.json")
+    mine: dict = {}
+    for t in terms(model, 8, partial=True):
+        if t.component.startswith("vision.") and t.numel:
+            mine[(t.component, None)] = mine.get((t.component, None), 0) + t.numel * t.stored_count
+    assert not any(k[0].startswith("(unmatched)") for k in theirs)
+    assert fuse(mine, theirs) == theirs

@@ -41,3 +41,71 @@ def vit(v: Config, projector: dict, **over) -> dict:
         "projector": projector,
         **over,
     }
+
+
+# The module names of CLIP's and SigLIP's vision models (their layers') and of the projectors around them, for
+# ``verify --hf`` and checkpoints: where a parameter's path matches a tower's prefix, the rest of it names a
+# component of the ``vision`` part (sources/hf/names.py).
+LAYER_MODULES = (
+    (r"self_attn\.q_proj$", "attn.q"),
+    (r"self_attn\.k_proj$", "attn.k"),
+    (r"self_attn\.v_proj$", "attn.v"),
+    (r"self_attn\.out_proj$", "attn.o"),
+    (r"mlp\.fc1$", "ffn.up"),
+    (r"mlp\.fc2$", "ffn.down"),
+    (r"layer_norm[12]$", "norms"),
+)
+TOP_MODULES = (
+    (r"embeddings\.patch_embedding$", "patch_embed"),
+    (r"embeddings\.position_embedding$", "pos_embed"),
+    (r"embeddings$", "class_embed"),  # CLIP's class_embedding, a parameter of the embeddings module
+    (r"pre_layrnorm$", "pre_norm"),
+    (r"post_layernorm$", "post_norm"),
+    (r"head\.attention$", "head.attn.q+k+v"),  # nn.MultiheadAttention's in_proj: the query's, keys' and values' rows
+    (r"head\.attention\.out_proj$", "head.attn.o"),
+    (r"head\.layernorm$", "head.norm"),
+    (r"head\.mlp\.fc1$", "head.mlp.up"),
+    (r"head\.mlp\.fc2$", "head.mlp.down"),
+    (r"head$", "head.probe"),
+)
+PROJECTOR_MODULES = (
+    (r"(linear_1|linear_2|linear)$", None),  # by their own names
+    (r"(projector_layernorm|mm_soft_emb_norm)$", "norm"),
+    (r"$", "linear"),  # Gemma 3's mm_input_projection_weight, a parameter of the projector itself
+)
+# (pattern, prefix, modules): the towers' and projectors' places in the whole classes and in checkpoints
+TOWERS = (
+    (r"vision_tower\.(vision_model\.)?", "vision.", "tower"),
+    (r"multi_modal_projector\.", "vision.projector.", "projector"),
+    (r"image_newline$", "vision.image_newline", "self"),
+)
+
+
+def tower_component(path: str) -> str | None:
+    """A whole model's parameter in a vision tower or its projector -> its component, or None."""
+    import re
+
+    from ..names import LAYER
+
+    for pattern, prefix, kind in TOWERS:
+        found = re.search(r"(?:^|\.)" + pattern, path)
+        if not found:
+            continue
+        if kind == "self":
+            return prefix
+        module = path[found.end() :].rsplit(".", 1)[0] if "." in path[found.end() :] else ""
+        if kind == "projector":
+            for pat, name in PROJECTOR_MODULES:
+                hit = re.search(pat, module)
+                if hit:
+                    return prefix + (name or hit.group(1))
+        layer = LAYER.search(module)
+        if layer:
+            for pat, name in LAYER_MODULES:
+                if re.search(pat, layer.group(2)):
+                    return prefix + name
+        for pat, name in TOP_MODULES:
+            if re.search(r"(?:^|\.)" + pat if pat != r"embeddings$" else r"^embeddings$", module):
+                return prefix + name
+        return f"(unmatched) {prefix}{module}"
+    return None

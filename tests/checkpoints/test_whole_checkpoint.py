@@ -1,0 +1,28 @@
+"""A whole vision-language checkpoint counted from its header: every tensor of the tower and the projector explained
+by the count of its config.json, as the language model's are (Gemma 3 at its class defaults, its SigLIP tower with the
+pooling head whose in_proj holds the query's, keys' and values' rows in one tensor)."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from checkpoints.test_checkpoint import counted, write_safetensors
+
+CONFIGS = Path(__file__).resolve().parents[1] / "hf_whole" / "configs"
+
+
+@pytest.mark.torch
+def test_whole_gemma3_checkpoint_is_explained(cli, tmp_path):
+    from ffncalc.analysis.hfwhole import instantiate_whole
+
+    config = CONFIGS / "gemma3.json"
+    net = instantiate_whole(json.loads(config.read_text()))
+    tensors = [(name, "BF16", tuple(p.shape)) for name, p in net.named_parameters()]  # a tied one once
+    shutil.copy(config, tmp_path / "config.json")
+    write_safetensors(tmp_path / "model.safetensors", tensors)
+    data = counted(cli, str(tmp_path / "model.safetensors"))
+    assert data["compared"]["unexplained"] == 0
+    assert data["totals"]["params"] == sum(p.numel() for p in net.parameters()) == data["compared"]["ffncalc_params"]
+    towers = {c["component"] for c in data["compared"]["components"] if c["component"].startswith("vision.")}
+    assert {"vision.patch_embed", "vision.attn.q", "vision.head.attn.q+k+v", "vision.projector.linear"} <= towers
