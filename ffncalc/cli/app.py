@@ -727,16 +727,18 @@ def presets_show(name: str = arg(..., help="Preset name or alias.")) -> None:
 
 @command(output="plain", examples=("families", "families -f csv"))
 def families(output: Output = None) -> None:
-    """List every decoder-only text model_type and every encoder of transformers with its status: the family that
-    reads it and the public config it is proven on, or what it needs."""
+    """List every decoder-only text model_type, encoder, encoder-decoder and multimodal model of transformers with its
+    status: the family that reads it and the public config it is proven on, or what it needs."""
     from ..output.sheet import to_csv
-    from ..sources.hf.coverage import TRANSFORMERS_VERSION, model_types
+    from ..sources.hf.coverage import TRANSFORMERS_VERSION, model_types, multimodal_types
     from ..sources.hf.keys import described
 
     records = [{**r, "config_keys": described(r["model_type"])} for r in model_types()]
+    records += [{**r, "config_keys": []} for r in multimodal_types()]
     supported = sum(r["status"] == "supported" for r in records)
     title = (
-        f"{supported} of {len(records)} model_types supported (decoder-only text and encoders, transformers {TRANSFORMERS_VERSION})"
+        f"{supported} of {len(records)} model_types supported (decoder-only text, encoders, encoder-decoders and multimodal "
+        f"models counted whole, transformers {TRANSFORMERS_VERSION})"
     )
     short = [{**r, "file": r["file"].rsplit("/", 1)[-1]} for r in records]  # families/NAME.py: the name in a table
     output.show(

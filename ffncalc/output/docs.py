@@ -218,7 +218,14 @@ def _figures_page() -> str:
 def _model_types_page() -> str:
     """Every decoder-only text model_type of transformers' causal-LM mapping and every encoder of its masked-LM
     mapping with its status, from the data in sources/hf/coverage.py (no transformers import)."""
-    from ..sources.hf.coverage import ENCODER_TYPES, NOT_TEXT_DECODERS, TRANSFORMERS_VERSION, model_types
+    from ..sources.hf.coverage import (
+        ENCODER_TYPES,
+        MULTIMODAL_LM_TYPES,
+        NOT_TEXT_DECODERS,
+        TRANSFORMERS_VERSION,
+        model_types,
+        multimodal_types,
+    )
 
     records = model_types()
     supported = [r for r in records if r["status"] == "supported"]
@@ -244,7 +251,30 @@ def _model_types_page() -> str:
             )
         ],
     )
-    others = ", ".join(f"`{t}`" for t in sorted(NOT_TEXT_DECODERS) if t not in ENCODER_TYPES)
+    others = ", ".join(f"`{t}`" for t in sorted(NOT_TEXT_DECODERS) if t not in ENCODER_TYPES + MULTIMODAL_LM_TYPES)
+    whole = multimodal_types()
+    counted = sum(r["status"] == "supported" for r in whole)
+    text_only = sum(r["status"] == "language model only" for r in whole)
+    multimodal = Document(
+        f"{counted} of {len(whole)} counted whole; {text_only} more their language model only",
+        [],
+        [
+            Section(
+                ["model_type", "status", "read as", "proven on / needs", "at transformers' defaults"],
+                [
+                    [
+                        f"`{r['model_type']}`",
+                        r["status"],
+                        r["family"] + (f" (`{r['file'].rsplit('/', 1)[1]}`)" if r["file"] else ""),
+                        r["detail"],
+                        r["defaults"],
+                    ]
+                    for r in whole
+                ],
+                left=5,
+            )
+        ],
+    )
     return "".join(
         [
             NOTICE,
@@ -258,7 +288,16 @@ def _model_types_page() -> str:
             "recorded by `scripts/hf_defaults.py`): *exact* there, or the reason transformers cannot build its own "
             "defaults. `ffncalc families` prints the same list.\n\n",
             to_markdown(table),
-            f"\nNeither decoder-only text models nor encoders, so not listed: {others}.\n",
+            "\n## Multimodal models, counted whole\n\n",
+            f"Every model_type of transformers {TRANSFORMERS_VERSION}'s `MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES` and "
+            "`MODEL_FOR_MULTIMODAL_LM_MAPPING_NAMES`. A supported one is counted whole from its `config.json`: the language "
+            "model, the vision tower (`vision.…`) and its projector (`vision.projector.…`), with the head tied as the "
+            "wrapper's `tie_word_embeddings` ties it, exact against the whole class transformers builds at its "
+            "configuration class's defaults (`tests/families/test_whole_models.py`, recorded by `scripts/hf_whole.py`), "
+            "and one image's FLOPs against FlopCounterMode. *language model only*: its text_config is counted (the head "
+            "tied as the whole class ties it) and the note names the towers left out.\n\n",
+            to_markdown(multimodal),
+            f"\nNone of these kinds, so not listed: {others}.\n",
         ]
     )
 

@@ -43,7 +43,7 @@ WHAT = {
     "fit": "ffncalc fit -f json: what fits on the devices",
     "table": "ffncalc table -f json: a row per model (the columns chosen, then seq_len and convention)",
     "presets": "ffncalc presets -f json: the shipped presets",
-    "families": "ffncalc families -f json: every decoder-only text model_type and every encoder of transformers and its status",
+    "families": "ffncalc families -f json: every decoder-only text, encoder, encoder-decoder and multimodal model_type and its status",
     "conventions": "ffncalc conventions -f json: the counting conventions",
     "explain": "ffncalc explain -f json: what each figure, convention and view means",
 }
@@ -393,8 +393,8 @@ def _body(kind: str) -> Schema:
         family = obj(
             {
                 "model_type": STR,
-                "kind": enum("decoder", "encoder", "encoder-decoder"),
-                "status": enum("supported", "not yet"),
+                "kind": enum("decoder", "encoder", "encoder-decoder", "multimodal"),
+                "status": enum("supported", "language model only", "not yet"),
                 "family": STR,
                 "file": STR,
                 "detail": STR,

@@ -153,3 +153,27 @@ def test_tower_components_equal_transformers_by_name(model_type):
             mine[(t.component, None)] = mine.get((t.component, None), 0) + t.numel * t.stored_count
     assert not any(k[0].startswith("(unmatched)") for k in theirs)
     assert fuse(mine, theirs) == theirs
+
+
+def test_multimodal_statuses_are_what_a_count_does():
+    """`ffncalc families` and docs/model-types.md: supported means read whole, "language model only" that the config
+    at its defaults counts (its language model), "not yet" that it is refused in one line; every refusal at defaults
+    listed is one the record holds, and the text types listed are the recorded configs'."""
+    from ffncalc.errors import InputError
+
+    for record in coverage.multimodal_types():
+        t = record["model_type"]
+        assert (record["status"] == "supported") == (t in wrappers())
+        assert ("refused" in truth(t)) == (t in coverage.WHOLE_REFUSED_AT_DEFAULTS)
+        text = json.loads((HERE / "configs" / f"{t}.json").read_text()).get("text_config")
+        assert coverage.WRAPPED_TEXT.get(t) == (text.get("model_type") if isinstance(text, dict) else None)
+        if t in coverage.WHOLE_REFUSED_AT_DEFAULTS:  # refused by transformers: ours may refuse too, in one line
+            try:
+                hf.load(HERE / "configs" / f"{t}.json")
+            except InputError as exc:
+                assert "\n" not in str(exc)
+        elif record["status"] == "not yet":
+            with pytest.raises(InputError):
+                hf.load(HERE / "configs" / f"{t}.json")
+        else:
+            hf.load(HERE / "configs" / f"{t}.json")

@@ -707,6 +707,129 @@ OPEN_AT_DEFAULTS = {
 }
 
 
+# The model_type of each wrapper's text_config at its class's defaults (tests/hf_whole/configs: a test keeps it equal)
+WRAPPED_TEXT = {
+    "aria": "aria_text",
+    "aya_vision": "cohere2",
+    "blip": "blip_text_model",
+    "blip-2": "opt",
+    "cohere2_vision": "cohere2",
+    "cohere_compass": "cohere_compass_text",
+    "cosmos3_edge": "cosmos3_edge_text",
+    "cosmos3_omni": "qwen3_vl_text",
+    "deepseek_ocr2": "deepseek_ocr2_text",
+    "deepseek_vl": "llama",
+    "deepseek_vl_hybrid": "llama",
+    "diffusion_gemma": "diffusion_gemma_text",
+    "dots3_note": "dots3_note_text",
+    "emu3": "emu3_text_model",
+    "ernie4_5_vl_moe": "ernie4_5_vl_moe_text",
+    "exaone4_5": "exaone4",
+    "fast_vlm": "qwen2",
+    "florence2": "bart",
+    "fun_asr_nano": "qwen3",
+    "fuyu": "persimmon",
+    "gemma3": "gemma3_text",
+    "gemma3n": "gemma3n_text",
+    "gemma4": "gemma4_text",
+    "gemma4_unified": "gemma4_unified_text",
+    "glm46v": "glm4v_text",
+    "glm4v": "glm4v_text",
+    "glm4v_moe": "glm4v_moe_text",
+    "glm5_next": "glm5_next_text",
+    "glm_ocr": "glm_ocr_text",
+    "glmasr": "llama",
+    "glmga": "glm4v_text",
+    "got_ocr2": "qwen2",
+    "granite4_vision": "granite4_vision_text",
+    "granite_docling": "granite_docling_text",
+    "granite_speech": "granite",
+    "granite_speech_plus": "granite",
+    "hunyuan_vl": "hunyuan_vl_text",
+    "hyperclovax_vision_v2": "hyperclovax",
+    "idefics2": "mistral",
+    "idefics3": "llama",
+    "inkling2": "inkling2_text",
+    "inkling_mm_model": "inkling_text",
+    "instructblip": "opt",
+    "instructblipvideo": "opt",
+    "internvl": "qwen2",
+    "janus": "llama",
+    "kimi_k25": "deepseek_v3",
+    "kosmos-2": "kosmos_2_text_model",
+    "kosmos-2.5": "kosmos_2_5_text_model",
+    "lfm2_vl": "lfm2",
+    "lfm3_vl": "lfm3",
+    "lighton_ocr": "qwen3",
+    "llama4": "llama4_text",
+    "llava": "llama",
+    "llava_next": "llama",
+    "llava_next_video": "llama",
+    "llava_onevision": "qwen2",
+    "minicpm_ocr": "qwen3_5_text",
+    "minicpmv4_6": "qwen3_5_text",
+    "minicpmv4_7": "qwen3_5_text",
+    "minimax_m3_vl": "minimax_m3_vl_text",
+    "mistral3": "mistral",
+    "mistral_large4": "mistral_large4_text",
+    "mllama": "mllama_text_model",
+    "molmo2": "molmo2_text",
+    "moss_transcribe_diarize": "qwen3",
+    "muse_glimmer": "muse_glimmer_text",
+    "muse_spark": "muse_spark_text",
+    "nemo_speechlm": "nemotron_h",
+    "nemotron_h_omni": "nemotron_h",
+    "ovis2": "qwen2",
+    "paddleocr_vl": "paddleocr_vl_text",
+    "paligemma": "gemma",
+    "perception_lm": "llama",
+    "pix2struct": "pix2struct_text_model",
+    "pp_chart2table": "qwen2",
+    "pp_formulanet": "pp_formulanet_text",
+    "qianfan_ocr": "qwen3",
+    "qwen2_5_omni_thinker": "qwen2_5_omni_text",
+    "qwen2_5_vl": "qwen2_5_vl_text",
+    "qwen2_audio": "qwen2",
+    "qwen2_vl": "qwen2_vl_text",
+    "qwen3_5": "qwen3_5_text",
+    "qwen3_5_moe": "qwen3_5_moe_text",
+    "qwen3_asr": "qwen3",
+    "qwen3_omni_moe_thinker": "qwen3_omni_moe_text",
+    "qwen3_vl": "qwen3_vl_text",
+    "qwen3_vl_moe": "qwen3_vl_moe_text",
+    "qwen4_exp": "qwen4_exp_text",
+    "shieldgemma2": "gemma3_text",
+    "smolvlm": "llama",
+    "step3p7": "step3p5",
+    "unlimited_ocr": "unlimited_ocr_text",
+    "vibevoice_asr": "qwen2",
+    "video_llama_3": "qwen2",
+    "video_llava": "llama",
+    "vipllava": "llama",
+    "voxtral": "llama",
+    "voxtral_realtime": "voxtral_realtime_text",
+}
+
+# Image-text and multimodal-LM types whose configuration class's defaults transformers itself cannot build whole
+# (tests/hf_whole records its error): why.
+WHOLE_REFUSED_AT_DEFAULTS = {
+    "aya_vision": "the default SigLIP tower's 1,152 width does not divide into its 14 heads",
+    "chameleon": "the default vq_config is None, which the image tokenizer reads",
+    "cohere_compass": "its text config's rope_parameters have no entry for the full_attention layers",
+    "deepseek_ocr2": "a default the SAM vision encoder indexes is None",
+    "diffusion_gemma": "a default size of its vision tower is None",
+    "emu3": "the default vq_config is None, which the image tokenizer reads",
+    "evolla": "a protein-text model with no image-text-to-text class",
+    "fast_vlm": "its vision tower is a timm model (timm is not installed)",
+    "gemma3n": "its vision tower is a timm MobileNet (timm is not installed)",
+    "granite4_vision": "a default list its projector reads is None",
+    "hunyuan_vl": "a default of its vision tower's rotary positions is None",
+    "perception_lm": "its vision tower is a timm model (timm is not installed)",
+    "qwen3_omni_moe": "its talker's text config lacks the shared_expert_intermediate_size its layers read",
+    "qwen4_exp": "its QSA indexer's sizes default to None",
+}
+
+
 # The Hugging Face repositories whose config.json each supported model_type is proven on (tests/hf_configs/,
 # sources in tests/hf_configs.sources.json; tests/families/test_model_types.py keeps this list equal to that folder).
 PROVEN_ON = {
@@ -870,6 +993,45 @@ def model_types() -> list[dict]:
                 "family": reads,
                 "file": "ffncalc/sources/hf/families/" + family.read.__module__.rsplit(".", 1)[1] + ".py",
                 "detail": proven or "no public config found",
+                "defaults": defaults,
+            }
+        )
+    return records
+
+
+def multimodal_types() -> list[dict]:
+    """Every type of transformers' image-text-to-text and multimodal-LM mappings with its status: counted whole (the
+    wrapper's towers and projector beside its language model: sources/hf/towers), its language model only (what the
+    towers need), or not yet (its language model is not read)."""
+    from . import TEXT_TYPES, registered
+    from .towers import wrappers
+
+    families, whole = registered(), wrappers()
+    records = []
+    for model_type in MULTIMODAL_LM_TYPES:
+        refused = WHOLE_REFUSED_AT_DEFAULTS.get(model_type)
+        defaults = f"refused by transformers: {refused}" if refused else "exact" if model_type in whole else ""
+        if model_type in whole:
+            reader = whole[model_type]
+            status, detail = "supported", "; ".join(PROVEN_ON.get(model_type, ())) or "its class defaults (tests/hf_whole)"
+            read, file = (
+                (reader.__doc__ or "").split(":")[0],
+                "ffncalc/sources/hf/towers/" + reader.__module__.rsplit(".", 1)[1] + ".py",
+            )
+        else:
+            text = TEXT_TYPES.get(model_type) or WRAPPED_TEXT.get(model_type)
+            status = "language model only" if model_type in families or text in families else "not yet"
+            read = f"its language model, as {text or model_type}" if status != "not yet" else ""
+            file, detail = "", "its towers and projector are not read yet"
+            defaults = defaults or ("the language model exact" if status != "not yet" else "")
+        records.append(
+            {
+                "model_type": model_type,
+                "kind": "multimodal",
+                "status": status,
+                "family": read,
+                "file": file,
+                "detail": detail,
                 "defaults": defaults,
             }
         )
