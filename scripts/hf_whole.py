@@ -26,13 +26,24 @@ OUT = ROOT / "tests" / "hf_whole"
 # Image sizes at which the FLOPs of one image are recorded, per type: the class's default and another. A size
 # changes the tower (its position table) and, for Gemma 3, the projector's pooling: each run builds the class with
 # vision_config.image_size set to it.
-IMAGE_SIZES = {"llava": (336, 224), "paligemma": (224, 448), "gemma3": (896, 448)}
+IMAGE_SIZES = {
+    "llava": (336, 224),
+    "paligemma": (224, 448),
+    "gemma3": (896, 448),
+    "cohere2_vision": (512, 256),
+    "aya_vision": (364, 728),  # AyaVisionConfig's 384 pixels are 27 patches a side, which its pixel shuffle cannot halve
+    "mistral3": (224, 448),
+    "idefics3": (256, 512),  # its default 224 pixels are 7 patches of 32 a side, which its pixel shuffle cannot halve
+}
 
 # Defaults transformers cannot run, each given the released model's value: the smallest change that runs.
 REPAIRS = {
     # Gemma3Config's vision_config defaults to SigLIP's 224-pixel images while mm_tokens_per_image (256) pools 16 × 16
     # tokens: 14 patches a side pool by a kernel of 14 // 16 = 0; Gemma 3's released towers see 896-pixel images
     "gemma3": {"vision_config": {"image_size": 896}},
+    # AyaVisionConfig's default SigLIP tower (1,152 wide) has 14 heads, which do not divide it: the 16 heads of the
+    # released Aya Vision's SigLIP2 so400m tower (siglip2-so400m-patch14-384)
+    "aya_vision": {"vision_config": {"num_attention_heads": 16}},
 }
 
 
@@ -51,10 +62,17 @@ def config_data(model_type: str) -> dict:
     return json.loads(json.dumps(data, default=str))
 
 
+def reduced(data: dict) -> dict:
+    """``data`` with its tower and language model built small (hfwhole.REDUCED)."""
+    from ffncalc.analysis.hfwhole import REDUCED
+
+    return {**data, **{key: {**data[key], **value} for key, value in REDUCED.items()}}
+
+
 def truth_text(model_type: str, data: dict) -> str:
     import torch
 
-    from ffncalc.analysis.hfwhole import IMAGE_METHOD, image_flops, measure_whole
+    from ffncalc.analysis.hfwhole import IMAGE_METHOD, ON_CPU, REDUCED, image_flops, measure_whole
     from ffncalc.analysis.records import record_json
 
     try:
@@ -65,8 +83,11 @@ def truth_text(model_type: str, data: dict) -> str:
         message = " ".join(str(exc).split())
         record = {"transformers": transformers.__version__, "refused": f"{type(exc).__name__}: {message[:300]}"}
     if model_type in IMAGE_SIZES and "refused" not in record:
-        runs = [image_flops({**data, "vision_config": {**data["vision_config"], "image_size": s}}, s) for s in IMAGE_SIZES[model_type]]
+        base = reduced(data) if model_type in ON_CPU else data
+        runs = [image_flops({**base, "vision_config": {**base["vision_config"], "image_size": s}}, s) for s in IMAGE_SIZES[model_type]]
         record["image_flops"] = {"method": IMAGE_METHOD, "runs": runs}
+        if model_type in ON_CPU:  # built small, on the CPU, with real tensors
+            record["image_flops"]["reduced"] = REDUCED
     if model_type in REPAIRS:
         record = {"repaired": REPAIRS[model_type], **record}
     return record_json({"config": f"tests/hf_whole/configs/{model_type}.json", "torch": torch.__version__, **record})

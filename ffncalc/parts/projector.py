@@ -1,14 +1,21 @@
 """A projector: what turns a tower's output features into the language model's input tokens. Not a part of its own:
-a tower (parts/vision.py) holds one. Its forms, each with its source:
+a tower (parts/vision.py) holds one. In the order they run, each where its model has it, with its source:
 
-- an MLP: Linear(width, hidden) → activation → Linear(hidden, d_model), biases as stated (LLaVA's
-  LlavaMultiModalProjector, Liu et al. 2023 §4.1), or one Linear(width, d_model) (PaliGemma's);
-- a norm over its input first (VipLLaVA's projector_layernorm over five layers' features concatenated; Gemma 3's
-  mm_soft_emb_norm, an RMSNorm, before its mm_input_projection_weight, a bias-free matrix);
-- an average pool of the patch grid before it towards ``pool_to`` tokens a side, by a kernel and stride of
-  ⌊grid / pool_to⌋ patches (Gemma3MultiModalProjector: 64 × 64 patches to 16 × 16 tokens), which has no multiply-adds.
+1. an average pool of the patch grid towards ``pool_to`` tokens a side, by a kernel and stride of ⌊grid / pool_to⌋
+   patches (Gemma3MultiModalProjector: 64 × 64 patches to 16 × 16 tokens), which has no multiply-adds;
+2. a pixel shuffle of ``shuffle`` × ``shuffle`` tokens into one of shuffle² times the features, a reshape (Idefics3's
+   connector, Aya Vision's and Command A Vision's);
+3. a norm over each token's features (VipLLaVA's projector_layernorm over five layers' features concatenated; Gemma
+   3's mm_soft_emb_norm, an RMSNorm; Mistral 3's norm, an RMSNorm, before its patch merger; Aya Vision's LayerNorm
+   over the shuffled features);
+4. ``merge`` × ``merge`` neighbouring tokens into one: Pixtral's patch merger (Mistral3PatchMerger: their features
+   unfolded side by side, Linear(width·merge², width) without a bias);
+5. an MLP: Linear(features, hidden) → activation → Linear(hidden, d_model), biases as stated (LLaVA's
+   LlavaMultiModalProjector, Liu et al. 2023 §4.1); with ``gated`` its hidden features halved by a SwiGLU
+   (silu(a) ⊙ b, Cohere2VisionMultiModalProjector, AyaVisionMultiModalProjector); or one Linear(features, d_model)
+   (PaliGemma's; Gemma 3's bias-free mm_input_projection_weight; Idefics3's modality_projection).
 
-Every LM token it writes costs its matmuls once: FLOPs per image are its terms' per-token FLOPs × the tokens."""
+Each stage's work runs over the tokens it sees: ``terms`` says which, the grid's (after any pool) or the merged."""
 
 from __future__ import annotations
 
@@ -26,29 +33,45 @@ class Projector:
     hidden: NonNegative = 0  # its MLP's hidden width (0: one linear straight to the model's width)
     bias: bool = True
     activation: Activation = "gelu"
+    gated: bool = False  # the hidden features halved by a SwiGLU: silu(first half) ⊙ second half
     norm: Literal["none", "layernorm", "rmsnorm"] = "none"  # a norm over its input
     pool_to: NonNegative = 0  # tokens a side an average pool of the patch grid aims at before it (0: none)
+    merge: NonNegative = 0  # Pixtral's patch merger of merge × merge tokens (0: none)
+    shuffle: NonNegative = 0  # a pixel shuffle of shuffle × shuffle tokens into one (0: none)
 
-    def terms(self, e: Emitter, d_model: int, prefix: str) -> None:
-        """Its tensors and the work of one token it writes, named under ``prefix`` (its tower's: vision.projector.)."""
+    def terms(self, d_model: int, prefix: str) -> list[tuple[str, object]]:
+        """Its tensors and their work, each with the tokens it runs over: "grid" (a token of the patch grid, after
+        any pool) or "projector" (a token it writes), named under ``prefix`` (its tower's: vision.projector.)."""
+        grid, out = Emitter("layers"), Emitter("layers")
+        features = self.width * max(self.shuffle, 1) ** 2
         if self.norm != "none":
-            e.norm(f"{prefix}norm", Norm(kind=self.norm), self.width, 1)
+            (out if self.shuffle else grid).norm(f"{prefix}norm", Norm(kind=self.norm), features, 1)
+        if self.merge:
+            out.linear(f"{prefix}patch_merger", features * self.merge**2, features, False, 1)
         if self.hidden:
-            e.linear(f"{prefix}linear_1", self.width, self.hidden, self.bias, 1)
-            e.op(f"{prefix}act", self.hidden * ACTIVATION_OPS[self.activation], 1)
-            e.linear(f"{prefix}linear_2", self.hidden, d_model, self.bias, 1)
+            out.linear(f"{prefix}linear_1", features, self.hidden, self.bias, 1)
+            half = self.hidden // 2 if self.gated else self.hidden
+            ops = half * (ACTIVATION_OPS["silu"] + 1) if self.gated else self.hidden * ACTIVATION_OPS[self.activation]
+            out.op(f"{prefix}act", ops, 1)
+            out.linear(f"{prefix}linear_2", half, d_model, self.bias, 1)
         else:
-            e.linear(f"{prefix}linear", self.width, d_model, self.bias, 1)
+            out.linear(f"{prefix}linear", features, d_model, self.bias, 1)
+        return [("grid", t) for t in grid.out] + [("projector", t) for t in out.out]
 
-    def tokens(self, grid: int) -> int:
-        """LM tokens from a square grid of ``grid`` × ``grid`` patch features."""
+    def grid_tokens(self, grid: int) -> int:
+        """Tokens of a square grid of ``grid`` × ``grid`` patch features after any pool."""
         if not self.pool_to:
             return grid**2
         kernel = grid // self.pool_to  # nn.AvgPool2d(kernel, stride=kernel); 0: no image can run (vision.check)
         return (grid // kernel) ** 2 if kernel else 0
 
+    def tokens(self, grid: int) -> int:
+        """LM tokens from a square grid of ``grid`` × ``grid`` patch features."""
+        return self.grid_tokens(grid) // max(self.merge, self.shuffle, 1) ** 2
+
     def module(self, d_model: int):
         """Its reference module (imports torch when called)."""
+        import torch
         from torch import nn
 
         from ..blocks._torch import ACTIVATIONS, Linear, make_norm
@@ -58,25 +81,39 @@ class Projector:
         class ProjectorModule(nn.Module):
             def __init__(self):
                 super().__init__()
+                features = proj.width * max(proj.shuffle, 1) ** 2
                 if proj.norm != "none":
-                    self.norm = make_norm(Norm(kind=proj.norm), proj.width)
+                    self.norm = make_norm(Norm(kind=proj.norm), features)
+                if proj.merge:
+                    self.patch_merger = Linear(proj.width * proj.merge**2, proj.width, bias=False)
                 if proj.hidden:
-                    self.linear_1 = Linear(proj.width, proj.hidden, bias=proj.bias)
-                    self.linear_2 = Linear(proj.hidden, d_model, bias=proj.bias)
+                    self.linear_1 = Linear(features, proj.hidden, bias=proj.bias)
+                    self.linear_2 = Linear(proj.hidden // 2 if proj.gated else proj.hidden, d_model, bias=proj.bias)
                 else:
-                    self.linear = Linear(proj.width, d_model, bias=proj.bias)
+                    self.linear = Linear(features, d_model, bias=proj.bias)
 
             def forward(self, x):
+                b, n, w = x.shape
+                grid = int(round(n**0.5))
                 if proj.pool_to:  # the patch grid, average-pooled by a kernel and stride of ⌊grid / pool_to⌋
-                    b, n, w = x.shape
-                    grid = int(round(n**0.5))
                     k = grid // proj.pool_to
                     x = x.transpose(1, 2).reshape(b, w, grid, grid)
                     x = nn.functional.avg_pool2d(x, k, k).flatten(2).transpose(1, 2)
+                if proj.shuffle:  # shuffle × shuffle neighbours side by side (their order changes no count)
+                    x = x.reshape(b, x.shape[1] // proj.shuffle**2, w * proj.shuffle**2)
                 if proj.norm != "none":
                     x = self.norm(x)
+                if proj.merge:
+                    x = self.patch_merger(x.reshape(b, x.shape[1] // proj.merge**2, w * proj.merge**2))
                 if proj.hidden:
-                    return self.linear_2(ACTIVATIONS[proj.activation](self.linear_1(x)))
+                    h = self.linear_1(x)
+                    if proj.gated:
+                        a, g = h.chunk(2, dim=-1)
+                        h = nn.functional.silu(a) * g
+                    else:
+                        h = ACTIVATIONS[proj.activation](h)
+                    return self.linear_2(h)
                 return self.linear(x)
 
+        del torch
         return ProjectorModule()

@@ -73,12 +73,13 @@ class Vision(Part):
     @property
     def tokens(self) -> int:
         """The language model's tokens one image becomes."""
-        return self.projector.tokens(self.grid) + (self.read_class and not self.projector.pool_to)
+        return self.projector.tokens(self.grid) + (self.read_class and self.class_token and not self.projector.pool_to)
 
     def input_terms(self, e, model, seq_len: int) -> None:
         out = self.image_terms(model)
         scale = {"patch": Fraction(self.images * self.grid**2, seq_len), "tower": Fraction(self.images * self.rows, seq_len)}
         scale["image"] = Fraction(self.images, seq_len)
+        scale["grid"] = Fraction(self.images * self.projector.grid_tokens(self.grid), seq_len)
         scale["projector"] = Fraction(self.images * self.tokens, seq_len)
         e.out.extend(replace(t, positions=scale[where]) for where, t in out)
 
@@ -110,9 +111,7 @@ class Vision(Part):
             out += [("tower", t) for t in emb.out]
         if self.head:
             out += self.pooling_terms(norm)
-        emb = Emitter("layers")
-        self.projector.terms(emb, model.d_model, "vision.projector.")
-        out += [("projector", t) for t in emb.out]
+        out += self.projector.terms(model.d_model, "vision.projector.")
         if self.newline:  # appended to the projector's rows: no work
             emb = Emitter("embedding")
             emb.term("vision.image_newline", "position", (model.d_model,))
@@ -143,6 +142,7 @@ class Vision(Part):
         """One image's LM tokens, its forward FLOPs through the tower and the projector (2 per multiply-add of every
         matmul and of the attention's square, as FlopCounterMode counts), and its elementwise FLOPs."""
         counts = {"patch": self.grid**2, "tower": self.rows, "image": 1, "projector": self.tokens}
+        counts["grid"] = self.projector.grid_tokens(self.grid)
         flops = elementwise = 0
         for where, t in self.image_terms(model):
             n = counts[where]

@@ -813,7 +813,6 @@ WRAPPED_TEXT = {
 # Image-text and multimodal-LM types whose configuration class's defaults transformers itself cannot build whole
 # (tests/hf_whole records its error): why.
 WHOLE_REFUSED_AT_DEFAULTS = {
-    "aya_vision": "the default SigLIP tower's 1,152 width does not divide into its 14 heads",
     "chameleon": "the default vq_config is None, which the image tokenizer reads",
     "cohere_compass": "its text config's rope_parameters have no entry for the full_attention layers",
     "deepseek_ocr2": "a default the SAM vision encoder indexes is None",

@@ -7,37 +7,48 @@ from __future__ import annotations
 
 from ..config import Config
 
-VISION_TYPES = ("clip_vision_model", "siglip_vision_model")
+# CLIP's; SigLIP's and the towers built as it (Idefics3's and SmolVLM's, without the pooling head); Pixtral's
+VISION_TYPES = ("clip_vision_model", "siglip_vision_model", "idefics3_vision", "smolvlm_vision", "pixtral")
 
 
 def vit(v: Config, projector: dict, **over) -> dict:
-    """The ``vision`` part of a CLIP or SigLIP vision_config (hidden_size, intermediate_size, num_hidden_layers,
-    num_attention_heads, image_size, patch_size, num_channels, hidden_act), with ``projector``."""
+    """The ``vision`` part of a vision_config (hidden_size, intermediate_size, num_hidden_layers, num_attention_heads,
+    image_size, patch_size, num_channels, hidden_act), with ``projector``. CLIP and SigLIP: pre-norm layers of
+    attention with biases and a two-layer MLP with biases, LayerNorms with biases, a learned position table. Pixtral
+    (PixtralVisionModel, Mistral's vision encoder): no biases anywhere, RMSNorms (ln_pre before the layers, none after),
+    a gated MLP, 2-D rotary positions (no table: rotations have no multiply-adds to count)."""
     kind = v.model_type or "clip_vision_model"
     if kind not in VISION_TYPES:
         raise v.fail("model_type", f"a vision tower of {kind!r} is not read yet (read: {', '.join(VISION_TYPES)})")
-    clip = kind == "clip_vision_model"
     d = v.int("hidden_size")
+    heads = v.int("num_attention_heads")
+    act = v.activation("hidden_act", "gelu")
+    tower = {"image_size": v.int("image_size"), "patch_size": v.int("patch_size"), "channels": v.int("num_channels", 3)}
+    if kind == "pixtral":
+        attention = {"n_heads": heads, "head_dim": v.int("head_dim", d // heads)}
+        layers = {
+            "d_model": d,
+            "n_layers": v.int("num_hidden_layers"),
+            "attention": attention,
+            "ffn": {"kind": "gated", "d_ff": v.int("intermediate_size"), "activation": act},
+            "norm": {"kind": "rmsnorm", "per_layer": 2, "final": False},
+        }
+        form = {"patch_bias": False, "position_table": False, "pre_norm": True, "post_norm": False}
+        return {"layers": layers, **tower, **form, "projector": projector, **over}
+    clip = kind == "clip_vision_model"
     return {
         "layers": {
             "d_model": d,
             "n_layers": v.int("num_hidden_layers"),
-            "attention": {"n_heads": v.int("num_attention_heads"), "qkv_bias": True, "o_bias": True},
-            "ffn": {
-                "kind": "dense",
-                "d_ff": v.int("intermediate_size"),
-                "bias": True,
-                "activation": v.activation("hidden_act", "gelu"),
-            },
+            "attention": {"n_heads": heads, "qkv_bias": True, "o_bias": True},
+            "ffn": {"kind": "dense", "d_ff": v.int("intermediate_size"), "bias": True, "activation": act},
             "norm": {"kind": "layernorm", "per_layer": 2, "final": False},
         },
-        "image_size": v.int("image_size"),
-        "patch_size": v.int("patch_size"),
-        "channels": v.int("num_channels", 3),
+        **tower,
         "patch_bias": not clip,
         "class_token": clip,
         "pre_norm": clip,
-        "head": not clip and v.bool("vision_use_head", True),
+        "head": kind == "siglip_vision_model" and v.bool("vision_use_head", True),
         "projector": projector,
         **over,
     }
@@ -47,6 +58,14 @@ def vit(v: Config, projector: dict, **over) -> dict:
 # ``verify --hf`` and checkpoints: where a parameter's path matches a tower's prefix, the rest of it names a
 # component of the ``vision`` part (sources/hf/names.py).
 LAYER_MODULES = (
+    (r"attention\.q_proj$", "attn.q"),  # Pixtral's
+    (r"attention\.k_proj$", "attn.k"),
+    (r"attention\.v_proj$", "attn.v"),
+    (r"attention\.o_proj$", "attn.o"),
+    (r"feed_forward\.gate_proj$", "ffn.gate"),
+    (r"feed_forward\.up_proj$", "ffn.up"),
+    (r"feed_forward\.down_proj$", "ffn.down"),
+    (r"(attention_norm|ffn_norm)$", "norms"),
     (r"self_attn\.q_proj$", "attn.q"),
     (r"self_attn\.k_proj$", "attn.k"),
     (r"self_attn\.v_proj$", "attn.v"),
@@ -57,6 +76,8 @@ LAYER_MODULES = (
 )
 TOP_MODULES = (
     (r"embeddings\.patch_embedding$", "patch_embed"),
+    (r"patch_conv$", "patch_embed"),  # Pixtral's
+    (r"ln_pre$", "pre_norm"),
     (r"embeddings\.position_embedding$", "pos_embed"),
     (r"embeddings$", "class_embed"),  # CLIP's class_embedding, a parameter of the embeddings module
     (r"pre_layrnorm$", "pre_norm"),
@@ -70,13 +91,16 @@ TOP_MODULES = (
 )
 PROJECTOR_MODULES = (
     (r"(linear_1|linear_2|linear)$", None),  # by their own names
-    (r"(projector_layernorm|mm_soft_emb_norm)$", "norm"),
+    (r"(projector_layernorm|mm_soft_emb_norm|layernorm|norm)$", "norm"),
+    (r"patch_merger\.merging_layer$", "patch_merger"),
+    (r"proj$", "linear"),  # Idefics3's modality_projection
     (r"$", "linear"),  # Gemma 3's mm_input_projection_weight, a parameter of the projector itself
 )
 # (pattern, prefix, modules): the towers' and projectors' places in the whole classes and in checkpoints
 TOWERS = (
     (r"vision_tower\.(vision_model\.)?", "vision.", "tower"),
-    (r"multi_modal_projector\.", "vision.projector.", "projector"),
+    (r"(vision_model|vision_encoder)\.", "vision.", "tower"),  # Idefics3's and SmolVLM's; LightOnOCR's
+    (r"(multi_modal_projector|vision_projection|connector\.modality_projection)\.", "vision.projector.", "projector"),
     (r"image_newline$", "vision.image_newline", "self"),
 )
 
@@ -93,7 +117,8 @@ def tower_component(path: str) -> str | None:
             continue
         if kind == "self":
             return prefix
-        module = path[found.end() :].rsplit(".", 1)[0] if "." in path[found.end() :] else ""
+        rest = path[found.end() :]
+        module = rest.rsplit(".", 1)[0] if "." in rest else ""
         if kind == "projector":
             for pat, name in PROJECTOR_MODULES:
                 hit = re.search(pat, module)

@@ -58,3 +58,62 @@ def gemma3(c: Config) -> dict:
     side = isqrt(c.int("mm_tokens_per_image", 256))
     projector = {"width": v.int("hidden_size"), "bias": False, "norm": "rmsnorm", "pool_to": side}
     return {"vision": vit(v, projector)}
+
+
+@wrapper("llava_onevision", "llava_next_video")
+def llava_onevision(c: Config) -> dict:
+    """LlavaOnevisionForConditionalGeneration (Li et al. 2024) and LlavaNextVideoForConditionalGeneration: LLaVA's
+    projector over a SigLIP (OneVision) or CLIP (NeXT-Video) tower, and LLaVA-NeXT's image_newline row."""
+    spec = llava(c)
+    spec["vision"]["newline"] = True
+    return spec
+
+
+@wrapper("idefics3", "smolvlm")
+def idefics3(c: Config) -> dict:
+    """Idefics3ForConditionalGeneration (Laurençon et al. 2024) and SmolVLMForConditionalGeneration (Marafioti et al.
+    2025): a SigLIP-built tower (Idefics3VisionTransformer: no pooling head), its features pixel-shuffled by
+    scale_factor (default 2: 2 × 2 tokens into one of four times the width) and projected by the connector's
+    modality_projection, one Linear(width · scale², text width) without a bias."""
+    v = sub_config(c, "vision_config")
+    projector = {"width": v.int("hidden_size"), "bias": False, "shuffle": c.int("scale_factor", 2)}
+    return {"vision": vit(v, projector)}
+
+
+@wrapper("mistral3", "lighton_ocr")
+def mistral3(c: Config) -> dict:
+    """Mistral3ForConditionalGeneration (Mistral Small 3.1 and later): a Pixtral tower; Mistral3MultiModalProjector,
+    an RMSNorm of the vision width, the patch merger of spatial_merge_size² patches (Linear(width · 4, width), no
+    bias), then Linear(width, text width) → projector_hidden_act → Linear(text width, text width), biases as
+    multimodal_projector_bias (default false). LightOnOCR: the same tower and projector (vision_encoder,
+    vision_projection), no biases."""
+    v = sub_config(c, "vision_config")
+    projector = {
+        "width": v.int("hidden_size"),
+        "hidden": sub_config(c, "text_config").int("hidden_size"),
+        "bias": c.model_type == "mistral3" and c.bool("multimodal_projector_bias", False),
+        "activation": c.activation("projector_hidden_act", "gelu"),
+        "norm": "rmsnorm",
+        "merge": c.int("spatial_merge_size", 2),
+    }
+    return {"vision": vit(v, projector)}
+
+
+@wrapper("cohere2_vision", "aya_vision")
+def cohere2_vision(c: Config) -> dict:
+    """Cohere2VisionForConditionalGeneration (Command A Vision) and AyaVisionForConditionalGeneration (Aya Vision): a
+    SigLIP tower, its features pixel-shuffled by downsample_factor (2), then a SwiGLU MLP: Linear(width · 4,
+    alignment_intermediate_size) with a bias, halved by silu(one half) ⊙ the other, Linear(half, text width) with a
+    bias. Aya Vision: a LayerNorm over the shuffled features first; its intermediate size the text width unless
+    alignment_intermediate_size is given."""
+    v = sub_config(c, "vision_config")
+    text = sub_config(c, "text_config").int("hidden_size")
+    aya = c.model_type == "aya_vision"
+    projector = {
+        "width": v.int("hidden_size"),
+        "hidden": c.int("alignment_intermediate_size", text) if aya else c.int("alignment_intermediate_size", 36864),
+        "gated": True,
+        "shuffle": c.int("downsample_factor", 2),
+        "norm": "layernorm" if aya else "none",
+    }
+    return {"vision": vit(v, projector)}
