@@ -3,13 +3,14 @@ configuration class's defaults (the whole model: text, towers and projector), or
 
     python scripts/hf_whole.py            # (re)write tests/hf_whole/ for every type
     python scripts/hf_whole.py --check    # exit 1 if any recorded file differs from what transformers builds now
-    python scripts/hf_whole.py TYPE …     # only these model_types
+    python scripts/hf_whole.py TYPE …     # only these model_types (or public:NAME for a public config)
 
 ``configs/TYPE.json`` is ``AutoConfig.for_model(TYPE).to_dict()`` written as a config.json (every key at its default,
 with REPAIRS applied); ``truth/TYPE.json`` is the whole class built from it on the meta device (every parameter by
 name with its element count, a tied one once; the buffers), or transformers' reason for refusing its own defaults;
 and for the types of IMAGE_SIZES the FLOPs of one image through the vision tower and the projector at each size
-(ffncalc/analysis/hfwhole.py: IMAGE_METHOD).
+(ffncalc/analysis/hfwhole.py: IMAGE_METHOD). Each public config in ``public/`` (its source in public/sources.json) is
+recorded the same way, in ``public_truth/NAME.json``.
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ def reduced(data: dict) -> dict:
     return {**data, **{key: {**data[key], **value} for key, value in REDUCED.items()}}
 
 
-def truth_text(model_type: str, data: dict) -> str:
+def truth_text(model_type: str, data: dict, config: str = "") -> str:
     import torch
 
     from ffncalc.analysis.hfwhole import IMAGE_METHOD, ON_CPU, REDUCED, image_flops, measure_whole
@@ -82,15 +83,16 @@ def truth_text(model_type: str, data: dict) -> str:
 
         message = " ".join(str(exc).split())
         record = {"transformers": transformers.__version__, "refused": f"{type(exc).__name__}: {message[:300]}"}
-    if model_type in IMAGE_SIZES and "refused" not in record:
+    if model_type in IMAGE_SIZES and "refused" not in record and not config:
         base = reduced(data) if model_type in ON_CPU else data
         runs = [image_flops({**base, "vision_config": {**base["vision_config"], "image_size": s}}, s) for s in IMAGE_SIZES[model_type]]
         record["image_flops"] = {"method": IMAGE_METHOD, "runs": runs}
         if model_type in ON_CPU:  # built small, on the CPU, with real tensors
             record["image_flops"]["reduced"] = REDUCED
-    if model_type in REPAIRS:
+    if model_type in REPAIRS and not config:
         record = {"repaired": REPAIRS[model_type], **record}
-    return record_json({"config": f"tests/hf_whole/configs/{model_type}.json", "torch": torch.__version__, **record})
+    path = f"tests/hf_whole/{config or 'configs/' + model_type}.json"
+    return record_json({"config": path, "torch": torch.__version__, **record})
 
 
 def main() -> int:
@@ -101,8 +103,19 @@ def main() -> int:
     parser.add_argument("--check", action="store_true", help="compare, do not write")
     args = parser.parse_args()
     stale = []
-    names = args.types or list(MULTIMODAL_LM_TYPES)
+    public = [f"public:{p.stem}" for p in sorted((OUT / "public").glob("*.json")) if p.stem != "sources"]
+    names = args.types or list(MULTIMODAL_LM_TYPES) + public
     for model_type in names:
+        if model_type.startswith("public:"):  # a public config as it is: its truth alone is written
+            name = model_type.split(":", 1)[1]
+            data = json.loads((OUT / "public" / f"{name}.json").read_text())
+            truth, record = OUT / "public_truth" / f"{name}.json", truth_text(data["model_type"], data, f"public/{name}")
+            if args.check:
+                stale += [model_type] if not truth.is_file() or truth.read_text() != record else []
+            else:
+                truth.parent.mkdir(parents=True, exist_ok=True)
+                truth.write_text(record)
+            continue
         config, truth = OUT / "configs" / f"{model_type}.json", OUT / "truth" / f"{model_type}.json"
         data = config_data(model_type)
         text, record = json.dumps(data, indent=1, sort_keys=True) + "\n", truth_text(model_type, data)

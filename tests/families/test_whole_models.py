@@ -185,3 +185,53 @@ def test_multimodal_statuses_are_what_a_count_does():
                 hf.load(HERE / "configs" / f"{t}.json")
         else:
             hf.load(HERE / "configs" / f"{t}.json")
+
+
+PUBLIC = sorted(p.stem for p in (HERE / "public").glob("*.json") if p.stem != "sources")
+
+
+@pytest.mark.parametrize("name", PUBLIC)
+def test_public_whole_configs_equal_transformers(name):
+    """Real config.json files (their sources in tests/hf_whole/public/sources.json), counted whole: tower, projector
+    and language model equal per part to the whole class transformers builds from the file."""
+    from ffncalc.sources.hf.towers.vit import tower_component
+
+    record = json.loads((HERE / "public_truth" / f"{name}.json").read_text())
+    theirs = {"vision": 0, "projector": 0, "text": 0}
+    for path, n in expanded(record["params"], 2):
+        found = tower_component(path) or ""
+        theirs["projector" if found.startswith("vision.projector.") else "vision" if found else "text"] += n
+    _, model = hf.load(HERE / "public" / f"{name}.json")
+    assert ours(model) == theirs
+    assert name in json.loads((HERE / "public" / "sources.json").read_text())
+
+
+def test_llava_1_5_7b_by_hand():
+    """LLaVA-1.5 7B: Vicuna-7B (32 layers of width 4,096, MLP 11,008, a 32,064-token vocabulary, untied head), CLIP
+    ViT-L/14 at 336 pixels (24 layers of 1,024, MLP 4,096, 577 positions with the class token) and the two-layer
+    projector: 7,063,427,072 parameters, the Hub's 7.06B."""
+    d, f, v = 4096, 11008, 32064
+    text = 2 * v * d + 32 * (4 * d * d + 3 * d * f + 2 * d) + d
+    w, g = 1024, 4096
+    tower = w * 3 * 14 * 14 + w + 577 * w + 2 * w + 24 * (4 * (w * w + w) + 4 * w + w * g + g + g * w + w) + 2 * w
+    projector = w * d + d + d * d + d
+    _, model = hf.load(HERE / "public" / "llava-1.5-7b.json")
+    assert tally(model).params == text + tower + projector == 7_063_427_072
+
+
+def test_mistral_small_3_2_head_as_transformers_ties_it():
+    """Mistral Small 3.2's config.json states no top-level tie_word_embeddings; Mistral3Config's default (true) ties
+    the head in the class transformers 5.23 builds, as the count does. The released checkpoint stores lm_head apart:
+    one more 131,072 × 5,120 matrix, 24,011,361,280 parameters, the Hub's 24B."""
+    _, model = hf.load(HERE / "public" / "mistral-small-3.2-24b.json")
+    record = json.loads((HERE / "public_truth" / "mistral-small-3.2-24b.json").read_text())
+    built = sum(n for _, n in expanded(record["params"], 2))
+    assert tally(model).params == built
+    assert built + 131_072 * 5_120 == 24_011_361_280
+
+
+def test_whole_proven_on_names_the_public_configs():
+    """coverage.WHOLE_PROVEN_ON: a public config recorded for each type it names (Gemma 3 27B's in tests/hf_configs,
+    held whole in tests/families/test_hf.py), and each public config's type named."""
+    types = {json.loads((HERE / "public" / f"{n}.json").read_text())["model_type"] for n in PUBLIC}
+    assert types | {"gemma3"} == set(coverage.WHOLE_PROVEN_ON)

@@ -829,6 +829,14 @@ WHOLE_REFUSED_AT_DEFAULTS = {
 }
 
 
+# The public configs each whole-read type is proven on as the whole class (tests/hf_whole/public/, sources in its
+# sources.json; the whole-model tests keep this equal to that folder), beside PROVEN_ON's language models
+WHOLE_PROVEN_ON = {
+    "gemma3": ("google/gemma-3-27b-it",),
+    "llava": ("llava-hf/llava-1.5-7b-hf",),
+    "mistral3": ("black-forest-labs/FLUX.2-dev (its text encoder, Mistral Small 3.2 24B)",),
+}
+
 # The Hugging Face repositories whose config.json each supported model_type is proven on (tests/hf_configs/,
 # sources in tests/hf_configs.sources.json; tests/families/test_model_types.py keeps this list equal to that folder).
 PROVEN_ON = {
@@ -1012,7 +1020,7 @@ def multimodal_types() -> list[dict]:
         defaults = f"refused by transformers: {refused}" if refused else "exact" if model_type in whole else ""
         if model_type in whole:
             reader = whole[model_type]
-            status, detail = "supported", "; ".join(PROVEN_ON.get(model_type, ())) or "its class defaults (tests/hf_whole)"
+            status, detail = "supported", "; ".join(WHOLE_PROVEN_ON.get(model_type, ())) or "its class defaults (tests/hf_whole)"
             read, file = (
                 (reader.__doc__ or "").split(":")[0],
                 "ffncalc/sources/hf/towers/" + reader.__module__.rsplit(".", 1)[1] + ".py",
