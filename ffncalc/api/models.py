@@ -42,6 +42,24 @@ class Model:
 
         return cls(label, parse_spec(text, label))
 
+    @classmethod
+    def from_text(cls, text: str, *, label: str = "model", as_family: str | None = None) -> Model:
+        """A model from the text of a file, read as the file would be and no file read: a Hugging Face config.json
+        (a JSON object with a ``model_type``; ``as_family`` reads it as that model_type) or a spec in YAML or JSON.
+        Errors name ``label`` as they would the file."""
+        from ..sources import parse_json
+
+        if not isinstance(text, str):
+            raise InputError(f"{label}: a model's text is a string, not a {type(text).__name__}")
+        data: Any = parse_json(text, label) if text.lstrip().startswith("{") else None
+        if isinstance(data, dict) and "model_type" in data:
+            from ..sources import hf
+
+            return cls(label, hf.to_spec(hf.from_text(text, label, as_family)))
+        if as_family is not None:
+            raise InputError(f"--as {as_family}: only a Hugging Face config.json is read as a family; {label} is not one")
+        return cls.from_yaml(text, label=label)
+
     @property
     def name(self) -> str:
         """The model's own name where its spec states one, else its label."""

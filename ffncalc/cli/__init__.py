@@ -108,13 +108,19 @@ def _quiet_exit(code: int | None, message: str | None = None) -> None:
 LONGEST = 1000  # characters of an error line
 
 
-def _fail(message: str, code: int = 2) -> None:
+def line(message: object) -> str:
+    """An error as the one line the command line prints (and the web page shows)."""
     from ..output.sheet import clean
 
     text = clean(" ".join(str(message).split()))
     if len(text) > LONGEST:  # a 5,000-character name stays one readable line, and the reason after it is kept
         half = (LONGEST - 1) // 2
         text = text[:half] + "…" + text[-half:]
+    return text
+
+
+def _fail(message: str, code: int = 2) -> None:
+    text = line(message)
     try:
         sys.stderr.write(f"ffncalc: error: {text}\n")
     except (OSError, ValueError, AttributeError):

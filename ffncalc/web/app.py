@@ -1,0 +1,111 @@
+"""The web server's application (Starlette): the page and its files (``static/``, shipped with the package), and the
+JSON API under ``/api/``, one route per question of the library (``jobs.py``), each answered by a worker
+(``workers.py``). A request's body is bounded in size; a bad request is a 4xx with the one line the command line
+would print, never a traceback."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from . import jobs
+from .workers import MEMORY_BYTES, TIMEOUT_S, Pool
+
+STATIC = Path(__file__).resolve().parent / "static"
+BODY_LIMIT = jobs.TEXT_LIMIT + 64 * 2**10  # an upload's text and the options beside it
+MEDIA = {"json": "application/json", "csv": "text/csv", "markdown": "text/markdown", "latex": "application/x-latex", "html": "text/html"}
+HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+}
+
+
+def error(status: int, message: str) -> JSONResponse:
+    return JSONResponse({"error": message}, status_code=status, headers=HEADERS)
+
+
+async def body(request: Request) -> dict[str, Any] | JSONResponse:
+    """A POST's JSON object, read up to ``BODY_LIMIT`` bytes."""
+    size = request.headers.get("content-length")
+    limit = f"at most {BODY_LIMIT // 2**20} MiB (a config.json or spec is kilobytes)"
+    if size is not None and size.isdigit() and int(size) > BODY_LIMIT:
+        return error(413, f"the request is {int(size):,} bytes; {limit}")
+    data = bytearray()
+    async for chunk in request.stream():
+        data += chunk
+        if len(data) > BODY_LIMIT:
+            return error(413, f"the request is larger than {BODY_LIMIT:,} bytes; {limit}")
+    if not data:
+        return {}
+    try:
+        parsed = json.loads(data)
+    except RecursionError:
+        return error(400, "the request is nested too deeply")
+    except (ValueError, UnicodeDecodeError) as exc:
+        return error(400, f"the request is not JSON ({type(exc).__name__})")
+    if not isinstance(parsed, dict):
+        return error(400, f"the request is a JSON object of fields, not a {type(parsed).__name__}")
+    return parsed
+
+
+def endpoint(job: str) -> Any:
+    async def answer(request: Request) -> Response:
+        if request.method == "POST":
+            got = await body(request)
+            if isinstance(got, Response):
+                return got
+            params, from_text = {**request.query_params, **got}, False
+        else:
+            params, from_text = dict(request.query_params), True
+        try:
+            params = jobs.typed(job, params, from_text)
+        except jobs.InputError as exc:
+            return error(400, str(exc))
+        status, out = await request.app.state.pool.run(job, params)
+        if status != 200:
+            return error(status, out["error"])
+        if "text" in out:
+            kind = MEDIA.get(out["format"], "text/plain")
+            return PlainTextResponse(out["text"], media_type=f"{kind}; charset=utf-8", headers=HEADERS)
+        return JSONResponse(out["json"], headers=HEADERS)
+
+    return answer
+
+
+async def page(request: Request) -> Response:
+    return FileResponse(STATIC / "index.html", headers=HEADERS)
+
+
+async def missing(request: Request) -> Response:
+    return error(404, f"no such API: {request.url.path}; the API: {', '.join('/api/' + j for j in jobs.JOBS)}")
+
+
+def create(workers: int = 2, timeout: float = TIMEOUT_S, memory: int = MEMORY_BYTES) -> Starlette:
+    """The application, with ``workers`` processes answering (each limited to ``memory`` bytes and ``timeout``
+    seconds a request)."""
+    pool = Pool(workers, timeout, memory)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        await pool.start()
+        app.state.pool = pool
+        try:
+            yield
+        finally:
+            await pool.stop()
+
+    routes = [Route("/", page)]
+    routes += [Route(f"/api/{job}", endpoint(job), methods=["GET", "POST"]) for job in jobs.JOBS]
+    routes += [Route("/api/{rest:path}", missing), Mount("/static", StaticFiles(directory=STATIC), name="static")]
+    return Starlette(routes=routes, lifespan=lifespan)
