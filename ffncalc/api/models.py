@@ -44,15 +44,22 @@ class Model:
 
     @classmethod
     def from_text(cls, text: str, *, label: str = "model", as_family: str | None = None) -> Model:
-        """A model from the text of a file, read as the file would be and no file read: a Hugging Face config.json
-        (a JSON object with a ``model_type``; ``as_family`` reads it as that model_type) or a spec in YAML or JSON.
-        Errors name ``label`` as they would the file."""
+        """A model from the text of a file, read as the command line reads a file of that name, and no file read:
+        a ``.json`` is a Hugging Face config.json (``as_family`` reads it as that model_type), a ``.yaml`` a spec;
+        a label of neither kind (pasted text) is a config.json if it is a JSON object with a ``model_type``, else
+        a spec. Errors name ``label`` as they would the file."""
         from ..sources import parse_json
 
         if not isinstance(text, str):
             raise InputError(f"{label}: a model's text is a string, not a {type(text).__name__}")
-        data: Any = parse_json(text, label) if text.lstrip().startswith("{") else None
-        if isinstance(data, dict) and "model_type" in data:
+        config = label.endswith(".json")
+        if not config and not label.endswith((".yaml", ".yml")):
+            try:
+                data = parse_json(text, label)
+            except InputError:
+                data = None
+            config = isinstance(data, dict) and "model_type" in data
+        if config:
             from ..sources import hf
 
             return cls(label, hf.to_spec(hf.from_text(text, label, as_family)))

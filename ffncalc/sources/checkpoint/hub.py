@@ -53,9 +53,9 @@ def load(ref: str, as_family: str | None = None) -> Checkpoint:
 def cached_config(ref: str) -> Path | None:
     """The config.json of a repo id (``ORG/NAME[@REVISION]``) in the local Hugging Face cache, or None: nothing
     is fetched, and nothing outside the cache is read."""
-    if not _REPO.match(ref):
-        return None
     repo, _, revision = ref.partition("@")
+    if not _REPO.match(ref) or ".." in ref or "--" in repo or revision.startswith("/"):  # a name, never a way out
+        return None
     try:
         from huggingface_hub import try_to_load_from_cache
     except ImportError:

@@ -127,7 +127,7 @@ function renderCount(r) {
   renderComponents(r.components);
   const totals = $("totals").tBodies[0];
   totals.replaceChildren(...Object.entries(r.totals).map(([k, v]) => row([k.replaceAll("_", " "), show(v)], [false, true])));
-  $("chart").replaceChildren(chart(r));
+  $("chart").replaceChildren(chart(r, Math.min(760, Math.max(300, $("chart").clientWidth))));
 }
 
 function row(cells, numeric) {
@@ -170,7 +170,7 @@ function renderComponents(components) {
 }
 
 // The chart: each component's bar as long as its share of the total the library gives (a drawing of its figures).
-function chart(r) {
+function chart(r, W) {
   const NS = "http://www.w3.org/2000/svg";
   const make = (tag, attrs, text) => {
     const el = document.createElementNS(NS, tag);
@@ -182,7 +182,7 @@ function chart(r) {
     ["params", "parameters", r.totals.params],
     ["forward_flops_per_token", "forward FLOPs per token", r.totals.forward_flops_per_token],
   ];
-  const W = 640, label = 200, barW = W - label - 10, rowH = 16;
+  const label = Math.round(W * 0.36), barW = W - label - 10, rowH = 16;
   const svg = make("svg", { xmlns: NS, role: "img", "aria-label": `shares of ${r.model}` });
   let y = 4;
   for (const [key, title, total] of panels) {
