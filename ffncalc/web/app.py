@@ -17,12 +17,19 @@ from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, R
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from ..output.sheet import one_line
 from . import jobs
 from .workers import MEMORY_BYTES, TIMEOUT_S, Pool
 
 STATIC = Path(__file__).resolve().parent / "static"
 BODY_LIMIT = jobs.TEXT_LIMIT + 64 * 2**10  # an upload's text and the options beside it
-MEDIA = {"json": "application/json", "csv": "text/csv", "markdown": "text/markdown", "latex": "application/x-latex", "html": "text/html"}
+MEDIA = {
+    "json": "application/json",
+    "csv": "text/csv",
+    "markdown": "text/markdown",
+    "latex": "application/x-latex",
+    "html": "text/html",
+}
 HEADERS = {
     "Content-Security-Policy": "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:",
     "X-Content-Type-Options": "nosniff",
@@ -71,7 +78,7 @@ def endpoint(job: str) -> Any:
         try:
             params = jobs.typed(job, params, from_text)
         except jobs.InputError as exc:
-            return error(400, str(exc))
+            return error(400, one_line(exc))
         status, out = await request.app.state.pool.run(job, params)
         if status != 200:
             return error(status, out["error"])

@@ -235,12 +235,12 @@ def typed(job: str, params: dict[str, Any], from_text: bool) -> dict[str, Any]:
 
 def run(job: str, params: dict[str, Any]) -> tuple[int, Any]:
     """(status, answer): 200 and the job's answer, or 400 and the one line the command line would print."""
-    from ..cli import line
+    from ..output.sheet import one_line
 
     try:
         return 200, JOBS[job](params)
     except InputError as exc:
-        return 400, {"error": line(exc)}
+        return 400, {"error": one_line(exc)}
     except RecursionError:
         return 400, {"error": "input nested too deeply"}
     except MemoryError:

@@ -18,7 +18,10 @@ from pathlib import Path
 
 import pytest
 
-INSTALL = "no Chromium for the page's tests: install it with `apt-get install -y chromium` (Debian) and `pip install 'ffncalc[web]' playwright==1.64.1`"
+INSTALL = (
+    "no Chromium for the page's tests: install it with `apt-get install -y chromium` (Debian) "
+    "and `pip install 'ffncalc[web]' playwright==1.64.1`"
+)
 ROOT = Path(__file__).resolve().parents[2]
 
 

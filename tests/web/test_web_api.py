@@ -24,7 +24,9 @@ QWEN3_MOE = CONFIGS / "qwen3-30b-a3b.json"
 def cli_error(tmp_path: Path, name: str, text: str) -> str:
     """The line ``ffncalc count NAME`` prints for a file of this text (run where the file is)."""
     (tmp_path / name).write_text(text)
-    out = subprocess.run([sys.executable, "-m", "ffncalc", "count", name], capture_output=True, text=True, cwd=tmp_path, env=os.environ)
+    out = subprocess.run(
+        [sys.executable, "-m", "ffncalc", "count", name], capture_output=True, text=True, cwd=tmp_path, env=os.environ
+    )
     assert out.returncode == 2, out.stdout
     return out.stderr.strip().removeprefix("ffncalc: error: ")
 

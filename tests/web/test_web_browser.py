@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import ffncalc
-from ffncalc.cli import line
+from ffncalc.output.sheet import one_line
 
 pytestmark = [pytest.mark.web, pytest.mark.xdist_group("web")]
 
@@ -113,7 +113,7 @@ def test_a_bad_upload_is_one_line_on_the_page(page, tmp_path, text):
     message = page.text_content("#error")
     with pytest.raises(ffncalc.InputError) as exc:
         ffncalc.Model.from_text(text, label="bad.json")
-    assert message == line(exc.value)
+    assert message == one_line(exc.value)
     assert "\n" not in message and "Traceback" not in message
 
 
