@@ -65,3 +65,18 @@ def test_a_path_is_refused(name):
 
     with pytest.raises(ffncalc.InputError, match="the server reads no file of its machine"):
         jobs.named(name)
+
+
+def test_serve_binds_loopback_and_warns_otherwise(monkeypatch, capsys):
+    import uvicorn
+
+    from ffncalc.web import serve
+
+    calls = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: calls.append(kw))
+    serve()
+    assert calls[-1]["host"] == "127.0.0.1" and calls[-1]["port"] == 8000
+    assert "warning" not in capsys.readouterr().err
+    serve("0.0.0.0", 8123)
+    assert calls[-1]["host"] == "0.0.0.0"
+    assert "ffncalc: warning: serving on 0.0.0.0, reachable from other machines" in capsys.readouterr().err
