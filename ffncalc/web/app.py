@@ -5,6 +5,7 @@ would print, never a traceback."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 from collections.abc import AsyncIterator
@@ -23,6 +24,7 @@ from .workers import MEMORY_BYTES, TIMEOUT_S, Pool
 
 STATIC = Path(__file__).resolve().parent / "static"
 BODY_LIMIT = jobs.TEXT_LIMIT + 64 * 2**10  # an upload's text and the options beside it
+READ_S = 30.0  # the most a request's body may take to arrive
 MEDIA = {
     "json": "application/json",
     "csv": "text/csv",
@@ -49,10 +51,19 @@ async def body(request: Request) -> dict[str, Any] | JSONResponse:
     if size is not None and size.isdigit() and int(size) > BODY_LIMIT:
         return error(413, f"the request is {int(size):,} bytes; {limit}")
     data = bytearray()
-    async for chunk in request.stream():
-        data += chunk
-        if len(data) > BODY_LIMIT:
+
+    async def read() -> bool:
+        async for chunk in request.stream():
+            data.extend(chunk)
+            if len(data) > BODY_LIMIT:
+                return False
+        return True
+
+    try:
+        if not await asyncio.wait_for(read(), READ_S):
             return error(413, f"the request is larger than {BODY_LIMIT:,} bytes; {limit}")
+    except asyncio.TimeoutError:
+        return error(408, f"the request's body took longer than {READ_S:g} s to arrive")
     if not data:
         return {}
     try:
@@ -82,6 +93,9 @@ def endpoint(job: str) -> Any:
         status, out = await request.app.state.pool.run(job, params)
         if status != 200:
             return error(status, out["error"])
+        if "bytes" in out:
+            kind = {"svg": "image/svg+xml", "pdf": "application/pdf", "png": "image/png"}[out["format"]]
+            return Response(out["bytes"], media_type=kind, headers=HEADERS)
         if "text" in out:
             kind = MEDIA.get(out["format"], "text/plain")
             return PlainTextResponse(out["text"], media_type=f"{kind}; charset=utf-8", headers=HEADERS)

@@ -39,6 +39,7 @@ FIELDS: dict[str, dict[str, type]] = {
         "convention": Text,
         "format": Text,
     },
+    "chart": {**SOURCE, "format": Text},
     "compare": {**SOURCE, "to": Text, "match": Text, "multiple_of": Int, "activation": Text, "format": Text},
     "fit": {
         **SOURCE,
@@ -150,6 +151,8 @@ def rendered(result: api.Result, fmt: Any) -> dict[str, Any]:
 
 
 def _options(p: dict[str, Any]) -> Any:
+    from importlib.util import find_spec
+
     from ..analysis import hardware
     from ..analysis.plan import FitRun, Formats, InferenceRun, Placement
     from ..api import options as o
@@ -164,6 +167,7 @@ def _options(p: dict[str, Any]) -> Any:
             "engine": list(o.EngineName),
             "match": list(o.MatchName),
             "kind": list(o.KindName),
+            "plot": find_spec("matplotlib") is not None,  # the chart as PDF: the plot command's figure
             "defaults": {
                 "dtype": Formats.dtype,
                 "kv_dtype": Formats.kv_dtype,
@@ -186,6 +190,22 @@ def _table(p: dict[str, Any]) -> Any:
     return rendered(api.table(both, **{k: p[k] for k in keys if p.get(k) is not None}), p.get("format"))
 
 
+def _chart(p: dict[str, Any]) -> Any:
+    """The plot command's share figure of the model (needs matplotlib), as SVG, PDF or PNG bytes."""
+    fmt = p.get("format") or "svg"
+    if fmt not in ("svg", "pdf", "png"):
+        raise InputError(f"--format {fmt!r}: choose from svg, pdf, png", field="format")
+    from ..output.plot import save
+
+    fig = api.plot("share", model(p))
+    try:
+        return {"bytes": save(fig, fmt), "format": fmt}
+    finally:
+        import matplotlib.pyplot as plt
+
+        plt.close(fig)
+
+
 def _question(function: Callable[..., api.Result], job: str) -> Callable[[dict[str, Any]], Any]:
     def run(p: dict[str, Any]) -> Any:
         skip = set(SOURCE) | {"format"}
@@ -200,6 +220,7 @@ JOBS: dict[str, Callable[[dict[str, Any]], Any]] = {
     "options": _options,
     "count": _count,
     "table": _table,
+    "chart": _chart,
     "compare": _question(api.compare, "compare"),
     "fit": _question(api.fit, "fit"),
     "infer": _question(api.infer, "infer"),

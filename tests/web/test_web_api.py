@@ -176,3 +176,15 @@ def test_bad_options_are_the_librarys_lines(server):
     assert server.post("/api/count", b"[1, 2]")[0] == 400
     assert server.post("/api/count", b"{nope")[0] == 400
     assert server.get("/api/nothing")[0] == 404
+
+
+def test_the_chart_is_the_plot_commands_figure(server):
+    import urllib.request
+
+    from ffncalc.output.plot import save
+
+    for fmt in ("svg", "pdf"):
+        with urllib.request.urlopen(f"{server.url}/api/chart?model=llama3-8b&format={fmt}", timeout=120) as r:
+            got = r.read()
+        assert got == save(ffncalc.plot("share", "llama3-8b"), fmt), fmt
+    assert server.get("/api/chart?model=llama3-8b&format=gif")[0] == 400

@@ -191,6 +191,10 @@ def test_downloads(page, tmp_path):
     got.value.save_as(tmp_path / "chart.svg")
     svg = (tmp_path / "chart.svg").read_text()
     assert svg.startswith("<svg") and "embed.weight" in svg
+    with page.expect_download() as got:
+        page.click("#download-pdf")
+    got.value.save_as(tmp_path / "chart.pdf")
+    assert (tmp_path / "chart.pdf").read_bytes().startswith(b"%PDF")
 
 
 @pytest.mark.parametrize("width, height", [(1280, 800), (390, 844)], ids=["desktop", "phone"])

@@ -232,6 +232,17 @@ async function download(format) {
   }
 }
 
+// The plot command's share figure (matplotlib, where the server has it), as PDF.
+async function downloadPdf() {
+  try {
+    const response = await fetch("/api/chart", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ ...source(), format: "pdf" }) });
+    if (!response.ok) throw new Error((await response.json()).error);
+    save(await response.blob(), `${stem()}-shares.pdf`, "application/pdf");
+  } catch (e) {
+    fail($("error"), e);
+  }
+}
+
 // --- fit, infer, train ---------------------------------------------------------------------------------
 
 function planShown() {
@@ -347,6 +358,8 @@ async function start() {
   $("run-plan").addEventListener("click", runPlan);
   $("run-compare").addEventListener("click", runCompare);
   for (const b of document.querySelectorAll("[data-download]")) b.addEventListener("click", () => download(b.dataset.download));
+  $("download-pdf").hidden = !options.plot;
+  $("download-pdf").addEventListener("click", downloadPdf);
   $("download-svg").addEventListener("click", () => {
     const svg = $("chart").querySelector("svg");
     if (svg) save(new XMLSerializer().serializeToString(svg), `${stem()}-shares.svg`, "image/svg+xml");
