@@ -46,6 +46,24 @@ def test_llama3_8b_from_the_url(page):
     assert lib.convention in page.text_content("#convention-info")
 
 
+SAMPLE = ffncalc.presets().names[::12]  # a spread of the shipped presets, every family's size
+
+
+@pytest.mark.parametrize("name", SAMPLE)
+def test_a_sample_of_presets_read_off_the_page(page, name):
+    page.open(f"?model={name}")
+    lib = ffncalc.count(name)
+    assert page.text_content("#model-title") == lib.model
+    assert page.text_content("#total-params") == shown(lib.params)
+    assert page.text_content("#active-params") == shown(lib.active_params)
+    expected = [
+        [c.name, shown(c.count), shown(c.params), shown(c.active_params), shown(c.forward_flops_per_token)] for c in lib.components
+    ]
+    assert [[r[0], r[3], r[4], r[5], r[6]] for r in rows(page, "components")] == expected
+    totals = {r[0]: r[1] for r in rows(page, "totals")}
+    assert totals == {k.replace("_", " "): shown(v) for k, v in lib.totals.items()}
+
+
 def test_the_url_holds_the_view(page):
     page.open("?model=llama3-8b&seq_len=8192&convention=causal")
     lib = ffncalc.count("llama3-8b", seq_len=8192, convention="causal")
