@@ -79,15 +79,14 @@ async def body(request: Request) -> dict[str, Any] | JSONResponse:
 
 def endpoint(job: str) -> Any:
     async def answer(request: Request) -> Response:
+        got: dict[str, Any] = {}
         if request.method == "POST":
-            got = await body(request)
-            if isinstance(got, Response):
-                return got
-            params, from_text = {**request.query_params, **got}, False
-        else:
-            params, from_text = dict(request.query_params), True
-        try:
-            params = jobs.typed(job, params, from_text)
+            read = await body(request)
+            if isinstance(read, Response):
+                return read
+            got = read
+        try:  # a query string's fields read as text, a JSON body's as they are; the body's win
+            params = {**jobs.typed(job, dict(request.query_params), True), **jobs.typed(job, got, False)}
         except jobs.InputError as exc:
             return error(400, one_line(exc))
         status, out = await request.app.state.pool.run(job, params)
