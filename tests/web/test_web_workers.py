@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -38,7 +39,8 @@ def test_a_question_past_its_time_is_stopped_and_the_pool_goes_on():
         finally:
             await pool.stop()
 
-    asyncio.run(scenario())
+    with ThreadPoolExecutor(1) as thread:  # a loop of its own: the browser's tests may hold this thread's
+        thread.submit(asyncio.run, scenario()).result()
 
 
 def test_a_repo_in_the_local_cache(tmp_path, monkeypatch):
@@ -80,3 +82,15 @@ def test_serve_binds_loopback_and_warns_otherwise(monkeypatch, capsys):
     serve("0.0.0.0", 8123)
     assert calls[-1]["host"] == "0.0.0.0"
     assert "ffncalc: warning: serving on 0.0.0.0, reachable from other machines" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(not Path("/proc/self/limits").exists(), reason="reads the workers' limits from /proc (Linux)")
+def test_each_worker_is_limited_in_memory(server):
+    from ffncalc.web.workers import MEMORY_BYTES
+
+    children = [int(c) for task in Path(f"/proc/{server.process.pid}/task").iterdir() for c in (task / "children").read_text().split()]
+    limits = []
+    for pid in children:
+        line = next(x for x in Path(f"/proc/{pid}/limits").read_text().splitlines() if x.startswith("Max address space"))
+        limits.append(line.split()[3])
+    assert limits.count(str(MEMORY_BYTES)) == 2, limits  # serve --workers 2; the rest (multiprocessing's tracker) unlimited
