@@ -188,3 +188,23 @@ def test_the_chart_is_the_plot_commands_figure(server):
             got = r.read()
         assert got == save(ffncalc.plot("share", "llama3-8b"), fmt), fmt
     assert server.get("/api/chart?model=llama3-8b&format=gif")[0] == 400
+
+
+def test_a_repo_in_the_servers_hub_cache(tmp_path):
+    from web.conftest import Server  # a server of its own, with a cache of its own
+
+    snapshot = tmp_path / "models--org--tiny" / "snapshots" / "abc123"
+    snapshot.mkdir(parents=True)
+    (snapshot / "config.json").write_text((CONFIGS / "llama3-8b.json").read_text())
+    (tmp_path / "models--org--tiny" / "refs").mkdir()
+    (tmp_path / "models--org--tiny" / "refs" / "main").write_text("abc123")
+    s = Server("--workers", "1", env={"HF_HUB_CACHE": str(tmp_path), "HF_HUB_OFFLINE": "1"})
+    try:
+        status, body = s.get("/api/count?model=org/tiny")
+        assert status == 200, body
+        d = json.loads(body)
+        assert d["model"] == "org/tiny"
+        assert d["totals"] == ffncalc.count(str(CONFIGS / "llama3-8b.json")).to_dict()["totals"]
+        assert s.get("/api/count?model=org/absent")[0] == 400
+    finally:
+        s.stop()
