@@ -17,7 +17,7 @@ def serve(host: str = "127.0.0.1", port: int = 8000, *, open_browser: bool = Fal
     try:
         import uvicorn
 
-        from .app import create
+        from .app import LOOPBACK_NAMES, create
     except ImportError as exc:
         raise MissingDependency(f"serve needs starlette and uvicorn ({exc}); install them: pip install 'ffncalc[web]'") from None
     if host not in LOOPBACK:
@@ -31,4 +31,5 @@ def serve(host: str = "127.0.0.1", port: int = 8000, *, open_browser: bool = Fal
         import webbrowser
 
         threading.Timer(1.0, webbrowser.open, (url,)).start()
-    uvicorn.run(create(workers), host=host, port=port, log_level="warning", limit_concurrency=256, timeout_keep_alive=5)
+    hosts = LOOPBACK_NAMES if host in LOOPBACK else None  # on loopback, only requests that name it
+    uvicorn.run(create(workers, hosts=hosts), host=host, port=port, log_level="warning", limit_concurrency=256, timeout_keep_alive=5)

@@ -8,11 +8,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, Response
 from starlette.routing import Mount, Route
@@ -111,9 +113,15 @@ async def missing(request: Request) -> Response:
     return error(404, f"no such API: {request.url.path}; the API: {', '.join('/api/' + j for j in jobs.JOBS)}")
 
 
-def create(workers: int = 2, timeout: float = TIMEOUT_S, memory: int = MEMORY_BYTES) -> Starlette:
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+
+
+def create(
+    workers: int = 2, timeout: float = TIMEOUT_S, memory: int = MEMORY_BYTES, hosts: Sequence[str] | None = LOOPBACK_NAMES
+) -> Starlette:
     """The application, with ``workers`` processes answering (each limited to ``memory`` bytes and ``timeout``
-    seconds a request)."""
+    seconds a request); ``hosts``: the names a request's Host header may give (a page elsewhere that resolves its
+    own name to this machine's loopback is refused), None for any."""
     pool = Pool(workers, timeout, memory)
 
     @contextlib.asynccontextmanager
@@ -128,4 +136,5 @@ def create(workers: int = 2, timeout: float = TIMEOUT_S, memory: int = MEMORY_BY
     routes = [Route("/", page)]
     routes += [Route(f"/api/{job}", endpoint(job), methods=["GET", "POST"]) for job in jobs.JOBS]
     routes += [Route("/api/{rest:path}", missing), Mount("/static", StaticFiles(directory=STATIC), name="static")]
-    return Starlette(routes=routes, lifespan=lifespan)
+    middleware = [Middleware(TrustedHostMiddleware, allowed_hosts=list(hosts))] if hosts is not None else []
+    return Starlette(routes=routes, lifespan=lifespan, middleware=middleware)

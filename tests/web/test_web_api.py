@@ -128,7 +128,7 @@ def test_a_large_upload_is_refused_unread(server):
 
     # declared: refused on its Content-Length, before a byte of it is sent (the client waits: Expect: 100-continue)
     declared = (
-        "POST /api/count HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        "POST /api/count HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
         f"Content-Length: {50 * 2**20}\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n"
     )
     status, answer = send(server, declared)
@@ -137,7 +137,7 @@ def test_a_large_upload_is_refused_unread(server):
     # streamed without a length: refused once past the limit (sent to one byte past it: the server reads it all)
     sizes = (2**20, BODY_LIMIT + 1 - 2**20)
     chunks = b"".join(b"%x\r\n%s\r\n" % (n, b"x" * n) for n in sizes)
-    streamed = "POST /api/count HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+    streamed = "POST /api/count HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
     status, answer = send(server, streamed, chunks)
     assert status == 413
     assert "at most 2 MiB" in json.loads(answer)["error"]
@@ -208,3 +208,9 @@ def test_a_repo_in_the_servers_hub_cache(tmp_path):
         assert s.get("/api/count?model=org/absent")[0] == 400
     finally:
         s.stop()
+
+
+def test_on_loopback_a_request_must_name_it(server):
+    for host, status in (("127.0.0.1", 200), ("localhost", 200), ("evil.example", 400)):
+        got, _ = send(server, f"GET /api/presets HTTP/1.1\r\nHost: {host}:{server.port}\r\nConnection: close\r\n\r\n")
+        assert got == status, host
