@@ -42,6 +42,31 @@ class Model:
 
         return cls(label, parse_spec(text, label))
 
+    @classmethod
+    def from_text(cls, text: str, *, label: str = "model", as_family: str | None = None) -> Model:
+        """A model from the text of a file, read as the command line reads a file of that name, and no file read:
+        a ``.json`` is a Hugging Face config.json (``as_family`` reads it as that model_type), a ``.yaml`` a spec;
+        a label of neither kind (pasted text) is a config.json if it is a JSON object with a ``model_type``, else
+        a spec. Errors name ``label`` as they would the file."""
+        from ..sources import parse_json
+
+        if not isinstance(text, str):
+            raise InputError(f"{label}: a model's text is a string, not a {type(text).__name__}")
+        config = label.endswith(".json")
+        if not config and not label.endswith((".yaml", ".yml")):
+            try:
+                data = parse_json(text, label)
+            except InputError:
+                data = None
+            config = isinstance(data, dict) and "model_type" in data
+        if config:
+            from ..sources import hf
+
+            return cls(label, hf.to_spec(hf.from_text(text, label, as_family)))
+        if as_family is not None:
+            raise InputError(f"--as {as_family}: only a Hugging Face config.json is read as a family; {label} is not one")
+        return cls.from_yaml(text, label=label)
+
     @property
     def name(self) -> str:
         """The model's own name where its spec states one, else its label."""

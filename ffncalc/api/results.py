@@ -46,6 +46,10 @@ class Result:
         """The table ``--format markdown`` prints (``human`` off: exact integers only, as ``--exact``)."""
         return "\n".join(sheet.to_markdown(d) for d in self.documents(human))
 
+    def to_latex(self, human: bool = True) -> str:
+        """The table ``--format latex`` prints."""
+        return "\n".join(sheet.to_latex(d) for d in self.documents(human))
+
     def to_html(self, human: bool = True) -> str:
         return "".join(sheet.to_html(d) for d in self.documents(human))
 

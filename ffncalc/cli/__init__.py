@@ -105,16 +105,10 @@ def _quiet_exit(code: int | None, message: str | None = None) -> None:
     sys.exit(code)
 
 
-LONGEST = 1000  # characters of an error line
-
-
 def _fail(message: str, code: int = 2) -> None:
-    from ..output.sheet import clean
+    from ..output.sheet import one_line
 
-    text = clean(" ".join(str(message).split()))
-    if len(text) > LONGEST:  # a 5,000-character name stays one readable line, and the reason after it is kept
-        half = (LONGEST - 1) // 2
-        text = text[:half] + "…" + text[-half:]
+    text = one_line(message)
     try:
         sys.stderr.write(f"ffncalc: error: {text}\n")
     except (OSError, ValueError, AttributeError):

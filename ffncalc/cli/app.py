@@ -243,6 +243,20 @@ def table_(
     _show(output, api.table(models, columns=columns, seq_len=seq_len, convention=convention))
 
 
+@command(examples=("serve", "serve --port 8080 --open"))
+def serve(
+    host: str = opt("127.0.0.1", "--host", help="Address to listen on (another than loopback is reachable from other machines)."),
+    port: int = opt(8000, "--port", min=1, max=65535, help="Port to listen on."),
+    open_browser: bool = opt(False, "--open", help="Open the page in the default browser."),
+    workers: int = opt(2, "--workers", min=1, max=64, help="Processes answering requests, each one at a time."),
+) -> None:
+    """Serve a web page with every answer (count, compare, fit, infer, train) and its JSON API under /api/, on
+    127.0.0.1 unless told otherwise (needs the extra: pip install 'ffncalc[web]')."""
+    from ..web import serve as run
+
+    run(host, port, open_browser=open_browser, workers=workers)
+
+
 @command(examples=("docs --out site", "docs --check site"))
 def docs(
     out: Optional[str] = opt(None, "--out", help="Write the docs set into this folder."),

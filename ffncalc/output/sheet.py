@@ -76,6 +76,19 @@ def clean(text: str) -> str:
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group(0)):02x}", str(text))
 
 
+LONGEST = 1000  # characters of an error line
+
+
+def one_line(message: object) -> str:
+    """An error as the one line the command line prints (and the web page shows): whitespace runs as one space,
+    control characters shown, and a 5,000-character name cut in the middle so the reason after it is kept."""
+    text = clean(" ".join(str(message).split()))
+    if len(text) > LONGEST:
+        half = (LONGEST - 1) // 2
+        text = text[:half] + "…" + text[-half:]
+    return text
+
+
 def _styled(cell: str, footer: bool = False):
     from rich.text import Text
 

@@ -67,5 +67,10 @@ def load(ref: str, as_family: str | None = None) -> tuple[str, Model]:
     path = Path(ref)
     if path.exists() or ref.endswith(SPEC_SUFFIXES) or "/" in ref or "\\" in ref:
         return path.stem, load_spec(path)
+    return shipped(ref)
+
+
+def shipped(ref: str) -> tuple[str, Model]:
+    """A preset by name or alias -> (label, spec), reading no file but the shipped presets."""
     name = canonical(ref)
     return name, parse_spec(text(name), f"preset {name}", check=False)  # shipped and tested: trusted

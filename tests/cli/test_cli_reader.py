@@ -193,8 +193,9 @@ def test_counting_imports_no_command_line_library():
     assert out.stderr == ""
 
 
-# docs' examples build the whole docs set, which tests/output/test_docs.py does; they are read above like the rest
-EXAMPLES = [e for path, c in COMMANDS.items() for e in c.examples if path != ("docs",)]
+# docs' examples build the whole docs set, which tests/output/test_docs.py does; serve's run a server until it is
+# stopped, which tests/web/ does as they show; they are read above like the rest
+EXAMPLES = [e for path, c in COMMANDS.items() for e in c.examples if path not in (("docs",), ("serve",))]
 
 
 @pytest.mark.torch  # verify, bench and plot need torch or matplotlib; the rest run in the same environment

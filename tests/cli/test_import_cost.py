@@ -16,7 +16,7 @@ try:
     main({args!r})
 except SystemExit as exc:
     assert exc.code == 0, exc.code
-heavy = sorted(m for m in ("torch", "numpy", "transformers") if m in sys.modules)
+heavy = sorted(m for m in ("torch", "numpy", "transformers", "starlette", "uvicorn") if m in sys.modules)
 sys.stderr.write("HEAVY=" + ",".join(heavy) + "\\n")
 """
 

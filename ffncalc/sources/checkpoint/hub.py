@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 from ...errors import InputError
-from . import INDEX, read_local
+from . import _REPO, INDEX, read_local
 from .safetensors import tensors as checked
 from .tensors import Checkpoint
 
@@ -48,6 +48,23 @@ def load(ref: str, as_family: str | None = None) -> Checkpoint:
         raise InputError(_explain(exc, ref, cached)) from None
     finally:
         hub_log.setLevel(level)
+
+
+def cached_config(ref: str) -> Path | None:
+    """The config.json of a repo id (``ORG/NAME[@REVISION]``) in the local Hugging Face cache, or None: nothing
+    is fetched, and nothing outside the cache is read."""
+    repo, _, revision = ref.partition("@")
+    if not _REPO.match(ref) or ".." in ref or "--" in repo or revision.startswith("/"):  # a name, never a way out
+        return None
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:
+        return None
+    try:
+        found = try_to_load_from_cache(repo, "config.json", revision=revision or None)
+    except Exception:  # not a valid repo id or revision
+        return None
+    return Path(found) if isinstance(found, str) else None
 
 
 def _reachable(endpoint: str, timeout: float = 5.0) -> bool:

@@ -51,11 +51,15 @@ def read_config(ref: str | Path, as_family: str | None = None) -> Config:
     path = config_path(ref)
     if path.parent.is_dir() and not path.exists() and path.name == "config.json":
         raise InputError(f"{path.parent}: is a directory without a config.json")
-    text = read_text(path)
-    data = parse_json(text, str(path))
+    return from_text(read_text(path), str(path), as_family)
+
+
+def from_text(text: str, source: str, as_family: str | None = None) -> Config:
+    """A config.json's text (its language model, for a multimodal one); ``source`` names it in errors."""
+    data = parse_json(text, source)
     if not isinstance(data, dict):
-        raise InputError(f"{path}:1: a config.json is a JSON object, not a {type(data).__name__}")
-    c = class_defaults(language_model(Config(data, text, str(path))))
+        raise InputError(f"{source}:1: a config.json is a JSON object, not a {type(data).__name__}")
+    c = class_defaults(language_model(Config(data, text, source)))
     if as_family is not None:
         if as_family not in registered():
             raise InputError(f"--as {as_family}: not a supported model_type (supported: {', '.join(sorted(registered()))})")
