@@ -120,6 +120,7 @@ class Row:
     chunk: int | None = None  # core rows: queries meet only the keys of their own chunk
     grows: bool = True  # core rows: a decode step's work grows with the context
     select: str = ""  # core rows: keys an indexer picks by blocks (model/terms.py, attended_pairs)
+    per_sequence: bool = False  # work once a sequence (an image through a tower): no decode step does it
 
 
 Number = int | Fraction  # FLOPs per token: an average over the sequence where a window makes it a fraction
@@ -205,6 +206,7 @@ def _row(t: Term, conv: Convention) -> Row:
         chunk=t.chunk,
         grows=t.grows,
         select=t.select,
+        per_sequence=t.per_sequence,
     )
 
 
@@ -286,7 +288,7 @@ class Tally:
         return self._sum("flops")
 
     @property
-    def elementwise_per_token(self) -> int:
+    def elementwise_per_token(self) -> Number:
         return self._sum("elementwise")
 
     @property
@@ -333,7 +335,7 @@ class Tally:
             "active_non_embedding_params": self.active_without_embeddings,
             "matrices": self.matrices,
             "forward_flops_per_token": plain(self.flops_per_token),
-            "elementwise_flops_per_token": self.elementwise_per_token,
+            "elementwise_flops_per_token": plain(self.elementwise_per_token),
             "forward_flops": self.forward_flops,
             "elementwise_flops": self.elementwise_flops,
             "recompute_flops": self.recompute_flops,

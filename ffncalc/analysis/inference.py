@@ -74,7 +74,8 @@ def decode_costs(spec: Model, decode: str):
     one = tally(spec, seq_len=1)  # one query against one key: the per-key attention cost
     own = absorbed_costs(spec) if decode == "absorbed" else []
     theirs = {span for span, *_ in own}
-    rows = [r for r in one.rows if not (r.slot == "attention" and r.layers in theirs)]
+    # a sequence's images went through their tower in the prefill: a decode step runs none of it
+    rows = [r for r in one.rows if not (r.slot == "attention" and r.layers in theirs) and not r.per_sequence]
 
     def costs(first: int, stop: int, outside: bool):
         def share(span, x):

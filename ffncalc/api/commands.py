@@ -37,10 +37,13 @@ def count(
     recompute: str = "none",
     per_layer: bool = False,
     as_family: str | None = None,
+    images: int | None = None,
+    image_size: int | None = None,
 ) -> Count | CheckpointCount:
     """Parameters and FLOPs of every component of a model (a ``Model``, or what ``load`` reads): a ``Count``. A
     checkpoint (.safetensors, a folder of shards, .gguf, ORG/NAME[@REVISION]) is counted by its stored tensors
-    against its config.json: a ``CheckpointCount``."""
+    against its config.json: a ``CheckpointCount``. ``images``: images a sequence, their tower's work in the FLOPs per
+    token; ``image_size``: their pixels a side (default: the tower's)."""
     o.whole("seq_len", seq_len)
     o.whole("batch", batch)
     o.choice("convention", convention, o.ConventionName)
@@ -59,11 +62,13 @@ def count(
                 "--convention": convention != DEFAULT,
                 "--recompute": recompute != "none",
                 "--per-layer": per_layer,
+                "--images": images is not None,
+                "--image-size": image_size is not None,
             }
             return CheckpointCount(measure(ref, as_family, tuple(k for k, v in given.items() if v)))
     from ..analysis.count import tally
 
-    m = resolve(model, as_family)
+    m = with_inputs(resolve(model, as_family), images=images, image_size=image_size)
     m.stack.check_seq_len(seq_len, m.label)
     t = tally(
         m.stack,
@@ -75,6 +80,36 @@ def count(
         partial=True,
     )
     return Count(t, per_layer)
+
+
+MAX_INPUTS = 65_536  # images a sequence, pixels a side: beyond any model's
+
+
+def with_inputs(m: Model, **inputs: int | None) -> Model:
+    """``m`` with what each request brings beside its tokens (``images``, ``image_size``) given to the parts that take
+    it (Part.takes); an input no part of the model takes is refused by its option's name."""
+    from dataclasses import replace
+
+    from ..model.schema import SpecError
+
+    stated = {k: v for k, v in inputs.items() if v is not None}
+    if not stated:
+        return m
+    for name, value in stated.items():
+        o.whole(name, value, 0 if name == "images" else 1, MAX_INPUTS)
+        if not any(name in p.takes for p in m.stack.parts):
+            raise OptionError(f"{o.flag(name)} {value}: {m.label} has no part that takes it (no vision tower)", field=name)
+    old = m.stack.parts
+    parts = tuple(p.given(**stated) for p in old)
+    for p in parts:
+        try:
+            p.check(m.stack)
+        except SpecError as exc:
+            name = "image_size" if "image_size" in stated else next(iter(stated))
+            raise OptionError(f"{o.flag(name)} {stated[name]}: {exc.message}", field=name) from None
+    notes = {o_.note(m.stack): n_.note(m.stack) for o_, n_ in zip(old, parts) if o_ is not n_}
+    stack = replace(m.stack, parts=parts, notes=tuple(notes.get(n, n) for n in m.stack.notes))
+    return Model(m.label, stack)
 
 
 def verify(
@@ -486,9 +521,13 @@ def infer(
     draft_model: Model | Source | None = None,
     decode: str = InferenceRun.decode,
     prefill: str = InferenceRun.prefill,
+    images: int | None = None,
+    image_size: int | None = None,
 ) -> Plan:
     """Inference: FLOPs, weight and KV bytes, whether it fits, and the prefill and decode rates, the roofline and
-    what ``engine`` (default: llamacpp for GGUF formats, mlx on Apple silicon, else vllm) is expected to reach."""
+    what ``engine`` (default: llamacpp for GGUF formats, mlx on Apple silicon, else vllm) is expected to reach.
+    ``images``: images each request brings (``image_size`` pixels a side), their tokens beside the prompt's in the
+    prefill and the KV cache, their tower's work in the prefill and the time to first token."""
     from ..analysis import hardware as table
     from ..analysis.inference import plan_inference
 
@@ -516,7 +555,8 @@ def infer(
         engine,
         hw,
     )
-    m = generator(resolve(model), "infer")
+    m = with_inputs(generator(resolve(model), "infer"), images=images, image_size=image_size)
+    extra = sum(p.request_tokens() for p in m.stack.parts)  # the images' tokens, prefilled and cached
     formats = _kept(model, formats)
     drafting = None
     if draft_model is not None:
@@ -526,7 +566,7 @@ def infer(
             raise type(exc)(f"--draft-model {draft_model}: {exc}", file=exc.file, line=exc.line, field=exc.field) from None
         drafting = (d.label, d.stack)
     run = InferenceRun(
-        prompt,
+        prompt + extra,
         generate,
         batch=batch,
         chunk=prefill_chunk or eng.chunk,
@@ -536,7 +576,10 @@ def infer(
         accept=accept,
         draft_model=drafting,
     )
-    return Plan(plan_inference(m.stack, m.label, run, formats, placement, dev, eng), "infer")
+    planned = plan_inference(m.stack, m.label, run, formats, placement, dev, eng)
+    if extra:
+        planned.notes.append(f"--images {images}: {extra:,} prompt tokens beside the {prompt:,} of text, prefilled and cached")
+    return Plan(planned, "infer")
 
 
 def fit(

@@ -40,6 +40,11 @@ from .options import GROUPS, Output, arg, command, emit, finite, opt
 HELP = "Exact parameter and FLOP counts for transformer language models, component by component."
 
 
+# what a request brings beside its tokens, for models with a vision tower (parts/vision.py)
+IMAGES = opt(None, "--images", min=0, max=65_536, help="Images a sequence (a vision tower's work in the FLOPs; infer: a request's).")
+IMAGE_SIZE = opt(None, "--image-size", min=1, max=65_536, help="Pixels a side of each image (default: the tower's).")
+
+
 @command(
     output="exact",
     examples=("count gpt3", "count mixtral-8x7b --per-layer --seq-len 4096", "count config.json --convention 6n -f json"),
@@ -56,6 +61,8 @@ def count(
     recompute: str = opt("none", "--recompute", choices=RecomputeName, help="Activation recomputation in a training step."),
     per_layer: bool = opt(False, "--per-layer", help="One block of rows per run of identical layers."),
     as_family: Optional[str] = opt(None, "--as", help="Read a config.json as this model_type (ffncalc families)."),
+    images: Optional[int] = IMAGES,
+    image_size: Optional[int] = IMAGE_SIZE,
     output: Output = None,
 ) -> None:
     """Count parameters and FLOPs of every component of a model: a preset, a spec file, or a Hugging Face
@@ -65,7 +72,15 @@ def count(
     _show(
         output,
         api.count(
-            model, seq_len=seq_len, batch=batch, convention=convention, recompute=recompute, per_layer=per_layer, as_family=as_family
+            model,
+            seq_len=seq_len,
+            batch=batch,
+            convention=convention,
+            recompute=recompute,
+            per_layer=per_layer,
+            as_family=as_family,
+            images=images,
+            image_size=image_size,
         ),
     )
 
@@ -628,6 +643,8 @@ def infer(
     prefill: str = opt(
         InferenceRun.prefill, "--prefill", choices=DecodeForm, help="Latent attention prefilled expanded (as in training) or absorbed."
     ),
+    images: Optional[int] = IMAGES,
+    image_size: Optional[int] = IMAGE_SIZE,
     output: Output = None,
 ) -> None:
     """Plan inference: FLOPs, weight and KV bytes, whether it fits, and the roofline prefill and decode rates."""
@@ -664,6 +681,8 @@ def infer(
         draft_model=draft_model,
         decode=decode,
         prefill=prefill,
+        images=images,
+        image_size=image_size,
         **serving,
     )
     _show(output, result)

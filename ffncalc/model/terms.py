@@ -73,6 +73,9 @@ class Term:
     # instances whose parameters this term holds, where not every instance it runs is stored here: a weight-shared
     # block's tensors are stored once, in the run of its first use, and run at every use (model/shared.py); None: count
     stored: int | None = None
+    # work done once a sequence for what it brings beside its tokens (an image through a vision tower), charged with
+    # the sequence's tokens (``positions``) in a forward over it, and never in a decode step
+    per_sequence: bool = False
 
     @property
     def stored_count(self) -> int:

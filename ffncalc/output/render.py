@@ -97,7 +97,7 @@ def records(t: Tally, per_layer: bool = False) -> dict[str, Any]:
                 "active_params": r.active,
                 "matrices": r.matrices,
                 "forward_flops_per_token": plain(r.flops),
-                "elementwise_flops_per_token": r.elementwise,
+                "elementwise_flops_per_token": plain(r.elementwise),
                 "tied": r.tied,
             }
             for r in component_rows(t, per_layer)
@@ -224,7 +224,7 @@ def count_csv(t: Tally, per_layer: bool = False) -> str:
             active_params=r.active,
             matrices=r.matrices,
             forward_flops_per_token=plain(r.flops),
-            elementwise_flops_per_token=r.elementwise,
+            elementwise_flops_per_token=plain(r.elementwise),
         )
         for r in component_rows(t, per_layer)
     ]
@@ -237,7 +237,7 @@ def count_csv(t: Tally, per_layer: bool = False) -> str:
             active_params=t.active,
             matrices=t.matrices,
             forward_flops_per_token=plain(t.flops_per_token),
-            elementwise_flops_per_token=t.elementwise_per_token,
+            elementwise_flops_per_token=plain(t.elementwise_per_token),
         )
     )
     if t.needs:

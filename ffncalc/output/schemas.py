@@ -116,7 +116,7 @@ def _count() -> Schema:
         "active_non_embedding_params": INT,
         "matrices": INT,
         "forward_flops_per_token": EXACT,
-        "elementwise_flops_per_token": INT,
+        "elementwise_flops_per_token": EXACT,
         "forward_flops": INT,
         "elementwise_flops": INT,
         "recompute_flops": INT,
@@ -133,7 +133,7 @@ def _count() -> Schema:
             "active_params": INT,
             "matrices": INT,
             "forward_flops_per_token": EXACT,
-            "elementwise_flops_per_token": INT,
+            "elementwise_flops_per_token": EXACT,
             "tied": BOOL,
         }
     )

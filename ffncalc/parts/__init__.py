@@ -81,6 +81,17 @@ class Part:
 
     count_note: ClassVar[str | None] = None  # what a count must say about its figures, if anything
 
+    # --- what a request brings beside its tokens ----------------------------------------------------------------
+    takes: ClassVar[tuple[str, ...]] = ()  # the per-request inputs it reads, by option name (images, image_size)
+
+    def given(self, **inputs) -> Part:
+        """This part with the per-request inputs it takes (``takes``) set; the others are not its own."""
+        return self
+
+    def request_tokens(self) -> int:
+        """Tokens of the language model its per-request inputs add to each sequence (an image's)."""
+        return 0
+
     def note(self, spec) -> str | None:
         """What a count of ``spec`` must say about its figures (default: ``count_note``)."""
         return self.count_note

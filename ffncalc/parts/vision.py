@@ -50,6 +50,15 @@ class Vision(Part):
     newline: bool = False  # LLaVA-NeXT's image_newline: a learned row of the model's width after each row of tokens
     images: NonNegative = 0  # images per sequence, for the FLOPs
 
+    takes = ("images", "image_size")
+
+    def given(self, **inputs) -> Vision:
+        stated = {k: v for k, v in inputs.items() if k in self.takes and v is not None}
+        return replace(self, **stated) if stated else self
+
+    def request_tokens(self) -> int:
+        return self.images * self.tokens
+
     def check(self, spec) -> None:
         if self.image_size < self.patch_size:
             raise SpecError(("vision", "image_size"), f"an image of {self.image_size} pixels holds no {self.patch_size}-pixel patch")
@@ -81,7 +90,7 @@ class Vision(Part):
         scale["image"] = Fraction(self.images, seq_len)
         scale["grid"] = Fraction(self.images * self.projector.grid_tokens(self.grid), seq_len)
         scale["projector"] = Fraction(self.images * self.tokens, seq_len)
-        e.out.extend(replace(t, positions=scale[where]) for where, t in out)
+        e.out.extend(replace(t, positions=scale[where], per_sequence=True) for where, t in out)
 
     def image_terms(self, model) -> list[tuple[str, object]]:
         """Every term of the tower and the projector, each with what it runs over: a patch, a position of the

@@ -1,0 +1,84 @@
+"""Images a sequence brings, for models read whole with a vision tower: their tower's work in the FLOPs (count), and
+in serving their tokens beside the prompt's, prefilled and cached, the tower run once in the prefill and never in a
+decode step (infer). The per-image FLOPs are FlopCounterMode's on the whole class (tests/hf_whole)."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+import ffncalc
+from ffncalc.errors import OptionError
+
+WHOLE = Path(__file__).resolve().parents[1] / "hf_whole"
+LLAVA = str(WHOLE / "configs" / "llava.json")
+
+
+def per_image(model_type: str, size: int) -> int:
+    runs = json.loads((WHOLE / "truth" / f"{model_type}.json").read_text())["image_flops"]["runs"]
+    return next(r["total"] for r in runs if r["size"] == size)
+
+
+def test_count_charges_each_image_its_tower_and_projector():
+    """Two 336-pixel images in a 2,048-token sequence add twice what one image costs through LLaVA's tower and
+    projector (FlopCounterMode's 406,077,407,232), to the forward FLOPs; the parameters do not change."""
+    plain = ffncalc.count(LLAVA, seq_len=2048)
+    two = ffncalc.count(LLAVA, seq_len=2048, images=2)
+    assert two.params == plain.params
+    assert two.to_dict()["totals"]["forward_flops"] - plain.to_dict()["totals"]["forward_flops"] == 2 * per_image("llava", 336)
+
+
+def test_image_size_changes_the_tower_and_the_tokens():
+    """At 224 pixels LLaVA's tower sees 16 × 16 patches: 256 tokens and FlopCounterMode's 172,761,382,912 FLOPs."""
+    plain = ffncalc.count(LLAVA, seq_len=1024)
+    small = ffncalc.count(LLAVA, seq_len=1024, images=1, image_size=224)
+    assert small.to_dict()["totals"]["forward_flops"] - plain.to_dict()["totals"]["forward_flops"] == per_image("llava", 224)
+    assert "one 224×224-pixel image is 256 tokens" in small.to_dict()["notes"][0]
+
+
+def test_infer_prefills_and_caches_the_image_tokens_and_decodes_without_the_tower():
+    """A request of 512 text tokens and 2 images (576 tokens each) prefills and caches 1,664 tokens: the prefill is
+    the text model's over 1,664 tokens plus two images through the tower; the KV cache and every decode step are those
+    of a 1,664-token prompt."""
+    kw = dict(generate=64, hardware="h100-sxm")
+    with_images = ffncalc.infer(LLAVA, prompt=512, images=2, **kw).figures
+    as_text = ffncalc.infer(LLAVA, prompt=512 + 2 * 576, **kw).figures
+    assert with_images["prefill_flops"].value == as_text["prefill_flops"].value + 2 * per_image("llava", 336)
+    for key in ("kv_bytes", "decode_first_flops", "decode_flops", "step_flops"):
+        assert with_images[key].value == as_text[key].value, key
+
+
+@pytest.mark.parametrize(
+    ("model", "kw", "words"),
+    [
+        ("llama3-8b", {"images": 1}, "--images 1: llama3-8b has no part that takes it"),
+        (LLAVA, {"image_size": 10}, "--image-size 10: an image of 10 pixels holds no 14-pixel patch"),
+        (LLAVA, {"images": -1}, "--images -1: from 0 to 65,536"),
+    ],
+)
+def test_bad_image_options_are_one_line(model, kw, words):
+    with pytest.raises(OptionError) as err:
+        ffncalc.count(model, **kw)
+    assert words in str(err.value) and "\n" not in str(err.value)
+
+
+def test_cli_images_exit_2(cli):
+    code, _, err = cli("count", "llama3-8b", "--images", "2")
+    assert code == 2 and err.strip().endswith("llama3-8b has no part that takes it (no vision tower)")
+
+
+@pytest.mark.torch
+def test_reference_model_runs_the_images():
+    """verify builds the tower and projector as torch modules and runs the images through them: every component's
+    FLOPs agree with the count (Gemma 3's SigLIP tower with its pooling head, two text layers kept)."""
+    from dataclasses import replace
+
+    from ffncalc.analysis.verify import verify
+    from ffncalc.api.commands import with_inputs
+    from ffncalc.api.models import Model
+    from ffncalc.sources import hf
+
+    label, stack = hf.load(WHOLE / "configs" / "gemma3.json")
+    m = with_inputs(Model(label, replace(stack, layers=stack.layers[:2])), images=1, image_size=448)
+    report = verify(m.stack, model=label, seq_len=1024)
+    assert report.ok
