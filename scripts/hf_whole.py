@@ -35,6 +35,9 @@ IMAGE_SIZES = {
     "aya_vision": (364, 728),  # AyaVisionConfig's 384 pixels are 27 patches a side, which its pixel shuffle cannot halve
     "mistral3": (224, 448),
     "idefics3": (256, 512),  # its default 224 pixels are 7 patches of 32 a side, which its pixel shuffle cannot halve
+    "qwen2_vl": (448, 224),
+    "qwen2_5_vl": (448, 392),  # 16 merged tokens a side in whole windows of 4; 14 leave windows of 2 at the edges
+    "qwen3_vl": (448, 256),
 }
 
 # Defaults transformers cannot run, each given the released model's value: the smallest change that runs.
@@ -65,15 +68,16 @@ def config_data(model_type: str) -> dict:
 
 def reduced(data: dict) -> dict:
     """``data`` with its tower and language model built small (hfwhole.REDUCED)."""
-    from ffncalc.analysis.hfwhole import REDUCED
+    from ffncalc.analysis.hfwhole import reduced as keys
 
-    return {**data, **{key: {**data[key], **value} for key, value in REDUCED.items()}}
+    return {**data, **{key: {**data[key], **value} for key, value in keys(data["model_type"]).items()}}
 
 
 def truth_text(model_type: str, data: dict, config: str = "") -> str:
     import torch
 
-    from ffncalc.analysis.hfwhole import IMAGE_METHOD, ON_CPU, REDUCED, image_flops, measure_whole
+    from ffncalc.analysis.hfwhole import IMAGE_METHOD, ON_CPU, image_flops, measure_whole
+    from ffncalc.analysis.hfwhole import reduced as reduced_keys
     from ffncalc.analysis.records import record_json
 
     try:
@@ -88,7 +92,7 @@ def truth_text(model_type: str, data: dict, config: str = "") -> str:
         runs = [image_flops({**base, "vision_config": {**base["vision_config"], "image_size": s}}, s) for s in IMAGE_SIZES[model_type]]
         record["image_flops"] = {"method": IMAGE_METHOD, "runs": runs}
         if model_type in ON_CPU:  # built small, on the CPU, with real tensors
-            record["image_flops"]["reduced"] = REDUCED
+            record["image_flops"]["reduced"] = reduced_keys(model_type)
     if model_type in REPAIRS and not config:
         record = {"repaired": REPAIRS[model_type], **record}
     path = f"tests/hf_whole/{config or 'configs/' + model_type}.json"

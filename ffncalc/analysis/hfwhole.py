@@ -50,7 +50,8 @@ def measure_whole(data: dict) -> dict:
 
 # Classes whose image path reads values of its inputs (Pixtral's image_sizes, Idefics3's patch masks) run on the CPU
 # with real tensors, built small (REDUCED): the FLOPs of a tower of any size follow from the same formula.
-ON_CPU = {"mistral3", "idefics3"}
+QWEN = {"qwen2_vl", "qwen2_5_vl", "qwen3_vl"}
+ON_CPU = {"mistral3", "idefics3", *QWEN}
 REDUCED = {
     "vision_config": {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4, "head_dim": 16},
     "text_config": {
@@ -63,6 +64,35 @@ REDUCED = {
         "vocab_size": 1024,
     },
 }
+
+
+# Each Qwen tower built small by its own keys (the layers its windows and deepstack mergers name within its depth)
+QWEN_REDUCED = {
+    "qwen2_vl": {"embed_dim": 64, "num_heads": 4, "depth": 2, "hidden_size": 64},
+    "qwen2_5_vl": {
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "depth": 4,
+        "num_heads": 4,
+        "out_hidden_size": 64,
+        "fullatt_block_indexes": [1, 3],
+    },
+    "qwen3_vl": {
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "depth": 4,
+        "num_heads": 4,
+        "out_hidden_size": 64,
+        "deepstack_visual_indexes": [1, 2],
+    },
+}
+
+
+def reduced(kind: str) -> dict:
+    """The keys that build ``kind``'s tower and language model small."""
+    if kind in QWEN_REDUCED:  # its text config's layer_types follow its one layer
+        return {"vision_config": QWEN_REDUCED[kind], "text_config": {**REDUCED["text_config"], "layer_types": ["full_attention"]}}
+    return REDUCED
 
 
 def image_flops(data: dict, size: int) -> dict:
@@ -80,6 +110,11 @@ def image_flops(data: dict, size: int) -> dict:
     if kind == "idefics3":  # images per sample, and which pixels are real
         pixels = pixels[None]
         kwargs["pixel_attention_mask"] = torch.ones(1, 1, size, size, dtype=torch.bool)
+    if kind in QWEN:  # the processor's flattened patches (frames × channels × patch² pixels each) and the grid
+        v = net.config.vision_config
+        side = size // v.patch_size
+        pixels = torch.ones(side * side, v.in_channels * v.temporal_patch_size * v.patch_size**2)
+        kwargs["image_grid_thw"] = torch.tensor([[1, side, side]])
     with torch.no_grad(), FlopCounterMode(display=False) as counter:
         net.model.get_image_features(pixel_values=pixels, **kwargs)
     counts = counter.get_flop_counts()

@@ -65,7 +65,8 @@ class Term:
     # "blocks", the index scores: a query meets one pooled key per complete block up to itself, in every view;
     # "entries", keys of a compressor's entries, one per `chunk` positions (DeepSeek-V4's compressed attention): a
     # query meets the entries of complete chunks up to itself, at most `window` of them, and executed dense every
-    # entry of the sequence
+    # entry of the sequence; "pairs", a vision tower's windowed attention over one image (parts/vision.py), written as
+    # one query whose keys are the query-key pairs of all the image's windows, each computed in every view
     select: str = ""
     # positions the work runs over per token of the sequence: (s + P) / s in the layers of a model that prepends P
     # prompt positions to every sequence of s tokens (parts/prompts.py); its FLOPs are scaled by it

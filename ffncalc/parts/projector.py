@@ -3,14 +3,15 @@ a tower (parts/vision.py) holds one. In the order they run, each where its model
 
 1. an average pool of the patch grid towards ``pool_to`` tokens a side, by a kernel and stride of ⌊grid / pool_to⌋
    patches (Gemma3MultiModalProjector: 64 × 64 patches to 16 × 16 tokens), which has no multiply-adds;
-2. a pixel shuffle of ``shuffle`` × ``shuffle`` tokens into one of shuffle² times the features, a reshape (Idefics3's
-   connector, Aya Vision's and Command A Vision's);
-3. a norm over each token's features (VipLLaVA's projector_layernorm over five layers' features concatenated; Gemma
+2. where ``prenorm``, a norm over each patch's features first (Qwen2-VL's ln_q, Qwen3-VL's norm);
+3. a pixel shuffle of ``shuffle`` × ``shuffle`` tokens into one of shuffle² times the features, a reshape (Idefics3's
+   connector, Aya Vision's and Command A Vision's; Qwen2-VL's and Qwen3-VL's mergers, 2 × 2 patches);
+4. a norm over each token's features (VipLLaVA's projector_layernorm over five layers' features concatenated; Gemma
    3's mm_soft_emb_norm, an RMSNorm; Mistral 3's norm, an RMSNorm, before its patch merger; Aya Vision's LayerNorm
    over the shuffled features);
-4. ``merge`` × ``merge`` neighbouring tokens into one: Pixtral's patch merger (Mistral3PatchMerger: their features
+5. ``merge`` × ``merge`` neighbouring tokens into one: Pixtral's patch merger (Mistral3PatchMerger: their features
    unfolded side by side, Linear(width·merge², width) without a bias);
-5. an MLP: Linear(features, hidden) → activation → Linear(hidden, d_model), biases as stated (LLaVA's
+6. an MLP: Linear(features, hidden) → activation → Linear(hidden, d_model), biases as stated (LLaVA's
    LlavaMultiModalProjector, Liu et al. 2023 §4.1); with ``gated`` its hidden features halved by a SwiGLU
    (silu(a) ⊙ b, Cohere2VisionMultiModalProjector, AyaVisionMultiModalProjector); or one Linear(features, d_model)
    (PaliGemma's; Gemma 3's bias-free mm_input_projection_weight; Idefics3's modality_projection).
@@ -38,14 +39,18 @@ class Projector:
     pool_to: NonNegative = 0  # tokens a side an average pool of the patch grid aims at before it (0: none)
     merge: NonNegative = 0  # Pixtral's patch merger of merge × merge tokens (0: none)
     shuffle: NonNegative = 0  # a pixel shuffle of shuffle × shuffle tokens into one (0: none)
+    prenorm: bool = False  # its norm over each patch before the shuffle (else over what the shuffle makes)
+    out: NonNegative = 0  # the width it writes (0: the model's; Qwen2-VL's merger states its own)
 
     def terms(self, d_model: int, prefix: str) -> list[tuple[str, object]]:
         """Its tensors and their work, each with the tokens it runs over: "grid" (a token of the patch grid, after
         any pool) or "projector" (a token it writes), named under ``prefix`` (its tower's: vision.projector.)."""
+        d_model = self.out or d_model
         grid, out = Emitter("layers"), Emitter("layers")
         features = self.width * max(self.shuffle, 1) ** 2
         if self.norm != "none":
-            (out if self.shuffle else grid).norm(f"{prefix}norm", Norm(kind=self.norm), features, 1)
+            width = self.width if self.prenorm else features
+            (out if self.shuffle and not self.prenorm else grid).norm(f"{prefix}norm", Norm(kind=self.norm), width, 1)
         if self.merge:
             out.linear(f"{prefix}patch_merger", features * self.merge**2, features, False, 1)
         if self.hidden:
@@ -71,6 +76,7 @@ class Projector:
 
     def module(self, d_model: int):
         """Its reference module (imports torch when called)."""
+        d_model = self.out or d_model
         import torch
         from torch import nn
 
@@ -83,7 +89,7 @@ class Projector:
                 super().__init__()
                 features = proj.width * max(proj.shuffle, 1) ** 2
                 if proj.norm != "none":
-                    self.norm = make_norm(Norm(kind=proj.norm), features)
+                    self.norm = make_norm(Norm(kind=proj.norm), proj.width if proj.prenorm else features)
                 if proj.merge:
                     self.patch_merger = Linear(proj.width * proj.merge**2, proj.width, bias=False)
                 if proj.hidden:
@@ -99,9 +105,11 @@ class Projector:
                     k = grid // proj.pool_to
                     x = x.transpose(1, 2).reshape(b, w, grid, grid)
                     x = nn.functional.avg_pool2d(x, k, k).flatten(2).transpose(1, 2)
+                if proj.norm != "none" and proj.prenorm:
+                    x = self.norm(x)
                 if proj.shuffle:  # shuffle × shuffle neighbours side by side (their order changes no count)
                     x = x.reshape(b, x.shape[1] // proj.shuffle**2, w * proj.shuffle**2)
-                if proj.norm != "none":
+                if proj.norm != "none" and not proj.prenorm:
                     x = self.norm(x)
                 if proj.merge:
                     x = self.patch_merger(x.reshape(b, x.shape[1] // proj.merge**2, w * proj.merge**2))

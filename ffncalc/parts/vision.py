@@ -48,6 +48,11 @@ class Vision(Part):
     read_class: bool = False  # whether the projector reads the class token's features too (LLaVA's "full")
     head: bool = False  # SigLIP's attention-pooling head (vision_use_head): one learned query over the positions
     newline: bool = False  # LLaVA-NeXT's image_newline: a learned row of the model's width after each row of tokens
+    frames: Positive = 1  # frames a patch spans (Qwen2-VL's temporal_patch_size: an image repeated to fill them)
+    position_rows: NonNegative = 0  # rows of a learned table interpolated to the positions (Qwen3-VL's; 0: one a position)
+    deepstack: NonNegative = 0  # copies of the projector reading earlier layers (Qwen3-VL's deepstack mergers)
+    window: NonNegative = 0  # tokens a side of an attention window, in the projector's tokens (Qwen2.5-VL; 0: none)
+    full_layers: NonNegative = 0  # with a window: the layers that attend the whole image; the rest attend windows
     images: NonNegative = 0  # images per sequence, for the FLOPs
 
     takes = ("images", "image_size")
@@ -60,6 +65,14 @@ class Vision(Part):
         return self.images * self.tokens
 
     def check(self, spec) -> None:
+        if self.full_layers > self.layers.n_layers:
+            raise SpecError(("vision", "full_layers"), f"more than the tower's {self.layers.n_layers} layers")
+        group = max(self.projector.merge, self.projector.shuffle, 1)
+        if self.images and (self.grid % group or self.image_size % self.patch_size):
+            raise SpecError(
+                ("vision", "image_size"),
+                f"{self.image_size} pixels are not whole {self.patch_size * group}-pixel tiles ({group} × {group} patches each)",
+            )
         if self.image_size < self.patch_size:
             raise SpecError(("vision", "image_size"), f"an image of {self.image_size} pixels holds no {self.patch_size}-pixel patch")
         if self.images and self.projector.pool_to > self.grid:  # transformers builds it, and cannot run an image
@@ -99,7 +112,8 @@ class Vision(Part):
         stack = self.stack
         norm = stack.norm
         emb = Emitter("layers")  # its weights, biases and norms are the tower's layers' kin; its tables embeddings
-        emb.term("vision.patch_embed.weight", "weight", (d, c, p, p), macs=d * c * p * p)  # a matmul per patch
+        f = self.frames  # a matmul per patch: its pixels (frames × channels × patch²) in, the width out
+        emb.term("vision.patch_embed.weight", "weight", (d, c, f, p, p) if f > 1 else (d, c, p, p), macs=d * c * f * p * p)
         if self.patch_bias:
             emb.term("vision.patch_embed.bias", "bias", (d,), elementwise=d)
         out: list[tuple[str, object]] = [("patch", t) for t in emb.out]
@@ -107,13 +121,13 @@ class Vision(Part):
         if self.class_token:  # its row replaces a patch's output: no work
             emb.term("vision.class_embed", "position", (d,))
         if self.position_table:
-            emb.term("vision.pos_embed.weight", "position", (self.rows, d), elementwise=d)
+            emb.term("vision.pos_embed.weight", "position", (self.position_rows or self.rows, d), elementwise=d)
         out += [("tower", t) for t in emb.out]
         emb = Emitter("layers")
         if self.pre_norm:
             emb.norm("vision.pre_norm", norm, d, 1)
         out += [("tower", t) for t in emb.out]
-        out += [("tower", t) for t in stack.terms(model, "vision.", self.rows, 1)]
+        out += self.layer_terms_of(stack.terms(model, "vision.", self.rows, 1))
         if self.post_norm:
             emb = Emitter("layers")
             emb.norm("vision.post_norm", norm, d, 1)
@@ -121,11 +135,48 @@ class Vision(Part):
         if self.head:
             out += self.pooling_terms(norm)
         out += self.projector.terms(model.d_model, "vision.projector.")
+        if self.deepstack:  # the same projector on earlier layers' outputs, its norm over what the shuffle makes
+            deep = replace(self.projector, prenorm=False).terms(model.d_model, "vision.deepstack.")
+            k = self.deepstack
+            out += [
+                (w, replace(t, count=k * t.count, active_count=k * t.active_count, macs=k * t.macs, elementwise=k * t.elementwise))
+                for w, t in deep
+            ]
         if self.newline:  # appended to the projector's rows: no work
             emb = Emitter("embedding")
             emb.term("vision.image_newline", "position", (model.d_model,))
             out += [("projector", t) for t in emb.out]
         return out
+
+    def layer_terms_of(self, terms) -> list[tuple[str, object]]:
+        """The tower's layers' terms, each over the tower's positions; with windows, each attention product twice:
+        in the layers attending the whole image, and once an image over its windows' query-key pairs."""
+        if not self.window:
+            return [("tower", t) for t in terms]
+        windowed = self.layers.n_layers - self.full_layers
+        out: list[tuple[str, object]] = []
+        for t in terms:
+            if t.role != "core":
+                out.append(("tower", t))
+                continue
+            heads, _, head_dim = t.shape
+            if self.full_layers:
+                out.append(("tower", replace(t, count=self.full_layers)))
+            if windowed:
+                out.append(("image", replace(t, count=windowed, shape=(heads, self.window_pairs(), head_dim), select="pairs")))
+        return out
+
+    def window_tiles(self) -> list[int]:
+        """Patches of each attention window, row by row: the projector's tokens tiled by ``window`` a side (the last
+        tile of a row or column what remains), each token ``group``² patches (Qwen2.5-VL's get_window_index)."""
+        group = max(self.projector.merge, self.projector.shuffle, 1)
+        side = self.grid // group
+        spans = [min(self.window, side - i) for i in range(0, side, self.window)]
+        return [group * group * h * w for h in spans for w in spans]
+
+    def window_pairs(self) -> int:
+        """Query-key pairs of one image's windows: every patch meets every patch of its own window."""
+        return sum(n * n for n in self.window_tiles())
 
     def pooling_terms(self, norm) -> list[tuple[str, object]]:
         """SigLIP's SiglipMultiheadAttentionPoolingHead: a learned probe (one query) attends over every position
@@ -219,13 +270,16 @@ def _module(spec: Vision, model):
     class VisionModule(nn.Module):
         def __init__(self):
             super().__init__()
-            p = spec.patch_size
-            self.patch_embed = nn.Conv2d(spec.channels, d, p, stride=p, bias=spec.patch_bias)
+            p, f = spec.patch_size, spec.frames
+            if f > 1:  # frames × patch × patch pixels of each channel a patch
+                self.patch_embed = nn.Conv3d(spec.channels, d, (f, p, p), stride=(f, p, p), bias=spec.patch_bias)
+            else:
+                self.patch_embed = nn.Conv2d(spec.channels, d, p, stride=p, bias=spec.patch_bias)
             self.patch_embed.weight_flops = True  # verify: its FLOPs are its weight's
             if spec.class_token:
                 self.class_embed = nn.Parameter(torch.empty(d))
             if spec.position_table:
-                self.pos_embed = nn.Embedding(spec.rows, d)
+                self.pos_embed = nn.Embedding(spec.position_rows or spec.rows, d)
             if spec.pre_norm:
                 self.pre_norm = make_norm(norm, d)
             self.layers = nn.ModuleList(LayerModule(inner, layer, False) for layer in inner.layers)
@@ -234,6 +288,9 @@ def _module(spec: Vision, model):
             if spec.head:
                 self.head = Head()
             self.projector = spec.projector.module(model.d_model)
+            if spec.deepstack:
+                deep = replace(spec.projector, prenorm=False)
+                self.deepstack = nn.ModuleList(deep.module(model.d_model) for _ in range(spec.deepstack))
             if spec.newline:
                 self.image_newline = nn.Parameter(torch.empty(model.d_model))
 
@@ -241,22 +298,30 @@ def _module(spec: Vision, model):
             if not spec.images:
                 return x
             n, s = x.shape[0] * spec.images, spec.image_size
-            h = self.patch_embed(torch.zeros((n, spec.channels, s, s), dtype=x.dtype, device=x.device)).flatten(2).transpose(1, 2)
+            shape = (n, spec.channels, spec.frames, s, s) if spec.frames > 1 else (n, spec.channels, s, s)
+            h = self.patch_embed(torch.zeros(shape, dtype=x.dtype, device=x.device)).flatten(2).transpose(1, 2)
             if spec.class_token:
                 h = torch.cat([self.class_embed.expand(n, 1, d), h], dim=1)
-            if spec.position_table:
-                h = h + self.pos_embed.weight
+            if spec.position_table:  # an interpolated table: its rows mixed to the positions, no multiply-adds to count
+                h = h + (self.pos_embed.weight.mean(0) if spec.position_rows else self.pos_embed.weight)
             if spec.pre_norm:
                 h = self.pre_norm(h)
             inner_ctx = {"embeddings": h}
+            windowed = spec.layers.n_layers - spec.full_layers if spec.window else 0
             for k, layer in enumerate(self.layers):
-                h = layer(h, inner_ctx, k)
+                if k < windowed:  # each window on its own: every patch meets the patches of its window
+                    pieces = torch.split(h, spec.window_tiles(), dim=1)
+                    h = torch.cat([layer(piece, {"embeddings": piece}, k) for piece in pieces], dim=1)
+                else:
+                    h = layer(h, inner_ctx, k)
             if spec.post_norm:
                 h = self.post_norm(h)
             if spec.head:
                 self.head(h)
             h = h if spec.read_class or not spec.class_token else h[:, 1:]
             self.projector(torch.cat([h] * (spec.projector.width // d), dim=-1))  # the layers it reads, concatenated
+            for deep in self.deepstack if spec.deepstack else ():
+                deep(h)
             return x
 
     return VisionModule()

@@ -56,6 +56,7 @@ def ours(model) -> dict[str, int]:
 
 def test_whole_wrappers_are_recorded():
     assert {"llava", "paligemma", "gemma3", "cohere2_vision", "aya_vision", "mistral3", "idefics3"} <= set(IMAGED)
+    assert {"qwen2_vl", "qwen2_5_vl", "qwen3_vl"} <= set(IMAGED)
     assert {"llava", "llava_next", "vipllava", "paligemma", "gemma3", "shieldgemma2", "mistral3", "idefics3", "smolvlm"} <= set(WHOLE)
     assert set(wrappers()) <= set(coverage.MULTIMODAL_LM_TYPES)
 
@@ -76,7 +77,8 @@ def test_one_image_flops_equal_flopcountermode(model_type, tmp_path):
     """Each tower family at two image sizes, tower and projector FLOPs of one image as FlopCounterMode counted the whole
     class's get_image_features: CLIP (LLaVA), SigLIP (PaliGemma), SigLIP with its pooling head and Gemma 3's pooled
     projector, Command A Vision's and Aya Vision's pixel shuffle and SwiGLU, Pixtral's tower and patch merger (Mistral
-    3) and Idefics3's shuffle, the last two built small on the CPU (the record's "reduced")."""
+    3), Idefics3's shuffle, and Qwen's towers (Qwen2-VL; Qwen2.5-VL's windows, whole and cut at the edges; Qwen3-VL's
+    interpolated positions and deepstack mergers), the last five built small on the CPU (the record's "reduced")."""
     from ffncalc.parts.vision import Vision
 
     record = truth(model_type)["image_flops"]

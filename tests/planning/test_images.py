@@ -68,9 +68,11 @@ def test_cli_images_exit_2(cli):
 
 
 @pytest.mark.torch
-def test_reference_model_runs_the_images():
+@pytest.mark.parametrize(("model_type", "size"), [("gemma3", 448), ("qwen2_5_vl", 392), ("qwen3_vl", 448)])
+def test_reference_model_runs_the_images(model_type, size):
     """verify builds the tower and projector as torch modules and runs the images through them: every component's
-    FLOPs agree with the count (Gemma 3's SigLIP tower with its pooling head, two text layers kept)."""
+    FLOPs agree with the count (Gemma 3's SigLIP tower with its pooling head; Qwen2.5-VL's windows, edge windows
+    included at 392 pixels; Qwen3-VL's deepstack mergers), two text layers kept."""
     from dataclasses import replace
 
     from ffncalc.analysis.verify import verify
@@ -78,7 +80,7 @@ def test_reference_model_runs_the_images():
     from ffncalc.api.models import Model
     from ffncalc.sources import hf
 
-    label, stack = hf.load(WHOLE / "configs" / "gemma3.json")
-    m = with_inputs(Model(label, replace(stack, layers=stack.layers[:2])), images=1, image_size=448)
+    label, stack = hf.load(WHOLE / "configs" / f"{model_type}.json")
+    m = with_inputs(Model(label, replace(stack, layers=stack.layers[:2])), images=1, image_size=size)
     report = verify(m.stack, model=label, seq_len=1024)
     assert report.ok

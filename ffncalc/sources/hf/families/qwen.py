@@ -1,11 +1,13 @@
-"""Qwen2, Qwen2.5, Qwen3 and their mixtures (Qwen2-MoE, Qwen3-MoE)."""
+"""Qwen2, Qwen2.5, Qwen3 and their mixtures (Qwen2-MoE, Qwen3-MoE); the language models of Qwen2-VL, Qwen2.5-VL,
+Qwen3-VL and Qwen3-VL-MoE (their text_configs: the same layers, with multimodal rotary positions that add no parameters
+and no multiply-adds)."""
 
 from __future__ import annotations
 
 from ..config import MOE_MODULES, Config, attention, common, family, gated, layer_groups, rms
 
 
-@family("qwen2")
+@family("qwen2", "qwen2_vl_text", "qwen2_5_vl_text")
 def qwen2(c: Config) -> dict:
     """Qwen2Config / Qwen2Attention: q, k and v always carry a bias and o never does (hard-coded, no key)."""
     return {**common(c, tie=False), "attention": attention(c, qkv_bias=True), "ffn": gated(c), "norm": rms()}
@@ -40,7 +42,7 @@ def qwen2_moe(c: Config) -> dict:
     }
 
 
-@family("qwen3")
+@family("qwen3", "qwen3_vl_text")
 def qwen3(c: Config) -> dict:
     """Qwen3Config / Qwen3Attention: head_dim defaults to 128, attention_bias on q/k/v/o (default false),
     and an RMSNorm over head_dim on each query and key head (q_norm, k_norm)."""
@@ -53,7 +55,7 @@ def qwen3(c: Config) -> dict:
     }
 
 
-@family("qwen3_moe", layer_modules=MOE_MODULES)
+@family("qwen3_moe", "qwen3_vl_moe_text", layer_modules=MOE_MODULES)
 def qwen3_moe(c: Config) -> dict:
     """Qwen3MoeConfig: Qwen3's attention (head_dim stated or hidden_size / heads) and routed experts only."""
     bias = c.bool("attention_bias", False)

@@ -66,6 +66,14 @@ LAYER_MODULES = (
     (r"feed_forward\.up_proj$", "ffn.up"),
     (r"feed_forward\.down_proj$", "ffn.down"),
     (r"(attention_norm|ffn_norm)$", "norms"),
+    (r"attn\.qkv$", "attn.q+k+v"),  # Qwen's fused projections
+    (r"attn\.proj$", "attn.o"),
+    (r"mlp\.gate_proj$", "ffn.gate"),
+    (r"mlp\.up_proj$", "ffn.up"),
+    (r"mlp\.down_proj$", "ffn.down"),
+    (r"mlp\.linear_fc1$", "ffn.up"),
+    (r"mlp\.linear_fc2$", "ffn.down"),
+    (r"norm[12]$", "norms"),
     (r"self_attn\.q_proj$", "attn.q"),
     (r"self_attn\.k_proj$", "attn.k"),
     (r"self_attn\.v_proj$", "attn.v"),
@@ -77,6 +85,8 @@ LAYER_MODULES = (
 TOP_MODULES = (
     (r"embeddings\.patch_embedding$", "patch_embed"),
     (r"patch_conv$", "patch_embed"),  # Pixtral's
+    (r"patch_embed\.proj$", "patch_embed"),  # Qwen's
+    (r"pos_embed$", "pos_embed"),
     (r"ln_pre$", "pre_norm"),
     (r"embeddings\.position_embedding$", "pos_embed"),
     (r"embeddings$", "class_embed"),  # CLIP's class_embedding, a parameter of the embeddings module
@@ -94,13 +104,18 @@ PROJECTOR_MODULES = (
     (r"(projector_layernorm|mm_soft_emb_norm|layernorm|norm)$", "norm"),
     (r"patch_merger\.merging_layer$", "patch_merger"),
     (r"proj$", "linear"),  # Idefics3's modality_projection
+    (r"ln_q$", "norm"),  # Qwen's mergers
+    (r"(mlp\.0|linear_fc1)$", "linear_1"),
+    (r"(mlp\.2|linear_fc2)$", "linear_2"),
     (r"$", "linear"),  # Gemma 3's mm_input_projection_weight, a parameter of the projector itself
 )
 # (pattern, prefix, modules): the towers' and projectors' places in the whole classes and in checkpoints
 TOWERS = (
     (r"vision_tower\.(vision_model\.)?", "vision.", "tower"),
     (r"(vision_model|vision_encoder)\.", "vision.", "tower"),  # Idefics3's and SmolVLM's; LightOnOCR's
-    (r"(multi_modal_projector|vision_projection|connector\.modality_projection)\.", "vision.projector.", "projector"),
+    (r"(multi_modal_projector|vision_projection|connector\.modality_projection|visual\.merger)\.", "vision.projector.", "projector"),
+    (r"visual\.deepstack_merger_list\.\d+\.", "vision.deepstack.", "projector"),
+    (r"visual\.", "vision.", "tower"),
     (r"image_newline$", "vision.image_newline", "self"),
 )
 

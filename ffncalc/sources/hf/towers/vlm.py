@@ -117,3 +117,12 @@ def cohere2_vision(c: Config) -> dict:
         "norm": "layernorm" if aya else "none",
     }
     return {"vision": vit(v, projector)}
+
+
+@wrapper("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe")
+def qwen_vl(c: Config) -> dict:
+    """Qwen2VLForConditionalGeneration, Qwen2_5_VLForConditionalGeneration (Bai et al. 2025), Qwen3VL and
+    Qwen3VLMoe: a Qwen vision tower and its merger (towers/qwen.py) beside the Qwen language model of the text_config."""
+    from .qwen import qwen_vision
+
+    return {"vision": qwen_vision(sub_config(c, "vision_config"))}
