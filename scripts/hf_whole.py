@@ -40,6 +40,10 @@ IMAGE_SIZES = {
     "qwen3_vl": (448, 256),
 }
 
+# Positions of one window (max_source_positions: 2 × as many frames) at which one window's FLOPs are recorded: the
+# class's default (30 s) and 1,000 (20 s), each run built with it
+AUDIO_POSITIONS = {"qwen2_audio": (1500, 1000), "voxtral": (1500, 1000)}
+
 # Defaults transformers cannot run, each given the released model's value: the smallest change that runs.
 REPAIRS = {
     # Gemma3Config's vision_config defaults to SigLIP's 224-pixel images while mm_tokens_per_image (256) pools 16 × 16
@@ -76,7 +80,7 @@ def reduced(data: dict) -> dict:
 def truth_text(model_type: str, data: dict, config: str = "") -> str:
     import torch
 
-    from ffncalc.analysis.hfwhole import IMAGE_METHOD, ON_CPU, image_flops, measure_whole
+    from ffncalc.analysis.hfwhole import AUDIO_METHOD, IMAGE_METHOD, ON_CPU, audio_flops, image_flops, measure_whole
     from ffncalc.analysis.hfwhole import reduced as reduced_keys
     from ffncalc.analysis.records import record_json
 
@@ -93,6 +97,9 @@ def truth_text(model_type: str, data: dict, config: str = "") -> str:
         record["image_flops"] = {"method": IMAGE_METHOD, "runs": runs}
         if model_type in ON_CPU:  # built small, on the CPU, with real tensors
             record["image_flops"]["reduced"] = reduced_keys(model_type)
+    if model_type in AUDIO_POSITIONS and "refused" not in record and not config:
+        runs = [audio_flops(data, n) for n in AUDIO_POSITIONS[model_type]]
+        record["audio_flops"] = {"method": AUDIO_METHOD, "runs": runs}
     if model_type in REPAIRS and not config:
         record = {"repaired": REPAIRS[model_type], **record}
     path = f"tests/hf_whole/{config or 'configs/' + model_type}.json"

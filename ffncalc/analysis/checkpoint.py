@@ -165,18 +165,18 @@ _INDEX = re.compile(r"\.\d+(?=\.|$)")
 _FIRST = re.compile(r"(?:^|\.)(?:layers|h|blk)\.(\d+)\.")
 
 
-def _whole(ckpt) -> bool:
-    """Whether the checkpoint's config.json is read whole, towers and all."""
-    from ..sources import hf
+def _whole(ckpt) -> str | None:
+    """The part beside the language model where the checkpoint's config.json is read whole ("vision", "audio")."""
+    from ..sources.hf.towers import tower_of
 
     config = getattr(ckpt, "config", None)
-    return config is not None and hf.is_whole(config)
+    return None if config is None else tower_of(config)
 
 
 class Locator:
     """``locate`` remembered per name pattern: a checkpoint's names repeat but for layer and expert numbers."""
 
-    def __init__(self, fmt: str, family: Family, n_layers: int | None, whole: bool = False):
+    def __init__(self, fmt: str, family: Family, n_layers: int | None, whole: str | None = None):
         self.fmt, self.family, self.n_layers, self.seen, self.whole = fmt, family, n_layers, {}, whole
 
     def __call__(self, name: str) -> str:
@@ -189,17 +189,17 @@ class Locator:
         return found
 
 
-def locate(name: str, fmt: str, family: Family, n_layers: int | None, whole: bool = False) -> tuple[str, int | None]:
+def locate(name: str, fmt: str, family: Family, n_layers: int | None, whole: str | None = None) -> tuple[str, int | None]:
     """A parameter's name -> (component, layer). Buffers, other towers and multi-token prediction first;
-    a layer past the model's last (DeepSeek and GLM store MTP as extra layers) is MTP. ``whole``: the config is read
-    whole, its towers' tensors components of their parts (sources/hf/towers)."""
+    a layer past the model's last (DeepSeek and GLM store MTP as extra layers) is MTP. ``whole``: the part a config
+    read whole has beside its language model ("vision", "audio"), whose tensors are its components (sources/hf/towers)."""
     buffer = BUFFERS.search(name)
     if buffer:
         return f"buffer: {buffer.group(2) or 'attn.bias'}", None
     if whole and fmt != "gguf":
-        from ..sources.hf.towers.vit import tower_component
+        from ..sources.hf.towers import component as tower_component
 
-        found = tower_component(name)
+        found = tower_component(name, whole)
         if found is not None:
             return found, None
     tower = TOWERS.search(name)

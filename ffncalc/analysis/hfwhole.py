@@ -120,3 +120,32 @@ def image_flops(data: dict, size: int) -> dict:
     counts = counter.get_flop_counts()
     modules = {k: sum(v.values()) for k, v in counts.items() if k != "Global" and "." not in k}
     return {"size": size, "total": sum(counts["Global"].values()), "modules": modules}
+
+
+# How audio FLOPs are measured, recorded with them.
+AUDIO_METHOD = (
+    "torch.utils.flop_counter.FlopCounterMode over one window of log-mel frames, input_features of shape (1, num_mel_bins, "
+    "2 × max_source_positions), through the whole class's audio tower and multi-modal projector (Voxtral's "
+    "get_audio_features; Qwen2-Audio's audio_tower and multi_modal_projector, as its forward runs them) on the meta "
+    "device, eager attention: 2 FLOPs per multiply-add of every matmul and convolution, summed per module"
+)
+
+
+def audio_flops(data: dict, positions: int) -> dict:
+    """FLOPs of one window of ``positions`` positions (2 × as many frames) through the audio tower and projector."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    data = {**data, "audio_config": {**data["audio_config"], "max_source_positions": positions}}
+    net = instantiate_whole(data)
+    mels = net.config.audio_config.num_mel_bins
+    frames = torch.empty(1, mels, 2 * positions, device="meta")
+    with FlopCounterMode(display=False) as counter:
+        if data["model_type"] == "voxtral":
+            net.model.get_audio_features(input_features=frames)
+        else:
+            out = net.model.audio_tower(frames).last_hidden_state
+            net.model.multi_modal_projector(out)
+    counts = counter.get_flop_counts()
+    modules = {k: sum(v.values()) for k, v in counts.items() if k != "Global" and "." not in k}
+    return {"positions": positions, "total": sum(counts["Global"].values()), "modules": modules}

@@ -39,11 +39,13 @@ def count(
     as_family: str | None = None,
     images: int | None = None,
     image_size: int | None = None,
+    audio_seconds: int | None = None,
 ) -> Count | CheckpointCount:
     """Parameters and FLOPs of every component of a model (a ``Model``, or what ``load`` reads): a ``Count``. A
     checkpoint (.safetensors, a folder of shards, .gguf, ORG/NAME[@REVISION]) is counted by its stored tensors
     against its config.json: a ``CheckpointCount``. ``images``: images a sequence, their tower's work in the FLOPs per
-    token; ``image_size``: their pixels a side (default: the tower's)."""
+    token; ``image_size``: their pixels a side (default: the tower's); ``audio_seconds``: audio a sequence, its tower's
+    work in the FLOPs per token."""
     o.whole("seq_len", seq_len)
     o.whole("batch", batch)
     o.choice("convention", convention, o.ConventionName)
@@ -64,11 +66,12 @@ def count(
                 "--per-layer": per_layer,
                 "--images": images is not None,
                 "--image-size": image_size is not None,
+                "--audio-seconds": audio_seconds is not None,
             }
             return CheckpointCount(measure(ref, as_family, tuple(k for k, v in given.items() if v)))
     from ..analysis.count import tally
 
-    m = with_inputs(resolve(model, as_family), images=images, image_size=image_size)
+    m = with_inputs(resolve(model, as_family), images=images, image_size=image_size, audio_seconds=audio_seconds)
     m.stack.check_seq_len(seq_len, m.label)
     t = tally(
         m.stack,
@@ -82,7 +85,7 @@ def count(
     return Count(t, per_layer)
 
 
-MAX_INPUTS = 65_536  # images a sequence, pixels a side: beyond any model's
+MAX_INPUTS = 65_536  # images a sequence, pixels a side, seconds of audio: beyond any model's
 
 
 def with_inputs(m: Model, **inputs: int | None) -> Model:
@@ -96,9 +99,10 @@ def with_inputs(m: Model, **inputs: int | None) -> Model:
     if not stated:
         return m
     for name, value in stated.items():
-        o.whole(name, value, 0 if name == "images" else 1, MAX_INPUTS)
+        o.whole(name, value, 1 if name == "image_size" else 0, MAX_INPUTS)
         if not any(name in p.takes for p in m.stack.parts):
-            raise OptionError(f"{o.flag(name)} {value}: {m.label} has no part that takes it (no vision tower)", field=name)
+            tower = "audio" if name.startswith("audio") else "vision"
+            raise OptionError(f"{o.flag(name)} {value}: {m.label} has no part that takes it (no {tower} tower)", field=name)
     old = m.stack.parts
     parts = tuple(p.given(**stated) for p in old)
     for p in parts:
@@ -523,11 +527,13 @@ def infer(
     prefill: str = InferenceRun.prefill,
     images: int | None = None,
     image_size: int | None = None,
+    audio_seconds: int | None = None,
 ) -> Plan:
     """Inference: FLOPs, weight and KV bytes, whether it fits, and the prefill and decode rates, the roofline and
     what ``engine`` (default: llamacpp for GGUF formats, mlx on Apple silicon, else vllm) is expected to reach.
     ``images``: images each request brings (``image_size`` pixels a side), their tokens beside the prompt's in the
-    prefill and the KV cache, their tower's work in the prefill and the time to first token."""
+    prefill and the KV cache, their tower's work in the prefill and the time to first token; ``audio_seconds`` the same for
+    the audio each request brings."""
     from ..analysis import hardware as table
     from ..analysis.inference import plan_inference
 
@@ -555,8 +561,8 @@ def infer(
         engine,
         hw,
     )
-    m = with_inputs(generator(resolve(model), "infer"), images=images, image_size=image_size)
-    extra = sum(p.request_tokens() for p in m.stack.parts)  # the images' tokens, prefilled and cached
+    m = with_inputs(generator(resolve(model), "infer"), images=images, image_size=image_size, audio_seconds=audio_seconds)
+    extra = sum(p.request_tokens() for p in m.stack.parts)  # the images' and the audio's tokens, prefilled and cached
     formats = _kept(model, formats)
     drafting = None
     if draft_model is not None:
@@ -578,7 +584,8 @@ def infer(
     )
     planned = plan_inference(m.stack, m.label, run, formats, placement, dev, eng)
     if extra:
-        planned.notes.append(f"--images {images}: {extra:,} prompt tokens beside the {prompt:,} of text, prefilled and cached")
+        given = " ".join(f"--{k} {v}" for k, v in (("images", images), ("audio-seconds", audio_seconds)) if v)
+        planned.notes.append(f"{given}: {extra:,} prompt tokens beside the {prompt:,} of text, prefilled and cached")
     return Plan(planned, "infer")
 
 

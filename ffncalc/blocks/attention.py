@@ -95,6 +95,9 @@ class Attention(Block):
     # the separate gate's projection with a bias of its own, one per gate (HRM-Text's gate_proj, biased with
     # attention_bias: HrmTextAttention)
     gate_proj_bias: bool = False
+    # the key projection's bias where it differs from qkv_bias (Whisper's k_proj has none: a bias on every key adds
+    # the same logit to each of a query's scores, which the softmax cancels)
+    k_bias: bool | None = None
 
     @property
     def kv_heads(self) -> int:
@@ -151,7 +154,7 @@ class Attention(Block):
         own = not self.kv_shared  # keys and values of its own
         e.linear("attn.q", d, (2 if self.gate else 1) * h * hd, self.qkv_bias, n, heads=h)  # gate: query and gate
         if own:
-            e.linear("attn.k", d, kv * hd, self.qkv_bias, n, heads=kv)
+            e.linear("attn.k", d, kv * hd, self.qkv_bias if self.k_bias is None else self.k_bias, n, heads=kv)
         if own and not self.k_eq_v:
             e.linear("attn.v", d, kv * vd, self.qkv_bias, n, heads=kv)
         if self.qk_norm != "none":
@@ -253,7 +256,7 @@ def _module():
             self.value_dim, self.own, self.v_norm = spec.value_dim, not spec.kv_shared, spec.v_norm
             self.q = Linear(d, (2 if spec.gate else 1) * self.heads * self.head_dim, bias=spec.qkv_bias)
             if self.own:
-                self.k = Linear(d, self.kv_heads * self.head_dim, bias=spec.qkv_bias)
+                self.k = Linear(d, self.kv_heads * self.head_dim, bias=spec.qkv_bias if spec.k_bias is None else spec.k_bias)
             if self.own and not spec.k_eq_v:
                 self.v = Linear(d, self.kv_heads * self.value_dim, bias=spec.qkv_bias)
             self.qk_norm = spec.qk_norm

@@ -43,6 +43,9 @@ HELP = "Exact parameter and FLOP counts for transformer language models, compone
 # what a request brings beside its tokens, for models with a vision tower (parts/vision.py)
 IMAGES = opt(None, "--images", min=0, max=65_536, help="Images a sequence (a vision tower's work in the FLOPs; infer: a request's).")
 IMAGE_SIZE = opt(None, "--image-size", min=1, max=65_536, help="Pixels a side of each image (default: the tower's).")
+AUDIO_SECONDS = opt(
+    None, "--audio-seconds", min=0, max=65_536, help="Seconds of audio a sequence (an audio tower's work; infer: a request's)."
+)
 
 
 @command(
@@ -63,6 +66,7 @@ def count(
     as_family: Optional[str] = opt(None, "--as", help="Read a config.json as this model_type (ffncalc families)."),
     images: Optional[int] = IMAGES,
     image_size: Optional[int] = IMAGE_SIZE,
+    audio_seconds: Optional[int] = AUDIO_SECONDS,
     output: Output = None,
 ) -> None:
     """Count parameters and FLOPs of every component of a model: a preset, a spec file, or a Hugging Face
@@ -81,6 +85,7 @@ def count(
             as_family=as_family,
             images=images,
             image_size=image_size,
+            audio_seconds=audio_seconds,
         ),
     )
 
@@ -645,6 +650,7 @@ def infer(
     ),
     images: Optional[int] = IMAGES,
     image_size: Optional[int] = IMAGE_SIZE,
+    audio_seconds: Optional[int] = AUDIO_SECONDS,
     output: Output = None,
 ) -> None:
     """Plan inference: FLOPs, weight and KV bytes, whether it fits, and the roofline prefill and decode rates."""
@@ -683,6 +689,7 @@ def infer(
         prefill=prefill,
         images=images,
         image_size=image_size,
+        audio_seconds=audio_seconds,
         **serving,
     )
     _show(output, result)

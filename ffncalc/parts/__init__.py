@@ -27,6 +27,7 @@ _REGISTRY: dict[str, type[Part]] = {}
 _VERSION = [0]
 MODULES = (
     "vision",
+    "audio",
     "encoder",
     "embedding",
     "token_types",

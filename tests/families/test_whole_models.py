@@ -25,32 +25,35 @@ WHOLE = sorted(t for t in wrappers() if "params" in truth(t))
 TOWER = ("vision_tower", "multi_modal_projector", "image_newline")
 
 
-def groups(model_type: str) -> dict[str, int]:
-    """The recorded class's parameters by part: the vision tower, its projector, the language model and its head (the
-    towers' modules by their names, sources/hf/towers/vit.py)."""
-    from ffncalc.sources.hf.towers.vit import tower_component
+def tower(model_type: str) -> str:
+    """The part the type's wrapper puts beside its language model: "vision" or "audio"."""
+    return next(iter(wrappers()[model_type](hf.read_config(HERE / "configs" / f"{model_type}.json").outer)))
 
-    out = {"vision": 0, "projector": 0, "text": 0}
+
+def part_of(component: str) -> str:
+    """A component's part: the projector (and LLaVA-NeXT's newline row), the tower, or the language model."""
+    if ".projector." in component or component.startswith("vision.image_newline"):
+        return "projector"
+    return "tower" if component.startswith(("vision.", "audio.")) else "text"
+
+
+def groups(model_type: str) -> dict[str, int]:
+    """The recorded class's parameters by part: the tower, its projector, the language model and its head (the
+    towers' modules by their names, sources/hf/towers)."""
+    from ffncalc.sources.hf.towers import component
+
+    kind = tower(model_type)
+    out = {"tower": 0, "projector": 0, "text": 0}
     for name, n in expanded(truth(model_type)["params"], 2):
-        found = tower_component(name) or ""
-        part = "projector" if found.startswith(("vision.projector.", "vision.image_newline")) else "vision" if found else "text"
-        out[part] += n
+        out[part_of(component(name, kind) or "")] += n
     return out
 
 
 def ours(model) -> dict[str, int]:
-    out = {"vision": 0, "projector": 0, "text": 0}
+    out = {"tower": 0, "projector": 0, "text": 0}
     for t in terms(model, 8, partial=True):
-        if t.tied:
-            continue
-        part = (
-            "projector"
-            if t.name.startswith(("vision.projector.", "vision.image_newline"))
-            else "vision"
-            if t.name.startswith("vision.")
-            else "text"
-        )
-        out[part] += t.numel * t.stored_count
+        if not t.tied:
+            out[part_of(t.component)] += t.numel * t.stored_count
     return out
 
 
@@ -58,6 +61,7 @@ def test_whole_wrappers_are_recorded():
     assert {"llava", "paligemma", "gemma3", "cohere2_vision", "aya_vision", "mistral3", "idefics3"} <= set(IMAGED)
     assert {"qwen2_vl", "qwen2_5_vl", "qwen3_vl"} <= set(IMAGED)
     assert {"llava", "llava_next", "vipllava", "paligemma", "gemma3", "shieldgemma2", "mistral3", "idefics3", "smolvlm"} <= set(WHOLE)
+    assert {"qwen2_audio", "voxtral"} <= set(WHOLE) and {"qwen2_audio", "voxtral"} <= set(AUDIO)
     assert set(wrappers()) <= set(coverage.MULTIMODAL_LM_TYPES)
 
 
@@ -70,6 +74,21 @@ def test_whole_model_parameters_equal_transformers(model_type):
 
 
 IMAGED = [t for t in WHOLE if "image_flops" in truth(t)]
+AUDIO = [t for t in WHOLE if "audio_flops" in truth(t)]
+
+
+@pytest.mark.parametrize("model_type", AUDIO)
+def test_one_audio_window_flops_equal_flopcountermode(model_type):
+    """Whisper-built audio towers (Qwen2-Audio's, with its average pool; Voxtral's, four positions a token) at two
+    window lengths: one window through the tower and the projector, as FlopCounterMode counted it."""
+    from ffncalc.parts.audio import Audio
+
+    _, model = hf.load(HERE / "configs" / f"{model_type}.json")
+    (audio,) = [p for p in model.parts if isinstance(p, Audio)]
+    runs = truth(model_type)["audio_flops"]["runs"]
+    assert len(runs) == 2
+    for run in runs:
+        assert replace(audio, source_positions=run["positions"]).per_window(model)[1] == run["total"]
 
 
 @pytest.mark.parametrize("model_type", IMAGED)
@@ -146,20 +165,22 @@ TEXT_MODULES = ("model.language_model.", "language_model.", "model.text_model.",
 
 @pytest.mark.parametrize("model_type", WHOLE)
 def test_tower_components_equal_transformers_by_name(model_type):
-    """Every parameter of the whole class in the vision tower or its projector, named by its module (a checkpoint's
-    names are the same), equal per component to ours; nn.MultiheadAttention's fused in_proj against our q, k, v."""
+    """Every parameter of the whole class in a tower or its projector, named by its module (a checkpoint's names are
+    the same), equal per component to ours; fused projections (nn.MultiheadAttention's in_proj, Qwen's qkv) against
+    our q, k, v."""
     from ffncalc.sources.hf.names import fuse
-    from ffncalc.sources.hf.towers.vit import tower_component
+    from ffncalc.sources.hf.towers import component
 
+    kind = tower(model_type)
     theirs: dict = {}
     for name, n in expanded(truth(model_type)["params"], 2):
-        found = tower_component(name)
+        found = component(name, kind)
         if found is not None:
             theirs[(found, None)] = theirs.get((found, None), 0) + n
     _, model = hf.load(HERE / "configs" / f"{model_type}.json")
     mine: dict = {}
     for t in terms(model, 8, partial=True):
-        if t.component.startswith("vision.") and t.numel:
+        if t.component.startswith(("vision.", "audio.")) and t.numel:
             mine[(t.component, None)] = mine.get((t.component, None), 0) + t.numel * t.stored_count
     assert not any(k[0].startswith("(unmatched)") for k in theirs)
     assert fuse(mine, theirs) == theirs
@@ -196,13 +217,12 @@ PUBLIC = sorted(p.stem for p in (HERE / "public").glob("*.json") if p.stem != "s
 def test_public_whole_configs_equal_transformers(name):
     """Real config.json files (their sources in tests/hf_whole/public/sources.json), counted whole: tower, projector
     and language model equal per part to the whole class transformers builds from the file."""
-    from ffncalc.sources.hf.towers.vit import tower_component
+    from ffncalc.sources.hf.towers import component
 
     record = json.loads((HERE / "public_truth" / f"{name}.json").read_text())
-    theirs = {"vision": 0, "projector": 0, "text": 0}
+    theirs = {"tower": 0, "projector": 0, "text": 0}
     for path, n in expanded(record["params"], 2):
-        found = tower_component(path) or ""
-        theirs["projector" if found.startswith("vision.projector.") else "vision" if found else "text"] += n
+        theirs[part_of(component(path) or "")] += n
     _, model = hf.load(HERE / "public" / f"{name}.json")
     assert ours(model) == theirs
     assert name in json.loads((HERE / "public" / "sources.json").read_text())
@@ -237,3 +257,25 @@ def test_whole_proven_on_names_the_public_configs():
     held whole in tests/families/test_hf.py), and each public config's type named."""
     types = {json.loads((HERE / "public" / f"{n}.json").read_text())["model_type"] for n in PUBLIC}
     assert types | {"gemma3"} == set(coverage.WHOLE_PROVEN_ON)
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize(
+    "tower",
+    [
+        {"model_type": "pixtral", "hidden_size": 32, "num_attention_heads": 4, "head_dim": 8},
+        {"model_type": "siglip_vision_model", "hidden_size": 48, "num_attention_heads": 4},
+    ],
+)
+def test_sparse_tower_configs_take_their_class_defaults(tmp_path, tower):
+    """A vision_config stating a few keys: the rest are its configuration class's defaults (PixtralVisionConfig's,
+    SiglipVisionConfig's), as transformers fills them; the whole model equal to the class it builds."""
+    from ffncalc.analysis.hfwhole import instantiate_whole
+
+    text = {"model_type": "mistral", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2}
+    text |= {"num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 100}
+    kind = "mistral3" if tower["model_type"] == "pixtral" else "llava_onevision"
+    data = {"model_type": kind, "text_config": text, "tie_word_embeddings": False, "vision_config": tower}
+    (tmp_path / "config.json").write_text(json.dumps(data))
+    _, model = hf.load(tmp_path / "config.json")
+    assert tally(model).params == sum(p.numel() for p in instantiate_whole(data).parameters())

@@ -225,11 +225,6 @@ def _whole(c: Config):
     return wrappers().get(c.wrapper)
 
 
-def is_whole(c: Config) -> bool:
-    """Whether ``c`` is read as the whole model: a wrapper's language model with the towers beside it."""
-    return _whole(c) is not None
-
-
 def to_spec(c: Config) -> Model:
     """The resolved model a config describes; a config that gives an impossible shape names the field."""
     from pydantic import ValidationError

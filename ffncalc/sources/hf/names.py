@@ -38,11 +38,6 @@ def component(path: str, family: Family, stacks: dict[str, int] | None = None) -
     no layer name matches may be a model-level one (a top name); unknown modules are named as they are, marked
     ``(unmatched)``. ``stacks``: the family's ``stacks`` for the config, where it has them; a stack beside the
     model's layers (``Family.model_stacks``) is one model-level component per name."""
-    from .towers.vit import tower_component
-
-    tower = tower_component(path)
-    if tower is not None:  # a vision tower or its projector: the vision part's, model-level
-        return tower, None
     for pattern, prefix in family.model_stacks:
         beside = re.search(r"(?:^|\.)" + pattern, path)
         if beside:

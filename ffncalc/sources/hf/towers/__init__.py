@@ -11,7 +11,7 @@ from typing import Callable
 from ..config import Config
 
 _WRAPPERS: dict[str, Callable[[Config], dict]] = {}
-MODULES = ("vlm",)
+MODULES = ("vlm", "audio_lm")
 
 
 def wrapper(*model_types: str):
@@ -44,3 +44,21 @@ def sub_config(c: Config, key: str) -> Config:
         raise c.fail(key, f"expected an object, got {data!r}")
     match = re.search(r'"%s"\s*:' % re.escape(key), c.text)
     return class_defaults(Config(data, c.text, c.source, start=match.start() if match else 0))
+
+
+def component(path: str, tower: str = "vision") -> str | None:
+    """A whole model's parameter in a tower or its projector -> its component (model-level), or None: the vision
+    towers' names (vit.py) and the audio towers' (whisper.py); ``tower``: the part the model has ("vision", "audio")."""
+    from .vit import tower_component
+    from .whisper import audio_component
+
+    return (audio_component(path) if tower == "audio" else None) or tower_component(path, tower)
+
+
+def tower_of(c: Config) -> str | None:
+    """The part a wrapper read whole puts beside its language model ("vision" or "audio"), or None."""
+    reader = wrappers().get(c.wrapper or "") if c.outer is not None else None
+    if reader is None:
+        return None
+    parts = reader(c.outer)
+    return "audio" if "audio" in parts else "vision"

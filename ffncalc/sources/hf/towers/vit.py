@@ -120,8 +120,9 @@ TOWERS = (
 )
 
 
-def tower_component(path: str) -> str | None:
-    """A whole model's parameter in a vision tower or its projector -> its component, or None."""
+def tower_component(path: str, tower: str = "vision") -> str | None:
+    """A whole model's parameter in a vision tower or its projector -> its component, or None; ``tower``: the part
+    the model's multi_modal_projector belongs to (an audio model's is the audio part's)."""
     import re
 
     from ..names import LAYER
@@ -132,6 +133,10 @@ def tower_component(path: str) -> str | None:
             continue
         if kind == "self":
             return prefix
+        if kind == "projector" and "multi_modal_projector" in found.group(0):
+            prefix = f"{tower}.projector."
+        elif tower != "vision":  # an audio model has no vision tower
+            continue
         rest = path[found.end() :]
         module = rest.rsplit(".", 1)[0] if "." in rest else ""
         if kind == "projector":

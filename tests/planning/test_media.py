@@ -1,6 +1,7 @@
-"""Images a sequence brings, for models read whole with a vision tower: their tower's work in the FLOPs (count), and
-in serving their tokens beside the prompt's, prefilled and cached, the tower run once in the prefill and never in a
-decode step (infer). The per-image FLOPs are FlopCounterMode's on the whole class (tests/hf_whole)."""
+"""Images and audio a sequence brings, for models read whole with a vision or audio tower: their tower's work in the
+FLOPs (count), and in serving their tokens beside the prompt's, prefilled and cached, the tower run once in the prefill
+and never in a decode step (infer). The per-image and per-window FLOPs are FlopCounterMode's on the whole class
+(tests/hf_whole)."""
 
 import json
 from pathlib import Path
@@ -12,6 +13,14 @@ from ffncalc.errors import OptionError
 
 WHOLE = Path(__file__).resolve().parents[1] / "hf_whole"
 LLAVA = str(WHOLE / "configs" / "llava.json")
+
+
+QWEN_AUDIO = str(WHOLE / "configs" / "qwen2_audio.json")
+
+
+def per_window(model_type: str) -> int:
+    runs = json.loads((WHOLE / "truth" / f"{model_type}.json").read_text())["audio_flops"]["runs"]
+    return next(r["total"] for r in runs if r["positions"] == 1500)
 
 
 def per_image(model_type: str, size: int) -> int:
@@ -48,12 +57,26 @@ def test_infer_prefills_and_caches_the_image_tokens_and_decodes_without_the_towe
         assert with_images[key].value == as_text[key].value, key
 
 
+def test_audio_fills_whole_windows():
+    """45 s of audio are two 30-s windows (the second padded), each through Qwen2-Audio's tower and projector as
+    FlopCounterMode counted one; a request's audio is 2 × 750 tokens beside its prompt."""
+    plain = ffncalc.count(QWEN_AUDIO, seq_len=4096)
+    audio = ffncalc.count(QWEN_AUDIO, seq_len=4096, audio_seconds=45)
+    assert audio.to_dict()["totals"]["forward_flops"] - plain.to_dict()["totals"]["forward_flops"] == 2 * per_window("qwen2_audio")
+    kw = dict(generate=16, hardware="h100-sxm")
+    heard = ffncalc.infer(QWEN_AUDIO, prompt=100, audio_seconds=45, **kw).figures
+    read = ffncalc.infer(QWEN_AUDIO, prompt=100 + 2 * 750, **kw).figures
+    assert heard["prefill_flops"].value == read["prefill_flops"].value + 2 * per_window("qwen2_audio")
+    assert heard["kv_bytes"].value == read["kv_bytes"].value and heard["step_flops"].value == read["step_flops"].value
+
+
 @pytest.mark.parametrize(
     ("model", "kw", "words"),
     [
         ("llama3-8b", {"images": 1}, "--images 1: llama3-8b has no part that takes it"),
         (LLAVA, {"image_size": 10}, "--image-size 10: an image of 10 pixels holds no 14-pixel patch"),
         (LLAVA, {"images": -1}, "--images -1: from 0 to 65,536"),
+        (LLAVA, {"audio_seconds": 30}, "--audio-seconds 30: llava has no part that takes it (no audio tower)"),
     ],
 )
 def test_bad_image_options_are_one_line(model, kw, words):
@@ -84,3 +107,19 @@ def test_reference_model_runs_the_images(model_type, size):
     m = with_inputs(Model(label, replace(stack, layers=stack.layers[:2])), images=1, image_size=size)
     report = verify(m.stack, model=label, seq_len=1024)
     assert report.ok
+
+
+@pytest.mark.torch
+def test_reference_model_runs_the_audio():
+    """verify runs a window of frames through the audio tower's convolutions, layers, pool and projector: every
+    component's FLOPs agree with the count (Qwen2-Audio, two text layers kept)."""
+    from dataclasses import replace
+
+    from ffncalc.analysis.verify import verify
+    from ffncalc.api.commands import with_inputs
+    from ffncalc.api.models import Model
+    from ffncalc.sources import hf
+
+    label, stack = hf.load(WHOLE / "configs" / "qwen2_audio.json")
+    m = with_inputs(Model(label, replace(stack, layers=stack.layers[:2])), audio_seconds=30)
+    assert verify(m.stack, model=label, seq_len=1024).ok

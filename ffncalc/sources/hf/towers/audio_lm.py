@@ -1,0 +1,31 @@
+"""Audio-language wrappers read whole: each composes its text_config's language model with an audio tower built as
+Whisper's encoder (whisper.py) and its projector, as transformers 5.23's classes build them."""
+
+from __future__ import annotations
+
+from ..config import Config
+from . import sub_config, wrapper
+from .whisper import whisper_encoder
+
+
+@wrapper("qwen2_audio")
+def qwen2_audio(c: Config) -> dict:
+    """Qwen2AudioForConditionalGeneration (Chu et al. 2024): Qwen2AudioEncoder, its positions average-pooled by two
+    (avg_pooler), and Qwen2AudioMultiModalProjector, one Linear(audio width, text width) with a bias."""
+    a = sub_config(c, "audio_config")
+    encoder = whisper_encoder(a, {"width": 1, "bias": True}, pool=2)
+    encoder["projector"]["width"] = encoder["layers"]["d_model"]
+    return {"audio": encoder}
+
+
+@wrapper("voxtral")
+def voxtral(c: Config) -> dict:
+    """VoxtralForConditionalGeneration (Mistral AI 2025): VoxtralEncoder, four positions concatenated (its
+    intermediate_size), and VoxtralMultiModalProjector, Linear(4 × audio width, text width) → projector_hidden_act →
+    Linear(text width, text width), no biases."""
+    a = sub_config(c, "audio_config")
+    text = sub_config(c, "text_config").int("hidden_size")
+    projector = {"width": 1, "hidden": text, "bias": False, "activation": c.activation("projector_hidden_act", "gelu")}
+    encoder = whisper_encoder(a, projector, group=4)
+    encoder["projector"]["width"] = 4 * encoder["layers"]["d_model"]
+    return {"audio": encoder}

@@ -1,0 +1,76 @@
+"""Audio towers built as Whisper's encoder (Radford et al. 2022, §2.2; transformers' WhisperEncoder): two convolutions
+over a window's log-mel frames (kernel 3, the second of stride 2, GELU after each), a learned table of
+max_source_positions rows, pre-norm layers of bidirectional attention (q, v and out_proj with biases, k_proj without)
+and a two-layer MLP with biases, a final LayerNorm. Qwen2-Audio's Qwen2AudioEncoder and Voxtral's VoxtralEncoder are
+built so; Qwen2-Audio average-pools every two positions before its projector, Voxtral concatenates four."""
+
+from __future__ import annotations
+
+from ..config import Config
+
+AUDIO_TYPES = ("whisper", "qwen2_audio_encoder", "voxtral_encoder")
+
+
+def whisper_encoder(a: Config, projector: dict, **over) -> dict:
+    """The ``audio`` part of a Whisper-built audio config (d_model, encoder_layers, encoder_attention_heads,
+    encoder_ffn_dim, num_mel_bins, max_source_positions, activation_function), with ``projector``."""
+    kind = a.model_type or "qwen2_audio_encoder"
+    if kind not in AUDIO_TYPES:
+        raise a.fail("model_type", f"an audio tower of {kind!r} is not read yet (read: {', '.join(AUDIO_TYPES)})")
+
+    def key(name: str, other: str) -> int:  # either name of an attribute_map pair, whichever the class fills
+        return a.int(name) if a.has(name) else a.int(other)
+
+    d = key("d_model", "hidden_size")
+    heads = key("encoder_attention_heads", "num_attention_heads")
+    act = a.activation("activation_function", "gelu")
+    return {
+        "layers": {
+            "d_model": d,
+            "n_layers": key("encoder_layers", "num_hidden_layers"),
+            "attention": {"n_heads": heads, "qkv_bias": True, "k_bias": False, "o_bias": True},
+            "ffn": {"kind": "dense", "d_ff": key("encoder_ffn_dim", "intermediate_size"), "bias": True, "activation": act},
+            "norm": {"kind": "layernorm", "per_layer": 2, "final": False},
+        },
+        "mel_bins": a.int("num_mel_bins", 128),
+        "source_positions": a.int("max_source_positions", 1500),
+        "projector": projector,
+        **over,
+    }
+
+
+LAYER_MODULES = (
+    (r"self_attn\.q_proj$", "attn.q"),
+    (r"self_attn\.k_proj$", "attn.k"),
+    (r"self_attn\.v_proj$", "attn.v"),
+    (r"self_attn\.out_proj$", "attn.o"),
+    (r"(^|\.)fc1$", "ffn.up"),
+    (r"(^|\.)fc2$", "ffn.down"),
+    (r"(self_attn_layer_norm|final_layer_norm)$", "norms"),
+)
+TOP_MODULES = (
+    (r"^conv1$", "conv1"),
+    (r"^conv2$", "conv2"),
+    (r"^embed_positions$", "pos_embed"),
+    (r"^layer_norm$", "final_norm"),
+)
+
+
+def audio_component(path: str) -> str | None:
+    """A whole model's parameter in a Whisper-built audio tower -> its component of the audio part, or None."""
+    import re
+
+    from ..names import LAYER
+
+    found = re.search(r"(?:^|\.)audio_tower\.", path)
+    if not found:
+        return None
+    rest = path[found.end() :]
+    module = rest.rsplit(".", 1)[0] if "." in rest else ""
+    layer = LAYER.search(module)
+    table = LAYER_MODULES if layer else TOP_MODULES
+    inner = layer.group(2) if layer else module
+    for pattern, name in table:
+        if re.search(pattern, inner):
+            return "audio." + name
+    return f"(unmatched) audio.{module}"
