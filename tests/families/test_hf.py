@@ -70,6 +70,9 @@ FAMILIES = {
 
 # Families that are another family under a new name (one line each), read by a tested family's code.
 ALIASES_WITHOUT_CONFIG = {"gpt-sw3"}
+# Qwen's vision-language text_configs, read as the Qwen families: each proven as the language model of the whole class
+# transformers builds at its wrapper's defaults (tests/families/test_whole_models.py)
+TEXT_OF_WHOLE = {"qwen2_vl_text", "qwen2_5_vl_text", "qwen3_vl_text", "qwen3_vl_moe_text"}
 # Families with no public config yet: proven exactly at their configuration class's defaults (tests/families/test_defaults.py)
 DEFAULTS_TRUTH = CONFIGS.parent / "hf_defaults" / "truth"
 PROVEN_AT_DEFAULTS = {p.stem for p in DEFAULTS_TRUTH.glob("*.json") if "refused" not in json.loads(p.read_text())}
@@ -102,7 +105,7 @@ MOE = ["mixtral-8x7b", "qwen1.5-moe-a2.7b", "qwen3-30b-a3b", "deepseek-v2-lite",
 def test_fixtures_cover_every_family():
     assert {raw(name)["model_type"] for name in TOTALS} == FAMILIES
     read = {hf.family_of(hf.read_config(p)).model_type for p in CONFIGS.glob("*.json")}
-    without = set(hf.FAMILIES) - read - ALIASES_WITHOUT_CONFIG
+    without = set(hf.FAMILIES) - read - ALIASES_WITHOUT_CONFIG - TEXT_OF_WHOLE
     assert without <= PROVEN_AT_DEFAULTS, sorted(without)
     assert not hf.config.DUPLICATES  # each model_type read by one family module
 
@@ -361,8 +364,11 @@ def test_families_lists_every_model_type(cli):
     code, out, _ = cli("families", "--format", "json")
     from ffncalc.sources.hf.coverage import CAUSAL_LM_TYPES
 
+    from ffncalc.sources.hf.towers import wrappers as whole
+
     records = json.loads(out)["families"]
-    supported = {f["model_type"] for f in records if f["status"] == "supported"}
+    supported = {f["model_type"] for f in records if f["status"] == "supported" and f["kind"] != "multimodal"}
+    assert {f["model_type"] for f in records if f["status"] == "supported" and f["kind"] == "multimodal"} == set(whole())
     wrappers = {w for w, t in hf.TEXT_TYPES.items() if t in hf.FAMILIES and w in CAUSAL_LM_TYPES}
     assert code == 0 and supported == set(hf.FAMILIES) | wrappers and {"llama", "deepseek_v3", "gemma3_text"} <= supported
     assert all(f["detail"] for f in records)  # a config it is proven on, or what it needs
