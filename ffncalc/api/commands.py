@@ -433,6 +433,7 @@ def _serving(
     for name in ("link_gbs", "network_gbs", "tflops", "cpu_gbs", "wired_gib"):
         o.number(name if name != "wired_gib" else "wired_limit_gib", device[name], 0, 1e7)
     o.number("link_latency_us", device["link_latency_us"], 0, 1e6, above=False)
+    device = {**device, "links": _links(device)}
     f = Formats(formats["dtype"], formats["experts_dtype"], formats["kv_dtype"], tuple(keep))
     eng = pick(engine, deployed(f)[0], hardware)
     if eng.split == "layer" and placement["tp"] is None and placement["pp"] == 1 and placement["gpu_layers"] is None:
@@ -441,6 +442,21 @@ def _serving(
         tp = placement["tp"] or placement["gpus"] // placement["pp"]
         device = {**device, "reserve": round(1 - eng.utilization_at(tp), 6)}
     return f, Placement(**placement), Device(hardware, **device), eng
+
+
+def _links(device: dict[str, Any]) -> Any:
+    """``--links FILE`` read (no torch), or None; refused beside --link-gbs or --link-latency-us, which state the
+    same figures."""
+    path = device["links"]
+    o.text("links", path)
+    if path is None:
+        return None
+    for name in ("link_gbs", "link_latency_us"):
+        if device[name] is not None:
+            raise OptionError(f"--links {path} and {o.flag(name)}: both state the link's figures; give one", field="links")
+    from ..analysis.linkfile import read
+
+    return read(path)
 
 
 def _kept(model: Model | Source, formats: Formats) -> Formats:
@@ -478,6 +494,7 @@ def infer(
     link_gbs: float | None = Device.link_gbs,
     link_latency_us: float | None = Device.link_latency_us,
     network_gbs: float | None = Device.network_gbs,
+    links: str | None = None,
     tflops: float | None = Device.tflops,
     cpu_gbs: float = Device.cpu_gbs,
     wired_limit_gib: float | None = Device.wired_gib,
@@ -509,6 +526,7 @@ def infer(
             link_gbs=link_gbs,
             link_latency_us=link_latency_us,
             network_gbs=network_gbs,
+            links=links,
             tflops=tflops,
             cpu_gbs=cpu_gbs,
             wired_gib=wired_limit_gib,
@@ -562,6 +580,7 @@ def fit(
     link_gbs: float | None = Device.link_gbs,
     link_latency_us: float | None = Device.link_latency_us,
     network_gbs: float | None = Device.network_gbs,
+    links: str | None = None,
     tflops: float | None = Device.tflops,
     cpu_gbs: float = Device.cpu_gbs,
     wired_limit_gib: float | None = Device.wired_gib,
@@ -583,6 +602,7 @@ def fit(
             link_gbs=link_gbs,
             link_latency_us=link_latency_us,
             network_gbs=network_gbs,
+            links=links,
             tflops=tflops,
             cpu_gbs=cpu_gbs,
             wired_gib=wired_limit_gib,

@@ -559,6 +559,11 @@ NETWORK_GBS = opt(
     check=finite(0, 1e7),
     help="GB/s per device and direction between nodes (default: 50, a 400 Gb/s NIC a GPU).",
 )
+LINKS = opt(
+    None,
+    "--links",
+    help="A links file measured by `ffncalc bench --collective … --out FILE`: its fits in place of the table's link figures.",
+)
 TFLOPS = opt(
     Device.tflops,
     "--tflops",
@@ -597,6 +602,7 @@ def infer(
     link_gbs: Optional[float] = LINK_GBS,
     link_latency_us: Optional[float] = LINK_LATENCY,
     network_gbs: Optional[float] = NETWORK_GBS,
+    links: Optional[str] = LINKS,
     tflops: Optional[float] = TFLOPS,
     cpu_gbs: float = CPU_GBS,
     wired_limit_gib: Optional[float] = WIRED,
@@ -635,6 +641,7 @@ def infer(
         link_gbs=link_gbs,
         link_latency_us=link_latency_us,
         network_gbs=network_gbs,
+        links=links,
         tflops=tflops,
         cpu_gbs=cpu_gbs,
         wired_limit_gib=wired_limit_gib,
@@ -678,6 +685,7 @@ def fit(
     link_gbs: Optional[float] = LINK_GBS,
     link_latency_us: Optional[float] = LINK_LATENCY,
     network_gbs: Optional[float] = NETWORK_GBS,
+    links: Optional[str] = LINKS,
     tflops: Optional[float] = TFLOPS,
     cpu_gbs: float = CPU_GBS,
     wired_limit_gib: Optional[float] = WIRED,
@@ -706,6 +714,7 @@ def fit(
         link_gbs=link_gbs,
         link_latency_us=link_latency_us,
         network_gbs=network_gbs,
+        links=links,
         tflops=tflops,
         cpu_gbs=cpu_gbs,
         wired_limit_gib=wired_limit_gib,
