@@ -35,7 +35,9 @@ def parse_sizes(text: str) -> tuple[int, ...]:
     def one(part: str) -> int:
         m = re.fullmatch(r"(\d{1,12})\s*([KMG]?)(?:I?B)?", part.strip().upper())
         if not m or not 1 <= int(m[1]) * units[m[2]] <= 1 << 34:
-            raise InputError(f"--sizes {text[:60]}: {part.strip()[:30]!r} is not a size in bytes from 1 to 16G (8, 64K, 1M, 1G)", field="sizes")
+            raise InputError(
+                f"--sizes {text[:60]}: {part.strip()[:30]!r} is not a size in bytes from 1 to 16G (8, 64K, 1M, 1G)", field="sizes"
+            )
         return int(m[1]) * units[m[2]]
 
     if ":" in text:
@@ -64,7 +66,9 @@ class CollectiveRun:
 def check(names: tuple[str, ...]) -> None:
     for name in names:
         if name not in COLLECTIVES:
-            raise InputError(f"--collective {name[:60]}: choose from {', '.join(COLLECTIVES)} (several: comma-separated)", field="collective")
+            raise InputError(
+                f"--collective {name[:60]}: choose from {', '.join(COLLECTIVES)} (several: comma-separated)", field="collective"
+            )
 
 
 def measure(run: CollectiveRun, world: int, kind: str) -> dict[str, Any] | None:

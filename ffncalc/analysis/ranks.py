@@ -50,19 +50,20 @@ def device_kind(name: str) -> str:
     return name
 
 
-def world_size(gpus: int | None, kind: str) -> int:
-    """The ranks: torchrun's WORLD_SIZE under torchrun, else ``--gpus`` (default: every GPU here, or 2 CPU ranks)."""
+def world_size(gpus: int | None, kind: str, flag: str = "--gpus") -> int:
+    """The ranks: torchrun's WORLD_SIZE under torchrun, else ``gpus`` (``flag``; default: every GPU here, or 2 CPU
+    ranks)."""
     if torchrun():
         world = int(os.environ["WORLD_SIZE"])
         if gpus is not None and gpus != world:
-            raise InputError(f"--gpus {gpus}: torchrun started {world} ranks (WORLD_SIZE); leave --gpus out under torchrun")
+            raise InputError(f"{flag} {gpus}: torchrun started {world} ranks (WORLD_SIZE); give {flag} {world} or leave it out")
         return world
     n = gpus if gpus is not None else (torch.cuda.device_count() if kind == "cuda" else 2)
     if n < 2:
-        raise InputError(f"--gpus {n}: a collective needs 2 ranks or more")
+        raise InputError(f"{flag} {n}: a run across devices needs 2 ranks or more")
     if kind == "cuda" and n > torch.cuda.device_count():
         raise InputError(
-            f"--gpus {n}: this machine has {torch.cuda.device_count()} CUDA devices; more ranks than that run under "
+            f"{flag} {n}: this machine has {torch.cuda.device_count()} CUDA devices; more ranks than that run under "
             "torchrun, across nodes"
         )
     return n

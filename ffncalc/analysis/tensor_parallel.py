@@ -45,7 +45,10 @@ def check(p: Plan, tp: int) -> None:
     """Refuse what has no tensor-parallel form here (one line naming --tp), before any rank starts: the split is
     tried on the meta device, which allocates nothing."""
     if p.spec.parallel and p.block == "layer":
-        raise InputError("--tp: a parallel layer (attention and FFN reading one input, one all-reduce) is not built here; time --block attention or ffn")
+        raise InputError(
+            "--tp: a parallel layer (attention and FFN reading one input, one all-reduce) is not built here; "
+            "time --block attention or ffn"
+        )
     with torch.device("meta"):
         module = build_block(p, torch.device("meta"), "fp32")
         try:

@@ -23,7 +23,7 @@ from ..analysis.plan import (
 from ..errors import InputError, MissingDependency, OptionError
 from . import options as o
 from .models import Model, Source, reference, resolve
-from .results import Bench, CheckpointCount, Comparison, Count, Plan, Sweep, Verification
+from .results import Bench, CheckpointCount, Collectives, Comparison, Count, ParallelBench, Plan, Sweep, Verification
 
 Progress = Callable[[str, int, int], None]  # (what, done, total): called as timing runs
 
@@ -243,23 +243,36 @@ def _bench_pair(c: Any, tokens: int, repeats: int, device: str, dtype: str, prog
     return timing.run(plans, how, progress)
 
 
+BENCH_TOKENS = 2048  # tokens a timed run (a tensor-parallel run on a CPU: distributed.CPU_TP_TOKENS)
+
+
 def bench(
-    model: Model | Source,
+    model: Model | Source | None = None,
     *,
     block: str = "ffn",
     compare_ffn: bool = False,
     backward: bool = False,
     device: str = "auto",
     dtype: str = "fp32",
-    tokens: int = 2048,
+    tokens: int | None = None,
     seq_len: int | None = None,
     layer: int = 0,
     repeats: int = 10,
     warmup: int = 2,
     progress: Optional[Progress] = None,
-) -> Bench:
+    collective: str | None = None,
+    gpus: int | None = None,
+    sizes: str | None = None,
+    tp: int | None = None,
+    links: str | None = None,
+) -> Bench | Collectives | ParallelBench:
     """Time real blocks built from the spec on this machine, with achieved FLOP/s (needs torch); ``progress``
-    is called as the runs go."""
+    is called as the runs go. ``collective`` (no model): collectives timed over ``gpus`` ranks at ``sizes``
+    (``Collectives``, a links file's record); ``tp``: the block split over ``tp`` ranks (``ParallelBench``), its
+    all-reduces set beside the plans' figure over the table's link or ``links``'. On a CPU ``tokens`` of a
+    tensor-parallel run defaults to 128."""
+    from . import distributed
+
     o.choice("block", block, o.BenchBlock)
     o.choice("device", device, o.BenchDevice)
     o.choice("dtype", dtype, o.BenchDtype)
@@ -268,7 +281,29 @@ def bench(
     o.whole("layer", layer, 0)
     o.whole("repeats", repeats, 1, 10_000)
     o.whole("warmup", warmup, 0, 1000)
+    o.whole("gpus", gpus, 1, 4096)
+    o.whole("tp", tp, 1, 4096)
+    o.text("links", links)
+    if collective is not None:
+        if model is not None or tp is not None or compare_ffn or backward:
+            raise InputError(
+                "--collective times collectives alone: no MODEL, --tp, --compare-ffn or --backward beside it", field="collective"
+            )
+        return distributed.collectives(collective, gpus, device, sizes, repeats, warmup)
+    if model is None:
+        raise InputError("model: give a preset name or a spec file (or --collective to time collectives)", field="model")
+    for name, value in (("gpus", gpus), ("sizes", sizes)):
+        if value is not None:
+            raise InputError(f"{o.flag(name)} goes with --collective (a model's block over ranks: --tp)", field=name)
+    if links is not None and tp is None:
+        raise InputError("--links goes with --tp: the plans' all-reduces beside the measured ones", field="links")
     m = resolve(model)
+    if tp is not None:
+        if compare_ffn or backward:
+            raise InputError(f"--tp {tp}: a forward of the model's block (no --compare-ffn or --backward)", field="tp")
+        timing = {"device": device, "dtype": dtype, "layer": layer, "repeats": repeats, "warmup": warmup, "links": links}
+        return distributed.tensor_parallel(m, block, tp, {**timing, "tokens": tokens, "seq_len": seq_len})
+    tokens = tokens or BENCH_TOKENS
     seq = seq_len or min(tokens, m.context_length)
     m.stack.check_seq_len(seq, m.label)
     timing = _timing()

@@ -87,7 +87,9 @@ class Block:
         et al. 2019 §3): the input projections split by their outputs (whole heads, or the hidden features), the
         output projection by its inputs with its bias on rank 0 alone, so that the ranks' outputs sum (one
         all-reduce) to the whole module's. NotImplementedError (its message the reason) where the kind has none."""
-        raise NotImplementedError(f"block kind {self.kind!r} has no tensor-parallel form here (mha attention and dense and gated FFNs have)")
+        raise NotImplementedError(
+            f"block kind {self.kind!r} has no tensor-parallel form here (mha attention and dense and gated FFNs have)"
+        )
 
     def body(self) -> Block | None:
         """The dense or gated FFN that a dense-vs-gated comparison resizes (a mixture's routed expert)."""

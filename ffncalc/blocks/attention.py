@@ -240,7 +240,10 @@ class Attention(Block):
 
         reasons = [
             (self.kind != "mha", f"{self.kind} attention"),
-            (bool(self.n_heads % tp or self.kv_heads % tp), f"{self.n_heads} heads and {self.kv_heads} K/V heads over tp {tp}: not evenly"),
+            (
+                bool(self.n_heads % tp or self.kv_heads % tp),
+                f"{self.n_heads} heads and {self.kv_heads} K/V heads over tp {tp}: not evenly",
+            ),
             (self.gate or self.softplus_gate != "none", "output gates"),
             (self.qk_norm in ("each_head", "full"), f"qk_norm {self.qk_norm}"),
             (self.sinks or self.sub_norm or self.kv_shared or module.positions == "alibi", "sinks, a sub-norm, shared KV or ALiBi"),
