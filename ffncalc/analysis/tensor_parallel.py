@@ -1,7 +1,8 @@
 """A tensor-parallel block or layer timed across ranks (``bench MODEL --tp N``), Megatron-style (Shoeybi et al.
 2019 §3): each rank builds the whole reference module from the same seed, keeps its share (``Block.tensor_parallel``:
 q, k, v and up, gate split by their outputs, o and down by their inputs) and ends each sublayer with an all-reduce
-of its output. The time of a forward is split into the all-reduces' and the rest (compute); rank 0 also runs the
+of its output. The time of a forward is split into the all-reduces', the wait before each for the slowest rank
+(a barrier), and the rest (compute); rank 0 also runs the
 whole module on the same input, and the sharded output is held to it. The communication is set beside what the plans
 charge for it (links.allreduce_s over the table's link, or a links file's)."""
 
@@ -68,12 +69,14 @@ def shard(module: torch.nn.Module, p: Plan, rank: int, tp: int) -> torch.nn.Modu
 
 
 class Reduced(torch.nn.Module):
-    """A sublayer's share, its output summed over the ranks (an all-reduce), the all-reduce's time kept apart."""
+    """A sublayer's share, its output summed over the ranks (an all-reduce). Timed, a barrier comes first, so that
+    the all-reduce's time (``seconds``) is the collective's own and the time a rank waits for the others to finish
+    their share (``waited``, the barrier's) is kept apart."""
 
     def __init__(self, inner: torch.nn.Module):
         super().__init__()
         self.inner = inner
-        self.seconds, self.calls, self.timed = 0.0, 0, False
+        self.seconds, self.waited, self.timed = 0.0, 0.0, False
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         import torch.distributed as dist
@@ -84,11 +87,13 @@ class Reduced(torch.nn.Module):
         if self.timed:
             ranks.sync(y.device)
             t0 = time.perf_counter()
+            ranks.barrier(y.device)
+            t1 = time.perf_counter()
         dist.all_reduce(y)
         if self.timed:
             ranks.sync(y.device)
-            self.seconds += time.perf_counter() - t0
-            self.calls += 1
+            self.waited += t1 - t0
+            self.seconds += time.perf_counter() - t1
         return y
 
 
@@ -119,20 +124,25 @@ def _measure(r: ranks.Rank, run: ParallelRun) -> dict[str, Any]:
             module(x)
         for m in reduced:
             m.timed = True
-        totals, comms = [], []
+        totals, comms, waits = [], [], []
         for _ in range(run.repeats):
             for m in reduced:
-                m.seconds, m.calls = 0.0, 0
+                m.seconds, m.waited = 0.0, 0.0
             ranks.barrier(device)
             t0 = time.perf_counter()
             module(x)
             ranks.sync(device)
             totals.append(time.perf_counter() - t0)
             comms.append(sum(m.seconds for m in reduced))
-    total = ranks.slowest(statistics.median(totals), device)
-    comm = ranks.slowest(statistics.median(comms), device)
-    compute = ranks.slowest(statistics.median(t - c for t, c in zip(totals, comms)), device)
-    answer: dict[str, Any] = {"total_s": total, "comm_s": comm, "compute_s": compute, "all_reduces": len(reduced)}
+            waits.append(sum(m.waited for m in reduced))
+    computes = [t - c - w for t, c, w in zip(totals, comms, waits)]
+    answer: dict[str, Any] = {
+        "total_s": ranks.slowest(statistics.median(totals), device),
+        "compute_s": ranks.slowest(statistics.median(computes), device),
+        "comm_s": ranks.slowest(statistics.median(comms), device),
+        "wait_s": ranks.slowest(statistics.median(waits), device),
+        "all_reduces": len(reduced),
+    }
     if whole is not None:
         err = (out.float() - whole.float()).abs().max().item()
         answer |= {"max_abs_error": err, "max_abs_output": whole.float().abs().max().item()}

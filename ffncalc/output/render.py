@@ -679,11 +679,13 @@ def parallel_doc(record: dict[str, Any]) -> Document:
         ["forward, whole", f"{r['total_s'] * 1e3:.3f}", ""],
         ["compute (the rest)", f"{r['compute_s'] * 1e3:.3f}", f"{r['compute_tflops']:.3f} TFLOP/s a rank"],
         [f"all-reduces ({r['all_reduces']})", f"{r['comm_s'] * 1e3:.3f}", f"{r['comm_bytes']:,} bytes each"],
+        ["waiting for the slowest rank", f"{r['wait_s'] * 1e3:.3f}", "a barrier before each all-reduce"],
         ["all-reduces as planned", f"{predicted * 1e3:.3f}" if predicted is not None else "—", r["link"]],
     ]
     notes = [
         f"{r['variant']}: Megatron-style (Shoeybi et al. 2019 §3): q, k, v and up, gate split by outputs, o and down by "
-        "inputs, an all-reduce after each sublayer; every figure the median of "
+        "inputs, an all-reduce after each sublayer (a barrier before it, timed apart); compute = the forward less "
+        "both; every figure the median of "
         f"{r['repeats']} forwards after {r['warmup']} untimed, the slowest rank's",
         f"output against the whole module's on rank 0: max |difference| {r['max_abs_error']:.3g} "
         f"(max |output| {r['max_abs_output']:.3g})",

@@ -354,6 +354,7 @@ def _bench_tp() -> Schema:
             "comm_bytes": INT,
             "total_s": NUM,
             "comm_s": NUM,
+            "wait_s": NUM,
             "compute_s": NUM,
             "all_reduces": INT,
             "max_abs_error": NUM,

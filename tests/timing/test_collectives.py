@@ -152,7 +152,7 @@ def test_a_tensor_parallel_layer_over_two_ranks(tmp_path):
     validate(record, "bench-tp")
     assert record["max_abs_error"] <= 1e-5 * max(1.0, record["max_abs_output"])
     assert record["all_reduces"] == 2 and record["tp"] == 2 and record["backend"] == "gloo"
-    assert record["comm_s"] > 0 and record["compute_s"] > 0 and record["total_s"] > 0
+    assert record["comm_s"] > 0 and record["wait_s"] >= 0 and record["total_s"] > 0
     assert record["comm_bytes"] == 64 * 64 * 4
     assert record["predicted_comm_s"] == pytest.approx(2 * (alpha + beta * 64 * 64 * 4), rel=1e-12)
     assert record["flops"] == bench.plan(s, "layer", 64).flops_per_token * 64
