@@ -655,8 +655,8 @@ def collectives_doc(record: dict[str, Any]) -> list[Document]:
                 e["collective"],
                 str(e["ranks"]),
                 f"{f['latency_s'] * 1e6:,.2f}" + (" (clamped)" if f["latency_clamped"] else ""),
-                f"{f['algbw_gbs']:.3f}",
-                f"{f['busbw_gbs']:.3f}",
+                f"{f['algbw_gbs']:.4g}",
+                f"{f['busbw_gbs']:.4g}",
                 f"{size_text(f['from_bytes'])}–{size_text(f['to_bytes'])} ({f['points']})",
             ]
         )
