@@ -264,12 +264,14 @@ def bench(
     gpus: int | None = None,
     sizes: str | None = None,
     tp: int | None = None,
+    ep: int | None = None,
     links: str | None = None,
 ) -> Bench | Collectives | ParallelBench:
     """Time real blocks built from the spec on this machine, with achieved FLOP/s (needs torch); ``progress``
     is called as the runs go. ``collective`` (no model): collectives timed over ``gpus`` ranks at ``sizes``
-    (``Collectives``, a links file's record); ``tp``: the block split over ``tp`` ranks (``ParallelBench``), its
-    all-reduces set beside the plans' figure over the table's link or ``links``'. On a CPU ``tokens`` of a
+    (``Collectives``, a links file's record); ``tp``: the block split over ``tp`` ranks, ``ep``: a mixture's experts
+    over ``ep`` ranks (``ParallelBench``), its collectives set beside the plans' figure over the table's link or
+    ``links``'. On a CPU ``tokens`` of a
     tensor-parallel run defaults to 128."""
     from . import distributed
 
@@ -283,9 +285,10 @@ def bench(
     o.whole("warmup", warmup, 0, 1000)
     o.whole("gpus", gpus, 1, 4096)
     o.whole("tp", tp, 1, 4096)
+    o.whole("ep", ep, 1, 4096)
     o.text("links", links)
     if collective is not None:
-        if model is not None or tp is not None or compare_ffn or backward:
+        if model is not None or tp is not None or ep is not None or compare_ffn or backward:
             raise InputError(
                 "--collective times collectives alone: no MODEL, --tp, --compare-ffn or --backward beside it", field="collective"
             )
@@ -295,14 +298,17 @@ def bench(
     for name, value in (("gpus", gpus), ("sizes", sizes)):
         if value is not None:
             raise InputError(f"{o.flag(name)} goes with --collective (a model's block over ranks: --tp)", field=name)
-    if links is not None and tp is None:
-        raise InputError("--links goes with --tp: the plans' all-reduces beside the measured ones", field="links")
+    if links is not None and tp is None and ep is None:
+        raise InputError("--links goes with --tp or --ep: the plans' collectives beside the measured ones", field="links")
+    if tp is not None and ep is not None:
+        raise InputError(f"--tp {tp} and --ep {ep}: one split at a time (tensor or expert parallel)", field="ep")
     m = resolve(model)
-    if tp is not None:
+    if tp is not None or ep is not None:
+        split = ("tensor", tp) if tp is not None else ("expert", ep)
         if compare_ffn or backward:
-            raise InputError(f"--tp {tp}: a forward of the model's block (no --compare-ffn or --backward)", field="tp")
+            raise InputError(f"{o.flag(split[0][0] + 'p')} {split[1]}: a forward of the block (no --compare-ffn or --backward)")
         timing = {"device": device, "dtype": dtype, "layer": layer, "repeats": repeats, "warmup": warmup, "links": links}
-        return distributed.tensor_parallel(m, block, tp, {**timing, "tokens": tokens, "seq_len": seq_len})
+        return distributed.parallel(m, block, split, {**timing, "tokens": tokens, "seq_len": seq_len})
     tokens = tokens or BENCH_TOKENS
     seq = seq_len or min(tokens, m.context_length)
     m.stack.check_seq_len(seq, m.label)

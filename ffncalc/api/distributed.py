@@ -59,17 +59,19 @@ def _fits(kind: str, world: int, per_rank: int, what: str) -> None:
 CPU_TP_TOKENS = 128
 
 
-def tensor_parallel(m: Any, block: str, tp: int, timing: dict[str, Any]) -> ParallelBench:
-    """``block`` of ``stack`` split over ``tp`` ranks and timed; ``timing``: device, dtype, tokens, seq_len, layer,
-    repeats, warmup, links."""
+def parallel(m: Any, block: str, split: tuple[str, int], timing: dict[str, Any]) -> ParallelBench:
+    """``block`` of the model ``m`` split over ranks and timed: ``split`` ("tensor", tp) or ("expert", ep);
+    ``timing``: device, dtype, tokens, seq_len, layer, repeats, warmup, links."""
     ranks = _torch()
     from ..analysis import bench, hardware
     from ..analysis import tensor_parallel as parallel
     from ..analysis.links import device_link
     from ..analysis.plan import Device, Placement
 
+    mode, n = split
+    flag = {"tensor": "--tp", "expert": "--ep"}[mode]
     kind = ranks.device_kind(timing["device"])
-    world = ranks.world_size(tp, kind, "--tp")
+    world = ranks.world_size(n, kind, flag)
     stack, label = m.stack, m.label
     tokens = timing["tokens"] or (CPU_TP_TOKENS if kind == "cpu" else 2048)
     seq = timing["seq_len"] or min(tokens, m.context_length)
@@ -77,8 +79,8 @@ def tensor_parallel(m: Any, block: str, tp: int, timing: dict[str, Any]) -> Para
     if tokens % seq:
         raise InputError(f"--tokens {tokens} is not a whole number of sequences of --seq-len {seq}")
     p = bench.plan(stack, block, seq, timing["layer"])
-    parallel.check(p, world)
-    run = parallel.ParallelRun(p, world, tokens, seq, timing["dtype"], timing["repeats"], timing["warmup"])
+    run = parallel.ParallelRun(p, world, tokens, seq, timing["dtype"], timing["repeats"], timing["warmup"], mode)
+    parallel.check(run)
     bench.check_dtype(bench.pick_device(kind), run.dtype)
     _fits(kind, world, parallel.need_bytes(run), f"the {block} split over {world} ranks")
     links = None
@@ -89,13 +91,15 @@ def tensor_parallel(m: Any, block: str, tp: int, timing: dict[str, Any]) -> Para
     import torch
 
     hw = hardware.lookup(torch.cuda.get_device_name()) if kind == "cuda" else None
-    link = device_link(Device(hw, links=links), Placement(gpus=world, tp=world)) if hw or links else None
+    placement = Placement(gpus=world, tp=world) if mode == "tensor" else Placement(gpus=world, tp=1, ep=world)
+    link = device_link(Device(hw, links=links), placement) if hw or links else None
     body = parallel.measure(run, kind)
     if body is None:
         return ParallelBench(None)
+    measured = link is not None and (link.measured_over if mode == "tensor" else link.a2a_over)
     where = (
         f"measured in {links.path}"
-        if links and link and link.measured_over
+        if links and measured
         else f"{hw.key}'s table link"
         if hw and link and link.gbs
         else "no link figure for this device (--links gives one)"
@@ -105,7 +109,8 @@ def tensor_parallel(m: Any, block: str, tp: int, timing: dict[str, Any]) -> Para
         "model": label,
         "block": block,
         "variant": p.variant,
-        "tp": world,
+        "parallel": mode,
+        "ranks": world,
         "device": "cpu" if kind == "cpu" else f"cuda ({torch.cuda.get_device_name()})",
         "backend": "gloo" if kind == "cpu" else "nccl",
         "dtype": run.dtype,
@@ -114,8 +119,8 @@ def tensor_parallel(m: Any, block: str, tp: int, timing: dict[str, Any]) -> Para
         "repeats": run.repeats,
         "warmup": run.warmup,
         "flops": flops,
-        "compute_tflops": flops / world / body["compute_s"] / 1e12,
-        "comm_bytes": tokens * stack.d_model * bench.BYTES[run.dtype],
+        "compute_tflops": flops / (world if mode == "tensor" else 1) / body["compute_s"] / 1e12,
+        "comm_bytes": parallel.moved_bytes(run),
         **body,
         "predicted_comm_s": parallel.predicted_comm_s(run, link),
         "link": where,

@@ -359,7 +359,7 @@ class Collectives(Result):
 
 
 class ParallelBench(Result):
-    """``ffncalc.bench-tp``: a tensor-parallel block timed across ranks: ``total_s``, ``compute_s``, ``comm_s``,
+    """``ffncalc.bench-tp``: a block split across ranks (tensor or expert parallel): ``total_s``, ``compute_s``, ``comm_s``,
     ``predicted_comm_s`` and the sharded output's ``max_abs_error`` against the whole module's. ``body`` is None on
     a torchrun rank other than 0."""
 
@@ -382,7 +382,7 @@ class ParallelBench(Result):
         return sheet.to_csv([self.body]) if self.body else ""
 
     def __repr__(self) -> str:
-        return f"ParallelBench(tp {self.body['tp']})" if self.body else "ParallelBench(another rank)"
+        return f"ParallelBench({self.body['parallel']}, {self.body['ranks']} ranks)" if self.body else "ParallelBench(another rank)"
 
 
 class Table(Result):

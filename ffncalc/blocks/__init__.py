@@ -11,6 +11,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, ClassVar
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from torch import nn
 
     from ..model.stack import Model
@@ -90,6 +92,12 @@ class Block:
         raise NotImplementedError(
             f"block kind {self.kind!r} has no tensor-parallel form here (mha attention and dense and gated FFNs have)"
         )
+
+    def expert_parallel(self, module: nn.Module, rank: int, ep: int, exchange: Callable) -> nn.Module:
+        """Its reference module as one of ``ep`` devices sharing a mixture's routed experts, its token-slots
+        dispatched to their experts' devices and combined back by all-to-alls (``exchange(tensor, send_counts,
+        receive_counts)``). NotImplementedError (its message the reason) where the kind has none."""
+        raise NotImplementedError(f"block kind {self.kind!r} has no routed experts to split (a moe FFN has)")
 
     def body(self) -> Block | None:
         """The dense or gated FFN that a dense-vs-gated comparison resizes (a mixture's routed expert)."""

@@ -201,7 +201,8 @@ def bench(
         None, "--sizes", help="With --collective: bytes, a list (4096,1M) or powers of two (8:1G; default 8:1G, on a CPU 8:64M)."
     ),
     tp: Optional[int] = opt(None, "--tp", min=1, max=4096, help="Split the block over this many ranks (tensor parallel)."),
-    links: Optional[str] = opt(None, "--links", help="With --tp: a links file for the planned all-reduces."),
+    ep: Optional[int] = opt(None, "--ep", min=1, max=4096, help="Split a mixture's experts over this many ranks (expert parallel)."),
+    links: Optional[str] = opt(None, "--links", help="With --tp or --ep: a links file for the planned collectives."),
     output: Output = None,
     out: Optional[str] = opt(None, "--out", help="Also save the JSON results to this file (atomically); --collective: a links file."),
 ) -> None:
@@ -225,6 +226,7 @@ def bench(
             gpus=gpus,
             sizes=sizes,
             tp=tp,
+            ep=ep,
             links=links,
         )
     if getattr(result, "body", True) is None:

@@ -669,24 +669,36 @@ def collectives_csv(record: dict[str, Any]) -> str:
 
 
 def parallel_doc(record: dict[str, Any]) -> Document:
-    """A tensor-parallel block timed across ranks: compute and all-reduces apart, the plans' figure beside them,
-    and the sharded output against the whole module's."""
+    """A block split across ranks: compute and collectives apart, the plans' figure beside them, and the split
+    output against the whole module's."""
     r = record
-    shape = f"{r['tokens']:,} tokens ({r['tokens'] // r['seq_len']} × {r['seq_len']})"
-    title = f"{r['model']} · {r['block']} · tp {r['tp']} · {r['device']} · {r['dtype']} · {shape}"
+    tensor = r["parallel"] == "tensor"
+    shape = f"{r['tokens']:,} tokens ({r['tokens'] // r['seq_len']} × {r['seq_len']})" + ("" if tensor else " a rank")
+    split = f"{'tp' if tensor else 'ep'} {r['ranks']}"
+    title = f"{r['model']} · {r['block']} · {split} · {r['device']} · {r['dtype']} · {shape}"
     predicted = r["predicted_comm_s"]
+    what = "all-reduces" if tensor else "all-to-alls"
     rows = [
         ["forward, whole", f"{r['total_s'] * 1e3:.3f}", ""],
         ["compute (the rest)", f"{r['compute_s'] * 1e3:.3f}", f"{r['compute_tflops']:.3f} TFLOP/s a rank"],
-        [f"all-reduces ({r['all_reduces']})", f"{r['comm_s'] * 1e3:.3f}", f"{r['comm_bytes']:,} bytes each"],
-        ["waiting for the slowest rank", f"{r['wait_s'] * 1e3:.3f}", "a barrier before each all-reduce"],
-        ["all-reduces as planned", f"{predicted * 1e3:.3f}" if predicted is not None else "—", r["link"]],
+        [
+            f"{what} ({r['collectives']})",
+            f"{r['comm_s'] * 1e3:.3f}",
+            f"{r['comm_bytes']:,} bytes " + ("each" if tensor else "a dispatch"),
+        ],
+        ["waiting for the slowest rank", f"{r['wait_s'] * 1e3:.3f}", f"a barrier before each of the {what}"],
+        [f"{what} as planned", f"{predicted * 1e3:.3f}" if predicted is not None else "—", r["link"]],
     ]
+    how = (
+        "Megatron-style (Shoeybi et al. 2019 §3): q, k, v and up, gate split by outputs, o and down by inputs, an "
+        "all-reduce after each sublayer"
+        if tensor
+        else "routed experts split over the ranks, each rank its own tokens: a dispatch (the counts, the expert ids, "
+        "the rows) and a combine by all-to-alls (DeepSeek-V3 §3.4), the plans charging the rows' two"
+    )
     notes = [
-        f"{r['variant']}: Megatron-style (Shoeybi et al. 2019 §3): q, k, v and up, gate split by outputs, o and down by "
-        "inputs, an all-reduce after each sublayer (a barrier before it, timed apart); compute = the forward less "
-        "both; every figure the median of "
-        f"{r['repeats']} forwards after {r['warmup']} untimed, the slowest rank's",
+        f"{r['variant']}: {how} (a barrier before each, timed apart); compute = the forward less both; every figure "
+        f"the median of {r['repeats']} forwards after {r['warmup']} untimed, the slowest rank's",
         f"output against the whole module's on rank 0: max |difference| {r['max_abs_error']:.3g} "
         f"(max |output| {r['max_abs_output']:.3g})",
     ]

@@ -94,6 +94,8 @@ def test_the_collective_command_line_writes_a_links_file(cli, tmp_path):
         (["llama3-8b", "--tp", "3", "--device", "cpu"], "--tp 3"),
         (["llama3-8b", "--tp", "1", "--device", "cpu"], "--tp 1"),
         (["llama3-8b", "--gpus", "2", "--device", "cpu"], "--gpus"),
+        (["llama3-8b", "--ep", "2", "--device", "cpu"], "--ep 2"),  # no routed experts to split
+        (["llama3-8b", "--tp", "2", "--ep", "2", "--device", "cpu"], "--tp 2 and --ep 2"),
         ([], "model"),
     ],
 )
@@ -151,9 +153,42 @@ def test_a_tensor_parallel_layer_over_two_ranks(tmp_path):
     record = result.to_dict()
     validate(record, "bench-tp")
     assert record["max_abs_error"] <= 1e-5 * max(1.0, record["max_abs_output"])
-    assert record["all_reduces"] == 2 and record["tp"] == 2 and record["backend"] == "gloo"
+    assert record["collectives"] == 2 and (record["parallel"], record["ranks"], record["backend"]) == ("tensor", 2, "gloo")
     assert record["comm_s"] > 0 and record["wait_s"] >= 0 and record["total_s"] > 0
     assert record["comm_bytes"] == 64 * 64 * 4
     assert record["predicted_comm_s"] == pytest.approx(2 * (alpha + beta * 64 * 64 * 4), rel=1e-12)
     assert record["flops"] == bench.plan(s, "layer", 64).flops_per_token * 64
     assert record["links"] == str(path) and str(path) in record["link"]
+
+
+MOE = {
+    **BASE,
+    "ffn": {
+        "kind": "moe",
+        "n_experts": 4,
+        "top_k": 2,
+        "expert": {"kind": "gated", "d_ff": 32},
+        "n_shared_experts": 1,
+        "shared": {"kind": "gated", "d_ff": 48},
+    },
+}
+
+
+@pytest.mark.parametrize("block", ["ffn", "layer"])
+def test_an_expert_parallel_mixture_over_two_ranks(tmp_path, block):
+    """4 routed experts over 2 gloo ranks, 2 each, every rank its own 64 tokens: rank 0's output equals the whole
+    mixture's on its tokens; 4 all-to-alls a forward (the counts, the expert ids and the rows dispatched, the rows
+    combined); the plans' dispatch and combine by hand from a links file's all-to-all over 2 ranks: 2 calls of
+    α + β · (64 tokens × top-k 2 × 64 × 4 bytes) (bus bandwidth (n − 1)/n / β, of which (n − 1)/n of the bytes cross)."""
+    alpha, beta = 2e-3, 3e-9
+    path = tmp_path / "links.json"
+    entry = {"collective": "all_to_all", "ranks": 2, "fit": {"latency_s": alpha, "seconds_per_byte": beta}}
+    path.write_text(json.dumps({"schema": "ffncalc.links/1", "collectives": [entry]}))
+    model = ffncalc.Model.from_dict(MOE)
+    result = ffncalc.bench(model, block=block, ep=2, device="cpu", tokens=64, repeats=2, warmup=1, links=str(path))
+    record = result.to_dict()
+    validate(record, "bench-tp")
+    assert (record["parallel"], record["ranks"], record["collectives"]) == ("expert", 2, 4)
+    assert record["max_abs_error"] <= 1e-5 * max(1.0, record["max_abs_output"])
+    assert record["comm_bytes"] == 64 * 2 * 64 * 4
+    assert record["predicted_comm_s"] == pytest.approx(2 * (alpha + beta * 64 * 2 * 64 * 4), rel=1e-12)
