@@ -124,7 +124,7 @@ def _table_link(device: Device, p: Placement) -> Link:
 def link_note(device: Device, p: Placement, link: Link) -> str:
     """What the communication figures assume, for the placement ``p``."""
     hw, gbs, latency_us, network_gbs = device.hw, device.link_gbs, device.link_latency_us, device.network_gbs
-    if p.tp == 1 and p.pp == 1:
+    if p.tp == 1 and p.pp == 1 and not (link.source and p.ep_copies > 1):
         return "communication: none (one device per model copy)" + (f"; {link.source} not used" if link.source else "")
     if not link.gbs and not link.source:
         return f"communication: not counted — {hw.key}'s table entry gives no interconnect bandwidth; --link-gbs sets one"

@@ -183,3 +183,23 @@ def test_links_beside_link_gbs_is_refused(cli, tmp_path):
     path = links_file(tmp_path, ("all_reduce", 2, 1e-5, 1e-10))
     code, _, err = cli("infer", "llama3-8b", "--prompt", "8", "--generate", "8", "--gpus", "2", "--links", path, "--link-gbs", "100")
     assert code == 2 and "--links" in err and "--link-gbs" in err and len(err.strip().splitlines()) == 1
+
+
+def test_expert_parallel_dispatch_and_combine_take_the_all_to_all_fit(tmp_path):
+    """mixtral-8x7b (d_model 4,096, 32 layers, 2 of 8 experts a token) on 2 devices, tp 1, ep 2: the experts shared
+    by 2 copies, so each mixture layer dispatches and combines by all-to-alls in place of the FFN's all-reduce (tp 1
+    has no all-reduce of its own). One sequence: a copy decodes 1 token, whose 2 expert slots of 4,096 16-bit values
+    (16,384 bytes) each all-to-all carries; at the fit's bus bandwidth (n − 1)/n / β, of which (n − 1)/n cross:
+    α + 16,384 · β a call, 2 calls a layer, 64 a decode step. (tp 1 shows no communication figure of its own: the
+    step's time holds it, so two files that differ in α alone, or in β alone, differ by 64 · Δα, or 64 · 16,384 · Δβ.)"""
+    kw = dict(prompt=64, generate=8, hardware="h100-sxm", gpus=2, tp=1, ep=2)
+
+    def step(alpha, beta, name):
+        path = links_file(tmp_path, ("all_to_all", 2, alpha, beta), name=name)
+        plan = ffncalc.infer("mixtral-8x7b", links=path, **kw)
+        assert any("all_to_all over 2 ranks" in n for n in plan.to_dict()["notes"])
+        return plan.answer["decode_step_s"].value
+
+    base = step(0.0, 1e-9, "a.json")
+    assert step(0.25, 1e-9, "b.json") - base == pytest.approx(64 * 0.25, rel=1e-9)
+    assert step(0.0, 3e-9, "c.json") - base == pytest.approx(64 * 2 * 4096 * 2 * 2e-9, rel=1e-6)
