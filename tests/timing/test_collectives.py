@@ -192,3 +192,14 @@ def test_an_expert_parallel_mixture_over_two_ranks(tmp_path, block):
     assert record["max_abs_error"] <= 1e-5 * max(1.0, record["max_abs_output"])
     assert record["comm_bytes"] == 64 * 2 * 64 * 4
     assert record["predicted_comm_s"] == pytest.approx(2 * (alpha + beta * 64 * 2 * 64 * 4), rel=1e-12)
+
+
+def test_a_failing_rank_is_one_line():
+    """A function that fails on the ranks (operator.getitem on a Rank: a TypeError) ends the run with one line that
+    says what failed, and no rank is left running."""
+    import operator
+
+    from ffncalc.errors import MeasurementError
+
+    with pytest.raises(MeasurementError, match=r"^a rank failed: TypeError: 'Rank' object is not subscriptable$"):
+        ranks.run(operator.getitem, 0, 2, "cpu", timeout_s=60)
