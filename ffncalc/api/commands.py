@@ -303,10 +303,11 @@ def bench(
     if tp is not None and ep is not None:
         raise InputError(f"--tp {tp} and --ep {ep}: one split at a time (tensor or expert parallel)", field="ep")
     m = resolve(model)
-    if tp is not None or ep is not None:
-        split = ("tensor", tp) if tp is not None else ("expert", ep)
+    split = ("tensor", tp) if tp is not None else ("expert", ep) if ep is not None else None
+    if split is not None:
         if compare_ffn or backward:
-            raise InputError(f"{o.flag(split[0][0] + 'p')} {split[1]}: a forward of the block (no --compare-ffn or --backward)")
+            flag = "--tp" if tp is not None else "--ep"
+            raise InputError(f"{flag} {split[1]}: a forward of the block (no --compare-ffn or --backward)", field=flag[2:])
         timing = {"device": device, "dtype": dtype, "layer": layer, "repeats": repeats, "warmup": warmup, "links": links}
         return distributed.parallel(m, block, split, {**timing, "tokens": tokens, "seq_len": seq_len})
     tokens = tokens or BENCH_TOKENS

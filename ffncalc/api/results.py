@@ -360,8 +360,8 @@ class Collectives(Result):
 
 class ParallelBench(Result):
     """``ffncalc.bench-tp``: a block split across ranks (tensor or expert parallel): ``total_s``, ``compute_s``, ``comm_s``,
-    ``predicted_comm_s`` and the sharded output's ``max_abs_error`` against the whole module's. ``body`` is None on
-    a torchrun rank other than 0."""
+    ``predicted_comm_s`` and the sharded output's ``max_abs_error`` against the whole module's (``matches``: within
+    ``tolerance`` of its largest output). ``body`` is None on a torchrun rank other than 0."""
 
     def __init__(self, body: dict[str, Any] | None):
         self.body = body

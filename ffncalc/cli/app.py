@@ -236,6 +236,8 @@ def bench(
 
         write_atomic(out, result.to_json())
     _show(output, result)
+    if getattr(result, "body", None) and result.body.get("matches") is False:
+        raise SystemExit(1)  # a split block whose output is not the whole one's, as verify exits on a disagreement
 
 
 class _progress:

@@ -702,7 +702,12 @@ def parallel_doc(record: dict[str, Any]) -> Document:
         f"output against the whole module's on rank 0: max |difference| {r['max_abs_error']:.3g} "
         f"(max |output| {r['max_abs_output']:.3g})",
     ]
-    return Document(title, notes, [Section(["part", "ms", ""], rows, left=1, text_last=True)])
+    verdict = (
+        f"✓ the split output matches the whole module's (within {r['tolerance']:g} of the largest output)"
+        if r["matches"]
+        else f"✗ the split output differs from the whole module's by more than {r['tolerance']:g} of the largest output"
+    )
+    return Document(title, notes, [Section(["part", "ms", ""], rows, left=1, text_last=True)], [verdict])
 
 
 # --- compare ------------------------------------------------------------------------------------

@@ -360,6 +360,8 @@ def _bench_tp() -> Schema:
             "collectives": INT,
             "max_abs_error": NUM,
             "max_abs_output": NUM,
+            "tolerance": NUM,
+            "matches": BOOL,
             "predicted_comm_s": null(NUM),
             "link": STR,
             "links": null(STR),

@@ -153,6 +153,7 @@ def test_a_tensor_parallel_layer_over_two_ranks(tmp_path):
     record = result.to_dict()
     validate(record, "bench-tp")
     assert record["max_abs_error"] <= 1e-5 * max(1.0, record["max_abs_output"])
+    assert record["matches"] is True and record["tolerance"] == 1e-4
     assert record["collectives"] == 2 and (record["parallel"], record["ranks"], record["backend"]) == ("tensor", 2, "gloo")
     assert record["comm_s"] > 0 and record["wait_s"] >= 0 and record["total_s"] > 0
     assert record["comm_bytes"] == 64 * 64 * 4
@@ -190,6 +191,7 @@ def test_an_expert_parallel_mixture_over_two_ranks(tmp_path, block):
     validate(record, "bench-tp")
     assert (record["parallel"], record["ranks"], record["collectives"]) == ("expert", 2, 4)
     assert record["max_abs_error"] <= 1e-5 * max(1.0, record["max_abs_output"])
+    assert record["matches"] is True and record["tolerance"] == 1e-4
     assert record["comm_bytes"] == 64 * 2 * 64 * 4
     assert record["predicted_comm_s"] == pytest.approx(2 * (alpha + beta * 64 * 2 * 64 * 4), rel=1e-12)
 
