@@ -203,3 +203,10 @@ def test_expert_parallel_dispatch_and_combine_take_the_all_to_all_fit(tmp_path):
     base = step(0.0, 1e-9, "a.json")
     assert step(0.25, 1e-9, "b.json") - base == pytest.approx(64 * 0.25, rel=1e-9)
     assert step(0.0, 3e-9, "c.json") - base == pytest.approx(64 * 2 * 4096 * 2 * 2e-9, rel=1e-6)
+
+
+def test_without_a_device_the_note_still_names_the_file(tmp_path):
+    """No --hardware: no rates to charge the link to, but the plan says which link it would use."""
+    path = links_file(tmp_path, ("all_reduce", 8, 1e-5, 1e-10))
+    notes = ffncalc.infer("llama3-70b", prompt=64, generate=8, gpus=8, tp=8, links=path).to_dict()["notes"]
+    assert any(n.startswith(f"communication (measured in {path}: all_reduce over 8 ranks: 10 µs") for n in notes)
