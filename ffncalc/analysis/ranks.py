@@ -1,5 +1,5 @@
 """Running one function on every rank of a process group (torch.distributed): spawned here, one process a rank
-(torch.multiprocessing, over the loopback), or, under ``torchrun``, this process being one rank of a job that spans
+(torch.multiprocessing, meeting at a file in a scratch folder), or, under ``torchrun``, this process being one rank of a job that spans
 nodes (its RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR and MASTER_PORT). NCCL (RCCL on ROCm)
 joins GPUs, gloo CPUs. Rank 0's answer comes back; every run is bounded in time."""
 
@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import pickle
-import socket
 import tempfile
 import time
 from dataclasses import dataclass
@@ -79,7 +78,7 @@ def run(fn: Callable[[Rank, Any], Any], payload: Any, world: int, kind: str, tim
 
     with tempfile.TemporaryDirectory(prefix="ffncalc-ranks-") as folder:
         out = Path(folder) / "rank0.pkl"
-        init = f"tcp://127.0.0.1:{_free_port()}"
+        init = f"file://{Path(folder) / 'rendezvous'}"  # a file store: no port to collide with another run's
         context = mp.start_processes(
             _spawned, args=(fn, payload, world, kind, init, timeout_s, str(out)), nprocs=world, join=False, start_method="spawn"
         )
@@ -90,9 +89,11 @@ def run(fn: Callable[[Rank, Any], Any], payload: Any, world: int, kind: str, tim
                     raise MeasurementError(f"the {world} ranks did not finish within {timeout_s:g} s")
         except mp.ProcessRaisedException as exc:
             lines = [line for line in str(exc).strip().splitlines() if line.strip()]
-            raise MeasurementError(f"a rank failed: {lines[-1] if lines else exc}") from None
+            raise MeasurementError(f"a rank failed: {_cause(folder) or (lines[-1] if lines else exc)}") from None
         except mp.ProcessExitedException as exc:
-            raise MeasurementError(f"a rank exited ({exc})") from None
+            raise MeasurementError(
+                f"a rank exited ({exc})" + (f"; a rank failed: {cause}" if (cause := _cause(folder)) else "")
+            ) from None
         finally:
             for p in context.processes:
                 if p.is_alive():
@@ -101,9 +102,24 @@ def run(fn: Callable[[Rank, Any], Any], payload: Any, world: int, kind: str, tim
 
 
 def _spawned(index: int, fn, payload, world: int, kind: str, init: str, timeout_s: float, out: str) -> None:
-    answer = _rank(fn, payload, index, world, index, 1, kind, init, timeout_s)
+    try:
+        answer = _rank(fn, payload, index, world, index, 1, kind, init, timeout_s)
+    except Exception as exc:
+        # what failed first: a rank's own error, not the lost connections of the ranks it leaves behind
+        import torch.distributed as dist
+
+        text = (str(exc).strip().splitlines() or [""])[0]
+        lost = isinstance(exc, getattr(dist, "DistError", ())) or "closed by peer" in text or "remote worker" in text
+        Path(out).with_name(f"error-{int(lost)}-{index:05d}").write_text(f"{type(exc).__name__}: {text}"[:500])
+        raise
     if index == 0:
         Path(out).write_bytes(pickle.dumps(answer))
+
+
+def _cause(folder: str) -> str | None:
+    """The first rank's own error where one was written (a lost connection only where there is no other)."""
+    found = sorted(Path(folder).glob("error-*"))
+    return found[0].read_text() if found else None
 
 
 def _rank(fn, payload, rank: int, world: int, local: int, nodes: int, kind: str, init: str, timeout_s: float) -> Any:
@@ -122,12 +138,6 @@ def _rank(fn, payload, rank: int, world: int, local: int, nodes: int, kind: str,
     finally:
         dist.destroy_process_group()
     return answer if rank == 0 else None
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def sync(device: torch.device) -> None:
