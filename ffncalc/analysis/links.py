@@ -149,6 +149,8 @@ def link_note(device: Device, p: Placement, link: Link) -> str:
             f"each stage's hand-off of its activations to the next at {link.p2p_gbs or link.gbs:g} GB/s, "
             + (f"{link.p2p_latency_s * 1e6:.3g} µs each" if link.p2p_latency_s else "no latency")
         )
+    if not parts:  # a links file with no fit this placement runs, and no table link beside it
+        return f"communication: not counted — {link.source} holds no fit this placement uses, and the table gives no link"
     source = (
         ""
         if hw is None
