@@ -34,6 +34,8 @@ _WHERE = {
             "Presets",
             "Verification",
             "Bench",
+            "Collectives",
+            "ParallelBench",
             "Table",
             "Presets",
         ),
@@ -46,6 +48,7 @@ _WHERE = {
 __all__ = [
     "Bench",
     "CheckpointCount",
+    "Collectives",
     "Comparison",
     "Component",
     "Count",
@@ -55,6 +58,7 @@ __all__ = [
     "MissingDependency",
     "Model",
     "OptionError",
+    "ParallelBench",
     "Plan",
     "Presets",
     "Result",
@@ -80,7 +84,21 @@ if TYPE_CHECKING:
     from .analysis.figures import Figure
     from .api.commands import bench, compare, count, fit, infer, train, verify
     from .api.models import Model, load
-    from .api.results import Bench, CheckpointCount, Comparison, Component, Count, Plan, Presets, Result, Sweep, Table, Verification
+    from .api.results import (
+        Bench,
+        CheckpointCount,
+        Collectives,
+        Comparison,
+        Component,
+        Count,
+        ParallelBench,
+        Plan,
+        Presets,
+        Result,
+        Sweep,
+        Table,
+        Verification,
+    )
     from .api.tables import plot, presets, table
     from .errors import InputError, MeasurementError, MissingDependency, OptionError, SpecError
 

@@ -73,11 +73,14 @@ def plan_fit(
         "network_gbs": link.network_gbs,
         "tflops": device.tflops,
         **serving_inputs(formats, placement, device, eng),
+        **({"links": device.links.path} if device.links else {}),
     }
     notes = [verdict, serving.formats_note(fmt, efmt, formats.keep), note, ROOFLINE_NOTE]
     if hw.bandwidth_gbs:
         from .rates import notes as rate_notes
 
         notes += rate_notes(eng, hw, fmt, any(f.id == "roofline_prefill_s" for f in figures))
+        notes.append(link_note(device, p, link))
+    elif device.links:
         notes.append(link_note(device, p, link))
     return Figures(f"{label} on {placement.gpus} × {hw.key}: {context:,} tokens × batch {batch}", inputs, figures, notes)

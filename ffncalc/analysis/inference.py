@@ -291,6 +291,7 @@ def plan_inference(
         "handoff_latency_us": link.p2p_latency_s * 1e6,
         "network_gbs": link.network_gbs,
         **serving_inputs(formats, placement, device, eng),
+        **({"links": device.links.path} if device.links else {}),
     }
     notes = [
         serving.formats_note(fmt, efmt, formats.keep),
@@ -337,6 +338,8 @@ def plan_inference(
             figures += [f for f in result[0] if f.id not in have]
             notes.insert(0, result[1])
             notes.append(result[2])
+    elif device.links:
+        notes.append(link_note(device, p, link))
     return Figures(f"inference with {label}: {prompt:,} prompt + {generate:,} new tokens × batch {batch}", inputs, figures, notes)
 
 

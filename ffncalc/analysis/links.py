@@ -28,10 +28,26 @@ class Link:
     p2p_latency_s: float = 0.0
     node: int = NODE  # devices the scale-up link joins; beyond them the network
     network_gbs: float = NETWORK_GBS  # per device and direction between nodes
+    # measured (a links file, linkfile.py): the all-to-all's own bus bandwidth and latency (None: the ring's and a
+    # hand-off's), the ranks gbs and a2a_gbs were measured over (0: none), and what was measured, in words
+    a2a_gbs: float | None = None
+    a2a_latency_s: float | None = None
+    measured_over: int = 0
+    a2a_over: int = 0
+    measured: tuple[str, ...] = ()
+    source: str | None = None  # the links file
 
     def ring_gbs(self, n: int) -> float | None:
-        """A ring over n devices: the scale-up link within a node, the network when it spans nodes."""
-        return min(self.gbs, self.network_gbs) if self.gbs and n > self.node else self.gbs
+        """A ring over n devices: the scale-up link within a node, the network when it spans nodes (unless the
+        bandwidth was measured over devices beyond a node)."""
+        return self._within(self.gbs, n, self.measured_over)
+
+    def a2a(self, n: int) -> float | None:
+        """An all-to-all's bus bandwidth over n devices: its own where measured, else the ring's."""
+        return self._within(self.a2a_gbs, n, self.a2a_over) if self.a2a_gbs else self.ring_gbs(n)
+
+    def _within(self, gbs: float | None, n: int, over: int) -> float | None:
+        return min(gbs, self.network_gbs) if gbs and n > self.node and over <= self.node else gbs
 
 
 def collectives(spec: Model, layer) -> int:
@@ -66,16 +82,26 @@ def alltoall_s(nbytes: float, n: int, link: Link, calls: int = 1) -> float:
     """``calls`` all-to-alls in which each of ``n`` devices sends ``nbytes`` in all, (n − 1)/n of it to the
     others (nccl-tests' bus bandwidth for all-to-all), over the link, or the network when they span nodes;
     each call's latency taken as one hand-off's."""
-    gbs = link.ring_gbs(n)
+    gbs = link.a2a(n)
     if n == 1 or not gbs:
         return 0.0
-    return (n - 1) / n * nbytes / (gbs * 1e9) + calls * link.p2p_latency_s
+    latency = link.a2a_latency_s if link.a2a_latency_s is not None else link.p2p_latency_s
+    return (n - 1) / n * nbytes / (gbs * 1e9) + calls * latency
 
 
 def device_link(device: Device, p: Placement) -> Link:
     """The link a placement's collectives run over: ``--link-gbs`` and ``--link-latency-us`` where given, else
     the table's scale-up link of the device (a mesh's share for a group of tp, NCCL's latency model); between its
     nodes, ``--network-gbs``."""
+    link = _table_link(device, p)
+    if device.links is None:
+        return link
+    from .linkfile import measured
+
+    return measured(link, device.links, p)
+
+
+def _table_link(device: Device, p: Placement) -> Link:
     hw, gbs, latency_us, network_gbs = device.hw, device.link_gbs, device.link_latency_us, device.network_gbs
     for option, value, floor in (("--link-gbs", gbs, 0), ("--network-gbs", network_gbs, 0)):
         if value is not None and not value > floor:
@@ -98,12 +124,13 @@ def device_link(device: Device, p: Placement) -> Link:
 def link_note(device: Device, p: Placement, link: Link) -> str:
     """What the communication figures assume, for the placement ``p``."""
     hw, gbs, latency_us, network_gbs = device.hw, device.link_gbs, device.link_latency_us, device.network_gbs
-    if p.tp == 1 and p.pp == 1:
-        return "communication: none (one device per model copy)"
-    if not link.gbs:
+    if p.tp == 1 and p.pp == 1 and not (link.source and p.ep_copies > 1):
+        return "communication: none (one device per model copy)" + (f"; {link.source} not used" if link.source else "")
+    if not link.gbs and not link.source:
         return f"communication: not counted — {hw.key}'s table entry gives no interconnect bandwidth; --link-gbs sets one"
     parts = []
-    if p.tp > 1:
+    a2a_latency = link.a2a_latency_s if link.a2a_latency_s is not None else link.p2p_latency_s
+    if p.tp > 1 and link.gbs:
         parts.append(
             f"an all-reduce of the 16-bit activations after each sublayer over tp {p.tp}, each device "
             f"moving 2(n − 1)/n of them at {link.ring_gbs(p.tp):g} GB/s (Shoeybi et al. 2019; nccl-tests' "
@@ -114,21 +141,31 @@ def link_note(device: Device, p: Placement, link: Link) -> str:
             f"in a mixture layer, in place of the FFN's all-reduce, a dispatch and a combine over the "
             f"{p.ep} devices sharing the experts, each device sending its share of the tokens' k inputs (the "
             "dispatch in fp8 with a scale per 128 values when the experts are fp8, DeepSeek-V3 §3.4), "
-            f"(n − 1)/n of them to the others, at {link.ring_gbs(p.ep):g} GB/s (nccl-tests' all-to-all bus "
-            "bandwidth), " + (f"{link.p2p_latency_s * 1e6:.3g} µs each" if link.p2p_latency_s else "no latency")
+            f"(n − 1)/n of them to the others, at {link.a2a(p.ep):g} GB/s (nccl-tests' all-to-all bus "
+            "bandwidth), " + (f"{a2a_latency * 1e6:.3g} µs each" if a2a_latency else "no latency")
         )
-    if p.pp > 1:
+    if p.pp > 1 and (link.p2p_gbs or link.gbs):
         parts.append(
             f"each stage's hand-off of its activations to the next at {link.p2p_gbs or link.gbs:g} GB/s, "
             + (f"{link.p2p_latency_s * 1e6:.3g} µs each" if link.p2p_latency_s else "no latency")
         )
-    source = ("--link-gbs" if gbs is not None else f"{hw.key}'s scale-up link per direction") + (
-        ", --link-latency-us"
-        if latency_us is not None
-        else ", NCCL's ring latency model (src/graph/tuning.cc)"
-        if hw.link_latency_us
-        else ", no latency figure: a lower bound (--link-latency-us adds one)"
+    if not parts:  # a links file with no fit this placement runs, and no table link beside it
+        return f"communication: not counted — {link.source} holds no fit this placement uses, and the table gives no link"
+    source = (
+        ""
+        if hw is None
+        else ("--link-gbs" if gbs is not None else f"{hw.key}'s scale-up link per direction")
+        + (
+            ", --link-latency-us"
+            if latency_us is not None
+            else ", NCCL's ring latency model (src/graph/tuning.cc)"
+            if hw.link_latency_us
+            else ", no latency figure: a lower bound (--link-latency-us adds one)"
+        )
     )
+    if link.source:  # measured figures first; the table's (if any) for what the file does not hold
+        measured = f"measured in {link.source}: " + ("; ".join(link.measured) or "nothing this placement uses")
+        source = measured + (f"; otherwise {source}" if source else "")
     crossing = p.tp > link.node or (p.pp > 1 and p.tp * p.pp > link.node) or p.ep > link.node
     network = (
         (

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from ..model.stack import Model
     from .hardware import Hardware
+    from .linkfile import Links
 
 # vLLM's default gpu_memory_utilization is 0.9 (vLLM engine arguments): a tenth of the device is left to the
 # CUDA context, the allocator and whatever else runs; the same tenth is the default reserve here.
@@ -45,6 +46,7 @@ class Device:
     network_gbs: float | None = None  # GB/s per device and direction between nodes (None: links.NETWORK_GBS)
     cpu_gbs: float = 89.6  # the host's memory bandwidth, for offloaded layers or experts: DDR5-5600, 2 channels
     wired_gib: float | None = None  # Apple silicon: the GPU's wired limit (None: macOS's default, engines.py)
+    links: Links | None = None  # measured links (--links, linkfile.py) in place of the table's link figures
 
 
 @dataclass(frozen=True)

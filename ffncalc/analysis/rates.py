@@ -126,7 +126,8 @@ def figures(s: Served) -> list[Figure]:
                     "communication, one pass",
                     roof.comm_s,
                     "s",
-                    "all-reduces over tp and pipeline hand-offs in one pass of a step through the stages",
+                    "all-reduces over tp and pipeline hand-offs in one pass of a step through the stages"
+                    + (f"; the link measured in {link.source}" if link.source else ""),
                 )
             ]
             if (p.tp > 1 or p.pp > 1) and link.gbs

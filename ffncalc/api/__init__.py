@@ -6,16 +6,32 @@ from __future__ import annotations
 
 from .commands import bench, compare, count, fit, infer, train, verify
 from .models import Model, load
-from .results import Bench, CheckpointCount, Comparison, Component, Count, Plan, Presets, Result, Sweep, Table, Verification
+from .results import (
+    Bench,
+    CheckpointCount,
+    Collectives,
+    Comparison,
+    Component,
+    Count,
+    ParallelBench,
+    Plan,
+    Presets,
+    Result,
+    Sweep,
+    Table,
+    Verification,
+)
 from .tables import plot, presets, table
 
 __all__ = [
     "Bench",
     "CheckpointCount",
+    "Collectives",
     "Comparison",
     "Component",
     "Count",
     "Model",
+    "ParallelBench",
     "Plan",
     "Presets",
     "Result",

@@ -23,7 +23,7 @@ from ..analysis.plan import (
 from ..errors import InputError, MissingDependency, OptionError
 from . import options as o
 from .models import Model, Source, reference, resolve
-from .results import Bench, CheckpointCount, Comparison, Count, Plan, Sweep, Verification
+from .results import Bench, CheckpointCount, Collectives, Comparison, Count, ParallelBench, Plan, Sweep, Verification
 
 Progress = Callable[[str, int, int], None]  # (what, done, total): called as timing runs
 
@@ -282,23 +282,38 @@ def _bench_pair(c: Any, tokens: int, repeats: int, device: str, dtype: str, prog
     return timing.run(plans, how, progress)
 
 
+BENCH_TOKENS = 2048  # tokens a timed run (a tensor-parallel run on a CPU: distributed.CPU_TP_TOKENS)
+
+
 def bench(
-    model: Model | Source,
+    model: Model | Source | None = None,
     *,
     block: str = "ffn",
     compare_ffn: bool = False,
     backward: bool = False,
     device: str = "auto",
     dtype: str = "fp32",
-    tokens: int = 2048,
+    tokens: int | None = None,
     seq_len: int | None = None,
     layer: int = 0,
     repeats: int = 10,
     warmup: int = 2,
     progress: Optional[Progress] = None,
-) -> Bench:
+    collective: str | None = None,
+    gpus: int | None = None,
+    sizes: str | None = None,
+    tp: int | None = None,
+    ep: int | None = None,
+    links: str | None = None,
+) -> Bench | Collectives | ParallelBench:
     """Time real blocks built from the spec on this machine, with achieved FLOP/s (needs torch); ``progress``
-    is called as the runs go."""
+    is called as the runs go. ``collective`` (no model): collectives timed over ``gpus`` ranks at ``sizes``
+    (``Collectives``, a links file's record); ``tp``: the block split over ``tp`` ranks, ``ep``: a mixture's experts
+    over ``ep`` ranks (``ParallelBench``), its collectives set beside the plans' figure over the table's link or
+    ``links``'. On a CPU ``tokens`` of a
+    tensor-parallel run defaults to 128."""
+    from . import distributed
+
     o.choice("block", block, o.BenchBlock)
     o.choice("device", device, o.BenchDevice)
     o.choice("dtype", dtype, o.BenchDtype)
@@ -307,7 +322,34 @@ def bench(
     o.whole("layer", layer, 0)
     o.whole("repeats", repeats, 1, 10_000)
     o.whole("warmup", warmup, 0, 1000)
+    o.whole("gpus", gpus, 1, 4096)
+    o.whole("tp", tp, 1, 4096)
+    o.whole("ep", ep, 1, 4096)
+    o.text("links", links)
+    if collective is not None:
+        if model is not None or tp is not None or ep is not None or compare_ffn or backward:
+            raise InputError(
+                "--collective times collectives alone: no MODEL, --tp, --compare-ffn or --backward beside it", field="collective"
+            )
+        return distributed.collectives(collective, gpus, device, sizes, repeats, warmup)
+    if model is None:
+        raise InputError("model: give a preset name or a spec file (or --collective to time collectives)", field="model")
+    for name, value in (("gpus", gpus), ("sizes", sizes)):
+        if value is not None:
+            raise InputError(f"{o.flag(name)} goes with --collective (a model's block over ranks: --tp)", field=name)
+    if links is not None and tp is None and ep is None:
+        raise InputError("--links goes with --tp or --ep: the plans' collectives beside the measured ones", field="links")
+    if tp is not None and ep is not None:
+        raise InputError(f"--tp {tp} and --ep {ep}: one split at a time (tensor or expert parallel)", field="ep")
     m = resolve(model)
+    split = ("tensor", tp) if tp is not None else ("expert", ep) if ep is not None else None
+    if split is not None:
+        if compare_ffn or backward:
+            flag = "--tp" if tp is not None else "--ep"
+            raise InputError(f"{flag} {split[1]}: a forward of the block (no --compare-ffn or --backward)", field=flag[2:])
+        timing = {"device": device, "dtype": dtype, "layer": layer, "repeats": repeats, "warmup": warmup, "links": links}
+        return distributed.parallel(m, block, split, {**timing, "tokens": tokens, "seq_len": seq_len})
+    tokens = tokens or BENCH_TOKENS
     seq = seq_len or min(tokens, m.context_length)
     m.stack.check_seq_len(seq, m.label)
     timing = _timing()
@@ -472,6 +514,7 @@ def _serving(
     for name in ("link_gbs", "network_gbs", "tflops", "cpu_gbs", "wired_gib"):
         o.number(name if name != "wired_gib" else "wired_limit_gib", device[name], 0, 1e7)
     o.number("link_latency_us", device["link_latency_us"], 0, 1e6, above=False)
+    device = {**device, "links": _links(device)}
     f = Formats(formats["dtype"], formats["experts_dtype"], formats["kv_dtype"], tuple(keep))
     eng = pick(engine, deployed(f)[0], hardware)
     if eng.split == "layer" and placement["tp"] is None and placement["pp"] == 1 and placement["gpu_layers"] is None:
@@ -480,6 +523,21 @@ def _serving(
         tp = placement["tp"] or placement["gpus"] // placement["pp"]
         device = {**device, "reserve": round(1 - eng.utilization_at(tp), 6)}
     return f, Placement(**placement), Device(hardware, **device), eng
+
+
+def _links(device: dict[str, Any]) -> Any:
+    """``--links FILE`` read (no torch), or None; refused beside --link-gbs or --link-latency-us, which state the
+    same figures."""
+    path = device["links"]
+    o.text("links", path)
+    if path is None:
+        return None
+    for name in ("link_gbs", "link_latency_us"):
+        if device[name] is not None:
+            raise OptionError(f"--links {path} and {o.flag(name)}: both state the link's figures; give one", field="links")
+    from ..analysis.linkfile import read
+
+    return read(path)
 
 
 def _kept(model: Model | Source, formats: Formats) -> Formats:
@@ -517,6 +575,7 @@ def infer(
     link_gbs: float | None = Device.link_gbs,
     link_latency_us: float | None = Device.link_latency_us,
     network_gbs: float | None = Device.network_gbs,
+    links: str | None = None,
     tflops: float | None = Device.tflops,
     cpu_gbs: float = Device.cpu_gbs,
     wired_limit_gib: float | None = Device.wired_gib,
@@ -554,6 +613,7 @@ def infer(
             link_gbs=link_gbs,
             link_latency_us=link_latency_us,
             network_gbs=network_gbs,
+            links=links,
             tflops=tflops,
             cpu_gbs=cpu_gbs,
             wired_gib=wired_limit_gib,
@@ -612,6 +672,7 @@ def fit(
     link_gbs: float | None = Device.link_gbs,
     link_latency_us: float | None = Device.link_latency_us,
     network_gbs: float | None = Device.network_gbs,
+    links: str | None = None,
     tflops: float | None = Device.tflops,
     cpu_gbs: float = Device.cpu_gbs,
     wired_limit_gib: float | None = Device.wired_gib,
@@ -633,6 +694,7 @@ def fit(
             link_gbs=link_gbs,
             link_latency_us=link_latency_us,
             network_gbs=network_gbs,
+            links=links,
             tflops=tflops,
             cpu_gbs=cpu_gbs,
             wired_gib=wired_limit_gib,

@@ -337,6 +337,58 @@ class Bench(Result):
         return f"Bench({self.model!r}, {len(self.timings)} timing(s))"
 
 
+class Collectives(Result):
+    """``ffncalc.links``: collectives timed across ranks (``collectives``: per size the time and the algorithm and
+    bus bandwidths, and the fitted latency and bandwidth), the links file ``--links`` reads. ``body`` is None on a
+    torchrun rank other than 0, which shows nothing."""
+
+    def __init__(self, body: dict[str, Any] | None):
+        self.body = body
+
+    @property
+    def collectives(self) -> list[dict[str, Any]]:
+        return list(self.body["collectives"]) if self.body else []
+
+    def record(self) -> dict[str, Any]:
+        return stamp("links", self.body or {})
+
+    def documents(self, human: bool = True) -> list[sheet.Document]:
+        return render.collectives_doc(self.body) if self.body else []
+
+    def to_csv(self) -> str:
+        return render.collectives_csv(self.body) if self.body else ""
+
+    def __repr__(self) -> str:
+        return f"Collectives({len(self.collectives)} collective(s))"
+
+
+class ParallelBench(Result):
+    """``ffncalc.bench-tp``: a block split across ranks (tensor or expert parallel): ``total_s``, ``compute_s``, ``comm_s``,
+    ``predicted_comm_s`` and the sharded output's ``max_abs_error`` against the whole module's (``matches``: within
+    ``tolerance`` of its largest output). ``body`` is None on a torchrun rank other than 0."""
+
+    def __init__(self, body: dict[str, Any] | None):
+        self.body = body
+
+    def __getattr__(self, name: str) -> Any:
+        body = self.__dict__.get("body")
+        if body and name in body:
+            return body[name]
+        raise AttributeError(name)
+
+    def record(self) -> dict[str, Any]:
+        return stamp("bench-tp", self.body or {})
+
+    def documents(self, human: bool = True) -> list[sheet.Document]:
+        return [render.parallel_doc(self.body)] if self.body else []
+
+    def to_csv(self) -> str:
+        return sheet.to_csv([self.body]) if self.body else ""
+
+    def __repr__(self) -> str:
+        return f"ParallelBench({self.body['parallel']}, {self.body['ranks']} ranks)" if self.body else "ParallelBench(another rank)"
+
+
 class Table(Result):
     """``ffncalc.table``: a row per model (``rows``: every column, with its seq_len and convention), ``columns``
     the ones shown, in order."""

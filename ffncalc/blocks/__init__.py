@@ -11,6 +11,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, ClassVar
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from torch import nn
 
     from ..model.stack import Model
@@ -81,6 +83,21 @@ class Block:
     def torch_module(self, model: Model, causal: bool) -> nn.Module:
         """The reference torch module; its parameter and MatMul paths mirror the term names."""
         raise NotImplementedError(f"block kind {self.kind!r} has no torch reference module")
+
+    def tensor_parallel(self, module: nn.Module, rank: int, tp: int) -> nn.Module:
+        """Its reference module (``torch_module``) cut to ``rank``'s share of ``tp`` devices, Megatron-style (Shoeybi
+        et al. 2019 §3): the input projections split by their outputs (whole heads, or the hidden features), the
+        output projection by its inputs with its bias on rank 0 alone, so that the ranks' outputs sum (one
+        all-reduce) to the whole module's. NotImplementedError (its message the reason) where the kind has none."""
+        raise NotImplementedError(
+            f"block kind {self.kind!r} has no tensor-parallel form here (mha attention and dense and gated FFNs have)"
+        )
+
+    def expert_parallel(self, module: nn.Module, rank: int, ep: int, exchange: Callable) -> nn.Module:
+        """Its reference module as one of ``ep`` devices sharing a mixture's routed experts, its token-slots
+        dispatched to their experts' devices and combined back by all-to-alls (``exchange(tensor, send_counts,
+        receive_counts)``). NotImplementedError (its message the reason) where the kind has none."""
+        raise NotImplementedError(f"block kind {self.kind!r} has no routed experts to split (a moe FFN has)")
 
     def body(self) -> Block | None:
         """The dense or gated FFN that a dense-vs-gated comparison resizes (a mixture's routed expert)."""

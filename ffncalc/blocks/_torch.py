@@ -57,6 +57,31 @@ class Linear(nn.Linear):
             super().reset_parameters()
 
 
+def split_linear(linear: nn.Linear, rank: int, parts: int, by: str) -> nn.Linear:
+    """``rank``'s share of ``parts`` of a linear layer, by its ``"outputs"`` (column parallel: its rows of the weight
+    and of the bias) or its ``"inputs"`` (row parallel: its columns of the weight, and the bias on rank 0 alone, so
+    that the shares' outputs sum to the whole layer's); Megatron-LM's ColumnParallelLinear and RowParallelLinear."""
+    out_f, in_f = linear.weight.shape
+    whole = out_f if by == "outputs" else in_f
+    if whole % parts:
+        raise NotImplementedError(f"{whole} features do not split evenly over {parts} devices")
+    share = slice(rank * whole // parts, (rank + 1) * whole // parts)
+    keep_bias = linear.bias is not None and (by == "outputs" or rank == 0)
+    w = linear.weight.detach()
+    cut = Linear(
+        in_f if by == "outputs" else whole // parts,
+        whole // parts if by == "outputs" else out_f,
+        bias=keep_bias,
+        device=w.device,
+        dtype=w.dtype,
+    )
+    with torch.no_grad():
+        cut.weight.copy_(w[share] if by == "outputs" else w[:, share])
+        if keep_bias:
+            cut.bias.copy_(linear.bias[share] if by == "outputs" else linear.bias)
+    return cut
+
+
 class BiasedRMSNorm(nn.RMSNorm):
     """An RMSNorm with a bias added after its weight (xLSTM's xLSTMRMSNorm with use_bias)."""
 

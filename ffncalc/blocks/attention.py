@@ -236,6 +236,32 @@ class Attention(Block):
     def torch_module(self, model, causal: bool):
         return _module()(self, model, causal)
 
+    def tensor_parallel(self, module, rank: int, tp: int):
+        """Whole heads a device (Megatron-LM's ParallelAttention): q, k and v by their outputs, o by its inputs; a
+        grouped K/V head stays with its query heads (the heads and the K/V heads both split evenly)."""
+        from ._torch import split_linear
+
+        reasons = [
+            (self.kind != "mha", f"{self.kind} attention"),
+            (
+                bool(self.n_heads % tp or self.kv_heads % tp),
+                f"{self.n_heads} heads and {self.kv_heads} K/V heads over tp {tp}: not evenly",
+            ),
+            (self.gate or self.softplus_gate != "none", "output gates"),
+            (self.qk_norm in ("each_head", "full"), f"qk_norm {self.qk_norm}"),
+            (self.sinks or self.sub_norm or self.kv_shared or module.positions == "alibi", "sinks, a sub-norm, shared KV or ALiBi"),
+        ]
+        for wrong, what in reasons:
+            if wrong:
+                raise NotImplementedError(f"{what}: no tensor-parallel form here")
+        module.q = split_linear(module.q, rank, tp, "outputs")
+        module.k = split_linear(module.k, rank, tp, "outputs")
+        if hasattr(module, "v"):
+            module.v = split_linear(module.v, rank, tp, "outputs")
+        module.o = split_linear(module.o, rank, tp, "inputs")
+        module.heads, module.kv_heads = self.n_heads // tp, self.kv_heads // tp
+        return module
+
 
 @cache
 def _module():

@@ -101,6 +101,19 @@ class DenseFFN(Block):
     def torch_module(self, model, causal: bool):
         return mlp_module()(model.d_model, self, model.norm)
 
+    def tensor_parallel(self, module, rank: int, tp: int):
+        """d_ff split (Megatron-LM's ParallelMLP): up (and gate) by their outputs, down by its inputs."""
+        from ._torch import split_linear
+
+        if self.sub_norm or self.d_ff % tp:
+            what = "a sub-norm over d_ff" if self.sub_norm else f"d_ff {self.d_ff} over tp {tp}: not evenly"
+            raise NotImplementedError(f"{what}: no tensor-parallel form here")
+        module.up = split_linear(module.up, rank, tp, "outputs")
+        if self.gated:
+            module.gate = split_linear(module.gate, rank, tp, "outputs")
+        module.down = split_linear(module.down, rank, tp, "inputs")
+        return module
+
     def body(self) -> DenseFFN:
         return self
 

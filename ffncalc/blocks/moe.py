@@ -217,6 +217,16 @@ class MoEFFN(Block):
     def torch_module(self, model, causal: bool):
         return _module()(model, self, causal)
 
+    def expert_parallel(self, module, rank: int, ep: int, exchange):
+        """Its reference module as one of ``ep`` devices sharing the routed experts, each token-slot dispatched to its
+        expert's device and combined back by all-to-alls (``exchange``); NotImplementedError where the mixture
+        routes otherwise."""
+        odd = self.identity_experts or self.skip_expert or self.hash_routed or self.router_state
+        if odd or self.n_experts % ep:
+            what = f"{self.n_experts} experts over ep {ep}: not evenly" if not odd else "identity, skip or hash routing"
+            raise NotImplementedError(f"{what}: no expert-parallel form here")
+        return _expert_parallel()(module, rank, ep, exchange)
+
     def body(self) -> Block:
         return self.expert
 
@@ -326,6 +336,10 @@ def _module():
                 if slots.numel():
                     rows = token_of_slot[slots]
                     out.index_add_(0, rows, flat[rows] * weight_of_slot[slots, None].to(flat.dtype))
+            return self.finish(flat, out).reshape(shape)
+
+        def finish(self, flat: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+            """The routed experts' output ``out`` with the shared experts', the output norm and the bias."""
             if len(self.shared):
                 shared = sum(expert(flat) for expert in self.shared)
                 if hasattr(self, "shared_gate"):
@@ -337,6 +351,51 @@ def _module():
                 out = self.output_norm(out)
             if hasattr(self, "bias"):
                 out = out + self.bias
-            return out.reshape(shape)
+            return out
 
     return MoE
+
+
+@cache
+def _expert_parallel():
+    import torch
+    from torch import nn
+
+    class ExpertParallel(nn.Module):
+        """One device's share of a mixture whose routed experts are split over ``ep`` devices, n_experts / ep each in
+        order (DeepSeek-V3 §3.4's dispatch and combine, as DeepEP runs them): the device routes its own tokens,
+        sends each token-slot to the device holding its expert (``exchange``: an all-to-all of the counts, the expert
+        ids and the rows), runs its own experts on what it receives, and sends their outputs back (a second
+        all-to-all), where they are weighted and summed; the router, the shared experts and the rest whole on every
+        device. ``exchange(tensor, send_counts, receive_counts)`` returns what the others sent."""
+
+        def __init__(self, moe: nn.Module, rank: int, ep: int, exchange):
+            super().__init__()
+            self.per, self.ep, self.exchange = moe.n_experts // ep, ep, exchange
+            self.first = rank * self.per
+            moe.experts = nn.ModuleList(moe.experts[self.first : self.first + self.per])  # the others' freed
+            self.moe = moe
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            m, shape = self.moe, x.shape
+            flat = x.reshape(-1, shape[-1])
+            experts, weights = m.route(m.router(flat).softmax(dim=-1))
+            token_of_slot = torch.arange(flat.shape[0], device=x.device).repeat_interleave(m.top_k)
+            expert_of_slot, weight_of_slot = experts.reshape(-1), weights.reshape(-1)
+            order = torch.argsort(expert_of_slot // self.per, stable=True)  # slots grouped by the device they go to
+            send = torch.bincount(expert_of_slot // self.per, minlength=self.ep)
+            receive = self.exchange(send, [1] * self.ep, [1] * self.ep)
+            send_n, receive_n = send.tolist(), receive.tolist()
+            ids = self.exchange(expert_of_slot[order], send_n, receive_n) - self.first
+            rows = self.exchange(flat[token_of_slot[order]], send_n, receive_n)
+            done = torch.zeros_like(rows)
+            for e, expert in enumerate(m.experts):
+                slots = (ids == e).nonzero().squeeze(-1)
+                if slots.numel():
+                    done[slots] = expert(rows[slots])
+            back = self.exchange(done, receive_n, send_n)
+            out = torch.zeros_like(flat)
+            out.index_add_(0, token_of_slot[order], back * weight_of_slot[order, None].to(flat.dtype))
+            return m.finish(flat, out).reshape(shape)
+
+    return ExpertParallel

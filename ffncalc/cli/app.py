@@ -187,23 +187,47 @@ def compare(
     _show(output, result)
 
 
-@command(output="plain", examples=("bench gpt2 --block ffn --tokens 256 --repeats 3 --device cpu",))
+@command(
+    output="plain",
+    examples=(
+        "bench gpt2 --block ffn --tokens 256 --repeats 3 --device cpu",
+        "bench --collective all_reduce --gpus 2 --device cpu --sizes 8:64K --repeats 3",
+        "bench gpt2 --block layer --tp 2 --device cpu --tokens 64 --repeats 2",
+    ),
+)
 def bench(
-    model: str = arg(..., help="A preset name or a spec file (.yaml)."),
+    model: Optional[str] = arg(None, help="A preset name or a spec file (.yaml); none with --collective."),
     block: str = opt("ffn", "--block", choices=BenchBlock, help="What to time."),
     compare_ffn: bool = opt(False, "--compare-ffn", help="Time the dense and gated FFN at equal parameters."),
     backward: bool = opt(False, "--backward", help="Time forward + backward."),
     device: str = opt("auto", "--device", choices=BenchDevice, help="auto: cuda, then mps, then cpu."),
     dtype: str = opt("fp32", "--dtype", choices=BenchDtype),
-    tokens: int = opt(2048, "--tokens", min=1, max=LIMIT, help="Tokens per run (batch × sequence)."),
+    tokens: Optional[int] = opt(
+        None, "--tokens", min=1, max=LIMIT, help="Tokens per run (batch × sequence; default 2048, with --tp on a CPU 128)."
+    ),
     seq_len: Optional[int] = opt(None, "--seq-len", min=1, max=LIMIT, help="Sequence length (default: min(tokens, context))."),
     layer: int = opt(0, "--layer", min=0, max=LIMIT, help="Which layer's blocks, for stacks whose layers differ."),
     repeats: int = opt(10, "--repeats", min=1, max=10_000),
     warmup: int = opt(2, "--warmup", min=0, max=1000),
+    collective: Optional[str] = opt(
+        None,
+        "--collective",
+        help="Time collectives across ranks: all_reduce, all_gather, reduce_scatter, all_to_all, send_recv (comma-separated).",
+    ),
+    gpus: Optional[int] = opt(
+        None, "--gpus", min=1, max=4096, help="With --collective: ranks (default: every GPU, 2 on a CPU; torchrun's WORLD_SIZE)."
+    ),
+    sizes: Optional[str] = opt(
+        None, "--sizes", help="With --collective: bytes, a list (4096,1M) or powers of two (8:1G; default 8:1G, on a CPU 8:64M)."
+    ),
+    tp: Optional[int] = opt(None, "--tp", min=1, max=4096, help="Split the block over this many ranks (tensor parallel)."),
+    ep: Optional[int] = opt(None, "--ep", min=1, max=4096, help="Split a mixture's experts over this many ranks (expert parallel)."),
+    links: Optional[str] = opt(None, "--links", help="With --tp or --ep: a links file for the planned collectives."),
     output: Output = None,
-    out: Optional[str] = opt(None, "--out", help="Also save the JSON results to this file (atomically)."),
+    out: Optional[str] = opt(None, "--out", help="Also save the JSON results to this file (atomically); --collective: a links file."),
 ) -> None:
-    """Time real blocks built from the spec on this machine's hardware, with achieved FLOP/s."""
+    """Time real blocks built from the spec on this machine's hardware, with achieved FLOP/s; or collectives and a
+    tensor-parallel block across ranks."""
     with _progress() as progress:
         result = api.bench(
             model,
@@ -218,12 +242,22 @@ def bench(
             repeats=repeats,
             warmup=warmup,
             progress=progress,
+            collective=collective,
+            gpus=gpus,
+            sizes=sizes,
+            tp=tp,
+            ep=ep,
+            links=links,
         )
+    if getattr(result, "body", True) is None:
+        return  # another rank of a torchrun job: rank 0 shows the result
     if out:
         from ..files import write_atomic
 
         write_atomic(out, result.to_json())
     _show(output, result)
+    if getattr(result, "body", None) and result.body.get("matches") is False:
+        raise SystemExit(1)  # a split block whose output is not the whole one's, as verify exits on a disagreement
 
 
 class _progress:
@@ -593,6 +627,11 @@ NETWORK_GBS = opt(
     check=finite(0, 1e7),
     help="GB/s per device and direction between nodes (default: 50, a 400 Gb/s NIC a GPU).",
 )
+LINKS = opt(
+    None,
+    "--links",
+    help="A links file measured by `ffncalc bench --collective … --out FILE`: its fits in place of the table's link figures.",
+)
 TFLOPS = opt(
     Device.tflops,
     "--tflops",
@@ -631,6 +670,7 @@ def infer(
     link_gbs: Optional[float] = LINK_GBS,
     link_latency_us: Optional[float] = LINK_LATENCY,
     network_gbs: Optional[float] = NETWORK_GBS,
+    links: Optional[str] = LINKS,
     tflops: Optional[float] = TFLOPS,
     cpu_gbs: float = CPU_GBS,
     wired_limit_gib: Optional[float] = WIRED,
@@ -672,6 +712,7 @@ def infer(
         link_gbs=link_gbs,
         link_latency_us=link_latency_us,
         network_gbs=network_gbs,
+        links=links,
         tflops=tflops,
         cpu_gbs=cpu_gbs,
         wired_limit_gib=wired_limit_gib,
@@ -718,6 +759,7 @@ def fit(
     link_gbs: Optional[float] = LINK_GBS,
     link_latency_us: Optional[float] = LINK_LATENCY,
     network_gbs: Optional[float] = NETWORK_GBS,
+    links: Optional[str] = LINKS,
     tflops: Optional[float] = TFLOPS,
     cpu_gbs: float = CPU_GBS,
     wired_limit_gib: Optional[float] = WIRED,
@@ -746,6 +788,7 @@ def fit(
         link_gbs=link_gbs,
         link_latency_us=link_latency_us,
         network_gbs=network_gbs,
+        links=links,
         tflops=tflops,
         cpu_gbs=cpu_gbs,
         wired_limit_gib=wired_limit_gib,

@@ -621,6 +621,95 @@ def bench_doc(model: str, results) -> Document:
     return Document(title, notes, [Section(head, rows, left=2)])
 
 
+def collectives_doc(record: dict[str, Any]) -> list[Document]:
+    """Collectives across ranks: per size the time, algorithm and bus bandwidth; each collective's fitted latency
+    and bandwidth."""
+    from ..analysis.linkfile import size_text
+
+    where = f"{record['ranks']} ranks on {record['nodes']} node(s)"
+    title = f"collectives · {record['device']} · {record['backend']} · {where} · {record['dtype']}"
+    notes = [
+        f"time: the mean of {record['repeats']} back-to-back calls after {record['warmup']} untimed, the slowest rank's "
+        "(nccl-tests' method); algbw = bytes / time; busbw = algbw × nccl-tests' factor (doc/PERFORMANCE.md: "
+        "all_reduce 2(n − 1)/n; all_gather, reduce_scatter, all_to_all (n − 1)/n; send_recv 1)",
+        "fit: t = α + β·bytes, least squares of the relative residuals over every size shown; bandwidth = 1/β as algbw and as busbw",
+    ]
+    sections = []
+    fits = []
+    for e in record["collectives"]:
+        rows = [
+            [
+                e["collective"],
+                size_text(r["bytes"]),
+                f"{r['bytes']:,}",
+                f"{r['time_s'] * 1e6:,.1f}",
+                f"{r['algbw_gbs']:.4g}",
+                f"{r['busbw_gbs']:.4g}",
+            ]
+            for r in e["sizes"]
+        ]
+        sections.append(Section(["collective", "size", "bytes", "time µs", "algbw GB/s", "busbw GB/s"], rows, left=2))
+        f = e["fit"]
+        fits.append(
+            [
+                e["collective"],
+                str(e["ranks"]),
+                f"{f['latency_s'] * 1e6:,.2f}" + (" (clamped)" if f["latency_clamped"] else ""),
+                f"{f['algbw_gbs']:.4g}",
+                f"{f['busbw_gbs']:.4g}",
+                f"{size_text(f['from_bytes'])}–{size_text(f['to_bytes'])} ({f['points']})",
+            ]
+        )
+    sections.append(Section(["fit", "ranks", "latency µs", "algbw GB/s", "busbw GB/s", "over sizes"], fits, left=1))
+    return [Document(title, notes, sections)]
+
+
+def collectives_csv(record: dict[str, Any]) -> str:
+    return to_csv([{"collective": e["collective"], "ranks": e["ranks"], **r} for e in record["collectives"] for r in e["sizes"]])
+
+
+def parallel_doc(record: dict[str, Any]) -> Document:
+    """A block split across ranks: compute and collectives apart, the plans' figure beside them, and the split
+    output against the whole module's."""
+    r = record
+    tensor = r["parallel"] == "tensor"
+    shape = f"{r['tokens']:,} tokens ({r['tokens'] // r['seq_len']} × {r['seq_len']})" + ("" if tensor else " a rank")
+    split = f"{'tp' if tensor else 'ep'} {r['ranks']}"
+    title = f"{r['model']} · {r['block']} · {split} · {r['device']} · {r['dtype']} · {shape}"
+    predicted = r["predicted_comm_s"]
+    what = "all-reduces" if tensor else "all-to-alls"
+    rows = [
+        ["forward, whole", f"{r['total_s'] * 1e3:.3f}", ""],
+        ["compute (the rest)", f"{r['compute_s'] * 1e3:.3f}", f"{r['compute_tflops']:.3f} TFLOP/s a rank"],
+        [
+            f"{what} ({r['collectives']})",
+            f"{r['comm_s'] * 1e3:.3f}",
+            f"{r['comm_bytes']:,} bytes " + ("each" if tensor else "a dispatch"),
+        ],
+        ["waiting for the slowest rank", f"{r['wait_s'] * 1e3:.3f}", f"a barrier before each of the {what}"],
+        [f"{what} as planned", f"{predicted * 1e3:.3f}" if predicted is not None else "—", r["link"]],
+    ]
+    how = (
+        "Megatron-style (Shoeybi et al. 2019 §3): q, k, v and up, gate split by outputs, o and down by inputs, an "
+        "all-reduce after each sublayer"
+        if tensor
+        else "routed experts split over the ranks, each rank its own tokens: a dispatch (the counts, the expert ids, "
+        "the rows) and a combine by all-to-alls (DeepSeek-V3 §3.4), the plans charging the rows' two"
+    )
+    notes = [
+        f"{r['variant']}: {how} (a barrier before each, timed apart); compute = the forward less both; every figure "
+        f"the median of {r['repeats']} forwards after {r['warmup']} untimed, the slowest rank's",
+        f"output against the whole module's on rank 0: max |difference| {r['max_abs_error']:.3g} "
+        f"(max |output| {r['max_abs_output']:.3g})",
+    ]
+    verdict = (
+        f"✓ the split output matches the whole module's (within {r['tolerance']:g} of the largest output)"
+        if r["matches"]
+        else f"✗ the split output differs from the whole module's by more than {r['tolerance']:g} of the largest output"
+    )
+    return Document(title, notes, [Section(["part", "ms", ""], rows, left=1, text_last=True)], [verdict])
+
+
 # --- compare ------------------------------------------------------------------------------------
 
 CAPACITY = (

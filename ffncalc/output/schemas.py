@@ -20,6 +20,8 @@ VERSIONS = {
     "compare": 1,
     "sweep": 1,
     "bench": 1,
+    "links": 1,
+    "bench-tp": 1,
     "train": 1,
     "infer": 1,
     "fit": 1,
@@ -38,6 +40,8 @@ WHAT = {
     "compare": "ffncalc compare -f json: a dense and a gated FFN at equal parameters (or FLOPs)",
     "sweep": "ffncalc compare --sweep -f json: one comparison per d_ff/d_model ratio",
     "bench": "ffncalc bench -f json (and bench --out): timed blocks",
+    "links": "ffncalc bench --collective -f json (and --out: the links file of infer and fit --links): collectives timed, each fitted",
+    "bench-tp": "ffncalc bench MODEL --tp N (or --ep N) -f json: a block split across ranks, compute and collectives apart",
     "train": "ffncalc train -f json: a training run's figures",
     "infer": "ffncalc infer -f json: an inference run's figures",
     "fit": "ffncalc fit -f json: what fits on the devices",
@@ -298,6 +302,73 @@ def _compare() -> Schema:
     )
 
 
+def _links() -> Schema:
+    from ..analysis.linkfile import COLLECTIVES
+
+    size = obj({"bytes": INT, "time_s": NUM, "algbw_gbs": NUM, "busbw_gbs": NUM})
+    fitted = obj(
+        {
+            "latency_s": NUM,
+            "seconds_per_byte": NUM,
+            "algbw_gbs": NUM,
+            "busbw_gbs": NUM,
+            "from_bytes": INT,
+            "to_bytes": INT,
+            "points": INT,
+            "latency_clamped": BOOL,
+        }
+    )
+    entry = obj({"collective": enum(*COLLECTIVES), "ranks": INT, "bus_factor": NUM, "sizes": array(size), "fit": fitted})
+    return obj(
+        {
+            "device": STR,
+            "backend": enum("gloo", "nccl"),
+            "ranks": INT,
+            "nodes": INT,
+            "dtype": STR,
+            "repeats": INT,
+            "warmup": INT,
+            "collectives": array(entry),
+        }
+    )
+
+
+def _bench_tp() -> Schema:
+    from ..api.options import BenchBlock, BenchDtype
+
+    return obj(
+        {
+            "model": STR,
+            "block": enum(*BenchBlock),
+            "variant": STR,
+            "parallel": enum("tensor", "expert"),
+            "ranks": INT,
+            "device": STR,
+            "backend": enum("gloo", "nccl"),
+            "dtype": enum(*BenchDtype),
+            "tokens": INT,
+            "seq_len": INT,
+            "repeats": INT,
+            "warmup": INT,
+            "flops": INT,
+            "compute_tflops": NUM,
+            "comm_bytes": INT,
+            "total_s": NUM,
+            "comm_s": NUM,
+            "wait_s": NUM,
+            "compute_s": NUM,
+            "collectives": INT,
+            "max_abs_error": NUM,
+            "max_abs_output": NUM,
+            "tolerance": NUM,
+            "matches": BOOL,
+            "predicted_comm_s": null(NUM),
+            "link": STR,
+            "links": null(STR),
+        }
+    )
+
+
 def _figures(command: str) -> Schema:
     """A planning answer: its title, inputs, notes and figures, each figure under its id. The ids and their
     types are those of the runs ``explain`` draws every figure from (``analysis/glossary.py``); a figure a run
@@ -371,6 +442,10 @@ def _body(kind: str) -> Schema:
         return obj({"sweep": array(_compare())})
     if kind == "bench":
         return obj({"model": STR, "bench": array(_timing())})
+    if kind == "links":
+        return _links()
+    if kind == "bench-tp":
+        return _bench_tp()
     if kind in ("train", "infer", "fit"):
         return _figures(kind)
     if kind == "table":
