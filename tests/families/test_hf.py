@@ -363,7 +363,6 @@ def test_as_reads_a_config_as_another_family(cli, tmp_path):
 def test_families_lists_every_model_type(cli):
     code, out, _ = cli("families", "--format", "json")
     from ffncalc.sources.hf.coverage import CAUSAL_LM_TYPES
-
     from ffncalc.sources.hf.towers import wrappers as whole
 
     records = json.loads(out)["families"]
