@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from ..errors import InputError
 from ..model.stack import Model
+from .plan import Tuning
 
 ALL_LINEAR = "all-linear"
 # peft 0.21's conversion of transformers 4 MoE names (transformers_weight_conversion.py _MOE_TARGET_MODULE_MAPPING,
@@ -50,19 +51,6 @@ TOP_MODULES = ("lm_head", "embed_tokens")
 
 
 @dataclass(frozen=True)
-class LoraSpec:
-    """An adapter as asked: its rank, its targets (module names, or all-linear), DoRA, the modules trained whole,
-    and what changes no count (alpha, rsLoRA)."""
-
-    rank: int
-    targets: tuple[str, ...] = (ALL_LINEAR,)
-    dora: bool = False
-    modules_to_save: tuple[str, ...] = ()
-    alpha: float | None = None
-    rslora: bool = False
-
-
-@dataclass(frozen=True)
 class Adapted:
     """One adapted module name in one run of layers (or the head): its components, instances and parameters."""
 
@@ -75,11 +63,18 @@ class Adapted:
     rank: int  # per instance
     params: int  # LoRA A and B, all instances
     magnitude: int = 0  # DoRA's, all instances
+    share: tuple[int, int] = (1, 1)  # (experts a token runs, experts): the share of a routed expert's adapters a token uses
+
+    @property
+    def active(self) -> int:
+        """Adapter parameters one token passes through (a routed expert's: its top k of the experts)."""
+        k, e = self.share
+        return self.params * k // e
 
 
 @dataclass(frozen=True)
 class Adapters:
-    spec: LoraSpec
+    tune: Tuning
     adapted: tuple[Adapted, ...]
     saved: tuple[tuple[str, int], ...]  # (module, parameters) trained whole
     notes: tuple[str, ...]
@@ -120,7 +115,7 @@ def family_names(spec: Model) -> dict[str, str]:
     return out
 
 
-def _modules(spec: Model) -> list[tuple[str, str, tuple[int, int], int, int, int, str]]:
+def _modules(spec: Model) -> list[tuple]:
     """(name, component, layers, in, out, instances, kind) of every linear in the layers, fused where the family
     fuses them; the head last."""
     names = family_names(spec)
@@ -135,8 +130,9 @@ def _modules(spec: Model) -> list[tuple[str, str, tuple[int, int], int, int, int
             for comp, lins in groups.items():
                 name, first = lins[0]
                 d_out = sum(lin.d_out for _, lin in lins)
-                out.append((name, comp, run.span, first.d_in, d_out, run.n * first.copies, first.kind))
-    out.append(("lm_head", "lm_head", None, spec.head_width, spec.vocab_size, 1, "head"))
+                share = (block.active_experts(), block.routed_experts()) if first.kind == "experts" else (1, 1)
+                out.append((name, comp, run.span, first.d_in, d_out, run.n * first.copies, first.kind, share))
+    out.append(("lm_head", "lm_head", None, spec.head_width, spec.vocab_size, 1, "head", (1, 1)))
     return out
 
 
@@ -146,18 +142,18 @@ def _parts(component: str) -> list[str]:
     return [f"{prefix}.{p}" if prefix else p for p in [head, *others]]
 
 
-def adapters(spec: Model, lora: LoraSpec) -> Adapters:
+def adapters(spec: Model, lora: Tuning) -> Adapters:
     """What peft adapts and trains for ``lora`` on ``spec``; a case peft refuses is refused (InputError, the
     option named)."""
-    if lora.rank < 1:
-        raise InputError(f"--lora {lora.rank}: a rank of at least 1")
+    if lora.lora < 1:
+        raise InputError(f"--lora {lora.lora}: a rank of at least 1")
     moe = MOE_NAMES.get(PEFT_MOE.get(spec.model_type or "", ""), {})
     modules = _modules(spec)
     asked = set(lora.targets)
     if ALL_LINEAR in asked:
         if len(asked) > 1:
             raise InputError("--lora-targets all-linear: a list of module names or all-linear, not both")
-        asked = {name for name, *_, kind in modules if kind == "linear"} | set(moe)
+        asked = {m[0] for m in modules if m[6] == "linear"} | set(moe)
     as_params = {t for t in asked if t in moe}
     fused = {moe[t] for t in as_params} & {"gate", "up"}
     if len(fused) == 1:
@@ -168,8 +164,8 @@ def adapters(spec: Model, lora: LoraSpec) -> Adapters:
             "gate_up_proj; peft refuses it (target both or neither)"
         )
     roles = {moe[t] for t in as_params}
-    r, out, notes = lora.rank, [], []
-    for name, comp, layers, d_in, d_out, n, kind in modules:
+    r, out, notes = lora.lora, [], []
+    for name, comp, layers, d_in, d_out, n, kind, share in modules:
         role = "router" if kind == "router" else comp.rsplit(".", 1)[-1] if kind == "experts" else None
         if kind in ("linear", "head") and name in asked - as_params:
             out.append(Adapted(name, comp, layers, d_in, d_out, n, r, n * r * (d_in + d_out), n * d_out if lora.dora else 0))
@@ -184,7 +180,8 @@ def adapters(spec: Model, lora: LoraSpec) -> Adapters:
                 rr, out_f, label = 2 * r, 2 * d_out, "gate_up_proj"
             else:
                 rr, out_f, label = r, d_out, "down_proj"
-            out.append(Adapted(label, comp if role == "down" else comp + "+up", layers, d_in, out_f, n, rr, per * rr * experts * (d_in + out_f)))
+            params = per * rr * experts * (d_in + out_f)
+            out.append(Adapted(label, comp if role == "down" else comp + "+up", layers, d_in, out_f, n, rr, params, 0, share))
     if lora.dora and roles:
         raise InputError(
             f"--dora with --lora-targets {','.join(lora.targets)}: peft's DoRA does not work on fused expert or router "
@@ -197,12 +194,12 @@ def adapters(spec: Model, lora: LoraSpec) -> Adapters:
         table = spec.vocab_size * (spec.head_width if m == "lm_head" else spec.d_model)
         saved.append((m, table + (spec.vocab_size if m == "lm_head" and spec.lm_head_bias else 0)))
     if not out:
-        known = sorted({name for name, *_, kind in modules if kind in ("linear", "head")} | set(moe))
+        known = sorted({m[0] for m in modules if m[6] in ("linear", "head")} | set(moe))
         raise InputError(
             f"--lora-targets {','.join(lora.targets)}: no module of this model has these names, and peft refuses it "
             f"(its names: {', '.join(known)})"
         )
-    if any(kind == "experts" for *_, kind in modules) and "router" not in roles and not roles:
+    if any(m[6] == "experts" for m in modules) and not roles:
         notes.append(
             "routed experts not adapted: in transformers 5 they are fused parameters, which peft targets only through "
             "the transformers 4 names of the model types it converts"
