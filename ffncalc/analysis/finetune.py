@@ -69,7 +69,9 @@ def _dequantized(spec: Model, tune: Tuning) -> int:
     dequantizes the whole weight, forward and backward)."""
     if tune.base_dtype not in QUANTIZED:
         return 0
-    sizes = [lin.d_in * lin.d_out for run in spec.runs() for _, b in run.layer.blocks() for lin in b.linears(spec) if lin.kind == "linear"]
+    sizes = [
+        lin.d_in * lin.d_out for run in spec.runs() for _, b in run.layer.blocks() for lin in b.linears(spec) if lin.kind == "linear"
+    ]
     return 2 * max(sizes, default=0)
 
 
@@ -97,7 +99,9 @@ def finetune_memory(spec: Model, step: Step, layout: Layout, device: Device, tun
         loss -= 2 * spec.vocab_size * spec.head_width
     rebuilt = 0
     if step.recompute == "full":
-        rebuilt = max(activation_bytes(spec.with_layers([r.layer]), replace(step, seq_len=seq, recompute="none"), Layout()) for r in spec.runs())
+        rebuilt = max(
+            activation_bytes(spec.with_layers([r.layer]), replace(step, seq_len=seq, recompute="none"), Layout()) for r in spec.runs()
+        )
         rebuilt += _rank_bytes(spec.with_layers([max(spec.runs(), key=lambda r: r.n).layer]), found, tokens) // spec.n_layers
     dequant = _dequantized(spec, tune)
     tensors = weights + adapter + grads + optimizer + acts + dequant + max(loss, rebuilt)
@@ -131,10 +135,18 @@ def finetune_memory(spec: Model, step: Step, layout: Layout, device: Device, tun
         ),
         Figure("dequant_bytes_per_device", "a weight dequantized to bf16", dequant, "bytes", "the largest quantized linear"),
         Figure("loss_bytes_per_device", f"logits and loss ({step.loss})", loss, "bytes"),
-        Figure("recompute_bytes_per_device", "a recomputed layer", rebuilt, "bytes", "gradient checkpointing rebuilds a layer at a time"),
+        Figure(
+            "recompute_bytes_per_device", "a recomputed layer", rebuilt, "bytes", "gradient checkpointing rebuilds a layer at a time"
+        ),
         Figure("bytes_per_device", "tensors at the peak", tensors, "bytes"),
         Figure("allocator_bytes_per_device", f"caching allocator ({ALLOCATOR_SHARE:.0%} of the tensors)", allocator, "bytes"),
-        Figure("reserved_bytes_per_device", "reserved by the allocator", tensors + allocator, "bytes", "what torch.cuda.max_memory_reserved reads"),
+        Figure(
+            "reserved_bytes_per_device",
+            "reserved by the allocator",
+            tensors + allocator,
+            "bytes",
+            "what torch.cuda.max_memory_reserved reads",
+        ),
         Figure("cuda_context_bytes", "CUDA context and NCCL buffers", CUDA_CONTEXT_BYTES, "bytes", "a fixed allowance, stated"),
         Figure("peak_bytes_per_device", "peak per device", tensors + allocator + CUDA_CONTEXT_BYTES, "bytes"),
     ]
@@ -143,7 +155,12 @@ def finetune_memory(spec: Model, step: Step, layout: Layout, device: Device, tun
         kept = int(hw.memory_bytes * device.reserve)
         out += [
             Figure("device_memory_bytes", f"{hw.key} memory", hw.memory_bytes, "bytes", hw.source),
-            Figure("free_bytes_per_device", "left over (negative: short by)", hw.memory_bytes - tensors - allocator - CUDA_CONTEXT_BYTES - kept, "bytes"),
+            Figure(
+                "free_bytes_per_device",
+                "left over (negative: short by)",
+                hw.memory_bytes - tensors - allocator - CUDA_CONTEXT_BYTES - kept,
+                "bytes",
+            ),
         ]
     return out
 
@@ -207,11 +224,13 @@ def plan_finetune(
         f"LoRA rank {tune.lora} on {', '.join(tune.targets)}"
         + (", DoRA" if tune.dora else "")
         + (f", {', '.join(tune.modules_to_save)} trained whole" if tune.modules_to_save else "")
-        + f": {len(found.adapted)} module names adapted; alpha"
+        + f": adapted {', '.join(dict.fromkeys(a.module for a in found.adapted))}; alpha"
         + (" and rsLoRA change" if tune.rslora else " changes")
         + " no count",
         f"frozen base in {tune.base_dtype}: {base.quantized_params:,} parameters of nn.Linear quantized, "
-        f"{base.rest_params:,} (embeddings, head, norms, routers, fused experts) in {base.rest_dtype}",
+        f"{base.rest_params:,} (embeddings, head, norms, routers, fused experts) in {base.rest_dtype}"
+        if base.quantized_params
+        else f"frozen base in {tune.base_dtype}: all {base.rest_params:,} parameters",
         *found.notes,
     ]
     inputs: dict[str, object] = {
@@ -242,7 +261,13 @@ def plan_finetune(
         tokens = parse_count(run.tokens, "--tokens") if isinstance(run.tokens, str) else run.tokens
         total = per_token * tokens
         figures += [
-            Figure("train_flops_per_token", f"fine-tuning FLOPs/token ({convention})", per_token, "FLOP", "forward, input gradients, recompute, 6 × adapters"),
+            Figure(
+                "train_flops_per_token",
+                f"fine-tuning FLOPs/token ({convention})",
+                per_token,
+                "FLOP",
+                "forward, input gradients, recompute, 6 × adapters",
+            ),
             Figure("adapter_flops_per_token", "of which the adapters'", own, "FLOP", "6 FLOPs an adapter parameter a token uses"),
             Figure("tokens", "tokens", tokens, "tokens"),
             Figure("train_flops", "fine-tuning FLOPs", total, "FLOP"),
@@ -265,7 +290,9 @@ def plan_finetune(
         free = _free(memory)
         verdict = "fits" if free >= 0 else "does NOT fit"
         room = f"{free / 2**30:,.1f} GiB left over" if free >= 0 else f"short by {-free / 2**30:,.1f} GiB"
-        where = f"{lay.gpus} × {hw.key}" + (" (FSDP: the base and the adapters' states sharded)" if (lay.zero or 0) >= 3 and (lay.gpus or 1) > 1 else "")
+        where = f"{lay.gpus} × {hw.key}" + (
+            " (FSDP: the base and the adapters' states sharded)" if (lay.zero or 0) >= 3 and (lay.gpus or 1) > 1 else ""
+        )
         notes.insert(0, f"{verdict} on {where}: {room} per device, after the caching allocator's share and a fixed CUDA allowance")
         if searched:
             notes.insert(
@@ -274,5 +301,7 @@ def plan_finetune(
                 if free >= 0
                 else f"no count of devices up to {MOST_GPUS} fits at micro-batch {step.micro_batch} with recompute {step.recompute}",
             )
-    title = f"fine-tuning {label}: LoRA r={tune.lora}" + (f" on a {tune.base_dtype} base" if tune.base_dtype not in ELEMENT_BYTES else "")
+    title = f"fine-tuning {label}: LoRA r={tune.lora}" + (
+        f" on a {tune.base_dtype} base" if tune.base_dtype not in ELEMENT_BYTES else ""
+    )
     return Figures(title, inputs, figures, notes)

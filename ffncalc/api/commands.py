@@ -10,7 +10,6 @@ from typing import Any, Optional
 
 from ..analysis.conventions import DEFAULT
 from ..analysis.plan import (
-    Tuning,
     TRAIN_RESERVE,
     Device,
     FitRun,
@@ -20,6 +19,7 @@ from ..analysis.plan import (
     Placement,
     Step,
     TrainingRun,
+    Tuning,
 )
 from ..errors import InputError, MissingDependency, OptionError
 from . import options as o
@@ -374,7 +374,9 @@ def train(
             m.stack,
             m.label,
             TrainingRun(tokens, convention=convention, dtype=dtype, tokens_per_s=tokens_per_s, min_gpus=min_gpus),
-            Step(seq_len=seq_len, micro_batch=micro_batch, recompute=recompute, kernel=attention_kernel, optimizer=optimizer, loss=loss),
+            Step(
+                seq_len=seq_len, micro_batch=micro_batch, recompute=recompute, kernel=attention_kernel, optimizer=optimizer, loss=loss
+            ),
             Layout(gpus=gpus, dp=dp, tp=tp, pp=pp, virtual_stages=virtual_stages, cp=cp, ep=ep, zero=zero),
             Device(hw, tflops=tflops, mfu=mfu, kernel_mfu=kernel_mfu, reserve=reserve),
             tune,

@@ -11,6 +11,8 @@ from .. import api
 from ..analysis.conventions import CONVENTIONS, DEFAULT
 from ..analysis.plan import TRAIN_RESERVE, Device, FitRun, Formats, InferenceRun, Layout, Placement, Step, TrainingRun
 from ..api.options import (
+    AdapterDtype,
+    BaseDtype,
     BenchBlock,
     BenchDevice,
     BenchDtype,
@@ -25,8 +27,6 @@ from ..api.options import (
     KvDtype,
     LossName,
     MatchName,
-    AdapterDtype,
-    BaseDtype,
     OptimizerName,
     PrecisionName,
     RecomputeName,
@@ -400,7 +400,6 @@ def _lora(lora, targets, alpha, dora, save, rslora, base_dtype, double_quant, kb
     )
 
 
-
 @command(
     output="exact",
     examples=(
@@ -550,8 +549,6 @@ def _show(output: Output, result: api.Result) -> None:
 
 
 FORMAT_HELP = "bf16, fp16, fp8, int8, int4 (GPTQ/AWQ g128), mxfp4, nvfp4, q8_0, q6_k, q5_k_m, q5_k, q4_k_m, q4_k, q3_k, q2_k"
-
-
 
 
 # What infer and fit share: the weights' formats, the devices' layout and links, the reserve.

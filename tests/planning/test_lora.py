@@ -40,12 +40,16 @@ def test_the_truth_covers_dense_gqa_fused_moe_and_mla_with_every_target_set():
     assert any("refused" in case for _, case in CASES)
 
 
-@pytest.mark.parametrize("name, case", CASES, ids=lambda c: c if isinstance(c, str) else f"{c['targets']}-{c['dora']}-{c['modules_to_save']}")
+@pytest.mark.parametrize(
+    "name, case", CASES, ids=lambda c: c if isinstance(c, str) else f"{c['targets']}-{c['dora']}-{c['modules_to_save']}"
+)
 def test_trainable_parameters_are_peft_s(name, case):
     """Every recorded config and target set: peft's get_nb_trainable_parameters, or peft's refusal as an InputError
     naming the option."""
     stack = ffncalc.load(config(name)).stack
-    tune = Tuning(TRUTH["rank"], tuple(case["targets"].split(",")), case["dora"], tuple(filter(None, case["modules_to_save"].split(","))))
+    tune = Tuning(
+        TRUTH["rank"], tuple(case["targets"].split(",")), case["dora"], tuple(filter(None, case["modules_to_save"].split(",")))
+    )
     if "refused" in case:
         with pytest.raises(ffncalc.InputError, match="^--"):
             adapters(stack, tune)
@@ -57,7 +61,9 @@ def test_trainable_parameters_are_peft_s(name, case):
 def test_train_json_gives_peft_s_count(cli, name):
     """The command line's JSON: the recorded all-linear count, MoE and MLA included."""
     case = next(c for c in TRUTH["configs"][name] if c["targets"] == "all-linear" and not c["dora"])
-    code, out, _ = cli("train", config(name), "--tokens", "1M", "--lora", str(TRUTH["rank"]), "--lora-targets", "all-linear", "-f", "json")
+    code, out, _ = cli(
+        "train", config(name), "--tokens", "1M", "--lora", str(TRUTH["rank"]), "--lora-targets", "all-linear", "-f", "json"
+    )
     assert code == 0
     assert json.loads(out)["figures"]["trainable_params"]["value"] == case["trainable"]
 
@@ -170,7 +176,15 @@ def test_fit_answers_with_the_fewest_devices():
     gpus = plan.inputs["gpus"]
     assert gpus > 1 and plan["free_bytes_per_device"].value >= 0 and plan.notes[0].startswith("fits")
     fewer = ffncalc.train(
-        "llama3-70b", tokens="1M", hardware="rtx4090", seq_len=2048, recompute="full", lora=16, base_dtype="nf4", gpus=gpus - 1, zero=3 if gpus > 2 else 0
+        "llama3-70b",
+        tokens="1M",
+        hardware="rtx4090",
+        seq_len=2048,
+        recompute="full",
+        lora=16,
+        base_dtype="nf4",
+        gpus=gpus - 1,
+        zero=3 if gpus > 2 else 0,
     )
     assert fewer["free_bytes_per_device"].value < 0
     small = ffncalc.fit("llama3-8b", hardware="rtx4090", lora=16, base_dtype="nf4")

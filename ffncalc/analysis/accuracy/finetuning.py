@@ -7,7 +7,7 @@ from . import Record
 
 TITLE = "Fine-tuning with adapters"
 INTRO = (
-    "torchtune's README table \"Memory and training speed\" gives the peak memory per GPU of Llama 3.1 8B fine-tuned "
+    'torchtune\'s README table "Memory and training speed" gives the peak memory per GPU of Llama 3.1 8B fine-tuned '
     "on one RTX 4090 at batch size 2 of sequences packed to 2,048 tokens, with torch.compile; its QLoRA recipe "
     "(recipes/configs/llama3_1/8B_qlora_single_device.yaml) adapts q, k, v, output and the MLP at rank 8, keeps the "
     "base in NF4 (torchao's NF4Tensor: 4-bit codes, an 8-bit scaler a block of 64 and an fp32 factor a block of 256 "
@@ -20,7 +20,7 @@ INTRO = (
     "8B's shapes (the preset)."
 )
 TORCHTUNE = (
-    "torchtune README.md, \"Memory and training speed\" (github.com/pytorch/torchtune, main at 0031bfb): Llama 3.1 8B, "
+    'torchtune README.md, "Memory and training speed" (github.com/pytorch/torchtune, main at 0031bfb): Llama 3.1 8B, '
     "QLoRA, 1x 4090, 7.4 GiB"
 )
 
