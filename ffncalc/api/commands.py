@@ -38,10 +38,22 @@ def count(
     recompute: str = "none",
     per_layer: bool = False,
     as_family: str | None = None,
+    lora: int | None = None,
+    lora_targets: str | tuple[str, ...] | None = None,
+    lora_alpha: float | None = None,
+    dora: bool | None = None,
+    lora_modules_to_save: str | tuple[str, ...] | None = None,
+    rslora: bool | None = None,
 ) -> Count | CheckpointCount:
     """Parameters and FLOPs of every component of a model (a ``Model``, or what ``load`` reads): a ``Count``. A
     checkpoint (.safetensors, a folder of shards, .gguf, ORG/NAME[@REVISION]) is counted by its stored tensors
-    against its config.json: a ``CheckpointCount``."""
+    against its config.json: a ``CheckpointCount``. With ``lora=R`` the count lists the adapters peft builds
+    (``lora_targets``, ``dora``, ``lora_modules_to_save``; ``lora_alpha`` and ``rslora`` change no count) and the
+    parameters they train."""
+    tune = tuning(
+        lora,
+        dict(lora_targets=lora_targets, lora_alpha=lora_alpha, dora=dora, lora_modules_to_save=lora_modules_to_save, rslora=rslora),
+    )
     o.whole("seq_len", seq_len)
     o.whole("batch", batch)
     o.choice("convention", convention, o.ConventionName)
@@ -53,6 +65,9 @@ def count(
         ref = reference(model)
         if is_checkpoint(ref):
             from ..analysis.checkpoint import measure
+
+            if tune is not None:
+                raise OptionError("--lora: adapters are counted on a model's config, not on a checkpoint's tensors", field="lora")
 
             given = {
                 "--seq-len": seq_len is not None,
@@ -75,7 +90,11 @@ def count(
         recompute=recompute,  # type: ignore[arg-type]  # checked against o.RecomputeName above
         partial=True,
     )
-    return Count(t, per_layer)
+    if tune is None:
+        return Count(t, per_layer)
+    from ..analysis.adapters import adapters
+
+    return Count(t, per_layer, adapters(m.stack, tune))
 
 
 def verify(

@@ -42,6 +42,41 @@ from .options import GROUPS, Output, arg, command, emit, finite, opt
 HELP = "Exact parameter and FLOP counts for transformer language models, component by component."
 
 
+# What count, train and fit take for fine-tuning with adapters (api.commands.tuning): each None unless given.
+LORA = opt(None, "--lora", min=1, max=65_536, help="Fine-tune with LoRA adapters of this rank (peft's).")
+LORA_TARGETS = opt(
+    None, "--lora-targets", help="Modules adapted: peft's names, comma-separated (q_proj,v_proj), or all-linear (the default)."
+)
+LORA_ALPHA = opt(None, "--lora-alpha", check=finite(0, 1e9), help="LoRA's alpha: scales the update, changes no count.")
+DORA = opt(False, "--dora", help="DoRA: a magnitude vector per adapted weight (its output features).")
+LORA_SAVE = opt(None, "--lora-modules-to-save", help="Modules trained whole beside the adapters: lm_head, embed_tokens.")
+RSLORA = opt(False, "--rslora", help="rsLoRA's scaling alpha/sqrt(r): changes no count.")
+BASE_DTYPE = opt(
+    None, "--base-dtype", choices=BaseDtype, help="The frozen base's format: bf16 (default), nf4/fp4 (QLoRA), int8, fp8, gptq, awq."
+)
+DOUBLE_QUANT = opt(
+    None, "--double-quant/--no-double-quant", help="A 4-bit base's absmax quantized to 8 bits (bitsandbytes; default on)."
+)
+KBIT_FP32 = opt(False, "--kbit-fp32", help="The base's unquantized parameters in fp32 (peft's prepare_model_for_kbit_training).")
+ADAPTER_DTYPE = opt(None, "--adapter-dtype", choices=AdapterDtype, help="The adapters' dtype: fp32 (peft's default) or bf16.")
+
+
+def _lora(lora, targets, alpha, dora, save, rslora, base_dtype, double_quant, kbit_fp32, adapter_dtype) -> dict:
+    """The fine-tuning options as the library takes them: a flag left off is not given."""
+    return dict(
+        lora=lora,
+        lora_targets=targets,
+        lora_alpha=alpha,
+        dora=dora or None,
+        lora_modules_to_save=save,
+        rslora=rslora or None,
+        base_dtype=base_dtype,
+        double_quant=double_quant,
+        kbit_fp32=kbit_fp32 or None,
+        adapter_dtype=adapter_dtype,
+    )
+
+
 @command(
     output="exact",
     examples=("count gpt3", "count mixtral-8x7b --per-layer --seq-len 4096", "count config.json --convention 6n -f json"),
@@ -58,16 +93,34 @@ def count(
     recompute: str = opt("none", "--recompute", choices=RecomputeName, help="Activation recomputation in a training step."),
     per_layer: bool = opt(False, "--per-layer", help="One block of rows per run of identical layers."),
     as_family: Optional[str] = opt(None, "--as", help="Read a config.json as this model_type (ffncalc families)."),
+    lora: Optional[int] = LORA,
+    lora_targets: Optional[str] = LORA_TARGETS,
+    lora_alpha: Optional[float] = LORA_ALPHA,
+    dora: bool = DORA,
+    lora_modules_to_save: Optional[str] = LORA_SAVE,
+    rslora: bool = RSLORA,
     output: Output = None,
 ) -> None:
     """Count parameters and FLOPs of every component of a model: a preset, a spec file, or a Hugging Face
     config.json (or the folder holding one); or count a checkpoint's stored parameters from its headers alone
     (.safetensors, a sharded folder, .gguf, or ORG/NAME or ORG/NAME@REVISION on the Hugging Face Hub) against
-    its config.json."""
+    its config.json. With --lora R, the adapters peft builds and the parameters they train."""
     _show(
         output,
         api.count(
-            model, seq_len=seq_len, batch=batch, convention=convention, recompute=recompute, per_layer=per_layer, as_family=as_family
+            model,
+            seq_len=seq_len,
+            batch=batch,
+            convention=convention,
+            recompute=recompute,
+            per_layer=per_layer,
+            as_family=as_family,
+            lora=lora,
+            lora_targets=lora_targets,
+            lora_alpha=lora_alpha,
+            dora=dora or None,
+            lora_modules_to_save=lora_modules_to_save,
+            rslora=rslora or None,
         ),
     )
 
@@ -364,40 +417,6 @@ def plot_sweep(
 
 
 GROUPS["presets"] = "List the shipped presets, or show one as YAML."
-
-# What train and fit take for fine-tuning with adapters (api.commands.tuning): each None unless given.
-LORA = opt(None, "--lora", min=1, max=65_536, help="Fine-tune with LoRA adapters of this rank (peft's).")
-LORA_TARGETS = opt(
-    None, "--lora-targets", help="Modules adapted: peft's names, comma-separated (q_proj,v_proj), or all-linear (the default)."
-)
-LORA_ALPHA = opt(None, "--lora-alpha", check=finite(0, 1e9), help="LoRA's alpha: scales the update, changes no count.")
-DORA = opt(False, "--dora", help="DoRA: a magnitude vector per adapted weight (its output features).")
-LORA_SAVE = opt(None, "--lora-modules-to-save", help="Modules trained whole beside the adapters: lm_head, embed_tokens.")
-RSLORA = opt(False, "--rslora", help="rsLoRA's scaling alpha/sqrt(r): changes no count.")
-BASE_DTYPE = opt(
-    None, "--base-dtype", choices=BaseDtype, help="The frozen base's format: bf16 (default), nf4/fp4 (QLoRA), int8, fp8, gptq, awq."
-)
-DOUBLE_QUANT = opt(
-    None, "--double-quant/--no-double-quant", help="A 4-bit base's absmax quantized to 8 bits (bitsandbytes; default on)."
-)
-KBIT_FP32 = opt(False, "--kbit-fp32", help="The base's unquantized parameters in fp32 (peft's prepare_model_for_kbit_training).")
-ADAPTER_DTYPE = opt(None, "--adapter-dtype", choices=AdapterDtype, help="The adapters' dtype: fp32 (peft's default) or bf16.")
-
-
-def _lora(lora, targets, alpha, dora, save, rslora, base_dtype, double_quant, kbit_fp32, adapter_dtype) -> dict:
-    """The fine-tuning options as the library takes them: a flag left off is not given."""
-    return dict(
-        lora=lora,
-        lora_targets=targets,
-        lora_alpha=alpha,
-        dora=dora or None,
-        lora_modules_to_save=save,
-        rslora=rslora or None,
-        base_dtype=base_dtype,
-        double_quant=double_quant,
-        kbit_fp32=kbit_fp32 or None,
-        adapter_dtype=adapter_dtype,
-    )
 
 
 @command(

@@ -195,3 +195,38 @@ def test_without_lora_nothing_changes():
     """No --lora: the training plan has none of the fine-tuning figures."""
     plan = ffncalc.train("llama3-8b", tokens="1M")
     assert "trainable_params" not in plan and "params_per_device" in plan
+
+
+def test_count_lists_the_adapters_and_validates(cli):
+    """count --lora: each adapted module name in each run of layers, summing to peft's count, in a record its schema
+    declares."""
+    import jsonschema
+
+    from ffncalc.output.schemas import schema
+
+    case = next(c for c in TRUTH["configs"]["deepseek-v3"] if c["targets"] == "all-linear" and not c["dora"])
+    code, out, _ = cli("count", config("deepseek-v3"), "--lora", str(TRUTH["rank"]), "-f", "json")
+    assert code == 0
+    record = json.loads(out)
+    jsonschema.validate(record, schema("count"))
+    found = record["adapters"]
+    assert found["trainable_params"] == case["trainable"]
+    assert sum(m["params"] + m["magnitude"] for m in found["modules"]) == case["trainable"]
+    experts = next(m for m in found["modules"] if m["module"] == "gate_up_proj")
+    assert (experts["rank"], experts["instances"], experts["layers"]) == (2 * TRUTH["rank"], 58 * 256, [3, 61])
+    assert "adapters" not in json.loads(cli("count", config("deepseek-v3"), "-f", "json")[1])
+
+
+def test_train_and_fit_records_validate(cli):
+    import jsonschema
+
+    from ffncalc.output.schemas import schema
+
+    code, out, _ = cli(
+        "train", "llama3-8b", "--tokens", "1M", "--lora", "8", "--base-dtype", "nf4", "--hardware", "rtx4090", "-f", "json"
+    )
+    assert code == 0
+    jsonschema.validate(json.loads(out), schema("train"))
+    code, out, _ = cli("fit", "llama3-8b", "--hardware", "rtx4090", "--lora", "8", "--dora", "-f", "json")
+    assert code == 0
+    jsonschema.validate(json.loads(out), schema("fit"))
