@@ -5,8 +5,8 @@ Which modules bitsandbytes quantizes: transformers' replace_with_bnb_linear (tra
 bitsandbytes.py) swaps every module whose type is exactly nn.Linear (or Conv1D) for bnb's Linear4bit or
 Linear8bitLt, except the output head (quantizers/base.py get_modules_to_not_convert → get_keys_to_not_convert).
 Embeddings, norms, biases, the routers (their own modules) and, in transformers 5, a mixture's routed experts (fused
-3-D parameters, not nn.Linear) stay in the compute dtype (bf16); prepare_model_for_kbit_training casts them to fp32
-(peft/utils/other.py), ``kbit_fp32``.
+3-D parameters, not nn.Linear) stay in the compute dtype (bf16); prepare_model_for_kbit_training casts every fp16 or
+bf16 parameter that is not a Params4bit to fp32 (peft 0.21.2 peft/utils/other.py, lines 205–209), ``kbit_fp32``.
 """
 
 from __future__ import annotations
@@ -17,19 +17,21 @@ from ..errors import InputError
 from ..model.stack import Model
 from .count import tally
 
-# bitsandbytes 4-bit (bitsandbytes/functional.py quantize_4bit, default blocksize 64; the packing in
-# bitsandbytes/backends/default/ops.py _quantize_4bit_impl: `packed = (q8[::2] << 4) | q8[1::2]`, two values a
-# byte, an odd count padded): ⌈n/2⌉ bytes of codes and one absmax per block of 64 (a last partial block has its own).
-# Without double quantization the absmax are fp32. With it (compress_statistics=True, bnb_4bit_use_double_quant):
-# `offset = absmax.mean()`, `quantize_blockwise(absmax - offset, blocksize=256)`: one uint8 per absmax, one fp32
-# absmax per block of 256 of them (state2.absmax), and the fp32 offset. Each weight's QuantState also holds its
-# 16-entry fp32 code book (get_4bit_type: a new tensor each call, 64 bytes); the 256-entry dynamic map of the
-# nested state is one tensor per device, shared (functional.py name2qmap["dynamic"]), and not counted.
+# bitsandbytes 4-bit, as of bitsandbytes 0.50.2 (functional.py quantize_4bit, lines 918–951: default blocksize 64;
+# the packing in backends/default/ops.py _quantize_4bit_impl, lines 235–258: `packed = (q8[::2] << 4) | q8[1::2]`,
+# two values a byte, an odd count padded; a last partial block gets its own absmax, line 248): ⌈n/2⌉ bytes of codes
+# and one absmax per block of 64. Without double quantization the absmax are fp32. With it (compress_statistics=True,
+# transformers' bnb_4bit_use_double_quant; functional.py lines 938–951): `offset = _absmax.mean()`,
+# `quantize_blockwise(_absmax - offset, blocksize=256)`: one uint8 per absmax, one fp32 absmax per block of 256 of
+# them (state2.absmax), and the fp32 offset. Each weight's QuantState also holds its 16-entry fp32 code book
+# (get_4bit_type, line 936: a new tensor each call, 64 bytes); the 256-entry dynamic map of the nested state is one
+# tensor per device, shared (functional.py lines 654–656, name2qmap["dynamic"]), and not counted. The tests quantize
+# real matrices with bitsandbytes on the CPU and compare (tests/planning/test_lora_torch.py).
 BNB4_BLOCK = 64
 BNB4_NESTED_BLOCK = 256
 BNB4_CODE_BYTES = 16 * 4
-# LLM.int8 (bitsandbytes/nn/modules.py Int8Params._quantize → functional.int8_vectorwise_quant): the int8 weight
-# (CB) and one fp32 scale per output row (SCB, its absmax).
+# LLM.int8 (bitsandbytes 0.50.2 nn/modules.py Int8Params._quantize, line 743 → functional.int8_vectorwise_quant):
+# the int8 weight (CB) and one fp32 scale per output row (SCB, its absmax).
 INT8_ROW_SCALE = 4
 
 BASE_DTYPES = ("bf16", "fp16", "fp32", "fp8", "int8", "nf4", "fp4", "gptq", "awq")
