@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import warnings
 from pathlib import Path
@@ -38,7 +39,7 @@ COMMON = [
 ]
 CONFIGS = {
     "llama3-8b": [],  # dense, GQA
-    "llama3.2-1b": [],  # tied embeddings
+    "llama3.2-1b": [("embed_tokens", False, ""), ("embed_tokens", True, ""), ("q_proj,lm_head", True, "")],  # tied
     "qwen3-8b": [],  # q and k norms
     "phi-3-mini-4k": [("qkv_proj,o_proj,gate_up_proj,down_proj", False, ""), ("qkv_proj", True, "")],  # fused
     "mixtral-8x7b": [("w1,w2,w3", False, ""), ("w1,w2", False, ""), ("q_proj,v_proj,gate", False, "")],
@@ -64,8 +65,14 @@ def case(c, targets: str, dora: bool, save: str) -> dict:
         wrapped = get_peft_model(model, config)
         out["trainable"] = wrapped.get_nb_trainable_parameters()[0]
     except Exception as exc:  # noqa: BLE001 — peft refuses with ValueError, RuntimeError or its own
-        out["refused"] = str(exc).strip().splitlines()[0][:300]
+        out["refused"] = stable(str(exc).strip().splitlines()[0][:300])
     return out
+
+
+def stable(message: str) -> str:
+    """peft's message with each set it prints ({'q_proj', 'v_proj'}) in sorted order: a set's order varies with
+    the process's string hashing."""
+    return re.sub(r"\{([^{}]*)\}", lambda m: "{" + ", ".join(sorted(m.group(1).split(", "))) + "}", message)
 
 
 def record() -> str:

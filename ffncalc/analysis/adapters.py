@@ -132,7 +132,11 @@ def _modules(spec: Model) -> list[tuple]:
                 d_out = sum(lin.d_out for _, lin in lins)
                 share = (block.active_experts(), block.routed_experts()) if first.kind == "experts" else (1, 1)
                 out.append((name, comp, run.span, first.d_in, d_out, run.n * first.copies, first.kind, share))
+    # the output head and the token table: nn.Linear and nn.Embedding, which a target may name (all-linear leaves both
+    # out); an embedding's adapter is lora_embedding_A (r × vocabulary) and B (width × r), DoRA's magnitude its width
+    # (peft/tuners/lora/layer.py Embedding.update_layer; dora.py DoraEmbeddingLayer)
     out.append(("lm_head", "lm_head", None, spec.head_width, spec.vocab_size, 1, "head", (1, 1)))
+    out.append(("embed_tokens", "embed", None, spec.vocab_size, spec.d_model, 1, "embedding", (1, 1)))
     return out
 
 
@@ -167,7 +171,7 @@ def adapters(spec: Model, lora: Tuning) -> Adapters:
     r, out, notes = lora.lora, [], []
     for name, comp, layers, d_in, d_out, n, kind, share in modules:
         role = "router" if kind == "router" else comp.rsplit(".", 1)[-1] if kind == "experts" else None
-        if kind in ("linear", "head") and name in asked - as_params:
+        if kind in ("linear", "head", "embedding") and name in asked - as_params:
             out.append(Adapted(name, comp, layers, d_in, d_out, n, r, n * r * (d_in + d_out), n * d_out if lora.dora else 0))
         elif kind == "router" and "router" in roles:
             out.append(Adapted("gate", comp, layers, d_in, d_out, n, r, n * r * (d_in + d_out)))
@@ -194,7 +198,7 @@ def adapters(spec: Model, lora: Tuning) -> Adapters:
         table = spec.vocab_size * (spec.head_width if m == "lm_head" else spec.d_model)
         saved.append((m, table + (spec.vocab_size if m == "lm_head" and spec.lm_head_bias else 0)))
     if not out:
-        known = sorted({m[0] for m in modules if m[6] in ("linear", "head")} | set(moe))
+        known = sorted({m[0] for m in modules if m[6] in ("linear", "head", "embedding")} | set(moe))
         raise InputError(
             f"--lora-targets {','.join(lora.targets)}: no module of this model has these names, and peft refuses it "
             f"(its names: {', '.join(known)})"

@@ -25,7 +25,7 @@ from .figures import Figure, Figures
 from .frameworks import FRAMEWORKS, MOMENT_BYTES, loss_bytes
 from .memory import ALLOCATOR_SHARE, CUDA_CONTEXT_BYTES, activation_bytes
 from .plan import Device, Layout, Step, TrainingRun, Tuning
-from .quantized import ELEMENT_BYTES, base_bytes, matrix_bytes
+from .quantized import ELEMENT_BYTES, base_bytes, linear_bytes
 
 ADAPTER_BYTES = {"fp32": 4, "bf16": 2}
 QUANTIZED = ("int8", "nf4", "fp4", "gptq", "awq", "fp8")
@@ -56,7 +56,7 @@ def _gathered(spec: Model, tune: Tuning) -> int:
     most = 0
     for run in spec.runs():
         layer = sum(
-            lin.copies * matrix_bytes(tune.base_dtype, lin.d_out, lin.d_in, tune.double_quant)
+            lin.copies * linear_bytes(lin, tune.base_dtype, tune.double_quant, tune.kbit_fp32)
             for _, block in run.layer.blocks()
             for lin in block.linears(spec)
         )
@@ -102,7 +102,7 @@ def finetune_memory(spec: Model, step: Step, layout: Layout, device: Device, tun
         rebuilt = max(
             activation_bytes(spec.with_layers([r.layer]), replace(step, seq_len=seq, recompute="none"), Layout()) for r in spec.runs()
         )
-        rebuilt += _rank_bytes(spec.with_layers([max(spec.runs(), key=lambda r: r.n).layer]), found, tokens) // spec.n_layers
+        rebuilt += _rank_bytes(spec, found, tokens) // spec.n_layers  # a layer's share of the adapters' A·x
     dequant = _dequantized(spec, tune)
     tensors = weights + adapter + grads + optimizer + acts + dequant + max(loss, rebuilt)
     allocator = int(tensors * ALLOCATOR_SHARE)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..blocks import Linear
 from ..errors import InputError
 from ..model.stack import Model
 from .count import tally
@@ -64,6 +65,16 @@ def matrix_bytes(dtype: str, rows: int, cols: int, double_quant: bool = True) ->
     if dtype == "fp8":
         return FORMATS["fp8"].matrix_bytes(rows, cols)
     return ELEMENT_BYTES[dtype] * rows * cols
+
+
+def linear_bytes(lin: Linear, dtype: str, double_quant: bool = True, kbit_fp32: bool = False) -> int:
+    """Bytes of one instance of a block's linear weight in a base held in ``dtype``: quantized where bitsandbytes (or
+    the format) quantizes an nn.Linear, else in the rest's dtype (a router, a fused expert)."""
+    if dtype in ELEMENT_BYTES:
+        return ELEMENT_BYTES[dtype] * lin.d_in * lin.d_out
+    if lin.kind == "linear":
+        return matrix_bytes(dtype, lin.d_out, lin.d_in, double_quant)
+    return ELEMENT_BYTES["fp32" if kbit_fp32 else "bf16"] * lin.d_in * lin.d_out
 
 
 @dataclass(frozen=True)
