@@ -197,7 +197,7 @@ def plan_finetune(
     spec: Model, label: str, run: TrainingRun | None, step: Step, layout: Layout, device: Device, tune: Tuning
 ) -> Figures:
     """A fine-tuning run: its trainable parameters, FLOPs and time (``run``; None: the step alone), and its memory
-    per device, on ``layout`` or (``run.min_gpus``, or no run) the fewest devices that fit."""
+    per device, on ``layout`` or (``run.min_gpus``, or no run and no device count) the fewest devices that fit."""
     from .training import PF_DAY, parse_count, peak_dtype, throughput
 
     spec.check_seq_len(step.seq_len, label)
@@ -207,7 +207,7 @@ def plan_finetune(
     found = adapters(spec, tune)
     base = base_bytes(spec, tune.base_dtype, tune.double_quant, tune.kbit_fp32)
     lay = check_layout(layout)
-    searched = run is None or run.min_gpus
+    searched = layout.gpus is None if run is None else run.min_gpus
     if searched:
         if device.hw is None or not device.hw.memory_bytes:
             raise InputError("--min-gpus: name a device with --hardware, whose memory the step must fit")

@@ -696,8 +696,8 @@ def fit(
 ) -> Plan:
     """Will it fit: memory per device as ``engine`` holds it, the largest context and batch, and the decode rate
     there, the roofline and the engine's expected. With ``lora=R``, will fine-tuning fit: a step of ``batch``
-    sequences of ``context`` tokens (default 2,048) with gradient checkpointing, on the fewest devices that hold it
-    (LORA_DOC)."""
+    sequences of ``context`` tokens (default 2,048) with gradient checkpointing, on ``gpus`` devices (FSDP) or,
+    with one, on the fewest devices that hold it (LORA_DOC)."""
     from ..analysis import hardware as table
     from ..analysis.fit import plan_fit
 
@@ -717,7 +717,9 @@ def fit(
             o.number("reserve", reserve, 0, 0.99, above=False)
         m = planned(resolve(model), "fit")
         step = Step(seq_len=context or FINETUNE_CONTEXT, micro_batch=batch, recompute="full")
-        answer = plan_finetune(m.stack, m.label, None, step, Layout(), Device(hw, tflops=tflops, reserve=reserve or 0.0), tune)
+        o.whole("gpus", gpus)
+        layout = Layout(gpus=gpus, dp=gpus, zero=3) if gpus > 1 else Layout()  # more than one: FSDP; else the fewest
+        answer = plan_finetune(m.stack, m.label, None, step, layout, Device(hw, tflops=tflops, reserve=reserve or 0.0), tune)
         return Plan(answer, "fit")
     formats, placement, dev, eng = _serving(
         dict(dtype=dtype, experts_dtype=experts_dtype, kv_dtype=kv_dtype, keep=keep),

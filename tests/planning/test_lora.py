@@ -237,3 +237,11 @@ def test_train_and_fit_records_validate(cli):
     code, out, _ = cli("fit", "llama3-8b", "--hardware", "rtx4090", "--lora", "8", "--dora", "-f", "json")
     assert code == 0
     jsonschema.validate(json.loads(out), schema("fit"))
+
+
+def test_fit_on_the_devices_given():
+    """fit --lora --gpus N: on N devices (FSDP), no search; the fewest found is the first count that fits."""
+    fewest = ffncalc.fit("llama3-70b", hardware="rtx4090", lora=16, base_dtype="nf4", context=512).inputs["gpus"]
+    below = ffncalc.fit("llama3-70b", hardware="rtx4090", lora=16, base_dtype="nf4", context=512, gpus=fewest - 1)
+    assert below.inputs["gpus"] == fewest - 1 and below["free_bytes_per_device"].value < 0
+    assert below.notes[0].startswith(f"does NOT fit on {fewest - 1} × rtx4090")
