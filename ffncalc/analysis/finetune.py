@@ -277,6 +277,7 @@ def plan_finetune(
         rate = throughput(device, peak_dtype(run, step))
         if run.tokens_per_s is not None or rate:
             seconds = tokens / run.tokens_per_s if run.tokens_per_s else total / (rate.flops_per_s * (lay.gpus or 1))  # type: ignore[union-attr]
+            seconds /= run.goodput  # the share of the wall-clock spent training
             if rate and not run.tokens_per_s:
                 figures.append(Figure("device_tflops", "device throughput", rate.flops_per_s / 1e12, "TFLOP/s", rate.how))
             figures += [

@@ -389,10 +389,12 @@ def train(
 
         if precision != Step.precision:
             raise OptionError(f"--precision {precision}: --lora plans a bf16 step over its frozen base", field="precision")
+        if framework != Step.framework:
+            raise OptionError(f"--framework {framework}: --lora plans Hugging Face's Trainer with peft", field="framework")
         finetuned = plan_finetune(
             m.stack,
             m.label,
-            TrainingRun(tokens, convention=convention, dtype=dtype, tokens_per_s=tokens_per_s, min_gpus=min_gpus),
+            TrainingRun(tokens, convention=convention, dtype=dtype, tokens_per_s=tokens_per_s, goodput=goodput, min_gpus=min_gpus),
             Step(
                 seq_len=seq_len, micro_batch=micro_batch, recompute=recompute, kernel=attention_kernel, optimizer=optimizer, loss=loss
             ),

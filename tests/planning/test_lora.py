@@ -245,3 +245,16 @@ def test_fit_on_the_devices_given():
     below = ffncalc.fit("llama3-70b", hardware="rtx4090", lora=16, base_dtype="nf4", context=512, gpus=fewest - 1)
     assert below.inputs["gpus"] == fewest - 1 and below["free_bytes_per_device"].value < 0
     assert below.notes[0].startswith(f"does NOT fit on {fewest - 1} × rtx4090")
+
+
+def test_time_is_the_flops_at_the_peak_times_mfu():
+    """H100 SXM's bf16 peak 989.4 TFLOP/s (its datasheet) × the default MFU 0.4, on two devices; a goodput of one
+    half doubles the wall-clock."""
+    plan = ffncalc.train("llama3-8b", tokens="1M", seq_len=2048, lora=8, hardware="h100-sxm", gpus=2)
+    seconds = plan["train_flops"].value / (989.4e12 * 0.4 * 2)
+    assert plan["wall_clock_hours"].value == pytest.approx(seconds / 3600)
+    assert plan["gpu_hours"].value == pytest.approx(2 * seconds / 3600)
+    half = ffncalc.train("llama3-8b", tokens="1M", seq_len=2048, lora=8, hardware="h100-sxm", gpus=2, goodput=0.5)
+    assert half["wall_clock_hours"].value == pytest.approx(2 * seconds / 3600)
+    with pytest.raises(ffncalc.InputError, match="^--framework"):
+        ffncalc.train("llama3-8b", tokens="1M", lora=8, framework="fsdp2")
