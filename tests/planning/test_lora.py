@@ -131,6 +131,10 @@ def test_nf4_bytes_by_hand():
     assert quantized.bnb4_bytes(4096 * 4096, double_quant=False) == 8_388_608 + 4 * 262_144 + 64
     assert quantized.bnb4_bytes(3 * 37) == 56 + 2 + 4 + 4 + 64  # 111 codes: 56 bytes, 2 blocks, 1 nested block
     assert quantized.int8_bytes(1024, 4096) == 1024 * 4096 + 4 * 1024
+    # GPTQ/AWQ at group 128: per group of 128 inputs 64 bytes of codes, an fp16 scale and a 4-bit zero (4096 × 32
+    # groups); fp8: a byte an element and an fp32 scale a 128 × 128 tile (32 × 32 tiles)
+    assert quantized.matrix_bytes("gptq", 4096, 4096) == 8_388_608 + 2 * 131_072 + 131_072 // 2
+    assert quantized.matrix_bytes("fp8", 4096, 4096) == 16_777_216 + 4 * 32 * 32
 
 
 def test_a_quantized_base_keeps_embeddings_head_and_norms_in_bf16():
