@@ -140,6 +140,16 @@ def _modules(spec: Model) -> list[tuple]:
     return out
 
 
+def _uncovered(spec: Model, modules: list[tuple]) -> int:
+    """Parameters of linear weights (out × in terms) the layers' blocks do not list: a part's own (an encoder's stack,
+    cross-attention), which _modules does not walk."""
+    from .count import tally
+
+    weights = sum(r.params for r in tally(spec).rows if r.role == "weight" and len(r.shape) == 2)
+    listed = sum(m[3] * m[4] * m[5] for m in modules if m[6] not in ("head", "embedding"))
+    return max(0, weights - listed)
+
+
 def _parts(component: str) -> list[str]:
     prefix, _, rest = component.rpartition(".")
     head, *others = component[len(prefix) + 1 :].split("+") if prefix else component.split("+")
@@ -153,6 +163,12 @@ def adapters(spec: Model, lora: Tuning) -> Adapters:
         raise InputError(f"--lora {lora.lora}: a rank of at least 1")
     moe = MOE_NAMES.get(PEFT_MOE.get(spec.model_type or "", ""), {})
     modules = _modules(spec)
+    uncovered = _uncovered(spec, modules)
+    if uncovered:
+        raise InputError(
+            f"--lora: {uncovered:,} parameters of this model's linear weights lie beside its layers' blocks (an encoder, "
+            "cross-attention or another part), which adapters are not counted on yet"
+        )
     asked = set(lora.targets)
     if ALL_LINEAR in asked:
         if len(asked) > 1:

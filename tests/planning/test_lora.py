@@ -262,3 +262,10 @@ def test_time_is_the_flops_at_the_peak_times_mfu():
     assert half["wall_clock_hours"].value == pytest.approx(2 * seconds / 3600)
     with pytest.raises(ffncalc.InputError, match="^--framework"):
         ffncalc.train("llama3-8b", tokens="1M", lora=8, framework="fsdp2")
+
+
+def test_linear_weights_beside_the_layers_are_refused_not_skipped(cli):
+    """BERT's masked-LM head has a dense layer of 768 × 768 beside its layers' blocks (589,824 parameters), which
+    the adapters' count does not walk: refused, one line, rather than a count that leaves it out."""
+    code, out, err = cli("count", str(CONFIGS / "bert-base-uncased.json"), "--lora", "8")
+    assert code == 2 and out == "" and "589,824" in err and err.count("\n") == 1
