@@ -235,4 +235,5 @@ def resolve(spec: ModelSpec) -> Model:
         mtp_layers=spec.mtp_layers,
         parts=spec.parts,
         mask=spec.mask,
+        model_type=spec.model_type,
     )

@@ -269,3 +269,24 @@ def test_linear_weights_beside_the_layers_are_refused_not_skipped(cli):
     the adapters' count does not walk: refused, one line, rather than a count that leaves it out."""
     code, out, err = cli("count", str(CONFIGS / "bert-base-uncased.json"), "--lora", "8")
     assert code == 2 and out == "" and "589,824" in err and err.count("\n") == 1
+
+
+def test_a_spec_states_its_transformers_type():
+    """A spec file with model_type: qwen3_moe takes peft's names and conversion, as the config.json does: the
+    preset's shape with the type stated gives peft's recorded counts; without it, the experts stay frozen."""
+    import yaml
+
+    data = yaml.safe_load((ROOT / "presets" / "qwen3-30b-a3b.yaml").read_text())
+    typed = ffncalc.Model.from_dict({**data, "model_type": "qwen3_moe"}).stack
+    plain = ffncalc.Model.from_dict({k: v for k, v in data.items() if k != "model_type"}).stack
+    for case in TRUTH["configs"]["qwen3-30b-a3b"]:
+        if case["targets"] in ("all-linear", "gate_proj,up_proj,down_proj") and not case["dora"]:
+            assert (
+                adapters(
+                    typed,
+                    Tuning(TRUTH["rank"], tuple(case["targets"].split(","))),
+                ).trainable
+                == case["trainable"]
+            )
+    attention = next(c for c in TRUTH["configs"]["qwen3-30b-a3b"] if c["targets"] == "q_proj,k_proj,v_proj,o_proj" and not c["dora"])
+    assert adapters(plain, Tuning(TRUTH["rank"])).trainable == attention["trainable"]
