@@ -10,8 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 # Adam's two moments in fp32 (Kingma & Ba 2015; Rajbhandari et al. 2020 §3.1: 4 + 4 bytes); 8-bit Adam keeps them in
-# 1 byte each (Dettmers et al. 2022).
-MOMENT_BYTES = {"adam": 8, "adam8bit": 2}
+# 1 byte each (Dettmers et al. 2022). bitsandbytes' paged optimizers (bnb.optim.PagedAdamW, PagedAdamW8bit) hold the
+# same states in CUDA unified memory, which the driver pages to the host only when the device runs short (Dettmers
+# et al. 2023, QLoRA §3): the same bytes on the device until then.
+MOMENT_BYTES = {"adam": 8, "adam8bit": 2, "paged_adam": 8, "paged_adam8bit": 2}
 HELD_WHOLE = -1  # a state held whole below ZeRO 3 and in ZeRO 3 only for the layer gathered (DeepSpeed's bf16 gradients)
 
 

@@ -44,14 +44,16 @@ def runs() -> list[tuple[str, Any]]:
     bubble, a draft, a decode form); the figures' JSON schemas (``output/schemas.py``) are read from them too."""
     from ..sources import presets
     from . import hardware
+    from .finetune import plan_finetune
     from .fit import plan_fit
     from .inference import plan_inference
-    from .plan import Device, FitRun, Formats, InferenceRun, Layout, Placement, Step, TrainingRun
+    from .plan import Device, FitRun, Formats, InferenceRun, Layout, Placement, Step, TrainingRun, Tuning
     from .training import plan_training
 
     _, llama = presets.load("llama3-70b")
     _, deepseek = presets.load("deepseek-v3")
     h100 = Device(hardware.by_key("h100-sxm", None))
+    rtx4090, lora = Device(hardware.by_key("rtx4090", None), reserve=0.0), Tuning(16, base_dtype="nf4")
     return [
         (
             "train",
@@ -86,6 +88,13 @@ def runs() -> list[tuple[str, Any]]:
             ),
         ),
         ("fit", plan_fit(llama, "llama3-70b", FitRun(8192, batch=4), Formats(), Placement(gpus=2), h100)),
+        (
+            "train",
+            plan_finetune(
+                llama, "llama3-70b", TrainingRun("100M"), Step(seq_len=2048, recompute="full"), Layout(gpus=2, zero=3), h100, lora
+            ),
+        ),
+        ("fit", plan_finetune(llama, "llama3-70b", None, Step(seq_len=2048, recompute="full"), Layout(), rtx4090, lora)),
     ]
 
 

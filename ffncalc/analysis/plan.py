@@ -156,3 +156,25 @@ class FitRun:
     context: int
     batch: int = 1
     chunk: int = DEFAULT_CHUNK
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """Fine-tuning with adapters (adapters.py, finetune.py): LoRA of rank ``lora`` on the modules ``targets`` names
+    (peft's module names, or all-linear), DoRA's magnitudes, the modules trained whole; the frozen base in
+    ``base_dtype`` (quantized.py), with bitsandbytes' double quantization of a 4-bit base's absmax, and the rest of
+    it in fp32 (``kbit_fp32``: peft's prepare_model_for_kbit_training) or bf16. ``alpha`` and ``rslora`` scale the
+    update and change nothing countable."""
+
+    lora: int
+    targets: tuple[str, ...] = ("all-linear",)
+    dora: bool = False
+    modules_to_save: tuple[str, ...] = ()
+    alpha: float | None = None
+    rslora: bool = False
+    base_dtype: str = "bf16"
+    double_quant: bool = True
+    kbit_fp32: bool = False
+    # peft keeps the adapters in fp32 beside a 16-bit base (get_peft_model's autocast_adapter_dtype=True), and so
+    # their gradients and the optimizer's moments; bf16: a recipe that trains them in bf16 (torchtune)
+    adapter_dtype: str = "fp32"

@@ -19,6 +19,7 @@ from ..analysis.plan import (
     Placement,
     Step,
     TrainingRun,
+    Tuning,
 )
 from ..errors import InputError, MissingDependency, OptionError
 from . import options as o
@@ -40,12 +41,23 @@ def count(
     images: int | None = None,
     image_size: int | None = None,
     audio_seconds: int | None = None,
+    lora: int | None = None,
+    lora_targets: str | tuple[str, ...] | None = None,
+    lora_alpha: float | None = None,
+    dora: bool | None = None,
+    lora_modules_to_save: str | tuple[str, ...] | None = None,
+    rslora: bool | None = None,
 ) -> Count | CheckpointCount:
     """Parameters and FLOPs of every component of a model (a ``Model``, or what ``load`` reads): a ``Count``. A
     checkpoint (.safetensors, a folder of shards, .gguf, ORG/NAME[@REVISION]) is counted by its stored tensors
     against its config.json: a ``CheckpointCount``. ``images``: images a sequence, their tower's work in the FLOPs per
     token; ``image_size``: their pixels a side (default: the tower's); ``audio_seconds``: audio a sequence, its tower's
-    work in the FLOPs per token."""
+    work in the FLOPs per token. With ``lora=R`` the count lists the adapters peft builds (``lora_targets``, ``dora``,
+    ``lora_modules_to_save``; ``lora_alpha`` and ``rslora`` change no count) and the parameters they train."""
+    tune = tuning(
+        lora,
+        dict(lora_targets=lora_targets, lora_alpha=lora_alpha, dora=dora, lora_modules_to_save=lora_modules_to_save, rslora=rslora),
+    )
     o.whole("seq_len", seq_len)
     o.whole("batch", batch)
     o.choice("convention", convention, o.ConventionName)
@@ -57,6 +69,9 @@ def count(
         ref = reference(model)
         if is_checkpoint(ref):
             from ..analysis.checkpoint import measure
+
+            if tune is not None:
+                raise OptionError("--lora: adapters are counted on a model's config, not on a checkpoint's tensors", field="lora")
 
             given = {
                 "--seq-len": seq_len is not None,
@@ -82,7 +97,11 @@ def count(
         recompute=recompute,  # type: ignore[arg-type]  # checked against o.RecomputeName above
         partial=True,
     )
-    return Count(t, per_layer)
+    if tune is None:
+        return Count(t, per_layer)
+    from ..analysis.adapters import adapters
+
+    return Count(t, per_layer, adapters(m.stack, tune))
 
 
 MAX_INPUTS = 65_536  # images a sequence, pixels a side, seconds of audio: beyond any model's
@@ -396,9 +415,20 @@ def train(
     attention_kernel: str = Step.kernel,
     mtp: bool | None = Step.mtp,
     min_gpus: bool = TrainingRun.min_gpus,
+    lora: int | None = None,
+    lora_targets: str | tuple[str, ...] | None = None,
+    lora_alpha: float | None = None,
+    dora: bool | None = None,
+    lora_modules_to_save: str | tuple[str, ...] | None = None,
+    rslora: bool | None = None,
+    base_dtype: str | None = None,
+    double_quant: bool | None = None,
+    kbit_fp32: bool | None = None,
+    adapter_dtype: str | None = None,
 ) -> Plan:
     """A training run: FLOPs, GPU-hours and days, the compute-optimal size, memory per device. ``tokens``: a count
-    (``10**12``) or text (``"1T"``, ``"300B"``, ``"300e9"``); ``budget`` likewise."""
+    (``10**12``) or text (``"1T"``, ``"300B"``, ``"300e9"``); ``budget`` likewise. With ``lora=R`` a fine-tuning run
+    with adapters: trainable parameters, its FLOPs and memory over data parallelism (LORA_DOC)."""
     from ..analysis import hardware as table
     from ..analysis.training import plan_training
 
@@ -433,6 +463,26 @@ def train(
     o.number("goodput", goodput, 0, 1)
     m = planned(resolve(model), "train")
     hw = table.by_key(hardware, hardware_file) if hardware else None
+    tune = tuning(lora, _lora_options(locals()))
+    if tune is not None:
+        from ..analysis.finetune import plan_finetune
+
+        if precision != Step.precision:
+            raise OptionError(f"--precision {precision}: --lora plans a bf16 step over its frozen base", field="precision")
+        if framework != Step.framework:
+            raise OptionError(f"--framework {framework}: --lora plans Hugging Face's Trainer with peft", field="framework")
+        finetuned = plan_finetune(
+            m.stack,
+            m.label,
+            TrainingRun(tokens, convention=convention, dtype=dtype, tokens_per_s=tokens_per_s, goodput=goodput, min_gpus=min_gpus),
+            Step(
+                seq_len=seq_len, micro_batch=micro_batch, recompute=recompute, kernel=attention_kernel, optimizer=optimizer, loss=loss
+            ),
+            Layout(gpus=gpus, dp=dp, tp=tp, pp=pp, virtual_stages=virtual_stages, cp=cp, ep=ep, zero=zero),
+            Device(hw, tflops=tflops, mfu=mfu, kernel_mfu=kernel_mfu, reserve=reserve),
+            tune,
+        )
+        return Plan(finetuned, "train")
     answer = plan_training(
         m.stack,
         m.label,
@@ -465,6 +515,75 @@ def train(
         Device(hw, tflops=tflops, mfu=mfu, kernel_mfu=kernel_mfu, reserve=reserve),
     )
     return Plan(answer, "train")
+
+
+def _names(name: str, value: Any) -> tuple[str, ...]:
+    """A comma list (or a sequence of strings) of module names."""
+    if isinstance(value, str):
+        value = [v.strip() for v in value.split(",")]
+    if not isinstance(value, (list, tuple)) or not value or not all(isinstance(v, str) and v for v in value):
+        raise OptionError(f"{o.flag(name)} {o.shown(value)}: a comma list of module names", field=name)
+    return tuple(value)
+
+
+def tuning(lora: int | None, options: dict[str, Any]) -> Tuning | None:
+    """The adapters asked for (the command line's --lora options, by keyword), checked; None without ``lora``, and
+    then no other of them may be given (None: left to its default)."""
+    given = {k: v for k, v in options.items() if v is not None}
+    if lora is None:
+        if given:
+            name = next(iter(given))
+            raise OptionError(f"{o.flag(name)}: a fine-tuning option; it needs --lora R (the adapters' rank)", field=name)
+        return None
+    o.whole("lora", lora, 1, 65_536)
+    for name in ("dora", "rslora", "double_quant", "kbit_fp32"):
+        o.flag_value(name, given.get(name))
+    if "base_dtype" in given:
+        o.choice("base_dtype", given["base_dtype"], o.BaseDtype)
+    if "adapter_dtype" in given:
+        o.choice("adapter_dtype", given["adapter_dtype"], o.AdapterDtype)
+    o.number("lora_alpha", given.get("lora_alpha"), 0, 1e9)
+    targets = _names("lora_targets", given["lora_targets"]) if "lora_targets" in given else Tuning.targets
+    saved = _names("lora_modules_to_save", given["lora_modules_to_save"]) if "lora_modules_to_save" in given else ()
+    return Tuning(
+        lora,
+        targets,
+        bool(given.get("dora", False)),
+        saved,
+        given.get("lora_alpha"),
+        bool(given.get("rslora", False)),
+        given.get("base_dtype", Tuning.base_dtype),
+        bool(given.get("double_quant", Tuning.double_quant)),
+        bool(given.get("kbit_fp32", False)),
+        given.get("adapter_dtype", Tuning.adapter_dtype),
+    )
+
+
+LORA_DOC = """``lora=R``: fine-tuning with LoRA adapters of rank R (analysis/finetune.py) on ``lora_targets`` (peft's module
+    names, a comma list, or all-linear), ``dora``, ``lora_modules_to_save`` (lm_head, embed_tokens), ``lora_alpha`` and
+    ``rslora`` (nothing countable), the frozen base in ``base_dtype`` (bf16, fp16, fp32, fp8, int8, nf4, fp4, gptq,
+    awq) with ``double_quant`` (a 4-bit base's absmax quantized) and ``kbit_fp32`` (the rest cast to fp32), the
+    adapters in ``adapter_dtype`` (fp32, bf16)."""
+
+
+# fit --lora's sequence length where none is given: a fine-tuning sequence (torchtune's memory table packs 2,048)
+FINETUNE_CONTEXT = 2048
+
+LORA_OPTIONS = (
+    "lora_targets",
+    "lora_alpha",
+    "dora",
+    "lora_modules_to_save",
+    "rslora",
+    "base_dtype",
+    "double_quant",
+    "kbit_fp32",
+    "adapter_dtype",
+)
+
+
+def _lora_options(given: dict[str, Any]) -> dict[str, Any]:
+    return {k: given[k] for k in LORA_OPTIONS}
 
 
 def planned(m: Model, command: str) -> Model:
@@ -676,9 +795,21 @@ def fit(
     tflops: float | None = Device.tflops,
     cpu_gbs: float = Device.cpu_gbs,
     wired_limit_gib: float | None = Device.wired_gib,
+    lora: int | None = None,
+    lora_targets: str | tuple[str, ...] | None = None,
+    lora_alpha: float | None = None,
+    dora: bool | None = None,
+    lora_modules_to_save: str | tuple[str, ...] | None = None,
+    rslora: bool | None = None,
+    base_dtype: str | None = None,
+    double_quant: bool | None = None,
+    kbit_fp32: bool | None = None,
+    adapter_dtype: str | None = None,
 ) -> Plan:
     """Will it fit: memory per device as ``engine`` holds it, the largest context and batch, and the decode rate
-    there, the roofline and the engine's expected."""
+    there, the roofline and the engine's expected. With ``lora=R``, will fine-tuning fit: a step of ``batch``
+    sequences of ``context`` tokens (default 2,048) with gradient checkpointing, on ``gpus`` devices (FSDP) or,
+    with one, on the fewest devices that hold it (LORA_DOC)."""
     from ..analysis import hardware as table
     from ..analysis.fit import plan_fit
 
@@ -686,6 +817,22 @@ def fit(
     for name, value in (("context", context), ("batch", batch), ("prefill_chunk", prefill_chunk)):
         o.whole(name, value)
     hw = table.by_key(hardware, hardware_file)
+    tune = tuning(lora, _lora_options(locals()))
+    if tune is not None:
+        from ..analysis.finetune import plan_finetune
+
+        serving = {"dtype": dtype != Formats.dtype, "kv_dtype": kv_dtype != Formats.kv_dtype, "engine": engine is not None}
+        clash = next((k for k, v in serving.items() if v), None)
+        if clash:
+            raise OptionError(f"{o.flag(clash)}: a serving option; with --lora the base's format is --base-dtype", field=clash)
+        if reserve is not None:
+            o.number("reserve", reserve, 0, 0.99, above=False)
+        m = planned(resolve(model), "fit")
+        step = Step(seq_len=context or FINETUNE_CONTEXT, micro_batch=batch, recompute="full")
+        o.whole("gpus", gpus)
+        layout = Layout(gpus=gpus, dp=gpus, zero=3) if gpus > 1 else Layout()  # more than one: FSDP; else the fewest
+        answer = plan_finetune(m.stack, m.label, None, step, layout, Device(hw, tflops=tflops, reserve=reserve or 0.0), tune)
+        return Plan(answer, "fit")
     formats, placement, dev, eng = _serving(
         dict(dtype=dtype, experts_dtype=experts_dtype, kv_dtype=kv_dtype, keep=keep),
         dict(gpus=gpus, tp=tp, ep=ep, pp=pp, gpu_layers=gpu_layers, cpu_experts=cpu_experts),

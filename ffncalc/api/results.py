@@ -125,10 +125,16 @@ class Count(Result):
     recompute_flops: _Total[int] = _Total()
     train_flops: _Total[int] = _Total()
 
-    def __init__(self, tally: Tally, per_layer: bool = False):
+    def __init__(self, tally: Tally, per_layer: bool = False, adapters: Any = None):
         self.tally = tally
         self.per_layer = per_layer
         self.totals: dict[str, Any] = tally.totals()
+        self.adapters = adapters  # with lora=R: what peft trains (analysis/adapters.py)
+
+    @property
+    def trainable_params(self) -> int | None:
+        """With lora=R: the parameters peft trains (adapters, DoRA magnitudes, modules saved whole)."""
+        return None if self.adapters is None else int(self.adapters.trainable)
 
     model = property(lambda self: self.tally.model, doc="The model's title.")
     convention = property(lambda self: self.tally.convention.name, doc="The convention's name.")
@@ -159,10 +165,16 @@ class Count(Result):
         ]
 
     def record(self) -> dict[str, Any]:
-        return stamp("count", render.records(self.tally, self.per_layer))
+        out = render.records(self.tally, self.per_layer)
+        if self.adapters is not None:
+            out["adapters"] = render.adapters_record(self.adapters)
+        return stamp("count", out)
 
     def documents(self, human: bool = True) -> list[sheet.Document]:
-        return [render.count_doc(self.tally, self.per_layer, human=human)]
+        docs = [render.count_doc(self.tally, self.per_layer, human=human)]
+        if self.adapters is not None:
+            docs.append(render.adapters_doc(self.adapters, human))
+        return docs
 
     def to_csv(self) -> str:
         return render.count_csv(self.tally, self.per_layer)

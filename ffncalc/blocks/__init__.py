@@ -8,6 +8,7 @@ blocks through these methods and never tests their type. A new kind is one new m
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 if TYPE_CHECKING:
@@ -20,6 +21,49 @@ if TYPE_CHECKING:
 
 _REGISTRY: dict[tuple[str, str], type[Block]] = {}  # (slot, kind) -> block: "none" names one kind per slot
 _VERSION = [0]
+
+
+# The transformers module name of each linear layer a block's terms name, as Llama's, Qwen2-MoE's and DeepSeek-V3's
+# modeling code names it (LlamaAttention, LlamaMLP; Qwen2MoeSparseMoeBlock: gate, experts, shared_expert,
+# shared_expert_gate; DeepseekV3Attention: q_a_proj, q_b_proj, kv_a_proj_with_mqa, kv_b_proj): what peft's
+# target_modules match. Any other linear is named by its component's last part.
+MODULE_NAMES = {
+    "attn.q": "q_proj",
+    "attn.k": "k_proj",
+    "attn.v": "v_proj",
+    "attn.o": "o_proj",
+    "attn.q_a": "q_a_proj",
+    "attn.q_b": "q_b_proj",
+    "attn.kv_a": "kv_a_proj_with_mqa",
+    "attn.kv_b": "kv_b_proj",
+    "ffn.gate": "gate_proj",
+    "ffn.up": "up_proj",
+    "ffn.down": "down_proj",
+    "ffn.router": "gate",
+    "ffn.experts.gate": "gate_proj",
+    "ffn.experts.up": "up_proj",
+    "ffn.experts.down": "down_proj",
+    "ffn.shared.gate": "gate_proj",
+    "ffn.shared.up": "up_proj",
+    "ffn.shared.down": "down_proj",
+    "ffn.shared_gate": "shared_expert_gate",
+}
+
+
+@dataclass(frozen=True)
+class Linear:
+    """One linear layer of a block, as an adapter sees it: its component (``attn.q``), its transformers module name
+    (``q_proj``), its input and output features, its instances in one layer, and what transformers 5 makes of it:
+    ``"linear"`` (an nn.Linear module), ``"experts"`` (one of a mixture's routed experts, held in transformers 5 as
+    a fused 3-D parameter, experts × out × in, of the mixture's experts module), ``"router"`` (the router, a module
+    of its own whose weight is a plain parameter)."""
+
+    component: str
+    module: str
+    d_in: int
+    d_out: int
+    copies: int = 1
+    kind: str = "linear"
 
 
 class Block:
@@ -133,6 +177,25 @@ class Block:
     def chunk_tokens(self) -> int | None:
         """The longest chunk of its chunkwise form, in tokens; None: it has none."""
         return None
+
+    def linears(self, model: Model) -> tuple[Linear, ...]:
+        """Its linear layers in one layer, each with its transformers module name (MODULE_NAMES): every weight
+        term of two dimensions (out × in) its terms write; a routed expert's are its mixture's fused experts, the
+        router's its own module."""
+        from ..model.terms import Emitter
+
+        e = Emitter("layers", (0, 1))
+        e.slot = self.slot
+        self.terms(e, model, 8)
+        out = []
+        for t in e.out:
+            if t.role != "weight" or len(t.shape) != 2 or not t.numel:
+                continue
+            name = t.name.removesuffix(".weight")
+            kind = "experts" if t.expert else "router" if name == "ffn.router" else "linear"
+            module = MODULE_NAMES.get(name, name.rsplit(".", 1)[-1])
+            out.append(Linear(name, module, t.shape[1], t.shape[0], t.stored_count, kind))
+        return tuple(out)
 
 
 def module_name(block: Block) -> str:

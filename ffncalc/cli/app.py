@@ -11,6 +11,8 @@ from .. import api
 from ..analysis.conventions import CONVENTIONS, DEFAULT
 from ..analysis.plan import TRAIN_RESERVE, Device, FitRun, Formats, InferenceRun, Layout, Placement, Step, TrainingRun
 from ..api.options import (
+    AdapterDtype,
+    BaseDtype,
     BenchBlock,
     BenchDevice,
     BenchDtype,
@@ -46,6 +48,39 @@ IMAGE_SIZE = opt(None, "--image-size", min=1, max=65_536, help="Pixels a side of
 AUDIO_SECONDS = opt(
     None, "--audio-seconds", min=0, max=65_536, help="Seconds of audio a sequence (an audio tower's work; infer: a request's)."
 )
+# What count, train and fit take for fine-tuning with adapters (api.commands.tuning): each None unless given.
+LORA = opt(None, "--lora", min=1, max=65_536, help="Fine-tune with LoRA adapters of this rank (peft's).")
+LORA_TARGETS = opt(
+    None, "--lora-targets", help="Modules adapted: peft's names, comma-separated (q_proj,v_proj), or all-linear (the default)."
+)
+LORA_ALPHA = opt(None, "--lora-alpha", check=finite(0, 1e9), help="LoRA's alpha: scales the update, changes no count.")
+DORA = opt(False, "--dora", help="DoRA: a magnitude vector per adapted weight (its output features).")
+LORA_SAVE = opt(None, "--lora-modules-to-save", help="Modules trained whole beside the adapters: lm_head, embed_tokens.")
+RSLORA = opt(False, "--rslora", help="rsLoRA's scaling alpha/sqrt(r): changes no count.")
+BASE_DTYPE = opt(
+    None, "--base-dtype", choices=BaseDtype, help="The frozen base's format: bf16 (default), nf4/fp4 (QLoRA), int8, fp8, gptq, awq."
+)
+DOUBLE_QUANT = opt(
+    None, "--double-quant/--no-double-quant", help="A 4-bit base's absmax quantized to 8 bits (bitsandbytes; default on)."
+)
+KBIT_FP32 = opt(False, "--kbit-fp32", help="The base's unquantized parameters in fp32 (peft's prepare_model_for_kbit_training).")
+ADAPTER_DTYPE = opt(None, "--adapter-dtype", choices=AdapterDtype, help="The adapters' dtype: fp32 (peft's default) or bf16.")
+
+
+def _lora(lora, targets, alpha, dora, save, rslora, base_dtype, double_quant, kbit_fp32, adapter_dtype) -> dict:
+    """The fine-tuning options as the library takes them: a flag left off is not given."""
+    return dict(
+        lora=lora,
+        lora_targets=targets,
+        lora_alpha=alpha,
+        dora=dora or None,
+        lora_modules_to_save=save,
+        rslora=rslora or None,
+        base_dtype=base_dtype,
+        double_quant=double_quant,
+        kbit_fp32=kbit_fp32 or None,
+        adapter_dtype=adapter_dtype,
+    )
 
 
 @command(
@@ -67,12 +102,18 @@ def count(
     images: Optional[int] = IMAGES,
     image_size: Optional[int] = IMAGE_SIZE,
     audio_seconds: Optional[int] = AUDIO_SECONDS,
+    lora: Optional[int] = LORA,
+    lora_targets: Optional[str] = LORA_TARGETS,
+    lora_alpha: Optional[float] = LORA_ALPHA,
+    dora: bool = DORA,
+    lora_modules_to_save: Optional[str] = LORA_SAVE,
+    rslora: bool = RSLORA,
     output: Output = None,
 ) -> None:
     """Count parameters and FLOPs of every component of a model: a preset, a spec file, or a Hugging Face
     config.json (or the folder holding one); or count a checkpoint's stored parameters from its headers alone
     (.safetensors, a sharded folder, .gguf, or ORG/NAME or ORG/NAME@REVISION on the Hugging Face Hub) against
-    its config.json."""
+    its config.json. With --lora R, the adapters peft builds and the parameters they train."""
     _show(
         output,
         api.count(
@@ -86,6 +127,12 @@ def count(
             images=images,
             image_size=image_size,
             audio_seconds=audio_seconds,
+            lora=lora,
+            lora_targets=lora_targets,
+            lora_alpha=lora_alpha,
+            dora=dora or None,
+            lora_modules_to_save=lora_modules_to_save,
+            rslora=rslora or None,
         ),
     )
 
@@ -437,6 +484,7 @@ GROUPS["presets"] = "List the shipped presets, or show one as YAML."
     examples=(
         "train llama3-8b --tokens 15T --hardware h100-sxm --gpus 1024",
         "train deepseek-v3 --tokens 14.8T --hardware h100-sxm --gpus 2048 --dp 128 --pp 16 --ep 8",
+        "train llama3-8b --tokens 100M --lora 16 --base-dtype nf4 --seq-len 2048 --recompute full --hardware rtx4090",
     ),
 )
 def train(
@@ -515,6 +563,16 @@ def train(
         help="flash: no attention scores kept; eager: scores kept (Korthikanti et al.).",
     ),
     mtp: Optional[bool] = opt(Step.mtp, "--mtp/--no-mtp", help="Count multi-token prediction FLOPs (default: if the model has them)."),
+    lora: Optional[int] = LORA,
+    lora_targets: Optional[str] = LORA_TARGETS,
+    lora_alpha: Optional[float] = LORA_ALPHA,
+    dora: bool = DORA,
+    lora_modules_to_save: Optional[str] = LORA_SAVE,
+    rslora: bool = RSLORA,
+    base_dtype: Optional[str] = BASE_DTYPE,
+    double_quant: Optional[bool] = DOUBLE_QUANT,
+    kbit_fp32: bool = KBIT_FP32,
+    adapter_dtype: Optional[str] = ADAPTER_DTYPE,
     output: Output = None,
 ) -> None:
     """Plan a training run: FLOPs, GPU-hours and days, the compute-optimal size, memory per device."""
@@ -552,6 +610,9 @@ def train(
         attention_kernel=kernel,
         mtp=mtp,
         min_gpus=min_gpus,
+        **_lora(
+            lora, lora_targets, lora_alpha, dora, lora_modules_to_save, rslora, base_dtype, double_quant, kbit_fp32, adapter_dtype
+        ),
     )
     _show(output, result)
 
@@ -736,7 +797,14 @@ def infer(
     _show(output, result)
 
 
-@command(output="exact", examples=("fit llama3-70b --hardware h100-sxm --gpus 2", "fit qwen3-32b --hardware rtx4090 --dtype q4_k_m"))
+@command(
+    output="exact",
+    examples=(
+        "fit llama3-70b --hardware h100-sxm --gpus 2",
+        "fit qwen3-32b --hardware rtx4090 --dtype q4_k_m",
+        "fit llama3-8b --hardware rtx4090 --lora 16 --base-dtype nf4",
+    ),
+)
 def fit(
     model: str = arg(..., help="A preset name or a spec file (.yaml)."),
     hardware_key: str = opt(..., "--hardware", help="A device of the hardware table (h100-sxm, …)."),
@@ -763,6 +831,16 @@ def fit(
     tflops: Optional[float] = TFLOPS,
     cpu_gbs: float = CPU_GBS,
     wired_limit_gib: Optional[float] = WIRED,
+    lora: Optional[int] = LORA,
+    lora_targets: Optional[str] = LORA_TARGETS,
+    lora_alpha: Optional[float] = LORA_ALPHA,
+    dora: bool = DORA,
+    lora_modules_to_save: Optional[str] = LORA_SAVE,
+    rslora: bool = RSLORA,
+    base_dtype: Optional[str] = BASE_DTYPE,
+    double_quant: Optional[bool] = DOUBLE_QUANT,
+    kbit_fp32: bool = KBIT_FP32,
+    adapter_dtype: Optional[str] = ADAPTER_DTYPE,
     output: Output = None,
 ) -> None:
     """Will it fit: memory per device as the engine holds it, the largest context and batch, and the decode rate there."""
@@ -792,6 +870,9 @@ def fit(
         tflops=tflops,
         cpu_gbs=cpu_gbs,
         wired_limit_gib=wired_limit_gib,
+        **_lora(
+            lora, lora_targets, lora_alpha, dora, lora_modules_to_save, rslora, base_dtype, double_quant, kbit_fp32, adapter_dtype
+        ),
     )
     _show(output, result)
 

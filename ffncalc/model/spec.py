@@ -172,6 +172,9 @@ class ModelSpec:
     # multi-token prediction modules a checkpoint carries beside the causal LM (DeepSeek-V3 §2.2): each a
     # layer like the model's last, a projection of [h; emb] (2·d -> d) and three norms; counted apart
     mtp_layers: NonNegative = 0
+    # the transformers model_type the model is built as (a config.json states its own): its module names, which
+    # fine-tuning's adapters target (analysis/adapters.py: peft's names, fused modules, MoE conversion)
+    model_type: str | None = None
     # each of a layer's norm.per_layer norms (NormUse); default: every one the model's norm
     norms: list[NormUse] | None = None
     # the parts beside the layers' blocks (ffncalc/parts/), each stated under its own key at the spec's top and

@@ -90,6 +90,9 @@ class Model:
     # the block's place), and a question that needs them is refused with the line (analysis/count.py: tally)
     needs: tuple[str, ...] = ()
     mask: str = "causal"  # or "bidirectional": encoder-only (ModelSpec.mask)
+    # the transformers model_type a config.json was read as (None: a preset or a spec file): its module names, which
+    # adapters target (analysis/adapters.py)
+    model_type: str | None = None
 
     @property
     def bidirectional(self) -> bool:
@@ -232,4 +235,5 @@ def resolve(spec: ModelSpec) -> Model:
         mtp_layers=spec.mtp_layers,
         parts=spec.parts,
         mask=spec.mask,
+        model_type=spec.model_type,
     )

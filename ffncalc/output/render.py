@@ -192,6 +192,62 @@ def count_doc(t: Tally, per_layer: bool = False, human: bool = True) -> Document
     )
 
 
+def adapters_record(found) -> dict[str, Any]:
+    """The adapters ``count --lora`` adds (analysis/adapters.py): each adapted module name in each run of layers, the
+    modules trained whole, and the trainable parameters."""
+    tune = found.tune
+    return {
+        "lora": tune.lora,
+        "lora_targets": ",".join(tune.targets),
+        "dora": tune.dora,
+        "trainable_params": found.trainable,
+        "adapter_params": found.lora_params,
+        "modules": [
+            {
+                "module": a.module,
+                "component": a.component,
+                "layers": list(a.layers) if a.layers else None,
+                "d_in": a.d_in,
+                "d_out": a.d_out,
+                "instances": a.instances,
+                "rank": a.rank,
+                "params": a.params,
+                "magnitude": a.magnitude,
+            }
+            for a in found.adapted
+        ],
+        "saved": [{"module": m, "params": n} for m, n in found.saved],
+        "notes": list(found.notes),
+    }
+
+
+def adapters_doc(found, human: bool = True) -> Document:
+    """One row per adapted module name in a run of layers, then the modules trained whole and the total."""
+    tune = found.tune
+    body = [
+        [
+            a.module,
+            a.component,
+            layers_text(a.layers) if a.layers else "",
+            f"{a.d_in:,} → {a.d_out:,}",
+            f"×{a.instances:,}",
+            str(a.rank),
+            figure(a.params + a.magnitude, human),
+        ]
+        for a in found.adapted
+    ]
+    body += [[m, "(trained whole)", "", "", "", "", figure(n, human)] for m, n in found.saved]
+    title = f"LoRA rank {tune.lora} on {', '.join(tune.targets)}" + (" with DoRA" if tune.dora else "")
+    return Document(
+        title,
+        ["each module A (r × in) and B (out × r): r·(in + out), + out with DoRA; as peft builds them", *found.notes],
+        [
+            Section(["module", "component", "layers", "in → out", "count", "rank", "params"], body, left=3),
+            Section(["total", "value"], [["trainable parameters", figure(found.trainable, human)]], show_head=False),
+        ],
+    )
+
+
 CSV_FIELDS = [
     "convention",
     "seq_len",

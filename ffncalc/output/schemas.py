@@ -155,7 +155,37 @@ def _count() -> Schema:
         {
             "notes": NOTES,
             "views": mapping(obj({"attention_flops_per_token": EXACT, "forward_flops_per_token": EXACT})),
+            "adapters": _adapters(),
         },
+    )
+
+
+def _adapters() -> Schema:
+    """count --lora: the adapters peft builds (render.adapters_record)."""
+    module = obj(
+        {
+            "module": STR,
+            "component": STR,
+            "layers": LAYERS,
+            "d_in": INT,
+            "d_out": INT,
+            "instances": INT,
+            "rank": INT,
+            "params": INT,
+            "magnitude": INT,
+        }
+    )
+    return obj(
+        {
+            "lora": INT,
+            "lora_targets": STR,
+            "dora": BOOL,
+            "trainable_params": INT,
+            "adapter_params": INT,
+            "modules": array(module),
+            "saved": array(obj({"module": STR, "params": INT})),
+            "notes": NOTES,
+        }
     )
 
 

@@ -15,7 +15,7 @@ from typing import Any
 GIB = 2**30
 # The sections of the page, in order: the module holding each one's TITLE, INTRO, RECORDS (held in a band),
 # VERDICTS (runs that ran, measured 1, or ran out of memory, 0: the plan must say which) and GAPS.
-SECTIONS = ["ffncalc.analysis.accuracy.training"]
+SECTIONS = ["ffncalc.analysis.accuracy.training", "ffncalc.analysis.accuracy.finetuning"]
 
 
 def devices_file() -> str:

@@ -241,6 +241,7 @@ def to_spec(c: Config) -> Model:
         raise SpecError(
             f"{c.source}: the {c.model_type} config gives an invalid spec: {path}: {found.message}", file=str(c.source), field=path
         ) from None
+    model = replace(model, model_type=c.model_type)
     if needs:
         model = replace(model, needs=needs)
     if c.wrapper and _whole(c) is None:
