@@ -279,3 +279,35 @@ def test_sparse_tower_configs_take_their_class_defaults(tmp_path, tower):
     (tmp_path / "config.json").write_text(json.dumps(data))
     _, model = hf.load(tmp_path / "config.json")
     assert tally(model).params == sum(p.numel() for p in instantiate_whole(data).parameters())
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize(
+    "model_type", [t for t in coverage.MULTIMODAL_LM_TYPES if "refused" not in truth(t) and coverage.WRAPPED_TEXT.get(t)]
+)
+def test_wrapper_tie_rule_is_the_configuration_class(model_type):
+    """Where the wrapper says false and its text_config true, and the other way round, the whole model's
+    tie_word_embeddings as the wrapper's configuration class settles it (its __post_init__: some forward the text
+    config's true to a false wrapper, as pre-v5 checkpoints saved it there) equals hf.wrapper_tie's."""
+    import transformers
+    from transformers import AutoConfig
+
+    transformers.logging.set_verbosity_error()
+    data = json.loads((HERE / "configs" / f"{model_type}.json").read_text())
+    text = data["text_config"]
+    for outer, inner in ((False, True), (True, False)):
+        stated = {**data, "tie_word_embeddings": outer, "text_config": {**text, "tie_word_embeddings": inner}}
+        flag = getattr(AutoConfig.for_model(**stated), "tie_word_embeddings", None)
+        theirs = inner if flag is None else flag  # none on the wrapper: its language model ties by its own
+        c = hf.Config(stated, json.dumps(stated), "x")
+        ours = hf.wrapper_tie(c, {**stated["text_config"]})
+        assert (inner if ours is None else ours) == theirs, (outer, inner)
+
+
+def test_a_flat_qwen2_5_vl_config_is_read_whole():
+    """Qwen2.5-VL's released files are saved flat (the language model's keys at the top, the tower under the wrapper's
+    own model_type), as Qwen2_5_VLConfig still reads them: Nexus-Gen V2's, in Qwen2.5-VL-7B's layout, is the whole
+    8,292,166,656 parameters of the class transformers builds from it (the Hub's 8.29B for Qwen2.5-VL-7B-Instruct)."""
+    _, model = hf.load(HERE / "public" / "nexus-gen-v2.json")
+    record = json.loads((HERE / "public_truth" / "nexus-gen-v2.json").read_text())
+    assert tally(model).params == sum(n for _, n in expanded(record["params"], 2)) == 8_292_166_656

@@ -79,10 +79,19 @@ TEXT_TYPES = {
     "gemma4_unified": "gemma4_unified_text",
     "llama4": "llama4_text",
     "mistral3": "mistral",
+    "qwen2_vl": "qwen2_vl_text",
+    "qwen2_5_vl": "qwen2_5_vl_text",
+    "qwen3_vl": "qwen3_vl_text",
+    "qwen3_vl_moe": "qwen3_vl_moe_text",
     "qwen3_5": "qwen3_5_text",
     "qwen3_5_moe": "qwen3_5_moe_text",
     "qwen4_exp": "qwen4_exp_text",
 }
+
+
+# Wrappers whose configuration class reads a file saved flat (no text_config: the language model's keys at the top,
+# Qwen2-VL's and Qwen2.5-VL's released config.json files) as its text config ("Hub configs are saved as flat dicts")
+FLAT_TEXT = frozenset({"qwen2_vl", "qwen2_5_vl"})
 
 
 def language_model(c: Config) -> Config:
@@ -93,6 +102,8 @@ def language_model(c: Config) -> Config:
         raise c.fail("text_config", f"expected an object, got {text!r}")
     if c.model_type not in TEXT_TYPES and text is None:
         return c
+    if text is None and c.model_type in FLAT_TEXT:  # the top's keys but the other parts' and the wrapper's type
+        text = {k: v for k, v in c.data.items() if k != "model_type" and not (k.endswith("_config") and isinstance(v, dict))}
     text = text or {}  # none given: the wrapper's config class builds the default text config
     data = {**text, "model_type": text.get("model_type") or TEXT_TYPES.get(c.model_type)}
     if data["model_type"] is None:
@@ -103,11 +114,27 @@ def language_model(c: Config) -> Config:
 
 
 # Multimodal configuration classes whose __post_init__ gives the whole model the text config's tie_word_embeddings
-# where its own is false (transformers 5.23, LlavaConfig: "Attr `tie_word_embeddings` was saved in text config for
-# those models")
+# where its own is false (transformers 5.23: "BC: pre-v5 saves placed `tie_word_embeddings` inside text_config"), and
+# those that take the text config's whatever their own says (VibeVoiceConfig)
 TIE_FROM_TEXT = frozenset(
-    {"fast_vlm", "llava", "llava_next_video", "llava_onevision", "minimax_m3_vl", "pix2struct", "shieldgemma2", "video_llama_3"}
+    {
+        "fast_vlm",
+        "glm4v",
+        "glm4v_moe",
+        "glm_ocr",
+        "hunyuan_vl",
+        "llava",
+        "llava_next_video",
+        "llava_onevision",
+        "minimax_m3_vl",
+        "paddleocr_vl",
+        "qwen2_5_vl",
+        "qwen2_vl",
+        "shieldgemma2",
+        "video_llama_3",
+    }
 )
+TIE_OF_TEXT = frozenset({"vibevoice"})
 
 
 def wrapper_tie(c: Config, text: dict) -> bool | None:
@@ -122,6 +149,8 @@ def wrapper_tie(c: Config, text: dict) -> bool | None:
             return data["tie_word_embeddings"]
         return ((class_defaults_of(model_type) or {}).get("defaults") or {}).get("tie_word_embeddings")
 
+    if c.model_type in TIE_OF_TEXT:
+        return None
     tie = flag(c.data, c.model_type)
     if c.model_type in TIE_FROM_TEXT and not tie and flag(text, text.get("model_type")):
         return True

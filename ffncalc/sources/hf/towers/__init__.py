@@ -31,8 +31,9 @@ def wrappers() -> dict[str, Callable[[Config], dict]]:
     return _WRAPPERS
 
 
-def sub_config(c: Config, key: str) -> Config:
-    """A nested config (vision_config), read with its class's declared defaults; errors name its keys' lines."""
+def sub_config(c: Config, key: str, renamed: dict[str, str] | None = None) -> Config:
+    """A nested config (vision_config), read with its class's declared defaults; errors name its keys' lines.
+    ``renamed``: model_types older files state that the class reads as another (Qwen2.5-VL's "qwen2_5_vl")."""
     import re
 
     from .. import class_defaults
@@ -42,6 +43,8 @@ def sub_config(c: Config, key: str) -> Config:
         data = {}
     if not isinstance(data, dict):
         raise c.fail(key, f"expected an object, got {data!r}")
+    if renamed and data.get("model_type") in renamed:
+        data = {**data, "model_type": renamed[data["model_type"]]}
     match = re.search(r'"%s"\s*:' % re.escape(key), c.text)
     return class_defaults(Config(data, c.text, c.source, start=match.start() if match else 0))
 

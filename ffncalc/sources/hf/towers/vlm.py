@@ -125,4 +125,9 @@ def qwen_vl(c: Config) -> dict:
     Qwen3VLMoe: a Qwen vision tower and its merger (towers/qwen.py) beside the Qwen language model of the text_config."""
     from .qwen import qwen_vision
 
-    return {"vision": qwen_vision(sub_config(c, "vision_config"))}
+    # older files name the tower by the wrapper's type, which the configuration classes override (transformers 5.23)
+    old = {"qwen2_vl": "qwen2_vl_vision", "qwen2_5_vl": "qwen2_5_vl_vision"}
+    vision = sub_config(c, "vision_config", old)
+    if vision.model_type is None:  # none stated: the wrapper's class builds its own
+        vision = sub_config(c, "vision_config", {None: f"{c.model_type}_vision"})  # type: ignore[dict-item]
+    return {"vision": qwen_vision(vision)}
