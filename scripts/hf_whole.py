@@ -38,6 +38,7 @@ IMAGE_SIZES = {
     "qwen2_vl": (448, 224),
     "qwen2_5_vl": (448, 392),  # 16 merged tokens a side in whole windows of 4; 14 leave windows of 2 at the edges
     "qwen3_vl": (448, 256),
+    "internvl": (448, 224),
 }
 
 # Positions of one window (max_source_positions: 2 × as many frames) at which one window's FLOPs are recorded: the

@@ -48,6 +48,7 @@ class Vision(Part):
     read_class: bool = False  # whether the projector reads the class token's features too (LLaVA's "full")
     head: bool = False  # SigLIP's attention-pooling head (vision_use_head): one learned query over the positions
     newline: bool = False  # LLaVA-NeXT's image_newline: a learned row of the model's width after each row of tokens
+    layer_scale: bool = False  # a learned scale of each sublayer's output, one a feature (InternViT's lambda_1, lambda_2)
     frames: Positive = 1  # frames a patch spans (Qwen2-VL's temporal_patch_size: an image repeated to fill them)
     position_rows: NonNegative = 0  # rows of a learned table interpolated to the positions (Qwen3-VL's; 0: one a position)
     deepstack: NonNegative = 0  # copies of the projector reading earlier layers (Qwen3-VL's deepstack mergers)
@@ -68,10 +69,10 @@ class Vision(Part):
         if self.full_layers > self.layers.n_layers:
             raise SpecError(("vision", "full_layers"), f"more than the tower's {self.layers.n_layers} layers")
         group = max(self.projector.merge, self.projector.shuffle, 1)
-        if self.images and (self.grid % group or self.image_size % self.patch_size):
+        if self.images and self.grid % group:  # the convolution takes whole patches; the projector whole tiles of them
             raise SpecError(
                 ("vision", "image_size"),
-                f"{self.image_size} pixels are not whole {self.patch_size * group}-pixel tiles ({group} × {group} patches each)",
+                f"{self.grid} patches a side are not whole {group} × {group} tiles of the projector's ({self.image_size} pixels)",
             )
         if self.image_size < self.patch_size:
             raise SpecError(("vision", "image_size"), f"an image of {self.image_size} pixels holds no {self.patch_size}-pixel patch")
@@ -128,6 +129,11 @@ class Vision(Part):
             emb.norm("vision.pre_norm", norm, d, 1)
         out += [("tower", t) for t in emb.out]
         out += self.layer_terms_of(stack.terms(model, "vision.", self.rows, 1))
+        if self.layer_scale:  # two vectors a layer, each multiplying its sublayer's output
+            scale = Emitter("layers")
+            n = self.layers.n_layers
+            scale.term("vision.layer_scale", "bias", (d,), 2 * n, numel=d, elementwise=2 * n * d)
+            out += [("tower", t) for t in scale.out]
         if self.post_norm:
             emb = Emitter("layers")
             emb.norm("vision.post_norm", norm, d, 1)
@@ -283,6 +289,8 @@ def _module(spec: Vision, model):
             if spec.pre_norm:
                 self.pre_norm = make_norm(norm, d)
             self.layers = nn.ModuleList(LayerModule(inner, layer, False) for layer in inner.layers)
+            if spec.layer_scale:  # elementwise scales: parameters, no multiply-adds to count
+                self.layer_scale = nn.ParameterList(nn.Parameter(torch.empty(d)) for _ in range(2 * spec.layers.n_layers))
             if spec.post_norm:
                 self.post_norm = make_norm(norm, d)
             if spec.head:

@@ -59,7 +59,7 @@ def ours(model) -> dict[str, int]:
 
 def test_whole_wrappers_are_recorded():
     assert {"llava", "paligemma", "gemma3", "cohere2_vision", "aya_vision", "mistral3", "idefics3"} <= set(IMAGED)
-    assert {"qwen2_vl", "qwen2_5_vl", "qwen3_vl"} <= set(IMAGED)
+    assert {"qwen2_vl", "qwen2_5_vl", "qwen3_vl", "internvl"} <= set(IMAGED)
     assert {"llava", "llava_next", "vipllava", "paligemma", "gemma3", "shieldgemma2", "mistral3", "idefics3", "smolvlm"} <= set(WHOLE)
     assert {"qwen2_audio", "voxtral"} <= set(WHOLE) and {"qwen2_audio", "voxtral"} <= set(AUDIO)
     assert set(wrappers()) <= set(coverage.MULTIMODAL_LM_TYPES)

@@ -123,3 +123,33 @@ def test_reference_model_runs_the_audio():
     label, stack = hf.load(WHOLE / "configs" / "qwen2_audio.json")
     m = with_inputs(Model(label, replace(stack, layers=stack.layers[:2])), audio_seconds=30)
     assert verify(m.stack, model=label, seq_len=1024).ok
+
+
+# image sizes a tower can take whole (its patch grid a whole number of the projector's tiles): the others at their own
+SIZES = {"idefics3": 512, "smolvlm": 512, "mistral3": 448, "lighton_ocr": 448, "cohere2_vision": 512, "aya_vision": 364}
+SIZES["shieldgemma2"] = 896  # its defaults pool 14 patches a side to 16 tokens, which transformers cannot run either
+
+
+def _whole_types() -> list[str]:
+    from ffncalc.sources.hf.towers import wrappers
+
+    return sorted(t for t in wrappers() if "params" in json.loads((WHOLE / "truth" / f"{t}.json").read_text()))
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("model_type", _whole_types())
+def test_every_whole_model_verifies_with_its_media(model_type):
+    """Every type read whole: its reference modules (tower, projector, one text layer) hold the count's parameters
+    and run one image (or 30 s of audio) to the count's FLOPs, component by component."""
+    from dataclasses import replace
+
+    from ffncalc.analysis.verify import verify
+    from ffncalc.api.commands import with_inputs
+    from ffncalc.api.models import Model
+    from ffncalc.sources import hf
+
+    label, stack = hf.load(WHOLE / "configs" / f"{model_type}.json")
+    m = Model(label, replace(stack, layers=stack.layers[:1]))
+    audio = any("audio_seconds" in p.takes for p in m.stack.parts)
+    m = with_inputs(m, audio_seconds=30) if audio else with_inputs(m, images=1, image_size=SIZES.get(model_type))
+    assert verify(m.stack, model=label, seq_len=256).ok

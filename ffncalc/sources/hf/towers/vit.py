@@ -8,7 +8,7 @@ from __future__ import annotations
 from ..config import Config
 
 # CLIP's; SigLIP's and the towers built as it (Idefics3's and SmolVLM's, without the pooling head); Pixtral's
-VISION_TYPES = ("clip_vision_model", "siglip_vision_model", "idefics3_vision", "smolvlm_vision", "pixtral")
+VISION_TYPES = ("clip_vision_model", "siglip_vision_model", "idefics3_vision", "smolvlm_vision", "pixtral", "internvl_vision")
 
 
 def vit(v: Config, projector: dict, **over) -> dict:
@@ -23,7 +23,9 @@ def vit(v: Config, projector: dict, **over) -> dict:
     d = v.int("hidden_size")
     heads = v.int("num_attention_heads")
     act = v.activation("hidden_act", "gelu")
-    tower = {"image_size": v.int("image_size"), "patch_size": v.int("patch_size"), "channels": v.int("num_channels", 3)}
+    tower = {"image_size": _side(v, "image_size"), "patch_size": _side(v, "patch_size"), "channels": v.int("num_channels", 3)}
+    if kind == "internvl_vision":
+        return {"layers": _internvit(v, d, heads, act), **tower, **_internvit_ends(v), "projector": projector, **over}
     if kind == "pixtral":
         attention = {"n_heads": heads, "head_dim": v.int("head_dim", d // heads)}
         layers = {
@@ -54,10 +56,49 @@ def vit(v: Config, projector: dict, **over) -> dict:
     }
 
 
+def _side(v: Config, key: str) -> int:
+    """A square's side: a number, or [height, width] equal (InternVL's image_size and patch_size)."""
+    value = v.data.get(key)
+    if isinstance(value, list) and len(value) == 2 and value[0] == value[1]:
+        return v.int_list(key)[0]
+    return v.int(key)
+
+
+def _internvit(v: Config, d: int, heads: int, act: str) -> dict:
+    """InternViT's layers as transformers' InternVLVisionModel builds them: layernorm_before and layernorm_after
+    (LayerNorm or RMSNorm by norm_type), q/k/v with attention_bias, an output projection with a bias, an MLP with biases,
+    each sublayer's output scaled by a learned vector (lambda_1, lambda_2)."""
+    if v.bool("use_qk_norm", False):
+        raise v.fail("use_qk_norm", "InternViT's q and k norms (InternViT-6B) are not read yet")
+    norm = "rmsnorm" if v.data.get("norm_type") == "rms_norm" else "layernorm"
+    bias = v.bool("attention_bias", False)
+    return {
+        "d_model": d,
+        "n_layers": v.int("num_hidden_layers"),
+        "attention": {"n_heads": heads, "qkv_bias": bias, "o_bias": True},
+        "ffn": {"kind": "dense", "d_ff": v.int("intermediate_size"), "bias": True, "activation": act},
+        "norm": {"kind": norm, "per_layer": 2, "final": False},
+    }
+
+
+def _internvit_ends(v: Config) -> dict:
+    """InternViT's embeddings and ends: a class token, a convolution with a bias, a learned position a position; a
+    final LayerNorm unless use_mean_pooling (the default: none)."""
+    return {
+        "class_token": True,
+        "patch_bias": True,
+        "pre_norm": False,
+        "post_norm": not v.bool("use_mean_pooling", True),
+        "layer_scale": True,
+    }
+
+
 # The module names of CLIP's and SigLIP's vision models (their layers') and of the projectors around them, for
 # ``verify --hf`` and checkpoints: where a parameter's path matches a tower's prefix, the rest of it names a
 # component of the ``vision`` part (sources/hf/names.py).
 LAYER_MODULES = (
+    (r"attention\.projection_layer$", "attn.o"),  # InternViT's
+    (r"layernorm_(before|after)$", "norms"),
     (r"attention\.q_proj$", "attn.q"),  # Pixtral's
     (r"attention\.k_proj$", "attn.k"),
     (r"attention\.v_proj$", "attn.v"),
@@ -86,6 +127,7 @@ TOP_MODULES = (
     (r"embeddings\.patch_embedding$", "patch_embed"),
     (r"patch_conv$", "patch_embed"),  # Pixtral's
     (r"patch_embed\.proj$", "patch_embed"),  # Qwen's
+    (r"patch_embeddings\.projection$", "patch_embed"),  # InternViT's
     (r"pos_embed$", "pos_embed"),
     (r"ln_pre$", "pre_norm"),
     (r"embeddings\.position_embedding$", "pos_embed"),
@@ -108,6 +150,12 @@ PROJECTOR_MODULES = (
     (r"(mlp\.0|linear_fc1)$", "linear_1"),
     (r"(mlp\.2|linear_fc2)$", "linear_2"),
     (r"$", "linear"),  # Gemma 3's mm_input_projection_weight, a parameter of the projector itself
+)
+# Parameters a module holds itself, by the end of their path: InternViT's and Llama 4's tables and layer scales
+PARAMETERS = (
+    (r"embeddings\.cls_token$", "class_embed"),
+    (r"embeddings\.position_embeddings$", "pos_embed"),
+    (r"lambda_[12]$", "layer_scale"),
 )
 # (pattern, prefix, modules): the towers' and projectors' places in the whole classes and in checkpoints
 TOWERS = (
@@ -139,6 +187,10 @@ def tower_component(path: str, tower: str = "vision") -> str | None:
             continue
         rest = path[found.end() :]
         module = rest.rsplit(".", 1)[0] if "." in rest else ""
+        if kind == "tower":
+            own = next((name for pat, name in PARAMETERS if re.search(pat, rest)), None)
+            if own:
+                return prefix + own
         if kind == "projector":
             for pat, name in PROJECTOR_MODULES:
                 hit = re.search(pat, module)

@@ -131,3 +131,22 @@ def qwen_vl(c: Config) -> dict:
     if vision.model_type is None:  # none stated: the wrapper's class builds its own
         vision = sub_config(c, "vision_config", {None: f"{c.model_type}_vision"})  # type: ignore[dict-item]
     return {"vision": qwen_vision(vision)}
+
+
+@wrapper("internvl")
+def internvl(c: Config) -> dict:
+    """InternVLForConditionalGeneration (Chen et al. 2024; InternVL 3): an InternViT tower (vit.py); its features
+    pixel-shuffled by 1 / downsample_ratio (0.5: 2 × 2 tokens into one of four times the width), then
+    InternVLMultiModalProjector: a LayerNorm over them, Linear(4 × width, text width) → projector_hidden_act →
+    Linear(text width, text width), with biases; the class token dropped ("default")."""
+    v = sub_config(c, "vision_config")
+    ratio = c.float("downsample_ratio", 0.5)
+    projector = {
+        "width": v.int("hidden_size"),
+        "hidden": sub_config(c, "text_config").int("hidden_size"),
+        "bias": True,
+        "activation": c.activation("projector_hidden_act", "gelu"),
+        "norm": "layernorm",
+        "shuffle": round(1 / ratio),
+    }
+    return {"vision": vit(v, projector, read_class=c.data.get("vision_feature_select_strategy", "default") == "full")}
