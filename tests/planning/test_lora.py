@@ -290,3 +290,15 @@ def test_a_spec_states_its_transformers_type():
             )
     attention = next(c for c in TRUTH["configs"]["qwen3-30b-a3b"] if c["targets"] == "q_proj,k_proj,v_proj,o_proj" and not c["dora"])
     assert adapters(plain, Tuning(TRUTH["rank"])).trainable == attention["trainable"]
+
+
+@pytest.mark.parametrize(
+    ("preset", "config"), [("qwen3-30b-a3b", "qwen3-30b-a3b"), ("mixtral-8x7b", "mixtral-8x7b"), ("deepseek-v3", "deepseek-v3")]
+)
+def test_moe_presets_train_what_their_config_trains(preset, config):
+    """A mixture's preset states the transformers model_type it is built as, so its adapters are peft's as for its
+    config.json (whose count tests/lora_truth.json holds against peft): the experts converted where peft converts them."""
+    root = Path(__file__).resolve().parents[1] / "hf_configs"
+    ours = ffncalc.train(preset, tokens=10**6, gpus=8, lora=16).figures["trainable_params"].value
+    theirs = ffncalc.train(str(root / f"{config}.json"), tokens=10**6, gpus=8, lora=16).figures["trainable_params"].value
+    assert ours == theirs
