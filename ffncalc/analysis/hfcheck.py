@@ -264,7 +264,13 @@ def flop_run(net, batch: int, seq_len: int) -> FlopRun:
         ):
             # an encoder-decoder: the decoder reads a sequence as long as the source (the tokens again)
             extra = {"decoder_input_ids": tokens} if getattr(net.config, "is_encoder_decoder", False) else {}
-            net(input_ids=tokens, use_cache=False, **extra)
+            if net.main_input_name == "input_features":  # a speech encoder (Whisper): one window of log-mel frames
+                c = net.config
+                dtype = next(net.parameters()).dtype  # the config's torch_dtype, which the convolutions hold
+                frames = torch.zeros((batch, c.num_mel_bins, 2 * c.max_source_positions), dtype=dtype, device="meta")
+                net(input_features=frames, use_cache=False, **extra)
+            else:
+                net(input_ids=tokens, use_cache=False, **extra)
     finally:
         for h in hooks:
             h.remove()

@@ -22,7 +22,7 @@ from functools import cache
 
 from ..model.schema import NonNegative, Positive, SpecError
 from ..model.stacks import Stack
-from ..model.terms import SOFTMAX_OPS, Emitter
+from ..model.terms import ACTIVATION_OPS, SOFTMAX_OPS, Emitter
 from . import Part, register
 
 
@@ -46,6 +46,10 @@ class Encoder(Part):
     cross_head_dim: Positive | None = None  # its heads' width (default d_model / heads; T5: d_kv)
     relative_buckets: NonNegative = 0  # rows of its layers' shared relative-position bias table (T5), × heads
     source_length: Positive | None = None  # source tokens per sequence for the FLOPs (default: the sequence's)
+    # a speech encoder's input (Whisper): log-mel frames of this many features, two a position, through two
+    # convolutions of kernel 3 (the second of stride 2) with GELUs, in place of a token table (0: tokens)
+    mel_bins: NonNegative = 0
+    cross_k_bias: bool | None = None  # the cross-attention's key bias where it differs from cross_bias (Whisper: none)
 
     def check(self, spec) -> None:
         if self.layers.d_model != spec.d_model:
@@ -64,6 +68,16 @@ class Encoder(Part):
         d, s = model.d_model, self.source(seq_len)
         scale = Fraction(s, seq_len)
         emb = Emitter("embedding")
+        if self.mel_bins:  # each conv output a matmul of 3 inputs' features; the first over twice the positions
+            m, gelu = self.mel_bins, ACTIVATION_OPS["gelu"]
+            conv = Emitter("layers")
+            conv.term("encoder.conv1.weight", "weight", (d, m, 3), macs=d * m * 3)
+            conv.term("encoder.conv1.bias", "bias", (d,), elementwise=d * (1 + gelu))
+            e.out.extend(replace(t, positions=2 * scale) for t in conv.out)
+            conv = Emitter("layers")
+            conv.term("encoder.conv2.weight", "weight", (d, d, 3), macs=d * d * 3)
+            conv.term("encoder.conv2.bias", "bias", (d,), elementwise=d * (1 + gelu))
+            e.out.extend(replace(t, positions=scale) for t in conv.out)
         if self.table_rows:  # a lookup: the one-hot matmul Chinchilla's accounting charges (count.py)
             v = self.table_rows
             emb.term("encoder.embed.weight", "token", (v, d), macs=v * d)
@@ -95,7 +109,8 @@ class Encoder(Part):
         e.linear("encoder.cross.q", d, h * hd, self.cross_bias, n, heads=h)
         for part in ("k", "v"):
             start = len(e.out)
-            e.linear(f"encoder.cross.{part}", d, h * hd, self.cross_bias, n, heads=h)
+            bias = self.cross_k_bias if part == "k" and self.cross_k_bias is not None else self.cross_bias
+            e.linear(f"encoder.cross.{part}", d, h * hd, bias, n, heads=h)
             e.out[start:] = [replace(t, positions=kv) for t in e.out[start:]]
         for part in ("scores", "values"):
             e.term(f"encoder.cross.{part}", "core", (h, s, hd), n, numel=0, macs=n * h * s * hd, select="full")
@@ -127,6 +142,11 @@ def _modules():
             d = model.d_model
             inner = replace(spec.stack.resolve(model), mask="bidirectional")
             self.source_length, self.sinusoidal = spec.source_length, spec.layers.positions == "sinusoidal"
+            self.mel_bins = spec.mel_bins
+            if spec.mel_bins:
+                self.conv1 = nn.Conv1d(spec.mel_bins, d, 3, padding=1)
+                self.conv2 = nn.Conv1d(d, d, 3, stride=2, padding=1)
+                self.conv1.weight_flops = self.conv2.weight_flops = True  # verify: their FLOPs are their weights'
             if spec.table_rows:
                 self.embed = nn.Embedding(spec.table_rows, d)
             if spec.relative_buckets:  # read by every layer; its lookup and adds have no multiply-adds to count
@@ -144,7 +164,12 @@ def _modules():
             tokens = ctx["tokens"]
             if self.source_length is not None:
                 tokens = torch.zeros((tokens.shape[0], self.source_length), dtype=tokens.dtype, device=tokens.device)
-            h = self.embed(tokens) if hasattr(self, "embed") else ctx["table"](tokens)
+            if self.mel_bins:  # a window of silence, two frames a position
+                frames = torch.zeros((tokens.shape[0], self.mel_bins, 2 * tokens.shape[-1]), dtype=x.dtype, device=x.device)
+                gelu = nn.functional.gelu
+                h = gelu(self.conv2(gelu(self.conv1(frames)))).transpose(1, 2)
+            else:
+                h = self.embed(tokens) if hasattr(self, "embed") else ctx["table"](tokens)
             positions = torch.arange(tokens.shape[-1], device=tokens.device)
             if hasattr(self, "pos_embed"):
                 h = h + self.pos_embed(positions)
@@ -167,7 +192,8 @@ def _modules():
             self.heads, self.head_dim = heads, spec.cross_head_dim or d // heads
             width = heads * self.head_dim
             self.norm = make_norm(model.norm.layer, d)
-            self.q, self.k, self.v = (Linear(d, width, bias=spec.cross_bias) for _ in range(3))
+            self.q, self.v = (Linear(d, width, bias=spec.cross_bias) for _ in range(2))
+            self.k = Linear(d, width, bias=spec.cross_bias if spec.cross_k_bias is None else spec.cross_k_bias)
             self.o = Linear(width, d, bias=spec.cross_bias)
             self.scores, self.values = MatMul(), MatMul()
 

@@ -60,7 +60,7 @@ def test_plans_not_built_for_an_encoder_decoder_are_refused_in_one_line(cli, com
 
 
 @pytest.mark.torch
-@pytest.mark.parametrize("name", ["bart-large", "flan-t5-xl"])
+@pytest.mark.parametrize("name", ["bart-large", "flan-t5-xl", "whisper-large-v3"])
 def test_presets_verify_against_their_reference_modules(cli, name):
     code, out, err = cli("verify", name, "--seq-len", "32")
     assert code == 0 and "all" in out and "agree" in out, out + err
@@ -70,7 +70,19 @@ READ = [t for t in coverage.ENCODER_DECODER_TYPES if t not in coverage.SEQ2SEQ_N
 
 
 def test_the_encoder_decoders_read():
-    assert set(READ) == {"bart", "mbart", "plbart", "marian", "pegasus", "blenderbot", "blenderbot-small", "m2m_100", "t5", "mt5"}
+    assert set(READ) == {
+        "bart",
+        "mbart",
+        "plbart",
+        "marian",
+        "pegasus",
+        "blenderbot",
+        "blenderbot-small",
+        "m2m_100",
+        "t5",
+        "mt5",
+        "whisper",
+    }
 
 
 def test_flan_t5_xl_preset_counts_the_whole_model():
@@ -84,6 +96,20 @@ def test_flan_t5_xl_preset_counts_the_whole_model():
     decoder_layer = encoder_layer + attention + d
     total = 2 * vocab * d + 24 * encoder_layer + 24 * decoder_layer + 2 * (32 * 32 + d)
     assert tally(presets.load("flan-t5-xl")[1]).params == total == 2_849_757_184
+
+
+def test_whisper_large_v3_preset_counts_the_whole_model():
+    """WhisperForConditionalGeneration for openai/whisper-large-v3 by hand: the encoder's conv1 (1,280 × 128 × 3 and
+    a bias), conv2 (1,280 × 1,280 × 3 and a bias), its table of 1,500 positions, 32 layers (q, v, out_proj with biases
+    and k_proj without, fc1 and fc2 with biases, two LayerNorms) and a final LayerNorm; the decoder's table of 51,866
+    tokens (tied to proj_out) and of 448 positions, 32 layers (the same, and a cross-attention with its LayerNorm) and
+    a final LayerNorm. Published: 1.54B (the Hub's 1,543,490,560)."""
+    d, f, layers, vocab, mels = 1280, 5120, 32, 51866, 128
+    attention = 4 * d * d + 3 * d  # k_proj without a bias
+    mlp = 2 * d * f + f + d
+    encoder = d * mels * 3 + d + d * d * 3 + d + 1500 * d + layers * (attention + mlp + 4 * d) + 2 * d
+    decoder = vocab * d + 448 * d + layers * (2 * attention + mlp + 6 * d) + 2 * d
+    assert tally(presets.load("whisper-large-v3")[1]).params == encoder + decoder == 1_543_490_560
 
 
 @pytest.mark.parametrize("model_type", READ)

@@ -631,7 +631,6 @@ SEQ2SEQ_NOT_YET = {
     "speech_to_text": "a convolutional subsampler before a Transformer encoder, and a decoder",
     "speecht5": "speech and text pre-nets and post-nets around a shared encoder-decoder",
     "vibevoice": "an acoustic tokenizer and diffusion head beside a language model",
-    "whisper": "a convolutional audio front end before the encoder, and a decoder",
 }
 
 # Encoders no family reads yet: what each needs.
@@ -944,6 +943,7 @@ PROVEN_ON = {
     "solar_open": ("upstage/Solar-Open-100B",),
     "stablelm": ("stabilityai/stablelm-2-1_6b-chat",),
     "starcoder2": ("bigcode/starcoder2-3b",),
+    "whisper": ("openai/whisper-large-v3",),
     "xglm": ("Stancld/xglm-564M",),
 }
 
