@@ -128,7 +128,9 @@ Number = int | Fraction  # FLOPs per token: an average over the sequence where a
 
 def plain(n: Number) -> int | float:
     """An exact per-token figure as JSON and tables take it: an int where it is whole, else a float."""
-    return n if isinstance(n, int) else int(n) if n.denominator == 1 else float(n)
+    if isinstance(n, (int, float)):  # already plain (a figure made plain before it is shown)
+        return n
+    return int(n) if n.denominator == 1 else float(n)
 
 
 def core_flops(t: Term, attention: str) -> Number:
