@@ -139,7 +139,7 @@ def test_flops_per_component_equal_transformers(name):
         assert UNMEASURED.get(name) == measured.unmeasured
         return
     assert name not in UNMEASURED
-    spec = hf.to_spec(c)
+    spec = hf.to_spec(hf.text_only(c))  # the recorded class is the language model
     # batch 1; a short sequence and one past every window or chunk the config states
     assert [(r.batch, r.seq_len) for r in measured.flops] == [(1, n) for n in hfcheck.flop_lengths(c, spec)]
     assert all(measured.flops[-1].seq_len > w for w in _config_ints(c.data, r"^(sliding_window|attention_chunk_size)$"))

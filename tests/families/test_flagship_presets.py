@@ -52,7 +52,7 @@ def rows(spec) -> dict:
 @pytest.mark.parametrize("preset,config", FLAGSHIPS.items())
 def test_preset_is_exactly_its_config(preset, config):
     _, ours = presets.load(preset)
-    _, theirs = hf.load(CONFIGS / f"{config}.json")
+    _, theirs = hf.load(CONFIGS / f"{config}.json", text=True)  # the presets state the language model
     assert rows(ours) == rows(theirs)
     a, b = tally(ours), tally(theirs)
     assert (a.params, a.active, a.mtp_params) == (b.params, b.active, b.mtp_params)
@@ -108,15 +108,18 @@ def test_qwen3_next():
 )
 def test_qwen3_5(preset, config, total, active):
     t = count(preset)
-    towers = with_towers(config) - hf_total(config)  # the vision tower and merger transformers adds
+    whole = with_towers(config)
+    towers = whole - hf_total(config)  # the vision tower and merger transformers adds
     assert 0 < towers < B
+    assert tally(hf.load(CONFIGS / f"{config}.json")[1]).params == whole  # its config.json counted whole
     assert within(t.params + towers, total * B, 0.5 * B)
     if active is not None:
         assert within(t.active, active * B, 0.5 * B)
 
 
 def hf_total(config: str) -> int:
-    return tally(hf.load(CONFIGS / f"{config}.json")[1]).params
+    """The language model's parameters, as its config.json counts them."""
+    return tally(hf.load(CONFIGS / f"{config}.json", text=True)[1]).params
 
 
 def test_deepseek_v3_2():

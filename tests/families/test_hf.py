@@ -274,7 +274,7 @@ def test_missing_model_type_and_broken_json(cli, tmp_path):
 def test_import_out_never_half_writes(cli, tmp_path):
     target = tmp_path / "mine.yaml"
     target.write_text("keep me\n")
-    bad = write(tmp_path, {**raw("gpt2"), "model_type": "whisper"})
+    bad = write(tmp_path, {**raw("gpt2"), "model_type": "speecht5"})
     code, _, _ = cli("import", bad, "--out", str(target))
     assert code == 2 and target.read_text() == "keep me\n"
 

@@ -52,7 +52,7 @@ def model(vocab: int, d: int, linear: int, full: int, mixer_gdn: int, mixer_attn
 def test_qwen3_5_27b_by_hand():
     """Qwen3.5-27B: d 5120, 64 layers, every fourth full attention (48 Gated DeltaNet, 16 attention); GDN 16 QK heads
     and 48 V heads of 128; attention 24 heads, 4 KV heads of 256; a gated MLP of 17408; vocab 248320."""
-    label, spec = hf.load(CONFIGS / "qwen3.5-27b.json")
+    label, spec = hf.load(CONFIGS / "qwen3.5-27b.json", text=True)  # the language model, by hand below
     total = model(248_320, 5120, 48, 16, gated_deltanet(5120, 16, 128, 48, 128), gated_attention(5120, 24, 4, 256), 3 * 5120 * 17_408)
     t = tally(spec)
     assert t.params == total and t.active == total  # dense: every parameter used by every token
@@ -66,7 +66,7 @@ def test_qwen3_5_35b_a3b_by_hand():
     d, experts, top_k, width, shared = 2048, 256, 8, 512, 512
     expert = 3 * d * width
     moe = d * experts + experts * expert + 3 * d * shared + d
-    label, spec = hf.load(CONFIGS / "qwen3.5-35b-a3b.json")
+    label, spec = hf.load(CONFIGS / "qwen3.5-35b-a3b.json", text=True)  # the language model, by hand below
     total = model(248_320, d, 30, 10, gated_deltanet(d, 16, 128, 32, 128), gated_attention(d, 16, 2, 256), moe)
     active = total - 40 * (experts - top_k) * expert
     t = tally(spec)
@@ -81,11 +81,11 @@ def test_wrappers_read_their_sparse_text_config_with_the_class_defaults(tmp_path
     dense.write_text(json.dumps({"model_type": "qwen3_5", "text_config": {"num_hidden_layers": 4}}))
     sparse.write_text(json.dumps({"model_type": "qwen3_5_moe", "text_config": {"num_hidden_layers": 4}}))
     total = model(248_320, 4096, 3, 1, gated_deltanet(4096, 16, 128, 32, 128), gated_attention(4096, 16, 4, 256), 3 * 4096 * 12_288)
-    assert tally(hf.load(dense)[1]).params == total
+    assert tally(hf.load(dense, text=True)[1]).params == total  # the language model (the whole adds its default tower)
     d = 2048
     moe = d * 256 + 256 * 3 * d * 512 + 3 * d * 512 + d
     total = model(248_320, d, 3, 1, gated_deltanet(d, 16, 128, 32, 128), gated_attention(d, 16, 2, 256), moe)
-    assert tally(hf.load(sparse)[1]).params == total
+    assert tally(hf.load(sparse, text=True)[1]).params == total
 
 
 def test_moe_every_layer_is_a_mixture_whatever_mlp_only_layers_says(tmp_path):

@@ -44,7 +44,7 @@ def sub_config(c: Config, key: str, renamed: dict[str, str] | None = None) -> Co
     if not isinstance(data, dict):
         raise c.fail(key, f"expected an object, got {data!r}")
     if renamed and data.get("model_type") in renamed:
-        data = {**data, "model_type": renamed[data["model_type"]]}
+        data = {**data, "model_type": renamed[data.get("model_type")]}
     match = re.search(r'"%s"\s*:' % re.escape(key), c.text)
     return class_defaults(Config(data, c.text, c.source, start=match.start() if match else 0))
 

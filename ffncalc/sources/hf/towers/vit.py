@@ -147,8 +147,8 @@ PROJECTOR_MODULES = (
     (r"patch_merger\.merging_layer$", "patch_merger"),
     (r"proj$", "linear"),  # Idefics3's modality_projection
     (r"ln_q$", "norm"),  # Qwen's mergers
-    (r"(mlp\.0|linear_fc1)$", "linear_1"),
-    (r"(mlp\.2|linear_fc2)$", "linear_2"),
+    (r"(mlp\.0|linear_fc1|linear1)$", "linear_1"),  # Qwen's, DeepSeek-VL's aligner
+    (r"(mlp\.2|linear_fc2|linear2)$", "linear_2"),
     (r"$", "linear"),  # Gemma 3's mm_input_projection_weight, a parameter of the projector itself
 )
 # Parameters a module holds itself, by the end of their path: InternViT's and Llama 4's tables and layer scales
@@ -161,7 +161,11 @@ PARAMETERS = (
 TOWERS = (
     (r"vision_tower\.(vision_model\.)?", "vision.", "tower"),
     (r"(vision_model|vision_encoder)\.", "vision.", "tower"),  # Idefics3's and SmolVLM's; LightOnOCR's
-    (r"(multi_modal_projector|vision_projection|connector\.modality_projection|visual\.merger)\.", "vision.projector.", "projector"),
+    (
+        r"(multi_modal_projector|vision_projection|connector\.modality_projection|visual\.merger|aligner)\.",
+        "vision.projector.",
+        "projector",
+    ),
     (r"visual\.deepstack_merger_list\.\d+\.", "vision.deepstack.", "projector"),
     (r"visual\.", "vision.", "tower"),
     (r"image_newline$", "vision.image_newline", "self"),

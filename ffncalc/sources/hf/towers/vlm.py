@@ -119,15 +119,15 @@ def cohere2_vision(c: Config) -> dict:
     return {"vision": vit(v, projector)}
 
 
-@wrapper("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe")
+@wrapper("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe", "cosmos3_omni")
 def qwen_vl(c: Config) -> dict:
-    """Qwen2VLForConditionalGeneration, Qwen2_5_VLForConditionalGeneration (Bai et al. 2025), Qwen3VL and
-    Qwen3VLMoe: a Qwen vision tower and its merger (towers/qwen.py) beside the Qwen language model of the text_config."""
+    """Qwen2VLForConditionalGeneration, Qwen2_5_VLForConditionalGeneration (Bai et al. 2025), Qwen3VL, Qwen3VLMoe,
+    Qwen3.5 and Qwen3.5-MoE (their towers without deepstack mergers), and Cosmos3-Omni (Qwen3-VL's): a Qwen vision tower
+    and its merger (towers/qwen.py) beside the language model of the text_config."""
     from .qwen import qwen_vision
 
-    # older files name the tower by the wrapper's type, which the configuration classes override (transformers 5.23)
-    old = {"qwen2_vl": "qwen2_vl_vision", "qwen2_5_vl": "qwen2_5_vl_vision"}
-    vision = sub_config(c, "vision_config", old)
+    # files may name the tower by the wrapper's own type (Qwen2.5-VL's, Qwen3.5's), which its class reads as its tower's
+    vision = sub_config(c, "vision_config", {c.model_type: f"{c.model_type}_vision"})
     if vision.model_type is None:  # none stated: the wrapper's class builds its own
         vision = sub_config(c, "vision_config", {None: f"{c.model_type}_vision"})  # type: ignore[dict-item]
     return {"vision": qwen_vision(vision)}
@@ -150,3 +150,13 @@ def internvl(c: Config) -> dict:
         "shuffle": round(1 / ratio),
     }
     return {"vision": vit(v, projector, read_class=c.data.get("vision_feature_select_strategy", "default") == "full")}
+
+
+@wrapper("deepseek_vl")
+def deepseek_vl(c: Config) -> dict:
+    """DeepseekVLForConditionalGeneration (Lu et al. 2024, DeepSeek-VL): a SigLIP tower (its pooling head where
+    vision_use_head: built, its output unread) and DeepseekVLAligner, Linear(vision width, text width) → GELU →
+    Linear(text width, text width), with biases."""
+    v = sub_config(c, "vision_config")
+    projector = {"width": v.int("hidden_size"), "hidden": sub_config(c, "text_config").int("hidden_size"), "bias": True}
+    return {"vision": vit(v, projector)}
