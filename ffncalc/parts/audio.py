@@ -81,7 +81,8 @@ class Audio(Part):
             "projector": Fraction(n * self.tokens, seq_len),
         }
         scale["grid"] = scale["projector"]
-        e.out.extend(replace(t, positions=scale[where], per_sequence=True) for where, t in self.window_terms(model))
+        # a window's work, not a token's: no token of the sequence passes through the tower (no active parameters)
+        e.out.extend(replace(t, positions=scale[where], per_sequence=True, active_count=0) for where, t in self.window_terms(model))
 
     def window_terms(self, model) -> list[tuple[str, object]]:
         """Every term of the tower and the projector, each with what it runs over: an input frame, a position, a token

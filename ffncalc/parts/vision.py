@@ -104,7 +104,8 @@ class Vision(Part):
         scale["image"] = Fraction(self.images, seq_len)
         scale["grid"] = Fraction(self.images * self.projector.grid_tokens(self.grid), seq_len)
         scale["projector"] = Fraction(self.images * self.tokens, seq_len)
-        e.out.extend(replace(t, positions=scale[where], per_sequence=True) for where, t in out)
+        # an image's work, not a token's: no token of the sequence passes through the tower (no active parameters)
+        e.out.extend(replace(t, positions=scale[where], per_sequence=True, active_count=0) for where, t in out)
 
     def image_terms(self, model) -> list[tuple[str, object]]:
         """Every term of the tower and the projector, each with what it runs over: a patch, a position of the
