@@ -5,17 +5,8 @@ builds them."""
 from __future__ import annotations
 
 from ..config import Config, family
+from .bart import LAYER_MODULES, STACKS  # the same layers' module names, and the encoder beside the decoder
 
-LAYER_MODULES = (
-    (r"encoder_attn\.q_proj$", "encoder.cross.q"),
-    (r"encoder_attn\.k_proj$", "encoder.cross.k"),
-    (r"encoder_attn\.v_proj$", "encoder.cross.v"),
-    (r"encoder_attn\.out_proj$", "encoder.cross.o"),
-    (r"self_attn\.out_proj$", "attn.o"),
-    (r"fc1$", "ffn.up"),
-    (r"fc2$", "ffn.down"),
-    (r"(self_attn_layer_norm|encoder_attn_layer_norm|final_layer_norm)$", "norms"),
-)
 TOP_MODULES = (
     (r"embed_tokens$", "embed"),
     (r"embed_positions$", "pos_embed"),
@@ -24,7 +15,6 @@ TOP_MODULES = (
     (r"((encoder|decoder)\.)?layer_norm$", "final_norm"),  # the encoder's, read within its stack: layer_norm
     (r"proj_out$", "lm_head"),
 )
-STACKS = ((r"encoder\.", "encoder."),)
 
 
 @family("whisper", layer_modules=LAYER_MODULES, top_modules=TOP_MODULES, model_stacks=STACKS)
