@@ -24,7 +24,19 @@ from ..analysis.plan import (
 from ..errors import InputError, MissingDependency, OptionError
 from . import options as o
 from .models import Model, Source, reference, resolve
-from .results import Bench, CheckpointCount, Collectives, Comparison, Count, ParallelBench, Plan, Sweep, Verification
+from .results import (
+    Bench,
+    CheckpointCount,
+    Collectives,
+    Comparison,
+    Count,
+    MemoryVerification,
+    ParallelBench,
+    Plan,
+    SavedRun,
+    Sweep,
+    Verification,
+)
 
 Progress = Callable[[str, int, int], None]  # (what, done, total): called as timing runs
 
@@ -143,14 +155,21 @@ def verify(
     seq_len: int | None = None,
     convention: str = "exact",
     every_layer: bool = False,
-) -> Verification:
+    memory: bool = False,
+) -> Verification | MemoryVerification:
     """The analytic counts against torch modules built on the meta device (``hf``: a config.json, also against the
-    transformers class it names); ``all``: every preset, each on its own. Needs torch (and transformers with
-    ``hf``). A mismatch is no error: the result's ``ok`` is false."""
+    transformers class it names); ``all``: every preset, each on its own. ``memory`` (with ``hf``): what a training
+    forward keeps for backward against the tensors the transformers class saves (``MemoryVerification``). Needs torch
+    (and transformers with ``hf``). A mismatch is no error: the result's ``ok`` is false."""
     if sum((bool(all), model is not None, hf is not None)) != 1:
         raise InputError("verify takes one of: a model, --all, --hf CONFIG")
     o.whole("seq_len", seq_len)
     o.choice("convention", convention, o.VerifyConvention)
+    o.flag_value("memory", memory)
+    if memory:
+        if hf is None:
+            raise InputError("verify --memory holds what a training forward keeps against a transformers class: give --hf CONFIG")
+        return _verify_memory(hf, seq_len)
     if hf is not None:
         return _verify_hf(hf, seq_len, convention, every_layer)
     if model is not None and not isinstance(model, Model):
@@ -198,6 +217,49 @@ def _verify_hf(ref: Source, seq_len: int | None, convention: str, every_layer: b
     report = run_verify(spec, model=label, seq_len=seq_len, convention=convention, every_layer=every_layer)
     theirs = hfcheck.check(hf.read_config(path), model=label, spec=spec)
     return Verification([report], hf=theirs)
+
+
+# verify --memory runs the class on real tensors on the CPU: its fp32 weights (and bf16 copy) at most this many bytes
+MEMORY_CHECK_BYTES = 2 * 2**30
+MEMORY_CHECK_SEQ_LEN = 16  # its default length: small real tensors
+
+
+def _verify_memory(ref: Source, seq_len: int | None) -> MemoryVerification:
+    from ..analysis import hfsaved
+    from ..analysis.count import tally
+    from ..sources import hf
+
+    path = reference(ref)
+    label, spec = hf.load(path, text=True)
+    c = hf.read_config(path)
+    style = hfsaved.style_of(c)
+    why = hfsaved.unsupported(spec, style)
+    if why is not None or style is None:
+        raise InputError(f"{path}: verify --memory --hf: {why}", file=path)
+    length = seq_len or MEMORY_CHECK_SEQ_LEN
+    spec.check_seq_len(length, label)
+    weights = 4 * tally(spec).params
+    if weights > MEMORY_CHECK_BYTES:
+        raise InputError(
+            f"{path}: verify --memory --hf runs the class on real tensors on the CPU, and its fp32 weights take "
+            f"{weights / 2**30:.1f} GiB (at most {MEMORY_CHECK_BYTES // 2**30} GiB): give a config cut down (fewer "
+            "layers, narrower), as tests/hf_saved/configs/ are",
+            file=path,
+        )
+    try:
+        from ..analysis import hfsavedcheck
+    except ImportError as exc:
+        raise MissingDependency(
+            f"verify --memory --hf needs torch and transformers ({exc}); install them: "
+            "pip install torch==2.13.0 'transformers>=5,<6' (or pip install 'ffncalc[hf]')"
+        ) from None
+    runs = []
+    for batch in (1, 2):
+        for dtype in ("bf16", "fp32"):
+            planned = hfsaved.saved_bytes(spec, style, length, batch, hfsavedcheck.ACT_BYTES[dtype])
+            measured = hfsavedcheck.measure(c, seq_len=length, batch=batch, dtype=dtype)
+            runs.append(SavedRun(length, batch, dtype, planned, measured))
+    return MemoryVerification(label, str(c.model_type), runs)
 
 
 def compare(

@@ -329,6 +329,54 @@ class Verification(Result):
         return f"Verification({len(self.reports)} model(s), ok={self.ok})"
 
 
+@dataclass(frozen=True)
+class SavedRun:
+    """One training forward: what ffncalc plans (``hfsaved.saved_bytes``) and what transformers' class saved, in
+    bytes per component."""
+
+    seq_len: int
+    batch: int
+    dtype: str
+    planned: dict[str, int]
+    saved: dict[str, int]
+
+    @property
+    def ok(self) -> bool:
+        return self.planned == self.saved
+
+    def record(self) -> dict[str, Any]:
+        components = [
+            {"component": k, "planned": v, "saved": self.saved[k], "ok": v == self.saved[k]} for k, v in self.planned.items()
+        ]
+        return {"seq_len": self.seq_len, "batch": self.batch, "dtype": self.dtype, "ok": self.ok, "components": components}
+
+
+class MemoryVerification(Result):
+    """``ffncalc.verify(hf=…, memory=True)``: the bytes a training forward keeps for backward, planned per component,
+    against the tensors the transformers class saves (``runs``: batch 1 and 2, bf16 and fp32); ``ok`` when every
+    component of every run agrees."""
+
+    def __init__(self, model: str, model_type: str, runs: list[SavedRun]):
+        self.model, self.model_type, self.runs = model, model_type, runs
+
+    @property
+    def ok(self) -> bool:
+        return all(r.ok for r in self.runs)
+
+    def record(self) -> dict[str, Any]:
+        return stamp("verify-memory", {"model": self.model, "ok": self.ok, "runs": [r.record() for r in self.runs]})
+
+    def documents(self, human: bool = True) -> list[sheet.Document]:
+        return [render.saved_doc(self.model, self.model_type, self.runs)]
+
+    def to_csv(self) -> str:
+        rows = [{"seq_len": r.seq_len, "batch": r.batch, "dtype": r.dtype, **c} for r in self.runs for c in r.record()["components"]]
+        return sheet.to_csv(rows)
+
+    def __repr__(self) -> str:
+        return f"MemoryVerification({self.model!r}, {len(self.runs)} run(s), ok={self.ok})"
+
+
 class Bench(Result):
     """``ffncalc.bench``: each timed block's median time, tokens/s and achieved TFLOP/s (``timings``)."""
 

@@ -137,7 +137,10 @@ def count(
     )
 
 
-@command(output="plain", examples=("verify gpt2", "verify llama3-8b --convention causal", "verify --hf config.json"))
+@command(
+    output="plain",
+    examples=("verify gpt2", "verify llama3-8b --convention causal", "verify --hf config.json", "verify --memory --hf small.json"),
+)
 def verify(
     model: Optional[str] = arg(None, help="A preset name or a spec file (.yaml)."),
     all_presets: bool = opt(False, "--all", help="Verify every preset."),
@@ -147,11 +150,18 @@ def verify(
     seq_len: Optional[int] = opt(None, "--seq-len", min=1, max=LIMIT, help="Sequence length (default: the model's context)."),
     convention: str = opt("exact", "--convention", "-c", choices=VerifyConvention, help="Full square or causal triangle."),
     every_layer: bool = opt(False, "--every-layer", help="Build and run every layer, not one of each distinct kind."),
+    memory: bool = opt(
+        False,
+        "--memory",
+        help="With --hf: the bytes a training forward keeps for backward against what the class saves (real tensors, CPU).",
+    ),
     output: Output = None,
 ) -> None:
     """Prove the analytic counts against torch modules built on the meta device (and, with --hf, against
     the transformers class itself): exit 0 when every component agrees, 1 when any differs."""
-    result = api.verify(model, all=all_presets, hf=hf_config, seq_len=seq_len, convention=convention, every_layer=every_layer)
+    result = api.verify(
+        model, all=all_presets, hf=hf_config, seq_len=seq_len, convention=convention, every_layer=every_layer, memory=memory
+    )
     _show(output, result)
     if not result.ok:
         raise SystemExit(1)

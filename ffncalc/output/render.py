@@ -639,6 +639,26 @@ def hf_doc(report) -> Document:
     return Document(title, list(report.notes), [Section(head, rows, left=2 if show_layers else 1)], [verdict])
 
 
+def saved_doc(model: str, model_type: str, runs) -> Document:
+    """Component | planned | saved by transformers, per run: the bytes a training forward keeps for backward."""
+    sections = []
+    for r in runs:
+        head = [f"batch {r.batch} × {r.seq_len} tokens, {r.dtype}", "planned", "transformers", ""]
+        rows = [[k, exact(v), exact(r.saved[k]), "✓" if v == r.saved[k] else "✗"] for k, v in r.planned.items()]
+        total, theirs = sum(r.planned.values()), sum(r.saved.values())
+        rows.append(["total", exact(total), exact(theirs), "✓" if total == theirs else "✗"])
+        sections.append(Section(head, rows))
+    bad = [r for r in runs if not r.ok]
+    verdict = (
+        f"✗ {len(bad)} of {len(runs)} runs differ" if bad else f"✓ every component of {len(runs)} runs equals what transformers saves"
+    )
+    notes = [
+        "bytes autograd saves for backward in one training forward (eager attention, train mode, the loss on every "
+        "position), the distinct storages saved_tensors_hooks packs, parameters aside, on real tensors on the CPU"
+    ]
+    return Document(f"{model} · what training keeps, ffncalc vs transformers' {model_type} class", notes, sections, [verdict])
+
+
 def hf_csv(report) -> str:
     return to_csv([{"model": report.model, **c} for c in hf_records(report)["components"]])
 
