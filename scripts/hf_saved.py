@@ -2,7 +2,8 @@
 the loss on every position), per component: ``tests/hf_saved/truth/NAME.json`` for every config in
 ``tests/hf_saved/configs/`` (public config.json files with their widths, depths and vocabulary cut down so that a
 forward runs on real tensors on a CPU: the reductions and each file's source in ``tests/hf_saved/sources.json``), at
-two lengths, batch 1 and 2, in bf16 and fp32. ``--check`` compares a fresh recording with the files.
+16 and 80 tokens (one chunk of 64 and two, where a layer scans chunks), batch 1 and 2, in bf16 and fp32.
+``--check`` compares a fresh recording with the files.
 
     python scripts/hf_saved.py [--check] [NAME ...]
 """
@@ -21,7 +22,7 @@ from ffncalc.sources import hf  # noqa: E402
 
 HERE = ROOT / "tests" / "hf_saved"
 CONFIGS, TRUTH = HERE / "configs", HERE / "truth"
-RUNS = [(seq_len, batch, dtype) for seq_len in (16, 24) for batch in (1, 2) for dtype in ("bf16", "fp32")]
+RUNS = [(seq_len, batch, dtype) for seq_len in (16, 80) for batch in (1, 2) for dtype in ("bf16", "fp32")]
 
 
 def record(name: str) -> str:

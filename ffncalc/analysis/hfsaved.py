@@ -19,7 +19,7 @@ from ..model.stack import Model
 
 # transformers classes whose forward these rules follow (their modeling_*.py in 5.23.0), by the style they share
 LLAMA_STYLE = ("llama", "mistral", "qwen2", "qwen3", "mixtral", "qwen3_moe")
-STYLES = (*LLAMA_STYLE, "deepseek_v3", "gpt2")
+STYLES = (*LLAMA_STYLE, "qwen3_next", "deepseek_v3", "gpt2")
 DEVICES = ("cpu", "cuda")
 # tensors of d_ff an activation of transformers' ACT2FN keeps: NewGELUActivation's
 # 0.5 * x * (1 + tanh(√(2/π)·(x + 0.044715·x³))) keeps x (by pow), tanh's output, 0.5·x and 1 + tanh (by the last
@@ -63,6 +63,8 @@ def style_of(c) -> Style | None:
         return None  # eager attention's dropout mask: modelled for GPT-2's layers only
     if t == "deepseek_v3":  # DeepseekV3TopkRouter: sigmoid scores in fp32, norm_topk_prob defaulting to true
         return Style(t, norm_topk=c.bool("norm_topk_prob", True), fp32_router=True)
+    if t == "qwen3_next":  # Qwen3NextConfig: norm_topk_prob defaults to true; its router casts the weights
+        return Style(t, norm_topk=c.bool("norm_topk_prob", True), cast_weights=True)
     norm = True if t == "mixtral" else c.bool("norm_topk_prob", False) if t == "qwen3_moe" else False
     return Style(t, norm_topk=norm, cast_weights=t == "qwen3_moe")
 
@@ -73,7 +75,8 @@ def unsupported(spec: Model, style: Style | None) -> str | None:
         return f"the saved tensors of transformers' {spec.model_type or 'this'} class are modelled for {', '.join(STYLES)}"
     for layer in spec.layers:
         for slot, b in layer.blocks():
-            if slot == "attention" and b.kind != ("mla" if style.model_type == "deepseek_v3" else "mha"):
+            kinds = {"deepseek_v3": ("mla",), "qwen3_next": ("mha", "gated_deltanet")}.get(style.model_type, ("mha",))
+            if slot == "attention" and b.kind not in kinds:
                 return f"a {b.kind} attention"
             if slot == "ffn" and b.kind not in (("dense",) if style.model_type == "gpt2" else ("gated", "moe")):
                 return f"a {b.kind} FFN"
@@ -150,43 +153,93 @@ def _llama(spec: Model, style: Style, seq_len: int, batch: int, act: int) -> dic
     d, n, T = spec.d_model, batch * seq_len, seq_len
     out = dict.fromkeys(COMPONENTS, 0)
     out["embedding"] = 8 * n  # nn.Embedding keeps its int64 indices for the scatter of its gradient
+    gemma = style.model_type == "qwen3_next"
 
-    def rms(width: int) -> int:
-        """LlamaRMSNorm (and Qwen3's q/k norms over a head): x.to(fp32) kept by pow (4·w), rsqrt(var + eps) kept by
-        the product (4), the normalised x cast back kept by weight * x (act·w). In fp32 the casts are no-ops and the
-        same three remain (the input, the rsqrt, the normalised x)."""
-        return 4 * width + 4 + act * width
+    def rms(width: int, heads: int = 1) -> tuple[int, int]:
+        """(bytes a token, bytes a layer) of an RMSNorm over ``heads`` groups of ``width``. LlamaRMSNorm (and Qwen3's
+        q/k norms over a head): x.to(fp32) kept by pow (4·w), rsqrt(var + eps) kept by the product (4), the normalised
+        x cast back kept by weight * x (act·w); in fp32 the casts are no-ops and the same three remain.
+        Qwen3NextRMSNorm multiplies in fp32 by (1 + weight.float()): the fp32 input, the rsqrt, the fp32 normalised x
+        (8·w + 4), and the fp32 1 + weight once a layer (4·w)."""
+        if gemma:
+            return heads * (8 * width + 4), 4 * width
+        return heads * (4 * width + 4 + act * width), 0
+
+    def norm(width: int, heads: int = 1) -> int:
+        per_token, per_layer = rms(width, heads)
+        return n * per_token + per_layer
 
     rope_once = False
     for layer in spec.layers:
         blocks = dict(layer.blocks())
-        out["norms"] += n * 2 * rms(d)  # input_layernorm, post_attention_layernorm
+        out["norms"] += 2 * norm(d)  # input_layernorm, post_attention_layernorm
         a = blocks["attention"]
+        out["ffn"] += ffn_bytes(blocks["ffn"], style, d, n, act)
         if a.kind == "mla":
             out["attention"] += n * _mla(a, d, T, batch, act) + (0 if rope_once else 2 * act * a.qk_rope_head_dim * T)
             rope_once = True
-            out["ffn"] += ffn_bytes(blocks["ffn"], style, d, n, act)
+            continue
+        if a.kind == "gated_deltanet":
+            out["attention"] += _deltanet(a, d, T, batch, act)
             continue
         h, kv, hd, vd = a.n_heads, a.kv_heads, a.head_dim, a.value_dim
-        att = act * d  # q/k/v_proj's shared input, the norm's output (a bias keeps nothing more)
+        att = n * act * d  # q/k/v_proj's shared input, the norm's output (a bias keeps nothing more)
         if a.qk_norm != "none":  # Qwen3's q_norm and k_norm over each head
-            att += h * rms(hd) + kv * rms(hd)
+            att += norm(hd, h) + norm(hd, kv)
+            if a.gate and act == 4:  # in fp32 q_norm keeps its input itself: a view of q_proj's output, gates and all
+                att += n * 4 * h * hd
         # eager_attention_forward: Q after rotary (new), K and V through repeat_kv (a new tensor of h heads when
         # kv < h, K and V themselves when kv = h: h heads either way); matmul keeps Q and K, then V and the weights
-        att += act * h * (hd + hd + vd)
+        per_token = act * h * (hd + hd + vd)
         # softmax(dtype=float32) keeps its fp32 output; .to(query.dtype) a bf16 copy for the product with V (none in fp32)
-        att += (4 + (act if act != 4 else 0)) * h * T
-        att += act * h * vd  # o_proj's input, the heads' output made contiguous
-        out["attention"] += n * att
+        per_token += (4 + (act if act != 4 else 0)) * h * T
+        per_token += act * h * vd  # o_proj's input, the heads' output made contiguous
+        if a.gate:  # Qwen3NextAttention: output * sigmoid(gate), keeping the output and the sigmoid's
+            per_token += 2 * act * h * vd
+        att += n * per_token
         if spec.positions == "rotary" and not rope_once:
-            # LlamaRotaryEmbedding runs once a forward, for position_ids of batch 1: cos and sin of (1, T, head_dim) in
-            # the activations' dtype, kept by q * cos and rotate_half(q) * sin in every layer (one storage each)
-            out["attention"] += 2 * act * hd * T
+            # the rotary embedding runs once a forward, for position_ids of batch 1: cos and sin of (1, T, rotary width)
+            # in the activations' dtype, kept by q * cos and rotate_half(q) * sin in every layer (one storage each)
+            att += 2 * act * a.rotary_dim * T
             rope_once = True
-        out["ffn"] += ffn_bytes(blocks["ffn"], style, d, n, act)
-    out["final_norm"] = n * rms(d)
+        out["attention"] += att
+    out["final_norm"] = norm(d)
     out["head"] = n * act * d  # lm_head keeps its input
     return out
+
+
+def _deltanet(a, d: int, T: int, batch: int, act: int) -> int:
+    """Qwen3NextGatedDeltaNet with transformers' torch kernels (causal_conv1d's fallback, torch_chunk_gated_delta_rule
+    with the q/k l2-norm): what it keeps for ``batch`` sequences of T tokens, padded to whole chunks of C."""
+    hk, dk, K, C = a.n_key_heads, a.key_head_dim, a.conv_kernel, a.chunk_size
+    hv, dv = a.n_value_heads or hk, a.value_head_dim or dk
+    n, N = batch * T, -(-T // C)
+    P = N * C  # the padded length
+    conv = 2 * hk * dk + hv * dv
+    kept = n * act * d  # in_proj_qkvz's and in_proj_ba's input
+    # the depthwise convolution's input (q, k, v concatenated), its output over T + K - 1 positions kept by the SiLU
+    kept += batch * act * conv * (T + K - 1) + n * act * conv
+    kept += n * act * hv  # beta = sigmoid(b)
+    # g = -exp(A_log) · softplus(a + dt_bias): exp's output and its negation's product partner once a layer, the
+    # softplus's input and output a token
+    kept += 4 * hv + 4 * hv + n * 8 * hv
+    # the l2 norms of Q and K (repeated to the value heads, fp32): each keeps x and its rsqrt
+    kept += n * 2 * (4 * hv * dk + 4 * hv)
+    per_seq = 0
+    per_seq += 4 * hv * P * (1 + dv + dk)  # beta, V and K padded, kept by v·beta and k·beta
+    per_seq += 4 * hv * N * C * C * 5  # exp(pairwise decay), the two products it scales, ut_system, the intra-chunk attention
+    per_seq += 4 * hv * P * dk * 2  # k_beta and the scaled Q, kept by their products with Kᵀ
+    per_seq += 4 * hv * P * 3  # exp(cum_decay) kept by decayed_k_beta, and the decays of Q and K
+    per_seq += 4 * hv * P * (dv + dk)  # solve_triangular's outputs: the new values and k_cumdecay
+    per_seq += 4 * hv * N  # exp of each chunk's last decay
+    # the scan: each chunk's state (dk × dv a head) and v_new (C × dv); once there is a second chunk, the decayed Q
+    # and K, read against the carried state
+    per_seq += N * 4 * hv * (dk * dv + C * dv) + (8 * hv * P * dk if N > 1 else 0)
+    kept += batch * per_seq + C * C  # and the chunk's bool mask, once
+    # Qwen3NextRMSNormGated over each value head: its norm (fp32 input, rsqrt, the normalised x cast back) times
+    # silu(z.float()): the gate's fp32 copy, the SiLU's output and the weighted x; then out_proj's input
+    kept += n * hv * (4 * dv + 4 + act * dv) + n * hv * (8 * dv + act * dv) + n * act * hv * dv
+    return kept
 
 
 def _mla(a, d: int, T: int, batch: int, act: int) -> int:
@@ -238,4 +291,6 @@ def ffn_bytes(ffn, style: Style, d: int, n: int, act: int) -> int:
     shared = 0
     if ffn.shared is not None:  # DeepseekV3MLP over every token: act_fn's input, its output, up's output, the product
         shared = ffn.n_shared_experts * 4 * act * ffn.shared.d_ff
+    if ffn.shared_gate:  # Qwen3-Next: sigmoid(shared_expert_gate(x)) * shared output keeps both (the input is x's)
+        shared += act + act * d
     return n * (per_token + shared) + n * k * routed + per_layer

@@ -23,7 +23,7 @@ _TOP, _LAYER = r"^(model|transformer)\.", r"^(model|transformer)\.(layers|h)\.\d
 _RULES = (
     (re.compile(_TOP + r"(embed_tokens|wte|wpe|drop)\b"), "embedding"),
     (re.compile(_LAYER + r"(input_layernorm|post_attention_layernorm|ln_1|ln_2)\b"), "norms"),
-    (re.compile(_LAYER + r"(self_attn|attn)\b"), "attention"),
+    (re.compile(_LAYER + r"(self_attn|attn|linear_attn)\b"), "attention"),
     (re.compile(_LAYER + r"(mlp|block_sparse_moe)\b"), "ffn"),
     (re.compile(_TOP + r"(norm|ln_f)\b"), "final_norm"),
     (re.compile(r"^lm_head\b"), "head"),

@@ -18,10 +18,11 @@ ACT = {"bf16": 2, "fp32": 4}
 
 def test_the_recorded_families_cover_the_kinds_named():
     """Dense (Llama 3.1), sliding window (Mistral), biases (Qwen2.5), q/k norms (Qwen3), two mixtures (Mixtral,
-    Qwen3-MoE), latent attention with a grouped sigmoid router and a shared expert (DeepSeek-V3), and learned
-    positions with biases, LayerNorm and dropout (GPT-2)."""
+    Qwen3-MoE), latent attention with a grouped sigmoid router and a shared expert (DeepSeek-V3), hybrid linear
+    attention (Qwen3-Next: Gated DeltaNet layers over one and two chunks, gated full attention, (1 + w) norms) and
+    learned positions with biases, LayerNorm and dropout (GPT-2)."""
     types = {hf.read_config(HERE / "configs" / f"{n}.json").model_type for n in NAMES}
-    assert types == {"llama", "mistral", "qwen2", "qwen3", "mixtral", "qwen3_moe", "deepseek_v3", "gpt2"}
+    assert types == {"llama", "mistral", "qwen2", "qwen3", "mixtral", "qwen3_moe", "deepseek_v3", "qwen3_next", "gpt2"}
     sources = json.loads((HERE / "sources.json").read_text())
     assert set(sources) == set(NAMES)
 
