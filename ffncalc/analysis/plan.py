@@ -120,6 +120,9 @@ class Placement:
     pp: int = 1
     gpu_layers: int | None = None  # layers on the devices, the rest on the host's CPU (None: all on the devices)
     cpu_experts: bool = False  # the routed experts on the host's CPU (llama.cpp --cpu-moe)
+    # two micro-batches a step, one's expert-parallel all-to-alls beside the other's compute (DeepSeek-V3 §3.4's dual
+    # micro-batch overlap, SGLang's --enable-two-batch-overlap); only with ep beyond tp, where all-to-alls run
+    overlap: bool = False
 
     @property
     def replicas(self) -> int:

@@ -649,6 +649,12 @@ GPU_LAYERS = opt(
     Placement.gpu_layers, "--gpu-layers", min=0, max=LIMIT, help="Layers on the devices, the rest on the host's CPU (llama.cpp -ngl)."
 )
 CPU_EXPERTS = opt(False, "--cpu-experts", help="Routed experts on the host's CPU (llama.cpp --cpu-moe).")
+OVERLAP = opt(
+    False,
+    "--two-batch-overlap",
+    help="Two micro-batches a step, one's expert-parallel all-to-alls beside the other's compute (SGLang "
+    "--enable-two-batch-overlap, DeepSeek's dual micro-batch overlap); needs --ep beyond --tp.",
+)
 CPU_GBS = opt(
     Device.cpu_gbs, "--cpu-gbs", check=finite(0, 1e7), help="The host's memory bandwidth, GB/s (default: DDR5-5600, 2 channels)."
 )
@@ -726,6 +732,7 @@ def infer(
     ep: int = EP,
     gpu_layers: Optional[int] = GPU_LAYERS,
     cpu_experts: bool = CPU_EXPERTS,
+    two_batch_overlap: bool = OVERLAP,
     reserve: Optional[float] = RESERVE,
     chunk: Optional[int] = CHUNK,
     link_gbs: Optional[float] = LINK_GBS,
@@ -768,6 +775,7 @@ def infer(
         ep=ep,
         gpu_layers=gpu_layers,
         cpu_experts=cpu_experts,
+        two_batch_overlap=two_batch_overlap,
         reserve=reserve,
         prefill_chunk=chunk,
         link_gbs=link_gbs,
@@ -822,6 +830,7 @@ def fit(
     ep: int = EP,
     gpu_layers: Optional[int] = GPU_LAYERS,
     cpu_experts: bool = CPU_EXPERTS,
+    two_batch_overlap: bool = OVERLAP,
     reserve: Optional[float] = RESERVE,
     chunk: Optional[int] = CHUNK,
     link_gbs: Optional[float] = LINK_GBS,
@@ -861,6 +870,7 @@ def fit(
         ep=ep,
         gpu_layers=gpu_layers,
         cpu_experts=cpu_experts,
+        two_batch_overlap=two_batch_overlap,
         reserve=reserve,
         prefill_chunk=chunk,
         link_gbs=link_gbs,
