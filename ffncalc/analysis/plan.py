@@ -159,6 +159,8 @@ class FitRun:
     context: int
     batch: int = 1
     chunk: int = DEFAULT_CHUNK
+    ttft_slo: float | None = None  # seconds a request joining the batch may wait for its first token (goodput)
+    itl_slo: float | None = None  # seconds between a sequence's tokens it may take (goodput)
 
 
 @dataclass(frozen=True)

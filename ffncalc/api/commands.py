@@ -41,6 +41,8 @@ def count(
     images: int | None = None,
     image_size: int | None = None,
     audio_seconds: int | None = None,
+    ttft_slo: float | None = None,
+    itl_slo: float | None = None,
     lora: int | None = None,
     lora_targets: str | tuple[str, ...] | None = None,
     lora_alpha: float | None = None,
@@ -415,6 +417,8 @@ def train(
     attention_kernel: str = Step.kernel,
     mtp: bool | None = Step.mtp,
     min_gpus: bool = TrainingRun.min_gpus,
+    ttft_slo: float | None = None,
+    itl_slo: float | None = None,
     lora: int | None = None,
     lora_targets: str | tuple[str, ...] | None = None,
     lora_alpha: float | None = None,
@@ -798,6 +802,8 @@ def fit(
     tflops: float | None = Device.tflops,
     cpu_gbs: float = Device.cpu_gbs,
     wired_limit_gib: float | None = Device.wired_gib,
+    ttft_slo: float | None = None,
+    itl_slo: float | None = None,
     lora: int | None = None,
     lora_targets: str | tuple[str, ...] | None = None,
     lora_alpha: float | None = None,
@@ -854,5 +860,7 @@ def fit(
     )
     m = generator(resolve(model), "fit")
     formats = _kept(model, formats)
-    run = FitRun(context or m.context_length, batch=batch, chunk=prefill_chunk or eng.chunk)
+    o.number("ttft_slo", ttft_slo, 0, 1e6)
+    o.number("itl_slo", itl_slo, 0, 1e6)
+    run = FitRun(context or m.context_length, batch=batch, chunk=prefill_chunk or eng.chunk, ttft_slo=ttft_slo, itl_slo=itl_slo)
     return Plan(plan_fit(m.stack, m.label, run, formats, placement, dev, eng), "fit")

@@ -840,6 +840,10 @@ def fit(
     tflops: Optional[float] = TFLOPS,
     cpu_gbs: float = CPU_GBS,
     wired_limit_gib: Optional[float] = WIRED,
+    ttft_slo: Optional[float] = opt(
+        None, "--ttft-slo", check=finite(0, 1e6), help="Goodput: seconds a request joining the batch may wait for its first token."
+    ),
+    itl_slo: Optional[float] = opt(None, "--itl-slo", check=finite(0, 1e6), help="Goodput: seconds between a sequence's tokens."),
     lora: Optional[int] = LORA,
     lora_targets: Optional[str] = LORA_TARGETS,
     lora_alpha: Optional[float] = LORA_ALPHA,
@@ -859,6 +863,8 @@ def fit(
         hardware_file=hardware_file,
         engine=engine,
         context=context,
+        ttft_slo=ttft_slo,
+        itl_slo=itl_slo,
         batch=batch,
         dtype=dtype,
         experts_dtype=experts_dtype,

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+import ffncalc
 from ffncalc.analysis import formats, hardware, inference, memory, serving, training
 from ffncalc.analysis.fit import plan_fit
 from ffncalc.analysis.plan import TRAIN_RESERVE, Device, FitRun, Formats, InferenceRun, Layout, Placement, Step, TrainingRun
@@ -1056,3 +1057,26 @@ def test_two_batch_overlap_takes_the_longer_of_compute_and_all_to_alls():
 def test_two_batch_overlap_needs_expert_parallel_all_to_alls(cli):
     code, out, err = cli("fit", "mixtral-8x7b", "--hardware", "h100-sxm", "--gpus", "2", "--two-batch-overlap")
     assert code == 2 and out == "" and "--two-batch-overlap" in err and err.count("\n") == 1
+
+
+def test_goodput_is_the_largest_batch_within_the_inter_token_objective():
+    """Llama 3 8B bf16 on one H100 in vLLM at 4,096 tokens, an inter-token objective of 20 ms: a decode step (memory-
+    bound here) reads every weight but the input embedding and each sequence's 4,096 tokens of cache (32 layers × K
+    and V of 8 heads of 128, 2 bytes), at 0.8 of 3,350 GB/s, and adds 120 µs for each of 32 layers and the head. So
+    the largest batch within 20 ms is ⌊((0.02 − 33 · 120 µs) · 0.8 · 3.35e12 − weights) / cache⌋, and the goodput
+    that batch's tokens over its step."""
+    w = formats.weight_bytes(spec("llama3-8b"), formats.named("bf16"))
+    weights = w.total - w.embedding
+    cache = 32 * 2 * 8 * 128 * 2 * 4096
+    fixed = 33 * 120e-6
+
+    def step(b):
+        return (weights + b * cache) / (0.8 * 3.35e12) + fixed
+
+    by_hand = int(((0.02 - fixed) * 0.8 * 3.35e12 - weights) // cache)
+    assert step(by_hand) <= 0.02 < step(by_hand + 1)
+    r = ffncalc.fit("llama3-8b", hardware="h100-sxm", engine="vllm", context=4096, itl_slo=0.02)
+    assert r["slo_batch"].value == by_hand
+    assert r["goodput_tokens_per_s"].value == pytest.approx(by_hand / step(by_hand), rel=1e-9)
+    tight = ffncalc.fit("llama3-8b", hardware="h100-sxm", engine="vllm", context=4096, itl_slo=0.02, ttft_slo=0.001)
+    assert tight["slo_batch"].value == 0  # no request's first token comes within 1 ms
