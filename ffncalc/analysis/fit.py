@@ -10,7 +10,7 @@ from ..errors import InputError
 from ..model.stack import Model
 from . import serving
 from .engines import Engine, engine
-from .figures import Figures
+from .figures import Figure, Figures
 from .formats import deployed
 from .inference import ROOFLINE_NOTE, infer, serving_inputs
 from .links import device_link, link_note
@@ -53,6 +53,9 @@ def plan_fit(
             "expected_ttft_s",
         )
         figures += [r for r in rates if r.id in keep]
+        if run.ttft_slo is not None or run.itl_slo is not None:
+            most = next(f.value for f in figures if f.id == "max_batch")
+            figures += goodput(spec, run, formats, placement, device, link, eng, most)
     inputs = {
         "model": label,
         "context": context,
@@ -72,10 +75,14 @@ def plan_fit(
         "handoff_latency_us": link.p2p_latency_s * 1e6,
         "network_gbs": link.network_gbs,
         "tflops": device.tflops,
+        "ttft_slo": run.ttft_slo,
+        "itl_slo": run.itl_slo,
         **serving_inputs(formats, placement, device, eng),
         **({"links": device.links.path} if device.links else {}),
     }
     notes = [verdict, serving.formats_note(fmt, efmt, formats.keep), note, ROOFLINE_NOTE]
+    if run.ttft_slo is not None or run.itl_slo is not None:
+        notes.append(GOODPUT_NOTE)
     if hw.bandwidth_gbs:
         from .rates import notes as rate_notes
 
@@ -84,3 +91,38 @@ def plan_fit(
     elif device.links:
         notes.append(link_note(device, p, link))
     return Figures(f"{label} on {placement.gpus} × {hw.key}: {context:,} tokens × batch {batch}", inputs, figures, notes)
+
+
+GOODPUT_NOTE = (
+    "goodput: the largest batch (sequences decoded together) whose expected inter-token latency at the context is "
+    "within --itl-slo and whose expected time to first token of a request joining it (its prompt of the context's "
+    "tokens in chunks beside the batch's decode steps) is within --ttft-slo, searched by bisection up to the largest "
+    "batch that fits (both times grow with the batch); its expected decode rate is the goodput (DistServe, Zhong et "
+    "al. 2024: the rate served within both latency objectives)"
+)
+
+
+def goodput(spec, run: FitRun, formats, placement, device, link, eng, most: int) -> list[Figure]:
+    """The largest batch up to ``most`` meeting both objectives, and its expected decode rate (none meets them: 0)."""
+    if run.ttft_slo is not None and not run.ttft_slo > 0:
+        raise InputError(f"--ttft-slo {run.ttft_slo}: a time in seconds, above 0")
+    if run.itl_slo is not None and not run.itl_slo > 0:
+        raise InputError(f"--itl-slo {run.itl_slo}: a time in seconds, above 0")
+
+    def rates(b: int) -> dict[str, float]:
+        r = infer(spec, InferenceRun(max(1, run.context - 1), 1, b, chunk=run.chunk), formats, placement, device, link, eng)
+        return {f.id: f.value for f in r}
+
+    def meets(b: int) -> bool:
+        f = rates(b)
+        itl = run.itl_slo is None or f["expected_decode_step_s"] <= run.itl_slo
+        ttft = run.ttft_slo is None or f.get("expected_request_ttft_s", 0.0) <= run.ttft_slo
+        return itl and ttft
+
+    b = serving.largest(meets, most) if most else 0
+    rate = rates(b)["expected_decode_tokens_per_s"] if b else 0.0
+    return [
+        Figure("slo_batch", "largest batch within the latency objectives", b, "sequences", "--ttft-slo, --itl-slo"),
+        Figure("goodput_tokens_per_s", f"goodput, decode within them ({eng.label})", rate, "tokens/s"),
+        Figure("goodput_tokens_per_s_per_gpu", f"goodput per device ({eng.label})", rate / placement.gpus, "tokens/s"),
+    ]

@@ -351,6 +351,7 @@ def serving_inputs(formats: Formats, placement: Placement, device: Device, eng: 
         "keep": ",".join(formats.keep) or None,
         "gpu_layers": placement.gpu_layers,
         "cpu_experts": placement.cpu_experts,
+        "two_batch_overlap": placement.overlap,
         "cpu_gbs": device.cpu_gbs,
         "wired_limit_gib": device.wired_gib,
     }

@@ -124,7 +124,7 @@ def _table_link(device: Device, p: Placement) -> Link:
 def link_note(device: Device, p: Placement, link: Link) -> str:
     """What the communication figures assume, for the placement ``p``."""
     hw, gbs, latency_us, network_gbs = device.hw, device.link_gbs, device.link_latency_us, device.network_gbs
-    if p.tp == 1 and p.pp == 1 and not (link.source and p.ep_copies > 1):
+    if p.tp == 1 and p.pp == 1 and p.ep_copies == 1:
         return "communication: none (one device per model copy)" + (f"; {link.source} not used" if link.source else "")
     if not link.gbs and not link.source:
         return f"communication: not counted — {hw.key}'s table entry gives no interconnect bandwidth; --link-gbs sets one"
@@ -142,7 +142,8 @@ def link_note(device: Device, p: Placement, link: Link) -> str:
             f"{p.ep} devices sharing the experts, each device sending its share of the tokens' k inputs (the "
             "dispatch in fp8 with a scale per 128 values when the experts are fp8, DeepSeek-V3 §3.4), "
             f"(n − 1)/n of them to the others, at {link.a2a(p.ep):g} GB/s (nccl-tests' all-to-all bus "
-            "bandwidth), " + (f"{a2a_latency * 1e6:.3g} µs each" if a2a_latency else "no latency")
+            "bandwidth; an engine's expected rate at its share of it, engines.ALLTOALL_SHARE), "
+            + (f"{a2a_latency * 1e6:.3g} µs each" if a2a_latency else "no latency")
         )
     if p.pp > 1 and (link.p2p_gbs or link.gbs):
         parts.append(
@@ -179,4 +180,12 @@ def link_note(device: Device, p: Placement, link: Link) -> str:
         if crossing
         else ""
     )
-    return f"communication ({source}): " + "; ".join(parts) + network + "; not overlapped with compute"
+    overlap = (
+        "; two-batch overlap (--two-batch-overlap): each step's sequences (each prefill chunk's tokens) in two "
+        "halves, one half's dispatch and combine beside the other's compute, a stage taking the longer of the halves' "
+        "compute (each half reading the weights) and their all-to-alls, then the all-reduces, hand-offs and the layers' "
+        "fixed time, which do not overlap (DeepSeek-V3 §3.4, SGLang's two-batch overlap)"
+        if p.overlap
+        else "; not overlapped with compute"
+    )
+    return f"communication ({source}): " + "; ".join(parts) + network + overlap

@@ -120,6 +120,9 @@ class Placement:
     pp: int = 1
     gpu_layers: int | None = None  # layers on the devices, the rest on the host's CPU (None: all on the devices)
     cpu_experts: bool = False  # the routed experts on the host's CPU (llama.cpp --cpu-moe)
+    # two micro-batches a step, one's expert-parallel all-to-alls beside the other's compute (DeepSeek-V3 §3.4's dual
+    # micro-batch overlap, SGLang's --enable-two-batch-overlap); only with ep beyond tp, where all-to-alls run
+    overlap: bool = False
 
     @property
     def replicas(self) -> int:
@@ -156,6 +159,8 @@ class FitRun:
     context: int
     batch: int = 1
     chunk: int = DEFAULT_CHUNK
+    ttft_slo: float | None = None  # seconds a request joining the batch may wait for its first token (goodput)
+    itl_slo: float | None = None  # seconds between a sequence's tokens it may take (goodput)
 
 
 @dataclass(frozen=True)

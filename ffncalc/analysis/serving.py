@@ -58,6 +58,11 @@ def place(spec: Model, placement: Placement) -> Placement:
             raise InputError(f"--gpu-layers {g} with --gpus {gpus}: layers offloaded to the CPU are modelled beside one device")
     if placement.cpu_experts and not any(b.routed_experts() for b in spec.blocks()):
         raise InputError("--cpu-experts: the model has no routed experts")
+    if placement.overlap and not (ep > tp and gpus // pp > tp):
+        raise InputError(
+            "--two-batch-overlap: overlaps the expert-parallel all-to-alls, which run with --ep beyond --tp "
+            "(experts shared across copies)"
+        )
     return replace(placement, gpus=gpus, tp=tp)
 
 
@@ -414,6 +419,14 @@ def stage_comm_s(spec: Model, st: Stage, p: Placement, tokens: int, link: Link, 
     each token to its k experts and combines their outputs, two all-to-alls of k × d_model 16-bit values a
     token from each device's share of the tokens (DeepSeek-V3 §3.4's dispatch and combine), in place of the
     FFN's all-reduce; with fp8 experts (``fp8``) the dispatch in fp8 with its scales, the combine in 16 bits."""
+    return sum(stage_comm_parts(spec, st, p, tokens, link, forwards, fp8))
+
+
+def stage_comm_parts(
+    spec: Model, st: Stage, p: Placement, tokens: float, link: Link, forwards: int = 1, fp8: bool = False, alltoall: float = 1.0
+) -> tuple[float, float]:
+    """stage_comm_s as (all-reduces and the hand-off, the expert-parallel all-to-alls), the all-to-alls' bytes at
+    ``alltoall`` of the link's bandwidth (an engine's share, engines.Rates.alltoall)."""
     nbytes = tokens * spec.d_model * ACTIVATION_BYTES
     reduces = alltoalls = 0.0
     for layer in spec.layers[st.first : st.stop]:
@@ -421,11 +434,13 @@ def stage_comm_s(spec: Model, st: Stage, p: Placement, tokens: int, link: Link, 
         reduces += collectives(spec, layer) - (1 if moe is not None and p.ep_copies > 1 else 0)
         if moe is not None and p.ep_copies > 1:
             dispatch = FP8_DISPATCH / ACTIVATION_BYTES if fp8 else 1.0
-            alltoalls += (1 + dispatch) * alltoall_s(nbytes * moe.active_experts() / p.tp, p.ep, link, forwards)
+            sent = nbytes * moe.active_experts() / p.tp / alltoall
+            alltoalls += (1 + dispatch) * alltoall_s(sent, p.ep, link, forwards)
     across = (st.index + 1) * p.tp % link.node == 0
-    return (
-        reduces * allreduce_s(nbytes, p.tp, link, forwards) + alltoalls + (0.0 if st.last else send_s(nbytes, link, forwards, across))
+    rest = reduces * allreduce_s(round(nbytes), p.tp, link, forwards) + (
+        0.0 if st.last else send_s(round(nbytes), link, forwards, across)
     )
+    return rest, alltoalls
 
 
 def pipeline_cycle(stage_s: list[float], micro_batches: int) -> float:

@@ -47,33 +47,57 @@ class Step:
 
 def decode_step(s: Setting, eff: Efficiency, context: int, micro: tuple[int, int], per_step: int, extra_last: float = 0.0) -> Step:
     """One decode step at ``context`` tokens of ``micro`` = (micro-batches in flight, sequences in each),
-    ``per_step`` tokens a sequence (draft + 1); ``extra_last``: time the last stage adds (drafting)."""
-    from .inference import attended
-
-    spec, p, kv_bits = s.spec, s.p, s.kv_bits
-    cpu_bw, pcie = s.host
+    ``per_step`` tokens a sequence (draft + 1); ``extra_last``: time the last stage adds (drafting). With two-batch
+    overlap (``p.overlap``) each stage runs its sequences as two halves, one half's all-to-alls beside the other's
+    compute: the stage takes the longer of the halves' compute (each half reading the weights and its own cache)
+    and the halves' all-to-alls, then what does not overlap (the all-reduces over tp, the hand-off, the layers'
+    fixed time)."""
+    spec, p = s.spec, s.p
     flight, mb = micro
     stage_s, comm_s, bounds = [], 0.0, []
     for st in serving.stages(spec, s.w, p.pp, serving.offloaded(spec, p)):
-        span = slice(st.first, st.stop)
-        fixed, grows = s.costs(st.first, st.stop, st.last)
-        dense, experts = serving.decode_weight_parts(spec, s.w, p, mb * per_step, st)
-        cache = mb * (serving.kv_per_device(spec, context, kv_bits, p.tp, span) + serving.state_per_device(spec, kv_bits, p.tp, span))
-        on_host = dense + experts + cache if st.cpu else (experts if p.cpu_experts else 0.0)
-        on_device = 0.0 if st.cpu else dense + cache + (0.0 if p.cpu_experts else experts)
-        memory_s = on_device / (s.bandwidth * eff.bandwidth) + on_host / (cpu_bw * eff.bandwidth)
-        flops = mb * per_step * (fixed + attended(grows, context, context)) / p.tp
-        compute_s = flops / (s.peak * eff.compute) if s.peak and not st.cpu else 0.0
-        comm = serving.stage_comm_s(spec, st, p, mb * per_step, s.link, fp8=s.fp8_experts)
+        halves = (mb / 2, mb / 2) if p.overlap else (mb,)
+        work = [_decode_work(s, eff, st, context, h * per_step, h) for h in halves]
+        busy = sum(w[0] for w in work)
+        memory_s, compute_s = sum(w[1] for w in work), sum(w[2] for w in work)
+        rest, a2a = serving.stage_comm_parts(spec, st, p, mb * per_step, s.link, fp8=s.fp8_experts, alltoall=eff.alltoall)
+        if p.overlap:  # the halves' all-to-alls carry the same bytes in twice the calls: the latency twice
+            rest, a2a = serving.stage_comm_parts(spec, st, p, mb * per_step, s.link, 2, s.fp8_experts, eff.alltoall)
+        comm = rest + a2a
         if st.cpu:  # the hidden state crosses to the device
-            comm = mb * per_step * spec.d_model * ACTIVATION_BYTES / pcie
+            comm = rest = mb * per_step * spec.d_model * ACTIVATION_BYTES / s.host[1]
+            a2a = 0.0
         layers = st.stop - st.first + (1 if st.last else 0)  # the head's forward too
-        stage_s.append(max(memory_s, compute_s) + eff.layer_s * layers + comm + (extra_last if st.last else 0.0))
+        core = max(busy, a2a) + rest if p.overlap else busy + comm
+        stage_s.append(core + eff.layer_s * layers + (extra_last if st.last else 0.0))
         comm_s += comm
-        bounds.append("memory-bound" if memory_s >= compute_s else "compute-bound")
+        bounds.append(
+            "communication-bound" if p.overlap and a2a > busy else "memory-bound" if memory_s >= compute_s else "compute-bound"
+        )
     seconds = serving.pipeline_cycle(stage_s, 1 if serving.offloaded(spec, p) else flight)
     bound = bounds[max(range(len(stage_s)), key=lambda i: stage_s[i])]
     return Step(seconds, tuple(stage_s), comm_s, bound)
+
+
+def _decode_work(s: Setting, eff: Efficiency, st, context: int, tokens: float, sequences: float) -> tuple[float, float, float]:
+    """A stage's decode of ``tokens`` tokens of ``sequences`` sequences, without its communication: (time, memory
+    time, compute time), the longer of its bytes over the bandwidth and its FLOPs over the peak."""
+    from .inference import attended
+
+    spec, p, kv_bits = s.spec, s.p, s.kv_bits
+    cpu_bw = s.host[0]
+    span = slice(st.first, st.stop)
+    fixed, grows = s.costs(st.first, st.stop, st.last)
+    dense, experts = serving.decode_weight_parts(spec, s.w, p, tokens, st)
+    cache = sequences * (
+        serving.kv_per_device(spec, context, kv_bits, p.tp, span) + serving.state_per_device(spec, kv_bits, p.tp, span)
+    )
+    on_host = dense + experts + cache if st.cpu else (experts if p.cpu_experts else 0.0)
+    on_device = 0.0 if st.cpu else dense + cache + (0.0 if p.cpu_experts else experts)
+    memory_s = on_device / (s.bandwidth * eff.bandwidth) + on_host / (cpu_bw * eff.bandwidth)
+    flops = tokens * (fixed + attended(grows, context, context)) / p.tp
+    compute_s = flops / (s.peak * eff.compute) if s.peak and not st.cpu else 0.0
+    return max(memory_s, compute_s), memory_s, compute_s
 
 
 def prefill(s: Setting, eff: Efficiency, flops: float, shares: list[float], tokens: int, chunk: int) -> float:
@@ -96,7 +120,12 @@ def prefill(s: Setting, eff: Efficiency, flops: float, shares: list[float], toke
         compute = flops * shares[st.index] / p.replicas / (p.tp * peak) if peak else 0.0
         held = st.read / p.tp + st.experts / (p.ep if p.ep > 1 else p.tp)
         weights = held / (s.bandwidth * eff.bandwidth) * chunks
-        comm = serving.stage_comm_s(spec, st, p, tokens, s.link, chunks, s.fp8_experts)
         layers = st.stop - st.first + (1 if st.last else 0)
+        if p.overlap:  # each chunk as two halves, each reading the weights, one's all-to-alls beside the other's compute
+            rest, a2a = serving.stage_comm_parts(spec, st, p, tokens, s.link, 2 * chunks, s.fp8_experts, eff.alltoall)
+            busy = 2 * max(compute / 2, weights)
+            stage_chunk_s.append((max(busy, a2a) + rest + eff.layer_s * layers * chunks) / chunks)
+            continue
+        comm = sum(serving.stage_comm_parts(spec, st, p, tokens, s.link, chunks, s.fp8_experts, eff.alltoall))
         stage_chunk_s.append((max(compute, weights) + comm + eff.layer_s * layers * chunks) / chunks)
     return sum(stage_chunk_s) if chunks == 1 else (chunks - 1) * max(stage_chunk_s) + sum(stage_chunk_s)

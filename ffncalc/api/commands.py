@@ -53,6 +53,8 @@ def count(
     images: int | None = None,
     image_size: int | None = None,
     audio_seconds: int | None = None,
+    ttft_slo: float | None = None,
+    itl_slo: float | None = None,
     lora: int | None = None,
     lora_targets: str | tuple[str, ...] | None = None,
     lora_alpha: float | None = None,
@@ -477,6 +479,8 @@ def train(
     attention_kernel: str = Step.kernel,
     mtp: bool | None = Step.mtp,
     min_gpus: bool = TrainingRun.min_gpus,
+    ttft_slo: float | None = None,
+    itl_slo: float | None = None,
     lora: int | None = None,
     lora_targets: str | tuple[str, ...] | None = None,
     lora_alpha: float | None = None,
@@ -690,6 +694,7 @@ def _serving(
         o.whole(name, placement[name])
     o.whole("gpu_layers", placement["gpu_layers"])
     o.flag_value("cpu_experts", placement["cpu_experts"])
+    o.flag_value("two_batch_overlap", placement["overlap"])
     if device["reserve"] is not None:
         o.number("reserve", device["reserve"], 0, 0.99, above=False)
     for name in ("link_gbs", "network_gbs", "tflops", "cpu_gbs", "wired_gib"):
@@ -751,6 +756,7 @@ def infer(
     ep: int = Placement.ep,
     gpu_layers: int | None = Placement.gpu_layers,
     cpu_experts: bool = Placement.cpu_experts,
+    two_batch_overlap: bool = Placement.overlap,
     reserve: float | None = None,
     prefill_chunk: int | None = None,
     link_gbs: float | None = Device.link_gbs,
@@ -788,7 +794,7 @@ def infer(
     hw = table.by_key(hardware, hardware_file) if hardware else None
     formats, placement, dev, eng = _serving(
         dict(dtype=dtype, experts_dtype=experts_dtype, kv_dtype=kv_dtype, keep=keep),
-        dict(gpus=gpus, tp=tp, ep=ep, pp=pp, gpu_layers=gpu_layers, cpu_experts=cpu_experts),
+        dict(gpus=gpus, tp=tp, ep=ep, pp=pp, gpu_layers=gpu_layers, cpu_experts=cpu_experts, overlap=two_batch_overlap),
         dict(
             reserve=reserve,
             link_gbs=link_gbs,
@@ -848,6 +854,7 @@ def fit(
     ep: int = Placement.ep,
     gpu_layers: int | None = Placement.gpu_layers,
     cpu_experts: bool = Placement.cpu_experts,
+    two_batch_overlap: bool = Placement.overlap,
     reserve: float | None = None,
     prefill_chunk: int | None = None,
     link_gbs: float | None = Device.link_gbs,
@@ -857,6 +864,8 @@ def fit(
     tflops: float | None = Device.tflops,
     cpu_gbs: float = Device.cpu_gbs,
     wired_limit_gib: float | None = Device.wired_gib,
+    ttft_slo: float | None = None,
+    itl_slo: float | None = None,
     lora: int | None = None,
     lora_targets: str | tuple[str, ...] | None = None,
     lora_alpha: float | None = None,
@@ -897,7 +906,7 @@ def fit(
         return Plan(answer, "fit")
     formats, placement, dev, eng = _serving(
         dict(dtype=dtype, experts_dtype=experts_dtype, kv_dtype=kv_dtype, keep=keep),
-        dict(gpus=gpus, tp=tp, ep=ep, pp=pp, gpu_layers=gpu_layers, cpu_experts=cpu_experts),
+        dict(gpus=gpus, tp=tp, ep=ep, pp=pp, gpu_layers=gpu_layers, cpu_experts=cpu_experts, overlap=two_batch_overlap),
         dict(
             reserve=reserve,
             link_gbs=link_gbs,
@@ -913,5 +922,7 @@ def fit(
     )
     m = generator(resolve(model), "fit")
     formats = _kept(model, formats)
-    run = FitRun(context or m.context_length, batch=batch, chunk=prefill_chunk or eng.chunk)
+    o.number("ttft_slo", ttft_slo, 0, 1e6)
+    o.number("itl_slo", itl_slo, 0, 1e6)
+    run = FitRun(context or m.context_length, batch=batch, chunk=prefill_chunk or eng.chunk, ttft_slo=ttft_slo, itl_slo=itl_slo)
     return Plan(plan_fit(m.stack, m.label, run, formats, placement, dev, eng), "fit")

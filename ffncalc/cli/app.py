@@ -659,6 +659,12 @@ GPU_LAYERS = opt(
     Placement.gpu_layers, "--gpu-layers", min=0, max=LIMIT, help="Layers on the devices, the rest on the host's CPU (llama.cpp -ngl)."
 )
 CPU_EXPERTS = opt(False, "--cpu-experts", help="Routed experts on the host's CPU (llama.cpp --cpu-moe).")
+OVERLAP = opt(
+    False,
+    "--two-batch-overlap",
+    help="Two micro-batches a step, one's expert-parallel all-to-alls beside the other's compute (SGLang "
+    "--enable-two-batch-overlap, DeepSeek's dual micro-batch overlap); needs --ep beyond --tp.",
+)
 CPU_GBS = opt(
     Device.cpu_gbs, "--cpu-gbs", check=finite(0, 1e7), help="The host's memory bandwidth, GB/s (default: DDR5-5600, 2 channels)."
 )
@@ -736,6 +742,7 @@ def infer(
     ep: int = EP,
     gpu_layers: Optional[int] = GPU_LAYERS,
     cpu_experts: bool = CPU_EXPERTS,
+    two_batch_overlap: bool = OVERLAP,
     reserve: Optional[float] = RESERVE,
     chunk: Optional[int] = CHUNK,
     link_gbs: Optional[float] = LINK_GBS,
@@ -778,6 +785,7 @@ def infer(
         ep=ep,
         gpu_layers=gpu_layers,
         cpu_experts=cpu_experts,
+        two_batch_overlap=two_batch_overlap,
         reserve=reserve,
         prefill_chunk=chunk,
         link_gbs=link_gbs,
@@ -832,6 +840,7 @@ def fit(
     ep: int = EP,
     gpu_layers: Optional[int] = GPU_LAYERS,
     cpu_experts: bool = CPU_EXPERTS,
+    two_batch_overlap: bool = OVERLAP,
     reserve: Optional[float] = RESERVE,
     chunk: Optional[int] = CHUNK,
     link_gbs: Optional[float] = LINK_GBS,
@@ -841,6 +850,10 @@ def fit(
     tflops: Optional[float] = TFLOPS,
     cpu_gbs: float = CPU_GBS,
     wired_limit_gib: Optional[float] = WIRED,
+    ttft_slo: Optional[float] = opt(
+        None, "--ttft-slo", check=finite(0, 1e6), help="Goodput: seconds a request joining the batch may wait for its first token."
+    ),
+    itl_slo: Optional[float] = opt(None, "--itl-slo", check=finite(0, 1e6), help="Goodput: seconds between a sequence's tokens."),
     lora: Optional[int] = LORA,
     lora_targets: Optional[str] = LORA_TARGETS,
     lora_alpha: Optional[float] = LORA_ALPHA,
@@ -860,6 +873,8 @@ def fit(
         hardware_file=hardware_file,
         engine=engine,
         context=context,
+        ttft_slo=ttft_slo,
+        itl_slo=itl_slo,
         batch=batch,
         dtype=dtype,
         experts_dtype=experts_dtype,
@@ -871,6 +886,7 @@ def fit(
         ep=ep,
         gpu_layers=gpu_layers,
         cpu_experts=cpu_experts,
+        two_batch_overlap=two_batch_overlap,
         reserve=reserve,
         prefill_chunk=chunk,
         link_gbs=link_gbs,

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+import ffncalc
 from ffncalc.analysis import formats, hardware, inference, memory, serving, training
 from ffncalc.analysis.fit import plan_fit
 from ffncalc.analysis.plan import TRAIN_RESERVE, Device, FitRun, Formats, InferenceRun, Layout, Placement, Step, TrainingRun
@@ -991,3 +992,91 @@ def test_prefill_streams_through_uneven_stages():
     )
     assert f["prefill_flops"] == sum(stage)
     assert f["roofline_prefill_s"] == pytest.approx(max(chunk_s) + sum(chunk_s), rel=1e-12)
+
+
+def test_an_amd_tensor_parallel_all_reduce_pays_rccls_latency():
+    """Llama 3 70B at tp 8 on MI300X: RCCL's ring LL all-reduce costs its base 12.0 µs and 0.8 µs for each of its
+    2(n − 1) = 14 steps over xGMI (ROCm/rccl src/graph/tuning.cc, tuning_model_5), 23.2 µs a call. A decode step of
+    one sequence makes 2 all-reduces a layer (after attention and after the MLP), 160 in all, each of one token's
+    8,192 16-bit values, 2 · 7/8 of them moved at the 448 GB/s all seven links give eight devices."""
+    mi = hardware.by_key("mi300x")
+    assert mi.allreduce_latency_us(8) == pytest.approx(12.0 + 14 * 0.8)
+    f = ids(inference.plan_inference(spec("llama3-70b"), "x", InferenceRun(100, 10), Formats(), Placement(gpus=8), Device(mi)).figures)
+    by_hand = 160 * (2 * 7 / 8 * 16_384 / 448e9 + 23.2e-6)
+    assert f["decode_comm_s"] == pytest.approx(by_hand, rel=1e-12)
+    assert 160 * 23.2e-6 / by_hand > 0.9  # a token's all-reduces are latency, not bandwidth
+
+
+def test_a_tpu_ring_pays_a_microsecond_a_hop():
+    """TPU ICI: about 1 µs a hop, no base (How to Scale Your Model, part 3): a ring all-reduce over 4 chips, 2 · 3
+    hops, 6 µs."""
+    assert hardware.by_key("tpu-v5p").allreduce_latency_us(4) == pytest.approx(6.0)
+    assert hardware.by_key("tpu-v6e").allreduce_latency_us(1) == 0.0
+
+
+def test_two_batch_overlap_takes_the_longer_of_compute_and_all_to_alls():
+    """Mixtral 8x7B on 4 H100s as four copies of tp 1 sharing the 8 experts over ep 4, 64 sequences a copy, 1 µs a
+    hand-off (the all-to-all's latency), no all-reduce (tp 1). Without overlap a step is its bytes over the
+    bandwidth, then 32 layers of a dispatch and a combine, each device sending its 64 tokens' 2 expert inputs of
+    4,096 16-bit values (1 MiB), 3/4 of it to the others at 450 GB/s, 1 µs a call. With two-batch overlap, two halves
+    of 32 sequences: each reads the dense weights, the experts its 4 copies' 128 tokens pick and its own 32 caches;
+    the same bytes cross in twice the calls; the step is the longer of the two."""
+    s = spec("mixtral-8x7b")
+    h100 = hardware.by_key("h100-sxm")
+    w = formats.weight_bytes(s, formats.named("bf16"))
+    dense = w.total - w.experts - w.embedding
+    experts = 32 * 8 * 3 * 4096 * 14336 * 2  # the routed experts' bf16 bytes
+    assert w.experts == experts
+    kv = 32 * 8 * 128 * 2 * 2 * 110  # one sequence's cache at 110 tokens: 32 layers, K and V of 8 heads of 128
+
+    def reads(sequences):
+        touched = serving.expected_experts(8, 2, 4 * sequences) / 8
+        return dense + experts * touched / 4 + sequences * kv
+
+    a2a = 32 * 2 * 0.75 * 64 * 2 * 4096 * 2 / 450e9
+
+    def plan(overlap):
+        result = inference.plan_inference(
+            s,
+            "x",
+            InferenceRun(100, 10, batch=256),
+            Formats(),
+            Placement(gpus=4, tp=1, ep=4, overlap=overlap),
+            Device(h100, link_latency_us=1),
+        )
+        return ids(result.figures), result.notes
+
+    plain, _ = plan(False)
+    assert plain["decode_step_s"] == pytest.approx(reads(64) / 3350e9 + a2a + 64 * 1e-6, rel=1e-9)
+    overlapped, notes = plan(True)
+    busy = 2 * reads(32) / 3350e9
+    assert overlapped["decode_step_s"] == pytest.approx(max(busy, a2a + 128 * 1e-6), rel=1e-9)
+    assert any("two-batch overlap" in n for n in notes)
+
+
+def test_two_batch_overlap_needs_expert_parallel_all_to_alls(cli):
+    code, out, err = cli("fit", "mixtral-8x7b", "--hardware", "h100-sxm", "--gpus", "2", "--two-batch-overlap")
+    assert code == 2 and out == "" and "--two-batch-overlap" in err and err.count("\n") == 1
+
+
+def test_goodput_is_the_largest_batch_within_the_inter_token_objective():
+    """Llama 3 8B bf16 on one H100 in vLLM at 4,096 tokens, an inter-token objective of 20 ms: a decode step (memory-
+    bound here) reads every weight but the input embedding and each sequence's 4,096 tokens of cache (32 layers × K
+    and V of 8 heads of 128, 2 bytes), at 0.8 of 3,350 GB/s, and adds 120 µs for each of 32 layers and the head. So
+    the largest batch within 20 ms is ⌊((0.02 − 33 · 120 µs) · 0.8 · 3.35e12 − weights) / cache⌋, and the goodput
+    that batch's tokens over its step."""
+    w = formats.weight_bytes(spec("llama3-8b"), formats.named("bf16"))
+    weights = w.total - w.embedding
+    cache = 32 * 2 * 8 * 128 * 2 * 4096
+    fixed = 33 * 120e-6
+
+    def step(b):
+        return (weights + b * cache) / (0.8 * 3.35e12) + fixed
+
+    by_hand = int(((0.02 - fixed) * 0.8 * 3.35e12 - weights) // cache)
+    assert step(by_hand) <= 0.02 < step(by_hand + 1)
+    r = ffncalc.fit("llama3-8b", hardware="h100-sxm", engine="vllm", context=4096, itl_slo=0.02)
+    assert r["slo_batch"].value == by_hand
+    assert r["goodput_tokens_per_s"].value == pytest.approx(by_hand / step(by_hand), rel=1e-9)
+    tight = ffncalc.fit("llama3-8b", hardware="h100-sxm", engine="vllm", context=4096, itl_slo=0.02, ttft_slo=0.001)
+    assert tight["slo_batch"].value == 0  # no request's first token comes within 1 ms

@@ -47,6 +47,11 @@ def plan(m: Measurement) -> Check:
         return Check(m, f["expected_decode_tokens_per_s_per_sequence"], f["decode_tokens_per_s_per_sequence"])
     if m.what == "prefill":
         return Check(m, prompt / f["expected_prefill_s"], prompt / f["roofline_prefill_s"])
+    if m.what == "decode_throughput":  # decode alone (its own devices): the batch's tokens a step, a GPU
+        return Check(m, f["expected_decode_tokens_per_s_per_gpu"], f["roofline_decode_tokens_per_s"] / o.get("gpus", 1))
+    if m.what == "prefill_throughput":  # prefill alone: the batch's prompt tokens, a GPU
+        tokens = o.get("batch", 1) * prompt / o.get("gpus", 1)
+        return Check(m, tokens / f["expected_prefill_s"], tokens / f["roofline_prefill_s"])
     if m.what == "ttft":
         return Check(m, f["expected_ttft_s"], f["ttft_s"])
     if m.what == "latency":
@@ -59,7 +64,15 @@ def checks() -> list[Check]:
     return [plan(m) for m in MEASUREMENTS]
 
 
-UNITS = {"decode": "tokens/s", "prefill": "tokens/s", "throughput": "tokens/s a GPU", "ttft": "s", "latency": "s"}
+UNITS = {
+    "decode_throughput": "output tokens/s a GPU",
+    "prefill_throughput": "input tokens/s a GPU",
+    "decode": "tokens/s",
+    "prefill": "tokens/s",
+    "throughput": "tokens/s a GPU",
+    "ttft": "s",
+    "latency": "s",
+}
 
 
 def _number(v: float) -> str:

@@ -68,6 +68,23 @@ def vllm_latency(name: str, model: str, hw: str, value: float, source: str, cali
 GIB = 2**30
 MIB = 2**20
 
+# SGLang's large-scale expert parallelism on H100s: prefill and decode each measured alone, on its own nodes
+# (prefill-decode disaggregation), DP attention (tp 1 a copy), DeepEP's all-to-alls, DeepGEMM's fp8 experts,
+# EPLB's 288 expert slots (256 and 32 redundant), two-batch overlap
+LMSYS_EP = (
+    "SGLang, Deploying DeepSeek with PD Disaggregation and Large-scale Expert Parallelism on 96 H100 GPUs "
+    "(https://lmsys.org/blog/2025-05-05-large-scale-ep/, lm-sys/lm-sys.github.io blog/2025-05-05-large-scale-ep.md), "
+)
+NODE_LIMITED = (
+    "DeepEP's prefill kernels send a token once to each node it routes to (at most 4, DeepSeek-V3's node-limited "
+    "routing, §2.1.2) and forward it over NVLink within the node; the plan sends each of its 8 expert inputs over the "
+    "network, about 2.6 times the bytes, so the all-to-alls it overlaps are slower than the run's"
+)
+DEEPSEEK_DAY = (
+    "a day's average of DeepSeek's online service, whose load, and so its batch, falls at night (its nodes then go to "
+    "training); the plan holds the 128 sequences a device of DeepSeek's profile of a loaded decode instance"
+)
+
 MEASUREMENTS: tuple[Measurement, ...] = (
     cpp(
         "Llama 3 8B Q4_K_M, RTX 4090, tg512", "decode", "llama3-8b", "rtx4090", 130.58, ", LLaMA 3, NVIDIA GPUs", True, dtype="q4_k_m"
@@ -496,5 +513,66 @@ MEASUREMENTS: tuple[Measurement, ...] = (
         "llama.cpp PR #21551 (https://github.com/ggml-org/llama.cpp/pull/21551), Bonsai 8B: kvcache size q4_0 101.25 MiB",
         False,
         {"kv_dtype": "q4_0", "context": 2560},
+    ),
+    Measurement(
+        "DeepSeek-V3 fp8, 9 × 8 H100 decode (EP 72 planned as 64), 256 sequences a GPU, 2,000 tokens cached",
+        "decode_throughput",
+        "deepseek-v3",
+        "h100-sxm",
+        "sglang",
+        22282 / 8,
+        LMSYS_EP + "Evaluation: decode on 9 nodes (EP72), 22,282 tokens/s a node for 2K inputs; decode table: batch "
+        "256, KV cache length 2,000. 288 expert slots over 72 devices hold 4 a device, as 256 over 64 do",
+        True,
+        {"dtype": "fp8", "gpus": 64, "tp": 1, "ep": 64, "prompt": 2000, "batch": 256 * 64, "two_batch_overlap": True},
+    ),
+    Measurement(
+        "DeepSeek-V3 fp8, 4 × 8 H100 prefill (EP 32), 16,384 tokens a GPU of 4,096-token prompts",
+        "prefill_throughput",
+        "deepseek-v3",
+        "h100-sxm",
+        "sglang",
+        50302 / 8,
+        LMSYS_EP + "Evaluation: prefill on 4 nodes (EP32), 50,302 tokens/s a node for 4K prompts; prefill table: "
+        "16,384 tokens a device, input length 4,096",
+        False,
+        {
+            "dtype": "fp8",
+            "gpus": 32,
+            "tp": 1,
+            "ep": 32,
+            "prompt": 4096,
+            "batch": 4 * 32,
+            "prefill_chunk": 16384,
+            "two_batch_overlap": True,
+        },
+        NODE_LIMITED,
+    ),
+    Measurement(
+        "DeepSeek-V3 fp8, 18 × 8 H800 decode (EP 144 planned as 128), 128 sequences a GPU, MTP accepted at 0.85",
+        "decode_throughput",
+        "deepseek-v3",
+        "h800",
+        "sglang",
+        14800 / 8,
+        "DeepSeek, Day 6 of Open Source Week, DeepSeek-V3/R1 Inference System Overview (https://github.com/deepseek-ai/"
+        "open-infra-index, 2025-03-01), DeepSeek's own engine planned with SGLang's profile (the same DeepEP and DeepGEMM "
+        "kernels): decode EP144 over 18 nodes (32 redundant experts: 2 routed and 1 redundant a GPU, as 256 over "
+        "128), about 14.8k output tokens/s an H800 node, dual micro-batch overlap; 128 sequences a device and the "
+        "4,989 tokens cached on average as SGLang's comparison table (lmsys.org, 2025-05-05) reads them; MTP's second "
+        "token accepted 85–90% of the time (DeepSeek-V3 report, §5.4.3): 0.85",
+        False,
+        {
+            "dtype": "fp8",
+            "gpus": 128,
+            "tp": 1,
+            "ep": 128,
+            "prompt": 4989,
+            "batch": 128 * 128,
+            "draft": 1,
+            "accept": 0.85,
+            "two_batch_overlap": True,
+        },
+        DEEPSEEK_DAY,
     ),
 )
