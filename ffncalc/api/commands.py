@@ -876,11 +876,16 @@ def fit(
     double_quant: bool | None = None,
     kbit_fp32: bool | None = None,
     adapter_dtype: str | None = None,
+    images: int | None = None,
+    image_size: int | None = None,
+    audio_seconds: int | None = None,
 ) -> Plan:
     """Will it fit: memory per device as ``engine`` holds it, the largest context and batch, and the decode rate
-    there, the roofline and the engine's expected. With ``lora=R``, will fine-tuning fit: a step of ``batch``
-    sequences of ``context`` tokens (default 2,048) with gradient checkpointing, on ``gpus`` devices (FSDP) or,
-    with one, on the fewest devices that hold it (LORA_DOC)."""
+    there, the roofline and the engine's expected. ``images`` (``image_size`` pixels a side) and ``audio_seconds``:
+    what each sequence brings beside its ``context`` tokens of text, their tokens held in the KV cache and their
+    tower's work in the prefill (with no ``context``, they take their place in the model's own). With ``lora=R``,
+    will fine-tuning fit: a step of ``batch`` sequences of ``context`` tokens (default 2,048) with gradient
+    checkpointing, on ``gpus`` devices (FSDP) or, with one, on the fewest devices that hold it (LORA_DOC)."""
     from ..analysis import hardware as table
     from ..analysis.fit import plan_fit
 
@@ -898,6 +903,9 @@ def fit(
             raise OptionError(f"{o.flag(clash)}: a serving option; with --lora the base's format is --base-dtype", field=clash)
         if reserve is not None:
             o.number("reserve", reserve, 0, 0.99, above=False)
+        media = next((k for k, v in (("images", images), ("audio_seconds", audio_seconds)) if v), None)
+        if media:
+            raise OptionError(f"{o.flag(media)}: fine-tuning plans count text sequences; with --lora leave it out", field=media)
         m = planned(resolve(model), "fit")
         step = Step(seq_len=context or FINETUNE_CONTEXT, micro_batch=batch, recompute="full")
         o.whole("gpus", gpus)
@@ -920,9 +928,16 @@ def fit(
         engine,
         hw,
     )
-    m = generator(resolve(model), "fit")
+    m = with_inputs(generator(resolve(model), "fit"), images=images, image_size=image_size, audio_seconds=audio_seconds)
+    extra = sum(p.request_tokens() for p in m.stack.parts)  # the images' and the audio's tokens, held in the cache
     formats = _kept(model, formats)
     o.number("ttft_slo", ttft_slo, 0, 1e6)
     o.number("itl_slo", itl_slo, 0, 1e6)
-    run = FitRun(context or m.context_length, batch=batch, chunk=prefill_chunk or eng.chunk, ttft_slo=ttft_slo, itl_slo=itl_slo)
-    return Plan(plan_fit(m.stack, m.label, run, formats, placement, dev, eng), "fit")
+    held = context + extra if context else m.context_length
+    run = FitRun(held, batch=batch, chunk=prefill_chunk or eng.chunk, ttft_slo=ttft_slo, itl_slo=itl_slo)
+    answer = plan_fit(m.stack, m.label, run, formats, placement, dev, eng)
+    if extra:
+        given = " ".join(f"--{k} {v}" for k, v in (("images", images), ("audio-seconds", audio_seconds)) if v)
+        text = f"beside {context:,} of text" if context else f"within the {held:,} of the context"
+        answer.notes.append(f"{given}: {extra:,} tokens a sequence {text}, held in the KV cache")
+    return Plan(answer, "fit")

@@ -43,10 +43,12 @@ HELP = "Exact parameter and FLOP counts for transformer language models, compone
 
 
 # what a request brings beside its tokens, for models with a vision tower (parts/vision.py)
-IMAGES = opt(None, "--images", min=0, max=65_536, help="Images a sequence (a vision tower's work in the FLOPs; infer: a request's).")
+IMAGES = opt(
+    None, "--images", min=0, max=65_536, help="Images a sequence (a vision tower's work in the FLOPs; infer and fit: each request's)."
+)
 IMAGE_SIZE = opt(None, "--image-size", min=1, max=65_536, help="Pixels a side of each image (default: the tower's).")
 AUDIO_SECONDS = opt(
-    None, "--audio-seconds", min=0, max=65_536, help="Seconds of audio a sequence (an audio tower's work; infer: a request's)."
+    None, "--audio-seconds", min=0, max=65_536, help="Seconds of audio a sequence (an audio tower's work; infer and fit: a request's)."
 )
 # What count, train and fit take for fine-tuning with adapters (api.commands.tuning): each None unless given.
 LORA = opt(None, "--lora", min=1, max=65_536, help="Fine-tune with LoRA adapters of this rank (peft's).")
@@ -137,10 +139,7 @@ def count(
     )
 
 
-@command(
-    output="plain",
-    examples=("verify gpt2", "verify llama3-8b --convention causal", "verify --hf config.json", "verify --memory --hf small.json"),
-)
+@command(output="plain", examples=("verify gpt2", "verify llama3-8b --convention causal", "verify --hf config.json"))
 def verify(
     model: Optional[str] = arg(None, help="A preset name or a spec file (.yaml)."),
     all_presets: bool = opt(False, "--all", help="Verify every preset."),
@@ -864,6 +863,9 @@ def fit(
     double_quant: Optional[bool] = DOUBLE_QUANT,
     kbit_fp32: bool = KBIT_FP32,
     adapter_dtype: Optional[str] = ADAPTER_DTYPE,
+    images: Optional[int] = IMAGES,
+    image_size: Optional[int] = IMAGE_SIZE,
+    audio_seconds: Optional[int] = AUDIO_SECONDS,
     output: Output = None,
 ) -> None:
     """Will it fit: memory per device as the engine holds it, the largest context and batch, and the decode rate there."""
@@ -896,6 +898,9 @@ def fit(
         tflops=tflops,
         cpu_gbs=cpu_gbs,
         wired_limit_gib=wired_limit_gib,
+        images=images,
+        image_size=image_size,
+        audio_seconds=audio_seconds,
         **_lora(
             lora, lora_targets, lora_alpha, dora, lora_modules_to_save, rslora, base_dtype, double_quant, kbit_fp32, adapter_dtype
         ),

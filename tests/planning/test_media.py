@@ -57,6 +57,23 @@ def test_infer_prefills_and_caches_the_image_tokens_and_decodes_without_the_towe
         assert with_images[key].value == as_text[key].value, key
 
 
+def test_fit_holds_each_sequences_image_tokens_beside_its_text():
+    """fit --context 1024 --images 2 holds 1,024 + 2 × 576 tokens a sequence: the KV cache of a 2,176-token context,
+    the same weights; its prefill runs the tower on the two images as well, so it takes longer than the text alone's."""
+    kw = dict(hardware="h100-sxm")
+    with_images = ffncalc.fit(LLAVA, context=1024, images=2, **kw)
+    as_text = ffncalc.fit(LLAVA, context=1024 + 2 * 576, **kw)
+    for key in ("kv_bytes_per_device", "weight_bytes_per_device", "need_bytes_per_device"):
+        assert with_images.figures[key].value == as_text.figures[key].value, key
+    assert with_images.figures["roofline_prefill_s"].value > as_text.figures["roofline_prefill_s"].value
+    assert any("--images 2: 1,152 tokens a sequence beside 1,024 of text" in n for n in with_images.notes)
+
+
+def test_fit_with_adapters_refuses_images_in_one_line(cli):
+    code, _, err = cli("fit", LLAVA, "--hardware", "h100-sxm", "--lora", "8", "--images", "1")
+    assert code == 2 and "--images: fine-tuning plans count text sequences" in err and err.count("\n") == 1
+
+
 def test_audio_fills_whole_windows():
     """45 s of audio are two 30-s windows (the second padded), each through Qwen2-Audio's tower and projector as
     FlopCounterMode counted one; a request's audio is 2 × 750 tokens beside its prompt."""
@@ -134,6 +151,21 @@ def _whole_types() -> list[str]:
     from ffncalc.sources.hf.towers import wrappers
 
     return sorted(t for t in wrappers() if "params" in json.loads((WHOLE / "truth" / f"{t}.json").read_text()))
+
+
+@pytest.mark.parametrize("model_type", _whole_types())
+def test_every_whole_model_is_counted_trained_served_and_fitted(model_type):
+    """Every type read whole answers count, train, infer and fit with its media, each naming its tower's work."""
+    audio = model_type in ("qwen2_audio", "voxtral")
+    media = {"audio_seconds": 30} if audio else {"images": 1, "image_size": SIZES.get(model_type)}
+    config = str(WHOLE / "configs" / f"{model_type}.json")
+    counted = ffncalc.count(config, **media)
+    assert counted.params > 0
+    assert ffncalc.train(config, tokens="1B", hardware="h100-sxm", gpus=8).figures["train_flops"].value > 0
+    served = ffncalc.infer(config, prompt=512, generate=64, hardware="h100-sxm", **media)
+    assert served.figures["prefill_flops"].value > 0
+    fitted = ffncalc.fit(config, context=2048, hardware="h100-sxm", **media)
+    assert fitted.figures["kv_bytes_per_device"].value > 0
 
 
 @pytest.mark.torch
