@@ -287,3 +287,15 @@ def test_plots(cli, tmp_path):
     assert pdf.read_bytes().startswith(b"%PDF-") and b"CreationDate" not in pdf.read_bytes()
     code, _, err = cli("plot", "share", "gpt3", "--out", str(tmp_path / "share.jpg"))
     assert code == 2 and "name an .svg, .pdf or .png file" in err
+
+
+def test_the_readmes_quoted_training_figures_are_the_plans():
+    """The README quotes the GPT-3 training plan in its prose (its whole output is the planning guide's example):
+    the figures it names are the plan's, rounded as it rounds them."""
+    import ffncalc
+
+    readme = (ROOT / "README.md").read_text()
+    plan = ffncalc.train("gpt3", tokens="300B", convention="6n", recompute="full", tflops=140, gpus=1024).figures
+    assert f"{plan['train_flops'].value:.2e}".replace("e+", "e") in readme
+    assert f"{round(plan['gpu_hours'].value):,} GPU-hours" in readme
+    assert f"{plan['wall_clock_days'].value:.1f} days" in readme
