@@ -149,3 +149,37 @@ def audio_flops(data: dict, positions: int) -> dict:
     counts = counter.get_flop_counts()
     modules = {k: sum(v.values()) for k, v in counts.items() if k != "Global" and "." not in k}
     return {"positions": positions, "total": sum(counts["Global"].values()), "modules": modules}
+
+
+TEXT = "language model"  # the whole class's text model and head, as one component
+
+
+def check_whole(c, spec, *, model: str = "model", measured: dict | None = None):
+    """``verify --hf`` of a wrapper read whole: the whole class's parameters (``measured``, default: built now) against
+    ours, each tower and projector component by its module's name (a fused projection against the sum of ours it
+    holds), the language model and its head as one component (``verify --hf`` on its text config proves it layer
+    by layer). An HFReport, as hfcheck.check."""
+    from ..sources.hf.names import fuse
+    from ..sources.hf.towers import component, tower_of
+    from .count import terms
+    from .hfcheck import HFCheck, HFReport
+    from .records import expanded
+
+    kind = tower_of(c) or "vision"
+    measured = measured or measure_whole(c.outer.data)
+    theirs: dict = {}
+    for name, n in expanded(measured["params"], 2):
+        key = (component(name, kind) or TEXT, None)
+        theirs[key] = theirs.get(key, 0) + n
+    ours: dict = {}
+    for t in terms(spec, 8, partial=True):
+        if t.numel and not t.tied:
+            key = (t.component if t.component.startswith(("vision.", "audio.")) else TEXT, None)
+            ours[key] = ours.get(key, 0) + t.numel * t.stored_count
+    ours = fuse(ours, theirs)
+    checks = tuple(
+        HFCheck(name, None, ours.get((name, None), 0), theirs.get((name, None), 0))
+        for name, _ in list(ours) + [k for k in theirs if k not in ours]
+    )
+    notes = ("the whole class: its towers and projector by their modules' names, the language model and its head as one",)
+    return HFReport(model, measured["model_class"], measured["transformers"], notes, checks)

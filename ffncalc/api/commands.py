@@ -203,13 +203,18 @@ def verify(
 def _verify_hf(ref: Source, seq_len: int | None, convention: str, every_layer: bool) -> Verification:
     from ..sources import hf
 
+    from ..sources.hf.towers import tower_of
+
     path = reference(ref)
-    label, spec = hf.load(path, text=True)  # transformers' causal-LM class: the language model alone
+    c = hf.read_config(path)
+    whole = tower_of(c) is not None  # a wrapper read whole: its whole class, towers and all
+    # else transformers' causal-LM class: the language model alone
+    label, spec = hf.load(path, text=not whole)
     spec.check_seq_len(seq_len, label)
     try:
         import transformers  # noqa: F401
 
-        from ..analysis import hfcheck
+        from ..analysis import hfcheck, hfwhole
         from ..analysis.verify import verify as run_verify
     except ImportError as exc:
         raise MissingDependency(
@@ -217,7 +222,7 @@ def _verify_hf(ref: Source, seq_len: int | None, convention: str, every_layer: b
             "pip install torch==2.13.0 'transformers>=5,<6' (or pip install 'ffncalc[hf]')"
         ) from None
     report = run_verify(spec, model=label, seq_len=seq_len, convention=convention, every_layer=every_layer)
-    theirs = hfcheck.check(hf.read_config(path), model=label, spec=spec)
+    theirs = hfwhole.check_whole(c, spec, model=label) if whole else hfcheck.check(c, model=label, spec=spec)
     return Verification([report], hf=theirs)
 
 

@@ -311,3 +311,27 @@ def test_a_flat_qwen2_5_vl_config_is_read_whole():
     _, model = hf.load(HERE / "public" / "nexus-gen-v2.json")
     record = json.loads((HERE / "public_truth" / "nexus-gen-v2.json").read_text())
     assert tally(model).params == sum(n for _, n in expanded(record["params"], 2)) == 8_292_166_656
+
+
+@pytest.mark.parametrize("model_type", WHOLE)
+def test_verify_hf_holds_the_whole_class(model_type):
+    """verify --hf of a wrapper read whole: its towers' and projector's components by name and the language model as
+    one, against what transformers built (the recording; ``check_whole`` builds it afresh without one)."""
+    from ffncalc.analysis.hfwhole import TEXT, check_whole
+
+    path = HERE / "configs" / f"{model_type}.json"
+    label, model = hf.load(path)
+    recorded = truth(model_type)
+    report = check_whole(hf.read_config(path), model, model=label, measured=recorded)
+    assert report.ok, [(c.component, c.ours, c.transformers) for c in report.failures]
+    assert report.model_class == recorded["model_class"]
+    names = {c.component for c in report.checks}
+    assert TEXT in names and any(n.startswith(("vision.", "audio.")) for n in names)
+    assert sum(c.transformers for c in report.checks) == sum(n for _, n in expanded(recorded["params"], 2))
+
+
+@pytest.mark.torch
+def test_verify_hf_of_a_wrapper_builds_the_whole_class(cli):
+    code, out, _ = cli("verify", "--hf", str(HERE / "configs" / "llava.json"), "--seq-len", "64")
+    assert code == 0 and "LlavaForConditionalGeneration" in out and "vision.projector.linear_1" in out
+    assert "✓ all 15 components agree with LlavaForConditionalGeneration" in out
