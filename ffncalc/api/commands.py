@@ -202,7 +202,6 @@ def verify(
 
 def _verify_hf(ref: Source, seq_len: int | None, convention: str, every_layer: bool) -> Verification:
     from ..sources import hf
-
     from ..sources.hf.towers import tower_of
 
     path = reference(ref)
