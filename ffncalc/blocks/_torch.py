@@ -134,6 +134,10 @@ def rotate(x: torch.Tensor, width: int | None = None, base: float = 10000.0) -> 
     half = min(width or dim, dim) // 2
     if half == 0:
         return x
+    from . import _fused
+
+    if _fused.active():  # as a fused kernel: recomputed in backward, nothing kept
+        return _fused.rotary(x, half, base)
     inv_freq = base ** (-torch.arange(half, device=x.device, dtype=torch.float32) / half)
     angles = torch.arange(seq, device=x.device, dtype=torch.float32)[:, None] * inv_freq[None, :]
     cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
@@ -152,9 +156,16 @@ def attend(layer, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Te
     """softmax(q·kᵀ/√d)·v with ``layer.scores`` and ``layer.values`` holding the two products;
     over the full square, or the causal triangle only."""
     heads, s = q.shape[1], q.shape[2]
-    q = q * (1.0 / math.sqrt(q.shape[-1]))
     bias = alibi_bias(heads, s, q.device, q.dtype) if layer.positions == "alibi" else None
     sinks, window, chunk = getattr(layer, "sinks", None), getattr(layer, "window", None), getattr(layer, "chunk", None)
+    from . import _fused
+
+    if _fused.active() and sinks is None:  # as the flash kernel keeps it (K and V at their own heads)
+        both = getattr(layer, "both", False)
+        return _fused.attention(q, k, v, causal=not both, window=window, chunk=chunk, bias=bias)
+    if k.shape[1] != heads:  # grouped K/V heads serve several query heads each
+        k, v = k.repeat_interleave(heads // k.shape[1], dim=1), v.repeat_interleave(heads // v.shape[1], dim=1)
+    q = q * (1.0 / math.sqrt(q.shape[-1]))
     if getattr(layer, "both", False):  # an encoder: no triangle; a window reaches both ways
         return two_sided(layer, q, k, v, bias, window, sinks)
     if layer.causal and chunk is not None and chunk < s:  # a causal triangle inside each chunk, nothing across

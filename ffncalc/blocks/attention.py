@@ -269,6 +269,7 @@ def _module():
     from torch import nn
     from torch.nn import functional as F
 
+    from ._fused import active as fused
     from ._torch import HeadNorm, Linear, MatMul, attend, make_norm, rotate
 
     class MultiHeadAttention(nn.Module):
@@ -347,9 +348,9 @@ def _module():
                 q = self.q_norm(q)
             if self.positions == "rotary" and self.rope:
                 q = rotate(q, self.rotary)
-            if self.kv_heads != self.heads:  # grouped K/V heads serve several query heads each
-                group = self.heads // self.kv_heads
-                k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
+            if self.kv_heads != self.heads and not (fused() and type(self).attend is MultiHeadAttention.attend):
+                group = self.heads // self.kv_heads  # grouped K/V heads serve several query heads each (a flash
+                k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)  # kernel takes them as they are)
             out = self.attend(q, k, v, x).transpose(1, 2)  # (B, s, heads, value_dim)
             if self.softplus_gate != "none":  # Laguna: one gate per head, broadcast over its features, or one each
                 g = self.g(x).view(b, s, self.heads, -1)
