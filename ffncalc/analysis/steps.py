@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from ..model.stack import Model
-from . import serving
+from . import crosscache, serving
 from .engines import Efficiency
 from .formats import WeightBytes
 from .links import ACTIVATION_BYTES, Link
@@ -59,6 +59,7 @@ def decode_step(s: Setting, eff: Efficiency, context: int, micro: tuple[int, int
         fixed, grows = s.costs(st.first, st.stop, st.last)
         dense, experts = serving.decode_weight_parts(spec, s.w, p, mb * per_step, st)
         cache = mb * (serving.kv_per_device(spec, context, kv_bits, p.tp, span) + serving.state_per_device(spec, kv_bits, p.tp, span))
+        cache += mb * crosscache.cached_per_device(spec, kv_bits, p.tp, span)  # an encoder-decoder's cross-attention K/V
         on_host = dense + experts + cache if st.cpu else (experts if p.cpu_experts else 0.0)
         on_device = 0.0 if st.cpu else dense + cache + (0.0 if p.cpu_experts else experts)
         memory_s = on_device / (s.bandwidth * eff.bandwidth) + on_host / (cpu_bw * eff.bandwidth)
