@@ -254,7 +254,12 @@ def _gguf_mix(spec: Model, t, fmt: Format, experts: Format) -> WeightBytes:
     down_index = {key: (key[0] if n_expert > 1 else pos) for pos, key in enumerate(downs)}
     total = exp = emb = tied = 0
     by_type: dict[str, int] = {}
-    per_layer = _PerLayer(n_layers)
+    per_layer, once, outside = _PerLayer(n_layers), _PerLayer(n_layers), [0]
+
+    def read_once(r, n: int, embedding: bool, layer: int | None = None) -> None:  # work once a sequence: no decode step
+        if r.per_sequence:
+            once.add(r, n, layer)
+            outside[0] += n if r.layers is None and not embedding else 0
 
     def add(kind: str, rows: int, cols: int, count: int, r, embedding: bool = False, layer: int | None = None) -> int:
         nonlocal total, exp, emb, tied
@@ -269,6 +274,7 @@ def _gguf_mix(spec: Model, t, fmt: Format, experts: Format) -> WeightBytes:
         emb += n if embedding else 0
         tied += n if r.role == "tied" else 0
         per_layer.add(r, n, layer)
+        read_once(r, n, embedding, layer)
         return n
 
     for r in t.rows:
@@ -289,6 +295,7 @@ def _gguf_mix(spec: Model, t, fmt: Format, experts: Format) -> WeightBytes:
             exp += n if r.expert else 0
             by_type[f.name] = by_type.get(f.name, 0) + n
             per_layer.add(r, n)
+            read_once(r, n, kind == "embedding")
             continue
         if kind == "head" or (kind == "embedding" and spec.tie_embeddings):
             block = BLOCKS[base][0]
@@ -317,7 +324,7 @@ def _gguf_mix(spec: Model, t, fmt: Format, experts: Format) -> WeightBytes:
             elif (i, r.name) in down_index and use_more_bits(down_index[(i, r.name)], n_down):
                 kind_i = "Q6_K"
             add(kind_i, rows, cols, per_layer_count, r, layer=i)
-    return WeightBytes(total, exp, emb, t.params, by_type, per_layer.done(), tied)
+    return WeightBytes(total, exp, emb, t.params, by_type, per_layer.done(), tied, once.read(), outside[0])
 
 
 COMPONENTS = ("attention", "ffn", "experts")

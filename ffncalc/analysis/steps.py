@@ -77,6 +77,12 @@ def decode_step(s: Setting, eff: Efficiency, context: int, micro: tuple[int, int
     return Step(seconds, tuple(stage_s), comm_s, bound)
 
 
+def once(s: Setting, st: serving.Stage) -> int:
+    """Weight bytes of a stage whose work is once a sequence (an encoder's, the cross-attention's k and v): a prefill
+    reads them beside the rest, a decode step does not (serving.Stage.read leaves them out)."""
+    return sum(s.w.once[st.first : st.stop]) + (s.w.once_outside if st.last else 0)
+
+
 def prefill(s: Setting, eff: Efficiency, flops: float, shares: list[float], tokens: int, chunk: int) -> float:
     """A copy's prefill of ``tokens`` prompt tokens, ``flops`` in all, in chunks streaming through the stages
     (each stage's share of the FLOPs, over its tp devices, and of its weights read once a chunk), the pipeline
@@ -89,13 +95,13 @@ def prefill(s: Setting, eff: Efficiency, flops: float, shares: list[float], toke
     if serving.offloaded(spec, p):
         cpu_stage, device = serving.stages(spec, s.w, 1, serving.offloaded(spec, p))
         copy = (cpu_stage.read + cpu_stage.experts) / pcie
-        held = device.read + (0 if p.cpu_experts else device.experts)
+        held = device.read + once(s, device) + (0 if p.cpu_experts else device.experts)
         per_chunk = max(flops / chunks / peak, held / (s.bandwidth * eff.bandwidth)) if peak else 0.0
         return chunks * (per_chunk + copy + eff.layer_s * (spec.n_layers + 1))
     stage_chunk_s = []
     for st in serving.stages(spec, s.w, p.pp):
         compute = flops * shares[st.index] / p.replicas / (p.tp * peak) if peak else 0.0
-        held = st.read / p.tp + st.experts / (p.ep if p.ep > 1 else p.tp)
+        held = (st.read + once(s, st)) / p.tp + st.experts / (p.ep if p.ep > 1 else p.tp)
         weights = held / (s.bandwidth * eff.bandwidth) * chunks
         comm = serving.stage_comm_s(spec, st, p, tokens, s.link, chunks, s.fp8_experts)
         layers = st.stop - st.first + (1 if st.last else 0)

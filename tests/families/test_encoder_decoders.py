@@ -235,3 +235,23 @@ def test_encoder_decoder_flops_at_defaults_equal_flop_counter_mode(model_type):
     checks = hfcheck.check_flops(c, measured)
     assert checks and all(ch.ok for ch in checks), [ch for ch in checks if not ch.ok]
     assert any(ch.component == "encoder.cross.q" for ch in checks)
+
+
+def test_whisper_large_v3_serves_over_its_window_whatever_the_prompt():
+    """openai/whisper-large-v3: the encoder runs over its 30-s window's 1,500 positions (3,000 log-mel frames, halved
+    by conv2's stride) once a request; every one of the 32 decoder layers caches K and V of its 20 heads of 64 for
+    each of them, in bf16: 32 × 2 × 1,280 × 1,500 × 2 bytes; the prefill runs the encoder whole, so a longer decoder
+    prompt adds only the decoder's work."""
+    from ffncalc import api
+
+    one, many = (api.infer("whisper-large-v3", prompt=p, generate=16).to_dict() for p in (1, 4))
+    assert one["inputs"]["source_len"] == 1500
+    assert one["figures"]["cross_kv_bytes_per_sequence"]["value"] == 32 * 2 * 20 * 64 * 1500 * 2 == 245_760_000
+    assert many["figures"]["cross_kv_bytes"]["value"] == one["figures"]["cross_kv_bytes"]["value"]
+    # the decoder's 3 more prompt tokens: 2 FLOPs per weight each reads (k and v of the cross-attention projected
+    # once from the source, the token table looked up, proj_out tied to it), every query meeting the 1,500 source
+    # keys, and the self-attention's causal triangle of 4 against 1 (2 + 3 + 4 more keys met, 2 products each)
+    d, f, layers, vocab = 1280, 5120, 32, 51866
+    weights = layers * (4 * d * d + 2 * d * d + 2 * d * f) + vocab * d
+    extra = 3 * 2 * weights + 3 * 4 * layers * d * 1500 + (2 + 3 + 4) * 4 * layers * d
+    assert many["figures"]["prefill_flops"]["value"] - one["figures"]["prefill_flops"]["value"] == extra
