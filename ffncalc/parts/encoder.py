@@ -45,6 +45,7 @@ class Encoder(Part):
     cross_bias: bool = False  # biases on the cross-attention's projections
     cross_head_dim: Positive | None = None  # its heads' width (default d_model / heads; T5: d_kv)
     relative_buckets: NonNegative = 0  # rows of its layers' shared relative-position bias table (T5), × heads
+    relative_per_layer: bool = False  # that table in every layer of its own (UMT5), not one every layer reads
     source_length: Positive | None = None  # source tokens per sequence for the FLOPs (default: the sequence's)
     # a speech encoder's input (Whisper): log-mel frames of this many features, two a position, through two
     # convolutions of kernel 3 (the second of stride 2) with GELUs, in place of a token table (0: tokens)
@@ -140,9 +141,10 @@ class Encoder(Part):
             emb.op("encoder.pos_embed", d)
         if self.embedding_norm:
             emb.norm("encoder.embed_norm", model.norm, d, 1)
-        if self.relative_buckets:  # one table every encoder layer reads; its lookup and adds: no multiply-adds
+        if self.relative_buckets:  # one table every encoder layer reads (or each its own); lookup and adds: no multiply-adds
             heads = self.layers.attention.resolve(d).head_count()
-            emb.term("encoder.relative_bias.weight", "position", (self.relative_buckets, heads))
+            tables = self.layers.n_layers if self.relative_per_layer else 1
+            emb.term("encoder.relative_bias.weight", "position", (self.relative_buckets, heads), tables)
         layers = self.stack.terms(model, "encoder.", s, scale)
         fin = Emitter("layers")
         if self.final_norm:
@@ -206,7 +208,11 @@ def _modules():
                 self.embed = nn.Embedding(spec.table_rows, d)
             if spec.relative_buckets:  # read by every layer; its lookup and adds have no multiply-adds to count
                 heads = spec.layers.attention.resolve(d).head_count()
-                self.relative_bias = nn.Embedding(spec.relative_buckets, heads)
+                if spec.relative_per_layer:  # each layer's own (UMT5)
+                    tables = [nn.Embedding(spec.relative_buckets, heads) for _ in range(spec.layers.n_layers)]
+                    self.relative_bias = nn.ModuleList(tables)
+                else:
+                    self.relative_bias = nn.Embedding(spec.relative_buckets, heads)
             if spec.position_rows:
                 self.pos_embed = nn.Embedding(spec.position_rows, d)
             if spec.embedding_norm:

@@ -145,7 +145,8 @@ def test_flan_t5_xl_training_keeps_the_encoder_at_the_source_length():
     assert long - short == 512 * per_source
 
 
-READ_PLANNED = ["bart", "mbart", "plbart", "marian", "pegasus", "blenderbot", "blenderbot-small", "m2m_100", "t5", "mt5", "whisper"]
+READ_PLANNED = ["bart", "mbart", "plbart", "marian", "pegasus", "blenderbot", "blenderbot-small", "m2m_100"]
+READ_PLANNED += ["t5", "mt5", "umt5", "whisper"]
 
 
 @pytest.mark.parametrize("model_type", READ_PLANNED)
@@ -189,6 +190,7 @@ def test_the_encoder_decoders_read():
             "m2m_100",
             "t5",
             "mt5",
+            "umt5",
             "whisper",
         }
     )
@@ -255,3 +257,18 @@ def test_whisper_large_v3_serves_over_its_window_whatever_the_prompt():
     weights = layers * (4 * d * d + 2 * d * d + 2 * d * f) + vocab * d
     extra = 3 * 2 * weights + 3 * 4 * layers * d * 1500 + (2 + 3 + 4) * 4 * layers * d
     assert many["figures"]["prefill_flops"]["value"] - one["figures"]["prefill_flops"]["value"] == extra
+
+
+def test_umt5_holds_a_relative_bias_table_in_every_layer():
+    """UMT5ForConditionalGeneration at UMT5Config's defaults by hand: the shared table (250,112 × 512), tied to lm_head
+    (UMT5Config forces tie_word_embeddings); per encoder layer q, k, v, o (512 × 6·64 each), the gated FFN (wi_0, wi_1
+    512 × 1,024, wo back), two RMS norms and its own relative_attention_bias (32 buckets × 6 heads); per decoder layer
+    the same, a cross-attention (four more projections) and its norm; each stack a final norm. T5 holds one table a
+    stack (in its first block); UMT5 one a layer (Chung et al. 2023)."""
+    from ffncalc.sources import hf
+
+    d, inner, ff, layers, table = 512, 6 * 64, 1024, 8, 32 * 6
+    encoder_layer = 4 * d * inner + 3 * d * ff + 2 * d + table
+    decoder_layer = 8 * d * inner + 3 * d * ff + 3 * d + table
+    total = 250112 * d + layers * (encoder_layer + decoder_layer) + 2 * d
+    assert tally(hf.load(DEFAULTS / "configs" / "umt5.json")[1]).params == total == 172_122_112

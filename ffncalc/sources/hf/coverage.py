@@ -615,7 +615,6 @@ SEQ2SEQ_NOT_YET = {
     "switch_transformers": "T5 with switch (top-1) mixtures of experts",
     "t5gemma": "Gemma 2 layers as an encoder and a decoder with cross-attention",
     "t5gemma2": "Gemma 3 layers as an encoder and a decoder, with a vision tower",
-    "umt5": "T5's layout with relative position buckets in every layer",
     "vibevoice_asr": "an audio tokenizer beside a decoder-only language model",
     "voxtral": "an audio tower beside a decoder-only language model (a whole multimodal model)",
     "voxtral_realtime": "an audio tower beside a decoder-only language model (a whole multimodal model)",
