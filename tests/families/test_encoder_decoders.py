@@ -146,7 +146,7 @@ def test_flan_t5_xl_training_keeps_the_encoder_at_the_source_length():
 
 
 READ_PLANNED = ["bart", "mbart", "plbart", "marian", "pegasus", "blenderbot", "blenderbot-small", "m2m_100"]
-READ_PLANNED += ["t5", "mt5", "umt5", "whisper"]
+READ_PLANNED += ["t5", "mt5", "umt5", "switch_transformers", "whisper"]
 
 
 @pytest.mark.parametrize("model_type", READ_PLANNED)
@@ -191,6 +191,7 @@ def test_the_encoder_decoders_read():
             "t5",
             "mt5",
             "umt5",
+            "switch_transformers",
             "whisper",
         }
     )
@@ -272,3 +273,23 @@ def test_umt5_holds_a_relative_bias_table_in_every_layer():
     decoder_layer = 8 * d * inner + 3 * d * ff + 3 * d + table
     total = 250112 * d + layers * (encoder_layer + decoder_layer) + 2 * d
     assert tally(hf.load(DEFAULTS / "configs" / "umt5.json")[1]).params == total == 172_122_112
+
+
+def test_switch_transformers_holds_top1_mixtures_in_every_fourth_layer():
+    """SwitchTransformersForConditionalGeneration at its defaults by hand: the shared table (32,128 × 768) tied to
+    lm_head; 12 encoder and 12 decoder blocks of 12 heads of 64 (q, k, v, o; in the decoder a cross-attention's four
+    more), RMS norms (two a block, three in the decoder), one relative-bias table (32 × 12) a stack and a final norm a
+    stack; the MLP (wi 768 → 2,048, wo back, no biases) replaced in blocks 1, 5 and 9 of each stack (i % 4 == 1, the
+    step 12 // num_sparse_*_layers 3) by a router (768 × 8) and 8 such experts. A token runs one expert (top-1, Fedus
+    et al. 2022): the active parameters leave out 7 experts in each of the 6 sparse blocks."""
+    from ffncalc import api
+
+    d, ff, experts, vocab = 768, 2048, 8, 32128
+    attention, mlp = 4 * d * d, 2 * d * ff
+    sparse = d * experts + experts * mlp
+    encoder = 12 * attention + 9 * mlp + 3 * sparse + 12 * 2 * d
+    decoder = 12 * 2 * attention + 9 * mlp + 3 * sparse + 12 * 3 * d
+    total = vocab * d + encoder + decoder + 2 * 32 * 12 + 2 * d
+    counted = api.count(str(DEFAULTS / "configs" / "switch_transformers.json"))
+    assert counted.params == total == 317_312_256
+    assert counted.active_params == total - 6 * (experts - 1) * mlp
