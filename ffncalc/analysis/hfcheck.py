@@ -9,6 +9,7 @@ Only ``verify --hf`` imports this module, and only this module imports transform
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import dataclass
 
 from ..model import Model
@@ -262,6 +263,8 @@ def flop_run(net, batch: int, seq_len: int) -> FlopRun:
     try:
         with (
             mock.patch.object(transformers.masking_utils, "find_packed_sequence_indices", lambda ids: None),
+            # FSMT's make_padding_mask asks padding_mask.any(): an unpadded sequence's answer, no mask
+            mock.patch.object(sys.modules[type(net).__module__], "make_padding_mask", lambda *a: None, create=True),
             grad,
             counter,
             attribution,

@@ -145,7 +145,7 @@ def test_flan_t5_xl_training_keeps_the_encoder_at_the_source_length():
     assert long - short == 512 * per_source
 
 
-READ_PLANNED = ["bart", "mbart", "plbart", "marian", "pegasus", "blenderbot", "blenderbot-small", "m2m_100"]
+READ_PLANNED = ["bart", "mbart", "plbart", "marian", "pegasus", "blenderbot", "blenderbot-small", "m2m_100", "fsmt"]
 READ_PLANNED += ["t5", "mt5", "umt5", "switch_transformers", "whisper"]
 
 
@@ -188,6 +188,7 @@ def test_the_encoder_decoders_read():
             "blenderbot",
             "blenderbot-small",
             "m2m_100",
+            "fsmt",
             "t5",
             "mt5",
             "umt5",
@@ -293,3 +294,19 @@ def test_switch_transformers_holds_top1_mixtures_in_every_fourth_layer():
     counted = api.count(str(DEFAULTS / "configs" / "switch_transformers.json"))
     assert counted.params == total == 317_312_256
     assert counted.active_params == total - 6 * (experts - 1) * mlp
+
+
+def test_fsmt_holds_a_table_a_stack_and_its_own_output_projection():
+    """FSMTForConditionalGeneration at FSMTConfig's defaults by hand: the encoder's table (src_vocab_size 42,024 ×
+    1,024), the decoder's (tgt_vocab_size 42,024) and output_projection (1,024 → 42,024, untied: tie_word_embeddings
+    false); each stack's SinusoidalPositionalEmbedding, an nn.Embedding of 1,024 + pad 1 + 1 rows whose weight is a
+    parameter; 12 post-norm layers a stack (q, k, v, out_proj with biases, fc1 and fc2 with biases, two LayerNorms;
+    in the decoder a cross-attention and its LayerNorm more); no norm on the embeddings, no final norm."""
+    from ffncalc.sources import hf
+
+    d, ff, vocab, rows = 1024, 4096, 42024, 1024 + 1 + 1
+    attention, ffn = 4 * (d * d + d), d * ff + ff + ff * d + d
+    encoder_layer = attention + ffn + 2 * 2 * d
+    decoder_layer = encoder_layer + attention + 2 * d
+    total = 3 * vocab * d + 2 * rows * d + 12 * (encoder_layer + decoder_layer)
+    assert tally(hf.load(DEFAULTS / "configs" / "fsmt.json")[1]).params == total == 483_913_728

@@ -595,7 +595,6 @@ SEQ2SEQ_NOT_YET = {
     "audioflamingo3": "an audio tower beside a decoder-only language model (a whole multimodal model)",
     "bigbird_pegasus": "block-sparse attention with random and global blocks in the encoder",
     "encoder-decoder": "a wrapper of any encoder and decoder the config names",
-    "fsmt": "FairSeq's translation layout: separate source and target tables and sinusoidal positions",
     "glmasr": "an audio tower beside a decoder-only language model (a whole multimodal model)",
     "granite_speech": "an audio tower and projector beside a decoder-only language model (a whole multimodal model)",
     "granite_speech_plus": "an audio tower and projector beside a decoder-only language model (a whole multimodal model)",
