@@ -145,7 +145,7 @@ def test_flan_t5_xl_training_keeps_the_encoder_at_the_source_length():
     assert long - short == 512 * per_source
 
 
-READ_PLANNED = ["bart", "mbart", "plbart", "marian", "pegasus", "blenderbot", "blenderbot-small", "m2m_100", "fsmt"]
+READ_PLANNED = ["bart", "mbart", "plbart", "marian", "pegasus", "blenderbot", "blenderbot-small", "m2m_100", "fsmt", "mvp"]
 READ_PLANNED += ["t5", "mt5", "umt5", "switch_transformers", "whisper"]
 
 
@@ -189,6 +189,7 @@ def test_the_encoder_decoders_read():
             "blenderbot-small",
             "m2m_100",
             "fsmt",
+            "mvp",
             "t5",
             "mt5",
             "umt5",
@@ -310,3 +311,16 @@ def test_fsmt_holds_a_table_a_stack_and_its_own_output_projection():
     decoder_layer = encoder_layer + attention + 2 * d
     total = 3 * vocab * d + 2 * rows * d + 12 * (encoder_layer + decoder_layer)
     assert tally(hf.load(DEFAULTS / "configs" / "fsmt.json")[1]).params == total == 483_913_728
+
+
+def test_mvp_is_bart_at_its_defaults_and_its_prompts_are_refused_in_one_line(cli, tmp_path):
+    """MvpForConditionalGeneration at MvpConfig's defaults (use_prompt false) is BART-large's layout over 50,267
+    tokens; with use_prompt its MvpPrompt modules (prefix keys and values in every attention) are not read."""
+    from ffncalc.sources import hf
+
+    path = DEFAULTS / "configs" / "mvp.json"
+    assert tally(hf.load(path)[1]).params == bart_total(50267, 1024, 12, 12, 4096, 1026) == 406_293_504
+    prompted = tmp_path / "config.json"
+    prompted.write_text(json.dumps({**json.loads(path.read_text()), "use_prompt": True}))
+    code, out, err = cli("count", str(prompted))
+    assert code == 2 and out == "" and err.count("\n") == 1 and "use_prompt" in err, err

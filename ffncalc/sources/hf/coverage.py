@@ -602,7 +602,6 @@ SEQ2SEQ_NOT_YET = {
     "longt5": "T5 with local and transient-global attention",
     "moss_transcribe_diarize": "an audio tower beside a decoder-only language model (a whole multimodal model)",
     "musicflamingo": "an audio tower beside a decoder-only language model (a whole multimodal model)",
-    "mvp": "BART with task prompts in each layer",
     "nemo_speechlm": "an audio tower beside a decoder-only language model (a whole multimodal model)",
     "nllb-moe": "BART-style stacks with mixtures of experts in every other layer",
     "pegasus_x": "staggered block-local attention with global tokens in the encoder",

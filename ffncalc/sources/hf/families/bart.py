@@ -165,3 +165,13 @@ def fsmt(c: Config) -> dict:
     if not spec["tie_embeddings"]:
         spec["encoder"]["table_rows"] = source
     return spec
+
+
+@family("mvp", layer_modules=LAYER_MODULES, top_modules=TOP_MODULES, model_stacks=STACKS)
+def mvp(c: Config) -> dict:
+    """MvpConfig / MvpForConditionalGeneration (Tang et al. 2023): BART's layout and defaults (vocabulary 50267).
+    With use_prompt (default false) each stack adds MvpPrompt modules (a prompt_length × d_model table through a
+    two-layer MLP of prompt_mid_dim into every layer's keys and values): not read, refused."""
+    if c.bool("use_prompt", False):
+        raise c.fail("use_prompt", "MVP's layer-wise prompts (prefix keys and values in every attention) are not read yet")
+    return seq2seq(c, pre_norm=False, embedding_norm=True, offset=2)
