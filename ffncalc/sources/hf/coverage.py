@@ -603,7 +603,8 @@ SEQ2SEQ_NOT_YET = {
     "moss_transcribe_diarize": "an audio tower beside a decoder-only language model (a whole multimodal model)",
     "musicflamingo": "an audio tower beside a decoder-only language model (a whole multimodal model)",
     "nemo_speechlm": "an audio tower beside a decoder-only language model (a whole multimodal model)",
-    "nllb-moe": "BART-style stacks with mixtures of experts in every other layer",
+    "nllb-moe": "BART-style stacks with top-2 mixtures of experts in every fourth layer; transformers 5.23's NllbMoeExperts "
+    "one-hot encodes the router's already one-hot mask, so only experts 0 and 1 run: no class to hold its FLOPs to",
     "pegasus_x": "staggered block-local attention with global tokens in the encoder",
     "prophetnet": "n-stream self-attention predicting several future tokens",
     "qwen2_audio": "an audio tower beside a decoder-only language model (a whole multimodal model)",
