@@ -738,7 +738,8 @@ def infer(
     what ``engine`` (default: llamacpp for GGUF formats, mlx on Apple silicon, else vllm) is expected to reach.
     ``images``: images each request brings (``image_size`` pixels a side), their tokens beside the prompt's in the
     prefill and the KV cache, their tower's work in the prefill and the time to first token; ``audio_seconds`` the same for
-    the audio each request brings."""
+    the audio each request brings; ``source_len``: an encoder-decoder's source tokens a request (default: ``prompt``),
+    ``prompt`` then the decoder's, the encoder prefilled once and its cross-attention K/V cached."""
     from ..analysis import hardware as table
     from ..analysis.inference import plan_inference
 
@@ -839,7 +840,8 @@ def fit(
     """Will it fit: memory per device as ``engine`` holds it, the largest context and batch, and the decode rate
     there, the roofline and the engine's expected. With ``lora=R``, will fine-tuning fit: a step of ``batch``
     sequences of ``context`` tokens (default 2,048) with gradient checkpointing, on ``gpus`` devices (FSDP) or,
-    with one, on the fewest devices that hold it (LORA_DOC)."""
+    with one, on the fewest devices that hold it (LORA_DOC). ``source_len``: an encoder-decoder's source tokens a
+    sequence (default: as long as ``context``), its cross-attention K/V cache held beside the KV cache."""
     from ..analysis import hardware as table
     from ..analysis.fit import plan_fit
 
