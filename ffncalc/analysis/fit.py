@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ..errors import InputError
 from ..model.stack import Model
-from . import serving
+from . import crosscache, serving
 from .engines import Engine, engine
 from .figures import Figure, Figures
 from .formats import deployed
@@ -83,6 +83,8 @@ def plan_fit(
     notes = [verdict, serving.formats_note(fmt, efmt, formats.keep), note, ROOFLINE_NOTE]
     if run.ttft_slo is not None or run.itl_slo is not None:
         notes.append(GOODPUT_NOTE)
+    encoded = crosscache.engine_note(spec, eng.key, eng.label)
+    notes += [encoded] if encoded else []
     if hw.bandwidth_gbs:
         from .rates import notes as rate_notes
 

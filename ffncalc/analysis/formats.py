@@ -144,6 +144,10 @@ class WeightBytes:
     # embedding, the final norm, the head, model-level parts), which pipeline stages place
     layers: tuple[tuple[int, int], ...] = ()
     tied: int = 0  # the token table that is also the head (tied embeddings), within ``embedding``
+    # bytes of weights whose work is once a sequence (Term.per_sequence: an encoder, the cross-attention's k and v),
+    # which a decode step does not read: in each layer, and outside the layers beside the embedding's
+    once: tuple[int, ...] = ()
+    once_outside: int = 0
 
     @property
     def bits(self) -> float:
@@ -175,6 +179,10 @@ class _PerLayer:
     def done(self) -> tuple[tuple[int, int], ...]:
         return tuple((d, e) for d, e in self.bytes)
 
+    def read(self) -> tuple[int, ...]:
+        """Each layer's bytes, dense and expert together."""
+        return tuple(d + e for d, e in self.bytes)
+
 
 def _kind(r) -> str:
     """What a tally row is to a quantizer: matrix, embedding, head, router, or small (kept as is)."""
@@ -197,8 +205,8 @@ def weight_bytes(spec: Model, fmt: Format, experts: Format | None = None) -> Wei
     t = tally(spec)
     if fmt.gguf in ("Q4_K_M", "Q5_K_M") or experts.gguf in ("Q4_K_M", "Q5_K_M"):
         return _gguf_mix(spec, t, fmt, experts)
-    total = exp = emb = tied = 0
-    per_layer = _PerLayer(spec.n_layers)
+    total = exp = emb = tied = once_outside = 0
+    per_layer, once = _PerLayer(spec.n_layers), _PerLayer(spec.n_layers)
     for r in t.rows:
         if not r.params:
             continue
@@ -215,7 +223,10 @@ def weight_bytes(spec: Model, fmt: Format, experts: Format | None = None) -> Wei
         emb += n if kind == "embedding" else 0
         tied += n if r.role == "tied" else 0
         per_layer.add(r, n)
-    return WeightBytes(total, exp, emb, t.params, {}, per_layer.done(), tied)
+        if r.per_sequence:
+            once.add(r, n)
+            once_outside += n if r.layers is None and kind != "embedding" else 0
+    return WeightBytes(total, exp, emb, t.params, {}, per_layer.done(), tied, once.read(), once_outside)
 
 
 def _gguf_mix(spec: Model, t, fmt: Format, experts: Format) -> WeightBytes:
@@ -243,7 +254,12 @@ def _gguf_mix(spec: Model, t, fmt: Format, experts: Format) -> WeightBytes:
     down_index = {key: (key[0] if n_expert > 1 else pos) for pos, key in enumerate(downs)}
     total = exp = emb = tied = 0
     by_type: dict[str, int] = {}
-    per_layer = _PerLayer(n_layers)
+    per_layer, once, outside = _PerLayer(n_layers), _PerLayer(n_layers), [0]
+
+    def read_once(r, n: int, embedding: bool, layer: int | None = None) -> None:  # work once a sequence: no decode step
+        if r.per_sequence:
+            once.add(r, n, layer)
+            outside[0] += n if r.layers is None and not embedding else 0
 
     def add(kind: str, rows: int, cols: int, count: int, r, embedding: bool = False, layer: int | None = None) -> int:
         nonlocal total, exp, emb, tied
@@ -258,6 +274,7 @@ def _gguf_mix(spec: Model, t, fmt: Format, experts: Format) -> WeightBytes:
         emb += n if embedding else 0
         tied += n if r.role == "tied" else 0
         per_layer.add(r, n, layer)
+        read_once(r, n, embedding, layer)
         return n
 
     for r in t.rows:
@@ -278,6 +295,7 @@ def _gguf_mix(spec: Model, t, fmt: Format, experts: Format) -> WeightBytes:
             exp += n if r.expert else 0
             by_type[f.name] = by_type.get(f.name, 0) + n
             per_layer.add(r, n)
+            read_once(r, n, kind == "embedding")
             continue
         if kind == "head" or (kind == "embedding" and spec.tie_embeddings):
             block = BLOCKS[base][0]
@@ -306,7 +324,7 @@ def _gguf_mix(spec: Model, t, fmt: Format, experts: Format) -> WeightBytes:
             elif (i, r.name) in down_index and use_more_bits(down_index[(i, r.name)], n_down):
                 kind_i = "Q6_K"
             add(kind_i, rows, cols, per_layer_count, r, layer=i)
-    return WeightBytes(total, exp, emb, t.params, by_type, per_layer.done(), tied)
+    return WeightBytes(total, exp, emb, t.params, by_type, per_layer.done(), tied, once.read(), outside[0])
 
 
 COMPONENTS = ("attention", "ffn", "experts")
@@ -355,8 +373,8 @@ def overridden(spec: Model, fmt: Format, experts: Format | None, keep: tuple[str
         if span and span[1] > spec.n_layers:
             raise InputError(f"--keep layers:{span[0]}-{span[1] - 1}: the model has {spec.n_layers} layers (0–{spec.n_layers - 1})")
     t = tally(spec)
-    total = exp = emb = tied = 0
-    per_layer = _PerLayer(spec.n_layers)
+    total = exp = emb = tied = once_outside = 0
+    per_layer, once = _PerLayer(spec.n_layers), _PerLayer(spec.n_layers)
 
     def pick(r, layer: int | None) -> Format:
         f = experts if r.expert else fmt
@@ -385,4 +403,16 @@ def overridden(spec: Model, fmt: Format, experts: Format | None, keep: tuple[str
             emb += n if kind == "embedding" else 0
             tied += n if r.role == "tied" else 0
             per_layer.add(r, n, layer)
-    return WeightBytes(total, exp, emb, t.params, {}, per_layer.done(), tied)
+            if r.per_sequence:
+                once.add(r, n, layer)
+                once_outside += n if r.layers is None and kind != "embedding" else 0
+    return WeightBytes(total, exp, emb, t.params, {}, per_layer.done(), tied, once.read(), once_outside)
+
+
+def formats_note(fmt: Format, experts: Format | None, keep: tuple[str, ...] = ()) -> str:
+    text = f"weights: {fmt.name}, {float(fmt.bits):g} bits per weight in large matrices — {fmt.source}"
+    if experts is not None and experts is not fmt:
+        text += f"; routed experts: {experts.name}, {float(experts.bits):g} bits — {experts.source}"
+    if keep:
+        text += f"; kept apart (--keep, or the checkpoint's quantization_config): {', '.join(keep)}"
+    return text

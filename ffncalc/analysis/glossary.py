@@ -4,7 +4,7 @@ its JSON uses. ``ffncalc explain`` and the docs page ``figures.md`` read it; not
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 
@@ -52,6 +52,8 @@ def runs() -> list[tuple[str, Any]]:
 
     _, llama = presets.load("llama3-70b")
     _, deepseek = presets.load("deepseek-v3")
+    _, t5 = presets.load("flan-t5-xl")  # an encoder-decoder over a source of 512 tokens: its cross-attention cache
+    t5 = replace(t5, parts=tuple(p.given(source_len=512) for p in t5.parts))
     h100 = Device(hardware.by_key("h100-sxm", None))
     rtx4090, lora = Device(hardware.by_key("rtx4090", None), reserve=0.0), Tuning(16, base_dtype="nf4")
     return [
@@ -88,6 +90,9 @@ def runs() -> list[tuple[str, Any]]:
             ),
         ),
         ("fit", plan_fit(llama, "llama3-70b", FitRun(8192, batch=4), Formats(), Placement(gpus=2), h100)),
+        ("train", plan_training(t5, "flan-t5-xl", TrainingRun("1B"), Step(seq_len=128), Layout(), h100)),
+        ("infer", plan_inference(t5, "flan-t5-xl", InferenceRun(1, 128, batch=8), Formats(), Placement(), h100)),
+        ("fit", plan_fit(t5, "flan-t5-xl", FitRun(128, batch=8), Formats(), Placement(), h100)),
         (
             "train",
             plan_finetune(

@@ -9,6 +9,7 @@ Only ``verify --hf`` imports this module, and only this module imports transform
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import dataclass
 
 from ..model import Model
@@ -244,8 +245,12 @@ def flop_run(net, batch: int, seq_len: int) -> FlopRun:
             if seq_len > module.original_max_seq_len:
                 raise ValueError(f"seq_len {seq_len} is past the RoPE's original context")
             module.forward = inspect.unwrap(forward).__get__(module)  # the frequency update is a no-op here
-        if "top_k_index" in inspect.signature(forward).parameters and not hasattr(module, "has_gate"):
+        named = inspect.signature(forward).parameters
+        if "top_k_index" in named and not hasattr(module, "has_gate"):
             hooks.append(module.register_forward_pre_hook(_fixed_routing, with_kwargs=True))
+            fixed = True
+        elif "selected_experts" in named and "routing_weights" in named:  # the choice as a one-hot mask (Switch)
+            hooks.append(module.register_forward_pre_hook(_fixed_mask, with_kwargs=True))
             fixed = True
     for module in net.modules():  # LayerDrop (Fan et al. 2019) skips layers at random in training: none skipped
         if isinstance(getattr(module, "layerdrop", None), float):
@@ -258,6 +263,8 @@ def flop_run(net, batch: int, seq_len: int) -> FlopRun:
     try:
         with (
             mock.patch.object(transformers.masking_utils, "find_packed_sequence_indices", lambda ids: None),
+            # FSMT's make_padding_mask asks padding_mask.any(): an unpadded sequence's answer, no mask
+            mock.patch.object(sys.modules[type(net).__module__], "make_padding_mask", lambda *a: None, create=True),
             grad,
             counter,
             attribution,
@@ -277,6 +284,17 @@ def flop_run(net, batch: int, seq_len: int) -> FlopRun:
         attribution.close()
     assert sum(attribution.flops.values()) == counter.get_total_flops()  # every counted FLOP attributed
     return FlopRun(batch, seq_len, tuple((*k, n) for k, n in attribution.flops.items() if n), tuple(attribution.uncounted))
+
+
+def _fixed_mask(module, args, kwargs):
+    """The router's one-hot choice (tokens, 1, n_experts: SwitchTransformersExperts) replaced by a fixed one, token t
+    to expert t mod n_experts, as ``_fixed_routing`` chooses with top_k 1."""
+    import torch
+
+    hidden, mask, weights = args
+    tokens, experts = mask.shape[0], mask.shape[-1]
+    fixed = torch.nn.functional.one_hot(torch.arange(tokens).remainder(experts), experts).view(tokens, 1, experts)
+    return (hidden, fixed, weights), kwargs
 
 
 def _fixed_routing(module, args, kwargs):

@@ -10,7 +10,7 @@ from __future__ import annotations
 from ..errors import InputError
 from ..model.stack import Model
 from ..model.terms import attended_pairs
-from . import serving
+from . import crosscache, serving
 from .count import tally
 from .engines import Engine, engine
 from .figures import Figure, Figures
@@ -209,13 +209,14 @@ def infer(
     kv_bits = KV_BITS[kv_dtype]
     kv_token = kv_bytes_per_token(spec, kv_bits)
     state = state_bytes_per_sequence(spec, kv_bits)
+    cross = crosscache.cached_bytes(spec, kv_bits)  # an encoder-decoder's cross-attention K/V, once a sequence
     # A decode step at the last position, verifying draft + 1 tokens a sequence: every active weight once
     # (the experts the batch touches), the batch's whole KV cache and recurrent state once.
     per_step = draft + 1
     step_flops = batch * per_step * (rest + attention(context, context))
     cache = kv_bytes(spec, context, kv_bits)
     active_bytes = round(serving.decode_weight_bytes(spec, w, Placement(1, 1, 1), batch * per_step))
-    step_bytes = active_bytes + batch * (cache + state)
+    step_bytes = active_bytes + batch * (cache + state + cross)
     out = [
         Figure("prefill_flops", "prefill FLOPs (causal)", prefill_flops, "FLOP"),
         Figure("decode_first_flops", "decode FLOPs, first token", decode_first, "FLOP"),
@@ -225,13 +226,23 @@ def infer(
         Figure("kv_bytes_per_token", "KV-cache bytes per token", kv_token, "bytes", kv_dtype),
         Figure("kv_bytes", "KV cache at context × batch", cache * batch, "bytes"),
         *([Figure("state_bytes", "recurrent state × batch", state * batch, "bytes")] if state else []),
+        *(
+            [
+                Figure("cross_kv_bytes_per_sequence", "cross-attention K/V cache a sequence", cross, "bytes", kv_dtype),
+                Figure("cross_kv_bytes", "cross-attention K/V cache × batch", cross * batch, "bytes"),
+            ]
+            if cross
+            else []
+        ),
         Figure("step_flops", "last decode step: FLOPs", step_flops, "FLOP"),
         Figure(
             "step_bytes",
             "last decode step: bytes read",
             step_bytes,
             "bytes",
-            "active weights (experts a batch touches) + KV cache" + (" + state" if state else ""),
+            "active weights (experts a batch touches) + KV cache"
+            + (" + state" if state else "")
+            + (" + cross-attention K/V (the encoder's weights not read)" if cross else ""),
         ),
         Figure("step_intensity", "arithmetic intensity of that step", step_flops / step_bytes, "FLOP/byte"),
     ]
@@ -326,6 +337,9 @@ def plan_inference(
                 else "the drafts' cost is left out (prompt-lookup or n-gram drafting; --draft-model names a draft model)"
             )
         )
+    encoded = crosscache.engine_note(spec, eng.key, eng.label)
+    if encoded:
+        notes.append(encoded)
     if hw is not None:
         from .rates import notes as rate_notes
 

@@ -43,21 +43,36 @@ def activation_bytes(spec: Model, step: Step, layout: Layout = Layout()) -> int:
     if recompute == "full":
         return spec.n_layers * (2 * sb * d // split)
     total = 0
+    flash = kernel == "flash"
+    dropped = recompute == "selective" and not flash  # selective recomputation of the eager scores
+    scored = "recomputed" if dropped else kernel
     for run in spec.runs():
         blocks = [block for _, block in run.layer.blocks()]
         per_token = sum(2 * b.kept_elements(spec) + DROPOUT_MASK_BYTES * d for b in blocks)
-        per_token += 2 * sum(p.kept_elements(spec) for p in spec.parts)  # what the parts in a layer keep
+        per_token += sum(2 * p.kept_elements(spec) + p.kept_bytes(spec, scored) for p in spec.parts)  # the parts in a layer
         uses = run.layer.norm_uses(spec.norm)
         per_token += 2 * sum(u != "none" for u in uses) * d
         per_token += 2 * uses.count("gated") * (spec.norm.gate_rank + d)  # a gate's hidden and its logits
-        flash = kernel == "flash"
-        dropped = recompute == "selective" and not flash  # selective recomputation of the eager scores
         scores = 0 if dropped else batch * sum(b.score_bytes(spec, seq_len, flash) for b in blocks)
         whole = 0
         if not sequence_parallel and tp > 1:  # the sublayers' inputs, dropout masks and norm inputs, replicated
             whole = sum(2 * d + DROPOUT_MASK_BYTES * d for b in blocks if b.kind != "none")
             whole += 2 * sum(u != "none" for u in uses) * d + 2 * uses.count("gated") * (spec.norm.gate_rank + d)
         total += run.n * (sb * whole + (sb * (per_token - whole) + scores) // tp)
+    return total
+
+
+def stack_bytes(spec: Model, step: Step, layout: Layout = Layout()) -> int:
+    """Activations of the stacks the parts run beside the layers (an encoder's over its source, ``Part.stacks``), for a
+    micro-batch, as ``activation_bytes`` counts the model's own layers over each stack's positions; and what each of
+    their positions keeps beside them (the encoder's output and each decoder layer's cross-attention K and V), 16-bit,
+    the heads' share ÷ tp. Full recomputation keeps the stack's layers' inputs and its output, and rebuilds the rest."""
+    total = 0
+    for part in spec.parts:
+        for inner, positions, split, whole in part.stacks(spec):
+            total += activation_bytes(inner, replace(step, seq_len=positions), layout)
+            rows = positions * step.micro_batch
+            total += 2 * rows * whole + (0 if step.recompute == "full" else 2 * rows * split // layout.tp)
     return total
 
 
@@ -198,6 +213,7 @@ def train_memory(
         span = spec.with_layers(spec.layers[a:b])
         per_op = fw.per_op and step.recompute == "selective"
         acts = per_op_bytes(span, sub, layout) if per_op else activation_bytes(span, sub, layout)
+        acts += stack_bytes(spec, sub, layout) if s == 0 else 0  # a part's own stacks: one stage, as pipelines are refused
         out["activations"] = acts * chunks // per_mb
         last = s == pp - 1
         tokens = step.micro_batch * (seq // cp)

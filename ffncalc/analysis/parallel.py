@@ -69,6 +69,9 @@ def resolve(spec: Model, layout: Layout, seq_len: int) -> Layout:
     elif dp * model_split != gpus:
         raise InputError(f"--dp {dp} × --tp {tp} × --pp {pp} × --cp {cp} = {dp * model_split} differs from --gpus {gpus}")
     check_tp(spec, tp)
+    unsplit = next((part.unsplit for part in spec.parts if part.unsplit), None)
+    if unsplit and (pp > 1 or cp > 1):
+        raise InputError(f"--pp {pp} --cp {cp}: {unsplit}; plan it with --tp and data parallelism")
     if pp > spec.n_layers:
         raise InputError(f"--pp {pp} exceeds the {spec.n_layers} layers (each stage needs at least one)")
     if cp > 1 and seq_len % (2 * cp):

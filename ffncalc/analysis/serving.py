@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING
 
 from ..errors import InputError
 from ..model.stack import Model
+from . import crosscache
 from .figures import Figure
-from .formats import KV_BITS, Format, WeightBytes, deployed, weight_bytes
+from .formats import KV_BITS, WeightBytes, deployed, formats_note, weight_bytes
 from .hardware import NODE, Hardware
 from .links import ACTIVATION_BYTES, Link, allreduce_s, alltoall_s, collectives, send_s
 from .plan import Device, FitRun, Formats, Placement
@@ -43,6 +44,8 @@ def place(spec: Model, placement: Placement) -> Placement:
         raise InputError(f"--gpus {gpus} is not a multiple of --tp {tp}" + (f" × --pp {pp}" if pp > 1 else ""))
     check_tp(spec, tp, replicate_kv=True)
     check_ep(spec, ep)
+    if pp > 1 and any(part.unsplit for part in spec.parts):
+        raise InputError(f"--pp {pp}: " + next(part.unsplit for part in spec.parts if part.unsplit))
     if ep <= tp and tp % ep:
         raise InputError(f"--ep {ep} does not divide --tp {tp} (experts spread over the devices of one stage)")
     if ep > tp and (ep % tp or (gpus // pp) % ep):
@@ -111,9 +114,9 @@ def _stages(spec: Model, w: WeightBytes, spans: list[tuple[int, int]], copy_head
         first, last = s == 0, s == pp - 1
         dense = sum(d for d, _ in layers[a:b])
         held = dense + (w.embedding if first else 0) + (outside - w.embedding + tied_copy if last else 0)
-        # read each step: the layers, and on the last stage the head (the tied token table when tied) and the
-        # rest; the input embedding and position tables are looked up
-        read = dense + (outside - w.embedding + w.tied if last else 0)
+        # read each step: the layers, and on the last stage the head (the tied token table when tied) and the rest;
+        # the input embedding and position tables are looked up, and what runs once a sequence (an encoder) not read
+        read = dense - sum(w.once[a:b]) + (outside - w.embedding + w.tied - w.once_outside if last else 0)
         out.append(Stage(s, a, b, held, sum(e for _, e in layers[a:b]), read, last))
     return out
 
@@ -159,10 +162,12 @@ class Fit:
     memory: int
     stage: Stage | None = None  # the most loaded pipeline stage, when there are several
     draft: int = 0  # the drafter's weights and KV cache, on the last stage
+    cached: int = 0  # a cache a sequence that does not grow (crosscache.py: an encoder-decoder's cross-attention K/V)
 
     @property
     def need(self) -> int:
-        return self.weights_per_device + self.kv_per_device + self.state_per_device + self.workspace + self.reserve + self.draft
+        held = self.weights_per_device + self.kv_per_device + self.state_per_device + self.cached
+        return held + self.workspace + self.reserve + self.draft
 
     @property
     def free(self) -> int:
@@ -201,6 +206,7 @@ def fit(spec: Model, w: WeightBytes, p: Placement, load: Load, memory: int, rese
         span = slice(st.first, st.stop)
         held = held_per_device(replace(st, experts=0) if p.cpu_experts else st, p)
         ws = workspace(spec, min(load.chunk, context * per_device_batch), per_device_batch, p.tp, span, logits=st.last)
+        ws = max(ws, crosscache.stack_workspace(spec, load.chunk, per_device_batch, p.tp) if st.index == 0 else 0)
         share = max(0, memory - held - ws - load.fixed) if load.of_free else memory
         fits.append(
             Fit(
@@ -213,6 +219,7 @@ def fit(spec: Model, w: WeightBytes, p: Placement, load: Load, memory: int, rese
                 memory,
                 st if p.pp > 1 else None,
                 drafter.bytes_per_device(p, context, per_device_batch, kv_bits) if drafter and st.last else 0,
+                per_device_batch * crosscache.cached_per_device(spec, kv_bits, p.tp, span),
             )
         )
     return max(fits, key=lambda f: f.need)
@@ -291,7 +298,7 @@ def fit_result(
     least = fewest(spec, w, load, memory, reserve) if p.gpu_layers is None and not p.cpu_experts else None
     span = slice(f.stage.first, f.stage.stop) if f.stage else slice(offloaded(spec, p), None)
     per_token = kv_per_device(spec, 1, load.kv_bits, p.tp, span)
-    room = f.memory - f.weights_per_device - f.workspace - f.reserve - f.draft - f.state_per_device
+    room = f.memory - f.weights_per_device - f.workspace - f.reserve - f.draft - f.state_per_device - f.cached
     figures = fit_figures(f, p, hw.key) + [
         *(
             [
@@ -478,6 +485,7 @@ def fit_figures(f: Fit, p: Placement, hw_key: str) -> list[Figure]:
         Figure("weight_bytes_per_device", "weights per device", f.weights_per_device, "bytes"),
         Figure("kv_bytes_per_device", "KV cache per device", f.kv_per_device, "bytes"),
         *([Figure("state_bytes_per_device", "recurrent state per device", f.state_per_device, "bytes")] if f.state_per_device else []),
+        *([Figure("cross_kv_bytes_per_device", "cross-attention K/V cache per device", f.cached, "bytes")] if f.cached else []),
         Figure("workspace_bytes_per_device", "activation workspace", f.workspace, "bytes"),
         *([Figure("draft_bytes_per_device", "drafter's weights and KV cache", f.draft, "bytes")] if f.draft else []),
         Figure("reserve_bytes", "reserve", f.reserve, "bytes"),
@@ -503,13 +511,4 @@ def verdict(f: Fit, p: Placement, hw: Hardware, context: int, batch: int) -> str
     )
 
 
-def formats_note(fmt: Format, experts: Format | None, keep: tuple[str, ...] = ()) -> str:
-    text = f"weights: {fmt.name}, {float(fmt.bits):g} bits per weight in large matrices — {fmt.source}"
-    if experts is not None and experts is not fmt:
-        text += f"; routed experts: {experts.name}, {float(experts.bits):g} bits — {experts.source}"
-    if keep:
-        text += f"; kept apart (--keep, or the checkpoint's quantization_config): {', '.join(keep)}"
-    return text
-
-
-__all__ = ["place", "fit", "fit_result", "largest", "expected_experts", "tokens_per_step", "weight_bytes", "Placement"]
+__all__ = ["place", "fit", "fit_result", "largest", "expected_experts", "tokens_per_step", "weight_bytes", "formats_note", "Placement"]

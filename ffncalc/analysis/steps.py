@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from ..model.stack import Model
-from . import serving
+from . import crosscache, serving
 from .engines import Efficiency
 from .formats import WeightBytes
 from .links import ACTIVATION_BYTES, Link
@@ -92,12 +92,19 @@ def _decode_work(s: Setting, eff: Efficiency, st, context: int, tokens: float, s
     cache = sequences * (
         serving.kv_per_device(spec, context, kv_bits, p.tp, span) + serving.state_per_device(spec, kv_bits, p.tp, span)
     )
+    cache += sequences * crosscache.cached_per_device(spec, kv_bits, p.tp, span)  # an encoder-decoder's cross K/V
     on_host = dense + experts + cache if st.cpu else (experts if p.cpu_experts else 0.0)
     on_device = 0.0 if st.cpu else dense + cache + (0.0 if p.cpu_experts else experts)
     memory_s = on_device / (s.bandwidth * eff.bandwidth) + on_host / (cpu_bw * eff.bandwidth)
     flops = tokens * (fixed + attended(grows, context, context)) / p.tp
     compute_s = flops / (s.peak * eff.compute) if s.peak and not st.cpu else 0.0
     return max(memory_s, compute_s), memory_s, compute_s
+
+
+def once(s: Setting, st: serving.Stage) -> int:
+    """Weight bytes of a stage whose work is once a sequence (an encoder's, the cross-attention's k and v): a prefill
+    reads them beside the rest, a decode step does not (serving.Stage.read leaves them out)."""
+    return sum(s.w.once[st.first : st.stop]) + (s.w.once_outside if st.last else 0)
 
 
 def prefill(s: Setting, eff: Efficiency, flops: float, shares: list[float], tokens: int, chunk: int) -> float:
@@ -112,13 +119,13 @@ def prefill(s: Setting, eff: Efficiency, flops: float, shares: list[float], toke
     if serving.offloaded(spec, p):
         cpu_stage, device = serving.stages(spec, s.w, 1, serving.offloaded(spec, p))
         copy = (cpu_stage.read + cpu_stage.experts) / pcie
-        held = device.read + (0 if p.cpu_experts else device.experts)
+        held = device.read + once(s, device) + (0 if p.cpu_experts else device.experts)
         per_chunk = max(flops / chunks / peak, held / (s.bandwidth * eff.bandwidth)) if peak else 0.0
         return chunks * (per_chunk + copy + eff.layer_s * (spec.n_layers + 1))
     stage_chunk_s = []
     for st in serving.stages(spec, s.w, p.pp):
         compute = flops * shares[st.index] / p.replicas / (p.tp * peak) if peak else 0.0
-        held = st.read / p.tp + st.experts / (p.ep if p.ep > 1 else p.tp)
+        held = (st.read + once(s, st)) / p.tp + st.experts / (p.ep if p.ep > 1 else p.tp)
         weights = held / (s.bandwidth * eff.bandwidth) * chunks
         layers = st.stop - st.first + (1 if st.last else 0)
         if p.overlap:  # each chunk as two halves, each reading the weights, one's all-to-alls beside the other's compute

@@ -147,6 +147,7 @@ def train(
             )
             for v, label in (("useful", "useful"), ("executed", "executed"))
         ),
+        *once_figures(t),
         Figure("tokens", "tokens", tokens, "tokens"),
         Figure("train_flops", "training FLOPs", total, "FLOP"),
         Figure("train_flops_per_device", f"training FLOPs per device ({convention})", -(-total // gpus), "FLOP"),
@@ -221,6 +222,24 @@ def train(
         useful = views["useful"].train_flops // views["useful"].tokens
         out.append(Figure("mfu_useful", "MFU (useful FLOPs)", tokens_per_s * useful / (gpus * peak), "of peak"))
     return out
+
+
+def once_figures(t) -> list[Figure]:
+    """Of the train FLOPs a token, the work once a sequence (an encoder over its S source tokens, scaled S / T to the
+    T tokens of the decoder's sequence; the cross-attention's k and v over the source) and the rest (the decoder's
+    layers over its tokens, its cross-attention's queries meeting the S keys, the head): each forward, backward
+    (2 × forward) and recomputation as ``Tally.train_flops`` counts them."""
+    once = [r for r in t.rows if r.per_sequence]
+    if not once:
+        return []
+    forward = sum(r.flops for r in once) * t.tokens
+    rebuilt = {"full": [r for r in once if r.part in ("layers", "mtp")], "selective": [r for r in once if r.role == "core"]}
+    again = sum(r.flops for r in rebuilt.get(t.recompute, [])) * t.tokens
+    source = int(3 * forward + again) // t.tokens
+    return [
+        Figure("train_flops_per_token_source", "of which once a sequence (the encoder)", source, "FLOP", "its rows' forward × 3"),
+        Figure("train_flops_per_token_target", "of which the decoder's tokens", t.train_flops // t.tokens - source, "FLOP"),
+    ]
 
 
 def bubble_fraction(pp: int, global_batch: int | None, micro_batch: int, dp: int, virtual: int = 1) -> tuple[float, int | None]:

@@ -134,8 +134,8 @@ def with_inputs(m: Model, **inputs: int | None) -> Model:
     for name, value in stated.items():
         o.whole(name, value, 1 if name == "image_size" else 0, MAX_INPUTS)
         if not any(name in p.takes for p in m.stack.parts):
-            tower = "audio" if name.startswith("audio") else "vision"
-            raise OptionError(f"{o.flag(name)} {value}: {m.label} has no part that takes it (no {tower} tower)", field=name)
+            tower = "audio tower" if name.startswith("audio") else "encoder" if name == "source_len" else "vision tower"
+            raise OptionError(f"{o.flag(name)} {value}: {m.label} has no part that takes it (no {tower})", field=name)
     old = m.stack.parts
     parts = tuple(p.given(**stated) for p in old)
     for p in parts:
@@ -495,10 +495,12 @@ def train(
     double_quant: bool | None = None,
     kbit_fp32: bool | None = None,
     adapter_dtype: str | None = None,
+    source_len: int | None = None,
 ) -> Plan:
     """A training run: FLOPs, GPU-hours and days, the compute-optimal size, memory per device. ``tokens``: a count
     (``10**12``) or text (``"1T"``, ``"300B"``, ``"300e9"``); ``budget`` likewise. With ``lora=R`` a fine-tuning run
-    with adapters: trainable parameters, its FLOPs and memory over data parallelism (LORA_DOC)."""
+    with adapters: trainable parameters, its FLOPs and memory over data parallelism (LORA_DOC). ``source_len``: an
+    encoder-decoder's source tokens a sequence (default: as long as the sequence; ``tokens`` count the decoder's)."""
     from ..analysis import hardware as table
     from ..analysis.training import plan_training
 
@@ -531,7 +533,9 @@ def train(
     o.number("tokens_per_s", tokens_per_s, 0, 1e15)
     o.number("reserve", reserve, 0, 0.99, above=False)
     o.number("goodput", goodput, 0, 1)
+    o.whole("source_len", source_len)
     m = planned(resolve(model), "train")
+    m, source = sourced(m, source_len, seq_len or m.stack.context_length)
     hw = table.by_key(hardware, hardware_file) if hardware else None
     tune = tuning(lora, _lora_options(locals()))
     if tune is not None:
@@ -584,6 +588,7 @@ def train(
         ),
         Device(hw, tflops=tflops, mfu=mfu, kernel_mfu=kernel_mfu, reserve=reserve),
     )
+    source_note(answer, source, source_len)
     return Plan(answer, "train")
 
 
@@ -654,6 +659,27 @@ LORA_OPTIONS = (
 
 def _lora_options(given: dict[str, Any]) -> dict[str, Any]:
     return {k: given[k] for k in LORA_OPTIONS}
+
+
+def sourced(m: Model, source_len: int | None, positions: int) -> tuple[Model, int]:
+    """``m`` with its parts sized for a plan whose sequences are ``positions`` tokens: an encoder-decoder's source
+    ``source_len`` tokens (--source-len; where not given, as long as the sequence, as a forward given only input_ids runs
+    it; a speech encoder's its audio window's, whatever is asked), and the source's tokens (0: none)."""
+    from dataclasses import replace
+
+    m = with_inputs(m, source_len=source_len)
+    stack = replace(m.stack, parts=tuple(p.sized(positions) for p in m.stack.parts))
+    return Model(m.label, stack), sum(p.source_tokens() for p in stack.parts)
+
+
+def source_note(plan: Any, source: int, given: int | None) -> None:
+    """The source a plan of an encoder-decoder ran over, in its inputs and notes."""
+    if source:
+        plan.inputs["source_len"] = source
+        plan.notes.append(
+            f"source: {source:,} tokens the encoder runs over once a sequence"
+            + (" (--source-len)" if given else " (without --source-len: as long as the sequence, or the encoder's fixed window)")
+        )
 
 
 def planned(m: Model, command: str) -> Model:
@@ -778,12 +804,14 @@ def infer(
     images: int | None = None,
     image_size: int | None = None,
     audio_seconds: int | None = None,
+    source_len: int | None = None,
 ) -> Plan:
     """Inference: FLOPs, weight and KV bytes, whether it fits, and the prefill and decode rates, the roofline and
     what ``engine`` (default: llamacpp for GGUF formats, mlx on Apple silicon, else vllm) is expected to reach.
     ``images``: images each request brings (``image_size`` pixels a side), their tokens beside the prompt's in the
     prefill and the KV cache, their tower's work in the prefill and the time to first token; ``audio_seconds`` the same for
-    the audio each request brings."""
+    the audio each request brings; ``source_len``: an encoder-decoder's source tokens a request (default: ``prompt``),
+    ``prompt`` then the decoder's, the encoder prefilled once and its cross-attention K/V cached."""
     from ..analysis import hardware as table
     from ..analysis.inference import plan_inference
 
@@ -813,6 +841,7 @@ def infer(
         hw,
     )
     m = with_inputs(generator(resolve(model), "infer"), images=images, image_size=image_size, audio_seconds=audio_seconds)
+    m, source = sourced(m, source_len, prompt)
     extra = sum(p.request_tokens() for p in m.stack.parts)  # the images' and the audio's tokens, prefilled and cached
     formats = _kept(model, formats)
     drafting = None
@@ -837,6 +866,7 @@ def infer(
     if extra:
         given = " ".join(f"--{k} {v}" for k, v in (("images", images), ("audio-seconds", audio_seconds)) if v)
         planned.notes.append(f"{given}: {extra:,} prompt tokens beside the {prompt:,} of text, prefilled and cached")
+    source_note(planned, source, source_len)
     return Plan(planned, "infer")
 
 
@@ -883,13 +913,16 @@ def fit(
     images: int | None = None,
     image_size: int | None = None,
     audio_seconds: int | None = None,
+    source_len: int | None = None,
 ) -> Plan:
     """Will it fit: memory per device as ``engine`` holds it, the largest context and batch, and the decode rate
     there, the roofline and the engine's expected. ``images`` (``image_size`` pixels a side) and ``audio_seconds``:
     what each sequence brings beside its ``context`` tokens of text, their tokens held in the KV cache and their
     tower's work in the prefill (with no ``context``, they take their place in the model's own). With ``lora=R``,
     will fine-tuning fit: a step of ``batch`` sequences of ``context`` tokens (default 2,048) with gradient
-    checkpointing, on ``gpus`` devices (FSDP) or, with one, on the fewest devices that hold it (LORA_DOC)."""
+    checkpointing, on ``gpus`` devices (FSDP) or, with one, on the fewest devices that hold it (LORA_DOC).
+    ``source_len``: an encoder-decoder's source tokens a sequence (default: as long as ``context``), its
+    cross-attention K/V cache held beside the KV cache."""
     from ..analysis import hardware as table
     from ..analysis.fit import plan_fit
 
@@ -933,6 +966,7 @@ def fit(
         hw,
     )
     m = with_inputs(generator(resolve(model), "fit"), images=images, image_size=image_size, audio_seconds=audio_seconds)
+    m, source = sourced(m, source_len, context or m.context_length)
     extra = sum(p.request_tokens() for p in m.stack.parts)  # the images' and the audio's tokens, held in the cache
     formats = _kept(model, formats)
     o.number("ttft_slo", ttft_slo, 0, 1e6)
@@ -940,6 +974,7 @@ def fit(
     held = context + extra if context else m.context_length
     run = FitRun(held, batch=batch, chunk=prefill_chunk or eng.chunk, ttft_slo=ttft_slo, itl_slo=itl_slo)
     answer = plan_fit(m.stack, m.label, run, formats, placement, dev, eng)
+    source_note(answer, source, source_len)
     if extra:
         given = " ".join(f"--{k} {v}" for k, v in (("images", images), ("audio-seconds", audio_seconds)) if v)
         text = f"beside {context:,} of text" if context else f"within the {held:,} of the context"

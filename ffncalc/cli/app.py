@@ -50,6 +50,15 @@ IMAGE_SIZE = opt(None, "--image-size", min=1, max=65_536, help="Pixels a side of
 AUDIO_SECONDS = opt(
     None, "--audio-seconds", min=0, max=65_536, help="Seconds of audio a sequence (an audio tower's work; infer and fit: a request's)."
 )
+SOURCE_LEN = opt(
+    None,
+    "--source-len",
+    min=1,
+    max=65_536,
+    help="An encoder-decoder's source tokens a sequence, which its encoder runs over once (default: as long as the "
+    "sequence; infer: the prompt, taken as the decoder's). Refused for Whisper, whose encoder runs over its 30-s "
+    "window's 1,500 positions whatever the audio.",
+)
 # What count, train and fit take for fine-tuning with adapters (api.commands.tuning): each None unless given.
 LORA = opt(None, "--lora", min=1, max=65_536, help="Fine-tune with LoRA adapters of this rank (peft's).")
 LORA_TARGETS = opt(
@@ -582,6 +591,7 @@ def train(
     double_quant: Optional[bool] = DOUBLE_QUANT,
     kbit_fp32: bool = KBIT_FP32,
     adapter_dtype: Optional[str] = ADAPTER_DTYPE,
+    source_len: Optional[int] = SOURCE_LEN,
     output: Output = None,
 ) -> None:
     """Plan a training run: FLOPs, GPU-hours and days, the compute-optimal size, memory per device."""
@@ -619,6 +629,7 @@ def train(
         attention_kernel=kernel,
         mtp=mtp,
         min_gpus=min_gpus,
+        source_len=source_len,
         **_lora(
             lora, lora_targets, lora_alpha, dora, lora_modules_to_save, rslora, base_dtype, double_quant, kbit_fp32, adapter_dtype
         ),
@@ -768,6 +779,7 @@ def infer(
     images: Optional[int] = IMAGES,
     image_size: Optional[int] = IMAGE_SIZE,
     audio_seconds: Optional[int] = AUDIO_SECONDS,
+    source_len: Optional[int] = SOURCE_LEN,
     output: Output = None,
 ) -> None:
     """Plan inference: FLOPs, weight and KV bytes, whether it fits, and the roofline prefill and decode rates."""
@@ -809,6 +821,7 @@ def infer(
         images=images,
         image_size=image_size,
         audio_seconds=audio_seconds,
+        source_len=source_len,
         **serving,
     )
     _show(output, result)
@@ -866,6 +879,7 @@ def fit(
     images: Optional[int] = IMAGES,
     image_size: Optional[int] = IMAGE_SIZE,
     audio_seconds: Optional[int] = AUDIO_SECONDS,
+    source_len: Optional[int] = SOURCE_LEN,
     output: Output = None,
 ) -> None:
     """Will it fit: memory per device as the engine holds it, the largest context and batch, and the decode rate there."""
@@ -901,6 +915,7 @@ def fit(
         images=images,
         image_size=image_size,
         audio_seconds=audio_seconds,
+        source_len=source_len,
         **_lora(
             lora, lora_targets, lora_alpha, dora, lora_modules_to_save, rslora, base_dtype, double_quant, kbit_fp32, adapter_dtype
         ),

@@ -15,7 +15,7 @@ from fractions import Fraction
 from typing import Annotated, Literal
 
 from .norms import norm_terms
-from .schema import Layers, Positive, Slot, SpecError
+from .schema import Layers, NonNegative, Positive, Slot, SpecError
 from .spec import Norm, check_block
 from .terms import RESIDUAL_ADDS, Emitter, Term
 
@@ -54,24 +54,37 @@ class Stack:
     positions: StackPositions | None = None  # default: the model's
     mask: Mask = "causal"
     norm: Norm | None = None  # its norms where they are not the model's (a vision tower's LayerNorms)
+    # another FFN in every sparse_step-th layer from the second, layer i where i % sparse_step == 1 (every layer at
+    # 1): Switch Transformers' sparse layers (SwitchTransformersStack: is_sparse)
+    sparse_ffn: FFN | None = None
+    sparse_step: NonNegative = 0
 
     def __post_init__(self) -> None:
-        for slot in ("attention", "ffn"):
+        for slot in ("attention", "ffn", "sparse_ffn"):
+            if getattr(self, slot) is None:
+                continue
             try:
                 check_block(getattr(self, slot), self.d_model)
             except SpecError as exc:
                 raise exc.within(slot) from None
 
+    def sparse(self, i: int) -> bool:
+        """Whether layer i runs ``sparse_ffn``."""
+        step = self.sparse_step
+        return self.sparse_ffn is not None and step > 0 and (step == 1 or i % step == 1)
+
     def resolve(self, model):
         """The stack as a model of its own: its width and layers, the model's norms, its positions."""
         from .stack import Layer, Model
 
-        layer = Layer(self.attention.resolve(self.d_model), self.ffn.resolve(self.d_model))
+        mixer = self.attention.resolve(self.d_model)
+        dense, sparse = self.ffn.resolve(self.d_model), (self.sparse_ffn or self.ffn).resolve(self.d_model)
+        layers = tuple(Layer(mixer, sparse if self.sparse(i) else dense) for i in range(self.n_layers))
         return replace(
             Model.bare(self.d_model),
             positions=self.positions or model.positions,
             norm=self.norm or model.norm,
-            layers=(layer,) * self.n_layers,
+            layers=layers,
         )
 
     def terms(self, model, prefix: str, seq_len: int, positions: Fraction | int) -> list[Term]:

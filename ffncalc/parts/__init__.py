@@ -121,6 +121,35 @@ class Part:
         """16-bit elements per token a layer's share of it keeps for backward in training, beside its blocks'."""
         return 0
 
+    # --- planning: what training and serving ask of it beyond the layers' blocks -----------------------------------
+    unsplit: ClassVar[str | None] = None  # why pipeline stages and context parallelism cannot place it, if they cannot
+
+    def sized(self, positions: int) -> Part:
+        """This part in a plan whose sequences are ``positions`` tokens: what it leaves to the sequence's length
+        fixed there (an encoder's source, as long as the sequence unless stated)."""
+        return self
+
+    def source_tokens(self) -> int:
+        """Tokens of a sequence's source beside the sequence itself (an encoder's), 0 for none."""
+        return 0
+
+    def stacks(self, model: Model) -> tuple[tuple[Model, int, int, int], ...]:
+        """Stacks of its own a training step runs beside the layers, each as (a model of its own, the positions a
+        sequence runs it over, 16-bit elements a position keeps beside its layers split over tp, and kept whole):
+        training keeps their layers' activations as the model's own (an encoder's over its source)."""
+        return ()
+
+    def kept_bytes(self, model: Model, kernel: str) -> int:
+        """Bytes per token a layer's share of it keeps beside ``kept_elements``: dropout masks, and what the attention
+        kernel keeps of its scores (``kernel``: "flash", "eager", or "recomputed", eager scores selective
+        recomputation drops)."""
+        return 0
+
+    def cached_elements(self, model: Model) -> int:
+        """Elements each layer caches a sequence for decoding whatever its length, split over tp by heads (an
+        encoder-decoder's cross-attention K and V of every source token)."""
+        return 0
+
     # --- terms -------------------------------------------------------------------------------------------------
     def lookup_terms(self, e: Emitter, model: Model) -> None:
         """Right after the token table's lookup, before the positions are added."""

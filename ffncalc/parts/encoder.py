@@ -32,10 +32,10 @@ class Encoder(Part):
     key = "encoder"
     order = 5
     summary = "an encoder stack the decoder's layers attend to through cross-attention (BART, T5, Whisper)"
-    # training keeps both stacks' activations and serving decodes with a cross-attention cache: neither planned yet
-    unplanned = (
-        "an encoder-decoder, whose training and serving plans (both stacks' activations, the cross-attention cache) are not built yet"
-    )
+    # Megatron-LM places an encoder-decoder's two stacks on pipeline ranks of their own (pipeline_model_parallel_split_rank)
+    # and splits no source over context-parallel ranks: neither is modelled here
+    unsplit = "pipeline stages and context parallelism of an encoder-decoder (where its encoder runs) are not planned"
+    takes = ("source_len",)  # a request's (or a training sequence's) source tokens: --source-len
 
     layers: Stack  # its layers (their mask is bidirectional whatever is stated)
     position_rows: NonNegative = 0  # rows of its own learned position table (BART: max_position_embeddings + 2)
@@ -45,6 +45,7 @@ class Encoder(Part):
     cross_bias: bool = False  # biases on the cross-attention's projections
     cross_head_dim: Positive | None = None  # its heads' width (default d_model / heads; T5: d_kv)
     relative_buckets: NonNegative = 0  # rows of its layers' shared relative-position bias table (T5), × heads
+    relative_per_layer: bool = False  # that table in every layer of its own (UMT5), not one every layer reads
     source_length: Positive | None = None  # source tokens per sequence for the FLOPs (default: the sequence's)
     # a speech encoder's input (Whisper): log-mel frames of this many features, two a position, through two
     # convolutions of kernel 3 (the second of stride 2) with GELUs, in place of a token table (0: tokens)
@@ -56,6 +57,59 @@ class Encoder(Part):
             raise SpecError(
                 ("encoder", "layers", "d_model"), f"the cross-attention reads the encoder at the decoder's width, {spec.d_model}"
             )
+        s, rows = self.source_length, self.position_rows
+        if self.mel_bins and s is not None and s != rows:  # WhisperFeatureExtractor pads every input to 30 s (3,000 frames)
+            raise SpecError(
+                ("encoder", "source_length"), f"a speech encoder runs over its audio window's {rows:,} positions, whatever the audio"
+            )
+        last = rows - spec.position_offset  # a learned table ends there (BART: 1,026 rows, the first 2 offset)
+        if rows and s is not None and s > last:
+            raise SpecError(("encoder", "source_length"), f"{s:,} source tokens: the encoder's learned positions end at {last:,}")
+
+    def given(self, **inputs) -> Encoder:
+        source = inputs.get("source_len")
+        return self if source is None else replace(self, source_length=source)
+
+    def sized(self, positions: int) -> Encoder:
+        return self if self.source_length else replace(self, source_length=positions)
+
+    def source_tokens(self) -> int:
+        return self.source_length or 0
+
+    def _heads(self, model) -> tuple[int, int]:
+        """The cross-attention's heads and their width: its decoder layer's self-attention's heads (every decoder
+        layer alike in the families read), of d_kv (T5) or d_model / heads."""
+        h = model.layers[0].attention.head_count()
+        return h, self.cross_head_dim or model.d_model // h
+
+    def kept_elements(self, model) -> int:
+        """Per decoder token a cross-attention keeps, as Korthikanti et al. 2022 §4.1 count attention: its norm's
+        input (d) and output (q's input, d), Q and the heads' output (o's input, h·hd each); K and V are the source's
+        (``stacks``)."""
+        h, hd = self._heads(model)
+        return 2 * model.d_model + 2 * h * hd
+
+    def kept_bytes(self, model, kernel: str) -> int:
+        """Its output's dropout mask (1 byte an element, Korthikanti et al. 2022 §4.1) and what the kernel keeps of the
+        scores over the S source keys: the flash kernel's fp32 log-sum-exp a query and head (4·h), eager's softmax
+        output, its dropout mask and the dropout's output (5·h·S, blocks/attention.py softmax_score_bytes)."""
+        h, s = self._heads(model)[0], self.source_length or 0
+        return model.d_model + {"flash": 4 * h, "eager": 5 * h * s, "recomputed": 0}[kernel]
+
+    def stacks(self, model) -> tuple[tuple[object, int, int, int], ...]:
+        """The encoder's layers over the S source tokens; beside them each source position keeps the encoder's
+        output (the cross-attention's k and v read it, d) and its final norm's input (d), and in every decoder layer
+        the cross-attention's K and V (2·h·hd, for the scores' and AV's gradients), split over tp by heads."""
+        h, hd = self._heads(model)
+        inner = replace(self.stack.resolve(model), mask="bidirectional")
+        whole = model.d_model * (2 if self.final_norm else 1)
+        return ((inner, self.source_length or 0, model.n_layers * 2 * h * hd, whole),)
+
+    def cached_elements(self, model) -> int:
+        """A decoder layer's cross-attention cache: K and V of every head for each of the S source tokens, projected
+        once at the prefill and read by every decode step (vLLM's and TensorRT-LLM's cross-attention KV cache)."""
+        h, hd = self._heads(model)
+        return 2 * h * hd * (self.source_length or 0)
 
     @property
     def stack(self) -> Stack:
@@ -73,11 +127,11 @@ class Encoder(Part):
             conv = Emitter("layers")
             conv.term("encoder.conv1.weight", "weight", (d, m, 3), macs=d * m * 3)
             conv.term("encoder.conv1.bias", "bias", (d,), elementwise=d * (1 + gelu))
-            e.out.extend(replace(t, positions=2 * scale) for t in conv.out)
+            e.out.extend(replace(t, positions=2 * scale, per_sequence=True) for t in conv.out)
             conv = Emitter("layers")
             conv.term("encoder.conv2.weight", "weight", (d, d, 3), macs=d * d * 3)
             conv.term("encoder.conv2.bias", "bias", (d,), elementwise=d * (1 + gelu))
-            e.out.extend(replace(t, positions=scale) for t in conv.out)
+            e.out.extend(replace(t, positions=scale, per_sequence=True) for t in conv.out)
         if self.table_rows:  # a lookup: the one-hot matmul Chinchilla's accounting charges (count.py)
             v = self.table_rows
             emb.term("encoder.embed.weight", "token", (v, d), macs=v * d)
@@ -87,15 +141,17 @@ class Encoder(Part):
             emb.op("encoder.pos_embed", d)
         if self.embedding_norm:
             emb.norm("encoder.embed_norm", model.norm, d, 1)
-        if self.relative_buckets:  # one table every encoder layer reads; its lookup and adds: no multiply-adds
+        if self.relative_buckets:  # one table every encoder layer reads (or each its own); lookup and adds: no multiply-adds
             heads = self.layers.attention.resolve(d).head_count()
-            emb.term("encoder.relative_bias.weight", "position", (self.relative_buckets, heads))
+            tables = self.layers.n_layers if self.relative_per_layer else 1
+            emb.term("encoder.relative_bias.weight", "position", (self.relative_buckets, heads), tables)
         layers = self.stack.terms(model, "encoder.", s, scale)
         fin = Emitter("layers")
         if self.final_norm:
             fin.norm("encoder.final_norm", model.norm, d, 1)
         tail = [replace(t, layers=None, positions=scale) for t in fin.out]
-        e.out.extend([replace(t, positions=scale) for t in emb.out] + layers + tail)
+        # the encoder runs once a sequence, at its prefill: no decode step does its work (Term.per_sequence)
+        e.out.extend(replace(t, per_sequence=True) for t in [replace(t, positions=scale) for t in emb.out] + layers + tail)
 
     def layer_terms(self, e, model, positions: int) -> None:
         """Each decoder layer's cross-attention, with the heads of its self-attention (head_dim d / heads)."""
@@ -111,9 +167,10 @@ class Encoder(Part):
             start = len(e.out)
             bias = self.cross_k_bias if part == "k" and self.cross_k_bias is not None else self.cross_bias
             e.linear(f"encoder.cross.{part}", d, h * hd, bias, n, heads=h)
-            e.out[start:] = [replace(t, positions=kv) for t in e.out[start:]]
-        for part in ("scores", "values"):
-            e.term(f"encoder.cross.{part}", "core", (h, s, hd), n, numel=0, macs=n * h * s * hd, select="full")
+            # projected once a sequence, at the prefill; a decode step reads them from the cache (cached_elements)
+            e.out[start:] = [replace(t, positions=kv, per_sequence=True) for t in e.out[start:]]
+        for part in ("scores", "values"):  # a decode step's query meets the S source keys, however long the context
+            e.term(f"encoder.cross.{part}", "core", (h, s, hd), n, numel=0, macs=n * h * s * hd, select="full", grows=False)
         e.op("encoder.cross.softmax", SOFTMAX_OPS * n * h * s, scores=n * h * s)
         e.linear("encoder.cross.o", h * hd, d, self.cross_bias, n)
         e.op("encoder.cross.residual", n * d)
@@ -151,7 +208,11 @@ def _modules():
                 self.embed = nn.Embedding(spec.table_rows, d)
             if spec.relative_buckets:  # read by every layer; its lookup and adds have no multiply-adds to count
                 heads = spec.layers.attention.resolve(d).head_count()
-                self.relative_bias = nn.Embedding(spec.relative_buckets, heads)
+                if spec.relative_per_layer:  # each layer's own (UMT5)
+                    tables = [nn.Embedding(spec.relative_buckets, heads) for _ in range(spec.layers.n_layers)]
+                    self.relative_bias = nn.ModuleList(tables)
+                else:
+                    self.relative_bias = nn.Embedding(spec.relative_buckets, heads)
             if spec.position_rows:
                 self.pos_embed = nn.Embedding(spec.position_rows, d)
             if spec.embedding_norm:

@@ -86,19 +86,26 @@ class RelativeBias(Part):
     buckets: Positive
     heads: Positive
     segments: NonNegative = 1  # segment types: segments² pair rows before the buckets' (T5: none)
+    per_layer: bool = False  # a table of its own in every layer's self-attention (UMT5), not one every layer reads
 
     @property
     def rows(self) -> int:
         return self.segments * self.segments + self.buckets
 
     def input_terms(self, e, model, seq_len: int) -> None:
-        e.term("relative_bias.weight", "position", (self.rows, self.heads))
+        if not self.per_layer:
+            e.term("relative_bias.weight", "position", (self.rows, self.heads))
 
     def layer_terms(self, e, model, positions: int) -> None:
+        if self.per_layer:  # UMT5Attention: every layer's has_relative_attention_bias
+            e.term("relative_bias.weight", "position", (self.rows, self.heads), e.n)
         e.op("relative_bias.add", e.n * self.heads * positions)
 
     def model_module(self, model):
-        return _modules()[2](self, model)
+        return None if self.per_layer else _modules()[2](self, model)
+
+    def layer_module(self, model, layer):
+        return _modules()[2](self, model) if self.per_layer else None
 
 
 @cache

@@ -1,6 +1,7 @@
 """Encoder-decoders (BART and the models built as it is, T5 and mT5): both stacks counted whole, the cross-attention in every
 decoder layer, each proven against transformers' class at its defaults (tests/families/test_defaults.py, and the
-FLOPs below) and by hand; the plans that are not built for them yet refused in one line."""
+FLOPs below) and by hand; their training and serving plans (both stacks' activations, the cross-attention cache) by
+hand; pipeline stages, which are not planned for them, refused in one line."""
 
 import json
 from fractions import Fraction
@@ -52,11 +53,116 @@ def test_the_encoders_work_runs_over_the_source_once():
 
 
 @pytest.mark.parametrize(
-    "command", [["train", "--tokens", "1B"], ["infer", "--prompt", "8", "--generate", "8"], ["fit", "--hardware", "l4"]]
+    "command",
+    [
+        ["train", "--tokens", "1B", "--pp", "2", "--gpus", "2"],
+        ["infer", "--prompt", "8", "--generate", "8", "--pp", "2", "--gpus", "2"],
+        ["fit", "--hardware", "l4", "--pp", "2", "--gpus", "2"],
+    ],
 )
-def test_plans_not_built_for_an_encoder_decoder_are_refused_in_one_line(cli, command):
+def test_pipeline_stages_of_an_encoder_decoder_are_refused_in_one_line(cli, command):
+    """Where the encoder runs among pipeline stages (Megatron-LM gives it ranks of its own) is not planned."""
     code, out, err = cli(command[0], "bart-large", *command[1:])
     assert code == 2 and out == "" and err.count("\n") == 1 and "an encoder-decoder" in err
+
+
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (["whisper-large-v3", "--source-len", "100"], "1,500 positions"),  # a 30-s window's frames, halved by conv2
+        (["bart-large", "--source-len", "2000"], "end at 1,024"),  # 1,026 learned rows, the first two offset
+        (["gpt2", "--source-len", "10"], "no encoder"),
+    ],
+)
+def test_a_source_length_the_model_cannot_take_is_refused_in_one_line(cli, args, says):
+    code, out, err = cli("infer", *args, "--prompt", "4", "--generate", "4")
+    assert code == 2 and out == "" and err.count("\n") == 1 and says in err, err
+
+
+def test_flan_t5_xl_cross_attention_cache_and_decode_step_by_hand():
+    """google/flan-t5-xl at a source of S = 512 tokens, 1 decoder prompt token and 128 generated: every decoder layer
+    caches K and V of its 32 heads of d_kv 64 for each source token, in bf16: 24 × 2 × 32·64 × 512 × 2 bytes. A decode
+    step reads the decoder's weights but not the shared token table (looked up), nor the encoder's, nor the
+    cross-attention's k and v (projected once at the prefill): per decoder layer q, k, v, o (4 × 2,048 × 2,048), the
+    cross-attention's q and o (2 × 2,048 × 2,048), wi_0, wi_1 and wo (3 × 2,048 × 5,120) and three RMS norms (3 ×
+    2,048); the untied lm_head (32,128 × 2,048) and the final norm; the decoder's relative-bias table is looked up;
+    2 bytes each; then the self-attention cache at 129 tokens (24 × 2 × 2,048 × 2 bytes a token) and the cross cache."""
+    from ffncalc import api
+
+    f = api.infer("flan-t5-xl", prompt=1, generate=128, source_len=512).to_dict()["figures"]
+    d, heads, d_kv, d_ff, layers = 2048, 32, 64, 5120, 24
+    cross = layers * 2 * heads * d_kv * 512 * 2
+    assert f["cross_kv_bytes_per_sequence"]["value"] == cross == 100_663_296
+    decoder_layer = 4 * d * heads * d_kv + 2 * d * heads * d_kv + 3 * d * d_ff + 3 * d
+    read = 2 * (layers * decoder_layer + 32128 * d + d)
+    self_cache = 129 * layers * 2 * heads * d_kv * 2
+    assert f["kv_bytes"]["value"] == self_cache
+    assert f["step_bytes"]["value"] == read + self_cache + cross
+    # each decode step's query meets the S source keys in every layer's cross-attention: QKᵀ and AV, 2 FLOPs a
+    # multiply-add, beside 2 FLOPs per weight it reads (k and v of the cross-attention not among them)
+    matmuls = 2 * (layers * (decoder_layer - 3 * d) + 32128 * d)
+    self_keys = 4 * layers * heads * d_kv * 129  # the last step's query against its 129 cached keys
+    assert f["step_flops"]["value"] == matmuls + 4 * layers * heads * d_kv * 512 + self_keys
+
+
+def test_flan_t5_xl_train_flops_decomposed_per_stack():
+    """Under 6N (2 FLOPs a parameter a token forward, 6 in training) at T = 128 decoder tokens and S = 512 source
+    tokens: the encoder's 24 layers (q, k, v, o; wi_0, wi_1, wo; two norms), its final norm and relative-bias table,
+    and each decoder layer's cross-attention k and v run over the source, S / T = 4 times a decoder token; the decoder's
+    layers (the cross-attention's q and o among them), its tables, final norm and head once. At T = S the total is 3
+    times the count's forward FLOPs a token."""
+    from ffncalc import api
+
+    d, heads, d_kv, d_ff, layers = 2048, 32, 64, 5120, 24
+    encoder = layers * (4 * d * heads * d_kv + 3 * d * d_ff + 2 * d) + 32 * 32 + d
+    cross_kv = layers * 2 * d * heads * d_kv
+    decoder = layers * (6 * d * heads * d_kv + 3 * d * d_ff + 3 * d) + 2 * 32128 * d + d + 32 * 32
+    f = api.train("flan-t5-xl", tokens="1M", seq_len=128, source_len=512).to_dict()["figures"]
+    assert f["train_flops_per_token_source"]["value"] == 6 * (encoder + cross_kv) * 512 // 128
+    assert f["train_flops_per_token_target"]["value"] == 6 * decoder
+    assert f["train_flops_per_token"]["value"] == 6 * (encoder + cross_kv) * 4 + 6 * decoder
+    same = api.train("flan-t5-xl", tokens="1M", seq_len=512).to_dict()["figures"]
+    counted = api.count("flan-t5-xl", seq_len=512, convention="6n")
+    assert same["train_flops_per_token"]["value"] == 3 * counted.forward_flops_per_token
+
+
+def test_flan_t5_xl_training_keeps_the_encoder_at_the_source_length():
+    """Doubling the source from 512 to 1,024 tokens (T = 128, micro-batch 1, flash attention) adds 512 source
+    positions' activations: in each of the encoder's 24 layers (Korthikanti et al. 2022 §4.1 at T5's widths, 16-bit)
+    the attention's input, Q, K, V and its output (d + 4·32·64 elements), the gated FFN's input, wi_0's and wi_1's
+    outputs, the activation's and the product (d + 4·5,120), two 1-byte dropout masks of d, two norms' inputs and the
+    flash kernel's fp32 log-sum-exp a head (4 × 32 bytes); beside them the encoder's output and its final norm's input
+    (2 × d), and every decoder layer's cross-attention K and V (24 × 2 × 32·64)."""
+    from ffncalc import api
+
+    d, heads, d_kv, d_ff, layers = 2048, 32, 64, 5120, 24
+    encoder_layer = 2 * (d + 4 * heads * d_kv) + 2 * (d + 4 * d_ff) + 2 * d + 2 * 2 * d + 4 * heads
+    per_source = layers * encoder_layer + 2 * 2 * d + 2 * layers * 2 * heads * d_kv
+    short, long = (
+        api.train("flan-t5-xl", tokens="1M", seq_len=128, source_len=s).to_dict()["figures"]["activation_bytes_per_device"]["value"]
+        for s in (512, 1024)
+    )
+    assert long - short == 512 * per_source
+
+
+READ_PLANNED = ["bart", "mbart", "plbart", "marian", "pegasus", "blenderbot", "blenderbot-small", "m2m_100", "fsmt", "mvp"]
+READ_PLANNED += ["t5", "mt5", "umt5", "switch_transformers", "whisper"]
+
+
+@pytest.mark.parametrize("model_type", READ_PLANNED)
+def test_every_read_encoder_decoder_trains_serves_and_fits_at_its_defaults(cli, model_type):
+    config = str(DEFAULTS / "configs" / f"{model_type}.json")
+    for command in (
+        ["train", config, "--tokens", "1M", "--hardware", "h100-sxm"],
+        ["infer", config, "--prompt", "4", "--generate", "4", "--hardware", "h100-sxm"],
+        ["fit", config, "--hardware", "l4"],
+    ):
+        code, out, err = cli(*command, "--format", "json")
+        assert code == 0 and err == "", err
+        figures = json.loads(out)["figures"]
+        assert "source_len" in json.loads(out)["inputs"]
+        if command[0] != "train":
+            assert figures[("cross_kv_bytes" if command[0] == "infer" else "cross_kv_bytes_per_device")]["value"] > 0
 
 
 @pytest.mark.torch
@@ -70,19 +176,27 @@ READ = [t for t in coverage.ENCODER_DECODER_TYPES if t not in coverage.SEQ2SEQ_N
 
 
 def test_the_encoder_decoders_read():
-    assert set(READ) == {
-        "bart",
-        "mbart",
-        "plbart",
-        "marian",
-        "pegasus",
-        "blenderbot",
-        "blenderbot-small",
-        "m2m_100",
-        "t5",
-        "mt5",
-        "whisper",
-    }
+    assert (
+        set(READ)
+        == set(READ_PLANNED)
+        == {
+            "bart",
+            "mbart",
+            "plbart",
+            "marian",
+            "pegasus",
+            "blenderbot",
+            "blenderbot-small",
+            "m2m_100",
+            "fsmt",
+            "mvp",
+            "t5",
+            "mt5",
+            "umt5",
+            "switch_transformers",
+            "whisper",
+        }
+    )
 
 
 def test_flan_t5_xl_preset_counts_the_whole_model():
@@ -126,3 +240,87 @@ def test_encoder_decoder_flops_at_defaults_equal_flop_counter_mode(model_type):
     checks = hfcheck.check_flops(c, measured)
     assert checks and all(ch.ok for ch in checks), [ch for ch in checks if not ch.ok]
     assert any(ch.component == "encoder.cross.q" for ch in checks)
+
+
+def test_whisper_large_v3_serves_over_its_window_whatever_the_prompt():
+    """openai/whisper-large-v3: the encoder runs over its 30-s window's 1,500 positions (3,000 log-mel frames, halved
+    by conv2's stride) once a request; every one of the 32 decoder layers caches K and V of its 20 heads of 64 for
+    each of them, in bf16: 32 × 2 × 1,280 × 1,500 × 2 bytes; the prefill runs the encoder whole, so a longer decoder
+    prompt adds only the decoder's work."""
+    from ffncalc import api
+
+    one, many = (api.infer("whisper-large-v3", prompt=p, generate=16).to_dict() for p in (1, 4))
+    assert one["inputs"]["source_len"] == 1500
+    assert one["figures"]["cross_kv_bytes_per_sequence"]["value"] == 32 * 2 * 20 * 64 * 1500 * 2 == 245_760_000
+    assert many["figures"]["cross_kv_bytes"]["value"] == one["figures"]["cross_kv_bytes"]["value"]
+    # the decoder's 3 more prompt tokens: 2 FLOPs per weight each reads (k and v of the cross-attention projected
+    # once from the source, the token table looked up, proj_out tied to it), every query meeting the 1,500 source
+    # keys, and the self-attention's causal triangle of 4 against 1 (2 + 3 + 4 more keys met, 2 products each)
+    d, f, layers, vocab = 1280, 5120, 32, 51866
+    weights = layers * (4 * d * d + 2 * d * d + 2 * d * f) + vocab * d
+    extra = 3 * 2 * weights + 3 * 4 * layers * d * 1500 + (2 + 3 + 4) * 4 * layers * d
+    assert many["figures"]["prefill_flops"]["value"] - one["figures"]["prefill_flops"]["value"] == extra
+
+
+def test_umt5_holds_a_relative_bias_table_in_every_layer():
+    """UMT5ForConditionalGeneration at UMT5Config's defaults by hand: the shared table (250,112 × 512), tied to lm_head
+    (UMT5Config forces tie_word_embeddings); per encoder layer q, k, v, o (512 × 6·64 each), the gated FFN (wi_0, wi_1
+    512 × 1,024, wo back), two RMS norms and its own relative_attention_bias (32 buckets × 6 heads); per decoder layer
+    the same, a cross-attention (four more projections) and its norm; each stack a final norm. T5 holds one table a
+    stack (in its first block); UMT5 one a layer (Chung et al. 2023)."""
+    from ffncalc.sources import hf
+
+    d, inner, ff, layers, table = 512, 6 * 64, 1024, 8, 32 * 6
+    encoder_layer = 4 * d * inner + 3 * d * ff + 2 * d + table
+    decoder_layer = 8 * d * inner + 3 * d * ff + 3 * d + table
+    total = 250112 * d + layers * (encoder_layer + decoder_layer) + 2 * d
+    assert tally(hf.load(DEFAULTS / "configs" / "umt5.json")[1]).params == total == 172_122_112
+
+
+def test_switch_transformers_holds_top1_mixtures_in_every_fourth_layer():
+    """SwitchTransformersForConditionalGeneration at its defaults by hand: the shared table (32,128 × 768) tied to
+    lm_head; 12 encoder and 12 decoder blocks of 12 heads of 64 (q, k, v, o; in the decoder a cross-attention's four
+    more), RMS norms (two a block, three in the decoder), one relative-bias table (32 × 12) a stack and a final norm a
+    stack; the MLP (wi 768 → 2,048, wo back, no biases) replaced in blocks 1, 5 and 9 of each stack (i % 4 == 1, the
+    step 12 // num_sparse_*_layers 3) by a router (768 × 8) and 8 such experts. A token runs one expert (top-1, Fedus
+    et al. 2022): the active parameters leave out 7 experts in each of the 6 sparse blocks."""
+    from ffncalc import api
+
+    d, ff, experts, vocab = 768, 2048, 8, 32128
+    attention, mlp = 4 * d * d, 2 * d * ff
+    sparse = d * experts + experts * mlp
+    encoder = 12 * attention + 9 * mlp + 3 * sparse + 12 * 2 * d
+    decoder = 12 * 2 * attention + 9 * mlp + 3 * sparse + 12 * 3 * d
+    total = vocab * d + encoder + decoder + 2 * 32 * 12 + 2 * d
+    counted = api.count(str(DEFAULTS / "configs" / "switch_transformers.json"))
+    assert counted.params == total == 317_312_256
+    assert counted.active_params == total - 6 * (experts - 1) * mlp
+
+
+def test_fsmt_holds_a_table_a_stack_and_its_own_output_projection():
+    """FSMTForConditionalGeneration at FSMTConfig's defaults by hand: the encoder's table (src_vocab_size 42,024 ×
+    1,024), the decoder's (tgt_vocab_size 42,024) and output_projection (1,024 → 42,024, untied: tie_word_embeddings
+    false); each stack's SinusoidalPositionalEmbedding, an nn.Embedding of 1,024 + pad 1 + 1 rows whose weight is a
+    parameter; 12 post-norm layers a stack (q, k, v, out_proj with biases, fc1 and fc2 with biases, two LayerNorms;
+    in the decoder a cross-attention and its LayerNorm more); no norm on the embeddings, no final norm."""
+    from ffncalc.sources import hf
+
+    d, ff, vocab, rows = 1024, 4096, 42024, 1024 + 1 + 1
+    attention, ffn = 4 * (d * d + d), d * ff + ff + ff * d + d
+    encoder_layer = attention + ffn + 2 * 2 * d
+    decoder_layer = encoder_layer + attention + 2 * d
+    total = 3 * vocab * d + 2 * rows * d + 12 * (encoder_layer + decoder_layer)
+    assert tally(hf.load(DEFAULTS / "configs" / "fsmt.json")[1]).params == total == 483_913_728
+
+
+def test_mvp_is_bart_at_its_defaults_and_its_prompts_are_refused_in_one_line(cli, tmp_path):
+    """MvpForConditionalGeneration at MvpConfig's defaults (use_prompt false) is BART-large's layout over 50,267
+    tokens; with use_prompt its MvpPrompt modules (prefix keys and values in every attention) are not read."""
+    from ffncalc.sources import hf
+
+    path = DEFAULTS / "configs" / "mvp.json"
+    assert tally(hf.load(path)[1]).params == bart_total(50267, 1024, 12, 12, 4096, 1026) == 406_293_504
+    prompted = tmp_path / "config.json"
+    prompted.write_text(json.dumps({**json.loads(path.read_text()), "use_prompt": True}))
+    code, out, err = cli("count", str(prompted))
+    assert code == 2 and out == "" and err.count("\n") == 1 and "use_prompt" in err, err

@@ -28,12 +28,15 @@ TOP_MODULES = (
 STACKS = ((r"encoder\.", "encoder."),)
 
 
-def seq2seq(c: Config, *, pre_norm: bool, embedding_norm: bool, offset: int = 0, table: str = "learned") -> dict:
+def seq2seq(
+    c: Config, *, pre_norm: bool, embedding_norm: bool, offset: int = 0, table: str = "learned", vocab: int | None = None
+) -> dict:
     """The keys BartConfig and the configurations built as it share: d_model, encoder_layers and decoder_layers,
     encoder_attention_heads and decoder_attention_heads, encoder_ffn_dim and decoder_ffn_dim, activation_function,
     max_position_embeddings, vocab_size; q/k/v/out_proj, fc1 and fc2 all with biases. ``table``: the position
     table, "learned" (max_position_embeddings + ``offset`` rows), "parameter" (sines and cosines held in an
-    nn.Embedding's weight: a parameter all the same) or "buffer" (a fixed buffer: no parameters)."""
+    nn.Embedding's weight: a parameter all the same) or "buffer" (a fixed buffer: no parameters); ``vocab``: the
+    decoder's vocabulary where the configuration names it otherwise (FSMT's tgt_vocab_size)."""
     d = c.int("d_model")
     act = c.activation("activation_function", "gelu")
     rows = c.int("max_position_embeddings", 1024)
@@ -51,7 +54,7 @@ def seq2seq(c: Config, *, pre_norm: bool, embedding_norm: bool, offset: int = 0,
     decoder = layers("decoder")
     return {
         "name": c.data.get("_name_or_path") or None,
-        "vocab_size": c.int("vocab_size"),
+        "vocab_size": vocab or c.int("vocab_size"),
         "d_model": d,
         "n_layers": decoder["n_layers"],
         "context_length": rows,
@@ -143,3 +146,32 @@ def m2m_100(c: Config) -> dict:
     each stack, no norm on the embeddings; M2M100SinusoidalPositionalEmbedding is a buffer (no parameters); FFN
     activation relu; vocabulary 128112."""
     return seq2seq(c, pre_norm=True, embedding_norm=False, offset=2, table="buffer")
+
+
+@family("fsmt", layer_modules=LAYER_MODULES, top_modules=((r"output_projection$", "lm_head"),) + TOP_MODULES, model_stacks=STACKS)
+def fsmt(c: Config) -> dict:
+    """FSMTConfig / FSMTForConditionalGeneration (FairSeq's WMT19 translation models, Ng et al. 2019): BART's post-norm
+    layers with relu (activation_function), no norm on the embeddings and no final norm; a token table a stack, the
+    encoder's of src_vocab_size (default 42024) and the decoder's of tgt_vocab_size (42024), and the decoder's
+    output_projection (d_model → tgt_vocab_size, no bias); SinusoidalPositionalEmbedding an nn.Embedding of
+    max_position_embeddings + pad_token_id + 1 rows (1024 + 1 + 1) whose weight holds the sines and cosines, a
+    parameter. tie_word_embeddings (default false) ties the encoder's table and output_projection to the decoder's
+    table (FSMTModel._tied_weights_keys), which needs one vocabulary."""
+    pad = c.int("pad_token_id", 1)
+    source, target = c.int("src_vocab_size"), c.int("tgt_vocab_size")
+    spec = seq2seq(c, pre_norm=False, embedding_norm=False, offset=pad + 1, table="parameter", vocab=target)
+    if spec["tie_embeddings"] and source != target:
+        raise c.fail("tie_word_embeddings", f"tied tables need one vocabulary: src_vocab_size {source}, tgt_vocab_size {target}")
+    if not spec["tie_embeddings"]:
+        spec["encoder"]["table_rows"] = source
+    return spec
+
+
+@family("mvp", layer_modules=LAYER_MODULES, top_modules=TOP_MODULES, model_stacks=STACKS)
+def mvp(c: Config) -> dict:
+    """MvpConfig / MvpForConditionalGeneration (Tang et al. 2023): BART's layout and defaults (vocabulary 50267).
+    With use_prompt (default false) each stack adds MvpPrompt modules (a prompt_length × d_model table through a
+    two-layer MLP of prompt_mid_dim into every layer's keys and values): not read, refused."""
+    if c.bool("use_prompt", False):
+        raise c.fail("use_prompt", "MVP's layer-wise prompts (prefix keys and values in every attention) are not read yet")
+    return seq2seq(c, pre_norm=False, embedding_norm=True, offset=2)

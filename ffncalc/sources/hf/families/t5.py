@@ -77,6 +77,24 @@ def t5(c: Config) -> dict:
     }
 
 
+UMT5_LAYER_MODULES = ((r"SelfAttention\.relative_attention_bias$", "relative_bias"),) + LAYER_MODULES
+UMT5_TOP_MODULES = TOP_MODULES[:-1]  # no table in the first block alone: each block holds its own
+
+
+@family("umt5", layer_modules=UMT5_LAYER_MODULES, top_modules=UMT5_TOP_MODULES, model_stacks=((r"encoder\.", "encoder."),))
+def umt5(c: Config) -> dict:
+    """UMT5Config / UMT5ForConditionalGeneration (Chung et al. 2023, "UniMax"): T5's layout (t5 above) with every
+    block's UMT5Attention holding its own relative_attention_bias (relative_attention_num_buckets, 32, × num_heads, 6)
+    in each stack, where T5 has one in the first block; UMT5Config.__post_init__ forces tie_word_embeddings true
+    whatever the config states, so lm_head is shared (_tied_weights_keys); feed_forward_proj defaults to
+    "gated-gelu"."""
+    spec = t5(c)
+    spec["tie_embeddings"] = True  # UMT5Config.__post_init__: "force it for T5 family"
+    spec["relative_bias"] = {**spec["relative_bias"], "per_layer": True}
+    spec["encoder"] = {**spec["encoder"], "relative_per_layer": True}
+    return spec
+
+
 # mT5 (Xue et al. 2021) is T5's classes under its own configuration (MT5Config: T5 v1.1's gated-GELU FFN and untied
 # head by default, a 250112-token vocabulary).
 alias("mt5", of="t5")
