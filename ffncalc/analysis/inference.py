@@ -352,6 +352,7 @@ def serving_inputs(formats: Formats, placement: Placement, device: Device, eng: 
         "gpu_layers": placement.gpu_layers,
         "cpu_experts": placement.cpu_experts,
         "two_batch_overlap": placement.overlap,
+        "max_nodes": placement.max_nodes,
         "cpu_gbs": device.cpu_gbs,
         "wired_limit_gib": device.wired_gib,
     }

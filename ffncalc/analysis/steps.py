@@ -122,10 +122,10 @@ def prefill(s: Setting, eff: Efficiency, flops: float, shares: list[float], toke
         weights = held / (s.bandwidth * eff.bandwidth) * chunks
         layers = st.stop - st.first + (1 if st.last else 0)
         if p.overlap:  # each chunk as two halves, each reading the weights, one's all-to-alls beside the other's compute
-            rest, a2a = serving.stage_comm_parts(spec, st, p, tokens, s.link, 2 * chunks, s.fp8_experts, eff.alltoall)
+            rest, a2a = serving.stage_comm_parts(spec, st, p, tokens, s.link, 2 * chunks, s.fp8_experts, eff.alltoall, prefill=True)
             busy = 2 * max(compute / 2, weights)
             stage_chunk_s.append((max(busy, a2a) + rest + eff.layer_s * layers * chunks) / chunks)
             continue
-        comm = sum(serving.stage_comm_parts(spec, st, p, tokens, s.link, chunks, s.fp8_experts, eff.alltoall))
+        comm = sum(serving.stage_comm_parts(spec, st, p, tokens, s.link, chunks, s.fp8_experts, eff.alltoall, prefill=True))
         stage_chunk_s.append((max(compute, weights) + comm + eff.layer_s * layers * chunks) / chunks)
     return sum(stage_chunk_s) if chunks == 1 else (chunks - 1) * max(stage_chunk_s) + sum(stage_chunk_s)

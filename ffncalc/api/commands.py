@@ -695,6 +695,7 @@ def _serving(
     o.whole("gpu_layers", placement["gpu_layers"])
     o.flag_value("cpu_experts", placement["cpu_experts"])
     o.flag_value("two_batch_overlap", placement["overlap"])
+    o.whole("max_nodes", placement["max_nodes"])
     if device["reserve"] is not None:
         o.number("reserve", device["reserve"], 0, 0.99, above=False)
     for name in ("link_gbs", "network_gbs", "tflops", "cpu_gbs", "wired_gib"):
@@ -757,6 +758,7 @@ def infer(
     gpu_layers: int | None = Placement.gpu_layers,
     cpu_experts: bool = Placement.cpu_experts,
     two_batch_overlap: bool = Placement.overlap,
+    max_nodes: int | None = Placement.max_nodes,
     reserve: float | None = None,
     prefill_chunk: int | None = None,
     link_gbs: float | None = Device.link_gbs,
@@ -794,7 +796,16 @@ def infer(
     hw = table.by_key(hardware, hardware_file) if hardware else None
     formats, placement, dev, eng = _serving(
         dict(dtype=dtype, experts_dtype=experts_dtype, kv_dtype=kv_dtype, keep=keep),
-        dict(gpus=gpus, tp=tp, ep=ep, pp=pp, gpu_layers=gpu_layers, cpu_experts=cpu_experts, overlap=two_batch_overlap),
+        dict(
+            gpus=gpus,
+            tp=tp,
+            ep=ep,
+            pp=pp,
+            gpu_layers=gpu_layers,
+            cpu_experts=cpu_experts,
+            overlap=two_batch_overlap,
+            max_nodes=max_nodes,
+        ),
         dict(
             reserve=reserve,
             link_gbs=link_gbs,
@@ -855,6 +866,7 @@ def fit(
     gpu_layers: int | None = Placement.gpu_layers,
     cpu_experts: bool = Placement.cpu_experts,
     two_batch_overlap: bool = Placement.overlap,
+    max_nodes: int | None = Placement.max_nodes,
     reserve: float | None = None,
     prefill_chunk: int | None = None,
     link_gbs: float | None = Device.link_gbs,
@@ -906,7 +918,16 @@ def fit(
         return Plan(answer, "fit")
     formats, placement, dev, eng = _serving(
         dict(dtype=dtype, experts_dtype=experts_dtype, kv_dtype=kv_dtype, keep=keep),
-        dict(gpus=gpus, tp=tp, ep=ep, pp=pp, gpu_layers=gpu_layers, cpu_experts=cpu_experts, overlap=two_batch_overlap),
+        dict(
+            gpus=gpus,
+            tp=tp,
+            ep=ep,
+            pp=pp,
+            gpu_layers=gpu_layers,
+            cpu_experts=cpu_experts,
+            overlap=two_batch_overlap,
+            max_nodes=max_nodes,
+        ),
         dict(
             reserve=reserve,
             link_gbs=link_gbs,

@@ -665,6 +665,14 @@ OVERLAP = opt(
     help="Two micro-batches a step, one's expert-parallel all-to-alls beside the other's compute (SGLang "
     "--enable-two-batch-overlap, DeepSeek's dual micro-batch overlap); needs --ep beyond --tp.",
 )
+MAX_NODES = opt(
+    Placement.max_nodes,
+    "--max-nodes",
+    min=1,
+    max=LIMIT,
+    help="The most nodes a token's routed experts sit on (DeepSeek-V3's node-limited routing: 4); a prefill's "
+    "dispatch sends a token once to each node it reaches (DeepEP's normal kernels).",
+)
 CPU_GBS = opt(
     Device.cpu_gbs, "--cpu-gbs", check=finite(0, 1e7), help="The host's memory bandwidth, GB/s (default: DDR5-5600, 2 channels)."
 )
@@ -743,6 +751,7 @@ def infer(
     gpu_layers: Optional[int] = GPU_LAYERS,
     cpu_experts: bool = CPU_EXPERTS,
     two_batch_overlap: bool = OVERLAP,
+    max_nodes: int | None = MAX_NODES,
     reserve: Optional[float] = RESERVE,
     chunk: Optional[int] = CHUNK,
     link_gbs: Optional[float] = LINK_GBS,
@@ -786,6 +795,7 @@ def infer(
         gpu_layers=gpu_layers,
         cpu_experts=cpu_experts,
         two_batch_overlap=two_batch_overlap,
+        max_nodes=max_nodes,
         reserve=reserve,
         prefill_chunk=chunk,
         link_gbs=link_gbs,
@@ -841,6 +851,7 @@ def fit(
     gpu_layers: Optional[int] = GPU_LAYERS,
     cpu_experts: bool = CPU_EXPERTS,
     two_batch_overlap: bool = OVERLAP,
+    max_nodes: int | None = MAX_NODES,
     reserve: Optional[float] = RESERVE,
     chunk: Optional[int] = CHUNK,
     link_gbs: Optional[float] = LINK_GBS,
@@ -887,6 +898,7 @@ def fit(
         gpu_layers=gpu_layers,
         cpu_experts=cpu_experts,
         two_batch_overlap=two_batch_overlap,
+        max_nodes=max_nodes,
         reserve=reserve,
         prefill_chunk=chunk,
         link_gbs=link_gbs,

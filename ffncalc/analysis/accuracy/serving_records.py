@@ -75,11 +75,6 @@ LMSYS_EP = (
     "SGLang, Deploying DeepSeek with PD Disaggregation and Large-scale Expert Parallelism on 96 H100 GPUs "
     "(https://lmsys.org/blog/2025-05-05-large-scale-ep/, lm-sys/lm-sys.github.io blog/2025-05-05-large-scale-ep.md), "
 )
-NODE_LIMITED = (
-    "DeepEP's prefill kernels send a token once to each node it routes to (at most 4, DeepSeek-V3's node-limited "
-    "routing, §2.1.2) and forward it over NVLink within the node; the plan sends each of its 8 expert inputs over the "
-    "network, about 2.6 times the bytes, so the all-to-alls it overlaps are slower than the run's"
-)
 DEEPSEEK_DAY = (
     "a day's average of DeepSeek's online service, whose load, and so its batch, falls at night (its nodes then go to "
     "training); the plan holds the 128 sequences a device of DeepSeek's profile of a loaded decode instance"
@@ -534,7 +529,8 @@ MEASUREMENTS: tuple[Measurement, ...] = (
         "sglang",
         50302 / 8,
         LMSYS_EP + "Evaluation: prefill on 4 nodes (EP32), 50,302 tokens/s a node for 4K prompts; prefill table: "
-        "16,384 tokens a device, input length 4,096",
+        "16,384 tokens a device, input length 4,096; Expert Parallelism with DeepEP: normal dispatch for prefill, "
+        "low-latency for decode; each token's experts on at most 4 nodes (DeepSeek-V3's routing, §2.1.2)",
         False,
         {
             "dtype": "fp8",
@@ -545,8 +541,8 @@ MEASUREMENTS: tuple[Measurement, ...] = (
             "batch": 4 * 32,
             "prefill_chunk": 16384,
             "two_batch_overlap": True,
+            "max_nodes": 4,
         },
-        NODE_LIMITED,
     ),
     Measurement(
         "DeepSeek-V3 fp8, 18 × 8 H800 decode (EP 144 planned as 128), 128 sequences a GPU, MTP accepted at 0.85",
