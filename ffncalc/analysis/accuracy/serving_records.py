@@ -37,8 +37,8 @@ EARLY_MOE = (
 class Measurement:
     name: str
     what: str  # decode (tokens/s, one sequence), prefill (tokens/s), ttft (s), throughput (output tokens/s a GPU),
-    #            latency (s, a batch's prompt and generation), kv_memory (bytes), kv_bytes (bytes of the cache),
-    #            weights (bytes a device)
+    #            latency (s, a batch's prompt and generation), kv_memory (bytes), kv_tokens (tokens the cache holds),
+    #            kv_bytes (bytes of the cache), weights (bytes a device)
     model: str
     hardware: str
     engine: str
@@ -78,6 +78,14 @@ LMSYS_EP = (
 DEEPSEEK_DAY = (
     "a day's average of DeepSeek's online service, whose load, and so its batch, falls at night (its nodes then go to "
     "training); the plan holds the 128 sequences a device of DeepSeek's profile of a loaded decode instance"
+)
+
+# SGLang v0.3.0 against vLLM v0.6.0, online: ShareGPT requests at a fixed rate, the median time between a request's
+# streamed tokens. The batch decoding at once is the requests in flight: the rate × the median end-to-end latency
+# (Little's law, the median standing for the mean)
+SGL_060 = (
+    "SGLang benchmark/benchmark_vllm_060/README.md (https://github.com/sgl-project/sglang/blob/main/benchmark/"
+    "benchmark_vllm_060/README.md), SGLang v0.3.0, `sglang.bench_serving --backend sglang --dataset-name sharegpt`, "
 )
 
 MEASUREMENTS: tuple[Measurement, ...] = (
@@ -473,6 +481,58 @@ MEASUREMENTS: tuple[Measurement, ...] = (
         "available_kv_cache_memory 53.29GiB",
         True,
         {"context": 8192},
+    ),
+    Measurement(
+        "Llama 2 7B fp16, A100 80GB, KV cache capacity",
+        "kv_tokens",
+        "llama2-7b",
+        "a100-80gb",
+        "vllm",
+        7351 * 16,
+        "vLLM PR #2031 (https://github.com/vllm-project/vllm/pull/2031), Fix peak memory profiling (December 2023): "
+        "Llama2-7B with TP=1 and 1xA100-80GB, this PR: # GPU blocks: 7351 (16-token blocks, gpu_memory_utilization "
+        "0.9); the profile's forward of max(max_model_len 4,096, 2,560) tokens",
+        False,
+        {"dtype": "fp16", "kv_dtype": "fp16", "context": 4096},
+    ),
+    Measurement(
+        "Llama 3.1 8B bf16, A100 80GB, 4 requests/s (about 6 decoding): median inter-token latency",
+        "decode",
+        "llama3-8b",
+        "a100-80gb",
+        "sglang",
+        1 / 0.01193,
+        SGL_060 + "`--num-prompts 1200 --request-rate 4`, Llama 3.1 8B Instruct 1 x A100 80G: Median ITL 11.93 ms, "
+        "Median E2E Latency 1,564.17 ms (4 × 1.56 s: 6 requests in flight), as tokens/s; Llama 3.1 8B has Llama 3 8B's "
+        "weights and cache",
+        False,
+        {"prompt": 256, "generate": 256, "batch": 6},
+    ),
+    Measurement(
+        "Llama 3.1 70B bf16, 4 × H100 (tp 4), 4 requests/s (about 12 decoding): median inter-token latency",
+        "decode",
+        "llama3-70b",
+        "h100-sxm",
+        "sglang",
+        1 / 0.02167,
+        SGL_060 + "`--num-prompts 1200 --request-rate 4`, Llama 3.1 70B Instruct 4 x H100 80G (--tp 4): Median ITL "
+        "21.67 ms, Median E2E Latency 3,005.24 ms (4 × 3.0 s: 12 requests in flight), as tokens/s",
+        False,
+        {"prompt": 256, "generate": 256, "batch": 12, "gpus": 4},
+    ),
+    Measurement(
+        "Llama 3 70B bf16, M2 Ultra 192 GB, 100 tokens generated",
+        "decode",
+        "llama3-70b",
+        "m2-ultra",
+        "mlx",
+        4.7,
+        "mlx-examples PR #1069 (https://github.com/ml-explore/mlx-examples/pull/1069), Wire models in MLX LM: on an "
+        "M2 Ultra, Llama 3.1 70B in 16-bit precision, `python -m mlx_lm.generate --model "
+        'meta-llama/Meta-Llama-3-70B-Instruct --prompt "Write a story about Einstein" --max-tokens 100`, wired: '
+        "prompt (16 toks), generation (100 toks) 4.7 toks/sec",
+        False,
+        {"dtype": "bf16", "prompt": 16, "generate": 100},
     ),
     Measurement(
         "Llama 3.1 405B FP8 (attention, first and last layers bf16), 8 × H100, weights a GPU",
