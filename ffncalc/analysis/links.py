@@ -91,7 +91,7 @@ def alltoall_s(nbytes: float, n: int, link: Link, calls: int = 1) -> float:
 
 def forwarded_s(network: float, nvlink: float, ep: int, link: Link, calls: int = 1) -> float:
     """``calls`` dispatches (or combines) in which each device sends ``network`` bytes in all to other nodes and
-    ``nvlink`` bytes to devices of its node (DeepEP's normal kernels, serving.forwarded): the two hops run at once,
+    ``nvlink`` bytes to devices of its node (DeepEP's normal kernels, exchange.forwarded): the two hops run at once,
     a node's tokens forwarded over NVLink as they arrive (DeepSeek-V3 §3.2: IB and NVLink fully overlapped), so the
     slower takes the time: the network at its bandwidth a device, NVLink at the scale-up link's; each call's
     latency one all-to-all's."""

@@ -124,7 +124,7 @@ class Placement:
     # micro-batch overlap, SGLang's --enable-two-batch-overlap); only with ep beyond tp, where all-to-alls run
     overlap: bool = False
     # the most nodes a token's routed experts sit on (DeepSeek-V3 §2.1.2's node-limited routing, M = 4): a prefill's
-    # dispatch sends it once to each (serving.forwarded); None: as many as the experts reach
+    # dispatch sends it once to each (exchange.forwarded); None: as many as the experts reach
     max_nodes: int | None = None
 
     @property

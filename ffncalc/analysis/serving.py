@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from fractions import Fraction
-from math import comb
 from typing import TYPE_CHECKING
 
 from ..errors import InputError
@@ -20,7 +19,6 @@ from ..model.stack import Model
 from .figures import Figure
 from .formats import KV_BITS, Format, WeightBytes, deployed, weight_bytes
 from .hardware import NODE, Hardware
-from .links import ACTIVATION_BYTES, Link, allreduce_s, alltoall_s, collectives, forwarded_s, send_s
 from .plan import Device, FitRun, Formats, Placement
 
 if TYPE_CHECKING:
@@ -416,101 +414,6 @@ def decode_weight_parts(spec: Model, w: WeightBytes, p: Placement, batch: int, s
         # the tokens of every copy sharing these experts route to them
         read += experts * expected_experts(n, b.active_experts(), batch * p.ep_copies) / n
     return st.read / p.tp, read / (p.ep if p.ep > 1 else p.tp)
-
-
-def missed(pool: int, held: int, k: int) -> float:
-    """The chance that k distinct experts drawn uniformly from ``pool`` miss all ``held`` of them:
-    C(pool − held, k) / C(pool, k) (the hypergeometric's zero)."""
-    return comb(pool - held, k) / comb(pool, k)
-
-
-@dataclass(frozen=True)
-class Forwarded:
-    """Where DeepEP's normal (prefill) kernels send one token's input, in expectation: ``network`` copies to other
-    nodes over the network, one a node it reaches (its k inputs travel once to each node), and ``nvlink`` copies
-    within nodes over the scale-up link, one to each device it reaches but the one that received it."""
-
-    network: float
-    nvlink: float
-    nodes: float  # the nodes it reaches, its own among them
-
-
-def forwarded(n_experts: int, top_k: int, ep: int, node: int, max_nodes: int | None) -> Forwarded:
-    """A token's copies when its k experts, a uniform draw, sit on ``ep`` devices of ``node`` a node, the experts in
-    order (E / ep a device), and the router keeps them on at most ``max_nodes`` nodes (DeepSeek-V3 §2.1.2's
-    node-limited routing, M = 4; the nodes a uniform draw too). DeepEP's normal kernels (internode.cu, the
-    kernels for training and prefill: "forwarding data from NVLink domain to RDMA domain") send the token once over
-    the network to each other node it reaches, to the device of its own local rank there, which forwards it over
-    NVLink to each device of that node holding one of its experts (DeepSeek-V3 §3.2); within its own node it goes
-    over NVLink alone. Within one node (ep ≤ node) each device it reaches once, over NVLink."""
-    if ep > node and ep % node:  # nodes holding unequal shares: each device it reaches once, over the network
-        return Forwarded(ep * (1 - missed(n_experts, n_experts // ep, top_k)) * (ep - 1) / ep, 0.0, 1.0)
-    nodes = max(1, ep // node)
-    reach = nodes if max_nodes is None else min(max_nodes, nodes)
-    pool = n_experts * reach // nodes  # the experts of the nodes a token may reach
-    if pool < top_k:
-        raise InputError(f"--max-nodes {max_nodes}: {reach} of the {nodes} nodes hold fewer than the {top_k} experts a token picks")
-    device_reached = reach / nodes * (1 - missed(pool, n_experts // ep, top_k))
-    local = min(ep, node)
-    nvlink = ep * device_reached * (local - 1) / local  # the receiving device keeps its own
-    if nodes == 1:
-        return Forwarded(0.0, nvlink, 1.0)
-    reached = reach * (1 - missed(pool, n_experts // nodes, top_k))
-    return Forwarded(reached * (nodes - 1) / nodes, nvlink, reached)
-
-
-# DeepSeek-V3 §3.4 and DeepEP: the dispatch carries fp8 activations with one fp32 scale per 128 values, the
-# combine bf16 — bytes a value of each.
-FP8_DISPATCH = 1 + 4 / 128
-
-
-def stage_comm_s(spec: Model, st: Stage, p: Placement, tokens: int, link: Link, forwards: int = 1, fp8: bool = False) -> float:
-    """Communication of ``forwards`` forwards of ``tokens`` tokens in all of one copy through a stage: its
-    layers' all-reduces over tp, and the hand-off of the activations (tokens × d_model, 16-bit) to the next
-    stage. Stages take devices in order, tp each, so the hand-off after stage s crosses nodes where (s + 1)·tp
-    is a multiple of the node. With experts shared across copies (ep beyond tp), a mixture layer dispatches
-    each token to its k experts and combines their outputs, two all-to-alls of k × d_model 16-bit values a
-    token from each device's share of the tokens (DeepSeek-V3 §3.4's dispatch and combine), in place of the
-    FFN's all-reduce; with fp8 experts (``fp8``) the dispatch in fp8 with its scales, the combine in 16 bits."""
-    return sum(stage_comm_parts(spec, st, p, tokens, link, forwards, fp8))
-
-
-def stage_comm_parts(
-    spec: Model,
-    st: Stage,
-    p: Placement,
-    tokens: float,
-    link: Link,
-    forwards: int = 1,
-    fp8: bool = False,
-    alltoall: float = 1.0,
-    prefill: bool = False,
-) -> tuple[float, float]:
-    """stage_comm_s as (all-reduces and the hand-off, the expert-parallel all-to-alls), the all-to-alls' bytes at
-    ``alltoall`` of the link's bandwidth (an engine's share, engines.Rates.alltoall). A decode step's all-to-alls
-    send each of a token's k inputs on its own (DeepEP's low-latency kernels, pure RDMA, one message an expert); a
-    ``prefill``'s send it once to each node it reaches and forward it within the node (DeepEP's normal kernels,
-    ``forwarded``), the network and NVLink hops at once, the slower one the pace."""
-    nbytes = tokens * spec.d_model * ACTIVATION_BYTES
-    reduces = alltoalls = 0.0
-    for layer in spec.layers[st.first : st.stop]:
-        moe = next((b for _, b in layer.blocks() if b.routed_experts()), None)
-        reduces += collectives(spec, layer) - (1 if moe is not None and p.ep_copies > 1 else 0)
-        if moe is not None and p.ep_copies > 1:
-            dispatch = FP8_DISPATCH / ACTIVATION_BYTES if fp8 else 1.0
-            share = nbytes / p.tp / alltoall  # a device's tokens, 16-bit, at the engine's share of the links
-            if prefill:
-                f = forwarded(moe.routed_experts(), moe.active_experts(), p.ep, link.node, p.max_nodes)
-                combine = forwarded_s(share * f.network, share * f.nvlink, p.ep, link, forwards)
-                alltoalls += combine + forwarded_s(share * f.network * dispatch, share * f.nvlink * dispatch, p.ep, link, forwards)
-                continue
-            sent = share * moe.active_experts()
-            alltoalls += (1 + dispatch) * alltoall_s(sent, p.ep, link, forwards)
-    across = (st.index + 1) * p.tp % link.node == 0
-    rest = reduces * allreduce_s(round(nbytes), p.tp, link, forwards) + (
-        0.0 if st.last else send_s(round(nbytes), link, forwards, across)
-    )
-    return rest, alltoalls
 
 
 def pipeline_cycle(stage_s: list[float], micro_batches: int) -> float:

@@ -759,6 +759,9 @@ def infer(
     cpu_experts: bool = Placement.cpu_experts,
     two_batch_overlap: bool = Placement.overlap,
     max_nodes: int | None = Placement.max_nodes,
+    prefill_gpus: int | None = None,
+    prefill_tp: int | None = None,
+    prefill_ep: int = 1,
     reserve: float | None = None,
     prefill_chunk: int | None = None,
     link_gbs: float | None = Device.link_gbs,
@@ -840,7 +843,14 @@ def infer(
         accept=accept,
         draft_model=drafting,
     )
-    planned = plan_inference(m.stack, m.label, run, formats, placement, dev, eng)
+    for name, value in (("prefill_gpus", prefill_gpus), ("prefill_tp", prefill_tp), ("prefill_ep", prefill_ep)):
+        o.whole(name, value)
+    if prefill_gpus is None and (prefill_tp is not None or prefill_ep != 1):
+        raise OptionError("--prefill-tp and --prefill-ep lay out the prefill instance that --prefill-gpus names", field="prefill_gpus")
+    from ..analysis.disaggregation import prefill_placement
+
+    split = prefill_placement(placement, prefill_gpus, prefill_tp, prefill_ep) if prefill_gpus else None
+    planned = plan_inference(m.stack, m.label, run, formats, placement, dev, eng, split)
     if extra:
         given = " ".join(f"--{k} {v}" for k, v in (("images", images), ("audio-seconds", audio_seconds)) if v)
         planned.notes.append(f"{given}: {extra:,} prompt tokens beside the {prompt:,} of text, prefilled and cached")

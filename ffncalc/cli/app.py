@@ -778,6 +778,15 @@ def infer(
     images: Optional[int] = IMAGES,
     image_size: Optional[int] = IMAGE_SIZE,
     audio_seconds: Optional[int] = AUDIO_SECONDS,
+    prefill_gpus: Optional[int] = opt(
+        None,
+        "--prefill-gpus",
+        min=1,
+        max=LIMIT,
+        help="Prefill on devices of their own (prefill-decode disaggregation); --gpus and its layout decode.",
+    ),
+    prefill_tp: Optional[int] = opt(None, "--prefill-tp", min=1, max=LIMIT, help="The prefill instance's tensor-parallel degree."),
+    prefill_ep: int = opt(1, "--prefill-ep", min=1, max=LIMIT, help="The prefill instance's devices sharing the routed experts."),
     output: Output = None,
 ) -> None:
     """Plan inference: FLOPs, weight and KV bytes, whether it fits, and the roofline prefill and decode rates."""
@@ -820,6 +829,9 @@ def infer(
         images=images,
         image_size=image_size,
         audio_seconds=audio_seconds,
+        prefill_gpus=prefill_gpus,
+        prefill_tp=prefill_tp,
+        prefill_ep=prefill_ep,
         **serving,
     )
     _show(output, result)

@@ -1,4 +1,4 @@
-"""Expert-parallel dispatch across nodes in a prefill (DeepEP's normal kernels, serving.forwarded): a token's input
+"""Expert-parallel dispatch across nodes in a prefill (DeepEP's normal kernels, exchange.forwarded): a token's input
 crosses the network once to each other node it reaches and is forwarded there over NVLink to each device holding
 one of its experts; a decode step's low-latency kernels send each of its k inputs on its own."""
 
@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from ffncalc.analysis import formats, serving
+from ffncalc.analysis import exchange, formats, serving
+from ffncalc.analysis.exchange import Traffic
 from ffncalc.analysis.links import Link
 from ffncalc.analysis.plan import Placement
 from ffncalc.sources import presets
@@ -37,7 +38,7 @@ def simulate(n_experts, top_k, ep, node, max_nodes, tokens=40_000, seed=7):
 @pytest.mark.parametrize("ep,max_nodes", [(32, None), (32, 4), (32, 2), (64, 4), (8, None)])
 def test_copies_match_a_simulation_of_the_sending_rule(ep, max_nodes):
     """DeepSeek-V3's 256 experts, 8 a token, over ep devices of 8 a node."""
-    f = serving.forwarded(256, 8, ep, 8, max_nodes)
+    f = exchange.forwarded(256, 8, ep, 8, max_nodes)
     network, nvlink = simulate(256, 8, ep, 8, max_nodes)
     assert f.network == pytest.approx(network, rel=0.02, abs=1e-9)
     assert f.nvlink == pytest.approx(nvlink, rel=0.02)
@@ -50,7 +51,7 @@ def test_deepseek_v3_on_four_nodes_by_hand():
     miss = 1.0
     for i in range(8):
         miss *= (192 - i) / (256 - i)
-    f = serving.forwarded(256, 8, 32, 8, 4)
+    f = exchange.forwarded(256, 8, 32, 8, 4)
     assert f.nodes == pytest.approx(4 * (1 - miss), rel=1e-12)
     assert f.network == pytest.approx(3 * (1 - miss), rel=1e-12)
     assert 2.70 < f.network < 2.72
@@ -58,7 +59,7 @@ def test_deepseek_v3_on_four_nodes_by_hand():
     half = 1.0
     for i in range(8):
         half *= (64 - i) / (128 - i)
-    assert serving.forwarded(256, 8, 32, 8, 2).nodes == pytest.approx(2 * (1 - half), rel=1e-12)
+    assert exchange.forwarded(256, 8, 32, 8, 2).nodes == pytest.approx(2 * (1 - half), rel=1e-12)
 
 
 def test_a_prefill_all_to_all_paces_at_the_slower_hop():
@@ -70,13 +71,13 @@ def test_a_prefill_all_to_all_paces_at_the_slower_hop():
     p = Placement(gpus=32, tp=1, ep=32, max_nodes=4)
     st = serving.stages(s, formats.weight_bytes(s, formats.named("fp8")), 1)[0]
     link = Link(450.0, 0.0, 450.0, 0.0, 8, 50.0)
-    f = serving.forwarded(256, 8, 32, 8, 4)
+    f = exchange.forwarded(256, 8, 32, 8, 4)
     values = 16_384 * 7168
     assert f.nvlink / 450 < f.network / 50
     by_hand = 58 * values * f.network * (2 + 1 + 4 / 128) / 50e9
-    _, prefill = serving.stage_comm_parts(s, st, p, 16_384, link, fp8=True, prefill=True)
+    _, prefill = exchange.stage_comm_parts(s, st, p, 16_384, link, Traffic(fp8=True, prefill=True))
     assert prefill == pytest.approx(by_hand, rel=1e-12)
-    _, decode = serving.stage_comm_parts(s, st, p, 16_384, link, fp8=True)
+    _, decode = exchange.stage_comm_parts(s, st, p, 16_384, link, Traffic(fp8=True))
     assert decode == pytest.approx(58 * values * 8 * 31 / 32 * (2 + 1 + 4 / 128) / 50e9, rel=1e-12)
 
 

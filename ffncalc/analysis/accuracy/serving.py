@@ -11,7 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .serving_records import GIB, MEASUREMENTS, MIB, Measurement
+from . import serving_runs
+from .serving_records import GIB, MIB, Measurement
+from .serving_records import MEASUREMENTS as TABLES
+
+MEASUREMENTS = TABLES + serving_runs.MEASUREMENTS
 
 
 @dataclass(frozen=True)
