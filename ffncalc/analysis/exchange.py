@@ -43,7 +43,7 @@ class Forwarded:
 
     network: float
     nvlink: float
-    nodes: float  # the nodes it reaches, its own among them
+    nodes: float  # the nodes it reaches, its own among them (1 within a node, and over nodes of unequal shares)
 
 
 def forwarded(n_experts: int, top_k: int, ep: int, node: int, max_nodes: int | None) -> Forwarded:

@@ -44,7 +44,9 @@ DEEPSEEK_DAY = (
 
 # SGLang v0.3.0 against vLLM v0.6.0, online: ShareGPT requests at a fixed rate, the median time between a request's
 # streamed tokens. The batch decoding at once is the requests in flight: the rate × the median end-to-end latency
-# (Little's law, the median standing for the mean)
+# (Little's law, the median standing for the mean). The benchmark states no lengths: the plan holds 256 prompt and 256
+# generated tokens, a ShareGPT conversation's few hundred; at these batches the cache is under 3% of a step's bytes
+# (Llama 3 8B: 6 × 512 × 131,072 bytes beside 16 GB of weights), so the lengths move the plan little
 SGL_060 = (
     "SGLang benchmark/benchmark_vllm_060/README.md (https://github.com/sgl-project/sglang/blob/main/benchmark/"
     "benchmark_vllm_060/README.md), SGLang v0.3.0, `sglang.bench_serving --backend sglang --dataset-name sharegpt`, "
