@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import InputError
 from ..model.stack import Model
+from .figures import Figure
 from .links import ACTIVATION_BYTES, Link, allreduce_s, alltoall_s, collectives, forwarded_s, send_s
 from .plan import Placement
 
@@ -88,10 +89,9 @@ def stage_comm_s(spec: Model, st: Stage, p: Placement, tokens: int, link: Link, 
 
 def stage_comm_parts(spec: Model, st: Stage, p: Placement, tokens: float, link: Link, how: Traffic = Traffic()) -> tuple[float, float]:
     """stage_comm_s as (all-reduces and the hand-off, the expert-parallel all-to-alls), ``how`` they run (Traffic). A
-    decode step's all-to-alls
-    send each of a token's k inputs on its own (DeepEP's low-latency kernels, pure RDMA, one message an expert); a
-    prefill's send it once to each node it reaches and forward it within the node (DeepEP's normal kernels,
-    ``forwarded``), the network and NVLink hops at once, the slower one the pace."""
+    decode step's all-to-alls send each of a token's k inputs on its own (DeepEP's low-latency kernels, pure RDMA,
+    one message an expert); a prefill's send it once to each node it reaches and forward it within the node
+    (DeepEP's normal kernels, ``forwarded``), the network and NVLink hops at once, the slower one the pace."""
     forwards, fp8, alltoall = how.forwards, how.fp8, how.alltoall
     nbytes = tokens * spec.d_model * ACTIVATION_BYTES
     reduces = alltoalls = 0.0
@@ -113,3 +113,38 @@ def stage_comm_parts(spec: Model, st: Stage, p: Placement, tokens: float, link: 
         0.0 if st.last else send_s(round(nbytes), link, forwards, across)
     )
     return rest, alltoalls
+
+
+def dispatch_figures(spec: Model, p: Placement, link: Link, fp8: bool) -> list[Figure]:
+    """The bytes one token's dispatch sends in a mixture layer (the first one's experts), the combine's the same in
+    16 bits: a prefill's over the network and over NVLink (``forwarded``), a decode step's, one message an expert."""
+    moe = next((b for b in spec.blocks() if b.routed_experts()), None)
+    if moe is None or p.ep_copies == 1:
+        return []
+    value = FP8_DISPATCH if fp8 else ACTIVATION_BYTES  # bytes a value of the dispatch
+    f = forwarded(moe.routed_experts(), moe.active_experts(), p.ep, link.node, p.max_nodes)
+    k, one = moe.active_experts(), spec.d_model * value
+    nodes = max(1, p.ep // link.node)
+    return [
+        Figure(
+            "prefill_dispatch_network_bytes",
+            "prefill dispatch: network bytes a token a layer",
+            f.network * one,
+            "bytes",
+            f"{f.network:.2f} copies, once to each other node of {nodes} it reaches (DeepEP's normal kernels)",
+        ),
+        Figure(
+            "prefill_dispatch_nvlink_bytes",
+            "prefill dispatch: NVLink bytes a token a layer",
+            f.nvlink * one,
+            "bytes",
+            f"{f.nvlink:.2f} copies, forwarded to each device of a node holding one of its {k} experts",
+        ),
+        Figure(
+            "decode_dispatch_bytes",
+            "decode dispatch: bytes a token a layer",
+            k * (p.ep - 1) / p.ep * one,
+            "bytes",
+            f"each of its {k} inputs on its own, (ep − 1)/ep of them to other devices (DeepEP's low-latency kernels)",
+        ),
+    ]

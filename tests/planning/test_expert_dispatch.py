@@ -84,3 +84,20 @@ def test_a_prefill_all_to_all_paces_at_the_slower_hop():
 def test_max_nodes_needs_experts_shared_across_copies(cli):
     code, out, err = cli("fit", "deepseek-v3", "--hardware", "h100-sxm", "--gpus", "16", "--dtype", "fp8", "--max-nodes", "2")
     assert code == 2 and out == "" and "--max-nodes 2" in err and "--ep beyond --tp" in err and err.count("\n") == 1
+
+
+def test_the_plan_states_each_hops_bytes():
+    """DeepSeek-V3 fp8 at ep 32 over 4 nodes: a prefill token's dispatch sends 3 (1 − C(192, 8) / C(256, 8)) copies
+    of its 7,168 fp8 values and their scales over the network; a decode token's sends its 8 inputs, 31/32 of them to
+    other devices."""
+    import ffncalc
+
+    miss = 1.0
+    for i in range(8):
+        miss *= (192 - i) / (256 - i)
+    r = ffncalc.infer("deepseek-v3", prompt=512, generate=1, hardware="h100-sxm", dtype="fp8", gpus=32, tp=1, ep=32)
+    f = {k: v.value for k, v in r.figures.items()}
+    value = 7168 * (1 + 4 / 128)
+    assert f["prefill_dispatch_network_bytes"] == pytest.approx(3 * (1 - miss) * value, rel=1e-12)
+    assert f["decode_dispatch_bytes"] == pytest.approx(8 * 31 / 32 * value, rel=1e-12)
+    assert f["prefill_dispatch_nvlink_bytes"] > 0
