@@ -178,7 +178,8 @@ ENGINES: dict[str, Engine] = {
         "llama.cpp: its buffers only (weights, KV cache of the padded context, compute buffer of a 512-token "
         "ubatch), layer split across devices; rates calibrated on published llama-bench runs",
     ),
-    # MLX (mlx-lm): Metal only; no MLX measurement is held yet, so llama.cpp's Metal shares stand for it.
+    # MLX (mlx-lm): Metal only; no MLX measurement calibrates it, so llama.cpp's Metal shares stand for it (held out
+    # against mlx_lm.generate of Llama 3 70B bf16 on an M2 Ultra, mlx-examples PR #1069: accuracy/serving.py).
     "mlx": Engine(
         "mlx",
         "MLX",

@@ -262,9 +262,11 @@ def plan_inference(
     placement: Placement = Placement(),
     device: Device = Device(),
     eng: Engine | None = None,
+    prefill_on: Placement | None = None,
 ) -> Figures:
     """``infer`` as one keyed result; on a device with a memory size, whether it fits as well; ``eng``: the
-    engine its expected rates and memory are an engine's (None: engines.default_engine)."""
+    engine its expected rates and memory are an engine's (None: engines.default_engine); ``prefill_on``: a prefill
+    instance of its own (disaggregation.py), the placement then the decode instance's."""
     prompt, generate, batch = run.prompt, run.generate, run.batch
     draft, accept, draft_model = run.draft, run.accept, run.draft_model
     hw, decode, prefill_form = device.hw, run.decode, run.prefill
@@ -303,6 +305,11 @@ def plan_inference(
         "network_gbs": link.network_gbs,
         **serving_inputs(formats, placement, device, eng),
         **({"links": device.links.path} if device.links else {}),
+        **(
+            {"prefill_gpus": prefill_on.gpus, "prefill_tp": prefill_on.tp or prefill_on.gpus, "prefill_ep": prefill_on.ep}
+            if prefill_on
+            else {}
+        ),
     }
     notes = [
         serving.formats_note(fmt, efmt, formats.keep),
@@ -346,6 +353,12 @@ def plan_inference(
         notes.append(ROOFLINE_NOTE)
         notes += rate_notes(eng, hw, fmt, any(f.id == "roofline_prefill_s" for f in figures))
         notes.append(link_note(device, p, link))
+        if prefill_on is not None:
+            from . import disaggregation
+
+            split, note = disaggregation.figures(spec, run, formats, p, prefill_on, device, eng, {f.id: f.value for f in figures})
+            figures += split
+            notes.append(note)
         if hw.memory_bytes:
             result = serving.fit_result(spec, FitRun(prompt + generate, batch, run.chunk), formats, p, device, eng, drafter)
             have = {f.id for f in figures}
@@ -354,6 +367,8 @@ def plan_inference(
             notes.append(result[2])
     elif device.links:
         notes.append(link_note(device, p, link))
+    if prefill_on is not None and hw is None:
+        raise InputError("--prefill-gpus: plans each phase's rates on a device; --hardware names one")
     return Figures(f"inference with {label}: {prompt:,} prompt + {generate:,} new tokens × batch {batch}", inputs, figures, notes)
 
 
@@ -366,6 +381,7 @@ def serving_inputs(formats: Formats, placement: Placement, device: Device, eng: 
         "gpu_layers": placement.gpu_layers,
         "cpu_experts": placement.cpu_experts,
         "two_batch_overlap": placement.overlap,
+        "max_nodes": placement.max_nodes,
         "cpu_gbs": device.cpu_gbs,
         "wired_limit_gib": device.wired_gib,
     }

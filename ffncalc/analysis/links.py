@@ -89,6 +89,19 @@ def alltoall_s(nbytes: float, n: int, link: Link, calls: int = 1) -> float:
     return (n - 1) / n * nbytes / (gbs * 1e9) + calls * latency
 
 
+def forwarded_s(network: float, nvlink: float, ep: int, link: Link, calls: int = 1) -> float:
+    """``calls`` dispatches (or combines) in which each device sends ``network`` bytes in all to other nodes and
+    ``nvlink`` bytes to devices of its node (DeepEP's normal kernels, exchange.forwarded): the two hops run at once,
+    a node's tokens forwarded over NVLink as they arrive (DeepSeek-V3 §3.2: IB and NVLink fully overlapped), so the
+    slower takes the time: the network at its bandwidth a device, NVLink at the scale-up link's; each call's
+    latency one all-to-all's."""
+    gbs = link.a2a(min(ep, link.node))
+    if ep == 1 or not gbs:
+        return 0.0
+    latency = link.a2a_latency_s if link.a2a_latency_s is not None else link.p2p_latency_s
+    return max(network / (link.network_gbs * 1e9), nvlink / (gbs * 1e9)) + calls * latency
+
+
 def device_link(device: Device, p: Placement) -> Link:
     """The link a placement's collectives run over: ``--link-gbs`` and ``--link-latency-us`` where given, else
     the table's scale-up link of the device (a mesh's share for a group of tp, NCCL's latency model); between its
@@ -144,6 +157,16 @@ def link_note(device: Device, p: Placement, link: Link) -> str:
             f"(n − 1)/n of them to the others, at {link.a2a(p.ep):g} GB/s (nccl-tests' all-to-all bus "
             "bandwidth; an engine's expected rate at its share of it, engines.ALLTOALL_SHARE), "
             + (f"{a2a_latency * 1e6:.3g} µs each" if a2a_latency else "no latency")
+            + "; in a decode step each of a token's k inputs on its own (DeepEP's low-latency kernels); in a "
+            "prefill a token once to each device it reaches"
+            + (
+                ", and across nodes once over the network to each node it reaches"
+                + (f" (at most {p.max_nodes}, --max-nodes)" if p.max_nodes else "")
+                + f", forwarded there over the {link.a2a(link.node):g} GB/s link, the two hops at once (DeepEP's "
+                "normal kernels, DeepSeek-V3 §3.2)"
+                if p.ep > link.node
+                else " (DeepEP's normal kernels)"
+            )
         )
     if p.pp > 1 and (link.p2p_gbs or link.gbs):
         parts.append(

@@ -123,6 +123,9 @@ class Placement:
     # two micro-batches a step, one's expert-parallel all-to-alls beside the other's compute (DeepSeek-V3 §3.4's dual
     # micro-batch overlap, SGLang's --enable-two-batch-overlap); only with ep beyond tp, where all-to-alls run
     overlap: bool = False
+    # the most nodes a token's routed experts sit on (DeepSeek-V3 §2.1.2's node-limited routing, M = 4): a prefill's
+    # dispatch sends it once to each (exchange.forwarded); None: as many as the experts reach
+    max_nodes: int | None = None
 
     @property
     def replicas(self) -> int:

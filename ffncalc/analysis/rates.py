@@ -12,7 +12,7 @@ from fractions import Fraction
 
 from ..errors import InputError
 from ..model.stack import Model
-from . import serving, steps
+from . import exchange, serving, steps
 from .count import tally
 from .engines import ROOFLINE, Efficiency, Engine, prefill_peak, quantized
 from .figures import Figure
@@ -133,6 +133,7 @@ def figures(s: Served) -> list[Figure]:
             if (p.tp > 1 or p.pp > 1) and link.gbs
             else []
         ),
+        *exchange.dispatch_figures(spec, p, link, fp8),
         *(
             [Figure("tokens_per_step", "tokens per step (speculative)", yielded, "tokens", "Leviathan et al. 2023, Eq. 1")]
             if draft

@@ -20,7 +20,6 @@ from . import crosscache
 from .figures import Figure
 from .formats import KV_BITS, WeightBytes, deployed, formats_note, weight_bytes
 from .hardware import NODE, Hardware
-from .links import ACTIVATION_BYTES, Link, allreduce_s, alltoall_s, collectives, send_s
 from .plan import Device, FitRun, Formats, Placement
 
 if TYPE_CHECKING:
@@ -66,7 +65,18 @@ def place(spec: Model, placement: Placement) -> Placement:
             "--two-batch-overlap: overlaps the expert-parallel all-to-alls, which run with --ep beyond --tp "
             "(experts shared across copies)"
         )
+    if placement.max_nodes is not None:
+        check_max_nodes(placement.max_nodes, tp, ep, gpus // pp)
     return replace(placement, gpus=gpus, tp=tp)
+
+
+def check_max_nodes(m: int, tp: int, ep: int, stage: int) -> None:
+    if m < 1:
+        raise InputError(f"--max-nodes {m}: the nodes a token's experts may sit on, 1 or more")
+    if not (ep > tp and stage > tp):
+        raise InputError(
+            f"--max-nodes {m}: limits the nodes an expert-parallel dispatch sends a token to, which runs with --ep beyond --tp"
+        )
 
 
 def offloaded(spec: Model, p: Placement) -> int:
@@ -411,43 +421,6 @@ def decode_weight_parts(spec: Model, w: WeightBytes, p: Placement, batch: int, s
         # the tokens of every copy sharing these experts route to them
         read += experts * expected_experts(n, b.active_experts(), batch * p.ep_copies) / n
     return st.read / p.tp, read / (p.ep if p.ep > 1 else p.tp)
-
-
-# DeepSeek-V3 §3.4 and DeepEP: the dispatch carries fp8 activations with one fp32 scale per 128 values, the
-# combine bf16 — bytes a value of each.
-FP8_DISPATCH = 1 + 4 / 128
-
-
-def stage_comm_s(spec: Model, st: Stage, p: Placement, tokens: int, link: Link, forwards: int = 1, fp8: bool = False) -> float:
-    """Communication of ``forwards`` forwards of ``tokens`` tokens in all of one copy through a stage: its
-    layers' all-reduces over tp, and the hand-off of the activations (tokens × d_model, 16-bit) to the next
-    stage. Stages take devices in order, tp each, so the hand-off after stage s crosses nodes where (s + 1)·tp
-    is a multiple of the node. With experts shared across copies (ep beyond tp), a mixture layer dispatches
-    each token to its k experts and combines their outputs, two all-to-alls of k × d_model 16-bit values a
-    token from each device's share of the tokens (DeepSeek-V3 §3.4's dispatch and combine), in place of the
-    FFN's all-reduce; with fp8 experts (``fp8``) the dispatch in fp8 with its scales, the combine in 16 bits."""
-    return sum(stage_comm_parts(spec, st, p, tokens, link, forwards, fp8))
-
-
-def stage_comm_parts(
-    spec: Model, st: Stage, p: Placement, tokens: float, link: Link, forwards: int = 1, fp8: bool = False, alltoall: float = 1.0
-) -> tuple[float, float]:
-    """stage_comm_s as (all-reduces and the hand-off, the expert-parallel all-to-alls), the all-to-alls' bytes at
-    ``alltoall`` of the link's bandwidth (an engine's share, engines.Rates.alltoall)."""
-    nbytes = tokens * spec.d_model * ACTIVATION_BYTES
-    reduces = alltoalls = 0.0
-    for layer in spec.layers[st.first : st.stop]:
-        moe = next((b for _, b in layer.blocks() if b.routed_experts()), None)
-        reduces += collectives(spec, layer) - (1 if moe is not None and p.ep_copies > 1 else 0)
-        if moe is not None and p.ep_copies > 1:
-            dispatch = FP8_DISPATCH / ACTIVATION_BYTES if fp8 else 1.0
-            sent = nbytes * moe.active_experts() / p.tp / alltoall
-            alltoalls += (1 + dispatch) * alltoall_s(sent, p.ep, link, forwards)
-    across = (st.index + 1) * p.tp % link.node == 0
-    rest = reduces * allreduce_s(round(nbytes), p.tp, link, forwards) + (
-        0.0 if st.last else send_s(round(nbytes), link, forwards, across)
-    )
-    return rest, alltoalls
 
 
 def pipeline_cycle(stage_s: list[float], micro_batches: int) -> float:

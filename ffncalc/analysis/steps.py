@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from ..model.stack import Model
-from . import crosscache, serving
+from . import crosscache, exchange, serving
 from .engines import Efficiency
+from .exchange import Traffic
 from .formats import WeightBytes
 from .links import ACTIVATION_BYTES, Link
 from .plan import Placement
@@ -60,9 +61,9 @@ def decode_step(s: Setting, eff: Efficiency, context: int, micro: tuple[int, int
         work = [_decode_work(s, eff, st, context, h * per_step, h) for h in halves]
         busy = sum(w[0] for w in work)
         memory_s, compute_s = sum(w[1] for w in work), sum(w[2] for w in work)
-        rest, a2a = serving.stage_comm_parts(spec, st, p, mb * per_step, s.link, fp8=s.fp8_experts, alltoall=eff.alltoall)
+        rest, a2a = exchange.stage_comm_parts(spec, st, p, mb * per_step, s.link, Traffic(1, s.fp8_experts, eff.alltoall))
         if p.overlap:  # the halves' all-to-alls carry the same bytes in twice the calls: the latency twice
-            rest, a2a = serving.stage_comm_parts(spec, st, p, mb * per_step, s.link, 2, s.fp8_experts, eff.alltoall)
+            rest, a2a = exchange.stage_comm_parts(spec, st, p, mb * per_step, s.link, Traffic(2, s.fp8_experts, eff.alltoall))
         comm = rest + a2a
         if st.cpu:  # the hidden state crosses to the device
             comm = rest = mb * per_step * spec.d_model * ACTIVATION_BYTES / s.host[1]
@@ -129,10 +130,10 @@ def prefill(s: Setting, eff: Efficiency, flops: float, shares: list[float], toke
         weights = held / (s.bandwidth * eff.bandwidth) * chunks
         layers = st.stop - st.first + (1 if st.last else 0)
         if p.overlap:  # each chunk as two halves, each reading the weights, one's all-to-alls beside the other's compute
-            rest, a2a = serving.stage_comm_parts(spec, st, p, tokens, s.link, 2 * chunks, s.fp8_experts, eff.alltoall)
+            rest, a2a = exchange.stage_comm_parts(spec, st, p, tokens, s.link, Traffic(2 * chunks, s.fp8_experts, eff.alltoall, True))
             busy = 2 * max(compute / 2, weights)
             stage_chunk_s.append((max(busy, a2a) + rest + eff.layer_s * layers * chunks) / chunks)
             continue
-        comm = sum(serving.stage_comm_parts(spec, st, p, tokens, s.link, chunks, s.fp8_experts, eff.alltoall))
+        comm = sum(exchange.stage_comm_parts(spec, st, p, tokens, s.link, Traffic(chunks, s.fp8_experts, eff.alltoall, True)))
         stage_chunk_s.append((max(compute, weights) + comm + eff.layer_s * layers * chunks) / chunks)
     return sum(stage_chunk_s) if chunks == 1 else (chunks - 1) * max(stage_chunk_s) + sum(stage_chunk_s)

@@ -6,7 +6,7 @@ the ranks, each rank routing its own tokens, dispatching each token-slot to its 
 outputs back by all-to-alls (``Block.expert_parallel``). A forward's time is split into the collectives', the wait
 before each for the slowest rank (a barrier), and the rest (compute); rank 0 also runs the whole module on its input,
 and the split module's output is held to it. The communication is set beside what the plans charge for it
-(serving.stage_comm_s's terms over the table's link, or a links file's)."""
+(exchange.stage_comm_s's terms over the table's link, or a links file's)."""
 
 from __future__ import annotations
 
@@ -212,7 +212,7 @@ def moved_bytes(run: ParallelRun) -> int:
 
 
 def predicted_comm_s(run: ParallelRun, link: Link | None) -> float | None:
-    """What the plans charge for the run's collectives over ``link`` (serving.stage_comm_s's terms): tensor parallel,
+    """What the plans charge for the run's collectives over ``link`` (exchange.stage_comm_s's terms): tensor parallel,
     each sublayer's all-reduce (links.allreduce_s: 2(n − 1)/n of the bytes at the ring's bus bandwidth, a latency a
     call); expert parallel, the dispatch and the combine, two all-to-alls (links.alltoall_s: (n − 1)/n of the bytes at
     the all-to-all's bus bandwidth, a latency a call); None without a link figure."""

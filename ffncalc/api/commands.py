@@ -725,6 +725,7 @@ def _serving(
     o.whole("gpu_layers", placement["gpu_layers"])
     o.flag_value("cpu_experts", placement["cpu_experts"])
     o.flag_value("two_batch_overlap", placement["overlap"])
+    o.whole("max_nodes", placement["max_nodes"])
     if device["reserve"] is not None:
         o.number("reserve", device["reserve"], 0, 0.99, above=False)
     for name in ("link_gbs", "network_gbs", "tflops", "cpu_gbs", "wired_gib"):
@@ -787,6 +788,10 @@ def infer(
     gpu_layers: int | None = Placement.gpu_layers,
     cpu_experts: bool = Placement.cpu_experts,
     two_batch_overlap: bool = Placement.overlap,
+    max_nodes: int | None = Placement.max_nodes,
+    prefill_gpus: int | None = None,
+    prefill_tp: int | None = None,
+    prefill_ep: int = 1,
     reserve: float | None = None,
     prefill_chunk: int | None = None,
     link_gbs: float | None = Device.link_gbs,
@@ -826,7 +831,16 @@ def infer(
     hw = table.by_key(hardware, hardware_file) if hardware else None
     formats, placement, dev, eng = _serving(
         dict(dtype=dtype, experts_dtype=experts_dtype, kv_dtype=kv_dtype, keep=keep),
-        dict(gpus=gpus, tp=tp, ep=ep, pp=pp, gpu_layers=gpu_layers, cpu_experts=cpu_experts, overlap=two_batch_overlap),
+        dict(
+            gpus=gpus,
+            tp=tp,
+            ep=ep,
+            pp=pp,
+            gpu_layers=gpu_layers,
+            cpu_experts=cpu_experts,
+            overlap=two_batch_overlap,
+            max_nodes=max_nodes,
+        ),
         dict(
             reserve=reserve,
             link_gbs=link_gbs,
@@ -862,7 +876,14 @@ def infer(
         accept=accept,
         draft_model=drafting,
     )
-    planned = plan_inference(m.stack, m.label, run, formats, placement, dev, eng)
+    for name, value in (("prefill_gpus", prefill_gpus), ("prefill_tp", prefill_tp), ("prefill_ep", prefill_ep)):
+        o.whole(name, value)
+    if prefill_gpus is None and (prefill_tp is not None or prefill_ep != 1):
+        raise OptionError("--prefill-tp and --prefill-ep lay out the prefill instance that --prefill-gpus names", field="prefill_gpus")
+    from ..analysis.disaggregation import prefill_placement
+
+    split = prefill_placement(placement, prefill_gpus, prefill_tp, prefill_ep) if prefill_gpus else None
+    planned = plan_inference(m.stack, m.label, run, formats, placement, dev, eng, split)
     if extra:
         given = " ".join(f"--{k} {v}" for k, v in (("images", images), ("audio-seconds", audio_seconds)) if v)
         planned.notes.append(f"{given}: {extra:,} prompt tokens beside the {prompt:,} of text, prefilled and cached")
@@ -889,6 +910,7 @@ def fit(
     gpu_layers: int | None = Placement.gpu_layers,
     cpu_experts: bool = Placement.cpu_experts,
     two_batch_overlap: bool = Placement.overlap,
+    max_nodes: int | None = Placement.max_nodes,
     reserve: float | None = None,
     prefill_chunk: int | None = None,
     link_gbs: float | None = Device.link_gbs,
@@ -951,7 +973,16 @@ def fit(
         return Plan(answer, "fit")
     formats, placement, dev, eng = _serving(
         dict(dtype=dtype, experts_dtype=experts_dtype, kv_dtype=kv_dtype, keep=keep),
-        dict(gpus=gpus, tp=tp, ep=ep, pp=pp, gpu_layers=gpu_layers, cpu_experts=cpu_experts, overlap=two_batch_overlap),
+        dict(
+            gpus=gpus,
+            tp=tp,
+            ep=ep,
+            pp=pp,
+            gpu_layers=gpu_layers,
+            cpu_experts=cpu_experts,
+            overlap=two_batch_overlap,
+            max_nodes=max_nodes,
+        ),
         dict(
             reserve=reserve,
             link_gbs=link_gbs,

@@ -675,6 +675,14 @@ OVERLAP = opt(
     help="Two micro-batches a step, one's expert-parallel all-to-alls beside the other's compute (SGLang "
     "--enable-two-batch-overlap, DeepSeek's dual micro-batch overlap); needs --ep beyond --tp.",
 )
+MAX_NODES = opt(
+    Placement.max_nodes,
+    "--max-nodes",
+    min=1,
+    max=LIMIT,
+    help="The most nodes a token's routed experts sit on (DeepSeek-V3's node-limited routing: 4); a prefill's "
+    "dispatch sends a token once to each node it reaches (DeepEP's normal kernels).",
+)
 CPU_GBS = opt(
     Device.cpu_gbs, "--cpu-gbs", check=finite(0, 1e7), help="The host's memory bandwidth, GB/s (default: DDR5-5600, 2 channels)."
 )
@@ -753,6 +761,7 @@ def infer(
     gpu_layers: Optional[int] = GPU_LAYERS,
     cpu_experts: bool = CPU_EXPERTS,
     two_batch_overlap: bool = OVERLAP,
+    max_nodes: int | None = MAX_NODES,
     reserve: Optional[float] = RESERVE,
     chunk: Optional[int] = CHUNK,
     link_gbs: Optional[float] = LINK_GBS,
@@ -780,6 +789,15 @@ def infer(
     image_size: Optional[int] = IMAGE_SIZE,
     audio_seconds: Optional[int] = AUDIO_SECONDS,
     source_len: Optional[int] = SOURCE_LEN,
+    prefill_gpus: Optional[int] = opt(
+        None,
+        "--prefill-gpus",
+        min=1,
+        max=LIMIT,
+        help="Prefill on devices of their own (prefill-decode disaggregation); --gpus and its layout decode.",
+    ),
+    prefill_tp: Optional[int] = opt(None, "--prefill-tp", min=1, max=LIMIT, help="The prefill instance's tensor-parallel degree."),
+    prefill_ep: int = opt(1, "--prefill-ep", min=1, max=LIMIT, help="The prefill instance's devices sharing the routed experts."),
     output: Output = None,
 ) -> None:
     """Plan inference: FLOPs, weight and KV bytes, whether it fits, and the roofline prefill and decode rates."""
@@ -797,6 +815,7 @@ def infer(
         gpu_layers=gpu_layers,
         cpu_experts=cpu_experts,
         two_batch_overlap=two_batch_overlap,
+        max_nodes=max_nodes,
         reserve=reserve,
         prefill_chunk=chunk,
         link_gbs=link_gbs,
@@ -822,6 +841,9 @@ def infer(
         image_size=image_size,
         audio_seconds=audio_seconds,
         source_len=source_len,
+        prefill_gpus=prefill_gpus,
+        prefill_tp=prefill_tp,
+        prefill_ep=prefill_ep,
         **serving,
     )
     _show(output, result)
@@ -853,6 +875,7 @@ def fit(
     gpu_layers: Optional[int] = GPU_LAYERS,
     cpu_experts: bool = CPU_EXPERTS,
     two_batch_overlap: bool = OVERLAP,
+    max_nodes: int | None = MAX_NODES,
     reserve: Optional[float] = RESERVE,
     chunk: Optional[int] = CHUNK,
     link_gbs: Optional[float] = LINK_GBS,
@@ -903,6 +926,7 @@ def fit(
         gpu_layers=gpu_layers,
         cpu_experts=cpu_experts,
         two_batch_overlap=two_batch_overlap,
+        max_nodes=max_nodes,
         reserve=reserve,
         prefill_chunk=chunk,
         link_gbs=link_gbs,

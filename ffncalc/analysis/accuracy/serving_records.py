@@ -1,5 +1,6 @@
 """The published serving measurements the plans are held against (serving.py), each with its source: the
-calibration set fitted the engines' shares (engines.py); the held-out set fitted nothing."""
+calibration set fitted the engines' shares (engines.py); the held-out set fitted nothing. Here the runs of published
+tables (llama-bench's, TensorRT-LLM's); those of engines' pull requests, issues and blogs are in serving_runs.py."""
 
 from __future__ import annotations
 
@@ -10,26 +11,9 @@ XD = "XiongjieDai/GPU-Benchmarks-on-LLM-Inference, README (https://github.com/Xi
 # TensorRT-LLM's published performance tables: v0.6.1 throughput, v0.5 first-token latency at batch 1
 TRT = "TensorRT-LLM docs/source/performance.md (https://github.com/NVIDIA/TensorRT-LLM/blob/release/0.6.1/docs/source/performance.md)"
 
-# vLLM's benchmark_latency runs in its pull requests
-V3240 = (
-    "vLLM PR #3240 (https://github.com/vllm-project/vllm/pull/324"
-    "0), benchmark_latency.py, Mixtral-8x7B-Instruct, 1000 in / 50 out, tp 2 on A100: "
-)
-V4002 = (
-    "vLLM PR #4002 (https://github.com/vllm-project/vllm/pull/4002), benchm"
-    "ark_latency.py with its defaults (32 in / 128 out), Mixtral 8x22B on A100-80G, with config: "
-)
-V2542 = (
-    "vLLM PR #2542 (https://github.com/vllm-project/vllm/pull/254"
-    "2), benchmark_latency.py, Mixtral-8x7B-Instruct, 1000 in / 50 out, tp 8 on H100: "
-)
 M1_MAX = (
     "the M1 Max reads about 43% of its 400 GB/s here (4.34 tokens/s × 40 GB) where the M3 Max, at the same 400 GB/s, "
     "reads 77%: one share for Apple's GPUs cannot hold both"
-)
-EARLY_MOE = (
-    "vLLM's first fused MoE kernel (January 2024), before its H100 configurations: the same engine's A100"
-    " runs and later H100 tuning (PRs #3692, #5238) fall within the band"
 )
 
 
@@ -37,8 +21,8 @@ EARLY_MOE = (
 class Measurement:
     name: str
     what: str  # decode (tokens/s, one sequence), prefill (tokens/s), ttft (s), throughput (output tokens/s a GPU),
-    #            latency (s, a batch's prompt and generation), kv_memory (bytes), kv_bytes (bytes of the cache),
-    #            weights (bytes a device)
+    #            latency (s, a batch's prompt and generation), kv_memory (bytes), kv_tokens (tokens the cache holds),
+    #            kv_bytes (bytes of the cache), weights (bytes a device)
     model: str
     hardware: str
     engine: str
@@ -60,30 +44,8 @@ def trt(name: str, what: str, model: str, hw: str, value: float, where: str, cal
     return Measurement(name, what, model, hw, "trtllm", value, TRT + where, calibration, options)
 
 
-def vllm_latency(name: str, model: str, hw: str, value: float, source: str, calibration: bool, outside: str = "", **options):
-    """A benchmark_latency run in a vLLM pull request: seconds for the batch's prompt and generation."""
-    return Measurement(name, "latency", model, hw, "vllm", value, source, calibration, options, outside)
-
-
 GIB = 2**30
 MIB = 2**20
-
-# SGLang's large-scale expert parallelism on H100s: prefill and decode each measured alone, on its own nodes
-# (prefill-decode disaggregation), DP attention (tp 1 a copy), DeepEP's all-to-alls, DeepGEMM's fp8 experts,
-# EPLB's 288 expert slots (256 and 32 redundant), two-batch overlap
-LMSYS_EP = (
-    "SGLang, Deploying DeepSeek with PD Disaggregation and Large-scale Expert Parallelism on 96 H100 GPUs "
-    "(https://lmsys.org/blog/2025-05-05-large-scale-ep/, lm-sys/lm-sys.github.io blog/2025-05-05-large-scale-ep.md), "
-)
-NODE_LIMITED = (
-    "DeepEP's prefill kernels send a token once to each node it routes to (at most 4, DeepSeek-V3's node-limited "
-    "routing, §2.1.2) and forward it over NVLink within the node; the plan sends each of its 8 expert inputs over the "
-    "network, about 2.6 times the bytes, so the all-to-alls it overlaps are slower than the run's"
-)
-DEEPSEEK_DAY = (
-    "a day's average of DeepSeek's online service, whose load, and so its batch, falls at night (its nodes then go to "
-    "training); the plan holds the 128 sequences a device of DeepSeek's profile of a loaded decode instance"
-)
 
 MEASUREMENTS: tuple[Measurement, ...] = (
     cpp(
@@ -343,236 +305,5 @@ MEASUREMENTS: tuple[Measurement, ...] = (
         kv_dtype="fp16",
         prompt=2048,
         gpus=4,
-    ),
-    vllm_latency(
-        "Mixtral 8x7B bf16, 2 × A100 (tp 2), batch 1, 1000 in / 50 out",
-        "mixtral-8x7b",
-        "a100-80gb",
-        0.7621,
-        V3240 + "BS 1, Avg latency 0.7621 s",
-        True,
-        prompt=1000,
-        generate=50,
-        batch=1,
-        gpus=2,
-    ),
-    vllm_latency(
-        "Mixtral 8x7B bf16, 2 × A100 (tp 2), batch 8, 1000 in / 50 out",
-        "mixtral-8x7b",
-        "a100-80gb",
-        2.0341,
-        V3240 + "BS 8, Avg latency 2.0341 s",
-        True,
-        prompt=1000,
-        generate=50,
-        batch=8,
-        gpus=2,
-    ),
-    vllm_latency(
-        "Mixtral 8x7B bf16, 2 × A100 (tp 2), batch 64, 1000 in / 50 out",
-        "mixtral-8x7b",
-        "a100-80gb",
-        7.5374,
-        V3240 + "BS 64, Avg latency 7.5374 s",
-        True,
-        prompt=1000,
-        generate=50,
-        batch=64,
-        gpus=2,
-    ),
-    vllm_latency(
-        "Mixtral 8x22B bf16, 8 × A100 (tp 8), batch 8, 32 in / 128 out",
-        "mixtral-8x22b",
-        "a100-80gb",
-        3.7084,
-        V4002 + "TP8 bs 8, Avg latency 3.7084 s",
-        False,
-        prompt=32,
-        generate=128,
-        batch=8,
-        gpus=8,
-    ),
-    vllm_latency(
-        "Mixtral 8x22B bf16, 4 × A100 (tp 4), batch 8, 32 in / 128 out",
-        "mixtral-8x22b",
-        "a100-80gb",
-        5.4268,
-        V4002 + "TP4 bs 8, Avg latency 5.4268 s",
-        False,
-        prompt=32,
-        generate=128,
-        batch=8,
-        gpus=4,
-    ),
-    vllm_latency(
-        "Mixtral 8x22B bf16, 8 × A100 (tp 8), batch 32, 32 in / 128 out",
-        "mixtral-8x22b",
-        "a100-80gb",
-        4.3907,
-        V4002 + "TP8 bs 32, Avg latency 4.3907 s",
-        False,
-        prompt=32,
-        generate=128,
-        batch=32,
-        gpus=8,
-    ),
-    vllm_latency(
-        "Mixtral 8x22B bf16, 4 × A100 (tp 4), batch 32, 32 in / 128 out",
-        "mixtral-8x22b",
-        "a100-80gb",
-        6.8939,
-        V4002 + "TP4 bs 32, Avg latency 6.8939 s",
-        False,
-        prompt=32,
-        generate=128,
-        batch=32,
-        gpus=4,
-    ),
-    vllm_latency(
-        "Mixtral 8x7B bf16, 8 × H100 (tp 8), batch 1, 1000 in / 50 out",
-        "mixtral-8x7b",
-        "h100-sxm",
-        0.459,
-        V2542 + "bs=1: 0.459s",
-        False,
-        outside=EARLY_MOE,
-        prompt=1000,
-        generate=50,
-        batch=1,
-        gpus=8,
-    ),
-    vllm_latency(
-        "Mixtral 8x7B bf16, 8 × H100 (tp 8), batch 8, 1000 in / 50 out",
-        "mixtral-8x7b",
-        "h100-sxm",
-        0.813,
-        V2542 + "bs=8: 0.813s",
-        False,
-        outside=EARLY_MOE,
-        prompt=1000,
-        generate=50,
-        batch=8,
-        gpus=8,
-    ),
-    vllm_latency(
-        "Mixtral 8x7B bf16, 8 × H100 (tp 8), batch 64, 1000 in / 50 out",
-        "mixtral-8x7b",
-        "h100-sxm",
-        2.419,
-        V2542 + "bs=64: 2.419s",
-        False,
-        outside=EARLY_MOE,
-        prompt=1000,
-        generate=50,
-        batch=64,
-        gpus=8,
-    ),
-    Measurement(
-        "Llama 3 8B bf16, H100, KV cache memory",
-        "kv_memory",
-        "llama3-8b",
-        "h100-sxm",
-        "vllm",
-        53.29 * GIB,
-        "vLLM PR #10511 (https://github.com/vllm-project/vllm/pull/10511), `vllm serve meta-llama/Meta-Llama-3-8B`: "
-        "available_kv_cache_memory 53.29GiB",
-        True,
-        {"context": 8192},
-    ),
-    Measurement(
-        "Llama 3.1 405B FP8 (attention, first and last layers bf16), 8 × H100, weights a GPU",
-        "weights",
-        "llama3.1-405b",
-        "h100-sxm",
-        "vllm",
-        57.752 * GIB,
-        "vLLM issue #6746 (https://github.com/vllm-project/vllm/issues/6746), Meta-Llama-3.1-405B-Instruct-FP8 at tp 8: "
-        "Loading model weights took 57.7520 GB (vLLM's GB are GiB)",
-        False,
-        {"dtype": "fp8", "keep": ("attention=bf16", "layers:0=bf16", "layers:125=bf16"), "gpus": 8, "context": 8192},
-    ),
-    Measurement(
-        "Qwen3-8B architecture, KV cache q8_0, 2,560 cells",
-        "kv_bytes",
-        "qwen3-8b",
-        "rtx4090",
-        "llamacpp",
-        191.25 * MIB,
-        "llama.cpp PR #21551 (https://github.com/ggml-org/llama.cpp/pull/21551), Bonsai 8B (Qwen3-8B's shape): kvcache "
-        "size f16 360.00 MiB (2,560 cells of 36 layers × 2 × 1,024 × 2 bytes), q8_0 191.25 MiB",
-        False,
-        {"kv_dtype": "q8_0", "context": 2560},
-    ),
-    Measurement(
-        "Qwen3-8B architecture, KV cache q4_0, 2,560 cells",
-        "kv_bytes",
-        "qwen3-8b",
-        "rtx4090",
-        "llamacpp",
-        101.25 * MIB,
-        "llama.cpp PR #21551 (https://github.com/ggml-org/llama.cpp/pull/21551), Bonsai 8B: kvcache size q4_0 101.25 MiB",
-        False,
-        {"kv_dtype": "q4_0", "context": 2560},
-    ),
-    Measurement(
-        "DeepSeek-V3 fp8, 9 × 8 H100 decode (EP 72 planned as 64), 256 sequences a GPU, 2,000 tokens cached",
-        "decode_throughput",
-        "deepseek-v3",
-        "h100-sxm",
-        "sglang",
-        22282 / 8,
-        LMSYS_EP + "Evaluation: decode on 9 nodes (EP72), 22,282 tokens/s a node for 2K inputs; decode table: batch "
-        "256, KV cache length 2,000. 288 expert slots over 72 devices hold 4 a device, as 256 over 64 do",
-        True,
-        {"dtype": "fp8", "gpus": 64, "tp": 1, "ep": 64, "prompt": 2000, "batch": 256 * 64, "two_batch_overlap": True},
-    ),
-    Measurement(
-        "DeepSeek-V3 fp8, 4 × 8 H100 prefill (EP 32), 16,384 tokens a GPU of 4,096-token prompts",
-        "prefill_throughput",
-        "deepseek-v3",
-        "h100-sxm",
-        "sglang",
-        50302 / 8,
-        LMSYS_EP + "Evaluation: prefill on 4 nodes (EP32), 50,302 tokens/s a node for 4K prompts; prefill table: "
-        "16,384 tokens a device, input length 4,096",
-        False,
-        {
-            "dtype": "fp8",
-            "gpus": 32,
-            "tp": 1,
-            "ep": 32,
-            "prompt": 4096,
-            "batch": 4 * 32,
-            "prefill_chunk": 16384,
-            "two_batch_overlap": True,
-        },
-        NODE_LIMITED,
-    ),
-    Measurement(
-        "DeepSeek-V3 fp8, 18 × 8 H800 decode (EP 144 planned as 128), 128 sequences a GPU, MTP accepted at 0.85",
-        "decode_throughput",
-        "deepseek-v3",
-        "h800",
-        "sglang",
-        14800 / 8,
-        "DeepSeek, Day 6 of Open Source Week, DeepSeek-V3/R1 Inference System Overview (https://github.com/deepseek-ai/"
-        "open-infra-index, 2025-03-01), DeepSeek's own engine planned with SGLang's profile (the same DeepEP and DeepGEMM "
-        "kernels): decode EP144 over 18 nodes (32 redundant experts: 2 routed and 1 redundant a GPU, as 256 over "
-        "128), about 14.8k output tokens/s an H800 node, dual micro-batch overlap; 128 sequences a device and the "
-        "4,989 tokens cached on average as SGLang's comparison table (lmsys.org, 2025-05-05) reads them; MTP's second "
-        "token accepted 85–90% of the time (DeepSeek-V3 report, §5.4.3): 0.85",
-        False,
-        {
-            "dtype": "fp8",
-            "gpus": 128,
-            "tp": 1,
-            "ep": 128,
-            "prompt": 4989,
-            "batch": 128 * 128,
-            "draft": 1,
-            "accept": 0.85,
-            "two_batch_overlap": True,
-        },
-        DEEPSEEK_DAY,
     ),
 )
