@@ -218,6 +218,8 @@ def train_memory(
     zero_name = {0: "none", 1: "optimizer states", 2: "+ gradients", 3: "+ weights (FSDP)"}[zero]
     flight = st["chunks"] if st["per_mb"] == 1 else st["chunks"] / st["per_mb"]
     schedule = "1F1B" if layout.virtual_stages == 1 else f"interleaved 1F1B, {layout.virtual_stages} chunks a device"
+    if layout.schedule == "zb-h1":  # ZB-H1 keeps 1F1B's micro-batches in flight: peak p·M_B (Qi et al. 2023, Table 2)
+        schedule = "ZB-H1, as 1F1B (Qi et al. 2023 Table 2: peak memory p·M_B)"
     out = [
         Figure("devices", "devices (dp × tp × pp × cp)", dp * tp * pp * cp, "devices"),
         Figure("pipeline_stage", "most loaded pipeline stage", worst, "stage", f"layers {spans[worst][0]}–{spans[worst][1] - 1}"),

@@ -110,7 +110,13 @@ def peak_dtype(run: TrainingRun, step: Step) -> str:
 
 
 def train(
-    spec: Model, run: TrainingRun, step: Step = Step(), device: Device = Device(), gpus: int = 1, bubble: float = 0.0
+    spec: Model,
+    run: TrainingRun,
+    step: Step = Step(),
+    device: Device = Device(),
+    gpus: int = 1,
+    bubble: float = 0.0,
+    schedule: str = "1f1b",
 ) -> list[Figure]:
     """Compute and time of a training run of ``run.tokens`` tokens (a count: ``plan_training`` reads text) on
     ``gpus`` devices; ``step.mtp`` (default: whenever the model has them) counts the multi-token prediction
@@ -164,7 +170,21 @@ def train(
                 seconds /= 1 - bubble
             out.append(Figure("device_tflops", "device throughput", rate.flops_per_s / 1e12, "TFLOP/s", rate.how))
     if bubble:
-        out.append(Figure("pipeline_bubble", "pipeline bubble (pp−1)/(m+pp−1)", bubble, "of step", "Narayanan et al. 2021 §2.2.1"))
+        out.append(
+            Figure("pipeline_bubble", "pipeline bubble (pp−1)/(v·m+pp−1)", bubble, "of step", "Narayanan et al. 2021 §2.2.1–2.2.2")
+            if schedule == "1f1b"
+            else Figure(
+                "pipeline_bubble",
+                "pipeline bubble, ZB-H1: (p−1)(F+B−W) idle",
+                bubble,
+                "of step",
+                "Qi et al. 2023, Zero Bubble Pipeline Parallelism, Table 2",
+            )
+        )
+    if seconds is not None and step.global_batch and step.seq_len:
+        # one step: the global batch's tokens at the run's pace (before the goodput, which loses whole steps)
+        per_step = seconds * step.global_batch * step.seq_len / tokens
+        out.append(Figure("step_seconds", f"a step of {step.global_batch:,} sequences", per_step, "s"))
     if seconds is not None:
         seconds /= goodput
         out += [
@@ -223,17 +243,56 @@ def train(
     return out
 
 
-def bubble_fraction(pp: int, global_batch: int | None, micro_batch: int, dp: int, virtual: int = 1) -> tuple[float, int | None]:
-    """The pipeline bubble (pp − 1) / (v·m + pp − 1) of a step of m = global batch / (micro-batch × dp) micro-batches
-    per pipeline, each device running v interleaved chunks (Narayanan et al. 2021 §2.2.1–2.2.2: 1F1B at v = 1), and
-    m; no bubble without pp or a batch."""
+# Pipeline schedules. 1F1B (Narayanan et al. 2021 §2.2.1; interleaved over --virtual-stages, §2.2.2) and ZB-H1 (Qi et
+# al. 2023, "Zero Bubble Pipeline Parallelism", arXiv:2401.10241, §2.1 and Table 2): the backward split into B (the
+# input's gradient) and W (the weights'), W passes deferred to fill the tail, the same micro-batches in flight as 1F1B.
+SCHEDULES = ("1f1b", "zb-h1")
+
+
+def pass_flops(spec: Model, step: Step) -> tuple[int, int, int]:
+    """(F, B, W): a token's forward, input-gradient and weight-gradient FLOPs (Qi et al. 2023 Table 1: per layer
+    F = sbh(24h + 4s), B = sbh(24h + 8s), W = sbh·24h). Every matmul with a weight costs its forward again in B (the
+    input's gradient) and in W (the weight's); a product of two activations (attention's cores) costs twice its
+    forward in B and nothing in W; so B + W = 2F, the backward of ``Tally.train_flops``. Recomputation reruns
+    forward work before B, so it is B's too. Counted as flash kernels run causal attention (the "causal" convention)."""
+    t = tally(spec, seq_len=step.seq_len, recompute=step.recompute, mtp=trains_mtp(spec, step), convention="causal")
+    f = t.forward_flops
+    w = int(sum(r.flops for r in t.rows if r.role != "core") * t.tokens)
+    return f // t.tokens, (2 * f - w + t.recompute_flops) // t.tokens, w // t.tokens
+
+
+def bubble_fraction(
+    pp: int,
+    global_batch: int | None,
+    micro_batch: int,
+    dp: int,
+    virtual: int = 1,
+    schedule: str = "1f1b",
+    passes: tuple[int, int, int] = (1, 1, 1),
+) -> tuple[float, int | None]:
+    """The pipeline bubble: the idle share of a step of m = global batch / (micro-batch × dp) micro-batches per
+    pipeline, and m; no bubble without pp or a batch. 1F1B over v interleaved chunks a device: (pp − 1) / (v·m +
+    pp − 1) (Narayanan et al. 2021 §2.2.1–2.2.2). ZB-H1: the idle time (p − 1)(T_F + T_B − T_W) beside 1F1B's
+    (p − 1)(T_F + T_B + T_W) (Qi et al. 2023 Table 2), each micro-batch's work T_F + T_B + T_W, so
+    (p − 1)(F + B − W) / (m(F + B + W) + (p − 1)(F + B − W)) with ``passes`` = (F, B, W) (pass_flops): a third of
+    1F1B's idle time when the three are equal."""
     if global_batch is None:
         return 0.0, None
     per_pipeline = micro_batch * dp
     if global_batch % per_pipeline:
         raise InputError(f"--global-batch {global_batch} is not a multiple of --micro-batch × dp = {per_pipeline}")
     m = global_batch // per_pipeline
+    if schedule == "zb-h1":
+        f, b, w = passes
+        idle = (pp - 1) * (f + b - w)
+        return idle / (m * (f + b + w) + idle), m
     return (pp - 1) / (virtual * m + pp - 1), m
+
+
+def step_bubble(spec: Model, step: Step, lay: Layout) -> tuple[float, int | None]:
+    """``bubble_fraction`` of a resolved layout: its schedule's, with the model's passes where it needs them."""
+    passes = pass_flops(spec, step) if lay.schedule == "zb-h1" and lay.pp > 1 and step.global_batch else (1, 1, 1)
+    return bubble_fraction(lay.pp, step.global_batch, step.micro_batch, lay.dp or 1, lay.virtual_stages, lay.schedule, passes)
 
 
 def resolve_layout(spec: Model, step: Step, layout: Layout, seq: int) -> Layout:
@@ -245,6 +304,10 @@ def resolve_layout(spec: Model, step: Step, layout: Layout, seq: int) -> Layout:
     if zero not in ZERO_STAGES:
         raise InputError(f"--zero {zero}: one of 0, 1, 2, 3")
     lay = parallel.resolve(spec, replace(layout, zero=zero), seq)
+    if lay.schedule not in SCHEDULES:
+        raise InputError(f"--schedule {lay.schedule}: one of {', '.join(SCHEDULES)}")
+    if lay.schedule != "1f1b" and lay.virtual_stages > 1:
+        raise InputError(f"--schedule {lay.schedule} runs one chunk a device: leave out --virtual-stages")
     if lay.virtual_stages > 1 and lay.pp * lay.virtual_stages > spec.n_layers:
         raise InputError(
             f"--virtual-stages {lay.virtual_stages} × --pp {lay.pp} exceeds the {spec.n_layers} layers (each chunk needs one)"
@@ -258,7 +321,7 @@ def plan_training(
     """``train`` and ``train_memory`` together, the arguments and the layout checked, as one keyed result; with
     ``run.min_gpus`` the layout is the one of the fewest devices that fits (layouts.py)."""
     from .conventions import CONVENTIONS
-    from .layouts import fewest_devices, fitting_layout
+    from .layouts import fastest_layouts, fewest_devices, fitting_layout, layout_key
 
     spec.check_seq_len(step.seq_len, label)
     seq = step.seq_len or spec.context_length
@@ -277,14 +340,44 @@ def plan_training(
         if searched is None:
             raise InputError(f"--min-gpus: no layout fits {hw.key} (tp up to {NODE}, any pp, ZeRO 0–3, any recompute)")
         layout, step = searched
+    fastest: list[tuple[Layout, Step, float]] = []
+    if run.fastest:
+        if hw is None or not hw.memory_bytes:
+            raise InputError("--fastest: name a device with --hardware, whose memory the layouts must fit")
+        if layout.gpus is None or run.min_gpus:
+            raise InputError("--fastest searches the layout of a device count: give --gpus (and not --min-gpus)")
+        chosen = [
+            name
+            for name, value, default in (
+                ("--dp", layout.dp, None),
+                ("--tp", layout.tp, 1),
+                ("--pp", layout.pp, 1),
+                ("--cp", layout.cp, 1),
+                ("--ep", layout.ep, 1),
+                ("--zero", layout.zero, None),
+                ("--virtual-stages", layout.virtual_stages, 1),
+                ("--schedule", layout.schedule, "1f1b"),
+                ("--recompute", step.recompute, "none"),
+            )
+            if value != default
+        ]
+        if chosen:
+            raise InputError(f"--fastest chooses {', '.join(chosen)}: leave {'it' if len(chosen) == 1 else 'them'} out")
+        fastest = fastest_layouts(spec, step, layout, device, run.convention, peak_dtype(run, step))
+        if not fastest:
+            raise InputError(
+                f"--fastest: no layout of {layout.gpus:,} devices fits {hw.key} (tp up to {NODE}, any pp and cp, ZeRO 0–3, "
+                f"any recompute) at micro-batch {step.micro_batch}: try more devices or --min-gpus"
+            )
+        layout, step = fastest[0][0], fastest[0][1]
     lay = resolve_layout(spec, step, layout, seq)
     dtype = peak_dtype(run, step)
-    bubble, m = bubble_fraction(lay.pp, step.global_batch, step.micro_batch, lay.dp, lay.virtual_stages)
+    bubble, m = step_bubble(spec, step, lay)
     budget = run.budget
     if isinstance(budget, str):
         budget = float(parse_count(budget, "--budget")) if budget else None
     run = replace(run, tokens=n_tokens, dtype=dtype, budget=budget)
-    figures = train(spec, run, step, device, lay.gpus, bubble)
+    figures = train(spec, run, step, device, lay.gpus, bubble, lay.schedule)
     memory = train_memory(spec, step, lay, device, m)
     figures += memory
     convention, goodput, mtp = run.convention, run.goodput, step.mtp
@@ -321,6 +414,8 @@ def plan_training(
         "goodput": goodput,
         "sequence_parallel": lay.sequence_parallel,
         "min_gpus": run.min_gpus,
+        "schedule": lay.schedule,
+        "fastest": run.fastest,
     }
     view = {
         "full": "executed dense (the full square)",
@@ -332,6 +427,7 @@ def plan_training(
         f"layout: dp {lay.dp} × tp {lay.tp} × pp {lay.pp} × cp {lay.cp} = {lay.gpus} devices"
         + (f", ep {lay.ep} inside dp" if lay.ep > 1 else "")
         + (f", {lay.virtual_stages} interleaved chunks a pipeline device" if lay.virtual_stages > 1 else "")
+        + (f", schedule {lay.schedule}" if lay.schedule != "1f1b" else "")
         + f"; ZeRO {lay.zero}; framework {step.framework}",
         f"convention: {conv.name} — {conv.summary} [{conv.source}]",
         f"attention FLOPs in the convention's figures: {view}; 'useful' counts exact matmuls with causal "
@@ -350,6 +446,30 @@ def plan_training(
             else "; no time lost to failures and restarts (--goodput sets the fraction spent training)"
         ),
     ]
+    if fastest:
+        rate = throughput(device, dtype)
+        best = fastest[0][2]
+
+        def timed(seconds: float) -> str:
+            per_step = f"{seconds * step.global_batch * seq:,.2f} s a step, " if step.global_batch else ""
+            return per_step + f"{seconds * n_tokens / SECONDS_PER_DAY:,.2f} days"
+
+        how = (
+            "each at the kernel efficiency while busy, stretched by its pipeline bubble"
+            if rate and rate.busy
+            else "each at an end-to-end rate with the bubble inside it, so only recomputation tells them apart (give "
+            "--kernel-mfu and --global-batch to weigh the bubble)"
+        )
+        runners = "; ".join(
+            f"{layout_key(other)} --recompute {st.recompute}: {timed(sec)} (×{sec / best:.3f})" for other, st, sec in fastest[1:]
+        )
+        notes.insert(
+            0,
+            f"the fastest layout of {lay.gpus:,} devices that fits: {layout_key(lay)} --recompute {step.recompute}, "
+            f"{timed(best)}; {how}; communication not timed (taken as overlapped), so among layouts as fast the least "
+            "model parallelism, ZeRO stage and interleaving first (layouts.fastest_layouts)"
+            + (f". Runners-up: {runners}" if runners else ""),
+        )
     if searched is not None:
         notes.insert(
             0,

@@ -1,0 +1,133 @@
+"""The fastest layout of a device count (train --fastest) and the zero-bubble ZB-H1 schedule (--schedule zb-h1),
+each against a hand derivation: the passes' FLOPs, the bubbles of each schedule, and every other layout of the
+same devices planned one by one on the plain path."""
+
+import itertools
+
+import pytest
+
+from ffncalc.analysis import training
+from ffncalc.analysis.plan import Step
+from ffncalc.api import commands
+from ffncalc.errors import InputError
+from ffncalc.sources import presets
+
+# GPT-2 XL (Radford et al. 2019; the preset): d 1600, 48 layers, 25 heads, vocabulary 50,257 tied, 1,557,611,200
+# parameters (transformers' GPT2LMHeadModel, tied head counted once)
+D, LAYERS, VOCAB, PARAMS = 1600, 48, 50_257, 1_557_611_200
+SEQ = 1023  # odd: no context parallelism (2·cp chunks); 25 heads: no tensor parallelism
+FW = 2 * (LAYERS * 12 * D * D + VOCAB * D)  # a token's matmuls with a weight: q, k, v, o, 4d up, 4d down; the head
+FA = LAYERS * 2 * 2 * D * (SEQ + 1) // 2  # QKᵀ and AV, causal: (s + 1)/2 keys a query on average
+H4090 = 165.2e12  # RTX 4090 bf16 dense peak (hardware.yaml)
+SMALL = {"tokens": "1B", "hardware": "rtx4090", "gpus": 4, "seq_len": SEQ, "global_batch": 3, "kernel_mfu": 0.5}
+
+
+def test_passes_split_the_backward_by_hand():
+    """Qi et al. 2023 Table 1: F = Fw + Fa, B (the input's gradient) = Fw + 2·Fa, W (the weights') = Fw; B + W = 2F."""
+    spec = presets.load("gpt2-xl")[1]
+    assert training.pass_flops(spec, Step(seq_len=SEQ)) == (FW + FA, FW + 2 * FA, FW)
+    # full recomputation reruns the layers' forward (not the head's: 2·V·d) before B
+    layers = FW - 2 * VOCAB * D + FA
+    assert training.pass_flops(spec, Step(seq_len=SEQ, recompute="full")) == (FW + FA, FW + 2 * FA + layers, FW)
+
+
+def test_zb_h1_bubble_is_a_third_of_1f1b_with_equal_passes():
+    """Qi et al. 2023 Table 2: idle (p − 1)(T_F + T_B − T_W) against 1F1B's (p − 1)(T_F + T_B + T_W); with the three
+    equal, (p − 1)T against 3(p − 1)T. p = 4, m = 8, T = 1: work 8 × 3 = 24, ZB-H1 idle 3, 1F1B idle 9."""
+    zb, m = training.bubble_fraction(4, 8, 1, 1, 1, "zb-h1", (1, 1, 1))
+    one, _ = training.bubble_fraction(4, 8, 1, 1)
+    assert m == 8 and zb == 3 / (24 + 3) and one == 9 / (24 + 9) == 3 / (8 + 3)
+    # idle over work: a third
+    assert zb / (1 - zb) == pytest.approx(one / (1 - one) / 3)
+    # with W the larger share, as a model without attention has it, more of the bubble is filled: (p−1)(1 + 1 − 1)
+    assert training.bubble_fraction(2, 4, 1, 1, 1, "zb-h1", (2, 3, 2))[0] == (2 + 3 - 2) / (4 * 7 + 3)
+
+
+def test_zb_h1_keeps_1f1b_memory_and_shortens_the_step():
+    """ZB-H1's peak is 1F1B's p·M_B (Qi et al. Table 2): every memory figure the same; its bubble by hand."""
+    base = {**SMALL, "pp": 4}
+    one = commands.train("gpt2-xl", **base).answer
+    zb = commands.train("gpt2-xl", schedule="zb-h1", **base).answer
+    for figure in ("activation_bytes_per_device", "in_flight_micro_batches", "peak_bytes_per_device"):
+        assert zb[figure].value == one[figure].value
+    assert one["in_flight_micro_batches"].value == 3  # min(p − 0, m) on the first stage, m = 3
+    assert one["pipeline_bubble"].value == 3 / (3 + 3)
+    assert zb["pipeline_bubble"].value == pytest.approx((FW + 3 * FA) / (4 * FW + 6 * FA))
+    ideal = 6 * PARAMS * 3 * SEQ / (4 * H4090 * 0.5)  # 6N a token (the 6n convention), no bubble
+    assert zb["step_seconds"].value == pytest.approx(ideal / (1 - (FW + 3 * FA) / (4 * FW + 6 * FA)))
+    assert zb["step_seconds"].value < one["step_seconds"].value
+
+
+def test_the_fastest_layout_beats_every_other_that_fits():
+    """GPT-2 XL on 4 RTX 4090 (24 GiB), 1,023 tokens, 3 sequences a step: 25 heads allow no tp, the odd sequence no cp,
+    and dp must divide both 4 and the 3 sequences, so dp = 1 and pp = 4 (its 28 GB of states fit no fewer stages),
+    m = 3 micro-batches. The bubbles by hand: 1F1B 3/(3 + 3) = 1/2; interleaved over v chunks 3/(3v + 3): 1/3, 1/5,
+    1/9 for v = 2, 4, 8 (16 chunks of 4 stages would outnumber the 48 layers); ZB-H1 3(Fw + 3Fa)/(9(Fw + Fa) +
+    3(Fw + 3Fa)) ≈ 0.268. Interleaving over 8 chunks is the fastest (communication is not timed):
+    6N × 3 × 1,023 / (4 × 165.2 TFLOP/s × 0.5) / (1 − 1/9). Every layout of the 4 devices (chunks a power of two),
+    planned on the plain path (no search), either does not fit or is no faster."""
+    best = commands.train("gpt2-xl", fastest=True, **SMALL).answer
+    inputs = best.inputs
+    assert (inputs["tp"], inputs["pp"], inputs["cp"], inputs["dp"], inputs["virtual_stages"]) == (1, 4, 1, 1, 8)
+    assert (inputs["schedule"], inputs["recompute"], inputs["zero"]) == ("1f1b", "none", 0)
+    assert best["pipeline_bubble"].value == 3 / 27
+    ideal = 6 * PARAMS * 3 * SEQ / (4 * H4090 * 0.5)
+    assert best["step_seconds"].value == pytest.approx(ideal / (1 - 1 / 9))
+    assert best.notes[1].startswith("the fastest layout of 4 devices that fits: --tp 1 --pp 4 --cp 1 --dp 1 --zero 0")
+    assert "Runners-up: --tp 1 --pp 4 --cp 1 --dp 1 --zero 0 --virtual-stages 4 --recompute none" in best.notes[1]
+    assert "--schedule zb-h1" in best.notes[1]
+    fitting = []
+    shapes = itertools.product((1, 2, 4), (1, 2, 4), (1, 2, 4), range(4), ("none", "selective", "full"))
+    pipes = [("1f1b", 1), ("1f1b", 2), ("1f1b", 4), ("1f1b", 8), ("1f1b", 16), ("zb-h1", 1)]
+    for (tp, pp, cp, zero, recompute), (schedule, v) in itertools.product(shapes, pipes):
+        if tp * pp * cp > 4:
+            continue
+        try:
+            plan = commands.train(
+                "gpt2-xl", tp=tp, pp=pp, cp=cp, zero=zero, recompute=recompute, schedule=schedule, virtual_stages=v, **SMALL
+            ).answer
+        except InputError:
+            continue
+        if plan["free_bytes_per_device"].value >= 0:
+            fitting.append(plan)
+            assert plan["step_seconds"].value >= best["step_seconds"].value
+    # only the four-stage pipelines fit: 1F1B, 2, 4 and 8 chunks, ZB-H1, each at 4 ZeRO stages and 3 recomputations
+    assert {(p.inputs["pp"], p.inputs["virtual_stages"], p.inputs["schedule"]) for p in fitting} == {
+        (4, 1, "1f1b"),
+        (4, 2, "1f1b"),
+        (4, 4, "1f1b"),
+        (4, 8, "1f1b"),
+        (4, 1, "zb-h1"),
+    }
+    assert len(fitting) == 5 * 4 * 3
+
+
+def test_fastest_without_a_bubble_model_prefers_the_least_model_parallelism():
+    """Llama 3 8B on 8 A100 80GB, 2 sequences a step: dp at most 2, so 4 devices a copy. Without --kernel-mfu the
+    rate is end to end (the bubble inside it) and every layout without recomputation is as fast: 6N × 2 × 8,192 /
+    (8 × 312 TFLOP/s × 0.4); the least model parallelism (tp × pp × cp = 4) and the lowest ZeRO stage come first."""
+    plan = commands.train("llama3-8b", tokens="1B", hardware="a100-80gb", gpus=8, seq_len=8192, global_batch=2, fastest=True)
+    answer = plan.answer
+    assert answer.inputs["tp"] * answer.inputs["pp"] * answer.inputs["cp"] == 4 and answer.inputs["dp"] == 2
+    assert answer.inputs["recompute"] == "none"
+    assert answer["step_seconds"].value == pytest.approx(6 * 8_030_261_248 * 2 * 8192 / (8 * 312e12 * 0.4))
+    assert "only recomputation tells them apart" in answer.notes[1]
+
+
+@pytest.mark.parametrize(
+    "kwargs,expected",
+    [
+        ({"gpus": 4, "hardware": "rtx4090", "tp": 2}, "--fastest chooses --tp: leave it out"),
+        ({"gpus": 4, "hardware": "rtx4090", "pp": 2, "recompute": "full"}, "--fastest chooses --pp, --recompute"),
+        ({"hardware": "rtx4090"}, "--fastest searches the layout of a device count: give --gpus"),
+        ({"gpus": 4}, "--fastest: name a device with --hardware"),
+    ],
+)
+def test_fastest_refuses(kwargs, expected):
+    with pytest.raises(InputError, match=expected):
+        commands.train("gpt2-xl", tokens="1B", fastest=True, **kwargs)
+
+
+def test_zb_h1_refuses_interleaving(cli):
+    code, out, err = cli("train", "gpt2-xl", "--tokens", "1B", "--pp", "4", "--virtual-stages", "2", "--schedule", "zb-h1")
+    assert code == 2 and out == "" and "--schedule zb-h1 runs one chunk a device" in err and err.count("\n") == 1
