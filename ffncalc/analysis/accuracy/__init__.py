@@ -30,7 +30,7 @@ class Record:
     name: str
     source: str  # where it is published (a document, its table)
     measured: float  # in ``unit``
-    unit: str  # "GiB" (a figure in bytes, shown in GiB) or "GPU-hours"
+    unit: str  # "GiB" (a figure in bytes, shown in GiB), "GPU-hours" or "s" (a step's seconds)
     figure: str  # the plan's figure id held against it
     model: str
     kwargs: dict[str, Any] = field(default_factory=dict)  # ffncalc.train's keywords (a flag of the command each)
@@ -70,6 +70,8 @@ def sections() -> list[Any]:
 
 
 def shown(value: float, unit: str) -> str:
+    if unit == "s":
+        return f"{value:,.1f} s"
     return f"{value:,.1f} GiB" if unit == "GiB" else f"{value / 1e6:,.3f}M {unit}"
 
 
