@@ -155,16 +155,17 @@ def fastest_layouts(
 ) -> list[tuple[Layout, Step, float]]:
     """The ``keep`` fastest layouts of ``layout.gpus`` devices that fit, fastest first: (layout, step, seconds a
     token of the whole run). Each candidate (``layouts_of`` × recompute none, selective, full) is timed as
-    ``training.train`` times a run: its FLOPs a token, recomputation included, over the devices' achieved rate, and
-    with a kernel efficiency (``device.kernel_mfu``: the rate while busy) stretched by its pipeline bubble; an
-    end-to-end rate (--mfu, --tflops) holds the bubble inside it, so only recomputation tells layouts apart.
-    Communication is not timed (taken as overlapped with compute): among layouts as fast, the least model
-    parallelism (tp × pp × cp, which communicates the least), then the lowest ZeRO stage, the fewest chunks a device,
-    the least ep, 1F1B before ZB-H1 and the least recomputation come first. Candidates are checked for memory
-    (``fits``, which resolves each with ``training.resolve_layout``) in that order until ``keep`` fit, one of each
-    split (tp, pp, cp, ep, chunks, schedule): the first is the fastest of all."""
+    ``training.train`` times a run: its FLOPs a token, recomputation included, over the devices' achieved rate; with
+    a kernel efficiency (``device.kernel_mfu``: the rate while busy) the tensor- and context-parallel collectives no
+    compute hides are added (``training.comm_per_token``) and the whole stretched by its pipeline bubble; an
+    end-to-end rate (--mfu, --tflops) holds the bubble and communication inside it, so only recomputation tells
+    layouts apart. The rest of the communication (data-parallel, ZeRO, the pipeline's hand-offs) is taken as
+    overlapped with compute. Among layouts as fast, the least model parallelism (tp × pp × cp), then the lowest ZeRO
+    stage, the fewest chunks a device, the least ep, 1F1B before ZB-H1 and the least recomputation come first.
+    Candidates are checked for memory (``fits``, which resolves each with ``training.resolve_layout``) in that order
+    until ``keep`` fit, one of each split (tp, pp, cp, ep, chunks, schedule): the first is the fastest of all."""
     from .count import tally
-    from .training import SCHEDULES, bubble_fraction, pass_flops, throughput
+    from .training import SCHEDULES, bubble_fraction, comm_per_token, pass_flops, throughput
 
     rate = throughput(device, dtype)
     flops_per_s = rate.flops_per_s if rate else 1.0
@@ -183,7 +184,8 @@ def fastest_layouts(
                 )[0]
             except InputError:
                 continue
-            seconds = per_token / (flops_per_s * gpus) / ((1 - bubble) if busy else 1)
+            comm = comm_per_token(spec, trial, lay, device, flops_per_s) if busy else 0.0
+            seconds = (per_token / (flops_per_s * gpus) + comm) / ((1 - bubble) if busy else 1)
             order = (lay.tp * lay.pp * lay.cp, lay.zero, lay.virtual_stages, lay.ep, SCHEDULES.index(lay.schedule), rank)
             ranked.append((seconds, order, lay, trial))
     ranked.sort(key=lambda r: (r[0], r[1]))

@@ -117,6 +117,7 @@ def train(
     gpus: int = 1,
     bubble: float = 0.0,
     schedule: str = "1f1b",
+    comm: float = 0.0,
 ) -> list[Figure]:
     """Compute and time of a training run of ``run.tokens`` tokens (a count: ``plan_training`` reads text) on
     ``gpus`` devices; ``step.mtp`` (default: whenever the model has them) counts the multi-token prediction
@@ -166,9 +167,23 @@ def train(
         rate = throughput(device, dtype)
         if rate:
             seconds = total / (rate.flops_per_s * gpus)
+            out.append(Figure("device_tflops", "device throughput", rate.flops_per_s / 1e12, "TFLOP/s", rate.how))
+            if rate.busy and comm:  # exposed collectives lengthen each micro-batch
+                comm *= tokens
+                out.append(
+                    Figure(
+                        "comm_share",
+                        "collectives no compute hides (tp, cp)",
+                        comm / (seconds + comm),
+                        "of busy time",
+                        "tp: an all-reduce's volume after each sublayer, forward and backward (Shoeybi et al. 2019 §3; "
+                        "Korthikanti et al. 2022 §4.2.2); cp: the K/V ring's sends beyond its blocks' attention "
+                        "(training.comm_per_token)",
+                    )
+                )
+                seconds += comm
             if rate.busy:  # a kernel efficiency: the pipeline's idle share stretches the time
                 seconds /= 1 - bubble
-            out.append(Figure("device_tflops", "device throughput", rate.flops_per_s / 1e12, "TFLOP/s", rate.how))
     if bubble:
         out.append(
             Figure("pipeline_bubble", "pipeline bubble (pp−1)/(v·m+pp−1)", bubble, "of step", "Narayanan et al. 2021 §2.2.1–2.2.2")
@@ -289,6 +304,53 @@ def bubble_fraction(
     return (pp - 1) / (virtual * m + pp - 1), m
 
 
+def comm_per_token(spec: Model, step: Step, lay: Layout, device: Device, flops_per_s: float) -> float:
+    """Seconds a device spends in collectives that no compute hides, per token of the run, on the most loaded stage;
+    a device runs tokens / (dp · b · s) micro-batches of b sequences of s tokens over the run.
+
+    Tensor parallelism: each sublayer ends in an all-reduce of the 16-bit activations over tp (Shoeybi et al. 2019
+    §3: two a layer forward, two backward; links.collectives), with sequence parallelism an all-gather and a
+    reduce-scatter of the same volume (Korthikanti et al. 2022 §4.2.2): b·(s/cp)·d·2 bytes each at the device's ring
+    bandwidth over tp (links.allreduce_s: 2(t − 1)/t of them, NCCL's latency a call), in the critical path.
+    Context parallelism: a ring of cp − 1 steps a layer, each sending the device's K and V (b·s/cp tokens of the
+    layer's cache, serving.kv_per_device) to the next while attending the block it holds, 1/cp² of the layer's
+    causal attention over tp (Megatron-Core's p2p ring, balanced over 2·cp chunks): only a send longer than its block's
+    attention shows; backward sends K, V and their gradients beside twice the work. Full recomputation runs the
+    forward's again. Data-parallel and ZeRO traffic and the pipeline's hand-offs are taken as overlapped with compute
+    (bucketed gradient reduction, prefetched gathers, Megatron-LM's overlapped p2p); expert all-to-alls are not
+    timed."""
+    from .links import ACTIVATION_BYTES, allreduce_s, collectives, device_link, send_s
+    from .parallel import stages
+    from .plan import Placement
+    from .serving import kv_per_device
+
+    if (lay.tp == 1 and lay.cp == 1) or device.hw is None:
+        return 0.0
+    seq = step.seq_len or spec.context_length
+    passes = 3 if step.recompute == "full" else 2  # forward, backward (and the forward again)
+    tokens = step.micro_batch * (seq // lay.cp)  # a micro-batch's on each device
+    link = device_link(device, Placement(gpus=lay.gpus or 1, tp=lay.tp, pp=lay.pp))
+    spans = stages(spec.n_layers, lay.pp)
+    per_micro_batch = 0.0
+    if lay.tp > 1:
+        calls = passes * max(sum(collectives(spec, spec.layers[i]) for i in range(a, b)) for a, b in spans)
+        per_micro_batch += allreduce_s(tokens * spec.d_model * ACTIVATION_BYTES * calls, lay.tp, link, calls)
+    if lay.cp > 1:
+        cores = {}  # a layer's causal attention FLOPs a token over the whole sequence, by layer kind
+        for run in spec.runs():
+            if run.layer not in cores:
+                one = tally(spec.with_layers([run.layer]), seq_len=seq, convention="causal")
+                cores[run.layer] = one._sum("flops", lambda r: r.role == "core")
+        ring = []
+        for a, b in spans:
+            kv = kv_per_device(spec, tokens, 16, lay.tp, slice(a, b))
+            send = send_s(kv, link, b - a, across=lay.tp * lay.cp > link.node)
+            work = sum(cores[spec.layers[i]] for i in range(a, b)) * step.micro_batch * seq / lay.cp / lay.cp / lay.tp
+            ring.append((lay.cp - 1) * max(0.0, send - work / flops_per_s))
+        per_micro_batch += max(ring) * (passes + 1)  # the backward's sends are twice the forward's, beside twice the work
+    return per_micro_batch / ((lay.dp or 1) * step.micro_batch * seq)
+
+
 def step_bubble(spec: Model, step: Step, lay: Layout) -> tuple[float, int | None]:
     """``bubble_fraction`` of a resolved layout: its schedule's, with the model's passes where it needs them."""
     passes = pass_flops(spec, step) if lay.schedule == "zb-h1" and lay.pp > 1 and step.global_batch else (1, 1, 1)
@@ -377,7 +439,9 @@ def plan_training(
     if isinstance(budget, str):
         budget = float(parse_count(budget, "--budget")) if budget else None
     run = replace(run, tokens=n_tokens, dtype=dtype, budget=budget)
-    figures = train(spec, run, step, device, lay.gpus, bubble, lay.schedule)
+    rate = throughput(device, dtype)
+    comm = comm_per_token(spec, step, lay, device, rate.flops_per_s) if rate and rate.busy else 0.0
+    figures = train(spec, run, step, device, lay.gpus, bubble, lay.schedule, comm)
     memory = train_memory(spec, step, lay, device, m)
     figures += memory
     convention, goodput, mtp = run.convention, run.goodput, step.mtp
@@ -438,8 +502,9 @@ def plan_training(
         "the larger of the logits and loss (last stage) or one recomputed layer; the caching allocator's share and "
         "a fixed CUDA allowance",
         "time: --tokens-per-s gives it directly; --tflops or the peak × --mfu (default per precision) are end to "
-        "end, the pipeline bubble inside them; --kernel-mfu is the efficiency while busy, stretched by the bubble "
-        "when --global-batch gives the micro-batches"
+        "end, the pipeline bubble and communication inside them; --kernel-mfu is the efficiency while busy, the "
+        "tensor- and context-parallel collectives no compute hides added (data-parallel, ZeRO and pipeline traffic "
+        "taken as overlapped) and the whole stretched by the bubble when --global-batch gives the micro-batches"
         + (
             f"; all of it ÷ the goodput {goodput:g}"
             if goodput < 1
@@ -455,10 +520,11 @@ def plan_training(
             return per_step + f"{seconds * n_tokens / SECONDS_PER_DAY:,.2f} days"
 
         how = (
-            "each at the kernel efficiency while busy, stretched by its pipeline bubble"
+            "each at the kernel efficiency while busy with the tensor- and context-parallel collectives no compute hides, "
+            "stretched by its pipeline bubble; data-parallel, ZeRO and pipeline traffic taken as overlapped"
             if rate and rate.busy
-            else "each at an end-to-end rate with the bubble inside it, so only recomputation tells them apart (give "
-            "--kernel-mfu and --global-batch to weigh the bubble)"
+            else "each at an end-to-end rate with the bubble and communication inside it, so only recomputation tells "
+            "them apart (give --kernel-mfu and --global-batch to weigh the bubble and tp's collectives)"
         )
         runners = "; ".join(
             f"{layout_key(other)} --recompute {st.recompute}: {timed(sec)} (×{sec / best:.3f})" for other, st, sec in fastest[1:]
@@ -466,9 +532,8 @@ def plan_training(
         notes.insert(
             0,
             f"the fastest layout of {lay.gpus:,} devices that fits: {layout_key(lay)} --recompute {step.recompute}, "
-            f"{timed(best)}; {how}; communication not timed (taken as overlapped), so among layouts as fast the least "
-            "model parallelism, ZeRO stage and interleaving first (layouts.fastest_layouts)"
-            + (f". Runners-up: {runners}" if runners else ""),
+            f"{timed(best)}; {how}; among layouts as fast the least model parallelism, ZeRO stage and interleaving "
+            "first (layouts.fastest_layouts)" + (f". Runners-up: {runners}" if runners else ""),
         )
     if searched is not None:
         notes.insert(

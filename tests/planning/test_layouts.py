@@ -131,3 +131,39 @@ def test_fastest_refuses(kwargs, expected):
 def test_zb_h1_refuses_interleaving(cli):
     code, out, err = cli("train", "gpt2-xl", "--tokens", "1B", "--pp", "4", "--virtual-stages", "2", "--schedule", "zb-h1")
     assert code == 2 and out == "" and "--schedule zb-h1 runs one chunk a device" in err and err.count("\n") == 1
+
+
+H100 = 989.4e12  # H100 SXM bf16 dense peak; NVLink 450 GB/s a direction, NCCL's latency 6.6 µs + 0.6 µs a hop
+LLAMA8 = 8_030_261_248
+
+
+def test_tensor_parallel_collectives_by_hand():
+    """Llama 3 8B over tp 2, one micro-batch of 8,192 tokens at a time, 2 sequences a step: each of 32 layers ends its
+    two sublayers in an all-reduce (with sequence parallelism, a gather and a scatter of the same volume), forward and
+    backward: 128 calls of 8,192 × 4,096 × 2 bytes a micro-batch, each device moving 2(2 − 1)/2 of them at 450 GB/s,
+    7.8 µs a call (6.6 + 2 × 0.6). Compute: 6N × 16,384 / (2 × 989.4 TFLOP/s × 0.5)."""
+    plan = commands.train("llama3-8b", tokens="1B", hardware="h100-sxm", tp=2, seq_len=8192, global_batch=2, kernel_mfu=0.5).answer
+    per_micro_batch = 128 * 8192 * 4096 * 2 / 450e9 + 128 * 7.8e-6
+    compute = 6 * LLAMA8 * 2 * 8192 / (2 * H100 * 0.5)
+    assert plan["step_seconds"].value == pytest.approx(compute + 2 * per_micro_batch)
+    assert plan["comm_share"].value == pytest.approx(2 * per_micro_batch / (compute + 2 * per_micro_batch))
+    # an end-to-end MFU holds the communication: none added
+    end_to_end = commands.train("llama3-8b", tokens="1B", hardware="h100-sxm", tp=2, seq_len=8192, global_batch=2, mfu=0.5)
+    assert end_to_end.answer["step_seconds"].value == pytest.approx(compute)
+
+
+def test_context_parallel_ring_shows_only_beyond_its_attention():
+    """Llama 3 8B over cp 2: each device holds 512 of 1,024 tokens and, a layer, sends its K and V (8 heads × 128 × 2
+    × 512 tokens × 2 bytes = 2 MiB) at 450 GB/s and 7.2 µs a hand-off, beside attending one block: the layer's causal
+    QKᵀ and AV, 4 × 4,096 × (1,024 + 1)/2 FLOPs a token, over 1,024 / 2² tokens at 494.7 TFLOP/s. The send is the
+    longer: 32 layers × (send − block) × 3 (forward; backward sends twice the bytes beside twice the work). At 8,192
+    tokens the block's attention is the longer and nothing shows."""
+    plan = commands.train("llama3-8b", tokens="1B", hardware="h100-sxm", cp=2, seq_len=1024, global_batch=1, kernel_mfu=0.5)
+    send = 8 * 128 * 2 * 512 * 2 / 450e9 + 7.2e-6
+    block = 4 * 4096 * 1025 / 2 * 1024 / 4 / (H100 * 0.5)
+    assert send > block
+    compute = 6 * LLAMA8 * 1024 / (2 * H100 * 0.5)
+    assert plan.answer["step_seconds"].value == pytest.approx(compute + 32 * (send - block) * 3)
+    long = commands.train("llama3-8b", tokens="1B", hardware="h100-sxm", cp=2, seq_len=8192, global_batch=1, kernel_mfu=0.5)
+    assert long.answer["step_seconds"].value == pytest.approx(6 * LLAMA8 * 8192 / (2 * H100 * 0.5))
+    assert "comm_share" not in {f.id for f in long.answer.figures}
