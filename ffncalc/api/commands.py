@@ -541,6 +541,9 @@ def train(
             raise OptionError(f"--precision {precision}: --lora plans a bf16 step over its frozen base", field="precision")
         if framework != Step.framework:
             raise OptionError(f"--framework {framework}: --lora plans Hugging Face's Trainer with peft", field="framework")
+        if fastest or schedule != Layout.schedule:
+            field = "fastest" if fastest else "schedule"
+            raise OptionError(f"{o.flag(field)}: --lora plans a step over data parallelism, without a pipeline", field=field)
         finetuned = plan_finetune(
             m.stack,
             m.label,

@@ -5,6 +5,7 @@ import pytest
 
 from ffncalc.analysis import accuracy
 from ffncalc.analysis.accuracy import training as published_training
+from ffncalc.api import commands
 
 RECORDS = [r for s in accuracy.sections() for r in s.RECORDS]
 
@@ -66,3 +67,14 @@ def test_bloom_held_out_by_hand():
     assert not gap.calibrates and "17% slow" in gap.gap
     ran = next(r for r in VERDICTS if r.model == "bloom-176b")
     assert ran.measured == 1 and ran.fits()
+
+
+def test_bloom_at_its_own_share_of_the_peak():
+    """The gap's aside: at BLOOM's own 0.48 of the peak while busy, 128 micro-batches of 2 a pipeline (2,048 / (2 × 8))
+    over 12 stages idle 11/139 of the step, and tp 4's collectives are added: 114.1 s, as the page says."""
+    gap = next(r for r in published_training.GAPS if r.model == "bloom-176b")
+    plan = commands.train(gap.model, **gap.kwargs, kernel_mfu=0.48).answer
+    assert plan["pipeline_bubble"].value == 11 / 139
+    compute = 1_402_784_825_344 * 2048 * 2048 / (384 * 312e12 * 0.48)
+    assert plan["step_seconds"].value > compute / (1 - 11 / 139)
+    assert f"plans {plan['step_seconds'].value:.1f} s" in gap.gap

@@ -3,6 +3,7 @@ each against a hand derivation: the passes' FLOPs, the bubbles of each schedule,
 same devices planned one by one on the plain path."""
 
 import itertools
+import json
 
 import pytest
 
@@ -167,3 +168,31 @@ def test_context_parallel_ring_shows_only_beyond_its_attention():
     long = commands.train("llama3-8b", tokens="1B", hardware="h100-sxm", cp=2, seq_len=8192, global_batch=1, kernel_mfu=0.5)
     assert long.answer["step_seconds"].value == pytest.approx(6 * LLAMA8 * 8192 / (2 * H100 * 0.5))
     assert "comm_share" not in {f.id for f in long.answer.figures}
+
+
+def test_fastest_on_the_command_line(cli):
+    code, out, err = cli(
+        "train",
+        "gpt2-xl",
+        "--tokens",
+        "1B",
+        "--hardware",
+        "rtx4090",
+        "--gpus",
+        "4",
+        "--seq-len",
+        "1023",
+        "--global-batch",
+        "3",
+        "--kernel-mfu",
+        "0.5",
+        "--fastest",
+        "-f",
+        "json",
+    )
+    assert code == 0 and err == ""
+    answer = json.loads(out)
+    assert answer["inputs"]["fastest"] is True and answer["inputs"]["virtual_stages"] == 8
+    assert answer["notes"][1].startswith("the fastest layout of 4 devices that fits")
+    code, out, err = cli("train", "gpt2-xl", "--tokens", "1B", "--gpus", "4", "--fastest", "--lora", "16")
+    assert code == 2 and out == "" and "--fastest: --lora plans a step over data parallelism" in err

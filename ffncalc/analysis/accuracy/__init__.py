@@ -118,7 +118,7 @@ def page(notice: str) -> str:
             parts.append("\n")
             parts += [f"- {r.name}: `{r.command}` — {r.source}\n" for r in section.VERDICTS]
         if section.GAPS:
-            parts.append("\nNot modelled yet (shown, not held in a band):\n\n")  # a section's known gaps
+            parts.append("\nOutside the plans, each with its reason (shown, not held in a band):\n\n")  # a section's gaps
             for r in section.GAPS:
                 parts.append(
                     f"- {r.name}: measured {shown(r.measured, r.unit)}, planned {shown(r.planned(), r.unit)} "

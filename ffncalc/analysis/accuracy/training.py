@@ -245,6 +245,7 @@ GAPS: list[Record] = [
         "BLOOM's Megatron-DeepSpeed ran them at 146 TFLOP/s by these counts (1.403e12 FLOPs a token × 4,194,304 tokens "
         "/ 104.70 s / 384; 149.77 by its own formula), 0.47 of the peak, so the plan is 17% slow. A second default "
         "for runs that recompute every layer would be a constant fitted to this one run; held out, it stays outside "
-        "its ±15% band (`--kernel-mfu 0.48`, BLOOM's own hardware FLOPs share, plans 111.1 s)",
+        "its ±15% band (`--kernel-mfu 0.48`, BLOOM's own share of the peak, plans 114.1 s with its bubble of 7.9% and "
+        "tp's collectives)",
     )
 ]
