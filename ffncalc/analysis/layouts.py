@@ -163,7 +163,7 @@ def fastest_layouts(
     overlapped with compute. Among layouts as fast, the least model parallelism (tp × pp × cp), then the lowest ZeRO
     stage, the fewest chunks a device, the least ep, 1F1B before ZB-H1 and the least recomputation come first.
     Candidates are checked for memory (``fits``, which resolves each with ``training.resolve_layout``) in that order
-    until ``keep`` fit, one of each split (tp, pp, cp, ep, chunks, schedule): the first is the fastest of all."""
+    until ``keep`` fit, one of each split (tp, pp, cp, chunks, schedule): the first is the fastest of all."""
     from .count import tally
     from .training import SCHEDULES, bubble_fraction, comm_per_token, pass_flops, throughput
 
@@ -172,6 +172,7 @@ def fastest_layouts(
     busy = bool(rate and rate.busy)
     gpus = layout.gpus or 1
     ranked = []
+    comms: dict[tuple[int | None | str, ...], float] = {}
     for rank, recompute in enumerate(RECOMPUTE_ORDER):
         trial = replace(step, recompute=recompute)
         t = tally(spec, convention=convention, seq_len=trial.seq_len, recompute=recompute, mtp=bool(trial.mtp))
@@ -184,7 +185,10 @@ def fastest_layouts(
                 )[0]
             except InputError:
                 continue
-            comm = comm_per_token(spec, trial, lay, device, flops_per_s) if busy else 0.0
+            key = (lay.tp, lay.pp, lay.cp, lay.dp, recompute)  # what the collectives depend on
+            if key not in comms:
+                comms[key] = comm_per_token(spec, trial, lay, device, flops_per_s) if busy else 0.0
+            comm = comms[key]
             seconds = (per_token / (flops_per_s * gpus) + comm) / ((1 - bubble) if busy else 1)
             order = (lay.tp * lay.pp * lay.cp, lay.zero, lay.virtual_stages, lay.ep, SCHEDULES.index(lay.schedule), rank)
             ranked.append((seconds, order, lay, trial))
@@ -192,8 +196,8 @@ def fastest_layouts(
     found: list[tuple[Layout, Step, float]] = []
     shown: set[tuple[int, ...] | tuple[object, ...]] = set()
     for seconds, _, lay, trial in ranked:
-        split = (lay.tp, lay.pp, lay.cp, lay.ep, lay.virtual_stages, lay.schedule)
-        if split in shown:  # one of each split: its fastest ZeRO stage and recomputation that fits
+        split = (lay.tp, lay.pp, lay.cp, lay.virtual_stages, lay.schedule)
+        if split in shown:  # one of each split: its fastest ep, ZeRO stage and recomputation that fits
             continue
         resolved = fits(spec, trial, lay, device)
         if resolved is not None:
