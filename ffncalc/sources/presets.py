@@ -19,9 +19,9 @@ def _folder():
     checkout maps ``ffncalc.presetdata`` elsewhere); installed: the ``ffncalc.presetdata`` package."""
     from importlib.util import find_spec  # importlib.resources would cost more than a count
 
-    beside = Path(__file__).resolve().parent.parent.parent / "presets"
-    if (beside / "__init__.py").is_file():
-        return beside
+    checkout = Path(__file__).resolve().parent.parent.parent
+    if (checkout / "pyproject.toml").is_file() and (checkout / "presets" / "__init__.py").is_file():
+        return checkout / "presets"
     try:
         spec = find_spec("ffncalc.presetdata")
     except ModuleNotFoundError:
