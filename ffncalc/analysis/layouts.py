@@ -185,7 +185,7 @@ def fastest_layouts(
                 )[0]
             except InputError:
                 continue
-            key = (lay.tp, lay.pp, lay.cp, lay.dp, recompute)  # what the collectives depend on
+            key = (lay.tp, lay.pp, lay.cp, lay.dp, lay.ep, recompute)  # what the collectives depend on
             if key not in comms:
                 comms[key] = comm_per_token(spec, trial, lay, device, flops_per_s) if busy else 0.0
             comm = comms[key]

@@ -173,12 +173,12 @@ def train(
                 out.append(
                     Figure(
                         "comm_share",
-                        "collectives no compute hides (tp, cp)",
+                        "collectives no compute hides (tp, cp, ep)",
                         comm / (seconds + comm),
                         "of busy time",
                         "tp: an all-reduce's volume after each sublayer, forward and backward (Shoeybi et al. 2019 §3; "
-                        "Korthikanti et al. 2022 §4.2.2); cp: the K/V ring's sends beyond its blocks' attention "
-                        "(training.comm_per_token)",
+                        "Korthikanti et al. 2022 §4.2.2); cp: the K/V ring's sends beyond its blocks' attention; ep: "
+                        "each mixture's dispatch and combine all-to-alls (training.comm_per_token)",
                     )
                 )
                 seconds += comm
@@ -315,16 +315,19 @@ def comm_per_token(spec: Model, step: Step, lay: Layout, device: Device, flops_p
     Context parallelism: a ring of cp − 1 steps a layer, each sending the device's K and V (b·s/cp tokens of the
     layer's cache, serving.kv_per_device) to the next while attending the block it holds, 1/cp² of the layer's
     causal attention over tp (Megatron-Core's p2p ring, balanced over 2·cp chunks): only a send longer than its block's
-    attention shows; backward sends K, V and their gradients beside twice the work. Full recomputation runs the
-    forward's again. Data-parallel and ZeRO traffic and the pipeline's hand-offs are taken as overlapped with compute
-    (bucketed gradient reduction, prefetched gathers, Megatron-LM's overlapped p2p); expert all-to-alls are not
-    timed."""
-    from .links import ACTIVATION_BYTES, allreduce_s, collectives, device_link, send_s
+    attention shows; backward sends K, V and their gradients beside twice the work. Expert parallelism: each mixture
+    layer dispatches a device's sequence-parallel share of the tokens, b·(s/cp)/tp of them, to its top k experts and
+    combines them back, an all-to-all each (DeepSeek-V3 §3.4's dispatch and combine, as serving.stage_comm_parts
+    times them), forward and backward, (ep − 1)/ep of the bytes leaving the device (links.alltoall_s), over the
+    network once the group, tp × cp apart, spans nodes; in the critical path. Full recomputation runs the forward's
+    again. Data-parallel and ZeRO traffic and the pipeline's hand-offs are taken as overlapped with compute (bucketed
+    gradient reduction, prefetched gathers, Megatron-LM's overlapped p2p)."""
+    from .links import ACTIVATION_BYTES, allreduce_s, alltoall_s, collectives, device_link, send_s
     from .parallel import stages
     from .plan import Placement
     from .serving import kv_per_device
 
-    if (lay.tp == 1 and lay.cp == 1) or device.hw is None:
+    if (lay.tp == 1 and lay.cp == 1 and lay.ep == 1) or device.hw is None:
         return 0.0
     seq = step.seq_len or spec.context_length
     passes = 3 if step.recompute == "full" else 2  # forward, backward (and the forward again)
@@ -348,6 +351,16 @@ def comm_per_token(spec: Model, step: Step, lay: Layout, device: Device, flops_p
             work = sum(cores[spec.layers[i]] for i in range(a, b)) * step.micro_batch * seq / lay.cp / lay.cp / lay.tp
             ring.append((lay.cp - 1) * max(0.0, send - work / flops_per_s))
         per_micro_batch += max(ring) * (passes + 1)  # the backward's sends are twice the forward's, beside twice the work
+    if lay.ep > 1:
+        # the ep devices of a group lie tp × cp apart (Megatron-LM's rank order tp, cp, ep, dp, pp): past a node, the network
+        apart = replace(link, node=max(1, link.node // (lay.tp * lay.cp)))
+        sent = tokens * spec.d_model * ACTIVATION_BYTES // lay.tp  # a device's sequence-parallel share of the tokens
+        a2a = []
+        for a, b in spans:
+            picks = [blk.active_experts() for i in range(a, b) for _, blk in spec.layers[i].blocks() if blk.routed_experts()]
+            calls = 2 * passes * len(picks)  # dispatch and combine, each pass
+            a2a.append(alltoall_s(sent * 2 * passes * sum(picks), lay.ep, apart, calls))
+        per_micro_batch += max(a2a)
     return per_micro_batch / ((lay.dp or 1) * step.micro_batch * seq)
 
 
@@ -503,8 +516,9 @@ def plan_training(
         "a fixed CUDA allowance",
         "time: --tokens-per-s gives it directly; --tflops or the peak × --mfu (default per precision) are end to "
         "end, the pipeline bubble and communication inside them; --kernel-mfu is the efficiency while busy, the "
-        "tensor- and context-parallel collectives no compute hides added (data-parallel, ZeRO and pipeline traffic "
-        "taken as overlapped) and the whole stretched by the bubble when --global-batch gives the micro-batches"
+        "tensor-, context- and expert-parallel collectives no compute hides added (data-parallel, ZeRO and "
+        "pipeline traffic taken as overlapped) and the whole stretched by the bubble when --global-batch gives the "
+        "micro-batches"
         + (
             f"; all of it ÷ the goodput {goodput:g}"
             if goodput < 1
@@ -520,11 +534,12 @@ def plan_training(
             return per_step + f"{seconds * n_tokens / SECONDS_PER_DAY:,.2f} days"
 
         how = (
-            "each at the kernel efficiency while busy with the tensor- and context-parallel collectives no compute hides, "
-            "stretched by its pipeline bubble; data-parallel, ZeRO and pipeline traffic taken as overlapped"
+            "each at the kernel efficiency while busy with the tensor-, context- and expert-parallel collectives no "
+            "compute hides, stretched by its pipeline bubble; data-parallel, ZeRO and pipeline traffic taken as "
+            "overlapped"
             if rate and rate.busy
             else "each at an end-to-end rate with the bubble and communication inside it, so only recomputation tells "
-            "them apart (give --kernel-mfu and --global-batch to weigh the bubble and tp's collectives)"
+            "them apart (give --kernel-mfu and --global-batch to weigh the bubble and the collectives)"
         )
         runners = "; ".join(
             f"{layout_key(other)} --recompute {st.recompute}: {timed(sec)} (×{sec / best:.3f})" for other, st, sec in fastest[1:]
