@@ -124,8 +124,10 @@ def train(
     modules' FLOPs, as a run that trains them executes.
 
     Time: a measured ``tokens_per_s`` (all devices together) gives the wall-clock directly; otherwise each
-    device runs at ``tflops``, or the datasheet peak × ``mfu`` while busy, and the pipeline ``bubble`` (the idle
-    fraction of a step, Narayanan et al. 2021 §2.2.1) stretches the time by 1 / (1 − bubble). ``goodput``, the
+    device runs at ``tflops``, or the datasheet peak × ``mfu``; at a kernel efficiency (the rate while busy) the
+    collectives no compute hides (``comm``, seconds a token: ``comm_per_token``) are added and the pipeline
+    ``bubble`` (the idle fraction of a step of its ``schedule``, Narayanan et al. 2021 §2.2.1; Qi et al. 2023)
+    stretches the time by 1 / (1 − bubble). With a global batch, a step's seconds. ``goodput``, the
     fraction of the wall-clock spent training (Llama 3 reports more than 90% over 54 days of restarts after
     failures, Dubey et al. 2024 §3.3.4), stretches either by 1 / goodput."""
     tokens, convention, goodput = run.tokens, run.convention, run.goodput
@@ -343,7 +345,7 @@ def comm_per_token(spec: Model, step: Step, lay: Layout, device: Device, flops_p
         for run in spec.runs():
             if run.layer not in cores:
                 one = tally(spec.with_layers([run.layer]), seq_len=seq, convention="causal")
-                cores[run.layer] = one._sum("flops", lambda r: r.role == "core")
+                cores[run.layer] = sum(r.flops for r in one.rows if r.role == "core")
         ring = []
         for a, b in spans:
             kv = kv_per_device(spec, tokens, 16, lay.tp, slice(a, b))
@@ -394,7 +396,8 @@ def plan_training(
     spec: Model, label: str, run: TrainingRun, step: Step = Step(), layout: Layout = Layout(), device: Device = Device()
 ) -> Figures:
     """``train`` and ``train_memory`` together, the arguments and the layout checked, as one keyed result; with
-    ``run.min_gpus`` the layout is the one of the fewest devices that fits (layouts.py)."""
+    ``run.min_gpus`` the layout is the one of the fewest devices that fits, with ``run.fastest`` the one of
+    ``layout.gpus`` devices with the shortest step that fits, its runners-up in the notes (layouts.py)."""
     from .conventions import CONVENTIONS
     from .layouts import fastest_layouts, fewest_devices, fitting_layout, layout_key
 
