@@ -156,8 +156,8 @@ def fastest_layouts(
     """The ``keep`` fastest layouts of ``layout.gpus`` devices that fit, fastest first: (layout, step, seconds a
     token of the whole run). Each candidate (``layouts_of`` × recompute none, selective, full) is timed as
     ``training.train`` times a run: its FLOPs a token, recomputation included, over the devices' achieved rate; with
-    a kernel efficiency (``device.kernel_mfu``: the rate while busy) the tensor- and context-parallel collectives no
-    compute hides are added (``training.comm_per_token``) and the whole stretched by its pipeline bubble; an
+    a kernel efficiency (``device.kernel_mfu``: the rate while busy) the tensor-, context- and expert-parallel
+    collectives no compute hides are added (``training.comm_per_token``) and the whole stretched by its pipeline bubble; an
     end-to-end rate (--mfu, --tflops) holds the bubble and communication inside it, so only recomputation tells
     layouts apart. The rest of the communication (data-parallel, ZeRO, the pipeline's hand-offs) is taken as
     overlapped with compute. Among layouts as fast, the least model parallelism (tp × pp × cp), then the lowest ZeRO
