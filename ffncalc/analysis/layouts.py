@@ -127,7 +127,7 @@ def layouts_of(spec: Model, step: Step, layout: Layout) -> list[Layout]:
     """Every layout of ``layout.gpus`` devices the fastest search weighs: cp a power of two that splits the sequence
     into 2·cp chunks; (tp, pp) from ``parallel.model_splits`` of what cp leaves; ep 1, or a power of two dividing every
     layer's routed experts and dp; ZeRO 0–3; 1F1B over v chunks a device, v a power of two with a layer to each of
-    the pp·v chunks (as ``training.resolve_layout`` allows), and ZB-H1 under a pipeline. Whether
+    the pp·v chunks (as ``training.resolve_layout`` allows), and ZB-H1 and ZB-H2 under a pipeline. Whether
     each is possible (heads over tp, layers over pp, …) ``fits`` asks ``resolve_layout``."""
     from . import parallel
     from .training import SCHEDULES
@@ -161,7 +161,8 @@ def fastest_layouts(
     end-to-end rate (--mfu, --tflops) holds the bubble and communication inside it, so only recomputation tells
     layouts apart. The rest of the communication (data-parallel, ZeRO, the pipeline's hand-offs) is taken as
     overlapped with compute. Among layouts as fast, the least model parallelism (tp × pp × cp), then the lowest ZeRO
-    stage, the fewest chunks a device, the least ep, 1F1B before ZB-H1 and the least recomputation come first.
+    stage, the fewest chunks a device, the least ep, 1F1B before ZB-H1 before ZB-H2 and the least recomputation
+    come first.
     Candidates are checked for memory (``fits``, which resolves each with ``training.resolve_layout``) in that order
     until ``keep`` fit, one of each split (tp, pp, cp, chunks, schedule): the first is the fastest of all."""
     from .count import tally

@@ -65,8 +65,8 @@ class Layout:
     # framework's own (frameworks.FRAMEWORKS: FSDP2 is ZeRO 3, the others 0)
     zero: int | None = None
     virtual_stages: int = 1  # model chunks a pipeline device runs (interleaved 1F1B), 1: plain 1F1B
-    # the pipeline schedule (training.SCHEDULES): "1f1b" (interleaved with virtual_stages > 1) or "zb-h1" (Qi et al.
-    # 2023's zero-bubble ZB-H1: the backward split into input and weight gradients, 1F1B's memory)
+    # the pipeline schedule (training.SCHEDULES): "1f1b" (interleaved with virtual_stages > 1), "zb-h1" or "zb-h2" (Qi
+    # et al. 2023's zero-bubble schedules: the backward split into input and weight gradients; 1F1B's memory, or more)
     schedule: str = "1f1b"
     sequence_parallel: bool = True  # the norms' and dropouts' activations split over tp too (Korthikanti et al.)
 

@@ -192,7 +192,7 @@ def train(
             if schedule == "1f1b"
             else Figure(
                 "pipeline_bubble",
-                "pipeline bubble, ZB-H1: (p−1)(F+B−W) idle",
+                f"pipeline bubble, {schedule.upper()}: (p−1)(F+B−{'2' if schedule == 'zb-h2' else ''}W) idle",
                 bubble,
                 "of step",
                 "Qi et al. 2023, Zero Bubble Pipeline Parallelism, Table 2",
@@ -260,10 +260,13 @@ def train(
     return out
 
 
-# Pipeline schedules. 1F1B (Narayanan et al. 2021 §2.2.1; interleaved over --virtual-stages, §2.2.2) and ZB-H1 (Qi et
-# al. 2023, "Zero Bubble Pipeline Parallelism", arXiv:2401.10241, §2.1 and Table 2): the backward split into B (the
-# input's gradient) and W (the weights'), W passes deferred to fill the tail, the same micro-batches in flight as 1F1B.
-SCHEDULES = ("1f1b", "zb-h1")
+# Pipeline schedules. 1F1B (Narayanan et al. 2021 §2.2.1; interleaved over --virtual-stages, §2.2.2), and Qi et al.
+# 2023's handcrafted zero-bubble schedules ("Zero Bubble Pipeline Parallelism", arXiv:2401.10241, §2.1–2.2 and Table
+# 2), the backward split into B (the input's gradient) and W (the weights'): ZB-H1 defers W passes to fill the tail
+# with the micro-batches in flight of 1F1B; ZB-H2 also runs more forwards in the warm-up, (2p − 1)·M_B at the peak.
+SCHEDULES = ("1f1b", "zb-h1", "zb-h2")
+# Table 2's idle time (p − 1)(T_F + T_B − k·T_W): k = 1 for ZB-H1, 2 for ZB-H2 (1F1B: (p − 1)(T_F + T_B + T_W))
+ZB_FILLED = {"zb-h1": 1, "zb-h2": 2}
 
 
 def pass_flops(spec: Model, step: Step) -> tuple[int, int, int]:
@@ -292,16 +295,19 @@ def bubble_fraction(
     pp − 1) (Narayanan et al. 2021 §2.2.1–2.2.2). ZB-H1: the idle time (p − 1)(T_F + T_B − T_W) beside 1F1B's
     (p − 1)(T_F + T_B + T_W) (Qi et al. 2023 Table 2), each micro-batch's work T_F + T_B + T_W, so
     (p − 1)(F + B − W) / (m(F + B + W) + (p − 1)(F + B − W)) with ``passes`` = (F, B, W) (pass_flops): a third of
-    1F1B's idle time when the three are equal."""
+    1F1B's idle time when the three are equal; ZB-H2 (p − 1)(T_F + T_B − 2T_W), none when they are. Both from p
+    micro-batches a pipeline (their warm-up)."""
     if global_batch is None:
         return 0.0, None
     per_pipeline = micro_batch * dp
     if global_batch % per_pipeline:
         raise InputError(f"--global-batch {global_batch} is not a multiple of --micro-batch × dp = {per_pipeline}")
     m = global_batch // per_pipeline
-    if schedule == "zb-h1":
+    if schedule in ZB_FILLED:
+        if pp > 1 and m < pp:  # the handcrafted schedules' warm-up runs p forwards: Table 2 holds from p micro-batches
+            raise InputError(f"--schedule {schedule}: {m} micro-batches a pipeline, fewer than the {pp} stages it fills")
         f, b, w = passes
-        idle = (pp - 1) * (f + b - w)
+        idle = (pp - 1) * max(0, f + b - ZB_FILLED[schedule] * w)
         return idle / (m * (f + b + w) + idle), m
     return (pp - 1) / (virtual * m + pp - 1), m
 
@@ -368,7 +374,7 @@ def comm_per_token(spec: Model, step: Step, lay: Layout, device: Device, flops_p
 
 def step_bubble(spec: Model, step: Step, lay: Layout) -> tuple[float, int | None]:
     """``bubble_fraction`` of a resolved layout: its schedule's, with the model's passes where it needs them."""
-    passes = pass_flops(spec, step) if lay.schedule == "zb-h1" and lay.pp > 1 and step.global_batch else (1, 1, 1)
+    passes = pass_flops(spec, step) if lay.schedule in ZB_FILLED and lay.pp > 1 and step.global_batch else (1, 1, 1)
     return bubble_fraction(lay.pp, step.global_batch, step.micro_batch, lay.dp or 1, lay.virtual_stages, lay.schedule, passes)
 
 

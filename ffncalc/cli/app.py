@@ -572,7 +572,8 @@ def train(
         Layout.schedule,
         "--schedule",
         choices=ScheduleName,
-        help="Pipeline schedule: 1f1b (interleaved with --virtual-stages) or zb-h1 (zero-bubble, 1F1B's memory).",
+        help="Pipeline schedule: 1f1b (interleaved with --virtual-stages), zb-h1 (zero-bubble, 1F1B's memory) or "
+        "zb-h2 (zero-bubble, up to 2p − 1 micro-batches in flight).",
     ),
     goodput: float = opt(
         TrainingRun.goodput,

@@ -482,7 +482,7 @@ def _fit_page(loaded) -> str:
         "recomputed layer and the allocator's share; when they do not fit, it names the layout of the same devices "
         "that does with the least model parallelism, `--min-gpus` finds the fewest devices any layout fits on and "
         "`--fastest` the layout of `--gpus` devices with the shortest step (1F1B, interleaved or zero-bubble ZB-H1 "
-        "pipelines, `--schedule`) "
+        "and ZB-H2 pipelines, `--schedule`) "
         "([how close the plans come to published runs](guide/accuracy.md)).\n\n",
         "Weight formats (`--dtype`, `--experts-dtype`), bits per weight from their block layouts:\n\n",
     ]
