@@ -19,11 +19,12 @@ MAX_DP = 2**20  # data-parallel degrees searched: a million replicas, past any c
 
 def fits(spec: Model, step: Step, layout: Layout, device: Device) -> Layout | None:
     """The layout resolved if it is possible and its most loaded device fits, else None."""
-    from .training import bubble_fraction, resolve_layout
+    from .schedules import bubble_fraction
+    from .training import resolve_layout
 
     try:
         lay = resolve_layout(spec, step, replace(layout, gpus=None), step.seq_len or spec.context_length)
-        m = bubble_fraction(lay.pp, step.global_batch, step.micro_batch, lay.dp, lay.virtual_stages)[1]
+        m = bubble_fraction(lay.pp, step.global_batch, step.micro_batch, lay.dp, lay.virtual_stages)[1]  # any schedule's m
     except InputError:
         return None
     memory = train_memory(spec, step, lay, device, m)
@@ -106,3 +107,105 @@ def fewest_devices(spec: Model, step: Step, layout: Layout, device: Device) -> t
             if best is None or key < best[0]:
                 best = (key, lay, trial)
     return None if best is None else (best[1], best[2])
+
+
+def layout_key(lay: Layout) -> str:
+    """A layout as the flags that give it."""
+    return (
+        f"--tp {lay.tp} --pp {lay.pp} --cp {lay.cp} --dp {lay.dp}"
+        + (f" --ep {lay.ep}" if lay.ep > 1 else "")
+        + f" --zero {lay.zero}"
+        + (f" --virtual-stages {lay.virtual_stages}" if lay.virtual_stages > 1 else "")
+        + (f" --schedule {lay.schedule}" if lay.schedule != "1f1b" else "")
+    )
+
+
+def _powers(most: int) -> list[int]:
+    return [1 << i for i in range(most.bit_length()) if 1 << i <= most]
+
+
+def layouts_of(spec: Model, step: Step, layout: Layout) -> list[Layout]:
+    """Every layout of ``layout.gpus`` devices the fastest search weighs: cp a power of two that splits the sequence
+    into 2·cp chunks; (tp, pp) from ``parallel.model_splits`` of what cp leaves; ep 1, or a power of two dividing every
+    layer's routed experts and dp; ZeRO 0–3; 1F1B over v chunks a device, v a power of two with a layer to each of
+    the pp·v chunks (as ``training.resolve_layout`` allows), and ZB-H1 and ZB-H2 under a pipeline. Whether
+    each is possible (heads over tp, layers over pp, …) ``fits`` asks ``resolve_layout``."""
+    from . import parallel
+    from .schedules import SCHEDULES
+
+    gpus, seq, n = layout.gpus or 1, step.seq_len or spec.context_length, spec.n_layers
+    counts = parallel.experts(spec)
+    out = []
+    for cp in _powers(gpus):
+        if gpus % cp or (cp > 1 and seq % (2 * cp)):
+            continue
+        for tp, pp in parallel.model_splits(n, gpus // cp):
+            dp = gpus // (cp * tp * pp)
+            eps = [e for e in _powers(dp) if dp % e == 0 and all(c % e == 0 for c in counts)] if counts else [1]
+            vs = _powers(n // pp) if pp > 1 else [1]
+            pipes = [("1f1b", v) for v in vs] + ([(s, 1) for s in SCHEDULES if s != "1f1b"] if pp > 1 else [])
+            for ep in eps:
+                for schedule, v in pipes:
+                    for zero in range(4):
+                        out.append(replace(layout, dp=dp, tp=tp, pp=pp, cp=cp, ep=ep, zero=zero, virtual_stages=v, schedule=schedule))
+    return out
+
+
+def fastest_layouts(
+    spec: Model, step: Step, layout: Layout, device: Device, convention: str = "6n", dtype: str = "bf16", keep: int = 5
+) -> list[tuple[Layout, Step, float]]:
+    """The ``keep`` fastest layouts of ``layout.gpus`` devices that fit, fastest first: (layout, step, seconds a
+    token of the whole run). Each candidate (``layouts_of`` × recompute none, selective, full) is timed as
+    ``training.train`` times a run: its FLOPs a token, recomputation included, over the devices' achieved rate; with
+    a kernel efficiency (``device.kernel_mfu``: the rate while busy) the tensor-, context- and expert-parallel
+    collectives no compute hides are added (``schedules.comm_per_token``) and the whole stretched by its pipeline bubble; an
+    end-to-end rate (--mfu, --tflops) holds the bubble and communication inside it, so only recomputation tells
+    layouts apart. The rest of the communication (data-parallel, ZeRO, the pipeline's hand-offs) is taken as
+    overlapped with compute. Among layouts as fast, the least model parallelism (tp × pp × cp), then the lowest ZeRO
+    stage, the fewest chunks a device, the least ep, 1F1B before ZB-H1 before ZB-H2 and the least recomputation
+    come first.
+    Candidates are checked for memory (``fits``, which resolves each with ``training.resolve_layout``) in that order
+    until ``keep`` fit, one of each split (tp, pp, cp, chunks, schedule): the first is the fastest of all."""
+    from .count import tally
+    from .schedules import SCHEDULES, bubble_fraction, comm_per_token, pass_flops
+    from .training import throughput
+
+    rate = throughput(device, dtype)
+    flops_per_s = rate.flops_per_s if rate else 1.0
+    busy = bool(rate and rate.busy)
+    gpus = layout.gpus or 1
+    ranked = []
+    comms: dict[tuple[int | None | str, ...], float] = {}
+    for rank, recompute in enumerate(RECOMPUTE_ORDER):
+        trial = replace(step, recompute=recompute)
+        t = tally(spec, convention=convention, seq_len=trial.seq_len, recompute=recompute, mtp=bool(trial.mtp))
+        per_token = t.train_flops // t.tokens
+        passes = pass_flops(spec, trial) if busy and step.global_batch else (1, 1, 1)
+        for lay in layouts_of(spec, trial, layout):
+            try:
+                bubble = bubble_fraction(
+                    lay.pp, step.global_batch, step.micro_batch, lay.dp or 1, lay.virtual_stages, lay.schedule, passes
+                )[0]
+            except InputError:
+                continue
+            key = (lay.tp, lay.pp, lay.cp, lay.dp, lay.ep, recompute)  # what the collectives depend on
+            if key not in comms:
+                comms[key] = comm_per_token(spec, trial, lay, device, flops_per_s) if busy else 0.0
+            comm = comms[key]
+            seconds = (per_token / (flops_per_s * gpus) + comm) / ((1 - bubble) if busy else 1)
+            order = (lay.tp * lay.pp * lay.cp, lay.zero, lay.virtual_stages, lay.ep, SCHEDULES.index(lay.schedule), rank)
+            ranked.append((seconds, order, lay, trial))
+    ranked.sort(key=lambda r: (r[0], r[1]))
+    found: list[tuple[Layout, Step, float]] = []
+    shown: set[tuple[int, ...] | tuple[object, ...]] = set()
+    for seconds, _, lay, trial in ranked:
+        split = (lay.tp, lay.pp, lay.cp, lay.virtual_stages, lay.schedule)
+        if split in shown:  # one of each split: its fastest ep, ZeRO stage and recomputation that fits
+            continue
+        resolved = fits(spec, trial, lay, device)
+        if resolved is not None:
+            shown.add(split)
+            found.append((resolved, trial, seconds))
+            if len(found) == keep:
+                break
+    return found

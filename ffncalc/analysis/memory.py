@@ -150,12 +150,16 @@ CUDA_CONTEXT_BYTES = 2 * 2**30
 ALLOCATOR_SHARE = 0.13
 
 
-def in_flight(pp: int, virtual: int, stage: int, micro_batches: int | None) -> tuple[int, int]:
+def in_flight(pp: int, virtual: int, stage: int, micro_batches: int | None, schedule: str = "1f1b") -> tuple[int, int]:
     """(micro-batch chunks, chunks a micro-batch of the stage) stage ``stage`` keeps in flight: under 1F1B pp − s
     micro-batches (Narayanan et al. 2021 §2.2.1); interleaved over ``virtual`` chunks a device, Megatron-LM's
     warm-up (pp − s − 1)·2 + (v − 1)·pp chunks and one more (megatron/core/pipeline_parallel/schedules.py), which
     for the first stage is Korthikanti et al. 2022 §4.2.3's p·(1 + (p − 1)/(p·v)) micro-batches; never more than
-    the step's micro-batches."""
+    the step's micro-batches. ZB-H1 keeps 1F1B's (Qi et al. 2023 Table 2: p·M_B at the peak); ZB-H2 runs forwards
+    until the first backward reaches the stage, 2(p − s) − 1 of them with T_F = T_B as its handcrafted schedule
+    takes them (the first stage's 2p − 1: Table 2's (2p − 1)·M_B)."""
+    if schedule == "zb-h2":
+        return min(2 * (pp - stage) - 1, micro_batches or 2 * pp), 1
     m = micro_batches or pp
     if virtual == 1:
         return min(pp - stage, m), 1
@@ -208,7 +212,7 @@ def train_memory(
         elif zero >= 3:  # the rest of the model gathered throughout, a layer and the next prefetched, bf16, and
             buffers = 2 * rest + 2 * 2 * layer + (2 + 4) * layer  # a layer's gradients reduce-scattered in fp32
         out["buffers"] = buffers
-        chunks, per_mb = in_flight(pp, layout.virtual_stages, s, micro_batches)
+        chunks, per_mb = in_flight(pp, layout.virtual_stages, s, micro_batches, layout.schedule)
         out["chunks"], out["per_mb"] = chunks, per_mb
         span = spec.with_layers(spec.layers[a:b])
         per_op = fw.per_op and step.recompute == "selective"
@@ -234,6 +238,10 @@ def train_memory(
     zero_name = {0: "none", 1: "optimizer states", 2: "+ gradients", 3: "+ weights (FSDP)"}[zero]
     flight = st["chunks"] if st["per_mb"] == 1 else st["chunks"] / st["per_mb"]
     schedule = "1F1B" if layout.virtual_stages == 1 else f"interleaved 1F1B, {layout.virtual_stages} chunks a device"
+    if layout.schedule == "zb-h1":  # ZB-H1 keeps 1F1B's micro-batches in flight: peak p·M_B (Qi et al. 2023, Table 2)
+        schedule = "ZB-H1, as 1F1B (Qi et al. 2023 Table 2: peak memory p·M_B)"
+    elif layout.schedule == "zb-h2":
+        schedule = "ZB-H2, 2(p − s) − 1 on stage s (Qi et al. 2023 Table 2: peak memory (2p − 1)·M_B)"
     out = [
         Figure("devices", "devices (dp × tp × pp × cp)", dp * tp * pp * cp, "devices"),
         Figure("pipeline_stage", "most loaded pipeline stage", worst, "stage", f"layers {spans[worst][0]}–{spans[worst][1] - 1}"),

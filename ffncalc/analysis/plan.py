@@ -65,6 +65,9 @@ class Layout:
     # framework's own (frameworks.FRAMEWORKS: FSDP2 is ZeRO 3, the others 0)
     zero: int | None = None
     virtual_stages: int = 1  # model chunks a pipeline device runs (interleaved 1F1B), 1: plain 1F1B
+    # the pipeline schedule (schedules.SCHEDULES): "1f1b" (interleaved with virtual_stages > 1), "zb-h1" or "zb-h2" (Qi
+    # et al. 2023's zero-bubble schedules: the backward split into input and weight gradients; 1F1B's memory, or more)
+    schedule: str = "1f1b"
     sequence_parallel: bool = True  # the norms' and dropouts' activations split over tp too (Korthikanti et al.)
 
 
@@ -95,6 +98,7 @@ class TrainingRun:
     budget: float | str | None = None  # compute for the Chinchilla optimum (None: this run's)
     goodput: float = 1.0  # the share of the wall-clock spent training
     min_gpus: bool = False  # search the fewest devices whose layout fits (layouts.fewest_devices)
+    fastest: bool = False  # search the layout of the given devices with the shortest step (layouts.fastest_layouts)
 
 
 @dataclass(frozen=True)

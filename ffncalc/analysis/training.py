@@ -19,6 +19,7 @@ from .figures import Figure, Figures
 from .hardware import NODE
 from .memory import ZERO_STAGES, train_memory, trains_mtp
 from .plan import Device, Layout, Step, TrainingRun
+from .schedules import SCHEDULES, comm_per_token, step_bubble
 
 SECONDS_PER_DAY = 86_400
 PF_DAY = 10**15 * SECONDS_PER_DAY  # one petaFLOP/s sustained for a day (Brown et al. 2020, Table D.1)
@@ -110,15 +111,24 @@ def peak_dtype(run: TrainingRun, step: Step) -> str:
 
 
 def train(
-    spec: Model, run: TrainingRun, step: Step = Step(), device: Device = Device(), gpus: int = 1, bubble: float = 0.0
+    spec: Model,
+    run: TrainingRun,
+    step: Step = Step(),
+    device: Device = Device(),
+    gpus: int = 1,
+    bubble: float = 0.0,
+    schedule: str = "1f1b",
+    comm: float = 0.0,
 ) -> list[Figure]:
     """Compute and time of a training run of ``run.tokens`` tokens (a count: ``plan_training`` reads text) on
     ``gpus`` devices; ``step.mtp`` (default: whenever the model has them) counts the multi-token prediction
     modules' FLOPs, as a run that trains them executes.
 
     Time: a measured ``tokens_per_s`` (all devices together) gives the wall-clock directly; otherwise each
-    device runs at ``tflops``, or the datasheet peak × ``mfu`` while busy, and the pipeline ``bubble`` (the idle
-    fraction of a step, Narayanan et al. 2021 §2.2.1) stretches the time by 1 / (1 − bubble). ``goodput``, the
+    device runs at ``tflops``, or the datasheet peak × ``mfu``; at a kernel efficiency (the rate while busy) the
+    collectives no compute hides (``comm``, seconds a token: ``comm_per_token``) are added and the pipeline
+    ``bubble`` (the idle fraction of a step of its ``schedule``, Narayanan et al. 2021 §2.2.1; Qi et al. 2023)
+    stretches the time by 1 / (1 − bubble). With a global batch, a step's seconds. ``goodput``, the
     fraction of the wall-clock spent training (Llama 3 reports more than 90% over 54 days of restarts after
     failures, Dubey et al. 2024 §3.3.4), stretches either by 1 / goodput."""
     tokens, convention, goodput = run.tokens, run.convention, run.goodput
@@ -161,11 +171,39 @@ def train(
         rate = throughput(device, dtype)
         if rate:
             seconds = total / (rate.flops_per_s * gpus)
+            out.append(Figure("device_tflops", "device throughput", rate.flops_per_s / 1e12, "TFLOP/s", rate.how))
+            if rate.busy and comm:  # exposed collectives lengthen each micro-batch
+                comm *= tokens
+                out.append(
+                    Figure(
+                        "comm_share",
+                        "collectives no compute hides (tp, cp, ep)",
+                        comm / (seconds + comm),
+                        "of busy time",
+                        "tp: an all-reduce's volume after each sublayer, forward and backward (Shoeybi et al. 2019 §3; "
+                        "Korthikanti et al. 2022 §4.2.2); cp: the K/V ring's sends beyond its blocks' attention; ep: "
+                        "each mixture's dispatch and combine all-to-alls (training.comm_per_token)",
+                    )
+                )
+                seconds += comm
             if rate.busy:  # a kernel efficiency: the pipeline's idle share stretches the time
                 seconds /= 1 - bubble
-            out.append(Figure("device_tflops", "device throughput", rate.flops_per_s / 1e12, "TFLOP/s", rate.how))
     if bubble:
-        out.append(Figure("pipeline_bubble", "pipeline bubble (pp−1)/(m+pp−1)", bubble, "of step", "Narayanan et al. 2021 §2.2.1"))
+        out.append(
+            Figure("pipeline_bubble", "pipeline bubble (pp−1)/(v·m+pp−1)", bubble, "of step", "Narayanan et al. 2021 §2.2.1–2.2.2")
+            if schedule == "1f1b"
+            else Figure(
+                "pipeline_bubble",
+                f"pipeline bubble, {schedule.upper()}: (p−1)(F+B−{'2' if schedule == 'zb-h2' else ''}W) idle",
+                bubble,
+                "of step",
+                "Qi et al. 2023, Zero Bubble Pipeline Parallelism, Table 2",
+            )
+        )
+    if seconds is not None and step.global_batch and step.seq_len:
+        # one step: the global batch's tokens at the run's pace (before the goodput, which loses whole steps)
+        per_step = seconds * step.global_batch * step.seq_len / tokens
+        out.append(Figure("step_seconds", f"a step of {step.global_batch:,} sequences", per_step, "s"))
     if seconds is not None:
         seconds /= goodput
         out += [
@@ -242,19 +280,6 @@ def once_figures(t) -> list[Figure]:
     ]
 
 
-def bubble_fraction(pp: int, global_batch: int | None, micro_batch: int, dp: int, virtual: int = 1) -> tuple[float, int | None]:
-    """The pipeline bubble (pp − 1) / (v·m + pp − 1) of a step of m = global batch / (micro-batch × dp) micro-batches
-    per pipeline, each device running v interleaved chunks (Narayanan et al. 2021 §2.2.1–2.2.2: 1F1B at v = 1), and
-    m; no bubble without pp or a batch."""
-    if global_batch is None:
-        return 0.0, None
-    per_pipeline = micro_batch * dp
-    if global_batch % per_pipeline:
-        raise InputError(f"--global-batch {global_batch} is not a multiple of --micro-batch × dp = {per_pipeline}")
-    m = global_batch // per_pipeline
-    return (pp - 1) / (virtual * m + pp - 1), m
-
-
 def resolve_layout(spec: Model, step: Step, layout: Layout, seq: int) -> Layout:
     """The layout checked, its ZeRO stage the framework's where none is given, its interleaving against its stages."""
     from . import parallel
@@ -264,6 +289,10 @@ def resolve_layout(spec: Model, step: Step, layout: Layout, seq: int) -> Layout:
     if zero not in ZERO_STAGES:
         raise InputError(f"--zero {zero}: one of 0, 1, 2, 3")
     lay = parallel.resolve(spec, replace(layout, zero=zero), seq)
+    if lay.schedule not in SCHEDULES:
+        raise InputError(f"--schedule {lay.schedule}: one of {', '.join(SCHEDULES)}")
+    if lay.schedule != "1f1b" and lay.virtual_stages > 1:
+        raise InputError(f"--schedule {lay.schedule} runs one chunk a device: leave out --virtual-stages")
     if lay.virtual_stages > 1 and lay.pp * lay.virtual_stages > spec.n_layers:
         raise InputError(
             f"--virtual-stages {lay.virtual_stages} × --pp {lay.pp} exceeds the {spec.n_layers} layers (each chunk needs one)"
@@ -275,9 +304,10 @@ def plan_training(
     spec: Model, label: str, run: TrainingRun, step: Step = Step(), layout: Layout = Layout(), device: Device = Device()
 ) -> Figures:
     """``train`` and ``train_memory`` together, the arguments and the layout checked, as one keyed result; with
-    ``run.min_gpus`` the layout is the one of the fewest devices that fits (layouts.py)."""
+    ``run.min_gpus`` the layout is the one of the fewest devices that fits, with ``run.fastest`` the one of
+    ``layout.gpus`` devices with the shortest step that fits, its runners-up in the notes (layouts.py)."""
     from .conventions import CONVENTIONS
-    from .layouts import fewest_devices, fitting_layout
+    from .layouts import fastest_layouts, fewest_devices, fitting_layout, layout_key
 
     spec.check_seq_len(step.seq_len, label)
     seq = step.seq_len or spec.context_length
@@ -296,14 +326,46 @@ def plan_training(
         if searched is None:
             raise InputError(f"--min-gpus: no layout fits {hw.key} (tp up to {NODE}, any pp, ZeRO 0–3, any recompute)")
         layout, step = searched
+    fastest: list[tuple[Layout, Step, float]] = []
+    if run.fastest:
+        if hw is None or not hw.memory_bytes:
+            raise InputError("--fastest: name a device with --hardware, whose memory the layouts must fit")
+        if layout.gpus is None or run.min_gpus:
+            raise InputError("--fastest searches the layout of a device count: give --gpus (and not --min-gpus)")
+        chosen = [
+            name
+            for name, value, default in (
+                ("--dp", layout.dp, None),
+                ("--tp", layout.tp, 1),
+                ("--pp", layout.pp, 1),
+                ("--cp", layout.cp, 1),
+                ("--ep", layout.ep, 1),
+                ("--zero", layout.zero, None),
+                ("--virtual-stages", layout.virtual_stages, 1),
+                ("--schedule", layout.schedule, "1f1b"),
+                ("--recompute", step.recompute, "none"),
+            )
+            if value != default
+        ]
+        if chosen:
+            raise InputError(f"--fastest chooses {', '.join(chosen)}: leave {'it' if len(chosen) == 1 else 'them'} out")
+        fastest = fastest_layouts(spec, step, layout, device, run.convention, peak_dtype(run, step))
+        if not fastest:
+            raise InputError(
+                f"--fastest: no layout of {layout.gpus:,} devices fits {hw.key} (tp up to {NODE}, any pp and cp, ZeRO 0–3, "
+                f"any recompute) at micro-batch {step.micro_batch}: try more devices or --min-gpus"
+            )
+        layout, step = fastest[0][0], fastest[0][1]
     lay = resolve_layout(spec, step, layout, seq)
     dtype = peak_dtype(run, step)
-    bubble, m = bubble_fraction(lay.pp, step.global_batch, step.micro_batch, lay.dp, lay.virtual_stages)
+    bubble, m = step_bubble(spec, step, lay)
     budget = run.budget
     if isinstance(budget, str):
         budget = float(parse_count(budget, "--budget")) if budget else None
     run = replace(run, tokens=n_tokens, dtype=dtype, budget=budget)
-    figures = train(spec, run, step, device, lay.gpus, bubble)
+    rate = throughput(device, dtype)
+    comm = comm_per_token(spec, step, lay, device, rate.flops_per_s) if rate and rate.busy else 0.0
+    figures = train(spec, run, step, device, lay.gpus, bubble, lay.schedule, comm)
     memory = train_memory(spec, step, lay, device, m)
     figures += memory
     convention, goodput, mtp = run.convention, run.goodput, step.mtp
@@ -340,6 +402,8 @@ def plan_training(
         "goodput": goodput,
         "sequence_parallel": lay.sequence_parallel,
         "min_gpus": run.min_gpus,
+        "schedule": lay.schedule,
+        "fastest": run.fastest,
     }
     view = {
         "full": "executed dense (the full square)",
@@ -351,6 +415,7 @@ def plan_training(
         f"layout: dp {lay.dp} × tp {lay.tp} × pp {lay.pp} × cp {lay.cp} = {lay.gpus} devices"
         + (f", ep {lay.ep} inside dp" if lay.ep > 1 else "")
         + (f", {lay.virtual_stages} interleaved chunks a pipeline device" if lay.virtual_stages > 1 else "")
+        + (f", schedule {lay.schedule}" if lay.schedule != "1f1b" else "")
         + f"; ZeRO {lay.zero}; framework {step.framework}",
         f"convention: {conv.name} — {conv.summary} [{conv.source}]",
         f"attention FLOPs in the convention's figures: {view}; 'useful' counts exact matmuls with causal "
@@ -361,14 +426,41 @@ def plan_training(
         "the larger of the logits and loss (last stage) or one recomputed layer; the caching allocator's share and "
         "a fixed CUDA allowance",
         "time: --tokens-per-s gives it directly; --tflops or the peak × --mfu (default per precision) are end to "
-        "end, the pipeline bubble inside them; --kernel-mfu is the efficiency while busy, stretched by the bubble "
-        "when --global-batch gives the micro-batches"
+        "end, the pipeline bubble and communication inside them; --kernel-mfu is the efficiency while busy, the "
+        "tensor-, context- and expert-parallel collectives no compute hides added (data-parallel, ZeRO and "
+        "pipeline traffic taken as overlapped) and the whole stretched by the bubble when --global-batch gives the "
+        "micro-batches"
         + (
             f"; all of it ÷ the goodput {goodput:g}"
             if goodput < 1
             else "; no time lost to failures and restarts (--goodput sets the fraction spent training)"
         ),
     ]
+    if fastest:
+        rate = throughput(device, dtype)
+        best = fastest[0][2]
+
+        def timed(seconds: float) -> str:
+            per_step = f"{seconds * step.global_batch * seq:,.2f} s a step, " if step.global_batch else ""
+            return per_step + f"{seconds * n_tokens / SECONDS_PER_DAY:,.2f} days"
+
+        how = (
+            "each at the kernel efficiency while busy with the tensor-, context- and expert-parallel collectives no "
+            "compute hides, stretched by its pipeline bubble; data-parallel, ZeRO and pipeline traffic taken as "
+            "overlapped"
+            if rate and rate.busy
+            else "each at an end-to-end rate with the bubble and communication inside it, so only recomputation tells "
+            "them apart (give --kernel-mfu and --global-batch to weigh the bubble and the collectives)"
+        )
+        runners = "; ".join(
+            f"{layout_key(other)} --recompute {st.recompute}: {timed(sec)} (×{sec / best:.3f})" for other, st, sec in fastest[1:]
+        )
+        notes.insert(
+            0,
+            f"the fastest layout of {lay.gpus:,} devices that fits: {layout_key(lay)} --recompute {step.recompute}, "
+            f"{timed(best)}; {how}; among layouts as fast the least model parallelism, ZeRO stage and interleaving "
+            "first (layouts.fastest_layouts)" + (f". Runners-up: {runners}" if runners else ""),
+        )
     if searched is not None:
         notes.insert(
             0,

@@ -483,6 +483,8 @@ def train(
     attention_kernel: str = Step.kernel,
     mtp: bool | None = Step.mtp,
     min_gpus: bool = TrainingRun.min_gpus,
+    fastest: bool = TrainingRun.fastest,
+    schedule: str = Layout.schedule,
     ttft_slo: float | None = None,
     itl_slo: float | None = None,
     lora: int | None = None,
@@ -513,6 +515,8 @@ def train(
     o.flag_value("sequence_parallel", sequence_parallel)
     o.flag_value("mtp", mtp)
     o.flag_value("min_gpus", min_gpus)
+    o.flag_value("fastest", fastest)
+    o.choice("schedule", schedule, o.ScheduleName)
     o.choice("framework", framework, o.FrameworkName)
     o.choice("loss", loss, o.LossName)
     o.choice("convention", convention, o.ConventionName)
@@ -545,6 +549,9 @@ def train(
             raise OptionError(f"--precision {precision}: --lora plans a bf16 step over its frozen base", field="precision")
         if framework != Step.framework:
             raise OptionError(f"--framework {framework}: --lora plans Hugging Face's Trainer with peft", field="framework")
+        if fastest or schedule != Layout.schedule:
+            field = "fastest" if fastest else "schedule"
+            raise OptionError(f"{o.flag(field)}: --lora plans a step over data parallelism, without a pipeline", field=field)
         finetuned = plan_finetune(
             m.stack,
             m.label,
@@ -561,7 +568,14 @@ def train(
         m.stack,
         m.label,
         TrainingRun(
-            tokens, convention=convention, dtype=dtype, tokens_per_s=tokens_per_s, budget=budget, goodput=goodput, min_gpus=min_gpus
+            tokens,
+            convention=convention,
+            dtype=dtype,
+            tokens_per_s=tokens_per_s,
+            budget=budget,
+            goodput=goodput,
+            min_gpus=min_gpus,
+            fastest=fastest,
         ),
         Step(
             seq_len=seq_len,
@@ -581,6 +595,7 @@ def train(
             tp=tp,
             pp=pp,
             virtual_stages=virtual_stages,
+            schedule=schedule,
             cp=cp,
             ep=ep,
             zero=zero,

@@ -30,6 +30,7 @@ BaseDtype = ("bf16", "fp16", "fp32", "fp8", "int8", "nf4", "fp4", "gptq", "awq")
 AdapterDtype = ("fp32", "bf16")
 FrameworkName = ("megatron", "deepspeed", "fsdp2", "hf")
 LossName = ("full", "chunked")
+ScheduleName = ("1f1b", "zb-h1", "zb-h2")  # analysis/training.py SCHEDULES
 KernelName = ("flash", "eager")
 DecodeForm = ("absorbed", "expanded")
 FigureWidth = ("docs", "column", "page")

@@ -30,6 +30,7 @@ from ..api.options import (
     OptimizerName,
     PrecisionName,
     RecomputeName,
+    ScheduleName,
     VerifyConvention,
 )
 from ..errors import InputError
@@ -502,6 +503,7 @@ GROUPS["presets"] = "List the shipped presets, or show one as YAML."
     examples=(
         "train llama3-8b --tokens 15T --hardware h100-sxm --gpus 1024",
         "train deepseek-v3 --tokens 14.8T --hardware h100-sxm --gpus 2048 --dp 128 --pp 16 --ep 8",
+        "train llama3-70b --tokens 15T --hardware h100-sxm --gpus 64 --global-batch 512 --kernel-mfu 0.5 --fastest",
         "train llama3-8b --tokens 100M --lora 16 --base-dtype nf4 --seq-len 2048 --recompute full --hardware rtx4090",
     ),
 )
@@ -568,6 +570,19 @@ def train(
     min_gpus: bool = opt(
         TrainingRun.min_gpus, "--min-gpus", help="Find the fewest devices and the layout that fit (with --hardware)."
     ),
+    fastest: bool = opt(
+        TrainingRun.fastest,
+        "--fastest",
+        help="Find the layout of --gpus devices with the shortest step that fits (with --hardware; --kernel-mfu and "
+        "--global-batch weigh the bubble).",
+    ),
+    schedule: str = opt(
+        Layout.schedule,
+        "--schedule",
+        choices=ScheduleName,
+        help="Pipeline schedule: 1f1b (interleaved with --virtual-stages), zb-h1 (zero-bubble, 1F1B's memory) or "
+        "zb-h2 (zero-bubble, up to 2p − 1 micro-batches in flight).",
+    ),
     goodput: float = opt(
         TrainingRun.goodput,
         "--goodput",
@@ -630,6 +645,8 @@ def train(
         mtp=mtp,
         min_gpus=min_gpus,
         source_len=source_len,
+        fastest=fastest,
+        schedule=schedule,
         **_lora(
             lora, lora_targets, lora_alpha, dora, lora_modules_to_save, rslora, base_dtype, double_quant, kbit_fp32, adapter_dtype
         ),

@@ -480,7 +480,9 @@ def _fit_page(loaded) -> str:
         "each device's weights, gradients and optimizer states in its framework's dtypes (`--framework`, ZeRO 0–3), "
         "the gathered buffers of ZeRO 3, the activations of the micro-batches in flight, the logits and loss, a "
         "recomputed layer and the allocator's share; when they do not fit, it names the layout of the same devices "
-        "that does with the least model parallelism, and `--min-gpus` finds the fewest devices any layout fits on "
+        "that does with the least model parallelism, `--min-gpus` finds the fewest devices any layout fits on and "
+        "`--fastest` the layout of `--gpus` devices with the shortest step (1F1B, interleaved or zero-bubble ZB-H1 "
+        "and ZB-H2 pipelines, `--schedule`) "
         "([how close the plans come to published runs](guide/accuracy.md)).\n\n",
         "Weight formats (`--dtype`, `--experts-dtype`), bits per weight from their block layouts:\n\n",
     ]

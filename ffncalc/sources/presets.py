@@ -15,9 +15,13 @@ SPEC_SUFFIXES = (".yaml", ".yml", ".json")
 
 @cache
 def _folder():
-    """Installed: the ``ffncalc.presetdata`` package; a bare source checkout: ``presets/`` beside the package."""
+    """A source checkout: ``presets/`` beside the package (its own, even where an editable install of another
+    checkout maps ``ffncalc.presetdata`` elsewhere); installed: the ``ffncalc.presetdata`` package."""
     from importlib.util import find_spec  # importlib.resources would cost more than a count
 
+    checkout = Path(__file__).resolve().parent.parent.parent
+    if (checkout / "pyproject.toml").is_file() and (checkout / "presets" / "__init__.py").is_file():
+        return checkout / "presets"
     try:
         spec = find_spec("ffncalc.presetdata")
     except ModuleNotFoundError:

@@ -59,6 +59,8 @@ PUBLISHED_TOTALS = {
     "pythia-1.4b": 1_414_647_808,
     "deepseek-v2-lite": 15_706_484_224,
     "deepseek-v3": 671_026_404_352,
+    # the bigscience/bloom model card: 176,247,271,424 parameters
+    "bloom-176b": 176_247_271_424,
 }
 
 

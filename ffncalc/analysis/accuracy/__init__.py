@@ -30,7 +30,7 @@ class Record:
     name: str
     source: str  # where it is published (a document, its table)
     measured: float  # in ``unit``
-    unit: str  # "GiB" (a figure in bytes, shown in GiB) or "GPU-hours"
+    unit: str  # "GiB" (a figure in bytes, shown in GiB), "GPU-hours" or "s" (a step's seconds)
     figure: str  # the plan's figure id held against it
     model: str
     kwargs: dict[str, Any] = field(default_factory=dict)  # ffncalc.train's keywords (a flag of the command each)
@@ -70,6 +70,8 @@ def sections() -> list[Any]:
 
 
 def shown(value: float, unit: str) -> str:
+    if unit == "s":
+        return f"{value:,.1f} s"
     return f"{value:,.1f} GiB" if unit == "GiB" else f"{value / 1e6:,.3f}M {unit}"
 
 
@@ -116,7 +118,7 @@ def page(notice: str) -> str:
             parts.append("\n")
             parts += [f"- {r.name}: `{r.command}` — {r.source}\n" for r in section.VERDICTS]
         if section.GAPS:
-            parts.append("\nNot modelled yet (shown, not held in a band):\n\n")  # a section's known gaps
+            parts.append("\nOutside the plans, each with its reason (shown, not held in a band):\n\n")  # a section's gaps
             for r in section.GAPS:
                 parts.append(
                     f"- {r.name}: measured {shown(r.measured, r.unit)}, planned {shown(r.planned(), r.unit)} "
