@@ -30,6 +30,7 @@ from .results import (
     Collectives,
     Comparison,
     Count,
+    KeptVerification,
     MemoryVerification,
     ParallelBench,
     Plan,
@@ -158,20 +159,24 @@ def verify(
     convention: str = "exact",
     every_layer: bool = False,
     memory: bool = False,
-) -> Verification | MemoryVerification:
+) -> Verification | MemoryVerification | KeptVerification:
     """The analytic counts against torch modules built on the meta device (``hf``: a config.json, also against the
     transformers class it names); ``all``: every preset, each on its own. ``memory`` (with ``hf``): what a training
-    forward keeps for backward against the tensors the transformers class saves (``MemoryVerification``). Needs torch
+    forward keeps for backward against the tensors the transformers class saves (``MemoryVerification``); with a
+    model, each block's kept activations against what its reference module saves as fused kernels run it
+    (``KeptVerification``). Needs torch
     (and transformers with ``hf``). A mismatch is no error: the result's ``ok`` is false."""
     if sum((bool(all), model is not None, hf is not None)) != 1:
         raise InputError("verify takes one of: a model, --all, --hf CONFIG")
     o.whole("seq_len", seq_len)
     o.choice("convention", convention, o.VerifyConvention)
     o.flag_value("memory", memory)
-    if memory:
-        if hf is None:
-            raise InputError("verify --memory holds what a training forward keeps against a transformers class: give --hf CONFIG")
+    if memory and hf is not None:
         return _verify_memory(hf, seq_len)
+    if memory:
+        if all or model is None:
+            raise InputError("verify --memory takes one model (or --hf CONFIG)")
+        return _verify_kept(model, seq_len)
     if hf is not None:
         return _verify_hf(hf, seq_len, convention, every_layer)
     if model is not None and not isinstance(model, Model):
@@ -266,6 +271,25 @@ def _verify_memory(ref: Source, seq_len: int | None) -> MemoryVerification:
             measured = hfsavedcheck.measure(c, seq_len=length, batch=batch, dtype=dtype)
             runs.append(SavedRun(length, batch, dtype, planned, measured))
     return MemoryVerification(label, str(c.model_type), runs)
+
+
+def _verify_kept(model: Model | Source, seq_len: int | None) -> KeptVerification:
+    from ..analysis.keptcheck import LIMIT_BYTES, layer_bytes
+
+    m = resolve(model)
+    length = seq_len or MEMORY_CHECK_SEQ_LEN
+    m.stack.check_seq_len(length, m.label)
+    largest = layer_bytes(m.stack)
+    if largest > LIMIT_BYTES:
+        raise InputError(
+            f"{m.label}: verify --memory runs each layer on real tensors on the CPU, and its largest takes "
+            f"{largest / 2**30:.1f} GiB in bf16 (at most {LIMIT_BYTES // 2**30} GiB): give a narrower spec"
+        )
+    try:
+        from ..analysis.keptcheck import check
+    except ImportError as exc:
+        raise MissingDependency(f"verify --memory needs torch ({exc}); install it: pip install torch==2.13.0") from None
+    return KeptVerification(m.label, length, check(m.stack, length))
 
 
 def compare(

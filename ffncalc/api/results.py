@@ -377,6 +377,35 @@ class MemoryVerification(Result):
         return f"MemoryVerification({self.model!r}, {len(self.runs)} run(s), ok={self.ok})"
 
 
+class KeptVerification(Result):
+    """``ffncalc.verify(model, memory=True)``: each block's kept activations as training plans them (``checks``: the
+    block kind, its layers, the planned and the saved bytes for one sequence of ``seq_len`` tokens, bf16) against
+    what its reference module saves run as fused kernels run it; ``ok`` when every block agrees."""
+
+    def __init__(self, model: str, seq_len: int, checks: list[Any]):
+        self.model, self.seq_len, self.checks = model, seq_len, checks
+
+    @property
+    def ok(self) -> bool:
+        return all(c.ok for c in self.checks)
+
+    def record(self) -> dict[str, Any]:
+        blocks = [
+            {"layers": list(c.layers), "slot": c.slot, "kind": c.kind, "planned": c.planned, "saved": c.saved, "ok": c.ok}
+            for c in self.checks
+        ]
+        return stamp("verify-kept", {"model": self.model, "seq_len": self.seq_len, "ok": self.ok, "blocks": blocks})
+
+    def documents(self, human: bool = True) -> list[sheet.Document]:
+        return [render.kept_doc(self.model, self.seq_len, self.checks)]
+
+    def to_csv(self) -> str:
+        return sheet.to_csv(self.record()["blocks"])
+
+    def __repr__(self) -> str:
+        return f"KeptVerification({self.model!r}, {len(self.checks)} block(s), ok={self.ok})"
+
+
 class Bench(Result):
     """``ffncalc.bench``: each timed block's median time, tokens/s and achieved TFLOP/s (``timings``)."""
 

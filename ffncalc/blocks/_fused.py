@@ -33,11 +33,12 @@ def active() -> bool:
 
 
 def _turn(x: torch.Tensor, half: int, base: float, sign: float) -> torch.Tensor:
+    """x rotated, in x's own layout (a kernel writes its output where its input lies: (B, s, heads, d) in memory)."""
     inv_freq = base ** (-torch.arange(half, device=x.device, dtype=torch.float32) / half)
     angles = torch.arange(x.shape[-2], device=x.device, dtype=torch.float32)[:, None] * inv_freq[None, :]
     cos, sin = angles.cos().to(x.dtype), (sign * angles.sin()).to(x.dtype)
     x1, x2, rest = x[..., :half], x[..., half : 2 * half], x[..., 2 * half :]
-    return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos, rest], dim=-1)
+    return torch.empty_like(x).copy_(torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos, rest], dim=-1))
 
 
 class _Rotary(torch.autograd.Function):
@@ -78,7 +79,8 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool
                 if chunk is not None:
                     allowed = allowed & (i[None, :] // chunk == i[:, None] // chunk)
                 table = torch.zeros(s, s, dtype=q.dtype, device=q.device).masked_fill(~allowed, float("-inf"))
-                _MASKS[key] = table if bias is None else table + bias
+                table = table if bias is None else table + bias
+                _MASKS[key] = table.expand(1, *table.shape[-3:]) if table.dim() == 3 else table  # (1, H, s, s)
         mask = _MASKS[key]
     with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
         return F.scaled_dot_product_attention(
@@ -89,3 +91,44 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool
 def is_table(t: torch.Tensor) -> bool:
     """A mask table ``attention`` built: a kernel's constant, not an activation."""
     return any(t.untyped_storage().data_ptr() == m.untyped_storage().data_ptr() for m in _MASKS.values())
+
+
+class _Norm(torch.autograd.Function):
+    """RMSNorm or LayerNorm as fused kernels keep it (Apex's and Liger's fused norms): the input as given and an fp32
+    statistic a row (the inverse RMS, and for LayerNorm the mean too); the normalised x recomputed in backward."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, eps: float, layer: bool):
+        with torch.no_grad():
+            xf = x.float()
+            mean = xf.mean(-1, keepdim=True) if layer else None
+            centred = xf - mean if layer else xf
+            rstd = torch.rsqrt(centred.square().mean(-1, keepdim=True) + eps)
+            out = _scaled(centred * rstd, weight, bias).to(x.dtype)
+        ctx.layer, ctx.eps = layer, eps
+        ctx.save_for_backward(x, rstd, weight, bias, *(() if mean is None else (mean,)))
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, rstd, weight, bias, *mean = ctx.saved_tensors
+        with torch.enable_grad():
+            xr = x.detach().requires_grad_(True)
+            w = weight.detach().requires_grad_(True) if weight is not None else None
+            b = bias.detach().requires_grad_(True) if bias is not None else None
+            xf = xr.float()
+            centred = xf - mean[0] if ctx.layer else xf
+            out = _scaled(centred * rstd, w, b).to(x.dtype)
+            inputs = [t for t in (xr, w, b) if t is not None]
+            grads = iter(torch.autograd.grad(out, inputs, grad))
+        return next(grads), next(grads) if w is not None else None, next(grads) if b is not None else None, None, None
+
+
+def _scaled(x: torch.Tensor, weight, bias) -> torch.Tensor:
+    if weight is not None:
+        x = x * weight.float()
+    return x + bias.float() if bias is not None else x
+
+
+def norm(x: torch.Tensor, weight, bias, eps: float, layer: bool) -> torch.Tensor:
+    return _Norm.apply(x, weight, bias, eps, layer)

@@ -82,21 +82,42 @@ def split_linear(linear: nn.Linear, rank: int, parts: int, by: str) -> nn.Linear
     return cut
 
 
-class BiasedRMSNorm(nn.RMSNorm):
+class RMSNorm(nn.RMSNorm):
+    """torch's RMSNorm; inside ``_fused.fused()`` as a fused kernel keeps it (its input and an fp32 statistic)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        from . import _fused
+
+        if _fused.active():
+            eps = torch.finfo(torch.float32).eps if self.eps is None else self.eps
+            return _fused.norm(x, self.weight, getattr(self, "bias", None), eps, False)
+        out = super().forward(x)
+        return out + self.bias if getattr(self, "bias", None) is not None else out
+
+
+class LayerNorm(nn.LayerNorm):
+    """torch's LayerNorm; inside ``_fused.fused()`` as a fused kernel keeps it (its input, the mean and rstd in fp32)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        from . import _fused
+
+        if _fused.active():
+            return _fused.norm(x, self.weight, self.bias, self.eps, True)
+        return super().forward(x)
+
+
+class BiasedRMSNorm(RMSNorm):
     """An RMSNorm with a bias added after its weight (xLSTM's xLSTMRMSNorm with use_bias)."""
 
     def __init__(self, width: int):
         super().__init__(width)
         self.bias = nn.Parameter(torch.zeros(width))
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return super().forward(x) + self.bias
-
 
 def make_norm(norm, width: int) -> nn.Module:
     if norm.kind.startswith("layernorm"):  # LayerNorm1p (Nemotron) scales by 1 + w: the same parameters
-        return nn.LayerNorm(width, elementwise_affine=norm.affine, bias=norm.has_bias)
-    return BiasedRMSNorm(width) if norm.has_bias else nn.RMSNorm(width, elementwise_affine=norm.affine)
+        return LayerNorm(width, elementwise_affine=norm.affine, bias=norm.has_bias)
+    return BiasedRMSNorm(width) if norm.has_bias else RMSNorm(width, elementwise_affine=norm.affine)
 
 
 class HeadNorm(nn.Module):
@@ -112,6 +133,12 @@ class HeadNorm(nn.Module):
         self.bias = nn.Parameter(torch.zeros(heads, dim)) if norm.has_bias else None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        from . import _fused
+
+        if _fused.active():  # one fused kernel over each head's features, its weights the head's
+            w = None if self.weight is None else self.weight[:, None, :]
+            b = None if self.bias is None else self.bias[:, None, :]
+            return _fused.norm(x, w, b, 1e-5 if self.layer else torch.finfo(torch.float32).eps, self.layer)
         x = F.layer_norm(x, (self.dim,)) if self.layer else F.rms_norm(x, (self.dim,))
         if self.weight is not None:
             x = x * self.weight[:, None, :]
@@ -160,7 +187,7 @@ def attend(layer, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Te
     sinks, window, chunk = getattr(layer, "sinks", None), getattr(layer, "window", None), getattr(layer, "chunk", None)
     from . import _fused
 
-    if _fused.active() and sinks is None:  # as the flash kernel keeps it (K and V at their own heads)
+    if _fused.active() and sinks is None and q.shape[-1] == v.shape[-1]:  # as the flash kernel keeps it
         both = getattr(layer, "both", False)
         return _fused.attention(q, k, v, causal=not both, window=window, chunk=chunk, bias=bias)
     if k.shape[1] != heads:  # grouped K/V heads serve several query heads each

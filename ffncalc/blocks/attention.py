@@ -221,14 +221,22 @@ class Attention(Block):
         and the output at v_head_dim; K and V not again in a layer that reads another layer's. A gate keeps
         its input and the heads' ungated output as well (for the sigmoid's and the product's gradients): 2·h·head_dim
         more; a softplus gate its projection's output and the ungated output; a sub-norm its output as well (o's
-        input), h·v_head_dim more."""
+        input), h·v_head_dim more. A norm as a fused kernel keeps its input and an fp32 statistic a row (the inverse
+        RMS; a LayerNorm's mean too: 2 or 4 16-bit elements): the q/k norms their inputs, (h + kv)·head_dim, and a
+        row a head (over all heads: a row each), a sub-norm its statistic (its input is the heads' output, kept)."""
         h, kv, hd, vd = self.n_heads, self.kv_heads, self.head_dim, self.value_dim
         gate = 2 * h * hd if self.gate else 0
         if self.softplus_gate != "none":
             gate += self.gate_width + h * vd
         keys = 0 if self.kv_shared else kv * (hd + vd)
-        sub = h * vd if self.sub_norm else 0
-        return model.d_model + h * (hd + vd) + keys + gate + sub
+        stat = 4 if model.norm.kind.startswith("layernorm") else 2  # fp32 inverse RMS (and mean) a row
+        sub = h * vd + stat if self.sub_norm else 0
+        norms = 0
+        if self.qk_norm != "none":
+            own = 0 if self.kv_shared else kv
+            rows = (h + own) if self.qk_norm in ("head", "each_head") else 1 + (1 if own else 0)
+            norms = (h + own) * hd + rows * stat
+        return model.d_model + h * (hd + vd) + keys + gate + sub + norms
 
     def score_bytes(self, model, seq_len: int, flash: bool = False) -> int:
         return softmax_score_bytes(self.n_heads, seq_len, flash)

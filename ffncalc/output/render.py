@@ -659,6 +659,24 @@ def saved_doc(model: str, model_type: str, runs) -> Document:
     return Document(f"{model} · what training keeps, ffncalc vs transformers' {model_type} class", notes, sections, [verdict])
 
 
+def kept_doc(model: str, seq_len: int, checks) -> Document:
+    """Layers | block | planned | saved: each block's kept activations against its reference module's."""
+    head = ["layers", "block", "planned", "saved", ""]
+    rows = [[layers_text(c.layers), f"{c.slot}: {c.kind}", exact(c.planned), exact(c.saved), "✓" if c.ok else "✗"] for c in checks]
+    bad = [c for c in checks if not c.ok]
+    verdict = (
+        f"✗ {len(bad)} of {len(checks)} blocks differ: " + ", ".join(sorted({c.kind for c in bad}))
+        if bad
+        else f"✓ every block's kept activations equal what its module saves ({len(checks)} blocks)"
+    )
+    notes = [
+        f"bytes one sequence of {seq_len:,} tokens keeps for backward in each block, bf16: planned (kept_elements × 2 a "
+        "token, and the attention kernel's log-sum-exp) against what autograd saves when the block's reference module "
+        "runs as fused kernels run it (torch's flash kernel, rotary positions and norms recomputed), on the CPU"
+    ]
+    return Document(f"{model} · kept activations, planned vs saved", notes, [Section(head, rows, left=2)], [verdict])
+
+
 def hf_csv(report) -> str:
     return to_csv([{"model": report.model, **c} for c in hf_records(report)["components"]])
 

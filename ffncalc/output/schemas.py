@@ -18,6 +18,7 @@ VERSIONS = {
     "verify-all": 1,
     "verify-hf": 1,
     "verify-memory": 1,
+    "verify-kept": 1,
     "compare": 1,
     "sweep": 1,
     "bench": 1,
@@ -39,6 +40,7 @@ WHAT = {
     "verify-all": "ffncalc verify --all -f json: every preset verified",
     "verify-hf": "ffncalc verify --hf CONFIG -f json: the analytic counts against torch and the transformers class",
     "verify-memory": "ffncalc verify --memory --hf CONFIG -f json: what training keeps, against what the transformers class saves",
+    "verify-kept": "ffncalc verify MODEL --memory -f json: each block's kept activations against its reference module's",
     "compare": "ffncalc compare -f json: a dense and a gated FFN at equal parameters (or FLOPs)",
     "sweep": "ffncalc compare --sweep -f json: one comparison per d_ff/d_model ratio",
     "bench": "ffncalc bench -f json (and bench --out): timed blocks",
@@ -468,6 +470,9 @@ def _body(kind: str) -> Schema:
         return obj({"ok": BOOL, "reports": array(_verify()), "refused": array(obj({"model": STR, "error": STR}))})
     if kind == "verify-hf":
         return obj({"ok": BOOL, "verify": _verify(), "transformers": _transformers()})
+    if kind == "verify-kept":
+        row = obj({"layers": array(INT), "slot": STR, "kind": STR, "planned": INT, "saved": INT, "ok": BOOL})
+        return obj({"model": STR, "seq_len": INT, "ok": BOOL, "blocks": array(row)})
     if kind == "verify-memory":
         row = obj({"component": STR, "planned": INT, "saved": INT, "ok": BOOL})
         run = obj({"seq_len": INT, "batch": INT, "dtype": enum("bf16", "fp32"), "ok": BOOL, "components": array(row)})
