@@ -258,6 +258,16 @@ def flop_run(net, batch: int, seq_len: int) -> FlopRun:
     try:
         with (
             mock.patch.object(transformers.masking_utils, "find_packed_sequence_indices", lambda ids: None),
+            # an unpadded sequence: no warning to give on padding without an attention mask (RemBERT and Megatron-BERT
+            # look for the pad token among the ids, which meta tensors cannot answer)
+            mock.patch.object(transformers.PreTrainedModel, "warn_if_padding_and_no_attention_mask", lambda *a: None),
+            # and an all-ones padding mask, which masks nothing: the bidirectional mask is skipped where no window
+            # applies, as transformers skips it for such a mask (masking_utils._ignore_bidirectional_mask_sdpa)
+            mock.patch.object(
+                transformers.masking_utils,
+                "_ignore_bidirectional_mask_sdpa",
+                lambda mask, kv_length, local: local is None or kv_length < local,
+            ),
             grad,
             counter,
             attribution,

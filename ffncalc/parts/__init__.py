@@ -108,6 +108,11 @@ class Part:
         """The token embedding table's (rows, width)."""
         return shape
 
+    def input_width(self, width: int) -> int:
+        """The width of the embedding side: the token table's rows as looked up, the position and token-type tables
+        added to them and the embedding norm (a factorised embedding's, projected to d_model after the norm)."""
+        return width
+
     def final_width(self, width: int) -> int:
         """What the final norm reads."""
         return width

@@ -1,11 +1,15 @@
 """A transform of the final norm's output before the unembedding (ModernBERT's decoder:
-ModernBertDecoderPredictionHead): dense d -> d, the activation, the model's norm (lm_head.dense, .act, .norm)."""
+ModernBertDecoderPredictionHead; BERT's masked-LM head, BertPredictionHeadTransform): dense d -> d, the activation,
+the model's norm (lm_head.dense, .act, .norm). ``width``: the dense maps d to a width of its own, the norm is that wide
+and so is the unembedding that reads it (ELECTRA's generator head, ElectraGeneratorPredictions: hidden_size ->
+embedding_size; ALBERT's AlbertMLMHead; RemBERT's output_embedding_size)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
 
+from ..model.schema import Positive
 from ..model.terms import ACTIVATION_OPS, Activation
 from . import Part, register
 
@@ -20,13 +24,18 @@ class PredictionHead(Part):
     activation: Activation = "gelu"
     bias: bool = False  # the dense projection's (ModernBertDecoderConfig.classifier_bias)
     norm: bool = True
+    width: Positive | None = None  # the dense's output and the head's input, where not d_model
+
+    def head_width(self, width: int) -> int:
+        return self.width or width
 
     def top_terms(self, e, model) -> None:
         d = model.d_model
-        e.linear("prediction_head.dense", d, d, self.bias, 1)
-        e.op("prediction_head.act", d * ACTIVATION_OPS[self.activation])
+        w = self.width or d
+        e.linear("prediction_head.dense", d, w, self.bias, 1)
+        e.op("prediction_head.act", w * ACTIVATION_OPS[self.activation])
         if self.norm:
-            e.norm("prediction_head.norm", model.norm, d, 1)
+            e.norm("prediction_head.norm", model.norm, w, 1)
 
     def model_module(self, model):
         return _module()(self, model)
@@ -42,9 +51,10 @@ def _module():
     class Head(nn.Module):
         def __init__(self, spec: PredictionHead, model):
             super().__init__()
-            self.dense = Linear(model.d_model, model.d_model, bias=spec.bias)
+            w = spec.width or model.d_model
+            self.dense = Linear(model.d_model, w, bias=spec.bias)
             self.act = ACTIVATIONS[spec.activation]
-            self.norm = make_norm(model.norm, model.d_model) if spec.norm else nn.Identity()
+            self.norm = make_norm(model.norm, w) if spec.norm else nn.Identity()
 
         def top(self, x: torch.Tensor) -> torch.Tensor:
             return self.norm(self.act(self.dense(x)))

@@ -30,7 +30,7 @@ class TokenTypes(Part):
         return cls(types=value) if value is not None else None
 
     def lookup_terms(self, e, model) -> None:
-        d = model.d_model
+        d = model.input_width  # d_model, or a factorised embedding's width
         e.term("token_type_embed.weight", "position", (self.types, d), elementwise=d)  # one add per feature
 
     def model_module(self, model):
@@ -59,7 +59,7 @@ class TaskTypes(Part):
         return cls(types=value) if value is not None else None
 
     def lookup_terms(self, e, model) -> None:
-        d = model.d_model
+        d = model.input_width
         e.term("task_type_embed.weight", "position", (self.types, d), elementwise=d)
 
     def model_module(self, model):
@@ -77,7 +77,7 @@ def _module():
 
         def __init__(self, spec: TokenTypes | TaskTypes, model):
             super().__init__()
-            self.weight = nn.Parameter(torch.empty(spec.types, model.d_model))
+            self.weight = nn.Parameter(torch.empty(spec.types, model.input_width))
 
         def lookup(self, x: torch.Tensor, ctx: dict) -> torch.Tensor:
             return x + self.weight[0]

@@ -170,3 +170,49 @@ def distilbert(c: Config) -> dict:
         "norm": {"kind": "layernorm", "per_layer": 2, "final": False, "placement": "residual"},
         "prediction_head": {"activation": act, "bias": True},
     }
+
+
+ELECTRA_TOP = (
+    (r"embeddings_project$", "embed_project"),
+    (r"generator_predictions\.dense$", "prediction_head.dense"),
+    (r"generator_predictions\.LayerNorm$", "prediction_head.norm"),
+    (r"generator_lm_head$", "lm_head"),
+) + TOP_MODULES
+
+
+@family("electra", layer_modules=LAYER_MODULES, top_modules=ELECTRA_TOP)
+def electra(c: Config) -> dict:
+    """ElectraConfig / ElectraForMaskedLM (Clark et al. 2020), the generator: BERT's post-norm layers at hidden_size
+    (default 256, 12 layers, 4 heads, intermediate 1024); ElectraEmbeddings' word, position and token-type tables and
+    their LayerNorm embedding_size wide (default 128), and where embedding_size differs from hidden_size,
+    embeddings_project (E -> d, with a bias) after them; ElectraGeneratorPredictions: dense d -> E (with a bias),
+    gelu (whatever hidden_act), a LayerNorm of E; generator_lm_head E -> vocabulary, with a bias, tied to the word
+    table. Vocabulary 30522, 512 positions."""
+    spec = encoder(c)
+    width = c.int("embedding_size", 128)
+    if width != spec["d_model"]:
+        spec["factorized_embedding"] = {"width": width, "bias": True}
+    spec["prediction_head"] = {"activation": "gelu", "bias": True, "width": width}
+    return spec
+
+
+REMBERT_TOP = (
+    (r"embedding_hidden_mapping_in$", "embed_project"),
+    (r"predictions\.dense$", "prediction_head.dense"),
+    (r"predictions\.LayerNorm$", "prediction_head.norm"),
+) + TOP_MODULES
+
+
+@family("rembert", layer_modules=LAYER_MODULES, top_modules=REMBERT_TOP)
+def rembert(c: Config) -> dict:
+    """RemBertConfig / RemBertForMaskedLM (Chung et al. 2020, decoupled embeddings): BERT's post-norm layers
+    (hidden 1152, 32 layers, 18 heads, intermediate 4608); RemBertEmbeddings' word, position and token-type tables and
+    their LayerNorm input_embedding_size wide (default 256), projected to the hidden size by the encoder's
+    embedding_hidden_mapping_in (with a bias); the head RemBertLMPredictionHead: dense d -> output_embedding_size
+    (default 1664, with a bias), hidden_act, a LayerNorm of that width, and the decoder to the vocabulary (250300) with
+    a bias, untied (tie_word_embeddings default false). No pooler."""
+    spec = encoder(c)
+    spec["tie_embeddings"] = c.bool("tie_word_embeddings", False)
+    spec["factorized_embedding"] = {"width": c.int("input_embedding_size", 256), "bias": True}
+    spec["prediction_head"] = {**spec["prediction_head"], "width": c.int("output_embedding_size", 1664)}
+    return spec
