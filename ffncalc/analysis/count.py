@@ -66,6 +66,10 @@ def terms(model: Model, seq_len: int, *, partial: bool = False) -> list[Term]:
         inside = [replace(t, positions=Fraction(positions, seq_len)) for t in inside]
     if model.bidirectional:  # every query meets every key (within its window, on both sides): no causal triangle
         inside = [replace(t, select="both" if t.window else "full") if t.role == "core" else t for t in inside]
+    once = Emitter("final")
+    for part in parts:  # once a sequence: a pooler over its first position
+        part.sequence_terms(once, model, seq_len)
+    inside += once.out
     head = Emitter("head")
     for part in parts:  # the projection back to the embedding's width (OPT)
         part.head_terms(head, model)

@@ -11,7 +11,8 @@ its reference torch modules with the hooks the reference model calls. The model 
 Where a part's terms come: ``lookup_terms`` right after the token table's lookup; ``input_terms`` after the positions
 and the embedding norm (the model's input); ``layer_terms`` in each run of identical layers (slot "", beside the
 layer's norms); ``final_terms`` before the final norm; ``top_terms`` after it; ``head_terms`` in the head, before the
-unembedding. Parts write theirs in the order of ``order`` (``input_order`` where it differs at the input).
+unembedding; ``sequence_terms`` once a sequence, after the final norm (a pooler). Parts write theirs in the order of
+``order`` (``input_order`` where it differs at the input).
 """
 
 from __future__ import annotations
@@ -31,6 +32,9 @@ MODULES = (
     "encoder",
     "embedding",
     "token_types",
+    "sine_table",
+    "layout",
+    "pooler",
     "streams",
     "prompts",
     "latent",
@@ -144,6 +148,10 @@ class Part:
 
     def head_terms(self, e: Emitter, model: Model) -> None:
         """In the head, before the unembedding."""
+
+    def sequence_terms(self, e: Emitter, model: Model, seq_len: int) -> None:
+        """After the final norm, work done once a sequence of ``seq_len`` tokens rather than per token (a pooler over
+        its first position): terms marked ``per_sequence``, their positions 1 / seq_len."""
 
     # --- the reference torch model (imports torch only when called) ---------------------------------------------
     def embed_module(self, model: Model):

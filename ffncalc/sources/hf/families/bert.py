@@ -216,3 +216,50 @@ def rembert(c: Config) -> dict:
     spec["factorized_embedding"] = {"width": c.int("input_embedding_size", 256), "bias": True}
     spec["prediction_head"] = {**spec["prediction_head"], "width": c.int("output_embedding_size", 1664)}
     return spec
+
+
+ROFORMER_TOP = (
+    (r"embeddings_project$", "embed_project"),
+    (r"encoder\.embed_positions$", "sine_table"),
+    (r"transform\.dense$", "prediction_head.dense"),
+    (r"transform\.LayerNorm$", "prediction_head.norm"),
+) + TOP_MODULES
+
+
+@family("roformer", layer_modules=LAYER_MODULES, top_modules=ROFORMER_TOP)
+def roformer(c: Config) -> dict:
+    """RoFormerConfig / RoFormerForMaskedLM (Su et al. 2021): BERT's post-norm layers with rotary positions over
+    the whole head (queries and keys; values too where rotary_value, no weights) in place of a position table;
+    RoFormerEmbeddings' word and token-type tables and LayerNorm embedding_size wide (default: hidden_size), projected
+    to the hidden size by embeddings_project (with a bias) where the two differ; RoFormerEncoder.embed_positions, a
+    frozen sine table of max_position_embeddings (1536) × head_dim held as a parameter; the head: transform dense
+    d -> embedding_size (with a bias), hidden_act, LayerNorm, and the decoder tied to the word table with its bias.
+    Vocabulary 50000."""
+    spec = encoder(c)
+    d, heads = spec["d_model"], spec["attention"]["n_heads"]
+    del spec["position_offset"]
+    spec["positions"] = "rotary"
+    spec["sine_table"] = {"rows": c.int("max_position_embeddings", 1536), "width": d // heads}
+    width = c.int("embedding_size", d)
+    if width != d:
+        spec["factorized_embedding"] = {"width": width, "bias": True}
+    spec["prediction_head"] = {**spec["prediction_head"], "width": width}
+    return spec
+
+
+LAYOUTLM_TOP = (
+    (r"embeddings\.x_position_embeddings$", "layout.x"),
+    (r"embeddings\.y_position_embeddings$", "layout.y"),
+    (r"embeddings\.h_position_embeddings$", "layout.h"),
+    (r"embeddings\.w_position_embeddings$", "layout.w"),
+    (r"pooler\.dense$", "pooler.dense"),
+) + TOP_MODULES
+
+
+@family("layoutlm", layer_modules=LAYER_MODULES, top_modules=LAYOUTLM_TOP)
+def layoutlm(c: Config) -> dict:
+    """LayoutLMConfig / LayoutLMForMaskedLM (Xu et al. 2020): BERT's embeddings, layers and head, with four more
+    tables of max_2d_position_embeddings (default 1024) rows in LayoutLMEmbeddings (x, y, height, width of each
+    token's bounding box, six rows added to the token's embedding); LayoutLMModel's pooler (dense d -> d with a bias,
+    tanh, over the first position), which LayoutLMForMaskedLM builds and runs."""
+    return {**encoder(c), "layout_positions": {"rows": c.int("max_2d_position_embeddings", 1024)}, "pooler": {}}
