@@ -462,6 +462,9 @@ def check_flops(c: Config, measured: Measured, *, spec: Model | None = None) -> 
     family = family_of(c)
     stacks = family.stacks(c) if family.stacks else None
     run_of = {i: run.span for run in spec.runs() for i in range(*run.span)}
+    # a layer that runs an earlier layer's parameters again (model/reuse.py) is that layer's module run again in
+    # transformers (ALBERT's albert_layer_groups): its work is compared where the module is, with the stored layer's
+    stored = {run.span: run_of[run.first - run.layer.reuse] if run.layer.reuse else run.span for run in spec.runs()}
     checks: list[FlopCheck] = []
     for run in measured.flops:
         theirs: dict[tuple[str, tuple[int, int] | None], int] = {}
@@ -482,7 +485,7 @@ def check_flops(c: Config, measured: Measured, *, spec: Model | None = None) -> 
         ours: dict[tuple[str, tuple[int, int] | None], int] = {}
         for row in tally(spec, convention="exact", seq_len=run.seq_len, batch=run.batch).rows:
             if row.flops:
-                key = (CORE if row.role == "core" else row.component, row.layers)
+                key = (CORE if row.role == "core" else row.component, stored.get(row.layers, row.layers) if row.layers else None)
                 ours[key] = ours.get(key, 0) + int(row.flops * run.seq_len * run.batch)
         ours = fuse(ours, theirs)
         checks += [

@@ -635,7 +635,6 @@ SEQ2SEQ_NOT_YET = {
 
 # Encoders no family reads yet: what each needs.
 ENCODERS_NOT_YET = {
-    "albert": "layers sharing one set of weights, and a factorised embedding (E < d) projected up",
     "big_bird": "block-sparse attention with random and global blocks",
     "convbert": "span-based dynamic convolution heads beside attention",
     "deberta": "disentangled attention (content-to-position and position-to-content scores over relative embeddings)",

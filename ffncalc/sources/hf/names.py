@@ -12,7 +12,8 @@ from typing import Iterable, TypeVar
 
 from .config import Family
 
-LAYER = re.compile(r"(?:^|\.)(?:layers|layer|h|blocks|block)\.(\d+)\.(.+)$")  # blocks: MPT, DBRX; layer: BERT; block: T5
+# blocks: MPT, DBRX; layer: BERT; block: T5; albert_layers: ALBERT's layers inside each of its albert_layer_groups
+LAYER = re.compile(r"(?:^|\.)(?:layers|layer|h|blocks|block|albert_layers)\.(\d+)\.(.+)$")
 
 K = TypeVar("K")
 
