@@ -6,6 +6,7 @@ Expected totals are derived by hand below from the published shapes (Devlin et a
 transformers itself is tests/families/test_defaults.py (every encoder type at its class defaults) and test_hf.py
 (the public configs)."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -157,3 +158,46 @@ def test_a_bidirectional_window_counts_its_band_in_the_causal_view():
     # 14 sliding and 8 global layers, QKᵀ and AV each, 12 heads of 64, per token of 512
     assert sliding * 512 == 14 * 2 * 2 * 61_888 * 768
     assert global_ * 512 == 8 * 2 * 2 * 512 * 512 * 768
+
+
+def _truth_total(path: Path) -> int:
+    from ffncalc.analysis import hfcheck
+
+    return sum(n for _, n in hfcheck.Measured.from_record(json.loads(path.read_text())).params)
+
+
+def test_all_mpnet_base_v2_by_hand():
+    """sentence-transformers/all-mpnet-base-v2's config (tests/hf_configs) as MPNetForMaskedLM, by hand: the word
+    table (30527 × 768), 514 positions and the embedding LayerNorm, no token types; per layer BERT's (q, k, v, o with
+    biases, two LayerNorms, the FFN of 3072 with biases); one relative-bias table of 32 buckets × 12 heads for the
+    stack; the head's dense and LayerNorm and the decoder's bias."""
+    from ffncalc.sources import hf
+
+    v, d, ff = 30527, 768, 3072
+    layer = 4 * (d * d + d) + (d * ff + ff) + (ff * d + d) + 2 * 2 * d
+    total = v * d + 514 * d + 2 * d + 12 * layer + 32 * 12 + d * d + d + 2 * d + v
+    configs = Path(__file__).resolve().parents[1]
+    assert tally(hf.load(configs / "hf_configs" / "all-mpnet-base-v2.json")[1]).params == total
+    assert _truth_total(configs / "hf_truth" / "all-mpnet-base-v2.json") == total == 109_518_527
+
+
+def test_factorised_embeddings_by_hand():
+    """ELECTRA's generator and ALBERT at their configuration classes' defaults, by hand (Clark et al. 2020; Lan et al.
+    2019 §3.1): the word, position and token-type tables and their LayerNorm E wide, E -> d with a bias, the head's
+    dense d -> E with a bias and its LayerNorm of E, the decoder's bias; ALBERT's 12 layers hold one layer's weights."""
+    from ffncalc.sources import hf
+
+    def bert_layer(d: int, ff: int) -> int:
+        return 4 * (d * d + d) + (d * ff + ff) + (ff * d + d) + 2 * 2 * d
+
+    def factorised(vocab: int, e: int, d: int, stored_layers: int, ff: int) -> int:
+        embeddings = vocab * e + 512 * e + 2 * e + 2 * e + (e * d + d)
+        head = d * e + e + 2 * e + vocab
+        return embeddings + stored_layers * bert_layer(d, ff) + head
+
+    electra = factorised(30522, 128, 256, 12, 1024)  # ElectraConfig: E 128, hidden 256, 12 layers, intermediate 1024
+    albert = factorised(30000, 128, 4096, 1, 16384)  # AlbertConfig: E 128, hidden 4096, one group of one layer
+    for model_type, total in (("electra", electra), ("albert", albert)):
+        assert tally(hf.load(DEFAULTS / "configs" / f"{model_type}.json")[1]).params == total
+        assert _truth_total(DEFAULTS / "truth" / f"{model_type}.json") == total
+    assert (electra, albert) == (13_546_682, 206_368_944)

@@ -263,3 +263,30 @@ def layoutlm(c: Config) -> dict:
     token's bounding box, six rows added to the token's embedding); LayoutLMModel's pooler (dense d -> d with a bias,
     tanh, over the first position), which LayoutLMForMaskedLM builds and runs."""
     return {**encoder(c), "layout_positions": {"rows": c.int("max_2d_position_embeddings", 1024)}, "pooler": {}}
+
+
+MPNET_LAYERS = (
+    (r"attention\.attn\.q$", "attn.q"),
+    (r"attention\.attn\.k$", "attn.k"),
+    (r"attention\.attn\.v$", "attn.v"),
+    (r"attention\.attn\.o$", "attn.o"),
+) + LAYER_MODULES
+MPNET_TOP = ((r"encoder\.relative_attention_bias$", "relative_bias"),) + TOP_MODULES
+
+
+@family("mpnet", layer_modules=MPNET_LAYERS, top_modules=MPNET_TOP)
+def mpnet(c: Config) -> dict:
+    """MPNetConfig / MPNetForMaskedLM (Song et al. 2020): RoBERTa's embeddings without token types (positions
+    numbered from padding_idx + 1, padding_idx fixed at 1, so the table's first two rows precede every sequence's
+    first position), BERT's post-norm layers (attention.attn.q, k, v, o with biases, attention.LayerNorm,
+    intermediate, output), and one table of relative-position biases, relative_attention_num_buckets (32) ×
+    num_attention_heads, held by MPNetEncoder (relative_attention_bias) and added to every layer's scores; MPNetLMHead:
+    dense, gelu, layer_norm, the decoder tied to the word table with its bias. Vocabulary 30527, 512 positions."""
+    spec = encoder(c, offset=2)  # MPNetEmbeddings.padding_idx = 1, whatever pad_token_id
+    del spec["token_types"]
+    buckets = c.int("relative_attention_num_buckets", 32)
+    return {
+        **spec,
+        "relative_bias": {"buckets": buckets, "heads": spec["attention"]["n_heads"], "segments": 0},
+        "prediction_head": {"activation": "gelu", "bias": True},  # MPNetLMHead: gelu, whatever hidden_act
+    }
