@@ -6,7 +6,7 @@ embedding_size; ALBERT's AlbertMLMHead; RemBERT's output_embedding_size)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 
 from ..model.schema import Positive
@@ -25,6 +25,11 @@ class PredictionHead(Part):
     bias: bool = False  # the dense projection's (ModernBertDecoderConfig.classifier_bias)
     norm: bool = True
     width: Positive | None = None  # the dense's output and the head's input, where not d_model
+    norm_bias: bool | None = None  # the norm's bias where it differs from the model's norm (ESM C: nn.LayerNorm)
+
+    def head_norm(self, model):
+        """The model's norm, with a bias of its own where stated."""
+        return model.norm if self.norm_bias is None else replace(model.norm, bias=self.norm_bias, layer_bias=False)
 
     def head_width(self, width: int) -> int:
         return self.width or width
@@ -35,7 +40,7 @@ class PredictionHead(Part):
         e.linear("prediction_head.dense", d, w, self.bias, 1)
         e.op("prediction_head.act", w * ACTIVATION_OPS[self.activation])
         if self.norm:
-            e.norm("prediction_head.norm", model.norm, w, 1)
+            e.norm("prediction_head.norm", self.head_norm(model), w, 1)
 
     def model_module(self, model):
         return _module()(self, model)
@@ -54,7 +59,7 @@ def _module():
             w = spec.width or model.d_model
             self.dense = Linear(model.d_model, w, bias=spec.bias)
             self.act = ACTIVATIONS[spec.activation]
-            self.norm = make_norm(model.norm, w) if spec.norm else nn.Identity()
+            self.norm = make_norm(spec.head_norm(model), w) if spec.norm else nn.Identity()
 
         def top(self, x: torch.Tensor) -> torch.Tensor:
             return self.norm(self.act(self.dense(x)))

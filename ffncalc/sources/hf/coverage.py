@@ -640,7 +640,6 @@ ENCODERS_NOT_YET = {
     "deberta": "disentangled attention (content-to-position and position-to-content scores over relative embeddings)",
     "deberta-v2": "disentangled attention (content-to-position and position-to-content scores over relative embeddings)",
     "esm": "rotary or absolute positions over a protein vocabulary, pre-norm layers",
-    "esmc": "ESM C's layout: fused QKV with a LayerNorm, SwiGLU, no biases",
     "flaubert": "XLM's layout (its own module names, sinusoidal or learned positions, language embeddings)",
     "fnet": "Fourier token mixing in place of attention",
     "funnel": "pooling between blocks that shortens the sequence, and a decoder that upsamples it",
