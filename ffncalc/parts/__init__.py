@@ -46,6 +46,7 @@ MODULES = (
     "block_residuals",
     "cycles",
     "prediction_head",
+    "contact_head",
     "shared",
 )  # the shipped parts' modules
 

@@ -201,3 +201,27 @@ def test_factorised_embeddings_by_hand():
         assert tally(hf.load(DEFAULTS / "configs" / f"{model_type}.json")[1]).params == total
         assert _truth_total(DEFAULTS / "truth" / f"{model_type}.json") == total
     assert (electra, albert) == (13_546_682, 206_368_944)
+
+
+def test_esm2_650m_by_hand_and_its_published_size():
+    """facebook/esm2_t33_650M_UR50D's config (tests/hf_configs) as EsmForMaskedLM, by hand: the token table (33 ×
+    1280, no positions: rotary; no token types); per layer pre-norm BERT (q, k, v, o and the FFN of 5120 with biases,
+    two LayerNorms); emb_layer_norm_after; the contact head's regression over 33 layers × 20 heads with its bias; the
+    head's dense and LayerNorm and the decoder's bias. The model card and Lin et al. 2023 (Table 1) call it 650M."""
+    from ffncalc.sources import hf
+
+    v, d, ff, layers, heads = 33, 1280, 5120, 33, 20
+    layer = 4 * (d * d + d) + (d * ff + ff) + (ff * d + d) + 2 * 2 * d
+    total = v * d + layers * layer + 2 * d + (layers * heads + 1) + d * d + d + 2 * d + v
+    tests = Path(__file__).resolve().parents[1]
+    assert tally(hf.load(tests / "hf_configs" / "esm2-t33-650m.json")[1]).params == total
+    assert _truth_total(tests / "hf_truth" / "esm2-t33-650m.json") == total == 651_043_254
+    assert round(total / 1e6, -1) == 650
+
+
+def test_esm_defaults_are_refused_as_transformers_refuses_them(cli):
+    """EsmConfig's vocab_size defaults to None, which transformers cannot build a table from: a config that leaves it
+    so is refused in one line naming the key."""
+    code, out, err = cli("count", str(DEFAULTS / "configs" / "esm.json"))
+    assert code == 2 and out == "" and err.count("\n") == 1 and "vocab_size" in err
+    assert "refused" in json.loads((DEFAULTS / "truth" / "esm.json").read_text())
