@@ -6,6 +6,7 @@ KINDS = {
     ("attention", "cca"): "cca",
     ("attention", "csa"): "csa",
     ("attention", "diff_attention"): "diff_attention",
+    ("attention", "disentangled"): "disentangled",
     ("attention", "dynamic_mask"): "dynamic_mask",
     ("attention", "gated_deltanet"): "gated_deltanet",
     ("attention", "kda"): "kimi_delta",

@@ -34,6 +34,7 @@ MODULES = (
     "token_types",
     "sine_table",
     "layout",
+    "relative_embeddings",
     "pooler",
     "streams",
     "prompts",

@@ -225,3 +225,32 @@ def test_esm_defaults_are_refused_as_transformers_refuses_them(cli):
     code, out, err = cli("count", str(DEFAULTS / "configs" / "esm.json"))
     assert code == 2 and out == "" and err.count("\n") == 1 and "vocab_size" in err
     assert "refused" in json.loads((DEFAULTS / "truth" / "esm.json").read_text())
+
+
+def test_deberta_v3_base_by_hand_and_its_published_sizes():
+    """microsoft/deberta-v3-base's shapes (tests/hf_configs) as DebertaV2ForMaskedLM, by hand: the word table (128100 ×
+    768) and its LayerNorm, no position table (position_biased_input false) or token types; per layer BERT's post-norm
+    layer (q, k, v, o and the FFN of 3072 with biases, two LayerNorms), the position projections shared with q and k;
+    the encoder's 2 × 256 relative embeddings and their LayerNorm; the head's dense and LayerNorm and the decoder's
+    bias. He et al. 2023 and the model card: "86M backbone parameters with a vocabulary containing 128K tokens which
+    introduces 98M parameters in the Embedding layer".
+
+    FLOPs at 8 tokens, by hand (He et al. 2021 §3.1; DisentangledSelfAttention): the query projection of each token,
+    2 · 768 · 768 per token, and of the 512 relative embeddings once a forward; QKᵀ and AV over 8 keys, c2p and p2c
+    over 512 relative positions per query, 12 heads of 64."""
+    from ffncalc.sources import hf
+
+    v, d, ff, layers, rows = 128100, 768, 3072, 12, 512
+    layer = 4 * (d * d + d) + (d * ff + ff) + (ff * d + d) + 2 * 2 * d
+    backbone = layers * layer + rows * d + 2 * d
+    total = v * d + 2 * d + backbone + d * d + d + 2 * d + v
+    tests = Path(__file__).resolve().parents[1]
+    spec = hf.load(tests / "hf_configs" / "deberta-v3-base.json")[1]
+    assert tally(spec).params == _truth_total(tests / "hf_truth" / "deberta-v3-base.json") == total == 184_551_780
+    assert round((total - v * d) / 1e6) == 86 and round(v * d / 1e6) == 98  # all but the word table; the table
+    s = 8
+    rows_at = tally(spec, convention="exact", seq_len=s).rows
+    q = sum(r.flops for r in rows_at if r.component == "attn.q") * s
+    assert q == layers * (2 * s * d * d + 2 * rows * d * d) == 7_361_003_520
+    core = sum(r.flops for r in rows_at if r.role == "core") * s
+    assert core == layers * 12 * 64 * 2 * (2 * s * s + 2 * s * rows) == 153_354_240

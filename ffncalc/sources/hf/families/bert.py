@@ -41,7 +41,7 @@ def encoder(c: Config, *, pre_norm: bool = False, embedding_norm: bool = True, o
     table = c.int("max_position_embeddings", 512)
     if table <= offset:
         raise c.fail("max_position_embeddings", f"{table} rows leave no position after the first {offset}")
-    types = c.int("type_vocab_size", 2)
+    types = c.int("type_vocab_size", 2, positive=False)  # 0: no token-type table (DeBERTa-v2's default)
     return {
         "name": c.data.get("_name_or_path") or None,
         "vocab_size": c.int("vocab_size"),
