@@ -641,7 +641,6 @@ ENCODERS_NOT_YET = {
     "flaubert": "XLM's layout (its own module names, sinusoidal or learned positions, language embeddings)",
     "fnet": "Fourier token mixing in place of attention",
     "funnel": "pooling between blocks that shortens the sequence, and a decoder that upsamples it",
-    "ibert": "integer-only quantised modules with their own scale parameters",
     "jina_embeddings_v3": "XLM-R with rotary positions and LoRA adapters per task",
     "longformer": "sliding-window attention with separate global query, key and value projections",
     "luke": "entity embeddings and entity-aware attention beside BERT's",

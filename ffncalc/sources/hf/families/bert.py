@@ -84,8 +84,10 @@ def roberta(c: Config) -> dict:
 
 
 # Camembert, XLM-RoBERTa and data2vec's text model are RoBERTa's classes under their own names and configurations
-# (CamembertConfig, XLMRobertaConfig, Data2VecTextConfig: RoBERTa's keys and defaults).
-for _type in ("camembert", "xlm-roberta", "data2vec-text"):
+# (CamembertConfig, XLMRobertaConfig, Data2VecTextConfig: RoBERTa's keys and defaults). I-BERT (Kim et al. 2021) is
+# RoBERTa's layout under the same module names with integer-only kernels (IBertForMaskedLM): its parameters are
+# RoBERTa's, and the integer copies and scaling factors its quantised modules keep are buffers.
+for _type in ("camembert", "xlm-roberta", "data2vec-text", "ibert"):
     alias(_type, of="roberta")
 
 
