@@ -652,7 +652,6 @@ ENCODERS_NOT_YET = {
     "perceiver": "a latent array with cross-attention from the inputs",
     "roc_bert": "pronunciation and shape embeddings concatenated with the token's",
     "squeezebert": "grouped convolutions in place of the linear layers",
-    "tapas": "table-structure token-type embeddings (seven tables)",
     "ultrabert": "its own encoder layout",
     "ultravbert": "a vision tower beside its encoder",
     "xlm": "its own layout (language embeddings, sinusoidal or learned positions)",

@@ -292,3 +292,20 @@ def mpnet(c: Config) -> dict:
         "relative_bias": {"buckets": buckets, "heads": spec["attention"]["n_heads"], "segments": 0},
         "prediction_head": {"activation": "gelu", "bias": True},  # MPNetLMHead: gelu, whatever hidden_act
     }
+
+
+TAPAS_TOP = tuple((rf"embeddings\.token_type_embeddings_{i}$", f"type_tables.table_{i}") for i in range(32)) + TOP_MODULES
+
+
+@family("tapas", layer_modules=LAYER_MODULES, top_modules=TAPAS_TOP)
+def tapas(c: Config) -> dict:
+    """TapasConfig / TapasForMaskedLM (Herzig et al. 2020): BERT's layers and head over TapasEmbeddings, whose one
+    token-type table is seven (type_vocab_sizes, default [3, 256, 256, 2, 256, 256, 10]: segment, column, row, previous
+    answer, column rank, inverse column rank, numeric relation), each added; positions reset at each cell's start
+    where reset_position_index_per_cell (indices only); max_position_embeddings 1024. No pooler."""
+    sizes = c.data.get("type_vocab_sizes", [3, 256, 256, 2, 256, 256, 10])
+    if not isinstance(sizes, list) or not sizes or not all(type(n) is int and n > 0 for n in sizes):
+        raise c.fail("type_vocab_sizes", f"expected a list of positive table sizes, got {sizes!r}")
+    spec = encoder(c)
+    spec.pop("token_types", None)
+    return {**spec, "type_tables": sizes}
