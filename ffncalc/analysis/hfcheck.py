@@ -447,7 +447,8 @@ class FlopCheck:
         return self.ours == self.transformers
 
 
-LAYER_ITSELF = re.compile(r"(?:^|\.)(?:layers|h|blocks)\.(\d+)$")  # a layer module, not one inside it
+# a layer module, not one inside it; XLM's attention modules, one list of them
+LAYER_ITSELF = re.compile(r"(?:^|\.)(?:layers|h|blocks|attentions)\.(\d+)$")
 CORE = "attention products"  # the matmuls of activations with activations (QKᵀ, AV, a scan's readout, ...)
 
 

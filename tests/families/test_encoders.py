@@ -95,6 +95,9 @@ UNMEASURED = {
     # a training forward (from_config builds the class in training mode): QuantAct checks the activations' range for
     # NaN (x_max.isnan().sum() == 0), which meta tensors cannot answer; its float path is RoBERTa's matmuls
     "ibert": "Tensor.item() cannot be called on meta tensors",
+    # XLMModel asserts the lengths it derives from the ids against the sequence (lengths.max().item() <= slen)
+    "xlm": "Tensor.item() cannot be called on meta tensors",
+    "flaubert": "Tensor.item() cannot be called on meta tensors",
 }
 
 

@@ -638,7 +638,6 @@ ENCODERS_NOT_YET = {
     "big_bird": "block-sparse attention with random and global blocks",
     "convbert": "span-based dynamic convolution heads beside attention",
     "deberta": "disentangled attention (content-to-position and position-to-content scores over relative embeddings)",
-    "flaubert": "XLM's layout (its own module names, sinusoidal or learned positions, language embeddings)",
     "fnet": "Fourier token mixing in place of attention",
     "funnel": "pooling between blocks that shortens the sequence, and a decoder that upsamples it",
     "jina_embeddings_v3": "XLM-R with rotary positions and LoRA adapters per task",
@@ -654,7 +653,6 @@ ENCODERS_NOT_YET = {
     "squeezebert": "grouped convolutions in place of the linear layers",
     "ultrabert": "its own encoder layout",
     "ultravbert": "a vision tower beside its encoder",
-    "xlm": "its own layout (language embeddings, sinusoidal or learned positions)",
     "xmod": "per-language adapters after each layer's FFN",
     "yoso": "LSH-based approximate attention",
 }
