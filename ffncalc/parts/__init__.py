@@ -31,6 +31,7 @@ MODULES = (
     "audio",
     "encoder",
     "embedding",
+    "char_features",
     "token_types",
     "sine_table",
     "layout",

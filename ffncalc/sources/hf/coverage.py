@@ -649,7 +649,6 @@ ENCODERS_NOT_YET = {
     "neomme": "a multimodal encoder",
     "nystromformer": "Nystrom-approximated attention with landmarks and a depthwise convolution",
     "perceiver": "a latent array with cross-attention from the inputs",
-    "roc_bert": "pronunciation and shape embeddings concatenated with the token's",
     "squeezebert": "grouped convolutions in place of the linear layers",
     "ultrabert": "its own encoder layout",
     "ultravbert": "a vision tower beside its encoder",
