@@ -321,16 +321,18 @@ ROC_TOP = (
 @family("roc_bert", layer_modules=LAYER_MODULES, top_modules=ROC_TOP)
 def roc_bert(c: Config) -> dict:
     """RoCBertConfig / RoCBertForMaskedLM (Su et al. 2022): BERT's layers and head; RoCBertEmbeddings adds a glyph
-    table (shape_vocab_size 24858 × shape_embed_dim 512, where enable_shape) and a pronunciation table
-    (pronunciation_vocab_size 910 × pronunciation_embed_dim 768, where enable_pronunciation); with concat_input
-    (default true) each token's rows are concatenated with its word embedding and map_inputs_layer projects them back
-    to the hidden size (with a bias) before the token types and positions and the LayerNorm."""
-    features: dict = {"concat": c.bool("concat_input", True)}
-    if c.bool("enable_shape", True):
-        features |= {"shape_vocab": c.int("shape_vocab_size", 24858), "shape_dim": c.int("shape_embed_dim", 512)}
-    if c.bool("enable_pronunciation", True):
-        features |= {
-            "pronunciation_vocab": c.int("pronunciation_vocab_size", 910),
-            "pronunciation_dim": c.int("pronunciation_embed_dim", 768),
-        }
+    table (shape_vocab_size 24858 × shape_embed_dim 512) and a pronunciation table (pronunciation_vocab_size 910 ×
+    pronunciation_embed_dim 768), both built whatever enable_shape and enable_pronunciation; with concat_input
+    (default true) each token's rows of the enabled ones are concatenated with its word embedding and
+    map_inputs_layer projects them back to the hidden size (with a bias) before the token types, positions and the
+    LayerNorm."""
+    features = {
+        "concat": c.bool("concat_input", True),
+        "use_shape": c.bool("enable_shape", True),
+        "use_pronunciation": c.bool("enable_pronunciation", True),
+        "shape_vocab": c.int("shape_vocab_size", 24858),
+        "shape_dim": c.int("shape_embed_dim", 512),
+        "pronunciation_vocab": c.int("pronunciation_vocab_size", 910),
+        "pronunciation_dim": c.int("pronunciation_embed_dim", 768),
+    }
     return {**encoder(c), "char_features": features}
