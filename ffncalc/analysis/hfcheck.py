@@ -467,9 +467,13 @@ def check_flops(c: Config, measured: Measured, *, spec: Model | None = None) -> 
     # transformers (ALBERT's albert_layer_groups): its work is compared where the module is, with the stored layer's
     stored = {run.span: run_of[run.first - run.layer.reuse] if run.layer.reuse else run.span for run in spec.runs()}
     checks: list[FlopCheck] = []
+    weights = {path for path, _ in measured.params if path.endswith(".weight")}
     for run in measured.flops:
         theirs: dict[tuple[str, tuple[int, int] | None], int] = {}
         for module, param, _op, flops in run.modules:
+            # an op inside a module that holds a weight of its own multiplies that weight, whatever other parameter its
+            # input derives from (a Linear projecting a table: DeBERTa's pos_proj over rel_embeddings)
+            param = module + ".weight" if param and module + ".weight" in weights else param
             if param:
                 name, layer = hf_component(param, family, stacks)
             elif any(re.search(r"(?:^|\.)" + pattern, module) for pattern, _ in family.model_stacks):

@@ -18,7 +18,9 @@ encoder's rel_embeddings, ``parts/relative_embeddings.py``):
 
 The projections of R are done once a forward, whatever its length (R has no batch dimension): per sequence, their
 work is 1/s of a token's; c2p and p2c are 2P keys per query and head, in every view. A span beyond the sequence is
-computed whole, as transformers computes it.
+computed whole, as transformers computes it. DeBERTa (v1, models/deberta/modeling_deberta.py) projects only the
+2 · min(s, P) rows around the table's middle that a sequence of s reaches, with pos_proj (no bias) and pos_q_proj
+(``span_to_length``, ``pos_k_bias``), and never shares the layer's projections.
 """
 
 from __future__ import annotations
@@ -47,6 +49,15 @@ class DisentangledAttention(Attention):
     c2p: bool = True  # content to position (pos_att_type "c2p")
     p2c: bool = True  # position to content (pos_att_type "p2c")
     share_key: bool = True  # the layer's q and k projections project the relative embeddings (share_att_key)
+    pos_k_bias: bool = True  # pos_key_proj's bias (DeBERTa's pos_proj has none)
+    pos_q_bias: bool = True
+    # DeBERTa (v1): the span is min(s, span), the rows of the table around its middle that a sequence of s reaches
+    # (compute_attention_span)
+    span_to_length: bool = False
+
+    def rows(self, seq_len: int) -> int:
+        """The relative embeddings a forward over ``seq_len`` tokens projects: 2 × its span."""
+        return 2 * (min(seq_len, self.span) if self.span_to_length else self.span)
 
     def check(self, d_model: int) -> None:
         super().check(d_model)
@@ -65,11 +76,11 @@ class DisentangledAttention(Attention):
 
     def terms(self, e, model, seq_len: int) -> None:
         super().terms(e, model, seq_len)
-        d, h, hd, n, rows = model.d_model, self.n_heads, self.head_dim, e.n, 2 * self.span
+        d, h, hd, n, rows = model.d_model, self.n_heads, self.head_dim, e.n, self.rows(seq_len)
         start = len(e.out)
         # the relative embeddings' projections, once a forward: shared, the q and k projections' weights again
         # (stored there: no parameters here); else pos_key_proj and pos_query_proj, d -> h·d_h with biases
-        for proj, used, own in (("k", self.c2p, "pos_k"), ("q", self.p2c, "pos_q")):
+        for proj, used, own, bias in (("k", self.c2p, "pos_k", self.pos_k_bias), ("q", self.p2c, "pos_q", self.pos_q_bias)):
             if self.share_key:
                 e.term(
                     f"attn.{proj}_pos",
@@ -84,7 +95,8 @@ class DisentangledAttention(Attention):
                 e.op(f"attn.{proj}_pos.bias", n * rows * h * hd)
             elif used:
                 e.term(f"attn.{own}.weight", "weight", (h * hd, d), n, active=0, macs=n * rows * d * h * hd)
-                e.term(f"attn.{own}.bias", "bias", (h * hd,), n, active=0, elementwise=n * rows * h * hd)
+                if bias:
+                    e.term(f"attn.{own}.bias", "bias", (h * hd,), n, active=0, elementwise=n * rows * h * hd)
         once = Fraction(1, seq_len)
         e.out[start:] = [replace(t, positions=once, per_sequence=True) for t in e.out[start:]]
         # each query's 2P relative positions' keys (c2p), each key's 2P positions' queries (p2c), in every view
@@ -129,9 +141,10 @@ def _module():
                 self.k_pos, self.q_pos = Project(), Project()
             else:
                 if spec.c2p:
-                    self.pos_k = Linear(d, inner)
+                    self.pos_k = Linear(d, inner, bias=spec.pos_k_bias)
                 if spec.p2c:
-                    self.pos_q = Linear(d, inner)
+                    self.pos_q = Linear(d, inner, bias=spec.pos_q_bias)
+            self.rows = spec.rows
             if spec.c2p:
                 self.c2p = MatMul()
             if spec.p2c:
@@ -141,7 +154,9 @@ def _module():
             return t.view(t.shape[0], self.heads, self.head_dim).transpose(0, 1)  # (heads, 2P, d_h)
 
         def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-            s, rows = q.shape[2], 2 * self.span
+            s = q.shape[2]
+            rows = self.rows(s)
+            span = rows // 2
             rel = x.new_zeros(rows, self.d)
             if self.share:
                 pos_k, pos_q = self.k_pos(rel, self.k), self.q_pos(rel, self.q)
@@ -156,11 +171,11 @@ def _module():
             shape = (q.shape[0], self.heads, s, s)
             if self.use_c2p:
                 c2p = self.c2p(q, self._heads(pos_k).transpose(-2, -1))  # (B, heads, s, 2P)
-                index = (relative + self.span).clamp(0, rows - 1).expand(shape)
+                index = (relative + span).clamp(0, rows - 1).expand(shape)
                 scores = scores + torch.gather(c2p, -1, index) * scale
             if self.use_p2c:
                 p2c = self.p2c(k, self._heads(pos_q).transpose(-2, -1))  # (B, heads, s keys, 2P)
-                index = (-relative + self.span).clamp(0, rows - 1).expand(shape)
+                index = (-relative + span).clamp(0, rows - 1).expand(shape)
                 scores = scores + torch.gather(p2c, -1, index).transpose(-2, -1) * scale
             return self.values(softmax(scores, None), v)
 

@@ -261,3 +261,32 @@ def test_deberta_v3_base_by_hand_and_its_published_sizes():
     assert q == layers * (2 * s * d * d + 2 * rows * d * d) == 7_361_003_520
     core = sum(r.flops for r in rows_at if r.role == "core") * s
     assert core == layers * 12 * 64 * 2 * (2 * s * s + 2 * s * rows) == 153_354_240
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize(
+    "model_type, changes",
+    [
+        # DeBERTa (v1) as microsoft/deberta-base sets it: c2p and p2c through pos_proj and pos_q_proj over 2 · min(s, 512)
+        # rows, no absolute positions
+        ("deberta", {"relative_attention": True, "pos_att_type": "c2p|p2c", "position_biased_input": False}),
+        # DeBERTa-v2 with projections of its own (share_att_key false), c2p alone, a span of 24 and no norm
+        ("deberta-v2", {"relative_attention": True, "pos_att_type": ["c2p"], "share_att_key": False, "max_relative_positions": 24}),
+    ],
+)
+def test_disentangled_attention_without_shared_projections_equals_transformers(tmp_path, model_type, changes):
+    """The relative-attention settings no public config in tests/hf_configs exercises, built by transformers now on
+    the meta device (two layers of 256): every parameter and the FLOPs of a forward at 8 and 32 tokens, per component."""
+    from ffncalc.analysis import hfcheck
+    from ffncalc.sources import hf
+
+    data = json.loads((DEFAULTS / "configs" / f"{model_type}.json").read_text())
+    data |= {"num_hidden_layers": 2, "hidden_size": 256, "num_attention_heads": 4, "intermediate_size": 512, **changes}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(data))
+    c = hf.read_config(path)
+    measured = hfcheck.measure(c, flops=True)
+    assert hfcheck.check(c, measured=measured).ok
+    checks = hfcheck.check_flops(c, measured)
+    assert [r.seq_len for r in measured.flops] == [8, 32] and checks and all(ch.ok for ch in checks)
+    assert {"attn.pos_k", "attention products"} <= {ch.component for ch in checks if ch.ours}

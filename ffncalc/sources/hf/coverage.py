@@ -637,7 +637,6 @@ SEQ2SEQ_NOT_YET = {
 ENCODERS_NOT_YET = {
     "big_bird": "block-sparse attention with random and global blocks",
     "convbert": "span-based dynamic convolution heads beside attention",
-    "deberta": "disentangled attention (content-to-position and position-to-content scores over relative embeddings)",
     "fnet": "Fourier token mixing in place of attention",
     "funnel": "pooling between blocks that shortens the sequence, and a decoder that upsamples it",
     "jina_embeddings_v3": "XLM-R with rotary positions and LoRA adapters per task",

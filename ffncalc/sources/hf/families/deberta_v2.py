@@ -22,6 +22,44 @@ TOP = (
 ) + TOP_MODULES
 
 
+def relative(c: Config, spec: dict) -> int:
+    """The disentangled attention pos_att_type asks for, over the span of relative positions each way the config
+    gives (position_buckets where above 0, else max_relative_positions where 1 or more, else
+    max_position_embeddings), written into ``spec``; the span."""
+    kinds = c.data.get("pos_att_type") or []
+    if isinstance(kinds, str):  # DeBERTa's own configs write "p2c|c2p"
+        kinds = [k.strip() for k in kinds.lower().split("|")]
+    if not isinstance(kinds, list) or not set(kinds) <= {"c2p", "p2c"}:
+        raise c.fail("pos_att_type", f'expected a list of "c2p" and "p2c", got {kinds!r}')
+    span = c.int("max_relative_positions", -1, positive=False)
+    span = span if span >= 1 else c.int("max_position_embeddings", 512)
+    buckets = c.int("position_buckets", -1, positive=False)
+    span = buckets if buckets > 0 else span
+    spec["attention"] = {**spec["attention"], "kind": "disentangled", "span": span, "c2p": "c2p" in kinds, "p2c": "p2c" in kinds}
+    return span
+
+
+def embeddings(c: Config) -> dict:
+    """BERT's layout with DebertaEmbeddings' and the legacy head's keys: a position table where position_biased_input,
+    token types where type_vocab_size (default 0)."""
+    d = c.int("hidden_size")
+    if c.int("embedding_size", d) != d:
+        raise c.fail("embedding_size", "an embedding of its own width (embed_proj after the sum) is not read yet")
+    heads = c.int("num_attention_heads")
+    if c.int("attention_head_size", d // heads) * heads != d:
+        raise c.fail("attention_head_size", "heads other than hidden_size / num_attention_heads are not read yet")
+    spec = encoder(c)
+    types = c.int("type_vocab_size", 0, positive=False)
+    if types:
+        spec["token_types"] = types
+    else:
+        spec.pop("token_types", None)
+    if not c.bool("position_biased_input", True):
+        spec.pop("position_offset")
+        spec["positions"] = "none"
+    return spec
+
+
 @family("deberta-v2", layer_modules=MODULES, top_modules=TOP)
 def deberta_v2(c: Config) -> dict:
     """DebertaV2Config / DebertaV2ForMaskedLM: DebertaV2Embeddings' word table, a position table of
@@ -36,43 +74,12 @@ def deberta_v2(c: Config) -> dict:
     again with a bias. Hidden 1536, 24 layers, 24 heads, intermediate 6144, vocabulary 128100. A convolution after
     the first layer (conv_kernel_size, DeBERTa-v2 xlarge and xxlarge) and an embedding_size of its own are not read
     yet: refused in one line."""
-    if c.int("conv_kernel_size", 0) > 0:
+    if c.int("conv_kernel_size", 0, positive=False) > 0:
         raise c.fail("conv_kernel_size", "DeBERTa-v2's convolution beside the first layer is not read yet")
-    d = c.int("hidden_size")
-    if c.int("embedding_size", d) != d:
-        raise c.fail("embedding_size", "an embedding of its own width (embed_proj after the sum) is not read yet")
-    heads = c.int("num_attention_heads")
-    if c.int("attention_head_size", d // heads) * heads != d:
-        raise c.fail("attention_head_size", "heads other than hidden_size / num_attention_heads are not read yet")
-    biased = c.bool("position_biased_input", True)
-    spec = encoder(c)
-    types = c.int("type_vocab_size", 0, positive=False)
-    if types:
-        spec["token_types"] = types
-    else:
-        spec.pop("token_types", None)
-    if not biased:
-        spec.pop("position_offset")
-        spec["positions"] = "none"
+    spec = embeddings(c)
     if c.bool("relative_attention", False):
-        kinds = c.data.get("pos_att_type") or []
-        if isinstance(kinds, str):  # DeBERTa's own configs write "p2c|c2p"
-            kinds = [k.strip() for k in kinds.lower().split("|")]
-        if not isinstance(kinds, list) or not set(kinds) <= {"c2p", "p2c"}:
-            raise c.fail("pos_att_type", f'expected a list of "c2p" and "p2c", got {kinds!r}')
-        table = c.int("max_position_embeddings", 512)
-        span = c.int("max_relative_positions", -1, positive=False)
-        span = span if span >= 1 else table
-        buckets = c.int("position_buckets", -1, positive=False)
-        span = buckets if buckets > 0 else span
+        span = relative(c, spec)
         norm = c.data.get("norm_rel_ebd", "none")
-        spec["attention"] = {
-            **spec["attention"],
-            "kind": "disentangled",
-            "span": span,
-            "c2p": "c2p" in kinds,
-            "p2c": "p2c" in kinds,
-            "share_key": c.bool("share_att_key", False),
-        }
+        spec["attention"]["share_key"] = c.bool("share_att_key", False)
         spec["relative_embeddings"] = {"rows": 2 * span, "norm": "layer_norm" in str(norm).lower().split("|")}
     return spec
