@@ -639,7 +639,6 @@ ENCODERS_NOT_YET = {
     "convbert": "span-based dynamic convolution heads beside attention",
     "fnet": "Fourier token mixing in place of attention",
     "funnel": "pooling between blocks that shortens the sequence, and a decoder that upsamples it",
-    "jina_embeddings_v3": "XLM-R with rotary positions and LoRA adapters per task",
     "longformer": "sliding-window attention with separate global query, key and value projections",
     "luke": "entity embeddings and entity-aware attention beside BERT's",
     "mobilebert": "bottleneck layers with stacked FFNs and NoNorm",
