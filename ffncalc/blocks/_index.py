@@ -8,6 +8,7 @@ KINDS = {
     ("attention", "diff_attention"): "diff_attention",
     ("attention", "disentangled"): "disentangled",
     ("attention", "dynamic_mask"): "dynamic_mask",
+    ("attention", "fourier"): "fourier",
     ("attention", "gated_deltanet"): "gated_deltanet",
     ("attention", "kda"): "kimi_delta",
     ("attention", "lightning"): "lightning",

@@ -637,7 +637,6 @@ SEQ2SEQ_NOT_YET = {
 ENCODERS_NOT_YET = {
     "big_bird": "block-sparse attention with random and global blocks",
     "convbert": "span-based dynamic convolution heads beside attention",
-    "fnet": "Fourier token mixing in place of attention",
     "funnel": "pooling between blocks that shortens the sequence, and a decoder that upsamples it",
     "longformer": "sliding-window attention with separate global query, key and value projections",
     "luke": "entity embeddings and entity-aware attention beside BERT's",

@@ -31,13 +31,14 @@ TOP_MODULES = (
 )
 
 
-def encoder(c: Config, *, pre_norm: bool = False, embedding_norm: bool = True, offset: int = 0) -> dict:
+def encoder(c: Config, *, pre_norm: bool = False, embedding_norm: bool = True, offset: int = 0, mixer: dict | None = None) -> dict:
     """The keys BertConfig and the configurations built as it share: hidden_size (default 768), num_hidden_layers
     (12), num_attention_heads (12) of hidden_size / heads, intermediate_size (3072), hidden_act (gelu),
     max_position_embeddings (512) learned positions, type_vocab_size (2) token types, every linear with a bias,
     every LayerNorm with a weight and a bias. ``offset``: the rows of the position table before the first
-    position (RoBERTa's padding_idx + 1)."""
-    d, heads = c.int("hidden_size"), c.int("num_attention_heads")
+    position (RoBERTa's padding_idx + 1). ``mixer``: the token mixer in place of BERT's attention (FNet's Fourier
+    transform)."""
+    d = c.int("hidden_size")
     table = c.int("max_position_embeddings", 512)
     if table <= offset:
         raise c.fail("max_position_embeddings", f"{table} rows leave no position after the first {offset}")
@@ -55,7 +56,7 @@ def encoder(c: Config, *, pre_norm: bool = False, embedding_norm: bool = True, o
         "lm_head_bias": True,  # BertLMPredictionHead.bias (decoder.bias is the same tensor)
         "embedding_norm": embedding_norm,
         **({"token_types": types} if types else {}),
-        "attention": {"n_heads": heads, "qkv_bias": True, "o_bias": True},
+        "attention": mixer or {"n_heads": c.int("num_attention_heads"), "qkv_bias": True, "o_bias": True},
         "ffn": {"kind": "dense", "d_ff": c.int("intermediate_size"), "bias": True, "activation": c.activation("hidden_act", "gelu")},
         "norm": {"kind": "layernorm", "per_layer": 2, "final": pre_norm, "placement": "pre" if pre_norm else "residual"},
         # BertPredictionHeadTransform: dense d -> d with a bias, hidden_act, LayerNorm
@@ -336,3 +337,30 @@ def roc_bert(c: Config) -> dict:
         "pronunciation_dim": c.int("pronunciation_embed_dim", 768),
     }
     return {**encoder(c), "char_features": features}
+
+
+FNET_LAYERS = ((r"fourier\.output\.LayerNorm$", "norms"),) + LAYER_MODULES
+FNET_TOP = (
+    (r"embeddings\.projection$", "embed_project"),
+    (r"pooler\.dense$", "pooler.dense"),
+) + TOP_MODULES
+
+
+@family("fnet", layer_modules=FNET_LAYERS, top_modules=FNET_TOP)
+def fnet(c: Config) -> dict:
+    """FNetConfig / FNetForMaskedLM (Lee-Thorp et al. 2022): BERT's embeddings (type_vocab_size 4, 512 positions),
+    their LayerNorm and then FNetEmbeddings.projection (d -> d with a bias); layers of Fourier mixing (the real part
+    of a 2-D FFT, no parameters) in place of attention, the sum then fourier.output.LayerNorm, and BERT's FFN
+    (hidden_act gelu_new) and LayerNorm; FNetModel's pooler, which FNetForMaskedLM builds and runs; BERT's head.
+    Vocabulary 32000. The TPU optimizations (use_tpu_fourier_optimizations: the DFT as products with DFT matrices)
+    are not read yet: refused in one line."""
+    if c.bool("use_tpu_fourier_optimizations", False):
+        raise c.fail("use_tpu_fourier_optimizations", "the DFT as products with DFT matrices is not read yet")
+    spec = encoder(c, mixer={"kind": "fourier"})
+    d = spec["d_model"]
+    return {
+        **spec,
+        "factorized_embedding": {"width": d, "bias": True},
+        "prediction_head": {**spec["prediction_head"], "width": d},
+        "pooler": {},
+    }
