@@ -26,19 +26,26 @@ class PredictionHead(Part):
     norm: bool = True
     width: Positive | None = None  # the dense's output and the head's input, where not d_model
     norm_bias: bool | None = None  # the norm's bias where it differs from the model's norm (ESM C: nn.LayerNorm)
+    # a second dense from width back to d_model and the activation again, before the norm if any (Ultrabert's
+    # UltrabertPredictionHead: linear1 d -> prediction_head_size, linear2 back)
+    back: bool = False
 
     def head_norm(self, model):
         """The model's norm, with a bias of its own where stated."""
         return model.norm if self.norm_bias is None else replace(model.norm, bias=self.norm_bias, layer_bias=False)
 
     def head_width(self, width: int) -> int:
-        return self.width or width
+        return width if self.back else self.width or width
 
     def top_terms(self, e, model) -> None:
         d = model.d_model
         w = self.width or d
         e.linear("prediction_head.dense", d, w, self.bias, 1)
         e.op("prediction_head.act", w * ACTIVATION_OPS[self.activation])
+        if self.back:
+            e.linear("prediction_head.back", w, d, self.bias, 1)
+            e.op("prediction_head.back_act", d * ACTIVATION_OPS[self.activation])
+            w = d
         if self.norm:
             e.norm("prediction_head.norm", self.head_norm(model), w, 1)
 
@@ -59,9 +66,15 @@ def _module():
             w = spec.width or model.d_model
             self.dense = Linear(model.d_model, w, bias=spec.bias)
             self.act = ACTIVATIONS[spec.activation]
+            if spec.back:
+                self.back = Linear(w, model.d_model, bias=spec.bias)
+                w = model.d_model
             self.norm = make_norm(spec.head_norm(model), w) if spec.norm else nn.Identity()
 
         def top(self, x: torch.Tensor) -> torch.Tensor:
-            return self.norm(self.act(self.dense(x)))
+            x = self.act(self.dense(x))
+            if hasattr(self, "back"):
+                x = self.act(self.back(x))
+            return self.norm(x)
 
     return Head

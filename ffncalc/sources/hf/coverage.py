@@ -647,7 +647,6 @@ ENCODERS_NOT_YET = {
     "nystromformer": "Nystrom-approximated attention with landmarks and a depthwise convolution",
     "perceiver": "a latent array with cross-attention from the inputs",
     "squeezebert": "grouped convolutions in place of the linear layers",
-    "ultrabert": "its own encoder layout",
     "ultravbert": "a vision tower beside its encoder",
     "xmod": "per-language adapters after each layer's FFN",
     "yoso": "LSH-based approximate attention",
