@@ -104,8 +104,8 @@ class LayerModule(nn.Module):
             raise NotImplementedError("a shared block's output feeds a layer of one pre-norm or parallel sublayers")
         split = (n + 1) // 2  # norms[:split] wrap attention, the rest the FFN
         if self.placement == "residual":
-            for sublayer, norms in ((mixer, self.norms[:split]), (ffn, self.norms[split:])):
-                x = x + sublayer(x)
+            for slot, (sublayer, norms) in enumerate(((mixer, self.norms[:split]), (ffn, self.norms[split:]))):
+                x = self._add(x, sublayer(x), slot, None)  # a part's add where it makes one (X-MOD's adapters)
                 for norm in norms:
                     x = norm(x)
             return x

@@ -45,6 +45,7 @@ MODULES = (
     "laurel",
     "hyper",
     "residual_scale",
+    "language_adapters",
     "block_residuals",
     "cycles",
     "prediction_head",

@@ -98,6 +98,8 @@ UNMEASURED = {
     # XLMModel asserts the lengths it derives from the ids against the sequence (lengths.max().item() <= slen)
     "xlm": "Tensor.item() cannot be called on meta tensors",
     "flaubert": "Tensor.item() cannot be called on meta tensors",
+    # XmodModel needs each token's language, and its configuration class's default_language is None
+    "xmod": "Input language unknown",
 }
 
 

@@ -648,7 +648,6 @@ ENCODERS_NOT_YET = {
     "perceiver": "a latent array with cross-attention from the inputs",
     "squeezebert": "grouped convolutions in place of the linear layers",
     "ultravbert": "a vision tower beside its encoder",
-    "xmod": "per-language adapters after each layer's FFN",
     "yoso": "LSH-based approximate attention",
 }
 

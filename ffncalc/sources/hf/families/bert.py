@@ -364,3 +364,35 @@ def fnet(c: Config) -> dict:
         "prediction_head": {**spec["prediction_head"], "width": d},
         "pooler": {},
     }
+
+
+XMOD_LAYERS = (
+    (r"output\.adapter_modules\.[^.]+\.dense1$", "language_adapters.dense1"),
+    (r"output\.adapter_modules\.[^.]+\.dense2$", "language_adapters.dense2"),
+    (r"output\.adapter_layer_norm$", "language_adapters.norm"),
+) + LAYER_MODULES
+
+
+@family("xmod", layer_modules=XMOD_LAYERS, top_modules=TOP_MODULES)
+def xmod(c: Config) -> dict:
+    """XmodConfig / XmodForMaskedLM (Pfeiffer et al. 2022): RoBERTa's embeddings, layers and head, with one adapter per
+    language of languages (default ["en_XX"]) after each layer's FFN: dense1 d -> d / adapter_reduction_factor (2),
+    hidden_act, dense2 back, with biases, a LayerNorm of its own where adapter_layer_norm (default false). The
+    pre-norm layout (pre_norm) is not read yet: refused in one line."""
+    if c.bool("pre_norm", False):
+        raise c.fail("pre_norm", "X-MOD's pre-norm layers (the FFN's LayerNorm before it) are not read yet")
+    languages = c.data.get("languages", ["en_XX"])
+    if not isinstance(languages, list) or not languages:
+        raise c.fail("languages", f"expected a list of language codes, got {languages!r}")
+    spec = encoder(c, offset=c.int("pad_token_id", 1) + 1)
+    d = spec["d_model"]
+    return {
+        **spec,
+        "language_adapters": {
+            "languages": len(languages),
+            "bottleneck": d // c.int("adapter_reduction_factor", 2),
+            "activation": c.activation("hidden_act", "gelu"),
+            "own_norm": c.bool("adapter_layer_norm", False),
+            "reuse_norm": c.bool("adapter_reuse_layer_norm", True),
+        },
+    }
