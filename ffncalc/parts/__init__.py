@@ -50,6 +50,7 @@ MODULES = (
     "cycles",
     "prediction_head",
     "contact_head",
+    "entities",
     "shared",
 )  # the shipped parts' modules
 

@@ -639,7 +639,6 @@ ENCODERS_NOT_YET = {
     "convbert": "span-based dynamic convolution heads beside attention",
     "funnel": "pooling between blocks that shortens the sequence, and a decoder that upsamples it",
     "longformer": "sliding-window attention with separate global query, key and value projections",
-    "luke": "entity embeddings and entity-aware attention beside BERT's",
     "mobilebert": "bottleneck layers with stacked FFNs and NoNorm",
     "modernvbert": "a vision tower beside ModernBERT",
     "mra": "multi-resolution approximate attention",

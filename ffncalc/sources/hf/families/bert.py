@@ -85,11 +85,17 @@ def roberta(c: Config) -> dict:
 
 
 # Camembert, XLM-RoBERTa and data2vec's text model are RoBERTa's classes under their own names and configurations
-# (CamembertConfig, XLMRobertaConfig, Data2VecTextConfig: RoBERTa's keys and defaults). I-BERT (Kim et al. 2021) is
-# RoBERTa's layout under the same module names with integer-only kernels (IBertForMaskedLM): its parameters are
-# RoBERTa's, and the integer copies and scaling factors its quantised modules keep are buffers.
-for _type in ("camembert", "xlm-roberta", "data2vec-text", "ibert"):
+# (CamembertConfig, XLMRobertaConfig, Data2VecTextConfig: RoBERTa's keys and defaults).
+for _type in ("camembert", "xlm-roberta", "data2vec-text"):
     alias(_type, of="roberta")
+
+
+@family("ibert", layer_modules=LAYER_MODULES, top_modules=TOP_MODULES)
+def ibert(c: Config) -> dict:
+    """IBertConfig / IBertForMaskedLM (Kim et al. 2021, integer-only BERT): RoBERTa's layout under RoBERTa's module
+    names, each linear a QuantLinear and each LayerNorm an IntLayerNorm holding RoBERTa's parameters; the integer
+    copies, scaling factors and activation ranges they keep are buffers. Positions from pad_token_id + 1."""
+    return roberta(c)
 
 
 @family("roberta-prelayernorm", layer_modules=LAYER_MODULES, top_modules=TOP_MODULES)
@@ -394,5 +400,43 @@ def xmod(c: Config) -> dict:
             "activation": c.activation("hidden_act", "gelu"),
             "own_norm": c.bool("adapter_layer_norm", False),
             "reuse_norm": c.bool("adapter_reuse_layer_norm", True),
+        },
+    }
+
+
+LUKE_LAYERS = tuple((rf"attention\.self\.{q}$", f"entities.{q}") for q in ("w2e_query", "e2w_query", "e2e_query")) + LAYER_MODULES
+LUKE_TOP = (
+    (r"entity_embeddings\.entity_embeddings$", "entities.table"),
+    (r"entity_embeddings\.entity_embedding_dense$", "entities.dense"),
+    (r"entity_embeddings\.position_embeddings$", "entities.pos_embed"),
+    (r"entity_embeddings\.token_type_embeddings$", "entities.token_type_embed"),
+    (r"entity_embeddings\.LayerNorm$", "entities.norm"),
+    (r"entity_predictions\.transform\.dense$", "entities.head.dense"),
+    (r"entity_predictions\.transform\.LayerNorm$", "entities.head.norm"),
+    (r"entity_predictions$", "entities.head"),
+    (r"pooler\.dense$", "pooler.dense"),
+) + TOP_MODULES
+
+
+@family("luke", layer_modules=LUKE_LAYERS, top_modules=LUKE_TOP)
+def luke(c: Config) -> dict:
+    """LukeConfig / LukeForMaskedLM (Yamada et al. 2020): RoBERTa's embeddings, layers and head over the words (the
+    head's decoder a matrix of its own), and LukeModel's pooler, which a forward runs; the entity side
+    (entity_vocab_size 500000 × entity_emb_size 256, its projection, position and type tables and LayerNorm, the w2e,
+    e2w and e2e queries of every layer where use_entity_aware_attention, the entity prediction head) held and idle
+    without entity inputs."""
+    spec = encoder(c, offset=c.int("pad_token_id", 1) + 1)
+    return {
+        **spec,
+        # LukeForMaskedLM ties the entity head to the entity table, and its word head to nothing, whatever
+        # tie_word_embeddings says (its _tied_weights_keys)
+        "tie_embeddings": False,
+        "pooler": {},
+        "entities": {
+            "vocab": c.int("entity_vocab_size", 500000),
+            "width": c.int("entity_emb_size", 256),
+            "position_rows": c.int("max_position_embeddings", 512),
+            "types": c.int("type_vocab_size", 2),
+            "aware": c.bool("use_entity_aware_attention", True),
         },
     }
