@@ -292,3 +292,19 @@ def test_disentangled_attention_without_shared_projections_equals_transformers(t
     checks = hfcheck.check_flops(c, measured)
     assert [r.seq_len for r in measured.flops] == [8, 32] and checks and all(ch.ok for ch in checks)
     assert {"attn.pos_k", "attention products"} <= {ch.component for ch in checks if ch.ours}
+
+
+def test_squeezebert_grouped_projections_by_hand():
+    """SqueezeBERT's layer at SqueezeBertConfig's defaults, by hand (Iandola et al. 2020 §3): q, k and v as 1×1
+    convolutions of 4 groups, 768 × 768 / 4 weights and a bias of 768 each; the attention output of one group; the
+    FFN's up (3072 × 768 / 4) and down (768 × 3072 / 4) of 4 groups, with biases; two LayerNorms. FLOPs per token:
+    2 per multiply-add of each grouped weight."""
+    from ffncalc.sources import hf
+
+    d, f, g = 768, 3072, 4
+    layer = 3 * (d * d // g + d) + (d * d + d) + (f * d // g + f) + (d * f // g + d) + 2 * 2 * d
+    spec = hf.load(DEFAULTS / "configs" / "squeezebert.json")[1]
+    rows = tally(spec).rows
+    assert sum(r.params for r in rows if r.layers) == 12 * layer
+    weights = sum(r.flops for r in rows if r.layers and r.role == "weight")
+    assert weights == 12 * 2 * (3 * d * d // g + d * d + 2 * f * d // g)

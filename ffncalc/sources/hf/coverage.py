@@ -645,7 +645,6 @@ ENCODERS_NOT_YET = {
     "neomme": "a multimodal encoder",
     "nystromformer": "Nystrom-approximated attention with landmarks and a depthwise convolution",
     "perceiver": "a latent array with cross-attention from the inputs",
-    "squeezebert": "grouped convolutions in place of the linear layers",
     "ultravbert": "a vision tower beside its encoder",
     "yoso": "LSH-based approximate attention",
 }

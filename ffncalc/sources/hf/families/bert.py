@@ -440,3 +440,40 @@ def luke(c: Config) -> dict:
             "aware": c.bool("use_entity_aware_attention", True),
         },
     }
+
+
+SQUEEZE_LAYERS = (
+    (r"attention\.query$", "attn.q"),
+    (r"attention\.key$", "attn.k"),
+    (r"attention\.value$", "attn.v"),
+    (r"post_attention\.conv1d$", "attn.o"),
+    (r"intermediate\.conv1d$", "ffn.up"),
+    (r"output\.conv1d$", "ffn.down"),
+    (r"(post_attention|output)\.layernorm$", "norms"),
+)
+SQUEEZE_TOP = ((r"pooler\.dense$", "pooler.dense"),) + TOP_MODULES
+
+
+@family("squeezebert", layer_modules=SQUEEZE_LAYERS, top_modules=SQUEEZE_TOP)
+def squeezebert(c: Config) -> dict:
+    """SqueezeBertConfig / SqueezeBertForMaskedLM (Iandola et al. 2020): BERT's embeddings, post-norm layers, pooler and
+    head with every linear layer of the layers a grouped 1×1 convolution: query, key and value of q_groups, k_groups
+    and v_groups (default 4), post_attention's of post_attention_groups (1), the FFN's intermediate of
+    intermediate_groups (4) and output of output_groups (4), each with a bias. An embedding_size other than
+    hidden_size (which SqueezeBertEmbeddings' LayerNorm of hidden_size cannot normalise) is refused."""
+    d = c.int("hidden_size")
+    if c.int("embedding_size", d) != d:
+        raise c.fail("embedding_size", f"SqueezeBERT's embeddings are normalised at hidden_size {d}: embedding_size must equal it")
+    spec = encoder(c)
+    groups = {f"{k}_groups": c.int(f"{k}_groups", 4) for k in ("q", "k", "v")}
+    return {
+        **spec,
+        "attention": {**spec["attention"], "kind": "grouped_mha", **groups, "o_groups": c.int("post_attention_groups", 1)},
+        "ffn": {
+            **spec["ffn"],
+            "kind": "grouped_dense",
+            "up_groups": c.int("intermediate_groups", 4),
+            "down_groups": c.int("output_groups", 4),
+        },
+        "pooler": {},
+    }
