@@ -308,3 +308,22 @@ def test_squeezebert_grouped_projections_by_hand():
     assert sum(r.params for r in rows if r.layers) == 12 * layer
     weights = sum(r.flops for r in rows if r.layers and r.role == "weight")
     assert weights == 12 * 2 * (3 * d * d // g + d * d + 2 * f * d // g)
+
+
+@pytest.mark.parametrize("hidden, layers, heads, published", [(768, 12, 12, 12), (1024, 24, 16, 18)])
+def test_albert_base_and_large_are_their_published_sizes(tmp_path, hidden, layers, heads, published):
+    """ALBERT-base and -large as Lan et al. 2019 (Table 1) give their shapes (E = 128, one set of layer weights shared by
+    every layer, FFN 4·H, vocabulary 30000): "12M" and "18M" parameters, AlbertModel's (its pooler, no MLM head). By
+    hand, AlbertForMaskedLM: the factorised tables and their projection, one layer, and the MLM head."""
+    from ffncalc.sources import hf
+
+    config = {"model_type": "albert", "hidden_size": hidden, "num_hidden_layers": layers, "num_attention_heads": heads}
+    config |= {"intermediate_size": 4 * hidden, "embedding_size": 128, "vocab_size": 30000, "hidden_act": "gelu_new"}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    v, e, d = 30000, 128, hidden
+    layer = 4 * (d * d + d) + (d * 4 * d + 4 * d) + (4 * d * d + d) + 2 * 2 * d
+    total = v * e + 512 * e + 2 * e + 2 * e + (e * d + d) + layer + d * e + e + 2 * e + v
+    head, pooler = d * e + e + 2 * e + v, d * d + d
+    assert tally(hf.load(path)[1]).params == total
+    assert round((total - head + pooler) / 1e6) == published
