@@ -28,6 +28,7 @@ KINDS = {
     ("attention", "rglru"): "rglru",
     ("attention", "rwkv_time_mix"): "rwkv",
     ("attention", "short_conv"): "short_conv",
+    ("attention", "span_conv"): "span_conv",
     ("ffn", "cdmoe"): "cdmoe",
     ("ffn", "dense"): "dense_ffn",
     ("ffn", "dense_moe"): "dense_moe",

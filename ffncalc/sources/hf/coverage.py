@@ -636,7 +636,6 @@ SEQ2SEQ_NOT_YET = {
 # Encoders no family reads yet: what each needs.
 ENCODERS_NOT_YET = {
     "big_bird": "block-sparse attention with random and global blocks",
-    "convbert": "span-based dynamic convolution heads beside attention",
     "funnel": "pooling between blocks that shortens the sequence, and a decoder that upsamples it",
     "longformer": "sliding-window attention with separate global query, key and value projections",
     "mobilebert": "bottleneck layers with stacked FFNs and NoNorm",

@@ -477,3 +477,33 @@ def squeezebert(c: Config) -> dict:
         },
         "pooler": {},
     }
+
+
+CONVBERT_LAYERS = (
+    (r"attention\.self\.key_conv_attn_layer\.depthwise$", "attn.key_conv.depthwise"),
+    (r"attention\.self\.key_conv_attn_layer\.pointwise$", "attn.key_conv.pointwise"),
+    (r"attention\.self\.key_conv_attn_layer$", "attn.key_conv"),
+    (r"attention\.self\.conv_kernel_layer$", "attn.conv_kernel"),
+    (r"attention\.self\.conv_out_layer$", "attn.conv_out"),
+) + LAYER_MODULES
+
+
+@family("convbert", layer_modules=CONVBERT_LAYERS, top_modules=ELECTRA_TOP)
+def convbert(c: Config) -> dict:
+    """ConvBertConfig / ConvBertForMaskedLM (Jiang et al. 2020): ELECTRA's embeddings (embedding_size, default 768,
+    projected to the hidden size by embeddings_project where they differ) and generator head (dense d -> E, gelu,
+    LayerNorm, tied decoder with a bias), and BERT's post-norm layers whose attention is mixed: num_attention_heads
+    / head_ratio (12 / 2) heads of hidden_size / heads / 2 beside a span-based dynamic convolution of
+    conv_kernel_size (9) over as many heads, their outputs concatenated into attention.output.dense; the FFN's two
+    linears grouped into num_groups (default 1) where above 1."""
+    d, heads, ratio = c.int("hidden_size"), c.int("num_attention_heads"), c.int("head_ratio", 2)
+    h = heads // ratio if heads // ratio >= 1 else 1  # ConvBertSelfAttention: at least one head
+    spec = encoder(c, mixer={"kind": "span_conv", "n_heads": h, "head_dim": d // h // 2, "kernel": c.int("conv_kernel_size", 9)})
+    groups = c.int("num_groups", 1)
+    if groups > 1:  # GroupedLinearLayer: a (groups, in / groups, out / groups) weight and a bias
+        spec["ffn"] = {**spec["ffn"], "kind": "grouped_dense", "up_groups": groups, "down_groups": groups}
+    width = c.int("embedding_size", d)
+    if width != d:
+        spec["factorized_embedding"] = {"width": width, "bias": True}
+    spec["prediction_head"] = {"activation": "gelu", "bias": True, "width": width}
+    return spec
