@@ -327,3 +327,19 @@ def test_albert_base_and_large_are_their_published_sizes(tmp_path, hidden, layer
     head, pooler = d * e + e + 2 * e + v, d * d + d
     assert tally(hf.load(path)[1]).params == total
     assert round((total - head + pooler) / 1e6) == published
+
+
+def test_layoutlm_and_roformer_tables_and_pooler_by_hand():
+    """LayoutLMForMaskedLM at its defaults (Xu et al. 2020 §2.2): BERT-base's count and four 2-D position tables of
+    1024 × 768 (x, y, height, width) and the pooler (768 × 768 with a bias), whose work is once a sequence: 2 · 768²
+    FLOPs over a whole sequence, whatever its length. RoFormerForMaskedLM at its defaults (Su et al. 2021): no position
+    table, and the frozen sine table of 1536 positions × 64 (the head's width) held as a parameter."""
+    from ffncalc.sources import hf
+
+    d = 768
+    layout = tally(hf.load(DEFAULTS / "configs" / "layoutlm.json")[1], convention="exact", seq_len=64)
+    assert layout.params == bert_mlm(30522, d, 12, 3072, 512, 2) + 4 * 1024 * d + d * d + d
+    pooler = [r for r in layout.rows if r.component == "pooler.dense"]
+    assert sum(r.flops for r in pooler) * 64 == 2 * d * d and all(r.per_sequence for r in pooler)
+    roformer = tally(hf.load(DEFAULTS / "configs" / "roformer.json")[1])
+    assert roformer.params == bert_mlm(50000, d, 12, 3072, 0, 2) + 1536 * 64
