@@ -343,3 +343,49 @@ def test_layoutlm_and_roformer_tables_and_pooler_by_hand():
     assert sum(r.flops for r in pooler) * 64 == 2 * d * d and all(r.per_sequence for r in pooler)
     roformer = tally(hf.load(DEFAULTS / "configs" / "roformer.json")[1])
     assert roformer.params == bert_mlm(50000, d, 12, 3072, 0, 2) + 1536 * 64
+
+
+SMALL = {"num_hidden_layers": 2, "hidden_size": 256, "num_attention_heads": 4, "intermediate_size": 512}
+ROTARY = {"position_embedding_type": "rotary"}
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize(
+    "model_type, changes",
+    [
+        # ESM-1b's layout: learned positions numbered from pad_token_id + 1, a LayerNorm on the embeddings
+        ("esm", {"vocab_size": 33, "pad_token_id": 1, "position_embedding_type": "absolute", "emb_layer_norm_before": True}),
+        # ESM-2's: rotary positions, masked tokens' embeddings zeroed and the rest rescaled (elementwise)
+        ("esm", {"vocab_size": 33, "pad_token_id": 1, "mask_token_id": 32, "token_dropout": True, **ROTARY}),
+        ("roformer", {"embedding_size": 128}),  # embeddings_project E -> d, the head back to E
+        ("electra", {"embedding_size": 256}),  # E = d: no projection
+        ("albert", {"num_hidden_layers": 5, "num_hidden_groups": 2, "inner_group_num": 2, "embedding_size": 64}),
+        ("convbert", {"num_groups": 2, "embedding_size": 128, "head_ratio": 1}),
+        ("roc_bert", {"enable_shape": False, "concat_input": True}),
+        ("ultrabert", {"layer_types": None, "attention_windows": [64, 0], "head_dim": 64, "num_key_value_heads": 4}),
+        ("flaubert", {"n_langs": 3, "pre_norm": True, "emb_dim": 256, "n_heads": 4, "n_layers": 2}),
+        ("xmod", {"languages": ["en_XX", "de_DE", "fr_XX"], "adapter_layer_norm": True}),
+        ("layoutlm", {"max_2d_position_embeddings": 128}),
+    ],
+)
+def test_encoder_variants_equal_transformers(tmp_path, model_type, changes):
+    """Settings the defaults leave off, small (two layers of 256), built by transformers now on the meta device: every
+    parameter per component, and where the forward runs there, its FLOPs at two lengths per component."""
+    from ffncalc.analysis import hfcheck
+    from ffncalc.sources import hf
+
+    data = json.loads((DEFAULTS / "configs" / f"{model_type}.json").read_text())
+    data |= {k: v for k, v in SMALL.items() if k in data}
+    data |= changes
+    data = {k: v for k, v in data.items() if v is not None}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(data))
+    c = hf.read_config(path)
+    measured = hfcheck.measure(c, flops=True)
+    report = hfcheck.check(c, measured=measured)
+    assert report.ok and not any(ch.component.startswith("(unmatched)") for ch in report.checks), report.failures
+    if model_type in UNMEASURED:
+        assert UNMEASURED[model_type] in measured.unmeasured
+        return
+    checks = hfcheck.check_flops(c, measured)
+    assert len(measured.flops) == 2 and checks and all(ch.ok for ch in checks), [ch for ch in checks if not ch.ok]
