@@ -31,7 +31,6 @@ def terms(model: Model, seq_len: int, *, partial: bool = False) -> list[Term]:
     ``partial``: its terms then hold a stand-in, right in their parameters only."""
     if model.needs and not partial:
         raise InputError(model.needs[0])
-    d = model.d_model
     positions = model.layer_positions(seq_len)  # what the layers run over
     parts = model.parts
     emb = Emitter("embedding")
@@ -40,12 +39,13 @@ def terms(model: Model, seq_len: int, *, partial: bool = False) -> list[Term]:
     emb.term("embed.weight", "tied" if model.tie_embeddings else "token", (rows, width), macs=rows * width)
     for part in parts:  # a projection of the table's rows to d_model (OPT)
         part.lookup_terms(emb, model)
+    w = model.input_width  # d_model, or a factorised embedding's own width (parts/embedding.py)
     if model.positions == "learned":
-        emb.term("pos_embed.weight", "position", (model.context_length + model.position_offset, d), elementwise=d)
+        emb.term("pos_embed.weight", "position", (model.context_length + model.position_offset, w), elementwise=w)
     elif model.positions == "sinusoidal":  # a fixed table, no parameters: its add
-        emb.op("pos_embed", d)
+        emb.op("pos_embed", w)
     if model.embedding_norm:
-        emb.norm("embed_norm", model.norm, d, 1)
+        emb.norm("embed_norm", model.norm, w, 1)
     for part in ordered(parts, "input"):  # positions, prompt rows, every layer's inputs, streams, the input's scale
         part.input_terms(emb, model, seq_len)
     out = emb.out
@@ -65,7 +65,12 @@ def terms(model: Model, seq_len: int, *, partial: bool = False) -> list[Term]:
     if positions != seq_len:  # the prompt's or the padding's positions too, per token of the sequence
         inside = [replace(t, positions=Fraction(positions, seq_len)) for t in inside]
     if model.bidirectional:  # every query meets every key (within its window, on both sides): no causal triangle
-        inside = [replace(t, select="both" if t.window else "full") if t.role == "core" else t for t in inside]
+        # (a product whose keys are not the sequence's, "pairs", meets them in every view as it is)
+        inside = [replace(t, select="both" if t.window else "full") if t.role == "core" and t.select != "pairs" else t for t in inside]
+    once = Emitter("final")
+    for part in parts:  # once a sequence: a pooler over its first position
+        part.sequence_terms(once, model, seq_len)
+    inside += once.out
     head = Emitter("head")
     for part in parts:  # the projection back to the embedding's width (OPT)
         part.head_terms(head, model)

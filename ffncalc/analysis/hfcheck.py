@@ -203,8 +203,14 @@ def measure(c: Config, *, flops: bool = False) -> Measured:
     buffers = tuple((path, b.numel()) for path, b in net.named_buffers() if "rotary" not in path and "inv_freq" not in path)
     runs, unmeasured = (), ""
     if flops:
+        from ..errors import InputError
+
         try:
-            runs = tuple(flop_run(net, FLOP_BATCH, n) for n in flop_lengths(c))
+            lengths = flop_lengths(c)
+        except InputError:  # the lengths follow from the spec, which no family reads yet
+            lengths, unmeasured = (), "not run: no family reads this model_type yet, and the lengths follow from its spec"
+        try:
+            runs = tuple(flop_run(net, FLOP_BATCH, n) for n in lengths)
         except Exception as err:  # a forward meta tensors cannot run: recorded with its reason
             unmeasured = f"the forward fails on the meta device: {type(err).__name__}: {str(err).splitlines()[0][:200]}"
     return Measured(type(net).__name__, transformers.__version__, params, buffers, runs, unmeasured)
@@ -265,6 +271,16 @@ def flop_run(net, batch: int, seq_len: int) -> FlopRun:
             mock.patch.object(transformers.masking_utils, "find_packed_sequence_indices", lambda ids: None),
             # FSMT's make_padding_mask asks padding_mask.any(): an unpadded sequence's answer, no mask
             mock.patch.object(sys.modules[type(net).__module__], "make_padding_mask", lambda *a: None, create=True),
+            # an unpadded sequence: no warning to give on padding without an attention mask (RemBERT and Megatron-BERT
+            # look for the pad token among the ids, which meta tensors cannot answer)
+            mock.patch.object(transformers.PreTrainedModel, "warn_if_padding_and_no_attention_mask", lambda *a: None),
+            # and an all-ones padding mask, which masks nothing: the bidirectional mask is skipped where no window
+            # applies, as transformers skips it for such a mask (masking_utils._ignore_bidirectional_mask_sdpa)
+            mock.patch.object(
+                transformers.masking_utils,
+                "_ignore_bidirectional_mask_sdpa",
+                lambda mask, kv_length, local: local is None or kv_length < local,
+            ),
             grad,
             counter,
             attribution,
@@ -455,7 +471,8 @@ class FlopCheck:
         return self.ours == self.transformers
 
 
-LAYER_ITSELF = re.compile(r"(?:^|\.)(?:layers|h|blocks)\.(\d+)$")  # a layer module, not one inside it
+# a layer module, not one inside it; XLM's attention modules, one list of them
+LAYER_ITSELF = re.compile(r"(?:^|\.)(?:layers|h|blocks|attentions)\.(\d+)$")
 CORE = "attention products"  # the matmuls of activations with activations (QKᵀ, AV, a scan's readout, ...)
 
 
@@ -470,10 +487,17 @@ def check_flops(c: Config, measured: Measured, *, spec: Model | None = None) -> 
     family = family_of(c)
     stacks = family.stacks(c) if family.stacks else None
     run_of = {i: run.span for run in spec.runs() for i in range(*run.span)}
+    # a layer that runs an earlier layer's parameters again (model/reuse.py) is that layer's module run again in
+    # transformers (ALBERT's albert_layer_groups): its work is compared where the module is, with the stored layer's
+    stored = {run.span: run_of[run.first - run.layer.reuse] if run.layer.reuse else run.span for run in spec.runs()}
     checks: list[FlopCheck] = []
+    weights = {path for path, _ in measured.params if path.endswith(".weight")}
     for run in measured.flops:
         theirs: dict[tuple[str, tuple[int, int] | None], int] = {}
         for module, param, _op, flops in run.modules:
+            # an op inside a module that holds a weight of its own multiplies that weight, whatever other parameter its
+            # input derives from (a Linear projecting a table: DeBERTa's pos_proj over rel_embeddings)
+            param = module + ".weight" if param and module + ".weight" in weights else param
             if param:
                 name, layer = hf_component(param, family, stacks)
             elif any(re.search(r"(?:^|\.)" + pattern, module) for pattern, _ in family.model_stacks):
@@ -490,7 +514,7 @@ def check_flops(c: Config, measured: Measured, *, spec: Model | None = None) -> 
         ours: dict[tuple[str, tuple[int, int] | None], int] = {}
         for row in tally(spec, convention="exact", seq_len=run.seq_len, batch=run.batch).rows:
             if row.flops:
-                key = (CORE if row.role == "core" else row.component, row.layers)
+                key = (CORE if row.role == "core" else row.component, stored.get(row.layers, row.layers) if row.layers else None)
                 ours[key] = ours.get(key, 0) + int(row.flops * run.seq_len * run.batch)
         ours = fuse(ours, theirs)
         checks += [

@@ -45,6 +45,12 @@ class DenseFFN(Block):
     activation: DenseActivation = "gelu"
     bias: bool = False
     sub_norm: bool = False  # a norm of the model's kind over the d_ff hidden features before down (BitNet)
+    down_bias: bool | None = None  # down's bias where it differs from the others' (GTE: GteMLP.down_proj's alone)
+
+    @property
+    def out_bias(self) -> bool:
+        """Whether down has a bias: ``down_bias`` where stated, else ``bias``."""
+        return self.bias if self.down_bias is None else self.down_bias
 
     @property
     def variant(self) -> str:
@@ -84,7 +90,7 @@ class DenseFFN(Block):
                 elementwise=active * norm.ops(f),
                 **kw,
             )
-        e.linear(f"{prefix}down", f, d, self.bias, copies, active, **kw)
+        e.linear(f"{prefix}down", f, d, self.out_bias, copies, active, **kw)
 
     def terms(self, e, model, seq_len: int) -> None:
         self.emit(e, "ffn.", model.d_model, e.n, e.n, model.norm)
@@ -140,7 +146,7 @@ def mlp_module():
             self.up = Linear(d, ffn.d_ff, bias=ffn.bias)
             if ffn.sub_norm:
                 self.sub_norm = make_norm(norm, ffn.d_ff)
-            self.down = Linear(ffn.d_ff, d, bias=ffn.bias)
+            self.down = Linear(ffn.d_ff, d, bias=ffn.out_bias)
             self.act = XIELU() if ffn.activation == "xielu" else ACTIVATIONS[ffn.activation]
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:

@@ -105,7 +105,7 @@ def _module():
             self.up = Linear(d, body.d_ff, bias=body.bias)
             if body.sub_norm:
                 self.sub_norm = make_norm(model.norm, body.d_ff)
-            self.down = Linear(body.d_ff, d, bias=body.bias)
+            self.down = Linear(body.d_ff, d, bias=body.out_bias)
             self.router_scale = nn.Parameter(torch.ones(d))
             self.router = Linear(d, ffn.n_experts, bias=False)
             self.expert_scale = nn.Parameter(torch.ones(ffn.n_experts))

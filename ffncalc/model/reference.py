@@ -104,8 +104,8 @@ class LayerModule(nn.Module):
             raise NotImplementedError("a shared block's output feeds a layer of one pre-norm or parallel sublayers")
         split = (n + 1) // 2  # norms[:split] wrap attention, the rest the FFN
         if self.placement == "residual":
-            for sublayer, norms in ((mixer, self.norms[:split]), (ffn, self.norms[split:])):
-                x = x + sublayer(x)
+            for slot, (sublayer, norms) in enumerate(((mixer, self.norms[:split]), (ffn, self.norms[split:]))):
+                x = self._add(x, sublayer(x), slot, None)  # a part's add where it makes one (X-MOD's adapters)
                 for norm in norms:
                     x = norm(x)
             return x
@@ -162,11 +162,12 @@ class Transformer(nn.Module):
         # the table; a part's where it makes its own (parts/embedding.py: its own width or vocabulary)
         made = [m for m in (p.embed_module(spec) for p in spec.parts) if m is not None]
         self.embed = made[0] if made else nn.Embedding(spec.vocab_size, d)
+        w = spec.input_width  # the embedding side's width: d, or a factorised embedding's (parts/embedding.py)
         if spec.positions == "learned":
-            self.pos_embed = nn.Embedding(spec.context_length + spec.position_offset, d)
+            self.pos_embed = nn.Embedding(spec.context_length + spec.position_offset, w)
         self.positions, self.position_offset = spec.positions, spec.position_offset
         if spec.embedding_norm:
-            self.embed_norm = make_norm(spec.norm, d)
+            self.embed_norm = make_norm(spec.norm, w)
         self.hooks: dict[str, list[str]] = {"lookup": [], "enter": [], "expand": [], "run": [], "collapse": [], "top": []}
         for part in spec.parts:
             module = part.model_module(spec)

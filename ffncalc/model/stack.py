@@ -120,6 +120,15 @@ class Model:
         return seq_len
 
     @property
+    def input_width(self) -> int:
+        """The embedding side's width (the table's rows, the positions, token types and embedding norm added to them):
+        d_model, or what parts make of it (a factorised embedding, projected to d_model after its norm)."""
+        width = self.d_model
+        for p in self.parts:
+            width = p.input_width(width)
+        return width
+
+    @property
     def final_width(self) -> int:
         """What the final norm reads: d_model, or what parts make of it (both reversible streams)."""
         width = self.d_model

@@ -11,7 +11,8 @@ its reference torch modules with the hooks the reference model calls. The model 
 Where a part's terms come: ``lookup_terms`` right after the token table's lookup; ``input_terms`` after the positions
 and the embedding norm (the model's input); ``layer_terms`` in each run of identical layers (slot "", beside the
 layer's norms); ``final_terms`` before the final norm; ``top_terms`` after it; ``head_terms`` in the head, before the
-unembedding. Parts write theirs in the order of ``order`` (``input_order`` where it differs at the input).
+unembedding; ``sequence_terms`` once a sequence, after the final norm (a pooler). Parts write theirs in the order of
+``order`` (``input_order`` where it differs at the input).
 """
 
 from __future__ import annotations
@@ -30,7 +31,12 @@ MODULES = (
     "audio",
     "encoder",
     "embedding",
+    "char_features",
     "token_types",
+    "sine_table",
+    "layout",
+    "relative_embeddings",
+    "pooler",
     "streams",
     "prompts",
     "latent",
@@ -39,9 +45,12 @@ MODULES = (
     "laurel",
     "hyper",
     "residual_scale",
+    "language_adapters",
     "block_residuals",
     "cycles",
     "prediction_head",
+    "contact_head",
+    "entities",
     "shared",
 )  # the shipped parts' modules
 
@@ -108,6 +117,11 @@ class Part:
         """The token embedding table's (rows, width)."""
         return shape
 
+    def input_width(self, width: int) -> int:
+        """The width of the embedding side: the token table's rows as looked up, the position and token-type tables
+        added to them and the embedding norm (a factorised embedding's, projected to d_model after the norm)."""
+        return width
+
     def final_width(self, width: int) -> int:
         """What the final norm reads."""
         return width
@@ -168,6 +182,10 @@ class Part:
 
     def head_terms(self, e: Emitter, model: Model) -> None:
         """In the head, before the unembedding."""
+
+    def sequence_terms(self, e: Emitter, model: Model, seq_len: int) -> None:
+        """After the final norm, work done once a sequence of ``seq_len`` tokens rather than per token (a pooler over
+        its first position): terms marked ``per_sequence``, their positions 1 / seq_len."""
 
     # --- the reference torch model (imports torch only when called) ---------------------------------------------
     def embed_module(self, model: Model):

@@ -85,3 +85,72 @@ def _module():
             return self.project_out(x) if hasattr(self, "project_out") else x
 
     return Embed
+
+
+@register
+@dataclass(frozen=True)
+class FactorizedEmbedding(Part):
+    """A factorised embedding (Lan et al. 2019 §3.1, ALBERT; Clark et al. 2020, ELECTRA): the token table, the
+    position and token-type tables added to its rows and the embedding norm are all ``width`` wide (E), and one linear
+    layer projects the normalised sum to d_model before the first layer (ElectraModel.embeddings_project,
+    AlbertTransformer.embedding_hidden_mapping_in, RemBertEncoder.embedding_hidden_mapping_in: E -> d with a bias).
+    The head reads the width a prediction head maps back to (prediction_head.width); a tied head is the table."""
+
+    key = "factorized_embedding"
+    order = 1
+    prefix = "embed_project"
+    summary = "a token embedding, its positions, token types and norm of their own width, projected to d_model (ALBERT, ELECTRA)"
+
+    width: Positive
+    bias: bool = True
+
+    def check(self, spec) -> None:
+        if spec.has("embedding", "reversible", "byte_latent") or spec.mtp_layers:
+            raise SpecError(
+                ("factorized_embedding",),
+                "a factorised embedding is projected to one residual stream of d_model: no embedding of its own "
+                "width or vocabulary, reversible streams, multi-token prediction modules or byte-latent parts",
+            )
+        head = spec.d_model
+        for part in spec.parts:
+            head = part.head_width(head)
+        if spec.tie_embeddings and head != self.width:
+            raise SpecError(
+                ("factorized_embedding", "width"),
+                f"a tied head is the table: it reads {head} features (prediction_head.width), the table is {self.width} wide",
+            )
+
+    def table(self, shape):
+        return (shape[0], self.width)
+
+    def input_width(self, width: int) -> int:
+        return self.width
+
+    def input_terms(self, e, model, seq_len) -> None:  # after the positions and the embedding norm
+        e.linear("embed_project", self.width, model.d_model, self.bias, 1)
+
+    def embed_module(self, model):
+        from torch import nn
+
+        return nn.Embedding(model.vocab_size, self.width)
+
+    def model_module(self, model):
+        return _projection()(self, model)
+
+
+@cache
+def _projection():
+    import torch
+
+    from ..blocks._torch import Linear
+
+    class Projection(Linear):
+        """E -> d after the embedding norm: ``enter`` is the linear layer itself."""
+
+        def __init__(self, spec: FactorizedEmbedding, model):
+            super().__init__(spec.width, model.d_model, bias=spec.bias)
+
+        def enter(self, x: torch.Tensor, ctx: dict) -> torch.Tensor:
+            return self(x)
+
+    return Projection

@@ -30,7 +30,7 @@ class TokenTypes(Part):
         return cls(types=value) if value is not None else None
 
     def lookup_terms(self, e, model) -> None:
-        d = model.d_model
+        d = model.input_width  # d_model, or a factorised embedding's width
         e.term("token_type_embed.weight", "position", (self.types, d), elementwise=d)  # one add per feature
 
     def model_module(self, model):
@@ -59,7 +59,7 @@ class TaskTypes(Part):
         return cls(types=value) if value is not None else None
 
     def lookup_terms(self, e, model) -> None:
-        d = model.d_model
+        d = model.input_width
         e.term("task_type_embed.weight", "position", (self.types, d), elementwise=d)
 
     def model_module(self, model):
@@ -77,9 +77,61 @@ def _module():
 
         def __init__(self, spec: TokenTypes | TaskTypes, model):
             super().__init__()
-            self.weight = nn.Parameter(torch.empty(spec.types, model.d_model))
+            self.weight = nn.Parameter(torch.empty(spec.types, model.input_width))
 
         def lookup(self, x: torch.Tensor, ctx: dict) -> torch.Tensor:
             return x + self.weight[0]
 
     return TokenTypeModule
+
+
+@register
+@dataclass(frozen=True)
+class TypeTables(Part):
+    """Several token-type tables, each looked up by its own type id and added (TAPAS, Herzig et al. 2020 §2: segment,
+    column, row, previous answer, column rank, inverse column rank and numeric relation; TapasEmbeddings'
+    token_type_embeddings_0..6, type_vocab_sizes rows each)."""
+
+    key = "type_tables"
+    order = 12
+    summary = "several token-type tables, each added before the positions (TAPAS's table structure)"
+
+    sizes: tuple[Positive, ...]
+
+    @classmethod
+    def annotation(cls):
+        return list[Positive]  # a spec states the tables' sizes: type_tables: [3, 256, 256]
+
+    @classmethod
+    def read(cls, value):
+        return cls(sizes=tuple(value)) if value is not None else None
+
+    def lookup_terms(self, e, model) -> None:
+        d = model.input_width
+        for i, rows in enumerate(self.sizes):
+            e.term(f"type_tables.table_{i}.weight", "position", (rows, d), elementwise=d)
+
+    def model_module(self, model):
+        return _tables()(self, model)
+
+
+@cache
+def _tables():
+    import torch
+    from torch import nn
+
+    class Tables(nn.Module):
+        """The tables; ``lookup`` adds each table's row 0 (the all-zero type ids transformers passes by default)."""
+
+        def __init__(self, spec: TypeTables, model):
+            super().__init__()
+            self.count = len(spec.sizes)
+            for i, rows in enumerate(spec.sizes):
+                self.add_module(f"table_{i}", nn.Embedding(rows, model.input_width))
+
+        def lookup(self, x: torch.Tensor, ctx: dict) -> torch.Tensor:
+            for i in range(self.count):
+                x = x + getattr(self, f"table_{i}").weight[0]
+            return x
+
+    return Tables

@@ -160,7 +160,9 @@ def test_hybrid_with_gated_attention_verifies(convention):
     gated = spec.layers[3].attention
     assert gated.describe() == "4 heads, 2 KV × 8, gated"
     assert gated.cache_elements(spec) == 2 * 2 * 8  # the gate caches nothing
-    assert gated.kept_elements(spec) == D + 2 * (4 + 2) * 8 + 2 * 4 * 8  # + the gate and the ungated output
+    # + the gate and the ungated output; its q/k norms (over each head) keep their inputs, (4 + 2) heads × 8, and an
+    # fp32 inverse RMS a head, 2 16-bit elements each
+    assert gated.kept_elements(spec) == D + 2 * (4 + 2) * 8 + 2 * 4 * 8 + (4 + 2) * 8 + (4 + 2) * 2
 
 
 def test_qwen3_next_80b_parameters_by_hand():

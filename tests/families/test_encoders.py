@@ -6,6 +6,7 @@ Expected totals are derived by hand below from the published shapes (Devlin et a
 transformers itself is tests/families/test_defaults.py (every encoder type at its class defaults) and test_hf.py
 (the public configs)."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -90,7 +91,16 @@ def test_bert_base_preset_is_what_transformers_builds_from_its_config():
 
 DEFAULTS = Path(__file__).resolve().parents[1] / "hf_defaults"
 # supported encoders whose masked-LM class's forward cannot run on the meta device, with what stops it
-UNMEASURED = {"megatron-bert": "Tensor.item() cannot be called on meta tensors"}
+UNMEASURED = {
+    # a training forward (from_config builds the class in training mode): QuantAct checks the activations' range for
+    # NaN (x_max.isnan().sum() == 0), which meta tensors cannot answer; its float path is RoBERTa's matmuls
+    "ibert": "Tensor.item() cannot be called on meta tensors",
+    # XLMModel asserts the lengths it derives from the ids against the sequence (lengths.max().item() <= slen)
+    "xlm": "Tensor.item() cannot be called on meta tensors",
+    "flaubert": "Tensor.item() cannot be called on meta tensors",
+    # XmodModel needs each token's language, and its configuration class's default_language is None
+    "xmod": "Input language unknown",
+}
 
 
 def _encoders_read():
@@ -157,3 +167,225 @@ def test_a_bidirectional_window_counts_its_band_in_the_causal_view():
     # 14 sliding and 8 global layers, QKᵀ and AV each, 12 heads of 64, per token of 512
     assert sliding * 512 == 14 * 2 * 2 * 61_888 * 768
     assert global_ * 512 == 8 * 2 * 2 * 512 * 512 * 768
+
+
+def _truth_total(path: Path) -> int:
+    from ffncalc.analysis import hfcheck
+
+    return sum(n for _, n in hfcheck.Measured.from_record(json.loads(path.read_text())).params)
+
+
+def test_all_mpnet_base_v2_by_hand():
+    """sentence-transformers/all-mpnet-base-v2's config (tests/hf_configs) as MPNetForMaskedLM, by hand: the word
+    table (30527 × 768), 514 positions and the embedding LayerNorm, no token types; per layer BERT's (q, k, v, o with
+    biases, two LayerNorms, the FFN of 3072 with biases); one relative-bias table of 32 buckets × 12 heads for the
+    stack; the head's dense and LayerNorm and the decoder's bias."""
+    from ffncalc.sources import hf
+
+    v, d, ff = 30527, 768, 3072
+    layer = 4 * (d * d + d) + (d * ff + ff) + (ff * d + d) + 2 * 2 * d
+    total = v * d + 514 * d + 2 * d + 12 * layer + 32 * 12 + d * d + d + 2 * d + v
+    configs = Path(__file__).resolve().parents[1]
+    assert tally(hf.load(configs / "hf_configs" / "all-mpnet-base-v2.json")[1]).params == total
+    assert _truth_total(configs / "hf_truth" / "all-mpnet-base-v2.json") == total == 109_518_527
+
+
+def test_factorised_embeddings_by_hand():
+    """ELECTRA's generator and ALBERT at their configuration classes' defaults, by hand (Clark et al. 2020; Lan et al.
+    2019 §3.1): the word, position and token-type tables and their LayerNorm E wide, E -> d with a bias, the head's
+    dense d -> E with a bias and its LayerNorm of E, the decoder's bias; ALBERT's 12 layers hold one layer's weights."""
+    from ffncalc.sources import hf
+
+    def bert_layer(d: int, ff: int) -> int:
+        return 4 * (d * d + d) + (d * ff + ff) + (ff * d + d) + 2 * 2 * d
+
+    def factorised(vocab: int, e: int, d: int, stored_layers: int, ff: int) -> int:
+        embeddings = vocab * e + 512 * e + 2 * e + 2 * e + (e * d + d)
+        head = d * e + e + 2 * e + vocab
+        return embeddings + stored_layers * bert_layer(d, ff) + head
+
+    electra = factorised(30522, 128, 256, 12, 1024)  # ElectraConfig: E 128, hidden 256, 12 layers, intermediate 1024
+    albert = factorised(30000, 128, 4096, 1, 16384)  # AlbertConfig: E 128, hidden 4096, one group of one layer
+    for model_type, total in (("electra", electra), ("albert", albert)):
+        assert tally(hf.load(DEFAULTS / "configs" / f"{model_type}.json")[1]).params == total
+        assert _truth_total(DEFAULTS / "truth" / f"{model_type}.json") == total
+    assert (electra, albert) == (13_546_682, 206_368_944)
+
+
+def test_esm2_650m_by_hand_and_its_published_size():
+    """facebook/esm2_t33_650M_UR50D's config (tests/hf_configs) as EsmForMaskedLM, by hand: the token table (33 ×
+    1280, no positions: rotary; no token types); per layer pre-norm BERT (q, k, v, o and the FFN of 5120 with biases,
+    two LayerNorms); emb_layer_norm_after; the contact head's regression over 33 layers × 20 heads with its bias; the
+    head's dense and LayerNorm and the decoder's bias. The model card and Lin et al. 2023 (Table 1) call it 650M."""
+    from ffncalc.sources import hf
+
+    v, d, ff, layers, heads = 33, 1280, 5120, 33, 20
+    layer = 4 * (d * d + d) + (d * ff + ff) + (ff * d + d) + 2 * 2 * d
+    total = v * d + layers * layer + 2 * d + (layers * heads + 1) + d * d + d + 2 * d + v
+    tests = Path(__file__).resolve().parents[1]
+    assert tally(hf.load(tests / "hf_configs" / "esm2-t33-650m.json")[1]).params == total
+    assert _truth_total(tests / "hf_truth" / "esm2-t33-650m.json") == total == 651_043_254
+    assert round(total / 1e6, -1) == 650
+
+
+def test_esm_defaults_are_refused_as_transformers_refuses_them(cli):
+    """EsmConfig's vocab_size defaults to None, which transformers cannot build a table from: a config that leaves it
+    so is refused in one line naming the key."""
+    code, out, err = cli("count", str(DEFAULTS / "configs" / "esm.json"))
+    assert code == 2 and out == "" and err.count("\n") == 1 and "vocab_size" in err
+    assert "refused" in json.loads((DEFAULTS / "truth" / "esm.json").read_text())
+
+
+def test_deberta_v3_base_by_hand_and_its_published_sizes():
+    """microsoft/deberta-v3-base's shapes (tests/hf_configs) as DebertaV2ForMaskedLM, by hand: the word table (128100 ×
+    768) and its LayerNorm, no position table (position_biased_input false) or token types; per layer BERT's post-norm
+    layer (q, k, v, o and the FFN of 3072 with biases, two LayerNorms), the position projections shared with q and k;
+    the encoder's 2 × 256 relative embeddings and their LayerNorm; the head's dense and LayerNorm and the decoder's
+    bias. He et al. 2023 and the model card: "86M backbone parameters with a vocabulary containing 128K tokens which
+    introduces 98M parameters in the Embedding layer".
+
+    FLOPs at 8 tokens, by hand (He et al. 2021 §3.1; DisentangledSelfAttention): the query projection of each token,
+    2 · 768 · 768 per token, and of the 512 relative embeddings once a forward; QKᵀ and AV over 8 keys, c2p and p2c
+    over 512 relative positions per query, 12 heads of 64."""
+    from ffncalc.sources import hf
+
+    v, d, ff, layers, rows = 128100, 768, 3072, 12, 512
+    layer = 4 * (d * d + d) + (d * ff + ff) + (ff * d + d) + 2 * 2 * d
+    backbone = layers * layer + rows * d + 2 * d
+    total = v * d + 2 * d + backbone + d * d + d + 2 * d + v
+    tests = Path(__file__).resolve().parents[1]
+    spec = hf.load(tests / "hf_configs" / "deberta-v3-base.json")[1]
+    assert tally(spec).params == _truth_total(tests / "hf_truth" / "deberta-v3-base.json") == total == 184_551_780
+    assert round((total - v * d) / 1e6) == 86 and round(v * d / 1e6) == 98  # all but the word table; the table
+    s = 8
+    rows_at = tally(spec, convention="exact", seq_len=s).rows
+    q = sum(r.flops for r in rows_at if r.component == "attn.q") * s
+    assert q == layers * (2 * s * d * d + 2 * rows * d * d) == 7_361_003_520
+    core = sum(r.flops for r in rows_at if r.role == "core") * s
+    assert core == layers * 12 * 64 * 2 * (2 * s * s + 2 * s * rows) == 153_354_240
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize(
+    "model_type, changes",
+    [
+        # DeBERTa (v1) as microsoft/deberta-base sets it: c2p and p2c through pos_proj and pos_q_proj over 2 · min(s, 512)
+        # rows, no absolute positions
+        ("deberta", {"relative_attention": True, "pos_att_type": "c2p|p2c", "position_biased_input": False}),
+        # DeBERTa-v2 with projections of its own (share_att_key false), c2p alone, a span of 24 and no norm
+        ("deberta-v2", {"relative_attention": True, "pos_att_type": ["c2p"], "share_att_key": False, "max_relative_positions": 24}),
+    ],
+)
+def test_disentangled_attention_without_shared_projections_equals_transformers(tmp_path, model_type, changes):
+    """The relative-attention settings no public config in tests/hf_configs exercises, built by transformers now on
+    the meta device (two layers of 256): every parameter and the FLOPs of a forward at 8 and 32 tokens, per component."""
+    from ffncalc.analysis import hfcheck
+    from ffncalc.sources import hf
+
+    data = json.loads((DEFAULTS / "configs" / f"{model_type}.json").read_text())
+    data |= {"num_hidden_layers": 2, "hidden_size": 256, "num_attention_heads": 4, "intermediate_size": 512, **changes}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(data))
+    c = hf.read_config(path)
+    measured = hfcheck.measure(c, flops=True)
+    assert hfcheck.check(c, measured=measured).ok
+    checks = hfcheck.check_flops(c, measured)
+    assert [r.seq_len for r in measured.flops] == [8, 32] and checks and all(ch.ok for ch in checks)
+    assert {"attn.pos_k", "attention products"} <= {ch.component for ch in checks if ch.ours}
+
+
+def test_squeezebert_grouped_projections_by_hand():
+    """SqueezeBERT's layer at SqueezeBertConfig's defaults, by hand (Iandola et al. 2020 §3): q, k and v as 1×1
+    convolutions of 4 groups, 768 × 768 / 4 weights and a bias of 768 each; the attention output of one group; the
+    FFN's up (3072 × 768 / 4) and down (768 × 3072 / 4) of 4 groups, with biases; two LayerNorms. FLOPs per token:
+    2 per multiply-add of each grouped weight."""
+    from ffncalc.sources import hf
+
+    d, f, g = 768, 3072, 4
+    layer = 3 * (d * d // g + d) + (d * d + d) + (f * d // g + f) + (d * f // g + d) + 2 * 2 * d
+    spec = hf.load(DEFAULTS / "configs" / "squeezebert.json")[1]
+    rows = tally(spec).rows
+    assert sum(r.params for r in rows if r.layers) == 12 * layer
+    weights = sum(r.flops for r in rows if r.layers and r.role == "weight")
+    assert weights == 12 * 2 * (3 * d * d // g + d * d + 2 * f * d // g)
+
+
+@pytest.mark.parametrize("hidden, layers, heads, published", [(768, 12, 12, 12), (1024, 24, 16, 18)])
+def test_albert_base_and_large_are_their_published_sizes(tmp_path, hidden, layers, heads, published):
+    """ALBERT-base and -large as Lan et al. 2019 (Table 1) give their shapes (E = 128, one set of layer weights shared by
+    every layer, FFN 4·H, vocabulary 30000): "12M" and "18M" parameters, AlbertModel's (its pooler, no MLM head). By
+    hand, AlbertForMaskedLM: the factorised tables and their projection, one layer, and the MLM head."""
+    from ffncalc.sources import hf
+
+    config = {"model_type": "albert", "hidden_size": hidden, "num_hidden_layers": layers, "num_attention_heads": heads}
+    config |= {"intermediate_size": 4 * hidden, "embedding_size": 128, "vocab_size": 30000, "hidden_act": "gelu_new"}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    v, e, d = 30000, 128, hidden
+    layer = 4 * (d * d + d) + (d * 4 * d + 4 * d) + (4 * d * d + d) + 2 * 2 * d
+    total = v * e + 512 * e + 2 * e + 2 * e + (e * d + d) + layer + d * e + e + 2 * e + v
+    head, pooler = d * e + e + 2 * e + v, d * d + d
+    assert tally(hf.load(path)[1]).params == total
+    assert round((total - head + pooler) / 1e6) == published
+
+
+def test_layoutlm_and_roformer_tables_and_pooler_by_hand():
+    """LayoutLMForMaskedLM at its defaults (Xu et al. 2020 §2.2): BERT-base's count and four 2-D position tables of
+    1024 × 768 (x, y, height, width) and the pooler (768 × 768 with a bias), whose work is once a sequence: 2 · 768²
+    FLOPs over a whole sequence, whatever its length. RoFormerForMaskedLM at its defaults (Su et al. 2021): no position
+    table, and the frozen sine table of 1536 positions × 64 (the head's width) held as a parameter."""
+    from ffncalc.sources import hf
+
+    d = 768
+    layout = tally(hf.load(DEFAULTS / "configs" / "layoutlm.json")[1], convention="exact", seq_len=64)
+    assert layout.params == bert_mlm(30522, d, 12, 3072, 512, 2) + 4 * 1024 * d + d * d + d
+    pooler = [r for r in layout.rows if r.component == "pooler.dense"]
+    assert sum(r.flops for r in pooler) * 64 == 2 * d * d and all(r.per_sequence for r in pooler)
+    roformer = tally(hf.load(DEFAULTS / "configs" / "roformer.json")[1])
+    assert roformer.params == bert_mlm(50000, d, 12, 3072, 0, 2) + 1536 * 64
+
+
+SMALL = {"num_hidden_layers": 2, "hidden_size": 256, "num_attention_heads": 4, "intermediate_size": 512}
+ROTARY = {"position_embedding_type": "rotary"}
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize(
+    "model_type, changes",
+    [
+        # ESM-1b's layout: learned positions numbered from pad_token_id + 1, a LayerNorm on the embeddings
+        ("esm", {"vocab_size": 33, "pad_token_id": 1, "position_embedding_type": "absolute", "emb_layer_norm_before": True}),
+        # ESM-2's: rotary positions, masked tokens' embeddings zeroed and the rest rescaled (elementwise)
+        ("esm", {"vocab_size": 33, "pad_token_id": 1, "mask_token_id": 32, "token_dropout": True, **ROTARY}),
+        ("roformer", {"embedding_size": 128}),  # embeddings_project E -> d, the head back to E
+        ("electra", {"embedding_size": 256}),  # E = d: no projection
+        ("albert", {"num_hidden_layers": 5, "num_hidden_groups": 2, "inner_group_num": 2, "embedding_size": 64}),
+        ("convbert", {"num_groups": 2, "embedding_size": 128, "head_ratio": 1}),
+        ("roc_bert", {"enable_shape": False, "concat_input": True}),
+        ("ultrabert", {"layer_types": None, "attention_windows": [64, 0], "head_dim": 64, "num_key_value_heads": 4}),
+        ("flaubert", {"n_langs": 3, "pre_norm": True, "emb_dim": 256, "n_heads": 4, "n_layers": 2}),
+        ("xmod", {"languages": ["en_XX", "de_DE", "fr_XX"], "adapter_layer_norm": True}),
+        ("layoutlm", {"max_2d_position_embeddings": 128}),
+    ],
+)
+def test_encoder_variants_equal_transformers(tmp_path, model_type, changes):
+    """Settings the defaults leave off, small (two layers of 256), built by transformers now on the meta device: every
+    parameter per component, and where the forward runs there, its FLOPs at two lengths per component."""
+    from ffncalc.analysis import hfcheck
+    from ffncalc.sources import hf
+
+    data = json.loads((DEFAULTS / "configs" / f"{model_type}.json").read_text())
+    data |= {k: v for k, v in SMALL.items() if k in data}
+    data |= changes
+    data = {k: v for k, v in data.items() if v is not None}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(data))
+    c = hf.read_config(path)
+    measured = hfcheck.measure(c, flops=True)
+    report = hfcheck.check(c, measured=measured)
+    assert report.ok and not any(ch.component.startswith("(unmatched)") for ch in report.checks), report.failures
+    if model_type in UNMEASURED:
+        assert UNMEASURED[model_type] in measured.unmeasured
+        return
+    checks = hfcheck.check_flops(c, measured)
+    assert len(measured.flops) == 2 and checks and all(ch.ok for ch in checks), [ch for ch in checks if not ch.ok]

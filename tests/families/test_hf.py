@@ -238,7 +238,7 @@ def write(tmp_path, data, name="config.json"):
 @pytest.mark.parametrize(
     "change,expected",
     [
-        ({"model_type": "speecht5"}, "unsupported model_type 'speecht5'; supported: "),
+        ({"model_type": "wav2vec2"}, "unsupported model_type 'wav2vec2'; supported: "),
         ({"model_type": "lama"}, "unsupported model_type 'lama'; nearest: llama"),
         ({"num_attention_heads": "32"}, "num_attention_heads: expected a positive integer, got '32'"),
         ({"tie_word_embeddings": "no"}, "tie_word_embeddings: expected true or false"),

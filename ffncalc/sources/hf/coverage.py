@@ -632,39 +632,28 @@ SEQ2SEQ_NOT_YET = {
 
 # Encoders no family reads yet: what each needs.
 ENCODERS_NOT_YET = {
-    "albert": "layers sharing one set of weights, and a factorised embedding (E < d) projected up",
-    "big_bird": "block-sparse attention with random and global blocks",
-    "convbert": "span-based dynamic convolution heads beside attention",
-    "deberta": "disentangled attention (content-to-position and position-to-content scores over relative embeddings)",
-    "deberta-v2": "disentangled attention (content-to-position and position-to-content scores over relative embeddings)",
-    "electra": "a factorised embedding (embedding_size) projected to the hidden size, and the generator's head",
-    "esm": "rotary or absolute positions over a protein vocabulary, pre-norm layers",
-    "esmc": "ESM C's layout: fused QKV with a LayerNorm, SwiGLU, no biases",
-    "flaubert": "XLM's layout (its own module names, sinusoidal or learned positions, language embeddings)",
-    "fnet": "Fourier token mixing in place of attention",
+    "big_bird": (
+        "block-sparse attention with random and global blocks (transformers falls back to full attention below "
+        "(5 + 2 · num_random_blocks) · block_size tokens), and the pooler"
+    ),
     "funnel": "pooling between blocks that shortens the sequence, and a decoder that upsamples it",
-    "gte": "a rotary, gated-FFN encoder (Alibaba GTE)",
-    "ibert": "integer-only quantised modules with their own scale parameters",
-    "jina_embeddings_v3": "XLM-R with rotary positions and LoRA adapters per task",
-    "layoutlm": "BERT with 2-D position embeddings (x, y, height and width tables)",
-    "longformer": "sliding-window attention with separate global query, key and value projections",
-    "luke": "entity embeddings and entity-aware attention beside BERT's",
-    "mobilebert": "bottleneck layers with stacked FFNs and NoNorm",
+    "longformer": (
+        "sliding-window attention in overlapping chunks over a sequence padded to whole windows, with separate global "
+        "query, key and value projections; its forward reads which tokens are global (not answerable on the meta device)"
+    ),
+    "mobilebert": (
+        "bottleneck layers (intra_bottleneck_size) with stacked FFNs and NoNorm, a trigram input projection, and a head "
+        "whose decoder concatenates the tied table with a dense of its own"
+    ),
     "modernvbert": "a vision tower beside ModernBERT",
-    "mpnet": "a relative position bias shared by the layers",
     "mra": "multi-resolution approximate attention",
     "neomme": "a multimodal encoder",
-    "nystromformer": "Nystrom-approximated attention with landmarks and a depthwise convolution",
+    "nystromformer": (
+        "Nystrom-approximated attention over num_landmarks segment means of a fixed segment_means_seq_len with an "
+        "iterative pseudo-inverse (full attention where the two are equal), and a depthwise convolution over the values"
+    ),
     "perceiver": "a latent array with cross-attention from the inputs",
-    "rembert": "decoupled input and output embeddings (input_embedding_size, output_embedding_size)",
-    "roc_bert": "pronunciation and shape embeddings concatenated with the token's",
-    "roformer": "rotary positions and its own embedding size",
-    "squeezebert": "grouped convolutions in place of the linear layers",
-    "tapas": "table-structure token-type embeddings (seven tables)",
-    "ultrabert": "its own encoder layout",
     "ultravbert": "a vision tower beside its encoder",
-    "xlm": "its own layout (language embeddings, sinusoidal or learned positions)",
-    "xmod": "per-language adapters after each layer's FFN",
     "yoso": "LSH-based approximate attention",
 }
 
@@ -852,12 +841,14 @@ PROVEN_ON = {
     "cpmant": ("openbmb/cpm-ant-10b",),
     "ctrl": ("dkalpakchi/SweCTRL-Mini",),
     "dbrx": ("SinclairSchneider/dbrx-instruct-quantization-fixed",),
+    "deberta-v2": ("microsoft/deberta-v3-base",),
     "deepseek_v2": ("deepseek-ai/DeepSeek-V2-Lite",),
     "deepseek_v3": ("deepseek-ai/DeepSeek-V3",),
     "deepseek_v32": ("deepseek-ai/DeepSeek-V3.2",),
     "deepseek_v4": ("deepseek-ai/DeepSeek-V4-Flash",),
     "dots1": ("rednote-hilab/dots.llm1.base",),
     "ernie4_5": ("baidu/ERNIE-4.5-0.3B-PT",),
+    "esm": ("facebook/esm2_t33_650M_UR50D",),
     "exaone4": ("LGAI-EXAONE/EXAONE-4.0-1.2B",),
     "falcon": ("tiiuae/falcon-7b-instruct",),
     "falcon_mamba": ("tiiuae/falcon-mamba-tiny-dev",),
@@ -911,6 +902,7 @@ PROVEN_ON = {
     "ministral3": ("rootlocalghost/ERNIE-Image",),
     "mistral": ("mistralai/Mistral-7B-v0.1",),
     "mixtral": ("mistralai/Mixtral-8x7B-v0.1",),
+    "mpnet": ("sentence-transformers/all-mpnet-base-v2",),
     "mpt": ("mosaicml/mpt-7b-instruct",),
     "nemotron": ("nvidia/Minitron-8B-Base",),
     "nemotron_h": ("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", "nvidia/Nemotron-H-56B-Base-8K"),

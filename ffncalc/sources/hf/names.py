@@ -12,7 +12,9 @@ from typing import Iterable, TypeVar
 
 from .config import Family
 
-LAYER = re.compile(r"(?:^|\.)(?:layers|layer|h|blocks|block)\.(\d+)\.(.+)$")  # blocks: MPT, DBRX; layer: BERT; block: T5
+# blocks: MPT, DBRX; layer: BERT; block: T5; albert_layers: ALBERT's layers inside each of its albert_layer_groups;
+# attentions, ffns, layer_norm1, layer_norm2: XLM's sublayers, each in a list of its own
+LAYER = re.compile(r"(?:^|\.)(?:layers|layer|h|blocks|block|albert_layers|attentions|ffns|layer_norm1|layer_norm2)\.(\d+)\.(.+)$")
 
 K = TypeVar("K")
 

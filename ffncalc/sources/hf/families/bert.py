@@ -31,17 +31,18 @@ TOP_MODULES = (
 )
 
 
-def encoder(c: Config, *, pre_norm: bool = False, embedding_norm: bool = True, offset: int = 0) -> dict:
+def encoder(c: Config, *, pre_norm: bool = False, embedding_norm: bool = True, offset: int = 0, mixer: dict | None = None) -> dict:
     """The keys BertConfig and the configurations built as it share: hidden_size (default 768), num_hidden_layers
     (12), num_attention_heads (12) of hidden_size / heads, intermediate_size (3072), hidden_act (gelu),
     max_position_embeddings (512) learned positions, type_vocab_size (2) token types, every linear with a bias,
     every LayerNorm with a weight and a bias. ``offset``: the rows of the position table before the first
-    position (RoBERTa's padding_idx + 1)."""
-    d, heads = c.int("hidden_size"), c.int("num_attention_heads")
+    position (RoBERTa's padding_idx + 1). ``mixer``: the token mixer in place of BERT's attention (FNet's Fourier
+    transform)."""
+    d = c.int("hidden_size")
     table = c.int("max_position_embeddings", 512)
     if table <= offset:
         raise c.fail("max_position_embeddings", f"{table} rows leave no position after the first {offset}")
-    types = c.int("type_vocab_size", 2)
+    types = c.int("type_vocab_size", 2, positive=False)  # 0: no token-type table (DeBERTa-v2's default)
     return {
         "name": c.data.get("_name_or_path") or None,
         "vocab_size": c.int("vocab_size"),
@@ -55,7 +56,7 @@ def encoder(c: Config, *, pre_norm: bool = False, embedding_norm: bool = True, o
         "lm_head_bias": True,  # BertLMPredictionHead.bias (decoder.bias is the same tensor)
         "embedding_norm": embedding_norm,
         **({"token_types": types} if types else {}),
-        "attention": {"n_heads": heads, "qkv_bias": True, "o_bias": True},
+        "attention": mixer or {"n_heads": c.int("num_attention_heads"), "qkv_bias": True, "o_bias": True},
         "ffn": {"kind": "dense", "d_ff": c.int("intermediate_size"), "bias": True, "activation": c.activation("hidden_act", "gelu")},
         "norm": {"kind": "layernorm", "per_layer": 2, "final": pre_norm, "placement": "pre" if pre_norm else "residual"},
         # BertPredictionHeadTransform: dense d -> d with a bias, hidden_act, LayerNorm
@@ -87,6 +88,14 @@ def roberta(c: Config) -> dict:
 # (CamembertConfig, XLMRobertaConfig, Data2VecTextConfig: RoBERTa's keys and defaults).
 for _type in ("camembert", "xlm-roberta", "data2vec-text"):
     alias(_type, of="roberta")
+
+
+@family("ibert", layer_modules=LAYER_MODULES, top_modules=TOP_MODULES)
+def ibert(c: Config) -> dict:
+    """IBertConfig / IBertForMaskedLM (Kim et al. 2021, integer-only BERT): RoBERTa's layout under RoBERTa's module
+    names, each linear a QuantLinear and each LayerNorm an IntLayerNorm holding RoBERTa's parameters; the integer
+    copies, scaling factors and activation ranges they keep are buffers. Positions from pad_token_id + 1."""
+    return roberta(c)
 
 
 @family("roberta-prelayernorm", layer_modules=LAYER_MODULES, top_modules=TOP_MODULES)
@@ -170,3 +179,331 @@ def distilbert(c: Config) -> dict:
         "norm": {"kind": "layernorm", "per_layer": 2, "final": False, "placement": "residual"},
         "prediction_head": {"activation": act, "bias": True},
     }
+
+
+ELECTRA_TOP = (
+    (r"embeddings_project$", "embed_project"),
+    (r"generator_predictions\.dense$", "prediction_head.dense"),
+    (r"generator_predictions\.LayerNorm$", "prediction_head.norm"),
+    (r"generator_lm_head$", "lm_head"),
+) + TOP_MODULES
+
+
+@family("electra", layer_modules=LAYER_MODULES, top_modules=ELECTRA_TOP)
+def electra(c: Config) -> dict:
+    """ElectraConfig / ElectraForMaskedLM (Clark et al. 2020), the generator: BERT's post-norm layers at hidden_size
+    (default 256, 12 layers, 4 heads, intermediate 1024); ElectraEmbeddings' word, position and token-type tables and
+    their LayerNorm embedding_size wide (default 128), and where embedding_size differs from hidden_size,
+    embeddings_project (E -> d, with a bias) after them; ElectraGeneratorPredictions: dense d -> E (with a bias),
+    gelu (whatever hidden_act), a LayerNorm of E; generator_lm_head E -> vocabulary, with a bias, tied to the word
+    table. Vocabulary 30522, 512 positions."""
+    spec = encoder(c)
+    width = c.int("embedding_size", 128)
+    if width != spec["d_model"]:
+        spec["factorized_embedding"] = {"width": width, "bias": True}
+    spec["prediction_head"] = {"activation": "gelu", "bias": True, "width": width}
+    return spec
+
+
+REMBERT_TOP = (
+    (r"embedding_hidden_mapping_in$", "embed_project"),
+    (r"predictions\.dense$", "prediction_head.dense"),
+    (r"predictions\.LayerNorm$", "prediction_head.norm"),
+) + TOP_MODULES
+
+
+@family("rembert", layer_modules=LAYER_MODULES, top_modules=REMBERT_TOP)
+def rembert(c: Config) -> dict:
+    """RemBertConfig / RemBertForMaskedLM (Chung et al. 2020, decoupled embeddings): BERT's post-norm layers
+    (hidden 1152, 32 layers, 18 heads, intermediate 4608); RemBertEmbeddings' word, position and token-type tables and
+    their LayerNorm input_embedding_size wide (default 256), projected to the hidden size by the encoder's
+    embedding_hidden_mapping_in (with a bias); the head RemBertLMPredictionHead: dense d -> output_embedding_size
+    (default 1664, with a bias), hidden_act, a LayerNorm of that width, and the decoder to the vocabulary (250300) with
+    a bias, untied (tie_word_embeddings default false). No pooler."""
+    spec = encoder(c)
+    spec["tie_embeddings"] = c.bool("tie_word_embeddings", False)
+    spec["factorized_embedding"] = {"width": c.int("input_embedding_size", 256), "bias": True}
+    spec["prediction_head"] = {**spec["prediction_head"], "width": c.int("output_embedding_size", 1664)}
+    return spec
+
+
+ROFORMER_TOP = (
+    (r"embeddings_project$", "embed_project"),
+    (r"encoder\.embed_positions$", "sine_table"),
+    (r"transform\.dense$", "prediction_head.dense"),
+    (r"transform\.LayerNorm$", "prediction_head.norm"),
+) + TOP_MODULES
+
+
+@family("roformer", layer_modules=LAYER_MODULES, top_modules=ROFORMER_TOP)
+def roformer(c: Config) -> dict:
+    """RoFormerConfig / RoFormerForMaskedLM (Su et al. 2021): BERT's post-norm layers with rotary positions over
+    the whole head (queries and keys; values too where rotary_value, no weights) in place of a position table;
+    RoFormerEmbeddings' word and token-type tables and LayerNorm embedding_size wide (default: hidden_size), projected
+    to the hidden size by embeddings_project (with a bias) where the two differ; RoFormerEncoder.embed_positions, a
+    frozen sine table of max_position_embeddings (1536) × head_dim held as a parameter; the head: transform dense
+    d -> embedding_size (with a bias), hidden_act, LayerNorm, and the decoder tied to the word table with its bias.
+    Vocabulary 50000."""
+    spec = encoder(c)
+    d, heads = spec["d_model"], spec["attention"]["n_heads"]
+    del spec["position_offset"]
+    spec["positions"] = "rotary"
+    spec["sine_table"] = {"rows": c.int("max_position_embeddings", 1536), "width": d // heads}
+    width = c.int("embedding_size", d)
+    if width != d:
+        spec["factorized_embedding"] = {"width": width, "bias": True}
+    spec["prediction_head"] = {**spec["prediction_head"], "width": width}
+    return spec
+
+
+LAYOUTLM_TOP = (
+    (r"embeddings\.x_position_embeddings$", "layout.x"),
+    (r"embeddings\.y_position_embeddings$", "layout.y"),
+    (r"embeddings\.h_position_embeddings$", "layout.h"),
+    (r"embeddings\.w_position_embeddings$", "layout.w"),
+    (r"pooler\.dense$", "pooler.dense"),
+) + TOP_MODULES
+
+
+@family("layoutlm", layer_modules=LAYER_MODULES, top_modules=LAYOUTLM_TOP)
+def layoutlm(c: Config) -> dict:
+    """LayoutLMConfig / LayoutLMForMaskedLM (Xu et al. 2020): BERT's embeddings, layers and head, with four more
+    tables of max_2d_position_embeddings (default 1024) rows in LayoutLMEmbeddings (x, y, height, width of each
+    token's bounding box, six rows added to the token's embedding); LayoutLMModel's pooler (dense d -> d with a bias,
+    tanh, over the first position), which LayoutLMForMaskedLM builds and runs."""
+    return {**encoder(c), "layout_positions": {"rows": c.int("max_2d_position_embeddings", 1024)}, "pooler": {}}
+
+
+MPNET_LAYERS = (
+    (r"attention\.attn\.q$", "attn.q"),
+    (r"attention\.attn\.k$", "attn.k"),
+    (r"attention\.attn\.v$", "attn.v"),
+    (r"attention\.attn\.o$", "attn.o"),
+) + LAYER_MODULES
+MPNET_TOP = ((r"encoder\.relative_attention_bias$", "relative_bias"),) + TOP_MODULES
+
+
+@family("mpnet", layer_modules=MPNET_LAYERS, top_modules=MPNET_TOP)
+def mpnet(c: Config) -> dict:
+    """MPNetConfig / MPNetForMaskedLM (Song et al. 2020): RoBERTa's embeddings without token types (positions
+    numbered from padding_idx + 1, padding_idx fixed at 1, so the table's first two rows precede every sequence's
+    first position), BERT's post-norm layers (attention.attn.q, k, v, o with biases, attention.LayerNorm,
+    intermediate, output), and one table of relative-position biases, relative_attention_num_buckets (32) ×
+    num_attention_heads, held by MPNetEncoder (relative_attention_bias) and added to every layer's scores; MPNetLMHead:
+    dense, gelu, layer_norm, the decoder tied to the word table with its bias. Vocabulary 30527, 512 positions."""
+    spec = encoder(c, offset=2)  # MPNetEmbeddings.padding_idx = 1, whatever pad_token_id
+    del spec["token_types"]
+    buckets = c.int("relative_attention_num_buckets", 32)
+    return {
+        **spec,
+        "relative_bias": {"buckets": buckets, "heads": spec["attention"]["n_heads"], "segments": 0},
+        "prediction_head": {"activation": "gelu", "bias": True},  # MPNetLMHead: gelu, whatever hidden_act
+    }
+
+
+TAPAS_TOP = tuple((rf"embeddings\.token_type_embeddings_{i}$", f"type_tables.table_{i}") for i in range(32)) + TOP_MODULES
+
+
+@family("tapas", layer_modules=LAYER_MODULES, top_modules=TAPAS_TOP)
+def tapas(c: Config) -> dict:
+    """TapasConfig / TapasForMaskedLM (Herzig et al. 2020): BERT's layers and head over TapasEmbeddings, whose one
+    token-type table is seven (type_vocab_sizes, default [3, 256, 256, 2, 256, 256, 10]: segment, column, row, previous
+    answer, column rank, inverse column rank, numeric relation), each added; positions reset at each cell's start
+    where reset_position_index_per_cell (indices only); max_position_embeddings 1024. No pooler."""
+    sizes = c.data.get("type_vocab_sizes", [3, 256, 256, 2, 256, 256, 10])
+    if not isinstance(sizes, list) or not sizes or not all(type(n) is int and n > 0 for n in sizes):
+        raise c.fail("type_vocab_sizes", f"expected a list of positive table sizes, got {sizes!r}")
+    spec = encoder(c)
+    spec.pop("token_types", None)
+    return {**spec, "type_tables": sizes}
+
+
+ROC_TOP = (
+    (r"embeddings\.shape_embed$", "char_features.shape"),
+    (r"embeddings\.pronunciation_embed$", "char_features.pronunciation"),
+    (r"embeddings\.map_inputs_layer$", "char_features.project"),
+) + TOP_MODULES
+
+
+@family("roc_bert", layer_modules=LAYER_MODULES, top_modules=ROC_TOP)
+def roc_bert(c: Config) -> dict:
+    """RoCBertConfig / RoCBertForMaskedLM (Su et al. 2022): BERT's layers and head; RoCBertEmbeddings adds a glyph
+    table (shape_vocab_size 24858 × shape_embed_dim 512) and a pronunciation table (pronunciation_vocab_size 910 ×
+    pronunciation_embed_dim 768), both built whatever enable_shape and enable_pronunciation; with concat_input
+    (default true) each token's rows of the enabled ones are concatenated with its word embedding and
+    map_inputs_layer projects them back to the hidden size (with a bias) before the token types, positions and the
+    LayerNorm."""
+    features = {
+        "concat": c.bool("concat_input", True),
+        "use_shape": c.bool("enable_shape", True),
+        "use_pronunciation": c.bool("enable_pronunciation", True),
+        "shape_vocab": c.int("shape_vocab_size", 24858),
+        "shape_dim": c.int("shape_embed_dim", 512),
+        "pronunciation_vocab": c.int("pronunciation_vocab_size", 910),
+        "pronunciation_dim": c.int("pronunciation_embed_dim", 768),
+    }
+    return {**encoder(c), "char_features": features}
+
+
+FNET_LAYERS = ((r"fourier\.output\.LayerNorm$", "norms"),) + LAYER_MODULES
+FNET_TOP = (
+    (r"embeddings\.projection$", "embed_project"),
+    (r"pooler\.dense$", "pooler.dense"),
+) + TOP_MODULES
+
+
+@family("fnet", layer_modules=FNET_LAYERS, top_modules=FNET_TOP)
+def fnet(c: Config) -> dict:
+    """FNetConfig / FNetForMaskedLM (Lee-Thorp et al. 2022): BERT's embeddings (type_vocab_size 4, 512 positions),
+    their LayerNorm and then FNetEmbeddings.projection (d -> d with a bias); layers of Fourier mixing (the real part
+    of a 2-D FFT, no parameters) in place of attention, the sum then fourier.output.LayerNorm, and BERT's FFN
+    (hidden_act gelu_new) and LayerNorm; FNetModel's pooler, which FNetForMaskedLM builds and runs; BERT's head.
+    Vocabulary 32000. The TPU optimizations (use_tpu_fourier_optimizations: the DFT as products with DFT matrices)
+    are not read yet: refused in one line."""
+    if c.bool("use_tpu_fourier_optimizations", False):
+        raise c.fail("use_tpu_fourier_optimizations", "the DFT as products with DFT matrices is not read yet")
+    spec = encoder(c, mixer={"kind": "fourier"})
+    d = spec["d_model"]
+    return {
+        **spec,
+        "factorized_embedding": {"width": d, "bias": True},
+        "prediction_head": {**spec["prediction_head"], "width": d},
+        "pooler": {},
+    }
+
+
+XMOD_LAYERS = (
+    (r"output\.adapter_modules\.[^.]+\.dense1$", "language_adapters.dense1"),
+    (r"output\.adapter_modules\.[^.]+\.dense2$", "language_adapters.dense2"),
+    (r"output\.adapter_layer_norm$", "language_adapters.norm"),
+) + LAYER_MODULES
+
+
+@family("xmod", layer_modules=XMOD_LAYERS, top_modules=TOP_MODULES)
+def xmod(c: Config) -> dict:
+    """XmodConfig / XmodForMaskedLM (Pfeiffer et al. 2022): RoBERTa's embeddings, layers and head, with one adapter per
+    language of languages (default ["en_XX"]) after each layer's FFN: dense1 d -> d / adapter_reduction_factor (2),
+    hidden_act, dense2 back, with biases, a LayerNorm of its own where adapter_layer_norm (default false). The
+    pre-norm layout (pre_norm) is not read yet: refused in one line."""
+    if c.bool("pre_norm", False):
+        raise c.fail("pre_norm", "X-MOD's pre-norm layers (the FFN's LayerNorm before it) are not read yet")
+    languages = c.data.get("languages", ["en_XX"])
+    if not isinstance(languages, list) or not languages:
+        raise c.fail("languages", f"expected a list of language codes, got {languages!r}")
+    spec = encoder(c, offset=c.int("pad_token_id", 1) + 1)
+    d = spec["d_model"]
+    return {
+        **spec,
+        "language_adapters": {
+            "languages": len(languages),
+            "bottleneck": d // c.int("adapter_reduction_factor", 2),
+            "activation": c.activation("hidden_act", "gelu"),
+            "own_norm": c.bool("adapter_layer_norm", False),
+            "reuse_norm": c.bool("adapter_reuse_layer_norm", True),
+        },
+    }
+
+
+LUKE_LAYERS = tuple((rf"attention\.self\.{q}$", f"entities.{q}") for q in ("w2e_query", "e2w_query", "e2e_query")) + LAYER_MODULES
+LUKE_TOP = (
+    (r"entity_embeddings\.entity_embeddings$", "entities.table"),
+    (r"entity_embeddings\.entity_embedding_dense$", "entities.dense"),
+    (r"entity_embeddings\.position_embeddings$", "entities.pos_embed"),
+    (r"entity_embeddings\.token_type_embeddings$", "entities.token_type_embed"),
+    (r"entity_embeddings\.LayerNorm$", "entities.norm"),
+    (r"entity_predictions\.transform\.dense$", "entities.head.dense"),
+    (r"entity_predictions\.transform\.LayerNorm$", "entities.head.norm"),
+    (r"entity_predictions$", "entities.head"),
+    (r"pooler\.dense$", "pooler.dense"),
+) + TOP_MODULES
+
+
+@family("luke", layer_modules=LUKE_LAYERS, top_modules=LUKE_TOP)
+def luke(c: Config) -> dict:
+    """LukeConfig / LukeForMaskedLM (Yamada et al. 2020): RoBERTa's embeddings, layers and head over the words (the
+    head's decoder a matrix of its own), and LukeModel's pooler, which a forward runs; the entity side
+    (entity_vocab_size 500000 × entity_emb_size 256, its projection, position and type tables and LayerNorm, the w2e,
+    e2w and e2e queries of every layer where use_entity_aware_attention, the entity prediction head) held and idle
+    without entity inputs."""
+    spec = encoder(c, offset=c.int("pad_token_id", 1) + 1)
+    return {
+        **spec,
+        # LukeForMaskedLM ties the entity head to the entity table, and its word head to nothing, whatever
+        # tie_word_embeddings says (its _tied_weights_keys)
+        "tie_embeddings": False,
+        "pooler": {},
+        "entities": {
+            "vocab": c.int("entity_vocab_size", 500000),
+            "width": c.int("entity_emb_size", 256),
+            "position_rows": c.int("max_position_embeddings", 512),
+            "types": c.int("type_vocab_size", 2),
+            "aware": c.bool("use_entity_aware_attention", True),
+        },
+    }
+
+
+SQUEEZE_LAYERS = (
+    (r"attention\.query$", "attn.q"),
+    (r"attention\.key$", "attn.k"),
+    (r"attention\.value$", "attn.v"),
+    (r"post_attention\.conv1d$", "attn.o"),
+    (r"intermediate\.conv1d$", "ffn.up"),
+    (r"output\.conv1d$", "ffn.down"),
+    (r"(post_attention|output)\.layernorm$", "norms"),
+)
+SQUEEZE_TOP = ((r"pooler\.dense$", "pooler.dense"),) + TOP_MODULES
+
+
+@family("squeezebert", layer_modules=SQUEEZE_LAYERS, top_modules=SQUEEZE_TOP)
+def squeezebert(c: Config) -> dict:
+    """SqueezeBertConfig / SqueezeBertForMaskedLM (Iandola et al. 2020): BERT's embeddings, post-norm layers, pooler and
+    head with every linear layer of the layers a grouped 1×1 convolution: query, key and value of q_groups, k_groups
+    and v_groups (default 4), post_attention's of post_attention_groups (1), the FFN's intermediate of
+    intermediate_groups (4) and output of output_groups (4), each with a bias. An embedding_size other than
+    hidden_size (which SqueezeBertEmbeddings' LayerNorm of hidden_size cannot normalise) is refused."""
+    d = c.int("hidden_size")
+    if c.int("embedding_size", d) != d:
+        raise c.fail("embedding_size", f"SqueezeBERT's embeddings are normalised at hidden_size {d}: embedding_size must equal it")
+    spec = encoder(c)
+    groups = {f"{k}_groups": c.int(f"{k}_groups", 4) for k in ("q", "k", "v")}
+    return {
+        **spec,
+        "attention": {**spec["attention"], "kind": "grouped_mha", **groups, "o_groups": c.int("post_attention_groups", 1)},
+        "ffn": {
+            **spec["ffn"],
+            "kind": "grouped_dense",
+            "up_groups": c.int("intermediate_groups", 4),
+            "down_groups": c.int("output_groups", 4),
+        },
+        "pooler": {},
+    }
+
+
+CONVBERT_LAYERS = (
+    (r"attention\.self\.key_conv_attn_layer\.depthwise$", "attn.key_conv.depthwise"),
+    (r"attention\.self\.key_conv_attn_layer\.pointwise$", "attn.key_conv.pointwise"),
+    (r"attention\.self\.key_conv_attn_layer$", "attn.key_conv"),
+    (r"attention\.self\.conv_kernel_layer$", "attn.conv_kernel"),
+    (r"attention\.self\.conv_out_layer$", "attn.conv_out"),
+) + LAYER_MODULES
+
+
+@family("convbert", layer_modules=CONVBERT_LAYERS, top_modules=ELECTRA_TOP)
+def convbert(c: Config) -> dict:
+    """ConvBertConfig / ConvBertForMaskedLM (Jiang et al. 2020): ELECTRA's embeddings (embedding_size, default 768,
+    projected to the hidden size by embeddings_project where they differ) and generator head (dense d -> E, gelu,
+    LayerNorm, tied decoder with a bias), and BERT's post-norm layers whose attention is mixed: num_attention_heads
+    / head_ratio (12 / 2) heads of hidden_size / heads / 2 beside a span-based dynamic convolution of
+    conv_kernel_size (9) over as many heads, their outputs concatenated into attention.output.dense; the FFN's two
+    linears grouped into num_groups (default 1) where above 1."""
+    d, heads, ratio = c.int("hidden_size"), c.int("num_attention_heads"), c.int("head_ratio", 2)
+    h = heads // ratio if heads // ratio >= 1 else 1  # ConvBertSelfAttention: at least one head
+    spec = encoder(c, mixer={"kind": "span_conv", "n_heads": h, "head_dim": d // h // 2, "kernel": c.int("conv_kernel_size", 9)})
+    groups = c.int("num_groups", 1)
+    if groups > 1:  # GroupedLinearLayer: a (groups, in / groups, out / groups) weight and a bias
+        spec["ffn"] = {**spec["ffn"], "kind": "grouped_dense", "up_groups": groups, "down_groups": groups}
+    width = c.int("embedding_size", d)
+    if width != d:
+        spec["factorized_embedding"] = {"width": width, "bias": True}
+    spec["prediction_head"] = {"activation": "gelu", "bias": True, "width": width}
+    return spec
