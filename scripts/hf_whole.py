@@ -39,6 +39,7 @@ IMAGE_SIZES = {
     "qwen2_5_vl": (448, 392),  # 16 merged tokens a side in whole windows of 4; 14 leave windows of 2 at the edges
     "qwen3_vl": (448, 256),
     "internvl": (448, 224),
+    "llama4": (336, 448),  # Llama 4's released tiles are 336 pixels; the class's default 448
 }
 
 # Positions of one window (max_source_positions: 2 × as many frames) at which one window's FLOPs are recorded: the
@@ -53,6 +54,10 @@ REPAIRS = {
     # AyaVisionConfig's default SigLIP tower (1,152 wide) has 14 heads, which do not divide it: the 16 heads of the
     # released Aya Vision's SigLIP2 so400m tower (siglip2-so400m-patch14-384)
     "aya_vision": {"vision_config": {"num_attention_heads": 16}},
+    # Llama4VisionConfig's default tower (768 wide) pixel-shuffles to 3,072 features where its adapter reads
+    # intermediate_size (5,632), and its projector reads vision_output_dim (7,680) where the adapter writes 4,096: the
+    # released Llama 4 Scout's and Maverick's tower is 1,408 wide (4 × 1,408 = 5,632) with vision_output_dim 4,096
+    "llama4": {"vision_config": {"hidden_size": 1408, "vision_output_dim": 4096}},
 }
 
 

@@ -116,7 +116,10 @@ def image_flops(data: dict, size: int) -> dict:
         pixels = torch.ones(side * side, v.in_channels * v.temporal_patch_size * v.patch_size**2)
         kwargs["image_grid_thw"] = torch.tensor([[1, side, side]])
     with torch.no_grad(), FlopCounterMode(display=False) as counter:
-        net.model.get_image_features(pixel_values=pixels, **kwargs)
+        if kind == "llama4":  # no inner model: its get_image_features is the tower and adapter, the projector after it
+            net.multi_modal_projector(net.get_image_features(pixel_values=pixels).last_hidden_state)
+        else:
+            net.model.get_image_features(pixel_values=pixels, **kwargs)
     counts = counter.get_flop_counts()
     modules = {k: sum(v.values()) for k, v in counts.items() if k != "Global" and "." not in k}
     return {"size": size, "total": sum(counts["Global"].values()), "modules": modules}

@@ -11,7 +11,10 @@ a tower (parts/vision.py) holds one. In the order they run, each where its model
    over the shuffled features);
 5. ``merge`` × ``merge`` neighbouring tokens into one: Pixtral's patch merger (Mistral3PatchMerger: their features
    unfolded side by side, Linear(width·merge², width) without a bias);
-6. an MLP: Linear(features, hidden) → activation → Linear(hidden, d_model), biases as stated (LLaVA's
+6. Llama 4's vision adapter (Llama4VisionPixelShuffleMLP's Llama4VisionMLP2), where ``adapter``: Linear(features,
+   adapter) → GELU → Linear(adapter, adapter) → GELU, no biases, before the projector's own linear (then named
+   linear_1, as Llama4MultiModalProjector names it);
+7. an MLP: Linear(features, hidden) → activation → Linear(hidden, d_model), biases as stated (LLaVA's
    LlavaMultiModalProjector, Liu et al. 2023 §4.1); with ``gated`` its hidden features halved by a SwiGLU
    (silu(a) ⊙ b, Cohere2VisionMultiModalProjector, AyaVisionMultiModalProjector); or one Linear(features, d_model)
    (PaliGemma's; Gemma 3's bias-free mm_input_projection_weight; Idefics3's modality_projection).
@@ -41,6 +44,7 @@ class Projector:
     shuffle: NonNegative = 0  # a pixel shuffle of shuffle × shuffle tokens into one (0: none)
     prenorm: bool = False  # its norm over each patch before the shuffle (else over what the shuffle makes)
     out: NonNegative = 0  # the width it writes (0: the model's; Qwen2-VL's merger states its own)
+    adapter: NonNegative = 0  # Llama 4's vision adapter's width: two linears without biases, each then a GELU (0: none)
 
     def terms(self, d_model: int, prefix: str) -> list[tuple[str, object]]:
         """Its tensors and their work, each with the tokens it runs over: "grid" (a token of the patch grid, after
@@ -53,6 +57,11 @@ class Projector:
             (out if self.shuffle and not self.prenorm else grid).norm(f"{prefix}norm", Norm(kind=self.norm), width, 1)
         if self.merge:
             out.linear(f"{prefix}patch_merger", features * self.merge**2, features, False, 1)
+        if self.adapter:  # Llama4VisionMLP2: fc1, GELU, fc2, GELU
+            out.linear(f"{prefix}adapter.fc1", features, self.adapter, False, 1)
+            out.op(f"{prefix}adapter.act", 2 * self.adapter * ACTIVATION_OPS["gelu"], 1)
+            out.linear(f"{prefix}adapter.fc2", self.adapter, self.adapter, False, 1)
+            features = self.adapter
         if self.hidden:
             out.linear(f"{prefix}linear_1", features, self.hidden, self.bias, 1)
             half = self.hidden // 2 if self.gated else self.hidden
@@ -60,7 +69,7 @@ class Projector:
             out.op(f"{prefix}act", ops, 1)
             out.linear(f"{prefix}linear_2", half, d_model, self.bias, 1)
         else:
-            out.linear(f"{prefix}linear", features, d_model, self.bias, 1)
+            out.linear(f"{prefix}linear_1" if self.adapter else f"{prefix}linear", features, d_model, self.bias, 1)
         return [("grid", t) for t in grid.out] + [("projector", t) for t in out.out]
 
     def grid_tokens(self, grid: int) -> int:
@@ -92,9 +101,16 @@ class Projector:
                     self.norm = make_norm(Norm(kind=proj.norm), proj.width if proj.prenorm else features)
                 if proj.merge:
                     self.patch_merger = Linear(proj.width * proj.merge**2, proj.width, bias=False)
+                if proj.adapter:
+                    self.adapter = nn.Module()
+                    self.adapter.fc1 = Linear(features, proj.adapter, bias=False)
+                    self.adapter.fc2 = Linear(proj.adapter, proj.adapter, bias=False)
+                    features = proj.adapter
                 if proj.hidden:
                     self.linear_1 = Linear(features, proj.hidden, bias=proj.bias)
                     self.linear_2 = Linear(proj.hidden // 2 if proj.gated else proj.hidden, d_model, bias=proj.bias)
+                elif proj.adapter:
+                    self.linear_1 = Linear(features, d_model, bias=proj.bias)
                 else:
                     self.linear = Linear(features, d_model, bias=proj.bias)
 
@@ -113,6 +129,11 @@ class Projector:
                     x = self.norm(x)
                 if proj.merge:
                     x = self.patch_merger(x.reshape(b, x.shape[1] // proj.merge**2, w * proj.merge**2))
+                if proj.adapter:
+                    gelu = ACTIVATIONS["gelu"]
+                    x = gelu(self.adapter.fc2(gelu(self.adapter.fc1(x))))
+                    if not proj.hidden:
+                        return self.linear_1(x)
                 if proj.hidden:
                     h = self.linear_1(x)
                     if proj.gated:

@@ -8,7 +8,15 @@ from __future__ import annotations
 from ..config import Config
 
 # CLIP's; SigLIP's and the towers built as it (Idefics3's and SmolVLM's, without the pooling head); Pixtral's
-VISION_TYPES = ("clip_vision_model", "siglip_vision_model", "idefics3_vision", "smolvlm_vision", "pixtral", "internvl_vision")
+VISION_TYPES = (
+    "clip_vision_model",
+    "siglip_vision_model",
+    "idefics3_vision",
+    "smolvlm_vision",
+    "pixtral",
+    "internvl_vision",
+    "llama4_vision_model",
+)
 
 
 def vit(v: Config, projector: dict, **over) -> dict:
@@ -37,7 +45,8 @@ def vit(v: Config, projector: dict, **over) -> dict:
         }
         form = {"patch_bias": False, "position_table": False, "pre_norm": True, "post_norm": False}
         return {"layers": layers, **tower, **form, "projector": projector, **over}
-    clip = kind == "clip_vision_model"
+    # Llama 4's: CLIP's form (a class token, pre- and post-norms, no bias on its patches' linear, an unfold)
+    clip = kind in ("clip_vision_model", "llama4_vision_model")
     return {
         "layers": {
             "d_model": d,
@@ -119,9 +128,11 @@ LAYER_MODULES = (
     (r"self_attn\.k_proj$", "attn.k"),
     (r"self_attn\.v_proj$", "attn.v"),
     (r"self_attn\.out_proj$", "attn.o"),
+    (r"self_attn\.o_proj$", "attn.o"),  # Llama 4's
     (r"mlp\.fc1$", "ffn.up"),
     (r"mlp\.fc2$", "ffn.down"),
     (r"layer_norm[12]$", "norms"),
+    (r"(input_layernorm|post_attention_layernorm)$", "norms"),  # Llama 4's
 )
 TOP_MODULES = (
     (r"embeddings\.patch_embedding$", "patch_embed"),
@@ -133,6 +144,9 @@ TOP_MODULES = (
     (r"embeddings\.position_embedding$", "pos_embed"),
     (r"embeddings$", "class_embed"),  # CLIP's class_embedding, a parameter of the embeddings module
     (r"pre_layrnorm$", "pre_norm"),
+    (r"patch_embedding\.linear$", "patch_embed"),  # Llama 4's unfold and linear
+    (r"layernorm_pre$", "pre_norm"),
+    (r"layernorm_post$", "post_norm"),
     (r"post_layernorm$", "post_norm"),
     (r"head\.attention$", "head.attn.q+k+v"),  # nn.MultiheadAttention's in_proj: the query's, keys' and values' rows
     (r"head\.attention\.out_proj$", "head.attn.o"),
@@ -142,6 +156,7 @@ TOP_MODULES = (
     (r"head$", "head.probe"),
 )
 PROJECTOR_MODULES = (
+    (r"mlp\.(fc1|fc2)$", None),  # Llama 4's vision adapter
     (r"(linear_1|linear_2|linear)$", None),  # by their own names
     (r"(projector_layernorm|mm_soft_emb_norm|layernorm|norm)$", "norm"),
     (r"patch_merger\.merging_layer$", "patch_merger"),
@@ -156,10 +171,13 @@ PARAMETERS = (
     (r"embeddings\.cls_token$", "class_embed"),
     (r"embeddings\.position_embeddings$", "pos_embed"),
     (r"lambda_[12]$", "layer_scale"),
+    (r"^class_embedding$", "class_embed"),  # Llama 4's
+    (r"^positional_embedding_vlm$", "pos_embed"),
 )
 # (pattern, prefix, modules): the towers' and projectors' places in the whole classes and in checkpoints
 TOWERS = (
     (r"vision_tower\.(vision_model\.)?", "vision.", "tower"),
+    (r"vision_model\.vision_adapter\.", "vision.projector.adapter.", "projector"),  # Llama 4's
     (r"(vision_model|vision_encoder)\.", "vision.", "tower"),  # Idefics3's and SmolVLM's; LightOnOCR's
     (
         r"(multi_modal_projector|vision_projection|connector\.modality_projection|visual\.merger|aligner)\.",

@@ -160,3 +160,27 @@ def deepseek_vl(c: Config) -> dict:
     v = sub_config(c, "vision_config")
     projector = {"width": v.int("hidden_size"), "hidden": sub_config(c, "text_config").int("hidden_size"), "bias": True}
     return {"vision": vit(v, projector)}
+
+
+@wrapper("llama4")
+def llama4(c: Config) -> dict:
+    """Llama4ForConditionalGeneration (Meta 2025, Llama 4): Llama4VisionModel, CLIP's form (a class token, a learned
+    position a position, layernorm_pre and layernorm_post, LayerNorms and biases in its layers) with its patches
+    embedded by an unfold and a linear without a bias and 2-D rotary positions (no multiply-adds); the class token
+    dropped, its vision adapter (pixel_shuffle_ratio 0.5: 2 × 2 patches into one of four times the width, then
+    fc1 → GELU → fc2 → GELU, no biases) and Llama4MultiModalProjector's linear_1 (vision_output_dim → text width, no
+    bias). Each tile of image_size pixels the processor cuts an image into (and its global view) is one image here."""
+    v = sub_config(c, "vision_config", {None: "llama4_vision_model"})  # type: ignore[dict-item]
+    d, ratio = v.int("hidden_size"), v.float("pixel_shuffle_ratio", 0.5)
+    shuffle = round(1 / ratio)
+    adapter = v.int("projector_output_dim")
+    # transformers builds each linear at its stated width, and runs an image only where they meet
+    for key, width in (("intermediate_size", d * shuffle * shuffle), ("projector_input_dim", adapter), ("vision_output_dim", adapter)):
+        if v.int(key) != width:
+            raise v.fail(
+                key,
+                f"{v.int(key)} where the vision adapter hands on {width} features: transformers builds this tower but runs no "
+                "image through it (Llama 4's released tower: hidden_size 1408, vision_output_dim 4096)",
+            )
+    projector = {"width": d, "bias": False, "shuffle": shuffle, "adapter": adapter}
+    return {"vision": vit(v, projector)}
