@@ -40,6 +40,7 @@ IMAGE_SIZES = {
     "qwen3_vl": (448, 256),
     "internvl": (448, 224),
     "llama4": (336, 448),  # Llama 4's released tiles are 336 pixels; the class's default 448
+    "gemma4": (480, 240),  # 30 and 15 patches a side, whole 3 × 3 tiles of its pooler (100 and 25 tokens)
 }
 
 # Positions of one window (max_source_positions: 2 × as many frames) at which one window's FLOPs are recorded: the
@@ -58,6 +59,9 @@ REPAIRS = {
     # intermediate_size (5,632), and its projector reads vision_output_dim (7,680) where the adapter writes 4,096: the
     # released Llama 4 Scout's and Maverick's tower is 1,408 wide (4 × 1,408 = 5,632) with vision_output_dim 4,096
     "llama4": {"vision_config": {"hidden_size": 1408, "vision_output_dim": 4096}},
+    # Gemma4Config's vision_config defaults to None, and the class then builds no vision tower: its tower is recorded
+    # at Gemma4VisionConfig's own defaults, stated by its model_type alone
+    "gemma4": {"vision_config": {"model_type": "gemma4_vision"}},
 }
 
 

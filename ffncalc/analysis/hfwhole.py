@@ -52,6 +52,9 @@ def measure_whole(data: dict) -> dict:
 # with real tensors, built small (REDUCED): the FLOPs of a tower of any size follow from the same formula.
 QWEN = {"qwen2_vl", "qwen2_5_vl", "qwen3_vl"}
 ON_CPU = {"mistral3", "idefics3", *QWEN}
+# Classes whose tower reads its inputs' values (Gemma 4's pooler, by the patches' positions), measured at full size: the
+# whole class built on the meta device, its tower and embedder then given memory on the CPU
+TOWER_ON_CPU = {"gemma4"}
 REDUCED = {
     "vision_config": {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4, "head_dim": 16},
     "text_config": {
@@ -101,8 +104,11 @@ def image_flops(data: dict, size: int) -> dict:
     from torch.utils.flop_counter import FlopCounterMode
 
     kind = data.get("model_type")
-    device = "cpu" if kind in ON_CPU else "meta"
-    net = instantiate_whole(data, device)
+    device = "cpu" if kind in ON_CPU | TOWER_ON_CPU else "meta"
+    net = instantiate_whole(data, "meta" if kind in TOWER_ON_CPU else device)
+    if kind in TOWER_ON_CPU:  # the tower and its embedder alone given memory (their values unset: the FLOPs are shapes')
+        for name in ("vision_tower", "embed_vision"):
+            setattr(net.model, name, getattr(net.model, name).to_empty(device="cpu"))
     pixels = torch.ones(1, 3, size, size, device=device)  # not all zeros: Idefics3 drops an all-zero image as padding
     kwargs = {}
     if kind == "mistral3":  # each image's height and width, read as numbers
@@ -110,6 +116,12 @@ def image_flops(data: dict, size: int) -> dict:
     if kind == "idefics3":  # images per sample, and which pixels are real
         pixels = pixels[None]
         kwargs["pixel_attention_mask"] = torch.ones(1, 1, size, size, dtype=torch.bool)
+    if kind == "gemma4":  # the processor's flattened patches (channels × patch² pixels each) and their (x, y) on the grid
+        p = net.config.vision_config.patch_size
+        side = size // p
+        pixels = torch.ones(1, side * side, 3 * p * p)
+        grid = torch.arange(side * side)
+        kwargs["image_position_ids"] = torch.stack([grid % side, grid // side], dim=-1)[None]
     if kind in QWEN:  # the processor's flattened patches (frames × channels × patch² pixels each) and the grid
         v = net.config.vision_config
         side = size // v.patch_size

@@ -8,13 +8,17 @@ a tower (parts/vision.py) holds one. In the order they run, each where its model
    connector, Aya Vision's and Command A Vision's; Qwen2-VL's and Qwen3-VL's mergers, 2 × 2 patches);
 4. a norm over each token's features (VipLLaVA's projector_layernorm over five layers' features concatenated; Gemma
    3's mm_soft_emb_norm, an RMSNorm; Mistral 3's norm, an RMSNorm, before its patch merger; Aya Vision's LayerNorm
-   over the shuffled features);
-5. ``merge`` × ``merge`` neighbouring tokens into one: Pixtral's patch merger (Mistral3PatchMerger: their features
+   over the shuffled features; Gemma 4's embedding_pre_projection_norm, an RMSNorm without a weight, after its pool);
+5. Gemma 4's pooler (Gemma4VisionPooler), where ``pool``: pool × pool neighbouring patches averaged into one token as
+   one matmul, a one-hot weight of every token over every patch by the patches' features (_avg_pool_by_positions,
+   which FlopCounterMode counts), then scaled by √width;
+6. ``merge`` × ``merge`` neighbouring tokens into one: Pixtral's patch merger (Mistral3PatchMerger: their features
    unfolded side by side, Linear(width·merge², width) without a bias);
-6. Llama 4's vision adapter (Llama4VisionPixelShuffleMLP's Llama4VisionMLP2), where ``adapter``: Linear(features,
+7. Llama 4's vision adapter (Llama4VisionPixelShuffleMLP's Llama4VisionMLP2), where ``adapter``: Linear(features,
    adapter) → GELU → Linear(adapter, adapter) → GELU, no biases, before the projector's own linear (then named
-   linear_1, as Llama4MultiModalProjector names it);
-7. an MLP: Linear(features, hidden) → activation → Linear(hidden, d_model), biases as stated (LLaVA's
+   linear_1, as Llama4MultiModalProjector names it); each of their widths as its configuration states it (transformers
+   builds them so, and runs an image only where they meet: ``runs``);
+8. an MLP: Linear(features, hidden) → activation → Linear(hidden, d_model), biases as stated (LLaVA's
    LlavaMultiModalProjector, Liu et al. 2023 §4.1); with ``gated`` its hidden features halved by a SwiGLU
    (silu(a) ⊙ b, Cohere2VisionMultiModalProjector, AyaVisionMultiModalProjector); or one Linear(features, d_model)
    (PaliGemma's; Gemma 3's bias-free mm_input_projection_weight; Idefics3's modality_projection).
@@ -44,24 +48,39 @@ class Projector:
     shuffle: NonNegative = 0  # a pixel shuffle of shuffle × shuffle tokens into one (0: none)
     prenorm: bool = False  # its norm over each patch before the shuffle (else over what the shuffle makes)
     out: NonNegative = 0  # the width it writes (0: the model's; Qwen2-VL's merger states its own)
+    pool: NonNegative = 0  # Gemma 4's pooler: pool × pool patches a token, by a matmul over all of them (0: none)
+    norm_affine: bool = True  # its norm's learned weight (Gemma 4's embedding_pre_projection_norm has none)
     adapter: NonNegative = 0  # Llama 4's vision adapter's width: two linears without biases, each then a GELU (0: none)
+    adapter_in: NonNegative = 0  # the features its first linear reads (Llama 4's intermediate_size; 0: what it is handed)
+    adapter_out: NonNegative = 0  # its second linear's width (projector_output_dim; 0: adapter)
+    adapter_to: NonNegative = 0  # the features the linear after it reads (vision_output_dim; 0: the adapter's output)
 
-    def terms(self, d_model: int, prefix: str) -> list[tuple[str, object]]:
+    @property
+    def group(self) -> int:
+        """Patches a side of the tile one token of it takes (1: a token a patch)."""
+        return max(self.merge, self.shuffle, self.pool, 1)
+
+    def terms(self, d_model: int, prefix: str, patches: int = 0) -> list[tuple[str, object]]:
         """Its tensors and their work, each with the tokens it runs over: "grid" (a token of the patch grid, after
-        any pool) or "projector" (a token it writes), named under ``prefix`` (its tower's: vision.projector.)."""
+        any pool) or "projector" (a token it writes), named under ``prefix`` (its tower's: vision.projector.);
+        ``patches``: an image's patches, which Gemma 4's pooler reads for each token."""
         d_model = self.out or d_model
         grid, out = Emitter("layers"), Emitter("layers")
         features = self.width * max(self.shuffle, 1) ** 2
+        if self.pool:  # each token one row of the one-hot weights over every patch: patches × width multiply-adds
+            out.term(f"{prefix}pool", "core", (1, patches, self.width), numel=0, macs=self.width, select="full")
         if self.norm != "none":
             width = self.width if self.prenorm else features
-            (out if self.shuffle and not self.prenorm else grid).norm(f"{prefix}norm", Norm(kind=self.norm), width, 1)
+            norm = Norm(kind=self.norm, affine=self.norm_affine)
+            (out if (self.shuffle or self.pool) and not self.prenorm else grid).norm(f"{prefix}norm", norm, width, 1)
         if self.merge:
             out.linear(f"{prefix}patch_merger", features * self.merge**2, features, False, 1)
         if self.adapter:  # Llama4VisionMLP2: fc1, GELU, fc2, GELU
-            out.linear(f"{prefix}adapter.fc1", features, self.adapter, False, 1)
-            out.op(f"{prefix}adapter.act", 2 * self.adapter * ACTIVATION_OPS["gelu"], 1)
-            out.linear(f"{prefix}adapter.fc2", self.adapter, self.adapter, False, 1)
-            features = self.adapter
+            a_in, a_out, to = self.adapter_widths(features)
+            out.linear(f"{prefix}adapter.fc1", a_in, self.adapter, False, 1)
+            out.op(f"{prefix}adapter.act", (self.adapter + a_out) * ACTIVATION_OPS["gelu"], 1)
+            out.linear(f"{prefix}adapter.fc2", a_out, a_out, False, 1)
+            features = to
         if self.hidden:
             out.linear(f"{prefix}linear_1", features, self.hidden, self.bias, 1)
             half = self.hidden // 2 if self.gated else self.hidden
@@ -72,6 +91,22 @@ class Projector:
             out.linear(f"{prefix}linear_1" if self.adapter else f"{prefix}linear", features, d_model, self.bias, 1)
         return [("grid", t) for t in grid.out] + [("projector", t) for t in out.out]
 
+    def adapter_widths(self, features: int) -> tuple[int, int, int]:
+        """Llama 4's adapter: the features its fc1 reads, fc2's width, and what the linear after it reads."""
+        a_out = self.adapter_out or self.adapter
+        return self.adapter_in or features, a_out, self.adapter_to or a_out
+
+    def runs(self) -> str:
+        """Where its stated widths do not meet, the first that does not (an image cannot pass); else ""."""
+        if not self.adapter:
+            return ""
+        features = self.width * max(self.shuffle, 1) ** 2
+        a_in, a_out, to = self.adapter_widths(features)
+        for field, width, handed in (("adapter_in", a_in, features), ("adapter_out", a_out, self.adapter), ("adapter_to", to, a_out)):
+            if width != handed:
+                return f"{field}: {width} features where {handed} are handed on (transformers builds it and runs no image)"
+        return ""
+
     def grid_tokens(self, grid: int) -> int:
         """Tokens of a square grid of ``grid`` × ``grid`` patch features after any pool."""
         if not self.pool_to:
@@ -81,7 +116,7 @@ class Projector:
 
     def tokens(self, grid: int) -> int:
         """LM tokens from a square grid of ``grid`` × ``grid`` patch features."""
-        return self.grid_tokens(grid) // max(self.merge, self.shuffle, 1) ** 2
+        return self.grid_tokens(grid) // self.group**2
 
     def module(self, d_model: int):
         """Its reference module (imports torch when called)."""
@@ -89,7 +124,7 @@ class Projector:
         import torch
         from torch import nn
 
-        from ..blocks._torch import ACTIVATIONS, Linear, make_norm
+        from ..blocks._torch import ACTIVATIONS, Linear, MatMul, make_norm
 
         proj = self
 
@@ -97,15 +132,19 @@ class Projector:
             def __init__(self):
                 super().__init__()
                 features = proj.width * max(proj.shuffle, 1) ** 2
+                if proj.pool:
+                    self.pool = MatMul()
                 if proj.norm != "none":
-                    self.norm = make_norm(Norm(kind=proj.norm), proj.width if proj.prenorm else features)
+                    norm = Norm(kind=proj.norm, affine=proj.norm_affine)
+                    self.norm = make_norm(norm, proj.width if proj.prenorm else features)
                 if proj.merge:
                     self.patch_merger = Linear(proj.width * proj.merge**2, proj.width, bias=False)
                 if proj.adapter:
+                    a_in, a_out, to = proj.adapter_widths(features)
                     self.adapter = nn.Module()
-                    self.adapter.fc1 = Linear(features, proj.adapter, bias=False)
-                    self.adapter.fc2 = Linear(proj.adapter, proj.adapter, bias=False)
-                    features = proj.adapter
+                    self.adapter.fc1 = Linear(a_in, proj.adapter, bias=False)
+                    self.adapter.fc2 = Linear(a_out, a_out, bias=False)
+                    features = to
                 if proj.hidden:
                     self.linear_1 = Linear(features, proj.hidden, bias=proj.bias)
                     self.linear_2 = Linear(proj.hidden // 2 if proj.gated else proj.hidden, d_model, bias=proj.bias)
@@ -123,6 +162,8 @@ class Projector:
                     x = nn.functional.avg_pool2d(x, k, k).flatten(2).transpose(1, 2)
                 if proj.norm != "none" and proj.prenorm:
                     x = self.norm(x)
+                if proj.pool:  # one-hot weights of each token over every patch (their values change no count)
+                    x = self.pool(x.new_zeros(b, x.shape[1] // proj.pool**2, x.shape[1]), x)
                 if proj.shuffle:  # shuffle × shuffle neighbours side by side (their order changes no count)
                     x = x.reshape(b, x.shape[1] // proj.shuffle**2, w * proj.shuffle**2)
                 if proj.norm != "none" and not proj.prenorm:

@@ -68,12 +68,14 @@ class Vision(Part):
     def check(self, spec) -> None:
         if self.full_layers > self.layers.n_layers:
             raise SpecError(("vision", "full_layers"), f"more than the tower's {self.layers.n_layers} layers")
-        group = max(self.projector.merge, self.projector.shuffle, 1)
+        group = self.projector.group
         if self.images and self.grid % group:  # the convolution takes whole patches; the projector whole tiles of them
             raise SpecError(
                 ("vision", "image_size"),
                 f"{self.grid} patches a side are not whole {group} × {group} tiles of the projector's ({self.image_size} pixels)",
             )
+        if self.images and self.projector.runs():
+            raise SpecError(("vision", "projector"), self.projector.runs())
         if self.image_size < self.patch_size:
             raise SpecError(("vision", "image_size"), f"an image of {self.image_size} pixels holds no {self.patch_size}-pixel patch")
         if self.images and self.projector.pool_to > self.grid:  # transformers builds it, and cannot run an image
@@ -141,7 +143,7 @@ class Vision(Part):
             out += [("tower", t) for t in emb.out]
         if self.head:
             out += self.pooling_terms(norm)
-        out += self.projector.terms(model.d_model, "vision.projector.")
+        out += self.projector.terms(model.d_model, "vision.projector.", self.grid**2)
         if self.deepstack:  # the same projector on earlier layers' outputs, its norm over what the shuffle makes
             deep = replace(self.projector, prenorm=False).terms(model.d_model, "vision.deepstack.")
             k = self.deepstack
@@ -176,7 +178,7 @@ class Vision(Part):
     def window_tiles(self) -> list[int]:
         """Patches of each attention window, row by row: the projector's tokens tiled by ``window`` a side (the last
         tile of a row or column what remains), each token ``group``² patches (Qwen2.5-VL's get_window_index)."""
-        group = max(self.projector.merge, self.projector.shuffle, 1)
+        group = self.projector.group
         side = self.grid // group
         spans = [min(self.window, side - i) for i in range(0, side, self.window)]
         return [group * group * h * w for h in spans for w in spans]

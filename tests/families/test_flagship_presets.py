@@ -170,9 +170,15 @@ def test_minimax_m2_5():
     assert t.params < 230 * B
 
 
+@pytest.mark.torch  # the vision tower is built by transformers
 def test_gemma_4_31b():
-    # Gemma 4 model card, model table: 31B dense, "30.7B" parameters (the vision tower, ~550M, apart)
-    assert within(count("gemma-4-31b").params, 30.7 * B, 0.05 * B)
+    # Gemma 4 model card, model table: 31B dense, "30.7B" parameters (the vision encoder, ~550M, apart): the language
+    # model; the preset is the whole multimodal checkpoint transformers builds from the same file
+    config = "gemma-4-31b-it-nvfp4"
+    assert within(hf_total(config), 30.7 * B, 0.05 * B)
+    towers = count("gemma-4-31b").params - hf_total(config)
+    assert 0.5 * B < towers < 0.6 * B
+    assert count("gemma-4-31b").params == with_towers(config)
 
 
 def test_nemotron_3_nano():

@@ -311,3 +311,23 @@ def test_a_flat_qwen2_5_vl_config_is_read_whole():
     _, model = hf.load(HERE / "public" / "nexus-gen-v2.json")
     record = json.loads((HERE / "public_truth" / "nexus-gen-v2.json").read_text())
     assert tally(model).params == sum(n for _, n in expanded(record["params"], 2)) == 8_292_166_656
+
+
+@pytest.mark.torch
+def test_llama4_defaults_whose_widths_do_not_meet_count_as_built(tmp_path):
+    """Llama4VisionConfig's own defaults (a 768-wide tower whose shuffled 3,072 features meet an adapter reading
+    intermediate_size 5,632, and a projector reading vision_output_dim 7,680 where the adapter writes 4,096): the whole
+    class transformers builds from them, counted linear by linear; an image, which transformers cannot run, is refused
+    in one line naming the width."""
+    from ffncalc.analysis.hfwhole import instantiate_whole
+    from ffncalc.errors import OptionError
+
+    data = {"model_type": "llama4"}
+    (tmp_path / "config.json").write_text(json.dumps(data))
+    _, model = hf.load(tmp_path / "config.json")
+    assert tally(model).params == sum(p.numel() for p in instantiate_whole(data).parameters())
+    with pytest.raises(OptionError) as err:
+        import ffncalc
+
+        ffncalc.count(str(tmp_path / "config.json"), images=1)
+    assert "adapter_in: 5632 features where 3072 are handed on" in str(err.value) and "\n" not in str(err.value)

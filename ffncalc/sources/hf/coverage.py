@@ -832,6 +832,7 @@ WHOLE_REFUSED_AT_DEFAULTS = {
 # sources.json; the whole-model tests keep this equal to that folder), beside PROVEN_ON's language models
 WHOLE_PROVEN_ON = {
     "gemma3": ("google/gemma-3-27b-it",),
+    "gemma4": ("google/gemma-4-26B-A4B", "nvidia/Gemma-4-31B-IT-NVFP4"),
     "llava": ("llava-hf/llava-1.5-7b-hf",),
     "mistral3": ("black-forest-labs/FLUX.2-dev (its text encoder, Mistral Small 3.2 24B)",),
     "qwen2_5_vl": ("DiffSynth-Studio/Nexus-GenV2 (Qwen2.5-VL-7B's layout, saved flat)",),

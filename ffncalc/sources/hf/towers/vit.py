@@ -16,7 +16,9 @@ VISION_TYPES = (
     "pixtral",
     "internvl_vision",
     "llama4_vision_model",
+    "gemma4_vision",
 )
+GEMMA4_IMAGE_SIZE = 768  # pixels a side: 48 × 48 patches of 16, pooled to 256 tokens within its 280-token budget
 
 
 def vit(v: Config, projector: dict, **over) -> dict:
@@ -30,6 +32,8 @@ def vit(v: Config, projector: dict, **over) -> dict:
         raise v.fail("model_type", f"a vision tower of {kind!r} is not read yet (read: {', '.join(VISION_TYPES)})")
     d = v.int("hidden_size")
     heads = v.int("num_attention_heads")
+    if kind == "gemma4_vision":
+        return {**_gemma4(v, d, heads), "projector": projector, **over}
     act = v.activation("hidden_act", "gelu")
     tower = {"image_size": _side(v, "image_size"), "patch_size": _side(v, "patch_size"), "channels": v.int("num_channels", 3)}
     if kind == "internvl_vision":
@@ -62,6 +66,37 @@ def vit(v: Config, projector: dict, **over) -> dict:
         "head": kind == "siglip_vision_model" and v.bool("vision_use_head", True),
         "projector": projector,
         **over,
+    }
+
+
+def _gemma4(v: Config, d: int, heads: int) -> dict:
+    """Gemma 4's vision encoder (Gemma4VisionModel): patches embedded by a linear without a bias (input_proj) and a
+    learned table of two axes' rows (position_embedding_table, 2 × position_embedding_size, the x and y rows of a
+    patch summed), Gemma's layers (four RMSNorms, q and k RMSNorms over each head, a v norm without a weight, no biases,
+    a gated MLP, 2-D rotary positions: no multiply-adds); no norm before or after them. Its images have no fixed size
+    (the processor fits each to its soft-token budget): an image's figures are at GEMMA4_IMAGE_SIZE pixels a side."""
+    bias = v.bool("attention_bias", False)
+    return {
+        "layers": {
+            "d_model": d,
+            "n_layers": v.int("num_hidden_layers"),
+            "attention": {
+                "n_heads": heads,
+                "n_kv_heads": v.int("num_key_value_heads", heads),
+                "head_dim": v.int("head_dim", d // heads),
+                "qkv_bias": bias,
+                "o_bias": bias,
+                "qk_norm": "head",
+            },
+            "ffn": {"kind": "gated", "d_ff": v.int("intermediate_size"), "activation": v.activation("hidden_activation", "gelu_tanh")},
+            "norm": {"kind": "rmsnorm", "per_layer": 4, "final": False},
+        },
+        "image_size": GEMMA4_IMAGE_SIZE,
+        "patch_size": v.int("patch_size"),
+        "patch_bias": False,
+        "position_rows": 2 * v.int("position_embedding_size"),
+        "pre_norm": False,
+        "post_norm": False,
     }
 
 
@@ -132,7 +167,16 @@ LAYER_MODULES = (
     (r"mlp\.fc1$", "ffn.up"),
     (r"mlp\.fc2$", "ffn.down"),
     (r"layer_norm[12]$", "norms"),
-    (r"(input_layernorm|post_attention_layernorm)$", "norms"),  # Llama 4's
+    (r"(input_layernorm|post_attention_layernorm|pre_feedforward_layernorm|post_feedforward_layernorm)$", "norms"),
+    (r"self_attn\.q_proj\.linear$", "attn.q"),  # Gemma 4's clippable linears and its q and k norms
+    (r"self_attn\.k_proj\.linear$", "attn.k"),
+    (r"self_attn\.v_proj\.linear$", "attn.v"),
+    (r"self_attn\.o_proj\.linear$", "attn.o"),
+    (r"self_attn\.q_norm$", "attn.q_norm"),
+    (r"self_attn\.k_norm$", "attn.k_norm"),
+    (r"mlp\.gate_proj\.linear$", "ffn.gate"),
+    (r"mlp\.up_proj\.linear$", "ffn.up"),
+    (r"mlp\.down_proj\.linear$", "ffn.down"),
 )
 TOP_MODULES = (
     (r"embeddings\.patch_embedding$", "patch_embed"),
@@ -144,6 +188,7 @@ TOP_MODULES = (
     (r"embeddings\.position_embedding$", "pos_embed"),
     (r"embeddings$", "class_embed"),  # CLIP's class_embedding, a parameter of the embeddings module
     (r"pre_layrnorm$", "pre_norm"),
+    (r"patch_embedder\.input_proj$", "patch_embed"),  # Gemma 4's
     (r"patch_embedding\.linear$", "patch_embed"),  # Llama 4's unfold and linear
     (r"layernorm_pre$", "pre_norm"),
     (r"layernorm_post$", "post_norm"),
@@ -156,6 +201,7 @@ TOP_MODULES = (
     (r"head$", "head.probe"),
 )
 PROJECTOR_MODULES = (
+    (r"embedding_projection$", "linear"),  # Gemma 4's embed_vision
     (r"mlp\.(fc1|fc2)$", None),  # Llama 4's vision adapter
     (r"(linear_1|linear_2|linear)$", None),  # by their own names
     (r"(projector_layernorm|mm_soft_emb_norm|layernorm|norm)$", "norm"),
@@ -171,6 +217,7 @@ PARAMETERS = (
     (r"embeddings\.cls_token$", "class_embed"),
     (r"embeddings\.position_embeddings$", "pos_embed"),
     (r"lambda_[12]$", "layer_scale"),
+    (r"patch_embedder\.position_embedding_table$", "pos_embed"),  # Gemma 4's
     (r"^class_embedding$", "class_embed"),  # Llama 4's
     (r"^positional_embedding_vlm$", "pos_embed"),
 )
@@ -184,6 +231,7 @@ TOWERS = (
         "vision.projector.",
         "projector",
     ),
+    (r"embed_vision\.", "vision.projector.", "projector"),  # Gemma 4's
     (r"visual\.deepstack_merger_list\.\d+\.", "vision.deepstack.", "projector"),
     (r"visual\.", "vision.", "tower"),
     (r"image_newline$", "vision.image_newline", "self"),

@@ -169,18 +169,29 @@ def llama4(c: Config) -> dict:
     embedded by an unfold and a linear without a bias and 2-D rotary positions (no multiply-adds); the class token
     dropped, its vision adapter (pixel_shuffle_ratio 0.5: 2 × 2 patches into one of four times the width, then
     fc1 → GELU → fc2 → GELU, no biases) and Llama4MultiModalProjector's linear_1 (vision_output_dim → text width, no
-    bias). Each tile of image_size pixels the processor cuts an image into (and its global view) is one image here."""
+    bias), each at its stated width (Llama4VisionConfig's defaults do not meet: no image runs through them). Each tile
+    of image_size pixels the processor cuts an image into (and its global view) is one image here."""
     v = sub_config(c, "vision_config", {None: "llama4_vision_model"})  # type: ignore[dict-item]
     d, ratio = v.int("hidden_size"), v.float("pixel_shuffle_ratio", 0.5)
     shuffle = round(1 / ratio)
-    adapter = v.int("projector_output_dim")
-    # transformers builds each linear at its stated width, and runs an image only where they meet
-    for key, width in (("intermediate_size", d * shuffle * shuffle), ("projector_input_dim", adapter), ("vision_output_dim", adapter)):
-        if v.int(key) != width:
-            raise v.fail(
-                key,
-                f"{v.int(key)} where the vision adapter hands on {width} features: transformers builds this tower but runs no "
-                "image through it (Llama 4's released tower: hidden_size 1408, vision_output_dim 4096)",
-            )
-    projector = {"width": d, "bias": False, "shuffle": shuffle, "adapter": adapter}
+    # each linear at its stated width, as transformers builds it (an image runs only where they meet: vision.check)
+    widths = {"adapter_in": v.int("intermediate_size"), "adapter_out": v.int("projector_output_dim")}
+    widths["adapter_to"] = v.int("vision_output_dim")
+    projector = {"width": d, "bias": False, "shuffle": shuffle, "adapter": v.int("projector_input_dim"), **widths}
+    return {"vision": vit(v, projector)}
+
+
+@wrapper("gemma4")
+def gemma4(c: Config) -> dict:
+    """Gemma4ForConditionalGeneration (Gemma Team 2026, Gemma 4): its vision encoder (vit.py), Gemma4VisionPooler
+    (pooling_kernel_size² patches averaged into one soft token, the average one matmul over the patches) and
+    embed_vision (Gemma4MultimodalEmbedder: an RMSNorm without a weight, Linear(vision width, text width) without a
+    bias); none where vision_config is null (the class then builds no tower). An audio_config's tower is not read yet."""
+    if c.data.get("audio_config") is not None:
+        raise c.fail("audio_config", "Gemma 4's audio tower is not read yet (its vision tower and language model are)")
+    if c.data.get("vision_config") is None:
+        return {}
+    v = sub_config(c, "vision_config")
+    projector = {"width": v.int("hidden_size"), "bias": False, "norm": "rmsnorm", "norm_affine": False}
+    projector["pool"] = v.int("pooling_kernel_size", 3)
     return {"vision": vit(v, projector)}
