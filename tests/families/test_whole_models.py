@@ -331,3 +331,15 @@ def test_llama4_defaults_whose_widths_do_not_meet_count_as_built(tmp_path):
 
         ffncalc.count(str(tmp_path / "config.json"), images=1)
     assert "adapter_in: 5632 features where 3072 are handed on" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_tower_not_read_yet_is_named_in_a_note(tmp_path):
+    """A Gemma 4 config with an audio tower (E2B's and E4B's): its language model and vision encoder are counted as
+    without it, and the count says in a note that the audio_config is not."""
+    data = json.loads((HERE / "configs" / "gemma4.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps({**data, "audio_config": {"model_type": "gemma4_audio"}}))
+    _, heard = hf.load(tmp_path / "config.json")
+    _, seen = hf.load(HERE / "configs" / "gemma4.json")
+    assert tally(heard).params == tally(seen).params
+    assert any("not counted: audio_config" in n for n in heard.notes)
+    assert not any("not counted" in n for n in seen.notes)
