@@ -51,7 +51,8 @@ def measure_whole(data: dict) -> dict:
 # Classes whose image path reads values of its inputs (Pixtral's image_sizes, Idefics3's patch masks) run on the CPU
 # with real tensors, built small (REDUCED): the FLOPs of a tower of any size follow from the same formula.
 QWEN = {"qwen2_vl", "qwen2_5_vl", "qwen3_vl"}
-ON_CPU = {"mistral3", "idefics3", *QWEN}
+GLM = {"glm4v"}  # GLM-4V's tower takes Qwen2-VL's flattened patches and grid
+ON_CPU = {"mistral3", "idefics3", *QWEN, *GLM}
 # Classes whose tower reads its inputs' values (Gemma 4's pooler, by the patches' positions), measured at full size: the
 # whole class built on the meta device, its tower and embedder then given memory on the CPU
 TOWER_ON_CPU = {"gemma4"}
@@ -80,6 +81,7 @@ QWEN_REDUCED = {
         "out_hidden_size": 64,
         "fullatt_block_indexes": [1, 3],
     },
+    "glm4v": {"hidden_size": 64, "intermediate_size": 128, "depth": 2, "num_heads": 4, "out_hidden_size": 64},
     "qwen3_vl": {
         "hidden_size": 64,
         "intermediate_size": 128,
@@ -122,7 +124,7 @@ def image_flops(data: dict, size: int) -> dict:
         pixels = torch.ones(1, side * side, 3 * p * p)
         grid = torch.arange(side * side)
         kwargs["image_position_ids"] = torch.stack([grid % side, grid // side], dim=-1)[None]
-    if kind in QWEN:  # the processor's flattened patches (frames × channels × patch² pixels each) and the grid
+    if kind in QWEN | GLM:  # the processor's flattened patches (frames × channels × patch² pixels each) and the grid
         v = net.config.vision_config
         side = size // v.patch_size
         pixels = torch.ones(side * side, v.in_channels * v.temporal_patch_size * v.patch_size**2)

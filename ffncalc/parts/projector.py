@@ -13,7 +13,10 @@ a tower (parts/vision.py) holds one. In the order they run, each where its model
    one matmul, a one-hot weight of every token over every patch by the patches' features (_avg_pool_by_positions,
    which FlopCounterMode counts), then scaled by √width;
 6. ``merge`` × ``merge`` neighbouring tokens into one: Pixtral's patch merger (Mistral3PatchMerger: their features
-   unfolded side by side, Linear(width·merge², width) without a bias);
+   unfolded side by side, Linear(width·merge², width) without a bias); GLM-4V's downsample, a Conv2d of kernel and
+   stride merge with a bias to ``merge_out`` features (one Linear(width·merge², merge_out) a token); then, where
+   ``lead``, GLM-4V's merger's proj (Linear(features, features), no bias), its norm (post_projection_norm, a LayerNorm)
+   and a GELU before its MLP;
 7. Llama 4's vision adapter (Llama4VisionPixelShuffleMLP's Llama4VisionMLP2), where ``adapter``: Linear(features,
    adapter) → GELU → Linear(adapter, adapter) → GELU, no biases, before the projector's own linear (then named
    linear_1, as Llama4MultiModalProjector names it); each of their widths as its configuration states it (transformers
@@ -48,6 +51,9 @@ class Projector:
     shuffle: NonNegative = 0  # a pixel shuffle of shuffle × shuffle tokens into one (0: none)
     prenorm: bool = False  # its norm over each patch before the shuffle (else over what the shuffle makes)
     out: NonNegative = 0  # the width it writes (0: the model's; Qwen2-VL's merger states its own)
+    merge_out: NonNegative = 0  # the features the patch merger writes (0: as many as a patch's; GLM-4V's out_hidden_size)
+    merge_bias: bool = False  # a bias on the patch merger (GLM-4V's downsample convolution)
+    lead: bool = False  # GLM-4V's proj, then the norm and a GELU, before the MLP
     pool: NonNegative = 0  # Gemma 4's pooler: pool × pool patches a token, by a matmul over all of them (0: none)
     norm_affine: bool = True  # its norm's learned weight (Gemma 4's embedding_pre_projection_norm has none)
     adapter: NonNegative = 0  # Llama 4's vision adapter's width: two linears without biases, each then a GELU (0: none)
@@ -69,12 +75,19 @@ class Projector:
         features = self.width * max(self.shuffle, 1) ** 2
         if self.pool:  # each token one row of the one-hot weights over every patch: patches × width multiply-adds
             out.term(f"{prefix}pool", "core", (1, patches, self.width), numel=0, macs=self.width, select="full")
-        if self.norm != "none":
+        norm = Norm(kind=self.norm, affine=self.norm_affine) if self.norm != "none" else None
+        if norm and not self.lead:
             width = self.width if self.prenorm else features
-            norm = Norm(kind=self.norm, affine=self.norm_affine)
             (out if (self.shuffle or self.pool) and not self.prenorm else grid).norm(f"{prefix}norm", norm, width, 1)
         if self.merge:
-            out.linear(f"{prefix}patch_merger", features * self.merge**2, features, False, 1)
+            merged = self.merge_out or features
+            out.linear(f"{prefix}patch_merger", features * self.merge**2, merged, self.merge_bias, 1)
+            features = merged
+        if self.lead:  # GLM-4V's Glm4vVisionPatchMerger: proj, post_projection_norm, GELU
+            out.linear(f"{prefix}lead", features, features, False, 1)
+            if norm:
+                out.norm(f"{prefix}norm", norm, features, 1)
+            out.op(f"{prefix}lead.act", features * ACTIVATION_OPS["gelu"], 1)
         if self.adapter:  # Llama4VisionMLP2: fc1, GELU, fc2, GELU
             a_in, a_out, to = self.adapter_widths(features)
             out.linear(f"{prefix}adapter.fc1", a_in, self.adapter, False, 1)
@@ -134,11 +147,16 @@ class Projector:
                 features = proj.width * max(proj.shuffle, 1) ** 2
                 if proj.pool:
                     self.pool = MatMul()
+                merged = (proj.merge_out or features) if proj.merge else features
+                if proj.merge:
+                    self.patch_merger = Linear(features * proj.merge**2, merged, bias=proj.merge_bias)
                 if proj.norm != "none":
                     norm = Norm(kind=proj.norm, affine=proj.norm_affine)
-                    self.norm = make_norm(norm, proj.width if proj.prenorm else features)
+                    self.norm = make_norm(norm, merged if proj.lead else proj.width if proj.prenorm else features)
                 if proj.merge:
-                    self.patch_merger = Linear(proj.width * proj.merge**2, proj.width, bias=False)
+                    features = merged
+                if proj.lead:
+                    self.lead = Linear(features, features, bias=False)
                 if proj.adapter:
                     a_in, a_out, to = proj.adapter_widths(features)
                     self.adapter = nn.Module()
@@ -166,10 +184,12 @@ class Projector:
                     x = self.pool(x.new_zeros(b, x.shape[1] // proj.pool**2, x.shape[1]), x)
                 if proj.shuffle:  # shuffle × shuffle neighbours side by side (their order changes no count)
                     x = x.reshape(b, x.shape[1] // proj.shuffle**2, w * proj.shuffle**2)
-                if proj.norm != "none" and not proj.prenorm:
+                if proj.norm != "none" and not proj.prenorm and not proj.lead:
                     x = self.norm(x)
                 if proj.merge:
-                    x = self.patch_merger(x.reshape(b, x.shape[1] // proj.merge**2, w * proj.merge**2))
+                    x = self.patch_merger(x.reshape(b, x.shape[1] // proj.merge**2, x.shape[2] * proj.merge**2))
+                if proj.lead:
+                    x = ACTIVATIONS["gelu"](self.norm(self.lead(x)) if proj.norm != "none" else self.lead(x))
                 if proj.adapter:
                     gelu = ACTIVATIONS["gelu"]
                     x = gelu(self.adapter.fc2(gelu(self.adapter.fc1(x))))

@@ -191,6 +191,7 @@ TOP_MODULES = (
     (r"patch_embedder\.input_proj$", "patch_embed"),  # Gemma 4's
     (r"patch_embedding\.linear$", "patch_embed"),  # Llama 4's unfold and linear
     (r"layernorm_pre$", "pre_norm"),
+    (r"post_conv_layernorm$", "pre_norm"),  # GLM-4V's
     (r"layernorm_post$", "post_norm"),
     (r"post_layernorm$", "post_norm"),
     (r"head\.attention$", "head.attn.q+k+v"),  # nn.MultiheadAttention's in_proj: the query's, keys' and values' rows
@@ -201,6 +202,8 @@ TOP_MODULES = (
     (r"head$", "head.probe"),
 )
 PROJECTOR_MODULES = (
+    (r"(gate_proj|up_proj)$", "linear_1"),  # GLM-4V's merger: its SwiGLU's two halves
+    (r"down_proj$", "linear_2"),
     (r"embedding_projection$", "linear"),  # Gemma 4's embed_vision
     (r"mlp\.(fc1|fc2)$", None),  # Llama 4's vision adapter
     (r"(linear_1|linear_2|linear)$", None),  # by their own names
@@ -223,6 +226,8 @@ PARAMETERS = (
 )
 # (pattern, prefix, modules): the towers' and projectors' places in the whole classes and in checkpoints
 TOWERS = (
+    (r"visual\.downsample\.", "vision.projector.patch_merger", "self"),  # GLM-4V's
+    (r"visual\.merger\.proj\.", "vision.projector.lead", "self"),
     (r"vision_tower\.(vision_model\.)?", "vision.", "tower"),
     (r"vision_model\.vision_adapter\.", "vision.projector.adapter.", "projector"),  # Llama 4's
     (r"(vision_model|vision_encoder)\.", "vision.", "tower"),  # Idefics3's and SmolVLM's; LightOnOCR's
