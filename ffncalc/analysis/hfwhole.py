@@ -55,7 +55,7 @@ GLM = {"glm4v"}  # GLM-4V's tower takes Qwen2-VL's flattened patches and grid
 ON_CPU = {"mistral3", "idefics3", *QWEN, *GLM}
 # Classes whose tower reads its inputs' values (Gemma 4's pooler, by the patches' positions), measured at full size: the
 # whole class built on the meta device, its tower and embedder then given memory on the CPU
-TOWER_ON_CPU = {"gemma4"}
+TOWER_ON_CPU = {"gemma4": ("vision_tower", "embed_vision"), "kimi_k25": ("vision_tower", "mm_projector")}
 REDUCED = {
     "vision_config": {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4, "head_dim": 16},
     "text_config": {
@@ -106,10 +106,10 @@ def image_flops(data: dict, size: int) -> dict:
     from torch.utils.flop_counter import FlopCounterMode
 
     kind = data.get("model_type")
-    device = "cpu" if kind in ON_CPU | TOWER_ON_CPU else "meta"
+    device = "cpu" if kind in ON_CPU | set(TOWER_ON_CPU) else "meta"
     net = instantiate_whole(data, "meta" if kind in TOWER_ON_CPU else device)
     if kind in TOWER_ON_CPU:  # the tower and its embedder alone given memory (their values unset: the FLOPs are shapes')
-        for name in ("vision_tower", "embed_vision"):
+        for name in TOWER_ON_CPU[kind]:
             setattr(net.model, name, getattr(net.model, name).to_empty(device="cpu"))
     pixels = torch.ones(1, 3, size, size, device=device)  # not all zeros: Idefics3 drops an all-zero image as padding
     kwargs = {}
@@ -124,6 +124,11 @@ def image_flops(data: dict, size: int) -> dict:
         pixels = torch.ones(1, side * side, 3 * p * p)
         grid = torch.arange(side * side)
         kwargs["image_position_ids"] = torch.stack([grid % side, grid // side], dim=-1)[None]
+    if kind == "kimi_k25":  # the processor's patches (channels × patch × patch each) and the grid
+        p = net.config.vision_config.patch_size
+        side = size // p
+        pixels = torch.ones(side * side, 3, p, p)
+        kwargs["image_grid_thw"] = torch.tensor([[1, side, side]])
     if kind in QWEN | GLM:  # the processor's flattened patches (frames × channels × patch² pixels each) and the grid
         v = net.config.vision_config
         side = size // v.patch_size

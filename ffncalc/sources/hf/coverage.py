@@ -833,6 +833,7 @@ WHOLE_REFUSED_AT_DEFAULTS = {
 WHOLE_PROVEN_ON = {
     "gemma3": ("google/gemma-3-27b-it",),
     "gemma4": ("google/gemma-4-26B-A4B", "nvidia/Gemma-4-31B-IT-NVFP4"),
+    "kimi_k25": ("nvidia/Kimi-K2.5-NVFP4",),
     "llava": ("llava-hf/llava-1.5-7b-hf",),
     "mistral3": ("black-forest-labs/FLUX.2-dev (its text encoder, Mistral Small 3.2 24B)",),
     "qwen2_5_vl": ("DiffSynth-Studio/Nexus-GenV2 (Qwen2.5-VL-7B's layout, saved flat)",),
@@ -873,6 +874,7 @@ PROVEN_ON = {
     "gemma4_unified": ("google/gemma-4-12B",),
     "gemma4_unified_text": ("google/gemma-4-12B",),
     "gemma4": ("google/gemma-4-26B-A4B", "nvidia/Gemma-4-31B-IT-NVFP4"),
+    "kimi_k25": ("nvidia/Kimi-K2.5-NVFP4",),
     "gemma4_text": ("google/gemma-4-26B-A4B", "nvidia/Gemma-4-31B-IT-NVFP4"),
     "glm": ("THUDM/glm-4-9b-chat",),
     "glm4": ("Delta-Vector/Austral-GLM4-SFT",),

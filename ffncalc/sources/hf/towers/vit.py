@@ -17,7 +17,9 @@ VISION_TYPES = (
     "internvl_vision",
     "llama4_vision_model",
     "gemma4_vision",
+    "kimi_k25_vision",
 )
+MOONVIT_IMAGE_SIZE = 448  # pixels a side: 32 × 32 patches of 14, 16 × 16 tokens
 GEMMA4_IMAGE_SIZE = 768  # pixels a side: 48 × 48 patches of 16, pooled to 256 tokens within its 280-token budget
 
 
@@ -34,6 +36,8 @@ def vit(v: Config, projector: dict, **over) -> dict:
     heads = v.int("num_attention_heads")
     if kind == "gemma4_vision":
         return {**_gemma4(v, d, heads), "projector": projector, **over}
+    if kind == "kimi_k25_vision":
+        return {**_moonvit(v, d, heads), "projector": projector, **over}
     act = v.activation("hidden_act", "gelu")
     tower = {"image_size": _side(v, "image_size"), "patch_size": _side(v, "patch_size"), "channels": v.int("num_channels", 3)}
     if kind == "internvl_vision":
@@ -97,6 +101,32 @@ def _gemma4(v: Config, d: int, heads: int) -> dict:
         "position_rows": 2 * v.int("position_embedding_size"),
         "pre_norm": False,
         "post_norm": False,
+    }
+
+
+def _moonvit(v: Config, d: int, heads: int) -> dict:
+    """Kimi K2.5's MoonViT (Kimi_K25VisionModel; Kimi Team 2025, Kimi-VL): patches embedded by a convolution with a
+    bias, a learned pos_emb_height × pos_emb_width table resampled to the patches (bicubic, an embedding_bag: no
+    multiply-adds) and a fixed time sinusoid; CLIP's layers (LayerNorms, q/k/v and proj with biases, a two-layer MLP
+    with biases) with 2-D rotary positions; final_layernorm. Its images have no fixed size: an image's figures are
+    at MOONVIT_IMAGE_SIZE pixels a side unless --image-size says otherwise."""
+    merge = v.int_list("merge_kernel_size") if v.has("merge_kernel_size") else [2, 2]
+    if len(merge) != 2 or merge[0] != merge[1]:
+        raise v.fail("merge_kernel_size", f"{merge}: a square kernel is read (not yet another)")
+    return {
+        "layers": {
+            "d_model": d,
+            "n_layers": v.int("num_hidden_layers"),
+            "attention": {"n_heads": heads, "qkv_bias": True, "o_bias": True},
+            "ffn": {"kind": "dense", "d_ff": v.int("intermediate_size"), "bias": True, "activation": v.activation("hidden_act", "gelu_tanh")},
+            "norm": {"kind": "layernorm", "per_layer": 2, "final": False},
+        },
+        "image_size": MOONVIT_IMAGE_SIZE,
+        "patch_size": v.int("patch_size"),
+        "patch_bias": True,
+        "position_rows": v.int("pos_emb_height") * v.int("pos_emb_width"),
+        "pre_norm": False,
+        "post_norm": True,
     }
 
 
@@ -168,6 +198,9 @@ LAYER_MODULES = (
     (r"mlp\.fc2$", "ffn.down"),
     (r"layer_norm[12]$", "norms"),
     (r"(input_layernorm|post_attention_layernorm|pre_feedforward_layernorm|post_feedforward_layernorm)$", "norms"),
+    (r"(^|\.)attn\.q_proj$", "attn.q"),  # Kimi K2.5's MoonViT
+    (r"(^|\.)attn\.k_proj$", "attn.k"),
+    (r"(^|\.)attn\.v_proj$", "attn.v"),
     (r"self_attn\.q_proj\.linear$", "attn.q"),  # Gemma 4's clippable linears and its q and k norms
     (r"self_attn\.k_proj\.linear$", "attn.k"),
     (r"self_attn\.v_proj\.linear$", "attn.v"),
@@ -192,6 +225,7 @@ TOP_MODULES = (
     (r"patch_embedding\.linear$", "patch_embed"),  # Llama 4's unfold and linear
     (r"layernorm_pre$", "pre_norm"),
     (r"post_conv_layernorm$", "pre_norm"),  # GLM-4V's
+    (r"final_layernorm$", "post_norm"),  # MoonViT's
     (r"layernorm_post$", "post_norm"),
     (r"post_layernorm$", "post_norm"),
     (r"head\.attention$", "head.attn.q+k+v"),  # nn.MultiheadAttention's in_proj: the query's, keys' and values' rows
@@ -204,6 +238,8 @@ TOP_MODULES = (
 PROJECTOR_MODULES = (
     (r"(gate_proj|up_proj)$", "linear_1"),  # GLM-4V's merger: its SwiGLU's two halves
     (r"down_proj$", "linear_2"),
+    (r"in_proj$", "linear_1"),  # Kimi K2.5's mm_projector
+    (r"out_proj$", "linear_2"),
     (r"embedding_projection$", "linear"),  # Gemma 4's embed_vision
     (r"mlp\.(fc1|fc2)$", None),  # Llama 4's vision adapter
     (r"(linear_1|linear_2|linear)$", None),  # by their own names
@@ -221,6 +257,7 @@ PARAMETERS = (
     (r"embeddings\.position_embeddings$", "pos_embed"),
     (r"lambda_[12]$", "layer_scale"),
     (r"patch_embedder\.position_embedding_table$", "pos_embed"),  # Gemma 4's
+    (r"pos_emb\.position_embeddings$", "pos_embed"),  # MoonViT's
     (r"^class_embedding$", "class_embed"),  # Llama 4's
     (r"^positional_embedding_vlm$", "pos_embed"),
 )
@@ -237,6 +274,7 @@ TOWERS = (
         "projector",
     ),
     (r"embed_vision\.", "vision.projector.", "projector"),  # Gemma 4's
+    (r"mm_projector\.", "vision.projector.", "projector"),  # Kimi K2.5's
     (r"visual\.deepstack_merger_list\.\d+\.", "vision.deepstack.", "projector"),
     (r"visual\.", "vision.", "tower"),
     (r"image_newline$", "vision.image_newline", "self"),

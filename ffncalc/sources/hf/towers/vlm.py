@@ -205,3 +205,19 @@ def glm4v(c: Config) -> dict:
 
     vision = sub_config(c, "vision_config", {None: "glm4v_moe_vision" if c.model_type == "glm4v_moe" else "glm4v_vision"})  # type: ignore[dict-item]
     return {"vision": glm_vision(vision)}
+
+
+@wrapper("kimi_k25")
+def kimi_k25(c: Config) -> dict:
+    """Kimi_K25ForConditionalGeneration (Kimi K2.5): MoonViT (vit.py), each merge_kernel_size² patches averaged over
+    time (one frame: as they are) and gathered into one token, and Kimi_K25MultimodalProjection: pre_norm (a LayerNorm
+    of projection_hidden_size over each patch), in_proj (Linear(4 × width, 4 × width) with a bias), GELU and out_proj
+    (Linear(4 × width, text width) with a bias)."""
+    # the Hub's files state none, or an empty one, which Kimi_K25Config builds as its own
+    v = sub_config(c, "vision_config", {None: "kimi_k25_vision", "": "kimi_k25_vision"})  # type: ignore[dict-item]
+    d = v.int("hidden_size")
+    if c.int("projection_hidden_size", d) != d:  # the LayerNorm runs over each patch's features
+        raise c.fail("projection_hidden_size", f"{c.int('projection_hidden_size')} is not the tower's width {d}: no image runs")
+    merge = v.int_list("merge_kernel_size")[0] if v.has("merge_kernel_size") else 2
+    projector = {"width": d, "hidden": d * merge * merge, "bias": True, "norm": "layernorm", "prenorm": True, "shuffle": merge}
+    return {"vision": vit(v, projector)}
