@@ -110,6 +110,7 @@ def _moonvit(v: Config, d: int, heads: int) -> dict:
     multiply-adds) and a fixed time sinusoid; CLIP's layers (LayerNorms, q/k/v and proj with biases, a two-layer MLP
     with biases) with 2-D rotary positions; final_layernorm. Its images have no fixed size: an image's figures are
     at MOONVIT_IMAGE_SIZE pixels a side unless --image-size says otherwise."""
+    act = v.activation("hidden_act", "gelu_tanh")
     merge = v.int_list("merge_kernel_size") if v.has("merge_kernel_size") else [2, 2]
     if len(merge) != 2 or merge[0] != merge[1]:
         raise v.fail("merge_kernel_size", f"{merge}: a square kernel is read (not yet another)")
@@ -118,7 +119,7 @@ def _moonvit(v: Config, d: int, heads: int) -> dict:
             "d_model": d,
             "n_layers": v.int("num_hidden_layers"),
             "attention": {"n_heads": heads, "qkv_bias": True, "o_bias": True},
-            "ffn": {"kind": "dense", "d_ff": v.int("intermediate_size"), "bias": True, "activation": v.activation("hidden_act", "gelu_tanh")},
+            "ffn": {"kind": "dense", "d_ff": v.int("intermediate_size"), "bias": True, "activation": act},
             "norm": {"kind": "layernorm", "per_layer": 2, "final": False},
         },
         "image_size": MOONVIT_IMAGE_SIZE,
