@@ -43,6 +43,7 @@ IMAGE_SIZES = {
     "gemma4": (480, 240),  # 30 and 15 patches a side, whole 3 × 3 tiles of its pooler (100 and 25 tokens)
     "glm4v": (448, 336),  # 16 and 12 merged tokens a side (28-pixel tiles of 2 × 2 patches)
     "kimi_k25": (336, 224),  # 12 and 8 tokens a side (28-pixel tiles of 2 × 2 patches)
+    "lfm2_vl": (512, 256),  # 16 and 8 tokens a side (32-pixel tiles of 2 × 2 patches)
 }
 
 # Positions of one window (max_source_positions: 2 × as many frames) at which one window's FLOPs are recorded: the

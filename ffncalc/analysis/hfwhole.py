@@ -55,7 +55,11 @@ GLM = {"glm4v"}  # GLM-4V's tower takes Qwen2-VL's flattened patches and grid
 ON_CPU = {"mistral3", "idefics3", *QWEN, *GLM}
 # Classes whose tower reads its inputs' values (Gemma 4's pooler, by the patches' positions), measured at full size: the
 # whole class built on the meta device, its tower and embedder then given memory on the CPU
-TOWER_ON_CPU = {"gemma4": ("vision_tower", "embed_vision"), "kimi_k25": ("vision_tower", "mm_projector")}
+TOWER_ON_CPU = {
+    "gemma4": ("vision_tower", "embed_vision"),
+    "kimi_k25": ("vision_tower", "mm_projector"),
+    "lfm2_vl": ("vision_tower", "multi_modal_projector"),
+}
 REDUCED = {
     "vision_config": {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4, "head_dim": 16},
     "text_config": {
@@ -124,6 +128,12 @@ def image_flops(data: dict, size: int) -> dict:
         pixels = torch.ones(1, side * side, 3 * p * p)
         grid = torch.arange(side * side)
         kwargs["image_position_ids"] = torch.stack([grid % side, grid // side], dim=-1)[None]
+    if kind == "lfm2_vl":  # NaFlex: the flattened patches (channels × patch² each), their grid and which are real
+        p = net.config.vision_config.patch_size
+        side = size // p
+        pixels = torch.ones(1, side * side, 3 * p * p)
+        kwargs["spatial_shapes"] = torch.tensor([[side, side]])
+        kwargs["pixel_attention_mask"] = torch.ones(1, side * side, dtype=torch.bool)
     if kind == "kimi_k25":  # the processor's patches (channels × patch × patch each) and the grid
         p = net.config.vision_config.patch_size
         side = size // p

@@ -18,14 +18,19 @@ VISION_TYPES = (
     "llama4_vision_model",
     "gemma4_vision",
     "kimi_k25_vision",
+    "siglip2_vision_model",
 )
+NAFLEX_IMAGE_SIZE = 512  # pixels a side: 32 × 32 patches of 16 (LFM2-VL's largest tile, 256 tokens after its 2 × 2 shuffle)
 MOONVIT_IMAGE_SIZE = 448  # pixels a side: 32 × 32 patches of 14, 16 × 16 tokens
 GEMMA4_IMAGE_SIZE = 768  # pixels a side: 48 × 48 patches of 16, pooled to 256 tokens within its 280-token budget
 
 
 def vit(v: Config, projector: dict, **over) -> dict:
     """The ``vision`` part of a vision_config (hidden_size, intermediate_size, num_hidden_layers, num_attention_heads,
-    image_size, patch_size, num_channels, hidden_act), with ``projector``. CLIP and SigLIP: pre-norm layers of
+    image_size, patch_size, num_channels, hidden_act), with ``projector``. SigLIP 2's NaFlex tower
+    (Siglip2VisionModel): SigLIP's, its patches embedded by a linear (the same weights as the convolution) and a table
+    of num_patches rows resized to each image's grid (bilinear, no multiply-adds); its images have no fixed size, an
+    image's figures are at NAFLEX_IMAGE_SIZE pixels a side unless --image-size says otherwise. CLIP and SigLIP: pre-norm layers of
     attention with biases and a two-layer MLP with biases, LayerNorms with biases, a learned position table. Pixtral
     (PixtralVisionModel, Mistral's vision encoder): no biases anywhere, RMSNorms (ln_pre before the layers, none after),
     a gated MLP, 2-D rotary positions (no table: rotations have no multiply-adds to count)."""
@@ -39,7 +44,11 @@ def vit(v: Config, projector: dict, **over) -> dict:
     if kind == "kimi_k25_vision":
         return {**_moonvit(v, d, heads), "projector": projector, **over}
     act = v.activation("hidden_act", "gelu")
-    tower = {"image_size": _side(v, "image_size"), "patch_size": _side(v, "patch_size"), "channels": v.int("num_channels", 3)}
+    naflex = kind == "siglip2_vision_model"  # SigLIP 2's NaFlex: a linear patch embedding, a table resized to the image
+    side = NAFLEX_IMAGE_SIZE if naflex else _side(v, "image_size")
+    tower = {"image_size": side, "patch_size": _side(v, "patch_size"), "channels": v.int("num_channels", 3)}
+    if naflex:
+        tower["position_rows"] = v.int("num_patches")
     if kind == "internvl_vision":
         return {"layers": _internvit(v, d, heads, act), **tower, **_internvit_ends(v), "projector": projector, **over}
     if kind == "pixtral":
@@ -67,7 +76,7 @@ def vit(v: Config, projector: dict, **over) -> dict:
         "patch_bias": not clip,
         "class_token": clip,
         "pre_norm": clip,
-        "head": kind == "siglip_vision_model" and v.bool("vision_use_head", True),
+        "head": kind in ("siglip_vision_model", "siglip2_vision_model") and v.bool("vision_use_head", True),
         "projector": projector,
         **over,
     }

@@ -221,3 +221,22 @@ def kimi_k25(c: Config) -> dict:
     merge = v.int_list("merge_kernel_size")[0] if v.has("merge_kernel_size") else 2
     projector = {"width": d, "hidden": d * merge * merge, "bias": True, "norm": "layernorm", "prenorm": True, "shuffle": merge}
     return {"vision": vit(v, projector)}
+
+
+@wrapper("lfm2_vl")
+def lfm2_vl(c: Config) -> dict:
+    """Lfm2VlForConditionalGeneration (Liquid AI 2025, LFM2-VL): a SigLIP 2 NaFlex tower (vit.py; its pooling head
+    where vision_use_head: built and run, its output unread), then Lfm2VlMultiModalProjector: a pixel unshuffle of
+    downsample_factor² patches into one token of as many times the width, a LayerNorm over it (where
+    projector_use_layernorm), Linear(width · factor², projector_hidden_size) → projector_hidden_act →
+    Linear(projector_hidden_size, text width), biases as projector_bias."""
+    v = sub_config(c, "vision_config")
+    projector = {
+        "width": v.int("hidden_size"),
+        "hidden": c.int("projector_hidden_size", 2560),
+        "bias": c.bool("projector_bias", True),
+        "activation": c.activation("projector_hidden_act", "gelu"),
+        "norm": "layernorm" if c.bool("projector_use_layernorm", True) else "none",
+        "shuffle": c.int("downsample_factor", 2),
+    }
+    return {"vision": vit(v, projector)}
