@@ -43,6 +43,7 @@ IMAGE_SIZES = {
     "gemma4": (480, 240),  # 30 and 15 patches a side, whole 3 × 3 tiles of its pooler (100 and 25 tokens)
     "glm4v": (448, 336),  # 16 and 12 merged tokens a side (28-pixel tiles of 2 × 2 patches)
     "kimi_k25": (336, 224),  # 12 and 8 tokens a side (28-pixel tiles of 2 × 2 patches)
+    "fuyu": (300, 600),  # 10 and 20 patches of 30 a side
     "lfm2_vl": (512, 256),  # 16 and 8 tokens a side (32-pixel tiles of 2 × 2 patches)
 }
 
@@ -90,6 +91,13 @@ def reduced(data: dict) -> dict:
     return {**data, **{key: {**data[key], **value} for key, value in keys(data["model_type"]).items()}}
 
 
+def sized(data: dict, size: int) -> dict:
+    """``data`` with its images' size set: its vision_config's image_size, or the wrapper's own (Fuyu's, no tower)."""
+    if "vision_config" not in data:
+        return {**data, "image_size": size}
+    return {**data, "vision_config": {**data["vision_config"], "image_size": size}}
+
+
 def truth_text(model_type: str, data: dict, config: str = "") -> str:
     import torch
 
@@ -106,7 +114,7 @@ def truth_text(model_type: str, data: dict, config: str = "") -> str:
         record = {"transformers": transformers.__version__, "refused": f"{type(exc).__name__}: {message[:300]}"}
     if model_type in IMAGE_SIZES and "refused" not in record and not config:
         base = reduced(data) if model_type in ON_CPU else data
-        runs = [image_flops({**base, "vision_config": {**base["vision_config"], "image_size": s}}, s) for s in IMAGE_SIZES[model_type]]
+        runs = [image_flops(sized(base, s), s) for s in IMAGE_SIZES[model_type]]
         record["image_flops"] = {"method": IMAGE_METHOD, "runs": runs}
         if model_type in ON_CPU:  # built small, on the CPU, with real tensors
             record["image_flops"]["reduced"] = reduced_keys(model_type)

@@ -128,6 +128,9 @@ def image_flops(data: dict, size: int) -> dict:
         pixels = torch.ones(1, side * side, 3 * p * p)
         grid = torch.arange(side * side)
         kwargs["image_position_ids"] = torch.stack([grid % side, grid // side], dim=-1)[None]
+    if kind == "fuyu":  # no tower: the processor's patches (channels × patch² each) through vision_embed_tokens
+        p = net.config.patch_size
+        pixels = torch.ones(1, (size // p) ** 2, net.config.num_channels * p * p, device=device)
     if kind == "lfm2_vl":  # NaFlex: the flattened patches (channels × patch² each), their grid and which are real
         p = net.config.vision_config.patch_size
         side = size // p

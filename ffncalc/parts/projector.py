@@ -24,7 +24,8 @@ a tower (parts/vision.py) holds one. In the order they run, each where its model
 8. an MLP: Linear(features, hidden) → activation → Linear(hidden, d_model), biases as stated (LLaVA's
    LlavaMultiModalProjector, Liu et al. 2023 §4.1); with ``gated`` its hidden features halved by a SwiGLU
    (silu(a) ⊙ b, Cohere2VisionMultiModalProjector, AyaVisionMultiModalProjector); or one Linear(features, d_model)
-   (PaliGemma's; Gemma 3's bias-free mm_input_projection_weight; Idefics3's modality_projection).
+   (PaliGemma's; Gemma 3's bias-free mm_input_projection_weight; Idefics3's modality_projection); or, where not
+   ``linear``, none: the tower writes the model's tokens itself (Fuyu's patch embedding at the model's width).
 
 Each stage's work runs over the tokens it sees: ``terms`` says which, the grid's (after any pool) or the merged."""
 
@@ -54,6 +55,7 @@ class Projector:
     merge_out: NonNegative = 0  # the features the patch merger writes (0: as many as a patch's; GLM-4V's out_hidden_size)
     merge_bias: bool = False  # a bias on the patch merger (GLM-4V's downsample convolution)
     lead: bool = False  # GLM-4V's proj, then the norm and a GELU, before the MLP
+    linear: bool = True  # its linear to the model's width (false: none, the tower's output is the model's input)
     pool: NonNegative = 0  # Gemma 4's pooler: pool × pool patches a token, by a matmul over all of them (0: none)
     norm_affine: bool = True  # its norm's learned weight (Gemma 4's embedding_pre_projection_norm has none)
     adapter: NonNegative = 0  # Llama 4's vision adapter's width: two linears without biases, each then a GELU (0: none)
@@ -100,7 +102,7 @@ class Projector:
             ops = half * (ACTIVATION_OPS["silu"] + 1) if self.gated else self.hidden * ACTIVATION_OPS[self.activation]
             out.op(f"{prefix}act", ops, 1)
             out.linear(f"{prefix}linear_2", half, d_model, self.bias, 1)
-        else:
+        elif self.linear or self.adapter:
             out.linear(f"{prefix}linear_1" if self.adapter else f"{prefix}linear", features, d_model, self.bias, 1)
         return [("grid", t) for t in grid.out] + [("projector", t) for t in out.out]
 
@@ -168,7 +170,7 @@ class Projector:
                     self.linear_2 = Linear(proj.hidden // 2 if proj.gated else proj.hidden, d_model, bias=proj.bias)
                 elif proj.adapter:
                     self.linear_1 = Linear(features, d_model, bias=proj.bias)
-                else:
+                elif proj.linear:
                     self.linear = Linear(features, d_model, bias=proj.bias)
 
             def forward(self, x):
@@ -203,7 +205,7 @@ class Projector:
                     else:
                         h = ACTIVATIONS[proj.activation](h)
                     return self.linear_2(h)
-                return self.linear(x)
+                return self.linear(x) if proj.linear else x
 
         del torch
         return ProjectorModule()

@@ -35,11 +35,13 @@ class Vision(Part):
     order = 3
     summary = "a vision tower (ViT: CLIP, SigLIP) over an image's patches and the projector into the model's tokens (LLaVA, Gemma 3)"
 
-    layers: Stack  # its layers (bidirectional whatever is stated), at the tower's width, with its own norm
     image_size: Positive  # pixels a side
     patch_size: Positive  # pixels a side of a patch (the convolution's kernel and stride)
     projector: Projector
     channels: Positive = 3
+    # its layers (bidirectional whatever is stated), at the tower's width, with its own norm; none: no tower, each patch
+    # embedded straight at the model's width (Fuyu)
+    layers: Stack | None = None
     patch_bias: bool = True  # the patch convolution's bias (SigLIP: true; CLIP: false)
     class_token: bool = False  # CLIP's class embedding, a learned position before the patches
     position_table: bool = True  # a learned table of one row per position
@@ -47,6 +49,7 @@ class Vision(Part):
     post_norm: bool = True  # post_layernorm
     read_class: bool = False  # whether the projector reads the class token's features too (LLaVA's "full")
     head: bool = False  # SigLIP's attention-pooling head (vision_use_head): one learned query over the positions
+    row_breaks: bool = False  # a token of the text's own after each row of tokens (Fuyu's |NEWLINE|): no work, no weight
     newline: bool = False  # LLaVA-NeXT's image_newline: a learned row of the model's width after each row of tokens
     layer_scale: bool = False  # a learned scale of each sublayer's output, one a feature (InternViT's lambda_1, lambda_2)
     frames: Positive = 1  # frames a patch spans (Qwen2-VL's temporal_patch_size: an image repeated to fill them)
@@ -66,8 +69,12 @@ class Vision(Part):
         return self.images * self.tokens
 
     def check(self, spec) -> None:
-        if self.full_layers > self.layers.n_layers:
-            raise SpecError(("vision", "full_layers"), f"more than the tower's {self.layers.n_layers} layers")
+        if self.layers is None:
+            stated = [k for k in ("pre_norm", "post_norm", "head", "layer_scale", "window", "deepstack") if getattr(self, k)]
+            if stated:
+                raise SpecError(("vision", stated[0]), "a tower's; this one states no layers")
+        if self.full_layers > self.depth:
+            raise SpecError(("vision", "full_layers"), f"more than the tower's {self.depth} layers")
         group = self.projector.group
         if self.images and self.grid % group:  # the convolution takes whole patches; the projector whole tiles of them
             raise SpecError(
@@ -82,8 +89,19 @@ class Vision(Part):
             raise SpecError(("vision", "projector", "pool_to"), f"pools to more tokens a side than the {self.grid} patches a side")
 
     @property
-    def stack(self) -> Stack:
+    def stack(self) -> Stack | None:
+        if self.layers is None:
+            return None
         return replace(self.layers, mask="bidirectional", positions="none", norm=self.layers.norm or Norm(kind="layernorm"))
+
+    @property
+    def depth(self) -> int:
+        """The tower's layers (0: none)."""
+        return self.layers.n_layers if self.layers else 0
+
+    def width(self, model) -> int:
+        """The tower's width: its layers', or without them the model's."""
+        return self.layers.d_model if self.layers else model.d_model
 
     @property
     def grid(self) -> int:
@@ -98,7 +116,8 @@ class Vision(Part):
     @property
     def tokens(self) -> int:
         """The language model's tokens one image becomes."""
-        return self.projector.tokens(self.grid) + (self.read_class and self.class_token and not self.projector.pool_to)
+        breaks = self.grid // self.projector.group if self.row_breaks else 0
+        return self.projector.tokens(self.grid) + breaks + (self.read_class and self.class_token and not self.projector.pool_to)
 
     def input_terms(self, e, model, seq_len: int) -> None:
         out = self.image_terms(model)
@@ -112,9 +131,9 @@ class Vision(Part):
     def image_terms(self, model) -> list[tuple[str, object]]:
         """Every term of the tower and the projector, each with what it runs over: a patch, a position of the
         tower, a token the projector writes (their per-token work; ``Term.positions`` 1)."""
-        d, p, c = self.layers.d_model, self.patch_size, self.channels
+        d, p, c = self.width(model), self.patch_size, self.channels
         stack = self.stack
-        norm = stack.norm
+        norm = stack.norm if stack else None
         emb = Emitter("layers")  # its weights, biases and norms are the tower's layers' kin; its tables embeddings
         f = self.frames  # a matmul per patch: its pixels (frames × channels × patch²) in, the width out
         emb.term("vision.patch_embed.weight", "weight", (d, c, f, p, p) if f > 1 else (d, c, p, p), macs=d * c * f * p * p)
@@ -131,10 +150,10 @@ class Vision(Part):
         if self.pre_norm:
             emb.norm("vision.pre_norm", norm, d, 1)
         out += [("tower", t) for t in emb.out]
-        out += self.layer_terms_of(stack.terms(model, "vision.", self.rows, 1))
+        out += self.layer_terms_of(stack.terms(model, "vision.", self.rows, 1)) if stack else []
         if self.layer_scale:  # two vectors a layer, each multiplying its sublayer's output
             scale = Emitter("layers")
-            n = self.layers.n_layers
+            n = self.depth
             scale.term("vision.layer_scale", "bias", (d,), 2 * n, numel=d, elementwise=2 * n * d)
             out += [("tower", t) for t in scale.out]
         if self.post_norm:
@@ -162,7 +181,7 @@ class Vision(Part):
         in the layers attending the whole image, and once an image over its windows' query-key pairs."""
         if not self.window:
             return [("tower", t) for t in terms]
-        windowed = self.layers.n_layers - self.full_layers
+        windowed = self.depth - self.full_layers
         out: list[tuple[str, object]] = []
         for t in terms:
             if t.role != "core":
@@ -188,6 +207,7 @@ class Vision(Part):
         return sum(n * n for n in self.window_tiles())
 
     def pooling_terms(self, norm) -> list[tuple[str, object]]:
+        assert self.layers is not None  # a head is a tower's (check)
         """SigLIP's SiglipMultiheadAttentionPoolingHead: a learned probe (one query) attends over every position
         (nn.MultiheadAttention: its in_proj's 3·width rows are the query's, the keys' and the values' projections,
         named here as three; keys and values over the positions, the query once), out_proj, a LayerNorm and the
@@ -250,10 +270,10 @@ def _module(spec: Vision, model):
     from ..blocks._torch import Linear, MatMul, make_norm
     from ..model.reference import LayerModule
 
-    d = spec.layers.d_model
+    d = spec.width(model)
     stack = spec.stack
-    norm = stack.norm
-    inner = replace(stack.resolve(model), mask="bidirectional")
+    norm = stack.norm if stack else None
+    inner = replace(stack.resolve(model), mask="bidirectional") if stack else None
 
     class Head(nn.Module):
         def __init__(self):
@@ -264,6 +284,7 @@ def _module(spec: Vision, model):
                 setattr(self.attn, part, Linear(d, d, bias=True))
             self.attn.scores, self.attn.values = MatMul(), MatMul()
             self.norm = make_norm(norm, d)
+            assert spec.layers is not None
             self.mlp = spec.layers.ffn.resolve(d).torch_module(inner, False)
             self.heads = spec.layers.attention.resolve(d).head_count()
 
@@ -291,9 +312,9 @@ def _module(spec: Vision, model):
                 self.pos_embed = nn.Embedding(spec.position_rows or spec.rows, d)
             if spec.pre_norm:
                 self.pre_norm = make_norm(norm, d)
-            self.layers = nn.ModuleList(LayerModule(inner, layer, False) for layer in inner.layers)
+            self.layers = nn.ModuleList(LayerModule(inner, layer, False) for layer in inner.layers) if inner else nn.ModuleList()
             if spec.layer_scale:  # elementwise scales: parameters, no multiply-adds to count
-                self.layer_scale = nn.ParameterList(nn.Parameter(torch.empty(d)) for _ in range(2 * spec.layers.n_layers))
+                self.layer_scale = nn.ParameterList(nn.Parameter(torch.empty(d)) for _ in range(2 * spec.depth))
             if spec.post_norm:
                 self.post_norm = make_norm(norm, d)
             if spec.head:
@@ -318,7 +339,7 @@ def _module(spec: Vision, model):
             if spec.pre_norm:
                 h = self.pre_norm(h)
             inner_ctx = {"embeddings": h}
-            windowed = spec.layers.n_layers - spec.full_layers if spec.window else 0
+            windowed = spec.depth - spec.full_layers if spec.window else 0
             for k, layer in enumerate(self.layers):
                 if k < windowed:  # each window on its own: every patch meets the patches of its window
                     pieces = torch.split(h, spec.window_tiles(), dim=1)

@@ -273,6 +273,7 @@ PARAMETERS = (
 )
 # (pattern, prefix, modules): the towers' and projectors' places in the whole classes and in checkpoints
 TOWERS = (
+    (r"vision_embed_tokens\.", "vision.patch_embed", "self"),  # Fuyu's
     (r"visual\.downsample\.", "vision.projector.patch_merger", "self"),  # GLM-4V's
     (r"visual\.merger\.proj\.", "vision.projector.lead", "self"),
     (r"vision_tower\.(vision_model\.)?", "vision.", "tower"),

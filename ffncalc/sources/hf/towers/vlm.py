@@ -240,3 +240,23 @@ def lfm2_vl(c: Config) -> dict:
         "shuffle": c.int("downsample_factor", 2),
     }
     return {"vision": vit(v, projector)}
+
+
+@wrapper("fuyu")
+def fuyu(c: Config) -> dict:
+    """FuyuForCausalLM (Adept 2023, Fuyu-8B): no vision tower; each patch_size² patch of num_channels channels goes
+    straight into the language model through vision_embed_tokens, one Linear(channels · patch², text width) with a
+    bias, a row of patches followed by a |NEWLINE| token of the text's own. An image's figures are at image_size
+    pixels a side (its processor pads each to 1,080 × 1,920) unless --image-size says otherwise."""
+    d = sub_config(c, "text_config").int("hidden_size")
+    return {
+        "vision": {
+            "image_size": c.int("image_size", 300),
+            "patch_size": c.int("patch_size", 30),
+            "channels": c.int("num_channels", 3),
+            "position_table": False,
+            "post_norm": False,
+            "row_breaks": True,
+            "projector": {"width": d, "linear": False},
+        }
+    }
