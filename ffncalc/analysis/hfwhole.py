@@ -59,6 +59,7 @@ TOWER_ON_CPU = {
     "gemma4": ("vision_tower", "embed_vision"),
     "kimi_k25": ("vision_tower", "mm_projector"),
     "lfm2_vl": ("vision_tower", "multi_modal_projector"),
+    "idefics2": ("vision_model", "connector"),
 }
 REDUCED = {
     "vision_config": {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4, "head_dim": 16},
@@ -114,12 +115,12 @@ def image_flops(data: dict, size: int) -> dict:
     net = instantiate_whole(data, "meta" if kind in TOWER_ON_CPU else device)
     if kind in TOWER_ON_CPU:  # the tower and its embedder alone given memory (their values unset: the FLOPs are shapes')
         for name in TOWER_ON_CPU[kind]:
-            setattr(net.model, name, getattr(net.model, name).to_empty(device="cpu"))
+            setattr(net.model, name, getattr(net.model, name).to_empty(device="cpu").requires_grad_(False))
     pixels = torch.ones(1, 3, size, size, device=device)  # not all zeros: Idefics3 drops an all-zero image as padding
     kwargs = {}
     if kind == "mistral3":  # each image's height and width, read as numbers
         kwargs["image_sizes"] = torch.tensor([[size, size]])
-    if kind == "idefics3":  # images per sample, and which pixels are real
+    if kind in ("idefics3", "idefics2"):  # images per sample, and which pixels are real
         pixels = pixels[None]
         kwargs["pixel_attention_mask"] = torch.ones(1, 1, size, size, dtype=torch.bool)
     if kind == "gemma4":  # the processor's flattened patches (channels × patch² pixels each) and their (x, y) on the grid

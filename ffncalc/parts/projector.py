@@ -25,7 +25,9 @@ a tower (parts/vision.py) holds one. In the order they run, each where its model
    LlavaMultiModalProjector, Liu et al. 2023 §4.1); with ``gated`` its hidden features halved by a SwiGLU
    (silu(a) ⊙ b, Cohere2VisionMultiModalProjector, AyaVisionMultiModalProjector); or one Linear(features, d_model)
    (PaliGemma's; Gemma 3's bias-free mm_input_projection_weight; Idefics3's modality_projection); or, where not
-   ``linear``, none: the tower writes the model's tokens itself (Fuyu's patch embedding at the model's width).
+   ``linear``, none: the tower writes the model's tokens itself (Fuyu's patch embedding at the model's width);
+9. where ``resampler``, a resampler of learned latents after the MLP, which reads every patch and writes the image's
+   tokens (parts/resampler.py: Idefics2's perceiver); the MLP then runs over every patch.
 
 Each stage's work runs over the tokens it sees: ``terms`` says which, the grid's (after any pool) or the merged."""
 
@@ -37,6 +39,7 @@ from typing import Literal
 from ..model.schema import NonNegative, Positive
 from ..model.spec import Norm
 from ..model.terms import ACTIVATION_OPS, Activation, Emitter
+from .resampler import Resampler
 
 
 @dataclass(frozen=True)
@@ -56,6 +59,7 @@ class Projector:
     merge_bias: bool = False  # a bias on the patch merger (GLM-4V's downsample convolution)
     lead: bool = False  # GLM-4V's proj, then the norm and a GELU, before the MLP
     linear: bool = True  # its linear to the model's width (false: none, the tower's output is the model's input)
+    resampler: Resampler | None = None  # learned latents reading the MLP's output: the image's tokens (Idefics2)
     pool: NonNegative = 0  # Gemma 4's pooler: pool × pool patches a token, by a matmul over all of them (0: none)
     norm_affine: bool = True  # its norm's learned weight (Gemma 4's embedding_pre_projection_norm has none)
     adapter: NonNegative = 0  # Llama 4's vision adapter's width: two linears without biases, each then a GELU (0: none)
@@ -96,15 +100,17 @@ class Projector:
             out.op(f"{prefix}adapter.act", (self.adapter + a_out) * ACTIVATION_OPS["gelu"], 1)
             out.linear(f"{prefix}adapter.fc2", a_out, a_out, False, 1)
             features = to
+        mlp = grid if self.resampler else out  # before a resampler, over every patch
         if self.hidden:
-            out.linear(f"{prefix}linear_1", features, self.hidden, self.bias, 1)
+            mlp.linear(f"{prefix}linear_1", features, self.hidden, self.bias, 1)
             half = self.hidden // 2 if self.gated else self.hidden
             ops = half * (ACTIVATION_OPS["silu"] + 1) if self.gated else self.hidden * ACTIVATION_OPS[self.activation]
-            out.op(f"{prefix}act", ops, 1)
-            out.linear(f"{prefix}linear_2", half, d_model, self.bias, 1)
+            mlp.op(f"{prefix}act", ops, 1)
+            mlp.linear(f"{prefix}linear_2", half, d_model, self.bias, 1)
         elif self.linear or self.adapter:
-            out.linear(f"{prefix}linear_1" if self.adapter else f"{prefix}linear", features, d_model, self.bias, 1)
-        return [("grid", t) for t in grid.out] + [("projector", t) for t in out.out]
+            mlp.linear(f"{prefix}linear_1" if self.adapter else f"{prefix}linear", features, d_model, self.bias, 1)
+        resampled = self.resampler.terms(d_model, f"{prefix}resampler.", patches) if self.resampler else []
+        return [("grid", t) for t in grid.out] + [("projector", t) for t in out.out] + resampled
 
     def adapter_widths(self, features: int) -> tuple[int, int, int]:
         """Llama 4's adapter: the features its fc1 reads, fc2's width, and what the linear after it reads."""
@@ -131,6 +137,8 @@ class Projector:
 
     def tokens(self, grid: int) -> int:
         """LM tokens from a square grid of ``grid`` × ``grid`` patch features."""
+        if self.resampler:
+            return self.resampler.latents
         return self.grid_tokens(grid) // self.group**2
 
     def module(self, d_model: int):
@@ -172,8 +180,14 @@ class Projector:
                     self.linear_1 = Linear(features, d_model, bias=proj.bias)
                 elif proj.linear:
                     self.linear = Linear(features, d_model, bias=proj.bias)
+                if proj.resampler:
+                    self.resampler = proj.resampler.module(d_model)
 
             def forward(self, x):
+                x = self.project(x)
+                return self.resampler(x) if proj.resampler else x
+
+            def project(self, x):
                 b, n, w = x.shape
                 grid = int(round(n**0.5))
                 if proj.pool_to:  # the patch grid, average-pooled by a kernel and stride of ⌊grid / pool_to⌋

@@ -19,6 +19,7 @@ VISION_TYPES = (
     "gemma4_vision",
     "kimi_k25_vision",
     "siglip2_vision_model",
+    "idefics2_vision",
 )
 NAFLEX_IMAGE_SIZE = 512  # pixels a side: 32 × 32 patches of 16 (LFM2-VL's largest tile, 256 tokens after its 2 × 2 shuffle)
 MOONVIT_IMAGE_SIZE = 448  # pixels a side: 32 × 32 patches of 14, 16 × 16 tokens
@@ -271,8 +272,25 @@ PARAMETERS = (
     (r"^class_embedding$", "class_embed"),  # Llama 4's
     (r"^positional_embedding_vlm$", "pos_embed"),
 )
+# The configuration classes of the connectors read (a sparse perceiver_config's defaults)
+CONNECTOR_TYPES = ("idefics2_perceiver",)
+# Idefics2's perceiver resampler (parts/resampler.py), its modules by the end of their path
+RESAMPLER_MODULES = (
+    (r"^latents$", "latents"),
+    (r"(input_latents_norm|input_context_norm)$", "norms"),
+    (r"self_attn\.q_proj$", "attn.q"),
+    (r"self_attn\.k_proj$", "attn.k"),
+    (r"self_attn\.v_proj$", "attn.v"),
+    (r"self_attn\.o_proj$", "attn.o"),
+    (r"post_attention_layernorm$", "ffn.norm"),
+    (r"mlp\.gate_proj$", "ffn.gate"),
+    (r"mlp\.up_proj$", "ffn.up"),
+    (r"mlp\.down_proj$", "ffn.down"),
+    (r"^norm$", "norm"),
+)
 # (pattern, prefix, modules): the towers' and projectors' places in the whole classes and in checkpoints
 TOWERS = (
+    (r"connector\.perceiver_resampler\.", "vision.projector.resampler.", "resampler"),  # Idefics2's
     (r"vision_embed_tokens\.", "vision.patch_embed", "self"),  # Fuyu's
     (r"visual\.downsample\.", "vision.projector.patch_merger", "self"),  # GLM-4V's
     (r"visual\.merger\.proj\.", "vision.projector.lead", "self"),
@@ -305,6 +323,10 @@ def tower_component(path: str, tower: str = "vision") -> str | None:
             continue
         if kind == "self":
             return prefix
+        if kind == "resampler":
+            rest = path[found.end() :]
+            module = rest.rsplit(".", 1)[0] if "." in rest else rest
+            return prefix + next((name for pat, name in RESAMPLER_MODULES if re.search(pat, module)), f"(unmatched) {module}")
         if kind == "projector" and "multi_modal_projector" in found.group(0):
             prefix = f"{tower}.projector."
         elif tower != "vision":  # an audio model has no vision tower

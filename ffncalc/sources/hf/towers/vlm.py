@@ -260,3 +260,35 @@ def fuyu(c: Config) -> dict:
             "projector": {"width": d, "linear": False},
         }
     }
+
+
+@wrapper("idefics2")
+def idefics2(c: Config) -> dict:
+    """Idefics2ForConditionalGeneration (Laurençon et al. 2024): a SigLIP-built tower (Idefics2VisionTransformer: no
+    pooling head), then Idefics2Connector: modality_projection, a gated MLP (gate_proj, up_proj of the text's
+    intermediate_size, down_proj to the text width, no biases, the text's hidden_act) over every patch, and the
+    perceiver resampler (parts/resampler.py) of perceiver_config: resampler_n_latents latents, resampler_depth layers of
+    resampler_n_heads heads of resampler_head_dim and num_key_value_heads key-value heads, an MLP of 4 × the text width;
+    each image is its latents' tokens."""
+    v = sub_config(c, "vision_config")
+    t = sub_config(c, "text_config")
+    p = sub_config(c, "perceiver_config", {None: "idefics2_perceiver"})  # type: ignore[dict-item]
+    if t.activation("hidden_act", "silu") != "silu" or p.activation("hidden_act", "silu") != "silu":
+        raise c.fail("text_config", "hidden_act: the connector's gated MLPs are read with silu (not yet another)")
+    width = t.int("hidden_size")  # Idefics2Config gives the perceiver the text width
+    resampler = {
+        "latents": p.int("resampler_n_latents"),
+        "depth": p.int("resampler_depth"),
+        "n_heads": p.int("resampler_n_heads"),
+        "n_kv_heads": p.int("num_key_value_heads"),
+        "head_dim": p.int("resampler_head_dim"),
+        "d_ff": 4 * width,
+    }
+    projector = {
+        "width": v.int("hidden_size"),
+        "hidden": 2 * t.int("intermediate_size"),  # gate_proj and up_proj, side by side
+        "gated": True,
+        "bias": False,
+        "resampler": resampler,
+    }
+    return {"vision": vit(v, projector)}
