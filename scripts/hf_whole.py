@@ -44,6 +44,8 @@ IMAGE_SIZES = {
     "glm4v": (448, 336),  # 16 and 12 merged tokens a side (28-pixel tiles of 2 × 2 patches)
     "kimi_k25": (336, 224),  # 12 and 8 tokens a side (28-pixel tiles of 2 × 2 patches)
     "fuyu": (300, 600),  # 10 and 20 patches of 30 a side
+    "blip-2": (224, 280),  # 16 and 20 patches of 14 a side and a class token, read by 32 queries
+    "instructblip": (224, 280),  # as BLIP-2's, with an instruction of no tokens
     "idefics2": (224, 448),  # 7 and 14 patches of 32 a side, resampled to 64 latents
     "lfm2_vl": (512, 256),  # 16 and 8 tokens a side (32-pixel tiles of 2 × 2 patches)
 }

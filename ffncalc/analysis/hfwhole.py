@@ -60,6 +60,8 @@ TOWER_ON_CPU = {
     "kimi_k25": ("vision_tower", "mm_projector"),
     "lfm2_vl": ("vision_tower", "multi_modal_projector"),
     "idefics2": ("vision_model", "connector"),
+    "blip-2": ("vision_model", "qformer", "language_projection", "query_tokens"),
+    "instructblip": ("vision_model", "qformer", "language_projection", "query_tokens"),
 }
 REDUCED = {
     "vision_config": {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4, "head_dim": 16},
@@ -114,8 +116,14 @@ def image_flops(data: dict, size: int) -> dict:
     device = "cpu" if kind in ON_CPU | set(TOWER_ON_CPU) else "meta"
     net = instantiate_whole(data, "meta" if kind in TOWER_ON_CPU else device)
     if kind in TOWER_ON_CPU:  # the tower and its embedder alone given memory (their values unset: the FLOPs are shapes')
+        holder = net.model if hasattr(net, "model") else net
         for name in TOWER_ON_CPU[kind]:
-            setattr(net.model, name, getattr(net.model, name).to_empty(device="cpu").requires_grad_(False))
+            part = getattr(holder, name)
+            if isinstance(part, torch.nn.Parameter):  # a learned row of the class's own (BLIP-2's query_tokens)
+                setattr(holder, name, torch.nn.Parameter(torch.empty_like(part, device="cpu")))
+            else:
+                setattr(holder, name, part.to_empty(device="cpu"))
+    net.requires_grad_(False)  # a learned row expanded under no_grad (BLIP-2's queries) trips the module tracker
     pixels = torch.ones(1, 3, size, size, device=device)  # not all zeros: Idefics3 drops an all-zero image as padding
     kwargs = {}
     if kind == "mistral3":  # each image's height and width, read as numbers
@@ -129,6 +137,8 @@ def image_flops(data: dict, size: int) -> dict:
         pixels = torch.ones(1, side * side, 3 * p * p)
         grid = torch.arange(side * side)
         kwargs["image_position_ids"] = torch.stack([grid % side, grid // side], dim=-1)[None]
+    if kind == "instructblip":  # an instruction of no tokens: the image's work alone
+        kwargs["qformer_input_ids"] = torch.zeros(1, 0, dtype=torch.long)
     if kind == "fuyu":  # no tower: the processor's patches (channels × patch² each) through vision_embed_tokens
         p = net.config.patch_size
         pixels = torch.ones(1, (size // p) ** 2, net.config.num_channels * p * p, device=device)
@@ -151,8 +161,8 @@ def image_flops(data: dict, size: int) -> dict:
     with torch.no_grad(), FlopCounterMode(display=False) as counter:
         if kind == "llama4":  # no inner model: its get_image_features is the tower and adapter, the projector after it
             net.multi_modal_projector(net.get_image_features(pixel_values=pixels).last_hidden_state)
-        else:
-            net.model.get_image_features(pixel_values=pixels, **kwargs)
+        else:  # the inner model's, or the class's own where it has none (BLIP-2's)
+            (net.model if hasattr(net, "model") else net).get_image_features(pixel_values=pixels, **kwargs)
     counts = counter.get_flop_counts()
     modules = {k: sum(v.values()) for k, v in counts.items() if k != "Global" and "." not in k}
     return {"size": size, "total": sum(counts["Global"].values()), "modules": modules}

@@ -1,6 +1,8 @@
 """A projector: what turns a tower's output features into the language model's input tokens. Not a part of its own:
 a tower (parts/vision.py) holds one. In the order they run, each where its model has it, with its source:
 
+0. where ``qformer``, first a Querying Transformer of learned queries reading the tower's positions
+   (parts/qformer.py: BLIP-2's), whose queries the linear then projects: the image's tokens;
 1. an average pool of the patch grid towards ``pool_to`` tokens a side, by a kernel and stride of ⌊grid / pool_to⌋
    patches (Gemma3MultiModalProjector: 64 × 64 patches to 16 × 16 tokens), which has no multiply-adds;
 2. where ``prenorm``, a norm over each patch's features first (Qwen2-VL's ln_q, Qwen3-VL's norm);
@@ -39,6 +41,7 @@ from typing import Literal
 from ..model.schema import NonNegative, Positive
 from ..model.spec import Norm
 from ..model.terms import ACTIVATION_OPS, Activation, Emitter
+from .qformer import QFormer
 from .resampler import Resampler
 
 
@@ -60,6 +63,7 @@ class Projector:
     lead: bool = False  # GLM-4V's proj, then the norm and a GELU, before the MLP
     linear: bool = True  # its linear to the model's width (false: none, the tower's output is the model's input)
     resampler: Resampler | None = None  # learned latents reading the MLP's output: the image's tokens (Idefics2)
+    qformer: QFormer | None = None  # learned queries reading the tower's positions before the linear (BLIP-2)
     pool: NonNegative = 0  # Gemma 4's pooler: pool × pool patches a token, by a matmul over all of them (0: none)
     norm_affine: bool = True  # its norm's learned weight (Gemma 4's embedding_pre_projection_norm has none)
     adapter: NonNegative = 0  # Llama 4's vision adapter's width: two linears without biases, each then a GELU (0: none)
@@ -110,7 +114,8 @@ class Projector:
         elif self.linear or self.adapter:
             mlp.linear(f"{prefix}linear_1" if self.adapter else f"{prefix}linear", features, d_model, self.bias, 1)
         resampled = self.resampler.terms(d_model, f"{prefix}resampler.", patches) if self.resampler else []
-        return [("grid", t) for t in grid.out] + [("projector", t) for t in out.out] + resampled
+        queried = self.qformer.terms(f"{prefix}qformer.", patches) if self.qformer else []
+        return queried + [("grid", t) for t in grid.out] + [("projector", t) for t in out.out] + resampled
 
     def adapter_widths(self, features: int) -> tuple[int, int, int]:
         """Llama 4's adapter: the features its fc1 reads, fc2's width, and what the linear after it reads."""
@@ -137,9 +142,12 @@ class Projector:
 
     def tokens(self, grid: int) -> int:
         """LM tokens from a square grid of ``grid`` × ``grid`` patch features."""
-        if self.resampler:
-            return self.resampler.latents
-        return self.grid_tokens(grid) // self.group**2
+        return self.fixed or self.grid_tokens(grid) // self.group**2
+
+    @property
+    def fixed(self) -> int:
+        """The tokens an image becomes whatever its size (a resampler's latents, a Q-Former's queries); 0: by size."""
+        return self.resampler.latents if self.resampler else self.qformer.queries if self.qformer else 0
 
     def module(self, d_model: int):
         """Its reference module (imports torch when called)."""
@@ -182,9 +190,11 @@ class Projector:
                     self.linear = Linear(features, d_model, bias=proj.bias)
                 if proj.resampler:
                     self.resampler = proj.resampler.module(d_model)
+                if proj.qformer:
+                    self.qformer = proj.qformer.module()
 
             def forward(self, x):
-                x = self.project(x)
+                x = self.project(self.qformer(x) if proj.qformer else x)
                 return self.resampler(x) if proj.resampler else x
 
             def project(self, x):

@@ -116,6 +116,8 @@ class Vision(Part):
     @property
     def tokens(self) -> int:
         """The language model's tokens one image becomes."""
+        if self.projector.fixed:  # a resampler's latents, a Q-Former's queries
+            return self.projector.fixed
         breaks = self.grid // self.projector.group if self.row_breaks else 0
         return self.projector.tokens(self.grid) + breaks + (self.read_class and self.class_token and not self.projector.pool_to)
 
@@ -162,7 +164,8 @@ class Vision(Part):
             out += [("tower", t) for t in emb.out]
         if self.head:
             out += self.pooling_terms(norm)
-        out += self.projector.terms(model.d_model, "vision.projector.", self.grid**2)
+        read = self.rows if self.read_class else self.grid**2  # the positions the projector reads
+        out += self.projector.terms(model.d_model, "vision.projector.", read)
         if self.deepstack:  # the same projector on earlier layers' outputs, its norm over what the shuffle makes
             deep = replace(self.projector, prenorm=False).terms(model.d_model, "vision.deepstack.")
             k = self.deepstack
@@ -351,7 +354,8 @@ def _module(spec: Vision, model):
             if spec.head:
                 self.head(h)
             h = h if spec.read_class or not spec.class_token else h[:, 1:]
-            self.projector(torch.cat([h] * (spec.projector.width // d), dim=-1))  # the layers it reads, concatenated
+            copies = 1 if spec.projector.qformer else spec.projector.width // d  # the layers it reads, concatenated
+            self.projector(torch.cat([h] * copies, dim=-1))
             for deep in self.deepstack if spec.deepstack else ():
                 deep(h)
             return x

@@ -20,6 +20,8 @@ VISION_TYPES = (
     "kimi_k25_vision",
     "siglip2_vision_model",
     "idefics2_vision",
+    "blip_2_vision_model",
+    "instructblip_vision_model",
 )
 NAFLEX_IMAGE_SIZE = 512  # pixels a side: 32 × 32 patches of 16 (LFM2-VL's largest tile, 256 tokens after its 2 × 2 shuffle)
 MOONVIT_IMAGE_SIZE = 448  # pixels a side: 32 × 32 patches of 14, 16 × 16 tokens
@@ -204,6 +206,7 @@ LAYER_MODULES = (
     (r"self_attn\.k_proj$", "attn.k"),
     (r"self_attn\.v_proj$", "attn.v"),
     (r"self_attn\.out_proj$", "attn.o"),
+    (r"self_attn\.projection$", "attn.o"),  # BLIP-2's
     (r"self_attn\.o_proj$", "attn.o"),  # Llama 4's
     (r"mlp\.fc1$", "ffn.up"),
     (r"mlp\.fc2$", "ffn.down"),
@@ -268,12 +271,13 @@ PARAMETERS = (
     (r"embeddings\.position_embeddings$", "pos_embed"),
     (r"lambda_[12]$", "layer_scale"),
     (r"patch_embedder\.position_embedding_table$", "pos_embed"),  # Gemma 4's
+    (r"^embeddings\.position_embedding$", "pos_embed"),  # BLIP-2's, a parameter of the embeddings module
     (r"pos_emb\.position_embeddings$", "pos_embed"),  # MoonViT's
     (r"^class_embedding$", "class_embed"),  # Llama 4's
     (r"^positional_embedding_vlm$", "pos_embed"),
 )
 # The configuration classes of the connectors read (a sparse perceiver_config's defaults)
-CONNECTOR_TYPES = ("idefics2_perceiver",)
+CONNECTOR_TYPES = ("idefics2_perceiver", "blip_2_qformer", "instructblip_qformer")
 # Idefics2's perceiver resampler (parts/resampler.py), its modules by the end of their path
 RESAMPLER_MODULES = (
     (r"^latents$", "latents"),
@@ -288,9 +292,32 @@ RESAMPLER_MODULES = (
     (r"mlp\.down_proj$", "ffn.down"),
     (r"^norm$", "norm"),
 )
+# BLIP-2's Q-Former (parts/qformer.py), its modules by the end of their path (cross-attention's before attention's)
+QFORMER_MODULES = (
+    (r"^(embeddings\.)?layernorm$", "embed_norm"),  # InstructBLIP's: its embeddings'
+    (r"embeddings\.word_embeddings$", "text.word_embed"),
+    (r"embeddings\.position_embeddings$", "text.pos_embed"),
+    (r"crossattention\.attention\.query$", "cross.q"),
+    (r"crossattention\.attention\.key$", "cross.k"),
+    (r"crossattention\.attention\.value$", "cross.v"),
+    (r"crossattention\.output\.dense$", "cross.o"),
+    (r"attention\.attention\.query$", "attn.q"),
+    (r"attention\.attention\.key$", "attn.k"),
+    (r"attention\.attention\.value$", "attn.v"),
+    (r"attention\.output\.dense$", "attn.o"),
+    (r"intermediate_query\.dense$", "ffn.up"),
+    (r"output_query\.dense$", "ffn.down"),
+    (r"\.intermediate\.dense$", "text_ffn.up"),  # InstructBLIP's MLP for the instruction's tokens
+    (r"\.output\.dense$", "text_ffn.down"),
+    (r"LayerNorm$", "norms"),
+)
+TABLES = {"resampler": RESAMPLER_MODULES, "qformer": QFORMER_MODULES}
 # (pattern, prefix, modules): the towers' and projectors' places in the whole classes and in checkpoints
 TOWERS = (
     (r"connector\.perceiver_resampler\.", "vision.projector.resampler.", "resampler"),  # Idefics2's
+    (r"qformer\.", "vision.projector.qformer.", "qformer"),  # BLIP-2's
+    (r"query_tokens$", "vision.projector.qformer.queries", "self"),
+    (r"language_projection\.", "vision.projector.linear", "self"),
     (r"vision_embed_tokens\.", "vision.patch_embed", "self"),  # Fuyu's
     (r"visual\.downsample\.", "vision.projector.patch_merger", "self"),  # GLM-4V's
     (r"visual\.merger\.proj\.", "vision.projector.lead", "self"),
@@ -323,10 +350,10 @@ def tower_component(path: str, tower: str = "vision") -> str | None:
             continue
         if kind == "self":
             return prefix
-        if kind == "resampler":
+        if kind in TABLES:
             rest = path[found.end() :]
             module = rest.rsplit(".", 1)[0] if "." in rest else rest
-            return prefix + next((name for pat, name in RESAMPLER_MODULES if re.search(pat, module)), f"(unmatched) {module}")
+            return prefix + next((name for pat, name in TABLES[kind] if re.search(pat, module)), f"(unmatched) {module}")
         if kind == "projector" and "multi_modal_projector" in found.group(0):
             prefix = f"{tower}.projector."
         elif tower != "vision":  # an audio model has no vision tower
