@@ -44,6 +44,7 @@ IMAGE_SIZES = {
     "glm4v": (448, 336),  # 16 and 12 merged tokens a side (28-pixel tiles of 2 × 2 patches)
     "kimi_k25": (336, 224),  # 12 and 8 tokens a side (28-pixel tiles of 2 × 2 patches)
     "fuyu": (300, 600),  # 10 and 20 patches of 30 a side
+    "aria": (1120, 2240),  # 35 and 70 patches of 32 a side: the 1,225 and 4,900 its projector names 128 and 256 queries for
     "blip-2": (224, 280),  # 16 and 20 patches of 14 a side and a class token, read by 32 queries
     "instructblip": (224, 280),  # as BLIP-2's, with an instruction of no tokens
     "idefics2": (224, 448),  # 7 and 14 patches of 32 a side, resampled to 64 latents

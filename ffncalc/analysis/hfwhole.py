@@ -52,7 +52,7 @@ def measure_whole(data: dict) -> dict:
 # with real tensors, built small (REDUCED): the FLOPs of a tower of any size follow from the same formula.
 QWEN = {"qwen2_vl", "qwen2_5_vl", "qwen3_vl"}
 GLM = {"glm4v"}  # GLM-4V's tower takes Qwen2-VL's flattened patches and grid
-ON_CPU = {"mistral3", "idefics3", *QWEN, *GLM}
+ON_CPU = {"mistral3", "idefics3", "aria", *QWEN, *GLM}
 # Classes whose tower reads its inputs' values (Gemma 4's pooler, by the patches' positions), measured at full size: the
 # whole class built on the meta device, its tower and embedder then given memory on the CPU
 TOWER_ON_CPU = {
@@ -137,6 +137,8 @@ def image_flops(data: dict, size: int) -> dict:
         pixels = torch.ones(1, side * side, 3 * p * p)
         grid = torch.arange(side * side)
         kwargs["image_position_ids"] = torch.stack([grid % side, grid // side], dim=-1)[None]
+    if kind == "aria":  # which pixels are real
+        kwargs["pixel_mask"] = torch.ones(1, size, size, dtype=torch.bool)
     if kind == "instructblip":  # an instruction of no tokens: the image's work alone
         kwargs["qformer_input_ids"] = torch.zeros(1, 0, dtype=torch.long)
     if kind == "fuyu":  # no tower: the processor's patches (channels × patch² each) through vision_embed_tokens

@@ -29,7 +29,9 @@ a tower (parts/vision.py) holds one. In the order they run, each where its model
    (PaliGemma's; Gemma 3's bias-free mm_input_projection_weight; Idefics3's modality_projection); or, where not
    ``linear``, none: the tower writes the model's tokens itself (Fuyu's patch embedding at the model's width);
 9. where ``resampler``, a resampler of learned latents after the MLP, which reads every patch and writes the image's
-   tokens (parts/resampler.py: Idefics2's perceiver); the MLP then runs over every patch.
+   tokens (parts/resampler.py: Idefics2's perceiver); the MLP then runs over every patch;
+10. where ``query``, in place of the stages above, Aria's learned queries reading the patches by one cross-attention and
+   an MLP (parts/query_attention.py).
 
 Each stage's work runs over the tokens it sees: ``terms`` says which, the grid's (after any pool) or the merged."""
 
@@ -42,6 +44,7 @@ from ..model.schema import NonNegative, Positive
 from ..model.spec import Norm
 from ..model.terms import ACTIVATION_OPS, Activation, Emitter
 from .qformer import QFormer
+from .query_attention import QueryAttention
 from .resampler import Resampler
 
 
@@ -64,6 +67,7 @@ class Projector:
     linear: bool = True  # its linear to the model's width (false: none, the tower's output is the model's input)
     resampler: Resampler | None = None  # learned latents reading the MLP's output: the image's tokens (Idefics2)
     qformer: QFormer | None = None  # learned queries reading the tower's positions before the linear (BLIP-2)
+    query: QueryAttention | None = None  # Aria's queries, cross-attention and MLP, the whole projector
     pool: NonNegative = 0  # Gemma 4's pooler: pool × pool patches a token, by a matmul over all of them (0: none)
     norm_affine: bool = True  # its norm's learned weight (Gemma 4's embedding_pre_projection_norm has none)
     adapter: NonNegative = 0  # Llama 4's vision adapter's width: two linears without biases, each then a GELU (0: none)
@@ -81,6 +85,8 @@ class Projector:
         any pool) or "projector" (a token it writes), named under ``prefix`` (its tower's: vision.projector.);
         ``patches``: an image's patches, which Gemma 4's pooler reads for each token."""
         d_model = self.out or d_model
+        if self.query:  # Aria's: the whole projector
+            return self.query.terms(self.width, d_model, prefix, patches)
         grid, out = Emitter("layers"), Emitter("layers")
         features = self.width * max(self.shuffle, 1) ** 2
         if self.pool:  # each token one row of the one-hot weights over every patch: patches × width multiply-adds
@@ -149,9 +155,15 @@ class Projector:
         """The tokens an image becomes whatever its size (a resampler's latents, a Q-Former's queries); 0: by size."""
         return self.resampler.latents if self.resampler else self.qformer.queries if self.qformer else 0
 
+    def image_tokens(self, patches: int) -> int:
+        """The tokens an image of ``patches`` patches becomes where its projector's queries depend on them (Aria's); else 0."""
+        return self.query.queries(patches) if self.query else 0
+
     def module(self, d_model: int):
         """Its reference module (imports torch when called)."""
         d_model = self.out or d_model
+        if self.query:  # Aria's: the whole projector
+            return self.query.module(self.width, d_model)
         import torch
         from torch import nn
 

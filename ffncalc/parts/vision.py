@@ -81,6 +81,9 @@ class Vision(Part):
                 ("vision", "image_size"),
                 f"{self.grid} patches a side are not whole {group} × {group} tiles of the projector's ({self.image_size} pixels)",
             )
+        if self.images and self.projector.query and not self.projector.image_tokens(self.grid**2):
+            named = ", ".join(f"{p:,}" for p, _ in self.projector.query.tokens)
+            raise SpecError(("vision", "image_size"), f"{self.grid**2:,} patches: its projector names queries for {named} only")
         if self.images and self.projector.runs():
             raise SpecError(("vision", "projector"), self.projector.runs())
         if self.image_size < self.patch_size:
@@ -118,6 +121,8 @@ class Vision(Part):
         """The language model's tokens one image becomes."""
         if self.projector.fixed:  # a resampler's latents, a Q-Former's queries
             return self.projector.fixed
+        if self.projector.query:  # Aria's: as many queries as its patches call for
+            return self.projector.image_tokens(self.grid**2)
         breaks = self.grid // self.projector.group if self.row_breaks else 0
         return self.projector.tokens(self.grid) + breaks + (self.read_class and self.class_token and not self.projector.pool_to)
 

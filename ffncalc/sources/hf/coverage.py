@@ -831,6 +831,7 @@ WHOLE_REFUSED_AT_DEFAULTS = {
 # The public configs each whole-read type is proven on as the whole class (tests/hf_whole/public/, sources in its
 # sources.json; the whole-model tests keep this equal to that folder), beside PROVEN_ON's language models
 WHOLE_PROVEN_ON = {
+    "aria": ("rhymes-ai/Aria",),
     "blip-2": ("Salesforce/blip2-opt-2.7b",),
     "gemma3": ("google/gemma-3-27b-it",),
     "gemma4": ("google/gemma-4-26B-A4B", "nvidia/Gemma-4-31B-IT-NVFP4"),

@@ -250,6 +250,14 @@ TOP_MODULES = (
     (r"head$", "head.probe"),
 )
 PROJECTOR_MODULES = (
+    (r"cross_attn\.(layer_norm|layer_norm_kv)$", "norms"),  # Aria's query attention
+    (r"cross_attn\.q_proj$", "q"),
+    (r"cross_attn\.k_proj$", "k"),
+    (r"cross_attn\.v_proj$", "v"),
+    (r"cross_attn\.multihead_attn$", "in_proj"),
+    (r"cross_attn\.multihead_attn\.out_proj$", "out_proj"),
+    (r"feed_forward\.linear_in$", "ffn.up"),
+    (r"feed_forward\.linear_out$", "ffn.down"),
     (r"(gate_proj|up_proj)$", "linear_1"),  # GLM-4V's merger: its SwiGLU's two halves
     (r"down_proj$", "linear_2"),
     (r"in_proj$", "linear_1"),  # Kimi K2.5's mm_projector
@@ -364,6 +372,8 @@ def tower_component(path: str, tower: str = "vision") -> str | None:
             own = next((name for pat, name in PARAMETERS if re.search(pat, rest)), None)
             if own:
                 return prefix + own
+        if kind == "projector" and rest == "query":  # Aria's learned queries, a parameter of the projector itself
+            return prefix + "queries"
         if kind == "projector":
             for pat, name in PROJECTOR_MODULES:
                 hit = re.search(pat, module)

@@ -323,3 +323,23 @@ def blip_2(c: Config) -> dict:
     spec = vit(v, projector, class_token=True, pre_norm=False, patch_bias=True, read_class=True)
     spec["layers"]["attention"]["qkv_bias"] = v.bool("qkv_bias", True)
     return {"vision": spec}
+
+
+@wrapper("aria")
+def aria(c: Config) -> dict:
+    """AriaForConditionalGeneration (Li et al. 2024, Aria): an Idefics3-built tower (a SigLIP tower without its
+    pooling head; the projector reads its last layer's output), then AriaProjector (parts/query_attention.py): the
+    learned queries projector_patch_to_query_dict names for the image's patch count, one cross-attention over the
+    patches with the tower's heads, a LayerNorm and an MLP to the text width through the text width."""
+    v = sub_config(c, "vision_config")
+    text = sub_config(c, "text_config").int("hidden_size")
+    table = c.data.get("projector_patch_to_query_dict", {1225: 128, 4900: 256})
+    if not isinstance(table, dict) or not all(str(k).isdigit() and isinstance(q, int) and q > 0 for k, q in table.items()):
+        raise c.fail("projector_patch_to_query_dict", f"expected patch counts and their queries, got {table!r}")
+    query = {
+        "table": c.int("max_value_projector_patch_to_query_dict", 256),
+        "heads": v.int("num_attention_heads"),
+        "hidden": text,
+        "tokens": [[int(k), q] for k, q in table.items()],
+    }
+    return {"vision": vit(v, {"width": v.int("hidden_size"), "query": query})}
