@@ -876,7 +876,6 @@ PROVEN_ON = {
     "gemma4_unified": ("google/gemma-4-12B",),
     "gemma4_unified_text": ("google/gemma-4-12B",),
     "gemma4": ("google/gemma-4-26B-A4B", "nvidia/Gemma-4-31B-IT-NVFP4"),
-    "kimi_k25": ("nvidia/Kimi-K2.5-NVFP4",),
     "gemma4_text": ("google/gemma-4-26B-A4B", "nvidia/Gemma-4-31B-IT-NVFP4"),
     "glm": ("THUDM/glm-4-9b-chat",),
     "glm4": ("Delta-Vector/Austral-GLM4-SFT",),
