@@ -47,6 +47,7 @@ IMAGE_SIZES = {
     "aria": (1120, 2240),  # 35 and 70 patches of 32 a side: the 1,225 and 4,900 its projector names 128 and 256 queries for
     "blip-2": (224, 280),  # 16 and 20 patches of 14 a side and a class token, read by 32 queries
     "instructblip": (224, 280),  # as BLIP-2's, with an instruction of no tokens
+    "instructblipvideo": (224, 280),  # one frame, as InstructBLIP's image
     "idefics2": (224, 448),  # 7 and 14 patches of 32 a side, resampled to 64 latents
     "lfm2_vl": (512, 256),  # 16 and 8 tokens a side (32-pixel tiles of 2 × 2 patches)
 }

@@ -62,6 +62,7 @@ TOWER_ON_CPU = {
     "idefics2": ("vision_model", "connector"),
     "blip-2": ("vision_model", "qformer", "language_projection", "query_tokens"),
     "instructblip": ("vision_model", "qformer", "language_projection", "query_tokens"),
+    "instructblipvideo": ("vision_model", "qformer", "language_projection", "query_tokens"),
 }
 REDUCED = {
     "vision_config": {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4, "head_dim": 16},
@@ -139,7 +140,7 @@ def image_flops(data: dict, size: int) -> dict:
         kwargs["image_position_ids"] = torch.stack([grid % side, grid // side], dim=-1)[None]
     if kind == "aria":  # which pixels are real
         kwargs["pixel_mask"] = torch.ones(1, size, size, dtype=torch.bool)
-    if kind == "instructblip":  # an instruction of no tokens: the image's work alone
+    if kind in ("instructblip", "instructblipvideo"):  # an instruction of no tokens: the image's work alone
         kwargs["qformer_input_ids"] = torch.zeros(1, 0, dtype=torch.long)
     if kind == "fuyu":  # no tower: the processor's patches (channels × patch² each) through vision_embed_tokens
         p = net.config.patch_size
@@ -161,7 +162,9 @@ def image_flops(data: dict, size: int) -> dict:
         pixels = torch.ones(side * side, v.in_channels * v.temporal_patch_size * v.patch_size**2)
         kwargs["image_grid_thw"] = torch.tensor([[1, side, side]])
     with torch.no_grad(), FlopCounterMode(display=False) as counter:
-        if kind == "llama4":  # no inner model: its get_image_features is the tower and adapter, the projector after it
+        if kind == "instructblipvideo":  # a video of one frame: the image's work
+            (net.model if hasattr(net, "model") else net).get_video_features(pixel_values=pixels[None], **kwargs)
+        elif kind == "llama4":  # no inner model: its get_image_features is the tower and adapter, the projector after it
             net.multi_modal_projector(net.get_image_features(pixel_values=pixels).last_hidden_state)
         else:  # the inner model's, or the class's own where it has none (BLIP-2's)
             (net.model if hasattr(net, "model") else net).get_image_features(pixel_values=pixels, **kwargs)

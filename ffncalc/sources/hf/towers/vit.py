@@ -22,6 +22,7 @@ VISION_TYPES = (
     "idefics2_vision",
     "blip_2_vision_model",
     "instructblip_vision_model",
+    "instructblipvideo_vision_model",
 )
 NAFLEX_IMAGE_SIZE = 512  # pixels a side: 32 × 32 patches of 16 (LFM2-VL's largest tile, 256 tokens after its 2 × 2 shuffle)
 MOONVIT_IMAGE_SIZE = 448  # pixels a side: 32 × 32 patches of 14, 16 × 16 tokens
@@ -285,7 +286,7 @@ PARAMETERS = (
     (r"^positional_embedding_vlm$", "pos_embed"),
 )
 # The configuration classes of the connectors read (a sparse perceiver_config's defaults)
-CONNECTOR_TYPES = ("idefics2_perceiver", "blip_2_qformer", "instructblip_qformer")
+CONNECTOR_TYPES = ("idefics2_perceiver", "blip_2_qformer", "instructblip_qformer", "instructblipvideo_qformer")
 # Idefics2's perceiver resampler (parts/resampler.py), its modules by the end of their path
 RESAMPLER_MODULES = (
     (r"^latents$", "latents"),

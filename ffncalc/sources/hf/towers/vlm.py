@@ -294,14 +294,15 @@ def idefics2(c: Config) -> dict:
     return {"vision": vit(v, projector)}
 
 
-@wrapper("blip-2", "instructblip")
+@wrapper("blip-2", "instructblip", "instructblipvideo")
 def blip_2(c: Config) -> dict:
     """Blip2ForConditionalGeneration (Li et al. 2023, BLIP-2): its EVA-CLIP-built tower (Blip2VisionModel: a class
     token, a learned position a position, a patch convolution with a bias, a fused qkv with qkv_bias and a projection
     with a bias, LayerNorms, post_layernorm; no pre-norm), the Q-Former (parts/qformer.py) of qformer_config reading
     every position, class token included, with num_query_tokens queries, and language_projection, Linear(Q-Former
     width, text width) with a bias; each image is its queries' tokens. InstructBlipForConditionalGeneration (Dai et al.
-    2023, InstructBLIP): the same, its Q-Former also reading the instruction's tokens (their tables and MLPs)."""
+    2023, InstructBLIP): the same, its Q-Former also reading the instruction's tokens (their tables and MLPs);
+    InstructBlipVideoForConditionalGeneration: InstructBLIP's, each frame of a video one image here."""
     v = sub_config(c, "vision_config")
     q = sub_config(c, "qformer_config")
     if c.bool("use_decoder_only_language_model", True) is False:
@@ -317,7 +318,7 @@ def blip_2(c: Config) -> dict:
         "cross_every": q.int("cross_attention_frequency", 2),
         "activation": q.activation("hidden_act", "gelu"),
     }
-    if c.model_type == "instructblip":
+    if c.model_type in ("instructblip", "instructblipvideo"):
         qformer.update(text_vocab=q.int("vocab_size"), text_positions=q.int("max_position_embeddings"))
     projector = {"width": h, "bias": True, "qformer": qformer}
     spec = vit(v, projector, class_token=True, pre_norm=False, patch_bias=True, read_class=True)
