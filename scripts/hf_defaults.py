@@ -100,12 +100,20 @@ def class_defaults_text() -> str:
     from ffncalc.sources.hf import coverage
 
     base = {f.name for f in dataclasses.fields(PretrainedConfig)}
-    from ffncalc.sources.hf.towers.qwen import QWEN_VISION
-    from ffncalc.sources.hf.towers.vit import VISION_TYPES
+    from ffncalc.sources.hf.towers.qwen import GLM_VISION, QWEN_VISION
+    from ffncalc.sources.hf.towers.vit import CONNECTOR_TYPES, VISION_TYPES
     from ffncalc.sources.hf.towers.whisper import AUDIO_TYPES
 
     # the wrappers (their tie_word_embeddings, hf.wrapper_tie) and the towers read (a sparse vision_config's defaults)
-    wrappers = {*coverage.IMAGE_TEXT_TYPES, *coverage.MULTIMODAL_LM_TYPES, *VISION_TYPES, *QWEN_VISION, *AUDIO_TYPES}
+    wrappers = {
+        *coverage.IMAGE_TEXT_TYPES,
+        *coverage.MULTIMODAL_LM_TYPES,
+        *VISION_TYPES,
+        *QWEN_VISION,
+        *GLM_VISION,
+        *CONNECTOR_TYPES,
+        *AUDIO_TYPES,
+    }
     wanted = sorted(({*types(), *hf.registered(), *hf.TEXT_TYPES.values(), *wrappers}) & set(CONFIG_MAPPING))
     out = {}
     for model_type in wanted:

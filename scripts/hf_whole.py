@@ -39,6 +39,17 @@ IMAGE_SIZES = {
     "qwen2_5_vl": (448, 392),  # 16 merged tokens a side in whole windows of 4; 14 leave windows of 2 at the edges
     "qwen3_vl": (448, 256),
     "internvl": (448, 224),
+    "llama4": (336, 448),  # Llama 4's released tiles are 336 pixels; the class's default 448
+    "gemma4": (480, 240),  # 30 and 15 patches a side, whole 3 × 3 tiles of its pooler (100 and 25 tokens)
+    "glm4v": (448, 336),  # 16 and 12 merged tokens a side (28-pixel tiles of 2 × 2 patches)
+    "kimi_k25": (336, 224),  # 12 and 8 tokens a side (28-pixel tiles of 2 × 2 patches)
+    "fuyu": (300, 600),  # 10 and 20 patches of 30 a side
+    "aria": (1120, 2240),  # 35 and 70 patches of 32 a side: the 1,225 and 4,900 its projector names 128 and 256 queries for
+    "blip-2": (224, 280),  # 16 and 20 patches of 14 a side and a class token, read by 32 queries
+    "instructblip": (224, 280),  # as BLIP-2's, with an instruction of no tokens
+    "instructblipvideo": (224, 280),  # one frame, as InstructBLIP's image
+    "idefics2": (224, 448),  # 7 and 14 patches of 32 a side, resampled to 64 latents
+    "lfm2_vl": (512, 256),  # 16 and 8 tokens a side (32-pixel tiles of 2 × 2 patches)
 }
 
 # Positions of one window (max_source_positions: 2 × as many frames) at which one window's FLOPs are recorded: the
@@ -53,6 +64,13 @@ REPAIRS = {
     # AyaVisionConfig's default SigLIP tower (1,152 wide) has 14 heads, which do not divide it: the 16 heads of the
     # released Aya Vision's SigLIP2 so400m tower (siglip2-so400m-patch14-384)
     "aya_vision": {"vision_config": {"num_attention_heads": 16}},
+    # Llama4VisionConfig's default tower (768 wide) pixel-shuffles to 3,072 features where its adapter reads
+    # intermediate_size (5,632), and its projector reads vision_output_dim (7,680) where the adapter writes 4,096: the
+    # released Llama 4 Scout's and Maverick's tower is 1,408 wide (4 × 1,408 = 5,632) with vision_output_dim 4,096
+    "llama4": {"vision_config": {"hidden_size": 1408, "vision_output_dim": 4096}},
+    # Gemma4Config's vision_config defaults to None, and the class then builds no vision tower: its tower is recorded
+    # at Gemma4VisionConfig's own defaults, stated by its model_type alone
+    "gemma4": {"vision_config": {"model_type": "gemma4_vision"}},
 }
 
 
@@ -78,6 +96,13 @@ def reduced(data: dict) -> dict:
     return {**data, **{key: {**data[key], **value} for key, value in keys(data["model_type"]).items()}}
 
 
+def sized(data: dict, size: int) -> dict:
+    """``data`` with its images' size set: its vision_config's image_size, or the wrapper's own (Fuyu's, no tower)."""
+    if "vision_config" not in data:
+        return {**data, "image_size": size}
+    return {**data, "vision_config": {**data["vision_config"], "image_size": size}}
+
+
 def truth_text(model_type: str, data: dict, config: str = "") -> str:
     import torch
 
@@ -94,7 +119,7 @@ def truth_text(model_type: str, data: dict, config: str = "") -> str:
         record = {"transformers": transformers.__version__, "refused": f"{type(exc).__name__}: {message[:300]}"}
     if model_type in IMAGE_SIZES and "refused" not in record and not config:
         base = reduced(data) if model_type in ON_CPU else data
-        runs = [image_flops({**base, "vision_config": {**base["vision_config"], "image_size": s}}, s) for s in IMAGE_SIZES[model_type]]
+        runs = [image_flops(sized(base, s), s) for s in IMAGE_SIZES[model_type]]
         record["image_flops"] = {"method": IMAGE_METHOD, "runs": runs}
         if model_type in ON_CPU:  # built small, on the CPU, with real tensors
             record["image_flops"]["reduced"] = reduced_keys(model_type)

@@ -51,7 +51,19 @@ def measure_whole(data: dict) -> dict:
 # Classes whose image path reads values of its inputs (Pixtral's image_sizes, Idefics3's patch masks) run on the CPU
 # with real tensors, built small (REDUCED): the FLOPs of a tower of any size follow from the same formula.
 QWEN = {"qwen2_vl", "qwen2_5_vl", "qwen3_vl"}
-ON_CPU = {"mistral3", "idefics3", *QWEN}
+GLM = {"glm4v"}  # GLM-4V's tower takes Qwen2-VL's flattened patches and grid
+ON_CPU = {"mistral3", "idefics3", "aria", *QWEN, *GLM}
+# Classes whose tower reads its inputs' values (Gemma 4's pooler, by the patches' positions), measured at full size: the
+# whole class built on the meta device, its tower and embedder then given memory on the CPU
+TOWER_ON_CPU = {
+    "gemma4": ("vision_tower", "embed_vision"),
+    "kimi_k25": ("vision_tower", "mm_projector"),
+    "lfm2_vl": ("vision_tower", "multi_modal_projector"),
+    "idefics2": ("vision_model", "connector"),
+    "blip-2": ("vision_model", "qformer", "language_projection", "query_tokens"),
+    "instructblip": ("vision_model", "qformer", "language_projection", "query_tokens"),
+    "instructblipvideo": ("vision_model", "qformer", "language_projection", "query_tokens"),
+}
 REDUCED = {
     "vision_config": {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4, "head_dim": 16},
     "text_config": {
@@ -77,6 +89,7 @@ QWEN_REDUCED = {
         "out_hidden_size": 64,
         "fullatt_block_indexes": [1, 3],
     },
+    "glm4v": {"hidden_size": 64, "intermediate_size": 128, "depth": 2, "num_heads": 4, "out_hidden_size": 64},
     "qwen3_vl": {
         "hidden_size": 64,
         "intermediate_size": 128,
@@ -101,22 +114,60 @@ def image_flops(data: dict, size: int) -> dict:
     from torch.utils.flop_counter import FlopCounterMode
 
     kind = data.get("model_type")
-    device = "cpu" if kind in ON_CPU else "meta"
-    net = instantiate_whole(data, device)
+    device = "cpu" if kind in ON_CPU | set(TOWER_ON_CPU) else "meta"
+    net = instantiate_whole(data, "meta" if kind in TOWER_ON_CPU else device)
+    if kind in TOWER_ON_CPU:  # the tower and its embedder alone given memory (their values unset: the FLOPs are shapes')
+        holder = net.model if hasattr(net, "model") else net
+        for name in TOWER_ON_CPU[kind]:
+            part = getattr(holder, name)
+            if isinstance(part, torch.nn.Parameter):  # a learned row of the class's own (BLIP-2's query_tokens)
+                setattr(holder, name, torch.nn.Parameter(torch.empty_like(part, device="cpu")))
+            else:
+                setattr(holder, name, part.to_empty(device="cpu"))
+    net.requires_grad_(False)  # a learned row expanded under no_grad (BLIP-2's queries) trips the module tracker
     pixels = torch.ones(1, 3, size, size, device=device)  # not all zeros: Idefics3 drops an all-zero image as padding
     kwargs = {}
     if kind == "mistral3":  # each image's height and width, read as numbers
         kwargs["image_sizes"] = torch.tensor([[size, size]])
-    if kind == "idefics3":  # images per sample, and which pixels are real
+    if kind in ("idefics3", "idefics2"):  # images per sample, and which pixels are real
         pixels = pixels[None]
         kwargs["pixel_attention_mask"] = torch.ones(1, 1, size, size, dtype=torch.bool)
-    if kind in QWEN:  # the processor's flattened patches (frames × channels × patch² pixels each) and the grid
+    if kind == "gemma4":  # the processor's flattened patches (channels × patch² pixels each) and their (x, y) on the grid
+        p = net.config.vision_config.patch_size
+        side = size // p
+        pixels = torch.ones(1, side * side, 3 * p * p)
+        grid = torch.arange(side * side)
+        kwargs["image_position_ids"] = torch.stack([grid % side, grid // side], dim=-1)[None]
+    if kind == "aria":  # which pixels are real
+        kwargs["pixel_mask"] = torch.ones(1, size, size, dtype=torch.bool)
+    if kind in ("instructblip", "instructblipvideo"):  # an instruction of no tokens: the image's work alone
+        kwargs["qformer_input_ids"] = torch.zeros(1, 0, dtype=torch.long)
+    if kind == "fuyu":  # no tower: the processor's patches (channels × patch² each) through vision_embed_tokens
+        p = net.config.patch_size
+        pixels = torch.ones(1, (size // p) ** 2, net.config.num_channels * p * p, device=device)
+    if kind == "lfm2_vl":  # NaFlex: the flattened patches (channels × patch² each), their grid and which are real
+        p = net.config.vision_config.patch_size
+        side = size // p
+        pixels = torch.ones(1, side * side, 3 * p * p)
+        kwargs["spatial_shapes"] = torch.tensor([[side, side]])
+        kwargs["pixel_attention_mask"] = torch.ones(1, side * side, dtype=torch.bool)
+    if kind == "kimi_k25":  # the processor's patches (channels × patch × patch each) and the grid
+        p = net.config.vision_config.patch_size
+        side = size // p
+        pixels = torch.ones(side * side, 3, p, p)
+        kwargs["image_grid_thw"] = torch.tensor([[1, side, side]])
+    if kind in QWEN | GLM:  # the processor's flattened patches (frames × channels × patch² pixels each) and the grid
         v = net.config.vision_config
         side = size // v.patch_size
         pixels = torch.ones(side * side, v.in_channels * v.temporal_patch_size * v.patch_size**2)
         kwargs["image_grid_thw"] = torch.tensor([[1, side, side]])
     with torch.no_grad(), FlopCounterMode(display=False) as counter:
-        net.model.get_image_features(pixel_values=pixels, **kwargs)
+        if kind == "instructblipvideo":  # a video of one frame: the image's work
+            (net.model if hasattr(net, "model") else net).get_video_features(pixel_values=pixels[None], **kwargs)
+        elif kind == "llama4":  # no inner model: its get_image_features is the tower and adapter, the projector after it
+            net.multi_modal_projector(net.get_image_features(pixel_values=pixels).last_hidden_state)
+        else:  # the inner model's, or the class's own where it has none (BLIP-2's)
+            (net.model if hasattr(net, "model") else net).get_image_features(pixel_values=pixels, **kwargs)
     counts = counter.get_flop_counts()
     modules = {k: sum(v.values()) for k, v in counts.items() if k != "Global" and "." not in k}
     return {"size": size, "total": sum(counts["Global"].values()), "modules": modules}

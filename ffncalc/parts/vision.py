@@ -35,11 +35,13 @@ class Vision(Part):
     order = 3
     summary = "a vision tower (ViT: CLIP, SigLIP) over an image's patches and the projector into the model's tokens (LLaVA, Gemma 3)"
 
-    layers: Stack  # its layers (bidirectional whatever is stated), at the tower's width, with its own norm
     image_size: Positive  # pixels a side
     patch_size: Positive  # pixels a side of a patch (the convolution's kernel and stride)
     projector: Projector
     channels: Positive = 3
+    # its layers (bidirectional whatever is stated), at the tower's width, with its own norm; none: no tower, each patch
+    # embedded straight at the model's width (Fuyu)
+    layers: Stack | None = None
     patch_bias: bool = True  # the patch convolution's bias (SigLIP: true; CLIP: false)
     class_token: bool = False  # CLIP's class embedding, a learned position before the patches
     position_table: bool = True  # a learned table of one row per position
@@ -47,6 +49,7 @@ class Vision(Part):
     post_norm: bool = True  # post_layernorm
     read_class: bool = False  # whether the projector reads the class token's features too (LLaVA's "full")
     head: bool = False  # SigLIP's attention-pooling head (vision_use_head): one learned query over the positions
+    row_breaks: bool = False  # a token of the text's own after each row of tokens (Fuyu's |NEWLINE|): no work, no weight
     newline: bool = False  # LLaVA-NeXT's image_newline: a learned row of the model's width after each row of tokens
     layer_scale: bool = False  # a learned scale of each sublayer's output, one a feature (InternViT's lambda_1, lambda_2)
     frames: Positive = 1  # frames a patch spans (Qwen2-VL's temporal_patch_size: an image repeated to fill them)
@@ -66,22 +69,42 @@ class Vision(Part):
         return self.images * self.tokens
 
     def check(self, spec) -> None:
-        if self.full_layers > self.layers.n_layers:
-            raise SpecError(("vision", "full_layers"), f"more than the tower's {self.layers.n_layers} layers")
-        group = max(self.projector.merge, self.projector.shuffle, 1)
+        if self.layers is None:
+            stated = [k for k in ("pre_norm", "post_norm", "head", "layer_scale", "window", "deepstack") if getattr(self, k)]
+            if stated:
+                raise SpecError(("vision", stated[0]), "a tower's; this one states no layers")
+        if self.full_layers > self.depth:
+            raise SpecError(("vision", "full_layers"), f"more than the tower's {self.depth} layers")
+        group = self.projector.group
         if self.images and self.grid % group:  # the convolution takes whole patches; the projector whole tiles of them
             raise SpecError(
                 ("vision", "image_size"),
                 f"{self.grid} patches a side are not whole {group} × {group} tiles of the projector's ({self.image_size} pixels)",
             )
+        if self.images and self.projector.query and not self.projector.image_tokens(self.grid**2):
+            named = ", ".join(f"{p:,}" for p, _ in self.projector.query.tokens)
+            raise SpecError(("vision", "image_size"), f"{self.grid**2:,} patches: its projector names queries for {named} only")
+        if self.images and self.projector.runs():
+            raise SpecError(("vision", "projector"), self.projector.runs())
         if self.image_size < self.patch_size:
             raise SpecError(("vision", "image_size"), f"an image of {self.image_size} pixels holds no {self.patch_size}-pixel patch")
         if self.images and self.projector.pool_to > self.grid:  # transformers builds it, and cannot run an image
             raise SpecError(("vision", "projector", "pool_to"), f"pools to more tokens a side than the {self.grid} patches a side")
 
     @property
-    def stack(self) -> Stack:
+    def stack(self) -> Stack | None:
+        if self.layers is None:
+            return None
         return replace(self.layers, mask="bidirectional", positions="none", norm=self.layers.norm or Norm(kind="layernorm"))
+
+    @property
+    def depth(self) -> int:
+        """The tower's layers (0: none)."""
+        return self.layers.n_layers if self.layers else 0
+
+    def width(self, model) -> int:
+        """The tower's width: its layers', or without them the model's."""
+        return self.layers.d_model if self.layers else model.d_model
 
     @property
     def grid(self) -> int:
@@ -96,7 +119,12 @@ class Vision(Part):
     @property
     def tokens(self) -> int:
         """The language model's tokens one image becomes."""
-        return self.projector.tokens(self.grid) + (self.read_class and self.class_token and not self.projector.pool_to)
+        if self.projector.fixed:  # a resampler's latents, a Q-Former's queries
+            return self.projector.fixed
+        if self.projector.query:  # Aria's: as many queries as its patches call for
+            return self.projector.image_tokens(self.grid**2)
+        breaks = self.grid // self.projector.group if self.row_breaks else 0
+        return self.projector.tokens(self.grid) + breaks + (self.read_class and self.class_token and not self.projector.pool_to)
 
     def input_terms(self, e, model, seq_len: int) -> None:
         out = self.image_terms(model)
@@ -110,9 +138,9 @@ class Vision(Part):
     def image_terms(self, model) -> list[tuple[str, object]]:
         """Every term of the tower and the projector, each with what it runs over: a patch, a position of the
         tower, a token the projector writes (their per-token work; ``Term.positions`` 1)."""
-        d, p, c = self.layers.d_model, self.patch_size, self.channels
+        d, p, c = self.width(model), self.patch_size, self.channels
         stack = self.stack
-        norm = stack.norm
+        norm = stack.norm if stack else None
         emb = Emitter("layers")  # its weights, biases and norms are the tower's layers' kin; its tables embeddings
         f = self.frames  # a matmul per patch: its pixels (frames × channels × patch²) in, the width out
         emb.term("vision.patch_embed.weight", "weight", (d, c, f, p, p) if f > 1 else (d, c, p, p), macs=d * c * f * p * p)
@@ -129,10 +157,10 @@ class Vision(Part):
         if self.pre_norm:
             emb.norm("vision.pre_norm", norm, d, 1)
         out += [("tower", t) for t in emb.out]
-        out += self.layer_terms_of(stack.terms(model, "vision.", self.rows, 1))
+        out += self.layer_terms_of(stack.terms(model, "vision.", self.rows, 1)) if stack else []
         if self.layer_scale:  # two vectors a layer, each multiplying its sublayer's output
             scale = Emitter("layers")
-            n = self.layers.n_layers
+            n = self.depth
             scale.term("vision.layer_scale", "bias", (d,), 2 * n, numel=d, elementwise=2 * n * d)
             out += [("tower", t) for t in scale.out]
         if self.post_norm:
@@ -141,7 +169,8 @@ class Vision(Part):
             out += [("tower", t) for t in emb.out]
         if self.head:
             out += self.pooling_terms(norm)
-        out += self.projector.terms(model.d_model, "vision.projector.")
+        read = self.rows if self.read_class else self.grid**2  # the positions the projector reads
+        out += self.projector.terms(model.d_model, "vision.projector.", read)
         if self.deepstack:  # the same projector on earlier layers' outputs, its norm over what the shuffle makes
             deep = replace(self.projector, prenorm=False).terms(model.d_model, "vision.deepstack.")
             k = self.deepstack
@@ -160,7 +189,7 @@ class Vision(Part):
         in the layers attending the whole image, and once an image over its windows' query-key pairs."""
         if not self.window:
             return [("tower", t) for t in terms]
-        windowed = self.layers.n_layers - self.full_layers
+        windowed = self.depth - self.full_layers
         out: list[tuple[str, object]] = []
         for t in terms:
             if t.role != "core":
@@ -176,7 +205,7 @@ class Vision(Part):
     def window_tiles(self) -> list[int]:
         """Patches of each attention window, row by row: the projector's tokens tiled by ``window`` a side (the last
         tile of a row or column what remains), each token ``group``² patches (Qwen2.5-VL's get_window_index)."""
-        group = max(self.projector.merge, self.projector.shuffle, 1)
+        group = self.projector.group
         side = self.grid // group
         spans = [min(self.window, side - i) for i in range(0, side, self.window)]
         return [group * group * h * w for h in spans for w in spans]
@@ -186,6 +215,7 @@ class Vision(Part):
         return sum(n * n for n in self.window_tiles())
 
     def pooling_terms(self, norm) -> list[tuple[str, object]]:
+        assert self.layers is not None  # a head is a tower's (check)
         """SigLIP's SiglipMultiheadAttentionPoolingHead: a learned probe (one query) attends over every position
         (nn.MultiheadAttention: its in_proj's 3·width rows are the query's, the keys' and the values' projections,
         named here as three; keys and values over the positions, the query once), out_proj, a LayerNorm and the
@@ -248,10 +278,10 @@ def _module(spec: Vision, model):
     from ..blocks._torch import Linear, MatMul, make_norm
     from ..model.reference import LayerModule
 
-    d = spec.layers.d_model
+    d = spec.width(model)
     stack = spec.stack
-    norm = stack.norm
-    inner = replace(stack.resolve(model), mask="bidirectional")
+    norm = stack.norm if stack else None
+    inner = replace(stack.resolve(model), mask="bidirectional") if stack else None
 
     class Head(nn.Module):
         def __init__(self):
@@ -262,6 +292,7 @@ def _module(spec: Vision, model):
                 setattr(self.attn, part, Linear(d, d, bias=True))
             self.attn.scores, self.attn.values = MatMul(), MatMul()
             self.norm = make_norm(norm, d)
+            assert spec.layers is not None
             self.mlp = spec.layers.ffn.resolve(d).torch_module(inner, False)
             self.heads = spec.layers.attention.resolve(d).head_count()
 
@@ -289,9 +320,9 @@ def _module(spec: Vision, model):
                 self.pos_embed = nn.Embedding(spec.position_rows or spec.rows, d)
             if spec.pre_norm:
                 self.pre_norm = make_norm(norm, d)
-            self.layers = nn.ModuleList(LayerModule(inner, layer, False) for layer in inner.layers)
+            self.layers = nn.ModuleList(LayerModule(inner, layer, False) for layer in inner.layers) if inner else nn.ModuleList()
             if spec.layer_scale:  # elementwise scales: parameters, no multiply-adds to count
-                self.layer_scale = nn.ParameterList(nn.Parameter(torch.empty(d)) for _ in range(2 * spec.layers.n_layers))
+                self.layer_scale = nn.ParameterList(nn.Parameter(torch.empty(d)) for _ in range(2 * spec.depth))
             if spec.post_norm:
                 self.post_norm = make_norm(norm, d)
             if spec.head:
@@ -316,7 +347,7 @@ def _module(spec: Vision, model):
             if spec.pre_norm:
                 h = self.pre_norm(h)
             inner_ctx = {"embeddings": h}
-            windowed = spec.layers.n_layers - spec.full_layers if spec.window else 0
+            windowed = spec.depth - spec.full_layers if spec.window else 0
             for k, layer in enumerate(self.layers):
                 if k < windowed:  # each window on its own: every patch meets the patches of its window
                     pieces = torch.split(h, spec.window_tiles(), dim=1)
@@ -328,7 +359,8 @@ def _module(spec: Vision, model):
             if spec.head:
                 self.head(h)
             h = h if spec.read_class or not spec.class_token else h[:, 1:]
-            self.projector(torch.cat([h] * (spec.projector.width // d), dim=-1))  # the layers it reads, concatenated
+            copies = 1 if spec.projector.qformer else spec.projector.width // d  # the layers it reads, concatenated
+            self.projector(torch.cat([h] * copies, dim=-1))
             for deep in self.deepstack if spec.deepstack else ():
                 deep(h)
             return x

@@ -335,3 +335,74 @@ def test_verify_hf_of_a_wrapper_builds_the_whole_class(cli):
     code, out, _ = cli("verify", "--hf", str(HERE / "configs" / "llava.json"), "--seq-len", "64")
     assert code == 0 and "LlavaForConditionalGeneration" in out and "vision.projector.linear_1" in out
     assert "✓ all 15 components agree with LlavaForConditionalGeneration" in out
+
+
+@pytest.mark.torch
+def test_llama4_defaults_whose_widths_do_not_meet_count_as_built(tmp_path):
+    """Llama4VisionConfig's own defaults (a 768-wide tower whose shuffled 3,072 features meet an adapter reading
+    intermediate_size 5,632, and a projector reading vision_output_dim 7,680 where the adapter writes 4,096): the whole
+    class transformers builds from them, counted linear by linear; an image, which transformers cannot run, is refused
+    in one line naming the width."""
+    from ffncalc.analysis.hfwhole import instantiate_whole
+    from ffncalc.errors import OptionError
+
+    data = {"model_type": "llama4"}
+    (tmp_path / "config.json").write_text(json.dumps(data))
+    _, model = hf.load(tmp_path / "config.json")
+    assert tally(model).params == sum(p.numel() for p in instantiate_whole(data).parameters())
+    with pytest.raises(OptionError) as err:
+        import ffncalc
+
+        ffncalc.count(str(tmp_path / "config.json"), images=1)
+    assert "adapter_in: 5632 features where 3072 are handed on" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_tower_not_read_yet_is_named_in_a_note(tmp_path):
+    """A Gemma 4 config with an audio tower (E2B's and E4B's): its language model and vision encoder are counted as
+    without it, and the count says in a note that the audio_config is not."""
+    data = json.loads((HERE / "configs" / "gemma4.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps({**data, "audio_config": {"model_type": "gemma4_audio"}}))
+    _, heard = hf.load(tmp_path / "config.json")
+    _, seen = hf.load(HERE / "configs" / "gemma4.json")
+    assert tally(heard).params == tally(seen).params
+    assert any("not counted: audio_config" in n for n in heard.notes)
+    assert not any("not counted" in n for n in seen.notes)
+
+
+def test_blip2_qformer_flops_by_hand():
+    """BLIP-2's Q-Former on one 224-pixel image, by hand: 32 queries of 768 over 257 positions of 1,408 (256 patches and
+    the class token), 12 layers of self-attention (q, k, v, o and the two products over the 32 queries) and an MLP of
+    3,072, cross-attention in the 6 even layers (q and o over the queries, k and v over the positions from 1,408, the
+    products over 32 × 257 pairs): the Blip2QFormerModel's FLOPs FlopCounterMode recorded."""
+    from ffncalc.parts.vision import Vision
+
+    q, p, h, e, f = 32, 257, 768, 1408, 3072
+    attn = 4 * q * h * h + 2 * q * q * h
+    cross = 2 * q * h * h + 2 * p * e * h + 2 * q * p * h
+    mlp = 2 * q * h * f
+    by_hand = 2 * (12 * (attn + mlp) + 6 * cross)
+    _, model = hf.load(HERE / "configs" / "blip-2.json")
+    (vision,) = [v for v in model.parts if isinstance(v, Vision)]
+    ours = 0
+    for _, t in vision.image_terms(model):
+        if t.name.startswith("vision.projector.qformer."):
+            ours += 2 * t.count * t.shape[0] * t.shape[1] * t.shape[2] if t.role == "core" else 2 * t.macs
+    run = next(r for r in truth("blip-2")["image_flops"]["runs"] if r["size"] == 224)
+    assert ours == by_hand == run["modules"]["Blip2QFormerModel"] == 12_747_866_112
+
+
+def test_gemma4_image_flops_by_hand():
+    """Gemma 4's vision encoder at Gemma4VisionConfig's defaults on one 480-pixel image, by hand: 900 patches of 16
+    (a linear of 768 × 768), 16 layers of width 768 (q, k, v, o and a GeGLU MLP of 3,072; the two products over the
+    900 × 900 square), the pooler's one-hot matmul of 100 tokens over the 900 patches, and embed_vision to the text's
+    2,304: FlopCounterMode's figures for the tower and the embedder."""
+    from ffncalc.parts.vision import Vision
+
+    n, d, f, t = 900, 768, 3072, 100
+    tower = 2 * n * d * 3 * 16 * 16 + 16 * (2 * n * (4 * d * d + 3 * d * f) + 2 * 2 * n * n * d) + 2 * t * n * d
+    embedder = 2 * t * d * 2304
+    _, model = hf.load(HERE / "configs" / "gemma4.json")
+    (vision,) = [v for v in model.parts if isinstance(v, Vision)]
+    run = next(r for r in truth("gemma4")["image_flops"]["runs"] if r["size"] == 480)
+    assert (tower, embedder) == (run["modules"]["Gemma4VisionModel"], run["modules"]["Gemma4MultimodalEmbedder"])
+    assert replace(vision, image_size=480).per_image(model)[:2] == (t, tower + embedder)

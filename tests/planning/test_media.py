@@ -144,6 +144,7 @@ def test_reference_model_runs_the_audio():
 
 # image sizes a tower can take whole (its patch grid a whole number of the projector's tiles): the others at their own
 SIZES = {"idefics3": 512, "smolvlm": 512, "mistral3": 448, "lighton_ocr": 448, "cohere2_vision": 512, "aya_vision": 364}
+SIZES["aria"] = 1120  # its projector names queries for 1,225 and 4,900 patches: 35 and 70 of 32 pixels a side
 SIZES["shieldgemma2"] = 896  # its defaults pool 14 patches a side to 16 tokens, which transformers cannot run either
 
 

@@ -817,7 +817,11 @@ WHOLE_REFUSED_AT_DEFAULTS = {
 # The public configs each whole-read type is proven on as the whole class (tests/hf_whole/public/, sources in its
 # sources.json; the whole-model tests keep this equal to that folder), beside PROVEN_ON's language models
 WHOLE_PROVEN_ON = {
+    "aria": ("rhymes-ai/Aria",),
+    "blip-2": ("Salesforce/blip2-opt-2.7b",),
     "gemma3": ("google/gemma-3-27b-it",),
+    "gemma4": ("google/gemma-4-26B-A4B", "nvidia/Gemma-4-31B-IT-NVFP4"),
+    "kimi_k25": ("nvidia/Kimi-K2.5-NVFP4",),
     "llava": ("llava-hf/llava-1.5-7b-hf",),
     "mistral3": ("black-forest-labs/FLUX.2-dev (its text encoder, Mistral Small 3.2 24B)",),
     "qwen2_5_vl": ("DiffSynth-Studio/Nexus-GenV2 (Qwen2.5-VL-7B's layout, saved flat)",),

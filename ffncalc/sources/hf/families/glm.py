@@ -23,8 +23,9 @@ def glm(c: Config) -> dict:
     return _glm(c, norms=2)
 
 
-@family("glm4", layer_modules=GLM_MODULES + ((r"(post_self_attn_layernorm|post_mlp_layernorm)$", "norms"),))
+@family("glm4", "glm4v_text", layer_modules=GLM_MODULES + ((r"(post_self_attn_layernorm|post_mlp_layernorm)$", "norms"),))
 def glm4(c: Config) -> dict:
     """Glm4Config / Glm4DecoderLayer: four RMSNorms per layer, one before and one after each sublayer
-    (input_layernorm, post_self_attn_layernorm; post_attention_layernorm, post_mlp_layernorm), and a final one."""
+    (input_layernorm, post_self_attn_layernorm; post_attention_layernorm, post_mlp_layernorm), and a final one. GLM-4V's
+    language model (Glm4vTextConfig: GLM-4.1V, GLM-4.6V) is built the same, its rotary positions in three sections."""
     return _glm(c, norms=4)

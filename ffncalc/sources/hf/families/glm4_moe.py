@@ -6,7 +6,7 @@ from __future__ import annotations
 from ..config import MOE_MODULES, Config, attention, common, family, gated, layer_groups, rms
 
 
-@family("glm4_moe", layer_modules=MOE_MODULES)
+@family("glm4_moe", "glm4v_moe_text", layer_modules=MOE_MODULES)
 def glm4_moe(c: Config) -> dict:
     """Glm4MoeConfig / Glm4MoeDecoderLayer: Glm4MoeAttention puts attention_bias (default false) on q, k and v
     but never on o; with use_qk_norm (default false) an RMSNorm over head_dim shared by every query head
@@ -16,7 +16,8 @@ def glm4_moe(c: Config) -> dict:
     (Glm4MoeTopkRouter.weight; its e_score_correction_bias is a buffer) over n_routed_experts (default 128),
     num_experts_per_tok (default 8) per token, experts of moe_intermediate_size (default 1408), and one
     shared Glm4MoeMLP of n_shared_experts (default 1) × moe_intermediate_size, stated as that many shared
-    experts. The multi-token-prediction layer (num_nextn_predict_layers) is not part of Glm4MoeForCausalLM."""
+    experts. The multi-token-prediction layer (num_nextn_predict_layers) is not part of Glm4MoeForCausalLM. GLM-4.5V's
+    language model (Glm4vMoeTextConfig) is built the same."""
     bias = c.bool("attention_bias", False)
     attn = attention(
         c,

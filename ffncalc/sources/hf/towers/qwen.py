@@ -82,3 +82,57 @@ def qwen_vision(v: Config) -> dict:
         spec["window"] = v.int("window_size") // merge // v.int("patch_size")  # Qwen2_5_VisionTransformer's
         spec["full_layers"] = len(v.int_list("fullatt_block_indexes"))
     return spec
+
+
+# GLM-4V's (GLM-4.1V, GLM-4.5V, GLM-4.6V: Glm4vVisionModel and Glm4vMoeVisionModel, built the same)
+GLM_VISION = ("glm4v_vision", "glm4v_moe_vision")
+
+
+def glm_vision(v: Config) -> dict:
+    """The ``vision`` part of a GLM-4V vision_config (Glm4vVisionModel; Hong et al. 2025, GLM-4.1V-Thinking): Qwen2-VL's
+    patches of temporal_patch_size frames embedded by a 3-D convolution with a bias, then post_conv_layernorm (an
+    RMSNorm) and a learned table of (image_size / patch_size)² positions interpolated to the patches (bicubic, no
+    multiply-adds); pre-norm layers of RMSNorms, a fused qkv with attention_bias and proj without one, a gated MLP of
+    out_hidden_size without biases, 2-D rotary positions; post_layernorm (an RMSNorm); the downsample convolution of
+    spatial_merge_size² patches into one token of out_hidden_size, with a bias, and the merger: proj (no bias),
+    post_projection_norm (a LayerNorm), GELU, then a SwiGLU MLP of intermediate_size (gate_proj, up_proj, down_proj, no
+    biases, hidden_act)."""
+    kind = v.model_type or "glm4v_vision"
+    if kind not in GLM_VISION:
+        raise v.fail("model_type", f"a GLM-4V vision tower of {kind!r} is not read yet (read: {', '.join(GLM_VISION)})")
+    d, out = v.int("hidden_size"), v.int("out_hidden_size")
+    act = v.activation("hidden_act", "silu")
+    bias = v.bool("attention_bias", False)
+    merge, patch = v.int("spatial_merge_size", 2), v.int("patch_size")
+    projector = {
+        "width": d,
+        "hidden": 2 * v.int("intermediate_size"),  # gate_proj and up_proj, side by side
+        "gated": True,
+        "bias": False,
+        "norm": "layernorm",
+        "merge": merge,
+        "merge_out": out,
+        "merge_bias": True,
+        "lead": True,
+        "out": out,
+    }
+    if act != "silu":
+        raise v.fail("hidden_act", f"{act}: the merger's MLP is read with silu, Glm4vVisionConfig's (not yet another)")
+    return {
+        "layers": {
+            "d_model": d,
+            "n_layers": v.int("depth"),
+            "attention": {"n_heads": v.int("num_heads"), "qkv_bias": bias, "o_bias": False},
+            "ffn": {"kind": "gated", "d_ff": out, "activation": act},
+            "norm": {"kind": "rmsnorm", "per_layer": 2, "final": False},
+        },
+        "image_size": IMAGE_SIZE,
+        "patch_size": patch,
+        "channels": v.int("in_channels", 3),
+        "frames": v.int("temporal_patch_size", 2),
+        "patch_bias": True,
+        "position_rows": (v.int("image_size") // patch) ** 2,
+        "pre_norm": True,
+        "post_norm": True,
+        "projector": projector,
+    }

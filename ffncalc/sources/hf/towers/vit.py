@@ -8,12 +8,33 @@ from __future__ import annotations
 from ..config import Config
 
 # CLIP's; SigLIP's and the towers built as it (Idefics3's and SmolVLM's, without the pooling head); Pixtral's
-VISION_TYPES = ("clip_vision_model", "siglip_vision_model", "idefics3_vision", "smolvlm_vision", "pixtral", "internvl_vision")
+VISION_TYPES = (
+    "clip_vision_model",
+    "siglip_vision_model",
+    "idefics3_vision",
+    "smolvlm_vision",
+    "pixtral",
+    "internvl_vision",
+    "llama4_vision_model",
+    "gemma4_vision",
+    "kimi_k25_vision",
+    "siglip2_vision_model",
+    "idefics2_vision",
+    "blip_2_vision_model",
+    "instructblip_vision_model",
+    "instructblipvideo_vision_model",
+)
+NAFLEX_IMAGE_SIZE = 512  # pixels a side: 32 × 32 patches of 16 (LFM2-VL's largest tile, 256 tokens after its 2 × 2 shuffle)
+MOONVIT_IMAGE_SIZE = 448  # pixels a side: 32 × 32 patches of 14, 16 × 16 tokens
+GEMMA4_IMAGE_SIZE = 768  # pixels a side: 48 × 48 patches of 16, pooled to 256 tokens within its 280-token budget
 
 
 def vit(v: Config, projector: dict, **over) -> dict:
     """The ``vision`` part of a vision_config (hidden_size, intermediate_size, num_hidden_layers, num_attention_heads,
-    image_size, patch_size, num_channels, hidden_act), with ``projector``. CLIP and SigLIP: pre-norm layers of
+    image_size, patch_size, num_channels, hidden_act), with ``projector``. SigLIP 2's NaFlex tower
+    (Siglip2VisionModel): SigLIP's, its patches embedded by a linear (the same weights as the convolution) and a table
+    of num_patches rows resized to each image's grid (bilinear, no multiply-adds); its images have no fixed size, an
+    image's figures are at NAFLEX_IMAGE_SIZE pixels a side unless --image-size says otherwise. CLIP and SigLIP: pre-norm layers of
     attention with biases and a two-layer MLP with biases, LayerNorms with biases, a learned position table. Pixtral
     (PixtralVisionModel, Mistral's vision encoder): no biases anywhere, RMSNorms (ln_pre before the layers, none after),
     a gated MLP, 2-D rotary positions (no table: rotations have no multiply-adds to count)."""
@@ -22,8 +43,16 @@ def vit(v: Config, projector: dict, **over) -> dict:
         raise v.fail("model_type", f"a vision tower of {kind!r} is not read yet (read: {', '.join(VISION_TYPES)})")
     d = v.int("hidden_size")
     heads = v.int("num_attention_heads")
+    if kind == "gemma4_vision":
+        return {**_gemma4(v, d, heads), "projector": projector, **over}
+    if kind == "kimi_k25_vision":
+        return {**_moonvit(v, d, heads), "projector": projector, **over}
     act = v.activation("hidden_act", "gelu")
-    tower = {"image_size": _side(v, "image_size"), "patch_size": _side(v, "patch_size"), "channels": v.int("num_channels", 3)}
+    naflex = kind == "siglip2_vision_model"  # SigLIP 2's NaFlex: a linear patch embedding, a table resized to the image
+    side = NAFLEX_IMAGE_SIZE if naflex else _side(v, "image_size")
+    tower = {"image_size": side, "patch_size": _side(v, "patch_size"), "channels": v.int("num_channels", 3)}
+    if naflex:
+        tower["position_rows"] = v.int("num_patches")
     if kind == "internvl_vision":
         return {"layers": _internvit(v, d, heads, act), **tower, **_internvit_ends(v), "projector": projector, **over}
     if kind == "pixtral":
@@ -37,7 +66,8 @@ def vit(v: Config, projector: dict, **over) -> dict:
         }
         form = {"patch_bias": False, "position_table": False, "pre_norm": True, "post_norm": False}
         return {"layers": layers, **tower, **form, "projector": projector, **over}
-    clip = kind == "clip_vision_model"
+    # Llama 4's: CLIP's form (a class token, pre- and post-norms, no bias on its patches' linear, an unfold)
+    clip = kind in ("clip_vision_model", "llama4_vision_model")
     return {
         "layers": {
             "d_model": d,
@@ -50,9 +80,67 @@ def vit(v: Config, projector: dict, **over) -> dict:
         "patch_bias": not clip,
         "class_token": clip,
         "pre_norm": clip,
-        "head": kind == "siglip_vision_model" and v.bool("vision_use_head", True),
+        "head": kind in ("siglip_vision_model", "siglip2_vision_model") and v.bool("vision_use_head", True),
         "projector": projector,
         **over,
+    }
+
+
+def _gemma4(v: Config, d: int, heads: int) -> dict:
+    """Gemma 4's vision encoder (Gemma4VisionModel): patches embedded by a linear without a bias (input_proj) and a
+    learned table of two axes' rows (position_embedding_table, 2 × position_embedding_size, the x and y rows of a
+    patch summed), Gemma's layers (four RMSNorms, q and k RMSNorms over each head, a v norm without a weight, no biases,
+    a gated MLP, 2-D rotary positions: no multiply-adds); no norm before or after them. Its images have no fixed size
+    (the processor fits each to its soft-token budget): an image's figures are at GEMMA4_IMAGE_SIZE pixels a side."""
+    bias = v.bool("attention_bias", False)
+    return {
+        "layers": {
+            "d_model": d,
+            "n_layers": v.int("num_hidden_layers"),
+            "attention": {
+                "n_heads": heads,
+                "n_kv_heads": v.int("num_key_value_heads", heads),
+                "head_dim": v.int("head_dim", d // heads),
+                "qkv_bias": bias,
+                "o_bias": bias,
+                "qk_norm": "head",
+            },
+            "ffn": {"kind": "gated", "d_ff": v.int("intermediate_size"), "activation": v.activation("hidden_activation", "gelu_tanh")},
+            "norm": {"kind": "rmsnorm", "per_layer": 4, "final": False},
+        },
+        "image_size": GEMMA4_IMAGE_SIZE,
+        "patch_size": v.int("patch_size"),
+        "patch_bias": False,
+        "position_rows": 2 * v.int("position_embedding_size"),
+        "pre_norm": False,
+        "post_norm": False,
+    }
+
+
+def _moonvit(v: Config, d: int, heads: int) -> dict:
+    """Kimi K2.5's MoonViT (Kimi_K25VisionModel; Kimi Team 2025, Kimi-VL): patches embedded by a convolution with a
+    bias, a learned pos_emb_height × pos_emb_width table resampled to the patches (bicubic, an embedding_bag: no
+    multiply-adds) and a fixed time sinusoid; CLIP's layers (LayerNorms, q/k/v and proj with biases, a two-layer MLP
+    with biases) with 2-D rotary positions; final_layernorm. Its images have no fixed size: an image's figures are
+    at MOONVIT_IMAGE_SIZE pixels a side unless --image-size says otherwise."""
+    act = v.activation("hidden_act", "gelu_tanh")
+    merge = v.int_list("merge_kernel_size") if v.has("merge_kernel_size") else [2, 2]
+    if len(merge) != 2 or merge[0] != merge[1]:
+        raise v.fail("merge_kernel_size", f"{merge}: a square kernel is read (not yet another)")
+    return {
+        "layers": {
+            "d_model": d,
+            "n_layers": v.int("num_hidden_layers"),
+            "attention": {"n_heads": heads, "qkv_bias": True, "o_bias": True},
+            "ffn": {"kind": "dense", "d_ff": v.int("intermediate_size"), "bias": True, "activation": act},
+            "norm": {"kind": "layernorm", "per_layer": 2, "final": False},
+        },
+        "image_size": MOONVIT_IMAGE_SIZE,
+        "patch_size": v.int("patch_size"),
+        "patch_bias": True,
+        "position_rows": v.int("pos_emb_height") * v.int("pos_emb_width"),
+        "pre_norm": False,
+        "post_norm": True,
     }
 
 
@@ -119,9 +207,24 @@ LAYER_MODULES = (
     (r"self_attn\.k_proj$", "attn.k"),
     (r"self_attn\.v_proj$", "attn.v"),
     (r"self_attn\.out_proj$", "attn.o"),
+    (r"self_attn\.projection$", "attn.o"),  # BLIP-2's
+    (r"self_attn\.o_proj$", "attn.o"),  # Llama 4's
     (r"mlp\.fc1$", "ffn.up"),
     (r"mlp\.fc2$", "ffn.down"),
     (r"layer_norm[12]$", "norms"),
+    (r"(input_layernorm|post_attention_layernorm|pre_feedforward_layernorm|post_feedforward_layernorm)$", "norms"),
+    (r"(^|\.)attn\.q_proj$", "attn.q"),  # Kimi K2.5's MoonViT
+    (r"(^|\.)attn\.k_proj$", "attn.k"),
+    (r"(^|\.)attn\.v_proj$", "attn.v"),
+    (r"self_attn\.q_proj\.linear$", "attn.q"),  # Gemma 4's clippable linears and its q and k norms
+    (r"self_attn\.k_proj\.linear$", "attn.k"),
+    (r"self_attn\.v_proj\.linear$", "attn.v"),
+    (r"self_attn\.o_proj\.linear$", "attn.o"),
+    (r"self_attn\.q_norm$", "attn.q_norm"),
+    (r"self_attn\.k_norm$", "attn.k_norm"),
+    (r"mlp\.gate_proj\.linear$", "ffn.gate"),
+    (r"mlp\.up_proj\.linear$", "ffn.up"),
+    (r"mlp\.down_proj\.linear$", "ffn.down"),
 )
 TOP_MODULES = (
     (r"embeddings\.patch_embedding$", "patch_embed"),
@@ -133,6 +236,12 @@ TOP_MODULES = (
     (r"embeddings\.position_embedding$", "pos_embed"),
     (r"embeddings$", "class_embed"),  # CLIP's class_embedding, a parameter of the embeddings module
     (r"pre_layrnorm$", "pre_norm"),
+    (r"patch_embedder\.input_proj$", "patch_embed"),  # Gemma 4's
+    (r"patch_embedding\.linear$", "patch_embed"),  # Llama 4's unfold and linear
+    (r"layernorm_pre$", "pre_norm"),
+    (r"post_conv_layernorm$", "pre_norm"),  # GLM-4V's
+    (r"final_layernorm$", "post_norm"),  # MoonViT's
+    (r"layernorm_post$", "post_norm"),
     (r"post_layernorm$", "post_norm"),
     (r"head\.attention$", "head.attn.q+k+v"),  # nn.MultiheadAttention's in_proj: the query's, keys' and values' rows
     (r"head\.attention\.out_proj$", "head.attn.o"),
@@ -142,6 +251,20 @@ TOP_MODULES = (
     (r"head$", "head.probe"),
 )
 PROJECTOR_MODULES = (
+    (r"cross_attn\.(layer_norm|layer_norm_kv)$", "norms"),  # Aria's query attention
+    (r"cross_attn\.q_proj$", "q"),
+    (r"cross_attn\.k_proj$", "k"),
+    (r"cross_attn\.v_proj$", "v"),
+    (r"cross_attn\.multihead_attn$", "in_proj"),
+    (r"cross_attn\.multihead_attn\.out_proj$", "out_proj"),
+    (r"feed_forward\.linear_in$", "ffn.up"),
+    (r"feed_forward\.linear_out$", "ffn.down"),
+    (r"(gate_proj|up_proj)$", "linear_1"),  # GLM-4V's merger: its SwiGLU's two halves
+    (r"down_proj$", "linear_2"),
+    (r"in_proj$", "linear_1"),  # Kimi K2.5's mm_projector
+    (r"out_proj$", "linear_2"),
+    (r"embedding_projection$", "linear"),  # Gemma 4's embed_vision
+    (r"mlp\.(fc1|fc2)$", None),  # Llama 4's vision adapter
     (r"(linear_1|linear_2|linear)$", None),  # by their own names
     (r"(projector_layernorm|mm_soft_emb_norm|layernorm|norm)$", "norm"),
     (r"patch_merger\.merging_layer$", "patch_merger"),
@@ -156,16 +279,67 @@ PARAMETERS = (
     (r"embeddings\.cls_token$", "class_embed"),
     (r"embeddings\.position_embeddings$", "pos_embed"),
     (r"lambda_[12]$", "layer_scale"),
+    (r"patch_embedder\.position_embedding_table$", "pos_embed"),  # Gemma 4's
+    (r"^embeddings\.position_embedding$", "pos_embed"),  # BLIP-2's, a parameter of the embeddings module
+    (r"pos_emb\.position_embeddings$", "pos_embed"),  # MoonViT's
+    (r"^class_embedding$", "class_embed"),  # Llama 4's
+    (r"^positional_embedding_vlm$", "pos_embed"),
 )
+# The configuration classes of the connectors read (a sparse perceiver_config's defaults)
+CONNECTOR_TYPES = ("idefics2_perceiver", "blip_2_qformer", "instructblip_qformer", "instructblipvideo_qformer")
+# Idefics2's perceiver resampler (parts/resampler.py), its modules by the end of their path
+RESAMPLER_MODULES = (
+    (r"^latents$", "latents"),
+    (r"(input_latents_norm|input_context_norm)$", "norms"),
+    (r"self_attn\.q_proj$", "attn.q"),
+    (r"self_attn\.k_proj$", "attn.k"),
+    (r"self_attn\.v_proj$", "attn.v"),
+    (r"self_attn\.o_proj$", "attn.o"),
+    (r"post_attention_layernorm$", "ffn.norm"),
+    (r"mlp\.gate_proj$", "ffn.gate"),
+    (r"mlp\.up_proj$", "ffn.up"),
+    (r"mlp\.down_proj$", "ffn.down"),
+    (r"^norm$", "norm"),
+)
+# BLIP-2's Q-Former (parts/qformer.py), its modules by the end of their path (cross-attention's before attention's)
+QFORMER_MODULES = (
+    (r"^(embeddings\.)?layernorm$", "embed_norm"),  # InstructBLIP's: its embeddings'
+    (r"embeddings\.word_embeddings$", "text.word_embed"),
+    (r"embeddings\.position_embeddings$", "text.pos_embed"),
+    (r"crossattention\.attention\.query$", "cross.q"),
+    (r"crossattention\.attention\.key$", "cross.k"),
+    (r"crossattention\.attention\.value$", "cross.v"),
+    (r"crossattention\.output\.dense$", "cross.o"),
+    (r"attention\.attention\.query$", "attn.q"),
+    (r"attention\.attention\.key$", "attn.k"),
+    (r"attention\.attention\.value$", "attn.v"),
+    (r"attention\.output\.dense$", "attn.o"),
+    (r"intermediate_query\.dense$", "ffn.up"),
+    (r"output_query\.dense$", "ffn.down"),
+    (r"\.intermediate\.dense$", "text_ffn.up"),  # InstructBLIP's MLP for the instruction's tokens
+    (r"\.output\.dense$", "text_ffn.down"),
+    (r"LayerNorm$", "norms"),
+)
+TABLES = {"resampler": RESAMPLER_MODULES, "qformer": QFORMER_MODULES}
 # (pattern, prefix, modules): the towers' and projectors' places in the whole classes and in checkpoints
 TOWERS = (
+    (r"connector\.perceiver_resampler\.", "vision.projector.resampler.", "resampler"),  # Idefics2's
+    (r"qformer\.", "vision.projector.qformer.", "qformer"),  # BLIP-2's
+    (r"query_tokens$", "vision.projector.qformer.queries", "self"),
+    (r"language_projection\.", "vision.projector.linear", "self"),
+    (r"vision_embed_tokens\.", "vision.patch_embed", "self"),  # Fuyu's
+    (r"visual\.downsample\.", "vision.projector.patch_merger", "self"),  # GLM-4V's
+    (r"visual\.merger\.proj\.", "vision.projector.lead", "self"),
     (r"vision_tower\.(vision_model\.)?", "vision.", "tower"),
+    (r"vision_model\.vision_adapter\.", "vision.projector.adapter.", "projector"),  # Llama 4's
     (r"(vision_model|vision_encoder)\.", "vision.", "tower"),  # Idefics3's and SmolVLM's; LightOnOCR's
     (
         r"(multi_modal_projector|vision_projection|connector\.modality_projection|visual\.merger|aligner)\.",
         "vision.projector.",
         "projector",
     ),
+    (r"embed_vision\.", "vision.projector.", "projector"),  # Gemma 4's
+    (r"mm_projector\.", "vision.projector.", "projector"),  # Kimi K2.5's
     (r"visual\.deepstack_merger_list\.\d+\.", "vision.deepstack.", "projector"),
     (r"visual\.", "vision.", "tower"),
     (r"image_newline$", "vision.image_newline", "self"),
@@ -185,6 +359,10 @@ def tower_component(path: str, tower: str = "vision") -> str | None:
             continue
         if kind == "self":
             return prefix
+        if kind in TABLES:
+            rest = path[found.end() :]
+            module = rest.rsplit(".", 1)[0] if "." in rest else rest
+            return prefix + next((name for pat, name in TABLES[kind] if re.search(pat, module)), f"(unmatched) {module}")
         if kind == "projector" and "multi_modal_projector" in found.group(0):
             prefix = f"{tower}.projector."
         elif tower != "vision":  # an audio model has no vision tower
@@ -195,6 +373,8 @@ def tower_component(path: str, tower: str = "vision") -> str | None:
             own = next((name for pat, name in PARAMETERS if re.search(pat, rest)), None)
             if own:
                 return prefix + own
+        if kind == "projector" and rest == "query":  # Aria's learned queries, a parameter of the projector itself
+            return prefix + "queries"
         if kind == "projector":
             for pat, name in PROJECTOR_MODULES:
                 hit = re.search(pat, module)

@@ -160,3 +160,187 @@ def deepseek_vl(c: Config) -> dict:
     v = sub_config(c, "vision_config")
     projector = {"width": v.int("hidden_size"), "hidden": sub_config(c, "text_config").int("hidden_size"), "bias": True}
     return {"vision": vit(v, projector)}
+
+
+@wrapper("llama4")
+def llama4(c: Config) -> dict:
+    """Llama4ForConditionalGeneration (Meta 2025, Llama 4): Llama4VisionModel, CLIP's form (a class token, a learned
+    position a position, layernorm_pre and layernorm_post, LayerNorms and biases in its layers) with its patches
+    embedded by an unfold and a linear without a bias and 2-D rotary positions (no multiply-adds); the class token
+    dropped, its vision adapter (pixel_shuffle_ratio 0.5: 2 × 2 patches into one of four times the width, then
+    fc1 → GELU → fc2 → GELU, no biases) and Llama4MultiModalProjector's linear_1 (vision_output_dim → text width, no
+    bias), each at its stated width (Llama4VisionConfig's defaults do not meet: no image runs through them). Each tile
+    of image_size pixels the processor cuts an image into (and its global view) is one image here."""
+    v = sub_config(c, "vision_config", {None: "llama4_vision_model"})  # type: ignore[dict-item]
+    d, ratio = v.int("hidden_size"), v.float("pixel_shuffle_ratio", 0.5)
+    shuffle = round(1 / ratio)
+    # each linear at its stated width, as transformers builds it (an image runs only where they meet: vision.check)
+    widths = {"adapter_in": v.int("intermediate_size"), "adapter_out": v.int("projector_output_dim")}
+    widths["adapter_to"] = v.int("vision_output_dim")
+    projector = {"width": d, "bias": False, "shuffle": shuffle, "adapter": v.int("projector_input_dim"), **widths}
+    return {"vision": vit(v, projector)}
+
+
+@wrapper("gemma4")
+def gemma4(c: Config) -> dict:
+    """Gemma4ForConditionalGeneration (Gemma Team 2026, Gemma 4): its vision encoder (vit.py), Gemma4VisionPooler
+    (pooling_kernel_size² patches averaged into one soft token, the average one matmul over the patches) and
+    embed_vision (Gemma4MultimodalEmbedder: an RMSNorm without a weight, Linear(vision width, text width) without a
+    bias); none where vision_config is null (the class then builds no tower). An audio_config's tower (Gemma 4 E2B's and
+    E4B's) is not read yet: the count says so in a note."""
+    if c.data.get("vision_config") is None:
+        return {}
+    v = sub_config(c, "vision_config")
+    projector = {"width": v.int("hidden_size"), "bias": False, "norm": "rmsnorm", "norm_affine": False}
+    projector["pool"] = v.int("pooling_kernel_size", 3)
+    return {"vision": vit(v, projector)}
+
+
+@wrapper("glm4v", "glm4v_moe", "glm46v")
+def glm4v(c: Config) -> dict:
+    """Glm4vForConditionalGeneration (GLM-4.1V-Thinking), Glm4vMoeForConditionalGeneration (GLM-4.5V) and
+    Glm46VForConditionalGeneration (GLM-4.6V): GLM-4V's vision tower, its downsample and merger (towers/qwen.py) beside
+    the language model of the text_config (GLM-4's layers, or GLM-4.5's mixture)."""
+    from .qwen import glm_vision
+
+    vision = sub_config(c, "vision_config", {None: "glm4v_moe_vision" if c.model_type == "glm4v_moe" else "glm4v_vision"})  # type: ignore[dict-item]
+    return {"vision": glm_vision(vision)}
+
+
+@wrapper("kimi_k25")
+def kimi_k25(c: Config) -> dict:
+    """Kimi_K25ForConditionalGeneration (Kimi K2.5): MoonViT (vit.py), each merge_kernel_size² patches averaged over
+    time (one frame: as they are) and gathered into one token, and Kimi_K25MultimodalProjection: pre_norm (a LayerNorm
+    of projection_hidden_size over each patch), in_proj (Linear(4 × width, 4 × width) with a bias), GELU and out_proj
+    (Linear(4 × width, text width) with a bias)."""
+    # the Hub's files state none, or an empty one, which Kimi_K25Config builds as its own
+    v = sub_config(c, "vision_config", {None: "kimi_k25_vision", "": "kimi_k25_vision"})  # type: ignore[dict-item]
+    d = v.int("hidden_size")
+    if c.int("projection_hidden_size", d) != d:  # the LayerNorm runs over each patch's features
+        raise c.fail("projection_hidden_size", f"{c.int('projection_hidden_size')} is not the tower's width {d}: no image runs")
+    merge = v.int_list("merge_kernel_size")[0] if v.has("merge_kernel_size") else 2
+    projector = {"width": d, "hidden": d * merge * merge, "bias": True, "norm": "layernorm", "prenorm": True, "shuffle": merge}
+    return {"vision": vit(v, projector)}
+
+
+@wrapper("lfm2_vl")
+def lfm2_vl(c: Config) -> dict:
+    """Lfm2VlForConditionalGeneration (Liquid AI 2025, LFM2-VL): a SigLIP 2 NaFlex tower (vit.py; its pooling head
+    where vision_use_head: built and run, its output unread), then Lfm2VlMultiModalProjector: a pixel unshuffle of
+    downsample_factor² patches into one token of as many times the width, a LayerNorm over it (where
+    projector_use_layernorm), Linear(width · factor², projector_hidden_size) → projector_hidden_act →
+    Linear(projector_hidden_size, text width), biases as projector_bias."""
+    v = sub_config(c, "vision_config")
+    projector = {
+        "width": v.int("hidden_size"),
+        "hidden": c.int("projector_hidden_size", 2560),
+        "bias": c.bool("projector_bias", True),
+        "activation": c.activation("projector_hidden_act", "gelu"),
+        "norm": "layernorm" if c.bool("projector_use_layernorm", True) else "none",
+        "shuffle": c.int("downsample_factor", 2),
+    }
+    return {"vision": vit(v, projector)}
+
+
+@wrapper("fuyu")
+def fuyu(c: Config) -> dict:
+    """FuyuForCausalLM (Adept 2023, Fuyu-8B): no vision tower; each patch_size² patch of num_channels channels goes
+    straight into the language model through vision_embed_tokens, one Linear(channels · patch², text width) with a
+    bias, a row of patches followed by a |NEWLINE| token of the text's own. An image's figures are at image_size
+    pixels a side (its processor pads each to 1,080 × 1,920) unless --image-size says otherwise."""
+    d = sub_config(c, "text_config").int("hidden_size")
+    return {
+        "vision": {
+            "image_size": c.int("image_size", 300),
+            "patch_size": c.int("patch_size", 30),
+            "channels": c.int("num_channels", 3),
+            "position_table": False,
+            "post_norm": False,
+            "row_breaks": True,
+            "projector": {"width": d, "linear": False},
+        }
+    }
+
+
+@wrapper("idefics2")
+def idefics2(c: Config) -> dict:
+    """Idefics2ForConditionalGeneration (Laurençon et al. 2024): a SigLIP-built tower (Idefics2VisionTransformer: no
+    pooling head), then Idefics2Connector: modality_projection, a gated MLP (gate_proj, up_proj of the text's
+    intermediate_size, down_proj to the text width, no biases, the text's hidden_act) over every patch, and the
+    perceiver resampler (parts/resampler.py) of perceiver_config: resampler_n_latents latents, resampler_depth layers of
+    resampler_n_heads heads of resampler_head_dim and num_key_value_heads key-value heads, an MLP of 4 × the text width;
+    each image is its latents' tokens."""
+    v = sub_config(c, "vision_config")
+    t = sub_config(c, "text_config")
+    p = sub_config(c, "perceiver_config", {None: "idefics2_perceiver"})  # type: ignore[dict-item]
+    if t.activation("hidden_act", "silu") != "silu" or p.activation("hidden_act", "silu") != "silu":
+        raise c.fail("text_config", "hidden_act: the connector's gated MLPs are read with silu (not yet another)")
+    width = t.int("hidden_size")  # Idefics2Config gives the perceiver the text width
+    resampler = {
+        "latents": p.int("resampler_n_latents"),
+        "depth": p.int("resampler_depth"),
+        "n_heads": p.int("resampler_n_heads"),
+        "n_kv_heads": p.int("num_key_value_heads"),
+        "head_dim": p.int("resampler_head_dim"),
+        "d_ff": 4 * width,
+    }
+    projector = {
+        "width": v.int("hidden_size"),
+        "hidden": 2 * t.int("intermediate_size"),  # gate_proj and up_proj, side by side
+        "gated": True,
+        "bias": False,
+        "resampler": resampler,
+    }
+    return {"vision": vit(v, projector)}
+
+
+@wrapper("blip-2", "instructblip", "instructblipvideo")
+def blip_2(c: Config) -> dict:
+    """Blip2ForConditionalGeneration (Li et al. 2023, BLIP-2): its EVA-CLIP-built tower (Blip2VisionModel: a class
+    token, a learned position a position, a patch convolution with a bias, a fused qkv with qkv_bias and a projection
+    with a bias, LayerNorms, post_layernorm; no pre-norm), the Q-Former (parts/qformer.py) of qformer_config reading
+    every position, class token included, with num_query_tokens queries, and language_projection, Linear(Q-Former
+    width, text width) with a bias; each image is its queries' tokens. InstructBlipForConditionalGeneration (Dai et al.
+    2023, InstructBLIP): the same, its Q-Former also reading the instruction's tokens (their tables and MLPs);
+    InstructBlipVideoForConditionalGeneration: InstructBLIP's, each frame of a video one image here."""
+    v = sub_config(c, "vision_config")
+    q = sub_config(c, "qformer_config")
+    if c.bool("use_decoder_only_language_model", True) is False:
+        raise c.fail("use_decoder_only_language_model", "false: an encoder-decoder language model (Flan-T5) is not read whole yet")
+    h = q.int("hidden_size")
+    qformer = {
+        "queries": c.int("num_query_tokens", 32),
+        "depth": q.int("num_hidden_layers"),
+        "width": h,
+        "heads": q.int("num_attention_heads"),
+        "d_ff": q.int("intermediate_size"),
+        "context": q.int("encoder_hidden_size"),
+        "cross_every": q.int("cross_attention_frequency", 2),
+        "activation": q.activation("hidden_act", "gelu"),
+    }
+    if c.model_type in ("instructblip", "instructblipvideo"):
+        qformer.update(text_vocab=q.int("vocab_size"), text_positions=q.int("max_position_embeddings"))
+    projector = {"width": h, "bias": True, "qformer": qformer}
+    spec = vit(v, projector, class_token=True, pre_norm=False, patch_bias=True, read_class=True)
+    spec["layers"]["attention"]["qkv_bias"] = v.bool("qkv_bias", True)
+    return {"vision": spec}
+
+
+@wrapper("aria")
+def aria(c: Config) -> dict:
+    """AriaForConditionalGeneration (Li et al. 2024, Aria): an Idefics3-built tower (a SigLIP tower without its
+    pooling head; the projector reads its last layer's output), then AriaProjector (parts/query_attention.py): the
+    learned queries projector_patch_to_query_dict names for the image's patch count, one cross-attention over the
+    patches with the tower's heads, a LayerNorm and an MLP to the text width through the text width."""
+    v = sub_config(c, "vision_config")
+    text = sub_config(c, "text_config").int("hidden_size")
+    table = c.data.get("projector_patch_to_query_dict", {1225: 128, 4900: 256})
+    if not isinstance(table, dict) or not all(str(k).isdigit() and isinstance(q, int) and q > 0 for k, q in table.items()):
+        raise c.fail("projector_patch_to_query_dict", f"expected patch counts and their queries, got {table!r}")
+    query = {
+        "table": c.int("max_value_projector_patch_to_query_dict", 256),
+        "heads": v.int("num_attention_heads"),
+        "hidden": text,
+        "tokens": [[int(k), q] for k, q in table.items()],
+    }
+    return {"vision": vit(v, {"width": v.int("hidden_size"), "query": query})}
