@@ -75,3 +75,66 @@ def test_ffn_kept_elements_equal_autograd_saved(ffn, dtype):
     expected = D + ((3 if ffn["kind"] == "gated" else 1) + pre) * FF
     assert block.kept_elements(spec) == expected
     assert saved_elements(block.torch_module(spec, True), getattr(torch, dtype)) == TOKENS * expected
+
+
+def attention_model(attention: dict, positions: str = "rotary", norm: str = "rmsnorm"):
+    return from_data(
+        {
+            "name": "small",
+            "vocab_size": 256,
+            "d_model": D,
+            "n_layers": 1,
+            "context_length": 64,
+            "positions": positions,
+            "attention": attention,
+            "ffn": {"kind": "gated", "activation": "silu", "d_ff": FF},
+            "norm": {"kind": norm, "per_layer": 2, "final": True},
+        }
+    )
+
+
+# (attention, positions, norm kind, kept 16-bit elements a token by hand): d = 64, 4 heads of 16
+ATTENTION = [
+    # the input, Q and the heads' output (4 × 16 each), K and V at their 2 KV heads (2 × 16 each)
+    ({"n_heads": 4, "n_kv_heads": 2}, "rotary", "rmsnorm", 64 + 64 + 64 + 32 + 32),
+    ({"n_heads": 4, "n_kv_heads": 4}, "rotary", "rmsnorm", 64 + 64 + 64 + 64 + 64),
+    ({"n_heads": 4, "n_kv_heads": 2, "window": 4}, "rotary", "rmsnorm", 64 + 64 + 64 + 32 + 32),
+    ({"n_heads": 4, "n_kv_heads": 2, "chunk": 8}, "rotary", "rmsnorm", 64 + 64 + 64 + 32 + 32),
+    ({"n_heads": 4, "n_kv_heads": 2}, "alibi", "rmsnorm", 64 + 64 + 64 + 32 + 32),
+    ({"n_heads": 4, "n_kv_heads": 2, "qkv_bias": True, "o_bias": True}, "learned", "layernorm", 64 + 64 + 64 + 32 + 32),
+    # a gate: its half of q's projection and the ungated output, 64 each
+    ({"n_heads": 4, "n_kv_heads": 2, "gate": True}, "rotary", "rmsnorm", 256 + 64 + 64),
+    # q/k norms over each head: their inputs (4 + 1 heads × 16) and an fp32 inverse RMS a head (2 elements each)
+    ({"n_heads": 4, "n_kv_heads": 1, "qk_norm": "head"}, "rotary", "rmsnorm", 64 + 64 + 64 + 16 + 16 + 80 + 10),
+    # over all heads: the inputs (64 + 32) and one statistic each for q and k; a LayerNorm's mean as well
+    ({"n_heads": 4, "n_kv_heads": 2, "qk_norm": "full"}, "rotary", "rmsnorm", 256 + 96 + 4),
+    ({"n_heads": 4, "n_kv_heads": 2, "qk_norm": "full"}, "rotary", "layernorm", 256 + 96 + 8),
+    # a sub-norm before o: its output (o's input, 64) and its statistic
+    ({"n_heads": 4, "n_kv_heads": 2, "sub_norm": True}, "rotary", "rmsnorm", 256 + 64 + 2),
+]
+
+
+@pytest.mark.parametrize(("attention", "positions", "norm", "kept"), ATTENTION, ids=lambda v: str(v))
+def test_attention_kept_elements_equal_what_the_fused_kernels_save(attention, positions, norm, kept):
+    """Multi-head attention as a training stack runs it (torch's CPU flash kernel, which keeps Q, K and V as given and
+    an fp32 log-sum-exp a query and head; rotary positions recomputed): what autograd saves over 16 tokens equals the
+    kept elements derived by hand, 2 bytes each, and the kernel's 4 bytes a query and head."""
+    from ffncalc.analysis.keptcheck import check
+
+    spec = attention_model(attention, positions, norm)
+    block = dict(spec.layers[0].blocks())["attention"]
+    assert block.kept_elements(spec) == kept
+    (att, ffn) = check(spec, TOKENS)
+    assert att.saved == TOKENS * 2 * kept + 4 * 4 * TOKENS == att.planned
+    assert ffn.ok
+
+
+@pytest.mark.parametrize("preset", ["llama3-8b", "gpt2", "qwen3-8b"])
+def test_verify_memory_of_a_preset(cli, preset):
+    code, out, _ = cli("verify", preset, "--memory")
+    assert code == 0 and "✓ every block's kept activations equal what its module saves" in out
+
+
+def test_verify_memory_refuses_a_layer_too_large_for_the_cpu(cli):
+    code, _, err = cli("verify", "deepseek-v3", "--memory")
+    assert code == 2 and "its largest takes 21.4 GiB in bf16 (at most 2 GiB)" in err and err.count("\n") == 1
