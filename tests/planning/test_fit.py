@@ -321,7 +321,8 @@ def test_qwen3_32b_max_context_on_24gb_at_q4_k_m():
     5120), k, o (5120 × 8192), gate and up (25600 × 5120) Q4_K; output Q6_K, embedding Q4_K (151,936 × 5,120);
     norms F32 (q_norm, k_norm 128 each, two of 5120 a layer, the final one). KV: 64 layers × 8 × 128 × 2 × 2 =
     262,144 bytes a token. Above 2,048 tokens the workspace is fixed: 2,048 × 2 × (attention 5120 + 64·256 +
-    8·256 + SwiGLU 5120 + 4·25600 + norms 2·5120) + 151,936 × 4. A GGUF format runs in llama.cpp: no share of
+    8·256 + the q/k norms' inputs (64 + 8)·128 and an fp32 statistic a head (64 + 8)·2 + SwiGLU 5120 + 4·25600 +
+    norms 2·5120) + 151,936 × 4. A GGUF format runs in llama.cpp: no share of
     the device kept, 0.5 GiB outside its buffers, its cache in cells of 256 tokens. Largest context = what the
     24 GiB leave after those, the weights and the workspace, ÷ 262,144, down to whole 256-token cells."""
     q4, q6 = 144, 210  # bytes per 256 weights
@@ -332,7 +333,8 @@ def test_qwen3_32b_max_context_on_24gb_at_q4_k_m():
     )
     s = spec("qwen3-32b")
     assert formats.weight_bytes(s, formats.named("q4_k_m")).total == weights
-    workspace = 2048 * 2 * ((5120 + 64 * 256 + 8 * 256) + (5120 + 4 * 25600) + 2 * 5120) + 151_936 * 4
+    attention = 5120 + 64 * 256 + 8 * 256 + (64 + 8) * 128 + (64 + 8) * 2
+    workspace = 2048 * 2 * (attention + (5120 + 4 * 25600) + 2 * 5120) + 151_936 * 4
     memory = 24 * GIB
     room = memory - GIB // 2 - weights - workspace
     expected = room // 262_144 // 256 * 256

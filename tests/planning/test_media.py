@@ -165,7 +165,7 @@ def test_every_whole_model_is_counted_trained_served_and_fitted(model_type):
     assert ffncalc.train(config, tokens="1B", hardware="h100-sxm", gpus=8).figures["train_flops"].value > 0
     served = ffncalc.infer(config, prompt=512, generate=64, hardware="h100-sxm", **media)
     assert served.figures["prefill_flops"].value > 0
-    fitted = ffncalc.fit(config, context=2048, hardware="h100-sxm", **media)
+    fitted = ffncalc.fit(config, context=1024, hardware="h100-sxm", **media)
     assert fitted.figures["kv_bytes_per_device"].value > 0
 
 

@@ -1,0 +1,227 @@
+"""One forward of a transformers class under torch's FlopCounterMode on the meta device: every counted op's FLOPs
+with the module it ran in and the parameter it multiplies, and the stand-ins meta tensors need (a fixed routing, an
+unpadded sequence's answers). ``hfcheck`` compares the runs with the counts. Imports torch and transformers when run.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+
+from .records import compact
+
+# How the FLOPs are measured, recorded with them. Each stand-in below changes no matmul's shape.
+FLOP_METHOD = (
+    "torch.utils.flop_counter.FlopCounterMode over one forward of the class (use_cache=False) on the meta device, "
+    "input_ids of shape (batch, seq_len), counting what it has formulas for (matmuls, convolutions, attention "
+    "kernels: 2 per multiply-add); each counted op's FLOPs with the module it ran in and the parameter whose "
+    "weights it multiplies (a tensor derived from a parameter alone carries it), or none: a product of "
+    "activations. Eager attention. Routed experts as transformers' batched_mm implementation where the class "
+    "offers it (each token's top_k experts); where it does not, the class's own experts forward with the router's "
+    "choice replaced by a fixed one, token t's j-th expert (t*top_k + j) mod n_experts, every token meeting exactly "
+    "top_k experts. Data-dependent checks that meta tensors cannot answer are given the answer for one unpadded "
+    "sequence at positions 0..seq_len-1: no packed sub-sequences (masking_utils.find_packed_sequence_indices -> "
+    "None), and a dynamic or long RoPE keeps its initial frequencies (its forward unwrapped; seq_len is within the "
+    "original context). Matrix ops FlopCounterMode has no formula for are listed as uncounted where they ran."
+)
+
+
+# Ops that multiply matrices but that FlopCounterMode has no formula for: recorded where they run, uncounted.
+UNCOUNTED_OPS = frozenset(
+    {"linalg_solve_triangular", "triangular_solve", "linalg_solve", "cholesky_solve", "_grouped_mm", "mv", "dot", "vdot"}
+)
+
+
+@dataclass(frozen=True)
+class FlopRun:
+    """One forward's FLOPs: (module path, parameter multiplied or "", op, FLOPs), summed per such key; and
+    (module path, op) for every op of UNCOUNTED_OPS that ran."""
+
+    batch: int
+    seq_len: int
+    modules: tuple[tuple[str, str, str, int], ...]
+    uncounted: tuple[tuple[str, str], ...] = ()
+
+    def record(self) -> dict:
+        return {"batch": self.batch, "seq_len": self.seq_len, "modules": compact(self.modules), "uncounted": compact(self.uncounted)}
+
+
+def flop_run(net, batch: int, seq_len: int) -> FlopRun:
+    """One forward under FlopCounterMode; every counted op's FLOPs with the module it ran in and the parameter
+    whose weights it multiplies (or none: a product of activations, such as QKᵀ)."""
+    import contextlib
+    import inspect
+    from unittest import mock
+
+    import torch
+    import transformers.masking_utils
+    from torch.utils.flop_counter import FlopCounterMode
+
+    hooks, fixed = [], False
+    for module in net.modules():
+        forward = type(module).forward
+        rope = str(getattr(module, "rope_type", ""))
+        if hasattr(module, "original_max_seq_len") and ("dynamic" in rope or "longrope" in rope):
+            if seq_len > module.original_max_seq_len:
+                raise ValueError(f"seq_len {seq_len} is past the RoPE's original context")
+            module.forward = inspect.unwrap(forward).__get__(module)  # the frequency update is a no-op here
+        named = inspect.signature(forward).parameters
+        if "top_k_index" in named and not hasattr(module, "has_gate"):
+            hooks.append(module.register_forward_pre_hook(_fixed_routing, with_kwargs=True))
+            fixed = True
+        elif "selected_experts" in named and "routing_weights" in named:  # the choice as a one-hot mask (Switch)
+            hooks.append(module.register_forward_pre_hook(_fixed_mask, with_kwargs=True))
+            fixed = True
+    for module in net.modules():  # LayerDrop (Fan et al. 2019) skips layers at random in training: none skipped
+        if isinstance(getattr(module, "layerdrop", None), float):
+            module.layerdrop = 0.0
+    tokens = torch.zeros((batch, seq_len), dtype=torch.long, device="meta")
+    counter = FlopCounterMode(display=False)
+    attribution = _attribution(net, counter, fixed)
+    # no autograd graph (the same ops, faster), but where the experts' own loop runs: DBRX's asks for one
+    grad = contextlib.nullcontext() if fixed else torch.no_grad()
+    try:
+        with (
+            mock.patch.object(transformers.masking_utils, "find_packed_sequence_indices", lambda ids: None),
+            # FSMT's make_padding_mask asks padding_mask.any(): an unpadded sequence's answer, no mask
+            mock.patch.object(sys.modules[type(net).__module__], "make_padding_mask", lambda *a: None, create=True),
+            # an unpadded sequence: no warning to give on padding without an attention mask (RemBERT and Megatron-BERT
+            # look for the pad token among the ids, which meta tensors cannot answer)
+            mock.patch.object(transformers.PreTrainedModel, "warn_if_padding_and_no_attention_mask", lambda *a: None),
+            # and an all-ones padding mask, which masks nothing: the bidirectional mask is skipped where no window
+            # applies, as transformers skips it for such a mask (masking_utils._ignore_bidirectional_mask_sdpa)
+            mock.patch.object(
+                transformers.masking_utils,
+                "_ignore_bidirectional_mask_sdpa",
+                lambda mask, kv_length, local: local is None or kv_length < local,
+            ),
+            grad,
+            counter,
+            attribution,
+        ):
+            # an encoder-decoder: the decoder reads a sequence as long as the source (the tokens again)
+            extra = {"decoder_input_ids": tokens} if getattr(net.config, "is_encoder_decoder", False) else {}
+            if net.main_input_name == "input_features":  # a speech encoder (Whisper): one window of log-mel frames
+                c = net.config
+                dtype = next(net.parameters()).dtype  # the config's torch_dtype, which the convolutions hold
+                frames = torch.zeros((batch, c.num_mel_bins, 2 * c.max_source_positions), dtype=dtype, device="meta")
+                net(input_features=frames, use_cache=False, **extra)
+            else:
+                net(input_ids=tokens, use_cache=False, **extra)
+    finally:
+        for h in hooks:
+            h.remove()
+        attribution.close()
+    assert sum(attribution.flops.values()) == counter.get_total_flops()  # every counted FLOP attributed
+    return FlopRun(batch, seq_len, tuple((*k, n) for k, n in attribution.flops.items() if n), tuple(attribution.uncounted))
+
+
+def _fixed_mask(module, args, kwargs):
+    """The router's one-hot choice (tokens, 1, n_experts: SwitchTransformersExperts) replaced by a fixed one, token t
+    to expert t mod n_experts, as ``_fixed_routing`` chooses with top_k 1."""
+    import torch
+
+    hidden, mask, weights = args
+    tokens, experts = mask.shape[0], mask.shape[-1]
+    fixed = torch.nn.functional.one_hot(torch.arange(tokens).remainder(experts), experts).view(tokens, 1, experts)
+    return (hidden, fixed, weights), kwargs
+
+
+def _fixed_routing(module, args, kwargs):
+    """The router's choice replaced by a fixed one (a real tensor, so the experts' loop can index with it):
+    token t's j-th expert is (t·top_k + j) mod n_experts; every token meets exactly top_k experts."""
+    import torch
+
+    hidden, index, weights = args
+    tokens, top_k = index.shape
+    # n_experts: the experts with weights (LongCat-Flash's LongcatFlashExperts: num_routed_experts, its identity
+    # experts beyond them never chosen, so every token's top_k experts compute)
+    experts = getattr(module, "num_routed_experts", None) or module.num_experts
+    fixed = torch.arange(tokens * top_k).remainder(experts).view(tokens, top_k)
+    return (hidden, fixed, weights), kwargs
+
+
+def _attribution(net, counter, fixed: bool):
+    """A dispatch mode above FlopCounterMode: each op's FLOPs (the counter's total before and after it) go to
+    (the innermost module running, the parameter among the op's operands or "", the op). A tensor derived from
+    a parameter alone (a view, a transpose, an index into an experts tensor, a cast) carries the parameter.
+    ``fixed``: index tensors of a fixed routing are moved onto the meta device where an op takes them with
+    meta tensors (index_add_ requires one device); shapes are unchanged."""
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_flatten, tree_map
+
+    names: dict[int, list[str]] = {}
+    params: dict[int, torch.Tensor] = {}
+    for path, p in net.named_parameters(remove_duplicate=False):
+        names.setdefault(id(p), []).append(path)
+        params[id(p)] = p
+    paths = {id(m): path for path, m in net.named_modules(remove_duplicate=False)}
+    stack: list[str] = []
+
+    def enter(module, args):
+        stack.append(paths.get(id(module), "?"))
+
+    def leave(module, args, out):
+        stack.pop()
+
+    def source(t):
+        return id(t) if id(t) in names else getattr(t, "_ffncalc_source", None)
+
+    def to_meta(a):
+        return a.to("meta") if isinstance(a, torch.Tensor) and a.device.type != "meta" and a.dim() else a
+
+    class Mode(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.flops = {}
+            self.uncounted: dict[tuple[str, str], None] = {}
+            self.handles = [
+                torch.nn.modules.module.register_module_forward_pre_hook(enter),
+                torch.nn.modules.module.register_module_forward_hook(leave),
+            ]
+
+        def close(self):
+            for h in self.handles:
+                h.remove()
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            tensors = [a for a in tree_flatten((args, kwargs))[0] if isinstance(a, torch.Tensor)]
+            if fixed and any(a.device.type == "meta" for a in tensors):
+                args, kwargs = tree_map(to_meta, args), tree_map(to_meta, kwargs)
+            before = counter.get_total_flops()
+            out = func(*args, **kwargs)
+            flops = counter.get_total_flops() - before
+            op = str(func.overloadpacket).removeprefix("aten.")
+            if op in UNCOUNTED_OPS:
+                self.uncounted[(stack[-1] if stack else "", op)] = None
+            floating = [a for a in tensors if a.is_floating_point()]
+            sources = {source(a) for a in floating}
+            if flops:
+                here = stack[-1] if stack else ""
+                param = ""
+                if sources - {None}:  # the weight rather than the bias where an op takes both (a convolution)
+                    src = max(sources - {None}, key=lambda i: (params[i].dim(), names[i][0]))
+                    # a tied matrix has several names: the one of the innermost module running it (lm_head; the
+                    # layer a weight-shared block runs in), else the first
+                    own = next(
+                        (
+                            [n for n in names[src] if n.startswith(m + ".")]
+                            for m in reversed(stack)
+                            if m and any(n.startswith(m + ".") for n in names[src])
+                        ),
+                        [],
+                    )
+                    param = max(own, key=len) if own else names[src][0]
+                key = (here, param, op)
+                self.flops[key] = self.flops.get(key, 0) + flops
+            # an embedding's rows are the tokens' activations, not the weight (DeepSeek-V4's first hyper-connection
+            # multiplies them by its mixing matrix)
+            elif floating and len(sources) == 1 and None not in sources and op != "embedding":
+                for o in tree_flatten(out)[0]:
+                    if isinstance(o, torch.Tensor):
+                        o._ffncalc_source = next(iter(sources))
+            return out
+
+    return Mode()
