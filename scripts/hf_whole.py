@@ -29,6 +29,7 @@ OUT = ROOT / "tests" / "hf_whole"
 # vision_config.image_size set to it.
 IMAGE_SIZES = {
     "llava": (336, 224),
+    "video_llava": (224, 336),  # its image_tower alone (16 and 24 patches a side); the video_tower runs only frames
     "paligemma": (224, 448),
     "gemma3": (896, 448),
     "cohere2_vision": (512, 256),

@@ -57,6 +57,9 @@ class Vision(Part):
     deepstack: NonNegative = 0  # copies of the projector reading earlier layers (Qwen3-VL's deepstack mergers)
     window: NonNegative = 0  # tokens a side of an attention window, in the projector's tokens (Qwen2.5-VL; 0: none)
     full_layers: NonNegative = 0  # with a window: the layers that attend the whole image; the rest attend windows
+    # a second tower of the same form and weights of its own, which no image runs through (Video-LLaVA's video_tower:
+    # a video's frames run there, an image through the first): its parameters, no work of an image's
+    video_tower: bool = False
     images: NonNegative = 0  # images per sequence, for the FLOPs
 
     takes = ("images", "image_size")
@@ -169,6 +172,13 @@ class Vision(Part):
             out += [("tower", t) for t in emb.out]
         if self.head:
             out += self.pooling_terms(norm)
+        if self.video_tower:  # every tensor of the tower so far once more, under video_tower; no image runs it
+            video = "vision.video_tower."
+            out += [
+                ("image", replace(t, name=video + t.name[7:], component=video + t.component[7:], macs=0, elementwise=0))
+                for _, t in list(out)
+                if t.numel  # its parameters; "vision." is 7 characters
+            ]
         read = self.rows if self.read_class else self.grid**2  # the positions the projector reads
         out += self.projector.terms(model.d_model, "vision.projector.", read)
         if self.deepstack:  # the same projector on earlier layers' outputs, its norm over what the shuffle makes
@@ -327,6 +337,11 @@ def _module(spec: Vision, model):
                 self.post_norm = make_norm(norm, d)
             if spec.head:
                 self.head = Head()
+            if spec.video_tower:  # its tensors, which an image does not run
+                self.video_tower = _module(replace(spec, video_tower=False, images=0), model)
+                for name in ("projector", "deepstack", "image_newline"):
+                    if hasattr(self.video_tower, name):
+                        delattr(self.video_tower, name)
             self.projector = spec.projector.module(model.d_model)
             if spec.deepstack:
                 deep = replace(spec.projector, prenorm=False)

@@ -125,6 +125,24 @@ def test_llava_image_flops_by_hand():
     assert vision.per_image(model)[:2] == (576, 24 * layer + conv + projector)
 
 
+def test_video_llava_second_tower_by_hand():
+    """Video-LLaVA: two CLIP ViT-L/14 towers of the vision_config (image_tower, video_tower), each 24 layers of width
+    1024 and MLP 4096 with biases, a class token, 257 positions at 224 pixels, a patch convolution without a bias,
+    pre- and post-LayerNorms; an image at 224 pixels runs the image tower and the projector only (256 tokens)."""
+    from ffncalc.parts.vision import Vision
+
+    _, model = hf.load(HERE / "configs" / "video_llava.json")
+    (vision,) = [p for p in model.parts if isinstance(p, Vision)]
+    d, f, n = 1024, 4096, 257
+    layer = 4 * (d * d + d) + (d * f + f) + (f * d + d) + 2 * 2 * d
+    one = 24 * layer + d * 3 * 14 * 14 + d + n * d + 2 * 2 * d  # layers, patches, class token, positions, two norms
+    video = sum(t.numel * t.stored_count for t in terms(model, 8, partial=True) if t.component.startswith("vision.video_tower."))
+    assert video == one == groups("video_llava")["tower"] // 2
+    step = 2 * n * (4 * d * d + 2 * d * f) + 2 * 2 * n * n * d
+    flops = 24 * step + 2 * 256 * d * 3 * 14 * 14 + 2 * 256 * (d * 4096 + 4096 * 4096)
+    assert vision.per_image(model)[:2] == (256, flops)
+
+
 def test_wrapper_tie_decides_the_head(tmp_path):
     """Mistral3Config ties the whole model's head (its tie_word_embeddings defaults to true) while its text_config
     (a MistralConfig) says false: transformers builds one table, and so does the count; stated false in the wrapper,

@@ -331,6 +331,8 @@ TOWERS = (
     (r"visual\.downsample\.", "vision.projector.patch_merger", "self"),  # GLM-4V's
     (r"visual\.merger\.proj\.", "vision.projector.lead", "self"),
     (r"vision_tower\.(vision_model\.)?", "vision.", "tower"),
+    (r"image_tower\.", "vision.", "tower"),  # Video-LLaVA's two CLIP towers
+    (r"video_tower\.", "vision.video_tower.", "tower"),
     (r"vision_model\.vision_adapter\.", "vision.projector.adapter.", "projector"),  # Llama 4's
     (r"(vision_model|vision_encoder)\.", "vision.", "tower"),  # Idefics3's and SmolVLM's; LightOnOCR's
     (

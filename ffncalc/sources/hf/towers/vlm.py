@@ -38,6 +38,17 @@ def llava(c: Config) -> dict:
     return {"vision": vit(v, projector, read_class=read_class, newline=c.model_type == "llava_next")}
 
 
+@wrapper("video_llava")
+def video_llava(c: Config) -> dict:
+    """VideoLlavaForConditionalGeneration (Lin et al. 2023, Video-LLaVA): LLaVA's projector (one, shared) over two CLIP
+    towers of the vision_config, image_tower for images and video_tower for a video's frames, each with weights of its
+    own; an image runs through image_tower alone (its layer vision_feature_layer, the class token dropped by
+    "default")."""
+    spec = llava(c)
+    spec["vision"]["video_tower"] = True
+    return spec
+
+
 @wrapper("paligemma")
 def paligemma(c: Config) -> dict:
     """PaliGemmaForConditionalGeneration (Beyer et al. 2024): a SigLIP tower without its pooling head
