@@ -55,7 +55,7 @@ IMAGE_SIZES = {
 
 # Positions of one window (max_source_positions: 2 × as many frames) at which one window's FLOPs are recorded: the
 # class's default (30 s) and 1,000 (20 s), each run built with it
-AUDIO_POSITIONS = {"qwen2_audio": (1500, 1000), "voxtral": (1500, 1000)}
+AUDIO_POSITIONS = {"qwen2_audio": (1500, 1000), "voxtral": (1500, 1000), "glmasr": (1500, 1000)}
 
 # Defaults transformers cannot run, each given the released model's value: the smallest change that runs.
 REPAIRS = {

@@ -177,7 +177,8 @@ def image_flops(data: dict, size: int) -> dict:
 AUDIO_METHOD = (
     "torch.utils.flop_counter.FlopCounterMode over one window of log-mel frames, input_features of shape (1, num_mel_bins, "
     "2 × max_source_positions), through the whole class's audio tower and multi-modal projector (Voxtral's "
-    "get_audio_features; Qwen2-Audio's audio_tower and multi_modal_projector, as its forward runs them) on the meta "
+    "get_audio_features; Qwen2-Audio's audio_tower and multi_modal_projector, as its forward runs them; GLM-ASR's, its "
+    "tower's output reshaped to intermediate_size features a token between them, as its get_audio_features does) on the meta "
     "device, eager attention: 2 FLOPs per multiply-add of every matmul and convolution, summed per module"
 )
 
@@ -194,6 +195,10 @@ def audio_flops(data: dict, positions: int) -> dict:
     with FlopCounterMode(display=False) as counter:
         if data["model_type"] == "voxtral":
             net.model.get_audio_features(input_features=frames)
+        elif data["model_type"] == "glmasr":  # get_audio_features' reshape of intermediate_size features a token; its mask
+            # of valid tokens indexes by values the meta device does not hold, so the tower and projector run as it runs them
+            out = net.model.audio_tower(frames).last_hidden_state
+            net.model.multi_modal_projector(out.reshape(1, -1, net.config.audio_config.intermediate_size))
         else:
             out = net.model.audio_tower(frames).last_hidden_state
             net.model.multi_modal_projector(out)

@@ -61,7 +61,7 @@ def test_whole_wrappers_are_recorded():
     assert {"llava", "paligemma", "gemma3", "cohere2_vision", "aya_vision", "mistral3", "idefics3"} <= set(IMAGED)
     assert {"qwen2_vl", "qwen2_5_vl", "qwen3_vl", "internvl"} <= set(IMAGED)
     assert {"llava", "llava_next", "vipllava", "paligemma", "gemma3", "shieldgemma2", "mistral3", "idefics3", "smolvlm"} <= set(WHOLE)
-    assert {"qwen2_audio", "voxtral"} <= set(WHOLE) and {"qwen2_audio", "voxtral"} <= set(AUDIO)
+    assert {"qwen2_audio", "voxtral", "glmasr"} <= set(WHOLE) and {"qwen2_audio", "voxtral", "glmasr"} <= set(AUDIO)
     assert set(wrappers()) <= set(coverage.MULTIMODAL_LM_TYPES)
 
 
@@ -141,6 +141,22 @@ def test_video_llava_second_tower_by_hand():
     step = 2 * n * (4 * d * d + 2 * d * f) + 2 * 2 * n * n * d
     flops = 24 * step + 2 * 256 * d * 3 * 14 * 14 + 2 * 256 * (d * 4096 + 4096 * 4096)
     assert vision.per_image(model)[:2] == (256, flops)
+
+
+def test_glmasr_window_by_hand():
+    """GLM-ASR at its defaults: a 30-s window is 3,000 log-mel frames of 128 bins; conv1 (kernel 3, 128 -> 1280) over
+    the frames, conv2 (kernel 3, stride 2) to 1,500 positions, 32 layers of width 1280 (q, k, v, o) and MLP 5120 with
+    the full square of attention, no position table (rotary); four positions a token (its 5,120-feature reshape): 375
+    tokens through Linear(5120, 4096) and Linear(4096, 2048)."""
+    from ffncalc.parts.audio import Audio
+
+    _, model = hf.load(HERE / "configs" / "glmasr.json")
+    (audio,) = [p for p in model.parts if isinstance(p, Audio)]
+    d, f, n, mels = 1280, 5120, 1500, 128
+    layer = n * (4 * d * d + 2 * d * f) + 2 * n * n * d
+    macs = 2 * n * mels * 3 * d + n * d * 3 * d + 32 * layer + 375 * (5120 * 4096 + 4096 * 2048)
+    assert audio.per_window(model) == (375, 2 * macs)
+    assert not any("pos_embed" in t.component for t in terms(model, 8, partial=True))
 
 
 def test_wrapper_tie_decides_the_head(tmp_path):
