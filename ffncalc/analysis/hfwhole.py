@@ -57,6 +57,7 @@ ON_CPU = {"mistral3", "idefics3", "aria", *QWEN, *GLM}
 # whole class built on the meta device, its tower and embedder then given memory on the CPU
 TOWER_ON_CPU = {
     "gemma4": ("vision_tower", "embed_vision"),
+    "gemma4_unified": ("embed_vision",),
     "kimi_k25": ("vision_tower", "mm_projector"),
     "lfm2_vl": ("vision_tower", "multi_modal_projector"),
     "idefics2": ("vision_model", "connector"),
@@ -132,8 +133,9 @@ def image_flops(data: dict, size: int) -> dict:
     if kind in ("idefics3", "idefics2"):  # images per sample, and which pixels are real
         pixels = pixels[None]
         kwargs["pixel_attention_mask"] = torch.ones(1, 1, size, size, dtype=torch.bool)
-    if kind == "gemma4":  # the processor's flattened patches (channels × patch² pixels each) and their (x, y) on the grid
-        p = net.config.vision_config.patch_size
+    if kind in ("gemma4", "gemma4_unified"):  # the processor's flattened patches (channels × patch² pixels each), their (x, y)
+        v = net.config.vision_config
+        p = v.model_patch_size if kind == "gemma4_unified" else v.patch_size
         side = size // p
         pixels = torch.ones(1, side * side, 3 * p * p)
         grid = torch.arange(side * side)

@@ -159,6 +159,21 @@ def test_glmasr_window_by_hand():
     assert not any("pos_embed" in t.component for t in terms(model, 8, partial=True))
 
 
+def test_gemma4_unified_embedder_by_hand():
+    """Gemma 4 Unified's encoder-free embedder at Gemma4UnifiedVisionConfig's defaults: patches of 16 × 3 = 48 pixels
+    (6,912 values each) through LayerNorm, Linear(6912, 3840) with a bias, LayerNorm, a table of 1,120 rows on each of
+    two axes, LayerNorm, then a weightless RMSNorm and Linear(3840, 2304) to the text width; one 768-pixel image is
+    16 × 16 = 256 soft tokens, each through the two linears."""
+    from ffncalc.parts.vision import Vision
+
+    _, model = hf.load(HERE / "configs" / "gemma4_unified.json")
+    (vision,) = [p for p in model.parts if isinstance(p, Vision)]
+    pixels, d, text = 48 * 48 * 3, 3840, 2304
+    params = 2 * pixels + (pixels * d + d) + 2 * d + 2 * 1120 * d + 2 * d + d * text
+    assert groups("gemma4_unified")["tower"] + groups("gemma4_unified")["projector"] == params
+    assert vision.per_image(model)[:2] == (256, 2 * 256 * (pixels * d + d * text))
+
+
 def test_wrapper_tie_decides_the_head(tmp_path):
     """Mistral3Config ties the whole model's head (its tie_word_embeddings defaults to true) while its text_config
     (a MistralConfig) says false: transformers builds one table, and so does the count; stated false in the wrapper,
