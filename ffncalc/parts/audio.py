@@ -1,10 +1,10 @@
 """An audio tower and its projector (the spec's ``audio``): Whisper's encoder (Radford et al. 2022, §2.2) over the
 log-mel frames of fixed windows of audio, whose outputs a projector (parts/projector.py) turns into the language
-model's input tokens: Qwen2-Audio, Voxtral.
+model's input tokens: Qwen2-Audio, Voxtral, GLM-ASR.
 
 - two convolutions of kernel 3 (each output a matmul of 3 frames' features in, the width out): the first over the
   window's frames (``mel_bins`` features each, 100 a second), the second of stride 2, to ``source_positions`` positions;
-  GELU after each; a learned table of ``source_positions`` rows;
+  GELU after each; a learned table of ``source_positions`` rows (none in GLM-ASR's, whose positions are rotary);
 - its layers (a ``Stack``, bidirectional), pre-norm with LayerNorms, and a final LayerNorm;
 - ``pool`` positions averaged into one (Qwen2-Audio's avg_pooler) or ``group`` concatenated (Voxtral: 4, its
   projector reading 4 × the width), then the projector over the tokens it writes.
