@@ -29,6 +29,7 @@ OUT = ROOT / "tests" / "hf_whole"
 # vision_config.image_size set to it.
 IMAGE_SIZES = {
     "llava": (336, 224),
+    "video_llava": (224, 336),  # its image_tower alone (16 and 24 patches a side); the video_tower runs only frames
     "paligemma": (224, 448),
     "gemma3": (896, 448),
     "cohere2_vision": (512, 256),
@@ -41,6 +42,7 @@ IMAGE_SIZES = {
     "internvl": (448, 224),
     "llama4": (336, 448),  # Llama 4's released tiles are 336 pixels; the class's default 448
     "gemma4": (480, 240),  # 30 and 15 patches a side, whole 3 × 3 tiles of its pooler (100 and 25 tokens)
+    "gemma4_unified": (768, 480),  # 16 and 10 patches of 48 a side, one soft token each
     "glm4v": (448, 336),  # 16 and 12 merged tokens a side (28-pixel tiles of 2 × 2 patches)
     "kimi_k25": (336, 224),  # 12 and 8 tokens a side (28-pixel tiles of 2 × 2 patches)
     "fuyu": (300, 600),  # 10 and 20 patches of 30 a side
@@ -54,7 +56,7 @@ IMAGE_SIZES = {
 
 # Positions of one window (max_source_positions: 2 × as many frames) at which one window's FLOPs are recorded: the
 # class's default (30 s) and 1,000 (20 s), each run built with it
-AUDIO_POSITIONS = {"qwen2_audio": (1500, 1000), "voxtral": (1500, 1000)}
+AUDIO_POSITIONS = {"qwen2_audio": (1500, 1000), "voxtral": (1500, 1000), "glmasr": (1500, 1000)}
 
 # Defaults transformers cannot run, each given the released model's value: the smallest change that runs.
 REPAIRS = {
@@ -71,6 +73,9 @@ REPAIRS = {
     # Gemma4Config's vision_config defaults to None, and the class then builds no vision tower: its tower is recorded
     # at Gemma4VisionConfig's own defaults, stated by its model_type alone
     "gemma4": {"vision_config": {"model_type": "gemma4_vision"}},
+    # Gemma4UnifiedConfig's vision_config and audio_config default to None (no embedders): its vision embedder is
+    # recorded at Gemma4UnifiedVisionConfig's own defaults, stated by its model_type alone
+    "gemma4_unified": {"vision_config": {"model_type": "gemma4_unified_vision"}},
 }
 
 

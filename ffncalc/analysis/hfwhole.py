@@ -57,6 +57,7 @@ ON_CPU = {"mistral3", "idefics3", "aria", *QWEN, *GLM}
 # whole class built on the meta device, its tower and embedder then given memory on the CPU
 TOWER_ON_CPU = {
     "gemma4": ("vision_tower", "embed_vision"),
+    "gemma4_unified": ("embed_vision",),
     "kimi_k25": ("vision_tower", "mm_projector"),
     "lfm2_vl": ("vision_tower", "multi_modal_projector"),
     "idefics2": ("vision_model", "connector"),
@@ -132,8 +133,9 @@ def image_flops(data: dict, size: int) -> dict:
     if kind in ("idefics3", "idefics2"):  # images per sample, and which pixels are real
         pixels = pixels[None]
         kwargs["pixel_attention_mask"] = torch.ones(1, 1, size, size, dtype=torch.bool)
-    if kind == "gemma4":  # the processor's flattened patches (channels × patch² pixels each) and their (x, y) on the grid
-        p = net.config.vision_config.patch_size
+    if kind in ("gemma4", "gemma4_unified"):  # the processor's flattened patches (channels × patch² pixels each), their (x, y)
+        v = net.config.vision_config
+        p = v.model_patch_size if kind == "gemma4_unified" else v.patch_size
         side = size // p
         pixels = torch.ones(1, side * side, 3 * p * p)
         grid = torch.arange(side * side)
@@ -177,7 +179,8 @@ def image_flops(data: dict, size: int) -> dict:
 AUDIO_METHOD = (
     "torch.utils.flop_counter.FlopCounterMode over one window of log-mel frames, input_features of shape (1, num_mel_bins, "
     "2 × max_source_positions), through the whole class's audio tower and multi-modal projector (Voxtral's "
-    "get_audio_features; Qwen2-Audio's audio_tower and multi_modal_projector, as its forward runs them) on the meta "
+    "get_audio_features; Qwen2-Audio's audio_tower and multi_modal_projector, as its forward runs them; GLM-ASR's, its "
+    "tower's output reshaped to intermediate_size features a token between them, as its get_audio_features does) on the meta "
     "device, eager attention: 2 FLOPs per multiply-add of every matmul and convolution, summed per module"
 )
 
@@ -194,6 +197,10 @@ def audio_flops(data: dict, positions: int) -> dict:
     with FlopCounterMode(display=False) as counter:
         if data["model_type"] == "voxtral":
             net.model.get_audio_features(input_features=frames)
+        elif data["model_type"] == "glmasr":  # get_audio_features' reshape of intermediate_size features a token; its mask
+            # of valid tokens indexes by values the meta device does not hold, so the tower and projector run as it runs them
+            out = net.model.audio_tower(frames).last_hidden_state
+            net.model.multi_modal_projector(out.reshape(1, -1, net.config.audio_config.intermediate_size))
         else:
             out = net.model.audio_tower(frames).last_hidden_state
             net.model.multi_modal_projector(out)

@@ -1,10 +1,10 @@
 """An audio tower and its projector (the spec's ``audio``): Whisper's encoder (Radford et al. 2022, §2.2) over the
 log-mel frames of fixed windows of audio, whose outputs a projector (parts/projector.py) turns into the language
-model's input tokens: Qwen2-Audio, Voxtral.
+model's input tokens: Qwen2-Audio, Voxtral, GLM-ASR.
 
 - two convolutions of kernel 3 (each output a matmul of 3 frames' features in, the width out): the first over the
   window's frames (``mel_bins`` features each, 100 a second), the second of stride 2, to ``source_positions`` positions;
-  GELU after each; a learned table of ``source_positions`` rows;
+  GELU after each; a learned table of ``source_positions`` rows (none in GLM-ASR's, whose positions are rotary);
 - its layers (a ``Stack``, bidirectional), pre-norm with LayerNorms, and a final LayerNorm;
 - ``pool`` positions averaged into one (Qwen2-Audio's avg_pooler) or ``group`` concatenated (Voxtral: 4, its
   projector reading 4 × the width), then the projector over the tokens it writes.
@@ -40,6 +40,7 @@ class Audio(Part):
     mel_bins: Positive = 128
     source_positions: Positive = 1500  # a window's positions after the strided convolution, and its table's rows
     window_seconds: Positive = 30
+    position_table: bool = True  # Whisper's learned table of source_positions rows (GLM-ASR: none, rotary positions)
     pool: Positive = 1  # positions averaged into one before the projector (Qwen2-Audio: 2)
     group: Positive = 1  # positions concatenated into one token of the projector (Voxtral: 4)
     seconds: NonNegative = 0  # audio a sequence, for the FLOPs
@@ -95,7 +96,8 @@ class Audio(Part):
         first.term("audio.conv1.bias", "bias", (d,), elementwise=d * (1 + gelu))
         second.term("audio.conv2.weight", "weight", (d, d, 3), macs=d * d * 3)
         second.term("audio.conv2.bias", "bias", (d,), elementwise=d * (1 + gelu))
-        table.term("audio.pos_embed.weight", "position", (self.source_positions, d), elementwise=d)
+        if self.position_table:
+            table.term("audio.pos_embed.weight", "position", (self.source_positions, d), elementwise=d)
         out: list[tuple[str, object]] = [("frame", t) for t in first.out] + [("tower", t) for t in second.out + table.out]
         out += [("tower", t) for t in stack.terms(model, "audio.", self.source_positions, 1)]
         final = Emitter("layers")
@@ -148,7 +150,8 @@ def _module(spec: Audio, model):
             self.conv1 = nn.Conv1d(spec.mel_bins, d, 3, padding=1)
             self.conv2 = nn.Conv1d(d, d, 3, stride=2, padding=1)
             self.conv1.weight_flops = self.conv2.weight_flops = True  # verify: their FLOPs are their weights'
-            self.pos_embed = nn.Embedding(spec.source_positions, d)
+            if spec.position_table:
+                self.pos_embed = nn.Embedding(spec.source_positions, d)
             self.layers = nn.ModuleList(LayerModule(inner, layer, False) for layer in inner.layers)
             self.final_norm = make_norm(spec.stack.norm, d)
             self.projector = spec.projector.module(model.d_model)
@@ -159,7 +162,8 @@ def _module(spec: Audio, model):
             n = x.shape[0] * spec.windows
             frames = torch.zeros((n, spec.mel_bins, 2 * spec.source_positions), dtype=x.dtype, device=x.device)
             h = nn.functional.gelu(self.conv2(nn.functional.gelu(self.conv1(frames)))).transpose(1, 2)
-            h = h + self.pos_embed.weight
+            if spec.position_table:
+                h = h + self.pos_embed.weight
             inner_ctx = {"embeddings": h}
             for k, layer in enumerate(self.layers):
                 h = layer(h, inner_ctx, k)

@@ -57,6 +57,13 @@ class Vision(Part):
     deepstack: NonNegative = 0  # copies of the projector reading earlier layers (Qwen3-VL's deepstack mergers)
     window: NonNegative = 0  # tokens a side of an attention window, in the projector's tokens (Qwen2.5-VL; 0: none)
     full_layers: NonNegative = 0  # with a window: the layers that attend the whole image; the rest attend windows
+    # a second tower of the same form and weights of its own, which no image runs through (Video-LLaVA's video_tower:
+    # a video's frames run there, an image through the first): its parameters, no work of an image's
+    video_tower: bool = False
+    # without layers: the patch embedding's width (0: the model's) and Gemma 4 Unified's three LayerNorms around it (over
+    # each patch's pixels before it, over its output, and after the positions are added)
+    embed_width: NonNegative = 0
+    embed_norms: bool = False
     images: NonNegative = 0  # images per sequence, for the FLOPs
 
     takes = ("images", "image_size")
@@ -104,7 +111,7 @@ class Vision(Part):
 
     def width(self, model) -> int:
         """The tower's width: its layers', or without them the model's."""
-        return self.layers.d_model if self.layers else model.d_model
+        return self.layers.d_model if self.layers else (self.embed_width or model.d_model)
 
     @property
     def grid(self) -> int:
@@ -142,16 +149,22 @@ class Vision(Part):
         stack = self.stack
         norm = stack.norm if stack else None
         emb = Emitter("layers")  # its weights, biases and norms are the tower's layers' kin; its tables embeddings
+        if self.embed_norms:  # over each patch's pixels (channels × patch²), before its embedding
+            emb.norm("vision.patch_norm", Norm(kind="layernorm"), c * p * p, 1)
         f = self.frames  # a matmul per patch: its pixels (frames × channels × patch²) in, the width out
         emb.term("vision.patch_embed.weight", "weight", (d, c, f, p, p) if f > 1 else (d, c, p, p), macs=d * c * f * p * p)
         if self.patch_bias:
             emb.term("vision.patch_embed.bias", "bias", (d,), elementwise=d)
+        if self.embed_norms:
+            emb.norm("vision.embed_norm", Norm(kind="layernorm"), d, 1)
         out: list[tuple[str, object]] = [("patch", t) for t in emb.out]
         emb = Emitter("embedding")
         if self.class_token:  # its row replaces a patch's output: no work
             emb.term("vision.class_embed", "position", (d,))
         if self.position_table:
             emb.term("vision.pos_embed.weight", "position", (self.position_rows or self.rows, d), elementwise=d)
+        if self.embed_norms:  # after the positions are added
+            emb.norm("vision.pos_norm", Norm(kind="layernorm"), d, 1)
         out += [("tower", t) for t in emb.out]
         emb = Emitter("layers")
         if self.pre_norm:
@@ -169,6 +182,13 @@ class Vision(Part):
             out += [("tower", t) for t in emb.out]
         if self.head:
             out += self.pooling_terms(norm)
+        if self.video_tower:  # every tensor of the tower so far once more, under video_tower; no image runs it
+            video = "vision.video_tower."
+            out += [
+                ("image", replace(t, name=video + t.name[7:], component=video + t.component[7:], macs=0, elementwise=0))
+                for _, t in list(out)
+                if t.numel  # its parameters; "vision." is 7 characters
+            ]
         read = self.rows if self.read_class else self.grid**2  # the positions the projector reads
         out += self.projector.terms(model.d_model, "vision.projector.", read)
         if self.deepstack:  # the same projector on earlier layers' outputs, its norm over what the shuffle makes
@@ -314,6 +334,10 @@ def _module(spec: Vision, model):
             else:
                 self.patch_embed = nn.Conv2d(spec.channels, d, p, stride=p, bias=spec.patch_bias)
             self.patch_embed.weight_flops = True  # verify: its FLOPs are its weight's
+            if spec.embed_norms:
+                layernorm = Norm(kind="layernorm")
+                self.patch_norm = make_norm(layernorm, spec.channels * p * p)
+                self.embed_norm, self.pos_norm = make_norm(layernorm, d), make_norm(layernorm, d)
             if spec.class_token:
                 self.class_embed = nn.Parameter(torch.empty(d))
             if spec.position_table:
@@ -327,6 +351,11 @@ def _module(spec: Vision, model):
                 self.post_norm = make_norm(norm, d)
             if spec.head:
                 self.head = Head()
+            if spec.video_tower:  # its tensors, which an image does not run
+                self.video_tower = _module(replace(spec, video_tower=False, images=0), model)
+                for name in ("projector", "deepstack", "image_newline"):
+                    if hasattr(self.video_tower, name):
+                        delattr(self.video_tower, name)
             self.projector = spec.projector.module(model.d_model)
             if spec.deepstack:
                 deep = replace(spec.projector, prenorm=False)
@@ -339,11 +368,19 @@ def _module(spec: Vision, model):
                 return x
             n, s = x.shape[0] * spec.images, spec.image_size
             shape = (n, spec.channels, spec.frames, s, s) if spec.frames > 1 else (n, spec.channels, s, s)
-            h = self.patch_embed(torch.zeros(shape, dtype=x.dtype, device=x.device)).flatten(2).transpose(1, 2)
+            pixels = torch.zeros(shape, dtype=x.dtype, device=x.device)
+            if spec.embed_norms:  # each patch's pixels normalised first (their layout does not change the work)
+                g, c, p = spec.grid, spec.channels, spec.patch_size
+                pixels = self.patch_norm(pixels.reshape(n, g * g, c * p * p)).reshape(shape)
+            h = self.patch_embed(pixels).flatten(2).transpose(1, 2)
+            if spec.embed_norms:
+                h = self.embed_norm(h)
             if spec.class_token:
                 h = torch.cat([self.class_embed.expand(n, 1, d), h], dim=1)
             if spec.position_table:  # an interpolated table: its rows mixed to the positions, no multiply-adds to count
                 h = h + (self.pos_embed.weight.mean(0) if spec.position_rows else self.pos_embed.weight)
+            if spec.embed_norms:
+                h = self.pos_norm(h)
             if spec.pre_norm:
                 h = self.pre_norm(h)
             inner_ctx = {"embeddings": h}

@@ -61,7 +61,7 @@ def test_whole_wrappers_are_recorded():
     assert {"llava", "paligemma", "gemma3", "cohere2_vision", "aya_vision", "mistral3", "idefics3"} <= set(IMAGED)
     assert {"qwen2_vl", "qwen2_5_vl", "qwen3_vl", "internvl"} <= set(IMAGED)
     assert {"llava", "llava_next", "vipllava", "paligemma", "gemma3", "shieldgemma2", "mistral3", "idefics3", "smolvlm"} <= set(WHOLE)
-    assert {"qwen2_audio", "voxtral"} <= set(WHOLE) and {"qwen2_audio", "voxtral"} <= set(AUDIO)
+    assert {"qwen2_audio", "voxtral", "glmasr"} <= set(WHOLE) and {"qwen2_audio", "voxtral", "glmasr"} <= set(AUDIO)
     assert set(wrappers()) <= set(coverage.MULTIMODAL_LM_TYPES)
 
 
@@ -123,6 +123,55 @@ def test_llava_image_flops_by_hand():
     conv = 2 * 576 * d * 3 * 14 * 14
     projector = 2 * 576 * (d * 4096 + 4096 * 4096)
     assert vision.per_image(model)[:2] == (576, 24 * layer + conv + projector)
+
+
+def test_video_llava_second_tower_by_hand():
+    """Video-LLaVA: two CLIP ViT-L/14 towers of the vision_config (image_tower, video_tower), each 24 layers of width
+    1024 and MLP 4096 with biases, a class token, 257 positions at 224 pixels, a patch convolution without a bias,
+    pre- and post-LayerNorms; an image at 224 pixels runs the image tower and the projector only (256 tokens)."""
+    from ffncalc.parts.vision import Vision
+
+    _, model = hf.load(HERE / "configs" / "video_llava.json")
+    (vision,) = [p for p in model.parts if isinstance(p, Vision)]
+    d, f, n = 1024, 4096, 257
+    layer = 4 * (d * d + d) + (d * f + f) + (f * d + d) + 2 * 2 * d
+    one = 24 * layer + d * 3 * 14 * 14 + d + n * d + 2 * 2 * d  # layers, patches, class token, positions, two norms
+    video = sum(t.numel * t.stored_count for t in terms(model, 8, partial=True) if t.component.startswith("vision.video_tower."))
+    assert video == one == groups("video_llava")["tower"] // 2
+    step = 2 * n * (4 * d * d + 2 * d * f) + 2 * 2 * n * n * d
+    flops = 24 * step + 2 * 256 * d * 3 * 14 * 14 + 2 * 256 * (d * 4096 + 4096 * 4096)
+    assert vision.per_image(model)[:2] == (256, flops)
+
+
+def test_glmasr_window_by_hand():
+    """GLM-ASR at its defaults: a 30-s window is 3,000 log-mel frames of 128 bins; conv1 (kernel 3, 128 -> 1280) over
+    the frames, conv2 (kernel 3, stride 2) to 1,500 positions, 32 layers of width 1280 (q, k, v, o) and MLP 5120 with
+    the full square of attention, no position table (rotary); four positions a token (its 5,120-feature reshape): 375
+    tokens through Linear(5120, 4096) and Linear(4096, 2048)."""
+    from ffncalc.parts.audio import Audio
+
+    _, model = hf.load(HERE / "configs" / "glmasr.json")
+    (audio,) = [p for p in model.parts if isinstance(p, Audio)]
+    d, f, n, mels = 1280, 5120, 1500, 128
+    layer = n * (4 * d * d + 2 * d * f) + 2 * n * n * d
+    macs = 2 * n * mels * 3 * d + n * d * 3 * d + 32 * layer + 375 * (5120 * 4096 + 4096 * 2048)
+    assert audio.per_window(model) == (375, 2 * macs)
+    assert not any("pos_embed" in t.component for t in terms(model, 8, partial=True))
+
+
+def test_gemma4_unified_embedder_by_hand():
+    """Gemma 4 Unified's encoder-free embedder at Gemma4UnifiedVisionConfig's defaults: patches of 16 × 3 = 48 pixels
+    (6,912 values each) through LayerNorm, Linear(6912, 3840) with a bias, LayerNorm, a table of 1,120 rows on each of
+    two axes, LayerNorm, then a weightless RMSNorm and Linear(3840, 2304) to the text width; one 768-pixel image is
+    16 × 16 = 256 soft tokens, each through the two linears."""
+    from ffncalc.parts.vision import Vision
+
+    _, model = hf.load(HERE / "configs" / "gemma4_unified.json")
+    (vision,) = [p for p in model.parts if isinstance(p, Vision)]
+    pixels, d, text = 48 * 48 * 3, 3840, 2304
+    params = 2 * pixels + (pixels * d + d) + 2 * d + 2 * 1120 * d + 2 * d + d * text
+    assert groups("gemma4_unified")["tower"] + groups("gemma4_unified")["projector"] == params
+    assert vision.per_image(model)[:2] == (256, 2 * 256 * (pixels * d + d * text))
 
 
 def test_wrapper_tie_decides_the_head(tmp_path):

@@ -157,9 +157,11 @@ def _whole_types() -> list[str]:
 @pytest.mark.parametrize("model_type", _whole_types())
 def test_every_whole_model_is_counted_trained_served_and_fitted(model_type):
     """Every type read whole answers count, train, infer and fit with its media, each naming its tower's work."""
-    audio = model_type in ("qwen2_audio", "voxtral")
-    media = {"audio_seconds": 30} if audio else {"images": 1, "image_size": SIZES.get(model_type)}
+    from ffncalc.sources import hf
+
     config = str(WHOLE / "configs" / f"{model_type}.json")
+    audio = any("audio_seconds" in p.takes for p in hf.load(config)[1].parts)  # its tower's media
+    media = {"audio_seconds": 30} if audio else {"images": 1, "image_size": SIZES.get(model_type)}
     counted = ffncalc.count(config, **media)
     assert counted.params > 0
     assert ffncalc.train(config, tokens="1B", hardware="h100-sxm", gpus=8).figures["train_flops"].value > 0

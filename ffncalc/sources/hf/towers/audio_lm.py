@@ -29,3 +29,18 @@ def voxtral(c: Config) -> dict:
     encoder = whisper_encoder(a, projector, group=4)
     encoder["projector"]["width"] = 4 * encoder["layers"]["d_model"]
     return {"audio": encoder}
+
+
+@wrapper("glmasr")
+def glmasr(c: Config) -> dict:
+    """GlmAsrForConditionalGeneration (Zhipu AI 2025, GLM-ASR): GlmAsrEncoder (Whisper's form with rotary positions, no
+    table; whisper.py), its positions gathered intermediate_size / hidden_size at a time (4: the reshape of its
+    get_audio_features), and GlmAsrMultiModalProjector, Linear(audio intermediate_size, 2 × text width) →
+    projector_hidden_act → Linear(2 × text width, text width), with biases."""
+    a = sub_config(c, "audio_config")
+    text = sub_config(c, "text_config").int("hidden_size")
+    width, d = a.int("intermediate_size"), a.int("hidden_size")
+    if width % d:
+        raise c.fail("audio_config", f"intermediate_size {width} is not whole positions of hidden_size {d}")
+    projector = {"width": width, "hidden": 2 * text, "bias": True, "activation": c.activation("projector_hidden_act", "gelu")}
+    return {"audio": whisper_encoder(a, projector, group=width // d)}

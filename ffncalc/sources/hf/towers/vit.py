@@ -285,8 +285,15 @@ PARAMETERS = (
     (r"^class_embedding$", "class_embed"),  # Llama 4's
     (r"^positional_embedding_vlm$", "pos_embed"),
 )
-# The configuration classes of the connectors read (a sparse perceiver_config's defaults)
-CONNECTOR_TYPES = ("idefics2_perceiver", "blip_2_qformer", "instructblip_qformer", "instructblipvideo_qformer")
+# The configuration classes of the connectors and embedders read (a sparse perceiver_config's or vision_config's
+# defaults; Gemma 4 Unified's encoder-free embedder, towers/vlm.py)
+CONNECTOR_TYPES = (
+    "idefics2_perceiver",
+    "blip_2_qformer",
+    "instructblip_qformer",
+    "instructblipvideo_qformer",
+    "gemma4_unified_vision",
+)
 # Idefics2's perceiver resampler (parts/resampler.py), its modules by the end of their path
 RESAMPLER_MODULES = (
     (r"^latents$", "latents"),
@@ -331,6 +338,8 @@ TOWERS = (
     (r"visual\.downsample\.", "vision.projector.patch_merger", "self"),  # GLM-4V's
     (r"visual\.merger\.proj\.", "vision.projector.lead", "self"),
     (r"vision_tower\.(vision_model\.)?", "vision.", "tower"),
+    (r"image_tower\.", "vision.", "tower"),  # Video-LLaVA's two CLIP towers
+    (r"video_tower\.", "vision.video_tower.", "tower"),
     (r"vision_model\.vision_adapter\.", "vision.projector.adapter.", "projector"),  # Llama 4's
     (r"(vision_model|vision_encoder)\.", "vision.", "tower"),  # Idefics3's and SmolVLM's; LightOnOCR's
     (
@@ -338,7 +347,12 @@ TOWERS = (
         "vision.projector.",
         "projector",
     ),
-    (r"embed_vision\.", "vision.projector.", "projector"),  # Gemma 4's
+    (r"embed_vision\.patch_ln1\.", "vision.patch_norm", "self"),  # Gemma 4 Unified's encoder-free embedder
+    (r"embed_vision\.patch_dense\.", "vision.patch_embed", "self"),
+    (r"embed_vision\.patch_ln2\.", "vision.embed_norm", "self"),
+    (r"embed_vision\.pos_embedding$", "vision.pos_embed", "self"),
+    (r"embed_vision\.pos_norm\.", "vision.pos_norm", "self"),
+    (r"embed_vision\.(multimodal_embedder\.)?", "vision.projector.", "projector"),  # Gemma 4's; Gemma 4 Unified's
     (r"mm_projector\.", "vision.projector.", "projector"),  # Kimi K2.5's
     (r"visual\.deepstack_merger_list\.\d+\.", "vision.deepstack.", "projector"),
     (r"visual\.", "vision.", "tower"),

@@ -9,6 +9,8 @@ from ..config import Config
 from . import sub_config, wrapper
 from .vit import vit
 
+GEMMA4_UNIFIED_IMAGE_SIZE = 768  # pixels a side: 16 × 16 patches of 48, 256 soft tokens
+
 
 def _layers(c: Config) -> int:
     """How many of the tower's layers' outputs the projector reads, concatenated (vision_feature_layer: an index or
@@ -36,6 +38,17 @@ def llava(c: Config) -> dict:
     }
     read_class = c.data.get("vision_feature_select_strategy", "default") == "full"
     return {"vision": vit(v, projector, read_class=read_class, newline=c.model_type == "llava_next")}
+
+
+@wrapper("video_llava")
+def video_llava(c: Config) -> dict:
+    """VideoLlavaForConditionalGeneration (Lin et al. 2023, Video-LLaVA): LLaVA's projector (one, shared) over two CLIP
+    towers of the vision_config, image_tower for images and video_tower for a video's frames, each with weights of its
+    own; an image runs through image_tower alone (its layer vision_feature_layer, the class token dropped by
+    "default")."""
+    spec = llava(c)
+    spec["vision"]["video_tower"] = True
+    return spec
 
 
 @wrapper("paligemma")
@@ -194,6 +207,37 @@ def gemma4(c: Config) -> dict:
     projector = {"width": v.int("hidden_size"), "bias": False, "norm": "rmsnorm", "norm_affine": False}
     projector["pool"] = v.int("pooling_kernel_size", 3)
     return {"vision": vit(v, projector)}
+
+
+@wrapper("gemma4_unified")
+def gemma4_unified(c: Config) -> dict:
+    """Gemma4UnifiedForConditionalGeneration (Gemma 4 Unified): no vision tower; Gemma4UnifiedVisionEmbedder embeds each
+    patch of model_patch_size (patch_size × pooling_kernel_size) pixels a side into one soft token: a LayerNorm over
+    its pixels (patch_ln1), Linear(3 · patch², mm_embed_dim) with a bias (patch_dense), a LayerNorm (patch_ln2), a
+    factorised table of mm_posemb_size rows on each of two axes (a patch's x and y rows summed) and a LayerNorm
+    (pos_norm), then its multimodal_embedder: an RMSNorm without a weight and Linear(output_proj_dims, text width)
+    without a bias; none where vision_config is null (the class then builds no embedder). Its images have no fixed
+    size: an image's figures are at GEMMA4_UNIFIED_IMAGE_SIZE pixels a side unless --image-size says otherwise. An
+    audio_config's embedder is not read yet: such a file is refused in one line."""
+    if c.data.get("audio_config") is not None:
+        raise c.fail("audio_config", "Gemma 4 Unified's audio embedder is not read yet")
+    if c.data.get("vision_config") is None:
+        return {}
+    v = sub_config(c, "vision_config")
+    d = v.int("mm_embed_dim")
+    if v.int("output_proj_dims") != d:  # its embedder reads what pos_norm writes
+        raise c.fail("vision_config", f"output_proj_dims {v.int('output_proj_dims')} differs from mm_embed_dim {d}")
+    projector = {"width": d, "bias": False, "norm": "rmsnorm", "norm_affine": False}
+    vision = {
+        "image_size": GEMMA4_UNIFIED_IMAGE_SIZE,
+        "patch_size": v.int("patch_size") * v.int("pooling_kernel_size"),
+        "embed_width": d,
+        "embed_norms": True,
+        "position_rows": 2 * v.int("mm_posemb_size"),
+        "post_norm": False,
+        "projector": projector,
+    }
+    return {"vision": vision}
 
 
 @wrapper("glm4v", "glm4v_moe", "glm46v")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ..config import Config
 
-AUDIO_TYPES = ("whisper", "qwen2_audio_encoder", "voxtral_encoder")
+AUDIO_TYPES = ("whisper", "qwen2_audio_encoder", "voxtral_encoder", "glmasr_encoder")
 
 
 def whisper_encoder(a: Config, projector: dict, **over) -> dict:
@@ -24,11 +24,17 @@ def whisper_encoder(a: Config, projector: dict, **over) -> dict:
     d = key("d_model", "hidden_size")
     heads = key("encoder_attention_heads", "num_attention_heads")
     act = a.activation("activation_function", "gelu")
+    if kind == "glmasr_encoder":  # GlmAsrEncoder: Whisper's, with rotary positions (no table) and key-value heads
+        attention = {"n_heads": heads, "n_kv_heads": a.int("num_key_value_heads", heads), "qkv_bias": True, "k_bias": False}
+        over = {"position_table": False, "source_positions": a.int("max_position_embeddings", 1500), **over}
+        act = a.activation("hidden_act", "gelu")
     return {
         "layers": {
             "d_model": d,
             "n_layers": key("encoder_layers", "num_hidden_layers"),
-            "attention": {"n_heads": heads, "qkv_bias": True, "k_bias": False, "o_bias": True},
+            "attention": {"n_heads": heads, "qkv_bias": True, "k_bias": False, "o_bias": True}
+            if kind != "glmasr_encoder"
+            else {**attention, "o_bias": True},
             "ffn": {"kind": "dense", "d_ff": key("encoder_ffn_dim", "intermediate_size"), "bias": True, "activation": act},
             "norm": {"kind": "layernorm", "per_layer": 2, "final": False},
         },
@@ -46,13 +52,14 @@ LAYER_MODULES = (
     (r"self_attn\.out_proj$", "attn.o"),
     (r"(^|\.)fc1$", "ffn.up"),
     (r"(^|\.)fc2$", "ffn.down"),
-    (r"(self_attn_layer_norm|final_layer_norm)$", "norms"),
+    (r"self_attn\.o_proj$", "attn.o"),  # GLM-ASR's
+    (r"(self_attn_layer_norm|final_layer_norm|input_layernorm|post_attention_layernorm)$", "norms"),
 )
 TOP_MODULES = (
     (r"^conv1$", "conv1"),
     (r"^conv2$", "conv2"),
     (r"^embed_positions$", "pos_embed"),
-    (r"^layer_norm$", "final_norm"),
+    (r"^(layer_norm|norm)$", "final_norm"),
 )
 
 
