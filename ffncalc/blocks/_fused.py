@@ -62,30 +62,81 @@ def rotary(x: torch.Tensor, half: int, base: float) -> torch.Tensor:
 _MASKS: dict = {}
 
 
-def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool, window=None, chunk=None, bias=None):
-    """softmax(q·kᵀ/√d)·v by the CPU flash kernel over (B, H, s, d) queries and (B, KV, s, d) keys and values."""
+def _table(s: int, causal: bool, window, chunk, bias, dtype, device):
+    """The additive mask a kernel applies (its own arithmetic, built once): None where the causal flag says all."""
+    if window is None and chunk is None and bias is None:
+        return None
+    key = (s, causal, window, chunk, dtype, None if bias is None else bias.data_ptr())
+    if key not in _MASKS:
+        with torch.no_grad():
+            i = torch.arange(s, device=device)
+            allowed = i[None, :] <= i[:, None] if causal else torch.ones(s, s, dtype=torch.bool, device=device)
+            if window is not None:
+                allowed = allowed & (i[None, :] > i[:, None] - window)
+            if chunk is not None:
+                allowed = allowed & (i[None, :] // chunk == i[:, None] // chunk)
+            table = torch.zeros(s, s, dtype=dtype, device=device).masked_fill(~allowed, float("-inf"))
+            table = table if bias is None else table + bias
+            _MASKS[key] = table.expand(1, *table.shape[-3:]) if table.dim() == 3 else table  # (1, H, s, s)
+    return _MASKS[key]
+
+
+def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool, window=None, chunk=None, bias=None, sinks=None):
+    """softmax(q·kᵀ/√d)·v by a flash kernel over (B, H, s, d) queries and (B, KV, s, d) keys and values: torch's
+    CPU flash kernel where it can (equal q/k and v widths, no sinks), else ``_Flash``, which keeps the same."""
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    s = q.shape[-2]
-    mask = None
-    if window is not None or chunk is not None or bias is not None:
-        key = (s, causal, window, chunk, q.dtype, None if bias is None else bias.data_ptr())
-        if key not in _MASKS:
-            with torch.no_grad():
-                i = torch.arange(s, device=q.device)
-                allowed = i[None, :] <= i[:, None] if causal else torch.ones(s, s, dtype=torch.bool, device=q.device)
-                if window is not None:
-                    allowed = allowed & (i[None, :] > i[:, None] - window)
-                if chunk is not None:
-                    allowed = allowed & (i[None, :] // chunk == i[:, None] // chunk)
-                table = torch.zeros(s, s, dtype=q.dtype, device=q.device).masked_fill(~allowed, float("-inf"))
-                table = table if bias is None else table + bias
-                _MASKS[key] = table.expand(1, *table.shape[-3:]) if table.dim() == 3 else table  # (1, H, s, s)
-        mask = _MASKS[key]
+    mask = _table(q.shape[-2], causal, window, chunk, bias, q.dtype, q.device)
+    if q.shape[-1] != v.shape[-1] or sinks is not None:
+        return _Flash.apply(q, k, v, sinks, causal, mask)
     with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
         return F.scaled_dot_product_attention(
             q, k, v, attn_mask=mask, is_causal=causal and mask is None, enable_gqa=k.shape[1] != q.shape[1]
         )
+
+
+def _attend(q, k, v, sinks, causal: bool, mask):
+    """(output in q's dtype, fp32 log-sum-exp a query and head): softmax in fp32, a sink logit per head joining the
+    normaliser (gpt-oss's attention sinks) where given."""
+    if k.shape[1] != q.shape[1]:
+        k, v = k.repeat_interleave(q.shape[1] // k.shape[1], dim=1), v.repeat_interleave(q.shape[1] // v.shape[1], dim=1)
+    scores = (q.float() @ k.float().transpose(-2, -1)) / q.shape[-1] ** 0.5
+    s = q.shape[-2]
+    if mask is not None:
+        scores = scores + mask.float()
+    elif causal:
+        scores = scores.masked_fill(torch.ones(s, s, dtype=torch.bool, device=q.device).triu(1), float("-inf"))
+    every = scores
+    if sinks is not None:
+        every = torch.cat([scores, sinks.float().view(1, -1, 1, 1).expand(*scores.shape[:-1], 1)], dim=-1)
+    lse = every.logsumexp(-1)
+    return ((scores - lse[..., None]).exp() @ v.float()).to(q.dtype), lse
+
+
+class _Flash(torch.autograd.Function):
+    """Attention as FlashAttention-2 keeps it (Dao 2023 §3.1: Q, K, V, the output and the fp32 log-sum-exp of every
+    query and head; the probabilities recomputed in backward) for what torch's CPU flash kernel does not take:
+    q/k wider than v (MLA: 192 and 128 a head, as cuDNN's fused attention and FlashAttention-3 run it, and
+    Megatron-LM's MLA calls through Transformer Engine) and sink logits (gpt-oss; FlashAttention-3's learnable
+    sink). Recomputed in backward from what it keeps."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, sinks, causal: bool, mask):
+        computed, lse = _attend(q, k, v, sinks, causal, mask)
+        b, h, s, d = computed.shape  # written (B, s, H, d) in memory, as the flash kernels write it: o reads it as is
+        out = computed.new_empty(b, s, h, d).transpose(1, 2).copy_(computed)
+        ctx.causal, ctx.mask, ctx.sinks = causal, mask, sinks is not None
+        ctx.save_for_backward(q, k, v, out, lse, *(() if sinks is None else (sinks,)))
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        q, k, v, _out, _lse, *sinks = ctx.saved_tensors
+        with torch.enable_grad():
+            inputs = [t.detach().requires_grad_(True) for t in (q, k, v, *sinks)]
+            out, _ = _attend(*inputs[:3], inputs[3] if sinks else None, ctx.causal, ctx.mask)
+            grads = torch.autograd.grad(out, inputs, grad)
+        return grads[0], grads[1], grads[2], grads[3] if sinks else None, None, None
 
 
 def is_table(t: torch.Tensor) -> bool:
@@ -111,14 +162,15 @@ class _Norm(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad):
-        x, rstd, weight, bias, *mean = ctx.saved_tensors
+        x, _rstd, weight, bias, *_mean = ctx.saved_tensors
         with torch.enable_grad():
             xr = x.detach().requires_grad_(True)
             w = weight.detach().requires_grad_(True) if weight is not None else None
             b = bias.detach().requires_grad_(True) if bias is not None else None
+            # the statistics again, differentiably (a kernel's backward derives their gradient from the kept rstd)
             xf = xr.float()
-            centred = xf - mean[0] if ctx.layer else xf
-            out = _scaled(centred * rstd, w, b).to(x.dtype)
+            centred = xf - xf.mean(-1, keepdim=True) if ctx.layer else xf
+            out = _scaled(centred * torch.rsqrt(centred.square().mean(-1, keepdim=True) + ctx.eps), w, b).to(x.dtype)
             inputs = [t for t in (xr, w, b) if t is not None]
             grads = iter(torch.autograd.grad(out, inputs, grad))
         return next(grads), next(grads) if w is not None else None, next(grads) if b is not None else None, None, None
@@ -132,3 +184,56 @@ def _scaled(x: torch.Tensor, weight, bias) -> torch.Tensor:
 
 def norm(x: torch.Tensor, weight, bias, eps: float, layer: bool) -> torch.Tensor:
     return _Norm.apply(x, weight, bias, eps, layer)
+
+
+class _Dispatch(torch.autograd.Function):
+    """Each routed token-slot's input row copied into expert order (Transformer Engine's moe_permute, Megatron-LM's
+    token dispatcher): the copy is the experts' input; the permutation (int64 a slot) is all it keeps, its gradient
+    the slots' gradients added back to their tokens."""
+
+    @staticmethod
+    def forward(ctx, x, order, top_k: int):
+        ctx.top_k, ctx.tokens = top_k, x.shape[0]
+        ctx.save_for_backward(order)
+        return x[order // top_k]
+
+    @staticmethod
+    def backward(ctx, grad):
+        (order,) = ctx.saved_tensors
+        return grad.new_zeros(ctx.tokens, grad.shape[-1]).index_add_(0, order // ctx.top_k, grad), None, None
+
+
+class _Combine(torch.autograd.Function):
+    """The experts' outputs (in expert order) scaled by their fp32 routing weights and added back to their tokens
+    (Transformer Engine's moe_unpermute with probs): keeps the outputs (the weights' gradient is each output's dot
+    product with its token's gradient), the weights and the permutation."""
+
+    @staticmethod
+    def forward(ctx, y, weights, order, top_k: int):
+        ctx.top_k = top_k
+        ctx.save_for_backward(y, weights, order)
+        w = weights.reshape(-1)[order]
+        scaled = (y.float() * w[:, None]).to(y.dtype)
+        return y.new_zeros(weights.shape[0], y.shape[-1]).index_add_(0, order // top_k, scaled)
+
+    @staticmethod
+    def backward(ctx, grad):
+        y, weights, order = ctx.saved_tensors
+        g = grad[order // ctx.top_k].float()
+        grad_y = (g * weights.reshape(-1)[order][:, None]).to(y.dtype)
+        grad_w = torch.zeros(weights.numel(), dtype=weights.dtype, device=weights.device)
+        grad_w[order] = (g * y.float()).sum(-1).to(weights.dtype)
+        return grad_y, grad_w.view_as(weights), None, None
+
+
+def routed(x: torch.Tensor, experts: torch.Tensor, weights: torch.Tensor, modules) -> torch.Tensor:
+    """The routed experts' weighted outputs for (tokens, d) inputs, as a grouped-GEMM mixture runs them: the
+    token-slots sorted by expert (a stable sort), dispatched, each expert run over its contiguous rows, combined."""
+    n, top_k = len(modules), experts.shape[1]
+    with torch.no_grad():
+        flat = experts.reshape(-1)
+        order = torch.argsort(flat, stable=True)
+        counts = torch.bincount(flat, minlength=n).tolist()
+    rows = _Dispatch.apply(x, order, top_k)
+    outs = [m(part) for m, part in zip(modules, rows.split(counts)) if part.shape[0]]
+    return _Combine.apply(torch.cat(outs), weights, order, top_k)

@@ -187,9 +187,9 @@ def attend(layer, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Te
     sinks, window, chunk = getattr(layer, "sinks", None), getattr(layer, "window", None), getattr(layer, "chunk", None)
     from . import _fused
 
-    if _fused.active() and sinks is None and q.shape[-1] == v.shape[-1]:  # as the flash kernel keeps it
+    if _fused.active():  # as the flash kernel keeps it
         both = getattr(layer, "both", False)
-        return _fused.attention(q, k, v, causal=not both, window=window, chunk=chunk, bias=bias)
+        return _fused.attention(q, k, v, causal=not both, window=window, chunk=chunk, bias=bias, sinks=sinks)
     if k.shape[1] != heads:  # grouped K/V heads serve several query heads each
         k, v = k.repeat_interleave(heads // k.shape[1], dim=1), v.repeat_interleave(heads // v.shape[1], dim=1)
     q = q * (1.0 / math.sqrt(q.shape[-1]))
