@@ -237,3 +237,36 @@ def routed(x: torch.Tensor, experts: torch.Tensor, weights: torch.Tensor, module
     rows = _Dispatch.apply(x, order, top_k)
     outs = [m(part) for m, part in zip(modules, rows.split(counts)) if part.shape[0]]
     return _Combine.apply(torch.cat(outs), weights, order, top_k)
+
+
+def _conv(x: torch.Tensor, weight: torch.Tensor, bias, silu: bool) -> torch.Tensor:
+    """A depthwise causal convolution over (B, T, C), K − 1 zeros before the first step; SiLU after it if asked."""
+    out = F.conv1d(F.pad(x.transpose(1, 2), (weight.shape[-1] - 1, 0)), weight, bias, groups=weight.shape[0])
+    out = out.transpose(1, 2)
+    return F.silu(out) if silu else out
+
+
+class _Conv(torch.autograd.Function):
+    """A short causal convolution as Dao-AILab/causal-conv1d's CausalConv1dFn runs it (causal_conv1d_interface.py:
+    ``ctx.save_for_backward(x, weight, bias)``, the SiLU fused in and recomputed): the input as given, nothing else;
+    its output written (B, T, C) in memory, as the input lies."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, silu: bool):
+        ctx.silu = silu
+        ctx.save_for_backward(x, weight, bias)
+        computed = _conv(x, weight, bias, silu)
+        return torch.empty_like(x, memory_format=torch.contiguous_format).copy_(computed)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, weight, bias = ctx.saved_tensors
+        with torch.enable_grad():
+            inputs = [t.detach().requires_grad_(True) for t in (x, weight, *(() if bias is None else (bias,)))]
+            out = _conv(inputs[0], inputs[1], inputs[2] if bias is not None else None, ctx.silu)
+            grads = torch.autograd.grad(out, inputs, grad)
+        return grads[0], grads[1], grads[2] if bias is not None else None, None
+
+
+def conv(x: torch.Tensor, weight: torch.Tensor, bias, silu: bool = False) -> torch.Tensor:
+    return _Conv.apply(x, weight, bias, silu)

@@ -390,6 +390,12 @@ class CausalConv1d(nn.Module):
             if self.bias is not None:
                 nn.init.uniform_(self.bias, -1 / math.sqrt(kernel), 1 / math.sqrt(kernel))
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, T, C) -> (B, T, C)
+    def forward(self, x: torch.Tensor, silu: bool = False) -> torch.Tensor:  # (B, T, C) -> (B, T, C)
+        from . import _fused
+
+        if _fused.active():  # as causal-conv1d's kernel keeps it: its input alone, the SiLU fused in
+            return _fused.conv(x, self.weight, self.bias, silu)
         x = F.pad(x.transpose(1, 2), (self.kernel - 1, 0))
+        if silu:
+            return F.silu(F.conv1d(x, self.weight, self.bias, groups=self.weight.shape[0]).transpose(1, 2))
         return F.conv1d(x, self.weight, self.bias, groups=self.weight.shape[0]).transpose(1, 2)

@@ -194,8 +194,9 @@ def mla_model(attention):
         ),
         lambda: mla_model({"n_heads": 4, "n_kv_heads": 2, "qk_norm": "head"}),
         lambda: mla_model({"kind": "diff_attention", "n_heads": 8, "n_kv_heads": 4}),
+        lambda: mla_model({"kind": "short_conv", "conv_kernel": 3, "bias": True}),
     ],
-    ids=["moe", "mla-sinks", "mha-qk-norm", "diff-gqa"],
+    ids=["moe", "mla-sinks", "mha-qk-norm", "diff-gqa", "short-conv"],
 )
 def test_fused_forms_compute_what_the_modules_do(spec):
     """The fused forms (the permuted mixture, ``_Flash`` attention, the flash kernel, rotary positions and norms
@@ -206,7 +207,7 @@ def test_fused_forms_compute_what_the_modules_do(spec):
     from ffncalc.blocks import _fused
 
     spec = spec()
-    block = next(b for slot, b in spec.layers[0].blocks() if b.kind in ("moe", "mla", "mha", "diff_attention"))
+    block = next(b for slot, b in spec.layers[0].blocks() if b.kind in ("moe", "mla", "mha", "diff_attention", "short_conv"))
     torch.manual_seed(0)
     module = block.torch_module(spec, True)
     x = torch.randn(1, TOKENS, D, requires_grad=True)
@@ -237,3 +238,14 @@ def test_diff_attention_kept_elements_equal_fused_saved(heads, kv, head_dim):
     expected += heads // 2 * 2 * head_dim + heads // 2 * 2 + heads * head_dim
     assert dict(spec.layers[0].blocks())["attention"].kept_elements(spec) == expected
     assert fused_saved_bytes(spec, "attention") == TOKENS * 2 * expected + 4 * heads * TOKENS
+
+
+@pytest.mark.parametrize("bias", [False, True])
+def test_short_conv_kept_elements_equal_fused_saved(bias):
+    """LFM2's short convolution with causal-conv1d's kernel (which keeps its input alone): in_proj's input (D), its
+    output B, C and x in one (3·D, the two products' gradients read them), the convolution's input B ⊙ x (D), its
+    output y (D, C ⊙ y's gradient) and out_proj's input C ⊙ y (D): 7·D; no padded copy, no score."""
+    spec = mla_model({"kind": "short_conv", "conv_kernel": 3, "bias": bias})
+    expected = D + 3 * D + D + D + D
+    assert dict(spec.layers[0].blocks())["attention"].kept_elements(spec) == expected
+    assert fused_saved_bytes(spec, "attention") == TOKENS * 2 * expected
