@@ -270,3 +270,68 @@ class _Conv(torch.autograd.Function):
 
 def conv(x: torch.Tensor, weight: torch.Tensor, bias, silu: bool = False) -> torch.Tensor:
     return _Conv.apply(x, weight, bias, silu)
+
+
+SCAN_CHUNK = 2048  # mamba_ssm's selective_scan_fwd keeps the scan's state at the end of every chunk of 2048 steps
+
+
+def _mamba(xz, conv_w, conv_b, x_proj_w, dt_w, dt_b, a_log, d_skip, rank: int, state: int, normed: bool):
+    """Mamba's mixer from in_proj's output to the gated scan output before out_proj: (x_dbl, B, C, y, h), y the scan's
+    output before the gate (B, s, d_inner), h every step's state in fp32 (B, s, d_inner, N)."""
+    x, z = xz.chunk(2, dim=-1)
+    x = _conv(x, conv_w, conv_b, True)
+    x_dbl = F.linear(x, x_proj_w)
+    dt, bm, cm = x_dbl.split([rank, state, state], dim=-1)
+    if normed:  # FalconMamba's weightless RMS over dt, B and C (MambaInnerFn's b/c/dt_rms_weight)
+        dt, bm, cm = (t * torch.rsqrt(t.pow(2).mean(-1, keepdim=True) + 1e-6) for t in (dt, bm, cm))
+    dt = F.softplus(F.linear(dt, dt_w, dt_b)).float()
+    a = -torch.exp(a_log.float())
+    decay = torch.exp(dt[..., None] * a)
+    inflow = (dt * x.float())[..., None] * bm.float()[:, :, None, :]
+    h, states = torch.zeros_like(inflow[:, 0]), []
+    for t in range(xz.shape[1]):
+        h = decay[:, t] * h + inflow[:, t]
+        states.append(h)
+    hs = torch.stack(states, dim=1)
+    y = (hs @ cm.float()[..., None]).squeeze(-1) + x.float() * d_skip.float()
+    return x_dbl, bm, cm, y.to(xz.dtype), z, decay, hs
+
+
+class _MambaInner(torch.autograd.Function):
+    """Mamba's mixer after in_proj as mamba_ssm's MambaInnerFn runs it in training (checkpoint_lvl 1: the
+    convolution's output and delta recomputed in backward; ops/selective_scan_interface.py, ``ctx.save_for_backward(
+    xz, conv1d_weight, conv1d_bias, x_dbl, x_proj_weight, delta_proj_weight, out_proj_weight, conv1d_out, delta, A,
+    B, C, D, delta_bias, scan_intermediates, b_rms_weight, c_rms_weight, dt_rms_weight, out)`` with conv1d_out and
+    delta set to None): xz, x_dbl, contiguous copies of B and C, the scan's output before the gate, and the scan's
+    fp32 intermediates (the decay product and the state at the end of every chunk of 2048 steps, 2·N a channel);
+    out_proj inside, its input recomputed."""
+
+    @staticmethod
+    def forward(ctx, xz, conv_w, conv_b, x_proj_w, dt_w, dt_b, a_log, d_skip, out_w, out_b, rank, state, normed):
+        x_dbl, bm, cm, y, z, decay, hs = _mamba(xz, conv_w, conv_b, x_proj_w, dt_w, dt_b, a_log, d_skip, rank, state, normed)
+        b, s, di, n = hs.shape
+        ends = [min(c + SCAN_CHUNK, s) - 1 for c in range(0, s, SCAN_CHUNK)]
+        products = torch.stack([decay[:, start : end + 1].prod(1) for start, end in zip(range(0, s, SCAN_CHUNK), ends)], 2)
+        intermediates = torch.cat([products, hs[:, ends].transpose(1, 2)], dim=-1)  # (B, d_inner, chunks, 2·N) fp32
+        ctx.args = (rank, state, normed, conv_b is not None, out_b is not None)
+        ctx.save_for_backward(xz, conv_w, conv_b, x_dbl, x_proj_w, dt_w, dt_b, a_log, d_skip, out_w, out_b,
+                              bm.contiguous(), cm.contiguous(), y, intermediates)  # fmt: skip
+        return F.linear(y * F.silu(z), out_w, out_b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        xz, conv_w, conv_b, _x_dbl, x_proj_w, dt_w, dt_b, a_log, d_skip, out_w, out_b, *_kept = ctx.saved_tensors
+        rank, state, normed, has_conv_b, has_out_b = ctx.args
+        tensors = (xz, conv_w, conv_b, x_proj_w, dt_w, dt_b, a_log, d_skip, out_w, out_b)
+        with torch.enable_grad():
+            live = [None if t is None else t.detach().requires_grad_(True) for t in tensors]
+            _, _, _, y, z, _, _ = _mamba(*live[:8], rank, state, normed)
+            out = F.linear(y * F.silu(z), live[8], live[9])
+            wanted = [t for t in live if t is not None]
+            found = iter(torch.autograd.grad(out, wanted, grad, allow_unused=True))
+            grads = [None if t is None else next(found) for t in live]
+        return (*grads, None, None, None)
+
+
+def mamba_inner(xz, conv_w, conv_b, x_proj_w, dt_w, dt_b, a_log, d_skip, out_w, out_b, rank, state, normed):
+    return _MambaInner.apply(xz, conv_w, conv_b, x_proj_w, dt_w, dt_b, a_log, d_skip, out_w, out_b, rank, state, normed)

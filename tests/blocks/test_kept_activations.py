@@ -195,8 +195,9 @@ def mla_model(attention):
         lambda: mla_model({"n_heads": 4, "n_kv_heads": 2, "qk_norm": "head"}),
         lambda: mla_model({"kind": "diff_attention", "n_heads": 8, "n_kv_heads": 4}),
         lambda: mla_model({"kind": "short_conv", "conv_kernel": 3, "bias": True}),
+        lambda: mla_model({"kind": "mamba", "state_size": 4, "time_step_rank": 4, "bcdt_norm": True, "use_bias": True}),
     ],
-    ids=["moe", "mla-sinks", "mha-qk-norm", "diff-gqa", "short-conv"],
+    ids=["moe", "mla-sinks", "mha-qk-norm", "diff-gqa", "short-conv", "mamba"],
 )
 def test_fused_forms_compute_what_the_modules_do(spec):
     """The fused forms (the permuted mixture, ``_Flash`` attention, the flash kernel, rotary positions and norms
@@ -207,7 +208,7 @@ def test_fused_forms_compute_what_the_modules_do(spec):
     from ffncalc.blocks import _fused
 
     spec = spec()
-    block = next(b for slot, b in spec.layers[0].blocks() if b.kind in ("moe", "mla", "mha", "diff_attention", "short_conv"))
+    block = next(b for slot, b in spec.layers[0].blocks() if b.kind in ("moe", "mla", "mha", "diff_attention", "short_conv", "mamba"))
     torch.manual_seed(0)
     module = block.torch_module(spec, True)
     x = torch.randn(1, TOKENS, D, requires_grad=True)
@@ -249,3 +250,16 @@ def test_short_conv_kept_elements_equal_fused_saved(bias):
     expected = D + 3 * D + D + D + D
     assert dict(spec.layers[0].blocks())["attention"].kept_elements(spec) == expected
     assert fused_saved_bytes(spec, "attention") == TOKENS * 2 * expected
+
+
+@pytest.mark.parametrize("extra", [{}, {"bcdt_norm": True}, {"use_bias": True, "use_conv_bias": False}], ids=str)
+def test_mamba_kept_elements_equal_fused_saved(extra):
+    """Mamba's mixer as mamba_ssm's MambaInnerFn keeps it (checkpoint_lvl 1): in_proj's input (D) and output xz
+    (2·d_inner), x_dbl (R + 2N), contiguous copies of B and C (N each) and the scan's output before the gate
+    (d_inner), a token; and a sequence the scan's fp32 chunk states, d_inner × 1 chunk × 2N × 4 bytes."""
+    n, rank = 4, 4
+    spec = mla_model({"kind": "mamba", "state_size": n, "time_step_rank": rank, **extra})
+    inner = 2 * D
+    expected = D + 2 * inner + (rank + 2 * n) + 2 * n + inner
+    assert dict(spec.layers[0].blocks())["attention"].kept_elements(spec) == expected
+    assert fused_saved_bytes(spec, "attention") == TOKENS * 2 * expected + inner * 2 * n * 4
