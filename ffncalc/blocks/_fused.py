@@ -335,3 +335,67 @@ class _MambaInner(torch.autograd.Function):
 
 def mamba_inner(xz, conv_w, conv_b, x_proj_w, dt_w, dt_b, a_log, d_skip, out_w, out_b, rank, state, normed):
     return _MambaInner.apply(xz, conv_w, conv_b, x_proj_w, dt_w, dt_b, a_log, d_skip, out_w, out_b, rank, state, normed)
+
+
+def _mamba2(zxbcdt, conv_w, conv_b, dt_bias, a_log, d_skip, norm_w, out_w, out_b, dims):
+    """Mamba-2's mixer after in_proj, the SSD in its quadratic dual form: (the scan's output before the gated norm,
+    None, the output gated by SiLU(z) without a norm)."""
+    d_inner, conv_dim, h, p, g, n, eps = dims
+    b, s, _ = zxbcdt.shape
+    z, xbc, dt = zxbcdt.split([d_inner, conv_dim, h], dim=-1)
+    x, bm, cm = _conv(xbc, conv_w, conv_b, True).split([d_inner, g * n, g * n], dim=-1)
+    dt = F.softplus(dt + dt_bias).transpose(1, 2)  # (B, H, s)
+    cum = torch.cumsum(dt * -torch.exp(a_log)[:, None], dim=-1)
+    x = x.view(b, s, h, p).transpose(1, 2)
+    bm, cm = (t.view(b, s, g, n).transpose(1, 2).repeat_interleave(h // g, dim=1) for t in (bm, cm))
+    below = torch.ones(s, s, dtype=torch.bool, device=zxbcdt.device).tril()
+    decay = torch.exp((cum[..., :, None] - cum[..., None, :]).masked_fill(~below, float("-inf")))
+    y = ((cm @ bm.transpose(-2, -1)) * decay) @ (x * dt[..., None]) + x * d_skip[:, None, None]
+    y = y.transpose(1, 2).reshape(b, s, d_inner)
+    return y, None, F.linear(y * F.silu(z), out_w, out_b)
+
+
+def _mamba2_out(zxbcdt, conv_w, conv_b, dt_bias, a_log, d_skip, norm_w, out_w, out_b, dims, norm_groups: int):
+    """(the scan's output, the gated norm's fp32 inverse RMS a group or None, the output): MambaRMSNormGated's
+    norm of y·SiLU(z) over each group, then out_proj."""
+    d_inner, eps = dims[0], dims[-1]
+    y, _, plain = _mamba2(zxbcdt, conv_w, conv_b, dt_bias, a_log, d_skip, None, out_w, out_b, dims)
+    if norm_w is None:
+        return y, None, plain
+    z = zxbcdt[..., :d_inner]
+    gated = (y * F.silu(z)).float()
+    grouped = gated.view(*gated.shape[:-1], norm_groups, -1)
+    rstd = torch.rsqrt(grouped.square().mean(-1, keepdim=True) + eps)
+    normed = (grouped * rstd).view(gated.shape) * norm_w.float()
+    return y, rstd, F.linear(normed.to(y.dtype), out_w, out_b)
+
+
+class _Mamba2(torch.autograd.Function):
+    """Mamba-2's mixer after in_proj as mamba_ssm's MambaSplitConv1dScanCombinedFn runs it in training
+    (ops/triton/ssd_combined.py: ``ctx.save_for_backward(zxbcdt, conv1d_weight, conv1d_bias, out_x, A, D, dt_bias,
+    initial_states, seq_idx, rmsnorm_weight, rstd, outproj_weight, outproj_bias)``): in_proj's output, the scan's
+    output before the gated norm and the norm's fp32 inverse RMS a group; the convolution, the scan's states and
+    out_proj's input recomputed in backward."""
+
+    @staticmethod
+    def forward(ctx, zxbcdt, conv_w, conv_b, dt_bias, a_log, d_skip, norm_w, out_w, out_b, dims, norm_groups):
+        y, rstd, out = _mamba2_out(zxbcdt, conv_w, conv_b, dt_bias, a_log, d_skip, norm_w, out_w, out_b, dims, norm_groups)
+        ctx.dims, ctx.norm_groups = dims, norm_groups
+        ctx.save_for_backward(zxbcdt, conv_w, conv_b, y, a_log, d_skip, dt_bias, norm_w, rstd, out_w, out_b)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        zxbcdt, conv_w, conv_b, _y, a_log, d_skip, dt_bias, norm_w, _rstd, out_w, out_b = ctx.saved_tensors
+        tensors = (zxbcdt, conv_w, conv_b, dt_bias, a_log, d_skip, norm_w, out_w, out_b)
+        with torch.enable_grad():
+            live = [None if t is None else t.detach().requires_grad_(True) for t in tensors]
+            _, _, out = _mamba2_out(*live, ctx.dims, ctx.norm_groups)
+            wanted = [t for t in live if t is not None]
+            found = iter(torch.autograd.grad(out, wanted, grad, allow_unused=True))
+            grads = [None if t is None else next(found) for t in live]
+        return (*grads, None, None)
+
+
+def mamba2(zxbcdt, conv_w, conv_b, dt_bias, a_log, d_skip, norm_w, out_w, out_b, dims, norm_groups: int):
+    return _Mamba2.apply(zxbcdt, conv_w, conv_b, dt_bias, a_log, d_skip, norm_w, out_w, out_b, dims, norm_groups)

@@ -196,8 +196,9 @@ def mla_model(attention):
         lambda: mla_model({"kind": "diff_attention", "n_heads": 8, "n_kv_heads": 4}),
         lambda: mla_model({"kind": "short_conv", "conv_kernel": 3, "bias": True}),
         lambda: mla_model({"kind": "mamba", "state_size": 4, "time_step_rank": 4, "bcdt_norm": True, "use_bias": True}),
+        lambda: mla_model({"kind": "mamba2", "n_heads": 8, "head_dim": 16, "state_size": 8, "n_groups": 2}),
     ],
-    ids=["moe", "mla-sinks", "mha-qk-norm", "diff-gqa", "short-conv", "mamba"],
+    ids=["moe", "mla-sinks", "mha-qk-norm", "diff-gqa", "short-conv", "mamba", "mamba2"],
 )
 def test_fused_forms_compute_what_the_modules_do(spec):
     """The fused forms (the permuted mixture, ``_Flash`` attention, the flash kernel, rotary positions and norms
@@ -208,7 +209,9 @@ def test_fused_forms_compute_what_the_modules_do(spec):
     from ffncalc.blocks import _fused
 
     spec = spec()
-    block = next(b for slot, b in spec.layers[0].blocks() if b.kind in ("moe", "mla", "mha", "diff_attention", "short_conv", "mamba"))
+    block = next(
+        b for slot, b in spec.layers[0].blocks() if b.kind in ("moe", "mla", "mha", "diff_attention", "short_conv", "mamba", "mamba2")
+    )
     torch.manual_seed(0)
     module = block.torch_module(spec, True)
     x = torch.randn(1, TOKENS, D, requires_grad=True)
@@ -263,3 +266,15 @@ def test_mamba_kept_elements_equal_fused_saved(extra):
     expected = D + 2 * inner + (rank + 2 * n) + 2 * n + inner
     assert dict(spec.layers[0].blocks())["attention"].kept_elements(spec) == expected
     assert fused_saved_bytes(spec, "attention") == TOKENS * 2 * expected + inner * 2 * n * 4
+
+
+@pytest.mark.parametrize(("groups", "gated_norm"), [(1, True), (2, True), (2, False)])
+def test_mamba2_kept_elements_equal_fused_saved(groups, gated_norm):
+    """Mamba-2's mixer as mamba_ssm's MambaSplitConv1dScanCombinedFn keeps it: in_proj's input (D) and its output
+    zxbcdt (z: 8 heads × 16, x B C: 128 + 2·groups·8, dt: 8), the scan's output before the gated norm (128) and the
+    norm's fp32 inverse RMS a group (2 elements each); nothing a sequence."""
+    spec = mla_model({"kind": "mamba2", "n_heads": 8, "head_dim": 16, "state_size": 8, "n_groups": groups, "gated_norm": gated_norm})
+    inner = 8 * 16
+    expected = D + (inner + inner + 2 * groups * 8 + 8) + inner + (2 * groups if gated_norm else 0)
+    assert dict(spec.layers[0].blocks())["attention"].kept_elements(spec) == expected
+    assert fused_saved_bytes(spec, "attention") == TOKENS * 2 * expected
