@@ -89,10 +89,13 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool
     mask = _table(q.shape[-2], causal, window, chunk, bias, q.dtype, q.device)
     if q.shape[-1] != v.shape[-1] or sinks is not None:
         return _Flash.apply(q, k, v, sinks, causal, mask)
-    with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
-        return F.scaled_dot_product_attention(
-            q, k, v, attn_mask=mask, is_causal=causal and mask is None, enable_gqa=k.shape[1] != q.shape[1]
-        )
+    try:
+        with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+            return F.scaled_dot_product_attention(
+                q, k, v, attn_mask=mask, is_causal=causal and mask is None, enable_gqa=k.shape[1] != q.shape[1]
+            )
+    except RuntimeError:  # shapes torch's CPU flash kernel refuses (no available kernel): the same kept by _Flash
+        return _Flash.apply(q, k, v, sinks, causal, mask)
 
 
 def _attend(q, k, v, sinks, causal: bool, mask):
