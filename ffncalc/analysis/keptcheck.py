@@ -57,7 +57,7 @@ def saved_bytes(module: torch.nn.Module, x: torch.Tensor) -> int:
     seen: dict[int, int] = {}
     for ref in packed:
         t = ref()
-        if t is None or _fused.is_table(t):
+        if t is None or _fused.is_table(t) or t.dim() == 0:  # a table, or a layer's scalar (DiffLlama's λ): no token's
             continue
         storage = t.untyped_storage()
         if storage.data_ptr() not in held:

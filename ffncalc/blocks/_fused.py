@@ -62,30 +62,84 @@ def rotary(x: torch.Tensor, half: int, base: float) -> torch.Tensor:
 _MASKS: dict = {}
 
 
-def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool, window=None, chunk=None, bias=None):
-    """softmax(q·kᵀ/√d)·v by the CPU flash kernel over (B, H, s, d) queries and (B, KV, s, d) keys and values."""
+def _table(s: int, causal: bool, window, chunk, bias, dtype, device):
+    """The additive mask a kernel applies (its own arithmetic, built once): None where the causal flag says all."""
+    if window is None and chunk is None and bias is None:
+        return None
+    key = (s, causal, window, chunk, dtype, None if bias is None else bias.data_ptr())
+    if key not in _MASKS:
+        with torch.no_grad():
+            i = torch.arange(s, device=device)
+            allowed = i[None, :] <= i[:, None] if causal else torch.ones(s, s, dtype=torch.bool, device=device)
+            if window is not None:
+                allowed = allowed & (i[None, :] > i[:, None] - window)
+            if chunk is not None:
+                allowed = allowed & (i[None, :] // chunk == i[:, None] // chunk)
+            table = torch.zeros(s, s, dtype=dtype, device=device).masked_fill(~allowed, float("-inf"))
+            table = table if bias is None else table + bias
+            _MASKS[key] = table.expand(1, *table.shape[-3:]) if table.dim() == 3 else table  # (1, H, s, s)
+    return _MASKS[key]
+
+
+def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool, window=None, chunk=None, bias=None, sinks=None):
+    """softmax(q·kᵀ/√d)·v by a flash kernel over (B, H, s, d) queries and (B, KV, s, d) keys and values: torch's
+    CPU flash kernel where it can (equal q/k and v widths, no sinks), else ``_Flash``, which keeps the same."""
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
+    mask = _table(q.shape[-2], causal, window, chunk, bias, q.dtype, q.device)
+    if q.shape[-1] != v.shape[-1] or sinks is not None:
+        return _Flash.apply(q, k, v, sinks, causal, mask)
+    try:
+        with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+            return F.scaled_dot_product_attention(
+                q, k, v, attn_mask=mask, is_causal=causal and mask is None, enable_gqa=k.shape[1] != q.shape[1]
+            )
+    except RuntimeError:  # shapes torch's CPU flash kernel refuses (no available kernel): the same kept by _Flash
+        return _Flash.apply(q, k, v, sinks, causal, mask)
+
+
+def _attend(q, k, v, sinks, causal: bool, mask):
+    """(output in q's dtype, fp32 log-sum-exp a query and head): softmax in fp32, a sink logit per head joining the
+    normaliser (gpt-oss's attention sinks) where given."""
+    if k.shape[1] != q.shape[1]:
+        k, v = k.repeat_interleave(q.shape[1] // k.shape[1], dim=1), v.repeat_interleave(q.shape[1] // v.shape[1], dim=1)
+    scores = (q.float() @ k.float().transpose(-2, -1)) / q.shape[-1] ** 0.5
     s = q.shape[-2]
-    mask = None
-    if window is not None or chunk is not None or bias is not None:
-        key = (s, causal, window, chunk, q.dtype, None if bias is None else bias.data_ptr())
-        if key not in _MASKS:
-            with torch.no_grad():
-                i = torch.arange(s, device=q.device)
-                allowed = i[None, :] <= i[:, None] if causal else torch.ones(s, s, dtype=torch.bool, device=q.device)
-                if window is not None:
-                    allowed = allowed & (i[None, :] > i[:, None] - window)
-                if chunk is not None:
-                    allowed = allowed & (i[None, :] // chunk == i[:, None] // chunk)
-                table = torch.zeros(s, s, dtype=q.dtype, device=q.device).masked_fill(~allowed, float("-inf"))
-                table = table if bias is None else table + bias
-                _MASKS[key] = table.expand(1, *table.shape[-3:]) if table.dim() == 3 else table  # (1, H, s, s)
-        mask = _MASKS[key]
-    with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
-        return F.scaled_dot_product_attention(
-            q, k, v, attn_mask=mask, is_causal=causal and mask is None, enable_gqa=k.shape[1] != q.shape[1]
-        )
+    if mask is not None:
+        scores = scores + mask.float()
+    elif causal:
+        scores = scores.masked_fill(torch.ones(s, s, dtype=torch.bool, device=q.device).triu(1), float("-inf"))
+    every = scores
+    if sinks is not None:
+        every = torch.cat([scores, sinks.float().view(1, -1, 1, 1).expand(*scores.shape[:-1], 1)], dim=-1)
+    lse = every.logsumexp(-1)
+    return ((scores - lse[..., None]).exp() @ v.float()).to(q.dtype), lse
+
+
+class _Flash(torch.autograd.Function):
+    """Attention as FlashAttention-2 keeps it (Dao 2023 §3.1: Q, K, V, the output and the fp32 log-sum-exp of every
+    query and head; the probabilities recomputed in backward) for what torch's CPU flash kernel does not take:
+    q/k wider than v (MLA: 192 and 128 a head, as cuDNN's fused attention and FlashAttention-3 run it, and
+    Megatron-LM's MLA calls through Transformer Engine) and sink logits (gpt-oss; FlashAttention-3's learnable
+    sink). Recomputed in backward from what it keeps."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, sinks, causal: bool, mask):
+        computed, lse = _attend(q, k, v, sinks, causal, mask)
+        b, h, s, d = computed.shape  # written (B, s, H, d) in memory, as the flash kernels write it: o reads it as is
+        out = computed.new_empty(b, s, h, d).transpose(1, 2).copy_(computed)
+        ctx.causal, ctx.mask, ctx.sinks = causal, mask, sinks is not None
+        ctx.save_for_backward(q, k, v, out, lse, *(() if sinks is None else (sinks,)))
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        q, k, v, _out, _lse, *sinks = ctx.saved_tensors
+        with torch.enable_grad():
+            inputs = [t.detach().requires_grad_(True) for t in (q, k, v, *sinks)]
+            out, _ = _attend(*inputs[:3], inputs[3] if sinks else None, ctx.causal, ctx.mask)
+            grads = torch.autograd.grad(out, inputs, grad)
+        return grads[0], grads[1], grads[2], grads[3] if sinks else None, None, None
 
 
 def is_table(t: torch.Tensor) -> bool:
@@ -111,14 +165,15 @@ class _Norm(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad):
-        x, rstd, weight, bias, *mean = ctx.saved_tensors
+        x, _rstd, weight, bias, *_mean = ctx.saved_tensors
         with torch.enable_grad():
             xr = x.detach().requires_grad_(True)
             w = weight.detach().requires_grad_(True) if weight is not None else None
             b = bias.detach().requires_grad_(True) if bias is not None else None
+            # the statistics again, differentiably (a kernel's backward derives their gradient from the kept rstd)
             xf = xr.float()
-            centred = xf - mean[0] if ctx.layer else xf
-            out = _scaled(centred * rstd, w, b).to(x.dtype)
+            centred = xf - xf.mean(-1, keepdim=True) if ctx.layer else xf
+            out = _scaled(centred * torch.rsqrt(centred.square().mean(-1, keepdim=True) + ctx.eps), w, b).to(x.dtype)
             inputs = [t for t in (xr, w, b) if t is not None]
             grads = iter(torch.autograd.grad(out, inputs, grad))
         return next(grads), next(grads) if w is not None else None, next(grads) if b is not None else None, None, None
@@ -132,3 +187,218 @@ def _scaled(x: torch.Tensor, weight, bias) -> torch.Tensor:
 
 def norm(x: torch.Tensor, weight, bias, eps: float, layer: bool) -> torch.Tensor:
     return _Norm.apply(x, weight, bias, eps, layer)
+
+
+class _Dispatch(torch.autograd.Function):
+    """Each routed token-slot's input row copied into expert order (Transformer Engine's moe_permute, Megatron-LM's
+    token dispatcher): the copy is the experts' input; the permutation (int64 a slot) is all it keeps, its gradient
+    the slots' gradients added back to their tokens."""
+
+    @staticmethod
+    def forward(ctx, x, order, top_k: int):
+        ctx.top_k, ctx.tokens = top_k, x.shape[0]
+        ctx.save_for_backward(order)
+        return x[order // top_k]
+
+    @staticmethod
+    def backward(ctx, grad):
+        (order,) = ctx.saved_tensors
+        return grad.new_zeros(ctx.tokens, grad.shape[-1]).index_add_(0, order // ctx.top_k, grad), None, None
+
+
+class _Combine(torch.autograd.Function):
+    """The experts' outputs (in expert order) scaled by their fp32 routing weights and added back to their tokens
+    (Transformer Engine's moe_unpermute with probs): keeps the outputs (the weights' gradient is each output's dot
+    product with its token's gradient), the weights and the permutation."""
+
+    @staticmethod
+    def forward(ctx, y, weights, order, top_k: int):
+        ctx.top_k = top_k
+        ctx.save_for_backward(y, weights, order)
+        w = weights.reshape(-1)[order]
+        scaled = (y.float() * w[:, None]).to(y.dtype)
+        return y.new_zeros(weights.shape[0], y.shape[-1]).index_add_(0, order // top_k, scaled)
+
+    @staticmethod
+    def backward(ctx, grad):
+        y, weights, order = ctx.saved_tensors
+        g = grad[order // ctx.top_k].float()
+        grad_y = (g * weights.reshape(-1)[order][:, None]).to(y.dtype)
+        grad_w = torch.zeros(weights.numel(), dtype=weights.dtype, device=weights.device)
+        grad_w[order] = (g * y.float()).sum(-1).to(weights.dtype)
+        return grad_y, grad_w.view_as(weights), None, None
+
+
+def routed(x: torch.Tensor, experts: torch.Tensor, weights: torch.Tensor, modules) -> torch.Tensor:
+    """The routed experts' weighted outputs for (tokens, d) inputs, as a grouped-GEMM mixture runs them: the
+    token-slots sorted by expert (a stable sort), dispatched, each expert run over its contiguous rows, combined."""
+    n, top_k = len(modules), experts.shape[1]
+    with torch.no_grad():
+        flat = experts.reshape(-1)
+        order = torch.argsort(flat, stable=True)
+        counts = torch.bincount(flat, minlength=n).tolist()
+    rows = _Dispatch.apply(x, order, top_k)
+    outs = [m(part) for m, part in zip(modules, rows.split(counts)) if part.shape[0]]
+    return _Combine.apply(torch.cat(outs), weights, order, top_k)
+
+
+def _conv(x: torch.Tensor, weight: torch.Tensor, bias, silu: bool) -> torch.Tensor:
+    """A depthwise causal convolution over (B, T, C), K − 1 zeros before the first step; SiLU after it if asked."""
+    out = F.conv1d(F.pad(x.transpose(1, 2), (weight.shape[-1] - 1, 0)), weight, bias, groups=weight.shape[0])
+    out = out.transpose(1, 2)
+    return F.silu(out) if silu else out
+
+
+class _Conv(torch.autograd.Function):
+    """A short causal convolution as Dao-AILab/causal-conv1d's CausalConv1dFn runs it (causal_conv1d_interface.py:
+    ``ctx.save_for_backward(x, weight, bias)``, the SiLU fused in and recomputed): the input as given, nothing else;
+    its output written (B, T, C) in memory, as the input lies."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, silu: bool):
+        ctx.silu = silu
+        ctx.save_for_backward(x, weight, bias)
+        computed = _conv(x, weight, bias, silu)
+        return torch.empty_like(x, memory_format=torch.contiguous_format).copy_(computed)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, weight, bias = ctx.saved_tensors
+        with torch.enable_grad():
+            inputs = [t.detach().requires_grad_(True) for t in (x, weight, *(() if bias is None else (bias,)))]
+            out = _conv(inputs[0], inputs[1], inputs[2] if bias is not None else None, ctx.silu)
+            grads = torch.autograd.grad(out, inputs, grad)
+        return grads[0], grads[1], grads[2] if bias is not None else None, None
+
+
+def conv(x: torch.Tensor, weight: torch.Tensor, bias, silu: bool = False) -> torch.Tensor:
+    return _Conv.apply(x, weight, bias, silu)
+
+
+SCAN_CHUNK = 2048  # mamba_ssm's selective_scan_fwd keeps the scan's state at the end of every chunk of 2048 steps
+
+
+def _mamba(xz, conv_w, conv_b, x_proj_w, dt_w, dt_b, a_log, d_skip, rank: int, state: int, normed: bool):
+    """Mamba's mixer from in_proj's output to the gated scan output before out_proj: (x_dbl, B, C, y, h), y the scan's
+    output before the gate (B, s, d_inner), h every step's state in fp32 (B, s, d_inner, N)."""
+    x, z = xz.chunk(2, dim=-1)
+    x = _conv(x, conv_w, conv_b, True)
+    x_dbl = F.linear(x, x_proj_w)
+    dt, bm, cm = x_dbl.split([rank, state, state], dim=-1)
+    if normed:  # FalconMamba's weightless RMS over dt, B and C (MambaInnerFn's b/c/dt_rms_weight)
+        dt, bm, cm = (t * torch.rsqrt(t.pow(2).mean(-1, keepdim=True) + 1e-6) for t in (dt, bm, cm))
+    dt = F.softplus(F.linear(dt, dt_w, dt_b)).float()
+    a = -torch.exp(a_log.float())
+    decay = torch.exp(dt[..., None] * a)
+    inflow = (dt * x.float())[..., None] * bm.float()[:, :, None, :]
+    h, states = torch.zeros_like(inflow[:, 0]), []
+    for t in range(xz.shape[1]):
+        h = decay[:, t] * h + inflow[:, t]
+        states.append(h)
+    hs = torch.stack(states, dim=1)
+    y = (hs @ cm.float()[..., None]).squeeze(-1) + x.float() * d_skip.float()
+    return x_dbl, bm, cm, y.to(xz.dtype), z, decay, hs
+
+
+class _MambaInner(torch.autograd.Function):
+    """Mamba's mixer after in_proj as mamba_ssm's MambaInnerFn runs it in training (checkpoint_lvl 1: the
+    convolution's output and delta recomputed in backward; ops/selective_scan_interface.py, ``ctx.save_for_backward(
+    xz, conv1d_weight, conv1d_bias, x_dbl, x_proj_weight, delta_proj_weight, out_proj_weight, conv1d_out, delta, A,
+    B, C, D, delta_bias, scan_intermediates, b_rms_weight, c_rms_weight, dt_rms_weight, out)`` with conv1d_out and
+    delta set to None): xz, x_dbl, contiguous copies of B and C, the scan's output before the gate, and the scan's
+    fp32 intermediates (the decay product and the state at the end of every chunk of 2048 steps, 2·N a channel);
+    out_proj inside, its input recomputed."""
+
+    @staticmethod
+    def forward(ctx, xz, conv_w, conv_b, x_proj_w, dt_w, dt_b, a_log, d_skip, out_w, out_b, rank, state, normed):
+        x_dbl, bm, cm, y, z, decay, hs = _mamba(xz, conv_w, conv_b, x_proj_w, dt_w, dt_b, a_log, d_skip, rank, state, normed)
+        b, s, di, n = hs.shape
+        ends = [min(c + SCAN_CHUNK, s) - 1 for c in range(0, s, SCAN_CHUNK)]
+        products = torch.stack([decay[:, start : end + 1].prod(1) for start, end in zip(range(0, s, SCAN_CHUNK), ends)], 2)
+        intermediates = torch.cat([products, hs[:, ends].transpose(1, 2)], dim=-1)  # (B, d_inner, chunks, 2·N) fp32
+        ctx.args = (rank, state, normed, conv_b is not None, out_b is not None)
+        ctx.save_for_backward(xz, conv_w, conv_b, x_dbl, x_proj_w, dt_w, dt_b, a_log, d_skip, out_w, out_b,
+                              bm.contiguous(), cm.contiguous(), y, intermediates)  # fmt: skip
+        return F.linear(y * F.silu(z), out_w, out_b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        xz, conv_w, conv_b, _x_dbl, x_proj_w, dt_w, dt_b, a_log, d_skip, out_w, out_b, *_kept = ctx.saved_tensors
+        rank, state, normed, has_conv_b, has_out_b = ctx.args
+        tensors = (xz, conv_w, conv_b, x_proj_w, dt_w, dt_b, a_log, d_skip, out_w, out_b)
+        with torch.enable_grad():
+            live = [None if t is None else t.detach().requires_grad_(True) for t in tensors]
+            _, _, _, y, z, _, _ = _mamba(*live[:8], rank, state, normed)
+            out = F.linear(y * F.silu(z), live[8], live[9])
+            wanted = [t for t in live if t is not None]
+            found = iter(torch.autograd.grad(out, wanted, grad, allow_unused=True))
+            grads = [None if t is None else next(found) for t in live]
+        return (*grads, None, None, None)
+
+
+def mamba_inner(xz, conv_w, conv_b, x_proj_w, dt_w, dt_b, a_log, d_skip, out_w, out_b, rank, state, normed):
+    return _MambaInner.apply(xz, conv_w, conv_b, x_proj_w, dt_w, dt_b, a_log, d_skip, out_w, out_b, rank, state, normed)
+
+
+def _mamba2(zxbcdt, conv_w, conv_b, dt_bias, a_log, d_skip, norm_w, out_w, out_b, dims):
+    """Mamba-2's mixer after in_proj, the SSD in its quadratic dual form: (the scan's output before the gated norm,
+    None, the output gated by SiLU(z) without a norm)."""
+    d_inner, conv_dim, h, p, g, n, eps = dims
+    b, s, _ = zxbcdt.shape
+    z, xbc, dt = zxbcdt.split([d_inner, conv_dim, h], dim=-1)
+    x, bm, cm = _conv(xbc, conv_w, conv_b, True).split([d_inner, g * n, g * n], dim=-1)
+    dt = F.softplus(dt + dt_bias).transpose(1, 2)  # (B, H, s)
+    cum = torch.cumsum(dt * -torch.exp(a_log)[:, None], dim=-1)
+    x = x.view(b, s, h, p).transpose(1, 2)
+    bm, cm = (t.view(b, s, g, n).transpose(1, 2).repeat_interleave(h // g, dim=1) for t in (bm, cm))
+    below = torch.ones(s, s, dtype=torch.bool, device=zxbcdt.device).tril()
+    decay = torch.exp((cum[..., :, None] - cum[..., None, :]).masked_fill(~below, float("-inf")))
+    y = ((cm @ bm.transpose(-2, -1)) * decay) @ (x * dt[..., None]) + x * d_skip[:, None, None]
+    y = y.transpose(1, 2).reshape(b, s, d_inner)
+    return y, None, F.linear(y * F.silu(z), out_w, out_b)
+
+
+def _mamba2_out(zxbcdt, conv_w, conv_b, dt_bias, a_log, d_skip, norm_w, out_w, out_b, dims, norm_groups: int):
+    """(the scan's output, the gated norm's fp32 inverse RMS a group or None, the output): MambaRMSNormGated's
+    norm of y·SiLU(z) over each group, then out_proj."""
+    d_inner, eps = dims[0], dims[-1]
+    y, _, plain = _mamba2(zxbcdt, conv_w, conv_b, dt_bias, a_log, d_skip, None, out_w, out_b, dims)
+    if norm_w is None:
+        return y, None, plain
+    z = zxbcdt[..., :d_inner]
+    gated = (y * F.silu(z)).float()
+    grouped = gated.view(*gated.shape[:-1], norm_groups, -1)
+    rstd = torch.rsqrt(grouped.square().mean(-1, keepdim=True) + eps)
+    normed = (grouped * rstd).view(gated.shape) * norm_w.float()
+    return y, rstd, F.linear(normed.to(y.dtype), out_w, out_b)
+
+
+class _Mamba2(torch.autograd.Function):
+    """Mamba-2's mixer after in_proj as mamba_ssm's MambaSplitConv1dScanCombinedFn runs it in training
+    (ops/triton/ssd_combined.py: ``ctx.save_for_backward(zxbcdt, conv1d_weight, conv1d_bias, out_x, A, D, dt_bias,
+    initial_states, seq_idx, rmsnorm_weight, rstd, outproj_weight, outproj_bias)``): in_proj's output, the scan's
+    output before the gated norm and the norm's fp32 inverse RMS a group; the convolution, the scan's states and
+    out_proj's input recomputed in backward."""
+
+    @staticmethod
+    def forward(ctx, zxbcdt, conv_w, conv_b, dt_bias, a_log, d_skip, norm_w, out_w, out_b, dims, norm_groups):
+        y, rstd, out = _mamba2_out(zxbcdt, conv_w, conv_b, dt_bias, a_log, d_skip, norm_w, out_w, out_b, dims, norm_groups)
+        ctx.dims, ctx.norm_groups = dims, norm_groups
+        ctx.save_for_backward(zxbcdt, conv_w, conv_b, y, a_log, d_skip, dt_bias, norm_w, rstd, out_w, out_b)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        zxbcdt, conv_w, conv_b, _y, a_log, d_skip, dt_bias, norm_w, _rstd, out_w, out_b = ctx.saved_tensors
+        tensors = (zxbcdt, conv_w, conv_b, dt_bias, a_log, d_skip, norm_w, out_w, out_b)
+        with torch.enable_grad():
+            live = [None if t is None else t.detach().requires_grad_(True) for t in tensors]
+            _, _, out = _mamba2_out(*live, ctx.dims, ctx.norm_groups)
+            wanted = [t for t in live if t is not None]
+            found = iter(torch.autograd.grad(out, wanted, grad, allow_unused=True))
+            grads = [None if t is None else next(found) for t in live]
+        return (*grads, None, None)
+
+
+def mamba2(zxbcdt, conv_w, conv_b, dt_bias, a_log, d_skip, norm_w, out_w, out_b, dims, norm_groups: int):
+    return _Mamba2.apply(zxbcdt, conv_w, conv_b, dt_bias, a_log, d_skip, norm_w, out_w, out_b, dims, norm_groups)

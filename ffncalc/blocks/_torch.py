@@ -187,9 +187,9 @@ def attend(layer, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Te
     sinks, window, chunk = getattr(layer, "sinks", None), getattr(layer, "window", None), getattr(layer, "chunk", None)
     from . import _fused
 
-    if _fused.active() and sinks is None and q.shape[-1] == v.shape[-1]:  # as the flash kernel keeps it
+    if _fused.active():  # as the flash kernel keeps it
         both = getattr(layer, "both", False)
-        return _fused.attention(q, k, v, causal=not both, window=window, chunk=chunk, bias=bias)
+        return _fused.attention(q, k, v, causal=not both, window=window, chunk=chunk, bias=bias, sinks=sinks)
     if k.shape[1] != heads:  # grouped K/V heads serve several query heads each
         k, v = k.repeat_interleave(heads // k.shape[1], dim=1), v.repeat_interleave(heads // v.shape[1], dim=1)
     q = q * (1.0 / math.sqrt(q.shape[-1]))
@@ -390,6 +390,12 @@ class CausalConv1d(nn.Module):
             if self.bias is not None:
                 nn.init.uniform_(self.bias, -1 / math.sqrt(kernel), 1 / math.sqrt(kernel))
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, T, C) -> (B, T, C)
+    def forward(self, x: torch.Tensor, silu: bool = False) -> torch.Tensor:  # (B, T, C) -> (B, T, C)
+        from . import _fused
+
+        if _fused.active():  # as causal-conv1d's kernel keeps it: its input alone, the SiLU fused in
+            return _fused.conv(x, self.weight, self.bias, silu)
         x = F.pad(x.transpose(1, 2), (self.kernel - 1, 0))
+        if silu:
+            return F.silu(F.conv1d(x, self.weight, self.bias, groups=self.weight.shape[0]).transpose(1, 2))
         return F.conv1d(x, self.weight, self.bias, groups=self.weight.shape[0]).transpose(1, 2)

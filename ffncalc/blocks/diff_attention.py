@@ -103,11 +103,14 @@ class DiffAttention(Block):
         return 2 * self.kv_heads * self.head_dim
 
     def kept_elements(self, model) -> int:
-        """The input, Q, K and V (for the projections' and the scores' gradients), the two halves' outputs before
-        the difference (h · 2·d_h, for λ's gradient), the normalised difference (h·d_h, for o's): d + h·d_h +
-        2·kv·d_h + 3·h·d_h."""
+        """As one flash kernel runs it (``_fused._Flash``: keys of d_h, values of 2·d_h, K and V at their kv heads):
+        the input (d); Q (h·d_h) and K (kv·d_h); the values each KV head reads, its half beside its partner's
+        (kv · 2·d_h, as the kernel takes them); the kernel's output (h · 2·d_h: λ's gradient reads the second of
+        each pair, the difference's the first); the difference, the RMSNorm's input (h/2 · 2·d_h) and its fp32
+        inverse RMS a row (h/2 rows, 2 elements each: h); and the scaled norm, o's input (h·d_h):
+        d + 5·h·d_h + 3·kv·d_h + h. λ, a scalar a layer, is no token's (the log-sum-exp is in ``score_bytes``)."""
         h, kv, hd = self.n_heads, self.kv_heads, self.head_dim
-        return model.d_model + 4 * h * hd + 2 * kv * hd
+        return model.d_model + 5 * h * hd + 3 * kv * hd + h
 
     def score_bytes(self, model, seq_len: int, flash: bool = False) -> int:
         return softmax_score_bytes(self.n_heads, seq_len, flash)
@@ -143,6 +146,8 @@ def _module():
             self.o = Linear(self.heads * self.head_dim, d, bias=spec.o_bias)
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:
+            from . import _fused
+
             b, s, _ = x.shape
             h, kv, hd = self.heads, self.kv_heads, self.head_dim
             q = self.q(x).view(b, s, h, hd).transpose(1, 2)
@@ -153,7 +158,8 @@ def _module():
             # KV head j's values: the j-th of the first half beside the j-th of the second (j mod kv/2)
             first, second = v.chunk(2, dim=1)
             v = torch.cat([first.repeat(1, 2, 1, 1), second.repeat(1, 2, 1, 1)], dim=-1)  # (B, kv, s, 2·hd)
-            if kv != h:
+            fused = _fused.active()
+            if kv != h and not fused:  # a flash kernel reads K and V at their own heads
                 k, v = k.repeat_interleave(h // kv, dim=1), v.repeat_interleave(h // kv, dim=1)
             out = attend(self, q, k, v)  # (B, h, s, 2·hd)
             lam = (
@@ -162,7 +168,11 @@ def _module():
                 + self.lambda_init
             )
             pair, other = out.chunk(2, dim=1)  # heads i and i + h/2
-            out = F.rms_norm(pair - lam * other, (2 * hd,)) * (1 - self.lambda_init)  # (B, h/2, s, 2·hd)
+            if fused:  # one fused RMSNorm kernel: its input and an fp32 inverse RMS a row
+                normed = _fused.norm(pair - lam * other, None, None, torch.finfo(x.dtype).eps, False)
+            else:
+                normed = F.rms_norm(pair - lam * other, (2 * hd,))
+            out = normed * (1 - self.lambda_init)  # (B, h/2, s, 2·hd)
             return self.o(out.transpose(1, 2).reshape(b, s, h * hd))
 
     return DifferentialAttention

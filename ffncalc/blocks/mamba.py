@@ -172,7 +172,7 @@ class Mamba(Block):
         training, checkpoint_lvl 1: the conv output and dt recomputed in backward): in_proj's input (d, for its
         weight gradient, outside the function), xz (2·d_inner), x_dbl (R + 2N), contiguous copies of B and C (N
         each) and the scan's output before the gate (d_inner): d + 3·d_inner + R + 4N per token. The scan's
-        chunk states (scan_intermediates) are per sequence and chunk of 2048 tokens, not counted here.
+        chunk states (scan_intermediates) are per sequence and chunk of 2048 tokens: ``score_bytes``.
 
         With heads (ZambaMambaMixer, which runs the convolution and one selective_scan_fn per head, unfused):
         in_proj's input (d), the convolution's input (a contiguous copy of x, d_inner) and output (x_proj's input and
@@ -182,6 +182,14 @@ class Mamba(Block):
         if self.n_heads is not None:
             return model.d_model + 6 * self.d_inner + self.n_heads * (self.time_step_rank + 4 * self.state_size)
         return model.d_model + 3 * self.d_inner + self.time_step_rank + 4 * self.state_size
+
+    def score_bytes(self, model, seq_len: int, flash: bool = False) -> int:
+        """The scan's chunk states a sequence, which MambaInnerFn keeps beside its per-token tensors: selective_scan_fwd's
+        ``x``, (d_inner, ⌈s / 2048⌉, 2·N) in fp32 (the decay product and the state at every chunk's end). Per head
+        (unfused scans, ZambaMambaMixer) not counted here."""
+        if self.n_heads is not None:
+            return 0
+        return -(-seq_len // 2048) * self.d_inner * 2 * self.state_size * 4
 
     def torch_module(self, model, causal: bool):
         return _module()(self, model, causal)
@@ -250,6 +258,15 @@ def _module():
         def forward(self, u: torch.Tensor) -> torch.Tensor:
             if self.heads is not None:
                 return self.forward_heads(u)
+            from . import _fused
+
+            if _fused.active() and self.act is ACTIVATIONS["silu"] and not hasattr(self, "dt_norm"):
+                # as mamba_ssm's MambaInnerFn keeps it (transformers' MambaMixer.cuda_kernels_forward in training)
+                conv, dt, out = self.conv1d, self.dt_proj, self.out_proj
+                return _fused.mamba_inner(
+                    self.in_proj(u), conv.weight, conv.bias, self.x_proj.weight, dt.weight, dt.bias, self.A_log, self.D,
+                    out.weight, out.bias, self.rank, self.state, self.bcdt_norm,
+                )  # fmt: skip
             b, s, _ = u.shape
             x, z = self.in_proj(u).chunk(2, dim=-1)  # transformers: projected_states.chunk(2): x first, then gate
             x = self.act(self.conv1d(x))  # (B, s, d_inner)

@@ -203,8 +203,19 @@ def _module():
                     self.dt_bias.copy_(dt + torch.log(-torch.expm1(-dt)))  # softplus⁻¹
 
         def forward(self, u: torch.Tensor) -> torch.Tensor:
+            from . import _fused
+
             b, s, _ = u.shape
             h, p, g, n = self.heads, self.head_dim, self.groups, self.state
+            if _fused.active() and self.act is ACTIVATIONS["silu"]:
+                # as mamba_ssm's MambaSplitConv1dScanCombinedFn keeps it (transformers' cuda_kernels_forward)
+                norm = getattr(self, "norm", None)
+                dims = (self.d_inner, self.conv_dim, h, p, g, n, norm.eps if norm is not None else 0.0)
+                return _fused.mamba2(
+                    self.in_proj(u), self.conv1d.weight, self.conv1d.bias, self.dt_bias, self.A_log, self.D,
+                    None if norm is None else norm.weight, self.out_proj.weight, self.out_proj.bias, dims,
+                    g if norm is None else norm.groups,
+                )  # fmt: skip
             z, xbc, dt = self.in_proj(u).split([self.d_inner, self.conv_dim, h], dim=-1)
             x, bm, cm = self.act(self.conv1d(xbc)).split([self.d_inner, g * n, g * n], dim=-1)
             dt = F.softplus(dt + self.dt_bias).transpose(1, 2)  # (B, H, s)

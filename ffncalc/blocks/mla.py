@@ -250,17 +250,23 @@ class LatentAttention(Block):
         """The input; the query latent and its normed copy (low-rank query); kv_a's output and the normed
         latent; then as multi-head attention: Q and K (h · qk each), V and the heads' output (h · v each); a head
         gate its projection's output (h) and the ungated output (h · v); a gated query its gate's logits and the
-        ungated output (h · v each).
+        ungated output (h · v each). A norm as a fused kernel keeps an fp32 statistic a row besides its input (the
+        inverse RMS; a LayerNorm's mean too: 2 or 4 16-bit elements): the query latent's, the KV latent's and the
+        rotary key's norms (the rotary key's norm keeps its input, in kv_a's output, and the rotation as a fused kernel
+        keeps nothing: no normed copy). A latent scaled by a constant is q_b's or kv_b's input in place of the normed
+        one, kept once. Attention as FlashAttention-2 keeps it (``_fused._Flash``: Q and K at h · qk, V made
+        contiguous and the output at h · v, the fp32 log-sum-exp in ``score_bytes``).
         The indexer keeps nothing: transformers runs it under torch.no_grad (DeepseekV32Indexer.forward), and
         DeepSeek-V3.2 detaches its input from the main model's graph (it learns from its own KL loss)."""
         h = self.n_heads
         q_latent = 2 * self.q_lora_rank if self.q_lora_rank else 0
         latent = (self.kv_lora_rank + self.qk_rope_head_dim) + self.kv_lora_rank
-        latent += self.qk_rope_head_dim if self.rope_key_norm else 0  # the normed rotary key
         gate = h + h * self.v_head_dim if self.head_gate else 0  # the gate's projection and the ungated output
         gate += 2 * h * self.v_head_dim if self.feature_gate else 0
         gate += 2 * h * self.v_head_dim if self.query_gate else 0  # the gate's logits and the ungated output
-        return model.d_model + q_latent + latent + 2 * h * self.qk_head_dim + 2 * h * self.v_head_dim + gate
+        stat = 4 if model.norm.kind.startswith("layernorm") else 2  # fp32 inverse RMS (and mean) a row
+        stats = stat * ((1 if self.q_lora_rank else 0) + 1 + (1 if self.rope_key_norm else 0))
+        return model.d_model + q_latent + latent + 2 * h * self.qk_head_dim + 2 * h * self.v_head_dim + gate + stats
 
     def score_bytes(self, model, seq_len: int, flash: bool = False) -> int:
         return softmax_score_bytes(self.n_heads, seq_len, flash)
@@ -432,6 +438,8 @@ def _module():
             self.o = Linear(h * self.v_dim, d, bias=spec.bias)
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:
+            from . import _fused
+
             b, s, _ = x.shape
             gate = None
             if hasattr(self, "q"):
@@ -459,14 +467,21 @@ def _module():
                 latent = latent * self.kv_scale
             kv = self.kv_b(latent).view(b, s, self.heads, -1).transpose(1, 2)
             k_nope, v = kv.split([self.nope, self.v_dim], dim=-1)  # (B, H, s, nope), (B, H, s, v_dim)
+            if _fused.active():  # V made contiguous for the kernel (Megatron-LM's MLA: value.contiguous()), (B, s, H, v)
+                v = v.transpose(1, 2).contiguous().transpose(1, 2)
             k_rope = k_rope.view(b, 1, s, self.rope)  # one rotary key shared by every head
             if hasattr(self, "k_rope_norm"):
                 k_rope = self.k_rope_norm(k_rope)
             q_nope, q_rope = q.split([self.nope, self.rope], dim=-1)
             if self.positions == "rotary":
                 q_rope, k_rope = rotate(q_rope), rotate(k_rope)
-            q = torch.cat([q_nope, q_rope], dim=-1)
-            k = torch.cat([k_nope, k_rope.expand(b, self.heads, s, self.rope)], dim=-1)
+            k_rope = k_rope.expand(b, self.heads, s, self.rope)
+            if _fused.active():  # Q and K written (B, s, H, qk) in memory, as a kernel takes them: its output the same
+                q = torch.cat([q_nope.transpose(1, 2), q_rope.transpose(1, 2)], dim=-1).transpose(1, 2)
+                k = torch.cat([k_nope.transpose(1, 2), k_rope.transpose(1, 2)], dim=-1).transpose(1, 2)
+            else:
+                q = torch.cat([q_nope, q_rope], dim=-1)
+                k = torch.cat([k_nope, k_rope], dim=-1)
             keep = self.indexer(x, q_latent) if hasattr(self, "indexer") else None
             if keep is None:
                 out = attend(self, q, k, v)  # (B, H, s, v_dim)

@@ -206,13 +206,36 @@ class MoEFFN(Block):
         e.linear("ffn.router.out", r, self.router_classes, False, n)
 
     def kept_elements(self, model) -> int:
-        """The router's probabilities (its classes), each chosen routed expert's and each shared expert's elements;
-        with an output norm, its input (d_model); an MLP router its down projection's output, its norm's, and fc1's
-        and fc2's before and after their GELU (6·r)."""
-        shared = self.n_shared_experts * self.shared.kept_elements(model) if self.shared is not None else 0
-        norm = model.d_model if self.output_norm else 0
-        router = 6 * self.router_mlp if self.router_mlp is not None else 0
-        return self.router_classes + self.routed_active * self.expert.kept_elements(model) + shared + norm + router
+        """What a training stack's mixture keeps a token (grouped-GEMM experts behind a permute and an unpermute:
+        Megatron-LM's MoE layer with Transformer Engine's moe_permute and moe_unpermute):
+
+        - its input (d: the router's and the shared experts' weight gradients read it);
+        - the router's probabilities in fp32 (2 16-bit elements a class: softmax's output, its gradient's input;
+          transformers' MixtralSparseMoeBlock takes softmax(..., dtype=torch.float));
+        - the top-k's expert indices (int64: 4 elements a choice; top-k's and the weights' gather's gradients),
+          the permutation that sorts the token-slots by expert (int64, 4 a choice: the dispatch's and the
+          combine's) and the fp32 routing weights (2 a choice: the combine scales each output by its weight);
+        - for each routed expert it computes: the expert's own elements (its input is the dispatched copy of the
+          token, d) and its output (d: the routing weight's gradient is that output's dot product with the
+          token's gradient);
+        - each shared expert's elements but its input (the block's, counted once); a shared gate its sigmoid's
+          output (1) and the shared output it scales (d);
+        - an output norm its input (d) and its fp32 statistic a row (2 elements; a LayerNorm's mean too, 4);
+        - an MLP router its down projection's output (the norm's input, r), its norm's fp32 statistic, its norm's
+          output and fc1's and fc2's before and after their GELU (5·r); a router state one more r (the down
+          projection's output, which the scale's product keeps, apart from the norm's input, their sum)."""
+        d = model.d_model
+        stat = 4 if model.norm.kind.startswith("layernorm") else 2  # fp32 inverse RMS (and mean) a row
+        routing = 2 * self.router_classes + (4 + 4 + 2) * self.top_k
+        routed = self.routed_active * (self.expert.kept_elements(model) + d)
+        shared = 0
+        if self.shared is not None:
+            shared = self.n_shared_experts * (self.shared.kept_elements(model) - d) + (1 + d if self.shared_gate else 0)
+        norm = d + stat if self.output_norm else 0
+        router = 0
+        if self.router_mlp is not None:
+            router = 6 * self.router_mlp + stat + (self.router_mlp if self.router_state else 0)
+        return d + routing + routed + shared + norm + router
 
     def torch_module(self, model, causal: bool):
         return _module()(model, self, causal)
@@ -291,6 +314,7 @@ def _module():
             if ffn.output_bias:
                 self.bias = nn.Parameter(torch.zeros(d))
             self.balanced = False
+            self.skip = ffn.skip_expert
 
         def route(self, probs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
             """(tokens, top_k) expert indices and their weights."""
@@ -306,8 +330,16 @@ def _module():
             return experts, weights
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:
+            from . import _fused
+
             shape = x.shape
             flat = x.reshape(-1, shape[-1])
+            if _fused.active() and self.choices == self.n_experts and not self.balanced and not self.skip:
+                # as a training stack runs it: the router's softmax in fp32 (transformers' MixtralSparseMoeBlock,
+                # softmax(..., dtype=torch.float)), the token-slots permuted to their experts and combined back
+                probs = torch.softmax(self.router(flat), dim=-1, dtype=torch.float32)
+                experts, weights = self.route(probs)
+                return self.finish(flat, _fused.routed(flat, experts, weights, self.experts)).reshape(shape)
             probs = self.router(flat).softmax(dim=-1)
             experts, weights = self.route(probs)
             out = torch.zeros_like(flat)

@@ -60,7 +60,8 @@ class ShortConv(Block):
     def kept_elements(self, model) -> int:
         """in_proj's input (d, for its weight gradient), its output B, C, x (3·d, for the two products'
         gradients), the convolution's input B ⊙ x (d, for its weight gradient), its output y (d, for C ⊙ y's) and
-        out_proj's input C ⊙ y (d): 7·d."""
+        out_proj's input C ⊙ y (d): 7·d. The convolution as causal-conv1d's kernel runs it keeps its input alone
+        (``_fused._Conv``; no padded copy)."""
         return 7 * model.d_model
 
     def torch_module(self, model, causal: bool):

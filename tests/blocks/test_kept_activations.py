@@ -77,6 +77,209 @@ def test_ffn_kept_elements_equal_autograd_saved(ffn, dtype):
     assert saved_elements(block.torch_module(spec, True), getattr(torch, dtype)) == TOKENS * expected
 
 
+def fused_saved_bytes(spec, slot):
+    """Bytes autograd keeps when the block's reference module runs one bf16 forward of TOKENS tokens as fused
+    kernels run it (``verify --memory``'s measurement)."""
+    import torch
+
+    from ffncalc.analysis.keptcheck import saved_bytes
+
+    torch.manual_seed(0)
+    block = dict(spec.layers[0].blocks())[slot]
+    module = block.torch_module(spec, True).to(torch.bfloat16)
+    return saved_bytes(module, torch.randn(1, TOKENS, D, dtype=torch.bfloat16, requires_grad=True))
+
+
+GATED = {"kind": "gated", "activation": "silu", "d_ff": FF}
+DENSE = {"kind": "dense", "activation": "gelu", "d_ff": FF}
+E, K, R = 4, 2, 16  # experts, choices a token, an MLP router's width
+
+
+@pytest.mark.parametrize(
+    ("extra", "own"),
+    [
+        # own: what the variant keeps a token beyond the input, routing and routed experts, derived by hand
+        ({}, 0),
+        ({"router_bias": True}, 0),
+        ({"correction_bias": True}, 0),  # the biased scores pick; the weights gathered by the same indices
+        ({"expert": DENSE}, 0),
+        ({"n_shared_experts": 1, "shared": GATED}, 4 * FF),  # gate, up, activated gate, product: not its input
+        ({"n_shared_experts": 2, "shared": DENSE, "shared_average": True}, 2 * 2 * FF),  # pre-activation, activation
+        ({"n_shared_experts": 1, "shared": GATED, "shared_gate": True}, 4 * FF + 1 + D),  # sigmoid out, shared out
+        ({"output_norm": True, "output_bias": True}, D + 2),  # the norm's input and its fp32 inverse RMS
+        ({"router_mlp": R}, 6 * R + 2),  # down out (norm in), rstd, norm out, fc1 and fc2 out and their GELUs
+        ({"router_mlp": R, "router_state": True}, 7 * R + 2),  # the down output apart from the scaled sum
+    ],
+    ids=lambda v: "-".join(v) or "plain" if isinstance(v, dict) else None,
+)
+def test_moe_kept_elements_equal_fused_saved(extra, own):
+    """A mixture as a grouped-GEMM stack runs it: the input (D), the router's fp32 probabilities (2 elements a
+    class), the top-k's int64 indices and the sorting permutation (4 elements a choice each) and the fp32 weights
+    (2 a choice); each chosen expert's elements (its input the dispatched copy) and its output (D, for the weight's
+    gradient)."""
+    ffn = {"kind": "moe", "n_experts": E, "top_k": K, "expert": GATED, **extra}
+    spec = model(ffn)
+    expert = ffn["expert"]
+    expert_kept = D + (4 if expert["kind"] == "gated" else 2) * FF
+    expected = D + 2 * E + (4 + 4 + 2) * K + K * (expert_kept + D) + own
+    assert dict(spec.layers[0].blocks())["ffn"].kept_elements(spec) == expected
+    assert fused_saved_bytes(spec, "ffn") == TOKENS * 2 * expected
+
+
+H, RQ, RANK, ROPE = 4, 32, 16, 8  # MLA: heads, query and KV latent ranks, the rotary key's width
+
+
+@pytest.mark.parametrize(
+    ("extra", "own"),
+    [
+        # own: what the variant keeps a token beyond the plain form's, derived by hand (v = v_head_dim)
+        ({}, 0),
+        ({"v_head_dim": 24}, 0),  # v as wide as q and k: torch's own flash kernel
+        ({"q_lora_rank": None}, -(2 * RQ + 2)),  # no query latent, its norm's input and output and statistic
+        ({"rope_key_norm": True}, 2),  # its statistic; its input lies in kv_a's output, the rotation keeps nothing
+        ({"latent_scale": True}, 0),  # the scaled latents are q_b's and kv_b's inputs in place of the normed ones
+        ({"head_gate": True}, H + H * 8),  # the sigmoid's output a head and the gated output (o's input)
+        ({"feature_gate": True}, 2 * H * 8),  # the sigmoid's output a feature and the gated output
+        ({"sinks": True}, 0),  # a logit a head joins the log-sum-exp: a parameter, nothing more kept
+        ({"window": 4}, 0),  # a mask in the kernel: nothing more kept
+    ],
+    ids=lambda v: "-".join(f"{k}={w}" for k, w in v.items()) or "plain" if isinstance(v, dict) else None,
+)
+def test_mla_kept_elements_equal_fused_saved(extra, own):
+    """Multi-head latent attention as a flash kernel runs it: x (D); the query latent and its normed copy (2·RQ)
+    and the norm's fp32 inverse RMS (2); kv_a's output (RANK + ROPE, the latent norm's input) and the normed latent
+    (RANK) and its statistic (2); Q and K at the heads' qk width (2·H·(16 + ROPE)); V made contiguous and the output
+    at v (2·H·v); and the log-sum-exp, 4 bytes a query and head. Q/K 24 wide against V 8 runs ``_fused._Flash``,
+    which keeps what FlashAttention-2 keeps."""
+    attention = {
+        "kind": "mla",
+        "n_heads": H,
+        "q_lora_rank": RQ,
+        "kv_lora_rank": RANK,
+        "qk_nope_head_dim": 16,
+        "qk_rope_head_dim": ROPE,
+        "v_head_dim": 8,
+        **extra,
+    }
+    spec = mla_model(attention)
+    v = attention["v_head_dim"]
+    expected = D + 2 * RQ + 2 + (RANK + ROPE) + RANK + 2 + 2 * H * (16 + ROPE) + 2 * H * v + own
+    assert dict(spec.layers[0].blocks())["attention"].kept_elements(spec) == expected
+    assert fused_saved_bytes(spec, "attention") == TOKENS * 2 * expected + 4 * H * TOKENS
+
+
+def mla_model(attention):
+    return from_data(
+        {
+            "name": "small",
+            "vocab_size": 256,
+            "d_model": D,
+            "n_layers": 1,
+            "context_length": 64,
+            "positions": "rotary",
+            "attention": attention,
+            "ffn": GATED,
+            "norm": {"kind": "rmsnorm", "per_layer": 2, "final": True},
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        lambda: model({"kind": "moe", "n_experts": E, "top_k": K, "expert": GATED, "n_shared_experts": 1, "shared": GATED}),
+        lambda: mla_model(
+            {"kind": "mla", "n_heads": H, "q_lora_rank": RQ, "kv_lora_rank": RANK, "qk_nope_head_dim": 16}
+            | {"qk_rope_head_dim": ROPE, "v_head_dim": 8, "sinks": True}
+        ),
+        lambda: mla_model({"n_heads": 4, "n_kv_heads": 2, "qk_norm": "head"}),
+        lambda: mla_model({"kind": "diff_attention", "n_heads": 8, "n_kv_heads": 4}),
+        lambda: mla_model({"kind": "short_conv", "conv_kernel": 3, "bias": True}),
+        lambda: mla_model({"kind": "mamba", "state_size": 4, "time_step_rank": 4, "bcdt_norm": True, "use_bias": True}),
+        lambda: mla_model({"kind": "mamba2", "n_heads": 8, "head_dim": 16, "state_size": 8, "n_groups": 2}),
+    ],
+    ids=["moe", "mla-sinks", "mha-qk-norm", "diff-gqa", "short-conv", "mamba", "mamba2"],
+)
+def test_fused_forms_compute_what_the_modules_do(spec):
+    """The fused forms (the permuted mixture, ``_Flash`` attention, the flash kernel, rotary positions and norms
+    recomputed) change what is kept, not what is computed: the output and every gradient as the module's own
+    forward gives them, in fp32."""
+    import torch
+
+    from ffncalc.blocks import _fused
+
+    spec = spec()
+    block = next(
+        b for slot, b in spec.layers[0].blocks() if b.kind in ("moe", "mla", "mha", "diff_attention", "short_conv", "mamba", "mamba2")
+    )
+    torch.manual_seed(0)
+    module = block.torch_module(spec, True)
+    x = torch.randn(1, TOKENS, D, requires_grad=True)
+    results = []
+    for fused in (False, True):
+        module.zero_grad()
+        x.grad = None
+        if fused:
+            with _fused.fused():
+                out = module(x)
+        else:
+            out = module(x)
+        out.square().sum().backward()
+        results.append([out.detach(), x.grad.clone(), *(p.grad.clone() for p in module.parameters() if p.grad is not None)])
+    assert len(results[0]) == len(results[1])
+    for a, b in zip(*results):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize(("heads", "kv", "head_dim"), [(4, 4, 16), (8, 4, 8), (8, 2, 16)])
+def test_diff_attention_kept_elements_equal_fused_saved(heads, kv, head_dim):
+    """DiffLlama's attention as one flash kernel with values twice as wide as the keys: x (D); Q (h·d_h) and K
+    (kv·d_h); each KV head's values, its half beside its partner's (kv · 2·d_h); the kernel's output (h · 2·d_h);
+    the pairs' difference, the RMSNorm's input (h/2 · 2·d_h), and its fp32 inverse RMS (h/2 rows of 2 elements);
+    o's input (h·d_h); and the log-sum-exp, 4 bytes a query and head."""
+    spec = mla_model({"kind": "diff_attention", "n_heads": heads, "n_kv_heads": kv, "head_dim": head_dim})
+    expected = D + heads * head_dim + kv * head_dim + kv * 2 * head_dim + heads * 2 * head_dim
+    expected += heads // 2 * 2 * head_dim + heads // 2 * 2 + heads * head_dim
+    assert dict(spec.layers[0].blocks())["attention"].kept_elements(spec) == expected
+    assert fused_saved_bytes(spec, "attention") == TOKENS * 2 * expected + 4 * heads * TOKENS
+
+
+@pytest.mark.parametrize("bias", [False, True])
+def test_short_conv_kept_elements_equal_fused_saved(bias):
+    """LFM2's short convolution with causal-conv1d's kernel (which keeps its input alone): in_proj's input (D), its
+    output B, C and x in one (3·D, the two products' gradients read them), the convolution's input B ⊙ x (D), its
+    output y (D, C ⊙ y's gradient) and out_proj's input C ⊙ y (D): 7·D; no padded copy, no score."""
+    spec = mla_model({"kind": "short_conv", "conv_kernel": 3, "bias": bias})
+    expected = D + 3 * D + D + D + D
+    assert dict(spec.layers[0].blocks())["attention"].kept_elements(spec) == expected
+    assert fused_saved_bytes(spec, "attention") == TOKENS * 2 * expected
+
+
+@pytest.mark.parametrize("extra", [{}, {"bcdt_norm": True}, {"use_bias": True, "use_conv_bias": False}], ids=str)
+def test_mamba_kept_elements_equal_fused_saved(extra):
+    """Mamba's mixer as mamba_ssm's MambaInnerFn keeps it (checkpoint_lvl 1): in_proj's input (D) and output xz
+    (2·d_inner), x_dbl (R + 2N), contiguous copies of B and C (N each) and the scan's output before the gate
+    (d_inner), a token; and a sequence the scan's fp32 chunk states, d_inner × 1 chunk × 2N × 4 bytes."""
+    n, rank = 4, 4
+    spec = mla_model({"kind": "mamba", "state_size": n, "time_step_rank": rank, **extra})
+    inner = 2 * D
+    expected = D + 2 * inner + (rank + 2 * n) + 2 * n + inner
+    assert dict(spec.layers[0].blocks())["attention"].kept_elements(spec) == expected
+    assert fused_saved_bytes(spec, "attention") == TOKENS * 2 * expected + inner * 2 * n * 4
+
+
+@pytest.mark.parametrize(("groups", "gated_norm"), [(1, True), (2, True), (2, False)])
+def test_mamba2_kept_elements_equal_fused_saved(groups, gated_norm):
+    """Mamba-2's mixer as mamba_ssm's MambaSplitConv1dScanCombinedFn keeps it: in_proj's input (D) and its output
+    zxbcdt (z: 8 heads × 16, x B C: 128 + 2·groups·8, dt: 8), the scan's output before the gated norm (128) and the
+    norm's fp32 inverse RMS a group (2 elements each); nothing a sequence."""
+    spec = mla_model({"kind": "mamba2", "n_heads": 8, "head_dim": 16, "state_size": 8, "n_groups": groups, "gated_norm": gated_norm})
+    inner = 8 * 16
+    expected = D + (inner + inner + 2 * groups * 8 + 8) + inner + (2 * groups if gated_norm else 0)
+    assert dict(spec.layers[0].blocks())["attention"].kept_elements(spec) == expected
+    assert fused_saved_bytes(spec, "attention") == TOKENS * 2 * expected
+
+
 def attention_model(attention: dict, positions: str = "rotary", norm: str = "rmsnorm"):
     return from_data(
         {

@@ -268,7 +268,8 @@ def test_gpt_oss_120b_in_mxfp4_fits_one_80gb_gpu():
     128 × 2880 + 128, two norms of 2880 a layer; final norm; embedding and head 201,088 × 2,880 each.
     KV: 8 KV heads × 64 × (K, V) × 2 bytes = 2,048 bytes per token and layer; 18 full layers hold 131,072
     tokens, 18 sliding layers 128. Workspace: 2,048 tokens × 2 bytes × the widest layer (attention x, Q, K, V,
-    output: 2880 + 64·128 + 8·128; MoE: 128 router probabilities + 4 × (2880 + 4·2880); 2 norm inputs 2·2880)
+    output: 2880 + 64·128 + 8·128; MoE: x, 128 fp32 router probabilities (2 elements each), the top-4's int64
+    indices and permutation and fp32 weights (4 × (4 + 4 + 2)), 4 × (2880 + 4·2880 + 2880); 2 norm inputs 2·2880)
     + 201,088 fp32 logits; reserve 10% of 80 GiB."""
     s = spec("gpt-oss-120b")
     experts = 36 * 128 * (3 * 2880 * 90 * 17 + 3 * 2880 * 2)
@@ -282,7 +283,8 @@ def test_gpt_oss_120b_in_mxfp4_fits_one_80gb_gpu():
     )
     f = ids(result.figures)
     kv = 18 * 131_072 * 2048 + 18 * 128 * 2048
-    workspace = 2048 * 2 * ((2880 + 64 * 128 + 8 * 128) + (128 + 4 * (2880 + 4 * 2880)) + 2 * 2880) + 201_088 * 4
+    moe = 2880 + 2 * 128 + 4 * (4 + 4 + 2) + 4 * (2880 + 4 * 2880 + 2880)
+    workspace = 2048 * 2 * ((2880 + 64 * 128 + 8 * 128) + moe + 2 * 2880) + 201_088 * 4
     reserve = int(80 * GIB * 0.1) + round(1.79 * GIB)
     assert f["kv_bytes_per_device"] == kv and f["workspace_bytes_per_device"] == workspace
     assert f["free_bytes_per_device"] == 80 * GIB - (w.total + kv + workspace + reserve) > 0

@@ -112,11 +112,14 @@ def test_deepseek_v3_activations_sum_every_layer():
     58 a mixture (router over 256 experts of 2,048, 8 chosen, 1 shared expert). Selective recomputation,
     16-bit: each sublayer keeps 2 bytes per kept element plus a 1-byte dropout mask of d, and 2 norms of
     2·d bytes. MLA (§2.1) keeps x, the query latent and its norm (2 × 1,536), kv_a's output (512 + 64) and
-    the normed latent (512), Q and K (128 heads × 192 each) and V and the output (128 × 128 each)."""
+    the normed latent (512), Q and K (128 heads × 192 each) and V and the output (128 × 128 each), and its two
+    latent norms an fp32 inverse RMS a row (2 elements each). The mixture keeps x, the router's fp32 probabilities
+    (2 × 256), the top-8's int64 indices and sorting permutation and fp32 weights (8 × (4 + 4 + 2)), each chosen
+    expert's elements and output (8 × (d + 4·2048 + d)) and the shared expert's but its input (4·2048)."""
     d, s = 7168, 4096
-    attention = d + 2 * 1536 + (512 + 64) + 512 + 2 * 128 * 192 + 2 * 128 * 128
+    attention = d + 2 * 1536 + (512 + 64) + 512 + 2 * 128 * 192 + 2 * 128 * 128 + 2 * 2
     dense_ffn = d + 4 * 18_432  # x, gate, up, act(gate), product
-    moe_ffn = 256 + 8 * (d + 4 * 2048) + 1 * (d + 4 * 2048)  # router probabilities, 8 chosen + 1 shared
+    moe_ffn = d + 2 * 256 + 8 * (4 + 4 + 2) + 8 * (d + 4 * 2048 + d) + 4 * 2048
     norms = 2 * 2 * d
 
     def layer(ffn):
