@@ -51,6 +51,10 @@ class Encoder(Part):
     # convolutions of kernel 3 (the second of stride 2) with GELUs, in place of a token table (0: tokens)
     mel_bins: NonNegative = 0
     cross_k_bias: bool | None = None  # the cross-attention's key bias where it differs from cross_bias (Whisper: none)
+    # the cross-attention's key and value heads where fewer than its query heads (grouped-query: T5Gemma's
+    # T5GemmaCrossAttention, num_key_value_heads), each read by heads / kv_heads queries
+    cross_kv_heads: Positive | None = None
+    cross_post_norm: bool = False  # a norm on the cross-attention's output before its residual add (T5Gemma, Gemma 2's)
 
     def check(self, spec) -> None:
         if self.layers.d_model != spec.d_model:
@@ -82,12 +86,17 @@ class Encoder(Part):
         h = model.layers[0].attention.head_count()
         return h, self.cross_head_dim or model.d_model // h
 
+    def _kv(self, model) -> int:
+        """The cross-attention's key and value width: kv_heads (default its heads) × head width."""
+        h, hd = self._heads(model)
+        return (self.cross_kv_heads or h) * hd
+
     def kept_elements(self, model) -> int:
         """Per decoder token a cross-attention keeps, as Korthikanti et al. 2022 §4.1 count attention: its norm's
-        input (d) and output (q's input, d), Q and the heads' output (o's input, h·hd each); K and V are the source's
-        (``stacks``)."""
+        input (d) and output (q's input, d), Q and the heads' output (o's input, h·hd each), and a post-norm's input
+        (d) where it has one; K and V are the source's (``stacks``)."""
         h, hd = self._heads(model)
-        return 2 * model.d_model + 2 * h * hd
+        return (3 if self.cross_post_norm else 2) * model.d_model + 2 * h * hd
 
     def kept_bytes(self, model, kernel: str) -> int:
         """Its output's dropout mask (1 byte an element, Korthikanti et al. 2022 §4.1) and what the kernel keeps of the
@@ -99,17 +108,16 @@ class Encoder(Part):
     def stacks(self, model) -> tuple[tuple[object, int, int, int], ...]:
         """The encoder's layers over the S source tokens; beside them each source position keeps the encoder's
         output (the cross-attention's k and v read it, d) and its final norm's input (d), and in every decoder layer
-        the cross-attention's K and V (2·h·hd, for the scores' and AV's gradients), split over tp by heads."""
-        h, hd = self._heads(model)
+        the cross-attention's K and V (2·kv_heads·hd, for the scores' and AV's gradients), split over tp by heads."""
         inner = replace(self.stack.resolve(model), mask="bidirectional")
         whole = model.d_model * (2 if self.final_norm else 1)
-        return ((inner, self.source_length or 0, model.n_layers * 2 * h * hd, whole),)
+        return ((inner, self.source_length or 0, model.n_layers * 2 * self._kv(model), whole),)
 
     def cached_elements(self, model) -> int:
         """A decoder layer's cross-attention cache: K and V of every head for each of the S source tokens, projected
-        once at the prefill and read by every decode step (vLLM's and TensorRT-LLM's cross-attention KV cache)."""
-        h, hd = self._heads(model)
-        return 2 * h * hd * (self.source_length or 0)
+        once at the prefill and read by every decode step (vLLM's and TensorRT-LLM's cross-attention KV cache); of
+        its kv_heads where it groups its queries."""
+        return 2 * self._kv(model) * (self.source_length or 0)
 
     @property
     def stack(self) -> Stack:
@@ -163,16 +171,20 @@ class Encoder(Part):
         e.norm("encoder.cross.norm", model.norm.layer, d, n)
         e.out[-1] = replace(e.out[-1], component="norms")  # one of the layer's norms, as a checkpoint names them
         e.linear("encoder.cross.q", d, h * hd, self.cross_bias, n, heads=h)
+        kv_heads = self.cross_kv_heads or h
         for part in ("k", "v"):
             start = len(e.out)
             bias = self.cross_k_bias if part == "k" and self.cross_k_bias is not None else self.cross_bias
-            e.linear(f"encoder.cross.{part}", d, h * hd, bias, n, heads=h)
+            e.linear(f"encoder.cross.{part}", d, kv_heads * hd, bias, n, heads=kv_heads)
             # projected once a sequence, at the prefill; a decode step reads them from the cache (cached_elements)
             e.out[start:] = [replace(t, positions=kv, per_sequence=True) for t in e.out[start:]]
         for part in ("scores", "values"):  # a decode step's query meets the S source keys, however long the context
             e.term(f"encoder.cross.{part}", "core", (h, s, hd), n, numel=0, macs=n * h * s * hd, select="full", grows=False)
         e.op("encoder.cross.softmax", SOFTMAX_OPS * n * h * s, scores=n * h * s)
         e.linear("encoder.cross.o", h * hd, d, self.cross_bias, n)
+        if self.cross_post_norm:  # T5GemmaDecoderLayer's post_cross_attn_layernorm
+            e.norm("encoder.cross.post_norm", model.norm.layer, d, n)
+            e.out[-1] = replace(e.out[-1], component="norms")
         e.op("encoder.cross.residual", n * d)
 
     def model_module(self, model):
@@ -253,16 +265,22 @@ def _modules():
             self.heads, self.head_dim = heads, spec.cross_head_dim or d // heads
             width = heads * self.head_dim
             self.norm = make_norm(model.norm.layer, d)
-            self.q, self.v = (Linear(d, width, bias=spec.cross_bias) for _ in range(2))
-            self.k = Linear(d, width, bias=spec.cross_bias if spec.cross_k_bias is None else spec.cross_k_bias)
+            self.kv_heads = spec.cross_kv_heads or heads
+            self.q = Linear(d, width, bias=spec.cross_bias)
+            self.v = Linear(d, self.kv_heads * self.head_dim, bias=spec.cross_bias)
+            k_bias = spec.cross_bias if spec.cross_k_bias is None else spec.cross_k_bias
+            self.k = Linear(d, self.kv_heads * self.head_dim, bias=k_bias)
             self.o = Linear(width, d, bias=spec.cross_bias)
+            if spec.cross_post_norm:
+                self.post_norm = make_norm(model.norm.layer, d)
             self.scores, self.values = MatMul(), MatMul()
 
         def forward(self, x: torch.Tensor, memory: torch.Tensor) -> torch.Tensor:
             b, t, s = x.shape[0], x.shape[1], memory.shape[1]
             q = self.q(x).view(b, t, self.heads, self.head_dim).transpose(1, 2)
-            k = self.k(memory).view(b, s, self.heads, self.head_dim).transpose(1, 2)
-            v = self.v(memory).view(b, s, self.heads, self.head_dim).transpose(1, 2)
+            group = self.heads // self.kv_heads  # each key and value head read by this many query heads
+            k = self.k(memory).view(b, s, self.kv_heads, self.head_dim).transpose(1, 2).repeat_interleave(group, 1)
+            v = self.v(memory).view(b, s, self.kv_heads, self.head_dim).transpose(1, 2).repeat_interleave(group, 1)
             probs = self.scores(q * self.head_dim**-0.5, k.transpose(-2, -1)).softmax(dim=-1)
             return self.o(self.values(probs, v).transpose(1, 2).reshape(b, t, -1))
 
@@ -276,14 +294,22 @@ def _modules():
 
         def body(self, layer, x: torch.Tensor, ctx: dict, k: int) -> torch.Tensor:
             mixer, ffn = layer.sublayers()
-            first, second = layer.norms
             memory, cross = ctx["memory"], self.cross
             if layer.placement == "residual":
+                first, second = layer.norms
                 x = first(x + mixer(x))
                 x = cross.norm(x + cross(x, memory))
                 return second(x + ffn(x))
-            x = x + mixer(first(x))
-            x = x + cross(cross.norm(x), memory)
-            return x + ffn(second(x))
+            split = (len(layer.norms) + 1) // 2  # pre-norm; a sandwich's (Gemma 2's) second norm after its sublayer
+            before, after = layer.norms[:split], layer.norms[split:]
+            x = x + _then(before[1:], mixer(before[0](x)))
+            x = x + _then(cross.post_norm if hasattr(cross, "post_norm") else None, cross(cross.norm(x), memory))
+            return x + _then(after[1:], ffn(after[0](x)))
+
+    def _then(norms, out: torch.Tensor) -> torch.Tensor:
+        """A sublayer's output through the norms after it (none, one, or a list)."""
+        for norm in norms if isinstance(norms, (nn.ModuleList, list)) else [norms] if norms is not None else []:
+            out = norm(out)
+        return out
 
     return EncoderModule, CrossLayer

@@ -146,7 +146,7 @@ def test_flan_t5_xl_training_keeps_the_encoder_at_the_source_length():
 
 
 READ_PLANNED = ["bart", "mbart", "plbart", "marian", "pegasus", "blenderbot", "blenderbot-small", "m2m_100", "fsmt", "mvp"]
-READ_PLANNED += ["t5", "mt5", "umt5", "switch_transformers", "whisper"]
+READ_PLANNED += ["t5", "mt5", "umt5", "switch_transformers", "whisper", "t5gemma"]
 
 
 @pytest.mark.parametrize("model_type", READ_PLANNED)
@@ -195,6 +195,7 @@ def test_the_encoder_decoders_read():
             "umt5",
             "switch_transformers",
             "whisper",
+            "t5gemma",
         }
     )
 
@@ -324,3 +325,23 @@ def test_mvp_is_bart_at_its_defaults_and_its_prompts_are_refused_in_one_line(cli
     prompted.write_text(json.dumps({**json.loads(path.read_text()), "use_prompt": True}))
     code, out, err = cli("count", str(prompted))
     assert code == 2 and out == "" and err.count("\n") == 1 and "use_prompt" in err, err
+
+
+def test_t5gemma_holds_gemma_2_stacks_and_a_grouped_cross_attention():
+    """T5GemmaForConditionalGeneration at T5GemmaConfig's defaults (its encoder and decoder T5GemmaModuleConfig's:
+    the 2B-2B layout) by hand: the encoder's table and the decoder's (256,000 × 2,304 each; lm_head.out_proj tied to
+    the decoder's); 26 encoder layers of q and o (2,304 ↔ 8·256), k and v (2,304 → 4·256), the GeGLU MLP (gate and up
+    2,304 → 9,216, down back) and four RMSNorms; 26 decoder layers the same, a cross-attention (q, k, v, o as the
+    self-attention's: grouped, 4 key-value heads) and its two norms (pre and post); a final norm a stack. The
+    cross-attention cache at a source of 512 tokens, bf16: 26 layers × K and V × 4·256 × 512 × 2 bytes."""
+    from ffncalc import api
+
+    d, ff, vocab, layers, hd = 2304, 9216, 256000, 26, 256
+    attention = 2 * d * 8 * hd + 2 * d * 4 * hd
+    encoder_layer = attention + 3 * d * ff + 4 * d
+    decoder_layer = encoder_layer + attention + 2 * d
+    total = 2 * vocab * d + layers * (encoder_layer + decoder_layer) + 2 * d
+    path = str(DEFAULTS / "configs" / "t5gemma.json")
+    assert api.count(path).params == total == 5_596_853_760
+    f = api.infer(path, prompt=1, generate=16, source_len=512).to_dict()["figures"]
+    assert f["cross_kv_bytes_per_sequence"]["value"] == layers * 2 * 4 * hd * 512 * 2 == 54_525_952

@@ -611,7 +611,6 @@ SEQ2SEQ_NOT_YET = {
     "qwen3_asr": "an audio tower beside a decoder-only language model (a whole multimodal model)",
     "seamless_m4t": "speech and text encoders, a text decoder and a unit decoder in one model",
     "seamless_m4t_v2": "speech and text encoders, a text decoder and a unit decoder in one model",
-    "t5gemma": "Gemma 2 layers as an encoder and a decoder with cross-attention",
     "t5gemma2": "Gemma 3 layers as an encoder and a decoder, with a vision tower",
     "vibevoice_asr": "an audio tokenizer beside a decoder-only language model",
     "voxtral": "an audio tower beside a decoder-only language model (a whole multimodal model)",
