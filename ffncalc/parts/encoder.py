@@ -55,6 +55,9 @@ class Encoder(Part):
     # T5GemmaCrossAttention, num_key_value_heads), each read by heads / kv_heads queries
     cross_kv_heads: Positive | None = None
     cross_post_norm: bool = False  # a norm on the cross-attention's output before its residual add (T5Gemma, Gemma 2's)
+    # a table of conditioning rows, one of them looked up and put before the source's features (Pop2Piano's
+    # mel_conditioner: a composer's embedding before the spectrogram frames): parameters, a lookup without FLOPs
+    prefix_rows: NonNegative = 0
 
     def check(self, spec) -> None:
         if self.layers.d_model != spec.d_model:
@@ -143,6 +146,8 @@ class Encoder(Part):
         if self.table_rows:  # a lookup: the one-hot matmul Chinchilla's accounting charges (count.py)
             v = self.table_rows
             emb.term("encoder.embed.weight", "token", (v, d), macs=v * d)
+        if self.prefix_rows:
+            emb.term("encoder.prefix_embed.weight", "token", (self.prefix_rows, d))
         if self.position_rows:
             emb.term("encoder.pos_embed.weight", "position", (self.position_rows, d), elementwise=d)
         elif self.layers.positions == "sinusoidal":  # a fixed table of sines and cosines: its add
@@ -218,6 +223,8 @@ def _modules():
                 self.conv1.weight_flops = self.conv2.weight_flops = True  # verify: their FLOPs are their weights'
             if spec.table_rows:
                 self.embed = nn.Embedding(spec.table_rows, d)
+            if spec.prefix_rows:  # looked up once a sequence, before the source: no multiply-adds
+                self.prefix_embed = nn.Embedding(spec.prefix_rows, d)
             if spec.relative_buckets:  # read by every layer; its lookup and adds have no multiply-adds to count
                 heads = spec.layers.attention.resolve(d).head_count()
                 if spec.relative_per_layer:  # each layer's own (UMT5)

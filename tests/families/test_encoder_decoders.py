@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ffncalc.analysis.count import tally
-from ffncalc.sources import presets
+from ffncalc.sources import hf, presets
 from ffncalc.sources.hf import coverage
 
 DEFAULTS = Path(__file__).resolve().parents[1] / "hf_defaults"
@@ -146,7 +146,7 @@ def test_flan_t5_xl_training_keeps_the_encoder_at_the_source_length():
 
 
 READ_PLANNED = ["bart", "mbart", "plbart", "marian", "pegasus", "blenderbot", "blenderbot-small", "m2m_100", "fsmt", "mvp"]
-READ_PLANNED += ["t5", "mt5", "umt5", "switch_transformers", "whisper", "t5gemma"]
+READ_PLANNED += ["t5", "mt5", "umt5", "switch_transformers", "whisper", "t5gemma", "pop2piano"]
 
 
 @pytest.mark.parametrize("model_type", READ_PLANNED)
@@ -196,6 +196,7 @@ def test_the_encoder_decoders_read():
             "switch_transformers",
             "whisper",
             "t5gemma",
+            "pop2piano",
         }
     )
 
@@ -233,7 +234,6 @@ def test_encoder_decoder_flops_at_defaults_equal_flop_counter_mode(model_type):
     FlopCounterMode, per component and layer run, at a short sequence and one past every window, against the exact
     convention: the encoder's products and projections model-level, the cross-attention's in each decoder layer."""
     from ffncalc.analysis import hfcheck
-    from ffncalc.sources import hf
 
     c = hf.read_config(DEFAULTS / "configs" / f"{model_type}.json")
     measured = hfcheck.Measured.from_record(json.loads((DEFAULTS / "truth" / f"{model_type}.json").read_text()))
@@ -269,7 +269,6 @@ def test_umt5_holds_a_relative_bias_table_in_every_layer():
     512 × 1,024, wo back), two RMS norms and its own relative_attention_bias (32 buckets × 6 heads); per decoder layer
     the same, a cross-attention (four more projections) and its norm; each stack a final norm. T5 holds one table a
     stack (in its first block); UMT5 one a layer (Chung et al. 2023)."""
-    from ffncalc.sources import hf
 
     d, inner, ff, layers, table = 512, 6 * 64, 1024, 8, 32 * 6
     encoder_layer = 4 * d * inner + 3 * d * ff + 2 * d + table
@@ -304,7 +303,6 @@ def test_fsmt_holds_a_table_a_stack_and_its_own_output_projection():
     false); each stack's SinusoidalPositionalEmbedding, an nn.Embedding of 1,024 + pad 1 + 1 rows whose weight is a
     parameter; 12 post-norm layers a stack (q, k, v, out_proj with biases, fc1 and fc2 with biases, two LayerNorms;
     in the decoder a cross-attention and its LayerNorm more); no norm on the embeddings, no final norm."""
-    from ffncalc.sources import hf
 
     d, ff, vocab, rows = 1024, 4096, 42024, 1024 + 1 + 1
     attention, ffn = 4 * (d * d + d), d * ff + ff + ff * d + d
@@ -317,7 +315,6 @@ def test_fsmt_holds_a_table_a_stack_and_its_own_output_projection():
 def test_mvp_is_bart_at_its_defaults_and_its_prompts_are_refused_in_one_line(cli, tmp_path):
     """MvpForConditionalGeneration at MvpConfig's defaults (use_prompt false) is BART-large's layout over 50,267
     tokens; with use_prompt its MvpPrompt modules (prefix keys and values in every attention) are not read."""
-    from ffncalc.sources import hf
 
     path = DEFAULTS / "configs" / "mvp.json"
     assert tally(hf.load(path)[1]).params == bart_total(50267, 1024, 12, 12, 4096, 1026) == 406_293_504
@@ -345,3 +342,16 @@ def test_t5gemma_holds_gemma_2_stacks_and_a_grouped_cross_attention():
     assert api.count(path).params == total == 5_596_853_760
     f = api.infer(path, prompt=1, generate=16, source_len=512).to_dict()["figures"]
     assert f["cross_kv_bytes_per_sequence"]["value"] == layers * 2 * 4 * hd * 512 * 2 == 54_525_952
+
+
+def test_pop2piano_is_t5_with_a_composer_table_and_a_head_of_its_own():
+    """Pop2PianoForConditionalGeneration at Pop2PianoConfig's defaults by hand: the shared table and lm_head (2,400 ×
+    512 each: the head is not tied), mel_conditioner's composer table (21 × 512); per encoder layer q, k, v, o (512 ×
+    8·64 each), the gated FFN (wi_0, wi_1 512 × 2,048, wo back) and two RMS norms; per decoder layer the same, a
+    cross-attention (four more projections) and its norm; each stack a relative-bias table (32 buckets × 8 heads) and
+    a final norm."""
+    d, ff, vocab, layers = 512, 2048, 2400, 6
+    encoder_layer = 4 * d * d + 3 * d * ff + 2 * d
+    decoder_layer = 8 * d * d + 3 * d * ff + 3 * d
+    total = 2 * vocab * d + 21 * d + layers * (encoder_layer + decoder_layer) + 2 * (32 * 8 + d)
+    assert tally(hf.load(DEFAULTS / "configs" / "pop2piano.json")[1]).params == total == 59_108_352

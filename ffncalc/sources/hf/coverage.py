@@ -622,7 +622,6 @@ SEQ2SEQ_NOT_YET = {
     "kyutai_speech_to_text": "a decoder over audio codebooks and text",
     "moonshine": "a convolutional speech front end, a rotary encoder and a decoder",
     "moonshine_streaming": "a streaming speech encoder and a decoder",
-    "pop2piano": "T5's layout over audio features",
     "speech-encoder-decoder": "a wrapper of any speech encoder and text decoder the config names",
     "speech_to_text": "a convolutional subsampler before a Transformer encoder, and a decoder",
     "speecht5": "speech and text pre-nets and post-nets around a shared encoder-decoder",

@@ -98,3 +98,25 @@ def umt5(c: Config) -> dict:
 # mT5 (Xue et al. 2021) is T5's classes under its own configuration (MT5Config: T5 v1.1's gated-GELU FFN and untied
 # head by default, a 250112-token vocabulary).
 alias("mt5", of="t5")
+
+
+@family(
+    "pop2piano",
+    layer_modules=LAYER_MODULES,
+    top_modules=((r"mel_conditioner\.embedding$", "encoder.prefix_embed"),) + TOP_MODULES,
+    model_stacks=((r"encoder\.", "encoder."),),
+)
+def pop2piano(c: Config) -> dict:
+    """Pop2PianoConfig / Pop2PianoForConditionalGeneration (Choi and Lee 2023, "Pop2Piano"): T5's layout (t5 above) over
+    a vocabulary of 2,400 MIDI tokens, the encoder reading spectrogram features (input_features at d_model) in place
+    of the token table, with Pop2PianoConcatEmbeddingToMel's table (composer_vocab_size, 21, × d_model) putting one
+    composer's row before them; the FFN's activation is dense_act_fn (relu) whatever feed_forward_proj names
+    (Pop2PianoDenseGatedActDense: ACT2FN[config.dense_act_fn]); lm_head is a table of its own (not among
+    _tied_weights_keys), though Pop2PianoConfig.__post_init__ sets tie_word_embeddings true."""
+    spec = t5(c)
+    act = c.activation("dense_act_fn", "relu")
+    spec["ffn"] = {**spec["ffn"], "activation": act}
+    spec["encoder"]["layers"] = {**spec["encoder"]["layers"], "ffn": spec["ffn"]}
+    spec["tie_embeddings"] = False
+    spec["encoder"]["prefix_rows"] = c.int("composer_vocab_size", 21)
+    return spec
