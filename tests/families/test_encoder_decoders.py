@@ -146,7 +146,7 @@ def test_flan_t5_xl_training_keeps_the_encoder_at_the_source_length():
 
 
 READ_PLANNED = ["bart", "mbart", "plbart", "marian", "pegasus", "blenderbot", "blenderbot-small", "m2m_100", "fsmt", "mvp"]
-READ_PLANNED += ["t5", "mt5", "umt5", "switch_transformers", "whisper", "t5gemma", "pop2piano"]
+READ_PLANNED += ["t5", "mt5", "umt5", "switch_transformers", "whisper", "t5gemma", "pop2piano", "longt5"]
 
 
 @pytest.mark.parametrize("model_type", READ_PLANNED)
@@ -197,6 +197,7 @@ def test_the_encoder_decoders_read():
             "whisper",
             "t5gemma",
             "pop2piano",
+            "longt5",
         }
     )
 
@@ -355,3 +356,20 @@ def test_pop2piano_is_t5_with_a_composer_table_and_a_head_of_its_own():
     decoder_layer = 8 * d * d + 3 * d * ff + 3 * d
     total = 2 * vocab * d + 21 * d + layers * (encoder_layer + decoder_layer) + 2 * (32 * 8 + d)
     assert tally(hf.load(DEFAULTS / "configs" / "pop2piano.json")[1]).params == total == 59_108_352
+
+
+def test_longt5_encoder_attends_three_blocks_of_its_padded_sequence():
+    """LongT5ForConditionalGeneration at LongT5Config's defaults (local_radius 127: blocks of 128): over S = 1,000 source
+    tokens LongT5LocalAttention pads the sequence to 8 blocks (1,024 positions) and each padded query meets the 384
+    keys of its block and the two beside it, in each of the 8 heads of 64 and the 6 encoder layers: QKᵀ 2 FLOPs a
+    multiply-add, 2 × 6 × 8 × 64 × 384 × 1,024 in all, per token of the 1,000; AV the same. The parameters are T5's
+    (t5-small's layout: 60,506,624)."""
+
+    spec = hf.load(DEFAULTS / "configs" / "longt5.json")[1]
+    rows = {r.name: r for r in tally(spec, seq_len=1000).rows}
+    for name in ("encoder.attn.scores", "encoder.attn.values"):
+        assert rows[name].flops == Fraction(2 * 6 * 8 * 64 * 384 * 1024, 1000)
+    d, ff, vocab = 512, 2048, 32128
+    encoder = 6 * (4 * d * d + 2 * d * ff + 2 * d) + 32 * 8 + d
+    decoder = 6 * (8 * d * d + 2 * d * ff + 3 * d) + 32 * 8 + d
+    assert tally(spec).params == vocab * d + encoder + decoder == 60_506_624

@@ -599,7 +599,6 @@ SEQ2SEQ_NOT_YET = {
     "granite_speech": "an audio tower and projector beside a decoder-only language model (a whole multimodal model)",
     "granite_speech_plus": "an audio tower and projector beside a decoder-only language model (a whole multimodal model)",
     "led": "Longformer's sliding-window and global attention in the encoder",
-    "longt5": "T5 with local and transient-global attention",
     "moss_transcribe_diarize": "an audio tower beside a decoder-only language model (a whole multimodal model)",
     "musicflamingo": "an audio tower beside a decoder-only language model (a whole multimodal model)",
     "nemo_speechlm": "an audio tower beside a decoder-only language model (a whole multimodal model)",

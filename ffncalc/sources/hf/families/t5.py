@@ -120,3 +120,28 @@ def pop2piano(c: Config) -> dict:
     spec["tie_embeddings"] = False
     spec["encoder"]["prefix_rows"] = c.int("composer_vocab_size", 21)
     return spec
+
+
+LONGT5_LAYER_MODULES = tuple(
+    (pattern.replace("SelfAttention", "(Local|TransientGlobal)?SelfAttention"), name) for pattern, name in LAYER_MODULES
+)
+LONGT5_TOP_MODULES = TOP_MODULES[:-1] + (
+    (r"block\.0\.layer\.0\.(Local|TransientGlobal)?SelfAttention\.relative_attention_bias$", "relative_bias"),
+)
+
+
+@family("longt5", layer_modules=LONGT5_LAYER_MODULES, top_modules=LONGT5_TOP_MODULES, model_stacks=((r"encoder\.", "encoder."),))
+def longt5(c: Config) -> dict:
+    """LongT5Config / LongT5ForConditionalGeneration (Guo et al. 2022): T5's layout (t5 above) with the encoder's
+    self-attention LongT5LocalAttention (encoder_attention_type "local"): the sequence in blocks of local_radius + 1
+    (128) positions, each block's queries meeting its own block's keys and its neighbours' (blocks/local_attention.py);
+    its relative-position table in the first block, as T5's. The decoder is T5's. Transient-global attention (a
+    summary token per global_block_size positions as further keys, their norm and table) is not read."""
+    kind = c.data.get("encoder_attention_type", "local")
+    if kind != "local":
+        raise c.fail("encoder_attention_type", f'{kind!r}: only "local" attention is read (transient-global is not)')
+    spec = t5(c)
+    layers = spec["encoder"]["layers"]
+    attention = {**layers["attention"], "kind": "block_local", "radius": c.int("local_radius", 127)}
+    spec["encoder"]["layers"] = {**layers, "attention": attention}
+    return spec
