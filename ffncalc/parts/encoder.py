@@ -46,6 +46,9 @@ class Encoder(Part):
     cross_head_dim: Positive | None = None  # its heads' width (default d_model / heads; T5: d_kv)
     relative_buckets: NonNegative = 0  # rows of its layers' shared relative-position bias table (T5), × heads
     relative_per_layer: bool = False  # that table in every layer of its own (UMT5), not one every layer reads
+    # a second such table, for the keys of the global tokens (LongT5's transient-global attention:
+    # global_relative_attention_bias, beside relative_attention_bias in the first layer)
+    relative_global: bool = False
     source_length: Positive | None = None  # source tokens per sequence for the FLOPs (default: the sequence's)
     # a speech encoder's input (Whisper): log-mel frames of this many features, two a position, through two
     # convolutions of kernel 3 (the second of stride 2) with GELUs, in place of a token table (0: tokens)
@@ -156,7 +159,7 @@ class Encoder(Part):
             emb.norm("encoder.embed_norm", model.norm, d, 1)
         if self.relative_buckets:  # one table every encoder layer reads (or each its own); lookup and adds: no multiply-adds
             heads = self.layers.attention.resolve(d).head_count()
-            tables = self.layers.n_layers if self.relative_per_layer else 1
+            tables = (self.layers.n_layers if self.relative_per_layer else 1) * (2 if self.relative_global else 1)
             emb.term("encoder.relative_bias.weight", "position", (self.relative_buckets, heads), tables)
         layers = self.stack.terms(model, "encoder.", s, scale)
         fin = Emitter("layers")
@@ -227,8 +230,9 @@ def _modules():
                 self.prefix_embed = nn.Embedding(spec.prefix_rows, d)
             if spec.relative_buckets:  # read by every layer; its lookup and adds have no multiply-adds to count
                 heads = spec.layers.attention.resolve(d).head_count()
-                if spec.relative_per_layer:  # each layer's own (UMT5)
-                    tables = [nn.Embedding(spec.relative_buckets, heads) for _ in range(spec.layers.n_layers)]
+                if spec.relative_per_layer or spec.relative_global:  # each layer's own (UMT5); the global keys' (LongT5)
+                    count = (spec.layers.n_layers if spec.relative_per_layer else 1) * (2 if spec.relative_global else 1)
+                    tables = [nn.Embedding(spec.relative_buckets, heads) for _ in range(count)]
                     self.relative_bias = nn.ModuleList(tables)
                 else:
                     self.relative_bias = nn.Embedding(spec.relative_buckets, heads)

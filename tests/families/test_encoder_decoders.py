@@ -373,3 +373,35 @@ def test_longt5_encoder_attends_three_blocks_of_its_padded_sequence():
     encoder = 6 * (4 * d * d + 2 * d * ff + 2 * d) + 32 * 8 + d
     decoder = 6 * (8 * d * d + 2 * d * ff + 3 * d) + 32 * 8 + d
     assert tally(spec).params == vocab * d + encoder + decoder == 60_506_624
+
+
+@pytest.mark.torch
+def test_longt5_transient_global_equals_transformers(tmp_path):
+    """LongT5ForConditionalGeneration with encoder_attention_type "transient-global" (small: 2 layers a stack of width
+    64, 4 heads of 16, blocks of local_radius 7 + 1, a global token per 4 positions), built by transformers on the meta
+    device: every parameter (global_input_layer_norm in each encoder layer, global_relative_attention_bias beside the
+    first layer's table) and, under FlopCounterMode, every component's FLOPs at 8 and 16 tokens and at 19 (three
+    blocks, the last padded, and 4 global tokens, the last taking 3 orphans): the global tokens' sums, their k and v,
+    each padded query against 3 × 8 + G keys. By hand for 19: QKᵀ in each of the 2 encoder layers 2 FLOPs × 4 heads ×
+    16 × (24 + 4) keys × 24 padded queries."""
+    from dataclasses import replace
+
+    from ffncalc.analysis import hfcheck
+
+    data = json.loads((DEFAULTS / "configs" / "longt5.json").read_text())
+    data.update(d_model=64, d_kv=16, num_heads=4, d_ff=128, num_layers=2, num_decoder_layers=2, vocab_size=100)
+    data.update(local_radius=7, encoder_attention_type="transient-global", global_block_size=4)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(data))
+    c = hf.read_config(path)
+    measured = hfcheck.measure(c, flops=True)
+    report = hfcheck.check(c, model="longt5", measured=measured)
+    assert report.ok and not any(ch.component.startswith("(unmatched)") for ch in report.checks), report.failures
+    assert any(ch.component == "encoder.attn.global_norm" for ch in report.checks)
+    odd = replace(measured, flops=(hfcheck.flop_run(hfcheck.instantiate(c), 1, 19),))
+    for m in (measured, odd):
+        checks = hfcheck.check_flops(c, m)
+        assert checks and all(ch.ok for ch in checks), [ch for ch in checks if not ch.ok]
+        assert any(ch.component == "encoder.attn.k" and ch.ours for ch in checks)
+    rows = {r.name: r for r in tally(hf.load(path)[1], seq_len=19).rows}
+    assert rows["encoder.attn.scores"].flops * 19 == 2 * 2 * 4 * 16 * (24 + 4) * 24

@@ -122,11 +122,11 @@ def pop2piano(c: Config) -> dict:
     return spec
 
 
-LONGT5_LAYER_MODULES = tuple(
+LONGT5_LAYER_MODULES = ((r"global_input_layer_norm$", "attn.global_norm"),) + tuple(
     (pattern.replace("SelfAttention", "(Local|TransientGlobal)?SelfAttention"), name) for pattern, name in LAYER_MODULES
 )
 LONGT5_TOP_MODULES = TOP_MODULES[:-1] + (
-    (r"block\.0\.layer\.0\.(Local|TransientGlobal)?SelfAttention\.relative_attention_bias$", "relative_bias"),
+    (r"block\.0\.layer\.0\.(Local|TransientGlobal)?SelfAttention\.(global_)?relative_attention_bias$", "relative_bias"),
 )
 
 
@@ -135,13 +135,17 @@ def longt5(c: Config) -> dict:
     """LongT5Config / LongT5ForConditionalGeneration (Guo et al. 2022): T5's layout (t5 above) with the encoder's
     self-attention LongT5LocalAttention (encoder_attention_type "local"): the sequence in blocks of local_radius + 1
     (128) positions, each block's queries meeting its own block's keys and its neighbours' (blocks/local_attention.py);
-    its relative-position table in the first block, as T5's. The decoder is T5's. Transient-global attention (a
-    summary token per global_block_size positions as further keys, their norm and table) is not read."""
+    its relative-position table in the first block, as T5's; or (encoder_attention_type "transient-global")
+    LongT5TransientGlobalAttention: the same blocks and a global token per global_block_size (16) positions, their
+    global_input_layer_norm in every layer and global_relative_attention_bias in the first. The decoder is T5's."""
     kind = c.data.get("encoder_attention_type", "local")
-    if kind != "local":
-        raise c.fail("encoder_attention_type", f'{kind!r}: only "local" attention is read (transient-global is not)')
+    if kind not in ("local", "transient-global"):
+        raise c.fail("encoder_attention_type", f'expected "local" or "transient-global", got {kind!r}')
     spec = t5(c)
     layers = spec["encoder"]["layers"]
     attention = {**layers["attention"], "kind": "block_local", "radius": c.int("local_radius", 127)}
+    if kind == "transient-global":
+        attention["global_block"] = c.int("global_block_size", 16)
+        spec["encoder"]["relative_global"] = True
     spec["encoder"]["layers"] = {**layers, "attention": attention}
     return spec
