@@ -53,6 +53,12 @@ class Encoder(Part):
     # a speech encoder's input (Whisper): log-mel frames of this many features, two a position, through two
     # convolutions of kernel 3 (the second of stride 2) with GELUs, in place of a token table (0: tokens)
     mel_bins: NonNegative = 0
+    # a speech encoder's input (Speech2Text's Conv1dSubsampler): frames of ``features`` features through one
+    # convolution of stride 2 a kernel size here (padding k // 2), each followed by a GLU that halves its channels:
+    # ``channels`` out of each but the last, 2·d_model out of the last; 2 ** len(kernels) frames a position
+    kernels: tuple[Positive, ...] = ()
+    features: NonNegative = 0
+    channels: NonNegative = 0
     cross_k_bias: bool | None = None  # the cross-attention's key bias where it differs from cross_bias (Whisper: none)
     # the cross-attention's key and value heads where fewer than its query heads (grouped-query: T5Gemma's
     # T5GemmaCrossAttention, num_key_value_heads), each read by heads / kv_heads queries
@@ -75,6 +81,13 @@ class Encoder(Part):
         last = rows - spec.position_offset  # a learned table ends there (BART: 1,026 rows, the first 2 offset)
         if rows and s is not None and s > last:
             raise SpecError(("encoder", "source_length"), f"{s:,} source tokens: the encoder's learned positions end at {last:,}")
+
+    def subsampler(self, d: int) -> list[tuple[int, int, int]]:
+        """Each convolution of the subsampler: its kernel, input and output channels."""
+        last = len(self.kernels) - 1
+        ins = [self.features] + [self.channels // 2] * last
+        outs = [self.channels] * last + [2 * d]
+        return list(zip(self.kernels, ins, outs))
 
     def given(self, **inputs) -> Encoder:
         source = inputs.get("source_len")
@@ -146,6 +159,13 @@ class Encoder(Part):
             conv.term("encoder.conv2.weight", "weight", (d, d, 3), macs=d * d * 3)
             conv.term("encoder.conv2.bias", "bias", (d,), elementwise=d * (1 + gelu))
             e.out.extend(replace(t, positions=scale, per_sequence=True) for t in conv.out)
+        for i, (k, c_in, c_out) in enumerate(self.subsampler(d)):  # a matmul of k·c_in inputs an output; then the GLU
+            conv = Emitter("layers")
+            conv.term(f"encoder.conv{i + 1}.weight", "weight", (c_out, c_in, k), macs=c_out * c_in * k)
+            glu = c_out // 2 * (ACTIVATION_OPS["sigmoid"] + 1)  # sigmoid of one half, times the other
+            conv.term(f"encoder.conv{i + 1}.bias", "bias", (c_out,), elementwise=c_out + glu)
+            rate = 2 ** (len(self.kernels) - 1 - i)  # its outputs a source position
+            e.out.extend(replace(t, positions=rate * scale, per_sequence=True) for t in conv.out)
         if self.table_rows:  # a lookup: the one-hot matmul Chinchilla's accounting charges (count.py)
             v = self.table_rows
             emb.term("encoder.embed.weight", "token", (v, d), macs=v * d)
@@ -224,6 +244,14 @@ def _modules():
                 self.conv1 = nn.Conv1d(spec.mel_bins, d, 3, padding=1)
                 self.conv2 = nn.Conv1d(d, d, 3, stride=2, padding=1)
                 self.conv1.weight_flops = self.conv2.weight_flops = True  # verify: their FLOPs are their weights'
+            self.features, self.kernels = spec.features, spec.kernels
+            if spec.kernels:
+                self.convs = []  # conv1, conv2, …: named as the terms (a list's digits would read as layers)
+                for j, (k, i, o) in enumerate(spec.subsampler(d)):
+                    conv = nn.Conv1d(i, o, k, stride=2, padding=k // 2)
+                    conv.weight_flops = True  # verify: their FLOPs are their weights'
+                    setattr(self, f"conv{j + 1}", conv)
+                    self.convs.append(conv)
             if spec.table_rows:
                 self.embed = nn.Embedding(spec.table_rows, d)
             if spec.prefix_rows:  # looked up once a sequence, before the source: no multiply-adds
@@ -252,6 +280,14 @@ def _modules():
                 frames = torch.zeros((tokens.shape[0], self.mel_bins, 2 * tokens.shape[-1]), dtype=x.dtype, device=x.device)
                 gelu = nn.functional.gelu
                 h = gelu(self.conv2(gelu(self.conv1(frames)))).transpose(1, 2)
+            elif self.kernels:  # silence, 2 ** len(kernels) frames a position, each conv halving them and its GLU its channels
+                frames = torch.zeros(
+                    (tokens.shape[0], self.features, 2 ** len(self.kernels) * tokens.shape[-1]), dtype=x.dtype, device=x.device
+                )
+                h = frames
+                for conv in self.convs:
+                    h = nn.functional.glu(conv(h), dim=1)
+                h = h.transpose(1, 2)
             else:
                 h = self.embed(tokens) if hasattr(self, "embed") else ctx["table"](tokens)
             positions = torch.arange(tokens.shape[-1], device=tokens.device)

@@ -146,7 +146,7 @@ def test_flan_t5_xl_training_keeps_the_encoder_at_the_source_length():
 
 
 READ_PLANNED = ["bart", "mbart", "plbart", "marian", "pegasus", "blenderbot", "blenderbot-small", "m2m_100", "fsmt", "mvp"]
-READ_PLANNED += ["t5", "mt5", "umt5", "switch_transformers", "whisper", "t5gemma", "pop2piano", "longt5"]
+READ_PLANNED += ["t5", "mt5", "umt5", "switch_transformers", "whisper", "t5gemma", "pop2piano", "longt5", "speech_to_text"]
 
 
 @pytest.mark.parametrize("model_type", READ_PLANNED)
@@ -198,6 +198,7 @@ def test_the_encoder_decoders_read():
             "t5gemma",
             "pop2piano",
             "longt5",
+            "speech_to_text",
         }
     )
 
@@ -405,3 +406,24 @@ def test_longt5_transient_global_equals_transformers(tmp_path):
         assert any(ch.component == "encoder.attn.k" and ch.ours for ch in checks)
     rows = {r.name: r for r in tally(hf.load(path)[1], seq_len=19).rows}
     assert rows["encoder.attn.scores"].flops * 19 == 2 * 2 * 4 * 16 * (24 + 4) * 24
+
+
+def test_speech_to_text_subsamples_four_frames_a_position():
+    """Speech2TextForConditionalGeneration at Speech2TextConfig's defaults by hand: Conv1dSubsampler's conv_layers.0
+    (80 filterbank features → 1,024 channels, kernel 5, and a bias) and conv_layers.1 (the GLU's 512 → 2 × 256,
+    kernel 5, and a bias); 12 encoder layers of width 256 (q, k, v, out_proj with biases, fc1 256 → 2,048 and fc2
+    back with biases, two LayerNorms) and a final LayerNorm; the decoder's table (10,000 × 256, tied to lm_head), 6
+    layers (the same, and a cross-attention with its LayerNorm) and a final LayerNorm; both position tables sinusoidal
+    buffers. FLOPs per source position: conv_layers.0 runs at 2 outputs a position (stride 2 over 4 frames), 2 FLOPs a
+    multiply-add of its 1,024 × 80 × 5 weights each; conv_layers.1 at 1."""
+    d, ff = 256, 2048
+    attention = 4 * (d * d + d)
+    mlp = 2 * d * ff + ff + d
+    convs = 1024 * 80 * 5 + 1024 + 512 * 512 * 5 + 512
+    encoder = convs + 12 * (attention + mlp + 4 * d) + 2 * d
+    decoder = 10000 * d + 6 * (2 * attention + mlp + 6 * d) + 2 * d
+    spec = hf.load(DEFAULTS / "configs" / "speech_to_text.json")[1]
+    rows = {r.name: r for r in tally(spec, seq_len=64).rows}
+    assert tally(spec).params == encoder + decoder == 29_536_256
+    assert rows["encoder.conv1.weight"].flops == 2 * 2 * 1024 * 80 * 5
+    assert rows["encoder.conv2.weight"].flops == 2 * 512 * 512 * 5

@@ -622,7 +622,6 @@ SEQ2SEQ_NOT_YET = {
     "moonshine": "a convolutional speech front end, a rotary encoder and a decoder",
     "moonshine_streaming": "a streaming speech encoder and a decoder",
     "speech-encoder-decoder": "a wrapper of any speech encoder and text decoder the config names",
-    "speech_to_text": "a convolutional subsampler before a Transformer encoder, and a decoder",
     "speecht5": "speech and text pre-nets and post-nets around a shared encoder-decoder",
     "vibevoice": "an acoustic tokenizer and diffusion head beside a language model",
 }
