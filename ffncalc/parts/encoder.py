@@ -57,6 +57,11 @@ class Encoder(Part):
     # convolution of stride 2 a kernel size here (padding k // 2), each followed by a GLU that halves its channels:
     # ``channels`` out of each but the last, 2·d_model out of the last; 2 ** len(kernels) frames a position
     kernels: tuple[Positive, ...] = ()
+    # a speech encoder over the waveform (Moonshine's MoonshineEncoder): conv1 (1 → d, kernel 127, stride 64, no
+    # bias) and a tanh, a GroupNorm of one group (weight and bias), conv2 (d → 2d, kernel 7, stride 3) and conv3 (2d →
+    # d, kernel 3, stride 2), each with a bias and a GELU, no padding: S positions from the shortest waveform giving them,
+    # 384·S + 511 samples (conv1 6·S + 7 outputs, conv2 2·S + 1, conv3 S)
+    waveform: bool = False
     features: NonNegative = 0
     channels: NonNegative = 0
     cross_k_bias: bool | None = None  # the cross-attention's key bias where it differs from cross_bias (Whisper: none)
@@ -159,6 +164,22 @@ class Encoder(Part):
             conv.term("encoder.conv2.weight", "weight", (d, d, 3), macs=d * d * 3)
             conv.term("encoder.conv2.bias", "bias", (d,), elementwise=d * (1 + gelu))
             e.out.extend(replace(t, positions=scale, per_sequence=True) for t in conv.out)
+        if self.waveform:  # each conv output a matmul of its kernel's inputs (MoonshineEncoder.forward)
+            gelu = ACTIVATION_OPS["gelu"]
+            conv = Emitter("layers")
+            conv.term("encoder.conv1.weight", "weight", (d, 1, 127), macs=d * 127, elementwise=d * ACTIVATION_OPS["tanh"])
+            # GroupNorm(1, d): a mean and variance over the whole sequence's features, then scale and shift (as a LayerNorm)
+            conv.term("encoder.groupnorm.weight", "norm", (d,), elementwise=4 * d)
+            conv.term("encoder.groupnorm.bias", "norm", (d,), elementwise=d)
+            first = [replace(t, positions=Fraction(6 * s + 7, seq_len), per_sequence=True) for t in conv.out]
+            conv = Emitter("layers")
+            conv.term("encoder.conv2.weight", "weight", (2 * d, d, 7), macs=2 * d * d * 7)
+            conv.term("encoder.conv2.bias", "bias", (2 * d,), elementwise=2 * d * (1 + gelu))
+            second = [replace(t, positions=Fraction(2 * s + 1, seq_len), per_sequence=True) for t in conv.out]
+            conv = Emitter("layers")
+            conv.term("encoder.conv3.weight", "weight", (d, 2 * d, 3), macs=d * 2 * d * 3)
+            conv.term("encoder.conv3.bias", "bias", (d,), elementwise=d * (1 + gelu))
+            e.out.extend(first + second + [replace(t, positions=scale, per_sequence=True) for t in conv.out])
         for i, (k, c_in, c_out) in enumerate(self.subsampler(d)):  # a matmul of k·c_in inputs an output; then the GLU
             conv = Emitter("layers")
             conv.term(f"encoder.conv{i + 1}.weight", "weight", (c_out, c_in, k), macs=c_out * c_in * k)
@@ -244,6 +265,14 @@ def _modules():
                 self.conv1 = nn.Conv1d(spec.mel_bins, d, 3, padding=1)
                 self.conv2 = nn.Conv1d(d, d, 3, stride=2, padding=1)
                 self.conv1.weight_flops = self.conv2.weight_flops = True  # verify: their FLOPs are their weights'
+            self.waveform = spec.waveform
+            if spec.waveform:
+                self.conv1 = nn.Conv1d(1, d, 127, stride=64, bias=False)
+                self.groupnorm = nn.GroupNorm(1, d)
+                self.conv2 = nn.Conv1d(d, 2 * d, 7, stride=3)
+                self.conv3 = nn.Conv1d(2 * d, d, 3, stride=2)
+                for conv in (self.conv1, self.conv2, self.conv3):
+                    conv.weight_flops = True  # verify: their FLOPs are their weights'
             self.features, self.kernels = spec.features, spec.kernels
             if spec.kernels:
                 self.convs = []  # conv1, conv2, …: named as the terms (a list's digits would read as layers)
@@ -280,6 +309,11 @@ def _modules():
                 frames = torch.zeros((tokens.shape[0], self.mel_bins, 2 * tokens.shape[-1]), dtype=x.dtype, device=x.device)
                 gelu = nn.functional.gelu
                 h = gelu(self.conv2(gelu(self.conv1(frames)))).transpose(1, 2)
+            elif self.waveform:  # silence, the shortest waveform giving the source's positions
+                samples = torch.zeros((tokens.shape[0], 1, 384 * tokens.shape[-1] + 511), dtype=x.dtype, device=x.device)
+                h = self.groupnorm(torch.tanh(self.conv1(samples)))
+                gelu = nn.functional.gelu
+                h = gelu(self.conv3(gelu(self.conv2(h)))).transpose(1, 2)
             elif self.kernels:  # silence, 2 ** len(kernels) frames a position, each conv halving them and its GLU its channels
                 frames = torch.zeros(
                     (tokens.shape[0], self.features, 2 ** len(self.kernels) * tokens.shape[-1]), dtype=x.dtype, device=x.device

@@ -146,7 +146,8 @@ def test_flan_t5_xl_training_keeps_the_encoder_at_the_source_length():
 
 
 READ_PLANNED = ["bart", "mbart", "plbart", "marian", "pegasus", "blenderbot", "blenderbot-small", "m2m_100", "fsmt", "mvp"]
-READ_PLANNED += ["t5", "mt5", "umt5", "switch_transformers", "whisper", "t5gemma", "pop2piano", "longt5", "speech_to_text"]
+READ_PLANNED += ["t5", "mt5", "umt5", "switch_transformers", "whisper"]
+READ_PLANNED += ["t5gemma", "pop2piano", "longt5", "speech_to_text", "moonshine"]
 
 
 @pytest.mark.parametrize("model_type", READ_PLANNED)
@@ -199,6 +200,7 @@ def test_the_encoder_decoders_read():
             "pop2piano",
             "longt5",
             "speech_to_text",
+            "moonshine",
         }
     )
 
@@ -427,3 +429,22 @@ def test_speech_to_text_subsamples_four_frames_a_position():
     assert tally(spec).params == encoder + decoder == 29_536_256
     assert rows["encoder.conv1.weight"].flops == 2 * 2 * 1024 * 80 * 5
     assert rows["encoder.conv2.weight"].flops == 2 * 512 * 512 * 5
+
+
+def test_moonshine_reads_the_waveform_through_three_convolutions():
+    """MoonshineForConditionalGeneration at MoonshineConfig's defaults (Moonshine tiny's layout) by hand: conv1 (288 ×
+    1 × 127, no bias), groupnorm (weight and bias), conv2 (576 × 288 × 7 and a bias), conv3 (288 × 576 × 3 and a
+    bias); 6 encoder layers of q, k, v, o (288 × 8·36, no biases), fc1 288 → 1,152 and fc2 back with biases, two
+    LayerNorms without biases, and a final one; the decoder's table (32,768 × 288, tied to proj_out), 6 layers of
+    self- and cross-attention (eight 288 × 288 projections), fc1 288 → 2 × 1,152 and fc2 1,152 → 288 with biases, three
+    LayerNorms, and a final one. FLOPs: S = 100 source positions come from the shortest waveform giving them, 384 × 100
+    + 511 samples, conv1 (stride 64) making 6 × 100 + 7 outputs of 288 × 127 multiply-adds, 2 FLOPs each."""
+    d, ff, heads = 288, 1152, 8
+    convs = d * 127 + 2 * d + 2 * d * d * 7 + 2 * d + d * 2 * d * 3 + d
+    encoder = convs + 6 * (4 * d * d + 2 * d * ff + ff + d + 2 * d) + d
+    decoder = 32768 * d + 6 * (8 * d * d + d * 2 * ff + 2 * ff + ff * d + d + 3 * d) + d
+    spec = hf.load(DEFAULTS / "configs" / "moonshine.json")[1]
+    assert tally(spec).params == encoder + decoder == 27_092_736
+    assert d // heads == 36
+    rows = {r.name: r for r in tally(spec, seq_len=100).rows}
+    assert rows["encoder.conv1.weight"].flops == Fraction(2 * d * 127 * (6 * 100 + 7), 100)

@@ -622,7 +622,6 @@ SEQ2SEQ_NOT_YET = {
     "dia": "a text encoder and a decoder over audio codebooks",
     "fun_asr_nano": "an audio tower beside a decoder-only language model (a whole multimodal model)",
     "kyutai_speech_to_text": "a decoder over audio codebooks and text",
-    "moonshine": "a convolutional speech front end, a rotary encoder and a decoder",
     "moonshine_streaming": "a streaming speech encoder and a decoder",
     "speech-encoder-decoder": "a wrapper of any speech encoder and text decoder the config names",
     "speecht5": "speech and text pre-nets and post-nets around a shared encoder-decoder",
