@@ -448,3 +448,22 @@ def test_moonshine_reads_the_waveform_through_three_convolutions():
     assert d // heads == 36
     rows = {r.name: r for r in tally(spec, seq_len=100).rows}
     assert rows["encoder.conv1.weight"].flops == Fraction(2 * d * 127 * (6 * 100 + 7), 100)
+
+
+@pytest.mark.parametrize(
+    "model_type, change, says",
+    [
+        ("longt5", {"encoder_attention_type": "sparse"}, "encoder_attention_type"),
+        ("t5gemma", {"encoder": {"hidden_size": 3584}}, "hidden_size 3584"),  # T5Gemma 9B-2B's encoder beside a 2B decoder
+        ("speech_to_text", {"conv_kernel_sizes": [5]}, "num_conv_layers"),
+        ("moonshine", {"attention_bias": True}, "attention_bias"),
+    ],
+)
+def test_encoder_decoder_configs_not_read_are_refused_in_one_line(cli, tmp_path, model_type, change, says):
+    data = json.loads((DEFAULTS / "configs" / f"{model_type}.json").read_text())
+    for key, value in change.items():
+        data[key] = {**data[key], **value} if isinstance(value, dict) else value
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(data, indent=1))
+    code, out, err = cli("count", str(path))
+    assert code == 2 and out == "" and err.count("\n") == 1 and says in err, err
