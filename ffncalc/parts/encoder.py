@@ -74,9 +74,11 @@ class Encoder(Part):
     prefix_rows: NonNegative = 0
 
     def check(self, spec) -> None:
-        if self.layers.d_model != spec.d_model:
+        front = self.mel_bins or self.kernels or self.waveform  # features of its own in place of tokens
+        if self.layers.d_model != spec.d_model and not (self.table_rows or front):
             raise SpecError(
-                ("encoder", "layers", "d_model"), f"the cross-attention reads the encoder at the decoder's width, {spec.d_model}"
+                ("encoder", "layers", "d_model"),
+                f"an encoder of a width other than the decoder's, {spec.d_model}, needs a token table of its own",
             )
         s, rows = self.source_length, self.position_rows
         if self.mel_bins and s is not None and s != rows:  # WhisperFeatureExtractor pads every input to 30 s (3,000 frames)
@@ -134,7 +136,7 @@ class Encoder(Part):
         output (the cross-attention's k and v read it, d) and its final norm's input (d), and in every decoder layer
         the cross-attention's K and V (2·kv_heads·hd, for the scores' and AV's gradients), split over tp by heads."""
         inner = replace(self.stack.resolve(model), mask="bidirectional")
-        whole = model.d_model * (2 if self.final_norm else 1)
+        whole = self.layers.d_model * (2 if self.final_norm else 1)  # at the encoder's width
         return ((inner, self.source_length or 0, model.n_layers * 2 * self._kv(model), whole),)
 
     def cached_elements(self, model) -> int:
@@ -151,7 +153,7 @@ class Encoder(Part):
         return self.source_length or positions
 
     def input_terms(self, e, model, seq_len: int) -> None:
-        d, s = model.d_model, self.source(seq_len)
+        d, s = self.layers.d_model, self.source(seq_len)  # the encoder's own width (T5Gemma 9B-2B's differs)
         scale = Fraction(s, seq_len)
         emb = Emitter("embedding")
         if self.mel_bins:  # each conv output a matmul of 3 inputs' features; the first over twice the positions
@@ -224,7 +226,8 @@ class Encoder(Part):
         for part in ("k", "v"):
             start = len(e.out)
             bias = self.cross_k_bias if part == "k" and self.cross_k_bias is not None else self.cross_bias
-            e.linear(f"encoder.cross.{part}", d, kv_heads * hd, bias, n, heads=kv_heads)
+            # from the encoder's output, at its width (T5GemmaCrossAttention: cross_attention_hidden_size)
+            e.linear(f"encoder.cross.{part}", self.layers.d_model, kv_heads * hd, bias, n, heads=kv_heads)
             # projected once a sequence, at the prefill; a decode step reads them from the cache (cached_elements)
             e.out[start:] = [replace(t, positions=kv, per_sequence=True) for t in e.out[start:]]
         for part in ("scores", "values"):  # a decode step's query meets the S source keys, however long the context
@@ -257,7 +260,7 @@ def _modules():
 
         def __init__(self, spec: Encoder, model):
             super().__init__()
-            d = model.d_model
+            d = spec.layers.d_model
             inner = replace(spec.stack.resolve(model), mask="bidirectional")
             self.source_length, self.sinusoidal = spec.source_length, spec.layers.positions == "sinusoidal"
             self.mel_bins = spec.mel_bins
@@ -348,9 +351,10 @@ def _modules():
             self.norm = make_norm(model.norm.layer, d)
             self.kv_heads = spec.cross_kv_heads or heads
             self.q = Linear(d, width, bias=spec.cross_bias)
-            self.v = Linear(d, self.kv_heads * self.head_dim, bias=spec.cross_bias)
+            source = spec.layers.d_model  # keys and values from the encoder's output, at its width
+            self.v = Linear(source, self.kv_heads * self.head_dim, bias=spec.cross_bias)
             k_bias = spec.cross_bias if spec.cross_k_bias is None else spec.cross_k_bias
-            self.k = Linear(d, self.kv_heads * self.head_dim, bias=k_bias)
+            self.k = Linear(source, self.kv_heads * self.head_dim, bias=k_bias)
             self.o = Linear(width, d, bias=spec.cross_bias)
             if spec.cross_post_norm:
                 self.post_norm = make_norm(model.norm.layer, d)

@@ -454,7 +454,6 @@ def test_moonshine_reads_the_waveform_through_three_convolutions():
     "model_type, change, says",
     [
         ("longt5", {"encoder_attention_type": "sparse"}, "encoder_attention_type"),
-        ("t5gemma", {"encoder": {"hidden_size": 3584}}, "hidden_size 3584"),  # T5Gemma 9B-2B's encoder beside a 2B decoder
         ("speech_to_text", {"conv_kernel_sizes": [5]}, "num_conv_layers"),
         ("moonshine", {"attention_bias": True}, "attention_bias"),
     ],
@@ -467,3 +466,28 @@ def test_encoder_decoder_configs_not_read_are_refused_in_one_line(cli, tmp_path,
     path.write_text(json.dumps(data, indent=1))
     code, out, err = cli("count", str(path))
     assert code == 2 and out == "" and err.count("\n") == 1 and says in err, err
+
+
+@pytest.mark.torch
+def test_t5gemma_with_an_encoder_wider_than_its_decoder_equals_transformers(tmp_path):
+    """T5Gemma 9B-2B's shape, small: an encoder of width 96 (3 layers, 4 heads of 16 over 2 key-value heads) beside a
+    decoder of width 64 (2 layers), each with its own table; every decoder layer's cross-attention projects k and v
+    from the encoder's width (T5GemmaCrossAttention: cross_attention_hidden_size), 96 → 2·16. Built by transformers
+    on the meta device: every parameter, and every component's FLOPs under FlopCounterMode at two lengths."""
+    from ffncalc.analysis import hfcheck
+
+    data = json.loads((DEFAULTS / "configs" / "t5gemma.json").read_text())
+    common = {"num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 100, "layer_types": None}
+    data["encoder"].update(common, hidden_size=96, intermediate_size=192, num_hidden_layers=3, sliding_window=8)
+    data["decoder"].update(common, hidden_size=64, intermediate_size=128, num_hidden_layers=2, sliding_window=8)
+    data["vocab_size"] = 100
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(data))
+    c = hf.read_config(path)
+    measured = hfcheck.measure(c, flops=True)
+    report = hfcheck.check(c, model="t5gemma", measured=measured)
+    assert report.ok and not any(ch.component.startswith("(unmatched)") for ch in report.checks), report.failures
+    checks = hfcheck.check_flops(c, measured)
+    assert checks and all(ch.ok for ch in checks), [ch for ch in checks if not ch.ok]
+    k = sum(r.params for r in tally(hf.load(path)[1]).rows if r.name == "encoder.cross.k.weight")
+    assert k == 2 * 96 * 2 * 16  # 2 decoder layers of 96 → 32

@@ -55,24 +55,28 @@ def t5gemma(c: Config) -> dict:
     vocab_size, T5GemmaDecoderLayers of causal self-attention, global or sliding-window by layer_types, the GeGLU
     MLP, four RMSNorms a layer around its two sublayers, a final norm) with in every layer a T5GemmaCrossAttention
     between the self-attention and the MLP: pre_cross_attn_layernorm, q_proj (hidden_size -> heads × head_dim), k_proj
-    and v_proj from the encoder's output (cross_attention_hidden_size, the encoder's hidden_size -> num_key_value_heads
-    × head_dim), o_proj back, post_cross_attn_layernorm; no biases (attention_bias). model.encoder: its own
-    embed_tokens (the encoder's vocab_size), T5GemmaEncoderLayers (Gemma 2's, the self-attention bidirectional) and a
-    final norm. lm_head.out_proj (no bias) is tied to the decoder's table where tie_word_embeddings (true). The
-    encoder's sliding-window layers are counted as every query meeting every key (Stack: one attention for every
-    layer), as the eager kernel computes them; the scale of the embeddings and the softcapping of scores and logits
-    are elementwise."""
+    and v_proj from the encoder's output (cross_attention_hidden_size, the encoder's hidden_size, which may differ from
+    the decoder's -> num_key_value_heads × head_dim), o_proj back, post_cross_attn_layernorm; no biases
+    (attention_bias). model.encoder: its own embed_tokens (the encoder's vocab_size), T5GemmaEncoderLayers (Gemma 2's,
+    the self-attention bidirectional) at its own hidden_size and a final norm. lm_head.out_proj (no bias) is tied to
+    the decoder's table where tie_word_embeddings (true). The encoder's sliding-window layers are counted as every
+    query meeting every key (Stack: one attention for every layer), as the eager kernel computes them; the scale of
+    the embeddings and the softcapping of scores and logits are elementwise."""
     enc, dec = module(c, "encoder"), module(c, "decoder")
-    d = dec.int("hidden_size")
-    if enc.int("hidden_size") != d:
-        raise c.fail("encoder", f"an encoder of hidden_size {enc.int('hidden_size')} beside a decoder of {d} is not read")
     spec = gemma2(dec)
     spec["name"] = c.data.get("_name_or_path") or None
     spec["tie_embeddings"] = c.bool("tie_word_embeddings", True)
     inner = gemma2(enc)
     attention = {k: v for k, v in inner["attention"].items() if k != "window"}
     spec["encoder"] = {
-        "layers": {"d_model": d, "n_layers": inner["n_layers"], "attention": attention, "ffn": inner["ffn"], "positions": "rotary"},
+        # at its own width (T5Gemma 9B-2B: a 3,584-wide encoder beside a 2,304-wide decoder)
+        "layers": {
+            "d_model": inner["d_model"],
+            "n_layers": inner["n_layers"],
+            "attention": attention,
+            "ffn": inner["ffn"],
+            "positions": "rotary",
+        },
         "table_rows": enc.int("vocab_size"),
         "final_norm": True,
         "cross_head_dim": spec["attention"]["head_dim"],
