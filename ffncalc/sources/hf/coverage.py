@@ -613,7 +613,10 @@ SEQ2SEQ_NOT_YET = {
     "qwen3_asr": "an audio tower beside a decoder-only language model (a whole multimodal model)",
     "seamless_m4t": "speech and text encoders, a text decoder and a unit decoder in one model",
     "seamless_m4t_v2": "speech and text encoders, a text decoder and a unit decoder in one model",
-    "t5gemma2": "Gemma 3 layers as an encoder and a decoder, with a vision tower",
+    "t5gemma2": (
+        "Gemma 3 layers as an encoder and a decoder, with a vision tower; each decoder layer's self- and cross-attention "
+        "merged into one softmax over both sets of keys (T5Gemma2MergedAttention)"
+    ),
     "vibevoice_asr": "an audio tokenizer beside a decoder-only language model",
     "voxtral": "an audio tower beside a decoder-only language model (a whole multimodal model)",
     "voxtral_realtime": "an audio tower beside a decoder-only language model (a whole multimodal model)",
