@@ -101,7 +101,18 @@ def flop_run(net, batch: int, seq_len: int) -> FlopRun:
         ):
             # an encoder-decoder: the decoder reads a sequence as long as the source (the tokens again)
             extra = {"decoder_input_ids": tokens} if getattr(net.config, "is_encoder_decoder", False) else {}
-            if net.main_input_name == "input_features":  # a speech encoder (Whisper): one window of log-mel frames
+            if net.main_input_name == "input_features" and hasattr(net.config, "num_conv_layers"):
+                # Speech2Text: filterbank frames, 2 ** num_conv_layers a source position (each conv of stride 2)
+                c = net.config
+                dtype = next(net.parameters()).dtype
+                shape = (batch, seq_len * 2**c.num_conv_layers, c.input_feat_per_channel * c.input_channels)
+                net(input_features=torch.zeros(shape, dtype=dtype, device="meta"), use_cache=False, **extra)
+            elif net.main_input_name == "input_values" and net.config.model_type == "moonshine":
+                # Moonshine: the shortest waveform its convolutions (strides 64, 3, 2) turn into seq_len positions
+                dtype = next(net.parameters()).dtype
+                samples = torch.zeros((batch, 384 * seq_len + 511), dtype=dtype, device="meta")
+                net(input_values=samples, use_cache=False, **extra)
+            elif net.main_input_name == "input_features":  # a speech encoder (Whisper): one window of log-mel frames
                 c = net.config
                 dtype = next(net.parameters()).dtype  # the config's torch_dtype, which the convolutions hold
                 frames = torch.zeros((batch, c.num_mel_bins, 2 * c.max_source_positions), dtype=dtype, device="meta")

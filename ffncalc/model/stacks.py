@@ -103,8 +103,9 @@ class Stack:
                 name=prefix + t.name,
                 component=prefix + t.component,
                 layers=None,
-                positions=positions,
-                select="full" if full and t.role == "core" else t.select,
+                positions=positions * t.positions,  # a block's own scale kept (blocks/local_attention.py: its padding)
+                # a product written as its pairs (block-local attention's) meets them in every view as it is
+                select="full" if full and t.role == "core" and t.select != "pairs" else t.select,
             )
             for t in out
         ]

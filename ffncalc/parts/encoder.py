@@ -46,16 +46,39 @@ class Encoder(Part):
     cross_head_dim: Positive | None = None  # its heads' width (default d_model / heads; T5: d_kv)
     relative_buckets: NonNegative = 0  # rows of its layers' shared relative-position bias table (T5), × heads
     relative_per_layer: bool = False  # that table in every layer of its own (UMT5), not one every layer reads
+    # a second such table, for the keys of the global tokens (LongT5's transient-global attention:
+    # global_relative_attention_bias, beside relative_attention_bias in the first layer)
+    relative_global: bool = False
     source_length: Positive | None = None  # source tokens per sequence for the FLOPs (default: the sequence's)
     # a speech encoder's input (Whisper): log-mel frames of this many features, two a position, through two
     # convolutions of kernel 3 (the second of stride 2) with GELUs, in place of a token table (0: tokens)
     mel_bins: NonNegative = 0
+    # a speech encoder's input (Speech2Text's Conv1dSubsampler): frames of ``features`` features through one
+    # convolution of stride 2 a kernel size here (padding k // 2), each followed by a GLU that halves its channels:
+    # ``channels`` out of each but the last, 2·d_model out of the last; 2 ** len(kernels) frames a position
+    kernels: tuple[Positive, ...] = ()
+    # a speech encoder over the waveform (Moonshine's MoonshineEncoder): conv1 (1 → d, kernel 127, stride 64, no
+    # bias) and a tanh, a GroupNorm of one group (weight and bias), conv2 (d → 2d, kernel 7, stride 3) and conv3 (2d →
+    # d, kernel 3, stride 2), each with a bias and a GELU, no padding: S positions from the shortest waveform giving them,
+    # 384·S + 511 samples (conv1 6·S + 7 outputs, conv2 2·S + 1, conv3 S)
+    waveform: bool = False
+    features: NonNegative = 0
+    channels: NonNegative = 0
     cross_k_bias: bool | None = None  # the cross-attention's key bias where it differs from cross_bias (Whisper: none)
+    # the cross-attention's key and value heads where fewer than its query heads (grouped-query: T5Gemma's
+    # T5GemmaCrossAttention, num_key_value_heads), each read by heads / kv_heads queries
+    cross_kv_heads: Positive | None = None
+    cross_post_norm: bool = False  # a norm on the cross-attention's output before its residual add (T5Gemma, Gemma 2's)
+    # a table of conditioning rows, one of them looked up and put before the source's features (Pop2Piano's
+    # mel_conditioner: a composer's embedding before the spectrogram frames): parameters, a lookup without FLOPs
+    prefix_rows: NonNegative = 0
 
     def check(self, spec) -> None:
-        if self.layers.d_model != spec.d_model:
+        front = self.mel_bins or self.kernels or self.waveform  # features of its own in place of tokens
+        if self.layers.d_model != spec.d_model and not (self.table_rows or front):
             raise SpecError(
-                ("encoder", "layers", "d_model"), f"the cross-attention reads the encoder at the decoder's width, {spec.d_model}"
+                ("encoder", "layers", "d_model"),
+                f"an encoder of a width other than the decoder's, {spec.d_model}, needs a token table of its own",
             )
         s, rows = self.source_length, self.position_rows
         if self.mel_bins and s is not None and s != rows:  # WhisperFeatureExtractor pads every input to 30 s (3,000 frames)
@@ -65,6 +88,13 @@ class Encoder(Part):
         last = rows - spec.position_offset  # a learned table ends there (BART: 1,026 rows, the first 2 offset)
         if rows and s is not None and s > last:
             raise SpecError(("encoder", "source_length"), f"{s:,} source tokens: the encoder's learned positions end at {last:,}")
+
+    def subsampler(self, d: int) -> list[tuple[int, int, int]]:
+        """Each convolution of the subsampler: its kernel, input and output channels."""
+        last = len(self.kernels) - 1
+        ins = [self.features] + [self.channels // 2] * last
+        outs = [self.channels] * last + [2 * d]
+        return list(zip(self.kernels, ins, outs))
 
     def given(self, **inputs) -> Encoder:
         source = inputs.get("source_len")
@@ -82,12 +112,17 @@ class Encoder(Part):
         h = model.layers[0].attention.head_count()
         return h, self.cross_head_dim or model.d_model // h
 
+    def _kv(self, model) -> int:
+        """The cross-attention's key and value width: kv_heads (default its heads) × head width."""
+        h, hd = self._heads(model)
+        return (self.cross_kv_heads or h) * hd
+
     def kept_elements(self, model) -> int:
         """Per decoder token a cross-attention keeps, as Korthikanti et al. 2022 §4.1 count attention: its norm's
-        input (d) and output (q's input, d), Q and the heads' output (o's input, h·hd each); K and V are the source's
-        (``stacks``)."""
+        input (d) and output (q's input, d), Q and the heads' output (o's input, h·hd each), and a post-norm's input
+        (d) where it has one; K and V are the source's (``stacks``)."""
         h, hd = self._heads(model)
-        return 2 * model.d_model + 2 * h * hd
+        return (3 if self.cross_post_norm else 2) * model.d_model + 2 * h * hd
 
     def kept_bytes(self, model, kernel: str) -> int:
         """Its output's dropout mask (1 byte an element, Korthikanti et al. 2022 §4.1) and what the kernel keeps of the
@@ -99,17 +134,16 @@ class Encoder(Part):
     def stacks(self, model) -> tuple[tuple[object, int, int, int], ...]:
         """The encoder's layers over the S source tokens; beside them each source position keeps the encoder's
         output (the cross-attention's k and v read it, d) and its final norm's input (d), and in every decoder layer
-        the cross-attention's K and V (2·h·hd, for the scores' and AV's gradients), split over tp by heads."""
-        h, hd = self._heads(model)
+        the cross-attention's K and V (2·kv_heads·hd, for the scores' and AV's gradients), split over tp by heads."""
         inner = replace(self.stack.resolve(model), mask="bidirectional")
-        whole = model.d_model * (2 if self.final_norm else 1)
-        return ((inner, self.source_length or 0, model.n_layers * 2 * h * hd, whole),)
+        whole = self.layers.d_model * (2 if self.final_norm else 1)  # at the encoder's width
+        return ((inner, self.source_length or 0, model.n_layers * 2 * self._kv(model), whole),)
 
     def cached_elements(self, model) -> int:
         """A decoder layer's cross-attention cache: K and V of every head for each of the S source tokens, projected
-        once at the prefill and read by every decode step (vLLM's and TensorRT-LLM's cross-attention KV cache)."""
-        h, hd = self._heads(model)
-        return 2 * h * hd * (self.source_length or 0)
+        once at the prefill and read by every decode step (vLLM's and TensorRT-LLM's cross-attention KV cache); of
+        its kv_heads where it groups its queries."""
+        return 2 * self._kv(model) * (self.source_length or 0)
 
     @property
     def stack(self) -> Stack:
@@ -119,7 +153,7 @@ class Encoder(Part):
         return self.source_length or positions
 
     def input_terms(self, e, model, seq_len: int) -> None:
-        d, s = model.d_model, self.source(seq_len)
+        d, s = self.layers.d_model, self.source(seq_len)  # the encoder's own width (T5Gemma 9B-2B's differs)
         scale = Fraction(s, seq_len)
         emb = Emitter("embedding")
         if self.mel_bins:  # each conv output a matmul of 3 inputs' features; the first over twice the positions
@@ -132,9 +166,34 @@ class Encoder(Part):
             conv.term("encoder.conv2.weight", "weight", (d, d, 3), macs=d * d * 3)
             conv.term("encoder.conv2.bias", "bias", (d,), elementwise=d * (1 + gelu))
             e.out.extend(replace(t, positions=scale, per_sequence=True) for t in conv.out)
+        if self.waveform:  # each conv output a matmul of its kernel's inputs (MoonshineEncoder.forward)
+            gelu = ACTIVATION_OPS["gelu"]
+            conv = Emitter("layers")
+            conv.term("encoder.conv1.weight", "weight", (d, 1, 127), macs=d * 127, elementwise=d * ACTIVATION_OPS["tanh"])
+            # GroupNorm(1, d): a mean and variance over the whole sequence's features, then scale and shift (as a LayerNorm)
+            conv.term("encoder.groupnorm.weight", "norm", (d,), elementwise=4 * d)
+            conv.term("encoder.groupnorm.bias", "norm", (d,), elementwise=d)
+            first = [replace(t, positions=Fraction(6 * s + 7, seq_len), per_sequence=True) for t in conv.out]
+            conv = Emitter("layers")
+            conv.term("encoder.conv2.weight", "weight", (2 * d, d, 7), macs=2 * d * d * 7)
+            conv.term("encoder.conv2.bias", "bias", (2 * d,), elementwise=2 * d * (1 + gelu))
+            second = [replace(t, positions=Fraction(2 * s + 1, seq_len), per_sequence=True) for t in conv.out]
+            conv = Emitter("layers")
+            conv.term("encoder.conv3.weight", "weight", (d, 2 * d, 3), macs=d * 2 * d * 3)
+            conv.term("encoder.conv3.bias", "bias", (d,), elementwise=d * (1 + gelu))
+            e.out.extend(first + second + [replace(t, positions=scale, per_sequence=True) for t in conv.out])
+        for i, (k, c_in, c_out) in enumerate(self.subsampler(d)):  # a matmul of k·c_in inputs an output; then the GLU
+            conv = Emitter("layers")
+            conv.term(f"encoder.conv{i + 1}.weight", "weight", (c_out, c_in, k), macs=c_out * c_in * k)
+            glu = c_out // 2 * (ACTIVATION_OPS["sigmoid"] + 1)  # sigmoid of one half, times the other
+            conv.term(f"encoder.conv{i + 1}.bias", "bias", (c_out,), elementwise=c_out + glu)
+            rate = 2 ** (len(self.kernels) - 1 - i)  # its outputs a source position
+            e.out.extend(replace(t, positions=rate * scale, per_sequence=True) for t in conv.out)
         if self.table_rows:  # a lookup: the one-hot matmul Chinchilla's accounting charges (count.py)
             v = self.table_rows
             emb.term("encoder.embed.weight", "token", (v, d), macs=v * d)
+        if self.prefix_rows:
+            emb.term("encoder.prefix_embed.weight", "token", (self.prefix_rows, d))
         if self.position_rows:
             emb.term("encoder.pos_embed.weight", "position", (self.position_rows, d), elementwise=d)
         elif self.layers.positions == "sinusoidal":  # a fixed table of sines and cosines: its add
@@ -143,7 +202,7 @@ class Encoder(Part):
             emb.norm("encoder.embed_norm", model.norm, d, 1)
         if self.relative_buckets:  # one table every encoder layer reads (or each its own); lookup and adds: no multiply-adds
             heads = self.layers.attention.resolve(d).head_count()
-            tables = self.layers.n_layers if self.relative_per_layer else 1
+            tables = (self.layers.n_layers if self.relative_per_layer else 1) * (2 if self.relative_global else 1)
             emb.term("encoder.relative_bias.weight", "position", (self.relative_buckets, heads), tables)
         layers = self.stack.terms(model, "encoder.", s, scale)
         fin = Emitter("layers")
@@ -163,16 +222,21 @@ class Encoder(Part):
         e.norm("encoder.cross.norm", model.norm.layer, d, n)
         e.out[-1] = replace(e.out[-1], component="norms")  # one of the layer's norms, as a checkpoint names them
         e.linear("encoder.cross.q", d, h * hd, self.cross_bias, n, heads=h)
+        kv_heads = self.cross_kv_heads or h
         for part in ("k", "v"):
             start = len(e.out)
             bias = self.cross_k_bias if part == "k" and self.cross_k_bias is not None else self.cross_bias
-            e.linear(f"encoder.cross.{part}", d, h * hd, bias, n, heads=h)
+            # from the encoder's output, at its width (T5GemmaCrossAttention: cross_attention_hidden_size)
+            e.linear(f"encoder.cross.{part}", self.layers.d_model, kv_heads * hd, bias, n, heads=kv_heads)
             # projected once a sequence, at the prefill; a decode step reads them from the cache (cached_elements)
             e.out[start:] = [replace(t, positions=kv, per_sequence=True) for t in e.out[start:]]
         for part in ("scores", "values"):  # a decode step's query meets the S source keys, however long the context
             e.term(f"encoder.cross.{part}", "core", (h, s, hd), n, numel=0, macs=n * h * s * hd, select="full", grows=False)
         e.op("encoder.cross.softmax", SOFTMAX_OPS * n * h * s, scores=n * h * s)
         e.linear("encoder.cross.o", h * hd, d, self.cross_bias, n)
+        if self.cross_post_norm:  # T5GemmaDecoderLayer's post_cross_attn_layernorm
+            e.norm("encoder.cross.post_norm", model.norm.layer, d, n)
+            e.out[-1] = replace(e.out[-1], component="norms")
         e.op("encoder.cross.residual", n * d)
 
     def model_module(self, model):
@@ -196,7 +260,7 @@ def _modules():
 
         def __init__(self, spec: Encoder, model):
             super().__init__()
-            d = model.d_model
+            d = spec.layers.d_model
             inner = replace(spec.stack.resolve(model), mask="bidirectional")
             self.source_length, self.sinusoidal = spec.source_length, spec.layers.positions == "sinusoidal"
             self.mel_bins = spec.mel_bins
@@ -204,12 +268,31 @@ def _modules():
                 self.conv1 = nn.Conv1d(spec.mel_bins, d, 3, padding=1)
                 self.conv2 = nn.Conv1d(d, d, 3, stride=2, padding=1)
                 self.conv1.weight_flops = self.conv2.weight_flops = True  # verify: their FLOPs are their weights'
+            self.waveform = spec.waveform
+            if spec.waveform:
+                self.conv1 = nn.Conv1d(1, d, 127, stride=64, bias=False)
+                self.groupnorm = nn.GroupNorm(1, d)
+                self.conv2 = nn.Conv1d(d, 2 * d, 7, stride=3)
+                self.conv3 = nn.Conv1d(2 * d, d, 3, stride=2)
+                for conv in (self.conv1, self.conv2, self.conv3):
+                    conv.weight_flops = True  # verify: their FLOPs are their weights'
+            self.features, self.kernels = spec.features, spec.kernels
+            if spec.kernels:
+                self.convs = []  # conv1, conv2, …: named as the terms (a list's digits would read as layers)
+                for j, (k, i, o) in enumerate(spec.subsampler(d)):
+                    conv = nn.Conv1d(i, o, k, stride=2, padding=k // 2)
+                    conv.weight_flops = True  # verify: their FLOPs are their weights'
+                    setattr(self, f"conv{j + 1}", conv)
+                    self.convs.append(conv)
             if spec.table_rows:
                 self.embed = nn.Embedding(spec.table_rows, d)
+            if spec.prefix_rows:  # looked up once a sequence, before the source: no multiply-adds
+                self.prefix_embed = nn.Embedding(spec.prefix_rows, d)
             if spec.relative_buckets:  # read by every layer; its lookup and adds have no multiply-adds to count
                 heads = spec.layers.attention.resolve(d).head_count()
-                if spec.relative_per_layer:  # each layer's own (UMT5)
-                    tables = [nn.Embedding(spec.relative_buckets, heads) for _ in range(spec.layers.n_layers)]
+                if spec.relative_per_layer or spec.relative_global:  # each layer's own (UMT5); the global keys' (LongT5)
+                    count = (spec.layers.n_layers if spec.relative_per_layer else 1) * (2 if spec.relative_global else 1)
+                    tables = [nn.Embedding(spec.relative_buckets, heads) for _ in range(count)]
                     self.relative_bias = nn.ModuleList(tables)
                 else:
                     self.relative_bias = nn.Embedding(spec.relative_buckets, heads)
@@ -229,6 +312,19 @@ def _modules():
                 frames = torch.zeros((tokens.shape[0], self.mel_bins, 2 * tokens.shape[-1]), dtype=x.dtype, device=x.device)
                 gelu = nn.functional.gelu
                 h = gelu(self.conv2(gelu(self.conv1(frames)))).transpose(1, 2)
+            elif self.waveform:  # silence, the shortest waveform giving the source's positions
+                samples = torch.zeros((tokens.shape[0], 1, 384 * tokens.shape[-1] + 511), dtype=x.dtype, device=x.device)
+                h = self.groupnorm(torch.tanh(self.conv1(samples)))
+                gelu = nn.functional.gelu
+                h = gelu(self.conv3(gelu(self.conv2(h)))).transpose(1, 2)
+            elif self.kernels:  # silence, 2 ** len(kernels) frames a position, each conv halving them and its GLU its channels
+                frames = torch.zeros(
+                    (tokens.shape[0], self.features, 2 ** len(self.kernels) * tokens.shape[-1]), dtype=x.dtype, device=x.device
+                )
+                h = frames
+                for conv in self.convs:
+                    h = nn.functional.glu(conv(h), dim=1)
+                h = h.transpose(1, 2)
             else:
                 h = self.embed(tokens) if hasattr(self, "embed") else ctx["table"](tokens)
             positions = torch.arange(tokens.shape[-1], device=tokens.device)
@@ -253,16 +349,23 @@ def _modules():
             self.heads, self.head_dim = heads, spec.cross_head_dim or d // heads
             width = heads * self.head_dim
             self.norm = make_norm(model.norm.layer, d)
-            self.q, self.v = (Linear(d, width, bias=spec.cross_bias) for _ in range(2))
-            self.k = Linear(d, width, bias=spec.cross_bias if spec.cross_k_bias is None else spec.cross_k_bias)
+            self.kv_heads = spec.cross_kv_heads or heads
+            self.q = Linear(d, width, bias=spec.cross_bias)
+            source = spec.layers.d_model  # keys and values from the encoder's output, at its width
+            self.v = Linear(source, self.kv_heads * self.head_dim, bias=spec.cross_bias)
+            k_bias = spec.cross_bias if spec.cross_k_bias is None else spec.cross_k_bias
+            self.k = Linear(source, self.kv_heads * self.head_dim, bias=k_bias)
             self.o = Linear(width, d, bias=spec.cross_bias)
+            if spec.cross_post_norm:
+                self.post_norm = make_norm(model.norm.layer, d)
             self.scores, self.values = MatMul(), MatMul()
 
         def forward(self, x: torch.Tensor, memory: torch.Tensor) -> torch.Tensor:
             b, t, s = x.shape[0], x.shape[1], memory.shape[1]
             q = self.q(x).view(b, t, self.heads, self.head_dim).transpose(1, 2)
-            k = self.k(memory).view(b, s, self.heads, self.head_dim).transpose(1, 2)
-            v = self.v(memory).view(b, s, self.heads, self.head_dim).transpose(1, 2)
+            group = self.heads // self.kv_heads  # each key and value head read by this many query heads
+            k = self.k(memory).view(b, s, self.kv_heads, self.head_dim).transpose(1, 2).repeat_interleave(group, 1)
+            v = self.v(memory).view(b, s, self.kv_heads, self.head_dim).transpose(1, 2).repeat_interleave(group, 1)
             probs = self.scores(q * self.head_dim**-0.5, k.transpose(-2, -1)).softmax(dim=-1)
             return self.o(self.values(probs, v).transpose(1, 2).reshape(b, t, -1))
 
@@ -276,14 +379,22 @@ def _modules():
 
         def body(self, layer, x: torch.Tensor, ctx: dict, k: int) -> torch.Tensor:
             mixer, ffn = layer.sublayers()
-            first, second = layer.norms
             memory, cross = ctx["memory"], self.cross
             if layer.placement == "residual":
+                first, second = layer.norms
                 x = first(x + mixer(x))
                 x = cross.norm(x + cross(x, memory))
                 return second(x + ffn(x))
-            x = x + mixer(first(x))
-            x = x + cross(cross.norm(x), memory)
-            return x + ffn(second(x))
+            split = (len(layer.norms) + 1) // 2  # pre-norm; a sandwich's (Gemma 2's) second norm after its sublayer
+            before, after = layer.norms[:split], layer.norms[split:]
+            x = x + _then(before[1:], mixer(before[0](x)))
+            x = x + _then(cross.post_norm if hasattr(cross, "post_norm") else None, cross(cross.norm(x), memory))
+            return x + _then(after[1:], ffn(after[0](x)))
+
+    def _then(norms, out: torch.Tensor) -> torch.Tensor:
+        """A sublayer's output through the norms after it (none, one, or a list)."""
+        for norm in norms if isinstance(norms, (nn.ModuleList, list)) else [norms] if norms is not None else []:
+            out = norm(out)
+        return out
 
     return EncoderModule, CrossLayer

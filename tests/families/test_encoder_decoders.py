@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ffncalc.analysis.count import tally
-from ffncalc.sources import presets
+from ffncalc.sources import hf, presets
 from ffncalc.sources.hf import coverage
 
 DEFAULTS = Path(__file__).resolve().parents[1] / "hf_defaults"
@@ -147,6 +147,7 @@ def test_flan_t5_xl_training_keeps_the_encoder_at_the_source_length():
 
 READ_PLANNED = ["bart", "mbart", "plbart", "marian", "pegasus", "blenderbot", "blenderbot-small", "m2m_100", "fsmt", "mvp"]
 READ_PLANNED += ["t5", "mt5", "umt5", "switch_transformers", "whisper"]
+READ_PLANNED += ["t5gemma", "pop2piano", "longt5", "speech_to_text", "moonshine"]
 
 
 @pytest.mark.parametrize("model_type", READ_PLANNED)
@@ -195,6 +196,11 @@ def test_the_encoder_decoders_read():
             "umt5",
             "switch_transformers",
             "whisper",
+            "t5gemma",
+            "pop2piano",
+            "longt5",
+            "speech_to_text",
+            "moonshine",
         }
     )
 
@@ -232,7 +238,6 @@ def test_encoder_decoder_flops_at_defaults_equal_flop_counter_mode(model_type):
     FlopCounterMode, per component and layer run, at a short sequence and one past every window, against the exact
     convention: the encoder's products and projections model-level, the cross-attention's in each decoder layer."""
     from ffncalc.analysis import hfcheck
-    from ffncalc.sources import hf
 
     c = hf.read_config(DEFAULTS / "configs" / f"{model_type}.json")
     measured = hfcheck.Measured.from_record(json.loads((DEFAULTS / "truth" / f"{model_type}.json").read_text()))
@@ -268,7 +273,6 @@ def test_umt5_holds_a_relative_bias_table_in_every_layer():
     512 × 1,024, wo back), two RMS norms and its own relative_attention_bias (32 buckets × 6 heads); per decoder layer
     the same, a cross-attention (four more projections) and its norm; each stack a final norm. T5 holds one table a
     stack (in its first block); UMT5 one a layer (Chung et al. 2023)."""
-    from ffncalc.sources import hf
 
     d, inner, ff, layers, table = 512, 6 * 64, 1024, 8, 32 * 6
     encoder_layer = 4 * d * inner + 3 * d * ff + 2 * d + table
@@ -303,7 +307,6 @@ def test_fsmt_holds_a_table_a_stack_and_its_own_output_projection():
     false); each stack's SinusoidalPositionalEmbedding, an nn.Embedding of 1,024 + pad 1 + 1 rows whose weight is a
     parameter; 12 post-norm layers a stack (q, k, v, out_proj with biases, fc1 and fc2 with biases, two LayerNorms;
     in the decoder a cross-attention and its LayerNorm more); no norm on the embeddings, no final norm."""
-    from ffncalc.sources import hf
 
     d, ff, vocab, rows = 1024, 4096, 42024, 1024 + 1 + 1
     attention, ffn = 4 * (d * d + d), d * ff + ff + ff * d + d
@@ -316,7 +319,6 @@ def test_fsmt_holds_a_table_a_stack_and_its_own_output_projection():
 def test_mvp_is_bart_at_its_defaults_and_its_prompts_are_refused_in_one_line(cli, tmp_path):
     """MvpForConditionalGeneration at MvpConfig's defaults (use_prompt false) is BART-large's layout over 50,267
     tokens; with use_prompt its MvpPrompt modules (prefix keys and values in every attention) are not read."""
-    from ffncalc.sources import hf
 
     path = DEFAULTS / "configs" / "mvp.json"
     assert tally(hf.load(path)[1]).params == bart_total(50267, 1024, 12, 12, 4096, 1026) == 406_293_504
@@ -324,3 +326,168 @@ def test_mvp_is_bart_at_its_defaults_and_its_prompts_are_refused_in_one_line(cli
     prompted.write_text(json.dumps({**json.loads(path.read_text()), "use_prompt": True}))
     code, out, err = cli("count", str(prompted))
     assert code == 2 and out == "" and err.count("\n") == 1 and "use_prompt" in err, err
+
+
+def test_t5gemma_holds_gemma_2_stacks_and_a_grouped_cross_attention():
+    """T5GemmaForConditionalGeneration at T5GemmaConfig's defaults (its encoder and decoder T5GemmaModuleConfig's:
+    the 2B-2B layout) by hand: the encoder's table and the decoder's (256,000 × 2,304 each; lm_head.out_proj tied to
+    the decoder's); 26 encoder layers of q and o (2,304 ↔ 8·256), k and v (2,304 → 4·256), the GeGLU MLP (gate and up
+    2,304 → 9,216, down back) and four RMSNorms; 26 decoder layers the same, a cross-attention (q, k, v, o as the
+    self-attention's: grouped, 4 key-value heads) and its two norms (pre and post); a final norm a stack. The
+    cross-attention cache at a source of 512 tokens, bf16: 26 layers × K and V × 4·256 × 512 × 2 bytes."""
+    from ffncalc import api
+
+    d, ff, vocab, layers, hd = 2304, 9216, 256000, 26, 256
+    attention = 2 * d * 8 * hd + 2 * d * 4 * hd
+    encoder_layer = attention + 3 * d * ff + 4 * d
+    decoder_layer = encoder_layer + attention + 2 * d
+    total = 2 * vocab * d + layers * (encoder_layer + decoder_layer) + 2 * d
+    path = str(DEFAULTS / "configs" / "t5gemma.json")
+    assert api.count(path).params == total == 5_596_853_760
+    f = api.infer(path, prompt=1, generate=16, source_len=512).to_dict()["figures"]
+    assert f["cross_kv_bytes_per_sequence"]["value"] == layers * 2 * 4 * hd * 512 * 2 == 54_525_952
+
+
+def test_pop2piano_is_t5_with_a_composer_table_and_a_head_of_its_own():
+    """Pop2PianoForConditionalGeneration at Pop2PianoConfig's defaults by hand: the shared table and lm_head (2,400 ×
+    512 each: the head is not tied), mel_conditioner's composer table (21 × 512); per encoder layer q, k, v, o (512 ×
+    8·64 each), the gated FFN (wi_0, wi_1 512 × 2,048, wo back) and two RMS norms; per decoder layer the same, a
+    cross-attention (four more projections) and its norm; each stack a relative-bias table (32 buckets × 8 heads) and
+    a final norm."""
+    d, ff, vocab, layers = 512, 2048, 2400, 6
+    encoder_layer = 4 * d * d + 3 * d * ff + 2 * d
+    decoder_layer = 8 * d * d + 3 * d * ff + 3 * d
+    total = 2 * vocab * d + 21 * d + layers * (encoder_layer + decoder_layer) + 2 * (32 * 8 + d)
+    assert tally(hf.load(DEFAULTS / "configs" / "pop2piano.json")[1]).params == total == 59_108_352
+
+
+def test_longt5_encoder_attends_three_blocks_of_its_padded_sequence():
+    """LongT5ForConditionalGeneration at LongT5Config's defaults (local_radius 127: blocks of 128): over S = 1,000 source
+    tokens LongT5LocalAttention pads the sequence to 8 blocks (1,024 positions) and each padded query meets the 384
+    keys of its block and the two beside it, in each of the 8 heads of 64 and the 6 encoder layers: QKᵀ 2 FLOPs a
+    multiply-add, 2 × 6 × 8 × 64 × 384 × 1,024 in all, per token of the 1,000; AV the same. The parameters are T5's
+    (t5-small's layout: 60,506,624)."""
+
+    spec = hf.load(DEFAULTS / "configs" / "longt5.json")[1]
+    rows = {r.name: r for r in tally(spec, seq_len=1000).rows}
+    for name in ("encoder.attn.scores", "encoder.attn.values"):
+        assert rows[name].flops == Fraction(2 * 6 * 8 * 64 * 384 * 1024, 1000)
+    d, ff, vocab = 512, 2048, 32128
+    encoder = 6 * (4 * d * d + 2 * d * ff + 2 * d) + 32 * 8 + d
+    decoder = 6 * (8 * d * d + 2 * d * ff + 3 * d) + 32 * 8 + d
+    assert tally(spec).params == vocab * d + encoder + decoder == 60_506_624
+
+
+@pytest.mark.torch
+def test_longt5_transient_global_equals_transformers(tmp_path):
+    """LongT5ForConditionalGeneration with encoder_attention_type "transient-global" (small: 2 layers a stack of width
+    64, 4 heads of 16, blocks of local_radius 7 + 1, a global token per 4 positions), built by transformers on the meta
+    device: every parameter (global_input_layer_norm in each encoder layer, global_relative_attention_bias beside the
+    first layer's table) and, under FlopCounterMode, every component's FLOPs at 8 and 16 tokens and at 19 (three
+    blocks, the last padded, and 4 global tokens, the last taking 3 orphans): the global tokens' sums, their k and v,
+    each padded query against 3 × 8 + G keys. By hand for 19: QKᵀ in each of the 2 encoder layers 2 FLOPs × 4 heads ×
+    16 × (24 + 4) keys × 24 padded queries."""
+    from dataclasses import replace
+
+    from ffncalc.analysis import hfcheck
+
+    data = json.loads((DEFAULTS / "configs" / "longt5.json").read_text())
+    data.update(d_model=64, d_kv=16, num_heads=4, d_ff=128, num_layers=2, num_decoder_layers=2, vocab_size=100)
+    data.update(local_radius=7, encoder_attention_type="transient-global", global_block_size=4)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(data))
+    c = hf.read_config(path)
+    measured = hfcheck.measure(c, flops=True)
+    report = hfcheck.check(c, model="longt5", measured=measured)
+    assert report.ok and not any(ch.component.startswith("(unmatched)") for ch in report.checks), report.failures
+    assert any(ch.component == "encoder.attn.global_norm" for ch in report.checks)
+    odd = replace(measured, flops=(hfcheck.flop_run(hfcheck.instantiate(c), 1, 19),))
+    for m in (measured, odd):
+        checks = hfcheck.check_flops(c, m)
+        assert checks and all(ch.ok for ch in checks), [ch for ch in checks if not ch.ok]
+        assert any(ch.component == "encoder.attn.k" and ch.ours for ch in checks)
+    rows = {r.name: r for r in tally(hf.load(path)[1], seq_len=19).rows}
+    assert rows["encoder.attn.scores"].flops * 19 == 2 * 2 * 4 * 16 * (24 + 4) * 24
+
+
+def test_speech_to_text_subsamples_four_frames_a_position():
+    """Speech2TextForConditionalGeneration at Speech2TextConfig's defaults by hand: Conv1dSubsampler's conv_layers.0
+    (80 filterbank features → 1,024 channels, kernel 5, and a bias) and conv_layers.1 (the GLU's 512 → 2 × 256,
+    kernel 5, and a bias); 12 encoder layers of width 256 (q, k, v, out_proj with biases, fc1 256 → 2,048 and fc2
+    back with biases, two LayerNorms) and a final LayerNorm; the decoder's table (10,000 × 256, tied to lm_head), 6
+    layers (the same, and a cross-attention with its LayerNorm) and a final LayerNorm; both position tables sinusoidal
+    buffers. FLOPs per source position: conv_layers.0 runs at 2 outputs a position (stride 2 over 4 frames), 2 FLOPs a
+    multiply-add of its 1,024 × 80 × 5 weights each; conv_layers.1 at 1."""
+    d, ff = 256, 2048
+    attention = 4 * (d * d + d)
+    mlp = 2 * d * ff + ff + d
+    convs = 1024 * 80 * 5 + 1024 + 512 * 512 * 5 + 512
+    encoder = convs + 12 * (attention + mlp + 4 * d) + 2 * d
+    decoder = 10000 * d + 6 * (2 * attention + mlp + 6 * d) + 2 * d
+    spec = hf.load(DEFAULTS / "configs" / "speech_to_text.json")[1]
+    rows = {r.name: r for r in tally(spec, seq_len=64).rows}
+    assert tally(spec).params == encoder + decoder == 29_536_256
+    assert rows["encoder.conv1.weight"].flops == 2 * 2 * 1024 * 80 * 5
+    assert rows["encoder.conv2.weight"].flops == 2 * 512 * 512 * 5
+
+
+def test_moonshine_reads_the_waveform_through_three_convolutions():
+    """MoonshineForConditionalGeneration at MoonshineConfig's defaults (Moonshine tiny's layout) by hand: conv1 (288 ×
+    1 × 127, no bias), groupnorm (weight and bias), conv2 (576 × 288 × 7 and a bias), conv3 (288 × 576 × 3 and a
+    bias); 6 encoder layers of q, k, v, o (288 × 8·36, no biases), fc1 288 → 1,152 and fc2 back with biases, two
+    LayerNorms without biases, and a final one; the decoder's table (32,768 × 288, tied to proj_out), 6 layers of
+    self- and cross-attention (eight 288 × 288 projections), fc1 288 → 2 × 1,152 and fc2 1,152 → 288 with biases, three
+    LayerNorms, and a final one. FLOPs: S = 100 source positions come from the shortest waveform giving them, 384 × 100
+    + 511 samples, conv1 (stride 64) making 6 × 100 + 7 outputs of 288 × 127 multiply-adds, 2 FLOPs each."""
+    d, ff, heads = 288, 1152, 8
+    convs = d * 127 + 2 * d + 2 * d * d * 7 + 2 * d + d * 2 * d * 3 + d
+    encoder = convs + 6 * (4 * d * d + 2 * d * ff + ff + d + 2 * d) + d
+    decoder = 32768 * d + 6 * (8 * d * d + d * 2 * ff + 2 * ff + ff * d + d + 3 * d) + d
+    spec = hf.load(DEFAULTS / "configs" / "moonshine.json")[1]
+    assert tally(spec).params == encoder + decoder == 27_092_736
+    assert d // heads == 36
+    rows = {r.name: r for r in tally(spec, seq_len=100).rows}
+    assert rows["encoder.conv1.weight"].flops == Fraction(2 * d * 127 * (6 * 100 + 7), 100)
+
+
+@pytest.mark.parametrize(
+    "model_type, change, says",
+    [
+        ("longt5", {"encoder_attention_type": "sparse"}, "encoder_attention_type"),
+        ("speech_to_text", {"conv_kernel_sizes": [5]}, "num_conv_layers"),
+        ("moonshine", {"attention_bias": True}, "attention_bias"),
+    ],
+)
+def test_encoder_decoder_configs_not_read_are_refused_in_one_line(cli, tmp_path, model_type, change, says):
+    data = json.loads((DEFAULTS / "configs" / f"{model_type}.json").read_text())
+    for key, value in change.items():
+        data[key] = {**data[key], **value} if isinstance(value, dict) else value
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(data, indent=1))
+    code, out, err = cli("count", str(path))
+    assert code == 2 and out == "" and err.count("\n") == 1 and says in err, err
+
+
+@pytest.mark.torch
+def test_t5gemma_with_an_encoder_wider_than_its_decoder_equals_transformers(tmp_path):
+    """T5Gemma 9B-2B's shape, small: an encoder of width 96 (3 layers, 4 heads of 16 over 2 key-value heads) beside a
+    decoder of width 64 (2 layers), each with its own table; every decoder layer's cross-attention projects k and v
+    from the encoder's width (T5GemmaCrossAttention: cross_attention_hidden_size), 96 → 2·16. Built by transformers
+    on the meta device: every parameter, and every component's FLOPs under FlopCounterMode at two lengths."""
+    from ffncalc.analysis import hfcheck
+
+    data = json.loads((DEFAULTS / "configs" / "t5gemma.json").read_text())
+    common = {"num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 100, "layer_types": None}
+    data["encoder"].update(common, hidden_size=96, intermediate_size=192, num_hidden_layers=3, sliding_window=8)
+    data["decoder"].update(common, hidden_size=64, intermediate_size=128, num_hidden_layers=2, sliding_window=8)
+    data["vocab_size"] = 100
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(data))
+    c = hf.read_config(path)
+    measured = hfcheck.measure(c, flops=True)
+    report = hfcheck.check(c, model="t5gemma", measured=measured)
+    assert report.ok and not any(ch.component.startswith("(unmatched)") for ch in report.checks), report.failures
+    checks = hfcheck.check_flops(c, measured)
+    assert checks and all(ch.ok for ch in checks), [ch for ch in checks if not ch.ok]
+    k = sum(r.params for r in tally(hf.load(path)[1]).rows if r.name == "encoder.cross.k.weight")
+    assert k == 2 * 96 * 2 * 16  # 2 decoder layers of 96 → 32

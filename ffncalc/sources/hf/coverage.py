@@ -598,8 +598,10 @@ SEQ2SEQ_NOT_YET = {
     "glmasr": "an audio tower beside a decoder-only language model (a whole multimodal model)",
     "granite_speech": "an audio tower and projector beside a decoder-only language model (a whole multimodal model)",
     "granite_speech_plus": "an audio tower and projector beside a decoder-only language model (a whole multimodal model)",
-    "led": "Longformer's sliding-window and global attention in the encoder",
-    "longt5": "T5 with local and transient-global attention",
+    "led": (
+        "Longformer's sliding-window attention in overlapping chunks and global attention in the encoder; its forward "
+        "asks which tokens are global (LEDEncoder: .item(), not answerable on the meta device)"
+    ),
     "moss_transcribe_diarize": "an audio tower beside a decoder-only language model (a whole multimodal model)",
     "musicflamingo": "an audio tower beside a decoder-only language model (a whole multimodal model)",
     "nemo_speechlm": "an audio tower beside a decoder-only language model (a whole multimodal model)",
@@ -611,8 +613,10 @@ SEQ2SEQ_NOT_YET = {
     "qwen3_asr": "an audio tower beside a decoder-only language model (a whole multimodal model)",
     "seamless_m4t": "speech and text encoders, a text decoder and a unit decoder in one model",
     "seamless_m4t_v2": "speech and text encoders, a text decoder and a unit decoder in one model",
-    "t5gemma": "Gemma 2 layers as an encoder and a decoder with cross-attention",
-    "t5gemma2": "Gemma 3 layers as an encoder and a decoder, with a vision tower",
+    "t5gemma2": (
+        "Gemma 3 layers as an encoder and a decoder, with a vision tower; each decoder layer's self- and cross-attention "
+        "merged into one softmax over both sets of keys (T5Gemma2MergedAttention)"
+    ),
     "vibevoice_asr": "an audio tokenizer beside a decoder-only language model",
     "voxtral": "an audio tower beside a decoder-only language model (a whole multimodal model)",
     "voxtral_realtime": "an audio tower beside a decoder-only language model (a whole multimodal model)",
@@ -621,11 +625,8 @@ SEQ2SEQ_NOT_YET = {
     "dia": "a text encoder and a decoder over audio codebooks",
     "fun_asr_nano": "an audio tower beside a decoder-only language model (a whole multimodal model)",
     "kyutai_speech_to_text": "a decoder over audio codebooks and text",
-    "moonshine": "a convolutional speech front end, a rotary encoder and a decoder",
     "moonshine_streaming": "a streaming speech encoder and a decoder",
-    "pop2piano": "T5's layout over audio features",
     "speech-encoder-decoder": "a wrapper of any speech encoder and text decoder the config names",
-    "speech_to_text": "a convolutional subsampler before a Transformer encoder, and a decoder",
     "speecht5": "speech and text pre-nets and post-nets around a shared encoder-decoder",
     "vibevoice": "an acoustic tokenizer and diffusion head beside a language model",
 }

@@ -98,3 +98,54 @@ def umt5(c: Config) -> dict:
 # mT5 (Xue et al. 2021) is T5's classes under its own configuration (MT5Config: T5 v1.1's gated-GELU FFN and untied
 # head by default, a 250112-token vocabulary).
 alias("mt5", of="t5")
+
+
+@family(
+    "pop2piano",
+    layer_modules=LAYER_MODULES,
+    top_modules=((r"mel_conditioner\.embedding$", "encoder.prefix_embed"),) + TOP_MODULES,
+    model_stacks=((r"encoder\.", "encoder."),),
+)
+def pop2piano(c: Config) -> dict:
+    """Pop2PianoConfig / Pop2PianoForConditionalGeneration (Choi and Lee 2023, "Pop2Piano"): T5's layout (t5 above) over
+    a vocabulary of 2,400 MIDI tokens, the encoder reading spectrogram features (input_features at d_model) in place
+    of the token table, with Pop2PianoConcatEmbeddingToMel's table (composer_vocab_size, 21, × d_model) putting one
+    composer's row before them; the FFN's activation is dense_act_fn (relu) whatever feed_forward_proj names
+    (Pop2PianoDenseGatedActDense: ACT2FN[config.dense_act_fn]); lm_head is a table of its own (not among
+    _tied_weights_keys), though Pop2PianoConfig.__post_init__ sets tie_word_embeddings true."""
+    spec = t5(c)
+    act = c.activation("dense_act_fn", "relu")
+    spec["ffn"] = {**spec["ffn"], "activation": act}
+    spec["encoder"]["layers"] = {**spec["encoder"]["layers"], "ffn": spec["ffn"]}
+    spec["tie_embeddings"] = False
+    spec["encoder"]["prefix_rows"] = c.int("composer_vocab_size", 21)
+    return spec
+
+
+LONGT5_LAYER_MODULES = ((r"global_input_layer_norm$", "attn.global_norm"),) + tuple(
+    (pattern.replace("SelfAttention", "(Local|TransientGlobal)?SelfAttention"), name) for pattern, name in LAYER_MODULES
+)
+LONGT5_TOP_MODULES = TOP_MODULES[:-1] + (
+    (r"block\.0\.layer\.0\.(Local|TransientGlobal)?SelfAttention\.(global_)?relative_attention_bias$", "relative_bias"),
+)
+
+
+@family("longt5", layer_modules=LONGT5_LAYER_MODULES, top_modules=LONGT5_TOP_MODULES, model_stacks=((r"encoder\.", "encoder."),))
+def longt5(c: Config) -> dict:
+    """LongT5Config / LongT5ForConditionalGeneration (Guo et al. 2022): T5's layout (t5 above) with the encoder's
+    self-attention LongT5LocalAttention (encoder_attention_type "local"): the sequence in blocks of local_radius + 1
+    (128) positions, each block's queries meeting its own block's keys and its neighbours' (blocks/local_attention.py);
+    its relative-position table in the first block, as T5's; or (encoder_attention_type "transient-global")
+    LongT5TransientGlobalAttention: the same blocks and a global token per global_block_size (16) positions, their
+    global_input_layer_norm in every layer and global_relative_attention_bias in the first. The decoder is T5's."""
+    kind = c.data.get("encoder_attention_type", "local")
+    if kind not in ("local", "transient-global"):
+        raise c.fail("encoder_attention_type", f'expected "local" or "transient-global", got {kind!r}')
+    spec = t5(c)
+    layers = spec["encoder"]["layers"]
+    attention = {**layers["attention"], "kind": "block_local", "radius": c.int("local_radius", 127)}
+    if kind == "transient-global":
+        attention["global_block"] = c.int("global_block_size", 16)
+        spec["encoder"]["relative_global"] = True
+    spec["encoder"]["layers"] = {**layers, "attention": attention}
+    return spec
