@@ -491,3 +491,26 @@ def test_t5gemma_with_an_encoder_wider_than_its_decoder_equals_transformers(tmp_
     assert checks and all(ch.ok for ch in checks), [ch for ch in checks if not ch.ok]
     k = sum(r.params for r in tally(hf.load(path)[1]).rows if r.name == "encoder.cross.k.weight")
     assert k == 2 * 96 * 2 * 16  # 2 decoder layers of 96 → 32
+
+
+def test_a_t5_config_stating_an_untied_head_is_counted_tied_as_transformers_builds_it(tmp_path):
+    """transformers 5.23's T5Config sets tie_word_embeddings true whatever the file says (the stated false only turns
+    off scale_decoder_outputs), so T5ForConditionalGeneration shares lm_head with the table: Flan-T5-XL's config,
+    tie_word_embeddings false, builds the preset's 2,849,757,184 less lm_head's 32,128 × 2,048 = 65,798,144."""
+    import json
+
+    import ffncalc
+
+    data = {
+        "model_type": "t5",
+        "d_model": 2048,
+        "d_ff": 5120,
+        "d_kv": 64,
+        "num_heads": 32,
+        "num_layers": 24,
+        "vocab_size": 32128,
+        "feed_forward_proj": "gated-gelu",
+        "tie_word_embeddings": False,
+    }
+    (tmp_path / "config.json").write_text(json.dumps(data))
+    assert ffncalc.count(str(tmp_path / "config.json")).params == 2_849_757_184 - 32_128 * 2_048 == 2_783_959_040

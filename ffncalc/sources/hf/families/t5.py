@@ -39,7 +39,10 @@ TOP_MODULES = (
 )
 def t5(c: Config) -> dict:
     """T5Config / T5ForConditionalGeneration: shared (vocab_size, default 32128, × d_model, 512) is both stacks'
-    embed_tokens; lm_head tied to it where tie_word_embeddings (default true; T5 v1.1 and Flan-T5 false). Each stack:
+    embed_tokens, and lm_head tied to it whatever tie_word_embeddings says: T5Config.__post_init__ (and MT5Config's)
+    sets it true ("in fact we tie weights always"), the stated false (T5 v1.1, Flan-T5) only choosing
+    scale_decoder_outputs, which changes no shape; their checkpoints' own lm_head is not loaded as a tensor of its
+    own. Each stack:
     T5Block (num_layers, default 6, in the encoder; num_decoder_layers, default num_layers, in the decoder) of
     T5LayerSelfAttention (layer_norm, then SelfAttention's q, k, v of num_heads (8) heads of d_kv (64) and o, no
     biases), in the decoder T5LayerCrossAttention (layer_norm, EncDecAttention's q, k, v, o), and T5LayerFF
@@ -63,7 +66,7 @@ def t5(c: Config) -> dict:
         "n_layers": c.int("num_decoder_layers", encoder_layers),
         "context_length": c.int("n_positions", 512),
         "positions": "none",
-        "tie_embeddings": c.bool("tie_word_embeddings", True),
+        "tie_embeddings": True,  # T5Config.__post_init__: self.tie_word_embeddings = True
         "attention": attention,
         "ffn": ffn,
         "norm": {"kind": "rmsnorm", "per_layer": 2, "final": True},
@@ -88,15 +91,14 @@ def umt5(c: Config) -> dict:
     in each stack, where T5 has one in the first block; UMT5Config.__post_init__ forces tie_word_embeddings true
     whatever the config states, so lm_head is shared (_tied_weights_keys); feed_forward_proj defaults to
     "gated-gelu"."""
-    spec = t5(c)
-    spec["tie_embeddings"] = True  # UMT5Config.__post_init__: "force it for T5 family"
+    spec = t5(c)  # tied, as T5Config (UMT5Config.__post_init__: "force it for T5 family")
     spec["relative_bias"] = {**spec["relative_bias"], "per_layer": True}
     spec["encoder"] = {**spec["encoder"], "relative_per_layer": True}
     return spec
 
 
-# mT5 (Xue et al. 2021) is T5's classes under its own configuration (MT5Config: T5 v1.1's gated-GELU FFN and untied
-# head by default, a 250112-token vocabulary).
+# mT5 (Xue et al. 2021) is T5's classes under its own configuration (MT5Config: T5 v1.1's gated-GELU FFN, a
+# 250112-token vocabulary; its head tied as T5Config's, whatever the file says).
 alias("mt5", of="t5")
 
 
