@@ -741,13 +741,19 @@ def generator(m: Model, command: str) -> Model:
     return m
 
 
-def _serving(
-    formats: dict[str, Any], placement: dict[str, Any], device: dict[str, Any], engine: str | None, hardware: Any
-) -> tuple[Formats, Placement, Device, Any]:
-    """What infer and fit share, checked: the formats, the placement, the device's figures and the engine (its
-    reserve the default of --reserve, its split of the layers the default placement of --gpus)."""
+def _serving(given: dict[str, Any], hardware: Any) -> tuple[Formats, Placement, Device, Any]:
+    """What infer and fit share, read from their keywords (``given``: the caller's locals) and checked: the formats,
+    the placement, the device's figures and the engine (its reserve the default of --reserve, its split of the
+    layers the default placement of --gpus)."""
     from ..analysis.engines import engine as pick
     from ..analysis.formats import deployed
+
+    engine = given["engine"]
+    formats = {k: given[k] for k in ("dtype", "experts_dtype", "kv_dtype", "keep")}
+    placement = {k: given[k] for k in ("gpus", "tp", "ep", "pp", "gpu_layers", "cpu_experts", "max_nodes")}
+    placement["overlap"] = given["two_batch_overlap"]
+    device = {k: given[k] for k in ("reserve", "link_gbs", "link_latency_us", "network_gbs", "links", "tflops", "cpu_gbs")}
+    device["wired_gib"] = given["wired_limit_gib"]
 
     o.text("dtype", formats["dtype"])
     o.text("experts_dtype", formats["experts_dtype"])
@@ -868,31 +874,7 @@ def infer(
     o.choice("prefill", prefill, o.DecodeForm)
     o.text("hardware", hardware)
     hw = table.by_key(hardware, hardware_file) if hardware else None
-    formats, placement, dev, eng = _serving(
-        dict(dtype=dtype, experts_dtype=experts_dtype, kv_dtype=kv_dtype, keep=keep),
-        dict(
-            gpus=gpus,
-            tp=tp,
-            ep=ep,
-            pp=pp,
-            gpu_layers=gpu_layers,
-            cpu_experts=cpu_experts,
-            overlap=two_batch_overlap,
-            max_nodes=max_nodes,
-        ),
-        dict(
-            reserve=reserve,
-            link_gbs=link_gbs,
-            link_latency_us=link_latency_us,
-            network_gbs=network_gbs,
-            links=links,
-            tflops=tflops,
-            cpu_gbs=cpu_gbs,
-            wired_gib=wired_limit_gib,
-        ),
-        engine,
-        hw,
-    )
+    formats, placement, dev, eng = _serving(locals(), hw)
     m = with_inputs(generator(resolve(model), "infer"), images=images, image_size=image_size, audio_seconds=audio_seconds)
     m, source = sourced(m, source_len, prompt)
     extra = sum(p.request_tokens() for p in m.stack.parts)  # the images' and the audio's tokens, prefilled and cached
@@ -1010,31 +992,7 @@ def fit(
         layout = Layout(gpus=gpus, dp=gpus, zero=3) if gpus > 1 else Layout()  # more than one: FSDP; else the fewest
         answer = plan_finetune(m.stack, m.label, None, step, layout, Device(hw, tflops=tflops, reserve=reserve or 0.0), tune)
         return Plan(answer, "fit")
-    formats, placement, dev, eng = _serving(
-        dict(dtype=dtype, experts_dtype=experts_dtype, kv_dtype=kv_dtype, keep=keep),
-        dict(
-            gpus=gpus,
-            tp=tp,
-            ep=ep,
-            pp=pp,
-            gpu_layers=gpu_layers,
-            cpu_experts=cpu_experts,
-            overlap=two_batch_overlap,
-            max_nodes=max_nodes,
-        ),
-        dict(
-            reserve=reserve,
-            link_gbs=link_gbs,
-            link_latency_us=link_latency_us,
-            network_gbs=network_gbs,
-            links=links,
-            tflops=tflops,
-            cpu_gbs=cpu_gbs,
-            wired_gib=wired_limit_gib,
-        ),
-        engine,
-        hw,
-    )
+    formats, placement, dev, eng = _serving(locals(), hw)
     m = with_inputs(generator(resolve(model), "fit"), images=images, image_size=image_size, audio_seconds=audio_seconds)
     m, source = sourced(m, source_len, context or m.context_length)
     extra = sum(p.request_tokens() for p in m.stack.parts)  # the images' and the audio's tokens, held in the cache
