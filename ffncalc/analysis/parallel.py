@@ -82,13 +82,17 @@ def resolve(spec: Model, layout: Layout, seq_len: int) -> Layout:
     return replace(layout, gpus=gpus, dp=dp)
 
 
-def stages(n_layers: int, pp: int) -> list[tuple[int, int]]:
-    """Layer spans of the pp stages: as even as can be, the earlier stages one layer more when uneven."""
-    q, r = divmod(n_layers, pp)
+def stages(n_layers: int, pp: int, ends: bool = False) -> list[tuple[int, int]]:
+    """Layer spans of the pp stages: as even as can be, the earlier stages one layer more when uneven. ``ends``: the
+    embedding and the head each take a layer's slot, the first stage's and the last's (Megatron-LM's
+    --account-for-embedding-in-pipeline-split and --account-for-loss-in-pipeline-split; Megatron-DeepSpeed's
+    --pp-partition-method 'type:transformer|embedding', which BLOOM trained with)."""
+    slots = n_layers + 2 * ends
+    q, r = divmod(slots, pp)
     out, first = [], 0
     for s in range(pp):
         stop = first + q + (s < r)
-        out.append((first, stop))
+        out.append((min(max(first - ends, 0), n_layers), min(max(stop - ends, 0), n_layers)))
         first = stop
     return out
 

@@ -297,6 +297,10 @@ def resolve_layout(spec: Model, step: Step, layout: Layout, seq: int) -> Layout:
         raise InputError(
             f"--virtual-stages {lay.virtual_stages} × --pp {lay.pp} exceeds the {spec.n_layers} layers (each chunk needs one)"
         )
+    if lay.ends_as_layers and lay.virtual_stages > 1:
+        raise InputError("--ends-as-layers splits one chunk a device: leave out --virtual-stages")
+    if lay.ends_as_layers and any(a == b for a, b in parallel.stages(spec.n_layers, lay.pp, True)):
+        raise InputError(f"--ends-as-layers with --pp {lay.pp} leaves a stage of the {spec.n_layers} layers without one")
     return lay
 
 
@@ -401,6 +405,7 @@ def plan_training(
         "mtp": mtp,
         "goodput": goodput,
         "sequence_parallel": lay.sequence_parallel,
+        "ends_as_layers": lay.ends_as_layers,
         "min_gpus": run.min_gpus,
         "schedule": lay.schedule,
         "fastest": run.fastest,
