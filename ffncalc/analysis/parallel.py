@@ -97,6 +97,17 @@ def stages(n_layers: int, pp: int, ends: bool = False) -> list[tuple[int, int]]:
     return out
 
 
+def check_stages(n_layers: int, lay: Layout) -> None:
+    """A pipeline's split checked: a layer for each interleaved chunk; with the ends as layers, one chunk a device
+    and a layer on every stage."""
+    if lay.virtual_stages > 1 and lay.pp * lay.virtual_stages > n_layers:
+        raise InputError(f"--virtual-stages {lay.virtual_stages} × --pp {lay.pp} exceeds the {n_layers} layers (each chunk needs one)")
+    if lay.ends_as_layers and lay.virtual_stages > 1:
+        raise InputError("--ends-as-layers splits one chunk a device: leave out --virtual-stages")
+    if lay.ends_as_layers and any(a == b for a, b in stages(n_layers, lay.pp, True)):
+        raise InputError(f"--ends-as-layers with --pp {lay.pp} leaves a stage of the {n_layers} layers without one")
+
+
 def model_splits(stages: int, devices: int | None = None) -> list[tuple[int, int]]:
     """(tp, pp) layouts of one model copy, the fewest devices first and, among as many, the larger tp (it splits
     activations as well as weights): tp a power of two up to a node of 8, pp up to ``stages``; with ``devices``,

@@ -293,14 +293,7 @@ def resolve_layout(spec: Model, step: Step, layout: Layout, seq: int) -> Layout:
         raise InputError(f"--schedule {lay.schedule}: one of {', '.join(SCHEDULES)}")
     if lay.schedule != "1f1b" and lay.virtual_stages > 1:
         raise InputError(f"--schedule {lay.schedule} runs one chunk a device: leave out --virtual-stages")
-    if lay.virtual_stages > 1 and lay.pp * lay.virtual_stages > spec.n_layers:
-        raise InputError(
-            f"--virtual-stages {lay.virtual_stages} × --pp {lay.pp} exceeds the {spec.n_layers} layers (each chunk needs one)"
-        )
-    if lay.ends_as_layers and lay.virtual_stages > 1:
-        raise InputError("--ends-as-layers splits one chunk a device: leave out --virtual-stages")
-    if lay.ends_as_layers and any(a == b for a, b in parallel.stages(spec.n_layers, lay.pp, True)):
-        raise InputError(f"--ends-as-layers with --pp {lay.pp} leaves a stage of the {spec.n_layers} layers without one")
+    parallel.check_stages(spec.n_layers, lay)
     return lay
 
 
