@@ -15,6 +15,7 @@ from dataclasses import dataclass
 # et al. 2023, QLoRA §3): the same bytes on the device until then.
 MOMENT_BYTES = {"adam": 8, "adam8bit": 2, "paged_adam": 8, "paged_adam8bit": 2}
 HELD_WHOLE = -1  # a state held whole below ZeRO 3 and in ZeRO 3 only for the layer gathered (DeepSpeed's bf16 gradients)
+NEVER = 4  # a state no ZeRO stage shards
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,10 @@ class Framework:
     # what --recompute selective keeps: Korthikanti et al.'s policy (everything but the attention scores), or
     # torchtitan's per-op policy (memory.per_op_bytes: the layer's input, every other matmul's output, attention's)
     per_op: bool = False
+    # each pipeline stage but the last keeps its output for every micro-batch in flight until that one's backward
+    # (DeepSpeed's PipelineEngine: pipe_buffers["outputs"]); Megatron-LM frees the output's data once sent
+    # (megatron/core/pipeline_parallel/schedules.py, deallocate_output_tensor)
+    keeps_stage_outputs: bool = False
 
 
 FRAMEWORKS = {
@@ -71,6 +76,27 @@ FRAMEWORKS = {
         12,
         "DeepSpeed ZeRO: bf16 weights and gradients, fp32 gradient partition, master and moments (its estimator: "
         "4P + 16P/N in stage 2, 18P/N + 4·largest layer in stage 3)",
+    ),
+    # Megatron-DeepSpeed with DeepSpeed's BF16_Optimizer (deepspeed/runtime/bf16_optimizer.py), as BLOOM trained
+    # (bigscience-workshop/bigscience train/tr11-176B-ml: ZeRO stage 0 in DeepSpeed's config, "bf16 must use z0! it
+    # implements its own zero stage 1 equivalent"): bf16 weights; the bf16 gradients autograd writes, which it clears
+    # only as the next backward starts (backward: clear_lp_grads, then update_hp_grads(clear_lp_grads=False)); an
+    # fp32 gradient buffer over all the weights, never sharded (fp32_groups_gradients_flat; the run's README: "It
+    # doesn't shard the static fp32 buffer it reuses, which consumes 4 bytes * params"); the fp32 master and moments
+    # sharded over the replicas (fp32_groups_flat_partition): 8 + 12/d bytes. Megatron's vocab-parallel loss.
+    "megatron-deepspeed": Framework(
+        "megatron-deepspeed",
+        (2, 3),
+        ((2, HELD_WHOLE), (4, NEVER)),
+        (4, 1),
+        1,
+        1,
+        "layers",
+        6,
+        6,
+        "Megatron-DeepSpeed, BF16_Optimizer: bf16 weights and gradients, an fp32 gradient buffer whole, fp32 master "
+        "and moments sharded (8 + 12/d B/param)",
+        keeps_stage_outputs=True,
     ),
     # torchtitan's FSDP2 (torchtitan/parallelisms/parallelize_llama.py, apply_fsdp: MixedPrecisionPolicy with
     # param_dtype bf16, reduce_dtype fp32): sharded fp32 parameters (the master copy itself), fp32 gradients, fp32

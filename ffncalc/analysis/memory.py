@@ -83,14 +83,15 @@ def _shard(n: int, k: int) -> int:
     return -(-n // k)
 
 
-def stage_params(spec: Model, pp: int, mtp: bool = False) -> list[tuple[int, int]]:
+def stage_params(spec: Model, pp: int, mtp: bool = False, ends: bool = False) -> list[tuple[int, int]]:
     """(dense, routed-expert) parameters of each pipeline stage: the layers of its span, the embedding on the
     first stage, the final norm and head on the last (and with tied embeddings and pp > 1 a copy of the
-    embedding there too, as Megatron-LM keeps it); the multi-token prediction modules on the last."""
+    embedding there too, as Megatron-LM keeps it); the multi-token prediction modules on the last. ``ends``: the
+    embedding and the head take a layer's slot in the split (parallel.stages)."""
     from .parallel import stages
 
     t = tally(spec, mtp=mtp)
-    spans = stages(spec.n_layers, pp)
+    spans = stages(spec.n_layers, pp, ends)
     out = [[0, 0] for _ in spans]
     for r in t.rows:
         if r.part == "mtp":
@@ -182,7 +183,7 @@ def train_memory(
     dp, tp, pp, ep, cp = layout.dp or 1, layout.tp, layout.pp, layout.ep, layout.cp
     zero = fw.zero if layout.zero is None else layout.zero
     replicas, expert_replicas = dp * cp, dp * cp // ep
-    spans, mtp = stages(spec.n_layers, pp), trains_mtp(spec, step)
+    spans, mtp = stages(spec.n_layers, pp, layout.ends_as_layers), trains_mtp(spec, step)
     per_layer = layer_params(spec, mtp)
     fp8 = fw.fp8_copy if step.precision == "fp8" else 0
     sub = replace(step, seq_len=seq // cp)
@@ -218,9 +219,11 @@ def train_memory(
         per_op = fw.per_op and step.recompute == "selective"
         acts = per_op_bytes(span, sub, layout) if per_op else activation_bytes(span, sub, layout)
         acts += stack_bytes(spec, sub, layout) if s == 0 else 0  # a part's own stacks: one stage, as pipelines are refused
-        out["activations"] = acts * chunks // per_mb
         last = s == pp - 1
         tokens = step.micro_batch * (seq // cp)
+        if fw.keeps_stage_outputs and not last:  # the stage's bf16 output, a micro-batch's, split only under SP
+            acts += 2 * tokens * spec.d_model // (tp if layout.sequence_parallel else 1) * per_mb
+        out["activations"] = acts * chunks // per_mb
         out["loss"] = loss_bytes(fw, step.loss, tokens, _shard(spec.vocab_size, tp), spec.head_width, tp > 1) if last else 0
         rebuilt = max(n for first, stop, n in one_layer if first < b and stop > a)
         out["recompute"] = rebuilt if step.recompute == "full" else 0
@@ -228,7 +231,7 @@ def train_memory(
         out["total"] = persistent + max(out["loss"], out["recompute"])
         return out
 
-    by_stage = [stage(s, d, e) for s, (d, e) in enumerate(stage_params(spec, pp, mtp))]
+    by_stage = [stage(s, d, e) for s, (d, e) in enumerate(stage_params(spec, pp, mtp, layout.ends_as_layers))]
     worst = max(range(pp), key=lambda i: by_stage[i]["total"])
     st = by_stage[worst]
     tensors = st["total"]

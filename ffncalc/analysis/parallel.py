@@ -82,15 +82,30 @@ def resolve(spec: Model, layout: Layout, seq_len: int) -> Layout:
     return replace(layout, gpus=gpus, dp=dp)
 
 
-def stages(n_layers: int, pp: int) -> list[tuple[int, int]]:
-    """Layer spans of the pp stages: as even as can be, the earlier stages one layer more when uneven."""
-    q, r = divmod(n_layers, pp)
+def stages(n_layers: int, pp: int, ends: bool = False) -> list[tuple[int, int]]:
+    """Layer spans of the pp stages: as even as can be, the earlier stages one layer more when uneven. ``ends``: the
+    embedding and the head each take a layer's slot, the first stage's and the last's (Megatron-LM's
+    --account-for-embedding-in-pipeline-split and --account-for-loss-in-pipeline-split; Megatron-DeepSpeed's
+    --pp-partition-method 'type:transformer|embedding', which BLOOM trained with)."""
+    slots = n_layers + 2 * ends
+    q, r = divmod(slots, pp)
     out, first = [], 0
     for s in range(pp):
         stop = first + q + (s < r)
-        out.append((first, stop))
+        out.append((min(max(first - ends, 0), n_layers), min(max(stop - ends, 0), n_layers)))
         first = stop
     return out
+
+
+def check_stages(n_layers: int, lay: Layout) -> None:
+    """A pipeline's split checked: a layer for each interleaved chunk; with the ends as layers, one chunk a device
+    and a layer on every stage."""
+    if lay.virtual_stages > 1 and lay.pp * lay.virtual_stages > n_layers:
+        raise InputError(f"--virtual-stages {lay.virtual_stages} × --pp {lay.pp} exceeds the {n_layers} layers (each chunk needs one)")
+    if lay.ends_as_layers and lay.virtual_stages > 1:
+        raise InputError("--ends-as-layers splits one chunk a device: leave out --virtual-stages")
+    if lay.ends_as_layers and any(a == b for a, b in stages(n_layers, lay.pp, True)):
+        raise InputError(f"--ends-as-layers with --pp {lay.pp} leaves a stage of the {n_layers} layers without one")
 
 
 def model_splits(stages: int, devices: int | None = None) -> list[tuple[int, int]]:

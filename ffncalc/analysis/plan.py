@@ -69,6 +69,7 @@ class Layout:
     # et al. 2023's zero-bubble schedules: the backward split into input and weight gradients; 1F1B's memory, or more)
     schedule: str = "1f1b"
     sequence_parallel: bool = True  # the norms' and dropouts' activations split over tp too (Korthikanti et al.)
+    ends_as_layers: bool = False  # the pipeline split gives the embedding and the head a layer's slot each
 
 
 @dataclass(frozen=True)

@@ -94,7 +94,7 @@ def comm_per_token(spec: Model, step: Step, lay: Layout, device: Device, flops_p
     passes = 3 if step.recompute == "full" else 2  # forward, backward (and the forward again)
     tokens = step.micro_batch * (seq // lay.cp)  # a micro-batch's on each device
     link = device_link(device, Placement(gpus=lay.gpus or 1, tp=lay.tp, pp=lay.pp))
-    spans = stages(spec.n_layers, lay.pp)
+    spans = stages(spec.n_layers, lay.pp, lay.ends_as_layers)
     per_micro_batch = 0.0
     if lay.tp > 1:
         calls = passes * max(sum(collectives(spec, spec.layers[i]) for i in range(a, b)) for a, b in spans)

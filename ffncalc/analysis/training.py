@@ -293,10 +293,7 @@ def resolve_layout(spec: Model, step: Step, layout: Layout, seq: int) -> Layout:
         raise InputError(f"--schedule {lay.schedule}: one of {', '.join(SCHEDULES)}")
     if lay.schedule != "1f1b" and lay.virtual_stages > 1:
         raise InputError(f"--schedule {lay.schedule} runs one chunk a device: leave out --virtual-stages")
-    if lay.virtual_stages > 1 and lay.pp * lay.virtual_stages > spec.n_layers:
-        raise InputError(
-            f"--virtual-stages {lay.virtual_stages} × --pp {lay.pp} exceeds the {spec.n_layers} layers (each chunk needs one)"
-        )
+    parallel.check_stages(spec.n_layers, lay)
     return lay
 
 
@@ -401,6 +398,7 @@ def plan_training(
         "mtp": mtp,
         "goodput": goodput,
         "sequence_parallel": lay.sequence_parallel,
+        "ends_as_layers": lay.ends_as_layers,
         "min_gpus": run.min_gpus,
         "schedule": lay.schedule,
         "fastest": run.fastest,

@@ -498,6 +498,7 @@ def train(
     dp: int | None = Layout.dp,
     tp: int = Layout.tp,
     sequence_parallel: bool = Layout.sequence_parallel,
+    ends_as_layers: bool = Layout.ends_as_layers,
     pp: int = Layout.pp,
     virtual_stages: int = Layout.virtual_stages,
     cp: int = Layout.cp,
@@ -537,6 +538,7 @@ def train(
     if budget is not None and not isinstance(budget, str):
         o.number("budget", budget, 0, 1e30)
     o.flag_value("sequence_parallel", sequence_parallel)
+    o.flag_value("ends_as_layers", ends_as_layers)
     o.flag_value("mtp", mtp)
     o.flag_value("min_gpus", min_gpus)
     o.flag_value("fastest", fastest)
@@ -624,6 +626,7 @@ def train(
             ep=ep,
             zero=zero,
             sequence_parallel=sequence_parallel,
+            ends_as_layers=ends_as_layers,
         ),
         Device(hw, tflops=tflops, mfu=mfu, kernel_mfu=kernel_mfu, reserve=reserve),
     )

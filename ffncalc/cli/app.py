@@ -562,6 +562,12 @@ def train(
         help="Split the norms' and dropouts' activations over --tp too (Korthikanti et al. 2022).",
     ),
     pp: int = opt(Layout.pp, "--pp", min=1, max=LIMIT, help="Pipeline-parallel degree."),
+    ends_as_layers: bool = opt(
+        Layout.ends_as_layers,
+        "--ends-as-layers/--no-ends-as-layers",
+        help="The pipeline split gives the embedding and the head a layer's slot each (Megatron-LM's "
+        "--account-for-embedding/loss-in-pipeline-split).",
+    ),
     virtual_stages: int = opt(
         Layout.virtual_stages, "--virtual-stages", min=1, max=LIMIT, help="Chunks a pipeline device runs (interleaved 1F1B)."
     ),
@@ -636,6 +642,7 @@ def train(
         dp=dp,
         tp=tp,
         sequence_parallel=sequence_parallel,
+        ends_as_layers=ends_as_layers,
         pp=pp,
         virtual_stages=virtual_stages,
         cp=cp,

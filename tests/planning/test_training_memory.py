@@ -167,3 +167,42 @@ def test_search_order_prefers_less_model_parallelism():
     accepts."""
     for tp, pp, ep, zero in layouts.shapes(spec("llama3-8b"), Layout()):
         assert 8 % tp == 0 and pp & (pp - 1) == 0 and ep == 1 and 0 <= zero <= 3
+
+
+def test_pipeline_split_with_the_ends_as_layers():
+    """Megatron-LM's --account-for-embedding/loss-in-pipeline-split: BLOOM's 70 layers and its two ends make 72
+    slots, 6 a stage over 12; the first and the last stage hold 5 layers beside their end. Without, 70 over 12 gives
+    the first ten stages 6 layers and the last two 5."""
+    from ffncalc.analysis.parallel import stages
+
+    ends = stages(70, 12, True)
+    assert ends[0] == (0, 5) and ends[-1] == (65, 70) and all(b - a == 6 for a, b in ends[1:-1])
+    assert [b - a for a, b in stages(70, 12)] == [6] * 10 + [5] * 2
+    assert stages(2, 3, True) == [(0, 1), (1, 2), (2, 2)]  # 4 slots: the last stage only the head
+
+
+def test_ends_as_layers_refuses_a_stage_without_a_layer(cli):
+    """Llama 3 8B's 32 layers and two ends over 32 stages: the last stage would hold the head alone."""
+    code, out, err = cli("train", "llama3-8b", "--tokens", "1B", "--pp", "32", "--ends-as-layers")
+    assert code == 2 and "--ends-as-layers" in err and len(err.strip().splitlines()) == 1
+
+
+def test_deepspeed_bf16_optimizer_as_bloom_ran_it():
+    """BLOOM 176B on TP 4 × PP 12 × DP 8 (h 14,336, 250,880 padded vocabulary, 112 heads, sequences of 2,048, micro-
+    batch 2, full recomputation), DeepSpeed's BF16_Optimizer: bf16 weights and gradients and a whole fp32 gradient
+    buffer (8 bytes a parameter), the fp32 master and moments over 8 replicas (12/8). Stage 0 holds the embedding
+    (its LayerNorm too) and 5 layers, a quarter of each; 12 micro-batches in flight each keep the 5 layers' inputs
+    and the stage's output, whole on each tp rank (no sequence parallelism); at the peak one layer is rebuilt with
+    its scores: Korthikanti et al. 2022's sbh(10 + 24/t + 5as/(ht)) bytes."""
+    h, v, s, b, a, t = 14_336, 250_880, 2048, 2, 112, 4
+    layer = 12 * h * h + 13 * h  # the tr11 README's one layer: 12h² + 13h
+    stage0 = (v * h + 2 * h + 5 * layer) // t
+    step = Step(seq_len=s, micro_batch=b, recompute="full", kernel="eager", framework="megatron-deepspeed")
+    layout = Layout(dp=8, tp=t, pp=12, zero=1, sequence_parallel=False, ends_as_layers=True)
+    f = ids(memory.train_memory(spec("bloom-176b"), step, layout, micro_batches=128))
+    assert f["pipeline_stage"] == 0 and f["params_per_device"] == stage0
+    assert f["weight_bytes_per_device"] == 2 * stage0 and f["grad_bytes_per_device"] == (2 + 4) * stage0
+    assert f["optimizer_bytes_per_device"] == 12 * stage0 // 8
+    hidden = 2 * s * b * h
+    assert f["activation_bytes_per_device"] == 12 * (5 + 1) * hidden
+    assert f["recompute_bytes_per_device"] == s * b * h * (10 + 24 // t + 5 * a * s // (h * t))

@@ -45,7 +45,7 @@ class Record:
         flags = []
         for key, value in self.kwargs.items():
             flag = "--" + key.replace("_", "-")
-            flags.append(flag if value is True else f"{flag} {value}")
+            flags.append(flag if value is True else "--no-" + flag[2:] if value is False else f"{flag} {value}")
         return f"ffncalc train {self.model} " + " ".join(flags)
 
     def fits(self) -> bool:
