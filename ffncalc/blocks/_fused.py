@@ -402,3 +402,55 @@ class _Mamba2(torch.autograd.Function):
 
 def mamba2(zxbcdt, conv_w, conv_b, dt_bias, a_log, d_skip, norm_w, out_w, out_b, dims, norm_groups: int):
     return _Mamba2.apply(zxbcdt, conv_w, conv_b, dt_bias, a_log, d_skip, norm_w, out_w, out_b, dims, norm_groups)
+
+
+# Mixture variants, latent attention's relatives and the encoders' mixers: what their kernels keep.
+
+
+class _RowDot(torch.autograd.Function):
+    """Each token's dot products with its chosen rows of an expert table (PEER / product-key experts, Doge's
+    down_embed): the rows gathered inside the kernel as an embedding bag gathers them (torch's embedding_bag, whose
+    backward reads the indices, never gathered copies); keeps the input and the int64 indices, the rows re-read in
+    backward."""
+
+    @staticmethod
+    def forward(ctx, x, index, table):
+        ctx.save_for_backward(x, index, table)
+        return (table[index] @ x[..., None]).squeeze(-1)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, index, table = ctx.saved_tensors
+        rows = table[index]  # (T, k, d), recomputed
+        grad_x = (grad[:, None, :] @ rows).squeeze(-2)
+        grad_table = torch.zeros_like(table).index_add_(
+            0, index.reshape(-1), (grad[..., None] * x[:, None, :]).reshape(-1, x.shape[-1])
+        )
+        return grad_x, None, grad_table
+
+
+class _RowSum(torch.autograd.Function):
+    """Each token's weighted sum of its chosen rows of an expert table (Doge's up_embed; torch's embedding_bag in
+    sum mode with per_sample_weights): keeps the weights and the int64 indices, the rows re-read in backward."""
+
+    @staticmethod
+    def forward(ctx, weights, index, table):
+        ctx.save_for_backward(weights, index, table)
+        return (weights[:, None, :] @ table[index]).squeeze(-2)
+
+    @staticmethod
+    def backward(ctx, grad):
+        weights, index, table = ctx.saved_tensors
+        grad_w = (table[index] @ grad[..., None]).squeeze(-1)
+        grad_table = torch.zeros_like(table).index_add_(
+            0, index.reshape(-1), (weights[..., None] * grad[:, None, :]).reshape(-1, grad.shape[-1])
+        )
+        return grad_w, None, grad_table
+
+
+def row_dot(x: torch.Tensor, index: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
+    return _RowDot.apply(x, index, table)
+
+
+def row_sum(weights: torch.Tensor, index: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
+    return _RowSum.apply(weights, index, table)

@@ -341,3 +341,129 @@ def test_verify_memory_of_a_preset(cli, preset):
 def test_verify_memory_refuses_a_layer_too_large_for_the_cpu(cli):
     code, _, err = cli("verify", "deepseek-v3", "--memory")
     assert code == 2 and "its largest takes 21.4 GiB in bf16 (at most 2 GiB)" in err and err.count("\n") == 1
+
+
+# Mixture variants, attention variants and the encoders' mixers, as their kernels keep them.
+
+
+def ffn_model(ffn, norm: str = "rmsnorm"):
+    return from_data(
+        {
+            "name": "small",
+            "vocab_size": 256,
+            "d_model": D,
+            "n_layers": 1,
+            "context_length": 64,
+            "positions": "rotary",
+            "attention": {"n_heads": 4, "n_kv_heads": 2},
+            "ffn": ffn,
+            "norm": {"kind": norm, "per_layer": 2, "final": True},
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    ("dense", "expert", "norm"),
+    [
+        (GATED, {"kind": "gated", "activation": "gelu", "d_ff": 32}, "rmsnorm"),
+        ({"kind": "dense", "activation": "relu", "d_ff": FF}, {"kind": "dense", "activation": "gelu", "d_ff": 32}, "layernorm"),
+    ],
+    ids=["gated-rms", "dense-layernorm"],
+)
+def test_dense_moe_kept_elements_equal_fused_saved(dense, expert, norm):
+    """Gemma 4's dense FFN beside a mixture: the dense branch's elements (its input the layer's); its output norm's
+    input and statistic (d + 2, a LayerNorm's mean too: + 4); the router's fused weightless-RMS-and-scale norm's
+    statistic (2), the projection's input (d), the fp32 softmax (2·E), the int64 top-k indices (4·K), the fp32
+    renormalising divide's operands (2·K + 2), the per-expert scale's operands (2·K fp32, K gathered); the mixture's
+    input norm's statistic; each chosen expert's elements and output (K·(e + d)), the fp32 weights and the int64
+    permutation (2·K + 4·K); the mixture's output norm's input and statistic."""
+    spec = ffn_model({"kind": "dense_moe", "dense": dense, "n_experts": E, "top_k": K, "expert": expert}, norm)
+    stat = 4 if norm == "layernorm" else 2
+    dense_kept = D + (4 * FF if dense["kind"] == "gated" else FF)  # ReLU: its output alone
+    expert_kept = D + 2 * 32 if expert["kind"] == "dense" else D + 4 * 32
+    expected = dense_kept + (D + stat) + 2 + D + 2 * E + 4 * K + (2 * K + 2) + 3 * K + stat
+    expected += K * (expert_kept + D) + 2 * K + 4 * K + (D + stat)
+    assert dict(spec.layers[0].blocks())["ffn"].kept_elements(spec) == expected
+    assert fused_saved_bytes(spec, "ffn") == TOKENS * 2 * expected
+
+
+SMALL = {"kind": "gated", "activation": "silu", "d_ff": 32}
+
+
+@pytest.mark.parametrize(
+    ("extra", "router"),
+    [
+        ({"n_shared_experts": 1, "shared": SMALL, "conv_kernel": 3}, 4 * K + 4 * (K + 1)),
+        ({"n_shared_experts": 2, "shared": SMALL}, 4 * K + 4 * (K + 2)),
+        ({"router": "sigmoid", "conv_kernel": 3, "conv_scale": True}, 4 * K + 2 * E + 2 * K + 2),
+    ],
+    ids=["sink-conv", "sink-two-shared", "sigmoid"],
+)
+def test_sink_moe_kept_elements_equal_fused_saved(extra, router):
+    """Inkling's mixture with the routing in fp32: the input (D); the chosen logits' int64 flat index (4·K); the
+    sink router's log-sigmoid input and softmax output over the K + S picked logits (2 fp32 each), or the sigmoid
+    router's sigmoid over E (2·E), the gathered scores and their sum (2·K + 2); the 16-bit routed weights (K) and
+    each chosen expert's elements and output, the int64 permutation (4·K); each shared expert's elements but its
+    input, its output and its weight (4·32 + D + 1); the output convolution's input (D)."""
+    spec = ffn_model({"kind": "sink_moe", "n_experts": E, "top_k": K, "expert": SMALL, **extra})
+    shared = extra.get("n_shared_experts", 0)
+    expected = D + router + K + K * (D + 4 * 32 + D) + 4 * K + shared * (4 * 32 + D + 1)
+    expected += D if "conv_kernel" in extra else 0
+    assert dict(spec.layers[0].blocks())["ffn"].kept_elements(spec) == expected
+    assert fused_saved_bytes(spec, "ffn") == TOKENS * 2 * expected
+
+
+@pytest.mark.parametrize("activation", ["silu", "relu"])
+def test_cdmoe_kept_elements_equal_fused_saved(activation):
+    """Doge's CDMoE, 100 single-neuron experts (10 keys a half), 5 a token, their rows gathered inside embedding-bag
+    kernels: the dense MLP (D + 4·FF, ReLU's output alone: D + 3·FF); each half's int64 top-10 key indices
+    (2 × 4·10), the int64 positions of the top 5 pairs (4·5) and their softmax (5); the rows' int64 indices (4·5),
+    the dot products (5; ReLU keeps its output instead), the activations (5) and the weighted activations (5)."""
+    spec = ffn_model({"kind": "cdmoe", "d_ff": FF, "n_experts": 100, "top_k": 5, "activation": activation})
+    relu = activation == "relu"
+    expected = D + (3 if relu else 4) * FF + 2 * 4 * 10 + 4 * 5 + 5 + 4 * 5 + (0 if relu else 5) + 5 + 5
+    assert dict(spec.layers[0].blocks())["ffn"].kept_elements(spec) == expected
+    assert fused_saved_bytes(spec, "ffn") == TOKENS * 2 * expected
+
+
+FUSED_FORMS = {
+    "dense_moe": lambda: ffn_model({"kind": "dense_moe", "dense": GATED, "n_experts": E, "top_k": K, "expert": SMALL}),
+    "sink_moe": lambda: ffn_model(
+        {"kind": "sink_moe", "n_experts": E, "top_k": K, "expert": SMALL, "n_shared_experts": 1, "shared": SMALL, "conv_kernel": 3}
+    ),
+    "sink_moe-sigmoid": lambda: ffn_model({"kind": "sink_moe", "n_experts": E, "top_k": K, "expert": SMALL, "router": "sigmoid"}),
+    "cdmoe": lambda: ffn_model({"kind": "cdmoe", "d_ff": FF, "n_experts": 100, "top_k": 5}),
+}
+
+
+@pytest.mark.parametrize("name", list(FUSED_FORMS))
+def test_fused_forms_of_the_variants_compute_what_the_modules_do(name):
+    """The variants' fused forms change what is kept, not what is computed: the output and every gradient as the
+    module's own forward gives them, in fp32."""
+    import torch
+
+    from ffncalc.blocks import _fused
+
+    spec = FUSED_FORMS[name]()
+    slot = "ffn" if name.split("-")[0] in ("dense_moe", "sink_moe", "cdmoe") else "attention"
+    block = dict(spec.layers[0].blocks())[slot]
+    torch.manual_seed(0)
+    module = block.torch_module(spec, True)
+    for p in module.parameters():  # tables held at zero by the modules get values, so that every gradient shows
+        if p.dim() == 2 and not p.detach().abs().sum():
+            torch.nn.init.normal_(p, std=0.1)
+    x = torch.randn(1, TOKENS, D, requires_grad=True)
+    results = []
+    for fused in (False, True):
+        module.zero_grad()
+        x.grad = None
+        if fused:
+            with _fused.fused():
+                out = module(x)
+        else:
+            out = module(x)
+        out.square().sum().backward()
+        results.append([out.detach(), x.grad.clone(), *(p.grad.clone() for p in module.parameters() if p.grad is not None)])
+    assert len(results[0]) == len(results[1])
+    for a, b in zip(*results):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
