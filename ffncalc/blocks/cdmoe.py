@@ -24,8 +24,8 @@ from ..model.schema import Positive, SpecError
 from ..model.spec import Width, width
 from ..model.terms import ACTIVATION_OPS, SOFTMAX_OPS
 from . import Block, register
-from .gated_ffn import GateActivation, GatedFFN
 from .dense_ffn import OUTPUT_SAVING
+from .gated_ffn import GateActivation, GatedFFN
 from .moe import BALANCED
 
 
