@@ -454,3 +454,59 @@ def row_dot(x: torch.Tensor, index: torch.Tensor, table: torch.Tensor) -> torch.
 
 def row_sum(weights: torch.Tensor, index: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
     return _RowSum.apply(weights, index, table)
+
+
+def _scatter(x, ids, order, fan: int, weights, gates):
+    """Experts' linear layers over token-slots: slot s (expert ids[s], its row x[s // fan]) through its expert's
+    weight, the outputs in slot order; with gates (tokens, k), each token's k outputs weighted and summed."""
+    counts = torch.bincount(ids, minlength=len(weights)).tolist()
+    rows = x[order // fan]
+    outs = [F.linear(part, w) for part, w in zip(rows.split(counts), weights) if part.shape[0]]
+    y = torch.cat(outs).new_empty(ids.shape[0], outs[0].shape[-1]).index_copy(0, order, torch.cat(outs))
+    if gates is None:
+        return y, None
+    expanded = y.view(gates.shape[0], gates.shape[1], y.shape[-1])
+    return (gates[:, None, :] @ expanded).squeeze(1), expanded
+
+
+class _ScatterLinear(torch.autograd.Function):
+    """ScatterMoE's ParallelLinear (shawntan/scattermoe, parallel_experts.py: ``ctx.save_for_backward(x,
+    expert_weights, expert_biases, sorted_expert_idxs, sorted_scattered_idxs, expert_offsets, gates,
+    output_expanded)``), the grouped GEMM JetMoE's mixtures run: the input as given (never a gathered copy: the
+    kernel gathers its rows), the slots' expert ids and their sorting permutation (int64), and where gates combine a
+    token's k outputs, the gates and those k outputs; the rest recomputed in backward. The per-expert offsets are
+    kept here as a list, not a tensor (E integers a layer, no token's)."""
+
+    @staticmethod
+    def forward(ctx, x, ids, order, fan: int, gates, *weights):
+        out, expanded = _scatter(x, ids, order, fan, weights, gates)
+        ctx.fan, ctx.gated = fan, gates is not None
+        ctx.save_for_backward(x, ids, order, *(() if gates is None else (gates, expanded)), *weights)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, ids, order, *rest = ctx.saved_tensors
+        gates, weights = (rest[0], rest[2:]) if ctx.gated else (None, rest)
+        with torch.enable_grad():
+            live = [t.detach().requires_grad_(True) for t in (x, *(() if gates is None else (gates,)), *weights)]
+            lg = live[1] if ctx.gated else None
+            out, _ = _scatter(live[0], ids, order, ctx.fan, live[2 if ctx.gated else 1 :], lg)
+            grads = list(torch.autograd.grad(out, live, grad, allow_unused=True))
+        grad_x, grad_gates = grads[0], grads[1] if ctx.gated else None
+        return (grad_x, None, None, None, grad_gates, *grads[2 if ctx.gated else 1 :])
+
+
+def sort_slots(experts: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(the token-slots' expert ids sorted, the permutation that sorts them), int64 (scattermoe's
+    flatten_sort_count): computed once, read by every ParallelLinear of the mixture."""
+    with torch.no_grad():
+        order = torch.argsort(experts.reshape(-1), stable=True)
+        return experts.reshape(-1)[order], order
+
+
+def scatter_linear(x, slots, weights, fan: int, gates=None) -> torch.Tensor:
+    """``x``'s rows through their slots' experts' weights (``slots`` from ``sort_slots``): ``fan`` = k from a
+    token's row to its k slots (the outputs in slot order), or ``fan`` = 1 from slot rows, a token's k outputs
+    combined by ``gates``."""
+    return _ScatterLinear.apply(x, slots[0], slots[1], fan, gates, *weights)

@@ -426,6 +426,18 @@ def test_cdmoe_kept_elements_equal_fused_saved(activation):
     assert fused_saved_bytes(spec, "ffn") == TOKENS * 2 * expected
 
 
+@pytest.mark.parametrize(("experts", "k", "kv", "head_dim", "positions"), [(4, 2, 2, 16, "rotary"), (8, 3, 4, 8, "learned")])
+def test_moa_kept_elements_equal_fused_saved(experts, k, kv, head_dim, positions):
+    """JetMoE's mixture of attention heads with ScatterMoE's ParallelLinear and K/V repeated to every chosen
+    expert's heads: the input (D); the top-k's int64 indices and the fp32 softmax over them (4·k + 2·k); the slots'
+    sorted expert ids and permutation (4·k each); Q, K, V and the output at k·kv heads (4 · k·kv·d_h); the 16-bit
+    gates and each slot's output before them (k + k·D); and the log-sum-exp, 4 bytes a query and head."""
+    spec = attention_model({"kind": "moa", "n_experts": experts, "top_k": k, "n_kv_heads": kv, "head_dim": head_dim}, positions)
+    expected = D + 4 * k + 2 * k + 8 * k + 4 * k * kv * head_dim + k + k * D
+    assert dict(spec.layers[0].blocks())["attention"].kept_elements(spec) == expected
+    assert fused_saved_bytes(spec, "attention") == TOKENS * 2 * expected + 4 * k * kv * TOKENS
+
+
 FUSED_FORMS = {
     "dense_moe": lambda: ffn_model({"kind": "dense_moe", "dense": GATED, "n_experts": E, "top_k": K, "expert": SMALL}),
     "sink_moe": lambda: ffn_model(
@@ -433,6 +445,7 @@ FUSED_FORMS = {
     ),
     "sink_moe-sigmoid": lambda: ffn_model({"kind": "sink_moe", "n_experts": E, "top_k": K, "expert": SMALL, "router": "sigmoid"}),
     "cdmoe": lambda: ffn_model({"kind": "cdmoe", "d_ff": FF, "n_experts": 100, "top_k": 5}),
+    "moa": lambda: attention_model({"kind": "moa", "n_experts": 4, "top_k": 2, "n_kv_heads": 2, "head_dim": 16}),
 }
 
 
