@@ -510,3 +510,48 @@ def scatter_linear(x, slots, weights, fan: int, gates=None) -> torch.Tensor:
     token's row to its k slots (the outputs in slot order), or ``fan`` = 1 from slot rows, a token's k outputs
     combined by ``gates``."""
     return _ScatterLinear.apply(x, slots[0], slots[1], fan, gates, *weights)
+
+
+class _BiasFlash(torch.autograd.Function):
+    """Attention with a learned bias a key and KV head added to every query's scores, as flash-dmattn's
+    FlashDMAttnFunc runs Doge's dynamic mask (SmallDoges/flash-dmattn, flash_dmattn_interface.py:
+    ``ctx.save_for_backward(q, k, v, mask, bias, out_padded, softmax_lse)``): Q, K and V at their own heads, the
+    bias at its KV heads broadcast over the queries (B, KV, 1, s), the output and the fp32 log-sum-exp; the
+    probabilities recomputed in backward, the bias's gradient summed over the queries there."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, bias, causal: bool, mask):
+        computed, lse = _attend(q, k, v, None, causal, _with_bias(q, bias, causal, mask))
+        b, h, s, d = computed.shape
+        out = computed.new_empty(b, s, h, d).transpose(1, 2).copy_(computed)
+        ctx.causal, ctx.mask = causal, mask
+        ctx.save_for_backward(q, k, v, bias, out, lse)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        q, k, v, bias, _out, _lse = ctx.saved_tensors
+        with torch.enable_grad():
+            inputs = [t.detach().requires_grad_(True) for t in (q, k, v, bias)]
+            out, _ = _attend(*inputs[:3], None, ctx.causal, _with_bias(inputs[0], inputs[3], ctx.causal, ctx.mask))
+            grads = torch.autograd.grad(out, inputs, grad)
+        return (*grads, None, None)
+
+
+def _with_bias(q, bias, causal: bool, mask):
+    """The additive mask with the bias of each key at every query head: (B, H, s, s)."""
+    s = q.shape[-2]
+    if mask is None:
+        mask = _table(s, causal, None, None, None, q.dtype, q.device)
+    if mask is None:
+        mask = torch.zeros(s, s, dtype=q.dtype, device=q.device)
+        if causal:
+            mask = mask.masked_fill(torch.ones(s, s, dtype=torch.bool, device=q.device).triu(1), float("-inf"))
+    full = bias.repeat_interleave(q.shape[1] // bias.shape[1], dim=1).float()
+    return full + mask.float()
+
+
+def bias_attention(q, k, v, bias, *, causal: bool, window=None) -> torch.Tensor:
+    """softmax(q·kᵀ/√d + bias)·v, ``bias`` (B, KV, 1, s) a key and KV head, as flash-dmattn keeps it."""
+    mask = _table(q.shape[-2], causal, window, None, None, q.dtype, q.device)
+    return _BiasFlash.apply(q, k, v, bias, causal, mask)

@@ -438,6 +438,68 @@ def test_moa_kept_elements_equal_fused_saved(experts, k, kv, head_dim, positions
     assert fused_saved_bytes(spec, "attention") == TOKENS * 2 * expected + 4 * k * kv * TOKENS
 
 
+@pytest.mark.parametrize(
+    ("heads", "kv", "extra", "positions", "norm"),
+    [(4, 2, {}, "rotary", "rmsnorm"), (4, 1, {"keep_window": 8, "bias": True}, "learned", "layernorm")],
+    ids=["gqa-rotary", "mqa-window-layernorm"],
+)
+def test_dynamic_mask_kept_elements_equal_fused_saved(heads, kv, extra, positions, norm):
+    """Doge's dynamic mask attention as flash-dmattn keeps it (16-wide heads): the input (D); q's and k's
+    projections, their norms' inputs (h·16 + kv·16), and a statistic a head (2, a LayerNorm's 4); v (kv·16);
+    dt_proj's output, the softplus's output and δ (3·kv); the kernel's Q, K and output (h·16 + kv·16 + h·16); and
+    the log-sum-exp, 4 bytes a query and head. δ is the kernel's bias, kv a token."""
+    spec = attention_model({"kind": "dynamic_mask", "n_heads": heads, "n_kv_heads": kv, **extra}, positions, norm)
+    stat = 4 if norm == "layernorm" else 2
+    expected = D + (heads + kv) * 16 + stat * (heads + kv) + kv * 16 + 3 * kv + (heads + kv + heads) * 16
+    assert dict(spec.layers[0].blocks())["attention"].kept_elements(spec) == expected
+    assert fused_saved_bytes(spec, "attention") == TOKENS * 2 * expected + 4 * heads * TOKENS
+
+
+@pytest.mark.parametrize("window", [2048, 8])
+def test_dynamic_mask_fused_form_computes_doges_attention(window):
+    """The fused form adds δ = exp(A ⊙ softplus(dt_proj(v))) of each key and KV head to every query's scores, as
+    DogeAttention's prepare_dynamic_mask does (the eager module stands in with a scaling of v): its output and
+    every gradient equal softmax(q·kᵀ/√d + δ)·v written out here, in fp32, over the causal window."""
+    import torch
+    from torch.nn import functional as F
+
+    from ffncalc.blocks import _fused
+    from ffncalc.blocks._torch import rotate
+
+    spec = attention_model({"kind": "dynamic_mask", "n_heads": 4, "n_kv_heads": 2, "keep_window": window})
+    torch.manual_seed(0)
+    m = dict(spec.layers[0].blocks())["attention"].torch_module(spec, True)
+    torch.nn.init.normal_(m.A)
+    x = torch.randn(1, TOKENS, D, requires_grad=True)
+
+    def doge():
+        q = rotate(m.q_norm(m.q(x).view(1, TOKENS, 4, 16)).transpose(1, 2))
+        k = rotate(m.k_norm(m.k(x).view(1, TOKENS, 2, 16)).transpose(1, 2)).repeat_interleave(2, dim=1)
+        v = m.v(x)
+        delta = torch.exp(m.A * F.softplus(m.dt_proj(v))).transpose(1, 2).repeat_interleave(2, dim=1)  # (1, 4, s)
+        v = v.view(1, TOKENS, 2, 16).transpose(1, 2).repeat_interleave(2, dim=1)
+        i = torch.arange(TOKENS)
+        outside = (i[None, :] > i[:, None]) | (i[None, :] <= i[:, None] - window)
+        scores = (q @ k.transpose(-2, -1)) / 4.0 + delta[:, :, None, :]
+        out = scores.masked_fill(outside, float("-inf")).softmax(-1) @ v
+        return m.o(out.transpose(1, 2).reshape(1, TOKENS, 64))
+
+    results = []
+    for fused in (False, True):
+        m.zero_grad()
+        x.grad = None
+        if fused:
+            with _fused.fused():
+                out = m(x)
+        else:
+            out = doge()
+        out.square().sum().backward()
+        results.append([out.detach(), x.grad.clone(), *(p.grad.clone() for p in m.parameters() if p.grad is not None)])
+    assert len(results[0]) == len(results[1]) == 2 + 8  # q, k, v, o, dt_proj (weights), A, the two norms
+    for a, b in zip(*results):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+
+
 FUSED_FORMS = {
     "dense_moe": lambda: ffn_model({"kind": "dense_moe", "dense": GATED, "n_experts": E, "top_k": K, "expert": SMALL}),
     "sink_moe": lambda: ffn_model(
