@@ -555,3 +555,40 @@ def bias_attention(q, k, v, bias, *, causal: bool, window=None) -> torch.Tensor:
     """softmax(q·kᵀ/√d + bias)·v, ``bias`` (B, KV, 1, s) a key and KV head, as flash-dmattn keeps it."""
     mask = _table(q.shape[-2], causal, window, None, None, q.dtype, q.device)
     return _BiasFlash.apply(q, k, v, bias, causal, mask)
+
+
+def _causal(x: torch.Tensor, weight: torch.Tensor, bias, groups: int, before) -> torch.Tensor:
+    """A causal convolution over (B, T, C): K − 1 positions before the first step, zeros or the vector ``before``."""
+    b, _, c = x.shape
+    k = weight.shape[-1]
+    lead = x.new_zeros(b, c, k - 1) if before is None else before.to(x.dtype)[None, :, None].expand(b, c, k - 1)
+    out = F.conv1d(torch.cat([lead, x.transpose(1, 2)], dim=-1), weight, bias, groups=groups)
+    return out.transpose(1, 2)
+
+
+class _CausalConv(torch.autograd.Function):
+    """A causal convolution, depthwise or grouped, as a kernel runs it (causal-conv1d's CausalConv1dFn keeps ``x,
+    weight, bias``): its input as given, never a padded copy; the positions before the first step read zeros or a
+    given vector (CCA's grouped convolution reads the depthwise one's bias there); its output written (B, T, C)."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, before, groups: int):
+        ctx.groups = groups
+        ctx.save_for_backward(x, weight, bias, before)
+        computed = _causal(x, weight, bias, groups, before)
+        return torch.empty_like(x, memory_format=torch.contiguous_format).copy_(computed)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, weight, bias, before = ctx.saved_tensors
+        with torch.enable_grad():
+            live = [None if t is None else t.detach().requires_grad_(True) for t in (x, weight, bias, before)]
+            out = _causal(live[0], live[1], live[2], ctx.groups, live[3])
+            wanted = [t for t in live if t is not None]
+            found = iter(torch.autograd.grad(out, wanted, grad, allow_unused=True))
+            grads = [None if t is None else next(found) for t in live]
+        return (*grads, None)
+
+
+def causal_conv(x: torch.Tensor, weight: torch.Tensor, bias, groups: int, before=None) -> torch.Tensor:
+    return _CausalConv.apply(x, weight, bias, before, groups)

@@ -500,6 +500,30 @@ def test_dynamic_mask_fused_form_computes_doges_attention(window):
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize(
+    ("attention", "positions"),
+    [
+        ({"n_heads": 4, "n_kv_heads": 2}, "rotary"),
+        ({"n_heads": 4, "n_kv_heads": 1, "time0": 3, "bias": True, "rotary_dim": 8, "window": 6}, "rotary"),
+        ({"n_heads": 8, "n_kv_heads": 8, "head_dim": 8}, "learned"),
+    ],
+    ids=["gqa", "mqa-window-partial-rotary", "mha-no-rotary"],
+)
+def test_cca_kept_elements_equal_fused_saved(attention, positions):
+    """ZAYA1's compressed convolutional attention with its convolutions as kernels that keep their input (no
+    padded copy) and flash attention over the KV heads: the input (D); [q; k] and the depthwise output (C each,
+    C = (h + g)·w); q' and k' (the L2 norms' inputs), three per-head values each (the norm, its reciprocal, the
+    scaled reciprocal), the normed k' (the key scale's operand); Q, K, V and the output at their heads; and the
+    log-sum-exp, 4 bytes a query and head."""
+    spec = attention_model({"kind": "cca", **attention}, positions)
+    h, g = attention["n_heads"], attention["n_kv_heads"]
+    w = attention.get("head_dim", D // h)
+    c = (h + g) * w
+    expected = D + 2 * c + (h * w + 3 * h) + (g * w + 3 * g) + g * w + (h * w + g * w + g * w + h * w)
+    assert dict(spec.layers[0].blocks())["attention"].kept_elements(spec) == expected
+    assert fused_saved_bytes(spec, "attention") == TOKENS * 2 * expected + 4 * h * TOKENS
+
+
 FUSED_FORMS = {
     "dense_moe": lambda: ffn_model({"kind": "dense_moe", "dense": GATED, "n_experts": E, "top_k": K, "expert": SMALL}),
     "sink_moe": lambda: ffn_model(
@@ -507,6 +531,7 @@ FUSED_FORMS = {
     ),
     "sink_moe-sigmoid": lambda: ffn_model({"kind": "sink_moe", "n_experts": E, "top_k": K, "expert": SMALL, "router": "sigmoid"}),
     "cdmoe": lambda: ffn_model({"kind": "cdmoe", "d_ff": FF, "n_experts": 100, "top_k": 5}),
+    "cca": lambda: attention_model({"kind": "cca", "n_heads": 4, "n_kv_heads": 1, "time0": 3, "bias": True, "rotary_dim": 8}),
     "moa": lambda: attention_model({"kind": "moa", "n_experts": 4, "top_k": 2, "n_kv_heads": 2, "head_dim": 16}),
 }
 
