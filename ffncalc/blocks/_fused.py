@@ -592,3 +592,36 @@ class _CausalConv(torch.autograd.Function):
 
 def causal_conv(x: torch.Tensor, weight: torch.Tensor, bias, groups: int, before=None) -> torch.Tensor:
     return _CausalConv.apply(x, weight, bias, before, groups)
+
+
+def _dynamic(x: torch.Tensor, kernel: torch.Tensor, heads: int) -> torch.Tensor:
+    """Each position's own k taps a head over the k positions centred on it (zeros beyond the ends): x (B, s, A),
+    kernel (B·s·heads, k, 1) -> (B, s, A)."""
+    b, s, a = x.shape
+    k = kernel.shape[1]
+    windows = F.unfold(x.transpose(1, 2).unsqueeze(-1), kernel_size=[k, 1], padding=[(k - 1) // 2, 0])
+    windows = windows.transpose(1, 2).reshape(b * s * heads, a // heads, k)
+    return (windows @ kernel).view(b, s, a)
+
+
+class _DynamicConv(torch.autograd.Function):
+    """A dynamic convolution (Wu et al. 2019) as fairseq's dynamicconv CUDA kernel runs it (dynamicconv_layer.py:
+    ``ctx.save_for_backward(x, weights)``): its input and the per-position taps, never the unfolded windows."""
+
+    @staticmethod
+    def forward(ctx, x, kernel, heads: int):
+        ctx.heads = heads
+        ctx.save_for_backward(x, kernel)
+        return _dynamic(x, kernel, heads)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, kernel = ctx.saved_tensors
+        with torch.enable_grad():
+            live = [t.detach().requires_grad_(True) for t in (x, kernel)]
+            grads = torch.autograd.grad(_dynamic(*live, ctx.heads), live, grad)
+        return (*grads, None)
+
+
+def dynamic_conv(x: torch.Tensor, kernel: torch.Tensor, heads: int) -> torch.Tensor:
+    return _DynamicConv.apply(x, kernel, heads)

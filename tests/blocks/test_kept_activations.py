@@ -524,6 +524,27 @@ def test_cca_kept_elements_equal_fused_saved(attention, positions):
     assert fused_saved_bytes(spec, "attention") == TOKENS * 2 * expected + 4 * h * TOKENS
 
 
+@pytest.mark.parametrize(("heads", "head_dim", "kernel"), [(4, 16, 9), (2, 16, 5)])
+def test_span_conv_kept_elements_equal_fused_saved(heads, head_dim, kernel):
+    """ConvBERT's mixed attention, its attention a flash kernel and its dynamic convolution fairseq's dynamicconv
+    kernel (input and taps kept, not the unfolded windows), A = heads × head_dim: the input (D); Q, K, V and the
+    attention's output (4·A); the depthwise convolution's output (D), k_s and k_s ⊙ q (2·A); the taps' softmax
+    (heads × kernel) and conv_out's output (A); o's concatenated input (2·A); the log-sum-exp, 4 bytes a query and
+    head."""
+    spec = attention_model({"kind": "span_conv", "n_heads": heads, "head_dim": head_dim, "kernel": kernel}, "learned", "layernorm")
+    a = heads * head_dim
+    expected = D + 4 * a + D + 2 * a + heads * kernel + a + 2 * a
+    assert dict(spec.layers[0].blocks())["attention"].kept_elements(spec) == expected
+    assert fused_saved_bytes(spec, "attention") == TOKENS * 2 * expected + 4 * heads * TOKENS
+
+
+def test_fourier_keeps_nothing_in_bf16():
+    """FNet's mixer, the FFT in fp32 between two casts (FFT kernels take no bf16): nothing kept, as planned."""
+    spec = attention_model({"kind": "fourier"}, "learned", "layernorm")
+    assert dict(spec.layers[0].blocks())["attention"].kept_elements(spec) == 0
+    assert fused_saved_bytes(spec, "attention") == 0
+
+
 FUSED_FORMS = {
     "dense_moe": lambda: ffn_model({"kind": "dense_moe", "dense": GATED, "n_experts": E, "top_k": K, "expert": SMALL}),
     "sink_moe": lambda: ffn_model(
@@ -532,6 +553,7 @@ FUSED_FORMS = {
     "sink_moe-sigmoid": lambda: ffn_model({"kind": "sink_moe", "n_experts": E, "top_k": K, "expert": SMALL, "router": "sigmoid"}),
     "cdmoe": lambda: ffn_model({"kind": "cdmoe", "d_ff": FF, "n_experts": 100, "top_k": 5}),
     "cca": lambda: attention_model({"kind": "cca", "n_heads": 4, "n_kv_heads": 1, "time0": 3, "bias": True, "rotary_dim": 8}),
+    "span_conv": lambda: attention_model({"kind": "span_conv", "n_heads": 4, "kernel": 5}, "learned", "layernorm"),
     "moa": lambda: attention_model({"kind": "moa", "n_experts": 4, "top_k": 2, "n_kv_heads": 2, "head_dim": 16}),
 }
 
