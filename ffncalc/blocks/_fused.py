@@ -625,3 +625,56 @@ class _DynamicConv(torch.autograd.Function):
 
 def dynamic_conv(x: torch.Tensor, kernel: torch.Tensor, heads: int) -> torch.Tensor:
     return _DynamicConv.apply(x, kernel, heads)
+
+
+def _selection(index: torch.Tensor, size: int, tail: bool, heads: int, dtype) -> torch.Tensor:
+    """The additive mask of a block selection: query i meets key j ≤ i where j's block (j // size) is one of
+    ``index[b, g, i]`` (block ids, −1 none; g a group of heads // G query heads), and with ``tail`` every key of the
+    query's own incomplete block (j ≥ ⌊(i + 1) / size⌋·size) as well: (B, heads, s, s)."""
+    s = index.shape[-2]
+    j = torch.arange(s, device=index.device)
+    allowed = (index[..., None] == (j // size)).any(-2)  # (B, G, s, s)
+    if tail:
+        allowed = allowed | (j[None, :] >= ((j + 1) // size * size)[:, None])
+    allowed = (allowed & (j[None, :] <= j[:, None])).repeat_interleave(heads // index.shape[1], dim=1)
+    return torch.zeros(allowed.shape, dtype=dtype, device=index.device).masked_fill(~allowed, float("-inf"))
+
+
+class _SelectFlash(torch.autograd.Function):
+    """Attention over selected key blocks as a block-sparse flash kernel keeps it (FlashAttention-2's Q, K, V at
+    their own heads, output and fp32 log-sum-exp, Dao 2023 §3.1, and the selection it reads: each query's chosen
+    block ids, int64, as the sparse kernels of selected attention take them, e.g. NSA's block indices and
+    DeepSeek-V3.2's top-k indices into FlashMLA's sparse kernel); the mask rebuilt from the ids in backward."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, index, size: int, tail: bool):
+        computed, lse = _attend(q, k, v, None, True, _selection(index, size, tail, q.shape[1], q.dtype))
+        b, h, s, d = computed.shape
+        out = computed.new_empty(b, s, h, d).transpose(1, 2).copy_(computed)
+        ctx.size, ctx.tail = size, tail
+        ctx.save_for_backward(q, k, v, index, out, lse)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        q, k, v, index, _out, _lse = ctx.saved_tensors
+        mask = _selection(index, ctx.size, ctx.tail, q.shape[1], q.dtype)
+        with torch.enable_grad():
+            inputs = [t.detach().requires_grad_(True) for t in (q, k, v)]
+            out, _ = _attend(*inputs, None, True, mask)
+            grads = torch.autograd.grad(out, inputs, grad)
+        return (*grads, None, None, None)
+
+
+def select_attention(q, k, v, index: torch.Tensor, size: int, tail: bool = False) -> torch.Tensor:
+    """Causal attention over the key blocks ``index`` (B, G, s, n) names for each query (−1: none)."""
+    return _SelectFlash.apply(q, k, v, index, size, tail)
+
+
+def first_ids(chosen: torch.Tensor, n: int) -> torch.Tensor:
+    """The first ``n`` block ids a boolean (…, blocks) selection holds, in order, −1 past them: (…, n) int64."""
+    blocks = chosen.shape[-1]
+    ids = torch.arange(blocks, device=chosen.device).expand_as(chosen)
+    ranked = torch.where(chosen, ids, blocks).sort(dim=-1).values
+    ranked = torch.cat([ranked, ranked.new_full((*ranked.shape[:-1], max(0, n - blocks)), blocks)], dim=-1)[..., :n]
+    return torch.where(ranked < blocks, ranked, -1)

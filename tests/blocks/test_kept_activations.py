@@ -545,6 +545,43 @@ def test_fourier_keeps_nothing_in_bf16():
     assert fused_saved_bytes(spec, "attention") == 0
 
 
+QSA = {
+    "kind": "qsa",
+    "n_heads": 4,
+    "n_kv_heads": 2,
+    "index_n_heads": 2,
+    "index_head_dim": 16,
+    "index_budget": 8,
+    "index_block_size": 4,
+}
+SPARSE = {"kind": "block_sparse", "n_heads": 4, "n_kv_heads": 2, "index_n_heads": 2, "index_head_dim": 16}
+SPARSE |= {"index_block_size": 4, "index_topk_blocks": 2}
+
+
+@pytest.mark.parametrize(
+    ("attention", "ids"),
+    [
+        (QSA, 8 // 4),  # the budget's blocks, one id list a query
+        (QSA | {"n_kv_heads": 1, "qk_norm": "head", "index_budget": 12, "index_block_size": 3}, 12 // 3),
+        (SPARSE, 2 * 2),  # each index head's two blocks
+        (SPARSE | {"index_n_heads": 4, "index_head_dim": 8, "index_block_size": 3, "index_topk_blocks": 3}, 4 * 3),
+    ],
+    ids=["qsa", "qsa-mqa-head-norm", "block-sparse", "block-sparse-4-index-heads"],
+)
+def test_selected_attention_kept_elements_equal_fused_saved(attention, ids):
+    """Qwen4-Exp's QSA and MiniMax-M3's block-sparse attention as a block-sparse flash kernel keeps them: what
+    grouped-query attention keeps (the input, Q and the output at 4 heads of 16, K and V at their KV heads; a
+    head norm its inputs and a statistic a head) and the chosen block ids, int64 (4 16-bit elements each); the
+    indexer, whose choice takes no gradient, nothing; the log-sum-exp, 4 bytes a query and head."""
+    spec = attention_model(attention)
+    kv = attention["n_kv_heads"]
+    expected = D + 64 + 64 + 2 * kv * 16 + 4 * ids
+    if attention.get("qk_norm") == "head":
+        expected += (4 + kv) * 16 + 2 * (4 + kv)
+    assert dict(spec.layers[0].blocks())["attention"].kept_elements(spec) == expected
+    assert fused_saved_bytes(spec, "attention") == TOKENS * 2 * expected + 4 * 4 * TOKENS
+
+
 FUSED_FORMS = {
     "dense_moe": lambda: ffn_model({"kind": "dense_moe", "dense": GATED, "n_experts": E, "top_k": K, "expert": SMALL}),
     "sink_moe": lambda: ffn_model(
@@ -554,6 +591,8 @@ FUSED_FORMS = {
     "cdmoe": lambda: ffn_model({"kind": "cdmoe", "d_ff": FF, "n_experts": 100, "top_k": 5}),
     "cca": lambda: attention_model({"kind": "cca", "n_heads": 4, "n_kv_heads": 1, "time0": 3, "bias": True, "rotary_dim": 8}),
     "span_conv": lambda: attention_model({"kind": "span_conv", "n_heads": 4, "kernel": 5}, "learned", "layernorm"),
+    "qsa": lambda: attention_model(QSA),
+    "block_sparse": lambda: attention_model(SPARSE | {"index_local_blocks": 1}),
     "moa": lambda: attention_model({"kind": "moa", "n_experts": 4, "top_k": 2, "n_kv_heads": 2, "head_dim": 16}),
 }
 
