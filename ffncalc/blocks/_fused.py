@@ -678,3 +678,52 @@ def first_ids(chosen: torch.Tensor, n: int) -> torch.Tensor:
     ranked = torch.where(chosen, ids, blocks).sort(dim=-1).values
     ranked = torch.cat([ranked, ranked.new_full((*ranked.shape[:-1], max(0, n - blocks)), blocks)], dim=-1)[..., :n]
     return torch.where(ranked < blocks, ranked, -1)
+
+
+def _disentangled(q, k, v, c2p, p2c, scale: float, span: int):
+    """DeBERTa's attention in fp32: q·kᵀ plus each query's content-to-position score at i − j and each key's
+    position-to-content score at j − i (clamped to the 2·span rows), all times ``scale``; (output, log-sum-exp)."""
+    s = q.shape[-2]
+    i = torch.arange(s, device=q.device)
+    relative = i[:, None] - i[None, :]
+    scores = q.float() @ k.float().transpose(-2, -1)
+    shape = scores.shape
+    if c2p is not None:
+        scores = scores + torch.gather(c2p.float(), -1, (relative + span).clamp(0, 2 * span - 1).expand(shape))
+    if p2c is not None:
+        scores = scores + torch.gather(p2c.float(), -1, (-relative + span).clamp(0, 2 * span - 1).expand(shape)).transpose(-2, -1)
+    scores = scores * scale
+    lse = scores.logsumexp(-1)
+    return ((scores - lse[..., None]).exp() @ v.float()).to(q.dtype), lse
+
+
+class _Disentangled(torch.autograd.Function):
+    """DeBERTa's disentangled attention as FlashDeBERTa's kernel keeps it (Knowledgator/FlashDeBERTa,
+    ops/flash_attention.py, FlashAttentionDisentangled: ``ctx.save_for_backward(q, k, v, k_pos, q_pos, o, L)``):
+    Q, K, V, each query's content-to-position scores and each key's position-to-content scores over the 2·span
+    relative positions (the products computed before the kernel), the output and the fp32 log-sum-exp; the
+    probabilities recomputed in backward."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, c2p, p2c, scale: float, span: int):
+        computed, lse = _disentangled(q, k, v, c2p, p2c, scale, span)
+        b, h, s, d = computed.shape
+        out = computed.new_empty(b, s, h, d).transpose(1, 2).copy_(computed)
+        ctx.scale, ctx.span = scale, span
+        ctx.save_for_backward(q, k, v, c2p, p2c, out, lse)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        q, k, v, c2p, p2c, _out, _lse = ctx.saved_tensors
+        with torch.enable_grad():
+            live = [None if t is None else t.detach().requires_grad_(True) for t in (q, k, v, c2p, p2c)]
+            out, _ = _disentangled(*live, ctx.scale, ctx.span)
+            wanted = [t for t in live if t is not None]
+            found = iter(torch.autograd.grad(out, wanted, grad))
+            grads = [None if t is None else next(found) for t in live]
+        return (*grads, None, None)
+
+
+def disentangled(q, k, v, c2p, p2c, scale: float, span: int) -> torch.Tensor:
+    return _Disentangled.apply(q, k, v, c2p, p2c, scale, span)

@@ -582,6 +582,42 @@ def test_selected_attention_kept_elements_equal_fused_saved(attention, ids):
     assert fused_saved_bytes(spec, "attention") == TOKENS * 2 * expected + 4 * 4 * TOKENS
 
 
+def test_grouped_projections_keep_what_dense_ones_keep():
+    """SqueezeBERT's grouped convolutions keep their inputs as linear layers do: attention the input, Q, K, V and
+    the output (D + 4·64) and the log-sum-exp; the FFN the input, GELU's input and output (D + 2·FF)."""
+    spec = attention_model(
+        {"kind": "grouped_mha", "n_heads": 4, "q_groups": 2, "k_groups": 4, "v_groups": 2, "o_groups": 4}, "learned", "layernorm"
+    )
+    assert dict(spec.layers[0].blocks())["attention"].kept_elements(spec) == D + 4 * 64
+    assert fused_saved_bytes(spec, "attention") == TOKENS * 2 * (D + 4 * 64) + 4 * 4 * TOKENS
+    spec = ffn_model({"kind": "grouped_dense", "d_ff": FF, "activation": "gelu", "up_groups": 4, "down_groups": 2, "bias": True})
+    assert dict(spec.layers[0].blocks())["ffn"].kept_elements(spec) == D + 2 * FF
+    assert fused_saved_bytes(spec, "ffn") == TOKENS * 2 * (D + 2 * FF)
+
+
+@pytest.mark.parametrize(
+    ("extra", "rows", "used"),
+    [
+        ({"span": 8}, 16, 2),
+        ({"span": 4, "p2c": False, "share_key": False}, 8, 1),
+        ({"span": 32, "span_to_length": True, "c2p": False, "share_key": False}, 2 * TOKENS, 1),  # 2·min(s, span)
+        ({"span": 8, "c2p": False, "p2c": False}, 16, 0),
+    ],
+    ids=["c2p-p2c-shared", "c2p-own", "p2c-span-to-length", "no-position-scores"],
+)
+def test_disentangled_kept_bytes_equal_fused_saved(extra, rows, used):
+    """DeBERTa's attention as FlashDeBERTa keeps it: a token the input, Q, K, V and the output (D + 4·64); a
+    sequence the log-sum-exp (4 bytes a query and head), the content-to-position and position-to-content scores
+    the kernel keeps (2 bytes × 4 heads × 2P a token each), and once the relative embeddings (2P × D) and their
+    projections (2P × 64 each) the scores' products read."""
+    spec = attention_model({"kind": "disentangled", "n_heads": 4, **extra}, "learned", "layernorm")
+    block = dict(spec.layers[0].blocks())["attention"]
+    assert block.kept_elements(spec) == D + 4 * 64
+    sequence = 4 * 4 * TOKENS + used * 2 * TOKENS * 4 * rows + 2 * (rows * D * (used > 0) + used * rows * 64)
+    assert block.score_bytes(spec, TOKENS, True) == sequence
+    assert fused_saved_bytes(spec, "attention") == TOKENS * 2 * (D + 4 * 64) + sequence
+
+
 FUSED_FORMS = {
     "dense_moe": lambda: ffn_model({"kind": "dense_moe", "dense": GATED, "n_experts": E, "top_k": K, "expert": SMALL}),
     "sink_moe": lambda: ffn_model(
@@ -593,6 +629,7 @@ FUSED_FORMS = {
     "span_conv": lambda: attention_model({"kind": "span_conv", "n_heads": 4, "kernel": 5}, "learned", "layernorm"),
     "qsa": lambda: attention_model(QSA),
     "block_sparse": lambda: attention_model(SPARSE | {"index_local_blocks": 1}),
+    "disentangled": lambda: attention_model({"kind": "disentangled", "n_heads": 4, "span": 4}, "learned", "layernorm"),
     "moa": lambda: attention_model({"kind": "moa", "n_experts": 4, "top_k": 2, "n_kv_heads": 2, "head_dim": 16}),
 }
 
