@@ -727,3 +727,63 @@ class _Disentangled(torch.autograd.Function):
 
 def disentangled(q, k, v, c2p, p2c, scale: float, span: int) -> torch.Tensor:
     return _Disentangled.apply(q, k, v, c2p, p2c, scale, span)
+
+
+def _local(q, k, v, gk, gv, block: int):
+    """LongT5's block-local attention in fp32, as the reference module computes it: the queries in blocks of
+    ``block``, each meeting its own block's keys and its neighbours' (zero keys and values past either end), and
+    the global tokens' keys and values where given; K and V repeated to the query heads inside. (output (B, H, s,
+    d) in q's dtype, log-sum-exp (B, H, padded queries))."""
+    b, h, s, hd = q.shape
+    rep = h // k.shape[1]
+    k, v = k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)
+    n = -(-s // block)
+    pad = n * block - s
+
+    def blocks(t):
+        return F.pad(t.float(), (0, 0, 0, pad)).view(b, h, n, block, t.shape[-1])
+
+    def three(t):
+        t = F.pad(t, (0, 0, 0, 0, 1, 1))
+        return torch.cat([t[:, :, i : i + n] for i in range(3)], dim=3)
+
+    qb, kb, vb = blocks(q), three(blocks(k)), three(blocks(v))
+    if gk is not None:
+        g = gk.shape[2]
+        side = [t.repeat_interleave(rep, dim=1).float()[:, :, None].expand(b, h, n, g, hd) for t in (gk, gv)]
+        kb, vb = torch.cat([kb, side[0]], dim=3), torch.cat([vb, side[1]], dim=3)
+    scores = (qb * hd**-0.5) @ kb.transpose(-2, -1)
+    lse = scores.logsumexp(-1)
+    out = ((scores - lse[..., None]).exp() @ vb).reshape(b, h, n * block, -1)[:, :, :s]
+    return out.to(q.dtype), lse.reshape(b, h, n * block)
+
+
+class _LocalFlash(torch.autograd.Function):
+    """Block-local attention as a block-sparse flash kernel keeps it (FlashAttention-2's Q, K and V at their own
+    heads, the output and an fp32 log-sum-exp a query and head, here every padded query's, Dao 2023 §3.1; a block
+    mask, FlexAttention's, the kernel's own arithmetic), with the global tokens' keys and values as further
+    inputs; the probabilities recomputed in backward."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, gk, gv, block: int):
+        computed, lse = _local(q, k, v, gk, gv, block)
+        b, h, s, d = computed.shape
+        out = computed.new_empty(b, s, h, d).transpose(1, 2).copy_(computed)
+        ctx.block = block
+        ctx.save_for_backward(q, k, v, gk, gv, out, lse)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        q, k, v, gk, gv, _out, _lse = ctx.saved_tensors
+        with torch.enable_grad():
+            live = [None if t is None else t.detach().requires_grad_(True) for t in (q, k, v, gk, gv)]
+            out, _ = _local(*live, ctx.block)
+            wanted = [t for t in live if t is not None]
+            found = iter(torch.autograd.grad(out, wanted, grad))
+            grads = [None if t is None else next(found) for t in live]
+        return (*grads, None)
+
+
+def local_attention(q, k, v, gk, gv, block: int) -> torch.Tensor:
+    return _LocalFlash.apply(q, k, v, gk, gv, block)

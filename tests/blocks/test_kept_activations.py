@@ -618,6 +618,30 @@ def test_disentangled_kept_bytes_equal_fused_saved(extra, rows, used):
     assert fused_saved_bytes(spec, "attention") == TOKENS * 2 * (D + 4 * 64) + sequence
 
 
+@pytest.mark.parametrize(
+    ("extra", "norm", "padded", "globals_"),
+    [
+        ({"radius": 3}, "rmsnorm", 16, 0),  # blocks of 4: no padding
+        ({"radius": 4, "global_block": 4}, "rmsnorm", 20, 4),  # blocks of 5: 4 padded queries; 16 // 4 globals
+        ({"n_kv_heads": 2, "radius": 2, "global_block": 3}, "layernorm", 18, 5),
+    ],
+    ids=["local", "transient-global", "gqa-transient-global-layernorm"],
+)
+def test_block_local_kept_bytes_equal_fused_saved(extra, norm, padded, globals_):
+    """LongT5's block-local attention as a block-local flash kernel keeps it: a token the input, Q and the output
+    (D + 2·64), K and V at their KV heads, and with global tokens its int64 global id (4); a sequence the fp32
+    log-sum-exp of every padded query and head, and the global tokens' sums and normed sums (G × D each), the
+    norm's statistic (4 bytes a row, a LayerNorm's 8) and their keys and values (G × kv·16 each)."""
+    spec = attention_model({"kind": "block_local", "n_heads": 4, **extra}, "learned", norm)
+    block = dict(spec.layers[0].blocks())["attention"]
+    kv = extra.get("n_kv_heads", 4)
+    kept = D + 2 * 64 + 2 * kv * 16 + (4 if globals_ else 0)
+    assert block.kept_elements(spec) == kept
+    sequence = 4 * 4 * padded + 2 * (2 * globals_ * D + 2 * globals_ * kv * 16) + (8 if norm == "layernorm" else 4) * globals_
+    assert block.score_bytes(spec, TOKENS, True) == sequence
+    assert fused_saved_bytes(spec, "attention") == TOKENS * 2 * kept + sequence
+
+
 FUSED_FORMS = {
     "dense_moe": lambda: ffn_model({"kind": "dense_moe", "dense": GATED, "n_experts": E, "top_k": K, "expert": SMALL}),
     "sink_moe": lambda: ffn_model(
@@ -630,6 +654,9 @@ FUSED_FORMS = {
     "qsa": lambda: attention_model(QSA),
     "block_sparse": lambda: attention_model(SPARSE | {"index_local_blocks": 1}),
     "disentangled": lambda: attention_model({"kind": "disentangled", "n_heads": 4, "span": 4}, "learned", "layernorm"),
+    "block_local": lambda: attention_model(
+        {"kind": "block_local", "n_heads": 4, "n_kv_heads": 2, "radius": 4, "global_block": 3}, "learned"
+    ),
     "moa": lambda: attention_model({"kind": "moa", "n_experts": 4, "top_k": 2, "n_kv_heads": 2, "head_dim": 16}),
 }
 
