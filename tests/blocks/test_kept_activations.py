@@ -642,6 +642,36 @@ def test_block_local_kept_bytes_equal_fused_saved(extra, norm, padded, globals_)
     assert fused_saved_bytes(spec, "attention") == TOKENS * 2 * kept + sequence
 
 
+@pytest.mark.parametrize(
+    ("attention", "rounds", "near"),
+    [
+        ({"kind": "lsh", "chunk_length": 4, "num_hashes": 2, "num_buckets": 4}, 2, 2),
+        ({"kind": "local", "chunk_length": 4, "chunks_after": 1}, 1, 3),
+        ({"kind": "local", "chunk_length": 32}, 1, 0),  # one chunk: the whole square
+        ({"kind": "lsh", "chunk_length": 32}, 1, 0),
+    ],
+    ids=["lsh-two-rounds", "local-both-sides", "local-one-chunk", "lsh-one-chunk"],
+)
+def test_reformer_kept_bytes_equal_what_its_module_saves(attention, rounds, near):
+    """Reformer's attention has no fused kernel: what its module saves is the truth. A token: the input, the query,
+    the scaled key, the value and o's input (D + 4·64), LSH the key norm's inverse RMS a head (4). A sequence: one
+    chunk, the softmax (2 bytes × 4 heads × 16²); in chunks, a token the sort order (int64 a round and head; local
+    attention's one position), the gathered queries (rounds × 64), the neighbouring chunks' keys and values
+    (rounds × near × 64 each) and the softmax over their near × 4 keys (rounds × 4 heads)."""
+    spec = attention_model({"n_heads": 4, "head_dim": 16, **attention}, "learned", "layernorm")
+    block = dict(spec.layers[0].blocks())["attention"]
+    lsh = attention["kind"] == "lsh"
+    kept = D + 4 * 64 + (4 if lsh else 0)
+    assert block.kept_elements(spec) == kept
+    if near == 0:
+        sequence = 2 * 4 * TOKENS * TOKENS
+    else:
+        order = 4 * 4 * rounds if lsh else 4
+        sequence = 2 * TOKENS * (order + rounds * 64 + 2 * rounds * near * 64 + rounds * 4 * near * 4)
+    assert block.score_bytes(spec, TOKENS, True) == sequence
+    assert fused_saved_bytes(spec, "attention") == TOKENS * 2 * kept + sequence
+
+
 FUSED_FORMS = {
     "dense_moe": lambda: ffn_model({"kind": "dense_moe", "dense": GATED, "n_experts": E, "top_k": K, "expert": SMALL}),
     "sink_moe": lambda: ffn_model(
