@@ -787,3 +787,56 @@ class _LocalFlash(torch.autograd.Function):
 
 def local_attention(q, k, v, gk, gv, block: int) -> torch.Tensor:
     return _LocalFlash.apply(q, k, v, gk, gv, block)
+
+
+def _relative(q, k, v, logits, scale: float, mask):
+    """softmax(q·kᵀ·scale + b)·v in fp32, b[i, j] = logits[i, head, i − j] for 0 ≤ i − j < E (zero beyond), K and V
+    repeated to the query heads inside, ``mask`` the causal (and window) table: (output, log-sum-exp)."""
+    b, h, s, _ = q.shape
+    rep = h // k.shape[1]
+    k, v = k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)
+    extent = logits.shape[-1]
+    i = torch.arange(s, device=q.device)
+    distance = i[:, None] - i[None, :]
+    index = distance.clamp(0, extent - 1).expand(b, h, s, s)
+    bias = logits.float().transpose(1, 2).gather(-1, index).masked_fill((distance < 0) | (distance >= extent), 0.0)
+    scores = (q.float() @ k.float().transpose(-2, -1)) * scale + bias + mask.float()
+    lse = scores.logsumexp(-1)
+    return ((scores - lse[..., None]).exp() @ v.float()).to(q.dtype), lse
+
+
+class _RelFlash(torch.autograd.Function):
+    """Attention with a relative bias looked up by distance inside the kernel, as FlashDeBERTa's kernel looks up its
+    content-to-position scores (Knowledgator/FlashDeBERTa, ``ctx.save_for_backward(q, k, v, k_pos, q_pos, o, L)``):
+    Q, K and V at their own heads, each query's bias over the E distances (B, s, h, E: the relative states times
+    the bank, computed before the kernel), the output and the fp32 log-sum-exp; recomputed in backward."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, logits, scale: float, mask):
+        computed, lse = _relative(q, k, v, logits, scale, mask)
+        b, h, s, d = computed.shape
+        out = computed.new_empty(b, s, h, d).transpose(1, 2).copy_(computed)
+        ctx.scale, ctx.mask = scale, mask
+        ctx.save_for_backward(q, k, v, logits, out, lse)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        q, k, v, logits, _out, _lse = ctx.saved_tensors
+        with torch.enable_grad():
+            live = [t.detach().requires_grad_(True) for t in (q, k, v, logits)]
+            out, _ = _relative(*live, ctx.scale, ctx.mask)
+            grads = torch.autograd.grad(out, live, grad)
+        return (*grads, None, None)
+
+
+def relative_attention(q, k, v, logits, scale: float, *, causal: bool, window=None) -> torch.Tensor:
+    s = q.shape[-2]
+    mask = _table(s, causal, window if window is not None and window < s else None, None, None, q.dtype, q.device)
+    if mask is None:
+        i = torch.arange(s, device=q.device)
+        mask = torch.zeros(s, s, dtype=q.dtype, device=q.device)
+        if causal:
+            mask = mask.masked_fill(i[None, :] > i[:, None], float("-inf"))
+        _MASKS[("relative", s, causal, q.dtype)] = mask  # a table: the kernel's arithmetic, not an activation
+    return _RelFlash.apply(q, k, v, logits, scale, mask)

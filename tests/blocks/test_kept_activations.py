@@ -672,6 +672,34 @@ def test_reformer_kept_bytes_equal_what_its_module_saves(attention, rounds, near
     assert fused_saved_bytes(spec, "attention") == TOKENS * 2 * kept + sequence
 
 
+REL = {"kind": "rel_attention", "n_heads": 4, "n_kv_heads": 2, "rel_extent": 8}  # 16-wide heads, d_rel 16, K 4
+INKLING2 = {"qk_norm": False, "output_gate": True, "token_sinks": True, "l2_clip": True, "v_norm": True, "conv_scale": True}
+
+
+@pytest.mark.parametrize(
+    ("extra", "norm", "own"),
+    [
+        # own: beyond the input, the relative states (4 × 16), the kernel's Q, K, V, biases and output
+        # (64 + 32 + 32 + 4 × 8 + 64) and the output convolution's input (64), derived by hand
+        ({}, "rmsnorm", 2 * 32 + (64 + 8) + (32 + 4)),  # the convolutions' inputs; q_norm's and k_norm's
+        ({}, "layernorm", 2 * 32 + (64 + 16) + (32 + 8)),  # a LayerNorm's mean beside its inverse RMS
+        # the clips (q: 2·64 + 16, k: 32 + 8, the states: 2·64 + 16), v's norm (32 + 2), the gate (2·64)
+        (INKLING2 | {"window": 6}, "rmsnorm", 2 * 32 + 144 + 40 + 144 + 34 + 128),
+        # the keys' and values' own norms (2·(64 + 2)); each dynamic convolution's windows and taps (2·32·4)
+        ({"qk_norm": False, "dynamic_conv": True, "kv_inputs": True}, "rmsnorm", 132 + 2 * 2 * 32 * 4),
+    ],
+    ids=["inkling", "inkling-layernorm", "inkling2-sliding", "inkling2-full-dynamic-conv"],
+)
+def test_rel_attention_kept_elements_equal_fused_saved(extra, norm, own):
+    """Inkling's attention with its bias looked up by distance inside a flash kernel (as FlashDeBERTa looks up its
+    position scores): what it keeps a token, derived by hand per variant, and the log-sum-exp, 4 bytes a query and
+    head."""
+    spec = attention_model(REL | extra, "rotary", norm)
+    expected = D + own + 64 + (64 + 32 + 32 + 4 * 8 + 64) + 64
+    assert dict(spec.layers[0].blocks())["attention"].kept_elements(spec) == expected
+    assert fused_saved_bytes(spec, "attention") == TOKENS * 2 * expected + 4 * 4 * TOKENS
+
+
 FUSED_FORMS = {
     "dense_moe": lambda: ffn_model({"kind": "dense_moe", "dense": GATED, "n_experts": E, "top_k": K, "expert": SMALL}),
     "sink_moe": lambda: ffn_model(
@@ -687,6 +715,8 @@ FUSED_FORMS = {
     "block_local": lambda: attention_model(
         {"kind": "block_local", "n_heads": 4, "n_kv_heads": 2, "radius": 4, "global_block": 3}, "learned"
     ),
+    "rel_attention": lambda: attention_model(REL),
+    "rel_attention-inkling2": lambda: attention_model(REL | INKLING2 | {"window": 6, "dynamic_conv": True, "kv_inputs": True}),
     "moa": lambda: attention_model({"kind": "moa", "n_experts": 4, "top_k": 2, "n_kv_heads": 2, "head_dim": 16}),
 }
 
@@ -704,8 +734,9 @@ def test_fused_forms_of_the_variants_compute_what_the_modules_do(name):
     block = dict(spec.layers[0].blocks())[slot]
     torch.manual_seed(0)
     module = block.torch_module(spec, True)
-    for p in module.parameters():  # tables held at zero by the modules get values, so that every gradient shows
-        if p.dim() == 2 and not p.detach().abs().sum():
+    for p in module.parameters():  # tables held at zero or left unset by the modules get values (every gradient
+        t = p.detach()  # shows, and no uninitialised memory's overflow)
+        if p.dim() == 2 and (not t.abs().sum() or not t.isfinite().all() or t.abs().max() > 1e3):
             torch.nn.init.normal_(p, std=0.1)
     x = torch.randn(1, TOKENS, D, requires_grad=True)
     results = []
