@@ -840,3 +840,61 @@ def relative_attention(q, k, v, logits, scale: float, *, causal: bool, window=No
             mask = mask.masked_fill(i[None, :] > i[:, None], float("-inf"))
         _MASKS[("relative", s, causal, q.dtype)] = mask  # a table: the kernel's arithmetic, not an activation
     return _RelFlash.apply(q, k, v, logits, scale, mask)
+
+
+def _compressed(q, kv, entries, index, sinks, scale: float, window: int, m):
+    """DeepSeek-V4's attention in fp32: each query head against the one shared key-value head within the window
+    (causal) and against the compressed entries complete up to the query (those ``index`` names, where given: (B,
+    s, k) entry ids, −1 none), one softmax with a sink logit a head: (output, log-sum-exp)."""
+    s = q.shape[-2]
+    i = torch.arange(s, device=q.device)
+    outside = (i[None, :] > i[:, None]) | (i[None, :] <= i[:, None] - window)
+    scores = (q.float() @ kv.float().transpose(-2, -1) * scale).masked_fill(outside, float("-inf"))
+    if entries is not None:
+        w = entries.shape[-2]
+        e = torch.arange(w, device=q.device)
+        keep = (e[None, :] < ((i + 1) // m)[:, None]).expand(q.shape[0], s, w)
+        if index is not None:
+            keep = keep & (index[..., None] == e).any(-2)
+        extra = (q.float() @ entries.float().transpose(-2, -1) * scale).masked_fill(~keep[:, None], float("-inf"))
+        scores = torch.cat([scores, extra], dim=-1)
+    every = scores
+    if sinks is not None:
+        every = torch.cat([scores, sinks.float().view(1, -1, 1, 1).expand(*scores.shape[:-1], 1)], dim=-1)
+    lse = every.logsumexp(-1)
+    probs = (scores - lse[..., None]).exp()
+    out = probs[..., :s] @ kv.float()
+    if entries is not None:
+        out = out + probs[..., s:] @ entries.float()
+    return out.to(q.dtype), lse
+
+
+class _CompressedFlash(torch.autograd.Function):
+    """DeepSeek-V4's sparse attention as a flash kernel keeps it (FlashMLA's sparse prefill kernel, which
+    DeepSeek-V3.2's and V4's training runs over selected keys: Q, the shared key-value head, the compressed
+    entries, the indexer's chosen entry ids (int64 here), the output and the fp32 log-sum-exp with the sink; the
+    probabilities recomputed in backward)."""
+
+    @staticmethod
+    def forward(ctx, q, kv, entries, index, sinks, scale: float, window: int, m):
+        computed, lse = _compressed(q, kv, entries, index, sinks, scale, window, m)
+        b, h, s, d = computed.shape
+        out = computed.new_empty(b, s, h, d).transpose(1, 2).copy_(computed)
+        ctx.args = (scale, window, m)
+        ctx.save_for_backward(q, kv, entries, index, sinks, out, lse)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        q, kv, entries, index, sinks, _out, _lse = ctx.saved_tensors
+        with torch.enable_grad():
+            live = [None if t is None else t.detach().requires_grad_(True) for t in (q, kv, entries, sinks)]
+            out, _ = _compressed(live[0], live[1], live[2], index, live[3], *ctx.args)
+            wanted = [t for t in live if t is not None]
+            found = iter(torch.autograd.grad(out, wanted, grad, allow_unused=True))
+            grads = [None if t is None else next(found) for t in live]
+        return grads[0], grads[1], grads[2], None, grads[3], None, None, None
+
+
+def compressed_attention(q, kv, entries, index, sinks, scale: float, window: int, m) -> torch.Tensor:
+    return _CompressedFlash.apply(q, kv, entries, index, sinks, scale, window, m)

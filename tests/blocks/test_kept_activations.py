@@ -700,6 +700,47 @@ def test_rel_attention_kept_elements_equal_fused_saved(extra, norm, own):
     assert fused_saved_bytes(spec, "attention") == TOKENS * 2 * expected + 4 * 4 * TOKENS
 
 
+CSA = {"kind": "csa", "n_heads": 4, "head_dim": 16, "q_lora_rank": 32, "o_groups": 2, "o_lora_rank": 16, "window": 8}
+CSA |= {"rotary_dim": 8}
+INDEXER = {"index_n_heads": 2, "index_head_dim": 8}
+
+
+@pytest.mark.parametrize(
+    ("extra", "positions", "norm"),
+    [
+        ({}, "rotary", "rmsnorm"),
+        ({"compress_rate": 4}, "rotary", "rmsnorm"),
+        ({"compress_rate": 4, "overlap": True, "index_topk": 2} | INDEXER, "rotary", "rmsnorm"),
+        ({"compress_rate": 3, "sinks": False}, "rotary", "layernorm"),
+        ({"compress_rate": 2, "overlap": True, "index_topk": 3} | INDEXER, "learned", "layernorm"),
+    ],
+    ids=["window", "hca", "csa-indexed", "hca-3-layernorm", "csa-no-rotary"],
+)
+def test_csa_kept_bytes_equal_fused_saved(extra, positions, norm):
+    """DeepSeek-V4's attention as one sparse flash kernel keeps it, 4 heads of 16, q latent 32: a token the input
+    (D), q_a's output and its norm's statistic (32 + 2, a LayerNorm's 4), the latent (32), q_b's output and its
+    weightless norm's inverse RMS a head (64 + 4), the kernel's Q and output (2·64) and o_a's input, the output
+    turned back (64; without rotary positions the kernel's output itself), the key-value head (16) and kv's output
+    with its statistic (16 + 2), o_b's input (2 × 16), the indexer's chosen ids (int64, 4 each). A sequence: the
+    log-sum-exp with the sink, and with w = ⌊16 / m⌋ entries, the kv the gated sum reads (16 × 16; overlapping,
+    w × 2m × 16), the gates' softmax (w × m × series·16), the entries before their norm and after (w × 16 each)
+    and the norm's statistic (4 bytes an entry, 8 a LayerNorm's)."""
+    spec = attention_model(CSA | extra, positions, norm)
+    block = dict(spec.layers[0].blocks())["attention"]
+    stat = 4 if norm == "layernorm" else 2
+    turned = 64 if positions == "rotary" else 0
+    kept = D + (32 + stat) + 32 + (64 + 4) + 2 * 64 + turned + 16 + (16 + stat) + 2 * 16 + 4 * extra.get("index_topk", 0)
+    assert block.kept_elements(spec) == kept
+    sequence = 4 * 4 * TOKENS
+    if "compress_rate" in extra:
+        m, series = extra["compress_rate"], 2 if extra.get("overlap") else 1
+        w = TOKENS // m
+        kv = w * 2 * m * 16 if extra.get("overlap") else TOKENS * 16
+        sequence += 2 * (kv + w * m * series * 16 + 2 * w * 16) + (8 if norm == "layernorm" else 4) * w
+    assert block.score_bytes(spec, TOKENS, True) == sequence
+    assert fused_saved_bytes(spec, "attention") == TOKENS * 2 * kept + sequence
+
+
 FUSED_FORMS = {
     "dense_moe": lambda: ffn_model({"kind": "dense_moe", "dense": GATED, "n_experts": E, "top_k": K, "expert": SMALL}),
     "sink_moe": lambda: ffn_model(
@@ -717,6 +758,8 @@ FUSED_FORMS = {
     ),
     "rel_attention": lambda: attention_model(REL),
     "rel_attention-inkling2": lambda: attention_model(REL | INKLING2 | {"window": 6, "dynamic_conv": True, "kv_inputs": True}),
+    "csa": lambda: attention_model(CSA | {"compress_rate": 4, "overlap": True, "index_topk": 2} | INDEXER),
+    "csa-hca-no-rotary": lambda: attention_model(CSA | {"compress_rate": 3}, "learned"),
     "moa": lambda: attention_model({"kind": "moa", "n_experts": 4, "top_k": 2, "n_kv_heads": 2, "head_dim": 16}),
 }
 
