@@ -402,3 +402,499 @@ class _Mamba2(torch.autograd.Function):
 
 def mamba2(zxbcdt, conv_w, conv_b, dt_bias, a_log, d_skip, norm_w, out_w, out_b, dims, norm_groups: int):
     return _Mamba2.apply(zxbcdt, conv_w, conv_b, dt_bias, a_log, d_skip, norm_w, out_w, out_b, dims, norm_groups)
+
+
+# Mixture variants, latent attention's relatives and the encoders' mixers: what their kernels keep.
+
+
+class _RowDot(torch.autograd.Function):
+    """Each token's dot products with its chosen rows of an expert table (PEER / product-key experts, Doge's
+    down_embed): the rows gathered inside the kernel as an embedding bag gathers them (torch's embedding_bag, whose
+    backward reads the indices, never gathered copies); keeps the input and the int64 indices, the rows re-read in
+    backward."""
+
+    @staticmethod
+    def forward(ctx, x, index, table):
+        ctx.save_for_backward(x, index, table)
+        return (table[index] @ x[..., None]).squeeze(-1)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, index, table = ctx.saved_tensors
+        rows = table[index]  # (T, k, d), recomputed
+        grad_x = (grad[:, None, :] @ rows).squeeze(-2)
+        grad_table = torch.zeros_like(table).index_add_(
+            0, index.reshape(-1), (grad[..., None] * x[:, None, :]).reshape(-1, x.shape[-1])
+        )
+        return grad_x, None, grad_table
+
+
+class _RowSum(torch.autograd.Function):
+    """Each token's weighted sum of its chosen rows of an expert table (Doge's up_embed; torch's embedding_bag in
+    sum mode with per_sample_weights): keeps the weights and the int64 indices, the rows re-read in backward."""
+
+    @staticmethod
+    def forward(ctx, weights, index, table):
+        ctx.save_for_backward(weights, index, table)
+        return (weights[:, None, :] @ table[index]).squeeze(-2)
+
+    @staticmethod
+    def backward(ctx, grad):
+        weights, index, table = ctx.saved_tensors
+        grad_w = (table[index] @ grad[..., None]).squeeze(-1)
+        grad_table = torch.zeros_like(table).index_add_(
+            0, index.reshape(-1), (weights[..., None] * grad[:, None, :]).reshape(-1, grad.shape[-1])
+        )
+        return grad_w, None, grad_table
+
+
+def row_dot(x: torch.Tensor, index: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
+    return _RowDot.apply(x, index, table)
+
+
+def row_sum(weights: torch.Tensor, index: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
+    return _RowSum.apply(weights, index, table)
+
+
+def _scatter(x, ids, order, fan: int, weights, gates):
+    """Experts' linear layers over token-slots: slot s (expert ids[s], its row x[s // fan]) through its expert's
+    weight, the outputs in slot order; with gates (tokens, k), each token's k outputs weighted and summed."""
+    counts = torch.bincount(ids, minlength=len(weights)).tolist()
+    rows = x[order // fan]
+    outs = [F.linear(part, w) for part, w in zip(rows.split(counts), weights) if part.shape[0]]
+    y = torch.cat(outs).new_empty(ids.shape[0], outs[0].shape[-1]).index_copy(0, order, torch.cat(outs))
+    if gates is None:
+        return y, None
+    expanded = y.view(gates.shape[0], gates.shape[1], y.shape[-1])
+    return (gates[:, None, :] @ expanded).squeeze(1), expanded
+
+
+class _ScatterLinear(torch.autograd.Function):
+    """ScatterMoE's ParallelLinear (shawntan/scattermoe, parallel_experts.py: ``ctx.save_for_backward(x,
+    expert_weights, expert_biases, sorted_expert_idxs, sorted_scattered_idxs, expert_offsets, gates,
+    output_expanded)``), the grouped GEMM JetMoE's mixtures run: the input as given (never a gathered copy: the
+    kernel gathers its rows), the slots' expert ids and their sorting permutation (int64), and where gates combine a
+    token's k outputs, the gates and those k outputs; the rest recomputed in backward. The per-expert offsets are
+    kept here as a list, not a tensor (E integers a layer, no token's)."""
+
+    @staticmethod
+    def forward(ctx, x, ids, order, fan: int, gates, *weights):
+        out, expanded = _scatter(x, ids, order, fan, weights, gates)
+        ctx.fan, ctx.gated = fan, gates is not None
+        ctx.save_for_backward(x, ids, order, *(() if gates is None else (gates, expanded)), *weights)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, ids, order, *rest = ctx.saved_tensors
+        gates, weights = (rest[0], rest[2:]) if ctx.gated else (None, rest)
+        with torch.enable_grad():
+            live = [t.detach().requires_grad_(True) for t in (x, *(() if gates is None else (gates,)), *weights)]
+            lg = live[1] if ctx.gated else None
+            out, _ = _scatter(live[0], ids, order, ctx.fan, live[2 if ctx.gated else 1 :], lg)
+            grads = list(torch.autograd.grad(out, live, grad, allow_unused=True))
+        grad_x, grad_gates = grads[0], grads[1] if ctx.gated else None
+        return (grad_x, None, None, None, grad_gates, *grads[2 if ctx.gated else 1 :])
+
+
+def sort_slots(experts: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(the token-slots' expert ids sorted, the permutation that sorts them), int64 (scattermoe's
+    flatten_sort_count): computed once, read by every ParallelLinear of the mixture."""
+    with torch.no_grad():
+        order = torch.argsort(experts.reshape(-1), stable=True)
+        return experts.reshape(-1)[order], order
+
+
+def scatter_linear(x, slots, weights, fan: int, gates=None) -> torch.Tensor:
+    """``x``'s rows through their slots' experts' weights (``slots`` from ``sort_slots``): ``fan`` = k from a
+    token's row to its k slots (the outputs in slot order), or ``fan`` = 1 from slot rows, a token's k outputs
+    combined by ``gates``."""
+    return _ScatterLinear.apply(x, slots[0], slots[1], fan, gates, *weights)
+
+
+class _BiasFlash(torch.autograd.Function):
+    """Attention with a learned bias a key and KV head added to every query's scores, as flash-dmattn's
+    FlashDMAttnFunc runs Doge's dynamic mask (SmallDoges/flash-dmattn, flash_dmattn_interface.py:
+    ``ctx.save_for_backward(q, k, v, mask, bias, out_padded, softmax_lse)``): Q, K and V at their own heads, the
+    bias at its KV heads broadcast over the queries (B, KV, 1, s), the output and the fp32 log-sum-exp; the
+    probabilities recomputed in backward, the bias's gradient summed over the queries there."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, bias, causal: bool, mask):
+        computed, lse = _attend(q, k, v, None, causal, _with_bias(q, bias, causal, mask))
+        b, h, s, d = computed.shape
+        out = computed.new_empty(b, s, h, d).transpose(1, 2).copy_(computed)
+        ctx.causal, ctx.mask = causal, mask
+        ctx.save_for_backward(q, k, v, bias, out, lse)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        q, k, v, bias, _out, _lse = ctx.saved_tensors
+        with torch.enable_grad():
+            inputs = [t.detach().requires_grad_(True) for t in (q, k, v, bias)]
+            out, _ = _attend(*inputs[:3], None, ctx.causal, _with_bias(inputs[0], inputs[3], ctx.causal, ctx.mask))
+            grads = torch.autograd.grad(out, inputs, grad)
+        return (*grads, None, None)
+
+
+def _with_bias(q, bias, causal: bool, mask):
+    """The additive mask with the bias of each key at every query head: (B, H, s, s)."""
+    s = q.shape[-2]
+    if mask is None:
+        mask = _table(s, causal, None, None, None, q.dtype, q.device)
+    if mask is None:
+        mask = torch.zeros(s, s, dtype=q.dtype, device=q.device)
+        if causal:
+            mask = mask.masked_fill(torch.ones(s, s, dtype=torch.bool, device=q.device).triu(1), float("-inf"))
+    full = bias.repeat_interleave(q.shape[1] // bias.shape[1], dim=1).float()
+    return full + mask.float()
+
+
+def bias_attention(q, k, v, bias, *, causal: bool, window=None) -> torch.Tensor:
+    """softmax(q·kᵀ/√d + bias)·v, ``bias`` (B, KV, 1, s) a key and KV head, as flash-dmattn keeps it."""
+    mask = _table(q.shape[-2], causal, window, None, None, q.dtype, q.device)
+    return _BiasFlash.apply(q, k, v, bias, causal, mask)
+
+
+def _causal(x: torch.Tensor, weight: torch.Tensor, bias, groups: int, before) -> torch.Tensor:
+    """A causal convolution over (B, T, C): K − 1 positions before the first step, zeros or the vector ``before``."""
+    b, _, c = x.shape
+    k = weight.shape[-1]
+    lead = x.new_zeros(b, c, k - 1) if before is None else before.to(x.dtype)[None, :, None].expand(b, c, k - 1)
+    out = F.conv1d(torch.cat([lead, x.transpose(1, 2)], dim=-1), weight, bias, groups=groups)
+    return out.transpose(1, 2)
+
+
+class _CausalConv(torch.autograd.Function):
+    """A causal convolution, depthwise or grouped, as a kernel runs it (causal-conv1d's CausalConv1dFn keeps ``x,
+    weight, bias``): its input as given, never a padded copy; the positions before the first step read zeros or a
+    given vector (CCA's grouped convolution reads the depthwise one's bias there); its output written (B, T, C)."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, before, groups: int):
+        ctx.groups = groups
+        ctx.save_for_backward(x, weight, bias, before)
+        computed = _causal(x, weight, bias, groups, before)
+        return torch.empty_like(x, memory_format=torch.contiguous_format).copy_(computed)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, weight, bias, before = ctx.saved_tensors
+        with torch.enable_grad():
+            live = [None if t is None else t.detach().requires_grad_(True) for t in (x, weight, bias, before)]
+            out = _causal(live[0], live[1], live[2], ctx.groups, live[3])
+            wanted = [t for t in live if t is not None]
+            found = iter(torch.autograd.grad(out, wanted, grad, allow_unused=True))
+            grads = [None if t is None else next(found) for t in live]
+        return (*grads, None)
+
+
+def causal_conv(x: torch.Tensor, weight: torch.Tensor, bias, groups: int, before=None) -> torch.Tensor:
+    return _CausalConv.apply(x, weight, bias, before, groups)
+
+
+def _dynamic(x: torch.Tensor, kernel: torch.Tensor, heads: int) -> torch.Tensor:
+    """Each position's own k taps a head over the k positions centred on it (zeros beyond the ends): x (B, s, A),
+    kernel (B·s·heads, k, 1) -> (B, s, A)."""
+    b, s, a = x.shape
+    k = kernel.shape[1]
+    windows = F.unfold(x.transpose(1, 2).unsqueeze(-1), kernel_size=[k, 1], padding=[(k - 1) // 2, 0])
+    windows = windows.transpose(1, 2).reshape(b * s * heads, a // heads, k)
+    return (windows @ kernel).view(b, s, a)
+
+
+class _DynamicConv(torch.autograd.Function):
+    """A dynamic convolution (Wu et al. 2019) as fairseq's dynamicconv CUDA kernel runs it (dynamicconv_layer.py:
+    ``ctx.save_for_backward(x, weights)``): its input and the per-position taps, never the unfolded windows."""
+
+    @staticmethod
+    def forward(ctx, x, kernel, heads: int):
+        ctx.heads = heads
+        ctx.save_for_backward(x, kernel)
+        return _dynamic(x, kernel, heads)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, kernel = ctx.saved_tensors
+        with torch.enable_grad():
+            live = [t.detach().requires_grad_(True) for t in (x, kernel)]
+            grads = torch.autograd.grad(_dynamic(*live, ctx.heads), live, grad)
+        return (*grads, None)
+
+
+def dynamic_conv(x: torch.Tensor, kernel: torch.Tensor, heads: int) -> torch.Tensor:
+    return _DynamicConv.apply(x, kernel, heads)
+
+
+def _selection(index: torch.Tensor, size: int, tail: bool, heads: int, dtype) -> torch.Tensor:
+    """The additive mask of a block selection: query i meets key j ≤ i where j's block (j // size) is one of
+    ``index[b, g, i]`` (block ids, −1 none; g a group of heads // G query heads), and with ``tail`` every key of the
+    query's own incomplete block (j ≥ ⌊(i + 1) / size⌋·size) as well: (B, heads, s, s)."""
+    s = index.shape[-2]
+    j = torch.arange(s, device=index.device)
+    allowed = (index[..., None] == (j // size)).any(-2)  # (B, G, s, s)
+    if tail:
+        allowed = allowed | (j[None, :] >= ((j + 1) // size * size)[:, None])
+    allowed = (allowed & (j[None, :] <= j[:, None])).repeat_interleave(heads // index.shape[1], dim=1)
+    return torch.zeros(allowed.shape, dtype=dtype, device=index.device).masked_fill(~allowed, float("-inf"))
+
+
+class _SelectFlash(torch.autograd.Function):
+    """Attention over selected key blocks as a block-sparse flash kernel keeps it (FlashAttention-2's Q, K, V at
+    their own heads, output and fp32 log-sum-exp, Dao 2023 §3.1, and the selection it reads: each query's chosen
+    block ids, int64, as the sparse kernels of selected attention take them, e.g. NSA's block indices and
+    DeepSeek-V3.2's top-k indices into FlashMLA's sparse kernel); the mask rebuilt from the ids in backward."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, index, size: int, tail: bool):
+        computed, lse = _attend(q, k, v, None, True, _selection(index, size, tail, q.shape[1], q.dtype))
+        b, h, s, d = computed.shape
+        out = computed.new_empty(b, s, h, d).transpose(1, 2).copy_(computed)
+        ctx.size, ctx.tail = size, tail
+        ctx.save_for_backward(q, k, v, index, out, lse)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        q, k, v, index, _out, _lse = ctx.saved_tensors
+        mask = _selection(index, ctx.size, ctx.tail, q.shape[1], q.dtype)
+        with torch.enable_grad():
+            inputs = [t.detach().requires_grad_(True) for t in (q, k, v)]
+            out, _ = _attend(*inputs, None, True, mask)
+            grads = torch.autograd.grad(out, inputs, grad)
+        return (*grads, None, None, None)
+
+
+def select_attention(q, k, v, index: torch.Tensor, size: int, tail: bool = False) -> torch.Tensor:
+    """Causal attention over the key blocks ``index`` (B, G, s, n) names for each query (−1: none)."""
+    return _SelectFlash.apply(q, k, v, index, size, tail)
+
+
+def first_ids(chosen: torch.Tensor, n: int) -> torch.Tensor:
+    """The first ``n`` block ids a boolean (…, blocks) selection holds, in order, −1 past them: (…, n) int64."""
+    blocks = chosen.shape[-1]
+    ids = torch.arange(blocks, device=chosen.device).expand_as(chosen)
+    ranked = torch.where(chosen, ids, blocks).sort(dim=-1).values
+    ranked = torch.cat([ranked, ranked.new_full((*ranked.shape[:-1], max(0, n - blocks)), blocks)], dim=-1)[..., :n]
+    return torch.where(ranked < blocks, ranked, -1)
+
+
+def _disentangled(q, k, v, c2p, p2c, scale: float, span: int):
+    """DeBERTa's attention in fp32: q·kᵀ plus each query's content-to-position score at i − j and each key's
+    position-to-content score at j − i (clamped to the 2·span rows), all times ``scale``; (output, log-sum-exp)."""
+    s = q.shape[-2]
+    i = torch.arange(s, device=q.device)
+    relative = i[:, None] - i[None, :]
+    scores = q.float() @ k.float().transpose(-2, -1)
+    shape = scores.shape
+    if c2p is not None:
+        scores = scores + torch.gather(c2p.float(), -1, (relative + span).clamp(0, 2 * span - 1).expand(shape))
+    if p2c is not None:
+        scores = scores + torch.gather(p2c.float(), -1, (-relative + span).clamp(0, 2 * span - 1).expand(shape)).transpose(-2, -1)
+    scores = scores * scale
+    lse = scores.logsumexp(-1)
+    return ((scores - lse[..., None]).exp() @ v.float()).to(q.dtype), lse
+
+
+class _Disentangled(torch.autograd.Function):
+    """DeBERTa's disentangled attention as FlashDeBERTa's kernel keeps it (Knowledgator/FlashDeBERTa,
+    ops/flash_attention.py, FlashAttentionDisentangled: ``ctx.save_for_backward(q, k, v, k_pos, q_pos, o, L)``):
+    Q, K, V, each query's content-to-position scores and each key's position-to-content scores over the 2·span
+    relative positions (the products computed before the kernel), the output and the fp32 log-sum-exp; the
+    probabilities recomputed in backward."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, c2p, p2c, scale: float, span: int):
+        computed, lse = _disentangled(q, k, v, c2p, p2c, scale, span)
+        b, h, s, d = computed.shape
+        out = computed.new_empty(b, s, h, d).transpose(1, 2).copy_(computed)
+        ctx.scale, ctx.span = scale, span
+        ctx.save_for_backward(q, k, v, c2p, p2c, out, lse)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        q, k, v, c2p, p2c, _out, _lse = ctx.saved_tensors
+        with torch.enable_grad():
+            live = [None if t is None else t.detach().requires_grad_(True) for t in (q, k, v, c2p, p2c)]
+            out, _ = _disentangled(*live, ctx.scale, ctx.span)
+            wanted = [t for t in live if t is not None]
+            found = iter(torch.autograd.grad(out, wanted, grad))
+            grads = [None if t is None else next(found) for t in live]
+        return (*grads, None, None)
+
+
+def disentangled(q, k, v, c2p, p2c, scale: float, span: int) -> torch.Tensor:
+    return _Disentangled.apply(q, k, v, c2p, p2c, scale, span)
+
+
+def _local(q, k, v, gk, gv, block: int):
+    """LongT5's block-local attention in fp32, as the reference module computes it: the queries in blocks of
+    ``block``, each meeting its own block's keys and its neighbours' (zero keys and values past either end), and
+    the global tokens' keys and values where given; K and V repeated to the query heads inside. (output (B, H, s,
+    d) in q's dtype, log-sum-exp (B, H, padded queries))."""
+    b, h, s, hd = q.shape
+    rep = h // k.shape[1]
+    k, v = k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)
+    n = -(-s // block)
+    pad = n * block - s
+
+    def blocks(t):
+        return F.pad(t.float(), (0, 0, 0, pad)).view(b, h, n, block, t.shape[-1])
+
+    def three(t):
+        t = F.pad(t, (0, 0, 0, 0, 1, 1))
+        return torch.cat([t[:, :, i : i + n] for i in range(3)], dim=3)
+
+    qb, kb, vb = blocks(q), three(blocks(k)), three(blocks(v))
+    if gk is not None:
+        g = gk.shape[2]
+        side = [t.repeat_interleave(rep, dim=1).float()[:, :, None].expand(b, h, n, g, hd) for t in (gk, gv)]
+        kb, vb = torch.cat([kb, side[0]], dim=3), torch.cat([vb, side[1]], dim=3)
+    scores = (qb * hd**-0.5) @ kb.transpose(-2, -1)
+    lse = scores.logsumexp(-1)
+    out = ((scores - lse[..., None]).exp() @ vb).reshape(b, h, n * block, -1)[:, :, :s]
+    return out.to(q.dtype), lse.reshape(b, h, n * block)
+
+
+class _LocalFlash(torch.autograd.Function):
+    """Block-local attention as a block-sparse flash kernel keeps it (FlashAttention-2's Q, K and V at their own
+    heads, the output and an fp32 log-sum-exp a query and head, here every padded query's, Dao 2023 §3.1; a block
+    mask, FlexAttention's, the kernel's own arithmetic), with the global tokens' keys and values as further
+    inputs; the probabilities recomputed in backward."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, gk, gv, block: int):
+        computed, lse = _local(q, k, v, gk, gv, block)
+        b, h, s, d = computed.shape
+        out = computed.new_empty(b, s, h, d).transpose(1, 2).copy_(computed)
+        ctx.block = block
+        ctx.save_for_backward(q, k, v, gk, gv, out, lse)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        q, k, v, gk, gv, _out, _lse = ctx.saved_tensors
+        with torch.enable_grad():
+            live = [None if t is None else t.detach().requires_grad_(True) for t in (q, k, v, gk, gv)]
+            out, _ = _local(*live, ctx.block)
+            wanted = [t for t in live if t is not None]
+            found = iter(torch.autograd.grad(out, wanted, grad))
+            grads = [None if t is None else next(found) for t in live]
+        return (*grads, None)
+
+
+def local_attention(q, k, v, gk, gv, block: int) -> torch.Tensor:
+    return _LocalFlash.apply(q, k, v, gk, gv, block)
+
+
+def _relative(q, k, v, logits, scale: float, mask):
+    """softmax(q·kᵀ·scale + b)·v in fp32, b[i, j] = logits[i, head, i − j] for 0 ≤ i − j < E (zero beyond), K and V
+    repeated to the query heads inside, ``mask`` the causal (and window) table: (output, log-sum-exp)."""
+    b, h, s, _ = q.shape
+    rep = h // k.shape[1]
+    k, v = k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)
+    extent = logits.shape[-1]
+    i = torch.arange(s, device=q.device)
+    distance = i[:, None] - i[None, :]
+    index = distance.clamp(0, extent - 1).expand(b, h, s, s)
+    bias = logits.float().transpose(1, 2).gather(-1, index).masked_fill((distance < 0) | (distance >= extent), 0.0)
+    scores = (q.float() @ k.float().transpose(-2, -1)) * scale + bias + mask.float()
+    lse = scores.logsumexp(-1)
+    return ((scores - lse[..., None]).exp() @ v.float()).to(q.dtype), lse
+
+
+class _RelFlash(torch.autograd.Function):
+    """Attention with a relative bias looked up by distance inside the kernel, as FlashDeBERTa's kernel looks up its
+    content-to-position scores (Knowledgator/FlashDeBERTa, ``ctx.save_for_backward(q, k, v, k_pos, q_pos, o, L)``):
+    Q, K and V at their own heads, each query's bias over the E distances (B, s, h, E: the relative states times
+    the bank, computed before the kernel), the output and the fp32 log-sum-exp; recomputed in backward."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, logits, scale: float, mask):
+        computed, lse = _relative(q, k, v, logits, scale, mask)
+        b, h, s, d = computed.shape
+        out = computed.new_empty(b, s, h, d).transpose(1, 2).copy_(computed)
+        ctx.scale, ctx.mask = scale, mask
+        ctx.save_for_backward(q, k, v, logits, out, lse)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        q, k, v, logits, _out, _lse = ctx.saved_tensors
+        with torch.enable_grad():
+            live = [t.detach().requires_grad_(True) for t in (q, k, v, logits)]
+            out, _ = _relative(*live, ctx.scale, ctx.mask)
+            grads = torch.autograd.grad(out, live, grad)
+        return (*grads, None, None)
+
+
+def relative_attention(q, k, v, logits, scale: float, *, causal: bool, window=None) -> torch.Tensor:
+    s = q.shape[-2]
+    mask = _table(s, causal, window if window is not None and window < s else None, None, None, q.dtype, q.device)
+    if mask is None:
+        i = torch.arange(s, device=q.device)
+        mask = torch.zeros(s, s, dtype=q.dtype, device=q.device)
+        if causal:
+            mask = mask.masked_fill(i[None, :] > i[:, None], float("-inf"))
+        _MASKS[("relative", s, causal, q.dtype)] = mask  # a table: the kernel's arithmetic, not an activation
+    return _RelFlash.apply(q, k, v, logits, scale, mask)
+
+
+def _compressed(q, kv, entries, index, sinks, scale: float, window: int, m):
+    """DeepSeek-V4's attention in fp32: each query head against the one shared key-value head within the window
+    (causal) and against the compressed entries complete up to the query (those ``index`` names, where given: (B,
+    s, k) entry ids, −1 none), one softmax with a sink logit a head: (output, log-sum-exp)."""
+    s = q.shape[-2]
+    i = torch.arange(s, device=q.device)
+    outside = (i[None, :] > i[:, None]) | (i[None, :] <= i[:, None] - window)
+    scores = (q.float() @ kv.float().transpose(-2, -1) * scale).masked_fill(outside, float("-inf"))
+    if entries is not None:
+        w = entries.shape[-2]
+        e = torch.arange(w, device=q.device)
+        keep = (e[None, :] < ((i + 1) // m)[:, None]).expand(q.shape[0], s, w)
+        if index is not None:
+            keep = keep & (index[..., None] == e).any(-2)
+        extra = (q.float() @ entries.float().transpose(-2, -1) * scale).masked_fill(~keep[:, None], float("-inf"))
+        scores = torch.cat([scores, extra], dim=-1)
+    every = scores
+    if sinks is not None:
+        every = torch.cat([scores, sinks.float().view(1, -1, 1, 1).expand(*scores.shape[:-1], 1)], dim=-1)
+    lse = every.logsumexp(-1)
+    probs = (scores - lse[..., None]).exp()
+    out = probs[..., :s] @ kv.float()
+    if entries is not None:
+        out = out + probs[..., s:] @ entries.float()
+    return out.to(q.dtype), lse
+
+
+class _CompressedFlash(torch.autograd.Function):
+    """DeepSeek-V4's sparse attention as a flash kernel keeps it (FlashMLA's sparse prefill kernel, which
+    DeepSeek-V3.2's and V4's training runs over selected keys: Q, the shared key-value head, the compressed
+    entries, the indexer's chosen entry ids (int64 here), the output and the fp32 log-sum-exp with the sink; the
+    probabilities recomputed in backward)."""
+
+    @staticmethod
+    def forward(ctx, q, kv, entries, index, sinks, scale: float, window: int, m):
+        computed, lse = _compressed(q, kv, entries, index, sinks, scale, window, m)
+        b, h, s, d = computed.shape
+        out = computed.new_empty(b, s, h, d).transpose(1, 2).copy_(computed)
+        ctx.args = (scale, window, m)
+        ctx.save_for_backward(q, kv, entries, index, sinks, out, lse)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        q, kv, entries, index, sinks, _out, _lse = ctx.saved_tensors
+        with torch.enable_grad():
+            live = [None if t is None else t.detach().requires_grad_(True) for t in (q, kv, entries, sinks)]
+            out, _ = _compressed(live[0], live[1], live[2], index, live[3], *ctx.args)
+            wanted = [t for t in live if t is not None]
+            found = iter(torch.autograd.grad(out, wanted, grad, allow_unused=True))
+            grads = [None if t is None else next(found) for t in live]
+        return grads[0], grads[1], grads[2], None, grads[3], None, None, None
+
+
+def compressed_attention(q, kv, entries, index, sinks, scale: float, window: int, m) -> torch.Tensor:
+    return _CompressedFlash.apply(q, kv, entries, index, sinks, scale, window, m)

@@ -356,7 +356,8 @@ def _module():
                 q = self.q_norm(q)
             if self.positions == "rotary" and self.rope:
                 q = rotate(q, self.rotary)
-            if self.kv_heads != self.heads and not (fused() and type(self).attend is MultiHeadAttention.attend):
+            own_heads = type(self).attend is MultiHeadAttention.attend or getattr(self, "fused_kv_heads", False)
+            if self.kv_heads != self.heads and not (fused() and own_heads):
                 group = self.heads // self.kv_heads  # grouped K/V heads serve several query heads each (a flash
                 k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)  # kernel takes them as they are)
             out = self.attend(q, k, v, x).transpose(1, 2)  # (B, s, heads, value_dim)

@@ -95,6 +95,13 @@ class BlockSparseAttention(Attention):
         """K and V of every KV head, and the index key (MiniMaxM3VLSparseCacheLayer.update_index)."""
         return super().cache_elements(model) + self.index_head_dim
 
+    def kept_elements(self, model) -> int:
+        """Attention's (a flash kernel's Q, K and V at their own heads, output and statistics) and the selection a
+        block-sparse kernel reads in backward: for each index head, each query's index_topk_blocks chosen block ids,
+        int64 (4 16-bit elements each; −1 where fewer blocks are visible); the indexer takes no gradient (its
+        choice is a mask) and keeps nothing."""
+        return super().kept_elements(model) + 4 * self.index_n_heads * self.index_topk_blocks
+
     def torch_module(self, model, causal: bool):
         return _module()(self, model, causal)
 
@@ -158,7 +165,21 @@ def _module():
             self.size, self.topk = spec.index_block_size, spec.index_topk_blocks
             self.indexer = Indexer(spec, model, causal)
 
+        fused_kv_heads = True  # inside ``_fused.fused()`` K and V come at their own heads
+
         def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+            from . import _fused
+
+            if _fused.active() and self.causal:  # a block-sparse kernel over each index head's chosen blocks
+                with torch.no_grad():  # the selection takes no gradient: the indexer keeps nothing
+                    pooled = self.indexer(x)  # (B, Hi, s, blocks)
+                    top = pooled.topk(min(self.topk, pooled.shape[-1]), dim=-1)
+                    chosen = torch.zeros_like(pooled, dtype=torch.bool).scatter(-1, top.indices, top.values > float("-inf"))
+                    index = _fused.first_ids(chosen, self.topk)  # (B, Hi, s, topk)
+                return _fused.select_attention(q, k, v, index, self.size)
+            if k.shape[1] != self.heads:
+                k = k.repeat_interleave(self.heads // k.shape[1], dim=1)
+                v = v.repeat_interleave(self.heads // v.shape[1], dim=1)
             pooled = self.indexer(x)  # (B, Hi, s, blocks)
             pooled = pooled.repeat_interleave(self.heads // pooled.shape[1], dim=1)  # each head its group's
             q = q * (1.0 / math.sqrt(self.head_dim))

@@ -112,10 +112,20 @@ class ConvolutionalAttention(Block):
         return (self.time0 + self.time1 - 2) * self.channels + self.n_kv_heads * self.head_dim // 2
 
     def kept_elements(self, model) -> int:
-        """The input (for the projections' gradients); [q; k] and the depthwise output (the convolutions'
-        inputs, C each); q', k' before and after their norm (2·C); V; the heads' output (o's input):
-        d + 4·C + g·w + h·w."""
-        return model.d_model + 4 * self.channels + (self.n_kv_heads + self.n_heads) * self.head_dim
+        """What ZAYA1's attention keeps a token in training with each convolution a kernel that keeps its input as
+        given (causal-conv1d's CausalConv1dFn: ``x, weight, bias``) and flash attention over the KV heads; the
+        residuals, the L2 norms and the key scale as ZayaAttention computes them (no fused kernel of theirs):
+
+        - the input (d);
+        - the convolutions' inputs: [q; k] and the depthwise output (C each);
+        - each L2 norm its input (q' h·w, k' g·w), the norm, the reciprocal and the scaled reciprocal a head
+          (3 a head, the clamp reading the norm); the key scale's operand, the normed k' (g·w);
+        - the flash kernel's Q (h·w), K and V at the KV heads (g·w each) and its output (h·w, o's input), and a
+          log-sum-exp a query and head (``score_bytes``):
+
+        d + 2·C + 3·h·w + 4·g·w + 3·(h + g)."""
+        h, g, w = self.n_heads, self.n_kv_heads, self.head_dim
+        return model.d_model + 2 * self.channels + 3 * h * w + 4 * g * w + 3 * (h + g)
 
     def score_bytes(self, model, seq_len: int, flash: bool = False) -> int:
         return softmax_score_bytes(self.n_heads, seq_len, flash)
@@ -174,9 +184,16 @@ def _module():
             q, k = self.q(x), self.k(x)
             # the depthwise convolution over the tokens (zeros before the first), then the grouped one, which reads
             # t1 - 1 depthwise outputs before the first token: of zeros, its bias alone
-            qk = self.conv_depthwise(F.pad(torch.cat([q, k], dim=-1).transpose(1, 2), (self.t0 - 1, 0)))
-            before = self.conv_depthwise.bias[None, :, None].expand(b, -1, self.t1 - 1)
-            qk = self.conv_grouped(torch.cat([before, qk], dim=-1)).transpose(1, 2)  # (B, s, C)
+            from . import _fused
+
+            if _fused.active():  # each convolution a kernel keeping its input as given, no padded copy
+                dw, gr = self.conv_depthwise, self.conv_grouped
+                qk = _fused.causal_conv(torch.cat([q, k], dim=-1), dw.weight, dw.bias, dw.groups)
+                qk = _fused.causal_conv(qk, gr.weight, gr.bias, gr.groups, dw.bias)
+            else:
+                qk = self.conv_depthwise(F.pad(torch.cat([q, k], dim=-1).transpose(1, 2), (self.t0 - 1, 0)))
+                before = self.conv_depthwise.bias[None, :, None].expand(b, -1, self.t1 - 1)
+                qk = self.conv_grouped(torch.cat([before, qk], dim=-1)).transpose(1, 2)  # (B, s, C)
             q, k = q.view(b, s, h, w), k.view(b, s, g, w)
             q_res = (q + k.repeat_interleave(h // g, dim=2)) * 0.5
             k_res = q_res.view(b, s, g, h // g, w).mean(dim=-2)
@@ -191,7 +208,8 @@ def _module():
             q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # (B, heads, s, w)
             if self.positions == "rotary":
                 q, k = rotate(q, self.rotary), rotate(k, self.rotary)
-            k, v = k.repeat_interleave(h // g, dim=1), v.repeat_interleave(h // g, dim=1)
+            if not _fused.active():  # the flash kernel reads K and V at their own heads
+                k, v = k.repeat_interleave(h // g, dim=1), v.repeat_interleave(h // g, dim=1)
             out = attend(self, q, k, v).transpose(1, 2).reshape(b, s, h * w)
             return self.o(out)
 

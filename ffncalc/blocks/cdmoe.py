@@ -24,6 +24,7 @@ from ..model.schema import Positive, SpecError
 from ..model.spec import Width, width
 from ..model.terms import ACTIVATION_OPS, SOFTMAX_OPS
 from . import Block, register
+from .dense_ffn import OUTPUT_SAVING
 from .gated_ffn import GateActivation, GatedFFN
 from .moe import BALANCED
 
@@ -87,9 +88,18 @@ class CrossDomainMoE(Block):
         e.op("ffn.combine", n * d)  # the experts' sum added to the dense MLP's output
 
     def kept_elements(self, model) -> int:
-        """The dense MLP's, the router's scores (2·⌊√E⌋), and per chosen expert its dot product, its activation and
-        weight (3·k)."""
-        return self.dense.kept_elements(model) + 2 * self.n_keys + 3 * self.top_k
+        """What a training stack keeps a token, the experts' rows gathered inside embedding-bag kernels (torch's
+        embedding_bag, sum mode with per_sample_weights: indices and weights kept, never the gathered rows):
+
+        - the dense MLP's elements (its input, the block's);
+        - the product-key routing as DogeCDMoE runs it: each half's top ⌊√E⌋ int64 key indices (2 × 4·⌊√E⌋), the
+          top-k's int64 positions among the pairs (4·k) and the softmax's output (k);
+        - the experts: the chosen rows' int64 indices (4·k, both tables'), the dot products (k, the activation's
+          input; none where the activation's gradient reads its output), the activation (k) and the weighted
+          activation (k, the up rows' sum's weights)."""
+        k = self.top_k
+        pre = 0 if self.activation in OUTPUT_SAVING else k
+        return self.dense.kept_elements(model) + 8 * self.n_keys + 4 * k + k + 4 * k + pre + k + k
 
     def torch_module(self, model, causal: bool):
         return _module()(self, model)
@@ -145,8 +155,14 @@ def _module():
                 scores, position = pair.topk(k, dim=-1)
                 index = (ix[:, :, None] * keys + iy[:, None, :]).flatten(1).gather(1, position)
             g = scores.softmax(dim=-1)
-            weights = self.act(self.down_embed(index, flat, True)) * g
-            experts = self.up_embed(index, weights, False)
+            from . import _fused
+
+            if _fused.active():  # the rows gathered inside embedding-bag kernels, never kept
+                weights = self.act(_fused.row_dot(flat, index, self.down_embed.weight)) * g
+                experts = _fused.row_sum(weights, index, self.up_embed.weight)
+            else:
+                weights = self.act(self.down_embed(index, flat, True)) * g
+                experts = self.up_embed(index, weights, False)
             dense = self.down(self.act(self.gate(flat)) * self.up(flat))
             return (dense + experts).reshape(shape)
 

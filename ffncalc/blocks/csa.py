@@ -211,20 +211,42 @@ class CompressedAttention(Block):
         return self.head_dim
 
     def kept_elements(self, model) -> int:
-        """The input; the query latent and its normed copy; the query heads before and after their norm and after
-        rotary; kv, its normed and its turned copy; the heads' output and its turned copy; o_a's output; with a
-        compressor its kv and gate (series × width each) and the gates with position_bias, likewise the indexer's,
-        and the indexer's query (heads × index_head_dim) and weights (heads)."""
-        h, hd = self.n_heads, self.head_dim
-        kept = model.d_model + 2 * self.q_lora_rank + 3 * h * hd + 3 * hd + 2 * h * hd + self.o_groups * self.o_lora_rank
-        if self.compress_rate:
-            kept += 3 * self.series * hd
-        if self.indexed:
-            kept += 3 * self.series * self.index_head_dim + self.index_n_heads * (self.index_head_dim + 1)
-        return kept
+        """What DeepSeek-V4's attention keeps a token with one sparse flash kernel over the window, the entries and
+        the sink (FlashMLA's sparse kernel: Q, the shared key-value head, the output, the chosen entry ids and an
+        fp32 log-sum-exp), its norms fused, the indexer's choice taking no gradient (it keeps nothing):
+
+        - the input (d); q_a's output, its norm's input, and the norm's fp32 statistic (r + 2, a LayerNorm's mean
+          too: + 2) and the query latent, q_b's input (r);
+        - q_b's output and the inverse RMS a head of its weightless norm (h·hd + h);
+        - the kernel's Q (rotated, h·hd), key-value head (hd) and output (h·hd); kv's output and its norm's
+          statistic (hd + 2);
+        - o_a's input, the turned-back output grouped (h·hd; without rotary positions the kernel's output itself,
+          as it lies), and o_b's (o_groups · o_lora_rank);
+        - with the indexer, the chosen entries' ids (int64, 4 16-bit elements each, index_topk of them).
+        The compressed entries are a sequence's: ``score_bytes``."""
+        h, hd, r, d = self.n_heads, self.head_dim, self.q_lora_rank, model.d_model
+        stat = 4 if model.norm.kind.startswith("layernorm") else 2
+        turned = h * hd if model.positions == "rotary" else 0
+        kept = d + (r + stat) + r + (h * hd + h) + 2 * h * hd + turned + hd + (hd + stat) + self.o_groups * self.o_lora_rank
+        return kept + (4 * self.index_topk if self.indexed else 0)
 
     def score_bytes(self, model, seq_len: int, flash: bool = False) -> int:
-        return softmax_score_bytes(self.n_heads, seq_len, flash)
+        """Flash: the kernel's fp32 log-sum-exp a query and head, and with a compressor, a sequence: its kv's output
+        the gated sum reads (s × hd; overlapping, the two series' copy over each window's 2m slots), the gates'
+        softmax over each window's slots (⌊s / m⌋ × m × series·hd), the entries before their norm and the norm's
+        fp32 statistic (4 bytes an entry, a LayerNorm's 8), and the entries the kernel keeps (⌊s / m⌋ × hd).
+        Eager: the softmax's scores, as multi-head attention's."""
+        if not flash:
+            return softmax_score_bytes(self.n_heads, seq_len, flash)
+        lse = 4 * self.n_heads * seq_len
+        if not self.compress_rate:
+            return lse
+        hd, m = self.head_dim, self.compress_rate
+        w = seq_len // m
+        kv = w * 2 * m * hd if self.overlap else seq_len * hd
+        gates = w * m * self.series * hd
+        stat = 8 if model.norm.kind.startswith("layernorm") else 4
+        return lse + 2 * (kv + gates + w * hd + w * hd) + stat * w
 
     def torch_module(self, model, causal: bool):
         return _module()(self, model, causal)
@@ -351,12 +373,16 @@ def _module():
             self.o_b = Linear(spec.o_groups * spec.o_lora_rank, d, bias=False)
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:
+            from . import _fused
+
             b, s, _ = x.shape
             q_latent = self.q_a_norm(self.q_a(x))
             q = unweighted(self.q_b(q_latent).view(b, s, self.heads, self.dim).transpose(1, 2))  # (B, H, s, hd)
             kv = self.kv_norm(self.kv(x)).view(b, 1, s, self.dim)
             if self.positions == "rotary":
                 q, kv = rotate_tail(q, self.rope), rotate_tail(kv, self.rope)
+            if _fused.active() and self.causal:
+                return self.sparse(x, q_latent, q, kv)
             q = q * (1.0 / math.sqrt(self.dim))
             kv = kv.expand(b, self.heads, s, self.dim)
             sinks = getattr(self, "sinks", None)
@@ -403,6 +429,27 @@ def _module():
                 out = self.values(probs[..., :s], kv)
                 if entries is not None:
                     out = out + self.entry_values(probs[..., s:], entries)
+            if self.positions == "rotary":  # the output turned back by the query's angle
+                out = rotate_tail(out, self.rope)
+            grouped = out.transpose(1, 2).reshape(b, s, self.groups, -1)
+            return self.o_b(self.o_a(grouped).flatten(2))
+
+        def sparse(self, x, q_latent, q, kv) -> torch.Tensor:
+            """As DeepSeek-V4 trains: one sparse flash kernel over the window, the compressed entries and the sink
+            (``_fused.compressed_attention``), the indexer's choice taking no gradient (it keeps nothing)."""
+            from . import _fused
+
+            b, s, _ = x.shape
+            entries = self.compressor(x)[:, None] if self.m else None  # (B, 1, w, hd)
+            index = None
+            if hasattr(self, "indexer"):
+                with torch.no_grad():
+                    score = self.indexer(x, q_latent)  # (B, s, w)
+                    top = score.topk(min(self.indexer.topk, score.shape[-1]), dim=-1)
+                    chosen = torch.zeros_like(score, dtype=torch.bool).scatter(-1, top.indices, top.values > float("-inf"))
+                    index = _fused.first_ids(chosen, self.indexer.topk)  # (B, s, index_topk)
+            sinks = getattr(self, "sinks", None)
+            out = _fused.compressed_attention(q, kv, entries, index, sinks, 1.0 / math.sqrt(self.dim), self.window, self.m)
             if self.positions == "rotary":  # the output turned back by the query's angle
                 out = rotate_tail(out, self.rope)
             grouped = out.transpose(1, 2).reshape(b, s, self.groups, -1)

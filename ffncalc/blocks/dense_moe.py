@@ -74,9 +74,24 @@ class DenseMoEFFN(Block):
         e.op("ffn.combine", n * (2 * k + 1) * d)  # scale each chosen expert's output, add it in; add the branches
 
     def kept_elements(self, model) -> int:
-        """The dense branch's, the router's probabilities, each chosen expert's, and the mixture's normalised
-        input and the two branches' outputs (for their norms' gradients)."""
-        return self.dense.kept_elements(model) + self.n_experts + self.top_k * self.expert.kept_elements(model) + 3 * model.d_model
+        """What a training stack keeps a token (Gemma4TextRouter's routing, the experts grouped GEMMs behind a permute
+        and an unpermute as in ``moe``, fused norms):
+
+        - the dense branch's elements (its input, the layer's, counted once);
+        - its output norm's input (d) and fp32 statistic (2 16-bit elements; a LayerNorm's mean too, 4);
+        - the router: its weightless RMS norm fused with the learned scale keeps its fp32 inverse RMS (2; its input is
+          the layer's), the projection its input (d), the fp32 softmax its output (2·E), the top-k its int64 indices
+          (4·k); the renormalising divide its fp32 operands (2·k and the sum's 2) and the per-expert scale's product
+          the renormalised weights (2·k) and the gathered scales (k);
+        - the mixture's input norm its statistic (its input is the layer's);
+        - each chosen expert's elements (its input the dispatched copy) and output (d), the fp32 weights (2·k) and the
+          int64 permutation (4·k) the unpermute keeps;
+        - the mixture's output norm its input (d) and its statistic."""
+        d, e, k = model.d_model, self.n_experts, self.top_k
+        stat = 4 if model.norm.kind.startswith("layernorm") else 2  # fp32 inverse RMS (and mean) a row
+        router = 2 + d + 2 * e + 4 * k + (2 * k + 2) + (2 * k + k)
+        routed = k * (self.expert.kept_elements(model) + d) + 2 * k + 4 * k
+        return self.dense.kept_elements(model) + (d + stat) + router + stat + routed + (d + stat)
 
     def torch_module(self, model, causal: bool):
         return _module()(model, self, causal)
@@ -115,12 +130,16 @@ def _module():
             self.balanced = False
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:
+            from . import _fused
+
             shape = x.shape
             h = self.act(self.gate(x)) * self.up(x) if self.gated else self.act(self.up(x))
             if hasattr(self, "sub_norm"):
                 h = self.sub_norm(h)
             dense = self.norms[1](self.down(h))
             flat = x.reshape(-1, shape[-1])
+            if _fused.active() and not self.balanced:
+                return dense + self.norms[2](self.mixture(flat).reshape(shape))
             logits = self.router(F.rms_norm(flat, (self.d,)) * self.router_scale * self.d**-0.5)
             probs = logits.softmax(dim=-1)
             tokens = flat.shape[0]
@@ -146,5 +165,18 @@ def _module():
                 rows = token_of_slot[slots]
                 out.index_add_(0, rows, expert(inner[rows]) * weight_of_slot[slots, None].to(flat.dtype))
             return dense + self.norms[2](out.reshape(shape))
+
+        def mixture(self, flat: torch.Tensor) -> torch.Tensor:
+            """The routed branch as a training stack runs it (Gemma4TextRouter: the weightless RMS norm and the learned
+            scale one fused RMSNorm, the softmax in fp32, the top-k weights renormalised and scaled per expert in
+            fp32; the experts behind a permute and an unpermute, ``_fused.routed``)."""
+            from . import _fused
+
+            eps = torch.finfo(torch.float32).eps  # F.rms_norm's default for the eager form's fp32 reference
+            scaled = _fused.norm(flat, self.router_scale, None, eps, False) * self.d**-0.5
+            probs = torch.softmax(self.router(scaled), dim=-1, dtype=torch.float32)
+            weights, chosen = probs.topk(self.top_k, dim=-1)
+            weights = weights / weights.sum(dim=-1, keepdim=True) * self.expert_scale[chosen]
+            return _fused.routed(self.norms[0](flat), chosen, weights, self.experts)
 
     return DenseMoE

@@ -107,6 +107,20 @@ class DisentangledAttention(Attention):
         if scores:
             e.op("attn.position_scores", 2 * scores)  # each gathered score scaled and added
 
+    def score_bytes(self, model, seq_len: int, flash: bool = False) -> int:
+        """Flash: what FlashDeBERTa's kernel keeps a sequence beside Q, K, V and the output (``kept_elements``):
+        the fp32 log-sum-exp a query and head, and each query's content-to-position and each key's
+        position-to-content scores over the 2P relative positions (16-bit, h × 2P a token each, computed before the
+        kernel: 2P grows with the sequence where the span follows it); and once a sequence the relative embeddings
+        the position projections read (2P × d) and their projections the scores' products read (2P × h·d_h each).
+        Eager: the softmax's scores, as multi-head attention's."""
+        if not flash:
+            return super().score_bytes(model, seq_len, flash)
+        rows, used = self.rows(seq_len), int(self.c2p) + int(self.p2c)
+        a = self.n_heads * self.head_dim
+        per_sequence = rows * (model.d_model if used else 0) + used * rows * a
+        return 4 * self.n_heads * seq_len + 2 * used * seq_len * self.n_heads * rows + 2 * per_sequence
+
     def torch_module(self, model, causal: bool):
         return _module()(self, model, causal)
 
@@ -165,6 +179,12 @@ def _module():
                 pos_q = self.pos_q(rel) if self.use_p2c else None
             factor = 1 + int(self.use_c2p) + int(self.use_p2c)
             scale = 1.0 / math.sqrt(self.head_dim * factor)
+            from . import _fused
+
+            if _fused.active():  # the position scores computed before the kernel, which keeps them (FlashDeBERTa)
+                c2p = self.c2p(q, self._heads(pos_k).transpose(-2, -1)) if self.use_c2p else None
+                p2c = self.p2c(k, self._heads(pos_q).transpose(-2, -1)) if self.use_p2c else None
+                return _fused.disentangled(q, k, v, c2p, p2c, scale, span)
             scores = self.scores(q, k.transpose(-2, -1)) * scale
             i = torch.arange(s, device=q.device)
             relative = i[:, None] - i[None, :]  # query i, key j

@@ -100,10 +100,19 @@ class DynamicMaskAttention(Block):
         return 2 * self.kv_heads * self.head_dim
 
     def kept_elements(self, model) -> int:
-        """The input, Q and K (normalised and before), V, the mask's δ per KV head and the heads' output:
-        d + 3·h·d_h + 3·kv·d_h + kv."""
+        """What Doge's training keeps a token with flash-dmattn (FlashDMAttnFunc keeps Q, K, V, the bias, the output
+        and the log-sum-exp; the bias δ a key and KV head, broadcast over the queries), the q/k norms fused:
+
+        - the input (d);
+        - q's and k's projections, the norms' inputs (h·d_h + kv·d_h), and their fp32 statistics a head (2 16-bit
+          elements each, a LayerNorm's mean too: 4);
+        - v (kv·d_h: dt_proj's input and the kernel's V, one tensor); dt_proj's output, softplus's input (kv); the
+          softplus's output, A's product's operand (kv); δ, exp's output and the kernel's bias (kv);
+        - the kernel's Q and K (rotated) and its output, o's input (h·d_h + kv·d_h + h·d_h), and a log-sum-exp a
+          query and head (``score_bytes``)."""
         h, kv, hd = self.n_heads, self.kv_heads, self.head_dim
-        return model.d_model + 3 * h * hd + 3 * kv * hd + kv
+        stat = 4 if model.norm.kind.startswith("layernorm") else 2
+        return model.d_model + 3 * h * hd + 3 * kv * hd + stat * (h + kv) + 3 * kv
 
     def score_bytes(self, model, seq_len: int, flash: bool = False) -> int:
         return softmax_score_bytes(self.n_heads, seq_len, flash)
@@ -144,6 +153,10 @@ def _module():
                 self.post_attention_residual = nn.Parameter(torch.ones(d))
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:
+            from . import _fused
+
+            if _fused.active():
+                return self.flash(x)
             b, s, _ = x.shape
             h, kv, hd = self.heads, self.kv_heads, self.head_dim
             q = self.q_norm(self.q(x).view(b, s, h, hd)).transpose(1, 2)
@@ -157,6 +170,25 @@ def _module():
                 k, v = k.repeat_interleave(h // kv, dim=1), v.repeat_interleave(h // kv, dim=1)
             # the mask's values change no product: the reference attends within the window it stands for
             out = attend(self, q, k, v * delta.transpose(1, 2).repeat_interleave(h // kv, dim=1)[..., None])
+            return self.o(out.transpose(1, 2).reshape(b, s, h * hd))
+
+        def flash(self, x: torch.Tensor) -> torch.Tensor:
+            """As Doge trains with flash-dmattn: DogeAttention's δ = exp(A ⊙ softplus(dt_proj(v))) a key and KV head,
+            added to every query's scores inside the kernel (FlashDMAttnFunc's bias, broadcast over the queries), K
+            and V at their own heads; keep_window keys a query, as the eager form's window stands for them."""
+            from . import _fused
+
+            b, s, _ = x.shape
+            h, kv, hd = self.heads, self.kv_heads, self.head_dim
+            q = self.q_norm(self.q(x).view(b, s, h, hd)).transpose(1, 2)
+            k = self.k_norm(self.k(x).view(b, s, kv, hd)).transpose(1, 2)
+            v = self.v(x)
+            delta = torch.exp(self.A * F.softplus(self.dt_proj(v)))  # (B, s, kv)
+            v = v.view(b, s, kv, hd).transpose(1, 2)
+            if self.positions == "rotary":
+                q, k = rotate(q), rotate(k)
+            window = self.window if self.window < s else None
+            out = _fused.bias_attention(q, k, v, delta.transpose(1, 2)[:, :, None, :], causal=self.causal, window=window)
             return self.o(out.transpose(1, 2).reshape(b, s, h * hd))
 
     return DynamicMask

@@ -32,7 +32,9 @@ class FourierMixer(Block):
         e.op("attn.fft", e.n * 5 * d * (points - 1).bit_length())  # 5·N·⌈log2 N⌉ per sequence, per token
 
     def kept_elements(self, model) -> int:
-        return 0  # the FFT's gradient is the transform of the output's: nothing kept
+        """Nothing: the FFT is linear, its gradient the transform of the output's (torch's fft_r2c backward keeps
+        no tensor), and the casts to and from fp32 keep none."""
+        return 0
 
     def torch_module(self, model, causal: bool):
         return _module()()
@@ -45,6 +47,12 @@ def _module():
 
     class Fourier(nn.Module):
         def forward(self, x: torch.Tensor) -> torch.Tensor:
+            from . import _fused
+
+            if _fused.active() and x.dtype not in (torch.float32, torch.float64):
+                # FFT kernels (cuFFT, pocketfft) take no bf16: the transform in fp32, cast
+                # back; neither cast keeps anything
+                return torch.fft.fftn(x.float(), dim=(1, 2)).real.to(x.dtype)
             return torch.fft.fftn(x, dim=(1, 2)).real
 
     return Fourier

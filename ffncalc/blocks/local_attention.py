@@ -79,11 +79,24 @@ class LocalAttention(Attention):
     def cached_tokens(self, tokens: int) -> int:
         return min(tokens, self.keys(tokens))
 
+    def kept_elements(self, model) -> int:
+        """Multi-head attention's (the input, Q, K, V at their own heads and the output, o's input: a block-local
+        flash kernel keeps what FlashAttention-2 keeps); with global tokens each token's global id as well (int64,
+        4 16-bit elements: the sums' index_add reads it in backward)."""
+        return super().kept_elements(model) + (4 if self.global_block else 0)
+
     def score_bytes(self, model, seq_len: int, flash: bool = False) -> int:
         """Eager: the softmax output (2 bytes), its dropout mask (1) and the dropout's output (2) for each of the padded
-        queries' 3·b scores in every head (Korthikanti et al. 2022 §4.1); flash: an fp32 log-sum-exp a query and head."""
+        queries' 3·b scores in every head (Korthikanti et al. 2022 §4.1); flash: an fp32 log-sum-exp a padded query
+        and head and, with G global tokens, their sums (the global norm's input, G × d), the norm's fp32 statistic
+        (4 bytes a row, a LayerNorm's mean too: 8), its output (k's and v's input, G × d) and their keys and values (G × h·d_h each), a
+        sequence."""
         rows = self.n_heads * self.padded(seq_len)
-        return 4 * rows if flash else 5 * rows * self.keys(seq_len)
+        if not flash:
+            return 5 * rows * self.keys(seq_len)
+        g, a = self.globals(seq_len), self.kv_heads * self.head_dim
+        stat = 8 if model.norm.kind.startswith("layernorm") else 4
+        return 4 * rows + 2 * (2 * g * model.d_model + 2 * g * a) + stat * g
 
     def torch_module(self, model, causal: bool):
         return _module()(self, model, causal)
@@ -108,8 +121,23 @@ def _module():
                 self.aggregate = MatMul()
                 self.global_norm = make_norm(model.norm, model.d_model)
 
+        fused_kv_heads = True  # inside ``_fused.fused()`` K and V come at their own heads
+
         def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+            from . import _fused
+
             b, h, s, hd = q.shape
+            if _fused.active():  # a block-local flash kernel; the global tokens' sums an index_add (ids kept)
+                g = s // self.global_block if self.global_block else 0
+                gk = gv = None
+                if g:
+                    with torch.no_grad():
+                        ids = (torch.arange(s, device=x.device) // self.global_block).clamp(max=g - 1)
+                    sums = self.global_norm(x.new_zeros(b, g, x.shape[-1]).index_add(1, ids, x))
+                    gk, gv = (self._split(proj(sums), self.kv_heads) for proj in (self.k, self.v))
+                return _fused.local_attention(q, k, v, gk, gv, self.block)
+            if k.shape[1] != h:
+                k, v = k.repeat_interleave(h // k.shape[1], dim=1), v.repeat_interleave(h // v.shape[1], dim=1)
             n = -(-s // self.block)
             pad = n * self.block - s
 

@@ -73,8 +73,27 @@ class _Chunked(Block):
         return model.d_model
 
     def kept_elements(self, model) -> int:
-        """The input, the projections' outputs and the heads' output."""
-        return model.d_model + 3 * self.n_heads * self.head_dim
+        """What Reformer's attention keeps a token as its own module runs it (no fused kernel runs it: LSHSelfAttention
+        and LocalSelfAttention attend in eager products, and so does the reference module): the input (d); the
+        query, the scaled key and the value (3·h·d_h; LSH's query the shared projection's output and its key that
+        output length-normalised, whose inverse RMS a head the product keeps: h more); the heads' output
+        averaged over the rounds (o's input, h·d_h). What the chunked products keep is ``score_bytes``'s."""
+        lsh = self.n_heads if self.kind == "lsh" else 0
+        return model.d_model + 4 * self.n_heads * self.head_dim + lsh
+
+    def score_bytes(self, model, seq_len: int, flash: bool = False) -> int:
+        """What the products over chunks keep a sequence, eager or not (no kernel): a sequence of one chunk the
+        softmax's output (2 bytes × h × s²); a longer one, a token, the sort order (int64 a round and head for LSH;
+        the positions, one int64, for local attention), the gathered queries (rounds × h·d_h), the keys and values
+        of its chunk and its neighbours' (rounds × (1 + before + after) × h·d_h each) and the softmax's output
+        (rounds × h × K keys)."""
+        h, a = self.n_heads, self.n_heads * self.head_dim
+        if seq_len <= self.chunk_length:
+            return 2 * h * seq_len * seq_len
+        rounds = getattr(self, "num_hashes", 1)
+        order = 4 * h * rounds if self.kind == "lsh" else 4
+        near = 1 + self.chunks_before + self.chunks_after
+        return 2 * seq_len * (order + rounds * a + 2 * rounds * near * a + rounds * h * self.keys)
 
     def torch_module(self, model, causal: bool):
         return _module()(self, model)

@@ -90,9 +90,19 @@ class MixtureOfAttention(Block):
         return 2 * self.width
 
     def kept_elements(self, model) -> int:
-        """The router's logits (E), the input (for the projections' weight gradients), each chosen expert's query
-        and output (for the scores' and o's gradients), K and V: d + E + 2·k·kv·d_h + 2·kv·d_h."""
-        return model.d_model + self.n_experts + 2 * self.top_k * self.width + 2 * self.width
+        """What JetMoE's training keeps a token (the authors' ScatterMoE ParallelLinear for the experts' projections,
+        which gathers rows inside the kernel and keeps its input as given; JetMoeAttention's K and V repeated for
+        every chosen expert's heads into a flash kernel):
+
+        - the input (d: the router's, the experts' query projections' and kv's);
+        - the router: the top-k's int64 indices (4·k) and the fp32 softmax over the chosen logits (2·k); the
+          slots' sorted expert ids and their permutation, int64, shared by both projections (4·k + 4·k);
+        - the flash kernel's Q (k·kv·d_h, rotated), K and V repeated to k·kv heads (k·kv·d_h each) and its output
+          (k·kv·d_h, the output projection's input as well), and a log-sum-exp a query head (``score_bytes``);
+        - the output projection's gates, cast to 16 bits (k), and each slot's output before them (k·d, the gates'
+          gradient)."""
+        k, w = self.top_k, self.width
+        return model.d_model + 4 * k + 2 * k + 8 * k + 4 * k * w + k + k * model.d_model
 
     def score_bytes(self, model, seq_len: int, flash: bool = False) -> int:
         return softmax_score_bytes(self.heads, seq_len, flash)
@@ -138,6 +148,10 @@ def _module():
             return (experts.reshape(-1) == e).nonzero().squeeze(-1)
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:
+            from . import _fused
+
+            if _fused.active() and not self.balanced:
+                return self.scattered(x)
             b, s, d = x.shape
             flat = x.reshape(-1, d)
             tokens, k = flat.shape[0], self.top_k
@@ -165,6 +179,31 @@ def _module():
                 slots = self._slots(e, experts)
                 if slots.numel():
                     out.index_add_(0, slots // k, expert.o(o[slots]) * gates[slots, None].to(flat.dtype))
+            if hasattr(self, "bias"):
+                out = out + self.bias
+            return out.view(b, s, d)
+
+        def scattered(self, x: torch.Tensor) -> torch.Tensor:
+            """As JetMoE trains it: the router's logits in fp32, the gates a softmax over the chosen k cast back
+            (JetMoeTopKGating); the experts' query and output projections ScatterMoE's ParallelLinear (the JetMoE
+            authors' kernel); K and V repeated for every chosen expert's heads (JetMoeAttention) into the flash
+            kernel."""
+            from . import _fused
+
+            b, s, d = x.shape
+            flat = x.reshape(-1, d)
+            tokens, k = flat.shape[0], self.top_k
+            chosen, experts = self.router(flat).float().topk(k, dim=-1)
+            gates = torch.softmax(chosen, dim=-1).to(x.dtype)
+            slots = _fused.sort_slots(experts)
+            q = _fused.scatter_linear(flat, slots, [e.q.weight for e in self.experts], k)  # (tokens·k, width), slot order
+            q = q.view(b, s, k * self.kv_heads, self.head_dim).transpose(1, 2)  # head j·kv + i: expert slot j, head i
+            key, value = (t.view(b, s, self.kv_heads, self.head_dim).transpose(1, 2) for t in self.kv(x).chunk(2, dim=-1))
+            if self.positions == "rotary":
+                q, key = rotate(q), rotate(key)
+            key, value = key.repeat(1, k, 1, 1), value.repeat(1, k, 1, 1)  # slot j's head i reads K/V head i
+            o = attend(self, q, key, value).transpose(1, 2).reshape(tokens * k, -1)
+            out = _fused.scatter_linear(o, slots, [e.o.weight for e in self.experts], 1, gates)
             if hasattr(self, "bias"):
                 out = out + self.bias
             return out.view(b, s, d)

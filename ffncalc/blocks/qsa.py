@@ -88,6 +88,13 @@ class SelectedAttention(Attention):
         e.term("attn.indexer.scores", "core", (hi, seq_len, di), n, numel=0, macs=n * hi * seq_len * di, chunk=size, select="blocks")
         e.op("attn.indexer.reduce", n * 3 * hi * seq_len)  # ReLU, the sum over heads, the scale, per pooled key
 
+    def kept_elements(self, model) -> int:
+        """Attention's (a flash kernel's Q, K and V at their own heads, output and statistics) and the selection a
+        block-sparse kernel reads in backward: each query's chosen block ids, int64, index_budget / block size of
+        them (4 16-bit elements each; −1 where fewer blocks are complete); the indexer takes no gradient (its
+        choice is a mask) and keeps nothing."""
+        return super().kept_elements(model) + 4 * (self.index_budget // self.index_block_size)
+
     def cached_tokens(self, tokens: int) -> int:
         return tokens  # any earlier block may be selected: every key stays cached
 
@@ -160,8 +167,25 @@ def _module():
             super().__init__(spec, model, causal)
             self.indexer = Indexer(spec, model)
 
+        fused_kv_heads = True  # inside ``_fused.fused()`` K and V come at their own heads
+
         def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+            from . import _fused
+
             b, _, s, _ = q.shape
+            if _fused.active() and self.causal:  # a block-sparse kernel over the selected blocks and the tail
+                with torch.no_grad():  # the selection takes no gradient: the indexer keeps nothing
+                    keep = self.indexer(x)
+                    size = self.indexer.size
+                    i = torch.arange(s, device=x.device)
+                    nb = s // size
+                    complete = torch.arange(nb, device=x.device)[None, :] < ((i + 1) // size)[:, None]  # (s, nb)
+                    chosen = keep[:, :, : nb * size : size] & complete
+                    index = _fused.first_ids(chosen, self.indexer.blocks).unsqueeze(1)  # (B, 1, s, blocks)
+                return _fused.select_attention(q, k, v, index, size, tail=True)
+            if k.shape[1] != self.heads:
+                k = k.repeat_interleave(self.heads // k.shape[1], dim=1)
+                v = v.repeat_interleave(self.heads // v.shape[1], dim=1)
             keep = self.indexer(x)  # (B, s, s)
             q = q * (1.0 / math.sqrt(self.head_dim))
             if not self.causal:  # transformers' eager path: the full square, the selection a mask

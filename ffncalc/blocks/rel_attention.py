@@ -185,14 +185,33 @@ class RelAttention(Block):
         return 2 * residual_conv_state(width, k) + (residual_conv_state(model.d_model, k) if self.out_conv else 0)
 
     def kept_elements(self, model) -> int:
-        """The input (d, for the projections' weight gradients); k and v before their convolutions (2·kv·hd, for
-        the convolutions' weight gradients); Q, K and V (for the scores' and values' gradients); the relative
-        states (h·r, for the bank's gradient); the heads' output (h·hd, for o's); with the output convolution, o's
-        output (d, its input)."""
-        h, kv, hd, d = self.n_heads, self.kv_heads, self.head_dim, model.d_model
-        gate = 2 * h * hd + h if self.output_gate else 0  # the gate's logits and the gated output; the sinks
-        inputs = 2 * d if self.kv_inputs else 0  # the keys' and values' own inputs
-        return d + 2 * kv * hd + h * hd + 2 * kv * hd + h * self.d_rel + h * hd + (d if self.out_conv else 0) + gate + inputs
+        """What Inkling's attention keeps a token with the bias looked up by distance inside a flash kernel (as
+        FlashDeBERTa looks up its position scores: Q, K, V at their own heads, each query's E biases, the output, the
+        log-sum-exp), its norms and short convolutions kernels (an input and an fp32 statistic; causal-conv1d's
+        input), the rest as InklingAttention computes it (w = kv·hd):
+
+        - the input (d); with kv_inputs the keys' and values' norms' statistics and outputs (2·(d + 2));
+        - the convolutions' inputs, k's and v's projections (2·w); a dynamic convolution instead its unfolded
+          windows and its taps (2·w·K each);
+        - q_norm's and k_norm's inputs and a statistic a head (h·hd + 2·h, w + 2·kv);
+        - the L2 clips: a scaled clip its input and the scaled vector (2 a feature), the norm, its reciprocal and the
+          clamp's input and output (4 a head); the keys' clip, unscaled, its input and the 4 a head;
+        - the relative states, the bank's input (h·r; clipped, the clip's output);
+        - v's weightless RMS norm its input and its inverse RMS a head (w + kv);
+        - the kernel's Q, K, V, biases and output (h·hd + 2·w + h·E + h·hd);
+        - a gate the sigmoid's output and the gated output, o's input (2·h·hd);
+        - the output convolution its input (d)."""
+        h, kv, hd, d, r, k = self.n_heads, self.kv_heads, self.head_dim, model.d_model, self.d_rel, self.conv_kernel
+        w, stat = kv * hd, 4 if model.norm.kind.startswith("layernorm") else 2
+        kept = d + (2 * (d + stat) if self.kv_inputs else 0)
+        kept += 2 * (2 * w * k if self.dynamic_conv else w)
+        if self.qk_norm:
+            kept += h * hd + stat * h + w + stat * kv
+        if self.l2_clip:
+            kept += (2 * h * hd + 4 * h) + (w + 4 * kv) + (2 * h * r + 4 * h)
+        kept += h * r + (w + kv if self.v_norm else 0)
+        kept += h * hd + 2 * w + h * self.rel_extent + h * hd
+        return kept + (2 * h * hd if self.output_gate else 0) + (d if self.out_conv else 0)
 
     def score_bytes(self, model, seq_len: int, flash: bool = False) -> int:
         return softmax_score_bytes(self.n_heads, seq_len, flash)
@@ -334,6 +353,20 @@ def _module():
             if spec.v_norm:
                 v = v * torch.rsqrt(v.pow(2).mean(-1, keepdim=True) + 1e-6)
             q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+            from . import _fused
+
+            if _fused.active():  # the bias looked up by distance inside a flash kernel, K and V at their own heads
+                if spec.token_sinks:
+                    self.sink(x)
+                out = (
+                    _fused.relative_attention(q, k, v, self.rel(rel), 1.0 / self.head_dim, causal=self.causal, window=self.window)
+                    .transpose(1, 2)
+                    .reshape(b, s, -1)
+                )
+                if spec.output_gate:
+                    out = out * torch.sigmoid(self.gate(x))
+                out = self.o(out)
+                return self.out_conv1d(out) if hasattr(self, "out_conv1d") else out
             bias = relative_bias(self.rel(rel), self.extent)
             if spec.token_sinks:  # each token's sink logits join its softmax in transformers; here only computed
                 self.sink(x)

@@ -121,11 +121,28 @@ class SinkMoE(Block):
         return residual_conv_state(model.d_model, self.conv_kernel) if self.conv_kernel is not None else 0
 
     def kept_elements(self, model) -> int:
-        """The router's weights (E + S), each chosen and each shared expert's elements; with the output
-        convolution, its input (d)."""
-        conv = model.d_model if self.conv_kernel is not None else 0
-        shared = self.n_shared_experts * self.shared.kept_elements(model) if self.shared is not None else 0
-        return self.n_experts + self.n_shared_experts + self.top_k * self.expert.kept_elements(model) + shared + conv
+        """What a training stack keeps a token, the routing in fp32 as transformers runs it and the routed experts
+        grouped GEMMs behind a permute and an unpermute (as ``moe``):
+
+        - the input (d: the router's and every expert's projections read it);
+        - the chosen logits' flat int64 index (4·k); the sink router the log-sigmoid's fp32 input and the softmax's
+          fp32 output over the k chosen and S shared logits (2·(k + S) each); the sigmoid router the sigmoid's fp32
+          output over the E routed experts (2·E), the gathered scores and their sum (2·k + 2), the divide's operands;
+        - the weights cast to 16 bits: the routed ones the unpermute keeps (k) and the shared ones their products
+          (S);
+        - each chosen expert's elements (its input the dispatched copy) and output (d), and the int64 permutation
+          (4·k);
+        - each shared expert's elements but its input, and its output (d, its weight's gradient);
+        - the output convolution (causal-conv1d's kernel) its input (d)."""
+        d, k, s = model.d_model, self.top_k, self.n_shared_experts
+        if self.router == "sigmoid":
+            router = 4 * k + 2 * self.n_experts + 2 * k + 2
+        else:
+            router = 4 * k + 2 * (k + s) + 2 * (k + s)
+        routed = k * (self.expert.kept_elements(model) + d) + k + 4 * k
+        shared = s * (self.shared.kept_elements(model) - d + d) + s if self.shared is not None else 0
+        conv = d if self.conv_kernel is not None else 0
+        return d + router + routed + shared + conv
 
     def torch_module(self, model, causal: bool):
         return _modules()[0](self, model, causal)
@@ -194,6 +211,7 @@ class ScaledGated(Block):
 def _modules():
     import torch
     from torch import nn
+    from torch.nn import functional as F
 
     from ._torch import Linear
 
@@ -221,9 +239,14 @@ def _modules():
             self.balanced = False
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:
+            from . import _fused
+
             shape = x.shape
             flat = x.reshape(-1, shape[-1])
             tokens = flat.shape[0]
+            if _fused.active() and not self.balanced:
+                out = self.mixture(flat).reshape(shape)
+                return self.out_conv1d(out) if hasattr(self, "out_conv1d") else out
             logits = self.router(flat)
             routed, shared = logits[:, : self.n_experts], logits[:, self.n_experts :]
             if self.balanced:  # token-slot j goes to expert j mod n_experts: no data needed
@@ -254,6 +277,32 @@ def _modules():
                 out = out + expert(flat) * weights[:, self.top_k + j, None]
             out = out.reshape(shape)
             return self.out_conv1d(out) if hasattr(self, "out_conv1d") else out
+
+        def mixture(self, flat: torch.Tensor) -> torch.Tensor:
+            """The mixture as a training stack runs it: the routing in fp32 (InklingTopkRouter, Inkling2TopKRouter), the
+            chosen logits gathered by one flat int64 index, the sink router's exp(log σ − logsumexp log σ) as a softmax
+            of log σ (written −softplus(−l)), the weights cast to the activations' dtype (as transformers casts them);
+            the routed experts behind a permute and an unpermute (``_fused.routed``), each shared expert's output
+            scaled by its weight."""
+            from . import _fused
+
+            tokens, width = flat.shape[0], self.n_experts + self.n_shared
+            logits = self.router(flat).float()
+            with torch.no_grad():
+                chosen = logits[:, : self.n_experts].sigmoid().topk(self.top_k, dim=-1).indices
+                index = chosen + torch.arange(tokens, device=flat.device)[:, None] * width
+            if self.sigmoid:
+                scores = logits.sigmoid().reshape(-1)[index]
+                weights = scores / (scores.sum(dim=-1, keepdim=True) + 1e-20)
+            else:
+                picked = torch.cat([logits.reshape(-1)[index], logits[:, self.n_experts :]], dim=-1)
+                weights = torch.softmax(-F.softplus(-picked), dim=-1) * self.router.global_scale
+            weights = weights.to(flat.dtype)
+            routed, gammas = weights[:, : self.top_k].contiguous(), weights[:, self.top_k :].contiguous()
+            out = _fused.routed(flat, chosen, routed, self.experts)
+            for j, expert in enumerate(self.shared):
+                out = out + expert(flat) * gammas[:, j, None]
+            return out
 
     from .dense_ffn import mlp_module
 

@@ -51,6 +51,23 @@ class SpanConvAttention(Attention):
     def describe(self) -> str:
         return f"{super().describe()}, and a dynamic convolution of {self.kernel} over as many heads"
 
+    def kept_elements(self, model) -> int:
+        """What ConvBERT's mixed attention keeps a token with its attention a flash kernel and its dynamic
+        convolution fairseq's dynamicconv kernel (``ctx.save_for_backward(x, weights)``: the input and the taps,
+        never the unfolded windows); A = heads × head_dim:
+
+        - the input (d: q, k, v, conv_out and the depthwise convolution read it);
+        - the flash kernel's Q, K, V (the projections' outputs, Q also the span product's operand) and output
+          (4·A), and a log-sum-exp a query and head (``score_bytes``);
+        - the depthwise output (d, the pointwise convolution's input), the key convolution's output k_s (A) and the
+          product k_s ⊙ q (A, conv_kernel's input);
+        - the taps' softmax (heads × kernel, the dynamic convolution's weights) and conv_out's output (A, its input);
+        - o's input, the attention's and the convolution's outputs concatenated (2·A):
+
+        2·d + 9·A + heads × kernel."""
+        a = self.n_heads * self.head_dim
+        return 2 * model.d_model + 9 * a + self.n_heads * self.kernel
+
     def terms(self, e, model, seq_len: int) -> None:
         d, h, hd, k, n = model.d_model, self.n_heads, self.head_dim, self.kernel, e.n
         a = h * hd
@@ -123,6 +140,13 @@ def _module():
             q, key, v = self.q(x), self.k(x), self.v(x)
             ks = self.key_conv(x.transpose(1, 2)).transpose(1, 2)
             kernel = self.conv_kernel(ks * q).view(b * s * h, k, 1).softmax(dim=1)
+            from . import _fused
+
+            if _fused.active():  # the dynamic convolution and the attention as kernels
+                conv = _fused.dynamic_conv(self.conv_out(x), kernel, h)
+                qh, kh, vh = (t.view(b, s, h, hd).transpose(1, 2) for t in (q, key, v))
+                context = _fused.attention(qh, kh, vh, causal=False).transpose(1, 2).reshape(b, s, h * hd)
+                return self.o(torch.cat([context, conv], dim=-1))
             out = self.conv_out(x).transpose(1, 2).unsqueeze(-1)  # (B, A, s, 1)
             windows = nn.functional.unfold(out, kernel_size=[k, 1], padding=[(k - 1) // 2, 0])  # (B, A·k, s)
             windows = windows.transpose(1, 2).reshape(b * s * h, hd, k)

@@ -341,3 +341,458 @@ def test_verify_memory_of_a_preset(cli, preset):
 def test_verify_memory_refuses_a_layer_too_large_for_the_cpu(cli):
     code, _, err = cli("verify", "deepseek-v3", "--memory")
     assert code == 2 and "its largest takes 21.4 GiB in bf16 (at most 2 GiB)" in err and err.count("\n") == 1
+
+
+# Mixture variants, attention variants and the encoders' mixers, as their kernels keep them.
+
+
+def ffn_model(ffn, norm: str = "rmsnorm"):
+    return from_data(
+        {
+            "name": "small",
+            "vocab_size": 256,
+            "d_model": D,
+            "n_layers": 1,
+            "context_length": 64,
+            "positions": "rotary",
+            "attention": {"n_heads": 4, "n_kv_heads": 2},
+            "ffn": ffn,
+            "norm": {"kind": norm, "per_layer": 2, "final": True},
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    ("dense", "expert", "norm"),
+    [
+        (GATED, {"kind": "gated", "activation": "gelu", "d_ff": 32}, "rmsnorm"),
+        ({"kind": "dense", "activation": "relu", "d_ff": FF}, {"kind": "dense", "activation": "gelu", "d_ff": 32}, "layernorm"),
+    ],
+    ids=["gated-rms", "dense-layernorm"],
+)
+def test_dense_moe_kept_elements_equal_fused_saved(dense, expert, norm):
+    """Gemma 4's dense FFN beside a mixture: the dense branch's elements (its input the layer's); its output norm's
+    input and statistic (d + 2, a LayerNorm's mean too: + 4); the router's fused weightless-RMS-and-scale norm's
+    statistic (2), the projection's input (d), the fp32 softmax (2·E), the int64 top-k indices (4·K), the fp32
+    renormalising divide's operands (2·K + 2), the per-expert scale's operands (2·K fp32, K gathered); the mixture's
+    input norm's statistic; each chosen expert's elements and output (K·(e + d)), the fp32 weights and the int64
+    permutation (2·K + 4·K); the mixture's output norm's input and statistic."""
+    spec = ffn_model({"kind": "dense_moe", "dense": dense, "n_experts": E, "top_k": K, "expert": expert}, norm)
+    stat = 4 if norm == "layernorm" else 2
+    dense_kept = D + (4 * FF if dense["kind"] == "gated" else FF)  # ReLU: its output alone
+    expert_kept = D + 2 * 32 if expert["kind"] == "dense" else D + 4 * 32
+    expected = dense_kept + (D + stat) + 2 + D + 2 * E + 4 * K + (2 * K + 2) + 3 * K + stat
+    expected += K * (expert_kept + D) + 2 * K + 4 * K + (D + stat)
+    assert dict(spec.layers[0].blocks())["ffn"].kept_elements(spec) == expected
+    assert fused_saved_bytes(spec, "ffn") == TOKENS * 2 * expected
+
+
+SMALL = {"kind": "gated", "activation": "silu", "d_ff": 32}
+
+
+@pytest.mark.parametrize(
+    ("extra", "router"),
+    [
+        ({"n_shared_experts": 1, "shared": SMALL, "conv_kernel": 3}, 4 * K + 4 * (K + 1)),
+        ({"n_shared_experts": 2, "shared": SMALL}, 4 * K + 4 * (K + 2)),
+        ({"router": "sigmoid", "conv_kernel": 3, "conv_scale": True}, 4 * K + 2 * E + 2 * K + 2),
+    ],
+    ids=["sink-conv", "sink-two-shared", "sigmoid"],
+)
+def test_sink_moe_kept_elements_equal_fused_saved(extra, router):
+    """Inkling's mixture with the routing in fp32: the input (D); the chosen logits' int64 flat index (4·K); the
+    sink router's log-sigmoid input and softmax output over the K + S picked logits (2 fp32 each), or the sigmoid
+    router's sigmoid over E (2·E), the gathered scores and their sum (2·K + 2); the 16-bit routed weights (K) and
+    each chosen expert's elements and output, the int64 permutation (4·K); each shared expert's elements but its
+    input, its output and its weight (4·32 + D + 1); the output convolution's input (D)."""
+    spec = ffn_model({"kind": "sink_moe", "n_experts": E, "top_k": K, "expert": SMALL, **extra})
+    shared = extra.get("n_shared_experts", 0)
+    expected = D + router + K + K * (D + 4 * 32 + D) + 4 * K + shared * (4 * 32 + D + 1)
+    expected += D if "conv_kernel" in extra else 0
+    assert dict(spec.layers[0].blocks())["ffn"].kept_elements(spec) == expected
+    assert fused_saved_bytes(spec, "ffn") == TOKENS * 2 * expected
+
+
+@pytest.mark.parametrize("activation", ["silu", "relu"])
+def test_cdmoe_kept_elements_equal_fused_saved(activation):
+    """Doge's CDMoE, 100 single-neuron experts (10 keys a half), 5 a token, their rows gathered inside embedding-bag
+    kernels: the dense MLP (D + 4·FF, ReLU's output alone: D + 3·FF); each half's int64 top-10 key indices
+    (2 × 4·10), the int64 positions of the top 5 pairs (4·5) and their softmax (5); the rows' int64 indices (4·5),
+    the dot products (5; ReLU keeps its output instead), the activations (5) and the weighted activations (5)."""
+    spec = ffn_model({"kind": "cdmoe", "d_ff": FF, "n_experts": 100, "top_k": 5, "activation": activation})
+    relu = activation == "relu"
+    expected = D + (3 if relu else 4) * FF + 2 * 4 * 10 + 4 * 5 + 5 + 4 * 5 + (0 if relu else 5) + 5 + 5
+    assert dict(spec.layers[0].blocks())["ffn"].kept_elements(spec) == expected
+    assert fused_saved_bytes(spec, "ffn") == TOKENS * 2 * expected
+
+
+@pytest.mark.parametrize(("experts", "k", "kv", "head_dim", "positions"), [(4, 2, 2, 16, "rotary"), (8, 3, 4, 8, "learned")])
+def test_moa_kept_elements_equal_fused_saved(experts, k, kv, head_dim, positions):
+    """JetMoE's mixture of attention heads with ScatterMoE's ParallelLinear and K/V repeated to every chosen
+    expert's heads: the input (D); the top-k's int64 indices and the fp32 softmax over them (4·k + 2·k); the slots'
+    sorted expert ids and permutation (4·k each); Q, K, V and the output at k·kv heads (4 · k·kv·d_h); the 16-bit
+    gates and each slot's output before them (k + k·D); and the log-sum-exp, 4 bytes a query and head."""
+    spec = attention_model({"kind": "moa", "n_experts": experts, "top_k": k, "n_kv_heads": kv, "head_dim": head_dim}, positions)
+    expected = D + 4 * k + 2 * k + 8 * k + 4 * k * kv * head_dim + k + k * D
+    assert dict(spec.layers[0].blocks())["attention"].kept_elements(spec) == expected
+    assert fused_saved_bytes(spec, "attention") == TOKENS * 2 * expected + 4 * k * kv * TOKENS
+
+
+@pytest.mark.parametrize(
+    ("heads", "kv", "extra", "positions", "norm"),
+    [(4, 2, {}, "rotary", "rmsnorm"), (4, 1, {"keep_window": 8, "bias": True}, "learned", "layernorm")],
+    ids=["gqa-rotary", "mqa-window-layernorm"],
+)
+def test_dynamic_mask_kept_elements_equal_fused_saved(heads, kv, extra, positions, norm):
+    """Doge's dynamic mask attention as flash-dmattn keeps it (16-wide heads): the input (D); q's and k's
+    projections, their norms' inputs (h·16 + kv·16), and a statistic a head (2, a LayerNorm's 4); v (kv·16);
+    dt_proj's output, the softplus's output and δ (3·kv); the kernel's Q, K and output (h·16 + kv·16 + h·16); and
+    the log-sum-exp, 4 bytes a query and head. δ is the kernel's bias, kv a token."""
+    spec = attention_model({"kind": "dynamic_mask", "n_heads": heads, "n_kv_heads": kv, **extra}, positions, norm)
+    stat = 4 if norm == "layernorm" else 2
+    expected = D + (heads + kv) * 16 + stat * (heads + kv) + kv * 16 + 3 * kv + (heads + kv + heads) * 16
+    assert dict(spec.layers[0].blocks())["attention"].kept_elements(spec) == expected
+    assert fused_saved_bytes(spec, "attention") == TOKENS * 2 * expected + 4 * heads * TOKENS
+
+
+@pytest.mark.parametrize("window", [2048, 8])
+def test_dynamic_mask_fused_form_computes_doges_attention(window):
+    """The fused form adds δ = exp(A ⊙ softplus(dt_proj(v))) of each key and KV head to every query's scores, as
+    DogeAttention's prepare_dynamic_mask does (the eager module stands in with a scaling of v): its output and
+    every gradient equal softmax(q·kᵀ/√d + δ)·v written out here, in fp32, over the causal window."""
+    import torch
+    from torch.nn import functional as F
+
+    from ffncalc.blocks import _fused
+    from ffncalc.blocks._torch import rotate
+
+    spec = attention_model({"kind": "dynamic_mask", "n_heads": 4, "n_kv_heads": 2, "keep_window": window})
+    torch.manual_seed(0)
+    m = dict(spec.layers[0].blocks())["attention"].torch_module(spec, True)
+    torch.nn.init.normal_(m.A)
+    x = torch.randn(1, TOKENS, D, requires_grad=True)
+
+    def doge():
+        q = rotate(m.q_norm(m.q(x).view(1, TOKENS, 4, 16)).transpose(1, 2))
+        k = rotate(m.k_norm(m.k(x).view(1, TOKENS, 2, 16)).transpose(1, 2)).repeat_interleave(2, dim=1)
+        v = m.v(x)
+        delta = torch.exp(m.A * F.softplus(m.dt_proj(v))).transpose(1, 2).repeat_interleave(2, dim=1)  # (1, 4, s)
+        v = v.view(1, TOKENS, 2, 16).transpose(1, 2).repeat_interleave(2, dim=1)
+        i = torch.arange(TOKENS)
+        outside = (i[None, :] > i[:, None]) | (i[None, :] <= i[:, None] - window)
+        scores = (q @ k.transpose(-2, -1)) / 4.0 + delta[:, :, None, :]
+        out = scores.masked_fill(outside, float("-inf")).softmax(-1) @ v
+        return m.o(out.transpose(1, 2).reshape(1, TOKENS, 64))
+
+    results = []
+    for fused in (False, True):
+        m.zero_grad()
+        x.grad = None
+        if fused:
+            with _fused.fused():
+                out = m(x)
+        else:
+            out = doge()
+        out.square().sum().backward()
+        results.append([out.detach(), x.grad.clone(), *(p.grad.clone() for p in m.parameters() if p.grad is not None)])
+    assert len(results[0]) == len(results[1]) == 2 + 8  # q, k, v, o, dt_proj (weights), A, the two norms
+    for a, b in zip(*results):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("attention", "positions"),
+    [
+        ({"n_heads": 4, "n_kv_heads": 2}, "rotary"),
+        ({"n_heads": 4, "n_kv_heads": 1, "time0": 3, "bias": True, "rotary_dim": 8, "window": 6}, "rotary"),
+        ({"n_heads": 8, "n_kv_heads": 8, "head_dim": 8}, "learned"),
+    ],
+    ids=["gqa", "mqa-window-partial-rotary", "mha-no-rotary"],
+)
+def test_cca_kept_elements_equal_fused_saved(attention, positions):
+    """ZAYA1's compressed convolutional attention with its convolutions as kernels that keep their input (no
+    padded copy) and flash attention over the KV heads: the input (D); [q; k] and the depthwise output (C each,
+    C = (h + g)·w); q' and k' (the L2 norms' inputs), three per-head values each (the norm, its reciprocal, the
+    scaled reciprocal), the normed k' (the key scale's operand); Q, K, V and the output at their heads; and the
+    log-sum-exp, 4 bytes a query and head."""
+    spec = attention_model({"kind": "cca", **attention}, positions)
+    h, g = attention["n_heads"], attention["n_kv_heads"]
+    w = attention.get("head_dim", D // h)
+    c = (h + g) * w
+    expected = D + 2 * c + (h * w + 3 * h) + (g * w + 3 * g) + g * w + (h * w + g * w + g * w + h * w)
+    assert dict(spec.layers[0].blocks())["attention"].kept_elements(spec) == expected
+    assert fused_saved_bytes(spec, "attention") == TOKENS * 2 * expected + 4 * h * TOKENS
+
+
+@pytest.mark.parametrize(("heads", "head_dim", "kernel"), [(4, 16, 9), (2, 16, 5)])
+def test_span_conv_kept_elements_equal_fused_saved(heads, head_dim, kernel):
+    """ConvBERT's mixed attention, its attention a flash kernel and its dynamic convolution fairseq's dynamicconv
+    kernel (input and taps kept, not the unfolded windows), A = heads × head_dim: the input (D); Q, K, V and the
+    attention's output (4·A); the depthwise convolution's output (D), k_s and k_s ⊙ q (2·A); the taps' softmax
+    (heads × kernel) and conv_out's output (A); o's concatenated input (2·A); the log-sum-exp, 4 bytes a query and
+    head."""
+    spec = attention_model({"kind": "span_conv", "n_heads": heads, "head_dim": head_dim, "kernel": kernel}, "learned", "layernorm")
+    a = heads * head_dim
+    expected = D + 4 * a + D + 2 * a + heads * kernel + a + 2 * a
+    assert dict(spec.layers[0].blocks())["attention"].kept_elements(spec) == expected
+    assert fused_saved_bytes(spec, "attention") == TOKENS * 2 * expected + 4 * heads * TOKENS
+
+
+def test_fourier_keeps_nothing_in_bf16():
+    """FNet's mixer, the FFT in fp32 between two casts (FFT kernels take no bf16): nothing kept, as planned."""
+    spec = attention_model({"kind": "fourier"}, "learned", "layernorm")
+    assert dict(spec.layers[0].blocks())["attention"].kept_elements(spec) == 0
+    assert fused_saved_bytes(spec, "attention") == 0
+
+
+QSA = {
+    "kind": "qsa",
+    "n_heads": 4,
+    "n_kv_heads": 2,
+    "index_n_heads": 2,
+    "index_head_dim": 16,
+    "index_budget": 8,
+    "index_block_size": 4,
+}
+SPARSE = {"kind": "block_sparse", "n_heads": 4, "n_kv_heads": 2, "index_n_heads": 2, "index_head_dim": 16}
+SPARSE |= {"index_block_size": 4, "index_topk_blocks": 2}
+
+
+@pytest.mark.parametrize(
+    ("attention", "ids"),
+    [
+        (QSA, 8 // 4),  # the budget's blocks, one id list a query
+        (QSA | {"n_kv_heads": 1, "qk_norm": "head", "index_budget": 12, "index_block_size": 3}, 12 // 3),
+        (SPARSE, 2 * 2),  # each index head's two blocks
+        (SPARSE | {"index_n_heads": 4, "index_head_dim": 8, "index_block_size": 3, "index_topk_blocks": 3}, 4 * 3),
+    ],
+    ids=["qsa", "qsa-mqa-head-norm", "block-sparse", "block-sparse-4-index-heads"],
+)
+def test_selected_attention_kept_elements_equal_fused_saved(attention, ids):
+    """Qwen4-Exp's QSA and MiniMax-M3's block-sparse attention as a block-sparse flash kernel keeps them: what
+    grouped-query attention keeps (the input, Q and the output at 4 heads of 16, K and V at their KV heads; a
+    head norm its inputs and a statistic a head) and the chosen block ids, int64 (4 16-bit elements each); the
+    indexer, whose choice takes no gradient, nothing; the log-sum-exp, 4 bytes a query and head."""
+    spec = attention_model(attention)
+    kv = attention["n_kv_heads"]
+    expected = D + 64 + 64 + 2 * kv * 16 + 4 * ids
+    if attention.get("qk_norm") == "head":
+        expected += (4 + kv) * 16 + 2 * (4 + kv)
+    assert dict(spec.layers[0].blocks())["attention"].kept_elements(spec) == expected
+    assert fused_saved_bytes(spec, "attention") == TOKENS * 2 * expected + 4 * 4 * TOKENS
+
+
+def test_grouped_projections_keep_what_dense_ones_keep():
+    """SqueezeBERT's grouped convolutions keep their inputs as linear layers do: attention the input, Q, K, V and
+    the output (D + 4·64) and the log-sum-exp; the FFN the input, GELU's input and output (D + 2·FF)."""
+    spec = attention_model(
+        {"kind": "grouped_mha", "n_heads": 4, "q_groups": 2, "k_groups": 4, "v_groups": 2, "o_groups": 4}, "learned", "layernorm"
+    )
+    assert dict(spec.layers[0].blocks())["attention"].kept_elements(spec) == D + 4 * 64
+    assert fused_saved_bytes(spec, "attention") == TOKENS * 2 * (D + 4 * 64) + 4 * 4 * TOKENS
+    spec = ffn_model({"kind": "grouped_dense", "d_ff": FF, "activation": "gelu", "up_groups": 4, "down_groups": 2, "bias": True})
+    assert dict(spec.layers[0].blocks())["ffn"].kept_elements(spec) == D + 2 * FF
+    assert fused_saved_bytes(spec, "ffn") == TOKENS * 2 * (D + 2 * FF)
+
+
+@pytest.mark.parametrize(
+    ("extra", "rows", "used"),
+    [
+        ({"span": 8}, 16, 2),
+        ({"span": 4, "p2c": False, "share_key": False}, 8, 1),
+        ({"span": 32, "span_to_length": True, "c2p": False, "share_key": False}, 2 * TOKENS, 1),  # 2·min(s, span)
+        ({"span": 8, "c2p": False, "p2c": False}, 16, 0),
+    ],
+    ids=["c2p-p2c-shared", "c2p-own", "p2c-span-to-length", "no-position-scores"],
+)
+def test_disentangled_kept_bytes_equal_fused_saved(extra, rows, used):
+    """DeBERTa's attention as FlashDeBERTa keeps it: a token the input, Q, K, V and the output (D + 4·64); a
+    sequence the log-sum-exp (4 bytes a query and head), the content-to-position and position-to-content scores
+    the kernel keeps (2 bytes × 4 heads × 2P a token each), and once the relative embeddings (2P × D) and their
+    projections (2P × 64 each) the scores' products read."""
+    spec = attention_model({"kind": "disentangled", "n_heads": 4, **extra}, "learned", "layernorm")
+    block = dict(spec.layers[0].blocks())["attention"]
+    assert block.kept_elements(spec) == D + 4 * 64
+    sequence = 4 * 4 * TOKENS + used * 2 * TOKENS * 4 * rows + 2 * (rows * D * (used > 0) + used * rows * 64)
+    assert block.score_bytes(spec, TOKENS, True) == sequence
+    assert fused_saved_bytes(spec, "attention") == TOKENS * 2 * (D + 4 * 64) + sequence
+
+
+@pytest.mark.parametrize(
+    ("extra", "norm", "padded", "globals_"),
+    [
+        ({"radius": 3}, "rmsnorm", 16, 0),  # blocks of 4: no padding
+        ({"radius": 4, "global_block": 4}, "rmsnorm", 20, 4),  # blocks of 5: 4 padded queries; 16 // 4 globals
+        ({"n_kv_heads": 2, "radius": 2, "global_block": 3}, "layernorm", 18, 5),
+    ],
+    ids=["local", "transient-global", "gqa-transient-global-layernorm"],
+)
+def test_block_local_kept_bytes_equal_fused_saved(extra, norm, padded, globals_):
+    """LongT5's block-local attention as a block-local flash kernel keeps it: a token the input, Q and the output
+    (D + 2·64), K and V at their KV heads, and with global tokens its int64 global id (4); a sequence the fp32
+    log-sum-exp of every padded query and head, and the global tokens' sums and normed sums (G × D each), the
+    norm's statistic (4 bytes a row, a LayerNorm's 8) and their keys and values (G × kv·16 each)."""
+    spec = attention_model({"kind": "block_local", "n_heads": 4, **extra}, "learned", norm)
+    block = dict(spec.layers[0].blocks())["attention"]
+    kv = extra.get("n_kv_heads", 4)
+    kept = D + 2 * 64 + 2 * kv * 16 + (4 if globals_ else 0)
+    assert block.kept_elements(spec) == kept
+    sequence = 4 * 4 * padded + 2 * (2 * globals_ * D + 2 * globals_ * kv * 16) + (8 if norm == "layernorm" else 4) * globals_
+    assert block.score_bytes(spec, TOKENS, True) == sequence
+    assert fused_saved_bytes(spec, "attention") == TOKENS * 2 * kept + sequence
+
+
+@pytest.mark.parametrize(
+    ("attention", "rounds", "near"),
+    [
+        ({"kind": "lsh", "chunk_length": 4, "num_hashes": 2, "num_buckets": 4}, 2, 2),
+        ({"kind": "local", "chunk_length": 4, "chunks_after": 1}, 1, 3),
+        ({"kind": "local", "chunk_length": 32}, 1, 0),  # one chunk: the whole square
+        ({"kind": "lsh", "chunk_length": 32}, 1, 0),
+    ],
+    ids=["lsh-two-rounds", "local-both-sides", "local-one-chunk", "lsh-one-chunk"],
+)
+def test_reformer_kept_bytes_equal_what_its_module_saves(attention, rounds, near):
+    """Reformer's attention has no fused kernel: what its module saves is the truth. A token: the input, the query,
+    the scaled key, the value and o's input (D + 4·64), LSH the key norm's inverse RMS a head (4). A sequence: one
+    chunk, the softmax (2 bytes × 4 heads × 16²); in chunks, a token the sort order (int64 a round and head; local
+    attention's one position), the gathered queries (rounds × 64), the neighbouring chunks' keys and values
+    (rounds × near × 64 each) and the softmax over their near × 4 keys (rounds × 4 heads)."""
+    spec = attention_model({"n_heads": 4, "head_dim": 16, **attention}, "learned", "layernorm")
+    block = dict(spec.layers[0].blocks())["attention"]
+    lsh = attention["kind"] == "lsh"
+    kept = D + 4 * 64 + (4 if lsh else 0)
+    assert block.kept_elements(spec) == kept
+    if near == 0:
+        sequence = 2 * 4 * TOKENS * TOKENS
+    else:
+        order = 4 * 4 * rounds if lsh else 4
+        sequence = 2 * TOKENS * (order + rounds * 64 + 2 * rounds * near * 64 + rounds * 4 * near * 4)
+    assert block.score_bytes(spec, TOKENS, True) == sequence
+    assert fused_saved_bytes(spec, "attention") == TOKENS * 2 * kept + sequence
+
+
+REL = {"kind": "rel_attention", "n_heads": 4, "n_kv_heads": 2, "rel_extent": 8}  # 16-wide heads, d_rel 16, K 4
+INKLING2 = {"qk_norm": False, "output_gate": True, "token_sinks": True, "l2_clip": True, "v_norm": True, "conv_scale": True}
+
+
+@pytest.mark.parametrize(
+    ("extra", "norm", "own"),
+    [
+        # own: beyond the input, the relative states (4 × 16), the kernel's Q, K, V, biases and output
+        # (64 + 32 + 32 + 4 × 8 + 64) and the output convolution's input (64), derived by hand
+        ({}, "rmsnorm", 2 * 32 + (64 + 8) + (32 + 4)),  # the convolutions' inputs; q_norm's and k_norm's
+        ({}, "layernorm", 2 * 32 + (64 + 16) + (32 + 8)),  # a LayerNorm's mean beside its inverse RMS
+        # the clips (q: 2·64 + 16, k: 32 + 8, the states: 2·64 + 16), v's norm (32 + 2), the gate (2·64)
+        (INKLING2 | {"window": 6}, "rmsnorm", 2 * 32 + 144 + 40 + 144 + 34 + 128),
+        # the keys' and values' own norms (2·(64 + 2)); each dynamic convolution's windows and taps (2·32·4)
+        ({"qk_norm": False, "dynamic_conv": True, "kv_inputs": True}, "rmsnorm", 132 + 2 * 2 * 32 * 4),
+    ],
+    ids=["inkling", "inkling-layernorm", "inkling2-sliding", "inkling2-full-dynamic-conv"],
+)
+def test_rel_attention_kept_elements_equal_fused_saved(extra, norm, own):
+    """Inkling's attention with its bias looked up by distance inside a flash kernel (as FlashDeBERTa looks up its
+    position scores): what it keeps a token, derived by hand per variant, and the log-sum-exp, 4 bytes a query and
+    head."""
+    spec = attention_model(REL | extra, "rotary", norm)
+    expected = D + own + 64 + (64 + 32 + 32 + 4 * 8 + 64) + 64
+    assert dict(spec.layers[0].blocks())["attention"].kept_elements(spec) == expected
+    assert fused_saved_bytes(spec, "attention") == TOKENS * 2 * expected + 4 * 4 * TOKENS
+
+
+CSA = {"kind": "csa", "n_heads": 4, "head_dim": 16, "q_lora_rank": 32, "o_groups": 2, "o_lora_rank": 16, "window": 8}
+CSA |= {"rotary_dim": 8}
+INDEXER = {"index_n_heads": 2, "index_head_dim": 8}
+
+
+@pytest.mark.parametrize(
+    ("extra", "positions", "norm"),
+    [
+        ({}, "rotary", "rmsnorm"),
+        ({"compress_rate": 4}, "rotary", "rmsnorm"),
+        ({"compress_rate": 4, "overlap": True, "index_topk": 2} | INDEXER, "rotary", "rmsnorm"),
+        ({"compress_rate": 3, "sinks": False}, "rotary", "layernorm"),
+        ({"compress_rate": 2, "overlap": True, "index_topk": 3} | INDEXER, "learned", "layernorm"),
+    ],
+    ids=["window", "hca", "csa-indexed", "hca-3-layernorm", "csa-no-rotary"],
+)
+def test_csa_kept_bytes_equal_fused_saved(extra, positions, norm):
+    """DeepSeek-V4's attention as one sparse flash kernel keeps it, 4 heads of 16, q latent 32: a token the input
+    (D), q_a's output and its norm's statistic (32 + 2, a LayerNorm's 4), the latent (32), q_b's output and its
+    weightless norm's inverse RMS a head (64 + 4), the kernel's Q and output (2·64) and o_a's input, the output
+    turned back (64; without rotary positions the kernel's output itself), the key-value head (16) and kv's output
+    with its statistic (16 + 2), o_b's input (2 × 16), the indexer's chosen ids (int64, 4 each). A sequence: the
+    log-sum-exp with the sink, and with w = ⌊16 / m⌋ entries, the kv the gated sum reads (16 × 16; overlapping,
+    w × 2m × 16), the gates' softmax (w × m × series·16), the entries before their norm and after (w × 16 each)
+    and the norm's statistic (4 bytes an entry, 8 a LayerNorm's)."""
+    spec = attention_model(CSA | extra, positions, norm)
+    block = dict(spec.layers[0].blocks())["attention"]
+    stat = 4 if norm == "layernorm" else 2
+    turned = 64 if positions == "rotary" else 0
+    kept = D + (32 + stat) + 32 + (64 + 4) + 2 * 64 + turned + 16 + (16 + stat) + 2 * 16 + 4 * extra.get("index_topk", 0)
+    assert block.kept_elements(spec) == kept
+    sequence = 4 * 4 * TOKENS
+    if "compress_rate" in extra:
+        m, series = extra["compress_rate"], 2 if extra.get("overlap") else 1
+        w = TOKENS // m
+        kv = w * 2 * m * 16 if extra.get("overlap") else TOKENS * 16
+        sequence += 2 * (kv + w * m * series * 16 + 2 * w * 16) + (8 if norm == "layernorm" else 4) * w
+    assert block.score_bytes(spec, TOKENS, True) == sequence
+    assert fused_saved_bytes(spec, "attention") == TOKENS * 2 * kept + sequence
+
+
+FUSED_FORMS = {
+    "dense_moe": lambda: ffn_model({"kind": "dense_moe", "dense": GATED, "n_experts": E, "top_k": K, "expert": SMALL}),
+    "sink_moe": lambda: ffn_model(
+        {"kind": "sink_moe", "n_experts": E, "top_k": K, "expert": SMALL, "n_shared_experts": 1, "shared": SMALL, "conv_kernel": 3}
+    ),
+    "sink_moe-sigmoid": lambda: ffn_model({"kind": "sink_moe", "n_experts": E, "top_k": K, "expert": SMALL, "router": "sigmoid"}),
+    "cdmoe": lambda: ffn_model({"kind": "cdmoe", "d_ff": FF, "n_experts": 100, "top_k": 5}),
+    "cca": lambda: attention_model({"kind": "cca", "n_heads": 4, "n_kv_heads": 1, "time0": 3, "bias": True, "rotary_dim": 8}),
+    "span_conv": lambda: attention_model({"kind": "span_conv", "n_heads": 4, "kernel": 5}, "learned", "layernorm"),
+    "qsa": lambda: attention_model(QSA),
+    "block_sparse": lambda: attention_model(SPARSE | {"index_local_blocks": 1}),
+    "disentangled": lambda: attention_model({"kind": "disentangled", "n_heads": 4, "span": 4}, "learned", "layernorm"),
+    "block_local": lambda: attention_model(
+        {"kind": "block_local", "n_heads": 4, "n_kv_heads": 2, "radius": 4, "global_block": 3}, "learned"
+    ),
+    "rel_attention": lambda: attention_model(REL),
+    "rel_attention-inkling2": lambda: attention_model(REL | INKLING2 | {"window": 6, "dynamic_conv": True, "kv_inputs": True}),
+    "csa": lambda: attention_model(CSA | {"compress_rate": 4, "overlap": True, "index_topk": 2} | INDEXER),
+    "csa-hca-no-rotary": lambda: attention_model(CSA | {"compress_rate": 3}, "learned"),
+    "moa": lambda: attention_model({"kind": "moa", "n_experts": 4, "top_k": 2, "n_kv_heads": 2, "head_dim": 16}),
+}
+
+
+@pytest.mark.parametrize("name", list(FUSED_FORMS))
+def test_fused_forms_of_the_variants_compute_what_the_modules_do(name):
+    """The variants' fused forms change what is kept, not what is computed: the output and every gradient as the
+    module's own forward gives them, in fp32."""
+    import torch
+
+    from ffncalc.blocks import _fused
+
+    spec = FUSED_FORMS[name]()
+    slot = "ffn" if name.split("-")[0] in ("dense_moe", "sink_moe", "cdmoe") else "attention"
+    block = dict(spec.layers[0].blocks())[slot]
+    torch.manual_seed(0)
+    module = block.torch_module(spec, True)
+    for p in module.parameters():  # tables held at zero or left unset by the modules get values (every gradient
+        t = p.detach()  # shows, and no uninitialised memory's overflow)
+        if p.dim() == 2 and (not t.abs().sum() or not t.isfinite().all() or t.abs().max() > 1e3):
+            torch.nn.init.normal_(p, std=0.1)
+    x = torch.randn(1, TOKENS, D, requires_grad=True)
+    results = []
+    for fused in (False, True):
+        module.zero_grad()
+        x.grad = None
+        if fused:
+            with _fused.fused():
+                out = module(x)
+        else:
+            out = module(x)
+        out.square().sum().backward()
+        results.append([out.detach(), x.grad.clone(), *(p.grad.clone() for p in module.parameters() if p.grad is not None)])
+    assert len(results[0]) == len(results[1])
+    for a, b in zip(*results):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
