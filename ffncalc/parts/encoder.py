@@ -72,6 +72,10 @@ class Encoder(Part):
     # a table of conditioning rows, one of them looked up and put before the source's features (Pop2Piano's
     # mel_conditioner: a composer's embedding before the spectrogram frames): parameters, a lookup without FLOPs
     prefix_rows: NonNegative = 0
+    # the source padded to a whole multiple of this many positions before the embeddings' positions, norm and layers
+    # run over it (LEDEncoder._pad_to_window_size: max(attention_window)); its output unpadded, the cross-attention's
+    # keys the source's own (0: no padding)
+    pad_to: NonNegative = 0
 
     def check(self, spec) -> None:
         front = self.mel_bins or self.kernels or self.waveform  # features of its own in place of tokens
@@ -86,7 +90,7 @@ class Encoder(Part):
                 ("encoder", "source_length"), f"a speech encoder runs over its audio window's {rows:,} positions, whatever the audio"
             )
         last = rows - spec.position_offset  # a learned table ends there (BART: 1,026 rows, the first 2 offset)
-        if rows and s is not None and s > last:
+        if rows and s is not None and self.padded(s) > last:  # a padded source's positions too (LED's)
             raise SpecError(("encoder", "source_length"), f"{s:,} source tokens: the encoder's learned positions end at {last:,}")
 
     def subsampler(self, d: int) -> list[tuple[int, int, int]]:
@@ -137,7 +141,7 @@ class Encoder(Part):
         the cross-attention's K and V (2·kv_heads·hd, for the scores' and AV's gradients), split over tp by heads."""
         inner = replace(self.stack.resolve(model), mask="bidirectional")
         whole = self.layers.d_model * (2 if self.final_norm else 1)  # at the encoder's width
-        return ((inner, self.source_length or 0, model.n_layers * 2 * self._kv(model), whole),)
+        return ((inner, self.padded(self.source_length or 0), model.n_layers * 2 * self._kv(model), whole),)
 
     def cached_elements(self, model) -> int:
         """A decoder layer's cross-attention cache: K and V of every head for each of the S source tokens, projected
@@ -152,8 +156,12 @@ class Encoder(Part):
     def source(self, positions: int) -> int:
         return self.source_length or positions
 
+    def padded(self, source: int) -> int:
+        """The positions the encoder runs over: the source padded to whole multiples of ``pad_to``."""
+        return -(-source // self.pad_to) * self.pad_to if self.pad_to else source
+
     def input_terms(self, e, model, seq_len: int) -> None:
-        d, s = self.layers.d_model, self.source(seq_len)  # the encoder's own width (T5Gemma 9B-2B's differs)
+        d, s = self.layers.d_model, self.padded(self.source(seq_len))  # the encoder's own width (T5Gemma 9B-2B's differs)
         scale = Fraction(s, seq_len)
         emb = Emitter("embedding")
         if self.mel_bins:  # each conv output a matmul of 3 inputs' features; the first over twice the positions
@@ -263,7 +271,7 @@ def _modules():
             d = spec.layers.d_model
             inner = replace(spec.stack.resolve(model), mask="bidirectional")
             self.source_length, self.sinusoidal = spec.source_length, spec.layers.positions == "sinusoidal"
-            self.mel_bins = spec.mel_bins
+            self.mel_bins, self.pad_to = spec.mel_bins, spec.pad_to
             if spec.mel_bins:
                 self.conv1 = nn.Conv1d(spec.mel_bins, d, 3, padding=1)
                 self.conv2 = nn.Conv1d(d, d, 3, stride=2, padding=1)
@@ -308,6 +316,9 @@ def _modules():
             tokens = ctx["tokens"]
             if self.source_length is not None:
                 tokens = torch.zeros((tokens.shape[0], self.source_length), dtype=tokens.dtype, device=tokens.device)
+            source = tokens.shape[-1]
+            if self.pad_to:  # padded to whole windows (LEDEncoder._pad_to_window_size), unpadded after its layers
+                tokens = nn.functional.pad(tokens, (0, -source % self.pad_to))
             if self.mel_bins:  # a window of silence, two frames a position
                 frames = torch.zeros((tokens.shape[0], self.mel_bins, 2 * tokens.shape[-1]), dtype=x.dtype, device=x.device)
                 gelu = nn.functional.gelu
@@ -337,7 +348,7 @@ def _modules():
             inner = {"embeddings": h}
             for k, layer in enumerate(self.layers):
                 h = layer(h, inner, k)
-            ctx["memory"] = self.final_norm(h) if hasattr(self, "final_norm") else h
+            ctx["memory"] = (self.final_norm(h) if hasattr(self, "final_norm") else h)[:, :source]
             return x
 
     class CrossAttention(nn.Module):

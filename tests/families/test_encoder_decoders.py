@@ -147,7 +147,7 @@ def test_flan_t5_xl_training_keeps_the_encoder_at_the_source_length():
 
 READ_PLANNED = ["bart", "mbart", "plbart", "marian", "pegasus", "blenderbot", "blenderbot-small", "m2m_100", "fsmt", "mvp"]
 READ_PLANNED += ["t5", "mt5", "umt5", "switch_transformers", "whisper"]
-READ_PLANNED += ["t5gemma", "pop2piano", "longt5", "speech_to_text", "moonshine"]
+READ_PLANNED += ["t5gemma", "pop2piano", "longt5", "speech_to_text", "moonshine", "led"]
 
 
 @pytest.mark.parametrize("model_type", READ_PLANNED)
@@ -201,6 +201,7 @@ def test_the_encoder_decoders_read():
             "longt5",
             "speech_to_text",
             "moonshine",
+            "led",
         }
     )
 
@@ -514,3 +515,63 @@ def test_a_t5_config_stating_an_untied_head_is_counted_tied_as_transformers_buil
     }
     (tmp_path / "config.json").write_text(json.dumps(data))
     assert ffncalc.count(str(tmp_path / "config.json")).params == 2_849_757_184 - 32_128 * 2_048 == 2_783_959_040
+
+
+def test_led_pads_its_source_to_whole_windows_and_attends_in_overlapping_chunks():
+    """LEDForConditionalGeneration at LEDConfig's defaults by hand: the shared table (50,265 × 1,024, tied to lm_head);
+    the encoder's position table of 16,384 rows and the decoder's of 1,024 (no offset), a LayerNorm on each stack's
+    embeddings; 12 encoder layers of query, key, value, query_global, key_global, value_global and output (1,024 ×
+    1,024 and a bias each), fc1 and fc2 (1,024 ↔ 4,096, biases) and two LayerNorms; 12 decoder layers of BART's (q, k,
+    v, out_proj, a cross-attention's four, fc1, fc2, three LayerNorms). FLOPs over S = 1,000 source tokens: LEDEncoder
+    pads them to 1,024 (two windows of 512), so every encoder layer's projections run over 1,024 rows; QKᵀ over
+    1,024 / 256 − 1 = 3 overlapping chunks of 512 queries against their 512 keys, in 16 heads of 64; AV over 1,024
+    queries of 3 × 256 values; 2 FLOPs a multiply-add, per token of the 1,000."""
+
+    d, ff, vocab, layers, w = 1024, 4096, 50265, 12, 256
+    encoder_layer = 7 * (d * d + d) + 2 * d * ff + ff + d + 4 * d
+    decoder_layer = 8 * (d * d + d) + 2 * d * ff + ff + d + 6 * d
+    total = vocab * d + (16384 + 1024) * d + 2 * 2 * d + layers * (encoder_layer + decoder_layer)
+    spec = hf.load(DEFAULTS / "configs" / "led.json")[1]
+    assert tally(spec).params == total == 459_801_600
+    rows = {r.name: r for r in tally(spec, seq_len=1000).rows}
+    assert rows["encoder.attn.q.weight"].flops == Fraction(2 * layers * d * d * 1024, 1000)
+    assert rows["encoder.attn.scores"].flops == Fraction(2 * layers * 16 * 64 * 3 * 512 * 512, 1000)
+    assert rows["encoder.attn.values"].flops == Fraction(2 * layers * 16 * 64 * 1024 * 3 * w, 1000)
+    assert rows["encoder.attn.q_global.weight"].flops == 0
+    assert rows["encoder.cross.k.weight"].flops == 2 * layers * d * d  # the source's own 1,000 rows, unpadded
+
+
+@pytest.mark.torch
+def test_led_with_a_window_of_8_equals_transformers(tmp_path):
+    """LEDForConditionalGeneration small (2 layers a stack of width 64, 4 heads of 16, a window of 8), built by
+    transformers: every parameter, and every component's FLOPs under FlopCounterMode at 8 and 16 tokens and at 13 (padded
+    to 16: the chunks and the padding's rows), LEDEncoder's question whether any token is global answered for a
+    sequence given no global_attention_mask."""
+    from dataclasses import replace
+
+    from ffncalc.analysis import hfcheck
+
+    data = json.loads((DEFAULTS / "configs" / "led.json").read_text())
+    data.update(d_model=64, encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=128, decoder_ffn_dim=128)
+    data.update(encoder_layers=2, decoder_layers=2, vocab_size=100, attention_window=8)
+    data.update(max_encoder_position_embeddings=64, max_decoder_position_embeddings=32)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(data))
+    c = hf.read_config(path)
+    measured = hfcheck.measure(c, flops=True)
+    assert [r.seq_len for r in measured.flops] == [8, 16]
+    report = hfcheck.check(c, model="led", measured=measured)
+    assert report.ok and not any(ch.component.startswith("(unmatched)") for ch in report.checks), report.failures
+    odd = replace(measured, flops=(hfcheck.flop_run(hfcheck.instantiate(c), 1, 13),))
+    for m in (measured, odd):
+        checks = hfcheck.check_flops(c, m)
+        assert checks and all(ch.ok for ch in checks), [ch for ch in checks if not ch.ok]
+
+
+def test_led_windows_that_differ_by_layer_are_refused_in_one_line(cli, tmp_path):
+    data = json.loads((DEFAULTS / "configs" / "led.json").read_text())
+    data["attention_window"] = [512] * 11 + [256]
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(data))
+    code, out, err = cli("count", str(path))
+    assert code == 2 and out == "" and err.count("\n") == 1 and "attention_window" in err, err

@@ -598,10 +598,6 @@ SEQ2SEQ_NOT_YET = {
     "glmasr": "an audio tower beside a decoder-only language model (a whole multimodal model)",
     "granite_speech": "an audio tower and projector beside a decoder-only language model (a whole multimodal model)",
     "granite_speech_plus": "an audio tower and projector beside a decoder-only language model (a whole multimodal model)",
-    "led": (
-        "Longformer's sliding-window attention in overlapping chunks and global attention in the encoder; its forward "
-        "asks which tokens are global (LEDEncoder: .item(), not answerable on the meta device)"
-    ),
     "moss_transcribe_diarize": "an audio tower beside a decoder-only language model (a whole multimodal model)",
     "musicflamingo": "an audio tower beside a decoder-only language model (a whole multimodal model)",
     "nemo_speechlm": "an audio tower beside a decoder-only language model (a whole multimodal model)",

@@ -175,3 +175,44 @@ def mvp(c: Config) -> dict:
     if c.bool("use_prompt", False):
         raise c.fail("use_prompt", "MVP's layer-wise prompts (prefix keys and values in every attention) are not read yet")
     return seq2seq(c, pre_norm=False, embedding_norm=True, offset=2)
+
+
+LED_LAYER_MODULES = (
+    (r"longformer_self_attn\.query$", "attn.q"),
+    (r"longformer_self_attn\.key$", "attn.k"),
+    (r"longformer_self_attn\.value$", "attn.v"),
+    (r"longformer_self_attn\.query_global$", "attn.q_global"),
+    (r"longformer_self_attn\.key_global$", "attn.k_global"),
+    (r"longformer_self_attn\.value_global$", "attn.v_global"),
+    (r"self_attn\.output$", "attn.o"),
+) + LAYER_MODULES
+
+
+@family("led", layer_modules=LED_LAYER_MODULES, top_modules=TOP_MODULES, model_stacks=STACKS)
+def led(c: Config) -> dict:
+    """LEDConfig / LEDForConditionalGeneration (Beltagy et al. 2020, "Longformer", §5: the Longformer-Encoder-Decoder):
+    BART's post-norm layers and layernorm_embedding in each stack, one shared table (vocab_size, 50265) tied to lm_head
+    (tie_word_embeddings, default true), no final norm; position tables of max_encoder_position_embeddings (16384) and
+    max_decoder_position_embeddings (1024) rows without an offset (LEDLearnedPositionalEmbedding). Each encoder layer's
+    self-attention is LEDEncoderSelfAttention (blocks/sliding_chunks.py): query, key, value and output with biases,
+    query_global, key_global and value_global beside them, a window of attention_window (512, one a layer where a list)
+    positions; LEDEncoder pads the source to a whole multiple of the largest window before its positions, norm and
+    layers, and unpads its output. A forward given no global_attention_mask has no global token."""
+    spec = seq2seq(c, pre_norm=False, embedding_norm=True)
+    layers = c.int("encoder_layers")
+    window = c.data.get("attention_window", 512)
+    windows = window if isinstance(window, list) else [window]
+    if not windows or any(type(w) is not int or w <= 0 or w % 2 for w in windows):
+        raise c.fail("attention_window", f"expected a positive even integer or a list of them, got {window!r}")
+    if isinstance(window, list) and len(window) != layers:
+        raise c.fail("attention_window", f"{len(window)} windows for {layers} encoder layers")
+    if len(set(windows)) > 1:
+        raise c.fail("attention_window", "windows that differ between encoder layers are not read yet")
+    rows = c.int("max_decoder_position_embeddings", 1024)
+    spec["context_length"] = rows
+    encoder = spec["encoder"]
+    attention = {**encoder["layers"]["attention"], "kind": "sliding_chunks", "attention_window": windows[0]}
+    encoder["layers"] = {**encoder["layers"], "attention": attention}
+    encoder["position_rows"] = c.int("max_encoder_position_embeddings", 16384)
+    encoder["pad_to"] = windows[0]
+    return spec
