@@ -11,6 +11,7 @@ KINDS = {
     ("attention", "dynamic_mask"): "dynamic_mask",
     ("attention", "fourier"): "fourier",
     ("attention", "gated_deltanet"): "gated_deltanet",
+    ("attention", "global_local"): "global_local",
     ("attention", "grouped_mha"): "grouped",
     ("attention", "kda"): "kimi_delta",
     ("attention", "lightning"): "lightning",

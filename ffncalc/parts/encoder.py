@@ -76,6 +76,9 @@ class Encoder(Part):
     # run over it (LEDEncoder._pad_to_window_size: max(attention_window)); its output unpadded, the cross-attention's
     # keys the source's own (0: no padding)
     pad_to: NonNegative = 0
+    # learned global tokens carried beside the source through every layer (PEGASUS-X's embed_global, a table of this
+    # many rows): further rows of the stack, dropped from its output
+    global_rows: NonNegative = 0
 
     def check(self, spec) -> None:
         front = self.mel_bins or self.kernels or self.waveform  # features of its own in place of tokens
@@ -136,12 +139,15 @@ class Encoder(Part):
         return model.d_model + {"flash": 4 * h, "eager": 5 * h * s, "recomputed": 0}[kernel]
 
     def stacks(self, model) -> tuple[tuple[object, int, int, int], ...]:
-        """The encoder's layers over the S source tokens; beside them each source position keeps the encoder's
-        output (the cross-attention's k and v read it, d) and its final norm's input (d), and in every decoder layer
-        the cross-attention's K and V (2·kv_heads·hd, for the scores' and AV's gradients), split over tp by heads."""
+        """The encoder's layers over the S source tokens (padded to whole windows or blocks, and its global tokens,
+        where it has them); beside them each of those rows keeps the encoder's output (the cross-attention's k and v
+        read it, d) and its final norm's input (d), and in every decoder layer the cross-attention's K and V
+        (2·kv_heads·hd, for the scores' and AV's gradients), split over tp by heads: the padding's and the global
+        tokens' rows counted with the source's, an upper bound by those rows where the K and V are the source's."""
         inner = replace(self.stack.resolve(model), mask="bidirectional")
         whole = self.layers.d_model * (2 if self.final_norm else 1)  # at the encoder's width
-        return ((inner, self.padded(self.source_length or 0), model.n_layers * 2 * self._kv(model), whole),)
+        rows = self.padded(self.source_length or 0) + self.global_rows
+        return ((inner, rows, model.n_layers * 2 * self._kv(model), whole),)
 
     def cached_elements(self, model) -> int:
         """A decoder layer's cross-attention cache: K and V of every head for each of the S source tokens, projected
@@ -212,11 +218,15 @@ class Encoder(Part):
             heads = self.layers.attention.resolve(d).head_count()
             tables = (self.layers.n_layers if self.relative_per_layer else 1) * (2 if self.relative_global else 1)
             emb.term("encoder.relative_bias.weight", "position", (self.relative_buckets, heads), tables)
-        layers = self.stack.terms(model, "encoder.", s, scale)
+        if self.global_rows:  # looked up once a sequence: no multiply-adds
+            emb.term("encoder.global_embed.weight", "token", (self.global_rows, d))
+        rows = s + self.global_rows  # the stack's rows: the padded source and the global tokens
+        layers = self.stack.terms(model, "encoder.", rows, Fraction(rows, seq_len))
         fin = Emitter("layers")
         if self.final_norm:
             fin.norm("encoder.final_norm", model.norm, d, 1)
-        tail = [replace(t, layers=None, positions=scale) for t in fin.out]
+        # over the source's own positions, unpadded (PegasusXEncoder: hidden_states[:, :seq_len] before layer_norm)
+        tail = [replace(t, layers=None, positions=Fraction(self.source(seq_len), seq_len)) for t in fin.out]
         # the encoder runs once a sequence, at its prefill: no decode step does its work (Term.per_sequence)
         e.out.extend(replace(t, per_sequence=True) for t in [replace(t, positions=scale) for t in emb.out] + layers + tail)
 
@@ -268,6 +278,8 @@ def _modules():
 
         def __init__(self, spec: Encoder, model):
             super().__init__()
+            if spec.global_rows:
+                raise NotImplementedError("an encoder's global tokens (PEGASUS-X's) have no reference module here")
             d = spec.layers.d_model
             inner = replace(spec.stack.resolve(model), mask="bidirectional")
             self.source_length, self.sinusoidal = spec.source_length, spec.layers.positions == "sinusoidal"

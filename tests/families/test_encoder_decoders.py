@@ -147,7 +147,7 @@ def test_flan_t5_xl_training_keeps_the_encoder_at_the_source_length():
 
 READ_PLANNED = ["bart", "mbart", "plbart", "marian", "pegasus", "blenderbot", "blenderbot-small", "m2m_100", "fsmt", "mvp"]
 READ_PLANNED += ["t5", "mt5", "umt5", "switch_transformers", "whisper"]
-READ_PLANNED += ["t5gemma", "pop2piano", "longt5", "speech_to_text", "moonshine", "led"]
+READ_PLANNED += ["t5gemma", "pop2piano", "longt5", "speech_to_text", "moonshine", "led", "pegasus_x"]
 
 
 @pytest.mark.parametrize("model_type", READ_PLANNED)
@@ -202,6 +202,7 @@ def test_the_encoder_decoders_read():
             "speech_to_text",
             "moonshine",
             "led",
+            "pegasus_x",
         }
     )
 
@@ -575,3 +576,51 @@ def test_led_windows_that_differ_by_layer_are_refused_in_one_line(cli, tmp_path)
     path.write_text(json.dumps(data))
     code, out, err = cli("count", str(path))
     assert code == 2 and out == "" and err.count("\n") == 1 and "attention_window" in err, err
+
+
+def test_pegasus_x_carries_global_tokens_and_staggers_every_other_layer():
+    """PegasusXForConditionalGeneration at PegasusXConfig's defaults by hand: the shared table (96,103 × 1,024, tied to
+    lm_head), embed_global (32 × 1,024); 16 encoder layers of q, k, v, out_proj (1,024 × 1,024, no biases), fc1 and fc2
+    (1,024 ↔ 4,096, biases) and three LayerNorms (the global tokens' own among them); 16 decoder layers of self- and
+    cross-attention (eight bias-free projections), fc1, fc2 and three LayerNorms; a final LayerNorm a stack; sinusoidal
+    positions computed, no parameters. FLOPs over S = 1,000 source tokens: padded to L = 1,024 (two blocks of 512), the
+    stack's rows are L and the 32 global tokens; each of the 8 odd layers pads another 512 rows (half a block either
+    side), L' = 1,536. QKᵀ a layer: the G global queries against G + L' keys and the L' local queries against G + 512,
+    16 heads of 64, 2 FLOPs a multiply-add, per token of the 1,000."""
+
+    d, ff, vocab, layers, g, b = 1024, 4096, 96103, 16, 32, 512
+    encoder_layer = 4 * d * d + 2 * d * ff + ff + d + 3 * 2 * d
+    decoder_layer = 8 * d * d + 2 * d * ff + ff + d + 3 * 2 * d
+    total = vocab * d + g * d + layers * (encoder_layer + decoder_layer) + 2 * 2 * d
+    spec = hf.load(DEFAULTS / "configs" / "pegasus_x.json")[1]
+    assert tally(spec).params == total == 568_568_832
+    rows = {r.name: r for r in tally(spec, seq_len=1000).rows}
+    pairs = sum(g * (g + s) + s * (g + b) for s in [1024, 1536] * 8)
+    assert rows["encoder.attn.scores"].flops == Fraction(2 * 16 * 64 * pairs, 1000)
+    assert rows["encoder.attn.q.weight"].flops == Fraction(2 * d * d * (16 * (1024 + g) + 8 * b), 1000)
+    assert rows["encoder.ffn.up.weight"].flops == Fraction(2 * layers * d * ff * (1024 + g), 1000)
+
+
+@pytest.mark.torch
+def test_pegasus_x_with_blocks_of_8_equals_transformers(tmp_path):
+    """PegasusXForConditionalGeneration small (3 encoder layers, one staggered, and 2 decoder layers of width 64, 4
+    heads of 16, blocks of 8, 4 global tokens), built by transformers: every parameter, and every component's FLOPs under
+    FlopCounterMode at 8 and 32 tokens and at 13 (padded to 16, the staggered layer's blocks over 24)."""
+    from dataclasses import replace
+
+    from ffncalc.analysis import hfcheck
+
+    data = json.loads((DEFAULTS / "configs" / "pegasus_x.json").read_text())
+    data.update(d_model=64, encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=128, decoder_ffn_dim=128)
+    data.update(encoder_layers=3, decoder_layers=2, vocab_size=100, block_size=8, num_global_tokens=4)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(data))
+    c = hf.read_config(path)
+    measured = hfcheck.measure(c, flops=True)
+    report = hfcheck.check(c, model="pegasus_x", measured=measured)
+    assert report.ok and not any(ch.component.startswith("(unmatched)") for ch in report.checks), report.failures
+    odd = replace(measured, flops=(hfcheck.flop_run(hfcheck.instantiate(c), 1, 13),))
+    for m in (measured, odd):
+        checks = hfcheck.check_flops(c, m)
+        assert checks and all(ch.ok for ch in checks), [ch for ch in checks if not ch.ok]
+    assert any(ch.component == "encoder.attn.global_norm" for ch in report.checks)

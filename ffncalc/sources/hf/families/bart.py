@@ -216,3 +216,30 @@ def led(c: Config) -> dict:
     encoder["position_rows"] = c.int("max_encoder_position_embeddings", 16384)
     encoder["pad_to"] = windows[0]
     return spec
+
+
+PEGASUS_X_LAYER_MODULES = ((r"global_self_attn_layer_norm$", "attn.global_norm"),) + LAYER_MODULES
+PEGASUS_X_TOP_MODULES = ((r"embed_global$", "global_embed"),) + TOP_MODULES
+
+
+@family("pegasus_x", layer_modules=PEGASUS_X_LAYER_MODULES, top_modules=PEGASUS_X_TOP_MODULES, model_stacks=STACKS)
+def pegasus_x(c: Config) -> dict:
+    """PegasusXConfig / PegasusXForConditionalGeneration (Phang et al. 2022): Pegasus's pre-norm layers with a final
+    layer_norm in each stack, no norm on the embeddings, one shared table (vocab_size, 96103) tied to lm_head
+    (tie_word_embeddings, default true); PegasusXSinusoidalPositionalEmbedding computes its sines and cosines in the
+    forward (no parameters, no buffer); q, k, v and out_proj without biases in every attention, fc1 and fc2 with them.
+    Each encoder layer's self-attention is PegasusXGlobalLocalAttention (blocks/global_local.py): blocks of block_size
+    (512), num_global_tokens (32) global tokens from embed_global carried through every layer with a LayerNorm of
+    their own (global_self_attn_layer_norm), every odd layer's blocks staggered (stagger_local_blocks, default true);
+    PegasusXEncoder pads the source to whole blocks and unpads its output before its final layer_norm."""
+    spec = seq2seq(c, pre_norm=True, embedding_norm=False, table="buffer")
+    spec["context_length"] = c.int("max_position_embeddings", 16384)
+    block, tokens = c.int("block_size", 512), c.int("num_global_tokens", 32)
+    plain = {**spec["attention"], "qkv_bias": False, "o_bias": False}
+    spec["attention"] = plain
+    encoder = spec["encoder"]
+    attention = {**encoder["layers"]["attention"], "qkv_bias": False, "o_bias": False, "kind": "global_local"}
+    attention.update(block_size=block, global_tokens=tokens, stagger=c.bool("stagger_local_blocks", True))
+    encoder["layers"] = {**encoder["layers"], "attention": attention}
+    encoder.update(cross_bias=False, pad_to=block, global_rows=tokens)
+    return spec
