@@ -75,6 +75,14 @@ def flop_run(net, batch: int, seq_len: int) -> FlopRun:
     for module in net.modules():  # LayerDrop (Fan et al. 2019) skips layers at random in training: none skipped
         if isinstance(getattr(module, "layerdrop", None), float):
             module.layerdrop = 0.0
+    # BigBird-Pegasus's encoder switches itself to full attention for good on a sequence too short for its blocks
+    # (BigBirdPegasusEncoder.forward: set_attention_type("original_full")): the switch its forward would make here, made
+    # before the run, from the configured type (so its modules are named, and an earlier shorter run does not stick)
+    config = net.config
+    for module in net.modules():
+        if hasattr(type(module), "set_attention_type") and hasattr(module, "layers"):
+            short = seq_len <= (5 + 2 * config.num_random_blocks) * config.block_size
+            module.set_attention_type("original_full" if short else config.attention_type)
     # Longformer's and LED's encoders ask whether any token is global (is_index_global_attn.any().item()): an
     # unpadded sequence given no global_attention_mask has none, the answer for a meta boolean scalar there
     global_question = any(hasattr(type(m), "_pad_to_window_size") for m in net.modules())

@@ -79,6 +79,9 @@ class Encoder(Part):
     # learned global tokens carried beside the source through every layer (PEGASUS-X's embed_global, a table of this
     # many rows): further rows of the stack, dropped from its output
     global_rows: NonNegative = 0
+    # only a source longer than this many positions is padded (BigBird-Pegasus's: shorter ones run full attention,
+    # unpadded; BigBirdPegasusEncoder.forward: max_tokens_to_attend)
+    pad_above: NonNegative = 0
 
     def check(self, spec) -> None:
         front = self.mel_bins or self.kernels or self.waveform  # features of its own in place of tokens
@@ -164,7 +167,7 @@ class Encoder(Part):
 
     def padded(self, source: int) -> int:
         """The positions the encoder runs over: the source padded to whole multiples of ``pad_to``."""
-        return -(-source // self.pad_to) * self.pad_to if self.pad_to else source
+        return -(-source // self.pad_to) * self.pad_to if self.pad_to and source > self.pad_above else source
 
     def input_terms(self, e, model, seq_len: int) -> None:
         d, s = self.layers.d_model, self.padded(self.source(seq_len))  # the encoder's own width (T5Gemma 9B-2B's differs)
@@ -283,7 +286,7 @@ def _modules():
             d = spec.layers.d_model
             inner = replace(spec.stack.resolve(model), mask="bidirectional")
             self.source_length, self.sinusoidal = spec.source_length, spec.layers.positions == "sinusoidal"
-            self.mel_bins, self.pad_to = spec.mel_bins, spec.pad_to
+            self.mel_bins, self.pad_to, self.pad_above = spec.mel_bins, spec.pad_to, spec.pad_above
             if spec.mel_bins:
                 self.conv1 = nn.Conv1d(spec.mel_bins, d, 3, padding=1)
                 self.conv2 = nn.Conv1d(d, d, 3, stride=2, padding=1)
@@ -329,7 +332,7 @@ def _modules():
             if self.source_length is not None:
                 tokens = torch.zeros((tokens.shape[0], self.source_length), dtype=tokens.dtype, device=tokens.device)
             source = tokens.shape[-1]
-            if self.pad_to:  # padded to whole windows (LEDEncoder._pad_to_window_size), unpadded after its layers
+            if self.pad_to and source > self.pad_above:  # padded to whole windows (LEDEncoder._pad_to_window_size)
                 tokens = nn.functional.pad(tokens, (0, -source % self.pad_to))
             if self.mel_bins:  # a window of silence, two frames a position
                 frames = torch.zeros((tokens.shape[0], self.mel_bins, 2 * tokens.shape[-1]), dtype=x.dtype, device=x.device)

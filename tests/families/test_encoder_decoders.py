@@ -147,7 +147,7 @@ def test_flan_t5_xl_training_keeps_the_encoder_at_the_source_length():
 
 READ_PLANNED = ["bart", "mbart", "plbart", "marian", "pegasus", "blenderbot", "blenderbot-small", "m2m_100", "fsmt", "mvp"]
 READ_PLANNED += ["t5", "mt5", "umt5", "switch_transformers", "whisper"]
-READ_PLANNED += ["t5gemma", "pop2piano", "longt5", "speech_to_text", "moonshine", "led", "pegasus_x"]
+READ_PLANNED += ["t5gemma", "pop2piano", "longt5", "speech_to_text", "moonshine", "led", "pegasus_x", "bigbird_pegasus"]
 
 
 @pytest.mark.parametrize("model_type", READ_PLANNED)
@@ -203,6 +203,7 @@ def test_the_encoder_decoders_read():
             "moonshine",
             "led",
             "pegasus_x",
+            "bigbird_pegasus",
         }
     )
 
@@ -624,3 +625,53 @@ def test_pegasus_x_with_blocks_of_8_equals_transformers(tmp_path):
         checks = hfcheck.check_flops(c, m)
         assert checks and all(ch.ok for ch in checks), [ch for ch in checks if not ch.ok]
     assert any(ch.component == "encoder.attn.global_norm" for ch in report.checks)
+
+
+def test_bigbird_pegasus_attends_global_sliding_and_random_blocks_past_its_shortest_sparse_sequence():
+    """BigBirdPegasusForConditionalGeneration at BigBirdPegasusConfig's defaults by hand: the shared table (96,103 ×
+    1,024, tied to lm_head), a learned position table of 4,096 rows a stack; 16 encoder layers of query, key, value and
+    output (1,024 × 1,024, no biases: use_bias false), fc1 and fc2 (1,024 ↔ 4,096, biases) and two LayerNorms; 16
+    decoder layers of self- and cross-attention (eight bias-free projections), fc1, fc2 and three LayerNorms; each
+    stack's layernorm_embedding after its last layer. FLOPs: up to (5 + 2 × 3) × 64 = 704 source tokens every query meets
+    every key; over S = 1,000 the source is padded to L = 1,024 (16 blocks of 64) and in each of the 16 heads of 64 the
+    first and last blocks' queries meet all L keys, the second and second-last's (4 + 3) blocks, and the 12 middle
+    blocks' (5 + 3): QKᵀ 2 FLOPs a multiply-add, per token of the 1,000."""
+
+    d, ff, vocab, layers, b = 1024, 4096, 96103, 16, 64
+    encoder_layer = 4 * d * d + 2 * d * ff + ff + d + 2 * 2 * d
+    decoder_layer = 8 * d * d + 2 * d * ff + ff + d + 3 * 2 * d
+    total = vocab * d + 2 * 4096 * d + layers * (encoder_layer + decoder_layer) + 2 * 2 * d
+    spec = hf.load(DEFAULTS / "configs" / "bigbird_pegasus.json")[1]
+    assert tally(spec).params == total == 576_891_904
+    pairs = b * (2 * 1024 + 2 * 7 * b + 12 * 8 * b)
+    rows = {r.name: r for r in tally(spec, seq_len=1000).rows}
+    assert rows["encoder.attn.scores"].flops == Fraction(2 * layers * 16 * 64 * pairs, 1000)
+    assert rows["encoder.ffn.up.weight"].flops == Fraction(2 * layers * d * ff * 1024, 1000)
+    short = {r.name: r for r in tally(spec, seq_len=700).rows}
+    assert short["encoder.attn.scores"].flops == 2 * layers * 16 * 64 * 700
+    assert short["encoder.ffn.up.weight"].flops == 2 * layers * d * ff
+
+
+@pytest.mark.torch
+def test_bigbird_pegasus_with_blocks_of_4_equals_transformers(tmp_path):
+    """BigBirdPegasusForConditionalGeneration small (2 layers a stack of width 64, 4 heads of 16, blocks of 4, one random
+    block: full attention up to 28 tokens), built by transformers: every parameter, and every component's FLOPs under
+    FlopCounterMode at 8 tokens (full) and at 32, 29 and 33 (block-sparse, the last two padded to 32 and 36)."""
+    from dataclasses import replace
+
+    from ffncalc.analysis import hfcheck
+
+    data = json.loads((DEFAULTS / "configs" / "bigbird_pegasus.json").read_text())
+    data.update(d_model=64, encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=128, decoder_ffn_dim=128)
+    data.update(encoder_layers=2, decoder_layers=2, vocab_size=100, block_size=4, num_random_blocks=1, max_position_embeddings=128)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(data))
+    c = hf.read_config(path)
+    measured = hfcheck.measure(c, flops=True)
+    assert [r.seq_len for r in measured.flops] == [8, 32]
+    report = hfcheck.check(c, model="bigbird_pegasus", measured=measured)
+    assert report.ok and not any(ch.component.startswith("(unmatched)") for ch in report.checks), report.failures
+    runs = [measured] + [replace(measured, flops=(hfcheck.flop_run(hfcheck.instantiate(c), 1, n),)) for n in (29, 33)]
+    for m in runs:
+        checks = hfcheck.check_flops(c, m)
+        assert checks and all(ch.ok for ch in checks), [ch for ch in checks if not ch.ok]

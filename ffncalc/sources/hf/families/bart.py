@@ -243,3 +243,40 @@ def pegasus_x(c: Config) -> dict:
     encoder["layers"] = {**encoder["layers"], "attention": attention}
     encoder.update(cross_bias=False, pad_to=block, global_rows=tokens)
     return spec
+
+
+BIGBIRD_LAYER_MODULES = (
+    (r"self_attn\.self\.query$", "attn.q"),
+    (r"self_attn\.self\.key$", "attn.k"),
+    (r"self_attn\.self\.value$", "attn.v"),
+    (r"self_attn\.output$", "attn.o"),
+) + LAYER_MODULES
+# each stack's layernorm_embedding is the norm after its last layer (BigBirdPegasusEncoder.forward, and the decoder's)
+BIGBIRD_TOP_MODULES = ((r"layernorm_embedding$", "final_norm"),) + TOP_MODULES
+
+
+@family("bigbird_pegasus", layer_modules=BIGBIRD_LAYER_MODULES, top_modules=BIGBIRD_TOP_MODULES, model_stacks=STACKS)
+def bigbird_pegasus(c: Config) -> dict:
+    """BigBirdPegasusConfig / BigBirdPegasusForConditionalGeneration (Zaheer et al. 2020): Pegasus's pre-norm layers,
+    each stack's final norm named layernorm_embedding (applied after its last layer), no norm on the embeddings; one
+    shared table (vocab_size, 96103) tied to lm_head; learned position tables of max_position_embeddings (4096) rows
+    without an offset; every attention's projections biased with use_bias (default false), fc1 and fc2 with biases,
+    activation_function gelu_new. attention_type "block_sparse" (the default): each encoder layer's
+    BigBirdPegasusBlockSparseAttention (blocks/bigbird.py) over blocks of block_size (64) with num_random_blocks (3)
+    random ones, the source padded to whole blocks where it is longer than (5 + 2·num_random_blocks)·block_size tokens
+    (shorter ones run full attention, unpadded); "original_full": full attention throughout."""
+    kind = c.data.get("attention_type", "block_sparse")
+    if kind not in ("block_sparse", "original_full"):
+        raise c.fail("attention_type", f'expected "block_sparse" or "original_full", got {kind!r}')
+    spec = seq2seq(c, pre_norm=True, embedding_norm=False)
+    bias = c.bool("use_bias", False)
+    spec["attention"] = {**spec["attention"], "qkv_bias": bias, "o_bias": bias}
+    encoder = spec["encoder"]
+    attention = {**encoder["layers"]["attention"], "qkv_bias": bias, "o_bias": bias}
+    encoder["cross_bias"] = bias
+    if kind == "block_sparse":
+        block, random = c.int("block_size", 64), c.int("num_random_blocks", 3)
+        attention.update(kind="bigbird", block_size=block, random_blocks=random)
+        encoder.update(pad_to=block, pad_above=(5 + 2 * random) * block)
+    encoder["layers"] = {**encoder["layers"], "attention": attention}
+    return spec
