@@ -118,6 +118,9 @@ def flop_run(net, batch: int, seq_len: int) -> FlopRun:
         ):
             # an encoder-decoder: the decoder reads a sequence as long as the source (the tokens again)
             extra = {"decoder_input_ids": tokens} if getattr(net.config, "is_encoder_decoder", False) else {}
+            channels = getattr(getattr(net.config, "decoder_config", None), "num_channels", None)
+            if channels:  # Dia: the decoder reads frames of every channel's code, (batch, seq_len, num_channels)
+                extra = {"decoder_input_ids": torch.zeros((batch, seq_len, channels), dtype=torch.long, device="meta")}
             if net.main_input_name == "input_features" and hasattr(net.config, "num_conv_layers"):
                 # Speech2Text: filterbank frames, 2 ** num_conv_layers a source position (each conv of stride 2)
                 c = net.config

@@ -147,7 +147,7 @@ def test_flan_t5_xl_training_keeps_the_encoder_at_the_source_length():
 
 READ_PLANNED = ["bart", "mbart", "plbart", "marian", "pegasus", "blenderbot", "blenderbot-small", "m2m_100", "fsmt", "mvp"]
 READ_PLANNED += ["t5", "mt5", "umt5", "switch_transformers", "whisper"]
-READ_PLANNED += ["t5gemma", "pop2piano", "longt5", "speech_to_text", "moonshine", "led", "pegasus_x", "bigbird_pegasus"]
+READ_PLANNED += ["t5gemma", "pop2piano", "longt5", "speech_to_text", "moonshine", "led", "pegasus_x", "bigbird_pegasus", "dia"]
 
 
 @pytest.mark.parametrize("model_type", READ_PLANNED)
@@ -204,6 +204,7 @@ def test_the_encoder_decoders_read():
             "led",
             "pegasus_x",
             "bigbird_pegasus",
+            "dia",
         }
     )
 
@@ -675,3 +676,23 @@ def test_bigbird_pegasus_with_blocks_of_4_equals_transformers(tmp_path):
     for m in runs:
         checks = hfcheck.check_flops(c, m)
         assert checks and all(ch.ok for ch in checks), [ch for ch in checks if not ch.ok]
+
+
+def test_dia_reads_bytes_and_decodes_frames_of_nine_codebooks():
+    """DiaForConditionalGeneration at DiaConfig's defaults (Dia-1.6B's layout) by hand: the encoder's byte table (256 ×
+    1,024), 12 layers of q, k, v (1,024 → 16 × 128) and o back, a SiLU-gated MLP (gate_up_proj 1,024 → 2 × 4,096,
+    down_proj back) and two RMSNorms, a final RMSNorm; the decoder's table of 9 channels × 1,028 codes (× 2,048), 18
+    layers of q and o (2,048 ↔ 16 × 128), k and v (2,048 → 4 × 128), a cross-attention (q 2,048 → 16 × 128, k and v from
+    the encoder's 1,024 → 16 × 128, o back), the MLP (2,048 → 2 × 8,192, back) and three RMSNorms, a final RMSNorm;
+    logits_dense (2,048 → 9 × 1,028, untied). No biases. Published: "1.6B". The cross-attention cache of a 512-byte
+    text in bf16: 18 layers × K and V × 16 × 128 × 512 × 2 bytes."""
+    from ffncalc import api
+
+    d, e, ff, eff, table = 2048, 1024, 8192, 4096, 9 * 1028
+    encoder = 256 * e + 12 * (4 * e * 2048 + 3 * e * eff + 2 * e) + e
+    decoder_layer = 2 * d * 2048 + 2 * d * 512 + (d * 2048 + 2 * e * 2048 + 2048 * d) + 3 * d * ff + 3 * d
+    total = encoder + 2 * table * d + 18 * decoder_layer + d
+    path = str(DEFAULTS / "configs" / "dia.json")
+    assert api.count(path).params == total == 1_611_160_576
+    f = api.infer(path, prompt=1, generate=16, source_len=512).to_dict()["figures"]
+    assert f["cross_kv_bytes_per_sequence"]["value"] == 18 * 2 * 16 * 128 * 512 * 2
