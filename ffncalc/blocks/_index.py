@@ -24,6 +24,7 @@ KINDS = {
     ("attention", "mla"): "mla",
     ("attention", "mlstm"): "mlstm",
     ("attention", "moa"): "moa",
+    ("attention", "ngram"): "ngram_attention",
     ("attention", "none"): "none",
     ("attention", "parallel"): "parallel_mixers",
     ("attention", "qsa"): "qsa",

@@ -165,6 +165,16 @@ class Encoder(Part):
     def source(self, positions: int) -> int:
         return self.source_length or positions
 
+    @staticmethod
+    def tokens(model, positions: int) -> int:
+        """The sequence's tokens whose layer positions these are (ProphetNet's decoder runs (1 + ngram) rows a token,
+        parts/ngram.py): the fewest t with model.layer_positions(t) ≥ positions, by bisection."""
+        low, high = 1, max(positions, 1)
+        while low < high:
+            mid = (low + high) // 2
+            low, high = (mid + 1, high) if model.layer_positions(mid) < positions else (low, mid)
+        return low
+
     def padded(self, source: int) -> int:
         """The positions the encoder runs over: the source padded to whole multiples of ``pad_to``."""
         return -(-source // self.pad_to) * self.pad_to if self.pad_to and source > self.pad_above else source
@@ -235,7 +245,7 @@ class Encoder(Part):
 
     def layer_terms(self, e, model, positions: int) -> None:
         """Each decoder layer's cross-attention, with the heads of its self-attention (head_dim d / heads)."""
-        d, n, s = model.d_model, e.n, self.source(positions)
+        d, n, s = model.d_model, e.n, self.source(self.tokens(model, positions))
         attn = model.layers[e.layers[0]].attention if e.layers else model.layers[0].attention
         h = attn.head_count()
         hd = self.cross_head_dim or d // h

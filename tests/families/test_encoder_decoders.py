@@ -147,7 +147,8 @@ def test_flan_t5_xl_training_keeps_the_encoder_at_the_source_length():
 
 READ_PLANNED = ["bart", "mbart", "plbart", "marian", "pegasus", "blenderbot", "blenderbot-small", "m2m_100", "fsmt", "mvp"]
 READ_PLANNED += ["t5", "mt5", "umt5", "switch_transformers", "whisper"]
-READ_PLANNED += ["t5gemma", "pop2piano", "longt5", "speech_to_text", "moonshine", "led", "pegasus_x", "bigbird_pegasus", "dia"]
+READ_PLANNED += ["t5gemma", "pop2piano", "longt5", "speech_to_text", "moonshine"]
+READ_PLANNED += ["led", "pegasus_x", "bigbird_pegasus", "dia", "prophetnet"]
 
 
 @pytest.mark.parametrize("model_type", READ_PLANNED)
@@ -205,6 +206,7 @@ def test_the_encoder_decoders_read():
             "pegasus_x",
             "bigbird_pegasus",
             "dia",
+            "prophetnet",
         }
     )
 
@@ -696,3 +698,30 @@ def test_dia_reads_bytes_and_decodes_frames_of_nine_codebooks():
     assert api.count(path).params == total == 1_611_160_576
     f = api.infer(path, prompt=1, generate=16, source_len=512).to_dict()["figures"]
     assert f["cross_kv_bytes_per_sequence"]["value"] == 18 * 2 * 16 * 128 * 512 * 2
+
+
+def test_prophetnet_runs_two_predicting_streams_beside_the_main_one():
+    """ProphetNetForConditionalGeneration at ProphetNetConfig's defaults by hand: word_embeddings (30,522 × 1,024) shared
+    by both stacks and tied to lm_head; each stack's position table (512 rows) and embeddings LayerNorm; 12 encoder
+    layers of query, key, value and out_proj (1,024 × 1,024 and a bias each), the FFN (1,024 ↔ 4,096, biases) and two
+    LayerNorms; 12 decoder layers the same, relative_pos_embeddings (1,024 → 32 buckets × 16 heads, a bias), a
+    cross-attention (four more) and its LayerNorm; ngram_embeddings (2 × 1,024). FLOPs per token of T = 8 decoder
+    tokens: every decoder layer's projections and FFN run over the main stream and both predicting streams (3 rows a
+    token); its self-attention meets T keys from each main query and 2T from each predicting one ((1 + 2 × 2)·T² pairs
+    a head); the head reads the two predicting streams (2 rows a token); 2 FLOPs a multiply-add."""
+    from ffncalc import api
+
+    d, ff, vocab, layers = 1024, 4096, 30522, 12
+    attention, mlp = 4 * (d * d + d), 2 * d * ff + ff + d
+    encoder = 512 * d + 2 * d + layers * (attention + mlp + 4 * d)
+    decoder = 512 * d + 2 * d + 2 * d + layers * (2 * attention + d * 512 + 512 + mlp + 6 * d)
+    path = str(DEFAULTS / "configs" / "prophetnet.json")
+    assert api.count(path).params == vocab * d + encoder + decoder == 391_321_600
+    rows = {r.name: r for r in tally(hf.load(path)[1], seq_len=8).rows}
+    assert rows["attn.q.weight"].flops == 2 * layers * d * d * 3
+    assert rows["ffn.up.weight"].flops == 2 * layers * d * ff * 3
+    assert rows["attn.scores"].flops == 2 * layers * d * 5 * 8
+    assert rows["encoder.cross.scores"].flops == 2 * layers * d * 8 * 3  # each of the 3 rows meets the 8 source keys
+    assert rows["encoder.cross.k.weight"].flops == 2 * layers * d * d  # the source's 8 rows, per token
+    head = sum(r.flops for r in rows.values() if r.component == "lm_head")
+    assert head == 2 * vocab * d * 2

@@ -602,7 +602,6 @@ SEQ2SEQ_NOT_YET = {
     "nemo_speechlm": "an audio tower beside a decoder-only language model (a whole multimodal model)",
     "nllb-moe": "BART-style stacks with top-2 mixtures of experts in every fourth layer; transformers 5.23's NllbMoeExperts "
     "one-hot encodes the router's already one-hot mask, so only experts 0 and 1 run: no class to hold its FLOPs to",
-    "prophetnet": "n-stream self-attention predicting several future tokens",
     "qwen2_audio": "an audio tower beside a decoder-only language model (a whole multimodal model)",
     "qwen3_asr": "an audio tower beside a decoder-only language model (a whole multimodal model)",
     "seamless_m4t": "speech and text encoders, a text decoder and a unit decoder in one model",
