@@ -82,6 +82,11 @@ class Encoder(Part):
     # only a source longer than this many positions is padded (BigBird-Pegasus's: shorter ones run full attention,
     # unpadded; BigBirdPegasusEncoder.forward: max_tokens_to_attend)
     pad_above: NonNegative = 0
+    # a token-type table added to its embeddings (BERT's token_type_embeddings, type_vocab_size rows), looked up
+    type_rows: NonNegative = 0
+    # a dense layer and tanh over each source's first position (BertModel's pooler, built by an EncoderDecoderModel's
+    # encoder and run in its forward though the decoder reads none of it): once a sequence
+    pooler: bool = False
 
     def check(self, spec) -> None:
         front = self.mel_bins or self.kernels or self.waveform  # features of its own in place of tokens
@@ -221,6 +226,8 @@ class Encoder(Part):
             emb.term("encoder.embed.weight", "token", (v, d), macs=v * d)
         if self.prefix_rows:
             emb.term("encoder.prefix_embed.weight", "token", (self.prefix_rows, d))
+        if self.type_rows:  # one add a feature (BertEmbeddings: token_type_embeddings)
+            emb.term("encoder.token_type_embed.weight", "position", (self.type_rows, d), elementwise=d)
         if self.position_rows:
             emb.term("encoder.pos_embed.weight", "position", (self.position_rows, d), elementwise=d)
         elif self.layers.positions == "sinusoidal":  # a fixed table of sines and cosines: its add
@@ -240,6 +247,11 @@ class Encoder(Part):
             fin.norm("encoder.final_norm", model.norm, d, 1)
         # over the source's own positions, unpadded (PegasusXEncoder: hidden_states[:, :seq_len] before layer_norm)
         tail = [replace(t, layers=None, positions=Fraction(self.source(seq_len), seq_len)) for t in fin.out]
+        if self.pooler:  # BertPooler: dense d -> d with a bias and tanh over the first position, once a sequence
+            pool = Emitter("layers")
+            pool.linear("encoder.pooler.dense", d, d, True, 1)
+            pool.op("encoder.pooler.act", d * ACTIVATION_OPS["tanh"], copies=1)
+            tail += [replace(t, layers=None, positions=Fraction(1, seq_len), active_count=0) for t in pool.out]
         # the encoder runs once a sequence, at its prefill: no decode step does its work (Term.per_sequence)
         e.out.extend(replace(t, per_sequence=True) for t in [replace(t, positions=scale) for t in emb.out] + layers + tail)
 
@@ -329,6 +341,8 @@ def _modules():
                     self.relative_bias = nn.ModuleList(tables)
                 else:
                     self.relative_bias = nn.Embedding(spec.relative_buckets, heads)
+            if spec.type_rows:  # every source position of type 0
+                self.token_type_embed = nn.Embedding(spec.type_rows, d)
             if spec.position_rows:
                 self.pos_embed = nn.Embedding(spec.position_rows, d)
             if spec.embedding_norm:
@@ -336,6 +350,8 @@ def _modules():
             self.layers = nn.ModuleList(LayerModule(inner, layer, False) for layer in inner.layers)
             if spec.final_norm:
                 self.final_norm = make_norm(model.norm, d)
+            if spec.pooler:
+                self.pooler = nn.ModuleDict({"dense": Linear(d, d, bias=True)})
 
         def enter(self, x: torch.Tensor, ctx: dict) -> torch.Tensor:
             tokens = ctx["tokens"]
@@ -364,6 +380,8 @@ def _modules():
             else:
                 h = self.embed(tokens) if hasattr(self, "embed") else ctx["table"](tokens)
             positions = torch.arange(tokens.shape[-1], device=tokens.device)
+            if hasattr(self, "token_type_embed"):
+                h = h + self.token_type_embed(torch.zeros_like(positions))
             if hasattr(self, "pos_embed"):
                 h = h + self.pos_embed(positions)
             elif self.sinusoidal:
@@ -374,6 +392,8 @@ def _modules():
             for k, layer in enumerate(self.layers):
                 h = layer(h, inner, k)
             ctx["memory"] = (self.final_norm(h) if hasattr(self, "final_norm") else h)[:, :source]
+            if hasattr(self, "pooler"):  # the first position's, computed and not read
+                torch.tanh(self.pooler["dense"](ctx["memory"][:, 0]))
             return x
 
     class CrossAttention(nn.Module):

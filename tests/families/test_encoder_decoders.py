@@ -148,7 +148,7 @@ def test_flan_t5_xl_training_keeps_the_encoder_at_the_source_length():
 READ_PLANNED = ["bart", "mbart", "plbart", "marian", "pegasus", "blenderbot", "blenderbot-small", "m2m_100", "fsmt", "mvp"]
 READ_PLANNED += ["t5", "mt5", "umt5", "switch_transformers", "whisper"]
 READ_PLANNED += ["t5gemma", "pop2piano", "longt5", "speech_to_text", "moonshine"]
-READ_PLANNED += ["led", "pegasus_x", "bigbird_pegasus", "dia", "prophetnet"]
+READ_PLANNED += ["led", "pegasus_x", "bigbird_pegasus", "dia", "prophetnet", "encoder-decoder"]
 
 
 @pytest.mark.parametrize("model_type", READ_PLANNED)
@@ -207,6 +207,7 @@ def test_the_encoder_decoders_read():
             "bigbird_pegasus",
             "dia",
             "prophetnet",
+            "encoder-decoder",
         }
     )
 
@@ -725,3 +726,35 @@ def test_prophetnet_runs_two_predicting_streams_beside_the_main_one():
     assert rows["encoder.cross.k.weight"].flops == 2 * layers * d * d  # the source's 8 rows, per token
     head = sum(r.flops for r in rows.values() if r.component == "lm_head")
     assert head == 2 * vocab * d * 2
+
+
+def test_encoder_decoder_composes_a_bert_encoder_and_a_bert_decoder():
+    """EncoderDecoderModel at EncoderDecoderConfig's defaults (bert2bert at BertConfig's) by hand: the encoder, BertModel:
+    word, position (512) and token-type (2) tables of 768 and their LayerNorm, 12 layers of query, key, value and
+    output dense (768 × 768 and a bias each), intermediate and output dense (768 ↔ 3,072, biases) and two LayerNorms,
+    the pooler (768 × 768 and a bias); the decoder, BertLMHeadModel: its own tables and LayerNorm, 12 layers the same
+    with a crossattention (four more projections and a LayerNorm), the masked-LM head's transform (768 × 768, a bias,
+    a LayerNorm) and its bias of 30,522, the decoder tied to its own table. FLOPs per token at a source of 64 tokens and
+    T = 16: the pooler's dense once a sequence, 2 × 768 × 768 / 16."""
+    d, ff, vocab = 768, 3072, 30522
+    embeddings = (vocab + 512 + 2) * d + 2 * d
+    layer = 4 * (d * d + d) + 2 * d * ff + ff + d + 4 * d
+    cross = 4 * (d * d + d) + 2 * d
+    encoder = embeddings + 12 * layer + d * d + d
+    decoder = embeddings + 12 * (layer + cross) + d * d + d + 2 * d + vocab
+    spec = hf.load(DEFAULTS / "configs" / "encoder-decoder.json")[1]
+    assert tally(spec).params == encoder + decoder == 247_363_386
+    rows = {r.name: r for r in tally(spec, seq_len=16).rows}
+    assert rows["encoder.pooler.dense.weight"].flops == Fraction(2 * d * d, 16)
+
+
+@pytest.mark.parametrize(
+    "change, says", [({"tie_encoder_decoder": True}, "tie_encoder_decoder"), ({"encoder": {"model_type": "gpt2"}}, "encoder")]
+)
+def test_encoder_decoder_wrappers_not_read_are_refused_in_one_line(cli, tmp_path, change, says):
+    data = json.loads((DEFAULTS / "configs" / "encoder-decoder.json").read_text())
+    data.update(change)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(data))
+    code, out, err = cli("count", str(path))
+    assert code == 2 and out == "" and err.count("\n") == 1 and says in err, err

@@ -593,7 +593,6 @@ MULTIMODAL_LM_TYPES = (
 # Encoder-decoders no family reads yet: what each needs.
 SEQ2SEQ_NOT_YET = {
     "audioflamingo3": "an audio tower beside a decoder-only language model (a whole multimodal model)",
-    "encoder-decoder": "a wrapper of any encoder and decoder the config names",
     "glmasr": "an audio tower beside a decoder-only language model (a whole multimodal model)",
     "granite_speech": "an audio tower and projector beside a decoder-only language model (a whole multimodal model)",
     "granite_speech_plus": "an audio tower and projector beside a decoder-only language model (a whole multimodal model)",
