@@ -149,6 +149,7 @@ READ_PLANNED = ["bart", "mbart", "plbart", "marian", "pegasus", "blenderbot", "b
 READ_PLANNED += ["t5", "mt5", "umt5", "switch_transformers", "whisper"]
 READ_PLANNED += ["t5gemma", "pop2piano", "longt5", "speech_to_text", "moonshine"]
 READ_PLANNED += ["led", "pegasus_x", "bigbird_pegasus", "dia", "prophetnet", "encoder-decoder"]
+READ_PLANNED += ["seamless_m4t", "seamless_m4t_v2"]
 
 
 @pytest.mark.parametrize("model_type", READ_PLANNED)
@@ -208,6 +209,8 @@ def test_the_encoder_decoders_read():
             "dia",
             "prophetnet",
             "encoder-decoder",
+            "seamless_m4t",
+            "seamless_m4t_v2",
         }
     )
 
@@ -758,3 +761,16 @@ def test_encoder_decoder_wrappers_not_read_are_refused_in_one_line(cli, tmp_path
     path.write_text(json.dumps(data))
     code, out, err = cli("count", str(path))
     assert code == 2 and out == "" and err.count("\n") == 1 and says in err, err
+
+
+@pytest.mark.parametrize("model_type", ["seamless_m4t", "seamless_m4t_v2"])
+def test_seamless_m4t_text_to_text_holds_nllb_stacks(model_type):
+    """SeamlessM4TForTextToText and SeamlessM4Tv2ForTextToText (what the seq2seq mapping builds for these types) at
+    their configurations' defaults by hand: shared (256,102 × 1,024) for both stacks and the tied lm_head; 24 encoder
+    layers of q, k, v, out_proj (1,024 × 1,024 and a bias each), fc1 and fc2 (1,024 ↔ 8,192, biases) and two LayerNorms,
+    24 decoder layers the same with a cross-attention (four more) and its LayerNorm, a final LayerNorm a stack; the
+    sinusoidal tables (1,026 and 4,098 rows) buffers. v1 and v2 differ only in those tables."""
+    d, ff, vocab, layers = 1024, 8192, 256102, 24
+    attention, mlp = 4 * (d * d + d), 2 * d * ff + ff + d
+    total = vocab * d + layers * (attention + mlp + 4 * d) + layers * (2 * attention + mlp + 6 * d) + 2 * 2 * d
+    assert tally(hf.load(DEFAULTS / "configs" / f"{model_type}.json")[1]).params == total == 1_370_531_840

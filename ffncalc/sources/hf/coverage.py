@@ -603,8 +603,6 @@ SEQ2SEQ_NOT_YET = {
     "one-hot encodes the router's already one-hot mask, so only experts 0 and 1 run: no class to hold its FLOPs to",
     "qwen2_audio": "an audio tower beside a decoder-only language model (a whole multimodal model)",
     "qwen3_asr": "an audio tower beside a decoder-only language model (a whole multimodal model)",
-    "seamless_m4t": "speech and text encoders, a text decoder and a unit decoder in one model",
-    "seamless_m4t_v2": "speech and text encoders, a text decoder and a unit decoder in one model",
     "t5gemma2": (
         "Gemma 3 layers as an encoder and a decoder, with a vision tower; each decoder layer's self- and cross-attention "
         "merged into one softmax over both sets of keys (T5Gemma2MergedAttention)"
