@@ -127,6 +127,12 @@ def flop_run(net, batch: int, seq_len: int) -> FlopRun:
                 dtype = next(net.parameters()).dtype
                 shape = (batch, seq_len * 2**c.num_conv_layers, c.input_feat_per_channel * c.input_channels)
                 net(input_features=torch.zeros(shape, dtype=dtype, device="meta"), use_cache=False, **extra)
+            elif hasattr(getattr(net.config, "encoder_config", None), "subsampling_factor"):
+                # Canary, Cohere ASR: log-mel frames, subsampling_factor of them a source position
+                e = net.config.encoder_config
+                dtype = next(net.parameters()).dtype
+                frames = torch.zeros((batch, seq_len * e.subsampling_factor, e.num_mel_bins), dtype=dtype, device="meta")
+                net(input_features=frames, use_cache=False, **extra)
             elif net.main_input_name == "input_values" and net.config.model_type == "moonshine":
                 # Moonshine: the shortest waveform its convolutions (strides 64, 3, 2) turn into seq_len positions
                 dtype = next(net.parameters()).dtype

@@ -6,6 +6,7 @@ KINDS = {
     ("attention", "block_local"): "local_attention",
     ("attention", "block_sparse"): "block_sparse",
     ("attention", "cca"): "cca",
+    ("attention", "conformer"): "conformer",
     ("attention", "csa"): "csa",
     ("attention", "diff_attention"): "diff_attention",
     ("attention", "disentangled"): "disentangled",

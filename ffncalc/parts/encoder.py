@@ -82,6 +82,17 @@ class Encoder(Part):
     # only a source longer than this many positions is padded (BigBird-Pegasus's: shorter ones run full attention,
     # unpadded; BigBirdPegasusEncoder.forward: max_tokens_to_attend)
     pad_above: NonNegative = 0
+    # a speech encoder's input through Parakeet's ParakeetEncoderSubsamplingConv2D (Canary, Cohere ASR): frames of
+    # ``features`` mel bins as a one-channel image, a Conv2d of ``sub_channels`` filters (kernel ``sub_kernel``,
+    # stride 2) and a ReLU, then ``sub_layers`` − 1 times a depthwise Conv2d (stride 2), a pointwise one and a ReLU,
+    # each halving the frames and the bins; a linear from the channels × remaining bins to d_model: 2 ** sub_layers
+    # frames a position (0: none)
+    sub_layers: NonNegative = 0
+    sub_channels: NonNegative = 0
+    sub_kernel: Positive = 3
+    # a linear (with a bias) from the encoder's width to the decoder's over its output, which every cross-attention's
+    # k and v then read at the decoder's width (Cohere ASR: CohereAsrDecoder.proj)
+    bridge: bool = False
     # a token-type table added to its embeddings (BERT's token_type_embeddings, type_vocab_size rows), looked up
     type_rows: NonNegative = 0
     # a dense layer and tanh over each source's first position (BertModel's pooler, built by an EncoderDecoderModel's
@@ -89,7 +100,7 @@ class Encoder(Part):
     pooler: bool = False
 
     def check(self, spec) -> None:
-        front = self.mel_bins or self.kernels or self.waveform  # features of its own in place of tokens
+        front = self.mel_bins or self.kernels or self.waveform or self.sub_layers  # features in place of tokens
         if self.layers.d_model != spec.d_model and not (self.table_rows or front):
             raise SpecError(
                 ("encoder", "layers", "d_model"),
@@ -221,6 +232,28 @@ class Encoder(Part):
             conv.term(f"encoder.conv{i + 1}.bias", "bias", (c_out,), elementwise=c_out + glu)
             rate = 2 ** (len(self.kernels) - 1 - i)  # its outputs a source position
             e.out.extend(replace(t, positions=rate * scale, per_sequence=True) for t in conv.out)
+        if self.sub_layers:  # each conv output a matmul of its kernel's inputs; its time rows per source position
+            c, k, pad = self.sub_channels, self.sub_kernel, (self.sub_kernel - 1) // 2
+            bins = [self.features]
+            for _ in range(self.sub_layers):  # (f + 2p − k) // 2 + 1 bins out of each conv of stride 2
+                bins.append((bins[-1] + 2 * pad - k) // 2 + 1)
+            relu = ACTIVATION_OPS["relu"]
+            for i in range(self.sub_layers):
+                conv = Emitter("layers")
+                f = bins[i + 1]
+                if i == 0:
+                    conv.term("encoder.sub.conv0.weight", "weight", (c, 1, k, k), macs=c * k * k * f)
+                    conv.term("encoder.sub.conv0.bias", "bias", (c,), elementwise=c * f * (1 + relu))
+                else:  # one filter a channel, then a pointwise conv across them
+                    conv.term(f"encoder.sub.dw{i}.weight", "weight", (c, 1, k, k), macs=c * k * k * f)
+                    conv.term(f"encoder.sub.dw{i}.bias", "bias", (c,), elementwise=c * f)
+                    conv.term(f"encoder.sub.pw{i}.weight", "weight", (c, c, 1, 1), macs=c * c * f)
+                    conv.term(f"encoder.sub.pw{i}.bias", "bias", (c,), elementwise=c * f * (1 + relu))
+                rate = 2 ** (self.sub_layers - 1 - i)  # its time rows a source position
+                e.out.extend(replace(t, positions=rate * scale, per_sequence=True) for t in conv.out)
+            conv = Emitter("layers")  # ParakeetEncoderSubsamplingConv2D.linear: channels × num_mel_bins // 2 ** layers
+            conv.linear("encoder.sub.linear", c * (self.features // 2**self.sub_layers), d, True, 1)
+            e.out.extend(replace(t, positions=scale, per_sequence=True) for t in conv.out)
         if self.table_rows:  # a lookup: the one-hot matmul Chinchilla's accounting charges (count.py)
             v = self.table_rows
             emb.term("encoder.embed.weight", "token", (v, d), macs=v * d)
@@ -247,6 +280,10 @@ class Encoder(Part):
             fin.norm("encoder.final_norm", model.norm, d, 1)
         # over the source's own positions, unpadded (PegasusXEncoder: hidden_states[:, :seq_len] before layer_norm)
         tail = [replace(t, layers=None, positions=Fraction(self.source(seq_len), seq_len)) for t in fin.out]
+        if self.bridge:  # once a source position, at the prefill
+            out = Emitter("layers")
+            out.linear("encoder.bridge", d, model.d_model, True, 1)
+            tail += [replace(t, layers=None, positions=Fraction(self.source(seq_len), seq_len)) for t in out.out]
         if self.pooler:  # BertPooler: dense d -> d with a bias and tanh over the first position, once a sequence
             pool = Emitter("layers")
             pool.linear("encoder.pooler.dense", d, d, True, 1)
@@ -269,8 +306,9 @@ class Encoder(Part):
         for part in ("k", "v"):
             start = len(e.out)
             bias = self.cross_k_bias if part == "k" and self.cross_k_bias is not None else self.cross_bias
-            # from the encoder's output, at its width (T5GemmaCrossAttention: cross_attention_hidden_size)
-            e.linear(f"encoder.cross.{part}", self.layers.d_model, kv_heads * hd, bias, n, heads=kv_heads)
+            # from the encoder's output, at its width (T5GemmaCrossAttention: cross_attention_hidden_size), or the bridge's
+            width = model.d_model if self.bridge else self.layers.d_model
+            e.linear(f"encoder.cross.{part}", width, kv_heads * hd, bias, n, heads=kv_heads)
             # projected once a sequence, at the prefill; a decode step reads them from the cache (cached_elements)
             e.out[start:] = [replace(t, positions=kv, per_sequence=True) for t in e.out[start:]]
         for part in ("scores", "values"):  # a decode step's query meets the S source keys, however long the context
@@ -303,6 +341,8 @@ def _modules():
 
         def __init__(self, spec: Encoder, model):
             super().__init__()
+            if spec.sub_layers:
+                raise NotImplementedError("an encoder's 2-D convolutional subsampling (Parakeet's) has no reference module here")
             if spec.global_rows:
                 raise NotImplementedError("an encoder's global tokens (PEGASUS-X's) have no reference module here")
             d = spec.layers.d_model

@@ -149,7 +149,7 @@ READ_PLANNED = ["bart", "mbart", "plbart", "marian", "pegasus", "blenderbot", "b
 READ_PLANNED += ["t5", "mt5", "umt5", "switch_transformers", "whisper"]
 READ_PLANNED += ["t5gemma", "pop2piano", "longt5", "speech_to_text", "moonshine"]
 READ_PLANNED += ["led", "pegasus_x", "bigbird_pegasus", "dia", "prophetnet", "encoder-decoder"]
-READ_PLANNED += ["seamless_m4t", "seamless_m4t_v2"]
+READ_PLANNED += ["seamless_m4t", "seamless_m4t_v2", "canary", "cohere_asr"]
 
 
 @pytest.mark.parametrize("model_type", READ_PLANNED)
@@ -211,6 +211,8 @@ def test_the_encoder_decoders_read():
             "encoder-decoder",
             "seamless_m4t",
             "seamless_m4t_v2",
+            "canary",
+            "cohere_asr",
         }
     )
 
@@ -774,3 +776,43 @@ def test_seamless_m4t_text_to_text_holds_nllb_stacks(model_type):
     attention, mlp = 4 * (d * d + d), 2 * d * ff + ff + d
     total = vocab * d + layers * (attention + mlp + 4 * d) + layers * (2 * attention + mlp + 6 * d) + 2 * 2 * d
     assert tally(hf.load(DEFAULTS / "configs" / f"{model_type}.json")[1]).params == total == 1_370_531_840
+
+
+def test_canary_reads_log_mel_frames_through_a_conformer():
+    """CanaryForConditionalGeneration at CanaryConfig's defaults by hand. The encoder (ParakeetEncoder): the subsampling's
+    Conv2d (256 filters of 3 × 3 over one channel, biases), two depthwise Conv2d (256 × 3 × 3) each with a pointwise one
+    (256 × 256), biases, and the linear from 256 channels × 128 / 8 bins to 1,024; 32 Conformer blocks of two FFNs
+    (1,024 ↔ 4,096, biases), q, k, v, o (1,024 × 1,024, biases), bias_u and bias_v (1,024 each), relative_k_proj (1,024
+    × 1,024, no bias), pointwise_conv1 (1,024 → 2,048), the depthwise conv (1,024 × 9), BatchNorm (weight and bias),
+    pointwise_conv2 (1,024 × 1,024), all biased, and five LayerNorms. The decoder: embed_tokens (16,384 × 1,024, tied
+    to proj_out, whose bias is its own), embedding_layernorm, 8 layers of self- and cross-attention (eight 1,024 × 1,024
+    projections with biases), the MLP (1,024 ↔ 4,096, biases) and three LayerNorms, a final LayerNorm. FLOPs per source
+    position: each block's position scores meet 2S − 1 relative positions, 2 × 8 heads × 128 × (2S − 1) at S = 100."""
+    d, ff, c = 1024, 4096, 256
+    sub = (c * 9 + c) + 2 * (c * 9 + c + c * c + c) + c * 16 * d + d
+    ffn = 2 * d * ff + ff + d
+    block = 2 * ffn + 4 * (d * d + d) + 2 * d + d * d + (2 * d * d + 2 * d) + (9 * d + d) + 2 * d + (d * d + d) + 5 * 2 * d
+    layer = 8 * (d * d + d) + ffn + 3 * 2 * d
+    total = sub + 32 * block + 16384 * d + 2 * d + 8 * layer + 2 * d + 16384
+    spec = hf.load(DEFAULTS / "configs" / "canary.json")[1]
+    assert tally(spec).params == total == 962_155_520
+    rows = {r.name: r for r in tally(spec, seq_len=100).rows}
+    assert rows["encoder.attn.rel_scores"].flops == 2 * 32 * 8 * 128 * 199
+    assert rows["encoder.sub.conv0.weight"].flops == 2 * c * 9 * 64 * 4  # 4 time rows a position, 64 bins
+
+
+def test_cohere_asr_bridges_its_wider_encoder_to_the_decoder():
+    """CohereAsrForConditionalGeneration at CohereAsrConfig's defaults: a 48-block Conformer of width 1,280 (FFNs of
+    5,120) and the decoder of width 1,024 with a learned position table (1,024 rows) and an untied proj_out; the
+    decoder's proj (1,280 → 1,024 and a bias) over the encoder's output once a source position, every cross-attention's
+    k and v then 1,024 → 1,024. The cross-attention cache of 100 source positions in bf16: 8 layers × K and V × 1,024 ×
+    100 × 2 bytes."""
+    from ffncalc import api
+
+    path = str(DEFAULTS / "configs" / "cohere_asr.json")
+    assert api.count(path).params == 2_065_647_872
+    rows = {r.name: r for r in tally(hf.load(path)[1]).rows}
+    assert rows["encoder.bridge.weight"].params == 1280 * 1024
+    assert rows["encoder.cross.k.weight"].params == 8 * 1024 * 1024
+    f = api.infer(path, prompt=1, generate=16, source_len=100).to_dict()["figures"]
+    assert f["cross_kv_bytes_per_sequence"]["value"] == 8 * 2 * 1024 * 100 * 2

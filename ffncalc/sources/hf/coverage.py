@@ -610,8 +610,6 @@ SEQ2SEQ_NOT_YET = {
     "vibevoice_asr": "an audio tokenizer beside a decoder-only language model",
     "voxtral": "an audio tower beside a decoder-only language model (a whole multimodal model)",
     "voxtral_realtime": "an audio tower beside a decoder-only language model (a whole multimodal model)",
-    "canary": "a Conformer speech encoder and a Transformer decoder",
-    "cohere_asr": "a Conformer speech encoder and a Transformer decoder",
     "fun_asr_nano": "an audio tower beside a decoder-only language model (a whole multimodal model)",
     "kyutai_speech_to_text": "a decoder over audio codebooks and text",
     "moonshine_streaming": "a streaming speech encoder and a decoder",
