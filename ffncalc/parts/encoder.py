@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from functools import cache
+from typing import Literal
 
 from ..model.schema import NonNegative, Positive, SpecError
 from ..model.stacks import Stack
@@ -90,6 +91,21 @@ class Encoder(Part):
     sub_layers: NonNegative = 0
     sub_channels: NonNegative = 0
     sub_kernel: Positive = 3
+    # a speech encoder over the waveform through wav2vec 2.0's feature encoder (Baevski et al. 2020, §2;
+    # Wav2Vec2FeatureEncoder): Conv1d layers of these output channels, kernels and strides (biases with feature_bias),
+    # each with a GELU, a GroupNorm on the first (feature_norm "group") or a LayerNorm on each ("layer"); then
+    # Wav2Vec2FeatureProjection (a LayerNorm and a linear to d_model); S positions from the shortest waveform giving them
+    feature_dims: tuple[Positive, ...] = ()
+    feature_kernels: tuple[Positive, ...] = ()
+    feature_strides: tuple[Positive, ...] = ()
+    feature_bias: bool = False
+    feature_norm: Literal["group", "layer"] = "group"
+    # wav2vec 2.0's convolutional positions (Wav2Vec2PositionalConvEmbedding): a grouped Conv1d over the sequence, kernel
+    # pos_kernel, pos_groups groups, padded by pos_kernel // 2 either side (the extra output dropped), weight-normed
+    # (its direction and a magnitude a tap: dim 2), a bias, a GELU, added to the input (0: none)
+    pos_kernel: NonNegative = 0
+    pos_groups: Positive = 1
+    mask_embed: bool = False  # masked_spec_embed: d_model parameters SpecAugment's training masks use, no work here
     # a linear (with a bias) from the encoder's width to the decoder's over its output, which every cross-attention's
     # k and v then read at the decoder's width (Cohere ASR: CohereAsrDecoder.proj)
     bridge: bool = False
@@ -100,7 +116,7 @@ class Encoder(Part):
     pooler: bool = False
 
     def check(self, spec) -> None:
-        front = self.mel_bins or self.kernels or self.waveform or self.sub_layers  # features in place of tokens
+        front = self.mel_bins or self.kernels or self.waveform or self.sub_layers or self.feature_dims  # not tokens
         if self.layers.d_model != spec.d_model and not (self.table_rows or front):
             raise SpecError(
                 ("encoder", "layers", "d_model"),
@@ -121,6 +137,14 @@ class Encoder(Part):
         ins = [self.features] + [self.channels // 2] * last
         outs = [self.channels] * last + [2 * d]
         return list(zip(self.kernels, ins, outs))
+
+    def samples(self, positions: int) -> int:
+        """The shortest waveform the feature encoder turns into ``positions`` (each conv: in = (out − 1)·stride +
+        kernel)."""
+        n = positions
+        for k, st in reversed(list(zip(self.feature_kernels, self.feature_strides))):
+            n = (n - 1) * st + k
+        return n
 
     def given(self, **inputs) -> Encoder:
         source = inputs.get("source_len")
@@ -254,6 +278,33 @@ class Encoder(Part):
             conv = Emitter("layers")  # ParakeetEncoderSubsamplingConv2D.linear: channels × num_mel_bins // 2 ** layers
             conv.linear("encoder.sub.linear", c * (self.features // 2**self.sub_layers), d, True, 1)
             e.out.extend(replace(t, positions=scale, per_sequence=True) for t in conv.out)
+        if self.feature_dims:  # each conv output a matmul of its kernel's inputs (Wav2Vec2FeatureEncoder)
+            gelu, length, channels = ACTIVATION_OPS["gelu"], self.samples(s), 1
+            for i, (c_out, k, st) in enumerate(zip(self.feature_dims, self.feature_kernels, self.feature_strides)):
+                length = (length - k) // st + 1
+                conv = Emitter("layers")
+                conv.term(f"encoder.feat.conv{i}.weight", "weight", (c_out, channels, k), macs=c_out * channels * k)
+                if self.feature_bias:
+                    conv.term(f"encoder.feat.conv{i}.bias", "bias", (c_out,), elementwise=c_out)
+                if self.feature_norm == "layer" or i == 0:  # a LayerNorm each, or the first layer's GroupNorm
+                    conv.norm(f"encoder.feat.norm{i}", model.norm, c_out, 1)
+                conv.op(f"encoder.feat.act{i}", c_out * gelu, copies=1)
+                e.out.extend(replace(t, positions=Fraction(length, seq_len), per_sequence=True) for t in conv.out)
+                channels = c_out
+            proj = Emitter("layers")
+            proj.norm("encoder.feat.proj_norm", model.norm, channels, 1)
+            proj.linear("encoder.feat.proj", channels, d, True, 1)
+            e.out.extend(replace(t, positions=scale, per_sequence=True) for t in proj.out)
+        if self.mask_embed:
+            emb.term("encoder.mask_embed", "position", (d,))
+        if self.pos_kernel:  # grouped, over the source and its padding: S + 2·(k // 2) − k + 1 outputs
+            k, g = self.pos_kernel, self.pos_groups
+            conv = Emitter("layers")
+            conv.term("encoder.pos_conv.weight_g", "weight", (1, 1, k), component="encoder.pos_conv")
+            conv.term("encoder.pos_conv.weight_v", "weight", (d, d // g, k), macs=d * (d // g) * k, component="encoder.pos_conv")
+            conv.term("encoder.pos_conv.bias", "bias", (d,), elementwise=d * (1 + ACTIVATION_OPS["gelu"]) + d)
+            outputs = s + 2 * (k // 2) - k + 1
+            e.out.extend(replace(t, positions=Fraction(outputs, seq_len), per_sequence=True) for t in conv.out)
         if self.table_rows:  # a lookup: the one-hot matmul Chinchilla's accounting charges (count.py)
             v = self.table_rows
             emb.term("encoder.embed.weight", "token", (v, d), macs=v * d)
@@ -341,6 +392,8 @@ def _modules():
 
         def __init__(self, spec: Encoder, model):
             super().__init__()
+            if spec.feature_dims:
+                raise NotImplementedError("an encoder's wav2vec 2.0 feature encoder has no reference module here")
             if spec.sub_layers:
                 raise NotImplementedError("an encoder's 2-D convolutional subsampling (Parakeet's) has no reference module here")
             if spec.global_rows:

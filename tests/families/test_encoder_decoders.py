@@ -149,7 +149,7 @@ READ_PLANNED = ["bart", "mbart", "plbart", "marian", "pegasus", "blenderbot", "b
 READ_PLANNED += ["t5", "mt5", "umt5", "switch_transformers", "whisper"]
 READ_PLANNED += ["t5gemma", "pop2piano", "longt5", "speech_to_text", "moonshine"]
 READ_PLANNED += ["led", "pegasus_x", "bigbird_pegasus", "dia", "prophetnet", "encoder-decoder"]
-READ_PLANNED += ["seamless_m4t", "seamless_m4t_v2", "canary", "cohere_asr"]
+READ_PLANNED += ["seamless_m4t", "seamless_m4t_v2", "canary", "cohere_asr", "speech-encoder-decoder"]
 
 
 @pytest.mark.parametrize("model_type", READ_PLANNED)
@@ -213,6 +213,7 @@ def test_the_encoder_decoders_read():
             "seamless_m4t_v2",
             "canary",
             "cohere_asr",
+            "speech-encoder-decoder",
         }
     )
 
@@ -816,3 +817,25 @@ def test_cohere_asr_bridges_its_wider_encoder_to_the_decoder():
     assert rows["encoder.cross.k.weight"].params == 8 * 1024 * 1024
     f = api.infer(path, prompt=1, generate=16, source_len=100).to_dict()["figures"]
     assert f["cross_kv_bytes_per_sequence"]["value"] == 8 * 2 * 1024 * 100 * 2
+
+
+def test_speech_encoder_decoder_reads_the_waveform_through_wav2vec2_features():
+    """SpeechEncoderDecoderModel at SpeechEncoderDecoderConfig's defaults (a wav2vec2 encoder, a bert decoder) by hand:
+    the feature encoder's seven bias-free Conv1d (512 × 1 × 10, then 512 × 512 × 3 four times and 512 × 512 × 2 twice),
+    the first one's GroupNorm (weight and bias), the feature projection (a LayerNorm of 512, 512 → 768 and a bias),
+    masked_spec_embed (768), the positional Conv1d (768 × 48 × 128 weight-normed: 128 magnitudes, and a bias), the
+    encoder's LayerNorm, 12 post-norm layers (q, k, v, out_proj 768 × 768 and biases, 768 ↔ 3,072 with biases, two
+    LayerNorms); the bert decoder as EncoderDecoderModel's. S = 8 positions come from the shortest waveform giving them,
+    320 × 8 + 80 = 2,640 samples: the first conv (stride 5) makes (2,640 − 10) // 5 + 1 = 527 outputs of 512 × 10
+    multiply-adds, 2 FLOPs each; the positional conv (padded by 64 either side) 8 + 1."""
+    d, ff = 768, 3072
+    feat = 512 * 10 + 2 * 512 + 4 * 512 * 512 * 3 + 2 * 512 * 512 * 2 + 2 * 512 + 512 * d + d
+    pos = d * 48 * 128 + 128 + d
+    layer = 4 * (d * d + d) + 2 * d * ff + ff + d + 4 * d
+    encoder = feat + d + pos + 2 * d + 12 * layer
+    decoder = (30522 + 512 + 2) * d + 2 * d + 12 * (layer + 4 * (d * d + d) + 2 * d) + d * d + d + 2 * d + 30522
+    spec = hf.load(DEFAULTS / "configs" / "speech-encoder-decoder.json")[1]
+    assert tally(spec).params == encoder + decoder == 232_252_858
+    rows = {r.name: r for r in tally(spec, seq_len=8).rows}
+    assert rows["encoder.feat.conv0.weight"].flops == Fraction(2 * 512 * 10 * 527, 8)
+    assert rows["encoder.pos_conv.weight_v"].flops == Fraction(2 * d * 48 * 128 * 9, 8)  # S + 1 outputs

@@ -76,3 +76,99 @@ def encoder_decoder(c: Config) -> dict:
         "cross_bias": True,
     }
     return spec
+
+
+SPEECH_LAYER_MODULES = (
+    (r"attention\.out_proj$", "attn.o"),
+    (r"feed_forward\.intermediate_dense$", "ffn.up"),
+    (r"feed_forward\.output_dense$", "ffn.down"),
+) + LAYER_MODULES
+SPEECH_TOP_MODULES = (
+    *((rf"conv_layers\.{i}\.conv$", f"feat.conv{i}") for i in range(16)),
+    *((rf"conv_layers\.{i}\.layer_norm$", f"feat.norm{i}") for i in range(16)),
+    (r"feature_projection\.layer_norm$", "feat.proj_norm"),
+    (r"feature_projection\.projection$", "feat.proj"),
+    (r"pos_conv_embed\.conv(\.parametrizations\.weight)?$", "pos_conv"),
+    (r"masked_spec_embed$", "mask_embed"),
+    (r"encoder\.layer_norm$", "embed_norm"),  # the encoder's, read within its stack: after the positions, before its layers
+    (r"enc_to_dec_proj$", "encoder.bridge"),
+) + TOP_MODULES
+SPEECH_ABSENT = {"encoder": {"model_type": "wav2vec2"}, "decoder": ABSENT["decoder"]}
+# Wav2Vec2Config's defaults (transformers 5.23) for the keys read here: an encoder entry states what differs
+WAV2VEC2 = {
+    "hidden_size": 768,
+    "num_hidden_layers": 12,
+    "num_attention_heads": 12,
+    "intermediate_size": 3072,
+    "hidden_act": "gelu",
+    "conv_dim": [512] * 7,
+    "conv_kernel": [10, 3, 3, 3, 3, 2, 2],
+    "conv_stride": [5, 2, 2, 2, 2, 2, 2],
+    "conv_bias": False,
+    "feat_extract_norm": "group",
+    "num_conv_pos_embeddings": 128,
+    "num_conv_pos_embedding_groups": 16,
+    "do_stable_layer_norm": False,
+    "add_adapter": False,
+}
+
+
+@family("speech-encoder-decoder", layer_modules=SPEECH_LAYER_MODULES, top_modules=SPEECH_TOP_MODULES, model_stacks=STACKS)
+def speech_encoder_decoder(c: Config) -> dict:
+    """SpeechEncoderDecoderConfig / SpeechEncoderDecoderModel: ``encoder`` built as Wav2Vec2Model (its feature encoder's
+    conv_dim, conv_kernel and conv_stride Conv1d layers (conv_bias, default false) with feat_extract_norm "group" (a
+    GroupNorm on the first) or "layer" (a LayerNorm on each), the feature projection (a LayerNorm and a linear to
+    hidden_size), masked_spec_embed, the positional Conv1d (num_conv_pos_embeddings, 128, in
+    num_conv_pos_embedding_groups, 16, weight-normed, a bias), the encoder's LayerNorm, and its post-norm layers: q, k, v,
+    out_proj, intermediate_dense, output_dense with biases); ``decoder`` as BertLMHeadModel (encoder_decoder above);
+    enc_to_dec_proj (encoder hidden_size → decoder hidden_size, a bias) where the two differ and the decoder states no
+    cross_attention_hidden_size. Read: a wav2vec2 encoder without its adapter, post-norm (do_stable_layer_norm false),
+    and a bert decoder."""
+    data = {key: c.data.get(key) if c.data.get(key) is not None else SPEECH_ABSENT[key] for key in ("encoder", "decoder")}
+    if data["encoder"].get("model_type") != "wav2vec2":
+        raise c.fail("encoder", f"a {data['encoder'].get('model_type')} encoder is not read yet (read: wav2vec2)")
+    enc = Config({**WAV2VEC2, **data["encoder"]}, c.text, c.source, start=c.start)
+    for key in ("add_adapter", "do_stable_layer_norm"):
+        if enc.bool(key, False):
+            raise enc.fail(key, "a wav2vec2 encoder with it is not read yet")
+    dec = side(Config({**c.data, "decoder": data["decoder"]}, c.text, c.source, start=c.start), "decoder")
+    if not dec.bool("add_cross_attention", False):
+        raise dec.fail("add_cross_attention", "SpeechEncoderDecoderModel's decoder attends the encoder: add_cross_attention true")
+    spec = bert_family.bert(dec)
+    spec.pop("mask")
+    spec["name"] = c.data.get("_name_or_path") or None
+    d, dims = enc.int("hidden_size"), enc.data.get("conv_dim")
+    kernels, strides = enc.data.get("conv_kernel"), enc.data.get("conv_stride")
+    for key, value in (("conv_dim", dims), ("conv_kernel", kernels), ("conv_stride", strides)):
+        if not isinstance(value, list) or not value or not all(type(v) is int and v > 0 for v in value):
+            raise enc.fail(key, f"expected a list of positive integers, got {value!r}")
+    if not len(dims) == len(kernels) == len(strides):
+        raise enc.fail("conv_dim", "conv_dim, conv_kernel and conv_stride of one length each")
+    norm = enc.data.get("feat_extract_norm", "group")
+    if norm not in ("group", "layer"):
+        raise enc.fail("feat_extract_norm", f'expected "group" or "layer", got {norm!r}')
+    act = enc.activation("hidden_act", "gelu")
+    bridge = d != spec["d_model"] and dec.data.get("cross_attention_hidden_size") is None
+    if d != spec["d_model"] and not bridge:
+        raise dec.fail("cross_attention_hidden_size", "a cross-attention reading the encoder at its own width is not read")
+    spec["encoder"] = {
+        "layers": {
+            "d_model": d,
+            "n_layers": enc.int("num_hidden_layers"),
+            "attention": {"n_heads": enc.int("num_attention_heads"), "qkv_bias": True, "o_bias": True},
+            "ffn": {"kind": "dense", "d_ff": enc.int("intermediate_size"), "bias": True, "activation": act},
+            "positions": "none",
+        },
+        "embedding_norm": True,
+        "feature_dims": tuple(dims),
+        "feature_kernels": tuple(kernels),
+        "feature_strides": tuple(strides),
+        "feature_bias": enc.bool("conv_bias", False),
+        "feature_norm": norm,
+        "pos_kernel": enc.int("num_conv_pos_embeddings"),
+        "pos_groups": enc.int("num_conv_pos_embedding_groups"),
+        "mask_embed": True,
+        "bridge": bridge,
+        "cross_bias": True,
+    }
+    return spec
