@@ -127,16 +127,19 @@ def flop_run(net, batch: int, seq_len: int) -> FlopRun:
                 dtype = next(net.parameters()).dtype
                 shape = (batch, seq_len * 2**c.num_conv_layers, c.input_feat_per_channel * c.input_channels)
                 net(input_features=torch.zeros(shape, dtype=dtype, device="meta"), use_cache=False, **extra)
-            elif net.main_input_name == "inputs" and hasattr(getattr(net.config, "encoder", None), "conv_kernel"):
-                # a speech encoder-decoder over wav2vec 2.0's features: the shortest waveform giving seq_len positions
-                e, samples = net.config.encoder, seq_len
+            elif net.config.model_type in ("speech-encoder-decoder", "speecht5"):
+                # over wav2vec 2.0's features (a speech encoder-decoder's encoder, SpeechT5's speech prenet): the
+                # shortest waveform giving seq_len positions
+                e = net.encoder.config if net.config.model_type == "speech-encoder-decoder" else net.config
                 # SpecAugment's masks (Wav2Vec2Model._mask_hidden_states) apply in training only: none, as in eval
-                net.encoder.config.apply_spec_augment = False
-                net.encoder.config.layerdrop = 0.0  # Wav2Vec2Encoder reads LayerDrop from its config: none skipped
+                e.apply_spec_augment = False
+                e.layerdrop = 0.0  # Wav2Vec2Encoder reads LayerDrop from its config: none skipped
+                samples = seq_len
                 for k, st in reversed(list(zip(e.conv_kernel, e.conv_stride))):
                     samples = (samples - 1) * st + k
                 dtype = next(net.parameters()).dtype
-                net(inputs=torch.zeros((batch, samples), dtype=dtype, device="meta"), use_cache=False, **extra)
+                values = torch.zeros((batch, samples), dtype=dtype, device="meta")
+                net(**{net.main_input_name: values}, use_cache=False, **extra)
             elif hasattr(getattr(net.config, "encoder_config", None), "subsampling_factor"):
                 # Canary, Cohere ASR: log-mel frames, subsampling_factor of them a source position
                 e = net.config.encoder_config

@@ -30,6 +30,7 @@ KINDS = {
     ("attention", "parallel"): "parallel_mixers",
     ("attention", "qsa"): "qsa",
     ("attention", "rel_attention"): "rel_attention",
+    ("attention", "rel_key"): "rel_key",
     ("attention", "rglru"): "rglru",
     ("attention", "rwkv_time_mix"): "rwkv",
     ("attention", "short_conv"): "short_conv",

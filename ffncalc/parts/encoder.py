@@ -105,6 +105,10 @@ class Encoder(Part):
     # (its direction and a magnitude a tap: dim 2), a bias, a GELU, added to the input (0: none)
     pos_kernel: NonNegative = 0
     pos_groups: Positive = 1
+    # a table of relative-position keys every layer reads (SpeechT5's pe_k: 2 × encoder_max_relative_position rows of
+    # relative_width, each layer's head_dim; blocks/rel_key.py): looked up, no multiply-adds of its own
+    relative_keys: NonNegative = 0
+    relative_width: NonNegative = 0
     mask_embed: bool = False  # masked_spec_embed: d_model parameters SpecAugment's training masks use, no work here
     # a linear (with a bias) from the encoder's width to the decoder's over its output, which every cross-attention's
     # k and v then read at the decoder's width (Cohere ASR: CohereAsrDecoder.proj)
@@ -297,6 +301,8 @@ class Encoder(Part):
             e.out.extend(replace(t, positions=scale, per_sequence=True) for t in proj.out)
         if self.mask_embed:
             emb.term("encoder.mask_embed", "position", (d,))
+        if self.relative_keys:
+            emb.term("encoder.rel_keys.weight", "position", (self.relative_keys, self.relative_width))
         if self.pos_kernel:  # grouped, over the source and its padding: S + 2·(k // 2) − k + 1 outputs
             k, g = self.pos_kernel, self.pos_groups
             conv = Emitter("layers")

@@ -149,7 +149,7 @@ READ_PLANNED = ["bart", "mbart", "plbart", "marian", "pegasus", "blenderbot", "b
 READ_PLANNED += ["t5", "mt5", "umt5", "switch_transformers", "whisper"]
 READ_PLANNED += ["t5gemma", "pop2piano", "longt5", "speech_to_text", "moonshine"]
 READ_PLANNED += ["led", "pegasus_x", "bigbird_pegasus", "dia", "prophetnet", "encoder-decoder"]
-READ_PLANNED += ["seamless_m4t", "seamless_m4t_v2", "canary", "cohere_asr", "speech-encoder-decoder"]
+READ_PLANNED += ["seamless_m4t", "seamless_m4t_v2", "canary", "cohere_asr", "speech-encoder-decoder", "speecht5"]
 
 
 @pytest.mark.parametrize("model_type", READ_PLANNED)
@@ -214,6 +214,7 @@ def test_the_encoder_decoders_read():
             "canary",
             "cohere_asr",
             "speech-encoder-decoder",
+            "speecht5",
         }
     )
 
@@ -839,3 +840,23 @@ def test_speech_encoder_decoder_reads_the_waveform_through_wav2vec2_features():
     rows = {r.name: r for r in tally(spec, seq_len=8).rows}
     assert rows["encoder.feat.conv0.weight"].flops == Fraction(2 * 512 * 10 * 527, 8)
     assert rows["encoder.pos_conv.weight_v"].flops == Fraction(2 * d * 48 * 128 * 9, 8)  # S + 1 outputs
+
+
+def test_speecht5_speech_to_text_adds_relative_position_keys_in_its_encoder():
+    """SpeechT5ForSpeechToText at SpeechT5Config's defaults by hand: the speech prenet (wav2vec2's seven bias-free
+    convolutions and first GroupNorm, its projection 512 → 768, masked_spec_embed, the weight-normed positional conv
+    768 × 48 × 128 with 128 magnitudes and a bias), the encoder's LayerNorm, pe_k (2 × 160 rows of 64), 12 post-norm
+    encoder layers (q, k, v, out_proj 768 × 768 and biases, 768 ↔ 3,072 with biases, two LayerNorms); the text prenet's
+    table (81 × 768, tied to the postnet's lm_head), 6 decoder layers (self- and cross-attention, eight projections with
+    biases, the FFN, three LayerNorms). FLOPs: every encoder query meets each key's relative row as it meets the key:
+    at S = 64 the relative product equals QKᵀ, 2 × 12 layers × 12 heads × 64 × 64 per source position."""
+    d, ff = 768, 3072
+    feat = 512 * 10 + 2 * 512 + 4 * 512 * 512 * 3 + 2 * 512 * 512 * 2 + 2 * 512 + 512 * d + d
+    pos = d * 48 * 128 + 128 + d
+    layer = 4 * (d * d + d) + 2 * d * ff + ff + d + 4 * d
+    encoder = feat + d + pos + 2 * d + 320 * 64 + 12 * layer
+    decoder = 81 * d + 6 * (layer + 4 * (d * d + d) + 2 * d)
+    spec = hf.load(DEFAULTS / "configs" / "speecht5.json")[1]
+    assert tally(spec).params == encoder + decoder == 151_165_056
+    rows = {r.name: r for r in tally(spec, seq_len=64).rows}
+    assert rows["encoder.attn.rel_scores"].flops == rows["encoder.attn.scores"].flops == 2 * 12 * 12 * 64 * 64

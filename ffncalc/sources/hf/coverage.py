@@ -613,7 +613,6 @@ SEQ2SEQ_NOT_YET = {
     "fun_asr_nano": "an audio tower beside a decoder-only language model (a whole multimodal model)",
     "kyutai_speech_to_text": "a decoder over audio codebooks and text",
     "moonshine_streaming": "a streaming speech encoder and a decoder",
-    "speecht5": "speech and text pre-nets and post-nets around a shared encoder-decoder",
     "vibevoice": "an acoustic tokenizer and diffusion head beside a language model",
 }
 

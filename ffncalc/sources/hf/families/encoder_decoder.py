@@ -172,3 +172,84 @@ def speech_encoder_decoder(c: Config) -> dict:
         "cross_bias": True,
     }
     return spec
+
+
+SPEECHT5_TOP_MODULES = (
+    (r"prenet$", "mask_embed"),  # the speech prenet's masked_spec_embed, held by the prenet itself
+    (r"wrapped_encoder\.layer_norm$", "embed_norm"),
+    (r"embed_positions\.pe_k$", "rel_keys"),
+) + SPEECH_TOP_MODULES
+SPEECHT5_LAYER_MODULES = (
+    (r"encoder_attn\.q_proj$", "encoder.cross.q"),
+    (r"encoder_attn\.k_proj$", "encoder.cross.k"),
+    (r"encoder_attn\.v_proj$", "encoder.cross.v"),
+    (r"encoder_attn\.out_proj$", "encoder.cross.o"),
+    (r"self_attn\.out_proj$", "attn.o"),
+    (r"(self_attn_layer_norm|encoder_attn_layer_norm)$", "norms"),
+) + SPEECH_LAYER_MODULES
+
+
+@family("speecht5", layer_modules=SPEECHT5_LAYER_MODULES, top_modules=SPEECHT5_TOP_MODULES, model_stacks=STACKS)
+def speecht5(c: Config) -> dict:
+    """SpeechT5Config / SpeechT5ForSpeechToText (Ao et al. 2022), the class transformers' speech-seq2seq mapping builds
+    for this type: the speech encoder prenet (wav2vec 2.0's feature encoder over conv_dim, conv_kernel and conv_stride,
+    feat_extract_norm, its feature projection, masked_spec_embed, the weight-normed positional Conv1d of
+    num_conv_pos_embeddings in num_conv_pos_embedding_groups, and fixed sines and cosines of max_speech_positions rows: a
+    buffer), the encoder's LayerNorm before encoder_layers (12) post-norm layers of encoder_attention_heads (12) whose
+    attention adds relative-position keys (blocks/rel_key.py; pe_k of 2 × encoder_max_relative_position rows of head
+    width, held once), encoder_ffn_dim (3072); the text decoder prenet (embed_tokens, vocab_size 81, and fixed sinusoidal
+    positions of max_text_positions: a buffer) and decoder_layers (6) post-norm layers of self-attention,
+    encoder_attn and the FFN (decoder_ffn_dim), all with biases; the text postnet's lm_head tied to embed_tokens
+    (tie_word_embeddings, default true). No final norms."""
+    for key in ("do_stable_layer_norm",):
+        if c.bool(key, False):
+            raise c.fail(key, "SpeechT5 with it is not read yet")
+    d, act = c.int("hidden_size"), c.activation("hidden_act", "gelu")
+    dims, kernels, strides = (c.data.get(k) for k in ("conv_dim", "conv_kernel", "conv_stride"))
+    for key, value in (("conv_dim", dims), ("conv_kernel", kernels), ("conv_stride", strides)):
+        if not isinstance(value, list) or not value or not all(type(v) is int and v > 0 for v in value):
+            raise c.fail(key, f"expected a list of positive integers, got {value!r}")
+    if not len(dims) == len(kernels) == len(strides):
+        raise c.fail("conv_dim", "conv_dim, conv_kernel and conv_stride of one length each")
+    norm = c.data.get("feat_extract_norm", "group")
+    if norm not in ("group", "layer"):
+        raise c.fail("feat_extract_norm", f'expected "group" or "layer", got {norm!r}')
+    heads = c.int("encoder_attention_heads")
+
+    def ffn(key: str) -> dict:
+        return {"kind": "dense", "d_ff": c.int(key), "bias": True, "activation": act}
+
+    distance = c.int("encoder_max_relative_position", 160)
+    return {
+        "name": c.data.get("_name_or_path") or None,
+        "vocab_size": c.int("vocab_size"),
+        "d_model": d,
+        "n_layers": c.int("decoder_layers"),
+        "context_length": c.int("max_text_positions", 450),
+        "positions": "sinusoidal",
+        "tie_embeddings": c.bool("tie_word_embeddings", True),
+        "attention": {"n_heads": c.int("decoder_attention_heads"), "qkv_bias": True, "o_bias": True},
+        "ffn": ffn("decoder_ffn_dim"),
+        "norm": {"kind": "layernorm", "per_layer": 2, "final": False, "placement": "residual"},
+        "encoder": {
+            "layers": {
+                "d_model": d,
+                "n_layers": c.int("encoder_layers"),
+                "attention": {"kind": "rel_key", "n_heads": heads, "qkv_bias": True, "o_bias": True, "max_distance": distance},
+                "ffn": ffn("encoder_ffn_dim"),
+                "positions": "sinusoidal",
+            },
+            "embedding_norm": True,
+            "feature_dims": tuple(dims),
+            "feature_kernels": tuple(kernels),
+            "feature_strides": tuple(strides),
+            "feature_bias": c.bool("conv_bias", False),
+            "feature_norm": norm,
+            "pos_kernel": c.int("num_conv_pos_embeddings"),
+            "pos_groups": c.int("num_conv_pos_embedding_groups"),
+            "mask_embed": True,
+            "relative_keys": 2 * distance,
+            "relative_width": d // heads,
+            "cross_bias": True,
+        },
+    }
