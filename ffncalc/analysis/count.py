@@ -63,7 +63,8 @@ def terms(model: Model, seq_len: int, *, partial: bool = False) -> list[Term]:
         part.top_terms(fin, model)
     inside += fin.out
     if positions != seq_len:  # the prompt's or the padding's positions too, per token of the sequence
-        inside = [replace(t, positions=Fraction(positions, seq_len)) for t in inside]
+        # (times a term's own: a block's padding, ProphetNet's pairs, a cross-attention's source rows)
+        inside = [replace(t, positions=t.positions * Fraction(positions, seq_len)) for t in inside]
     if model.bidirectional:  # every query meets every key (within its window, on both sides): no causal triangle
         # (a product whose keys are not the sequence's, "pairs", meets them in every view as it is)
         inside = [replace(t, select="both" if t.window else "full") if t.role == "core" and t.select != "pairs" else t for t in inside]

@@ -190,10 +190,9 @@ def flop_lengths(c: Config, spec: Model | None = None) -> tuple[int, int]:
 
     spec = spec or to_spec(text_only(c))  # the class built is the language model's
     reach = [t.window or t.chunk for t in terms(spec, SHORT, partial=True) if t.role == "core" and (t.window or t.chunk)]
-    # the longest window or chunk a config names (LongT5: local_radius, its blocks one longer)
-    reach += [
-        c.data[k] for k in ("sliding_window", "attention_chunk_size", "window_size", "local_radius") if type(c.data.get(k)) is int
-    ]
+    # the longest window or chunk a config names (LongT5: local_radius, its blocks one longer; LED: attention_window)
+    keys = ("sliding_window", "attention_chunk_size", "window_size", "local_radius", "attention_window")
+    reach += [c.data[k] for k in keys if type(c.data.get(k)) is int]
     unit = lcm(1, *(b.chunk_tokens() for b in spec.blocks() if b.chunk_tokens() is not None))
     short = -(-SHORT // unit) * unit
     long = -(-(max(reach) + SHORT if reach else WINDOWLESS) // unit) * unit

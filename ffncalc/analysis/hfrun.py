@@ -75,6 +75,22 @@ def flop_run(net, batch: int, seq_len: int) -> FlopRun:
     for module in net.modules():  # LayerDrop (Fan et al. 2019) skips layers at random in training: none skipped
         if isinstance(getattr(module, "layerdrop", None), float):
             module.layerdrop = 0.0
+    # BigBird-Pegasus's encoder switches itself to full attention for good on a sequence too short for its blocks
+    # (BigBirdPegasusEncoder.forward: set_attention_type("original_full")): the switch its forward would make here, made
+    # before the run, from the configured type (so its modules are named, and an earlier shorter run does not stick)
+    config = net.config
+    for module in net.modules():
+        if hasattr(type(module), "set_attention_type") and hasattr(module, "layers"):
+            short = seq_len <= (5 + 2 * config.num_random_blocks) * config.block_size
+            module.set_attention_type("original_full" if short else config.attention_type)
+    # Longformer's and LED's encoders ask whether any token is global (is_index_global_attn.any().item()): an
+    # unpadded sequence given no global_attention_mask has none, the answer for a meta boolean scalar there
+    global_question = any(hasattr(type(m), "_pad_to_window_size") for m in net.modules())
+    item = torch.Tensor.item
+
+    def answered(t):
+        return False if t.device.type == "meta" and t.dtype == torch.bool and t.numel() == 1 else item(t)
+
     tokens = torch.zeros((batch, seq_len), dtype=torch.long, device="meta")
     counter = FlopCounterMode(display=False)
     attribution = _attribution(net, counter, fixed)
@@ -95,18 +111,41 @@ def flop_run(net, batch: int, seq_len: int) -> FlopRun:
                 "_ignore_bidirectional_mask_sdpa",
                 lambda mask, kv_length, local: local is None or kv_length < local,
             ),
+            mock.patch.object(torch.Tensor, "item", answered) if global_question else contextlib.nullcontext(),
             grad,
             counter,
             attribution,
         ):
             # an encoder-decoder: the decoder reads a sequence as long as the source (the tokens again)
             extra = {"decoder_input_ids": tokens} if getattr(net.config, "is_encoder_decoder", False) else {}
+            channels = getattr(getattr(net.config, "decoder_config", None), "num_channels", None)
+            if channels:  # Dia: the decoder reads frames of every channel's code, (batch, seq_len, num_channels)
+                extra = {"decoder_input_ids": torch.zeros((batch, seq_len, channels), dtype=torch.long, device="meta")}
             if net.main_input_name == "input_features" and hasattr(net.config, "num_conv_layers"):
                 # Speech2Text: filterbank frames, 2 ** num_conv_layers a source position (each conv of stride 2)
                 c = net.config
                 dtype = next(net.parameters()).dtype
                 shape = (batch, seq_len * 2**c.num_conv_layers, c.input_feat_per_channel * c.input_channels)
                 net(input_features=torch.zeros(shape, dtype=dtype, device="meta"), use_cache=False, **extra)
+            elif net.config.model_type in ("speech-encoder-decoder", "speecht5"):
+                # over wav2vec 2.0's features (a speech encoder-decoder's encoder, SpeechT5's speech prenet): the
+                # shortest waveform giving seq_len positions
+                e = net.encoder.config if net.config.model_type == "speech-encoder-decoder" else net.config
+                # SpecAugment's masks (Wav2Vec2Model._mask_hidden_states) apply in training only: none, as in eval
+                e.apply_spec_augment = False
+                e.layerdrop = 0.0  # Wav2Vec2Encoder reads LayerDrop from its config: none skipped
+                samples = seq_len
+                for k, st in reversed(list(zip(e.conv_kernel, e.conv_stride))):
+                    samples = (samples - 1) * st + k
+                dtype = next(net.parameters()).dtype
+                values = torch.zeros((batch, samples), dtype=dtype, device="meta")
+                net(**{net.main_input_name: values}, use_cache=False, **extra)
+            elif hasattr(getattr(net.config, "encoder_config", None), "subsampling_factor"):
+                # Canary, Cohere ASR: log-mel frames, subsampling_factor of them a source position
+                e = net.config.encoder_config
+                dtype = next(net.parameters()).dtype
+                frames = torch.zeros((batch, seq_len * e.subsampling_factor, e.num_mel_bins), dtype=dtype, device="meta")
+                net(input_features=frames, use_cache=False, **extra)
             elif net.main_input_name == "input_values" and net.config.model_type == "moonshine":
                 # Moonshine: the shortest waveform its convolutions (strides 64, 3, 2) turn into seq_len positions
                 dtype = next(net.parameters()).dtype

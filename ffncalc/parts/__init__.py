@@ -39,6 +39,7 @@ MODULES = (
     "pooler",
     "streams",
     "prompts",
+    "ngram",
     "latent",
     "per_layer_inputs",
     "altup",

@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from functools import cache
+from typing import Literal
 
 from ..model.schema import NonNegative, Positive, SpecError
 from ..model.stacks import Stack
@@ -72,9 +73,54 @@ class Encoder(Part):
     # a table of conditioning rows, one of them looked up and put before the source's features (Pop2Piano's
     # mel_conditioner: a composer's embedding before the spectrogram frames): parameters, a lookup without FLOPs
     prefix_rows: NonNegative = 0
+    # the source padded to a whole multiple of this many positions before the embeddings' positions, norm and layers
+    # run over it (LEDEncoder._pad_to_window_size: max(attention_window)); its output unpadded, the cross-attention's
+    # keys the source's own (0: no padding)
+    pad_to: NonNegative = 0
+    # learned global tokens carried beside the source through every layer (PEGASUS-X's embed_global, a table of this
+    # many rows): further rows of the stack, dropped from its output
+    global_rows: NonNegative = 0
+    # only a source longer than this many positions is padded (BigBird-Pegasus's: shorter ones run full attention,
+    # unpadded; BigBirdPegasusEncoder.forward: max_tokens_to_attend)
+    pad_above: NonNegative = 0
+    # a speech encoder's input through Parakeet's ParakeetEncoderSubsamplingConv2D (Canary, Cohere ASR): frames of
+    # ``features`` mel bins as a one-channel image, a Conv2d of ``sub_channels`` filters (kernel ``sub_kernel``,
+    # stride 2) and a ReLU, then ``sub_layers`` − 1 times a depthwise Conv2d (stride 2), a pointwise one and a ReLU,
+    # each halving the frames and the bins; a linear from the channels × remaining bins to d_model: 2 ** sub_layers
+    # frames a position (0: none)
+    sub_layers: NonNegative = 0
+    sub_channels: NonNegative = 0
+    sub_kernel: Positive = 3
+    # a speech encoder over the waveform through wav2vec 2.0's feature encoder (Baevski et al. 2020, §2;
+    # Wav2Vec2FeatureEncoder): Conv1d layers of these output channels, kernels and strides (biases with feature_bias),
+    # each with a GELU, a GroupNorm on the first (feature_norm "group") or a LayerNorm on each ("layer"); then
+    # Wav2Vec2FeatureProjection (a LayerNorm and a linear to d_model); S positions from the shortest waveform giving them
+    feature_dims: tuple[Positive, ...] = ()
+    feature_kernels: tuple[Positive, ...] = ()
+    feature_strides: tuple[Positive, ...] = ()
+    feature_bias: bool = False
+    feature_norm: Literal["group", "layer"] = "group"
+    # wav2vec 2.0's convolutional positions (Wav2Vec2PositionalConvEmbedding): a grouped Conv1d over the sequence, kernel
+    # pos_kernel, pos_groups groups, padded by pos_kernel // 2 either side (the extra output dropped), weight-normed
+    # (its direction and a magnitude a tap: dim 2), a bias, a GELU, added to the input (0: none)
+    pos_kernel: NonNegative = 0
+    pos_groups: Positive = 1
+    # a table of relative-position keys every layer reads (SpeechT5's pe_k: 2 × encoder_max_relative_position rows of
+    # relative_width, each layer's head_dim; blocks/rel_key.py): looked up, no multiply-adds of its own
+    relative_keys: NonNegative = 0
+    relative_width: NonNegative = 0
+    mask_embed: bool = False  # masked_spec_embed: d_model parameters SpecAugment's training masks use, no work here
+    # a linear (with a bias) from the encoder's width to the decoder's over its output, which every cross-attention's
+    # k and v then read at the decoder's width (Cohere ASR: CohereAsrDecoder.proj)
+    bridge: bool = False
+    # a token-type table added to its embeddings (BERT's token_type_embeddings, type_vocab_size rows), looked up
+    type_rows: NonNegative = 0
+    # a dense layer and tanh over each source's first position (BertModel's pooler, built by an EncoderDecoderModel's
+    # encoder and run in its forward though the decoder reads none of it): once a sequence
+    pooler: bool = False
 
     def check(self, spec) -> None:
-        front = self.mel_bins or self.kernels or self.waveform  # features of its own in place of tokens
+        front = self.mel_bins or self.kernels or self.waveform or self.sub_layers or self.feature_dims  # not tokens
         if self.layers.d_model != spec.d_model and not (self.table_rows or front):
             raise SpecError(
                 ("encoder", "layers", "d_model"),
@@ -86,7 +132,7 @@ class Encoder(Part):
                 ("encoder", "source_length"), f"a speech encoder runs over its audio window's {rows:,} positions, whatever the audio"
             )
         last = rows - spec.position_offset  # a learned table ends there (BART: 1,026 rows, the first 2 offset)
-        if rows and s is not None and s > last:
+        if rows and s is not None and self.padded(s) > last:  # a padded source's positions too (LED's)
             raise SpecError(("encoder", "source_length"), f"{s:,} source tokens: the encoder's learned positions end at {last:,}")
 
     def subsampler(self, d: int) -> list[tuple[int, int, int]]:
@@ -95,6 +141,14 @@ class Encoder(Part):
         ins = [self.features] + [self.channels // 2] * last
         outs = [self.channels] * last + [2 * d]
         return list(zip(self.kernels, ins, outs))
+
+    def samples(self, positions: int) -> int:
+        """The shortest waveform the feature encoder turns into ``positions`` (each conv: in = (out − 1)·stride +
+        kernel)."""
+        n = positions
+        for k, st in reversed(list(zip(self.feature_kernels, self.feature_strides))):
+            n = (n - 1) * st + k
+        return n
 
     def given(self, **inputs) -> Encoder:
         source = inputs.get("source_len")
@@ -132,12 +186,15 @@ class Encoder(Part):
         return model.d_model + {"flash": 4 * h, "eager": 5 * h * s, "recomputed": 0}[kernel]
 
     def stacks(self, model) -> tuple[tuple[object, int, int, int], ...]:
-        """The encoder's layers over the S source tokens; beside them each source position keeps the encoder's
-        output (the cross-attention's k and v read it, d) and its final norm's input (d), and in every decoder layer
-        the cross-attention's K and V (2·kv_heads·hd, for the scores' and AV's gradients), split over tp by heads."""
+        """The encoder's layers over the S source tokens (padded to whole windows or blocks, and its global tokens,
+        where it has them); beside them each of those rows keeps the encoder's output (the cross-attention's k and v
+        read it, d) and its final norm's input (d), and in every decoder layer the cross-attention's K and V
+        (2·kv_heads·hd, for the scores' and AV's gradients), split over tp by heads: the padding's and the global
+        tokens' rows counted with the source's, an upper bound by those rows where the K and V are the source's."""
         inner = replace(self.stack.resolve(model), mask="bidirectional")
         whole = self.layers.d_model * (2 if self.final_norm else 1)  # at the encoder's width
-        return ((inner, self.source_length or 0, model.n_layers * 2 * self._kv(model), whole),)
+        rows = self.padded(self.source_length or 0) + self.global_rows
+        return ((inner, rows, model.n_layers * 2 * self._kv(model), whole),)
 
     def cached_elements(self, model) -> int:
         """A decoder layer's cross-attention cache: K and V of every head for each of the S source tokens, projected
@@ -152,8 +209,22 @@ class Encoder(Part):
     def source(self, positions: int) -> int:
         return self.source_length or positions
 
+    @staticmethod
+    def tokens(model, positions: int) -> int:
+        """The sequence's tokens whose layer positions these are (ProphetNet's decoder runs (1 + ngram) rows a token,
+        parts/ngram.py): the fewest t with model.layer_positions(t) ≥ positions, by bisection."""
+        low, high = 1, max(positions, 1)
+        while low < high:
+            mid = (low + high) // 2
+            low, high = (mid + 1, high) if model.layer_positions(mid) < positions else (low, mid)
+        return low
+
+    def padded(self, source: int) -> int:
+        """The positions the encoder runs over: the source padded to whole multiples of ``pad_to``."""
+        return -(-source // self.pad_to) * self.pad_to if self.pad_to and source > self.pad_above else source
+
     def input_terms(self, e, model, seq_len: int) -> None:
-        d, s = self.layers.d_model, self.source(seq_len)  # the encoder's own width (T5Gemma 9B-2B's differs)
+        d, s = self.layers.d_model, self.padded(self.source(seq_len))  # the encoder's own width (T5Gemma 9B-2B's differs)
         scale = Fraction(s, seq_len)
         emb = Emitter("embedding")
         if self.mel_bins:  # each conv output a matmul of 3 inputs' features; the first over twice the positions
@@ -189,11 +260,64 @@ class Encoder(Part):
             conv.term(f"encoder.conv{i + 1}.bias", "bias", (c_out,), elementwise=c_out + glu)
             rate = 2 ** (len(self.kernels) - 1 - i)  # its outputs a source position
             e.out.extend(replace(t, positions=rate * scale, per_sequence=True) for t in conv.out)
+        if self.sub_layers:  # each conv output a matmul of its kernel's inputs; its time rows per source position
+            c, k, pad = self.sub_channels, self.sub_kernel, (self.sub_kernel - 1) // 2
+            bins = [self.features]
+            for _ in range(self.sub_layers):  # (f + 2p − k) // 2 + 1 bins out of each conv of stride 2
+                bins.append((bins[-1] + 2 * pad - k) // 2 + 1)
+            relu = ACTIVATION_OPS["relu"]
+            for i in range(self.sub_layers):
+                conv = Emitter("layers")
+                f = bins[i + 1]
+                if i == 0:
+                    conv.term("encoder.sub.conv0.weight", "weight", (c, 1, k, k), macs=c * k * k * f)
+                    conv.term("encoder.sub.conv0.bias", "bias", (c,), elementwise=c * f * (1 + relu))
+                else:  # one filter a channel, then a pointwise conv across them
+                    conv.term(f"encoder.sub.dw{i}.weight", "weight", (c, 1, k, k), macs=c * k * k * f)
+                    conv.term(f"encoder.sub.dw{i}.bias", "bias", (c,), elementwise=c * f)
+                    conv.term(f"encoder.sub.pw{i}.weight", "weight", (c, c, 1, 1), macs=c * c * f)
+                    conv.term(f"encoder.sub.pw{i}.bias", "bias", (c,), elementwise=c * f * (1 + relu))
+                rate = 2 ** (self.sub_layers - 1 - i)  # its time rows a source position
+                e.out.extend(replace(t, positions=rate * scale, per_sequence=True) for t in conv.out)
+            conv = Emitter("layers")  # ParakeetEncoderSubsamplingConv2D.linear: channels × num_mel_bins // 2 ** layers
+            conv.linear("encoder.sub.linear", c * (self.features // 2**self.sub_layers), d, True, 1)
+            e.out.extend(replace(t, positions=scale, per_sequence=True) for t in conv.out)
+        if self.feature_dims:  # each conv output a matmul of its kernel's inputs (Wav2Vec2FeatureEncoder)
+            gelu, length, channels = ACTIVATION_OPS["gelu"], self.samples(s), 1
+            for i, (c_out, k, st) in enumerate(zip(self.feature_dims, self.feature_kernels, self.feature_strides)):
+                length = (length - k) // st + 1
+                conv = Emitter("layers")
+                conv.term(f"encoder.feat.conv{i}.weight", "weight", (c_out, channels, k), macs=c_out * channels * k)
+                if self.feature_bias:
+                    conv.term(f"encoder.feat.conv{i}.bias", "bias", (c_out,), elementwise=c_out)
+                if self.feature_norm == "layer" or i == 0:  # a LayerNorm each, or the first layer's GroupNorm
+                    conv.norm(f"encoder.feat.norm{i}", model.norm, c_out, 1)
+                conv.op(f"encoder.feat.act{i}", c_out * gelu, copies=1)
+                e.out.extend(replace(t, positions=Fraction(length, seq_len), per_sequence=True) for t in conv.out)
+                channels = c_out
+            proj = Emitter("layers")
+            proj.norm("encoder.feat.proj_norm", model.norm, channels, 1)
+            proj.linear("encoder.feat.proj", channels, d, True, 1)
+            e.out.extend(replace(t, positions=scale, per_sequence=True) for t in proj.out)
+        if self.mask_embed:
+            emb.term("encoder.mask_embed", "position", (d,))
+        if self.relative_keys:
+            emb.term("encoder.rel_keys.weight", "position", (self.relative_keys, self.relative_width))
+        if self.pos_kernel:  # grouped, over the source and its padding: S + 2·(k // 2) − k + 1 outputs
+            k, g = self.pos_kernel, self.pos_groups
+            conv = Emitter("layers")
+            conv.term("encoder.pos_conv.weight_g", "weight", (1, 1, k), component="encoder.pos_conv")
+            conv.term("encoder.pos_conv.weight_v", "weight", (d, d // g, k), macs=d * (d // g) * k, component="encoder.pos_conv")
+            conv.term("encoder.pos_conv.bias", "bias", (d,), elementwise=d * (1 + ACTIVATION_OPS["gelu"]) + d)
+            outputs = s + 2 * (k // 2) - k + 1
+            e.out.extend(replace(t, positions=Fraction(outputs, seq_len), per_sequence=True) for t in conv.out)
         if self.table_rows:  # a lookup: the one-hot matmul Chinchilla's accounting charges (count.py)
             v = self.table_rows
             emb.term("encoder.embed.weight", "token", (v, d), macs=v * d)
         if self.prefix_rows:
             emb.term("encoder.prefix_embed.weight", "token", (self.prefix_rows, d))
+        if self.type_rows:  # one add a feature (BertEmbeddings: token_type_embeddings)
+            emb.term("encoder.token_type_embed.weight", "position", (self.type_rows, d), elementwise=d)
         if self.position_rows:
             emb.term("encoder.pos_embed.weight", "position", (self.position_rows, d), elementwise=d)
         elif self.layers.positions == "sinusoidal":  # a fixed table of sines and cosines: its add
@@ -204,17 +328,30 @@ class Encoder(Part):
             heads = self.layers.attention.resolve(d).head_count()
             tables = (self.layers.n_layers if self.relative_per_layer else 1) * (2 if self.relative_global else 1)
             emb.term("encoder.relative_bias.weight", "position", (self.relative_buckets, heads), tables)
-        layers = self.stack.terms(model, "encoder.", s, scale)
+        if self.global_rows:  # looked up once a sequence: no multiply-adds
+            emb.term("encoder.global_embed.weight", "token", (self.global_rows, d))
+        rows = s + self.global_rows  # the stack's rows: the padded source and the global tokens
+        layers = self.stack.terms(model, "encoder.", rows, Fraction(rows, seq_len))
         fin = Emitter("layers")
         if self.final_norm:
             fin.norm("encoder.final_norm", model.norm, d, 1)
-        tail = [replace(t, layers=None, positions=scale) for t in fin.out]
+        # over the source's own positions, unpadded (PegasusXEncoder: hidden_states[:, :seq_len] before layer_norm)
+        tail = [replace(t, layers=None, positions=Fraction(self.source(seq_len), seq_len)) for t in fin.out]
+        if self.bridge:  # once a source position, at the prefill
+            out = Emitter("layers")
+            out.linear("encoder.bridge", d, model.d_model, True, 1)
+            tail += [replace(t, layers=None, positions=Fraction(self.source(seq_len), seq_len)) for t in out.out]
+        if self.pooler:  # BertPooler: dense d -> d with a bias and tanh over the first position, once a sequence
+            pool = Emitter("layers")
+            pool.linear("encoder.pooler.dense", d, d, True, 1)
+            pool.op("encoder.pooler.act", d * ACTIVATION_OPS["tanh"], copies=1)
+            tail += [replace(t, layers=None, positions=Fraction(1, seq_len), active_count=0) for t in pool.out]
         # the encoder runs once a sequence, at its prefill: no decode step does its work (Term.per_sequence)
         e.out.extend(replace(t, per_sequence=True) for t in [replace(t, positions=scale) for t in emb.out] + layers + tail)
 
     def layer_terms(self, e, model, positions: int) -> None:
         """Each decoder layer's cross-attention, with the heads of its self-attention (head_dim d / heads)."""
-        d, n, s = model.d_model, e.n, self.source(positions)
+        d, n, s = model.d_model, e.n, self.source(self.tokens(model, positions))
         attn = model.layers[e.layers[0]].attention if e.layers else model.layers[0].attention
         h = attn.head_count()
         hd = self.cross_head_dim or d // h
@@ -226,8 +363,9 @@ class Encoder(Part):
         for part in ("k", "v"):
             start = len(e.out)
             bias = self.cross_k_bias if part == "k" and self.cross_k_bias is not None else self.cross_bias
-            # from the encoder's output, at its width (T5GemmaCrossAttention: cross_attention_hidden_size)
-            e.linear(f"encoder.cross.{part}", self.layers.d_model, kv_heads * hd, bias, n, heads=kv_heads)
+            # from the encoder's output, at its width (T5GemmaCrossAttention: cross_attention_hidden_size), or the bridge's
+            width = model.d_model if self.bridge else self.layers.d_model
+            e.linear(f"encoder.cross.{part}", width, kv_heads * hd, bias, n, heads=kv_heads)
             # projected once a sequence, at the prefill; a decode step reads them from the cache (cached_elements)
             e.out[start:] = [replace(t, positions=kv, per_sequence=True) for t in e.out[start:]]
         for part in ("scores", "values"):  # a decode step's query meets the S source keys, however long the context
@@ -260,10 +398,16 @@ def _modules():
 
         def __init__(self, spec: Encoder, model):
             super().__init__()
+            if spec.feature_dims:
+                raise NotImplementedError("an encoder's wav2vec 2.0 feature encoder has no reference module here")
+            if spec.sub_layers:
+                raise NotImplementedError("an encoder's 2-D convolutional subsampling (Parakeet's) has no reference module here")
+            if spec.global_rows:
+                raise NotImplementedError("an encoder's global tokens (PEGASUS-X's) have no reference module here")
             d = spec.layers.d_model
             inner = replace(spec.stack.resolve(model), mask="bidirectional")
             self.source_length, self.sinusoidal = spec.source_length, spec.layers.positions == "sinusoidal"
-            self.mel_bins = spec.mel_bins
+            self.mel_bins, self.pad_to, self.pad_above = spec.mel_bins, spec.pad_to, spec.pad_above
             if spec.mel_bins:
                 self.conv1 = nn.Conv1d(spec.mel_bins, d, 3, padding=1)
                 self.conv2 = nn.Conv1d(d, d, 3, stride=2, padding=1)
@@ -296,6 +440,8 @@ def _modules():
                     self.relative_bias = nn.ModuleList(tables)
                 else:
                     self.relative_bias = nn.Embedding(spec.relative_buckets, heads)
+            if spec.type_rows:  # every source position of type 0
+                self.token_type_embed = nn.Embedding(spec.type_rows, d)
             if spec.position_rows:
                 self.pos_embed = nn.Embedding(spec.position_rows, d)
             if spec.embedding_norm:
@@ -303,11 +449,16 @@ def _modules():
             self.layers = nn.ModuleList(LayerModule(inner, layer, False) for layer in inner.layers)
             if spec.final_norm:
                 self.final_norm = make_norm(model.norm, d)
+            if spec.pooler:
+                self.pooler = nn.ModuleDict({"dense": Linear(d, d, bias=True)})
 
         def enter(self, x: torch.Tensor, ctx: dict) -> torch.Tensor:
             tokens = ctx["tokens"]
             if self.source_length is not None:
                 tokens = torch.zeros((tokens.shape[0], self.source_length), dtype=tokens.dtype, device=tokens.device)
+            source = tokens.shape[-1]
+            if self.pad_to and source > self.pad_above:  # padded to whole windows (LEDEncoder._pad_to_window_size)
+                tokens = nn.functional.pad(tokens, (0, -source % self.pad_to))
             if self.mel_bins:  # a window of silence, two frames a position
                 frames = torch.zeros((tokens.shape[0], self.mel_bins, 2 * tokens.shape[-1]), dtype=x.dtype, device=x.device)
                 gelu = nn.functional.gelu
@@ -328,6 +479,8 @@ def _modules():
             else:
                 h = self.embed(tokens) if hasattr(self, "embed") else ctx["table"](tokens)
             positions = torch.arange(tokens.shape[-1], device=tokens.device)
+            if hasattr(self, "token_type_embed"):
+                h = h + self.token_type_embed(torch.zeros_like(positions))
             if hasattr(self, "pos_embed"):
                 h = h + self.pos_embed(positions)
             elif self.sinusoidal:
@@ -337,7 +490,9 @@ def _modules():
             inner = {"embeddings": h}
             for k, layer in enumerate(self.layers):
                 h = layer(h, inner, k)
-            ctx["memory"] = self.final_norm(h) if hasattr(self, "final_norm") else h
+            ctx["memory"] = (self.final_norm(h) if hasattr(self, "final_norm") else h)[:, :source]
+            if hasattr(self, "pooler"):  # the first position's, computed and not read
+                torch.tanh(self.pooler["dense"](ctx["memory"][:, 0]))
             return x
 
     class CrossAttention(nn.Module):

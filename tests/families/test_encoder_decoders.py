@@ -148,6 +148,8 @@ def test_flan_t5_xl_training_keeps_the_encoder_at_the_source_length():
 READ_PLANNED = ["bart", "mbart", "plbart", "marian", "pegasus", "blenderbot", "blenderbot-small", "m2m_100", "fsmt", "mvp"]
 READ_PLANNED += ["t5", "mt5", "umt5", "switch_transformers", "whisper"]
 READ_PLANNED += ["t5gemma", "pop2piano", "longt5", "speech_to_text", "moonshine"]
+READ_PLANNED += ["led", "pegasus_x", "bigbird_pegasus", "dia", "prophetnet", "encoder-decoder"]
+READ_PLANNED += ["seamless_m4t", "seamless_m4t_v2", "canary", "cohere_asr", "speech-encoder-decoder", "speecht5"]
 
 
 @pytest.mark.parametrize("model_type", READ_PLANNED)
@@ -201,6 +203,18 @@ def test_the_encoder_decoders_read():
             "longt5",
             "speech_to_text",
             "moonshine",
+            "led",
+            "pegasus_x",
+            "bigbird_pegasus",
+            "dia",
+            "prophetnet",
+            "encoder-decoder",
+            "seamless_m4t",
+            "seamless_m4t_v2",
+            "canary",
+            "cohere_asr",
+            "speech-encoder-decoder",
+            "speecht5",
         }
     )
 
@@ -514,3 +528,335 @@ def test_a_t5_config_stating_an_untied_head_is_counted_tied_as_transformers_buil
     }
     (tmp_path / "config.json").write_text(json.dumps(data))
     assert ffncalc.count(str(tmp_path / "config.json")).params == 2_849_757_184 - 32_128 * 2_048 == 2_783_959_040
+
+
+def test_led_pads_its_source_to_whole_windows_and_attends_in_overlapping_chunks():
+    """LEDForConditionalGeneration at LEDConfig's defaults by hand: the shared table (50,265 × 1,024, tied to lm_head);
+    the encoder's position table of 16,384 rows and the decoder's of 1,024 (no offset), a LayerNorm on each stack's
+    embeddings; 12 encoder layers of query, key, value, query_global, key_global, value_global and output (1,024 ×
+    1,024 and a bias each), fc1 and fc2 (1,024 ↔ 4,096, biases) and two LayerNorms; 12 decoder layers of BART's (q, k,
+    v, out_proj, a cross-attention's four, fc1, fc2, three LayerNorms). FLOPs over S = 1,000 source tokens: LEDEncoder
+    pads them to 1,024 (two windows of 512), so every encoder layer's projections run over 1,024 rows; QKᵀ over
+    1,024 / 256 − 1 = 3 overlapping chunks of 512 queries against their 512 keys, in 16 heads of 64; AV over 1,024
+    queries of 3 × 256 values; 2 FLOPs a multiply-add, per token of the 1,000."""
+
+    d, ff, vocab, layers, w = 1024, 4096, 50265, 12, 256
+    encoder_layer = 7 * (d * d + d) + 2 * d * ff + ff + d + 4 * d
+    decoder_layer = 8 * (d * d + d) + 2 * d * ff + ff + d + 6 * d
+    total = vocab * d + (16384 + 1024) * d + 2 * 2 * d + layers * (encoder_layer + decoder_layer)
+    spec = hf.load(DEFAULTS / "configs" / "led.json")[1]
+    assert tally(spec).params == total == 459_801_600
+    rows = {r.name: r for r in tally(spec, seq_len=1000).rows}
+    assert rows["encoder.attn.q.weight"].flops == Fraction(2 * layers * d * d * 1024, 1000)
+    assert rows["encoder.attn.scores"].flops == Fraction(2 * layers * 16 * 64 * 3 * 512 * 512, 1000)
+    assert rows["encoder.attn.values"].flops == Fraction(2 * layers * 16 * 64 * 1024 * 3 * w, 1000)
+    assert rows["encoder.attn.q_global.weight"].flops == 0
+    assert rows["encoder.cross.k.weight"].flops == 2 * layers * d * d  # the source's own 1,000 rows, unpadded
+
+
+@pytest.mark.torch
+def test_led_with_a_window_of_8_equals_transformers(tmp_path):
+    """LEDForConditionalGeneration small (2 layers a stack of width 64, 4 heads of 16, a window of 8), built by
+    transformers: every parameter, and every component's FLOPs under FlopCounterMode at 8 and 16 tokens and at 13 (padded
+    to 16: the chunks and the padding's rows), LEDEncoder's question whether any token is global answered for a
+    sequence given no global_attention_mask."""
+    from dataclasses import replace
+
+    from ffncalc.analysis import hfcheck
+
+    data = json.loads((DEFAULTS / "configs" / "led.json").read_text())
+    data.update(d_model=64, encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=128, decoder_ffn_dim=128)
+    data.update(encoder_layers=2, decoder_layers=2, vocab_size=100, attention_window=8)
+    data.update(max_encoder_position_embeddings=64, max_decoder_position_embeddings=32)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(data))
+    c = hf.read_config(path)
+    measured = hfcheck.measure(c, flops=True)
+    assert [r.seq_len for r in measured.flops] == [8, 16]
+    report = hfcheck.check(c, model="led", measured=measured)
+    assert report.ok and not any(ch.component.startswith("(unmatched)") for ch in report.checks), report.failures
+    odd = replace(measured, flops=(hfcheck.flop_run(hfcheck.instantiate(c), 1, 13),))
+    for m in (measured, odd):
+        checks = hfcheck.check_flops(c, m)
+        assert checks and all(ch.ok for ch in checks), [ch for ch in checks if not ch.ok]
+
+
+def test_led_windows_that_differ_by_layer_are_refused_in_one_line(cli, tmp_path):
+    data = json.loads((DEFAULTS / "configs" / "led.json").read_text())
+    data["attention_window"] = [512] * 11 + [256]
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(data))
+    code, out, err = cli("count", str(path))
+    assert code == 2 and out == "" and err.count("\n") == 1 and "attention_window" in err, err
+
+
+def test_pegasus_x_carries_global_tokens_and_staggers_every_other_layer():
+    """PegasusXForConditionalGeneration at PegasusXConfig's defaults by hand: the shared table (96,103 × 1,024, tied to
+    lm_head), embed_global (32 × 1,024); 16 encoder layers of q, k, v, out_proj (1,024 × 1,024, no biases), fc1 and fc2
+    (1,024 ↔ 4,096, biases) and three LayerNorms (the global tokens' own among them); 16 decoder layers of self- and
+    cross-attention (eight bias-free projections), fc1, fc2 and three LayerNorms; a final LayerNorm a stack; sinusoidal
+    positions computed, no parameters. FLOPs over S = 1,000 source tokens: padded to L = 1,024 (two blocks of 512), the
+    stack's rows are L and the 32 global tokens; each of the 8 odd layers pads another 512 rows (half a block either
+    side), L' = 1,536. QKᵀ a layer: the G global queries against G + L' keys and the L' local queries against G + 512,
+    16 heads of 64, 2 FLOPs a multiply-add, per token of the 1,000."""
+
+    d, ff, vocab, layers, g, b = 1024, 4096, 96103, 16, 32, 512
+    encoder_layer = 4 * d * d + 2 * d * ff + ff + d + 3 * 2 * d
+    decoder_layer = 8 * d * d + 2 * d * ff + ff + d + 3 * 2 * d
+    total = vocab * d + g * d + layers * (encoder_layer + decoder_layer) + 2 * 2 * d
+    spec = hf.load(DEFAULTS / "configs" / "pegasus_x.json")[1]
+    assert tally(spec).params == total == 568_568_832
+    rows = {r.name: r for r in tally(spec, seq_len=1000).rows}
+    pairs = sum(g * (g + s) + s * (g + b) for s in [1024, 1536] * 8)
+    assert rows["encoder.attn.scores"].flops == Fraction(2 * 16 * 64 * pairs, 1000)
+    assert rows["encoder.attn.q.weight"].flops == Fraction(2 * d * d * (16 * (1024 + g) + 8 * b), 1000)
+    assert rows["encoder.ffn.up.weight"].flops == Fraction(2 * layers * d * ff * (1024 + g), 1000)
+
+
+@pytest.mark.torch
+def test_pegasus_x_with_blocks_of_8_equals_transformers(tmp_path):
+    """PegasusXForConditionalGeneration small (3 encoder layers, one staggered, and 2 decoder layers of width 64, 4
+    heads of 16, blocks of 8, 4 global tokens), built by transformers: every parameter, and every component's FLOPs under
+    FlopCounterMode at 8 and 32 tokens and at 13 (padded to 16, the staggered layer's blocks over 24)."""
+    from dataclasses import replace
+
+    from ffncalc.analysis import hfcheck
+
+    data = json.loads((DEFAULTS / "configs" / "pegasus_x.json").read_text())
+    data.update(d_model=64, encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=128, decoder_ffn_dim=128)
+    data.update(encoder_layers=3, decoder_layers=2, vocab_size=100, block_size=8, num_global_tokens=4)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(data))
+    c = hf.read_config(path)
+    measured = hfcheck.measure(c, flops=True)
+    report = hfcheck.check(c, model="pegasus_x", measured=measured)
+    assert report.ok and not any(ch.component.startswith("(unmatched)") for ch in report.checks), report.failures
+    odd = replace(measured, flops=(hfcheck.flop_run(hfcheck.instantiate(c), 1, 13),))
+    for m in (measured, odd):
+        checks = hfcheck.check_flops(c, m)
+        assert checks and all(ch.ok for ch in checks), [ch for ch in checks if not ch.ok]
+    assert any(ch.component == "encoder.attn.global_norm" for ch in report.checks)
+
+
+def test_bigbird_pegasus_attends_global_sliding_and_random_blocks_past_its_shortest_sparse_sequence():
+    """BigBirdPegasusForConditionalGeneration at BigBirdPegasusConfig's defaults by hand: the shared table (96,103 ×
+    1,024, tied to lm_head), a learned position table of 4,096 rows a stack; 16 encoder layers of query, key, value and
+    output (1,024 × 1,024, no biases: use_bias false), fc1 and fc2 (1,024 ↔ 4,096, biases) and two LayerNorms; 16
+    decoder layers of self- and cross-attention (eight bias-free projections), fc1, fc2 and three LayerNorms; each
+    stack's layernorm_embedding after its last layer. FLOPs: up to (5 + 2 × 3) × 64 = 704 source tokens every query meets
+    every key; over S = 1,000 the source is padded to L = 1,024 (16 blocks of 64) and in each of the 16 heads of 64 the
+    first and last blocks' queries meet all L keys, the second and second-last's (4 + 3) blocks, and the 12 middle
+    blocks' (5 + 3): QKᵀ 2 FLOPs a multiply-add, per token of the 1,000."""
+
+    d, ff, vocab, layers, b = 1024, 4096, 96103, 16, 64
+    encoder_layer = 4 * d * d + 2 * d * ff + ff + d + 2 * 2 * d
+    decoder_layer = 8 * d * d + 2 * d * ff + ff + d + 3 * 2 * d
+    total = vocab * d + 2 * 4096 * d + layers * (encoder_layer + decoder_layer) + 2 * 2 * d
+    spec = hf.load(DEFAULTS / "configs" / "bigbird_pegasus.json")[1]
+    assert tally(spec).params == total == 576_891_904
+    pairs = b * (2 * 1024 + 2 * 7 * b + 12 * 8 * b)
+    rows = {r.name: r for r in tally(spec, seq_len=1000).rows}
+    assert rows["encoder.attn.scores"].flops == Fraction(2 * layers * 16 * 64 * pairs, 1000)
+    assert rows["encoder.ffn.up.weight"].flops == Fraction(2 * layers * d * ff * 1024, 1000)
+    short = {r.name: r for r in tally(spec, seq_len=700).rows}
+    assert short["encoder.attn.scores"].flops == 2 * layers * 16 * 64 * 700
+    assert short["encoder.ffn.up.weight"].flops == 2 * layers * d * ff
+
+
+@pytest.mark.torch
+def test_bigbird_pegasus_with_blocks_of_4_equals_transformers(tmp_path):
+    """BigBirdPegasusForConditionalGeneration small (2 layers a stack of width 64, 4 heads of 16, blocks of 4, one random
+    block: full attention up to 28 tokens), built by transformers: every parameter, and every component's FLOPs under
+    FlopCounterMode at 8 tokens (full) and at 32, 29 and 33 (block-sparse, the last two padded to 32 and 36)."""
+    from dataclasses import replace
+
+    from ffncalc.analysis import hfcheck
+
+    data = json.loads((DEFAULTS / "configs" / "bigbird_pegasus.json").read_text())
+    data.update(d_model=64, encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=128, decoder_ffn_dim=128)
+    data.update(encoder_layers=2, decoder_layers=2, vocab_size=100, block_size=4, num_random_blocks=1, max_position_embeddings=128)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(data))
+    c = hf.read_config(path)
+    measured = hfcheck.measure(c, flops=True)
+    assert [r.seq_len for r in measured.flops] == [8, 32]
+    report = hfcheck.check(c, model="bigbird_pegasus", measured=measured)
+    assert report.ok and not any(ch.component.startswith("(unmatched)") for ch in report.checks), report.failures
+    runs = [measured] + [replace(measured, flops=(hfcheck.flop_run(hfcheck.instantiate(c), 1, n),)) for n in (29, 33)]
+    for m in runs:
+        checks = hfcheck.check_flops(c, m)
+        assert checks and all(ch.ok for ch in checks), [ch for ch in checks if not ch.ok]
+
+
+def test_dia_reads_bytes_and_decodes_frames_of_nine_codebooks():
+    """DiaForConditionalGeneration at DiaConfig's defaults (Dia-1.6B's layout) by hand: the encoder's byte table (256 ×
+    1,024), 12 layers of q, k, v (1,024 → 16 × 128) and o back, a SiLU-gated MLP (gate_up_proj 1,024 → 2 × 4,096,
+    down_proj back) and two RMSNorms, a final RMSNorm; the decoder's table of 9 channels × 1,028 codes (× 2,048), 18
+    layers of q and o (2,048 ↔ 16 × 128), k and v (2,048 → 4 × 128), a cross-attention (q 2,048 → 16 × 128, k and v from
+    the encoder's 1,024 → 16 × 128, o back), the MLP (2,048 → 2 × 8,192, back) and three RMSNorms, a final RMSNorm;
+    logits_dense (2,048 → 9 × 1,028, untied). No biases. Published: "1.6B". The cross-attention cache of a 512-byte
+    text in bf16: 18 layers × K and V × 16 × 128 × 512 × 2 bytes."""
+    from ffncalc import api
+
+    d, e, ff, eff, table = 2048, 1024, 8192, 4096, 9 * 1028
+    encoder = 256 * e + 12 * (4 * e * 2048 + 3 * e * eff + 2 * e) + e
+    decoder_layer = 2 * d * 2048 + 2 * d * 512 + (d * 2048 + 2 * e * 2048 + 2048 * d) + 3 * d * ff + 3 * d
+    total = encoder + 2 * table * d + 18 * decoder_layer + d
+    path = str(DEFAULTS / "configs" / "dia.json")
+    assert api.count(path).params == total == 1_611_160_576
+    f = api.infer(path, prompt=1, generate=16, source_len=512).to_dict()["figures"]
+    assert f["cross_kv_bytes_per_sequence"]["value"] == 18 * 2 * 16 * 128 * 512 * 2
+
+
+def test_prophetnet_runs_two_predicting_streams_beside_the_main_one():
+    """ProphetNetForConditionalGeneration at ProphetNetConfig's defaults by hand: word_embeddings (30,522 × 1,024) shared
+    by both stacks and tied to lm_head; each stack's position table (512 rows) and embeddings LayerNorm; 12 encoder
+    layers of query, key, value and out_proj (1,024 × 1,024 and a bias each), the FFN (1,024 ↔ 4,096, biases) and two
+    LayerNorms; 12 decoder layers the same, relative_pos_embeddings (1,024 → 32 buckets × 16 heads, a bias), a
+    cross-attention (four more) and its LayerNorm; ngram_embeddings (2 × 1,024). FLOPs per token of T = 8 decoder
+    tokens: every decoder layer's projections and FFN run over the main stream and both predicting streams (3 rows a
+    token); its self-attention meets T keys from each main query and 2T from each predicting one ((1 + 2 × 2)·T² pairs
+    a head); the head reads the two predicting streams (2 rows a token); 2 FLOPs a multiply-add."""
+    from ffncalc import api
+
+    d, ff, vocab, layers = 1024, 4096, 30522, 12
+    attention, mlp = 4 * (d * d + d), 2 * d * ff + ff + d
+    encoder = 512 * d + 2 * d + layers * (attention + mlp + 4 * d)
+    decoder = 512 * d + 2 * d + 2 * d + layers * (2 * attention + d * 512 + 512 + mlp + 6 * d)
+    path = str(DEFAULTS / "configs" / "prophetnet.json")
+    assert api.count(path).params == vocab * d + encoder + decoder == 391_321_600
+    rows = {r.name: r for r in tally(hf.load(path)[1], seq_len=8).rows}
+    assert rows["attn.q.weight"].flops == 2 * layers * d * d * 3
+    assert rows["ffn.up.weight"].flops == 2 * layers * d * ff * 3
+    assert rows["attn.scores"].flops == 2 * layers * d * 5 * 8
+    assert rows["encoder.cross.scores"].flops == 2 * layers * d * 8 * 3  # each of the 3 rows meets the 8 source keys
+    assert rows["encoder.cross.k.weight"].flops == 2 * layers * d * d  # the source's 8 rows, per token
+    head = sum(r.flops for r in rows.values() if r.component == "lm_head")
+    assert head == 2 * vocab * d * 2
+
+
+def test_encoder_decoder_composes_a_bert_encoder_and_a_bert_decoder():
+    """EncoderDecoderModel at EncoderDecoderConfig's defaults (bert2bert at BertConfig's) by hand: the encoder, BertModel:
+    word, position (512) and token-type (2) tables of 768 and their LayerNorm, 12 layers of query, key, value and
+    output dense (768 × 768 and a bias each), intermediate and output dense (768 ↔ 3,072, biases) and two LayerNorms,
+    the pooler (768 × 768 and a bias); the decoder, BertLMHeadModel: its own tables and LayerNorm, 12 layers the same
+    with a crossattention (four more projections and a LayerNorm), the masked-LM head's transform (768 × 768, a bias,
+    a LayerNorm) and its bias of 30,522, the decoder tied to its own table. FLOPs per token at a source of 64 tokens and
+    T = 16: the pooler's dense once a sequence, 2 × 768 × 768 / 16."""
+    d, ff, vocab = 768, 3072, 30522
+    embeddings = (vocab + 512 + 2) * d + 2 * d
+    layer = 4 * (d * d + d) + 2 * d * ff + ff + d + 4 * d
+    cross = 4 * (d * d + d) + 2 * d
+    encoder = embeddings + 12 * layer + d * d + d
+    decoder = embeddings + 12 * (layer + cross) + d * d + d + 2 * d + vocab
+    spec = hf.load(DEFAULTS / "configs" / "encoder-decoder.json")[1]
+    assert tally(spec).params == encoder + decoder == 247_363_386
+    rows = {r.name: r for r in tally(spec, seq_len=16).rows}
+    assert rows["encoder.pooler.dense.weight"].flops == Fraction(2 * d * d, 16)
+
+
+@pytest.mark.parametrize(
+    "change, says", [({"tie_encoder_decoder": True}, "tie_encoder_decoder"), ({"encoder": {"model_type": "gpt2"}}, "encoder")]
+)
+def test_encoder_decoder_wrappers_not_read_are_refused_in_one_line(cli, tmp_path, change, says):
+    data = json.loads((DEFAULTS / "configs" / "encoder-decoder.json").read_text())
+    data.update(change)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(data))
+    code, out, err = cli("count", str(path))
+    assert code == 2 and out == "" and err.count("\n") == 1 and says in err, err
+
+
+@pytest.mark.parametrize("model_type", ["seamless_m4t", "seamless_m4t_v2"])
+def test_seamless_m4t_text_to_text_holds_nllb_stacks(model_type):
+    """SeamlessM4TForTextToText and SeamlessM4Tv2ForTextToText (what the seq2seq mapping builds for these types) at
+    their configurations' defaults by hand: shared (256,102 × 1,024) for both stacks and the tied lm_head; 24 encoder
+    layers of q, k, v, out_proj (1,024 × 1,024 and a bias each), fc1 and fc2 (1,024 ↔ 8,192, biases) and two LayerNorms,
+    24 decoder layers the same with a cross-attention (four more) and its LayerNorm, a final LayerNorm a stack; the
+    sinusoidal tables (1,026 and 4,098 rows) buffers. v1 and v2 differ only in those tables."""
+    d, ff, vocab, layers = 1024, 8192, 256102, 24
+    attention, mlp = 4 * (d * d + d), 2 * d * ff + ff + d
+    total = vocab * d + layers * (attention + mlp + 4 * d) + layers * (2 * attention + mlp + 6 * d) + 2 * 2 * d
+    assert tally(hf.load(DEFAULTS / "configs" / f"{model_type}.json")[1]).params == total == 1_370_531_840
+
+
+def test_canary_reads_log_mel_frames_through_a_conformer():
+    """CanaryForConditionalGeneration at CanaryConfig's defaults by hand. The encoder (ParakeetEncoder): the subsampling's
+    Conv2d (256 filters of 3 × 3 over one channel, biases), two depthwise Conv2d (256 × 3 × 3) each with a pointwise one
+    (256 × 256), biases, and the linear from 256 channels × 128 / 8 bins to 1,024; 32 Conformer blocks of two FFNs
+    (1,024 ↔ 4,096, biases), q, k, v, o (1,024 × 1,024, biases), bias_u and bias_v (1,024 each), relative_k_proj (1,024
+    × 1,024, no bias), pointwise_conv1 (1,024 → 2,048), the depthwise conv (1,024 × 9), BatchNorm (weight and bias),
+    pointwise_conv2 (1,024 × 1,024), all biased, and five LayerNorms. The decoder: embed_tokens (16,384 × 1,024, tied
+    to proj_out, whose bias is its own), embedding_layernorm, 8 layers of self- and cross-attention (eight 1,024 × 1,024
+    projections with biases), the MLP (1,024 ↔ 4,096, biases) and three LayerNorms, a final LayerNorm. FLOPs per source
+    position: each block's position scores meet 2S − 1 relative positions, 2 × 8 heads × 128 × (2S − 1) at S = 100."""
+    d, ff, c = 1024, 4096, 256
+    sub = (c * 9 + c) + 2 * (c * 9 + c + c * c + c) + c * 16 * d + d
+    ffn = 2 * d * ff + ff + d
+    block = 2 * ffn + 4 * (d * d + d) + 2 * d + d * d + (2 * d * d + 2 * d) + (9 * d + d) + 2 * d + (d * d + d) + 5 * 2 * d
+    layer = 8 * (d * d + d) + ffn + 3 * 2 * d
+    total = sub + 32 * block + 16384 * d + 2 * d + 8 * layer + 2 * d + 16384
+    spec = hf.load(DEFAULTS / "configs" / "canary.json")[1]
+    assert tally(spec).params == total == 962_155_520
+    rows = {r.name: r for r in tally(spec, seq_len=100).rows}
+    assert rows["encoder.attn.rel_scores"].flops == 2 * 32 * 8 * 128 * 199
+    assert rows["encoder.sub.conv0.weight"].flops == 2 * c * 9 * 64 * 4  # 4 time rows a position, 64 bins
+
+
+def test_cohere_asr_bridges_its_wider_encoder_to_the_decoder():
+    """CohereAsrForConditionalGeneration at CohereAsrConfig's defaults: a 48-block Conformer of width 1,280 (FFNs of
+    5,120) and the decoder of width 1,024 with a learned position table (1,024 rows) and an untied proj_out; the
+    decoder's proj (1,280 → 1,024 and a bias) over the encoder's output once a source position, every cross-attention's
+    k and v then 1,024 → 1,024. The cross-attention cache of 100 source positions in bf16: 8 layers × K and V × 1,024 ×
+    100 × 2 bytes."""
+    from ffncalc import api
+
+    path = str(DEFAULTS / "configs" / "cohere_asr.json")
+    assert api.count(path).params == 2_065_647_872
+    rows = {r.name: r for r in tally(hf.load(path)[1]).rows}
+    assert rows["encoder.bridge.weight"].params == 1280 * 1024
+    assert rows["encoder.cross.k.weight"].params == 8 * 1024 * 1024
+    f = api.infer(path, prompt=1, generate=16, source_len=100).to_dict()["figures"]
+    assert f["cross_kv_bytes_per_sequence"]["value"] == 8 * 2 * 1024 * 100 * 2
+
+
+def test_speech_encoder_decoder_reads_the_waveform_through_wav2vec2_features():
+    """SpeechEncoderDecoderModel at SpeechEncoderDecoderConfig's defaults (a wav2vec2 encoder, a bert decoder) by hand:
+    the feature encoder's seven bias-free Conv1d (512 × 1 × 10, then 512 × 512 × 3 four times and 512 × 512 × 2 twice),
+    the first one's GroupNorm (weight and bias), the feature projection (a LayerNorm of 512, 512 → 768 and a bias),
+    masked_spec_embed (768), the positional Conv1d (768 × 48 × 128 weight-normed: 128 magnitudes, and a bias), the
+    encoder's LayerNorm, 12 post-norm layers (q, k, v, out_proj 768 × 768 and biases, 768 ↔ 3,072 with biases, two
+    LayerNorms); the bert decoder as EncoderDecoderModel's. S = 8 positions come from the shortest waveform giving them,
+    320 × 8 + 80 = 2,640 samples: the first conv (stride 5) makes (2,640 − 10) // 5 + 1 = 527 outputs of 512 × 10
+    multiply-adds, 2 FLOPs each; the positional conv (padded by 64 either side) 8 + 1."""
+    d, ff = 768, 3072
+    feat = 512 * 10 + 2 * 512 + 4 * 512 * 512 * 3 + 2 * 512 * 512 * 2 + 2 * 512 + 512 * d + d
+    pos = d * 48 * 128 + 128 + d
+    layer = 4 * (d * d + d) + 2 * d * ff + ff + d + 4 * d
+    encoder = feat + d + pos + 2 * d + 12 * layer
+    decoder = (30522 + 512 + 2) * d + 2 * d + 12 * (layer + 4 * (d * d + d) + 2 * d) + d * d + d + 2 * d + 30522
+    spec = hf.load(DEFAULTS / "configs" / "speech-encoder-decoder.json")[1]
+    assert tally(spec).params == encoder + decoder == 232_252_858
+    rows = {r.name: r for r in tally(spec, seq_len=8).rows}
+    assert rows["encoder.feat.conv0.weight"].flops == Fraction(2 * 512 * 10 * 527, 8)
+    assert rows["encoder.pos_conv.weight_v"].flops == Fraction(2 * d * 48 * 128 * 9, 8)  # S + 1 outputs
+
+
+def test_speecht5_speech_to_text_adds_relative_position_keys_in_its_encoder():
+    """SpeechT5ForSpeechToText at SpeechT5Config's defaults by hand: the speech prenet (wav2vec2's seven bias-free
+    convolutions and first GroupNorm, its projection 512 → 768, masked_spec_embed, the weight-normed positional conv
+    768 × 48 × 128 with 128 magnitudes and a bias), the encoder's LayerNorm, pe_k (2 × 160 rows of 64), 12 post-norm
+    encoder layers (q, k, v, out_proj 768 × 768 and biases, 768 ↔ 3,072 with biases, two LayerNorms); the text prenet's
+    table (81 × 768, tied to the postnet's lm_head), 6 decoder layers (self- and cross-attention, eight projections with
+    biases, the FFN, three LayerNorms). FLOPs: every encoder query meets each key's relative row as it meets the key:
+    at S = 64 the relative product equals QKᵀ, 2 × 12 layers × 12 heads × 64 × 64 per source position."""
+    d, ff = 768, 3072
+    feat = 512 * 10 + 2 * 512 + 4 * 512 * 512 * 3 + 2 * 512 * 512 * 2 + 2 * 512 + 512 * d + d
+    pos = d * 48 * 128 + 128 + d
+    layer = 4 * (d * d + d) + 2 * d * ff + ff + d + 4 * d
+    encoder = feat + d + pos + 2 * d + 320 * 64 + 12 * layer
+    decoder = 81 * d + 6 * (layer + 4 * (d * d + d) + 2 * d)
+    spec = hf.load(DEFAULTS / "configs" / "speecht5.json")[1]
+    assert tally(spec).params == encoder + decoder == 151_165_056
+    rows = {r.name: r for r in tally(spec, seq_len=64).rows}
+    assert rows["encoder.attn.rel_scores"].flops == rows["encoder.attn.scores"].flops == 2 * 12 * 12 * 64 * 64

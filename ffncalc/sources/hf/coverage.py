@@ -593,26 +593,16 @@ MULTIMODAL_LM_TYPES = (
 # Encoder-decoders no family reads yet: what each needs.
 SEQ2SEQ_NOT_YET = {
     "audioflamingo3": "an audio tower beside a decoder-only language model (a whole multimodal model)",
-    "bigbird_pegasus": "block-sparse attention with random and global blocks in the encoder",
-    "encoder-decoder": "a wrapper of any encoder and decoder the config names",
     "glmasr": "an audio tower beside a decoder-only language model (a whole multimodal model)",
     "granite_speech": "an audio tower and projector beside a decoder-only language model (a whole multimodal model)",
     "granite_speech_plus": "an audio tower and projector beside a decoder-only language model (a whole multimodal model)",
-    "led": (
-        "Longformer's sliding-window attention in overlapping chunks and global attention in the encoder; its forward "
-        "asks which tokens are global (LEDEncoder: .item(), not answerable on the meta device)"
-    ),
     "moss_transcribe_diarize": "an audio tower beside a decoder-only language model (a whole multimodal model)",
     "musicflamingo": "an audio tower beside a decoder-only language model (a whole multimodal model)",
     "nemo_speechlm": "an audio tower beside a decoder-only language model (a whole multimodal model)",
     "nllb-moe": "BART-style stacks with top-2 mixtures of experts in every fourth layer; transformers 5.23's NllbMoeExperts "
     "one-hot encodes the router's already one-hot mask, so only experts 0 and 1 run: no class to hold its FLOPs to",
-    "pegasus_x": "staggered block-local attention with global tokens in the encoder",
-    "prophetnet": "n-stream self-attention predicting several future tokens",
     "qwen2_audio": "an audio tower beside a decoder-only language model (a whole multimodal model)",
     "qwen3_asr": "an audio tower beside a decoder-only language model (a whole multimodal model)",
-    "seamless_m4t": "speech and text encoders, a text decoder and a unit decoder in one model",
-    "seamless_m4t_v2": "speech and text encoders, a text decoder and a unit decoder in one model",
     "t5gemma2": (
         "Gemma 3 layers as an encoder and a decoder, with a vision tower; each decoder layer's self- and cross-attention "
         "merged into one softmax over both sets of keys (T5Gemma2MergedAttention)"
@@ -620,14 +610,9 @@ SEQ2SEQ_NOT_YET = {
     "vibevoice_asr": "an audio tokenizer beside a decoder-only language model",
     "voxtral": "an audio tower beside a decoder-only language model (a whole multimodal model)",
     "voxtral_realtime": "an audio tower beside a decoder-only language model (a whole multimodal model)",
-    "canary": "a Conformer speech encoder and a Transformer decoder",
-    "cohere_asr": "a Conformer speech encoder and a Transformer decoder",
-    "dia": "a text encoder and a decoder over audio codebooks",
     "fun_asr_nano": "an audio tower beside a decoder-only language model (a whole multimodal model)",
     "kyutai_speech_to_text": "a decoder over audio codebooks and text",
     "moonshine_streaming": "a streaming speech encoder and a decoder",
-    "speech-encoder-decoder": "a wrapper of any speech encoder and text decoder the config names",
-    "speecht5": "speech and text pre-nets and post-nets around a shared encoder-decoder",
     "vibevoice": "an acoustic tokenizer and diffusion head beside a language model",
 }
 

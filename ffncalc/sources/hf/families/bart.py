@@ -175,3 +175,132 @@ def mvp(c: Config) -> dict:
     if c.bool("use_prompt", False):
         raise c.fail("use_prompt", "MVP's layer-wise prompts (prefix keys and values in every attention) are not read yet")
     return seq2seq(c, pre_norm=False, embedding_norm=True, offset=2)
+
+
+LED_LAYER_MODULES = (
+    (r"longformer_self_attn\.query$", "attn.q"),
+    (r"longformer_self_attn\.key$", "attn.k"),
+    (r"longformer_self_attn\.value$", "attn.v"),
+    (r"longformer_self_attn\.query_global$", "attn.q_global"),
+    (r"longformer_self_attn\.key_global$", "attn.k_global"),
+    (r"longformer_self_attn\.value_global$", "attn.v_global"),
+    (r"self_attn\.output$", "attn.o"),
+) + LAYER_MODULES
+
+
+@family("led", layer_modules=LED_LAYER_MODULES, top_modules=TOP_MODULES, model_stacks=STACKS)
+def led(c: Config) -> dict:
+    """LEDConfig / LEDForConditionalGeneration (Beltagy et al. 2020, "Longformer", §5: the Longformer-Encoder-Decoder):
+    BART's post-norm layers and layernorm_embedding in each stack, one shared table (vocab_size, 50265) tied to lm_head
+    (tie_word_embeddings, default true), no final norm; position tables of max_encoder_position_embeddings (16384) and
+    max_decoder_position_embeddings (1024) rows without an offset (LEDLearnedPositionalEmbedding). Each encoder layer's
+    self-attention is LEDEncoderSelfAttention (blocks/sliding_chunks.py): query, key, value and output with biases,
+    query_global, key_global and value_global beside them, a window of attention_window (512, one a layer where a list)
+    positions; LEDEncoder pads the source to a whole multiple of the largest window before its positions, norm and
+    layers, and unpads its output. A forward given no global_attention_mask has no global token."""
+    spec = seq2seq(c, pre_norm=False, embedding_norm=True)
+    layers = c.int("encoder_layers")
+    window = c.data.get("attention_window", 512)
+    windows = window if isinstance(window, list) else [window]
+    if not windows or any(type(w) is not int or w <= 0 or w % 2 for w in windows):
+        raise c.fail("attention_window", f"expected a positive even integer or a list of them, got {window!r}")
+    if isinstance(window, list) and len(window) != layers:
+        raise c.fail("attention_window", f"{len(window)} windows for {layers} encoder layers")
+    if len(set(windows)) > 1:
+        raise c.fail("attention_window", "windows that differ between encoder layers are not read yet")
+    rows = c.int("max_decoder_position_embeddings", 1024)
+    spec["context_length"] = rows
+    encoder = spec["encoder"]
+    attention = {**encoder["layers"]["attention"], "kind": "sliding_chunks", "attention_window": windows[0]}
+    encoder["layers"] = {**encoder["layers"], "attention": attention}
+    encoder["position_rows"] = c.int("max_encoder_position_embeddings", 16384)
+    encoder["pad_to"] = windows[0]
+    return spec
+
+
+PEGASUS_X_LAYER_MODULES = ((r"global_self_attn_layer_norm$", "attn.global_norm"),) + LAYER_MODULES
+PEGASUS_X_TOP_MODULES = ((r"embed_global$", "global_embed"),) + TOP_MODULES
+
+
+@family("pegasus_x", layer_modules=PEGASUS_X_LAYER_MODULES, top_modules=PEGASUS_X_TOP_MODULES, model_stacks=STACKS)
+def pegasus_x(c: Config) -> dict:
+    """PegasusXConfig / PegasusXForConditionalGeneration (Phang et al. 2022): Pegasus's pre-norm layers with a final
+    layer_norm in each stack, no norm on the embeddings, one shared table (vocab_size, 96103) tied to lm_head
+    (tie_word_embeddings, default true); PegasusXSinusoidalPositionalEmbedding computes its sines and cosines in the
+    forward (no parameters, no buffer); q, k, v and out_proj without biases in every attention, fc1 and fc2 with them.
+    Each encoder layer's self-attention is PegasusXGlobalLocalAttention (blocks/global_local.py): blocks of block_size
+    (512), num_global_tokens (32) global tokens from embed_global carried through every layer with a LayerNorm of
+    their own (global_self_attn_layer_norm), every odd layer's blocks staggered (stagger_local_blocks, default true);
+    PegasusXEncoder pads the source to whole blocks and unpads its output before its final layer_norm."""
+    spec = seq2seq(c, pre_norm=True, embedding_norm=False, table="buffer")
+    spec["context_length"] = c.int("max_position_embeddings", 16384)
+    block, tokens = c.int("block_size", 512), c.int("num_global_tokens", 32)
+    plain = {**spec["attention"], "qkv_bias": False, "o_bias": False}
+    spec["attention"] = plain
+    encoder = spec["encoder"]
+    attention = {**encoder["layers"]["attention"], "qkv_bias": False, "o_bias": False, "kind": "global_local"}
+    attention.update(block_size=block, global_tokens=tokens, stagger=c.bool("stagger_local_blocks", True))
+    encoder["layers"] = {**encoder["layers"], "attention": attention}
+    encoder.update(cross_bias=False, pad_to=block, global_rows=tokens)
+    return spec
+
+
+BIGBIRD_LAYER_MODULES = (
+    (r"self_attn\.self\.query$", "attn.q"),
+    (r"self_attn\.self\.key$", "attn.k"),
+    (r"self_attn\.self\.value$", "attn.v"),
+    (r"self_attn\.output$", "attn.o"),
+) + LAYER_MODULES
+# each stack's layernorm_embedding is the norm after its last layer (BigBirdPegasusEncoder.forward, and the decoder's)
+BIGBIRD_TOP_MODULES = ((r"layernorm_embedding$", "final_norm"),) + TOP_MODULES
+
+
+@family("bigbird_pegasus", layer_modules=BIGBIRD_LAYER_MODULES, top_modules=BIGBIRD_TOP_MODULES, model_stacks=STACKS)
+def bigbird_pegasus(c: Config) -> dict:
+    """BigBirdPegasusConfig / BigBirdPegasusForConditionalGeneration (Zaheer et al. 2020): Pegasus's pre-norm layers,
+    each stack's final norm named layernorm_embedding (applied after its last layer), no norm on the embeddings; one
+    shared table (vocab_size, 96103) tied to lm_head; learned position tables of max_position_embeddings (4096) rows
+    without an offset; every attention's projections biased with use_bias (default false), fc1 and fc2 with biases,
+    activation_function gelu_new. attention_type "block_sparse" (the default): each encoder layer's
+    BigBirdPegasusBlockSparseAttention (blocks/bigbird.py) over blocks of block_size (64) with num_random_blocks (3)
+    random ones, the source padded to whole blocks where it is longer than (5 + 2·num_random_blocks)·block_size tokens
+    (shorter ones run full attention, unpadded); "original_full": full attention throughout."""
+    kind = c.data.get("attention_type", "block_sparse")
+    if kind not in ("block_sparse", "original_full"):
+        raise c.fail("attention_type", f'expected "block_sparse" or "original_full", got {kind!r}')
+    spec = seq2seq(c, pre_norm=True, embedding_norm=False)
+    bias = c.bool("use_bias", False)
+    spec["attention"] = {**spec["attention"], "qkv_bias": bias, "o_bias": bias}
+    encoder = spec["encoder"]
+    attention = {**encoder["layers"]["attention"], "qkv_bias": bias, "o_bias": bias}
+    encoder["cross_bias"] = bias
+    if kind == "block_sparse":
+        block, random = c.int("block_size", 64), c.int("num_random_blocks", 3)
+        attention.update(kind="bigbird", block_size=block, random_blocks=random)
+        encoder.update(pad_to=block, pad_above=(5 + 2 * random) * block)
+    encoder["layers"] = {**encoder["layers"], "attention": attention}
+    return spec
+
+
+SEAMLESS_LAYER_MODULES = (
+    (r"cross_attention\.q_proj$", "encoder.cross.q"),
+    (r"cross_attention\.k_proj$", "encoder.cross.k"),
+    (r"cross_attention\.v_proj$", "encoder.cross.v"),
+    (r"cross_attention\.out_proj$", "encoder.cross.o"),
+    (r"(ffn_layer_norm|cross_attention_layer_norm)$", "norms"),
+) + LAYER_MODULES
+SEAMLESS_STACKS = ((r"text_encoder\.", "encoder."),)
+
+
+@family("seamless_m4t", "seamless_m4t_v2", layer_modules=SEAMLESS_LAYER_MODULES, top_modules=TOP_MODULES, model_stacks=SEAMLESS_STACKS)
+def seamless_m4t(c: Config) -> dict:
+    """SeamlessM4TConfig / SeamlessM4TForTextToText and SeamlessM4Tv2Config / SeamlessM4Tv2ForTextToText (Seamless
+    Communication 2023), the classes transformers' seq2seq mapping builds for these types: the text encoder and text
+    decoder alone (no speech encoder, text-to-unit model or vocoder), NLLB's layout as M2M-100's (m2m_100 above) under
+    its own keys: shared (vocab_size, 256102, × hidden_size, 1024) is both stacks' embed_tokens and lm_head's (tied:
+    _tied_weights_keys), encoder_layers and decoder_layers (24) of encoder_attention_heads and decoder_attention_heads
+    (16), q, k, v and out_proj with biases, ffn.fc1 (→ encoder_ffn_dim or decoder_ffn_dim, 8192) and ffn.fc2 with biases,
+    activation_function (relu), each LayerNorm before its sublayer and a final layer_norm a stack; the sinusoidal position
+    tables (max_position_embeddings + 2 rows: 1024 for v1, 4096 for v2) are buffers; scale_embedding multiplies."""
+    data = {**c.data, "d_model": c.int("hidden_size")}
+    return seq2seq(Config(data, c.text, c.source, start=c.start), pre_norm=True, embedding_norm=False, offset=2, table="buffer")
