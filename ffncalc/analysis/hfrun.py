@@ -72,6 +72,13 @@ def flop_run(net, batch: int, seq_len: int) -> FlopRun:
         elif "selected_experts" in named and "routing_weights" in named:  # the choice as a one-hot mask (Switch)
             hooks.append(module.register_forward_pre_hook(_fixed_mask, with_kwargs=True))
             fixed = True
+    stand_in = contextlib.nullcontext()
+    if getattr(net.config, "model_type", None) == "longformer":
+        # LongformerEncoder asks whether any token is global (.item()) and LongformerModel marks the global ones in its
+        # mask by a boolean index: an unpadded sequence's answers, a real all-local mask and no token global
+        hooks.append(net.base_model.register_forward_pre_hook(_local_mask, with_kwargs=True))
+        stand_in = mock.patch.object(sys.modules[type(net).__module__], "create_bidirectional_mask", _open_mask)
+        fixed = True
     for module in net.modules():  # LayerDrop (Fan et al. 2019) skips layers at random in training: none skipped
         if isinstance(getattr(module, "layerdrop", None), float):
             module.layerdrop = 0.0
@@ -96,6 +103,7 @@ def flop_run(net, batch: int, seq_len: int) -> FlopRun:
                 lambda mask, kv_length, local: local is None or kv_length < local,
             ),
             grad,
+            stand_in,
             counter,
             attribution,
         ):
@@ -125,6 +133,25 @@ def flop_run(net, batch: int, seq_len: int) -> FlopRun:
         attribution.close()
     assert sum(attribution.flops.values()) == counter.get_total_flops()  # every counted FLOP attributed
     return FlopRun(batch, seq_len, tuple((*k, n) for k, n in attribution.flops.items() if n), tuple(attribution.uncounted))
+
+
+def _local_mask(module, args, kwargs):
+    """Longformer: an all-ones attention mask as a real tensor (every token local, none global), so that what the
+    model asks of it (any global token, the global tokens' positions) is answered; the ops that meet meta tensors
+    take it onto the meta device (``_attribution``'s ``fixed``)."""
+    import torch
+
+    ids = kwargs["input_ids"] if kwargs.get("input_ids") is not None else args[0]
+    kwargs["attention_mask"] = torch.ones(tuple(ids.shape), dtype=torch.long)
+    return args, kwargs
+
+
+def _open_mask(config, inputs_embeds, attention_mask, **kwargs):
+    """The bidirectional mask of an unpadded sequence (nothing masked), as a real tensor beside a real 2-D mask."""
+    import torch
+
+    b, n = attention_mask.shape
+    return torch.zeros((b, 1, n, n), dtype=inputs_embeds.dtype)
 
 
 def _fixed_mask(module, args, kwargs):

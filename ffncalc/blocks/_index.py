@@ -29,6 +29,7 @@ KINDS = {
     ("attention", "rglru"): "rglru",
     ("attention", "rwkv_time_mix"): "rwkv",
     ("attention", "short_conv"): "short_conv",
+    ("attention", "sliding_chunks"): "sliding_chunks",
     ("attention", "span_conv"): "span_conv",
     ("ffn", "cdmoe"): "cdmoe",
     ("ffn", "dense"): "dense_ffn",

@@ -389,3 +389,51 @@ def test_encoder_variants_equal_transformers(tmp_path, model_type, changes):
         return
     checks = hfcheck.check_flops(c, measured)
     assert len(measured.flops) == 2 and checks and all(ch.ok for ch in checks), [ch for ch in checks if not ch.ok]
+
+
+def test_longformer_base_4096_by_hand():
+    """allenai/longformer-base-4096's config (tests/hf_configs) as LongformerForMaskedLM, by hand (Beltagy et al. 2020
+    §4: RoBERTa-base with its position table copied out to 4,096 positions): RoBERTa's count with 4098 position rows
+    and one token type, and in each layer query_global, key_global and value_global (768 × 768 and a bias each).
+
+    FLOPs at 8 tokens, by hand: LongformerModel pads them to one window of 512 and every layer runs over the 512
+    (q, k, v, o and the FFN: 2 per multiply-add); QKᵀ over the one chunk of 2w = 512 queries and keys, AV over the 2
+    blocks of w = 256 queries against 3w = 768 values, 12 heads of 64; the head over the 8 tokens alone."""
+    from ffncalc.sources import hf
+
+    v, d, ff, layers, w, h, hd = 50265, 768, 3072, 12, 256, 12, 64
+    total = bert_mlm(v, d, 12, ff, 4098, 1) + layers * 3 * (d * d + d)
+    tests = Path(__file__).resolve().parents[1]
+    spec = hf.load(tests / "hf_configs" / "longformer-base-4096.json")[1]
+    assert tally(spec).params == _truth_total(tests / "hf_truth" / "longformer-base-4096.json") == total == 148_711_257
+    s, p = 8, 512
+    rows = tally(spec, convention="exact", seq_len=s).rows
+    weights = sum(r.flops for r in rows if r.layers and r.role == "weight") * s
+    assert weights == layers * 2 * p * (4 * d * d + 2 * d * ff)
+    core = sum(r.flops for r in rows if r.role == "core") * s
+    chunks = p // w - 1
+    assert core == layers * h * hd * 2 * (chunks * (2 * w) ** 2 + (p // w) * w * 3 * w) == 12_079_595_520
+    assert sum(r.flops for r in rows if r.component == "lm_head") * s == 2 * s * v * d
+
+
+@pytest.mark.torch
+def test_longformer_padding_equals_flop_counter_mode(tmp_path):
+    """A small Longformer (two layers of 256, a window of 8: w = 4) at 13 and 21 tokens, which LongformerModel pads to
+    16 and 24: LongformerForMaskedLM built by transformers now on the meta device, one forward under FlopCounterMode at
+    each (no token global), against the exact count per component: the layers over the padded positions, the head
+    over the sequence's own."""
+    from ffncalc.analysis import hfcheck, hfrun
+    from ffncalc.sources import hf
+
+    data = json.loads((DEFAULTS / "configs" / "longformer.json").read_text()) | SMALL | {"attention_window": 8}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(data))
+    c = hf.read_config(path)
+    net = hfcheck.instantiate(c)
+    runs = tuple(hfrun.flop_run(net, 1, n) for n in (13, 21))
+    measured = hfcheck.Measured("LongformerForMaskedLM", "", (), (), runs)
+    checks = hfcheck.check_flops(c, measured)
+    assert checks and all(ch.ok for ch in checks), [ch for ch in checks if not ch.ok]
+    core = {ch.seq_len: ch.ours for ch in checks if ch.component == hfcheck.CORE}
+    # 4 heads of 64; QKᵀ: P / w − 1 chunks of 8 × 8; AV: P queries of 12 values; 2 layers
+    assert core == {n: 2 * 4 * 64 * 2 * ((p // 4 - 1) * 64 + p * 12) for n, p in ((13, 16), (21, 24))}

@@ -638,10 +638,6 @@ ENCODERS_NOT_YET = {
         "(5 + 2 · num_random_blocks) · block_size tokens), and the pooler"
     ),
     "funnel": "pooling between blocks that shortens the sequence, and a decoder that upsamples it",
-    "longformer": (
-        "sliding-window attention in overlapping chunks over a sequence padded to whole windows, with separate global "
-        "query, key and value projections; its forward reads which tokens are global (not answerable on the meta device)"
-    ),
     "mobilebert": (
         "bottleneck layers (intra_bottleneck_size) with stacked FFNs and NoNorm, a trigram input projection, and a head "
         "whose decoder concatenates the tied table with a dense of its own"
@@ -900,6 +896,7 @@ PROVEN_ON = {
     "llama4": ("meta-llama/Llama-4-Maverick-17B-128E-Instruct", "meta-llama/Llama-4-Scout-17B-16E-Instruct"),
     "llama4_text": ("meta-llama/Llama-4-Maverick-17B-128E-Instruct", "meta-llama/Llama-4-Scout-17B-16E-Instruct"),
     "longcat_flash": ("mlx-community/LongCat-Flash-Chat-bf16",),
+    "longformer": ("allenai/longformer-base-4096",),
     "mamba": ("RandomNameAnd6/DharMamba",),
     "mamba2": ("mlx-community/Mamba-Codestral-7B-v0.1-8bit",),
     "mimo_v2_flash": ("XiaomiMiMo/MiMo-V2-Flash",),

@@ -507,3 +507,35 @@ def convbert(c: Config) -> dict:
         spec["factorized_embedding"] = {"width": width, "bias": True}
     spec["prediction_head"] = {"activation": "gelu", "bias": True, "width": width}
     return spec
+
+
+LONGFORMER_LAYERS = (
+    (r"attention\.self\.query_global$", "attn.q_global"),
+    (r"attention\.self\.key_global$", "attn.k_global"),
+    (r"attention\.self\.value_global$", "attn.v_global"),
+) + LAYER_MODULES
+
+
+@family("longformer", layer_modules=LONGFORMER_LAYERS, top_modules=TOP_MODULES)
+def longformer(c: Config) -> dict:
+    """LongformerConfig / LongformerForMaskedLM (Beltagy et al. 2020): RoBERTa's embeddings (positions from
+    pad_token_id + 1), post-norm layers and head (LongformerLMHead: dense, gelu, layer_norm, the decoder tied to the
+    word table with its bias), no pooler; each layer's attention a sliding window of attention_window keys (default
+    512: 256 either side) computed in overlapping chunks, with query_global, key_global and value_global held beside
+    query, key and value (idle without global tokens); the sequence padded to a whole number of the largest window
+    (LongformerModel._pad_to_window_size), the layers running over the padding, the head over the sequence's own
+    positions. Windows that differ by layer are not read yet: refused in one line."""
+    layers = c.int("num_hidden_layers")
+    window = c.data.get("attention_window", 512)
+    windows = [window] * layers if type(window) is int else window
+    if not isinstance(windows, list) or len(windows) != layers or not all(type(x) is int and x > 0 and x % 2 == 0 for x in windows):
+        raise c.fail("attention_window", f"expected an even positive window, or one for each of {layers} layers, got {window!r}")
+    if len(set(windows)) > 1:
+        raise c.fail("attention_window", "windows that differ by layer are not read yet")
+    spec = encoder(c, offset=c.int("pad_token_id", 1) + 1)
+    return {
+        **spec,
+        "attention": {**spec["attention"], "kind": "sliding_chunks", "attention_window": windows[0]},
+        "padding": {"multiple": windows[0]},
+        "prediction_head": {"activation": "gelu", "bias": True},  # LongformerLMHead: gelu, whatever hidden_act
+    }
