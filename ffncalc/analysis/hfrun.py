@@ -195,9 +195,15 @@ def _attribution(net, counter, fixed: bool):
         names.setdefault(id(p), []).append(path)
         params[id(p)] = p
     paths = {id(m): path for path, m in net.named_modules(remove_duplicate=False)}
+    # the modules held, so that no id is reused: a module the forward builds (BigBirdModel.set_attention_type swaps
+    # each layer's attention) is looked up again by its path
+    held = list(net.modules())
     stack: list[str] = []
 
     def enter(module, args):
+        if id(module) not in paths:
+            held.extend(net.modules())
+            paths.update({id(m): path for path, m in net.named_modules(remove_duplicate=False)})
         stack.append(paths.get(id(module), "?"))
 
     def leave(module, args, out):

@@ -2,6 +2,7 @@
 ``python -m ffncalc.blocks`` from the modules themselves; tests/blocks/test_blocks.py checks it is current."""
 
 KINDS = {
+    ("attention", "bigbird_sparse"): "bigbird_sparse",
     ("attention", "block_local"): "local_attention",
     ("attention", "block_sparse"): "block_sparse",
     ("attention", "cca"): "cca",

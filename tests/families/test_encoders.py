@@ -437,3 +437,52 @@ def test_longformer_padding_equals_flop_counter_mode(tmp_path):
     core = {ch.seq_len: ch.ours for ch in checks if ch.component == hfcheck.CORE}
     # 4 heads of 64; QKᵀ: P / w − 1 chunks of 8 × 8; AV: P queries of 12 values; 2 layers
     assert core == {n: 2 * 4 * 64 * 2 * ((p // 4 - 1) * 64 + p * 12) for n, p in ((13, 16), (21, 24))}
+
+
+def test_big_bird_defaults_by_hand_and_the_rule_of_its_attention():
+    """BigBirdForMaskedLM at BigBirdConfig's defaults (google/bigbird-roberta-base's shape: vocabulary 50358, 4096
+    positions, 12 layers of 768), by hand: BERT's masked-LM count and BigBirdModel's pooler (768 × 768 and a bias).
+
+    The rule transformers applies (BigBirdModel.forward): up to (5 + 2·3)·64 = 704 tokens every query meets every key;
+    past it the sequence is padded to whole blocks of 64 and each head meets, by hand (Zaheer et al. 2020, ITC), the
+    first and last blocks' queries against every key, the second and second-last blocks' against 4 + 3 blocks, and the
+    n − 4 middle blocks' against 5 + 3: at 705 tokens, 768 positions, n = 12."""
+    from ffncalc.sources import hf
+
+    d, v = 768, 50358
+    spec = hf.load(DEFAULTS / "configs" / "big_bird.json")[1]
+    assert tally(spec).params == bert_mlm(v, d, 12, 3072, 4096, 2) + d * d + d == 128_111_286
+    assert _truth_total(DEFAULTS / "truth" / "big_bird.json") == 128_111_286
+
+    def core(s: int) -> int:
+        return sum(r.flops for r in tally(spec, convention="exact", seq_len=s).rows if r.role == "core") * s
+
+    assert core(704) == 12 * 2 * 2 * 704 * 704 * d  # QKᵀ and AV over the square, 12 heads of 64
+    b, p, n = 64, 768, 12
+    pairs = 2 * b * p + 2 * (4 + 3) * b * b + (n - 4) * (5 + 3) * b * b
+    assert core(705) == 12 * 2 * 2 * pairs * d == 15_401_484_288
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("seq_len", [41, 64])
+def test_big_bird_block_sparse_equals_flop_counter_mode(tmp_path, seq_len):
+    """A small BigBird (two layers of 64, blocks of 4, one random block: block-sparse past (5 + 2)·4 = 28 tokens) at 41
+    tokens (padded to 44) and 64: BigBirdForMaskedLM built fresh by transformers on the meta device for each (a model
+    switches to full attention for good once it meets a short sequence), one forward under FlopCounterMode, against the
+    exact count per component."""
+    from ffncalc.analysis import hfcheck, hfrun
+    from ffncalc.sources import hf
+
+    data = json.loads((DEFAULTS / "configs" / "big_bird.json").read_text())
+    data |= {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 2, "intermediate_size": 128}
+    data |= {"block_size": 4, "num_random_blocks": 1}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(data))
+    c = hf.read_config(path)
+    run = hfrun.flop_run(hfcheck.instantiate(c), 1, seq_len)
+    checks = hfcheck.check_flops(c, hfcheck.Measured("BigBirdForMaskedLM", "", (), (), (run,)))
+    assert checks and all(ch.ok for ch in checks), [ch for ch in checks if not ch.ok]
+    p = -(-seq_len // 4) * 4
+    pairs = 2 * 4 * p + 2 * 5 * 16 + (p // 4 - 4) * 6 * 16
+    # 2 layers, QKᵀ and AV, 2 heads of 32
+    assert [ch.ours for ch in checks if ch.component == hfcheck.CORE] == [2 * 2 * 2 * 2 * pairs * 32]

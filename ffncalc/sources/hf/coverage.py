@@ -633,10 +633,6 @@ SEQ2SEQ_NOT_YET = {
 
 # Encoders no family reads yet: what each needs.
 ENCODERS_NOT_YET = {
-    "big_bird": (
-        "block-sparse attention with random and global blocks (transformers falls back to full attention below "
-        "(5 + 2 · num_random_blocks) · block_size tokens), and the pooler"
-    ),
     "funnel": "pooling between blocks that shortens the sequence, and a decoder that upsamples it",
     "mobilebert": (
         "bottleneck layers (intra_bottleneck_size) with stacked FFNs and NoNorm, a trigram input projection, and a head "

@@ -539,3 +539,28 @@ def longformer(c: Config) -> dict:
         "padding": {"multiple": windows[0]},
         "prediction_head": {"activation": "gelu", "bias": True},  # LongformerLMHead: gelu, whatever hidden_act
     }
+
+
+BIGBIRD_TOP = ((r"bert\.pooler$", "pooler.dense"),) + TOP_MODULES
+
+
+@family("big_bird", layer_modules=LAYER_MODULES, top_modules=BIGBIRD_TOP)
+def big_bird(c: Config) -> dict:
+    """BigBirdConfig / BigBirdForMaskedLM (Zaheer et al. 2020): BERT's embeddings (4096 positions from 0, two token
+    types; rescale_embeddings multiplies the word rows by √d, elementwise), post-norm layers (query, key and value with
+    biases where use_bias, default true) and head (cls.predictions: dense, hidden_act gelu_new, LayerNorm, the decoder
+    tied with its bias); BigBirdModel's pooler (a Linear d -> d with a bias and tanh over the first position), which
+    BigBirdForMaskedLM builds and runs. With attention_type block_sparse (the default) a sequence longer than
+    (5 + 2·num_random_blocks)·block_size tokens is padded to whole blocks of block_size (64) and attends block-sparse
+    (num_random_blocks 3); a shorter one, and every one under original_full, attends fully. Vocabulary 50358."""
+    spec = encoder(c)
+    bias = c.bool("use_bias", True)
+    spec["attention"] = {**spec["attention"], "qkv_bias": bias}
+    kind = c.data.get("attention_type", "block_sparse")
+    if kind not in ("block_sparse", "original_full"):
+        raise c.fail("attention_type", f"expected block_sparse or original_full, got {kind!r}")
+    if kind == "block_sparse":
+        size, random = c.int("block_size", 64), c.int("num_random_blocks", 3, positive=False)
+        spec["attention"] = {**spec["attention"], "kind": "bigbird_sparse", "block_size": size, "random_blocks": random}
+        spec["padding"] = {"multiple": size, "above": (5 + 2 * random) * size}
+    return {**spec, "pooler": {}}
