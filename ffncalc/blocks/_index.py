@@ -24,6 +24,7 @@ KINDS = {
     ("attention", "mlstm"): "mlstm",
     ("attention", "moa"): "moa",
     ("attention", "none"): "none",
+    ("attention", "nystrom"): "nystrom",
     ("attention", "parallel"): "parallel_mixers",
     ("attention", "qsa"): "qsa",
     ("attention", "rel_attention"): "rel_attention",

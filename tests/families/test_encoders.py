@@ -486,3 +486,40 @@ def test_big_bird_block_sparse_equals_flop_counter_mode(tmp_path, seq_len):
     pairs = 2 * 4 * p + 2 * 5 * 16 + (p // 4 - 4) * 6 * 16
     # 2 layers, QKᵀ and AV, 2 heads of 32
     assert [ch.ours for ch in checks if ch.component == hfcheck.CORE] == [2 * 2 * 2 * 2 * pairs * 32]
+
+
+def test_nystromformer_defaults_by_hand():
+    """NystromformerForMaskedLM at NystromformerConfig's defaults ("uw-madison/nystromformer-512 style"), by hand: BERT's
+    count with 512 position rows (max_position_embeddings 510 and the 2 before the first position) and in each layer
+    the depthwise convolution over the values, 12 heads × 65 taps; num_landmarks = segment_means_seq_len = 64, so every
+    query meets every key."""
+    from ffncalc.sources import hf
+
+    spec = hf.load(DEFAULTS / "configs" / "nystromformer.json")[1]
+    total = bert_mlm(30000, 768, 12, 3072, 512, 2) + 12 * 12 * 65
+    assert tally(spec).params == _truth_total(DEFAULTS / "truth" / "nystromformer.json") == total == 109_122_240
+
+
+@pytest.mark.torch
+def test_nystrom_landmarks_equal_flop_counter_mode(tmp_path):
+    """A small Nyströmformer (two layers of 256, 4 heads of 64, 4 landmarks over segments of 16, a convolution of 5) at
+    16 tokens, the one length its forward takes (segment_means_seq_len): NystromformerForMaskedLM built by transformers
+    now on the meta device, one forward under FlopCounterMode, against the exact count per component. By hand (Xiong
+    et al. 2021, Algorithm 1), per head and layer: kernel_1 and kernel_3 (n·m·d_h each), kernel_3·V and (kernel_1·Z)·that
+    (n·m·d_h each), kernel_2 (m²·d_h), the pseudo-inverse's 6 iterations of 4 products of m³, kernel_1·Z (n·m²)."""
+    from ffncalc.analysis import hfcheck, hfrun
+    from ffncalc.sources import hf
+
+    data = json.loads((DEFAULTS / "configs" / "nystromformer.json").read_text()) | SMALL
+    data |= {"num_landmarks": 4, "segment_means_seq_len": 16, "conv_kernel_size": 5}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(data))
+    c = hf.read_config(path)
+    run = hfrun.flop_run(hfcheck.instantiate(c), 1, 16)
+    checks = hfcheck.check_flops(c, hfcheck.Measured("NystromformerForMaskedLM", "", (), (), (run,)))
+    assert checks and all(ch.ok for ch in checks), [ch for ch in checks if not ch.ok]
+    n, m, hd, h, layers = 16, 4, 64, 4, 2
+    per_head = 4 * n * m * hd + m * m * hd + 6 * 4 * m**3 + n * m * m
+    core = [ch.ours for ch in checks if ch.component == hfcheck.CORE]
+    assert core == [layers * h * 2 * per_head] == [307_200]
+    assert [ch.ours for ch in checks if ch.component == "attn.conv"] == [layers * 2 * h * n * hd * 5]

@@ -641,10 +641,6 @@ ENCODERS_NOT_YET = {
     "modernvbert": "a vision tower beside ModernBERT",
     "mra": "multi-resolution approximate attention",
     "neomme": "a multimodal encoder",
-    "nystromformer": (
-        "Nystrom-approximated attention over num_landmarks segment means of a fixed segment_means_seq_len with an "
-        "iterative pseudo-inverse (full attention where the two are equal), and a depthwise convolution over the values"
-    ),
     "perceiver": "a latent array with cross-attention from the inputs",
     "ultravbert": "a vision tower beside its encoder",
     "yoso": "LSH-based approximate attention",

@@ -564,3 +564,30 @@ def big_bird(c: Config) -> dict:
         spec["attention"] = {**spec["attention"], "kind": "bigbird_sparse", "block_size": size, "random_blocks": random}
         spec["padding"] = {"multiple": size, "above": (5 + 2 * random) * size}
     return {**spec, "pooler": {}}
+
+
+NYSTROM_LAYERS = ((r"attention\.self\.conv$", "attn.conv"),) + LAYER_MODULES
+
+
+@family("nystromformer", layer_modules=NYSTROM_LAYERS, top_modules=TOP_MODULES)
+def nystromformer(c: Config) -> dict:
+    """NystromformerConfig / NystromformerForMaskedLM (Xiong et al. 2021): BERT's embeddings (a position table of
+    max_position_embeddings + 2 rows, positions numbered from 2: 510 positions), post-norm layers and head
+    (hidden_act gelu_new); each layer's attention Nyström-approximated through num_landmarks (64) landmarks over
+    segments of segment_means_seq_len (64) positions (the whole square where the two are equal, as at the defaults),
+    with a depthwise convolution of conv_kernel_size (65) taps over each head's values. No pooler. Vocabulary 30000.
+    The exact initial coefficient of the pseudo-inverse (inv_coeff_init_option) changes no matmul."""
+    positions = c.int("max_position_embeddings", 510)
+    spec = encoder(c)
+    kernel = c.data.get("conv_kernel_size", 65)
+    if kernel is not None and (type(kernel) is not int or kernel < 1):
+        raise c.fail("conv_kernel_size", f"expected a positive kernel or null, got {kernel!r}")
+    attention = {
+        **spec["attention"],
+        "kind": "nystrom",
+        "landmarks": c.int("num_landmarks", 64),
+        "segment_length": c.int("segment_means_seq_len", 64),
+        "conv_kernel": kernel or 0,
+    }
+    # NystromformerEmbeddings: max_position_embeddings + 2 rows, position_ids from 2
+    return {**spec, "attention": attention, "context_length": positions, "position_offset": 2}
