@@ -33,6 +33,7 @@ KINDS = {
     ("attention", "short_conv"): "short_conv",
     ("attention", "sliding_chunks"): "sliding_chunks",
     ("attention", "span_conv"): "span_conv",
+    ("attention", "yoso"): "yoso",
     ("ffn", "cdmoe"): "cdmoe",
     ("ffn", "dense"): "dense_ffn",
     ("ffn", "dense_moe"): "dense_moe",

@@ -366,6 +366,7 @@ ROTARY = {"position_embedding_type": "rotary"}
         ("flaubert", {"n_langs": 3, "pre_norm": True, "emb_dim": 256, "n_heads": 4, "n_layers": 2}),
         ("xmod", {"languages": ["en_XX", "de_DE", "fr_XX"], "adapter_layer_norm": True}),
         ("layoutlm", {"max_2d_position_embeddings": 128}),
+        ("yoso", {"conv_window": 5}),  # the depthwise convolution over each head's values
     ],
 )
 def test_encoder_variants_equal_transformers(tmp_path, model_type, changes):
@@ -523,3 +524,17 @@ def test_nystrom_landmarks_equal_flop_counter_mode(tmp_path):
     core = [ch.ours for ch in checks if ch.component == hfcheck.CORE]
     assert core == [layers * h * 2 * per_head] == [307_200]
     assert [ch.ours for ch in checks if ch.component == "attn.conv"] == [layers * 2 * h * n * hd * 5]
+
+
+def test_yoso_defaults_by_hand():
+    """YosoForMaskedLM at YosoConfig's defaults (uw-madison/yoso-4096's shape), by hand: BERT's count with 4098 position
+    rows (4096 positions numbered from 2) and one token type; its attention has no weights of its own (the collision
+    weights replace the softmax), and QKᵀ and AV run over the whole square: at 64 tokens, 12 layers × 2 products × 2
+    FLOPs × 64 × 64 pairs × 768."""
+    from ffncalc.sources import hf
+
+    spec = hf.load(DEFAULTS / "configs" / "yoso.json")[1]
+    total = bert_mlm(50265, 768, 12, 3072, 4098, 1)
+    assert tally(spec).params == _truth_total(DEFAULTS / "truth" / "yoso.json") == total == 127_449_945
+    rows = tally(spec, convention="exact", seq_len=64).rows
+    assert sum(r.flops for r in rows if r.role == "core") * 64 == 12 * 2 * 2 * 64 * 64 * 768

@@ -643,7 +643,6 @@ ENCODERS_NOT_YET = {
     "neomme": "a multimodal encoder",
     "perceiver": "a latent array with cross-attention from the inputs",
     "ultravbert": "a vision tower beside its encoder",
-    "yoso": "LSH-based approximate attention",
 }
 
 

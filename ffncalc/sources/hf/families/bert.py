@@ -591,3 +591,21 @@ def nystromformer(c: Config) -> dict:
     }
     # NystromformerEmbeddings: max_position_embeddings + 2 rows, position_ids from 2
     return {**spec, "attention": attention, "context_length": positions, "position_offset": 2}
+
+
+@family("yoso", layer_modules=NYSTROM_LAYERS, top_modules=TOP_MODULES)
+def yoso(c: Config) -> dict:
+    """YosoConfig / YosoForMaskedLM (Zeng et al. 2021): BERT's embeddings (a position table of max_position_embeddings
+    + 2 rows, positions numbered from 2: 4096 positions; one token type), post-norm layers and head (hidden_act gelu);
+    each layer's attention weighted by the expected collision of hash_code_len-bit (9) hashes (use_expectation, the
+    default), with a depthwise convolution of conv_window taps over the values where it is set (default none). No pooler.
+    Vocabulary 50265. The sampled form (use_expectation false) runs only in transformers' CUDA kernels: refused."""
+    if not c.bool("use_expectation", True):
+        raise c.fail("use_expectation", "YOSO's sampled hashing runs only in transformers' CUDA kernels: not read")
+    spec = encoder(c)
+    window = c.data.get("conv_window")
+    if window is not None and (type(window) is not int or window < 1):
+        raise c.fail("conv_window", f"expected a positive window or null, got {window!r}")
+    attention = {**spec["attention"], "kind": "yoso", "hash_code_len": c.int("hash_code_len", 9), "conv_kernel": window or 0}
+    # YosoEmbeddings: max_position_embeddings + 2 rows, position_ids from 2
+    return {**spec, "attention": attention, "context_length": c.int("max_position_embeddings", 4096), "position_offset": 2}
