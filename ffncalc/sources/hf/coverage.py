@@ -639,7 +639,11 @@ ENCODERS_NOT_YET = {
         "whose decoder concatenates the tied table with a dense of its own"
     ),
     "modernvbert": "a vision tower beside ModernBERT",
-    "mra": "multi-resolution approximate attention",
+    "mra": (
+        "multi-resolution approximate attention (low-resolution block scores, the top blocks at full resolution), "
+        "computed only by transformers' CUDA kernels (kernels-community/mra): without them its forward returns zeros "
+        "for the attention, so a CPU or meta forward measures none of its products"
+    ),
     "neomme": "a multimodal encoder",
     "perceiver": "a latent array with cross-attention from the inputs",
     "ultravbert": "a vision tower beside its encoder",
