@@ -538,3 +538,31 @@ def test_yoso_defaults_by_hand():
     assert tally(spec).params == _truth_total(DEFAULTS / "truth" / "yoso.json") == total == 127_449_945
     rows = tally(spec, convention="exact", seq_len=64).rows
     assert sum(r.flops for r in rows if r.role == "core") * 64 == 12 * 2 * 2 * 64 * 64 * 768
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize(
+    "model_type, changes, seq_len",
+    [
+        ("longformer", {"attention_window": 8}, 13),  # padded to 16 inside the block
+        ("longformer", {"attention_window": 8}, 24),
+        ("big_bird", {"block_size": 4, "num_random_blocks": 1}, 20),  # full attention up to 28 tokens
+        ("big_bird", {"block_size": 4, "num_random_blocks": 1}, 41),  # block-sparse, padded to 44
+        ("nystromformer", {"conv_kernel_size": 5}, 16),  # the whole square (64 landmarks, segments of 64)
+        ("nystromformer", {"num_landmarks": 4, "segment_means_seq_len": 16}, 16),
+        ("yoso", {"conv_window": 5}, 16),
+        ("yoso", {}, 40),
+    ],
+)
+def test_approximate_attention_kept_activations_equal_autograd_saved(tmp_path, model_type, changes, seq_len):
+    """What a training forward keeps of each of these attention kinds (kept_elements a token, score_bytes a sequence)
+    against what autograd saves when its reference module runs in bf16 on the CPU (analysis/keptcheck.py), small (two
+    layers of 256)."""
+    from ffncalc.analysis import keptcheck
+    from ffncalc.sources import hf
+
+    data = json.loads((DEFAULTS / "configs" / f"{model_type}.json").read_text()) | SMALL | changes
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(data))
+    checks = keptcheck.check(hf.load(path)[1], seq_len)
+    assert checks and all(ch.ok for ch in checks), [ch for ch in checks if not ch.ok]
