@@ -59,12 +59,14 @@ def terms(model: Model, seq_len: int, *, partial: bool = False) -> list[Term]:
         part.final_terms(fin, model)
     if model.norm.final:
         fin.norm("final_norm", model.norm, model.final_width, 1)
-    for part in parts:  # a prediction head
-        part.top_terms(fin, model)
     inside += fin.out
     if positions != seq_len:  # the prompt's or the padding's positions too, per token of the sequence
         # (times a term's own: a block's padding, ProphetNet's pairs, a cross-attention's source rows)
-        inside = [replace(t, positions=t.positions * Fraction(positions, seq_len)) for t in inside]
+        inside = [replace(t, positions=Fraction(positions, seq_len) * t.positions) for t in inside]
+    top = Emitter("final")
+    for part in parts:  # a prediction head, over the sequence's own positions (the padding's dropped before it)
+        part.top_terms(top, model)
+    inside += top.out
     if model.bidirectional:  # every query meets every key (within its window, on both sides): no causal triangle
         # (a product whose keys are not the sequence's, "pairs", meets them in every view as it is)
         inside = [replace(t, select="both" if t.window else "full") if t.role == "core" and t.select != "pairs" else t for t in inside]

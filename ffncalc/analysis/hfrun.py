@@ -72,6 +72,13 @@ def flop_run(net, batch: int, seq_len: int) -> FlopRun:
         elif "selected_experts" in named and "routing_weights" in named:  # the choice as a one-hot mask (Switch)
             hooks.append(module.register_forward_pre_hook(_fixed_mask, with_kwargs=True))
             fixed = True
+    stand_in = contextlib.nullcontext()
+    if getattr(net.config, "model_type", None) == "longformer":
+        # LongformerEncoder asks whether any token is global (.item()) and LongformerModel marks the global ones in its
+        # mask by a boolean index: an unpadded sequence's answers, a real all-local mask and no token global
+        hooks.append(net.base_model.register_forward_pre_hook(_local_mask, with_kwargs=True))
+        stand_in = mock.patch.object(sys.modules[type(net).__module__], "create_bidirectional_mask", _open_mask)
+        fixed = True
     for module in net.modules():  # LayerDrop (Fan et al. 2019) skips layers at random in training: none skipped
         if isinstance(getattr(module, "layerdrop", None), float):
             module.layerdrop = 0.0
@@ -113,6 +120,7 @@ def flop_run(net, batch: int, seq_len: int) -> FlopRun:
             ),
             mock.patch.object(torch.Tensor, "item", answered) if global_question else contextlib.nullcontext(),
             grad,
+            stand_in,
             counter,
             attribution,
         ):
@@ -166,6 +174,25 @@ def flop_run(net, batch: int, seq_len: int) -> FlopRun:
     return FlopRun(batch, seq_len, tuple((*k, n) for k, n in attribution.flops.items() if n), tuple(attribution.uncounted))
 
 
+def _local_mask(module, args, kwargs):
+    """Longformer: an all-ones attention mask as a real tensor (every token local, none global), so that what the
+    model asks of it (any global token, the global tokens' positions) is answered; the ops that meet meta tensors
+    take it onto the meta device (``_attribution``'s ``fixed``)."""
+    import torch
+
+    ids = kwargs["input_ids"] if kwargs.get("input_ids") is not None else args[0]
+    kwargs["attention_mask"] = torch.ones(tuple(ids.shape), dtype=torch.long)
+    return args, kwargs
+
+
+def _open_mask(config, inputs_embeds, attention_mask, **kwargs):
+    """The bidirectional mask of an unpadded sequence (nothing masked), as a real tensor beside a real 2-D mask."""
+    import torch
+
+    b, n = attention_mask.shape
+    return torch.zeros((b, 1, n, n), dtype=inputs_embeds.dtype)
+
+
 def _fixed_mask(module, args, kwargs):
     """The router's one-hot choice (tokens, 1, n_experts: SwitchTransformersExperts) replaced by a fixed one, token t
     to expert t mod n_experts, as ``_fixed_routing`` chooses with top_k 1."""
@@ -207,9 +234,15 @@ def _attribution(net, counter, fixed: bool):
         names.setdefault(id(p), []).append(path)
         params[id(p)] = p
     paths = {id(m): path for path, m in net.named_modules(remove_duplicate=False)}
+    # the modules held, so that no id is reused: a module the forward builds (BigBirdModel.set_attention_type swaps
+    # each layer's attention) is looked up again by its path
+    held = list(net.modules())
     stack: list[str] = []
 
     def enter(module, args):
+        if id(module) not in paths:
+            held.extend(net.modules())
+            paths.update({id(m): path for path, m in net.named_modules(remove_duplicate=False)})
         stack.append(paths.get(id(module), "?"))
 
     def leave(module, args, out):

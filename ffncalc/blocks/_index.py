@@ -3,6 +3,7 @@
 
 KINDS = {
     ("attention", "bigbird"): "bigbird",
+    ("attention", "bigbird_sparse"): "bigbird_sparse",
     ("attention", "block_local"): "local_attention",
     ("attention", "block_sparse"): "block_sparse",
     ("attention", "cca"): "cca",
@@ -27,6 +28,7 @@ KINDS = {
     ("attention", "moa"): "moa",
     ("attention", "ngram"): "ngram_attention",
     ("attention", "none"): "none",
+    ("attention", "nystrom"): "nystrom",
     ("attention", "parallel"): "parallel_mixers",
     ("attention", "qsa"): "qsa",
     ("attention", "rel_attention"): "rel_attention",
@@ -36,6 +38,7 @@ KINDS = {
     ("attention", "short_conv"): "short_conv",
     ("attention", "sliding_chunks"): "sliding_chunks",
     ("attention", "span_conv"): "span_conv",
+    ("attention", "yoso"): "yoso",
     ("ffn", "cdmoe"): "cdmoe",
     ("ffn", "dense"): "dense_ffn",
     ("ffn", "dense_moe"): "dense_moe",

@@ -236,10 +236,10 @@ class Transformer(nn.Module):
             x = module.collapse(x, ctx)
         if hasattr(self, "final_norm"):
             x = self.final_norm(x)
+        # the prompt's and the padding's positions dropped before the head (a prediction head's too)
+        x = x[:, self.prompt_length : self.prompt_length + tokens.shape[-1]]
         for module in self._modules_for("top"):
             x = module.top(x)
-        # the prompt's and the padding's positions dropped before the head
-        x = x[:, self.prompt_length : self.prompt_length + tokens.shape[-1]]
         return self.lm_head(self.embed.out(x) if hasattr(self.embed, "out") else x)
 
     def set_balanced_routing(self, balanced: bool) -> None:

@@ -366,6 +366,7 @@ ROTARY = {"position_embedding_type": "rotary"}
         ("flaubert", {"n_langs": 3, "pre_norm": True, "emb_dim": 256, "n_heads": 4, "n_layers": 2}),
         ("xmod", {"languages": ["en_XX", "de_DE", "fr_XX"], "adapter_layer_norm": True}),
         ("layoutlm", {"max_2d_position_embeddings": 128}),
+        ("yoso", {"conv_window": 5}),  # the depthwise convolution over each head's values
     ],
 )
 def test_encoder_variants_equal_transformers(tmp_path, model_type, changes):
@@ -389,3 +390,179 @@ def test_encoder_variants_equal_transformers(tmp_path, model_type, changes):
         return
     checks = hfcheck.check_flops(c, measured)
     assert len(measured.flops) == 2 and checks and all(ch.ok for ch in checks), [ch for ch in checks if not ch.ok]
+
+
+def test_longformer_base_4096_by_hand():
+    """allenai/longformer-base-4096's config (tests/hf_configs) as LongformerForMaskedLM, by hand (Beltagy et al. 2020
+    §4: RoBERTa-base with its position table copied out to 4,096 positions): RoBERTa's count with 4098 position rows
+    and one token type, and in each layer query_global, key_global and value_global (768 × 768 and a bias each).
+
+    FLOPs at 8 tokens, by hand: LongformerModel pads them to one window of 512 and every layer runs over the 512
+    (q, k, v, o and the FFN: 2 per multiply-add); QKᵀ over the one chunk of 2w = 512 queries and keys, AV over the 2
+    blocks of w = 256 queries against 3w = 768 values, 12 heads of 64; the head over the 8 tokens alone."""
+    from ffncalc.sources import hf
+
+    v, d, ff, layers, w, h, hd = 50265, 768, 3072, 12, 256, 12, 64
+    total = bert_mlm(v, d, 12, ff, 4098, 1) + layers * 3 * (d * d + d)
+    tests = Path(__file__).resolve().parents[1]
+    spec = hf.load(tests / "hf_configs" / "longformer-base-4096.json")[1]
+    assert tally(spec).params == _truth_total(tests / "hf_truth" / "longformer-base-4096.json") == total == 148_711_257
+    s, p = 8, 512
+    rows = tally(spec, convention="exact", seq_len=s).rows
+    weights = sum(r.flops for r in rows if r.layers and r.role == "weight") * s
+    assert weights == layers * 2 * p * (4 * d * d + 2 * d * ff)
+    core = sum(r.flops for r in rows if r.role == "core") * s
+    chunks = p // w - 1
+    assert core == layers * h * hd * 2 * (chunks * (2 * w) ** 2 + (p // w) * w * 3 * w) == 12_079_595_520
+    assert sum(r.flops for r in rows if r.component == "lm_head") * s == 2 * s * v * d
+
+
+@pytest.mark.torch
+def test_longformer_padding_equals_flop_counter_mode(tmp_path):
+    """A small Longformer (two layers of 256, a window of 8: w = 4) at 13 and 21 tokens, which LongformerModel pads to
+    16 and 24: LongformerForMaskedLM built by transformers now on the meta device, one forward under FlopCounterMode at
+    each (no token global), against the exact count per component: the layers over the padded positions, the head
+    over the sequence's own."""
+    from ffncalc.analysis import hfcheck, hfrun
+    from ffncalc.sources import hf
+
+    data = json.loads((DEFAULTS / "configs" / "longformer.json").read_text()) | SMALL | {"attention_window": 8}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(data))
+    c = hf.read_config(path)
+    net = hfcheck.instantiate(c)
+    runs = tuple(hfrun.flop_run(net, 1, n) for n in (13, 21))
+    measured = hfcheck.Measured("LongformerForMaskedLM", "", (), (), runs)
+    checks = hfcheck.check_flops(c, measured)
+    assert checks and all(ch.ok for ch in checks), [ch for ch in checks if not ch.ok]
+    core = {ch.seq_len: ch.ours for ch in checks if ch.component == hfcheck.CORE}
+    # 4 heads of 64; QKᵀ: P / w − 1 chunks of 8 × 8; AV: P queries of 12 values; 2 layers
+    assert core == {n: 2 * 4 * 64 * 2 * ((p // 4 - 1) * 64 + p * 12) for n, p in ((13, 16), (21, 24))}
+
+
+def test_big_bird_defaults_by_hand_and_the_rule_of_its_attention():
+    """BigBirdForMaskedLM at BigBirdConfig's defaults (google/bigbird-roberta-base's shape: vocabulary 50358, 4096
+    positions, 12 layers of 768), by hand: BERT's masked-LM count and BigBirdModel's pooler (768 × 768 and a bias).
+
+    The rule transformers applies (BigBirdModel.forward): up to (5 + 2·3)·64 = 704 tokens every query meets every key;
+    past it the sequence is padded to whole blocks of 64 and each head meets, by hand (Zaheer et al. 2020, ITC), the
+    first and last blocks' queries against every key, the second and second-last blocks' against 4 + 3 blocks, and the
+    n − 4 middle blocks' against 5 + 3: at 705 tokens, 768 positions, n = 12."""
+    from ffncalc.sources import hf
+
+    d, v = 768, 50358
+    spec = hf.load(DEFAULTS / "configs" / "big_bird.json")[1]
+    assert tally(spec).params == bert_mlm(v, d, 12, 3072, 4096, 2) + d * d + d == 128_111_286
+    assert _truth_total(DEFAULTS / "truth" / "big_bird.json") == 128_111_286
+
+    def core(s: int) -> int:
+        return sum(r.flops for r in tally(spec, convention="exact", seq_len=s).rows if r.role == "core") * s
+
+    assert core(704) == 12 * 2 * 2 * 704 * 704 * d  # QKᵀ and AV over the square, 12 heads of 64
+    b, p, n = 64, 768, 12
+    pairs = 2 * b * p + 2 * (4 + 3) * b * b + (n - 4) * (5 + 3) * b * b
+    assert core(705) == 12 * 2 * 2 * pairs * d == 15_401_484_288
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("seq_len", [41, 64])
+def test_big_bird_block_sparse_equals_flop_counter_mode(tmp_path, seq_len):
+    """A small BigBird (two layers of 64, blocks of 4, one random block: block-sparse past (5 + 2)·4 = 28 tokens) at 41
+    tokens (padded to 44) and 64: BigBirdForMaskedLM built fresh by transformers on the meta device for each (a model
+    switches to full attention for good once it meets a short sequence), one forward under FlopCounterMode, against the
+    exact count per component."""
+    from ffncalc.analysis import hfcheck, hfrun
+    from ffncalc.sources import hf
+
+    data = json.loads((DEFAULTS / "configs" / "big_bird.json").read_text())
+    data |= {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 2, "intermediate_size": 128}
+    data |= {"block_size": 4, "num_random_blocks": 1}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(data))
+    c = hf.read_config(path)
+    run = hfrun.flop_run(hfcheck.instantiate(c), 1, seq_len)
+    checks = hfcheck.check_flops(c, hfcheck.Measured("BigBirdForMaskedLM", "", (), (), (run,)))
+    assert checks and all(ch.ok for ch in checks), [ch for ch in checks if not ch.ok]
+    p = -(-seq_len // 4) * 4
+    pairs = 2 * 4 * p + 2 * 5 * 16 + (p // 4 - 4) * 6 * 16
+    # 2 layers, QKᵀ and AV, 2 heads of 32
+    assert [ch.ours for ch in checks if ch.component == hfcheck.CORE] == [2 * 2 * 2 * 2 * pairs * 32]
+
+
+def test_nystromformer_defaults_by_hand():
+    """NystromformerForMaskedLM at NystromformerConfig's defaults ("uw-madison/nystromformer-512 style"), by hand: BERT's
+    count with 512 position rows (max_position_embeddings 510 and the 2 before the first position) and in each layer
+    the depthwise convolution over the values, 12 heads × 65 taps; num_landmarks = segment_means_seq_len = 64, so every
+    query meets every key."""
+    from ffncalc.sources import hf
+
+    spec = hf.load(DEFAULTS / "configs" / "nystromformer.json")[1]
+    total = bert_mlm(30000, 768, 12, 3072, 512, 2) + 12 * 12 * 65
+    assert tally(spec).params == _truth_total(DEFAULTS / "truth" / "nystromformer.json") == total == 109_122_240
+
+
+@pytest.mark.torch
+def test_nystrom_landmarks_equal_flop_counter_mode(tmp_path):
+    """A small Nyströmformer (two layers of 256, 4 heads of 64, 4 landmarks over segments of 16, a convolution of 5) at
+    16 tokens, the one length its forward takes (segment_means_seq_len): NystromformerForMaskedLM built by transformers
+    now on the meta device, one forward under FlopCounterMode, against the exact count per component. By hand (Xiong
+    et al. 2021, Algorithm 1), per head and layer: kernel_1 and kernel_3 (n·m·d_h each), kernel_3·V and (kernel_1·Z)·that
+    (n·m·d_h each), kernel_2 (m²·d_h), the pseudo-inverse's 6 iterations of 4 products of m³, kernel_1·Z (n·m²)."""
+    from ffncalc.analysis import hfcheck, hfrun
+    from ffncalc.sources import hf
+
+    data = json.loads((DEFAULTS / "configs" / "nystromformer.json").read_text()) | SMALL
+    data |= {"num_landmarks": 4, "segment_means_seq_len": 16, "conv_kernel_size": 5}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(data))
+    c = hf.read_config(path)
+    run = hfrun.flop_run(hfcheck.instantiate(c), 1, 16)
+    checks = hfcheck.check_flops(c, hfcheck.Measured("NystromformerForMaskedLM", "", (), (), (run,)))
+    assert checks and all(ch.ok for ch in checks), [ch for ch in checks if not ch.ok]
+    n, m, hd, h, layers = 16, 4, 64, 4, 2
+    per_head = 4 * n * m * hd + m * m * hd + 6 * 4 * m**3 + n * m * m
+    core = [ch.ours for ch in checks if ch.component == hfcheck.CORE]
+    assert core == [layers * h * 2 * per_head] == [307_200]
+    assert [ch.ours for ch in checks if ch.component == "attn.conv"] == [layers * 2 * h * n * hd * 5]
+
+
+def test_yoso_defaults_by_hand():
+    """YosoForMaskedLM at YosoConfig's defaults (uw-madison/yoso-4096's shape), by hand: BERT's count with 4098 position
+    rows (4096 positions numbered from 2) and one token type; its attention has no weights of its own (the collision
+    weights replace the softmax), and QKᵀ and AV run over the whole square: at 64 tokens, 12 layers × 2 products × 2
+    FLOPs × 64 × 64 pairs × 768."""
+    from ffncalc.sources import hf
+
+    spec = hf.load(DEFAULTS / "configs" / "yoso.json")[1]
+    total = bert_mlm(50265, 768, 12, 3072, 4098, 1)
+    assert tally(spec).params == _truth_total(DEFAULTS / "truth" / "yoso.json") == total == 127_449_945
+    rows = tally(spec, convention="exact", seq_len=64).rows
+    assert sum(r.flops for r in rows if r.role == "core") * 64 == 12 * 2 * 2 * 64 * 64 * 768
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize(
+    "model_type, changes, seq_len",
+    [
+        ("longformer", {"attention_window": 8}, 13),  # padded to 16 inside the block
+        ("longformer", {"attention_window": 8}, 24),
+        ("big_bird", {"block_size": 4, "num_random_blocks": 1}, 20),  # full attention up to 28 tokens
+        ("big_bird", {"block_size": 4, "num_random_blocks": 1}, 41),  # block-sparse, padded to 44
+        ("nystromformer", {"conv_kernel_size": 5}, 16),  # the whole square (64 landmarks, segments of 64)
+        ("nystromformer", {"num_landmarks": 4, "segment_means_seq_len": 16}, 16),
+        ("yoso", {"conv_window": 5}, 16),
+        ("yoso", {}, 40),
+    ],
+)
+def test_approximate_attention_kept_activations_equal_autograd_saved(tmp_path, model_type, changes, seq_len):
+    """What a training forward keeps of each of these attention kinds (kept_elements a token, score_bytes a sequence)
+    against what autograd saves when its reference module runs in bf16 on the CPU (analysis/keptcheck.py), small (two
+    layers of 256)."""
+    from ffncalc.analysis import keptcheck
+    from ffncalc.sources import hf
+
+    data = json.loads((DEFAULTS / "configs" / f"{model_type}.json").read_text()) | SMALL | changes
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(data))
+    checks = keptcheck.check(hf.load(path)[1], seq_len)
+    assert checks and all(ch.ok for ch in checks), [ch for ch in checks if not ch.ok]

@@ -618,29 +618,20 @@ SEQ2SEQ_NOT_YET = {
 
 # Encoders no family reads yet: what each needs.
 ENCODERS_NOT_YET = {
-    "big_bird": (
-        "block-sparse attention with random and global blocks (transformers falls back to full attention below "
-        "(5 + 2 · num_random_blocks) · block_size tokens), and the pooler"
-    ),
     "funnel": "pooling between blocks that shortens the sequence, and a decoder that upsamples it",
-    "longformer": (
-        "sliding-window attention in overlapping chunks over a sequence padded to whole windows, with separate global "
-        "query, key and value projections; its forward reads which tokens are global (not answerable on the meta device)"
-    ),
     "mobilebert": (
         "bottleneck layers (intra_bottleneck_size) with stacked FFNs and NoNorm, a trigram input projection, and a head "
         "whose decoder concatenates the tied table with a dense of its own"
     ),
     "modernvbert": "a vision tower beside ModernBERT",
-    "mra": "multi-resolution approximate attention",
-    "neomme": "a multimodal encoder",
-    "nystromformer": (
-        "Nystrom-approximated attention over num_landmarks segment means of a fixed segment_means_seq_len with an "
-        "iterative pseudo-inverse (full attention where the two are equal), and a depthwise convolution over the values"
+    "mra": (
+        "multi-resolution approximate attention (low-resolution block scores, the top blocks at full resolution), "
+        "computed only by transformers' CUDA kernels (kernels-community/mra): without them its forward returns zeros "
+        "for the attention, so a CPU or meta forward measures none of its products"
     ),
+    "neomme": "a multimodal encoder",
     "perceiver": "a latent array with cross-attention from the inputs",
     "ultravbert": "a vision tower beside its encoder",
-    "yoso": "LSH-based approximate attention",
 }
 
 
@@ -885,6 +876,7 @@ PROVEN_ON = {
     "llama4": ("meta-llama/Llama-4-Maverick-17B-128E-Instruct", "meta-llama/Llama-4-Scout-17B-16E-Instruct"),
     "llama4_text": ("meta-llama/Llama-4-Maverick-17B-128E-Instruct", "meta-llama/Llama-4-Scout-17B-16E-Instruct"),
     "longcat_flash": ("mlx-community/LongCat-Flash-Chat-bf16",),
+    "longformer": ("allenai/longformer-base-4096",),
     "mamba": ("RandomNameAnd6/DharMamba",),
     "mamba2": ("mlx-community/Mamba-Codestral-7B-v0.1-8bit",),
     "mimo_v2_flash": ("XiaomiMiMo/MiMo-V2-Flash",),

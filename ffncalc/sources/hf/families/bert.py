@@ -507,3 +507,105 @@ def convbert(c: Config) -> dict:
         spec["factorized_embedding"] = {"width": width, "bias": True}
     spec["prediction_head"] = {"activation": "gelu", "bias": True, "width": width}
     return spec
+
+
+LONGFORMER_LAYERS = (
+    (r"attention\.self\.query_global$", "attn.q_global"),
+    (r"attention\.self\.key_global$", "attn.k_global"),
+    (r"attention\.self\.value_global$", "attn.v_global"),
+) + LAYER_MODULES
+
+
+@family("longformer", layer_modules=LONGFORMER_LAYERS, top_modules=TOP_MODULES)
+def longformer(c: Config) -> dict:
+    """LongformerConfig / LongformerForMaskedLM (Beltagy et al. 2020): RoBERTa's embeddings (positions from
+    pad_token_id + 1), post-norm layers and head (LongformerLMHead: dense, gelu, layer_norm, the decoder tied to the
+    word table with its bias), no pooler; each layer's attention a sliding window of attention_window keys (default
+    512: 256 either side) computed in overlapping chunks, with query_global, key_global and value_global held beside
+    query, key and value (idle without global tokens); the sequence padded to a whole number of the largest window
+    (LongformerModel._pad_to_window_size), the layers running over the padding, the head over the sequence's own
+    positions. Windows that differ by layer are not read yet: refused in one line."""
+    layers = c.int("num_hidden_layers")
+    window = c.data.get("attention_window", 512)
+    windows = [window] * layers if type(window) is int else window
+    if not isinstance(windows, list) or len(windows) != layers or not all(type(x) is int and x > 0 and x % 2 == 0 for x in windows):
+        raise c.fail("attention_window", f"expected an even positive window, or one for each of {layers} layers, got {window!r}")
+    if len(set(windows)) > 1:
+        raise c.fail("attention_window", "windows that differ by layer are not read yet")
+    spec = encoder(c, offset=c.int("pad_token_id", 1) + 1)
+    return {
+        **spec,
+        "attention": {**spec["attention"], "kind": "sliding_chunks", "attention_window": windows[0]},
+        "padding": {"multiple": windows[0]},
+        "prediction_head": {"activation": "gelu", "bias": True},  # LongformerLMHead: gelu, whatever hidden_act
+    }
+
+
+BIGBIRD_TOP = ((r"bert\.pooler$", "pooler.dense"),) + TOP_MODULES
+
+
+@family("big_bird", layer_modules=LAYER_MODULES, top_modules=BIGBIRD_TOP)
+def big_bird(c: Config) -> dict:
+    """BigBirdConfig / BigBirdForMaskedLM (Zaheer et al. 2020): BERT's embeddings (4096 positions from 0, two token
+    types; rescale_embeddings multiplies the word rows by √d, elementwise), post-norm layers (query, key and value with
+    biases where use_bias, default true) and head (cls.predictions: dense, hidden_act gelu_new, LayerNorm, the decoder
+    tied with its bias); BigBirdModel's pooler (a Linear d -> d with a bias and tanh over the first position), which
+    BigBirdForMaskedLM builds and runs. With attention_type block_sparse (the default) a sequence longer than
+    (5 + 2·num_random_blocks)·block_size tokens is padded to whole blocks of block_size (64) and attends block-sparse
+    (num_random_blocks 3); a shorter one, and every one under original_full, attends fully. Vocabulary 50358."""
+    spec = encoder(c)
+    bias = c.bool("use_bias", True)
+    spec["attention"] = {**spec["attention"], "qkv_bias": bias}
+    kind = c.data.get("attention_type", "block_sparse")
+    if kind not in ("block_sparse", "original_full"):
+        raise c.fail("attention_type", f"expected block_sparse or original_full, got {kind!r}")
+    if kind == "block_sparse":
+        size, random = c.int("block_size", 64), c.int("num_random_blocks", 3, positive=False)
+        spec["attention"] = {**spec["attention"], "kind": "bigbird_sparse", "block_size": size, "random_blocks": random}
+        spec["padding"] = {"multiple": size, "above": (5 + 2 * random) * size}
+    return {**spec, "pooler": {}}
+
+
+NYSTROM_LAYERS = ((r"attention\.self\.conv$", "attn.conv"),) + LAYER_MODULES
+
+
+@family("nystromformer", layer_modules=NYSTROM_LAYERS, top_modules=TOP_MODULES)
+def nystromformer(c: Config) -> dict:
+    """NystromformerConfig / NystromformerForMaskedLM (Xiong et al. 2021): BERT's embeddings (a position table of
+    max_position_embeddings + 2 rows, positions numbered from 2: 510 positions), post-norm layers and head
+    (hidden_act gelu_new); each layer's attention Nyström-approximated through num_landmarks (64) landmarks over
+    segments of segment_means_seq_len (64) positions (the whole square where the two are equal, as at the defaults),
+    with a depthwise convolution of conv_kernel_size (65) taps over each head's values. No pooler. Vocabulary 30000.
+    The exact initial coefficient of the pseudo-inverse (inv_coeff_init_option) changes no matmul."""
+    positions = c.int("max_position_embeddings", 510)
+    spec = encoder(c)
+    kernel = c.data.get("conv_kernel_size", 65)
+    if kernel is not None and (type(kernel) is not int or kernel < 1):
+        raise c.fail("conv_kernel_size", f"expected a positive kernel or null, got {kernel!r}")
+    attention = {
+        **spec["attention"],
+        "kind": "nystrom",
+        "landmarks": c.int("num_landmarks", 64),
+        "segment_length": c.int("segment_means_seq_len", 64),
+        "conv_kernel": kernel or 0,
+    }
+    # NystromformerEmbeddings: max_position_embeddings + 2 rows, position_ids from 2
+    return {**spec, "attention": attention, "context_length": positions, "position_offset": 2}
+
+
+@family("yoso", layer_modules=NYSTROM_LAYERS, top_modules=TOP_MODULES)
+def yoso(c: Config) -> dict:
+    """YosoConfig / YosoForMaskedLM (Zeng et al. 2021): BERT's embeddings (a position table of max_position_embeddings
+    + 2 rows, positions numbered from 2: 4096 positions; one token type), post-norm layers and head (hidden_act gelu);
+    each layer's attention weighted by the expected collision of hash_code_len-bit (9) hashes (use_expectation, the
+    default), with a depthwise convolution of conv_window taps over the values where it is set (default none). No pooler.
+    Vocabulary 50265. The sampled form (use_expectation false) runs only in transformers' CUDA kernels: refused."""
+    if not c.bool("use_expectation", True):
+        raise c.fail("use_expectation", "YOSO's sampled hashing runs only in transformers' CUDA kernels: not read")
+    spec = encoder(c)
+    window = c.data.get("conv_window")
+    if window is not None and (type(window) is not int or window < 1):
+        raise c.fail("conv_window", f"expected a positive window or null, got {window!r}")
+    attention = {**spec["attention"], "kind": "yoso", "hash_code_len": c.int("hash_code_len", 9), "conv_kernel": window or 0}
+    # YosoEmbeddings: max_position_embeddings + 2 rows, position_ids from 2
+    return {**spec, "attention": attention, "context_length": c.int("max_position_embeddings", 4096), "position_offset": 2}
