@@ -52,6 +52,7 @@ IMAGE_SIZES = {
     "instructblipvideo": (224, 280),  # one frame, as InstructBLIP's image
     "idefics2": (224, 448),  # 7 and 14 patches of 32 a side, resampled to 64 latents
     "lfm2_vl": (512, 256),  # 16 and 8 tokens a side (32-pixel tiles of 2 × 2 patches)
+    "cosmos3_edge": (512, 256),  # NaFlex: 32 and 16 patches of 16 a side, 16 and 8 merged tokens a side
 }
 
 # Positions of one window (max_source_positions: 2 × as many frames) at which one window's FLOPs are recorded: the

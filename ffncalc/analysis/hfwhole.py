@@ -60,6 +60,7 @@ TOWER_ON_CPU = {
     "gemma4_unified": ("embed_vision",),
     "kimi_k25": ("vision_tower", "mm_projector"),
     "lfm2_vl": ("vision_tower", "multi_modal_projector"),
+    "cosmos3_edge": ("visual", "projector"),
     "idefics2": ("vision_model", "connector"),
     "blip-2": ("vision_model", "qformer", "language_projection", "query_tokens"),
     "instructblip": ("vision_model", "qformer", "language_projection", "query_tokens"),
@@ -153,6 +154,11 @@ def image_flops(data: dict, size: int) -> dict:
         pixels = torch.ones(1, side * side, 3 * p * p)
         kwargs["spatial_shapes"] = torch.tensor([[side, side]])
         kwargs["pixel_attention_mask"] = torch.ones(1, side * side, dtype=torch.bool)
+    if kind == "cosmos3_edge":  # packed NaFlex patches (channels × patch² each) and the grid they pack
+        p = net.config.vision_config.patch_size
+        side = size // p
+        pixels = torch.ones(side * side, 3 * p * p)
+        kwargs["image_grid_thw"] = torch.tensor([[1, side, side]])
     if kind == "kimi_k25":  # the processor's patches (channels × patch × patch each) and the grid
         p = net.config.vision_config.patch_size
         side = size // p

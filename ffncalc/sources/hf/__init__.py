@@ -72,6 +72,7 @@ def from_text(text: str, source: str, as_family: str | None = None) -> Config:
 # Multimodal wrappers: the model_type of the language model their text_config describes, where the
 # text_config may leave model_type out (the wrapper's config class then builds this one).
 TEXT_TYPES = {
+    "cosmos3_edge": "cosmos3_edge_text",
     "dots3_note": "dots3_note_text",
     "gemma3": "gemma3_text",
     "gemma3n": "gemma3n_text",

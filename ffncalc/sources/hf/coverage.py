@@ -948,8 +948,11 @@ def model_types() -> list[dict]:
     each with its kind (decoder, encoder or encoder-decoder) and status: supported (the
     family that reads it and the public configs it is proven on) or not yet (what it needs)."""
     from . import TEXT_TYPES, registered
+    from .towers import wrappers
 
     families = registered()
+    # the language models of wrappers read whole: each proven at its wrapper's class defaults (tests/hf_whole)
+    whole_text = {WRAPPED_TEXT[w] for w in wrappers() if w in WRAPPED_TEXT}
     extra = tuple(sorted(t for t in families if t not in CAUSAL_LM_TYPES + ENCODER_TYPES + ENCODER_DECODER_TYPES))
     records = []
     decoders = [(t, "decoder") for t in CAUSAL_LM_TYPES + extra if t not in NOT_TEXT_DECODERS]
@@ -980,7 +983,7 @@ def model_types() -> list[dict]:
             proven = f"as {twin}: " + ", ".join(PROVEN_ON[twin])
         defaults = (
             ""
-            if model_type not in CAUSAL_LM_TYPES and not encoder
+            if model_type not in CAUSAL_LM_TYPES and not encoder and model_type not in whole_text
             else f"refused by transformers: {REFUSED_AT_DEFAULTS[model_type]}"
             if model_type in REFUSED_AT_DEFAULTS
             else f"exact parameters; {OPEN_AT_DEFAULTS[model_type]}"

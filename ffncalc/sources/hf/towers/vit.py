@@ -23,6 +23,7 @@ VISION_TYPES = (
     "blip_2_vision_model",
     "instructblip_vision_model",
     "instructblipvideo_vision_model",
+    "cosmos3_edge_vision",
 )
 NAFLEX_IMAGE_SIZE = 512  # pixels a side: 32 × 32 patches of 16 (LFM2-VL's largest tile, 256 tokens after its 2 × 2 shuffle)
 MOONVIT_IMAGE_SIZE = 448  # pixels a side: 32 × 32 patches of 14, 16 × 16 tokens
@@ -34,7 +35,8 @@ def vit(v: Config, projector: dict, **over) -> dict:
     image_size, patch_size, num_channels, hidden_act), with ``projector``. SigLIP 2's NaFlex tower
     (Siglip2VisionModel): SigLIP's, its patches embedded by a linear (the same weights as the convolution) and a table
     of num_patches rows resized to each image's grid (bilinear, no multiply-adds); its images have no fixed size, an
-    image's figures are at NAFLEX_IMAGE_SIZE pixels a side unless --image-size says otherwise. CLIP and SigLIP: pre-norm layers of
+    image's figures are at NAFLEX_IMAGE_SIZE pixels a side unless --image-size says otherwise (Cosmos3 Edge's
+    Cosmos3EdgeVisionModel: the same, without a pooling head). CLIP and SigLIP: pre-norm layers of
     attention with biases and a two-layer MLP with biases, LayerNorms with biases, a learned position table. Pixtral
     (PixtralVisionModel, Mistral's vision encoder): no biases anywhere, RMSNorms (ln_pre before the layers, none after),
     a gated MLP, 2-D rotary positions (no table: rotations have no multiply-adds to count)."""
@@ -48,7 +50,8 @@ def vit(v: Config, projector: dict, **over) -> dict:
     if kind == "kimi_k25_vision":
         return {**_moonvit(v, d, heads), "projector": projector, **over}
     act = v.activation("hidden_act", "gelu")
-    naflex = kind == "siglip2_vision_model"  # SigLIP 2's NaFlex: a linear patch embedding, a table resized to the image
+    # SigLIP 2's NaFlex (and Cosmos3 Edge's, built as it): a linear patch embedding, a table resized to the image
+    naflex = kind in ("siglip2_vision_model", "cosmos3_edge_vision")
     side = NAFLEX_IMAGE_SIZE if naflex else _side(v, "image_size")
     tower = {"image_size": side, "patch_size": _side(v, "patch_size"), "channels": v.int("num_channels", 3)}
     if naflex:
@@ -355,6 +358,7 @@ TOWERS = (
     (r"embed_vision\.(multimodal_embedder\.)?", "vision.projector.", "projector"),  # Gemma 4's; Gemma 4 Unified's
     (r"mm_projector\.", "vision.projector.", "projector"),  # Kimi K2.5's
     (r"visual\.deepstack_merger_list\.\d+\.", "vision.deepstack.", "projector"),
+    (r"model\.projector\.", "vision.projector.", "projector"),  # Cosmos3 Edge's patch merger
     (r"visual\.", "vision.", "tower"),
     (r"image_newline$", "vision.image_newline", "self"),
 )

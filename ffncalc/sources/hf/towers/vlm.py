@@ -388,3 +388,24 @@ def aria(c: Config) -> dict:
         "tokens": [[int(k), q] for k, q in table.items()],
     }
     return {"vision": vit(v, {"width": v.int("hidden_size"), "query": query})}
+
+
+@wrapper("cosmos3_edge")
+def cosmos3_edge(c: Config) -> dict:
+    """Cosmos3EdgeForConditionalGeneration (NVIDIA 2026, Cosmos3 Edge): Cosmos3EdgeVisionModel, SigLIP 2's NaFlex form
+    (vit.py: a linear patch embedding with a bias, a table of num_patches rows resized to the image's grid, SigLIP's
+    layers, post_layernorm; no pooling head), then Cosmos3EdgePatchMerger: a LayerNorm over each patch's features (norm,
+    before the merge: use_postshuffle_norm false), spatial_merge_size² patches gathered into one token, linear_fc1
+    (width · merge², projector_hidden_size) with a bias, GELU (nn.GELU: exact), linear_fc2 (projector_hidden_size,
+    text width) with a bias; beside the language model of the text_config (cosmos3_edge_text)."""
+    v = sub_config(c, "vision_config", {None: "cosmos3_edge_vision"})  # type: ignore[dict-item]
+    merge = v.int("spatial_merge_size", 2)
+    projector = {
+        "width": v.int("hidden_size"),
+        "hidden": c.int("projector_hidden_size", 11520),
+        "bias": True,
+        "norm": "layernorm",
+        "prenorm": True,
+        "shuffle": merge,
+    }
+    return {"vision": vit(v, projector)}
