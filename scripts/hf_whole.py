@@ -52,6 +52,7 @@ IMAGE_SIZES = {
     "instructblipvideo": (224, 280),  # one frame, as InstructBLIP's image
     "idefics2": (224, 448),  # 7 and 14 patches of 32 a side, resampled to 64 latents
     "lfm2_vl": (512, 256),  # 16 and 8 tokens a side (32-pixel tiles of 2 × 2 patches)
+    "kosmos-2": (224, 280),  # 16 and 20 patches of 14 a side and a class token, read by 64 latents
     "cosmos3_edge": (512, 256),  # NaFlex: 32 and 16 patches of 16 a side, 16 and 8 merged tokens a side
 }
 

@@ -172,6 +172,11 @@ def image_flops(data: dict, size: int) -> dict:
     with torch.no_grad(), FlopCounterMode(display=False) as counter:
         if kind == "instructblipvideo":  # a video of one frame: the image's work
             (net.model if hasattr(net, "model") else net).get_video_features(pixel_values=pixels[None], **kwargs)
+        elif kind == "kosmos-2":  # its class has no get_image_features: Kosmos2Model.get_image_features's steps
+            import torch.nn.functional as F
+
+            features = net.vision_model(pixel_values=pixels).last_hidden_state
+            net.image_to_text_projection(F.normalize(net.vision_model.model.post_layernorm(features), dim=-1))
         elif kind == "llama4":  # no inner model: its get_image_features is the tower and adapter, the projector after it
             net.multi_modal_projector(net.get_image_features(pixel_values=pixels).last_hidden_state)
         else:  # the inner model's, or the class's own where it has none (BLIP-2's)

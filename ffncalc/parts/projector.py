@@ -31,7 +31,8 @@ a tower (parts/vision.py) holds one. In the order they run, each where its model
 9. where ``resampler``, a resampler of learned latents after the MLP, which reads every patch and writes the image's
    tokens (parts/resampler.py: Idefics2's perceiver); the MLP then runs over every patch;
 10. where ``query``, in place of the stages above, Aria's learned queries reading the patches by one cross-attention and
-   an MLP (parts/query_attention.py).
+   an MLP (parts/query_attention.py); where ``latent``, Kosmos-2's latent queries reading every position and
+   themselves by one cross-attention (parts/latent_query.py).
 
 Each stage's work runs over the tokens it sees: ``terms`` says which, the grid's (after any pool) or the merged."""
 
@@ -43,6 +44,7 @@ from typing import Literal
 from ..model.schema import NonNegative, Positive
 from ..model.spec import Norm
 from ..model.terms import ACTIVATION_OPS, Activation, Emitter
+from .latent_query import LatentQuery
 from .qformer import QFormer
 from .query_attention import QueryAttention
 from .resampler import Resampler
@@ -68,6 +70,7 @@ class Projector:
     resampler: Resampler | None = None  # learned latents reading the MLP's output: the image's tokens (Idefics2)
     qformer: QFormer | None = None  # learned queries reading the tower's positions before the linear (BLIP-2)
     query: QueryAttention | None = None  # Aria's queries, cross-attention and MLP, the whole projector
+    latent: LatentQuery | None = None  # Kosmos-2's latent queries and cross-attention, the whole projector
     pool: NonNegative = 0  # Gemma 4's pooler: pool × pool patches a token, by a matmul over all of them (0: none)
     norm_affine: bool = True  # its norm's learned weight (Gemma 4's embedding_pre_projection_norm has none)
     adapter: NonNegative = 0  # Llama 4's vision adapter's width: two linears without biases, each then a GELU (0: none)
@@ -87,6 +90,8 @@ class Projector:
         d_model = self.out or d_model
         if self.query:  # Aria's: the whole projector
             return self.query.terms(self.width, d_model, prefix, patches)
+        if self.latent:  # Kosmos-2's: the whole projector
+            return self.latent.terms(self.width, d_model, prefix, patches)
         grid, out = Emitter("layers"), Emitter("layers")
         features = self.width * max(self.shuffle, 1) ** 2
         if self.pool:  # each token one row of the one-hot weights over every patch: patches × width multiply-adds
@@ -153,6 +158,8 @@ class Projector:
     @property
     def fixed(self) -> int:
         """The tokens an image becomes whatever its size (a resampler's latents, a Q-Former's queries); 0: by size."""
+        if self.latent:
+            return self.latent.latents
         return self.resampler.latents if self.resampler else self.qformer.queries if self.qformer else 0
 
     def image_tokens(self, patches: int) -> int:
@@ -164,6 +171,8 @@ class Projector:
         d_model = self.out or d_model
         if self.query:  # Aria's: the whole projector
             return self.query.module(self.width, d_model)
+        if self.latent:  # Kosmos-2's: the whole projector
+            return self.latent.module(self.width, d_model)
         import torch
         from torch import nn
 

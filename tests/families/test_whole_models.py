@@ -455,3 +455,24 @@ def test_gemma4_image_flops_by_hand():
     run = next(r for r in truth("gemma4")["image_flops"]["runs"] if r["size"] == 480)
     assert (tower, embedder) == (run["modules"]["Gemma4VisionModel"], run["modules"]["Gemma4MultimodalEmbedder"])
     assert replace(vision, image_size=480).per_image(model)[:2] == (t, tower + embedder)
+
+
+def test_kosmos2_latent_queries_by_hand():
+    """Kosmos-2's image-to-text projection on one 224-pixel image, by hand: dense over 257 positions (256 patches of 14
+    and the class token) from 1,024 to 2,048, then 64 latents of 2,048 reading those positions and themselves (321
+    keys): q and o over the latents, k and v over the 321 keys, the two products over 64 × 321 pairs; the
+    Kosmos2ImageToTextProjection's FLOPs FlopCounterMode recorded."""
+    from ffncalc.parts.vision import Vision
+
+    p, w, d, n = 257, 1024, 2048, 64
+    keys = p + n
+    by_hand = 2 * (p * w * d + 2 * n * d * d + 2 * keys * d * d + 2 * n * keys * d)
+    _, model = hf.load(HERE / "configs" / "kosmos-2.json")
+    (vision,) = [v for v in model.parts if isinstance(v, Vision)]
+    ours = 0
+    for _, t in vision.image_terms(model):
+        if t.name.startswith("vision.projector."):
+            ours += 2 * t.count * t.shape[0] * t.shape[1] * t.shape[2] if t.role == "core" else 2 * t.macs
+    run = next(r for r in truth("kosmos-2")["image_flops"]["runs"] if r["size"] == 224)
+    assert ours == by_hand == run["modules"]["Kosmos2ImageToTextProjection"] == 7_705_460_736
+    assert vision.tokens == n

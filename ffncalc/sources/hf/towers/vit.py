@@ -24,6 +24,7 @@ VISION_TYPES = (
     "instructblip_vision_model",
     "instructblipvideo_vision_model",
     "cosmos3_edge_vision",
+    "kosmos_2_vision_model",
 )
 NAFLEX_IMAGE_SIZE = 512  # pixels a side: 32 × 32 patches of 16 (LFM2-VL's largest tile, 256 tokens after its 2 × 2 shuffle)
 MOONVIT_IMAGE_SIZE = 448  # pixels a side: 32 × 32 patches of 14, 16 × 16 tokens
@@ -70,7 +71,7 @@ def vit(v: Config, projector: dict, **over) -> dict:
         form = {"patch_bias": False, "position_table": False, "pre_norm": True, "post_norm": False}
         return {"layers": layers, **tower, **form, "projector": projector, **over}
     # Llama 4's: CLIP's form (a class token, pre- and post-norms, no bias on its patches' linear, an unfold)
-    clip = kind in ("clip_vision_model", "llama4_vision_model")
+    clip = kind in ("clip_vision_model", "llama4_vision_model", "kosmos_2_vision_model")  # Kosmos-2's: CLIP's
     return {
         "layers": {
             "d_model": d,
@@ -254,6 +255,11 @@ TOP_MODULES = (
     (r"head$", "head.probe"),
 )
 PROJECTOR_MODULES = (
+    (r"x_attn\.q_proj$", "q"),  # Kosmos-2's latent queries' cross-attention
+    (r"x_attn\.k_proj$", "k"),
+    (r"x_attn\.v_proj$", "v"),
+    (r"x_attn\.out_proj$", "o"),
+    (r"^dense$", "dense"),
     (r"cross_attn\.(layer_norm|layer_norm_kv)$", "norms"),  # Aria's query attention
     (r"cross_attn\.q_proj$", "q"),
     (r"cross_attn\.k_proj$", "k"),
@@ -344,6 +350,8 @@ TOWERS = (
     (r"image_tower\.", "vision.", "tower"),  # Video-LLaVA's two CLIP towers
     (r"video_tower\.", "vision.video_tower.", "tower"),
     (r"vision_model\.vision_adapter\.", "vision.projector.adapter.", "projector"),  # Llama 4's
+    (r"vision_model\.model\.", "vision.", "tower"),  # Kosmos-2's CLIP tower
+    (r"image_to_text_projection\.", "vision.projector.", "projector"),
     (r"(vision_model|vision_encoder)\.", "vision.", "tower"),  # Idefics3's and SmolVLM's; LightOnOCR's
     (
         r"(multi_modal_projector|vision_projection|connector\.modality_projection|visual\.merger|aligner)\.",
@@ -393,6 +401,8 @@ def tower_component(path: str, tower: str = "vision") -> str | None:
                 return prefix + own
         if kind == "projector" and rest == "query":  # Aria's learned queries, a parameter of the projector itself
             return prefix + "queries"
+        if kind == "projector" and rest == "latent_query":  # Kosmos-2's
+            return prefix + "latents"
         if kind == "projector":
             for pat, name in PROJECTOR_MODULES:
                 hit = re.search(pat, module)

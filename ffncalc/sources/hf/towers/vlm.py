@@ -409,3 +409,17 @@ def cosmos3_edge(c: Config) -> dict:
         "shuffle": merge,
     }
     return {"vision": vit(v, projector)}
+
+
+@wrapper("kosmos-2")
+def kosmos_2(c: Config) -> dict:
+    """Kosmos2ForConditionalGeneration (Peng et al. 2023, Kosmos-2): its CLIP-built tower (Kosmos2VisionTransformer: a
+    class token, a learned position a position, pre_layrnorm, CLIP's layers; post_layernorm over every position, as
+    get_image_features runs it), then Kosmos2ImageToTextProjection (parts/latent_query.py): dense, Linear(vision width,
+    text width) with a bias over every position, class token included, and latent_query_num learned latents that read
+    those positions and themselves through one cross-attention (x_attn) of the text's heads; each image is its latents'
+    tokens, beside the language model of the text_config (kosmos_2_text_model)."""
+    v = sub_config(c, "vision_config", {None: "kosmos_2_vision_model"})  # type: ignore[dict-item]
+    t = sub_config(c, "text_config", {None: "kosmos_2_text_model"})  # type: ignore[dict-item]
+    latent = {"latents": c.int("latent_query_num", 64), "heads": t.int("attention_heads", 32)}
+    return {"vision": vit(v, {"width": v.int("hidden_size"), "latent": latent}, read_class=True)}
