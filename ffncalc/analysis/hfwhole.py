@@ -5,6 +5,8 @@ tower and the projector, as a forward with ``pixel_values`` runs them) for one i
 
 from __future__ import annotations
 
+from math import isqrt
+
 from .hfcheck import DROPPED_KEYS
 
 # How image FLOPs are measured, recorded with them.
@@ -177,6 +179,13 @@ def image_flops(data: dict, size: int) -> dict:
 
             features = net.vision_model(pixel_values=pixels).last_hidden_state
             net.image_to_text_projection(F.normalize(net.vision_model.model.post_layernorm(features), dim=-1))
+        elif kind == "kosmos-2.5":  # the processor's flattened patches (row, column, 3 × patch² pixels), as its forward runs them
+            import torch.nn.functional as F
+
+            v = net.config.vision_config
+            patches = torch.ones(1, (size // isqrt(v.patch_embed_hidden_size // 3)) ** 2, 2 + v.patch_embed_hidden_size, device=device)
+            features = net.vision_model(flattened_patches=patches).last_hidden_state
+            net.image_to_text_projection(F.normalize(features, dim=-1))
         elif kind == "llama4":  # no inner model: its get_image_features is the tower and adapter, the projector after it
             net.multi_modal_projector(net.get_image_features(pixel_values=pixels).last_hidden_state)
         else:  # the inner model's, or the class's own where it has none (BLIP-2's)

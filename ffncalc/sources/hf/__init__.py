@@ -82,6 +82,7 @@ TEXT_TYPES = {
     "glm4v_moe": "glm4v_moe_text",
     "glm46v": "glm4v_text",
     "kosmos-2": "kosmos_2_text_model",
+    "kosmos-2.5": "kosmos_2_5_text_model",
     "llama4": "llama4_text",
     "mistral3": "mistral",
     "qwen2_vl": "qwen2_vl_text",

@@ -1,23 +1,22 @@
-"""Kosmos-2 (Peng et al. 2023): the language model of Kosmos2ForConditionalGeneration, as kosmos_2_text_model: XGLM's
-decoder with Magneto's sub-layer norms (Wang et al. 2022, "Foundation Transformers")."""
+"""Kosmos-2 (Peng et al. 2023) and Kosmos-2.5 (Lv et al. 2023): the language models of Kosmos2ForConditionalGeneration
+and Kosmos2_5ForConditionalGeneration, as kosmos_2_text_model and kosmos_2_5_text_model: XGLM's decoder with Magneto's
+sub-layer norms (Wang et al. 2022, "Foundation Transformers")."""
 
 from __future__ import annotations
 
 from ..config import Config, family
 
-
-@family(
-    "kosmos_2_text_model",
-    layer_modules=(
-        (r"self_attn\.inner_attn_ln$", "attn.sub_norm"),
-        (r"self_attn\.out_proj$", "attn.o"),
-        (r"ffn\.ffn_layernorm$", "ffn.sub_norm"),
-        (r"ffn\.fc1$", "ffn.up"),
-        (r"ffn\.fc2$", "ffn.down"),
-        (r"(self_attn_layer_norm|final_layer_norm)$", "norms"),
-    ),
-    top_modules=((r"model\.layer_norm$", "final_norm"),),
+LAYER_MODULES = (
+    (r"self_attn\.inner_attn_ln$", "attn.sub_norm"),
+    (r"self_attn\.out_proj$", "attn.o"),
+    (r"ffn\.ffn_layernorm$", "ffn.sub_norm"),
+    (r"ffn\.fc1$", "ffn.up"),
+    (r"ffn\.fc2$", "ffn.down"),
+    (r"(self_attn_layer_norm|final_layer_norm)$", "norms"),
 )
+
+
+@family("kosmos_2_text_model", layer_modules=LAYER_MODULES, top_modules=((r"model\.layer_norm$", "final_norm"),))
 def kosmos_2_text_model(c: Config) -> dict:
     """Kosmos2TextConfig / Kosmos2TextTransformer, Kosmos2TextBlock: every key has a default (vocab_size 65037,
     embed_dim 2048, layers 24, attention_heads 32, ffn_dim 8192, max_position_embeddings 2048, activation_function
@@ -50,3 +49,22 @@ def kosmos_2_text_model(c: Config) -> dict:
         },
         "norm": {"kind": "layernorm", "per_layer": 2, "final": True},
     }
+
+
+@family(
+    "kosmos_2_5_text_model",
+    layer_modules=LAYER_MODULES,
+    top_modules=((r"model\.layer_norm$", "final_norm"), (r"model\.segment_emb$", "token_type_embed")),
+)
+def kosmos_2_5_text_model(c: Config) -> dict:
+    """Kosmos2_5TextConfig / Kosmos2_5TextTransformer, Kosmos2_5TextBlock: Kosmos-2's decoder (every key with a
+    default: vocab_size 108481, embed_dim 1536, layers 24, attention_heads 16, ffn_dim 6144, max_position_embeddings
+    4096) without the attention's inner norm (its MLP keeps ffn_layernorm), and segment_emb, a table of two rows (an
+    image's positions and the text's) added to the positions: a token-type table."""
+    spec = kosmos_2_text_model(c)
+    spec["vocab_size"] = c.int("vocab_size", 108481)
+    spec["d_model"] = c.int("embed_dim", 1536)
+    spec["context_length"] = c.int("max_position_embeddings", 4096)
+    spec["attention"] = {"n_heads": c.int("attention_heads", 16), "qkv_bias": True, "o_bias": True}
+    spec["ffn"]["d_ff"] = c.int("ffn_dim", 6144)
+    return {**spec, "token_types": 2}

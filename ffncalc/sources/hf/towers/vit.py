@@ -5,6 +5,8 @@ SigLIP a bias on the patch convolution and, where vision_use_head, an attention-
 
 from __future__ import annotations
 
+from math import isqrt
+
 from ..config import Config
 
 # CLIP's; SigLIP's and the towers built as it (Idefics3's and SmolVLM's, without the pooling head); Pixtral's
@@ -25,6 +27,7 @@ VISION_TYPES = (
     "instructblipvideo_vision_model",
     "cosmos3_edge_vision",
     "kosmos_2_vision_model",
+    "kosmos_2_5_vision_model",
 )
 NAFLEX_IMAGE_SIZE = 512  # pixels a side: 32 × 32 patches of 16 (LFM2-VL's largest tile, 256 tokens after its 2 × 2 shuffle)
 MOONVIT_IMAGE_SIZE = 448  # pixels a side: 32 × 32 patches of 14, 16 × 16 tokens
@@ -50,6 +53,8 @@ def vit(v: Config, projector: dict, **over) -> dict:
         return {**_gemma4(v, d, heads), "projector": projector, **over}
     if kind == "kimi_k25_vision":
         return {**_moonvit(v, d, heads), "projector": projector, **over}
+    if kind == "kosmos_2_5_vision_model":
+        return {**_kosmos_2_5(v, d, heads), "projector": projector, **over}
     act = v.activation("hidden_act", "gelu")
     # SigLIP 2's NaFlex (and Cosmos3 Edge's, built as it): a linear patch embedding, a table resized to the image
     naflex = kind in ("siglip2_vision_model", "cosmos3_edge_vision")
@@ -148,6 +153,36 @@ def _moonvit(v: Config, d: int, heads: int) -> dict:
     }
 
 
+def _kosmos_2_5(v: Config, d: int, heads: int) -> dict:
+    """Kosmos-2.5's vision encoder (Kosmos2_5VisionModel, Pix2Struct's form; Lee et al. 2023): flattened patches of
+    patch_embed_hidden_size pixels (3 channels × patch²) through patch_projection (a linear with a bias), a row and a
+    column table of max_num_patches rows each (a patch's two rows summed: no multiply-adds); T5's layers (RMSNorms
+    before each sublayer, q/k/v/output without biases, heads of head_dim, a gated MLP wi_0 · wi_1 → wo of
+    dense_act_fn), a final RMSNorm (layernorm). Its processor pads every image to max_num_patches patches, which the
+    layers run over: an image's figures are at that many patches, √max_num_patches patches a side."""
+    n, pixels = v.int("max_num_patches"), v.int("patch_embed_hidden_size")
+    side, p = isqrt(n), isqrt(pixels // 3)
+    if side * side != n:
+        raise v.fail("max_num_patches", f"{n} patches are not a square grid (read: a square one)")
+    if 3 * p * p != pixels:
+        raise v.fail("patch_embed_hidden_size", f"{pixels} pixels are not 3 channels of a square patch")
+    return {
+        "layers": {
+            "d_model": d,
+            "n_layers": v.int("num_hidden_layers"),
+            "attention": {"n_heads": heads, "head_dim": v.int("head_dim", 64)},
+            "ffn": {"kind": "gated", "d_ff": v.int("intermediate_size"), "activation": v.activation("dense_act_fn", "gelu_new")},
+            "norm": {"kind": "rmsnorm", "per_layer": 2, "final": False},
+        },
+        "image_size": side * p,
+        "patch_size": p,
+        "patch_bias": True,
+        "position_rows": 2 * n,
+        "pre_norm": False,
+        "post_norm": True,
+    }
+
+
 def _side(v: Config, key: str) -> int:
     """A square's side: a number, or [height, width] equal (InternVL's image_size and patch_size)."""
     value = v.data.get(key)
@@ -216,6 +251,14 @@ LAYER_MODULES = (
     (r"mlp\.fc1$", "ffn.up"),
     (r"mlp\.fc2$", "ffn.down"),
     (r"layer_norm[12]$", "norms"),
+    (r"attention\.query$", "attn.q"),  # Kosmos-2.5's T5-form layers
+    (r"attention\.key$", "attn.k"),
+    (r"attention\.value$", "attn.v"),
+    (r"attention\.output$", "attn.o"),
+    (r"mlp\.wi_0$", "ffn.gate"),
+    (r"mlp\.wi_1$", "ffn.up"),
+    (r"mlp\.wo$", "ffn.down"),
+    (r"(pre_attention_layer_norm|pre_mlp_layer_norm)$", "norms"),
     (r"(input_layernorm|post_attention_layernorm|pre_feedforward_layernorm|post_feedforward_layernorm)$", "norms"),
     (r"(^|\.)attn\.q_proj$", "attn.q"),  # Kimi K2.5's MoonViT
     (r"(^|\.)attn\.k_proj$", "attn.k"),
@@ -247,6 +290,9 @@ TOP_MODULES = (
     (r"final_layernorm$", "post_norm"),  # MoonViT's
     (r"layernorm_post$", "post_norm"),
     (r"post_layernorm$", "post_norm"),
+    (r"embeddings\.patch_projection$", "patch_embed"),  # Kosmos-2.5's
+    (r"embeddings\.(row|column)_embedder$", "pos_embed"),
+    (r"^layernorm$", "post_norm"),
     (r"head\.attention$", "head.attn.q+k+v"),  # nn.MultiheadAttention's in_proj: the query's, keys' and values' rows
     (r"head\.attention\.out_proj$", "head.attn.o"),
     (r"head\.layernorm$", "head.norm"),

@@ -411,15 +411,18 @@ def cosmos3_edge(c: Config) -> dict:
     return {"vision": vit(v, projector)}
 
 
-@wrapper("kosmos-2")
+@wrapper("kosmos-2", "kosmos-2.5")
 def kosmos_2(c: Config) -> dict:
     """Kosmos2ForConditionalGeneration (Peng et al. 2023, Kosmos-2): its CLIP-built tower (Kosmos2VisionTransformer: a
     class token, a learned position a position, pre_layrnorm, CLIP's layers; post_layernorm over every position, as
     get_image_features runs it), then Kosmos2ImageToTextProjection (parts/latent_query.py): dense, Linear(vision width,
     text width) with a bias over every position, class token included, and latent_query_num learned latents that read
     those positions and themselves through one cross-attention (x_attn) of the text's heads; each image is its latents'
-    tokens, beside the language model of the text_config (kosmos_2_text_model)."""
-    v = sub_config(c, "vision_config", {None: "kosmos_2_vision_model"})  # type: ignore[dict-item]
-    t = sub_config(c, "text_config", {None: "kosmos_2_text_model"})  # type: ignore[dict-item]
-    latent = {"latents": c.int("latent_query_num", 64), "heads": t.int("attention_heads", 32)}
+    tokens, beside the language model of the text_config (kosmos_2_text_model). Kosmos2_5ForConditionalGeneration (Lv
+    et al. 2023, Kosmos-2.5): the same projection (Kosmos2_5ImageToTextProjection, 2,048 latents by default) over
+    Kosmos-2.5's Pix2Struct-form encoder (vit.py), beside kosmos_2_5_text_model."""
+    five = c.model_type == "kosmos-2.5"
+    v = sub_config(c, "vision_config", {None: "kosmos_2_5_vision_model" if five else "kosmos_2_vision_model"})  # type: ignore[dict-item]
+    t = sub_config(c, "text_config", {None: "kosmos_2_5_text_model" if five else "kosmos_2_text_model"})  # type: ignore[dict-item]
+    latent = {"latents": c.int("latent_query_num", 2048 if five else 64), "heads": t.int("attention_heads", 16 if five else 32)}
     return {"vision": vit(v, {"width": v.int("hidden_size"), "latent": latent}, read_class=True)}
