@@ -476,3 +476,36 @@ def test_kosmos2_latent_queries_by_hand():
     run = next(r for r in truth("kosmos-2")["image_flops"]["runs"] if r["size"] == 224)
     assert ours == by_hand == run["modules"]["Kosmos2ImageToTextProjection"] == 7_705_460_736
     assert vision.tokens == n
+
+
+def test_kosmos2_5_tower_by_hand():
+    """Kosmos-2.5's encoder at its defaults on one image padded to 4,096 patches, by hand: patch_projection of 768
+    pixels a patch to 1,536, then 18 layers of width 1,536 (q, k, v and output; the two products over the 4,096 ×
+    4,096 square; a gated MLP of 3,968): FlopCounterMode's figure for Kosmos2_5VisionModel; each image is its 2,048
+    latents' tokens."""
+    from ffncalc.parts.vision import Vision
+
+    n, d, f, layers = 4096, 1536, 3968, 18
+    tower = 2 * n * 768 * d + layers * (2 * n * 4 * d * d + 2 * 2 * n * n * d + 2 * n * 3 * d * f)
+    _, model = hf.load(HERE / "configs" / "kosmos-2.5.json")
+    (vision,) = [v for v in model.parts if isinstance(v, Vision)]
+    run = next(r for r in truth("kosmos-2.5")["image_flops"]["runs"] if r["size"] == 1024)
+    assert tower == run["modules"]["Kosmos2_5VisionModel"]
+    assert vision.per_image(model)[:2] == (2048, tower + run["modules"]["Kosmos2_5ImageToTextProjection"])
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "words"),
+    [("max_num_patches", 4000, "not a square grid"), ("patch_embed_hidden_size", 700, "not 3 channels of a square patch")],
+)
+def test_kosmos2_5_tower_shapes_not_read_are_one_line(tmp_path, key, value, words):
+    """A Kosmos-2.5 encoder whose patches do not tile a square grid, or whose patch pixels are not three channels of a
+    square, is refused in one line naming the key."""
+    from ffncalc.errors import InputError
+
+    data = json.loads((HERE / "configs" / "kosmos-2.5.json").read_text())
+    data["vision_config"][key] = value
+    (tmp_path / "config.json").write_text(json.dumps(data))
+    with pytest.raises(InputError) as err:
+        hf.load(tmp_path / "config.json")
+    assert key in str(err.value) and words in str(err.value) and "\n" not in str(err.value)
