@@ -509,3 +509,42 @@ def test_kosmos2_5_tower_shapes_not_read_are_one_line(tmp_path, key, value, word
     with pytest.raises(InputError) as err:
         hf.load(tmp_path / "config.json")
     assert key in str(err.value) and words in str(err.value) and "\n" not in str(err.value)
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize(
+    "data",
+    [
+        {
+            "model_type": "kosmos-2",
+            "latent_query_num": 8,
+            "text_config": {"embed_dim": 64, "layers": 2, "attention_heads": 4, "ffn_dim": 96, "vocab_size": 100},
+            "vision_config": {"hidden_size": 48, "intermediate_size": 80, "num_hidden_layers": 2, "num_attention_heads": 4},
+        },
+        {
+            "model_type": "kosmos-2.5",
+            "latent_query_num": 16,
+            "text_config": {"embed_dim": 64, "layers": 2, "attention_heads": 4, "ffn_dim": 96, "vocab_size": 100},
+            "vision_config": {"hidden_size": 48, "intermediate_size": 80, "num_hidden_layers": 2, "num_attention_heads": 3},
+        },
+        {
+            "model_type": "cosmos3_edge",
+            "projector_hidden_size": 72,
+            "text_config": {"hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2, "vocab_size": 100},
+            "vision_config": {"hidden_size": 48, "intermediate_size": 80, "num_hidden_layers": 2, "num_attention_heads": 4},
+        },
+    ],
+    ids=lambda d: d["model_type"],
+)
+def test_sparse_kosmos_and_cosmos3_edge_configs_equal_their_classes(tmp_path, data):
+    """Kosmos-2, Kosmos-2.5 and Cosmos3 Edge configs stating a few keys of each part (the rest their configuration
+    classes' defaults, as transformers fills them, the text_config's and vision_config's model_type left out): the
+    whole model equal to the class transformers builds from the same file."""
+    from ffncalc.analysis.hfwhole import instantiate_whole
+
+    if data["model_type"] == "cosmos3_edge":  # its multimodal rotary sections fill the heads' width (128 by default)
+        data["text_config"] |= {"num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16}
+        data["text_config"]["rope_parameters"] = {"rope_theta": 1e8, "rope_type": "default", "mrope_section": [4, 2, 2]}
+    (tmp_path / "config.json").write_text(json.dumps(data))
+    _, model = hf.load(tmp_path / "config.json")
+    assert tally(model).params == sum(p.numel() for p in instantiate_whole(data).parameters())
