@@ -186,6 +186,8 @@ def image_flops(data: dict, size: int) -> dict:
             patches = torch.ones(1, (size // isqrt(v.patch_embed_hidden_size // 3)) ** 2, 2 + v.patch_embed_hidden_size, device=device)
             features = net.vision_model(flattened_patches=patches).last_hidden_state
             net.image_to_text_projection(F.normalize(features, dim=-1))
+        elif kind == "git":  # no get_image_features: GitModel's forward runs its image_encoder, then visual_projection
+            net.git.visual_projection(net.git.image_encoder(pixel_values=pixels).last_hidden_state)
         elif kind == "llama4":  # no inner model: its get_image_features is the tower and adapter, the projector after it
             net.multi_modal_projector(net.get_image_features(pixel_values=pixels).last_hidden_state)
         else:  # the inner model's, or the class's own where it has none (BLIP-2's)

@@ -548,3 +548,18 @@ def test_sparse_kosmos_and_cosmos3_edge_configs_equal_their_classes(tmp_path, da
     (tmp_path / "config.json").write_text(json.dumps(data))
     _, model = hf.load(tmp_path / "config.json")
     assert tally(model).params == sum(p.numel() for p in instantiate_whole(data).parameters())
+
+
+def test_git_image_positions_take_no_row_of_its_position_table():
+    """GIT's image positions take no row of its learned table (GitEmbeddings numbers the text alone): a sequence of
+    1,024 text tokens beside one 224-pixel image's 197 fits its 1,024 positions, one more text token does not."""
+    from ffncalc.api.commands import with_inputs
+    from ffncalc.api.models import Model
+    from ffncalc.errors import InputError
+
+    label, stack = hf.load(HERE / "configs" / "git.json")
+    m = with_inputs(Model(label, stack), images=1)
+    assert m.stack.context_length == 1024 and m.stack.placed(1024 + 197) == 1024
+    m.stack.check_seq_len(1024 + 197, label)
+    with pytest.raises(InputError, match="context_length 1024"):
+        m.stack.check_seq_len(1025 + 197, label)

@@ -78,6 +78,7 @@ TEXT_TYPES = {
     "gemma3n": "gemma3n_text",
     "gemma4": "gemma4_text",
     "gemma4_unified": "gemma4_unified_text",
+    "git": "git",  # GitConfig's language model is its own top-level keys
     "glm4v": "glm4v_text",
     "glm4v_moe": "glm4v_moe_text",
     "glm46v": "glm4v_text",
@@ -97,7 +98,7 @@ TEXT_TYPES = {
 
 # Wrappers whose configuration class reads a file saved flat (no text_config: the language model's keys at the top,
 # Qwen2-VL's and Qwen2.5-VL's released config.json files) as its text config ("Hub configs are saved as flat dicts")
-FLAT_TEXT = frozenset({"qwen2_vl", "qwen2_5_vl"})
+FLAT_TEXT = frozenset({"qwen2_vl", "qwen2_5_vl", "git"})  # GitConfig: always flat, its text keys at the top
 
 
 def language_model(c: Config) -> Config:

@@ -815,6 +815,12 @@ WHOLE_REFUSED_AT_DEFAULTS = {
 }
 
 
+# Multimodal types whose configuration states its language model's keys at its top (no text_config) and whose
+# causal-LM class is the whole model (NOT_TEXT_DECODERS): the family of the same name reads those keys as the wrapper's
+# language model, and the type is listed among the multimodal types, counted whole (GitForCausalLM)
+SELF_TEXT = ("git",)
+
+
 # Image-text and multimodal-LM types not read whole yet whose class builds more than a tower and a projector beside a
 # language model: what counting it needs (``ffncalc families``; the rest say their towers and projector are not read)
 WHOLE_NOT_YET = {
@@ -831,10 +837,6 @@ WHOLE_NOT_YET = {
         "a VQ-VAE image tokenizer (a 3-D convolutional encoder and decoder, a codebook) whose codes are the language model's tokens"
     ),
     "blip": "a BERT text decoder whose every layer cross-attends the ViT's positions (the image is not tokens in its sequence)",
-    "git": (
-        "a flat config (no text_config) whose BERT-form post-norm decoder runs the projected CLIP positions (a linear "
-        "and a LayerNorm) before the text"
-    ),
     "pix2struct": "an encoder-decoder: its T5-form encoder runs the image's flattened patches and its decoder cross-attends them",
     "udop": "an encoder-decoder: T5 with the image's patches and 2-D layout positions added to the encoder's tokens",
     "vision-encoder-decoder": (

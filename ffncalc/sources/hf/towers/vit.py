@@ -28,6 +28,7 @@ VISION_TYPES = (
     "cosmos3_edge_vision",
     "kosmos_2_vision_model",
     "kosmos_2_5_vision_model",
+    "git_vision_model",
 )
 NAFLEX_IMAGE_SIZE = 512  # pixels a side: 32 × 32 patches of 16 (LFM2-VL's largest tile, 256 tokens after its 2 × 2 shuffle)
 MOONVIT_IMAGE_SIZE = 448  # pixels a side: 32 × 32 patches of 14, 16 × 16 tokens
@@ -76,7 +77,8 @@ def vit(v: Config, projector: dict, **over) -> dict:
         form = {"patch_bias": False, "position_table": False, "pre_norm": True, "post_norm": False}
         return {"layers": layers, **tower, **form, "projector": projector, **over}
     # Llama 4's: CLIP's form (a class token, pre- and post-norms, no bias on its patches' linear, an unfold)
-    clip = kind in ("clip_vision_model", "llama4_vision_model", "kosmos_2_vision_model")  # Kosmos-2's: CLIP's
+    # Kosmos-2's and GIT's: CLIP's
+    clip = kind in ("clip_vision_model", "llama4_vision_model", "kosmos_2_vision_model", "git_vision_model")
     return {
         "layers": {
             "d_model": d,
@@ -301,6 +303,8 @@ TOP_MODULES = (
     (r"head$", "head.probe"),
 )
 PROJECTOR_MODULES = (
+    (r"visual_projection\.0$", "linear"),  # GIT's visual_projection: Linear, then LayerNorm
+    (r"visual_projection\.1$", "out_norm"),
     (r"x_attn\.q_proj$", "q"),  # Kosmos-2's latent queries' cross-attention
     (r"x_attn\.k_proj$", "k"),
     (r"x_attn\.v_proj$", "v"),
@@ -398,6 +402,7 @@ TOWERS = (
     (r"vision_model\.vision_adapter\.", "vision.projector.adapter.", "projector"),  # Llama 4's
     (r"vision_model\.model\.", "vision.", "tower"),  # Kosmos-2's CLIP tower
     (r"image_to_text_projection\.", "vision.projector.", "projector"),
+    (r"git\.visual_projection\.", "vision.projector.", "projector"),  # GIT's
     (r"(vision_model|vision_encoder)\.", "vision.", "tower"),  # Idefics3's and SmolVLM's; LightOnOCR's
     (
         r"(multi_modal_projector|vision_projection|connector\.modality_projection|visual\.merger|aligner)\.",

@@ -426,3 +426,15 @@ def kosmos_2(c: Config) -> dict:
     t = sub_config(c, "text_config", {None: "kosmos_2_5_text_model" if five else "kosmos_2_text_model"})  # type: ignore[dict-item]
     latent = {"latents": c.int("latent_query_num", 2048 if five else 64), "heads": t.int("attention_heads", 16 if five else 32)}
     return {"vision": vit(v, {"width": v.int("hidden_size"), "latent": latent}, read_class=True)}
+
+
+@wrapper("git")
+def git(c: Config) -> dict:
+    """GitForCausalLM (Wang et al. 2022, GIT): GitVisionModel, CLIP's form (a class token, a learned position a
+    position, pre_layrnorm, CLIP's layers, post_layernorm over every position), then GitProjection's
+    visual_projection, Linear(vision width, hidden_size) with a bias and a LayerNorm, over every position, class token
+    included: each image is those tokens, before the text, in the language model of the file's top-level keys
+    (families/git.py), taking no row of its position table (GitEmbeddings numbers the text alone)."""
+    v = sub_config(c, "vision_config", {None: "git_vision_model"})  # type: ignore[dict-item]
+    projector = {"width": v.int("hidden_size"), "bias": True, "out_norm": True}
+    return {"vision": vit(v, projector, read_class=True, table_positions=False)}
