@@ -533,13 +533,21 @@ def test_kosmos2_5_tower_shapes_not_read_are_one_line(tmp_path, key, value, word
             "text_config": {"hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2, "vocab_size": 100},
             "vision_config": {"hidden_size": 48, "intermediate_size": 80, "num_hidden_layers": 2, "num_attention_heads": 4},
         },
+        {
+            "model_type": "git",
+            "hidden_size": 64,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 4,
+            "vocab_size": 100,
+            "vision_config": {"hidden_size": 48, "intermediate_size": 80, "num_hidden_layers": 2, "num_attention_heads": 4},
+        },
     ],
     ids=lambda d: d["model_type"],
 )
-def test_sparse_kosmos_and_cosmos3_edge_configs_equal_their_classes(tmp_path, data):
-    """Kosmos-2, Kosmos-2.5 and Cosmos3 Edge configs stating a few keys of each part (the rest their configuration
-    classes' defaults, as transformers fills them, the text_config's and vision_config's model_type left out): the
-    whole model equal to the class transformers builds from the same file."""
+def test_sparse_configs_of_types_read_whole_equal_their_classes(tmp_path, data):
+    """Kosmos-2, Kosmos-2.5, Cosmos3 Edge and GIT configs stating a few keys of each part (the rest their configuration
+    classes' defaults, as transformers fills them, the sub-configs' model_type left out; GIT's language model at the
+    top): the whole model equal to the class transformers builds from the same file."""
     from ffncalc.analysis.hfwhole import instantiate_whole
 
     if data["model_type"] == "cosmos3_edge":  # its multimodal rotary sections fill the heads' width (128 by default)
