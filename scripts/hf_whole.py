@@ -52,6 +52,11 @@ IMAGE_SIZES = {
     "instructblipvideo": (224, 280),  # one frame, as InstructBLIP's image
     "idefics2": (224, 448),  # 7 and 14 patches of 32 a side, resampled to 64 latents
     "lfm2_vl": (512, 256),  # 16 and 8 tokens a side (32-pixel tiles of 2 × 2 patches)
+    "kosmos-2": (224, 280),  # 16 and 20 patches of 14 a side and a class token, read by 64 latents
+    # every image padded to max_num_patches (4,096: 64 patches of 16 a side, 1,024 pixels); and 1,024 patches
+    "kosmos-2.5": (1024, 512),
+    "cosmos3_edge": (512, 256),  # NaFlex: 32 and 16 patches of 16 a side, 16 and 8 merged tokens a side
+    "git": (224, 384),  # 14 and 24 patches of 16 a side and a class token, every position a token
 }
 
 # Positions of one window (max_source_positions: 2 × as many frames) at which one window's FLOPs are recorded: the

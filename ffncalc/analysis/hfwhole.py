@@ -5,6 +5,8 @@ tower and the projector, as a forward with ``pixel_values`` runs them) for one i
 
 from __future__ import annotations
 
+from math import isqrt
+
 from .hfcheck import DROPPED_KEYS
 
 # How image FLOPs are measured, recorded with them.
@@ -60,6 +62,7 @@ TOWER_ON_CPU = {
     "gemma4_unified": ("embed_vision",),
     "kimi_k25": ("vision_tower", "mm_projector"),
     "lfm2_vl": ("vision_tower", "multi_modal_projector"),
+    "cosmos3_edge": ("visual", "projector"),
     "idefics2": ("vision_model", "connector"),
     "blip-2": ("vision_model", "qformer", "language_projection", "query_tokens"),
     "instructblip": ("vision_model", "qformer", "language_projection", "query_tokens"),
@@ -153,6 +156,11 @@ def image_flops(data: dict, size: int) -> dict:
         pixels = torch.ones(1, side * side, 3 * p * p)
         kwargs["spatial_shapes"] = torch.tensor([[side, side]])
         kwargs["pixel_attention_mask"] = torch.ones(1, side * side, dtype=torch.bool)
+    if kind == "cosmos3_edge":  # packed NaFlex patches (channels × patch² each) and the grid they pack
+        p = net.config.vision_config.patch_size
+        side = size // p
+        pixels = torch.ones(side * side, 3 * p * p)
+        kwargs["image_grid_thw"] = torch.tensor([[1, side, side]])
     if kind == "kimi_k25":  # the processor's patches (channels × patch × patch each) and the grid
         p = net.config.vision_config.patch_size
         side = size // p
@@ -166,6 +174,20 @@ def image_flops(data: dict, size: int) -> dict:
     with torch.no_grad(), FlopCounterMode(display=False) as counter:
         if kind == "instructblipvideo":  # a video of one frame: the image's work
             (net.model if hasattr(net, "model") else net).get_video_features(pixel_values=pixels[None], **kwargs)
+        elif kind == "kosmos-2":  # its class has no get_image_features: Kosmos2Model.get_image_features's steps
+            import torch.nn.functional as F
+
+            features = net.vision_model(pixel_values=pixels).last_hidden_state
+            net.image_to_text_projection(F.normalize(net.vision_model.model.post_layernorm(features), dim=-1))
+        elif kind == "kosmos-2.5":  # the processor's flattened patches (row, column, 3 × patch² pixels), as its forward runs them
+            import torch.nn.functional as F
+
+            v = net.config.vision_config
+            patches = torch.ones(1, (size // isqrt(v.patch_embed_hidden_size // 3)) ** 2, 2 + v.patch_embed_hidden_size, device=device)
+            features = net.vision_model(flattened_patches=patches).last_hidden_state
+            net.image_to_text_projection(F.normalize(features, dim=-1))
+        elif kind == "git":  # no get_image_features: GitModel's forward runs its image_encoder, then visual_projection
+            net.git.visual_projection(net.git.image_encoder(pixel_values=pixels).last_hidden_state)
         elif kind == "llama4":  # no inner model: its get_image_features is the tower and adapter, the projector after it
             net.multi_modal_projector(net.get_image_features(pixel_values=pixels).last_hidden_state)
         else:  # the inner model's, or the class's own where it has none (BLIP-2's)

@@ -177,7 +177,7 @@ def infer(
     decode, prefill_form, kv_dtype = run.decode, run.prefill, formats.kv_dtype
     hw = device.hw
     context = prompt + generate
-    if spec.positions == "learned" and context > spec.context_length:
+    if spec.positions == "learned" and spec.placed(context) > spec.context_length:
         raise InputError(f"--prompt + --generate = {context} exceeds context_length {spec.context_length}")
     fmt, efmt = deployed(formats)
     placement = serving.place(spec, placement)

@@ -182,12 +182,17 @@ class Model:
 
     def check_seq_len(self, seq_len: int | None, label: str) -> None:
         """Learned positions end at the context length: a longer sequence has no position to take."""
-        if seq_len is not None and self.positions == "learned" and seq_len > self.context_length:
+        if seq_len is not None and self.positions == "learned" and self.placed(seq_len) > self.context_length:
             from ..errors import InputError
 
             raise InputError(
                 f"--seq-len {seq_len} exceeds context_length {self.context_length} of {label}, whose learned positions end there"
             )
+
+    def placed(self, seq_len: int) -> int:
+        """Of a sequence's positions, those that take a row of a learned position table: all but a part's tokens that
+        take none (GIT's image positions)."""
+        return seq_len - sum(p.unplaced_tokens() for p in self.parts)
 
     @classmethod
     def bare(cls, d_model: int) -> Model:

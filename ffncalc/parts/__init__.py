@@ -103,6 +103,10 @@ class Part:
         """Tokens of the language model its per-request inputs add to each sequence (an image's)."""
         return 0
 
+    def unplaced_tokens(self) -> int:
+        """Of those, the tokens that take no row of the model's learned position table (GIT's image positions)."""
+        return 0
+
     def note(self, spec) -> str | None:
         """What a count of ``spec`` must say about its figures (default: ``count_note``)."""
         return self.count_note

@@ -27,11 +27,13 @@ a tower (parts/vision.py) holds one. In the order they run, each where its model
    LlavaMultiModalProjector, Liu et al. 2023 §4.1); with ``gated`` its hidden features halved by a SwiGLU
    (silu(a) ⊙ b, Cohere2VisionMultiModalProjector, AyaVisionMultiModalProjector); or one Linear(features, d_model)
    (PaliGemma's; Gemma 3's bias-free mm_input_projection_weight; Idefics3's modality_projection); or, where not
-   ``linear``, none: the tower writes the model's tokens itself (Fuyu's patch embedding at the model's width);
+   ``linear``, none: the tower writes the model's tokens itself (Fuyu's patch embedding at the model's width); where
+   ``out_norm``, a LayerNorm over what it writes (GIT's visual_projection: Linear, then LayerNorm);
 9. where ``resampler``, a resampler of learned latents after the MLP, which reads every patch and writes the image's
    tokens (parts/resampler.py: Idefics2's perceiver); the MLP then runs over every patch;
 10. where ``query``, in place of the stages above, Aria's learned queries reading the patches by one cross-attention and
-   an MLP (parts/query_attention.py).
+   an MLP (parts/query_attention.py); where ``latent``, Kosmos-2's latent queries reading every position and
+   themselves by one cross-attention (parts/latent_query.py).
 
 Each stage's work runs over the tokens it sees: ``terms`` says which, the grid's (after any pool) or the merged."""
 
@@ -43,6 +45,7 @@ from typing import Literal
 from ..model.schema import NonNegative, Positive
 from ..model.spec import Norm
 from ..model.terms import ACTIVATION_OPS, Activation, Emitter
+from .latent_query import LatentQuery
 from .qformer import QFormer
 from .query_attention import QueryAttention
 from .resampler import Resampler
@@ -68,8 +71,10 @@ class Projector:
     resampler: Resampler | None = None  # learned latents reading the MLP's output: the image's tokens (Idefics2)
     qformer: QFormer | None = None  # learned queries reading the tower's positions before the linear (BLIP-2)
     query: QueryAttention | None = None  # Aria's queries, cross-attention and MLP, the whole projector
+    latent: LatentQuery | None = None  # Kosmos-2's latent queries and cross-attention, the whole projector
     pool: NonNegative = 0  # Gemma 4's pooler: pool × pool patches a token, by a matmul over all of them (0: none)
     norm_affine: bool = True  # its norm's learned weight (Gemma 4's embedding_pre_projection_norm has none)
+    out_norm: bool = False  # a LayerNorm with a bias over the model-width tokens it writes (GIT's visual_projection)
     adapter: NonNegative = 0  # Llama 4's vision adapter's width: two linears without biases, each then a GELU (0: none)
     adapter_in: NonNegative = 0  # the features its first linear reads (Llama 4's intermediate_size; 0: what it is handed)
     adapter_out: NonNegative = 0  # its second linear's width (projector_output_dim; 0: adapter)
@@ -87,6 +92,8 @@ class Projector:
         d_model = self.out or d_model
         if self.query:  # Aria's: the whole projector
             return self.query.terms(self.width, d_model, prefix, patches)
+        if self.latent:  # Kosmos-2's: the whole projector
+            return self.latent.terms(self.width, d_model, prefix, patches)
         grid, out = Emitter("layers"), Emitter("layers")
         features = self.width * max(self.shuffle, 1) ** 2
         if self.pool:  # each token one row of the one-hot weights over every patch: patches × width multiply-adds
@@ -119,6 +126,8 @@ class Projector:
             mlp.linear(f"{prefix}linear_2", half, d_model, self.bias, 1)
         elif self.linear or self.adapter:
             mlp.linear(f"{prefix}linear_1" if self.adapter else f"{prefix}linear", features, d_model, self.bias, 1)
+        if self.out_norm:
+            mlp.norm(f"{prefix}out_norm", Norm(kind="layernorm"), d_model, 1)
         resampled = self.resampler.terms(d_model, f"{prefix}resampler.", patches) if self.resampler else []
         queried = self.qformer.terms(f"{prefix}qformer.", patches) if self.qformer else []
         return queried + [("grid", t) for t in grid.out] + [("projector", t) for t in out.out] + resampled
@@ -153,6 +162,8 @@ class Projector:
     @property
     def fixed(self) -> int:
         """The tokens an image becomes whatever its size (a resampler's latents, a Q-Former's queries); 0: by size."""
+        if self.latent:
+            return self.latent.latents
         return self.resampler.latents if self.resampler else self.qformer.queries if self.qformer else 0
 
     def image_tokens(self, patches: int) -> int:
@@ -164,6 +175,8 @@ class Projector:
         d_model = self.out or d_model
         if self.query:  # Aria's: the whole projector
             return self.query.module(self.width, d_model)
+        if self.latent:  # Kosmos-2's: the whole projector
+            return self.latent.module(self.width, d_model)
         import torch
         from torch import nn
 
@@ -200,6 +213,8 @@ class Projector:
                     self.linear_1 = Linear(features, d_model, bias=proj.bias)
                 elif proj.linear:
                     self.linear = Linear(features, d_model, bias=proj.bias)
+                if proj.out_norm:
+                    self.out_norm = make_norm(Norm(kind="layernorm"), d_model)
                 if proj.resampler:
                     self.resampler = proj.resampler.module(d_model)
                 if proj.qformer:
@@ -207,6 +222,7 @@ class Projector:
 
             def forward(self, x):
                 x = self.project(self.qformer(x) if proj.qformer else x)
+                x = self.out_norm(x) if proj.out_norm else x
                 return self.resampler(x) if proj.resampler else x
 
             def project(self, x):

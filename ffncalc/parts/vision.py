@@ -64,6 +64,8 @@ class Vision(Part):
     # each patch's pixels before it, over its output, and after the positions are added)
     embed_width: NonNegative = 0
     embed_norms: bool = False
+    # its tokens take rows of the model's learned position table (false: GIT's, whose table numbers the text alone)
+    table_positions: bool = True
     images: NonNegative = 0  # images per sequence, for the FLOPs
 
     takes = ("images", "image_size")
@@ -74,6 +76,9 @@ class Vision(Part):
 
     def request_tokens(self) -> int:
         return self.images * self.tokens
+
+    def unplaced_tokens(self) -> int:
+        return 0 if self.table_positions else self.request_tokens()
 
     def check(self, spec) -> None:
         if self.layers is None:

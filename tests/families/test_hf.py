@@ -20,6 +20,7 @@ from ffncalc.analysis.count import tally
 from ffncalc.analysis.hfcheck import Measured
 from ffncalc.model import from_data
 from ffncalc.sources import hf, presets
+from ffncalc.sources.hf import coverage
 
 CONFIGS = Path(__file__).resolve().parents[1] / "hf_configs"
 
@@ -70,9 +71,11 @@ FAMILIES = {
 
 # Families that are another family under a new name (one line each), read by a tested family's code.
 ALIASES_WITHOUT_CONFIG = {"gpt-sw3"}
-# Qwen's and GLM-4V's vision-language text_configs, read as the Qwen and GLM families: each proven as the language
-# model of the whole class transformers builds at its wrapper's defaults (tests/families/test_whole_models.py)
+# Qwen's and GLM-4V's vision-language text_configs, read as the Qwen and GLM families, Cosmos3 Edge's, Kosmos-2's and
+# Kosmos-2.5's, and GIT's top-level keys: each proven as the language model of the whole class transformers builds at
+# its wrapper's defaults (tests/families/test_whole_models.py)
 TEXT_OF_WHOLE = {"qwen2_vl_text", "qwen2_5_vl_text", "qwen3_vl_text", "qwen3_vl_moe_text", "glm4v_text", "glm4v_moe_text"}
+TEXT_OF_WHOLE |= {"cosmos3_edge_text", "kosmos_2_text_model", "kosmos_2_5_text_model", *coverage.SELF_TEXT}
 # Families with no public config yet: proven exactly at their configuration class's defaults (tests/families/test_defaults.py)
 DEFAULTS_TRUTH = CONFIGS.parent / "hf_defaults" / "truth"
 PROVEN_AT_DEFAULTS = {p.stem for p in DEFAULTS_TRUTH.glob("*.json") if "refused" not in json.loads(p.read_text())}
@@ -369,7 +372,8 @@ def test_families_lists_every_model_type(cli):
     supported = {f["model_type"] for f in records if f["status"] == "supported" and f["kind"] != "multimodal"}
     assert {f["model_type"] for f in records if f["status"] == "supported" and f["kind"] == "multimodal"} == set(whole())
     wrappers = {w for w, t in hf.TEXT_TYPES.items() if t in hf.FAMILIES and w in CAUSAL_LM_TYPES}
-    assert code == 0 and supported == set(hf.FAMILIES) | wrappers and {"llama", "deepseek_v3", "gemma3_text"} <= supported
+    own = set(coverage.SELF_TEXT)  # a wrapper's own top-level keys (GIT's): listed among the multimodal types
+    assert code == 0 and supported == (set(hf.FAMILIES) | wrappers) - own and {"llama", "deepseek_v3", "gemma3_text"} <= supported
     assert all(f["detail"] for f in records)  # a config it is proven on, or what it needs
 
 

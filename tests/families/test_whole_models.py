@@ -455,3 +455,119 @@ def test_gemma4_image_flops_by_hand():
     run = next(r for r in truth("gemma4")["image_flops"]["runs"] if r["size"] == 480)
     assert (tower, embedder) == (run["modules"]["Gemma4VisionModel"], run["modules"]["Gemma4MultimodalEmbedder"])
     assert replace(vision, image_size=480).per_image(model)[:2] == (t, tower + embedder)
+
+
+def test_kosmos2_latent_queries_by_hand():
+    """Kosmos-2's image-to-text projection on one 224-pixel image, by hand: dense over 257 positions (256 patches of 14
+    and the class token) from 1,024 to 2,048, then 64 latents of 2,048 reading those positions and themselves (321
+    keys): q and o over the latents, k and v over the 321 keys, the two products over 64 × 321 pairs; the
+    Kosmos2ImageToTextProjection's FLOPs FlopCounterMode recorded."""
+    from ffncalc.parts.vision import Vision
+
+    p, w, d, n = 257, 1024, 2048, 64
+    keys = p + n
+    by_hand = 2 * (p * w * d + 2 * n * d * d + 2 * keys * d * d + 2 * n * keys * d)
+    _, model = hf.load(HERE / "configs" / "kosmos-2.json")
+    (vision,) = [v for v in model.parts if isinstance(v, Vision)]
+    ours = 0
+    for _, t in vision.image_terms(model):
+        if t.name.startswith("vision.projector."):
+            ours += 2 * t.count * t.shape[0] * t.shape[1] * t.shape[2] if t.role == "core" else 2 * t.macs
+    run = next(r for r in truth("kosmos-2")["image_flops"]["runs"] if r["size"] == 224)
+    assert ours == by_hand == run["modules"]["Kosmos2ImageToTextProjection"] == 7_705_460_736
+    assert vision.tokens == n
+
+
+def test_kosmos2_5_tower_by_hand():
+    """Kosmos-2.5's encoder at its defaults on one image padded to 4,096 patches, by hand: patch_projection of 768
+    pixels a patch to 1,536, then 18 layers of width 1,536 (q, k, v and output; the two products over the 4,096 ×
+    4,096 square; a gated MLP of 3,968): FlopCounterMode's figure for Kosmos2_5VisionModel; each image is its 2,048
+    latents' tokens."""
+    from ffncalc.parts.vision import Vision
+
+    n, d, f, layers = 4096, 1536, 3968, 18
+    tower = 2 * n * 768 * d + layers * (2 * n * 4 * d * d + 2 * 2 * n * n * d + 2 * n * 3 * d * f)
+    _, model = hf.load(HERE / "configs" / "kosmos-2.5.json")
+    (vision,) = [v for v in model.parts if isinstance(v, Vision)]
+    run = next(r for r in truth("kosmos-2.5")["image_flops"]["runs"] if r["size"] == 1024)
+    assert tower == run["modules"]["Kosmos2_5VisionModel"]
+    assert vision.per_image(model)[:2] == (2048, tower + run["modules"]["Kosmos2_5ImageToTextProjection"])
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "words"),
+    [("max_num_patches", 4000, "not a square grid"), ("patch_embed_hidden_size", 700, "not 3 channels of a square patch")],
+)
+def test_kosmos2_5_tower_shapes_not_read_are_one_line(tmp_path, key, value, words):
+    """A Kosmos-2.5 encoder whose patches do not tile a square grid, or whose patch pixels are not three channels of a
+    square, is refused in one line naming the key."""
+    from ffncalc.errors import InputError
+
+    data = json.loads((HERE / "configs" / "kosmos-2.5.json").read_text())
+    data["vision_config"][key] = value
+    (tmp_path / "config.json").write_text(json.dumps(data))
+    with pytest.raises(InputError) as err:
+        hf.load(tmp_path / "config.json")
+    assert key in str(err.value) and words in str(err.value) and "\n" not in str(err.value)
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize(
+    "data",
+    [
+        {
+            "model_type": "kosmos-2",
+            "latent_query_num": 8,
+            "text_config": {"embed_dim": 64, "layers": 2, "attention_heads": 4, "ffn_dim": 96, "vocab_size": 100},
+            "vision_config": {"hidden_size": 48, "intermediate_size": 80, "num_hidden_layers": 2, "num_attention_heads": 4},
+        },
+        {
+            "model_type": "kosmos-2.5",
+            "latent_query_num": 16,
+            "text_config": {"embed_dim": 64, "layers": 2, "attention_heads": 4, "ffn_dim": 96, "vocab_size": 100},
+            "vision_config": {"hidden_size": 48, "intermediate_size": 80, "num_hidden_layers": 2, "num_attention_heads": 3},
+        },
+        {
+            "model_type": "cosmos3_edge",
+            "projector_hidden_size": 72,
+            "text_config": {"hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2, "vocab_size": 100},
+            "vision_config": {"hidden_size": 48, "intermediate_size": 80, "num_hidden_layers": 2, "num_attention_heads": 4},
+        },
+        {
+            "model_type": "git",
+            "hidden_size": 64,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 4,
+            "vocab_size": 100,
+            "vision_config": {"hidden_size": 48, "intermediate_size": 80, "num_hidden_layers": 2, "num_attention_heads": 4},
+        },
+    ],
+    ids=lambda d: d["model_type"],
+)
+def test_sparse_configs_of_types_read_whole_equal_their_classes(tmp_path, data):
+    """Kosmos-2, Kosmos-2.5, Cosmos3 Edge and GIT configs stating a few keys of each part (the rest their configuration
+    classes' defaults, as transformers fills them, the sub-configs' model_type left out; GIT's language model at the
+    top): the whole model equal to the class transformers builds from the same file."""
+    from ffncalc.analysis.hfwhole import instantiate_whole
+
+    if data["model_type"] == "cosmos3_edge":  # its multimodal rotary sections fill the heads' width (128 by default)
+        data["text_config"] |= {"num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16}
+        data["text_config"]["rope_parameters"] = {"rope_theta": 1e8, "rope_type": "default", "mrope_section": [4, 2, 2]}
+    (tmp_path / "config.json").write_text(json.dumps(data))
+    _, model = hf.load(tmp_path / "config.json")
+    assert tally(model).params == sum(p.numel() for p in instantiate_whole(data).parameters())
+
+
+def test_git_image_positions_take_no_row_of_its_position_table():
+    """GIT's image positions take no row of its learned table (GitEmbeddings numbers the text alone): a sequence of
+    1,024 text tokens beside one 224-pixel image's 197 fits its 1,024 positions, one more text token does not."""
+    from ffncalc.api.commands import with_inputs
+    from ffncalc.api.models import Model
+    from ffncalc.errors import InputError
+
+    label, stack = hf.load(HERE / "configs" / "git.json")
+    m = with_inputs(Model(label, stack), images=1)
+    assert m.stack.context_length == 1024 and m.stack.placed(1024 + 197) == 1024
+    m.stack.check_seq_len(1024 + 197, label)
+    with pytest.raises(InputError, match="context_length 1024"):
+        m.stack.check_seq_len(1025 + 197, label)

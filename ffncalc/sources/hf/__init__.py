@@ -72,14 +72,18 @@ def from_text(text: str, source: str, as_family: str | None = None) -> Config:
 # Multimodal wrappers: the model_type of the language model their text_config describes, where the
 # text_config may leave model_type out (the wrapper's config class then builds this one).
 TEXT_TYPES = {
+    "cosmos3_edge": "cosmos3_edge_text",
     "dots3_note": "dots3_note_text",
     "gemma3": "gemma3_text",
     "gemma3n": "gemma3n_text",
     "gemma4": "gemma4_text",
     "gemma4_unified": "gemma4_unified_text",
+    "git": "git",  # GitConfig's language model is its own top-level keys
     "glm4v": "glm4v_text",
     "glm4v_moe": "glm4v_moe_text",
     "glm46v": "glm4v_text",
+    "kosmos-2": "kosmos_2_text_model",
+    "kosmos-2.5": "kosmos_2_5_text_model",
     "llama4": "llama4_text",
     "mistral3": "mistral",
     "qwen2_vl": "qwen2_vl_text",
@@ -94,7 +98,7 @@ TEXT_TYPES = {
 
 # Wrappers whose configuration class reads a file saved flat (no text_config: the language model's keys at the top,
 # Qwen2-VL's and Qwen2.5-VL's released config.json files) as its text config ("Hub configs are saved as flat dicts")
-FLAT_TEXT = frozenset({"qwen2_vl", "qwen2_5_vl"})
+FLAT_TEXT = frozenset({"qwen2_vl", "qwen2_5_vl", "git"})  # GitConfig: always flat, its text keys at the top
 
 
 def language_model(c: Config) -> Config:

@@ -791,6 +791,53 @@ WHOLE_REFUSED_AT_DEFAULTS = {
 }
 
 
+# Multimodal types whose configuration states its language model's keys at its top (no text_config) and whose
+# causal-LM class is the whole model (NOT_TEXT_DECODERS): the family of the same name reads those keys as the wrapper's
+# language model, and the type is listed among the multimodal types, counted whole (GitForCausalLM)
+SELF_TEXT = ("git",)
+
+
+# Image-text and multimodal-LM types not read whole yet whose class builds more than a tower and a projector beside a
+# language model: what counting it needs (``ffncalc families``; the rest say their towers and projector are not read)
+WHOLE_NOT_YET = {
+    "idefics": (
+        "gated cross-attention layers in the language model (tanh-gated, one every cross_layer_interval layers) reading "
+        "the CLIP tower's positions or a perceiver resampler's latents, not image tokens in the sequence; its config is "
+        "flat (no text_config)"
+    ),
+    "chameleon": (
+        "a VQ-VAE image tokenizer (a convolutional encoder of ResNet blocks, GroupNorms and an attention block, a "
+        "codebook) whose codes are the language model's tokens"
+    ),
+    "emu3": (
+        "a VQ-VAE image tokenizer (a 3-D convolutional encoder and decoder, a codebook) whose codes are the language model's tokens"
+    ),
+    "blip": "a BERT text decoder whose every layer cross-attends the ViT's positions (the image is not tokens in its sequence)",
+    "pix2struct": "an encoder-decoder: its T5-form encoder runs the image's flattened patches and its decoder cross-attends them",
+    "udop": "an encoder-decoder: T5 with the image's patches and 2-D layout positions added to the encoder's tokens",
+    "vision-encoder-decoder": (
+        "a wrapper of any vision encoder and text decoder the config names, the decoder cross-attending the encoder"
+    ),
+    "molmo2": (
+        "its adapter pools each 2 × 2 window of two tower layers' features by attention at indices the processor "
+        "gives (image_token_pooling)"
+    ),
+    "pi0": "an action model: its PaliGemma and a Gemma action expert attend jointly, with action and time projections",
+    "deepseek_ocr2": "a SAM encoder (windowed attention with decomposed relative positions, a convolutional neck) beside a CLIP tower",
+    "unlimited_ocr": "a SAM encoder (windowed attention with decomposed relative positions, a convolutional neck) beside a CLIP tower",
+    "pp_formulanet": "an encoder-decoder: a SAM encoder (windowed attention with decomposed relative positions) and an mBART decoder",
+    "diffusion_gemma": "a block-diffusion encoder and decoder of Gemma 4's layers with self-conditioning",
+    "evolla": (
+        "a protein-text model (EvollaForProteinText2Text): a SaProt protein encoder and a sequence-compressor resampler "
+        "whose latents the decoder's layers cross-attend (EvollaSequenceAlignerCrossAttention)"
+    ),
+    "muse_glimmer": "windowed tower layers and a language model of centred RMSNorms, gated attention and soft-capped logits",
+    "muse_spark": (
+        "windowed tower layers, an audio tower and a language model of centred RMSNorms, gated attention and soft-capped logits"
+    ),
+}
+
+
 # The public configs each whole-read type is proven on as the whole class (tests/hf_whole/public/, sources in its
 # sources.json; the whole-model tests keep this equal to that folder), beside PROVEN_ON's language models
 WHOLE_PROVEN_ON = {
@@ -925,8 +972,11 @@ def model_types() -> list[dict]:
     each with its kind (decoder, encoder or encoder-decoder) and status: supported (the
     family that reads it and the public configs it is proven on) or not yet (what it needs)."""
     from . import TEXT_TYPES, registered
+    from .towers import wrappers
 
     families = registered()
+    # the language models of wrappers read whole: each proven at its wrapper's class defaults (tests/hf_whole)
+    whole_text = {WRAPPED_TEXT[w] for w in wrappers() if w in WRAPPED_TEXT}
     extra = tuple(sorted(t for t in families if t not in CAUSAL_LM_TYPES + ENCODER_TYPES + ENCODER_DECODER_TYPES))
     records = []
     decoders = [(t, "decoder") for t in CAUSAL_LM_TYPES + extra if t not in NOT_TEXT_DECODERS]
@@ -957,7 +1007,7 @@ def model_types() -> list[dict]:
             proven = f"as {twin}: " + ", ".join(PROVEN_ON[twin])
         defaults = (
             ""
-            if model_type not in CAUSAL_LM_TYPES and not encoder
+            if model_type not in CAUSAL_LM_TYPES and not encoder and model_type not in whole_text
             else f"refused by transformers: {REFUSED_AT_DEFAULTS[model_type]}"
             if model_type in REFUSED_AT_DEFAULTS
             else f"exact parameters; {OPEN_AT_DEFAULTS[model_type]}"
@@ -1001,7 +1051,7 @@ def multimodal_types() -> list[dict]:
             text = TEXT_TYPES.get(model_type) or WRAPPED_TEXT.get(model_type)
             status = "language model only" if model_type in families or text in families else "not yet"
             read = f"its language model, as {text or model_type}" if status != "not yet" else ""
-            file, detail = "", "its towers and projector are not read yet"
+            file, detail = "", WHOLE_NOT_YET.get(model_type, "its towers and projector are not read yet")
             defaults = defaults or ("the language model exact" if status != "not yet" else "")
         records.append(
             {

@@ -5,6 +5,8 @@ SigLIP a bias on the patch convolution and, where vision_use_head, an attention-
 
 from __future__ import annotations
 
+from math import isqrt
+
 from ..config import Config
 
 # CLIP's; SigLIP's and the towers built as it (Idefics3's and SmolVLM's, without the pooling head); Pixtral's
@@ -23,6 +25,10 @@ VISION_TYPES = (
     "blip_2_vision_model",
     "instructblip_vision_model",
     "instructblipvideo_vision_model",
+    "cosmos3_edge_vision",
+    "kosmos_2_vision_model",
+    "kosmos_2_5_vision_model",
+    "git_vision_model",
 )
 NAFLEX_IMAGE_SIZE = 512  # pixels a side: 32 × 32 patches of 16 (LFM2-VL's largest tile, 256 tokens after its 2 × 2 shuffle)
 MOONVIT_IMAGE_SIZE = 448  # pixels a side: 32 × 32 patches of 14, 16 × 16 tokens
@@ -34,7 +40,8 @@ def vit(v: Config, projector: dict, **over) -> dict:
     image_size, patch_size, num_channels, hidden_act), with ``projector``. SigLIP 2's NaFlex tower
     (Siglip2VisionModel): SigLIP's, its patches embedded by a linear (the same weights as the convolution) and a table
     of num_patches rows resized to each image's grid (bilinear, no multiply-adds); its images have no fixed size, an
-    image's figures are at NAFLEX_IMAGE_SIZE pixels a side unless --image-size says otherwise. CLIP and SigLIP: pre-norm layers of
+    image's figures are at NAFLEX_IMAGE_SIZE pixels a side unless --image-size says otherwise (Cosmos3 Edge's
+    Cosmos3EdgeVisionModel: the same, without a pooling head). CLIP and SigLIP: pre-norm layers of
     attention with biases and a two-layer MLP with biases, LayerNorms with biases, a learned position table. Pixtral
     (PixtralVisionModel, Mistral's vision encoder): no biases anywhere, RMSNorms (ln_pre before the layers, none after),
     a gated MLP, 2-D rotary positions (no table: rotations have no multiply-adds to count)."""
@@ -47,8 +54,11 @@ def vit(v: Config, projector: dict, **over) -> dict:
         return {**_gemma4(v, d, heads), "projector": projector, **over}
     if kind == "kimi_k25_vision":
         return {**_moonvit(v, d, heads), "projector": projector, **over}
+    if kind == "kosmos_2_5_vision_model":
+        return {**_kosmos_2_5(v, d, heads), "projector": projector, **over}
     act = v.activation("hidden_act", "gelu")
-    naflex = kind == "siglip2_vision_model"  # SigLIP 2's NaFlex: a linear patch embedding, a table resized to the image
+    # SigLIP 2's NaFlex (and Cosmos3 Edge's, built as it): a linear patch embedding, a table resized to the image
+    naflex = kind in ("siglip2_vision_model", "cosmos3_edge_vision")
     side = NAFLEX_IMAGE_SIZE if naflex else _side(v, "image_size")
     tower = {"image_size": side, "patch_size": _side(v, "patch_size"), "channels": v.int("num_channels", 3)}
     if naflex:
@@ -67,7 +77,8 @@ def vit(v: Config, projector: dict, **over) -> dict:
         form = {"patch_bias": False, "position_table": False, "pre_norm": True, "post_norm": False}
         return {"layers": layers, **tower, **form, "projector": projector, **over}
     # Llama 4's: CLIP's form (a class token, pre- and post-norms, no bias on its patches' linear, an unfold)
-    clip = kind in ("clip_vision_model", "llama4_vision_model")
+    # Kosmos-2's and GIT's: CLIP's
+    clip = kind in ("clip_vision_model", "llama4_vision_model", "kosmos_2_vision_model", "git_vision_model")
     return {
         "layers": {
             "d_model": d,
@@ -144,6 +155,36 @@ def _moonvit(v: Config, d: int, heads: int) -> dict:
     }
 
 
+def _kosmos_2_5(v: Config, d: int, heads: int) -> dict:
+    """Kosmos-2.5's vision encoder (Kosmos2_5VisionModel, Pix2Struct's form; Lee et al. 2023): flattened patches of
+    patch_embed_hidden_size pixels (3 channels × patch²) through patch_projection (a linear with a bias), a row and a
+    column table of max_num_patches rows each (a patch's two rows summed: no multiply-adds); T5's layers (RMSNorms
+    before each sublayer, q/k/v/output without biases, heads of head_dim, a gated MLP wi_0 · wi_1 → wo of
+    dense_act_fn), a final RMSNorm (layernorm). Its processor pads every image to max_num_patches patches, which the
+    layers run over: an image's figures are at that many patches, √max_num_patches patches a side."""
+    n, pixels = v.int("max_num_patches"), v.int("patch_embed_hidden_size")
+    side, p = isqrt(n), isqrt(pixels // 3)
+    if side * side != n:
+        raise v.fail("max_num_patches", f"{n} patches are not a square grid (read: a square one)")
+    if 3 * p * p != pixels:
+        raise v.fail("patch_embed_hidden_size", f"{pixels} pixels are not 3 channels of a square patch")
+    return {
+        "layers": {
+            "d_model": d,
+            "n_layers": v.int("num_hidden_layers"),
+            "attention": {"n_heads": heads, "head_dim": v.int("head_dim", 64)},
+            "ffn": {"kind": "gated", "d_ff": v.int("intermediate_size"), "activation": v.activation("dense_act_fn", "gelu_new")},
+            "norm": {"kind": "rmsnorm", "per_layer": 2, "final": False},
+        },
+        "image_size": side * p,
+        "patch_size": p,
+        "patch_bias": True,
+        "position_rows": 2 * n,
+        "pre_norm": False,
+        "post_norm": True,
+    }
+
+
 def _side(v: Config, key: str) -> int:
     """A square's side: a number, or [height, width] equal (InternVL's image_size and patch_size)."""
     value = v.data.get(key)
@@ -212,6 +253,14 @@ LAYER_MODULES = (
     (r"mlp\.fc1$", "ffn.up"),
     (r"mlp\.fc2$", "ffn.down"),
     (r"layer_norm[12]$", "norms"),
+    (r"attention\.query$", "attn.q"),  # Kosmos-2.5's T5-form layers
+    (r"attention\.key$", "attn.k"),
+    (r"attention\.value$", "attn.v"),
+    (r"attention\.output$", "attn.o"),
+    (r"mlp\.wi_0$", "ffn.gate"),
+    (r"mlp\.wi_1$", "ffn.up"),
+    (r"mlp\.wo$", "ffn.down"),
+    (r"(pre_attention_layer_norm|pre_mlp_layer_norm)$", "norms"),
     (r"(input_layernorm|post_attention_layernorm|pre_feedforward_layernorm|post_feedforward_layernorm)$", "norms"),
     (r"(^|\.)attn\.q_proj$", "attn.q"),  # Kimi K2.5's MoonViT
     (r"(^|\.)attn\.k_proj$", "attn.k"),
@@ -243,6 +292,9 @@ TOP_MODULES = (
     (r"final_layernorm$", "post_norm"),  # MoonViT's
     (r"layernorm_post$", "post_norm"),
     (r"post_layernorm$", "post_norm"),
+    (r"embeddings\.patch_projection$", "patch_embed"),  # Kosmos-2.5's
+    (r"embeddings\.(row|column)_embedder$", "pos_embed"),
+    (r"^layernorm$", "post_norm"),
     (r"head\.attention$", "head.attn.q+k+v"),  # nn.MultiheadAttention's in_proj: the query's, keys' and values' rows
     (r"head\.attention\.out_proj$", "head.attn.o"),
     (r"head\.layernorm$", "head.norm"),
@@ -251,6 +303,13 @@ TOP_MODULES = (
     (r"head$", "head.probe"),
 )
 PROJECTOR_MODULES = (
+    (r"visual_projection\.0$", "linear"),  # GIT's visual_projection: Linear, then LayerNorm
+    (r"visual_projection\.1$", "out_norm"),
+    (r"x_attn\.q_proj$", "q"),  # Kosmos-2's latent queries' cross-attention
+    (r"x_attn\.k_proj$", "k"),
+    (r"x_attn\.v_proj$", "v"),
+    (r"x_attn\.out_proj$", "o"),
+    (r"^dense$", "dense"),
     (r"cross_attn\.(layer_norm|layer_norm_kv)$", "norms"),  # Aria's query attention
     (r"cross_attn\.q_proj$", "q"),
     (r"cross_attn\.k_proj$", "k"),
@@ -341,6 +400,9 @@ TOWERS = (
     (r"image_tower\.", "vision.", "tower"),  # Video-LLaVA's two CLIP towers
     (r"video_tower\.", "vision.video_tower.", "tower"),
     (r"vision_model\.vision_adapter\.", "vision.projector.adapter.", "projector"),  # Llama 4's
+    (r"vision_model\.model\.", "vision.", "tower"),  # Kosmos-2's CLIP tower
+    (r"image_to_text_projection\.", "vision.projector.", "projector"),
+    (r"git\.visual_projection\.", "vision.projector.", "projector"),  # GIT's
     (r"(vision_model|vision_encoder)\.", "vision.", "tower"),  # Idefics3's and SmolVLM's; LightOnOCR's
     (
         r"(multi_modal_projector|vision_projection|connector\.modality_projection|visual\.merger|aligner)\.",
@@ -355,6 +417,7 @@ TOWERS = (
     (r"embed_vision\.(multimodal_embedder\.)?", "vision.projector.", "projector"),  # Gemma 4's; Gemma 4 Unified's
     (r"mm_projector\.", "vision.projector.", "projector"),  # Kimi K2.5's
     (r"visual\.deepstack_merger_list\.\d+\.", "vision.deepstack.", "projector"),
+    (r"model\.projector\.", "vision.projector.", "projector"),  # Cosmos3 Edge's patch merger
     (r"visual\.", "vision.", "tower"),
     (r"image_newline$", "vision.image_newline", "self"),
 )
@@ -389,6 +452,8 @@ def tower_component(path: str, tower: str = "vision") -> str | None:
                 return prefix + own
         if kind == "projector" and rest == "query":  # Aria's learned queries, a parameter of the projector itself
             return prefix + "queries"
+        if kind == "projector" and rest == "latent_query":  # Kosmos-2's
+            return prefix + "latents"
         if kind == "projector":
             for pat, name in PROJECTOR_MODULES:
                 hit = re.search(pat, module)

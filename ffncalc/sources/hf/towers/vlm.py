@@ -388,3 +388,53 @@ def aria(c: Config) -> dict:
         "tokens": [[int(k), q] for k, q in table.items()],
     }
     return {"vision": vit(v, {"width": v.int("hidden_size"), "query": query})}
+
+
+@wrapper("cosmos3_edge")
+def cosmos3_edge(c: Config) -> dict:
+    """Cosmos3EdgeForConditionalGeneration (NVIDIA 2026, Cosmos3 Edge): Cosmos3EdgeVisionModel, SigLIP 2's NaFlex form
+    (vit.py: a linear patch embedding with a bias, a table of num_patches rows resized to the image's grid, SigLIP's
+    layers, post_layernorm; no pooling head), then Cosmos3EdgePatchMerger: a LayerNorm over each patch's features (norm,
+    before the merge: use_postshuffle_norm false), spatial_merge_size² patches gathered into one token, linear_fc1
+    (width · merge², projector_hidden_size) with a bias, GELU (nn.GELU: exact), linear_fc2 (projector_hidden_size,
+    text width) with a bias; beside the language model of the text_config (cosmos3_edge_text)."""
+    v = sub_config(c, "vision_config", {None: "cosmos3_edge_vision"})  # type: ignore[dict-item]
+    merge = v.int("spatial_merge_size", 2)
+    projector = {
+        "width": v.int("hidden_size"),
+        "hidden": c.int("projector_hidden_size", 11520),
+        "bias": True,
+        "norm": "layernorm",
+        "prenorm": True,
+        "shuffle": merge,
+    }
+    return {"vision": vit(v, projector)}
+
+
+@wrapper("kosmos-2", "kosmos-2.5")
+def kosmos_2(c: Config) -> dict:
+    """Kosmos2ForConditionalGeneration (Peng et al. 2023, Kosmos-2): its CLIP-built tower (Kosmos2VisionTransformer: a
+    class token, a learned position a position, pre_layrnorm, CLIP's layers; post_layernorm over every position, as
+    get_image_features runs it), then Kosmos2ImageToTextProjection (parts/latent_query.py): dense, Linear(vision width,
+    text width) with a bias over every position, class token included, and latent_query_num learned latents that read
+    those positions and themselves through one cross-attention (x_attn) of the text's heads; each image is its latents'
+    tokens, beside the language model of the text_config (kosmos_2_text_model). Kosmos2_5ForConditionalGeneration (Lv
+    et al. 2023, Kosmos-2.5): the same projection (Kosmos2_5ImageToTextProjection, 2,048 latents by default) over
+    Kosmos-2.5's Pix2Struct-form encoder (vit.py), beside kosmos_2_5_text_model."""
+    five = c.model_type == "kosmos-2.5"
+    v = sub_config(c, "vision_config", {None: "kosmos_2_5_vision_model" if five else "kosmos_2_vision_model"})  # type: ignore[dict-item]
+    t = sub_config(c, "text_config", {None: "kosmos_2_5_text_model" if five else "kosmos_2_text_model"})  # type: ignore[dict-item]
+    latent = {"latents": c.int("latent_query_num", 2048 if five else 64), "heads": t.int("attention_heads", 16 if five else 32)}
+    return {"vision": vit(v, {"width": v.int("hidden_size"), "latent": latent}, read_class=True)}
+
+
+@wrapper("git")
+def git(c: Config) -> dict:
+    """GitForCausalLM (Wang et al. 2022, GIT): GitVisionModel, CLIP's form (a class token, a learned position a
+    position, pre_layrnorm, CLIP's layers, post_layernorm over every position), then GitProjection's
+    visual_projection, Linear(vision width, hidden_size) with a bias and a LayerNorm, over every position, class token
+    included: each image is those tokens, before the text, in the language model of the file's top-level keys
+    (families/git.py), taking no row of its position table (GitEmbeddings numbers the text alone)."""
+    v = sub_config(c, "vision_config", {None: "git_vision_model"})  # type: ignore[dict-item]
+    projector = {"width": v.int("hidden_size"), "bias": True, "out_norm": True}
+    return {"vision": vit(v, projector, read_class=True, table_positions=False)}
