@@ -80,6 +80,7 @@ TEXT_TYPES = {
     "glm4v": "glm4v_text",
     "glm4v_moe": "glm4v_moe_text",
     "glm46v": "glm4v_text",
+    "glm_ocr": "glm_ocr_text",
     "llama4": "llama4_text",
     "mistral3": "mistral",
     "qwen2_vl": "qwen2_vl_text",

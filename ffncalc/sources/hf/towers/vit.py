@@ -197,6 +197,8 @@ LAYER_MODULES = (
     (r"(attention_norm|ffn_norm)$", "norms"),
     (r"attn\.qkv$", "attn.q+k+v"),  # Qwen's fused projections
     (r"attn\.proj$", "attn.o"),
+    (r"(^|\.)attn\.q_norm$", "attn.q_norm"),  # GLM-OCR's
+    (r"(^|\.)attn\.k_norm$", "attn.k_norm"),
     (r"mlp\.gate_proj$", "ffn.gate"),
     (r"mlp\.up_proj$", "ffn.up"),
     (r"mlp\.down_proj$", "ffn.down"),

@@ -251,6 +251,16 @@ def glm4v(c: Config) -> dict:
     return {"vision": glm_vision(vision)}
 
 
+@wrapper("glm_ocr")
+def glm_ocr(c: Config) -> dict:
+    """GlmOcrForConditionalGeneration (GLM-OCR): GLM-4V's form, its tower without post_conv_layernorm or a position
+    table and with q and k norms, biases and its own merger width (towers/qwen.py), beside GLM-4V's language model with
+    q, k and v unbiased (families/glm.py)."""
+    from .qwen import glm_vision
+
+    return {"vision": glm_vision(sub_config(c, "vision_config", {None: "glm_ocr_vision"}))}  # type: ignore[dict-item]
+
+
 @wrapper("kimi_k25")
 def kimi_k25(c: Config) -> dict:
     """Kimi_K25ForConditionalGeneration (Kimi K2.5): MoonViT (vit.py), each merge_kernel_size² patches averaged over
