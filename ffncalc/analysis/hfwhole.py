@@ -52,7 +52,7 @@ def measure_whole(data: dict) -> dict:
 # with real tensors, built small (REDUCED): the FLOPs of a tower of any size follow from the same formula.
 QWEN = {"qwen2_vl", "qwen2_5_vl", "qwen3_vl"}
 GLM = {"glm4v", "glm_ocr"}  # GLM-4V's and GLM-OCR's towers take Qwen2-VL's flattened patches and grid
-ON_CPU = {"mistral3", "idefics3", "aria", *QWEN, *GLM}
+ON_CPU = {"mistral3", "idefics3", "aria", "paddleocr_vl", *QWEN, *GLM}
 # Classes whose tower reads its inputs' values (Gemma 4's pooler, by the patches' positions), measured at full size: the
 # whole class built on the meta device, its tower and embedder then given memory on the CPU
 TOWER_ON_CPU = {
@@ -155,6 +155,11 @@ def image_flops(data: dict, size: int) -> dict:
         kwargs["spatial_shapes"] = torch.tensor([[side, side]])
         kwargs["pixel_attention_mask"] = torch.ones(1, side * side, dtype=torch.bool)
     if kind == "kimi_k25":  # the processor's patches (channels × patch × patch each) and the grid
+        p = net.config.vision_config.patch_size
+        side = size // p
+        pixels = torch.ones(side * side, 3, p, p)
+        kwargs["image_grid_thw"] = torch.tensor([[1, side, side]])
+    if kind == "paddleocr_vl":  # the processor's patches (channels × patch × patch each) and the grid
         p = net.config.vision_config.patch_size
         side = size // p
         pixels = torch.ones(side * side, 3, p, p)

@@ -83,6 +83,7 @@ TEXT_TYPES = {
     "glm_ocr": "glm_ocr_text",
     "llama4": "llama4_text",
     "mistral3": "mistral",
+    "paddleocr_vl": "paddleocr_vl_text",
     "qwen2_vl": "qwen2_vl_text",
     "qwen2_5_vl": "qwen2_5_vl_text",
     "qwen3_vl": "qwen3_vl_text",

@@ -23,8 +23,10 @@ VISION_TYPES = (
     "blip_2_vision_model",
     "instructblip_vision_model",
     "instructblipvideo_vision_model",
+    "paddleocr_vl_vision",
 )
 NAFLEX_IMAGE_SIZE = 512  # pixels a side: 32 × 32 patches of 16 (LFM2-VL's largest tile, 256 tokens after its 2 × 2 shuffle)
+PADDLE_IMAGE_SIZE = 448  # pixels a side: 32 × 32 patches of 14, 16 × 16 tokens after PaddleOCR-VL's 2 × 2 merge
 MOONVIT_IMAGE_SIZE = 448  # pixels a side: 32 × 32 patches of 14, 16 × 16 tokens
 GEMMA4_IMAGE_SIZE = 768  # pixels a side: 48 × 48 patches of 16, pooled to 256 tokens within its 280-token budget
 
@@ -49,10 +51,13 @@ def vit(v: Config, projector: dict, **over) -> dict:
         return {**_moonvit(v, d, heads), "projector": projector, **over}
     act = v.activation("hidden_act", "gelu")
     naflex = kind == "siglip2_vision_model"  # SigLIP 2's NaFlex: a linear patch embedding, a table resized to the image
-    side = NAFLEX_IMAGE_SIZE if naflex else _side(v, "image_size")
+    paddle = kind == "paddleocr_vl_vision"  # PaddleOCR-VL's: a table of image_size's patches resized to the image
+    side = NAFLEX_IMAGE_SIZE if naflex else PADDLE_IMAGE_SIZE if paddle else _side(v, "image_size")
     tower = {"image_size": side, "patch_size": _side(v, "patch_size"), "channels": v.int("num_channels", 3)}
     if naflex:
         tower["position_rows"] = v.int("num_patches")
+    if paddle:
+        tower["position_rows"] = (v.int("image_size") // v.int("patch_size")) ** 2
     if kind == "internvl_vision":
         return {"layers": _internvit(v, d, heads, act), **tower, **_internvit_ends(v), "projector": projector, **over}
     if kind == "pixtral":
@@ -268,7 +273,7 @@ PROJECTOR_MODULES = (
     (r"embedding_projection$", "linear"),  # Gemma 4's embed_vision
     (r"mlp\.(fc1|fc2)$", None),  # Llama 4's vision adapter
     (r"(linear_1|linear_2|linear)$", None),  # by their own names
-    (r"(projector_layernorm|mm_soft_emb_norm|layernorm|norm)$", "norm"),
+    (r"(projector_layernorm|mm_soft_emb_norm|layernorm|pre_norm|norm)$", "norm"),
     (r"patch_merger\.merging_layer$", "patch_merger"),
     (r"proj$", "linear"),  # Idefics3's modality_projection
     (r"ln_q$", "norm"),  # Qwen's mergers
@@ -356,6 +361,7 @@ TOWERS = (
     (r"embed_vision\.pos_norm\.", "vision.pos_norm", "self"),
     (r"embed_vision\.(multimodal_embedder\.)?", "vision.projector.", "projector"),  # Gemma 4's; Gemma 4 Unified's
     (r"mm_projector\.", "vision.projector.", "projector"),  # Kimi K2.5's
+    (r"projector\.", "vision.projector.", "projector"),  # PaddleOCR-VL's
     (r"visual\.deepstack_merger_list\.\d+\.", "vision.deepstack.", "projector"),
     (r"visual\.", "vision.", "tower"),
     (r"image_newline$", "vision.image_newline", "self"),

@@ -398,3 +398,18 @@ def aria(c: Config) -> dict:
         "tokens": [[int(k), q] for k, q in table.items()],
     }
     return {"vision": vit(v, {"width": v.int("hidden_size"), "query": query})}
+
+
+@wrapper("paddleocr_vl")
+def paddleocr_vl(c: Config) -> dict:
+    """PaddleOCRVLForConditionalGeneration (Cui et al. 2025, PaddleOCR-VL): a SigLIP-built tower (PaddleOCRVisionModel:
+    a patch convolution with a bias, a table of (image_size / patch_size)² positions resized to the image's patches
+    (bilinear, no multiply-adds), SigLIP's layers with 2-D rotary positions, post_layernorm; no pooling head), then
+    PaddleOCRProjector: pre_norm (a LayerNorm over each patch), spatial_merge_size² patches gathered into one token,
+    linear_1 (Linear(4 × width, 4 × width) with a bias), GELU and linear_2 (Linear(4 × width, text width) with a bias).
+    Its images have no fixed size: an image's figures are at PADDLE_IMAGE_SIZE pixels a side (vit.py) unless
+    --image-size says otherwise."""
+    v = sub_config(c, "vision_config", {None: "paddleocr_vl_vision"})  # type: ignore[dict-item]
+    d, merge = v.int("hidden_size"), v.int("spatial_merge_size", 2)
+    projector = {"width": d, "hidden": d * merge * merge, "bias": True, "norm": "layernorm", "prenorm": True, "shuffle": merge}
+    return {"vision": vit(v, projector)}
