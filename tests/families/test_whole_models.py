@@ -455,3 +455,18 @@ def test_gemma4_image_flops_by_hand():
     run = next(r for r in truth("gemma4")["image_flops"]["runs"] if r["size"] == 480)
     assert (tower, embedder) == (run["modules"]["Gemma4VisionModel"], run["modules"]["Gemma4MultimodalEmbedder"])
     assert replace(vision, image_size=480).per_image(model)[:2] == (t, tower + embedder)
+
+
+@pytest.mark.parametrize("model_type", sorted(coverage.WHOLE_IS_TEXT))
+def test_whole_class_that_is_its_language_model(model_type):
+    """A multimodal-LM type whose whole class is a causal LM with no tower (Mistral 4: Mistral4ForCausalLM): every
+    parameter of the recorded class, by component, equal to the count of its config, and the class has no tower."""
+    from ffncalc.analysis.hfcheck import check
+
+    record = truth(model_type)
+    assert record["model_class"].endswith("ForCausalLM")
+    assert not any(row[0].startswith(("model.vision", "model.visual", "model.multi_modal")) for row in record["params"])
+    _, model = hf.load(HERE / "configs" / f"{model_type}.json")
+    assert tally(model).params == sum(n for _, n in expanded(record["params"], 2))
+    report = check(hf.read_config(HERE / "configs" / f"{model_type}.json"), spec=model)
+    assert report.ok and report.model_class == record["model_class"]

@@ -815,6 +815,13 @@ WHOLE_REFUSED_AT_DEFAULTS = {
 }
 
 
+# Types of the multimodal-LM mapping whose whole class is their language model: no tower at the configuration class's
+# defaults or anywhere in it (tests/hf_whole records the class; its family reads every parameter)
+WHOLE_IS_TEXT = {
+    "mistral4": "Mistral4ForCausalLM (Mistral Small 4): DeepSeek-V3's layers, no tower",
+}
+
+
 # The public configs each whole-read type is proven on as the whole class (tests/hf_whole/public/, sources in its
 # sources.json; the whole-model tests keep this equal to that folder), beside PROVEN_ON's language models
 WHOLE_PROVEN_ON = {
@@ -1013,7 +1020,11 @@ def multimodal_types() -> list[dict]:
     for model_type in MULTIMODAL_LM_TYPES:
         refused = WHOLE_REFUSED_AT_DEFAULTS.get(model_type)
         defaults = f"refused by transformers: {refused}" if refused else "exact" if model_type in whole else ""
-        if model_type in whole:
+        if model_type in WHOLE_IS_TEXT and model_type in families:
+            status, detail, defaults = "supported", "its class defaults (tests/hf_whole)", "exact"
+            read = WHOLE_IS_TEXT[model_type]
+            file = "ffncalc/sources/hf/families/" + families[model_type].read.__module__.rsplit(".", 1)[1] + ".py"
+        elif model_type in whole:
             reader = whole[model_type]
             status, detail = "supported", "; ".join(WHOLE_PROVEN_ON.get(model_type, ())) or "its class defaults (tests/hf_whole)"
             read, file = (
