@@ -38,6 +38,7 @@ IMAGE_SIZES = {
     "idefics3": (256, 512),  # its default 224 pixels are 7 patches of 32 a side, which its pixel shuffle cannot halve
     "qwen2_vl": (448, 224),
     "qwen2_5_vl": (448, 392),  # 16 merged tokens a side in whole windows of 4; 14 leave windows of 2 at the edges
+    "qwen2_5_omni_thinker": (448, 392),  # as Qwen2.5-VL's
     "qwen3_vl": (448, 256),
     "internvl": (448, 224),
     "llama4": (336, 448),  # Llama 4's released tiles are 336 pixels; the class's default 448
@@ -58,7 +59,7 @@ IMAGE_SIZES = {
 
 # Positions of one window (max_source_positions: 2 × as many frames) at which one window's FLOPs are recorded: the
 # class's default (30 s) and 1,000 (20 s), each run built with it
-AUDIO_POSITIONS = {"qwen2_audio": (1500, 1000), "voxtral": (1500, 1000), "glmasr": (1500, 1000)}
+AUDIO_POSITIONS = {"qwen2_audio": (1500, 1000), "voxtral": (1500, 1000), "glmasr": (1500, 1000), "qwen2_5_omni_thinker": (1500, 1000)}
 
 # Defaults transformers cannot run, each given the released model's value: the smallest change that runs.
 REPAIRS = {
@@ -113,7 +114,7 @@ def sized(data: dict, size: int) -> dict:
 def truth_text(model_type: str, data: dict, config: str = "") -> str:
     import torch
 
-    from ffncalc.analysis.hfwhole import AUDIO_METHOD, IMAGE_METHOD, ON_CPU, audio_flops, image_flops, measure_whole
+    from ffncalc.analysis.hfwhole import AUDIO_METHOD, AUDIO_REDUCED, IMAGE_METHOD, ON_CPU, audio_flops, image_flops, measure_whole
     from ffncalc.analysis.hfwhole import reduced as reduced_keys
     from ffncalc.analysis.records import record_json
 
@@ -131,8 +132,11 @@ def truth_text(model_type: str, data: dict, config: str = "") -> str:
         if model_type in ON_CPU:  # built small, on the CPU, with real tensors
             record["image_flops"]["reduced"] = reduced_keys(model_type)
     if model_type in AUDIO_POSITIONS and "refused" not in record and not config:
-        runs = [audio_flops(data, n) for n in AUDIO_POSITIONS[model_type]]
+        base = reduced(data) if model_type in AUDIO_REDUCED else data
+        runs = [audio_flops(base, n) for n in AUDIO_POSITIONS[model_type]]
         record["audio_flops"] = {"method": AUDIO_METHOD, "runs": runs}
+        if model_type in AUDIO_REDUCED:  # built small, on the CPU, with real tensors
+            record["audio_flops"]["reduced"] = reduced_keys(model_type)
     if model_type in REPAIRS and not config:
         record = {"repaired": REPAIRS[model_type], **record}
     path = f"tests/hf_whole/{config or 'configs/' + model_type}.json"

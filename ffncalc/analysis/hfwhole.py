@@ -50,7 +50,7 @@ def measure_whole(data: dict) -> dict:
 
 # Classes whose image path reads values of its inputs (Pixtral's image_sizes, Idefics3's patch masks) run on the CPU
 # with real tensors, built small (REDUCED): the FLOPs of a tower of any size follow from the same formula.
-QWEN = {"qwen2_vl", "qwen2_5_vl", "qwen3_vl"}
+QWEN = {"qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen2_5_omni_thinker"}
 GLM = {"glm4v", "glm_ocr"}  # GLM-4V's and GLM-OCR's towers take Qwen2-VL's flattened patches and grid
 ON_CPU = {"mistral3", "idefics3", "aria", "paddleocr_vl", *QWEN, *GLM}
 # Classes whose tower reads its inputs' values (Gemma 4's pooler, by the patches' positions), measured at full size: the
@@ -90,6 +90,14 @@ QWEN_REDUCED = {
         "out_hidden_size": 64,
         "fullatt_block_indexes": [1, 3],
     },
+    "qwen2_5_omni_thinker": {
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "depth": 4,
+        "num_heads": 4,
+        "out_hidden_size": 64,
+        "fullatt_block_indexes": [1, 3],
+    },
     "glm4v": {"hidden_size": 64, "intermediate_size": 128, "depth": 2, "num_heads": 4, "out_hidden_size": 64},
     "glm_ocr": {"hidden_size": 64, "intermediate_size": 128, "depth": 2, "num_heads": 4, "out_hidden_size": 64},
     "qwen3_vl": {
@@ -103,10 +111,16 @@ QWEN_REDUCED = {
 }
 
 
+# Audio towers whose chunks are cut by their inputs' lengths (Qwen2.5-Omni's), built small: its audio_config
+AUDIO_SMALL = {"d_model": 64, "encoder_attention_heads": 4, "encoder_ffn_dim": 128, "encoder_layers": 2, "output_dim": 64}
+AUDIO_REDUCED = {"qwen2_5_omni_thinker": AUDIO_SMALL}
+
+
 def reduced(kind: str) -> dict:
     """The keys that build ``kind``'s tower and language model small."""
     if kind in QWEN_REDUCED:  # its text config's layer_types follow its one layer
-        return {"vision_config": QWEN_REDUCED[kind], "text_config": {**REDUCED["text_config"], "layer_types": ["full_attention"]}}
+        out = {"vision_config": QWEN_REDUCED[kind], "text_config": {**REDUCED["text_config"], "layer_types": ["full_attention"]}}
+        return {**out, "audio_config": AUDIO_REDUCED[kind]} if kind in AUDIO_REDUCED else out
     return REDUCED
 
 
@@ -197,11 +211,16 @@ def audio_flops(data: dict, positions: int) -> dict:
     from torch.utils.flop_counter import FlopCounterMode
 
     data = {**data, "audio_config": {**data["audio_config"], "max_source_positions": positions}}
-    net = instantiate_whole(data)
+    kind = data["model_type"]
+    device = "cpu" if kind in AUDIO_REDUCED else "meta"  # its chunks are cut by the lengths' values
+    net = instantiate_whole(data, device)
+    net.requires_grad_(False)
     mels = net.config.audio_config.num_mel_bins
-    frames = torch.empty(1, mels, 2 * positions, device="meta")
-    with FlopCounterMode(display=False) as counter:
-        if data["model_type"] == "voxtral":
+    frames = torch.ones(1, mels, 2 * positions, device=device)
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        if kind in AUDIO_REDUCED:  # every frame real: the window's one length
+            net.model.get_audio_features(input_features=frames, feature_attention_mask=torch.ones(1, 2 * positions, dtype=torch.long))
+        elif data["model_type"] == "voxtral":
             net.model.get_audio_features(input_features=frames)
         elif data["model_type"] == "glmasr":  # get_audio_features' reshape of intermediate_size features a token; its mask
             # of valid tokens indexes by values the meta device does not hold, so the tower and projector run as it runs them

@@ -7,7 +7,10 @@ model's input tokens: Qwen2-Audio, Voxtral, GLM-ASR.
   GELU after each; a learned table of ``source_positions`` rows (none in GLM-ASR's, whose positions are rotary);
 - its layers (a ``Stack``, bidirectional), pre-norm with LayerNorms, and a final LayerNorm;
 - ``pool`` positions averaged into one (Qwen2-Audio's avg_pooler) or ``group`` concatenated (Voxtral: 4, its
-  projector reading 4 × the width), then the projector over the tokens it writes.
+  projector reading 4 × the width), then the projector over the tokens it writes;
+- Qwen2.5-Omni's: attention within ``chunk`` positions at a time (its n_window: each chunk of 2 × n_window frames
+  convolved and attended alone, the chunks' keys never meeting), and ``markers`` learned rows of the language model's
+  width (audio_bos_eos_token: parameters no window's work reads).
 
 A window is ``window_seconds`` of audio, padded to whole as Whisper's feature extractor pads (30 s: 3,000 frames, 1,500
 positions). FLOPs: ``seconds`` of audio a sequence (default none), charged per token of the sequence as a vision tower's
@@ -43,6 +46,8 @@ class Audio(Part):
     position_table: bool = True  # Whisper's learned table of source_positions rows (GLM-ASR: none, rotary positions)
     pool: Positive = 1  # positions averaged into one before the projector (Qwen2-Audio: 2)
     group: Positive = 1  # positions concatenated into one token of the projector (Voxtral: 4)
+    chunk: NonNegative = 0  # positions attending one another (Qwen2.5-Omni's n_window; 0: the whole window)
+    markers: NonNegative = 0  # learned rows of the model's width beside the tower (Qwen2.5-Omni's audio_bos_eos_token)
     seconds: NonNegative = 0  # audio a sequence, for the FLOPs
 
     takes = ("audio_seconds",)
@@ -59,6 +64,8 @@ class Audio(Part):
             raise SpecError(
                 ("audio", "source_positions"), f"{self.source_positions} positions are not whole groups of {self.pool * self.group}"
             )
+        if self.chunk and self.source_positions % self.chunk:
+            raise SpecError(("audio", "source_positions"), f"{self.source_positions} positions are not whole chunks of {self.chunk}")
 
     @property
     def stack(self) -> Stack:
@@ -99,10 +106,15 @@ class Audio(Part):
         if self.position_table:
             table.term("audio.pos_embed.weight", "position", (self.source_positions, d), elementwise=d)
         out: list[tuple[str, object]] = [("frame", t) for t in first.out] + [("tower", t) for t in second.out + table.out]
-        out += [("tower", t) for t in stack.terms(model, "audio.", self.source_positions, 1)]
+        # each position's keys: its chunk's (Qwen2.5-Omni's cu_seqlens), or the whole window's
+        out += [("tower", t) for t in stack.terms(model, "audio.", self.chunk or self.source_positions, 1)]
         final = Emitter("layers")
         final.norm("audio.final_norm", stack.norm, d, 1)
         out += [("tower", t) for t in final.out]
+        if self.markers:  # rows of the model's width, looked up beside the tower's tokens: no work
+            table = Emitter("embedding")
+            table.term("audio.markers", "position", (self.markers, model.d_model))
+            out += [("projector", t) for t in table.out]
         return out + self.projector.terms(model.d_model, "audio.projector.")
 
     def per_window(self, model) -> tuple[int, int]:
@@ -152,6 +164,8 @@ def _module(spec: Audio, model):
             self.conv1.weight_flops = self.conv2.weight_flops = True  # verify: their FLOPs are their weights'
             if spec.position_table:
                 self.pos_embed = nn.Embedding(spec.source_positions, d)
+            if spec.markers:
+                self.markers = nn.Parameter(torch.empty(spec.markers, model.d_model))
             self.layers = nn.ModuleList(LayerModule(inner, layer, False) for layer in inner.layers)
             self.final_norm = make_norm(spec.stack.norm, d)
             self.projector = spec.projector.module(model.d_model)
@@ -164,10 +178,12 @@ def _module(spec: Audio, model):
             h = nn.functional.gelu(self.conv2(nn.functional.gelu(self.conv1(frames)))).transpose(1, 2)
             if spec.position_table:
                 h = h + self.pos_embed.weight
+            if spec.chunk:  # each chunk of positions attends alone
+                h = h.reshape(-1, spec.chunk, d)
             inner_ctx = {"embeddings": h}
             for k, layer in enumerate(self.layers):
                 h = layer(h, inner_ctx, k)
-            h = self.final_norm(h)
+            h = self.final_norm(h.reshape(n, spec.source_positions, d))
             if spec.pool > 1:
                 h = nn.functional.avg_pool1d(h.transpose(1, 2), spec.pool, spec.pool).transpose(1, 2)
             self.projector(h.reshape(n, h.shape[1] // spec.group, d * spec.group))

@@ -86,6 +86,7 @@ TEXT_TYPES = {
     "paddleocr_vl": "paddleocr_vl_text",
     "qwen2_vl": "qwen2_vl_text",
     "qwen2_5_vl": "qwen2_5_vl_text",
+    "qwen2_5_omni_thinker": "qwen2_5_omni_text",
     "qwen3_vl": "qwen3_vl_text",
     "qwen3_vl_moe": "qwen3_vl_moe_text",
     "qwen3_5": "qwen3_5_text",

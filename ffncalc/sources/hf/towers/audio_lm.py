@@ -44,3 +44,21 @@ def glmasr(c: Config) -> dict:
         raise c.fail("audio_config", f"intermediate_size {width} is not whole positions of hidden_size {d}")
     projector = {"width": width, "hidden": 2 * text, "bias": True, "activation": c.activation("projector_hidden_act", "gelu")}
     return {"audio": whisper_encoder(a, projector, group=width // d)}
+
+
+@wrapper("qwen2_5_omni_thinker")
+def qwen2_5_omni_thinker(c: Config) -> dict:
+    """Qwen2_5OmniThinkerForConditionalGeneration (Xu et al. 2025, Qwen2.5-Omni's thinker): Qwen2_5OmniAudioEncoder
+    (Whisper's form, sinusoidal positions, attention within chunks of n_window positions, two positions averaged,
+    ln_post and proj, Linear(audio width, output_dim) with a bias, and audio_bos_eos_token, two rows of output_dim)
+    and Qwen2.5-VL's vision tower and merger (towers/qwen.py, its q, k and v apart), beside Qwen2's language model."""
+    from .qwen import qwen_vision
+
+    a = sub_config(c, "audio_config", {None: "qwen2_5_omni_audio_encoder"})  # type: ignore[dict-item]
+    text = sub_config(c, "text_config").int("hidden_size")
+    if a.int("output_dim") != text:  # its proj writes the language model's tokens
+        raise c.fail("audio_config", f"output_dim {a.int('output_dim')} is not the text width {text}")
+    encoder = whisper_encoder(a, {"width": 1, "bias": True}, pool=2)
+    encoder["projector"]["width"] = encoder["layers"]["d_model"]
+    vision = sub_config(c, "vision_config", {None: "qwen2_5_omni_vision_encoder"})  # type: ignore[dict-item]
+    return {"audio": encoder, "vision": qwen_vision(vision)}

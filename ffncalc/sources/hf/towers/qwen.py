@@ -26,6 +26,7 @@ QWEN_VISION = (
     "qwen3_vl_moe_vision",
     "qwen3_5_vision",  # Qwen3.5's: Qwen3-VL's tower without deepstack mergers
     "qwen3_5_moe_vision",
+    "qwen2_5_omni_vision_encoder",  # Qwen2.5-Omni's: Qwen2.5-VL's, its q, k and v apart
 )
 IMAGE_SIZE = 448  # pixels a side: 16 × 16 tokens at Qwen2-VL's 28-pixel tiles, 14 × 14 at Qwen3-VL's 32
 
@@ -37,6 +38,7 @@ def qwen_vision(v: Config) -> dict:
         raise v.fail("model_type", f"a Qwen vision tower of {kind!r} is not read yet (read: {', '.join(QWEN_VISION)})")
     v2 = kind == "qwen2_vl_vision"
     v3 = kind.startswith("qwen3")  # Qwen3-VL's and Qwen3.5's
+    v25 = kind in ("qwen2_5_vl_vision", "qwen2_5_omni_vision_encoder")
     d = v.int("embed_dim" if v2 else "hidden_size")
     heads = v.int("num_heads")
     act = v.activation("hidden_act", "quick_gelu" if v2 else "silu")
@@ -47,7 +49,7 @@ def qwen_vision(v: Config) -> dict:
     else:
         ffn = {"kind": "gated", "d_ff": v.int("intermediate_size"), "bias": True, "activation": act}
     merge = v.int("spatial_merge_size", 2)
-    norm = "rmsnorm" if kind == "qwen2_5_vl_vision" else "layernorm"
+    norm = "rmsnorm" if v25 else "layernorm"
     projector = {
         "width": d,
         "hidden": d * merge * merge,
@@ -78,7 +80,7 @@ def qwen_vision(v: Config) -> dict:
     if v3:
         spec["position_rows"] = v.int("num_position_embeddings")
         spec["deepstack"] = len(v.int_list("deepstack_visual_indexes")) if v.has("deepstack_visual_indexes") else 0
-    if kind == "qwen2_5_vl_vision":
+    if v25:
         spec["window"] = v.int("window_size") // merge // v.int("patch_size")  # Qwen2_5_VisionTransformer's
         spec["full_layers"] = len(v.int_list("fullatt_block_indexes"))
     return spec

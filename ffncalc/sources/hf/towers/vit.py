@@ -202,6 +202,9 @@ LAYER_MODULES = (
     (r"(attention_norm|ffn_norm)$", "norms"),
     (r"attn\.qkv$", "attn.q+k+v"),  # Qwen's fused projections
     (r"attn\.proj$", "attn.o"),
+    (r"(^|\.)attn\.q$", "attn.q"),  # Qwen2.5-Omni's, apart
+    (r"(^|\.)attn\.k$", "attn.k"),
+    (r"(^|\.)attn\.v$", "attn.v"),
     (r"(^|\.)attn\.q_norm$", "attn.q_norm"),  # GLM-OCR's
     (r"(^|\.)attn\.k_norm$", "attn.k_norm"),
     (r"mlp\.gate_proj$", "ffn.gate"),

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ..config import Config
 
-AUDIO_TYPES = ("whisper", "qwen2_audio_encoder", "voxtral_encoder", "glmasr_encoder")
+AUDIO_TYPES = ("whisper", "qwen2_audio_encoder", "voxtral_encoder", "glmasr_encoder", "qwen2_5_omni_audio_encoder")
 
 
 def whisper_encoder(a: Config, projector: dict, **over) -> dict:
@@ -28,6 +28,8 @@ def whisper_encoder(a: Config, projector: dict, **over) -> dict:
         attention = {"n_heads": heads, "n_kv_heads": a.int("num_key_value_heads", heads), "qkv_bias": True, "k_bias": False}
         over = {"position_table": False, "source_positions": a.int("max_position_embeddings", 1500), **over}
         act = a.activation("hidden_act", "gelu")
+    if kind == "qwen2_5_omni_audio_encoder":  # Qwen2_5OmniAudioEncoder: sinusoidal positions (a buffer), n_window chunks
+        over = {"position_table": False, "chunk": a.int("n_window"), "markers": 2, **over}
     return {
         "layers": {
             "d_model": d,
@@ -59,7 +61,9 @@ TOP_MODULES = (
     (r"^conv1$", "conv1"),
     (r"^conv2$", "conv2"),
     (r"^embed_positions$", "pos_embed"),
-    (r"^(layer_norm|norm)$", "final_norm"),
+    (r"^(layer_norm|norm|ln_post)$", "final_norm"),
+    (r"^proj$", "projector.linear"),  # Qwen2.5-Omni's, within its tower
+    (r"^audio_bos_eos_token$", "markers"),
 )
 
 
