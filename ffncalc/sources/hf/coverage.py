@@ -822,6 +822,23 @@ WHOLE_IS_TEXT = {
 }
 
 
+# What a not-yet multimodal type still needs, where more than its towers' reading: what transformers builds beside them
+WHOLE_NEEDS = {
+    "mllama": "its tiled vision encoder (gated position, tile and aspect-ratio tables, global layers with gates, five "
+    "layers' features concatenated) and the language model's gated cross-attention layers are not read yet",
+    "qwen2_5_omni": "its talker (a second language model) and token2wav (a DiT and BigVGAN) are not read yet; its thinker "
+    "is (qwen2_5_omni_thinker)",
+    "qwen3_omni_moe_thinker": "its audio tower's convolutional downsampling (three strided 2-D convolutions a chunk) and "
+    "windowed attention are not read yet",
+    "mistral_large4": "its language model's latent attention with a sparse indexer and learned softmax scalings is not read yet",
+    "step3p7": "its language model (step3p5: head-wise output gates, per-layer configurations) and its tower's strided "
+    "convolutional downsamplers are not read yet",
+    "glm5_next": "its language model (hyper-connections, gated linear attention beside latent attention with an indexer) "
+    "is not read yet",
+    "granite_docling": "its connector (coarse and fine projections with deepstack mergers and position tables) is not read yet",
+}
+
+
 # The public configs each whole-read type is proven on as the whole class (tests/hf_whole/public/, sources in its
 # sources.json; the whole-model tests keep this equal to that folder), beside PROVEN_ON's language models
 WHOLE_PROVEN_ON = {
@@ -1035,7 +1052,7 @@ def multimodal_types() -> list[dict]:
             text = TEXT_TYPES.get(model_type) or WRAPPED_TEXT.get(model_type)
             status = "language model only" if model_type in families or text in families else "not yet"
             read = f"its language model, as {text or model_type}" if status != "not yet" else ""
-            file, detail = "", "its towers and projector are not read yet"
+            file, detail = "", WHOLE_NEEDS.get(model_type, "its towers and projector are not read yet")
             defaults = defaults or ("the language model exact" if status != "not yet" else "")
         records.append(
             {
