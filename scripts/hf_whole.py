@@ -39,6 +39,7 @@ IMAGE_SIZES = {
     "qwen2_vl": (448, 224),
     "qwen2_5_vl": (448, 392),  # 16 merged tokens a side in whole windows of 4; 14 leave windows of 2 at the edges
     "qwen2_5_omni_thinker": (448, 392),  # as Qwen2.5-VL's
+    "qwen3_omni_moe_thinker": (448, 256),  # as Qwen3-VL's
     "qwen3_vl": (448, 256),
     "internvl": (448, 224),
     "llama4": (336, 448),  # Llama 4's released tiles are 336 pixels; the class's default 448
@@ -59,7 +60,13 @@ IMAGE_SIZES = {
 
 # Positions of one window (max_source_positions: 2 × as many frames) at which one window's FLOPs are recorded: the
 # class's default (30 s) and 1,000 (20 s), each run built with it
-AUDIO_POSITIONS = {"qwen2_audio": (1500, 1000), "voxtral": (1500, 1000), "glmasr": (1500, 1000), "qwen2_5_omni_thinker": (1500, 1000)}
+AUDIO_POSITIONS = {
+    "qwen2_audio": (1500, 1000),
+    "voxtral": (1500, 1000),
+    "glmasr": (1500, 1000),
+    "qwen2_5_omni_thinker": (1500, 1000),
+    "qwen3_omni_moe_thinker": (1500, 1000),  # 30 and 20 chunks of 100 frames: 390 and 260 positions, windows of 104
+}
 
 # Defaults transformers cannot run, each given the released model's value: the smallest change that runs.
 REPAIRS = {

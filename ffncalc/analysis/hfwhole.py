@@ -50,7 +50,7 @@ def measure_whole(data: dict) -> dict:
 
 # Classes whose image path reads values of its inputs (Pixtral's image_sizes, Idefics3's patch masks) run on the CPU
 # with real tensors, built small (REDUCED): the FLOPs of a tower of any size follow from the same formula.
-QWEN = {"qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen2_5_omni_thinker"}
+QWEN = {"qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen2_5_omni_thinker", "qwen3_omni_moe_thinker"}
 GLM = {"glm4v", "glm_ocr"}  # GLM-4V's and GLM-OCR's towers take Qwen2-VL's flattened patches and grid
 ON_CPU = {"mistral3", "idefics3", "aria", "paddleocr_vl", *QWEN, *GLM}
 # Classes whose tower reads its inputs' values (Gemma 4's pooler, by the patches' positions), measured at full size: the
@@ -108,12 +108,20 @@ QWEN_REDUCED = {
         "out_hidden_size": 64,
         "deepstack_visual_indexes": [1, 2],
     },
+    "qwen3_omni_moe_thinker": {
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "depth": 4,
+        "num_heads": 4,
+        "out_hidden_size": 64,
+        "deepstack_visual_indexes": [1, 2],
+    },
 }
 
 
 # Audio towers whose chunks are cut by their inputs' lengths (Qwen2.5-Omni's), built small: its audio_config
 AUDIO_SMALL = {"d_model": 64, "encoder_attention_heads": 4, "encoder_ffn_dim": 128, "encoder_layers": 2, "output_dim": 64}
-AUDIO_REDUCED = {"qwen2_5_omni_thinker": AUDIO_SMALL}
+AUDIO_REDUCED = {"qwen2_5_omni_thinker": AUDIO_SMALL, "qwen3_omni_moe_thinker": {**AUDIO_SMALL, "downsample_hidden_size": 32}}
 
 
 def reduced(kind: str) -> dict:

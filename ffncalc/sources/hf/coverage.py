@@ -828,8 +828,6 @@ WHOLE_NEEDS = {
     "layers' features concatenated) and the language model's gated cross-attention layers are not read yet",
     "qwen2_5_omni": "its talker (a second language model) and token2wav (a DiT and BigVGAN) are not read yet; its thinker "
     "is (qwen2_5_omni_thinker)",
-    "qwen3_omni_moe_thinker": "its audio tower's convolutional downsampling (three strided 2-D convolutions a chunk) and "
-    "windowed attention are not read yet",
     "mistral_large4": "its language model's latent attention with a sparse indexer and learned softmax scalings is not read yet",
     "step3p7": "its language model (step3p5: head-wise output gates, per-layer configurations) and its tower's strided "
     "convolutional downsamplers are not read yet",

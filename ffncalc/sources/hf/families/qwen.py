@@ -55,7 +55,7 @@ def qwen3(c: Config) -> dict:
     }
 
 
-@family("qwen3_moe", "qwen3_vl_moe_text", layer_modules=MOE_MODULES)
+@family("qwen3_moe", "qwen3_vl_moe_text", "qwen3_omni_moe_text", layer_modules=MOE_MODULES)
 def qwen3_moe(c: Config) -> dict:
     """Qwen3MoeConfig: Qwen3's attention (head_dim stated or hidden_size / heads) and routed experts only."""
     bias = c.bool("attention_bias", False)

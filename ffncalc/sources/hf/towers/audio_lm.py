@@ -62,3 +62,24 @@ def qwen2_5_omni_thinker(c: Config) -> dict:
     encoder["projector"]["width"] = encoder["layers"]["d_model"]
     vision = sub_config(c, "vision_config", {None: "qwen2_5_omni_vision_encoder"})  # type: ignore[dict-item]
     return {"audio": encoder, "vision": qwen_vision(vision)}
+
+
+@wrapper("qwen3_omni_moe_thinker")
+def qwen3_omni_moe_thinker(c: Config) -> dict:
+    """Qwen3OmniMoeThinkerForConditionalGeneration (Qwen3-Omni's thinker): Qwen3OmniMoeAudioEncoder (its chunks of 2 ×
+    n_window frames through three strided 2-D convolutions of downsample_hidden_size channels and conv_out, sinusoidal
+    positions, Whisper's layers (k_proj too with a bias) attending within windows of n_window_infer frames, ln_post,
+    proj1 → GELU → proj2 to output_dim, with biases; whisper.py) and Qwen3-VL's vision tower, merger and deepstack
+    mergers (towers/qwen.py), beside Qwen3-MoE's language model."""
+    from .qwen import qwen_vision
+
+    a = sub_config(c, "audio_config", {None: "qwen3_omni_moe_audio_encoder"})  # type: ignore[dict-item]
+    d = a.int("d_model")
+    # proj2 writes output_dim features, as transformers builds it (Qwen3OmniMoeThinkerConfig's defaults differ from its
+    # text width: no audio runs into its language model there, as no image does from its tower's out_hidden_size)
+    projector = {"width": d, "hidden": d, "bias": True, "activation": a.activation("activation_function", "gelu")}
+    projector["out"] = a.int("output_dim")
+    encoder = whisper_encoder(a, projector)
+    encoder["layers"]["attention"]["k_bias"] = True  # Qwen3OmniMoeAudioAttention: every projection with a bias
+    vision = sub_config(c, "vision_config", {None: "qwen3_omni_moe_vision_encoder"})  # type: ignore[dict-item]
+    return {"audio": encoder, "vision": qwen_vision(vision)}

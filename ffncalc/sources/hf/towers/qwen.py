@@ -27,6 +27,7 @@ QWEN_VISION = (
     "qwen3_5_vision",  # Qwen3.5's: Qwen3-VL's tower without deepstack mergers
     "qwen3_5_moe_vision",
     "qwen2_5_omni_vision_encoder",  # Qwen2.5-Omni's: Qwen2.5-VL's, its q, k and v apart
+    "qwen3_omni_moe_vision_encoder",  # Qwen3-Omni's: Qwen3-VL's
 )
 IMAGE_SIZE = 448  # pixels a side: 16 × 16 tokens at Qwen2-VL's 28-pixel tiles, 14 × 14 at Qwen3-VL's 32
 

@@ -366,6 +366,7 @@ TOWERS = (
     (r"mm_projector\.", "vision.projector.", "projector"),  # Kimi K2.5's
     (r"projector\.", "vision.projector.", "projector"),  # PaddleOCR-VL's
     (r"visual\.deepstack_merger_list\.\d+\.", "vision.deepstack.", "projector"),
+    (r"visual\.merger_list\.\d+\.", "vision.deepstack.", "projector"),  # Qwen3-Omni's
     (r"visual\.", "vision.", "tower"),
     (r"image_newline$", "vision.image_newline", "self"),
 )
