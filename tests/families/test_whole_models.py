@@ -475,3 +475,21 @@ def test_whole_class_that_is_its_language_model(model_type):
     assert tally(model).params == sum(n for _, n in expanded(record["params"], 2))
     report = check(hf.read_config(HERE / "configs" / f"{model_type}.json"), spec=model)
     assert report.ok and report.model_class == record["model_class"]
+
+
+def test_qwen3_omni_audio_window_by_hand():
+    """Qwen3-Omni's thinker at its defaults, one 30-s window (3,000 frames of 128 mel bins): 30 chunks of 100 frames,
+    each through three 2-D convolutions of 480 channels (kernel 3, stride 2: 128 × 100 → 64 × 50 → 32 × 25 → 16 × 13)
+    and conv_out (480 × 16 → 1280) at each of its 13 time steps: 390 positions, attending within windows of 8 chunks
+    (104 positions: three, and 78 left); 32 layers of width 1280 (q, k, v, o, an MLP of 5120), proj1 (1280 → 1280) and
+    proj2 (1280 → 3584) at every position."""
+    from ffncalc.parts.audio import Audio
+
+    _, model = hf.load(HERE / "configs" / "qwen3_omni_moe_thinker.json")
+    (audio,) = [p for p in model.parts if isinstance(p, Audio)]
+    c, d, chunks, n = 480, 1280, 30, 390
+    convs = chunks * (64 * 50 * c * 9 + 32 * 25 * c * 9 * c + 16 * 13 * c * 9 * c) + n * c * 16 * d
+    pairs = 3 * 104 * 104 + 78 * 78
+    layers = 32 * (n * (4 * d * d + 2 * d * 5120) + 2 * pairs * d)  # QKᵀ and AV over each window's pairs
+    projector = n * (d * d + d * 3584)
+    assert audio.per_window(model) == (n, 2 * (convs + layers + projector))
