@@ -48,6 +48,7 @@ IMAGE_SIZES = {
     "glm4v": (448, 336),  # 16 and 12 merged tokens a side (28-pixel tiles of 2 × 2 patches)
     "glm_ocr": (448, 336),  # 16 and 12 merged tokens a side, as GLM-4V's
     "paddleocr_vl": (448, 336),  # 32 and 24 patches of 14 a side, 16 and 12 tokens after its 2 × 2 merge
+    "step3p7": (728, 504),  # 52 and 36 patches of 14 a side: 13 and 9 tokens after its two strided convolutions
     "kimi_k25": (336, 224),  # 12 and 8 tokens a side (28-pixel tiles of 2 × 2 patches)
     "fuyu": (300, 600),  # 10 and 20 patches of 30 a side
     "aria": (1120, 2240),  # 35 and 70 patches of 32 a side: the 1,225 and 4,900 its projector names 128 and 256 queries for

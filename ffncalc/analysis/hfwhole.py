@@ -52,7 +52,7 @@ def measure_whole(data: dict) -> dict:
 # with real tensors, built small (REDUCED): the FLOPs of a tower of any size follow from the same formula.
 QWEN = {"qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen2_5_omni_thinker", "qwen3_omni_moe_thinker"}
 GLM = {"glm4v", "glm_ocr"}  # GLM-4V's and GLM-OCR's towers take Qwen2-VL's flattened patches and grid
-ON_CPU = {"mistral3", "idefics3", "aria", "paddleocr_vl", *QWEN, *GLM}
+ON_CPU = {"mistral3", "idefics3", "aria", "paddleocr_vl", "step3p7", *QWEN, *GLM}
 # Classes whose tower reads its inputs' values (Gemma 4's pooler, by the patches' positions), measured at full size: the
 # whole class built on the meta device, its tower and embedder then given memory on the CPU
 TOWER_ON_CPU = {
@@ -129,6 +129,9 @@ def reduced(kind: str) -> dict:
     if kind in QWEN_REDUCED:  # its text config's layer_types follow its one layer
         out = {"vision_config": QWEN_REDUCED[kind], "text_config": {**REDUCED["text_config"], "layer_types": ["full_attention"]}}
         return {**out, "audio_config": AUDIO_REDUCED[kind]} if kind in AUDIO_REDUCED else out
+    if kind == "step3p7":  # its text config's per-layer lists follow its one layer
+        text = {**REDUCED["text_config"], "layer_types": ["full_attention"], "mlp_layer_types": ["dense"]}
+        return {"vision_config": REDUCED["vision_config"], "text_config": text}
     return REDUCED
 
 

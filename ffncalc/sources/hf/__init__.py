@@ -88,6 +88,7 @@ TEXT_TYPES = {
     "qwen2_5_vl": "qwen2_5_vl_text",
     "qwen2_5_omni_thinker": "qwen2_5_omni_text",
     "qwen3_omni_moe_thinker": "qwen3_omni_moe_text",
+    "step3p7": "step3p5",
     "qwen3_vl": "qwen3_vl_text",
     "qwen3_vl_moe": "qwen3_vl_moe_text",
     "qwen3_5": "qwen3_5_text",

@@ -815,6 +815,11 @@ WHOLE_REFUSED_AT_DEFAULTS = {
 }
 
 
+# Language models read by a family of their own that only a whole class builds (no causal-LM class, no public config of
+# their own): the wrapper whose whole class, at its defaults, proves them (tests/hf_whole)
+TEXT_PROVEN_WHOLE = {"step3p5": "step3p7"}
+
+
 # Types of the multimodal-LM mapping whose whole class is their language model: no tower at the configuration class's
 # defaults or anywhere in it (tests/hf_whole records the class; its family reads every parameter)
 WHOLE_IS_TEXT = {
@@ -829,8 +834,6 @@ WHOLE_NEEDS = {
     "qwen2_5_omni": "its talker (a second language model) and token2wav (a DiT and BigVGAN) are not read yet; its thinker "
     "is (qwen2_5_omni_thinker)",
     "mistral_large4": "its language model's latent attention with a sparse indexer and learned softmax scalings is not read yet",
-    "step3p7": "its language model (step3p5: head-wise output gates, per-layer configurations) and its tower's strided "
-    "convolutional downsamplers are not read yet",
     "glm5_next": "its language model (hyper-connections, gated linear attention beside latent attention with an indexer) "
     "is not read yet",
     "granite_docling": "its connector (coarse and fine projections with deepstack mergers and position tables) is not read yet",
@@ -997,6 +1000,8 @@ def model_types() -> list[dict]:
             continue
         reads = family.title if model_type in families else f"its text_config, as {TEXT_TYPES[model_type]}"
         proven = ", ".join(PROVEN_ON.get(model_type, ()))
+        if not proven and model_type in TEXT_PROVEN_WHOLE:
+            proven = f"as {TEXT_PROVEN_WHOLE[model_type]}'s language model: its class defaults (tests/hf_whole)"
         twin = next((t for t, f in families.items() if f.read is family.read and t in PROVEN_ON), None)
         if not proven and twin:  # an alias: proven on the configs of the type it is read as
             proven = f"as {twin}: " + ", ".join(PROVEN_ON[twin])

@@ -24,6 +24,7 @@ VISION_TYPES = (
     "instructblip_vision_model",
     "instructblipvideo_vision_model",
     "paddleocr_vl_vision",
+    "step3p5_vision",
 )
 NAFLEX_IMAGE_SIZE = 512  # pixels a side: 32 × 32 patches of 16 (LFM2-VL's largest tile, 256 tokens after its 2 × 2 shuffle)
 PADDLE_IMAGE_SIZE = 448  # pixels a side: 32 × 32 patches of 14, 16 × 16 tokens after PaddleOCR-VL's 2 × 2 merge
@@ -60,6 +61,18 @@ def vit(v: Config, projector: dict, **over) -> dict:
         tower["position_rows"] = (v.int("image_size") // v.int("patch_size")) ** 2
     if kind == "internvl_vision":
         return {"layers": _internvit(v, d, heads, act), **tower, **_internvit_ends(v), "projector": projector, **over}
+    if kind == "step3p5_vision":  # Step3p7VisionModel: InternViT's layers, biased q/k/v/out, pre_layernorm, no post norm
+        layers = {
+            "d_model": d,
+            "n_layers": v.int("num_hidden_layers"),
+            "attention": {"n_heads": heads, "qkv_bias": True, "o_bias": True},
+            # Step3p7VisionConfig.__post_init__ sets intermediate_size to int(hidden_size × mlp_ratio), whatever is stated
+            "ffn": {"kind": "dense", "d_ff": int(d * v.float("mlp_ratio", 8960 / 1536)), "bias": True, "activation": act},
+            "norm": {"kind": "layernorm", "per_layer": 2, "final": False},
+        }
+        form = {"patch_bias": False, "pre_norm": True, "post_norm": False, "layer_scale": True}
+        tower["position_rows"] = (v.int("image_size") // v.int("patch_size")) ** 2  # resized to other images (bilinear)
+        return {"layers": layers, **tower, **form, "projector": projector, **over}
     if kind == "pixtral":
         attention = {"n_heads": heads, "head_dim": v.int("head_dim", d // heads)}
         layers = {
@@ -249,6 +262,7 @@ TOP_MODULES = (
     (r"patch_embedder\.input_proj$", "patch_embed"),  # Gemma 4's
     (r"patch_embedding\.linear$", "patch_embed"),  # Llama 4's unfold and linear
     (r"layernorm_pre$", "pre_norm"),
+    (r"pre_layernorm$", "pre_norm"),  # Step3p7's
     (r"post_conv_layernorm$", "pre_norm"),  # GLM-4V's
     (r"final_layernorm$", "post_norm"),  # MoonViT's
     (r"layernorm_post$", "post_norm"),
@@ -351,6 +365,8 @@ TOWERS = (
     (r"image_tower\.", "vision.", "tower"),  # Video-LLaVA's two CLIP towers
     (r"video_tower\.", "vision.video_tower.", "tower"),
     (r"vision_model\.vision_adapter\.", "vision.projector.adapter.", "projector"),  # Llama 4's
+    (r"vision_model\.downsampler1\.", "vision.projector.downsample_1", "self"),  # Step3p7's
+    (r"vision_model\.downsampler2\.", "vision.projector.downsample_2", "self"),
     (r"(vision_model|vision_encoder)\.", "vision.", "tower"),  # Idefics3's and SmolVLM's; LightOnOCR's
     (
         r"(multi_modal_projector|vision_projection|connector\.modality_projection|visual\.merger|aligner)\.",

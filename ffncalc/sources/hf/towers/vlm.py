@@ -413,3 +413,16 @@ def paddleocr_vl(c: Config) -> dict:
     d, merge = v.int("hidden_size"), v.int("spatial_merge_size", 2)
     projector = {"width": d, "hidden": d * merge * merge, "bias": True, "norm": "layernorm", "prenorm": True, "shuffle": merge}
     return {"vision": vit(v, projector)}
+
+
+@wrapper("step3p7")
+def step3p7(c: Config) -> dict:
+    """Step3p7ForConditionalGeneration (StepFun): Step3p7VisionModel (vit.py: a patch convolution without a bias, a table
+    of (image_size / patch_size)² positions resized to other images, pre_layernorm, InternViT's layers with learned
+    layer scales and 2-D rotary positions, no post norm), its downsampler1 and downsampler2 (two strided 3 × 3
+    convolutions, 4 × 4 patches a token at 4 × the width; parts/projector.py) and multi_modal_projector, Linear(4 ×
+    width, text width) with projector_bias (default false); beside Step 3.5's language model (families/step3p5.py).
+    Each global view and local crop of image_size pixels is one image here."""
+    v = sub_config(c, "vision_config", {None: "step3p5_vision"})  # type: ignore[dict-item]
+    projector = {"width": v.int("hidden_size"), "bias": c.bool("projector_bias", False), "downsample": True}
+    return {"vision": vit(v, projector)}
