@@ -114,11 +114,11 @@ class Projector:
             out.op(f"{prefix}adapter.act", (self.adapter + a_out) * ACTIVATION_OPS["gelu"], 1)
             out.linear(f"{prefix}adapter.fc2", a_out, a_out, False, 1)
             features = to
-        half = Emitter("layers")  # its first convolution's outputs: a token of a grid halved each side
+        halved = Emitter("layers")  # its first convolution's outputs: a token of a grid halved each side
         if self.downsample:  # Conv2d(w, 2w, 3, stride 2, padding 1), then Conv2d(2w, 4w, …): 9 inputs each output
             w = self.width
-            half.term(f"{prefix}downsample_1.weight", "weight", (2 * w, w, 3, 3), macs=9 * w * 2 * w)
-            half.term(f"{prefix}downsample_1.bias", "bias", (2 * w,), elementwise=2 * w)
+            halved.term(f"{prefix}downsample_1.weight", "weight", (2 * w, w, 3, 3), macs=9 * w * 2 * w)
+            halved.term(f"{prefix}downsample_1.bias", "bias", (2 * w,), elementwise=2 * w)
             out.term(f"{prefix}downsample_2.weight", "weight", (4 * w, 2 * w, 3, 3), macs=9 * 2 * w * 4 * w)
             out.term(f"{prefix}downsample_2.bias", "bias", (4 * w,), elementwise=4 * w)
             features = 4 * w
@@ -133,8 +133,8 @@ class Projector:
             mlp.linear(f"{prefix}linear_1" if self.adapter else f"{prefix}linear", features, d_model, self.bias, 1)
         resampled = self.resampler.terms(d_model, f"{prefix}resampler.", patches) if self.resampler else []
         queried = self.qformer.terms(f"{prefix}qformer.", patches) if self.qformer else []
-        halved = [("half", t) for t in half.out]
-        return queried + [("grid", t) for t in grid.out] + halved + [("projector", t) for t in out.out] + resampled
+        first = [("half", t) for t in halved.out]
+        return queried + [("grid", t) for t in grid.out] + first + [("projector", t) for t in out.out] + resampled
 
     def adapter_widths(self, features: int) -> tuple[int, int, int]:
         """Llama 4's adapter: the features its fc1 reads, fc2's width, and what the linear after it reads."""
