@@ -38,12 +38,17 @@ IMAGE_SIZES = {
     "idefics3": (256, 512),  # its default 224 pixels are 7 patches of 32 a side, which its pixel shuffle cannot halve
     "qwen2_vl": (448, 224),
     "qwen2_5_vl": (448, 392),  # 16 merged tokens a side in whole windows of 4; 14 leave windows of 2 at the edges
+    "qwen2_5_omni_thinker": (448, 392),  # as Qwen2.5-VL's
+    "qwen3_omni_moe_thinker": (448, 256),  # as Qwen3-VL's
     "qwen3_vl": (448, 256),
     "internvl": (448, 224),
     "llama4": (336, 448),  # Llama 4's released tiles are 336 pixels; the class's default 448
     "gemma4": (480, 240),  # 30 and 15 patches a side, whole 3 × 3 tiles of its pooler (100 and 25 tokens)
     "gemma4_unified": (768, 480),  # 16 and 10 patches of 48 a side, one soft token each
     "glm4v": (448, 336),  # 16 and 12 merged tokens a side (28-pixel tiles of 2 × 2 patches)
+    "glm_ocr": (448, 336),  # 16 and 12 merged tokens a side, as GLM-4V's
+    "paddleocr_vl": (448, 336),  # 32 and 24 patches of 14 a side, 16 and 12 tokens after its 2 × 2 merge
+    "step3p7": (728, 504),  # 52 and 36 patches of 14 a side: 13 and 9 tokens after its two strided convolutions
     "kimi_k25": (336, 224),  # 12 and 8 tokens a side (28-pixel tiles of 2 × 2 patches)
     "fuyu": (300, 600),  # 10 and 20 patches of 30 a side
     "aria": (1120, 2240),  # 35 and 70 patches of 32 a side: the 1,225 and 4,900 its projector names 128 and 256 queries for
@@ -61,7 +66,13 @@ IMAGE_SIZES = {
 
 # Positions of one window (max_source_positions: 2 × as many frames) at which one window's FLOPs are recorded: the
 # class's default (30 s) and 1,000 (20 s), each run built with it
-AUDIO_POSITIONS = {"qwen2_audio": (1500, 1000), "voxtral": (1500, 1000), "glmasr": (1500, 1000)}
+AUDIO_POSITIONS = {
+    "qwen2_audio": (1500, 1000),
+    "voxtral": (1500, 1000),
+    "glmasr": (1500, 1000),
+    "qwen2_5_omni_thinker": (1500, 1000),
+    "qwen3_omni_moe_thinker": (1500, 1000),  # 30 and 20 chunks of 100 frames: 390 and 260 positions, windows of 104
+}
 
 # Defaults transformers cannot run, each given the released model's value: the smallest change that runs.
 REPAIRS = {
@@ -116,7 +127,7 @@ def sized(data: dict, size: int) -> dict:
 def truth_text(model_type: str, data: dict, config: str = "") -> str:
     import torch
 
-    from ffncalc.analysis.hfwhole import AUDIO_METHOD, IMAGE_METHOD, ON_CPU, audio_flops, image_flops, measure_whole
+    from ffncalc.analysis.hfwhole import AUDIO_METHOD, AUDIO_REDUCED, IMAGE_METHOD, ON_CPU, audio_flops, image_flops, measure_whole
     from ffncalc.analysis.hfwhole import reduced as reduced_keys
     from ffncalc.analysis.records import record_json
 
@@ -134,8 +145,11 @@ def truth_text(model_type: str, data: dict, config: str = "") -> str:
         if model_type in ON_CPU:  # built small, on the CPU, with real tensors
             record["image_flops"]["reduced"] = reduced_keys(model_type)
     if model_type in AUDIO_POSITIONS and "refused" not in record and not config:
-        runs = [audio_flops(data, n) for n in AUDIO_POSITIONS[model_type]]
+        base = reduced(data) if model_type in AUDIO_REDUCED else data
+        runs = [audio_flops(base, n) for n in AUDIO_POSITIONS[model_type]]
         record["audio_flops"] = {"method": AUDIO_METHOD, "runs": runs}
+        if model_type in AUDIO_REDUCED:  # built small, on the CPU, with real tensors
+            record["audio_flops"]["reduced"] = reduced_keys(model_type)
     if model_type in REPAIRS and not config:
         record = {"repaired": REPAIRS[model_type], **record}
     path = f"tests/hf_whole/{config or 'configs/' + model_type}.json"

@@ -64,9 +64,11 @@ def instantiate(c: Config):
     import transformers
     from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForMaskedLM, AutoModelForSeq2SeqLM, AutoModelForSpeechSeq2Seq
 
-    from ..sources.hf.coverage import ENCODER_TYPES, SEQ2SEQ_TYPES, SPEECH_SEQ2SEQ_TYPES
+    from ..sources.hf.coverage import ENCODER_TYPES, SEQ2SEQ_TYPES, SPEECH_SEQ2SEQ_TYPES, WHOLE_IS_TEXT
 
     transformers.logging.set_verbosity_error()
+    if c.model_type in WHOLE_IS_TEXT:  # a causal LM transformers maps only as a multimodal LM (Mistral 4)
+        from transformers import AutoModelForMultimodalLM as AutoModelForCausalLM
     auto = (
         AutoModelForMaskedLM
         if c.model_type in ENCODER_TYPES

@@ -52,9 +52,9 @@ def measure_whole(data: dict) -> dict:
 
 # Classes whose image path reads values of its inputs (Pixtral's image_sizes, Idefics3's patch masks) run on the CPU
 # with real tensors, built small (REDUCED): the FLOPs of a tower of any size follow from the same formula.
-QWEN = {"qwen2_vl", "qwen2_5_vl", "qwen3_vl"}
-GLM = {"glm4v"}  # GLM-4V's tower takes Qwen2-VL's flattened patches and grid
-ON_CPU = {"mistral3", "idefics3", "aria", *QWEN, *GLM}
+QWEN = {"qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen2_5_omni_thinker", "qwen3_omni_moe_thinker"}
+GLM = {"glm4v", "glm_ocr"}  # GLM-4V's and GLM-OCR's towers take Qwen2-VL's flattened patches and grid
+ON_CPU = {"mistral3", "idefics3", "aria", "paddleocr_vl", "step3p7", *QWEN, *GLM}
 # Classes whose tower reads its inputs' values (Gemma 4's pooler, by the patches' positions), measured at full size: the
 # whole class built on the meta device, its tower and embedder then given memory on the CPU
 TOWER_ON_CPU = {
@@ -93,8 +93,25 @@ QWEN_REDUCED = {
         "out_hidden_size": 64,
         "fullatt_block_indexes": [1, 3],
     },
+    "qwen2_5_omni_thinker": {
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "depth": 4,
+        "num_heads": 4,
+        "out_hidden_size": 64,
+        "fullatt_block_indexes": [1, 3],
+    },
     "glm4v": {"hidden_size": 64, "intermediate_size": 128, "depth": 2, "num_heads": 4, "out_hidden_size": 64},
+    "glm_ocr": {"hidden_size": 64, "intermediate_size": 128, "depth": 2, "num_heads": 4, "out_hidden_size": 64},
     "qwen3_vl": {
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "depth": 4,
+        "num_heads": 4,
+        "out_hidden_size": 64,
+        "deepstack_visual_indexes": [1, 2],
+    },
+    "qwen3_omni_moe_thinker": {
         "hidden_size": 64,
         "intermediate_size": 128,
         "depth": 4,
@@ -105,10 +122,19 @@ QWEN_REDUCED = {
 }
 
 
+# Audio towers whose chunks are cut by their inputs' lengths (Qwen2.5-Omni's), built small: its audio_config
+AUDIO_SMALL = {"d_model": 64, "encoder_attention_heads": 4, "encoder_ffn_dim": 128, "encoder_layers": 2, "output_dim": 64}
+AUDIO_REDUCED = {"qwen2_5_omni_thinker": AUDIO_SMALL, "qwen3_omni_moe_thinker": {**AUDIO_SMALL, "downsample_hidden_size": 32}}
+
+
 def reduced(kind: str) -> dict:
     """The keys that build ``kind``'s tower and language model small."""
     if kind in QWEN_REDUCED:  # its text config's layer_types follow its one layer
-        return {"vision_config": QWEN_REDUCED[kind], "text_config": {**REDUCED["text_config"], "layer_types": ["full_attention"]}}
+        out = {"vision_config": QWEN_REDUCED[kind], "text_config": {**REDUCED["text_config"], "layer_types": ["full_attention"]}}
+        return {**out, "audio_config": AUDIO_REDUCED[kind]} if kind in AUDIO_REDUCED else out
+    if kind == "step3p7":  # its text config's per-layer lists follow its one layer
+        text = {**REDUCED["text_config"], "layer_types": ["full_attention"], "mlp_layer_types": ["dense"]}
+        return {"vision_config": REDUCED["vision_config"], "text_config": text}
     return REDUCED
 
 
@@ -166,6 +192,11 @@ def image_flops(data: dict, size: int) -> dict:
         side = size // p
         pixels = torch.ones(side * side, 3, p, p)
         kwargs["image_grid_thw"] = torch.tensor([[1, side, side]])
+    if kind == "paddleocr_vl":  # the processor's patches (channels × patch × patch each) and the grid
+        p = net.config.vision_config.patch_size
+        side = size // p
+        pixels = torch.ones(side * side, 3, p, p)
+        kwargs["image_grid_thw"] = torch.tensor([[1, side, side]])
     if kind in QWEN | GLM:  # the processor's flattened patches (frames × channels × patch² pixels each) and the grid
         v = net.config.vision_config
         side = size // v.patch_size
@@ -213,11 +244,16 @@ def audio_flops(data: dict, positions: int) -> dict:
     from torch.utils.flop_counter import FlopCounterMode
 
     data = {**data, "audio_config": {**data["audio_config"], "max_source_positions": positions}}
-    net = instantiate_whole(data)
+    kind = data["model_type"]
+    device = "cpu" if kind in AUDIO_REDUCED else "meta"  # its chunks are cut by the lengths' values
+    net = instantiate_whole(data, device)
+    net.requires_grad_(False)
     mels = net.config.audio_config.num_mel_bins
-    frames = torch.empty(1, mels, 2 * positions, device="meta")
-    with FlopCounterMode(display=False) as counter:
-        if data["model_type"] == "voxtral":
+    frames = torch.ones(1, mels, 2 * positions, device=device)
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        if kind in AUDIO_REDUCED:  # every frame real: the window's one length
+            net.model.get_audio_features(input_features=frames, feature_attention_mask=torch.ones(1, 2 * positions, dtype=torch.long))
+        elif data["model_type"] == "voxtral":
             net.model.get_audio_features(input_features=frames)
         elif data["model_type"] == "glmasr":  # get_audio_features' reshape of intermediate_size features a token; its mask
             # of valid tokens indexes by values the meta device does not hold, so the tower and projector run as it runs them

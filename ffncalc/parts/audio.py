@@ -7,7 +7,15 @@ model's input tokens: Qwen2-Audio, Voxtral, GLM-ASR.
   GELU after each; a learned table of ``source_positions`` rows (none in GLM-ASR's, whose positions are rotary);
 - its layers (a ``Stack``, bidirectional), pre-norm with LayerNorms, and a final LayerNorm;
 - ``pool`` positions averaged into one (Qwen2-Audio's avg_pooler) or ``group`` concatenated (Voxtral: 4, its
-  projector reading 4 × the width), then the projector over the tokens it writes.
+  projector reading 4 × the width), then the projector over the tokens it writes;
+- Qwen3-Omni's (``downsample``): each chunk of ``chunk_frames`` frames (2 × n_window) through three 2-D convolutions
+  of ``downsample`` channels (kernel 3, stride 2 in time and frequency, GELU after each) and conv_out, a linear of
+  the channels × the remaining frequencies into the width, a position for each remaining time step (13 of 100
+  frames); attention within windows of ``window_chunks`` chunks' positions (n_window_infer / chunk frames), the last
+  what remains; no pool;
+- Qwen2.5-Omni's: attention within ``chunk`` positions at a time (its n_window: each chunk of 2 × n_window frames
+  convolved and attended alone, the chunks' keys never meeting), and ``markers`` learned rows of the language model's
+  width (audio_bos_eos_token: parameters no window's work reads).
 
 A window is ``window_seconds`` of audio, padded to whole as Whisper's feature extractor pads (30 s: 3,000 frames, 1,500
 positions). FLOPs: ``seconds`` of audio a sequence (default none), charged per token of the sequence as a vision tower's
@@ -43,6 +51,11 @@ class Audio(Part):
     position_table: bool = True  # Whisper's learned table of source_positions rows (GLM-ASR: none, rotary positions)
     pool: Positive = 1  # positions averaged into one before the projector (Qwen2-Audio: 2)
     group: Positive = 1  # positions concatenated into one token of the projector (Voxtral: 4)
+    chunk: NonNegative = 0  # positions attending one another (Qwen2.5-Omni's n_window; 0: the whole window)
+    markers: NonNegative = 0  # learned rows of the model's width beside the tower (Qwen2.5-Omni's audio_bos_eos_token)
+    downsample: NonNegative = 0  # channels of Qwen3-Omni's three strided 2-D convolutions (0: Whisper's 1-D ones)
+    chunk_frames: NonNegative = 0  # with downsample: the frames of a chunk, each convolved alone (2 × n_window)
+    window_chunks: NonNegative = 0  # with downsample: the chunks whose positions attend one another
     seconds: NonNegative = 0  # audio a sequence, for the FLOPs
 
     takes = ("audio_seconds",)
@@ -59,6 +72,12 @@ class Audio(Part):
             raise SpecError(
                 ("audio", "source_positions"), f"{self.source_positions} positions are not whole groups of {self.pool * self.group}"
             )
+        if self.downsample and (2 * self.source_positions) % self.chunk_frames:
+            raise SpecError(
+                ("audio", "source_positions"), f"{2 * self.source_positions} frames are not whole chunks of {self.chunk_frames}"
+            )
+        if self.chunk and self.source_positions % self.chunk:
+            raise SpecError(("audio", "source_positions"), f"{self.source_positions} positions are not whole chunks of {self.chunk}")
 
     @property
     def stack(self) -> Stack:
@@ -70,16 +89,44 @@ class Audio(Part):
         return -(-self.seconds // self.window_seconds)
 
     @property
+    def chunks(self) -> int:
+        """Qwen3-Omni's chunks a window's frames make (whole: check)."""
+        return 2 * self.source_positions // self.chunk_frames if self.downsample else 0
+
+    @staticmethod
+    def halved(n: int) -> int:
+        """A length through a convolution of kernel 3, stride 2 and padding 1: (n - 1) // 2 + 1 (torch.nn.Conv2d)."""
+        return (n - 1) // 2 + 1
+
+    @property
+    def tower_positions(self) -> int:
+        """The tower's positions a window makes: the strided convolution's, or each chunk's last time steps."""
+        if not self.downsample:
+            return self.source_positions
+        h = self.halved
+        return self.chunks * h(h(h(self.chunk_frames)))
+
+    def windows_of(self) -> list[int]:
+        """Qwen3-Omni's attention windows, each of window_chunks chunks' positions, the last what remains
+        (get_audio_cu_seqlens)."""
+        h = self.halved
+        size = h(h(h(self.chunk_frames))) * self.window_chunks
+        whole, rest = divmod(self.tower_positions, size)
+        return [size] * whole + ([rest] if rest else [])
+
+    @property
     def tokens(self) -> int:
         """The language model's tokens one window becomes."""
-        return self.source_positions // self.pool // self.group
+        return self.tower_positions // self.pool // self.group
 
     def input_terms(self, e, model, seq_len: int) -> None:
         n = self.windows
         scale = {
             "frame": Fraction(n * 2 * self.source_positions, seq_len),
-            "tower": Fraction(n * self.source_positions, seq_len),
+            "tower": Fraction(n * self.tower_positions, seq_len),
             "projector": Fraction(n * self.tokens, seq_len),
+            "chunk": Fraction(n * self.chunks, seq_len),
+            "window": Fraction(n, seq_len),
         }
         scale["grid"] = scale["projector"]
         # a window's work, not a token's: no token of the sequence passes through the tower (no active parameters)
@@ -91,24 +138,59 @@ class Audio(Part):
         d, m = self.layers.d_model, self.mel_bins
         stack = self.stack
         gelu = ACTIVATION_OPS["gelu"]
-        first, second, table = Emitter("layers"), Emitter("layers"), Emitter("embedding")
-        first.term("audio.conv1.weight", "weight", (d, m, 3), macs=d * m * 3)  # 3 frames' features in, the width out
-        first.term("audio.conv1.bias", "bias", (d,), elementwise=d * (1 + gelu))
-        second.term("audio.conv2.weight", "weight", (d, d, 3), macs=d * d * 3)
-        second.term("audio.conv2.bias", "bias", (d,), elementwise=d * (1 + gelu))
-        if self.position_table:
-            table.term("audio.pos_embed.weight", "position", (self.source_positions, d), elementwise=d)
-        out: list[tuple[str, object]] = [("frame", t) for t in first.out] + [("tower", t) for t in second.out + table.out]
-        out += [("tower", t) for t in stack.terms(model, "audio.", self.source_positions, 1)]
+        out: list[tuple[str, object]]
+        if self.downsample:
+            out = self.downsample_terms(d)
+        else:
+            first, second, table = Emitter("layers"), Emitter("layers"), Emitter("embedding")
+            first.term("audio.conv1.weight", "weight", (d, m, 3), macs=d * m * 3)  # 3 frames' features in, the width out
+            first.term("audio.conv1.bias", "bias", (d,), elementwise=d * (1 + gelu))
+            second.term("audio.conv2.weight", "weight", (d, d, 3), macs=d * d * 3)
+            second.term("audio.conv2.bias", "bias", (d,), elementwise=d * (1 + gelu))
+            if self.position_table:
+                table.term("audio.pos_embed.weight", "position", (self.source_positions, d), elementwise=d)
+            out = [("frame", t) for t in first.out] + [("tower", t) for t in second.out + table.out]
+        # each position's keys: its chunk's (Qwen2.5-Omni's cu_seqlens), or the whole window's
+        layer_terms = stack.terms(model, "audio.", self.chunk or self.tower_positions, 1)
+        if self.downsample:  # each attention product over its window's query-key pairs, once a window
+            pairs = sum(n * n for n in self.windows_of())
+            out += [
+                ("window", replace(t, shape=(t.shape[0], pairs, t.shape[2]), select="pairs")) if t.role == "core" else ("tower", t)
+                for t in layer_terms
+            ]
+        else:
+            out += [("tower", t) for t in layer_terms]
         final = Emitter("layers")
         final.norm("audio.final_norm", stack.norm, d, 1)
         out += [("tower", t) for t in final.out]
+        if self.markers:  # rows of the model's width, looked up beside the tower's tokens: no work
+            table = Emitter("embedding")
+            table.term("audio.markers", "position", (self.markers, model.d_model))
+            out += [("projector", t) for t in table.out]
         return out + self.projector.terms(model.d_model, "audio.projector.")
+
+    def downsample_terms(self, d: int) -> list[tuple[str, object]]:
+        """Qwen3-Omni's Qwen3OmniMoeAudioEncoder front: conv2d1 (1 channel in), conv2d2 and conv2d3 (each of kernel 3 and
+        stride 2 over a chunk's frequencies and frames, with a bias and GELU), each output a matmul of 3 × 3 inputs of
+        its channels; conv_out, Linear(channels × the remaining frequencies, width) without a bias, a position each."""
+        c, h, gelu = self.downsample, self.halved, ACTIVATION_OPS["gelu"]
+        freq, time, inputs = self.mel_bins, self.chunk_frames, 1
+        chunk = Emitter("layers")
+        for k in (1, 2, 3):
+            freq, time = h(freq), h(time)
+            cells = freq * time  # its outputs a chunk, each channel
+            chunk.term(f"audio.conv2d{k}.weight", "weight", (c, inputs, 3, 3), macs=cells * c * inputs * 9)
+            chunk.term(f"audio.conv2d{k}.bias", "bias", (c,), elementwise=cells * c * (1 + gelu))
+            inputs = c
+        each = Emitter("layers")
+        each.linear("audio.conv_out", c * freq, d, False, 1)
+        return [("chunk", t) for t in chunk.out] + [("tower", t) for t in each.out]
 
     def per_window(self, model) -> tuple[int, int]:
         """One window's LM tokens and its forward FLOPs through the tower and the projector (2 per multiply-add of
         every matmul, convolution and attention product, as FlopCounterMode counts)."""
-        counts = {"frame": 2 * self.source_positions, "tower": self.source_positions, "projector": self.tokens, "grid": self.tokens}
+        counts = {"frame": 2 * self.source_positions, "tower": self.tower_positions, "projector": self.tokens, "grid": self.tokens}
+        counts.update(chunk=self.chunks, window=1)
         flops = 0
         for where, t in self.window_terms(model):
             if t.role == "core":
@@ -147,11 +229,21 @@ def _module(spec: Audio, model):
     class AudioModule(nn.Module):
         def __init__(self):
             super().__init__()
-            self.conv1 = nn.Conv1d(spec.mel_bins, d, 3, padding=1)
-            self.conv2 = nn.Conv1d(d, d, 3, stride=2, padding=1)
-            self.conv1.weight_flops = self.conv2.weight_flops = True  # verify: their FLOPs are their weights'
+            if spec.downsample:  # Qwen3-Omni's three 2-D convolutions and conv_out
+                c, h = spec.downsample, spec.halved
+                for k, inputs in ((1, 1), (2, c), (3, c)):
+                    conv = nn.Conv2d(inputs, c, 3, stride=2, padding=1)
+                    conv.weight_flops = True  # verify: its FLOPs are its weight's
+                    setattr(self, f"conv2d{k}", conv)
+                self.conv_out = nn.Linear(c * h(h(h(spec.mel_bins))), d, bias=False)
+            else:
+                self.conv1 = nn.Conv1d(spec.mel_bins, d, 3, padding=1)
+                self.conv2 = nn.Conv1d(d, d, 3, stride=2, padding=1)
+                self.conv1.weight_flops = self.conv2.weight_flops = True  # verify: their FLOPs are their weights'
             if spec.position_table:
                 self.pos_embed = nn.Embedding(spec.source_positions, d)
+            if spec.markers:
+                self.markers = nn.Parameter(torch.empty(spec.markers, model.d_model))
             self.layers = nn.ModuleList(LayerModule(inner, layer, False) for layer in inner.layers)
             self.final_norm = make_norm(spec.stack.norm, d)
             self.projector = spec.projector.module(model.d_model)
@@ -160,14 +252,24 @@ def _module(spec: Audio, model):
             if not spec.seconds:
                 return x
             n = x.shape[0] * spec.windows
-            frames = torch.zeros((n, spec.mel_bins, 2 * spec.source_positions), dtype=x.dtype, device=x.device)
-            h = nn.functional.gelu(self.conv2(nn.functional.gelu(self.conv1(frames)))).transpose(1, 2)
-            if spec.position_table:
-                h = h + self.pos_embed.weight
-            inner_ctx = {"embeddings": h}
-            for k, layer in enumerate(self.layers):
-                h = layer(h, inner_ctx, k)
-            h = self.final_norm(h)
+            if spec.downsample:  # each chunk's frames through the 2-D convolutions, its time steps its positions
+                gelu = nn.functional.gelu
+                chunks = torch.zeros((n * spec.chunks, 1, spec.mel_bins, spec.chunk_frames), dtype=x.dtype, device=x.device)
+                c = gelu(self.conv2d3(gelu(self.conv2d2(gelu(self.conv2d1(chunks))))))
+                h = self.conv_out(c.permute(0, 3, 1, 2).flatten(2)).reshape(n, spec.tower_positions, d)
+                pieces = list(h.split(spec.windows_of(), dim=1))  # each window of positions attends alone
+            else:
+                frames = torch.zeros((n, spec.mel_bins, 2 * spec.source_positions), dtype=x.dtype, device=x.device)
+                h = nn.functional.gelu(self.conv2(nn.functional.gelu(self.conv1(frames)))).transpose(1, 2)
+                if spec.position_table:
+                    h = h + self.pos_embed.weight
+                pieces = [h.reshape(-1, spec.chunk, d) if spec.chunk else h]  # each chunk of positions attends alone
+            for i, piece in enumerate(pieces):
+                inner_ctx = {"embeddings": piece}
+                for k, layer in enumerate(self.layers):
+                    piece = layer(piece, inner_ctx, k)
+                pieces[i] = piece.reshape(n, -1, d)
+            h = self.final_norm(torch.cat(pieces, dim=1))
             if spec.pool > 1:
                 h = nn.functional.avg_pool1d(h.transpose(1, 2), spec.pool, spec.pool).transpose(1, 2)
             self.projector(h.reshape(n, h.shape[1] // spec.group, d * spec.group))

@@ -23,6 +23,9 @@ a tower (parts/vision.py) holds one. In the order they run, each where its model
    adapter) → GELU → Linear(adapter, adapter) → GELU, no biases, before the projector's own linear (then named
    linear_1, as Llama4MultiModalProjector names it); each of their widths as its configuration states it (transformers
    builds them so, and runs an image only where they meet: ``runs``);
+7b. where ``downsample``, Step3p7's downsampler1 and downsampler2: Conv2d(width, 2 × width) and Conv2d(2 × width,
+   4 × width), each of kernel 3, stride 2 and padding 1 with a bias, over the patch grid (52 × 52 patches to 26 × 26,
+   then 13 × 13 tokens), each output a matmul of 3 × 3 inputs of its channels;
 8. an MLP: Linear(features, hidden) → activation → Linear(hidden, d_model), biases as stated (LLaVA's
    LlavaMultiModalProjector, Liu et al. 2023 §4.1); with ``gated`` its hidden features halved by a SwiGLU
    (silu(a) ⊙ b, Cohere2VisionMultiModalProjector, AyaVisionMultiModalProjector); or one Linear(features, d_model)
@@ -79,11 +82,12 @@ class Projector:
     adapter_in: NonNegative = 0  # the features its first linear reads (Llama 4's intermediate_size; 0: what it is handed)
     adapter_out: NonNegative = 0  # its second linear's width (projector_output_dim; 0: adapter)
     adapter_to: NonNegative = 0  # the features the linear after it reads (vision_output_dim; 0: the adapter's output)
+    downsample: bool = False  # Step3p7's two strided 3 × 3 convolutions, doubling the width each: 4 × 4 patches a token
 
     @property
     def group(self) -> int:
         """Patches a side of the tile one token of it takes (1: a token a patch)."""
-        return max(self.merge, self.shuffle, self.pool, 1)
+        return max(self.merge, self.shuffle, self.pool, 4 if self.downsample else 1)
 
     def terms(self, d_model: int, prefix: str, patches: int = 0) -> list[tuple[str, object]]:
         """Its tensors and their work, each with the tokens it runs over: "grid" (a token of the patch grid, after
@@ -117,6 +121,14 @@ class Projector:
             out.op(f"{prefix}adapter.act", (self.adapter + a_out) * ACTIVATION_OPS["gelu"], 1)
             out.linear(f"{prefix}adapter.fc2", a_out, a_out, False, 1)
             features = to
+        halved = Emitter("layers")  # its first convolution's outputs: a token of a grid halved each side
+        if self.downsample:  # Conv2d(w, 2w, 3, stride 2, padding 1), then Conv2d(2w, 4w, …): 9 inputs each output
+            w = self.width
+            halved.term(f"{prefix}downsample_1.weight", "weight", (2 * w, w, 3, 3), macs=9 * w * 2 * w)
+            halved.term(f"{prefix}downsample_1.bias", "bias", (2 * w,), elementwise=2 * w)
+            out.term(f"{prefix}downsample_2.weight", "weight", (4 * w, 2 * w, 3, 3), macs=9 * 2 * w * 4 * w)
+            out.term(f"{prefix}downsample_2.bias", "bias", (4 * w,), elementwise=4 * w)
+            features = 4 * w
         mlp = grid if self.resampler else out  # before a resampler, over every patch
         if self.hidden:
             mlp.linear(f"{prefix}linear_1", features, self.hidden, self.bias, 1)
@@ -130,7 +142,8 @@ class Projector:
             mlp.norm(f"{prefix}out_norm", Norm(kind="layernorm"), d_model, 1)
         resampled = self.resampler.terms(d_model, f"{prefix}resampler.", patches) if self.resampler else []
         queried = self.qformer.terms(f"{prefix}qformer.", patches) if self.qformer else []
-        return queried + [("grid", t) for t in grid.out] + [("projector", t) for t in out.out] + resampled
+        first = [("half", t) for t in halved.out]
+        return queried + [("grid", t) for t in grid.out] + first + [("projector", t) for t in out.out] + resampled
 
     def adapter_widths(self, features: int) -> tuple[int, int, int]:
         """Llama 4's adapter: the features its fc1 reads, fc2's width, and what the linear after it reads."""
@@ -206,6 +219,12 @@ class Projector:
                     self.adapter.fc1 = Linear(a_in, proj.adapter, bias=False)
                     self.adapter.fc2 = Linear(a_out, a_out, bias=False)
                     features = to
+                if proj.downsample:
+                    for k, (a, b) in ((1, (proj.width, 2 * proj.width)), (2, (2 * proj.width, 4 * proj.width))):
+                        conv = nn.Conv2d(a, b, 3, stride=2, padding=1)
+                        conv.weight_flops = True  # verify: its FLOPs are its weight's
+                        setattr(self, f"downsample_{k}", conv)
+                    features = 4 * proj.width
                 if proj.hidden:
                     self.linear_1 = Linear(features, proj.hidden, bias=proj.bias)
                     self.linear_2 = Linear(proj.hidden // 2 if proj.gated else proj.hidden, d_model, bias=proj.bias)
@@ -244,6 +263,9 @@ class Projector:
                     x = self.patch_merger(x.reshape(b, x.shape[1] // proj.merge**2, x.shape[2] * proj.merge**2))
                 if proj.lead:
                     x = ACTIVATIONS["gelu"](self.norm(self.lead(x)) if proj.norm != "none" else self.lead(x))
+                if proj.downsample:  # the patch grid through both convolutions, each output position a token
+                    x = x.transpose(1, 2).reshape(b, w, grid, grid)
+                    x = self.downsample_2(self.downsample_1(x)).flatten(2).transpose(1, 2)
                 if proj.adapter:
                     gelu = ACTIVATIONS["gelu"]
                     x = gelu(self.adapter.fc2(gelu(self.adapter.fc1(x))))

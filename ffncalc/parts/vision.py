@@ -129,6 +129,11 @@ class Vision(Part):
         return self.grid**2 + self.class_token
 
     @property
+    def half_tokens(self) -> int:
+        """Outputs of a projector's first strided convolution (Step3p7's downsampler1): ⌈grid / 2⌉ a side."""
+        return ((self.grid - 1) // 2 + 1) ** 2
+
+    @property
     def tokens(self) -> int:
         """The language model's tokens one image becomes."""
         if self.projector.fixed:  # a resampler's latents, a Q-Former's queries
@@ -143,6 +148,7 @@ class Vision(Part):
         scale = {"patch": Fraction(self.images * self.grid**2, seq_len), "tower": Fraction(self.images * self.rows, seq_len)}
         scale["image"] = Fraction(self.images, seq_len)
         scale["grid"] = Fraction(self.images * self.projector.grid_tokens(self.grid), seq_len)
+        scale["half"] = Fraction(self.images * self.half_tokens, seq_len)
         scale["projector"] = Fraction(self.images * self.tokens, seq_len)
         # an image's work, not a token's: no token of the sequence passes through the tower (no active parameters)
         e.out.extend(replace(t, positions=scale[where], per_sequence=True, active_count=0) for where, t in out)
@@ -265,6 +271,7 @@ class Vision(Part):
         matmul and of the attention's square, as FlopCounterMode counts), and its elementwise FLOPs."""
         counts = {"patch": self.grid**2, "tower": self.rows, "image": 1, "projector": self.tokens}
         counts["grid"] = self.projector.grid_tokens(self.grid)
+        counts["half"] = self.half_tokens
         flops = elementwise = 0
         for where, t in self.image_terms(model):
             n = counts[where]

@@ -78,14 +78,19 @@ AUDIO = [t for t in WHOLE if "audio_flops" in truth(t)]
 
 
 @pytest.mark.parametrize("model_type", AUDIO)
-def test_one_audio_window_flops_equal_flopcountermode(model_type):
-    """Whisper-built audio towers (Qwen2-Audio's, with its average pool; Voxtral's, four positions a token) at two
-    window lengths: one window through the tower and the projector, as FlopCounterMode counted it."""
+def test_one_audio_window_flops_equal_flopcountermode(model_type, tmp_path):
+    """Whisper-built audio towers (Qwen2-Audio's, with its average pool; Voxtral's, four positions a token;
+    Qwen2.5-Omni's, attending within chunks, built small on the CPU: the record's "reduced") at two window lengths: one
+    window through the tower and the projector, as FlopCounterMode counted it."""
     from ffncalc.parts.audio import Audio
 
-    _, model = hf.load(HERE / "configs" / f"{model_type}.json")
+    record = truth(model_type)["audio_flops"]
+    data = json.loads((HERE / "configs" / f"{model_type}.json").read_text())
+    data = {**data, **{key: {**data[key], **value} for key, value in record.get("reduced", {}).items()}}
+    (tmp_path / "config.json").write_text(json.dumps(data))
+    _, model = hf.load(tmp_path / "config.json")
     (audio,) = [p for p in model.parts if isinstance(p, Audio)]
-    runs = truth(model_type)["audio_flops"]["runs"]
+    runs = record["runs"]
     assert len(runs) == 2
     for run in runs:
         assert replace(audio, source_positions=run["positions"]).per_window(model)[1] == run["total"]
@@ -190,7 +195,10 @@ def test_wrapper_tie_decides_the_head(tmp_path):
     assert tally(untied).params - tally(tied).params == v * h
 
 
-TEXT_ONLY = [t for t in coverage.MULTIMODAL_LM_TYPES if t not in wrappers() and "refused" not in truth(t)]
+# (a type whose whole class is its language model is held whole: test_whole_class_that_is_its_language_model)
+TEXT_ONLY = [
+    t for t in coverage.MULTIMODAL_LM_TYPES if t not in wrappers() and t not in coverage.WHOLE_IS_TEXT and "refused" not in truth(t)
+]
 
 
 @pytest.mark.parametrize("model_type", TEXT_ONLY)
@@ -243,7 +251,7 @@ def test_multimodal_statuses_are_what_a_count_does():
 
     for record in coverage.multimodal_types():
         t = record["model_type"]
-        assert (record["status"] == "supported") == (t in wrappers())
+        assert (record["status"] == "supported") == (t in wrappers() or t in coverage.WHOLE_IS_TEXT)
         assert ("refused" in truth(t)) == (t in coverage.WHOLE_REFUSED_AT_DEFAULTS)
         text = json.loads((HERE / "configs" / f"{t}.json").read_text()).get("text_config")
         assert coverage.WRAPPED_TEXT.get(t) == (text.get("model_type") if isinstance(text, dict) else None)
@@ -571,3 +579,36 @@ def test_git_image_positions_take_no_row_of_its_position_table():
     m.stack.check_seq_len(1024 + 197, label)
     with pytest.raises(InputError, match="context_length 1024"):
         m.stack.check_seq_len(1025 + 197, label)
+
+
+@pytest.mark.parametrize("model_type", sorted(coverage.WHOLE_IS_TEXT))
+def test_whole_class_that_is_its_language_model(model_type):
+    """A multimodal-LM type whose whole class is a causal LM with no tower (Mistral 4: Mistral4ForCausalLM): every
+    parameter of the recorded class, by component, equal to the count of its config, and the class has no tower."""
+    from ffncalc.analysis.hfcheck import check
+
+    record = truth(model_type)
+    assert record["model_class"].endswith("ForCausalLM")
+    assert not any(row[0].startswith(("model.vision", "model.visual", "model.multi_modal")) for row in record["params"])
+    _, model = hf.load(HERE / "configs" / f"{model_type}.json")
+    assert tally(model).params == sum(n for _, n in expanded(record["params"], 2))
+    report = check(hf.read_config(HERE / "configs" / f"{model_type}.json"), spec=model)
+    assert report.ok and report.model_class == record["model_class"]
+
+
+def test_qwen3_omni_audio_window_by_hand():
+    """Qwen3-Omni's thinker at its defaults, one 30-s window (3,000 frames of 128 mel bins): 30 chunks of 100 frames,
+    each through three 2-D convolutions of 480 channels (kernel 3, stride 2: 128 × 100 → 64 × 50 → 32 × 25 → 16 × 13)
+    and conv_out (480 × 16 → 1280) at each of its 13 time steps: 390 positions, attending within windows of 8 chunks
+    (104 positions: three, and 78 left); 32 layers of width 1280 (q, k, v, o, an MLP of 5120), proj1 (1280 → 1280) and
+    proj2 (1280 → 3584) at every position."""
+    from ffncalc.parts.audio import Audio
+
+    _, model = hf.load(HERE / "configs" / "qwen3_omni_moe_thinker.json")
+    (audio,) = [p for p in model.parts if isinstance(p, Audio)]
+    c, d, chunks, n = 480, 1280, 30, 390
+    convs = chunks * (64 * 50 * c * 9 + 32 * 25 * c * 9 * c + 16 * 13 * c * 9 * c) + n * c * 16 * d
+    pairs = 3 * 104 * 104 + 78 * 78
+    layers = 32 * (n * (4 * d * d + 2 * d * 5120) + 2 * pairs * d)  # QKᵀ and AV over each window's pairs
+    projector = n * (d * d + d * 3584)
+    assert audio.per_window(model) == (n, 2 * (convs + layers + projector))

@@ -108,7 +108,10 @@ def test_cli_images_exit_2(cli):
 
 
 @pytest.mark.torch
-@pytest.mark.parametrize(("model_type", "size"), [("gemma3", 448), ("qwen2_5_vl", 392), ("qwen3_vl", 448)])
+@pytest.mark.parametrize(
+    ("model_type", "size"),
+    [("gemma3", 448), ("qwen2_5_vl", 392), ("qwen3_vl", 448), ("qwen2_5_omni_thinker", 392), ("qwen3_omni_moe_thinker", 448)],
+)
 def test_reference_model_runs_the_images(model_type, size):
     """verify builds the tower and projector as torch modules and runs the images through them: every component's
     FLOPs agree with the count (Gemma 3's SigLIP tower with its pooling head; Qwen2.5-VL's windows, edge windows

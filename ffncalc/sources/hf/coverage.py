@@ -791,6 +791,18 @@ WHOLE_REFUSED_AT_DEFAULTS = {
 }
 
 
+# Language models read by a family of their own that only a whole class builds (no causal-LM class, no public config of
+# their own): the wrapper whose whole class, at its defaults, proves them (tests/hf_whole)
+TEXT_PROVEN_WHOLE = {"step3p5": "step3p7"}
+
+
+# Types of the multimodal-LM mapping whose whole class is their language model: no tower at the configuration class's
+# defaults or anywhere in it (tests/hf_whole records the class; its family reads every parameter)
+WHOLE_IS_TEXT = {
+    "mistral4": "Mistral4ForCausalLM (Mistral Small 4): DeepSeek-V3's layers, no tower",
+}
+
+
 # Multimodal types whose configuration states its language model's keys at its top (no text_config) and whose
 # causal-LM class is the whole model (NOT_TEXT_DECODERS): the family of the same name reads those keys as the wrapper's
 # language model, and the type is listed among the multimodal types, counted whole (GitForCausalLM)
@@ -835,6 +847,14 @@ WHOLE_NOT_YET = {
     "muse_spark": (
         "windowed tower layers, an audio tower and a language model of centred RMSNorms, gated attention and soft-capped logits"
     ),
+    "mllama": "its tiled vision encoder (gated position, tile and aspect-ratio tables, global layers with gates, five "
+    "layers' features concatenated) and the language model's gated cross-attention layers are not read yet",
+    "qwen2_5_omni": "its talker (a second language model) and token2wav (a DiT and BigVGAN) are not read yet; its thinker "
+    "is (qwen2_5_omni_thinker)",
+    "mistral_large4": "its language model's latent attention with a sparse indexer and learned softmax scalings is not read yet",
+    "glm5_next": "its language model (hyper-connections, gated linear attention beside latent attention with an indexer) "
+    "is not read yet",
+    "granite_docling": "its connector (coarse and fine projections with deepstack mergers and position tables) is not read yet",
 }
 
 
@@ -1002,6 +1022,8 @@ def model_types() -> list[dict]:
             continue
         reads = family.title if model_type in families else f"its text_config, as {TEXT_TYPES[model_type]}"
         proven = ", ".join(PROVEN_ON.get(model_type, ()))
+        if not proven and model_type in TEXT_PROVEN_WHOLE:
+            proven = f"as {TEXT_PROVEN_WHOLE[model_type]}'s language model: its class defaults (tests/hf_whole)"
         twin = next((t for t, f in families.items() if f.read is family.read and t in PROVEN_ON), None)
         if not proven and twin:  # an alias: proven on the configs of the type it is read as
             proven = f"as {twin}: " + ", ".join(PROVEN_ON[twin])
@@ -1040,7 +1062,11 @@ def multimodal_types() -> list[dict]:
     for model_type in MULTIMODAL_LM_TYPES:
         refused = WHOLE_REFUSED_AT_DEFAULTS.get(model_type)
         defaults = f"refused by transformers: {refused}" if refused else "exact" if model_type in whole else ""
-        if model_type in whole:
+        if model_type in WHOLE_IS_TEXT and model_type in families:
+            status, detail, defaults = "supported", "its class defaults (tests/hf_whole)", "exact"
+            read = WHOLE_IS_TEXT[model_type]
+            file = "ffncalc/sources/hf/families/" + families[model_type].read.__module__.rsplit(".", 1)[1] + ".py"
+        elif model_type in whole:
             reader = whole[model_type]
             status, detail = "supported", "; ".join(WHOLE_PROVEN_ON.get(model_type, ())) or "its class defaults (tests/hf_whole)"
             read, file = (

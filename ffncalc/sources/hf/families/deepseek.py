@@ -93,24 +93,30 @@ def deepseek_v2(c: Config) -> dict:
     )
 
 
-@family("deepseek_v3", layer_modules=MLA_MODULES + MOE_MODULES)
+@family("deepseek_v3", "mistral4", layer_modules=MLA_MODULES + MOE_MODULES)
 def deepseek_v3(c: Config) -> dict:
     """DeepseekV3Config defaults: q_lora_rank 1536, 256 routed experts (8 per token), 1 shared,
     moe_intermediate_size 2048, first_k_dense_replace 3. The multi-token-prediction layers
     (num_nextn_predict_layers) ship in the checkpoint but are not part of DeepseekV3ForCausalLM: counted
-    apart, never in the model's total."""
+    apart, never in the model's total. Mistral 4 (Mistral4ForCausalLM, Mistral Small 4): DeepSeek-V3's layers (its
+    attention, mixture and decoder layer subclassed: a softmax router and a query scaled by position, neither with
+    weights); Mistral4Config's defaults q_lora_rank 1024, 128 routed experts (4 per token), 1 shared,
+    moe_intermediate_size 2048, first_k_dense_replace 0, and no multi-token-prediction layers."""
+    mistral4 = c.model_type == "mistral4"
     data = _deepseek(
         c,
         mlp_bias=False,
         defaults={
-            "q_lora_rank": 1536,
-            "n_routed_experts": 256,
+            "q_lora_rank": 1024 if mistral4 else 1536,
+            "n_routed_experts": 128 if mistral4 else 256,
             "n_shared_experts": 1,
             "moe_intermediate_size": 2048,
-            "first_k_dense_replace": 3,
-            "num_experts_per_tok": 8,
+            "first_k_dense_replace": 0 if mistral4 else 3,
+            "num_experts_per_tok": 4 if mistral4 else 8,
         },
     )
+    if mistral4:
+        return data
     # counted apart, as their own part (num_nextn_predict_layers; DeepseekV3Config's num_mtp_layers, default 1)
     return {**data, "mtp_layers": c.int("num_nextn_predict_layers", 1, positive=False)}
 

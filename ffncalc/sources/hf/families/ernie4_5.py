@@ -5,11 +5,12 @@ from __future__ import annotations
 from ..config import Config, common, family, gated, rms
 
 
-@family("ernie4_5")
+@family("ernie4_5", "paddleocr_vl_text")
 def ernie4_5(c: Config) -> dict:
     """Ernie4_5Config / Ernie4_5DecoderLayer: Llama's layer with use_bias (default false) on q, k, v, o and every
     MLP projection, never on the LM head; tied embeddings by default; head_dim defaults to 128 (null:
-    hidden_size / heads) and num_key_value_heads to 2 (null: the heads)."""
+    hidden_size / heads) and num_key_value_heads to 2 (null: the heads). PaddleOCR-VL's language model
+    (PaddleOCRTextConfig, an Ernie4_5Config) is built the same."""
     bias = c.bool("use_bias", False)
     heads = c.int("num_attention_heads")
     # absent: the class defaults; an explicit null: what Ernie4_5Config.__post_init__ makes of it

@@ -7,7 +7,7 @@ from __future__ import annotations
 from ..config import MOE_MODULES, Config, attention, common, family, gated, layer_groups, rms
 
 
-@family("qwen2", "qwen2_vl_text", "qwen2_5_vl_text")
+@family("qwen2", "qwen2_vl_text", "qwen2_5_vl_text", "qwen2_5_omni_text")
 def qwen2(c: Config) -> dict:
     """Qwen2Config / Qwen2Attention: q, k and v always carry a bias and o never does (hard-coded, no key)."""
     return {**common(c, tie=False), "attention": attention(c, qkv_bias=True), "ffn": gated(c), "norm": rms()}
@@ -55,7 +55,7 @@ def qwen3(c: Config) -> dict:
     }
 
 
-@family("qwen3_moe", "qwen3_vl_moe_text", layer_modules=MOE_MODULES)
+@family("qwen3_moe", "qwen3_vl_moe_text", "qwen3_omni_moe_text", layer_modules=MOE_MODULES)
 def qwen3_moe(c: Config) -> dict:
     """Qwen3MoeConfig: Qwen3's attention (head_dim stated or hidden_size / heads) and routed experts only."""
     bias = c.bool("attention_bias", False)

@@ -55,7 +55,10 @@ def component(path: str, tower: str = "vision") -> str | None:
     from .vit import tower_component
     from .whisper import audio_component
 
-    return (audio_component(path) if tower == "audio" else None) or tower_component(path, tower)
+    found = (audio_component(path) if tower == "audio" else None) or tower_component(path, tower)
+    if found is None and tower == "audio":  # a vision tower beside the audio one (Qwen2.5-Omni's)
+        found = tower_component(path)
+    return found
 
 
 def tower_of(c: Config) -> str | None:

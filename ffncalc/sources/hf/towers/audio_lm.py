@@ -44,3 +44,42 @@ def glmasr(c: Config) -> dict:
         raise c.fail("audio_config", f"intermediate_size {width} is not whole positions of hidden_size {d}")
     projector = {"width": width, "hidden": 2 * text, "bias": True, "activation": c.activation("projector_hidden_act", "gelu")}
     return {"audio": whisper_encoder(a, projector, group=width // d)}
+
+
+@wrapper("qwen2_5_omni_thinker")
+def qwen2_5_omni_thinker(c: Config) -> dict:
+    """Qwen2_5OmniThinkerForConditionalGeneration (Xu et al. 2025, Qwen2.5-Omni's thinker): Qwen2_5OmniAudioEncoder
+    (Whisper's form, sinusoidal positions, attention within chunks of n_window positions, two positions averaged,
+    ln_post and proj, Linear(audio width, output_dim) with a bias, and audio_bos_eos_token, two rows of output_dim)
+    and Qwen2.5-VL's vision tower and merger (towers/qwen.py, its q, k and v apart), beside Qwen2's language model."""
+    from .qwen import qwen_vision
+
+    a = sub_config(c, "audio_config", {None: "qwen2_5_omni_audio_encoder"})  # type: ignore[dict-item]
+    text = sub_config(c, "text_config").int("hidden_size")
+    if a.int("output_dim") != text:  # its proj writes the language model's tokens
+        raise c.fail("audio_config", f"output_dim {a.int('output_dim')} is not the text width {text}")
+    encoder = whisper_encoder(a, {"width": 1, "bias": True}, pool=2)
+    encoder["projector"]["width"] = encoder["layers"]["d_model"]
+    vision = sub_config(c, "vision_config", {None: "qwen2_5_omni_vision_encoder"})  # type: ignore[dict-item]
+    return {"audio": encoder, "vision": qwen_vision(vision)}
+
+
+@wrapper("qwen3_omni_moe_thinker")
+def qwen3_omni_moe_thinker(c: Config) -> dict:
+    """Qwen3OmniMoeThinkerForConditionalGeneration (Qwen3-Omni's thinker): Qwen3OmniMoeAudioEncoder (its chunks of 2 ×
+    n_window frames through three strided 2-D convolutions of downsample_hidden_size channels and conv_out, sinusoidal
+    positions, Whisper's layers (k_proj too with a bias) attending within windows of n_window_infer frames, ln_post,
+    proj1 → GELU → proj2 to output_dim, with biases; whisper.py) and Qwen3-VL's vision tower, merger and deepstack
+    mergers (towers/qwen.py), beside Qwen3-MoE's language model."""
+    from .qwen import qwen_vision
+
+    a = sub_config(c, "audio_config", {None: "qwen3_omni_moe_audio_encoder"})  # type: ignore[dict-item]
+    d = a.int("d_model")
+    # proj2 writes output_dim features, as transformers builds it (Qwen3OmniMoeThinkerConfig's defaults differ from its
+    # text width: no audio runs into its language model there, as no image does from its tower's out_hidden_size)
+    projector = {"width": d, "hidden": d, "bias": True, "activation": a.activation("activation_function", "gelu")}
+    projector["out"] = a.int("output_dim")
+    encoder = whisper_encoder(a, projector)
+    encoder["layers"]["attention"]["k_bias"] = True  # Qwen3OmniMoeAudioAttention: every projection with a bias
+    vision = sub_config(c, "vision_config", {None: "qwen3_omni_moe_vision_encoder"})  # type: ignore[dict-item]
+    return {"audio": encoder, "vision": qwen_vision(vision)}

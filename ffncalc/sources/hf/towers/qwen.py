@@ -26,6 +26,8 @@ QWEN_VISION = (
     "qwen3_vl_moe_vision",
     "qwen3_5_vision",  # Qwen3.5's: Qwen3-VL's tower without deepstack mergers
     "qwen3_5_moe_vision",
+    "qwen2_5_omni_vision_encoder",  # Qwen2.5-Omni's: Qwen2.5-VL's, its q, k and v apart
+    "qwen3_omni_moe_vision_encoder",  # Qwen3-Omni's: Qwen3-VL's
 )
 IMAGE_SIZE = 448  # pixels a side: 16 × 16 tokens at Qwen2-VL's 28-pixel tiles, 14 × 14 at Qwen3-VL's 32
 
@@ -37,6 +39,7 @@ def qwen_vision(v: Config) -> dict:
         raise v.fail("model_type", f"a Qwen vision tower of {kind!r} is not read yet (read: {', '.join(QWEN_VISION)})")
     v2 = kind == "qwen2_vl_vision"
     v3 = kind.startswith("qwen3")  # Qwen3-VL's and Qwen3.5's
+    v25 = kind in ("qwen2_5_vl_vision", "qwen2_5_omni_vision_encoder")
     d = v.int("embed_dim" if v2 else "hidden_size")
     heads = v.int("num_heads")
     act = v.activation("hidden_act", "quick_gelu" if v2 else "silu")
@@ -47,7 +50,7 @@ def qwen_vision(v: Config) -> dict:
     else:
         ffn = {"kind": "gated", "d_ff": v.int("intermediate_size"), "bias": True, "activation": act}
     merge = v.int("spatial_merge_size", 2)
-    norm = "rmsnorm" if kind == "qwen2_5_vl_vision" else "layernorm"
+    norm = "rmsnorm" if v25 else "layernorm"
     projector = {
         "width": d,
         "hidden": d * merge * merge,
@@ -78,14 +81,14 @@ def qwen_vision(v: Config) -> dict:
     if v3:
         spec["position_rows"] = v.int("num_position_embeddings")
         spec["deepstack"] = len(v.int_list("deepstack_visual_indexes")) if v.has("deepstack_visual_indexes") else 0
-    if kind == "qwen2_5_vl_vision":
+    if v25:
         spec["window"] = v.int("window_size") // merge // v.int("patch_size")  # Qwen2_5_VisionTransformer's
         spec["full_layers"] = len(v.int_list("fullatt_block_indexes"))
     return spec
 
 
-# GLM-4V's (GLM-4.1V, GLM-4.5V, GLM-4.6V: Glm4vVisionModel and Glm4vMoeVisionModel, built the same)
-GLM_VISION = ("glm4v_vision", "glm4v_moe_vision")
+# GLM-4V's (GLM-4.1V, GLM-4.5V, GLM-4.6V: Glm4vVisionModel and Glm4vMoeVisionModel, built the same), and GLM-OCR's
+GLM_VISION = ("glm4v_vision", "glm4v_moe_vision", "glm_ocr_vision")
 
 
 def glm_vision(v: Config) -> dict:
@@ -96,7 +99,9 @@ def glm_vision(v: Config) -> dict:
     out_hidden_size without biases, 2-D rotary positions; post_layernorm (an RMSNorm); the downsample convolution of
     spatial_merge_size² patches into one token of out_hidden_size, with a bias, and the merger: proj (no bias),
     post_projection_norm (a LayerNorm), GELU, then a SwiGLU MLP of intermediate_size (gate_proj, up_proj, down_proj, no
-    biases, hidden_act)."""
+    biases, hidden_act). GLM-OCR's (GlmOcrVisionModel): no post_conv_layernorm and no table (its positions the rotary
+    ones alone); q, k, v and proj with attention_bias, q_norm and k_norm (RMSNorms of a head, shared by the heads), a
+    gated MLP of intermediate_size with attention_bias; the merger's SwiGLU of out_hidden_size × in_channels."""
     kind = v.model_type or "glm4v_vision"
     if kind not in GLM_VISION:
         raise v.fail("model_type", f"a GLM-4V vision tower of {kind!r} is not read yet (read: {', '.join(GLM_VISION)})")
@@ -104,9 +109,12 @@ def glm_vision(v: Config) -> dict:
     act = v.activation("hidden_act", "silu")
     bias = v.bool("attention_bias", False)
     merge, patch = v.int("spatial_merge_size", 2), v.int("patch_size")
+    ocr = kind == "glm_ocr_vision"
+    # the merger's context_dim: GlmOcrVisionModel's out_hidden_size × in_channels, Glm4vVisionModel's intermediate_size
+    context = out * v.int("in_channels", 3) if ocr else v.int("intermediate_size")
     projector = {
         "width": d,
-        "hidden": 2 * v.int("intermediate_size"),  # gate_proj and up_proj, side by side
+        "hidden": 2 * context,  # gate_proj and up_proj, side by side
         "gated": True,
         "bias": False,
         "norm": "layernorm",
@@ -118,12 +126,18 @@ def glm_vision(v: Config) -> dict:
     }
     if act != "silu":
         raise v.fail("hidden_act", f"{act}: the merger's MLP is read with silu, Glm4vVisionConfig's (not yet another)")
+    if ocr:
+        attention = {"n_heads": v.int("num_heads"), "qkv_bias": bias, "o_bias": bias, "qk_norm": "head"}
+        ffn = {"kind": "gated", "d_ff": v.int("intermediate_size"), "bias": bias, "activation": act}
+    else:
+        attention = {"n_heads": v.int("num_heads"), "qkv_bias": bias, "o_bias": False}
+        ffn = {"kind": "gated", "d_ff": out, "activation": act}
     return {
         "layers": {
             "d_model": d,
             "n_layers": v.int("depth"),
-            "attention": {"n_heads": v.int("num_heads"), "qkv_bias": bias, "o_bias": False},
-            "ffn": {"kind": "gated", "d_ff": out, "activation": act},
+            "attention": attention,
+            "ffn": ffn,
             "norm": {"kind": "rmsnorm", "per_layer": 2, "final": False},
         },
         "image_size": IMAGE_SIZE,
@@ -131,8 +145,8 @@ def glm_vision(v: Config) -> dict:
         "channels": v.int("in_channels", 3),
         "frames": v.int("temporal_patch_size", 2),
         "patch_bias": True,
-        "position_rows": (v.int("image_size") // patch) ** 2,
-        "pre_norm": True,
+        **({"position_table": False} if ocr else {"position_rows": (v.int("image_size") // patch) ** 2}),
+        "pre_norm": not ocr,
         "post_norm": True,
         "projector": projector,
     }

@@ -29,8 +29,11 @@ VISION_TYPES = (
     "kosmos_2_vision_model",
     "kosmos_2_5_vision_model",
     "git_vision_model",
+    "paddleocr_vl_vision",
+    "step3p5_vision",
 )
 NAFLEX_IMAGE_SIZE = 512  # pixels a side: 32 × 32 patches of 16 (LFM2-VL's largest tile, 256 tokens after its 2 × 2 shuffle)
+PADDLE_IMAGE_SIZE = 448  # pixels a side: 32 × 32 patches of 14, 16 × 16 tokens after PaddleOCR-VL's 2 × 2 merge
 MOONVIT_IMAGE_SIZE = 448  # pixels a side: 32 × 32 patches of 14, 16 × 16 tokens
 GEMMA4_IMAGE_SIZE = 768  # pixels a side: 48 × 48 patches of 16, pooled to 256 tokens within its 280-token budget
 
@@ -59,12 +62,27 @@ def vit(v: Config, projector: dict, **over) -> dict:
     act = v.activation("hidden_act", "gelu")
     # SigLIP 2's NaFlex (and Cosmos3 Edge's, built as it): a linear patch embedding, a table resized to the image
     naflex = kind in ("siglip2_vision_model", "cosmos3_edge_vision")
-    side = NAFLEX_IMAGE_SIZE if naflex else _side(v, "image_size")
+    paddle = kind == "paddleocr_vl_vision"  # PaddleOCR-VL's: a table of image_size's patches resized to the image
+    side = NAFLEX_IMAGE_SIZE if naflex else PADDLE_IMAGE_SIZE if paddle else _side(v, "image_size")
     tower = {"image_size": side, "patch_size": _side(v, "patch_size"), "channels": v.int("num_channels", 3)}
     if naflex:
         tower["position_rows"] = v.int("num_patches")
+    if paddle:
+        tower["position_rows"] = (v.int("image_size") // v.int("patch_size")) ** 2
     if kind == "internvl_vision":
         return {"layers": _internvit(v, d, heads, act), **tower, **_internvit_ends(v), "projector": projector, **over}
+    if kind == "step3p5_vision":  # Step3p7VisionModel: InternViT's layers, biased q/k/v/out, pre_layernorm, no post norm
+        layers = {
+            "d_model": d,
+            "n_layers": v.int("num_hidden_layers"),
+            "attention": {"n_heads": heads, "qkv_bias": True, "o_bias": True},
+            # Step3p7VisionConfig.__post_init__ sets intermediate_size to int(hidden_size × mlp_ratio), whatever is stated
+            "ffn": {"kind": "dense", "d_ff": int(d * v.float("mlp_ratio", 8960 / 1536)), "bias": True, "activation": act},
+            "norm": {"kind": "layernorm", "per_layer": 2, "final": False},
+        }
+        form = {"patch_bias": False, "pre_norm": True, "post_norm": False, "layer_scale": True}
+        tower["position_rows"] = (v.int("image_size") // v.int("patch_size")) ** 2  # resized to other images (bilinear)
+        return {"layers": layers, **tower, **form, "projector": projector, **over}
     if kind == "pixtral":
         attention = {"n_heads": heads, "head_dim": v.int("head_dim", d // heads)}
         layers = {
@@ -238,6 +256,11 @@ LAYER_MODULES = (
     (r"(attention_norm|ffn_norm)$", "norms"),
     (r"attn\.qkv$", "attn.q+k+v"),  # Qwen's fused projections
     (r"attn\.proj$", "attn.o"),
+    (r"(^|\.)attn\.q$", "attn.q"),  # Qwen2.5-Omni's, apart
+    (r"(^|\.)attn\.k$", "attn.k"),
+    (r"(^|\.)attn\.v$", "attn.v"),
+    (r"(^|\.)attn\.q_norm$", "attn.q_norm"),  # GLM-OCR's
+    (r"(^|\.)attn\.k_norm$", "attn.k_norm"),
     (r"mlp\.gate_proj$", "ffn.gate"),
     (r"mlp\.up_proj$", "ffn.up"),
     (r"mlp\.down_proj$", "ffn.down"),
@@ -288,6 +311,7 @@ TOP_MODULES = (
     (r"patch_embedder\.input_proj$", "patch_embed"),  # Gemma 4's
     (r"patch_embedding\.linear$", "patch_embed"),  # Llama 4's unfold and linear
     (r"layernorm_pre$", "pre_norm"),
+    (r"pre_layernorm$", "pre_norm"),  # Step3p7's
     (r"post_conv_layernorm$", "pre_norm"),  # GLM-4V's
     (r"final_layernorm$", "post_norm"),  # MoonViT's
     (r"layernorm_post$", "post_norm"),
@@ -325,7 +349,7 @@ PROJECTOR_MODULES = (
     (r"embedding_projection$", "linear"),  # Gemma 4's embed_vision
     (r"mlp\.(fc1|fc2)$", None),  # Llama 4's vision adapter
     (r"(linear_1|linear_2|linear)$", None),  # by their own names
-    (r"(projector_layernorm|mm_soft_emb_norm|layernorm|norm)$", "norm"),
+    (r"(projector_layernorm|mm_soft_emb_norm|layernorm|pre_norm|norm)$", "norm"),
     (r"patch_merger\.merging_layer$", "patch_merger"),
     (r"proj$", "linear"),  # Idefics3's modality_projection
     (r"ln_q$", "norm"),  # Qwen's mergers
@@ -403,6 +427,8 @@ TOWERS = (
     (r"vision_model\.model\.", "vision.", "tower"),  # Kosmos-2's CLIP tower
     (r"image_to_text_projection\.", "vision.projector.", "projector"),
     (r"git\.visual_projection\.", "vision.projector.", "projector"),  # GIT's
+    (r"vision_model\.downsampler1\.", "vision.projector.downsample_1", "self"),  # Step3p7's
+    (r"vision_model\.downsampler2\.", "vision.projector.downsample_2", "self"),
     (r"(vision_model|vision_encoder)\.", "vision.", "tower"),  # Idefics3's and SmolVLM's; LightOnOCR's
     (
         r"(multi_modal_projector|vision_projection|connector\.modality_projection|visual\.merger|aligner)\.",
@@ -416,8 +442,10 @@ TOWERS = (
     (r"embed_vision\.pos_norm\.", "vision.pos_norm", "self"),
     (r"embed_vision\.(multimodal_embedder\.)?", "vision.projector.", "projector"),  # Gemma 4's; Gemma 4 Unified's
     (r"mm_projector\.", "vision.projector.", "projector"),  # Kimi K2.5's
+    (r"projector\.", "vision.projector.", "projector"),  # PaddleOCR-VL's
     (r"visual\.deepstack_merger_list\.\d+\.", "vision.deepstack.", "projector"),
     (r"model\.projector\.", "vision.projector.", "projector"),  # Cosmos3 Edge's patch merger
+    (r"visual\.merger_list\.\d+\.", "vision.deepstack.", "projector"),  # Qwen3-Omni's
     (r"visual\.", "vision.", "tower"),
     (r"image_newline$", "vision.image_newline", "self"),
 )

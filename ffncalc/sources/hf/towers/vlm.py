@@ -251,6 +251,16 @@ def glm4v(c: Config) -> dict:
     return {"vision": glm_vision(vision)}
 
 
+@wrapper("glm_ocr")
+def glm_ocr(c: Config) -> dict:
+    """GlmOcrForConditionalGeneration (GLM-OCR): GLM-4V's form, its tower without post_conv_layernorm or a position
+    table and with q and k norms, biases and its own merger width (towers/qwen.py), beside GLM-4V's language model with
+    q, k and v unbiased (families/glm.py)."""
+    from .qwen import glm_vision
+
+    return {"vision": glm_vision(sub_config(c, "vision_config", {None: "glm_ocr_vision"}))}  # type: ignore[dict-item]
+
+
 @wrapper("kimi_k25")
 def kimi_k25(c: Config) -> dict:
     """Kimi_K25ForConditionalGeneration (Kimi K2.5): MoonViT (vit.py), each merge_kernel_size² patches averaged over
@@ -438,3 +448,31 @@ def git(c: Config) -> dict:
     v = sub_config(c, "vision_config", {None: "git_vision_model"})  # type: ignore[dict-item]
     projector = {"width": v.int("hidden_size"), "bias": True, "out_norm": True}
     return {"vision": vit(v, projector, read_class=True, table_positions=False)}
+
+
+@wrapper("paddleocr_vl")
+def paddleocr_vl(c: Config) -> dict:
+    """PaddleOCRVLForConditionalGeneration (Cui et al. 2025, PaddleOCR-VL): a SigLIP-built tower (PaddleOCRVisionModel:
+    a patch convolution with a bias, a table of (image_size / patch_size)² positions resized to the image's patches
+    (bilinear, no multiply-adds), SigLIP's layers with 2-D rotary positions, post_layernorm; no pooling head), then
+    PaddleOCRProjector: pre_norm (a LayerNorm over each patch), spatial_merge_size² patches gathered into one token,
+    linear_1 (Linear(4 × width, 4 × width) with a bias), GELU and linear_2 (Linear(4 × width, text width) with a bias).
+    Its images have no fixed size: an image's figures are at PADDLE_IMAGE_SIZE pixels a side (vit.py) unless
+    --image-size says otherwise."""
+    v = sub_config(c, "vision_config", {None: "paddleocr_vl_vision"})  # type: ignore[dict-item]
+    d, merge = v.int("hidden_size"), v.int("spatial_merge_size", 2)
+    projector = {"width": d, "hidden": d * merge * merge, "bias": True, "norm": "layernorm", "prenorm": True, "shuffle": merge}
+    return {"vision": vit(v, projector)}
+
+
+@wrapper("step3p7")
+def step3p7(c: Config) -> dict:
+    """Step3p7ForConditionalGeneration (StepFun): Step3p7VisionModel (vit.py: a patch convolution without a bias, a table
+    of (image_size / patch_size)² positions resized to other images, pre_layernorm, InternViT's layers with learned
+    layer scales and 2-D rotary positions, no post norm), its downsampler1 and downsampler2 (two strided 3 × 3
+    convolutions, 4 × 4 patches a token at 4 × the width; parts/projector.py) and multi_modal_projector, Linear(4 ×
+    width, text width) with projector_bias (default false); beside Step 3.5's language model (families/step3p5.py).
+    Each global view and local crop of image_size pixels is one image here."""
+    v = sub_config(c, "vision_config", {None: "step3p5_vision"})  # type: ignore[dict-item]
+    projector = {"width": v.int("hidden_size"), "bias": c.bool("projector_bias", False), "downsample": True}
+    return {"vision": vit(v, projector)}

@@ -8,7 +8,14 @@ from __future__ import annotations
 
 from ..config import Config
 
-AUDIO_TYPES = ("whisper", "qwen2_audio_encoder", "voxtral_encoder", "glmasr_encoder")
+AUDIO_TYPES = (
+    "whisper",
+    "qwen2_audio_encoder",
+    "voxtral_encoder",
+    "glmasr_encoder",
+    "qwen2_5_omni_audio_encoder",
+    "qwen3_omni_moe_audio_encoder",
+)
 
 
 def whisper_encoder(a: Config, projector: dict, **over) -> dict:
@@ -28,6 +35,19 @@ def whisper_encoder(a: Config, projector: dict, **over) -> dict:
         attention = {"n_heads": heads, "n_kv_heads": a.int("num_key_value_heads", heads), "qkv_bias": True, "k_bias": False}
         over = {"position_table": False, "source_positions": a.int("max_position_embeddings", 1500), **over}
         act = a.activation("hidden_act", "gelu")
+    if kind == "qwen2_5_omni_audio_encoder":  # Qwen2_5OmniAudioEncoder: sinusoidal positions (a buffer), n_window chunks
+        over = {"position_table": False, "chunk": a.int("n_window"), "markers": 2, **over}
+    if kind == "qwen3_omni_moe_audio_encoder":  # Qwen3OmniMoeAudioEncoder: 2-D convolutions a chunk, windows of chunks
+        frames = 2 * a.int("n_window")
+        if a.int("n_window_infer") % frames:
+            raise a.fail("n_window_infer", f"{a.int('n_window_infer')} frames are not whole chunks of {frames}")
+        over = {
+            "position_table": False,
+            "downsample": a.int("downsample_hidden_size"),
+            "chunk_frames": frames,
+            "window_chunks": a.int("n_window_infer") // frames,
+            **over,
+        }
     return {
         "layers": {
             "d_model": d,
@@ -59,7 +79,12 @@ TOP_MODULES = (
     (r"^conv1$", "conv1"),
     (r"^conv2$", "conv2"),
     (r"^embed_positions$", "pos_embed"),
-    (r"^(layer_norm|norm)$", "final_norm"),
+    (r"^(layer_norm|norm|ln_post)$", "final_norm"),
+    (r"^proj$", "projector.linear"),  # Qwen2.5-Omni's, within its tower
+    (r"^proj1$", "projector.linear_1"),  # Qwen3-Omni's
+    (r"^proj2$", "projector.linear_2"),
+    (r"^(conv2d[123]|conv_out)$", None),  # by their own names
+    (r"^audio_bos_eos_token$", "markers"),
 )
 
 
@@ -78,6 +103,7 @@ def audio_component(path: str) -> str | None:
     table = LAYER_MODULES if layer else TOP_MODULES
     inner = layer.group(2) if layer else module
     for pattern, name in table:
-        if re.search(pattern, inner):
-            return "audio." + name
+        found = re.search(pattern, inner)
+        if found:
+            return "audio." + (name or found.group(1))
     return f"(unmatched) audio.{module}"
