@@ -39,7 +39,10 @@ IMAGE_SIZES = {
     "qwen2_vl": (448, 224),
     "qwen2_5_vl": (448, 392),  # 16 merged tokens a side in whole windows of 4; 14 leave windows of 2 at the edges
     "qwen3_vl": (448, 256),
+    "exaone4_5": (448, 392),  # Qwen2.5-VL's windows, whole and cut at the edges, with grouped key-value heads
+    "hyperclovax_vision_v2": (448, 392),  # Qwen2.5-VL's, and its projector after the merger
     "internvl": (448, 224),
+    "qianfan_ocr": (448, 224),  # InternViT's 32 and 16 patches a side, shuffled 2 × 2 into 256 and 64 tokens
     "llama4": (336, 448),  # Llama 4's released tiles are 336 pixels; the class's default 448
     "gemma4": (480, 240),  # 30 and 15 patches a side, whole 3 × 3 tiles of its pooler (100 and 25 tokens)
     "gemma4_unified": (768, 480),  # 16 and 10 patches of 48 a side, one soft token each

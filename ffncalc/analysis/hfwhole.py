@@ -50,7 +50,7 @@ def measure_whole(data: dict) -> dict:
 
 # Classes whose image path reads values of its inputs (Pixtral's image_sizes, Idefics3's patch masks) run on the CPU
 # with real tensors, built small (REDUCED): the FLOPs of a tower of any size follow from the same formula.
-QWEN = {"qwen2_vl", "qwen2_5_vl", "qwen3_vl"}
+QWEN = {"qwen2_vl", "qwen2_5_vl", "qwen3_vl", "exaone4_5", "hyperclovax_vision_v2"}
 GLM = {"glm4v"}  # GLM-4V's tower takes Qwen2-VL's flattened patches and grid
 ON_CPU = {"mistral3", "idefics3", "aria", *QWEN, *GLM}
 # Classes whose tower reads its inputs' values (Gemma 4's pooler, by the patches' positions), measured at full size: the
@@ -88,6 +88,23 @@ QWEN_REDUCED = {
         "depth": 4,
         "num_heads": 4,
         "out_hidden_size": 64,
+        "fullatt_block_indexes": [1, 3],
+    },
+    "exaone4_5": {
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "depth": 4,
+        "num_heads": 4,
+        "num_key_value_heads": 2,
+        "out_hidden_size": 64,
+        "fullatt_block_indexes": [1, 3],
+    },
+    "hyperclovax_vision_v2": {
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "depth": 4,
+        "num_heads": 4,
+        "out_hidden_size": 48,
         "fullatt_block_indexes": [1, 3],
     },
     "glm4v": {"hidden_size": 64, "intermediate_size": 128, "depth": 2, "num_heads": 4, "out_hidden_size": 64},

@@ -28,6 +28,8 @@ a tower (parts/vision.py) holds one. In the order they run, each where its model
    (silu(a) ⊙ b, Cohere2VisionMultiModalProjector, AyaVisionMultiModalProjector); or one Linear(features, d_model)
    (PaliGemma's; Gemma 3's bias-free mm_input_projection_weight; Idefics3's modality_projection); or, where not
    ``linear``, none: the tower writes the model's tokens itself (Fuyu's patch embedding at the model's width);
+8a. where ``tail``, one more Linear(out, the model's width) with a bias after it (HyperCLOVAX V2's projector after
+   its Qwen2.5-VL merger writes out_hidden_size features);
 9. where ``resampler``, a resampler of learned latents after the MLP, which reads every patch and writes the image's
    tokens (parts/resampler.py: Idefics2's perceiver); the MLP then runs over every patch;
 10. where ``query``, in place of the stages above, Aria's learned queries reading the patches by one cross-attention and
@@ -74,6 +76,7 @@ class Projector:
     adapter_in: NonNegative = 0  # the features its first linear reads (Llama 4's intermediate_size; 0: what it is handed)
     adapter_out: NonNegative = 0  # its second linear's width (projector_output_dim; 0: adapter)
     adapter_to: NonNegative = 0  # the features the linear after it reads (vision_output_dim; 0: the adapter's output)
+    tail: bool = False  # a Linear(out, the model's width) with a bias after it (HyperCLOVAX V2's projector)
 
     @property
     def group(self) -> int:
@@ -84,7 +87,7 @@ class Projector:
         """Its tensors and their work, each with the tokens it runs over: "grid" (a token of the patch grid, after
         any pool) or "projector" (a token it writes), named under ``prefix`` (its tower's: vision.projector.);
         ``patches``: an image's patches, which Gemma 4's pooler reads for each token."""
-        d_model = self.out or d_model
+        model_width, d_model = d_model, self.out or d_model
         if self.query:  # Aria's: the whole projector
             return self.query.terms(self.width, d_model, prefix, patches)
         grid, out = Emitter("layers"), Emitter("layers")
@@ -119,6 +122,8 @@ class Projector:
             mlp.linear(f"{prefix}linear_2", half, d_model, self.bias, 1)
         elif self.linear or self.adapter:
             mlp.linear(f"{prefix}linear_1" if self.adapter else f"{prefix}linear", features, d_model, self.bias, 1)
+        if self.tail:
+            mlp.linear(f"{prefix}tail", d_model, model_width, True, 1)
         resampled = self.resampler.terms(d_model, f"{prefix}resampler.", patches) if self.resampler else []
         queried = self.qformer.terms(f"{prefix}qformer.", patches) if self.qformer else []
         return queried + [("grid", t) for t in grid.out] + [("projector", t) for t in out.out] + resampled
@@ -161,7 +166,7 @@ class Projector:
 
     def module(self, d_model: int):
         """Its reference module (imports torch when called)."""
-        d_model = self.out or d_model
+        model_width, d_model = d_model, self.out or d_model
         if self.query:  # Aria's: the whole projector
             return self.query.module(self.width, d_model)
         import torch
@@ -200,6 +205,8 @@ class Projector:
                     self.linear_1 = Linear(features, d_model, bias=proj.bias)
                 elif proj.linear:
                     self.linear = Linear(features, d_model, bias=proj.bias)
+                if proj.tail:
+                    self.tail = Linear(d_model, model_width, bias=True)
                 if proj.resampler:
                     self.resampler = proj.resampler.module(d_model)
                 if proj.qformer:
@@ -207,6 +214,7 @@ class Projector:
 
             def forward(self, x):
                 x = self.project(self.qformer(x) if proj.qformer else x)
+                x = self.tail(x) if proj.tail else x
                 return self.resampler(x) if proj.resampler else x
 
             def project(self, x):

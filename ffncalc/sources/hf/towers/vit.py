@@ -15,6 +15,7 @@ VISION_TYPES = (
     "smolvlm_vision",
     "pixtral",
     "internvl_vision",
+    "qianfan_ocr_vision",  # Qianfan-OCR's: InternViT's, built by a class of its own
     "llama4_vision_model",
     "gemma4_vision",
     "kimi_k25_vision",
@@ -53,7 +54,7 @@ def vit(v: Config, projector: dict, **over) -> dict:
     tower = {"image_size": side, "patch_size": _side(v, "patch_size"), "channels": v.int("num_channels", 3)}
     if naflex:
         tower["position_rows"] = v.int("num_patches")
-    if kind == "internvl_vision":
+    if kind in ("internvl_vision", "qianfan_ocr_vision"):
         return {"layers": _internvit(v, d, heads, act), **tower, **_internvit_ends(v), "projector": projector, **over}
     if kind == "pixtral":
         attention = {"n_heads": heads, "head_dim": v.int("head_dim", d // heads)}
@@ -337,6 +338,8 @@ TOWERS = (
     (r"vision_embed_tokens\.", "vision.patch_embed", "self"),  # Fuyu's
     (r"visual\.downsample\.", "vision.projector.patch_merger", "self"),  # GLM-4V's
     (r"visual\.merger\.proj\.", "vision.projector.lead", "self"),
+    (r"projector\.(weight|bias)$", "vision.projector.tail", "self"),  # HyperCLOVAX V2's, after its tower's merger
+    (r"vision_model\.merger\.", "vision.projector.", "projector"),
     (r"vision_tower\.(vision_model\.)?", "vision.", "tower"),
     (r"image_tower\.", "vision.", "tower"),  # Video-LLaVA's two CLIP towers
     (r"video_tower\.", "vision.video_tower.", "tower"),

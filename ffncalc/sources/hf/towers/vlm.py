@@ -146,9 +146,32 @@ def qwen_vl(c: Config) -> dict:
     return {"vision": qwen_vision(vision)}
 
 
-@wrapper("internvl")
+@wrapper("exaone4_5")
+def exaone4_5(c: Config) -> dict:
+    """Exaone4_5_ForConditionalGeneration (LG AI Research 2026, EXAONE 4.5): Qwen2.5-VL's tower and merger with grouped
+    key-value heads (towers/qwen.py) beside the language model of the text_config (EXAONE 4's layers)."""
+    from .qwen import qwen_vision
+
+    return {"vision": qwen_vision(sub_config(c, "vision_config", {None: "exaone4_5_vision"}))}  # type: ignore[dict-item]
+
+
+@wrapper("hyperclovax_vision_v2")
+def hyperclovax_vision_v2(c: Config) -> dict:
+    """HyperCLOVAXVisionV2ForConditionalGeneration (NAVER Cloud 2026, HyperCLOVA X SEED Think): Qwen2.5-VL's tower and
+    merger (towers/qwen.py; its vision_model, to out_hidden_size) and projector, one Linear(out_hidden_size, text width)
+    with a bias, beside the language model of the text_config (HyperCLOVA X's layers)."""
+    from .qwen import qwen_vision
+
+    spec = qwen_vision(sub_config(c, "vision_config", {"qwen2_5_vl": "qwen2_5_vl_vision", None: "qwen2_5_vl_vision"}))  # type: ignore[dict-item]
+    spec["projector"]["tail"] = True
+    return {"vision": spec}
+
+
+@wrapper("internvl", "qianfan_ocr")
 def internvl(c: Config) -> dict:
-    """InternVLForConditionalGeneration (Chen et al. 2024; InternVL 3): an InternViT tower (vit.py); its features
+    """InternVLForConditionalGeneration (Chen et al. 2024; InternVL 3) and QianfanOCRForConditionalGeneration (Baidu
+    2026, Qianfan-OCR: QianfanOCRVisionModel, InternViT's layers, embeddings and ends under names of its own, and
+    QianfanOCRMultiModalProjector, InternVL's): an InternViT tower (vit.py); its features
     pixel-shuffled by 1 / downsample_ratio (0.5: 2 × 2 tokens into one of four times the width), then
     InternVLMultiModalProjector: a LayerNorm over them, Linear(4 × width, text width) → projector_hidden_act →
     Linear(text width, text width), with biases; the class token dropped ("default")."""
