@@ -60,6 +60,7 @@ TOWER_ON_CPU = {
     "gemma4_unified": ("embed_vision",),
     "kimi_k25": ("vision_tower", "mm_projector"),
     "lfm2_vl": ("vision_tower", "multi_modal_projector"),
+    "video_llama_3": ("vision_model", "projector"),
     "idefics2": ("vision_model", "connector"),
     "blip-2": ("vision_model", "qformer", "language_projection", "query_tokens"),
     "instructblip": ("vision_model", "qformer", "language_projection", "query_tokens"),
@@ -175,6 +176,12 @@ def image_flops(data: dict, size: int) -> dict:
         side = size // p
         pixels = torch.ones(side * side, 3, p, p)
         kwargs["image_grid_thw"] = torch.tensor([[1, side, side]])
+    if kind == "video_llama_3":  # the processor's flattened patches (channels × patch² each), the grid, merge size 1
+        p = net.config.vision_config.patch_size
+        side = size // p
+        pixels = torch.ones(side * side, 3 * p * p)
+        kwargs["image_grid_thw"] = torch.tensor([[1, side, side]])
+        kwargs["image_merge_sizes"] = torch.tensor([1])
     if kind in QWEN | GLM:  # the processor's flattened patches (frames × channels × patch² pixels each) and the grid
         v = net.config.vision_config
         side = size // v.patch_size

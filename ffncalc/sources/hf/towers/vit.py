@@ -16,6 +16,7 @@ VISION_TYPES = (
     "pixtral",
     "internvl_vision",
     "qianfan_ocr_vision",  # Qianfan-OCR's: InternViT's, built by a class of its own
+    "video_llama_3_vision",  # VideoLLaMA 3's: SigLIP's layers, 2-D rotary positions, no pooling head
     "llama4_vision_model",
     "gemma4_vision",
     "kimi_k25_vision",
@@ -27,6 +28,7 @@ VISION_TYPES = (
 )
 NAFLEX_IMAGE_SIZE = 512  # pixels a side: 32 × 32 patches of 16 (LFM2-VL's largest tile, 256 tokens after its 2 × 2 shuffle)
 MOONVIT_IMAGE_SIZE = 448  # pixels a side: 32 × 32 patches of 14, 16 × 16 tokens
+VIDEO_LLAMA_3_IMAGE_SIZE = 448  # pixels a side: 28 × 28 patches of 16, one token each (an image's merge size 1)
 GEMMA4_IMAGE_SIZE = 768  # pixels a side: 48 × 48 patches of 16, pooled to 256 tokens within its 280-token budget
 
 
@@ -38,7 +40,10 @@ def vit(v: Config, projector: dict, **over) -> dict:
     image's figures are at NAFLEX_IMAGE_SIZE pixels a side unless --image-size says otherwise. CLIP and SigLIP: pre-norm layers of
     attention with biases and a two-layer MLP with biases, LayerNorms with biases, a learned position table. Pixtral
     (PixtralVisionModel, Mistral's vision encoder): no biases anywhere, RMSNorms (ln_pre before the layers, none after),
-    a gated MLP, 2-D rotary positions (no table: rotations have no multiply-adds to count)."""
+    a gated MLP, 2-D rotary positions (no table: rotations have no multiply-adds to count). VideoLLaMA 3's
+    (VideoLlama3VisionModel): SigLIP's layers and post_layernorm, 2-D rotary positions in place of the table, no pooling
+    head; its images have no fixed size, an image's figures are at VIDEO_LLAMA_3_IMAGE_SIZE pixels a side unless
+    --image-size says otherwise."""
     kind = v.model_type or "clip_vision_model"
     if kind not in VISION_TYPES:
         raise v.fail("model_type", f"a vision tower of {kind!r} is not read yet (read: {', '.join(VISION_TYPES)})")
@@ -50,7 +55,8 @@ def vit(v: Config, projector: dict, **over) -> dict:
         return {**_moonvit(v, d, heads), "projector": projector, **over}
     act = v.activation("hidden_act", "gelu")
     naflex = kind == "siglip2_vision_model"  # SigLIP 2's NaFlex: a linear patch embedding, a table resized to the image
-    side = NAFLEX_IMAGE_SIZE if naflex else _side(v, "image_size")
+    rotary = kind == "video_llama_3_vision"  # no table: 2-D rotary positions, no fixed size
+    side = NAFLEX_IMAGE_SIZE if naflex else VIDEO_LLAMA_3_IMAGE_SIZE if rotary else _side(v, "image_size")
     tower = {"image_size": side, "patch_size": _side(v, "patch_size"), "channels": v.int("num_channels", 3)}
     if naflex:
         tower["position_rows"] = v.int("num_patches")
@@ -69,6 +75,8 @@ def vit(v: Config, projector: dict, **over) -> dict:
         return {"layers": layers, **tower, **form, "projector": projector, **over}
     # Llama 4's: CLIP's form (a class token, pre- and post-norms, no bias on its patches' linear, an unfold)
     clip = kind in ("clip_vision_model", "llama4_vision_model")
+    if rotary:
+        tower["position_table"] = False
     return {
         "layers": {
             "d_model": d,
@@ -338,6 +346,8 @@ TOWERS = (
     (r"vision_embed_tokens\.", "vision.patch_embed", "self"),  # Fuyu's
     (r"visual\.downsample\.", "vision.projector.patch_merger", "self"),  # GLM-4V's
     (r"visual\.merger\.proj\.", "vision.projector.lead", "self"),
+    (r"projector\.readout\.0\.", "vision.projector.linear_1", "self"),  # VideoLLaMA 3's
+    (r"projector\.readout\.2\.", "vision.projector.linear_2", "self"),
     (r"projector\.(weight|bias)$", "vision.projector.tail", "self"),  # HyperCLOVAX V2's, after its tower's merger
     (r"vision_model\.merger\.", "vision.projector.", "projector"),
     (r"vision_tower\.(vision_model\.)?", "vision.", "tower"),

@@ -146,6 +146,17 @@ def qwen_vl(c: Config) -> dict:
     return {"vision": qwen_vision(vision)}
 
 
+@wrapper("video_llama_3")
+def video_llama_3(c: Config) -> dict:
+    """VideoLlama3ForConditionalGeneration (Zhang et al. 2025, VideoLLaMA 3): its vision model (vit.py: SigLIP's layers,
+    rotary positions), each image's patches kept one token each (its merge size 1: the bilinear resize to the same grid
+    has no multiply-adds), then VideoLlama3Projector's readout, Linear(vision width, text width) → GELU → Linear(text
+    width, text width), with biases."""
+    v = sub_config(c, "vision_config")
+    text = sub_config(c, "text_config").int("hidden_size")
+    return {"vision": vit(v, {"width": v.int("hidden_size"), "hidden": text, "bias": True, "activation": "gelu"})}
+
+
 @wrapper("exaone4_5")
 def exaone4_5(c: Config) -> dict:
     """Exaone4_5_ForConditionalGeneration (LG AI Research 2026, EXAONE 4.5): Qwen2.5-VL's tower and merger with grouped
