@@ -48,6 +48,7 @@ IMAGE_SIZES = {
     "gemma4": (480, 240),  # 30 and 15 patches a side, whole 3 × 3 tiles of its pooler (100 and 25 tokens)
     "gemma4_unified": (768, 480),  # 16 and 10 patches of 48 a side, one soft token each
     "glm4v": (448, 336),  # 16 and 12 merged tokens a side (28-pixel tiles of 2 × 2 patches)
+    "glmga": (448, 336),  # GLM-4.6V's class, as GLM-4V's
     "kimi_k25": (336, 224),  # 12 and 8 tokens a side (28-pixel tiles of 2 × 2 patches)
     "fuyu": (300, 600),  # 10 and 20 patches of 30 a side
     "aria": (1120, 2240),  # 35 and 70 patches of 32 a side: the 1,225 and 4,900 its projector names 128 and 256 queries for

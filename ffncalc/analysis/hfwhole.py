@@ -51,7 +51,7 @@ def measure_whole(data: dict) -> dict:
 # Classes whose image path reads values of its inputs (Pixtral's image_sizes, Idefics3's patch masks) run on the CPU
 # with real tensors, built small (REDUCED): the FLOPs of a tower of any size follow from the same formula.
 QWEN = {"qwen2_vl", "qwen2_5_vl", "qwen3_vl", "exaone4_5", "hyperclovax_vision_v2"}
-GLM = {"glm4v"}  # GLM-4V's tower takes Qwen2-VL's flattened patches and grid
+GLM = {"glm4v", "glmga"}  # GLM-4V's tower takes Qwen2-VL's flattened patches and grid
 ON_CPU = {"mistral3", "idefics3", "aria", *QWEN, *GLM}
 # Classes whose tower reads its inputs' values (Gemma 4's pooler, by the patches' positions), measured at full size: the
 # whole class built on the meta device, its tower and embedder then given memory on the CPU
@@ -109,6 +109,7 @@ QWEN_REDUCED = {
         "fullatt_block_indexes": [1, 3],
     },
     "glm4v": {"hidden_size": 64, "intermediate_size": 128, "depth": 2, "num_heads": 4, "out_hidden_size": 64},
+    "glmga": {"hidden_size": 64, "intermediate_size": 128, "depth": 2, "num_heads": 4, "out_hidden_size": 64},
     "qwen3_vl": {
         "hidden_size": 64,
         "intermediate_size": 128,

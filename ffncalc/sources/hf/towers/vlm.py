@@ -274,11 +274,12 @@ def gemma4_unified(c: Config) -> dict:
     return {"vision": vision}
 
 
-@wrapper("glm4v", "glm4v_moe", "glm46v")
+@wrapper("glm4v", "glm4v_moe", "glm46v", "glmga")
 def glm4v(c: Config) -> dict:
     """Glm4vForConditionalGeneration (GLM-4.1V-Thinking), Glm4vMoeForConditionalGeneration (GLM-4.5V) and
-    Glm46VForConditionalGeneration (GLM-4.6V): GLM-4V's vision tower, its downsample and merger (towers/qwen.py) beside
-    the language model of the text_config (GLM-4's layers, or GLM-4.5's mixture)."""
+    Glm46VForConditionalGeneration (GLM-4.6V, and GlmGa, which transformers builds as it): GLM-4V's vision tower, its
+    downsample and merger (towers/qwen.py) beside the language model of the text_config (GLM-4's layers, or GLM-4.5's
+    mixture)."""
     from .qwen import glm_vision
 
     vision = sub_config(c, "vision_config", {None: "glm4v_moe_vision" if c.model_type == "glm4v_moe" else "glm4v_vision"})  # type: ignore[dict-item]
