@@ -61,6 +61,7 @@ TOWER_ON_CPU = {
     "kimi_k25": ("vision_tower", "mm_projector"),
     "lfm2_vl": ("vision_tower", "multi_modal_projector"),
     "video_llama_3": ("vision_model", "projector"),
+    "inkling2": ("vision_tower",),
     "idefics2": ("vision_model", "connector"),
     "blip-2": ("vision_model", "qformer", "language_projection", "query_tokens"),
     "instructblip": ("vision_model", "qformer", "language_projection", "query_tokens"),
@@ -183,6 +184,12 @@ def image_flops(data: dict, size: int) -> dict:
         pixels = torch.ones(side * side, 3 * p * p)
         kwargs["image_grid_thw"] = torch.tensor([[1, side, side]])
         kwargs["image_merge_sizes"] = torch.tensor([1])
+    if kind == "inkling2":  # a tile of merge × merge patches (pixels, channels last) a token, the grid in tokens
+        v = net.config.vision_config
+        tile = v.patch_size * v.spatial_merge_size
+        side = size // tile
+        pixels = torch.ones(side * side, tile, tile, v.num_channels)
+        kwargs["image_grid_thw"] = torch.tensor([[1, side, side]])
     if kind in QWEN | GLM:  # the processor's flattened patches (frames × channels × patch² pixels each) and the grid
         v = net.config.vision_config
         side = size // v.patch_size

@@ -44,6 +44,7 @@ class Vision(Part):
     layers: Stack | None = None
     patch_bias: bool = True  # the patch convolution's bias (SigLIP: true; CLIP: false)
     class_token: bool = False  # CLIP's class embedding, a learned position before the patches
+    class_position: bool = False  # the class token's own learned position, added to it (Inkling 2's cls_position_embedding)
     position_table: bool = True  # a learned table of one row per position
     pre_norm: bool = False  # CLIP's pre_layrnorm
     post_norm: bool = True  # post_layernorm
@@ -80,6 +81,8 @@ class Vision(Part):
             stated = [k for k in ("pre_norm", "post_norm", "head", "layer_scale", "window", "deepstack") if getattr(self, k)]
             if stated:
                 raise SpecError(("vision", stated[0]), "a tower's; this one states no layers")
+        if self.class_position and not self.class_token:
+            raise SpecError(("vision", "class_position"), "the class token's position; this tower states no class_token")
         if self.full_layers > self.depth:
             raise SpecError(("vision", "full_layers"), f"more than the tower's {self.depth} layers")
         group = self.projector.group
@@ -161,6 +164,8 @@ class Vision(Part):
         emb = Emitter("embedding")
         if self.class_token:  # its row replaces a patch's output: no work
             emb.term("vision.class_embed", "position", (d,))
+        if self.class_position:  # added to the class token's row once an image: no multiply-adds
+            emb.term("vision.class_pos_embed", "position", (d,))
         if self.position_table:
             emb.term("vision.pos_embed.weight", "position", (self.position_rows or self.rows, d), elementwise=d)
         if self.embed_norms:  # after the positions are added
@@ -340,6 +345,8 @@ def _module(spec: Vision, model):
                 self.embed_norm, self.pos_norm = make_norm(layernorm, d), make_norm(layernorm, d)
             if spec.class_token:
                 self.class_embed = nn.Parameter(torch.empty(d))
+            if spec.class_position:
+                self.class_pos_embed = nn.Parameter(torch.empty(d))
             if spec.position_table:
                 self.pos_embed = nn.Embedding(spec.position_rows or spec.rows, d)
             if spec.pre_norm:
@@ -376,7 +383,8 @@ def _module(spec: Vision, model):
             if spec.embed_norms:
                 h = self.embed_norm(h)
             if spec.class_token:
-                h = torch.cat([self.class_embed.expand(n, 1, d), h], dim=1)
+                cls = self.class_embed + self.class_pos_embed if spec.class_position else self.class_embed
+                h = torch.cat([cls.expand(n, 1, d), h], dim=1)
             if spec.position_table:  # an interpolated table: its rows mixed to the positions, no multiply-adds to count
                 h = h + (self.pos_embed.weight.mean(0) if spec.position_rows else self.pos_embed.weight)
             if spec.embed_norms:

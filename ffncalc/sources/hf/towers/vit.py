@@ -17,6 +17,7 @@ VISION_TYPES = (
     "internvl_vision",
     "qianfan_ocr_vision",  # Qianfan-OCR's: InternViT's, built by a class of its own
     "video_llama_3_vision",  # VideoLLaMA 3's: SigLIP's layers, 2-D rotary positions, no pooling head
+    "inkling2_vision",  # Inkling 2's: InternViT's layers, a class token and an interpolated table, rotary positions
     "llama4_vision_model",
     "gemma4_vision",
     "kimi_k25_vision",
@@ -29,6 +30,7 @@ VISION_TYPES = (
 NAFLEX_IMAGE_SIZE = 512  # pixels a side: 32 × 32 patches of 16 (LFM2-VL's largest tile, 256 tokens after its 2 × 2 shuffle)
 MOONVIT_IMAGE_SIZE = 448  # pixels a side: 32 × 32 patches of 14, 16 × 16 tokens
 VIDEO_LLAMA_3_IMAGE_SIZE = 448  # pixels a side: 28 × 28 patches of 16, one token each (an image's merge size 1)
+INKLING2_IMAGE_SIZE = 640  # pixels a side: 32 × 32 patches of 20 (its position table's grid), 16 × 16 tokens
 GEMMA4_IMAGE_SIZE = 768  # pixels a side: 48 × 48 patches of 16, pooled to 256 tokens within its 280-token budget
 
 
@@ -53,6 +55,8 @@ def vit(v: Config, projector: dict, **over) -> dict:
         return {**_gemma4(v, d, heads), "projector": projector, **over}
     if kind == "kimi_k25_vision":
         return {**_moonvit(v, d, heads), "projector": projector, **over}
+    if kind == "inkling2_vision":
+        return {**_inkling2(v, d, heads), "projector": projector, **over}
     act = v.activation("hidden_act", "gelu")
     naflex = kind == "siglip2_vision_model"  # SigLIP 2's NaFlex: a linear patch embedding, a table resized to the image
     rotary = kind == "video_llama_3_vision"  # no table: 2-D rotary positions, no fixed size
@@ -153,6 +157,36 @@ def _moonvit(v: Config, d: int, heads: int) -> dict:
     }
 
 
+def _inkling2(v: Config, d: int, heads: int) -> dict:
+    """Inkling 2's vision model (Inkling2VisionModel): each patch's pixels embedded by a linear without a bias, a table
+    of posemb_grid_size² rows interpolated to the patches (bilinear: a weighted sum of four rows, no multiply-adds to
+    count), a class token before each image's patches with a learned position of its own (class_embedding,
+    cls_position_embedding), pre_layernorm; layers of InternViT's form (layernorm_before and layernorm_after, q/k/v and
+    out_proj with biases, CLIP's MLP with biases, each sublayer's output scaled by lambda_1 and lambda_2) with 2-D rotary
+    positions; no final norm. Its images have no fixed size: an image's figures are at INKLING2_IMAGE_SIZE pixels a side
+    unless --image-size says otherwise."""
+    layers = {
+        "d_model": d,
+        "n_layers": v.int("num_hidden_layers"),
+        "attention": {"n_heads": heads, "qkv_bias": True, "o_bias": True},
+        "ffn": {"kind": "dense", "d_ff": v.int("intermediate_size"), "bias": True, "activation": v.activation("hidden_act", "gelu")},
+        "norm": {"kind": "layernorm", "per_layer": 2, "final": False},
+    }
+    return {
+        "layers": layers,
+        "image_size": INKLING2_IMAGE_SIZE,
+        "patch_size": v.int("patch_size"),
+        "channels": v.int("num_channels", 3),
+        "patch_bias": False,
+        "class_token": True,
+        "class_position": True,
+        "position_rows": v.int("posemb_grid_size") ** 2,
+        "pre_norm": True,
+        "post_norm": False,
+        "layer_scale": True,
+    }
+
+
 def _side(v: Config, key: str) -> int:
     """A square's side: a number, or [height, width] equal (InternVL's image_size and patch_size)."""
     value = v.data.get(key)
@@ -245,6 +279,7 @@ TOP_MODULES = (
     (r"embeddings\.position_embedding$", "pos_embed"),
     (r"embeddings$", "class_embed"),  # CLIP's class_embedding, a parameter of the embeddings module
     (r"pre_layrnorm$", "pre_norm"),
+    (r"pre_layernorm$", "pre_norm"),  # Inkling 2's
     (r"patch_embedder\.input_proj$", "patch_embed"),  # Gemma 4's
     (r"patch_embedding\.linear$", "patch_embed"),  # Llama 4's unfold and linear
     (r"layernorm_pre$", "pre_norm"),
@@ -285,6 +320,7 @@ PROJECTOR_MODULES = (
 )
 # Parameters a module holds itself, by the end of their path: InternViT's and Llama 4's tables and layer scales
 PARAMETERS = (
+    (r"embeddings\.cls_position_embedding$", "class_pos_embed"),  # Inkling 2's
     (r"embeddings\.cls_token$", "class_embed"),
     (r"embeddings\.position_embeddings$", "pos_embed"),
     (r"lambda_[12]$", "layer_scale"),
@@ -350,6 +386,7 @@ TOWERS = (
     (r"projector\.readout\.2\.", "vision.projector.linear_2", "self"),
     (r"projector\.(weight|bias)$", "vision.projector.tail", "self"),  # HyperCLOVAX V2's, after its tower's merger
     (r"vision_model\.merger\.", "vision.projector.", "projector"),
+    (r"vision_tower\.merger\.", "vision.projector.", "projector"),  # Inkling 2's, in its vision model
     (r"vision_tower\.(vision_model\.)?", "vision.", "tower"),
     (r"image_tower\.", "vision.", "tower"),  # Video-LLaVA's two CLIP towers
     (r"video_tower\.", "vision.video_tower.", "tower"),

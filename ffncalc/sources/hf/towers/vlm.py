@@ -157,6 +157,23 @@ def video_llama_3(c: Config) -> dict:
     return {"vision": vit(v, {"width": v.int("hidden_size"), "hidden": text, "bias": True, "activation": "gelu"})}
 
 
+@wrapper("inkling2")
+def inkling2(c: Config) -> dict:
+    """Inkling2ForConditionalGeneration (Thinking Machines 2026, Inkling 2): its vision model (vit.py) and
+    Inkling2VisionMerger: spatial_merge_size² patches side by side (the class token dropped), Linear(width · merge²,
+    projection_hidden_dim) → hidden_act → Linear(projection_hidden_dim, text_hidden_size), biases as projector_bias."""
+    v = sub_config(c, "vision_config")
+    projector = {
+        "width": v.int("hidden_size"),
+        "hidden": v.int("projection_hidden_dim"),
+        "bias": v.bool("projector_bias", False),
+        "activation": v.activation("hidden_act", "gelu"),
+        "shuffle": v.int("spatial_merge_size", 2),
+        "out": v.int("text_hidden_size"),
+    }
+    return {"vision": vit(v, projector)}
+
+
 @wrapper("exaone4_5")
 def exaone4_5(c: Config) -> dict:
     """Exaone4_5_ForConditionalGeneration (LG AI Research 2026, EXAONE 4.5): Qwen2.5-VL's tower and merger with grouped
