@@ -62,6 +62,7 @@ TOWER_ON_CPU = {
     "lfm2_vl": ("vision_tower", "multi_modal_projector"),
     "video_llama_3": ("vision_model", "projector"),
     "inkling2": ("vision_tower",),
+    "minimax_m3_vl": ("vision_tower", "multi_modal_projector"),
     "idefics2": ("vision_model", "connector"),
     "blip-2": ("vision_model", "qformer", "language_projection", "query_tokens"),
     "instructblip": ("vision_model", "qformer", "language_projection", "query_tokens"),
@@ -184,6 +185,11 @@ def image_flops(data: dict, size: int) -> dict:
         pixels = torch.ones(side * side, 3 * p * p)
         kwargs["image_grid_thw"] = torch.tensor([[1, side, side]])
         kwargs["image_merge_sizes"] = torch.tensor([1])
+    if kind == "minimax_m3_vl":  # the processor's flattened patches (channels × frames × patch² each) and the grid
+        v = net.config.vision_config
+        side = size // v.patch_size
+        pixels = torch.ones(side * side, v.num_channels * v.temporal_patch_size * v.patch_size**2)
+        kwargs["image_grid_thw"] = torch.tensor([[1, side, side]])
     if kind == "inkling2":  # a tile of merge × merge patches (pixels, channels last) a token, the grid in tokens
         v = net.config.vision_config
         tile = v.patch_size * v.spatial_merge_size

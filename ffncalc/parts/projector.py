@@ -28,6 +28,9 @@ a tower (parts/vision.py) holds one. In the order they run, each where its model
    (silu(a) ⊙ b, Cohere2VisionMultiModalProjector, AyaVisionMultiModalProjector); or one Linear(features, d_model)
    (PaliGemma's; Gemma 3's bias-free mm_input_projection_weight; Idefics3's modality_projection); or, where not
    ``linear``, none: the tower writes the model's tokens itself (Fuyu's patch embedding at the model's width);
+8b. where ``then``, the MLP runs first over every patch (to the model's width), then the shuffle groups its outputs and a
+   second MLP, Linear(d_model · shuffle², then) → GELU → Linear(then, d_model), with biases, writes each token
+   (MiniMaxM3VLMultiModalProjector: linear_1, linear_2, then merge_linear_1, merge_linear_2);
 8a. where ``tail``, one more Linear(out, the model's width) with a bias after it (HyperCLOVAX V2's projector after
    its Qwen2.5-VL merger writes out_hidden_size features);
 9. where ``resampler``, a resampler of learned latents after the MLP, which reads every patch and writes the image's
@@ -77,6 +80,7 @@ class Projector:
     adapter_out: NonNegative = 0  # its second linear's width (projector_output_dim; 0: adapter)
     adapter_to: NonNegative = 0  # the features the linear after it reads (vision_output_dim; 0: the adapter's output)
     tail: bool = False  # a Linear(out, the model's width) with a bias after it (HyperCLOVAX V2's projector)
+    then: NonNegative = 0  # a second MLP's width, after the shuffle of the first's outputs (MiniMax M3 VL; 0: none)
 
     @property
     def group(self) -> int:
@@ -91,6 +95,8 @@ class Projector:
         if self.query:  # Aria's: the whole projector
             return self.query.terms(self.width, d_model, prefix, patches)
         grid, out = Emitter("layers"), Emitter("layers")
+        if self.then:  # MiniMax M3 VL's: an MLP a patch, then one over each shuffled group of its outputs
+            return self.then_terms(d_model, prefix, grid, out)
         features = self.width * max(self.shuffle, 1) ** 2
         if self.pool:  # each token one row of the one-hot weights over every patch: patches × width multiply-adds
             out.term(f"{prefix}pool", "core", (1, patches, self.width), numel=0, macs=self.width, select="full")
@@ -127,6 +133,16 @@ class Projector:
         resampled = self.resampler.terms(d_model, f"{prefix}resampler.", patches) if self.resampler else []
         queried = self.qformer.terms(f"{prefix}qformer.", patches) if self.qformer else []
         return queried + [("grid", t) for t in grid.out] + [("projector", t) for t in out.out] + resampled
+
+    def then_terms(self, d_model: int, prefix: str, grid: Emitter, out: Emitter) -> list[tuple[str, object]]:
+        """MiniMaxM3VLMultiModalProjector: linear_1 → GELU → linear_2 over every patch, then merge_linear_1 → GELU →
+        merge_linear_2 over each shuffle² of their outputs side by side."""
+        merged = d_model * max(self.shuffle, 1) ** 2
+        for em, name, a, h in ((grid, "", self.width, self.hidden), (out, "merge_", merged, self.then)):
+            em.linear(f"{prefix}{name}linear_1", a, h, self.bias, 1)
+            em.op(f"{prefix}{name}act", h * ACTIVATION_OPS[self.activation], 1)
+            em.linear(f"{prefix}{name}linear_2", h, d_model, self.bias, 1)
+        return [("grid", t) for t in grid.out] + [("projector", t) for t in out.out]
 
     def adapter_widths(self, features: int) -> tuple[int, int, int]:
         """Llama 4's adapter: the features its fc1 reads, fc2's width, and what the linear after it reads."""
@@ -180,6 +196,11 @@ class Projector:
             def __init__(self):
                 super().__init__()
                 features = proj.width * max(proj.shuffle, 1) ** 2
+                if proj.then:  # an MLP a patch, then one over each shuffled group (MiniMax M3 VL's)
+                    features = proj.width
+                    merged = d_model * max(proj.shuffle, 1) ** 2
+                    self.merge_linear_1 = Linear(merged, proj.then, bias=proj.bias)
+                    self.merge_linear_2 = Linear(proj.then, d_model, bias=proj.bias)
                 if proj.pool:
                     self.pool = MatMul()
                 merged = (proj.merge_out or features) if proj.merge else features
@@ -219,6 +240,11 @@ class Projector:
 
             def project(self, x):
                 b, n, w = x.shape
+                if proj.then:
+                    act = ACTIVATIONS[proj.activation]
+                    h = self.linear_2(act(self.linear_1(x)))
+                    h = h.reshape(b, n // proj.shuffle**2, h.shape[-1] * proj.shuffle**2)
+                    return self.merge_linear_2(act(self.merge_linear_1(h)))
                 grid = int(round(n**0.5))
                 if proj.pool_to:  # the patch grid, average-pooled by a kernel and stride of ⌊grid / pool_to⌋
                     k = grid // proj.pool_to

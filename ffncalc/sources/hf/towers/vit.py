@@ -17,6 +17,7 @@ VISION_TYPES = (
     "internvl_vision",
     "qianfan_ocr_vision",  # Qianfan-OCR's: InternViT's, built by a class of its own
     "video_llama_3_vision",  # VideoLLaMA 3's: SigLIP's layers, 2-D rotary positions, no pooling head
+    "minimax_m3_vl_vision",  # MiniMax M3 VL's: CLIP's layers, a 3-D patch convolution, rotary positions
     "inkling2_vision",  # Inkling 2's: InternViT's layers, a class token and an interpolated table, rotary positions
     "llama4_vision_model",
     "gemma4_vision",
@@ -57,6 +58,8 @@ def vit(v: Config, projector: dict, **over) -> dict:
         return {**_moonvit(v, d, heads), "projector": projector, **over}
     if kind == "inkling2_vision":
         return {**_inkling2(v, d, heads), "projector": projector, **over}
+    if kind == "minimax_m3_vl_vision":
+        return {**_minimax_m3(v, d, heads), "projector": projector, **over}
     act = v.activation("hidden_act", "gelu")
     naflex = kind == "siglip2_vision_model"  # SigLIP 2's NaFlex: a linear patch embedding, a table resized to the image
     rotary = kind == "video_llama_3_vision"  # no table: 2-D rotary positions, no fixed size
@@ -187,6 +190,33 @@ def _inkling2(v: Config, d: int, heads: int) -> dict:
     }
 
 
+def _minimax_m3(v: Config, d: int, heads: int) -> dict:
+    """MiniMax M3 VL's vision model (MiniMaxM3VLVisionModel): patches of temporal_patch_size frames (an image repeated
+    to fill them) embedded by a 3-D convolution without a bias, pre_layrnorm, CLIP's layers (LayerNorms, q/k/v and
+    out_proj with biases, fc1 → hidden_act → fc2 with biases) with 3-D rotary positions (no table), no final norm; each
+    image attends within itself. Its images have no fixed size (the processor resizes them): an image's figures are at
+    its vision_config's image_size unless --image-size says otherwise."""
+    act = v.activation("hidden_act", "gelu")
+    layers = {
+        "d_model": d,
+        "n_layers": v.int("num_hidden_layers"),
+        "attention": {"n_heads": heads, "qkv_bias": True, "o_bias": True},
+        "ffn": {"kind": "dense", "d_ff": v.int("intermediate_size"), "bias": True, "activation": act},
+        "norm": {"kind": "layernorm", "per_layer": 2, "final": False},
+    }
+    return {
+        "layers": layers,
+        "image_size": v.int("image_size"),
+        "patch_size": v.int("patch_size"),
+        "channels": v.int("num_channels", 3),
+        "frames": v.int("temporal_patch_size", 2),
+        "patch_bias": False,
+        "position_table": False,
+        "pre_norm": True,
+        "post_norm": False,
+    }
+
+
 def _side(v: Config, key: str) -> int:
     """A square's side: a number, or [height, width] equal (InternVL's image_size and patch_size)."""
     value = v.data.get(key)
@@ -273,6 +303,7 @@ TOP_MODULES = (
     (r"embeddings\.patch_embedding$", "patch_embed"),
     (r"patch_conv$", "patch_embed"),  # Pixtral's
     (r"patch_embed\.proj$", "patch_embed"),  # Qwen's
+    (r"^embeddings\.proj$", "patch_embed"),  # MiniMax M3 VL's
     (r"patch_embeddings\.projection$", "patch_embed"),  # InternViT's
     (r"pos_embed$", "pos_embed"),
     (r"ln_pre$", "pre_norm"),
@@ -309,6 +340,7 @@ PROJECTOR_MODULES = (
     (r"out_proj$", "linear_2"),
     (r"embedding_projection$", "linear"),  # Gemma 4's embed_vision
     (r"mlp\.(fc1|fc2)$", None),  # Llama 4's vision adapter
+    (r"(merge_linear_1|merge_linear_2)$", None),  # MiniMax M3 VL's second MLP
     (r"(linear_1|linear_2|linear)$", None),  # by their own names
     (r"(projector_layernorm|mm_soft_emb_norm|layernorm|norm)$", "norm"),
     (r"patch_merger\.merging_layer$", "patch_merger"),

@@ -174,6 +174,18 @@ def inkling2(c: Config) -> dict:
     return {"vision": vit(v, projector)}
 
 
+@wrapper("minimax_m3_vl")
+def minimax_m3_vl(c: Config) -> dict:
+    """MiniMaxM3SparseForConditionalGeneration (MiniMax 2026, MiniMax M3): its vision model (vit.py) and
+    MiniMaxM3VLMultiModalProjector: over every patch Linear(vision width, projector_hidden_size) → GELU →
+    Linear(projector_hidden_size, text width), then spatial_merge_size² of those side by side through
+    Linear(text width · merge², projector_hidden_size) → GELU → Linear(projector_hidden_size, text width), with biases."""
+    v = sub_config(c, "vision_config")
+    hidden = c.int("projector_hidden_size", 6144)
+    projector = {"width": v.int("hidden_size"), "hidden": hidden, "then": hidden, "shuffle": v.int("spatial_merge_size", 2)}
+    return {"vision": vit(v, projector)}
+
+
 @wrapper("exaone4_5")
 def exaone4_5(c: Config) -> dict:
     """Exaone4_5_ForConditionalGeneration (LG AI Research 2026, EXAONE 4.5): Qwen2.5-VL's tower and merger with grouped
