@@ -31,6 +31,9 @@ a tower (parts/vision.py) holds one. In the order they run, each where its model
 8b. where ``then``, the MLP runs first over every patch (to the model's width), then the shuffle groups its outputs and a
    second MLP, Linear(d_model · shuffle², then) → GELU → Linear(then, d_model), with biases, writes each token
    (MiniMaxM3VLMultiModalProjector: linear_1, linear_2, then merge_linear_1, merge_linear_2);
+8c. where ``vocab``, in place of the MLP, Ovis 2's visual tokenizer: Linear(features, vocab − indicators) without a
+   bias (head_linear), a LayerNorm over its logits (head_norm), a softmax, then the probabilities (the indicators'
+   zero-padded) times a table of vocab rows of the model's width (visual_embeddings_table: one matmul);
 8a. where ``tail``, one more Linear(out, the model's width) with a bias after it (HyperCLOVAX V2's projector after
    its Qwen2.5-VL merger writes out_hidden_size features);
 9. where ``resampler``, a resampler of learned latents after the MLP, which reads every patch and writes the image's
@@ -47,7 +50,7 @@ from typing import Literal
 
 from ..model.schema import NonNegative, Positive
 from ..model.spec import Norm
-from ..model.terms import ACTIVATION_OPS, Activation, Emitter
+from ..model.terms import ACTIVATION_OPS, SOFTMAX_OPS, Activation, Emitter
 from .qformer import QFormer
 from .query_attention import QueryAttention
 from .resampler import Resampler
@@ -80,6 +83,8 @@ class Projector:
     adapter_out: NonNegative = 0  # its second linear's width (projector_output_dim; 0: adapter)
     adapter_to: NonNegative = 0  # the features the linear after it reads (vision_output_dim; 0: the adapter's output)
     tail: bool = False  # a Linear(out, the model's width) with a bias after it (HyperCLOVAX V2's projector)
+    vocab: NonNegative = 0  # Ovis 2's visual vocabulary: softmaxed logits over it read a table of its rows (0: none)
+    indicators: NonNegative = 0  # its rows no patch's logits name (Ovis 2's visual indicator tokens), zeros in the matmul
     then: NonNegative = 0  # a second MLP's width, after the shuffle of the first's outputs (MiniMax M3 VL; 0: none)
 
     @property
@@ -97,6 +102,13 @@ class Projector:
         grid, out = Emitter("layers"), Emitter("layers")
         if self.then:  # MiniMax M3 VL's: an MLP a patch, then one over each shuffled group of its outputs
             return self.then_terms(d_model, prefix, grid, out)
+        if self.vocab:  # Ovis 2's visual tokenizer and embedding table
+            features, rows = self.width * max(self.shuffle, 1) ** 2, self.vocab - self.indicators
+            out.linear(f"{prefix}head", features, rows, False, 1)
+            out.norm(f"{prefix}head_norm", Norm(kind="layernorm"), rows, 1)
+            out.op(f"{prefix}softmax", rows * (SOFTMAX_OPS - 1), 1)  # max, subtract, exp, sum, divide
+            out.linear(f"{prefix}table", self.vocab, d_model, False, 1)
+            return [("projector", t) for t in out.out]
         features = self.width * max(self.shuffle, 1) ** 2
         if self.pool:  # each token one row of the one-hot weights over every patch: patches × width multiply-adds
             out.term(f"{prefix}pool", "core", (1, patches, self.width), numel=0, macs=self.width, select="full")
@@ -196,6 +208,10 @@ class Projector:
             def __init__(self):
                 super().__init__()
                 features = proj.width * max(proj.shuffle, 1) ** 2
+                if proj.vocab:  # Ovis 2's: head, head_norm, the table
+                    self.head = Linear(features, proj.vocab - proj.indicators, bias=False)
+                    self.head_norm = make_norm(Norm(kind="layernorm"), proj.vocab - proj.indicators)
+                    self.table = Linear(proj.vocab, d_model, bias=False)
                 if proj.then:  # an MLP a patch, then one over each shuffled group (MiniMax M3 VL's)
                     features = proj.width
                     merged = d_model * max(proj.shuffle, 1) ** 2
@@ -224,7 +240,7 @@ class Projector:
                     self.linear_2 = Linear(proj.hidden // 2 if proj.gated else proj.hidden, d_model, bias=proj.bias)
                 elif proj.adapter:
                     self.linear_1 = Linear(features, d_model, bias=proj.bias)
-                elif proj.linear:
+                elif proj.linear and not proj.vocab:
                     self.linear = Linear(features, d_model, bias=proj.bias)
                 if proj.tail:
                     self.tail = Linear(d_model, model_width, bias=True)
@@ -240,6 +256,11 @@ class Projector:
 
             def project(self, x):
                 b, n, w = x.shape
+                if proj.vocab:
+                    if proj.shuffle:
+                        x = x.reshape(b, n // proj.shuffle**2, w * proj.shuffle**2)
+                    probs = self.head_norm(self.head(x)).softmax(-1)
+                    return self.table(nn.functional.pad(probs, (0, proj.indicators)))  # the indicators' zeros
                 if proj.then:
                     act = ACTIVATIONS[proj.activation]
                     h = self.linear_2(act(self.linear_1(x)))

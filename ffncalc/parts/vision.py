@@ -44,6 +44,7 @@ class Vision(Part):
     layers: Stack | None = None
     patch_bias: bool = True  # the patch convolution's bias (SigLIP: true; CLIP: false)
     class_token: bool = False  # CLIP's class embedding, a learned position before the patches
+    patch_norm: bool = False  # an RMSNorm over each patch's embedding before its position is added (Ovis 2's)
     class_position: bool = False  # the class token's own learned position, added to it (Inkling 2's cls_position_embedding)
     position_table: bool = True  # a learned table of one row per position
     pre_norm: bool = False  # CLIP's pre_layrnorm
@@ -81,6 +82,8 @@ class Vision(Part):
             stated = [k for k in ("pre_norm", "post_norm", "head", "layer_scale", "window", "deepstack") if getattr(self, k)]
             if stated:
                 raise SpecError(("vision", stated[0]), "a tower's; this one states no layers")
+        if self.patch_norm and self.embed_norms:
+            raise SpecError(("vision", "patch_norm"), "one norm after the patch embedding: embed_norms states its own")
         if self.class_position and not self.class_token:
             raise SpecError(("vision", "class_position"), "the class token's position; this tower states no class_token")
         if self.full_layers > self.depth:
@@ -158,8 +161,8 @@ class Vision(Part):
         emb.term("vision.patch_embed.weight", "weight", (d, c, f, p, p) if f > 1 else (d, c, p, p), macs=d * c * f * p * p)
         if self.patch_bias:
             emb.term("vision.patch_embed.bias", "bias", (d,), elementwise=d)
-        if self.embed_norms:
-            emb.norm("vision.embed_norm", Norm(kind="layernorm"), d, 1)
+        if self.embed_norms or self.patch_norm:  # a LayerNorm (Gemma 4 Unified's), an RMSNorm (Ovis 2's)
+            emb.norm("vision.embed_norm", Norm(kind="rmsnorm" if self.patch_norm else "layernorm"), d, 1)
         out: list[tuple[str, object]] = [("patch", t) for t in emb.out]
         emb = Emitter("embedding")
         if self.class_token:  # its row replaces a patch's output: no work
@@ -343,6 +346,8 @@ def _module(spec: Vision, model):
                 layernorm = Norm(kind="layernorm")
                 self.patch_norm = make_norm(layernorm, spec.channels * p * p)
                 self.embed_norm, self.pos_norm = make_norm(layernorm, d), make_norm(layernorm, d)
+            if spec.patch_norm:
+                self.embed_norm = make_norm(Norm(kind="rmsnorm"), d)
             if spec.class_token:
                 self.class_embed = nn.Parameter(torch.empty(d))
             if spec.class_position:
@@ -380,7 +385,7 @@ def _module(spec: Vision, model):
                 g, c, p = spec.grid, spec.channels, spec.patch_size
                 pixels = self.patch_norm(pixels.reshape(n, g * g, c * p * p)).reshape(shape)
             h = self.patch_embed(pixels).flatten(2).transpose(1, 2)
-            if spec.embed_norms:
+            if spec.embed_norms or spec.patch_norm:
                 h = self.embed_norm(h)
             if spec.class_token:
                 cls = self.class_embed + self.class_pos_embed if spec.class_position else self.class_embed

@@ -18,6 +18,7 @@ VISION_TYPES = (
     "qianfan_ocr_vision",  # Qianfan-OCR's: InternViT's, built by a class of its own
     "video_llama_3_vision",  # VideoLLaMA 3's: SigLIP's layers, 2-D rotary positions, no pooling head
     "minimax_m3_vl_vision",  # MiniMax M3 VL's: CLIP's layers, a 3-D patch convolution, rotary positions
+    "ovis2_vision",  # Ovis 2's: AIMv2's layers (RMSNorms, a gated MLP), an RMSNorm after the patch embedding
     "inkling2_vision",  # Inkling 2's: InternViT's layers, a class token and an interpolated table, rotary positions
     "llama4_vision_model",
     "gemma4_vision",
@@ -67,6 +68,8 @@ def vit(v: Config, projector: dict, **over) -> dict:
     tower = {"image_size": side, "patch_size": _side(v, "patch_size"), "channels": v.int("num_channels", 3)}
     if naflex:
         tower["position_rows"] = v.int("num_patches")
+    if kind == "ovis2_vision":
+        return {**_ovis2(v, d, heads, act), **tower, "projector": projector, **over}
     if kind in ("internvl_vision", "qianfan_ocr_vision"):
         return {"layers": _internvit(v, d, heads, act), **tower, **_internvit_ends(v), "projector": projector, **over}
     if kind == "pixtral":
@@ -190,6 +193,22 @@ def _inkling2(v: Config, d: int, heads: int) -> dict:
     }
 
 
+def _ovis2(v: Config, d: int, heads: int, act: str) -> dict:
+    """Ovis 2's vision transformer (Ovis2VisionTransformer, AIMv2's form): SigLIP's patch convolution with a bias and
+    learned table, an RMSNorm over each patch's embedding before its position is added (embeddings.rms_norm); layers
+    of RMSNorms (rms_norm1, rms_norm2), q/k/v and out_proj with biases as qkv_bias and a gated MLP with biases as
+    mlp_bias (gate_proj, up_proj, down_proj); a final RMSNorm (rms_norm)."""
+    bias = v.bool("qkv_bias", False)
+    layers = {
+        "d_model": d,
+        "n_layers": v.int("num_hidden_layers"),
+        "attention": {"n_heads": heads, "qkv_bias": bias, "o_bias": bias},
+        "ffn": {"kind": "gated", "d_ff": v.int("intermediate_size"), "bias": v.bool("mlp_bias", False), "activation": act},
+        "norm": {"kind": "rmsnorm", "per_layer": 2, "final": False},
+    }
+    return {"layers": layers, "patch_bias": True, "patch_norm": True, "pre_norm": False, "post_norm": True}
+
+
 def _minimax_m3(v: Config, d: int, heads: int) -> dict:
     """MiniMax M3 VL's vision model (MiniMaxM3VLVisionModel): patches of temporal_patch_size frames (an image repeated
     to fill them) embedded by a 3-D convolution without a bias, pre_layrnorm, CLIP's layers (LayerNorms, q/k/v and
@@ -268,6 +287,11 @@ LAYER_MODULES = (
     (r"feed_forward\.up_proj$", "ffn.up"),
     (r"feed_forward\.down_proj$", "ffn.down"),
     (r"(attention_norm|ffn_norm)$", "norms"),
+    (r"attention\.out_proj$", "attn.o"),  # Ovis 2's
+    (r"ffn\.gate_proj$", "ffn.gate"),
+    (r"ffn\.up_proj$", "ffn.up"),
+    (r"ffn\.down_proj$", "ffn.down"),
+    (r"rms_norm[12]$", "norms"),
     (r"attn\.qkv$", "attn.q+k+v"),  # Qwen's fused projections
     (r"attn\.proj$", "attn.o"),
     (r"mlp\.gate_proj$", "ffn.gate"),
@@ -304,6 +328,8 @@ TOP_MODULES = (
     (r"patch_conv$", "patch_embed"),  # Pixtral's
     (r"patch_embed\.proj$", "patch_embed"),  # Qwen's
     (r"^embeddings\.proj$", "patch_embed"),  # MiniMax M3 VL's
+    (r"embeddings\.rms_norm$", "embed_norm"),  # Ovis 2's
+    (r"^transformer\.rms_norm$", "post_norm"),
     (r"patch_embeddings\.projection$", "patch_embed"),  # InternViT's
     (r"pos_embed$", "pos_embed"),
     (r"ln_pre$", "pre_norm"),
@@ -419,6 +445,9 @@ TOWERS = (
     (r"projector\.(weight|bias)$", "vision.projector.tail", "self"),  # HyperCLOVAX V2's, after its tower's merger
     (r"vision_model\.merger\.", "vision.projector.", "projector"),
     (r"vision_tower\.merger\.", "vision.projector.", "projector"),  # Inkling 2's, in its vision model
+    (r"vision_tower\.head_linear\.", "vision.projector.head", "self"),  # Ovis 2's visual tokenizer and table
+    (r"vision_tower\.head_norm\.", "vision.projector.head_norm", "self"),
+    (r"visual_embeddings_table\.", "vision.projector.table", "self"),
     (r"vision_tower\.(vision_model\.)?", "vision.", "tower"),
     (r"image_tower\.", "vision.", "tower"),  # Video-LLaVA's two CLIP towers
     (r"video_tower\.", "vision.video_tower.", "tower"),

@@ -186,6 +186,26 @@ def minimax_m3_vl(c: Config) -> dict:
     return {"vision": vit(v, projector)}
 
 
+@wrapper("ovis2")
+def ovis2(c: Config) -> dict:
+    """Ovis2ForConditionalGeneration (Lu et al. 2024, Ovis; Ovis 2): its vision transformer (vit.py), then its visual
+    tokenizer and embedding table (parts/projector.py: ``vocab``): hidden_stride² patches side by side (Ovis2VisionModel),
+    head_linear to vocab_size − num_visual_indicator_tokens logits, head_norm, a softmax, and visual_embeddings_table
+    (vocab_size rows of the wrapper's hidden_size, built at that width whatever the text's) read by the probabilities."""
+    v = sub_config(c, "vision_config")
+    if v.data.get("tokenize_function", "softmax") != "softmax":
+        raise v.fail("tokenize_function", f"{v.data.get('tokenize_function')!r}: read with softmax, the default (not yet another)")
+    stride = v.int("hidden_stride", 1)
+    projector = {
+        "width": v.int("hidden_size"),
+        "vocab": v.int("vocab_size"),
+        "indicators": v.int("num_visual_indicator_tokens"),
+        "shuffle": stride if stride > 1 else 0,
+        "out": c.int("hidden_size", sub_config(c, "text_config").int("hidden_size")),  # the table's width, as stated
+    }
+    return {"vision": vit(v, projector)}
+
+
 @wrapper("exaone4_5")
 def exaone4_5(c: Config) -> dict:
     """Exaone4_5_ForConditionalGeneration (LG AI Research 2026, EXAONE 4.5): Qwen2.5-VL's tower and merger with grouped
