@@ -25,6 +25,7 @@ from ..model.spec import Norm
 from ..model.stacks import Stack
 from ..model.terms import Emitter
 from . import Part, register
+from .generation import Generator
 from .projector import Projector
 
 
@@ -62,6 +63,9 @@ class Vision(Part):
     # a second tower of the same form and weights of its own, which no image runs through (Video-LLaVA's video_tower:
     # a video's frames run there, an image through the first): its parameters, no work of an image's
     video_tower: bool = False
+    # an image generator's parameters beside the tower (Janus's VQ-VAE, generation embeddings, aligner and head,
+    # parts/generation.py), which no image it reads runs through: its parameters, no work of an image's
+    generator: Generator | None = None
     # without layers: the patch embedding's width (0: the model's) and Gemma 4 Unified's three LayerNorms around it (over
     # each patch's pixels before it, over its output, and after the positions are added)
     embed_width: NonNegative = 0
@@ -197,6 +201,8 @@ class Vision(Part):
                 for _, t in list(out)
                 if t.numel  # its parameters; "vision." is 7 characters
             ]
+        if self.generator:
+            out += [("image", t) for t in self.generator.terms("vision.generation.")]
         read = self.rows if self.read_class else self.grid**2  # the positions the projector reads
         out += self.projector.terms(model.d_model, "vision.projector.", read)
         if self.deepstack:  # the same projector on earlier layers' outputs, its norm over what the shuffle makes
@@ -365,10 +371,12 @@ def _module(spec: Vision, model):
                 self.head = Head()
             if spec.video_tower:  # its tensors, which an image does not run
                 self.video_tower = _module(replace(spec, video_tower=False, images=0), model)
-                for name in ("projector", "deepstack", "image_newline"):
+                for name in ("projector", "deepstack", "image_newline", "generation"):
                     if hasattr(self.video_tower, name):
                         delattr(self.video_tower, name)
             self.projector = spec.projector.module(model.d_model)
+            if spec.generator:  # its parameters, which an image does not run
+                self.generation = spec.generator.module()
             if spec.deepstack:
                 deep = replace(spec.projector, prenorm=False)
                 self.deepstack = nn.ModuleList(deep.module(model.d_model) for _ in range(spec.deepstack))

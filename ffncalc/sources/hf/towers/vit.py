@@ -19,6 +19,7 @@ VISION_TYPES = (
     "video_llama_3_vision",  # VideoLLaMA 3's: SigLIP's layers, 2-D rotary positions, no pooling head
     "minimax_m3_vl_vision",  # MiniMax M3 VL's: CLIP's layers, a 3-D patch convolution, rotary positions
     "ovis2_vision",  # Ovis 2's: AIMv2's layers (RMSNorms, a gated MLP), an RMSNorm after the patch embedding
+    "janus_vision_model",  # Janus's: SigLIP's layers (InternViT's names for attention), no pooling head
     "inkling2_vision",  # Inkling 2's: InternViT's layers, a class token and an interpolated table, rotary positions
     "llama4_vision_model",
     "gemma4_vision",
@@ -92,7 +93,7 @@ def vit(v: Config, projector: dict, **over) -> dict:
             "d_model": d,
             "n_layers": v.int("num_hidden_layers"),
             "attention": {"n_heads": heads, "qkv_bias": True, "o_bias": True},
-            "ffn": {"kind": "dense", "d_ff": v.int("intermediate_size"), "bias": True, "activation": act},
+            "ffn": {"kind": "dense", "d_ff": _mlp_width(v, kind, d), "bias": True, "activation": act},
             "norm": {"kind": "layernorm", "per_layer": 2, "final": False},
         },
         **tower,
@@ -161,6 +162,16 @@ def _moonvit(v: Config, d: int, heads: int) -> dict:
         "pre_norm": False,
         "post_norm": True,
     }
+
+
+def _mlp_width(v: Config, kind: str, d: int) -> int:
+    """The MLP's width: intermediate_size, or Janus's hidden_size × mlp_ratio (JanusVisionMLP); Janus's q and k norms
+    (use_qk_norm) are not read yet."""
+    if kind != "janus_vision_model":
+        return v.int("intermediate_size")
+    if v.bool("use_qk_norm", False):
+        raise v.fail("use_qk_norm", "Janus's q and k norms are not read yet")
+    return int(d * v.float("mlp_ratio", 4.0))
 
 
 def _inkling2(v: Config, d: int, heads: int) -> dict:
@@ -278,6 +289,7 @@ def _internvit_ends(v: Config) -> dict:
 # component of the ``vision`` part (sources/hf/names.py).
 LAYER_MODULES = (
     (r"attention\.projection_layer$", "attn.o"),  # InternViT's
+    (r"self_attn\.projection_layer$", "attn.o"),  # Janus's
     (r"layernorm_(before|after)$", "norms"),
     (r"attention\.q_proj$", "attn.q"),  # Pixtral's
     (r"attention\.k_proj$", "attn.k"),
@@ -445,6 +457,15 @@ TOWERS = (
     (r"projector\.(weight|bias)$", "vision.projector.tail", "self"),  # HyperCLOVAX V2's, after its tower's merger
     (r"vision_model\.merger\.", "vision.projector.", "projector"),
     (r"vision_tower\.merger\.", "vision.projector.", "projector"),  # Inkling 2's, in its vision model
+    (r"vqmodel\.encoder\.", "vision.generation.encoder", "self"),  # Janus's image generator
+    (r"vqmodel\.decoder\.", "vision.generation.decoder", "self"),
+    (r"vqmodel\.quantize\.", "vision.generation.codebook", "self"),
+    (r"vqmodel\.(post_)?quant_conv\.", "vision.generation.quant_convs", "self"),
+    (r"generation_embeddings\.", "vision.generation.embeddings", "self"),
+    (r"generation_aligner\.", "vision.generation.aligner", "self"),
+    (r"generation_head\.", "vision.generation.head", "self"),
+    (r"aligner\.fc1\.", "vision.projector.linear_1", "self"),  # Janus's vision aligner
+    (r"aligner\.hidden_layers\.0\.", "vision.projector.linear_2", "self"),
     (r"vision_tower\.head_linear\.", "vision.projector.head", "self"),  # Ovis 2's visual tokenizer and table
     (r"vision_tower\.head_norm\.", "vision.projector.head_norm", "self"),
     (r"visual_embeddings_table\.", "vision.projector.table", "self"),

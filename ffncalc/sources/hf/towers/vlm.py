@@ -206,6 +206,36 @@ def ovis2(c: Config) -> dict:
     return {"vision": vit(v, projector)}
 
 
+@wrapper("janus")
+def janus(c: Config) -> dict:
+    """JanusForConditionalGeneration (Wu et al. 2024, Janus): a SigLIP-built tower (JanusVisionModel: no pooling head)
+    and JanusVisionAlignerMLP, fc1 Linear(vision width, projection_dim) → GELU → Linear(projection_dim,
+    projection_dim), with biases; beside them the image generator's parameters (parts/generation.py: the VQ-VAE of
+    vq_config, generation embeddings, aligner and head), which no image it reads runs through."""
+    v = sub_config(c, "vision_config")
+    q = sub_config(c, "vq_config")
+    if v.int("depth", 2) != 2:
+        raise v.fail("depth", f"{v.int('depth')}: the aligner is read with two linears (depth 2, the default; not yet another)")
+    width = v.int("projection_dim")
+    projector = {"width": v.int("hidden_size"), "hidden": width, "bias": True, "activation": v.activation("hidden_act", "gelu")}
+    projector["out"] = width  # its second linear writes projection_dim features, whatever the text's width
+    generator = {
+        "base": q.int("base_channels"),
+        "multipliers": q.int_list("channel_multiplier"),
+        "res_blocks": q.int("num_res_blocks"),
+        "latent": q.int("latent_channels"),
+        "embed_dim": q.int("embed_dim"),
+        "codes": q.int("num_embeddings"),
+        "width": q.int("projection_dim"),
+        "token_width": q.int("image_token_embed_dim"),
+        "in_channels": q.int("in_channels", 3),
+        "out_channels": q.int("out_channels", 3),
+        "double_latent": q.bool("double_latent", False),
+        "aligner_depth": q.int("num_hidden_layers", 2),
+    }
+    return {"vision": {**vit(v, projector), "generator": generator}}
+
+
 @wrapper("exaone4_5")
 def exaone4_5(c: Config) -> dict:
     """Exaone4_5_ForConditionalGeneration (LG AI Research 2026, EXAONE 4.5): Qwen2.5-VL's tower and merger with grouped
