@@ -63,6 +63,9 @@ TOWER_ON_CPU = {
     "video_llama_3": ("vision_model", "projector"),
     "inkling2": ("vision_tower",),
     "minimax_m3_vl": ("vision_tower", "multi_modal_projector"),
+    "minicpmv4_6": ("vision_tower", "merger"),
+    "minicpmv4_7": ("vision_tower", "merger"),
+    "minicpm_ocr": ("vision_tower", "merger"),
     "idefics2": ("vision_model", "connector"),
     "blip-2": ("vision_model", "qformer", "language_projection", "query_tokens"),
     "instructblip": ("vision_model", "qformer", "language_projection", "query_tokens"),
@@ -185,6 +188,11 @@ def image_flops(data: dict, size: int) -> dict:
         pixels = torch.ones(side * side, 3 * p * p)
         kwargs["image_grid_thw"] = torch.tensor([[1, side, side]])
         kwargs["image_merge_sizes"] = torch.tensor([1])
+    if kind in ("minicpmv4_6", "minicpmv4_7", "minicpm_ocr"):  # NaViT-packed: the patches side by side, the grid
+        p = net.config.vision_config.patch_size
+        side = size // p
+        pixels = torch.ones(1, 3, p, side * side * p)
+        kwargs["target_sizes"] = torch.tensor([[side, side]])
     if kind == "minimax_m3_vl":  # the processor's flattened patches (channels × frames × patch² each) and the grid
         v = net.config.vision_config
         side = size // v.patch_size

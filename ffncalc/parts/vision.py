@@ -27,6 +27,7 @@ from ..model.terms import Emitter
 from . import Part, register
 from .generation import Generator
 from .projector import Projector
+from .window_merger import WindowMerger
 
 
 @register
@@ -66,6 +67,9 @@ class Vision(Part):
     # an image generator's parameters beside the tower (Janus's VQ-VAE, generation embeddings, aligner and head,
     # parts/generation.py), which no image it reads runs through: its parameters, no work of an image's
     generator: Generator | None = None
+    # a merger of window × window patches into one after the tower's first layers (MiniCPM-V 4.6's vit_merger,
+    # parts/window_merger.py): the layers after it run over the merged patches, and the projector reads them
+    merger: WindowMerger | None = None
     # without layers: the patch embedding's width (0: the model's) and Gemma 4 Unified's three LayerNorms around it (over
     # each patch's pixels before it, over its output, and after the positions are added)
     embed_width: NonNegative = 0
@@ -93,10 +97,16 @@ class Vision(Part):
         if self.full_layers > self.depth:
             raise SpecError(("vision", "full_layers"), f"more than the tower's {self.depth} layers")
         group = self.projector.group
-        if self.images and self.grid % group:  # the convolution takes whole patches; the projector whole tiles of them
+        if self.merger and self.merger.after > self.depth:
+            raise SpecError(("vision", "merger", "after"), f"more than the tower's {self.depth} layers")
+        if self.images and self.grid % self.merged_side:  # the in-tower merger takes whole windows of patches
+            raise SpecError(
+                ("vision", "image_size"), f"{self.grid} patches a side are not whole {self.merged_side} × {self.merged_side} windows"
+            )
+        if self.images and self.out_grid % group:  # the convolution takes whole patches; the projector whole tiles of them
             raise SpecError(
                 ("vision", "image_size"),
-                f"{self.grid} patches a side are not whole {group} × {group} tiles of the projector's ({self.image_size} pixels)",
+                f"{self.out_grid} patches a side are not whole {group} × {group} tiles of the projector's ({self.image_size} pixels)",
             )
         if self.images and self.projector.query and not self.projector.image_tokens(self.grid**2):
             named = ", ".join(f"{p:,}" for p, _ in self.projector.query.tokens)
@@ -129,6 +139,16 @@ class Vision(Part):
         return self.image_size // self.patch_size
 
     @property
+    def merged_side(self) -> int:
+        """Patches a side merged into one by the in-tower merger an image runs through (1: none)."""
+        return self.merger.window if self.merger and self.merger.runs else 1
+
+    @property
+    def out_grid(self) -> int:
+        """Patches a side the tower writes (after any in-tower merger): the projector's grid."""
+        return self.grid // self.merged_side
+
+    @property
     def rows(self) -> int:
         """Positions the tower's layers run over: the patches and the class token."""
         return self.grid**2 + self.class_token
@@ -141,13 +161,14 @@ class Vision(Part):
         if self.projector.query:  # Aria's: as many queries as its patches call for
             return self.projector.image_tokens(self.grid**2)
         breaks = self.grid // self.projector.group if self.row_breaks else 0
-        return self.projector.tokens(self.grid) + breaks + (self.read_class and self.class_token and not self.projector.pool_to)
+        return self.projector.tokens(self.out_grid) + breaks + (self.read_class and self.class_token and not self.projector.pool_to)
 
     def input_terms(self, e, model, seq_len: int) -> None:
         out = self.image_terms(model)
         scale = {"patch": Fraction(self.images * self.grid**2, seq_len), "tower": Fraction(self.images * self.rows, seq_len)}
         scale["image"] = Fraction(self.images, seq_len)
-        scale["grid"] = Fraction(self.images * self.projector.grid_tokens(self.grid), seq_len)
+        scale["grid"] = Fraction(self.images * self.projector.grid_tokens(self.out_grid), seq_len)
+        scale["merged"] = Fraction(self.images * self.out_grid**2, seq_len)
         scale["projector"] = Fraction(self.images * self.tokens, seq_len)
         # an image's work, not a token's: no token of the sequence passes through the tower (no active parameters)
         e.out.extend(replace(t, positions=scale[where], per_sequence=True, active_count=0) for where, t in out)
@@ -182,7 +203,10 @@ class Vision(Part):
         if self.pre_norm:
             emb.norm("vision.pre_norm", norm, d, 1)
         out += [("tower", t) for t in emb.out]
-        out += self.layer_terms_of(stack.terms(model, "vision.", self.rows, 1)) if stack else []
+        layer = self.layer_terms_of(stack.terms(model, "vision.", self.rows, 1)) if stack else []
+        if self.merger:  # its own tensors and work, and the layers after it over the merged patches
+            layer = self.merged_terms(layer) + self.merger.terms(d, self.grid)
+        out += layer
         if self.layer_scale:  # two vectors a layer, each multiplying its sublayer's output
             scale = Emitter("layers")
             n = self.depth
@@ -203,7 +227,7 @@ class Vision(Part):
             ]
         if self.generator:
             out += [("image", t) for t in self.generator.terms("vision.generation.")]
-        read = self.rows if self.read_class else self.grid**2  # the positions the projector reads
+        read = self.rows if self.read_class else self.out_grid**2  # the positions the projector reads
         out += self.projector.terms(model.d_model, "vision.projector.", read)
         if self.deepstack:  # the same projector on earlier layers' outputs, its norm over what the shuffle makes
             deep = replace(self.projector, prenorm=False).terms(model.d_model, "vision.deepstack.")
@@ -235,6 +259,31 @@ class Vision(Part):
             if windowed:
                 out.append(("image", replace(t, count=windowed, shape=(heads, self.window_pairs(), head_dim), select="pairs")))
         return out
+
+    def merged_terms(self, out: list[tuple[str, object]]) -> list[tuple[str, object]]:
+        """The tower's layer terms split at its in-tower merger: the first ``after`` layers over every patch (holding
+        every layer's parameters), the rest over the merged patches (their attention's keys too)."""
+        assert self.merger is not None
+        if not self.merger.runs:
+            return out
+        depth, first, w2 = self.depth, self.merger.after, self.merger.window**2
+        split: list[tuple[str, object]] = []
+        for where, t in out:
+            if where != "tower":
+                split.append((where, t))
+                continue
+            a = t.count * first // depth  # its instances in the first layers (a layer's norms are two)
+            if t.role == "core":
+                heads, keys, head_dim = t.shape
+                split.append(("tower", replace(t, count=a)))
+                split.append(("merged", replace(t, count=t.count - a, shape=(heads, keys // w2, head_dim))))
+                continue
+            share = {k: getattr(t, k) * first // depth for k in ("macs", "elementwise", "scores")}
+            split.append(("tower", replace(t, count=a, stored=t.stored_count, **share)))
+            rest = {k: getattr(t, k) - share[k] for k in ("macs", "elementwise", "scores")}
+            rest["scores"] //= w2  # a quarter of the keys
+            split.append(("merged", replace(t, count=t.count - a, stored=0, **rest)))
+        return split
 
     def window_tiles(self) -> list[int]:
         """Patches of each attention window, row by row: the projector's tokens tiled by ``window`` a side (the last
@@ -272,8 +321,8 @@ class Vision(Part):
     def per_image(self, model) -> tuple[int, int, int]:
         """One image's LM tokens, its forward FLOPs through the tower and the projector (2 per multiply-add of every
         matmul and of the attention's square, as FlopCounterMode counts), and its elementwise FLOPs."""
-        counts = {"patch": self.grid**2, "tower": self.rows, "image": 1, "projector": self.tokens}
-        counts["grid"] = self.projector.grid_tokens(self.grid)
+        counts = {"patch": self.grid**2, "tower": self.rows, "image": 1, "projector": self.tokens, "merged": self.out_grid**2}
+        counts["grid"] = self.projector.grid_tokens(self.out_grid)
         flops = elementwise = 0
         for where, t in self.image_terms(model):
             n = counts[where]
@@ -371,12 +420,14 @@ def _module(spec: Vision, model):
                 self.head = Head()
             if spec.video_tower:  # its tensors, which an image does not run
                 self.video_tower = _module(replace(spec, video_tower=False, images=0), model)
-                for name in ("projector", "deepstack", "image_newline", "generation"):
+                for name in ("projector", "deepstack", "image_newline", "generation", "merger"):
                     if hasattr(self.video_tower, name):
                         delattr(self.video_tower, name)
             self.projector = spec.projector.module(model.d_model)
             if spec.generator:  # its parameters, which an image does not run
                 self.generation = spec.generator.module()
+            if spec.merger:
+                self.merger = spec.merger.module(d)
             if spec.deepstack:
                 deep = replace(spec.projector, prenorm=False)
                 self.deepstack = nn.ModuleList(deep.module(model.d_model) for _ in range(spec.deepstack))
@@ -412,6 +463,9 @@ def _module(spec: Vision, model):
                     h = torch.cat([layer(piece, {"embeddings": piece}, k) for piece in pieces], dim=1)
                 else:
                     h = layer(h, inner_ctx, k)
+                if spec.merger and spec.merger.runs and k == spec.merger.after - 1:  # windows of patches into one
+                    h = self.merger(h)
+                    inner_ctx = {"embeddings": h}
             if spec.post_norm:
                 h = self.post_norm(h)
             if spec.head:

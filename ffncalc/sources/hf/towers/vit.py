@@ -19,6 +19,9 @@ VISION_TYPES = (
     "video_llama_3_vision",  # VideoLLaMA 3's: SigLIP's layers, 2-D rotary positions, no pooling head
     "minimax_m3_vl_vision",  # MiniMax M3 VL's: CLIP's layers, a 3-D patch convolution, rotary positions
     "ovis2_vision",  # Ovis 2's: AIMv2's layers (RMSNorms, a gated MLP), an RMSNorm after the patch embedding
+    "minicpmv4_6_vision",  # MiniCPM-V 4.6's, 4.7's and MiniCPM-OCR's: SigLIP's, no pooling head
+    "minicpmv4_7_vision",
+    "minicpm_ocr_vision",
     "janus_vision_model",  # Janus's: SigLIP's layers (InternViT's names for attention), no pooling head
     "inkling2_vision",  # Inkling 2's: InternViT's layers, a class token and an interpolated table, rotary positions
     "llama4_vision_model",
@@ -442,7 +445,18 @@ QFORMER_MODULES = (
     (r"\.output\.dense$", "text_ffn.down"),
     (r"LayerNorm$", "norms"),
 )
-TABLES = {"resampler": RESAMPLER_MODULES, "qformer": QFORMER_MODULES}
+# MiniCPM-V 4.6's in-tower merger (parts/window_merger.py), its modules by the end of their path
+MERGER_MODULES = (
+    (r"self_attn\.q_proj$", "attn.q"),
+    (r"self_attn\.k_proj$", "attn.k"),
+    (r"self_attn\.v_proj$", "attn.v"),
+    (r"self_attn\.out_proj$", "attn.o"),
+    (r"^layer_norm1$", "norm1"),
+    (r"^pre_norm$", "pre_norm"),
+    (r"^linear_1$", "linear_1"),
+    (r"^linear_2$", "linear_2"),
+)
+TABLES = {"resampler": RESAMPLER_MODULES, "qformer": QFORMER_MODULES, "merger": MERGER_MODULES}
 # (pattern, prefix, modules): the towers' and projectors' places in the whole classes and in checkpoints
 TOWERS = (
     (r"connector\.perceiver_resampler\.", "vision.projector.resampler.", "resampler"),  # Idefics2's
@@ -457,6 +471,7 @@ TOWERS = (
     (r"projector\.(weight|bias)$", "vision.projector.tail", "self"),  # HyperCLOVAX V2's, after its tower's merger
     (r"vision_model\.merger\.", "vision.projector.", "projector"),
     (r"vision_tower\.merger\.", "vision.projector.", "projector"),  # Inkling 2's, in its vision model
+    (r"vision_tower\.vit_merger\.", "vision.merger.", "merger"),  # MiniCPM-V 4.6's merger inside its tower
     (r"vqmodel\.encoder\.", "vision.generation.encoder", "self"),  # Janus's image generator
     (r"vqmodel\.decoder\.", "vision.generation.decoder", "self"),
     (r"vqmodel\.quantize\.", "vision.generation.codebook", "self"),
@@ -489,6 +504,7 @@ TOWERS = (
     (r"visual\.deepstack_merger_list\.\d+\.", "vision.deepstack.", "projector"),
     (r"visual\.", "vision.", "tower"),
     (r"image_newline$", "vision.image_newline", "self"),
+    (r"merger\.mlp\.0\.", "vision.projector.", "projector"),  # MiniCPM-V 4.6's merger after its tower
 )
 
 

@@ -236,6 +236,46 @@ def janus(c: Config) -> dict:
     return {"vision": {**vit(v, projector), "generator": generator}}
 
 
+MINICPM_IMAGE_SIZE = 448  # pixels a side: MiniCPMV4_6Config's image_size, 28 × 28 patches of 16 (its processor's slices)
+
+
+@wrapper("minicpmv4_6", "minicpmv4_7", "minicpm_ocr")
+def minicpmv4_6(c: Config) -> dict:
+    """MiniCPMV4_6ForConditionalGeneration (OpenBMB 2026, MiniCPM-V 4.6), MiniCPM-V 4.7's and MiniCPM-OCR's (built
+    the same): a SigLIP-built tower (no pooling head; a table of (vision image_size / patch)² rows each patch reads its
+    nearest row of), MiniCPMV4_6ViTWindowAttentionMerger after layer insert_layer_id (parts/window_merger.py; run where
+    downsample_mode is "16x", MiniCPM-OCR's "4x" builds it and runs none), then MiniCPMV4_6Merger: 2 × 2 patches side
+    by side, a LayerNorm over them (pre_norm), Linear(4w, 4w) → GELU → Linear(4w, text width), with biases. An image's
+    figures are at the wrapper's image_size (MINICPM_IMAGE_SIZE where it states none) unless --image-size says
+    otherwise."""
+    v = sub_config(c, "vision_config")
+    d, side = v.int("hidden_size"), c.int("image_size", MINICPM_IMAGE_SIZE)
+    if c.int("merger_times", 1) != 1:
+        raise c.fail("merger_times", f"{c.int('merger_times')}: one round of the merger is read (the default; not yet more)")
+    kernel = c.int_list("merge_kernel_size") if c.has("merge_kernel_size") else [2, 2]
+    window = v.int_list("window_kernel_size") if v.has("window_kernel_size") else [2, 2]
+    if kernel != [2, 2] or window != [2, 2]:
+        raise c.fail("merge_kernel_size", "2 × 2 merges are read (the default; not yet another)")
+    insert = c.int("insert_layer_id", 6)
+    merger = {
+        "after": insert + 1,
+        "heads": v.int("num_attention_heads"),
+        "d_ff": 4 * v.int("intermediate_size"),
+        "runs": c.data.get("downsample_mode", "16x") != "4x" and 0 <= insert < v.int("num_hidden_layers"),
+    }
+    if insert < 0:  # none runs, and it is built all the same: its parameters after the first layer
+        merger["after"] = 1
+    projector = {"width": d, "hidden": 4 * d, "bias": True, "activation": "gelu", "norm": "layernorm", "shuffle": 2}
+    rows = (_side_of(v, "image_size") // _side_of(v, "patch_size")) ** 2
+    return {"vision": vit(v, projector, image_size=side, position_rows=rows, merger=merger)}
+
+
+def _side_of(v: Config, key: str) -> int:
+    """A square's side: a number, or [height, width] equal."""
+    value = v.data.get(key)
+    return v.int_list(key)[0] if isinstance(value, list) else v.int(key)
+
+
 @wrapper("exaone4_5")
 def exaone4_5(c: Config) -> dict:
     """Exaone4_5_ForConditionalGeneration (LG AI Research 2026, EXAONE 4.5): Qwen2.5-VL's tower and merger with grouped
