@@ -46,6 +46,7 @@ IMAGE_SIZES = {
     "minicpmv4_6": (448, 320),  # 28 and 20 patches of 16 a side, merged 2 × 2 in the tower and 2 × 2 after it
     "minicpmv4_7": (448, 320),
     "minicpm_ocr": (448, 320),  # its "4x": the tower's merger built, not run; 2 × 2 after the tower
+    "nemotron_h_omni": (224, 448),  # 14 and 28 patches of 16 a side, shuffled 2 × 2 (RADIO's images have no fixed size)
     "janus": (384, 256),  # 24 and 16 patches of 16 a side through its tower and aligner (its generator: none)
     "ovis2": (224, 448),  # 16 and 32 patches of 14 a side, each a token of its visual vocabulary
     "inkling2": (640, 480),  # 16 and 12 tokens a side (40-pixel tiles of 2 × 2 patches of 20)

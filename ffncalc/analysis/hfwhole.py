@@ -63,6 +63,7 @@ TOWER_ON_CPU = {
     "video_llama_3": ("vision_model", "projector"),
     "inkling2": ("vision_tower",),
     "minimax_m3_vl": ("vision_tower", "multi_modal_projector"),
+    "nemotron_h_omni": ("vision_model", "multi_modal_projector"),
     "minicpmv4_6": ("vision_tower", "merger"),
     "minicpmv4_7": ("vision_tower", "merger"),
     "minicpm_ocr": ("vision_tower", "merger"),
@@ -193,6 +194,12 @@ def image_flops(data: dict, size: int) -> dict:
         side = size // p
         pixels = torch.ones(1, 3, p, side * side * p)
         kwargs["target_sizes"] = torch.tensor([[side, side]])
+    if kind == "nemotron_h_omni":  # the processor's flattened patches (channels × patch² each) and the grid
+        net.vision_model.summary_idxs.copy_(torch.tensor(net.config.vision_config.summary_idxs))  # a buffer it indexes by
+        p = net.config.vision_config.patch_size
+        side = size // p
+        pixels = torch.ones(side * side, 3 * p * p)
+        kwargs["image_grid_hw"] = torch.tensor([[side, side]])
     if kind == "minimax_m3_vl":  # the processor's flattened patches (channels × frames × patch² each) and the grid
         v = net.config.vision_config
         side = size // v.patch_size

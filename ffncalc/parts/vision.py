@@ -46,6 +46,8 @@ class Vision(Part):
     layers: Stack | None = None
     patch_bias: bool = True  # the patch convolution's bias (SigLIP: true; CLIP: false)
     class_token: bool = False  # CLIP's class embedding, a learned position before the patches
+    registers: NonNegative = 0  # learned rows before the patches, one tensor (RADIO's cls_register_token)
+    video_patch: NonNegative = 0  # features a video patch's projection reads: its weight, which no image runs (RADIO's)
     patch_norm: bool = False  # an RMSNorm over each patch's embedding before its position is added (Ovis 2's)
     class_position: bool = False  # the class token's own learned position, added to it (Inkling 2's cls_position_embedding)
     position_table: bool = True  # a learned table of one row per position
@@ -151,7 +153,7 @@ class Vision(Part):
     @property
     def rows(self) -> int:
         """Positions the tower's layers run over: the patches and the class token."""
-        return self.grid**2 + self.class_token
+        return self.grid**2 + self.class_token + self.registers
 
     @property
     def tokens(self) -> int:
@@ -192,6 +194,8 @@ class Vision(Part):
         emb = Emitter("embedding")
         if self.class_token:  # its row replaces a patch's output: no work
             emb.term("vision.class_embed", "position", (d,))
+        if self.registers:  # their rows before the patches: no work
+            emb.term("vision.registers", "position", (self.registers, d))
         if self.class_position:  # added to the class token's row once an image: no multiply-adds
             emb.term("vision.class_pos_embed", "position", (d,))
         if self.position_table:
@@ -227,6 +231,10 @@ class Vision(Part):
             ]
         if self.generator:
             out += [("image", t) for t in self.generator.terms("vision.generation.")]
+        if self.video_patch:  # a video's patches' projection: its weight, no image's work
+            video = Emitter("layers")
+            video.term("vision.video_patch_embed.weight", "weight", (d, self.video_patch))
+            out += [("image", t) for t in video.out]
         read = self.rows if self.read_class else self.out_grid**2  # the positions the projector reads
         out += self.projector.terms(model.d_model, "vision.projector.", read)
         if self.deepstack:  # the same projector on earlier layers' outputs, its norm over what the shuffle makes
@@ -403,6 +411,10 @@ def _module(spec: Vision, model):
                 self.embed_norm, self.pos_norm = make_norm(layernorm, d), make_norm(layernorm, d)
             if spec.patch_norm:
                 self.embed_norm = make_norm(Norm(kind="rmsnorm"), d)
+            if spec.registers:
+                self.registers = nn.Parameter(torch.empty(spec.registers, d))
+            if spec.video_patch:  # its weight, which an image does not run
+                self.video_patch_embed = Linear(spec.video_patch, d, bias=False)
             if spec.class_token:
                 self.class_embed = nn.Parameter(torch.empty(d))
             if spec.class_position:
@@ -449,6 +461,8 @@ def _module(spec: Vision, model):
             if spec.class_token:
                 cls = self.class_embed + self.class_pos_embed if spec.class_position else self.class_embed
                 h = torch.cat([cls.expand(n, 1, d), h], dim=1)
+            if spec.registers:
+                h = torch.cat([self.registers.expand(n, spec.registers, d), h], dim=1)
             if spec.position_table:  # an interpolated table: its rows mixed to the positions, no multiply-adds to count
                 h = h + (self.pos_embed.weight.mean(0) if spec.position_rows else self.pos_embed.weight)
             if spec.embed_norms:
@@ -470,6 +484,7 @@ def _module(spec: Vision, model):
                 h = self.post_norm(h)
             if spec.head:
                 self.head(h)
+            h = h[:, spec.registers :]  # the registers are not read
             h = h if spec.read_class or not spec.class_token else h[:, 1:]
             copies = 1 if spec.projector.qformer else spec.projector.width // d  # the layers it reads, concatenated
             self.projector(torch.cat([h] * copies, dim=-1))

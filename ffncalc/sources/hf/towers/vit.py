@@ -22,6 +22,7 @@ VISION_TYPES = (
     "minicpmv4_6_vision",  # MiniCPM-V 4.6's, 4.7's and MiniCPM-OCR's: SigLIP's, no pooling head
     "minicpmv4_7_vision",
     "minicpm_ocr_vision",
+    "radio",  # RADIO's (Nemotron-H Omni's tower): InternViT-form layers, cls and register tokens, a cropped table
     "janus_vision_model",  # Janus's: SigLIP's layers (InternViT's names for attention), no pooling head
     "inkling2_vision",  # Inkling 2's: InternViT's layers, a class token and an interpolated table, rotary positions
     "llama4_vision_model",
@@ -72,6 +73,8 @@ def vit(v: Config, projector: dict, **over) -> dict:
     tower = {"image_size": side, "patch_size": _side(v, "patch_size"), "channels": v.int("num_channels", 3)}
     if naflex:
         tower["position_rows"] = v.int("num_patches")
+    if kind == "radio":
+        return {**_radio(v, d, heads, act), **tower, "projector": projector, **over}
     if kind == "ovis2_vision":
         return {**_ovis2(v, d, heads, act), **tower, "projector": projector, **over}
     if kind in ("internvl_vision", "qianfan_ocr_vision"):
@@ -202,6 +205,38 @@ def _inkling2(v: Config, d: int, heads: int) -> dict:
         "class_position": True,
         "position_rows": v.int("posemb_grid_size") ** 2,
         "pre_norm": True,
+        "post_norm": False,
+        "layer_scale": True,
+    }
+
+
+def _radio(v: Config, d: int, heads: int, act: str) -> dict:
+    """RADIO (RadioModel; Ranzinger et al. 2024, AM-RADIO): each patch's pixels by a linear without a bias
+    (patch_projection), a table of (max_img_size / patch_size)² positions interpolated to the patches (bilinear, no
+    multiply-adds), num_cls_tokens + num_registers learned rows before them (cls_register_token); layers of LayerNorms,
+    q/k/v with biases as qkv_bias and o_proj with one, an MLP of hidden_size × mlp_ratio with biases, each sublayer's
+    output scaled (layer_scale1, layer_scale2); no final norm; where video_temporal_patch_size, video_patch_projection
+    (Linear(video_patch_dim, width)), which no image runs. The features read are the patches' (the prefix dropped)."""
+    if v.bool("use_swiglu_ffn", False):
+        raise v.fail("use_swiglu_ffn", "RADIO's SwiGLU MLP is not read yet")
+    channels, patch = v.int("num_channels", 3), v.int("patch_size")
+    if v.int("patch_dim", channels * patch * patch) != channels * patch * patch:
+        raise v.fail("patch_dim", f"{v.int('patch_dim')} is not num_channels × patch_size² ({channels * patch * patch})")
+    layers = {
+        "d_model": d,
+        "n_layers": v.int("num_hidden_layers"),
+        "attention": {"n_heads": heads, "qkv_bias": v.bool("qkv_bias", True), "o_bias": True},
+        "ffn": {"kind": "dense", "d_ff": int(d * v.float("mlp_ratio", 4.0)), "bias": True, "activation": act},
+        "norm": {"kind": "layernorm", "per_layer": 2, "final": False},
+    }
+    video = v.int("video_patch_dim") if v.data.get("video_temporal_patch_size") is not None else 0
+    return {
+        "layers": layers,
+        "patch_bias": False,
+        "position_rows": (v.int("max_img_size") // patch) ** 2,
+        "registers": v.int("num_cls_tokens") + v.int("num_registers"),
+        "video_patch": video,
+        "pre_norm": False,
         "post_norm": False,
         "layer_scale": True,
     }
@@ -343,6 +378,8 @@ TOP_MODULES = (
     (r"patch_conv$", "patch_embed"),  # Pixtral's
     (r"patch_embed\.proj$", "patch_embed"),  # Qwen's
     (r"^embeddings\.proj$", "patch_embed"),  # MiniMax M3 VL's
+    (r"embeddings\.patch_projection$", "patch_embed"),  # RADIO's
+    (r"embeddings\.video_patch_projection$", "video_patch_embed"),
     (r"embeddings\.rms_norm$", "embed_norm"),  # Ovis 2's
     (r"^transformer\.rms_norm$", "post_norm"),
     (r"patch_embeddings\.projection$", "patch_embed"),  # InternViT's
@@ -397,6 +434,8 @@ PARAMETERS = (
     (r"embeddings\.cls_token$", "class_embed"),
     (r"embeddings\.position_embeddings$", "pos_embed"),
     (r"lambda_[12]$", "layer_scale"),
+    (r"layer_scale[12]\.lambda1$", "layer_scale"),  # RADIO's
+    (r"embeddings\.cls_register_token$", "registers"),
     (r"patch_embedder\.position_embedding_table$", "pos_embed"),  # Gemma 4's
     (r"^embeddings\.position_embedding$", "pos_embed"),  # BLIP-2's, a parameter of the embeddings module
     (r"pos_emb\.position_embeddings$", "pos_embed"),  # MoonViT's
@@ -471,6 +510,7 @@ TOWERS = (
     (r"projector\.(weight|bias)$", "vision.projector.tail", "self"),  # HyperCLOVAX V2's, after its tower's merger
     (r"vision_model\.merger\.", "vision.projector.", "projector"),
     (r"vision_tower\.merger\.", "vision.projector.", "projector"),  # Inkling 2's, in its vision model
+    (r"vision_final_layernorm\.", "vision.post_norm", "self"),  # Nemotron-H Omni's, over RADIO's features
     (r"vision_tower\.vit_merger\.", "vision.merger.", "merger"),  # MiniCPM-V 4.6's merger inside its tower
     (r"vqmodel\.encoder\.", "vision.generation.encoder", "self"),  # Janus's image generator
     (r"vqmodel\.decoder\.", "vision.generation.decoder", "self"),

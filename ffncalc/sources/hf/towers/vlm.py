@@ -276,6 +276,28 @@ def _side_of(v: Config, key: str) -> int:
     return v.int_list(key)[0] if isinstance(value, list) else v.int(key)
 
 
+@wrapper("nemotron_h_omni")
+def nemotron_h_omni(c: Config) -> dict:
+    """NemotronH_Omni_Reasoning_V3 (NVIDIA 2026, Nemotron 3 Nano Omni): a RADIO tower (vit.py), a LayerNorm over its
+    features where the text_config has MTP layers (vision_final_layernorm), a pixel shuffle by 1 / downsample_ratio,
+    then its projector: an RMSNorm over the shuffled features, Linear(4 × vision_hidden_size, projector_hidden_size)
+    → relu² → Linear(projector_hidden_size, text width), no biases. An audio_config's tower is not read yet: such a
+    file is refused in one line."""
+    if c.data.get("audio_config") is not None:
+        raise c.fail("audio_config", "Nemotron-H Omni's audio tower is not read yet")
+    v = sub_config(c, "vision_config")
+    mtp = (sub_config(c, "text_config").int("num_nextn_predict_layers", 0, positive=False) or 0) > 0
+    projector = {
+        "width": c.int("vision_hidden_size", v.int("hidden_size")),
+        "hidden": c.int("projector_hidden_size"),
+        "bias": False,
+        "activation": "relu2",
+        "norm": "rmsnorm",
+        "shuffle": round(1 / c.float("downsample_ratio", 0.5)),
+    }
+    return {"vision": vit(v, projector, post_norm=mtp)}
+
+
 @wrapper("exaone4_5")
 def exaone4_5(c: Config) -> dict:
     """Exaone4_5_ForConditionalGeneration (LG AI Research 2026, EXAONE 4.5): Qwen2.5-VL's tower and merger with grouped
