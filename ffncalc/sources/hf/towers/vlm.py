@@ -159,7 +159,7 @@ def video_llama_3(c: Config) -> dict:
 
 @wrapper("inkling2")
 def inkling2(c: Config) -> dict:
-    """Inkling2ForConditionalGeneration (Thinking Machines 2026, Inkling 2): its vision model (vit.py) and
+    """Inkling2ForConditionalGeneration (Thinking Machines, Inkling 2): its vision model (vit.py) and
     Inkling2VisionMerger: spatial_merge_size² patches side by side (the class token dropped), Linear(width · merge²,
     projection_hidden_dim) → hidden_act → Linear(projection_hidden_dim, text_hidden_size), biases as projector_bias."""
     v = sub_config(c, "vision_config")
@@ -176,7 +176,7 @@ def inkling2(c: Config) -> dict:
 
 @wrapper("minimax_m3_vl")
 def minimax_m3_vl(c: Config) -> dict:
-    """MiniMaxM3SparseForConditionalGeneration (MiniMax 2026, MiniMax M3): its vision model (vit.py) and
+    """MiniMaxM3SparseForConditionalGeneration (MiniMax, MiniMax M3): its vision model (vit.py) and
     MiniMaxM3VLMultiModalProjector: over every patch Linear(vision width, projector_hidden_size) → GELU →
     Linear(projector_hidden_size, text width), then spatial_merge_size² of those side by side through
     Linear(text width · merge², projector_hidden_size) → GELU → Linear(projector_hidden_size, text width), with biases."""
@@ -241,7 +241,7 @@ MINICPM_IMAGE_SIZE = 448  # pixels a side: MiniCPMV4_6Config's image_size, 28 ×
 
 @wrapper("minicpmv4_6", "minicpmv4_7", "minicpm_ocr")
 def minicpmv4_6(c: Config) -> dict:
-    """MiniCPMV4_6ForConditionalGeneration (OpenBMB 2026, MiniCPM-V 4.6), MiniCPM-V 4.7's and MiniCPM-OCR's (built
+    """MiniCPMV4_6ForConditionalGeneration (OpenBMB, MiniCPM-V 4.6), MiniCPM-V 4.7's and MiniCPM-OCR's (built
     the same): a SigLIP-built tower (no pooling head; a table of (vision image_size / patch)² rows each patch reads its
     nearest row of), MiniCPMV4_6ViTWindowAttentionMerger after layer insert_layer_id (parts/window_merger.py; run where
     downsample_mode is "16x", MiniCPM-OCR's "4x" builds it and runs none), then MiniCPMV4_6Merger: 2 × 2 patches side
@@ -278,7 +278,7 @@ def _side_of(v: Config, key: str) -> int:
 
 @wrapper("nemotron_h_omni")
 def nemotron_h_omni(c: Config) -> dict:
-    """NemotronH_Omni_Reasoning_V3 (NVIDIA 2026, Nemotron 3 Nano Omni): a RADIO tower (vit.py), a LayerNorm over its
+    """NemotronH_Omni_Reasoning_V3 (NVIDIA, Nemotron 3 Nano Omni): a RADIO tower (vit.py), a LayerNorm over its
     features where the text_config has MTP layers (vision_final_layernorm), a pixel shuffle by 1 / downsample_ratio,
     then its projector: an RMSNorm over the shuffled features, Linear(4 × vision_hidden_size, projector_hidden_size)
     → relu² → Linear(projector_hidden_size, text width), no biases. An audio_config's tower is not read yet: such a
@@ -300,7 +300,7 @@ def nemotron_h_omni(c: Config) -> dict:
 
 @wrapper("exaone4_5")
 def exaone4_5(c: Config) -> dict:
-    """Exaone4_5_ForConditionalGeneration (LG AI Research 2026, EXAONE 4.5): Qwen2.5-VL's tower and merger with grouped
+    """Exaone4_5_ForConditionalGeneration (LG AI Research, EXAONE 4.5): Qwen2.5-VL's tower and merger with grouped
     key-value heads (towers/qwen.py) beside the language model of the text_config (EXAONE 4's layers)."""
     from .qwen import qwen_vision
 
@@ -309,7 +309,7 @@ def exaone4_5(c: Config) -> dict:
 
 @wrapper("hyperclovax_vision_v2")
 def hyperclovax_vision_v2(c: Config) -> dict:
-    """HyperCLOVAXVisionV2ForConditionalGeneration (NAVER Cloud 2026, HyperCLOVA X SEED Think): Qwen2.5-VL's tower and
+    """HyperCLOVAXVisionV2ForConditionalGeneration (NAVER Cloud, HyperCLOVA X SEED Think): Qwen2.5-VL's tower and
     merger (towers/qwen.py; its vision_model, to out_hidden_size) and projector, one Linear(out_hidden_size, text width)
     with a bias, beside the language model of the text_config (HyperCLOVA X's layers)."""
     from .qwen import qwen_vision
@@ -321,8 +321,8 @@ def hyperclovax_vision_v2(c: Config) -> dict:
 
 @wrapper("internvl", "qianfan_ocr")
 def internvl(c: Config) -> dict:
-    """InternVLForConditionalGeneration (Chen et al. 2024; InternVL 3) and QianfanOCRForConditionalGeneration (Baidu
-    2026, Qianfan-OCR: QianfanOCRVisionModel, InternViT's layers, embeddings and ends under names of its own, and
+    """InternVLForConditionalGeneration (Chen et al. 2024; InternVL 3) and QianfanOCRForConditionalGeneration (Baidu,
+    Qianfan-OCR: QianfanOCRVisionModel, InternViT's layers, embeddings and ends under names of its own, and
     QianfanOCRMultiModalProjector, InternVL's): an InternViT tower (vit.py); its features
     pixel-shuffled by 1 / downsample_ratio (0.5: 2 × 2 tokens into one of four times the width), then
     InternVLMultiModalProjector: a LayerNorm over them, Linear(4 × width, text width) → projector_hidden_act →
