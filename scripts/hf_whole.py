@@ -41,7 +41,19 @@ IMAGE_SIZES = {
     "qwen2_5_omni_thinker": (448, 392),  # as Qwen2.5-VL's
     "qwen3_omni_moe_thinker": (448, 256),  # as Qwen3-VL's
     "qwen3_vl": (448, 256),
+    "exaone4_5": (448, 392),  # Qwen2.5-VL's windows, whole and cut at the edges, with grouped key-value heads
+    "hyperclovax_vision_v2": (448, 392),  # Qwen2.5-VL's, and its projector after the merger
     "internvl": (448, 224),
+    "minimax_m3_vl": (448, 224),  # 32 and 16 patches of 14 a side, merged 2 × 2 (its config's 2,016 pixels too slow on a CPU)
+    "minicpmv4_6": (448, 320),  # 28 and 20 patches of 16 a side, merged 2 × 2 in the tower and 2 × 2 after it
+    "minicpmv4_7": (448, 320),
+    "minicpm_ocr": (448, 320),  # its "4x": the tower's merger built, not run; 2 × 2 after the tower
+    "nemotron_h_omni": (224, 448),  # 14 and 28 patches of 16 a side, shuffled 2 × 2 (RADIO's images have no fixed size)
+    "janus": (384, 256),  # 24 and 16 patches of 16 a side through its tower and aligner (its generator: none)
+    "ovis2": (224, 448),  # 16 and 32 patches of 14 a side, each a token of its visual vocabulary
+    "inkling2": (640, 480),  # 16 and 12 tokens a side (40-pixel tiles of 2 × 2 patches of 20)
+    "video_llama_3": (448, 224),  # 28 and 14 patches of 16 a side, one token each (an image's merge size 1)
+    "qianfan_ocr": (448, 224),  # InternViT's 32 and 16 patches a side, shuffled 2 × 2 into 256 and 64 tokens
     "llama4": (336, 448),  # Llama 4's released tiles are 336 pixels; the class's default 448
     "gemma4": (480, 240),  # 30 and 15 patches a side, whole 3 × 3 tiles of its pooler (100 and 25 tokens)
     "gemma4_unified": (768, 480),  # 16 and 10 patches of 48 a side, one soft token each
@@ -49,6 +61,7 @@ IMAGE_SIZES = {
     "glm_ocr": (448, 336),  # 16 and 12 merged tokens a side, as GLM-4V's
     "paddleocr_vl": (448, 336),  # 32 and 24 patches of 14 a side, 16 and 12 tokens after its 2 × 2 merge
     "step3p7": (728, 504),  # 52 and 36 patches of 14 a side: 13 and 9 tokens after its two strided convolutions
+    "glmga": (448, 336),  # GLM-4.6V's class, as GLM-4V's
     "kimi_k25": (336, 224),  # 12 and 8 tokens a side (28-pixel tiles of 2 × 2 patches)
     "fuyu": (300, 600),  # 10 and 20 patches of 30 a side
     "aria": (1120, 2240),  # 35 and 70 patches of 32 a side: the 1,225 and 4,900 its projector names 128 and 256 queries for

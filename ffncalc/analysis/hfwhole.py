@@ -52,8 +52,8 @@ def measure_whole(data: dict) -> dict:
 
 # Classes whose image path reads values of its inputs (Pixtral's image_sizes, Idefics3's patch masks) run on the CPU
 # with real tensors, built small (REDUCED): the FLOPs of a tower of any size follow from the same formula.
-QWEN = {"qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen2_5_omni_thinker", "qwen3_omni_moe_thinker"}
-GLM = {"glm4v", "glm_ocr"}  # GLM-4V's and GLM-OCR's towers take Qwen2-VL's flattened patches and grid
+QWEN = {"qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen2_5_omni_thinker", "qwen3_omni_moe_thinker", "exaone4_5", "hyperclovax_vision_v2"}
+GLM = {"glm4v", "glm_ocr", "glmga"}  # GLM-4V's, GLM-OCR's and GlmGa's towers take Qwen2-VL's flattened patches and grid
 ON_CPU = {"mistral3", "idefics3", "aria", "paddleocr_vl", "step3p7", *QWEN, *GLM}
 # Classes whose tower reads its inputs' values (Gemma 4's pooler, by the patches' positions), measured at full size: the
 # whole class built on the meta device, its tower and embedder then given memory on the CPU
@@ -63,6 +63,13 @@ TOWER_ON_CPU = {
     "kimi_k25": ("vision_tower", "mm_projector"),
     "lfm2_vl": ("vision_tower", "multi_modal_projector"),
     "cosmos3_edge": ("visual", "projector"),
+    "video_llama_3": ("vision_model", "projector"),
+    "inkling2": ("vision_tower",),
+    "minimax_m3_vl": ("vision_tower", "multi_modal_projector"),
+    "nemotron_h_omni": ("vision_model", "multi_modal_projector"),
+    "minicpmv4_6": ("vision_tower", "merger"),
+    "minicpmv4_7": ("vision_tower", "merger"),
+    "minicpm_ocr": ("vision_tower", "merger"),
     "idefics2": ("vision_model", "connector"),
     "blip-2": ("vision_model", "qformer", "language_projection", "query_tokens"),
     "instructblip": ("vision_model", "qformer", "language_projection", "query_tokens"),
@@ -101,8 +108,26 @@ QWEN_REDUCED = {
         "out_hidden_size": 64,
         "fullatt_block_indexes": [1, 3],
     },
+    "exaone4_5": {
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "depth": 4,
+        "num_heads": 4,
+        "num_key_value_heads": 2,
+        "out_hidden_size": 64,
+        "fullatt_block_indexes": [1, 3],
+    },
+    "hyperclovax_vision_v2": {
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "depth": 4,
+        "num_heads": 4,
+        "out_hidden_size": 48,
+        "fullatt_block_indexes": [1, 3],
+    },
     "glm4v": {"hidden_size": 64, "intermediate_size": 128, "depth": 2, "num_heads": 4, "out_hidden_size": 64},
     "glm_ocr": {"hidden_size": 64, "intermediate_size": 128, "depth": 2, "num_heads": 4, "out_hidden_size": 64},
+    "glmga": {"hidden_size": 64, "intermediate_size": 128, "depth": 2, "num_heads": 4, "out_hidden_size": 64},
     "qwen3_vl": {
         "hidden_size": 64,
         "intermediate_size": 128,
@@ -196,6 +221,34 @@ def image_flops(data: dict, size: int) -> dict:
         p = net.config.vision_config.patch_size
         side = size // p
         pixels = torch.ones(side * side, 3, p, p)
+        kwargs["image_grid_thw"] = torch.tensor([[1, side, side]])
+    if kind == "video_llama_3":  # the processor's flattened patches (channels × patch² each), the grid, merge size 1
+        p = net.config.vision_config.patch_size
+        side = size // p
+        pixels = torch.ones(side * side, 3 * p * p)
+        kwargs["image_grid_thw"] = torch.tensor([[1, side, side]])
+        kwargs["image_merge_sizes"] = torch.tensor([1])
+    if kind in ("minicpmv4_6", "minicpmv4_7", "minicpm_ocr"):  # NaViT-packed: the patches side by side, the grid
+        p = net.config.vision_config.patch_size
+        side = size // p
+        pixels = torch.ones(1, 3, p, side * side * p)
+        kwargs["target_sizes"] = torch.tensor([[side, side]])
+    if kind == "nemotron_h_omni":  # the processor's flattened patches (channels × patch² each) and the grid
+        net.vision_model.summary_idxs.copy_(torch.tensor(net.config.vision_config.summary_idxs))  # a buffer it indexes by
+        p = net.config.vision_config.patch_size
+        side = size // p
+        pixels = torch.ones(side * side, 3 * p * p)
+        kwargs["image_grid_hw"] = torch.tensor([[side, side]])
+    if kind == "minimax_m3_vl":  # the processor's flattened patches (channels × frames × patch² each) and the grid
+        v = net.config.vision_config
+        side = size // v.patch_size
+        pixels = torch.ones(side * side, v.num_channels * v.temporal_patch_size * v.patch_size**2)
+        kwargs["image_grid_thw"] = torch.tensor([[1, side, side]])
+    if kind == "inkling2":  # a tile of merge × merge patches (pixels, channels last) a token, the grid in tokens
+        v = net.config.vision_config
+        tile = v.patch_size * v.spatial_merge_size
+        side = size // tile
+        pixels = torch.ones(side * side, tile, tile, v.num_channels)
         kwargs["image_grid_thw"] = torch.tensor([[1, side, side]])
     if kind in QWEN | GLM:  # the processor's flattened patches (frames × channels × patch² pixels each) and the grid
         v = net.config.vision_config

@@ -139,7 +139,7 @@ def with_inputs(m: Model, **inputs: int | None) -> Model:
             raise OptionError(f"{o.flag(name)} {value}: {m.label} has no part that takes it (no {tower})", field=name)
     old = m.stack.parts
     parts = tuple(p.given(**stated) for p in old)
-    for p in parts:
+    for p in (new for new, before in zip(parts, old) if new is not before):  # those given an input; the rest were checked
         try:
             p.check(m.stack)
         except SpecError as exc:

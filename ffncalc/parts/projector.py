@@ -32,6 +32,14 @@ a tower (parts/vision.py) holds one. In the order they run, each where its model
    (PaliGemma's; Gemma 3's bias-free mm_input_projection_weight; Idefics3's modality_projection); or, where not
    ``linear``, none: the tower writes the model's tokens itself (Fuyu's patch embedding at the model's width); where
    ``out_norm``, a LayerNorm over what it writes (GIT's visual_projection: Linear, then LayerNorm);
+8b. where ``then``, the MLP runs first over every patch (to the model's width), then the shuffle groups its outputs and a
+   second MLP, Linear(d_model · shuffle², then) → GELU → Linear(then, d_model), with biases, writes each token
+   (MiniMaxM3VLMultiModalProjector: linear_1, linear_2, then merge_linear_1, merge_linear_2);
+8c. where ``vocab``, in place of the MLP, Ovis 2's visual tokenizer: Linear(features, vocab − indicators) without a
+   bias (head_linear), a LayerNorm over its logits (head_norm), a softmax, then the probabilities (the indicators'
+   zero-padded) times a table of vocab rows of the model's width (visual_embeddings_table: one matmul);
+8a. where ``tail``, one more Linear(out, the model's width) with a bias after it (HyperCLOVAX V2's projector after
+   its Qwen2.5-VL merger writes out_hidden_size features);
 9. where ``resampler``, a resampler of learned latents after the MLP, which reads every patch and writes the image's
    tokens (parts/resampler.py: Idefics2's perceiver); the MLP then runs over every patch;
 10. where ``query``, in place of the stages above, Aria's learned queries reading the patches by one cross-attention and
@@ -47,7 +55,7 @@ from typing import Literal
 
 from ..model.schema import NonNegative, Positive
 from ..model.spec import Norm
-from ..model.terms import ACTIVATION_OPS, Activation, Emitter
+from ..model.terms import ACTIVATION_OPS, SOFTMAX_OPS, Activation, Emitter
 from .latent_query import LatentQuery
 from .qformer import QFormer
 from .query_attention import QueryAttention
@@ -83,6 +91,10 @@ class Projector:
     adapter_out: NonNegative = 0  # its second linear's width (projector_output_dim; 0: adapter)
     adapter_to: NonNegative = 0  # the features the linear after it reads (vision_output_dim; 0: the adapter's output)
     downsample: bool = False  # Step3p7's two strided 3 × 3 convolutions, doubling the width each: 4 × 4 patches a token
+    tail: bool = False  # a Linear(out, the model's width) with a bias after it (HyperCLOVAX V2's projector)
+    vocab: NonNegative = 0  # Ovis 2's visual vocabulary: softmaxed logits over it read a table of its rows (0: none)
+    indicators: NonNegative = 0  # its rows no patch's logits name (Ovis 2's visual indicator tokens), zeros in the matmul
+    then: NonNegative = 0  # a second MLP's width, after the shuffle of the first's outputs (MiniMax M3 VL; 0: none)
 
     @property
     def group(self) -> int:
@@ -93,12 +105,21 @@ class Projector:
         """Its tensors and their work, each with the tokens it runs over: "grid" (a token of the patch grid, after
         any pool) or "projector" (a token it writes), named under ``prefix`` (its tower's: vision.projector.);
         ``patches``: an image's patches, which Gemma 4's pooler reads for each token."""
-        d_model = self.out or d_model
+        model_width, d_model = d_model, self.out or d_model
         if self.query:  # Aria's: the whole projector
             return self.query.terms(self.width, d_model, prefix, patches)
         if self.latent:  # Kosmos-2's: the whole projector
             return self.latent.terms(self.width, d_model, prefix, patches)
         grid, out = Emitter("layers"), Emitter("layers")
+        if self.then:  # MiniMax M3 VL's: an MLP a patch, then one over each shuffled group of its outputs
+            return self.then_terms(d_model, prefix, grid, out)
+        if self.vocab:  # Ovis 2's visual tokenizer and embedding table
+            features, rows = self.width * max(self.shuffle, 1) ** 2, self.vocab - self.indicators
+            out.linear(f"{prefix}head", features, rows, False, 1)
+            out.norm(f"{prefix}head_norm", Norm(kind="layernorm"), rows, 1)
+            out.op(f"{prefix}softmax", rows * (SOFTMAX_OPS - 1), 1)  # max, subtract, exp, sum, divide
+            out.linear(f"{prefix}table", self.vocab, d_model, False, 1)
+            return [("projector", t) for t in out.out]
         features = self.width * max(self.shuffle, 1) ** 2
         if self.pool:  # each token one row of the one-hot weights over every patch: patches × width multiply-adds
             out.term(f"{prefix}pool", "core", (1, patches, self.width), numel=0, macs=self.width, select="full")
@@ -140,10 +161,22 @@ class Projector:
             mlp.linear(f"{prefix}linear_1" if self.adapter else f"{prefix}linear", features, d_model, self.bias, 1)
         if self.out_norm:
             mlp.norm(f"{prefix}out_norm", Norm(kind="layernorm"), d_model, 1)
+        if self.tail:
+            mlp.linear(f"{prefix}tail", d_model, model_width, True, 1)
         resampled = self.resampler.terms(d_model, f"{prefix}resampler.", patches) if self.resampler else []
         queried = self.qformer.terms(f"{prefix}qformer.", patches) if self.qformer else []
         first = [("half", t) for t in halved.out]
         return queried + [("grid", t) for t in grid.out] + first + [("projector", t) for t in out.out] + resampled
+
+    def then_terms(self, d_model: int, prefix: str, grid: Emitter, out: Emitter) -> list[tuple[str, object]]:
+        """MiniMaxM3VLMultiModalProjector: linear_1 → GELU → linear_2 over every patch, then merge_linear_1 → GELU →
+        merge_linear_2 over each shuffle² of their outputs side by side."""
+        merged = d_model * max(self.shuffle, 1) ** 2
+        for em, name, a, h in ((grid, "", self.width, self.hidden), (out, "merge_", merged, self.then)):
+            em.linear(f"{prefix}{name}linear_1", a, h, self.bias, 1)
+            em.op(f"{prefix}{name}act", h * ACTIVATION_OPS[self.activation], 1)
+            em.linear(f"{prefix}{name}linear_2", h, d_model, self.bias, 1)
+        return [("grid", t) for t in grid.out] + [("projector", t) for t in out.out]
 
     def adapter_widths(self, features: int) -> tuple[int, int, int]:
         """Llama 4's adapter: the features its fc1 reads, fc2's width, and what the linear after it reads."""
@@ -185,7 +218,7 @@ class Projector:
 
     def module(self, d_model: int):
         """Its reference module (imports torch when called)."""
-        d_model = self.out or d_model
+        model_width, d_model = d_model, self.out or d_model
         if self.query:  # Aria's: the whole projector
             return self.query.module(self.width, d_model)
         if self.latent:  # Kosmos-2's: the whole projector
@@ -201,6 +234,15 @@ class Projector:
             def __init__(self):
                 super().__init__()
                 features = proj.width * max(proj.shuffle, 1) ** 2
+                if proj.vocab:  # Ovis 2's: head, head_norm, the table
+                    self.head = Linear(features, proj.vocab - proj.indicators, bias=False)
+                    self.head_norm = make_norm(Norm(kind="layernorm"), proj.vocab - proj.indicators)
+                    self.table = Linear(proj.vocab, d_model, bias=False)
+                if proj.then:  # an MLP a patch, then one over each shuffled group (MiniMax M3 VL's)
+                    features = proj.width
+                    merged = d_model * max(proj.shuffle, 1) ** 2
+                    self.merge_linear_1 = Linear(merged, proj.then, bias=proj.bias)
+                    self.merge_linear_2 = Linear(proj.then, d_model, bias=proj.bias)
                 if proj.pool:
                     self.pool = MatMul()
                 merged = (proj.merge_out or features) if proj.merge else features
@@ -230,10 +272,12 @@ class Projector:
                     self.linear_2 = Linear(proj.hidden // 2 if proj.gated else proj.hidden, d_model, bias=proj.bias)
                 elif proj.adapter:
                     self.linear_1 = Linear(features, d_model, bias=proj.bias)
-                elif proj.linear:
+                elif proj.linear and not proj.vocab:
                     self.linear = Linear(features, d_model, bias=proj.bias)
                 if proj.out_norm:
                     self.out_norm = make_norm(Norm(kind="layernorm"), d_model)
+                if proj.tail:
+                    self.tail = Linear(d_model, model_width, bias=True)
                 if proj.resampler:
                     self.resampler = proj.resampler.module(d_model)
                 if proj.qformer:
@@ -242,10 +286,21 @@ class Projector:
             def forward(self, x):
                 x = self.project(self.qformer(x) if proj.qformer else x)
                 x = self.out_norm(x) if proj.out_norm else x
+                x = self.tail(x) if proj.tail else x
                 return self.resampler(x) if proj.resampler else x
 
             def project(self, x):
                 b, n, w = x.shape
+                if proj.vocab:
+                    if proj.shuffle:
+                        x = x.reshape(b, n // proj.shuffle**2, w * proj.shuffle**2)
+                    probs = self.head_norm(self.head(x)).softmax(-1)
+                    return self.table(nn.functional.pad(probs, (0, proj.indicators)))  # the indicators' zeros
+                if proj.then:
+                    act = ACTIVATIONS[proj.activation]
+                    h = self.linear_2(act(self.linear_1(x)))
+                    h = h.reshape(b, n // proj.shuffle**2, h.shape[-1] * proj.shuffle**2)
+                    return self.merge_linear_2(act(self.merge_linear_1(h)))
                 grid = int(round(n**0.5))
                 if proj.pool_to:  # the patch grid, average-pooled by a kernel and stride of ⌊grid / pool_to⌋
                     k = grid // proj.pool_to

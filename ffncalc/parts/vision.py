@@ -25,7 +25,9 @@ from ..model.spec import Norm
 from ..model.stacks import Stack
 from ..model.terms import Emitter
 from . import Part, register
+from .generation import Generator
 from .projector import Projector
+from .window_merger import WindowMerger
 
 
 @register
@@ -44,6 +46,10 @@ class Vision(Part):
     layers: Stack | None = None
     patch_bias: bool = True  # the patch convolution's bias (SigLIP: true; CLIP: false)
     class_token: bool = False  # CLIP's class embedding, a learned position before the patches
+    registers: NonNegative = 0  # learned rows before the patches, one tensor (RADIO's cls_register_token)
+    video_patch: NonNegative = 0  # features a video patch's projection reads: its weight, which no image runs (RADIO's)
+    patch_norm: bool = False  # an RMSNorm over each patch's embedding before its position is added (Ovis 2's)
+    class_position: bool = False  # the class token's own learned position, added to it (Inkling 2's cls_position_embedding)
     position_table: bool = True  # a learned table of one row per position
     pre_norm: bool = False  # CLIP's pre_layrnorm
     post_norm: bool = True  # post_layernorm
@@ -60,6 +66,12 @@ class Vision(Part):
     # a second tower of the same form and weights of its own, which no image runs through (Video-LLaVA's video_tower:
     # a video's frames run there, an image through the first): its parameters, no work of an image's
     video_tower: bool = False
+    # an image generator's parameters beside the tower (Janus's VQ-VAE, generation embeddings, aligner and head,
+    # parts/generation.py), which no image it reads runs through: its parameters, no work of an image's
+    generator: Generator | None = None
+    # a merger of window × window patches into one after the tower's first layers (MiniCPM-V 4.6's vit_merger,
+    # parts/window_merger.py): the layers after it run over the merged patches, and the projector reads them
+    merger: WindowMerger | None = None
     # without layers: the patch embedding's width (0: the model's) and Gemma 4 Unified's three LayerNorms around it (over
     # each patch's pixels before it, over its output, and after the positions are added)
     embed_width: NonNegative = 0
@@ -85,13 +97,23 @@ class Vision(Part):
             stated = [k for k in ("pre_norm", "post_norm", "head", "layer_scale", "window", "deepstack") if getattr(self, k)]
             if stated:
                 raise SpecError(("vision", stated[0]), "a tower's; this one states no layers")
+        if self.patch_norm and self.embed_norms:
+            raise SpecError(("vision", "patch_norm"), "one norm after the patch embedding: embed_norms states its own")
+        if self.class_position and not self.class_token:
+            raise SpecError(("vision", "class_position"), "the class token's position; this tower states no class_token")
         if self.full_layers > self.depth:
             raise SpecError(("vision", "full_layers"), f"more than the tower's {self.depth} layers")
         group = self.projector.group
-        if self.images and self.grid % group:  # the convolution takes whole patches; the projector whole tiles of them
+        if self.merger and self.merger.after > self.depth:
+            raise SpecError(("vision", "merger", "after"), f"more than the tower's {self.depth} layers")
+        if self.images and self.grid % self.merged_side:  # the in-tower merger takes whole windows of patches
+            raise SpecError(
+                ("vision", "image_size"), f"{self.grid} patches a side are not whole {self.merged_side} × {self.merged_side} windows"
+            )
+        if self.images and self.out_grid % group:  # the convolution takes whole patches; the projector whole tiles of them
             raise SpecError(
                 ("vision", "image_size"),
-                f"{self.grid} patches a side are not whole {group} × {group} tiles of the projector's ({self.image_size} pixels)",
+                f"{self.out_grid} patches a side are not whole {group} × {group} tiles of the projector's ({self.image_size} pixels)",
             )
         if self.images and self.projector.query and not self.projector.image_tokens(self.grid**2):
             named = ", ".join(f"{p:,}" for p, _ in self.projector.query.tokens)
@@ -124,9 +146,19 @@ class Vision(Part):
         return self.image_size // self.patch_size
 
     @property
+    def merged_side(self) -> int:
+        """Patches a side merged into one by the in-tower merger an image runs through (1: none)."""
+        return self.merger.window if self.merger and self.merger.runs else 1
+
+    @property
+    def out_grid(self) -> int:
+        """Patches a side the tower writes (after any in-tower merger): the projector's grid."""
+        return self.grid // self.merged_side
+
+    @property
     def rows(self) -> int:
         """Positions the tower's layers run over: the patches and the class token."""
-        return self.grid**2 + self.class_token
+        return self.grid**2 + self.class_token + self.registers
 
     @property
     def half_tokens(self) -> int:
@@ -141,14 +173,15 @@ class Vision(Part):
         if self.projector.query:  # Aria's: as many queries as its patches call for
             return self.projector.image_tokens(self.grid**2)
         breaks = self.grid // self.projector.group if self.row_breaks else 0
-        return self.projector.tokens(self.grid) + breaks + (self.read_class and self.class_token and not self.projector.pool_to)
+        return self.projector.tokens(self.out_grid) + breaks + (self.read_class and self.class_token and not self.projector.pool_to)
 
     def input_terms(self, e, model, seq_len: int) -> None:
         out = self.image_terms(model)
         scale = {"patch": Fraction(self.images * self.grid**2, seq_len), "tower": Fraction(self.images * self.rows, seq_len)}
         scale["image"] = Fraction(self.images, seq_len)
-        scale["grid"] = Fraction(self.images * self.projector.grid_tokens(self.grid), seq_len)
+        scale["grid"] = Fraction(self.images * self.projector.grid_tokens(self.out_grid), seq_len)
         scale["half"] = Fraction(self.images * self.half_tokens, seq_len)
+        scale["merged"] = Fraction(self.images * self.out_grid**2, seq_len)
         scale["projector"] = Fraction(self.images * self.tokens, seq_len)
         # an image's work, not a token's: no token of the sequence passes through the tower (no active parameters)
         e.out.extend(replace(t, positions=scale[where], per_sequence=True, active_count=0) for where, t in out)
@@ -166,12 +199,16 @@ class Vision(Part):
         emb.term("vision.patch_embed.weight", "weight", (d, c, f, p, p) if f > 1 else (d, c, p, p), macs=d * c * f * p * p)
         if self.patch_bias:
             emb.term("vision.patch_embed.bias", "bias", (d,), elementwise=d)
-        if self.embed_norms:
-            emb.norm("vision.embed_norm", Norm(kind="layernorm"), d, 1)
+        if self.embed_norms or self.patch_norm:  # a LayerNorm (Gemma 4 Unified's), an RMSNorm (Ovis 2's)
+            emb.norm("vision.embed_norm", Norm(kind="rmsnorm" if self.patch_norm else "layernorm"), d, 1)
         out: list[tuple[str, object]] = [("patch", t) for t in emb.out]
         emb = Emitter("embedding")
         if self.class_token:  # its row replaces a patch's output: no work
             emb.term("vision.class_embed", "position", (d,))
+        if self.registers:  # their rows before the patches: no work
+            emb.term("vision.registers", "position", (self.registers, d))
+        if self.class_position:  # added to the class token's row once an image: no multiply-adds
+            emb.term("vision.class_pos_embed", "position", (d,))
         if self.position_table:
             emb.term("vision.pos_embed.weight", "position", (self.position_rows or self.rows, d), elementwise=d)
         if self.embed_norms:  # after the positions are added
@@ -181,7 +218,10 @@ class Vision(Part):
         if self.pre_norm:
             emb.norm("vision.pre_norm", norm, d, 1)
         out += [("tower", t) for t in emb.out]
-        out += self.layer_terms_of(stack.terms(model, "vision.", self.rows, 1)) if stack else []
+        layer = self.layer_terms_of(stack.terms(model, "vision.", self.rows, 1)) if stack else []
+        if self.merger:  # its own tensors and work, and the layers after it over the merged patches
+            layer = self.merged_terms(layer) + self.merger.terms(d, self.grid)
+        out += layer
         if self.layer_scale:  # two vectors a layer, each multiplying its sublayer's output
             scale = Emitter("layers")
             n = self.depth
@@ -200,7 +240,13 @@ class Vision(Part):
                 for _, t in list(out)
                 if t.numel  # its parameters; "vision." is 7 characters
             ]
-        read = self.rows if self.read_class else self.grid**2  # the positions the projector reads
+        if self.generator:
+            out += [("image", t) for t in self.generator.terms("vision.generation.")]
+        if self.video_patch:  # a video's patches' projection: its weight, no image's work
+            video = Emitter("layers")
+            video.term("vision.video_patch_embed.weight", "weight", (d, self.video_patch))
+            out += [("image", t) for t in video.out]
+        read = self.rows if self.read_class else self.out_grid**2  # the positions the projector reads
         out += self.projector.terms(model.d_model, "vision.projector.", read)
         if self.deepstack:  # the same projector on earlier layers' outputs, its norm over what the shuffle makes
             deep = replace(self.projector, prenorm=False).terms(model.d_model, "vision.deepstack.")
@@ -232,6 +278,31 @@ class Vision(Part):
             if windowed:
                 out.append(("image", replace(t, count=windowed, shape=(heads, self.window_pairs(), head_dim), select="pairs")))
         return out
+
+    def merged_terms(self, out: list[tuple[str, object]]) -> list[tuple[str, object]]:
+        """The tower's layer terms split at its in-tower merger: the first ``after`` layers over every patch (holding
+        every layer's parameters), the rest over the merged patches (their attention's keys too)."""
+        assert self.merger is not None
+        if not self.merger.runs:
+            return out
+        depth, first, w2 = self.depth, self.merger.after, self.merger.window**2
+        split: list[tuple[str, object]] = []
+        for where, t in out:
+            if where != "tower":
+                split.append((where, t))
+                continue
+            a = t.count * first // depth  # its instances in the first layers (a layer's norms are two)
+            if t.role == "core":
+                heads, keys, head_dim = t.shape
+                split.append(("tower", replace(t, count=a)))
+                split.append(("merged", replace(t, count=t.count - a, shape=(heads, keys // w2, head_dim))))
+                continue
+            share = {k: getattr(t, k) * first // depth for k in ("macs", "elementwise", "scores")}
+            split.append(("tower", replace(t, count=a, stored=t.stored_count, **share)))
+            rest = {k: getattr(t, k) - share[k] for k in ("macs", "elementwise", "scores")}
+            rest["scores"] //= w2  # a quarter of the keys
+            split.append(("merged", replace(t, count=t.count - a, stored=0, **rest)))
+        return split
 
     def window_tiles(self) -> list[int]:
         """Patches of each attention window, row by row: the projector's tokens tiled by ``window`` a side (the last
@@ -269,8 +340,8 @@ class Vision(Part):
     def per_image(self, model) -> tuple[int, int, int]:
         """One image's LM tokens, its forward FLOPs through the tower and the projector (2 per multiply-add of every
         matmul and of the attention's square, as FlopCounterMode counts), and its elementwise FLOPs."""
-        counts = {"patch": self.grid**2, "tower": self.rows, "image": 1, "projector": self.tokens}
-        counts["grid"] = self.projector.grid_tokens(self.grid)
+        counts = {"patch": self.grid**2, "tower": self.rows, "image": 1, "projector": self.tokens, "merged": self.out_grid**2}
+        counts["grid"] = self.projector.grid_tokens(self.out_grid)
         counts["half"] = self.half_tokens
         flops = elementwise = 0
         for where, t in self.image_terms(model):
@@ -350,8 +421,16 @@ def _module(spec: Vision, model):
                 layernorm = Norm(kind="layernorm")
                 self.patch_norm = make_norm(layernorm, spec.channels * p * p)
                 self.embed_norm, self.pos_norm = make_norm(layernorm, d), make_norm(layernorm, d)
+            if spec.patch_norm:
+                self.embed_norm = make_norm(Norm(kind="rmsnorm"), d)
+            if spec.registers:
+                self.registers = nn.Parameter(torch.empty(spec.registers, d))
+            if spec.video_patch:  # its weight, which an image does not run
+                self.video_patch_embed = Linear(spec.video_patch, d, bias=False)
             if spec.class_token:
                 self.class_embed = nn.Parameter(torch.empty(d))
+            if spec.class_position:
+                self.class_pos_embed = nn.Parameter(torch.empty(d))
             if spec.position_table:
                 self.pos_embed = nn.Embedding(spec.position_rows or spec.rows, d)
             if spec.pre_norm:
@@ -365,10 +444,14 @@ def _module(spec: Vision, model):
                 self.head = Head()
             if spec.video_tower:  # its tensors, which an image does not run
                 self.video_tower = _module(replace(spec, video_tower=False, images=0), model)
-                for name in ("projector", "deepstack", "image_newline"):
+                for name in ("projector", "deepstack", "image_newline", "generation", "merger"):
                     if hasattr(self.video_tower, name):
                         delattr(self.video_tower, name)
             self.projector = spec.projector.module(model.d_model)
+            if spec.generator:  # its parameters, which an image does not run
+                self.generation = spec.generator.module()
+            if spec.merger:
+                self.merger = spec.merger.module(d)
             if spec.deepstack:
                 deep = replace(spec.projector, prenorm=False)
                 self.deepstack = nn.ModuleList(deep.module(model.d_model) for _ in range(spec.deepstack))
@@ -385,10 +468,13 @@ def _module(spec: Vision, model):
                 g, c, p = spec.grid, spec.channels, spec.patch_size
                 pixels = self.patch_norm(pixels.reshape(n, g * g, c * p * p)).reshape(shape)
             h = self.patch_embed(pixels).flatten(2).transpose(1, 2)
-            if spec.embed_norms:
+            if spec.embed_norms or spec.patch_norm:
                 h = self.embed_norm(h)
             if spec.class_token:
-                h = torch.cat([self.class_embed.expand(n, 1, d), h], dim=1)
+                cls = self.class_embed + self.class_pos_embed if spec.class_position else self.class_embed
+                h = torch.cat([cls.expand(n, 1, d), h], dim=1)
+            if spec.registers:
+                h = torch.cat([self.registers.expand(n, spec.registers, d), h], dim=1)
             if spec.position_table:  # an interpolated table: its rows mixed to the positions, no multiply-adds to count
                 h = h + (self.pos_embed.weight.mean(0) if spec.position_rows else self.pos_embed.weight)
             if spec.embed_norms:
@@ -403,10 +489,14 @@ def _module(spec: Vision, model):
                     h = torch.cat([layer(piece, {"embeddings": piece}, k) for piece in pieces], dim=1)
                 else:
                     h = layer(h, inner_ctx, k)
+                if spec.merger and spec.merger.runs and k == spec.merger.after - 1:  # windows of patches into one
+                    h = self.merger(h)
+                    inner_ctx = {"embeddings": h}
             if spec.post_norm:
                 h = self.post_norm(h)
             if spec.head:
                 self.head(h)
+            h = h[:, spec.registers :]  # the registers are not read
             h = h if spec.read_class or not spec.class_token else h[:, 1:]
             copies = 1 if spec.projector.qformer else spec.projector.width // d  # the layers it reads, concatenated
             self.projector(torch.cat([h] * copies, dim=-1))

@@ -612,3 +612,27 @@ def test_qwen3_omni_audio_window_by_hand():
     layers = 32 * (n * (4 * d * d + 2 * d * 5120) + 2 * pairs * d)  # QKᵀ and AV over each window's pairs
     projector = n * (d * d + d * 3584)
     assert audio.per_window(model) == (n, 2 * (convs + layers + projector))
+
+
+def test_minicpm_window_merger_flops_by_hand():
+    """MiniCPM-V 4.6 at its defaults, one 448-pixel image (28 × 28 patches of 16): the patch convolution, 7 SigLIP layers
+    of width 768 (MLP 3,072) over 784 patches, the window merger (q, k, v, out_proj over every patch, each meeting the 4
+    of its 2 × 2 window, then 196 windows through Linear(3,072, 12,288) and Linear(12,288, 768)), 5 layers over the 196
+    merged patches, and the projector over 49 tokens (3,072 → 3,072 → 4,096); MiniCPM-OCR's "4x" runs all 12 layers over
+    784 patches and no merger, its projector over 196 tokens. 2 FLOPs a multiply-add; FlopCounterMode's figures."""
+    from ffncalc.parts.vision import Vision
+
+    d, ff, text, n = 768, 3072, 4096, 28 * 28
+    m = n // 4
+
+    def layers(k, tokens):
+        return k * (tokens * (4 * d * d + 2 * d * ff) + 2 * tokens * tokens * d)
+
+    merger = n * 4 * d * d + 2 * n * 4 * d + m * (4 * d * 4 * ff + 4 * ff * d)
+    sixteen = n * 3 * 16 * 16 * d + layers(7, n) + merger + layers(5, m) + (m // 4) * (4 * d * 4 * d + 4 * d * text)
+    four = n * 3 * 16 * 16 * d + layers(12, n) + m * (4 * d * 4 * d + 4 * d * text)
+    for model_type, macs, tokens in (("minicpmv4_6", sixteen, 49), ("minicpm_ocr", four, 196)):
+        _, model = hf.load(HERE / "configs" / f"{model_type}.json")
+        (vision,) = [p for p in model.parts if isinstance(p, Vision)]
+        assert vision.per_image(model)[:2] == (tokens, 2 * macs)
+        assert 2 * macs == next(r["total"] for r in truth(model_type)["image_flops"]["runs"] if r["size"] == 448)

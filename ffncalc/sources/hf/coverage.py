@@ -867,6 +867,7 @@ WHOLE_PROVEN_ON = {
     "gemma4": ("google/gemma-4-26B-A4B", "nvidia/Gemma-4-31B-IT-NVFP4"),
     "kimi_k25": ("nvidia/Kimi-K2.5-NVFP4",),
     "llava": ("llava-hf/llava-1.5-7b-hf",),
+    "minicpmv4_6": ("openbmb/MiniCPM-V-4.6",),
     "mistral3": ("black-forest-labs/FLUX.2-dev (its text encoder, Mistral Small 3.2 24B)",),
     "qwen2_5_vl": ("DiffSynth-Studio/Nexus-GenV2 (Qwen2.5-VL-7B's layout, saved flat)",),
 }

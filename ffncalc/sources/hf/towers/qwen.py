@@ -8,6 +8,8 @@ the language model. As transformers 5.23 builds them:
   GELU → Linear(4w, hidden_size).
 - Qwen2.5-VL: RMSNorms, a gated MLP with biases (silu); attention within windows of window_size pixels (4 × 4 merged
   tokens at 112) except in the layers of fullatt_block_indexes; the merger's ln_q an RMSNorm, to out_hidden_size.
+- EXAONE 4.5 (Exaone4_5_VisionModel): Qwen2.5-VL's, its fused qkv writing num_heads query heads and
+  num_key_value_heads key and value heads each (Exaone4_5_VisionAttention).
 - Qwen3-VL: a bias on the patch convolution, a learned table of num_position_embeddings rows interpolated to the
   patches, LayerNorms, an MLP (linear_fc1, linear_fc2, gelu_pytorch_tanh); the merger's norm before the shuffle; and a
   deepstack merger for each layer of deepstack_visual_indexes, its LayerNorm over the shuffled features.
@@ -28,6 +30,7 @@ QWEN_VISION = (
     "qwen3_5_moe_vision",
     "qwen2_5_omni_vision_encoder",  # Qwen2.5-Omni's: Qwen2.5-VL's, its q, k and v apart
     "qwen3_omni_moe_vision_encoder",  # Qwen3-Omni's: Qwen3-VL's
+    "exaone4_5_vision",  # EXAONE 4.5's: Qwen2.5-VL's with num_key_value_heads key-value heads
 )
 IMAGE_SIZE = 448  # pixels a side: 16 × 16 tokens at Qwen2-VL's 28-pixel tiles, 14 × 14 at Qwen3-VL's 32
 
@@ -39,7 +42,7 @@ def qwen_vision(v: Config) -> dict:
         raise v.fail("model_type", f"a Qwen vision tower of {kind!r} is not read yet (read: {', '.join(QWEN_VISION)})")
     v2 = kind == "qwen2_vl_vision"
     v3 = kind.startswith("qwen3")  # Qwen3-VL's and Qwen3.5's
-    v25 = kind in ("qwen2_5_vl_vision", "qwen2_5_omni_vision_encoder")
+    v25 = kind in ("qwen2_5_vl_vision", "qwen2_5_omni_vision_encoder", "exaone4_5_vision")  # windows, RMSNorms
     d = v.int("embed_dim" if v2 else "hidden_size")
     heads = v.int("num_heads")
     act = v.activation("hidden_act", "quick_gelu" if v2 else "silu")
@@ -81,6 +84,8 @@ def qwen_vision(v: Config) -> dict:
     if v3:
         spec["position_rows"] = v.int("num_position_embeddings")
         spec["deepstack"] = len(v.int_list("deepstack_visual_indexes")) if v.has("deepstack_visual_indexes") else 0
+    if kind == "exaone4_5_vision":
+        spec["layers"]["attention"]["n_kv_heads"] = v.int("num_key_value_heads")
     if v25:
         spec["window"] = v.int("window_size") // merge // v.int("patch_size")  # Qwen2_5_VisionTransformer's
         spec["full_layers"] = len(v.int_list("fullatt_block_indexes"))

@@ -17,6 +17,16 @@ VISION_TYPES = (
     "smolvlm_vision",
     "pixtral",
     "internvl_vision",
+    "qianfan_ocr_vision",  # Qianfan-OCR's: InternViT's, built by a class of its own
+    "video_llama_3_vision",  # VideoLLaMA 3's: SigLIP's layers, 2-D rotary positions, no pooling head
+    "minimax_m3_vl_vision",  # MiniMax M3 VL's: CLIP's layers, a 3-D patch convolution, rotary positions
+    "ovis2_vision",  # Ovis 2's: AIMv2's layers (RMSNorms, a gated MLP), an RMSNorm after the patch embedding
+    "minicpmv4_6_vision",  # MiniCPM-V 4.6's, 4.7's and MiniCPM-OCR's: SigLIP's, no pooling head
+    "minicpmv4_7_vision",
+    "minicpm_ocr_vision",
+    "radio",  # RADIO's (Nemotron-H Omni's tower): InternViT-form layers, cls and register tokens, a cropped table
+    "janus_vision_model",  # Janus's: SigLIP's layers (InternViT's names for attention), no pooling head
+    "inkling2_vision",  # Inkling 2's: InternViT's layers, a class token and an interpolated table, rotary positions
     "llama4_vision_model",
     "gemma4_vision",
     "kimi_k25_vision",
@@ -35,6 +45,8 @@ VISION_TYPES = (
 NAFLEX_IMAGE_SIZE = 512  # pixels a side: 32 × 32 patches of 16 (LFM2-VL's largest tile, 256 tokens after its 2 × 2 shuffle)
 PADDLE_IMAGE_SIZE = 448  # pixels a side: 32 × 32 patches of 14, 16 × 16 tokens after PaddleOCR-VL's 2 × 2 merge
 MOONVIT_IMAGE_SIZE = 448  # pixels a side: 32 × 32 patches of 14, 16 × 16 tokens
+VIDEO_LLAMA_3_IMAGE_SIZE = 448  # pixels a side: 28 × 28 patches of 16, one token each (an image's merge size 1)
+INKLING2_IMAGE_SIZE = 640  # pixels a side: 32 × 32 patches of 20 (its position table's grid), 16 × 16 tokens
 GEMMA4_IMAGE_SIZE = 768  # pixels a side: 48 × 48 patches of 16, pooled to 256 tokens within its 280-token budget
 
 
@@ -47,7 +59,10 @@ def vit(v: Config, projector: dict, **over) -> dict:
     Cosmos3EdgeVisionModel: the same, without a pooling head). CLIP and SigLIP: pre-norm layers of
     attention with biases and a two-layer MLP with biases, LayerNorms with biases, a learned position table. Pixtral
     (PixtralVisionModel, Mistral's vision encoder): no biases anywhere, RMSNorms (ln_pre before the layers, none after),
-    a gated MLP, 2-D rotary positions (no table: rotations have no multiply-adds to count)."""
+    a gated MLP, 2-D rotary positions (no table: rotations have no multiply-adds to count). VideoLLaMA 3's
+    (VideoLlama3VisionModel): SigLIP's layers and post_layernorm, 2-D rotary positions in place of the table, no pooling
+    head; its images have no fixed size, an image's figures are at VIDEO_LLAMA_3_IMAGE_SIZE pixels a side unless
+    --image-size says otherwise."""
     kind = v.model_type or "clip_vision_model"
     if kind not in VISION_TYPES:
         raise v.fail("model_type", f"a vision tower of {kind!r} is not read yet (read: {', '.join(VISION_TYPES)})")
@@ -59,17 +74,27 @@ def vit(v: Config, projector: dict, **over) -> dict:
         return {**_moonvit(v, d, heads), "projector": projector, **over}
     if kind == "kosmos_2_5_vision_model":
         return {**_kosmos_2_5(v, d, heads), "projector": projector, **over}
+    if kind == "inkling2_vision":
+        return {**_inkling2(v, d, heads), "projector": projector, **over}
+    if kind == "minimax_m3_vl_vision":
+        return {**_minimax_m3(v, d, heads), "projector": projector, **over}
     act = v.activation("hidden_act", "gelu")
     # SigLIP 2's NaFlex (and Cosmos3 Edge's, built as it): a linear patch embedding, a table resized to the image
     naflex = kind in ("siglip2_vision_model", "cosmos3_edge_vision")
     paddle = kind == "paddleocr_vl_vision"  # PaddleOCR-VL's: a table of image_size's patches resized to the image
-    side = NAFLEX_IMAGE_SIZE if naflex else PADDLE_IMAGE_SIZE if paddle else _side(v, "image_size")
+    rotary = kind == "video_llama_3_vision"  # no table: 2-D rotary positions, no fixed size
+    fixed = PADDLE_IMAGE_SIZE if paddle else VIDEO_LLAMA_3_IMAGE_SIZE if rotary else None
+    side = NAFLEX_IMAGE_SIZE if naflex else fixed or _side(v, "image_size")
     tower = {"image_size": side, "patch_size": _side(v, "patch_size"), "channels": v.int("num_channels", 3)}
     if naflex:
         tower["position_rows"] = v.int("num_patches")
     if paddle:
         tower["position_rows"] = (v.int("image_size") // v.int("patch_size")) ** 2
-    if kind == "internvl_vision":
+    if kind == "radio":
+        return {**_radio(v, d, heads, act), **tower, "projector": projector, **over}
+    if kind == "ovis2_vision":
+        return {**_ovis2(v, d, heads, act), **tower, "projector": projector, **over}
+    if kind in ("internvl_vision", "qianfan_ocr_vision"):
         return {"layers": _internvit(v, d, heads, act), **tower, **_internvit_ends(v), "projector": projector, **over}
     if kind == "step3p5_vision":  # Step3p7VisionModel: InternViT's layers, biased q/k/v/out, pre_layernorm, no post norm
         layers = {
@@ -97,12 +122,14 @@ def vit(v: Config, projector: dict, **over) -> dict:
     # Llama 4's: CLIP's form (a class token, pre- and post-norms, no bias on its patches' linear, an unfold)
     # Kosmos-2's and GIT's: CLIP's
     clip = kind in ("clip_vision_model", "llama4_vision_model", "kosmos_2_vision_model", "git_vision_model")
+    if rotary:
+        tower["position_table"] = False
     return {
         "layers": {
             "d_model": d,
             "n_layers": v.int("num_hidden_layers"),
             "attention": {"n_heads": heads, "qkv_bias": True, "o_bias": True},
-            "ffn": {"kind": "dense", "d_ff": v.int("intermediate_size"), "bias": True, "activation": act},
+            "ffn": {"kind": "dense", "d_ff": _mlp_width(v, kind, d), "bias": True, "activation": act},
             "norm": {"kind": "layernorm", "per_layer": 2, "final": False},
         },
         **tower,
@@ -203,6 +230,121 @@ def _kosmos_2_5(v: Config, d: int, heads: int) -> dict:
     }
 
 
+def _mlp_width(v: Config, kind: str, d: int) -> int:
+    """The MLP's width: intermediate_size, or Janus's hidden_size × mlp_ratio (JanusVisionMLP); Janus's q and k norms
+    (use_qk_norm) are not read yet."""
+    if kind != "janus_vision_model":
+        return v.int("intermediate_size")
+    if v.bool("use_qk_norm", False):
+        raise v.fail("use_qk_norm", "Janus's q and k norms are not read yet")
+    return int(d * v.float("mlp_ratio", 4.0))
+
+
+def _inkling2(v: Config, d: int, heads: int) -> dict:
+    """Inkling 2's vision model (Inkling2VisionModel): each patch's pixels embedded by a linear without a bias, a table
+    of posemb_grid_size² rows interpolated to the patches (bilinear: a weighted sum of four rows, no multiply-adds to
+    count), a class token before each image's patches with a learned position of its own (class_embedding,
+    cls_position_embedding), pre_layernorm; layers of InternViT's form (layernorm_before and layernorm_after, q/k/v and
+    out_proj with biases, CLIP's MLP with biases, each sublayer's output scaled by lambda_1 and lambda_2) with 2-D rotary
+    positions; no final norm. Its images have no fixed size: an image's figures are at INKLING2_IMAGE_SIZE pixels a side
+    unless --image-size says otherwise."""
+    layers = {
+        "d_model": d,
+        "n_layers": v.int("num_hidden_layers"),
+        "attention": {"n_heads": heads, "qkv_bias": True, "o_bias": True},
+        "ffn": {"kind": "dense", "d_ff": v.int("intermediate_size"), "bias": True, "activation": v.activation("hidden_act", "gelu")},
+        "norm": {"kind": "layernorm", "per_layer": 2, "final": False},
+    }
+    return {
+        "layers": layers,
+        "image_size": INKLING2_IMAGE_SIZE,
+        "patch_size": v.int("patch_size"),
+        "channels": v.int("num_channels", 3),
+        "patch_bias": False,
+        "class_token": True,
+        "class_position": True,
+        "position_rows": v.int("posemb_grid_size") ** 2,
+        "pre_norm": True,
+        "post_norm": False,
+        "layer_scale": True,
+    }
+
+
+def _radio(v: Config, d: int, heads: int, act: str) -> dict:
+    """RADIO (RadioModel; Ranzinger et al. 2024, AM-RADIO): each patch's pixels by a linear without a bias
+    (patch_projection), a table of (max_img_size / patch_size)² positions interpolated to the patches (bilinear, no
+    multiply-adds), num_cls_tokens + num_registers learned rows before them (cls_register_token); layers of LayerNorms,
+    q/k/v with biases as qkv_bias and o_proj with one, an MLP of hidden_size × mlp_ratio with biases, each sublayer's
+    output scaled (layer_scale1, layer_scale2); no final norm; where video_temporal_patch_size, video_patch_projection
+    (Linear(video_patch_dim, width)), which no image runs. The features read are the patches' (the prefix dropped)."""
+    if v.bool("use_swiglu_ffn", False):
+        raise v.fail("use_swiglu_ffn", "RADIO's SwiGLU MLP is not read yet")
+    channels, patch = v.int("num_channels", 3), v.int("patch_size")
+    if v.int("patch_dim", channels * patch * patch) != channels * patch * patch:
+        raise v.fail("patch_dim", f"{v.int('patch_dim')} is not num_channels × patch_size² ({channels * patch * patch})")
+    layers = {
+        "d_model": d,
+        "n_layers": v.int("num_hidden_layers"),
+        "attention": {"n_heads": heads, "qkv_bias": v.bool("qkv_bias", True), "o_bias": True},
+        "ffn": {"kind": "dense", "d_ff": int(d * v.float("mlp_ratio", 4.0)), "bias": True, "activation": act},
+        "norm": {"kind": "layernorm", "per_layer": 2, "final": False},
+    }
+    video = v.int("video_patch_dim") if v.data.get("video_temporal_patch_size") is not None else 0
+    return {
+        "layers": layers,
+        "patch_bias": False,
+        "position_rows": (v.int("max_img_size") // patch) ** 2,
+        "registers": v.int("num_cls_tokens") + v.int("num_registers"),
+        "video_patch": video,
+        "pre_norm": False,
+        "post_norm": False,
+        "layer_scale": True,
+    }
+
+
+def _ovis2(v: Config, d: int, heads: int, act: str) -> dict:
+    """Ovis 2's vision transformer (Ovis2VisionTransformer, AIMv2's form): SigLIP's patch convolution with a bias and
+    learned table, an RMSNorm over each patch's embedding before its position is added (embeddings.rms_norm); layers
+    of RMSNorms (rms_norm1, rms_norm2), q/k/v and out_proj with biases as qkv_bias and a gated MLP with biases as
+    mlp_bias (gate_proj, up_proj, down_proj); a final RMSNorm (rms_norm)."""
+    bias = v.bool("qkv_bias", False)
+    layers = {
+        "d_model": d,
+        "n_layers": v.int("num_hidden_layers"),
+        "attention": {"n_heads": heads, "qkv_bias": bias, "o_bias": bias},
+        "ffn": {"kind": "gated", "d_ff": v.int("intermediate_size"), "bias": v.bool("mlp_bias", False), "activation": act},
+        "norm": {"kind": "rmsnorm", "per_layer": 2, "final": False},
+    }
+    return {"layers": layers, "patch_bias": True, "patch_norm": True, "pre_norm": False, "post_norm": True}
+
+
+def _minimax_m3(v: Config, d: int, heads: int) -> dict:
+    """MiniMax M3 VL's vision model (MiniMaxM3VLVisionModel): patches of temporal_patch_size frames (an image repeated
+    to fill them) embedded by a 3-D convolution without a bias, pre_layrnorm, CLIP's layers (LayerNorms, q/k/v and
+    out_proj with biases, fc1 → hidden_act → fc2 with biases) with 3-D rotary positions (no table), no final norm; each
+    image attends within itself. Its images have no fixed size (the processor resizes them): an image's figures are at
+    its vision_config's image_size unless --image-size says otherwise."""
+    act = v.activation("hidden_act", "gelu")
+    layers = {
+        "d_model": d,
+        "n_layers": v.int("num_hidden_layers"),
+        "attention": {"n_heads": heads, "qkv_bias": True, "o_bias": True},
+        "ffn": {"kind": "dense", "d_ff": v.int("intermediate_size"), "bias": True, "activation": act},
+        "norm": {"kind": "layernorm", "per_layer": 2, "final": False},
+    }
+    return {
+        "layers": layers,
+        "image_size": v.int("image_size"),
+        "patch_size": v.int("patch_size"),
+        "channels": v.int("num_channels", 3),
+        "frames": v.int("temporal_patch_size", 2),
+        "patch_bias": False,
+        "position_table": False,
+        "pre_norm": True,
+        "post_norm": False,
+    }
+
+
 def _side(v: Config, key: str) -> int:
     """A square's side: a number, or [height, width] equal (InternVL's image_size and patch_size)."""
     value = v.data.get(key)
@@ -245,6 +387,7 @@ def _internvit_ends(v: Config) -> dict:
 # component of the ``vision`` part (sources/hf/names.py).
 LAYER_MODULES = (
     (r"attention\.projection_layer$", "attn.o"),  # InternViT's
+    (r"self_attn\.projection_layer$", "attn.o"),  # Janus's
     (r"layernorm_(before|after)$", "norms"),
     (r"attention\.q_proj$", "attn.q"),  # Pixtral's
     (r"attention\.k_proj$", "attn.k"),
@@ -254,6 +397,11 @@ LAYER_MODULES = (
     (r"feed_forward\.up_proj$", "ffn.up"),
     (r"feed_forward\.down_proj$", "ffn.down"),
     (r"(attention_norm|ffn_norm)$", "norms"),
+    (r"attention\.out_proj$", "attn.o"),  # Ovis 2's
+    (r"ffn\.gate_proj$", "ffn.gate"),
+    (r"ffn\.up_proj$", "ffn.up"),
+    (r"ffn\.down_proj$", "ffn.down"),
+    (r"rms_norm[12]$", "norms"),
     (r"attn\.qkv$", "attn.q+k+v"),  # Qwen's fused projections
     (r"attn\.proj$", "attn.o"),
     (r"(^|\.)attn\.q$", "attn.q"),  # Qwen2.5-Omni's, apart
@@ -302,12 +450,18 @@ TOP_MODULES = (
     (r"embeddings\.patch_embedding$", "patch_embed"),
     (r"patch_conv$", "patch_embed"),  # Pixtral's
     (r"patch_embed\.proj$", "patch_embed"),  # Qwen's
+    (r"^embeddings\.proj$", "patch_embed"),  # MiniMax M3 VL's
+    (r"embeddings\.patch_projection$", "patch_embed"),  # RADIO's
+    (r"embeddings\.video_patch_projection$", "video_patch_embed"),
+    (r"embeddings\.rms_norm$", "embed_norm"),  # Ovis 2's
+    (r"^transformer\.rms_norm$", "post_norm"),
     (r"patch_embeddings\.projection$", "patch_embed"),  # InternViT's
     (r"pos_embed$", "pos_embed"),
     (r"ln_pre$", "pre_norm"),
     (r"embeddings\.position_embedding$", "pos_embed"),
     (r"embeddings$", "class_embed"),  # CLIP's class_embedding, a parameter of the embeddings module
     (r"pre_layrnorm$", "pre_norm"),
+    (r"pre_layernorm$", "pre_norm"),  # Inkling 2's
     (r"patch_embedder\.input_proj$", "patch_embed"),  # Gemma 4's
     (r"patch_embedding\.linear$", "patch_embed"),  # Llama 4's unfold and linear
     (r"layernorm_pre$", "pre_norm"),
@@ -348,6 +502,7 @@ PROJECTOR_MODULES = (
     (r"out_proj$", "linear_2"),
     (r"embedding_projection$", "linear"),  # Gemma 4's embed_vision
     (r"mlp\.(fc1|fc2)$", None),  # Llama 4's vision adapter
+    (r"(merge_linear_1|merge_linear_2)$", None),  # MiniMax M3 VL's second MLP
     (r"(linear_1|linear_2|linear)$", None),  # by their own names
     (r"(projector_layernorm|mm_soft_emb_norm|layernorm|pre_norm|norm)$", "norm"),
     (r"patch_merger\.merging_layer$", "patch_merger"),
@@ -359,9 +514,12 @@ PROJECTOR_MODULES = (
 )
 # Parameters a module holds itself, by the end of their path: InternViT's and Llama 4's tables and layer scales
 PARAMETERS = (
+    (r"embeddings\.cls_position_embedding$", "class_pos_embed"),  # Inkling 2's
     (r"embeddings\.cls_token$", "class_embed"),
     (r"embeddings\.position_embeddings$", "pos_embed"),
     (r"lambda_[12]$", "layer_scale"),
+    (r"layer_scale[12]\.lambda1$", "layer_scale"),  # RADIO's
+    (r"embeddings\.cls_register_token$", "registers"),
     (r"patch_embedder\.position_embedding_table$", "pos_embed"),  # Gemma 4's
     (r"^embeddings\.position_embedding$", "pos_embed"),  # BLIP-2's, a parameter of the embeddings module
     (r"pos_emb\.position_embeddings$", "pos_embed"),  # MoonViT's
@@ -410,7 +568,18 @@ QFORMER_MODULES = (
     (r"\.output\.dense$", "text_ffn.down"),
     (r"LayerNorm$", "norms"),
 )
-TABLES = {"resampler": RESAMPLER_MODULES, "qformer": QFORMER_MODULES}
+# MiniCPM-V 4.6's in-tower merger (parts/window_merger.py), its modules by the end of their path
+MERGER_MODULES = (
+    (r"self_attn\.q_proj$", "attn.q"),
+    (r"self_attn\.k_proj$", "attn.k"),
+    (r"self_attn\.v_proj$", "attn.v"),
+    (r"self_attn\.out_proj$", "attn.o"),
+    (r"^layer_norm1$", "norm1"),
+    (r"^pre_norm$", "pre_norm"),
+    (r"^linear_1$", "linear_1"),
+    (r"^linear_2$", "linear_2"),
+)
+TABLES = {"resampler": RESAMPLER_MODULES, "qformer": QFORMER_MODULES, "merger": MERGER_MODULES}
 # (pattern, prefix, modules): the towers' and projectors' places in the whole classes and in checkpoints
 TOWERS = (
     (r"connector\.perceiver_resampler\.", "vision.projector.resampler.", "resampler"),  # Idefics2's
@@ -420,6 +589,25 @@ TOWERS = (
     (r"vision_embed_tokens\.", "vision.patch_embed", "self"),  # Fuyu's
     (r"visual\.downsample\.", "vision.projector.patch_merger", "self"),  # GLM-4V's
     (r"visual\.merger\.proj\.", "vision.projector.lead", "self"),
+    (r"projector\.readout\.0\.", "vision.projector.linear_1", "self"),  # VideoLLaMA 3's
+    (r"projector\.readout\.2\.", "vision.projector.linear_2", "self"),
+    (r"projector\.(weight|bias)$", "vision.projector.tail", "self"),  # HyperCLOVAX V2's, after its tower's merger
+    (r"vision_model\.merger\.", "vision.projector.", "projector"),
+    (r"vision_tower\.merger\.", "vision.projector.", "projector"),  # Inkling 2's, in its vision model
+    (r"vision_final_layernorm\.", "vision.post_norm", "self"),  # Nemotron-H Omni's, over RADIO's features
+    (r"vision_tower\.vit_merger\.", "vision.merger.", "merger"),  # MiniCPM-V 4.6's merger inside its tower
+    (r"vqmodel\.encoder\.", "vision.generation.encoder", "self"),  # Janus's image generator
+    (r"vqmodel\.decoder\.", "vision.generation.decoder", "self"),
+    (r"vqmodel\.quantize\.", "vision.generation.codebook", "self"),
+    (r"vqmodel\.(post_)?quant_conv\.", "vision.generation.quant_convs", "self"),
+    (r"generation_embeddings\.", "vision.generation.embeddings", "self"),
+    (r"generation_aligner\.", "vision.generation.aligner", "self"),
+    (r"generation_head\.", "vision.generation.head", "self"),
+    (r"aligner\.fc1\.", "vision.projector.linear_1", "self"),  # Janus's vision aligner
+    (r"aligner\.hidden_layers\.0\.", "vision.projector.linear_2", "self"),
+    (r"vision_tower\.head_linear\.", "vision.projector.head", "self"),  # Ovis 2's visual tokenizer and table
+    (r"vision_tower\.head_norm\.", "vision.projector.head_norm", "self"),
+    (r"visual_embeddings_table\.", "vision.projector.table", "self"),
     (r"vision_tower\.(vision_model\.)?", "vision.", "tower"),
     (r"image_tower\.", "vision.", "tower"),  # Video-LLaVA's two CLIP towers
     (r"video_tower\.", "vision.video_tower.", "tower"),
@@ -448,6 +636,7 @@ TOWERS = (
     (r"visual\.merger_list\.\d+\.", "vision.deepstack.", "projector"),  # Qwen3-Omni's
     (r"visual\.", "vision.", "tower"),
     (r"image_newline$", "vision.image_newline", "self"),
+    (r"merger\.mlp\.0\.", "vision.projector.", "projector"),  # MiniCPM-V 4.6's merger after its tower
 )
 
 

@@ -146,9 +146,184 @@ def qwen_vl(c: Config) -> dict:
     return {"vision": qwen_vision(vision)}
 
 
-@wrapper("internvl")
+@wrapper("video_llama_3")
+def video_llama_3(c: Config) -> dict:
+    """VideoLlama3ForConditionalGeneration (Zhang et al. 2025, VideoLLaMA 3): its vision model (vit.py: SigLIP's layers,
+    rotary positions), each image's patches kept one token each (its merge size 1: the bilinear resize to the same grid
+    has no multiply-adds), then VideoLlama3Projector's readout, Linear(vision width, text width) → GELU → Linear(text
+    width, text width), with biases."""
+    v = sub_config(c, "vision_config")
+    text = sub_config(c, "text_config").int("hidden_size")
+    return {"vision": vit(v, {"width": v.int("hidden_size"), "hidden": text, "bias": True, "activation": "gelu"})}
+
+
+@wrapper("inkling2")
+def inkling2(c: Config) -> dict:
+    """Inkling2ForConditionalGeneration (Thinking Machines, Inkling 2): its vision model (vit.py) and
+    Inkling2VisionMerger: spatial_merge_size² patches side by side (the class token dropped), Linear(width · merge²,
+    projection_hidden_dim) → hidden_act → Linear(projection_hidden_dim, text_hidden_size), biases as projector_bias."""
+    v = sub_config(c, "vision_config")
+    projector = {
+        "width": v.int("hidden_size"),
+        "hidden": v.int("projection_hidden_dim"),
+        "bias": v.bool("projector_bias", False),
+        "activation": v.activation("hidden_act", "gelu"),
+        "shuffle": v.int("spatial_merge_size", 2),
+        "out": v.int("text_hidden_size"),
+    }
+    return {"vision": vit(v, projector)}
+
+
+@wrapper("minimax_m3_vl")
+def minimax_m3_vl(c: Config) -> dict:
+    """MiniMaxM3SparseForConditionalGeneration (MiniMax, MiniMax M3): its vision model (vit.py) and
+    MiniMaxM3VLMultiModalProjector: over every patch Linear(vision width, projector_hidden_size) → GELU →
+    Linear(projector_hidden_size, text width), then spatial_merge_size² of those side by side through
+    Linear(text width · merge², projector_hidden_size) → GELU → Linear(projector_hidden_size, text width), with biases."""
+    v = sub_config(c, "vision_config")
+    hidden = c.int("projector_hidden_size", 6144)
+    projector = {"width": v.int("hidden_size"), "hidden": hidden, "then": hidden, "shuffle": v.int("spatial_merge_size", 2)}
+    return {"vision": vit(v, projector)}
+
+
+@wrapper("ovis2")
+def ovis2(c: Config) -> dict:
+    """Ovis2ForConditionalGeneration (Lu et al. 2024, Ovis; Ovis 2): its vision transformer (vit.py), then its visual
+    tokenizer and embedding table (parts/projector.py: ``vocab``): hidden_stride² patches side by side (Ovis2VisionModel),
+    head_linear to vocab_size − num_visual_indicator_tokens logits, head_norm, a softmax, and visual_embeddings_table
+    (vocab_size rows of the wrapper's hidden_size, built at that width whatever the text's) read by the probabilities."""
+    v = sub_config(c, "vision_config")
+    if v.data.get("tokenize_function", "softmax") != "softmax":
+        raise v.fail("tokenize_function", f"{v.data.get('tokenize_function')!r}: read with softmax, the default (not yet another)")
+    stride = v.int("hidden_stride", 1)
+    projector = {
+        "width": v.int("hidden_size"),
+        "vocab": v.int("vocab_size"),
+        "indicators": v.int("num_visual_indicator_tokens"),
+        "shuffle": stride if stride > 1 else 0,
+        "out": c.int("hidden_size", sub_config(c, "text_config").int("hidden_size")),  # the table's width, as stated
+    }
+    return {"vision": vit(v, projector)}
+
+
+@wrapper("janus")
+def janus(c: Config) -> dict:
+    """JanusForConditionalGeneration (Wu et al. 2024, Janus): a SigLIP-built tower (JanusVisionModel: no pooling head)
+    and JanusVisionAlignerMLP, fc1 Linear(vision width, projection_dim) → GELU → Linear(projection_dim,
+    projection_dim), with biases; beside them the image generator's parameters (parts/generation.py: the VQ-VAE of
+    vq_config, generation embeddings, aligner and head), which no image it reads runs through."""
+    v = sub_config(c, "vision_config")
+    q = sub_config(c, "vq_config")
+    if v.int("depth", 2) != 2:
+        raise v.fail("depth", f"{v.int('depth')}: the aligner is read with two linears (depth 2, the default; not yet another)")
+    width = v.int("projection_dim")
+    projector = {"width": v.int("hidden_size"), "hidden": width, "bias": True, "activation": v.activation("hidden_act", "gelu")}
+    projector["out"] = width  # its second linear writes projection_dim features, whatever the text's width
+    generator = {
+        "base": q.int("base_channels"),
+        "multipliers": q.int_list("channel_multiplier"),
+        "res_blocks": q.int("num_res_blocks"),
+        "latent": q.int("latent_channels"),
+        "embed_dim": q.int("embed_dim"),
+        "codes": q.int("num_embeddings"),
+        "width": q.int("projection_dim"),
+        "token_width": q.int("image_token_embed_dim"),
+        "in_channels": q.int("in_channels", 3),
+        "out_channels": q.int("out_channels", 3),
+        "double_latent": q.bool("double_latent", False),
+        "aligner_depth": q.int("num_hidden_layers", 2),
+    }
+    return {"vision": {**vit(v, projector), "generator": generator}}
+
+
+MINICPM_IMAGE_SIZE = 448  # pixels a side: MiniCPMV4_6Config's image_size, 28 × 28 patches of 16 (its processor's slices)
+
+
+@wrapper("minicpmv4_6", "minicpmv4_7", "minicpm_ocr")
+def minicpmv4_6(c: Config) -> dict:
+    """MiniCPMV4_6ForConditionalGeneration (OpenBMB, MiniCPM-V 4.6), MiniCPM-V 4.7's and MiniCPM-OCR's (built
+    the same): a SigLIP-built tower (no pooling head; a table of (vision image_size / patch)² rows each patch reads its
+    nearest row of), MiniCPMV4_6ViTWindowAttentionMerger after layer insert_layer_id (parts/window_merger.py; run where
+    downsample_mode is "16x", MiniCPM-OCR's "4x" builds it and runs none), then MiniCPMV4_6Merger: 2 × 2 patches side
+    by side, a LayerNorm over them (pre_norm), Linear(4w, 4w) → GELU → Linear(4w, text width), with biases. An image's
+    figures are at the wrapper's image_size (MINICPM_IMAGE_SIZE where it states none) unless --image-size says
+    otherwise."""
+    v = sub_config(c, "vision_config")
+    d, side = v.int("hidden_size"), c.int("image_size", MINICPM_IMAGE_SIZE)
+    if c.int("merger_times", 1) != 1:
+        raise c.fail("merger_times", f"{c.int('merger_times')}: one round of the merger is read (the default; not yet more)")
+    kernel = c.int_list("merge_kernel_size") if c.has("merge_kernel_size") else [2, 2]
+    window = v.int_list("window_kernel_size") if v.has("window_kernel_size") else [2, 2]
+    if kernel != [2, 2] or window != [2, 2]:
+        raise c.fail("merge_kernel_size", "2 × 2 merges are read (the default; not yet another)")
+    insert = c.int("insert_layer_id", 6)
+    merger = {
+        "after": insert + 1,
+        "heads": v.int("num_attention_heads"),
+        "d_ff": 4 * v.int("intermediate_size"),
+        "runs": c.data.get("downsample_mode", "16x") != "4x" and 0 <= insert < v.int("num_hidden_layers"),
+    }
+    if insert < 0:  # none runs, and it is built all the same: its parameters after the first layer
+        merger["after"] = 1
+    projector = {"width": d, "hidden": 4 * d, "bias": True, "activation": "gelu", "norm": "layernorm", "shuffle": 2}
+    rows = (_side_of(v, "image_size") // _side_of(v, "patch_size")) ** 2
+    return {"vision": vit(v, projector, image_size=side, position_rows=rows, merger=merger)}
+
+
+def _side_of(v: Config, key: str) -> int:
+    """A square's side: a number, or [height, width] equal."""
+    value = v.data.get(key)
+    return v.int_list(key)[0] if isinstance(value, list) else v.int(key)
+
+
+@wrapper("nemotron_h_omni")
+def nemotron_h_omni(c: Config) -> dict:
+    """NemotronH_Omni_Reasoning_V3 (NVIDIA, Nemotron 3 Nano Omni): a RADIO tower (vit.py), a LayerNorm over its
+    features where the text_config has MTP layers (vision_final_layernorm), a pixel shuffle by 1 / downsample_ratio,
+    then its projector: an RMSNorm over the shuffled features, Linear(4 × vision_hidden_size, projector_hidden_size)
+    → relu² → Linear(projector_hidden_size, text width), no biases. An audio_config's tower is not read yet: such a
+    file is refused in one line."""
+    if c.data.get("audio_config") is not None:
+        raise c.fail("audio_config", "Nemotron-H Omni's audio tower is not read yet")
+    v = sub_config(c, "vision_config")
+    mtp = (sub_config(c, "text_config").int("num_nextn_predict_layers", 0, positive=False) or 0) > 0
+    projector = {
+        "width": c.int("vision_hidden_size", v.int("hidden_size")),
+        "hidden": c.int("projector_hidden_size"),
+        "bias": False,
+        "activation": "relu2",
+        "norm": "rmsnorm",
+        "shuffle": round(1 / c.float("downsample_ratio", 0.5)),
+    }
+    return {"vision": vit(v, projector, post_norm=mtp)}
+
+
+@wrapper("exaone4_5")
+def exaone4_5(c: Config) -> dict:
+    """Exaone4_5_ForConditionalGeneration (LG AI Research, EXAONE 4.5): Qwen2.5-VL's tower and merger with grouped
+    key-value heads (towers/qwen.py) beside the language model of the text_config (EXAONE 4's layers)."""
+    from .qwen import qwen_vision
+
+    return {"vision": qwen_vision(sub_config(c, "vision_config", {None: "exaone4_5_vision"}))}  # type: ignore[dict-item]
+
+
+@wrapper("hyperclovax_vision_v2")
+def hyperclovax_vision_v2(c: Config) -> dict:
+    """HyperCLOVAXVisionV2ForConditionalGeneration (NAVER Cloud, HyperCLOVA X SEED Think): Qwen2.5-VL's tower and
+    merger (towers/qwen.py; its vision_model, to out_hidden_size) and projector, one Linear(out_hidden_size, text width)
+    with a bias, beside the language model of the text_config (HyperCLOVA X's layers)."""
+    from .qwen import qwen_vision
+
+    spec = qwen_vision(sub_config(c, "vision_config", {"qwen2_5_vl": "qwen2_5_vl_vision", None: "qwen2_5_vl_vision"}))  # type: ignore[dict-item]
+    spec["projector"]["tail"] = True
+    return {"vision": spec}
+
+
+@wrapper("internvl", "qianfan_ocr")
 def internvl(c: Config) -> dict:
-    """InternVLForConditionalGeneration (Chen et al. 2024; InternVL 3): an InternViT tower (vit.py); its features
+    """InternVLForConditionalGeneration (Chen et al. 2024; InternVL 3) and QianfanOCRForConditionalGeneration (Baidu,
+    Qianfan-OCR: QianfanOCRVisionModel, InternViT's layers, embeddings and ends under names of its own, and
+    QianfanOCRMultiModalProjector, InternVL's): an InternViT tower (vit.py); its features
     pixel-shuffled by 1 / downsample_ratio (0.5: 2 × 2 tokens into one of four times the width), then
     InternVLMultiModalProjector: a LayerNorm over them, Linear(4 × width, text width) → projector_hidden_act →
     Linear(text width, text width), with biases; the class token dropped ("default")."""
@@ -240,11 +415,12 @@ def gemma4_unified(c: Config) -> dict:
     return {"vision": vision}
 
 
-@wrapper("glm4v", "glm4v_moe", "glm46v")
+@wrapper("glm4v", "glm4v_moe", "glm46v", "glmga")
 def glm4v(c: Config) -> dict:
     """Glm4vForConditionalGeneration (GLM-4.1V-Thinking), Glm4vMoeForConditionalGeneration (GLM-4.5V) and
-    Glm46VForConditionalGeneration (GLM-4.6V): GLM-4V's vision tower, its downsample and merger (towers/qwen.py) beside
-    the language model of the text_config (GLM-4's layers, or GLM-4.5's mixture)."""
+    Glm46VForConditionalGeneration (GLM-4.6V, and GlmGa, which transformers builds as it): GLM-4V's vision tower, its
+    downsample and merger (towers/qwen.py) beside the language model of the text_config (GLM-4's layers, or GLM-4.5's
+    mixture)."""
     from .qwen import glm_vision
 
     vision = sub_config(c, "vision_config", {None: "glm4v_moe_vision" if c.model_type == "glm4v_moe" else "glm4v_vision"})  # type: ignore[dict-item]
