@@ -341,3 +341,96 @@ def test_verify_memory_of_a_preset(cli, preset):
 def test_verify_memory_refuses_a_layer_too_large_for_the_cpu(cli):
     code, _, err = cli("verify", "deepseek-v3", "--memory")
     assert code == 2 and "its largest takes 21.4 GiB in bf16 (at most 2 GiB)" in err and err.count("\n") == 1
+
+
+# --- recurrent mixers: the chunked linear-attention kernels, the RG-LRU, RWKV, mLSTM and the hybrids -------------------
+
+RECURRENT_KINDS = ("gated_deltanet", "kda", "lightning", "rglru", "rwkv_time_mix", "rwkv_channel_mix", "mlstm", "parallel")
+
+
+@pytest.mark.parametrize(
+    ("hk", "h", "dv", "extra"),
+    [(2, 4, 8, {}), (1, 1, 16, {"neg_eigval": True, "chunk_size": 8}), (2, 4, 8, {"activation": "gelu", "conv_bias": True})],
+    ids=["gva", "neg-eigval", "gelu"],
+)
+def test_gated_deltanet_kept_elements_equal_fused_saved(hk, h, dv, extra):
+    """Gated DeltaNet as FLA runs it (GDNGateFunction, then ChunkGatedDeltaRuleFunction with the l2norm in the kernel,
+    causal-conv1d with its SiLU, FusedRMSNormGated): x (D); the convolution's input q, k, v (conv = 2·hk·16 + h·dv);
+    β (h; 2·sigmoid is a second copy, h more); the gate's raw a made contiguous (h); q and k normalised (2·hk·16)
+    and their fp32 reciprocal norms (2 · 2·hk); v made contiguous (h·dv); the decay's fp32 running sum (2·h); A, one
+    bf16 row of chunk_size a token and value head; the kernel's output, z copied to rows (h·dv each) and the norm's
+    fp32 inverse RMS (2·h); out_proj's input (h·dv). GELU after the convolution keeps its input (conv) as well."""
+    attention = {"kind": "gated_deltanet", "n_key_heads": hk, "key_head_dim": 16, "n_value_heads": h, "value_head_dim": dv}
+    spec = mla_model(attention | extra)
+    conv = 2 * hk * 16 + h * dv
+    chunk = extra.get("chunk_size", 64)
+    beta = 2 * h if extra.get("neg_eigval") else h
+    expected = D + conv + beta + h + 2 * hk * 16 + 2 * 2 * hk + h * dv + 2 * h + h * chunk + 2 * h * dv + 2 * h + h * dv
+    expected += conv if extra.get("activation") == "gelu" else 0
+    assert dict(spec.layers[0].blocks())["attention"].kept_elements(spec) == expected
+    assert fused_saved_bytes(spec, "attention") == TOKENS * 2 * expected
+
+
+@pytest.mark.parametrize("extra", [{}, {"full_gates": True, "safe_gate": True, "chunk_size": 8}], ids=["low-rank", "full-safe"])
+def test_kda_kept_elements_equal_fused_saved(extra):
+    """Kimi Delta Attention as FLA's KimiDeltaAttention runs it (chunk_kda with the l2norm and the gate in the kernel):
+    x (D); the convolution's input (3·64); q and k normalised (2·64) and their fp32 reciprocal norms (2 · 2·4); v
+    made contiguous (64); the decay's fp32 running sum (2·64) and f's raw output (64); β (4); Aqk and Akk, bf16 rows
+    of chunk_size (2 · 4·chunk); f_a's and g_a's outputs (2·16, not with full gates); the kernel's output, the gate
+    and the norm's fp32 inverse RMS (64 + 64 + 2·4); o's input (64)."""
+    spec = mla_model({"kind": "kda", "n_heads": 4, "head_dim": 16, **extra})
+    w, h, chunk = 64, 4, extra.get("chunk_size", 64)
+    low_rank = 0 if extra.get("full_gates") else 2 * 16
+    expected = D + 3 * w + 2 * w + 2 * 2 * h + w + 2 * w + w + h + 2 * h * chunk + low_rank + 2 * w + 2 * h + w
+    assert dict(spec.layers[0].blocks())["attention"].kept_elements(spec) == expected
+    assert fused_saved_bytes(spec, "attention") == TOKENS * 2 * expected
+
+
+@pytest.mark.parametrize(("activation", "act"), [("silu", 3 * 64), ("identity", 0), ("quick_gelu", 2 * 3 * 64)])
+def test_lightning_kept_elements_equal_fused_saved(activation, act):
+    """MiniMax's lightning attention with a kernel that keeps q, k and v (ChunkSimpleGLAFunction with a fixed decay,
+    made contiguous by its input_guard): x (D); what the activation keeps of qkv's output (``act``: SiLU its input,
+    3·64; the identity nothing; quick GELU its input and its sigmoid); q, k, v (3·64); the kernel's output (64) and
+    the fused RMSNorm's fp32 statistic (2); the norm's output and the gate's sigmoid output (2·64); out's input (64)."""
+    spec = mla_model({"kind": "lightning", "n_heads": 4, "activation": activation})
+    expected = D + act + 3 * 64 + 64 + 2 + 2 * 64 + 64
+    assert dict(spec.layers[0].blocks())["attention"].kept_elements(spec) == expected
+    assert fused_saved_bytes(spec, "attention") == TOKENS * 2 * expected
+
+
+RECURRENT_FORMS = {
+    "gated_deltanet": {"kind": "gated_deltanet", "n_key_heads": 2, "key_head_dim": 16, "n_value_heads": 4, "value_head_dim": 8},
+    "gated_deltanet-neg": {"kind": "gated_deltanet", "n_key_heads": 1, "key_head_dim": 16, "neg_eigval": True, "chunk_size": 8},
+    "kda": {"kind": "kda", "n_heads": 4, "head_dim": 16},
+    "kda-full-safe": {"kind": "kda", "n_heads": 4, "head_dim": 16, "full_gates": True, "safe_gate": True, "chunk_size": 8},
+    "lightning": {"kind": "lightning", "n_heads": 4, "chunk_size": 4},
+}
+
+
+@pytest.mark.parametrize("attention", list(RECURRENT_FORMS.values()), ids=list(RECURRENT_FORMS))
+def test_recurrent_fused_forms_compute_what_the_modules_do(attention):
+    """The recurrent mixers' fused forms (their kernels keeping what the real kernels keep and recomputing the rest)
+    give the module's own output and every gradient, in fp32."""
+    import torch
+
+    from ffncalc.blocks import _fused
+
+    spec = mla_model(attention)
+    block = next(b for slot, b in spec.layers[0].blocks() if b.kind in RECURRENT_KINDS)
+    torch.manual_seed(0)
+    module = block.torch_module(spec, True)
+    x = torch.randn(1, TOKENS, D, requires_grad=True)
+    results = []
+    for fused in (False, True):
+        module.zero_grad()
+        x.grad = None
+        if fused:
+            with _fused.fused():
+                out = module(x)
+        else:
+            out = module(x)
+        out.square().sum().backward()
+        results.append([out.detach(), x.grad.clone(), *(p.grad.clone() for p in module.parameters() if p.grad is not None)])
+    assert len(results[0]) == len(results[1])
+    for a, b in zip(*results):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
