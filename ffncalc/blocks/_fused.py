@@ -552,20 +552,21 @@ def gated_norm(y, z, weight, act, groups: int, gate_first: bool, eps: float) -> 
 
 
 class _Kernel(torch.autograd.Function):
-    """A recurrent mixer's fused kernel that keeps its inputs as given, made contiguous as its input_guard does, and
-    whatever else ``extras`` returns of them (fp32 chunk states, normalisers), recomputing the rest in backward:
+    """A recurrent mixer's fused kernel that keeps its inputs as given, made contiguous as its input_guard does,
+    whatever else ``extras`` returns of them (fp32 chunk states, normalisers) and, with ``keep_output``, its output
+    (flash-linear-attention's HGRN recurrence keeps its gate and its output), recomputing the rest in backward:
     flash-linear-attention's chunk kernels (``ctx.save_for_backward(q, k, v, ...)``) and the like. ``fn`` computes
     the output from the inputs; the output is written contiguous."""
 
     @staticmethod
-    def forward(ctx, fn, extras, *tensors):
+    def forward(ctx, fn, extras, keep_output: bool, *tensors):
         live = [t.contiguous() if t is not None and t.dim() > 1 else t for t in tensors]
         with torch.no_grad():
             computed = fn(*live)
             out = torch.empty_like(computed, memory_format=torch.contiguous_format).copy_(computed)
             kept = extras(*live) if extras is not None else ()
         ctx.fn, ctx.count = fn, len(live)
-        ctx.save_for_backward(*live, *kept)
+        ctx.save_for_backward(*live, *kept, *((out,) if keep_output else ()))
         return out
 
     @staticmethod
@@ -577,9 +578,9 @@ class _Kernel(torch.autograd.Function):
             out = ctx.fn(*live)
             found = iter(torch.autograd.grad(out, wanted, grad, allow_unused=True))
             grads = [next(found) if t is not None and t.requires_grad else None for t in live]
-        return (None, None, *grads)
+        return (None, None, None, *grads)
 
 
-def kernel(fn, *tensors, extras=None) -> torch.Tensor:
-    """fn(*tensors) as a fused kernel keeping ``tensors`` (contiguous) and ``extras(*tensors)``."""
-    return _Kernel.apply(fn, extras, *tensors)
+def kernel(fn, *tensors, extras=None, keep_output: bool = False) -> torch.Tensor:
+    """fn(*tensors) as a fused kernel keeping ``tensors`` (contiguous), ``extras(*tensors)`` and its output if asked."""
+    return _Kernel.apply(fn, extras, keep_output, *tensors)

@@ -404,6 +404,7 @@ RECURRENT_FORMS = {
     "kda": {"kind": "kda", "n_heads": 4, "head_dim": 16},
     "kda-full-safe": {"kind": "kda", "n_heads": 4, "head_dim": 16, "full_gates": True, "safe_gate": True, "chunk_size": 8},
     "lightning": {"kind": "lightning", "n_heads": 4, "chunk_size": 4},
+    "rglru": {"kind": "rglru", "n_blocks": 2, "conv_kernel": 3},
 }
 
 
@@ -419,6 +420,78 @@ def test_recurrent_fused_forms_compute_what_the_modules_do(attention):
     block = next(b for slot, b in spec.layers[0].blocks() if b.kind in RECURRENT_KINDS)
     torch.manual_seed(0)
     module = block.torch_module(spec, True)
+    x = torch.randn(1, TOKENS, D, requires_grad=True)
+    results = []
+    for fused in (False, True):
+        module.zero_grad()
+        x.grad = None
+        if fused:
+            with _fused.fused():
+                out = module(x)
+        else:
+            out = module(x)
+        out.square().sum().backward()
+        results.append([out.detach(), x.grad.clone(), *(p.grad.clone() for p in module.parameters() if p.grad is not None)])
+    assert len(results[0]) == len(results[1])
+    for a, b in zip(*results):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("extra", "y_branch"), [({}, 2 * D), ({"activation": "sigmoid", "width": 32}, 32), ({"activation": "identity"}, D)], ids=str
+)
+def test_rglru_kept_elements_equal_fused_saved(extra, y_branch):
+    """Griffin's recurrent block with causal-conv1d's kernel and the gates and the scan as one kernel keeping its
+    inputs and output (as FLA's HGRN keeps its gate and output): x (D); the y branch (``y_branch``: linear_y's output
+    and y for tanh-GELU; y alone where the activation keeps its output or is the identity); the convolution's input
+    and output u (2·w); the gates' pre-activations (2·w); h (w); h ⊙ y (w)."""
+    spec = mla_model({"kind": "rglru", "n_blocks": 2, **extra})
+    w = extra.get("width", D)
+    expected = D + y_branch + 2 * w + 2 * w + w + w
+    assert dict(spec.layers[0].blocks())["attention"].kept_elements(spec) == expected
+    assert fused_saved_bytes(spec, "attention") == TOKENS * 2 * expected
+
+
+def rwkv_model(attention_dim: int | None = None):
+    return from_data(
+        {
+            "name": "small",
+            "vocab_size": 256,
+            "d_model": D,
+            "n_layers": 1,
+            "context_length": 64,
+            "positions": "none",
+            "attention": {"kind": "rwkv_time_mix", **({} if attention_dim is None else {"attention_dim": attention_dim})},
+            "ffn": {"kind": "rwkv_channel_mix", "d_ff": FF},
+            "norm": {"kind": "layernorm", "per_layer": 2, "final": True},
+        }
+    )
+
+
+@pytest.mark.parametrize("attention_dim", [None, 32])
+def test_rwkv_kept_elements_equal_fused_saved(attention_dim):
+    """RWKV-4 with its CUDA WKV kernel (k, v and its output kept) and fused token-shift mixes (each keeps its input
+    alone): the time mix keeps x, the three mixes (4·D), k, v, r, the WKV's output and r ⊙ wkv (5·A); the channel mix
+    x and its two mixes (3·D), the ReLU's output and its square (2·FF), r and value's output (2·D)."""
+    spec = rwkv_model(attention_dim)
+    a = attention_dim or D
+    blocks = dict(spec.layers[0].blocks())
+    assert blocks["attention"].kept_elements(spec) == 4 * D + 5 * a
+    assert blocks["ffn"].kept_elements(spec) == 3 * D + 2 * FF + 2 * D
+    assert fused_saved_bytes(spec, "attention") == TOKENS * 2 * (4 * D + 5 * a)
+    assert fused_saved_bytes(spec, "ffn") == TOKENS * 2 * (5 * D + 2 * FF)
+
+
+@pytest.mark.parametrize("slot", ["attention", "ffn"])
+def test_rwkv_fused_forms_compute_what_the_modules_do(slot):
+    """The fused WKV and token-shift mixes give the modules' own outputs and gradients, in fp32."""
+    import torch
+
+    from ffncalc.blocks import _fused
+
+    spec = rwkv_model(32)
+    torch.manual_seed(0)
+    module = dict(spec.layers[0].blocks())[slot].torch_module(spec, True)
     x = torch.randn(1, TOKENS, D, requires_grad=True)
     results = []
     for fused in (False, True):
