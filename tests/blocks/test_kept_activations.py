@@ -405,6 +405,15 @@ RECURRENT_FORMS = {
     "kda-full-safe": {"kind": "kda", "n_heads": 4, "head_dim": 16, "full_gates": True, "safe_gate": True, "chunk_size": 8},
     "lightning": {"kind": "lightning", "n_heads": 4, "chunk_size": 4},
     "rglru": {"kind": "rglru", "n_blocks": 2, "conv_kernel": 3},
+    "mlstm": {"kind": "mlstm", "n_heads": 2, "qk_dim": 32, "v_dim": 128, "chunk_size": 4, "bias": True},
+    "parallel": {
+        "kind": "parallel",
+        "mixers": [
+            {"kind": "mha", "n_heads": 4, "n_kv_heads": 2},
+            {"kind": "gated_deltanet"}
+            | {"n_key_heads": 2, "key_head_dim": 16, "n_value_heads": 4, "value_head_dim": 8, "chunk_size": 8},
+        ],
+    },
 }
 
 
@@ -507,3 +516,43 @@ def test_rwkv_fused_forms_compute_what_the_modules_do(slot):
     assert len(results[0]) == len(results[1])
     for a, b in zip(*results):
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("h", "qk", "v", "extra"), [(4, 32, 64, {}), (2, 32, 128, {"chunk_size": 4, "bias": True})], ids=["plain", "bias"]
+)
+def test_mlstm_kept_elements_equal_fused_saved(h, qk, v, extra):
+    """The mLSTM layer with the xLSTM chunkwise kernel (q, k, v, the gates, the normaliser and stabiliser kept): x (D);
+    q, k, v at (B, h, s, d) made contiguous (2·qk + v); the gates' tanh outputs and the capped gates made contiguous
+    (4·h); the fp32 normaliser and stabiliser (2 · 2·h); the kernel's output (v) and the fused per-head LayerNorm's
+    fp32 mean and inverse std (2 · 2·h); the norm's output, the output gate's sigmoid and their product (3·v)."""
+    spec = mla_model({"kind": "mlstm", "n_heads": h, "qk_dim": qk, "v_dim": v, **extra})
+    expected = D + 2 * qk + v + 4 * h + 2 * 2 * h + v + 2 * 2 * h + 3 * v
+    assert dict(spec.layers[0].blocks())["attention"].kept_elements(spec) == expected
+    assert fused_saved_bytes(spec, "attention") == TOKENS * 2 * expected
+
+
+MHA = {"kind": "mha", "n_heads": 4, "n_kv_heads": 2}
+MAMBA2 = {"kind": "mamba2", "n_heads": 8, "head_dim": 16, "state_size": 8, "n_groups": 1}
+GDN = {"kind": "gated_deltanet", "n_key_heads": 2, "key_head_dim": 16, "n_value_heads": 4, "value_head_dim": 8}
+
+
+@pytest.mark.parametrize(
+    ("members", "own"),
+    [
+        # attention: Q, K, V, the output at the heads (64 + 32 + 32 + 64); Mamba-2: zxbcdt (128 + 128 + 16 + 8), the
+        # scan's output (128) and the gated norm's statistic (2)
+        ([MHA, MAMBA2], [64 + 32 + 32 + 64, 280 + 128 + 2]),
+        # Gated DeltaNet: the conv's input (96), β and a (8), q, k and their statistics (64 + 8), v (32), the decay's
+        # running sum (8), A (4 × 64), the kernel's output, z, the norm's statistic (32 + 32 + 8), out_proj's input (32)
+        ([GDN, MHA], [96 + 8 + 72 + 32 + 8 + 256 + 72 + 32, 64 + 32 + 32 + 64]),
+    ],
+    ids=["falcon-h1", "gdn-beside-attention"],
+)
+def test_parallel_kept_elements_equal_fused_saved(members, own):
+    """Falcon-H1's mixers side by side keep what each keeps beside their shared input, kept once (D); the attention's
+    flash kernel its fp32 log-sum-exp, 4 bytes a query and head."""
+    spec = mla_model({"kind": "parallel", "mixers": members})
+    expected = D + sum(own)
+    assert dict(spec.layers[0].blocks())["attention"].kept_elements(spec) == expected
+    assert fused_saved_bytes(spec, "attention") == TOKENS * 2 * expected + 4 * 4 * TOKENS
