@@ -556,3 +556,72 @@ def test_parallel_kept_elements_equal_fused_saved(members, own):
     expected = D + sum(own)
     assert dict(spec.layers[0].blocks())["attention"].kept_elements(spec) == expected
     assert fused_saved_bytes(spec, "attention") == TOKENS * 2 * expected + 4 * 4 * TOKENS
+
+
+def zamba_model(block: dict):
+    return from_data(
+        {
+            "name": "small",
+            "vocab_size": 256,
+            "d_model": D,
+            "n_layers": 2,
+            "context_length": 64,
+            "positions": "rotary",
+            "attention": {"kind": "mamba2", "n_heads": 8, "head_dim": 16, "state_size": 8, "n_groups": 1},
+            "ffn": {"kind": "none"},
+            "norm": {"kind": "rmsnorm", "per_layer": 1},
+            "layers": [{"repeat": 1}, {"repeat": 1, "shared": "A"}],
+            "shared_blocks": {"A": block},
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    ("block", "kv", "adapters"),
+    [
+        ({"n_heads": 4, "n_kv_heads": 2, "d_ff": FF}, 2, 0),
+        ({"n_heads": 4, "d_ff": FF, "attention_adapters": True, "mlp_adapters": True, "adapter_rank": 8}, 4, 3 * 8 + 8),
+    ],
+    ids=["gqa", "adapters"],
+)
+def test_zamba_shared_kept_elements_equal_fused_saved(block, kv, adapters):
+    """Zamba's shared block, measured alone (the layer's input standing in for the embeddings): [x; e] and the input
+    norm's fp32 statistic (2·D + 2); the normed input (2·D); Q and the heads' output (2 · 4 × 32), K and V at their kv
+    heads (2 · kv × 32); the attention's output and the MLP norm's statistic (D + 2); the normed input (D), GELU's
+    gated MLP (4·FF); linear's input (D); each adapter's rank (3·8 + 8 with both). The flash kernel's fp32
+    log-sum-exp: 4 bytes a query and head."""
+    from ffncalc.analysis.keptcheck import check
+
+    spec = zamba_model({"kind": "zamba_transformer", **block})
+    hd = 2 * D // 4
+    expected = 2 * D + 2 + 2 * D + 2 * 4 * hd + 2 * kv * hd + D + 2 + D + 4 * FF + D + adapters
+    shared = next(c for c in check(spec, TOKENS) if c.kind == "zamba_transformer")
+    assert shared.planned == shared.saved == TOKENS * 2 * expected + 4 * 4 * TOKENS
+
+
+def test_zamba_shared_fused_form_computes_what_the_module_does():
+    """Inside ``fused()`` the shared block's attention reads K and V at their own heads: the same output and
+    gradients, in fp32."""
+    import torch
+
+    from ffncalc.blocks import _fused
+
+    spec = zamba_model({"kind": "zamba_transformer", "n_heads": 4, "n_kv_heads": 2, "d_ff": FF})
+    block = next(b for slot, b in spec.layers[1].blocks() if b.kind == "zamba_transformer")
+    torch.manual_seed(0)
+    module = block.torch_module(spec, True)
+    x, e = torch.randn(1, TOKENS, D, requires_grad=True), torch.randn(1, TOKENS, D)
+    results = []
+    for fused in (False, True):
+        module.zero_grad()
+        x.grad = None
+        if fused:
+            with _fused.fused():
+                out = module(x, e, 0)
+        else:
+            out = module(x, e, 0)
+        out.square().sum().backward()
+        results.append([out.detach(), x.grad.clone(), *(p.grad.clone() for p in module.parameters() if p.grad is not None)])
+    assert len(results[0]) == len(results[1])
+    for a, b in zip(*results):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
