@@ -559,8 +559,8 @@ class _Kernel(torch.autograd.Function):
     the output from the inputs; the output is written contiguous."""
 
     @staticmethod
-    def forward(ctx, fn, extras, keep_output: bool, *tensors):
-        live = [t.contiguous() if t is not None and t.dim() > 1 else t for t in tensors]
+    def forward(ctx, fn, extras, keep_output: bool, as_given: bool, *tensors):
+        live = [t.contiguous() if t is not None and t.dim() > 1 and not as_given else t for t in tensors]
         with torch.no_grad():
             computed = fn(*live)
             out = torch.empty_like(computed, memory_format=torch.contiguous_format).copy_(computed)
@@ -578,9 +578,10 @@ class _Kernel(torch.autograd.Function):
             out = ctx.fn(*live)
             found = iter(torch.autograd.grad(out, wanted, grad, allow_unused=True))
             grads = [next(found) if t is not None and t.requires_grad else None for t in live]
-        return (None, None, None, *grads)
+        return (None, None, None, None, *grads)
 
 
-def kernel(fn, *tensors, extras=None, keep_output: bool = False) -> torch.Tensor:
-    """fn(*tensors) as a fused kernel keeping ``tensors`` (contiguous), ``extras(*tensors)`` and its output if asked."""
-    return _Kernel.apply(fn, extras, keep_output, *tensors)
+def kernel(fn, *tensors, extras=None, keep_output: bool = False, as_given: bool = False) -> torch.Tensor:
+    """fn(*tensors) as a fused kernel keeping ``tensors`` (contiguous, or ``as_given``), ``extras(*tensors)`` and its
+    output if asked."""
+    return _Kernel.apply(fn, extras, keep_output, as_given, *tensors)

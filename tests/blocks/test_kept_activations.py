@@ -345,7 +345,7 @@ def test_verify_memory_refuses_a_layer_too_large_for_the_cpu(cli):
 
 # --- recurrent mixers: the chunked linear-attention kernels, the RG-LRU, RWKV, mLSTM and the hybrids -------------------
 
-RECURRENT_KINDS = ("gated_deltanet", "kda", "lightning", "rglru", "rwkv_time_mix", "rwkv_channel_mix", "mlstm", "parallel")
+RECURRENT_KINDS = ("gated_deltanet", "kda", "lightning", "rglru", "rwkv_time_mix", "rwkv_channel_mix", "mlstm", "parallel", "mamba")
 
 
 @pytest.mark.parametrize(
@@ -406,6 +406,7 @@ RECURRENT_FORMS = {
     "lightning": {"kind": "lightning", "n_heads": 4, "chunk_size": 4},
     "rglru": {"kind": "rglru", "n_blocks": 2, "conv_kernel": 3},
     "mlstm": {"kind": "mlstm", "n_heads": 2, "qk_dim": 32, "v_dim": 128, "chunk_size": 4, "bias": True},
+    "mamba-heads": {"kind": "mamba", "state_size": 8, "time_step_rank": 2, "n_heads": 2, "use_bias": True, "use_conv_bias": False},
     "parallel": {
         "kind": "parallel",
         "mixers": [
@@ -625,3 +626,17 @@ def test_zamba_shared_fused_form_computes_what_the_module_does():
     assert len(results[0]) == len(results[1])
     for a, b in zip(*results):
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize(("heads", "n", "rank", "extra"), [(4, 4, 4, {}), (2, 8, 2, {"use_bias": True, "use_conv_bias": False})])
+def test_zamba_mamba_heads_kept_elements_equal_fused_saved(heads, n, rank, extra):
+    """Zamba's multi-head Mamba as ZambaMambaMixer runs it on causal-conv1d and one selective_scan_fn a head: x (D);
+    in_proj's output xz (2·d_inner, the scans' z views); the convolution's input copy and output (2·d_inner); x_proj's
+    output (heads · (rank + 2N), dt_proj's input and the scans' B and C views); dt_proj's output (d_inner); the scans'
+    output before the gate (d_inner) and the heads' gated outputs joined (d_inner, out_proj's input); a sequence the
+    scans' fp32 chunk states, d_inner × 2N × 4 bytes."""
+    spec = mla_model({"kind": "mamba", "state_size": n, "time_step_rank": rank, "n_heads": heads, **extra})
+    inner = 2 * D
+    expected = D + 2 * inner + 2 * inner + heads * (rank + 2 * n) + inner + 2 * inner
+    assert dict(spec.layers[0].blocks())["attention"].kept_elements(spec) == expected
+    assert fused_saved_bytes(spec, "attention") == TOKENS * 2 * expected + inner * 2 * n * 4
