@@ -26,6 +26,21 @@ L2NORM_OPS = 3  # per element: square, add into the sum, multiply by the recipro
 PRODUCTS = ("kkt", "solve", "qk", "values", "state_correct", "state_read", "state_write")
 
 
+def activation_saved(activation: str, width: int) -> int:
+    """What an eager activation over ``width`` features keeps for backward a token: nothing for the identity, its
+    input or its output (``width``: SiLU and GELU keep the input, ReLU, ReLU², tanh and sigmoid the output), and
+    quick GELU's sigmoid output beside its input (2·width)."""
+    if activation == "identity":
+        return 0
+    return 2 * width if activation == "quick_gelu" else width
+
+
+def conv_activation_kept(activation: str, channels: int) -> int:
+    """What the short convolution's activation keeps a token outside the convolution's kernel: nothing for SiLU,
+    which causal-conv1d's kernel applies and recomputes; else what the activation itself keeps."""
+    return 0 if activation == "silu" else activation_saved(activation, channels)
+
+
 def chunk_length(seq_len: int, chunk_size: int) -> int:
     """The largest divisor of seq_len that is at most chunk_size: the sequence in equal chunks."""
     for length in range(min(chunk_size, seq_len), 0, -1):
@@ -110,15 +125,16 @@ def delta_rule(layer, q, k, v, g, beta):
         lower, attn = kkt.tril(-1), qk.tril()
     # (I + A)·X = R by forward substitution, row i after rows 0..i-1: X_i = R_i − A_i·X
     rhs = torch.cat([v_beta, kb_grow], dim=-1)  # [V_β | K_β ∘ e^γ]
-    x = torch.zeros_like(rhs)
+    zero = torch.zeros_like(rhs[..., :1, :])
+    rows: list = []  # the solved rows, joined for each product (no in-place writes: autograd can differentiate it)
     for i in range(length):
         row = (
-            layer.solve(lower[..., i : i + 1, : i + 1], x[..., : i + 1, :])
+            layer.solve(lower[..., i : i + 1, : i + 1], torch.cat([*rows, zero], dim=-2))
             if layer.causal
-            else layer.solve(lower[..., i : i + 1, :], x)
+            else layer.solve(lower[..., i : i + 1, :], torch.cat([*rows, *[zero] * (length - i)], dim=-2))
         )  # exact: the whole row, zeros included
-        x[..., i, :] = rhs[..., i, :] - row.squeeze(-2)
-    u, w = x.split([dv, dk], dim=-1)
+        rows.append(rhs[..., i : i + 1, :] - row)
+    u, w = torch.cat(rows, dim=-2).split([dv, dk], dim=-1)
     last = gamma[..., -1:, :]  # (B, H, n, 1, d_k or 1)
     k_out = k * torch.exp(last - gamma)  # keys decayed to the chunk's end
     if v.is_meta:  # no values to carry: the loop's products, each batched over the chunks (the same FLOPs)

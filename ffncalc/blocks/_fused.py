@@ -898,3 +898,186 @@ class _CompressedFlash(torch.autograd.Function):
 
 def compressed_attention(q, kv, entries, index, sinks, scale: float, window: int, m) -> torch.Tensor:
     return _CompressedFlash.apply(q, kv, entries, index, sinks, scale, window, m)
+
+
+# Recurrent mixers: the chunked linear-attention kernels (flash-linear-attention) and the gated norms around them.
+
+
+def _l2norm(x: torch.Tensor, eps: float = 1e-6):
+    """(x / ‖x‖ over the last dim in x's dtype, the fp32 reciprocal norm): fla/modules/l2norm.py's l2norm_fwd."""
+    rstd = torch.rsqrt(x.float().square().sum(-1, keepdim=True) + eps)
+    return (x.float() * rstd).to(x.dtype), rstd
+
+
+def _l2norm_grad(y: torch.Tensor, rstd: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
+    """l2norm_bwd: the input's gradient from the normalised output and the reciprocal norm, r·(dy − y·(y·dy))."""
+    y, grad = y.float(), grad.float()
+    return rstd * (grad - y * (y * grad).sum(-1, keepdim=True))
+
+
+def _chunk_cumsum(g: torch.Tensor, length: int) -> torch.Tensor:
+    """fla.ops.utils.chunk_local_cumsum: the log-decay's running sum inside each chunk of ``length`` steps, in fp32."""
+    b, s = g.shape[:2]
+    return g.float().reshape(b, s // length, length, *g.shape[2:]).cumsum(2).reshape(g.shape)
+
+
+def _chunk_matrices(q, k, g, beta, length: int, cols: int, dtype):
+    """The chunk kernels' L × L matrices a token's row, written (B, s, H, cols) in ``dtype`` (FLA's A tensors
+    [B, T, H, BT], a chunk's columns first): Akk = (I + strictly_lower((K_β Kᵀ) ∘ Γ))⁻¹, the UT transform the
+    kernels keep (solve_tril's output), and Aqk = (Q Kᵀ) ∘ Γ with the diagonal; fp32 operands (B, s, H, d)."""
+    b, s, h, d = k.shape
+    n = s // length
+
+    def chunks(t):
+        return t.transpose(1, 2).reshape(b, h, n, length, *t.shape[3:])
+
+    q, k, g, beta = chunks(q), chunks(k), chunks(g), chunks(beta)
+    gamma = g.cumsum(-1)[..., None] if g.dim() == 4 else g.cumsum(-2)
+    k_beta = k * beta[..., None]
+    below = torch.ones(length, length, dtype=torch.bool, device=k.device).tril()
+    if g.dim() == 4:  # one decay a head: Γ on the products
+        decay = torch.exp((gamma - gamma.transpose(-2, -1)).masked_fill(~below, float("-inf")))
+        kkt, qk = (k_beta @ k.transpose(-2, -1)) * decay, (q @ k.transpose(-2, -1)) * decay
+    else:  # one a key channel: through the operands
+        right = (k * torch.exp(-gamma)).transpose(-2, -1)
+        kkt, qk = (k_beta * torch.exp(gamma)) @ right, (q * torch.exp(gamma)) @ right
+    eye = torch.eye(length, device=k.device)
+    akk = torch.linalg.solve_triangular(eye + kkt.tril(-1), eye.expand_as(kkt), upper=False)
+    out = []
+    for m in (akk, qk.tril()):
+        table = torch.zeros(b, s, h, cols, dtype=dtype, device=k.device)
+        table[..., :length] = m.reshape(b, h, s, length).transpose(1, 2)
+        out.append(table)
+    return out
+
+
+class _DeltaRule(torch.autograd.Function):
+    """The chunked gated delta rule as flash-linear-attention's kernels keep it, the gate computed inside: Gated
+    DeltaNet's ChunkGatedDeltaRuleFunction (fla/ops/gated_delta_rule/chunk.py, ``ctx.save_for_backward(q, q_rstd,
+    k, k_rstd, v, g, beta, A, initial_state, cu_seqlens)``) after GDNGateFunction (gate.py, which keeps its raw
+    input), and Kimi Delta Attention's ChunkKDAFunction with use_gate_in_kernel (fla/ops/kda/chunk.py: q, q_rstd, k,
+    k_rstd, v, g_cumsum, the raw g, beta, Aqk and Akk; w, u, kg, v_new and h recomputed): q and k after the in-kernel
+    l2norm (at their own heads: the kernels serve several value heads from one) with their fp32 reciprocal norms, v
+    made contiguous (input_guard), the gate's raw input as given, the decay's fp32 running sum a chunk, β as given,
+    and the ``mats`` L × L matrices, one row of ``cols`` a token and head each (bf16 as the kernels write them).
+    Everything else is recomputed in backward from what it keeps; the output is written (B, s, H, d_v)."""
+
+    @staticmethod
+    def forward(ctx, layer, gate, q, k, v, raw, a_log, dt_bias, beta, scale: float, mats: int):
+        from ._delta import chunk_length, delta_rule
+
+        b, s, hk, _ = q.shape
+        h = v.shape[2]
+        length = chunk_length(s, layer.chunk_size)
+        with torch.no_grad():
+            qn, q_rstd = _l2norm(q)
+            kn, k_rstd = _l2norm(k)
+            v, raw = v.contiguous(), raw.contiguous()  # input_guard
+            g = gate(raw.float(), a_log.float(), dt_bias.float())
+            cumsum = _chunk_cumsum(g, length)
+            qf, kf = (t.float().repeat_interleave(h // hk, dim=2) for t in (qn, kn))
+            computed = delta_rule(layer, qf * scale, kf, v.float(), g, beta.float())
+            out = torch.empty(b, s, h, v.shape[-1], dtype=q.dtype, device=q.device).copy_(computed)
+            tables = _chunk_matrices(qf * scale, kf, g, beta.float(), length, layer.chunk_size, q.dtype)[:mats]
+        ctx.layer, ctx.gate, ctx.scale = layer, gate, scale
+        ctx.save_for_backward(qn, q_rstd, kn, k_rstd, v, cumsum, raw, a_log, dt_bias, beta, *tables)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        from ._delta import delta_rule
+
+        qn, q_rstd, kn, k_rstd, v, _cumsum, raw, a_log, dt_bias, beta, *_tables = ctx.saved_tensors
+        h, hk = v.shape[2], qn.shape[2]
+        with torch.enable_grad():
+            live = [t.detach().float().requires_grad_(True) for t in (qn, kn, v, raw, a_log, dt_bias, beta)]
+            lq, lk, lv, lraw, la, ldt, lbeta = live
+            g = ctx.gate(lraw, la, ldt)
+            qf, kf = (t.repeat_interleave(h // hk, dim=2) for t in (lq, lk))
+            out = delta_rule(ctx.layer, qf * ctx.scale, kf, lv, g, lbeta)
+            dq, dk, dv, draw, da, ddt, dbeta = torch.autograd.grad(out, live, grad.float(), allow_unused=True)
+        dq, dk = _l2norm_grad(qn, q_rstd, dq), _l2norm_grad(kn, k_rstd, dk)
+        grads = [t.to(ref.dtype) for t, ref in zip((dq, dk, dv, draw, da, ddt, dbeta), (qn, kn, v, raw, a_log, dt_bias, beta))]
+        return (None, None, *grads[:7], None, None)
+
+
+def delta_rule(layer, gate, q, k, v, raw, a_log, dt_bias, beta, scale: float, mats: int) -> torch.Tensor:
+    """q, k (B, s, Hk, d_k) before their l2norm, v (B, s, H, d_v), the gate's raw input (decay = gate(raw, a_log,
+    dt_bias), one a head or a key channel), β (B, s, H) -> (B, s, H, d_v)."""
+    return _DeltaRule.apply(layer, gate, q, k, v, raw, a_log, dt_bias, beta, scale, mats)
+
+
+def _gated_rms(y, z, weight, act, groups: int, gate_first: bool, eps: float):
+    """GatedRMSNorm's arithmetic in fp32: (output, fp32 inverse RMS a group)."""
+    yf, a = y.float(), act(z.float())
+    if gate_first:
+        yf = yf * a
+    grouped = yf.view(*yf.shape[:-1], groups, -1)
+    rstd = torch.rsqrt(grouped.square().mean(-1, keepdim=True) + eps)
+    out = (grouped * rstd).view(yf.shape) * weight.float()
+    return (out if gate_first else out * a), rstd
+
+
+class _GatedNorm(torch.autograd.Function):
+    """An RMSNorm gated by act(z) as flash-linear-attention's FusedRMSNormGated runs it (fla/modules/fused_norm_gate.py,
+    LayerNormGatedFunction: ``ctx.save_for_backward(residual_out, g, weight, bias, mean, rstd)``, the norm's input
+    and the gate as the kernel reads them, z made contiguous as its reshape to rows does, and an fp32 inverse RMS a
+    row); the normalised and gated output recomputed in backward."""
+
+    @staticmethod
+    def forward(ctx, y, z, weight, act, groups: int, gate_first: bool, eps: float):
+        z = z.contiguous()
+        with torch.no_grad():
+            out, rstd = _gated_rms(y, z, weight, act, groups, gate_first, eps)
+        ctx.args = (act, groups, gate_first, eps)
+        ctx.save_for_backward(y, z, weight, rstd)
+        return out.to(y.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        y, z, weight, _rstd = ctx.saved_tensors
+        with torch.enable_grad():
+            live = [t.detach().requires_grad_(True) for t in (y, z, weight)]
+            out, _ = _gated_rms(*live, *ctx.args)
+            grads = torch.autograd.grad(out.to(y.dtype), live, grad)
+        return (*grads, None, None, None, None)
+
+
+def gated_norm(y, z, weight, act, groups: int, gate_first: bool, eps: float) -> torch.Tensor:
+    return _GatedNorm.apply(y, z, weight, act, groups, gate_first, eps)
+
+
+class _Kernel(torch.autograd.Function):
+    """A recurrent mixer's fused kernel that keeps its inputs as given, made contiguous as its input_guard does,
+    whatever else ``extras`` returns of them (fp32 chunk states, normalisers) and, with ``keep_output``, its output
+    (flash-linear-attention's HGRN recurrence keeps its gate and its output), recomputing the rest in backward:
+    flash-linear-attention's chunk kernels (``ctx.save_for_backward(q, k, v, ...)``) and the like. ``fn`` computes
+    the output from the inputs; the output is written contiguous."""
+
+    @staticmethod
+    def forward(ctx, fn, extras, keep_output: bool, as_given: bool, *tensors):
+        live = [t.contiguous() if t is not None and t.dim() > 1 and not as_given else t for t in tensors]
+        with torch.no_grad():
+            computed = fn(*live)
+            out = torch.empty_like(computed, memory_format=torch.contiguous_format).copy_(computed)
+            kept = extras(*live) if extras is not None else ()
+        ctx.fn, ctx.count = fn, len(live)
+        ctx.save_for_backward(*live, *kept, *((out,) if keep_output else ()))
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        tensors = ctx.saved_tensors[: ctx.count]
+        with torch.enable_grad():
+            live = [None if t is None else t.detach().requires_grad_(t.is_floating_point()) for t in tensors]
+            wanted = [t for t in live if t is not None and t.requires_grad]
+            out = ctx.fn(*live)
+            found = iter(torch.autograd.grad(out, wanted, grad, allow_unused=True))
+            grads = [next(found) if t is not None and t.requires_grad else None for t in live]
+        return (None, None, None, None, *grads)
+
+
+def kernel(fn, *tensors, extras=None, keep_output: bool = False, as_given: bool = False) -> torch.Tensor:
+    """fn(*tensors) as a fused kernel keeping ``tensors`` (contiguous, or ``as_given``), ``extras(*tensors)`` and its
+    output if asked."""
+    return _Kernel.apply(fn, extras, keep_output, as_given, *tensors)

@@ -47,7 +47,7 @@ from ..model.schema import Positive, SpecError
 from ..model.spec import Norm
 from ..model.terms import ACTIVATION_OPS
 from . import Block, register
-from ._delta import L2NORM_OPS, SOFTPLUS_OPS, chunk_length, emit_delta_rule
+from ._delta import L2NORM_OPS, SOFTPLUS_OPS, chunk_length, conv_activation_kept, emit_delta_rule
 from .dense_ffn import DenseActivation
 
 GATED_NORM = Norm("rmsnorm")  # Qwen3NextRMSNormGated: an RMSNorm with a weight, whatever the model's norm
@@ -162,16 +162,23 @@ class GatedDeltaNet(Block):
         return self.n_value_heads * self.key_head_dim * self.value_head_dim + self.conv_dim * (self.conv_kernel - 1)
 
     def kept_elements(self, model) -> int:
-        """16-bit elements per token a training forward keeps with FLA's kernel, which transformers calls on GPU
-        (flash-linear-attention fla/ops/gated_delta_rule/chunk.py, ChunkGatedDeltaRuleFunction.forward saves q,
-        q_rstd, k, k_rstd, v, g, beta and A): the projections' input (d); the convolution's input (conv_dim, which
-        causal_conv1d keeps and recomputes from); the kernel's q, k after the l2norm and v (conv_dim) with q's and
-        k's reciprocal norms in fp32 (2 · 2·Hk); g's running sum in fp32 (2·H), β (H) and softplus's input in
-        fp32 (2·H); A, the inverted UT matrix, one row of chunk_size per token and value head (H · chunk_size);
-        z (H·dv); the kernel's output (H·dv) and the gated norm's output (H·dv) with its reciprocal RMS per value
-        head in fp32 (2·H), for the norm's and out_proj's gradients."""
-        h, vd = self.n_value_heads, self.value_dim
-        return model.d_model + 2 * self.conv_dim + 4 * self.n_key_heads + 5 * h + h * self.chunk_size + 3 * vd + 2 * h
+        """16-bit elements a token a training forward keeps as flash-linear-attention runs it (which transformers
+        calls on GPU): the projections' input (d); the convolution's input (conv_dim: causal_conv1d_fn keeps its
+        input alone, the SiLU fused in and recomputed); β = sigmoid(b) (H, sigmoid's output, which the kernel keeps
+        as well; 2·sigmoid(b) with negative eigenvalues, H more); the gate's raw input a, made contiguous (H: FLA's
+        GDNGateFunction, fla/ops/gated_delta_rule/gate.py, keeps g, A_log and dt_bias); then
+        ChunkGatedDeltaRuleFunction (fla/ops/gated_delta_rule/chunk.py, ``ctx.save_for_backward(q, q_rstd, k,
+        k_rstd, v, g, beta, A, initial_state, cu_seqlens)`` with use_qk_l2norm_in_kernel): q and k after the l2norm
+        (2·Hk·dk) with their fp32 reciprocal norms (2 · 2·Hk), v made contiguous (H·dv), the decay's running sum in
+        each chunk in fp32 (2·H) and A, the UT transform (I + A)⁻¹, one row of chunk_size a token and value head in
+        bf16 (H · chunk_size); the gated norm as FusedRMSNormGated keeps it (fla/modules/fused_norm_gate.py: the
+        kernel's output (H·dv), z copied to rows (H·dv) and an fp32 inverse RMS a value head (2·H)); out_proj's
+        input (H·dv). An activation other than SiLU after the convolution keeps its own (``conv_activation_kept``)."""
+        h, vd, hk = self.n_value_heads, self.value_dim, self.n_key_heads
+        beta = h * (2 if self.neg_eigval else 1)
+        kernel = 2 * self.key_dim + 4 * hk + vd + 2 * h + h * self.chunk_size
+        norm = 2 * vd + 2 * h
+        return model.d_model + self.conv_dim + conv_activation_kept(self.activation, self.conv_dim) + beta + h + kernel + norm + vd
 
     def torch_module(self, model, causal: bool):
         return _module()(self, model, causal)
@@ -190,6 +197,9 @@ def _module():
 
     def l2norm(x: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
         return x * torch.rsqrt((x * x).sum(-1, keepdim=True) + eps)  # transformers' l2norm (FLA's)
+
+    def decay(a: torch.Tensor, a_log: torch.Tensor, dt_bias: torch.Tensor) -> torch.Tensor:
+        return -torch.exp(a_log) * F.softplus(a + dt_bias)  # Qwen3NextGatedDeltaNet's g (FLA's naive_gdn_gate)
 
     class GatedDeltaNetModule(nn.Module):
         """Qwen3NextGatedDeltaNet's parameters under its names (a state dict loads either way), with the gated
@@ -232,15 +242,36 @@ def _module():
                 a.reshape(b_, s, self.h),
             )
 
+        def fused_rule(self, q, k, v, b, a):
+            """The delta rule from the projections as FLA's GatedDeltaNet runs it in training: the convolution
+            (causal_conv1d_fn, the SiLU fused), β = sigmoid(b), then GDNGateFunction and chunk_gated_delta_rule with
+            the l2norm in the kernel, which ``_fused.delta_rule`` keeps as they do."""
+            from . import _fused
+
+            b_, s = q.shape[:2]
+            silu = self.act is ACTIVATIONS["silu"]
+            qkv = self.conv1d(torch.cat([q, k, v], dim=-1), silu=silu)
+            qkv = qkv if silu else self.act(qkv)
+            q, k, v = qkv.split([self.hk * self.dk, self.hk * self.dk, self.h * self.dv], dim=-1)
+            beta = torch.sigmoid(b)
+            beta = beta * self.beta_scale if self.beta_scale != 1.0 else beta
+            q, k = q.view(b_, s, self.hk, self.dk), k.view(b_, s, self.hk, self.dk)
+            v = v.view(b_, s, self.h, self.dv)
+            return _fused.delta_rule(self, decay, q, k, v, a, self.A_log, self.dt_bias, beta, self.dk**-0.5, 1)
+
         def forward(self, x: torch.Tensor) -> torch.Tensor:
+            from . import _fused
+
             b_, s, _ = x.shape
             q, k, v, z, b, a = self.project(x)
+            if _fused.active():  # as FLA's kernels run it: causal-conv1d with its SiLU, the gate and l2norm inside
+                return self.out_proj(self.norm(self.fused_rule(q, k, v, b, a), z).reshape(b_, s, self.h * self.dv))
             qkv = self.act(self.conv1d(torch.cat([q, k, v], dim=-1)))
             q, k, v = qkv.split([self.hk * self.dk, self.hk * self.dk, self.h * self.dv], dim=-1)
             q = l2norm(q.view(b_, s, self.hk, self.dk)) / math.sqrt(self.dk)
             k = l2norm(k.view(b_, s, self.hk, self.dk))
             beta = torch.sigmoid(b) * self.beta_scale  # (B, s, H)
-            g = -torch.exp(self.A_log) * F.softplus(a + self.dt_bias)  # (B, s, H): the log-decay, <= 0
+            g = decay(a, self.A_log, self.dt_bias)  # (B, s, H): the log-decay, <= 0
             r = self.h // self.hk  # each query/key head serves r consecutive value heads (transformers' repeat_interleave)
             q, k = q.repeat_interleave(r, dim=2), k.repeat_interleave(r, dim=2)
             o = delta_rule(self, q, k, v.view(b_, s, self.h, self.dv), g, beta)  # (B, s, H, dv)

@@ -51,7 +51,7 @@ from ..model.schema import Positive
 from ..model.spec import Norm
 from ..model.terms import ACTIVATION_OPS
 from . import Block, register
-from ._delta import L2NORM_OPS, SOFTPLUS_OPS, chunk_length, emit_delta_rule
+from ._delta import L2NORM_OPS, SOFTPLUS_OPS, chunk_length, conv_activation_kept, emit_delta_rule
 from .dense_ffn import DenseActivation
 
 GATED_NORM = Norm("rmsnorm")  # KimiLinearRMSNormGated: an RMSNorm with a weight, whatever the model's norm
@@ -164,28 +164,24 @@ class KimiDeltaAttention(Block):
         return self.n_heads * self.head_dim * self.head_dim + self.conv_dim * (self.conv_kernel - 1)
 
     def kept_elements(self, model) -> int:
-        """16-bit elements per token a training forward keeps with FLA's kernel (flash-linear-attention
-        fla/ops/kda/chunk.py, ChunkKDAFunction.forward saves q, q_rstd, k, k_rstd, v, g's running sum, g, β, Aqk
-        and Akk; w, u, kg, v_new and h are recomputed): the projections' input (d); the convolution's input
-        (conv_dim, which causal_conv1d keeps and recomputes from); the kernel's q, k after the l2norm and v (conv_dim)
-        with q's and k's reciprocal norms in fp32 (2 · 2·H); g's running sum and g in fp32 (2 · 2·H·d_k), the
-        softplus's input in fp32 (2·H·d_k), β (H); Aqk and Akk, one row of chunk_size per token and head each
-        (2·H·chunk_size); f_a's and g_a's outputs (2·d_k) for f_b's and g_b's weight gradients (none with
-        full_gates: f and g read the input); the gate (H·d_v);
-        the kernel's output (H·d_v) and the gated norm's output (H·d_v) with its reciprocal RMS per head in fp32
-        (2·H), for the norm's and o_proj's gradients."""
+        """16-bit elements a token a training forward keeps as FLA's KimiDeltaAttention runs it (fla/layers/kda.py:
+        chunk_kda with use_qk_l2norm_in_kernel and use_gate_in_kernel; transformers' Kimi Linear calls the same
+        kernel): the projections' input (d); the convolution's input (conv_dim: causal_conv1d_fn keeps its input
+        alone, the SiLU fused in); ChunkKDAFunction's saved tensors (fla/ops/kda/chunk.py: q, q_rstd, k, k_rstd, v,
+        g_cumsum, the raw g, beta, Aqk, Akk; w, u, qg, kg, v_new and h recomputed): q and k after the l2norm (2·H·d_k)
+        with their fp32 reciprocal norms (2 · 2·H), v made contiguous (H·d_v), the decay's running sum in each chunk
+        in fp32 (2·H·d_k), the gate's raw input f(x) as given (H·d_k; its softplus, A_log and dt_bias in the kernel),
+        β = sigmoid(b) (H) and Aqk and Akk, one row of chunk_size a token and head each in bf16 (2·H·chunk_size);
+        f_a's and g_a's outputs (2·d_k) for f_b's and g_b's weight gradients (none with full_gates: f and g read the
+        input); the gated norm as FusedRMSNormGated keeps it (the kernel's output (H·d_v), the gate z (H·d_v) and an
+        fp32 inverse RMS a head (2·H)); o_proj's input (H·d_v). An activation other than SiLU after the convolution
+        keeps its own (``conv_activation_kept``)."""
         h, width = self.n_heads, self.dim
-        return (
-            model.d_model
-            + 2 * self.conv_dim
-            + 4 * h
-            + 6 * width
-            + h
-            + 2 * h * self.chunk_size
-            + (0 if self.full_gates else 2 * self.head_dim)
-            + 3 * width
-            + 2 * h
-        )
+        kernel = 2 * width + 4 * h + width + 2 * width + width + h + 2 * h * self.chunk_size
+        low_rank = 0 if self.full_gates else 2 * self.head_dim
+        norm = 2 * width + 2 * h
+        conv = self.conv_dim + conv_activation_kept(self.activation, self.conv_dim)
+        return model.d_model + conv + kernel + low_rank + norm + width
 
     def torch_module(self, model, causal: bool):
         return _module()(self, model, causal)
@@ -204,6 +200,15 @@ def _module():
 
     def l2norm(x: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
         return x / torch.sqrt((x * x).sum(-1, keepdim=True) + eps)  # FLA's l2norm, as transformers' KDA writes it
+
+    def decay(raw: torch.Tensor, a_log: torch.Tensor, dt_bias: torch.Tensor) -> torch.Tensor:
+        a = (raw + dt_bias).view(*raw.shape[:2], a_log.shape[0], -1)
+        return -torch.exp(a_log)[:, None] * F.softplus(a)
+
+    def decay_safe(raw: torch.Tensor, a_log: torch.Tensor, dt_bias: torch.Tensor) -> torch.Tensor:
+        """BailingHybridForgetGate with kda_safe_gate: bounded below by kda_lower_bound (-5)."""
+        a = (raw + dt_bias).view(*raw.shape[:2], a_log.shape[0], -1)
+        return -5.0 * torch.sigmoid(torch.exp(a_log)[:, None] * a)
 
     class KimiDeltaAttentionModule(nn.Module):
         """KimiLinearDeltaAttention's parameters under our names (q, k, v, o for q_proj, k_proj, v_proj, o_proj; f_a,
@@ -236,18 +241,40 @@ def _module():
             self.o_norm = GatedRMSNorm(dk, gate="sigmoid")
             self.o = Linear(spec.dim, d, bias=False)
 
+        def fused(self, x: torch.Tensor) -> torch.Tensor:
+            """As FLA's KimiDeltaAttention runs it in training (fla/layers/kda.py): the convolution by causal-conv1d
+            (the SiLU fused), β = sigmoid(b), chunk_kda with the l2norm and the gate in the kernel (use_gate_in_kernel:
+            f's raw output, A_log and dt_bias go in), which ``_fused.delta_rule`` keeps as it does, and the gated
+            norm as FusedRMSNormGated."""
+            from . import _fused
+
+            b_, s, _ = x.shape
+            h, dk = self.h, self.dk
+            silu = self.act is ACTIVATIONS["silu"]
+            qkv = self.conv1d(torch.cat([self.q(x), self.k(x), self.v(x)], dim=-1), silu=silu)
+            qkv = qkv if silu else self.act(qkv)
+            q, k, v = (t.view(b_, s, h, dk) for t in qkv.split([h * dk] * 3, dim=-1))
+            beta = torch.sigmoid(self.b(x))
+            raw = self.f(x) if self.full_gates else self.f_b(self.f_a(x))
+            gate = decay_safe if self.safe_gate else decay
+            o = _fused.delta_rule(self, gate, q, k, v, raw, self.A_log, self.dt_bias, beta, dk**-0.5, 2)
+            z = (self.g(x) if self.full_gates else self.g_b(self.g_a(x))).view(b_, s, h, dk)
+            return self.o(self.o_norm(o, z).reshape(b_, s, h * dk))
+
         def forward(self, x: torch.Tensor) -> torch.Tensor:
+            from . import _fused
+
+            if _fused.active():
+                return self.fused(x)
             b_, s, _ = x.shape
             h, dk = self.h, self.dk
             qkv = self.act(self.conv1d(torch.cat([self.q(x), self.k(x), self.v(x)], dim=-1)))
             q, k, v = (t.view(b_, s, h, dk) for t in qkv.split([h * dk] * 3, dim=-1))
             q, k = l2norm(q) / math.sqrt(dk), l2norm(k)
             beta = torch.sigmoid(self.b(x))  # (B, s, H)
-            a = ((self.f(x) if self.full_gates else self.f_b(self.f_a(x))) + self.dt_bias).view(b_, s, h, dk)
-            if self.safe_gate:  # BailingHybridForgetGate with kda_safe_gate: bounded below by kda_lower_bound (-5)
-                g = -5.0 * torch.sigmoid(torch.exp(self.A_log)[:, None] * a)
-            else:
-                g = -torch.exp(self.A_log)[:, None] * F.softplus(a)  # (B, s, H, d_k): the log-decay per channel, <= 0
+            raw = self.f(x) if self.full_gates else self.f_b(self.f_a(x))
+            # (B, s, H, d_k): the log-decay per channel, <= 0
+            g = (decay_safe if self.safe_gate else decay)(raw, self.A_log, self.dt_bias)
             o = delta_rule(self, q, k, v, g, beta)  # (B, s, H, d_v)
             gate = (self.g(x) if self.full_gates else self.g_b(self.g_a(x))).view(b_, s, h, dk)
             return self.o(self.o_norm(o, gate).reshape(b_, s, h * dk))

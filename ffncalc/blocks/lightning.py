@@ -35,7 +35,7 @@ from ..model.schema import Positive, SpecError
 from ..model.spec import Norm
 from ..model.terms import ACTIVATION_OPS
 from . import Block, register
-from ._delta import chunk_length
+from ._delta import activation_saved, chunk_length
 from .dense_ffn import DenseActivation
 
 OUT_NORM = Norm("rmsnorm")  # MiniMaxLightningAttention.norm: MiniMaxRMSNorm over h·d_h with a weight
@@ -112,10 +112,16 @@ class LightningAttention(Block):
         return self.n_heads * self.head_dim * self.head_dim
 
     def kept_elements(self, model) -> int:
-        """The input (for qkv's and the gate's weight gradients), q, k and v after the activation and before it
-        (for the activation's gradient), the attention output (for the norm's), the norm's output and the gate's
-        pre-activation (for the product's), the gated output (for out's): d + 6·h·d_h + 3·h·d_h."""
-        return model.d_model + 9 * self.inner
+        """16-bit elements a token a training forward keeps with a lightning kernel (MiniMax's Lightning
+        Attention-2 kernel, and flash-linear-attention's chunk_lightning_attn, which runs ChunkSimpleGLAFunction
+        with a fixed decay a head: fla/ops/simple_gla/chunk.py, ``ctx.save_for_backward(q, k, v, g, g_gamma,
+        initial_state)``, g None, the states recomputed in backward): the input (d, for qkv's and the gate's weight
+        gradients); what the activation keeps of qkv's output (3·h·d_h for SiLU, its input: ``activation_saved``);
+        q, k and v made contiguous by the kernel's input_guard (3·h·d_h); the kernel's output, the norm's input
+        (h·d_h), and the norm's fp32 inverse RMS (2, a fused RMSNorm over all h·d_h); the norm's output and the
+        gate's sigmoid output (h·d_h each, the product's gradient); the gated output (h·d_h, out's input)."""
+        inner = self.inner
+        return model.d_model + activation_saved(self.activation, 3 * inner) + 3 * inner + inner + 2 + 3 * inner
 
     def torch_module(self, model, causal: bool):
         return _module()(self, model, causal)
@@ -128,7 +134,7 @@ def _module():
     import torch
     from torch import nn
 
-    from ._torch import ACTIVATIONS, Linear, MatMul, lower_apply, lower_product
+    from ._torch import ACTIVATIONS, Linear, MatMul, RMSNorm, lower_apply, lower_product
 
     class Lightning(nn.Module):
         """Blockwise decayed linear attention: intra-block attention over L keys, the state between blocks."""
@@ -143,21 +149,32 @@ def _module():
             self.values = MatMul()
             self.state_read = MatMul()
             self.state_write = MatMul()
-            self.norm = nn.RMSNorm(spec.inner)
+            self.norm = RMSNorm(spec.inner)  # torch's; inside fused() as a fused kernel keeps it
             self.output_gate = Linear(d, spec.inner, bias=False)
             self.out = Linear(spec.inner, d, bias=False)
             base = 2.0 ** (-8.0 / spec.n_heads)  # MiniMax's slopes: base^(j+1) per head
             self.register_buffer("slope", base ** torch.arange(1, spec.n_heads + 1, dtype=torch.float32), persistent=False)
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:
+            from . import _fused
+
             b, s, _ = x.shape
             h, hd = self.heads, self.head_dim
+            qkv = self.act(self.qkv(x)).view(b, s, h, 3 * hd)
+            if _fused.active():  # the kernel keeps q, k and v, each made contiguous (FLA's input_guard)
+                o = _fused.kernel(self.mix, *qkv.split(hd, dim=-1))
+            else:
+                o = self.mix(*qkv.split(hd, dim=-1))
+            return self.out(torch.sigmoid(self.output_gate(x)) * self.norm(o))
+
+        def mix(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+            """(B, s, h, d_h) queries, keys and values -> (B, s, h·d_h): the blockwise decayed linear attention."""
+            b, s, h, hd = q.shape
             length = chunk_length(s, self.chunk_size)
             n = s // length
-            qkv = self.act(self.qkv(x)).view(b, s, h, 3 * hd)
-            q, k, v = (t.transpose(1, 2).reshape(b, h, n, length, hd) for t in qkv.split(hd, dim=-1))
-            pos = torch.arange(1, length + 1, device=x.device, dtype=x.dtype)
-            slope = self.slope.to(x.device, x.dtype)[:, None]  # (h, 1)
+            q, k, v = (t.transpose(1, 2).reshape(b, h, n, length, hd) for t in (q, k, v))
+            pos = torch.arange(1, length + 1, device=q.device, dtype=q.dtype)
+            slope = self.slope.to(q.device, q.dtype)[:, None]  # (h, 1)
             q_decay = torch.exp(-slope * pos)[None, :, None, :, None]  # (1, h, 1, L, 1)
             k_decay = torch.exp(-slope * (length - pos))[None, :, None, :, None]
             gap = pos[:, None] - pos[None, :]
@@ -169,11 +186,11 @@ def _module():
             else:
                 scores = self.scores(q, k.transpose(-2, -1))  # (B, h, n, L, L): the full square
                 intra = self.values(scores * mask[None, :, None], v)
-            if x.is_meta:  # no values to carry: the loop's products, each batched over the blocks (the same FLOPs)
-                outs = intra + self.state_read(q * q_decay, x.new_zeros(b, h, n, hd, hd))
+            if q.is_meta:  # no values to carry: the loop's products, each batched over the blocks (the same FLOPs)
+                outs = intra + self.state_read(q * q_decay, q.new_zeros(b, h, n, hd, hd))
                 self.state_write((k * k_decay).transpose(-2, -1), v)
             else:
-                state = x.new_zeros(b, h, hd, hd)
+                state = q.new_zeros(b, h, hd, hd)
                 outs = []
                 for c in range(n):  # the state between blocks, one after the other
                     outs.append(intra[:, :, c] + self.state_read(q[:, :, c] * q_decay[:, :, 0], state))
@@ -181,7 +198,6 @@ def _module():
                         (k[:, :, c] * k_decay[:, :, 0]).transpose(-2, -1), v[:, :, c]
                     )
                 outs = torch.stack(outs, dim=2)
-            o = outs.reshape(b, h, s, hd).transpose(1, 2).reshape(b, s, h * hd)
-            return self.out(torch.sigmoid(self.output_gate(x)) * self.norm(o))
+            return outs.reshape(b, h, s, hd).transpose(1, 2).reshape(b, s, h * hd)
 
     return Lightning

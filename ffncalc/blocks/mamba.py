@@ -174,21 +174,21 @@ class Mamba(Block):
         each) and the scan's output before the gate (d_inner): d + 3·d_inner + R + 4N per token. The scan's
         chunk states (scan_intermediates) are per sequence and chunk of 2048 tokens: ``score_bytes``.
 
-        With heads (ZambaMambaMixer, which runs the convolution and one selective_scan_fn per head, unfused):
-        in_proj's input (d), the convolution's input (a contiguous copy of x, d_inner) and output (x_proj's input and
-        the scans' u, d_inner), x_proj's output (H·(R + 2N), held by the dt view dt_proj keeps), the scans' contiguous
-        B and C (H·N each), delta, z and the output before the gate (d_inner each, SelectiveScanFn), and out_proj's
-        input (d_inner): d + 6·d_inner + H·(R + 4N) per token."""
+        With heads (ZambaMambaMixer, which runs causal_conv1d_fn and one selective_scan_fn per head, the per-head
+        projections as batched products over (H, B, ·, s) views): in_proj's input (d) and its output xz (2·d_inner:
+        the scans' z are views of it), the convolution's input (a contiguous copy of x, d_inner) and output (x_proj's
+        input and the scans' u, d_inner), x_proj's output (H·(R + 2N): dt_proj's input, the scans' B and C views),
+        dt_proj's output, the scans' delta (d_inner), the scans' output before the gate (d_inner) and out_proj's
+        input, the heads' gated outputs joined (d_inner): d + 7·d_inner + H·(R + 2N) per token; the scans' fp32
+        chunk states as without heads (``score_bytes``)."""
         if self.n_heads is not None:
-            return model.d_model + 6 * self.d_inner + self.n_heads * (self.time_step_rank + 4 * self.state_size)
+            return model.d_model + 7 * self.d_inner + self.n_heads * (self.time_step_rank + 2 * self.state_size)
         return model.d_model + 3 * self.d_inner + self.time_step_rank + 4 * self.state_size
 
     def score_bytes(self, model, seq_len: int, flash: bool = False) -> int:
         """The scan's chunk states a sequence, which MambaInnerFn keeps beside its per-token tensors: selective_scan_fwd's
-        ``x``, (d_inner, ⌈s / 2048⌉, 2·N) in fp32 (the decay product and the state at every chunk's end). Per head
-        (unfused scans, ZambaMambaMixer) not counted here."""
-        if self.n_heads is not None:
-            return 0
+        ``x``, (d_inner, ⌈s / 2048⌉, 2·N) in fp32 (the decay product and the state at every chunk's end); with heads,
+        each head's scan its head_dim channels' (ZambaMambaMixer), the same in all."""
         return -(-seq_len // 2048) * self.d_inner * 2 * self.state_size * 4
 
     def torch_module(self, model, causal: bool):
@@ -289,9 +289,62 @@ def _module():
             y = (y + x * self.D) * F.silu(z)
             return self.out_proj(y)
 
+        def fused_heads(self, u: torch.Tensor) -> torch.Tensor:
+            """Zamba's mixer as transformers' ZambaMambaMixer runs it on mamba_ssm's kernels in training:
+            causal_conv1d_fn on a contiguous copy of x (its input kept alone, the SiLU fused); x_proj and dt_proj a
+            head as batched products over (H, B, ·, s) views, each keeping its input as a view; selective_scan_fn a
+            head (SelectiveScanFn, ``ctx.save_for_backward(u, delta, A, B, C, D, z, delta_bias, x, out)``: u the
+            convolution's output, delta dt_proj's output, B, C and z views of x_proj's and in_proj's outputs, x its
+            fp32 chunk states, out its output before the gate; A, D and delta_bias a layer's constants, no token's);
+            the heads' gated outputs joined for out_proj."""
+            from . import _fused
+
+            b, s, _ = u.shape
+            h = self.heads
+            xz = self.in_proj(u)
+            x = _fused.conv(xz[..., 0::2].contiguous(), self.conv1d.weight, self.conv1d.bias, True)  # (B, s, d_inner)
+            xh = x.view(b, s, h, -1).permute(2, 0, 3, 1)  # (H, B, head_dim, s)
+            ssm = self.x_proj.weight[:, None] @ xh  # (H, B, R + 2N, s)
+            delta = self.dt_proj.weight[:, None] @ ssm[:, :, : self.rank]  # (H, B, head_dim, s), before its bias
+            args = (xh, delta, ssm, xz, self.A_log, self.D, self.dt_proj.bias)
+
+            def extras(*a):
+                _, pre, decay, hs = self.heads_scan(*a)
+                ends = [min(c + _fused.SCAN_CHUNK, s) - 1 for c in range(0, s, _fused.SCAN_CHUNK)]
+                products = torch.stack([decay[:, st : e + 1].prod(1) for st, e in zip(range(0, s, _fused.SCAN_CHUNK), ends)], 1)
+                return pre, torch.cat([products, hs[:, ends]], dim=-1).float()  # (B, chunks, H, head_dim, 2·N)
+
+            out = _fused.kernel(lambda *a: self.heads_scan(*a)[0], *args, extras=extras, as_given=True)
+            return self.out_proj(out)
+
+        def heads_scan(self, xh, delta, ssm, xz, a_log, d_skip, dt_bias):
+            """The scans a head from (H, B, ·, s) x, dt_proj's output before its bias and x_proj's output, and
+            in_proj's output: (the gated output (B, s, d_inner), the output before the gate, every step's decay and
+            state, (B, s, H, head_dim, N))."""
+            b, s, _ = xz.shape
+            h = self.heads
+            x, dt = xh.permute(1, 3, 0, 2), delta.permute(1, 3, 0, 2)  # (B, s, H, head_dim)
+            bm, cm = ssm.permute(1, 3, 0, 2)[..., self.rank :].split(self.state, dim=-1)  # (B, s, H, N)
+            dt = F.softplus(dt + dt_bias)
+            decay = torch.exp(dt[..., None] * -torch.exp(a_log))
+            inflow = (dt * x)[..., None] * bm[..., None, :]
+            state = x.new_zeros(decay.shape[:1] + decay.shape[2:])
+            states = []
+            for t in range(s):
+                state = decay[:, t] * state + inflow[:, t]
+                states.append(state)
+            hs = torch.stack(states, dim=1)
+            y = (hs @ cm[..., None]).squeeze(-1) + x * d_skip
+            z = xz[..., 1::2].reshape(b, s, h, -1)
+            return (y * F.silu(z)).reshape(b, s, -1), y.reshape(b, s, -1), decay, hs
+
         def forward_heads(self, u: torch.Tensor) -> torch.Tensor:
             """Zamba's layout: x and z interleaved in in_proj's output (channel c's x at 2c, its z at 2c + 1), and
             per head its own dt, B and C and its own scan over head_dim channels."""
+            from . import _fused
+
+            if _fused.active() and self.act is ACTIVATIONS["silu"]:
+                return self.fused_heads(u)
             b, s, _ = u.shape
             h = self.heads
             xz = self.in_proj(u)

@@ -126,10 +126,17 @@ class MLSTM(Block):
         return h * self.dqk * self.dv + h * self.dqk + h
 
     def kept_elements(self, model) -> int:
-        """The input (for the projections' weight gradients), q, k, v and o, the two gates' pre-activations, the
-        kernel's output with its normaliser and stabiliser per head (2·h), the norm's output and the gated output (for
-        out_proj's): d + 2·qk_dim + 5·v_dim + 4·h."""
-        return model.d_model + 2 * self.qk_dim + 5 * self.v_dim + 4 * self.n_heads
+        """16-bit elements a token a training forward keeps with the xLSTM chunkwise kernel (NX-AI's mlstm_kernels,
+        which transformers' xLSTM calls: its chunkwise autograd Function, recompute_states_in_bw, does
+        ``ctx.save_for_backward(matQ, matK, matV, vecI, vecF, matC_initial, vecN_initial, scaM_initial, matC_all,
+        vecN_all, scaM_all, vecN_out, vecM_out, ...)`` with the chunk states None, recomputed in backward): the input
+        (d, the projections'); q, k and v as the kernel reads them, (B, h, s, d) made contiguous (2·qk_dim + v_dim);
+        each gate's tanh output (its soft cap's gradient, h each) and the capped gate made contiguous (h each); the
+        normaliser and the stabiliser, fp32 a token and head (2 · 2·h); the kernel's output (v_dim) and the
+        per-head LayerNorm's fp32 mean and inverse std (2 · 2·h, a fused norm); the norm's output and the output
+        gate's sigmoid (2·v_dim, the product's); the gated output (v_dim, out_proj's input)."""
+        h = self.n_heads
+        return model.d_model + 2 * self.qk_dim + self.v_dim + 4 * h + 4 * h + self.v_dim + 4 * h + 3 * self.v_dim
 
     def torch_module(self, model, causal: bool):
         return _module()(self, model, causal)
@@ -181,18 +188,34 @@ def _module():
             self.out_proj = Linear(spec.v_dim, d, bias=spec.bias)
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:
+            from . import _fused
+
             b, s, _ = x.shape
-            h, dqk, dv = self.heads, self.dqk, self.dv
+            h = self.heads
+            cap = 15.0  # xLSTMConfig.gate_soft_cap: soft_cap(·) = cap·tanh(· / cap)
+            # (B, h, s, d) and (B, h, s), as xLSTMLayer hands them to its kernel
+            q, k, v = (t.view(b, s, h, -1).transpose(1, 2) for t in (self.q(x), self.k(x), self.v(x)))
+            i = (cap * torch.tanh(self.igate_preact(x) / cap)).transpose(1, 2)
+            f = (cap * torch.tanh(self.fgate_preact(x) / cap)).transpose(1, 2)
+            if _fused.active():  # the chunkwise kernel keeps q, k, v, the gates, the normaliser and the stabiliser
+                hs = _fused.kernel(lambda *a: self.cell(*a)[0], q, k, v, i, f, extras=lambda *a: self.cell(*a)[1:])
+                norm = self.multihead_norm
+                bias = None if norm.bias is None else norm.bias.view(h, -1)
+                normed = _fused.norm(hs, norm.weight.view(h, -1), bias, 1e-5, True).flatten(-2)
+                return self.out_proj(torch.sigmoid(self.ogate_preact(x)) * normed)
+            hs = self.cell(q, k, v, i, f)[0]
+            return self.out_proj(torch.sigmoid(self.ogate_preact(x)) * self.multihead_norm(hs))
+
+        def cell(self, q, k, v, i, f):
+            """The chunkwise mLSTM over (B, h, s, d) q, k, v and (B, h, s) gate pre-activations: (its output
+            (B, s, h, d_v), the normaliser max(|n·q|, 1) and the largest log gate a token and head, (B, h, s) fp32)."""
+            b, h, s, dqk = q.shape
+            dv = v.shape[-1]
             length = chunk_length(s, self.chunk_size)
             n = s // length
-
-            def chunks(t, width):  # (B, s, h·width) -> (B, h, n, L, width)
-                return t.view(b, s, h, width).transpose(1, 2).reshape(b, h, n, length, width)
-
-            q, k, v = chunks(self.q(x), dqk), chunks(self.k(x), dqk), chunks(self.v(x), dv)
-            cap = 15.0
-            i = (cap * torch.tanh(self.igate_preact(x) / cap)).transpose(1, 2).reshape(b, h, n, length)
-            f = (cap * torch.tanh(self.fgate_preact(x) / cap)).transpose(1, 2).reshape(b, h, n, length)
+            q, k, v = (t.reshape(b, h, n, length, t.shape[-1]) for t in (q, k, v))
+            i, f = i.reshape(b, h, n, length), f.reshape(b, h, n, length)
+            x = q
             cum = F.logsigmoid(f).cumsum(-1)  # (B, h, n, L): log of the forget gates' product inside the chunk
             below = torch.ones(length, length, dtype=torch.bool, device=x.device).tril()
             log_d = (cum[..., :, None] - cum[..., None, :] + i[..., None, :]).masked_fill(~below, float("-inf"))
@@ -212,22 +235,26 @@ def _module():
                 qc = q * decay_in * scale
                 num = intra + self.state_read(qc, x.new_zeros(b, h, n, dqk, dv))
                 den = self.normalizer_read(qc, x.new_zeros(b, h, n, dqk, 1)) + m.sum(-1, keepdim=True)
-                outs = num / torch.maximum(den.abs(), torch.ones_like(den))
+                den = torch.maximum(den.abs(), torch.ones_like(den))
+                outs = num / den
                 self.state_write((k * key_w).transpose(-2, -1), v)
             else:
                 c_state, n_state = x.new_zeros(b, h, dqk, dv), x.new_zeros(b, h, dqk, 1)
-                outs = []
+                outs, dens = [], []
                 for c in range(n):  # the states between chunks, one after the other
                     qc = q[:, :, c] * decay_in[:, :, c] * scale
                     num = intra[:, :, c] + self.state_read(qc, c_state)
                     den = self.normalizer_read(qc, n_state) + m[:, :, c].sum(-1, keepdim=True)
-                    outs.append(num / torch.maximum(den.abs(), torch.ones_like(den)))
+                    den = torch.maximum(den.abs(), torch.ones_like(den))
+                    outs.append(num / den)
+                    dens.append(den)
                     kc = k[:, :, c] * key_w[:, :, c]
                     g = torch.exp(last[:, :, c])[..., None]
                     c_state = g * c_state + self.state_write(kc.transpose(-2, -1), v[:, :, c])
                     n_state = g * n_state + kc.sum(-2)[..., None]
                 outs = torch.stack(outs, dim=2)
             hs = outs.reshape(b, h, s, dv).transpose(1, 2)  # (B, s, h, d_v)
-            return self.out_proj(torch.sigmoid(self.ogate_preact(x)) * self.multihead_norm(hs))
+            den = den.reshape(b, h, s) if x.is_meta else torch.stack(dens, dim=2).reshape(b, h, s)
+            return hs, den.float(), log_d.amax(-1).reshape(b, h, s).float()
 
     return MLSTMLayer

@@ -86,10 +86,18 @@ class RGLRU(Block):
         return self.width + self.width * (self.conv_kernel - 1)
 
     def kept_elements(self, model) -> int:
-        """The input (for linear_x's and linear_y's weight gradients), y before and after the activation, linear_x's
-        output, the convolution's output, the two gates, the normalised input, the recurrence's output and the
-        product h ⊙ y (for linear_out's): d + 9·w."""
-        return model.d_model + 9 * self.width
+        """16-bit elements a token a training forward keeps with causal-conv1d's kernel for the convolution (its input
+        alone) and the gates and the linear recurrence fused as one kernel that keeps its inputs and its output, as
+        flash-linear-attention's HGRN recurrence (fla/ops/hgrn/fused_recurrent.py, ``ctx.save_for_backward(g, o,
+        initial_state)``) keeps its gate and output and recomputes the rest (RecurrentGemma's own Pallas scan runs
+        the recurrence alone; transformers runs it eagerly): the input (d, linear_x's and linear_y's weight
+        gradients); the y branch, linear_y's output and y = act(·) (2·w for GELU; w where the activation keeps only
+        its output, which is y, or is the identity; quick GELU its sigmoid as well); the convolution's input (w);
+        its output u (w: the gates' and the kernel's input); the two gates' pre-activations (2·w); the recurrence's
+        output h (w, which the product h ⊙ y needs too); and h ⊙ y (w, linear_out's input)."""
+        w = self.width
+        y_branch = {"relu": w, "tanh": w, "sigmoid": w, "identity": w, "quick_gelu": 3 * w}.get(self.activation, 2 * w)
+        return model.d_model + y_branch + 6 * w
 
     def torch_module(self, model, causal: bool):
         return _module()(self, model)
@@ -134,10 +142,20 @@ def _module():
             self.linear_out = Linear(w, d, bias=True)
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:
+            from . import _fused
+
             y = self.act(self.linear_y(x))
             u = self.conv1d(self.linear_x(x))
-            i, r = torch.sigmoid(self.input_gate(u)), torch.sigmoid(self.recurrent_gate(u))
-            log_a = -8.0 * r * F.softplus(self.recurrent_param)
+            gates = (u, self.input_gate(u), self.recurrent_gate(u), self.recurrent_param)
+            # as a fused kernel: the gates and the scan in one, keeping their inputs and the scan's output
+            h = _fused.kernel(self.scan, *gates, keep_output=True) if _fused.active() else self.scan(*gates)
+            return self.linear_out(h * y)
+
+        @staticmethod
+        def scan(u, input_gate, recurrent_gate, recurrent_param):
+            """The RG-LRU from its input u and the two gates' pre-activations: h, every step's state."""
+            i, r = torch.sigmoid(input_gate), torch.sigmoid(recurrent_gate)
+            log_a = -8.0 * r * F.softplus(recurrent_param)
             a = torch.exp(log_a)
             xs = i * u * torch.sqrt(1 - torch.exp(2 * log_a))
             h = torch.zeros_like(xs[:, 0])
@@ -145,6 +163,6 @@ def _module():
             for t in range(xs.shape[1]):  # the diagonal recurrence, token by token
                 h = a[:, t] * h + xs[:, t]
                 outs.append(h)
-            return self.linear_out(torch.stack(outs, dim=1) * y)
+            return torch.stack(outs, dim=1)
 
     return Recurrent

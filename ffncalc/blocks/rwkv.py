@@ -90,8 +90,13 @@ class RwkvTimeMix(Block):
         return 3 * self.attention_dim + model.d_model
 
     def kept_elements(self, model) -> int:
-        """The block's input (d), the three mixes (3·d, the projections' inputs), k, v and r (3·A, the WKV's and
-        the gate's inputs), the WKV's output and the gated output (2·A, the gate's and output's inputs)."""
+        """16-bit elements a token a training forward keeps with the RWKV-4 CUDA kernel (transformers'
+        RwkvLinearAttention, ``ctx.save_for_backward(time_decay, time_first, key, value, output)``: k and v as given
+        and its output, the recurrence recomputed in backward; −exp(time_decay) is a layer's A values, no token's)
+        and each token-shift mix as one fused kernel keeping its input alone (flash-linear-attention's
+        fla/modules/token_shift.py, the shifted copy recomputed): the block's input (d), the three mixes (3·d, the
+        projections' inputs), k and v (2·A, the kernel's), r = sigmoid(·) (A, the sigmoid's output and the gate's
+        operand), the WKV's output (A) and the gated output (A, output's input)."""
         return 4 * model.d_model + 5 * self.attention_dim
 
     def torch_module(self, model, causal: bool):
@@ -134,8 +139,10 @@ class RwkvChannelMix(Block):
         return model.d_model
 
     def kept_elements(self, model) -> int:
-        """The block's input (d), the two mixes (2·d), key's output and its squared ReLU (2·I), r and value's
-        output (2·d, the gate's inputs)."""
+        """16-bit elements a token a training forward keeps, each token-shift mix a fused kernel keeping its input
+        alone (fla/modules/token_shift.py): the block's input (d), the two mixes (2·d, the projections' inputs), the
+        ReLU's output (I, which the ReLU and the square both read) and its square (I, value's input), r (d, the
+        sigmoid's output) and value's output (d), the gate's operands."""
         return 5 * model.d_model + 2 * self.d_ff
 
     def torch_module(self, model, causal: bool):
@@ -155,6 +162,33 @@ def _modules():
 
     def mix(x, prev, mu):
         return x * mu + prev * (1 - mu)
+
+    def shift_mix(x, mu):
+        return mix(x, shifted(x), mu)
+
+    def mixed(x, prev, mu):
+        """mix(x, μ); inside ``fused()`` as a fused token-shift kernel (flash-linear-attention's
+        fla/modules/token_shift.py, the mix one more multiply-add) keeping x alone, the shift recomputed."""
+        from . import _fused
+
+        return _fused.kernel(shift_mix, x, mu) if _fused.active() else mix(x, prev, mu)
+
+    def wkv(k, v, time_decay, time_first):
+        """The WKV as its numerically stable recurrence, one token at a time: (B, s, A) from k and v."""
+        w = -torch.exp(time_decay)
+        num = torch.zeros_like(k[:, 0])
+        den = torch.zeros_like(k[:, 0])
+        top = torch.full_like(k[:, 0], -1e38)
+        out = []
+        for t in range(k.shape[1]):
+            kt, vt = k[:, t], v[:, t]
+            m = torch.maximum(top, kt + time_first)
+            e1, e2 = torch.exp(top - m), torch.exp(kt + time_first - m)
+            out.append((e1 * num + e2 * vt) / (e1 * den + e2))
+            m = torch.maximum(top + w, kt)
+            e1, e2 = torch.exp(top + w - m), torch.exp(kt - m)
+            num, den, top = e1 * num + e2 * vt, e1 * den + e2, m
+        return torch.stack(out, dim=1)
 
     class TimeMix(nn.Module):
         """The time mix with the WKV as its numerically stable recurrence, one token at a time."""
@@ -177,24 +211,16 @@ def _modules():
                         p.uniform_(0, 1)
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:
+            from . import _fused
+
             prev = shifted(x)
-            k = self.key(mix(x, prev, self.time_mix_key))
-            v = self.value(mix(x, prev, self.time_mix_value))
-            r = torch.sigmoid(self.receptance(mix(x, prev, self.time_mix_receptance)))
-            w = -torch.exp(self.time_decay)
-            num = torch.zeros_like(k[:, 0])
-            den = torch.zeros_like(k[:, 0])
-            top = torch.full_like(k[:, 0], -1e38)
-            out = []
-            for t in range(x.shape[1]):
-                kt, vt = k[:, t], v[:, t]
-                m = torch.maximum(top, kt + self.time_first)
-                e1, e2 = torch.exp(top - m), torch.exp(kt + self.time_first - m)
-                out.append((e1 * num + e2 * vt) / (e1 * den + e2))
-                m = torch.maximum(top + w, kt)
-                e1, e2 = torch.exp(top + w - m), torch.exp(kt - m)
-                num, den, top = e1 * num + e2 * vt, e1 * den + e2, m
-            return self.output(r * torch.stack(out, dim=1))
+            k = self.key(mixed(x, prev, self.time_mix_key))
+            v = self.value(mixed(x, prev, self.time_mix_value))
+            r = torch.sigmoid(self.receptance(mixed(x, prev, self.time_mix_receptance)))
+            args = (k, v, self.time_decay, self.time_first)
+            # as the RWKV-4 CUDA kernel: k, v and its output kept, the recurrence recomputed in backward
+            out = _fused.kernel(wkv, *args, keep_output=True) if _fused.active() else wkv(*args)
+            return self.output(r * out)
 
     class ChannelMix(nn.Module):
         def __init__(self, spec: RwkvChannelMix, model):
@@ -212,8 +238,8 @@ def _modules():
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             prev = shifted(x)
-            k = torch.relu(self.key(mix(x, prev, self.time_mix_key))).square()
-            r = torch.sigmoid(self.receptance(mix(x, prev, self.time_mix_receptance)))
+            k = torch.relu(self.key(mixed(x, prev, self.time_mix_key))).square()
+            r = torch.sigmoid(self.receptance(mixed(x, prev, self.time_mix_receptance)))
             return r * self.value(k)
 
     return TimeMix, ChannelMix

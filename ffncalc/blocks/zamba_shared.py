@@ -27,7 +27,7 @@ from ..model.schema import NonNegative, Positive, SpecError
 from ..model.terms import ACTIVATION_OPS, ROTARY_OPS, SOFTMAX_OPS
 from . import Block, register
 from .attention import softmax_score_bytes
-from .dense_ffn import DenseActivation
+from .dense_ffn import OUTPUT_SAVING, DenseActivation
 
 
 @register
@@ -123,10 +123,18 @@ class ZambaTransformer(Block):
         return 2 * self.kv_heads * self.head_dim
 
     def kept_elements(self, model) -> int:
-        """[x; e] (2·d, for the norm), the normed input (2·d, for q, k, v), Q, K, V and the heads' output, the MLP's
-        normed input and the two projections' outputs and their product, and linear's input (d)."""
-        d, hd = model.d_model, self.head_dim
-        return 4 * d + (2 * self.n_heads + 2 * self.kv_heads) * hd + d + d + 3 * self.d_ff + d
+        """16-bit elements a token one use keeps, norms as fused kernels keep them and attention by a flash kernel:
+        [x; e] (2·d, the input norm's input; x itself is kept by no one here: the concatenation's gradient needs
+        nothing) and its fp32 inverse RMS (2); the normed input (2·d, q's, k's and v's); Q, K and V at their own
+        heads and the heads' output (2·h·hd + 2·kv·hd, the kernel's; its fp32 log-sum-exp in ``score_bytes``); the
+        attention's output, the MLP norm's input (d), and its statistic (2); the normed input (d) and the gated
+        MLP's (gate and up outputs, the activated gate and the product, 4·d_ff; d_ff fewer where the activation
+        keeps its own output: ``dense_ffn``'s rule); linear's input, the MLP's output (d). Each adapter keeps its
+        rank's worth (the up projection's input): 3·r for the attention's, r for the MLP's."""
+        d, hd, f = model.d_model, self.head_dim, self.d_ff
+        mlp = (3 + (0 if self.activation in OUTPUT_SAVING else 1)) * f
+        adapters = self.adapter_rank * (3 * int(self.attention_adapters) + int(self.mlp_adapters))
+        return 2 * d + 2 + 2 * d + (2 * self.n_heads + 2 * self.kv_heads) * hd + d + 2 + d + mlp + d + adapters
 
     def score_bytes(self, model, seq_len: int, flash: bool = False) -> int:
         return softmax_score_bytes(self.n_heads, seq_len, flash)
@@ -178,7 +186,9 @@ def _module():
             q, k, v = parts
             if self.positions == "rotary":
                 q, k = rotate(q), rotate(k)
-            if self.kv_heads != self.heads:
+            from . import _fused
+
+            if self.kv_heads != self.heads and not _fused.active():  # a flash kernel reads K and V at their heads
                 group = self.heads // self.kv_heads
                 k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
             out = attend(self, q, k, v).transpose(1, 2).reshape(b, s, -1)
@@ -214,7 +224,9 @@ def _module():
             self.ffn = MLP(spec, model, uses)
             self.linear = Linear(model.d_model, model.d_model, bias=False)
 
-        def forward(self, x: torch.Tensor, embeddings: torch.Tensor, use: int) -> torch.Tensor:
+        def forward(self, x: torch.Tensor, embeddings: torch.Tensor | None = None, use: int = 0) -> torch.Tensor:
+            """Measured alone (verify --memory), the layer's input stands in for the input embeddings."""
+            embeddings = x if embeddings is None else embeddings
             a = self.attn(self.input_norm(torch.cat([x, embeddings], dim=-1)), use)
             return self.linear(self.ffn(self.pre_ff_norm(a), use))
 

@@ -227,10 +227,11 @@ def test_state_cache_and_kept_elements_by_hand(model):
     # S (dk × dv in every value head) and the conv's last K-1 inputs, per sequence and layer
     assert mixer.state_elements(model) == H * DK * DV + CONV_DIM * (K - 1) == 48 + 56
     assert mixer.cache_elements(model) == 0
-    # the input; the conv's input; q, k, v; q's and k's fp32 rstd; g (fp32), β, softplus's input (fp32); A (one row
-    # of chunk_size per value head); z, the kernel's output, the norm's output; the norm's fp32 rstd
-    kept = D + CONV_DIM + CONV_DIM + 2 * 2 * HK + (2 * H + H + 2 * H) + H * CHUNK + 3 * VALUE_DIM + 2 * H
-    assert mixer.kept_elements(model) == kept == 16 + 28 + 28 + 8 + 20 + 16 + 36 + 8
+    # the input; the conv's input (causal-conv1d keeps it alone); q and k after the kernel's l2norm and their fp32
+    # rstd; v made contiguous; the gate's raw a and β; the decay's fp32 running sum; A (one row of chunk_size per
+    # value head); the kernel's output, z copied to rows and the gated norm's fp32 rstd; out_proj's input
+    kept = D + CONV_DIM + 2 * KEY_DIM + 2 * 2 * HK + VALUE_DIM + (H + H + 2 * H) + H * CHUNK + 2 * VALUE_DIM + 2 * H + VALUE_DIM
+    assert mixer.kept_elements(model) == kept == 16 + 28 + 16 + 8 + 12 + 16 + 16 + 24 + 8 + 12
 
 
 def _randomize(mixer, seed: int):

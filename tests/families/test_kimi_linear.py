@@ -141,11 +141,12 @@ def test_state_cache_and_kept_elements_by_hand(model):
     # S (dk × dk in every head) and the conv's last K-1 inputs, per sequence and layer
     assert mixer.state_elements(model) == H * DK * DK + CONV_DIM * (K - 1) == 32 + 48
     assert mixer.cache_elements(model) == 0
-    # the input; the conv's input; q, k, v; q's and k's fp32 rstd; g's running sum, g and softplus's input (fp32,
-    # a channel each); β; Aqk and Akk (a row of chunk_size each per head); f_a's and g_a's outputs; the gate, the
-    # kernel's output, the norm's output; the norm's fp32 rstd
-    kept = D + CONV_DIM + CONV_DIM + 2 * 2 * H + 3 * 2 * WIDTH + H + 2 * H * CHUNK + 2 * DK + 3 * WIDTH + 2 * H
-    assert mixer.kept_elements(model) == kept == 16 + 24 + 24 + 8 + 48 + 2 + 16 + 8 + 24 + 4
+    # the input; the conv's input (causal-conv1d keeps it alone); q and k after the kernel's l2norm and their fp32
+    # rstd; v made contiguous; the decay's fp32 running sum and f's raw output (the gate in the kernel); β; Aqk and
+    # Akk (a row of chunk_size each per head); f_a's and g_a's outputs; the kernel's output, the gate z and the norm's
+    # fp32 rstd; o_proj's input
+    kept = D + CONV_DIM + 2 * WIDTH + 2 * 2 * H + WIDTH + 2 * WIDTH + WIDTH + H + 2 * H * CHUNK + 2 * DK + 2 * WIDTH + 2 * H + WIDTH
+    assert mixer.kept_elements(model) == kept == 16 + 24 + 16 + 8 + 8 + 16 + 8 + 2 + 16 + 8 + 16 + 4 + 8
     assert mixer.describe() == "KDA 2 heads × 4"
 
 

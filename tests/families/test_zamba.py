@@ -62,9 +62,11 @@ def test_state_and_kept_elements_by_hand():
     model = from_data(DATA)
     mixer = model.layers[0].attention
     assert mixer.state_elements(model) == DI * N + DI * (K - 1)
-    # in_proj's input, conv input and output, x_proj's output (H·(R + 2N)), B and C copies (H·N each), delta, z,
-    # the scan's output and out_proj's input
-    assert mixer.kept_elements(model) == D + 6 * DI + H * (R + 2 * N) + 2 * H * N
+    # in_proj's input and its output xz (the scans' z are views of it), the conv's input copy and output, x_proj's
+    # output (H·(R + 2N): the scans' B and C are views of it), delta, the scans' output before the gate and
+    # out_proj's input; the scans' fp32 chunk states a sequence (2N a channel, 4 bytes each)
+    assert mixer.kept_elements(model) == D + 2 * DI + DI + DI + H * (R + 2 * N) + DI + DI + DI
+    assert mixer.score_bytes(model, 16, True) == DI * 2 * N * 4
 
 
 def test_heads_must_divide_d_inner_and_take_no_bcdt_norms():
