@@ -191,8 +191,8 @@ SPEECHT5_LAYER_MODULES = (
 
 @family("speecht5", layer_modules=SPEECHT5_LAYER_MODULES, top_modules=SPEECHT5_TOP_MODULES, model_stacks=STACKS)
 def speecht5(c: Config) -> dict:
-    """SpeechT5Config / SpeechT5ForSpeechToText (Ao et al. 2022), the class transformers' speech-seq2seq mapping builds
-    for this type: the speech encoder prenet (wav2vec 2.0's feature encoder over conv_dim, conv_kernel and conv_stride,
+    """SpeechT5Config / SpeechT5ForSpeechToText (Ao et al. 2022): the class transformers' speech-seq2seq mapping
+    builds for this type. The speech encoder prenet (wav2vec 2.0's feature encoder over conv_dim, conv_kernel and conv_stride,
     feat_extract_norm, its feature projection, masked_spec_embed, the weight-normed positional Conv1d of
     num_conv_pos_embeddings in num_conv_pos_embedding_groups, and fixed sines and cosines of max_speech_positions rows: a
     buffer), the encoder's LayerNorm before encoder_layers (12) post-norm layers of encoder_attention_heads (12) whose
