@@ -860,3 +860,28 @@ def test_speecht5_speech_to_text_adds_relative_position_keys_in_its_encoder():
     assert tally(spec).params == encoder + decoder == 151_165_056
     rows = {r.name: r for r in tally(spec, seq_len=64).rows}
     assert rows["encoder.attn.rel_scores"].flops == rows["encoder.attn.scores"].flops == 2 * 12 * 12 * 64 * 64
+
+
+@pytest.mark.torch
+def test_a_roberta2roberta_encoder_decoder_equals_transformers(tmp_path):
+    """EncoderDecoderModel of a RobertaModel encoder and a RobertaForCausalLM decoder (small: 2 layers of width 64, 4
+    heads, a vocabulary of 100, 40 positions from pad_token_id + 1), built by transformers: every parameter (the
+    encoder's pooler, the decoder's lm_head tied to its own table) and every component's FLOPs under FlopCounterMode at
+    two lengths."""
+    from transformers import AutoConfig
+
+    from ffncalc.analysis import hfcheck
+
+    small = {"hidden_size": 64, "num_attention_heads": 4, "intermediate_size": 128, "num_hidden_layers": 2}
+    small.update(vocab_size=100, max_position_embeddings=40)
+    encoder = {**AutoConfig.for_model("roberta").to_dict(), **small}
+    decoder = {**AutoConfig.for_model("roberta", is_decoder=True, add_cross_attention=True).to_dict(), **small}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": "encoder-decoder", "encoder": encoder, "decoder": decoder}, default=str))
+    c = hf.read_config(path)
+    measured = hfcheck.measure(c, flops=True)
+    report = hfcheck.check(c, model="encoder-decoder", measured=measured)
+    assert report.ok and not any(ch.component.startswith("(unmatched)") for ch in report.checks), report.failures
+    checks = hfcheck.check_flops(c, measured)
+    assert checks and all(ch.ok for ch in checks), [ch for ch in checks if not ch.ok]
+    assert any(ch.component == "encoder.pooler.dense" for ch in checks)
