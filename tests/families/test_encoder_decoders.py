@@ -885,3 +885,18 @@ def test_a_roberta2roberta_encoder_decoder_equals_transformers(tmp_path):
     checks = hfcheck.check_flops(c, measured)
     assert checks and all(ch.ok for ch in checks), [ch for ch in checks if not ch.ok]
     assert any(ch.component == "encoder.pooler.dense" for ch in checks)
+
+
+def test_led_training_keeps_the_cross_attention_keys_of_the_source_not_its_padding():
+    """LED at LEDConfig's defaults, T = 128, micro-batch 1: sources of 1,000 and 1,024 tokens both run the encoder over
+    1,024 padded positions (two windows of 512), whose activations and output are the same; every one of the 12 decoder
+    layers' cross-attention keeps K and V of the source's own rows only (16 heads of 64, 16-bit): the two differ by 24
+    rows × 12 layers × 2 × 1,024 × 2 bytes."""
+    from ffncalc import api
+
+    path = str(DEFAULTS / "configs" / "led.json")
+    short, whole = (
+        api.train(path, tokens="1M", seq_len=128, source_len=s).to_dict()["figures"]["activation_bytes_per_device"]["value"]
+        for s in (1000, 1024)
+    )
+    assert whole - short == 24 * 12 * 2 * 1024 * 2
