@@ -38,7 +38,9 @@ def stack_workspace(spec: Model, chunk: int, batch: int, tp: int) -> int:
     for part in spec.parts:
         for inner, positions, _, _ in part.stacks(spec):
             tokens = max(positions, min(chunk, batch * positions))
-            widest = max(sum(b.kept_elements(inner) for _, b in layer.blocks()) + 2 * inner.d_model for layer in inner.layers)
+            # (a stack of no layers: what a source's rows keep beside a padded encoder's, parts/encoder.py)
+            kept = (sum(b.kept_elements(inner) for _, b in layer.blocks()) + 2 * inner.d_model for layer in inner.layers)
+            widest = max(kept, default=0)
             out = max(out, -(-tokens * 2 * widest // tp))
     return out
 

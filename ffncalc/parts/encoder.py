@@ -190,11 +190,15 @@ class Encoder(Part):
         where it has them); beside them each of those rows keeps the encoder's output (the cross-attention's k and v
         read it, d) and its final norm's input (d), and in every decoder layer the cross-attention's K and V
         (2·kv_heads·hd, for the scores' and AV's gradients), split over tp by heads: the padding's and the global
-        tokens' rows counted with the source's, an upper bound by those rows where the K and V are the source's."""
+        tokens' rows among them (the unpadded output a view of the padded one's storage), and the K and V of the
+        source's own rows, a stack of no layers beside the encoder's where the two differ."""
         inner = replace(self.stack.resolve(model), mask="bidirectional")
         whole = self.layers.d_model * (2 if self.final_norm else 1)  # at the encoder's width
-        rows = self.padded(self.source_length or 0) + self.global_rows
-        return ((inner, rows, model.n_layers * 2 * self._kv(model), whole),)
+        source = self.source_length or 0
+        rows, kv = self.padded(source) + self.global_rows, model.n_layers * 2 * self._kv(model)
+        if rows == source:
+            return ((inner, rows, kv, whole),)
+        return ((inner, rows, 0, whole), (replace(inner, layers=()), source, kv, 0))
 
     def cached_elements(self, model) -> int:
         """A decoder layer's cross-attention cache: K and V of every head for each of the S source tokens, projected

@@ -860,3 +860,43 @@ def test_speecht5_speech_to_text_adds_relative_position_keys_in_its_encoder():
     assert tally(spec).params == encoder + decoder == 151_165_056
     rows = {r.name: r for r in tally(spec, seq_len=64).rows}
     assert rows["encoder.attn.rel_scores"].flops == rows["encoder.attn.scores"].flops == 2 * 12 * 12 * 64 * 64
+
+
+@pytest.mark.torch
+def test_a_roberta2roberta_encoder_decoder_equals_transformers(tmp_path):
+    """EncoderDecoderModel of a RobertaModel encoder and a RobertaForCausalLM decoder (small: 2 layers of width 64, 4
+    heads, a vocabulary of 100, 40 positions from pad_token_id + 1), built by transformers: every parameter (the
+    encoder's pooler, the decoder's lm_head tied to its own table) and every component's FLOPs under FlopCounterMode at
+    two lengths."""
+    from transformers import AutoConfig
+
+    from ffncalc.analysis import hfcheck
+
+    small = {"hidden_size": 64, "num_attention_heads": 4, "intermediate_size": 128, "num_hidden_layers": 2}
+    small.update(vocab_size=100, max_position_embeddings=40)
+    encoder = {**AutoConfig.for_model("roberta").to_dict(), **small}
+    decoder = {**AutoConfig.for_model("roberta", is_decoder=True, add_cross_attention=True).to_dict(), **small}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": "encoder-decoder", "encoder": encoder, "decoder": decoder}, default=str))
+    c = hf.read_config(path)
+    measured = hfcheck.measure(c, flops=True)
+    report = hfcheck.check(c, model="encoder-decoder", measured=measured)
+    assert report.ok and not any(ch.component.startswith("(unmatched)") for ch in report.checks), report.failures
+    checks = hfcheck.check_flops(c, measured)
+    assert checks and all(ch.ok for ch in checks), [ch for ch in checks if not ch.ok]
+    assert any(ch.component == "encoder.pooler.dense" for ch in checks)
+
+
+def test_led_training_keeps_the_cross_attention_keys_of_the_source_not_its_padding():
+    """LED at LEDConfig's defaults, T = 128, micro-batch 1: sources of 1,000 and 1,024 tokens both run the encoder over
+    1,024 padded positions (two windows of 512), whose activations and output are the same; every one of the 12 decoder
+    layers' cross-attention keeps K and V of the source's own rows only (16 heads of 64, 16-bit): the two differ by 24
+    rows × 12 layers × 2 × 1,024 × 2 bytes."""
+    from ffncalc import api
+
+    path = str(DEFAULTS / "configs" / "led.json")
+    short, whole = (
+        api.train(path, tokens="1M", seq_len=128, source_len=s).to_dict()["figures"]["activation_bytes_per_device"]["value"]
+        for s in (1000, 1024)
+    )
+    assert whole - short == 24 * 12 * 2 * 1024 * 2

@@ -190,7 +190,7 @@ LED_LAYER_MODULES = (
 
 @family("led", layer_modules=LED_LAYER_MODULES, top_modules=TOP_MODULES, model_stacks=STACKS)
 def led(c: Config) -> dict:
-    """LEDConfig / LEDForConditionalGeneration (Beltagy et al. 2020, "Longformer", §5: the Longformer-Encoder-Decoder):
+    """LEDConfig / LEDForConditionalGeneration (Beltagy et al. 2020, "Longformer", §5, the Longformer-Encoder-Decoder):
     BART's post-norm layers and layernorm_embedding in each stack, one shared table (vocab_size, 50265) tied to lm_head
     (tie_word_embeddings, default true), no final norm; position tables of max_encoder_position_embeddings (16384) and
     max_decoder_position_embeddings (1024) rows without an offset (LEDLearnedPositionalEmbedding). Each encoder layer's
@@ -294,13 +294,14 @@ SEAMLESS_STACKS = ((r"text_encoder\.", "encoder."),)
 
 @family("seamless_m4t", "seamless_m4t_v2", layer_modules=SEAMLESS_LAYER_MODULES, top_modules=TOP_MODULES, model_stacks=SEAMLESS_STACKS)
 def seamless_m4t(c: Config) -> dict:
-    """SeamlessM4TConfig / SeamlessM4TForTextToText and SeamlessM4Tv2Config / SeamlessM4Tv2ForTextToText (Seamless
-    Communication 2023), the classes transformers' seq2seq mapping builds for these types: the text encoder and text
-    decoder alone (no speech encoder, text-to-unit model or vocoder), NLLB's layout as M2M-100's (m2m_100 above) under
-    its own keys: shared (vocab_size, 256102, × hidden_size, 1024) is both stacks' embed_tokens and lm_head's (tied:
-    _tied_weights_keys), encoder_layers and decoder_layers (24) of encoder_attention_heads and decoder_attention_heads
+    """SeamlessM4TConfig / SeamlessM4TForTextToText and SeamlessM4Tv2Config / SeamlessM4Tv2ForTextToText: the classes
+    transformers' seq2seq mapping builds for these types (Seamless Communication 2023): the text encoder and text decoder
+    alone (no speech encoder, text-to-unit model or vocoder), NLLB's layout as M2M-100's (m2m_100 above) under its own
+    keys. shared (vocab_size, 256102, × hidden_size, 1024) is both stacks' embed_tokens and lm_head's (tied:
+    _tied_weights_keys); encoder_layers and decoder_layers (24) of encoder_attention_heads and decoder_attention_heads
     (16), q, k, v and out_proj with biases, ffn.fc1 (→ encoder_ffn_dim or decoder_ffn_dim, 8192) and ffn.fc2 with biases,
-    activation_function (relu), each LayerNorm before its sublayer and a final layer_norm a stack; the sinusoidal position
-    tables (max_position_embeddings + 2 rows: 1024 for v1, 4096 for v2) are buffers; scale_embedding multiplies."""
+    activation_function (relu), each LayerNorm before its sublayer and a final layer_norm a stack; the sinusoidal
+    position tables (max_position_embeddings + 2 rows: 1024 for v1, 4096 for v2) are buffers; scale_embedding
+    multiplies."""
     data = {**c.data, "d_model": c.int("hidden_size")}
     return seq2seq(Config(data, c.text, c.source, start=c.start), pre_norm=True, embedding_norm=False, offset=2, table="buffer")

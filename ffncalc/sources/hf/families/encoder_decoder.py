@@ -1,7 +1,8 @@
 """Encoder-decoder wrappers (Rothe et al. 2020, "Leveraging Pre-trained Checkpoints for Sequence Generation Tasks"):
 transformers' EncoderDecoderModel composes any encoder its config's ``encoder`` names (built as AutoModel) with any
 decoder its ``decoder`` names (built as AutoModelForCausalLM, with add_cross_attention). Read here where each side is
-a family already read whose layers the encoder part and the cross-attention express: BERT's (bert2bert)."""
+a family already read whose layers the encoder part and the cross-attention express: BERT's and RoBERTa's (bert2bert,
+roberta2roberta)."""
 
 from __future__ import annotations
 
@@ -17,13 +18,17 @@ LAYER_MODULES = (
 TOP_MODULES = ((r"pooler\.dense$", "pooler.dense"),) + bert_family.TOP_MODULES
 # the encoder's modules (encoder.embeddings, encoder.encoder.layer.N, encoder.pooler); the decoder's BERT keeps its
 # layers under decoder.bert.encoder, which is not the wrapper's encoder
-STACKS = ((r"(?<!bert\.)encoder\.", "encoder."),)
-READ = ("bert",)  # the sides read: BertModel as the encoder, BertLMHeadModel as the decoder
+STACKS = ((r"(?<!bert\.)(?<!roberta\.)encoder\.", "encoder."),)
+# the sides read: BertModel as the encoder, BertLMHeadModel as the decoder; RobertaModel, RobertaForCausalLM
+READ = ("bert", "roberta")
 
 
 # EncoderDecoderConfig.sub_configs: an absent side is BertConfig's defaults, the decoder's with is_decoder and
 # add_cross_attention
 ABSENT = {"encoder": {"model_type": "bert"}, "decoder": {"model_type": "bert", "is_decoder": True, "add_cross_attention": True}}
+
+
+READERS = {"bert": bert_family.bert, "roberta": bert_family.roberta}
 
 
 def side(c: Config, key: str) -> Config:
@@ -48,16 +53,17 @@ def encoder_decoder(c: Config) -> dict:
     self-attention: query from the decoder, key and value from the encoder's output at its hidden_size, an output
     dense and a LayerNorm over the residual sum, all with biases; the masked-LM head cls.predictions tied to the
     decoder's own word_embeddings, tie_word_embeddings). Two tables, one a side; tie_encoder_decoder (default false),
-    which ties the encoder's weights to the decoder's, is not read."""
+    which ties the encoder's weights to the decoder's, is not read. A roberta side is RobertaModel (positions from
+    pad_token_id + 1) or RobertaForCausalLM (lm_head: dense, layer_norm, the tied decoder and its bias)."""
     if c.bool("tie_encoder_decoder", False):
         raise c.fail("tie_encoder_decoder", "an encoder whose weights are the decoder's is not read")
     enc, dec = side(c, "encoder"), side(c, "decoder")
     if not dec.bool("add_cross_attention", False):
         raise dec.fail("add_cross_attention", "EncoderDecoderModel's decoder attends the encoder: add_cross_attention true")
-    spec = bert_family.bert(dec)
-    spec.pop("mask")  # BertLMHeadModel with is_decoder: causal self-attention
+    spec = READERS[dec.model_type](dec)
+    spec.pop("mask")  # BertLMHeadModel and RobertaForCausalLM with is_decoder: causal self-attention
     spec["name"] = c.data.get("_name_or_path") or None
-    inner = bert_family.bert(enc)
+    inner = READERS[enc.model_type](enc)
     if inner["norm"] != spec["norm"]:
         raise c.fail("encoder", "an encoder whose norms are not the decoder's is not read")
     spec["encoder"] = {
@@ -134,7 +140,7 @@ def speech_encoder_decoder(c: Config) -> dict:
     dec = side(Config({**c.data, "decoder": data["decoder"]}, c.text, c.source, start=c.start), "decoder")
     if not dec.bool("add_cross_attention", False):
         raise dec.fail("add_cross_attention", "SpeechEncoderDecoderModel's decoder attends the encoder: add_cross_attention true")
-    spec = bert_family.bert(dec)
+    spec = READERS[dec.model_type](dec)
     spec.pop("mask")
     spec["name"] = c.data.get("_name_or_path") or None
     d, dims = enc.int("hidden_size"), enc.data.get("conv_dim")
@@ -191,8 +197,8 @@ SPEECHT5_LAYER_MODULES = (
 
 @family("speecht5", layer_modules=SPEECHT5_LAYER_MODULES, top_modules=SPEECHT5_TOP_MODULES, model_stacks=STACKS)
 def speecht5(c: Config) -> dict:
-    """SpeechT5Config / SpeechT5ForSpeechToText (Ao et al. 2022), the class transformers' speech-seq2seq mapping builds
-    for this type: the speech encoder prenet (wav2vec 2.0's feature encoder over conv_dim, conv_kernel and conv_stride,
+    """SpeechT5Config / SpeechT5ForSpeechToText (Ao et al. 2022): the class transformers' speech-seq2seq mapping
+    builds for this type. The speech encoder prenet (wav2vec 2.0's feature encoder over conv_dim, conv_kernel and conv_stride,
     feat_extract_norm, its feature projection, masked_spec_embed, the weight-normed positional Conv1d of
     num_conv_pos_embeddings in num_conv_pos_embedding_groups, and fixed sines and cosines of max_speech_positions rows: a
     buffer), the encoder's LayerNorm before encoder_layers (12) post-norm layers of encoder_attention_heads (12) whose
