@@ -1,4 +1,5 @@
-"""Record what transformers builds for every type of its image-text-to-text and multimodal-LM mappings at its
+"""Record what transformers builds for every type of its image-text-to-text and multimodal-LM mappings (and the
+audio-language types of its seq2seq mappings alone, coverage.WHOLE_SEQ2SEQ_TYPES) at its
 configuration class's defaults (the whole model: text, towers and projector), or check that the recording is current.
 
     python scripts/hf_whole.py            # (re)write tests/hf_whole/ for every type
@@ -56,7 +57,13 @@ IMAGE_SIZES = {
 
 # Positions of one window (max_source_positions: 2 × as many frames) at which one window's FLOPs are recorded: the
 # class's default (30 s) and 1,000 (20 s), each run built with it
-AUDIO_POSITIONS = {"qwen2_audio": (1500, 1000), "voxtral": (1500, 1000), "glmasr": (1500, 1000)}
+AUDIO_POSITIONS = {
+    "qwen2_audio": (1500, 1000),
+    "voxtral": (1500, 1000),
+    "glmasr": (1500, 1000),
+    "audioflamingo3": (1500, 1000),
+    "musicflamingo": (1500, 1000),
+}
 
 # Defaults transformers cannot run, each given the released model's value: the smallest change that runs.
 REPAIRS = {
@@ -138,7 +145,7 @@ def truth_text(model_type: str, data: dict, config: str = "") -> str:
 
 
 def main() -> int:
-    from ffncalc.sources.hf.coverage import MULTIMODAL_LM_TYPES
+    from ffncalc.sources.hf.coverage import WHOLE_TYPES
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("types", nargs="*", help="model_types (default: every type of the two mappings)")
@@ -146,7 +153,7 @@ def main() -> int:
     args = parser.parse_args()
     stale = []
     public = [f"public:{p.stem}" for p in sorted((OUT / "public").glob("*.json")) if p.stem != "sources"]
-    names = args.types or list(MULTIMODAL_LM_TYPES) + public
+    names = args.types or list(WHOLE_TYPES) + public
     for model_type in names:
         if model_type.startswith("public:"):  # a public config as it is: its truth alone is written
             name = model_type.split(":", 1)[1]

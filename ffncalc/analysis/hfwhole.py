@@ -19,13 +19,21 @@ def instantiate_whole(data: dict, device: str = "meta"):
     """The whole model a wrapper config describes, on the meta device (or ``device``), with eager attention."""
     import torch
     import transformers
-    from transformers import AutoConfig, AutoModelForImageTextToText, AutoModelForMultimodalLM
+    from transformers import AutoConfig, AutoModelForImageTextToText, AutoModelForMultimodalLM, AutoModelForSeq2SeqLM
 
-    from ..sources.hf.coverage import IMAGE_TEXT_TYPES
+    from ..sources.hf.coverage import IMAGE_TEXT_TYPES, WHOLE_SEQ2SEQ_TYPES
 
     transformers.logging.set_verbosity_error()
     data = {k: v for k, v in data.items() if k not in DROPPED_KEYS}
-    auto = AutoModelForImageTextToText if data.get("model_type") in IMAGE_TEXT_TYPES else AutoModelForMultimodalLM
+    kind = data.get("model_type")
+    # the class of its seq2seq mapping where it is in neither multimodal mapping (Audio Flamingo 3's)
+    auto = (
+        AutoModelForImageTextToText
+        if kind in IMAGE_TEXT_TYPES
+        else AutoModelForSeq2SeqLM
+        if kind in WHOLE_SEQ2SEQ_TYPES
+        else AutoModelForMultimodalLM
+    )
     config = AutoConfig.for_model(**data)
     with torch.device(device):
         return auto.from_config(config, attn_implementation="eager")
@@ -179,7 +187,8 @@ def image_flops(data: dict, size: int) -> dict:
 AUDIO_METHOD = (
     "torch.utils.flop_counter.FlopCounterMode over one window of log-mel frames, input_features of shape (1, num_mel_bins, "
     "2 × max_source_positions), through the whole class's audio tower and multi-modal projector (Voxtral's "
-    "get_audio_features; Qwen2-Audio's audio_tower and multi_modal_projector, as its forward runs them; GLM-ASR's, its "
+    "get_audio_features; Qwen2-Audio's audio_tower and multi_modal_projector, as its forward runs them, and Audio Flamingo 3's "
+    "and Music Flamingo's, the tower given a mask of every frame; GLM-ASR's, its "
     "tower's output reshaped to intermediate_size features a token between them, as its get_audio_features does) on the meta "
     "device, eager attention: 2 FLOPs per multiply-add of every matmul and convolution, summed per module"
 )
@@ -197,6 +206,17 @@ def audio_flops(data: dict, positions: int) -> dict:
     with FlopCounterMode(display=False) as counter:
         if data["model_type"] == "voxtral":
             net.model.get_audio_features(input_features=frames)
+        elif data["model_type"] in ("audioflamingo3", "musicflamingo"):  # its tower and its projector, as
+            # get_audio_features runs them; the tower reads a mask of the frames (every one real: the attention mask it
+            # builds from it asks by value whether all are, which the meta device cannot answer, and masks nothing); Music
+            # Flamingo's rotary time embedding between them (no matmul) reads the prompt's audio tokens by value
+            from unittest import mock
+
+            tower = type(net.model.audio_tower).__module__
+            mask = torch.ones(1, 2 * positions, dtype=torch.long, device="meta")
+            with mock.patch(f"{tower}.create_bidirectional_mask", lambda **_: None):
+                out = net.model.audio_tower(frames, input_features_mask=mask).last_hidden_state
+            net.model.multi_modal_projector(out)
         elif data["model_type"] == "glmasr":  # get_audio_features' reshape of intermediate_size features a token; its mask
             # of valid tokens indexes by values the meta device does not hold, so the tower and projector run as it runs them
             out = net.model.audio_tower(frames).last_hidden_state

@@ -1,13 +1,14 @@
 """An audio tower and its projector (the spec's ``audio``): Whisper's encoder (Radford et al. 2022, §2.2) over the
 log-mel frames of fixed windows of audio, whose outputs a projector (parts/projector.py) turns into the language
-model's input tokens: Qwen2-Audio, Voxtral, GLM-ASR.
+model's input tokens: Qwen2-Audio, Voxtral, GLM-ASR, Audio Flamingo 3 and Music Flamingo.
 
 - two convolutions of kernel 3 (each output a matmul of 3 frames' features in, the width out): the first over the
   window's frames (``mel_bins`` features each, 100 a second), the second of stride 2, to ``source_positions`` positions;
   GELU after each; a learned table of ``source_positions`` rows (none in GLM-ASR's, whose positions are rotary);
-- its layers (a ``Stack``, bidirectional), pre-norm with LayerNorms, and a final LayerNorm;
-- ``pool`` positions averaged into one (Qwen2-Audio's avg_pooler) or ``group`` concatenated (Voxtral: 4, its
-  projector reading 4 × the width), then the projector over the tokens it writes.
+- its layers (a ``Stack``, bidirectional), pre-norm with LayerNorms;
+- ``pool`` positions averaged into one (Qwen2-Audio's and Audio Flamingo 3's avg_pooler), then a final LayerNorm, then
+  ``group`` positions concatenated (Voxtral: 4, its projector reading 4 × the width) and the projector over the tokens
+  it writes.
 
 A window is ``window_seconds`` of audio, padded to whole as Whisper's feature extractor pads (30 s: 3,000 frames, 1,500
 positions). FLOPs: ``seconds`` of audio a sequence (default none), charged per token of the sequence as a vision tower's
@@ -33,7 +34,10 @@ FRAMES_A_SECOND = 100  # Whisper's feature extractor: a hop of 160 samples at 16
 class Audio(Part):
     key = "audio"
     order = 4
-    summary = "an audio tower (Whisper's encoder) over log-mel frames and the projector into the model's tokens (Qwen2-Audio, Voxtral)"
+    summary = (
+        "an audio tower (Whisper's encoder) over log-mel frames and the projector into the model's tokens (Qwen2-Audio, "
+        "Voxtral, GLM-ASR, Audio Flamingo)"
+    )
 
     layers: Stack  # its layers (bidirectional whatever is stated), at the tower's width, with its own norm
     projector: Projector  # its width is what each token it reads holds (the tower's, × group)
@@ -79,6 +83,7 @@ class Audio(Part):
         scale = {
             "frame": Fraction(n * 2 * self.source_positions, seq_len),
             "tower": Fraction(n * self.source_positions, seq_len),
+            "pooled": Fraction(n * self.source_positions // self.pool, seq_len),
             "projector": Fraction(n * self.tokens, seq_len),
         }
         scale["grid"] = scale["projector"]
@@ -102,13 +107,14 @@ class Audio(Part):
         out += [("tower", t) for t in stack.terms(model, "audio.", self.source_positions, 1)]
         final = Emitter("layers")
         final.norm("audio.final_norm", stack.norm, d, 1)
-        out += [("tower", t) for t in final.out]
+        out += [("pooled", t) for t in final.out]  # after the pool (Qwen2AudioEncoder's avg_pooler, then its layer_norm)
         return out + self.projector.terms(model.d_model, "audio.projector.")
 
     def per_window(self, model) -> tuple[int, int]:
         """One window's LM tokens and its forward FLOPs through the tower and the projector (2 per multiply-add of
         every matmul, convolution and attention product, as FlopCounterMode counts)."""
         counts = {"frame": 2 * self.source_positions, "tower": self.source_positions, "projector": self.tokens, "grid": self.tokens}
+        counts["pooled"] = self.source_positions // self.pool
         flops = 0
         for where, t in self.window_terms(model):
             if t.role == "core":
@@ -167,9 +173,9 @@ def _module(spec: Audio, model):
             inner_ctx = {"embeddings": h}
             for k, layer in enumerate(self.layers):
                 h = layer(h, inner_ctx, k)
-            h = self.final_norm(h)
             if spec.pool > 1:
                 h = nn.functional.avg_pool1d(h.transpose(1, 2), spec.pool, spec.pool).transpose(1, 2)
+            h = self.final_norm(h)  # after the pool, as Qwen2AudioEncoder and AudioFlamingo3Encoder run them
             self.projector(h.reshape(n, h.shape[1] // spec.group, d * spec.group))
             return x
 

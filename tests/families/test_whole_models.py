@@ -61,8 +61,9 @@ def test_whole_wrappers_are_recorded():
     assert {"llava", "paligemma", "gemma3", "cohere2_vision", "aya_vision", "mistral3", "idefics3"} <= set(IMAGED)
     assert {"qwen2_vl", "qwen2_5_vl", "qwen3_vl", "internvl"} <= set(IMAGED)
     assert {"llava", "llava_next", "vipllava", "paligemma", "gemma3", "shieldgemma2", "mistral3", "idefics3", "smolvlm"} <= set(WHOLE)
-    assert {"qwen2_audio", "voxtral", "glmasr"} <= set(WHOLE) and {"qwen2_audio", "voxtral", "glmasr"} <= set(AUDIO)
-    assert set(wrappers()) <= set(coverage.MULTIMODAL_LM_TYPES)
+    audio = {"qwen2_audio", "voxtral", "glmasr", "audioflamingo3", "musicflamingo"}
+    assert audio <= set(WHOLE) and audio <= set(AUDIO)
+    assert set(wrappers()) <= set(coverage.WHOLE_TYPES)
 
 
 @pytest.mark.parametrize("model_type", WHOLE)
@@ -159,6 +160,27 @@ def test_glmasr_window_by_hand():
     assert not any("pos_embed" in t.component for t in terms(model, 8, partial=True))
 
 
+@pytest.mark.parametrize("model_type", ["audioflamingo3", "musicflamingo"])
+def test_audio_flamingo_by_hand(model_type):
+    """Audio Flamingo 3 and Music Flamingo at their defaults: Whisper large-v3's encoder (conv1 128 -> 1280 and conv2
+    1280 -> 1280 of kernel 3 with biases, a table of 1,500 positions, 32 layers of width 1280 with q, v and out_proj
+    biased and k_proj not, fc1 and fc2 of 5,120 with biases, two LayerNorms each, a final LayerNorm), its 1,500
+    positions pooled by two into 750 tokens, each through Linear(1280, 4096) → GELU → Linear(4096, 4096) with biases to
+    the Qwen2 language model's width; Music Flamingo's rotary time embedding holds no parameters."""
+    from ffncalc.parts.audio import Audio
+
+    d, f, n, mels, text = 1280, 5120, 1500, 128, 4096
+    layer = 4 * d * d + 3 * d + 2 * d * f + f + d + 4 * d
+    tower = mels * 3 * d + d + d * 3 * d + d + n * d + 32 * layer + 2 * d
+    assert groups(model_type)["tower"] == tower
+    assert groups(model_type)["projector"] == d * text + text + text * text + text
+    _, model = hf.load(HERE / "configs" / f"{model_type}.json")
+    (audio,) = [p for p in model.parts if isinstance(p, Audio)]
+    step = n * (4 * d * d + 2 * d * f) + 2 * n * n * d  # q, k, v, o, fc1, fc2; QKᵀ and AV over the whole window
+    macs = 2 * n * mels * 3 * d + n * d * 3 * d + 32 * step + 750 * (d * text + text * text)
+    assert audio.per_window(model) == (750, 2 * macs)
+
+
 def test_gemma4_unified_embedder_by_hand():
     """Gemma 4 Unified's encoder-free embedder at Gemma4UnifiedVisionConfig's defaults: patches of 16 × 3 = 48 pixels
     (6,912 values each) through LayerNorm, Linear(6912, 3840) with a bias, LayerNorm, a table of 1,120 rows on each of
@@ -190,7 +212,7 @@ def test_wrapper_tie_decides_the_head(tmp_path):
     assert tally(untied).params - tally(tied).params == v * h
 
 
-TEXT_ONLY = [t for t in coverage.MULTIMODAL_LM_TYPES if t not in wrappers() and "refused" not in truth(t)]
+TEXT_ONLY = [t for t in coverage.WHOLE_TYPES if t not in wrappers() and "refused" not in truth(t)]
 
 
 @pytest.mark.parametrize("model_type", TEXT_ONLY)
@@ -331,9 +353,7 @@ def test_sparse_tower_configs_take_their_class_defaults(tmp_path, tower):
 
 
 @pytest.mark.torch
-@pytest.mark.parametrize(
-    "model_type", [t for t in coverage.MULTIMODAL_LM_TYPES if "refused" not in truth(t) and coverage.WRAPPED_TEXT.get(t)]
-)
+@pytest.mark.parametrize("model_type", [t for t in coverage.WHOLE_TYPES if "refused" not in truth(t) and coverage.WRAPPED_TEXT.get(t)])
 def test_wrapper_tie_rule_is_the_configuration_class(model_type):
     """Where the wrapper says false and its text_config true, and the other way round, the whole model's
     tie_word_embeddings as the wrapper's configuration class settles it (its __post_init__: some forward the text

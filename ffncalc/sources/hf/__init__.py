@@ -72,6 +72,7 @@ def from_text(text: str, source: str, as_family: str | None = None) -> Config:
 # Multimodal wrappers: the model_type of the language model their text_config describes, where the
 # text_config may leave model_type out (the wrapper's config class then builds this one).
 TEXT_TYPES = {
+    "audioflamingo3": "qwen2",
     "dots3_note": "dots3_note_text",
     "gemma3": "gemma3_text",
     "gemma3n": "gemma3n_text",
@@ -79,16 +80,20 @@ TEXT_TYPES = {
     "gemma4_unified": "gemma4_unified_text",
     "glm4v": "glm4v_text",
     "glm4v_moe": "glm4v_moe_text",
+    "glmasr": "llama",
     "glm46v": "glm4v_text",
     "llama4": "llama4_text",
     "mistral3": "mistral",
+    "musicflamingo": "qwen2",
     "qwen2_vl": "qwen2_vl_text",
     "qwen2_5_vl": "qwen2_5_vl_text",
+    "qwen2_audio": "qwen2",
     "qwen3_vl": "qwen3_vl_text",
     "qwen3_vl_moe": "qwen3_vl_moe_text",
     "qwen3_5": "qwen3_5_text",
     "qwen3_5_moe": "qwen3_5_moe_text",
     "qwen4_exp": "qwen4_exp_text",
+    "voxtral": "llama",
 }
 
 
@@ -107,7 +112,13 @@ def language_model(c: Config) -> Config:
         return c
     if text is None and c.model_type in FLAT_TEXT:  # the top's keys but the other parts' and the wrapper's type
         text = {k: v for k, v in c.data.items() if k != "model_type" and not (k.endswith("_config") and isinstance(v, dict))}
-    text = text or {}  # none given: the wrapper's config class builds the default text config
+    from .config import class_defaults_of
+
+    # none given: the wrapper's config class builds its default text config (its own sizes where it declares them:
+    # Voxtral's 3B, not LlamaConfig's 7B), and some lay those under a text_config the file states (text_config_merged)
+    wrapper = class_defaults_of(c.model_type) or {}
+    if text is None or wrapper.get("text_config_merged"):
+        text = {**wrapper.get("text_config", {}), **(text or {})}
     data = {**text, "model_type": text.get("model_type") or TEXT_TYPES.get(c.model_type)}
     if data["model_type"] is None:
         raise c.fail("text_config", "model_type: required key is missing")

@@ -590,12 +590,15 @@ MULTIMODAL_LM_TYPES = (
     "voxtral_realtime",
 )
 
+# Types of the seq2seq mappings alone (in neither multimodal mapping) that are an audio tower beside a decoder-only
+# language model: recorded whole (tests/hf_whole) and read as the multimodal-LM types are
+WHOLE_SEQ2SEQ_TYPES = ("audioflamingo3", "musicflamingo")
+WHOLE_TYPES = MULTIMODAL_LM_TYPES + WHOLE_SEQ2SEQ_TYPES
+
 # Encoder-decoders no family reads yet: what each needs.
 SEQ2SEQ_NOT_YET = {
-    "audioflamingo3": "an audio tower beside a decoder-only language model (a whole multimodal model)",
     "bigbird_pegasus": "block-sparse attention with random and global blocks in the encoder",
     "encoder-decoder": "a wrapper of any encoder and decoder the config names",
-    "glmasr": "an audio tower beside a decoder-only language model (a whole multimodal model)",
     "granite_speech": "an audio tower and projector beside a decoder-only language model (a whole multimodal model)",
     "granite_speech_plus": "an audio tower and projector beside a decoder-only language model (a whole multimodal model)",
     "led": (
@@ -603,13 +606,11 @@ SEQ2SEQ_NOT_YET = {
         "asks which tokens are global (LEDEncoder: .item(), not answerable on the meta device)"
     ),
     "moss_transcribe_diarize": "an audio tower beside a decoder-only language model (a whole multimodal model)",
-    "musicflamingo": "an audio tower beside a decoder-only language model (a whole multimodal model)",
     "nemo_speechlm": "an audio tower beside a decoder-only language model (a whole multimodal model)",
     "nllb-moe": "BART-style stacks with top-2 mixtures of experts in every fourth layer; transformers 5.23's NllbMoeExperts "
     "one-hot encodes the router's already one-hot mask, so only experts 0 and 1 run: no class to hold its FLOPs to",
     "pegasus_x": "staggered block-local attention with global tokens in the encoder",
     "prophetnet": "n-stream self-attention predicting several future tokens",
-    "qwen2_audio": "an audio tower beside a decoder-only language model (a whole multimodal model)",
     "qwen3_asr": "an audio tower beside a decoder-only language model (a whole multimodal model)",
     "seamless_m4t": "speech and text encoders, a text decoder and a unit decoder in one model",
     "seamless_m4t_v2": "speech and text encoders, a text decoder and a unit decoder in one model",
@@ -618,7 +619,6 @@ SEQ2SEQ_NOT_YET = {
         "merged into one softmax over both sets of keys (T5Gemma2MergedAttention)"
     ),
     "vibevoice_asr": "an audio tokenizer beside a decoder-only language model",
-    "voxtral": "an audio tower beside a decoder-only language model (a whole multimodal model)",
     "voxtral_realtime": "an audio tower beside a decoder-only language model (a whole multimodal model)",
     "canary": "a Conformer speech encoder and a Transformer decoder",
     "cohere_asr": "a Conformer speech encoder and a Transformer decoder",
@@ -696,6 +696,7 @@ OPEN_AT_DEFAULTS = {
 # The model_type of each wrapper's text_config at its class's defaults (tests/hf_whole/configs: a test keeps it equal)
 WRAPPED_TEXT = {
     "aria": "aria_text",
+    "audioflamingo3": "qwen2",
     "aya_vision": "cohere2",
     "blip": "blip_text_model",
     "blip-2": "opt",
@@ -762,6 +763,7 @@ WRAPPED_TEXT = {
     "molmo2": "molmo2_text",
     "moss_transcribe_diarize": "qwen3",
     "muse_glimmer": "muse_glimmer_text",
+    "musicflamingo": "qwen2",
     "muse_spark": "muse_spark_text",
     "nemo_speechlm": "nemotron_h",
     "nemotron_h_omni": "nemotron_h",
@@ -948,8 +950,9 @@ def model_types() -> list[dict]:
     each with its kind (decoder, encoder or encoder-decoder) and status: supported (the
     family that reads it and the public configs it is proven on) or not yet (what it needs)."""
     from . import TEXT_TYPES, registered
+    from .towers import wrappers
 
-    families = registered()
+    families, whole = registered(), wrappers()
     extra = tuple(sorted(t for t in families if t not in CAUSAL_LM_TYPES + ENCODER_TYPES + ENCODER_DECODER_TYPES))
     records = []
     decoders = [(t, "decoder") for t in CAUSAL_LM_TYPES + extra if t not in NOT_TEXT_DECODERS]
@@ -958,6 +961,20 @@ def model_types() -> list[dict]:
     ):
         encoder = kind != "decoder"
         family = families.get(model_type) or families.get(TEXT_TYPES.get(model_type, ""))
+        if kind == "encoder-decoder" and model_type in whole:  # an audio tower beside a decoder-only LM, read whole
+            reader = whole[model_type]
+            records.append(
+                {
+                    "model_type": model_type,
+                    "kind": kind,
+                    "status": "supported",
+                    "family": (reader.__doc__ or "").split(":")[0],
+                    "file": "ffncalc/sources/hf/towers/" + reader.__module__.rsplit(".", 1)[1] + ".py",
+                    "detail": ", ".join(WHOLE_PROVEN_ON.get(model_type, ())) or "no public config found",
+                    "defaults": "exact",
+                }
+            )
+            continue
         if family is None:
             records.append(
                 {
@@ -1002,7 +1019,8 @@ def model_types() -> list[dict]:
 
 
 def multimodal_types() -> list[dict]:
-    """Every type of transformers' image-text-to-text and multimodal-LM mappings with its status: counted whole (the
+    """Every type of transformers' image-text-to-text and multimodal-LM mappings (and the audio-language types of its
+    seq2seq mappings alone, WHOLE_SEQ2SEQ_TYPES) with its status: counted whole (the
     wrapper's towers and projector beside its language model: sources/hf/towers), its language model only (what the
     towers need), or not yet (its language model is not read)."""
     from . import TEXT_TYPES, registered
@@ -1010,7 +1028,7 @@ def multimodal_types() -> list[dict]:
 
     families, whole = registered(), wrappers()
     records = []
-    for model_type in MULTIMODAL_LM_TYPES:
+    for model_type in WHOLE_TYPES:
         refused = WHOLE_REFUSED_AT_DEFAULTS.get(model_type)
         defaults = f"refused by transformers: {refused}" if refused else "exact" if model_type in whole else ""
         if model_type in whole:

@@ -44,3 +44,19 @@ def glmasr(c: Config) -> dict:
         raise c.fail("audio_config", f"intermediate_size {width} is not whole positions of hidden_size {d}")
     projector = {"width": width, "hidden": 2 * text, "bias": True, "activation": c.activation("projector_hidden_act", "gelu")}
     return {"audio": whisper_encoder(a, projector, group=width // d)}
+
+
+@wrapper("audioflamingo3", "musicflamingo")
+def audioflamingo3(c: Config) -> dict:
+    """AudioFlamingo3ForConditionalGeneration and MusicFlamingoForConditionalGeneration (NVIDIA 2025): Audio Flamingo 3's
+    and Music Flamingo's AudioFlamingo3Encoder (Whisper's encoder, its positions average-pooled by two before the final
+    LayerNorm), and the multi-modal projector, Linear(audio width, text width) → projector_hidden_act → Linear(text
+    width, text width), biases as projector_bias says; Music Flamingo's rotary time embedding between them is a
+    rotation of the tower's output, no weights and no multiply-adds of a matmul."""
+    a = sub_config(c, "audio_config")
+    text = sub_config(c, "text_config").int("hidden_size")
+    act = c.activation("projector_hidden_act", "gelu")
+    projector = {"width": 1, "hidden": text, "bias": c.bool("projector_bias", True), "activation": act}
+    encoder = whisper_encoder(a, projector, pool=2)
+    encoder["projector"]["width"] = encoder["layers"]["d_model"]
+    return {"audio": encoder}
