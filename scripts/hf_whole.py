@@ -63,6 +63,7 @@ AUDIO_POSITIONS = {
     "glmasr": (1500, 1000),
     "audioflamingo3": (1500, 1000),
     "musicflamingo": (1500, 1000),
+    "moss_transcribe_diarize": (1500, 1000),
 }
 
 # Defaults transformers cannot run, each given the released model's value: the smallest change that runs.

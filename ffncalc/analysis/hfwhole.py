@@ -187,10 +187,10 @@ def image_flops(data: dict, size: int) -> dict:
 AUDIO_METHOD = (
     "torch.utils.flop_counter.FlopCounterMode over one window of log-mel frames, input_features of shape (1, num_mel_bins, "
     "2 × max_source_positions), through the whole class's audio tower and multi-modal projector (Voxtral's "
-    "get_audio_features; Qwen2-Audio's audio_tower and multi_modal_projector, as its forward runs them, and Audio Flamingo 3's "
-    "and Music Flamingo's, the tower given a mask of every frame; GLM-ASR's, its "
-    "tower's output reshaped to intermediate_size features a token between them, as its get_audio_features does) on the meta "
-    "device, eager attention: 2 FLOPs per multiply-add of every matmul and convolution, summed per module"
+    "get_audio_features; Qwen2-Audio's audio_tower and multi_modal_projector, as its forward runs them, and Audio Flamingo "
+    "3's and Music Flamingo's, the tower given a mask of every frame; MOSS-Transcribe-Diarize's and GLM-ASR's, the tower's "
+    "output reshaped to adaptor_input_dim or intermediate_size features a token between them, as their get_audio_features "
+    "do) on the meta device, eager attention: 2 FLOPs per multiply-add of every matmul and convolution, summed per module"
 )
 
 
@@ -217,6 +217,10 @@ def audio_flops(data: dict, positions: int) -> dict:
             with mock.patch(f"{tower}.create_bidirectional_mask", lambda **_: None):
                 out = net.model.audio_tower(frames, input_features_mask=mask).last_hidden_state
             net.model.multi_modal_projector(out)
+        elif data["model_type"] == "moss_transcribe_diarize":  # get_audio_features' reshape of audio_merge_size
+            # positions a token (its masks of valid frames index by values the meta device does not hold)
+            out = net.model.audio_tower(frames).last_hidden_state
+            net.model.multi_modal_projector(out.reshape(1, -1, net.config.adaptor_input_dim))
         elif data["model_type"] == "glmasr":  # get_audio_features' reshape of intermediate_size features a token; its mask
             # of valid tokens indexes by values the meta device does not hold, so the tower and projector run as it runs them
             out = net.model.audio_tower(frames).last_hidden_state

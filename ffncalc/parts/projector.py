@@ -27,7 +27,8 @@ a tower (parts/vision.py) holds one. In the order they run, each where its model
    LlavaMultiModalProjector, Liu et al. 2023 §4.1); with ``gated`` its hidden features halved by a SwiGLU
    (silu(a) ⊙ b, Cohere2VisionMultiModalProjector, AyaVisionMultiModalProjector); or one Linear(features, d_model)
    (PaliGemma's; Gemma 3's bias-free mm_input_projection_weight; Idefics3's modality_projection); or, where not
-   ``linear``, none: the tower writes the model's tokens itself (Fuyu's patch embedding at the model's width);
+   ``linear``, none: the tower writes the model's tokens itself (Fuyu's patch embedding at the model's width); then,
+   where ``post_norm``, a norm over the tokens it writes (MossTranscribeDiarizeMultiModalProjector's LayerNorm);
 9. where ``resampler``, a resampler of learned latents after the MLP, which reads every patch and writes the image's
    tokens (parts/resampler.py: Idefics2's perceiver); the MLP then runs over every patch;
 10. where ``query``, in place of the stages above, Aria's learned queries reading the patches by one cross-attention and
@@ -70,6 +71,8 @@ class Projector:
     query: QueryAttention | None = None  # Aria's queries, cross-attention and MLP, the whole projector
     pool: NonNegative = 0  # Gemma 4's pooler: pool × pool patches a token, by a matmul over all of them (0: none)
     norm_affine: bool = True  # its norm's learned weight (Gemma 4's embedding_pre_projection_norm has none)
+    # a norm over what it writes, where none is over its input (MOSS-Transcribe-Diarize's)
+    post_norm: Literal["none", "layernorm", "rmsnorm"] = "none"
     adapter: NonNegative = 0  # Llama 4's vision adapter's width: two linears without biases, each then a GELU (0: none)
     adapter_in: NonNegative = 0  # the features its first linear reads (Llama 4's intermediate_size; 0: what it is handed)
     adapter_out: NonNegative = 0  # its second linear's width (projector_output_dim; 0: adapter)
@@ -119,6 +122,8 @@ class Projector:
             mlp.linear(f"{prefix}linear_2", half, d_model, self.bias, 1)
         elif self.linear or self.adapter:
             mlp.linear(f"{prefix}linear_1" if self.adapter else f"{prefix}linear", features, d_model, self.bias, 1)
+        if self.post_norm != "none":  # MossTranscribeDiarizeMultiModalProjector's norm after linear_2
+            mlp.norm(f"{prefix}norm", Norm(kind=self.post_norm), d_model, 1)
         resampled = self.resampler.terms(d_model, f"{prefix}resampler.", patches) if self.resampler else []
         queried = self.qformer.terms(f"{prefix}qformer.", patches) if self.qformer else []
         return queried + [("grid", t) for t in grid.out] + [("projector", t) for t in out.out] + resampled
@@ -200,6 +205,8 @@ class Projector:
                     self.linear_1 = Linear(features, d_model, bias=proj.bias)
                 elif proj.linear:
                     self.linear = Linear(features, d_model, bias=proj.bias)
+                if proj.post_norm != "none":  # named as the norm its input has none of
+                    self.norm = make_norm(Norm(kind=proj.post_norm), d_model)
                 if proj.resampler:
                     self.resampler = proj.resampler.module(d_model)
                 if proj.qformer:
@@ -207,6 +214,7 @@ class Projector:
 
             def forward(self, x):
                 x = self.project(self.qformer(x) if proj.qformer else x)
+                x = self.norm(x) if proj.post_norm != "none" else x
                 return self.resampler(x) if proj.resampler else x
 
             def project(self, x):

@@ -61,7 +61,7 @@ def test_whole_wrappers_are_recorded():
     assert {"llava", "paligemma", "gemma3", "cohere2_vision", "aya_vision", "mistral3", "idefics3"} <= set(IMAGED)
     assert {"qwen2_vl", "qwen2_5_vl", "qwen3_vl", "internvl"} <= set(IMAGED)
     assert {"llava", "llava_next", "vipllava", "paligemma", "gemma3", "shieldgemma2", "mistral3", "idefics3", "smolvlm"} <= set(WHOLE)
-    audio = {"qwen2_audio", "voxtral", "glmasr", "audioflamingo3", "musicflamingo"}
+    audio = {"qwen2_audio", "voxtral", "glmasr", "audioflamingo3", "musicflamingo", "moss_transcribe_diarize"}
     assert audio <= set(WHOLE) and audio <= set(AUDIO)
     assert set(wrappers()) <= set(coverage.WHOLE_TYPES)
 
@@ -179,6 +179,24 @@ def test_audio_flamingo_by_hand(model_type):
     step = n * (4 * d * d + 2 * d * f) + 2 * n * n * d  # q, k, v, o, fc1, fc2; QKᵀ and AV over the whole window
     macs = 2 * n * mels * 3 * d + n * d * 3 * d + 32 * step + 750 * (d * text + text * text)
     assert audio.per_window(model) == (750, 2 * macs)
+
+
+def test_moss_transcribe_diarize_by_hand():
+    """MOSS-Transcribe-Diarize at its defaults: a Whisper encoder of width 1024 (24 layers, 16 heads, MLP 4096, 80
+    log-mel bins, 1,500 positions), four positions concatenated into one token (audio_merge_size), each through
+    Linear(4096, 1024) → SiLU → Linear(1024, 1024) with biases to the Qwen3 language model's width, then a LayerNorm
+    with a bias: 375 tokens a 30-s window."""
+    from ffncalc.parts.audio import Audio
+
+    d, f, n, mels, text = 1024, 4096, 1500, 80, 1024
+    layer = 4 * d * d + 3 * d + 2 * d * f + f + d + 4 * d
+    assert groups("moss_transcribe_diarize")["tower"] == mels * 3 * d + d + d * 3 * d + d + n * d + 24 * layer + 2 * d
+    assert groups("moss_transcribe_diarize")["projector"] == 4 * d * text + text + text * text + text + 2 * text
+    _, model = hf.load(HERE / "configs" / "moss_transcribe_diarize.json")
+    (audio,) = [p for p in model.parts if isinstance(p, Audio)]
+    step = n * (4 * d * d + 2 * d * f) + 2 * n * n * d
+    macs = 2 * n * mels * 3 * d + n * d * 3 * d + 24 * step + 375 * (4 * d * text + text * text)
+    assert audio.per_window(model) == (375, 2 * macs)
 
 
 def test_gemma4_unified_embedder_by_hand():

@@ -84,6 +84,7 @@ TEXT_TYPES = {
     "glm46v": "glm4v_text",
     "llama4": "llama4_text",
     "mistral3": "mistral",
+    "moss_transcribe_diarize": "qwen3",
     "musicflamingo": "qwen2",
     "qwen2_vl": "qwen2_vl_text",
     "qwen2_5_vl": "qwen2_5_vl_text",

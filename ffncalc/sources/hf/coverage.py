@@ -605,7 +605,6 @@ SEQ2SEQ_NOT_YET = {
         "Longformer's sliding-window attention in overlapping chunks and global attention in the encoder; its forward "
         "asks which tokens are global (LEDEncoder: .item(), not answerable on the meta device)"
     ),
-    "moss_transcribe_diarize": "an audio tower beside a decoder-only language model (a whole multimodal model)",
     "nemo_speechlm": "an audio tower beside a decoder-only language model (a whole multimodal model)",
     "nllb-moe": "BART-style stacks with top-2 mixtures of experts in every fourth layer; transformers 5.23's NllbMoeExperts "
     "one-hot encodes the router's already one-hot mask, so only experts 0 and 1 run: no class to hold its FLOPs to",

@@ -60,3 +60,20 @@ def audioflamingo3(c: Config) -> dict:
     encoder = whisper_encoder(a, projector, pool=2)
     encoder["projector"]["width"] = encoder["layers"]["d_model"]
     return {"audio": encoder}
+
+
+@wrapper("moss_transcribe_diarize")
+def moss_transcribe_diarize(c: Config) -> dict:
+    """MossTranscribeDiarizeForConditionalGeneration (OpenMOSS 2026, MOSS-Transcribe-Diarize): its Whisper encoder
+    (MossTranscribeDiarizeAudioModel, 80 log-mel bins by default), audio_merge_size positions concatenated into one
+    token (get_audio_features' reshape), and MossTranscribeDiarizeMultiModalProjector: Linear(merge × audio width, text
+    width) → projector_hidden_act → Linear(text width, text width), biases as projector_bias says, then a LayerNorm
+    with a bias."""
+    a = sub_config(c, "audio_config")
+    text = sub_config(c, "text_config").int("hidden_size")
+    merge = c.int("audio_merge_size", 4)
+    act = c.activation("projector_hidden_act", "silu")
+    projector = {"width": 1, "hidden": text, "bias": c.bool("projector_bias", True), "activation": act, "post_norm": "layernorm"}
+    encoder = whisper_encoder(a, projector, group=merge)
+    encoder["projector"]["width"] = merge * encoder["layers"]["d_model"]
+    return {"audio": encoder}

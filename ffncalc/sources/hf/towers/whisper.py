@@ -1,15 +1,23 @@
 """Audio towers built as Whisper's encoder (Radford et al. 2022, §2.2; transformers' WhisperEncoder): two convolutions
 over a window's log-mel frames (kernel 3, the second of stride 2, GELU after each), a learned table of
 max_source_positions rows, pre-norm layers of bidirectional attention (q, v and out_proj with biases, k_proj without)
-and a two-layer MLP with biases, a final LayerNorm. Qwen2-Audio's Qwen2AudioEncoder, Voxtral's VoxtralEncoder and Audio
-Flamingo 3's AudioFlamingo3Encoder (Music Flamingo's too) are built so; Qwen2-Audio and Audio Flamingo 3 average-pool
-every two positions before the final norm, Voxtral concatenates four."""
+and a two-layer MLP with biases, a final LayerNorm. Qwen2-Audio's Qwen2AudioEncoder, Voxtral's VoxtralEncoder, Audio
+Flamingo 3's AudioFlamingo3Encoder (Music Flamingo's too) and MOSS-Transcribe-Diarize's audio model are built so;
+Qwen2-Audio and Audio Flamingo 3 average-pool every two positions before the final norm, Voxtral and MOSS concatenate
+four after it."""
 
 from __future__ import annotations
 
 from ..config import Config
 
-AUDIO_TYPES = ("whisper", "qwen2_audio_encoder", "voxtral_encoder", "glmasr_encoder", "audioflamingo3_encoder")
+AUDIO_TYPES = (
+    "whisper",
+    "qwen2_audio_encoder",
+    "voxtral_encoder",
+    "glmasr_encoder",
+    "audioflamingo3_encoder",
+    "moss_transcribe_diarize_audio",
+)
 
 
 def whisper_encoder(a: Config, projector: dict, **over) -> dict:
