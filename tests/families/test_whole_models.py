@@ -306,12 +306,13 @@ PUBLIC = sorted(p.stem for p in (HERE / "public").glob("*.json") if p.stem != "s
 def test_public_whole_configs_equal_transformers(name):
     """Real config.json files (their sources in tests/hf_whole/public/sources.json), counted whole: tower, projector
     and language model equal per part to the whole class transformers builds from the file."""
-    from ffncalc.sources.hf.towers import component
+    from ffncalc.sources.hf.towers import component, tower_of
 
     record = json.loads((HERE / "public_truth" / f"{name}.json").read_text())
+    kind = tower_of(hf.read_config(HERE / "public" / f"{name}.json")) or "vision"  # an audio model's tower by its names
     theirs = {"tower": 0, "projector": 0, "text": 0}
     for path, n in expanded(record["params"], 2):
-        theirs[part_of(component(path) or "")] += n
+        theirs[part_of(component(path, kind) or "")] += n
     _, model = hf.load(HERE / "public" / f"{name}.json")
     assert ours(model) == theirs
     assert name in json.loads((HERE / "public" / "sources.json").read_text())
@@ -328,6 +329,20 @@ def test_llava_1_5_7b_by_hand():
     projector = w * d + d + d * d + d
     _, model = hf.load(HERE / "public" / "llava-1.5-7b.json")
     assert tally(model).params == text + tower + projector == 7_063_427_072
+
+
+def test_qwen2_audio_7b_by_hand():
+    """Qwen2-Audio 7B's config.json: a Qwen2 language model of Qwen2Config's default shape (32 layers of width 4,096, 32
+    heads and as many key-value heads, q, k and v with biases, MLP 11,008, an untied head) over a 156,032-token
+    vocabulary; the Whisper-large-v3-shaped tower (conv1 128 -> 1280 and conv2, kernel 3 with biases, 1,500 positions,
+    32 layers of 1,280 with k_proj unbiased, MLP 5,120, a final LayerNorm); the projector Linear(1280, 4096) with a bias."""
+    v, h, ff = 156_032, 4096, 11_008
+    text = 2 * v * h + 32 * (4 * h * h + 3 * h + 3 * h * ff + 2 * h) + h
+    d, f = 1280, 5120
+    tower = 128 * 3 * d + d + d * 3 * d + d + 1500 * d + 32 * (4 * d * d + 3 * d + 2 * d * f + f + d + 4 * d) + 2 * d
+    _, model = hf.load(HERE / "public" / "qwen2-audio-7b.json")
+    assert ours(model) == {"text": text, "tower": tower, "projector": d * h + h}
+    assert tally(model).params == text + tower + d * h + h == 8_397_094_912
 
 
 def test_mistral_small_3_2_head_as_transformers_ties_it():

@@ -827,6 +827,7 @@ WHOLE_PROVEN_ON = {
     "llava": ("llava-hf/llava-1.5-7b-hf",),
     "mistral3": ("black-forest-labs/FLUX.2-dev (its text encoder, Mistral Small 3.2 24B)",),
     "qwen2_5_vl": ("DiffSynth-Studio/Nexus-GenV2 (Qwen2.5-VL-7B's layout, saved flat)",),
+    "qwen2_audio": ("Qwen/Qwen2-Audio-7B",),
 }
 
 # The Hugging Face repositories whose config.json each supported model_type is proven on (tests/hf_configs/,
