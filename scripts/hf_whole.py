@@ -64,6 +64,7 @@ AUDIO_POSITIONS = {
     "audioflamingo3": (1500, 1000),
     "musicflamingo": (1500, 1000),
     "moss_transcribe_diarize": (1500, 1000),
+    "qwen3_asr": (104, 52),  # one window of n_window_infer frames: 8 and 4 chunks of 100 frames, 13 positions each
 }
 
 # Defaults transformers cannot run, each given the released model's value: the smallest change that runs.

@@ -190,7 +190,8 @@ AUDIO_METHOD = (
     "get_audio_features; Qwen2-Audio's audio_tower and multi_modal_projector, as its forward runs them, and Audio Flamingo "
     "3's and Music Flamingo's, the tower given a mask of every frame; MOSS-Transcribe-Diarize's and GLM-ASR's, the tower's "
     "output reshaped to adaptor_input_dim or intermediate_size features a token between them, as their get_audio_features "
-    "do) on the meta device, eager attention: 2 FLOPs per multiply-add of every matmul and convolution, summed per module"
+    "do) on the meta device; Qwen3-ASR's get_audio_features over one attention window of n_window_infer frames, its tower "
+    "and projector on the CPU; eager attention: 2 FLOPs per multiply-add of every matmul and convolution, summed per module"
 )
 
 
@@ -199,6 +200,8 @@ def audio_flops(data: dict, positions: int) -> dict:
     import torch
     from torch.utils.flop_counter import FlopCounterMode
 
+    if data["model_type"] == "qwen3_asr":
+        return qwen3_asr_flops(data, positions)
     data = {**data, "audio_config": {**data["audio_config"], "max_source_positions": positions}}
     net = instantiate_whole(data)
     mels = net.config.audio_config.num_mel_bins
@@ -228,6 +231,30 @@ def audio_flops(data: dict, positions: int) -> dict:
         else:
             out = net.model.audio_tower(frames).last_hidden_state
             net.model.multi_modal_projector(out)
+    counts = counter.get_flop_counts()
+    modules = {k: sum(v.values()) for k, v in counts.items() if k != "Global" and "." not in k}
+    return {"positions": positions, "total": sum(counts["Global"].values()), "modules": modules}
+
+
+def qwen3_asr_flops(data: dict, positions: int) -> dict:
+    """Qwen3-ASR: one attention window of ``positions`` positions (n_window_infer set to the frames of its whole
+    chunks) through get_audio_features, its tower and projector given memory on the CPU (its windows are found from
+    the mask's values), every frame real."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    a = data["audio_config"]
+    chunk = 2 * a["n_window"]
+    per_chunk = (((chunk - 1) // 2 + 1 - 1) // 2 + 1 - 1) // 2 + 1  # three convolutions of stride 2, padding 1
+    frames = positions // per_chunk * chunk
+    data = {**data, "audio_config": {**a, "n_window_infer": frames}}
+    net = instantiate_whole(data)
+    for name in ("audio_tower", "multi_modal_projector"):
+        setattr(net.model, name, getattr(net.model, name).to_empty(device="cpu"))
+    net.requires_grad_(False)
+    mels = torch.zeros(1, a["num_mel_bins"], frames)
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        net.model.get_audio_features(input_features=mels, input_features_mask=torch.ones(1, frames, dtype=torch.long))
     counts = counter.get_flop_counts()
     modules = {k: sum(v.values()) for k, v in counts.items() if k != "Global" and "." not in k}
     return {"positions": positions, "total": sum(counts["Global"].values()), "modules": modules}

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from fractions import Fraction
+from typing import Literal
 
 from ..model.schema import NonNegative, Positive, SpecError
 from ..model.spec import Norm
@@ -48,6 +49,11 @@ class Audio(Part):
     pool: Positive = 1  # positions averaged into one before the projector (Qwen2-Audio: 2)
     group: Positive = 1  # positions concatenated into one token of the projector (Voxtral: 4)
     seconds: NonNegative = 0  # audio a sequence, for the FLOPs
+    # the front end: Whisper's two Conv1d over a window's frames, or Qwen3-Omni's three Conv2d over each chunk of
+    # chunk_frames frames apart and a linear to the width (Qwen3-ASR), whose window is the span its attention meets
+    front: Literal["whisper", "conv2d"] = "whisper"
+    channels: NonNegative = 0  # conv2d: the convolutions' channels (downsample_hidden_size)
+    chunk_frames: NonNegative = 0  # conv2d: frames a chunk (n_window × 2)
 
     takes = ("audio_seconds",)
 
@@ -56,12 +62,18 @@ class Audio(Part):
         return self if seconds is None else replace(self, seconds=seconds)
 
     def request_tokens(self) -> int:
-        return self.windows * self.tokens
+        return sum(n // self.pool // self.group for n in self.layout())
 
     def check(self, spec) -> None:
         if self.source_positions % (self.pool * self.group):
             raise SpecError(
                 ("audio", "source_positions"), f"{self.source_positions} positions are not whole groups of {self.pool * self.group}"
+            )
+        if self.front == "conv2d" and (not self.channels or not self.chunk_frames):
+            raise SpecError(("audio", "front"), "a conv2d front end states its channels and chunk_frames")
+        if self.front == "conv2d" and self.source_positions % self.chunk_positions:
+            raise SpecError(
+                ("audio", "source_positions"), f"{self.source_positions} positions are not whole chunks of {self.chunk_positions}"
             )
 
     @property
@@ -70,41 +82,91 @@ class Audio(Part):
 
     @property
     def windows(self) -> int:
-        """Windows the sequence's audio fills, the last padded to whole."""
-        return -(-self.seconds // self.window_seconds)
+        """Windows the sequence's audio fills (the last padded to whole, or for conv2d as long as its chunks)."""
+        return len(self.layout())
 
     @property
     def tokens(self) -> int:
         """The language model's tokens one window becomes."""
         return self.source_positions // self.pool // self.group
 
-    def input_terms(self, e, model, seq_len: int) -> None:
-        n = self.windows
-        scale = {
-            "frame": Fraction(n * 2 * self.source_positions, seq_len),
-            "tower": Fraction(n * self.source_positions, seq_len),
-            "pooled": Fraction(n * self.source_positions // self.pool, seq_len),
-            "projector": Fraction(n * self.tokens, seq_len),
-        }
-        scale["grid"] = scale["projector"]
-        # a window's work, not a token's: no token of the sequence passes through the tower (no active parameters)
-        e.out.extend(replace(t, positions=scale[where], per_sequence=True, active_count=0) for where, t in self.window_terms(model))
+    @property
+    def chunk_positions(self) -> int:
+        """conv2d: the positions a chunk's frames become, three convolutions of stride 2 (padding 1) later."""
+        return _halved(self.chunk_frames, 3)
 
-    def window_terms(self, model) -> list[tuple[str, object]]:
-        """Every term of the tower and the projector, each with what it runs over: an input frame, a position, a token
-        the projector writes (their per-token work)."""
+    def layout(self) -> list[int]:
+        """The positions of each window the sequence's audio fills: whole windows, padded as Whisper's feature extractor
+        pads them; for conv2d, the audio padded to whole chunks (Qwen3-ASR's feature extractor) and the last window
+        only as long as its chunks (get_audio_cu_seqlens)."""
+        if self.front == "whisper":
+            return [self.source_positions] * -(-self.seconds // self.window_seconds)
+        chunks = -(-self.seconds * FRAMES_A_SECOND // self.chunk_frames)
+        whole, rest = divmod(chunks, self.source_positions // self.chunk_positions)
+        return [self.source_positions] * whole + ([rest * self.chunk_positions] if rest else [])
+
+    def units(self, positions: int) -> dict[str, int | Fraction]:
+        """What each of a window's terms runs over in a window of ``positions`` positions: an input frame (Whisper's
+        conv1), a chunk (conv2d's convolutions), a position, a pooled position, a token the projector writes."""
+        tokens = positions // self.pool // self.group
+        chunks = Fraction(positions, self.chunk_positions) if self.front == "conv2d" else Fraction(0)
+        pooled = positions // self.pool
+        return {"frame": 2 * positions, "chunk": chunks, "tower": positions, "pooled": pooled, "projector": tokens, "grid": tokens}
+
+    def input_terms(self, e, model, seq_len: int) -> None:
+        # a window's work, not a token's: no token of the sequence passes through the tower (no active parameters).
+        # Every term but the attention's products is linear in a window's positions: charged once, over all of them;
+        # the products of each window over its own square (a shorter last window's apart, as a term of no parameters)
+        layout = self.layout()
+        total: dict[str, Fraction] = {}
+        for n in layout:
+            for where, count in self.units(n).items():
+                total[where] = total.get(where, Fraction(0)) + count
+        whole = sum(n == self.source_positions for n in layout)
+        for where, t in self.window_terms(model):
+            if t.role == "core":
+                scale = Fraction(whole * self.source_positions, seq_len)
+            else:
+                scale = Fraction(total.get(where, 0), seq_len)
+            e.out.append(replace(t, positions=scale, per_sequence=True, active_count=0))
+        for n in sorted({n for n in layout if n != self.source_positions}):
+            short = sum(m == n for m in layout)
+            for _, t in self.window_terms(model, n):
+                if t.role == "core":
+                    e.out.append(replace(t, positions=Fraction(short * n, seq_len), per_sequence=True, active_count=0))
+
+    def window_terms(self, model, positions: int | None = None) -> list[tuple[str, object]]:
+        """Every term of the tower and the projector over a window of ``positions`` positions (default: a whole one),
+        each with what it runs over (``units``; their per-unit work)."""
+        positions = positions or self.source_positions
         d, m = self.layers.d_model, self.mel_bins
         stack = self.stack
         gelu = ACTIVATION_OPS["gelu"]
-        first, second, table = Emitter("layers"), Emitter("layers"), Emitter("embedding")
-        first.term("audio.conv1.weight", "weight", (d, m, 3), macs=d * m * 3)  # 3 frames' features in, the width out
-        first.term("audio.conv1.bias", "bias", (d,), elementwise=d * (1 + gelu))
-        second.term("audio.conv2.weight", "weight", (d, d, 3), macs=d * d * 3)
-        second.term("audio.conv2.bias", "bias", (d,), elementwise=d * (1 + gelu))
-        if self.position_table:
-            table.term("audio.pos_embed.weight", "position", (self.source_positions, d), elementwise=d)
-        out: list[tuple[str, object]] = [("frame", t) for t in first.out] + [("tower", t) for t in second.out + table.out]
-        out += [("tower", t) for t in stack.terms(model, "audio.", self.source_positions, 1)]
+        out: list[tuple[str, object]] = []
+        if self.front == "conv2d":  # Qwen3ASREncoder: conv2d1..3 (kernel 3 × 3, stride 2, padding 1) over a chunk's
+            # (mel, frame) plane, GELU after each; conv_out, Linear(channels × the mel bins left, width), no bias; the
+            # sinusoidal positions are a buffer, added (no table)
+            c, chunk = self.channels, Emitter("layers")
+            bins, frames = m, self.chunk_frames
+            for k, c_in in enumerate((1, c, c), start=1):
+                bins, frames = _halved(bins, 1), _halved(frames, 1)
+                chunk.term(f"audio.conv{k}.weight", "weight", (c, c_in, 3, 3), macs=c * c_in * 9 * bins * frames)
+                chunk.term(f"audio.conv{k}.bias", "bias", (c,), elementwise=c * bins * frames * (1 + gelu))
+            out += [("chunk", t) for t in chunk.out]
+            linear = Emitter("layers")
+            linear.linear("audio.conv_out", c * bins, d, False, 1)
+            linear.op("audio.positions", d, 1)
+            out += [("tower", t) for t in linear.out]
+        else:
+            first, second, table = Emitter("layers"), Emitter("layers"), Emitter("embedding")
+            first.term("audio.conv1.weight", "weight", (d, m, 3), macs=d * m * 3)  # 3 frames' features in, the width out
+            first.term("audio.conv1.bias", "bias", (d,), elementwise=d * (1 + gelu))
+            second.term("audio.conv2.weight", "weight", (d, d, 3), macs=d * d * 3)
+            second.term("audio.conv2.bias", "bias", (d,), elementwise=d * (1 + gelu))
+            if self.position_table:
+                table.term("audio.pos_embed.weight", "position", (self.source_positions, d), elementwise=d)
+            out += [("frame", t) for t in first.out] + [("tower", t) for t in second.out + table.out]
+        out += [("tower", t) for t in stack.terms(model, "audio.", positions, 1)]
         final = Emitter("layers")
         final.norm("audio.final_norm", stack.norm, d, 1)
         out += [("pooled", t) for t in final.out]  # after the pool (Qwen2AudioEncoder's avg_pooler, then its layer_norm)
@@ -113,8 +175,7 @@ class Audio(Part):
     def per_window(self, model) -> tuple[int, int]:
         """One window's LM tokens and its forward FLOPs through the tower and the projector (2 per multiply-add of
         every matmul, convolution and attention product, as FlopCounterMode counts)."""
-        counts = {"frame": 2 * self.source_positions, "tower": self.source_positions, "projector": self.tokens, "grid": self.tokens}
-        counts["pooled"] = self.source_positions // self.pool
+        counts = self.units(self.source_positions)
         flops = 0
         for where, t in self.window_terms(model):
             if t.role == "core":
@@ -122,7 +183,7 @@ class Audio(Part):
                 flops += 2 * counts[where] * t.count * heads * keys * head_dim
             else:
                 flops += 2 * counts[where] * t.macs
-        return self.tokens, flops
+        return self.tokens, int(flops)
 
     def note(self, spec) -> str:
         tokens, flops = self.per_window(spec)
@@ -138,13 +199,20 @@ class Audio(Part):
         return _module(self, model)
 
 
+def _halved(n: int, times: int) -> int:
+    """``n`` after ``times`` convolutions of kernel 3, stride 2 and padding 1: ⌊(n − 1) / 2⌋ + 1 each."""
+    for _ in range(times):
+        n = (n - 1) // 2 + 1
+    return n
+
+
 def _module(spec: Audio, model):
     """The tower and its projector: ``enter`` runs the sequence's windows of silence through them (their output is
     not placed: the FLOPs are what is proven); the language model's input passes through unchanged."""
     import torch
     from torch import nn
 
-    from ..blocks._torch import make_norm
+    from ..blocks._torch import Linear, make_norm
     from ..model.reference import LayerModule
 
     d = spec.layers.d_model
@@ -153,8 +221,16 @@ def _module(spec: Audio, model):
     class AudioModule(nn.Module):
         def __init__(self):
             super().__init__()
-            self.conv1 = nn.Conv1d(spec.mel_bins, d, 3, padding=1)
-            self.conv2 = nn.Conv1d(d, d, 3, stride=2, padding=1)
+            if spec.front == "conv2d":  # Qwen3ASREncoder's conv2d1..3 and conv_out
+                c = spec.channels
+                self.conv1 = nn.Conv2d(1, c, 3, stride=2, padding=1)
+                self.conv2 = nn.Conv2d(c, c, 3, stride=2, padding=1)
+                self.conv3 = nn.Conv2d(c, c, 3, stride=2, padding=1)
+                self.conv3.weight_flops = True
+                self.conv_out = Linear(c * _halved(spec.mel_bins, 3), d, bias=False)
+            else:
+                self.conv1 = nn.Conv1d(spec.mel_bins, d, 3, padding=1)
+                self.conv2 = nn.Conv1d(d, d, 3, stride=2, padding=1)
             self.conv1.weight_flops = self.conv2.weight_flops = True  # verify: their FLOPs are their weights'
             if spec.position_table:
                 self.pos_embed = nn.Embedding(spec.source_positions, d)
@@ -162,21 +238,37 @@ def _module(spec: Audio, model):
             self.final_norm = make_norm(spec.stack.norm, d)
             self.projector = spec.projector.module(model.d_model)
 
+        def front(self, x):
+            """Every window's positions after the front end, as (windows, positions, width) tensors by length."""
+            gelu, layout, batch = nn.functional.gelu, spec.layout(), x.shape[0]
+            dtype, device = x.dtype, x.device
+            if spec.front == "whisper":
+                n = batch * len(layout)
+                frames = torch.zeros((n, spec.mel_bins, 2 * spec.source_positions), dtype=dtype, device=device)
+                h = gelu(self.conv2(gelu(self.conv1(frames)))).transpose(1, 2)
+                return [h + self.pos_embed.weight if spec.position_table else h]
+            chunks = batch * sum(n // spec.chunk_positions for n in layout)
+            frames = torch.zeros((chunks, 1, spec.mel_bins, spec.chunk_frames), dtype=dtype, device=device)
+            h = gelu(self.conv3(gelu(self.conv2(gelu(self.conv1(frames))))))
+            h = self.conv_out(h.permute(0, 3, 1, 2).flatten(2)).reshape(-1, d)  # each chunk's positions, in order
+            out, at = [], 0
+            for n in sorted(set(layout)):  # the windows of each length together (their values change no count)
+                k = batch * layout.count(n)
+                out.append(h[at : at + k * n].reshape(k, n, d))
+                at += k * n
+            return out
+
         def enter(self, x, ctx):
             if not spec.seconds:
                 return x
-            n = x.shape[0] * spec.windows
-            frames = torch.zeros((n, spec.mel_bins, 2 * spec.source_positions), dtype=x.dtype, device=x.device)
-            h = nn.functional.gelu(self.conv2(nn.functional.gelu(self.conv1(frames)))).transpose(1, 2)
-            if spec.position_table:
-                h = h + self.pos_embed.weight
-            inner_ctx = {"embeddings": h}
-            for k, layer in enumerate(self.layers):
-                h = layer(h, inner_ctx, k)
-            if spec.pool > 1:
-                h = nn.functional.avg_pool1d(h.transpose(1, 2), spec.pool, spec.pool).transpose(1, 2)
-            h = self.final_norm(h)  # after the pool, as Qwen2AudioEncoder and AudioFlamingo3Encoder run them
-            self.projector(h.reshape(n, h.shape[1] // spec.group, d * spec.group))
+            for h in self.front(x):
+                inner_ctx = {"embeddings": h}
+                for k, layer in enumerate(self.layers):
+                    h = layer(h, inner_ctx, k)
+                if spec.pool > 1:
+                    h = nn.functional.avg_pool1d(h.transpose(1, 2), spec.pool, spec.pool).transpose(1, 2)
+                h = self.final_norm(h)  # after the pool, as Qwen2AudioEncoder and AudioFlamingo3Encoder run them
+                self.projector(h.reshape(h.shape[0], h.shape[1] // spec.group, d * spec.group))
             return x
 
     return AudioModule()

@@ -61,7 +61,7 @@ def test_whole_wrappers_are_recorded():
     assert {"llava", "paligemma", "gemma3", "cohere2_vision", "aya_vision", "mistral3", "idefics3"} <= set(IMAGED)
     assert {"qwen2_vl", "qwen2_5_vl", "qwen3_vl", "internvl"} <= set(IMAGED)
     assert {"llava", "llava_next", "vipllava", "paligemma", "gemma3", "shieldgemma2", "mistral3", "idefics3", "smolvlm"} <= set(WHOLE)
-    audio = {"qwen2_audio", "voxtral", "glmasr", "audioflamingo3", "musicflamingo", "moss_transcribe_diarize"}
+    audio = {"qwen2_audio", "voxtral", "glmasr", "audioflamingo3", "musicflamingo", "moss_transcribe_diarize", "qwen3_asr"}
     assert audio <= set(WHOLE) and audio <= set(AUDIO)
     assert set(wrappers()) <= set(coverage.WHOLE_TYPES)
 
@@ -197,6 +197,42 @@ def test_moss_transcribe_diarize_by_hand():
     step = n * (4 * d * d + 2 * d * f) + 2 * n * n * d
     macs = 2 * n * mels * 3 * d + n * d * 3 * d + 24 * step + 375 * (4 * d * text + text * text)
     assert audio.per_window(model) == (375, 2 * macs)
+
+
+def test_qwen3_asr_window_by_hand():
+    """Qwen3-ASR at its defaults: 100-frame chunks of 128 log-mel bins, each through three Conv2d of 480 channels
+    (kernel 3 × 3, stride 2: 64 × 50, 32 × 25, 16 × 13 outputs) and Linear(480 × 16, 1024) without a bias to 13
+    positions; 24 layers of width 1024 (q, k, v, o with biases) and MLP 4096, each position meeting the 104 of its
+    window of 800 frames; the projector Linear(1024, 1024) → GELU → Linear(1024, 3584) over each position."""
+    from ffncalc.parts.audio import Audio
+
+    c, d, f, n, out = 480, 1024, 4096, 104, 3584
+    convs = c * 9 * 64 * 50 + c * c * 9 * 32 * 25 + c * c * 9 * 16 * 13
+    tower = c * 9 + c + 2 * (c * c * 9 + c) + c * 16 * d + 24 * (4 * d * d + 4 * d + 2 * d * f + f + d + 4 * d) + 2 * d
+    assert groups("qwen3_asr")["tower"] == tower
+    assert groups("qwen3_asr")["projector"] == d * d + d + d * out + out
+    _, model = hf.load(HERE / "configs" / "qwen3_asr.json")
+    (audio,) = [p for p in model.parts if isinstance(p, Audio)]
+    layer = n * (4 * d * d + 2 * d * f) + 2 * n * n * d
+    macs = 8 * convs + n * c * 16 * d + 24 * layer + n * (d * d + d * out)
+    assert audio.per_window(model) == (104, 2 * macs)
+
+
+def test_qwen3_asr_last_window_is_as_long_as_its_chunks():
+    """20 s of audio at Qwen3-ASR's defaults: 20 chunks of 100 frames (13 positions each), two whole windows of 8
+    chunks and one of 4 (its get_audio_cu_seqlens): 260 tokens, the work of two windows as FlopCounterMode counted one
+    of 104 positions and of one as it counted one of 52 (the last window's attention over its own positions alone)."""
+    import ffncalc
+    from ffncalc.parts.audio import Audio
+
+    config = HERE / "configs" / "qwen3_asr.json"
+    _, model = hf.load(config)
+    (audio,) = [p for p in model.parts if isinstance(p, Audio)]
+    assert replace(audio, seconds=20).layout() == [104, 104, 52] and replace(audio, seconds=20).request_tokens() == 260
+    runs = {r["positions"]: r["total"] for r in truth("qwen3_asr")["audio_flops"]["runs"]}
+    plain = ffncalc.count(str(config), seq_len=1024).to_dict()["totals"]["forward_flops"]
+    heard = ffncalc.count(str(config), seq_len=1024, audio_seconds=20).to_dict()["totals"]["forward_flops"]
+    assert heard - plain == 2 * runs[104] + runs[52]
 
 
 def test_gemma4_unified_embedder_by_hand():

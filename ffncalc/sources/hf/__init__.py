@@ -89,6 +89,7 @@ TEXT_TYPES = {
     "qwen2_vl": "qwen2_vl_text",
     "qwen2_5_vl": "qwen2_5_vl_text",
     "qwen2_audio": "qwen2",
+    "qwen3_asr": "qwen3",
     "qwen3_vl": "qwen3_vl_text",
     "qwen3_vl_moe": "qwen3_vl_moe_text",
     "qwen3_5": "qwen3_5_text",

@@ -610,7 +610,6 @@ SEQ2SEQ_NOT_YET = {
     "one-hot encodes the router's already one-hot mask, so only experts 0 and 1 run: no class to hold its FLOPs to",
     "pegasus_x": "staggered block-local attention with global tokens in the encoder",
     "prophetnet": "n-stream self-attention predicting several future tokens",
-    "qwen3_asr": "an audio tower beside a decoder-only language model (a whole multimodal model)",
     "seamless_m4t": "speech and text encoders, a text decoder and a unit decoder in one model",
     "seamless_m4t_v2": "speech and text encoders, a text decoder and a unit decoder in one model",
     "t5gemma2": (

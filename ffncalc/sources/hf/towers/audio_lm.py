@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..config import Config
 from . import sub_config, wrapper
-from .whisper import whisper_encoder
+from .whisper import qwen3_asr_encoder, whisper_encoder
 
 
 @wrapper("qwen2_audio")
@@ -77,3 +77,15 @@ def moss_transcribe_diarize(c: Config) -> dict:
     encoder = whisper_encoder(a, projector, group=merge)
     encoder["projector"]["width"] = merge * encoder["layers"]["d_model"]
     return {"audio": encoder}
+
+
+@wrapper("qwen3_asr")
+def qwen3_asr(c: Config) -> dict:
+    """Qwen3ASRForConditionalGeneration (Qwen 2026, Qwen3-ASR): Qwen3ASREncoder (Qwen3-Omni's audio encoder:
+    whisper.py's qwen3_asr_encoder) and Qwen3ASRMultiModalProjector, Linear(d_model, d_model) → the audio
+    activation_function → Linear(d_model, output_dim), with biases, beside Qwen3; one token a position (13 a second)."""
+    a = sub_config(c, "audio_config")
+    d = a.int("d_model")
+    act = a.activation("activation_function", "gelu")
+    projector = {"width": d, "hidden": d, "bias": True, "activation": act, "out": a.int("output_dim")}
+    return {"audio": qwen3_asr_encoder(a, projector)}
