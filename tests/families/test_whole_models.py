@@ -400,6 +400,22 @@ def test_whole_proven_on_names_the_public_configs():
 
 
 @pytest.mark.torch
+@pytest.mark.parametrize("text", [None, {"model_type": "llama"}, {"model_type": "llama", "num_hidden_layers": 2, "vocab_size": 1000}])
+def test_voxtral_text_config_takes_its_own_defaults(tmp_path, text):
+    """VoxtralConfig builds its language model from its own defaults (a 30-layer Llama of width 3,072 with a
+    131,072-token vocabulary, not LlamaConfig's 7B) where the file states no text_config, and lays them under the
+    keys of one it states (its __post_init__, "Keep for BC"): the whole model equal to the class transformers builds."""
+    from ffncalc.analysis.hfwhole import instantiate_whole
+
+    data = {"model_type": "voxtral", "audio_config": {"model_type": "voxtral_encoder", "num_hidden_layers": 2}}
+    data |= {"text_config": text} if text is not None else {}
+    (tmp_path / "config.json").write_text(json.dumps(data))
+    _, model = hf.load(tmp_path / "config.json")
+    assert model.d_model == 3072
+    assert tally(model).params == sum(p.numel() for p in instantiate_whole(data).parameters())
+
+
+@pytest.mark.torch
 @pytest.mark.parametrize(
     "tower",
     [

@@ -599,13 +599,23 @@ WHOLE_TYPES = MULTIMODAL_LM_TYPES + WHOLE_SEQ2SEQ_TYPES
 SEQ2SEQ_NOT_YET = {
     "bigbird_pegasus": "block-sparse attention with random and global blocks in the encoder",
     "encoder-decoder": "a wrapper of any encoder and decoder the config names",
-    "granite_speech": "an audio tower and projector beside a decoder-only language model (a whole multimodal model)",
-    "granite_speech_plus": "an audio tower and projector beside a decoder-only language model (a whole multimodal model)",
+    "granite_speech": (
+        "an audio tower and projector beside a decoder-only language model (a whole multimodal model): a Conformer encoder "
+        "(macaron feed-forwards, a depthwise convolution module, Shaw's relative positions within blocks) and a BLIP-2 "
+        "Q-Former over windows of its output"
+    ),
+    "granite_speech_plus": (
+        "an audio tower and projector beside a decoder-only language model (a whole multimodal model): Granite Speech's "
+        "Conformer encoder and windowed Q-Former projector"
+    ),
     "led": (
         "Longformer's sliding-window attention in overlapping chunks and global attention in the encoder; its forward "
         "asks which tokens are global (LEDEncoder: .item(), not answerable on the meta device)"
     ),
-    "nemo_speechlm": "an audio tower beside a decoder-only language model (a whole multimodal model)",
+    "nemo_speechlm": (
+        "an audio tower beside a decoder-only language model (a whole multimodal model): a FastConformer encoder and a "
+        "word-timestamp head beside Nemotron-H"
+    ),
     "nllb-moe": "BART-style stacks with top-2 mixtures of experts in every fourth layer; transformers 5.23's NllbMoeExperts "
     "one-hot encodes the router's already one-hot mask, so only experts 0 and 1 run: no class to hold its FLOPs to",
     "pegasus_x": "staggered block-local attention with global tokens in the encoder",
@@ -617,11 +627,18 @@ SEQ2SEQ_NOT_YET = {
         "merged into one softmax over both sets of keys (T5Gemma2MergedAttention)"
     ),
     "vibevoice_asr": "an audio tokenizer beside a decoder-only language model",
-    "voxtral_realtime": "an audio tower beside a decoder-only language model (a whole multimodal model)",
+    "voxtral_realtime": (
+        "an audio tower beside a decoder-only language model (a whole multimodal model): a causal audio encoder (causal "
+        "convolutions, sliding-window attention) and a text decoder whose layers scale by a time-conditioned adaptive "
+        "RMS norm, neither read yet"
+    ),
     "canary": "a Conformer speech encoder and a Transformer decoder",
     "cohere_asr": "a Conformer speech encoder and a Transformer decoder",
     "dia": "a text encoder and a decoder over audio codebooks",
-    "fun_asr_nano": "an audio tower beside a decoder-only language model (a whole multimodal model)",
+    "fun_asr_nano": (
+        "an audio tower beside a decoder-only language model (a whole multimodal model): a SAN-M encoder (attention with an "
+        "FSMN depthwise memory over its values, a first layer of its own input width) and a projector of transformer layers"
+    ),
     "kyutai_speech_to_text": "a decoder over audio codebooks and text",
     "moonshine_streaming": "a streaming speech encoder and a decoder",
     "speech-encoder-decoder": "a wrapper of any speech encoder and text decoder the config names",
