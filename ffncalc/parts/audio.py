@@ -191,8 +191,8 @@ class Audio(Part):
             f"{self.seconds} s a sequence, in the FLOPs per token" if self.seconds else "none in the FLOPs per token (--audio-seconds)"
         )
         return (
-            f"audio tower: a {self.window_seconds}-s window is {tokens:,} tokens of the language model and {flops:,} forward "
-            f"FLOPs through the tower and the projector; audio: {where}"
+            f"audio tower: {'an' if str(self.window_seconds)[0] == '8' else 'a'} {self.window_seconds}-s window is {tokens:,} "
+            f"tokens of the language model and {flops:,} forward FLOPs through the tower and the projector; audio: {where}"
         )
 
     def model_module(self, model):
