@@ -400,6 +400,20 @@ def test_whole_proven_on_names_the_public_configs():
 
 
 @pytest.mark.torch
+def test_music_flamingo_reads_its_encoder_type_as_audio_flamingo_3s(tmp_path):
+    """MusicFlamingoConfig builds an audio_config of model_type "musicflamingo_encoder" as AudioFlamingo3Encoder: read
+    so, the whole model equal to the class transformers builds."""
+    from ffncalc.analysis.hfwhole import instantiate_whole
+
+    audio = {"model_type": "musicflamingo_encoder", "num_hidden_layers": 2, "hidden_size": 256, "num_attention_heads": 4}
+    text = {"model_type": "qwen2", "hidden_size": 64, "num_hidden_layers": 1, "vocab_size": 100, "intermediate_size": 128}
+    data = {"model_type": "musicflamingo", "audio_config": audio, "text_config": text}
+    (tmp_path / "config.json").write_text(json.dumps(data))
+    _, model = hf.load(tmp_path / "config.json")
+    assert tally(model).params == sum(p.numel() for p in instantiate_whole(json.loads(json.dumps(data))).parameters())
+
+
+@pytest.mark.torch
 @pytest.mark.parametrize("text", [None, {"model_type": "llama"}, {"model_type": "llama", "num_hidden_layers": 2, "vocab_size": 1000}])
 def test_voxtral_text_config_takes_its_own_defaults(tmp_path, text):
     """VoxtralConfig builds its language model from its own defaults (a 30-layer Llama of width 3,072 with a

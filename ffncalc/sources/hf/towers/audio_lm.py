@@ -52,8 +52,9 @@ def audioflamingo3(c: Config) -> dict:
     and Music Flamingo's AudioFlamingo3Encoder (Whisper's encoder, its positions average-pooled by two before the final
     LayerNorm), and the multi-modal projector, Linear(audio width, text width) → projector_hidden_act → Linear(text
     width, text width), biases as projector_bias says; Music Flamingo's rotary time embedding between them is a
-    rotation of the tower's output, no weights and no multiply-adds of a matmul."""
-    a = sub_config(c, "audio_config")
+    rotation of the tower's output, no weights and no multiply-adds of a matmul. MusicFlamingoConfig reads an
+    audio_config of model_type "musicflamingo_encoder" as AudioFlamingo3Encoder's."""
+    a = sub_config(c, "audio_config", {"musicflamingo_encoder": "audioflamingo3_encoder"} if c.model_type == "musicflamingo" else None)
     text = sub_config(c, "text_config").int("hidden_size")
     act = c.activation("projector_hidden_act", "gelu")
     projector = {"width": 1, "hidden": text, "bias": c.bool("projector_bias", True), "activation": act}
