@@ -107,7 +107,7 @@ def class_defaults_text() -> str:
     # the wrappers (their tie_word_embeddings, hf.wrapper_tie) and the towers read (a sparse vision_config's defaults)
     wrappers = {
         *coverage.IMAGE_TEXT_TYPES,
-        *coverage.MULTIMODAL_LM_TYPES,
+        *coverage.WHOLE_TYPES,
         *VISION_TYPES,
         *QWEN_VISION,
         *GLM_VISION,
@@ -134,10 +134,31 @@ def class_defaults_text() -> str:
                 continue
             defaults[f.name] = value
         aliases = {k: v for k, v in getattr(cls, "attribute_map", {}).items() if k != v}
-        out[model_type] = {"defaults": defaults, **({"aliases": aliases} if aliases else {})}
+        out[model_type] = {"defaults": defaults, **({"aliases": aliases} if aliases else {}), **text_defaults(model_type, cls)}
     import transformers
 
     return json.dumps({"transformers": transformers.__version__, "types": out}, indent=0, sort_keys=True) + "\n"
+
+
+def text_defaults(model_type: str, cls) -> dict:
+    """A wrapper's own defaults for its text_config (its SubConfigSpec's init_kwargs: Voxtral's 3B language model, not
+    LlamaConfig's 7B), which its class builds where the file states no text_config; ``text_config_merged`` where its
+    __post_init__ lays them under a text_config the file does state (VoxtralConfig, GlmAsrConfig: "Keep for BC")."""
+    from transformers import AutoConfig
+
+    spec = getattr(cls, "sub_configs_defaults", {}).get("text_config")
+    kwargs = getattr(spec, "init_kwargs", None)
+    if not kwargs:
+        return {}
+    out: dict = {"text_config": json.loads(json.dumps(kwargs))}
+    try:  # a text_config of its model_type alone: does the class fill it from its own defaults where they differ?
+        built = AutoConfig.for_model(model_type, text_config={"model_type": spec.model_type}).text_config
+        plain = AutoConfig.for_model(spec.model_type)
+        differ = [k for k, v in kwargs.items() if hasattr(plain, k) and getattr(plain, k) != v]
+        merged = bool(differ) and all(getattr(built, k, None) == kwargs[k] for k in differ)
+    except Exception:  # noqa: BLE001 — the class refuses it: nothing merged
+        merged = False
+    return {**out, "text_config_merged": True} if merged else out
 
 
 def truth_text(model_type: str, path: Path) -> str:

@@ -1,4 +1,5 @@
-"""Record what transformers builds for every type of its image-text-to-text and multimodal-LM mappings at its
+"""Record what transformers builds for every type of its image-text-to-text and multimodal-LM mappings (and the
+audio-language types of its seq2seq mappings alone, coverage.WHOLE_SEQ2SEQ_TYPES) at its
 configuration class's defaults (the whole model: text, towers and projector), or check that the recording is current.
 
     python scripts/hf_whole.py            # (re)write tests/hf_whole/ for every type
@@ -85,6 +86,10 @@ AUDIO_POSITIONS = {
     "glmasr": (1500, 1000),
     "qwen2_5_omni_thinker": (1500, 1000),
     "qwen3_omni_moe_thinker": (1500, 1000),  # 30 and 20 chunks of 100 frames: 390 and 260 positions, windows of 104
+    "audioflamingo3": (1500, 1000),
+    "musicflamingo": (1500, 1000),
+    "moss_transcribe_diarize": (1500, 1000),
+    "qwen3_asr": (104, 52),  # one window of n_window_infer frames: 8 and 4 chunks of 100 frames, 13 positions each
 }
 
 # Defaults transformers cannot run, each given the released model's value: the smallest change that runs.
@@ -170,7 +175,7 @@ def truth_text(model_type: str, data: dict, config: str = "") -> str:
 
 
 def main() -> int:
-    from ffncalc.sources.hf.coverage import MULTIMODAL_LM_TYPES
+    from ffncalc.sources.hf.coverage import WHOLE_TYPES
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("types", nargs="*", help="model_types (default: every type of the two mappings)")
@@ -178,7 +183,7 @@ def main() -> int:
     args = parser.parse_args()
     stale = []
     public = [f"public:{p.stem}" for p in sorted((OUT / "public").glob("*.json")) if p.stem != "sources"]
-    names = args.types or list(MULTIMODAL_LM_TYPES) + public
+    names = args.types or list(WHOLE_TYPES) + public
     for model_type in names:
         if model_type.startswith("public:"):  # a public config as it is: its truth alone is written
             name = model_type.split(":", 1)[1]

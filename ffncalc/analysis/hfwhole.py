@@ -21,13 +21,21 @@ def instantiate_whole(data: dict, device: str = "meta"):
     """The whole model a wrapper config describes, on the meta device (or ``device``), with eager attention."""
     import torch
     import transformers
-    from transformers import AutoConfig, AutoModelForImageTextToText, AutoModelForMultimodalLM
+    from transformers import AutoConfig, AutoModelForImageTextToText, AutoModelForMultimodalLM, AutoModelForSeq2SeqLM
 
-    from ..sources.hf.coverage import IMAGE_TEXT_TYPES
+    from ..sources.hf.coverage import IMAGE_TEXT_TYPES, WHOLE_SEQ2SEQ_TYPES
 
     transformers.logging.set_verbosity_error()
     data = {k: v for k, v in data.items() if k not in DROPPED_KEYS}
-    auto = AutoModelForImageTextToText if data.get("model_type") in IMAGE_TEXT_TYPES else AutoModelForMultimodalLM
+    kind = data.get("model_type")
+    # the class of its seq2seq mapping where it is in neither multimodal mapping (Audio Flamingo 3's)
+    auto = (
+        AutoModelForImageTextToText
+        if kind in IMAGE_TEXT_TYPES
+        else AutoModelForSeq2SeqLM
+        if kind in WHOLE_SEQ2SEQ_TYPES
+        else AutoModelForMultimodalLM
+    )
     config = AutoConfig.for_model(**data)
     with torch.device(device):
         return auto.from_config(config, attn_implementation="eager")
@@ -285,9 +293,11 @@ def image_flops(data: dict, size: int) -> dict:
 AUDIO_METHOD = (
     "torch.utils.flop_counter.FlopCounterMode over one window of log-mel frames, input_features of shape (1, num_mel_bins, "
     "2 × max_source_positions), through the whole class's audio tower and multi-modal projector (Voxtral's "
-    "get_audio_features; Qwen2-Audio's audio_tower and multi_modal_projector, as its forward runs them; GLM-ASR's, its "
-    "tower's output reshaped to intermediate_size features a token between them, as its get_audio_features does) on the meta "
-    "device, eager attention: 2 FLOPs per multiply-add of every matmul and convolution, summed per module"
+    "get_audio_features; Qwen2-Audio's audio_tower and multi_modal_projector, as its forward runs them, and Audio Flamingo "
+    "3's and Music Flamingo's, the tower given a mask of every frame; MOSS-Transcribe-Diarize's and GLM-ASR's, the tower's "
+    "output reshaped to adaptor_input_dim or intermediate_size features a token between them, as their get_audio_features "
+    "do) on the meta device; Qwen3-ASR's get_audio_features over one attention window of n_window_infer frames, its tower "
+    "and projector on the CPU; eager attention: 2 FLOPs per multiply-add of every matmul and convolution, summed per module"
 )
 
 
@@ -296,6 +306,8 @@ def audio_flops(data: dict, positions: int) -> dict:
     import torch
     from torch.utils.flop_counter import FlopCounterMode
 
+    if data["model_type"] == "qwen3_asr":
+        return qwen3_asr_flops(data, positions)
     data = {**data, "audio_config": {**data["audio_config"], "max_source_positions": positions}}
     kind = data["model_type"]
     device = "cpu" if kind in AUDIO_REDUCED else "meta"  # its chunks are cut by the lengths' values
@@ -308,6 +320,21 @@ def audio_flops(data: dict, positions: int) -> dict:
             net.model.get_audio_features(input_features=frames, feature_attention_mask=torch.ones(1, 2 * positions, dtype=torch.long))
         elif data["model_type"] == "voxtral":
             net.model.get_audio_features(input_features=frames)
+        elif data["model_type"] in ("audioflamingo3", "musicflamingo"):  # its tower and its projector, as
+            # get_audio_features runs them; the tower reads a mask of the frames (every one real: the attention mask it
+            # builds from it asks by value whether all are, which the meta device cannot answer, and masks nothing); Music
+            # Flamingo's rotary time embedding between them (no matmul) reads the prompt's audio tokens by value
+            from unittest import mock
+
+            tower = type(net.model.audio_tower).__module__
+            mask = torch.ones(1, 2 * positions, dtype=torch.long, device="meta")
+            with mock.patch(f"{tower}.create_bidirectional_mask", lambda **_: None):
+                out = net.model.audio_tower(frames, input_features_mask=mask).last_hidden_state
+            net.model.multi_modal_projector(out)
+        elif data["model_type"] == "moss_transcribe_diarize":  # get_audio_features' reshape of audio_merge_size
+            # positions a token (its masks of valid frames index by values the meta device does not hold)
+            out = net.model.audio_tower(frames).last_hidden_state
+            net.model.multi_modal_projector(out.reshape(1, -1, net.config.adaptor_input_dim))
         elif data["model_type"] == "glmasr":  # get_audio_features' reshape of intermediate_size features a token; its mask
             # of valid tokens indexes by values the meta device does not hold, so the tower and projector run as it runs them
             out = net.model.audio_tower(frames).last_hidden_state
@@ -315,6 +342,30 @@ def audio_flops(data: dict, positions: int) -> dict:
         else:
             out = net.model.audio_tower(frames).last_hidden_state
             net.model.multi_modal_projector(out)
+    counts = counter.get_flop_counts()
+    modules = {k: sum(v.values()) for k, v in counts.items() if k != "Global" and "." not in k}
+    return {"positions": positions, "total": sum(counts["Global"].values()), "modules": modules}
+
+
+def qwen3_asr_flops(data: dict, positions: int) -> dict:
+    """Qwen3-ASR: one attention window of ``positions`` positions (n_window_infer set to the frames of its whole
+    chunks) through get_audio_features, its tower and projector given memory on the CPU (its windows are found from
+    the mask's values), every frame real."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    a = data["audio_config"]
+    chunk = 2 * a["n_window"]
+    per_chunk = (((chunk - 1) // 2 + 1 - 1) // 2 + 1 - 1) // 2 + 1  # three convolutions of stride 2, padding 1
+    frames = positions // per_chunk * chunk
+    data = {**data, "audio_config": {**a, "n_window_infer": frames}}
+    net = instantiate_whole(data)
+    for name in ("audio_tower", "multi_modal_projector"):
+        setattr(net.model, name, getattr(net.model, name).to_empty(device="cpu"))
+    net.requires_grad_(False)
+    mels = torch.zeros(1, a["num_mel_bins"], frames)
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        net.model.get_audio_features(input_features=mels, input_features_mask=torch.ones(1, frames, dtype=torch.long))
     counts = counter.get_flop_counts()
     modules = {k: sum(v.values()) for k, v in counts.items() if k != "Global" and "." not in k}
     return {"positions": positions, "total": sum(counts["Global"].values()), "modules": modules}

@@ -1,18 +1,21 @@
 """An audio tower and its projector (the spec's ``audio``): Whisper's encoder (Radford et al. 2022, §2.2) over the
 log-mel frames of fixed windows of audio, whose outputs a projector (parts/projector.py) turns into the language
-model's input tokens: Qwen2-Audio, Voxtral, GLM-ASR.
+model's input tokens: Qwen2-Audio, Voxtral, GLM-ASR, Audio Flamingo 3 and Music Flamingo.
 
 - two convolutions of kernel 3 (each output a matmul of 3 frames' features in, the width out): the first over the
   window's frames (``mel_bins`` features each, 100 a second), the second of stride 2, to ``source_positions`` positions;
   GELU after each; a learned table of ``source_positions`` rows (none in GLM-ASR's, whose positions are rotary);
-- its layers (a ``Stack``, bidirectional), pre-norm with LayerNorms, and a final LayerNorm;
-- ``pool`` positions averaged into one (Qwen2-Audio's avg_pooler) or ``group`` concatenated (Voxtral: 4, its
-  projector reading 4 × the width), then the projector over the tokens it writes;
+- its layers (a ``Stack``, bidirectional), pre-norm with LayerNorms;
+- ``pool`` positions averaged into one (Qwen2-Audio's and Audio Flamingo 3's avg_pooler), then a final LayerNorm, then
+  ``group`` positions concatenated (Voxtral: 4, its projector reading 4 × the width) and the projector over the tokens
+  it writes;
+- Qwen3-ASR's (``front`` conv2d): each chunk of ``chunk_frames`` frames through three 2-D convolutions of ``channels``
+  channels and a linear to the width, a window the span its attention meets, the last as long as the audio's chunks;
 - Qwen3-Omni's (``downsample``): each chunk of ``chunk_frames`` frames (2 × n_window) through three 2-D convolutions
   of ``downsample`` channels (kernel 3, stride 2 in time and frequency, GELU after each) and conv_out, a linear of
   the channels × the remaining frequencies into the width, a position for each remaining time step (13 of 100
   frames); attention within windows of ``window_chunks`` chunks' positions (n_window_infer / chunk frames), the last
-  what remains; no pool;
+  what remains, in 30-s windows; no pool;
 - Qwen2.5-Omni's: attention within ``chunk`` positions at a time (its n_window: each chunk of 2 × n_window frames
   convolved and attended alone, the chunks' keys never meeting), and ``markers`` learned rows of the language model's
   width (audio_bos_eos_token: parameters no window's work reads).
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from fractions import Fraction
+from typing import Literal
 
 from ..model.schema import NonNegative, Positive, SpecError
 from ..model.spec import Norm
@@ -41,7 +45,10 @@ FRAMES_A_SECOND = 100  # Whisper's feature extractor: a hop of 160 samples at 16
 class Audio(Part):
     key = "audio"
     order = 4
-    summary = "an audio tower (Whisper's encoder) over log-mel frames and the projector into the model's tokens (Qwen2-Audio, Voxtral)"
+    summary = (
+        "an audio tower (Whisper's encoder) over log-mel frames and the projector into the model's tokens (Qwen2-Audio, "
+        "Voxtral, GLM-ASR, Audio Flamingo)"
+    )
 
     layers: Stack  # its layers (bidirectional whatever is stated), at the tower's width, with its own norm
     projector: Projector  # its width is what each token it reads holds (the tower's, × group)
@@ -51,12 +58,16 @@ class Audio(Part):
     position_table: bool = True  # Whisper's learned table of source_positions rows (GLM-ASR: none, rotary positions)
     pool: Positive = 1  # positions averaged into one before the projector (Qwen2-Audio: 2)
     group: Positive = 1  # positions concatenated into one token of the projector (Voxtral: 4)
+    seconds: NonNegative = 0  # audio a sequence, for the FLOPs
+    # the front end: Whisper's two Conv1d over a window's frames, or Qwen3-Omni's three Conv2d over each chunk of
+    # chunk_frames frames apart and a linear to the width (Qwen3-ASR), whose window is the span its attention meets
+    front: Literal["whisper", "conv2d"] = "whisper"
+    channels: NonNegative = 0  # conv2d: the convolutions' channels (downsample_hidden_size)
+    chunk_frames: NonNegative = 0  # conv2d or downsample: frames a chunk (n_window × 2)
     chunk: NonNegative = 0  # positions attending one another (Qwen2.5-Omni's n_window; 0: the whole window)
     markers: NonNegative = 0  # learned rows of the model's width beside the tower (Qwen2.5-Omni's audio_bos_eos_token)
-    downsample: NonNegative = 0  # channels of Qwen3-Omni's three strided 2-D convolutions (0: Whisper's 1-D ones)
-    chunk_frames: NonNegative = 0  # with downsample: the frames of a chunk, each convolved alone (2 × n_window)
+    downsample: NonNegative = 0  # channels of Qwen3-Omni's three strided 2-D convolutions (0: none)
     window_chunks: NonNegative = 0  # with downsample: the chunks whose positions attend one another
-    seconds: NonNegative = 0  # audio a sequence, for the FLOPs
 
     takes = ("audio_seconds",)
 
@@ -65,7 +76,7 @@ class Audio(Part):
         return self if seconds is None else replace(self, seconds=seconds)
 
     def request_tokens(self) -> int:
-        return self.windows * self.tokens
+        return sum(int(self.units(n)["projector"]) for n in self.layout())
 
     def check(self, spec) -> None:
         if self.source_positions % (self.pool * self.group):
@@ -78,6 +89,12 @@ class Audio(Part):
             )
         if self.chunk and self.source_positions % self.chunk:
             raise SpecError(("audio", "source_positions"), f"{self.source_positions} positions are not whole chunks of {self.chunk}")
+        if self.front == "conv2d" and (not self.channels or not self.chunk_frames):
+            raise SpecError(("audio", "front"), "a conv2d front end states its channels and chunk_frames")
+        if self.front == "conv2d" and self.source_positions % self.chunk_positions:
+            raise SpecError(
+                ("audio", "source_positions"), f"{self.source_positions} positions are not whole chunks of {self.chunk_positions}"
+            )
 
     @property
     def stack(self) -> Stack:
@@ -85,62 +102,105 @@ class Audio(Part):
 
     @property
     def windows(self) -> int:
-        """Windows the sequence's audio fills, the last padded to whole."""
-        return -(-self.seconds // self.window_seconds)
-
-    @property
-    def chunks(self) -> int:
-        """Qwen3-Omni's chunks a window's frames make (whole: check)."""
-        return 2 * self.source_positions // self.chunk_frames if self.downsample else 0
-
-    @staticmethod
-    def halved(n: int) -> int:
-        """A length through a convolution of kernel 3, stride 2 and padding 1: (n - 1) // 2 + 1 (torch.nn.Conv2d)."""
-        return (n - 1) // 2 + 1
-
-    @property
-    def tower_positions(self) -> int:
-        """The tower's positions a window makes: the strided convolution's, or each chunk's last time steps."""
-        if not self.downsample:
-            return self.source_positions
-        h = self.halved
-        return self.chunks * h(h(h(self.chunk_frames)))
-
-    def windows_of(self) -> list[int]:
-        """Qwen3-Omni's attention windows, each of window_chunks chunks' positions, the last what remains
-        (get_audio_cu_seqlens)."""
-        h = self.halved
-        size = h(h(h(self.chunk_frames))) * self.window_chunks
-        whole, rest = divmod(self.tower_positions, size)
-        return [size] * whole + ([rest] if rest else [])
+        """Windows the sequence's audio fills (the last padded to whole, or for conv2d as long as its chunks)."""
+        return len(self.layout())
 
     @property
     def tokens(self) -> int:
         """The language model's tokens one window becomes."""
         return self.tower_positions // self.pool // self.group
 
-    def input_terms(self, e, model, seq_len: int) -> None:
-        n = self.windows
-        scale = {
-            "frame": Fraction(n * 2 * self.source_positions, seq_len),
-            "tower": Fraction(n * self.tower_positions, seq_len),
-            "projector": Fraction(n * self.tokens, seq_len),
-            "chunk": Fraction(n * self.chunks, seq_len),
-            "window": Fraction(n, seq_len),
-        }
-        scale["grid"] = scale["projector"]
-        # a window's work, not a token's: no token of the sequence passes through the tower (no active parameters)
-        e.out.extend(replace(t, positions=scale[where], per_sequence=True, active_count=0) for where, t in self.window_terms(model))
+    @property
+    def chunks(self) -> int:
+        """Qwen3-Omni's chunks a window's frames make (whole: check)."""
+        return 2 * self.source_positions // self.chunk_frames if self.downsample else 0
 
-    def window_terms(self, model) -> list[tuple[str, object]]:
-        """Every term of the tower and the projector, each with what it runs over: an input frame, a position, a token
-        the projector writes (their per-token work)."""
+    @property
+    def tower_positions(self) -> int:
+        """The tower's positions a window makes: the strided convolution's, or Qwen3-Omni's chunks' last time steps."""
+        return self.chunks * _halved(self.chunk_frames, 3) if self.downsample else self.source_positions
+
+    def windows_of(self) -> list[int]:
+        """Qwen3-Omni's attention windows, each of window_chunks chunks' positions, the last what remains
+        (get_audio_cu_seqlens)."""
+        size = _halved(self.chunk_frames, 3) * self.window_chunks
+        whole, rest = divmod(self.tower_positions, size)
+        return [size] * whole + ([rest] if rest else [])
+
+    @property
+    def chunk_positions(self) -> int:
+        """conv2d: the positions a chunk's frames become, three convolutions of stride 2 (padding 1) later."""
+        return _halved(self.chunk_frames, 3)
+
+    def layout(self) -> list[int]:
+        """The positions of each window the sequence's audio fills: whole windows, padded as Whisper's feature extractor
+        pads them; for conv2d, the audio padded to whole chunks (Qwen3-ASR's feature extractor) and the last window
+        only as long as its chunks (get_audio_cu_seqlens)."""
+        if self.front == "whisper":
+            return [self.source_positions] * -(-self.seconds // self.window_seconds)
+        chunks = -(-self.seconds * FRAMES_A_SECOND // self.chunk_frames)
+        whole, rest = divmod(chunks, self.source_positions // self.chunk_positions)
+        return [self.source_positions] * whole + ([rest * self.chunk_positions] if rest else [])
+
+    def units(self, positions: int) -> dict[str, int | Fraction]:
+        """What each of a window's terms runs over in a window of ``positions`` positions: an input frame (Whisper's
+        conv1), a chunk (conv2d's convolutions), a position, a pooled position, a token the projector writes."""
+        if self.downsample:  # Qwen3-Omni's: a whole window's chunks, its positions, its attention windows once
+            tower = self.tower_positions
+            pooled = tower // self.pool
+            units = {"frame": 2 * positions, "chunk": self.chunks, "tower": tower, "pooled": pooled, "window": 1}
+            return {**units, "projector": pooled // self.group, "grid": pooled // self.group}
+        tokens = positions // self.pool // self.group
+        chunks = Fraction(positions, self.chunk_positions) if self.front == "conv2d" else Fraction(0)
+        pooled = positions // self.pool
+        return {"frame": 2 * positions, "chunk": chunks, "tower": positions, "pooled": pooled, "projector": tokens, "grid": tokens}
+
+    def input_terms(self, e, model, seq_len: int) -> None:
+        # a window's work, not a token's: no token of the sequence passes through the tower (no active parameters).
+        # Every term but the attention's products is linear in a window's positions: charged once, over all of them;
+        # the products of each window over its own square (a shorter last window's apart, as a term of no parameters)
+        layout = self.layout()
+        total: dict[str, Fraction] = {}
+        for n in layout:
+            for where, count in self.units(n).items():
+                total[where] = total.get(where, Fraction(0)) + count
+        whole = sum(n == self.source_positions for n in layout)
+        for where, t in self.window_terms(model):
+            if t.role == "core" and where != "window":
+                scale = Fraction(whole * self.source_positions, seq_len)
+            else:
+                scale = Fraction(total.get(where, 0), seq_len)
+            e.out.append(replace(t, positions=scale, per_sequence=True, active_count=0))
+        for n in sorted({n for n in layout if n != self.source_positions}):
+            short = sum(m == n for m in layout)
+            for where, t in self.window_terms(model, n):
+                if t.role == "core" and where != "window":
+                    e.out.append(replace(t, positions=Fraction(short * n, seq_len), per_sequence=True, active_count=0))
+
+    def window_terms(self, model, positions: int | None = None) -> list[tuple[str, object]]:
+        """Every term of the tower and the projector over a window of ``positions`` positions (default: a whole one),
+        each with what it runs over (``units``; their per-unit work)."""
+        positions = positions or self.source_positions
         d, m = self.layers.d_model, self.mel_bins
         stack = self.stack
         gelu = ACTIVATION_OPS["gelu"]
-        out: list[tuple[str, object]]
+        out: list[tuple[str, object]] = []
         if self.downsample:
-            out = self.downsample_terms(d)
+            out += self.downsample_terms(d)
+        elif self.front == "conv2d":  # Qwen3ASREncoder: conv2d1..3 (kernel 3 × 3, stride 2, padding 1) over a chunk's
+            # (mel, frame) plane, GELU after each; conv_out, Linear(channels × the mel bins left, width), no bias; the
+            # sinusoidal positions are a buffer, added (no table)
+            c, chunk = self.channels, Emitter("layers")
+            bins, frames = m, self.chunk_frames
+            for k, c_in in enumerate((1, c, c), start=1):
+                bins, frames = _halved(bins, 1), _halved(frames, 1)
+                chunk.term(f"audio.conv{k}.weight", "weight", (c, c_in, 3, 3), macs=c * c_in * 9 * bins * frames)
+                chunk.term(f"audio.conv{k}.bias", "bias", (c,), elementwise=c * bins * frames * (1 + gelu))
+            out += [("chunk", t) for t in chunk.out]
+            linear = Emitter("layers")
+            linear.linear("audio.conv_out", c * bins, d, False, 1)
+            linear.op("audio.positions", d, 1)
+            out += [("tower", t) for t in linear.out]
         else:
             first, second, table = Emitter("layers"), Emitter("layers"), Emitter("embedding")
             first.term("audio.conv1.weight", "weight", (d, m, 3), macs=d * m * 3)  # 3 frames' features in, the width out
@@ -149,9 +209,9 @@ class Audio(Part):
             second.term("audio.conv2.bias", "bias", (d,), elementwise=d * (1 + gelu))
             if self.position_table:
                 table.term("audio.pos_embed.weight", "position", (self.source_positions, d), elementwise=d)
-            out = [("frame", t) for t in first.out] + [("tower", t) for t in second.out + table.out]
+            out += [("frame", t) for t in first.out] + [("tower", t) for t in second.out + table.out]
         # each position's keys: its chunk's (Qwen2.5-Omni's cu_seqlens), or the whole window's
-        layer_terms = stack.terms(model, "audio.", self.chunk or self.tower_positions, 1)
+        layer_terms = stack.terms(model, "audio.", self.chunk or (self.tower_positions if self.downsample else positions), 1)
         if self.downsample:  # each attention product over its window's query-key pairs, once a window
             pairs = sum(n * n for n in self.windows_of())
             out += [
@@ -162,7 +222,7 @@ class Audio(Part):
             out += [("tower", t) for t in layer_terms]
         final = Emitter("layers")
         final.norm("audio.final_norm", stack.norm, d, 1)
-        out += [("tower", t) for t in final.out]
+        out += [("pooled", t) for t in final.out]  # after the pool (Qwen2AudioEncoder's avg_pooler, then its layer_norm)
         if self.markers:  # rows of the model's width, looked up beside the tower's tokens: no work
             table = Emitter("embedding")
             table.term("audio.markers", "position", (self.markers, model.d_model))
@@ -170,17 +230,17 @@ class Audio(Part):
         return out + self.projector.terms(model.d_model, "audio.projector.")
 
     def downsample_terms(self, d: int) -> list[tuple[str, object]]:
-        """Qwen3-Omni's Qwen3OmniMoeAudioEncoder front: conv2d1 (1 channel in), conv2d2 and conv2d3 (each of kernel 3 and
-        stride 2 over a chunk's frequencies and frames, with a bias and GELU), each output a matmul of 3 × 3 inputs of
+        """Qwen3-Omni's Qwen3OmniMoeAudioEncoder front (named as Qwen3-ASR's): conv2d1 (1 channel in), conv2d2 and
+        conv2d3 (each of kernel 3 and stride 2 over a chunk's frequencies and frames, with a bias and GELU), each output a matmul of 3 × 3 inputs of
         its channels; conv_out, Linear(channels × the remaining frequencies, width) without a bias, a position each."""
-        c, h, gelu = self.downsample, self.halved, ACTIVATION_OPS["gelu"]
+        c, gelu = self.downsample, ACTIVATION_OPS["gelu"]
         freq, time, inputs = self.mel_bins, self.chunk_frames, 1
         chunk = Emitter("layers")
         for k in (1, 2, 3):
-            freq, time = h(freq), h(time)
+            freq, time = _halved(freq, 1), _halved(time, 1)
             cells = freq * time  # its outputs a chunk, each channel
-            chunk.term(f"audio.conv2d{k}.weight", "weight", (c, inputs, 3, 3), macs=cells * c * inputs * 9)
-            chunk.term(f"audio.conv2d{k}.bias", "bias", (c,), elementwise=cells * c * (1 + gelu))
+            chunk.term(f"audio.conv{k}.weight", "weight", (c, inputs, 3, 3), macs=cells * c * inputs * 9)
+            chunk.term(f"audio.conv{k}.bias", "bias", (c,), elementwise=cells * c * (1 + gelu))
             inputs = c
         each = Emitter("layers")
         each.linear("audio.conv_out", c * freq, d, False, 1)
@@ -189,8 +249,7 @@ class Audio(Part):
     def per_window(self, model) -> tuple[int, int]:
         """One window's LM tokens and its forward FLOPs through the tower and the projector (2 per multiply-add of
         every matmul, convolution and attention product, as FlopCounterMode counts)."""
-        counts = {"frame": 2 * self.source_positions, "tower": self.tower_positions, "projector": self.tokens, "grid": self.tokens}
-        counts.update(chunk=self.chunks, window=1)
+        counts = self.units(self.source_positions)
         flops = 0
         for where, t in self.window_terms(model):
             if t.role == "core":
@@ -198,7 +257,7 @@ class Audio(Part):
                 flops += 2 * counts[where] * t.count * heads * keys * head_dim
             else:
                 flops += 2 * counts[where] * t.macs
-        return self.tokens, flops
+        return self.tokens, int(flops)
 
     def note(self, spec) -> str:
         tokens, flops = self.per_window(spec)
@@ -206,12 +265,19 @@ class Audio(Part):
             f"{self.seconds} s a sequence, in the FLOPs per token" if self.seconds else "none in the FLOPs per token (--audio-seconds)"
         )
         return (
-            f"audio tower: a {self.window_seconds}-s window is {tokens:,} tokens of the language model and {flops:,} forward "
-            f"FLOPs through the tower and the projector; audio: {where}"
+            f"audio tower: {'an' if str(self.window_seconds)[0] == '8' else 'a'} {self.window_seconds}-s window is {tokens:,} "
+            f"tokens of the language model and {flops:,} forward FLOPs through the tower and the projector; audio: {where}"
         )
 
     def model_module(self, model):
         return _module(self, model)
+
+
+def _halved(n: int, times: int) -> int:
+    """``n`` after ``times`` convolutions of kernel 3, stride 2 and padding 1: ⌊(n − 1) / 2⌋ + 1 each."""
+    for _ in range(times):
+        n = (n - 1) // 2 + 1
+    return n
 
 
 def _module(spec: Audio, model):
@@ -220,7 +286,7 @@ def _module(spec: Audio, model):
     import torch
     from torch import nn
 
-    from ..blocks._torch import make_norm
+    from ..blocks._torch import Linear, make_norm
     from ..model.reference import LayerModule
 
     d = spec.layers.d_model
@@ -230,49 +296,89 @@ def _module(spec: Audio, model):
         def __init__(self):
             super().__init__()
             if spec.downsample:  # Qwen3-Omni's three 2-D convolutions and conv_out
-                c, h = spec.downsample, spec.halved
+                c = spec.downsample
                 for k, inputs in ((1, 1), (2, c), (3, c)):
                     conv = nn.Conv2d(inputs, c, 3, stride=2, padding=1)
                     conv.weight_flops = True  # verify: its FLOPs are its weight's
-                    setattr(self, f"conv2d{k}", conv)
-                self.conv_out = nn.Linear(c * h(h(h(spec.mel_bins))), d, bias=False)
+                    setattr(self, f"conv{k}", conv)
+                self.conv_out = nn.Linear(c * _halved(spec.mel_bins, 3), d, bias=False)
+            elif spec.front == "conv2d":  # Qwen3ASREncoder's conv2d1..3 and conv_out
+                c = spec.channels
+                self.conv1 = nn.Conv2d(1, c, 3, stride=2, padding=1)
+                self.conv2 = nn.Conv2d(c, c, 3, stride=2, padding=1)
+                self.conv3 = nn.Conv2d(c, c, 3, stride=2, padding=1)
+                self.conv3.weight_flops = True
+                self.conv_out = Linear(c * _halved(spec.mel_bins, 3), d, bias=False)
             else:
                 self.conv1 = nn.Conv1d(spec.mel_bins, d, 3, padding=1)
                 self.conv2 = nn.Conv1d(d, d, 3, stride=2, padding=1)
+            if not spec.downsample:
                 self.conv1.weight_flops = self.conv2.weight_flops = True  # verify: their FLOPs are their weights'
             if spec.position_table:
                 self.pos_embed = nn.Embedding(spec.source_positions, d)
+            self.layers = nn.ModuleList(LayerModule(inner, layer, False) for layer in inner.layers)
             if spec.markers:
                 self.markers = nn.Parameter(torch.empty(spec.markers, model.d_model))
-            self.layers = nn.ModuleList(LayerModule(inner, layer, False) for layer in inner.layers)
             self.final_norm = make_norm(spec.stack.norm, d)
             self.projector = spec.projector.module(model.d_model)
 
-        def enter(self, x, ctx):
-            if not spec.seconds:
-                return x
+        def omni(self, x):
+            """Qwen3-Omni's: each chunk's frames through the 2-D convolutions, its time steps its positions; each
+            window of positions attends alone."""
             n = x.shape[0] * spec.windows
-            if spec.downsample:  # each chunk's frames through the 2-D convolutions, its time steps its positions
-                gelu = nn.functional.gelu
-                chunks = torch.zeros((n * spec.chunks, 1, spec.mel_bins, spec.chunk_frames), dtype=x.dtype, device=x.device)
-                c = gelu(self.conv2d3(gelu(self.conv2d2(gelu(self.conv2d1(chunks))))))
-                h = self.conv_out(c.permute(0, 3, 1, 2).flatten(2)).reshape(n, spec.tower_positions, d)
-                pieces = list(h.split(spec.windows_of(), dim=1))  # each window of positions attends alone
-            else:
-                frames = torch.zeros((n, spec.mel_bins, 2 * spec.source_positions), dtype=x.dtype, device=x.device)
-                h = nn.functional.gelu(self.conv2(nn.functional.gelu(self.conv1(frames)))).transpose(1, 2)
-                if spec.position_table:
-                    h = h + self.pos_embed.weight
-                pieces = [h.reshape(-1, spec.chunk, d) if spec.chunk else h]  # each chunk of positions attends alone
+            gelu = nn.functional.gelu
+            chunks = torch.zeros((n * spec.chunks, 1, spec.mel_bins, spec.chunk_frames), dtype=x.dtype, device=x.device)
+            c = gelu(self.conv3(gelu(self.conv2(gelu(self.conv1(chunks))))))
+            h = self.conv_out(c.permute(0, 3, 1, 2).flatten(2)).reshape(n, spec.tower_positions, d)
+            pieces = list(h.split(spec.windows_of(), dim=1))
             for i, piece in enumerate(pieces):
                 inner_ctx = {"embeddings": piece}
                 for k, layer in enumerate(self.layers):
                     piece = layer(piece, inner_ctx, k)
-                pieces[i] = piece.reshape(n, -1, d)
-            h = self.final_norm(torch.cat(pieces, dim=1))
+                pieces[i] = piece
+            h = torch.cat(pieces, dim=1)
             if spec.pool > 1:
                 h = nn.functional.avg_pool1d(h.transpose(1, 2), spec.pool, spec.pool).transpose(1, 2)
+            h = self.final_norm(h)
             self.projector(h.reshape(n, h.shape[1] // spec.group, d * spec.group))
+
+        def front(self, x):
+            """Every window's positions after the front end, as (windows, positions, width) tensors by length."""
+            gelu, layout, batch = nn.functional.gelu, spec.layout(), x.shape[0]
+            dtype, device = x.dtype, x.device
+            if spec.front == "whisper":
+                n = batch * len(layout)
+                frames = torch.zeros((n, spec.mel_bins, 2 * spec.source_positions), dtype=dtype, device=device)
+                h = gelu(self.conv2(gelu(self.conv1(frames)))).transpose(1, 2)
+                return [h + self.pos_embed.weight if spec.position_table else h]
+            chunks = batch * sum(n // spec.chunk_positions for n in layout)
+            frames = torch.zeros((chunks, 1, spec.mel_bins, spec.chunk_frames), dtype=dtype, device=device)
+            h = gelu(self.conv3(gelu(self.conv2(gelu(self.conv1(frames))))))
+            h = self.conv_out(h.permute(0, 3, 1, 2).flatten(2)).reshape(-1, d)  # each chunk's positions, in order
+            out, at = [], 0
+            for n in sorted(set(layout)):  # the windows of each length together (their values change no count)
+                k = batch * layout.count(n)
+                out.append(h[at : at + k * n].reshape(k, n, d))
+                at += k * n
+            return out
+
+        def enter(self, x, ctx):
+            if not spec.seconds:
+                return x
+            if spec.downsample:
+                self.omni(x)
+                return x
+            for h in self.front(x):
+                windows = h.shape[0]
+                h = h.reshape(-1, spec.chunk, d) if spec.chunk else h  # each chunk of positions attends alone
+                inner_ctx = {"embeddings": h}
+                for k, layer in enumerate(self.layers):
+                    h = layer(h, inner_ctx, k)
+                h = h.reshape(windows, -1, d)
+                if spec.pool > 1:
+                    h = nn.functional.avg_pool1d(h.transpose(1, 2), spec.pool, spec.pool).transpose(1, 2)
+                h = self.final_norm(h)  # after the pool, as Qwen2AudioEncoder and AudioFlamingo3Encoder run them
+                self.projector(h.reshape(h.shape[0], h.shape[1] // spec.group, d * spec.group))
             return x
 
     return AudioModule()

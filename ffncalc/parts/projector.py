@@ -40,6 +40,7 @@ a tower (parts/vision.py) holds one. In the order they run, each where its model
    zero-padded) times a table of vocab rows of the model's width (visual_embeddings_table: one matmul);
 8a. where ``tail``, one more Linear(out, the model's width) with a bias after it (HyperCLOVAX V2's projector after
    its Qwen2.5-VL merger writes out_hidden_size features);
+   then, where ``post_norm``, a norm over the tokens it writes (MossTranscribeDiarizeMultiModalProjector's LayerNorm);
 9. where ``resampler``, a resampler of learned latents after the MLP, which reads every patch and writes the image's
    tokens (parts/resampler.py: Idefics2's perceiver); the MLP then runs over every patch;
 10. where ``query``, in place of the stages above, Aria's learned queries reading the patches by one cross-attention and
@@ -86,6 +87,8 @@ class Projector:
     pool: NonNegative = 0  # Gemma 4's pooler: pool × pool patches a token, by a matmul over all of them (0: none)
     norm_affine: bool = True  # its norm's learned weight (Gemma 4's embedding_pre_projection_norm has none)
     out_norm: bool = False  # a LayerNorm with a bias over the model-width tokens it writes (GIT's visual_projection)
+    # a norm over what it writes, where none is over its input (MOSS-Transcribe-Diarize's)
+    post_norm: Literal["none", "layernorm", "rmsnorm"] = "none"
     adapter: NonNegative = 0  # Llama 4's vision adapter's width: two linears without biases, each then a GELU (0: none)
     adapter_in: NonNegative = 0  # the features its first linear reads (Llama 4's intermediate_size; 0: what it is handed)
     adapter_out: NonNegative = 0  # its second linear's width (projector_output_dim; 0: adapter)
@@ -163,6 +166,8 @@ class Projector:
             mlp.norm(f"{prefix}out_norm", Norm(kind="layernorm"), d_model, 1)
         if self.tail:
             mlp.linear(f"{prefix}tail", d_model, model_width, True, 1)
+        if self.post_norm != "none":  # MossTranscribeDiarizeMultiModalProjector's norm after linear_2
+            mlp.norm(f"{prefix}norm", Norm(kind=self.post_norm), d_model, 1)
         resampled = self.resampler.terms(d_model, f"{prefix}resampler.", patches) if self.resampler else []
         queried = self.qformer.terms(f"{prefix}qformer.", patches) if self.qformer else []
         first = [("half", t) for t in halved.out]
@@ -278,6 +283,8 @@ class Projector:
                     self.out_norm = make_norm(Norm(kind="layernorm"), d_model)
                 if proj.tail:
                     self.tail = Linear(d_model, model_width, bias=True)
+                if proj.post_norm != "none":  # named as the norm its input has none of
+                    self.norm = make_norm(Norm(kind=proj.post_norm), d_model)
                 if proj.resampler:
                     self.resampler = proj.resampler.module(d_model)
                 if proj.qformer:
@@ -287,6 +294,7 @@ class Projector:
                 x = self.project(self.qformer(x) if proj.qformer else x)
                 x = self.out_norm(x) if proj.out_norm else x
                 x = self.tail(x) if proj.tail else x
+                x = self.norm(x) if proj.post_norm != "none" else x
                 return self.resampler(x) if proj.resampler else x
 
             def project(self, x):

@@ -366,7 +366,7 @@ def test_as_reads_a_config_as_another_family(cli, tmp_path):
 
 def test_families_lists_every_model_type(cli):
     code, out, _ = cli("families", "--format", "json")
-    from ffncalc.sources.hf.coverage import CAUSAL_LM_TYPES, WHOLE_IS_TEXT
+    from ffncalc.sources.hf.coverage import CAUSAL_LM_TYPES, ENCODER_DECODER_TYPES, WHOLE_IS_TEXT
     from ffncalc.sources.hf.towers import wrappers as whole
 
     records = json.loads(out)["families"]
@@ -376,7 +376,9 @@ def test_families_lists_every_model_type(cli):
     assert whole_read == set(whole()) | set(WHOLE_IS_TEXT)
     wrappers = {w for w, t in hf.TEXT_TYPES.items() if t in hf.FAMILIES and w in CAUSAL_LM_TYPES}
     own = set(coverage.SELF_TEXT)  # a wrapper's own top-level keys (GIT's): listed among the multimodal types
-    assert code == 0 and supported == (set(hf.FAMILIES) | wrappers) - own and {"llama", "deepseek_v3", "gemma3_text"} <= supported
+    read_whole = {t for t in ENCODER_DECODER_TYPES if t in whole()}  # audio towers beside a decoder (Qwen2-Audio, Voxtral)
+    assert code == 0 and supported == (set(hf.FAMILIES) | wrappers | read_whole) - own
+    assert {"llama", "deepseek_v3", "gemma3_text"} <= supported
     assert all(f["detail"] for f in records)  # a config it is proven on, or what it needs
 
 

@@ -61,8 +61,9 @@ def test_whole_wrappers_are_recorded():
     assert {"llava", "paligemma", "gemma3", "cohere2_vision", "aya_vision", "mistral3", "idefics3"} <= set(IMAGED)
     assert {"qwen2_vl", "qwen2_5_vl", "qwen3_vl", "internvl"} <= set(IMAGED)
     assert {"llava", "llava_next", "vipllava", "paligemma", "gemma3", "shieldgemma2", "mistral3", "idefics3", "smolvlm"} <= set(WHOLE)
-    assert {"qwen2_audio", "voxtral", "glmasr"} <= set(WHOLE) and {"qwen2_audio", "voxtral", "glmasr"} <= set(AUDIO)
-    assert set(wrappers()) <= set(coverage.MULTIMODAL_LM_TYPES)
+    audio = {"qwen2_audio", "voxtral", "glmasr", "audioflamingo3", "musicflamingo", "moss_transcribe_diarize", "qwen3_asr"}
+    assert audio <= set(WHOLE) and audio <= set(AUDIO)
+    assert set(wrappers()) <= set(coverage.WHOLE_TYPES)
 
 
 @pytest.mark.parametrize("model_type", WHOLE)
@@ -164,6 +165,81 @@ def test_glmasr_window_by_hand():
     assert not any("pos_embed" in t.component for t in terms(model, 8, partial=True))
 
 
+@pytest.mark.parametrize("model_type", ["audioflamingo3", "musicflamingo"])
+def test_audio_flamingo_by_hand(model_type):
+    """Audio Flamingo 3 and Music Flamingo at their defaults: Whisper large-v3's encoder (conv1 128 -> 1280 and conv2
+    1280 -> 1280 of kernel 3 with biases, a table of 1,500 positions, 32 layers of width 1280 with q, v and out_proj
+    biased and k_proj not, fc1 and fc2 of 5,120 with biases, two LayerNorms each, a final LayerNorm), its 1,500
+    positions pooled by two into 750 tokens, each through Linear(1280, 4096) → GELU → Linear(4096, 4096) with biases to
+    the Qwen2 language model's width; Music Flamingo's rotary time embedding holds no parameters."""
+    from ffncalc.parts.audio import Audio
+
+    d, f, n, mels, text = 1280, 5120, 1500, 128, 4096
+    layer = 4 * d * d + 3 * d + 2 * d * f + f + d + 4 * d
+    tower = mels * 3 * d + d + d * 3 * d + d + n * d + 32 * layer + 2 * d
+    assert groups(model_type)["tower"] == tower
+    assert groups(model_type)["projector"] == d * text + text + text * text + text
+    _, model = hf.load(HERE / "configs" / f"{model_type}.json")
+    (audio,) = [p for p in model.parts if isinstance(p, Audio)]
+    step = n * (4 * d * d + 2 * d * f) + 2 * n * n * d  # q, k, v, o, fc1, fc2; QKᵀ and AV over the whole window
+    macs = 2 * n * mels * 3 * d + n * d * 3 * d + 32 * step + 750 * (d * text + text * text)
+    assert audio.per_window(model) == (750, 2 * macs)
+
+
+def test_moss_transcribe_diarize_by_hand():
+    """MOSS-Transcribe-Diarize at its defaults: a Whisper encoder of width 1024 (24 layers, 16 heads, MLP 4096, 80
+    log-mel bins, 1,500 positions), four positions concatenated into one token (audio_merge_size), each through
+    Linear(4096, 1024) → SiLU → Linear(1024, 1024) with biases to the Qwen3 language model's width, then a LayerNorm
+    with a bias: 375 tokens a 30-s window."""
+    from ffncalc.parts.audio import Audio
+
+    d, f, n, mels, text = 1024, 4096, 1500, 80, 1024
+    layer = 4 * d * d + 3 * d + 2 * d * f + f + d + 4 * d
+    assert groups("moss_transcribe_diarize")["tower"] == mels * 3 * d + d + d * 3 * d + d + n * d + 24 * layer + 2 * d
+    assert groups("moss_transcribe_diarize")["projector"] == 4 * d * text + text + text * text + text + 2 * text
+    _, model = hf.load(HERE / "configs" / "moss_transcribe_diarize.json")
+    (audio,) = [p for p in model.parts if isinstance(p, Audio)]
+    step = n * (4 * d * d + 2 * d * f) + 2 * n * n * d
+    macs = 2 * n * mels * 3 * d + n * d * 3 * d + 24 * step + 375 * (4 * d * text + text * text)
+    assert audio.per_window(model) == (375, 2 * macs)
+
+
+def test_qwen3_asr_window_by_hand():
+    """Qwen3-ASR at its defaults: 100-frame chunks of 128 log-mel bins, each through three Conv2d of 480 channels
+    (kernel 3 × 3, stride 2: 64 × 50, 32 × 25, 16 × 13 outputs) and Linear(480 × 16, 1024) without a bias to 13
+    positions; 24 layers of width 1024 (q, k, v, o with biases) and MLP 4096, each position meeting the 104 of its
+    window of 800 frames; the projector Linear(1024, 1024) → GELU → Linear(1024, 3584) over each position."""
+    from ffncalc.parts.audio import Audio
+
+    c, d, f, n, out = 480, 1024, 4096, 104, 3584
+    convs = c * 9 * 64 * 50 + c * c * 9 * 32 * 25 + c * c * 9 * 16 * 13
+    tower = c * 9 + c + 2 * (c * c * 9 + c) + c * 16 * d + 24 * (4 * d * d + 4 * d + 2 * d * f + f + d + 4 * d) + 2 * d
+    assert groups("qwen3_asr")["tower"] == tower
+    assert groups("qwen3_asr")["projector"] == d * d + d + d * out + out
+    _, model = hf.load(HERE / "configs" / "qwen3_asr.json")
+    (audio,) = [p for p in model.parts if isinstance(p, Audio)]
+    layer = n * (4 * d * d + 2 * d * f) + 2 * n * n * d
+    macs = 8 * convs + n * c * 16 * d + 24 * layer + n * (d * d + d * out)
+    assert audio.per_window(model) == (104, 2 * macs)
+
+
+def test_qwen3_asr_last_window_is_as_long_as_its_chunks():
+    """20 s of audio at Qwen3-ASR's defaults: 20 chunks of 100 frames (13 positions each), two whole windows of 8
+    chunks and one of 4 (its get_audio_cu_seqlens): 260 tokens, the work of two windows as FlopCounterMode counted one
+    of 104 positions and of one as it counted one of 52 (the last window's attention over its own positions alone)."""
+    import ffncalc
+    from ffncalc.parts.audio import Audio
+
+    config = HERE / "configs" / "qwen3_asr.json"
+    _, model = hf.load(config)
+    (audio,) = [p for p in model.parts if isinstance(p, Audio)]
+    assert replace(audio, seconds=20).layout() == [104, 104, 52] and replace(audio, seconds=20).request_tokens() == 260
+    runs = {r["positions"]: r["total"] for r in truth("qwen3_asr")["audio_flops"]["runs"]}
+    plain = ffncalc.count(str(config), seq_len=1024).to_dict()["totals"]["forward_flops"]
+    heard = ffncalc.count(str(config), seq_len=1024, audio_seconds=20).to_dict()["totals"]["forward_flops"]
+    assert heard - plain == 2 * runs[104] + runs[52]
+
+
 def test_gemma4_unified_embedder_by_hand():
     """Gemma 4 Unified's encoder-free embedder at Gemma4UnifiedVisionConfig's defaults: patches of 16 × 3 = 48 pixels
     (6,912 values each) through LayerNorm, Linear(6912, 3840) with a bias, LayerNorm, a table of 1,120 rows on each of
@@ -196,9 +272,7 @@ def test_wrapper_tie_decides_the_head(tmp_path):
 
 
 # (a type whose whole class is its language model is held whole: test_whole_class_that_is_its_language_model)
-TEXT_ONLY = [
-    t for t in coverage.MULTIMODAL_LM_TYPES if t not in wrappers() and t not in coverage.WHOLE_IS_TEXT and "refused" not in truth(t)
-]
+TEXT_ONLY = [t for t in coverage.WHOLE_TYPES if t not in wrappers() and t not in coverage.WHOLE_IS_TEXT and "refused" not in truth(t)]
 
 
 @pytest.mark.parametrize("model_type", TEXT_ONLY)
@@ -274,12 +348,13 @@ PUBLIC = sorted(p.stem for p in (HERE / "public").glob("*.json") if p.stem != "s
 def test_public_whole_configs_equal_transformers(name):
     """Real config.json files (their sources in tests/hf_whole/public/sources.json), counted whole: tower, projector
     and language model equal per part to the whole class transformers builds from the file."""
-    from ffncalc.sources.hf.towers import component
+    from ffncalc.sources.hf.towers import component, tower_of
 
     record = json.loads((HERE / "public_truth" / f"{name}.json").read_text())
+    kind = tower_of(hf.read_config(HERE / "public" / f"{name}.json")) or "vision"  # an audio model's tower by its names
     theirs = {"tower": 0, "projector": 0, "text": 0}
     for path, n in expanded(record["params"], 2):
-        theirs[part_of(component(path) or "")] += n
+        theirs[part_of(component(path, kind) or "")] += n
     _, model = hf.load(HERE / "public" / f"{name}.json")
     assert ours(model) == theirs
     assert name in json.loads((HERE / "public" / "sources.json").read_text())
@@ -298,6 +373,20 @@ def test_llava_1_5_7b_by_hand():
     assert tally(model).params == text + tower + projector == 7_063_427_072
 
 
+def test_qwen2_audio_7b_by_hand():
+    """Qwen2-Audio 7B's config.json: a Qwen2 language model of Qwen2Config's default shape (32 layers of width 4,096, 32
+    heads and as many key-value heads, q, k and v with biases, MLP 11,008, an untied head) over a 156,032-token
+    vocabulary; the Whisper-large-v3-shaped tower (conv1 128 -> 1280 and conv2, kernel 3 with biases, 1,500 positions,
+    32 layers of 1,280 with k_proj unbiased, MLP 5,120, a final LayerNorm); the projector Linear(1280, 4096) with a bias."""
+    v, h, ff = 156_032, 4096, 11_008
+    text = 2 * v * h + 32 * (4 * h * h + 3 * h + 3 * h * ff + 2 * h) + h
+    d, f = 1280, 5120
+    tower = 128 * 3 * d + d + d * 3 * d + d + 1500 * d + 32 * (4 * d * d + 3 * d + 2 * d * f + f + d + 4 * d) + 2 * d
+    _, model = hf.load(HERE / "public" / "qwen2-audio-7b.json")
+    assert ours(model) == {"text": text, "tower": tower, "projector": d * h + h}
+    assert tally(model).params == text + tower + d * h + h == 8_397_094_912
+
+
 def test_mistral_small_3_2_head_as_transformers_ties_it():
     """Mistral Small 3.2's config.json states no top-level tie_word_embeddings; Mistral3Config's default (true) ties
     the head in the class transformers 5.23 builds, as the count does. The released checkpoint stores lm_head apart:
@@ -314,6 +403,36 @@ def test_whole_proven_on_names_the_public_configs():
     held whole in tests/families/test_hf.py), and each public config's type named."""
     types = {json.loads((HERE / "public" / f"{n}.json").read_text())["model_type"] for n in PUBLIC}
     assert types | {"gemma3"} == set(coverage.WHOLE_PROVEN_ON)
+
+
+@pytest.mark.torch
+def test_music_flamingo_reads_its_encoder_type_as_audio_flamingo_3s(tmp_path):
+    """MusicFlamingoConfig builds an audio_config of model_type "musicflamingo_encoder" as AudioFlamingo3Encoder: read
+    so, the whole model equal to the class transformers builds."""
+    from ffncalc.analysis.hfwhole import instantiate_whole
+
+    audio = {"model_type": "musicflamingo_encoder", "num_hidden_layers": 2, "hidden_size": 256, "num_attention_heads": 4}
+    text = {"model_type": "qwen2", "hidden_size": 64, "num_hidden_layers": 1, "vocab_size": 100, "intermediate_size": 128}
+    data = {"model_type": "musicflamingo", "audio_config": audio, "text_config": text}
+    (tmp_path / "config.json").write_text(json.dumps(data))
+    _, model = hf.load(tmp_path / "config.json")
+    assert tally(model).params == sum(p.numel() for p in instantiate_whole(json.loads(json.dumps(data))).parameters())
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("text", [None, {"model_type": "llama"}, {"model_type": "llama", "num_hidden_layers": 2, "vocab_size": 1000}])
+def test_voxtral_text_config_takes_its_own_defaults(tmp_path, text):
+    """VoxtralConfig builds its language model from its own defaults (a 30-layer Llama of width 3,072 with a
+    131,072-token vocabulary, not LlamaConfig's 7B) where the file states no text_config, and lays them under the
+    keys of one it states (its __post_init__, "Keep for BC"): the whole model equal to the class transformers builds."""
+    from ffncalc.analysis.hfwhole import instantiate_whole
+
+    data = {"model_type": "voxtral", "audio_config": {"model_type": "voxtral_encoder", "num_hidden_layers": 2}}
+    data |= {"text_config": text} if text is not None else {}
+    (tmp_path / "config.json").write_text(json.dumps(data))
+    _, model = hf.load(tmp_path / "config.json")
+    assert model.d_model == 3072
+    assert tally(model).params == sum(p.numel() for p in instantiate_whole(data).parameters())
 
 
 @pytest.mark.torch
@@ -339,9 +458,7 @@ def test_sparse_tower_configs_take_their_class_defaults(tmp_path, tower):
 
 
 @pytest.mark.torch
-@pytest.mark.parametrize(
-    "model_type", [t for t in coverage.MULTIMODAL_LM_TYPES if "refused" not in truth(t) and coverage.WRAPPED_TEXT.get(t)]
-)
+@pytest.mark.parametrize("model_type", [t for t in coverage.WHOLE_TYPES if "refused" not in truth(t) and coverage.WRAPPED_TEXT.get(t)])
 def test_wrapper_tie_rule_is_the_configuration_class(model_type):
     """Where the wrapper says false and its text_config true, and the other way round, the whole model's
     tie_word_embeddings as the wrapper's configuration class settles it (its __post_init__: some forward the text

@@ -73,6 +73,7 @@ def from_text(text: str, source: str, as_family: str | None = None) -> Config:
 # text_config may leave model_type out (the wrapper's config class then builds this one).
 TEXT_TYPES = {
     "cosmos3_edge": "cosmos3_edge_text",
+    "audioflamingo3": "qwen2",
     "dots3_note": "dots3_note_text",
     "gemma3": "gemma3_text",
     "gemma3n": "gemma3n_text",
@@ -81,23 +82,29 @@ TEXT_TYPES = {
     "git": "git",  # GitConfig's language model is its own top-level keys
     "glm4v": "glm4v_text",
     "glm4v_moe": "glm4v_moe_text",
+    "glmasr": "llama",
     "glm46v": "glm4v_text",
     "kosmos-2": "kosmos_2_text_model",
     "kosmos-2.5": "kosmos_2_5_text_model",
     "glm_ocr": "glm_ocr_text",
     "llama4": "llama4_text",
     "mistral3": "mistral",
+    "moss_transcribe_diarize": "qwen3",
+    "musicflamingo": "qwen2",
     "paddleocr_vl": "paddleocr_vl_text",
     "qwen2_vl": "qwen2_vl_text",
     "qwen2_5_vl": "qwen2_5_vl_text",
     "qwen2_5_omni_thinker": "qwen2_5_omni_text",
     "qwen3_omni_moe_thinker": "qwen3_omni_moe_text",
+    "qwen2_audio": "qwen2",
+    "qwen3_asr": "qwen3",
     "step3p7": "step3p5",
     "qwen3_vl": "qwen3_vl_text",
     "qwen3_vl_moe": "qwen3_vl_moe_text",
     "qwen3_5": "qwen3_5_text",
     "qwen3_5_moe": "qwen3_5_moe_text",
     "qwen4_exp": "qwen4_exp_text",
+    "voxtral": "llama",
 }
 
 
@@ -116,7 +123,13 @@ def language_model(c: Config) -> Config:
         return c
     if text is None and c.model_type in FLAT_TEXT:  # the top's keys but the other parts' and the wrapper's type
         text = {k: v for k, v in c.data.items() if k != "model_type" and not (k.endswith("_config") and isinstance(v, dict))}
-    text = text or {}  # none given: the wrapper's config class builds the default text config
+    from .config import class_defaults_of
+
+    # none given: the wrapper's config class builds its default text config (its own sizes where it declares them:
+    # Voxtral's 3B, not LlamaConfig's 7B), and some lay those under a text_config the file states (text_config_merged)
+    wrapper = class_defaults_of(c.model_type) or {}
+    if text is None or wrapper.get("text_config_merged"):
+        text = {**wrapper.get("text_config", {}), **(text or {})}
     data = {**text, "model_type": text.get("model_type") or TEXT_TYPES.get(c.model_type)}
     if data["model_type"] is None:
         raise c.fail("text_config", "model_type: required key is missing")

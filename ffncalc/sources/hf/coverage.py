@@ -590,27 +590,42 @@ MULTIMODAL_LM_TYPES = (
     "voxtral_realtime",
 )
 
+# Types of the seq2seq mappings alone (in neither multimodal mapping) that are an audio tower beside a decoder-only
+# language model: recorded whole (tests/hf_whole) and read as the multimodal-LM types are
+WHOLE_SEQ2SEQ_TYPES = ("audioflamingo3", "musicflamingo")
+WHOLE_TYPES = MULTIMODAL_LM_TYPES + WHOLE_SEQ2SEQ_TYPES
+
 # Encoder-decoders no family reads yet: what each needs.
 SEQ2SEQ_NOT_YET = {
-    "audioflamingo3": "an audio tower beside a decoder-only language model (a whole multimodal model)",
-    "glmasr": "an audio tower beside a decoder-only language model (a whole multimodal model)",
-    "granite_speech": "an audio tower and projector beside a decoder-only language model (a whole multimodal model)",
-    "granite_speech_plus": "an audio tower and projector beside a decoder-only language model (a whole multimodal model)",
-    "moss_transcribe_diarize": "an audio tower beside a decoder-only language model (a whole multimodal model)",
-    "musicflamingo": "an audio tower beside a decoder-only language model (a whole multimodal model)",
-    "nemo_speechlm": "an audio tower beside a decoder-only language model (a whole multimodal model)",
+    "granite_speech": (
+        "an audio tower and projector beside a decoder-only language model (a whole multimodal model): a Conformer encoder "
+        "(macaron feed-forwards, a depthwise convolution module, Shaw's relative positions within blocks) and a BLIP-2 "
+        "Q-Former over windows of its output"
+    ),
+    "granite_speech_plus": (
+        "an audio tower and projector beside a decoder-only language model (a whole multimodal model): Granite Speech's "
+        "Conformer encoder and windowed Q-Former projector"
+    ),
+    "nemo_speechlm": (
+        "an audio tower beside a decoder-only language model (a whole multimodal model): a FastConformer encoder and a "
+        "word-timestamp head beside Nemotron-H"
+    ),
     "nllb-moe": "BART-style stacks with top-2 mixtures of experts in every fourth layer; transformers 5.23's NllbMoeExperts "
     "one-hot encodes the router's already one-hot mask, so only experts 0 and 1 run: no class to hold its FLOPs to",
-    "qwen2_audio": "an audio tower beside a decoder-only language model (a whole multimodal model)",
-    "qwen3_asr": "an audio tower beside a decoder-only language model (a whole multimodal model)",
     "t5gemma2": (
         "Gemma 3 layers as an encoder and a decoder, with a vision tower; each decoder layer's self- and cross-attention "
         "merged into one softmax over both sets of keys (T5Gemma2MergedAttention)"
     ),
     "vibevoice_asr": "an audio tokenizer beside a decoder-only language model",
-    "voxtral": "an audio tower beside a decoder-only language model (a whole multimodal model)",
-    "voxtral_realtime": "an audio tower beside a decoder-only language model (a whole multimodal model)",
-    "fun_asr_nano": "an audio tower beside a decoder-only language model (a whole multimodal model)",
+    "voxtral_realtime": (
+        "an audio tower beside a decoder-only language model (a whole multimodal model): a causal audio encoder (causal "
+        "convolutions, sliding-window attention) and a text decoder whose layers scale by a time-conditioned adaptive "
+        "RMS norm, neither read yet"
+    ),
+    "fun_asr_nano": (
+        "an audio tower beside a decoder-only language model (a whole multimodal model): a SAN-M encoder (attention with an "
+        "FSMN depthwise memory over its values, a first layer of its own input width) and a projector of transformer layers"
+    ),
     "kyutai_speech_to_text": "a decoder over audio codebooks and text",
     "moonshine_streaming": "a streaming speech encoder and a decoder",
     "vibevoice": "an acoustic tokenizer and diffusion head beside a language model",
@@ -672,6 +687,7 @@ OPEN_AT_DEFAULTS = {
 # The model_type of each wrapper's text_config at its class's defaults (tests/hf_whole/configs: a test keeps it equal)
 WRAPPED_TEXT = {
     "aria": "aria_text",
+    "audioflamingo3": "qwen2",
     "aya_vision": "cohere2",
     "blip": "blip_text_model",
     "blip-2": "opt",
@@ -738,6 +754,7 @@ WRAPPED_TEXT = {
     "molmo2": "molmo2_text",
     "moss_transcribe_diarize": "qwen3",
     "muse_glimmer": "muse_glimmer_text",
+    "musicflamingo": "qwen2",
     "muse_spark": "muse_spark_text",
     "nemo_speechlm": "nemotron_h",
     "nemotron_h_omni": "nemotron_h",
@@ -870,6 +887,7 @@ WHOLE_PROVEN_ON = {
     "minicpmv4_6": ("openbmb/MiniCPM-V-4.6",),
     "mistral3": ("black-forest-labs/FLUX.2-dev (its text encoder, Mistral Small 3.2 24B)",),
     "qwen2_5_vl": ("DiffSynth-Studio/Nexus-GenV2 (Qwen2.5-VL-7B's layout, saved flat)",),
+    "qwen2_audio": ("Qwen/Qwen2-Audio-7B",),
 }
 
 # The Hugging Face repositories whose config.json each supported model_type is proven on (tests/hf_configs/,
@@ -995,9 +1013,9 @@ def model_types() -> list[dict]:
     from . import TEXT_TYPES, registered
     from .towers import wrappers
 
-    families = registered()
+    families, whole = registered(), wrappers()
     # the language models of wrappers read whole: each proven at its wrapper's class defaults (tests/hf_whole)
-    whole_text = {WRAPPED_TEXT[w] for w in wrappers() if w in WRAPPED_TEXT}
+    whole_text = {WRAPPED_TEXT[w] for w in whole if w in WRAPPED_TEXT}
     extra = tuple(sorted(t for t in families if t not in CAUSAL_LM_TYPES + ENCODER_TYPES + ENCODER_DECODER_TYPES))
     records = []
     decoders = [(t, "decoder") for t in CAUSAL_LM_TYPES + extra if t not in NOT_TEXT_DECODERS]
@@ -1006,6 +1024,20 @@ def model_types() -> list[dict]:
     ):
         encoder = kind != "decoder"
         family = families.get(model_type) or families.get(TEXT_TYPES.get(model_type, ""))
+        if kind == "encoder-decoder" and model_type in whole:  # an audio tower beside a decoder-only LM, read whole
+            reader = whole[model_type]
+            records.append(
+                {
+                    "model_type": model_type,
+                    "kind": kind,
+                    "status": "supported",
+                    "family": (reader.__doc__ or "").split(":")[0],
+                    "file": "ffncalc/sources/hf/towers/" + reader.__module__.rsplit(".", 1)[1] + ".py",
+                    "detail": ", ".join(WHOLE_PROVEN_ON.get(model_type, ())) or "no public config found",
+                    "defaults": "exact",
+                }
+            )
+            continue
         if family is None:
             records.append(
                 {
@@ -1052,7 +1084,8 @@ def model_types() -> list[dict]:
 
 
 def multimodal_types() -> list[dict]:
-    """Every type of transformers' image-text-to-text and multimodal-LM mappings with its status: counted whole (the
+    """Every type of transformers' image-text-to-text and multimodal-LM mappings (and the audio-language types of its
+    seq2seq mappings alone, WHOLE_SEQ2SEQ_TYPES) with its status: counted whole (the
     wrapper's towers and projector beside its language model: sources/hf/towers), its language model only (what the
     towers need), or not yet (its language model is not read)."""
     from . import TEXT_TYPES, registered
@@ -1060,7 +1093,7 @@ def multimodal_types() -> list[dict]:
 
     families, whole = registered(), wrappers()
     records = []
-    for model_type in MULTIMODAL_LM_TYPES:
+    for model_type in WHOLE_TYPES:
         refused = WHOLE_REFUSED_AT_DEFAULTS.get(model_type)
         defaults = f"refused by transformers: {refused}" if refused else "exact" if model_type in whole else ""
         if model_type in WHOLE_IS_TEXT and model_type in families:

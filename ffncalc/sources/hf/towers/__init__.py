@@ -36,13 +36,16 @@ def sub_config(c: Config, key: str, renamed: dict[str, str] | None = None) -> Co
     ``renamed``: model_types older files state that the class reads as another (Qwen2.5-VL's "qwen2_5_vl")."""
     import re
 
-    from .. import class_defaults
+    from .. import TEXT_TYPES, class_defaults
+    from ..config import class_defaults_of
 
     data = c.data.get(key)
-    if data is None:
-        data = {}
-    if not isinstance(data, dict):
+    if data is not None and not isinstance(data, dict):
         raise c.fail(key, f"expected an object, got {data!r}")
+    wrapper = class_defaults_of(c.model_type) or {}
+    if key == "text_config" and (data is None or wrapper.get("text_config_merged")):  # the wrapper's own text defaults
+        data = {"model_type": TEXT_TYPES.get(c.model_type), **wrapper.get("text_config", {}), **(data or {})}
+    data = data or {}
     if renamed and data.get("model_type") in renamed:
         data = {**data, "model_type": renamed[data.get("model_type")]}
     match = re.search(r'"%s"\s*:' % re.escape(key), c.text)

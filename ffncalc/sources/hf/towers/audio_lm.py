@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..config import Config
 from . import sub_config, wrapper
-from .whisper import whisper_encoder
+from .whisper import qwen3_asr_encoder, whisper_encoder
 
 
 @wrapper("qwen2_audio")
@@ -83,3 +83,49 @@ def qwen3_omni_moe_thinker(c: Config) -> dict:
     encoder["layers"]["attention"]["k_bias"] = True  # Qwen3OmniMoeAudioAttention: every projection with a bias
     vision = sub_config(c, "vision_config", {None: "qwen3_omni_moe_vision_encoder"})  # type: ignore[dict-item]
     return {"audio": encoder, "vision": qwen_vision(vision)}
+
+
+@wrapper("audioflamingo3", "musicflamingo")
+def audioflamingo3(c: Config) -> dict:
+    """AudioFlamingo3ForConditionalGeneration and MusicFlamingoForConditionalGeneration (NVIDIA 2025): Audio Flamingo 3's
+    and Music Flamingo's AudioFlamingo3Encoder (Whisper's encoder, its positions average-pooled by two before the final
+    LayerNorm), and the multi-modal projector, Linear(audio width, text width) → projector_hidden_act → Linear(text
+    width, text width), biases as projector_bias says; Music Flamingo's rotary time embedding between them is a
+    rotation of the tower's output, no weights and no multiply-adds of a matmul. MusicFlamingoConfig reads an
+    audio_config of model_type "musicflamingo_encoder" as AudioFlamingo3Encoder's."""
+    a = sub_config(c, "audio_config", {"musicflamingo_encoder": "audioflamingo3_encoder"} if c.model_type == "musicflamingo" else None)
+    text = sub_config(c, "text_config").int("hidden_size")
+    act = c.activation("projector_hidden_act", "gelu")
+    projector = {"width": 1, "hidden": text, "bias": c.bool("projector_bias", True), "activation": act}
+    encoder = whisper_encoder(a, projector, pool=2)
+    encoder["projector"]["width"] = encoder["layers"]["d_model"]
+    return {"audio": encoder}
+
+
+@wrapper("moss_transcribe_diarize")
+def moss_transcribe_diarize(c: Config) -> dict:
+    """MossTranscribeDiarizeForConditionalGeneration (OpenMOSS 2026, MOSS-Transcribe-Diarize): its Whisper encoder
+    (MossTranscribeDiarizeAudioModel, 80 log-mel bins by default), audio_merge_size positions concatenated into one
+    token (get_audio_features' reshape), and MossTranscribeDiarizeMultiModalProjector: Linear(merge × audio width, text
+    width) → projector_hidden_act → Linear(text width, text width), biases as projector_bias says, then a LayerNorm
+    with a bias."""
+    a = sub_config(c, "audio_config")
+    text = sub_config(c, "text_config").int("hidden_size")
+    merge = c.int("audio_merge_size", 4)
+    act = c.activation("projector_hidden_act", "silu")
+    projector = {"width": 1, "hidden": text, "bias": c.bool("projector_bias", True), "activation": act, "post_norm": "layernorm"}
+    encoder = whisper_encoder(a, projector, group=merge)
+    encoder["projector"]["width"] = merge * encoder["layers"]["d_model"]
+    return {"audio": encoder}
+
+
+@wrapper("qwen3_asr")
+def qwen3_asr(c: Config) -> dict:
+    """Qwen3ASRForConditionalGeneration (Qwen 2026, Qwen3-ASR): Qwen3ASREncoder (Qwen3-Omni's audio encoder:
+    whisper.py's qwen3_asr_encoder) and Qwen3ASRMultiModalProjector, Linear(d_model, d_model) → the audio
+    activation_function → Linear(d_model, output_dim), with biases, beside Qwen3; one token a position (13 a second)."""
+    a = sub_config(c, "audio_config")
+    d = a.int("d_model")
+    act = a.activation("activation_function", "gelu")
+    projector = {"width": d, "hidden": d, "bias": True, "activation": act, "out": a.int("output_dim")}
+    return {"audio": qwen3_asr_encoder(a, projector)}

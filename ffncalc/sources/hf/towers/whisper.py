@@ -1,8 +1,10 @@
 """Audio towers built as Whisper's encoder (Radford et al. 2022, §2.2; transformers' WhisperEncoder): two convolutions
 over a window's log-mel frames (kernel 3, the second of stride 2, GELU after each), a learned table of
 max_source_positions rows, pre-norm layers of bidirectional attention (q, v and out_proj with biases, k_proj without)
-and a two-layer MLP with biases, a final LayerNorm. Qwen2-Audio's Qwen2AudioEncoder and Voxtral's VoxtralEncoder are
-built so; Qwen2-Audio average-pools every two positions before its projector, Voxtral concatenates four."""
+and a two-layer MLP with biases, a final LayerNorm. Qwen2-Audio's Qwen2AudioEncoder, Voxtral's VoxtralEncoder, Audio
+Flamingo 3's AudioFlamingo3Encoder (Music Flamingo's too) and MOSS-Transcribe-Diarize's audio model are built so;
+Qwen2-Audio and Audio Flamingo 3 average-pool every two positions before the final norm, Voxtral and MOSS concatenate
+four after it."""
 
 from __future__ import annotations
 
@@ -15,6 +17,9 @@ AUDIO_TYPES = (
     "glmasr_encoder",
     "qwen2_5_omni_audio_encoder",
     "qwen3_omni_moe_audio_encoder",
+    "audioflamingo3_encoder",
+    "moss_transcribe_diarize_audio",
+    "qwen3_asr_encoder",  # not Whisper's front end: qwen3_asr_encoder reads it
 )
 
 
@@ -65,6 +70,39 @@ def whisper_encoder(a: Config, projector: dict, **over) -> dict:
     }
 
 
+def qwen3_asr_encoder(a: Config, projector: dict) -> dict:
+    """The ``audio`` part of Qwen3-ASR's audio_config (Qwen3ASREncoder, Qwen3-Omni's audio encoder): chunks of
+    n_window × 2 log-mel frames, each through three Conv2d of downsample_hidden_size channels (kernel 3 × 3, stride 2,
+    padding 1, GELU after each) and conv_out, Linear(channels × the mel bins left, d_model) without a bias, to 13
+    positions a 100-frame chunk, sinusoidal positions (a buffer); Whisper's layers (every projection of the attention
+    with a bias, k_proj too), each attending only the positions of its window of n_window_infer frames; ln_post."""
+    d, chunk, span = a.int("d_model"), 2 * a.int("n_window", 50), a.int("n_window_infer", 800)
+    if span % chunk:
+        raise a.fail("n_window_infer", f"{span} frames are not whole chunks of n_window × 2 = {chunk}")
+    positions = chunk
+    for _ in range(3):  # three stride-2 convolutions: ⌊(n − 1) / 2⌋ + 1 each
+        positions = (positions - 1) // 2 + 1
+    heads = a.int("encoder_attention_heads")
+    act = a.activation("activation_function", "gelu")
+    return {
+        "layers": {
+            "d_model": d,
+            "n_layers": a.int("encoder_layers"),
+            "attention": {"n_heads": heads, "qkv_bias": True, "o_bias": True},
+            "ffn": {"kind": "dense", "d_ff": a.int("encoder_ffn_dim"), "bias": True, "activation": act},
+            "norm": {"kind": "layernorm", "per_layer": 2, "final": False},
+        },
+        "mel_bins": a.int("num_mel_bins", 128),
+        "source_positions": span // chunk * positions,
+        "window_seconds": max(1, span // 100),  # 100 frames a second (its feature extractor's hop of 160 at 16 kHz)
+        "position_table": False,
+        "front": "conv2d",
+        "channels": a.int("downsample_hidden_size"),
+        "chunk_frames": chunk,
+        "projector": projector,
+    }
+
+
 LAYER_MODULES = (
     (r"self_attn\.q_proj$", "attn.q"),
     (r"self_attn\.k_proj$", "attn.k"),
@@ -78,12 +116,16 @@ LAYER_MODULES = (
 TOP_MODULES = (
     (r"^conv1$", "conv1"),
     (r"^conv2$", "conv2"),
+    (r"^conv2d1$", "conv1"),  # Qwen3-ASR's and Qwen3-Omni's front end: three Conv2d and a linear
+    (r"^conv2d2$", "conv2"),
+    (r"^conv2d3$", "conv3"),
+    (r"^conv_out$", "conv_out"),
+    (r"^ln_post$", "final_norm"),
     (r"^embed_positions$", "pos_embed"),
     (r"^(layer_norm|norm|ln_post)$", "final_norm"),
     (r"^proj$", "projector.linear"),  # Qwen2.5-Omni's, within its tower
     (r"^proj1$", "projector.linear_1"),  # Qwen3-Omni's
     (r"^proj2$", "projector.linear_2"),
-    (r"^(conv2d[123]|conv_out)$", None),  # by their own names
     (r"^audio_bos_eos_token$", "markers"),
 )
 
