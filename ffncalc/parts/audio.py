@@ -231,8 +231,9 @@ class Audio(Part):
 
     def downsample_terms(self, d: int) -> list[tuple[str, object]]:
         """Qwen3-Omni's Qwen3OmniMoeAudioEncoder front (named as Qwen3-ASR's): conv2d1 (1 channel in), conv2d2 and
-        conv2d3 (each of kernel 3 and stride 2 over a chunk's frequencies and frames, with a bias and GELU), each output a matmul of 3 × 3 inputs of
-        its channels; conv_out, Linear(channels × the remaining frequencies, width) without a bias, a position each."""
+        conv2d3 (each of kernel 3 and stride 2 over a chunk's frequencies and frames, with a bias and GELU), each output a
+        matmul of 3 × 3 inputs of its channels; conv_out, Linear(channels × the remaining frequencies, width) without a
+        bias, a position each."""
         c, gelu = self.downsample, ACTIVATION_OPS["gelu"]
         freq, time, inputs = self.mel_bins, self.chunk_frames, 1
         chunk = Emitter("layers")
