@@ -223,7 +223,9 @@ class Attention(Block):
         more; a softplus gate its projection's output and the ungated output; a sub-norm its output as well (o's
         input), h·v_head_dim more. A norm as a fused kernel keeps its input and an fp32 statistic a row (the inverse
         RMS; a LayerNorm's mean too: 2 or 4 16-bit elements): the q/k norms their inputs, (h + kv)·head_dim, and a
-        row a head (over all heads: a row each), a sub-norm its statistic (its input is the heads' output, kept)."""
+        row a head (over all heads: a row each), a sub-norm its statistic (its input is the heads' output, kept); the
+        weightless value norm (v_norm) its input, V before it (kv·v_head_dim; with k_eq_v and a k norm, k_norm's input
+        already), and its statistic a KV head."""
         h, kv, hd, vd = self.n_heads, self.kv_heads, self.head_dim, self.value_dim
         gate = 2 * h * hd if self.gate else 0
         if self.softplus_gate != "none":
@@ -236,6 +238,9 @@ class Attention(Block):
             own = 0 if self.kv_shared else kv
             rows = (h + own) if self.qk_norm in ("head", "each_head") else 1 + (1 if own else 0)
             norms = (h + own) * hd + rows * stat
+        if self.v_norm and not self.kv_shared:  # the weightless value norm's input, V before it, and its statistic;
+            shared = self.k_eq_v and self.qk_norm != "none"  # with k_eq_v that input is k_norm's, kept already
+            norms += (0 if shared else kv * vd) + 2 * kv
         return model.d_model + h * (hd + vd) + keys + gate + sub + norms
 
     def score_bytes(self, model, seq_len: int, flash: bool = False) -> int:
@@ -278,6 +283,7 @@ def _module():
     from torch.nn import functional as F
 
     from ._fused import active as fused
+    from ._fused import norm as _fused_norm
     from ._torch import HeadNorm, Linear, MatMul, attend, make_norm, rotate
 
     class MultiHeadAttention(nn.Module):
@@ -342,7 +348,9 @@ def _module():
                 k, v = self._split(k, self.kv_heads), self._split(v, self.kv_heads, self.value_dim)
                 if self.qk_norm in ("head", "each_head"):
                     k = self.k_norm(k)
-                if self.v_norm:
+                if self.v_norm and fused():  # a fused weightless RMSNorm: its input and an fp32 statistic a head
+                    v = _fused_norm(v, None, None, torch.finfo(torch.float32).eps, False)
+                elif self.v_norm:
                     v = F.rms_norm(v, (self.value_dim,))
                 if self.positions == "rotary" and self.rope:
                     k = rotate(k, self.rotary)

@@ -741,6 +741,28 @@ def test_csa_kept_bytes_equal_fused_saved(extra, positions, norm):
     assert fused_saved_bytes(spec, "attention") == TOKENS * 2 * kept + sequence
 
 
+@pytest.mark.parametrize(
+    ("extra", "norm", "value_norm"),
+    [
+        ({}, "rmsnorm", 32 + 2 * 2),  # V before the norm (2 KV heads × 16) and a statistic a KV head
+        ({"k_eq_v": True}, "rmsnorm", 32 + 2 * 2),  # V is k's raw projection, not otherwise kept
+        ({"k_eq_v": True, "qk_norm": "head"}, "rmsnorm", 2 * 2),  # k_norm keeps that projection already
+        ({"k_eq_v": True, "qk_norm": "full"}, "layernorm", 2 * 2),  # the value norm is an RMS norm: 2 a row
+    ],
+    ids=["v-norm", "k-eq-v", "k-eq-v-head-norm", "k-eq-v-full-layernorm"],
+)
+def test_value_norm_kept_elements_equal_fused_saved(extra, norm, value_norm):
+    """Gemma 4's weightless RMS norm on each value head as a fused norm keeps it: its input (V before it) and an fp32
+    statistic a KV head, beside what grouped-query attention keeps (the input, Q and the output at 4 heads of 16, K
+    and V at 2; q/k norms their inputs and statistics); and the log-sum-exp, 4 bytes a query and head."""
+    spec = attention_model({"n_heads": 4, "n_kv_heads": 2, "v_norm": True, **extra}, "rotary", norm)
+    stat = 4 if norm == "layernorm" else 2
+    qk = {"head": 96 + 6 * stat, "full": 96 + 2 * stat}.get(extra.get("qk_norm"), 0)
+    expected = D + 64 + 64 + 32 + 32 + qk + value_norm
+    assert dict(spec.layers[0].blocks())["attention"].kept_elements(spec) == expected
+    assert fused_saved_bytes(spec, "attention") == TOKENS * 2 * expected + 4 * 4 * TOKENS
+
+
 FUSED_FORMS = {
     "dense_moe": lambda: ffn_model({"kind": "dense_moe", "dense": GATED, "n_experts": E, "top_k": K, "expert": SMALL}),
     "sink_moe": lambda: ffn_model(
@@ -760,6 +782,7 @@ FUSED_FORMS = {
     "rel_attention-inkling2": lambda: attention_model(REL | INKLING2 | {"window": 6, "dynamic_conv": True, "kv_inputs": True}),
     "csa": lambda: attention_model(CSA | {"compress_rate": 4, "overlap": True, "index_topk": 2} | INDEXER),
     "csa-hca-no-rotary": lambda: attention_model(CSA | {"compress_rate": 3}, "learned"),
+    "mha-v-norm-k-eq-v": lambda: attention_model({"n_heads": 4, "n_kv_heads": 2, "v_norm": True, "k_eq_v": True, "qk_norm": "head"}),
     "moa": lambda: attention_model({"kind": "moa", "n_experts": 4, "top_k": 2, "n_kv_heads": 2, "head_dim": 16}),
 }
 
@@ -777,9 +800,8 @@ def test_fused_forms_of_the_variants_compute_what_the_modules_do(name):
     block = dict(spec.layers[0].blocks())[slot]
     torch.manual_seed(0)
     module = block.torch_module(spec, True)
-    for p in module.parameters():  # tables held at zero or left unset by the modules get values (every gradient
-        t = p.detach()  # shows, and no uninitialised memory's overflow)
-        if p.dim() == 2 and (not t.abs().sum() or not t.isfinite().all() or t.abs().max() > 1e3):
+    for p in module.parameters():  # every matrix drawn afresh: tables held at zero show their gradients, and none
+        if p.dim() >= 2:  # is left as uninitialised memory
             torch.nn.init.normal_(p, std=0.1)
     x = torch.randn(1, TOKENS, D, requires_grad=True)
     results = []
