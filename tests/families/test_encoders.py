@@ -566,3 +566,56 @@ def test_approximate_attention_kept_activations_equal_autograd_saved(tmp_path, m
     path.write_text(json.dumps(data))
     checks = keptcheck.check(hf.load(path)[1], seq_len)
     assert checks and all(ch.ok for ch in checks), [ch for ch in checks if not ch.ok]
+
+
+def mobilebert_mlm(v: int, e: int, d: int, t: int, f: int, ffns: int, layers: int, positions: int, types: int) -> int:
+    """MobileBertForMaskedLM by hand (Sun et al. 2020 §3.1; transformers' MobileBertEmbeddings, MobileBertLayer,
+    MobileBertLMPredictionHead): the word table (v × e), the trigram projection (3·e -> d with a bias), position and
+    token-type tables of d and a NoNorm (weight and bias); per layer two input bottlenecks (d -> t with a bias and a
+    NoNorm of t each), q and k (t -> t), v (d -> t), the attention output (t -> t) with biases and its NoNorm, ffns
+    FFNs of t -> f -> t with biases and a NoNorm of t each, the output bottleneck (t -> d with a bias) and its NoNorm of
+    d; the head's transform (d × d with a bias, a LayerNorm), its own rows (v × (d − e)) and the decoder's bias."""
+    embeddings = v * e + (3 * e * d + d) + positions * d + types * d + 2 * d
+    bottlenecks = 2 * (d * t + t + 2 * t) + (t * d + d + 2 * d)
+    attention = 3 * (t * t + t) + (d * t + t) + 2 * t
+    ffn = ffns * ((t * f + f) + (f * t + t) + 2 * t)
+    head = d * d + d + 2 * d + v * (d - e) + v
+    return embeddings + layers * (bottlenecks + attention + ffn) + head
+
+
+def test_mobilebert_counts_what_its_masked_lm_class_builds(cli):
+    """MobileBERT at MobileBertConfig's defaults (the released google/mobilebert-uncased shape: 24 layers of 512 with
+    bottlenecks of 128, 4 FFNs of 512, embeddings of 128): 36,596,538 parameters by hand, which transformers' own
+    class holds (tests/hf_defaults/truth/mobilebert.json, checked per component in test_defaults.py); count, verify
+    and train run on it."""
+    from ffncalc.sources import hf
+
+    total = mobilebert_mlm(30522, 128, 512, 128, 512, 4, 24, 512, 2)
+    assert total == 36_596_538
+    assert tally(hf.to_spec(hf.read_config(DEFAULTS / "configs" / "mobilebert.json"))).params == total
+    path = str(DEFAULTS / "configs" / "mobilebert.json")
+    for command in (["count", path], ["train", path, "--tokens", "1B", "--hardware", "h100-sxm", "--gpus", "8"]):
+        code, out, err = cli(*command)
+        assert code == 0 and err == "", err
+
+
+@pytest.mark.torch
+def test_mobilebert_verifies_against_its_reference_modules(cli):
+    code, out, err = cli("verify", str(DEFAULTS / "configs" / "mobilebert.json"), "--seq-len", "32")
+    assert code == 0 and "all" in out and "agree" in out, out + err
+
+
+@pytest.mark.parametrize(
+    "key, value",
+    [
+        ("use_bottleneck", False),
+        ("use_bottleneck_attention", True),
+        ("key_query_shared_bottleneck", False),
+        ("tie_word_embeddings", False),
+    ],
+)
+def test_mobilebert_layouts_not_read_are_refused_in_one_line(cli, tmp_path, key, value):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": "mobilebert", key: value}))
+    code, out, err = cli("count", str(path))
+    assert code == 2 and out == "" and err.count("\n") == 1 and key in err
