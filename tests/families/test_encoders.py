@@ -619,3 +619,59 @@ def test_mobilebert_layouts_not_read_are_refused_in_one_line(cli, tmp_path, key,
     path.write_text(json.dumps({"model_type": "mobilebert", key: value}))
     code, out, err = cli("count", str(path))
     assert code == 2 and out == "" and err.count("\n") == 1 and key in err
+
+
+@pytest.mark.torch
+def test_mobilebert_layer_reference_computes_what_transformers_computes(tmp_path):
+    """The bottleneck block's reference module, given the weights of transformers' MobileBertLayer (random, NoNorm's
+    too), returns that layer's output less its input (the stack adds the input back), in fp64."""
+    import torch
+    from transformers import MobileBertConfig
+    from transformers.models.mobilebert.modeling_mobilebert import MobileBertLayer
+
+    from ffncalc.sources import hf
+
+    config = MobileBertConfig(
+        hidden_size=32,
+        embedding_size=8,
+        intra_bottleneck_size=16,
+        num_attention_heads=4,
+        intermediate_size=24,
+        num_feedforward_networks=3,
+    )
+    config._attn_implementation = "eager"
+    torch.manual_seed(0)
+    theirs = MobileBertLayer(config).double().eval()
+    for p in theirs.parameters():
+        torch.nn.init.normal_(p, std=0.2)
+    config.to_json_file(tmp_path / "config.json")
+    spec = hf.to_spec(hf.read_config(tmp_path / "config.json"))
+    block = dict(spec.layers[0].blocks())["attention"]
+    ours = block.torch_module(spec, False).double()
+    m = config.num_feedforward_networks - 1
+    pairs = {
+        "bottleneck_in": "bottleneck.input.dense",
+        "norms.0": "bottleneck.input.LayerNorm",
+        "bottleneck_qk": "bottleneck.attention.dense",
+        "norms.1": "bottleneck.attention.LayerNorm",
+        "q": "attention.self.query",
+        "k": "attention.self.key",
+        "v": "attention.self.value",
+        "o": "attention.output.dense",
+        "norms.2": "attention.output.LayerNorm",
+        "up": "intermediate.dense",
+        "down": "output.dense",
+        f"norms.{3 + m}": "output.LayerNorm",
+        "bottleneck_out": "output.bottleneck.dense",
+        f"norms.{4 + m}": "output.bottleneck.LayerNorm",
+    }
+    for i in range(m):
+        pairs |= {f"ffns.{i}.up": f"ffn.{i}.intermediate.dense", f"ffns.{i}.down": f"ffn.{i}.output.dense"}
+        pairs[f"norms.{3 + i}"] = f"ffn.{i}.output.LayerNorm"
+    source = dict(theirs.named_parameters())
+    state = {f"{a}.{w}": source[f"{b}.{w}"] for a, b in pairs.items() for w in ("weight", "bias")}
+    assert set(state) == {name for name, _ in ours.named_parameters()}
+    ours.load_state_dict(state)
+    x = torch.randn(2, 7, 32, dtype=torch.float64)
+    with torch.no_grad():
+        torch.testing.assert_close(ours(x) + x, theirs(x))
