@@ -675,3 +675,30 @@ def test_mobilebert_layer_reference_computes_what_transformers_computes(tmp_path
     x = torch.randn(2, 7, 32, dtype=torch.float64)
     with torch.no_grad():
         torch.testing.assert_close(ours(x) + x, theirs(x))
+
+
+@pytest.mark.torch
+def test_mobilebert_trigram_embedding_computes_what_transformers_computes(tmp_path):
+    """The trigram embedding's module, given MobileBertEmbeddings' word table (the first E columns of its table) and
+    embedding_transformation, gives what MobileBertEmbeddings gives before its positions, token types and norm: each
+    position's next, own and previous rows, projected."""
+    import torch
+    from transformers import MobileBertConfig
+    from transformers.models.mobilebert.modeling_mobilebert import MobileBertEmbeddings
+
+    from ffncalc.sources import hf
+
+    config = MobileBertConfig(vocab_size=50, hidden_size=32, embedding_size=8, max_position_embeddings=16)
+    torch.manual_seed(0)
+    theirs = MobileBertEmbeddings(config).double().eval()
+    torch.nn.init.normal_(theirs.token_type_embeddings.weight)
+    config.to_json_file(tmp_path / "config.json")
+    spec = hf.to_spec(hf.read_config(tmp_path / "config.json"))
+    ours = next(m for m in (p.embed_module(spec) for p in spec.parts) if m is not None).double()
+    assert tuple(ours.weight.shape) == (50, 32)  # the table and the head's own 32 − 8 rows
+    with torch.no_grad():
+        ours.weight[:, :8] = theirs.word_embeddings.weight
+        ours.project_in.load_state_dict(theirs.embedding_transformation.state_dict())
+        tokens = torch.randint(0, 50, (2, 9))
+        added = theirs.position_embeddings.weight[:9] + theirs.token_type_embeddings.weight[0]
+        torch.testing.assert_close(ours(tokens) + added, theirs(input_ids=tokens))  # NoNorm at its ones and zeros
