@@ -297,9 +297,10 @@ def check_flops(c: Config, measured: Measured, *, spec: Model | None = None) -> 
                 else:
                     found = LAYER_ITSELF.search(module)  # the layer's own: AltUp's mix
                     top = next((n for pattern, n in family.top_modules if re.search(r"(^|\.)" + pattern, module)), None)
-                    # a model-level module the family names, multiplying what several parameters make (MobileBERT's
-                    # head: the tied table concatenated with its own rows), is that module's component
-                    name, layer = (CORE, int(found.group(1))) if found else (top or f"(unmatched) {module}", None)
+                    # the head's own module, multiplying a weight several parameters make (MobileBERT's: the tied table
+                    # concatenated with its own rows), is the head
+                    head = "lm_head" if top == "lm_head" else None
+                    name, layer = (CORE, int(found.group(1))) if found else (head or f"(unmatched) {module}", None)
             key = (name, run_of.get(layer) if layer is not None else None)
             theirs[key] = theirs.get(key, 0) + flops
         ours: dict[tuple[str, tuple[int, int] | None], int] = {}
