@@ -296,7 +296,11 @@ def check_flops(c: Config, measured: Measured, *, spec: Model | None = None) -> 
                     name, layer = CORE, stack_start(module, found, stacks) + our_layer(int(found.group(1)), found.group(2), family)
                 else:
                     found = LAYER_ITSELF.search(module)  # the layer's own: AltUp's mix
-                    name, layer = (CORE, int(found.group(1))) if found else (f"(unmatched) {module}", None)
+                    top = next((n for pattern, n in family.top_modules if re.search(r"(^|\.)" + pattern, module)), None)
+                    # the head's own module, multiplying a weight several parameters make (MobileBERT's: the tied table
+                    # concatenated with its own rows), is the head
+                    head = "lm_head" if top == "lm_head" else None
+                    name, layer = (CORE, int(found.group(1))) if found else (head or f"(unmatched) {module}", None)
             key = (name, run_of.get(layer) if layer is not None else None)
             theirs[key] = theirs.get(key, 0) + flops
         ours: dict[tuple[str, tuple[int, int] | None], int] = {}

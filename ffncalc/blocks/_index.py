@@ -6,6 +6,7 @@ KINDS = {
     ("attention", "bigbird_sparse"): "bigbird_sparse",
     ("attention", "block_local"): "local_attention",
     ("attention", "block_sparse"): "block_sparse",
+    ("attention", "bottleneck"): "bottleneck",
     ("attention", "cca"): "cca",
     ("attention", "conformer"): "conformer",
     ("attention", "csa"): "csa",

@@ -154,3 +154,73 @@ def _projection():
             return self(x)
 
     return Projection
+
+
+@register
+@dataclass(frozen=True)
+class TrigramEmbedding(Part):
+    """MobileBERT's embedding (Sun et al. 2020 §3.1, "embedding factorization"; transformers' MobileBertEmbeddings and
+    MobileBertLMPredictionHead): a token table ``width`` (E) wide whose rows, with ``trigram`` each position's
+    next and previous rows beside its own (3·E, zeros past either end), are projected to d_model by a linear layer
+    with a bias (embedding_transformation) before the positions and token types of d_model are added. The tied head
+    multiplies by the table and by d_model − E rows of its own per token (its ``dense``, vocab_size × (d − E),
+    concatenated after the table's): both are stored here as one vocab_size × d_model table, whose first E columns
+    are looked up, so the head is an ordinary tied unembedding of d_model."""
+
+    key = "trigram_embedding"
+    order = 0
+    summary = "a table of its own width whose neighbouring rows are projected to d_model, tied to a head of d_model (MobileBERT)"
+
+    width: Positive
+    trigram: bool = True
+
+    def check(self, spec) -> None:
+        if spec.has("embedding", "factorized_embedding", "reversible", "byte_latent") or spec.mtp_layers:
+            raise SpecError(
+                ("trigram_embedding",),
+                "a trigram embedding is projected to one residual stream of d_model: no other embedding parts, "
+                "reversible streams, multi-token prediction modules or byte-latent parts",
+            )
+        if not spec.tie_embeddings:
+            raise SpecError(("trigram_embedding",), "its table is the head's first columns: tie_embeddings must be true")
+        if self.width > spec.d_model:
+            raise SpecError(("trigram_embedding", "width"), f"the head's own rows are d_model − width: {self.width} > {spec.d_model}")
+
+    def lookup_terms(self, e, model) -> None:
+        # embedding_transformation, before the positions are added: built always, run only with the trigrams or a
+        # table narrower than d_model (MobileBertEmbeddings.forward)
+        d, k = model.d_model, (3 if self.trigram else 1) * self.width
+        if self.trigram or self.width != d:
+            e.linear("embed.project_in", k, d, True, 1)
+        else:
+            e.term("embed.project_in.weight", "weight", (d, k), 1, macs=0)
+            e.term("embed.project_in.bias", "bias", (d,), 1)
+
+    def embed_module(self, model):
+        """The table (``weight``, vocab_size × d_model: the looked-up columns, then the head's own)."""
+        return _trigram()(self, model)
+
+
+@cache
+def _trigram():
+    import torch
+    import torch.nn.functional as F
+    from torch import nn
+
+    from ..blocks._torch import Linear
+
+    class Trigram(nn.Module):
+        def __init__(self, spec: TrigramEmbedding, model):
+            super().__init__()
+            d, self.e, self.trigram = model.d_model, spec.width, spec.trigram
+            self.weight = nn.Parameter(nn.init.normal_(torch.empty(model.vocab_size, d)))
+            self.project_in = Linear((3 if spec.trigram else 1) * spec.width, d)
+            self.projected = spec.trigram or spec.width != d
+
+        def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+            x = F.embedding(tokens, self.weight[:, : self.e])
+            if self.trigram:  # the next row, its own, the previous (MobileBertEmbeddings)
+                x = torch.cat([F.pad(x[:, 1:], (0, 0, 0, 1)), x, F.pad(x[:, :-1], (0, 0, 1, 0))], dim=2)
+            return self.project_in(x) if self.projected else x
+
+    return Trigram

@@ -1117,3 +1117,23 @@ def test_zamba_mamba_heads_kept_elements_equal_fused_saved(heads, n, rank, extra
     expected = D + 2 * inner + 2 * inner + heads * (rank + 2 * n) + inner + 2 * inner
     assert dict(spec.layers[0].blocks())["attention"].kept_elements(spec) == expected
     assert fused_saved_bytes(spec, "attention") == TOKENS * 2 * expected + inner * 2 * n * 4
+
+
+@pytest.mark.parametrize("activation", ["relu", "gelu"])
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_bottleneck_layer_kept_elements_equal_autograd_saved(activation, dtype):
+    """MobileBERT's layer (blocks/bottleneck.py), inner width t = 16, 4 heads, FFNs of 32, three FFNs: per token x (d)
+    and the output norm's input (d); the two bottlenecks' outputs before their norms, the shared q/k input, q, k, v,
+    the heads' output, the attention output's sum and its norm's output (9·t); each FFN its activation's output (and
+    gelu its input), its sum and its output (2·t); beside them the softmax's 4 × s × s probabilities."""
+    import torch
+
+    t, f, ffns, heads = 16, 32, 3, 4
+    layer = {"kind": "bottleneck", "n_heads": heads, "inner": t, "d_ff": f, "ffns": ffns, "activation": activation}
+    spec = attention_model(layer, "learned", "layernorm")
+    block = dict(spec.layers[0].blocks())["attention"]
+    per_ffn = f * (1 if activation == "relu" else 2) + 2 * t
+    expected = 2 * D + 9 * t + ffns * per_ffn
+    assert block.kept_elements(spec) == expected
+    scores = heads * TOKENS * TOKENS
+    assert saved_elements(block.torch_module(spec, True), getattr(torch, dtype)) == TOKENS * expected + scores

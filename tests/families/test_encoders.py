@@ -566,3 +566,139 @@ def test_approximate_attention_kept_activations_equal_autograd_saved(tmp_path, m
     path.write_text(json.dumps(data))
     checks = keptcheck.check(hf.load(path)[1], seq_len)
     assert checks and all(ch.ok for ch in checks), [ch for ch in checks if not ch.ok]
+
+
+def mobilebert_mlm(v: int, e: int, d: int, t: int, f: int, ffns: int, layers: int, positions: int, types: int) -> int:
+    """MobileBertForMaskedLM by hand (Sun et al. 2020 §3.1; transformers' MobileBertEmbeddings, MobileBertLayer,
+    MobileBertLMPredictionHead): the word table (v × e), the trigram projection (3·e -> d with a bias), position and
+    token-type tables of d and a NoNorm (weight and bias); per layer two input bottlenecks (d -> t with a bias and a
+    NoNorm of t each), q and k (t -> t), v (d -> t), the attention output (t -> t) with biases and its NoNorm, ffns
+    FFNs of t -> f -> t with biases and a NoNorm of t each, the output bottleneck (t -> d with a bias) and its NoNorm of
+    d; the head's transform (d × d with a bias, a LayerNorm), its own rows (v × (d − e)) and the decoder's bias."""
+    embeddings = v * e + (3 * e * d + d) + positions * d + types * d + 2 * d
+    bottlenecks = 2 * (d * t + t + 2 * t) + (t * d + d + 2 * d)
+    attention = 3 * (t * t + t) + (d * t + t) + 2 * t
+    ffn = ffns * ((t * f + f) + (f * t + t) + 2 * t)
+    head = d * d + d + 2 * d + v * (d - e) + v
+    return embeddings + layers * (bottlenecks + attention + ffn) + head
+
+
+def test_mobilebert_counts_what_its_masked_lm_class_builds(cli):
+    """MobileBERT at MobileBertConfig's defaults (the released google/mobilebert-uncased shape: 24 layers of 512 with
+    bottlenecks of 128, 4 FFNs of 512, embeddings of 128): 36,596,538 parameters by hand, which transformers' own
+    class holds (tests/hf_defaults/truth/mobilebert.json, checked per component in test_defaults.py); count, verify
+    and train run on it."""
+    from ffncalc.sources import hf
+
+    total = mobilebert_mlm(30522, 128, 512, 128, 512, 4, 24, 512, 2)
+    assert total == 36_596_538
+    assert tally(hf.to_spec(hf.read_config(DEFAULTS / "configs" / "mobilebert.json"))).params == total
+    path = str(DEFAULTS / "configs" / "mobilebert.json")
+    for command in (["count", path], ["train", path, "--tokens", "1B", "--hardware", "h100-sxm", "--gpus", "8"]):
+        code, out, err = cli(*command)
+        assert code == 0 and err == "", err
+
+
+@pytest.mark.torch
+def test_mobilebert_verifies_against_its_reference_modules(cli):
+    code, out, err = cli("verify", str(DEFAULTS / "configs" / "mobilebert.json"), "--seq-len", "32")
+    assert code == 0 and "all" in out and "agree" in out, out + err
+
+
+@pytest.mark.parametrize(
+    "key, value",
+    [
+        ("use_bottleneck", False),
+        ("use_bottleneck_attention", True),
+        ("key_query_shared_bottleneck", False),
+        ("tie_word_embeddings", False),
+    ],
+)
+def test_mobilebert_layouts_not_read_are_refused_in_one_line(cli, tmp_path, key, value):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": "mobilebert", key: value}))
+    code, out, err = cli("count", str(path))
+    assert code == 2 and out == "" and err.count("\n") == 1 and key in err
+
+
+@pytest.mark.torch
+def test_mobilebert_layer_reference_computes_what_transformers_computes(tmp_path):
+    """The bottleneck block's reference module, given the weights of transformers' MobileBertLayer (random, NoNorm's
+    too), returns that layer's output less its input (the stack adds the input back), in fp64."""
+    import torch
+    from transformers import MobileBertConfig
+    from transformers.models.mobilebert.modeling_mobilebert import MobileBertLayer
+
+    from ffncalc.sources import hf
+
+    config = MobileBertConfig(
+        hidden_size=32,
+        embedding_size=8,
+        intra_bottleneck_size=16,
+        num_attention_heads=4,
+        intermediate_size=24,
+        num_feedforward_networks=3,
+    )
+    config._attn_implementation = "eager"
+    torch.manual_seed(0)
+    theirs = MobileBertLayer(config).double().eval()
+    for p in theirs.parameters():
+        torch.nn.init.normal_(p, std=0.2)
+    config.to_json_file(tmp_path / "config.json")
+    spec = hf.to_spec(hf.read_config(tmp_path / "config.json"))
+    block = dict(spec.layers[0].blocks())["attention"]
+    ours = block.torch_module(spec, False).double()
+    m = config.num_feedforward_networks - 1
+    pairs = {
+        "bottleneck_in": "bottleneck.input.dense",
+        "norms.0": "bottleneck.input.LayerNorm",
+        "bottleneck_qk": "bottleneck.attention.dense",
+        "norms.1": "bottleneck.attention.LayerNorm",
+        "q": "attention.self.query",
+        "k": "attention.self.key",
+        "v": "attention.self.value",
+        "o": "attention.output.dense",
+        "norms.2": "attention.output.LayerNorm",
+        "up": "intermediate.dense",
+        "down": "output.dense",
+        f"norms.{3 + m}": "output.LayerNorm",
+        "bottleneck_out": "output.bottleneck.dense",
+        f"norms.{4 + m}": "output.bottleneck.LayerNorm",
+    }
+    for i in range(m):
+        pairs |= {f"ffns.{i}.up": f"ffn.{i}.intermediate.dense", f"ffns.{i}.down": f"ffn.{i}.output.dense"}
+        pairs[f"norms.{3 + i}"] = f"ffn.{i}.output.LayerNorm"
+    source = dict(theirs.named_parameters())
+    state = {f"{a}.{w}": source[f"{b}.{w}"] for a, b in pairs.items() for w in ("weight", "bias")}
+    assert set(state) == {name for name, _ in ours.named_parameters()}
+    ours.load_state_dict(state)
+    x = torch.randn(2, 7, 32, dtype=torch.float64)
+    with torch.no_grad():
+        torch.testing.assert_close(ours(x) + x, theirs(x))
+
+
+@pytest.mark.torch
+def test_mobilebert_trigram_embedding_computes_what_transformers_computes(tmp_path):
+    """The trigram embedding's module, given MobileBertEmbeddings' word table (the first E columns of its table) and
+    embedding_transformation, gives what MobileBertEmbeddings gives before its positions, token types and norm: each
+    position's next, own and previous rows, projected."""
+    import torch
+    from transformers import MobileBertConfig
+    from transformers.models.mobilebert.modeling_mobilebert import MobileBertEmbeddings
+
+    from ffncalc.sources import hf
+
+    config = MobileBertConfig(vocab_size=50, hidden_size=32, embedding_size=8, max_position_embeddings=16)
+    torch.manual_seed(0)
+    theirs = MobileBertEmbeddings(config).double().eval()
+    torch.nn.init.normal_(theirs.token_type_embeddings.weight)
+    config.to_json_file(tmp_path / "config.json")
+    spec = hf.to_spec(hf.read_config(tmp_path / "config.json"))
+    ours = next(m for m in (p.embed_module(spec) for p in spec.parts) if m is not None).double()
+    assert tuple(ours.weight.shape) == (50, 32)  # the table and the head's own 32 − 8 rows
+    with torch.no_grad():
+        ours.weight[:, :8] = theirs.word_embeddings.weight
+        ours.project_in.load_state_dict(theirs.embedding_transformation.state_dict())
+        tokens = torch.randint(0, 50, (2, 9))
+        added = theirs.position_embeddings.weight[:9] + theirs.token_type_embeddings.weight[0]
+        torch.testing.assert_close(ours(tokens) + added, theirs(input_ids=tokens))  # NoNorm at its ones and zeros

@@ -634,10 +634,6 @@ SEQ2SEQ_NOT_YET = {
 # Encoders no family reads yet: what each needs.
 ENCODERS_NOT_YET = {
     "funnel": "pooling between blocks that shortens the sequence, and a decoder that upsamples it",
-    "mobilebert": (
-        "bottleneck layers (intra_bottleneck_size) with stacked FFNs and NoNorm, a trigram input projection, and a head "
-        "whose decoder concatenates the tied table with a dense of its own"
-    ),
     "modernvbert": "a vision tower beside ModernBERT",
     "mra": (
         "multi-resolution approximate attention (low-resolution block scores, the top blocks at full resolution), "
