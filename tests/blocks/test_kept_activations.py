@@ -796,3 +796,38 @@ def test_fused_forms_of_the_variants_compute_what_the_modules_do(name):
     assert len(results[0]) == len(results[1])
     for a, b in zip(*results):
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("block_size", "random", "padded"),
+    [
+        (2, 1, 16),  # (5 + 2)·2 = 14 < 16 tokens: block-sparse, 8 blocks
+        (3, 0, 18),  # (5 + 0)·3 = 15 < 16: padded to 18, 6 blocks
+        (1, 2, 16),  # (5 + 4)·1 = 9 < 16: 16 one-token blocks, two random blocks a row
+        (4, 1, 0),  # (5 + 2)·4 = 28 >= 16: full attention, as flash keeps it
+    ],
+    ids=["sparse", "sparse-padded", "sparse-two-random", "full"],
+)
+def test_bigbird_kept_bytes_equal_what_its_module_saves(block_size, random, padded):
+    """BigBird's block-sparse attention has no fused kernel: what its module saves is the truth (up to the threshold
+    it is flash attention: the input, Q, K, V and the output a token, D + 4·64, and the log-sum-exp). Past it, b-token
+    blocks of queries, n = P / b of them, each against its rows of key blocks: the first and last against all n, the
+    second and second-last against 4 + r, the n − 4 middle ones against 5 + r. A token: the input, K and V (padded to P:
+    the padded copies are what the products read), the heads' output (o's input), D + 3·64, Q replaced by the scaled
+    query blocks (P × 64 in all); a sequence, per head: the softmax of every block row (b × its keys), the gathered key
+    and value blocks of every row but the first and last (which read K and V whole), b × 16 each per block read."""
+    bigbird = {"kind": "bigbird", "n_heads": 4, "block_size": block_size, "random_blocks": random}
+    spec = attention_model(bigbird, "learned", "layernorm")
+    block = dict(spec.layers[0].blocks())["attention"]
+    assert block.kept_elements(spec) == D + 4 * 64
+    if not padded:
+        sequence = 4 * 4 * TOKENS
+    else:
+        n, b = padded // block_size, block_size
+        rows = [n, 4 + random] + [5 + random] * (n - 4) + [4 + random, n]  # key blocks each query block meets
+        softmax = sum(b * keys * b for keys in rows)
+        gathered = sum(keys * b * 16 for keys in rows[1:-1])
+        per_head = padded * 16 + softmax + 2 * gathered + 2 * (padded - TOKENS) * 16 - TOKENS * 16
+        sequence = 2 * 4 * per_head
+    assert block.score_bytes(spec, TOKENS, True) == sequence
+    assert fused_saved_bytes(spec, "attention") == TOKENS * 2 * (D + 4 * 64) + sequence
