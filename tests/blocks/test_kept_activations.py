@@ -831,3 +831,55 @@ def test_bigbird_kept_bytes_equal_what_its_module_saves(block_size, random, padd
         sequence = 2 * 4 * per_head
     assert block.score_bytes(spec, TOKENS, True) == sequence
     assert fused_saved_bytes(spec, "attention") == TOKENS * 2 * (D + 4 * 64) + sequence
+
+
+@pytest.mark.parametrize(("global_tokens", "block_size"), [(4, 4), (2, 7), (8, 2), (0, 4)])
+def test_global_local_kept_bytes_and_products_equal_what_its_module_saves_and_runs(global_tokens, block_size):
+    """PEGASUS-X's global-local attention (an unstaggered layer) has no fused kernel: what its module saves is the
+    truth. Of 16 rows, G global tokens and L = 16 − G local positions in n = L / b blocks, 4 heads of 16. A token: the
+    input, K and V (the global queries' products read them whole), the global and local scaled queries and the heads'
+    output, D + 4·64. A sequence, per head: the global queries' softmax (G × 16 scores), each block's keys and values
+    gathered beside it (G + b rows of 16 each), the blocks' softmax (L × (G + b) scores). verify holds its parameters
+    (the global tokens' LayerNorm, 2·64) and its products (QKᵀ: G·16 + L·(G + b) pairs of 16, 2 FLOPs each, 4 heads)
+    against the module's."""
+    from ffncalc.analysis.verify import verify
+
+    g, b = global_tokens, block_size
+    local = TOKENS - g
+    attention = {"kind": "global_local", "n_heads": 4, "block_size": b, "global_tokens": g, "stagger": False}
+    spec = attention_model(attention, "learned", "layernorm")
+    block = dict(spec.layers[0].blocks())["attention"]
+    assert block.kept_elements(spec) == D + 4 * 64
+    sequence = 2 * 4 * (g * TOKENS + 2 * (local // b) * (g + b) * 16 + local * (g + b))
+    assert block.score_bytes(spec, TOKENS, True) == sequence
+    assert fused_saved_bytes(spec, "attention") == TOKENS * 2 * (D + 4 * 64) + sequence
+    report = verify(spec, seq_len=TOKENS)
+    assert report.ok, report.failures
+    checks = {c.component: c for c in report.checks}
+    assert checks["attn.scores"].torch_flops == 2 * 4 * (g * TOKENS + local * (g + b)) * 16
+    assert checks["attn.global_norm"].torch_params == 2 * D
+
+
+@pytest.mark.parametrize(("ngram", "buckets"), [(1, 8), (3, 4)])
+def test_ngram_kept_bytes_and_products_equal_what_its_module_saves_and_runs(ngram, buckets):
+    """ProphetNet's n-stream attention has no fused kernel: what its module saves is the truth. Of 16 rows, the main
+    stream's T = 16 / (1 + ngram) and each predicting stream's T, 4 heads of 16. A row: the input, the scaled Q, K, V
+    and the heads' output (D + 4·64), and relative_pos_embeddings' output (buckets × 4 heads), which the bucket gathers
+    save. A sequence, per head: the main stream's softmax (T × T), each predicting stream's (T × 2T) and its keys and
+    values, the main stream's and its own together (2T rows of 16 each). verify holds the products (QKᵀ: T² + ngram·2T²
+    pairs of 16, 2 FLOPs each, 4 heads) and relative_pos_embeddings (D × 4·buckets and a bias) against the module's."""
+    from ffncalc.analysis.verify import verify
+
+    t = TOKENS // (1 + ngram)
+    spec = attention_model({"kind": "ngram", "n_heads": 4, "ngram": ngram, "buckets": buckets}, "learned", "layernorm")
+    block = dict(spec.layers[0].blocks())["attention"]
+    kept = D + 4 * 64 + 4 * buckets
+    assert block.kept_elements(spec) == kept
+    sequence = 2 * 4 * (t * t + ngram * t * 2 * t + ngram * 2 * (2 * t * 16))
+    assert block.score_bytes(spec, TOKENS, True) == sequence
+    assert fused_saved_bytes(spec, "attention") == TOKENS * 2 * kept + sequence
+    report = verify(spec, seq_len=TOKENS)
+    assert report.ok, report.failures
+    checks = {c.component: c for c in report.checks}
+    assert checks["attn.scores"].torch_flops == 2 * 4 * (t * t + ngram * 2 * t * t) * 16
+    assert checks["attn.rel.weight"].torch_params + checks["attn.rel.bias"].torch_params == (D + 1) * 4 * buckets
