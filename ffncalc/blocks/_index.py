@@ -3,7 +3,6 @@
 
 KINDS = {
     ("attention", "bigbird"): "bigbird",
-    ("attention", "bigbird_sparse"): "bigbird_sparse",
     ("attention", "block_local"): "local_attention",
     ("attention", "block_sparse"): "block_sparse",
     ("attention", "bottleneck"): "bottleneck",

@@ -277,6 +277,8 @@ def _module():
             super().__init__()
             self.groups = groups
             self.weight = nn.Parameter(torch.empty(groups * d_out, d_in))
+            if self.weight.device.type != "meta":  # nn.Linear's initialisation, not uninitialised memory
+                nn.init.kaiming_uniform_(self.weight, a=5**0.5)
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:  # (..., groups, d_in) -> (..., groups, d_out)
             lead = x.shape[:-2]

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from fractions import Fraction
+from functools import cache
 
 from ..model.schema import NonNegative, Positive, SpecError
 from ..model.terms import SOFTMAX_OPS
@@ -40,7 +41,10 @@ class GlobalLocalAttention(Attention):
     kind = "global_local"
     slot = "attention"
     summary = "block-local attention with global tokens, blocks staggered every other layer (PEGASUS-X)"
-    verify_note = "global_local: no reference module (its layers alternate; counted as PegasusXGlobalLocalAttention runs)"
+    verify_note = (
+        "global_local: the reference module is an unstaggered layer, its first global_tokens rows the global tokens "
+        "(a staggered odd layer's b padding rows are counted as PegasusXGlobalLocalAttention runs them)"
+    )
 
     block_size: Positive = 512  # PegasusXConfig.block_size
     global_tokens: NonNegative = 32  # num_global_tokens: rows of the stack beyond the padded source
@@ -92,14 +96,69 @@ class GlobalLocalAttention(Attention):
         return min(tokens, self.block_size + self.global_tokens)
 
     def kept_elements(self, model) -> int:
-        """Multi-head attention's per row of the stack (the input, Q, K, V and the heads' output: d + 4·h·hd), the
-        global tokens among the rows."""
+        """Multi-head attention's per row of the stack, the global tokens among the rows, as the reference module saves
+        them: the input, K and V (the global queries' products read them whole), the scaled queries (the global
+        tokens' and the local positions', in place of Q) and the heads' output: d + 4·h·hd."""
         return super().kept_elements(model)
 
     def score_bytes(self, model, seq_len: int, flash: bool = False) -> int:
-        """Eager: the softmax output (2 bytes), its dropout mask (1) and the dropout's output (2) for each score of an
-        unstaggered layer, L·(G + b) + G·(G + L) a head (Korthikanti et al. 2022 §4.1); flash: an fp32 log-sum-exp a
-        query and head, L + G rows."""
-        g, b = self.global_tokens, self.block_size
+        """No fused kernel runs it (one form, flash or not): what the reference module saves of an unstaggered layer,
+        16-bit, per head, over L = seq_len − G local positions in n = L / b blocks: the global queries' softmax (G·(G + L)
+        scores), each block's gathered keys and values (G + b rows of head_dim each, both) and its softmax (L·(G + b)
+        scores in all)."""
+        g, b, hd = self.global_tokens, self.block_size, self.head_dim
         local = seq_len - g
-        return 4 * self.n_heads * seq_len if flash else 5 * self.n_heads * (local * (g + b) + g * (g + local))
+        blocks = local // b
+        return 2 * self.n_heads * (g * seq_len + 2 * blocks * (g + b) * hd + local * (g + b))
+
+    def tensor_parallel(self, module, rank: int, tp: int):
+        raise NotImplementedError("global-local attention: no tensor-parallel form here")
+
+    def torch_module(self, model, causal: bool):
+        return _module()(self, model, causal)
+
+
+@cache
+def _module():
+    import torch
+
+    from ._torch import make_norm
+    from .attention import _module as attention_module
+
+    class GlobalLocal(attention_module()):
+        """Multi-head attention whose ``attend`` runs PegasusXGlobalLocalAttention.compute_global_attention_representations
+        and compute_local_attention_representations over its input's rows, the first global_tokens of them the global
+        tokens: the global queries against every key, each block of b local queries against the global keys and its
+        own block's, one softmax over both. An unstaggered layer's; global_norm's weights are the layer's
+        (PegasusXEncoderLayer.global_self_attn_layer_norm), its work the layer's first norm's."""
+
+        def __init__(self, spec: GlobalLocalAttention, model, causal: bool):
+            super().__init__(spec, model, causal)
+            self.global_tokens, self.block = spec.global_tokens, spec.block_size
+            self.global_norm = make_norm(model.norm.layer, model.d_model)
+
+        def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+            b, h, s, hd = q.shape
+            g, size = self.global_tokens, self.block
+            q = q * hd**-0.5
+            # the global tokens' queries and the local positions' each contiguous, as PegasusXGlobalLocalAttention
+            # projects them (_shape)
+            gq, lq = (part.clone(memory_format=torch.contiguous_format) for part in (q[:, :, :g], q[:, :, g:]))
+            if (s - g) % size:
+                raise NotImplementedError(f"{s - g} local positions: not whole blocks of {size} (PEGASUS-X's encoder pads them)")
+            n = (s - g) // size
+            # the global tokens: softmax(Q_g [K_g; K_l]ᵀ) [V_g; V_l]
+            probs = self.scores(gq, k.transpose(-2, -1)).softmax(dim=-1)
+            global_out = self.values(probs, v)
+            # each block of local queries against the global keys and its own block's, one softmax over both: the
+            # keys and values each block reads gathered beside it
+            lq = lq.unflatten(2, (n, size))
+            keys, values = (
+                torch.cat([t[:, :, :g, None].transpose(2, 3).expand(b, h, n, g, hd), t[:, :, g:].unflatten(2, (n, size))], 3)
+                for t in (k, v)
+            )
+            probs = self.scores(lq, keys.transpose(-2, -1)).softmax(dim=-1)
+            local_out = self.values(probs, values).flatten(2, 3)
+            return torch.cat([global_out, local_out], dim=2)
+
+    return GlobalLocal

@@ -1137,3 +1137,90 @@ def test_bottleneck_layer_kept_elements_equal_autograd_saved(activation, dtype):
     assert block.kept_elements(spec) == expected
     scores = heads * TOKENS * TOKENS
     assert saved_elements(block.torch_module(spec, True), getattr(torch, dtype)) == TOKENS * expected + scores
+
+
+@pytest.mark.parametrize(
+    ("block_size", "random", "padded"),
+    [
+        (2, 1, 16),  # (5 + 2)·2 = 14 < 16 tokens: block-sparse, 8 blocks
+        (3, 0, 18),  # (5 + 0)·3 = 15 < 16: padded to 18, 6 blocks
+        (1, 2, 16),  # (5 + 4)·1 = 9 < 16: 16 one-token blocks, two random blocks a row
+        (4, 1, 0),  # (5 + 2)·4 = 28 >= 16: full attention, as flash keeps it
+    ],
+    ids=["sparse", "sparse-padded", "sparse-two-random", "full"],
+)
+def test_bigbird_kept_bytes_equal_what_its_module_saves(block_size, random, padded):
+    """BigBird's block-sparse attention has no fused kernel: what its module saves is the truth (up to the threshold
+    it is flash attention: the input, Q, K, V and the output a token, D + 4·64, and the log-sum-exp). Past it, b-token
+    blocks of queries, n = P / b of them, each against its rows of key blocks: the first and last against all n, the
+    second and second-last against 4 + r, the n − 4 middle ones against 5 + r. A token: the input, K and V (padded to P:
+    the padded copies are what the products read), the heads' output (o's input), D + 3·64, Q replaced by the scaled
+    query blocks (P × 64 in all); a sequence, per head: the softmax of every block row (b × its keys), the gathered key
+    and value blocks of every row but the first and last (which read K and V whole), b × 16 each per block read."""
+    bigbird = {"kind": "bigbird", "n_heads": 4, "block_size": block_size, "random_blocks": random}
+    spec = attention_model(bigbird, "learned", "layernorm")
+    block = dict(spec.layers[0].blocks())["attention"]
+    assert block.kept_elements(spec) == D + 4 * 64
+    if not padded:
+        sequence = 4 * 4 * TOKENS
+    else:
+        n, b = padded // block_size, block_size
+        rows = [n, 4 + random] + [5 + random] * (n - 4) + [4 + random, n]  # key blocks each query block meets
+        softmax = sum(b * keys * b for keys in rows)
+        gathered = sum(keys * b * 16 for keys in rows[1:-1])
+        per_head = padded * 16 + softmax + 2 * gathered + 2 * (padded - TOKENS) * 16 - TOKENS * 16
+        sequence = 2 * 4 * per_head
+    assert block.score_bytes(spec, TOKENS, True) == sequence
+    assert fused_saved_bytes(spec, "attention") == TOKENS * 2 * (D + 4 * 64) + sequence
+
+
+@pytest.mark.parametrize(("global_tokens", "block_size"), [(4, 4), (2, 7), (8, 2), (0, 4)])
+def test_global_local_kept_bytes_and_products_equal_what_its_module_saves_and_runs(global_tokens, block_size):
+    """PEGASUS-X's global-local attention (an unstaggered layer) has no fused kernel: what its module saves is the
+    truth. Of 16 rows, G global tokens and L = 16 − G local positions in n = L / b blocks, 4 heads of 16. A token: the
+    input, K and V (the global queries' products read them whole), the global and local scaled queries and the heads'
+    output, D + 4·64. A sequence, per head: the global queries' softmax (G × 16 scores), each block's keys and values
+    gathered beside it (G + b rows of 16 each), the blocks' softmax (L × (G + b) scores). verify holds its parameters
+    (the global tokens' LayerNorm, 2·64) and its products (QKᵀ: G·16 + L·(G + b) pairs of 16, 2 FLOPs each, 4 heads)
+    against the module's."""
+    from ffncalc.analysis.verify import verify
+
+    g, b = global_tokens, block_size
+    local = TOKENS - g
+    attention = {"kind": "global_local", "n_heads": 4, "block_size": b, "global_tokens": g, "stagger": False}
+    spec = attention_model(attention, "learned", "layernorm")
+    block = dict(spec.layers[0].blocks())["attention"]
+    assert block.kept_elements(spec) == D + 4 * 64
+    sequence = 2 * 4 * (g * TOKENS + 2 * (local // b) * (g + b) * 16 + local * (g + b))
+    assert block.score_bytes(spec, TOKENS, True) == sequence
+    assert fused_saved_bytes(spec, "attention") == TOKENS * 2 * (D + 4 * 64) + sequence
+    report = verify(spec, seq_len=TOKENS)
+    assert report.ok, report.failures
+    checks = {c.component: c for c in report.checks}
+    assert checks["attn.scores"].torch_flops == 2 * 4 * (g * TOKENS + local * (g + b)) * 16
+    assert checks["attn.global_norm"].torch_params == 2 * D
+
+
+@pytest.mark.parametrize(("ngram", "buckets"), [(1, 8), (3, 4)])
+def test_ngram_kept_bytes_and_products_equal_what_its_module_saves_and_runs(ngram, buckets):
+    """ProphetNet's n-stream attention has no fused kernel: what its module saves is the truth. Of 16 rows, the main
+    stream's T = 16 / (1 + ngram) and each predicting stream's T, 4 heads of 16. A row: the input, the scaled Q, K, V
+    and the heads' output (D + 4·64), and relative_pos_embeddings' output (buckets × 4 heads), which the bucket gathers
+    save. A sequence, per head: the main stream's softmax (T × T), each predicting stream's (T × 2T) and its keys and
+    values, the main stream's and its own together (2T rows of 16 each). verify holds the products (QKᵀ: T² + ngram·2T²
+    pairs of 16, 2 FLOPs each, 4 heads) and relative_pos_embeddings (D × 4·buckets and a bias) against the module's."""
+    from ffncalc.analysis.verify import verify
+
+    t = TOKENS // (1 + ngram)
+    spec = attention_model({"kind": "ngram", "n_heads": 4, "ngram": ngram, "buckets": buckets}, "learned", "layernorm")
+    block = dict(spec.layers[0].blocks())["attention"]
+    kept = D + 4 * 64 + 4 * buckets
+    assert block.kept_elements(spec) == kept
+    sequence = 2 * 4 * (t * t + ngram * t * 2 * t + ngram * 2 * (2 * t * 16))
+    assert block.score_bytes(spec, TOKENS, True) == sequence
+    assert fused_saved_bytes(spec, "attention") == TOKENS * 2 * kept + sequence
+    report = verify(spec, seq_len=TOKENS)
+    assert report.ok, report.failures
+    checks = {c.component: c for c in report.checks}
+    assert checks["attn.scores"].torch_flops == 2 * 4 * (t * t + ngram * 2 * t * t) * 16
+    assert checks["attn.rel.weight"].torch_params + checks["attn.rel.bias"].torch_params == (D + 1) * 4 * buckets

@@ -262,7 +262,7 @@ def bigbird_pegasus(c: Config) -> dict:
     shared table (vocab_size, 96103) tied to lm_head; learned position tables of max_position_embeddings (4096) rows
     without an offset; every attention's projections biased with use_bias (default false), fc1 and fc2 with biases,
     activation_function gelu_new. attention_type "block_sparse" (the default): each encoder layer's
-    BigBirdPegasusBlockSparseAttention (blocks/bigbird.py) over blocks of block_size (64) with num_random_blocks (3)
+    BigBirdPegasusBlockSparseAttention (blocks/bigbird.py, as big_bird's) over blocks of block_size (64) with num_random_blocks (3)
     random ones, the source padded to whole blocks where it is longer than (5 + 2·num_random_blocks)·block_size tokens
     (shorter ones run full attention, unpadded); "original_full": full attention throughout."""
     kind = c.data.get("attention_type", "block_sparse")

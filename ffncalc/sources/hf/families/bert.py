@@ -561,7 +561,7 @@ def big_bird(c: Config) -> dict:
         raise c.fail("attention_type", f"expected block_sparse or original_full, got {kind!r}")
     if kind == "block_sparse":
         size, random = c.int("block_size", 64), c.int("num_random_blocks", 3, positive=False)
-        spec["attention"] = {**spec["attention"], "kind": "bigbird_sparse", "block_size": size, "random_blocks": random}
+        spec["attention"] = {**spec["attention"], "kind": "bigbird", "block_size": size, "random_blocks": random}
         spec["padding"] = {"multiple": size, "above": (5 + 2 * random) * size}
     return {**spec, "pooler": {}}
 
