@@ -62,6 +62,7 @@ def test_whole_wrappers_are_recorded():
     assert {"qwen2_vl", "qwen2_5_vl", "qwen3_vl", "internvl"} <= set(IMAGED)
     assert {"llava", "llava_next", "vipllava", "paligemma", "gemma3", "shieldgemma2", "mistral3", "idefics3", "smolvlm"} <= set(WHOLE)
     assert {"qwen2_audio", "voxtral", "glmasr"} <= set(WHOLE) and {"qwen2_audio", "voxtral", "glmasr"} <= set(AUDIO)
+    assert "granite_speech" in set(WHOLE) & set(AUDIO)
     assert set(wrappers()) <= set(coverage.MULTIMODAL_LM_TYPES)
 
 
@@ -162,6 +163,30 @@ def test_glmasr_window_by_hand():
     macs = 2 * n * mels * 3 * d + n * d * 3 * d + 32 * layer + 375 * (5120 * 4096 + 4096 * 2048)
     assert audio.per_window(model) == (375, 2 * macs)
     assert not any("pos_embed" in t.component for t in terms(model, 8, partial=True))
+
+
+def test_granite_speech_window_by_hand():
+    """Granite Speech at its defaults (the Q-Former reading the encoder's 1,024 features, as released): a 12-s window is
+    600 positions of 160 stacked features; input_linear (160 -> 1024), 10 Conformer layers of width 1024: two
+    half-step FFNs (1024 -> 4096 -> 1024), to_q, to_kv and to_out, QKᵀ, AV and Shaw's position scores within blocks of
+    200 positions (8 heads of 128), the convolution module (1024 -> 4096, GLU, a depthwise kernel of 15 over 2,048
+    channels, 2048 -> 1024); out and out_mid (1024 -> 42 -> 1024) once; the Q-Former over 40 blocks of 15 positions,
+    3 queries of 768 each (12 layers, cross-attention in 6, MLP 3072), its first layer's self-attention and the
+    cross-attention's queries once (the queries a batch of one); 120 tokens through Linear(768, 4096)."""
+    from ffncalc.parts.audio import Audio
+
+    _, model = hf.load(HERE / "configs" / "granite_speech.json")
+    (audio,) = [p for p in model.parts if isinstance(p, Audio)]
+    n, d, f, ctx, heads, hd = 600, 1024, 4096, 200, 8, 128
+    layer = n * (2 * 2 * d * f + 4 * d * d + d * 4 * d + 2 * d * 15 + 2 * d * d) + 3 * n * heads * ctx * hd
+    encoder = n * 160 * d + 10 * layer + n * 2 * d * 42
+    q, w, c, kv, blocks = 3, 768, 15, 1024, 40
+    self_attn = q * 4 * w * w + 2 * 12 * q * q * 64  # q, k, v, o over the queries; QKᵀ and AV
+    cross = q * w * w + 2 * c * kv * w + 2 * 12 * q * c * 64 + q * w * w  # q; k and v over the block; QKᵀ, AV; o
+    block = 11 * self_attn + 6 * cross - q * w * w + 12 * 2 * q * w * 3072
+    once = self_attn + q * w * w
+    projector = blocks * block + once + blocks * q * w * 4096
+    assert audio.per_window(model) == (120, 2 * (encoder + projector))
 
 
 def test_gemma4_unified_embedder_by_hand():

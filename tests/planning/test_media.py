@@ -87,6 +87,28 @@ def test_audio_fills_whole_windows():
     assert heard["kv_bytes"].value == read["kv_bytes"].value and heard["step_flops"].value == read["step_flops"].value
 
 
+def test_granite_speech_audio_fills_whole_12_second_windows(cli):
+    """30 s of audio are three of Granite Speech's 12-s windows (600 stacked positions each, the last padded), each
+    through its Conformer encoder and Q-Former projector as FlopCounterMode counted one (the record's 600-position
+    run); a request's audio is 3 × 120 tokens beside its prompt, prefilled and cached; fit holds them too."""
+    granite = str(WHOLE / "configs" / "granite_speech.json")
+    runs = json.loads((WHOLE / "truth" / "granite_speech.json").read_text())["audio_flops"]["runs"]
+    one = next(r["total"] for r in runs if r["positions"] == 600)
+    plain = ffncalc.count(granite, seq_len=2048)
+    audio = ffncalc.count(granite, seq_len=2048, audio_seconds=30)
+    assert audio.to_dict()["totals"]["forward_flops"] - plain.to_dict()["totals"]["forward_flops"] == 3 * one
+    kw = dict(generate=16, hardware="h100-sxm")
+    heard = ffncalc.infer(granite, prompt=100, audio_seconds=30, **kw).figures
+    read = ffncalc.infer(granite, prompt=100 + 3 * 120, **kw).figures
+    assert heard["prefill_flops"].value == read["prefill_flops"].value + 3 * one
+    assert heard["kv_bytes"].value == read["kv_bytes"].value
+    fitted = ffncalc.fit(granite, context=1024, audio_seconds=30, hardware="h100-sxm")
+    as_text = ffncalc.fit(granite, context=1024 + 3 * 120, hardware="h100-sxm")
+    assert fitted.figures["kv_bytes_per_device"].value == as_text.figures["kv_bytes_per_device"].value
+    code, out, _ = cli("count", granite, "--audio-seconds", "30")
+    assert code == 0 and "a 12-s window is 120 tokens of the language model" in out
+
+
 @pytest.mark.parametrize(
     ("model", "kw", "words"),
     [
