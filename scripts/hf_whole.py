@@ -74,6 +74,7 @@ AUDIO_POSITIONS = {
     "qwen3_omni_moe_thinker": (1500, 1000),  # 30 and 20 chunks of 100 frames: 390 and 260 positions, windows of 104
     # its stacked positions, 50 a second: 12 and 24 s, whole blocks of context_size (200) and window_size (15)
     "granite_speech": (600, 1200),
+    "granite_speech_plus": (600, 1200),
 }
 
 # Defaults transformers cannot run, each given the released model's value: the smallest change that runs.
@@ -97,6 +98,7 @@ REPAIRS = {
     # GraniteSpeechConfig's projector_config defaults to BLIP-2's Q-Former, whose cross-attention reads 1,408 features
     # where its encoder writes hidden_dim (1,024): the released Granite Speech 3.3's encoder_hidden_size, 1,024
     "granite_speech": {"projector_config": {"encoder_hidden_size": 1024}},
+    "granite_speech_plus": {"projector_config": {"encoder_hidden_size": 1024}},  # as Granite Speech's (no cat_hidden_layers)
 }
 
 

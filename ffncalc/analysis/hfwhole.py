@@ -246,7 +246,7 @@ STACKED_METHOD = (
 )
 # Classes whose encoder reads its feature extractor's stacked frames, (1, positions, input_dim), of any length (Granite
 # Speech's get_audio_features: GraniteSpeechCTCEncoder and its Q-Former projector)
-STACKED = {"granite_speech"}
+STACKED = {"granite_speech", "granite_speech_plus"}
 
 
 def audio_flops(data: dict, positions: int) -> dict:

@@ -344,8 +344,10 @@ def _module(spec: Audio, model):
             h = torch.cat(pieces, dim=1)
             h = self.final_norm(h) if spec.final_norm else h
             if spec.block:  # the Q-Former over each block of positions, its queries one row
+                context = spec.projector.qformer.context  # Granite Speech Plus: layers' outputs side by side
+                h = h.repeat(1, 1, context // d) if context % d == 0 else h
                 for window in h:  # each window one call of the projector (its queries once a window)
-                    queried = self.blocked_qformer(window.reshape(-1, spec.block, d))
+                    queried = self.blocked_qformer(window.reshape(-1, spec.block, window.shape[-1]))
                     self.projector.project(queried.reshape(1, -1, spec.projector.width))
                 return x
             if spec.pool > 1:

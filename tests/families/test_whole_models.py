@@ -62,7 +62,7 @@ def test_whole_wrappers_are_recorded():
     assert {"qwen2_vl", "qwen2_5_vl", "qwen3_vl", "internvl"} <= set(IMAGED)
     assert {"llava", "llava_next", "vipllava", "paligemma", "gemma3", "shieldgemma2", "mistral3", "idefics3", "smolvlm"} <= set(WHOLE)
     assert {"qwen2_audio", "voxtral", "glmasr"} <= set(WHOLE) and {"qwen2_audio", "voxtral", "glmasr"} <= set(AUDIO)
-    assert "granite_speech" in set(WHOLE) & set(AUDIO)
+    assert {"granite_speech", "granite_speech_plus"} <= set(WHOLE) & set(AUDIO)
     assert set(wrappers()) <= set(coverage.MULTIMODAL_LM_TYPES)
 
 
@@ -187,6 +187,24 @@ def test_granite_speech_window_by_hand():
     once = self_attn + q * w * w
     projector = blocks * block + once + blocks * q * w * 4096
     assert audio.per_window(model) == (120, 2 * (encoder + projector))
+
+
+@pytest.mark.torch
+def test_granite_speech_plus_concatenated_layers_flops(tmp_path):
+    """Granite Speech Plus with cat_hidden_layers [2, 5]: its Q-Former's keys and values read three layers' outputs
+    side by side (encoder_hidden_size 3 × 1,024); parameters as transformers builds them, one 12-s window as
+    FlopCounterMode counts get_audio_features."""
+    from ffncalc.analysis.hfwhole import audio_flops, instantiate_whole
+    from ffncalc.parts.audio import Audio
+
+    data = json.loads((HERE / "configs" / "granite_speech_plus.json").read_text())
+    data["encoder_config"] = {**data["encoder_config"], "cat_hidden_layers": [2, 5]}
+    data["projector_config"] = {**data["projector_config"], "encoder_hidden_size": 3 * 1024}
+    (tmp_path / "config.json").write_text(json.dumps(data))
+    _, model = hf.load(tmp_path / "config.json")
+    (audio,) = [p for p in model.parts if isinstance(p, Audio)]
+    assert tally(model).params == sum(p.numel() for p in instantiate_whole(data).parameters())
+    assert audio.per_window(model)[1] == audio_flops(data, 600)["total"]
 
 
 def test_gemma4_unified_embedder_by_hand():

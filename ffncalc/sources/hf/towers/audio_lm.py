@@ -85,7 +85,7 @@ def qwen3_omni_moe_thinker(c: Config) -> dict:
     return {"audio": encoder, "vision": qwen_vision(vision)}
 
 
-@wrapper("granite_speech")
+@wrapper("granite_speech", "granite_speech_plus")
 def granite_speech(c: Config) -> dict:
     """GraniteSpeechForConditionalGeneration (IBM 2025, Granite Speech 3.3): GraniteSpeechCTCEncoder, input_linear over
     its feature extractor's positions (two 80-bin log-mel frames stacked: input_dim features, 50 a second), num_layers
@@ -93,8 +93,11 @@ def granite_speech(c: Config) -> dict:
     convolution module conv_expansion_factor × wide, ff2 the FFN slot, feedforward_mult × wide, SiLU), out and out_mid
     after the middle layer; GraniteSpeechEncoderProjector, window_size // downsample_rate learned queries through
     projector_config's Q-Former (Blip2QFormerModel) over each window_size positions, then Linear(Q-Former width, text
-    width) with a bias. A window here is 12 s: 600 positions, whole blocks of context_size (200) and window_size (15)."""
-    a = sub_config(c, "encoder_config", {None: "granite_speech_encoder"})  # type: ignore[dict-item]
+    width) with a bias. A window here is 12 s: 600 positions, whole blocks of context_size (200) and window_size (15).
+    GraniteSpeechPlusForConditionalGeneration: the same, its Q-Former reading the encoder's output beside the outputs
+    of the layers cat_hidden_layers names (encoder_hidden_size their widths together)."""
+    plus = c.model_type == "granite_speech_plus"
+    a = sub_config(c, "encoder_config", {None: "granite_speech_plus_encoder" if plus else "granite_speech_encoder"})  # type: ignore[dict-item]
     q = sub_config(c, "projector_config", {None: "blip_2_qformer"})  # type: ignore[dict-item]
     d, heads = a.int("hidden_dim"), a.int("num_heads")
     window, rate = c.int("window_size", 15), c.int("downsample_rate", 5)
