@@ -85,7 +85,7 @@ def qwen3_omni_moe_thinker(c: Config) -> dict:
     return {"audio": encoder, "vision": qwen_vision(vision)}
 
 
-@wrapper("granite_speech", "granite_speech_plus")
+@wrapper("granite_speech")
 def granite_speech(c: Config) -> dict:
     """GraniteSpeechForConditionalGeneration (IBM 2025, Granite Speech 3.3): GraniteSpeechCTCEncoder, input_linear over
     its feature extractor's positions (two 80-bin log-mel frames stacked: input_dim features, 50 a second), num_layers
@@ -93,9 +93,7 @@ def granite_speech(c: Config) -> dict:
     convolution module conv_expansion_factor × wide, ff2 the FFN slot, feedforward_mult × wide, SiLU), out and out_mid
     after the middle layer; GraniteSpeechEncoderProjector, window_size // downsample_rate learned queries through
     projector_config's Q-Former (Blip2QFormerModel) over each window_size positions, then Linear(Q-Former width, text
-    width) with a bias. A window here is 12 s: 600 positions, whole blocks of context_size (200) and window_size (15).
-    GraniteSpeechPlusForConditionalGeneration: the same, its Q-Former reading the encoder's output beside the outputs
-    of the layers cat_hidden_layers names (encoder_hidden_size their widths together)."""
+    width) with a bias. A window here is 12 s: 600 positions, whole blocks of context_size (200) and window_size (15)."""
     plus = c.model_type == "granite_speech_plus"
     a = sub_config(c, "encoder_config", {None: "granite_speech_plus_encoder" if plus else "granite_speech_encoder"})  # type: ignore[dict-item]
     q = sub_config(c, "projector_config", {None: "blip_2_qformer"})  # type: ignore[dict-item]
@@ -152,3 +150,11 @@ def granite_speech(c: Config) -> dict:
             "projector": {"width": h, "bias": True, "qformer": qformer},
         }
     }
+
+
+@wrapper("granite_speech_plus")
+def granite_speech_plus(c: Config) -> dict:
+    """GraniteSpeechPlusForConditionalGeneration (IBM, Granite Speech 4.1 Plus): Granite Speech's encoder, Q-Former and
+    linear (granite_speech), the Q-Former reading the encoder's output beside the outputs of the layers
+    cat_hidden_layers names (GraniteSpeechPlusCTCEncoder: their features side by side, encoder_hidden_size wide)."""
+    return granite_speech(c)
