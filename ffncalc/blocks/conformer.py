@@ -108,10 +108,11 @@ class ConformerAttention(Attention):
     def kept_elements(self, model) -> int:
         """Multi-head attention's (d + 4·h·hd) and, as their eager modules save them for backward: the half-step FFN's
         input, linear1's output and the activation's (d + 2·d_ff); the relative positions' projection and scores are
-        per sequence; the convolution module's input, pointwise_conv1's output (2d), the GLU's, depthwise_conv's,
-        BatchNorm's and the activation's outputs (5d more); the three norms' inputs (3d)."""
-        d = model.d_model
-        return super().kept_elements(model) + d + 2 * self.d_ff + 7 * d + 3 * d
+        per sequence; the convolution module's input (d), pointwise_conv1's output (2 × inner, inner = conv_expand × d),
+        the GLU's, depthwise_conv's, BatchNorm's and the activation's outputs (4 × inner): 7d at Parakeet's inner of d;
+        the three norms' inputs (3d)."""
+        d, inner = model.d_model, self.conv_expand * model.d_model
+        return super().kept_elements(model) + d + 2 * self.d_ff + d + 6 * inner + 3 * d
 
     def torch_module(self, model, causal: bool):
         if not self.shaw:
