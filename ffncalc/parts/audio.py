@@ -79,6 +79,12 @@ class Audio(Part):
         return self.windows * self.tokens
 
     def check(self, spec) -> None:
+        qformer, d = self.projector.qformer, self.layers.d_model
+        if self.seconds and self.block and qformer and qformer.context % d:  # transformers builds it, and runs no audio
+            raise SpecError(
+                ("audio", "projector", "qformer", "context"),
+                f"the Q-Former reads {qformer.context} features a position where the encoder writes {d} (no audio runs)",
+            )
         if self.source_positions % (self.pool * self.group):
             raise SpecError(
                 ("audio", "source_positions"), f"{self.source_positions} positions are not whole groups of {self.pool * self.group}"

@@ -109,6 +109,18 @@ def test_granite_speech_audio_fills_whole_12_second_windows(cli):
     assert code == 0 and "a 12-s window is 120 tokens of the language model" in out
 
 
+def test_granite_speech_whose_qformer_cannot_read_its_encoder_refuses_audio_in_one_line(tmp_path):
+    """GraniteSpeechConfig's own defaults: BLIP-2's Q-Former reading 1,408 features a position where the encoder writes
+    1,024. transformers builds it (counted as built) and runs no audio: --audio-seconds is refused in one line."""
+    data = json.loads((WHOLE / "configs" / "granite_speech.json").read_text())
+    data["projector_config"] = {**data["projector_config"], "encoder_hidden_size": 1408}
+    (tmp_path / "config.json").write_text(json.dumps(data))
+    assert ffncalc.count(str(tmp_path / "config.json")).params > 0
+    with pytest.raises(OptionError) as err:
+        ffncalc.count(str(tmp_path / "config.json"), audio_seconds=12)
+    assert "reads 1408 features a position where the encoder writes 1024" in str(err.value) and "\n" not in str(err.value)
+
+
 @pytest.mark.parametrize(
     ("model", "kw", "words"),
     [
