@@ -90,6 +90,9 @@ AUDIO_POSITIONS = {
     "musicflamingo": (1500, 1000),
     "moss_transcribe_diarize": (1500, 1000),
     "qwen3_asr": (104, 52),  # one window of n_window_infer frames: 8 and 4 chunks of 100 frames, 13 positions each
+    # its stacked positions, 50 a second: 12 and 24 s, whole blocks of context_size (200) and window_size (15)
+    "granite_speech": (600, 1200),
+    "granite_speech_plus": (600, 1200),
 }
 
 # Defaults transformers cannot run, each given the released model's value: the smallest change that runs.
@@ -110,6 +113,10 @@ REPAIRS = {
     # Gemma4UnifiedConfig's vision_config and audio_config default to None (no embedders): its vision embedder is
     # recorded at Gemma4UnifiedVisionConfig's own defaults, stated by its model_type alone
     "gemma4_unified": {"vision_config": {"model_type": "gemma4_unified_vision"}},
+    # GraniteSpeechConfig's projector_config defaults to BLIP-2's Q-Former, whose cross-attention reads 1,408 features
+    # where its encoder writes hidden_dim (1,024): the released Granite Speech 3.3's encoder_hidden_size, 1,024
+    "granite_speech": {"projector_config": {"encoder_hidden_size": 1024}},
+    "granite_speech_plus": {"projector_config": {"encoder_hidden_size": 1024}},  # as Granite Speech's (no cat_hidden_layers)
 }
 
 
@@ -145,7 +152,17 @@ def sized(data: dict, size: int) -> dict:
 def truth_text(model_type: str, data: dict, config: str = "") -> str:
     import torch
 
-    from ffncalc.analysis.hfwhole import AUDIO_METHOD, AUDIO_REDUCED, IMAGE_METHOD, ON_CPU, audio_flops, image_flops, measure_whole
+    from ffncalc.analysis.hfwhole import (
+        AUDIO_METHOD,
+        AUDIO_REDUCED,
+        IMAGE_METHOD,
+        ON_CPU,
+        STACKED,
+        STACKED_METHOD,
+        audio_flops,
+        image_flops,
+        measure_whole,
+    )
     from ffncalc.analysis.hfwhole import reduced as reduced_keys
     from ffncalc.analysis.records import record_json
 
@@ -165,7 +182,7 @@ def truth_text(model_type: str, data: dict, config: str = "") -> str:
     if model_type in AUDIO_POSITIONS and "refused" not in record and not config:
         base = reduced(data) if model_type in AUDIO_REDUCED else data
         runs = [audio_flops(base, n) for n in AUDIO_POSITIONS[model_type]]
-        record["audio_flops"] = {"method": AUDIO_METHOD, "runs": runs}
+        record["audio_flops"] = {"method": STACKED_METHOD if model_type in STACKED else AUDIO_METHOD, "runs": runs}
         if model_type in AUDIO_REDUCED:  # built small, on the CPU, with real tensors
             record["audio_flops"]["reduced"] = reduced_keys(model_type)
     if model_type in REPAIRS and not config:

@@ -301,6 +301,17 @@ AUDIO_METHOD = (
 )
 
 
+STACKED_METHOD = (
+    "torch.utils.flop_counter.FlopCounterMode over model.get_audio_features(input_features) of the whole class on the "
+    "meta device, eager attention, input_features of shape (1, positions, input_dim): its feature extractor's two "
+    "stacked log-mel frames a position, through the encoder and the projector: 2 FLOPs per multiply-add of every "
+    "matmul, einsum and convolution, summed per module"
+)
+# Classes whose encoder reads its feature extractor's stacked frames, (1, positions, input_dim), of any length (Granite
+# Speech's get_audio_features: GraniteSpeechCTCEncoder and its Q-Former projector)
+STACKED = {"granite_speech", "granite_speech_plus"}
+
+
 def audio_flops(data: dict, positions: int) -> dict:
     """FLOPs of one window of ``positions`` positions (2 × as many frames) through the audio tower and projector."""
     import torch
@@ -308,8 +319,17 @@ def audio_flops(data: dict, positions: int) -> dict:
 
     if data["model_type"] == "qwen3_asr":
         return qwen3_asr_flops(data, positions)
-    data = {**data, "audio_config": {**data["audio_config"], "max_source_positions": positions}}
     kind = data["model_type"]
+    if kind in STACKED:  # no window of its own: the positions' features themselves, as its feature extractor stacks them
+        net = instantiate_whole(data)
+        net.requires_grad_(False)
+        features = torch.ones(1, positions, net.config.encoder_config.input_dim, device="meta")
+        with torch.no_grad(), FlopCounterMode(display=False) as counter:
+            net.model.get_audio_features(input_features=features)
+        counts = counter.get_flop_counts()
+        modules = {k: sum(v.values()) for k, v in counts.items() if k != "Global" and "." not in k}
+        return {"positions": positions, "total": sum(counts["Global"].values()), "modules": modules}
+    data = {**data, "audio_config": {**data["audio_config"], "max_source_positions": positions}}
     device = "cpu" if kind in AUDIO_REDUCED else "meta"  # its chunks are cut by the lengths' values
     net = instantiate_whole(data, device)
     net.requires_grad_(False)

@@ -14,14 +14,23 @@ layer's FFN slot, its norm_self_att and norm_feed_forward2 the layer's two norms
   running statistics buffers), the activation, pointwise_conv2 d → d (biases with convolution_bias);
 - norm_out after the layer's second FFN: a third norm beside the layer's own (counted here).
 
+Granite Speech's GraniteSpeechConformerBlock (``shaw``: its max_pos_emb) is the same layer with Shaw et al.'s (2018)
+relative positions: no bias_u, bias_v or relative_k_proj; a table rel_pos_emb of 2 × max_pos_emb + 1 rows of the head
+width, each query's scores against the rows of its block's context_size positions (an einsum: heads × context × head
+width a position) added to QKᵀ; attention within blocks of context_size positions (the audio part's ``chunk``);
+to_q and to_kv without biases, to_out with one; its convolution module ``conv_expand`` × the width inside
+(up_conv d → 2 × inner, depth_conv of inner channels without a bias, BatchNorm1d of inner, down_conv inner → d);
+ff1.pre_norm, conv.norm and post_norm its three norms, attn.pre_norm and ff2.pre_norm the layer's.
+
 Every product is the sequence's: an encoder (bidirectional)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from fractions import Fraction
+from functools import cache
 
-from ..model.schema import Positive, SpecError
+from ..model.schema import NonNegative, Positive, SpecError
 from ..model.terms import ACTIVATION_OPS, Activation
 from . import register
 from .attention import Attention
@@ -37,12 +46,16 @@ class ConformerAttention(Attention):
     kind = "conformer"
     slot = "attention"
     summary = "a Conformer layer's half-step FFN, relative-position attention and convolution module (Canary, Cohere ASR)"
-    verify_note = "conformer: no reference module (counted as ParakeetEncoderBlock runs)"
+    verify_note = "conformer: Granite Speech's form has a reference module; Parakeet's none (counted as ParakeetEncoderBlock runs)"
 
     d_ff: Positive = 4096  # feed_forward1's width (intermediate_size)
     activation: Activation = "silu"  # hidden_act, of feed_forward1 and the convolution module
     kernel: Positive = 9  # conv_kernel_size
     conv_bias: bool = True  # convolution_bias
+    shaw: NonNegative = 0  # Granite Speech's max_pos_emb: Shaw's table of 2 × shaw + 1 rows (0: Parakeet's projection)
+    conv_expand: Positive = 1  # the convolution module's inner width, × the layer's (Granite Speech's conv_expansion_factor)
+    ff_bias: bool | None = None  # feed_forward1's biases (None: attention_bias's, qkv_bias; Granite Speech's: its own)
+    depthwise_bias: bool = True  # depthwise_conv's bias, with conv_bias (Granite Speech's depth_conv has none)
 
     def check(self, d_model: int) -> None:
         super().check(d_model)
@@ -62,33 +75,103 @@ class ConformerAttention(Attention):
         act = ACTIVATION_OPS[self.activation]
         e.norm("attn.norms", model.norm.layer, d, 3 * n)  # norm_feed_forward1, norm_conv, norm_out
         e.out[-1] = replace(e.out[-1], component="norms")  # among the layer's norms, as a checkpoint names them
-        e.linear("attn.ff1.up", d, self.d_ff, bias, n)
+        ff_bias = bias if self.ff_bias is None else self.ff_bias
+        e.linear("attn.ff1.up", d, self.d_ff, ff_bias, n)
         e.op("attn.ff1.act", n * self.d_ff * act + n * d)  # the activation; the half step's scale
-        e.linear("attn.ff1.down", self.d_ff, d, bias, n)
+        e.linear("attn.ff1.down", self.d_ff, d, ff_bias, n)
         super().terms(e, model, seq_len)
-        e.term("attn.pos_bias.u", "bias", (h * hd,), n, elementwise=n * h * hd, component="attn.pos_bias")
-        e.term("attn.pos_bias.v", "bias", (h * hd,), n, elementwise=n * h * hd, component="attn.pos_bias")
-        rows = 2 * seq_len - 1  # the relative positions' embeddings: S − 1 down to −(S − 1)
-        start = len(e.out)
-        e.linear("attn.rel", d, h * hd, False, n)
-        e.out[start:] = [replace(t, positions=Fraction(rows, seq_len)) for t in e.out[start:]]
-        # each query against every relative position's projection (then shifted and cut to S): a product in every view
-        e.term("attn.rel_scores", "core", (h, rows, hd), n, numel=0, macs=n * h * rows * hd, select="pairs", grows=False)
-        e.op("attn.rel_scores.add", n * h * seq_len)
-        e.linear("attn.conv.up", d, 2 * d, self.conv_bias, n)
-        e.op("attn.conv.glu", n * d * (ACTIVATION_OPS["sigmoid"] + 1))
-        e.term("attn.conv.depthwise.weight", "weight", (d, 1, self.kernel), n, macs=n * d * self.kernel)
-        if self.conv_bias:
-            e.term("attn.conv.depthwise.bias", "bias", (d,), n, elementwise=n * d)
+        if self.shaw:  # Shaw's table, each query against its block's seq_len rows (GraniteSpeechConformerAttention's einsum)
+            e.term("attn.rel_pos", "weight", (2 * self.shaw + 1, hd), n, component="attn.rel_pos")
+            e.term("attn.rel_scores", "core", (h, seq_len, hd), n, numel=0, macs=n * h * seq_len * hd, select="pairs", grows=False)
+            e.op("attn.rel_scores.add", n * h * seq_len)
+        else:
+            e.term("attn.pos_bias.u", "bias", (h * hd,), n, elementwise=n * h * hd, component="attn.pos_bias")
+            e.term("attn.pos_bias.v", "bias", (h * hd,), n, elementwise=n * h * hd, component="attn.pos_bias")
+            rows = 2 * seq_len - 1  # the relative positions' embeddings: S − 1 down to −(S − 1)
+            start = len(e.out)
+            e.linear("attn.rel", d, h * hd, False, n)
+            e.out[start:] = [replace(t, positions=Fraction(rows, seq_len)) for t in e.out[start:]]
+            # each query against every relative position's projection (then shifted and cut to S): a product in every view
+            e.term("attn.rel_scores", "core", (h, rows, hd), n, numel=0, macs=n * h * rows * hd, select="pairs", grows=False)
+            e.op("attn.rel_scores.add", n * h * seq_len)
+        inner = self.conv_expand * d
+        e.linear("attn.conv.up", d, 2 * inner, self.conv_bias, n)
+        e.op("attn.conv.glu", n * inner * (ACTIVATION_OPS["sigmoid"] + 1))
+        e.term("attn.conv.depthwise.weight", "weight", (inner, 1, self.kernel), n, macs=n * inner * self.kernel)
+        if self.conv_bias and self.depthwise_bias:
+            e.term("attn.conv.depthwise.bias", "bias", (inner,), n, elementwise=n * inner)
         # BatchNorm1d in eval: a scale and a shift a channel from its running statistics (buffers)
-        e.term("attn.conv.norm", "norm", (d,), n, numel=2 * d, elementwise=n * 4 * d)
-        e.op("attn.conv.act", n * d * act)
-        e.linear("attn.conv.down", d, d, self.conv_bias, n)
+        e.term("attn.conv.norm", "norm", (inner,), n, numel=2 * inner, elementwise=n * 4 * inner)
+        e.op("attn.conv.act", n * inner * act)
+        e.linear("attn.conv.down", inner, d, self.conv_bias, n)
 
     def kept_elements(self, model) -> int:
         """Multi-head attention's (d + 4·h·hd) and, as their eager modules save them for backward: the half-step FFN's
         input, linear1's output and the activation's (d + 2·d_ff); the relative positions' projection and scores are
-        per sequence; the convolution module's input, pointwise_conv1's output (2d), the GLU's, depthwise_conv's,
-        BatchNorm's and the activation's outputs (5d more); the three norms' inputs (3d)."""
-        d = model.d_model
-        return super().kept_elements(model) + d + 2 * self.d_ff + 7 * d + 3 * d
+        per sequence; the convolution module's input (d), pointwise_conv1's output (2 × inner, inner = conv_expand × d),
+        the GLU's, depthwise_conv's, BatchNorm's and the activation's outputs (4 × inner): 7d at Parakeet's inner of d;
+        the three norms' inputs (3d)."""
+        d, inner = model.d_model, self.conv_expand * model.d_model
+        return super().kept_elements(model) + d + 2 * self.d_ff + d + 6 * inner + 3 * d
+
+    def torch_module(self, model, causal: bool):
+        if not self.shaw:
+            raise NotImplementedError("a Conformer layer of Parakeet's relative positions has no reference module here")
+        return _module()(self, model, causal)
+
+
+@cache
+def _module():
+    import torch
+    from torch import nn
+
+    from ._torch import ACTIVATIONS, Linear, MatMul, make_norm
+    from .attention import _module as attention_module
+
+    class Conformer(attention_module()):
+        """Granite Speech's layer (GraniteSpeechConformerBlock) as the attention slot: ff1 halved into the residual,
+        multi-head attention whose scores gain each query's against its Shaw table rows (rel_scores), the convolution
+        module; its three norms in ``norms``. Every query meets every key of what it is handed (a block of
+        positions: the audio part runs each alone)."""
+
+        def __init__(self, spec: ConformerAttention, model, causal: bool):
+            super().__init__(spec, model, causal)
+            d, inner = model.d_model, spec.conv_expand * model.d_model
+            ff_bias = spec.qkv_bias if spec.ff_bias is None else spec.ff_bias
+            self.act, self.shaw, self.inner = ACTIVATIONS[spec.activation], spec.shaw, inner
+            self.norms = nn.ModuleList(make_norm(model.norm.layer, d) for _ in range(3))
+            self.ff1 = nn.Module()
+            self.ff1.up, self.ff1.down = Linear(d, spec.d_ff, bias=ff_bias), Linear(spec.d_ff, d, bias=ff_bias)
+            self.rel_pos = nn.Parameter(torch.empty(2 * spec.shaw + 1, spec.head_dim))
+            self.rel_scores = MatMul()
+            self.conv = nn.Module()
+            self.conv.up = Linear(d, 2 * inner, bias=spec.conv_bias)  # pointwise: a linear a position
+            bias = spec.conv_bias and spec.depthwise_bias
+            depthwise = nn.Conv1d(inner, inner, spec.kernel, padding=spec.kernel // 2, groups=inner, bias=bias)
+            depthwise.weight_flops = True  # verify: its FLOPs are its weight's
+            self.conv.depthwise = depthwise
+            self.conv.norm = nn.BatchNorm1d(inner)
+            self.conv.norm.is_norm = True  # verify: its weight and bias one component
+            self.conv.down = Linear(inner, d, bias=spec.conv_bias)
+
+        def attend(self, q, k, v, x):
+            """QKᵀ plus each query's scores against its table rows (clamped distances, GraniteSpeechCTCEncoder's
+            attention_dists), softmax, AV."""
+            b, h, s, hd = q.shape
+            i = torch.arange(s, device=q.device)
+            rows = self.rel_pos[(i[:, None] - i[None, :]).clamp(-self.shaw, self.shaw) + self.shaw]  # (s, s, hd)
+            pos = self.rel_scores(q.permute(2, 0, 1, 3).reshape(s, b * h, hd), rows.transpose(1, 2))  # (s, b·h, s)
+            pos = pos.reshape(s, b, h, s).permute(1, 2, 0, 3)
+            q = q * hd**-0.5
+            scores = self.scores(q, k.transpose(-2, -1)) + pos * hd**-0.5
+            return self.values(scores.softmax(-1), v)
+
+        def forward(self, x):
+            h = x + 0.5 * self.ff1.down(self.act(self.ff1.up(self.norms[0](x))))
+            h = h + super().forward(h)
+            c = self.conv.up(self.norms[1](h))
+            c = (c[..., : self.inner] * torch.sigmoid(c[..., self.inner :])).transpose(1, 2)  # GLU, channels first
+            c = self.conv.down(self.act(self.conv.norm(self.conv.depthwise(c))).transpose(1, 2))
+            return self.norms[2](h + c) - x  # the layer adds its input back
+
+    return Conformer

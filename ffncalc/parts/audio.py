@@ -18,7 +18,14 @@ model's input tokens: Qwen2-Audio, Voxtral, GLM-ASR, Audio Flamingo 3 and Music 
   what remains, in 30-s windows; no pool;
 - Qwen2.5-Omni's: attention within ``chunk`` positions at a time (its n_window: each chunk of 2 × n_window frames
   convolved and attended alone, the chunks' keys never meeting), and ``markers`` learned rows of the language model's
-  width (audio_bos_eos_token: parameters no window's work reads).
+  width (audio_bos_eos_token: parameters no window's work reads);
+- Granite Speech's (``input_linear``): no convolutions, its feature extractor's two stacked frames a position
+  (``mel_bins`` features: 2 × 80) through input_linear, Linear(mel_bins, width) with a bias; Conformer layers
+  (blocks/conformer.py, ``shaw``) attending within blocks of ``chunk`` positions (context_size); no final norm;
+  ``ctc``: after the middle layer, out (width → ctc, a bias), a softmax and out_mid (ctc → width, a bias) added back;
+  its projector a Q-Former (parts/qformer.py) over each ``block`` of positions (window_size), its queries written
+  as one row (GraniteSpeechEncoderProjector's query, a batch of one): the first layer's self-attention and the
+  cross-attention's query projections run once a window, broadcast over its blocks.
 
 A window is ``window_seconds`` of audio, padded to whole as Whisper's feature extractor pads (30 s: 3,000 frames, 1,500
 positions). FLOPs: ``seconds`` of audio a sequence (default none), charged per token of the sequence as a vision tower's
@@ -33,7 +40,7 @@ from typing import Literal
 from ..model.schema import NonNegative, Positive, SpecError
 from ..model.spec import Norm
 from ..model.stacks import Stack
-from ..model.terms import ACTIVATION_OPS, Emitter
+from ..model.terms import ACTIVATION_OPS, SOFTMAX_OPS, Emitter
 from . import Part, register
 from .projector import Projector
 
@@ -68,6 +75,10 @@ class Audio(Part):
     markers: NonNegative = 0  # learned rows of the model's width beside the tower (Qwen2.5-Omni's audio_bos_eos_token)
     downsample: NonNegative = 0  # channels of Qwen3-Omni's three strided 2-D convolutions (0: none)
     window_chunks: NonNegative = 0  # with downsample: the chunks whose positions attend one another
+    input_linear: bool = False  # Granite Speech's Linear(mel_bins, width) a position, no convolutions
+    final_norm: bool = True  # a norm after the layers (Granite Speech's: none)
+    ctc: NonNegative = 0  # Granite Speech's output_dim: out and out_mid after the middle layer (0: none)
+    block: NonNegative = 0  # positions each run of the projector's Q-Former reads (Granite Speech's window_size)
 
     takes = ("audio_seconds",)
 
@@ -79,6 +90,14 @@ class Audio(Part):
         return sum(int(self.units(n)["projector"]) for n in self.layout())
 
     def check(self, spec) -> None:
+        qformer, d = self.projector.qformer, self.layers.d_model
+        if self.seconds and self.block and qformer and qformer.context % d:  # transformers builds it, and runs no audio
+            raise SpecError(
+                ("audio", "projector", "qformer", "context"),
+                f"the Q-Former reads {qformer.context} features a position where the encoder writes {d} (no audio runs)",
+            )
+        if self.block and (not self.projector.qformer or self.source_positions % self.block):
+            raise SpecError(("audio", "block"), f"{self.source_positions} positions are not whole Q-Former blocks of {self.block}")
         if self.source_positions % (self.pool * self.group):
             raise SpecError(
                 ("audio", "source_positions"), f"{self.source_positions} positions are not whole groups of {self.pool * self.group}"
@@ -108,7 +127,14 @@ class Audio(Part):
     @property
     def tokens(self) -> int:
         """The language model's tokens one window becomes."""
+        if self.block:  # each block's queries
+            return self.tower_positions // self.block * self.projector.fixed
         return self.tower_positions // self.pool // self.group
+
+    @property
+    def blocks(self) -> int:
+        """The Q-Former's blocks of positions a window makes (Granite Speech's), else 0."""
+        return self.source_positions // self.block if self.block else 0
 
     @property
     def chunks(self) -> int:
@@ -150,10 +176,11 @@ class Audio(Part):
             pooled = tower // self.pool
             units = {"frame": 2 * positions, "chunk": self.chunks, "tower": tower, "pooled": pooled, "window": 1}
             return {**units, "projector": pooled // self.group, "grid": pooled // self.group}
-        tokens = positions // self.pool // self.group
+        tokens = positions // self.block * self.projector.fixed if self.block else positions // self.pool // self.group
         chunks = Fraction(positions, self.chunk_positions) if self.front == "conv2d" else Fraction(0)
-        pooled = positions // self.pool
-        return {"frame": 2 * positions, "chunk": chunks, "tower": positions, "pooled": pooled, "projector": tokens, "grid": tokens}
+        pooled, blocks = positions // self.pool, positions // self.block if self.block else 0
+        units = {"frame": 2 * positions, "chunk": chunks, "tower": positions, "pooled": pooled, "window": 1, "block": blocks}
+        return {**units, "projector": tokens, "grid": tokens}
 
     def input_terms(self, e, model, seq_len: int) -> None:
         # a window's work, not a token's: no token of the sequence passes through the tower (no active parameters).
@@ -166,7 +193,7 @@ class Audio(Part):
                 total[where] = total.get(where, Fraction(0)) + count
         whole = sum(n == self.source_positions for n in layout)
         for where, t in self.window_terms(model):
-            if t.role == "core" and where != "window":
+            if t.role == "core" and where == "tower":
                 scale = Fraction(whole * self.source_positions, seq_len)
             else:
                 scale = Fraction(total.get(where, 0), seq_len)
@@ -174,7 +201,7 @@ class Audio(Part):
         for n in sorted({n for n in layout if n != self.source_positions}):
             short = sum(m == n for m in layout)
             for where, t in self.window_terms(model, n):
-                if t.role == "core" and where != "window":
+                if t.role == "core" and where == "tower":
                     e.out.append(replace(t, positions=Fraction(short * n, seq_len), per_sequence=True, active_count=0))
 
     def window_terms(self, model, positions: int | None = None) -> list[tuple[str, object]]:
@@ -187,6 +214,10 @@ class Audio(Part):
         out: list[tuple[str, object]] = []
         if self.downsample:
             out += self.downsample_terms(d)
+        elif self.input_linear:  # GraniteSpeechCTCEncoder's input_linear, a position
+            front = Emitter("layers")
+            front.linear("audio.input_linear", m, d, True, 1)
+            out += [("tower", t) for t in front.out]
         elif self.front == "conv2d":  # Qwen3ASREncoder: conv2d1..3 (kernel 3 × 3, stride 2, padding 1) over a chunk's
             # (mel, frame) plane, GELU after each; conv_out, Linear(channels × the mel bins left, width), no bias; the
             # sinusoidal positions are a buffer, added (no table)
@@ -221,13 +252,49 @@ class Audio(Part):
         else:
             out += [("tower", t) for t in layer_terms]
         final = Emitter("layers")
-        final.norm("audio.final_norm", stack.norm, d, 1)
+        if self.final_norm:
+            final.norm("audio.final_norm", stack.norm, d, 1)
+        if self.ctc:  # GraniteSpeechCTCEncoder: out, a softmax, out_mid added back, after layer num_layers // 2
+            final.linear("audio.ctc.out", d, self.ctc, True, 1)
+            final.op("audio.ctc.softmax", self.ctc * SOFTMAX_OPS)
+            final.linear("audio.ctc.out_mid", self.ctc, d, True, 1)
         out += [("pooled", t) for t in final.out]  # after the pool (Qwen2AudioEncoder's avg_pooler, then its layer_norm)
         if self.markers:  # rows of the model's width, looked up beside the tower's tokens: no work
             table = Emitter("embedding")
             table.term("audio.markers", "position", (self.markers, model.d_model))
             out += [("projector", t) for t in table.out]
-        return out + self.projector.terms(model.d_model, "audio.projector.")
+        projector = self.projector.terms(model.d_model, "audio.projector.", self.block)
+        return out + (self.blocked(projector) if self.block else projector)
+
+    def blocked(self, projector: list[tuple[str, object]]) -> list[tuple[str, object]]:
+        """Granite Speech's Q-Former over each block of positions, its queries one row broadcast over the blocks: its
+        first layer's self-attention (q, k, v, o over the queries, their scores) and its first cross-attention's
+        query projection once a window (GraniteSpeechEncoderProjector.forward: query_embeds of a batch of one)."""
+        qf = self.projector.qformer
+        assert qf is not None  # check: a block is a Q-Former's
+        once = {"attn.q": qf.depth, "attn.k": qf.depth, "attn.v": qf.depth, "attn.o": qf.depth, "cross.q": qf.cross}
+        once.update({"attn.scores": qf.depth, "attn.values": qf.depth, "attn.softmax": qf.depth})
+        out: list[tuple[str, object]] = []
+        for where, t in projector:
+            if where != "image":
+                out.append((where, t))
+                continue
+            name = t.name.removeprefix("audio.projector.qformer.").removesuffix(".weight").removesuffix(".bias")
+            if name.startswith("embed_norm"):  # over the one row of queries
+                out.append(("window", t))
+                continue
+            copies = once.get(name, 0)
+            if not copies:
+                out.append(("block", t))
+                continue
+            k = 1 if t.role != "core" else t.count // copies  # the first layer's instances (a core term's: a query each)
+            c = t.count
+            whole = replace(t, macs=t.macs * (c - k) // c, elementwise=t.elementwise * (c - k) // c, scores=t.scores * (c - k) // c)
+            if t.role == "core":
+                whole = replace(whole, count=c - k)
+            first = replace(t, numel=0, count=k, macs=t.macs * k // c, elementwise=t.elementwise * k // c, scores=t.scores * k // c)
+            out += [("block", whole), ("window", first)]
+        return out
 
     def downsample_terms(self, d: int) -> list[tuple[str, object]]:
         """Qwen3-Omni's Qwen3OmniMoeAudioEncoder front (named as Qwen3-ASR's): conv2d1 (1 channel in), conv2d2 and
@@ -287,7 +354,7 @@ def _module(spec: Audio, model):
     import torch
     from torch import nn
 
-    from ..blocks._torch import Linear, make_norm
+    from ..blocks._torch import ACTIVATIONS, Linear, make_norm
     from ..model.reference import LayerModule
 
     d = spec.layers.d_model
@@ -303,6 +370,8 @@ def _module(spec: Audio, model):
                     conv.weight_flops = True  # verify: its FLOPs are its weight's
                     setattr(self, f"conv{k}", conv)
                 self.conv_out = nn.Linear(c * _halved(spec.mel_bins, 3), d, bias=False)
+            elif spec.input_linear:  # Granite Speech's
+                self.input_linear = nn.Linear(spec.mel_bins, d)
             elif spec.front == "conv2d":  # Qwen3ASREncoder's conv2d1..3 and conv_out
                 c = spec.channels
                 self.conv1 = nn.Conv2d(1, c, 3, stride=2, padding=1)
@@ -313,14 +382,18 @@ def _module(spec: Audio, model):
             else:
                 self.conv1 = nn.Conv1d(spec.mel_bins, d, 3, padding=1)
                 self.conv2 = nn.Conv1d(d, d, 3, stride=2, padding=1)
-            if not spec.downsample:
+            if not spec.downsample and not spec.input_linear:
                 self.conv1.weight_flops = self.conv2.weight_flops = True  # verify: their FLOPs are their weights'
             if spec.position_table:
                 self.pos_embed = nn.Embedding(spec.source_positions, d)
             self.layers = nn.ModuleList(LayerModule(inner, layer, False) for layer in inner.layers)
             if spec.markers:
                 self.markers = nn.Parameter(torch.empty(spec.markers, model.d_model))
-            self.final_norm = make_norm(spec.stack.norm, d)
+            if spec.final_norm:
+                self.final_norm = make_norm(spec.stack.norm, d)
+            if spec.ctc:  # Granite Speech's out and out_mid after the middle layer
+                self.ctc = nn.Module()
+                self.ctc.out, self.ctc.out_mid = nn.Linear(d, spec.ctc), nn.Linear(spec.ctc, d)
             self.projector = spec.projector.module(model.d_model)
 
         def omni(self, x):
@@ -347,6 +420,9 @@ def _module(spec: Audio, model):
             """Every window's positions after the front end, as (windows, positions, width) tensors by length."""
             gelu, layout, batch = nn.functional.gelu, spec.layout(), x.shape[0]
             dtype, device = x.dtype, x.device
+            if spec.input_linear:  # the stacked frames a position through input_linear
+                n = batch * len(layout)
+                return [self.input_linear(torch.zeros((n, spec.source_positions, spec.mel_bins), dtype=dtype, device=device))]
             if spec.front == "whisper":
                 n = batch * len(layout)
                 frames = torch.zeros((n, spec.mel_bins, 2 * spec.source_positions), dtype=dtype, device=device)
@@ -375,11 +451,40 @@ def _module(spec: Audio, model):
                 inner_ctx = {"embeddings": h}
                 for k, layer in enumerate(self.layers):
                     h = layer(h, inner_ctx, k)
+                    if spec.ctc and k + 1 == len(self.layers) // 2:  # GraniteSpeechCTCEncoder's, after layer n // 2
+                        h = h + self.ctc.out_mid(self.ctc.out(h).softmax(-1))
                 h = h.reshape(windows, -1, d)
                 if spec.pool > 1:
                     h = nn.functional.avg_pool1d(h.transpose(1, 2), spec.pool, spec.pool).transpose(1, 2)
-                h = self.final_norm(h)  # after the pool, as Qwen2AudioEncoder and AudioFlamingo3Encoder run them
+                h = self.final_norm(h) if spec.final_norm else h  # after the pool, as Qwen2AudioEncoder runs them
+                if spec.block:  # the Q-Former over each block of positions, its queries one row
+                    context = spec.projector.qformer.context  # Granite Speech Plus: layers' outputs side by side
+                    h = h.repeat(1, 1, context // d) if context % d == 0 else h
+                    for window in h:  # each window one call of the projector (its queries once a window)
+                        queried = self.blocked_qformer(window.reshape(-1, spec.block, window.shape[-1]))
+                        self.projector.project(queried.reshape(1, -1, spec.projector.width))
+                    continue
                 self.projector(h.reshape(h.shape[0], h.shape[1] // spec.group, d * spec.group))
             return x
+
+        def blocked_qformer(self, positions):
+            """The Q-Former's layers (parts/qformer.py's modules) as GraniteSpeechEncoderProjector runs them: its
+            queries a batch of one until the first cross-attention's keys, the blocks' positions, meet them."""
+            qf, qspec = self.projector.qformer, spec.projector.qformer
+            blocks, heads = positions.shape[0], qspec.heads
+            q = qf.embed_norm(qf.queries[None])
+            for layer in qf.layers:
+                q = layer.norms[0](q + layer.attn(q, q))
+                if hasattr(layer, "cross"):  # its query projection over the queries as they are, then every block's
+                    a = layer.cross
+                    b, m, w = blocks, q.shape[1], qspec.width
+                    qs = a.q(q).view(q.shape[0], m, heads, w // heads).transpose(1, 2).expand(b, -1, -1, -1)
+                    ks = a.k(positions).view(b, -1, heads, w // heads).transpose(1, 2)
+                    vs = a.v(positions).view(b, -1, heads, w // heads).transpose(1, 2)
+                    out = a.values(a.scores(qs, ks.transpose(-2, -1)).softmax(-1), vs).transpose(1, 2).reshape(b, m, w)
+                    q = layer.norms[2](q + a.o(out))
+                act = ACTIVATIONS[qspec.activation]
+                q = layer.norms[1](q + layer.ffn.down(act(layer.ffn.up(q))))
+            return q
 
     return AudioModule()

@@ -62,6 +62,7 @@ def test_whole_wrappers_are_recorded():
     assert {"qwen2_vl", "qwen2_5_vl", "qwen3_vl", "internvl"} <= set(IMAGED)
     assert {"llava", "llava_next", "vipllava", "paligemma", "gemma3", "shieldgemma2", "mistral3", "idefics3", "smolvlm"} <= set(WHOLE)
     audio = {"qwen2_audio", "voxtral", "glmasr", "audioflamingo3", "musicflamingo", "moss_transcribe_diarize", "qwen3_asr"}
+    audio |= {"granite_speech", "granite_speech_plus"}
     assert audio <= set(WHOLE) and audio <= set(AUDIO)
     assert set(wrappers()) <= set(coverage.WHOLE_TYPES)
 
@@ -238,6 +239,48 @@ def test_qwen3_asr_last_window_is_as_long_as_its_chunks():
     plain = ffncalc.count(str(config), seq_len=1024).to_dict()["totals"]["forward_flops"]
     heard = ffncalc.count(str(config), seq_len=1024, audio_seconds=20).to_dict()["totals"]["forward_flops"]
     assert heard - plain == 2 * runs[104] + runs[52]
+
+
+def test_granite_speech_window_by_hand():
+    """Granite Speech at its defaults (the Q-Former reading the encoder's 1,024 features, as released): a 12-s window is
+    600 positions of 160 stacked features; input_linear (160 -> 1024), 10 Conformer layers of width 1024: two
+    half-step FFNs (1024 -> 4096 -> 1024), to_q, to_kv and to_out, QKᵀ, AV and Shaw's position scores within blocks of
+    200 positions (8 heads of 128), the convolution module (1024 -> 4096, GLU, a depthwise kernel of 15 over 2,048
+    channels, 2048 -> 1024); out and out_mid (1024 -> 42 -> 1024) once; the Q-Former over 40 blocks of 15 positions,
+    3 queries of 768 each (12 layers, cross-attention in 6, MLP 3072), its first layer's self-attention and the
+    cross-attention's queries once (the queries a batch of one); 120 tokens through Linear(768, 4096)."""
+    from ffncalc.parts.audio import Audio
+
+    _, model = hf.load(HERE / "configs" / "granite_speech.json")
+    (audio,) = [p for p in model.parts if isinstance(p, Audio)]
+    n, d, f, ctx, heads, hd = 600, 1024, 4096, 200, 8, 128
+    layer = n * (2 * 2 * d * f + 4 * d * d + d * 4 * d + 2 * d * 15 + 2 * d * d) + 3 * n * heads * ctx * hd
+    encoder = n * 160 * d + 10 * layer + n * 2 * d * 42
+    q, w, c, kv, blocks = 3, 768, 15, 1024, 40
+    self_attn = q * 4 * w * w + 2 * 12 * q * q * 64  # q, k, v, o over the queries; QKᵀ and AV
+    cross = q * w * w + 2 * c * kv * w + 2 * 12 * q * c * 64 + q * w * w  # q; k and v over the block; QKᵀ, AV; o
+    block = 11 * self_attn + 6 * cross - q * w * w + 12 * 2 * q * w * 3072
+    once = self_attn + q * w * w
+    projector = blocks * block + once + blocks * q * w * 4096
+    assert audio.per_window(model) == (120, 2 * (encoder + projector))
+
+
+@pytest.mark.torch
+def test_granite_speech_plus_concatenated_layers_flops(tmp_path):
+    """Granite Speech Plus with cat_hidden_layers [2, 5]: its Q-Former's keys and values read three layers' outputs
+    side by side (encoder_hidden_size 3 × 1,024); parameters as transformers builds them, one 12-s window as
+    FlopCounterMode counts get_audio_features."""
+    from ffncalc.analysis.hfwhole import audio_flops, instantiate_whole
+    from ffncalc.parts.audio import Audio
+
+    data = json.loads((HERE / "configs" / "granite_speech_plus.json").read_text())
+    data["encoder_config"] = {**data["encoder_config"], "cat_hidden_layers": [2, 5]}
+    data["projector_config"] = {**data["projector_config"], "encoder_hidden_size": 3 * 1024}
+    (tmp_path / "config.json").write_text(json.dumps(data))
+    _, model = hf.load(tmp_path / "config.json")
+    (audio,) = [p for p in model.parts if isinstance(p, Audio)]
+    assert tally(model).params == sum(p.numel() for p in instantiate_whole(data).parameters())
+    assert audio.per_window(model)[1] == audio_flops(data, 600)["total"]
 
 
 def test_gemma4_unified_embedder_by_hand():

@@ -87,6 +87,40 @@ def test_audio_fills_whole_windows():
     assert heard["kv_bytes"].value == read["kv_bytes"].value and heard["step_flops"].value == read["step_flops"].value
 
 
+def test_granite_speech_audio_fills_whole_12_second_windows(cli):
+    """30 s of audio are three of Granite Speech's 12-s windows (600 stacked positions each, the last padded), each
+    through its Conformer encoder and Q-Former projector as FlopCounterMode counted one (the record's 600-position
+    run); a request's audio is 3 × 120 tokens beside its prompt, prefilled and cached; fit holds them too."""
+    granite = str(WHOLE / "configs" / "granite_speech.json")
+    runs = json.loads((WHOLE / "truth" / "granite_speech.json").read_text())["audio_flops"]["runs"]
+    one = next(r["total"] for r in runs if r["positions"] == 600)
+    plain = ffncalc.count(granite, seq_len=2048)
+    audio = ffncalc.count(granite, seq_len=2048, audio_seconds=30)
+    assert audio.to_dict()["totals"]["forward_flops"] - plain.to_dict()["totals"]["forward_flops"] == 3 * one
+    kw = dict(generate=16, hardware="h100-sxm")
+    heard = ffncalc.infer(granite, prompt=100, audio_seconds=30, **kw).figures
+    read = ffncalc.infer(granite, prompt=100 + 3 * 120, **kw).figures
+    assert heard["prefill_flops"].value == read["prefill_flops"].value + 3 * one
+    assert heard["kv_bytes"].value == read["kv_bytes"].value
+    fitted = ffncalc.fit(granite, context=1024, audio_seconds=30, hardware="h100-sxm")
+    as_text = ffncalc.fit(granite, context=1024 + 3 * 120, hardware="h100-sxm")
+    assert fitted.figures["kv_bytes_per_device"].value == as_text.figures["kv_bytes_per_device"].value
+    code, out, _ = cli("count", granite, "--audio-seconds", "30")
+    assert code == 0 and "a 12-s window is 120 tokens of the language model" in out
+
+
+def test_granite_speech_whose_qformer_cannot_read_its_encoder_refuses_audio_in_one_line(tmp_path):
+    """GraniteSpeechConfig's own defaults: BLIP-2's Q-Former reading 1,408 features a position where the encoder writes
+    1,024. transformers builds it (counted as built) and runs no audio: --audio-seconds is refused in one line."""
+    data = json.loads((WHOLE / "configs" / "granite_speech.json").read_text())
+    data["projector_config"] = {**data["projector_config"], "encoder_hidden_size": 1408}
+    (tmp_path / "config.json").write_text(json.dumps(data))
+    assert ffncalc.count(str(tmp_path / "config.json")).params > 0
+    with pytest.raises(OptionError) as err:
+        ffncalc.count(str(tmp_path / "config.json"), audio_seconds=12)
+    assert "reads 1408 features a position where the encoder writes 1024" in str(err.value) and "\n" not in str(err.value)
+
+
 @pytest.mark.parametrize(
     ("model", "kw", "words"),
     [

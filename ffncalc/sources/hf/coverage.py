@@ -597,18 +597,9 @@ WHOLE_TYPES = MULTIMODAL_LM_TYPES + WHOLE_SEQ2SEQ_TYPES
 
 # Encoder-decoders no family reads yet: what each needs.
 SEQ2SEQ_NOT_YET = {
-    "granite_speech": (
-        "an audio tower and projector beside a decoder-only language model (a whole multimodal model): a Conformer encoder "
-        "(macaron feed-forwards, a depthwise convolution module, Shaw's relative positions within blocks) and a BLIP-2 "
-        "Q-Former over windows of its output"
-    ),
-    "granite_speech_plus": (
-        "an audio tower and projector beside a decoder-only language model (a whole multimodal model): Granite Speech's "
-        "Conformer encoder and windowed Q-Former projector"
-    ),
     "nemo_speechlm": (
-        "an audio tower beside a decoder-only language model (a whole multimodal model): a FastConformer encoder and a "
-        "word-timestamp head beside Nemotron-H"
+        "an audio tower beside a decoder-only language model (a whole multimodal model): Nemotron 3.5 Transcribe's "
+        "transformer encoder with q/k norms, a diarization model, speaker embeddings and a word-timestamp model"
     ),
     "nllb-moe": "BART-style stacks with top-2 mixtures of experts in every fourth layer; transformers 5.23's NllbMoeExperts "
     "one-hot encodes the router's already one-hot mask, so only experts 0 and 1 run: no class to hold its FLOPs to",

@@ -129,3 +129,78 @@ def qwen3_asr(c: Config) -> dict:
     act = a.activation("activation_function", "gelu")
     projector = {"width": d, "hidden": d, "bias": True, "activation": act, "out": a.int("output_dim")}
     return {"audio": qwen3_asr_encoder(a, projector)}
+
+
+@wrapper("granite_speech")
+def granite_speech(c: Config) -> dict:
+    """GraniteSpeechForConditionalGeneration (IBM 2025, Granite Speech 3.3): GraniteSpeechCTCEncoder, input_linear over
+    its feature extractor's positions (two 80-bin log-mel frames stacked: input_dim features, 50 a second), num_layers
+    GraniteSpeechConformerBlocks (blocks/conformer.py: ff1, Shaw's relative positions in blocks of context_size, the
+    convolution module conv_expansion_factor × wide, ff2 the FFN slot, feedforward_mult × wide, SiLU), out and out_mid
+    after the middle layer; GraniteSpeechEncoderProjector, window_size // downsample_rate learned queries through
+    projector_config's Q-Former (Blip2QFormerModel) over each window_size positions, then Linear(Q-Former width, text
+    width) with a bias. A window here is 12 s: 600 positions, whole blocks of context_size (200) and window_size (15)."""
+    plus = c.model_type == "granite_speech_plus"
+    a = sub_config(c, "encoder_config", {None: "granite_speech_plus_encoder" if plus else "granite_speech_encoder"})  # type: ignore[dict-item]
+    q = sub_config(c, "projector_config", {None: "blip_2_qformer"})  # type: ignore[dict-item]
+    d, heads = a.int("hidden_dim"), a.int("num_heads")
+    window, rate = c.int("window_size", 15), c.int("downsample_rate", 5)
+    if window % rate:
+        raise c.fail("window_size", f"{window} positions are not whole queries of downsample_rate {rate}")
+    head_dim = a.int("dim_head") if a.has("dim_head") and a.data.get("dim_head") is not None else d // heads
+    d_ff = d * a.int("feedforward_mult")
+    h = q.int("hidden_size")
+    qformer = {
+        "queries": window // rate,
+        "depth": q.int("num_hidden_layers"),
+        "width": h,
+        "heads": q.int("num_attention_heads"),
+        "d_ff": q.int("intermediate_size"),
+        "context": q.int("encoder_hidden_size"),
+        "cross_every": q.int("cross_attention_frequency", 2),
+        "activation": q.activation("hidden_act", "gelu"),
+    }
+    positions = 600  # 12 s: whole blocks of 200 and of 15 (lcm)
+    return {
+        "audio": {
+            "layers": {
+                "d_model": d,
+                "n_layers": a.int("num_layers"),
+                "attention": {
+                    "kind": "conformer",
+                    "n_heads": heads,
+                    "head_dim": head_dim,
+                    "qkv_bias": False,
+                    "o_bias": True,
+                    "d_ff": d_ff,
+                    "activation": "silu",
+                    "kernel": a.int("conv_kernel_size"),
+                    "conv_bias": True,
+                    "ff_bias": True,
+                    "depthwise_bias": False,
+                    "shaw": a.int("max_pos_emb"),
+                    "conv_expand": a.int("conv_expansion_factor"),
+                },
+                "ffn": {"kind": "dense", "d_ff": d_ff, "bias": True, "activation": "silu"},
+                "norm": {"kind": "layernorm", "per_layer": 2, "final": False},
+            },
+            "mel_bins": a.int("input_dim"),
+            "source_positions": positions,
+            "window_seconds": positions // 50,
+            "position_table": False,
+            "input_linear": True,
+            "final_norm": False,
+            "ctc": a.int("output_dim"),
+            "chunk": a.int("context_size"),
+            "block": window,
+            "projector": {"width": h, "bias": True, "qformer": qformer},
+        }
+    }
+
+
+@wrapper("granite_speech_plus")
+def granite_speech_plus(c: Config) -> dict:
+    """GraniteSpeechPlusForConditionalGeneration (IBM, Granite Speech 4.1 Plus): Granite Speech's encoder, Q-Former and
+    linear (granite_speech), the Q-Former reading the encoder's output beside the outputs of the layers
+    cat_hidden_layers names (GraniteSpeechPlusCTCEncoder: their features side by side, encoder_hidden_size wide)."""
+    return granite_speech(c)

@@ -130,12 +130,54 @@ TOP_MODULES = (
 )
 
 
+# Granite Speech's GraniteSpeechCTCEncoder (encoder.) and GraniteSpeechEncoderProjector (projector.), by module
+GRANITE_MODULES = (
+    (r"^encoder\.input_linear$", "input_linear"),
+    (r"^encoder\.layers\.\d+\.(ff1\.pre_norm|attn\.pre_norm|conv\.norm|ff2\.pre_norm|post_norm)$", "norms"),
+    (r"^encoder\.layers\.\d+\.ff1\.up_proj$", "attn.ff1.up"),
+    (r"^encoder\.layers\.\d+\.ff1\.down_proj$", "attn.ff1.down"),
+    (r"^encoder\.layers\.\d+\.attn\.to_q$", "attn.q"),
+    (r"^encoder\.layers\.\d+\.attn\.to_kv$", "attn.k+v"),
+    (r"^encoder\.layers\.\d+\.attn\.to_out$", "attn.o"),
+    (r"^encoder\.layers\.\d+\.attn\.rel_pos_emb$", "attn.rel_pos"),
+    (r"^encoder\.layers\.\d+\.conv\.up_conv$", "attn.conv.up"),
+    (r"^encoder\.layers\.\d+\.conv\.depth_conv\.conv$", "attn.conv.depthwise"),
+    (r"^encoder\.layers\.\d+\.conv\.batch_norm$", "attn.conv.norm"),
+    (r"^encoder\.layers\.\d+\.conv\.down_conv$", "attn.conv.down"),
+    (r"^encoder\.layers\.\d+\.ff2\.up_proj$", "ffn.up"),
+    (r"^encoder\.layers\.\d+\.ff2\.down_proj$", "ffn.down"),
+    (r"^encoder\.out$", "ctc.out"),
+    (r"^encoder\.out_mid$", "ctc.out_mid"),
+    (r"^projector\.query$", "projector.qformer.queries"),
+    (r"^projector\.linear$", "projector.linear"),
+)
+
+
+def granite_component(path: str) -> str | None:
+    """A Granite Speech whole model's parameter in its encoder or projector -> its audio component, or None."""
+    import re
+
+    from .vit import QFORMER_MODULES
+
+    found = re.search(r"(?:^|\.)(?=(encoder|projector)\.)", path)
+    if not found or path.startswith("language_model.") or ".language_model." in path:
+        return None
+    rest = path[found.end() :]
+    module = rest.rsplit(".", 1)[0] if rest.count(".") and not rest.endswith("query") else rest
+    if module.startswith("projector.qformer."):
+        inner = module.removeprefix("projector.qformer.")
+        return "audio.projector.qformer." + next((n for pat, n in QFORMER_MODULES if re.search(pat, inner)), f"(unmatched) {inner}")
+    return "audio." + next((n for pat, n in GRANITE_MODULES if re.search(pat, module)), f"(unmatched) {module}")
+
+
 def audio_component(path: str) -> str | None:
     """A whole model's parameter in a Whisper-built audio tower -> its component of the audio part, or None."""
     import re
 
     from ..names import LAYER
 
+    if re.search(r"(?:^|\.)(encoder\.(input_linear|layers\.\d+\.(ff1|attn|conv|ff2|post_norm)|out|out_mid)|projector)\.", path):
+        return granite_component(path)
     found = re.search(r"(?:^|\.)audio_tower\.", path)
     if not found:
         return None
