@@ -84,6 +84,8 @@ TEXT_TYPES = {
     "glm4v_moe": "glm4v_moe_text",
     "glmasr": "llama",
     "glm46v": "glm4v_text",
+    "granite_speech": "granite",
+    "granite_speech_plus": "granite",
     "kosmos-2": "kosmos_2_text_model",
     "kosmos-2.5": "kosmos_2_5_text_model",
     "glm_ocr": "glm_ocr_text",

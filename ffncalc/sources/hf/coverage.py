@@ -816,6 +816,27 @@ SELF_TEXT = ("git",)
 # Image-text and multimodal-LM types not read whole yet whose class builds more than a tower and a projector beside a
 # language model: what counting it needs (``ffncalc families``; the rest say their towers and projector are not read)
 WHOLE_NOT_YET = {
+    "perception_lm": "its tower is a timm model (TimmWrapper), which transformers builds only with timm installed",
+    "fast_vlm": "its tower is a timm model (FastViTHD through TimmWrapper), which transformers builds only with timm installed",
+    "gemma3n": "its vision tower is a timm model (MobileNetV5 through TimmWrapper), built only with timm installed",
+    "got_ocr2": "its tower is a SAM ViT (windowed attention with decomposed relative positions, a convolutional neck)",
+    "pp_chart2table": "its tower is a SAM ViT (windowed attention with decomposed relative positions, a convolutional neck)",
+    "deepseek_vl_hybrid": "its high-resolution tower is a SAM ViT (windowed attention, decomposed relative positions) beside SigLIP",
+    "lfm3_vl": "its tower mixes 2-D depthwise convolution layers with attention layers in one stack",
+    "dots3_note": "an audio tower beside its vision tower and language model",
+    "inkling_mm_model": "an audio tower beside its vision tower and language model",
+    "florence2": "its language model is an encoder-decoder (BART's) reading the DaViT tower's tokens",
+    "hunyuan_vl": "its patch merger (a newline row before the MLP, begin and end tokens) is not read; its text config needs "
+    "head_dim 128 for transformers to build it",
+    "phi4_multimodal": "its audio Conformer and SigLIP tower with their own projectors (Phi4MultimodalForCausalLM)",
+    "fun_asr_nano": "a SAN-M encoder (attention with an FSMN depthwise memory over its values, a first layer of its own "
+    "input width) and a projector of transformer layers",
+    "nemo_speechlm": "Nemotron 3.5 Transcribe's transformer encoder with q/k norms, a diarization model, speaker embeddings "
+    "and a word-timestamp model",
+    "voxtral_realtime": "a causal audio encoder (causal convolutions, sliding-window attention) and a text decoder whose "
+    "layers scale by a time-conditioned adaptive RMS norm",
+    "qwen3_omni_moe": "its talker and code2wav beside the thinker (qwen3_omni_moe_thinker, read whole); transformers refuses "
+    "its defaults",
     "idefics": (
         "gated cross-attention layers in the language model (tanh-gated, one every cross_layer_interval layers) reading "
         "the CLIP tower's positions or a perceiver resampler's latents, not image tokens in the sequence; its config is "

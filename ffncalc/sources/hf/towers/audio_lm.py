@@ -7,6 +7,9 @@ from ..config import Config
 from . import sub_config, wrapper
 from .whisper import qwen3_asr_encoder, whisper_encoder
 
+# the sub-configs Granite Speech's readers take (a sparse encoder_config or projector_config reads their defaults)
+GRANITE_TYPES = ("granite_speech_encoder", "granite_speech_plus_encoder", "blip_2_qformer")
+
 
 @wrapper("qwen2_audio")
 def qwen2_audio(c: Config) -> dict:
