@@ -100,9 +100,9 @@ def class_defaults_text() -> str:
     from ffncalc.sources.hf import coverage
 
     base = {f.name for f in dataclasses.fields(PretrainedConfig)}
+    from ffncalc.sources.hf.towers.audio_lm import GRANITE_TYPES
     from ffncalc.sources.hf.towers.qwen import GLM_VISION, QWEN_VISION
     from ffncalc.sources.hf.towers.vit import CONNECTOR_TYPES, VISION_TYPES
-    from ffncalc.sources.hf.towers.audio_lm import GRANITE_TYPES
     from ffncalc.sources.hf.towers.whisper import AUDIO_TYPES
 
     # the wrappers (their tie_word_embeddings, hf.wrapper_tie) and the towers read (a sparse vision_config's defaults)
