@@ -741,6 +741,7 @@ def test_git_image_positions_take_no_row_of_its_position_table():
         m.stack.check_seq_len(1025 + 197, label)
 
 
+@pytest.mark.torch
 @pytest.mark.parametrize("model_type", sorted(coverage.WHOLE_IS_TEXT))
 def test_whole_class_that_is_its_language_model(model_type):
     """A multimodal-LM type whose whole class is a causal LM with no tower (Mistral 4: Mistral4ForCausalLM): every
