@@ -61,6 +61,26 @@ class Linear(nn.Linear):
             super().reset_parameters()
 
 
+class Conv1d(nn.Conv1d):
+    """nn.Conv1d without the random initialisation on the meta device; verify attributes its FLOPs to its weight."""
+
+    weight_flops = True
+
+    def reset_parameters(self) -> None:
+        if self.weight.device.type != "meta":
+            super().reset_parameters()
+
+
+class Conv2d(nn.Conv2d):
+    """nn.Conv2d without the random initialisation on the meta device; verify attributes its FLOPs to its weight."""
+
+    weight_flops = True
+
+    def reset_parameters(self) -> None:
+        if self.weight.device.type != "meta":
+            super().reset_parameters()
+
+
 def split_linear(linear: nn.Linear, rank: int, parts: int, by: str) -> nn.Linear:
     """``rank``'s share of ``parts`` of a linear layer, by its ``"outputs"`` (column parallel: its rows of the weight
     and of the bias) or its ``"inputs"`` (row parallel: its columns of the weight, and the bias on rank 0 alone, so

@@ -118,20 +118,14 @@ def _modules():
     import torch
     from torch import nn
 
-    from ._torch import ACTIVATIONS
+    from ._torch import ACTIVATIONS, Conv1d
     from .attention import _module as attention_module
 
-    class GroupedLinear(nn.Conv1d):
+    class GroupedLinear(Conv1d):
         """A grouped 1×1 convolution over (B, s, features), as SqueezeBERT's nn.Conv1d over (B, features, s)."""
-
-        weight_flops = True  # its weight's FLOPs its own (verify)
 
         def __init__(self, d_in: int, d_out: int, groups: int):
             super().__init__(d_in, d_out, kernel_size=1, groups=groups)
-
-        def reset_parameters(self) -> None:
-            if self.weight.device.type != "meta":
-                super().reset_parameters()
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
             return super().forward(x.transpose(1, 2)).transpose(1, 2)

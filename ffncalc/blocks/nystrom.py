@@ -116,18 +116,10 @@ class NystromAttention(Attention):
 @cache
 def _module():
     import torch
-    from torch import nn
     from torch.nn import functional as F
 
-    from ._torch import MatMul
+    from ._torch import Conv2d, MatMul
     from .attention import _module as attention_module
-
-    class Conv(nn.Conv2d):
-        weight_flops = True  # its weight's FLOPs its own (verify)
-
-        def reset_parameters(self) -> None:
-            if self.weight.device.type != "meta":
-                super().reset_parameters()
 
     class Nystrom(attention_module()):
         """Multi-head attention whose ``attend`` runs the Nyström approximation (or the whole square where the
@@ -138,7 +130,7 @@ def _module():
             self.m, self.full_square = spec.landmarks, spec.full
             h, k = spec.n_heads, spec.conv_kernel
             if k:
-                self.conv = Conv(h, h, kernel_size=(k, 1), padding=(k // 2, 0), bias=False, groups=h)
+                self.conv = Conv2d(h, h, kernel_size=(k, 1), padding=(k // 2, 0), bias=False, groups=h)
             self.landmarks, self.pinv, self.kernel_product = MatMul(), MatMul(), MatMul()
 
         def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, x: torch.Tensor) -> torch.Tensor:

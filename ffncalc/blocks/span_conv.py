@@ -100,22 +100,15 @@ def _module():
     import torch
     from torch import nn
 
-    from ._torch import Linear, MatMul
-
-    class Conv(nn.Conv1d):
-        weight_flops = True  # its weight's FLOPs its own (verify)
-
-        def reset_parameters(self) -> None:
-            if self.weight.device.type != "meta":
-                super().reset_parameters()
+    from ._torch import Conv1d, Linear, MatMul
 
     class KeyConv(nn.Module):
         """The separable convolution over (B, d, s): depthwise k taps, pointwise d -> A, then a bias."""
 
         def __init__(self, d: int, a: int, k: int):
             super().__init__()
-            self.depthwise = Conv(d, d, kernel_size=k, groups=d, padding=k // 2, bias=False)
-            self.pointwise = Conv(d, a, kernel_size=1, bias=False)
+            self.depthwise = Conv1d(d, d, kernel_size=k, groups=d, padding=k // 2, bias=False)
+            self.pointwise = Conv1d(d, a, kernel_size=1, bias=False)
             self.bias = nn.Parameter(torch.zeros(a, 1))
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:

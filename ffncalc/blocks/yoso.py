@@ -91,17 +91,10 @@ def _module():
     import math
 
     import torch
-    from torch import nn
     from torch.nn import functional as F
 
+    from ._torch import Conv2d
     from .attention import _module as attention_module
-
-    class Conv(nn.Conv2d):
-        weight_flops = True  # its weight's FLOPs its own (verify)
-
-        def reset_parameters(self) -> None:
-            if self.weight.device.type != "meta":
-                super().reset_parameters()
 
     class Yoso(attention_module()):
         """Multi-head attention whose ``attend`` weights each pair by its expected hash collision, and adds the depthwise
@@ -112,7 +105,7 @@ def _module():
             self.tau = spec.hash_code_len
             h, k = spec.n_heads, spec.conv_kernel
             if k:
-                self.conv = Conv(h, h, kernel_size=(k, 1), padding=(k // 2, 0), bias=False, groups=h)
+                self.conv = Conv2d(h, h, kernel_size=(k, 1), padding=(k // 2, 0), bias=False, groups=h)
 
         def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
             q, k = F.normalize(q, dim=-1), F.normalize(k, dim=-1)
