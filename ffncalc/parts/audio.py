@@ -9,13 +9,12 @@ model's input tokens: Qwen2-Audio, Voxtral, GLM-ASR, Audio Flamingo 3 and Music 
 - ``pool`` positions averaged into one (Qwen2-Audio's and Audio Flamingo 3's avg_pooler), then a final LayerNorm, then
   ``group`` positions concatenated (Voxtral: 4, its projector reading 4 × the width) and the projector over the tokens
   it writes;
-- Qwen3-ASR's (``front`` conv2d): each chunk of ``chunk_frames`` frames through three 2-D convolutions of ``channels``
-  channels and a linear to the width, a window the span its attention meets, the last as long as the audio's chunks;
-- Qwen3-Omni's (``downsample``): each chunk of ``chunk_frames`` frames (2 × n_window) through three 2-D convolutions
-  of ``downsample`` channels (kernel 3, stride 2 in time and frequency, GELU after each) and conv_out, a linear of
-  the channels × the remaining frequencies into the width, a position for each remaining time step (13 of 100
-  frames); attention within windows of ``window_chunks`` chunks' positions (n_window_infer / chunk frames), the last
-  what remains, in 30-s windows; no pool;
+- Qwen3's (``front`` conv2d: Qwen3-ASR's Qwen3ASREncoder and Qwen3-Omni's Qwen3OmniMoeAudioEncoder, one encoder):
+  each chunk of ``chunk_frames`` frames (2 × n_window) through three 2-D convolutions of ``channels`` channels
+  (kernel 3, stride 2 in time and frequency, GELU after each) and conv_out, a linear of the channels × the remaining
+  frequencies into the width, a position for each remaining time step (13 of 100 frames); a window is the span its
+  attention meets (n_window_infer frames: ``source_positions`` positions), the audio padded to whole chunks and the
+  last window as long as its chunks (get_audio_cu_seqlens / the aftercnn lengths' windows); no pool;
 - Qwen2.5-Omni's: attention within ``chunk`` positions at a time (its n_window: each chunk of 2 × n_window frames
   convolved and attended alone, the chunks' keys never meeting), and ``markers`` learned rows of the language model's
   width (audio_bos_eos_token: parameters no window's work reads);
@@ -66,15 +65,14 @@ class Audio(Part):
     pool: Positive = 1  # positions averaged into one before the projector (Qwen2-Audio: 2)
     group: Positive = 1  # positions concatenated into one token of the projector (Voxtral: 4)
     seconds: NonNegative = 0  # audio a sequence, for the FLOPs
-    # the front end: Whisper's two Conv1d over a window's frames, or Qwen3-Omni's three Conv2d over each chunk of
-    # chunk_frames frames apart and a linear to the width (Qwen3-ASR), whose window is the span its attention meets
+    # the front end: Whisper's two Conv1d over a window's frames, or Qwen3's three Conv2d over each chunk of
+    # chunk_frames frames apart and a linear to the width (Qwen3-ASR, Qwen3-Omni), whose window is the span its attention
+    # meets
     front: Literal["whisper", "conv2d"] = "whisper"
     channels: NonNegative = 0  # conv2d: the convolutions' channels (downsample_hidden_size)
-    chunk_frames: NonNegative = 0  # conv2d or downsample: frames a chunk (n_window × 2)
+    chunk_frames: NonNegative = 0  # conv2d: frames a chunk (n_window × 2)
     chunk: NonNegative = 0  # positions attending one another (Qwen2.5-Omni's n_window; 0: the whole window)
     markers: NonNegative = 0  # learned rows of the model's width beside the tower (Qwen2.5-Omni's audio_bos_eos_token)
-    downsample: NonNegative = 0  # channels of Qwen3-Omni's three strided 2-D convolutions (0: none)
-    window_chunks: NonNegative = 0  # with downsample: the chunks whose positions attend one another
     input_linear: bool = False  # Granite Speech's Linear(mel_bins, width) a position, no convolutions
     final_norm: bool = True  # a norm after the layers (Granite Speech's: none)
     ctc: NonNegative = 0  # Granite Speech's output_dim: out and out_mid after the middle layer (0: none)
@@ -102,10 +100,6 @@ class Audio(Part):
             raise SpecError(
                 ("audio", "source_positions"), f"{self.source_positions} positions are not whole groups of {self.pool * self.group}"
             )
-        if self.downsample and (2 * self.source_positions) % self.chunk_frames:
-            raise SpecError(
-                ("audio", "source_positions"), f"{2 * self.source_positions} frames are not whole chunks of {self.chunk_frames}"
-            )
         if self.chunk and self.source_positions % self.chunk:
             raise SpecError(("audio", "source_positions"), f"{self.source_positions} positions are not whole chunks of {self.chunk}")
         if self.front == "conv2d" and (not self.channels or not self.chunk_frames):
@@ -128,30 +122,13 @@ class Audio(Part):
     def tokens(self) -> int:
         """The language model's tokens one window becomes."""
         if self.block:  # each block's queries
-            return self.tower_positions // self.block * self.projector.fixed
-        return self.tower_positions // self.pool // self.group
+            return self.source_positions // self.block * self.projector.fixed
+        return self.source_positions // self.pool // self.group
 
     @property
     def blocks(self) -> int:
         """The Q-Former's blocks of positions a window makes (Granite Speech's), else 0."""
         return self.source_positions // self.block if self.block else 0
-
-    @property
-    def chunks(self) -> int:
-        """Qwen3-Omni's chunks a window's frames make (whole: check)."""
-        return 2 * self.source_positions // self.chunk_frames if self.downsample else 0
-
-    @property
-    def tower_positions(self) -> int:
-        """The tower's positions a window makes: the strided convolution's, or Qwen3-Omni's chunks' last time steps."""
-        return self.chunks * _halved(self.chunk_frames, 3) if self.downsample else self.source_positions
-
-    def windows_of(self) -> list[int]:
-        """Qwen3-Omni's attention windows, each of window_chunks chunks' positions, the last what remains
-        (get_audio_cu_seqlens)."""
-        size = _halved(self.chunk_frames, 3) * self.window_chunks
-        whole, rest = divmod(self.tower_positions, size)
-        return [size] * whole + ([rest] if rest else [])
 
     @property
     def chunk_positions(self) -> int:
@@ -171,11 +148,6 @@ class Audio(Part):
     def units(self, positions: int) -> dict[str, int | Fraction]:
         """What each of a window's terms runs over in a window of ``positions`` positions: an input frame (Whisper's
         conv1), a chunk (conv2d's convolutions), a position, a pooled position, a token the projector writes."""
-        if self.downsample:  # Qwen3-Omni's: a whole window's chunks, its positions, its attention windows once
-            tower = self.tower_positions
-            pooled = tower // self.pool
-            units = {"frame": 2 * positions, "chunk": self.chunks, "tower": tower, "pooled": pooled, "window": 1}
-            return {**units, "projector": pooled // self.group, "grid": pooled // self.group}
         tokens = positions // self.block * self.projector.fixed if self.block else positions // self.pool // self.group
         chunks = Fraction(positions, self.chunk_positions) if self.front == "conv2d" else Fraction(0)
         pooled, blocks = positions // self.pool, positions // self.block if self.block else 0
@@ -212,15 +184,14 @@ class Audio(Part):
         stack = self.stack
         gelu = ACTIVATION_OPS["gelu"]
         out: list[tuple[str, object]] = []
-        if self.downsample:
-            out += self.downsample_terms(d)
-        elif self.input_linear:  # GraniteSpeechCTCEncoder's input_linear, a position
+        if self.input_linear:  # GraniteSpeechCTCEncoder's input_linear, a position
             front = Emitter("layers")
             front.linear("audio.input_linear", m, d, True, 1)
             out += [("tower", t) for t in front.out]
-        elif self.front == "conv2d":  # Qwen3ASREncoder: conv2d1..3 (kernel 3 × 3, stride 2, padding 1) over a chunk's
-            # (mel, frame) plane, GELU after each; conv_out, Linear(channels × the mel bins left, width), no bias; the
-            # sinusoidal positions are a buffer, added (no table)
+        elif self.front == "conv2d":  # Qwen3ASREncoder / Qwen3OmniMoeAudioEncoder: conv2d1..3 (kernel 3 × 3, stride 2,
+            # padding 1) over a chunk's (mel, frame) plane, each output a matmul of 3 × 3 inputs of its channels, GELU
+            # after each; conv_out, Linear(channels × the mel bins left, width), no bias; the sinusoidal positions are a
+            # buffer, added (no table)
             c, chunk = self.channels, Emitter("layers")
             bins, frames = m, self.chunk_frames
             for k, c_in in enumerate((1, c, c), start=1):
@@ -242,15 +213,7 @@ class Audio(Part):
                 table.term("audio.pos_embed.weight", "position", (self.source_positions, d), elementwise=d)
             out += [("frame", t) for t in first.out] + [("tower", t) for t in second.out + table.out]
         # each position's keys: its chunk's (Qwen2.5-Omni's cu_seqlens), or the whole window's
-        layer_terms = stack.terms(model, "audio.", self.chunk or (self.tower_positions if self.downsample else positions), 1)
-        if self.downsample:  # each attention product over its window's query-key pairs, once a window
-            pairs = sum(n * n for n in self.windows_of())
-            out += [
-                ("window", replace(t, shape=(t.shape[0], pairs, t.shape[2]), select="pairs")) if t.role == "core" else ("tower", t)
-                for t in layer_terms
-            ]
-        else:
-            out += [("tower", t) for t in layer_terms]
+        out += [("tower", t) for t in stack.terms(model, "audio.", self.chunk or positions, 1)]
         final = Emitter("layers")
         if self.final_norm:
             final.norm("audio.final_norm", stack.norm, d, 1)
@@ -296,36 +259,27 @@ class Audio(Part):
             out += [("block", whole), ("window", first)]
         return out
 
-    def downsample_terms(self, d: int) -> list[tuple[str, object]]:
-        """Qwen3-Omni's Qwen3OmniMoeAudioEncoder front (named as Qwen3-ASR's): conv2d1 (1 channel in), conv2d2 and
-        conv2d3 (each of kernel 3 and stride 2 over a chunk's frequencies and frames, with a bias and GELU), each output a
-        matmul of 3 × 3 inputs of its channels; conv_out, Linear(channels × the remaining frequencies, width) without a
-        bias, a position each."""
-        c, gelu = self.downsample, ACTIVATION_OPS["gelu"]
-        freq, time, inputs = self.mel_bins, self.chunk_frames, 1
-        chunk = Emitter("layers")
-        for k in (1, 2, 3):
-            freq, time = _halved(freq, 1), _halved(time, 1)
-            cells = freq * time  # its outputs a chunk, each channel
-            chunk.term(f"audio.conv{k}.weight", "weight", (c, inputs, 3, 3), macs=cells * c * inputs * 9)
-            chunk.term(f"audio.conv{k}.bias", "bias", (c,), elementwise=cells * c * (1 + gelu))
-            inputs = c
-        each = Emitter("layers")
-        each.linear("audio.conv_out", c * freq, d, False, 1)
-        return [("chunk", t) for t in chunk.out] + [("tower", t) for t in each.out]
-
     def per_window(self, model) -> tuple[int, int]:
         """One window's LM tokens and its forward FLOPs through the tower and the projector (2 per multiply-add of
         every matmul, convolution and attention product, as FlopCounterMode counts)."""
-        counts = self.units(self.source_positions)
+        return self.tokens, self.window_flops(model, self.source_positions)
+
+    def window_flops(self, model, positions: int) -> int:
+        """The forward FLOPs of one window of ``positions`` positions through the tower and the projector."""
+        counts = self.units(positions)
         flops = 0
-        for where, t in self.window_terms(model):
+        for where, t in self.window_terms(model, positions):
             if t.role == "core":
                 heads, keys, head_dim = t.shape
                 flops += 2 * counts[where] * t.count * heads * keys * head_dim
             else:
                 flops += 2 * counts[where] * t.macs
-        return self.tokens, int(flops)
+        return int(flops)
+
+    def heard(self, model) -> tuple[int, int]:
+        """The sequence's ``seconds`` of audio: the language model's tokens and the forward FLOPs of its windows."""
+        layout = self.layout()
+        return self.request_tokens(), sum(self.window_flops(model, n) for n in layout)
 
     def note(self, spec) -> str:
         tokens, flops = self.per_window(spec)
@@ -354,7 +308,7 @@ def _module(spec: Audio, model):
     import torch
     from torch import nn
 
-    from ..blocks._torch import ACTIVATIONS, Linear, make_norm
+    from ..blocks._torch import ACTIVATIONS, Conv1d, Conv2d, Linear, make_norm
     from ..model.reference import LayerModule
 
     d = spec.layers.d_model
@@ -363,27 +317,17 @@ def _module(spec: Audio, model):
     class AudioModule(nn.Module):
         def __init__(self):
             super().__init__()
-            if spec.downsample:  # Qwen3-Omni's three 2-D convolutions and conv_out
-                c = spec.downsample
-                for k, inputs in ((1, 1), (2, c), (3, c)):
-                    conv = nn.Conv2d(inputs, c, 3, stride=2, padding=1)
-                    conv.weight_flops = True  # verify: its FLOPs are its weight's
-                    setattr(self, f"conv{k}", conv)
-                self.conv_out = nn.Linear(c * _halved(spec.mel_bins, 3), d, bias=False)
-            elif spec.input_linear:  # Granite Speech's
+            if spec.input_linear:  # Granite Speech's
                 self.input_linear = nn.Linear(spec.mel_bins, d)
-            elif spec.front == "conv2d":  # Qwen3ASREncoder's conv2d1..3 and conv_out
+            elif spec.front == "conv2d":  # Qwen3's conv2d1..3 and conv_out
                 c = spec.channels
-                self.conv1 = nn.Conv2d(1, c, 3, stride=2, padding=1)
-                self.conv2 = nn.Conv2d(c, c, 3, stride=2, padding=1)
-                self.conv3 = nn.Conv2d(c, c, 3, stride=2, padding=1)
-                self.conv3.weight_flops = True
+                self.conv1 = Conv2d(1, c, 3, stride=2, padding=1)
+                self.conv2 = Conv2d(c, c, 3, stride=2, padding=1)
+                self.conv3 = Conv2d(c, c, 3, stride=2, padding=1)
                 self.conv_out = Linear(c * _halved(spec.mel_bins, 3), d, bias=False)
             else:
-                self.conv1 = nn.Conv1d(spec.mel_bins, d, 3, padding=1)
-                self.conv2 = nn.Conv1d(d, d, 3, stride=2, padding=1)
-            if not spec.downsample and not spec.input_linear:
-                self.conv1.weight_flops = self.conv2.weight_flops = True  # verify: their FLOPs are their weights'
+                self.conv1 = Conv1d(spec.mel_bins, d, 3, padding=1)
+                self.conv2 = Conv1d(d, d, 3, stride=2, padding=1)
             if spec.position_table:
                 self.pos_embed = nn.Embedding(spec.source_positions, d)
             self.layers = nn.ModuleList(LayerModule(inner, layer, False) for layer in inner.layers)
@@ -395,26 +339,6 @@ def _module(spec: Audio, model):
                 self.ctc = nn.Module()
                 self.ctc.out, self.ctc.out_mid = nn.Linear(d, spec.ctc), nn.Linear(spec.ctc, d)
             self.projector = spec.projector.module(model.d_model)
-
-        def omni(self, x):
-            """Qwen3-Omni's: each chunk's frames through the 2-D convolutions, its time steps its positions; each
-            window of positions attends alone."""
-            n = x.shape[0] * spec.windows
-            gelu = nn.functional.gelu
-            chunks = torch.zeros((n * spec.chunks, 1, spec.mel_bins, spec.chunk_frames), dtype=x.dtype, device=x.device)
-            c = gelu(self.conv3(gelu(self.conv2(gelu(self.conv1(chunks))))))
-            h = self.conv_out(c.permute(0, 3, 1, 2).flatten(2)).reshape(n, spec.tower_positions, d)
-            pieces = list(h.split(spec.windows_of(), dim=1))
-            for i, piece in enumerate(pieces):
-                inner_ctx = {"embeddings": piece}
-                for k, layer in enumerate(self.layers):
-                    piece = layer(piece, inner_ctx, k)
-                pieces[i] = piece
-            h = torch.cat(pieces, dim=1)
-            if spec.pool > 1:
-                h = nn.functional.avg_pool1d(h.transpose(1, 2), spec.pool, spec.pool).transpose(1, 2)
-            h = self.final_norm(h)
-            self.projector(h.reshape(n, h.shape[1] // spec.group, d * spec.group))
 
         def front(self, x):
             """Every window's positions after the front end, as (windows, positions, width) tensors by length."""
@@ -441,9 +365,6 @@ def _module(spec: Audio, model):
 
         def enter(self, x, ctx):
             if not spec.seconds:
-                return x
-            if spec.downsample:
-                self.omni(x)
                 return x
             for h in self.front(x):
                 windows = h.shape[0]

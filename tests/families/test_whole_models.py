@@ -95,7 +95,11 @@ def test_one_audio_window_flops_equal_flopcountermode(model_type, tmp_path):
     runs = record["runs"]
     assert len(runs) == 2
     for run in runs:
-        assert replace(audio, source_positions=run["positions"]).per_window(model)[1] == run["total"]
+        if model_type == "qwen3_omni_moe_thinker":  # the run's frames (2 × positions) as seconds of audio, in windows
+            seconds = 2 * run["positions"] // 100
+            assert replace(audio, seconds=seconds).heard(model)[1] == run["total"]
+        else:
+            assert replace(audio, source_positions=run["positions"]).per_window(model)[1] == run["total"]
 
 
 @pytest.mark.parametrize("model_type", IMAGED)
@@ -757,8 +761,8 @@ def test_whole_class_that_is_its_language_model(model_type):
     assert report.ok and report.model_class == record["model_class"]
 
 
-def test_qwen3_omni_audio_window_by_hand():
-    """Qwen3-Omni's thinker at its defaults, one 30-s window (3,000 frames of 128 mel bins): 30 chunks of 100 frames,
+def test_qwen3_omni_audio_by_hand():
+    """Qwen3-Omni's thinker at its defaults, 30 s of audio (3,000 frames of 128 mel bins): 30 chunks of 100 frames,
     each through three 2-D convolutions of 480 channels (kernel 3, stride 2: 128 × 100 → 64 × 50 → 32 × 25 → 16 × 13)
     and conv_out (480 × 16 → 1280) at each of its 13 time steps: 390 positions, attending within windows of 8 chunks
     (104 positions: three, and 78 left); 32 layers of width 1280 (q, k, v, o, an MLP of 5120), proj1 (1280 → 1280) and
@@ -772,7 +776,8 @@ def test_qwen3_omni_audio_window_by_hand():
     pairs = 3 * 104 * 104 + 78 * 78
     layers = 32 * (n * (4 * d * d + 2 * d * 5120) + 2 * pairs * d)  # QKᵀ and AV over each window's pairs
     projector = n * (d * d + d * 3584)
-    assert audio.per_window(model) == (n, 2 * (convs + layers + projector))
+    assert replace(audio, seconds=30).heard(model) == (n, 2 * (convs + layers + projector))
+    assert replace(audio, seconds=30).layout() == [104, 104, 104, 78]
 
 
 def test_minicpm_window_merger_flops_by_hand():

@@ -42,17 +42,8 @@ def whisper_encoder(a: Config, projector: dict, **over) -> dict:
         act = a.activation("hidden_act", "gelu")
     if kind == "qwen2_5_omni_audio_encoder":  # Qwen2_5OmniAudioEncoder: sinusoidal positions (a buffer), n_window chunks
         over = {"position_table": False, "chunk": a.int("n_window"), "markers": 2, **over}
-    if kind == "qwen3_omni_moe_audio_encoder":  # Qwen3OmniMoeAudioEncoder: 2-D convolutions a chunk, windows of chunks
-        frames = 2 * a.int("n_window")
-        if a.int("n_window_infer") % frames:
-            raise a.fail("n_window_infer", f"{a.int('n_window_infer')} frames are not whole chunks of {frames}")
-        over = {
-            "position_table": False,
-            "downsample": a.int("downsample_hidden_size"),
-            "chunk_frames": frames,
-            "window_chunks": a.int("n_window_infer") // frames,
-            **over,
-        }
+    if kind == "qwen3_omni_moe_audio_encoder":  # Qwen3OmniMoeAudioEncoder: Qwen3-ASR's front end and windows
+        over = {**qwen3_front(a), **over}
     return {
         "layers": {
             "d_model": d,
@@ -76,13 +67,7 @@ def qwen3_asr_encoder(a: Config, projector: dict) -> dict:
     padding 1, GELU after each) and conv_out, Linear(channels × the mel bins left, d_model) without a bias, to 13
     positions a 100-frame chunk, sinusoidal positions (a buffer); Whisper's layers (every projection of the attention
     with a bias, k_proj too), each attending only the positions of its window of n_window_infer frames; ln_post."""
-    d, chunk, span = a.int("d_model"), 2 * a.int("n_window", 50), a.int("n_window_infer", 800)
-    if span % chunk:
-        raise a.fail("n_window_infer", f"{span} frames are not whole chunks of n_window × 2 = {chunk}")
-    positions = chunk
-    for _ in range(3):  # three stride-2 convolutions: ⌊(n − 1) / 2⌋ + 1 each
-        positions = (positions - 1) // 2 + 1
-    heads = a.int("encoder_attention_heads")
+    d, heads = a.int("d_model"), a.int("encoder_attention_heads")
     act = a.activation("activation_function", "gelu")
     return {
         "layers": {
@@ -93,13 +78,29 @@ def qwen3_asr_encoder(a: Config, projector: dict) -> dict:
             "norm": {"kind": "layernorm", "per_layer": 2, "final": False},
         },
         "mel_bins": a.int("num_mel_bins", 128),
+        "projector": projector,
+        **qwen3_front(a),
+    }
+
+
+def qwen3_front(a: Config) -> dict:
+    """Qwen3's audio front end and windows (Qwen3ASREncoder, Qwen3OmniMoeAudioEncoder): chunks of n_window × 2 frames
+    through three Conv2d of downsample_hidden_size channels and conv_out, 13 positions a 100-frame chunk, each position
+    attending the positions of its window of n_window_infer frames (the window's positions: ``source_positions``),
+    sinusoidal positions (a buffer)."""
+    chunk, span = 2 * a.int("n_window", 50), a.int("n_window_infer", 800)
+    if span % chunk:
+        raise a.fail("n_window_infer", f"{span} frames are not whole chunks of n_window × 2 = {chunk}")
+    positions = chunk
+    for _ in range(3):  # three stride-2 convolutions: ⌊(n − 1) / 2⌋ + 1 each
+        positions = (positions - 1) // 2 + 1
+    return {
         "source_positions": span // chunk * positions,
         "window_seconds": max(1, span // 100),  # 100 frames a second (its feature extractor's hop of 160 at 16 kHz)
         "position_table": False,
         "front": "conv2d",
         "channels": a.int("downsample_hidden_size"),
         "chunk_frames": chunk,
-        "projector": projector,
     }
 
 
