@@ -628,14 +628,25 @@ SEQ2SEQ_NOT_YET = {
 
 # Encoders no family reads yet: what each needs.
 ENCODERS_NOT_YET = {
-    "funnel": "pooling between blocks that shortens the sequence, and a decoder that upsamples it",
+    "funnel": (
+        "pooling between blocks that shortens the sequence (each block's layers at their own length, the first's queries "
+        "pooled and its keys not), relative-position attention (r_kernel over sinusoid positions, r_w/r_r/r_s biases, "
+        "seg_embed token types), and a decoder that upsamples to the full length and adds the first block's output"
+    ),
     "mra": (
         "multi-resolution approximate attention (low-resolution block scores, the top blocks at full resolution), "
         "computed only by transformers' CUDA kernels (kernels-community/mra): without them its forward returns zeros "
         "for the attention, so a CPU or meta forward measures none of its products"
     ),
-    "neomme": "a multimodal encoder",
-    "perceiver": "a latent array with cross-attention from the inputs",
+    "neomme": (
+        "a multimodal encoder: a patch stem beside factorized token embeddings, value embeddings added in the first and "
+        "last global layers, exclusive self-attention, initial-state mixing (lambdas), and a head through the tied "
+        "embedding projection"
+    ),
+    "perceiver": (
+        "a latent array with cross-attention from the inputs, self-attention over the latents at their own count "
+        "whatever the sequence, and a decoder whose position queries cross-attend to the latents"
+    ),
 }
 
 
