@@ -800,3 +800,14 @@ def test_vision_encoders_count_and_train(cli, model_type):
 def test_vision_encoders_verify_against_their_reference_modules(cli, model_type):
     code, out, err = cli("verify", str(WHOLE / "configs" / f"{model_type}.json"), "--seq-len", "32")
     assert code == 0 and "all" in out and "agree" in out, out + err
+
+
+@pytest.mark.parametrize("model_type", ["modernvbert", "ultravbert"])
+def test_vision_encoder_images_the_shuffle_cannot_group_are_refused(cli, model_type):
+    """At their classes' default 224 pixels a SigLIP tower of 16-pixel patches sees 14 a side, which a pixel shuffle of 4
+    cannot group (transformers' view fails): an image's FLOPs are refused in one line; 256 pixels, 16 tokens, count."""
+    path = str(WHOLE / "configs" / f"{model_type}.json")
+    code, out, err = cli("count", path, "--images", "1")
+    assert code == 2 and out == "" and err.count("\n") == 1 and "14 patches a side" in err
+    code, out, err = cli("count", path, "--images", "1", "--image-size", "256")
+    assert code == 0 and err == "" and "16 tokens" in " ".join(out.split())
