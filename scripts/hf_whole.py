@@ -1,5 +1,6 @@
 """Record what transformers builds for every type of its image-text-to-text and multimodal-LM mappings (and the
-audio-language types of its seq2seq mappings alone, coverage.WHOLE_SEQ2SEQ_TYPES) at its
+audio-language types of its seq2seq mappings alone, coverage.WHOLE_SEQ2SEQ_TYPES, and the vision encoders of its
+masked-LM mapping, coverage.WHOLE_ENCODER_TYPES, as their masked-LM class) at its
 configuration class's defaults (the whole model: text, towers and projector), or check that the recording is current.
 
     python scripts/hf_whole.py            # (re)write tests/hf_whole/ for every type
@@ -76,6 +77,9 @@ IMAGE_SIZES = {
     "kosmos-2.5": (1024, 512),
     "cosmos3_edge": (512, 256),  # NaFlex: 32 and 16 patches of 16 a side, 16 and 8 merged tokens a side
     "git": (224, 384),  # 14 and 24 patches of 16 a side and a class token, every position a token
+    # their default 224 pixels are 14 patches of 16 a side, which a pixel shuffle of 4 cannot group: 16 and 32 patches
+    "modernvbert": (256, 512),
+    "ultravbert": (256, 512),
 }
 
 # Positions of one window (max_source_positions: 2 × as many frames) at which one window's FLOPs are recorded: the
@@ -192,7 +196,7 @@ def truth_text(model_type: str, data: dict, config: str = "") -> str:
 
 
 def main() -> int:
-    from ffncalc.sources.hf.coverage import WHOLE_TYPES
+    from ffncalc.sources.hf.coverage import WHOLE_ENCODER_TYPES, WHOLE_TYPES
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("types", nargs="*", help="model_types (default: every type of the two mappings)")
@@ -200,7 +204,7 @@ def main() -> int:
     args = parser.parse_args()
     stale = []
     public = [f"public:{p.stem}" for p in sorted((OUT / "public").glob("*.json")) if p.stem != "sources"]
-    names = args.types or list(WHOLE_TYPES) + public
+    names = args.types or list(WHOLE_TYPES) + list(WHOLE_ENCODER_TYPES) + public
     for model_type in names:
         if model_type.startswith("public:"):  # a public config as it is: its truth alone is written
             name = model_type.split(":", 1)[1]

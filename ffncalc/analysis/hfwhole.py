@@ -21,9 +21,15 @@ def instantiate_whole(data: dict, device: str = "meta"):
     """The whole model a wrapper config describes, on the meta device (or ``device``), with eager attention."""
     import torch
     import transformers
-    from transformers import AutoConfig, AutoModelForImageTextToText, AutoModelForMultimodalLM, AutoModelForSeq2SeqLM
+    from transformers import (
+        AutoConfig,
+        AutoModelForImageTextToText,
+        AutoModelForMaskedLM,
+        AutoModelForMultimodalLM,
+        AutoModelForSeq2SeqLM,
+    )
 
-    from ..sources.hf.coverage import IMAGE_TEXT_TYPES, WHOLE_SEQ2SEQ_TYPES
+    from ..sources.hf.coverage import IMAGE_TEXT_TYPES, WHOLE_ENCODER_TYPES, WHOLE_SEQ2SEQ_TYPES
 
     transformers.logging.set_verbosity_error()
     data = {k: v for k, v in data.items() if k not in DROPPED_KEYS}
@@ -34,6 +40,8 @@ def instantiate_whole(data: dict, device: str = "meta"):
         if kind in IMAGE_TEXT_TYPES
         else AutoModelForSeq2SeqLM
         if kind in WHOLE_SEQ2SEQ_TYPES
+        else AutoModelForMaskedLM  # a vision encoder's masked-LM class (ModernVBERT's)
+        if kind in WHOLE_ENCODER_TYPES
         else AutoModelForMultimodalLM
     )
     config = AutoConfig.for_model(**data)
@@ -79,6 +87,9 @@ TOWER_ON_CPU = {
     "minicpmv4_7": ("vision_tower", "merger"),
     "minicpm_ocr": ("vision_tower", "merger"),
     "idefics2": ("vision_model", "connector"),
+    # Idefics3's image path (padding images dropped by value, its patch masks), beside a full-size text encoder
+    "modernvbert": ("vision_model", "connector"),
+    "ultravbert": ("vision_model", "connector"),
     "blip-2": ("vision_model", "qformer", "language_projection", "query_tokens"),
     "instructblip": ("vision_model", "qformer", "language_projection", "query_tokens"),
     "instructblipvideo": ("vision_model", "qformer", "language_projection", "query_tokens"),
@@ -187,12 +198,16 @@ def image_flops(data: dict, size: int) -> dict:
                 setattr(holder, name, torch.nn.Parameter(torch.empty_like(part, device="cpu")))
             else:
                 setattr(holder, name, part.to_empty(device="cpu"))
+        if kind in ("modernvbert", "ultravbert"):  # SigLIP's position_ids, a buffer it indexes its table by, left unset
+            for buffer, ids in holder.vision_model.named_buffers():
+                if buffer.endswith("position_ids"):
+                    ids.copy_(torch.arange(ids.shape[-1]).expand_as(ids))
     net.requires_grad_(False)  # a learned row expanded under no_grad (BLIP-2's queries) trips the module tracker
     pixels = torch.ones(1, 3, size, size, device=device)  # not all zeros: Idefics3 drops an all-zero image as padding
     kwargs = {}
     if kind == "mistral3":  # each image's height and width, read as numbers
         kwargs["image_sizes"] = torch.tensor([[size, size]])
-    if kind in ("idefics3", "idefics2"):  # images per sample, and which pixels are real
+    if kind in ("idefics3", "idefics2", "modernvbert", "ultravbert"):  # images per sample, and which pixels are real
         pixels = pixels[None]
         kwargs["pixel_attention_mask"] = torch.ones(1, 1, size, size, dtype=torch.bool)
     if kind in ("gemma4", "gemma4_unified"):  # the processor's flattened patches (channels × patch² pixels each), their (x, y)

@@ -702,3 +702,112 @@ def test_mobilebert_trigram_embedding_computes_what_transformers_computes(tmp_pa
         tokens = torch.randint(0, 50, (2, 9))
         added = theirs.position_embeddings.weight[:9] + theirs.token_type_embeddings.weight[0]
         torch.testing.assert_close(ours(tokens) + added, theirs(input_ids=tokens))  # NoNorm at its ones and zeros
+
+
+WHOLE = Path(__file__).resolve().parents[1] / "hf_whole"
+
+
+def siglip_tower(d: int, layers: int, ff: int, patch: int, positions: int, head: bool) -> int:
+    """SiglipVisionModel by hand (Zhai et al. 2023; transformers' SiglipVisionEmbeddings, SiglipEncoderLayer): the patch
+    convolution (d × 3 × patch² and a bias) and a position table; per layer q, k, v, o (d × d and a bias each), the MLP's
+    two linears with biases and two LayerNorms; post_layernorm; where ``head``, the attention-pooling head: a probe of d,
+    nn.MultiheadAttention's in_proj (3d × d and 3d) and out_proj (d × d and d), a LayerNorm and an MLP."""
+    layer = 4 * (d * d + d) + (d * ff + ff) + (ff * d + d) + 2 * 2 * d
+    total = d * 3 * patch * patch + d + positions * d + layers * layer + 2 * d
+    if head:
+        total += d + 3 * d * d + 3 * d + d * d + d + 2 * d + (d * ff + ff) + (ff * d + d)
+    return total
+
+
+def test_modernvbert_and_ultravbert_whole_by_hand():
+    """ModernVBertForMaskedLM and UltraVBertForMaskedLM at their configuration classes' defaults, by hand: a SigLIP
+    tower of 768 (12 layers, MLP 3072, 16-pixel patches of 224-pixel images: 196 positions; ModernVBERT's with its
+    pooling head, UltraVBERT's without), the connector's modality_projection (768 · 4² -> the text width, no bias;
+    UltraVBERT's RMSNorm of the text width after it), the text encoder and the masked-LM head with an untied decoder
+    (tie_word_embeddings false): ModernBERT-base's count and the decoder's 50368 × 768; UltraBERT's (32 layers of 4096,
+    32 heads, SwiGLU 11008, RMSNorms, vocabulary 32000) with its bottleneck head (4096 -> 768 -> 4096, no biases) and
+    a decoder of 32000 × 4096 without a bias. Each equals the whole class transformers builds (tests/hf_whole); one
+    image of 256 pixels (16 × 16 patches, 16 tokens after the shuffle) costs the connector 2 · 16 · 12288 · width
+    FLOPs, as FlopCounterMode counted it."""
+    from dataclasses import replace
+
+    from ffncalc.parts.vision import Vision
+    from ffncalc.sources import hf
+
+    modern = siglip_tower(768, 12, 3072, 16, 196, True) + 768 * 16 * 768 + modernbert_mlm(768, 22, 1152) + 50368 * 768
+    d, v, ff, layers = 4096, 32000, 11008, 32
+    text = v * d + layers * (4 * d * d + 3 * d * ff + 2 * d) + d + 2 * d * 768 + v * d
+    ultra = siglip_tower(768, 12, 3072, 16, 196, False) + 768 * 16 * d + d + text
+    assert (modern, ultra) == (290_659_264, 6_880_839_936)
+    for model_type, total, width in (("modernvbert", modern, 768), ("ultravbert", ultra, d)):
+        _, model = hf.load(WHOLE / "configs" / f"{model_type}.json")
+        assert tally(model).params == total == sum(n for _, n in expanded_params(model_type))
+        run = json.loads((WHOLE / "truth" / f"{model_type}.json").read_text())["image_flops"]["runs"][0]
+        connector = next(n for k, n in run["modules"].items() if k.endswith("Connector"))
+        assert run["size"] == 256 and connector == 2 * 16 * 768 * 16 * width
+        (vision,) = [p for p in model.parts if isinstance(p, Vision)]
+        assert replace(vision, image_size=256).per_image(model)[1] == run["total"]
+
+
+def expanded_params(model_type: str):
+    from ffncalc.analysis.records import expanded
+
+    return expanded(json.loads((WHOLE / "truth" / f"{model_type}.json").read_text())["params"], 2)
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"model_type": "modernvbert"},  # every sub-config its class's: a SigLIP tower with its head
+        {"model_type": "ultravbert"},  # its SubConfigSpec's vision_use_head false
+        # a vision_config without model_type is SigLIP's, and vision_use_head takes SiglipVisionConfig's default (true)
+        {"model_type": "ultravbert", "vision_config": {"hidden_size": 384, "num_attention_heads": 6}},
+        {
+            "model_type": "modernvbert",
+            "vision_config": {"model_type": "siglip_vision_model", "vision_use_head": False, "num_hidden_layers": 2},
+            "text_config": {"num_hidden_layers": 3, "decoder_bias": False},
+            "tie_word_embeddings": True,
+            "pixel_shuffle_factor": 2,
+        },
+    ],
+)
+def test_sparse_vision_encoder_configs_equal_their_classes(tmp_path, data):
+    """ModernVBERT's and UltraVBERT's configs that leave keys out, against the masked-LM class transformers builds from
+    them now on the meta device: the whole model's parameters."""
+    import torch
+    from transformers import AutoConfig, AutoModelForMaskedLM
+
+    from ffncalc.sources import hf
+
+    with torch.device("meta"):
+        net = AutoModelForMaskedLM.from_config(AutoConfig.for_model(**data))
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(data))
+    assert tally(hf.load(path)[1]).params == sum(p.numel() for p in net.parameters())
+
+
+@pytest.mark.parametrize("model_type", ["modernvbert", "ultravbert"])
+def test_vision_encoders_count_and_train(cli, model_type):
+    path = str(WHOLE / "configs" / f"{model_type}.json")
+    for command in (["count", path], ["train", path, "--tokens", "1B", "--hardware", "h100-sxm", "--gpus", "8"]):
+        code, out, err = cli(*command)
+        assert code == 0 and err == "", err
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("model_type", ["modernvbert", "ultravbert"])
+def test_vision_encoders_verify_against_their_reference_modules(cli, model_type):
+    code, out, err = cli("verify", str(WHOLE / "configs" / f"{model_type}.json"), "--seq-len", "32")
+    assert code == 0 and "all" in out and "agree" in out, out + err
+
+
+@pytest.mark.parametrize("model_type", ["modernvbert", "ultravbert"])
+def test_vision_encoder_images_the_shuffle_cannot_group_are_refused(cli, model_type):
+    """At their classes' default 224 pixels a SigLIP tower of 16-pixel patches sees 14 a side, which a pixel shuffle of 4
+    cannot group (transformers' view fails): an image's FLOPs are refused in one line; 256 pixels, 16 tokens, count."""
+    path = str(WHOLE / "configs" / f"{model_type}.json")
+    code, out, err = cli("count", path, "--images", "1")
+    assert code == 2 and out == "" and err.count("\n") == 1 and "14 patches a side" in err
+    code, out, err = cli("count", path, "--images", "1", "--image-size", "256")
+    assert code == 0 and err == "" and "16 tokens" in " ".join(out.split())

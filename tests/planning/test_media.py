@@ -183,6 +183,7 @@ def test_reference_model_runs_the_audio():
 SIZES = {"idefics3": 512, "smolvlm": 512, "mistral3": 448, "lighton_ocr": 448, "cohere2_vision": 512, "aya_vision": 364}
 SIZES["aria"] = 1120  # its projector names queries for 1,225 and 4,900 patches: 35 and 70 of 32 pixels a side
 SIZES["shieldgemma2"] = 896  # its defaults pool 14 patches a side to 16 tokens, which transformers cannot run either
+SIZES["modernvbert"] = SIZES["ultravbert"] = 256  # 14 patches a side at 224 pixels, which a pixel shuffle of 4 cannot group
 
 
 def _whole_types() -> list[str]:
@@ -202,6 +203,15 @@ def test_every_whole_model_is_counted_trained_served_and_fitted(model_type):
     counted = ffncalc.count(config, **media)
     assert counted.params > 0
     assert ffncalc.train(config, tokens="1B", hardware="h100-sxm", gpus=8).figures["train_flops"].value > 0
+    from ffncalc.errors import InputError
+    from ffncalc.sources.hf import coverage
+
+    if model_type in coverage.WHOLE_ENCODER_TYPES:  # a vision encoder: the serving plans refuse it, as any encoder
+        with pytest.raises(InputError, match="generates no tokens"):
+            ffncalc.infer(config, prompt=512, generate=64, hardware="h100-sxm", **media)
+        with pytest.raises(InputError, match="generates no tokens"):
+            ffncalc.fit(config, context=1024, hardware="h100-sxm", **media)
+        return
     served = ffncalc.infer(config, prompt=512, generate=64, hardware="h100-sxm", **media)
     assert served.figures["prefill_flops"].value > 0
     fitted = ffncalc.fit(config, context=1024, hardware="h100-sxm", **media)

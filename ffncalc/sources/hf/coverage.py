@@ -594,6 +594,10 @@ MULTIMODAL_LM_TYPES = (
 # language model: recorded whole (tests/hf_whole) and read as the multimodal-LM types are
 WHOLE_SEQ2SEQ_TYPES = ("audioflamingo3", "musicflamingo")
 WHOLE_TYPES = MULTIMODAL_LM_TYPES + WHOLE_SEQ2SEQ_TYPES
+# Encoders of the masked-LM mapping that are a vision tower beside a text encoder: read whole (sources/hf/towers/vbert.py),
+# their masked-LM class recorded whole with one image's FLOPs (tests/hf_whole) beside their text encoder's record
+# (tests/hf_defaults)
+WHOLE_ENCODER_TYPES = ("modernvbert", "ultravbert")
 
 # Encoder-decoders no family reads yet: what each needs.
 SEQ2SEQ_NOT_YET = {
@@ -624,16 +628,25 @@ SEQ2SEQ_NOT_YET = {
 
 # Encoders no family reads yet: what each needs.
 ENCODERS_NOT_YET = {
-    "funnel": "pooling between blocks that shortens the sequence, and a decoder that upsamples it",
-    "modernvbert": "a vision tower beside ModernBERT",
+    "funnel": (
+        "pooling between blocks that shortens the sequence (each block's layers at their own length, the first's queries "
+        "pooled and its keys not), relative-position attention (r_kernel over sinusoid positions, r_w/r_r/r_s biases, "
+        "seg_embed token types), and a decoder that upsamples to the full length and adds the first block's output"
+    ),
     "mra": (
         "multi-resolution approximate attention (low-resolution block scores, the top blocks at full resolution), "
         "computed only by transformers' CUDA kernels (kernels-community/mra): without them its forward returns zeros "
         "for the attention, so a CPU or meta forward measures none of its products"
     ),
-    "neomme": "a multimodal encoder",
-    "perceiver": "a latent array with cross-attention from the inputs",
-    "ultravbert": "a vision tower beside its encoder",
+    "neomme": (
+        "a multimodal encoder: a patch stem beside factorized token embeddings, value embeddings added in the first and "
+        "last global layers, exclusive self-attention, initial-state mixing (lambdas), and a head through the tied "
+        "embedding projection"
+    ),
+    "perceiver": (
+        "a latent array with cross-attention from the inputs, self-attention over the latents at their own count "
+        "whatever the sequence, and a decoder whose position queries cross-attend to the latents"
+    ),
 }
 
 
@@ -1032,7 +1045,8 @@ def model_types() -> list[dict]:
     ):
         encoder = kind != "decoder"
         family = families.get(model_type) or families.get(TEXT_TYPES.get(model_type, ""))
-        if kind == "encoder-decoder" and model_type in whole:  # an audio tower beside a decoder-only LM, read whole
+        # an audio tower beside a decoder-only LM, or a vision tower beside a text encoder (WHOLE_ENCODER_TYPES), read whole
+        if model_type in whole and (kind == "encoder-decoder" or model_type in WHOLE_ENCODER_TYPES):
             reader = whole[model_type]
             records.append(
                 {

@@ -618,6 +618,7 @@ TOWERS = (
     (r"vision_model\.downsampler1\.", "vision.projector.downsample_1", "self"),  # Step3p7's
     (r"vision_model\.downsampler2\.", "vision.projector.downsample_2", "self"),
     (r"(vision_model|vision_encoder)\.", "vision.", "tower"),  # Idefics3's and SmolVLM's; LightOnOCR's
+    (r"connector\.norm\.", "vision.projector.norm", "self"),  # UltraVBERT's, over what its modality_projection writes
     (
         r"(multi_modal_projector|vision_projection|connector\.modality_projection|visual\.merger|aligner)\.",
         "vision.projector.",
