@@ -82,6 +82,7 @@ TOWER_ON_CPU = {
     "blip-2": ("vision_model", "qformer", "language_projection", "query_tokens"),
     "instructblip": ("vision_model", "qformer", "language_projection", "query_tokens"),
     "instructblipvideo": ("vision_model", "qformer", "language_projection", "query_tokens"),
+    "pix2struct": ("encoder",),  # its mask of real patches is asked of their values (Pix2StructVisionModel.forward)
 }
 REDUCED = {
     "vision_config": {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4, "head_dim": 16},
@@ -278,6 +279,10 @@ def image_flops(data: dict, size: int) -> dict:
             patches = torch.ones(1, (size // isqrt(v.patch_embed_hidden_size // 3)) ** 2, 2 + v.patch_embed_hidden_size, device=device)
             features = net.vision_model(flattened_patches=patches).last_hidden_state
             net.image_to_text_projection(F.normalize(features, dim=-1))
+        elif kind == "pix2struct":  # the processor's flattened patches (row, column, 3 × patch² pixels) through its encoder
+            v = net.config.vision_config
+            patches = torch.ones(1, (size // isqrt(v.patch_embed_hidden_size // 3)) ** 2, 2 + v.patch_embed_hidden_size, device=device)
+            net.encoder(flattened_patches=patches)
         elif kind == "git":  # no get_image_features: GitModel's forward runs its image_encoder, then visual_projection
             net.git.visual_projection(net.git.image_encoder(pixel_values=pixels).last_hidden_state)
         elif kind == "llama4":  # no inner model: its get_image_features is the tower and adapter, the projector after it

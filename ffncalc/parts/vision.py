@@ -79,6 +79,9 @@ class Vision(Part):
     # its tokens take rows of the model's learned position table (false: GIT's, whose table numbers the text alone)
     table_positions: bool = True
     images: NonNegative = 0  # images per sequence, for the FLOPs
+    # its output is the memory a decoder's cross-attention reads (parts/encoder.py, image_patch), not tokens in the
+    # sequence: an image encoder-decoder's (Pix2Struct), one image a sequence
+    cross: bool = False
 
     takes = ("images", "image_size")
 
@@ -87,12 +90,14 @@ class Vision(Part):
         return replace(self, **stated) if stated else self
 
     def request_tokens(self) -> int:
-        return self.images * self.tokens
+        return 0 if self.cross else self.images * self.tokens
 
     def unplaced_tokens(self) -> int:
         return 0 if self.table_positions else self.request_tokens()
 
     def check(self, spec) -> None:
+        if self.cross and self.images != 1:  # its decoder cross-attends the positions of the one image it reads
+            raise SpecError(("vision", "images"), f"{self.images} images: an image encoder-decoder reads one image a sequence")
         if self.layers is None:
             stated = [k for k in ("pre_norm", "post_norm", "head", "layer_scale", "window", "deepstack") if getattr(self, k)]
             if stated:
@@ -357,6 +362,11 @@ class Vision(Part):
     def note(self, spec) -> str:
         tokens, flops, _ = self.per_image(spec)
         s = self.image_size
+        if self.cross:
+            return (
+                f"vision tower: one {s}×{s}-pixel image is {self.rows:,} positions the decoder cross-attends and {flops:,} "
+                "forward FLOPs through the encoder, once a sequence"
+            )
         where = (
             f"{self.images} a sequence, in the FLOPs per token"
             if self.images

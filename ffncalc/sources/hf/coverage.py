@@ -850,7 +850,6 @@ WHOLE_NOT_YET = {
         "a VQ-VAE image tokenizer (a 3-D convolutional encoder and decoder, a codebook) whose codes are the language model's tokens"
     ),
     "blip": "a BERT text decoder whose every layer cross-attends the ViT's positions (the image is not tokens in its sequence)",
-    "pix2struct": "an encoder-decoder: its T5-form encoder runs the image's flattened patches and its decoder cross-attends them",
     "udop": "an encoder-decoder: T5 with the image's patches and 2-D layout positions added to the encoder's tokens",
     "vision-encoder-decoder": (
         "a wrapper of any vision encoder and text decoder the config names, the decoder cross-attending the encoder"

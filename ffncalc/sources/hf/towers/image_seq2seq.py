@@ -1,0 +1,32 @@
+"""Image encoder-decoders read whole: a vision encoder (vit.py) whose output every layer of a text decoder
+cross-attends (the ``encoder`` part's cross-attention over the image's positions, parts/encoder.py ``image_patch``),
+the image not tokens of the decoder's sequence (the vision part's ``cross``), as transformers 5.23's classes build
+them. One image a sequence: the encoder runs it once, at the prefill; each decode step reads the cross-attention's
+K and V of its positions from the cache."""
+
+from __future__ import annotations
+
+from ..config import Config
+from ..families.pix2struct import cross_attention
+from . import sub_config, wrapper
+from .vit import vit
+
+
+@wrapper("pix2struct")
+def pix2struct(c: Config) -> dict:
+    """Pix2StructForConditionalGeneration (Lee et al. 2023): Pix2StructVisionModel (encoder: flattened patches through
+    patch_projection, row and column tables, T5-form layers, a final RMSNorm; vit.py) and Pix2StructTextModel
+    (decoder: families/pix2struct.py), whose every layer's encoder_decoder_attention reads the encoder's output
+    whole: the image's patches (at the vision part's image size), no projector between them."""
+    v = sub_config(c, "vision_config", {None: "pix2struct_vision_model"})  # type: ignore[dict-item]
+    t = sub_config(c, "text_config", {None: "pix2struct_text_model"})  # type: ignore[dict-item]
+    d = v.int("hidden_size")
+    vision = vit(v, {"width": d, "linear": False}, cross=True, images=1)
+    heads, kv = t.int("num_heads"), t.int("d_kv")
+    ffn = {"kind": "gated", "d_ff": t.int("d_ff"), "activation": t.activation("dense_act_fn", "gelu_new")}
+    encoder = cross_attention(t, t.int("hidden_size"), heads, kv, ffn)
+    if d != t.int("hidden_size"):  # its cross-attention's key and value read hidden_size features of the encoder's
+        raise v.fail("hidden_size", f"{d} features where the decoder's cross-attention reads {t.int('hidden_size')}")
+    side, patch = vision["image_size"], vision["patch_size"]
+    image = {"image_patch": patch, "image_side": side, "source_length": (side // patch) ** 2}
+    return {"vision": vision, "encoder": {**encoder, **image}}
