@@ -797,3 +797,42 @@ def test_minicpm_window_merger_flops_by_hand():
         (vision,) = [p for p in model.parts if isinstance(p, Vision)]
         assert vision.per_image(model)[:2] == (tokens, 2 * macs)
         assert 2 * macs == next(r["total"] for r in truth(model_type)["image_flops"]["runs"] if r["size"] == 448)
+
+
+def test_pix2struct_by_hand():
+    """Pix2Struct at its defaults: the encoder reads 768 pixels a patch through patch_projection (with a bias) to 768,
+    a row and a column table of 4,096 rows, 12 T5-form layers of width 768 (query, key, value, output; a gated MLP
+    of 2,048; two RMSNorms) and a final RMSNorm; one 1,024-pixel image is 64 × 64 patches, the encoder's work once and
+    no token of the decoder's sequence. The decoder: 12 T5 layers, each with a cross-attention (its norm, q, k, v, o
+    of 768) whose k and v run once over the 4,096 positions, and its q, o and the two products once a decoder token."""
+    from ffncalc.parts.vision import Vision
+
+    d, f, n, rows = 768, 2048, 4096, 4096
+    layer = 4 * d * d + 3 * d * f + 2 * d
+    assert groups("pix2struct")["tower"] == 768 * d + d + 2 * rows * d + 12 * layer + d
+    _, model = hf.load(HERE / "configs" / "pix2struct.json")
+    (vision,) = [p for p in model.parts if isinstance(p, Vision)]
+    tower = 2 * n * 768 * d + 12 * (2 * n * (4 * d * d + 3 * d * f) + 2 * 2 * n * n * d)
+    assert vision.per_image(model)[1] == tower == 1_319_091_830_784
+    assert vision.request_tokens() == 0
+    cross = {t.name: t for t in terms(model, 8, partial=True) if t.name.startswith("encoder.cross.")}
+    # k and v: once a source position, 4,096 of them over the 8-token sequence; q and o once a token
+    assert cross["encoder.cross.k.weight"].positions * 8 == n and cross["encoder.cross.q.weight"].positions == 1
+    assert cross["encoder.cross.scores"].shape == (12, n, 64)
+
+
+def test_pix2struct_one_image_a_sequence_and_its_size(cli):
+    """Pix2Struct's decoder cross-attends one image: --images 2 is refused in one line; --image-size 512 makes it
+    1,024 patches through the encoder (FlopCounterMode's 213,808,840,704) and 1,024 cross-attended positions."""
+    import ffncalc
+
+    config = str(HERE / "configs" / "pix2struct.json")
+    code, _, err = cli("count", config, "--images", "2")
+    assert code == 2 and "an image encoder-decoder reads one image a sequence" in err and err.count("\n") == 1
+    big = ffncalc.count(config, seq_len=64).to_dict()["totals"]["forward_flops"]
+    small = ffncalc.count(config, seq_len=64, image_size=512).to_dict()["totals"]["forward_flops"]
+    runs = {r["size"]: r["total"] for r in truth("pix2struct")["image_flops"]["runs"]}
+    d, layers, tokens = 768, 12, 64
+    # the cross-attention's k and v (2 × d × d each position) and its two products (each decoder token × positions × d)
+    cross = layers * (2 * 2 * d * d + 2 * 2 * tokens * d)
+    assert big - small == runs[1024] - runs[512] + (4096 - 1024) * cross
