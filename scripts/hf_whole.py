@@ -76,6 +76,7 @@ IMAGE_SIZES = {
     "kosmos-2.5": (1024, 512),
     "cosmos3_edge": (512, 256),  # NaFlex: 32 and 16 patches of 16 a side, 16 and 8 merged tokens a side
     "git": (224, 384),  # 14 and 24 patches of 16 a side and a class token, every position a token
+    "blip": (384, 224),  # 24 and 14 patches of 16 a side and a class token, every position cross-attended
     "pix2struct": (1024, 512),  # 64 and 32 patches of 16 a side: 4,096 (its tables' grid) and 1,024 flattened patches
 }
 

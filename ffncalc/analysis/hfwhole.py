@@ -283,6 +283,8 @@ def image_flops(data: dict, size: int) -> dict:
             v = net.config.vision_config
             patches = torch.ones(1, (size // isqrt(v.patch_embed_hidden_size // 3)) ** 2, 2 + v.patch_embed_hidden_size, device=device)
             net.encoder(flattened_patches=patches)
+        elif kind == "blip":  # BlipForConditionalGeneration has no get_image_features: its forward runs vision_model
+            net.vision_model(pixel_values=pixels)
         elif kind == "git":  # no get_image_features: GitModel's forward runs its image_encoder, then visual_projection
             net.git.visual_projection(net.git.image_encoder(pixel_values=pixels).last_hidden_state)
         elif kind == "llama4":  # no inner model: its get_image_features is the tower and adapter, the projector after it

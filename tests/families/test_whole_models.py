@@ -836,3 +836,31 @@ def test_pix2struct_one_image_a_sequence_and_its_size(cli):
     # the cross-attention's k and v (2 × d × d each position) and its two products (each decoder token × positions × d)
     cross = layers * (2 * 2 * d * d + 2 * 2 * tokens * d)
     assert big - small == runs[1024] - runs[512] + (4096 - 1024) * cross
+
+
+def test_blip_by_hand():
+    """BLIP's captioner at its defaults: a ViT-B/16 tower (a patch convolution of 16 × 16 × 3 → 768 with a bias, a
+    class token, 577 learned positions, 12 layers of width 768 with a fused qkv and a projection with biases, an MLP of
+    3,072 with biases, two LayerNorms, post_layernorm); one 384-pixel image is 576 patches and the class token, every
+    one cross-attended by each of the 12 BERT decoder layers (query, key, value and output dense of 768 with biases,
+    a LayerNorm), whose key and value run once a position."""
+    from ffncalc.parts.vision import Vision
+
+    d, f, n = 768, 3072, 577
+    layer = 3 * d * d + 3 * d + d * d + d + d * f + f + f * d + d + 4 * d
+    assert groups("blip")["tower"] == d * 3 * 16 * 16 + d + d + n * d + 12 * layer + 2 * d
+    _, model = hf.load(HERE / "configs" / "blip.json")
+    (vision,) = [p for p in model.parts if isinstance(p, Vision)]
+    flops = 2 * 576 * d * 3 * 16 * 16 + 12 * (2 * n * (4 * d * d + 2 * d * f) + 2 * 2 * n * n * d)
+    run = next(r for r in truth("blip")["image_flops"]["runs"] if r["size"] == 384)
+    assert vision.per_image(model)[1] == flops == run["total"] == 110_967_164_928
+    cross = [t for t in terms(model, 8, partial=True) if t.component.startswith("encoder.cross.")]
+    assert sum(t.numel * t.stored_count for t in cross) == 12 * 4 * (d * d + d)
+    built = sum(
+        n
+        for name, n in expanded(truth("blip")["params"], 2)
+        if ".crossattention.self." in name or ".crossattention.output.dense" in name
+    )
+    assert built == 12 * 4 * (d * d + d)
+    k = next(t for t in cross if t.name == "encoder.cross.k.weight")
+    assert k.positions * 8 == n and k.per_sequence  # projected once a position of the image, at the prefill

@@ -89,6 +89,7 @@ TEXT_TYPES = {
     "kosmos-2": "kosmos_2_text_model",
     "kosmos-2.5": "kosmos_2_5_text_model",
     "pix2struct": "pix2struct_text_model",
+    "blip": "blip_text_model",
     "glm_ocr": "glm_ocr_text",
     "llama4": "llama4_text",
     "mistral3": "mistral",

@@ -849,7 +849,6 @@ WHOLE_NOT_YET = {
     "emu3": (
         "a VQ-VAE image tokenizer (a 3-D convolutional encoder and decoder, a codebook) whose codes are the language model's tokens"
     ),
-    "blip": "a BERT text decoder whose every layer cross-attends the ViT's positions (the image is not tokens in its sequence)",
     "udop": "an encoder-decoder: T5 with the image's patches and 2-D layout positions added to the encoder's tokens",
     "vision-encoder-decoder": (
         "a wrapper of any vision encoder and text decoder the config names, the decoder cross-attending the encoder"
@@ -886,6 +885,7 @@ WHOLE_NOT_YET = {
 # sources.json; the whole-model tests keep this equal to that folder), beside PROVEN_ON's language models
 WHOLE_PROVEN_ON = {
     "aria": ("rhymes-ai/Aria",),
+    "blip": ("Salesforce/blip-image-captioning-base",),
     "blip-2": ("Salesforce/blip2-opt-2.7b",),
     "gemma3": ("google/gemma-3-27b-it",),
     "gemma4": ("google/gemma-4-26B-A4B", "nvidia/Gemma-4-31B-IT-NVFP4"),

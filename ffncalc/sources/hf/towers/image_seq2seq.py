@@ -7,6 +7,7 @@ K and V of its positions from the cache."""
 from __future__ import annotations
 
 from ..config import Config
+from ..families.blip_text import memory
 from ..families.pix2struct import cross_attention
 from . import sub_config, wrapper
 from .vit import vit
@@ -30,3 +31,19 @@ def pix2struct(c: Config) -> dict:
     side, patch = vision["image_size"], vision["patch_size"]
     image = {"image_patch": patch, "image_side": side, "source_length": (side // patch) ** 2}
     return {"vision": vision, "encoder": {**encoder, **image}}
+
+
+@wrapper("blip")
+def blip(c: Config) -> dict:
+    """BlipForConditionalGeneration (Li et al. 2022, BLIP): BlipVisionModel (BLIP-2's form: a class token, a learned
+    position a position, a patch convolution with a bias, a fused qkv and a projection with biases, LayerNorms,
+    post_layernorm; no pre-norm; vit.py), whose every position, class token included, each layer of the text decoder
+    (BlipTextLMHeadModel: families/blip_text.py) cross-attends; no projector between them."""
+    v = sub_config(c, "vision_config", {None: "blip_vision_model"})  # type: ignore[dict-item]
+    t = sub_config(c, "text_config", {None: "blip_text_model"})  # type: ignore[dict-item]
+    vision = vit(v, {"width": v.int("hidden_size"), "linear": False}, class_token=True, pre_norm=False, patch_bias=True)
+    side, patch = vision["image_size"], vision["patch_size"]
+    # its table's rows are image_size's positions whatever the image (BlipVisionEmbeddings: sliced to the positions)
+    vision.update(read_class=True, cross=True, images=1, position_rows=(side // patch) ** 2 + 1)
+    image = {"image_patch": patch, "image_side": side, "image_extra": 1, "source_length": (side // patch) ** 2 + 1}
+    return {"vision": vision, "encoder": {**memory(t.int("encoder_hidden_size")), **image}}

@@ -33,6 +33,7 @@ VISION_TYPES = (
     "siglip2_vision_model",
     "idefics2_vision",
     "blip_2_vision_model",
+    "blip_vision_model",  # BLIP's: BLIP-2's form (EVA-CLIP's layers), its output cross-attended by the text decoder
     "instructblip_vision_model",
     "instructblipvideo_vision_model",
     "cosmos3_edge_vision",
