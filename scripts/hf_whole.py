@@ -77,6 +77,7 @@ IMAGE_SIZES = {
     "cosmos3_edge": (512, 256),  # NaFlex: 32 and 16 patches of 16 a side, 16 and 8 merged tokens a side
     "git": (224, 384),  # 14 and 24 patches of 16 a side and a class token, every position a token
     "blip": (384, 224),  # 24 and 14 patches of 16 a side and a class token, every position cross-attended
+    "vision-encoder-decoder": (224, 384),  # ViT's 14 and 24 patches of 16 a side and a class token, every position read
     "pix2struct": (1024, 512),  # 64 and 32 patches of 16 a side: 4,096 (its tables' grid) and 1,024 flattened patches
 }
 
@@ -146,6 +147,8 @@ def reduced(data: dict) -> dict:
 
 def sized(data: dict, size: int) -> dict:
     """``data`` with its images' size set: its vision_config's image_size, or the wrapper's own (Fuyu's, no tower)."""
+    if data.get("model_type") == "vision-encoder-decoder":  # its vision encoder's configuration is ``encoder``
+        return {**data, "encoder": {**data["encoder"], "image_size": size}}
     if "vision_config" not in data:
         return {**data, "image_size": size}
     return {**data, "vision_config": {**data["vision_config"], "image_size": size}}

@@ -283,6 +283,8 @@ def image_flops(data: dict, size: int) -> dict:
             v = net.config.vision_config
             patches = torch.ones(1, (size // isqrt(v.patch_embed_hidden_size // 3)) ** 2, 2 + v.patch_embed_hidden_size, device=device)
             net.encoder(flattened_patches=patches)
+        elif kind == "vision-encoder-decoder":  # its forward runs the encoder (ViTModel, its pooler too) on the pixels
+            net.encoder(pixel_values=pixels)
         elif kind == "blip":  # BlipForConditionalGeneration has no get_image_features: its forward runs vision_model
             net.vision_model(pixel_values=pixels)
         elif kind == "git":  # no get_image_features: GitModel's forward runs its image_encoder, then visual_projection

@@ -183,8 +183,9 @@ def test_reference_model_runs_the_audio():
 SIZES = {"idefics3": 512, "smolvlm": 512, "mistral3": 448, "lighton_ocr": 448, "cohere2_vision": 512, "aya_vision": 364}
 SIZES["aria"] = 1120  # its projector names queries for 1,225 and 4,900 patches: 35 and 70 of 32 pixels a side
 SIZES["shieldgemma2"] = 896  # its defaults pool 14 patches a side to 16 tokens, which transformers cannot run either
-# language models of fewer learned positions than the 1,024 a walk's sequences take (BLIP's BERT decoder: 512)
-CONTEXTS = {"blip": 512}
+# language models of fewer learned positions than the 1,024 a walk's sequences take (BLIP's and the default
+# VisionEncoderDecoderModel's BERT decoders: 512)
+CONTEXTS = {"blip": 512, "vision-encoder-decoder": 512}
 
 
 def _whole_types() -> list[str]:

@@ -850,9 +850,6 @@ WHOLE_NOT_YET = {
         "a VQ-VAE image tokenizer (a 3-D convolutional encoder and decoder, a codebook) whose codes are the language model's tokens"
     ),
     "udop": "an encoder-decoder: T5 with the image's patches and 2-D layout positions added to the encoder's tokens",
-    "vision-encoder-decoder": (
-        "a wrapper of any vision encoder and text decoder the config names, the decoder cross-attending the encoder"
-    ),
     "molmo2": (
         "its adapter pools each 2 × 2 window of two tower layers' features by attention at indices the processor "
         "gives (image_token_pooling)"

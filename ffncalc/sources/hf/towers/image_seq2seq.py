@@ -47,3 +47,42 @@ def blip(c: Config) -> dict:
     vision.update(read_class=True, cross=True, images=1, position_rows=(side // patch) ** 2 + 1)
     image = {"image_patch": patch, "image_side": side, "image_extra": 1, "source_length": (side // patch) ** 2 + 1}
     return {"vision": vision, "encoder": {**memory(t.int("encoder_hidden_size")), **image}}
+
+
+# the vision encoders VisionEncoderDecoderModel's encoder is read as (AutoModel of the config's encoder)
+VED_ENCODERS = ("vit",)
+
+
+@wrapper("vision-encoder-decoder")
+def vision_encoder_decoder(c: Config) -> dict:
+    """VisionEncoderDecoderModel (Li et al. 2021, TrOCR; the wrapper of any vision encoder and causal text decoder):
+    ``encoder`` built as AutoModel (ViTModel: a class token, a patch convolution with a bias, a learned position a
+    position, pre-norm layers of q, k, v (qkv_bias) and o with biases and an MLP with biases, a final layernorm, and its
+    pooler, a dense and a tanh over the class token, run by the forward and read by no decoder; vit.py); ``decoder``
+    built as AutoModelForCausalLM with add_cross_attention (the language model, read by its own family), whose every
+    layer cross-attends every position of the encoder's output, class token included; enc_to_dec_proj (a linear with a
+    bias from the encoder's width to the decoder's) where the two differ and the decoder states no
+    cross_attention_hidden_size. The decoder's self-attention is causal (is_decoder)."""
+    from .. import language_model
+
+    v = sub_config(c, "encoder", {None: "vit"})  # type: ignore[dict-item]
+    if v.model_type not in VED_ENCODERS:
+        raise v.fail("model_type", f"a {v.model_type} encoder is not read yet (read: {', '.join(VED_ENCODERS)})")
+    d = v.int("hidden_size")
+    if v.int("pooler_output_size", d) != d:
+        raise v.fail("pooler_output_size", f"a pooler of {v.int('pooler_output_size')} features is not read (read: hidden_size)")
+    vision = vit(v, {"width": d, "linear": False}, class_token=True, pre_norm=False, patch_bias=True, pooler=True)
+    vision["layers"]["attention"]["qkv_bias"] = v.bool("qkv_bias", True)
+    side, patch = vision["image_size"], vision["patch_size"]
+    # ViTEmbeddings' table: image_size's positions whatever the image (interpolated to another's)
+    vision.update(read_class=True, cross=True, images=1, position_rows=(side // patch) ** 2 + 1)
+    t = language_model(c)
+    if not t.bool("add_cross_attention", False):
+        raise t.fail("add_cross_attention", "VisionEncoderDecoderModel's decoder attends the encoder: add_cross_attention true")
+    width = t.data.get("cross_attention_hidden_size")
+    hidden = t.int("hidden_size") if "hidden_size" in t.data else t.int("n_embd")
+    bridge = d != hidden and width is None  # VisionEncoderDecoderModel.enc_to_dec_proj
+    if d != hidden and width is not None and width != d:
+        raise t.fail("cross_attention_hidden_size", f"{width} where the encoder writes {d} features")
+    image = {"image_patch": patch, "image_side": side, "image_extra": 1, "source_length": (side // patch) ** 2 + 1}
+    return {"vision": vision, "encoder": {**memory(d), **image, "bridge": bridge}, "mask": "causal"}

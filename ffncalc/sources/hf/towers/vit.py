@@ -33,6 +33,7 @@ VISION_TYPES = (
     "siglip2_vision_model",
     "idefics2_vision",
     "blip_2_vision_model",
+    "vit",  # ViTModel (VisionEncoderDecoderModel's encoder): CLIP's layers, a class token, no pre-norm, a pooler
     "blip_vision_model",  # BLIP's: BLIP-2's form (EVA-CLIP's layers), its output cross-attended by the text decoder
     "instructblip_vision_model",
     "instructblipvideo_vision_model",
@@ -508,6 +509,7 @@ TOP_MODULES = (
     (r"embeddings\.patch_projection$", "patch_embed"),  # Kosmos-2.5's
     (r"embeddings\.(row|column)_embedder$", "pos_embed"),
     (r"^layernorm$", "post_norm"),
+    (r"^pooler\.dense$", "pooler.dense"),  # ViTModel's pooler (VisionEncoderDecoderModel's encoder)
     (r"head\.attention$", "head.attn.q+k+v"),  # nn.MultiheadAttention's in_proj: the query's, keys' and values' rows
     (r"head\.attention\.out_proj$", "head.attn.o"),
     (r"head\.layernorm$", "head.norm"),
