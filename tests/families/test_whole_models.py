@@ -864,3 +864,28 @@ def test_blip_by_hand():
     assert built == 12 * 4 * (d * d + d)
     k = next(t for t in cross if t.name == "encoder.cross.k.weight")
     assert k.positions * 8 == n and k.per_sequence  # projected once a position of the image, at the prefill
+
+
+def test_vision_encoder_decoder_by_hand():
+    """VisionEncoderDecoderModel: the default ViT-B/16 encoder (a patch convolution with a bias, a class token, 197
+    positions, 12 pre-norm layers of width 768 with biased q, k, v, o and an MLP of 3,072, a final LayerNorm, the
+    pooler's dense with a bias) run once an image: 197 positions through the layers, the pooler over the class token.
+    The public ViT-GPT2 captioner: that encoder, GPT-2 small (124,439,808 parameters, its head tied by its own config)
+    and in each of its 12 layers a cross-attention (q_attn, c_attn's key and value, c_proj with biases, ln_cross_attn):
+    239,195,904 parameters, as transformers builds the file."""
+    from ffncalc.parts.vision import Vision
+
+    d, f, n = 768, 3072, 197
+    layer = 4 * (d * d + d) + 4 * d + d * f + f + f * d + d
+    vit = d * 3 * 16 * 16 + d + d + n * d + 12 * layer + 2 * d + d * d + d
+    assert groups("vision-encoder-decoder")["tower"] == vit
+    _, model = hf.load(HERE / "configs" / "vision-encoder-decoder.json")
+    (vision,) = [p for p in model.parts if isinstance(p, Vision)]
+    flops = 2 * 196 * d * 3 * 16 * 16 + 12 * (2 * n * (4 * d * d + 2 * d * f) + 2 * 2 * n * n * d) + 2 * d * d
+    run = next(r for r in truth("vision-encoder-decoder")["image_flops"]["runs"] if r["size"] == 224)
+    assert vision.per_image(model)[1] == flops == run["total"]
+    gpt2 = 50257 * d + 1024 * d + 12 * (2 * 2 * d + 3 * d * d + 3 * d + d * d + d + 2 * (d * f) + f + d) + 2 * d
+    cross = 12 * (d * d + d + 2 * d * d + 2 * d + d * d + d + 2 * d)
+    _, public = hf.load(HERE / "public" / "vit-gpt2-image-captioning.json")
+    assert gpt2 == 124_439_808
+    assert tally(public).params == vit + gpt2 + cross == 239_195_904

@@ -170,7 +170,9 @@ TIE_FROM_TEXT = frozenset(
         "video_llama_3",
     }
 )
-TIE_OF_TEXT = frozenset({"vibevoice"})
+# (VisionEncoderDecoderModel's decoder is a causal LM of its own, built by AutoModelForCausalLM: its config ties its head,
+# whatever the wrapper's tie_word_embeddings, which VisionEncoderDecoderConfig sets false)
+TIE_OF_TEXT = frozenset({"vibevoice", "vision-encoder-decoder"})
 
 
 def wrapper_tie(c: Config, text: dict) -> bool | None:

@@ -892,6 +892,7 @@ WHOLE_PROVEN_ON = {
     "mistral3": ("black-forest-labs/FLUX.2-dev (its text encoder, Mistral Small 3.2 24B)",),
     "qwen2_5_vl": ("DiffSynth-Studio/Nexus-GenV2 (Qwen2.5-VL-7B's layout, saved flat)",),
     "qwen2_audio": ("Qwen/Qwen2-Audio-7B",),
+    "vision-encoder-decoder": ("a ViT-GPT2 captioner, nlpconnect/vit-gpt2-image-captioning's composition",),
 }
 
 # The Hugging Face repositories whose config.json each supported model_type is proven on (tests/hf_configs/,
