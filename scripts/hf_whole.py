@@ -161,6 +161,7 @@ def truth_text(model_type: str, data: dict, config: str = "") -> str:
         AUDIO_METHOD,
         AUDIO_REDUCED,
         IMAGE_METHOD,
+        IMAGE_METHODS,
         ON_CPU,
         STACKED,
         STACKED_METHOD,
@@ -181,7 +182,7 @@ def truth_text(model_type: str, data: dict, config: str = "") -> str:
     if model_type in IMAGE_SIZES and "refused" not in record and not config:
         base = reduced(data) if model_type in ON_CPU else data
         runs = [image_flops(sized(base, s), s) for s in IMAGE_SIZES[model_type]]
-        record["image_flops"] = {"method": IMAGE_METHOD, "runs": runs}
+        record["image_flops"] = {"method": IMAGE_METHODS.get(model_type, IMAGE_METHOD), "runs": runs}
         if model_type in ON_CPU:  # built small, on the CPU, with real tensors
             record["image_flops"]["reduced"] = reduced_keys(model_type)
     if model_type in AUDIO_POSITIONS and "refused" not in record and not config:

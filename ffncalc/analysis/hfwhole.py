@@ -16,6 +16,19 @@ IMAGE_METHOD = (
     "and convolution, summed per module (the vision tower's and the projector's)"
 )
 
+# Image encoder-decoders, whose class has no get_image_features: what runs one image (the decoder's cross-attention
+# over its positions is the language model's, counted per sequence)
+IMAGE_METHODS = {
+    kind: "torch.utils.flop_counter.FlopCounterMode over the whole class's image encoder, as its forward runs it "
+    + how
+    + ", eager attention, one image: 2 FLOPs per multiply-add of every matmul and convolution, summed per module"
+    for kind, how in (
+        ("pix2struct", "(encoder(flattened_patches): (size / 16)² patches of 2 + 768 values, on the CPU, the rest meta)"),
+        ("blip", "(vision_model(pixel_values) of shape (1, 3, size, size), on the meta device)"),
+        ("vision-encoder-decoder", "(encoder(pixel_values) of shape (1, 3, size, size), its pooler too, on the meta device)"),
+    )
+}
+
 
 def instantiate_whole(data: dict, device: str = "meta"):
     """The whole model a wrapper config describes, on the meta device (or ``device``), with eager attention."""
