@@ -797,7 +797,7 @@ WHOLE_REFUSED_AT_DEFAULTS = {
 
 # Language models read by a family of their own that only a whole class builds (no causal-LM class, no public config of
 # their own): the wrapper whose whole class, at its defaults, proves them (tests/hf_whole)
-TEXT_PROVEN_WHOLE = {"step3p5": "step3p7"}
+TEXT_PROVEN_WHOLE = {"step3p5": "step3p7", "pix2struct_text_model": "pix2struct", "blip_text_model": "blip"}
 
 
 # Types of the multimodal-LM mapping whose whole class is their language model: no tower at the configuration class's
