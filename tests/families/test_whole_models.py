@@ -889,3 +889,23 @@ def test_vision_encoder_decoder_by_hand():
     _, public = hf.load(HERE / "public" / "vit-gpt2-image-captioning.json")
     assert gpt2 == 124_439_808
     assert tally(public).params == vit + gpt2 + cross == 239_195_904
+
+
+@pytest.mark.parametrize(
+    ("side", "value", "words"),
+    [
+        ("encoder", {"model_type": "swin"}, "a swin encoder is not read yet (read: vit)"),
+        ("decoder", {"model_type": "bart", "add_cross_attention": True}, "a bart decoder is not read yet (read: bert, gpt2)"),
+        ("decoder", {"model_type": "bert", "add_cross_attention": False}, "add_cross_attention true"),
+    ],
+)
+def test_vision_encoder_decoder_sides_not_read_are_one_line(tmp_path, side, value, words):
+    """A VisionEncoderDecoderModel config whose encoder or decoder is not read (or whose decoder attends nothing) is
+    refused in one line naming it."""
+    from ffncalc.errors import InputError
+
+    data = json.loads((HERE / "configs" / "vision-encoder-decoder.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps({**data, side: value}))
+    with pytest.raises(InputError) as err:
+        hf.load(tmp_path / "config.json")
+    assert words in str(err.value) and "\n" not in str(err.value)

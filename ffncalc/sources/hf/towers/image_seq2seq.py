@@ -49,8 +49,10 @@ def blip(c: Config) -> dict:
     return {"vision": vision, "encoder": {**memory(t.int("encoder_hidden_size")), **image}}
 
 
-# the vision encoders VisionEncoderDecoderModel's encoder is read as (AutoModel of the config's encoder)
+# the vision encoders VisionEncoderDecoderModel's encoder is read as (AutoModel of the config's encoder), and the
+# decoders whose cross-attention is read (BertLMHeadModel's, GPT2LMHeadModel's; each held whole in tests/hf_whole)
 VED_ENCODERS = ("vit",)
+VED_DECODERS = ("bert", "gpt2")
 
 
 @wrapper("vision-encoder-decoder")
@@ -77,6 +79,8 @@ def vision_encoder_decoder(c: Config) -> dict:
     # ViTEmbeddings' table: image_size's positions whatever the image (interpolated to another's)
     vision.update(read_class=True, cross=True, images=1, position_rows=(side // patch) ** 2 + 1)
     t = language_model(c)
+    if t.model_type not in VED_DECODERS:
+        raise c.fail("decoder", f"a {t.model_type} decoder is not read yet (read: {', '.join(VED_DECODERS)})")
     if not t.bool("add_cross_attention", False):
         raise t.fail("add_cross_attention", "VisionEncoderDecoderModel's decoder attends the encoder: add_cross_attention true")
     width = t.data.get("cross_attention_hidden_size")
