@@ -80,6 +80,9 @@ IMAGE_SIZES = {
     # their default 224 pixels are 14 patches of 16 a side, which a pixel shuffle of 4 cannot group: 16 and 32 patches
     "modernvbert": (256, 512),
     "ultravbert": (256, 512),
+    "blip": (384, 224),  # 24 and 14 patches of 16 a side and a class token, every position cross-attended
+    "vision-encoder-decoder": (224, 384),  # ViT's 14 and 24 patches of 16 a side and a class token, every position read
+    "pix2struct": (1024, 512),  # 64 and 32 patches of 16 a side: 4,096 (its tables' grid) and 1,024 flattened patches
 }
 
 # Positions of one window (max_source_positions: 2 × as many frames) at which one window's FLOPs are recorded: the
@@ -148,6 +151,8 @@ def reduced(data: dict) -> dict:
 
 def sized(data: dict, size: int) -> dict:
     """``data`` with its images' size set: its vision_config's image_size, or the wrapper's own (Fuyu's, no tower)."""
+    if data.get("model_type") == "vision-encoder-decoder":  # its vision encoder's configuration is ``encoder``
+        return {**data, "encoder": {**data["encoder"], "image_size": size}}
     if "vision_config" not in data:
         return {**data, "image_size": size}
     return {**data, "vision_config": {**data["vision_config"], "image_size": size}}
@@ -160,6 +165,7 @@ def truth_text(model_type: str, data: dict, config: str = "") -> str:
         AUDIO_METHOD,
         AUDIO_REDUCED,
         IMAGE_METHOD,
+        IMAGE_METHODS,
         ON_CPU,
         STACKED,
         STACKED_METHOD,
@@ -180,7 +186,7 @@ def truth_text(model_type: str, data: dict, config: str = "") -> str:
     if model_type in IMAGE_SIZES and "refused" not in record and not config:
         base = reduced(data) if model_type in ON_CPU else data
         runs = [image_flops(sized(base, s), s) for s in IMAGE_SIZES[model_type]]
-        record["image_flops"] = {"method": IMAGE_METHOD, "runs": runs}
+        record["image_flops"] = {"method": IMAGE_METHODS.get(model_type, IMAGE_METHOD), "runs": runs}
         if model_type in ON_CPU:  # built small, on the CPU, with real tensors
             record["image_flops"]["reduced"] = reduced_keys(model_type)
     if model_type in AUDIO_POSITIONS and "refused" not in record and not config:

@@ -16,6 +16,19 @@ IMAGE_METHOD = (
     "and convolution, summed per module (the vision tower's and the projector's)"
 )
 
+# Image encoder-decoders, whose class has no get_image_features: what runs one image (the decoder's cross-attention
+# over its positions is the language model's, counted per sequence)
+IMAGE_METHODS = {
+    kind: "torch.utils.flop_counter.FlopCounterMode over the whole class's image encoder, as its forward runs it "
+    + how
+    + ", eager attention, one image: 2 FLOPs per multiply-add of every matmul and convolution, summed per module"
+    for kind, how in (
+        ("pix2struct", "(encoder(flattened_patches): (size / 16)² patches of 2 + 768 values, on the CPU, the rest meta)"),
+        ("blip", "(vision_model(pixel_values) of shape (1, 3, size, size), on the meta device)"),
+        ("vision-encoder-decoder", "(encoder(pixel_values) of shape (1, 3, size, size), its pooler too, on the meta device)"),
+    )
+}
+
 
 def instantiate_whole(data: dict, device: str = "meta"):
     """The whole model a wrapper config describes, on the meta device (or ``device``), with eager attention."""
@@ -93,6 +106,7 @@ TOWER_ON_CPU = {
     "blip-2": ("vision_model", "qformer", "language_projection", "query_tokens"),
     "instructblip": ("vision_model", "qformer", "language_projection", "query_tokens"),
     "instructblipvideo": ("vision_model", "qformer", "language_projection", "query_tokens"),
+    "pix2struct": ("encoder",),  # its mask of real patches is asked of their values (Pix2StructVisionModel.forward)
 }
 REDUCED = {
     "vision_config": {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4, "head_dim": 16},
@@ -293,6 +307,14 @@ def image_flops(data: dict, size: int) -> dict:
             patches = torch.ones(1, (size // isqrt(v.patch_embed_hidden_size // 3)) ** 2, 2 + v.patch_embed_hidden_size, device=device)
             features = net.vision_model(flattened_patches=patches).last_hidden_state
             net.image_to_text_projection(F.normalize(features, dim=-1))
+        elif kind == "pix2struct":  # the processor's flattened patches (row, column, 3 × patch² pixels) through its encoder
+            v = net.config.vision_config
+            patches = torch.ones(1, (size // isqrt(v.patch_embed_hidden_size // 3)) ** 2, 2 + v.patch_embed_hidden_size, device=device)
+            net.encoder(flattened_patches=patches)
+        elif kind == "vision-encoder-decoder":  # its forward runs the encoder (ViTModel, its pooler too) on the pixels
+            net.encoder(pixel_values=pixels)
+        elif kind == "blip":  # BlipForConditionalGeneration has no get_image_features: its forward runs vision_model
+            net.vision_model(pixel_values=pixels)
         elif kind == "git":  # no get_image_features: GitModel's forward runs its image_encoder, then visual_projection
             net.git.visual_projection(net.git.image_encoder(pixel_values=pixels).last_hidden_state)
         elif kind == "llama4":  # no inner model: its get_image_features is the tower and adapter, the projector after it

@@ -35,6 +35,8 @@ Positive = Annotated[int, Bound(0, LIMIT)]
 # distinct.
 MAX_LAYERS = 2**11
 Layers = Annotated[int, Bound(0, MAX_LAYERS)]
+# a stack beside the model's layers may hold none (an encoder part whose encoder is the vision part: parts/encoder.py)
+StackLayers = Annotated[int, Bound(0, MAX_LAYERS, strict=False)]
 # what each upper bound is, for the error that names it
 BOUNDS = {LIMIT: "2^40: no width, count or length comes near", MAX_LAYERS: "layers in a stack: no model comes near"}
 NonNegative = Annotated[int, Bound(0, LIMIT, strict=False)]

@@ -15,7 +15,7 @@ from fractions import Fraction
 from typing import Annotated, Literal
 
 from .norms import norm_terms
-from .schema import Layers, NonNegative, Positive, Slot, SpecError
+from .schema import NonNegative, Positive, Slot, SpecError, StackLayers
 from .spec import Norm, check_block
 from .terms import RESIDUAL_ADDS, Emitter, Term
 
@@ -48,7 +48,7 @@ class Stack:
     """Layers at a width of their own, each a mixer and an FFN with the model's norms (pre-norm, two a layer)."""
 
     d_model: Positive
-    n_layers: Layers
+    n_layers: StackLayers  # 0: none (parts/encoder.py, an image source)
     attention: Mixer
     ffn: FFN
     positions: StackPositions | None = None  # default: the model's

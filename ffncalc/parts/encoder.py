@@ -36,7 +36,6 @@ class Encoder(Part):
     # Megatron-LM places an encoder-decoder's two stacks on pipeline ranks of their own (pipeline_model_parallel_split_rank)
     # and splits no source over context-parallel ranks: neither is modelled here
     unsplit = "pipeline stages and context parallelism of an encoder-decoder (where its encoder runs) are not planned"
-    takes = ("source_len",)  # a request's (or a training sequence's) source tokens: --source-len
 
     layers: Stack  # its layers (their mask is bidirectional whatever is stated)
     position_rows: NonNegative = 0  # rows of its own learned position table (BART: max_position_embeddings + 2)
@@ -118,8 +117,30 @@ class Encoder(Part):
     # a dense layer and tanh over each source's first position (BertModel's pooler, built by an EncoderDecoderModel's
     # encoder and run in its forward though the decoder reads none of it): once a sequence
     pooler: bool = False
+    # an image's positions as its source, encoded by the model's vision part (Pix2Struct's decoder cross-attends its
+    # vision encoder's output): no table and no layers of its own here; an image of image_side pixels a side in patches
+    # of image_patch pixels, and image_extra rows beside them (a class token); --image-size sets them (0: tokens)
+    image_patch: NonNegative = 0
+    image_side: NonNegative = 0
+    image_extra: NonNegative = 0
+
+    @property  # type: ignore[misc]  # a request's (or a training sequence's) source tokens; an image source's size
+    def takes(self) -> tuple[str, ...]:  # type: ignore[override]
+        return ("source_len", "image_size") if self.image_patch else ("source_len",)
+
+    def image_rows(self, side: int) -> int:
+        """The positions an image of ``side`` pixels a side is: its patches and the rows beside them."""
+        return (side // self.image_patch) ** 2 + self.image_extra
 
     def check(self, spec) -> None:
+        if self.image_patch:  # the vision part's positions, whatever --source-len says
+            rows = self.image_rows(self.image_side)
+            if self.source_length != rows:
+                raise SpecError(
+                    ("encoder", "source_length"),
+                    f"the decoder cross-attends the image's {rows:,} positions (--image-size sets them)",
+                )
+            return
         front = self.mel_bins or self.kernels or self.waveform or self.sub_layers or self.feature_dims  # not tokens
         if self.layers.d_model != spec.d_model and not (self.table_rows or front):
             raise SpecError(
@@ -151,6 +172,9 @@ class Encoder(Part):
         return n
 
     def given(self, **inputs) -> Encoder:
+        side = inputs.get("image_size")
+        if self.image_patch and side is not None and side != self.image_side:
+            return replace(self, image_side=side, source_length=self.image_rows(side))
         source = inputs.get("source_len")
         return self if source is None else replace(self, source_length=source)
 
@@ -411,6 +435,7 @@ def _modules():
             d = spec.layers.d_model
             inner = replace(spec.stack.resolve(model), mask="bidirectional")
             self.source_length, self.sinusoidal = spec.source_length, spec.layers.positions == "sinusoidal"
+            self.image, self.width = bool(spec.image_patch), d  # an image's positions: the vision part's output (zeros here)
             self.mel_bins, self.pad_to, self.pad_above = spec.mel_bins, spec.pad_to, spec.pad_above
             if spec.mel_bins:
                 self.conv1 = nn.Conv1d(spec.mel_bins, d, 3, padding=1)
@@ -480,6 +505,8 @@ def _modules():
                 for conv in self.convs:
                     h = nn.functional.glu(conv(h), dim=1)
                 h = h.transpose(1, 2)
+            elif self.image:  # the vision part runs the image (its own module): here its output's shape
+                h = torch.zeros((tokens.shape[0], tokens.shape[-1], self.width), dtype=x.dtype, device=x.device)
             else:
                 h = self.embed(tokens) if hasattr(self, "embed") else ctx["table"](tokens)
             positions = torch.arange(tokens.shape[-1], device=tokens.device)

@@ -23,7 +23,7 @@ from fractions import Fraction
 from ..model.schema import NonNegative, Positive, SpecError
 from ..model.spec import Norm
 from ..model.stacks import Stack
-from ..model.terms import Emitter
+from ..model.terms import ACTIVATION_OPS, Emitter
 from . import Part, register
 from .generation import Generator
 from .projector import Projector
@@ -79,6 +79,12 @@ class Vision(Part):
     # its tokens take rows of the model's learned position table (false: GIT's, whose table numbers the text alone)
     table_positions: bool = True
     images: NonNegative = 0  # images per sequence, for the FLOPs
+    # its output is the memory a decoder's cross-attention reads (parts/encoder.py, image_patch), not tokens in the
+    # sequence: an image encoder-decoder's (Pix2Struct), one image a sequence
+    cross: bool = False
+    # ViTModel's pooler (ViTPooler): a dense d -> d with a bias and a tanh over the class token's output, once an image;
+    # run by VisionEncoderDecoderModel's encoder, read by none of its decoder
+    pooler: bool = False
 
     takes = ("images", "image_size")
 
@@ -87,12 +93,14 @@ class Vision(Part):
         return replace(self, **stated) if stated else self
 
     def request_tokens(self) -> int:
-        return self.images * self.tokens
+        return 0 if self.cross else self.images * self.tokens
 
     def unplaced_tokens(self) -> int:
         return 0 if self.table_positions else self.request_tokens()
 
     def check(self, spec) -> None:
+        if self.cross and self.images != 1:  # its decoder cross-attends the positions of the one image it reads
+            raise SpecError(("vision", "images"), f"{self.images} images: an image encoder-decoder reads one image a sequence")
         if self.layers is None:
             stated = [k for k in ("pre_norm", "post_norm", "head", "layer_scale", "window", "deepstack") if getattr(self, k)]
             if stated:
@@ -233,6 +241,11 @@ class Vision(Part):
             out += [("tower", t) for t in emb.out]
         if self.head:
             out += self.pooling_terms(norm)
+        if self.pooler:  # over the class token's row alone: once an image
+            pool = Emitter("layers")
+            pool.linear("vision.pooler.dense", d, d, True, 1)
+            pool.op("vision.pooler.act", d * ACTIVATION_OPS["tanh"], copies=1)
+            out += [("image", t) for t in pool.out]
         if self.video_tower:  # every tensor of the tower so far once more, under video_tower; no image runs it
             video = "vision.video_tower."
             out += [
@@ -357,6 +370,11 @@ class Vision(Part):
     def note(self, spec) -> str:
         tokens, flops, _ = self.per_image(spec)
         s = self.image_size
+        if self.cross:
+            return (
+                f"vision tower: one {s}×{s}-pixel image is {self.rows:,} positions the decoder cross-attends and {flops:,} "
+                "forward FLOPs through the encoder, once a sequence"
+            )
         where = (
             f"{self.images} a sequence, in the FLOPs per token"
             if self.images
@@ -442,6 +460,8 @@ def _module(spec: Vision, model):
                 self.post_norm = make_norm(norm, d)
             if spec.head:
                 self.head = Head()
+            if spec.pooler:
+                self.pooler = nn.ModuleDict({"dense": Linear(d, d, bias=True)})
             if spec.video_tower:  # its tensors, which an image does not run
                 self.video_tower = _module(replace(spec, video_tower=False, images=0), model)
                 for name in ("projector", "deepstack", "image_newline", "generation", "merger"):
@@ -496,6 +516,8 @@ def _module(spec: Vision, model):
                 h = self.post_norm(h)
             if spec.head:
                 self.head(h)
+            if spec.pooler:  # the class token's row, computed and not read
+                torch.tanh(self.pooler["dense"](h[:, 0]))
             h = h[:, spec.registers :]  # the registers are not read
             h = h if spec.read_class or not spec.class_token else h[:, 1:]
             copies = 1 if spec.projector.qformer else spec.projector.width // d  # the layers it reads, concatenated

@@ -802,3 +802,115 @@ def test_minicpm_window_merger_flops_by_hand():
         (vision,) = [p for p in model.parts if isinstance(p, Vision)]
         assert vision.per_image(model)[:2] == (tokens, 2 * macs)
         assert 2 * macs == next(r["total"] for r in truth(model_type)["image_flops"]["runs"] if r["size"] == 448)
+
+
+def test_pix2struct_by_hand():
+    """Pix2Struct at its defaults: the encoder reads 768 pixels a patch through patch_projection (with a bias) to 768,
+    a row and a column table of 4,096 rows, 12 T5-form layers of width 768 (query, key, value, output; a gated MLP
+    of 2,048; two RMSNorms) and a final RMSNorm; one 1,024-pixel image is 64 × 64 patches, the encoder's work once and
+    no token of the decoder's sequence. The decoder: 12 T5 layers, each with a cross-attention (its norm, q, k, v, o
+    of 768) whose k and v run once over the 4,096 positions, and its q, o and the two products once a decoder token."""
+    from ffncalc.parts.vision import Vision
+
+    d, f, n, rows = 768, 2048, 4096, 4096
+    layer = 4 * d * d + 3 * d * f + 2 * d
+    assert groups("pix2struct")["tower"] == 768 * d + d + 2 * rows * d + 12 * layer + d
+    _, model = hf.load(HERE / "configs" / "pix2struct.json")
+    (vision,) = [p for p in model.parts if isinstance(p, Vision)]
+    tower = 2 * n * 768 * d + 12 * (2 * n * (4 * d * d + 3 * d * f) + 2 * 2 * n * n * d)
+    assert vision.per_image(model)[1] == tower == 1_319_091_830_784
+    assert vision.request_tokens() == 0
+    cross = {t.name: t for t in terms(model, 8, partial=True) if t.name.startswith("encoder.cross.")}
+    # k and v: once a source position, 4,096 of them over the 8-token sequence; q and o once a token
+    assert cross["encoder.cross.k.weight"].positions * 8 == n and cross["encoder.cross.q.weight"].positions == 1
+    assert cross["encoder.cross.scores"].shape == (12, n, 64)
+
+
+def test_pix2struct_one_image_a_sequence_and_its_size(cli):
+    """Pix2Struct's decoder cross-attends one image: --images 2 is refused in one line; --image-size 512 makes it
+    1,024 patches through the encoder (FlopCounterMode's 213,808,840,704) and 1,024 cross-attended positions."""
+    import ffncalc
+
+    config = str(HERE / "configs" / "pix2struct.json")
+    code, _, err = cli("count", config, "--images", "2")
+    assert code == 2 and "an image encoder-decoder reads one image a sequence" in err and err.count("\n") == 1
+    big = ffncalc.count(config, seq_len=64).to_dict()["totals"]["forward_flops"]
+    small = ffncalc.count(config, seq_len=64, image_size=512).to_dict()["totals"]["forward_flops"]
+    runs = {r["size"]: r["total"] for r in truth("pix2struct")["image_flops"]["runs"]}
+    d, layers, tokens = 768, 12, 64
+    # the cross-attention's k and v (2 × d × d each position) and its two products (each decoder token × positions × d)
+    cross = layers * (2 * 2 * d * d + 2 * 2 * tokens * d)
+    assert big - small == runs[1024] - runs[512] + (4096 - 1024) * cross
+
+
+def test_blip_by_hand():
+    """BLIP's captioner at its defaults: a ViT-B/16 tower (a patch convolution of 16 × 16 × 3 → 768 with a bias, a
+    class token, 577 learned positions, 12 layers of width 768 with a fused qkv and a projection with biases, an MLP of
+    3,072 with biases, two LayerNorms, post_layernorm); one 384-pixel image is 576 patches and the class token, every
+    one cross-attended by each of the 12 BERT decoder layers (query, key, value and output dense of 768 with biases,
+    a LayerNorm), whose key and value run once a position."""
+    from ffncalc.parts.vision import Vision
+
+    d, f, n = 768, 3072, 577
+    layer = 3 * d * d + 3 * d + d * d + d + d * f + f + f * d + d + 4 * d
+    assert groups("blip")["tower"] == d * 3 * 16 * 16 + d + d + n * d + 12 * layer + 2 * d
+    _, model = hf.load(HERE / "configs" / "blip.json")
+    (vision,) = [p for p in model.parts if isinstance(p, Vision)]
+    flops = 2 * 576 * d * 3 * 16 * 16 + 12 * (2 * n * (4 * d * d + 2 * d * f) + 2 * 2 * n * n * d)
+    run = next(r for r in truth("blip")["image_flops"]["runs"] if r["size"] == 384)
+    assert vision.per_image(model)[1] == flops == run["total"] == 110_967_164_928
+    cross = [t for t in terms(model, 8, partial=True) if t.component.startswith("encoder.cross.")]
+    assert sum(t.numel * t.stored_count for t in cross) == 12 * 4 * (d * d + d)
+    built = sum(
+        n
+        for name, n in expanded(truth("blip")["params"], 2)
+        if ".crossattention.self." in name or ".crossattention.output.dense" in name
+    )
+    assert built == 12 * 4 * (d * d + d)
+    k = next(t for t in cross if t.name == "encoder.cross.k.weight")
+    assert k.positions * 8 == n and k.per_sequence  # projected once a position of the image, at the prefill
+
+
+def test_vision_encoder_decoder_by_hand():
+    """VisionEncoderDecoderModel: the default ViT-B/16 encoder (a patch convolution with a bias, a class token, 197
+    positions, 12 pre-norm layers of width 768 with biased q, k, v, o and an MLP of 3,072, a final LayerNorm, the
+    pooler's dense with a bias) run once an image: 197 positions through the layers, the pooler over the class token.
+    The public ViT-GPT2 captioner: that encoder, GPT-2 small (124,439,808 parameters, its head tied by its own config)
+    and in each of its 12 layers a cross-attention (q_attn, c_attn's key and value, c_proj with biases, ln_cross_attn):
+    239,195,904 parameters, as transformers builds the file."""
+    from ffncalc.parts.vision import Vision
+
+    d, f, n = 768, 3072, 197
+    layer = 4 * (d * d + d) + 4 * d + d * f + f + f * d + d
+    vit = d * 3 * 16 * 16 + d + d + n * d + 12 * layer + 2 * d + d * d + d
+    assert groups("vision-encoder-decoder")["tower"] == vit
+    _, model = hf.load(HERE / "configs" / "vision-encoder-decoder.json")
+    (vision,) = [p for p in model.parts if isinstance(p, Vision)]
+    flops = 2 * 196 * d * 3 * 16 * 16 + 12 * (2 * n * (4 * d * d + 2 * d * f) + 2 * 2 * n * n * d) + 2 * d * d
+    run = next(r for r in truth("vision-encoder-decoder")["image_flops"]["runs"] if r["size"] == 224)
+    assert vision.per_image(model)[1] == flops == run["total"]
+    gpt2 = 50257 * d + 1024 * d + 12 * (2 * 2 * d + 3 * d * d + 3 * d + d * d + d + 2 * (d * f) + f + d) + 2 * d
+    cross = 12 * (d * d + d + 2 * d * d + 2 * d + d * d + d + 2 * d)
+    _, public = hf.load(HERE / "public" / "vit-gpt2-image-captioning.json")
+    assert gpt2 == 124_439_808
+    assert tally(public).params == vit + gpt2 + cross == 239_195_904
+
+
+@pytest.mark.parametrize(
+    ("side", "value", "words"),
+    [
+        ("encoder", {"model_type": "swin"}, "a swin encoder is not read yet (read: vit)"),
+        ("decoder", {"model_type": "bart", "add_cross_attention": True}, "a bart decoder is not read yet (read: bert, gpt2)"),
+        ("decoder", {"model_type": "bert", "add_cross_attention": False}, "add_cross_attention true"),
+    ],
+)
+def test_vision_encoder_decoder_sides_not_read_are_one_line(tmp_path, side, value, words):
+    """A VisionEncoderDecoderModel config whose encoder or decoder is not read (or whose decoder attends nothing) is
+    refused in one line naming it."""
+    from ffncalc.errors import InputError
+
+    data = json.loads((HERE / "configs" / "vision-encoder-decoder.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps({**data, side: value}))
+    with pytest.raises(InputError) as err:
+        hf.load(tmp_path / "config.json")
+    assert words in str(err.value) and "\n" not in str(err.value)

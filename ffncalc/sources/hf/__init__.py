@@ -88,6 +88,8 @@ TEXT_TYPES = {
     "granite_speech_plus": "granite",
     "kosmos-2": "kosmos_2_text_model",
     "kosmos-2.5": "kosmos_2_5_text_model",
+    "pix2struct": "pix2struct_text_model",
+    "blip": "blip_text_model",
     "glm_ocr": "glm_ocr_text",
     "llama4": "llama4_text",
     "mistral3": "mistral",
@@ -114,6 +116,9 @@ TEXT_TYPES = {
 
 # Wrappers whose configuration class reads a file saved flat (no text_config: the language model's keys at the top,
 # Qwen2-VL's and Qwen2.5-VL's released config.json files) as its text config ("Hub configs are saved as flat dicts")
+# Wrappers whose language model is the configuration's ``decoder`` (VisionEncoderDecoderConfig: any causal LM built with
+# add_cross_attention, beside the vision ``encoder``: towers/image_seq2seq.py)
+DECODER_TEXT = frozenset({"vision-encoder-decoder"})
 FLAT_TEXT = frozenset({"qwen2_vl", "qwen2_5_vl", "git"})  # GitConfig: always flat, its text keys at the top
 
 
@@ -123,8 +128,12 @@ def language_model(c: Config) -> Config:
     text = c.data.get("text_config")
     if text is not None and not isinstance(text, dict):
         raise c.fail("text_config", f"expected an object, got {text!r}")
-    if c.model_type not in TEXT_TYPES and text is None:
+    if c.model_type not in TEXT_TYPES and c.model_type not in DECODER_TEXT and text is None:
         return c
+    if text is None and c.model_type in DECODER_TEXT:  # its decoder, a causal LM with cross-attention, is its language model
+        text = c.data.get("decoder") or {"model_type": "bert"}  # VisionEncoderDecoderConfig's absent decoder: BertConfig's
+        if not isinstance(text, dict):
+            raise c.fail("decoder", f"expected an object, got {text!r}")
     if text is None and c.model_type in FLAT_TEXT:  # the top's keys but the other parts' and the wrapper's type
         text = {k: v for k, v in c.data.items() if k != "model_type" and not (k.endswith("_config") and isinstance(v, dict))}
     from .config import class_defaults_of
@@ -163,7 +172,9 @@ TIE_FROM_TEXT = frozenset(
         "video_llama_3",
     }
 )
-TIE_OF_TEXT = frozenset({"vibevoice"})
+# (VisionEncoderDecoderModel's decoder is a causal LM of its own, built by AutoModelForCausalLM: its config ties its head,
+# whatever the wrapper's tie_word_embeddings, which VisionEncoderDecoderConfig sets false)
+TIE_OF_TEXT = frozenset({"vibevoice", "vision-encoder-decoder"})
 
 
 def wrapper_tie(c: Config, text: dict) -> bool | None:

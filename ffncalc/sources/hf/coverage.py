@@ -810,7 +810,7 @@ WHOLE_REFUSED_AT_DEFAULTS = {
 
 # Language models read by a family of their own that only a whole class builds (no causal-LM class, no public config of
 # their own): the wrapper whose whole class, at its defaults, proves them (tests/hf_whole)
-TEXT_PROVEN_WHOLE = {"step3p5": "step3p7"}
+TEXT_PROVEN_WHOLE = {"step3p5": "step3p7", "pix2struct_text_model": "pix2struct", "blip_text_model": "blip"}
 
 
 # Types of the multimodal-LM mapping whose whole class is their language model: no tower at the configuration class's
@@ -862,12 +862,7 @@ WHOLE_NOT_YET = {
     "emu3": (
         "a VQ-VAE image tokenizer (a 3-D convolutional encoder and decoder, a codebook) whose codes are the language model's tokens"
     ),
-    "blip": "a BERT text decoder whose every layer cross-attends the ViT's positions (the image is not tokens in its sequence)",
-    "pix2struct": "an encoder-decoder: its T5-form encoder runs the image's flattened patches and its decoder cross-attends them",
     "udop": "an encoder-decoder: T5 with the image's patches and 2-D layout positions added to the encoder's tokens",
-    "vision-encoder-decoder": (
-        "a wrapper of any vision encoder and text decoder the config names, the decoder cross-attending the encoder"
-    ),
     "molmo2": (
         "its adapter pools each 2 × 2 window of two tower layers' features by attention at indices the processor "
         "gives (image_token_pooling)"
@@ -900,6 +895,7 @@ WHOLE_NOT_YET = {
 # sources.json; the whole-model tests keep this equal to that folder), beside PROVEN_ON's language models
 WHOLE_PROVEN_ON = {
     "aria": ("rhymes-ai/Aria",),
+    "blip": ("Salesforce/blip-image-captioning-base",),
     "blip-2": ("Salesforce/blip2-opt-2.7b",),
     "gemma3": ("google/gemma-3-27b-it",),
     "gemma4": ("google/gemma-4-26B-A4B", "nvidia/Gemma-4-31B-IT-NVFP4"),
@@ -909,6 +905,7 @@ WHOLE_PROVEN_ON = {
     "mistral3": ("black-forest-labs/FLUX.2-dev (its text encoder, Mistral Small 3.2 24B)",),
     "qwen2_5_vl": ("DiffSynth-Studio/Nexus-GenV2 (Qwen2.5-VL-7B's layout, saved flat)",),
     "qwen2_audio": ("Qwen/Qwen2-Audio-7B",),
+    "vision-encoder-decoder": ("a ViT-GPT2 captioner, nlpconnect/vit-gpt2-image-captioning's composition",),
 }
 
 # The Hugging Face repositories whose config.json each supported model_type is proven on (tests/hf_configs/,

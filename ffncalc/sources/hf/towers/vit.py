@@ -33,11 +33,14 @@ VISION_TYPES = (
     "siglip2_vision_model",
     "idefics2_vision",
     "blip_2_vision_model",
+    "vit",  # ViTModel (VisionEncoderDecoderModel's encoder): CLIP's layers, a class token, no pre-norm, a pooler
+    "blip_vision_model",  # BLIP's: BLIP-2's form (EVA-CLIP's layers), its output cross-attended by the text decoder
     "instructblip_vision_model",
     "instructblipvideo_vision_model",
     "cosmos3_edge_vision",
     "kosmos_2_vision_model",
     "kosmos_2_5_vision_model",
+    "pix2struct_vision_model",  # Pix2Struct's encoder: Kosmos-2.5's form, its images padded to no fixed size
     "git_vision_model",
     "paddleocr_vl_vision",
     "step3p5_vision",
@@ -74,6 +77,8 @@ def vit(v: Config, projector: dict, **over) -> dict:
         return {**_moonvit(v, d, heads), "projector": projector, **over}
     if kind == "kosmos_2_5_vision_model":
         return {**_kosmos_2_5(v, d, heads), "projector": projector, **over}
+    if kind == "pix2struct_vision_model":
+        return {**_pix2struct(v, d, heads), "projector": projector, **over}
     if kind == "inkling2_vision":
         return {**_inkling2(v, d, heads), "projector": projector, **over}
     if kind == "minimax_m3_vl_vision":
@@ -225,6 +230,37 @@ def _kosmos_2_5(v: Config, d: int, heads: int) -> dict:
         "patch_size": p,
         "patch_bias": True,
         "position_rows": 2 * n,
+        "pre_norm": False,
+        "post_norm": True,
+    }
+
+
+PIX2STRUCT_IMAGE_SIZE = 1024  # pixels a side: 64 × 64 patches of 16, the 4,096 rows of its row and column tables
+
+
+def _pix2struct(v: Config, d: int, heads: int) -> dict:
+    """Pix2Struct's encoder (Pix2StructVisionModel; Lee et al. 2023, §2.1): Kosmos-2.5's form (_kosmos_2_5 above), its
+    MLP d_ff wide, its attention's heads d_kv wide, a row and a column table of seq_len rows each. Its processor pads
+    every image to max_patches flattened patches (2,048 by default, no square grid): an image's figures are at
+    PIX2STRUCT_IMAGE_SIZE pixels a side, the tables' whole √seq_len × √seq_len grid, unless --image-size says otherwise."""
+    pixels = v.int("patch_embed_hidden_size")
+    p = isqrt(pixels // 3)
+    if 3 * p * p != pixels:
+        raise v.fail("patch_embed_hidden_size", f"{pixels} pixels are not 3 channels of a square patch")
+    rows = v.int("seq_len")
+    side = isqrt(rows) * p
+    return {
+        "layers": {
+            "d_model": d,
+            "n_layers": v.int("num_hidden_layers"),
+            "attention": {"n_heads": heads, "head_dim": v.int("d_kv")},
+            "ffn": {"kind": "gated", "d_ff": v.int("d_ff"), "activation": v.activation("dense_act_fn", "gelu_new")},
+            "norm": {"kind": "rmsnorm", "per_layer": 2, "final": False},
+        },
+        "image_size": side,
+        "patch_size": p,
+        "patch_bias": True,
+        "position_rows": 2 * rows,
         "pre_norm": False,
         "post_norm": True,
     }
@@ -473,6 +509,7 @@ TOP_MODULES = (
     (r"embeddings\.patch_projection$", "patch_embed"),  # Kosmos-2.5's
     (r"embeddings\.(row|column)_embedder$", "pos_embed"),
     (r"^layernorm$", "post_norm"),
+    (r"^pooler\.dense$", "pooler.dense"),  # ViTModel's pooler (VisionEncoderDecoderModel's encoder)
     (r"head\.attention$", "head.attn.q+k+v"),  # nn.MultiheadAttention's in_proj: the query's, keys' and values' rows
     (r"head\.attention\.out_proj$", "head.attn.o"),
     (r"head\.layernorm$", "head.norm"),
@@ -608,6 +645,7 @@ TOWERS = (
     (r"vision_tower\.head_linear\.", "vision.projector.head", "self"),  # Ovis 2's visual tokenizer and table
     (r"vision_tower\.head_norm\.", "vision.projector.head_norm", "self"),
     (r"visual_embeddings_table\.", "vision.projector.table", "self"),
+    (r"^encoder\.", "vision.", "tower"),  # Pix2Struct's encoder (its decoder is the language model)
     (r"vision_tower\.(vision_model\.)?", "vision.", "tower"),
     (r"image_tower\.", "vision.", "tower"),  # Video-LLaVA's two CLIP towers
     (r"video_tower\.", "vision.video_tower.", "tower"),
