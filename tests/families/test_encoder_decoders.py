@@ -151,6 +151,7 @@ READ_PLANNED += ["t5", "mt5", "umt5", "switch_transformers", "whisper"]
 READ_PLANNED += ["t5gemma", "pop2piano", "longt5", "speech_to_text", "moonshine"]
 READ_PLANNED += ["led", "pegasus_x", "bigbird_pegasus", "dia", "prophetnet", "encoder-decoder"]
 READ_PLANNED += ["seamless_m4t", "seamless_m4t_v2", "canary", "cohere_asr", "speech-encoder-decoder", "speecht5"]
+READ_PLANNED += ["nllb-moe"]
 
 
 @pytest.mark.parametrize("model_type", READ_PLANNED)
@@ -221,6 +222,7 @@ def test_the_encoder_decoders_read():
             "cohere_asr",
             "speech-encoder-decoder",
             "speecht5",
+            "nllb-moe",
         }
     )
 
@@ -252,7 +254,9 @@ def test_whisper_large_v3_preset_counts_the_whole_model():
     assert tally(presets.load("whisper-large-v3")[1]).params == encoder + decoder == 1_543_490_560
 
 
-@pytest.mark.parametrize("model_type", READ)
+# NLLB-MoE's experts at its defaults run as transformers 5.23 computes them, not as the model is designed: its own
+# test below (test_nllb_moe_flops_equal_flop_counter_mode_where_transformers_routes_top_2)
+@pytest.mark.parametrize("model_type", [t for t in READ if t != "nllb-moe"])
 def test_encoder_decoder_flops_at_defaults_equal_flop_counter_mode(model_type):
     """One forward of the class at its defaults (decoder_input_ids as long as input_ids; no layer dropped) under
     FlopCounterMode, per component and layer run, at a short sequence and one past every window, against the exact
@@ -906,3 +910,69 @@ def test_led_training_keeps_the_cross_attention_keys_of_the_source_not_its_paddi
         for s in (1000, 1024)
     )
     assert whole - short == 24 * 12 * 2 * 1024 * 2
+
+
+def nllb_moe_total(vocab: int, d: int, layers: int, d_ff: int, experts: int, step: int) -> int:
+    """NllbMoeForConditionalGeneration by hand: the shared table (both stacks' embed_tokens and the tied lm_head; the
+    sinusoidal positions a buffer); per encoder layer q, k, v, out_proj (d × d and a bias each), two LayerNorms
+    (weight and bias) and an FFN: fc1 d -> d_ff and fc2 back with biases, or in every step-th layer ((i + 1) % step
+    == 0) a router (d × experts, no bias) and ``experts`` such FFNs; per decoder layer the same, a cross-attention
+    (four more projections) and its LayerNorm; a final LayerNorm a stack."""
+    attention = 4 * (d * d + d)
+    ffn = d * d_ff + d_ff + d_ff * d + d
+    sparse = layers // step
+    ffns = (layers - sparse) * ffn + sparse * (d * experts + experts * ffn)
+    encoder = layers * (attention + 2 * 2 * d) + ffns + 2 * d
+    decoder = layers * (2 * attention + 3 * 2 * d) + ffns + 2 * d
+    return vocab * d + encoder + decoder
+
+
+def test_nllb_moe_54b_counts_its_published_size():
+    """facebook/nllb-moe-54b (NLLB Team 2022, "No Language Left Behind", §6.2: "NLLB-200, a 54.5B parameter
+    Sparsely Gated Mixture of Experts model"): 24 + 24 layers of 2,048 wide, FFN 8,192, 128 experts in every fourth
+    layer, 256,206 tokens. Active per token: two of the 128 experts in each of the 12 sparse layers."""
+    from ffncalc import api
+
+    path = str(Path(__file__).resolve().parents[1] / "hf_configs" / "nllb-moe-54b.json")
+    total = nllb_moe_total(256206, 2048, 24, 8192, 128, 4)
+    counted = api.count(path)
+    assert counted.params == total == 54_500_569_088
+    assert counted.active_params == total - 12 * 126 * (2 * 2048 * 8192 + 8192 + 2048)
+
+
+def test_nllb_moe_experts_at_defaults_run_as_transformers_5_23_computes_them():
+    """At NllbMoeConfig's defaults (1,024 wide, 12 + 12 layers, 128 experts in layers 3, 7 and 11 of each stack) the
+    parameters are transformers' module by module (test_defaults.py) and by hand; one forward's FLOPs equal
+    FlopCounterMode's in every component but the experts. NllbMoeExperts.forward one-hot encodes the router's one-hot
+    top-1 mask again, so expert_0 runs over the n_experts − 1 (token, expert) pairs the mask leaves out and expert_1
+    over each token's first choice: 128 expert rows a token where the design (top-2) computes 2, 64 times as many."""
+    from ffncalc.analysis import hfcheck
+
+    c = hf.read_config(DEFAULTS / "configs" / "nllb-moe.json")
+    measured = hfcheck.Measured.from_record(json.loads((DEFAULTS / "truth" / "nllb-moe.json").read_text()))
+    assert sum(n for _, n in measured.params) == nllb_moe_total(128112, 1024, 12, 4096, 128, 4) == 6_880_712_704
+    checks = hfcheck.check_flops(c, measured)
+    experts = [ch for ch in checks if ch.component.endswith("ffn.experts")]
+    assert experts and all(ch.transformers == 64 * ch.ours for ch in experts)
+    assert all(ch.ok for ch in checks if ch not in experts)
+    assert any(ch.component == "encoder.cross.q" for ch in checks)
+
+
+@pytest.mark.torch
+def test_nllb_moe_flops_equal_flop_counter_mode_where_transformers_routes_top_2(tmp_path):
+    """With num_experts 2 transformers' NllbMoeExperts runs each token through both experts (expert_0 over the pair
+    its top-1 mask leaves out, expert_1 over its first choice): the top-2 routing of the design. Built live at the
+    class's defaults otherwise, one forward at two lengths under FlopCounterMode equals the count in every component
+    and run of layers, the experts' among them."""
+    from ffncalc.analysis import hfcheck
+
+    data = json.loads((DEFAULTS / "configs" / "nllb-moe.json").read_text())
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**data, "num_experts": 2}))
+    c = hf.read_config(path)
+    measured = hfcheck.measure(c, flops=True)
+    assert hfcheck.check(c, measured=measured).ok
+    checks = hfcheck.check_flops(c, measured)
+    assert [r.seq_len for r in measured.flops] == [8, 32]
+    assert checks and all(ch.ok for ch in checks), [ch for ch in checks if not ch.ok]
+    assert {"ffn.experts", "encoder.ffn.experts"} <= {ch.component for ch in checks}

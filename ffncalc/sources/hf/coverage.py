@@ -601,8 +601,6 @@ SEQ2SEQ_NOT_YET = {
         "an audio tower beside a decoder-only language model (a whole multimodal model): Nemotron 3.5 Transcribe's "
         "transformer encoder with q/k norms, a diarization model, speaker embeddings and a word-timestamp model"
     ),
-    "nllb-moe": "BART-style stacks with top-2 mixtures of experts in every fourth layer; transformers 5.23's NllbMoeExperts "
-    "one-hot encodes the router's already one-hot mask, so only experts 0 and 1 run: no class to hold its FLOPs to",
     "t5gemma2": (
         "Gemma 3 layers as an encoder and a decoder, with a vision tower; each decoder layer's self- and cross-attention "
         "merged into one softmax over both sets of keys (T5Gemma2MergedAttention)"
@@ -981,6 +979,7 @@ PROVEN_ON = {
     "mpnet": ("sentence-transformers/all-mpnet-base-v2",),
     "mpt": ("mosaicml/mpt-7b-instruct",),
     "nemotron": ("nvidia/Minitron-8B-Base",),
+    "nllb-moe": ("facebook/nllb-moe-54b",),
     "nemotron_h": ("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", "nvidia/Nemotron-H-56B-Base-8K"),
     "olmo": ("Shahradmz/OLMo-1B-hf-PPO-constitution-1",),
     "olmo2": ("allenai/OLMo-2-1124-7B",),
