@@ -151,7 +151,7 @@ READ_PLANNED += ["t5", "mt5", "umt5", "switch_transformers", "whisper"]
 READ_PLANNED += ["t5gemma", "pop2piano", "longt5", "speech_to_text", "moonshine"]
 READ_PLANNED += ["led", "pegasus_x", "bigbird_pegasus", "dia", "prophetnet", "encoder-decoder"]
 READ_PLANNED += ["seamless_m4t", "seamless_m4t_v2", "canary", "cohere_asr", "speech-encoder-decoder", "speecht5"]
-READ_PLANNED += ["nllb-moe"]
+READ_PLANNED += ["nllb-moe", "t5gemma2"]
 
 
 @pytest.mark.parametrize("model_type", READ_PLANNED)
@@ -223,6 +223,7 @@ def test_the_encoder_decoders_read():
             "speech-encoder-decoder",
             "speecht5",
             "nllb-moe",
+            "t5gemma2",
         }
     )
 
@@ -268,7 +269,8 @@ def test_encoder_decoder_flops_at_defaults_equal_flop_counter_mode(model_type):
     assert [r.seq_len for r in measured.flops] == list(hfcheck.flop_lengths(c))
     checks = hfcheck.check_flops(c, measured)
     assert checks and all(ch.ok for ch in checks), [ch for ch in checks if not ch.ok]
-    assert any(ch.component == "encoder.cross.q" for ch in checks)
+    # T5Gemma 2's merged attention has no cross-attention projections of its own (its k and v the self-attention's)
+    assert any(ch.component == "encoder.cross.q" for ch in checks) or model_type == "t5gemma2"
 
 
 def test_whisper_large_v3_serves_over_its_window_whatever_the_prompt():
@@ -976,3 +978,76 @@ def test_nllb_moe_flops_equal_flop_counter_mode_where_transformers_routes_top_2(
     assert [r.seq_len for r in measured.flops] == [8, 32]
     assert checks and all(ch.ok for ch in checks), [ch for ch in checks if not ch.ok]
     assert {"ffn.experts", "encoder.ffn.experts"} <= {ch.component for ch in checks}
+
+
+def t5gemma2_total(vocab: int, d: int, layers: int, heads: int, kv: int, hd: int, d_ff: int, vision: int) -> int:
+    """T5Gemma2ForConditionalGeneration by hand, its text side: one table (vocab × d: the encoder's embed_tokens, the
+    decoder's and lm_head.out_proj tied to it) and its eoi_embedding (d); per layer of each stack q and o (d ↔ heads·hd),
+    k and v (d → kv·hd), q_norm and k_norm (hd each), the GeGLU MLP (gate and up d → d_ff, down back) and four RMSNorms
+    (d each), the decoder's merged attention holding no weights beyond these; a final norm a stack; ``vision``: the
+    SigLIP tower and projector."""
+    layer = 2 * d * heads * hd + 2 * d * kv * hd + 2 * hd + 3 * d * d_ff + 4 * d
+    return vocab * d + d + 2 * layers * layer + 2 * d + vision
+
+
+def siglip_total(d: int, layers: int, d_ff: int, patch: int, image: int, text: int, head: bool) -> int:
+    """SiglipVisionModel by hand: the patch convolution (3·patch² → d with a bias), a table of (image / patch)² rows,
+    per layer q, k, v, out_proj (d × d with biases), fc1 and fc2 with biases and two LayerNorms, post_layernorm; where
+    vision_use_head the pooling head (a probe of d, nn.MultiheadAttention's in_proj (3d × d and 3d) and out_proj, a
+    LayerNorm, an MLP of d_ff); then Gemma 3's projector: mm_soft_emb_norm (d) and mm_input_projection_weight (d ×
+    text)."""
+    tower = 3 * patch * patch * d + d + (image // patch) ** 2 * d
+    tower += layers * (4 * (d * d + d) + 2 * d * d_ff + d_ff + d + 4 * d) + 2 * d
+    if head:
+        tower += d + 3 * d * d + 3 * d + d * d + d + 2 * d + 2 * d * d_ff + d_ff + d
+    return tower + d + d * text
+
+
+def test_t5gemma2_270m_counts_its_stacks_and_its_vision_tower():
+    """google/t5gemma-2-270m-270m (Zhang et al. 2025, "T5Gemma 2"): Gemma 3 270M's layers (18 of 640 wide, 4 heads and 1
+    key-value head of 256, GeGLU of 2,048, 262,144 tokens) as its encoder and its decoder, the encoder reading SigLIP
+    So400m's 27 layers (1,152 wide, MLP of 4,304, patches of 14 over 896 pixels, no pooling head) through Gemma 3's
+    projector. Its cross-attention cache at a source of 512 tokens, bf16: 18 layers × K and V × 1·256 × 512 × 2 bytes."""
+    from ffncalc import api
+
+    path = str(Path(__file__).resolve().parents[1] / "hf_configs" / "t5gemma-2-270m-270m.json")
+    vision = siglip_total(1152, 27, 4304, 14, 896, 640, head=False)
+    total = t5gemma2_total(262144, 640, 18, 4, 1, 256, 2048, vision)
+    assert api.count(path).params == total == 786_029_296
+    f = api.infer(path, prompt=1, generate=16, source_len=512).to_dict()["figures"]
+    assert f["cross_kv_bytes_per_sequence"]["value"] == 18 * 2 * 256 * 512 * 2 == 9_437_184
+
+
+def test_t5gemma2_merged_attention_meets_its_own_keys_and_the_sources_in_one_softmax():
+    """T5Gemma2MergedAttention at T5Gemma2Config's defaults (26 decoder layers of 8 heads and 4 key-value heads of
+    256, 2,304 wide), by hand at T = 64 decoder tokens over S = 256 source tokens: each layer's k_proj and v_proj
+    project the S encoder rows too (2 × 2,304 × 4·256 multiply-adds a source row each, S / T a decoder token), every
+    query meets the S source keys in QKᵀ and AV (2 × 8 × 256 × S multiply-adds), with no q, o or norm of a
+    cross-attention of its own; the parameters are the class's (whose vision tower at SiglipVisionConfig's defaults
+    has its pooling head)."""
+    from dataclasses import replace
+
+    spec = hf.load(DEFAULTS / "configs" / "t5gemma2.json")[1]
+    part = spec.part("encoder")
+    longer = replace(spec, parts=tuple(replace(p, source_length=256) if p is part else p for p in spec.parts))
+    rows = tally(longer, seq_len=64).rows
+
+    def total(name: str, field: str) -> Fraction:  # over the runs of sliding and global layers
+        return sum(getattr(r, field) for r in rows if r.name == name)
+
+    for name in ("encoder.cross.k.weight", "encoder.cross.v.weight"):
+        assert total(name, "flops") == 2 * 26 * 2304 * 4 * 256 * Fraction(256, 64) and total(name, "params") == 0
+    for name in ("encoder.cross.scores", "encoder.cross.values"):
+        assert total(name, "flops") == 2 * 26 * 8 * 256 * 256
+    assert not any(r.name.startswith(("encoder.cross.q", "encoder.cross.o", "encoder.cross.norm")) for r in rows)
+    vision = siglip_total(768, 12, 3072, 16, 224, 2304, head=True)
+    total = t5gemma2_total(262208, 2304, 26, 8, 4, 256, 9216, vision)
+    assert tally(spec).params == total == 4_747_846_400
+
+
+def test_t5gemma2_images_are_refused_in_one_line(cli):
+    """The projector's image tokens replace image tokens of the encoder's source (T5Gemma2Encoder.forward), which
+    --images does not place."""
+    path = str(Path(__file__).resolve().parents[1] / "hf_configs" / "t5gemma-2-270m-270m.json")
+    code, out, err = cli("infer", path, "--prompt", "4", "--generate", "4", "--images", "1")
+    assert code == 2 and out == "" and err.count("\n") == 1 and "encoder's source" in err, err

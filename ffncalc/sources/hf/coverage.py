@@ -601,10 +601,6 @@ SEQ2SEQ_NOT_YET = {
         "an audio tower beside a decoder-only language model (a whole multimodal model): Nemotron 3.5 Transcribe's "
         "transformer encoder with q/k norms, a diarization model, speaker embeddings and a word-timestamp model"
     ),
-    "t5gemma2": (
-        "Gemma 3 layers as an encoder and a decoder, with a vision tower; each decoder layer's self- and cross-attention "
-        "merged into one softmax over both sets of keys (T5Gemma2MergedAttention)"
-    ),
     "vibevoice_asr": "an audio tokenizer beside a decoder-only language model",
     "voxtral_realtime": (
         "an audio tower beside a decoder-only language model (a whole multimodal model): a causal audio encoder (causal "
@@ -881,6 +877,10 @@ WHOLE_NOT_YET = {
 }
 
 
+# Multimodal types whose encoder-decoder family reads them whole, towers included (T5Gemma 2: its vision tower and
+# projector before the encoder), proven on PROVEN_ON's configs and at their class defaults (tests/hf_defaults)
+WHOLE_BY_FAMILY = ("t5gemma2",)
+
 # The public configs each whole-read type is proven on as the whole class (tests/hf_whole/public/, sources in its
 # sources.json; the whole-model tests keep this equal to that folder), beside PROVEN_ON's language models
 WHOLE_PROVEN_ON = {
@@ -997,6 +997,7 @@ PROVEN_ON = {
     "qwen3_5": ("Qwen/Qwen3.5-27B",),
     "qwen3_5_moe": ("Qwen/Qwen3.5-35B-A3B", "Qwen/Qwen3.5-397B-A17B"),
     "qwen3_5_moe_text": ("Qwen/Qwen3.5-35B-A3B", "Qwen/Qwen3.5-397B-A17B"),
+    "t5gemma2": ("google/t5gemma-2-270m-270m",),
     "qwen3_5_text": ("Qwen/Qwen3.5-27B",),
     "qwen3_moe": ("Qwen/Qwen3-30B-A3B",),
     "qwen3_next": ("Qwen/Qwen3-Next-80B-A3B-Thinking",),
@@ -1106,6 +1107,10 @@ def multimodal_types() -> list[dict]:
         if model_type in WHOLE_IS_TEXT and model_type in families:
             status, detail, defaults = "supported", "its class defaults (tests/hf_whole)", "exact"
             read = WHOLE_IS_TEXT[model_type]
+            file = "ffncalc/sources/hf/families/" + families[model_type].read.__module__.rsplit(".", 1)[1] + ".py"
+        elif model_type in WHOLE_BY_FAMILY and model_type in families:
+            status, detail, defaults = "supported", ", ".join(PROVEN_ON.get(model_type, ())), "exact"
+            read = families[model_type].title
             file = "ffncalc/sources/hf/families/" + families[model_type].read.__module__.rsplit(".", 1)[1] + ".py"
         elif model_type in whole:
             reader = whole[model_type]
