@@ -601,7 +601,11 @@ SEQ2SEQ_NOT_YET = {
         "an audio tower beside a decoder-only language model (a whole multimodal model): Nemotron 3.5 Transcribe's "
         "transformer encoder with q/k norms, a diarization model, speaker embeddings and a word-timestamp model"
     ),
-    "vibevoice_asr": "an audio tokenizer beside a decoder-only language model",
+    "vibevoice_asr": (
+        "an audio tower beside a decoder-only language model (Qwen2's): VibeVoice's acoustic and semantic tokenizer "
+        "encoders (causal Conv1d stems and downsamplers between stages of ConvNeXt-1d blocks with layer scales), each "
+        "through a projector of its own, none read yet"
+    ),
     "voxtral_realtime": (
         "an audio tower beside a decoder-only language model (a whole multimodal model): a causal audio encoder (causal "
         "convolutions, sliding-window attention) and a text decoder whose layers scale by a time-conditioned adaptive "
@@ -611,9 +615,18 @@ SEQ2SEQ_NOT_YET = {
         "an audio tower beside a decoder-only language model (a whole multimodal model): a SAN-M encoder (attention with an "
         "FSMN depthwise memory over its values, a first layer of its own input width) and a projector of transformer layers"
     ),
-    "kyutai_speech_to_text": "a decoder over audio codebooks and text",
+    "kyutai_speech_to_text": (
+        "a decoder over audio codebooks and text (one table of the text and 32 codebooks' rows summed a frame, gated "
+        "MLPs, sliding-window attention) beside the Mimi codec that KyutaiSpeechToTextForConditionalGeneration builds "
+        "whole (codec_model: SEANet convolutions, its transformers with layer scales, the residual vector quantizers), "
+        "neither read yet"
+    ),
     "moonshine_streaming": "a streaming speech encoder and a decoder",
-    "vibevoice": "an acoustic tokenizer and diffusion head beside a language model",
+    "vibevoice": (
+        "an acoustic tokenizer (its encoder and decoder of causal and transposed Conv1d between ConvNeXt-1d stages), a "
+        "semantic tokenizer encoder and a diffusion head (adaptive-LayerNorm MLP layers conditioned on a timestep "
+        "embedding) beside a Qwen2 language model, none read yet"
+    ),
 }
 
 # Encoders no family reads yet: what each needs.
