@@ -167,6 +167,10 @@ def flop_run(net, batch: int, seq_len: int) -> FlopRun:
                 dtype = next(net.parameters()).dtype  # the config's torch_dtype, which the convolutions hold
                 frames = torch.zeros((batch, c.num_mel_bins, 2 * c.max_source_positions), dtype=dtype, device="meta")
                 net(input_features=frames, use_cache=False, **extra)
+            elif net.config.model_type == "kyutai_speech_to_text":
+                # a frame a position: its text token and each codebook's code, (batch, seq_len, 1 + num_codebooks)
+                frames = torch.zeros((batch, seq_len, 1 + net.config.num_codebooks), dtype=torch.long, device="meta")
+                net(input_ids=frames, use_cache=False)
             else:
                 net(input_ids=tokens, use_cache=False, **extra)
     finally:

@@ -177,11 +177,13 @@ def test_presets_verify_against_their_reference_modules(cli, name):
     assert code == 0 and "all" in out and "agree" in out, out + err
 
 
+# types of the speech-seq2seq mapping whose class is a decoder with no encoder (Kyutai's: its codec held beside it)
+DECODER_ONLY = ["kyutai_speech_to_text"]
 # the encoder-decoders a family reads (the audio-language ones read whole, as their wrappers: test_whole_models.py)
 READ = [
     t
     for t in coverage.ENCODER_DECODER_TYPES
-    if t not in coverage.SEQ2SEQ_NOT_YET and t not in coverage.REFUSED_AT_DEFAULTS and t not in wrappers()
+    if t not in coverage.SEQ2SEQ_NOT_YET and t not in coverage.REFUSED_AT_DEFAULTS and t not in wrappers() and t not in DECODER_ONLY
 ]
 
 
@@ -1051,3 +1053,71 @@ def test_t5gemma2_images_are_refused_in_one_line(cli):
     path = str(Path(__file__).resolve().parents[1] / "hf_configs" / "t5gemma-2-270m-270m.json")
     code, out, err = cli("infer", path, "--prompt", "4", "--generate", "4", "--images", "1")
     assert code == 2 and out == "" and err.count("\n") == 1 and "encoder's source" in err, err
+
+
+def mimi_total(h: int, f: int, ratios: list[int], layers: int, d_ff: int, vq: int) -> int:
+    """MimiModel by hand (kernel 7, last kernel 3, one residual block of kernel 3 and 1 at half the width, one
+    channel, stride 2 between its 25 Hz and 12.5 Hz frames, a depthwise upsample): the SEANet encoder (a convolution
+    1 → f; for each ratio reversed at width w a residual block and a convolution w → 2w of kernel 2·ratio; one to h),
+    two transformers of ``layers`` layers (q, k, v, o h × h, fc1 and fc2 of d_ff, no biases; two LayerNorms with biases
+    and two layer scales), the downsample (h × h × 4), the upsample (h × 1 × 4), the SEANet decoder (mirrored with
+    transposed convolutions) and the quantizers' projections (two each way, h × vq); every convolution of the SEANets
+    with a bias."""
+
+    def residual(w: int) -> int:
+        return w * (w // 2) * 3 + w // 2 + (w // 2) * w + w
+
+    encoder, w = 7 * f + f, f
+    for r in reversed(ratios):
+        encoder += residual(w) + w * 2 * w * 2 * r + 2 * w
+        w *= 2
+    encoder += w * h * 3 + h
+    decoder = h * w * 7 + w
+    for r in ratios:
+        decoder += w * (w // 2) * 2 * r + w // 2 + residual(w // 2)
+        w //= 2
+    decoder += f * 3 + 1
+    transformer = layers * (4 * h * h + 2 * h * d_ff + 4 * h + 2 * h)
+    return encoder + decoder + 2 * transformer + h * h * 4 + h * 4 + 4 * h * vq
+
+
+def test_kyutai_speech_to_text_counts_its_decoder_and_the_mimi_codec_beside_it():
+    """KyutaiSpeechToTextForConditionalGeneration at KyutaiSpeechToTextConfig's defaults (kyutai/stt-2.6b-en's layout)
+    by hand: one table of 4,001 text tokens, 32 codebooks × 2,049 codes and a padding row (69,570 × 2,048), 48 layers of
+    q, k, v, o (2,048 × 32·64, no biases), fc1 (2,048 → 11,264: the gate's and the value's halves) and fc2 (5,632 →
+    2,048), two RMSNorms; a final norm; lm_head (4,001 × 2,048, untied); the Mimi codec at MimiConfig's defaults beside
+    it. The class equals it module by module (test_defaults.py); one forward over frames reads no codec weight, and its
+    FLOPs equal FlopCounterMode's at two lengths."""
+    from ffncalc.analysis import hfcheck
+
+    d, layers, vocab = 2048, 48, 4001
+    rows = vocab + 32 * 2049 + 1
+    decoder = rows * d + layers * (4 * d * d + 3 * d * 5632 + 2 * d) + d + vocab * d
+    codec = mimi_total(512, 64, [8, 6, 5, 4], 8, 2048, 256)
+    path = DEFAULTS / "configs" / "kyutai_speech_to_text.json"
+    spec = hf.load(path)[1]
+    assert tally(spec).params == decoder + codec == 2_696_431_425
+    assert sum(r.params for r in tally(spec).rows if r.component.startswith("codec.")) == codec == 79_308_609
+    c = hf.read_config(path)
+    measured = hfcheck.Measured.from_record(json.loads((DEFAULTS / "truth" / "kyutai_speech_to_text.json").read_text()))
+    checks = hfcheck.check_flops(c, measured)
+    assert [r.seq_len for r in measured.flops] == list(hfcheck.flop_lengths(c))
+    assert checks and all(ch.ok for ch in checks) and not any(ch.component.startswith("codec") for ch in checks)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["train", "--tokens", "1M", "--hardware", "h100-sxm"],
+        ["infer", "--prompt", "4", "--generate", "4", "--hardware", "h100-sxm"],
+        ["fit", "--hardware", "l4"],
+    ],
+)
+def test_kyutai_speech_to_text_trains_serves_and_fits_at_its_defaults(cli, command):
+    """A decoder over frames: no encoder, so no source (--source-len is refused in one line); its codec's weights are
+    held with the rest."""
+    path = str(DEFAULTS / "configs" / "kyutai_speech_to_text.json")
+    code, out, err = cli(command[0], path, *command[1:], "--format", "json")
+    assert code == 0 and err == "", err
+    code, out, err = cli(command[0], path, *command[1:], "--source-len", "16")
+    assert code == 2 and out == "" and err.count("\n") == 1 and "no encoder" in err, err

@@ -615,12 +615,6 @@ SEQ2SEQ_NOT_YET = {
         "an audio tower beside a decoder-only language model (a whole multimodal model): a SAN-M encoder (attention with an "
         "FSMN depthwise memory over its values, a first layer of its own input width) and a projector of transformer layers"
     ),
-    "kyutai_speech_to_text": (
-        "a decoder over audio codebooks and text (one table of the text and 32 codebooks' rows summed a frame, gated "
-        "MLPs, sliding-window attention) beside the Mimi codec that KyutaiSpeechToTextForConditionalGeneration builds "
-        "whole (codec_model: SEANet convolutions, its transformers with layer scales, the residual vector quantizers), "
-        "neither read yet"
-    ),
     "moonshine_streaming": "a streaming speech encoder and a decoder",
     "vibevoice": (
         "an acoustic tokenizer (its encoder and decoder of causal and transposed Conv1d between ConvNeXt-1d stages), a "
@@ -890,9 +884,10 @@ WHOLE_NOT_YET = {
 }
 
 
-# Multimodal types whose encoder-decoder family reads them whole, towers included (T5Gemma 2: its vision tower and
-# projector before the encoder), proven on PROVEN_ON's configs and at their class defaults (tests/hf_defaults)
-WHOLE_BY_FAMILY = ("t5gemma2",)
+# Multimodal types whose family (of the seq2seq mappings) reads them whole, towers included (T5Gemma 2: its vision tower
+# and projector before the encoder; Kyutai's speech-to-text: the Mimi codec beside its decoder), proven on PROVEN_ON's
+# configs and at their class defaults (tests/hf_defaults)
+WHOLE_BY_FAMILY = ("kyutai_speech_to_text", "t5gemma2")
 
 # The public configs each whole-read type is proven on as the whole class (tests/hf_whole/public/, sources in its
 # sources.json; the whole-model tests keep this equal to that folder), beside PROVEN_ON's language models
@@ -1122,7 +1117,8 @@ def multimodal_types() -> list[dict]:
             read = WHOLE_IS_TEXT[model_type]
             file = "ffncalc/sources/hf/families/" + families[model_type].read.__module__.rsplit(".", 1)[1] + ".py"
         elif model_type in WHOLE_BY_FAMILY and model_type in families:
-            status, detail, defaults = "supported", ", ".join(PROVEN_ON.get(model_type, ())), "exact"
+            detail = ", ".join(PROVEN_ON.get(model_type, ())) or "its class defaults (tests/hf_defaults)"
+            status, defaults = "supported", "exact"
             read = families[model_type].title
             file = "ffncalc/sources/hf/families/" + families[model_type].read.__module__.rsplit(".", 1)[1] + ".py"
         elif model_type in whole:
