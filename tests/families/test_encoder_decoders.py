@@ -1121,3 +1121,26 @@ def test_kyutai_speech_to_text_trains_serves_and_fits_at_its_defaults(cli, comma
     assert code == 0 and err == "", err
     code, out, err = cli(command[0], path, *command[1:], "--source-len", "16")
     assert code == 2 and out == "" and err.count("\n") == 1 and "no encoder" in err, err
+
+
+def test_t5gemma2_training_keeps_each_decoder_layers_source_keys_and_values(tmp_path):
+    """Per source position, each decoder layer's merged attention keeps for backward the source's keys after k_norm
+    and its values (K and V of the 4 key-value heads of 256, for QKᵀ's and AV's gradients), k_norm's input (the
+    projected keys, kv·hd) and its fp32 inverse RMS a key head (2 16-bit elements each): 3 × 4·256 + 2·4 elements of 2
+    bytes. One decoder layer more adds that for each of the 512 more source positions when the source doubles."""
+    from ffncalc import api
+
+    data = json.loads((DEFAULTS / "configs" / "t5gemma2.json").read_text())
+
+    def growth(layers: int) -> int:
+        decoder = {**data["decoder"], "num_hidden_layers": layers, "layer_types": ["sliding_attention"] * layers}
+        path = tmp_path / f"{layers}.json"
+        path.write_text(json.dumps({**data, "decoder": decoder}))
+        short, long = (
+            api.train(str(path), tokens="1M", seq_len=128, source_len=s).to_dict()["figures"]["activation_bytes_per_device"]["value"]
+            for s in (512, 1024)
+        )
+        return long - short
+
+    kv, hd = 4, 256
+    assert growth(3) - growth(2) == 512 * 2 * (3 * kv * hd + 2 * kv)
