@@ -72,6 +72,9 @@ def flop_run(net, batch: int, seq_len: int) -> FlopRun:
         elif "selected_experts" in named and "routing_weights" in named:  # the choice as a one-hot mask (Switch)
             hooks.append(module.register_forward_pre_hook(_fixed_mask, with_kwargs=True))
             fixed = True
+        elif "router_mask" in named and "router_probs" in named:  # the first choice as a one-hot mask (NLLB-MoE)
+            hooks.append(module.register_forward_pre_hook(_fixed_top1, with_kwargs=True))
+            fixed = True
     stand_in = contextlib.nullcontext()
     if getattr(net.config, "model_type", None) == "longformer":
         # LongformerEncoder asks whether any token is global (.item()) and LongformerModel marks the global ones in its
@@ -164,6 +167,10 @@ def flop_run(net, batch: int, seq_len: int) -> FlopRun:
                 dtype = next(net.parameters()).dtype  # the config's torch_dtype, which the convolutions hold
                 frames = torch.zeros((batch, c.num_mel_bins, 2 * c.max_source_positions), dtype=dtype, device="meta")
                 net(input_features=frames, use_cache=False, **extra)
+            elif net.config.model_type == "kyutai_speech_to_text":
+                # a frame a position: its text token and each codebook's code, (batch, seq_len, 1 + num_codebooks)
+                frames = torch.zeros((batch, seq_len, 1 + net.config.num_codebooks), dtype=torch.long, device="meta")
+                net(input_ids=frames, use_cache=False)
             else:
                 net(input_ids=tokens, use_cache=False, **extra)
     finally:
@@ -202,6 +209,17 @@ def _fixed_mask(module, args, kwargs):
     tokens, experts = mask.shape[0], mask.shape[-1]
     fixed = torch.nn.functional.one_hot(torch.arange(tokens).remainder(experts), experts).view(tokens, 1, experts)
     return (hidden, fixed, weights), kwargs
+
+
+def _fixed_top1(module, args, kwargs):
+    """The router's top-1 mask (tokens, n_experts, 0 or 1: NllbMoeExperts' router_mask) replaced by a fixed one, token
+    t's first choice expert t mod n_experts; the experts' own loop then runs what it makes of that mask."""
+    import torch
+
+    hidden, mask, probs = args
+    tokens, experts = mask.shape
+    fixed = torch.nn.functional.one_hot(torch.arange(tokens).remainder(experts), experts)
+    return (hidden, fixed, probs), kwargs
 
 
 def _fixed_routing(module, args, kwargs):

@@ -58,6 +58,9 @@ class Stack:
     # 1): Switch Transformers' sparse layers (SwitchTransformersStack: is_sparse)
     sparse_ffn: FFN | None = None
     sparse_step: NonNegative = 0
+    # the residue of a sparse layer's index where it is not 1: NLLB-MoE's every sparse_step-th layer from the
+    # sparse_step-th, (i + 1) % sparse_step == 0 (NllbMoeEncoder), is residue sparse_step - 1
+    sparse_phase: NonNegative = 1
 
     def __post_init__(self) -> None:
         for slot in ("attention", "ffn", "sparse_ffn"):
@@ -71,7 +74,7 @@ class Stack:
     def sparse(self, i: int) -> bool:
         """Whether layer i runs ``sparse_ffn``."""
         step = self.sparse_step
-        return self.sparse_ffn is not None and step > 0 and (step == 1 or i % step == 1)
+        return self.sparse_ffn is not None and step > 0 and (step == 1 or i % step == self.sparse_phase)
 
     def resolve(self, model):
         """The stack as a model of its own: its width and layers, the model's norms, its positions."""

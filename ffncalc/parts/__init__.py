@@ -53,6 +53,7 @@ MODULES = (
     "contact_head",
     "entities",
     "shared",
+    "codec",
 )  # the shipped parts' modules
 
 

@@ -117,6 +117,17 @@ class Encoder(Part):
     # a dense layer and tanh over each source's first position (BertModel's pooler, built by an EncoderDecoderModel's
     # encoder and run in its forward though the decoder reads none of it): once a sequence
     pooler: bool = False
+    # each decoder layer's self-attention reading the encoder's output as keys and values beside its own, one softmax
+    # over both (T5Gemma 2's T5Gemma2MergedAttention): its k_proj, k_norm and v_proj project the S source rows too (the
+    # same weights: no parameters here), every query meets its own keys and the S source keys, and the layer has no
+    # cross-attention sublayer of its own (no q, o, norms or residual add)
+    cross_merged: bool = False
+    # rows of d_model beside the shared token table, in its component, looked up in place of a token's row (T5Gemma 2's
+    # eoi_embedding: one, for the end-of-image token)
+    table_extra: NonNegative = 0
+    # images a request gives a model whose images enter this encoder's source (T5Gemma 2's), where the vision part
+    # would place them among the decoder's tokens: refused (check)
+    images: NonNegative = 0
     # an image's positions as its source, encoded by the model's vision part (Pix2Struct's decoder cross-attends its
     # vision encoder's output): no table and no layers of its own here; an image of image_side pixels a side in patches
     # of image_patch pixels, and image_extra rows beside them (a class token); --image-size sets them (0: tokens)
@@ -142,6 +153,13 @@ class Encoder(Part):
                 )
             return
         front = self.mel_bins or self.kernels or self.waveform or self.sub_layers or self.feature_dims  # not tokens
+        if self.cross_merged and self.images:  # T5Gemma2Encoder: the projector's tokens replace image tokens of the source
+            raise SpecError(("encoder",), "its images enter the encoder's source, which --images does not place yet")
+        if self.cross_merged and self.layers.d_model != spec.d_model:
+            raise SpecError(
+                ("encoder", "layers", "d_model"),
+                f"a merged cross-attention projects the encoder's output with the decoder's k and v: {spec.d_model} wide",
+            )
         if self.layers.d_model != spec.d_model and not (self.table_rows or front):
             raise SpecError(
                 ("encoder", "layers", "d_model"),
@@ -172,6 +190,8 @@ class Encoder(Part):
         return n
 
     def given(self, **inputs) -> Encoder:
+        if self.cross_merged and inputs.get("images"):
+            return replace(self, images=inputs["images"])
         side = inputs.get("image_size")
         if self.image_patch and side is not None and side != self.image_side:
             return replace(self, image_side=side, source_length=self.image_rows(side))
@@ -200,6 +220,8 @@ class Encoder(Part):
         input (d) and output (q's input, d), Q and the heads' output (o's input, h·hd each), and a post-norm's input
         (d) where it has one; K and V are the source's (``stacks``)."""
         h, hd = self._heads(model)
+        if self.cross_merged:  # its queries and output are the self-attention's, kept there
+            return 0
         return (3 if self.cross_post_norm else 2) * model.d_model + 2 * h * hd
 
     def kept_bytes(self, model, kernel: str) -> int:
@@ -207,6 +229,8 @@ class Encoder(Part):
         scores over the S source keys: the flash kernel's fp32 log-sum-exp a query and head (4·h), eager's softmax
         output, its dropout mask and the dropout's output (5·h·S, blocks/attention.py softmax_score_bytes)."""
         h, s = self._heads(model)[0], self.source_length or 0
+        if self.cross_merged:  # one softmax over both key sets: its log-sum-exp the self-attention's; eager's S more scores
+            return {"flash": 0, "eager": 5 * h * s, "recomputed": 0}[kernel]
         return model.d_model + {"flash": 4 * h, "eager": 5 * h * s, "recomputed": 0}[kernel]
 
     def stacks(self, model) -> tuple[tuple[object, int, int, int], ...]:
@@ -220,6 +244,8 @@ class Encoder(Part):
         whole = self.layers.d_model * (2 if self.final_norm else 1)  # at the encoder's width
         source = self.source_length or 0
         rows, kv = self.padded(source) + self.global_rows, model.n_layers * 2 * self._kv(model)
+        if self.cross_merged:  # and k_norm's input with its fp32 statistic a key head (2 16-bit elements)
+            kv += model.n_layers * (self._kv(model) + 2 * (self.cross_kv_heads or self._heads(model)[0]))
         if rows == source:
             return ((inner, rows, kv, whole),)
         return ((inner, rows, 0, whole), (replace(inner, layers=()), source, kv, 0))
@@ -339,6 +365,8 @@ class Encoder(Part):
             conv.term("encoder.pos_conv.bias", "bias", (d,), elementwise=d * (1 + ACTIVATION_OPS["gelu"]) + d)
             outputs = s + 2 * (k // 2) - k + 1
             e.out.extend(replace(t, positions=Fraction(outputs, seq_len), per_sequence=True) for t in conv.out)
+        if self.table_extra:  # beside the shared table, in its component: looked up, no multiply-adds
+            emb.term("encoder.embed_extra", "token", (self.table_extra, d), component="embed")
         if self.table_rows:  # a lookup: the one-hot matmul Chinchilla's accounting charges (count.py)
             v = self.table_rows
             emb.term("encoder.embed.weight", "token", (v, d), macs=v * d)
@@ -384,6 +412,9 @@ class Encoder(Part):
         h = attn.head_count()
         hd = self.cross_head_dim or d // h
         kv = Fraction(s, positions)  # the keys and values: once per source token
+        if self.cross_merged:
+            self._merged_terms(e, model, attn, s, kv)
+            return
         e.norm("encoder.cross.norm", model.norm.layer, d, n)
         e.out[-1] = replace(e.out[-1], component="norms")  # one of the layer's norms, as a checkpoint names them
         e.linear("encoder.cross.q", d, h * hd, self.cross_bias, n, heads=h)
@@ -404,6 +435,26 @@ class Encoder(Part):
             e.norm("encoder.cross.post_norm", model.norm.layer, d, n)
             e.out[-1] = replace(e.out[-1], component="norms")
         e.op("encoder.cross.residual", n * d)
+
+    def _merged_terms(self, e, model, attn, s: int, kv: Fraction) -> None:
+        """T5Gemma2MergedAttention's work on the source: k_proj and v_proj over the S encoder rows with the
+        self-attention's weights (stored there: ``stored`` 0), k_norm over each source key head (an RMSNorm of head_dim,
+        its weight the self-attention's), every query's scores and values over the S source keys (a decode step's
+        too, from the cache), and the softmax's S more scores a query and head (one softmax over both key sets)."""
+        d, n, h = model.d_model, e.n, attn.head_count()
+        hd, heads = self.cross_head_dim or d // h, self.cross_kv_heads or h
+        for part in ("k", "v"):
+            start = len(e.out)
+            e.term(
+                f"encoder.cross.{part}.weight", "weight", (heads * hd, d), n, macs=n * d * heads * hd, heads=heads,
+                stored=0, component=f"attn.{part}",
+            )  # fmt: skip
+            if part == "k":  # T5Gemma2RMSNorm over each key head: its weight the self-attention's k_norm
+                e.term("encoder.cross.k_norm", "op", copies=n, elementwise=n * heads * model.norm.layer.ops(hd))
+            e.out[start:] = [replace(t, positions=kv, per_sequence=True) for t in e.out[start:]]
+        for part in ("scores", "values"):
+            e.term(f"encoder.cross.{part}", "core", (h, s, hd), n, numel=0, macs=n * h * s * hd, select="full", grows=False)
+        e.op("encoder.cross.softmax", SOFTMAX_OPS * n * h * s, scores=n * h * s)
 
     def model_module(self, model):
         return _modules()[0](self, model)
@@ -459,6 +510,8 @@ def _modules():
                     self.convs.append(conv)
             if spec.table_rows:
                 self.embed = nn.Embedding(spec.table_rows, d)
+            if spec.table_extra:  # rows beside the shared table, looked up in place of a token's (none here)
+                self.embed_extra = nn.Parameter(torch.zeros(spec.table_extra, d))
             if spec.prefix_rows:  # looked up once a sequence, before the source: no multiply-adds
                 self.prefix_embed = nn.Embedding(spec.prefix_rows, d)
             if spec.relative_buckets:  # read by every layer; its lookup and adds have no multiply-adds to count
@@ -555,17 +608,70 @@ def _modules():
             probs = self.scores(q * self.head_dim**-0.5, k.transpose(-2, -1)).softmax(dim=-1)
             return self.o(self.values(probs, v).transpose(1, 2).reshape(b, t, -1))
 
+    class SharedProjection(nn.Module):
+        """A projection by another module's weight (and bias), given at the call: its FLOPs are this module's."""
+
+        weight_flops = True  # verify: its FLOPs are its weight's
+
+        def forward(self, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+            return nn.functional.linear(x, weight, bias)
+
+    class MergedCross(nn.Module):
+        """T5Gemma2MergedAttention's source side: the self-attention's k, k_norm and v over the encoder's output
+        (``k``, ``v``: its weights, these modules' FLOPs), and the queries' products with those keys and values
+        (``scores``, ``values``); one softmax over the layer's own keys and the source's."""
+
+        def __init__(self):
+            super().__init__()
+            self.k, self.v = SharedProjection(), SharedProjection()
+            self.scores, self.values = MatMul(), MatMul()
+
+        def attend(self, mixer, memory: torch.Tensor, q, k, v, x) -> torch.Tensor:
+            """The mixer's attention step with the source's keys and values beside its own: its queries (normed,
+            rotated, scaled by head_dim^-1/2) over its own keys (the causal square, masked; a window's too) and the S
+            source keys (k_norm's, no rotation), one softmax over both, the two value products summed."""
+            from ..blocks import _fused
+
+            if _fused.active() or mixer.causal:
+                raise NotImplementedError("a merged cross-attention's reference runs eager attention over the full square")
+            b, s, t, hd = memory.shape[0], memory.shape[1], q.shape[2], mixer.head_dim
+            ck = self.k(memory, mixer.k.weight, mixer.k.bias)
+            if mixer.qk_norm == "full":
+                ck = mixer.k_norm(ck)
+            ck = ck.view(b, s, mixer.kv_heads, hd).transpose(1, 2)
+            if mixer.qk_norm in ("head", "each_head"):
+                ck = mixer.k_norm(ck)
+            cv = self.v(memory, mixer.v.weight, mixer.v.bias).view(b, s, mixer.kv_heads, mixer.value_dim).transpose(1, 2)
+            group = mixer.heads // mixer.kv_heads
+            ck, cv = ck.repeat_interleave(group, dim=1), cv.repeat_interleave(group, dim=1)
+            q = q * hd**-0.5
+            own = mixer.scores(q, k.transpose(-2, -1))  # (B, H, t, t): the square, the keys after a query masked
+            i = torch.arange(t, device=q.device)
+            allowed = i[:, None] >= i[None, :]
+            if mixer.window is not None:  # a sliding layer's window over its own keys
+                allowed = allowed & (i[:, None] - i[None, :] < mixer.window)
+            own = own.masked_fill(~allowed, float("-inf"))
+            probs = torch.cat([own, self.scores(q, ck.transpose(-2, -1))], dim=-1).softmax(dim=-1)
+            return mixer.values(probs[..., :t], v) + self.values(probs[..., t:], cv)
+
     class CrossLayer(nn.Module):
         """A decoder layer with its cross-attention after the self-attention: ``body`` runs the layer's own
         sublayers around it, each norm before its sublayer or after its residual sum as the model places them."""
 
         def __init__(self, spec: Encoder, model, layer):
             super().__init__()
-            self.cross = CrossAttention(spec, model, layer.attention.head_count())
+            self.merged = spec.cross_merged
+            self.cross = MergedCross() if spec.cross_merged else CrossAttention(spec, model, layer.attention.head_count())
 
         def body(self, layer, x: torch.Tensor, ctx: dict, k: int) -> torch.Tensor:
             mixer, ffn = layer.sublayers()
             memory, cross = ctx["memory"], self.cross
+            if self.merged:  # the mixer's attention step given the source's keys beside its own, for this call
+                mixer.attend = lambda q, keys, values, h: cross.attend(mixer, memory, q, keys, values, h)
+                try:
+                    return layer._layer(x)
+                finally:
+                    del mixer.attend
             if layer.placement == "residual":
                 first, second = layer.norms
                 x = first(x + mixer(x))

@@ -107,6 +107,12 @@ def _known(name: str, c, check, run, ours: dict[str, int]) -> str | None:
         text = c.data.get("text_config", c.data)
         if check.transformers * text["num_experts_per_tok"] == check.ours * text["num_local_experts"]:
             return "every expert on every token"
+    # NLLB-MoE: transformers 5.23's NllbMoeExperts one-hot encodes the router's one-hot top-1 mask again, running
+    # expert_0 over the num_experts - 1 (token, expert) pairs it leaves out and expert_1 over the first choice:
+    # num_experts rows a token where the top-2 design computes 2 (tests/families/test_encoder_decoders.py)
+    if check.component.endswith("ffn.experts") and c.data.get("model_type") == "nllb-moe":
+        if 2 * check.transformers == check.ours * c.data["num_experts"]:
+            return "NLLB-MoE: expert_0 over every pair the top-1 mask leaves out"
     layers = range(*check.layers) if check.layers else range(0)
     core_modules = {m for m, p, _, _ in run.modules if not p and any(f".{i}." in f".{m}." for i in layers)}
     # The UT system of the gated delta rule solved by torch.linalg.solve_triangular, which FlopCounterMode has no

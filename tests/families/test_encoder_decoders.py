@@ -151,6 +151,7 @@ READ_PLANNED += ["t5", "mt5", "umt5", "switch_transformers", "whisper"]
 READ_PLANNED += ["t5gemma", "pop2piano", "longt5", "speech_to_text", "moonshine"]
 READ_PLANNED += ["led", "pegasus_x", "bigbird_pegasus", "dia", "prophetnet", "encoder-decoder"]
 READ_PLANNED += ["seamless_m4t", "seamless_m4t_v2", "canary", "cohere_asr", "speech-encoder-decoder", "speecht5"]
+READ_PLANNED += ["nllb-moe", "t5gemma2"]
 
 
 @pytest.mark.parametrize("model_type", READ_PLANNED)
@@ -176,11 +177,13 @@ def test_presets_verify_against_their_reference_modules(cli, name):
     assert code == 0 and "all" in out and "agree" in out, out + err
 
 
+# types of the speech-seq2seq mapping whose class is a decoder with no encoder (Kyutai's: its codec held beside it)
+DECODER_ONLY = ["kyutai_speech_to_text"]
 # the encoder-decoders a family reads (the audio-language ones read whole, as their wrappers: test_whole_models.py)
 READ = [
     t
     for t in coverage.ENCODER_DECODER_TYPES
-    if t not in coverage.SEQ2SEQ_NOT_YET and t not in coverage.REFUSED_AT_DEFAULTS and t not in wrappers()
+    if t not in coverage.SEQ2SEQ_NOT_YET and t not in coverage.REFUSED_AT_DEFAULTS and t not in wrappers() and t not in DECODER_ONLY
 ]
 
 
@@ -221,6 +224,8 @@ def test_the_encoder_decoders_read():
             "cohere_asr",
             "speech-encoder-decoder",
             "speecht5",
+            "nllb-moe",
+            "t5gemma2",
         }
     )
 
@@ -252,7 +257,9 @@ def test_whisper_large_v3_preset_counts_the_whole_model():
     assert tally(presets.load("whisper-large-v3")[1]).params == encoder + decoder == 1_543_490_560
 
 
-@pytest.mark.parametrize("model_type", READ)
+# NLLB-MoE's experts at its defaults run as transformers 5.23 computes them, not as the model is designed: its own
+# test below (test_nllb_moe_flops_equal_flop_counter_mode_where_transformers_routes_top_2)
+@pytest.mark.parametrize("model_type", [t for t in READ if t != "nllb-moe"])
 def test_encoder_decoder_flops_at_defaults_equal_flop_counter_mode(model_type):
     """One forward of the class at its defaults (decoder_input_ids as long as input_ids; no layer dropped) under
     FlopCounterMode, per component and layer run, at a short sequence and one past every window, against the exact
@@ -264,7 +271,8 @@ def test_encoder_decoder_flops_at_defaults_equal_flop_counter_mode(model_type):
     assert [r.seq_len for r in measured.flops] == list(hfcheck.flop_lengths(c))
     checks = hfcheck.check_flops(c, measured)
     assert checks and all(ch.ok for ch in checks), [ch for ch in checks if not ch.ok]
-    assert any(ch.component == "encoder.cross.q" for ch in checks)
+    # T5Gemma 2's merged attention has no cross-attention projections of its own (its k and v the self-attention's)
+    assert any(ch.component == "encoder.cross.q" for ch in checks) or model_type == "t5gemma2"
 
 
 def test_whisper_large_v3_serves_over_its_window_whatever_the_prompt():
@@ -906,3 +914,233 @@ def test_led_training_keeps_the_cross_attention_keys_of_the_source_not_its_paddi
         for s in (1000, 1024)
     )
     assert whole - short == 24 * 12 * 2 * 1024 * 2
+
+
+def nllb_moe_total(vocab: int, d: int, layers: int, d_ff: int, experts: int, step: int) -> int:
+    """NllbMoeForConditionalGeneration by hand: the shared table (both stacks' embed_tokens and the tied lm_head; the
+    sinusoidal positions a buffer); per encoder layer q, k, v, out_proj (d × d and a bias each), two LayerNorms
+    (weight and bias) and an FFN: fc1 d -> d_ff and fc2 back with biases, or in every step-th layer ((i + 1) % step
+    == 0) a router (d × experts, no bias) and ``experts`` such FFNs; per decoder layer the same, a cross-attention
+    (four more projections) and its LayerNorm; a final LayerNorm a stack."""
+    attention = 4 * (d * d + d)
+    ffn = d * d_ff + d_ff + d_ff * d + d
+    sparse = layers // step
+    ffns = (layers - sparse) * ffn + sparse * (d * experts + experts * ffn)
+    encoder = layers * (attention + 2 * 2 * d) + ffns + 2 * d
+    decoder = layers * (2 * attention + 3 * 2 * d) + ffns + 2 * d
+    return vocab * d + encoder + decoder
+
+
+def test_nllb_moe_54b_counts_its_published_size():
+    """facebook/nllb-moe-54b (NLLB Team 2022, "No Language Left Behind", §6.2: "NLLB-200, a 54.5B parameter
+    Sparsely Gated Mixture of Experts model"): 24 + 24 layers of 2,048 wide, FFN 8,192, 128 experts in every fourth
+    layer, 256,206 tokens. Active per token: two of the 128 experts in each of the 12 sparse layers."""
+    from ffncalc import api
+
+    path = str(Path(__file__).resolve().parents[1] / "hf_configs" / "nllb-moe-54b.json")
+    total = nllb_moe_total(256206, 2048, 24, 8192, 128, 4)
+    counted = api.count(path)
+    assert counted.params == total == 54_500_569_088
+    assert counted.active_params == total - 12 * 126 * (2 * 2048 * 8192 + 8192 + 2048)
+
+
+def test_nllb_moe_experts_at_defaults_run_as_transformers_5_23_computes_them():
+    """At NllbMoeConfig's defaults (1,024 wide, 12 + 12 layers, 128 experts in layers 3, 7 and 11 of each stack) the
+    parameters are transformers' module by module (test_defaults.py) and by hand; one forward's FLOPs equal
+    FlopCounterMode's in every component but the experts. NllbMoeExperts.forward one-hot encodes the router's one-hot
+    top-1 mask again, so expert_0 runs over the n_experts − 1 (token, expert) pairs the mask leaves out and expert_1
+    over each token's first choice: 128 expert rows a token where the design (top-2) computes 2, 64 times as many."""
+    from ffncalc.analysis import hfcheck
+
+    c = hf.read_config(DEFAULTS / "configs" / "nllb-moe.json")
+    measured = hfcheck.Measured.from_record(json.loads((DEFAULTS / "truth" / "nllb-moe.json").read_text()))
+    assert sum(n for _, n in measured.params) == nllb_moe_total(128112, 1024, 12, 4096, 128, 4) == 6_880_712_704
+    checks = hfcheck.check_flops(c, measured)
+    experts = [ch for ch in checks if ch.component.endswith("ffn.experts")]
+    assert experts and all(ch.transformers == 64 * ch.ours for ch in experts)
+    assert all(ch.ok for ch in checks if ch not in experts)
+    assert any(ch.component == "encoder.cross.q" for ch in checks)
+
+
+@pytest.mark.torch
+def test_nllb_moe_flops_equal_flop_counter_mode_where_transformers_routes_top_2(tmp_path):
+    """With num_experts 2 transformers' NllbMoeExperts runs each token through both experts (expert_0 over the pair
+    its top-1 mask leaves out, expert_1 over its first choice): the top-2 routing of the design. Built live at the
+    class's defaults otherwise, one forward at two lengths under FlopCounterMode equals the count in every component
+    and run of layers, the experts' among them."""
+    from ffncalc.analysis import hfcheck
+
+    data = json.loads((DEFAULTS / "configs" / "nllb-moe.json").read_text())
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**data, "num_experts": 2}))
+    c = hf.read_config(path)
+    measured = hfcheck.measure(c, flops=True)
+    assert hfcheck.check(c, measured=measured).ok
+    checks = hfcheck.check_flops(c, measured)
+    assert [r.seq_len for r in measured.flops] == [8, 32]
+    assert checks and all(ch.ok for ch in checks), [ch for ch in checks if not ch.ok]
+    assert {"ffn.experts", "encoder.ffn.experts"} <= {ch.component for ch in checks}
+
+
+def t5gemma2_total(vocab: int, d: int, layers: int, heads: int, kv: int, hd: int, d_ff: int, vision: int) -> int:
+    """T5Gemma2ForConditionalGeneration by hand, its text side: one table (vocab × d: the encoder's embed_tokens, the
+    decoder's and lm_head.out_proj tied to it) and its eoi_embedding (d); per layer of each stack q and o (d ↔ heads·hd),
+    k and v (d → kv·hd), q_norm and k_norm (hd each), the GeGLU MLP (gate and up d → d_ff, down back) and four RMSNorms
+    (d each), the decoder's merged attention holding no weights beyond these; a final norm a stack; ``vision``: the
+    SigLIP tower and projector."""
+    layer = 2 * d * heads * hd + 2 * d * kv * hd + 2 * hd + 3 * d * d_ff + 4 * d
+    return vocab * d + d + 2 * layers * layer + 2 * d + vision
+
+
+def siglip_total(d: int, layers: int, d_ff: int, patch: int, image: int, text: int, head: bool) -> int:
+    """SiglipVisionModel by hand: the patch convolution (3·patch² → d with a bias), a table of (image / patch)² rows,
+    per layer q, k, v, out_proj (d × d with biases), fc1 and fc2 with biases and two LayerNorms, post_layernorm; where
+    vision_use_head the pooling head (a probe of d, nn.MultiheadAttention's in_proj (3d × d and 3d) and out_proj, a
+    LayerNorm, an MLP of d_ff); then Gemma 3's projector: mm_soft_emb_norm (d) and mm_input_projection_weight (d ×
+    text)."""
+    tower = 3 * patch * patch * d + d + (image // patch) ** 2 * d
+    tower += layers * (4 * (d * d + d) + 2 * d * d_ff + d_ff + d + 4 * d) + 2 * d
+    if head:
+        tower += d + 3 * d * d + 3 * d + d * d + d + 2 * d + 2 * d * d_ff + d_ff + d
+    return tower + d + d * text
+
+
+def test_t5gemma2_270m_counts_its_stacks_and_its_vision_tower():
+    """google/t5gemma-2-270m-270m (Zhang et al. 2025, "T5Gemma 2"): Gemma 3 270M's layers (18 of 640 wide, 4 heads and 1
+    key-value head of 256, GeGLU of 2,048, 262,144 tokens) as its encoder and its decoder, the encoder reading SigLIP
+    So400m's 27 layers (1,152 wide, MLP of 4,304, patches of 14 over 896 pixels, no pooling head) through Gemma 3's
+    projector. Its cross-attention cache at a source of 512 tokens, bf16: 18 layers × K and V × 1·256 × 512 × 2 bytes."""
+    from ffncalc import api
+
+    path = str(Path(__file__).resolve().parents[1] / "hf_configs" / "t5gemma-2-270m-270m.json")
+    vision = siglip_total(1152, 27, 4304, 14, 896, 640, head=False)
+    total = t5gemma2_total(262144, 640, 18, 4, 1, 256, 2048, vision)
+    assert api.count(path).params == total == 786_029_296
+    f = api.infer(path, prompt=1, generate=16, source_len=512).to_dict()["figures"]
+    assert f["cross_kv_bytes_per_sequence"]["value"] == 18 * 2 * 256 * 512 * 2 == 9_437_184
+
+
+def test_t5gemma2_merged_attention_meets_its_own_keys_and_the_sources_in_one_softmax():
+    """T5Gemma2MergedAttention at T5Gemma2Config's defaults (26 decoder layers of 8 heads and 4 key-value heads of
+    256, 2,304 wide), by hand at T = 64 decoder tokens over S = 256 source tokens: each layer's k_proj and v_proj
+    project the S encoder rows too (2 × 2,304 × 4·256 multiply-adds a source row each, S / T a decoder token), every
+    query meets the S source keys in QKᵀ and AV (2 × 8 × 256 × S multiply-adds), with no q, o or norm of a
+    cross-attention of its own; the parameters are the class's (whose vision tower at SiglipVisionConfig's defaults
+    has its pooling head)."""
+    from dataclasses import replace
+
+    spec = hf.load(DEFAULTS / "configs" / "t5gemma2.json")[1]
+    part = spec.part("encoder")
+    longer = replace(spec, parts=tuple(replace(p, source_length=256) if p is part else p for p in spec.parts))
+    rows = tally(longer, seq_len=64).rows
+
+    def total(name: str, field: str) -> Fraction:  # over the runs of sliding and global layers
+        return sum(getattr(r, field) for r in rows if r.name == name)
+
+    for name in ("encoder.cross.k.weight", "encoder.cross.v.weight"):
+        assert total(name, "flops") == 2 * 26 * 2304 * 4 * 256 * Fraction(256, 64) and total(name, "params") == 0
+    for name in ("encoder.cross.scores", "encoder.cross.values"):
+        assert total(name, "flops") == 2 * 26 * 8 * 256 * 256
+    assert not any(r.name.startswith(("encoder.cross.q", "encoder.cross.o", "encoder.cross.norm")) for r in rows)
+    vision = siglip_total(768, 12, 3072, 16, 224, 2304, head=True)
+    total = t5gemma2_total(262208, 2304, 26, 8, 4, 256, 9216, vision)
+    assert tally(spec).params == total == 4_747_846_400
+
+
+def test_t5gemma2_images_are_refused_in_one_line(cli):
+    """The projector's image tokens replace image tokens of the encoder's source (T5Gemma2Encoder.forward), which
+    --images does not place."""
+    path = str(Path(__file__).resolve().parents[1] / "hf_configs" / "t5gemma-2-270m-270m.json")
+    code, out, err = cli("infer", path, "--prompt", "4", "--generate", "4", "--images", "1")
+    assert code == 2 and out == "" and err.count("\n") == 1 and "encoder's source" in err, err
+
+
+def mimi_total(h: int, f: int, ratios: list[int], layers: int, d_ff: int, vq: int) -> int:
+    """MimiModel by hand (kernel 7, last kernel 3, one residual block of kernel 3 and 1 at half the width, one
+    channel, stride 2 between its 25 Hz and 12.5 Hz frames, a depthwise upsample): the SEANet encoder (a convolution
+    1 → f; for each ratio reversed at width w a residual block and a convolution w → 2w of kernel 2·ratio; one to h),
+    two transformers of ``layers`` layers (q, k, v, o h × h, fc1 and fc2 of d_ff, no biases; two LayerNorms with biases
+    and two layer scales), the downsample (h × h × 4), the upsample (h × 1 × 4), the SEANet decoder (mirrored with
+    transposed convolutions) and the quantizers' projections (two each way, h × vq); every convolution of the SEANets
+    with a bias."""
+
+    def residual(w: int) -> int:
+        return w * (w // 2) * 3 + w // 2 + (w // 2) * w + w
+
+    encoder, w = 7 * f + f, f
+    for r in reversed(ratios):
+        encoder += residual(w) + w * 2 * w * 2 * r + 2 * w
+        w *= 2
+    encoder += w * h * 3 + h
+    decoder = h * w * 7 + w
+    for r in ratios:
+        decoder += w * (w // 2) * 2 * r + w // 2 + residual(w // 2)
+        w //= 2
+    decoder += f * 3 + 1
+    transformer = layers * (4 * h * h + 2 * h * d_ff + 4 * h + 2 * h)
+    return encoder + decoder + 2 * transformer + h * h * 4 + h * 4 + 4 * h * vq
+
+
+def test_kyutai_speech_to_text_counts_its_decoder_and_the_mimi_codec_beside_it():
+    """KyutaiSpeechToTextForConditionalGeneration at KyutaiSpeechToTextConfig's defaults (kyutai/stt-2.6b-en's layout)
+    by hand: one table of 4,001 text tokens, 32 codebooks × 2,049 codes and a padding row (69,570 × 2,048), 48 layers of
+    q, k, v, o (2,048 × 32·64, no biases), fc1 (2,048 → 11,264: the gate's and the value's halves) and fc2 (5,632 →
+    2,048), two RMSNorms; a final norm; lm_head (4,001 × 2,048, untied); the Mimi codec at MimiConfig's defaults beside
+    it. The class equals it module by module (test_defaults.py); one forward over frames reads no codec weight, and its
+    FLOPs equal FlopCounterMode's at two lengths."""
+    from ffncalc.analysis import hfcheck
+
+    d, layers, vocab = 2048, 48, 4001
+    rows = vocab + 32 * 2049 + 1
+    decoder = rows * d + layers * (4 * d * d + 3 * d * 5632 + 2 * d) + d + vocab * d
+    codec = mimi_total(512, 64, [8, 6, 5, 4], 8, 2048, 256)
+    path = DEFAULTS / "configs" / "kyutai_speech_to_text.json"
+    spec = hf.load(path)[1]
+    assert tally(spec).params == decoder + codec == 2_696_431_425
+    assert sum(r.params for r in tally(spec).rows if r.component.startswith("codec.")) == codec == 79_308_609
+    c = hf.read_config(path)
+    measured = hfcheck.Measured.from_record(json.loads((DEFAULTS / "truth" / "kyutai_speech_to_text.json").read_text()))
+    checks = hfcheck.check_flops(c, measured)
+    assert [r.seq_len for r in measured.flops] == list(hfcheck.flop_lengths(c))
+    assert checks and all(ch.ok for ch in checks) and not any(ch.component.startswith("codec") for ch in checks)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["train", "--tokens", "1M", "--hardware", "h100-sxm"],
+        ["infer", "--prompt", "4", "--generate", "4", "--hardware", "h100-sxm"],
+        ["fit", "--hardware", "l4"],
+    ],
+)
+def test_kyutai_speech_to_text_trains_serves_and_fits_at_its_defaults(cli, command):
+    """A decoder over frames: no encoder, so no source (--source-len is refused in one line); its codec's weights are
+    held with the rest."""
+    path = str(DEFAULTS / "configs" / "kyutai_speech_to_text.json")
+    code, out, err = cli(command[0], path, *command[1:], "--format", "json")
+    assert code == 0 and err == "", err
+    code, out, err = cli(command[0], path, *command[1:], "--source-len", "16")
+    assert code == 2 and out == "" and err.count("\n") == 1 and "no encoder" in err, err
+
+
+def test_t5gemma2_training_keeps_each_decoder_layers_source_keys_and_values(tmp_path):
+    """Per source position, each decoder layer's merged attention keeps for backward the source's keys after k_norm
+    and its values (K and V of the 4 key-value heads of 256, for QKᵀ's and AV's gradients), k_norm's input (the
+    projected keys, kv·hd) and its fp32 inverse RMS a key head (2 16-bit elements each): 3 × 4·256 + 2·4 elements of 2
+    bytes. One decoder layer more adds that for each of the 512 more source positions when the source doubles."""
+    from ffncalc import api
+
+    data = json.loads((DEFAULTS / "configs" / "t5gemma2.json").read_text())
+
+    def growth(layers: int) -> int:
+        decoder = {**data["decoder"], "num_hidden_layers": layers, "layer_types": ["sliding_attention"] * layers}
+        path = tmp_path / f"{layers}.json"
+        path.write_text(json.dumps({**data, "decoder": decoder}))
+        short, long = (
+            api.train(str(path), tokens="1M", seq_len=128, source_len=s).to_dict()["figures"]["activation_bytes_per_device"]["value"]
+            for s in (512, 1024)
+        )
+        return long - short
+
+    kv, hd = 4, 256
+    assert growth(3) - growth(2) == 512 * 2 * (3 * kv * hd + 2 * kv)

@@ -605,13 +605,11 @@ SEQ2SEQ_NOT_YET = {
         "an audio tower beside a decoder-only language model (a whole multimodal model): Nemotron 3.5 Transcribe's "
         "transformer encoder with q/k norms, a diarization model, speaker embeddings and a word-timestamp model"
     ),
-    "nllb-moe": "BART-style stacks with top-2 mixtures of experts in every fourth layer; transformers 5.23's NllbMoeExperts "
-    "one-hot encodes the router's already one-hot mask, so only experts 0 and 1 run: no class to hold its FLOPs to",
-    "t5gemma2": (
-        "Gemma 3 layers as an encoder and a decoder, with a vision tower; each decoder layer's self- and cross-attention "
-        "merged into one softmax over both sets of keys (T5Gemma2MergedAttention)"
+    "vibevoice_asr": (
+        "an audio tower beside a decoder-only language model (Qwen2's): VibeVoice's acoustic and semantic tokenizer "
+        "encoders (causal Conv1d stems and downsamplers between stages of ConvNeXt-1d blocks with layer scales), each "
+        "through a projector of its own, none read yet"
     ),
-    "vibevoice_asr": "an audio tokenizer beside a decoder-only language model",
     "voxtral_realtime": (
         "an audio tower beside a decoder-only language model (a whole multimodal model): a causal audio encoder (causal "
         "convolutions, sliding-window attention) and a text decoder whose layers scale by a time-conditioned adaptive "
@@ -621,9 +619,12 @@ SEQ2SEQ_NOT_YET = {
         "an audio tower beside a decoder-only language model (a whole multimodal model): a SAN-M encoder (attention with an "
         "FSMN depthwise memory over its values, a first layer of its own input width) and a projector of transformer layers"
     ),
-    "kyutai_speech_to_text": "a decoder over audio codebooks and text",
     "moonshine_streaming": "a streaming speech encoder and a decoder",
-    "vibevoice": "an acoustic tokenizer and diffusion head beside a language model",
+    "vibevoice": (
+        "an acoustic tokenizer (its encoder and decoder of causal and transposed Conv1d between ConvNeXt-1d stages), a "
+        "semantic tokenizer encoder and a diffusion head (adaptive-LayerNorm MLP layers conditioned on a timestep "
+        "embedding) beside a Qwen2 language model, none read yet"
+    ),
 }
 
 # Encoders no family reads yet: what each needs.
@@ -891,6 +892,11 @@ WHOLE_NOT_YET = {
 }
 
 
+# Multimodal types whose family (of the seq2seq mappings) reads them whole, towers included (T5Gemma 2: its vision tower
+# and projector before the encoder; Kyutai's speech-to-text: the Mimi codec beside its decoder), proven on PROVEN_ON's
+# configs and at their class defaults (tests/hf_defaults)
+WHOLE_BY_FAMILY = ("kyutai_speech_to_text", "t5gemma2")
+
 # The public configs each whole-read type is proven on as the whole class (tests/hf_whole/public/, sources in its
 # sources.json; the whole-model tests keep this equal to that folder), beside PROVEN_ON's language models
 WHOLE_PROVEN_ON = {
@@ -991,6 +997,7 @@ PROVEN_ON = {
     "mpnet": ("sentence-transformers/all-mpnet-base-v2",),
     "mpt": ("mosaicml/mpt-7b-instruct",),
     "nemotron": ("nvidia/Minitron-8B-Base",),
+    "nllb-moe": ("facebook/nllb-moe-54b",),
     "nemotron_h": ("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", "nvidia/Nemotron-H-56B-Base-8K"),
     "olmo": ("Shahradmz/OLMo-1B-hf-PPO-constitution-1",),
     "olmo2": ("allenai/OLMo-2-1124-7B",),
@@ -1008,6 +1015,7 @@ PROVEN_ON = {
     "qwen3_5": ("Qwen/Qwen3.5-27B",),
     "qwen3_5_moe": ("Qwen/Qwen3.5-35B-A3B", "Qwen/Qwen3.5-397B-A17B"),
     "qwen3_5_moe_text": ("Qwen/Qwen3.5-35B-A3B", "Qwen/Qwen3.5-397B-A17B"),
+    "t5gemma2": ("google/t5gemma-2-270m-270m",),
     "qwen3_5_text": ("Qwen/Qwen3.5-27B",),
     "qwen3_moe": ("Qwen/Qwen3-30B-A3B",),
     "qwen3_next": ("Qwen/Qwen3-Next-80B-A3B-Thinking",),
@@ -1118,6 +1126,11 @@ def multimodal_types() -> list[dict]:
         if model_type in WHOLE_IS_TEXT and model_type in families:
             status, detail, defaults = "supported", "its class defaults (tests/hf_whole)", "exact"
             read = WHOLE_IS_TEXT[model_type]
+            file = "ffncalc/sources/hf/families/" + families[model_type].read.__module__.rsplit(".", 1)[1] + ".py"
+        elif model_type in WHOLE_BY_FAMILY and model_type in families:
+            detail = ", ".join(PROVEN_ON.get(model_type, ())) or "its class defaults (tests/hf_defaults)"
+            status, defaults = "supported", "exact"
+            read = families[model_type].title
             file = "ffncalc/sources/hf/families/" + families[model_type].read.__module__.rsplit(".", 1)[1] + ".py"
         elif model_type in whole:
             reader = whole[model_type]
