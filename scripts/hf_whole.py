@@ -76,6 +76,9 @@ IMAGE_SIZES = {
     "kosmos-2.5": (1024, 512),
     "cosmos3_edge": (512, 256),  # NaFlex: 32 and 16 patches of 16 a side, 16 and 8 merged tokens a side
     "git": (224, 384),  # 14 and 24 patches of 16 a side and a class token, every position a token
+    # SAM towers: 64 and 32 patches of 16 a side (windows of 14 padded to 70 and 42 a side), 256 and 64 tokens
+    "got_ocr2": (1024, 512),
+    "pp_chart2table": (1024, 512),
 }
 
 # Positions of one window (max_source_positions: 2 × as many frames) at which one window's FLOPs are recorded: the

@@ -27,6 +27,7 @@ from ..model.terms import Emitter
 from . import Part, register
 from .generation import Generator
 from .projector import Projector
+from .sam import SamEncoder
 from .window_merger import WindowMerger
 
 
@@ -78,6 +79,9 @@ class Vision(Part):
     embed_norms: bool = False
     # its tokens take rows of the model's learned position table (false: GIT's, whose table numbers the text alone)
     table_positions: bool = True
+    # a SAM ViT encoder in place of ``layers`` (parts/sam.py: windowed and global layers with decomposed relative
+    # positions, a convolutional neck): GOT-OCR 2.0's, the projector reading its neck's channels
+    sam: SamEncoder | None = None
     images: NonNegative = 0  # images per sequence, for the FLOPs
 
     takes = ("images", "image_size")
@@ -93,6 +97,8 @@ class Vision(Part):
         return 0 if self.table_positions else self.request_tokens()
 
     def check(self, spec) -> None:
+        if self.sam and self.layers is not None:
+            raise SpecError(("vision", "sam"), "a SAM encoder is the tower's layers; this one states layers too")
         if self.layers is None:
             stated = [k for k in ("pre_norm", "post_norm", "head", "layer_scale", "window", "deepstack") if getattr(self, k)]
             if stated:
@@ -138,6 +144,8 @@ class Vision(Part):
 
     def width(self, model) -> int:
         """The tower's width: its layers', or without them the model's."""
+        if self.sam:
+            return self.sam.width
         return self.layers.d_model if self.layers else (self.embed_width or model.d_model)
 
     @property
@@ -219,6 +227,8 @@ class Vision(Part):
             emb.norm("vision.pre_norm", norm, d, 1)
         out += [("tower", t) for t in emb.out]
         layer = self.layer_terms_of(stack.terms(model, "vision.", self.rows, 1)) if stack else []
+        if self.sam:  # its layers and neck
+            layer = self.sam.terms(self.grid)
         if self.merger:  # its own tensors and work, and the layers after it over the merged patches
             layer = self.merged_terms(layer) + self.merger.terms(d, self.grid)
         out += layer
@@ -436,6 +446,8 @@ def _module(spec: Vision, model):
             if spec.pre_norm:
                 self.pre_norm = make_norm(norm, d)
             self.layers = nn.ModuleList(LayerModule(inner, layer, False) for layer in inner.layers) if inner else nn.ModuleList()
+            if spec.sam:
+                self.layers, self.neck = spec.sam.modules()
             if spec.layer_scale:  # elementwise scales: parameters, no multiply-adds to count
                 self.layer_scale = nn.ParameterList(nn.Parameter(torch.empty(d)) for _ in range(2 * spec.depth))
             if spec.post_norm:
@@ -481,6 +493,9 @@ def _module(spec: Vision, model):
                 h = self.pos_norm(h)
             if spec.pre_norm:
                 h = self.pre_norm(h)
+            if spec.sam:  # its layers and neck, then the projector over the neck's channels
+                self.projector(spec.sam.run(self.layers, self.neck, h))
+                return x
             inner_ctx = {"embeddings": h}
             windowed = spec.depth - spec.full_layers if spec.window else 0
             for k, layer in enumerate(self.layers):

@@ -403,6 +403,8 @@ LAYER_MODULES = (
     (r"ffn\.down_proj$", "ffn.down"),
     (r"rms_norm[12]$", "norms"),
     (r"attn\.qkv$", "attn.q+k+v"),  # Qwen's fused projections
+    (r"mlp\.lin1$", "ffn.up"),  # SAM's
+    (r"mlp\.lin2$", "ffn.down"),
     (r"attn\.proj$", "attn.o"),
     (r"(^|\.)attn\.q$", "attn.q"),  # Qwen2.5-Omni's, apart
     (r"(^|\.)attn\.k$", "attn.k"),
@@ -447,6 +449,10 @@ LAYER_MODULES = (
     (r"mlp\.down_proj\.linear$", "ffn.down"),
 )
 TOP_MODULES = (
+    (r"^patch_embed\.projection$", "patch_embed"),  # SAM's
+    (r"^neck\.conv1$", "neck.conv1"),
+    (r"^neck\.conv2$", "neck.conv2"),
+    (r"^neck\.layer_norm[12]$", "neck.norms"),
     (r"embeddings\.patch_embedding$", "patch_embed"),
     (r"patch_conv$", "patch_embed"),  # Pixtral's
     (r"patch_embed\.proj$", "patch_embed"),  # Qwen's
@@ -481,6 +487,9 @@ TOP_MODULES = (
     (r"head$", "head.probe"),
 )
 PROJECTOR_MODULES = (
+    (r"conv_upsampler1$", "downsample_1"),  # GOT-OCR 2.0's strided convolutions and linear
+    (r"conv_upsampler2$", "downsample_2"),
+    (r"^multimodal_projector$", "linear"),
     (r"visual_projection\.0$", "linear"),  # GIT's visual_projection: Linear, then LayerNorm
     (r"visual_projection\.1$", "out_norm"),
     (r"x_attn\.q_proj$", "q"),  # Kosmos-2's latent queries' cross-attention
@@ -514,6 +523,9 @@ PROJECTOR_MODULES = (
 )
 # Parameters a module holds itself, by the end of their path: InternViT's and Llama 4's tables and layer scales
 PARAMETERS = (
+    (r"attn\.rel_pos_h$", "attn.rel_pos_h"),  # SAM's decomposed relative position tables
+    (r"attn\.rel_pos_w$", "attn.rel_pos_w"),
+    (r"^pos_embed$", "pos_embed"),  # SAM's absolute table, a parameter of the encoder itself
     (r"embeddings\.cls_position_embedding$", "class_pos_embed"),  # Inkling 2's
     (r"embeddings\.cls_token$", "class_embed"),
     (r"embeddings\.position_embeddings$", "pos_embed"),
