@@ -797,3 +797,54 @@ def test_minicpm_window_merger_flops_by_hand():
         (vision,) = [p for p in model.parts if isinstance(p, Vision)]
         assert vision.per_image(model)[:2] == (tokens, 2 * macs)
         assert 2 * macs == next(r["total"] for r in truth(model_type)["image_flops"]["runs"] if r["size"] == 448)
+
+
+def test_got_ocr2_sam_tower_flops_by_hand():
+    """GOT-OCR 2.0 at its defaults, one 1,024-pixel image (64 × 64 patches of 16) and one of 512 (32 × 32): the patch
+    convolution; 8 layers attending windows of 14 × 14 patches, the grid padded to 70 (42) a side, so qkv, proj and each
+    window's products and decomposed relative positions (each query times 14 rows of rel_pos_h and 14 of rel_pos_w) run
+    over 4,900 (1,764) positions; 4 global layers over the grid (each query times 64 (32) rows of each table); every
+    layer's MLP (768 → 3,072 → 768) over the grid; the neck (1 × 1 to 256, 3 × 3 at 256); the projector's two strided
+    3 × 3 convolutions (256 → 512 → 1,024) and Linear(1,024, 1,024) over 256 (64) tokens. 2 FLOPs a multiply-add;
+    FlopCounterMode's figures."""
+    from ffncalc.parts.vision import Vision
+
+    d, ff, out, text, w = 768, 3072, 256, 1024, 14
+
+    def macs(g):
+        padded = -(-g // w) * w
+        windowed = 8 * (padded**2 * 4 * d * d + 2 * padded**2 * w * w * d + 2 * padded**2 * w * d)
+        full = 4 * (g * g * 4 * d * d + 2 * g**4 * d + 2 * g**3 * d)
+        mlp = 12 * g * g * 2 * d * ff
+        neck = g * g * (d * out + 9 * out * out)
+        half, tokens = (g // 2) ** 2, (g // 4) ** 2
+        projector = half * 9 * out * 2 * out + tokens * (9 * 2 * out * text + text * text)
+        return g * g * 3 * 16 * 16 * d + windowed + full + mlp + neck + projector, tokens
+
+    _, model = hf.load(HERE / "configs" / "got_ocr2.json")
+    (vision,) = [p for p in model.parts if isinstance(p, Vision)]
+    for size in (1024, 512):
+        work, tokens = macs(size // 16)
+        assert replace(vision, image_size=size).per_image(model)[:2] == (tokens, 2 * work)
+        assert 2 * work == next(r["total"] for r in truth("got_ocr2")["image_flops"]["runs"] if r["size"] == size)
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "words"),
+    [
+        ("global_attn_indexes", [2, 12], "expected distinct layer indices below num_hidden_layers 12"),
+        ("num_attention_heads", 10, "10 heads do not divide hidden_size 768"),
+        ("window_size", -1, "expected a non-negative integer"),
+    ],
+)
+def test_sam_tower_shapes_not_read_are_one_line(tmp_path, key, value, words):
+    """A SAM tower naming a global layer it does not have, heads that do not divide its width or a negative window is
+    refused in one line naming the key."""
+    from ffncalc.errors import InputError
+
+    data = json.loads((HERE / "configs" / "got_ocr2.json").read_text())
+    data["vision_config"][key] = value
+    (tmp_path / "config.json").write_text(json.dumps(data))
+    with pytest.raises(InputError) as err:
+        hf.load(tmp_path / "config.json")
+    assert key in str(err.value) and words in str(err.value) and "\n" not in str(err.value)
