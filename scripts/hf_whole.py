@@ -79,6 +79,8 @@ IMAGE_SIZES = {
     # SAM towers: 64 and 32 patches of 16 a side (windows of 14 padded to 70 and 42 a side), 256 and 64 tokens
     "got_ocr2": (1024, 512),
     "pp_chart2table": (1024, 512),
+    # its SigLIP's 14 and 24 patches of 16 a side, one token each; its SAM tower's 1,024-pixel image at both
+    "deepseek_vl_hybrid": (224, 384),
 }
 
 # Positions of one window (max_source_positions: 2 × as many frames) at which one window's FLOPs are recorded: the

@@ -202,6 +202,9 @@ def image_flops(data: dict, size: int) -> dict:
         pixels = torch.ones(1, side * side, 3 * p * p)
         grid = torch.arange(side * side)
         kwargs["image_position_ids"] = torch.stack([grid % side, grid // side], dim=-1)[None]
+    if kind == "deepseek_vl_hybrid":  # the same image at its SAM tower's size too
+        hr = net.config.high_res_vision_config.image_size
+        kwargs["high_res_pixel_values"] = torch.ones(1, 3, hr, hr, device=device)
     if kind == "aria":  # which pixels are real
         kwargs["pixel_mask"] = torch.ones(1, size, size, dtype=torch.bool)
     if kind in ("instructblip", "instructblipvideo"):  # an instruction of no tokens: the image's work alone

@@ -26,6 +26,7 @@ from ..model.stacks import Stack
 from ..model.terms import Emitter
 from . import Part, register
 from .generation import Generator
+from .high_res import HighRes
 from .projector import Projector
 from .sam import SamEncoder
 from .window_merger import WindowMerger
@@ -82,6 +83,9 @@ class Vision(Part):
     # a SAM ViT encoder in place of ``layers`` (parts/sam.py: windowed and global layers with decomposed relative
     # positions, a convolutional neck): GOT-OCR 2.0's, the projector reading its neck's channels
     sam: SamEncoder | None = None
+    # a high-resolution SAM tower beside this one and the aligner joining both (parts/high_res.py: DeepSeek-VL's hybrid
+    # encoder), in place of the projector's own stages
+    high_res: HighRes | None = None
     images: NonNegative = 0  # images per sequence, for the FLOPs
 
     takes = ("images", "image_size")
@@ -258,6 +262,8 @@ class Vision(Part):
             out += [("image", t) for t in video.out]
         read = self.rows if self.read_class else self.out_grid**2  # the positions the projector reads
         out += self.projector.terms(model.d_model, "vision.projector.", read)
+        if self.high_res:
+            out += self.high_res.terms(d, self.grid)
         if self.deepstack:  # the same projector on earlier layers' outputs, its norm over what the shuffle makes
             deep = replace(self.projector, prenorm=False).terms(model.d_model, "vision.deepstack.")
             k = self.deepstack
@@ -460,6 +466,10 @@ def _module(spec: Vision, model):
                     if hasattr(self.video_tower, name):
                         delattr(self.video_tower, name)
             self.projector = spec.projector.module(model.d_model)
+            if spec.high_res:  # the SAM tower, and the aligner in the projector
+                self.high_res = spec.high_res.module()
+                for name, module in spec.high_res.aligner(d).items():
+                    setattr(self.projector, name, module)
             if spec.generator:  # its parameters, which an image does not run
                 self.generation = spec.generator.module()
             if spec.merger:
@@ -515,6 +525,10 @@ def _module(spec: Vision, model):
             h = h if spec.read_class or not spec.class_token else h[:, 1:]
             copies = 1 if spec.projector.qformer else spec.projector.width // d  # the layers it reads, concatenated
             self.projector(torch.cat([h] * copies, dim=-1))
+            if spec.high_res:  # the image at the high-resolution tower's size, through it and the aligner
+                side = spec.high_res.image_size
+                pixels = torch.zeros((n, spec.high_res.channels, side, side), dtype=x.dtype, device=x.device)
+                spec.high_res.align(self.projector, self.high_res(spec.grid, pixels), h)
             for deep in self.deepstack if spec.deepstack else ():
                 deep(h)
             return x

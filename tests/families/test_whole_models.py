@@ -848,3 +848,34 @@ def test_sam_tower_shapes_not_read_are_one_line(tmp_path, key, value, words):
     with pytest.raises(InputError) as err:
         hf.load(tmp_path / "config.json")
     assert key in str(err.value) and words in str(err.value) and "\n" not in str(err.value)
+
+
+def test_deepseek_vl_hybrid_flops_by_hand():
+    """DeepSeek-VL hybrid at its defaults, one image at 224 and 384 pixels (14 and 24 SigLIP patches of 16 a side): the
+    SigLIP tower (12 layers of width 768, MLP 3,072) and its pooling head (its probe's keys and values over every patch);
+    the SAM tower at 1,024 pixels whatever the image (GOT-OCR 2.0's: 8 layers over windows padded to 70 a side, 4 global,
+    its neck); the second neck over the first global layer's output; high_res_vision_proj on both necks' outputs, each
+    resized to 4 × the SigLIP grid (56, 96) and halved twice (256 → 512 → 1,024 channels); the aligner over the 196 (576)
+    tokens: 768 → 2,048 and 1,024 → 2,048 side by side, then 4,096 → 4,096. 2 FLOPs a multiply-add; FlopCounterMode's."""
+    from ffncalc.parts.vision import Vision
+
+    d, ff, o, text, w, g = 768, 3072, 256, 4096, 14, 64
+    padded = 70
+    sam = g * g * 3 * 16 * 16 * d + 8 * (padded**2 * 4 * d * d + 2 * padded**2 * w * w * d + 2 * padded**2 * w * d)
+    sam += 4 * (g * g * 4 * d * d + 2 * g**4 * d + 2 * g**3 * d) + 12 * g * g * 2 * d * ff + g * g * (d * o + 9 * o * o)
+    second_neck = g * g * (d * o + 9 * o * o)
+
+    def macs(side):
+        n = side * side
+        siglip = n * 3 * 16 * 16 * d + 12 * (n * (4 * d * d + 2 * d * ff) + 2 * n * n * d)
+        head = n * 2 * d * d + 2 * d * d + 2 * n * d + 2 * d * ff
+        proj = 2 * ((2 * side) ** 2 * 9 * o * 2 * o + n * 9 * 2 * o * 4 * o)
+        aligner = n * (d * text // 2 + 4 * o * text // 2 + text * text)
+        return siglip + head + sam + second_neck + proj + aligner
+
+    _, model = hf.load(HERE / "configs" / "deepseek_vl_hybrid.json")
+    (vision,) = [p for p in model.parts if isinstance(p, Vision)]
+    for size in (224, 384):
+        side = size // 16
+        assert replace(vision, image_size=size).per_image(model)[:2] == (side * side, 2 * macs(side))
+        assert 2 * macs(side) == next(r["total"] for r in truth("deepseek_vl_hybrid")["image_flops"]["runs"] if r["size"] == size)

@@ -594,6 +594,16 @@ MERGER_MODULES = (
 TABLES = {"resampler": RESAMPLER_MODULES, "qformer": QFORMER_MODULES, "merger": MERGER_MODULES}
 # (pattern, prefix, modules): the towers' and projectors' places in the whole classes and in checkpoints
 TOWERS = (
+    (r"high_res_vision_model\.vision_encoder\.", "vision.high_res.", "tower"),  # DeepSeek-VL hybrid's SAM tower
+    (r"high_res_vision_neck\.conv1\.", "vision.high_res.global_neck.conv1", "self"),
+    (r"high_res_vision_neck\.conv2\.", "vision.high_res.global_neck.conv2", "self"),
+    (r"high_res_vision_neck\.layer_norm[12]\.", "vision.high_res.global_neck.norms", "self"),
+    (r"high_res_vision_proj\.conv1\.", "vision.high_res.proj.conv1", "self"),
+    (r"high_res_vision_proj\.conv2\.", "vision.high_res.proj.conv2", "self"),
+    (r"high_res_vision_alpha$", "vision.high_res.alpha", "self"),
+    (r"aligner\.vision_proj\.", "vision.projector.low", "self"),  # its aligner
+    (r"aligner\.high_res_vision_proj\.", "vision.projector.high", "self"),
+    (r"aligner\.proj\.", "vision.projector.linear", "self"),
     (r"connector\.perceiver_resampler\.", "vision.projector.resampler.", "resampler"),  # Idefics2's
     (r"qformer\.", "vision.projector.qformer.", "qformer"),  # BLIP-2's
     (r"query_tokens$", "vision.projector.qformer.queries", "self"),
