@@ -81,6 +81,7 @@ IMAGE_SIZES = {
     "pp_chart2table": (1024, 512),
     # its SigLIP's 14 and 24 patches of 16 a side, one token each; its SAM tower's 1,024-pixel image at both
     "deepseek_vl_hybrid": (224, 384),
+    "lfm3_vl": (512, 256),  # 32 and 16 patches of 16 a side (no fixed size), 16 and 8 merged tokens a side
 }
 
 # Positions of one window (max_source_positions: 2 × as many frames) at which one window's FLOPs are recorded: the

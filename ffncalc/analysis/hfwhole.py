@@ -70,6 +70,7 @@ TOWER_ON_CPU = {
     "gemma4_unified": ("embed_vision",),
     "kimi_k25": ("vision_tower", "mm_projector"),
     "lfm2_vl": ("vision_tower", "multi_modal_projector"),
+    "lfm3_vl": ("vision_tower", "multi_modal_projector"),
     "cosmos3_edge": ("visual", "projector"),
     "video_llama_3": ("vision_model", "projector"),
     "inkling2": ("vision_tower",),
@@ -218,6 +219,11 @@ def image_flops(data: dict, size: int) -> dict:
         pixels = torch.ones(1, side * side, 3 * p * p)
         kwargs["spatial_shapes"] = torch.tensor([[side, side]])
         kwargs["pixel_attention_mask"] = torch.ones(1, side * side, dtype=torch.bool)
+    if kind == "lfm3_vl":  # the flattened patches (channels × frames × patch² each) in merge-block order, the grid
+        v = net.config.vision_config
+        side = size // v.patch_size
+        pixels = torch.ones(side * side, v.in_channels * v.temporal_patch_size * v.patch_size**2)
+        kwargs["image_grid_thw"] = torch.tensor([[1, side, side]])
     if kind == "cosmos3_edge":  # packed NaFlex patches (channels × patch² each) and the grid they pack
         p = net.config.vision_config.patch_size
         side = size // p

@@ -25,6 +25,7 @@ from ..model.spec import Norm
 from ..model.stacks import Stack
 from ..model.terms import Emitter
 from . import Part, register
+from .conv_attention import ConvAttention
 from .generation import Generator
 from .high_res import HighRes
 from .projector import Projector
@@ -86,6 +87,9 @@ class Vision(Part):
     # a high-resolution SAM tower beside this one and the aligner joining both (parts/high_res.py: DeepSeek-VL's hybrid
     # encoder), in place of the projector's own stages
     high_res: HighRes | None = None
+    # layers of gated 2-D depthwise convolutions and of attention in place of ``layers`` (parts/conv_attention.py:
+    # LFM3-VL's)
+    mixed: ConvAttention | None = None
     images: NonNegative = 0  # images per sequence, for the FLOPs
 
     takes = ("images", "image_size")
@@ -103,6 +107,8 @@ class Vision(Part):
     def check(self, spec) -> None:
         if self.sam and self.layers is not None:
             raise SpecError(("vision", "sam"), "a SAM encoder is the tower's layers; this one states layers too")
+        if self.mixed and (self.layers is not None or self.sam):
+            raise SpecError(("vision", "mixed"), "its layers are the tower's; this one states others too")
         if self.layers is None:
             stated = [k for k in ("pre_norm", "post_norm", "head", "layer_scale", "window", "deepstack") if getattr(self, k)]
             if stated:
@@ -150,6 +156,8 @@ class Vision(Part):
         """The tower's width: its layers', or without them the model's."""
         if self.sam:
             return self.sam.width
+        if self.mixed:
+            return self.mixed.width
         return self.layers.d_model if self.layers else (self.embed_width or model.d_model)
 
     @property
@@ -233,6 +241,8 @@ class Vision(Part):
         layer = self.layer_terms_of(stack.terms(model, "vision.", self.rows, 1)) if stack else []
         if self.sam:  # its layers and neck
             layer = self.sam.terms(self.grid)
+        if self.mixed:
+            layer = self.mixed.terms(self.grid**2)
         if self.merger:  # its own tensors and work, and the layers after it over the merged patches
             layer = self.merged_terms(layer) + self.merger.terms(d, self.grid)
         out += layer
@@ -454,6 +464,8 @@ def _module(spec: Vision, model):
             self.layers = nn.ModuleList(LayerModule(inner, layer, False) for layer in inner.layers) if inner else nn.ModuleList()
             if spec.sam:
                 self.layers, self.neck = spec.sam.modules()
+            if spec.mixed:
+                self.layers = spec.mixed.modules()
             if spec.layer_scale:  # elementwise scales: parameters, no multiply-adds to count
                 self.layer_scale = nn.ParameterList(nn.Parameter(torch.empty(d)) for _ in range(2 * spec.depth))
             if spec.post_norm:
@@ -506,9 +518,12 @@ def _module(spec: Vision, model):
             if spec.sam:  # its layers and neck, then the projector over the neck's channels
                 self.projector(spec.sam.run(self.layers, self.neck, h))
                 return x
+            if spec.mixed:  # its convolution and attention layers
+                for layer in self.layers:
+                    h = layer(h)
             inner_ctx = {"embeddings": h}
             windowed = spec.depth - spec.full_layers if spec.window else 0
-            for k, layer in enumerate(self.layers):
+            for k, layer in enumerate(() if spec.mixed else self.layers):
                 if k < windowed:  # each window on its own: every patch meets the patches of its window
                     pieces = torch.split(h, spec.window_tiles(), dim=1)
                     h = torch.cat([layer(piece, {"embeddings": piece}, k) for piece in pieces], dim=1)

@@ -879,3 +879,30 @@ def test_deepseek_vl_hybrid_flops_by_hand():
         side = size // 16
         assert replace(vision, image_size=size).per_image(model)[:2] == (side * side, 2 * macs(side))
         assert 2 * macs(side) == next(r["total"] for r in truth("deepseek_vl_hybrid")["image_flops"]["runs"] if r["size"] == size)
+
+
+def test_lfm3_vl_tower_flops_by_hand():
+    """LFM3-VL at its defaults, one image of 512 and of 256 pixels (32 × 32 and 16 × 16 patches of 16): the linear patch
+    embedding (two frames of 3 × 16 × 16 pixels → 1,024), each convolution layer of layer_types (in_proj to 3 × 1,024,
+    a depthwise 3 × 3 convolution, out_proj), each attention layer (q and out_proj of 1,024, k and v of 8 heads of 64,
+    every patch meeting every patch), every layer's SwiGLU MLP (1,024 → 2 × 2,560 → 1,024), then the projector over each
+    2 × 2 patches (4,096 → projector_hidden_size → the text width). 2 FLOPs a multiply-add; FlopCounterMode's."""
+    from ffncalc.parts.vision import Vision
+
+    data = json.loads((HERE / "configs" / "lfm3_vl.json").read_text())
+    kinds = data["vision_config"]["layer_types"]
+    convs, attention = kinds.count("conv"), len(kinds) - kinds.count("conv")
+    d, ff, kv, hidden, text = 1024, 2560, 8 * 64, data["projector_hidden_size"], data["text_config"]["hidden_size"]
+
+    def macs(side):
+        n = side * side
+        per_patch = 3 * 2 * 16 * 16 * d + convs * (4 * d * d + 9 * d) + attention * (2 * d * d + 2 * d * kv + 2 * n * d)
+        per_patch += len(kinds) * 3 * d * ff
+        return n * per_patch + n // 4 * (4 * d * hidden + hidden * text)
+
+    _, model = hf.load(HERE / "configs" / "lfm3_vl.json")
+    (vision,) = [p for p in model.parts if isinstance(p, Vision)]
+    for size in (512, 256):
+        side = size // 16
+        assert replace(vision, image_size=size).per_image(model)[:2] == (side * side // 4, 2 * macs(side))
+        assert 2 * macs(side) == next(r["total"] for r in truth("lfm3_vl")["image_flops"]["runs"] if r["size"] == size)

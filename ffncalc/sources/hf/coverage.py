@@ -819,7 +819,6 @@ WHOLE_NOT_YET = {
     "perception_lm": "its tower is a timm model (TimmWrapper), which transformers builds only with timm installed",
     "fast_vlm": "its tower is a timm model (FastViTHD through TimmWrapper), which transformers builds only with timm installed",
     "gemma3n": "its vision tower is a timm model (MobileNetV5 through TimmWrapper), built only with timm installed",
-    "lfm3_vl": "its tower mixes 2-D depthwise convolution layers with attention layers in one stack",
     "dots3_note": "an audio tower beside its vision tower and language model",
     "inkling_mm_model": "an audio tower beside its vision tower and language model",
     "florence2": "its language model is an encoder-decoder (BART's) reading the DaViT tower's tokens",

@@ -386,6 +386,13 @@ def _internvit_ends(v: Config) -> dict:
 # ``verify --hf`` and checkpoints: where a parameter's path matches a tower's prefix, the rest of it names a
 # component of the ``vision`` part (sources/hf/names.py).
 LAYER_MODULES = (
+    (r"conv\.in_proj$", "conv.in_proj"),  # LFM3-VL's gated depthwise convolution layers
+    (r"conv\.spatial_conv$", "conv.conv"),
+    (r"conv\.out_proj$", "conv.out_proj"),
+    (r"feed_forward\.w1$", "ffn.gate"),
+    (r"feed_forward\.w3$", "ffn.up"),
+    (r"feed_forward\.w2$", "ffn.down"),
+    (r"(operator_norm|ffn_norm)$", "norms"),
     (r"attention\.projection_layer$", "attn.o"),  # InternViT's
     (r"self_attn\.projection_layer$", "attn.o"),  # Janus's
     (r"layernorm_(before|after)$", "norms"),
@@ -450,6 +457,8 @@ LAYER_MODULES = (
 )
 TOP_MODULES = (
     (r"^patch_embed\.projection$", "patch_embed"),  # SAM's
+    (r"^patch_embed$", "patch_embed"),  # LFM3-VL's linear patch embedding and its norm
+    (r"^embedding_norm$", "embed_norm"),
     (r"^neck\.conv1$", "neck.conv1"),
     (r"^neck\.conv2$", "neck.conv2"),
     (r"^neck\.layer_norm[12]$", "neck.norms"),
