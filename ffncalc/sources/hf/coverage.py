@@ -857,8 +857,10 @@ WHOLE_NOT_YET = {
     ),
     "pi0": "an action model: its PaliGemma and a Gemma action expert attend jointly, with action and time projections",
     "deepseek_ocr2": "a SAM encoder (windowed attention with decomposed relative positions, a convolutional neck) beside a CLIP tower",
-    "unlimited_ocr": "a SAM encoder (windowed attention with decomposed relative positions, a convolutional neck) beside a CLIP tower",
-    "pp_formulanet": "an encoder-decoder: a SAM encoder (windowed attention with decomposed relative positions) and an mBART decoder",
+    "unlimited_ocr": "its language model (unlimited_ocr_text: mixture-of-experts layers) is not read; its tower is a SAM encoder "
+    "(parts/sam.py reads its layers and neck) with strided convolutions, then a CLIP encoder over the SAM's features",
+    "pp_formulanet": "an encoder-decoder whose encoder is a SAM tower (parts/sam.py reads its layers and neck) and its "
+    "projector, and whose decoder is mBART's: the encoder part (parts/encoder.py) reads a stack of layers, not a tower, yet",
     "diffusion_gemma": "a block-diffusion encoder and decoder of Gemma 4's layers with self-conditioning",
     "evolla": (
         "a protein-text model (EvollaForProteinText2Text): a SaProt protein encoder and a sequence-compressor resampler "
