@@ -83,6 +83,12 @@ IMAGE_SIZES = {
     "blip": (384, 224),  # 24 and 14 patches of 16 a side and a class token, every position cross-attended
     "vision-encoder-decoder": (224, 384),  # ViT's 14 and 24 patches of 16 a side and a class token, every position read
     "pix2struct": (1024, 512),  # 64 and 32 patches of 16 a side: 4,096 (its tables' grid) and 1,024 flattened patches
+    # SAM towers: 64 and 32 patches of 16 a side (windows of 14 padded to 70 and 42 a side), 256 and 64 tokens
+    "got_ocr2": (1024, 512),
+    "pp_chart2table": (1024, 512),
+    # its SigLIP's 14 and 24 patches of 16 a side, one token each; its SAM tower's 1,024-pixel image at both
+    "deepseek_vl_hybrid": (224, 384),
+    "lfm3_vl": (512, 256),  # 32 and 16 patches of 16 a side (no fixed size), 16 and 8 merged tokens a side
 }
 
 # Positions of one window (max_source_positions: 2 × as many frames) at which one window's FLOPs are recorded: the

@@ -91,6 +91,7 @@ TOWER_ON_CPU = {
     "gemma4_unified": ("embed_vision",),
     "kimi_k25": ("vision_tower", "mm_projector"),
     "lfm2_vl": ("vision_tower", "multi_modal_projector"),
+    "lfm3_vl": ("vision_tower", "multi_modal_projector"),
     "cosmos3_edge": ("visual", "projector"),
     "video_llama_3": ("vision_model", "projector"),
     "inkling2": ("vision_tower",),
@@ -231,6 +232,9 @@ def image_flops(data: dict, size: int) -> dict:
         pixels = torch.ones(1, side * side, 3 * p * p)
         grid = torch.arange(side * side)
         kwargs["image_position_ids"] = torch.stack([grid % side, grid // side], dim=-1)[None]
+    if kind == "deepseek_vl_hybrid":  # the same image at its SAM tower's size too
+        hr = net.config.high_res_vision_config.image_size
+        kwargs["high_res_pixel_values"] = torch.ones(1, 3, hr, hr, device=device)
     if kind == "aria":  # which pixels are real
         kwargs["pixel_mask"] = torch.ones(1, size, size, dtype=torch.bool)
     if kind in ("instructblip", "instructblipvideo"):  # an instruction of no tokens: the image's work alone
@@ -244,6 +248,11 @@ def image_flops(data: dict, size: int) -> dict:
         pixels = torch.ones(1, side * side, 3 * p * p)
         kwargs["spatial_shapes"] = torch.tensor([[side, side]])
         kwargs["pixel_attention_mask"] = torch.ones(1, side * side, dtype=torch.bool)
+    if kind == "lfm3_vl":  # the flattened patches (channels × frames × patch² each) in merge-block order, the grid
+        v = net.config.vision_config
+        side = size // v.patch_size
+        pixels = torch.ones(side * side, v.in_channels * v.temporal_patch_size * v.patch_size**2)
+        kwargs["image_grid_thw"] = torch.tensor([[1, side, side]])
     if kind == "cosmos3_edge":  # packed NaFlex patches (channels × patch² each) and the grid they pack
         p = net.config.vision_config.patch_size
         side = size // p

@@ -25,7 +25,9 @@ a tower (parts/vision.py) holds one. In the order they run, each where its model
    builds them so, and runs an image only where they meet: ``runs``);
 7b. where ``downsample``, Step3p7's downsampler1 and downsampler2: Conv2d(width, 2 × width) and Conv2d(2 × width,
    4 × width), each of kernel 3, stride 2 and padding 1 with a bias, over the patch grid (52 × 52 patches to 26 × 26,
-   then 13 × 13 tokens), each output a matmul of 3 × 3 inputs of its channels;
+   then 13 × 13 tokens), each output a matmul of 3 × 3 inputs of its channels; GOT-OCR 2.0's conv_upsampler1 and
+   conv_upsampler2 the same without biases, the second to ``downsample_out`` features (the model's width), then
+   multimodal_projector, one Linear(d_model, d_model) with a bias;
 8. an MLP: Linear(features, hidden) → activation → Linear(hidden, d_model), biases as stated (LLaVA's
    LlavaMultiModalProjector, Liu et al. 2023 §4.1); with ``gated`` its hidden features halved by a SwiGLU
    (silu(a) ⊙ b, Cohere2VisionMultiModalProjector, AyaVisionMultiModalProjector); or one Linear(features, d_model)
@@ -94,6 +96,8 @@ class Projector:
     adapter_out: NonNegative = 0  # its second linear's width (projector_output_dim; 0: adapter)
     adapter_to: NonNegative = 0  # the features the linear after it reads (vision_output_dim; 0: the adapter's output)
     downsample: bool = False  # Step3p7's two strided 3 × 3 convolutions, doubling the width each: 4 × 4 patches a token
+    downsample_bias: bool = True  # their biases (GOT-OCR 2.0's have none)
+    downsample_out: NonNegative = 0  # the second's output features (0: 4 × width; GOT-OCR 2.0's: the model's width)
     tail: bool = False  # a Linear(out, the model's width) with a bias after it (HyperCLOVAX V2's projector)
     vocab: NonNegative = 0  # Ovis 2's visual vocabulary: softmaxed logits over it read a table of its rows (0: none)
     indicators: NonNegative = 0  # its rows no patch's logits name (Ovis 2's visual indicator tokens), zeros in the matmul
@@ -147,12 +151,13 @@ class Projector:
             features = to
         halved = Emitter("layers")  # its first convolution's outputs: a token of a grid halved each side
         if self.downsample:  # Conv2d(w, 2w, 3, stride 2, padding 1), then Conv2d(2w, 4w, …): 9 inputs each output
-            w = self.width
+            w, w4 = self.width, self.downsample_out or 4 * self.width
             halved.term(f"{prefix}downsample_1.weight", "weight", (2 * w, w, 3, 3), macs=9 * w * 2 * w)
-            halved.term(f"{prefix}downsample_1.bias", "bias", (2 * w,), elementwise=2 * w)
-            out.term(f"{prefix}downsample_2.weight", "weight", (4 * w, 2 * w, 3, 3), macs=9 * 2 * w * 4 * w)
-            out.term(f"{prefix}downsample_2.bias", "bias", (4 * w,), elementwise=4 * w)
-            features = 4 * w
+            out.term(f"{prefix}downsample_2.weight", "weight", (w4, 2 * w, 3, 3), macs=9 * 2 * w * w4)
+            if self.downsample_bias:
+                halved.term(f"{prefix}downsample_1.bias", "bias", (2 * w,), elementwise=2 * w)
+                out.term(f"{prefix}downsample_2.bias", "bias", (w4,), elementwise=w4)
+            features = w4
         mlp = grid if self.resampler else out  # before a resampler, over every patch
         if self.hidden:
             mlp.linear(f"{prefix}linear_1", features, self.hidden, self.bias, 1)
@@ -267,11 +272,12 @@ class Projector:
                     self.adapter.fc2 = Linear(a_out, a_out, bias=False)
                     features = to
                 if proj.downsample:
-                    for k, (a, b) in ((1, (proj.width, 2 * proj.width)), (2, (2 * proj.width, 4 * proj.width))):
-                        conv = nn.Conv2d(a, b, 3, stride=2, padding=1)
+                    w4 = proj.downsample_out or 4 * proj.width
+                    for k, (a, b) in ((1, (proj.width, 2 * proj.width)), (2, (2 * proj.width, w4))):
+                        conv = nn.Conv2d(a, b, 3, stride=2, padding=1, bias=proj.downsample_bias)
                         conv.weight_flops = True  # verify: its FLOPs are its weight's
                         setattr(self, f"downsample_{k}", conv)
-                    features = 4 * proj.width
+                    features = w4
                 if proj.hidden:
                     self.linear_1 = Linear(features, proj.hidden, bias=proj.bias)
                     self.linear_2 = Linear(proj.hidden // 2 if proj.gated else proj.hidden, d_model, bias=proj.bias)

@@ -25,8 +25,11 @@ from ..model.spec import Norm
 from ..model.stacks import Stack
 from ..model.terms import ACTIVATION_OPS, Emitter
 from . import Part, register
+from .conv_attention import ConvAttention
 from .generation import Generator
+from .high_res import HighRes
 from .projector import Projector
+from .sam import SamEncoder
 from .window_merger import WindowMerger
 
 
@@ -78,6 +81,15 @@ class Vision(Part):
     embed_norms: bool = False
     # its tokens take rows of the model's learned position table (false: GIT's, whose table numbers the text alone)
     table_positions: bool = True
+    # a SAM ViT encoder in place of ``layers`` (parts/sam.py: windowed and global layers with decomposed relative
+    # positions, a convolutional neck): GOT-OCR 2.0's, the projector reading its neck's channels
+    sam: SamEncoder | None = None
+    # a high-resolution SAM tower beside this one and the aligner joining both (parts/high_res.py: DeepSeek-VL's hybrid
+    # encoder), in place of the projector's own stages
+    high_res: HighRes | None = None
+    # layers of gated 2-D depthwise convolutions and of attention in place of ``layers`` (parts/conv_attention.py:
+    # LFM3-VL's)
+    mixed: ConvAttention | None = None
     images: NonNegative = 0  # images per sequence, for the FLOPs
     # its output is the memory a decoder's cross-attention reads (parts/encoder.py, image_patch), not tokens in the
     # sequence: an image encoder-decoder's (Pix2Struct), one image a sequence
@@ -101,6 +113,10 @@ class Vision(Part):
     def check(self, spec) -> None:
         if self.cross and self.images != 1:  # its decoder cross-attends the positions of the one image it reads
             raise SpecError(("vision", "images"), f"{self.images} images: an image encoder-decoder reads one image a sequence")
+        if self.sam and self.layers is not None:
+            raise SpecError(("vision", "sam"), "a SAM encoder is the tower's layers; this one states layers too")
+        if self.mixed and (self.layers is not None or self.sam):
+            raise SpecError(("vision", "mixed"), "its layers are the tower's; this one states others too")
         if self.layers is None:
             stated = [k for k in ("pre_norm", "post_norm", "head", "layer_scale", "window", "deepstack") if getattr(self, k)]
             if stated:
@@ -146,6 +162,10 @@ class Vision(Part):
 
     def width(self, model) -> int:
         """The tower's width: its layers', or without them the model's."""
+        if self.sam:
+            return self.sam.width
+        if self.mixed:
+            return self.mixed.width
         return self.layers.d_model if self.layers else (self.embed_width or model.d_model)
 
     @property
@@ -227,6 +247,10 @@ class Vision(Part):
             emb.norm("vision.pre_norm", norm, d, 1)
         out += [("tower", t) for t in emb.out]
         layer = self.layer_terms_of(stack.terms(model, "vision.", self.rows, 1)) if stack else []
+        if self.sam:  # its layers and neck
+            layer = self.sam.terms(self.grid)
+        if self.mixed:
+            layer = self.mixed.terms(self.grid**2)
         if self.merger:  # its own tensors and work, and the layers after it over the merged patches
             layer = self.merged_terms(layer) + self.merger.terms(d, self.grid)
         out += layer
@@ -261,6 +285,8 @@ class Vision(Part):
             out += [("image", t) for t in video.out]
         read = self.rows if self.read_class else self.out_grid**2  # the positions the projector reads
         out += self.projector.terms(model.d_model, "vision.projector.", read)
+        if self.high_res:
+            out += self.high_res.terms(d, self.grid)
         if self.deepstack:  # the same projector on earlier layers' outputs, its norm over what the shuffle makes
             deep = replace(self.projector, prenorm=False).terms(model.d_model, "vision.deepstack.")
             k = self.deepstack
@@ -454,6 +480,10 @@ def _module(spec: Vision, model):
             if spec.pre_norm:
                 self.pre_norm = make_norm(norm, d)
             self.layers = nn.ModuleList(LayerModule(inner, layer, False) for layer in inner.layers) if inner else nn.ModuleList()
+            if spec.sam:
+                self.layers, self.neck = spec.sam.modules()
+            if spec.mixed:
+                self.layers = spec.mixed.modules()
             if spec.layer_scale:  # elementwise scales: parameters, no multiply-adds to count
                 self.layer_scale = nn.ParameterList(nn.Parameter(torch.empty(d)) for _ in range(2 * spec.depth))
             if spec.post_norm:
@@ -468,6 +498,10 @@ def _module(spec: Vision, model):
                     if hasattr(self.video_tower, name):
                         delattr(self.video_tower, name)
             self.projector = spec.projector.module(model.d_model)
+            if spec.high_res:  # the SAM tower, and the aligner in the projector
+                self.high_res = spec.high_res.module()
+                for name, module in spec.high_res.aligner(d).items():
+                    setattr(self.projector, name, module)
             if spec.generator:  # its parameters, which an image does not run
                 self.generation = spec.generator.module()
             if spec.merger:
@@ -501,9 +535,15 @@ def _module(spec: Vision, model):
                 h = self.pos_norm(h)
             if spec.pre_norm:
                 h = self.pre_norm(h)
+            if spec.sam:  # its layers and neck, then the projector over the neck's channels
+                self.projector(spec.sam.run(self.layers, self.neck, h))
+                return x
+            if spec.mixed:  # its convolution and attention layers
+                for layer in self.layers:
+                    h = layer(h)
             inner_ctx = {"embeddings": h}
             windowed = spec.depth - spec.full_layers if spec.window else 0
-            for k, layer in enumerate(self.layers):
+            for k, layer in enumerate(() if spec.mixed else self.layers):
                 if k < windowed:  # each window on its own: every patch meets the patches of its window
                     pieces = torch.split(h, spec.window_tiles(), dim=1)
                     h = torch.cat([layer(piece, {"embeddings": piece}, k) for piece in pieces], dim=1)
@@ -522,6 +562,10 @@ def _module(spec: Vision, model):
             h = h if spec.read_class or not spec.class_token else h[:, 1:]
             copies = 1 if spec.projector.qformer else spec.projector.width // d  # the layers it reads, concatenated
             self.projector(torch.cat([h] * copies, dim=-1))
+            if spec.high_res:  # the image at the high-resolution tower's size, through it and the aligner
+                side = spec.high_res.image_size
+                pixels = torch.zeros((n, spec.high_res.channels, side, side), dtype=x.dtype, device=x.device)
+                spec.high_res.align(self.projector, self.high_res(spec.grid, pixels), h)
             for deep in self.deepstack if spec.deepstack else ():
                 deep(h)
             return x

@@ -919,3 +919,112 @@ def test_vision_encoder_decoder_sides_not_read_are_one_line(tmp_path, side, valu
     with pytest.raises(InputError) as err:
         hf.load(tmp_path / "config.json")
     assert words in str(err.value) and "\n" not in str(err.value)
+
+
+def test_got_ocr2_sam_tower_flops_by_hand():
+    """GOT-OCR 2.0 at its defaults, one 1,024-pixel image (64 × 64 patches of 16) and one of 512 (32 × 32): the patch
+    convolution; 8 layers attending windows of 14 × 14 patches, the grid padded to 70 (42) a side, so qkv, proj and each
+    window's products and decomposed relative positions (each query times 14 rows of rel_pos_h and 14 of rel_pos_w) run
+    over 4,900 (1,764) positions; 4 global layers over the grid (each query times 64 (32) rows of each table); every
+    layer's MLP (768 → 3,072 → 768) over the grid; the neck (1 × 1 to 256, 3 × 3 at 256); the projector's two strided
+    3 × 3 convolutions (256 → 512 → 1,024) and Linear(1,024, 1,024) over 256 (64) tokens. 2 FLOPs a multiply-add;
+    FlopCounterMode's figures."""
+    from ffncalc.parts.vision import Vision
+
+    d, ff, out, text, w = 768, 3072, 256, 1024, 14
+
+    def macs(g):
+        padded = -(-g // w) * w
+        windowed = 8 * (padded**2 * 4 * d * d + 2 * padded**2 * w * w * d + 2 * padded**2 * w * d)
+        full = 4 * (g * g * 4 * d * d + 2 * g**4 * d + 2 * g**3 * d)
+        mlp = 12 * g * g * 2 * d * ff
+        neck = g * g * (d * out + 9 * out * out)
+        half, tokens = (g // 2) ** 2, (g // 4) ** 2
+        projector = half * 9 * out * 2 * out + tokens * (9 * 2 * out * text + text * text)
+        return g * g * 3 * 16 * 16 * d + windowed + full + mlp + neck + projector, tokens
+
+    _, model = hf.load(HERE / "configs" / "got_ocr2.json")
+    (vision,) = [p for p in model.parts if isinstance(p, Vision)]
+    for size in (1024, 512):
+        work, tokens = macs(size // 16)
+        assert replace(vision, image_size=size).per_image(model)[:2] == (tokens, 2 * work)
+        assert 2 * work == next(r["total"] for r in truth("got_ocr2")["image_flops"]["runs"] if r["size"] == size)
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "words"),
+    [
+        ("global_attn_indexes", [2, 12], "expected distinct layer indices below num_hidden_layers 12"),
+        ("num_attention_heads", 10, "10 heads do not divide hidden_size 768"),
+        ("window_size", -1, "expected a non-negative integer"),
+    ],
+)
+def test_sam_tower_shapes_not_read_are_one_line(tmp_path, key, value, words):
+    """A SAM tower naming a global layer it does not have, heads that do not divide its width or a negative window is
+    refused in one line naming the key."""
+    from ffncalc.errors import InputError
+
+    data = json.loads((HERE / "configs" / "got_ocr2.json").read_text())
+    data["vision_config"][key] = value
+    (tmp_path / "config.json").write_text(json.dumps(data))
+    with pytest.raises(InputError) as err:
+        hf.load(tmp_path / "config.json")
+    assert key in str(err.value) and words in str(err.value) and "\n" not in str(err.value)
+
+
+def test_deepseek_vl_hybrid_flops_by_hand():
+    """DeepSeek-VL hybrid at its defaults, one image at 224 and 384 pixels (14 and 24 SigLIP patches of 16 a side): the
+    SigLIP tower (12 layers of width 768, MLP 3,072) and its pooling head (its probe's keys and values over every patch);
+    the SAM tower at 1,024 pixels whatever the image (GOT-OCR 2.0's: 8 layers over windows padded to 70 a side, 4 global,
+    its neck); the second neck over the first global layer's output; high_res_vision_proj on both necks' outputs, each
+    resized to 4 × the SigLIP grid (56, 96) and halved twice (256 → 512 → 1,024 channels); the aligner over the 196 (576)
+    tokens: 768 → 2,048 and 1,024 → 2,048 side by side, then 4,096 → 4,096. 2 FLOPs a multiply-add; FlopCounterMode's."""
+    from ffncalc.parts.vision import Vision
+
+    d, ff, o, text, w, g = 768, 3072, 256, 4096, 14, 64
+    padded = 70
+    sam = g * g * 3 * 16 * 16 * d + 8 * (padded**2 * 4 * d * d + 2 * padded**2 * w * w * d + 2 * padded**2 * w * d)
+    sam += 4 * (g * g * 4 * d * d + 2 * g**4 * d + 2 * g**3 * d) + 12 * g * g * 2 * d * ff + g * g * (d * o + 9 * o * o)
+    second_neck = g * g * (d * o + 9 * o * o)
+
+    def macs(side):
+        n = side * side
+        siglip = n * 3 * 16 * 16 * d + 12 * (n * (4 * d * d + 2 * d * ff) + 2 * n * n * d)
+        head = n * 2 * d * d + 2 * d * d + 2 * n * d + 2 * d * ff
+        proj = 2 * ((2 * side) ** 2 * 9 * o * 2 * o + n * 9 * 2 * o * 4 * o)
+        aligner = n * (d * text // 2 + 4 * o * text // 2 + text * text)
+        return siglip + head + sam + second_neck + proj + aligner
+
+    _, model = hf.load(HERE / "configs" / "deepseek_vl_hybrid.json")
+    (vision,) = [p for p in model.parts if isinstance(p, Vision)]
+    for size in (224, 384):
+        side = size // 16
+        assert replace(vision, image_size=size).per_image(model)[:2] == (side * side, 2 * macs(side))
+        assert 2 * macs(side) == next(r["total"] for r in truth("deepseek_vl_hybrid")["image_flops"]["runs"] if r["size"] == size)
+
+
+def test_lfm3_vl_tower_flops_by_hand():
+    """LFM3-VL at its defaults, one image of 512 and of 256 pixels (32 × 32 and 16 × 16 patches of 16): the linear patch
+    embedding (two frames of 3 × 16 × 16 pixels → 1,024), each convolution layer of layer_types (in_proj to 3 × 1,024,
+    a depthwise 3 × 3 convolution, out_proj), each attention layer (q and out_proj of 1,024, k and v of 8 heads of 64,
+    every patch meeting every patch), every layer's SwiGLU MLP (1,024 → 2 × 2,560 → 1,024), then the projector over each
+    2 × 2 patches (4,096 → projector_hidden_size → the text width). 2 FLOPs a multiply-add; FlopCounterMode's."""
+    from ffncalc.parts.vision import Vision
+
+    data = json.loads((HERE / "configs" / "lfm3_vl.json").read_text())
+    kinds = data["vision_config"]["layer_types"]
+    convs, attention = kinds.count("conv"), len(kinds) - kinds.count("conv")
+    d, ff, kv, hidden, text = 1024, 2560, 8 * 64, data["projector_hidden_size"], data["text_config"]["hidden_size"]
+
+    def macs(side):
+        n = side * side
+        per_patch = 3 * 2 * 16 * 16 * d + convs * (4 * d * d + 9 * d) + attention * (2 * d * d + 2 * d * kv + 2 * n * d)
+        per_patch += len(kinds) * 3 * d * ff
+        return n * per_patch + n // 4 * (4 * d * hidden + hidden * text)
+
+    _, model = hf.load(HERE / "configs" / "lfm3_vl.json")
+    (vision,) = [p for p in model.parts if isinstance(p, Vision)]
+    for size in (512, 256):
+        side = size // 16
+        assert replace(vision, image_size=size).per_image(model)[:2] == (side * side // 4, 2 * macs(side))
+        assert 2 * macs(side) == next(r["total"] for r in truth("lfm3_vl")["image_flops"]["runs"] if r["size"] == size)

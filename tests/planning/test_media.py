@@ -128,6 +128,8 @@ def test_granite_speech_whose_qformer_cannot_read_its_encoder_refuses_audio_in_o
         (LLAVA, {"image_size": 10}, "--image-size 10: an image of 10 pixels holds no 14-pixel patch"),
         (LLAVA, {"images": -1}, "--images -1: from 0 to 65,536"),
         (LLAVA, {"audio_seconds": 30}, "--audio-seconds 30: llava has no part that takes it (no audio tower)"),
+        # GOT-OCR 2.0's projector: two strided convolutions, 4 × 4 patches a token
+        (str(WHOLE / "configs" / "got_ocr2.json"), {"images": 1, "image_size": 1000}, "62 patches a side are not whole 4 × 4"),
     ],
 )
 def test_bad_image_options_are_one_line(model, kw, words):

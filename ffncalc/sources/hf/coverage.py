@@ -833,10 +833,6 @@ WHOLE_NOT_YET = {
     "perception_lm": "its tower is a timm model (TimmWrapper), which transformers builds only with timm installed",
     "fast_vlm": "its tower is a timm model (FastViTHD through TimmWrapper), which transformers builds only with timm installed",
     "gemma3n": "its vision tower is a timm model (MobileNetV5 through TimmWrapper), built only with timm installed",
-    "got_ocr2": "its tower is a SAM ViT (windowed attention with decomposed relative positions, a convolutional neck)",
-    "pp_chart2table": "its tower is a SAM ViT (windowed attention with decomposed relative positions, a convolutional neck)",
-    "deepseek_vl_hybrid": "its high-resolution tower is a SAM ViT (windowed attention, decomposed relative positions) beside SigLIP",
-    "lfm3_vl": "its tower mixes 2-D depthwise convolution layers with attention layers in one stack",
     "dots3_note": "an audio tower beside its vision tower and language model",
     "inkling_mm_model": "an audio tower beside its vision tower and language model",
     "florence2": "its language model is an encoder-decoder (BART's) reading the DaViT tower's tokens",
@@ -870,8 +866,10 @@ WHOLE_NOT_YET = {
     ),
     "pi0": "an action model: its PaliGemma and a Gemma action expert attend jointly, with action and time projections",
     "deepseek_ocr2": "a SAM encoder (windowed attention with decomposed relative positions, a convolutional neck) beside a CLIP tower",
-    "unlimited_ocr": "a SAM encoder (windowed attention with decomposed relative positions, a convolutional neck) beside a CLIP tower",
-    "pp_formulanet": "an encoder-decoder: a SAM encoder (windowed attention with decomposed relative positions) and an mBART decoder",
+    "unlimited_ocr": "its language model (unlimited_ocr_text: mixture-of-experts layers) is not read; its tower is a SAM encoder "
+    "(parts/sam.py reads its layers and neck) with strided convolutions, then a CLIP encoder over the SAM's features",
+    "pp_formulanet": "an encoder-decoder whose encoder is a SAM tower (parts/sam.py reads its layers and neck) and its "
+    "projector, and whose decoder is mBART's: the encoder part (parts/encoder.py) reads a stack of layers, not a tower, yet",
     "diffusion_gemma": "a block-diffusion encoder and decoder of Gemma 4's layers with self-conditioning",
     "evolla": (
         "a protein-text model (EvollaForProteinText2Text): a SaProt protein encoder and a sequence-compressor resampler "

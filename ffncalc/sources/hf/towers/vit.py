@@ -422,6 +422,13 @@ def _internvit_ends(v: Config) -> dict:
 # ``verify --hf`` and checkpoints: where a parameter's path matches a tower's prefix, the rest of it names a
 # component of the ``vision`` part (sources/hf/names.py).
 LAYER_MODULES = (
+    (r"conv\.in_proj$", "conv.in_proj"),  # LFM3-VL's gated depthwise convolution layers
+    (r"conv\.spatial_conv$", "conv.conv"),
+    (r"conv\.out_proj$", "conv.out_proj"),
+    (r"feed_forward\.w1$", "ffn.gate"),
+    (r"feed_forward\.w3$", "ffn.up"),
+    (r"feed_forward\.w2$", "ffn.down"),
+    (r"(operator_norm|ffn_norm)$", "norms"),
     (r"attention\.projection_layer$", "attn.o"),  # InternViT's
     (r"self_attn\.projection_layer$", "attn.o"),  # Janus's
     (r"layernorm_(before|after)$", "norms"),
@@ -439,6 +446,8 @@ LAYER_MODULES = (
     (r"ffn\.down_proj$", "ffn.down"),
     (r"rms_norm[12]$", "norms"),
     (r"attn\.qkv$", "attn.q+k+v"),  # Qwen's fused projections
+    (r"mlp\.lin1$", "ffn.up"),  # SAM's
+    (r"mlp\.lin2$", "ffn.down"),
     (r"attn\.proj$", "attn.o"),
     (r"(^|\.)attn\.q$", "attn.q"),  # Qwen2.5-Omni's, apart
     (r"(^|\.)attn\.k$", "attn.k"),
@@ -483,6 +492,12 @@ LAYER_MODULES = (
     (r"mlp\.down_proj\.linear$", "ffn.down"),
 )
 TOP_MODULES = (
+    (r"^patch_embed\.projection$", "patch_embed"),  # SAM's
+    (r"^patch_embed$", "patch_embed"),  # LFM3-VL's linear patch embedding and its norm
+    (r"^embedding_norm$", "embed_norm"),
+    (r"^neck\.conv1$", "neck.conv1"),
+    (r"^neck\.conv2$", "neck.conv2"),
+    (r"^neck\.layer_norm[12]$", "neck.norms"),
     (r"embeddings\.patch_embedding$", "patch_embed"),
     (r"patch_conv$", "patch_embed"),  # Pixtral's
     (r"patch_embed\.proj$", "patch_embed"),  # Qwen's
@@ -518,6 +533,9 @@ TOP_MODULES = (
     (r"head$", "head.probe"),
 )
 PROJECTOR_MODULES = (
+    (r"conv_upsampler1$", "downsample_1"),  # GOT-OCR 2.0's strided convolutions and linear
+    (r"conv_upsampler2$", "downsample_2"),
+    (r"^multimodal_projector$", "linear"),
     (r"visual_projection\.0$", "linear"),  # GIT's visual_projection: Linear, then LayerNorm
     (r"visual_projection\.1$", "out_norm"),
     (r"x_attn\.q_proj$", "q"),  # Kosmos-2's latent queries' cross-attention
@@ -551,6 +569,9 @@ PROJECTOR_MODULES = (
 )
 # Parameters a module holds itself, by the end of their path: InternViT's and Llama 4's tables and layer scales
 PARAMETERS = (
+    (r"attn\.rel_pos_h$", "attn.rel_pos_h"),  # SAM's decomposed relative position tables
+    (r"attn\.rel_pos_w$", "attn.rel_pos_w"),
+    (r"^pos_embed$", "pos_embed"),  # SAM's absolute table, a parameter of the encoder itself
     (r"embeddings\.cls_position_embedding$", "class_pos_embed"),  # Inkling 2's
     (r"embeddings\.cls_token$", "class_embed"),
     (r"embeddings\.position_embeddings$", "pos_embed"),
@@ -619,6 +640,16 @@ MERGER_MODULES = (
 TABLES = {"resampler": RESAMPLER_MODULES, "qformer": QFORMER_MODULES, "merger": MERGER_MODULES}
 # (pattern, prefix, modules): the towers' and projectors' places in the whole classes and in checkpoints
 TOWERS = (
+    (r"high_res_vision_model\.vision_encoder\.", "vision.high_res.", "tower"),  # DeepSeek-VL hybrid's SAM tower
+    (r"high_res_vision_neck\.conv1\.", "vision.high_res.global_neck.conv1", "self"),
+    (r"high_res_vision_neck\.conv2\.", "vision.high_res.global_neck.conv2", "self"),
+    (r"high_res_vision_neck\.layer_norm[12]\.", "vision.high_res.global_neck.norms", "self"),
+    (r"high_res_vision_proj\.conv1\.", "vision.high_res.proj.conv1", "self"),
+    (r"high_res_vision_proj\.conv2\.", "vision.high_res.proj.conv2", "self"),
+    (r"high_res_vision_alpha$", "vision.high_res.alpha", "self"),
+    (r"aligner\.vision_proj\.", "vision.projector.low", "self"),  # its aligner
+    (r"aligner\.high_res_vision_proj\.", "vision.projector.high", "self"),
+    (r"aligner\.proj\.", "vision.projector.linear", "self"),
     (r"connector\.perceiver_resampler\.", "vision.projector.resampler.", "resampler"),  # Idefics2's
     (r"qformer\.", "vision.projector.qformer.", "qformer"),  # BLIP-2's
     (r"query_tokens$", "vision.projector.qformer.queries", "self"),

@@ -1,0 +1,102 @@
+"""SAM ViT towers (Kirillov et al. 2023) as transformers 5.23 builds them beside a language model
+(GotOcr2VisionEncoder): a patch convolution with a bias, an absolute position table of grid × grid rows, windowed
+and global layers with decomposed relative positions and a convolutional neck (parts/sam.py), and the wrappers that
+read one whole."""
+
+from __future__ import annotations
+
+from ..config import Config
+from . import sub_config, wrapper
+from .vit import vit
+
+
+def sam_encoder(v: Config) -> dict:
+    """The encoder (parts/sam.py) of a SAM vision_config (hidden_size, num_hidden_layers, num_attention_heads,
+    mlp_dim, output_channels, image_size, patch_size, window_size, global_attn_indexes, qkv_bias, use_abs_pos,
+    use_rel_pos, hidden_act)."""
+    d, heads, depth = v.int("hidden_size"), v.int("num_attention_heads"), v.int("num_hidden_layers")
+    if d % heads:
+        raise v.fail("num_attention_heads", f"{heads} heads do not divide hidden_size {d}")
+    size, patch = v.int("image_size"), v.int("patch_size")
+    if size < patch:
+        raise v.fail("image_size", f"an image of {size} pixels holds no {patch}-pixel patch")
+    full = v.int_list("global_attn_indexes")
+    if any(not 0 <= k < depth for k in full) or len(set(full)) != len(full):
+        raise v.fail("global_attn_indexes", f"{full}: expected distinct layer indices below num_hidden_layers {depth}")
+    window = v.int("window_size", 14, positive=False)
+    if window < 0:
+        raise v.fail("window_size", f"expected a non-negative integer, got {window}")
+    grid = size // patch
+    if not v.bool("use_abs_pos", True):
+        raise v.fail("use_abs_pos", "false: a SAM tower without its absolute position table is not read yet")
+    return {
+        "width": d,
+        "depth": depth,
+        "heads": heads,
+        "mlp": v.int("mlp_dim"),
+        "out": v.int("output_channels"),
+        "grid": grid,
+        "window": window,
+        "full": len(full) if window else depth,  # window 0: every layer attends the whole grid
+        "qkv_bias": v.bool("qkv_bias", True),
+        "rel_pos": v.bool("use_rel_pos", True),
+        "activation": v.activation("hidden_act", "gelu"),
+    }
+
+
+def sam_tower(v: Config, projector: dict) -> dict:
+    """The ``vision`` part of a SAM vision_config: its patch convolution (num_channels → hidden_size, a bias), its
+    absolute table and its encoder, with ``projector`` reading its neck's output_channels."""
+    sam = sam_encoder(v)
+    size, patch = v.int("image_size"), v.int("patch_size")
+    return {
+        "image_size": size,
+        "patch_size": patch,
+        "channels": v.int("num_channels", 3),
+        "position_rows": sam["grid"] ** 2,  # the checkpoint's table, interpolated to another size
+        "post_norm": False,
+        "sam": sam,
+        "projector": projector,
+    }
+
+
+@wrapper("got_ocr2", "pp_chart2table")
+def got_ocr2(c: Config) -> dict:
+    """GotOcr2ForConditionalGeneration (Wei et al. 2024, GOT-OCR 2.0; PP-Chart2Table builds the same class): a SAM
+    ViT tower (GotOcr2VisionEncoder) and GotOcr2MultiModalProjector: conv_upsampler1 (3 × 3, stride 2, padding 1,
+    output_channels → 2 × output_channels) and conv_upsampler2 (the same to the text width), no biases, then
+    multimodal_projector, Linear(text width, text width) with a bias: 4 × 4 patches a token (1,024 pixels: 256)."""
+    v = sub_config(c, "vision_config")
+    text = sub_config(c, "text_config").int("hidden_size")
+    projector = {
+        "width": v.int("output_channels"),
+        "downsample": True,
+        "downsample_bias": False,
+        "downsample_out": text,
+        "bias": True,
+    }
+    return {"vision": sam_tower(v, projector)}
+
+
+@wrapper("deepseek_vl_hybrid")
+def deepseek_vl_hybrid(c: Config) -> dict:
+    """DeepseekVLHybridForConditionalGeneration (Lu et al. 2024, DeepSeek-VL's hybrid encoder): a SigLIP tower (its
+    pooling head where vision_use_head: built and run, its output unread) over the image at its size, and a SAM tower
+    (high_res_vision_config, a SamVisionModel) over the image at the SAM's size, with a second neck over the first global
+    layer's output, both necks' outputs through high_res_vision_proj to one token a SigLIP patch, joined by
+    DeepseekVLHybridAligner (parts/high_res.py)."""
+    v = sub_config(c, "vision_config")
+    hr = sub_config(c, "high_res_vision_config")
+    text = sub_config(c, "text_config").int("hidden_size")
+    if not hr.int_list("global_attn_indexes") and hr.int("window_size", 14, positive=False):
+        raise hr.fail("global_attn_indexes", "empty: the second neck reads the first global layer's output")
+    if text % 2:
+        raise c.fail("text_config", f"hidden_size {text}: the aligner writes two halves of it")
+    high_res = {
+        "sam": sam_encoder(hr),
+        "image_size": hr.int("image_size"),
+        "patch_size": hr.int("patch_size"),
+        "channels": hr.int("num_channels", 3),
+        "text": text,
+    }
+    return {"vision": vit(v, {"width": v.int("hidden_size"), "linear": False}, high_res=high_res)}
