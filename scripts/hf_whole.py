@@ -83,6 +83,7 @@ IMAGE_SIZES = {
 AUDIO_POSITIONS = {
     "qwen2_audio": (1500, 1000),
     "voxtral": (1500, 1000),
+    "voxtral_realtime": (1500, 1000),  # its causal tower over 30 and 20 s (no window of its own: max_position_embeddings)
     "glmasr": (1500, 1000),
     "qwen2_5_omni_thinker": (1500, 1000),
     "qwen3_omni_moe_thinker": (1500, 1000),  # 30 and 20 chunks of 100 frames: 390 and 260 positions, windows of 104

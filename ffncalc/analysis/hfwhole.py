@@ -338,7 +338,8 @@ def audio_flops(data: dict, positions: int) -> dict:
     with torch.no_grad(), FlopCounterMode(display=False) as counter:
         if kind in AUDIO_REDUCED:  # every frame real: the window's one length
             net.model.get_audio_features(input_features=frames, feature_attention_mask=torch.ones(1, 2 * positions, dtype=torch.long))
-        elif data["model_type"] == "voxtral":
+        elif data["model_type"] in ("voxtral", "voxtral_realtime"):  # Voxtral Realtime's: its causal tower, eager,
+            # computing the whole square of scores its sliding-window mask then masks
             net.model.get_audio_features(input_features=frames)
         elif data["model_type"] in ("audioflamingo3", "musicflamingo"):  # its tower and its projector, as
             # get_audio_features runs them; the tower reads a mask of the frames (every one real: the attention mask it

@@ -53,6 +53,7 @@ MODULES = (
     "contact_head",
     "entities",
     "shared",
+    "ada_norm",
 )  # the shipped parts' modules
 
 

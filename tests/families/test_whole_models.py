@@ -797,3 +797,32 @@ def test_minicpm_window_merger_flops_by_hand():
         (vision,) = [p for p in model.parts if isinstance(p, Vision)]
         assert vision.per_image(model)[:2] == (tokens, 2 * macs)
         assert 2 * macs == next(r["total"] for r in truth(model_type)["image_flops"]["runs"] if r["size"] == 448)
+
+
+def test_voxtral_realtime_by_hand():
+    """Voxtral Realtime at its defaults (Voxtral Mini 4B Realtime's shapes): its causal encoder, conv1 (128 -> 1280)
+    and conv2 (1280 -> 1280, stride 2) of kernel 3 with biases, no position table, 32 layers of width 1280 with 32
+    heads of 64 (q, v and o_proj with biases, k_proj not), a SwiGLU of 5,120 (down_proj alone with a bias), two
+    RMSNorms each and a final one; four positions a token through Linear(5120, 3072) → GELU → Linear(3072, 3072), no
+    biases; the text decoder's 26 layers each with Linear(3072, 32) and Linear(32, 3072) of its adaptive norm, its head
+    tied. One 30-s window (3,000 frames, 1,500 positions) computes the whole square of scores that its causal
+    sliding-window mask then masks (eager attention): 375 tokens."""
+    from fractions import Fraction
+
+    from ffncalc.parts.audio import Audio
+
+    d, a, f, n, mels, text = 1280, 2048, 5120, 1500, 128, 3072
+    layer = (d * a + a) + d * a + (d * a + a) + (a * d + d) + 2 * d + 3 * d * f + d
+    assert groups("voxtral_realtime")["tower"] == mels * 3 * d + d + d * 3 * d + d + 32 * layer + d
+    assert groups("voxtral_realtime")["projector"] == 4 * d * text + text * text
+    kv, ff = 8 * 128, 9216
+    decoder = text * 4096 + 2 * text * kv + 4096 * text + 3 * text * ff + 2 * text + 2 * text * 32
+    assert groups("voxtral_realtime")["text"] == 131072 * text + 26 * decoder + text
+    _, model = hf.load(HERE / "configs" / "voxtral_realtime.json")
+    (audio,) = [p for p in model.parts if isinstance(p, Audio)]
+    step = n * (3 * d * a + a * d + 3 * d * f) + 2 * n * n * a  # q, k, v, o, the SwiGLU; QKᵀ and AV over the square
+    macs = 2 * n * mels * 3 * d + n * d * 3 * d + 32 * step + 375 * (4 * d * text + text * text)
+    assert audio.per_window(model) == (375, 2 * macs)
+    # the time embedding is one row a forward: its two linears run once a sequence, in every layer
+    once = [t for t in terms(model, 1024) if t.component.startswith("ada_norm.linear")]
+    assert once and all(t.per_sequence and t.positions == Fraction(1, 1024) for t in once)

@@ -107,6 +107,7 @@ TEXT_TYPES = {
     "qwen3_5_moe": "qwen3_5_moe_text",
     "qwen4_exp": "qwen4_exp_text",
     "voxtral": "llama",
+    "voxtral_realtime": "voxtral_realtime_text",
 }
 
 

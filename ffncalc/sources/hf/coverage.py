@@ -608,11 +608,6 @@ SEQ2SEQ_NOT_YET = {
         "merged into one softmax over both sets of keys (T5Gemma2MergedAttention)"
     ),
     "vibevoice_asr": "an audio tokenizer beside a decoder-only language model",
-    "voxtral_realtime": (
-        "an audio tower beside a decoder-only language model (a whole multimodal model): a causal audio encoder (causal "
-        "convolutions, sliding-window attention) and a text decoder whose layers scale by a time-conditioned adaptive "
-        "RMS norm, neither read yet"
-    ),
     "fun_asr_nano": (
         "an audio tower beside a decoder-only language model (a whole multimodal model): a SAN-M encoder (attention with an "
         "FSMN depthwise memory over its values, a first layer of its own input width) and a projector of transformer layers"
@@ -797,7 +792,7 @@ WHOLE_REFUSED_AT_DEFAULTS = {
 
 # Language models read by a family of their own that only a whole class builds (no causal-LM class, no public config of
 # their own): the wrapper whose whole class, at its defaults, proves them (tests/hf_whole)
-TEXT_PROVEN_WHOLE = {"step3p5": "step3p7"}
+TEXT_PROVEN_WHOLE = {"step3p5": "step3p7", "voxtral_realtime_text": "voxtral_realtime"}
 
 
 # Types of the multimodal-LM mapping whose whole class is their language model: no tower at the configuration class's
@@ -833,8 +828,6 @@ WHOLE_NOT_YET = {
     "input width) and a projector of transformer layers",
     "nemo_speechlm": "Nemotron 3.5 Transcribe's transformer encoder with q/k norms, a diarization model, speaker embeddings "
     "and a word-timestamp model",
-    "voxtral_realtime": "a causal audio encoder (causal convolutions, sliding-window attention) and a text decoder whose "
-    "layers scale by a time-conditioned adaptive RMS norm",
     "qwen3_omni_moe": "its talker and code2wav beside the thinker (qwen3_omni_moe_thinker, read whole); transformers refuses "
     "its defaults",
     "idefics": (

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..config import Config
 from . import sub_config, wrapper
-from .whisper import qwen3_asr_encoder, whisper_encoder
+from .whisper import qwen3_asr_encoder, voxtral_realtime_encoder, whisper_encoder
 
 # the sub-configs Granite Speech's readers take (a sparse encoder_config or projector_config reads their defaults)
 GRANITE_TYPES = ("granite_speech_encoder", "granite_speech_plus_encoder", "blip_2_qformer")
@@ -207,3 +207,19 @@ def granite_speech_plus(c: Config) -> dict:
     linear (granite_speech), the Q-Former reading the encoder's output beside the outputs of the layers
     cat_hidden_layers names (GraniteSpeechPlusCTCEncoder: their features side by side, encoder_hidden_size wide)."""
     return granite_speech(c)
+
+
+@wrapper("voxtral_realtime")
+def voxtral_realtime(c: Config) -> dict:
+    """VoxtralRealtimeForConditionalGeneration (Mistral AI 2026, Voxtral Mini 4B Realtime): VoxtralRealtimeEncoder
+    (whisper.py's voxtral_realtime_encoder: causal convolutions, rotary positions, RMSNorms, SwiGLU MLPs, a causal
+    sliding window), downsample_factor positions concatenated into one token (get_audio_features' reshape), and
+    VoxtralRealtimeMultiModalProjector, Linear(downsample_factor × audio width, text width) → projector_hidden_act →
+    Linear(text width, text width), no biases; each token's embedding is added to the text token's at its position
+    (one a downsample_factor × 2 frames: 80 ms), beside the text decoder (families/voxtral_realtime.py)."""
+    a = sub_config(c, "audio_config", {None: "voxtral_realtime_encoder"})  # type: ignore[dict-item]
+    text = sub_config(c, "text_config").int("hidden_size")
+    group = c.int("downsample_factor", 4)
+    projector = {"width": group * a.int("hidden_size"), "hidden": text, "bias": False}
+    encoder = voxtral_realtime_encoder(a, {**projector, "activation": c.activation("projector_hidden_act", "gelu")})
+    return {"audio": {**encoder, "group": group}}

@@ -103,7 +103,36 @@ def qwen3_asr_encoder(a: Config, projector: dict) -> dict:
     }
 
 
+def voxtral_realtime_encoder(a: Config, projector: dict) -> dict:
+    """The ``audio`` part of Voxtral Realtime's audio_config (VoxtralRealtimeEncoder): Whisper's two convolutions made
+    causal (VoxtralRealtimeCausalConv1d: the kernel's overhang padded on the left alone, 2 frames before conv1 and 1
+    before conv2 of stride 2, so as many outputs as Whisper's), no position table (rotary positions); pre-norm layers
+    of RMSNorms, attention of num_attention_heads heads of head_dim (q, v and o_proj with biases, k_proj without;
+    num_key_value_heads is num_attention_heads), a SwiGLU MLP (gate_proj and up_proj without biases, down_proj with
+    one, hidden_act), a final RMSNorm. Its mask is causal within a sliding window of sliding_window positions, which
+    transformers' eager attention applies to the whole square of scores it computes: counted as computed."""
+    heads = a.int("num_attention_heads")
+    attention = {"n_heads": heads, "head_dim": a.int("head_dim", 64), "qkv_bias": True, "k_bias": False, "o_bias": True}
+    ffn = {"kind": "gated", "d_ff": a.int("intermediate_size"), "bias": False, "down_bias": True}
+    return {
+        "layers": {
+            "d_model": a.int("hidden_size"),
+            "n_layers": a.int("num_hidden_layers"),
+            "attention": attention,
+            "ffn": {**ffn, "activation": a.activation("hidden_act", "silu")},
+            "norm": {"kind": "rmsnorm", "per_layer": 2, "final": False},
+        },
+        "mel_bins": a.int("num_mel_bins", 128),
+        "source_positions": a.int("max_position_embeddings", 1500),
+        "position_table": False,
+        "projector": projector,
+    }
+
+
 LAYER_MODULES = (
+    (r"mlp\.gate_proj$", "ffn.gate"),  # Voxtral Realtime's SwiGLU
+    (r"mlp\.up_proj$", "ffn.up"),
+    (r"mlp\.down_proj$", "ffn.down"),
     (r"self_attn\.q_proj$", "attn.q"),
     (r"self_attn\.k_proj$", "attn.k"),
     (r"self_attn\.v_proj$", "attn.v"),
@@ -116,6 +145,8 @@ LAYER_MODULES = (
 TOP_MODULES = (
     (r"^conv1$", "conv1"),
     (r"^conv2$", "conv2"),
+    (r"^embedder\.conv1$", "conv1"),  # Voxtral Realtime's causal convolutions
+    (r"^embedder\.conv2$", "conv2"),
     (r"^conv2d1$", "conv1"),  # Qwen3-ASR's and Qwen3-Omni's front end: three Conv2d and a linear
     (r"^conv2d2$", "conv2"),
     (r"^conv2d3$", "conv3"),
