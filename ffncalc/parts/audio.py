@@ -79,6 +79,11 @@ class Audio(Part):
     final_norm: bool = True  # a norm after the layers (Granite Speech's: none)
     ctc: NonNegative = 0  # Granite Speech's output_dim: out and out_mid after the middle layer (0: none)
     block: NonNegative = 0  # positions each run of the projector's Q-Former reads (Granite Speech's window_size)
+    # SAN-M's (parts/sanm.py: Fun-ASR-Nano's encoder): its FSMN's taps (0: not SAN-M), its timestamp layers after the
+    # transcription layers, and the adaptor's transformer layers after the projector
+    fsmn_kernel: NonNegative = 0
+    timestamp_layers: NonNegative = 0
+    adaptor: Stack | None = None
 
     takes = ("audio_seconds",)
 
@@ -208,6 +213,10 @@ class Audio(Part):
         """Every term of the tower and the projector over a window of ``positions`` positions (default: a whole one),
         each with what it runs over (``units``; their per-unit work)."""
         positions = positions or self.source_positions
+        if self.fsmn_kernel:  # SAN-M's form (parts/sanm.py)
+            from .sanm import sanm_terms
+
+            return sanm_terms(self, model, positions)
         d, m = self.layers.d_model, self.mel_bins
         stack = self.stack
         gelu = ACTIVATION_OPS["gelu"]
@@ -338,6 +347,10 @@ class Audio(Part):
         )
 
     def model_module(self, model):
+        if self.fsmn_kernel:  # SAN-M's form (parts/sanm.py)
+            from .sanm import sanm_module
+
+            return sanm_module(self, model)
         return _module(self, model)
 
 

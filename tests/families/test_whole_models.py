@@ -826,3 +826,28 @@ def test_voxtral_realtime_by_hand():
     # the time embedding is one row a forward: its two linears run once a sequence, in every layer
     once = [t for t in terms(model, 1024) if t.component.startswith("ada_norm.linear")]
     assert once and all(t.per_sequence and t.positions == Fraction(1, 1024) for t in once)
+
+
+def test_fun_asr_nano_by_hand():
+    """Fun-ASR-Nano at its defaults: SenseVoice's SAN-M encoder of 70 layers of width 512 (4 heads; q, k, v and o with
+    biases; an FSMN of 11 depthwise taps without a bias over the values; fc1 and fc2 of 2,048 with biases; two
+    LayerNorms each, and one more after layer 49 and layer 69), the first reading 80 × 7 = 560 stacked features; the
+    projector Linear(512, 2048) → ReLU → Linear(2048, 1024) with biases, then two adaptor layers of width 1024 (8 heads,
+    MLP 256). One 30-s window is 500 positions (one every 60 ms), each a token, every attention over the whole window."""
+    from ffncalc.parts.audio import Audio
+
+    d, first, f, k, n = 512, 560, 2048, 11, 500
+    mlp = d * f + f + f * d + d
+    layer0 = 3 * (first * d + d) + (d * d + d) + 2 * first + 2 * d + mlp + d * k
+    layer = 4 * (d * d + d) + 4 * d + mlp + d * k
+    assert groups("fun_asr_nano")["tower"] == layer0 + 69 * layer + 2 * 2 * d
+    w, f2 = 1024, 256
+    adaptor = 4 * (w * w + w) + 4 * w + w * f2 + f2 + f2 * w + w
+    assert groups("fun_asr_nano")["projector"] == d * 2048 + 2048 + 2048 * w + w + 2 * adaptor
+    _, model = hf.load(HERE / "configs" / "fun_asr_nano.json")
+    (audio,) = [p for p in model.parts if isinstance(p, Audio)]
+    products = 2 * n * n * d  # QKᵀ and AV over the whole window
+    first_step = n * (3 * first * d + d * d + 2 * d * f + d * k) + products
+    step = n * (4 * d * d + 2 * d * f + d * k) + products
+    after = n * (d * 2048 + 2048 * w) + 2 * (n * (4 * w * w + 2 * w * f2) + 2 * n * n * w)
+    assert audio.per_window(model) == (n, 2 * (first_step + 69 * step + after))

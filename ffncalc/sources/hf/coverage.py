@@ -608,10 +608,6 @@ SEQ2SEQ_NOT_YET = {
         "merged into one softmax over both sets of keys (T5Gemma2MergedAttention)"
     ),
     "vibevoice_asr": "an audio tokenizer beside a decoder-only language model",
-    "fun_asr_nano": (
-        "an audio tower beside a decoder-only language model (a whole multimodal model): a SAN-M encoder (attention with an "
-        "FSMN depthwise memory over its values, a first layer of its own input width) and a projector of transformer layers"
-    ),
     "kyutai_speech_to_text": "a decoder over audio codebooks and text",
     "moonshine_streaming": "a streaming speech encoder and a decoder",
     "vibevoice": "an acoustic tokenizer and diffusion head beside a language model",
@@ -824,8 +820,6 @@ WHOLE_NOT_YET = {
     "hunyuan_vl": "its patch merger (a newline row before the MLP, begin and end tokens) is not read; its text config needs "
     "head_dim 128 for transformers to build it",
     "phi4_multimodal": "its audio Conformer and SigLIP tower with their own projectors (Phi4MultimodalForCausalLM)",
-    "fun_asr_nano": "a SAN-M encoder (attention with an FSMN depthwise memory over its values, a first layer of its own "
-    "input width) and a projector of transformer layers",
     "nemo_speechlm": "Nemotron 3.5 Transcribe's transformer encoder with q/k norms, a diarization model, speaker embeddings "
     "and a word-timestamp model",
     "qwen3_omni_moe": "its talker and code2wav beside the thinker (qwen3_omni_moe_thinker, read whole); transformers refuses "

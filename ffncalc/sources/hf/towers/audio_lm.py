@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..config import Config
 from . import sub_config, wrapper
-from .whisper import qwen3_asr_encoder, voxtral_realtime_encoder, whisper_encoder
+from .whisper import qwen3_asr_encoder, sanm_encoder, voxtral_realtime_encoder, whisper_encoder
 
 # the sub-configs Granite Speech's readers take (a sparse encoder_config or projector_config reads their defaults)
 GRANITE_TYPES = ("granite_speech_encoder", "granite_speech_plus_encoder", "blip_2_qformer")
@@ -223,3 +223,19 @@ def voxtral_realtime(c: Config) -> dict:
     projector = {"width": group * a.int("hidden_size"), "hidden": text, "bias": False}
     encoder = voxtral_realtime_encoder(a, {**projector, "activation": c.activation("projector_hidden_act", "gelu")})
     return {"audio": {**encoder, "group": group}}
+
+
+@wrapper("fun_asr_nano")
+def fun_asr_nano(c: Config) -> dict:
+    """FunAsrNanoForConditionalGeneration (Tongyi Fun team 2025, Fun-ASR-Nano): FunAsrNanoEncoder (SenseVoice's SAN-M
+    encoder: whisper.py's sanm_encoder, parts/sanm.py) and FunAsrNanoMultiModalProjector, Linear(audio width,
+    projector_hidden_size) → projector_hidden_act → Linear(projector_hidden_size, adaptor width), with biases, then the
+    adaptor's transformer layers, beside Qwen3's language model; one token a position."""
+    a = sub_config(c, "audio_config", {None: "fun_asr_nano_encoder"})  # type: ignore[dict-item]
+    ad = sub_config(c, "adaptor_config")
+    text = sub_config(c, "text_config").int("hidden_size")
+    if ad.int("hidden_size") != text:  # the adaptor writes the language model's tokens
+        raise c.fail("adaptor_config", f"hidden_size {ad.int('hidden_size')} is not the text width {text}")
+    act = ad.activation("projector_hidden_act", "relu")
+    projector = {"width": a.int("hidden_size"), "hidden": ad.int("projector_hidden_size"), "bias": True, "activation": act}
+    return {"audio": sanm_encoder(c, a, projector)}

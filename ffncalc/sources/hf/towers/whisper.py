@@ -9,6 +9,7 @@ four after it."""
 from __future__ import annotations
 
 from ..config import Config
+from . import sub_config
 
 AUDIO_TYPES = (
     "whisper",
@@ -129,7 +130,46 @@ def voxtral_realtime_encoder(a: Config, projector: dict) -> dict:
     }
 
 
+def sanm_encoder(c: Config, a: Config, projector: dict) -> dict:
+    """The ``audio`` part of Fun-ASR-Nano's audio_config and adaptor_config (FunAsrNanoEncoder, SAN-M: parts/sanm.py):
+    num_hidden_layers layers of hidden_size with num_attention_heads heads (q, k, v, o with biases) and an FSMN of
+    fsmn_kernel_size taps, an MLP of intermediate_size with biases (hidden_act), the first reading num_mel_bins ×
+    num_stacked_frames features (its feature extractor's low-frame-rate positions: 7 frames stacked every 6, 60 ms
+    each), num_timestamp_prediction_layers of them after the transcription layers; the adaptor_config's layers after
+    the projector. A window here is 30 s: 500 positions."""
+    ad = sub_config(c, "adaptor_config")
+    d, heads = a.int("hidden_size"), a.int("num_attention_heads")
+
+    def layers(x: Config, n: int) -> dict:
+        act = x.activation("hidden_act", "relu")
+        return {
+            "d_model": x.int("hidden_size"),
+            "n_layers": n,
+            "attention": {"n_heads": x.int("num_attention_heads"), "qkv_bias": True, "o_bias": True},
+            "ffn": {"kind": "dense", "d_ff": x.int("intermediate_size"), "bias": True, "activation": act},
+            "norm": {"kind": "layernorm", "per_layer": 2, "final": False},
+        }
+
+    if d % heads:
+        raise a.fail("num_attention_heads", f"{heads} heads do not divide hidden_size {d}")
+    out = {
+        "layers": layers(a, a.int("num_hidden_layers")),
+        "mel_bins": a.int("num_mel_bins", 80) * a.int("num_stacked_frames", 7),
+        "source_positions": 500,  # 30 s: 3,000 frames of 10 ms, one position every 6
+        "position_table": False,
+        "final_norm": False,
+        "fsmn_kernel": a.int("fsmn_kernel_size", 11),
+        "timestamp_layers": a.int("num_timestamp_prediction_layers", 20),
+        "projector": projector,
+    }
+    if ad.int("num_hidden_layers"):
+        out["adaptor"] = layers(ad, ad.int("num_hidden_layers"))
+    return out
+
+
 LAYER_MODULES = (
+    (r"self_attn\.fsmn\.conv$", "attn.fsmn"),  # Fun-ASR-Nano's SAN-M memory
+    (r"(^|\.)final_layernorm$", "norms"),  # Fun-ASR-Nano's last transcription and timestamp layers'
     (r"mlp\.gate_proj$", "ffn.gate"),  # Voxtral Realtime's SwiGLU
     (r"mlp\.up_proj$", "ffn.up"),
     (r"mlp\.down_proj$", "ffn.down"),
@@ -209,6 +249,11 @@ def audio_component(path: str) -> str | None:
 
     if re.search(r"(?:^|\.)(encoder\.(input_linear|layers\.\d+\.(ff1|attn|conv|ff2|post_norm)|out|out_mid)|projector)\.", path):
         return granite_component(path)
+    adaptor = re.search(r"(?:^|\.)multi_modal_projector\.layers\.\d+\.", path)  # Fun-ASR-Nano's adaptor layers
+    if adaptor:
+        module = path[adaptor.end() :].rsplit(".", 1)[0]
+        name = next((n for pat, n in LAYER_MODULES if re.search(pat, module)), f"(unmatched) {module}")
+        return "audio.projector.adaptor." + name
     found = re.search(r"(?:^|\.)audio_tower\.", path)
     if not found:
         return None
