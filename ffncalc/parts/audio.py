@@ -84,6 +84,7 @@ class Audio(Part):
     fsmn_kernel: NonNegative = 0
     timestamp_layers: NonNegative = 0
     adaptor: Stack | None = None
+    added: bool = False  # its tokens added to the text's own positions, none of their own (Voxtral Realtime's)
 
     takes = ("audio_seconds",)
 
@@ -92,6 +93,8 @@ class Audio(Part):
         return self if seconds is None else replace(self, seconds=seconds)
 
     def request_tokens(self) -> int:
+        if self.added:  # each written into a position the text has: no tokens beside the prompt's
+            return 0
         return sum(int(self.units(n)["projector"]) for n in self.layout())
 
     def check(self, spec) -> None:
@@ -343,7 +346,8 @@ class Audio(Part):
         )
         return (
             f"audio tower: {'an' if str(self.window_seconds)[0] == '8' else 'a'} {self.window_seconds}-s window is {tokens:,} "
-            f"tokens of the language model and {flops:,} forward FLOPs through the tower and the projector; audio: {where}"
+            f"{'embeddings added to as many positions of the text' if self.added else 'tokens of the language model'} and "
+            f"{flops:,} forward FLOPs through the tower and the projector; audio: {where}"
         )
 
     def model_module(self, model):

@@ -821,7 +821,9 @@ WHOLE_NOT_YET = {
     "head_dim 128 for transformers to build it",
     "phi4_multimodal": "its audio Conformer and SigLIP tower with their own projectors (Phi4MultimodalForCausalLM)",
     "nemo_speechlm": "Nemotron 3.5 Transcribe's transformer encoder with q/k norms, a diarization model, speaker embeddings "
-    "and a word-timestamp model",
+    "and a word-timestamp model (a transposed-convolution upsampler, two layers and a Conv1d head); its encoder runs over "
+    "chunks of the diarization config's chunk_length frames with left and right context, and its diarization model over "
+    "chunks beside a speaker cache whose compression reads the speaker probabilities' values",
     "qwen3_omni_moe": "its talker and code2wav beside the thinker (qwen3_omni_moe_thinker, read whole); transformers refuses "
     "its defaults",
     "idefics": (
@@ -861,8 +863,10 @@ WHOLE_NOT_YET = {
     ),
     "mllama": "its tiled vision encoder (gated position, tile and aspect-ratio tables, global layers with gates, five "
     "layers' features concatenated) and the language model's gated cross-attention layers are not read yet",
-    "qwen2_5_omni": "its talker (a second language model) and token2wav (a DiT and BigVGAN) are not read yet; its thinker "
-    "is (qwen2_5_omni_thinker)",
+    "qwen2_5_omni": "its talker (a second language model: Qwen2 layers with their own codec table and head, and "
+    "thinker_to_talker_proj) and token2wav (a DiT with an ECAPA-TDNN speaker encoder and time-conditioned norms, and "
+    "BigVGAN's transposed convolutions and residual blocks of snake activations) are not read yet; its thinker is "
+    "(qwen2_5_omni_thinker)",
     "mistral_large4": "its language model's latent attention with a sparse indexer and learned softmax scalings is not read yet",
     "glm5_next": "its language model (hyper-connections, gated linear attention beside latent attention with an indexer) "
     "is not read yet",

@@ -222,7 +222,7 @@ def voxtral_realtime(c: Config) -> dict:
     group = c.int("downsample_factor", 4)
     projector = {"width": group * a.int("hidden_size"), "hidden": text, "bias": False}
     encoder = voxtral_realtime_encoder(a, {**projector, "activation": c.activation("projector_hidden_act", "gelu")})
-    return {"audio": {**encoder, "group": group}}
+    return {"audio": {**encoder, "group": group, "added": True}}  # VoxtralRealtimeModel.forward: inputs_embeds += audio_embeds
 
 
 @wrapper("fun_asr_nano")
