@@ -85,6 +85,7 @@ AUDIO_POSITIONS = {
     "voxtral": (1500, 1000),
     "voxtral_realtime": (1500, 1000),  # its causal tower over 30 and 20 s (no window of its own)
     "fun_asr_nano": (500, 300),  # its stacked positions (60 ms each): 30 and 18 s
+    "nemo_speechlm": (500, 250),  # 40 and 20 s (80 ms a position): one chunk of chunk_length (500) or less
     "glmasr": (1500, 1000),
     "qwen2_5_omni_thinker": (1500, 1000),
     "qwen3_omni_moe_thinker": (1500, 1000),  # 30 and 20 chunks of 100 frames: 390 and 260 positions, windows of 104
@@ -154,9 +155,9 @@ def sized(data: dict, size: int) -> dict:
 def truth_text(model_type: str, data: dict, config: str = "") -> str:
     import torch
 
+    from ffncalc.analysis.hfspeech import AUDIO_METHODS
     from ffncalc.analysis.hfwhole import (
         AUDIO_METHOD,
-        AUDIO_METHODS,
         AUDIO_REDUCED,
         IMAGE_METHOD,
         ON_CPU,

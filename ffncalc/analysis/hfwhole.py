@@ -8,6 +8,7 @@ from __future__ import annotations
 from math import isqrt
 
 from .hfcheck import DROPPED_KEYS
+from .hfspeech import TRANSCRIBE_SMALL, fun_asr_nano_flops, transcribe_flops
 
 # How image FLOPs are measured, recorded with them.
 IMAGE_METHOD = (
@@ -158,10 +159,13 @@ QWEN_REDUCED = {
 # Audio towers whose chunks are cut by their inputs' lengths (Qwen2.5-Omni's), built small: its audio_config
 AUDIO_SMALL = {"d_model": 64, "encoder_attention_heads": 4, "encoder_ffn_dim": 128, "encoder_layers": 2, "output_dim": 64}
 AUDIO_REDUCED = {"qwen2_5_omni_thinker": AUDIO_SMALL, "qwen3_omni_moe_thinker": {**AUDIO_SMALL, "downsample_hidden_size": 32}}
+AUDIO_REDUCED["nemo_speechlm"] = TRANSCRIBE_SMALL
 
 
 def reduced(kind: str) -> dict:
     """The keys that build ``kind``'s tower and language model small."""
+    if kind == "nemo_speechlm":  # its audio model alone
+        return {"audio_config": TRANSCRIBE_SMALL}
     if kind in QWEN_REDUCED:  # its text config's layer_types follow its one layer
         out = {"vision_config": QWEN_REDUCED[kind], "text_config": {**REDUCED["text_config"], "layer_types": ["full_attention"]}}
         return {**out, "audio_config": AUDIO_REDUCED[kind]} if kind in AUDIO_REDUCED else out
@@ -331,6 +335,8 @@ def audio_flops(data: dict, positions: int) -> dict:
         return {"positions": positions, "total": sum(counts["Global"].values()), "modules": modules}
     if kind == "fun_asr_nano":
         return fun_asr_nano_flops(data, positions)
+    if kind == "nemo_speechlm":
+        return transcribe_flops(data, positions)
     data = {**data, "audio_config": {**data["audio_config"], "max_source_positions": positions}}
     device = "cpu" if kind in AUDIO_REDUCED else "meta"  # its chunks are cut by the lengths' values
     net = instantiate_whole(data, device)
@@ -389,43 +395,6 @@ def qwen3_asr_flops(data: dict, positions: int) -> dict:
     mels = torch.zeros(1, a["num_mel_bins"], frames)
     with torch.no_grad(), FlopCounterMode(display=False) as counter:
         net.model.get_audio_features(input_features=mels, input_features_mask=torch.ones(1, frames, dtype=torch.long))
-    counts = counter.get_flop_counts()
-    modules = {k: sum(v.values()) for k, v in counts.items() if k != "Global" and "." not in k}
-    return {"positions": positions, "total": sum(counts["Global"].values()), "modules": modules}
-
-
-# How the audio FLOPs of a type whose path differs from AUDIO_METHOD's are measured, recorded with them.
-AUDIO_METHODS = {
-    "fun_asr_nano": (
-        "torch.utils.flop_counter.FlopCounterMode over the whole class's audio tower and multi-modal projector as "
-        "get_audio_features runs them (its pooler_output picks the real positions by value: no product) on the meta "
-        "device, eager attention, input_features of shape (1, positions, num_mel_bins × num_stacked_frames), every "
-        "position real (its bidirectional masks none): 2 FLOPs per multiply-add of every matmul and convolution, summed "
-        "per module"
-    ),
-}
-
-
-def fun_asr_nano_flops(data: dict, positions: int) -> dict:
-    """Fun-ASR-Nano: ``positions`` of its feature extractor's stacked frames, (1, positions, num_mel_bins ×
-    num_stacked_frames), every one real, through the audio tower and the multi-modal projector as get_audio_features
-    runs them (its pooler_output, the real positions picked by the mask's values, is no product) on the meta device,
-    their masks none (every position real: the bidirectional mask it builds asks by value whether all are)."""
-    from unittest import mock
-
-    import torch
-    from torch.utils.flop_counter import FlopCounterMode
-
-    net = instantiate_whole(data)
-    net.requires_grad_(False)
-    a = net.config.audio_config
-    features = torch.ones(1, positions, a.num_mel_bins * a.num_stacked_frames, device="meta")
-    mask = torch.ones(1, positions, dtype=torch.long, device="meta")
-    module = type(net.model.audio_tower).__module__
-    unmasked = mock.patch(f"{module}.create_bidirectional_mask", lambda **_: None)
-    with torch.no_grad(), FlopCounterMode(display=False) as counter, unmasked:
-        out = net.model.audio_tower(input_features=features, input_features_mask=mask).last_hidden_state
-        net.model.multi_modal_projector(out, mask)
     counts = counter.get_flop_counts()
     modules = {k: sum(v.values()) for k, v in counts.items() if k != "Global" and "." not in k}
     return {"positions": positions, "total": sum(counts["Global"].values()), "modules": modules}

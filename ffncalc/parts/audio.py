@@ -43,6 +43,7 @@ from ..model.stacks import Stack
 from ..model.terms import ACTIVATION_OPS, SOFTMAX_OPS, Emitter
 from . import Part, register
 from .projector import Projector
+from .transcribe import Transcribe
 
 FRAMES_A_SECOND = 100  # Whisper's feature extractor: a hop of 160 samples at 16 kHz
 
@@ -85,6 +86,7 @@ class Audio(Part):
     timestamp_layers: NonNegative = 0
     adaptor: Stack | None = None
     added: bool = False  # its tokens added to the text's own positions, none of their own (Voxtral Realtime's)
+    transcribe: Transcribe | None = None  # Nemotron 3.5 Transcribe's diarization and word-timestamp models (transcribe.py)
 
     takes = ("audio_seconds",)
 
@@ -220,6 +222,10 @@ class Audio(Part):
             from .sanm import sanm_terms
 
             return sanm_terms(self, model, positions)
+        if self.transcribe is not None:  # Nemotron 3.5 Transcribe's (parts/transcribe.py)
+            from .transcribe import transcribe_terms
+
+            return transcribe_terms(self, model, positions)
         d, m = self.layers.d_model, self.mel_bins
         stack = self.stack
         gelu = ACTIVATION_OPS["gelu"]
@@ -355,6 +361,10 @@ class Audio(Part):
             from .sanm import sanm_module
 
             return sanm_module(self, model)
+        if self.transcribe is not None:  # Nemotron 3.5 Transcribe's (parts/transcribe.py)
+            from .transcribe import transcribe_module
+
+            return transcribe_module(self, model)
         return _module(self, model)
 
 

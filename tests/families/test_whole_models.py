@@ -851,3 +851,32 @@ def test_fun_asr_nano_by_hand():
     step = n * (4 * d * d + 2 * d * f + d * k) + products
     after = n * (d * 2048 + 2048 * w) + 2 * (n * (4 * w * w + 2 * w * f2) + 2 * n * n * w)
     assert audio.per_window(model) == (n, 2 * (first_step + 69 * step + after))
+
+
+def test_nemo_speechlm_by_hand():
+    """Nemotron 3.5 Transcribe at its defaults: the recognition encoder (8 frames of 128 bins stacked into a position,
+    Linear(1024, 1280) without a bias, 32 layers of width 1280 with 10 heads of 128, q_norm and k_norm LayerNorms over
+    128 with biases, o_proj alone biased, MLP 5120 with biases) and the diarization model on the same positions (Linear
+    (1024, 512), 31 layers of width 512 with 8 heads, MLP 2048; proj to 192, a Conv1d of kernel 3 to 8 × 192 channels,
+    the classifier's dense and out_proj over each of the 8 frames of a position), the speakers' activities times their
+    8 × 1280 sinusoid table, and Linear(1280, 2688) to the language model; the word-timestamp model (a ConvTranspose1d of
+    factor 2, 2 layers of width 1280 with 16 heads of 80 and MLP 640) and its Conv1d head to 23,863 logits: parameters.
+    One 40-s window is one chunk of 500 positions, each a token."""
+    from ffncalc.parts.audio import Audio
+
+    d, f, n, head = 1280, 5120, 500, 192
+    asr = 1024 * d + 2 * d + 32 * (4 * d * d + d + 2 * 2 * 128 + 2 * 2 * d + d * f + f + f * d + d) + 2 * d
+    w, fw = 512, 2048
+    diar = 1024 * w + 2 * w + 31 * (4 * w * w + w + 2 * 2 * w + w * fw + fw + fw * w + w) + 2 * w + w
+    diar += (w * head + head) + (8 * head * head * 3 + 8 * head) + (head * head + head) + (head * 8 + 8)
+    s, fs = 1280, 640
+    stamps = s * s * 2 + s + 2 * s + 2 * (4 * s * s + s + 2 * 2 * 80 + 2 * 2 * s + s * fs + fs + fs * s + s) + 2 * s
+    stamps += 23863 * s + 23863
+    assert groups("nemo_speechlm")["tower"] == asr + diar + 2 * d + 2 * 8 + stamps
+    assert groups("nemo_speechlm")["projector"] == d * 2688 + 2688
+    _, model = hf.load(HERE / "configs" / "nemo_speechlm.json")
+    (audio,) = [p for p in model.parts if isinstance(p, Audio)]
+    encoder = n * 1024 * d + 32 * (n * (4 * d * d + 2 * d * f) + 2 * n * n * d)
+    diarize = n * 1024 * w + 31 * (n * (4 * w * w + 2 * w * fw) + 2 * n * n * w) + n * w * head
+    diarize += n * 8 * head * head * 3 + 8 * n * (head * head + head * 8)
+    assert audio.per_window(model) == (n, 2 * (encoder + diarize + n * 8 * d + n * d * 2688))

@@ -597,10 +597,6 @@ WHOLE_TYPES = MULTIMODAL_LM_TYPES + WHOLE_SEQ2SEQ_TYPES
 
 # Encoder-decoders no family reads yet: what each needs.
 SEQ2SEQ_NOT_YET = {
-    "nemo_speechlm": (
-        "an audio tower beside a decoder-only language model (a whole multimodal model): Nemotron 3.5 Transcribe's "
-        "transformer encoder with q/k norms, a diarization model, speaker embeddings and a word-timestamp model"
-    ),
     "nllb-moe": "BART-style stacks with top-2 mixtures of experts in every fourth layer; transformers 5.23's NllbMoeExperts "
     "one-hot encodes the router's already one-hot mask, so only experts 0 and 1 run: no class to hold its FLOPs to",
     "t5gemma2": (
@@ -820,10 +816,6 @@ WHOLE_NOT_YET = {
     "hunyuan_vl": "its patch merger (a newline row before the MLP, begin and end tokens) is not read; its text config needs "
     "head_dim 128 for transformers to build it",
     "phi4_multimodal": "its audio Conformer and SigLIP tower with their own projectors (Phi4MultimodalForCausalLM)",
-    "nemo_speechlm": "Nemotron 3.5 Transcribe's transformer encoder with q/k norms, a diarization model, speaker embeddings "
-    "and a word-timestamp model (a transposed-convolution upsampler, two layers and a Conv1d head); its encoder runs over "
-    "chunks of the diarization config's chunk_length frames with left and right context, and its diarization model over "
-    "chunks beside a speaker cache whose compression reads the speaker probabilities' values",
     "qwen3_omni_moe": "its talker and code2wav beside the thinker (qwen3_omni_moe_thinker, read whole); transformers refuses "
     "its defaults",
     "idefics": (

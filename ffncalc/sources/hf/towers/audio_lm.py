@@ -239,3 +239,16 @@ def fun_asr_nano(c: Config) -> dict:
     act = ad.activation("projector_hidden_act", "relu")
     projector = {"width": a.int("hidden_size"), "hidden": ad.int("projector_hidden_size"), "bias": True, "activation": act}
     return {"audio": sanm_encoder(c, a, projector)}
+
+
+@wrapper("nemo_speechlm")
+def nemo_speechlm(c: Config) -> dict:
+    """Nemotron3_5TranscribeForConditionalGeneration (NVIDIA 2026, Nemotron 3.5 Transcribe): its speech recognition
+    encoder and Nemotron 3 Diarization's model side by side on the same frames, the speakers' sinusoid embedding added
+    after asr_norm (towers/transcribe.py, parts/transcribe.py), and multi_modal_projector, Linear(audio width, text
+    width) with a bias, beside Nemotron-H's language model; its word-timestamp model and head held beside them."""
+    from .transcribe import transcribe_audio
+
+    audio = transcribe_audio(c, {"width": 1, "bias": True})
+    audio["projector"]["width"] = audio["layers"]["d_model"]
+    return {"audio": audio}

@@ -247,6 +247,12 @@ def audio_component(path: str) -> str | None:
 
     from ..names import LAYER
 
+    if re.search(r"(?:^|\.)(audio_tower\.(asr_encoder|diarization_model|asr_norm|speaker_norm)\.|word_timestamp_)", path) or re.search(
+        r"(?:^|\.)multi_modal_projector\.(weight|bias)$", path
+    ):  # Nemotron 3.5 Transcribe's (transcribe.py)
+        from .transcribe import transcribe_component
+
+        return transcribe_component(path)
     if re.search(r"(?:^|\.)(encoder\.(input_linear|layers\.\d+\.(ff1|attn|conv|ff2|post_norm)|out|out_mid)|projector)\.", path):
         return granite_component(path)
     adaptor = re.search(r"(?:^|\.)multi_modal_projector\.layers\.\d+\.", path)  # Fun-ASR-Nano's adaptor layers
