@@ -880,3 +880,13 @@ def test_nemo_speechlm_by_hand():
     diarize = n * 1024 * w + 31 * (n * (4 * w * w + 2 * w * fw) + 2 * n * n * w) + n * w * head
     diarize += n * 8 * head * head * 3 + 8 * n * (head * head + head * 8)
     assert audio.per_window(model) == (n, 2 * (encoder + diarize + n * 8 * d + n * d * 2688))
+
+
+@pytest.mark.parametrize("model_type", ["voxtral_realtime", "fun_asr_nano", "nemo_speechlm"])
+def test_speech_model_of_model_type_alone_is_the_whole_class(model_type, tmp_path):
+    """A config.json stating only its model_type means every class default, the audio sub-configs' too (their classes'
+    declared defaults, or those their readers state where a sub-config has no model_type of its own): the whole class
+    transformers builds at its defaults."""
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": model_type}))
+    _, model = hf.load(tmp_path / "config.json")
+    assert tally(model).params == sum(n for _, n in expanded(truth(model_type)["params"], 2))

@@ -108,6 +108,8 @@ TEXT_TYPES = {
     "qwen4_exp": "qwen4_exp_text",
     "voxtral": "llama",
     "voxtral_realtime": "voxtral_realtime_text",
+    "fun_asr_nano": "qwen3",
+    "nemo_speechlm": "nemotron_h",
 }
 
 

@@ -9,6 +9,8 @@ from .whisper import qwen3_asr_encoder, sanm_encoder, voxtral_realtime_encoder, 
 
 # the sub-configs Granite Speech's readers take (a sparse encoder_config or projector_config reads their defaults)
 GRANITE_TYPES = ("granite_speech_encoder", "granite_speech_plus_encoder", "blip_2_qformer")
+# Voxtral Realtime's and Fun-ASR-Nano's audio_config types (a sparse audio_config reads their defaults)
+SPEECH_TYPES = ("voxtral_realtime_encoder", "fun_asr_nano_encoder")
 
 
 @wrapper("qwen2_audio")
@@ -232,12 +234,13 @@ def fun_asr_nano(c: Config) -> dict:
     projector_hidden_size) → projector_hidden_act → Linear(projector_hidden_size, adaptor width), with biases, then the
     adaptor's transformer layers, beside Qwen3's language model; one token a position."""
     a = sub_config(c, "audio_config", {None: "fun_asr_nano_encoder"})  # type: ignore[dict-item]
-    ad = sub_config(c, "adaptor_config")
+    ad = sub_config(c, "adaptor_config")  # FunAsrNanoAdaptorConfig's defaults (no model_type of its own): stated here
     text = sub_config(c, "text_config").int("hidden_size")
-    if ad.int("hidden_size") != text:  # the adaptor writes the language model's tokens
-        raise c.fail("adaptor_config", f"hidden_size {ad.int('hidden_size')} is not the text width {text}")
+    if ad.int("hidden_size", 1024) != text:  # the adaptor writes the language model's tokens
+        raise c.fail("adaptor_config", f"hidden_size {ad.int('hidden_size', 1024)} is not the text width {text}")
     act = ad.activation("projector_hidden_act", "relu")
-    projector = {"width": a.int("hidden_size"), "hidden": ad.int("projector_hidden_size"), "bias": True, "activation": act}
+    hidden = ad.int("projector_hidden_size", 2048)
+    projector = {"width": a.int("hidden_size"), "hidden": hidden, "bias": True, "activation": act}
     return {"audio": sanm_encoder(c, a, projector)}
 
 

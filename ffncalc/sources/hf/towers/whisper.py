@@ -140,13 +140,13 @@ def sanm_encoder(c: Config, a: Config, projector: dict) -> dict:
     ad = sub_config(c, "adaptor_config")
     d, heads = a.int("hidden_size"), a.int("num_attention_heads")
 
-    def layers(x: Config, n: int) -> dict:
-        act = x.activation("hidden_act", "relu")
+    def layers(x: Config, n: int, width: int = 1024, heads: int = 8, d_ff: int = 256) -> dict:
+        act = x.activation("hidden_act", "relu")  # the defaults: FunAsrNanoAdaptorConfig's (no model_type of its own)
         return {
-            "d_model": x.int("hidden_size"),
+            "d_model": x.int("hidden_size", width),
             "n_layers": n,
-            "attention": {"n_heads": x.int("num_attention_heads"), "qkv_bias": True, "o_bias": True},
-            "ffn": {"kind": "dense", "d_ff": x.int("intermediate_size"), "bias": True, "activation": act},
+            "attention": {"n_heads": x.int("num_attention_heads", heads), "qkv_bias": True, "o_bias": True},
+            "ffn": {"kind": "dense", "d_ff": x.int("intermediate_size", d_ff), "bias": True, "activation": act},
             "norm": {"kind": "layernorm", "per_layer": 2, "final": False},
         }
 
@@ -162,8 +162,8 @@ def sanm_encoder(c: Config, a: Config, projector: dict) -> dict:
         "timestamp_layers": a.int("num_timestamp_prediction_layers", 20),
         "projector": projector,
     }
-    if ad.int("num_hidden_layers"):
-        out["adaptor"] = layers(ad, ad.int("num_hidden_layers"))
+    if ad.int("num_hidden_layers", 2):
+        out["adaptor"] = layers(ad, ad.int("num_hidden_layers", 2))
     return out
 
 
