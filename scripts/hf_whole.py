@@ -96,6 +96,9 @@ IMAGE_SIZES = {
 AUDIO_POSITIONS = {
     "qwen2_audio": (1500, 1000),
     "voxtral": (1500, 1000),
+    "voxtral_realtime": (1500, 1000),  # its causal tower over 30 and 20 s (no window of its own)
+    "fun_asr_nano": (500, 300),  # its stacked positions (60 ms each): 30 and 18 s
+    "nemo_speechlm": (500, 250),  # 40 and 20 s (80 ms a position): one chunk of chunk_length (500) or less
     "glmasr": (1500, 1000),
     "qwen2_5_omni_thinker": (1500, 1000),
     "qwen3_omni_moe_thinker": (1500, 1000),  # 30 and 20 chunks of 100 frames: 390 and 260 positions, windows of 104
@@ -167,6 +170,7 @@ def sized(data: dict, size: int) -> dict:
 def truth_text(model_type: str, data: dict, config: str = "") -> str:
     import torch
 
+    from ffncalc.analysis.hfspeech import AUDIO_METHODS
     from ffncalc.analysis.hfwhole import (
         AUDIO_METHOD,
         AUDIO_REDUCED,
@@ -198,7 +202,8 @@ def truth_text(model_type: str, data: dict, config: str = "") -> str:
     if model_type in AUDIO_POSITIONS and "refused" not in record and not config:
         base = reduced(data) if model_type in AUDIO_REDUCED else data
         runs = [audio_flops(base, n) for n in AUDIO_POSITIONS[model_type]]
-        record["audio_flops"] = {"method": STACKED_METHOD if model_type in STACKED else AUDIO_METHOD, "runs": runs}
+        method = AUDIO_METHODS.get(model_type, STACKED_METHOD if model_type in STACKED else AUDIO_METHOD)
+        record["audio_flops"] = {"method": method, "runs": runs}
         if model_type in AUDIO_REDUCED:  # built small, on the CPU, with real tensors
             record["audio_flops"]["reduced"] = reduced_keys(model_type)
     if model_type in REPAIRS and not config:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from math import isqrt
 
 from .hfcheck import DROPPED_KEYS
+from .hfspeech import TRANSCRIBE_SMALL, fun_asr_nano_flops, transcribe_flops
 
 # How image FLOPs are measured, recorded with them.
 IMAGE_METHOD = (
@@ -184,10 +185,13 @@ QWEN_REDUCED = {
 # Audio towers whose chunks are cut by their inputs' lengths (Qwen2.5-Omni's), built small: its audio_config
 AUDIO_SMALL = {"d_model": 64, "encoder_attention_heads": 4, "encoder_ffn_dim": 128, "encoder_layers": 2, "output_dim": 64}
 AUDIO_REDUCED = {"qwen2_5_omni_thinker": AUDIO_SMALL, "qwen3_omni_moe_thinker": {**AUDIO_SMALL, "downsample_hidden_size": 32}}
+AUDIO_REDUCED["nemo_speechlm"] = TRANSCRIBE_SMALL
 
 
 def reduced(kind: str) -> dict:
     """The keys that build ``kind``'s tower and language model small."""
+    if kind == "nemo_speechlm":  # its audio model alone
+        return {"audio_config": TRANSCRIBE_SMALL}
     if kind in QWEN_REDUCED:  # its text config's layer_types follow its one layer
         out = {"vision_config": QWEN_REDUCED[kind], "text_config": {**REDUCED["text_config"], "layer_types": ["full_attention"]}}
         return {**out, "audio_config": AUDIO_REDUCED[kind]} if kind in AUDIO_REDUCED else out
@@ -375,6 +379,10 @@ def audio_flops(data: dict, positions: int) -> dict:
         counts = counter.get_flop_counts()
         modules = {k: sum(v.values()) for k, v in counts.items() if k != "Global" and "." not in k}
         return {"positions": positions, "total": sum(counts["Global"].values()), "modules": modules}
+    if kind == "fun_asr_nano":
+        return fun_asr_nano_flops(data, positions)
+    if kind == "nemo_speechlm":
+        return transcribe_flops(data, positions)
     data = {**data, "audio_config": {**data["audio_config"], "max_source_positions": positions}}
     device = "cpu" if kind in AUDIO_REDUCED else "meta"  # its chunks are cut by the lengths' values
     net = instantiate_whole(data, device)
@@ -384,7 +392,8 @@ def audio_flops(data: dict, positions: int) -> dict:
     with torch.no_grad(), FlopCounterMode(display=False) as counter:
         if kind in AUDIO_REDUCED:  # every frame real: the window's one length
             net.model.get_audio_features(input_features=frames, feature_attention_mask=torch.ones(1, 2 * positions, dtype=torch.long))
-        elif data["model_type"] == "voxtral":
+        elif data["model_type"] in ("voxtral", "voxtral_realtime"):  # Voxtral Realtime's: its causal tower, eager,
+            # computing the whole square of scores its sliding-window mask then masks
             net.model.get_audio_features(input_features=frames)
         elif data["model_type"] in ("audioflamingo3", "musicflamingo"):  # its tower and its projector, as
             # get_audio_features runs them; the tower reads a mask of the frames (every one real: the attention mask it

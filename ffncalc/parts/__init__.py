@@ -54,6 +54,7 @@ MODULES = (
     "entities",
     "shared",
     "codec",
+    "ada_norm",
 )  # the shipped parts' modules
 
 

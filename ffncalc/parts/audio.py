@@ -42,6 +42,7 @@ from ..model.stacks import Stack
 from ..model.terms import ACTIVATION_OPS, SOFTMAX_OPS, Emitter
 from . import Part, register
 from .projector import Projector
+from .transcribe import Transcribe
 
 FRAMES_A_SECOND = 100  # Whisper's feature extractor: a hop of 160 samples at 16 kHz
 
@@ -77,6 +78,13 @@ class Audio(Part):
     final_norm: bool = True  # a norm after the layers (Granite Speech's: none)
     ctc: NonNegative = 0  # Granite Speech's output_dim: out and out_mid after the middle layer (0: none)
     block: NonNegative = 0  # positions each run of the projector's Q-Former reads (Granite Speech's window_size)
+    # SAN-M's (parts/sanm.py: Fun-ASR-Nano's encoder): its FSMN's taps (0: not SAN-M), its timestamp layers after the
+    # transcription layers, and the adaptor's transformer layers after the projector
+    fsmn_kernel: NonNegative = 0
+    timestamp_layers: NonNegative = 0
+    adaptor: Stack | None = None
+    added: bool = False  # its tokens added to the text's own positions, none of their own (Voxtral Realtime's)
+    transcribe: Transcribe | None = None  # Nemotron 3.5 Transcribe's diarization and word-timestamp models (transcribe.py)
 
     takes = ("audio_seconds",)
 
@@ -85,6 +93,8 @@ class Audio(Part):
         return self if seconds is None else replace(self, seconds=seconds)
 
     def request_tokens(self) -> int:
+        if self.added:  # each written into a position the text has: no tokens beside the prompt's
+            return 0
         return sum(int(self.units(n)["projector"]) for n in self.layout())
 
     def check(self, spec) -> None:
@@ -180,6 +190,14 @@ class Audio(Part):
         """Every term of the tower and the projector over a window of ``positions`` positions (default: a whole one),
         each with what it runs over (``units``; their per-unit work)."""
         positions = positions or self.source_positions
+        if self.fsmn_kernel:  # SAN-M's form (parts/sanm.py)
+            from .sanm import sanm_terms
+
+            return sanm_terms(self, model, positions)
+        if self.transcribe is not None:  # Nemotron 3.5 Transcribe's (parts/transcribe.py)
+            from .transcribe import transcribe_terms
+
+            return transcribe_terms(self, model, positions)
         d, m = self.layers.d_model, self.mel_bins
         stack = self.stack
         gelu = ACTIVATION_OPS["gelu"]
@@ -288,10 +306,19 @@ class Audio(Part):
         )
         return (
             f"audio tower: {'an' if str(self.window_seconds)[0] == '8' else 'a'} {self.window_seconds}-s window is {tokens:,} "
-            f"tokens of the language model and {flops:,} forward FLOPs through the tower and the projector; audio: {where}"
+            f"{'embeddings added to as many positions of the text' if self.added else 'tokens of the language model'} and "
+            f"{flops:,} forward FLOPs through the tower and the projector; audio: {where}"
         )
 
     def model_module(self, model):
+        if self.fsmn_kernel:  # SAN-M's form (parts/sanm.py)
+            from .sanm import sanm_module
+
+            return sanm_module(self, model)
+        if self.transcribe is not None:  # Nemotron 3.5 Transcribe's (parts/transcribe.py)
+            from .transcribe import transcribe_module
+
+            return transcribe_module(self, model)
         return _module(self, model)
 
 

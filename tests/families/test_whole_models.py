@@ -1028,3 +1028,96 @@ def test_lfm3_vl_tower_flops_by_hand():
         side = size // 16
         assert replace(vision, image_size=size).per_image(model)[:2] == (side * side // 4, 2 * macs(side))
         assert 2 * macs(side) == next(r["total"] for r in truth("lfm3_vl")["image_flops"]["runs"] if r["size"] == size)
+
+
+def test_voxtral_realtime_by_hand():
+    """Voxtral Realtime at its defaults (Voxtral Mini 4B Realtime's shapes): its causal encoder, conv1 (128 -> 1280)
+    and conv2 (1280 -> 1280, stride 2) of kernel 3 with biases, no position table, 32 layers of width 1280 with 32
+    heads of 64 (q, v and o_proj with biases, k_proj not), a SwiGLU of 5,120 (down_proj alone with a bias), two
+    RMSNorms each and a final one; four positions a token through Linear(5120, 3072) → GELU → Linear(3072, 3072), no
+    biases; the text decoder's 26 layers each with Linear(3072, 32) and Linear(32, 3072) of its adaptive norm, its head
+    tied. One 30-s window (3,000 frames, 1,500 positions) computes the whole square of scores that its causal
+    sliding-window mask then masks (eager attention): 375 tokens."""
+    from fractions import Fraction
+
+    from ffncalc.parts.audio import Audio
+
+    d, a, f, n, mels, text = 1280, 2048, 5120, 1500, 128, 3072
+    layer = (d * a + a) + d * a + (d * a + a) + (a * d + d) + 2 * d + 3 * d * f + d
+    assert groups("voxtral_realtime")["tower"] == mels * 3 * d + d + d * 3 * d + d + 32 * layer + d
+    assert groups("voxtral_realtime")["projector"] == 4 * d * text + text * text
+    kv, ff = 8 * 128, 9216
+    decoder = text * 4096 + 2 * text * kv + 4096 * text + 3 * text * ff + 2 * text + 2 * text * 32
+    assert groups("voxtral_realtime")["text"] == 131072 * text + 26 * decoder + text
+    _, model = hf.load(HERE / "configs" / "voxtral_realtime.json")
+    (audio,) = [p for p in model.parts if isinstance(p, Audio)]
+    step = n * (3 * d * a + a * d + 3 * d * f) + 2 * n * n * a  # q, k, v, o, the SwiGLU; QKᵀ and AV over the square
+    macs = 2 * n * mels * 3 * d + n * d * 3 * d + 32 * step + 375 * (4 * d * text + text * text)
+    assert audio.per_window(model) == (375, 2 * macs)
+    # the time embedding is one row a forward: its two linears run once a sequence, in every layer
+    once = [t for t in terms(model, 1024) if t.component.startswith("ada_norm.linear")]
+    assert once and all(t.per_sequence and t.positions == Fraction(1, 1024) for t in once)
+
+
+def test_fun_asr_nano_by_hand():
+    """Fun-ASR-Nano at its defaults: SenseVoice's SAN-M encoder of 70 layers of width 512 (4 heads; q, k, v and o with
+    biases; an FSMN of 11 depthwise taps without a bias over the values; fc1 and fc2 of 2,048 with biases; two
+    LayerNorms each, and one more after layer 49 and layer 69), the first reading 80 × 7 = 560 stacked features; the
+    projector Linear(512, 2048) → ReLU → Linear(2048, 1024) with biases, then two adaptor layers of width 1024 (8 heads,
+    MLP 256). One 30-s window is 500 positions (one every 60 ms), each a token, every attention over the whole window."""
+    from ffncalc.parts.audio import Audio
+
+    d, first, f, k, n = 512, 560, 2048, 11, 500
+    mlp = d * f + f + f * d + d
+    layer0 = 3 * (first * d + d) + (d * d + d) + 2 * first + 2 * d + mlp + d * k
+    layer = 4 * (d * d + d) + 4 * d + mlp + d * k
+    assert groups("fun_asr_nano")["tower"] == layer0 + 69 * layer + 2 * 2 * d
+    w, f2 = 1024, 256
+    adaptor = 4 * (w * w + w) + 4 * w + w * f2 + f2 + f2 * w + w
+    assert groups("fun_asr_nano")["projector"] == d * 2048 + 2048 + 2048 * w + w + 2 * adaptor
+    _, model = hf.load(HERE / "configs" / "fun_asr_nano.json")
+    (audio,) = [p for p in model.parts if isinstance(p, Audio)]
+    products = 2 * n * n * d  # QKᵀ and AV over the whole window
+    first_step = n * (3 * first * d + d * d + 2 * d * f + d * k) + products
+    step = n * (4 * d * d + 2 * d * f + d * k) + products
+    after = n * (d * 2048 + 2048 * w) + 2 * (n * (4 * w * w + 2 * w * f2) + 2 * n * n * w)
+    assert audio.per_window(model) == (n, 2 * (first_step + 69 * step + after))
+
+
+def test_nemo_speechlm_by_hand():
+    """Nemotron 3.5 Transcribe at its defaults: the recognition encoder (8 frames of 128 bins stacked into a position,
+    Linear(1024, 1280) without a bias, 32 layers of width 1280 with 10 heads of 128, q_norm and k_norm LayerNorms over
+    128 with biases, o_proj alone biased, MLP 5120 with biases) and the diarization model on the same positions (Linear
+    (1024, 512), 31 layers of width 512 with 8 heads, MLP 2048; proj to 192, a Conv1d of kernel 3 to 8 × 192 channels,
+    the classifier's dense and out_proj over each of the 8 frames of a position), the speakers' activities times their
+    8 × 1280 sinusoid table, and Linear(1280, 2688) to the language model; the word-timestamp model (a ConvTranspose1d of
+    factor 2, 2 layers of width 1280 with 16 heads of 80 and MLP 640) and its Conv1d head to 23,863 logits: parameters.
+    One 40-s window is one chunk of 500 positions, each a token."""
+    from ffncalc.parts.audio import Audio
+
+    d, f, n, head = 1280, 5120, 500, 192
+    asr = 1024 * d + 2 * d + 32 * (4 * d * d + d + 2 * 2 * 128 + 2 * 2 * d + d * f + f + f * d + d) + 2 * d
+    w, fw = 512, 2048
+    diar = 1024 * w + 2 * w + 31 * (4 * w * w + w + 2 * 2 * w + w * fw + fw + fw * w + w) + 2 * w + w
+    diar += (w * head + head) + (8 * head * head * 3 + 8 * head) + (head * head + head) + (head * 8 + 8)
+    s, fs = 1280, 640
+    stamps = s * s * 2 + s + 2 * s + 2 * (4 * s * s + s + 2 * 2 * 80 + 2 * 2 * s + s * fs + fs + fs * s + s) + 2 * s
+    stamps += 23863 * s + 23863
+    assert groups("nemo_speechlm")["tower"] == asr + diar + 2 * d + 2 * 8 + stamps
+    assert groups("nemo_speechlm")["projector"] == d * 2688 + 2688
+    _, model = hf.load(HERE / "configs" / "nemo_speechlm.json")
+    (audio,) = [p for p in model.parts if isinstance(p, Audio)]
+    encoder = n * 1024 * d + 32 * (n * (4 * d * d + 2 * d * f) + 2 * n * n * d)
+    diarize = n * 1024 * w + 31 * (n * (4 * w * w + 2 * w * fw) + 2 * n * n * w) + n * w * head
+    diarize += n * 8 * head * head * 3 + 8 * n * (head * head + head * 8)
+    assert audio.per_window(model) == (n, 2 * (encoder + diarize + n * 8 * d + n * d * 2688))
+
+
+@pytest.mark.parametrize("model_type", ["voxtral_realtime", "fun_asr_nano", "nemo_speechlm"])
+def test_speech_model_of_model_type_alone_is_the_whole_class(model_type, tmp_path):
+    """A config.json stating only its model_type means every class default, the audio sub-configs' too (their classes'
+    declared defaults, or those their readers state where a sub-config has no model_type of its own): the whole class
+    transformers builds at its defaults."""
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": model_type}))
+    _, model = hf.load(tmp_path / "config.json")
+    assert tally(model).params == sum(n for _, n in expanded(truth(model_type)["params"], 2))

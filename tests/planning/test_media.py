@@ -241,3 +241,16 @@ def test_every_whole_model_verifies_with_its_media(model_type):
     audio = any("audio_seconds" in p.takes for p in m.stack.parts)
     m = with_inputs(m, audio_seconds=30) if audio else with_inputs(m, images=1, image_size=SIZES.get(model_type))
     assert verify(m.stack, model=label, seq_len=256).ok
+
+
+def test_voxtral_realtime_audio_adds_to_the_texts_positions():
+    """Voxtral Realtime adds each audio embedding to the text token's at its position (VoxtralRealtimeModel.forward:
+    inputs_embeds += audio_embeds): 30 s of audio add one window through the tower and projector to the prefill
+    (FlopCounterMode's figure) and no tokens to the cache or to a decode step."""
+    config = str(WHOLE / "configs" / "voxtral_realtime.json")
+    kw = dict(prompt=512, generate=64, hardware="h100-sxm")
+    heard = ffncalc.infer(config, audio_seconds=30, **kw).figures
+    plain = ffncalc.infer(config, **kw).figures
+    assert heard["prefill_flops"].value - plain["prefill_flops"].value == per_window("voxtral_realtime")
+    for key in ("kv_bytes", "decode_first_flops", "decode_flops", "step_flops"):
+        assert heard[key].value == plain[key].value, key

@@ -111,6 +111,9 @@ TEXT_TYPES = {
     "qwen3_5_moe": "qwen3_5_moe_text",
     "qwen4_exp": "qwen4_exp_text",
     "voxtral": "llama",
+    "voxtral_realtime": "voxtral_realtime_text",
+    "fun_asr_nano": "qwen3",
+    "nemo_speechlm": "nemotron_h",
 }
 
 

@@ -601,23 +601,10 @@ WHOLE_ENCODER_TYPES = ("modernvbert", "ultravbert")
 
 # Encoder-decoders no family reads yet: what each needs.
 SEQ2SEQ_NOT_YET = {
-    "nemo_speechlm": (
-        "an audio tower beside a decoder-only language model (a whole multimodal model): Nemotron 3.5 Transcribe's "
-        "transformer encoder with q/k norms, a diarization model, speaker embeddings and a word-timestamp model"
-    ),
     "vibevoice_asr": (
         "an audio tower beside a decoder-only language model (Qwen2's): VibeVoice's acoustic and semantic tokenizer "
         "encoders (causal Conv1d stems and downsamplers between stages of ConvNeXt-1d blocks with layer scales), each "
         "through a projector of its own, none read yet"
-    ),
-    "voxtral_realtime": (
-        "an audio tower beside a decoder-only language model (a whole multimodal model): a causal audio encoder (causal "
-        "convolutions, sliding-window attention) and a text decoder whose layers scale by a time-conditioned adaptive "
-        "RMS norm, neither read yet"
-    ),
-    "fun_asr_nano": (
-        "an audio tower beside a decoder-only language model (a whole multimodal model): a SAN-M encoder (attention with an "
-        "FSMN depthwise memory over its values, a first layer of its own input width) and a projector of transformer layers"
     ),
     "moonshine_streaming": "a streaming speech encoder and a decoder",
     "vibevoice": (
@@ -811,7 +798,12 @@ WHOLE_REFUSED_AT_DEFAULTS = {
 
 # Language models read by a family of their own that only a whole class builds (no causal-LM class, no public config of
 # their own): the wrapper whose whole class, at its defaults, proves them (tests/hf_whole)
-TEXT_PROVEN_WHOLE = {"step3p5": "step3p7", "pix2struct_text_model": "pix2struct", "blip_text_model": "blip"}
+TEXT_PROVEN_WHOLE = {
+    "step3p5": "step3p7",
+    "pix2struct_text_model": "pix2struct",
+    "blip_text_model": "blip",
+    "voxtral_realtime_text": "voxtral_realtime",
+}
 
 
 # Types of the multimodal-LM mapping whose whole class is their language model: no tower at the configuration class's
@@ -839,12 +831,6 @@ WHOLE_NOT_YET = {
     "hunyuan_vl": "its patch merger (a newline row before the MLP, begin and end tokens) is not read; its text config needs "
     "head_dim 128 for transformers to build it",
     "phi4_multimodal": "its audio Conformer and SigLIP tower with their own projectors (Phi4MultimodalForCausalLM)",
-    "fun_asr_nano": "a SAN-M encoder (attention with an FSMN depthwise memory over its values, a first layer of its own "
-    "input width) and a projector of transformer layers",
-    "nemo_speechlm": "Nemotron 3.5 Transcribe's transformer encoder with q/k norms, a diarization model, speaker embeddings "
-    "and a word-timestamp model",
-    "voxtral_realtime": "a causal audio encoder (causal convolutions, sliding-window attention) and a text decoder whose "
-    "layers scale by a time-conditioned adaptive RMS norm",
     "qwen3_omni_moe": "its talker and code2wav beside the thinker (qwen3_omni_moe_thinker, read whole); transformers refuses "
     "its defaults",
     "idefics": (
@@ -881,8 +867,10 @@ WHOLE_NOT_YET = {
     ),
     "mllama": "its tiled vision encoder (gated position, tile and aspect-ratio tables, global layers with gates, five "
     "layers' features concatenated) and the language model's gated cross-attention layers are not read yet",
-    "qwen2_5_omni": "its talker (a second language model) and token2wav (a DiT and BigVGAN) are not read yet; its thinker "
-    "is (qwen2_5_omni_thinker)",
+    "qwen2_5_omni": "its talker (a second language model: Qwen2 layers with their own codec table and head, and "
+    "thinker_to_talker_proj) and token2wav (a DiT with an ECAPA-TDNN speaker encoder and time-conditioned norms, and "
+    "BigVGAN's transposed convolutions and residual blocks of snake activations) are not read yet; its thinker is "
+    "(qwen2_5_omni_thinker)",
     "mistral_large4": "its language model's latent attention with a sparse indexer and learned softmax scalings is not read yet",
     "glm5_next": "its language model (hyper-connections, gated linear attention beside latent attention with an indexer) "
     "is not read yet",

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from ..config import Config
 from . import sub_config, wrapper
-from .whisper import qwen3_asr_encoder, whisper_encoder
+from .whisper import qwen3_asr_encoder, sanm_encoder, voxtral_realtime_encoder, whisper_encoder
 
 # the sub-configs Granite Speech's readers take (a sparse encoder_config or projector_config reads their defaults)
 GRANITE_TYPES = ("granite_speech_encoder", "granite_speech_plus_encoder", "blip_2_qformer")
+# Voxtral Realtime's and Fun-ASR-Nano's audio_config types (a sparse audio_config reads their defaults)
+SPEECH_TYPES = ("voxtral_realtime_encoder", "fun_asr_nano_encoder")
 
 
 @wrapper("qwen2_audio")
@@ -207,3 +209,49 @@ def granite_speech_plus(c: Config) -> dict:
     linear (granite_speech), the Q-Former reading the encoder's output beside the outputs of the layers
     cat_hidden_layers names (GraniteSpeechPlusCTCEncoder: their features side by side, encoder_hidden_size wide)."""
     return granite_speech(c)
+
+
+@wrapper("voxtral_realtime")
+def voxtral_realtime(c: Config) -> dict:
+    """VoxtralRealtimeForConditionalGeneration (Mistral AI 2026, Voxtral Mini 4B Realtime): VoxtralRealtimeEncoder
+    (whisper.py's voxtral_realtime_encoder: causal convolutions, rotary positions, RMSNorms, SwiGLU MLPs, a causal
+    sliding window), downsample_factor positions concatenated into one token (get_audio_features' reshape), and
+    VoxtralRealtimeMultiModalProjector, Linear(downsample_factor × audio width, text width) → projector_hidden_act →
+    Linear(text width, text width), no biases; each token's embedding is added to the text token's at its position
+    (one a downsample_factor × 2 frames: 80 ms), beside the text decoder (families/voxtral_realtime.py)."""
+    a = sub_config(c, "audio_config", {None: "voxtral_realtime_encoder"})  # type: ignore[dict-item]
+    text = sub_config(c, "text_config").int("hidden_size")
+    group = c.int("downsample_factor", 4)
+    projector = {"width": group * a.int("hidden_size"), "hidden": text, "bias": False}
+    encoder = voxtral_realtime_encoder(a, {**projector, "activation": c.activation("projector_hidden_act", "gelu")})
+    return {"audio": {**encoder, "group": group, "added": True}}  # VoxtralRealtimeModel.forward: inputs_embeds += audio_embeds
+
+
+@wrapper("fun_asr_nano")
+def fun_asr_nano(c: Config) -> dict:
+    """FunAsrNanoForConditionalGeneration (Tongyi Fun team 2025, Fun-ASR-Nano): FunAsrNanoEncoder (SenseVoice's SAN-M
+    encoder: whisper.py's sanm_encoder, parts/sanm.py) and FunAsrNanoMultiModalProjector, Linear(audio width,
+    projector_hidden_size) → projector_hidden_act → Linear(projector_hidden_size, adaptor width), with biases, then the
+    adaptor's transformer layers, beside Qwen3's language model; one token a position."""
+    a = sub_config(c, "audio_config", {None: "fun_asr_nano_encoder"})  # type: ignore[dict-item]
+    ad = sub_config(c, "adaptor_config")  # FunAsrNanoAdaptorConfig's defaults (no model_type of its own): stated here
+    text = sub_config(c, "text_config").int("hidden_size")
+    if ad.int("hidden_size", 1024) != text:  # the adaptor writes the language model's tokens
+        raise c.fail("adaptor_config", f"hidden_size {ad.int('hidden_size', 1024)} is not the text width {text}")
+    act = ad.activation("projector_hidden_act", "relu")
+    hidden = ad.int("projector_hidden_size", 2048)
+    projector = {"width": a.int("hidden_size"), "hidden": hidden, "bias": True, "activation": act}
+    return {"audio": sanm_encoder(c, a, projector)}
+
+
+@wrapper("nemo_speechlm")
+def nemo_speechlm(c: Config) -> dict:
+    """Nemotron3_5TranscribeForConditionalGeneration (NVIDIA 2026, Nemotron 3.5 Transcribe): its speech recognition
+    encoder and Nemotron 3 Diarization's model side by side on the same frames, the speakers' sinusoid embedding added
+    after asr_norm (towers/transcribe.py, parts/transcribe.py), and multi_modal_projector, Linear(audio width, text
+    width) with a bias, beside Nemotron-H's language model; its word-timestamp model and head held beside them."""
+    from .transcribe import transcribe_audio
+
+    audio = transcribe_audio(c, {"width": 1, "bias": True})
+    audio["projector"]["width"] = audio["layers"]["d_model"]
+    return {"audio": audio}

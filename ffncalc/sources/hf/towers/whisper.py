@@ -9,6 +9,7 @@ four after it."""
 from __future__ import annotations
 
 from ..config import Config
+from . import sub_config
 
 AUDIO_TYPES = (
     "whisper",
@@ -104,7 +105,75 @@ def qwen3_front(a: Config) -> dict:
     }
 
 
+def voxtral_realtime_encoder(a: Config, projector: dict) -> dict:
+    """The ``audio`` part of Voxtral Realtime's audio_config (VoxtralRealtimeEncoder): Whisper's two convolutions made
+    causal (VoxtralRealtimeCausalConv1d: the kernel's overhang padded on the left alone, 2 frames before conv1 and 1
+    before conv2 of stride 2, so as many outputs as Whisper's), no position table (rotary positions); pre-norm layers
+    of RMSNorms, attention of num_attention_heads heads of head_dim (q, v and o_proj with biases, k_proj without;
+    num_key_value_heads is num_attention_heads), a SwiGLU MLP (gate_proj and up_proj without biases, down_proj with
+    one, hidden_act), a final RMSNorm. Its mask is causal within a sliding window of sliding_window positions, which
+    transformers' eager attention applies to the whole square of scores it computes: counted as computed."""
+    heads = a.int("num_attention_heads")
+    attention = {"n_heads": heads, "head_dim": a.int("head_dim", 64), "qkv_bias": True, "k_bias": False, "o_bias": True}
+    ffn = {"kind": "gated", "d_ff": a.int("intermediate_size"), "bias": False, "down_bias": True}
+    return {
+        "layers": {
+            "d_model": a.int("hidden_size"),
+            "n_layers": a.int("num_hidden_layers"),
+            "attention": attention,
+            "ffn": {**ffn, "activation": a.activation("hidden_act", "silu")},
+            "norm": {"kind": "rmsnorm", "per_layer": 2, "final": False},
+        },
+        "mel_bins": a.int("num_mel_bins", 128),
+        "source_positions": a.int("max_position_embeddings", 1500),
+        "position_table": False,
+        "projector": projector,
+    }
+
+
+def sanm_encoder(c: Config, a: Config, projector: dict) -> dict:
+    """The ``audio`` part of Fun-ASR-Nano's audio_config and adaptor_config (FunAsrNanoEncoder, SAN-M: parts/sanm.py):
+    num_hidden_layers layers of hidden_size with num_attention_heads heads (q, k, v, o with biases) and an FSMN of
+    fsmn_kernel_size taps, an MLP of intermediate_size with biases (hidden_act), the first reading num_mel_bins ×
+    num_stacked_frames features (its feature extractor's low-frame-rate positions: 7 frames stacked every 6, 60 ms
+    each), num_timestamp_prediction_layers of them after the transcription layers; the adaptor_config's layers after
+    the projector. A window here is 30 s: 500 positions."""
+    ad = sub_config(c, "adaptor_config")
+    d, heads = a.int("hidden_size"), a.int("num_attention_heads")
+
+    def layers(x: Config, n: int, width: int = 1024, heads: int = 8, d_ff: int = 256) -> dict:
+        act = x.activation("hidden_act", "relu")  # the defaults: FunAsrNanoAdaptorConfig's (no model_type of its own)
+        return {
+            "d_model": x.int("hidden_size", width),
+            "n_layers": n,
+            "attention": {"n_heads": x.int("num_attention_heads", heads), "qkv_bias": True, "o_bias": True},
+            "ffn": {"kind": "dense", "d_ff": x.int("intermediate_size", d_ff), "bias": True, "activation": act},
+            "norm": {"kind": "layernorm", "per_layer": 2, "final": False},
+        }
+
+    if d % heads:
+        raise a.fail("num_attention_heads", f"{heads} heads do not divide hidden_size {d}")
+    out = {
+        "layers": layers(a, a.int("num_hidden_layers")),
+        "mel_bins": a.int("num_mel_bins", 80) * a.int("num_stacked_frames", 7),
+        "source_positions": 500,  # 30 s: 3,000 frames of 10 ms, one position every 6
+        "position_table": False,
+        "final_norm": False,
+        "fsmn_kernel": a.int("fsmn_kernel_size", 11),
+        "timestamp_layers": a.int("num_timestamp_prediction_layers", 20),
+        "projector": projector,
+    }
+    if ad.int("num_hidden_layers", 2):
+        out["adaptor"] = layers(ad, ad.int("num_hidden_layers", 2))
+    return out
+
+
 LAYER_MODULES = (
+    (r"self_attn\.fsmn\.conv$", "attn.fsmn"),  # Fun-ASR-Nano's SAN-M memory
+    (r"(^|\.)final_layernorm$", "norms"),  # Fun-ASR-Nano's last transcription and timestamp layers'
+    (r"mlp\.gate_proj$", "ffn.gate"),  # Voxtral Realtime's SwiGLU
+    (r"mlp\.up_proj$", "ffn.up"),
+    (r"mlp\.down_proj$", "ffn.down"),
     (r"self_attn\.q_proj$", "attn.q"),
     (r"self_attn\.k_proj$", "attn.k"),
     (r"self_attn\.v_proj$", "attn.v"),
@@ -117,6 +186,8 @@ LAYER_MODULES = (
 TOP_MODULES = (
     (r"^conv1$", "conv1"),
     (r"^conv2$", "conv2"),
+    (r"^embedder\.conv1$", "conv1"),  # Voxtral Realtime's causal convolutions
+    (r"^embedder\.conv2$", "conv2"),
     (r"^conv2d1$", "conv1"),  # Qwen3-ASR's and Qwen3-Omni's front end: three Conv2d and a linear
     (r"^conv2d2$", "conv2"),
     (r"^conv2d3$", "conv3"),
@@ -177,8 +248,19 @@ def audio_component(path: str) -> str | None:
 
     from ..names import LAYER
 
+    if re.search(r"(?:^|\.)(audio_tower\.(asr_encoder|diarization_model|asr_norm|speaker_norm)\.|word_timestamp_)", path) or re.search(
+        r"(?:^|\.)multi_modal_projector\.(weight|bias)$", path
+    ):  # Nemotron 3.5 Transcribe's (transcribe.py)
+        from .transcribe import transcribe_component
+
+        return transcribe_component(path)
     if re.search(r"(?:^|\.)(encoder\.(input_linear|layers\.\d+\.(ff1|attn|conv|ff2|post_norm)|out|out_mid)|projector)\.", path):
         return granite_component(path)
+    adaptor = re.search(r"(?:^|\.)multi_modal_projector\.layers\.\d+\.", path)  # Fun-ASR-Nano's adaptor layers
+    if adaptor:
+        module = path[adaptor.end() :].rsplit(".", 1)[0]
+        name = next((n for pat, n in LAYER_MODULES if re.search(pat, module)), f"(unmatched) {module}")
+        return "audio.projector.adaptor." + name
     found = re.search(r"(?:^|\.)audio_tower\.", path)
     if not found:
         return None
