@@ -101,6 +101,7 @@ def class_defaults_text() -> str:
 
     base = {f.name for f in dataclasses.fields(PretrainedConfig)}
     from ffncalc.sources.hf.towers.audio_lm import GRANITE_TYPES
+    from ffncalc.sources.hf.towers.phi4mm import PHI4_TYPES
     from ffncalc.sources.hf.towers.qwen import GLM_VISION, QWEN_VISION
     from ffncalc.sources.hf.towers.vit import CONNECTOR_TYPES, VISION_TYPES
     from ffncalc.sources.hf.towers.whisper import AUDIO_TYPES
@@ -115,6 +116,7 @@ def class_defaults_text() -> str:
         *CONNECTOR_TYPES,
         *AUDIO_TYPES,
         *GRANITE_TYPES,
+        *PHI4_TYPES,
     }
     wanted = sorted(({*types(), *hf.registered(), *hf.TEXT_TYPES.values(), *wrappers}) & set(CONFIG_MAPPING))
     out = {}

@@ -76,6 +76,8 @@ IMAGE_SIZES = {
     "kosmos-2.5": (1024, 512),
     "cosmos3_edge": (512, 256),  # NaFlex: 32 and 16 patches of 16 a side, 16 and 8 merged tokens a side
     "git": (224, 384),  # 14 and 24 patches of 16 a side and a class token, every position a token
+    # an image's pixels a side, its tower at crop_size (448): the global image and 1 and 4 crops, 545 and 1,329 tokens
+    "phi4_multimodal": (448, 896),
 }
 
 # Positions of one window (max_source_positions: 2 × as many frames) at which one window's FLOPs are recorded: the
@@ -93,6 +95,7 @@ AUDIO_POSITIONS = {
     # its stacked positions, 50 a second: 12 and 24 s, whole blocks of context_size (200) and window_size (15)
     "granite_speech": (600, 1200),
     "granite_speech_plus": (600, 1200),
+    "phi4_multimodal": (500, 250),  # its positions, 8 frames each: its forward's 500-position window (40 s) and 20 s
 }
 
 # Defaults transformers cannot run, each given the released model's value: the smallest change that runs.
@@ -173,13 +176,21 @@ def truth_text(model_type: str, data: dict, config: str = "") -> str:
 
         message = " ".join(str(exc).split())
         record = {"transformers": transformers.__version__, "refused": f"{type(exc).__name__}: {message[:300]}"}
-    if model_type in IMAGE_SIZES and "refused" not in record and not config:
+    if model_type == "phi4_multimodal" and "refused" not in record and not config:  # its own image and audio paths
+        from ffncalc.analysis.hfwhole import PHI4_AUDIO_METHOD, PHI4_IMAGE_METHOD, PHI4_REDUCED, phi4_audio_flops, phi4_image_flops
+
+        small = {**data, **{key: {**data[key], **value} for key, value in PHI4_REDUCED.items()}}
+        runs = [phi4_image_flops(small, s) for s in IMAGE_SIZES[model_type]]
+        record["image_flops"] = {"method": PHI4_IMAGE_METHOD, "runs": runs, "reduced": PHI4_REDUCED}
+        runs = [phi4_audio_flops(data, n) for n in AUDIO_POSITIONS[model_type]]
+        record["audio_flops"] = {"method": PHI4_AUDIO_METHOD, "runs": runs}
+    elif model_type in IMAGE_SIZES and "refused" not in record and not config:
         base = reduced(data) if model_type in ON_CPU else data
         runs = [image_flops(sized(base, s), s) for s in IMAGE_SIZES[model_type]]
         record["image_flops"] = {"method": IMAGE_METHOD, "runs": runs}
         if model_type in ON_CPU:  # built small, on the CPU, with real tensors
             record["image_flops"]["reduced"] = reduced_keys(model_type)
-    if model_type in AUDIO_POSITIONS and "refused" not in record and not config:
+    if model_type in AUDIO_POSITIONS and "refused" not in record and not config and model_type != "phi4_multimodal":
         base = reduced(data) if model_type in AUDIO_REDUCED else data
         runs = [audio_flops(base, n) for n in AUDIO_POSITIONS[model_type]]
         record["audio_flops"] = {"method": STACKED_METHOD if model_type in STACKED else AUDIO_METHOD, "runs": runs}

@@ -29,6 +29,8 @@ _VERSION = [0]
 MODULES = (
     "vision",
     "audio",
+    "phi4_audio",
+    "phi4_vision",
     "encoder",
     "embedding",
     "char_features",

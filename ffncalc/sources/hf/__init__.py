@@ -94,6 +94,7 @@ TEXT_TYPES = {
     "moss_transcribe_diarize": "qwen3",
     "musicflamingo": "qwen2",
     "paddleocr_vl": "paddleocr_vl_text",
+    "phi4_multimodal": "phi3",  # Phi4MultimodalConfig: Phi-4-mini's keys at its top
     "qwen2_vl": "qwen2_vl_text",
     "qwen2_5_vl": "qwen2_5_vl_text",
     "qwen2_5_omni_thinker": "qwen2_5_omni_text",
@@ -112,7 +113,7 @@ TEXT_TYPES = {
 
 # Wrappers whose configuration class reads a file saved flat (no text_config: the language model's keys at the top,
 # Qwen2-VL's and Qwen2.5-VL's released config.json files) as its text config ("Hub configs are saved as flat dicts")
-FLAT_TEXT = frozenset({"qwen2_vl", "qwen2_5_vl", "git"})  # GitConfig: always flat, its text keys at the top
+FLAT_TEXT = frozenset({"qwen2_vl", "qwen2_5_vl", "git", "phi4_multimodal"})  # GitConfig: always flat, its text keys at the top
 
 
 def language_model(c: Config) -> Config:
@@ -306,7 +307,9 @@ def to_spec(c: Config) -> Model:
             model, notes=model.notes + (f"the language model of a {c.wrapper} config (its text_config); not counted: {parts}",)
         )
     elif c.wrapper:  # read whole, but for a tower its reader does not read yet (Gemma 4's audio_config)
-        unread = [k for k in c.towers if k.removesuffix("_config") not in data]
+        # a tower read by a part of its own is named after it (Phi-4-multimodal's phi4_audio for its audio_config)
+        read_parts = {key.rsplit("_", 1)[-1] for key in data} | set(data)
+        unread = [k for k in c.towers if k.removesuffix("_config") not in read_parts]
         if unread:
             note = f"the language model and the towers read of a {c.wrapper} config; not counted: {', '.join(unread)}"
             model = replace(model, notes=model.notes + (note,))

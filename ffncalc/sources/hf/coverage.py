@@ -828,7 +828,6 @@ WHOLE_NOT_YET = {
     "florence2": "its language model is an encoder-decoder (BART's) reading the DaViT tower's tokens",
     "hunyuan_vl": "its patch merger (a newline row before the MLP, begin and end tokens) is not read; its text config needs "
     "head_dim 128 for transformers to build it",
-    "phi4_multimodal": "its audio Conformer and SigLIP tower with their own projectors (Phi4MultimodalForCausalLM)",
     "fun_asr_nano": "a SAN-M encoder (attention with an FSMN depthwise memory over its values, a first layer of its own "
     "input width) and a projector of transformer layers",
     "nemo_speechlm": "Nemotron 3.5 Transcribe's transformer encoder with q/k norms, a diarization model, speaker embeddings "
