@@ -797,3 +797,67 @@ def test_minicpm_window_merger_flops_by_hand():
         (vision,) = [p for p in model.parts if isinstance(p, Vision)]
         assert vision.per_image(model)[:2] == (tokens, 2 * macs)
         assert 2 * macs == next(r["total"] for r in truth(model_type)["image_flops"]["runs"] if r["size"] == 448)
+
+
+def test_phi4_multimodal_audio_window_by_hand():
+    """Phi-4-multimodal at its defaults, one 40-s window (4,000 frames of 80 mel bins, 500 positions): NeMo's
+    subsampling (conv.0 of 1,024 channels over 2,000 × 40 outputs, a depthwise 3 × 3 and a pointwise 1 × 1 over 1,000 ×
+    20 and over 500 × 10, out 10,240 → 1,024), 24 Conformer layers of width 1,024 (feed_forward_in and feed_forward_out
+    1,024 → 2 × 1,536 → 1,024; q, k, v, o; QKᵀ and AV over 500 × 500; the GLU 1,024 → 2,048; dw_conv of kernel 3 and
+    pw_conv over 502 positions; ext_pw_conv_1d), the speech projector 1,024 → 3,072 → 3,072 over 500 tokens. 2 FLOPs a
+    multiply-add; FlopCounterMode's figure at 500 positions."""
+    from ffncalc.parts.phi4_audio import Phi4Audio
+
+    c, d, f, text, n, k = 1024, 1024, 1536, 3072, 500, 3
+    front = 4 * n * 40 * c * 9 + 2 * n * 20 * (c * 9 + c * c) + n * 10 * (c * 9 + c * c) + n * c * 10 * d
+    ffns = 2 * n * (d * 2 * f + f * d)
+    conv = n * d * 2 * d + (n + k - 1) * (d * k + d * d) + n * d * d
+    layer = ffns + 4 * n * d * d + 2 * n * n * d + conv
+    projector = n * (d * text + text * text)
+    _, model = hf.load(HERE / "configs" / "phi4_multimodal.json")
+    (audio,) = [p for p in model.parts if isinstance(p, Phi4Audio)]
+    total = 2 * (front + 24 * layer + projector)
+    assert audio.per_window(model) == (n, total)
+    assert total == next(r["total"] for r in truth("phi4_multimodal")["audio_flops"]["runs"] if r["positions"] == n)
+
+
+def test_phi4_multimodal_image_tokens_by_hand():
+    """Its image processor's num_img_tokens, 256 + 1 + 256 a crop + 16 a row of crops + 16: a 448-pixel image is one crop
+    and the global image (545 tokens), an 896-pixel one four crops (1,329), a 1,000-pixel one padded to nine (2,625); the
+    tower runs once a crop and once over the global image."""
+    from ffncalc.parts.phi4_vision import Phi4Vision
+
+    _, model = hf.load(HERE / "configs" / "phi4_multimodal.json")
+    (vision,) = [p for p in model.parts if isinstance(p, Phi4Vision)]
+    for size, crops, rows in ((448, 1, 1), (896, 4, 2), (1000, 9, 3)):
+        image = replace(vision, image_size=size)
+        assert image.tokens == 256 + 1 + 256 * crops + 16 * rows + 16
+        assert image.crops == crops + 1
+    assert [r["tokens"] for r in truth("phi4_multimodal")["image_flops"]["runs"]] == [545, 1329]
+
+
+@pytest.mark.torch
+def test_phi4_multimodal_verifies_with_images_and_audio():
+    """Both its towers at once: an 896-pixel image (its global image and four crops through the tower, 1,329 tokens
+    through the projector) and 50 s of audio (5,000 frames through the front end, 625 positions padded to two windows
+    of 500) run through the reference modules to the count's FLOPs, one text layer kept."""
+    from ffncalc.analysis.verify import verify
+    from ffncalc.api.commands import with_inputs
+    from ffncalc.api.models import Model
+
+    label, stack = hf.load(HERE / "configs" / "phi4_multimodal.json")
+    m = with_inputs(Model(label, replace(stack, layers=stack.layers[:1])), images=1, image_size=896, audio_seconds=50)
+    assert verify(m.stack, model=label, seq_len=2048).ok
+
+
+def test_phi4_multimodal_shapes_not_read_are_one_line(tmp_path, cli):
+    """A crop size other than the tower's image size, or convolution widths the next convolution cannot read, are
+    named by their key in one line."""
+    data = json.loads((HERE / "configs" / "phi4_multimodal.json").read_text())
+    for key, value, words in (
+        ("vision_config", {"crop_size": 336}, "crop_size: 336"),
+        ("audio_config", {"ext_pw_out_channel": 512}, "ext_pw_out_channel: 512"),
+    ):
+        (tmp_path / "config.json").write_text(json.dumps({**data, key: {**data[key], **value}}))
+        code, _, err = cli("count", str(tmp_path / "config.json"))
+        assert code == 2 and words in err and err.count("\n") == 1, err
