@@ -78,7 +78,10 @@ IMAGE_SIZES = {
     "git": (224, 384),  # 14 and 24 patches of 16 a side and a class token, every position a token
     # an image's pixels a side, its tower at crop_size (448): the global image and 1 and 4 crops, 545 and 1,329 tokens
     "phi4_multimodal": (448, 896),
+    "inkling_mm_model": (640, 320),  # 16 rows of 17 and 8 rows of 9 patches of 40 pixels, a token each
 }
+# Frames of quantised mel bins at which Inkling's audio tower is measured (20 a second: 30 s and 10 s)
+AUDIO_FRAMES = {"inkling_mm_model": (600, 200)}
 
 # Positions of one window (max_source_positions: 2 × as many frames) at which one window's FLOPs are recorded: the
 # class's default (30 s) and 1,000 (20 s), each run built with it
@@ -184,6 +187,13 @@ def truth_text(model_type: str, data: dict, config: str = "") -> str:
         record["image_flops"] = {"method": PHI4_IMAGE_METHOD, "runs": runs, "reduced": PHI4_REDUCED}
         runs = [phi4_audio_flops(data, n) for n in AUDIO_POSITIONS[model_type]]
         record["audio_flops"] = {"method": PHI4_AUDIO_METHOD, "runs": runs}
+    elif model_type == "inkling_mm_model" and "refused" not in record and not config:  # patches a token; codes a frame
+        from ffncalc.analysis.hfwhole import INKLING_AUDIO_METHOD, INKLING_IMAGE_METHOD, inkling_audio_flops, inkling_image_flops
+
+        runs = [inkling_image_flops(data, s) for s in IMAGE_SIZES[model_type]]
+        record["image_flops"] = {"method": INKLING_IMAGE_METHOD, "runs": runs}
+        runs = [inkling_audio_flops(data, n) for n in AUDIO_FRAMES[model_type]]
+        record["audio_code_flops"] = {"method": INKLING_AUDIO_METHOD, "runs": runs}
     elif model_type in IMAGE_SIZES and "refused" not in record and not config:
         base = reduced(data) if model_type in ON_CPU else data
         runs = [image_flops(sized(base, s), s) for s in IMAGE_SIZES[model_type]]

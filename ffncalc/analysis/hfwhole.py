@@ -484,3 +484,46 @@ def phi4_audio_flops(data: dict, positions: int) -> dict:
     counts = counter.get_flop_counts()
     modules = {k: sum(v.values()) for k, v in counts.items() if k != "Global" and "." not in k}
     return {"positions": positions, "total": sum(counts["Global"].values()), "modules": modules}
+
+
+INKLING_IMAGE_METHOD = (
+    "torch.utils.flop_counter.FlopCounterMode over model.get_image_features(pixel_values) of the whole class on the meta "
+    "device, one image of size × size pixels as its processor cuts it: ⌈size / patch_size⌉ rows of size // patch_size + "
+    "1 patches, pixel_values of shape (patches, temporal_patch_size, patch_size, patch_size, num_channels): 2 FLOPs per "
+    "multiply-add of every matmul, summed per module"
+)
+INKLING_AUDIO_METHOD = (
+    "torch.utils.flop_counter.FlopCounterMode over model.get_audio_features(audio_input_ids) of the whole class on the "
+    "meta device, audio_input_ids of shape (frames, n_mel_bins): its table's lookups and their sum, no matmul"
+)
+
+
+def inkling_image_flops(data: dict, size: int) -> dict:
+    """Inkling: one image of ``size`` pixels a side, its patches through the vision tower."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    net = instantiate_whole(data)
+    net.requires_grad_(False)
+    v = net.config.vision_config
+    p = v.patch_size
+    patches = -(-size // p) * (size // p + 1)  # divide_to_patches
+    pixels = torch.ones(patches, v.temporal_patch_size, p, p, v.num_channels, device="meta")
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        net.model.get_image_features(pixel_values=pixels)
+    counts = counter.get_flop_counts()
+    modules = {k: sum(v.values()) for k, v in counts.items() if k != "Global" and "." not in k}
+    return {"size": size, "tokens": patches, "total": sum(counts["Global"].values()), "modules": modules}
+
+
+def inkling_audio_flops(data: dict, frames: int) -> dict:
+    """Inkling: ``frames`` frames of quantised mel bins through the audio tower."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    net = instantiate_whole(data)
+    net.requires_grad_(False)
+    ids = torch.zeros(frames, net.config.audio_config.n_mel_bins, dtype=torch.long, device="meta")
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        net.model.get_audio_features(audio_input_ids=ids)
+    return {"frames": frames, "total": sum(counter.get_flop_counts().get("Global", {}).values())}

@@ -31,6 +31,8 @@ MODULES = (
     "audio",
     "phi4_audio",
     "phi4_vision",
+    "audio_codes",
+    "hmlp_vision",
     "encoder",
     "embedding",
     "char_features",

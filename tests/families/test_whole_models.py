@@ -861,3 +861,47 @@ def test_phi4_multimodal_shapes_not_read_are_one_line(tmp_path, cli):
         (tmp_path / "config.json").write_text(json.dumps({**data, key: {**data[key], **value}}))
         code, _, err = cli("count", str(tmp_path / "config.json"))
         assert code == 2 and words in err and err.count("\n") == 1, err
+
+
+def test_inkling_vision_tower_by_hand():
+    """Inkling at its defaults: each patch of 2 frames × 40 × 40 pixels × 3 channels through 24 projections planned from
+    40's factors (5, 2, 2, 2) and the 2 frames: four 3 → 3 over its 3,200 pixels, 75 → 128 and five 128 → 128 over 5 ×
+    5 cells (128 a patch), 512 → 320 and two 320 → 320 (32), 1,280 → 1,216 and three 1,216 → 1,216 (8), 4,864 → 4,800
+    and two 4,800 → 4,800 (2), 9,600 → 614,400, two 614,400 → 614,400 and 614,400 → 6,144 (1: the patch's token); a
+    640-pixel image is 16 rows of 17 patches (divide_to_patches). FlopCounterMode's figure."""
+    from ffncalc.parts.hmlp_vision import HmlpVision
+
+    macs = 4 * 3200 * 3 * 3 + 128 * (75 * 128 + 5 * 128 * 128) + 32 * (512 * 320 + 2 * 320 * 320)
+    macs += 8 * (1280 * 1216 + 3 * 1216 * 1216) + 2 * (4864 * 4800 + 2 * 4800 * 4800)
+    macs += 9600 * 614400 + 2 * 614400 * 614400 + 614400 * 6144
+    _, model = hf.load(HERE / "configs" / "inkling_mm_model.json")
+    (vision,) = [p for p in model.parts if isinstance(p, HmlpVision)]
+    assert vision.per_image(model)[:2] == (16 * 17, 2 * 16 * 17 * macs)
+    assert 2 * 16 * 17 * macs == next(r["total"] for r in truth("inkling_mm_model")["image_flops"]["runs"] if r["size"] == 640)
+
+
+def test_inkling_audio_is_table_lookups():
+    """Inkling's audio tower: 80 × 256 rows of 6,144 (125,829,120 parameters) and an RMSNorm; a frame's 80 rows summed,
+    no matmul (FlopCounterMode counts none at 600 and 200 frames); 30 s of audio are 600 tokens of the prompt (its
+    feature extractor's 0.05-s frames)."""
+    from ffncalc.parts.audio_codes import AudioCodes
+
+    _, model = hf.load(HERE / "configs" / "inkling_mm_model.json")
+    (audio,) = [p for p in model.parts if isinstance(p, AudioCodes)]
+    terms = audio.frame_terms()
+    assert sum(t.numel for t in terms) == 80 * 256 * 6144 + 6144 and all(t.macs == 0 for t in terms)
+    assert [r["total"] for r in truth("inkling_mm_model")["audio_code_flops"]["runs"]] == [0, 0]
+    assert replace(audio, seconds=30).request_tokens() == 600
+
+
+@pytest.mark.torch
+def test_inkling_verifies_with_images_and_audio():
+    """Both towers at once: a 320-pixel image (8 rows of 9 patches) and 30 s of audio (600 frames) through the
+    reference modules to the count's FLOPs, one text layer kept."""
+    from ffncalc.analysis.verify import verify
+    from ffncalc.api.commands import with_inputs
+    from ffncalc.api.models import Model
+
+    label, stack = hf.load(HERE / "configs" / "inkling_mm_model.json")
+    m = with_inputs(Model(label, replace(stack, layers=stack.layers[:1])), images=1, image_size=320, audio_seconds=30)
+    assert verify(m.stack, model=label, seq_len=2048).ok

@@ -824,7 +824,6 @@ WHOLE_NOT_YET = {
     "deepseek_vl_hybrid": "its high-resolution tower is a SAM ViT (windowed attention, decomposed relative positions) beside SigLIP",
     "lfm3_vl": "its tower mixes 2-D depthwise convolution layers with attention layers in one stack",
     "dots3_note": "an audio tower beside its vision tower and language model",
-    "inkling_mm_model": "an audio tower beside its vision tower and language model",
     "florence2": "its language model is an encoder-decoder (BART's) reading the DaViT tower's tokens",
     "hunyuan_vl": "its patch merger (a newline row before the MLP, begin and end tokens) is not read; its text config needs "
     "head_dim 128 for transformers to build it",
