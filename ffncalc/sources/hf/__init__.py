@@ -307,8 +307,8 @@ def to_spec(c: Config) -> Model:
             model, notes=model.notes + (f"the language model of a {c.wrapper} config (its text_config); not counted: {parts}",)
         )
     elif c.wrapper:  # read whole, but for a tower its reader does not read yet (Gemma 4's audio_config)
-        # a tower read by a part of its own is named after it (Phi-4-multimodal's phi4_audio for its audio_config)
-        read_parts = {key.rsplit("_", 1)[-1] for key in data} | set(data)
+        # a tower read by a part of its own is named after it (Phi-4-multimodal's phi4_audio, Inkling's audio_codes)
+        read_parts = {piece for key in data for piece in key.split("_")} | set(data)
         unread = [k for k in c.towers if k.removesuffix("_config") not in read_parts]
         if unread:
             note = f"the language model and the towers read of a {c.wrapper} config; not counted: {', '.join(unread)}"
