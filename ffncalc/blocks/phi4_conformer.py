@@ -71,11 +71,21 @@ class Phi4ConformerAttention(ConformerAttention):
         e.linear("attn.conv.down", d, d, True, n)  # ext_pw_conv_1d
 
     def kept_elements(self, model) -> int:
-        """Multi-head attention's; feed_forward_in's input, gate_up_proj's output and the product (d + 3·d_ff); the
-        convolution module's input (d), the GLU's input and output (3d), the depthwise and pointwise outputs and the
-        activation's (2·inner + 2d); the three norms' inputs (3d)."""
+        """Multi-head attention's; as their eager modules save them for backward: feed_forward_in's input, its gate
+        and up halves, the activation's output and the product (d + 4·d_ff); the convolution module's GLU input (d),
+        both halves with their biases and the activation's output (3d), the depthwise convolution's input (d) and its
+        output, pw_conv's input (inner), the activation's and ext_pw_conv_1d's inputs (2d); the three norms' inputs
+        (3d) and each one's fp32 statistics (a LayerNorm's mean and inverse deviation: 4 16-bit elements a row). The
+        kernel − 1 positions the depthwise-separable convolution adds are a sequence's (``score_bytes``)."""
         d, inner = model.d_model, self.multiplier * model.d_model
-        return Attention.kept_elements(self, model) + d + 3 * self.d_ff + d + 3 * d + 2 * inner + 2 * d + 3 * d
+        stat = 4 if model.norm.layer.kind.startswith("layernorm") else 2
+        return Attention.kept_elements(self, model) + d + 4 * self.d_ff + 3 * d + 3 * stat + 7 * d + inner
+
+    def score_bytes(self, model, seq_len: int, flash: bool = False) -> int:
+        """The attention's, and the kernel − 1 positions past the sequence that pw_conv's input holds and the cut
+        activation input still spans (its view keeps the uncut output): (kernel − 1) × (inner + d) 16-bit elements."""
+        extra = (self.kernel - 1) * (self.multiplier * model.d_model + model.d_model)
+        return super().score_bytes(model, seq_len, flash) + 2 * extra
 
     def torch_module(self, model, causal: bool):
         return _module()(self, model, causal)
