@@ -809,8 +809,9 @@ WHOLE_IS_TEXT = {
 
 # Multimodal types whose configuration states its language model's keys at its top (no text_config) and whose
 # causal-LM class is the whole model (NOT_TEXT_DECODERS): the family of the same name reads those keys as the wrapper's
-# language model, and the type is listed among the multimodal types, counted whole (GitForCausalLM)
-SELF_TEXT = ("git",)
+# language model, and the type is listed among the multimodal types, counted whole (GitForCausalLM); Phi-4-multimodal's
+# top-level keys are Phi-4-mini's, read as phi3 (Phi4MultimodalForCausalLM)
+SELF_TEXT = ("git", "phi4_multimodal")
 
 
 # Image-text and multimodal-LM types not read whole yet whose class builds more than a tower and a projector beside a
