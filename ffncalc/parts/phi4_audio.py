@@ -13,7 +13,7 @@ Technical Report", §2.2), as transformers' Phi4MultimodalAudioEmbedding builds 
 - relative_attention_bias_layer: a table of ``buckets`` rows of a bias a head (bias_max_distance, × 2 unless
   symmetric), looked up by clamped distance and added to every layer's scores: no multiply-adds;
 - windows of at most ``source_positions`` positions (its forward's max_seq_len, 500: 40 s): longer audio padded to
-  whole windows, each attended alone (unfold_tensor);
+  whole windows, each attended alone (unfold_tensor), the padding cut after the layers;
 - the projector: up_proj_for_speech (width × downsample_rate → the model's width) → GELU → down_proj_for_speech, with
   biases, a token a position; up_proj_for_vision_speech and down_proj_for_vision_speech beside them, the same shapes,
   run in place of the first pair when an image comes with the audio (audio_projection_mode): one pair's work a
@@ -76,6 +76,10 @@ class Phi4Audio(Audio):
     def tokens(self) -> int:
         return self.source_positions
 
+    def request_tokens(self) -> int:
+        """The language model's tokens the audio becomes: a position each, the windows' padding cut."""
+        return self.heard
+
     def units(self, positions: int) -> dict[str, int | Fraction]:
         """Every term of a window runs a position (its front end's convolutions stated a position), once a window, or
         not at all (the projector pair an image with the audio would run)."""
@@ -127,7 +131,7 @@ class Phi4Audio(Audio):
                     scale = Fraction(windows * size * (where != "idle"), seq_len)
                 elif where.startswith("stage"):  # the front end: over the audio's frames, before any padding
                     scale = Fraction(_halved(self.frames, int(where.removeprefix("stage"))), seq_len)
-                elif where == "front":
+                elif where in ("front", "projector", "grid"):  # the audio's positions: the padding is cut before the projector
                     scale = Fraction(self.heard, seq_len)
                 else:
                     scale = Fraction(total.get(where, 0), seq_len)
@@ -207,7 +211,7 @@ def _module(spec: Phi4Audio, model):
             inner_ctx = {"embeddings": h}
             for k, layer in enumerate(self.layers):
                 h = layer(h, inner_ctx, k)
-            self.projector(h)
+            self.projector(h.reshape(x.shape[0], -1, d)[:, : spec.heard])  # the windows' padding cut first
             return x
 
     return Phi4AudioModule()

@@ -905,3 +905,34 @@ def test_inkling_verifies_with_images_and_audio():
     label, stack = hf.load(HERE / "configs" / "inkling_mm_model.json")
     m = with_inputs(Model(label, replace(stack, layers=stack.layers[:1])), images=1, image_size=320, audio_seconds=30)
     assert verify(m.stack, model=label, seq_len=2048).ok
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("seconds", [7, 50])
+def test_phi4_multimodal_audio_of_any_length_equals_flopcountermode(seconds):
+    """Audio shorter than a window (7 s: 700 frames, 88 positions, its convolutions' ceilings) and longer (50 s: 625
+    positions padded to two windows of 500, the padding cut before the projector): the count's audio work equals
+    FlopCounterMode over the whole class's encoder and speech projector on the meta device."""
+    import torch
+    from torch import nn
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from ffncalc.analysis.hfwhole import instantiate_whole
+    from ffncalc.model.terms import Emitter
+    from ffncalc.parts.phi4_audio import Phi4Audio
+
+    data = json.loads((HERE / "configs" / "phi4_multimodal.json").read_text())
+    _, model = hf.load(HERE / "configs" / "phi4_multimodal.json")
+    (audio,) = [replace(p, seconds=seconds) for p in model.parts if isinstance(p, Phi4Audio)]
+    e = Emitter("layers")
+    audio.input_terms(e, model, 1)
+    core = sum(2 * t.count * t.shape[0] * t.shape[1] * t.shape[2] * t.positions for t in e.out if t.role == "core")
+    ours = core + sum(2 * t.macs * t.positions for t in e.out if t.role != "core")
+    net = instantiate_whole(data)
+    net.requires_grad_(False)
+    embed = net.model.embed_tokens_extend.audio_embed
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        h = embed.encoder(torch.ones(1, 100 * seconds, 80, device="meta"), None)
+        embed.down_proj_for_speech(nn.functional.gelu(embed.up_proj_for_speech(h)))
+    assert ours == sum(counter.get_flop_counts()["Global"].values())
+    assert audio.request_tokens() == {7: 88, 50: 625}[seconds]
