@@ -824,7 +824,10 @@ WHOLE_NOT_YET = {
     "pp_chart2table": "its tower is a SAM ViT (windowed attention with decomposed relative positions, a convolutional neck)",
     "deepseek_vl_hybrid": "its high-resolution tower is a SAM ViT (windowed attention, decomposed relative positions) beside SigLIP",
     "lfm3_vl": "its tower mixes 2-D depthwise convolution layers with attention layers in one stack",
-    "dots3_note": "an audio tower beside its vision tower and language model",
+    "dots3_note": (
+        "its vision tower's layers of their own widths (per_layer_config: dense MLPs, then routed experts growing in "
+        "number layer by layer) and its audio tower (three strided 2-D convolutions, rotary attention layers, an adapter)"
+    ),
     "florence2": "its language model is an encoder-decoder (BART's) reading the DaViT tower's tokens",
     "hunyuan_vl": "its patch merger (a newline row before the MLP, begin and end tokens) is not read; its text config needs "
     "head_dim 128 for transformers to build it",
