@@ -101,6 +101,8 @@ def class_defaults_text() -> str:
 
     base = {f.name for f in dataclasses.fields(PretrainedConfig)}
     from ffncalc.sources.hf.towers.audio_lm import GRANITE_TYPES, SPEECH_TYPES
+    from ffncalc.sources.hf.towers.inkling_mm import INKLING_TYPES
+    from ffncalc.sources.hf.towers.phi4mm import PHI4_TYPES
     from ffncalc.sources.hf.towers.qwen import GLM_VISION, QWEN_VISION
     from ffncalc.sources.hf.towers.vit import CONNECTOR_TYPES, VISION_TYPES
     from ffncalc.sources.hf.towers.whisper import AUDIO_TYPES
@@ -116,6 +118,8 @@ def class_defaults_text() -> str:
         *AUDIO_TYPES,
         *GRANITE_TYPES,
         *SPEECH_TYPES,
+        *PHI4_TYPES,
+        *INKLING_TYPES,
     }
     wanted = sorted(({*types(), *hf.registered(), *hf.TEXT_TYPES.values(), *wrappers}) & set(CONFIG_MAPPING))
     out = {}

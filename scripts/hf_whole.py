@@ -89,7 +89,12 @@ IMAGE_SIZES = {
     # its SigLIP's 14 and 24 patches of 16 a side, one token each; its SAM tower's 1,024-pixel image at both
     "deepseek_vl_hybrid": (224, 384),
     "lfm3_vl": (512, 256),  # 32 and 16 patches of 16 a side (no fixed size), 16 and 8 merged tokens a side
+    # an image's pixels a side, its tower at crop_size (448): the global image and 1 and 4 crops, 545 and 1,329 tokens
+    "phi4_multimodal": (448, 896),
+    "inkling_mm_model": (640, 320),  # 16 rows of 17 and 8 rows of 9 patches of 40 pixels, a token each
 }
+# Frames of quantised mel bins at which Inkling's audio tower is measured (20 a second: 30 s and 10 s)
+AUDIO_FRAMES = {"inkling_mm_model": (600, 200)}
 
 # Positions of one window (max_source_positions: 2 × as many frames) at which one window's FLOPs are recorded: the
 # class's default (30 s) and 1,000 (20 s), each run built with it
@@ -109,6 +114,7 @@ AUDIO_POSITIONS = {
     # its stacked positions, 50 a second: 12 and 24 s, whole blocks of context_size (200) and window_size (15)
     "granite_speech": (600, 1200),
     "granite_speech_plus": (600, 1200),
+    "phi4_multimodal": (500, 250),  # its positions, 8 frames each: its forward's 500-position window (40 s) and 20 s
 }
 
 # Defaults transformers cannot run, each given the released model's value: the smallest change that runs.
@@ -193,13 +199,28 @@ def truth_text(model_type: str, data: dict, config: str = "") -> str:
 
         message = " ".join(str(exc).split())
         record = {"transformers": transformers.__version__, "refused": f"{type(exc).__name__}: {message[:300]}"}
-    if model_type in IMAGE_SIZES and "refused" not in record and not config:
+    if model_type == "phi4_multimodal" and "refused" not in record and not config:  # its own image and audio paths
+        from ffncalc.analysis.hfwhole import PHI4_AUDIO_METHOD, PHI4_IMAGE_METHOD, PHI4_REDUCED, phi4_audio_flops, phi4_image_flops
+
+        small = {**data, **{key: {**data[key], **value} for key, value in PHI4_REDUCED.items()}}
+        runs = [phi4_image_flops(small, s) for s in IMAGE_SIZES[model_type]]
+        record["image_flops"] = {"method": PHI4_IMAGE_METHOD, "runs": runs, "reduced": PHI4_REDUCED}
+        runs = [phi4_audio_flops(data, n) for n in AUDIO_POSITIONS[model_type]]
+        record["audio_flops"] = {"method": PHI4_AUDIO_METHOD, "runs": runs}
+    elif model_type == "inkling_mm_model" and "refused" not in record and not config:  # patches a token; codes a frame
+        from ffncalc.analysis.hfwhole import INKLING_AUDIO_METHOD, INKLING_IMAGE_METHOD, inkling_audio_flops, inkling_image_flops
+
+        runs = [inkling_image_flops(data, s) for s in IMAGE_SIZES[model_type]]
+        record["image_flops"] = {"method": INKLING_IMAGE_METHOD, "runs": runs}
+        runs = [inkling_audio_flops(data, n) for n in AUDIO_FRAMES[model_type]]
+        record["audio_code_flops"] = {"method": INKLING_AUDIO_METHOD, "runs": runs}
+    elif model_type in IMAGE_SIZES and "refused" not in record and not config:
         base = reduced(data) if model_type in ON_CPU else data
         runs = [image_flops(sized(base, s), s) for s in IMAGE_SIZES[model_type]]
         record["image_flops"] = {"method": IMAGE_METHODS.get(model_type, IMAGE_METHOD), "runs": runs}
         if model_type in ON_CPU:  # built small, on the CPU, with real tensors
             record["image_flops"]["reduced"] = reduced_keys(model_type)
-    if model_type in AUDIO_POSITIONS and "refused" not in record and not config:
+    if model_type in AUDIO_POSITIONS and "refused" not in record and not config and model_type != "phi4_multimodal":
         base = reduced(data) if model_type in AUDIO_REDUCED else data
         runs = [audio_flops(base, n) for n in AUDIO_POSITIONS[model_type]]
         method = AUDIO_METHODS.get(model_type, STACKED_METHOD if model_type in STACKED else AUDIO_METHOD)

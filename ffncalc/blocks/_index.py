@@ -30,6 +30,7 @@ KINDS = {
     ("attention", "none"): "none",
     ("attention", "nystrom"): "nystrom",
     ("attention", "parallel"): "parallel_mixers",
+    ("attention", "phi4_conformer"): "phi4_conformer",
     ("attention", "qsa"): "qsa",
     ("attention", "rel_attention"): "rel_attention",
     ("attention", "rel_key"): "rel_key",

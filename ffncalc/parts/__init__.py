@@ -29,6 +29,10 @@ _VERSION = [0]
 MODULES = (
     "vision",
     "audio",
+    "phi4_audio",
+    "phi4_vision",
+    "audio_codes",
+    "hmlp_vision",
     "encoder",
     "embedding",
     "char_features",

@@ -1121,3 +1121,142 @@ def test_speech_model_of_model_type_alone_is_the_whole_class(model_type, tmp_pat
     (tmp_path / "config.json").write_text(json.dumps({"model_type": model_type}))
     _, model = hf.load(tmp_path / "config.json")
     assert tally(model).params == sum(n for _, n in expanded(truth(model_type)["params"], 2))
+
+
+def test_phi4_multimodal_audio_window_by_hand():
+    """Phi-4-multimodal at its defaults, one 40-s window (4,000 frames of 80 mel bins, 500 positions): NeMo's
+    subsampling (conv.0 of 1,024 channels over 2,000 × 40 outputs, a depthwise 3 × 3 and a pointwise 1 × 1 over 1,000 ×
+    20 and over 500 × 10, out 10,240 → 1,024), 24 Conformer layers of width 1,024 (feed_forward_in and feed_forward_out
+    1,024 → 2 × 1,536 → 1,024; q, k, v, o; QKᵀ and AV over 500 × 500; the GLU 1,024 → 2,048; dw_conv of kernel 3 and
+    pw_conv over 502 positions; ext_pw_conv_1d), the speech projector 1,024 → 3,072 → 3,072 over 500 tokens. 2 FLOPs a
+    multiply-add; FlopCounterMode's figure at 500 positions."""
+    from ffncalc.parts.phi4_audio import Phi4Audio
+
+    c, d, f, text, n, k = 1024, 1024, 1536, 3072, 500, 3
+    front = 4 * n * 40 * c * 9 + 2 * n * 20 * (c * 9 + c * c) + n * 10 * (c * 9 + c * c) + n * c * 10 * d
+    ffns = 2 * n * (d * 2 * f + f * d)
+    conv = n * d * 2 * d + (n + k - 1) * (d * k + d * d) + n * d * d
+    layer = ffns + 4 * n * d * d + 2 * n * n * d + conv
+    projector = n * (d * text + text * text)
+    _, model = hf.load(HERE / "configs" / "phi4_multimodal.json")
+    (audio,) = [p for p in model.parts if isinstance(p, Phi4Audio)]
+    total = 2 * (front + 24 * layer + projector)
+    assert audio.per_window(model) == (n, total)
+    assert total == next(r["total"] for r in truth("phi4_multimodal")["audio_flops"]["runs"] if r["positions"] == n)
+
+
+def test_phi4_multimodal_image_tokens_by_hand():
+    """Its image processor's num_img_tokens, 256 + 1 + 256 a crop + 16 a row of crops + 16: a 448-pixel image is one crop
+    and the global image (545 tokens), an 896-pixel one four crops (1,329), a 1,000-pixel one padded to nine (2,625); the
+    tower runs once a crop and once over the global image."""
+    from ffncalc.parts.phi4_vision import Phi4Vision
+
+    _, model = hf.load(HERE / "configs" / "phi4_multimodal.json")
+    (vision,) = [p for p in model.parts if isinstance(p, Phi4Vision)]
+    for size, crops, rows in ((448, 1, 1), (896, 4, 2), (1000, 9, 3)):
+        image = replace(vision, image_size=size)
+        assert image.tokens == 256 + 1 + 256 * crops + 16 * rows + 16
+        assert image.crops == crops + 1
+    assert [r["tokens"] for r in truth("phi4_multimodal")["image_flops"]["runs"]] == [545, 1329]
+
+
+@pytest.mark.torch
+def test_phi4_multimodal_verifies_with_images_and_audio():
+    """Both its towers at once: an 896-pixel image (its global image and four crops through the tower, 1,329 tokens
+    through the projector) and 50 s of audio (5,000 frames through the front end, 625 positions padded to two windows
+    of 500) run through the reference modules to the count's FLOPs, one text layer kept."""
+    from ffncalc.analysis.verify import verify
+    from ffncalc.api.commands import with_inputs
+    from ffncalc.api.models import Model
+
+    label, stack = hf.load(HERE / "configs" / "phi4_multimodal.json")
+    m = with_inputs(Model(label, replace(stack, layers=stack.layers[:1])), images=1, image_size=896, audio_seconds=50)
+    assert verify(m.stack, model=label, seq_len=2048).ok
+
+
+def test_phi4_multimodal_shapes_not_read_are_one_line(tmp_path, cli):
+    """A crop size other than the tower's image size, or convolution widths the next convolution cannot read, are
+    named by their key in one line."""
+    data = json.loads((HERE / "configs" / "phi4_multimodal.json").read_text())
+    for key, value, words in (
+        ("vision_config", {"crop_size": 336}, "crop_size: 336"),
+        ("audio_config", {"ext_pw_out_channel": 512}, "ext_pw_out_channel: 512"),
+    ):
+        (tmp_path / "config.json").write_text(json.dumps({**data, key: {**data[key], **value}}))
+        code, _, err = cli("count", str(tmp_path / "config.json"))
+        assert code == 2 and words in err and err.count("\n") == 1, err
+
+
+def test_inkling_vision_tower_by_hand():
+    """Inkling at its defaults: each patch of 2 frames × 40 × 40 pixels × 3 channels through 24 projections planned from
+    40's factors (5, 2, 2, 2) and the 2 frames: four 3 → 3 over its 3,200 pixels, 75 → 128 and five 128 → 128 over 5 ×
+    5 cells (128 a patch), 512 → 320 and two 320 → 320 (32), 1,280 → 1,216 and three 1,216 → 1,216 (8), 4,864 → 4,800
+    and two 4,800 → 4,800 (2), 9,600 → 614,400, two 614,400 → 614,400 and 614,400 → 6,144 (1: the patch's token); a
+    640-pixel image is 16 rows of 17 patches (divide_to_patches). FlopCounterMode's figure."""
+    from ffncalc.parts.hmlp_vision import HmlpVision
+
+    macs = 4 * 3200 * 3 * 3 + 128 * (75 * 128 + 5 * 128 * 128) + 32 * (512 * 320 + 2 * 320 * 320)
+    macs += 8 * (1280 * 1216 + 3 * 1216 * 1216) + 2 * (4864 * 4800 + 2 * 4800 * 4800)
+    macs += 9600 * 614400 + 2 * 614400 * 614400 + 614400 * 6144
+    _, model = hf.load(HERE / "configs" / "inkling_mm_model.json")
+    (vision,) = [p for p in model.parts if isinstance(p, HmlpVision)]
+    assert vision.per_image(model)[:2] == (16 * 17, 2 * 16 * 17 * macs)
+    assert 2 * 16 * 17 * macs == next(r["total"] for r in truth("inkling_mm_model")["image_flops"]["runs"] if r["size"] == 640)
+
+
+def test_inkling_audio_is_table_lookups():
+    """Inkling's audio tower: 80 × 256 rows of 6,144 (125,829,120 parameters) and an RMSNorm; a frame's 80 rows summed,
+    no matmul (FlopCounterMode counts none at 600 and 200 frames); 30 s of audio are 600 tokens of the prompt (its
+    feature extractor's 0.05-s frames)."""
+    from ffncalc.parts.audio_codes import AudioCodes
+
+    _, model = hf.load(HERE / "configs" / "inkling_mm_model.json")
+    (audio,) = [p for p in model.parts if isinstance(p, AudioCodes)]
+    terms = audio.frame_terms()
+    assert sum(t.numel for t in terms) == 80 * 256 * 6144 + 6144 and all(t.macs == 0 for t in terms)
+    assert [r["total"] for r in truth("inkling_mm_model")["audio_code_flops"]["runs"]] == [0, 0]
+    assert replace(audio, seconds=30).request_tokens() == 600
+
+
+@pytest.mark.torch
+def test_inkling_verifies_with_images_and_audio():
+    """Both towers at once: a 320-pixel image (8 rows of 9 patches) and 30 s of audio (600 frames) through the
+    reference modules to the count's FLOPs, one text layer kept."""
+    from ffncalc.analysis.verify import verify
+    from ffncalc.api.commands import with_inputs
+    from ffncalc.api.models import Model
+
+    label, stack = hf.load(HERE / "configs" / "inkling_mm_model.json")
+    m = with_inputs(Model(label, replace(stack, layers=stack.layers[:1])), images=1, image_size=320, audio_seconds=30)
+    assert verify(m.stack, model=label, seq_len=2048).ok
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("seconds", [7, 50])
+def test_phi4_multimodal_audio_of_any_length_equals_flopcountermode(seconds):
+    """Audio shorter than a window (7 s: 700 frames, 88 positions, its convolutions' ceilings) and longer (50 s: 625
+    positions padded to two windows of 500, the padding cut before the projector): the count's audio work equals
+    FlopCounterMode over the whole class's encoder and speech projector on the meta device."""
+    import torch
+    from torch import nn
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from ffncalc.analysis.hfwhole import instantiate_whole
+    from ffncalc.model.terms import Emitter
+    from ffncalc.parts.phi4_audio import Phi4Audio
+
+    data = json.loads((HERE / "configs" / "phi4_multimodal.json").read_text())
+    _, model = hf.load(HERE / "configs" / "phi4_multimodal.json")
+    (audio,) = [replace(p, seconds=seconds) for p in model.parts if isinstance(p, Phi4Audio)]
+    e = Emitter("layers")
+    audio.input_terms(e, model, 1)
+    core = sum(2 * t.count * t.shape[0] * t.shape[1] * t.shape[2] * t.positions for t in e.out if t.role == "core")
+    ours = core + sum(2 * t.macs * t.positions for t in e.out if t.role != "core")
+    net = instantiate_whole(data)
+    net.requires_grad_(False)
+    embed = net.model.embed_tokens_extend.audio_embed
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        h = embed.encoder(torch.ones(1, 100 * seconds, 80, device="meta"), None)
+        embed.down_proj_for_speech(nn.functional.gelu(embed.up_proj_for_speech(h)))
+    assert ours == sum(counter.get_flop_counts()["Global"].values())
+    assert audio.request_tokens() == {7: 88, 50: 625}[seconds]

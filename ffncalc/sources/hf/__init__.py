@@ -97,6 +97,7 @@ TEXT_TYPES = {
     "moss_transcribe_diarize": "qwen3",
     "musicflamingo": "qwen2",
     "paddleocr_vl": "paddleocr_vl_text",
+    "phi4_multimodal": "phi3",  # Phi4MultimodalConfig: Phi-4-mini's keys at its top
     "qwen2_vl": "qwen2_vl_text",
     "qwen2_5_vl": "qwen2_5_vl_text",
     "qwen2_5_omni_thinker": "qwen2_5_omni_text",
@@ -122,7 +123,7 @@ TEXT_TYPES = {
 # Wrappers whose language model is the configuration's ``decoder`` (VisionEncoderDecoderConfig: any causal LM built with
 # add_cross_attention, beside the vision ``encoder``: towers/image_seq2seq.py)
 DECODER_TEXT = frozenset({"vision-encoder-decoder"})
-FLAT_TEXT = frozenset({"qwen2_vl", "qwen2_5_vl", "git"})  # GitConfig: always flat, its text keys at the top
+FLAT_TEXT = frozenset({"qwen2_vl", "qwen2_5_vl", "git", "phi4_multimodal"})  # GitConfig: always flat, its text keys at the top
 
 
 def language_model(c: Config) -> Config:
@@ -322,7 +323,9 @@ def to_spec(c: Config) -> Model:
             model, notes=model.notes + (f"the language model of a {c.wrapper} config (its text_config); not counted: {parts}",)
         )
     elif c.wrapper:  # read whole, but for a tower its reader does not read yet (Gemma 4's audio_config)
-        unread = [k for k in c.towers if k.removesuffix("_config") not in data]
+        # a tower read by a part of its own is named after it (Phi-4-multimodal's phi4_audio, Inkling's audio_codes)
+        read_parts = {piece for key in data for piece in key.split("_")} | set(data)
+        unread = [k for k in c.towers if k.removesuffix("_config") not in read_parts]
         if unread:
             note = f"the language model and the towers read of a {c.wrapper} config; not counted: {', '.join(unread)}"
             model = replace(model, notes=model.notes + (note,))

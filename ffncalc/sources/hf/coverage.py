@@ -815,8 +815,9 @@ WHOLE_IS_TEXT = {
 
 # Multimodal types whose configuration states its language model's keys at its top (no text_config) and whose
 # causal-LM class is the whole model (NOT_TEXT_DECODERS): the family of the same name reads those keys as the wrapper's
-# language model, and the type is listed among the multimodal types, counted whole (GitForCausalLM)
-SELF_TEXT = ("git",)
+# language model, and the type is listed among the multimodal types, counted whole (GitForCausalLM); Phi-4-multimodal's
+# top-level keys are Phi-4-mini's, read as phi3 (Phi4MultimodalForCausalLM)
+SELF_TEXT = ("git", "phi4_multimodal")
 
 
 # Image-text and multimodal-LM types not read whole yet whose class builds more than a tower and a projector beside a
@@ -825,12 +826,13 @@ WHOLE_NOT_YET = {
     "perception_lm": "its tower is a timm model (TimmWrapper), which transformers builds only with timm installed",
     "fast_vlm": "its tower is a timm model (FastViTHD through TimmWrapper), which transformers builds only with timm installed",
     "gemma3n": "its vision tower is a timm model (MobileNetV5 through TimmWrapper), built only with timm installed",
-    "dots3_note": "an audio tower beside its vision tower and language model",
-    "inkling_mm_model": "an audio tower beside its vision tower and language model",
+    "dots3_note": (
+        "its vision tower's layers of their own widths (per_layer_config: dense MLPs, then routed experts growing in "
+        "number layer by layer) and its audio tower (three strided 2-D convolutions, rotary attention layers, an adapter)"
+    ),
     "florence2": "its language model is an encoder-decoder (BART's) reading the DaViT tower's tokens",
     "hunyuan_vl": "its patch merger (a newline row before the MLP, begin and end tokens) is not read; its text config needs "
     "head_dim 128 for transformers to build it",
-    "phi4_multimodal": "its audio Conformer and SigLIP tower with their own projectors (Phi4MultimodalForCausalLM)",
     "qwen3_omni_moe": "its talker and code2wav beside the thinker (qwen3_omni_moe_thinker, read whole); transformers refuses "
     "its defaults",
     "idefics": (

@@ -11,7 +11,7 @@ from typing import Callable
 from ..config import Config
 
 _WRAPPERS: dict[str, Callable[[Config], dict]] = {}
-MODULES = ("vlm", "audio_lm", "vbert", "image_seq2seq", "sam", "lfm3_vl")
+MODULES = ("vlm", "audio_lm", "vbert", "image_seq2seq", "sam", "lfm3_vl", "phi4mm", "inkling_mm")
 
 
 def wrapper(*model_types: str):
@@ -55,9 +55,17 @@ def sub_config(c: Config, key: str, renamed: dict[str, str] | None = None) -> Co
 def component(path: str, tower: str = "vision") -> str | None:
     """A whole model's parameter in a tower or its projector -> its component (model-level), or None: the vision
     towers' names (vit.py) and the audio towers' (whisper.py); ``tower``: the part the model has ("vision", "audio")."""
+    from .inkling_mm import inkling_component
+    from .phi4mm import phi4_component
     from .vit import tower_component
     from .whisper import audio_component
 
+    phi4 = phi4_component(path)  # Phi-4-multimodal's image and audio embeddings
+    if phi4 is not None:
+        return phi4
+    inkling = inkling_component(path, tower)  # Inkling's towers
+    if inkling is not None:
+        return inkling
     found = (audio_component(path) if tower == "audio" else None) or tower_component(path, tower)
     if found is None and tower == "audio":  # a vision tower beside the audio one (Qwen2.5-Omni's)
         found = tower_component(path)
