@@ -41,6 +41,7 @@ MODULES = (
     "prompts",
     "ngram",
     "latent",
+    "funnel",
     "per_layer_inputs",
     "altup",
     "laurel",
