@@ -123,19 +123,22 @@ class RelShiftAttention(Attention):
     def kept_elements(self, model) -> int:
         """Per token, as its reference module saves it (transformers' order of operations): the input (q's, k's and
         v's), K, V, the query plus each of r_w_bias, r_r_bias and r_s_bias (the content, position and segment
-        products' operands) and the heads' output (o's): d + 6·h·d_h."""
-        return model.d_model + 6 * self.n_heads * self.head_dim
+        products' operands) and the heads' output (o's): d + 6·h·d_h. Pooled, per key position: the input, the mean
+        pool's input (its copy with the first position repeated), K and V, and at half as many positions (exact for an
+        even length) the pooled queries' input (q's) and the four query-side tensors: 2·d + 2·h·d_h + (d + 4·h·d_h) / 2."""
+        d, a = model.d_model, self.n_heads * self.head_dim
+        return 2 * d + 2 * a + (d + 4 * a) // 2 if self.pooled else d + 6 * a
 
     def score_bytes(self, model, seq_len: int, flash: bool = False) -> int:
         """Bytes a sequence keeps beside ``kept_elements`` (no fused kernel computes these scores: what the module
-        saves), 16-bit: the softmax's probabilities (h × s × s), the relative-position embeddings and their
-        projection (rows × d and rows × h·d_h, r_head's and the position product's operands) and cls_mask (s × s,
+        saves), 16-bit: the softmax's probabilities (h × m × n), the relative-position embeddings and their
+        projection (rows × d and rows × h·d_h, r_head's and the position product's operands) and cls_mask (m × n,
         the position and segment scores' mask), and the segment comparison, one byte a pair (torch.where's
         condition). Eager adds the softmax's dropout (Korthikanti et al.: 5 bytes a score in all)."""
-        _, rows = self.lengths(seq_len)
-        s, h = seq_len, self.n_heads
-        probabilities = (5 if not flash else 2) * h * s * s
-        return probabilities + 2 * (rows * model.d_model + rows * h * self.head_dim + s * s) + s * s
+        m, rows = self.lengths(seq_len)
+        pairs = m * seq_len
+        probabilities = (2 if flash else 5) * self.n_heads * pairs
+        return probabilities + 2 * (rows * model.d_model + rows * self.n_heads * self.head_dim + pairs) + pairs
 
     def tensor_parallel(self, module, rank: int, tp: int):
         raise NotImplementedError("relative-shift attention: no tensor-parallel form here")

@@ -902,3 +902,28 @@ def test_funnel_forms_not_read_are_refused_in_one_line(cli, tmp_path, key, value
     path.write_text(json.dumps(data, indent=1))
     code, out, err = cli("count", str(path))
     assert code == 2 and out == "" and err.count("\n") == 1 and key in err, err
+
+
+@pytest.mark.torch
+def test_funnel_verifies_against_its_reference_modules_and_plans_training(cli):
+    """FunnelForMaskedLM's defaults as ffncalc's reference model (the encoder's blocks pooling their input, the decoder
+    adding the upsampled output to the first block's) at 13 tokens, pooled to 7 and 4, component by component; a
+    training step planned, the encoder's blocks' activations counted at their lengths."""
+    path = str(DEFAULTS / "configs" / "funnel.json")
+    code, out, err = cli("verify", path, "--seq-len", "13")
+    assert code == 0 and "all" in out and "agree" in out, out + err
+    code, out, err = cli("train", path, "--tokens", "1B", "--hardware", "h100-sxm", "--gpus", "8")
+    assert code == 0 and err == "", err
+
+
+def test_funnel_training_keeps_each_block_at_its_own_length():
+    """A plan of 512-token sequences keeps the encoder's layers' activations at their blocks' lengths: block 0's 4 over
+    512 positions, block 1's first over its 512 keys and 3 over 256, block 2's first over 256 and 3 over 128."""
+    from dataclasses import replace
+
+    from ffncalc.sources import hf
+
+    spec = hf.load(DEFAULTS / "configs" / "funnel.json")[1]
+    spec = replace(spec, parts=tuple(p.sized(512) for p in spec.parts))
+    held = [(inner.n_layers, positions) for p in spec.parts for inner, positions, _, _ in p.stacks(spec)]
+    assert held == [(4, 512), (1, 512), (3, 256), (1, 256), (3, 128)]
