@@ -202,21 +202,22 @@ def _module():
             self.scores, self.positions, self.values = MatMul(), MatMul(), MatMul()
             self.o = Linear(inner, d, bias=spec.o_bias)
 
-        def pool(self, x: torch.Tensor) -> torch.Tensor:
+        def pool(self, x: torch.Tensor, pooled: bool | None = None) -> torch.Tensor:
             """The queries' input: the first position, then the mean of each pair of the rest but the last
-            (pool_tensor, mean, separate_cls and truncate_seq); the input itself where the layer is not pooled."""
-            if not self.spec.pooled or x.shape[1] <= 2:
+            (pool_tensor, mean, separate_cls and truncate_seq); the input itself where the layer is not pooled
+            (``pooled``: whether this run pools, default the spec's: a repeated layer's later runs do not)."""
+            if not (self.spec.pooled if pooled is None else pooled) or x.shape[1] <= 2:
                 return x
             t = torch.cat([x[:, :1], x[:, :-1]], dim=1)
             return nn.functional.avg_pool2d(t[:, None], (2, 1), stride=(2, 1), ceil_mode=True)[:, 0]
 
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
-            query = self.pool(x)
+        def forward(self, x: torch.Tensor, pooled: bool | None = None) -> torch.Tensor:
+            query = self.pool(x, pooled)
             b, m, _ = query.shape
             n = x.shape[1]
             h, hd = self.heads, self.head_dim
-            _, rows = self.spec.lengths(n)
             shift = 2 if m != n else 1
+            rows = n + shift * m  # as RelShiftAttention.lengths
             scale = 1.0 / math.sqrt(hd)
             q = self.q(query).view(b, m, h, hd) * scale
             k = self.k(x).view(b, n, h, hd).permute(0, 2, 3, 1)  # (b, h, hd, n)

@@ -43,6 +43,9 @@ class FunnelEncoder(Part):
     summary = "the Funnel Transformer's encoder: blocks of layers, each over its input pooled by 2 (Dai et al. 2020)"
 
     blocks: list[Positive]  # block_sizes: layers of each block
+    # block_repeats: each layer of a block run this many times in a row with its own parameters (default 1); the
+    # first run of a pooled block's first layer pools, its later runs are over the pooled length
+    repeats: list[Positive] | None = None
     length: Positive | None = None  # the sequence's length a training plan sizes the blocks' activations for
 
     def sized(self, positions: int) -> FunnelEncoder:
@@ -56,21 +59,28 @@ class FunnelEncoder(Part):
             return ()
         attn, ffn = self._layers(model)
         out = []
-        for size, (n, m) in zip(self.blocks, self.lengths(self.length)):
-            plain = size - (m != n)
+        for b, (n, m) in enumerate(self.lengths(self.length)):
+            plain = self.runs(b) - (m != n)
             if m != n:
                 out.append((Stack(model.d_model, 1, replace(attn, pooled=True), ffn, mask="bidirectional").resolve(model), n, 0, 0))
             if plain:
                 out.append((Stack(model.d_model, plain, attn, ffn, mask="bidirectional").resolve(model), m, 0, 0))
         return tuple(out)
 
+    def runs(self, b: int) -> int:
+        """Layers block b runs: each of its layers as many times as it repeats."""
+        return self.blocks[b] * (self.repeats[b] if self.repeats else 1)
+
     @property
     def count_note(self) -> str:
-        return f"encoder blocks of {', '.join(map(str, self.blocks))} layers, each over its input pooled by 2"
+        each = [f"{n}×{r}" if r != 1 else f"{n}" for n, r in zip(self.blocks, self.repeats or [1] * len(self.blocks))]
+        return f"encoder blocks of {', '.join(each)} layers, each over its input pooled by 2"
 
     def check(self, spec) -> None:
         if not self.blocks:
             raise SpecError(("funnel_encoder", "blocks"), "the encoder has at least one block")
+        if self.repeats is not None and len(self.repeats) != len(self.blocks):
+            raise SpecError(("funnel_encoder", "repeats"), f"one repeat count a block: {len(self.blocks)}, not {len(self.repeats)}")
         if spec.attention.kind != "rel_shift":
             raise SpecError(("funnel_encoder",), "the Funnel encoder's layers are the model's, of relative-shift attention")
 
@@ -93,10 +103,10 @@ class FunnelEncoder(Part):
         attn, ffn = self._layers(model)
         d, s = model.d_model, seq_len
         out = []
-        for size, (n, m) in zip(self.blocks, self.lengths(s)):
-            plain = size
+        for b, (n, m) in enumerate(self.lengths(s)):
+            plain, stored = self.runs(b), self.blocks[b]
             if m != n:  # the first layer's queries pooled: its attention over the n keys, the rest of it over m
-                plain -= 1
+                plain, stored = plain - 1, stored - 1
                 inner = Stack(d, 1, replace(attn, pooled=True), ffn, mask="bidirectional").resolve(model)
                 layer = inner.layers[0]
                 keys, rows = Emitter("layers", (0, 1)), Emitter("layers", (0, 1))
@@ -109,7 +119,9 @@ class FunnelEncoder(Part):
                 out += [self._placed(t, Fraction(n, s)) for t in keys.out]
                 out += [self._placed(t, Fraction(m, s)) for t in rows.out]
             if plain:
-                out += Stack(d, plain, attn, ffn, mask="bidirectional").terms(model, PREFIX, m, Fraction(m, s))
+                terms = Stack(d, plain, attn, ffn, mask="bidirectional").terms(model, PREFIX, m, Fraction(m, s))
+                # a repeated layer's parameters stored once, its work charged at every run (model/shared.py's Term.stored)
+                out += [replace(t, stored=t.count // plain * stored) if t.numel and stored != plain else t for t in terms]
         # the decoder's input: the last block's output repeated to every position, plus the first block's output
         up = Emitter("layers")
         up.op("decoder.upsample", d)
@@ -149,8 +161,8 @@ def _module():
             self.ffn = ffn.torch_module(model, False)
             self.norms = nn.ModuleList([make_norm(model.norm, d), make_norm(model.norm, d)])
 
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
-            h = self.norms[0](self.attn.pool(x) + self.attn(x))
+        def forward(self, x: torch.Tensor, pooled: bool) -> torch.Tensor:
+            h = self.norms[0](self.attn.pool(x, pooled) + self.attn(x, pooled))
             return self.norms[1](h + self.ffn(h))
 
     class Encoder(nn.Module):
@@ -166,13 +178,15 @@ def _module():
                 for i in range(size):
                     self.layers.append(Layer(inner, pooled if b and not i else attn, ffn))
             self.blocks = spec.blocks
+            self.repeats = spec.repeats or [1] * len(spec.blocks)
 
         def enter(self, x: torch.Tensor, ctx: dict) -> torch.Tensor:
             s = x.shape[1]
             hidden, first, k = x, None, 0
-            for size in self.blocks:
-                for _ in range(size):
-                    hidden = self.layers[k](hidden)
+            for b, (size, repeats) in enumerate(zip(self.blocks, self.repeats)):
+                for i in range(size):  # each layer run ``repeats`` times in a row; the first run of the first pools
+                    for r in range(repeats):
+                        hidden = self.layers[k](hidden, bool(b) and not i and not r)
                     k += 1
                 if first is None:
                     first = hidden

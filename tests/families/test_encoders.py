@@ -864,16 +864,19 @@ def _run_flops(run: dict) -> list[int]:
 
 @pytest.mark.torch
 @pytest.mark.parametrize("seq_len", [9, 13, 50])
-def test_funnel_blocks_at_odd_lengths_equal_flop_counter_mode(tmp_path, seq_len):
-    """A small Funnel Transformer of four blocks of 2, 1, 3 and 2 layers and a decoder of one (width 64, 4 heads of 16),
-    FunnelForMaskedLM built by transformers now on the meta device, one forward under FlopCounterMode at lengths that
-    pooling leaves odd (13: 13, 7, 4, 2 positions), against the exact count per component; every parameter too."""
+@pytest.mark.parametrize("sizes, repeats", [([2, 1, 3, 2], [1, 1, 1, 1]), ([2, 3, 2], [2, 2, 3])], ids=["blocks", "repeats"])
+def test_funnel_blocks_at_odd_lengths_equal_flop_counter_mode(tmp_path, seq_len, sizes, repeats):
+    """A small Funnel Transformer of four blocks of 2, 1, 3 and 2 layers, or three of 2, 3 and 2 layers each run 2, 2
+    and 3 times in a row (block_repeats: funnel-transformer/medium's form), and a decoder of one (width 64, 4 heads of
+    16), FunnelForMaskedLM built by transformers now on the meta device, one forward under FlopCounterMode at lengths
+    that pooling leaves odd (13: 13, 7, 4, 2 positions), against the exact count per component; every parameter too (a
+    repeated layer's once)."""
     from ffncalc.analysis import hfcheck, hfrun
     from ffncalc.sources import hf
 
     data = json.loads((DEFAULTS / "configs" / "funnel.json").read_text())
     data |= {"d_model": 64, "n_head": 4, "d_head": 16, "d_inner": 128, "vocab_size": 100, "num_decoder_layers": 1}
-    data |= {"block_sizes": [2, 1, 3, 2], "block_repeats": [1, 1, 1, 1]}
+    data |= {"block_sizes": sizes, "block_repeats": repeats}
     path = tmp_path / "config.json"
     path.write_text(json.dumps(data))
     c = hf.read_config(path)
@@ -892,7 +895,7 @@ def test_funnel_blocks_at_odd_lengths_equal_flop_counter_mode(tmp_path, seq_len)
         ("separate_cls", False),
         ("truncate_seq", False),
         ("pool_q_only", False),
-        ("block_repeats", [1, 2, 2]),
+        ("block_repeats", [1, 2]),
         ("block_sizes", []),
     ],
 )

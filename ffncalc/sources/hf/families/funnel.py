@@ -36,8 +36,8 @@ def funnel(c: Config) -> dict:
     seg_embed; blocks/rel_shift.py) and a LayerNorm on the residual sum, FunnelPositionwiseFFN (linear_1 d_model ->
     d_inner 3072, hidden_act gelu_new, linear_2 back, with biases) and a LayerNorm on the sum; lm_head, tied to the word
     table, with a bias. No position limit (relative sinusoids): 512, the pretraining length (Dai et al. 2020 §4.1).
-    Refused in one line: block_repeats other than 1 (a layer run again), attention_type factorized, separate_cls,
-    truncate_seq or pool_q_only false, and no decoder layers."""
+    block_repeats ([1, 1, 1]): each layer of a block run that many times in a row with its own parameters. Refused in
+    one line: attention_type factorized, and separate_cls, truncate_seq or pool_q_only false."""
     for key, want in READ.items():
         got = c.data.get(key, want)
         if got != want:
@@ -47,10 +47,9 @@ def funnel(c: Config) -> dict:
         raise c.fail("block_sizes", f"expected a list of positive layer counts, got {sizes!r}")
     c.depth(sum(sizes), "block_sizes")
     repeats = c.data.get("block_repeats") or [1] * len(sizes)
-    if not isinstance(repeats, list) or len(repeats) != len(sizes) or any(r != 1 for r in repeats):
-        raise c.fail(
-            "block_repeats", f"layers run again (block_repeats {repeats!r}) are not read yet: one run each, as many as block_sizes"
-        )
+    if not isinstance(repeats, list) or len(repeats) != len(sizes) or not all(type(r) is int and r > 0 for r in repeats):
+        raise c.fail("block_repeats", f"expected a positive repeat count for each of the {len(sizes)} blocks, got {repeats!r}")
+    c.depth(sum(n * r for n, r in zip(sizes, repeats)), "block_sizes", "block_repeats")
     pooling = c.data.get("pooling_type", "mean")
     if pooling not in ("mean", "max"):
         raise c.fail("pooling_type", f"expected mean or max, got {pooling!r}")
@@ -68,5 +67,5 @@ def funnel(c: Config) -> dict:
         "attention": {"kind": "rel_shift", "n_heads": c.int("n_head"), "head_dim": c.int("d_head")},
         "ffn": {"kind": "dense", "d_ff": c.int("d_inner"), "bias": True, "activation": c.activation("hidden_act", "gelu_new")},
         "norm": {"kind": "layernorm", "per_layer": 2, "final": False, "placement": "residual"},
-        "funnel_encoder": {"blocks": sizes},
+        "funnel_encoder": {"blocks": sizes, **({"repeats": repeats} if any(r != 1 for r in repeats) else {})},
     }
