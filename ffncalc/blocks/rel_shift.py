@@ -27,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import cache
+from typing import Literal
 
 from ..model.schema import SpecError
 from ..model.terms import SOFTMAX_OPS
@@ -54,7 +55,9 @@ class RelShiftAttention(Attention):
     summary = "relative-shift attention: content, relative-position and segment scores (Dai et al. 2020, Funnel Transformer)"
 
     o_bias: bool = True  # post_proj
-    pooled: bool = False  # queries pooled by 2 from the keys (the first layer of a pooled block, pool_q_only)
+    # queries pooled by 2 from the keys (the first layer of a pooled block, pool_q_only): set by the Funnel encoder
+    # (parts/funnel.py) on the layers it runs; a spec cannot state it, as a layer of the model's own stack keeps its length
+    pooled: Literal[False] = False
 
     def lengths(self, seq_len: int) -> tuple[int, int]:
         """(queries, relative positions) of a layer over ``seq_len`` keys."""

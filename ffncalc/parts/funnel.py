@@ -31,6 +31,11 @@ from . import Part, register
 PREFIX = "encoder."
 
 
+def _pooled(attn):
+    """A pooled block's first layer's attention, its queries pooled: set here alone (a spec cannot state it)."""
+    return replace(attn, pooled=True)
+
+
 @register
 @dataclass(frozen=True)
 class FunnelEncoder(Part):
@@ -62,7 +67,7 @@ class FunnelEncoder(Part):
         for b, (n, m) in enumerate(self.lengths(self.length)):
             plain = self.runs(b) - (m != n)
             if m != n:
-                out.append((Stack(model.d_model, 1, replace(attn, pooled=True), ffn, mask="bidirectional").resolve(model), n, 0, 0))
+                out.append((Stack(model.d_model, 1, _pooled(attn), ffn, mask="bidirectional").resolve(model), n, 0, 0))
             if plain:
                 out.append((Stack(model.d_model, plain, attn, ffn, mask="bidirectional").resolve(model), m, 0, 0))
         return tuple(out)
@@ -107,7 +112,7 @@ class FunnelEncoder(Part):
             plain, stored = self.runs(b), self.blocks[b]
             if m != n:  # the first layer's queries pooled: its attention over the n keys, the rest of it over m
                 plain, stored = plain - 1, stored - 1
-                inner = Stack(d, 1, replace(attn, pooled=True), ffn, mask="bidirectional").resolve(model)
+                inner = Stack(d, 1, _pooled(attn), ffn, mask="bidirectional").resolve(model)
                 layer = inner.layers[0]
                 keys, rows = Emitter("layers", (0, 1)), Emitter("layers", (0, 1))
                 norm_terms(rows, inner, layer)
@@ -171,7 +176,7 @@ def _module():
         def __init__(self, spec: FunnelEncoder, model):
             super().__init__()
             attn, ffn = spec._layers(model)
-            pooled = replace(attn, pooled=True)
+            pooled = _pooled(attn)
             inner = Stack(model.d_model, 1, attn, ffn, mask="bidirectional").resolve(model)
             self.layers = nn.ModuleList()
             for b, size in enumerate(spec.blocks):

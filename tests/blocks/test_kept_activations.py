@@ -1240,7 +1240,12 @@ def test_rel_shift_kept_bytes_and_products_equal_what_its_module_saves_and_runs(
 
     m, a = (8, 64) if pooled else (16, 64)
     rows = 16 + (2 * m if pooled else m)
-    spec = attention_model({"kind": "rel_shift", "n_heads": 4, "pooled": pooled}, "learned", "layernorm")
+    from dataclasses import replace
+
+    spec = attention_model({"kind": "rel_shift", "n_heads": 4}, "learned", "layernorm")
+    if pooled:  # the Funnel encoder's pooled layer (parts/funnel.py sets it; a spec cannot)
+        layer = spec.layers[0]
+        spec = replace(spec, layers=(replace(layer, attention=replace(layer.attention, pooled=True)),))
     block = dict(spec.layers[0].blocks())["attention"]
     per_key = D + 2 * a + (D if pooled else 0)
     assert TOKENS * block.kept_elements(spec) == TOKENS * per_key + m * (4 * a + (D if pooled else 0))

@@ -930,3 +930,15 @@ def test_funnel_training_keeps_each_block_at_its_own_length():
     spec = replace(spec, parts=tuple(p.sized(512) for p in spec.parts))
     held = [(inner.n_layers, positions) for p in spec.parts for inner, positions, _, _ in p.stacks(spec)]
     assert held == [(4, 512), (1, 512), (3, 256), (1, 256), (3, 128)]
+
+
+def test_a_spec_cannot_pool_the_models_own_layers(cli, tmp_path):
+    """The queries of a pooled block's first layer are pooled by the Funnel encoder alone: a layer of the model's own
+    stack keeps its length, so a spec stating pooled is refused in one line naming the field."""
+    spec = tmp_path / "pooled.yaml"
+    spec.write_text(
+        "vocab_size: 100\nd_model: 64\nn_layers: 1\ncontext_length: 64\npositions: none\nmask: bidirectional\n"
+        "attention: {kind: rel_shift, n_heads: 4, pooled: true}\nffn: {kind: dense, d_ff: 128}\n"
+    )
+    code, out, err = cli("count", str(spec))
+    assert code == 2 and out == "" and err.count("\n") == 1 and "attention.pooled" in err, err
