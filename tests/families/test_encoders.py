@@ -897,6 +897,7 @@ def test_funnel_blocks_at_odd_lengths_equal_flop_counter_mode(tmp_path, seq_len,
         ("pool_q_only", False),
         ("block_repeats", [1, 2]),
         ("block_sizes", []),
+        ("num_decoder_layers", 0),
     ],
 )
 def test_funnel_forms_not_read_are_refused_in_one_line(cli, tmp_path, key, value):

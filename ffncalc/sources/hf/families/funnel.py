@@ -37,7 +37,7 @@ def funnel(c: Config) -> dict:
     d_inner 3072, hidden_act gelu_new, linear_2 back, with biases) and a LayerNorm on the sum; lm_head, tied to the word
     table, with a bias. No position limit (relative sinusoids): 512, the pretraining length (Dai et al. 2020 §4.1).
     block_repeats ([1, 1, 1]): each layer of a block run that many times in a row with its own parameters. Refused in
-    one line: attention_type factorized, and separate_cls, truncate_seq or pool_q_only false."""
+    one line: attention_type factorized; separate_cls, truncate_seq or pool_q_only false; no decoder layers."""
     for key, want in READ.items():
         got = c.data.get(key, want)
         if got != want:
