@@ -17,9 +17,11 @@ With h heads of d_h, q without a bias, k and v with biases, and per layer the le
 
 The relative positions a layer reads (``FunnelAttentionStructure.relative_pos``): 2n where its queries are its keys,
 n + 2m in the first layer of a pooled block (``pooled``), whose queries are its keys mean-pooled by 2, the first
-apart (separate_cls, truncate_seq: m = ⌈n / 2⌉). Such a layer is given its keys' length: its queries' work is m / n
-of a key's (Term.positions). Its reference module pools its input for the queries (``pool``); the layer's residual
-add and norm are at the queries' length (the encoder that runs it: parts/funnel.py).
+apart (separate_cls, truncate_seq: m = ⌈n / 2⌉). r_head is computed once a forward, whatever the batch: counted once
+a sequence (Term.per_sequence), a forward of one sequence as FlopCounterMode measures it (a batch of b shares one).
+A pooled layer is given its keys' length: its queries' work is m / n of a key's (Term.positions). Its reference
+module pools its input for the queries (``pool``); the layer's residual add and norm are at the queries' length (the
+encoder that runs it: parts/funnel.py).
 """
 
 from __future__ import annotations

@@ -10,7 +10,9 @@ Efficient Language Processing", §2.2 and §2.3; transformers' FunnelEncoder and
 - the decoder's input: the last block's output repeated back to s positions (upsample, the first position apart) plus
   the first block's output, an add a position.
 
-Every layer is the model's layer (its relative-shift attention, FFN and post-norms), with its own parameters. Per token
+Every layer is the model's layer (its relative-shift attention, FFN and post-norms), with its own parameters; with
+block_repeats (``repeats``) each layer of a block runs that many times in a row, its parameters stored once
+(Term.stored) and its work charged at every run, the first run of a pooled block's first layer alone pooling. Per token
 of the sequence, a block's work over L positions is L / s of a position's (Term.positions); the encoder's terms are
 model-level components (``encoder.…``), its products the whole square in every view.
 """
