@@ -34,6 +34,7 @@ KINDS = {
     ("attention", "qsa"): "qsa",
     ("attention", "rel_attention"): "rel_attention",
     ("attention", "rel_key"): "rel_key",
+    ("attention", "rel_shift"): "rel_shift",
     ("attention", "rglru"): "rglru",
     ("attention", "rwkv_time_mix"): "rwkv",
     ("attention", "short_conv"): "short_conv",

@@ -45,6 +45,7 @@ MODULES = (
     "prompts",
     "ngram",
     "latent",
+    "funnel",
     "per_layer_inputs",
     "altup",
     "laurel",

@@ -1224,3 +1224,40 @@ def test_ngram_kept_bytes_and_products_equal_what_its_module_saves_and_runs(ngra
     checks = {c.component: c for c in report.checks}
     assert checks["attn.scores"].torch_flops == 2 * 4 * (t * t + ngram * 2 * t * t) * 16
     assert checks["attn.rel.weight"].torch_params + checks["attn.rel.bias"].torch_params == (D + 1) * 4 * buckets
+
+
+@pytest.mark.parametrize("pooled", [False, True])
+def test_rel_shift_kept_bytes_and_products_equal_what_its_module_saves_and_runs(pooled):
+    """The Funnel Transformer's relative-shift attention has no fused kernel: what its module saves is the truth. Of
+    16 positions (keys), m queries (16, or pooled by 2: 8), 4 heads of 16 (a = 64), R relative positions (2·16, or 16 +
+    2·8). A key position: the input, K and V, D + 2·64; pooled, the mean pool's input too (D). A query: the query plus
+    r_w_bias, plus r_r_bias and plus r_s_bias (the three products' operands) and the heads' output, 4·64; pooled, its
+    input too (q's, D). A sequence:
+    the softmax's probabilities (4 heads × m × 16), the R relative embeddings (R × D) and their projection (R × 64),
+    cls_mask (m × 16), 16-bit, and the segment comparison's m × 16 booleans. verify holds the products: QKᵀ and AV
+    over m × 16 pairs, the position scores over m × R, r_kernel over the R positions once, seg_embed's two a query."""
+    from ffncalc.analysis.verify import verify
+
+    m, a = (8, 64) if pooled else (16, 64)
+    rows = 16 + (2 * m if pooled else m)
+    from dataclasses import replace
+
+    spec = attention_model({"kind": "rel_shift", "n_heads": 4}, "learned", "layernorm")
+    if pooled:  # the Funnel encoder's pooled layer (parts/funnel.py sets it; a spec cannot)
+        layer = spec.layers[0]
+        spec = replace(spec, layers=(replace(layer, attention=replace(layer.attention, pooled=True)),))
+    block = dict(spec.layers[0].blocks())["attention"]
+    per_key = D + 2 * a + (D if pooled else 0)
+    assert TOKENS * block.kept_elements(spec) == TOKENS * per_key + m * (4 * a + (D if pooled else 0))
+    sequence = 2 * (4 * m * TOKENS + rows * D + rows * a + m * TOKENS) + m * TOKENS
+    assert block.score_bytes(spec, TOKENS, True) == sequence
+    assert fused_saved_bytes(spec, "attention") == TOKENS * 2 * block.kept_elements(spec) + sequence
+    if pooled:
+        return  # a layer whose queries are pooled runs inside the Funnel encoder (parts/funnel.py), verified there
+    report = verify(spec, seq_len=TOKENS)
+    assert report.ok, report.failures
+    checks = {c.component: c for c in report.checks}
+    assert checks["attn.scores"].torch_flops == checks["attn.values"].torch_flops == 2 * 4 * 16 * TOKENS * TOKENS
+    assert checks["attn.positions"].torch_flops == 2 * 4 * 16 * TOKENS * rows
+    assert checks["attn.rel.r_kernel.weight"].torch_flops == 2 * rows * D * a
+    assert checks["attn.rel.seg_embed.weight"].torch_flops == 2 * TOKENS * 2 * a

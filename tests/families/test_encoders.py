@@ -811,3 +811,135 @@ def test_vision_encoder_images_the_shuffle_cannot_group_are_refused(cli, model_t
     assert code == 2 and out == "" and err.count("\n") == 1 and "14 patches a side" in err
     code, out, err = cli("count", path, "--images", "1", "--image-size", "256")
     assert code == 0 and err == "" and "16 tokens" in " ".join(out.split())
+
+
+def funnel_layer_flops(m: int, n: int, rows: int, d: int = 768, a: int = 768, ff: int = 3072) -> int:
+    """One Funnel layer's matmul FLOPs by hand (Dai et al. 2020 Appendix A.2.1; FunnelRelMultiheadAttention), 2 a
+    multiply-add, over m queries, n keys and values and ``rows`` relative positions, with a = heads × d_head: q on the
+    queries, k and v on the keys, r_kernel over the relative positions (once), each query's two segment scores, the
+    content and position scores and AV, o, and the FFN's two linears on the queries."""
+    attention = m * d * a + 2 * n * d * a + rows * d * a + 2 * m * a + m * n * a + m * rows * a + m * n * a + m * a * d
+    return 2 * (attention + 2 * m * d * ff)
+
+
+def test_funnel_defaults_by_hand():
+    """FunnelForMaskedLM at FunnelConfig's defaults (funnel-transformer/small's shape, B4-4-4 with a decoder of 2), by
+    hand: the word table (30522 × 768) and its LayerNorm, no position or token-type table; in each of the 12 encoder
+    and 2 decoder layers q (no bias), k, v and post_proj (with biases), r_w_bias, r_r_bias and r_s_bias (12 × 64 each),
+    r_kernel (768 × 12 × 64), seg_embed (2 × 12 × 64), the FFN of 3072 with biases and two LayerNorms; the head's bias
+    (its weight is the table).
+
+    FLOPs at 8 tokens: block 0's 4 layers over 8 positions (16 relative positions, 2·8); block 1's first layer's 4
+    pooled queries against 8 keys (8 + 2·4 relative positions), its 3 others over 4 (8); block 2's first, 2 queries
+    against 4 keys (4 + 2·2), its 3 others over 2 (4); the decoder's 2 layers over 8 (16); the head over 8 tokens."""
+    from ffncalc.sources import hf
+
+    v, d, ff, a = 30522, 768, 3072, 768
+    # q, k, v, o; the biases of k, v and o; r_w/r_r/r_s_bias, r_kernel, seg_embed; two LayerNorms; the FFN
+    layer = 4 * d * a + 2 * a + d + 3 * a + d * a + 2 * a + 2 * 2 * d + d * ff + ff + ff * d + d
+    total = v * d + 2 * d + 14 * layer + v
+    spec = hf.load(DEFAULTS / "configs" / "funnel.json")[1]
+    assert tally(spec).params == _truth_total(DEFAULTS / "truth" / "funnel.json") == total == 131_003_706
+    s = 8
+    by_hand = (
+        4 * funnel_layer_flops(8, 8, 16)
+        + funnel_layer_flops(4, 8, 16)
+        + 3 * funnel_layer_flops(4, 4, 8)
+        + funnel_layer_flops(2, 4, 8)
+        + 3 * funnel_layer_flops(2, 2, 4)
+        + 2 * funnel_layer_flops(8, 8, 16)
+        + 2 * s * d * v
+    )
+    assert tally(spec, convention="exact", seq_len=s).flops_per_token * s == by_hand
+    runs = json.loads((DEFAULTS / "truth" / "funnel.json").read_text())["flops"]["runs"]
+    measured = sum(n for r in runs if r["seq_len"] == s for n in _run_flops(r))
+    assert measured == by_hand
+
+
+def _run_flops(run: dict) -> list[int]:
+    from ffncalc.analysis.records import expanded
+
+    return [flops for *_, flops in expanded(run["modules"], 4)]
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("seq_len", [9, 13, 50])
+@pytest.mark.parametrize("sizes, repeats", [([2, 1, 3, 2], [1, 1, 1, 1]), ([2, 3, 2], [2, 2, 3])], ids=["blocks", "repeats"])
+def test_funnel_blocks_at_odd_lengths_equal_flop_counter_mode(tmp_path, seq_len, sizes, repeats):
+    """A small Funnel Transformer of four blocks of 2, 1, 3 and 2 layers, or three of 2, 3 and 2 layers each run 2, 2
+    and 3 times in a row (block_repeats: funnel-transformer/medium's form), and a decoder of one (width 64, 4 heads of
+    16), FunnelForMaskedLM built by transformers now on the meta device, one forward under FlopCounterMode at lengths
+    that pooling leaves odd (13: 13, 7, 4, 2 positions), against the exact count per component; every parameter too (a
+    repeated layer's once)."""
+    from ffncalc.analysis import hfcheck, hfrun
+    from ffncalc.sources import hf
+
+    data = json.loads((DEFAULTS / "configs" / "funnel.json").read_text())
+    data |= {"d_model": 64, "n_head": 4, "d_head": 16, "d_inner": 128, "vocab_size": 100, "num_decoder_layers": 1}
+    data |= {"block_sizes": sizes, "block_repeats": repeats}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(data))
+    c = hf.read_config(path)
+    measured = hfcheck.measure(c)
+    assert hfcheck.check(c, measured=measured).ok
+    run = hfrun.flop_run(hfcheck.instantiate(c), 1, seq_len)
+    checks = hfcheck.check_flops(c, hfcheck.Measured(measured.model_class, "", measured.params, (), (run,)))
+    assert checks and all(ch.ok for ch in checks), [ch for ch in checks if not ch.ok]
+    assert {"encoder.attn.rel", "attn.rel", hfcheck.CORE} <= {ch.component for ch in checks}
+
+
+@pytest.mark.parametrize(
+    "key, value",
+    [
+        ("attention_type", "factorized"),
+        ("separate_cls", False),
+        ("truncate_seq", False),
+        ("pool_q_only", False),
+        ("block_repeats", [1, 2]),
+        ("block_sizes", []),
+        ("num_decoder_layers", 0),
+    ],
+)
+def test_funnel_forms_not_read_are_refused_in_one_line(cli, tmp_path, key, value):
+    data = json.loads((DEFAULTS / "configs" / "funnel.json").read_text()) | {key: value}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(data, indent=1))
+    code, out, err = cli("count", str(path))
+    assert code == 2 and out == "" and err.count("\n") == 1 and key in err, err
+
+
+@pytest.mark.torch
+def test_funnel_verifies_against_its_reference_modules_and_plans_training(cli):
+    """FunnelForMaskedLM's defaults as ffncalc's reference model (the encoder's blocks pooling their input, the decoder
+    adding the upsampled output to the first block's) at 13 tokens, pooled to 7 and 4, component by component; a
+    training step planned, the encoder's blocks' activations counted at their lengths."""
+    path = str(DEFAULTS / "configs" / "funnel.json")
+    code, out, err = cli("verify", path, "--seq-len", "13")
+    assert code == 0 and "all" in out and "agree" in out, out + err
+    code, out, err = cli("train", path, "--tokens", "1B", "--hardware", "h100-sxm", "--gpus", "8")
+    assert code == 0 and err == "", err
+
+
+def test_funnel_training_keeps_each_block_at_its_own_length():
+    """A plan of 512-token sequences keeps the encoder's layers' activations at their blocks' lengths: block 0's 4 over
+    512 positions, block 1's first over its 512 keys and 3 over 256, block 2's first over 256 and 3 over 128."""
+    from dataclasses import replace
+
+    from ffncalc.sources import hf
+
+    spec = hf.load(DEFAULTS / "configs" / "funnel.json")[1]
+    spec = replace(spec, parts=tuple(p.sized(512) for p in spec.parts))
+    held = [(inner.n_layers, positions) for p in spec.parts for inner, positions, _, _ in p.stacks(spec)]
+    assert held == [(4, 512), (1, 512), (3, 256), (1, 256), (3, 128)]
+
+
+def test_a_spec_cannot_pool_the_models_own_layers(cli, tmp_path):
+    """The queries of a pooled block's first layer are pooled by the Funnel encoder alone: a layer of the model's own
+    stack keeps its length, so a spec stating pooled is refused in one line naming the field."""
+    spec = tmp_path / "pooled.yaml"
+    spec.write_text(
+        "vocab_size: 100\nd_model: 64\nn_layers: 1\ncontext_length: 64\npositions: none\nmask: bidirectional\n"
+        "attention: {kind: rel_shift, n_heads: 4, pooled: true}\nffn: {kind: dense, d_ff: 128}\n"
+    )
+    code, out, err = cli("count", str(spec))
+    assert code == 2 and out == "" and err.count("\n") == 1 and "attention.pooled" in err, err

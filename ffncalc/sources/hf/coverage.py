@@ -616,11 +616,6 @@ SEQ2SEQ_NOT_YET = {
 
 # Encoders no family reads yet: what each needs.
 ENCODERS_NOT_YET = {
-    "funnel": (
-        "pooling between blocks that shortens the sequence (each block's layers at their own length, the first's queries "
-        "pooled and its keys not), relative-position attention (r_kernel over sinusoid positions, r_w/r_r/r_s biases, "
-        "seg_embed token types), and a decoder that upsamples to the full length and adds the first block's output"
-    ),
     "mra": (
         "multi-resolution approximate attention (low-resolution block scores, the top blocks at full resolution), "
         "computed only by transformers' CUDA kernels (kernels-community/mra): without them its forward returns zeros "
