@@ -1224,3 +1224,59 @@ def test_ngram_kept_bytes_and_products_equal_what_its_module_saves_and_runs(ngra
     checks = {c.component: c for c in report.checks}
     assert checks["attn.scores"].torch_flops == 2 * 4 * (t * t + ngram * 2 * t * t) * 16
     assert checks["attn.rel.weight"].torch_params + checks["attn.rel.bias"].torch_params == (D + 1) * 4 * buckets
+
+
+@pytest.mark.parametrize(("heads", "distance"), [(4, 4), (2, 160)])
+def test_rel_key_kept_bytes_equal_what_speecht5_attention_saves(heads, distance):
+    """SpeechT5's relative-key attention has no fused kernel: what its eager module saves is the truth. A token: the
+    input, the scaled queries, keys and values copied to (B·h, S, hd) and the heads' output copied back, D + 4·64; a
+    sequence: the softmax's output, h × 16 × 16. The pairs' gathered rows are the encoder's (SpeechT5Encoder builds
+    position_bias once for all its layers). transformers' SpeechT5Attention, given the same input and rows, saves the
+    same bytes beside those rows; verify holds the relative product (16 queries × 16 keys × 64, 2 FLOPs each) against
+    the module's."""
+    import torch
+    from transformers.models.speecht5.modeling_speecht5 import SpeechT5Attention
+
+    from ffncalc.analysis.verify import verify
+
+    attention = {"kind": "rel_key", "n_heads": heads, "qkv_bias": True, "o_bias": True, "max_distance": distance}
+    spec = from_data(
+        {
+            "name": "small",
+            "vocab_size": 256,
+            "d_model": D,
+            "n_layers": 1,
+            "context_length": 64,
+            "positions": "none",
+            "mask": "bidirectional",
+            "attention": attention,
+            "ffn": {"kind": "dense", "activation": "gelu", "d_ff": FF},
+            "norm": {"kind": "layernorm", "per_layer": 2, "final": True},
+        }
+    )
+    block = dict(spec.layers[0].blocks())["attention"]
+    kept, sequence = D + 4 * 64, 2 * heads * TOKENS * TOKENS
+    assert block.kept_elements(spec) == kept
+    assert block.score_bytes(spec, TOKENS, True) == sequence
+    assert fused_saved_bytes(spec, "attention") == TOKENS * 2 * kept + sequence
+
+    torch.manual_seed(0)
+    theirs = SpeechT5Attention(D, heads, dropout=0.0).to(torch.bfloat16)
+    rows = torch.randn(TOKENS, TOKENS, D // heads, dtype=torch.bfloat16)  # position_bias, the encoder's
+    held = {t.untyped_storage().data_ptr() for t in (*theirs.parameters(), rows)}
+    seen = {}
+
+    def pack(t):
+        if t.untyped_storage().data_ptr() not in held:
+            seen[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+        return t
+
+    x = torch.randn(1, TOKENS, D, dtype=torch.bfloat16, requires_grad=True)
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        theirs(x, position_bias=rows)
+    assert sum(seen.values()) == TOKENS * 2 * kept + sequence
+
+    report = verify(spec, seq_len=TOKENS)
+    assert report.ok, report.failures
+    checks = {c.component: c for c in report.checks}
+    assert checks["attn.rel_scores"].torch_flops == 2 * heads * TOKENS * TOKENS * (D // heads)
