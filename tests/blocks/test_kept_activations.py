@@ -1280,3 +1280,84 @@ def test_rel_key_kept_bytes_equal_what_speecht5_attention_saves(heads, distance)
     assert report.ok, report.failures
     checks = {c.component: c for c in report.checks}
     assert checks["attn.rel_scores"].torch_flops == 2 * heads * TOKENS * TOKENS * (D // heads)
+
+
+def conformer_model(shaw: int):
+    layer = {"kind": "conformer", "n_heads": 4, "qkv_bias": True, "o_bias": True, "d_ff": FF, "kernel": 5, "shaw": shaw}
+    return from_data(
+        {
+            "name": "small",
+            "vocab_size": 256,
+            "d_model": D,
+            "n_layers": 1,
+            "context_length": 64,
+            "positions": "none",
+            "mask": "bidirectional",
+            "attention": layer,
+            "ffn": {"kind": "dense", "activation": "silu", "d_ff": FF, "bias": True},
+            "norm": {"kind": "layernorm", "per_layer": 2, "final": True},
+        }
+    )
+
+
+@pytest.mark.parametrize("shaw", [0, 4], ids=["parakeet", "granite-speech"])
+def test_conformer_kept_bytes_equal_what_its_module_saves(shaw):
+    """A Conformer layer has no fused kernel for its relative positions: its eager modules' saved tensors are the truth,
+    its norms as fused kernels keep them. d = 64, 4 heads of 16, d_ff 128, inner 64. A token: three LayerNorms' inputs
+    and fp32 mean and inverse deviation (3 × (64 + 4)); ff1's input, linear1's and the SiLU's outputs (64 + 2·128); the
+    attention's input, two query forms, K, V and the heads' output (64 + 5·64); the convolution module's input, the GLU's
+    input (2·64), depthwise_conv's, BatchNorm's, the SiLU's and pointwise_conv2's inputs (64 + 6·64). A sequence of 16:
+    Parakeet's relative_k_proj output over 31 positions (31 × 64) and its softmax in fp32 and cast (6 bytes a score);
+    Granite Speech's softmax (2 bytes a score), its gathered table rows (16 × 16 × 16) and their int64 indices. verify
+    holds both forms' parameters and products."""
+    from ffncalc.analysis.verify import verify
+
+    spec = conformer_model(shaw)
+    block = dict(spec.layers[0].blocks())["attention"]
+    kept = 3 * (D + 4) + (D + 2 * FF) + (D + 5 * 64) + (D + 6 * 64)
+    assert block.kept_elements(spec) == kept
+    scores = 4 * TOKENS * TOKENS
+    sequence = 2 * scores + 2 * TOKENS * TOKENS * 16 + 8 * TOKENS * TOKENS if shaw else 2 * 31 * 64 + 6 * scores
+    assert block.score_bytes(spec, TOKENS, True) == sequence
+    assert fused_saved_bytes(spec, "attention") == TOKENS * 2 * kept + sequence
+    report = verify(spec, seq_len=TOKENS)
+    assert report.ok, report.failures
+    checks = {c.component: c for c in report.checks}
+    rows = TOKENS if shaw else 31
+    assert checks["attn.rel_scores"].torch_flops == 2 * 4 * TOKENS * rows * 16
+
+
+def test_parakeet_block_saves_what_the_conformer_and_its_ffn_keep():
+    """transformers' ParakeetEncoderBlock (eager, training, no dropout) saves the conformer kind's bytes and beside them
+    what the layer's own parts keep: norm_self_att's and norm_feed_forward2's inputs and feed_forward2's (its input,
+    linear1's and the SiLU's outputs), its BatchNorm's batch statistics (2 × 64, bf16), its LayerNorms' statistics in
+    bf16 (2 bytes each a row: the CPU kernel's) where the fused norms keep fp32."""
+    import torch
+    from transformers.models.parakeet.configuration_parakeet import ParakeetEncoderConfig
+    from transformers.models.parakeet.modeling_parakeet import ParakeetEncoderBlock, ParakeetEncoderRelPositionalEncoding
+
+    config = ParakeetEncoderConfig(
+        hidden_size=D, num_attention_heads=4, intermediate_size=FF, conv_kernel_size=5, attention_dropout=0.0,
+        activation_dropout=0.0, num_hidden_layers=1,
+    )  # fmt: skip
+    config._attn_implementation = "eager"
+    torch.manual_seed(0)
+    theirs = ParakeetEncoderBlock(config, 0).to(torch.bfloat16)
+    x = torch.randn(1, TOKENS, D, dtype=torch.bfloat16, requires_grad=True)
+    table = ParakeetEncoderRelPositionalEncoding(config)(x)  # the encoder's, once for all its layers
+    held = {t.untyped_storage().data_ptr() for t in (*theirs.parameters(), *theirs.buffers(), table)}
+    seen = {}
+
+    def pack(t):
+        if t.untyped_storage().data_ptr() not in held:
+            seen[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        theirs(x, position_embeddings=table)
+    spec = conformer_model(0)
+    block = dict(spec.layers[0].blocks())["attention"]
+    ours = TOKENS * 2 * block.kept_elements(spec) + block.score_bytes(spec, TOKENS, True)
+    stats = TOKENS * 2 * 2  # a norm's two statistics a row: fp32 fused, bf16 here
+    beside = 2 * TOKENS * 2 * (D + 2) + TOKENS * 2 * (D + 2 * FF) + 2 * 2 * 64 - 3 * stats
+    assert sum(seen.values()) == ours + beside
