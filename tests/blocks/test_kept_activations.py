@@ -109,6 +109,10 @@ E, K, R = 4, 2, 16  # experts, choices a token, an MLP router's width
         ({"output_norm": True, "output_bias": True}, D + 2),  # the norm's input and its fp32 inverse RMS
         ({"router_mlp": R}, 6 * R + 2),  # down out (norm in), rstd, norm out, fc1 and fc2 out and their GELUs
         ({"router_mlp": R, "router_state": True}, 7 * R + 2),  # the down output apart from the scaled sum
+        # a skip class (ZAYA1): one more router class (fp32, 2), the 0/1 factor zeroing a skip's weight (fp32, 2 a choice)
+        ({"router_mlp": R, "skip_expert": True}, 6 * R + 2 + 2 + 2 * K),
+        # ZAYA1's top_k 1: one choice fewer than K, its 10 routing elements, its expert's D + 4·FF and output D
+        ({"router_mlp": R, "router_state": True, "skip_expert": True, "top_k": 1}, 7 * R + 2 + 2 + 2 - 10 - (2 * D + 4 * FF)),
     ],
     ids=lambda v: "-".join(v) or "plain" if isinstance(v, dict) else None,
 )
@@ -784,6 +788,7 @@ FUSED_FORMS = {
     "csa-hca-no-rotary": lambda: attention_model(CSA | {"compress_rate": 3}, "learned"),
     "mha-v-norm-k-eq-v": lambda: attention_model({"n_heads": 4, "n_kv_heads": 2, "v_norm": True, "k_eq_v": True, "qk_norm": "head"}),
     "moa": lambda: attention_model({"kind": "moa", "n_experts": 4, "top_k": 2, "n_kv_heads": 2, "head_dim": 16}),
+    "moe-skip": lambda: ffn_model({"kind": "moe", "n_experts": E, "top_k": K, "expert": GATED, "router_mlp": R, "skip_expert": True}),
 }
 
 
@@ -796,7 +801,7 @@ def test_fused_forms_of_the_variants_compute_what_the_modules_do(name):
     from ffncalc.blocks import _fused
 
     spec = FUSED_FORMS[name]()
-    slot = "ffn" if name.split("-")[0] in ("dense_moe", "sink_moe", "cdmoe") else "attention"
+    slot = "ffn" if name.split("-")[0] in ("dense_moe", "sink_moe", "cdmoe", "moe") else "attention"
     block = dict(spec.layers[0].blocks())[slot]
     torch.manual_seed(0)
     module = block.torch_module(spec, True)
