@@ -1366,3 +1366,64 @@ def test_parakeet_block_saves_what_the_conformer_and_its_ffn_keep():
     stats = TOKENS * 2 * 2  # a norm's two statistics a row: fp32 fused, bf16 here
     beside = 2 * TOKENS * 2 * (D + 2) + TOKENS * 2 * (D + 2 * FF) + 2 * 2 * 64 - 3 * stats
     assert sum(seen.values()) == ours + beside
+
+
+def test_bottleneck_layer_kept_bytes_equal_fused_saved():
+    """MobileBERT's layer as a flash kernel runs its attention (verify --memory): the same 16-bit elements a token as
+    its eager module keeps (Q, K and V as given, the output o reads), and of the scores only the fp32 log-sum-exp of
+    every query and head, 4 × 4 a token."""
+    t, f, ffns, heads = 16, 32, 3, 4
+    layer = {"kind": "bottleneck", "n_heads": heads, "inner": t, "d_ff": f, "ffns": ffns, "activation": "relu"}
+    spec = attention_model(layer, "learned", "layernorm")
+    expected = 2 * D + 9 * t + ffns * (f + 2 * t)
+    assert fused_saved_bytes(spec, "attention") == TOKENS * 2 * expected + 4 * heads * TOKENS
+
+
+@pytest.mark.parametrize("trigram", [True, False])
+def test_trigram_embedding_keeps_its_projections_input(trigram):
+    """MobileBERT's embedding_transformation keeps its input for its weight's gradient: the trigram rows, 3·E 16-bit
+    elements a position (E = 16 here; E alone without the trigrams, the table narrower than d_model), once a sequence
+    beside the layers: a training plan's activations hold 2 bytes each of them for every token of the micro-batch,
+    and the embedding's module saves them (beside the lookup's int64 token ids)."""
+    from dataclasses import replace
+
+    import torch
+
+    from ffncalc.analysis.memory import stack_bytes
+    from ffncalc.analysis.plan import Step
+
+    e, seq, batch = 16, 32, 2
+    spec = from_data(
+        {
+            "name": "small",
+            "vocab_size": 256,
+            "d_model": D,
+            "n_layers": 1,
+            "context_length": 64,
+            "positions": "learned",
+            "mask": "bidirectional",
+            "tie_embeddings": True,
+            "trigram_embedding": {"width": e, "trigram": trigram},
+            "attention": {"kind": "bottleneck", "n_heads": 4, "inner": 16, "d_ff": 32, "ffns": 2},
+            "ffn": {"kind": "none"},
+            "norm": {"kind": "layernorm", "per_layer": 0, "final": False},
+        }
+    )
+    (part,) = spec.parts
+    sized = replace(spec, parts=(part.sized(seq),))
+    width = (3 if trigram else 1) * e
+    assert stack_bytes(sized, Step(seq_len=seq, micro_batch=batch)) == 2 * seq * batch * width
+    assert stack_bytes(spec, Step(seq_len=seq, micro_batch=batch)) == 0  # no sequence given
+
+    module = part.embed_module(spec).to(torch.bfloat16)
+    held = {p.untyped_storage().data_ptr() for p in module.parameters()}
+    seen = {}
+
+    def pack(t):
+        if t.untyped_storage().data_ptr() not in held:
+            seen[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        module(torch.randint(0, 256, (1, seq)))
+    assert sum(seen.values()) == 2 * seq * width + 8 * seq
