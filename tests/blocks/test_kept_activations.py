@@ -3,6 +3,9 @@ against what autograd actually saves when its reference module runs on small rea
 ``torch.autograd.graph.saved_tensors_hooks`` packs, parameters left out, in fp32 and bf16. The FFN kinds are held
 exactly here."""
 
+import json
+from pathlib import Path
+
 import pytest
 
 from ffncalc.model import from_data
@@ -10,6 +13,7 @@ from ffncalc.model import from_data
 pytestmark = pytest.mark.torch  # torch's autograd runs the blocks (the torch set's environment)
 
 D, FF, TOKENS = 64, 128, 16
+HF_DEFAULTS = Path(__file__).parents[1] / "hf_defaults"
 
 
 def model(ffn):
@@ -1427,3 +1431,29 @@ def test_trigram_embedding_keeps_its_projections_input(trigram):
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
         module(torch.randint(0, 256, (1, seq)))
     assert sum(seen.values()) == 2 * seq * width + 8 * seq
+
+
+def test_qwen4_exp_gated_deltanet_kept_bytes_equal_fused_saved(tmp_path):
+    """Qwen4-Exp's linear-attention layers read from a cut-down Qwen4ExpTextConfig (hidden 256; 2 key heads and 4
+    value heads of 32, kernel 4, chunks of 64; hidden_act gelu with output_gate_type sigmoid, the gated norm's): as
+    flash-linear-attention keeps it a token, the input (256), the convolution's input (conv_dim 2·64 + 128 = 256) and
+    its GELU's input (256: causal-conv1d fuses SiLU alone), β and the gate's raw input (4 each), q and k after their
+    l2norm (2·64) with fp32 reciprocal norms (4·2), v (128), the decay's fp32 running sum (2·4), the UT transform (4 ×
+    64), the gated norm's input, z and fp32 statistic (2·128 + 2·4) and out_proj's input (128); verify --memory holds
+    every block of the model."""
+    from ffncalc.analysis.keptcheck import check
+    from ffncalc.sources import hf
+
+    config = json.loads((HF_DEFAULTS / "configs" / "qwen4_exp_text.json").read_text())
+    narrow = {"hidden_size": 256, "num_hidden_layers": 4, "num_experts": 16, "vocab_size": 1024, "ple_embed_dim": 256}
+    narrow |= {"hc_lowrank": 32, "linear_num_key_heads": 2, "linear_num_value_heads": 4, "linear_key_head_dim": 32}
+    narrow |= {"linear_value_head_dim": 32, "head_dim": 32, "num_attention_heads": 4, "indexer_head_dim": 16}
+    narrow |= {"moe_intermediate_size": 64, "shared_expert_intermediate_size": 64, "hidden_act": "gelu"}
+    narrow |= {"output_gate_type": "sigmoid", "layer_types": config["layer_types"][:4]}
+    (tmp_path / "config.json").write_text(json.dumps(config | narrow))
+    _, spec = hf.load(str(tmp_path / "config.json"), text=True)
+    found = check(spec, TOKENS)
+    assert all(c.ok for c in found), [c for c in found if not c.ok]
+    (gdn,) = [c for c in found if c.kind == "gated_deltanet"]
+    kept = 256 + 256 + 256 + 4 + 4 + (2 * 64 + 4 * 2 + 128 + 2 * 4 + 4 * 64) + (2 * 128 + 2 * 4) + 128
+    assert gdn.planned == gdn.saved == TOKENS * 2 * kept
