@@ -876,7 +876,6 @@ WHOLE_NOT_YET = {
     "layers' features concatenated) and the language model's gated cross-attention layers are not read yet",
     "qwen2_5_omni": "its talker (a second language model) and token2wav (a DiT and BigVGAN) are not read yet; its thinker "
     "is (qwen2_5_omni_thinker)",
-    "mistral_large4": "its language model's latent attention with a sparse indexer and learned softmax scalings is not read yet",
     "glm5_next": "its language model (hyper-connections, gated linear attention beside latent attention with an indexer) "
     "is not read yet",
     "granite_docling": "its connector (coarse and fine projections with deepstack mergers and position tables) is not read yet",

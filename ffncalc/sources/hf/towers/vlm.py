@@ -93,18 +93,19 @@ def idefics3(c: Config) -> dict:
     return {"vision": vit(v, projector)}
 
 
-@wrapper("mistral3", "lighton_ocr")
+@wrapper("mistral3", "lighton_ocr", "mistral_large4")
 def mistral3(c: Config) -> dict:
     """Mistral3ForConditionalGeneration (Mistral Small 3.1 and later): a Pixtral tower; Mistral3MultiModalProjector,
     an RMSNorm of the vision width, the patch merger of spatial_merge_size² patches (Linear(width · 4, width), no
     bias), then Linear(width, text width) → projector_hidden_act → Linear(text width, text width), biases as
     multimodal_projector_bias (default false). LightOnOCR: the same tower and projector (vision_encoder,
-    vision_projection), no biases."""
+    vision_projection), no biases. MistralLarge4ForConditionalGeneration: the same (MistralLarge4MultiModalProjector,
+    MistralLarge4PatchMerger), its language model mistral_large4_text."""
     v = sub_config(c, "vision_config")
     projector = {
         "width": v.int("hidden_size"),
         "hidden": sub_config(c, "text_config").int("hidden_size"),
-        "bias": c.model_type == "mistral3" and c.bool("multimodal_projector_bias", False),
+        "bias": c.model_type in ("mistral3", "mistral_large4") and c.bool("multimodal_projector_bias", False),
         "activation": c.activation("projector_hidden_act", "gelu"),
         "norm": "rmsnorm",
         "merge": c.int("spatial_merge_size", 2),
