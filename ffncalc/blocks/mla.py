@@ -276,7 +276,9 @@ class LatentAttention(Block):
         one, kept once. Attention as FlashAttention-2 keeps it (``_fused._Flash``: Q and K at h · qk, V made
         contiguous and the output at h · v, the fp32 log-sum-exp in ``score_bytes``).
         The indexer keeps nothing: transformers runs it under torch.no_grad (DeepseekV32Indexer.forward), and
-        DeepSeek-V3.2 detaches its input from the main model's graph (it learns from its own KL loss)."""
+        DeepSeek-V3.2 detaches its input from the main model's graph (it learns from its own KL loss). Softmax
+        scalings (MistralLarge4TextSoftmaxScaling) keep the queries before them (h · qk, the factor's gradient), the
+        factor a head (h, the queries') and the log-position (1, the scale's)."""
         h = self.n_heads
         q_latent = 2 * self.q_lora_rank if self.q_lora_rank else 0
         latent = (self.kv_lora_rank + self.qk_rope_head_dim) + self.kv_lora_rank
@@ -285,7 +287,8 @@ class LatentAttention(Block):
         gate += 2 * h * self.v_head_dim if self.query_gate else 0  # the gate's logits and the ungated output
         stat = 4 if model.norm.kind.startswith("layernorm") else 2  # fp32 inverse RMS (and mean) a row
         stats = stat * ((1 if self.q_lora_rank else 0) + 1 + (1 if self.rope_key_norm else 0))
-        return model.d_model + q_latent + latent + 2 * h * self.qk_head_dim + 2 * h * self.v_head_dim + gate + stats
+        scaling = h * self.qk_head_dim + h + 1 if self.softmax_scaling else 0
+        return model.d_model + q_latent + latent + 2 * h * self.qk_head_dim + 2 * h * self.v_head_dim + gate + stats + scaling
 
     def score_bytes(self, model, seq_len: int, flash: bool = False) -> int:
         return softmax_score_bytes(self.n_heads, seq_len, flash)
@@ -378,6 +381,7 @@ def attend_selected(layer, q, k, v, keep):
 
 @cache
 def _module():
+    import contextlib
 
     import torch
     from torch import nn
@@ -393,9 +397,10 @@ def _module():
             self.bias = nn.Parameter(torch.zeros(heads))
 
         def forward(self, q: torch.Tensor) -> torch.Tensor:
-            log_pos = torch.arange(1, q.shape[-2] + 1, device=q.device).float().log().to(q.dtype)
-            factor = self.scale.to(q.dtype)[:, None] * log_pos[None, :] + self.bias.to(q.dtype)[:, None]  # (H, s)
-            return q * factor[..., None]
+            b, _, s, _ = q.shape  # log(1 + position) of every token, in q's dtype, as transformers takes it
+            log_pos = torch.arange(1, s + 1, device=q.device).float().log().to(q.dtype).expand(b, s).contiguous()
+            factor = self.scale.to(q.dtype)[None, :, None] * log_pos[:, None, :] + self.bias.to(q.dtype)[None, :, None]
+            return q * factor.unsqueeze(-1)  # (B, H, s, 1) a head's factor at each position
 
     class Indexer(nn.Module):
         """DeepseekV32Indexer: the index scores and the top-k selection, returned as an additive mask."""
@@ -525,7 +530,10 @@ def _module():
                 k = torch.cat([k_nope, k_rope], dim=-1)
             if hasattr(self, "softmax_scaling"):
                 q = self.softmax_scaling(q)
-            keep = self.indexer(x, None if hasattr(self, "q") else q_latent) if hasattr(self, "indexer") else None
+            keep = None
+            if hasattr(self, "indexer"):  # under fused(), as transformers runs it: without gradient, keeping nothing
+                with torch.no_grad() if _fused.active() else contextlib.nullcontext():
+                    keep = self.indexer(x, None if hasattr(self, "q") else q_latent)
             if keep is None:
                 out = attend(self, q, k, v)  # (B, H, s, v_dim)
             else:

@@ -150,6 +150,17 @@ H, RQ, RANK, ROPE = 4, 32, 16, 8  # MLA: heads, query and KV latent ranks, the r
         ({"feature_gate": True}, 2 * H * 8),  # the sigmoid's output a feature and the gated output
         ({"sinks": True}, 0),  # a logit a head joins the log-sum-exp: a parameter, nothing more kept
         ({"window": 4}, 0),  # a mask in the kernel: nothing more kept
+        # Mistral Large 4's softmax scaling: the queries before it (H·24), its factor a head (H), the log-position (1)
+        ({"softmax_scaling": True}, H * (16 + ROPE) + H + 1),
+        # DeepSeek-V3.2's indexer, run without gradient as transformers runs it: nothing kept
+        ({"index_n_heads": 2, "index_head_dim": 16, "index_topk": 2048}, 0),
+        # Mistral Large 4's no-rope layer: no query latent, no rotary key in kv_a's output (ROPE fewer), the scaling's,
+        # the indexer reading the input through its own LayerNorm (kept nothing)
+        (
+            {"q_lora_rank": None, "qk_nope_head_dim": 24, "qk_rope_head_dim": 0, "softmax_scaling": True}
+            | {"index_n_heads": 2, "index_head_dim": 16, "index_topk": 2048, "index_input_norm": True},
+            -(2 * RQ + 2) - ROPE + H * 24 + H + 1,
+        ),
     ],
     ids=lambda v: "-".join(f"{k}={w}" for k, w in v.items()) or "plain" if isinstance(v, dict) else None,
 )
