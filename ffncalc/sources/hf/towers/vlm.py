@@ -93,14 +93,13 @@ def idefics3(c: Config) -> dict:
     return {"vision": vit(v, projector)}
 
 
-@wrapper("mistral3", "lighton_ocr", "mistral_large4")
+@wrapper("mistral3", "lighton_ocr")
 def mistral3(c: Config) -> dict:
     """Mistral3ForConditionalGeneration (Mistral Small 3.1 and later): a Pixtral tower; Mistral3MultiModalProjector,
     an RMSNorm of the vision width, the patch merger of spatial_merge_size² patches (Linear(width · 4, width), no
     bias), then Linear(width, text width) → projector_hidden_act → Linear(text width, text width), biases as
     multimodal_projector_bias (default false). LightOnOCR: the same tower and projector (vision_encoder,
-    vision_projection), no biases. MistralLarge4ForConditionalGeneration: the same (MistralLarge4MultiModalProjector,
-    MistralLarge4PatchMerger), its language model mistral_large4_text."""
+    vision_projection), no biases."""
     v = sub_config(c, "vision_config")
     projector = {
         "width": v.int("hidden_size"),
@@ -111,6 +110,13 @@ def mistral3(c: Config) -> dict:
         "merge": c.int("spatial_merge_size", 2),
     }
     return {"vision": vit(v, projector)}
+
+
+@wrapper("mistral_large4")
+def mistral_large4(c: Config) -> dict:
+    """MistralLarge4ForConditionalGeneration (Mistral Large 4): Mistral 3's Pixtral tower and projector
+    (MistralLarge4MultiModalProjector, MistralLarge4PatchMerger), its language model mistral_large4_text."""
+    return mistral3(c)
 
 
 @wrapper("cohere2_vision", "aya_vision")
