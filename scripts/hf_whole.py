@@ -37,6 +37,7 @@ IMAGE_SIZES = {
     "cohere2_vision": (512, 256),
     "aya_vision": (364, 728),  # AyaVisionConfig's 384 pixels are 27 patches a side, which its pixel shuffle cannot halve
     "mistral3": (224, 448),
+    "mistral_large4": (224, 448),  # Pixtral's tower and Mistral 3's projector, as mistral3's
     "idefics3": (256, 512),  # its default 224 pixels are 7 patches of 32 a side, which its pixel shuffle cannot halve
     "qwen2_vl": (448, 224),
     "qwen2_5_vl": (448, 392),  # 16 merged tokens a side in whole windows of 4; 14 leave windows of 2 at the edges

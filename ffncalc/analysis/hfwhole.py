@@ -84,7 +84,7 @@ def measure_whole(data: dict) -> dict:
 # with real tensors, built small (REDUCED): the FLOPs of a tower of any size follow from the same formula.
 QWEN = {"qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen2_5_omni_thinker", "qwen3_omni_moe_thinker", "exaone4_5", "hyperclovax_vision_v2"}
 GLM = {"glm4v", "glm_ocr", "glmga"}  # GLM-4V's, GLM-OCR's and GlmGa's towers take Qwen2-VL's flattened patches and grid
-ON_CPU = {"mistral3", "idefics3", "aria", "paddleocr_vl", "step3p7", *QWEN, *GLM}
+ON_CPU = {"mistral3", "mistral_large4", "idefics3", "aria", "paddleocr_vl", "step3p7", *QWEN, *GLM}
 # Classes whose tower reads its inputs' values (Gemma 4's pooler, by the patches' positions), measured at full size: the
 # whole class built on the meta device, its tower and embedder then given memory on the CPU
 TOWER_ON_CPU = {
@@ -195,6 +195,12 @@ def reduced(kind: str) -> dict:
     if kind in QWEN_REDUCED:  # its text config's layer_types follow its one layer
         out = {"vision_config": QWEN_REDUCED[kind], "text_config": {**REDUCED["text_config"], "layer_types": ["full_attention"]}}
         return {**out, "audio_config": AUDIO_REDUCED[kind]} if kind in AUDIO_REDUCED else out
+    if kind == "mistral_large4":  # its text config's latent widths small and per-layer lists its one layer's
+        lists = {"indexer_types": ["full"], "kv_source_layers": [0], "layer_types": ["indexed_attention"]}
+        lists |= {"mlp_layer_types": ["dense"], "no_rope_layers": [1]}
+        latent = {"kv_lora_rank": 16, "qk_rope_head_dim": 8, "qk_nope_head_dim": 8, "v_head_dim": 16}
+        latent |= {"index_n_heads": 2, "index_head_dim": 16, "n_routed_experts": 4, "num_experts_per_tok": 2}
+        return {"vision_config": REDUCED["vision_config"], "text_config": {**REDUCED["text_config"], **lists, **latent}}
     if kind == "step3p7":  # its text config's per-layer lists follow its one layer
         text = {**REDUCED["text_config"], "layer_types": ["full_attention"], "mlp_layer_types": ["dense"]}
         return {"vision_config": REDUCED["vision_config"], "text_config": text}
@@ -224,7 +230,7 @@ def image_flops(data: dict, size: int) -> dict:
     net.requires_grad_(False)  # a learned row expanded under no_grad (BLIP-2's queries) trips the module tracker
     pixels = torch.ones(1, 3, size, size, device=device)  # not all zeros: Idefics3 drops an all-zero image as padding
     kwargs = {}
-    if kind == "mistral3":  # each image's height and width, read as numbers
+    if kind in ("mistral3", "mistral_large4"):  # each image's height and width, read as numbers
         kwargs["image_sizes"] = torch.tensor([[size, size]])
     if kind in ("idefics3", "idefics2", "modernvbert", "ultravbert"):  # images per sample, and which pixels are real
         pixels = pixels[None]

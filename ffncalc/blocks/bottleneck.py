@@ -106,6 +106,7 @@ def _module():
     import torch
     from torch import nn
 
+    from . import _fused
     from ._torch import ACTIVATIONS, Linear, MatMul
 
     class NoNorm(nn.Module):
@@ -149,8 +150,11 @@ def _module():
             layer_in = next(norms)(self.bottleneck_in(x))
             shared = next(norms)(self.bottleneck_qk(x))
             q, k, v = self.heads(self.q(shared)), self.heads(self.k(shared)), self.heads(self.v(x))
-            p = (self.scores(q, k.transpose(-2, -1)) * q.shape[-1] ** -0.5).softmax(dim=-1)
-            out = self.values(p, v).transpose(1, 2).reshape(layer_in.shape)
+            if _fused.active():  # as the flash kernel keeps it: Q, K and V as given, the output, the log-sum-exp
+                out = _fused.attention(q, k, v, causal=False).transpose(1, 2).reshape(layer_in.shape)
+            else:
+                p = (self.scores(q, k.transpose(-2, -1)) * q.shape[-1] ** -0.5).softmax(dim=-1)
+                out = self.values(p, v).transpose(1, 2).reshape(layer_in.shape)
             a = next(norms)(self.o(out) + layer_in)
             for ffn in self.ffns:
                 a = next(norms)(ffn.down(self.act(ffn.up(a))) + a)

@@ -46,7 +46,6 @@ class ConformerAttention(Attention):
     kind = "conformer"
     slot = "attention"
     summary = "a Conformer layer's half-step FFN, relative-position attention and convolution module (Canary, Cohere ASR)"
-    verify_note = "conformer: Granite Speech's form has a reference module; Parakeet's none (counted as ParakeetEncoderBlock runs)"
 
     d_ff: Positive = 4096  # feed_forward1's width (intermediate_size)
     activation: Activation = "silu"  # hidden_act, of feed_forward1 and the convolution module
@@ -106,17 +105,34 @@ class ConformerAttention(Attention):
         e.linear("attn.conv.down", inner, d, self.conv_bias, n)
 
     def kept_elements(self, model) -> int:
-        """Multi-head attention's (d + 4·h·hd) and, as their eager modules save them for backward: the half-step FFN's
-        input, linear1's output and the activation's (d + 2·d_ff); the relative positions' projection and scores are
-        per sequence; the convolution module's input (d), pointwise_conv1's output (2 × inner, inner = conv_expand × d),
-        the GLU's, depthwise_conv's, BatchNorm's and the activation's outputs (4 × inner): 7d at Parakeet's inner of d;
-        the three norms' inputs (3d)."""
-        d, inner = model.d_model, self.conv_expand * model.d_model
-        return super().kept_elements(model) + d + 2 * self.d_ff + d + 6 * inner + 3 * d
+        """As the layer's eager modules save them a token (no fused kernel takes a relative-position term beside QKᵀ),
+        its three norms as fused kernels keep them:
+
+        - each norm its input and an fp32 statistic a row (LayerNorm's mean and inverse deviation: 4 16-bit elements,
+          RMSNorm's 2): 3·(d + stat);
+        - the half-step FFN: linear1's input (the norm's output, d), its output and the activation's (2·d_ff);
+        - the attention: its input (d); Parakeet's queries plus bias_u and plus bias_v (QKᵀ's and the relative
+          product's operands), Granite Speech's queries reshaped for the relative einsum and scaled for QKᵀ: 2·h·hd;
+          K, V and the heads' output (3·h·hd);
+        - the convolution module: pointwise_conv1's input (the norm's output, d), the GLU's input (2 × inner, inner =
+          conv_expand × d), depthwise_conv's, BatchNorm's (its running statistics: the terms' form), the
+          activation's and pointwise_conv2's inputs (4 × inner)."""
+        d, inner, h, hd = model.d_model, self.conv_expand * model.d_model, self.n_heads, self.head_dim
+        stat = 4 if model.norm.layer.kind.startswith("layernorm") else 2
+        return 3 * (d + stat) + d + 2 * self.d_ff + d + 5 * h * hd + d + 6 * inner
+
+    def score_bytes(self, model, seq_len: int, flash: bool = False) -> int:
+        """One form, flash or not, a sequence of S positions (Granite Speech's: one block of them, as its audio part
+        runs each), 16-bit unless said: Parakeet's relative_k_proj output over the 2S − 1 positions (the relative
+        product's operand; the sines and cosines are the encoder's, built once for its layers) and the softmax's fp32
+        output and its bf16 cast (eager_attention_forward), 2·(2S − 1)·h·hd + 6·h·S²; Granite Speech's softmax output
+        (2·h·S²), its table's gathered rows (S² × hd) and their int64 indices (8 bytes a pair)."""
+        h, hd, s = self.n_heads, self.head_dim, seq_len
+        if self.shaw:
+            return 2 * h * s * s + 2 * s * s * hd + 8 * s * s
+        return 2 * (2 * s - 1) * h * hd + 6 * h * s * s
 
     def torch_module(self, model, causal: bool):
-        if not self.shaw:
-            raise NotImplementedError("a Conformer layer of Parakeet's relative positions has no reference module here")
         return _module()(self, model, causal)
 
 
@@ -124,15 +140,25 @@ class ConformerAttention(Attention):
 def _module():
     import torch
     from torch import nn
+    from torch.nn import functional as F
 
+    from . import _fused
     from ._torch import ACTIVATIONS, Linear, MatMul, make_norm
     from .attention import _module as attention_module
 
     class Conformer(attention_module()):
-        """Granite Speech's layer (GraniteSpeechConformerBlock) as the attention slot: ff1 halved into the residual,
-        multi-head attention whose scores gain each query's against its Shaw table rows (rel_scores), the convolution
-        module; its three norms in ``norms``. Every query meets every key of what it is handed (a block of
-        positions: the audio part runs each alone)."""
+        """A Conformer layer as the attention slot: ff1 halved into the residual, multi-head attention with relative
+        positions, the convolution module; its three norms in ``norms``. Every query meets every key of what it is
+        handed (Granite Speech's: a block of positions, the audio part runs each alone).
+
+        Parakeet's (ParakeetEncoderBlock): the queries plus bias_u against the keys and the queries plus bias_v against
+        relative_k_proj of the 2S − 1 relative positions' sines and cosines (ParakeetEncoderRelPositionalEncoding,
+        built once by the encoder for all its layers: a table here), rel-shifted and cut to S, both scaled by hd^−½,
+        added; softmax in fp32, cast back (eager_attention_forward). Granite Speech's (GraniteSpeechConformerBlock):
+        each query's scores against its Shaw table rows (clamped distances) added to QKᵀ, softmax, AV.
+
+        The convolution module: pointwise up, a GLU over the channels, depthwise, BatchNorm1d from its running
+        statistics (the terms' eval form), the activation, pointwise down."""
 
         def __init__(self, spec: ConformerAttention, model, causal: bool):
             super().__init__(spec, model, causal)
@@ -142,7 +168,13 @@ def _module():
             self.norms = nn.ModuleList(make_norm(model.norm.layer, d) for _ in range(3))
             self.ff1 = nn.Module()
             self.ff1.up, self.ff1.down = Linear(d, spec.d_ff, bias=ff_bias), Linear(spec.d_ff, d, bias=ff_bias)
-            self.rel_pos = nn.Parameter(torch.empty(2 * spec.shaw + 1, spec.head_dim))
+            if spec.shaw:
+                self.rel_pos = nn.Parameter(torch.empty(2 * spec.shaw + 1, spec.head_dim))
+            else:
+                self.pos_bias = nn.Module()
+                self.pos_bias.u = nn.Parameter(torch.zeros(spec.n_heads * spec.head_dim))
+                self.pos_bias.v = nn.Parameter(torch.zeros(spec.n_heads * spec.head_dim))
+                self.rel = Linear(d, spec.n_heads * spec.head_dim, bias=False)  # relative_k_proj
             self.rel_scores = MatMul()
             self.conv = nn.Module()
             self.conv.up = Linear(d, 2 * inner, bias=spec.conv_bias)  # pointwise: a linear a position
@@ -153,24 +185,51 @@ def _module():
             self.conv.norm = nn.BatchNorm1d(inner)
             self.conv.norm.is_norm = True  # verify: its weight and bias one component
             self.conv.down = Linear(inner, d, bias=spec.conv_bias)
+            self.conv.norm.eval()
+
+        def train(self, mode: bool = True):
+            """BatchNorm1d stays on its running statistics (the terms' form): a batch's own are per micro-batch."""
+            super().train(mode)
+            self.conv.norm.eval()
+            return self
+
+        def positions_table(self, x: torch.Tensor) -> torch.Tensor:
+            """ParakeetEncoderRelPositionalEncoding over S positions: (B, 2S − 1, d), position S − 1 down to −(S − 1),
+            each frequency's sine and cosine interleaved; computed without gradient, once for the encoder's layers."""
+            b, s, d = x.shape
+            key = ("parakeet", b, s, d, x.dtype)
+            if key not in _fused._MASKS:
+                with torch.no_grad():
+                    inv_freq = 1.0 / (10000.0 ** (torch.arange(0, d, 2, dtype=torch.float, device=x.device) / d))
+                    freqs = torch.arange(s - 1, -s, -1, device=x.device)[:, None].float() * inv_freq
+                    table = torch.stack([freqs.sin(), freqs.cos()], dim=-1).reshape(2 * s - 1, d)
+                    _fused._MASKS[key] = table.expand(b, -1, -1).to(x.dtype)
+            return _fused._MASKS[key]
 
         def attend(self, q, k, v, x):
-            """QKᵀ plus each query's scores against its table rows (clamped distances, GraniteSpeechCTCEncoder's
-            attention_dists), softmax, AV."""
             b, h, s, hd = q.shape
-            i = torch.arange(s, device=q.device)
-            rows = self.rel_pos[(i[:, None] - i[None, :]).clamp(-self.shaw, self.shaw) + self.shaw]  # (s, s, hd)
-            pos = self.rel_scores(q.permute(2, 0, 1, 3).reshape(s, b * h, hd), rows.transpose(1, 2))  # (s, b·h, s)
-            pos = pos.reshape(s, b, h, s).permute(1, 2, 0, 3)
-            q = q * hd**-0.5
-            scores = self.scores(q, k.transpose(-2, -1)) + pos * hd**-0.5
-            return self.values(scores.softmax(-1), v)
+            if self.shaw:  # QKᵀ plus each query's scores against its table rows (GraniteSpeechCTCEncoder's attention_dists)
+                i = torch.arange(s, device=q.device)
+                rows = self.rel_pos[(i[:, None] - i[None, :]).clamp(-self.shaw, self.shaw) + self.shaw]  # (s, s, hd)
+                pos = self.rel_scores(q.permute(2, 0, 1, 3).reshape(s, b * h, hd), rows.transpose(1, 2))  # (s, b·h, s)
+                pos = pos.reshape(s, b, h, s).permute(1, 2, 0, 3)
+                q = q * hd**-0.5
+                scores = self.scores(q, k.transpose(-2, -1)) + pos * hd**-0.5
+                return self.values(scores.softmax(-1), v)
+            # ParakeetEncoderAttention: terms (b) and (d) against the relative positions, rel-shifted (Transformer-XL)
+            rel = self.rel(self.positions_table(x)).view(b, 2 * s - 1, h, hd)
+            with_u = q + self.pos_bias.u.view(1, h, 1, hd)
+            with_v = q + self.pos_bias.v.view(1, h, 1, hd)
+            bd = self.rel_scores(with_v, rel.permute(0, 2, 3, 1))  # (b, h, s, 2s − 1)
+            bd = F.pad(bd, (1, 0)).view(b, h, -1, s)[:, :, 1:].view(b, h, s, 2 * s - 1)[..., :s] * hd**-0.5
+            scores = self.scores(with_u, k.transpose(-2, -1)) * hd**-0.5 + bd
+            probs = scores.softmax(-1, dtype=torch.float32).to(q.dtype)
+            return self.values(probs, v)
 
         def forward(self, x):
             h = x + 0.5 * self.ff1.down(self.act(self.ff1.up(self.norms[0](x))))
             h = h + super().forward(h)
-            c = self.conv.up(self.norms[1](h))
-            c = (c[..., : self.inner] * torch.sigmoid(c[..., self.inner :])).transpose(1, 2)  # GLU, channels first
+            c = F.glu(self.conv.up(self.norms[1](h)).transpose(1, 2), dim=1)  # GLU over the channels
             c = self.conv.down(self.act(self.conv.norm(self.conv.depthwise(c))).transpose(1, 2))
             return self.norms[2](h + c) - x  # the layer adds its input back
 

@@ -23,7 +23,7 @@ import math
 from dataclasses import dataclass
 from functools import cache
 
-from ..model.schema import Positive, SpecError
+from ..model.schema import NonNegative, Positive, SpecError
 from ..model.spec import Norm
 from ..model.terms import ACTIVATION_OPS, ROTARY_OPS, SOFTMAX_OPS
 from . import Block, register
@@ -45,7 +45,7 @@ class LatentAttention(Block):
     n_heads: Positive
     kv_lora_rank: Positive
     qk_nope_head_dim: Positive
-    qk_rope_head_dim: Positive
+    qk_rope_head_dim: NonNegative  # 0: no rotary part (Mistral Large 4's no-RoPE layers, the nope part widened)
     v_head_dim: Positive
     q_lora_rank: Positive | None = None
     bias: bool = False  # on q_a, kv_a and o (DeepSeek's attention_bias); q/q_b and kv_b never have one
@@ -75,6 +75,12 @@ class LatentAttention(Block):
     # in place of q_b, its other h·v_head_dim outputs a sigmoid gate on each feature of the heads' output before o
     # (AXK2's q_gate_proj)
     query_gate: bool = False
+    # a learned scale and bias a head on the queries' log-position factor, q · (scale · log(1 + pos) + bias), before
+    # the scores: MistralLarge4TextSoftmaxScaling (the indexer's queries too, with heads of their own)
+    softmax_scaling: bool = False
+    # the indexer's queries from the layer's input through a LayerNorm of its own (q_input_norm, d_model -> wq_b) in
+    # place of the query latent (MistralLarge4TextIndexer, whose attention has no query latent)
+    index_input_norm: bool = False
 
     @property
     def kv_heads(self) -> int:
@@ -113,6 +119,10 @@ class LatentAttention(Block):
             raise SpecError(("query_gate",), "the gated query reads the query latent: state q_lora_rank")
         if self.window is not None and self.indexed:
             raise SpecError(("window",), "a layer attends a sliding window or the indexer's top-k keys, not both")
+        if self.index_input_norm and not self.indexed:
+            raise SpecError(("index_input_norm",), "an indexer setting without index_n_heads (which turns the indexer on)")
+        if self.qk_rope_head_dim == 0 and self.rope_key_norm:
+            raise SpecError(("rope_key_norm",), "no rotary key to norm: qk_rope_head_dim is 0")
         if not self.indexed:
             for field in ("index_head_dim", "index_topk"):
                 if getattr(self, field) is not None:
@@ -120,7 +130,7 @@ class LatentAttention(Block):
             return
         if self.index_head_dim is None:
             raise SpecError(("index_head_dim",), "the indexer needs index_head_dim as well as index_n_heads")
-        if self.q_lora_rank is None:
+        if self.q_lora_rank is None and not self.index_input_norm:
             raise SpecError(
                 ("q_lora_rank",), "the indexer's query reads the low-rank query latent: state q_lora_rank (DeepseekV32Indexer.wq_b)"
             )
@@ -180,6 +190,9 @@ class LatentAttention(Block):
             e.op("attn.gate_scale", n * (ACTIVATION_OPS["sigmoid"] + 1) * h * self.v_head_dim)
         if self.sinks:  # one more logit in each head's softmax
             e.term("attn.sinks", "bias", (h,), n, elementwise=n * h * SOFTMAX_OPS)
+        if self.softmax_scaling:  # a factor a head (a multiply-add from the log-position), a product a query element
+            e.term("attn.softmax_scaling.scale", "bias", (h,), n, elementwise=n * h * (2 + qk), component="attn.softmax_scaling")
+            e.term("attn.softmax_scaling.bias", "bias", (h,), n, component="attn.softmax_scaling")
         # With the indexer, the attention below is the executed-dense view, which verify checks: every key is
         # scored and the top-k selection is a mask (transformers' eager and SDPA paths). The useful-FLOPs view
         # attends to min(index_topk, i + 1) keys for the query at i (a sparse kernel such as FlashMLA's): the
@@ -193,7 +206,13 @@ class LatentAttention(Block):
         key (a "core" product like QKᵀ: the full square in exact, the triangle in causal) and the weighted sum
         over heads for every key (core too: heads multiply-adds per query-key pair)."""
         d, n, hi, di = model.d_model, e.n, self.index_n_heads, self.index_head_dim
-        e.linear("attn.indexer.wq_b", self.q_lora_rank, hi * di, False, n, heads=hi)
+        if self.index_input_norm:  # MistralLarge4TextIndexer: q_input_norm over the layer's input, then wq_b
+            e.norm("attn.indexer.q_input_norm", INDEXER_NORM, d, n)
+        e.linear("attn.indexer.wq_b", d if self.index_input_norm else self.q_lora_rank, hi * di, False, n, heads=hi)
+        if self.softmax_scaling:  # the indexer's own softmax_scaling over its queries
+            s_ops = n * hi * (2 + di)
+            e.term("attn.indexer.softmax_scaling.scale", "bias", (hi,), n, elementwise=s_ops, component="attn.indexer.softmax_scaling")
+            e.term("attn.indexer.softmax_scaling.bias", "bias", (hi,), n, component="attn.indexer.softmax_scaling")
         e.linear("attn.indexer.wk", d, di, False, n)
         e.norm("attn.indexer.k_norm", INDEXER_NORM, di, n)
         e.linear("attn.indexer.weights_proj", d, hi, False, n)
@@ -257,7 +276,9 @@ class LatentAttention(Block):
         one, kept once. Attention as FlashAttention-2 keeps it (``_fused._Flash``: Q and K at h · qk, V made
         contiguous and the output at h · v, the fp32 log-sum-exp in ``score_bytes``).
         The indexer keeps nothing: transformers runs it under torch.no_grad (DeepseekV32Indexer.forward), and
-        DeepSeek-V3.2 detaches its input from the main model's graph (it learns from its own KL loss)."""
+        DeepSeek-V3.2 detaches its input from the main model's graph (it learns from its own KL loss). Softmax
+        scalings (MistralLarge4TextSoftmaxScaling) keep the queries before them (h · qk, the factor's gradient), the
+        factor a head (h, the queries') and the log-position (1, the scale's)."""
         h = self.n_heads
         q_latent = 2 * self.q_lora_rank if self.q_lora_rank else 0
         latent = (self.kv_lora_rank + self.qk_rope_head_dim) + self.kv_lora_rank
@@ -266,7 +287,8 @@ class LatentAttention(Block):
         gate += 2 * h * self.v_head_dim if self.query_gate else 0  # the gate's logits and the ungated output
         stat = 4 if model.norm.kind.startswith("layernorm") else 2  # fp32 inverse RMS (and mean) a row
         stats = stat * ((1 if self.q_lora_rank else 0) + 1 + (1 if self.rope_key_norm else 0))
-        return model.d_model + q_latent + latent + 2 * h * self.qk_head_dim + 2 * h * self.v_head_dim + gate + stats
+        scaling = h * self.qk_head_dim + h + 1 if self.softmax_scaling else 0
+        return model.d_model + q_latent + latent + 2 * h * self.qk_head_dim + 2 * h * self.v_head_dim + gate + stats + scaling
 
     def score_bytes(self, model, seq_len: int, flash: bool = False) -> int:
         return softmax_score_bytes(self.n_heads, seq_len, flash)
@@ -359,11 +381,26 @@ def attend_selected(layer, q, k, v, keep):
 
 @cache
 def _module():
+    import contextlib
 
     import torch
     from torch import nn
 
     from ._torch import Linear, MatMul, attend, make_norm, rotate
+
+    class SoftmaxScaling(nn.Module):
+        """MistralLarge4TextSoftmaxScaling over (B, H, s, D): each head's query times scale · log(1 + pos) + bias."""
+
+        def __init__(self, heads: int):
+            super().__init__()
+            self.scale = nn.Parameter(torch.ones(heads))
+            self.bias = nn.Parameter(torch.zeros(heads))
+
+        def forward(self, q: torch.Tensor) -> torch.Tensor:
+            b, _, s, _ = q.shape  # log(1 + position) of every token, in q's dtype, as transformers takes it
+            log_pos = torch.arange(1, s + 1, device=q.device).float().log().to(q.dtype).expand(b, s).contiguous()
+            factor = self.scale.to(q.dtype)[None, :, None] * log_pos[:, None, :] + self.bias.to(q.dtype)[None, :, None]
+            return q * factor.unsqueeze(-1)  # (B, H, s, 1) a head's factor at each position
 
     class Indexer(nn.Module):
         """DeepseekV32Indexer: the index scores and the top-k selection, returned as an additive mask."""
@@ -373,7 +410,11 @@ def _module():
             d, hi, di = model.d_model, spec.index_n_heads, spec.index_head_dim
             self.heads, self.dim, self.topk = hi, di, spec.index_topk
             self.rope, self.positions, self.causal = min(spec.qk_rope_head_dim, di), model.positions, causal
-            self.wq_b = Linear(spec.q_lora_rank, hi * di, bias=False)
+            if spec.index_input_norm:
+                self.q_input_norm = nn.LayerNorm(d, eps=1e-6)
+            self.wq_b = Linear(d if spec.index_input_norm else spec.q_lora_rank, hi * di, bias=False)
+            if spec.softmax_scaling:
+                self.softmax_scaling = SoftmaxScaling(hi)
             self.wk = Linear(d, di, bias=False)
             self.k_norm = nn.LayerNorm(di, eps=1e-6)
             self.weights_proj = Linear(d, hi, bias=False)
@@ -382,9 +423,12 @@ def _module():
 
         def forward(self, x: torch.Tensor, q_latent: torch.Tensor) -> torch.Tensor | None:
             b, s, _ = x.shape
-            q = self.wq_b(q_latent).view(b, s, self.heads, self.dim).transpose(1, 2)  # (B, H, s, D)
+            source = self.q_input_norm(x) if hasattr(self, "q_input_norm") else q_latent
+            q = self.wq_b(source).view(b, s, self.heads, self.dim).transpose(1, 2)  # (B, H, s, D)
+            if hasattr(self, "softmax_scaling"):
+                q = self.softmax_scaling(q)
             k = self.k_norm(self.wk(x)).view(b, 1, s, self.dim)  # one index key per token
-            if self.positions == "rotary":
+            if self.positions == "rotary" and self.rope:
                 q, k = rotate(q, self.rope), rotate(k, self.rope)
             q = q * self.dim**-0.5  # the softmax scale, on the query (ReLU commutes with a positive scale)
             w = self.weights_proj(x) * self.heads**-0.5  # (B, s, H)
@@ -433,6 +477,8 @@ def _module():
                 self.sinks = nn.Parameter(torch.zeros(h))
             if spec.indexed:
                 self.indexer = Indexer(spec, model, causal)
+            if spec.softmax_scaling:
+                self.softmax_scaling = SoftmaxScaling(h)
             self.scores = MatMul()
             self.values = MatMul()
             self.o = Linear(h * self.v_dim, d, bias=spec.bias)
@@ -473,7 +519,7 @@ def _module():
             if hasattr(self, "k_rope_norm"):
                 k_rope = self.k_rope_norm(k_rope)
             q_nope, q_rope = q.split([self.nope, self.rope], dim=-1)
-            if self.positions == "rotary":
+            if self.positions == "rotary" and self.rope:
                 q_rope, k_rope = rotate(q_rope), rotate(k_rope)
             k_rope = k_rope.expand(b, self.heads, s, self.rope)
             if _fused.active():  # Q and K written (B, s, H, qk) in memory, as a kernel takes them: its output the same
@@ -482,7 +528,12 @@ def _module():
             else:
                 q = torch.cat([q_nope, q_rope], dim=-1)
                 k = torch.cat([k_nope, k_rope], dim=-1)
-            keep = self.indexer(x, q_latent) if hasattr(self, "indexer") else None
+            if hasattr(self, "softmax_scaling"):
+                q = self.softmax_scaling(q)
+            keep = None
+            if hasattr(self, "indexer"):  # under fused(), as transformers runs it: without gradient, keeping nothing
+                with torch.no_grad() if _fused.active() else contextlib.nullcontext():
+                    keep = self.indexer(x, None if hasattr(self, "q") else q_latent)
             if keep is None:
                 out = attend(self, q, k, v)  # (B, H, s, v_dim)
             else:

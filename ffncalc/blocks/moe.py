@@ -215,6 +215,8 @@ class MoEFFN(Block):
         - the top-k's expert indices (int64: 4 elements a choice; top-k's and the weights' gather's gradients),
           the permutation that sorts the token-slots by expert (int64, 4 a choice: the dispatch's and the
           combine's) and the fp32 routing weights (2 a choice: the combine scales each output by its weight);
+          with a skip class the 0/1 factor that zeroes a skip's weight (fp32, 2 a choice: ZayaRouter's masked_fill
+          of the skip's probability), a skip slot computed by expert 0 at weight 0 as ZayaExperts runs it;
         - for each routed expert it computes: the expert's own elements (its input is the dispatched copy of the
           token, d) and its output (d: the routing weight's gradient is that output's dot product with the
           token's gradient);
@@ -226,7 +228,7 @@ class MoEFFN(Block):
           projection's output, which the scale's product keeps, apart from the norm's input, their sum)."""
         d = model.d_model
         stat = 4 if model.norm.kind.startswith("layernorm") else 2  # fp32 inverse RMS (and mean) a row
-        routing = 2 * self.router_classes + (4 + 4 + 2) * self.top_k
+        routing = 2 * self.router_classes + (4 + 4 + 2 + (2 if self.skip_expert else 0)) * self.top_k
         routed = self.routed_active * (self.expert.kept_elements(model) + d)
         shared = 0
         if self.shared is not None:
@@ -323,22 +325,39 @@ def _module():
                 slots = torch.arange(tokens * self.top_k, device=probs.device).view(tokens, self.top_k)
                 experts = slots % self.n_experts
                 return experts, probs.gather(1, experts)
+            if self.skip:  # ZayaRouter: balancing_biases (a buffer, −1 on the skip class) picks; a skip adds nothing
+                with torch.no_grad():
+                    bias = torch.zeros(probs.shape[-1], dtype=probs.dtype, device=probs.device)
+                    bias[-1] = -1.0
+                    experts = (probs.detach() + bias).topk(self.top_k, dim=-1).indices
+                return experts, probs.gather(1, experts)
             if hasattr(self, "correction_bias"):  # the bias picks the experts; the weights stay the router's
                 experts = (probs + self.correction_bias).topk(self.top_k, dim=-1).indices
                 return experts, probs.gather(1, experts)
             weights, experts = probs.topk(self.top_k, dim=-1)
             return experts, weights
 
+        def skipping(self, probs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            """ZayaRouter's choice with its skip class (the last): the top_k of the probabilities plus balancing_biases
+            (a buffer: 0 a routed expert, −1 the skip), chosen without gradient; the weights gathered by those indices,
+            a skip's 0, and a skip slot sent to expert 0 (router_indices.masked_fill(skip_expert, 0): ZayaExperts
+            runs it there, weighted 0): the gathered weights times a 0/1 factor a choice (fp32, kept for their
+            gradient)."""
+            n = self.n_experts
+            experts, weights = self.route(probs)
+            routed = (experts != n).to(probs.dtype)
+            return experts.masked_fill(experts == n, 0), weights * routed
+
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             from . import _fused
 
             shape = x.shape
             flat = x.reshape(-1, shape[-1])
-            if _fused.active() and self.choices == self.n_experts and not self.balanced and not self.skip:
+            if _fused.active() and self.choices == self.n_experts and not self.balanced:
                 # as a training stack runs it: the router's softmax in fp32 (transformers' MixtralSparseMoeBlock,
                 # softmax(..., dtype=torch.float)), the token-slots permuted to their experts and combined back
                 probs = torch.softmax(self.router(flat), dim=-1, dtype=torch.float32)
-                experts, weights = self.route(probs)
+                experts, weights = self.skipping(probs) if self.skip else self.route(probs)
                 return self.finish(flat, _fused.routed(flat, experts, weights, self.experts)).reshape(shape)
             probs = self.router(flat).softmax(dim=-1)
             experts, weights = self.route(probs)

@@ -9,7 +9,7 @@ alone allows (BLT: BltLocalEncoder.embed_tokens has encoder_config.vocab_size ro
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from functools import cache
 
 from ..model.schema import Positive, SpecError
@@ -173,6 +173,21 @@ class TrigramEmbedding(Part):
 
     width: Positive
     trigram: bool = True
+    # the positions of a plan's sequence (``sized``; 0: none given), not a spec's key
+    sequence: int = field(default=0, init=False, compare=False, repr=False)
+
+    def sized(self, positions: int) -> TrigramEmbedding:
+        out = replace(self)
+        object.__setattr__(out, "sequence", positions)
+        return out
+
+    def stacks(self, model) -> tuple[tuple[object, int, int, int], ...]:
+        """embedding_transformation's input, kept for its weight's gradient (nn.Linear saves its input): the trigram
+        rows, 3·E a position (E without the trigrams, where a table narrower than d_model is still projected), 16-bit,
+        whole on every device; once a sequence, beside no layers (the embedding's, on the first stage)."""
+        if not (self.trigram or self.width != model.d_model) or not self.sequence:
+            return ()
+        return ((replace(model, layers=()), self.sequence, 0, (3 if self.trigram else 1) * self.width),)
 
     def check(self, spec) -> None:
         if spec.has("embedding", "factorized_embedding", "reversible", "byte_latent") or spec.mtp_layers:

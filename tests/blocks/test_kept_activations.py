@@ -3,6 +3,9 @@ against what autograd actually saves when its reference module runs on small rea
 ``torch.autograd.graph.saved_tensors_hooks`` packs, parameters left out, in fp32 and bf16. The FFN kinds are held
 exactly here."""
 
+import json
+from pathlib import Path
+
 import pytest
 
 from ffncalc.model import from_data
@@ -10,6 +13,7 @@ from ffncalc.model import from_data
 pytestmark = pytest.mark.torch  # torch's autograd runs the blocks (the torch set's environment)
 
 D, FF, TOKENS = 64, 128, 16
+HF_DEFAULTS = Path(__file__).parents[1] / "hf_defaults"
 
 
 def model(ffn):
@@ -109,6 +113,10 @@ E, K, R = 4, 2, 16  # experts, choices a token, an MLP router's width
         ({"output_norm": True, "output_bias": True}, D + 2),  # the norm's input and its fp32 inverse RMS
         ({"router_mlp": R}, 6 * R + 2),  # down out (norm in), rstd, norm out, fc1 and fc2 out and their GELUs
         ({"router_mlp": R, "router_state": True}, 7 * R + 2),  # the down output apart from the scaled sum
+        # a skip class (ZAYA1): one more router class (fp32, 2), the 0/1 factor zeroing a skip's weight (fp32, 2 a choice)
+        ({"router_mlp": R, "skip_expert": True}, 6 * R + 2 + 2 + 2 * K),
+        # ZAYA1's top_k 1: one choice fewer than K, its 10 routing elements, its expert's D + 4·FF and output D
+        ({"router_mlp": R, "router_state": True, "skip_expert": True, "top_k": 1}, 7 * R + 2 + 2 + 2 - 10 - (2 * D + 4 * FF)),
     ],
     ids=lambda v: "-".join(v) or "plain" if isinstance(v, dict) else None,
 )
@@ -142,6 +150,17 @@ H, RQ, RANK, ROPE = 4, 32, 16, 8  # MLA: heads, query and KV latent ranks, the r
         ({"feature_gate": True}, 2 * H * 8),  # the sigmoid's output a feature and the gated output
         ({"sinks": True}, 0),  # a logit a head joins the log-sum-exp: a parameter, nothing more kept
         ({"window": 4}, 0),  # a mask in the kernel: nothing more kept
+        # Mistral Large 4's softmax scaling: the queries before it (H·24), its factor a head (H), the log-position (1)
+        ({"softmax_scaling": True}, H * (16 + ROPE) + H + 1),
+        # DeepSeek-V3.2's indexer, run without gradient as transformers runs it: nothing kept
+        ({"index_n_heads": 2, "index_head_dim": 16, "index_topk": 2048}, 0),
+        # Mistral Large 4's no-rope layer: no query latent, no rotary key in kv_a's output (ROPE fewer), the scaling's,
+        # the indexer reading the input through its own LayerNorm (kept nothing)
+        (
+            {"q_lora_rank": None, "qk_nope_head_dim": 24, "qk_rope_head_dim": 0, "softmax_scaling": True}
+            | {"index_n_heads": 2, "index_head_dim": 16, "index_topk": 2048, "index_input_norm": True},
+            -(2 * RQ + 2) - ROPE + H * 24 + H + 1,
+        ),
     ],
     ids=lambda v: "-".join(f"{k}={w}" for k, w in v.items()) or "plain" if isinstance(v, dict) else None,
 )
@@ -784,6 +803,7 @@ FUSED_FORMS = {
     "csa-hca-no-rotary": lambda: attention_model(CSA | {"compress_rate": 3}, "learned"),
     "mha-v-norm-k-eq-v": lambda: attention_model({"n_heads": 4, "n_kv_heads": 2, "v_norm": True, "k_eq_v": True, "qk_norm": "head"}),
     "moa": lambda: attention_model({"kind": "moa", "n_experts": 4, "top_k": 2, "n_kv_heads": 2, "head_dim": 16}),
+    "moe-skip": lambda: ffn_model({"kind": "moe", "n_experts": E, "top_k": K, "expert": GATED, "router_mlp": R, "skip_expert": True}),
 }
 
 
@@ -796,7 +816,7 @@ def test_fused_forms_of_the_variants_compute_what_the_modules_do(name):
     from ffncalc.blocks import _fused
 
     spec = FUSED_FORMS[name]()
-    slot = "ffn" if name.split("-")[0] in ("dense_moe", "sink_moe", "cdmoe") else "attention"
+    slot = "ffn" if name.split("-")[0] in ("dense_moe", "sink_moe", "cdmoe", "moe") else "attention"
     block = dict(spec.layers[0].blocks())[slot]
     torch.manual_seed(0)
     module = block.torch_module(spec, True)
@@ -1261,3 +1281,227 @@ def test_rel_shift_kept_bytes_and_products_equal_what_its_module_saves_and_runs(
     assert checks["attn.positions"].torch_flops == 2 * 4 * 16 * TOKENS * rows
     assert checks["attn.rel.r_kernel.weight"].torch_flops == 2 * rows * D * a
     assert checks["attn.rel.seg_embed.weight"].torch_flops == 2 * TOKENS * 2 * a
+
+
+@pytest.mark.parametrize(("heads", "distance"), [(4, 4), (2, 160)])
+def test_rel_key_kept_bytes_equal_what_speecht5_attention_saves(heads, distance):
+    """SpeechT5's relative-key attention has no fused kernel: what its eager module saves is the truth. A token: the
+    input, the scaled queries, keys and values copied to (B·h, S, hd) and the heads' output copied back, D + 4·64; a
+    sequence: the softmax's output, h × 16 × 16. The pairs' gathered rows are the encoder's (SpeechT5Encoder builds
+    position_bias once for all its layers). transformers' SpeechT5Attention, given the same input and rows, saves the
+    same bytes beside those rows; verify holds the relative product (16 queries × 16 keys × 64, 2 FLOPs each) against
+    the module's."""
+    import torch
+    from transformers.models.speecht5.modeling_speecht5 import SpeechT5Attention
+
+    from ffncalc.analysis.verify import verify
+
+    attention = {"kind": "rel_key", "n_heads": heads, "qkv_bias": True, "o_bias": True, "max_distance": distance}
+    spec = from_data(
+        {
+            "name": "small",
+            "vocab_size": 256,
+            "d_model": D,
+            "n_layers": 1,
+            "context_length": 64,
+            "positions": "none",
+            "mask": "bidirectional",
+            "attention": attention,
+            "ffn": {"kind": "dense", "activation": "gelu", "d_ff": FF},
+            "norm": {"kind": "layernorm", "per_layer": 2, "final": True},
+        }
+    )
+    block = dict(spec.layers[0].blocks())["attention"]
+    kept, sequence = D + 4 * 64, 2 * heads * TOKENS * TOKENS
+    assert block.kept_elements(spec) == kept
+    assert block.score_bytes(spec, TOKENS, True) == sequence
+    assert fused_saved_bytes(spec, "attention") == TOKENS * 2 * kept + sequence
+
+    torch.manual_seed(0)
+    theirs = SpeechT5Attention(D, heads, dropout=0.0).to(torch.bfloat16)
+    rows = torch.randn(TOKENS, TOKENS, D // heads, dtype=torch.bfloat16)  # position_bias, the encoder's
+    held = {t.untyped_storage().data_ptr() for t in (*theirs.parameters(), rows)}
+    seen = {}
+
+    def pack(t):
+        if t.untyped_storage().data_ptr() not in held:
+            seen[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+        return t
+
+    x = torch.randn(1, TOKENS, D, dtype=torch.bfloat16, requires_grad=True)
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        theirs(x, position_bias=rows)
+    assert sum(seen.values()) == TOKENS * 2 * kept + sequence
+
+    report = verify(spec, seq_len=TOKENS)
+    assert report.ok, report.failures
+    checks = {c.component: c for c in report.checks}
+    assert checks["attn.rel_scores"].torch_flops == 2 * heads * TOKENS * TOKENS * (D // heads)
+
+
+def conformer_model(shaw: int):
+    layer = {"kind": "conformer", "n_heads": 4, "qkv_bias": True, "o_bias": True, "d_ff": FF, "kernel": 5, "shaw": shaw}
+    return from_data(
+        {
+            "name": "small",
+            "vocab_size": 256,
+            "d_model": D,
+            "n_layers": 1,
+            "context_length": 64,
+            "positions": "none",
+            "mask": "bidirectional",
+            "attention": layer,
+            "ffn": {"kind": "dense", "activation": "silu", "d_ff": FF, "bias": True},
+            "norm": {"kind": "layernorm", "per_layer": 2, "final": True},
+        }
+    )
+
+
+@pytest.mark.parametrize("shaw", [0, 4], ids=["parakeet", "granite-speech"])
+def test_conformer_kept_bytes_equal_what_its_module_saves(shaw):
+    """A Conformer layer has no fused kernel for its relative positions: its eager modules' saved tensors are the truth,
+    its norms as fused kernels keep them. d = 64, 4 heads of 16, d_ff 128, inner 64. A token: three LayerNorms' inputs
+    and fp32 mean and inverse deviation (3 × (64 + 4)); ff1's input, linear1's and the SiLU's outputs (64 + 2·128); the
+    attention's input, two query forms, K, V and the heads' output (64 + 5·64); the convolution module's input, the GLU's
+    input (2·64), depthwise_conv's, BatchNorm's, the SiLU's and pointwise_conv2's inputs (64 + 6·64). A sequence of 16:
+    Parakeet's relative_k_proj output over 31 positions (31 × 64) and its softmax in fp32 and cast (6 bytes a score);
+    Granite Speech's softmax (2 bytes a score), its gathered table rows (16 × 16 × 16) and their int64 indices. verify
+    holds both forms' parameters and products."""
+    from ffncalc.analysis.verify import verify
+
+    spec = conformer_model(shaw)
+    block = dict(spec.layers[0].blocks())["attention"]
+    kept = 3 * (D + 4) + (D + 2 * FF) + (D + 5 * 64) + (D + 6 * 64)
+    assert block.kept_elements(spec) == kept
+    scores = 4 * TOKENS * TOKENS
+    sequence = 2 * scores + 2 * TOKENS * TOKENS * 16 + 8 * TOKENS * TOKENS if shaw else 2 * 31 * 64 + 6 * scores
+    assert block.score_bytes(spec, TOKENS, True) == sequence
+    assert fused_saved_bytes(spec, "attention") == TOKENS * 2 * kept + sequence
+    report = verify(spec, seq_len=TOKENS)
+    assert report.ok, report.failures
+    checks = {c.component: c for c in report.checks}
+    rows = TOKENS if shaw else 31
+    assert checks["attn.rel_scores"].torch_flops == 2 * 4 * TOKENS * rows * 16
+
+
+def test_parakeet_block_saves_what_the_conformer_and_its_ffn_keep():
+    """transformers' ParakeetEncoderBlock (eager, training, no dropout) saves the conformer kind's bytes and beside them
+    what the layer's own parts keep: norm_self_att's and norm_feed_forward2's inputs and feed_forward2's (its input,
+    linear1's and the SiLU's outputs), its BatchNorm's batch statistics (2 × 64, bf16), its LayerNorms' statistics in
+    bf16 (2 bytes each a row: the CPU kernel's) where the fused norms keep fp32."""
+    import torch
+    from transformers.models.parakeet.configuration_parakeet import ParakeetEncoderConfig
+    from transformers.models.parakeet.modeling_parakeet import ParakeetEncoderBlock, ParakeetEncoderRelPositionalEncoding
+
+    config = ParakeetEncoderConfig(
+        hidden_size=D, num_attention_heads=4, intermediate_size=FF, conv_kernel_size=5, attention_dropout=0.0,
+        activation_dropout=0.0, num_hidden_layers=1,
+    )  # fmt: skip
+    config._attn_implementation = "eager"
+    torch.manual_seed(0)
+    theirs = ParakeetEncoderBlock(config, 0).to(torch.bfloat16)
+    x = torch.randn(1, TOKENS, D, dtype=torch.bfloat16, requires_grad=True)
+    table = ParakeetEncoderRelPositionalEncoding(config)(x)  # the encoder's, once for all its layers
+    held = {t.untyped_storage().data_ptr() for t in (*theirs.parameters(), *theirs.buffers(), table)}
+    seen = {}
+
+    def pack(t):
+        if t.untyped_storage().data_ptr() not in held:
+            seen[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        theirs(x, position_embeddings=table)
+    spec = conformer_model(0)
+    block = dict(spec.layers[0].blocks())["attention"]
+    ours = TOKENS * 2 * block.kept_elements(spec) + block.score_bytes(spec, TOKENS, True)
+    stats = TOKENS * 2 * 2  # a norm's two statistics a row: fp32 fused, bf16 here
+    beside = 2 * TOKENS * 2 * (D + 2) + TOKENS * 2 * (D + 2 * FF) + 2 * 2 * 64 - 3 * stats
+    assert sum(seen.values()) == ours + beside
+
+
+def test_bottleneck_layer_kept_bytes_equal_fused_saved():
+    """MobileBERT's layer as a flash kernel runs its attention (verify --memory): the same 16-bit elements a token as
+    its eager module keeps (Q, K and V as given, the output o reads), and of the scores only the fp32 log-sum-exp of
+    every query and head, 4 × 4 a token."""
+    t, f, ffns, heads = 16, 32, 3, 4
+    layer = {"kind": "bottleneck", "n_heads": heads, "inner": t, "d_ff": f, "ffns": ffns, "activation": "relu"}
+    spec = attention_model(layer, "learned", "layernorm")
+    expected = 2 * D + 9 * t + ffns * (f + 2 * t)
+    assert fused_saved_bytes(spec, "attention") == TOKENS * 2 * expected + 4 * heads * TOKENS
+
+
+@pytest.mark.parametrize("trigram", [True, False])
+def test_trigram_embedding_keeps_its_projections_input(trigram):
+    """MobileBERT's embedding_transformation keeps its input for its weight's gradient: the trigram rows, 3·E 16-bit
+    elements a position (E = 16 here; E alone without the trigrams, the table narrower than d_model), once a sequence
+    beside the layers: a training plan's activations hold 2 bytes each of them for every token of the micro-batch,
+    and the embedding's module saves them (beside the lookup's int64 token ids)."""
+    from dataclasses import replace
+
+    import torch
+
+    from ffncalc.analysis.memory import stack_bytes
+    from ffncalc.analysis.plan import Step
+
+    e, seq, batch = 16, 32, 2
+    spec = from_data(
+        {
+            "name": "small",
+            "vocab_size": 256,
+            "d_model": D,
+            "n_layers": 1,
+            "context_length": 64,
+            "positions": "learned",
+            "mask": "bidirectional",
+            "tie_embeddings": True,
+            "trigram_embedding": {"width": e, "trigram": trigram},
+            "attention": {"kind": "bottleneck", "n_heads": 4, "inner": 16, "d_ff": 32, "ffns": 2},
+            "ffn": {"kind": "none"},
+            "norm": {"kind": "layernorm", "per_layer": 0, "final": False},
+        }
+    )
+    (part,) = spec.parts
+    sized = replace(spec, parts=(part.sized(seq),))
+    width = (3 if trigram else 1) * e
+    assert stack_bytes(sized, Step(seq_len=seq, micro_batch=batch)) == 2 * seq * batch * width
+    assert stack_bytes(spec, Step(seq_len=seq, micro_batch=batch)) == 0  # no sequence given
+
+    module = part.embed_module(spec).to(torch.bfloat16)
+    held = {p.untyped_storage().data_ptr() for p in module.parameters()}
+    seen = {}
+
+    def pack(t):
+        if t.untyped_storage().data_ptr() not in held:
+            seen[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        module(torch.randint(0, 256, (1, seq)))
+    assert sum(seen.values()) == 2 * seq * width + 8 * seq
+
+
+def test_qwen4_exp_gated_deltanet_kept_bytes_equal_fused_saved(tmp_path):
+    """Qwen4-Exp's linear-attention layers read from a cut-down Qwen4ExpTextConfig (hidden 256; 2 key heads and 4
+    value heads of 32, kernel 4, chunks of 64; hidden_act gelu with output_gate_type sigmoid, the gated norm's): as
+    flash-linear-attention keeps it a token, the input (256), the convolution's input (conv_dim 2·64 + 128 = 256) and
+    its GELU's input (256: causal-conv1d fuses SiLU alone), β and the gate's raw input (4 each), q and k after their
+    l2norm (2·64) with fp32 reciprocal norms (4·2), v (128), the decay's fp32 running sum (2·4), the UT transform (4 ×
+    64), the gated norm's input, z and fp32 statistic (2·128 + 2·4) and out_proj's input (128); verify --memory holds
+    every block of the model."""
+    from ffncalc.analysis.keptcheck import check
+    from ffncalc.sources import hf
+
+    config = json.loads((HF_DEFAULTS / "configs" / "qwen4_exp_text.json").read_text())
+    narrow = {"hidden_size": 256, "num_hidden_layers": 4, "num_experts": 16, "vocab_size": 1024, "ple_embed_dim": 256}
+    narrow |= {"hc_lowrank": 32, "linear_num_key_heads": 2, "linear_num_value_heads": 4, "linear_key_head_dim": 32}
+    narrow |= {"linear_value_head_dim": 32, "head_dim": 32, "num_attention_heads": 4, "indexer_head_dim": 16}
+    narrow |= {"moe_intermediate_size": 64, "shared_expert_intermediate_size": 64, "hidden_act": "gelu"}
+    narrow |= {"output_gate_type": "sigmoid", "layer_types": config["layer_types"][:4]}
+    (tmp_path / "config.json").write_text(json.dumps(config | narrow))
+    _, spec = hf.load(str(tmp_path / "config.json"), text=True)
+    found = check(spec, TOKENS)
+    assert all(c.ok for c in found), [c for c in found if not c.ok]
+    (gdn,) = [c for c in found if c.kind == "gated_deltanet"]
+    kept = 256 + 256 + 256 + 4 + 4 + (2 * 64 + 4 * 2 + 128 + 2 * 4 + 4 * 64) + (2 * 128 + 2 * 4) + 128
+    assert gdn.planned == gdn.saved == TOKENS * 2 * kept

@@ -868,7 +868,6 @@ WHOLE_NOT_YET = {
     "thinker_to_talker_proj) and token2wav (a DiT with an ECAPA-TDNN speaker encoder and time-conditioned norms, and "
     "BigVGAN's transposed convolutions and residual blocks of snake activations) are not read yet; its thinker is "
     "(qwen2_5_omni_thinker)",
-    "mistral_large4": "its language model's latent attention with a sparse indexer and learned softmax scalings is not read yet",
     "glm5_next": "its language model (hyper-connections, gated linear attention beside latent attention with an indexer) "
     "is not read yet",
     "granite_docling": "its connector (coarse and fine projections with deepstack mergers and position tables) is not read yet",

@@ -104,12 +104,19 @@ def mistral3(c: Config) -> dict:
     projector = {
         "width": v.int("hidden_size"),
         "hidden": sub_config(c, "text_config").int("hidden_size"),
-        "bias": c.model_type == "mistral3" and c.bool("multimodal_projector_bias", False),
+        "bias": c.model_type in ("mistral3", "mistral_large4") and c.bool("multimodal_projector_bias", False),
         "activation": c.activation("projector_hidden_act", "gelu"),
         "norm": "rmsnorm",
         "merge": c.int("spatial_merge_size", 2),
     }
     return {"vision": vit(v, projector)}
+
+
+@wrapper("mistral_large4")
+def mistral_large4(c: Config) -> dict:
+    """MistralLarge4ForConditionalGeneration (Mistral Large 4): Mistral 3's Pixtral tower and projector
+    (MistralLarge4MultiModalProjector, MistralLarge4PatchMerger), its language model mistral_large4_text."""
+    return mistral3(c)
 
 
 @wrapper("cohere2_vision", "aya_vision")
