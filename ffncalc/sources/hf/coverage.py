@@ -798,6 +798,7 @@ TEXT_PROVEN_WHOLE = {
     "pix2struct_text_model": "pix2struct",
     "blip_text_model": "blip",
     "voxtral_realtime_text": "voxtral_realtime",
+    "mistral_large4_text": "mistral_large4",
 }
 
 
