@@ -76,6 +76,8 @@ IMAGE_SIZES = {
     "kosmos-2.5": (1024, 512),
     "cosmos3_edge": (512, 256),  # NaFlex: 32 and 16 patches of 16 a side, 16 and 8 merged tokens a side
     "git": (224, 384),  # 14 and 24 patches of 16 a side and a class token, every position a token
+    # 4 tiles of 32 and 16 patches of 14 a side and a class token, padded to 1,032 and 264 rows
+    "mllama": (448, 224),
 }
 
 # Positions of one window (max_source_positions: 2 × as many frames) at which one window's FLOPs are recorded: the

@@ -797,3 +797,49 @@ def test_minicpm_window_merger_flops_by_hand():
         (vision,) = [p for p in model.parts if isinstance(p, Vision)]
         assert vision.per_image(model)[:2] == (tokens, 2 * macs)
         assert 2 * macs == next(r["total"] for r in truth(model_type)["image_flops"]["runs"] if r["size"] == 448)
+
+
+def test_mllama_by_hand():
+    """Llama 3.2 Vision at MllamaConfig's defaults, derived by hand from MllamaVisionModel and MllamaTextModel: 40 text
+    layers of width 4,096 (32 heads of 128, 8 KV heads, SwiGLU 14,336), 8 of them (3, 8, … 38) cross-attention layers
+    with q, k, v, o, q_norm and k_norm over a head and two tanh gates in place of self-attention, a table of 128,256 + 8
+    rows; the tower 1,280 wide (16 heads, MLP 5,120) with 32 layers and 8 gated global layers over 4 tiles of 448 pixels
+    (1,024 patches of 14 and a class token a tile, padded to 1,032 rows), 5 layers' features beside the last (7,680)
+    through Linear(7,680, 4,096). One image: the patch convolution, 40 layers over 4 × 1,032 rows meeting every other,
+    the tiles' mask product (4,128²), the projector over 4 × 1,025 rows; the language model's cache a sequence is K and V
+    of those rows in each cross-attention layer."""
+    from ffncalc.parts.vision import Vision
+
+    _, model = hf.load(HERE / "configs" / "mllama.json")
+    d, kv, ff, vocab = 4096, 1024, 14336, 128256
+    attn = d * d * 2 + kv * d * 2
+    text = (vocab + 8) * d + vocab * d + d + 40 * (3 * d * ff + 2 * d) + 32 * attn + 8 * (attn + 2 * 128 + 2)
+    assert 8 * (attn + 2 * 128 + 2 + 3 * d * ff + 2 * d) == 8 * 218_112_258
+    w, f, rows = 1280, 5120, 32 * 32 + 1
+    layer = 4 * w * w + 2 * w * f + f + w + 4 * w
+    tables = rows * w + 9 * 4 * rows * w + 2 * 9 * 4 * w + 3
+    tower = w * 3 * 14 * 14 + w + tables + 2 * 2 * w + 40 * layer + 8 * 2
+    assert ours(model) == {"text": text, "tower": tower, "projector": 7680 * d + d} == groups("mllama")
+    assert tally(model).params == 10_642_941_475
+    (vision,) = [p for p in model.parts if isinstance(p, Vision)]
+    n = 4 * 1032
+    macs = 4 * 1024 * w * 3 * 14 * 14 + 40 * (n * (4 * w * w + 2 * w * f) + 2 * n * n * w) + n * n + 4 * rows * 7680 * d
+    assert vision.per_image(model)[:2] == (4 * rows, 2 * macs)
+    assert 2 * macs == next(r["total"] for r in truth("mllama")["image_flops"]["runs"] if r["size"] == 448)
+    import ffncalc
+
+    served = ffncalc.infer(str(HERE / "configs" / "mllama.json"), prompt=512, generate=64, hardware="h100-sxm", images=2)
+    # bf16 K and V of 2 images' rows in the 8 cross-attention layers alone
+    assert served.figures["cross_kv_bytes_per_sequence"].value == 8 * 2 * kv * 2 * (2 * 4 * rows)
+
+
+@pytest.mark.torch
+def test_mllama_head_is_never_tied(tmp_path):
+    """MllamaForConditionalGeneration with tie_word_embeddings true still builds lm_head apart (vocab_size rows against
+    the table's vocab_size + 8): the count equals the class transformers builds."""
+    from ffncalc.analysis.hfwhole import instantiate_whole
+
+    data = {**json.loads((HERE / "configs" / "mllama.json").read_text()), "tie_word_embeddings": True}
+    (tmp_path / "config.json").write_text(json.dumps(data))
+    _, model = hf.load(tmp_path / "config.json")
+    assert tally(model).params == sum(p.numel() for p in instantiate_whole(data).parameters()) == 10_642_941_475

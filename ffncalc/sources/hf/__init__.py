@@ -90,6 +90,7 @@ TEXT_TYPES = {
     "kosmos-2.5": "kosmos_2_5_text_model",
     "glm_ocr": "glm_ocr_text",
     "llama4": "llama4_text",
+    "mllama": "mllama_text_model",
     "mistral3": "mistral",
     "moss_transcribe_diarize": "qwen3",
     "musicflamingo": "qwen2",
@@ -162,6 +163,10 @@ TIE_FROM_TEXT = frozenset(
     }
 )
 TIE_OF_TEXT = frozenset({"vibevoice"})
+# Wrappers whose head never shares the token table whatever their tie_word_embeddings says, as their language model's
+# family reads it: Llama 3.2 Vision's table has vocab_size + 8 rows against lm_head's vocab_size, which transformers
+# builds apart
+NEVER_TIED = frozenset({"mllama"})
 
 
 def wrapper_tie(c: Config, text: dict) -> bool | None:
@@ -253,7 +258,7 @@ def read(c: Config) -> tuple[dict, tuple[str, ...]]:
     token = _UNSTATED.set(found)
     try:
         data = _prune(family_of(c).read(c))
-        if c.outer is not None:  # the whole model's head, tied as its wrapper ties it
+        if c.outer is not None and c.wrapper not in NEVER_TIED:  # the whole model's head, tied as its wrapper ties it
             tie = wrapper_tie(c.outer, c.data)
             data = data if tie is None else {**data, "tie_embeddings": tie}
         reader = _whole(c)

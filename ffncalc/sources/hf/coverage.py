@@ -242,7 +242,7 @@ NOT_TEXT_DECODERS = {
     "musicgen": "music (audio codebooks)",
     "musicgen_melody": "music (audio codebooks)",
     **dict.fromkeys(
-        ("emu3", "fuyu", "git", "got_ocr2", "mllama", "phi4_multimodal"),
+        ("emu3", "fuyu", "git", "got_ocr2", "phi4_multimodal"),
         "a multimodal model whose causal-LM class holds its image or audio parts",
     ),
 }
@@ -872,8 +872,6 @@ WHOLE_NOT_YET = {
     "muse_spark": (
         "windowed tower layers, an audio tower and a language model of centred RMSNorms, gated attention and soft-capped logits"
     ),
-    "mllama": "its tiled vision encoder (gated position, tile and aspect-ratio tables, global layers with gates, five "
-    "layers' features concatenated) and the language model's gated cross-attention layers are not read yet",
     "qwen2_5_omni": "its talker (a second language model) and token2wav (a DiT and BigVGAN) are not read yet; its thinker "
     "is (qwen2_5_omni_thinker)",
     "mistral_large4": "its language model's latent attention with a sparse indexer and learned softmax scalings is not read yet",

@@ -41,6 +41,7 @@ VISION_TYPES = (
     "git_vision_model",
     "paddleocr_vl_vision",
     "step3p5_vision",
+    "mllama_vision_model",  # Llama 3.2 Vision's tiled tower, read by towers/mllama.py (its class defaults)
 )
 NAFLEX_IMAGE_SIZE = 512  # pixels a side: 32 × 32 patches of 16 (LFM2-VL's largest tile, 256 tokens after its 2 × 2 shuffle)
 PADDLE_IMAGE_SIZE = 448  # pixels a side: 32 × 32 patches of 14, 16 × 16 tokens after PaddleOCR-VL's 2 × 2 merge
@@ -465,6 +466,7 @@ TOP_MODULES = (
     (r"patch_embedder\.input_proj$", "patch_embed"),  # Gemma 4's
     (r"patch_embedding\.linear$", "patch_embed"),  # Llama 4's unfold and linear
     (r"layernorm_pre$", "pre_norm"),
+    (r"^patch_embedding$", "patch_embed"),  # Llama 3.2 Vision's
     (r"pre_layernorm$", "pre_norm"),  # Step3p7's
     (r"post_conv_layernorm$", "pre_norm"),  # GLM-4V's
     (r"final_layernorm$", "post_norm"),  # MoonViT's
@@ -525,6 +527,12 @@ PARAMETERS = (
     (r"pos_emb\.position_embeddings$", "pos_embed"),  # MoonViT's
     (r"^class_embedding$", "class_embed"),  # Llama 4's
     (r"^positional_embedding_vlm$", "pos_embed"),
+    (r"^gated_positional_embedding\.embedding$", "pos_embed"),  # Llama 3.2 Vision's tables and gates
+    (r"^gated_positional_embedding\.tile_embedding\.weight$", "tile_pos_embed"),
+    (r"^pre_tile_positional_embedding\.embedding\.weight$", "pre_tile_embed"),
+    (r"^post_tile_positional_embedding\.embedding\.weight$", "post_tile_embed"),
+    (r"^(gated_positional|pre_tile_positional|post_tile_positional)_embedding\.gate$", "tile_gates"),
+    (r"\.gate_(attn|ffn)$", "gates"),  # its global layers' gates
 )
 # The configuration classes of the connectors and embedders read (a sparse perceiver_config's or vision_config's
 # defaults; Gemma 4 Unified's encoder-free embedder, towers/vlm.py)
@@ -617,6 +625,8 @@ TOWERS = (
     (r"git\.visual_projection\.", "vision.projector.", "projector"),  # GIT's
     (r"vision_model\.downsampler1\.", "vision.projector.downsample_1", "self"),  # Step3p7's
     (r"vision_model\.downsampler2\.", "vision.projector.downsample_2", "self"),
+    (r"vision_model\.global_transformer\.", "vision.global.", "tower"),  # Llama 3.2 Vision's gated global layers
+    (r"vision_model\.transformer\.", "vision.", "tower"),  # and its first layers
     (r"(vision_model|vision_encoder)\.", "vision.", "tower"),  # Idefics3's and SmolVLM's; LightOnOCR's
     (
         r"(multi_modal_projector|vision_projection|connector\.modality_projection|visual\.merger|aligner)\.",
