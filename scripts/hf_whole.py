@@ -78,6 +78,7 @@ IMAGE_SIZES = {
     "git": (224, 384),  # 14 and 24 patches of 16 a side and a class token, every position a token
     # 4 tiles of 32 and 16 patches of 14 a side and a class token, padded to 1,032 and 264 rows
     "mllama": (448, 224),
+    "idefics": (224, 448),  # 16 and 32 patches of 14 a side and a class token, every row read by the cross-attention
 }
 
 # Positions of one window (max_source_positions: 2 × as many frames) at which one window's FLOPs are recorded: the

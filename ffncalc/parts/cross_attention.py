@@ -1,6 +1,8 @@
 """Gated cross-attention layers reading an image's features (the spec's ``cross_attention``): Flamingo's form (Alayrac
 et al. 2022, §2.2: tanh-gated cross-attention and MLP layers interleaved in a frozen language model), as Llama 3.2
-Vision builds it (transformers' MllamaCrossAttentionDecoderLayer, MllamaTextCrossAttention):
+Vision builds it (transformers' MllamaCrossAttentionDecoderLayer, MllamaTextCrossAttention) and IDEFICS (Laurençon et
+al. 2023; IdeficsGatedCrossAttentionLayer: keys and values from the tower's own rows, at its width, no q and k norms
+unless qk_layer_norms, gates of one element or of the model's width):
 
 - in each layer whose attention slot states none, in its place: queries from the layer's stream after its first
   norm (q_proj, then an RMSNorm over each head, q_norm), keys and values projected from the vision part's output rows
@@ -43,6 +45,9 @@ class CrossAttention(Part):
     n_kv_heads: Positive
     head_dim: Positive
     image_rows: NonNegative = 0  # rows of the token table beyond the vocabulary (the image tokens')
+    context_width: NonNegative = 0  # the width of the rows k and v read (0: the model's; Idefics: its tower's)
+    qk_norm: bool = True  # an RMSNorm over each query and key head (Mllama's q_norm, k_norm; Idefics: qk_layer_norms)
+    gate_width: Positive = 1  # elements of each gate (1: a scalar; Idefics' alpha_type "vector": the model's width)
 
     def resolve_layers(self, spec, layers, groups):
         """The layers that cross-attend: those whose attention slot states none (the cross-attention is their mixer)."""
@@ -69,16 +74,16 @@ class CrossAttention(Part):
             return
         d, n, h, kv, hd = model.d_model, e.n, self.n_heads, self.n_kv_heads, self.head_dim
         s = self.image_rows_of(model)
-        rms = Norm(kind="rmsnorm")
+        rms, width = Norm(kind="rmsnorm"), self.context_width or d
         e.linear("cross.q", d, h * hd, False, n, heads=h)
-        e.norm("cross.q_norm", rms, hd, n, total=h * hd)
+        if self.qk_norm:
+            e.norm("cross.q_norm", rms, hd, n, total=h * hd)
         rows = Fraction(s, positions)  # keys and values: once an image row, at the prefill
-        for part in ("k", "v"):
-            start = len(e.out)
-            e.linear(f"cross.{part}", d, kv * hd, False, n, heads=kv)
-            e.out[start:] = [replace(t, positions=rows, per_sequence=True) for t in e.out[start:]]
         start = len(e.out)
-        e.norm("cross.k_norm", rms, hd, n, total=kv * hd)
+        for part in ("k", "v"):
+            e.linear(f"cross.{part}", width, kv * hd, False, n, heads=kv)
+        if self.qk_norm:
+            e.norm("cross.k_norm", rms, hd, n, total=kv * hd)
         e.out[start:] = [replace(t, positions=rows, per_sequence=True) for t in e.out[start:]]
         if s:  # each query meets every image row, however long the context
             for part in ("scores", "values"):
@@ -86,7 +91,8 @@ class CrossAttention(Part):
             e.op("cross.softmax", SOFTMAX_OPS * n * h * s, scores=n * h * s)
         e.linear("cross.o", h * hd, d, False, n)
         # tanh of each gate, times its sublayer's output: the attention's and the MLP's
-        e.term("cross.gates", "bias", (2,), n, numel=2, elementwise=2 * n * d)
+        g = self.gate_width
+        e.term("cross.gates", "bias", (2, g) if g > 1 else (2,), n, numel=2 * g, elementwise=2 * n * d)
 
     def cached_elements(self, model) -> int:
         return 0  # in its layers alone: cached_in
@@ -132,13 +138,17 @@ def _module():
             super().__init__()
             d, h, kv, hd = model.d_model, spec.n_heads, spec.n_kv_heads, spec.head_dim
             self.h, self.kv, self.hd = h, kv, hd
+            width = spec.context_width or d
             self.q = Linear(d, h * hd, bias=False)
-            self.k = Linear(d, kv * hd, bias=False)
-            self.v = Linear(d, kv * hd, bias=False)
+            self.k = Linear(width, kv * hd, bias=False)
+            self.v = Linear(width, kv * hd, bias=False)
             self.o = Linear(h * hd, d, bias=False)
             rms = Norm(kind="rmsnorm")
-            self.q_norm, self.k_norm = make_norm(rms, hd), make_norm(rms, hd)
-            self.gates = nn.Parameter(torch.zeros(2))
+            if spec.qk_norm:
+                self.q_norm, self.k_norm = make_norm(rms, hd), make_norm(rms, hd)
+            else:
+                self.q_norm, self.k_norm = nn.Identity(), nn.Identity()
+            self.gates = nn.Parameter(torch.zeros((2, spec.gate_width) if spec.gate_width > 1 else (2,)))
             self.scores, self.values = MatMul(), MatMul()
 
         def body(self, layer, x: torch.Tensor, ctx: dict, k: int) -> torch.Tensor:
@@ -154,6 +164,6 @@ def _module():
                 probs = self.scores(q * self.hd**-0.5, keys.transpose(-2, -1)).softmax(dim=-1)
                 out = self.o(self.values(probs, vals).transpose(1, 2).reshape(b, t, -1))
                 x = x + self.gates[0].tanh() * out
-            return x + self.gates[1].tanh() * ffn(second(x))
+            return x + self.gates[1].tanh() * ffn(second(x))  # (a vector gate scales each feature)
 
     return CrossModule

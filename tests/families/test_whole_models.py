@@ -843,3 +843,30 @@ def test_mllama_head_is_never_tied(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps(data))
     _, model = hf.load(tmp_path / "config.json")
     assert tally(model).params == sum(p.numel() for p in instantiate_whole(data).parameters()) == 10_642_941_475
+
+
+def test_idefics_by_hand():
+    """IDEFICS at IdeficsConfig's defaults, derived by hand from IdeficsModel: 32 LLaMA layers of width 4,096 (32 heads,
+    SwiGLU 11,008), before each (cross_layer_interval 1) a gated cross-attention layer of its own (q and o of 4,096, k and
+    v from the tower's 768 features, its own SwiGLU, two RMSNorms, two scalar gates), 32,000 rows a side; the CLIP-built
+    tower 768 wide (16 heads, MLP 5,120, 32 layers) over 16 × 16 patches of 14 and a class token, whose 257 rows are the
+    keys and values as they are (no projector). One image: the patch convolution and 32 layers over 257 rows; its
+    cache a sequence: K and V of those rows in each of the 32 cross-attention layers."""
+    from ffncalc.parts.vision import Vision
+
+    _, model = hf.load(HERE / "configs" / "idefics.json")
+    d, ff, vocab, w, f, rows = 4096, 11008, 32000, 768, 5120, 16 * 16 + 1
+    layer = 4 * d * d + 3 * d * ff + 2 * d
+    cross = 2 * d * d + 2 * w * d + 3 * d * ff + 2 * d + 2
+    text = 2 * vocab * d + d + 32 * layer + 32 * cross
+    tower = w * 3 * 14 * 14 + w + rows * w + 2 * w + 32 * (4 * w * w + 4 * w + 2 * w * f + f + w + 4 * w) + 2 * w
+    assert ours(model) == {"text": text, "tower": tower, "projector": 0} == groups("idefics")
+    assert tally(model).params == 12_670_461_504
+    (vision,) = [p for p in model.parts if isinstance(p, Vision)]
+    macs = 256 * w * 3 * 14 * 14 + 32 * (rows * (4 * w * w + 2 * w * f) + 2 * rows * rows * w)
+    assert vision.per_image(model)[:2] == (rows, 2 * macs)
+    assert 2 * macs == next(r["total"] for r in truth("idefics")["image_flops"]["runs"] if r["size"] == 224)
+    import ffncalc
+
+    served = ffncalc.infer(str(HERE / "configs" / "idefics.json"), prompt=256, generate=16, hardware="h100-sxm", images=3)
+    assert served.figures["cross_kv_bytes_per_sequence"].value == 32 * 2 * d * 2 * (3 * rows)

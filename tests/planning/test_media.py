@@ -187,6 +187,26 @@ def test_reference_model_runs_an_image_through_cross_attention():
 
 
 @pytest.mark.torch
+def test_reference_model_runs_idefics_cross_attention():
+    """IDEFICS' first two layers (a gated cross-attention layer, then a LLaMA layer) and its CLIP-built tower at 224
+    pixels: the cross-attention's keys and values read the tower's 257 rows at its 768 features; every component's FLOPs
+    agree with the count."""
+    from dataclasses import replace
+
+    from ffncalc.analysis.verify import verify
+    from ffncalc.api.commands import with_inputs
+    from ffncalc.api.models import Model
+    from ffncalc.sources import hf
+
+    label, stack = hf.load(WHOLE / "configs" / "idefics.json")
+    m = with_inputs(Model(label, replace(stack, layers=stack.layers[:2])), images=2)
+    report = verify(m.stack, model=label, seq_len=64)
+    assert report.ok
+    k = next(c for c in report.checks if c.component == "cross.k.weight")
+    assert k.analytic_flops == k.torch_flops == 2 * 2 * 257 * 768 * 4096
+
+
+@pytest.mark.torch
 def test_reference_model_runs_the_audio():
     """verify runs a window of frames through the audio tower's convolutions, layers, pool and projector: every
     component's FLOPs agree with the count (Qwen2-Audio, two text layers kept)."""

@@ -89,6 +89,7 @@ TEXT_TYPES = {
     "kosmos-2": "kosmos_2_text_model",
     "kosmos-2.5": "kosmos_2_5_text_model",
     "glm_ocr": "glm_ocr_text",
+    "idefics": "idefics",  # IdeficsConfig's language model is its own top-level keys
     "llama4": "llama4_text",
     "mllama": "mllama_text_model",
     "mistral3": "mistral",
@@ -113,7 +114,7 @@ TEXT_TYPES = {
 
 # Wrappers whose configuration class reads a file saved flat (no text_config: the language model's keys at the top,
 # Qwen2-VL's and Qwen2.5-VL's released config.json files) as its text config ("Hub configs are saved as flat dicts")
-FLAT_TEXT = frozenset({"qwen2_vl", "qwen2_5_vl", "git"})  # GitConfig: always flat, its text keys at the top
+FLAT_TEXT = frozenset({"qwen2_vl", "qwen2_5_vl", "git", "idefics"})  # GitConfig, IdeficsConfig: always flat
 
 
 def language_model(c: Config) -> Config:

@@ -808,9 +808,10 @@ WHOLE_IS_TEXT = {
 
 
 # Multimodal types whose configuration states its language model's keys at its top (no text_config) and whose
-# causal-LM class is the whole model (NOT_TEXT_DECODERS): the family of the same name reads those keys as the wrapper's
-# language model, and the type is listed among the multimodal types, counted whole (GitForCausalLM)
-SELF_TEXT = ("git",)
+# causal-LM class is the whole model (NOT_TEXT_DECODERS), or that have none (IDEFICS): the family of the same name reads
+# those keys as the wrapper's language model, and the type is listed among the multimodal types, counted whole
+# (GitForCausalLM, IdeficsForVisionText2Text)
+SELF_TEXT = ("git", "idefics")
 
 
 # Image-text and multimodal-LM types not read whole yet whose class builds more than a tower and a projector beside a
@@ -837,11 +838,6 @@ WHOLE_NOT_YET = {
     "layers scale by a time-conditioned adaptive RMS norm",
     "qwen3_omni_moe": "its talker and code2wav beside the thinker (qwen3_omni_moe_thinker, read whole); transformers refuses "
     "its defaults",
-    "idefics": (
-        "gated cross-attention layers in the language model (tanh-gated, one every cross_layer_interval layers) reading "
-        "the CLIP tower's positions or a perceiver resampler's latents, not image tokens in the sequence; its config is "
-        "flat (no text_config)"
-    ),
     "chameleon": (
         "a VQ-VAE image tokenizer (a convolutional encoder of ResNet blocks, GroupNorms and an attention block, a "
         "codebook) whose codes are the language model's tokens"
@@ -1022,7 +1018,8 @@ def model_types() -> list[dict]:
     families, whole = registered(), wrappers()
     # the language models of wrappers read whole: each proven at its wrapper's class defaults (tests/hf_whole)
     whole_text = {WRAPPED_TEXT[w] for w in whole if w in WRAPPED_TEXT}
-    extra = tuple(sorted(t for t in families if t not in CAUSAL_LM_TYPES + ENCODER_TYPES + ENCODER_DECODER_TYPES))
+    known = CAUSAL_LM_TYPES + ENCODER_TYPES + ENCODER_DECODER_TYPES + SELF_TEXT  # a wrapper's own keys: a multimodal type
+    extra = tuple(sorted(t for t in families if t not in known))
     records = []
     decoders = [(t, "decoder") for t in CAUSAL_LM_TYPES + extra if t not in NOT_TEXT_DECODERS]
     for model_type, kind in (

@@ -11,7 +11,7 @@ from typing import Callable
 from ..config import Config
 
 _WRAPPERS: dict[str, Callable[[Config], dict]] = {}
-MODULES = ("vlm", "audio_lm", "mllama")
+MODULES = ("vlm", "audio_lm", "mllama", "idefics")
 
 
 def wrapper(*model_types: str):

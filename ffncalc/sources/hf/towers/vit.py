@@ -42,6 +42,7 @@ VISION_TYPES = (
     "paddleocr_vl_vision",
     "step3p5_vision",
     "mllama_vision_model",  # Llama 3.2 Vision's tiled tower, read by towers/mllama.py (its class defaults)
+    "idefics_vision",  # IDEFICS' CLIP-built tower, read by towers/idefics.py (its class defaults)
 )
 NAFLEX_IMAGE_SIZE = 512  # pixels a side: 32 × 32 patches of 16 (LFM2-VL's largest tile, 256 tokens after its 2 × 2 shuffle)
 PADDLE_IMAGE_SIZE = 448  # pixels a side: 32 × 32 patches of 14, 16 × 16 tokens after PaddleOCR-VL's 2 × 2 merge
