@@ -870,3 +870,23 @@ def test_idefics_by_hand():
 
     served = ffncalc.infer(str(HERE / "configs" / "idefics.json"), prompt=256, generate=16, hardware="h100-sxm", images=3)
     assert served.figures["cross_kv_bytes_per_sequence"].value == 32 * 2 * d * 2 * (3 * rows)
+
+
+@pytest.mark.parametrize(
+    ("model_type", "change", "words"),
+    [
+        ("idefics", {"use_resampler": True}, "use_resampler: true: IDEFICS' perceiver resampler is not read yet"),
+        ("mllama", {"vision_config": {"vision_output_dim": 4096}}, "vision_output_dim: 4096: the tower writes 7680 features"),
+    ],
+)
+def test_cross_attention_wrappers_refuse_what_they_do_not_read_in_one_line(model_type, change, words, tmp_path):
+    """IDEFICS with its perceiver resampler, and Llama 3.2 Vision whose projector reads other than the tower's 6 × 1,280
+    features: one line naming the key."""
+    from ffncalc.errors import InputError
+
+    data = json.loads((HERE / "configs" / f"{model_type}.json").read_text())
+    data = {k: ({**data[k], **v} if isinstance(v, dict) else v) for k, v in {**data, **change}.items()}
+    (tmp_path / "config.json").write_text(json.dumps(data))
+    with pytest.raises(InputError) as err:
+        hf.load(tmp_path / "config.json")
+    assert str(err.value).endswith(words) and "\n" not in str(err.value)
