@@ -281,8 +281,10 @@ def image_flops(data: dict, size: int) -> dict:
         elif kind == "git":  # no get_image_features: GitModel's forward runs its image_encoder, then visual_projection
             net.git.visual_projection(net.git.image_encoder(pixel_values=pixels).last_hidden_state)
         elif kind == "idefics":  # no get_image_features: IdeficsModel's forward runs its vision model, whose last rows
-            # the cross-attention layers read as they are (no projector; use_resampler false)
-            net.model.vision_model(pixel_values=pixels)
+            # the cross-attention layers read as they are, or its perceiver resampler's latents (use_resampler)
+            rows = net.model.vision_model(pixel_values=pixels).last_hidden_state
+            if net.config.use_resampler:
+                net.model.perceiver_resampler(rows)
         elif kind == "mllama":  # no get_image_features: MllamaModel's forward runs its vision model, then the projector,
             # over one image of max_num_tiles tiles (every tile real: the mask of tiles and an aspect-ratio id of 1)
             tiles = net.config.vision_config.max_num_tiles

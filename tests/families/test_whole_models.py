@@ -875,13 +875,17 @@ def test_idefics_by_hand():
 @pytest.mark.parametrize(
     ("model_type", "change", "words"),
     [
-        ("idefics", {"use_resampler": True}, "use_resampler: true: IDEFICS' perceiver resampler is not read yet"),
+        (
+            "idefics",
+            {"use_resampler": True, "perceiver_config": {"qk_layer_norms_perceiver": True}},
+            "qk_layer_norms_perceiver: true: the resampler's q and k LayerNorms are not read yet",
+        ),
         ("mllama", {"vision_config": {"vision_output_dim": 4096}}, "vision_output_dim: 4096: the tower writes 7680 features"),
     ],
 )
 def test_cross_attention_wrappers_refuse_what_they_do_not_read_in_one_line(model_type, change, words, tmp_path):
-    """IDEFICS with its perceiver resampler, and Llama 3.2 Vision whose projector reads other than the tower's 6 × 1,280
-    features: one line naming the key."""
+    """IDEFICS' resampler with q and k LayerNorms, and Llama 3.2 Vision whose projector reads other than the tower's 6 ×
+    1,280 features: one line naming the key."""
     from ffncalc.errors import InputError
 
     data = json.loads((HERE / "configs" / f"{model_type}.json").read_text())
@@ -890,3 +894,28 @@ def test_cross_attention_wrappers_refuse_what_they_do_not_read_in_one_line(model
     with pytest.raises(InputError) as err:
         hf.load(tmp_path / "config.json")
     assert str(err.value).endswith(words) and "\n" not in str(err.value)
+
+
+@pytest.mark.torch
+def test_idefics_perceiver_resampler_equals_transformers(tmp_path):
+    """IDEFICS with use_resampler (IdeficsPerceiverResampler at its perceiver_config's defaults: 64 latents of the
+    tower's 768, 6 layers of 16 heads of 96, LayerNorms, a ReLU MLP of 3,072): every component equal to the whole class
+    transformers builds, one image's FLOPs through the tower and the resampler equal to FlopCounterMode at 224 and 448
+    pixels, each image 64 rows of the cross-attention's keys and values; verify runs it through the reference modules."""
+    from ffncalc.analysis.hfwhole import check_whole, image_flops
+    from ffncalc.analysis.verify import verify
+    from ffncalc.api.commands import with_inputs
+    from ffncalc.api.models import Model
+    from ffncalc.parts.vision import Vision
+
+    data = {**json.loads((HERE / "configs" / "idefics.json").read_text()), "use_resampler": True}
+    (tmp_path / "config.json").write_text(json.dumps(data))
+    label, model = hf.load(tmp_path / "config.json")
+    report = check_whole(hf.read_config(tmp_path / "config.json"), model, model=label)
+    assert report.ok and "vision.projector.resampler.attn.q" in {c.component for c in report.checks}
+    (vision,) = [p for p in model.parts if isinstance(p, Vision)]
+    for size in (224, 448):
+        sized = {**data, "vision_config": {**data["vision_config"], "image_size": size}}
+        assert replace(vision, image_size=size).per_image(model)[:2] == (64, image_flops(sized, size)["total"])
+    m = with_inputs(Model(label, replace(model, layers=model.layers[:2])), images=1)
+    assert verify(m.stack, model=label, seq_len=64).ok

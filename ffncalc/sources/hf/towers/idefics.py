@@ -14,9 +14,9 @@ def idefics(c: Config) -> dict:
     convolution without a bias, a class token, a learned position a position, pre_layrnorm, layers with biased
     attention and a biased two-layer MLP, LayerNorms; post_layernorm over the class token alone, for a pooled output
     nothing reads); its last layer's rows, class token included, are the cross-attention's keys and values as they are
-    (no projector). The perceiver resampler (use_resampler) is not read yet."""
-    if c.bool("use_resampler", False):
-        raise c.fail("use_resampler", "true: IDEFICS' perceiver resampler is not read yet")
+    (no projector), or where use_resampler IdeficsPerceiverResampler's (parts/resampler.py) of perceiver_config:
+    resampler_n_latents latents of the tower's width reading them, resampler_depth layers of resampler_n_heads heads of
+    resampler_head_dim, LayerNorms, an MLP of 4 × the tower's width (fc, ReLU, c_proj), a final LayerNorm."""
     v = sub_config(c, "vision_config", {None: "idefics_vision"})  # type: ignore[dict-item]
     d, heads = v.int("embed_dim"), v.int("num_attention_heads")
     if d % heads:
@@ -44,4 +44,22 @@ def idefics(c: Config) -> dict:
         "cross": True,
         "projector": {"width": d, "linear": False},
     }
+    # IdeficsModel reads the wrapper's use_resampler (its perceiver_config's own is not read)
+    if c.bool("use_resampler", False):
+        p = sub_config(c, "perceiver_config", {None: "idefics_perciever"})  # type: ignore[dict-item]
+        if p.bool("qk_layer_norms_perceiver", False):
+            raise p.fail("qk_layer_norms_perceiver", "true: the resampler's q and k LayerNorms are not read yet")
+        heads = p.int("resampler_n_heads")
+        resampler = {
+            "latents": p.int("resampler_n_latents"),
+            "depth": p.int("resampler_depth"),
+            "n_heads": heads,
+            "n_kv_heads": heads,
+            "head_dim": p.int("resampler_head_dim"),
+            "d_ff": 4 * d,  # IdeficsPerceiverResampler: vision_config.embed_dim × 4
+            "width": d,
+            "norm": "layernorm",
+            "gated": False,
+        }
+        vision["projector"] = {"width": d, "linear": False, "resampler": resampler}
     return {"vision": vision}

@@ -543,6 +543,7 @@ CONNECTOR_TYPES = (
     "instructblip_qformer",
     "instructblipvideo_qformer",
     "gemma4_unified_vision",
+    "idefics_perciever",  # IDEFICS' perceiver_config (transformers' spelling)
 )
 # Idefics2's perceiver resampler (parts/resampler.py), its modules by the end of their path
 RESAMPLER_MODULES = (
@@ -557,6 +558,15 @@ RESAMPLER_MODULES = (
     (r"mlp\.up_proj$", "ffn.up"),
     (r"mlp\.down_proj$", "ffn.down"),
     (r"^norm$", "norm"),
+    (r"(context_layer_norm|latents_layer_norm)$", "norms"),  # IDEFICS': blocks.i.0 its attention, blocks.i.1 its MLP
+    (r"\.0\.q_proj$", "attn.q"),
+    (r"\.0\.k_proj$", "attn.k"),
+    (r"\.0\.v_proj$", "attn.v"),
+    (r"\.0\.output_proj$", "attn.o"),
+    (r"\.1\.ln$", "ffn.norm"),
+    (r"\.1\.fc$", "ffn.up"),
+    (r"\.1\.c_proj$", "ffn.down"),
+    (r"^layer_norm$", "norm"),
 )
 # BLIP-2's Q-Former (parts/qformer.py), its modules by the end of their path (cross-attention's before attention's)
 QFORMER_MODULES = (
@@ -592,6 +602,7 @@ TABLES = {"resampler": RESAMPLER_MODULES, "qformer": QFORMER_MODULES, "merger": 
 # (pattern, prefix, modules): the towers' and projectors' places in the whole classes and in checkpoints
 TOWERS = (
     (r"connector\.perceiver_resampler\.", "vision.projector.resampler.", "resampler"),  # Idefics2's
+    (r"model\.perceiver_resampler\.", "vision.projector.resampler.", "resampler"),  # IDEFICS'
     (r"qformer\.", "vision.projector.qformer.", "qformer"),  # BLIP-2's
     (r"query_tokens$", "vision.projector.qformer.queries", "self"),
     (r"language_projection\.", "vision.projector.linear", "self"),
