@@ -148,8 +148,15 @@ def build(data: dict, *, forward: bool = False, save: bool = True):
     saved.pop("transformers_version", None)
     if text_path(data):
         read = read.get_text_config(decoder=True)
+    from ffncalc.analysis.hfcheck import TEXT_CLASSES
+
     with torch.device("meta"):
-        net = AutoModelForCausalLM.from_config(read, attn_implementation="eager", experts_implementation="batched_mm")
+        if read.model_type in TEXT_CLASSES:  # a causal LM of a text config no auto class maps (MllamaForCausalLM)
+            import transformers
+
+            net = getattr(transformers, TEXT_CLASSES[read.model_type])._from_config(read, attn_implementation="eager")
+        else:
+            net = AutoModelForCausalLM.from_config(read, attn_implementation="eager", experts_implementation="batched_mm")
     params = [(path, p.numel()) for path, p in net.named_parameters()]
     if forward:
         from ffncalc.analysis.hfcheck import flop_run

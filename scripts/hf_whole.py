@@ -93,6 +93,9 @@ IMAGE_SIZES = {
     # an image's pixels a side, its tower at crop_size (448): the global image and 1 and 4 crops, 545 and 1,329 tokens
     "phi4_multimodal": (448, 896),
     "inkling_mm_model": (640, 320),  # 16 rows of 17 and 8 rows of 9 patches of 40 pixels, a token each
+    # 4 tiles of 32 and 16 patches of 14 a side and a class token, padded to 1,032 and 264 rows
+    "mllama": (448, 224),
+    "idefics": (224, 448),  # 16 and 32 patches of 14 a side and a class token, every row read by the cross-attention
 }
 # Frames of quantised mel bins at which Inkling's audio tower is measured (20 a second: 30 s and 10 s)
 AUDIO_FRAMES = {"inkling_mm_model": (600, 200)}

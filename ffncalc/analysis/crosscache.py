@@ -21,8 +21,8 @@ ENGINES = {
 def cached_per_device(spec: Model, bits: int, tp: int, layers: slice = slice(None)) -> int:
     """One sequence's cache on one device that does not grow with the context, over ``layers``: each part's
     elements a layer (the cross-attention's K and V of every source token), its heads split over tp."""
-    per_layer = sum(-(-p.cached_elements(spec) // tp) for p in spec.parts)
-    return len(spec.layers[layers]) * per_layer * bits // 8
+    indices = range(len(spec.layers))[layers]  # a part's cache may be in some layers alone (Part.cached_in)
+    return sum(-(-p.cached_in(spec, i) // tp) for i in indices for p in spec.parts) * bits // 8
 
 
 def cached_bytes(spec: Model, bits: int) -> int:
@@ -47,8 +47,14 @@ def stack_workspace(spec: Model, chunk: int, batch: int, tp: int) -> int:
 
 def engine_note(spec: Model, key: str, label: str) -> str | None:
     """What is known of ``key`` serving a model with a cached source (None for a model without one)."""
-    if not any(p.cached_elements(spec) for p in spec.parts):
+    if not any(p.cached_in(spec, i) for p in spec.parts for i in range(len(spec.layers))):
         return None
+    if not any(p.source_tokens() for p in spec.parts):  # no encoder: cross-attention layers reading images
+        return (
+            f"cross-attention layers reading images: the prefill projects each such layer's K and V of every image row "
+            f"into a cache a sequence, read whole by each decode step; the expected rates apply {label}'s shares to these "
+            f"steps ({label} has no record here of serving such a model)"
+        )
     said = ENGINES.get(key)
     return (
         f"encoder-decoder: the prefill runs the encoder over the source once and projects every decoder layer's "

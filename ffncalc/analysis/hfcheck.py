@@ -55,6 +55,11 @@ class HFReport:
         return [c for c in self.checks if not c.ok]
 
 
+# Text configs whose causal LM the causal-LM mapping reaches only through their wrapper's model_type (MllamaForCausalLM,
+# mapped as "mllama", built from MllamaTextConfig)
+TEXT_CLASSES = {"mllama_text_model": "MllamaForCausalLM"}
+
+
 def instantiate(c: Config):
     """The transformers class the config's model_type means (its causal LM; an encoder's masked LM; an
     encoder-decoder's conditional generation class), built on the
@@ -83,6 +88,9 @@ def instantiate(c: Config):
     try:
         config = AutoConfig.for_model(**data)
         with torch.device("meta"):
+            if data["model_type"] in TEXT_CLASSES:  # a causal LM of a text config no auto class maps
+                own = getattr(transformers, TEXT_CLASSES[data["model_type"]])
+                return own._from_config(config, attn_implementation="eager")
             return auto.from_config(config, attn_implementation="eager", experts_implementation="batched_mm")
     except Exception as exc:  # noqa: BLE001 — transformers' validation raises its own classes
         raise refused(c, exc) from None

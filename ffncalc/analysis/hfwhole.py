@@ -336,6 +336,20 @@ def image_flops(data: dict, size: int) -> dict:
             net.vision_model(pixel_values=pixels)
         elif kind == "git":  # no get_image_features: GitModel's forward runs its image_encoder, then visual_projection
             net.git.visual_projection(net.git.image_encoder(pixel_values=pixels).last_hidden_state)
+        elif kind == "idefics":  # no get_image_features: IdeficsModel's forward runs its vision model, whose last rows
+            # the cross-attention layers read as they are, or its perceiver resampler's latents (use_resampler)
+            rows = net.model.vision_model(pixel_values=pixels).last_hidden_state
+            if net.config.use_resampler:
+                net.model.perceiver_resampler(rows)
+        elif kind == "mllama":  # no get_image_features: MllamaModel's forward runs its vision model, then the projector,
+            # over one image of max_num_tiles tiles (every tile real: the mask of tiles and an aspect-ratio id of 1)
+            tiles = net.config.vision_config.max_num_tiles
+            out = net.model.vision_model(
+                pixel_values=torch.ones(1, 1, tiles, 3, size, size, device=device),
+                aspect_ratio_ids=torch.ones(1, 1, dtype=torch.long, device=device),
+                aspect_ratio_mask=torch.ones(1, 1, tiles, dtype=torch.long, device=device),
+            ).last_hidden_state
+            net.model.multi_modal_projector(out)
         elif kind == "llama4":  # no inner model: its get_image_features is the tower and adapter, the projector after it
             net.multi_modal_projector(net.get_image_features(pixel_values=pixels).last_hidden_state)
         else:  # the inner model's, or the class's own where it has none (BLIP-2's)

@@ -253,7 +253,9 @@ class LatentAttention(Block):
         per_key = [(2 * (h * (rank + rope) + h * rank), self.index_topk if self.indexed else self.window)]
         if self.indexed:
             hi, di = self.index_n_heads, self.index_head_dim
-            fixed += self.q_lora_rank * hi * di + d * di + d * hi
+            fixed += (
+                (d if self.index_input_norm else self.q_lora_rank) * hi * di + d * di + d * hi
+            )  # wq_b's input: the latent, or the layer's
             per_key.append((2 * (hi * di + hi), None))
         return 2 * fixed, tuple(per_key)
 

@@ -34,6 +34,7 @@ MODULES = (
     "audio_codes",
     "hmlp_vision",
     "encoder",
+    "cross_attention",
     "embedding",
     "char_features",
     "token_types",
@@ -175,6 +176,11 @@ class Part:
         """Elements each layer caches a sequence for decoding whatever its length, split over tp by heads (an
         encoder-decoder's cross-attention K and V of every source token)."""
         return 0
+
+    def cached_in(self, model: Model, index: int) -> int:
+        """What layer ``index`` caches a sequence whatever its length (default: every layer's ``cached_elements``;
+        a part whose cache is in some layers alone says which: cross-attention layers reading images)."""
+        return self.cached_elements(model)
 
     # --- terms -------------------------------------------------------------------------------------------------
     def lookup_terms(self, e: Emitter, model: Model) -> None:

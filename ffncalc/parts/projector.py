@@ -173,7 +173,7 @@ class Projector:
             mlp.linear(f"{prefix}tail", d_model, model_width, True, 1)
         if self.post_norm != "none":  # MossTranscribeDiarizeMultiModalProjector's norm after linear_2
             mlp.norm(f"{prefix}norm", Norm(kind=self.post_norm), d_model, 1)
-        resampled = self.resampler.terms(d_model, f"{prefix}resampler.", patches) if self.resampler else []
+        resampled = self.resampler.terms(self.resampler.width or d_model, f"{prefix}resampler.", patches) if self.resampler else []
         queried = self.qformer.terms(f"{prefix}qformer.", patches) if self.qformer else []
         first = [("half", t) for t in halved.out]
         return queried + [("grid", t) for t in grid.out] + first + [("projector", t) for t in out.out] + resampled
@@ -292,7 +292,7 @@ class Projector:
                 if proj.post_norm != "none":  # named as the norm its input has none of
                     self.norm = make_norm(Norm(kind=proj.post_norm), d_model)
                 if proj.resampler:
-                    self.resampler = proj.resampler.module(d_model)
+                    self.resampler = proj.resampler.module(proj.resampler.width or d_model)
                 if proj.qformer:
                     self.qformer = proj.qformer.module()
 

@@ -10,13 +10,18 @@ builds Idefics2's (Idefics2PerceiverResampler, Laurençon et al. 2024):
   biases), each sublayer added to the latents;
 - a final RMSNorm over the latents.
 
+IDEFICS' (IdeficsPerceiverResampler, Laurençon et al. 2023) at its tower's ``width``: LayerNorms with biases in place of
+the RMSNorms (context_layer_norm, latents_layer_norm, its MLP's ln, the final layer_norm), its heads' keys and values
+one a query head, and an MLP of fc and c_proj (ReLU, no biases; ``gated`` false).
+
 Its work is an image's: the queries are the latents, the keys and values an image's patches and the latents."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
-from ..model.schema import Positive
+from ..model.schema import NonNegative, Positive
 from ..model.spec import Norm
 from ..model.terms import ACTIVATION_OPS, SOFTMAX_OPS, Emitter
 
@@ -29,13 +34,16 @@ class Resampler:
     n_kv_heads: Positive
     head_dim: Positive
     d_ff: Positive  # its MLP's width (Idefics2's: 4 × the model's width)
+    width: NonNegative = 0  # the width it runs at (0: the model's; IDEFICS: its tower's)
+    norm: Literal["rmsnorm", "layernorm"] = "rmsnorm"
+    gated: bool = True  # a SwiGLU MLP (false: fc, ReLU, c_proj)
 
     def terms(self, width: int, prefix: str, patches: int) -> list[tuple[str, object]]:
         """Its tensors and one image's work over ``patches`` patch features of ``width`` (each term "image": once an
         image), named under ``prefix`` (its projector's: vision.projector.resampler.)."""
         n, q, kv = self.depth, self.latents, patches + self.latents  # the queries, the keys and values each layer
         heads, groups, hd = self.n_heads, self.n_kv_heads, self.head_dim
-        norm = Norm(kind="rmsnorm")
+        norm = Norm(kind=self.norm)
         e = Emitter("embedding")
         e.term(f"{prefix}latents", "position", (q, width))
         w = Emitter("layers")
@@ -43,7 +51,8 @@ class Resampler:
         def linear(name: str, d_in: int, d_out: int, rows: int) -> None:  # each layer's, over ``rows`` rows an image
             w.term(f"{prefix}{name}.weight", "weight", (d_out, d_in), n, macs=n * rows * d_in * d_out)
 
-        w.term(f"{prefix}norms", "norm", (width,), 2 * n, numel=width, elementwise=n * (q + patches) * norm.ops(width))
+        each = width * norm.params_per_feature
+        w.term(f"{prefix}norms", "norm", (each,), 2 * n, numel=each, elementwise=n * (q + patches) * norm.ops(width))
         linear("attn.q", width, heads * hd, q)
         linear("attn.k", width, groups * hd, kv)
         linear("attn.v", width, groups * hd, kv)
@@ -51,10 +60,12 @@ class Resampler:
             w.term(f"{prefix}attn.{part}", "core", (heads, kv, hd), n * q, numel=0, macs=heads * hd, select="full")
         w.op(f"{prefix}attn.softmax", n * q * heads * kv * SOFTMAX_OPS, n)
         linear("attn.o", heads * hd, width, q)
-        w.term(f"{prefix}ffn.norm", "norm", (width,), n, numel=width, elementwise=n * q * norm.ops(width))
-        linear("ffn.gate", width, self.d_ff, q)
+        w.term(f"{prefix}ffn.norm", "norm", (each,), n, numel=each, elementwise=n * q * norm.ops(width))
+        if self.gated:
+            linear("ffn.gate", width, self.d_ff, q)
         linear("ffn.up", width, self.d_ff, q)
-        w.op(f"{prefix}ffn.act", n * q * self.d_ff * (ACTIVATION_OPS["silu"] + 1), n)
+        act = ACTIVATION_OPS["silu"] + 1 if self.gated else ACTIVATION_OPS["relu"]
+        w.op(f"{prefix}ffn.act", n * q * self.d_ff * act, n)
         linear("ffn.down", self.d_ff, width, q)
         w.op(f"{prefix}residual", n * 2 * q * width, n)
         w.norm(f"{prefix}norm", norm, width, 1, total=q * width)
@@ -68,7 +79,7 @@ class Resampler:
         from ..blocks._torch import Linear, MatMul, make_norm
 
         spec = self
-        norm = Norm(kind="rmsnorm")
+        norm = Norm(kind=self.norm)
 
         class Layer(nn.Module):
             def __init__(self):
@@ -83,7 +94,8 @@ class Resampler:
                 self.attn.scores, self.attn.values = MatMul(), MatMul()
                 self.ffn = nn.Module()
                 self.ffn.norm = make_norm(norm, width)
-                self.ffn.gate = Linear(width, spec.d_ff, bias=False)
+                if spec.gated:
+                    self.ffn.gate = Linear(width, spec.d_ff, bias=False)
                 self.ffn.up = Linear(width, spec.d_ff, bias=False)
                 self.ffn.down = Linear(spec.d_ff, width, bias=False)
 
@@ -98,6 +110,8 @@ class Resampler:
                 probs = self.attn.scores(qs, ks.transpose(-2, -1)).softmax(-1)
                 latents = latents + self.attn.o(self.attn.values(probs, vs).transpose(1, 2).reshape(b, q, heads * hd))
                 h = self.ffn.norm(latents)
+                if not spec.gated:
+                    return latents + self.ffn.down(nn.functional.relu(self.ffn.up(h)))
                 return latents + self.ffn.down(nn.functional.silu(self.ffn.gate(h)) * self.ffn.up(h))
 
         class ResamplerModule(nn.Module):

@@ -90,6 +90,22 @@ class Vision(Part):
     # layers of gated 2-D depthwise convolutions and of attention in place of ``layers`` (parts/conv_attention.py:
     # LFM3-VL's)
     mixed: ConvAttention | None = None
+    # Llama 3.2 Vision's tiles (MllamaVisionModel): an image runs as ``tiles`` tiles of image_size² pixels, each tile's
+    # positions (its patches and class token) padded with zeros to a whole multiple of ``pad_to`` and every tile's run
+    # through the layers together (their attention over all the tiles' positions); the padding dropped after
+    tiles: Positive = 1
+    pad_to: NonNegative = 0
+    # its gated tile tables (0: none): rows of aspect-ratio ids (supported ratios and the padding id), pre- and
+    # post-tile embeddings of tiles × width a row and a tile position table of tiles × positions × width a row beside
+    # the position table, each with its tanh gate; and the tiles' attention mask, a (positions × 1) @ (1 × positions)
+    # product once an image (_prepare_aspect_ratio_attention_mask)
+    tile_tables: NonNegative = 0
+    # the gated global transformer after post_norm (MllamaVisionEncoder, is_gated): its layers over every tile's
+    # positions, each sublayer's output scaled by the tanh of a learned scalar (gate_attn, gate_ffn)
+    global_layers: Stack | None = None
+    # the projector's rows are the keys and values of the language model's cross-attention layers
+    # (parts/cross_attention.py), not tokens of the sequence: each image is one token of its own there (<|image|>)
+    cross_layers: bool = False
     images: NonNegative = 0  # images per sequence, for the FLOPs
     # its output is the memory a decoder's cross-attention reads (parts/encoder.py, image_patch), not tokens in the
     # sequence: an image encoder-decoder's (Pix2Struct), one image a sequence
@@ -105,7 +121,7 @@ class Vision(Part):
         return replace(self, **stated) if stated else self
 
     def request_tokens(self) -> int:
-        return 0 if self.cross else self.images * self.tokens
+        return 0 if self.cross else self.images * (1 if self.cross_layers else self.tokens)
 
     def unplaced_tokens(self) -> int:
         return 0 if self.table_positions else self.request_tokens()
@@ -156,6 +172,19 @@ class Vision(Part):
         return replace(self.layers, mask="bidirectional", positions="none", norm=self.layers.norm or Norm(kind="layernorm"))
 
     @property
+    def global_stack(self) -> Stack | None:
+        if self.global_layers is None:
+            return None
+        g = self.global_layers
+        return replace(g, mask="bidirectional", positions="none", norm=g.norm or Norm(kind="layernorm"))
+
+    @property
+    def layer_rows(self) -> int:
+        """Positions an image runs its layers over: each tile's rows, padded to whole ``pad_to``, every tile's."""
+        rows = -(-self.rows // self.pad_to) * self.pad_to if self.pad_to else self.rows
+        return self.tiles * rows
+
+    @property
     def depth(self) -> int:
         """The tower's layers (0: none)."""
         return self.layers.n_layers if self.layers else 0
@@ -201,11 +230,15 @@ class Vision(Part):
         if self.projector.query:  # Aria's: as many queries as its patches call for
             return self.projector.image_tokens(self.grid**2)
         breaks = self.grid // self.projector.group if self.row_breaks else 0
-        return self.projector.tokens(self.out_grid) + breaks + (self.read_class and self.class_token and not self.projector.pool_to)
+        own = self.projector.tokens(self.out_grid) + breaks + (self.read_class and self.class_token and not self.projector.pool_to)
+        return self.tiles * own
 
     def input_terms(self, e, model, seq_len: int) -> None:
         out = self.image_terms(model)
-        scale = {"patch": Fraction(self.images * self.grid**2, seq_len), "tower": Fraction(self.images * self.rows, seq_len)}
+        scale = {
+            "patch": Fraction(self.images * self.tiles * self.grid**2, seq_len),
+            "tower": Fraction(self.images * self.layer_rows, seq_len),
+        }
         scale["image"] = Fraction(self.images, seq_len)
         scale["grid"] = Fraction(self.images * self.projector.grid_tokens(self.out_grid), seq_len)
         scale["half"] = Fraction(self.images * self.half_tokens, seq_len)
@@ -230,6 +263,8 @@ class Vision(Part):
         if self.embed_norms or self.patch_norm:  # a LayerNorm (Gemma 4 Unified's), an RMSNorm (Ovis 2's)
             emb.norm("vision.embed_norm", Norm(kind="rmsnorm" if self.patch_norm else "layernorm"), d, 1)
         out: list[tuple[str, object]] = [("patch", t) for t in emb.out]
+        if self.tile_tables:
+            out += self.tile_terms(d)
         emb = Emitter("embedding")
         if self.class_token:  # its row replaces a patch's output: no work
             emb.term("vision.class_embed", "position", (d,))
@@ -246,7 +281,7 @@ class Vision(Part):
         if self.pre_norm:
             emb.norm("vision.pre_norm", norm, d, 1)
         out += [("tower", t) for t in emb.out]
-        layer = self.layer_terms_of(stack.terms(model, "vision.", self.rows, 1)) if stack else []
+        layer = self.layer_terms_of(stack.terms(model, "vision.", self.layer_rows, 1)) if stack else []
         if self.sam:  # its layers and neck
             layer = self.sam.terms(self.grid)
         if self.mixed:
@@ -263,6 +298,8 @@ class Vision(Part):
             emb = Emitter("layers")
             emb.norm("vision.post_norm", norm, d, 1)
             out += [("tower", t) for t in emb.out]
+        if self.global_layers is not None:
+            out += self.global_terms(model, d)
         if self.head:
             out += self.pooling_terms(norm)
         if self.pooler:  # over the class token's row alone: once an image
@@ -283,7 +320,7 @@ class Vision(Part):
             video = Emitter("layers")
             video.term("vision.video_patch_embed.weight", "weight", (d, self.video_patch))
             out += [("image", t) for t in video.out]
-        read = self.rows if self.read_class else self.out_grid**2  # the positions the projector reads
+        read = self.tiles * (self.rows if self.read_class else self.out_grid**2)  # the positions the projector reads
         out += self.projector.terms(model.d_model, "vision.projector.", read)
         if self.high_res:
             out += self.high_res.terms(d, self.grid)
@@ -299,6 +336,32 @@ class Vision(Part):
             emb.term("vision.image_newline", "position", (model.d_model,))
             out += [("projector", t) for t in emb.out]
         return out
+
+    def tile_terms(self, d: int) -> list[tuple[str, object]]:
+        """Llama 3.2 Vision's gated tile tables (MllamaPrecomputedAspectRatioEmbedding, pre and post the layers: a row of
+        tiles × width an aspect-ratio id; MllamaPrecomputedPositionEmbedding's tile_embedding: tiles × positions × width a
+        row), their three tanh gates (the position table's among them: (1 − tanh) of it, tanh of the tile rows), each
+        looked up and added (no multiply-adds); and the tiles' attention mask, a (positions × 1) @ (1 × positions)
+        product once an image."""
+        rows, tiles, table = self.tile_tables, self.tiles, Emitter("embedding")
+        table.term("vision.pre_tile_embed.weight", "position", (rows, tiles * d))
+        table.term("vision.tile_pos_embed.weight", "position", (rows, tiles * self.rows * d))
+        table.term("vision.post_tile_embed.weight", "position", (rows, tiles * d))
+        table.term("vision.tile_gates", "position", (3,))
+        mask = Emitter("layers")
+        n = self.layer_rows
+        mask.term("vision.tile_mask", "core", (1, n, 1), numel=0, macs=n, select="full")
+        return [("image", t) for t in table.out] + [("tower", t) for t in mask.out]
+
+    def global_terms(self, model, d: int) -> list[tuple[str, object]]:
+        """The gated global transformer's layers over every tile's positions, and its gates (two scalars a layer)."""
+        stack = self.global_stack
+        assert stack is not None
+        out = [("tower", t) for t in stack.terms(model, "vision.global.", self.layer_rows, 1)]
+        gates = Emitter("layers")
+        n = stack.n_layers
+        gates.term("vision.global.gates", "bias", (2,), n, numel=2, elementwise=2 * n * d)
+        return out + [("tower", t) for t in gates.out]
 
     def layer_terms_of(self, terms) -> list[tuple[str, object]]:
         """The tower's layers' terms, each over the tower's positions; with windows, each attention product twice:
@@ -379,7 +442,8 @@ class Vision(Part):
     def per_image(self, model) -> tuple[int, int, int]:
         """One image's LM tokens, its forward FLOPs through the tower and the projector (2 per multiply-add of every
         matmul and of the attention's square, as FlopCounterMode counts), and its elementwise FLOPs."""
-        counts = {"patch": self.grid**2, "tower": self.rows, "image": 1, "projector": self.tokens, "merged": self.out_grid**2}
+        counts = {"patch": self.tiles * self.grid**2, "tower": self.layer_rows, "image": 1, "projector": self.tokens}
+        counts["merged"] = self.out_grid**2
         counts["grid"] = self.projector.grid_tokens(self.out_grid)
         counts["half"] = self.half_tokens
         flops = elementwise = 0
@@ -406,6 +470,12 @@ class Vision(Part):
             if self.images
             else "none in the FLOPs per token (a spec states them: vision.images)"
         )
+        if self.cross_layers:  # its rows are the cross-attention layers' keys and values, one token in the sequence
+            return (
+                f"vision tower: one image of {self.tiles} {s}×{s}-pixel tiles is {tokens:,} rows the cross-attention layers "
+                f"read (one token of the sequence) and {flops:,} forward FLOPs through the tower and the projector; "
+                f"images: {where}"
+            )
         return (
             f"vision tower: one {s}×{s}-pixel image is {tokens:,} tokens of the language model and {flops:,} forward FLOPs "
             f"through the tower and the projector; images: {where}"
@@ -479,6 +549,21 @@ def _module(spec: Vision, model):
                 self.pos_embed = nn.Embedding(spec.position_rows or spec.rows, d)
             if spec.pre_norm:
                 self.pre_norm = make_norm(norm, d)
+            if spec.tile_tables:  # looked up and added: no multiply-adds
+                rows, tiles = spec.tile_tables, spec.tiles
+                self.pre_tile_embed = nn.Embedding(rows, tiles * d)
+                self.tile_pos_embed = nn.Embedding(rows, tiles * spec.rows * d)
+                self.post_tile_embed = nn.Embedding(rows, tiles * d)
+                self.tile_gates = nn.Parameter(torch.empty(3))
+                self.tile_mask = MatMul()
+            if spec.global_layers is not None:
+                g = spec.global_stack
+                assert g is not None
+                ginner = replace(g.resolve(model), mask="bidirectional")
+                glob = nn.Module()  # named as the terms: vision.global.*
+                glob.layers = nn.ModuleList(LayerModule(ginner, layer, False) for layer in ginner.layers)
+                glob.gates = nn.Parameter(torch.empty(g.n_layers, 2))
+                self.add_module("global", glob)
             self.layers = nn.ModuleList(LayerModule(inner, layer, False) for layer in inner.layers) if inner else nn.ModuleList()
             if spec.sam:
                 self.layers, self.neck = spec.sam.modules()
@@ -515,7 +600,7 @@ def _module(spec: Vision, model):
         def enter(self, x, ctx):
             if not spec.images:
                 return x
-            n, s = x.shape[0] * spec.images, spec.image_size
+            n, s = x.shape[0] * spec.images * spec.tiles, spec.image_size
             shape = (n, spec.channels, spec.frames, s, s) if spec.frames > 1 else (n, spec.channels, s, s)
             pixels = torch.zeros(shape, dtype=x.dtype, device=x.device)
             if spec.embed_norms:  # each patch's pixels normalised first (their layout does not change the work)
@@ -541,6 +626,12 @@ def _module(spec: Vision, model):
             if spec.mixed:  # its convolution and attention layers
                 for layer in self.layers:
                     h = layer(h)
+            if spec.tiles > 1 or spec.pad_to:  # each tile's rows padded, then every tile of an image together
+                h = nn.functional.pad(h, (0, 0, 0, spec.layer_rows // spec.tiles - spec.rows))
+                h = h.reshape(n // spec.tiles, spec.layer_rows, d)
+            if spec.tile_tables:  # the tiles' attention mask: (positions × 1) @ (1 × positions)
+                ones = torch.ones(n // spec.tiles, spec.layer_rows, 1, dtype=h.dtype, device=h.device)
+                self.tile_mask(ones, ones.transpose(-1, -2))
             inner_ctx = {"embeddings": h}
             windowed = spec.depth - spec.full_layers if spec.window else 0
             for k, layer in enumerate(() if spec.mixed else self.layers):
@@ -554,6 +645,12 @@ def _module(spec: Vision, model):
                     inner_ctx = {"embeddings": h}
             if spec.post_norm:
                 h = self.post_norm(h)
+            if spec.global_layers is not None:
+                global_ctx = {"embeddings": h}
+                for k, layer in enumerate(getattr(self, "global").layers):
+                    h = layer(h, global_ctx, k)
+            if spec.tiles > 1 or spec.pad_to:  # the padding dropped, every tile's rows side by side
+                h = h.reshape(n, spec.layer_rows // spec.tiles, d)[:, : spec.rows].reshape(n // spec.tiles, -1, d)
             if spec.head:
                 self.head(h)
             if spec.pooler:  # the class token's row, computed and not read
@@ -561,7 +658,9 @@ def _module(spec: Vision, model):
             h = h[:, spec.registers :]  # the registers are not read
             h = h if spec.read_class or not spec.class_token else h[:, 1:]
             copies = 1 if spec.projector.qformer else spec.projector.width // d  # the layers it reads, concatenated
-            self.projector(torch.cat([h] * copies, dim=-1))
+            states = self.projector(torch.cat([h] * copies, dim=-1))
+            if spec.cross_layers:  # every image's rows, read as keys and values by the cross-attention layers
+                ctx["cross_states"] = states.reshape(x.shape[0], -1, states.shape[-1])
             if spec.high_res:  # the image at the high-resolution tower's size, through it and the aligner
                 side = spec.high_res.image_size
                 pixels = torch.zeros((n, spec.high_res.channels, side, side), dtype=x.dtype, device=x.device)

@@ -340,3 +340,20 @@ def test_absorbed_decode_meets_topk_keys_and_the_indexer_every_key():
     attention = 2 * (h * (rank + rope) + h * rank) * 2048
     indexer = 2 * (hi * di + hi) * keys
     assert step - fixed == attention + indexer
+
+
+def test_decode_step_of_an_indexer_reading_the_layer_input_by_hand():
+    """Mistral Large 4's indexer (MistralLarge4TextIndexer) reads the layer's input through q_input_norm into wq_b, where
+    DeepSeek-V3.2's reads the query latent: a decode step's wq_b is d_model × heads × head_dim multiply-adds in place of
+    q_lora_rank × heads × head_dim, every other term the same (2 FLOPs each)."""
+    from dataclasses import replace
+
+    from ffncalc.blocks.mla import LatentAttention
+
+    d, rank, hi, di = 512, 96, 4, 32
+    spec = LatentAttention(n_heads=4, kv_lora_rank=64, qk_rope_head_dim=16, qk_nope_head_dim=32, v_head_dim=32, q_lora_rank=rank)
+    spec = replace(spec, index_n_heads=hi, index_head_dim=di, index_topk=8)
+    model = type("M", (), {"d_model": d})()
+    latent, _ = spec.decode_cost(model)
+    from_input, _ = replace(spec, index_input_norm=True).decode_cost(model)
+    assert from_input - latent == 2 * (d - rank) * hi * di

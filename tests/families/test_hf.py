@@ -78,6 +78,8 @@ TEXT_OF_WHOLE = {"qwen2_vl_text", "qwen2_5_vl_text", "qwen3_vl_text", "qwen3_vl_
 TEXT_OF_WHOLE |= {"cosmos3_edge_text", "kosmos_2_text_model", "kosmos_2_5_text_model", *coverage.SELF_TEXT}
 TEXT_OF_WHOLE |= {"glm_ocr_text", "paddleocr_vl_text", "mistral4", "qwen2_5_omni_text", "qwen3_omni_moe_text", "step3p5"}
 TEXT_OF_WHOLE |= {"voxtral_realtime_text", *coverage.TEXT_PROVEN_WHOLE}
+# Llama 3.2 Vision's language model: the whole class's, and MllamaForCausalLM at the defaults of "mllama" (hf_defaults)
+TEXT_OF_WHOLE |= {"mllama_text_model"}
 # Families with no public config yet: proven exactly at their configuration class's defaults (tests/families/test_defaults.py)
 DEFAULTS_TRUTH = CONFIGS.parent / "hf_defaults" / "truth"
 PROVEN_AT_DEFAULTS = {p.stem for p in DEFAULTS_TRUTH.glob("*.json") if "refused" not in json.loads(p.read_text())}

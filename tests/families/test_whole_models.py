@@ -1260,3 +1260,125 @@ def test_phi4_multimodal_audio_of_any_length_equals_flopcountermode(seconds):
         embed.down_proj_for_speech(nn.functional.gelu(embed.up_proj_for_speech(h)))
     assert ours == sum(counter.get_flop_counts()["Global"].values())
     assert audio.request_tokens() == {7: 88, 50: 625}[seconds]
+
+
+def test_mllama_by_hand():
+    """Llama 3.2 Vision at MllamaConfig's defaults, derived by hand from MllamaVisionModel and MllamaTextModel: 40 text
+    layers of width 4,096 (32 heads of 128, 8 KV heads, SwiGLU 14,336), 8 of them (3, 8, … 38) cross-attention layers
+    with q, k, v, o, q_norm and k_norm over a head and two tanh gates in place of self-attention, a table of 128,256 + 8
+    rows; the tower 1,280 wide (16 heads, MLP 5,120) with 32 layers and 8 gated global layers over 4 tiles of 448 pixels
+    (1,024 patches of 14 and a class token a tile, padded to 1,032 rows), 5 layers' features beside the last (7,680)
+    through Linear(7,680, 4,096). One image: the patch convolution, 40 layers over 4 × 1,032 rows meeting every other,
+    the tiles' mask product (4,128²), the projector over 4 × 1,025 rows; the language model's cache a sequence is K and V
+    of those rows in each cross-attention layer."""
+    from ffncalc.parts.vision import Vision
+
+    _, model = hf.load(HERE / "configs" / "mllama.json")
+    d, kv, ff, vocab = 4096, 1024, 14336, 128256
+    attn = d * d * 2 + kv * d * 2
+    text = (vocab + 8) * d + vocab * d + d + 40 * (3 * d * ff + 2 * d) + 32 * attn + 8 * (attn + 2 * 128 + 2)
+    assert 8 * (attn + 2 * 128 + 2 + 3 * d * ff + 2 * d) == 8 * 218_112_258
+    w, f, rows = 1280, 5120, 32 * 32 + 1
+    layer = 4 * w * w + 2 * w * f + f + w + 4 * w
+    tables = rows * w + 9 * 4 * rows * w + 2 * 9 * 4 * w + 3
+    tower = w * 3 * 14 * 14 + w + tables + 2 * 2 * w + 40 * layer + 8 * 2
+    assert ours(model) == {"text": text, "tower": tower, "projector": 7680 * d + d} == groups("mllama")
+    assert tally(model).params == 10_642_941_475
+    (vision,) = [p for p in model.parts if isinstance(p, Vision)]
+    n = 4 * 1032
+    macs = 4 * 1024 * w * 3 * 14 * 14 + 40 * (n * (4 * w * w + 2 * w * f) + 2 * n * n * w) + n * n + 4 * rows * 7680 * d
+    assert vision.per_image(model)[:2] == (4 * rows, 2 * macs)
+    assert 2 * macs == next(r["total"] for r in truth("mllama")["image_flops"]["runs"] if r["size"] == 448)
+    import ffncalc
+
+    served = ffncalc.infer(str(HERE / "configs" / "mllama.json"), prompt=512, generate=64, hardware="h100-sxm", images=2)
+    # bf16 K and V of 2 images' rows in the 8 cross-attention layers alone
+    assert served.figures["cross_kv_bytes_per_sequence"].value == 8 * 2 * kv * 2 * (2 * 4 * rows)
+
+
+@pytest.mark.torch
+def test_mllama_head_is_never_tied(tmp_path):
+    """MllamaForConditionalGeneration with tie_word_embeddings true still builds lm_head apart (vocab_size rows against
+    the table's vocab_size + 8): the count equals the class transformers builds."""
+    from ffncalc.analysis.hfwhole import instantiate_whole
+
+    data = {**json.loads((HERE / "configs" / "mllama.json").read_text()), "tie_word_embeddings": True}
+    (tmp_path / "config.json").write_text(json.dumps(data))
+    _, model = hf.load(tmp_path / "config.json")
+    assert tally(model).params == sum(p.numel() for p in instantiate_whole(data).parameters()) == 10_642_941_475
+
+
+def test_idefics_by_hand():
+    """IDEFICS at IdeficsConfig's defaults, derived by hand from IdeficsModel: 32 LLaMA layers of width 4,096 (32 heads,
+    SwiGLU 11,008), before each (cross_layer_interval 1) a gated cross-attention layer of its own (q and o of 4,096, k and
+    v from the tower's 768 features, its own SwiGLU, two RMSNorms, two scalar gates), 32,000 rows a side; the CLIP-built
+    tower 768 wide (16 heads, MLP 5,120, 32 layers) over 16 × 16 patches of 14 and a class token, whose 257 rows are the
+    keys and values as they are (no projector). One image: the patch convolution and 32 layers over 257 rows; its
+    cache a sequence: K and V of those rows in each of the 32 cross-attention layers."""
+    from ffncalc.parts.vision import Vision
+
+    _, model = hf.load(HERE / "configs" / "idefics.json")
+    d, ff, vocab, w, f, rows = 4096, 11008, 32000, 768, 5120, 16 * 16 + 1
+    layer = 4 * d * d + 3 * d * ff + 2 * d
+    cross = 2 * d * d + 2 * w * d + 3 * d * ff + 2 * d + 2
+    text = 2 * vocab * d + d + 32 * layer + 32 * cross
+    tower = w * 3 * 14 * 14 + w + rows * w + 2 * w + 32 * (4 * w * w + 4 * w + 2 * w * f + f + w + 4 * w) + 2 * w
+    assert ours(model) == {"text": text, "tower": tower, "projector": 0} == groups("idefics")
+    assert tally(model).params == 12_670_461_504
+    (vision,) = [p for p in model.parts if isinstance(p, Vision)]
+    macs = 256 * w * 3 * 14 * 14 + 32 * (rows * (4 * w * w + 2 * w * f) + 2 * rows * rows * w)
+    assert vision.per_image(model)[:2] == (rows, 2 * macs)
+    assert 2 * macs == next(r["total"] for r in truth("idefics")["image_flops"]["runs"] if r["size"] == 224)
+    import ffncalc
+
+    served = ffncalc.infer(str(HERE / "configs" / "idefics.json"), prompt=256, generate=16, hardware="h100-sxm", images=3)
+    assert served.figures["cross_kv_bytes_per_sequence"].value == 32 * 2 * d * 2 * (3 * rows)
+
+
+@pytest.mark.parametrize(
+    ("model_type", "change", "words"),
+    [
+        (
+            "idefics",
+            {"use_resampler": True, "perceiver_config": {"qk_layer_norms_perceiver": True}},
+            "qk_layer_norms_perceiver: true: the resampler's q and k LayerNorms are not read yet",
+        ),
+        ("mllama", {"vision_config": {"vision_output_dim": 4096}}, "vision_output_dim: 4096: the tower writes 7680 features"),
+    ],
+)
+def test_cross_attention_wrappers_refuse_what_they_do_not_read_in_one_line(model_type, change, words, tmp_path):
+    """IDEFICS' resampler with q and k LayerNorms, and Llama 3.2 Vision whose projector reads other than the tower's 6 ×
+    1,280 features: one line naming the key."""
+    from ffncalc.errors import InputError
+
+    data = json.loads((HERE / "configs" / f"{model_type}.json").read_text())
+    data = {k: ({**data[k], **v} if isinstance(v, dict) else v) for k, v in {**data, **change}.items()}
+    (tmp_path / "config.json").write_text(json.dumps(data))
+    with pytest.raises(InputError) as err:
+        hf.load(tmp_path / "config.json")
+    assert str(err.value).endswith(words) and "\n" not in str(err.value)
+
+
+@pytest.mark.torch
+def test_idefics_perceiver_resampler_equals_transformers(tmp_path):
+    """IDEFICS with use_resampler (IdeficsPerceiverResampler at its perceiver_config's defaults: 64 latents of the
+    tower's 768, 6 layers of 16 heads of 96, LayerNorms, a ReLU MLP of 3,072): every component equal to the whole class
+    transformers builds, one image's FLOPs through the tower and the resampler equal to FlopCounterMode at 224 and 448
+    pixels, each image 64 rows of the cross-attention's keys and values; verify runs it through the reference modules."""
+    from ffncalc.analysis.hfwhole import check_whole, image_flops
+    from ffncalc.analysis.verify import verify
+    from ffncalc.api.commands import with_inputs
+    from ffncalc.api.models import Model
+    from ffncalc.parts.vision import Vision
+
+    data = {**json.loads((HERE / "configs" / "idefics.json").read_text()), "use_resampler": True}
+    (tmp_path / "config.json").write_text(json.dumps(data))
+    label, model = hf.load(tmp_path / "config.json")
+    report = check_whole(hf.read_config(tmp_path / "config.json"), model, model=label)
+    assert report.ok and "vision.projector.resampler.attn.q" in {c.component for c in report.checks}
+    (vision,) = [p for p in model.parts if isinstance(p, Vision)]
+    for size in (224, 448):
+        sized = {**data, "vision_config": {**data["vision_config"], "image_size": size}}
+        assert replace(vision, image_size=size).per_image(model)[:2] == (64, image_flops(sized, size)["total"])
+    m = with_inputs(Model(label, replace(model, layers=model.layers[:2])), images=1)
+    assert verify(m.stack, model=label, seq_len=64).ok

@@ -166,6 +166,49 @@ def test_reference_model_runs_the_images(model_type, size):
 
 
 @pytest.mark.torch
+def test_reference_model_runs_an_image_through_cross_attention():
+    """Llama 3.2 Vision's first four text layers (the fourth a cross-attention layer) and its tiled tower at 224 pixels
+    (4 tiles of 16 × 16 patches and a class token, padded to 264 rows): verify runs the image through the tower, the
+    global layers and the projector, and the cross-attention's q, o and rectangle over the 4 × 257 rows, k and v once a
+    row: every component's FLOPs agree with the count."""
+    from dataclasses import replace
+
+    from ffncalc.analysis.verify import verify
+    from ffncalc.api.commands import with_inputs
+    from ffncalc.api.models import Model
+    from ffncalc.sources import hf
+
+    label, stack = hf.load(WHOLE / "configs" / "mllama.json")
+    m = with_inputs(Model(label, replace(stack, layers=stack.layers[:4])), images=1, image_size=224)
+    report = verify(m.stack, model=label, seq_len=64)
+    assert report.ok
+    scores = next(c for c in report.checks if c.component == "cross.scores")
+    assert scores.analytic_flops == scores.torch_flops == 2 * 64 * 32 * (4 * 257) * 128
+    k = next(c for c in report.checks if c.component == "cross.k.weight")
+    assert k.torch_flops == 2 * 4 * 257 * 4096 * 1024
+
+
+@pytest.mark.torch
+def test_reference_model_runs_idefics_cross_attention():
+    """IDEFICS' first two layers (a gated cross-attention layer, then a LLaMA layer) and its CLIP-built tower at 224
+    pixels: the cross-attention's keys and values read the tower's 257 rows at its 768 features; every component's FLOPs
+    agree with the count."""
+    from dataclasses import replace
+
+    from ffncalc.analysis.verify import verify
+    from ffncalc.api.commands import with_inputs
+    from ffncalc.api.models import Model
+    from ffncalc.sources import hf
+
+    label, stack = hf.load(WHOLE / "configs" / "idefics.json")
+    m = with_inputs(Model(label, replace(stack, layers=stack.layers[:2])), images=2)
+    report = verify(m.stack, model=label, seq_len=64)
+    assert report.ok
+    k = next(c for c in report.checks if c.component == "cross.k.weight")
+    assert k.analytic_flops == k.torch_flops == 2 * 2 * 257 * 768 * 4096
+
+
+@pytest.mark.torch
 def test_reference_model_runs_the_audio():
     """verify runs a window of frames through the audio tower's convolutions, layers, pool and projector: every
     component's FLOPs agree with the count (Qwen2-Audio, two text layers kept)."""

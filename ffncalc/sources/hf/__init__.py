@@ -91,7 +91,9 @@ TEXT_TYPES = {
     "pix2struct": "pix2struct_text_model",
     "blip": "blip_text_model",
     "glm_ocr": "glm_ocr_text",
+    "idefics": "idefics",  # IdeficsConfig's language model is its own top-level keys
     "llama4": "llama4_text",
+    "mllama": "mllama_text_model",
     "mistral3": "mistral",
     "modernvbert": "modernbert",
     "moss_transcribe_diarize": "qwen3",
@@ -123,7 +125,7 @@ TEXT_TYPES = {
 # Wrappers whose language model is the configuration's ``decoder`` (VisionEncoderDecoderConfig: any causal LM built with
 # add_cross_attention, beside the vision ``encoder``: towers/image_seq2seq.py)
 DECODER_TEXT = frozenset({"vision-encoder-decoder"})
-FLAT_TEXT = frozenset({"qwen2_vl", "qwen2_5_vl", "git", "phi4_multimodal"})  # GitConfig: always flat, its text keys at the top
+FLAT_TEXT = frozenset({"qwen2_vl", "qwen2_5_vl", "git", "phi4_multimodal", "idefics"})  # GitConfig, IdeficsConfig: always flat
 
 
 def language_model(c: Config) -> Config:
@@ -179,6 +181,10 @@ TIE_FROM_TEXT = frozenset(
 # (VisionEncoderDecoderModel's decoder is a causal LM of its own, built by AutoModelForCausalLM: its config ties its head,
 # whatever the wrapper's tie_word_embeddings, which VisionEncoderDecoderConfig sets false)
 TIE_OF_TEXT = frozenset({"vibevoice", "vision-encoder-decoder"})
+# Wrappers whose head never shares the token table whatever their tie_word_embeddings says, as their language model's
+# family reads it: Llama 3.2 Vision's table has vocab_size + 8 rows against lm_head's vocab_size, which transformers
+# builds apart
+NEVER_TIED = frozenset({"mllama"})
 
 
 def wrapper_tie(c: Config, text: dict) -> bool | None:
@@ -270,7 +276,7 @@ def read(c: Config) -> tuple[dict, tuple[str, ...]]:
     token = _UNSTATED.set(found)
     try:
         data = _prune(family_of(c).read(c))
-        if c.outer is not None:  # the whole model's head, tied as its wrapper ties it
+        if c.outer is not None and c.wrapper not in NEVER_TIED:  # the whole model's head, tied as its wrapper ties it
             tie = wrapper_tie(c.outer, c.data)
             data = data if tie is None else {**data, "tie_embeddings": tie}
         reader = _whole(c)

@@ -242,7 +242,7 @@ NOT_TEXT_DECODERS = {
     "musicgen": "music (audio codebooks)",
     "musicgen_melody": "music (audio codebooks)",
     **dict.fromkeys(
-        ("emu3", "fuyu", "git", "got_ocr2", "mllama", "phi4_multimodal"),
+        ("emu3", "fuyu", "git", "got_ocr2", "phi4_multimodal"),
         "a multimodal model whose causal-LM class holds its image or audio parts",
     ),
 }
@@ -810,10 +810,11 @@ WHOLE_IS_TEXT = {
 
 
 # Multimodal types whose configuration states its language model's keys at its top (no text_config) and whose
-# causal-LM class is the whole model (NOT_TEXT_DECODERS): the family of the same name reads those keys as the wrapper's
-# language model, and the type is listed among the multimodal types, counted whole (GitForCausalLM); Phi-4-multimodal's
-# top-level keys are Phi-4-mini's, read as phi3 (Phi4MultimodalForCausalLM)
-SELF_TEXT = ("git", "phi4_multimodal")
+# causal-LM class is the whole model (NOT_TEXT_DECODERS), or that have none (IDEFICS): the family of the same name reads
+# those keys as the wrapper's language model, and the type is listed among the multimodal types, counted whole
+# (GitForCausalLM, IdeficsForVisionText2Text); Phi-4-multimodal's top-level keys are Phi-4-mini's, read as phi3
+# (Phi4MultimodalForCausalLM)
+SELF_TEXT = ("git", "phi4_multimodal", "idefics")
 
 
 # Image-text and multimodal-LM types not read whole yet whose class builds more than a tower and a projector beside a
@@ -831,11 +832,6 @@ WHOLE_NOT_YET = {
     "head_dim 128 for transformers to build it",
     "qwen3_omni_moe": "its talker and code2wav beside the thinker (qwen3_omni_moe_thinker, read whole); transformers refuses "
     "its defaults",
-    "idefics": (
-        "gated cross-attention layers in the language model (tanh-gated, one every cross_layer_interval layers) reading "
-        "the CLIP tower's positions or a perceiver resampler's latents, not image tokens in the sequence; its config is "
-        "flat (no text_config)"
-    ),
     "chameleon": (
         "a VQ-VAE image tokenizer (a convolutional encoder of ResNet blocks, GroupNorms and an attention block, a "
         "codebook) whose codes are the language model's tokens"
@@ -863,8 +859,6 @@ WHOLE_NOT_YET = {
     "muse_spark": (
         "windowed tower layers, an audio tower and a language model of centred RMSNorms, gated attention and soft-capped logits"
     ),
-    "mllama": "its tiled vision encoder (gated position, tile and aspect-ratio tables, global layers with gates, five "
-    "layers' features concatenated) and the language model's gated cross-attention layers are not read yet",
     "qwen2_5_omni": "its talker (a second language model: Qwen2 layers with their own codec table and head, and "
     "thinker_to_talker_proj) and token2wav (a DiT with an ECAPA-TDNN speaker encoder and time-conditioned norms, and "
     "BigVGAN's transposed convolutions and residual blocks of snake activations) are not read yet; its thinker is "
@@ -1025,7 +1019,8 @@ def model_types() -> list[dict]:
     families, whole = registered(), wrappers()
     # the language models of wrappers read whole: each proven at its wrapper's class defaults (tests/hf_whole)
     whole_text = {WRAPPED_TEXT[w] for w in whole if w in WRAPPED_TEXT}
-    extra = tuple(sorted(t for t in families if t not in CAUSAL_LM_TYPES + ENCODER_TYPES + ENCODER_DECODER_TYPES))
+    known = CAUSAL_LM_TYPES + ENCODER_TYPES + ENCODER_DECODER_TYPES + SELF_TEXT  # a wrapper's own keys: a multimodal type
+    extra = tuple(sorted(t for t in families if t not in known))
     records = []
     decoders = [(t, "decoder") for t in CAUSAL_LM_TYPES + extra if t not in NOT_TEXT_DECODERS]
     for model_type, kind in (

@@ -11,7 +11,7 @@ from typing import Callable
 from ..config import Config
 
 _WRAPPERS: dict[str, Callable[[Config], dict]] = {}
-MODULES = ("vlm", "audio_lm", "vbert", "image_seq2seq", "sam", "lfm3_vl", "phi4mm", "inkling_mm")
+MODULES = ("vlm", "audio_lm", "vbert", "image_seq2seq", "sam", "lfm3_vl", "phi4mm", "inkling_mm", "mllama", "idefics")
 
 
 def wrapper(*model_types: str):

@@ -44,6 +44,8 @@ VISION_TYPES = (
     "git_vision_model",
     "paddleocr_vl_vision",
     "step3p5_vision",
+    "mllama_vision_model",  # Llama 3.2 Vision's tiled tower, read by towers/mllama.py (its class defaults)
+    "idefics_vision",  # IDEFICS' CLIP-built tower, read by towers/idefics.py (its class defaults)
 )
 NAFLEX_IMAGE_SIZE = 512  # pixels a side: 32 × 32 patches of 16 (LFM2-VL's largest tile, 256 tokens after its 2 × 2 shuffle)
 PADDLE_IMAGE_SIZE = 448  # pixels a side: 32 × 32 patches of 14, 16 × 16 tokens after PaddleOCR-VL's 2 × 2 merge
@@ -516,6 +518,7 @@ TOP_MODULES = (
     (r"patch_embedder\.input_proj$", "patch_embed"),  # Gemma 4's
     (r"patch_embedding\.linear$", "patch_embed"),  # Llama 4's unfold and linear
     (r"layernorm_pre$", "pre_norm"),
+    (r"^patch_embedding$", "patch_embed"),  # Llama 3.2 Vision's
     (r"pre_layernorm$", "pre_norm"),  # Step3p7's
     (r"post_conv_layernorm$", "pre_norm"),  # GLM-4V's
     (r"final_layernorm$", "post_norm"),  # MoonViT's
@@ -583,6 +586,12 @@ PARAMETERS = (
     (r"pos_emb\.position_embeddings$", "pos_embed"),  # MoonViT's
     (r"^class_embedding$", "class_embed"),  # Llama 4's
     (r"^positional_embedding_vlm$", "pos_embed"),
+    (r"^gated_positional_embedding\.embedding$", "pos_embed"),  # Llama 3.2 Vision's tables and gates
+    (r"^gated_positional_embedding\.tile_embedding\.weight$", "tile_pos_embed"),
+    (r"^pre_tile_positional_embedding\.embedding\.weight$", "pre_tile_embed"),
+    (r"^post_tile_positional_embedding\.embedding\.weight$", "post_tile_embed"),
+    (r"^(gated_positional|pre_tile_positional|post_tile_positional)_embedding\.gate$", "tile_gates"),
+    (r"\.gate_(attn|ffn)$", "gates"),  # its global layers' gates
 )
 # The configuration classes of the connectors and embedders read (a sparse perceiver_config's or vision_config's
 # defaults; Gemma 4 Unified's encoder-free embedder, towers/vlm.py)
@@ -592,6 +601,7 @@ CONNECTOR_TYPES = (
     "instructblip_qformer",
     "instructblipvideo_qformer",
     "gemma4_unified_vision",
+    "idefics_perciever",  # IDEFICS' perceiver_config (transformers' spelling)
 )
 # Idefics2's perceiver resampler (parts/resampler.py), its modules by the end of their path
 RESAMPLER_MODULES = (
@@ -606,6 +616,15 @@ RESAMPLER_MODULES = (
     (r"mlp\.up_proj$", "ffn.up"),
     (r"mlp\.down_proj$", "ffn.down"),
     (r"^norm$", "norm"),
+    (r"(context_layer_norm|latents_layer_norm)$", "norms"),  # IDEFICS': blocks.i.0 its attention, blocks.i.1 its MLP
+    (r"\.0\.q_proj$", "attn.q"),
+    (r"\.0\.k_proj$", "attn.k"),
+    (r"\.0\.v_proj$", "attn.v"),
+    (r"\.0\.output_proj$", "attn.o"),
+    (r"\.1\.ln$", "ffn.norm"),
+    (r"\.1\.fc$", "ffn.up"),
+    (r"\.1\.c_proj$", "ffn.down"),
+    (r"^layer_norm$", "norm"),
 )
 # BLIP-2's Q-Former (parts/qformer.py), its modules by the end of their path (cross-attention's before attention's)
 QFORMER_MODULES = (
@@ -651,6 +670,7 @@ TOWERS = (
     (r"aligner\.high_res_vision_proj\.", "vision.projector.high", "self"),
     (r"aligner\.proj\.", "vision.projector.linear", "self"),
     (r"connector\.perceiver_resampler\.", "vision.projector.resampler.", "resampler"),  # Idefics2's
+    (r"model\.perceiver_resampler\.", "vision.projector.resampler.", "resampler"),  # IDEFICS'
     (r"qformer\.", "vision.projector.qformer.", "qformer"),  # BLIP-2's
     (r"query_tokens$", "vision.projector.qformer.queries", "self"),
     (r"language_projection\.", "vision.projector.linear", "self"),
@@ -686,6 +706,8 @@ TOWERS = (
     (r"git\.visual_projection\.", "vision.projector.", "projector"),  # GIT's
     (r"vision_model\.downsampler1\.", "vision.projector.downsample_1", "self"),  # Step3p7's
     (r"vision_model\.downsampler2\.", "vision.projector.downsample_2", "self"),
+    (r"vision_model\.global_transformer\.", "vision.global.", "tower"),  # Llama 3.2 Vision's gated global layers
+    (r"vision_model\.transformer\.", "vision.", "tower"),  # and its first layers
     (r"(vision_model|vision_encoder)\.", "vision.", "tower"),  # Idefics3's and SmolVLM's; LightOnOCR's
     (r"connector\.norm\.", "vision.projector.norm", "self"),  # UltraVBERT's, over what its modality_projection writes
     (
