@@ -85,7 +85,7 @@ class Phi4ConformerAttention(ConformerAttention):
         """The attention's, and the kernel − 1 positions past the sequence that pw_conv's input holds and the cut
         activation input still spans (its view keeps the uncut output): (kernel − 1) × (inner + d) 16-bit elements."""
         extra = (self.kernel - 1) * (self.multiplier * model.d_model + model.d_model)
-        return super().score_bytes(model, seq_len, flash) + 2 * extra
+        return Attention.score_bytes(self, model, seq_len, flash) + 2 * extra
 
     def torch_module(self, model, causal: bool):
         return _module()(self, model, causal)
