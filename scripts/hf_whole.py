@@ -204,7 +204,7 @@ def truth_text(model_type: str, data: dict, config: str = "") -> str:
         message = " ".join(str(exc).split())
         record = {"transformers": transformers.__version__, "refused": f"{type(exc).__name__}: {message[:300]}"}
     if model_type == "phi4_multimodal" and "refused" not in record and not config:  # its own image and audio paths
-        from ffncalc.analysis.hfwhole import PHI4_AUDIO_METHOD, PHI4_IMAGE_METHOD, PHI4_REDUCED, phi4_audio_flops, phi4_image_flops
+        from ffncalc.analysis.hfembedded import PHI4_AUDIO_METHOD, PHI4_IMAGE_METHOD, PHI4_REDUCED, phi4_audio_flops, phi4_image_flops
 
         small = {**data, **{key: {**data[key], **value} for key, value in PHI4_REDUCED.items()}}
         runs = [phi4_image_flops(small, s) for s in IMAGE_SIZES[model_type]]
@@ -212,7 +212,7 @@ def truth_text(model_type: str, data: dict, config: str = "") -> str:
         runs = [phi4_audio_flops(data, n) for n in AUDIO_POSITIONS[model_type]]
         record["audio_flops"] = {"method": PHI4_AUDIO_METHOD, "runs": runs}
     elif model_type == "inkling_mm_model" and "refused" not in record and not config:  # patches a token; codes a frame
-        from ffncalc.analysis.hfwhole import INKLING_AUDIO_METHOD, INKLING_IMAGE_METHOD, inkling_audio_flops, inkling_image_flops
+        from ffncalc.analysis.hfembedded import INKLING_AUDIO_METHOD, INKLING_IMAGE_METHOD, inkling_audio_flops, inkling_image_flops
 
         runs = [inkling_image_flops(data, s) for s in IMAGE_SIZES[model_type]]
         record["image_flops"] = {"method": INKLING_IMAGE_METHOD, "runs": runs}
