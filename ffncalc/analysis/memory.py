@@ -49,7 +49,10 @@ def activation_bytes(spec: Model, step: Step, layout: Layout = Layout()) -> int:
     for run in spec.runs():
         blocks = [block for _, block in run.layer.blocks()]
         per_token = sum(2 * b.kept_elements(spec) + DROPOUT_MASK_BYTES * d for b in blocks)
-        per_token += sum(2 * p.kept_elements(spec) + p.kept_bytes(spec, scored) for p in spec.parts)  # the parts in a layer
+        kept = [p.layer_kept(spec, run.layer, scored) for p in spec.parts]  # the parts' shares of the layer
+        per_token += sum(2 * k.elements + k.bytes for k in kept)
+        # what a part keeps a sequence (split by heads) and a forward (whole) whatever the length: K and V of images' rows
+        sequences, forward = batch * sum(k.sequence for k in kept), sum(k.forward for k in kept)
         uses = run.layer.norm_uses(spec.norm)
         per_token += 2 * sum(u != "none" for u in uses) * d
         per_token += 2 * uses.count("gated") * (spec.norm.gate_rank + d)  # a gate's hidden and its logits
@@ -58,7 +61,8 @@ def activation_bytes(spec: Model, step: Step, layout: Layout = Layout()) -> int:
         if not sequence_parallel and tp > 1:  # the sublayers' inputs, dropout masks and norm inputs, replicated
             whole = sum(2 * d + DROPOUT_MASK_BYTES * d for b in blocks if b.kind != "none")
             whole += 2 * sum(u != "none" for u in uses) * d + 2 * uses.count("gated") * (spec.norm.gate_rank + d)
-        total += run.n * (sb * whole + (sb * (per_token - whole) + scores) // tp)
+            whole += 2 * sum(k.whole for k in kept)
+        total += run.n * (sb * whole + (sb * (per_token - whole) + scores + sequences) // tp + forward)
     return total
 
 
