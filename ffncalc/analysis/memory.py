@@ -34,6 +34,8 @@ def activation_bytes(spec: Model, step: Step, layout: Layout = Layout()) -> int:
     parallelism alone leaves whole on every device what sequence parallelism splits: each sublayer's input
     (2 bytes of d a token: what its first matmul reads), its dropout mask and the norms' inputs (their
     sbh·(10 + 24/t)). Full recomputation keeps only each layer's input (2·sbh, ÷ t with sequence parallelism).
+    The parts' shares of each layer (``Part.layer_kept``) join it: per token, and what a sequence keeps whatever its
+    length (a cross-attention layer's K and V of every image row, split by heads over t).
     """
     # the positions the layers run over: a prompt's before the sequence, padding to whole chunks (the parts')
     seq_len, batch, recompute, kernel = spec.layer_positions(step.seq_len), step.micro_batch, step.recompute, step.kernel
