@@ -66,9 +66,25 @@ def saved_bytes(module: torch.nn.Module, x: torch.Tensor) -> int:
     return sum(seen.values())
 
 
+def imaged(spec: Model) -> Model:
+    """``spec`` with one image a sequence where its layers read images' rows (``Part.kept_module``) and it states
+    none: what those layers keep is measured with the images they attend."""
+    from dataclasses import replace
+
+    from ..parts import Part
+
+    reads = any(type(p).kept_module is not Part.kept_module for p in spec.parts)  # a part that measures its own share
+    if not reads or any(p.request_tokens() for p in spec.parts if "images" in p.takes):
+        return spec
+    return replace(spec, parts=tuple(p.given(images=1) if "images" in p.takes else p for p in spec.parts))
+
+
 def check(spec: Model, seq_len: int = 16, seed: int = 0) -> list[KeptCheck]:
-    """Every block of each run of identical layers, measured once."""
+    """Every block of each run of identical layers, measured once; and each part's own share of a layer
+    (``Part.kept_module``: a cross-attention layer's), planned as ``Part.layer_kept`` with the flash kernel and
+    what it keeps once a sequence beside the layers (``Part.stacks``' rows kept whole: the images' rows k and v read)."""
     torch.manual_seed(seed)
+    spec = imaged(spec)
     out = []
     for run in spec.runs():
         for slot, block in run.layer.blocks():
@@ -78,4 +94,13 @@ def check(spec: Model, seq_len: int = 16, seed: int = 0) -> list[KeptCheck]:
             x = torch.randn(1, seq_len, spec.d_model, dtype=torch.bfloat16, requires_grad=True)
             planned = seq_len * 2 * block.kept_elements(spec) + block.score_bytes(spec, seq_len, True)
             out.append(KeptCheck(run.span, slot, block.kind, planned, saved_bytes(module, x)))
+        for part in spec.parts:
+            module = part.kept_module(spec, run.layer)
+            if module is None:
+                continue
+            kept = part.layer_kept(spec, run.layer, "flash")
+            planned = seq_len * (2 * kept.elements + kept.bytes) + kept.sequence + kept.forward
+            planned += sum(2 * rows * whole for inner, rows, _, whole in part.stacks(spec) if not inner.layers)
+            x = torch.randn(1, seq_len, spec.d_model, dtype=torch.bfloat16, requires_grad=True)
+            out.append(KeptCheck(run.span, part.key, part.key, planned, saved_bytes(module.to(torch.bfloat16), x)))
     return out

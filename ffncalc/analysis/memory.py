@@ -34,6 +34,8 @@ def activation_bytes(spec: Model, step: Step, layout: Layout = Layout()) -> int:
     parallelism alone leaves whole on every device what sequence parallelism splits: each sublayer's input
     (2 bytes of d a token: what its first matmul reads), its dropout mask and the norms' inputs (their
     sbh·(10 + 24/t)). Full recomputation keeps only each layer's input (2·sbh, ÷ t with sequence parallelism).
+    The parts' shares of each layer (``Part.layer_kept``) join it: per token, and what a sequence keeps whatever its
+    length (a cross-attention layer's K and V of every image row, split by heads over t).
     """
     # the positions the layers run over: a prompt's before the sequence, padding to whole chunks (the parts')
     seq_len, batch, recompute, kernel = spec.layer_positions(step.seq_len), step.micro_batch, step.recompute, step.kernel
@@ -49,7 +51,10 @@ def activation_bytes(spec: Model, step: Step, layout: Layout = Layout()) -> int:
     for run in spec.runs():
         blocks = [block for _, block in run.layer.blocks()]
         per_token = sum(2 * b.kept_elements(spec) + DROPOUT_MASK_BYTES * d for b in blocks)
-        per_token += sum(2 * p.kept_elements(spec) + p.kept_bytes(spec, scored) for p in spec.parts)  # the parts in a layer
+        kept = [p.layer_kept(spec, run.layer, scored) for p in spec.parts]  # the parts' shares of the layer
+        per_token += sum(2 * k.elements + k.bytes for k in kept)
+        # what a part keeps a sequence (split by heads) and a forward (whole) whatever the length: K and V of images' rows
+        sequences, forward = batch * sum(k.sequence for k in kept), sum(k.forward for k in kept)
         uses = run.layer.norm_uses(spec.norm)
         per_token += 2 * sum(u != "none" for u in uses) * d
         per_token += 2 * uses.count("gated") * (spec.norm.gate_rank + d)  # a gate's hidden and its logits
@@ -58,7 +63,8 @@ def activation_bytes(spec: Model, step: Step, layout: Layout = Layout()) -> int:
         if not sequence_parallel and tp > 1:  # the sublayers' inputs, dropout masks and norm inputs, replicated
             whole = sum(2 * d + DROPOUT_MASK_BYTES * d for b in blocks if b.kind != "none")
             whole += 2 * sum(u != "none" for u in uses) * d + 2 * uses.count("gated") * (spec.norm.gate_rank + d)
-        total += run.n * (sb * whole + (sb * (per_token - whole) + scores) // tp)
+            whole += 2 * sum(k.whole for k in kept)
+        total += run.n * (sb * whole + (sb * (per_token - whole) + scores + sequences) // tp + forward)
     return total
 
 

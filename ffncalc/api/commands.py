@@ -523,11 +523,15 @@ def train(
     kbit_fp32: bool | None = None,
     adapter_dtype: str | None = None,
     source_len: int | None = None,
+    images: int | None = None,
+    image_size: int | None = None,
 ) -> Plan:
     """A training run: FLOPs, GPU-hours and days, the compute-optimal size, memory per device. ``tokens``: a count
     (``10**12``) or text (``"1T"``, ``"300B"``, ``"300e9"``); ``budget`` likewise. With ``lora=R`` a fine-tuning run
     with adapters: trainable parameters, its FLOPs and memory over data parallelism (LORA_DOC). ``source_len``: an
-    encoder-decoder's source tokens a sequence (default: as long as the sequence; ``tokens`` count the decoder's)."""
+    encoder-decoder's source tokens a sequence (default: as long as the sequence; ``tokens`` count the decoder's).
+    ``images`` (``image_size`` pixels a side): each sequence's, their tower's work in the FLOPs and what the layers that
+    read them keep for backward (cross-attention layers: K and V of every image row)."""
     from ..analysis import hardware as table
     from ..analysis.training import plan_training
 
@@ -564,7 +568,7 @@ def train(
     o.number("reserve", reserve, 0, 0.99, above=False)
     o.number("goodput", goodput, 0, 1)
     o.whole("source_len", source_len)
-    m = planned(resolve(model), "train")
+    m = with_inputs(planned(resolve(model), "train"), images=images, image_size=image_size)
     m, source = sourced(m, source_len, seq_len or m.stack.context_length)
     hw = table.by_key(hardware, hardware_file) if hardware else None
     tune = tuning(lora, _lora_options(locals()))

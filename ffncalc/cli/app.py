@@ -614,6 +614,8 @@ def train(
     kbit_fp32: bool = KBIT_FP32,
     adapter_dtype: Optional[str] = ADAPTER_DTYPE,
     source_len: Optional[int] = SOURCE_LEN,
+    images: Optional[int] = IMAGES,
+    image_size: Optional[int] = IMAGE_SIZE,
     output: Output = None,
 ) -> None:
     """Plan a training run: FLOPs, GPU-hours and days, the compute-optimal size, memory per device."""
@@ -653,6 +655,8 @@ def train(
         mtp=mtp,
         min_gpus=min_gpus,
         source_len=source_len,
+        images=images,
+        image_size=image_size,
         fastest=fastest,
         schedule=schedule,
         **_lora(

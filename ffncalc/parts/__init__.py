@@ -18,6 +18,7 @@ unembedding; ``sequence_terms`` once a sequence, after the final norm (a pooler)
 from __future__ import annotations
 
 import importlib
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
@@ -62,6 +63,17 @@ MODULES = (
     "codec",
     "ada_norm",
 )  # the shipped parts' modules
+
+
+@dataclass(frozen=True)
+class LayerKept:
+    """What a part keeps for backward in one layer of a training forward (``Part.layer_kept``)."""
+
+    elements: int = 0  # 16-bit elements a token, split over tp
+    bytes: int = 0  # bytes a token beside them (dropout masks, the attention kernel's log-sum-exp), split over tp
+    whole: int = 0  # of ``elements``, those tensor parallelism leaves whole on every device without sequence parallelism
+    sequence: int = 0  # bytes a sequence whatever its length, split over tp by heads (K and V of its images' rows)
+    forward: int = 0  # bytes a forward whatever its sequences, whole (a vector gate's tanh)
 
 
 class Part:
@@ -171,6 +183,18 @@ class Part:
         kernel keeps of its scores (``kernel``: "flash", "eager", or "recomputed", eager scores selective
         recomputation drops)."""
         return 0
+
+    def layer_kept(self, model: Model, layer: Layer, kernel: str) -> LayerKept:
+        """What its share of ``layer`` keeps for backward in a training forward (``kernel`` as for ``kept_bytes``):
+        every layer's ``kept_elements`` and ``kept_bytes`` by default; a part whose share is in some layers alone says
+        which, and what those keep a sequence whatever its length (cross-attention layers reading images)."""
+        return LayerKept(self.kept_elements(model), self.kept_bytes(model, kernel))
+
+    def kept_module(self, model: Model, layer: Layer) -> Any:
+        """A torch module whose forward over a layer's input (B, s, d) runs its share of ``layer`` alone, the layer's
+        blocks and norms as identities, for verify --memory to hold ``layer_kept`` against what autograd saves; None
+        where it keeps nothing of its own there. Imports torch."""
+        return None
 
     def cached_elements(self, model: Model) -> int:
         """Elements each layer caches a sequence for decoding whatever its length, split over tp by heads (an

@@ -28,7 +28,7 @@ from functools import cache
 from ..model.schema import NonNegative, Positive
 from ..model.spec import Norm
 from ..model.terms import SOFTMAX_OPS
-from . import Part, register
+from . import LayerKept, Part, register
 
 KEY = "cross_attention"
 
@@ -104,10 +104,44 @@ class CrossAttention(Part):
             return 0
         return 2 * self.n_kv_heads * self.head_dim * self.image_rows_of(model)
 
-    def kept_elements(self, model) -> int:
-        """None beside the layers' blocks: what a cross-attention layer keeps for backward (its Q, the heads' output,
-        the images' K and V) is not modelled yet, a figure a layer here being every layer's."""
-        return 0
+    def layer_kept(self, model, layer, kernel: str) -> LayerKept:
+        """What a cross-attention layer keeps for backward beside its MLP block and norms, as its module runs under
+        fused kernels (verify --memory; the flash kernel keeps Q, K and V as given, the output and the fp32 log-sum-exp,
+        Dao 2023 §3.1). A text token: q's input (the first norm's output, d), q's output (q_norm's input, h·hd, with an
+        fp32 inverse RMS a head: 2·h) and Q after it (h·hd), the heads' output (o's input, h·hd), o's output and the
+        MLP's output, each kept by the product with its gate's tanh for the gate's gradient (2·d); the kernel's
+        log-sum-exp, 4·h bytes (eager: its scores over the images' S rows, 5·h·S, as ``Encoder.kept_bytes``). Of the
+        images' rows, once a sequence in each layer: k's output (k_norm's input, kv·hd, and its fp32 statistic a head,
+        2·kv), K after it and V (2·kv·hd), split by heads; without q and k norms, Q, K and V as projected. A vector
+        gate's tanh once a forward (each of the two, g elements). Without images the layer runs its MLP alone: its
+        output, kept by its gate. q's input and the gated outputs are whole on every device under tensor parallelism
+        without sequence parallelism (each sublayer's input and output, Korthikanti et al. 2022 §4.2)."""
+        if layer.mark(KEY) is not True:
+            return LayerKept()
+        d, h, kv, hd, g = model.d_model, self.n_heads, self.n_kv_heads, self.head_dim, self.gate_width
+        s = self.image_rows_of(model)
+        gate = 2 * g if g > 1 else 0  # bytes of a gate's tanh (a scalar's is a layer's scalar, no token's)
+        if not s:
+            return LayerKept(d, whole=d, forward=gate)
+        norm = 2 * h * hd + 2 * h if self.qk_norm else h * hd  # q_norm's input and statistic, or Q as projected
+        keys = (kv * hd + 2 * kv if self.qk_norm else 0) + 2 * kv * hd
+        scored = {"flash": 4 * h, "eager": 5 * h * s, "recomputed": 0}[kernel]
+        return LayerKept(3 * d + norm + h * hd, scored, 3 * d, 2 * s * keys, 2 * gate)
+
+    def stacks(self, model) -> tuple[tuple[object, int, int, int], ...]:
+        """The rows every cross-attention layer's k and v read, once a sequence: the images' (the vision part's
+        output, at the width k and v read), kept whole for their weights' gradients; a stack of no layers."""
+        s = self.image_rows_of(model)
+        if not s or not any(layer.mark(KEY) is True for layer in model.layers):
+            return ()
+        return ((replace(model, layers=(), parts=()), s, 0, self.context_width or model.d_model),)
+
+    def kept_module(self, model, layer):
+        """The layer's module with its norms and MLP as identities (their own blocks', measured apart) over the images'
+        rows (random, as the vision part's output)."""
+        if layer.mark(KEY) is not True:
+            return None
+        return _measured()(self.layer_module(model, layer), self.image_rows_of(model), self.context_width or model.d_model)
 
     def embed_module(self, model):
         """The token table with its image rows (MllamaTextModel.embed_tokens)."""
@@ -128,6 +162,7 @@ def _module():
     import torch
     from torch import nn
 
+    from ..blocks import _fused
     from ..blocks._torch import Linear, MatMul, make_norm
 
     class CrossModule(nn.Module):
@@ -155,15 +190,44 @@ def _module():
             _, ffn = layer.sublayers()
             first, second = layer.norms
             states = ctx.get("cross_states")
-            if states is not None:
+            if states is not None and states.shape[1]:
                 b, t, s = x.shape[0], x.shape[1], states.shape[1]
                 q = self.q_norm(self.q(first(x)).view(b, t, self.h, self.hd)).transpose(1, 2)
-                group = self.h // self.kv
-                keys = self.k_norm(self.k(states).view(b, s, self.kv, self.hd)).transpose(1, 2).repeat_interleave(group, 1)
-                vals = self.v(states).view(b, s, self.kv, self.hd).transpose(1, 2).repeat_interleave(group, 1)
-                probs = self.scores(q * self.hd**-0.5, keys.transpose(-2, -1)).softmax(dim=-1)
-                out = self.o(self.values(probs, vals).transpose(1, 2).reshape(b, t, -1))
+                keys = self.k_norm(self.k(states).view(b, s, self.kv, self.hd)).transpose(1, 2)
+                vals = self.v(states).view(b, s, self.kv, self.hd).transpose(1, 2)
+                if _fused.active():  # a flash kernel: K and V at their own heads, every query meeting every row
+                    heads = _fused.attention(q, keys, vals, causal=False)
+                else:
+                    group = self.h // self.kv
+                    keys, vals = keys.repeat_interleave(group, 1), vals.repeat_interleave(group, 1)
+                    probs = self.scores(q * self.hd**-0.5, keys.transpose(-2, -1)).softmax(dim=-1)
+                    heads = self.values(probs, vals)
+                out = self.o(heads.transpose(1, 2).reshape(b, t, -1))
                 x = x + self.gates[0].tanh() * out
             return x + self.gates[1].tanh() * ffn(second(x))  # (a vector gate scales each feature)
 
     return CrossModule
+
+
+@cache
+def _measured():
+    import torch
+    from torch import nn
+
+    class Measured(nn.Module):
+        """A cross-attention layer's own share (verify --memory): ``cross``'s body over the layer's input with the
+        layer's norms and MLP as identities, reading ``rows`` image rows of ``width`` features made here."""
+
+        def __init__(self, cross: nn.Module, rows: int, width: int):
+            super().__init__()
+            self.cross, self.rows, self.width = cross, rows, width
+            self.norms = (nn.Identity(), nn.Identity())
+
+        def sublayers(self) -> tuple[None, nn.Module]:
+            return None, self.norms[0]
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            states = torch.randn(x.shape[0], self.rows, self.width, dtype=x.dtype, device=x.device)
+            return self.cross.body(self, x, {"cross_states": states}, 0)
+
+    return Measured

@@ -1505,3 +1505,97 @@ def test_qwen4_exp_gated_deltanet_kept_bytes_equal_fused_saved(tmp_path):
     (gdn,) = [c for c in found if c.kind == "gated_deltanet"]
     kept = 256 + 256 + 256 + 4 + 4 + (2 * 64 + 4 * 2 + 128 + 2 * 4 + 4 * 64) + (2 * 128 + 2 * 4) + 128
     assert gdn.planned == gdn.saved == TOKENS * 2 * kept
+
+
+HF_WHOLE = Path(__file__).parents[1] / "hf_whole"
+
+
+def narrow_cross_model(tmp_path, model_type: str, changes: dict):
+    """Llama 3.2 Vision or IDEFICS cut down from its recorded config: a language model of 256 (4 heads of 64; Llama 3.2
+    Vision 2 KV heads), 4 layers, 2 of them cross-attention layers; a tower of 28-pixel images of 14-pixel patches (4
+    patches and a class token: 5 rows a tile; Llama 3.2 Vision's 4 tiles, 20 rows an image, at the language model's
+    width after its projector; IDEFICS' one, at the tower's own 96)."""
+    from ffncalc.sources import hf
+
+    data = json.loads((HF_WHOLE / "configs" / f"{model_type}.json").read_text())
+    if model_type == "mllama":
+        data["text_config"] |= {"hidden_size": 256, "num_attention_heads": 4, "num_key_value_heads": 2}
+        data["text_config"] |= {"intermediate_size": 512, "num_hidden_layers": 4, "cross_attention_layers": [1, 3]}
+        data["text_config"] |= {"vocab_size": 1024, "bos_token_id": 0, "eos_token_id": 1, "pad_token_id": 2}
+        data["vision_config"] |= {"hidden_size": 64, "attention_heads": 4, "intermediate_size": 128, "num_hidden_layers": 4}
+        data["vision_config"] |= {"intermediate_layers_indices": [1, 2], "vision_output_dim": 192, "num_global_layers": 1}
+        data["vision_config"] |= {"image_size": 28}
+        data["image_token_index"] = 1020
+    else:
+        data |= {"hidden_size": 256, "num_attention_heads": 4, "intermediate_size": 512, "num_hidden_layers": 2}
+        data |= {"vocab_size": 1024, "cross_layer_interval": 1}
+        data["vision_config"] |= {"embed_dim": 96, "num_attention_heads": 4, "intermediate_size": 192}
+        data["vision_config"] |= {"num_hidden_layers": 2, "image_size": 28}
+    data |= changes
+    (tmp_path / "config.json").write_text(json.dumps(data))
+    return hf.load(str(tmp_path / "config.json"))[1]
+
+
+@pytest.mark.parametrize(
+    ("model_type", "changes", "kv", "rows", "width", "norms", "gate"),
+    [
+        ("mllama", {}, 2, 4 * 5, 256, True, 0),
+        ("idefics", {}, 4, 5, 96, False, 0),
+        ("idefics", {"qk_layer_norms": True, "alpha_type": "vector"}, 4, 5, 96, True, 256),
+    ],
+    ids=["mllama", "idefics", "idefics-qk-norms-vector-gates"],
+)
+def test_cross_attention_layers_keep_what_their_module_saves(tmp_path, model_type, changes, kv, rows, width, norms, gate):
+    """A gated cross-attention layer (parts/cross_attention.py) as verify --memory measures it, one image a sequence (the
+    config states none), 16 text tokens, d = 256, 4 query heads of 64, bf16. A text token: q's input (d), q's output and,
+    with q and k norms, q_norm's fp32 inverse RMS a head (4·64 + 2·4) and Q after it (4·64), the flash kernel's output
+    (4·64, o's input), o's output and the MLP's output, each kept by its product with a gate's tanh (2·d); 4 bytes of
+    log-sum-exp a head. Each image row, in each layer: K and V (2 · kv·64) and, with k_norm, k's output before it (kv·64)
+    and its fp32 statistic a head (2·kv); once a sequence, the rows themselves at the width k and v read. A vector gate's
+    two tanh outputs (d each), once a forward. The language model's own blocks are held beside it."""
+    from ffncalc.analysis.keptcheck import check
+
+    spec = narrow_cross_model(tmp_path, model_type, changes)
+    found = check(spec, TOKENS)
+    assert all(c.ok for c in found), [c for c in found if not c.ok]
+    crosses = [c for c in found if c.kind == "cross_attention"]
+    assert [c.layers for c in crosses] == ([(1, 2), (3, 4)] if model_type == "mllama" else [(0, 1), (2, 3)])
+    d, h = 256, 4
+    token = 3 * d + (2 * h * 64 + 2 * h if norms else h * 64) + h * 64
+    row = 2 * kv * 64 + (kv * 64 + 2 * kv if norms else 0)
+    expected = TOKENS * (2 * token + 4 * h) + rows * 2 * row + rows * 2 * width + 2 * 2 * gate
+    assert {c.planned for c in crosses} == {c.saved for c in crosses} == {expected}
+
+
+@pytest.mark.parametrize("model_type", ["mllama", "idefics"])
+def test_cross_attention_fused_form_computes_what_the_module_does(tmp_path, model_type):
+    """Inside ``fused()`` a cross-attention layer's attention runs the flash kernel over K and V at their own heads: the
+    same output and gradients as the module's products, in fp32."""
+    import torch
+
+    from ffncalc.blocks import _fused
+
+    spec = narrow_cross_model(tmp_path, model_type, {"qk_layer_norms": True} if model_type == "idefics" else {})
+    (part,) = [p for p in spec.parts if p.key == "cross_attention"]
+    layer = next(layer for layer in spec.layers if layer.mark("cross_attention"))
+    torch.manual_seed(0)
+    module = part.kept_module(spec, layer)
+    with torch.no_grad():
+        module.cross.gates.fill_(0.5)  # tanh(0) = 0 would hide the attention's output
+    x = torch.randn(1, TOKENS, 256, requires_grad=True)
+    results = []
+    for fused in (False, True):
+        module.zero_grad()
+        x.grad = None
+        torch.manual_seed(1)  # the same image rows
+        if fused:
+            with _fused.fused():
+                out = module(x)
+        else:
+            out = module(x)
+        out.square().sum().backward()
+        grads = [p.grad.clone() for p in module.parameters() if p.grad is not None]
+        results.append([out.detach(), x.grad.clone(), *grads])
+    assert len(results[0]) == len(results[1]) > 2
+    for a, b in zip(*results):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)

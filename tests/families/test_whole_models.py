@@ -1382,3 +1382,33 @@ def test_idefics_perceiver_resampler_equals_transformers(tmp_path):
         assert replace(vision, image_size=size).per_image(model)[:2] == (64, image_flops(sized, size)["total"])
     m = with_inputs(Model(label, replace(model, layers=model.layers[:2])), images=1)
     assert verify(m.stack, model=label, seq_len=64).ok
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("changes", [{}, {"qk_layer_norms": True, "alpha_type": "vector"}], ids=["float", "qk-norms-vector"])
+@pytest.mark.parametrize("text", [False, True], ids=["whole", "text"])
+def test_idefics_cross_attention_reads_the_towers_width(tmp_path, changes, text):
+    """IDEFICS cut down to a language model of 256 (4 heads, SwiGLU 512, 2 layers, each with a cross-attention layer
+    before it) and a tower of 96 (4 heads, MLP 192, 2 layers, 28-pixel images of 14-pixel patches: 5 rows): the
+    cross-attention layers' k and v read the tower's 96 features (2 × 96 × 256 each), whether the whole model or its
+    language model alone is read; q and k RMSNorms of a head (qk_layer_norms) in the cross-attention layers alone
+    (IdeficsDecoderLayer's self_attn leaves them out), gates of one element or of d. By hand, and equal to the whole
+    class transformers builds."""
+    from ffncalc.analysis.hfwhole import instantiate_whole
+
+    data = json.loads((HERE / "configs" / "idefics.json").read_text())
+    data |= {"hidden_size": 256, "num_attention_heads": 4, "intermediate_size": 512, "num_hidden_layers": 2}
+    data |= {"vocab_size": 1024, "cross_layer_interval": 1, **changes}
+    data["vision_config"] |= {"embed_dim": 96, "num_attention_heads": 4, "intermediate_size": 192}
+    data["vision_config"] |= {"num_hidden_layers": 2, "image_size": 28}
+    (tmp_path / "config.json").write_text(json.dumps(data))
+    _, model = hf.load(tmp_path / "config.json", text=text)
+    d, ff, v, w, f, rows = 256, 512, 1024, 96, 192, 5
+    gates, norms = (2 * d, 2 * 64) if changes else (2, 0)
+    cross = 2 * d * d + 2 * w * d + 3 * d * ff + 2 * d + gates + norms
+    language = 2 * v * d + d + 2 * (4 * d * d + 3 * d * ff + 2 * d) + 2 * cross
+    tower = w * 3 * 14 * 14 + w + rows * w + 2 * w + 2 * (4 * w * w + 4 * w + 2 * w * f + f + w + 4 * w) + 2 * w
+    if text:
+        assert tally(model).params == language
+    else:
+        assert tally(model).params == language + tower == sum(p.numel() for p in instantiate_whole(data).parameters())

@@ -206,3 +206,50 @@ def test_deepspeed_bf16_optimizer_as_bloom_ran_it():
     hidden = 2 * s * b * h
     assert f["activation_bytes_per_device"] == 12 * (5 + 1) * hidden
     assert f["recompute_bytes_per_device"] == s * b * h * (10 + 24 // t + 5 * a * s // (h * t))
+
+
+WHOLE = Path(__file__).resolve().parents[1] / "hf_whole" / "configs"
+
+
+@pytest.mark.parametrize("images", [None, 1, 2])
+def test_llama32_vision_cross_attention_layers_keep_their_images_rows(images):
+    """Llama 3.2 Vision (MllamaConfig's defaults: 40 layers of 4,096, 32 heads of 128, 8 KV heads, SwiGLU 14,336; 8 of
+    them cross-attention layers), 4,096 tokens, flash attention. A self-attention layer keeps what a Llama 3 8B layer
+    keeps (``one_layer``). A cross-attention layer: its SwiGLU (x, gate, up, act, product), two norm inputs, a 1-byte
+    mask of d for each sublayer; with images, a text token's q input, q's output with an fp32 inverse RMS a head, Q after
+    q_norm, the heads' output, o's and the MLP's outputs (the gates' products keep them) and 4 bytes of log-sum-exp a
+    head; each of an image's 4 × 1,025 rows K and V of 8 heads of 128 and k's output with an fp32 statistic a head, and,
+    once a sequence, the row itself (4,096 features, the projector's). Without images the layer runs its MLP alone, its
+    output kept by its gate."""
+    import ffncalc
+
+    t, rows = 4096, 4 * 1025 * (images or 0)
+    mlp = 2 * (D + 4 * FFN) + D + D + 2 * 2 * D  # the SwiGLU and its mask, the attention slot's mask, two norm inputs
+    if images:
+        cross = t * (mlp + 2 * (3 * D + 3 * D + 2 * HEADS) + 4 * HEADS) + 2 * rows * (KV + 2 * 8 + 2 * KV)
+    else:
+        cross = t * (mlp + 2 * D)
+    expected = 32 * one_layer(t) + 8 * cross + 2 * rows * D
+    plan = ffncalc.train(str(WHOLE / "mllama.json"), tokens="1B", seq_len=t, hardware="h100-sxm", gpus=8, images=images)
+    assert plan.figures["activation_bytes_per_device"].value == expected
+
+
+def test_llama32_vision_cross_attention_layer_under_tensor_parallelism():
+    """One cross-attention layer of Llama 3.2 Vision with one image, 2-way tensor parallelism without sequence
+    parallelism: each sublayer's input and output stay whole on both devices (the two norm inputs, the MLP's input
+    and mask, and the cross-attention's q input, o output and MLP output), the rest and every image row's K and V split
+    by heads; the image's rows themselves (the projector's output, which k and v read) whole, once a sequence."""
+    from ffncalc.api.commands import with_inputs
+    from ffncalc.api.models import Model
+    from ffncalc.sources import hf
+
+    _, model = hf.load(WHOLE / "mllama.json")
+    model = with_inputs(Model("mllama", model), images=1).stack
+    layer = next(layer for layer in model.layers if layer.mark("cross_attention"))
+    t, rows = 4096, 4 * 1025
+    per_token = 2 * (D + 4 * FFN) + D + D + 2 * 2 * D + 2 * (3 * D + 3 * D + 2 * HEADS) + 4 * HEADS
+    whole = 2 * 2 * D + (2 * D + D) + 2 * 3 * D
+    sequence = 2 * rows * (KV + 2 * 8 + 2 * KV)
+    step, layout = Step(seq_len=t), Layout(tp=2, sequence_parallel=False)
+    assert memory.activation_bytes(model.with_layers([layer]), step, layout) == t * whole + (t * (per_token - whole) + sequence) // 2
+    assert memory.stack_bytes(model, step, layout) == 2 * rows * D
