@@ -88,8 +88,8 @@ IMAGE_SIZES = {
     "pp_chart2table": (1024, 512),
     # its SigLIP's 14 and 24 patches of 16 a side, one token each; its SAM tower's 1,024-pixel image at both
     "deepseek_vl_hybrid": (224, 384),
-    "lfm3_vl": (512, 256),
-    "dots3_note": (224, 112),  # 16 and 8 patches of 14 a side (no fixed size), its towers built small  # 32 and 16 patches of 16 a side (no fixed size), 16 and 8 merged tokens a side
+    "lfm3_vl": (512, 256),  # 32 and 16 patches of 16 a side (no fixed size), 16 and 8 merged tokens a side
+    "dots3_note": (224, 112),  # 16 and 8 patches of 14 a side (no fixed size), its towers built small
     # an image's pixels a side, its tower at crop_size (448): the global image and 1 and 4 crops, 545 and 1,329 tokens
     "phi4_multimodal": (448, 896),
     "inkling_mm_model": (640, 320),  # 16 rows of 17 and 8 rows of 9 patches of 40 pixels, a token each
@@ -218,7 +218,13 @@ def truth_text(model_type: str, data: dict, config: str = "") -> str:
         runs = [inkling_audio_flops(data, n) for n in AUDIO_FRAMES[model_type]]
         record["audio_code_flops"] = {"method": INKLING_AUDIO_METHOD, "runs": runs}
     elif model_type == "dots3_note" and "refused" not in record and not config:  # its towers small, experts eager
-        from ffncalc.analysis.hfdots3 import DOTS3_AUDIO_METHOD, DOTS3_IMAGE_METHOD, DOTS3_REDUCED, dots3_audio_flops, dots3_image_flops
+        from ffncalc.analysis.hfdots3 import (
+            DOTS3_AUDIO_METHOD,
+            DOTS3_IMAGE_METHOD,
+            DOTS3_REDUCED,
+            dots3_audio_flops,
+            dots3_image_flops,
+        )
 
         runs = [dots3_image_flops(data, s) for s in IMAGE_SIZES[model_type]]
         record["image_flops"] = {"method": DOTS3_IMAGE_METHOD, "runs": runs, "reduced": DOTS3_REDUCED}

@@ -3,9 +3,9 @@ routed experts whose number grows layer by layer (Dots3 Note's Dots3NoteVisionMo
 from per_layer_config). Not a part of its own: a tower (parts/vision.py) holds one, after its patch embedding and its
 norm. Every layer, pre-norm with RMSNorms (norm1, norm2):
 
-- attention (Dots3NoteVisionAttention): qkv, one Linear(width, 3 · width) (its q, k and v rows), an RMSNorm over each query and key head
-  (q_norm, k_norm), 2-D rotary positions (no multiply-adds), every patch meeting every patch of its image, proj,
-  Linear(width, width); biases as attention_bias;
+- attention (Dots3NoteVisionAttention): qkv, one Linear(width, 3 · width) (its q, k and v rows), an RMSNorm over each
+  query and key head (q_norm, k_norm), 2-D rotary positions (no multiply-adds), every patch meeting every patch of its
+  image, proj, Linear(width, width); biases as attention_bias;
 - a dense layer's MLP (Dots3NoteVisionMLP): gate_proj and up_proj to ``ffn``, down_proj back, biases as mlp_bias;
 - a routed layer's (Dots3NoteVisionMoE): a router, Linear(width, experts) without a bias, sigmoid scores, the top
   ``top_k`` experts a patch (min(num_experts_per_tok, experts)); each expert a SwiGLU of ``expert_ffn``
@@ -82,10 +82,16 @@ class RoutedLayers:
             k = self.k(experts)
             e.linear("vision.moe.router", d, experts, False, layers)
             # every expert's weights stored, top_k of them run a patch (Dots3NoteExperts: gate and up in one tensor)
-            e.term("vision.moe.experts.gate_up.weight", "weight", (experts, 2 * m, d), layers, macs=layers * k * 2 * m * d, expert=True)
+            e.term(
+                "vision.moe.experts.gate_up.weight", "weight", (experts, 2 * m, d), layers, macs=layers * k * 2 * m * d, expert=True
+            )
             e.term("vision.moe.experts.down.weight", "weight", (experts, d, m), layers, macs=layers * k * d * m, expert=True)
             # the sigmoid scores and their normalisation, each chosen expert's SwiGLU, its output weighted and summed
-            e.op("vision.moe.act", layers * (experts * ACTIVATION_OPS["sigmoid"] + k * (m * (ACTIVATION_OPS["silu"] + 1) + 2 * d)), layers)
+            e.op(
+                "vision.moe.act",
+                layers * (experts * ACTIVATION_OPS["sigmoid"] + k * (m * (ACTIVATION_OPS["silu"] + 1) + 2 * d)),
+                layers,
+            )
         e.op("vision.residual", n * RESIDUAL_ADDS * d, n)
         e.norm("vision.final_norm", RMSNORM, d, 1)
         return [("patch", t) for t in e.out] + [("tower", t) for t in core.out]
@@ -107,6 +113,10 @@ class RoutedLayers:
                 super().__init__()
                 self.weight = nn.Parameter(torch.empty(shape))
                 self.weight_flops = True  # verify: its FLOPs are its weight's
+
+            def forward(self, x, j: int):
+                """Expert ``j`` over ``x``."""
+                return nn.functional.linear(x, self.weight[j])
 
         class Layer(nn.Module):
             def __init__(self, experts: int):
@@ -144,8 +154,8 @@ class RoutedLayers:
                 torch.sigmoid(self.moe.router(y))
                 out = torch.zeros_like(y)
                 for j in range(spec.k(self.n_experts)):  # a patch's chosen experts: the first top_k stand for them
-                    gate, up = nn.functional.linear(y, self.moe.experts.gate_up.weight[j]).chunk(2, dim=-1)
-                    out = out + nn.functional.linear(nn.functional.silu(gate) * up, self.moe.experts.down.weight[j])
+                    gate, up = self.moe.experts.gate_up(y, j).chunk(2, dim=-1)
+                    out = out + self.moe.experts.down(nn.functional.silu(gate) * up, j)
                 return h + out
 
         return nn.ModuleList(Layer(n) for n in spec.experts), make_norm(RMSNORM, d)

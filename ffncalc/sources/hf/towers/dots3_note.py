@@ -113,7 +113,12 @@ def dots3_audio(a: Config, text_width: int) -> dict:
             "d_model": d,
             "n_layers": a.int("num_hidden_layers"),
             "attention": attention,
-            "ffn": {"kind": "gated", "d_ff": a.int("intermediate_size"), "bias": True, "activation": a.activation("hidden_act", "silu")},
+            "ffn": {
+                "kind": "gated",
+                "d_ff": a.int("intermediate_size"),
+                "bias": True,
+                "activation": a.activation("hidden_act", "silu"),
+            },
             "norm": {"kind": "rmsnorm", "per_layer": 2, "final": False},
         },
         "mel_bins": mels,
@@ -130,7 +135,7 @@ def dots3_audio(a: Config, text_width: int) -> dict:
 
 @wrapper("dots3_note")
 def dots3_note(c: Config) -> dict:
-    """Dots3NoteForConditionalGeneration (dots.ai, Dots3 Note): Dots3NoteVisionModel and Dots3NoteAudioModel beside
+    """Dots3NoteForConditionalGeneration (Dots Studio, Dots3 Note Preview): Dots3NoteVisionModel and Dots3NoteAudioModel beside
     Dots3 Note's language model. Its images have no fixed size: an image's figures are at DOTS3_IMAGE_SIZE pixels a side
     unless --image-size says otherwise."""
     text = sub_config(c, "text_config")
