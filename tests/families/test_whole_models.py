@@ -1373,3 +1373,21 @@ def test_dots3_note_verifies_an_image_and_padded_chunks_together():
     label, stack = hf.load(HERE / "configs" / "dots3_note.json")
     m = with_inputs(Model(label, replace(stack, layers=stack.layers[:1])), images=2, image_size=224, audio_seconds=70)
     assert verify(m.stack, model=label, seq_len=2048).ok
+
+
+@pytest.mark.parametrize(
+    ("section", "key", "value", "words"),
+    [
+        ("vision_config", "mlp_layer_types", ["dense"] * 3, "expected 42 of 'dense' or 'sparse'"),
+        ("vision_config", "per_layer_config", {"30": {"num_local_experts": 0}}, "layer 30: num_local_experts 0"),
+        ("vision_config", "adapter_out_dim", 4096, "4096 features: the language model's width is 5120"),
+        ("audio_config", "conv_output_size", 7000, "7000 features: its convolutions write 480 × 16"),
+    ],
+)
+def test_dots3_note_tower_shapes_not_read_are_one_line(cli, tmp_path, section, key, value, words):
+    """A Dots3 Note config whose towers' shapes its classes cannot run: one line naming the key, exit 2."""
+    data = json.loads((HERE / "configs" / "dots3_note.json").read_text())
+    data[section] = {**data[section], key: value}
+    (tmp_path / "config.json").write_text(json.dumps(data))
+    code, _, err = cli("count", str(tmp_path / "config.json"))
+    assert code == 2 and words in err and key in err and err.count("\n") == 1, err
