@@ -90,6 +90,7 @@ IMAGE_SIZES = {
     # its SigLIP's 14 and 24 patches of 16 a side, one token each; its SAM tower's 1,024-pixel image at both
     "deepseek_vl_hybrid": (224, 384),
     "lfm3_vl": (512, 256),  # 32 and 16 patches of 16 a side (no fixed size), 16 and 8 merged tokens a side
+    "dots3_note": (224, 112),  # 16 and 8 patches of 14 a side (no fixed size), its towers built small
     # an image's pixels a side, its tower at crop_size (448): the global image and 1 and 4 crops, 545 and 1,329 tokens
     "phi4_multimodal": (448, 896),
     "inkling_mm_model": (640, 320),  # 16 rows of 17 and 8 rows of 9 patches of 40 pixels, a token each
@@ -99,6 +100,8 @@ IMAGE_SIZES = {
 }
 # Frames of quantised mel bins at which Inkling's audio tower is measured (20 a second: 30 s and 10 s)
 AUDIO_FRAMES = {"inkling_mm_model": (600, 200)}
+# Positions of one Dots3 Note audio chunk (8 frames each) at which its FLOPs are recorded: a whole 60-s chunk and 3 s
+DOTS3_POSITIONS = (750, 38)
 
 # Positions of one window (max_source_positions: 2 × as many frames) at which one window's FLOPs are recorded: the
 # class's default (30 s) and 1,000 (20 s), each run built with it
@@ -218,6 +221,19 @@ def truth_text(model_type: str, data: dict, config: str = "") -> str:
         record["image_flops"] = {"method": INKLING_IMAGE_METHOD, "runs": runs}
         runs = [inkling_audio_flops(data, n) for n in AUDIO_FRAMES[model_type]]
         record["audio_code_flops"] = {"method": INKLING_AUDIO_METHOD, "runs": runs}
+    elif model_type == "dots3_note" and "refused" not in record and not config:  # its towers small, experts eager
+        from ffncalc.analysis.hfdots3 import (
+            DOTS3_AUDIO_METHOD,
+            DOTS3_IMAGE_METHOD,
+            DOTS3_REDUCED,
+            dots3_audio_flops,
+            dots3_image_flops,
+        )
+
+        runs = [dots3_image_flops(data, s) for s in IMAGE_SIZES[model_type]]
+        record["image_flops"] = {"method": DOTS3_IMAGE_METHOD, "runs": runs, "reduced": DOTS3_REDUCED}
+        runs = [dots3_audio_flops(data, n) for n in DOTS3_POSITIONS]
+        record["audio_flops"] = {"method": DOTS3_AUDIO_METHOD, "runs": runs, "reduced": DOTS3_REDUCED}
     elif model_type in IMAGE_SIZES and "refused" not in record and not config:
         base = reduced(data) if model_type in ON_CPU else data
         runs = [image_flops(sized(base, s), s) for s in IMAGE_SIZES[model_type]]

@@ -85,6 +85,9 @@ class Audio(Part):
     adaptor: Stack | None = None
     added: bool = False  # its tokens added to the text's own positions, none of their own (Voxtral Realtime's)
     transcribe: Transcribe | None = None  # Nemotron 3.5 Transcribe's diarization and word-timestamp models (transcribe.py)
+    # conv2d: every window of a request as long as its longest, the projector over the valid positions alone (Dots3
+    # Note's feature extractor pads its chunks to the longest's frames; its adapter reads hidden_states[padding_mask])
+    padded: bool = False
 
     takes = ("audio_seconds",)
 
@@ -95,7 +98,7 @@ class Audio(Part):
     def request_tokens(self) -> int:
         if self.added:  # each written into a position the text has: no tokens beside the prompt's
             return 0
-        return sum(int(self.units(n)["projector"]) for n in self.layout())
+        return sum(int(self.units(n)["projector"]) for n in self.valid_layout())
 
     def check(self, spec) -> None:
         qformer, d = self.projector.qformer, self.layers.d_model
@@ -151,6 +154,13 @@ class Audio(Part):
         only as long as its chunks (get_audio_cu_seqlens)."""
         if self.front == "whisper":
             return [self.source_positions] * -(-self.seconds // self.window_seconds)
+        valid = self.valid_layout()
+        return [max(valid)] * len(valid) if self.padded and valid else valid
+
+    def valid_layout(self) -> list[int]:
+        """The valid positions of each window: ``layout`` but where ``padded`` windows run more than they hold."""
+        if self.front == "whisper":
+            return [self.source_positions] * -(-self.seconds // self.window_seconds)
         chunks = -(-self.seconds * FRAMES_A_SECOND // self.chunk_frames)
         whole, rest = divmod(chunks, self.source_positions // self.chunk_positions)
         return [self.source_positions] * whole + ([rest * self.chunk_positions] if rest else [])
@@ -173,6 +183,8 @@ class Audio(Part):
         for n in layout:
             for where, count in self.units(n).items():
                 total[where] = total.get(where, Fraction(0)) + count
+        if self.padded:  # the projector over the valid positions alone
+            total["projector"] = total["grid"] = Fraction(sum(self.units(n)["projector"] for n in self.valid_layout()))
         whole = sum(n == self.source_positions for n in layout)
         for where, t in self.window_terms(model):
             if t.role == "core" and where == "tower":
@@ -282,9 +294,12 @@ class Audio(Part):
         every matmul, convolution and attention product, as FlopCounterMode counts)."""
         return self.tokens, self.window_flops(model, self.source_positions)
 
-    def window_flops(self, model, positions: int) -> int:
-        """The forward FLOPs of one window of ``positions`` positions through the tower and the projector."""
+    def window_flops(self, model, positions: int, valid: int | None = None) -> int:
+        """The forward FLOPs of one window of ``positions`` positions through the tower and the projector (``valid``
+        of them through the projector, where fewer: a padded window's)."""
         counts = self.units(positions)
+        if valid is not None:
+            counts["projector"] = counts["grid"] = self.units(valid)["projector"]
         flops = 0
         for where, t in self.window_terms(model, positions):
             if t.role == "core":
@@ -297,7 +312,7 @@ class Audio(Part):
     def heard(self, model) -> tuple[int, int]:
         """The sequence's ``seconds`` of audio: the language model's tokens and the forward FLOPs of its windows."""
         layout = self.layout()
-        return self.request_tokens(), sum(self.window_flops(model, n) for n in layout)
+        return self.request_tokens(), sum(self.window_flops(model, n, v) for n, v in zip(layout, self.valid_layout()))
 
     def note(self, spec) -> str:
         tokens, flops = self.per_window(spec)
@@ -412,6 +427,9 @@ def _module(spec: Audio, model):
                         queried = self.blocked_qformer(window.reshape(-1, spec.block, window.shape[-1]))
                         self.projector.project(queried.reshape(1, -1, spec.projector.width))
                     continue
+                if spec.padded:  # the valid positions of each window alone
+                    valid = spec.valid_layout() * (h.shape[0] // len(spec.layout()))
+                    h = torch.cat([w[:n] for w, n in zip(h, valid)])[None]
                 self.projector(h.reshape(h.shape[0], h.shape[1] // spec.group, d * spec.group))
             return x
 

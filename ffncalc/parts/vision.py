@@ -29,6 +29,7 @@ from .conv_attention import ConvAttention
 from .generation import Generator
 from .high_res import HighRes
 from .projector import Projector
+from .routed_vision import RoutedLayers
 from .sam import SamEncoder
 from .window_merger import WindowMerger
 
@@ -106,6 +107,9 @@ class Vision(Part):
     # the projector's rows are the keys and values of the language model's cross-attention layers
     # (parts/cross_attention.py), not tokens of the sequence: each image is one token of its own there (<|image|>)
     cross_layers: bool = False
+    # layers of dense MLPs and of routed experts growing in number, each of its own width, in place of ``layers``, and
+    # the tower's final RMSNorm (parts/routed_vision.py: Dots3 Note's)
+    routed: RoutedLayers | None = None
     images: NonNegative = 0  # images per sequence, for the FLOPs
     # its output is the memory a decoder's cross-attention reads (parts/encoder.py, image_patch), not tokens in the
     # sequence: an image encoder-decoder's (Pix2Struct), one image a sequence
@@ -133,6 +137,8 @@ class Vision(Part):
             raise SpecError(("vision", "sam"), "a SAM encoder is the tower's layers; this one states layers too")
         if self.mixed and (self.layers is not None or self.sam):
             raise SpecError(("vision", "mixed"), "its layers are the tower's; this one states others too")
+        if self.routed and (self.layers is not None or self.sam or self.mixed):
+            raise SpecError(("vision", "routed"), "its layers are the tower's; this one states others too")
         if self.layers is None:
             stated = [k for k in ("pre_norm", "post_norm", "head", "layer_scale", "window", "deepstack") if getattr(self, k)]
             if stated:
@@ -195,6 +201,8 @@ class Vision(Part):
             return self.sam.width
         if self.mixed:
             return self.mixed.width
+        if self.routed:
+            return self.routed.width
         return self.layers.d_model if self.layers else (self.embed_width or model.d_model)
 
     @property
@@ -286,6 +294,8 @@ class Vision(Part):
             layer = self.sam.terms(self.grid)
         if self.mixed:
             layer = self.mixed.terms(self.grid**2)
+        if self.routed:
+            layer = self.routed.terms(self.grid**2)
         if self.merger:  # its own tensors and work, and the layers after it over the merged patches
             layer = self.merged_terms(layer) + self.merger.terms(d, self.grid)
         out += layer
@@ -569,6 +579,8 @@ def _module(spec: Vision, model):
                 self.layers, self.neck = spec.sam.modules()
             if spec.mixed:
                 self.layers = spec.mixed.modules()
+            if spec.routed:
+                self.layers, self.final_norm = spec.routed.modules()
             if spec.layer_scale:  # elementwise scales: parameters, no multiply-adds to count
                 self.layer_scale = nn.ParameterList(nn.Parameter(torch.empty(d)) for _ in range(2 * spec.depth))
             if spec.post_norm:
@@ -632,9 +644,13 @@ def _module(spec: Vision, model):
             if spec.tile_tables:  # the tiles' attention mask: (positions × 1) @ (1 × positions)
                 ones = torch.ones(n // spec.tiles, spec.layer_rows, 1, dtype=h.dtype, device=h.device)
                 self.tile_mask(ones, ones.transpose(-1, -2))
+            if spec.routed:  # its dense and routed layers and its final norm
+                for layer in self.layers:
+                    h = layer(h)
+                h = self.final_norm(h)
             inner_ctx = {"embeddings": h}
             windowed = spec.depth - spec.full_layers if spec.window else 0
-            for k, layer in enumerate(() if spec.mixed else self.layers):
+            for k, layer in enumerate(() if spec.mixed or spec.routed else self.layers):
                 if k < windowed:  # each window on its own: every patch meets the patches of its window
                     pieces = torch.split(h, spec.window_tiles(), dim=1)
                     h = torch.cat([layer(piece, {"embeddings": piece}, k) for piece in pieces], dim=1)

@@ -1412,3 +1412,134 @@ def test_idefics_cross_attention_reads_the_towers_width(tmp_path, changes, text)
         assert tally(model).params == language
     else:
         assert tally(model).params == language + tower == sum(p.numel() for p in instantiate_whole(data).parameters())
+
+
+def test_dots3_note_towers_by_hand():
+    """Dots3 Note at its defaults. Its vision tower: a 14 × 14 patch convolution with a bias (588 → 1,536) and an RMSNorm,
+    42 layers each of two RMSNorms, qkv (1,536 → 3 × 1,536) and proj without biases and an RMSNorm of 64 over each
+    query and key head; the first 25 a SwiGLU of 4,224, the last 17 a router (1,536 → experts) and 4, 8, …, 64 and 64
+    routed experts (608 in all), each a SwiGLU of 2,112 in gate_up_proj and down_proj; its final RMSNorm; its merger, a
+    LayerNorm and 2 × 2 patches through 6,144 → 6,144 → 5,120 with biases. Its audio tower: three 3 × 3 convolutions of
+    480 channels with biases (1 → 480 → 480 → 480), conv_out (480 × 16 bins → 1,280), 32 layers of two RMSNorms,
+    q, v and o_proj with biases and k_proj without (1,280 each), gate_up_proj (1,280 → 2 × 5,120) and down_proj with
+    biases; a final RMSNorm; its adapter, a LayerNorm, fc1 (1,280 → 5,120) and fc2 (5,120 → 5,120) with biases."""
+    d, ff, m = 1536, 4224, 2112
+    experts = [4 * k for k in range(1, 17)] + [64]
+    layer = 2 * d + 4 * d * d + 2 * 64
+    vision = d * 588 + d + d + 42 * layer + 25 * 3 * d * ff + sum(e * (3 * d * m + d) for e in experts) + d
+    vision += 2 * d + (4 * d) ** 2 + 4 * d + 4 * d * 5120 + 5120
+    a, c, af = 1280, 480, 5120
+    audio = c * 9 + c + 2 * (c * c * 9 + c) + c * 16 * a + a + 2 * a + a * af + af + af * af + af
+    audio += 32 * (2 * a + 4 * a * a + 3 * a + a * 2 * af + 2 * af + af * a + a)
+    _, model = hf.load(HERE / "configs" / "dots3_note.json")
+    mine = {"vision": 0, "audio": 0}
+    for t in terms(model, 8, partial=True):
+        if t.component.startswith(("vision.", "audio.")):
+            mine[t.component.split(".")[0]] += t.numel * t.stored_count
+    assert (vision, audio) == (6_871_277_312, 886_199_680)
+    assert mine == {"vision": vision, "audio": audio}
+    recorded = {"vision": 0, "audio": 0}
+    for name, n in expanded(truth("dots3_note")["params"], 2):
+        if "_tower." in name:
+            recorded[name.split("_tower.")[0].rsplit(".", 1)[-1]] += n
+    assert recorded == mine
+
+
+def test_dots3_note_image_and_chunk_flops_by_hand(tmp_path):
+    """Dots3 Note with its towers small (the record's reduced: width 64, 4 heads, layers of a SwiGLU of 96, 96, then 4
+    and 8 experts of 48, two a patch; the audio tower of width 64, 2 layers, a SwiGLU of 96, 8 channels), as
+    FlopCounterMode counted transformers' eager experts. One image of n patches: the patch convolution (588 → 64), every
+    layer's q, k, v and proj and every patch meeting every patch, the dense layers' SwiGLU, the routed layers' routers
+    and two experts a patch, then the merger over n / 4 tokens (256 → 256 → 5,120). One chunk of p positions (8 p
+    frames): the convolutions over 64 × 4p, 32 × 2p and 16 × p outputs, conv_out (128 → 64), each layer's four
+    projections, its p × p scores and values and its SwiGLU, then the adapter (64 → 5,120 → 5,120). 2 FLOPs a
+    multiply-add."""
+    from ffncalc.parts.audio import Audio
+    from ffncalc.parts.vision import Vision
+
+    record = truth("dots3_note")
+    data = json.loads((HERE / "configs" / "dots3_note.json").read_text())
+    data = {**data, **{key: {**data[key], **value} for key, value in record["image_flops"]["reduced"].items()}}
+    d, t = 64, 5120
+
+    def image(side):
+        n = side * side
+        per_patch = d * 588 + 4 * (4 * d * d + 2 * n * d) + 2 * 3 * d * 96 + (4 + 8) * d + 2 * 2 * 3 * d * 48
+        return n * per_patch + n // 4 * (4 * d * 4 * d + 4 * d * t)
+
+    def chunk(p):
+        convs = 9 * 8 * 64 * 4 * p + 9 * 64 * 32 * 2 * p + 9 * 64 * 16 * p
+        return convs + p * 128 * d + 2 * (p * 4 * d * d + 2 * p * p * d + p * 3 * d * 96) + p * (d * t + t * t)
+
+    (tmp_path / "config.json").write_text(json.dumps(data))
+    _, model = hf.load(tmp_path / "config.json")
+    (vision,) = [p for p in model.parts if isinstance(p, Vision)]
+    (audio,) = [p for p in model.parts if isinstance(p, Audio)]
+    for size in (224, 112):
+        side = size // 14
+        assert replace(vision, image_size=size).per_image(model)[:2] == (side * side // 4, 2 * image(side))
+        assert 2 * image(side) == next(r["total"] for r in record["image_flops"]["runs"] if r["size"] == size)
+    for p in (750, 38):
+        assert replace(audio, source_positions=p).per_window(model) == (p, 2 * chunk(p))
+        assert 2 * chunk(p) == next(r["total"] for r in record["audio_flops"]["runs"] if r["positions"] == p)
+    # 70 s: a chunk of 60 s (750 positions) and one of 10 s (125), padded to the longest: both through the
+    # convolutions and the layers at 750 positions, the adapter over the 875 valid ones alone (as transformers pads them)
+    seventy = replace(audio, seconds=70)
+    assert seventy.layout() == [750, 750] and seventy.valid_layout() == [750, 125]
+    assert seventy.heard(model) == (875, 2 * (2 * chunk(750) - 625 * (d * t + t * t)))
+
+
+@pytest.mark.torch
+def test_dots3_note_chunks_padded_to_the_longest_equal_flopcountermode(tmp_path):
+    """70 s of audio through Dots3 Note's audio tower (small, the record's reduced) as its feature extractor hands it: a
+    60-s chunk and a 10-s one, both 6,000 frames (padded to the longest), with their sample lengths; FlopCounterMode
+    over get_audio_features (eager attention) equals the count's: both chunks through the convolutions and the layers,
+    the adapter over the 875 valid positions alone."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from ffncalc.analysis.hfdots3 import _built
+    from ffncalc.parts.audio import Audio
+
+    record = truth("dots3_note")["audio_flops"]
+    data = json.loads((HERE / "configs" / "dots3_note.json").read_text())
+    net = _built(data, "audio_tower")
+    features = torch.ones(2, 128, 6000)
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        net.model.get_audio_features(input_features=features, chunk_sample_lengths=torch.tensor([960_000, 160_000]))
+    small = {**data, **{key: {**data[key], **value} for key, value in record["reduced"].items()}}
+    (tmp_path / "config.json").write_text(json.dumps(small))
+    _, model = hf.load(tmp_path / "config.json")
+    (audio,) = [p for p in model.parts if isinstance(p, Audio)]
+    assert replace(audio, seconds=70).heard(model) == (875, sum(counter.get_flop_counts()["Global"].values()))
+
+
+@pytest.mark.torch
+def test_dots3_note_verifies_an_image_and_padded_chunks_together():
+    """Dots3 Note's reference modules (its towers at their defaults, one text layer) run two 224-pixel images and 70 s
+    of audio (two chunks padded to the longest) to the count's parameters and FLOPs, component by component."""
+    from ffncalc.analysis.verify import verify
+    from ffncalc.api.commands import with_inputs
+    from ffncalc.api.models import Model
+
+    label, stack = hf.load(HERE / "configs" / "dots3_note.json")
+    m = with_inputs(Model(label, replace(stack, layers=stack.layers[:1])), images=2, image_size=224, audio_seconds=70)
+    assert verify(m.stack, model=label, seq_len=2048).ok
+
+
+@pytest.mark.parametrize(
+    ("section", "key", "value", "words"),
+    [
+        ("vision_config", "mlp_layer_types", ["dense"] * 3, "expected 42 of 'dense' or 'sparse'"),
+        ("vision_config", "per_layer_config", {"30": {"num_local_experts": 0}}, "layer 30: num_local_experts 0"),
+        ("vision_config", "adapter_out_dim", 4096, "4096 features: the language model's width is 5120"),
+        ("audio_config", "conv_output_size", 7000, "7000 features: its convolutions write 480 × 16"),
+    ],
+)
+def test_dots3_note_tower_shapes_not_read_are_one_line(cli, tmp_path, section, key, value, words):
+    """A Dots3 Note config whose towers' shapes its classes cannot run: one line naming the key, exit 2."""
+    data = json.loads((HERE / "configs" / "dots3_note.json").read_text())
+    data[section] = {**data[section], key: value}
+    (tmp_path / "config.json").write_text(json.dumps(data))
+    code, _, err = cli("count", str(tmp_path / "config.json"))
+    assert code == 2 and words in err and key in err and err.count("\n") == 1, err

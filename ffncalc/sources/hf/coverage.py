@@ -823,10 +823,6 @@ WHOLE_NOT_YET = {
     "perception_lm": "its tower is a timm model (TimmWrapper), which transformers builds only with timm installed",
     "fast_vlm": "its tower is a timm model (FastViTHD through TimmWrapper), which transformers builds only with timm installed",
     "gemma3n": "its vision tower is a timm model (MobileNetV5 through TimmWrapper), built only with timm installed",
-    "dots3_note": (
-        "its vision tower's layers of their own widths (per_layer_config: dense MLPs, then routed experts growing in "
-        "number layer by layer) and its audio tower (three strided 2-D convolutions, rotary attention layers, an adapter)"
-    ),
     "florence2": "its language model is an encoder-decoder (BART's) reading the DaViT tower's tokens",
     "hunyuan_vl": "its patch merger (a newline row before the MLP, begin and end tokens) is not read; its text config needs "
     "head_dim 128 for transformers to build it",

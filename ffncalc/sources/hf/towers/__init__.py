@@ -11,7 +11,7 @@ from typing import Callable
 from ..config import Config
 
 _WRAPPERS: dict[str, Callable[[Config], dict]] = {}
-MODULES = ("vlm", "audio_lm", "vbert", "image_seq2seq", "sam", "lfm3_vl", "phi4mm", "inkling_mm", "mllama", "idefics")
+MODULES = ("vlm", "audio_lm", "vbert", "image_seq2seq", "sam", "lfm3_vl", "phi4mm", "inkling_mm", "mllama", "idefics", "dots3_note")
 
 
 def wrapper(*model_types: str):
@@ -69,6 +69,10 @@ def component(path: str, tower: str = "vision") -> str | None:
     found = (audio_component(path) if tower == "audio" else None) or tower_component(path, tower)
     if found is None and tower == "audio":  # a vision tower beside the audio one (Qwen2.5-Omni's)
         found = tower_component(path)
+    if found is None or found.startswith("(unmatched)"):  # Dots3 Note's own modules
+        from .dots3_note import dots3_component
+
+        found = dots3_component(path) or found
     return found
 
 
