@@ -174,15 +174,20 @@ class Audio(Part):
         units = {"frame": 2 * positions, "chunk": chunks, "tower": positions, "pooled": pooled, "window": 1, "block": blocks}
         return {**units, "projector": tokens, "grid": tokens}
 
+    def totals(self, layout: list[int]) -> dict[str, Fraction]:
+        """What each of the windows' terms runs over, summed over the windows of ``layout`` (``units`` of each)."""
+        total: dict[str, Fraction] = {}
+        for n in layout:
+            for where, count in self.units(n).items():
+                total[where] = total.get(where, Fraction(0)) + count
+        return total
+
     def input_terms(self, e, model, seq_len: int) -> None:
         # a window's work, not a token's: no token of the sequence passes through the tower (no active parameters).
         # Every term but the attention's products is linear in a window's positions: charged once, over all of them;
         # the products of each window over its own square (a shorter last window's apart, as a term of no parameters)
         layout = self.layout()
-        total: dict[str, Fraction] = {}
-        for n in layout:
-            for where, count in self.units(n).items():
-                total[where] = total.get(where, Fraction(0)) + count
+        total = self.totals(layout)
         if self.padded:  # the projector over the valid positions alone
             total["projector"] = total["grid"] = Fraction(sum(self.units(n)["projector"] for n in self.valid_layout()))
         whole = sum(n == self.source_positions for n in layout)

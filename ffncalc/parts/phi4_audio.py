@@ -117,10 +117,7 @@ class Phi4Audio(Audio):
         # parts/audio.py's, each term's work scaled by the positions it runs over a window's (the depthwise
         # convolution's S + kernel − 1)
         layout = self.layout()
-        total: dict[str, Fraction] = {}
-        for n in layout:
-            for where, count in self.units(n).items():
-                total[where] = total.get(where, Fraction(0)) + count
+        total = self.totals(layout)
         sizes = sorted(set(layout)) or [self.source_positions]
         for size in sizes:
             windows = sum(n == size for n in layout)
