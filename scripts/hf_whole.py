@@ -12,7 +12,8 @@ with REPAIRS applied); ``truth/TYPE.json`` is the whole class built from it on t
 name with its element count, a tied one once; the buffers), or transformers' reason for refusing its own defaults;
 and for the types of IMAGE_SIZES the FLOPs of one image through the vision tower and the projector at each size
 (ffncalc/analysis/hfwhole.py: IMAGE_METHOD). Each public config in ``public/`` (its source in public/sources.json) is
-recorded the same way, in ``public_truth/NAME.json``.
+recorded the same way, in ``public_truth/NAME.json``. timm's towers (Gemma 3n's, FastVLM's, Perception LM's) need
+timm: ``pip install --no-deps timm==1.0.31`` (ffncalc/analysis/timmload.py).
 """
 
 from __future__ import annotations
@@ -260,6 +261,11 @@ def main() -> int:
     parser.add_argument("types", nargs="*", help="model_types (default: every type of the two mappings)")
     parser.add_argument("--check", action="store_true", help="compare, do not write")
     args = parser.parse_args()
+    from ffncalc.analysis.timmload import TIMM_VERSION, available
+
+    if not available():  # three towers are timm's (TimmWrapper): without it their records would read "refused"
+        print(f"hf_whole.py: timm is needed: pip install --no-deps timm=={TIMM_VERSION}", file=sys.stderr)
+        return 2
     stale = []
     public = [f"public:{p.stem}" for p in sorted((OUT / "public").glob("*.json")) if p.stem != "sources"]
     names = args.types or list(WHOLE_TYPES) + list(WHOLE_ENCODER_TYPES) + public

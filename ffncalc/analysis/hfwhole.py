@@ -44,8 +44,10 @@ def instantiate_whole(data: dict, device: str = "meta"):
     )
 
     from ..sources.hf.coverage import IMAGE_TEXT_TYPES, WHOLE_ENCODER_TYPES, WHOLE_SEQ2SEQ_TYPES
+    from .timmload import enable
 
     transformers.logging.set_verbosity_error()
+    enable()  # timm's towers (TimmWrapper), where timm is installed
     data = {k: v for k, v in data.items() if k not in DROPPED_KEYS}
     kind = data.get("model_type")
     # the class of its seq2seq mapping where it is in neither multimodal mapping (Audio Flamingo 3's)
