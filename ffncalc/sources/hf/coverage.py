@@ -616,11 +616,6 @@ SEQ2SEQ_NOT_YET = {
 
 # Encoders no family reads yet: what each needs.
 ENCODERS_NOT_YET = {
-    "mra": (
-        "multi-resolution approximate attention (low-resolution block scores, the top blocks at full resolution), "
-        "computed only by transformers' CUDA kernels (kernels-community/mra): without them its forward returns zeros "
-        "for the attention, so a CPU or meta forward measures none of its products"
-    ),
     "neomme": (
         "a multimodal encoder: a patch stem beside factorized token embeddings, value embeddings added in the first and "
         "last global layers, exclusive self-attention, initial-state mixing (lambdas), and a head through the tied "
