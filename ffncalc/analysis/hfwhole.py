@@ -1,7 +1,6 @@
-"""Whole multimodal models as transformers builds them: the class of its image-text-to-text mapping (or, for the
-audio-text types, its multimodal-LM mapping) built from a wrapper config on the meta device, every parameter by name
-(a tied one once); and what one image costs: FlopCounterMode over the model's ``get_image_features`` (the vision
-tower and the projector, as a forward with ``pixel_values`` runs them) for one image of a stated size."""
+"""Whole multimodal models as transformers builds them: its image-text-to-text (or multimodal-LM) class built from a wrapper
+config on the meta device, every parameter by name (a tied one once); and what one image costs: FlopCounterMode over the model's
+``get_image_features`` (the vision tower and projector, as a forward with ``pixel_values`` runs them), one image of a stated size."""
 
 from __future__ import annotations
 
@@ -17,8 +16,7 @@ IMAGE_METHOD = (
     "and convolution, summed per module (the vision tower's and the projector's)"
 )
 
-# Image encoder-decoders, whose class has no get_image_features: what runs one image (the decoder's cross-attention
-# over its positions is the language model's, counted per sequence)
+# Image encoder-decoders (no get_image_features): what runs one image (the decoder's cross-attention is the language model's)
 IMAGE_METHODS = {
     kind: "torch.utils.flop_counter.FlopCounterMode over the whole class's image encoder, as its forward runs it "
     + how
