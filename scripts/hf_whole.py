@@ -98,6 +98,7 @@ IMAGE_SIZES = {
     # 4 tiles of 32 and 16 patches of 14 a side and a class token, padded to 1,032 and 264 rows
     "mllama": (448, 224),
     "idefics": (224, 448),  # 16 and 32 patches of 14 a side and a class token, every row read by the cross-attention
+    "fast_vlm": (1024, 512),  # FastViTHD's 16 and 8 tokens a side (64 pixels a token): FastVLM's images, and half
 }
 # Frames of quantised mel bins at which Inkling's audio tower is measured (20 a second: 30 s and 10 s)
 AUDIO_FRAMES = {"inkling_mm_model": (600, 200)}

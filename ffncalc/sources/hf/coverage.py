@@ -814,8 +814,6 @@ SELF_TEXT = ("git", "phi4_multimodal", "idefics")
 # language model: what counting it needs (``ffncalc families``; the rest say their towers and projector are not read)
 WHOLE_NOT_YET = {
     "perception_lm": "its tower is a timm model (Perception Encoder's ViT through TimmWrapper), not read yet",
-    "fast_vlm": "its tower is a timm model (FastViTHD through TimmWrapper: convolutional RepMixer stages, then attention "
-    "stages), not read yet",
     "gemma3n": "its vision tower is a timm model (MobileNetV5 through TimmWrapper: edge-residual and universal "
     "inverted-residual blocks, multi-query attention with strided keys and values, a multi-scale fusion adapter), "
     "not read yet",
