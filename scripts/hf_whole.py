@@ -98,6 +98,7 @@ IMAGE_SIZES = {
     # 4 tiles of 32 and 16 patches of 14 a side and a class token, padded to 1,032 and 264 rows
     "mllama": (448, 224),
     "idefics": (224, 448),  # 16 and 32 patches of 14 a side and a class token, every row read by the cross-attention
+    "perception_lm": (336, 448),  # 24 and 32 patches of 14 a side: PE L/14's images, and Perception LM's tiles
     "fast_vlm": (1024, 512),  # FastViTHD's 16 and 8 tokens a side (64 pixels a token): FastVLM's images, and half
 }
 # Frames of quantised mel bins at which Inkling's audio tower is measured (20 a second: 30 s and 10 s)
@@ -148,6 +149,10 @@ REPAIRS = {
     # where its encoder writes hidden_dim (1,024): the released Granite Speech 3.3's encoder_hidden_size, 1,024
     "granite_speech": {"projector_config": {"encoder_hidden_size": 1024}},
     "granite_speech_plus": {"projector_config": {"encoder_hidden_size": 1024}},  # as Granite Speech's (no cat_hidden_layers)
+    # PerceptionLMConfig's vision_config defaults to timm's resnet50 without model_args, while its projector reads
+    # model_args["embed_dim"]: the released Perception LM's tower, Perception Encoder L/14 (Cho et al. 2025 §3; Bolya et
+    # al. 2025 Table 1: width 1,024), as timm builds it at its defaults
+    "perception_lm": {"vision_config": {"architecture": "vit_pe_core_large_patch14_336", "model_args": {"embed_dim": 1024}}},
 }
 
 
@@ -179,6 +184,9 @@ def sized(data: dict, size: int) -> dict:
         return {**data, "encoder": {**data["encoder"], "image_size": size}}
     if "vision_config" not in data:
         return {**data, "image_size": size}
+    if str(data["vision_config"].get("architecture", "")).startswith("vit_pe_"):  # timm builds a PE ViT for its img_size
+        args = {**(data["vision_config"].get("model_args") or {}), "img_size": size}
+        return {**data, "vision_config": {**data["vision_config"], "model_args": args}}
     return {**data, "vision_config": {**data["vision_config"], "image_size": size}}
 
 

@@ -268,12 +268,9 @@ def image_flops(data: dict, size: int) -> dict:
         side = size // p
         pixels = torch.ones(side * side, 3 * p * p)
         kwargs["image_grid_thw"] = torch.tensor([[1, side, side]])
-    if kind == "kimi_k25":  # the processor's patches (channels × patch × patch each) and the grid
-        p = net.config.vision_config.patch_size
-        side = size // p
-        pixels = torch.ones(side * side, 3, p, p)
-        kwargs["image_grid_thw"] = torch.tensor([[1, side, side]])
-    if kind == "paddleocr_vl":  # the processor's patches (channels × patch × patch each) and the grid
+    if kind == "perception_lm":  # images of tiles: one tile
+        pixels = pixels[None]
+    if kind in ("kimi_k25", "paddleocr_vl"):  # the processor's patches (channels × patch × patch each) and the grid
         p = net.config.vision_config.patch_size
         side = size // p
         pixels = torch.ones(side * side, 3, p, p)

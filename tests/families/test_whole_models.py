@@ -1586,3 +1586,49 @@ def test_fast_vlm_fastvithd_by_hand():
     assert tower == params
     projector = 256 * (3072 * 3584 + 3584 * 3584)
     assert vision.per_image(model)[:2] == (256, 2 * (macs + projector))
+
+
+def test_perception_lm_perception_encoder_by_hand():
+    """Perception LM at its defaults repaired with the released tower (PerceptionLMConfig's default resnet50 has no
+    embed_dim for its projector): Perception Encoder L/14 as timm builds it (Bolya et al. 2025 Table 1: width 1,024,
+    24 layers, 16 heads, MLP 4,096, 336 pixels), CLIP's form — a patch convolution without a bias, a class token, 577
+    table rows, LayerNorms before and after the layers — and an attention-pooling head (a latent query; q, k, v and o;
+    a LayerNorm and the MLP) that TimmWrapperModel runs: 316,102,656 parameters. One 336-pixel image: 577 positions
+    through the layers, k and v of the head over them, its one query; the projector 1,024 → 4,096 → 4,096 over the 576
+    patches (the class token dropped)."""
+    from ffncalc.parts.vision import Vision
+
+    _, model = hf.load(HERE / "configs" / "perception_lm.json")
+    (vision,) = [p for p in model.parts if isinstance(p, Vision)]
+    d, f, n = 1024, 4096, 577
+    layer = 4 * (d * d + d) + (d * f + f) + (f * d + d) + 2 * 2 * d
+    head = d + 4 * (d * d + d) + 2 * d + (d * f + f) + (f * d + d)
+    tower = 24 * layer + d * 3 * 14 * 14 + d + n * d + 2 * 2 * d + head
+    assert tower == 316_102_656 == groups("perception_lm")["tower"]
+    step = 2 * n * (4 * d * d + 2 * d * f) + 2 * 2 * n * n * d
+    pooling = 2 * n * 2 * d * d + 2 * (2 * d * d + 2 * d * f) + 2 * 2 * n * d
+    flops = 24 * step + 2 * 576 * d * 3 * 14 * 14 + pooling + 2 * 576 * (d * 4096 + 4096 * 4096)
+    assert vision.per_image(model)[:2] == (576, flops)
+
+
+@pytest.mark.torch
+def test_perception_lm_tower_as_released_equals_transformers(tmp_path):
+    """Perception LM's tower as its released checkpoints state it (Cho et al. 2025 §3: PE L/14's layers but the last,
+    at 448 pixels, the features before any pooling; model_args depth 23, img_size 448, global_pool '', no post norm,
+    layer scales from init_values), built by transformers now with timm: every component's parameters, and one
+    image's FLOPs against FlopCounterMode on get_image_features."""
+    from ffncalc.analysis.hfwhole import check_whole, image_flops
+    from ffncalc.parts.vision import Vision
+
+    data = json.loads((HERE / "configs" / "perception_lm.json").read_text())
+    args = {"embed_dim": 1024, "img_size": [448, 448], "depth": 23, "global_pool": "", "use_post_transformer_norm": False}
+    data["vision_config"]["model_args"] = {**args, "init_values": 0.1, "ref_feat_shape": [32, 32]}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(data))
+    c = hf.read_config(path)
+    label, model = hf.load(path)
+    report = check_whole(hf.language_model(c), model)
+    assert len([ch for ch in report.checks if ch.component.startswith("vision.")]) == 12
+    assert report.ok and not any(ch.component.startswith("(unmatched)") for ch in report.checks), report.failures
+    (vision,) = [p for p in model.parts if isinstance(p, Vision)]
+    assert vision.per_image(model)[1] == image_flops(data, 448)["total"]

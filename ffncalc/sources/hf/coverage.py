@@ -778,7 +778,6 @@ WHOLE_REFUSED_AT_DEFAULTS = {
     "evolla": "a protein-text model with no image-text-to-text class",
     "granite4_vision": "a default list its projector reads is None",
     "hunyuan_vl": "a default of its vision tower's rotary positions is None",
-    "perception_lm": "its default vision_config (timm's resnet50) has no model_args, whose embed_dim its projector reads",
     "qwen3_omni_moe": "its talker's text config lacks the shared_expert_intermediate_size its layers read",
     "qwen4_exp": "its QSA indexer's sizes default to None",
 }
@@ -813,7 +812,6 @@ SELF_TEXT = ("git", "phi4_multimodal", "idefics")
 # Image-text and multimodal-LM types not read whole yet whose class builds more than a tower and a projector beside a
 # language model: what counting it needs (``ffncalc families``; the rest say their towers and projector are not read)
 WHOLE_NOT_YET = {
-    "perception_lm": "its tower is a timm model (Perception Encoder's ViT through TimmWrapper), not read yet",
     "gemma3n": "its vision tower is a timm model (MobileNetV5 through TimmWrapper: edge-residual and universal "
     "inverted-residual blocks, multi-query attention with strided keys and values, a multi-scale fusion adapter), "
     "not read yet",
