@@ -142,6 +142,46 @@ class _Flash(torch.autograd.Function):
         return grads[0], grads[1], grads[2], grads[3] if sinks else None, None, None
 
 
+class _Selected(torch.autograd.Function):
+    """Attention over the keys an indexer picked for each query, as the sparse kernels keep it (DeepSeek-V3.2's sparse
+    attention, DeepSeek-AI 2025 §2.1; FlashMLA's sparse prefill, which takes the top-k ids as int32): Q, K and V as
+    given, the output, the fp32 log-sum-exp of every query and head and the int32 ids of each query's top-k keys; the
+    selection's mask rebuilt from the ids in backward, the gathered keys and values never kept."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, sinks, causal: bool, ids):
+        computed, lse = _attend(q, k, v, sinks, False, _selected_mask(ids, q.shape[-2], causal, q.dtype))
+        b, h, s, d = computed.shape  # written (B, s, H, d) in memory, as the flash kernels write it
+        out = computed.new_empty(b, s, h, d).transpose(1, 2).copy_(computed)
+        ctx.causal, ctx.sinks = causal, sinks is not None
+        ctx.save_for_backward(q, k, v, out, lse, ids, *(() if sinks is None else (sinks,)))
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        q, k, v, _out, _lse, ids, *sinks = ctx.saved_tensors
+        mask = _selected_mask(ids, q.shape[-2], ctx.causal, q.dtype)
+        with torch.enable_grad():
+            inputs = [t.detach().requires_grad_(True) for t in (q, k, v, *sinks)]
+            out, _ = _attend(*inputs[:3], inputs[3] if sinks else None, False, mask)
+            grads = torch.autograd.grad(out, inputs, grad)
+        return grads[0], grads[1], grads[2], grads[3] if sinks else None, None, None
+
+
+def _selected_mask(ids: torch.Tensor, s: int, causal: bool, dtype) -> torch.Tensor:
+    """(B, 1, s, s): 0 at each query's selected keys (and, causal, at or before it), -inf elsewhere."""
+    with torch.no_grad():
+        mask = torch.full((ids.shape[0], s, s), float("-inf"), dtype=dtype, device=ids.device).scatter(-1, ids.long(), 0.0)
+        if causal:
+            mask = mask.masked_fill(torch.ones(s, s, dtype=torch.bool, device=ids.device).triu(1), float("-inf"))
+        return mask[:, None]
+
+
+def selected_attention(q, k, v, index: torch.Tensor, sinks, causal: bool) -> torch.Tensor:
+    """softmax(q·kᵀ/√d)·v over each query's ``index`` (B, s, top-k) keys by a sparse kernel (``_Selected``)."""
+    return _Selected.apply(q, k, v, sinks, causal, index.to(torch.int32))
+
+
 def is_table(t: torch.Tensor) -> bool:
     """A mask table ``attention`` built: a kernel's constant, not an activation."""
     return any(t.untyped_storage().data_ptr() == m.untyped_storage().data_ptr() for m in _MASKS.values())

@@ -293,7 +293,12 @@ class LatentAttention(Block):
         return model.d_model + q_latent + latent + 2 * h * self.qk_head_dim + 2 * h * self.v_head_dim + gate + stats + scaling
 
     def score_bytes(self, model, seq_len: int, flash: bool = False) -> int:
-        return softmax_score_bytes(self.n_heads, seq_len, flash)
+        """Softmax attention's; with the indexer selecting fewer keys than the sequence, the sparse kernel's as well:
+        the int32 ids of each query's index_topk keys (FlashMLA's sparse prefill takes them so; DeepSeek-V3.2's DSA),
+        kept in place of the gathered keys and values. Per head, as the dense kernel here: Q, K and V at their
+        heads (Megatron-LM's MLA through Transformer Engine), not the absorbed latent of the inference kernels."""
+        ids = 4 * seq_len * self.index_topk if flash and self.indexed and self.index_topk and self.index_topk < seq_len else 0
+        return softmax_score_bytes(self.n_heads, seq_len, flash) + ids
 
     def torch_module(self, model, causal: bool):
         return _module()(self, model, causal)
@@ -538,6 +543,8 @@ def _module():
                     keep = self.indexer(x, None if hasattr(self, "q") else q_latent)
             if keep is None:
                 out = attend(self, q, k, v)  # (B, H, s, v_dim)
+            elif _fused.active():  # a sparse kernel over the kept keys, keeping their ids (not the gathered keys)
+                out = _fused.selected_attention(q, k, v, keep, getattr(self, "sinks", None), self.causal)
             else:
                 out = attend_selected(self, q, k, v, keep)
             if hasattr(self, "g"):  # (B, H, s, v_dim) scaled per head by sigmoid(g x)
