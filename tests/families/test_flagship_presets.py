@@ -23,6 +23,7 @@ from ffncalc.sources import hf, presets
 
 HERE = Path(__file__).resolve().parents[1]
 CONFIGS = HERE / "hf_configs"
+WHOLE = HERE / "hf_whole" / "public"
 B = 10**9
 
 # preset -> the public config.json it is imported from
@@ -44,9 +45,13 @@ FLAGSHIPS = {
 }
 
 
-# copies of the text_config alone (the vision tower's keys left out): counted whole they would be the class's
-# default tower, not the released one, and so their language model is what the preset holds
-TEXT_ONLY = {"llama-4-scout-17b-16e-instruct", "llama-4-maverick-17b-128e-instruct"}
+# configs whose copy in hf_configs/ leaves the tower's keys out, read whole from hf_whole/public/ (the released
+# vision_config restored, its source in public/sources.json)
+WHOLE_COPY = {"llama-4-scout-17b-16e-instruct"}
+
+
+def config_path(config: str) -> Path:
+    return WHOLE / f"{config}.json" if config in WHOLE_COPY else CONFIGS / f"{config}.json"
 
 
 def rows(spec) -> dict:
@@ -57,7 +62,7 @@ def rows(spec) -> dict:
 @pytest.mark.parametrize("preset,config", FLAGSHIPS.items())
 def test_preset_is_exactly_its_config(preset, config):
     _, ours = presets.load(preset)
-    _, theirs = hf.load(CONFIGS / f"{config}.json", text=config in TEXT_ONLY)  # whole, as the multimodal presets are
+    _, theirs = hf.load(config_path(config))  # whole, as the multimodal presets are
     assert rows(ours) == rows(theirs)
     a, b = tally(ours), tally(theirs)
     assert (a.params, a.active, a.mtp_params) == (b.params, b.active, b.mtp_params)
@@ -88,10 +93,29 @@ def count(preset: str):
 
 def test_llama4():
     # Meta's Llama 4 model card: Scout "17B (Activated) 109B (Total)", Maverick "17B (Activated) 400B (Total)".
-    # The totals count the multimodal checkpoints; the copied configs carry only the text_config, so the
-    # vision towers cannot be built from them and only the active figures are held here.
+    # The presets count the multimodal checkpoints whole, as transformers builds them from the released configs
+    # (tests/hf_whole/public_truth, the Maverick copy's own record): Scout's 108.6B rounds to the card's 109B;
+    # Maverick's 401.6B is 1.6B over its "400B", whose language model alone is 400.7B (the card rounds it down).
     for preset in ("llama4-scout", "llama4-maverick"):
         assert within(count(preset).active, 17 * B, 0.5 * B)
+    assert within(count("llama4-scout").params, 109 * B, 0.5 * B)
+    assert 400 * B < count("llama4-maverick").params < 402 * B
+
+
+@pytest.mark.torch  # the whole class is built by transformers
+@pytest.mark.parametrize(
+    "preset,config", [("llama4-scout", "llama-4-scout-17b-16e-instruct"), ("llama4-maverick", "llama-4-maverick-17b-128e-instruct")]
+)
+def test_llama4_presets_are_the_whole_checkpoints(preset, config):
+    """Each Llama 4 preset's parameters equal what transformers builds for the whole checkpoint (tower, adapter,
+    projector and language model) from its released config, on the meta device."""
+    from ffncalc.analysis.hfwhole import measure_whole
+    from ffncalc.analysis.records import expanded
+
+    data = json.loads(config_path(config).read_text())
+    built = sum(n for _, n in expanded(measure_whole(data)["params"], 2))
+    assert count(preset).params == built
+    assert built - hf_total(config) > 0  # the tower and projector beside the language model
 
 
 def test_qwen3_next():
@@ -125,7 +149,7 @@ def test_qwen3_5(preset, config, total, active):
 
 def hf_total(config: str) -> int:
     """The language model's parameters, as its config.json counts them."""
-    return tally(hf.load(CONFIGS / f"{config}.json", text=True)[1]).params
+    return tally(hf.load(config_path(config), text=True)[1]).params
 
 
 def test_deepseek_v3_2():

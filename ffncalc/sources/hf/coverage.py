@@ -871,6 +871,7 @@ WHOLE_PROVEN_ON = {
     "gemma3": ("google/gemma-3-27b-it",),
     "gemma4": ("google/gemma-4-26B-A4B", "nvidia/Gemma-4-31B-IT-NVFP4"),
     "kimi_k25": ("nvidia/Kimi-K2.5-NVFP4",),
+    "llama4": ("meta-llama/Llama-4-Scout-17B-16E-Instruct",),
     "llava": ("llava-hf/llava-1.5-7b-hf",),
     "minicpmv4_6": ("openbmb/MiniCPM-V-4.6",),
     "mistral3": ("black-forest-labs/FLUX.2-dev (its text encoder, Mistral Small 3.2 24B)",),
