@@ -799,6 +799,7 @@ TEXT_PROVEN_WHOLE = {
     "blip_text_model": "blip",
     "voxtral_realtime_text": "voxtral_realtime",
     "mistral_large4_text": "mistral_large4",
+    "granite_docling_text": "granite_docling",
 }
 
 
@@ -861,7 +862,6 @@ WHOLE_NOT_YET = {
     "(qwen2_5_omni_thinker)",
     "glm5_next": "its language model (hyper-connections, gated linear attention beside latent attention with an indexer) "
     "is not read yet",
-    "granite_docling": "its connector (coarse and fine projections with deepstack mergers and position tables) is not read yet",
 }
 
 
