@@ -3,6 +3,7 @@ builds the whole class (tests/hf_whole, recorded by scripts/hf_whole.py), one im
 them on that class, and the head tied by the wrapper's tie_word_embeddings."""
 
 import json
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -1580,3 +1581,28 @@ def test_granite_docling_by_hand():
         side = size // 16
         assert replace(vision, image_size=size).per_image(model)[:2] == (side * side // 16, 2 * macs(side))
         assert 2 * macs(side) == next(r["total"] for r in truth("granite_docling")["image_flops"]["runs"] if r["size"] == size)
+
+
+@pytest.mark.parametrize(
+    ("where", "key", "value", "words"),
+    [
+        ("vision_config", "out_hidden_size", 512, "out_hidden_size: 512 features where the language model's width is 1024"),
+        ("vision_config", "scale_factor", 3, "scale_factor: 3 does not divide the tile's 32 patches a side"),
+        ("vision_config", "deepstack_visual_indexes", [3, 12], "deepstack_visual_indexes: [3, 12]: each must name one of"),
+        (None, "density_router_hidden_size", 256, "density_router_hidden_size: a density router is not read yet"),
+    ],
+)
+def test_granite_docling_shapes_not_read_are_one_line(tmp_path, where, key, value, words):
+    """Granite Docling's connector writes the text's width (the class adds its tokens to the text's), its shuffle
+    groups whole tiles' patches and its mergers tap the tower's layers; its density router is not read: each refused
+    in one line naming the key."""
+    from ffncalc.errors import InputError
+
+    data = json.loads((HERE / "configs" / "granite_docling.json").read_text())
+    if where:
+        data[where] = {**data[where], key: value}
+    else:
+        data[key] = value
+    (tmp_path / "config.json").write_text(json.dumps(data))
+    with pytest.raises(InputError, match=re.escape(words)):
+        hf.load(tmp_path / "config.json")
