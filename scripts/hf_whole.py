@@ -100,6 +100,8 @@ IMAGE_SIZES = {
     "idefics": (224, 448),  # 16 and 32 patches of 14 a side and a class token, every row read by the cross-attention
     "perception_lm": (336, 448),  # 24 and 32 patches of 14 a side: PE L/14's images, and Perception LM's tiles
     "fast_vlm": (1024, 512),  # FastViTHD's 16 and 8 tokens a side (64 pixels a token): FastVLM's images, and half
+    # one tile of 32 and 16 patches of 16 a side (its table built at each), 8 and 4 tokens a side after its shuffle of 4
+    "granite_docling": (512, 256),
 }
 # Frames of quantised mel bins at which Inkling's audio tower is measured (20 a second: 30 s and 10 s)
 AUDIO_FRAMES = {"inkling_mm_model": (600, 200)}
@@ -244,6 +246,11 @@ def truth_text(model_type: str, data: dict, config: str = "") -> str:
         record["image_flops"] = {"method": DOTS3_IMAGE_METHOD, "runs": runs, "reduced": DOTS3_REDUCED}
         runs = [dots3_audio_flops(data, n) for n in DOTS3_POSITIONS]
         record["audio_flops"] = {"method": DOTS3_AUDIO_METHOD, "runs": runs, "reduced": DOTS3_REDUCED}
+    elif model_type == "granite_docling" and "refused" not in record and not config:  # one tile, its vision model on the CPU
+        from ffncalc.analysis.hfdocling import DOCLING_IMAGE_METHOD, docling_image_flops
+
+        runs = [docling_image_flops(data, s) for s in IMAGE_SIZES[model_type]]
+        record["image_flops"] = {"method": DOCLING_IMAGE_METHOD, "runs": runs}
     elif model_type in IMAGE_SIZES and "refused" not in record and not config:
         base = reduced(data) if model_type in ON_CPU else data
         runs = [image_flops(sized(base, s), s) for s in IMAGE_SIZES[model_type]]

@@ -33,7 +33,9 @@ a tower (parts/vision.py) holds one. In the order they run, each where its model
    (silu(a) ⊙ b, Cohere2VisionMultiModalProjector, AyaVisionMultiModalProjector); or one Linear(features, d_model)
    (PaliGemma's; Gemma 3's bias-free mm_input_projection_weight; Idefics3's modality_projection); or, where not
    ``linear``, none: the tower writes the model's tokens itself (Fuyu's patch embedding at the model's width); where
-   ``out_norm``, a LayerNorm over what it writes (GIT's visual_projection: Linear, then LayerNorm);
+   ``out_norm``, a LayerNorm over what it writes (GIT's visual_projection: Linear, then LayerNorm); where ``mid_norm``, a
+   LayerNorm over the hidden features before the activation (Granite Docling's connector: projection, ln_mid, GELU,
+   mlp_fc2, ln_out);
 8b. where ``then``, the MLP runs first over every patch (to the model's width), then the shuffle groups its outputs and a
    second MLP, Linear(d_model · shuffle², then) → GELU → Linear(then, d_model), with biases, writes each token
    (MiniMaxM3VLMultiModalProjector: linear_1, linear_2, then merge_linear_1, merge_linear_2);
@@ -102,6 +104,7 @@ class Projector:
     vocab: NonNegative = 0  # Ovis 2's visual vocabulary: softmaxed logits over it read a table of its rows (0: none)
     indicators: NonNegative = 0  # its rows no patch's logits name (Ovis 2's visual indicator tokens), zeros in the matmul
     then: NonNegative = 0  # a second MLP's width, after the shuffle of the first's outputs (MiniMax M3 VL; 0: none)
+    mid_norm: bool = False  # a LayerNorm with a bias over the MLP's hidden features before its activation (Granite Docling)
 
     @property
     def group(self) -> int:
@@ -161,6 +164,8 @@ class Projector:
         mlp = grid if self.resampler else out  # before a resampler, over every patch
         if self.hidden:
             mlp.linear(f"{prefix}linear_1", features, self.hidden, self.bias, 1)
+            if self.mid_norm:  # GraniteDoclingConnector's ln_mid, between the projection and the GELU
+                mlp.norm(f"{prefix}mid_norm", Norm(kind="layernorm"), self.hidden, 1)
             half = self.hidden // 2 if self.gated else self.hidden
             ops = half * (ACTIVATION_OPS["silu"] + 1) if self.gated else self.hidden * ACTIVATION_OPS[self.activation]
             mlp.op(f"{prefix}act", ops, 1)
@@ -281,6 +286,8 @@ class Projector:
                 if proj.hidden:
                     self.linear_1 = Linear(features, proj.hidden, bias=proj.bias)
                     self.linear_2 = Linear(proj.hidden // 2 if proj.gated else proj.hidden, d_model, bias=proj.bias)
+                    if proj.mid_norm:
+                        self.mid_norm = make_norm(Norm(kind="layernorm"), proj.hidden)
                 elif proj.adapter:
                     self.linear_1 = Linear(features, d_model, bias=proj.bias)
                 elif proj.linear and not proj.vocab:
@@ -342,6 +349,7 @@ class Projector:
                         return self.linear_1(x)
                 if proj.hidden:
                     h = self.linear_1(x)
+                    h = self.mid_norm(h) if proj.mid_norm else h
                     if proj.gated:
                         a, g = h.chunk(2, dim=-1)
                         h = nn.functional.silu(a) * g

@@ -66,6 +66,13 @@ class Vision(Part):
     frames: Positive = 1  # frames a patch spans (Qwen2-VL's temporal_patch_size: an image repeated to fill them)
     position_rows: NonNegative = 0  # rows of a learned table interpolated to the positions (Qwen3-VL's; 0: one a position)
     deepstack: NonNegative = 0  # copies of the projector reading earlier layers (Qwen3-VL's deepstack mergers)
+    # the deepstack mergers' own form where they are not the projector's copy (Granite Docling's: a LayerNorm over the
+    # shuffled features, Linear → GELU → Linear with biases)
+    deepstack_projector: Projector | None = None
+    # a second connector path which an image takes only where asked (Granite Docling's fine route: a pixel shuffle of
+    # half the factor, its projection, and its own deepstack mergers, ``deepstack`` of them): its parameters, no work
+    fine: Projector | None = None
+    fine_deepstack: Projector | None = None
     window: NonNegative = 0  # tokens a side of an attention window, in the projector's tokens (Qwen2.5-VL; 0: none)
     full_layers: NonNegative = 0  # with a window: the layers that attend the whole image; the rest attend windows
     # a second tower of the same form and weights of its own, which no image runs through (Video-LLaVA's video_tower:
@@ -351,11 +358,20 @@ class Vision(Part):
         if self.high_res:
             out += self.high_res.terms(d, self.grid)
         if self.deepstack:  # the same projector on earlier layers' outputs, its norm over what the shuffle makes
-            deep = replace(self.projector, prenorm=False).terms(model.d_model, "vision.deepstack.")
+            deep = (self.deepstack_projector or replace(self.projector, prenorm=False)).terms(model.d_model, "vision.deepstack.")
             k = self.deepstack
             out += [
                 (w, replace(t, count=k * t.count, active_count=k * t.active_count, macs=k * t.macs, elementwise=k * t.elementwise))
                 for w, t in deep
+            ]
+        if self.fine:  # the fine route's projection and mergers: their parameters, no work of an image's
+            idle = [(self.fine, "vision.fine.", 1), (self.fine_deepstack, "vision.fine_deepstack.", self.deepstack)]
+            out += [
+                ("image", replace(t, count=k * t.count, active_count=k * t.active_count, macs=0, elementwise=0))
+                for proj, prefix, k in idle
+                if proj is not None and k
+                for _, t in proj.terms(model.d_model, prefix)
+                if t.numel
             ]
         if self.newline:  # appended to the projector's rows: no work
             emb = Emitter("embedding")
@@ -625,8 +641,13 @@ def _module(spec: Vision, model):
             if spec.merger:
                 self.merger = spec.merger.module(d)
             if spec.deepstack:
-                deep = replace(spec.projector, prenorm=False)
+                deep = spec.deepstack_projector or replace(spec.projector, prenorm=False)
                 self.deepstack = nn.ModuleList(deep.module(model.d_model) for _ in range(spec.deepstack))
+            if spec.fine:  # its parameters, which an image does not run
+                self.fine = spec.fine.module(model.d_model)
+                if spec.fine_deepstack and spec.deepstack:
+                    fine_deep = spec.fine_deepstack
+                    self.fine_deepstack = nn.ModuleList(fine_deep.module(model.d_model) for _ in range(spec.deepstack))
             if spec.newline:
                 self.image_newline = nn.Parameter(torch.empty(model.d_model))
 

@@ -3,6 +3,7 @@ builds the whole class (tests/hf_whole, recorded by scripts/hf_whole.py), one im
 them on that class, and the head tied by the wrapper's tie_word_embeddings."""
 
 import json
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -1632,3 +1633,63 @@ def test_perception_lm_tower_as_released_equals_transformers(tmp_path):
     assert report.ok and not any(ch.component.startswith("(unmatched)") for ch in report.checks), report.failures
     (vision,) = [p for p in model.parts if isinstance(p, Vision)]
     assert vision.per_image(model)[1] == image_flops(data, 448)["total"]
+def test_granite_docling_by_hand():
+    """Granite Docling at its defaults: a SigLIP-built tower of 12 layers of width 768 (MLP 3,072) over tiles of 512
+    pixels (32 × 32 patches of 16: a table of 1,024 rows), post_layernorm; its connector's ln_in, a pixel shuffle of 4
+    (12,288 features a token), the coarse projection to 1,024 (no bias), ln_mid, GELU, mlp_fc2 (no bias) and ln_out;
+    three deepstack mergers (LayerNorm of 12,288, 12,288 → 1,024 → 1,024 with biases) on layers 3, 7 and 10; the fine
+    path the same at a shuffle of 2 (3,072 features), built and run by no image unless asked. One tile becomes 64
+    tokens (16 at 256 pixels); its FLOPs are the tower's, the projection and mlp_fc2, and the mergers over those tokens.
+    2 FLOPs a multiply-add; FlopCounterMode's."""
+    from ffncalc.parts.vision import Vision
+
+    d, ff, depth, out = 768, 3072, 12, 1024
+    layer = 4 * (d * d + d) + 2 * 2 * d + d * ff + ff + ff * d + d  # q, k, v, out_proj; two LayerNorms; fc1, fc2
+    tower = 3 * 16 * 16 * d + d + 1024 * d + depth * layer + 2 * d
+
+    def merger(m):  # LayerNorm(m), linear_1 (m → out), linear_2 (out → out), with biases
+        return 2 * m + m * out + out + out * out + out
+
+    coarse, fine = 16 * d * out + 3 * merger(16 * d), 4 * d * out + 3 * merger(4 * d)
+    connector = 2 * d + coarse + fine + 2 * out + out * out + 2 * out  # ln_in, paths, ln_mid, mlp_fc2, ln_out
+    assert (tower, connector) == (86_433_024, 70_364_672)
+    _, model = hf.load(HERE / "configs" / "granite_docling.json")
+    got = ours(model)
+    assert got["tower"] + got["projector"] == tower + connector
+    assert got == groups("granite_docling")
+
+    def macs(side):
+        n = side * side
+        per_patch = 3 * 16 * 16 * d + depth * (4 * d * d + 2 * d * ff + 2 * n * d)
+        return n * per_patch + n // 16 * (4 * (16 * d * out + out * out))  # projection + mlp_fc2, three mergers
+
+    (vision,) = [p for p in model.parts if isinstance(p, Vision)]
+    for size in (512, 256):
+        side = size // 16
+        assert replace(vision, image_size=size).per_image(model)[:2] == (side * side // 16, 2 * macs(side))
+        assert 2 * macs(side) == next(r["total"] for r in truth("granite_docling")["image_flops"]["runs"] if r["size"] == size)
+
+
+@pytest.mark.parametrize(
+    ("where", "key", "value", "words"),
+    [
+        ("vision_config", "out_hidden_size", 512, "out_hidden_size: 512 features where the language model's width is 1024"),
+        ("vision_config", "scale_factor", 3, "scale_factor: 3 does not divide the tile's 32 patches a side"),
+        ("vision_config", "deepstack_visual_indexes", [3, 12], "deepstack_visual_indexes: [3, 12]: each must name one of"),
+        (None, "density_router_hidden_size", 256, "density_router_hidden_size: a density router is not read yet"),
+    ],
+)
+def test_granite_docling_shapes_not_read_are_one_line(tmp_path, where, key, value, words):
+    """Granite Docling's connector writes the text's width (the class adds its tokens to the text's), its shuffle
+    groups whole tiles' patches and its mergers tap the tower's layers; its density router is not read: each refused
+    in one line naming the key."""
+    from ffncalc.errors import InputError
+
+    data = json.loads((HERE / "configs" / "granite_docling.json").read_text())
+    if where:
+        data[where] = {**data[where], key: value}
+    else:
+        data[key] = value
+    (tmp_path / "config.json").write_text(json.dumps(data))
+    with pytest.raises(InputError, match=re.escape(words)):
+        hf.load(tmp_path / "config.json")

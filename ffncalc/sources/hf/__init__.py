@@ -91,6 +91,7 @@ TEXT_TYPES = {
     "pix2struct": "pix2struct_text_model",
     "blip": "blip_text_model",
     "glm_ocr": "glm_ocr_text",
+    "granite_docling": "granite_docling_text",
     "idefics": "idefics",  # IdeficsConfig's language model is its own top-level keys
     "llama4": "llama4_text",
     "mllama": "mllama_text_model",

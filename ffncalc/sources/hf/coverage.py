@@ -791,6 +791,7 @@ TEXT_PROVEN_WHOLE = {
     "blip_text_model": "blip",
     "voxtral_realtime_text": "voxtral_realtime",
     "mistral_large4_text": "mistral_large4",
+    "granite_docling_text": "granite_docling",
 }
 
 
@@ -829,8 +830,17 @@ WHOLE_NOT_YET = {
     ),
     "udop": "an encoder-decoder: T5 with the image's patches and 2-D layout positions added to the encoder's tokens",
     "molmo2": (
-        "its adapter pools each 2 × 2 window of two tower layers' features by attention at indices the processor "
-        "gives (image_token_pooling)"
+        "its language model (molmo2_text: no family reads it; Qwen3's layers at its defaults, q_norm and k_norm per head, "
+        "but qk_norm_type olmo norms the whole projection, norm_after puts the norms after each sublayer, o_proj has no "
+        "bias and the embedding holds vocab_size + additional_vocab_size rows), its tower (a linear patch embedding and "
+        "a learned table of 729 rows, 25 SigLIP-form layers of 16 heads of 72) and its adapter are not read: each LM "
+        "token pools one 2 × 2 window of patches (image_token_pooling: -1 where the window passes the grid's edge) of "
+        "two tower layers' outputs side by side (vision_feature_layer, 2 × 1,152 features), its query their mean, "
+        "attending its window alone (image_pooling_2d), then a SwiGLU to text_hidden_size; an image is a 378-pixel "
+        "global crop (27 × 27 patches, 14 × 14 tokens) and up to max_crops 378-pixel crops overlapping by 4 patches a "
+        "side, their valid patches pooled as one grid: a 378-pixel image runs 2 crops through the tower and becomes "
+        "196 + 196 = 392 tokens; at the class's defaults the adapter writes 3,584 features (text_hidden_size) where "
+        "the language model's width is 4,096, so its forward refuses any image"
     ),
     "pi0": "an action model: its PaliGemma and a Gemma action expert attend jointly, with action and time projections",
     "deepseek_ocr2": "a SAM encoder (windowed attention with decomposed relative positions, a convolutional neck) beside a CLIP tower",
@@ -853,7 +863,6 @@ WHOLE_NOT_YET = {
     "(qwen2_5_omni_thinker)",
     "glm5_next": "its language model (hyper-connections, gated linear attention beside latent attention with an indexer) "
     "is not read yet",
-    "granite_docling": "its connector (coarse and fine projections with deepstack mergers and position tables) is not read yet",
 }
 
 

@@ -10,3 +10,6 @@ from . import llama  # noqa: F401  (registers llama first)
 # LlamaConfig's defaults for every key they read; embedding_multiplier, residual_multiplier,
 # attention_multiplier and logits_scaling are scalars, not parameters.
 alias("granite", of="llama")
+# GraniteDoclingTextModel (Granite Docling's language model): GraniteModel's layers, norms and scalar multipliers; the
+# deepstack features it adds to the image's tokens after its first layers are additions, no multiply-adds
+alias("granite_docling_text", of="granite")

@@ -25,6 +25,7 @@ MODULES = (
     "dots3_note",
     "timm",
 )
+MODULES += ("granite_docling",)
 
 
 def wrapper(*model_types: str):

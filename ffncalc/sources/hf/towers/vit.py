@@ -14,6 +14,7 @@ VISION_TYPES = (
     "clip_vision_model",
     "siglip_vision_model",
     "idefics3_vision",
+    "granite_docling_vision",  # Granite Docling's: Idefics3's SigLIP-built tower (towers/granite_docling.py)
     "smolvlm_vision",
     "pixtral",
     "internvl_vision",
@@ -659,6 +660,20 @@ MERGER_MODULES = (
 TABLES = {"resampler": RESAMPLER_MODULES, "qformer": QFORMER_MODULES, "merger": MERGER_MODULES}
 # (pattern, prefix, modules): the towers' and projectors' places in the whole classes and in checkpoints
 TOWERS = (
+    # Granite Docling's connector inside its vision model (towers/granite_docling.py): ln_in, the coarse path's
+    # projection, ln_mid, mlp_fc2, ln_out; each path's deepstack mergers; the fine path's projection
+    (r"vision_model\.connector\.ln_in\.", "vision.projector.norm", "self"),
+    (r"vision_model\.connector\.coarse\.projection\.", "vision.projector.linear_1", "self"),
+    (r"vision_model\.connector\.ln_mid\.", "vision.projector.mid_norm", "self"),
+    (r"vision_model\.connector\.mlp_fc2\.", "vision.projector.linear_2", "self"),
+    (r"vision_model\.connector\.ln_out\.", "vision.projector.out_norm", "self"),
+    (r"vision_model\.connector\.coarse\.deepstack_mergers\.\d+\.layer_norm\.", "vision.deepstack.norm", "self"),
+    (r"vision_model\.connector\.coarse\.deepstack_mergers\.\d+\.linear_1\.", "vision.deepstack.linear_1", "self"),
+    (r"vision_model\.connector\.coarse\.deepstack_mergers\.\d+\.linear_2\.", "vision.deepstack.linear_2", "self"),
+    (r"vision_model\.connector\.fine\.projection\.", "vision.fine.linear", "self"),
+    (r"vision_model\.connector\.fine\.deepstack_mergers\.\d+\.layer_norm\.", "vision.fine_deepstack.norm", "self"),
+    (r"vision_model\.connector\.fine\.deepstack_mergers\.\d+\.linear_1\.", "vision.fine_deepstack.linear_1", "self"),
+    (r"vision_model\.connector\.fine\.deepstack_mergers\.\d+\.linear_2\.", "vision.fine_deepstack.linear_2", "self"),
     (r"high_res_vision_model\.vision_encoder\.", "vision.high_res.", "tower"),  # DeepSeek-VL hybrid's SAM tower
     (r"high_res_vision_neck\.conv1\.", "vision.high_res.global_neck.conv1", "self"),
     (r"high_res_vision_neck\.conv2\.", "vision.high_res.global_neck.conv2", "self"),
