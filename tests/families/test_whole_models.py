@@ -1633,6 +1633,8 @@ def test_perception_lm_tower_as_released_equals_transformers(tmp_path):
     assert report.ok and not any(ch.component.startswith("(unmatched)") for ch in report.checks), report.failures
     (vision,) = [p for p in model.parts if isinstance(p, Vision)]
     assert vision.per_image(model)[1] == image_flops(data, 448)["total"]
+
+
 def test_granite_docling_by_hand():
     """Granite Docling at its defaults: a SigLIP-built tower of 12 layers of width 768 (MLP 3,072) over tiles of 512
     pixels (32 × 32 patches of 16: a table of 1,024 rows), post_layernorm; its connector's ln_in, a pixel shuffle of 4
