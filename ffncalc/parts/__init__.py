@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
@@ -62,6 +63,7 @@ MODULES = (
     "shared",
     "codec",
     "ada_norm",
+    "perceiver",
 )  # the shipped parts' modules
 
 
@@ -154,6 +156,11 @@ class Part:
     def head_width(self, width: int) -> int:
         """What the head reads."""
         return width
+
+    def head_positions(self, seq_len: int, scale: Fraction) -> Fraction:
+        """Rows the head reads per token of a sequence of ``seq_len`` (``scale``: the earlier parts'): one a token
+        by default; Perceiver IO's decoder its fixed count of position queries."""
+        return scale
 
     # --- memory ------------------------------------------------------------------------------------------------
     def kept_elements(self, model: Model) -> int:

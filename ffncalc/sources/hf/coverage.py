@@ -626,10 +626,6 @@ ENCODERS_NOT_YET = {
         "last global layers, exclusive self-attention, initial-state mixing (lambdas), and a head through the tied "
         "embedding projection"
     ),
-    "perceiver": (
-        "a latent array with cross-attention from the inputs, self-attention over the latents at their own count "
-        "whatever the sequence, and a decoder whose position queries cross-attend to the latents"
-    ),
 }
 
 
