@@ -247,7 +247,8 @@ class Part:
         ``enter(x, ctx)`` on the input (the sequence as the layers will read it), ``expand(x, ctx)``
         into the residual streams, ``run(x, run)`` around the layers (``run(indices, x)`` runs the model's layers),
         ``collapse(x, ctx)`` back into one before the final norm, ``top(x)`` after it. ``ctx`` is a dict of the
-        forward pass: ``tokens``, ``embeddings`` (the layers' input before any streams), and what parts put there."""
+        forward pass: ``tokens``, ``embeddings`` (the layers' input before any streams), and what parts put there
+        (``rows``: the rows the head reads, where they are not the sequence's: Perceiver IO's decoder queries)."""
         return None
 
     def layer_module(self, model: Model, layer: Layer):

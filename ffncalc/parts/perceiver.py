@@ -21,6 +21,9 @@ Per token of a sequence of s tokens, work over L rows is L / s of a position's (
 latents (``positions``), the encoder's queries over the latents, its keys and values over the tokens, the decoder's
 queries over its ``outputs`` rows and its keys and values over the latents, the head over the decoder's rows
 (``head_positions``). Cross-attention products are the whole queries × keys rectangle in every view.
+
+Training memory counts the layers' activations over the latents; what the two cross-attention layers keep for backward
+(over the bytes, the latents and the decoder's queries) is not counted yet.
 """
 
 from __future__ import annotations
@@ -63,7 +66,7 @@ class Perceiver(Part):
     def count_note(self) -> str:
         return (
             f"the layers over {self.latents} latents whatever the sequence's length; the decoder and the head over its "
-            f"{self.outputs} position queries"
+            f"{self.outputs} position queries; training memory without the cross-attentions' activations"
         )
 
     def check(self, spec) -> None:

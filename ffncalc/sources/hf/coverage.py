@@ -622,9 +622,10 @@ ENCODERS_NOT_YET = {
         "for the attention, so a CPU or meta forward measures none of its products"
     ),
     "neomme": (
-        "a multimodal encoder: a patch stem beside factorized token embeddings, value embeddings added in the first and "
-        "last global layers, exclusive self-attention, initial-state mixing (lambdas), and a head through the tied "
-        "embedding projection"
+        "a multimodal encoder: a patch stem beside a factorized token table (embedding_rank, its head through the tied "
+        "embedding projection), value embeddings added in the first and last global layers, exclusive self-attention "
+        "with a per-head alpha, initial-state mixing with per-layer lambdas and a residual multiplier, and per-layer "
+        "windows (per_layer_config), none read yet"
     ),
 }
 

@@ -33,18 +33,18 @@ TOP_MODULES = (
     model_stacks=((r"encoder\.cross_attention\.", "perceiver.cross."), (r"decoder\.decoding_cross_attention\.", "perceiver.decoder.")),
 )
 def perceiver(c: Config) -> dict:
-    """PerceiverConfig / PerceiverForMaskedLM: PerceiverTextPreprocessor's byte table (vocab_size 262 × d_model 768) and
-    learned positions (max_position_embeddings 2048); the latents (num_latents 256 × d_latents 1280); the encoder's
-    cross-attention layer (num_cross_attention_heads 8; queries and keys of qk_channels, or of d_model where
-    cross_attention_shape_for_attention is kv, d_latents where q; values of v_channels, or as the keys; the MLP
-    d_latents × cross_attention_widening_factor 1); num_self_attends_per_block (26) self-attention layers over the
-    latents, run num_blocks (1) times (num_self_attention_heads 8; queries and keys of qk_channels, values of
+    """PerceiverConfig / PerceiverForMaskedLM (Jaegle et al. 2021, Perceiver IO): PerceiverTextPreprocessor's byte table
+    (vocab_size 262 × d_model 768) and learned positions (max_position_embeddings 2048); the latents (num_latents 256 ×
+    d_latents 1280); the encoder's cross-attention layer (num_cross_attention_heads 8; queries and keys of qk_channels,
+    or of d_model where cross_attention_shape_for_attention is kv, d_latents where q; values of v_channels, or as the
+    keys; the MLP d_latents × cross_attention_widening_factor 1); num_self_attends_per_block (26) self-attention layers
+    over the latents, run num_blocks (1) times (num_self_attention_heads 8; queries and keys of qk_channels, values of
     v_channels, by default d_latents; the MLP d_latents × self_attention_widening_factor 1; every linear with a bias,
     LayerNorms before each sublayer, hidden_act gelu); PerceiverBasicDecoder: max_position_embeddings learned queries of
-    d_model, one cross-attention layer into the latents (8 heads, qk 256, values d_model, the MLP d_model wide, no
-    query residual, no final projection); PerceiverEmbeddingDecoder: the byte table's transpose and a bias. Refused in
-    one line: num_blocks other than 1 (the layers run again, not read yet), values of the self-attention layers other
-    than d_latents wide (their residual adds need them so)."""
+    d_model, one cross-attention layer into the latents (8 heads, qk 256, values d_model, the MLP d_model wide, no query
+    residual, no final projection); PerceiverEmbeddingDecoder: the byte table's transpose and a bias. Refused in one
+    line: num_blocks other than 1 (the layers run again, not read yet), values of the self-attention layers other than
+    d_latents wide (their residual adds need them so)."""
     d = c.int("d_latents")
     w = c.int("d_model")
     blocks = c.int("num_blocks", 1)
