@@ -81,6 +81,11 @@ def terms(model: Model, seq_len: int, *, partial: bool = False) -> list[Term]:
     head.term("lm_head.weight", "head", (v, w), macs=v * w, tied=model.tie_embeddings)
     if model.lm_head_bias:
         head.term("lm_head.bias", "bias", (v,), elementwise=v)
+    scale = Fraction(1)
+    for part in parts:  # rows the head reads per token of the sequence (Perceiver IO's decoder queries)
+        scale = part.head_positions(seq_len, scale)
+    if scale != 1:
+        head.out = [replace(t, positions=scale * t.positions) for t in head.out]
     return out + inside + head.out
 
 

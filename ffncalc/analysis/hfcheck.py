@@ -303,6 +303,8 @@ def check_flops(c: Config, measured: Measured, *, spec: Model | None = None) -> 
             param = module + ".weight" if param and module + ".weight" in weights else param
             if param:
                 name, layer = hf_component(param, family, stacks)
+                if name == "embed" and any(n == "lm_head" and re.search(r"(^|\.)" + p + "$", module) for p, n in family.top_modules):
+                    name = "lm_head"  # the head's own module multiplying the tied table (PerceiverEmbeddingDecoder)
             elif any(re.search(r"(?:^|\.)" + pattern, module) for pattern, _ in family.model_stacks):
                 name, layer = CORE, None  # a stack beside the model's layers: its products are model-level, as ours
             else:

@@ -105,7 +105,10 @@ def flop_run(net, batch: int, seq_len: int) -> FlopRun:
     counter = FlopCounterMode(display=False)
     attribution = _attribution(net, counter, fixed)
     # no autograd graph (the same ops, faster), but where the experts' own loop runs: DBRX's asks for one
-    grad = contextlib.nullcontext() if fixed else torch.no_grad()
+    # and where a module returns a view of a parameter made under no_grad (PerceiverEmbeddings' latents.expand), which
+    # the counter's module tracker cannot hook a backward onto
+    autograd = fixed or getattr(net.config, "model_type", None) == "perceiver"
+    grad = contextlib.nullcontext() if autograd else torch.no_grad()
     try:
         with (
             mock.patch.object(transformers.masking_utils, "find_packed_sequence_indices", lambda ids: None),

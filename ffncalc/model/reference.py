@@ -236,8 +236,9 @@ class Transformer(nn.Module):
             x = module.collapse(x, ctx)
         if hasattr(self, "final_norm"):
             x = self.final_norm(x)
-        # the prompt's and the padding's positions dropped before the head (a prediction head's too)
-        x = x[:, self.prompt_length : self.prompt_length + tokens.shape[-1]]
+        # the prompt's and the padding's positions dropped before the head (a prediction head's too); a part may say
+        # how many rows the head reads (ctx["rows"]: Perceiver IO's decoder queries)
+        x = x[:, self.prompt_length : self.prompt_length + ctx.get("rows", tokens.shape[-1])]
         for module in self._modules_for("top"):
             x = module.top(x)
         return self.lm_head(self.embed.out(x) if hasattr(self.embed, "out") else x)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
@@ -62,6 +63,7 @@ MODULES = (
     "shared",
     "codec",
     "ada_norm",
+    "perceiver",
 )  # the shipped parts' modules
 
 
@@ -155,6 +157,11 @@ class Part:
         """What the head reads."""
         return width
 
+    def head_positions(self, seq_len: int, scale: Fraction) -> Fraction:
+        """Rows the head reads per token of a sequence of ``seq_len`` (``scale``: the earlier parts'): one a token
+        by default; Perceiver IO's decoder its fixed count of position queries."""
+        return scale
+
     # --- memory ------------------------------------------------------------------------------------------------
     def kept_elements(self, model: Model) -> int:
         """16-bit elements per token a layer's share of it keeps for backward in training, beside its blocks'."""
@@ -240,7 +247,8 @@ class Part:
         ``enter(x, ctx)`` on the input (the sequence as the layers will read it), ``expand(x, ctx)``
         into the residual streams, ``run(x, run)`` around the layers (``run(indices, x)`` runs the model's layers),
         ``collapse(x, ctx)`` back into one before the final norm, ``top(x)`` after it. ``ctx`` is a dict of the
-        forward pass: ``tokens``, ``embeddings`` (the layers' input before any streams), and what parts put there."""
+        forward pass: ``tokens``, ``embeddings`` (the layers' input before any streams), and what parts put there
+        (``rows``: the rows the head reads, where they are not the sequence's: Perceiver IO's decoder queries)."""
         return None
 
     def layer_module(self, model: Model, layer: Layer):

@@ -1012,3 +1012,93 @@ def test_mra_approx_mode_not_read_is_refused_in_one_line(cli, tmp_path):
     path.write_text(json.dumps({"model_type": "mra", "approx_mode": "dense"}))
     code, out, err = cli("count", str(path))
     assert code == 2 and out == "" and err.count("\n") == 1 and "approx_mode" in err
+
+
+def perceiver_mlm(qk: int | None = None, v: int | None = None) -> int:
+    """PerceiverForMaskedLM at PerceiverConfig's defaults by hand (Jaegle et al. 2021 §4.1, Appendix F; transformers'
+    modeling_perceiver): the byte table (262 × d_model 768) and its 2,048 learned positions; 256 latents of d_latents
+    1280; the encoder's cross-attention (LayerNorms over the latents, the bytes and before the MLP; q 1280 -> qk, k and
+    v 768 -> qk and v, qk d_model where qk_channels is unset (cross_attention_shape_for_attention kv), o v -> 1280, the
+    MLP 1280 -> 1280 -> 1280, every linear with a bias); 26 self-attention layers (two LayerNorms, q and k 1280 -> qk
+    (1280 unset), v 1280 -> 1280, o, the MLP); the decoder's 2,048 queries of 768 and its cross-attention (q 768 -> 256,
+    k 1280 -> 256, v 1280 -> 768, o 768 -> 768, the MLP 768 wide, three LayerNorms); the head's bias (its weight is
+    the byte table)."""
+    vocab, w, d, latents, outputs, layers = 262, 768, 1280, 256, 2048, 26
+    cross_qk, cross_v = qk or w, v or qk or w
+    self_qk = qk or d
+
+    def lin(i: int, o: int) -> int:
+        return i * o + o
+
+    cross = 2 * 2 * d + 2 * w + lin(d, cross_qk) + lin(w, cross_qk) + lin(w, cross_v) + lin(cross_v, d) + 2 * lin(d, d)
+    layer = 2 * 2 * d + 2 * lin(d, self_qk) + lin(d, d) + lin(d, d) + 2 * lin(d, d)
+    decoder = outputs * w + 2 * 2 * w + 2 * d + lin(w, 256) + lin(d, 256) + lin(d, w) + lin(w, w) + 2 * lin(w, w)
+    return vocab * w + outputs * w + latents * d + cross + layers * layer + decoder + vocab
+
+
+def test_perceiver_by_hand_and_its_published_size():
+    """PerceiverForMaskedLM by hand (perceiver_mlm), at PerceiverConfig's defaults and with deepmind/language-perceiver's
+    narrower queries and keys (qk_channels 256, v_channels 1280): "201M parameters" (Jaegle et al. 2021, Table 11).
+
+    FLOPs by hand at 8 and 32 bytes, 2 a multiply-add: the encoder's queries over the 256 latents, its keys and values
+    over the bytes, QKᵀ and AV of 256 latents × s bytes; 26 layers over 256 latents whatever s; the decoder over its
+    2,048 queries (whatever s) and the 256 latents; the head over the 2,048 rows. Only the bytes' keys, values and
+    products grow with s."""
+    from ffncalc.sources import hf
+
+    spec = hf.load(DEFAULTS / "configs" / "perceiver.json")[1]
+    assert tally(spec).params == _truth_total(DEFAULTS / "truth" / "perceiver.json") == perceiver_mlm() == 269_319_430
+    assert perceiver_mlm(256, 1280) == 201_108_230 and round(perceiver_mlm(256, 1280) / 1e6) == 201
+    V, w, d, L, P, n = 262, 768, 1280, 256, 2048, 26
+    for s in (8, 32):
+        encoder = L * d * w + 2 * s * w * w + 2 * L * s * w + L * w * d + 2 * L * d * d
+        layers = n * (6 * L * d * d + 2 * L * L * d)
+        decoder = P * w * 256 + L * d * 256 + L * d * w + P * L * 256 + P * L * w + 3 * P * w * w
+        macs = encoder + layers + decoder + P * w * V
+        assert tally(spec, convention="exact", seq_len=s).flops_per_token * s == 2 * macs
+    assert 2 * macs == 152_993_529_856  # at 32 bytes; FlopCounterMode's total over PerceiverForMaskedLM (tests/hf_defaults)
+
+
+@pytest.mark.torch
+def test_perceiver_language_shapes_equal_transformers(tmp_path):
+    """deepmind/language-perceiver's narrower queries and keys (qk_channels 256, v_channels 1280: the self-attention
+    layers' q and k 1280 -> 256, the encoder cross-attention's q and k -> 256 and v -> 1280), built by transformers now
+    on the meta device: every parameter, and the FLOPs of a forward at 8 and 32 bytes, per component."""
+    from ffncalc.analysis import hfcheck
+    from ffncalc.sources import hf
+
+    data = json.loads((DEFAULTS / "configs" / "perceiver.json").read_text()) | {"qk_channels": 256, "v_channels": 1280}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(data))
+    c = hf.read_config(path)
+    measured = hfcheck.measure(c, flops=True)
+    assert hfcheck.check(c, measured=measured).ok
+    assert sum(n for _, n in measured.params) == perceiver_mlm(256, 1280)
+    checks = hfcheck.check_flops(c, measured)
+    assert [r.seq_len for r in measured.flops] == [8, 32] and checks and all(ch.ok for ch in checks)
+    assert {"perceiver.cross.attn.q", "perceiver.decoder.attn.v", "attention products"} <= {ch.component for ch in checks if ch.ours}
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("seq_len", [64, 300])
+def test_perceiver_verifies_against_its_reference_modules(cli, seq_len):
+    """The reference modules (the latents' cross-attention, the layers over the latents, the decoder's queries and the
+    head over its 2,048 rows) hold and compute what the count says, shorter and longer than the 256 latents."""
+    code, out, err = cli("verify", str(DEFAULTS / "configs" / "perceiver.json"), "--seq-len", str(seq_len))
+    assert code == 0 and "all" in out and "agree" in out, out + err
+
+
+@pytest.mark.parametrize(
+    "changes, key",
+    [
+        ({"num_blocks": 2}, "num_blocks"),  # the layers run again: not read yet
+        ({"v_channels": 256}, "v_channels"),  # values narrower than d_latents, which the residual adds need
+        ({"cross_attention_shape_for_attention": "x"}, "cross_attention_shape_for_attention"),
+    ],
+)
+def test_perceiver_settings_not_read_are_refused_in_one_line(cli, tmp_path, changes, key):
+    data = json.loads((DEFAULTS / "configs" / "perceiver.json").read_text()) | changes
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(data))
+    code, out, err = cli("count", str(path))
+    assert code == 2 and out == "" and err.count("\n") == 1 and key in err

@@ -617,13 +617,10 @@ SEQ2SEQ_NOT_YET = {
 # Encoders no family reads yet: what each needs.
 ENCODERS_NOT_YET = {
     "neomme": (
-        "a multimodal encoder: a patch stem beside factorized token embeddings, value embeddings added in the first and "
-        "last global layers, exclusive self-attention, initial-state mixing (lambdas), and a head through the tied "
-        "embedding projection"
-    ),
-    "perceiver": (
-        "a latent array with cross-attention from the inputs, self-attention over the latents at their own count "
-        "whatever the sequence, and a decoder whose position queries cross-attend to the latents"
+        "a multimodal encoder: a patch stem beside a factorized token table (embedding_rank, its head through the tied "
+        "embedding projection), value embeddings added in the first and last global layers, exclusive self-attention "
+        "with a per-head alpha, initial-state mixing with per-layer lambdas and a residual multiplier, and per-layer "
+        "windows (per_layer_config), none read yet"
     ),
 }
 

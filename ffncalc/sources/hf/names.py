@@ -13,8 +13,10 @@ from typing import Iterable, TypeVar
 from .config import Family
 
 # blocks: MPT, DBRX; layer: BERT; block: T5; albert_layers: ALBERT's layers inside each of its albert_layer_groups;
-# attentions, ffns, layer_norm1, layer_norm2: XLM's sublayers, each in a list of its own
-LAYER = re.compile(r"(?:^|\.)(?:layers|layer|h|blocks|block|albert_layers|attentions|ffns|layer_norm1|layer_norm2)\.(\d+)\.(.+)$")
+# attentions, ffns, layer_norm1, layer_norm2: XLM's sublayers, each in a list of its own; self_attends: Perceiver's
+LAYER = re.compile(
+    r"(?:^|\.)(?:layers|layer|h|blocks|block|albert_layers|attentions|ffns|layer_norm1|layer_norm2|self_attends)\.(\d+)\.(.+)$"
+)
 
 K = TypeVar("K")
 
