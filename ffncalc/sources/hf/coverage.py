@@ -797,6 +797,7 @@ TEXT_PROVEN_WHOLE = {
     "step3p5": "step3p7",
     "pix2struct_text_model": "pix2struct",
     "blip_text_model": "blip",
+    "pp_formulanet_text": "pp_formulanet",
     "voxtral_realtime_text": "voxtral_realtime",
     "mistral_large4_text": "mistral_large4",
 }
@@ -844,8 +845,6 @@ WHOLE_NOT_YET = {
     "deepseek_ocr2": "a SAM encoder (windowed attention with decomposed relative positions, a convolutional neck) beside a CLIP tower",
     "unlimited_ocr": "its language model (unlimited_ocr_text: mixture-of-experts layers) is not read; its tower is a SAM encoder "
     "(parts/sam.py reads its layers and neck) with strided convolutions, then a CLIP encoder over the SAM's features",
-    "pp_formulanet": "an encoder-decoder whose encoder is a SAM tower (parts/sam.py reads its layers and neck) and its "
-    "projector, and whose decoder is mBART's: the encoder part (parts/encoder.py) reads a stack of layers, not a tower, yet",
     "diffusion_gemma": "a block-diffusion encoder and decoder of Gemma 4's layers with self-conditioning",
     "evolla": (
         "a protein-text model (EvollaForProteinText2Text): a SaProt protein encoder and a sequence-compressor resampler "
