@@ -836,7 +836,14 @@ WHOLE_NOT_YET = {
     "emu3": (
         "a VQ-VAE image tokenizer (a 3-D convolutional encoder and decoder, a codebook) whose codes are the language model's tokens"
     ),
-    "udop": "an encoder-decoder: T5 with the image's patches and 2-D layout positions added to the encoder's tokens",
+    "udop": (
+        "an encoder-decoder of T5's stacks (families/t5.py) whose encoder's source is the text's tokens and the image's "
+        "patches (patch_embed, a 16-pixel convolution with a bias: each patch under a word's box added to that token, "
+        "the rest appended; combine_image_text_embeddings), every source token's box looked up in cell_2d_embedding's x "
+        "and y tables, and horizontal and vertical relative-position biases (relative_bias) beside T5's buckets in both "
+        "stacks; the decoder's own embed_patches is built and not run: the encoder part (parts/encoder.py) places no "
+        "image in its source and reads no 2-D biases yet"
+    ),
     "molmo2": (
         "its adapter pools each 2 × 2 window of two tower layers' features by attention at indices the processor "
         "gives (image_token_pooling)"
