@@ -88,6 +88,9 @@ IMAGE_SIZES = {
     # SAM towers: 64 and 32 patches of 16 a side (windows of 14 padded to 70 and 42 a side), 256 and 64 tokens
     "got_ocr2": (1024, 512),
     "pp_chart2table": (1024, 512),
+    # its SAM encoder at the class's 512 pixels and the processor's 768: 32 and 48 patches of 16 a side (windows of 14
+    # padded to 42 and 56 a side), 64 and 144 tokens after its projector's two strided convolutions
+    "pp_formulanet": (512, 768),
     # its SigLIP's 14 and 24 patches of 16 a side, one token each; its SAM tower's 1,024-pixel image at both
     "deepseek_vl_hybrid": (224, 384),
     "lfm3_vl": (512, 256),  # 32 and 16 patches of 16 a side (no fixed size), 16 and 8 merged tokens a side

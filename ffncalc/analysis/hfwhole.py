@@ -25,6 +25,7 @@ IMAGE_METHODS = {
         ("pix2struct", "(encoder(flattened_patches): (size / 16)² patches of 2 + 768 values, on the CPU, the rest meta)"),
         ("blip", "(vision_model(pixel_values) of shape (1, 3, size, size), on the meta device)"),
         ("vision-encoder-decoder", "(encoder(pixel_values) of shape (1, 3, size, size), its pooler too, on the meta device)"),
+        ("pp_formulanet", "(model.encoder(pixel_values) of shape (1, 3, size, size), its projector too, on the meta device)"),
     )
 }
 
@@ -329,6 +330,8 @@ def image_flops(data: dict, size: int) -> dict:
             net.encoder(flattened_patches=patches)
         elif kind == "vision-encoder-decoder":  # its forward runs the encoder (ViTModel, its pooler too) on the pixels
             net.encoder(pixel_values=pixels)
+        elif kind == "pp_formulanet":  # no get_image_features: PPFormulaNetModel's forward runs its encoder, projector too
+            net.model.encoder(pixel_values=pixels)
         elif kind == "blip":  # BlipForConditionalGeneration has no get_image_features: its forward runs vision_model
             net.vision_model(pixel_values=pixels)
         elif kind == "git":  # no get_image_features: GitModel's forward runs its image_encoder, then visual_projection

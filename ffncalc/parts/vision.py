@@ -503,8 +503,9 @@ class Vision(Part):
         tokens, flops, _ = self.per_image(spec)
         s = self.image_size
         if self.cross:
+            rows = tokens if self.projector.downsample else self.rows  # PP-FormulaNet's: its projector's tokens
             return (
-                f"vision tower: one {s}×{s}-pixel image is {self.rows:,} positions the decoder cross-attends and {flops:,} "
+                f"vision tower: one {s}×{s}-pixel image is {rows:,} positions the decoder cross-attends and {flops:,} "
                 "forward FLOPs through the encoder, once a sequence"
             )
         where = (

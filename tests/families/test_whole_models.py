@@ -973,6 +973,89 @@ def test_sam_tower_shapes_not_read_are_one_line(tmp_path, key, value, words):
     assert key in str(err.value) and words in str(err.value) and "\n" not in str(err.value)
 
 
+def test_pp_formulanet_by_hand():
+    """PP-FormulaNet at its defaults. The SAM encoder: a patch convolution (16 × 16 × 3 → 768, a bias), 32 × 32 absolute
+    positions, 12 layers of width 768 (qkv and proj with biases, an MLP of 3,072 with biases, two LayerNorms), the
+    relative tables of 8 windowed layers (2 × 27 rows of 64) and of 4 global ones (2 × 63 rows of 64), the neck (1 × 1
+    to 256 and 3 × 3 at 256, no biases, two LayerNorms); the projector: two strided 3 × 3 convolutions without biases
+    (256 → 512 → 1,024), linear_1 (1,024 square) and linear_2 (to 512) with biases. The mBART decoder: a table of
+    50,000 × 512, 2,562 learned positions, layernorm_embedding, 8 pre-norm layers (self- and cross-attention of four
+    512-square projections with biases, an FFN of 2,048 with biases, three LayerNorms), a final LayerNorm and an untied
+    head. One image at 512 and 768 pixels (32 and 48 patches a side; windows of 14 padded to 42 and 56 a side; 64 and
+    144 tokens after the projector): 2 FLOPs a multiply-add, FlopCounterMode's figures; each cross-attention's k and v
+    run once over the image's 64 tokens."""
+    from ffncalc.parts.vision import Vision
+
+    d, ff, out, w, wide, t, f = 768, 3072, 256, 14, 1024, 512, 2048
+    layer = 3 * d * d + 3 * d + d * d + d + 4 * d + d * ff + ff + ff * d + d
+    tower = d * 3 * 16 * 16 + d + 32 * 32 * d + 12 * layer + 8 * 2 * 27 * 64 + 4 * 2 * 63 * 64 + d * out + 9 * out * out + 4 * out
+    projector = 9 * out * 2 * out + 9 * 2 * out * wide + wide * wide + wide + wide * t + t
+    decoder = 8 * (8 * (t * t + t) + 6 * t + t * f + f + f * t + t)
+    text = 50000 * t + 2562 * t + 2 * t + decoder + 2 * t + 50000 * t
+    assert groups("pp_formulanet") == {"tower": tower, "projector": projector, "text": text}
+    assert tower + projector + text == 180_897_536
+
+    def macs(g):
+        padded = -(-g // w) * w
+        windowed = 8 * (padded**2 * 4 * d * d + 2 * padded**2 * w * w * d + 2 * padded**2 * w * d)
+        full = 4 * (g * g * 4 * d * d + 2 * g**4 * d + 2 * g**3 * d)
+        mlp = 12 * g * g * 2 * d * ff
+        neck = g * g * (d * out + 9 * out * out)
+        half, tokens = (g // 2) ** 2, (g // 4) ** 2
+        convs = half * 9 * out * 2 * out + tokens * 9 * 2 * out * wide
+        return g * g * 3 * 16 * 16 * d + windowed + full + mlp + neck + convs + tokens * (wide * wide + wide * t), tokens
+
+    _, model = hf.load(HERE / "configs" / "pp_formulanet.json")
+    (vision,) = [p for p in model.parts if isinstance(p, Vision)]
+    runs = {r["size"]: r["total"] for r in truth("pp_formulanet")["image_flops"]["runs"]}
+    for size, figure in ((512, 228_499_587_072), (768, 515_072_065_536)):
+        work, tokens = macs(size // 16)
+        assert replace(vision, image_size=size).per_image(model)[1] == 2 * work == runs[size] == figure
+    assert vision.request_tokens() == 0  # the image is no token of the decoder's sequence
+    cross = {t.name: t for t in terms(model, 8, partial=True) if t.name.startswith("encoder.cross.")}
+    assert cross["encoder.cross.k.weight"].positions * 8 == 64 and cross["encoder.cross.q.weight"].positions == 1
+    assert cross["encoder.cross.scores"].shape == (16, 64, 32)
+
+
+def test_pp_formulanet_image_size_sets_the_cross_attended_tokens(cli):
+    """--image-size 768 makes PP-FormulaNet's image 144 tokens (48 patches a side, 4 × 4 a token) through the encoder
+    and the cross-attention: the difference from 512 pixels is FlopCounterMode's encoder difference and each of the 8
+    layers' k and v (2 × 512 × 512 a token) and two products (each decoder token × tokens × 512) over 80 more tokens;
+    --images 2 is refused in one line."""
+    import ffncalc
+
+    config = str(HERE / "configs" / "pp_formulanet.json")
+    code, _, err = cli("count", config, "--images", "2")
+    assert code == 2 and "an image encoder-decoder reads one image a sequence" in err and err.count("\n") == 1
+    small = ffncalc.count(config, seq_len=64).to_dict()["totals"]["forward_flops"]
+    big = ffncalc.count(config, seq_len=64, image_size=768).to_dict()["totals"]["forward_flops"]
+    runs = {r["size"]: r["total"] for r in truth("pp_formulanet")["image_flops"]["runs"]}
+    d, layers, tokens = 512, 8, 64
+    cross = layers * (2 * 2 * d * d + 2 * 2 * tokens * d)
+    assert big - small == runs[768] - runs[512] + (144 - 64) * cross
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "words"),
+    [
+        ("decoder_hidden_size", 768, "768 features where the decoder's encoder_attn reads d_model 512"),
+        ("post_conv_in_channels", 128, "128 where the neck writes output_channels 256"),
+        ("post_conv_mid_channels", 384, "a first convolution other than 2 × output_channels (512) is not read"),
+    ],
+)
+def test_pp_formulanet_shapes_not_read_are_one_line(tmp_path, key, value, words):
+    """A PP-FormulaNet vision_config whose projector does not meet its neck or its decoder is refused in one line naming
+    the key."""
+    from ffncalc.errors import InputError
+
+    data = json.loads((HERE / "configs" / "pp_formulanet.json").read_text())
+    data["vision_config"][key] = value
+    (tmp_path / "config.json").write_text(json.dumps(data))
+    with pytest.raises(InputError) as err:
+        hf.load(tmp_path / "config.json")
+    assert key in str(err.value) and words in str(err.value) and "\n" not in str(err.value)
+
+
 def test_deepseek_vl_hybrid_flops_by_hand():
     """DeepSeek-VL hybrid at its defaults, one image at 224 and 384 pixels (14 and 24 SigLIP patches of 16 a side): the
     SigLIP tower (12 layers of width 768, MLP 3,072) and its pooling head (its probe's keys and values over every patch);

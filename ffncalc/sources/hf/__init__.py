@@ -90,6 +90,7 @@ TEXT_TYPES = {
     "kosmos-2.5": "kosmos_2_5_text_model",
     "pix2struct": "pix2struct_text_model",
     "blip": "blip_text_model",
+    "pp_formulanet": "pp_formulanet_text",
     "glm_ocr": "glm_ocr_text",
     "granite_docling": "granite_docling_text",
     "idefics": "idefics",  # IdeficsConfig's language model is its own top-level keys

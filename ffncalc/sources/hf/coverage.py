@@ -786,6 +786,7 @@ TEXT_PROVEN_WHOLE = {
     "step3p5": "step3p7",
     "pix2struct_text_model": "pix2struct",
     "blip_text_model": "blip",
+    "pp_formulanet_text": "pp_formulanet",
     "voxtral_realtime_text": "voxtral_realtime",
     "mistral_large4_text": "mistral_large4",
     "granite_docling_text": "granite_docling",
@@ -825,7 +826,14 @@ WHOLE_NOT_YET = {
     "emu3": (
         "a VQ-VAE image tokenizer (a 3-D convolutional encoder and decoder, a codebook) whose codes are the language model's tokens"
     ),
-    "udop": "an encoder-decoder: T5 with the image's patches and 2-D layout positions added to the encoder's tokens",
+    "udop": (
+        "an encoder-decoder of T5's stacks (families/t5.py) whose encoder's source is the text's tokens and the image's "
+        "patches (patch_embed, a 16-pixel convolution with a bias: each patch under a word's box added to that token, "
+        "the rest appended; combine_image_text_embeddings), every source token's box looked up in cell_2d_embedding's x "
+        "and y tables, and horizontal and vertical relative-position biases (relative_bias) beside T5's buckets in both "
+        "stacks; the decoder's own embed_patches is built and not run: the encoder part (parts/encoder.py) places no "
+        "image in its source and reads no 2-D biases yet"
+    ),
     "molmo2": (
         "its language model (molmo2_text: no family reads it; Qwen3's layers at its defaults, q_norm and k_norm per head, "
         "but qk_norm_type olmo norms the whole projection, norm_after puts the norms after each sublayer, o_proj has no "
@@ -843,8 +851,6 @@ WHOLE_NOT_YET = {
     "deepseek_ocr2": "a SAM encoder (windowed attention with decomposed relative positions, a convolutional neck) beside a CLIP tower",
     "unlimited_ocr": "its language model (unlimited_ocr_text: mixture-of-experts layers) is not read; its tower is a SAM encoder "
     "(parts/sam.py reads its layers and neck) with strided convolutions, then a CLIP encoder over the SAM's features",
-    "pp_formulanet": "an encoder-decoder whose encoder is a SAM tower (parts/sam.py reads its layers and neck) and its "
-    "projector, and whose decoder is mBART's: the encoder part (parts/encoder.py) reads a stack of layers, not a tower, yet",
     "diffusion_gemma": "a block-diffusion encoder and decoder of Gemma 4's layers with self-conditioning",
     "evolla": (
         "a protein-text model (EvollaForProteinText2Text): a SaProt protein encoder and a sequence-compressor resampler "

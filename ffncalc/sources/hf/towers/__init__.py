@@ -26,6 +26,7 @@ MODULES = (
     "timm",
 )
 MODULES += ("granite_docling",)
+MODULES += ("pp_formulanet",)  # PP-FormulaNet: its SAM encoder and projector before an mBART decoder
 
 
 def wrapper(*model_types: str):

@@ -711,6 +711,10 @@ TOWERS = (
     (r"vision_tower\.head_linear\.", "vision.projector.head", "self"),  # Ovis 2's visual tokenizer and table
     (r"vision_tower\.head_norm\.", "vision.projector.head_norm", "self"),
     (r"visual_embeddings_table\.", "vision.projector.table", "self"),
+    # PP-FormulaNet's SAM encoder and its projector under model.encoder (its mBART decoder is the language model)
+    (r"model\.encoder\.multi_modal_projector\.conv1\.", "vision.projector.downsample_1", "self"),
+    (r"model\.encoder\.multi_modal_projector\.conv2\.", "vision.projector.downsample_2", "self"),
+    (r"model\.encoder\.(?=(patch_embed\.|pos_embed$|neck\.|layers\.\d+\.(attn|mlp|layer_norm[12])\.))", "vision.", "tower"),
     (r"^encoder\.", "vision.", "tower"),  # Pix2Struct's encoder (its decoder is the language model)
     (r"vision_tower\.(vision_model\.)?", "vision.", "tower"),
     (r"image_tower\.", "vision.", "tower"),  # Video-LLaVA's two CLIP towers
