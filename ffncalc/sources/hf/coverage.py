@@ -799,6 +799,7 @@ TEXT_PROVEN_WHOLE = {
     "blip_text_model": "blip",
     "voxtral_realtime_text": "voxtral_realtime",
     "mistral_large4_text": "mistral_large4",
+    "muse_glimmer_text": "muse_glimmer",
 }
 
 
@@ -851,7 +852,6 @@ WHOLE_NOT_YET = {
         "a protein-text model (EvollaForProteinText2Text): a SaProt protein encoder and a sequence-compressor resampler "
         "whose latents the decoder's layers cross-attend (EvollaSequenceAlignerCrossAttention)"
     ),
-    "muse_glimmer": "windowed tower layers and a language model of centred RMSNorms, gated attention and soft-capped logits",
     "muse_spark": (
         "windowed tower layers, an audio tower and a language model of centred RMSNorms, gated attention and soft-capped logits"
     ),

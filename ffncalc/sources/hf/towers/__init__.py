@@ -12,6 +12,7 @@ from ..config import Config
 
 _WRAPPERS: dict[str, Callable[[Config], dict]] = {}
 MODULES = ("vlm", "audio_lm", "vbert", "image_seq2seq", "sam", "lfm3_vl", "phi4mm", "inkling_mm", "mllama", "idefics", "dots3_note")
+MODULES += ("muse",)
 
 
 def wrapper(*model_types: str):
