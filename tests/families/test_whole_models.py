@@ -1593,3 +1593,30 @@ def test_muse_glimmer_image_flops_by_hand(tmp_path):
     assert [image(32), image(48)] == [78_458_650_624, 190_222_172_160]
     assert [r["total"] for r in record["runs"]] == [image(32), image(48)]
     assert [replace(vision, image_size=14 * s).per_image(model)[1] for s in (32, 48)] == [image(32), image(48)]
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        (
+            {"vision_config": {"layer_types": ["window_attention"] * 3}},
+            "expected 50 layer kinds (num_hidden_layers), window_attention or full_attention",
+        ),
+        ({"vision_config": {"pos_emb_height": 31}}, "windows of 31 patches a side are not whole 2 × 2 tokens"),
+        ({"projector_hidden_act": "silu"}, "its vision adapter is read with gelu, MuseGlimmerConfig's (not yet another)"),
+        ({"text_config": {"layer_rope_theta": [1.0]}}, "layer_rope_theta: expected a list of 52 numbers, one a layer"),
+    ],
+)
+def test_muse_glimmer_shapes_not_read_are_one_line(change, words, tmp_path, cli):
+    """MUSE Glimmer's layer kinds not one a layer, windows that split merged tokens, an adapter other than GELU's and
+    rotary bases not one a layer: one line naming the key, exit 2."""
+    from ffncalc.errors import InputError
+
+    data = json.loads((HERE / "configs" / "muse_glimmer.json").read_text())
+    data = {k: ({**data[k], **v} if isinstance(v, dict) else v) for k, v in {**data, **change}.items()}
+    (tmp_path / "config.json").write_text(json.dumps(data))
+    with pytest.raises(InputError) as err:
+        hf.load(tmp_path / "config.json")
+    assert str(err.value).endswith(words) and "\n" not in str(err.value)
+    code, _, err = cli("count", str(tmp_path / "config.json"))
+    assert code == 2 and words in err and len(err.strip().splitlines()) == 1
