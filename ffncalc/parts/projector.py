@@ -88,7 +88,7 @@ class Projector:
     query: QueryAttention | None = None  # Aria's queries, cross-attention and MLP, the whole projector
     latent: LatentQuery | None = None  # Kosmos-2's latent queries and cross-attention, the whole projector
     pool: NonNegative = 0  # Gemma 4's pooler: pool × pool patches a token, by a matmul over all of them (0: none)
-    norm_affine: bool = True  # its norm's learned weight (Gemma 4's embedding_pre_projection_norm has none)
+    norm_affine: bool = True  # its norm's (or post_norm's) learned weight (Gemma 4's and MUSE Glimmer's have none)
     out_norm: bool = False  # a LayerNorm with a bias over the model-width tokens it writes (GIT's visual_projection)
     # a norm over what it writes, where none is over its input (MOSS-Transcribe-Diarize's)
     post_norm: Literal["none", "layernorm", "rmsnorm"] = "none"
