@@ -100,6 +100,8 @@ IMAGE_SIZES = {
     "inkling_mm_model": (640, 320),  # 16 rows of 17 and 8 rows of 9 patches of 40 pixels, a token each
     # 4 tiles of 32 and 16 patches of 14 a side and a class token, padded to 1,032 and 264 rows
     "mllama": (448, 224),
+    # 32 and 48 patches of 14 a side: one whole window of 32, then windows of 32 and 16 a side; 256 and 576 tokens
+    "muse_glimmer": (448, 672),
     "idefics": (224, 448),  # 16 and 32 patches of 14 a side and a class token, every row read by the cross-attention
     "perception_lm": (336, 448),  # 24 and 32 patches of 14 a side: PE L/14's images, and Perception LM's tiles
     "fast_vlm": (1024, 512),  # FastViTHD's 16 and 8 tokens a side (64 pixels a token): FastVLM's images, and half
@@ -254,6 +256,11 @@ def truth_text(model_type: str, data: dict, config: str = "") -> str:
 
         runs = [docling_image_flops(data, s) for s in IMAGE_SIZES[model_type]]
         record["image_flops"] = {"method": DOCLING_IMAGE_METHOD, "runs": runs}
+    elif model_type == "muse_glimmer" and "refused" not in record and not config:  # built small, on the CPU
+        from ffncalc.analysis.hfmuse import MUSE_IMAGE_METHOD, MUSE_REDUCED, muse_image_flops
+
+        runs = [muse_image_flops(data, s) for s in IMAGE_SIZES[model_type]]
+        record["image_flops"] = {"method": MUSE_IMAGE_METHOD, "runs": runs, "reduced": MUSE_REDUCED}
     elif model_type in IMAGE_SIZES and "refused" not in record and not config:
         base = reduced(data) if model_type in ON_CPU else data
         runs = [image_flops(sized(base, s), s) for s in IMAGE_SIZES[model_type]]

@@ -45,7 +45,7 @@ def terms(model: Model, seq_len: int, *, partial: bool = False) -> list[Term]:
     elif model.positions == "sinusoidal":  # a fixed table, no parameters: its add
         emb.op("pos_embed", w)
     if model.embedding_norm:
-        emb.norm("embed_norm", model.norm, w, 1)
+        emb.norm("embed_norm", model.embedding_norm_kind, w, 1)
     for part in ordered(parts, "input"):  # positions, prompt rows, every layer's inputs, streams, the input's scale
         part.input_terms(emb, model, seq_len)
     out = emb.out

@@ -59,6 +59,8 @@ class Attention(Block):
     # false: the q/k norms are the model's norm without its bias (StableLmLayerNormPerHead: LayerNorm(head_dim,
     # bias=False) in each head beside the model's biased LayerNorms)
     qk_norm_bias: bool = True
+    # the q/k norms' learned weight (MUSE Glimmer's qk_norm, MuseGlimmerRMSNorm(with_scale=False), has none)
+    qk_norm_affine: bool = True
     rotary_dim: Positive | None = None  # features of each head that rotary positions turn; default: all
     sinks: bool = False  # a learned logit per head that joins every softmax and takes no value (gpt-oss)
     # q's projection doubled: each head's query and a gate, sigmoid(gate) ⊙ the head's output before o (Qiu et al.
@@ -182,6 +184,8 @@ class Attention(Block):
 
     def qk_norm_kind(self, norm):
         """The q/k norms: the model's norm, or without its bias (qk_norm_bias false)."""
+        if not self.qk_norm_affine:  # square, add, scale per element; no weight, no bias
+            return replace(norm, affine=False, bias=False, layer_bias=False)
         return norm if self.qk_norm_bias else replace(norm, bias=False)
 
     def check(self, d_model: int) -> None:
@@ -189,6 +193,8 @@ class Attention(Block):
             raise SpecError(("chunk",), "a layer attends a sliding window or chunks, not both")
         if self.qk_norm == "none" and not self.qk_norm_bias:
             raise SpecError(("qk_norm_bias",), "qk_norm_bias describes the q/k norms: qk_norm must not be none")
+        if self.qk_norm == "none" and not self.qk_norm_affine:
+            raise SpecError(("qk_norm_affine",), "qk_norm_affine describes the q/k norms: qk_norm must not be none")
         self._check_heads(d_model)
         vd = self.v_head_dim
         head = self.head_dim if self.head_dim is not None else d_model // self.n_heads

@@ -167,7 +167,7 @@ class Transformer(nn.Module):
             self.pos_embed = nn.Embedding(spec.context_length + spec.position_offset, w)
         self.positions, self.position_offset = spec.positions, spec.position_offset
         if spec.embedding_norm:
-            self.embed_norm = make_norm(spec.norm, w)
+            self.embed_norm = make_norm(spec.embedding_norm_kind, w)
         self.hooks: dict[str, list[str]] = {"lookup": [], "enter": [], "expand": [], "run": [], "collapse": [], "top": []}
         for part in spec.parts:
             module = part.model_module(spec)

@@ -163,6 +163,8 @@ class ModelSpec:
     tie_embeddings: bool = False
     lm_head_bias: bool = False
     embedding_norm: bool = False  # a norm straight after the embeddings
+    # that norm's learned weight (MUSE Glimmer's embed_norm, an RMSNorm without one; false: square, add, scale alone)
+    embedding_norm_affine: bool = True
     # learned or sinusoidal positions start at this row (OPT, XGLM: 2), a learned table that much longer
     position_offset: NonNegative = 0
     # the layers' attention mask: causal (a decoder: each query meets the keys up to its own), or bidirectional (an

@@ -93,6 +93,12 @@ class Model:
     # the transformers model_type a config.json was read as (None: a preset or a spec file): its module names, which
     # adapters target (analysis/adapters.py)
     model_type: str | None = None
+    embedding_norm_affine: bool = True  # the embedding norm's learned weight (ModelSpec.embedding_norm_affine)
+
+    @property
+    def embedding_norm_kind(self) -> Norm:
+        """The norm after the embeddings: the model's, or without its weight and bias (embedding_norm_affine false)."""
+        return self.norm if self.embedding_norm_affine else replace(self.norm, affine=False, bias=False, layer_bias=False)
 
     @property
     def bidirectional(self) -> bool:
@@ -250,4 +256,5 @@ def resolve(spec: ModelSpec) -> Model:
         parts=spec.parts,
         mask=spec.mask,
         model_type=spec.model_type,
+        embedding_norm_affine=spec.embedding_norm_affine,
     )

@@ -44,7 +44,8 @@ a tower (parts/vision.py) holds one. In the order they run, each where its model
    zero-padded) times a table of vocab rows of the model's width (visual_embeddings_table: one matmul);
 8a. where ``tail``, one more Linear(out, the model's width) with a bias after it (HyperCLOVAX V2's projector after
    its Qwen2.5-VL merger writes out_hidden_size features);
-   then, where ``post_norm``, a norm over the tokens it writes (MossTranscribeDiarizeMultiModalProjector's LayerNorm);
+   then, where ``post_norm``, a norm over the tokens it writes (MossTranscribeDiarizeMultiModalProjector's LayerNorm;
+   MUSE Glimmer's perception_emb_norm, an RMSNorm without a weight, after its adapter and vision_projection);
 9. where ``resampler``, a resampler of learned latents after the MLP, which reads every patch and writes the image's
    tokens (parts/resampler.py: Idefics2's perceiver); the MLP then runs over every patch;
 10. where ``query``, in place of the stages above, Aria's learned queries reading the patches by one cross-attention and
@@ -89,7 +90,7 @@ class Projector:
     query: QueryAttention | None = None  # Aria's queries, cross-attention and MLP, the whole projector
     latent: LatentQuery | None = None  # Kosmos-2's latent queries and cross-attention, the whole projector
     pool: NonNegative = 0  # Gemma 4's pooler: pool × pool patches a token, by a matmul over all of them (0: none)
-    norm_affine: bool = True  # its norm's learned weight (Gemma 4's embedding_pre_projection_norm has none)
+    norm_affine: bool = True  # its norm's (or post_norm's) learned weight (Gemma 4's and MUSE Glimmer's have none)
     out_norm: bool = False  # a LayerNorm with a bias over the model-width tokens it writes (GIT's visual_projection)
     # a norm over what it writes, where none is over its input (MOSS-Transcribe-Diarize's)
     post_norm: Literal["none", "layernorm", "rmsnorm"] = "none"
@@ -177,7 +178,9 @@ class Projector:
         if self.tail:
             mlp.linear(f"{prefix}tail", d_model, model_width, True, 1)
         if self.post_norm != "none":  # MossTranscribeDiarizeMultiModalProjector's norm after linear_2
-            mlp.norm(f"{prefix}norm", Norm(kind=self.post_norm), d_model, 1)
+            # without a weight where not norm_affine (MUSE Glimmer's perception_emb_norm)
+            post = Norm(kind=self.post_norm, affine=self.norm_affine, bias=None if self.norm_affine else False)
+            mlp.norm(f"{prefix}norm", post, d_model, 1)
         resampled = self.resampler.terms(self.resampler.width or d_model, f"{prefix}resampler.", patches) if self.resampler else []
         queried = self.qformer.terms(f"{prefix}qformer.", patches) if self.qformer else []
         first = [("half", t) for t in halved.out]
@@ -297,7 +300,8 @@ class Projector:
                 if proj.tail:
                     self.tail = Linear(d_model, model_width, bias=True)
                 if proj.post_norm != "none":  # named as the norm its input has none of
-                    self.norm = make_norm(Norm(kind=proj.post_norm), d_model)
+                    post = Norm(kind=proj.post_norm, affine=proj.norm_affine, bias=None if proj.norm_affine else False)
+                    self.norm = make_norm(post, d_model)
                 if proj.resampler:
                     self.resampler = proj.resampler.module(proj.resampler.width or d_model)
                 if proj.qformer:

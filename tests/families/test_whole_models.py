@@ -1778,3 +1778,80 @@ def test_granite_docling_shapes_not_read_are_one_line(tmp_path, where, key, valu
     (tmp_path / "config.json").write_text(json.dumps(data))
     with pytest.raises(InputError, match=re.escape(words)):
         hf.load(tmp_path / "config.json")
+
+
+def test_muse_glimmer_by_hand():
+    """MUSE Glimmer at its defaults. Its tower: a linear patch embedding without a bias (2 frames × 3 × 14² = 1,176 →
+    1,536), a table of 32 × 32 positions, ln_pre and ln_post (LayerNorms), 50 layers of two LayerNorms, q, k, v and proj
+    with biases and an MLP of 8,960 with biases; its projector: the 2 × 2 shuffle (6,144 features), the adapter's fc1
+    (6,144 → 4,096) and fc2 (4,096 → 4,096) and vision_projection (4,096 → 6,656), none with a bias, its norm without a
+    weight. Its language model: 202,048 rows of 6,656 and an untied head; 52 layers of q (6,656 → 32 × 128), k and v
+    (2 × 128 each), o, the gate's gate_proj (6,656 → 4,096), a SwiGLU of 19,968 and four RMSNorms (the q and k norms
+    weightless); the final RMSNorm."""
+    d, ff = 1536, 8960
+    layer = 2 * 2 * d + 4 * (d * d + d) + d * ff + ff + ff * d + d
+    tower = 1176 * d + 32 * 32 * d + 2 * 2 * d + 50 * layer
+    projector = 6144 * 4096 + 4096 * 4096 + 4096 * 6656
+    w, v = 6656, 202_048
+    text_layer = w * 4096 + 2 * w * 256 + 4096 * w + w * 4096 + 3 * w * 19_968 + 4 * w
+    text = 2 * v * w + 52 * text_layer + w
+    assert (tower, projector, text) == (1_852_639_744, 69_206_016, 27_854_780_928)
+    _, model = hf.load(HERE / "configs" / "muse_glimmer.json")
+    assert ours(model) == {"tower": tower, "projector": projector, "text": text} == groups("muse_glimmer")
+
+
+def test_muse_glimmer_image_flops_by_hand(tmp_path):
+    """MUSE Glimmer with its tower small (the record's reduced: two layers of width 1,536 and an MLP of 128, the first
+    windowed and the second whole; the text width 64), as FlopCounterMode counted it. One image of s × s patches of 14:
+    the patch embedding (1,176 → 1,536), each layer's q, k, v and proj and its MLP; the full layer every patch meeting
+    every patch, the windowed one each patch its own window's, windows of 32 patches a side tiled from the corner (48
+    patches a side: windows of 32 and 16); then s² / 4 tokens through the adapter (6,144 → 4,096 → 4,096) and
+    vision_projection (4,096 → 64). 2 FLOPs a multiply-add, scores and values each."""
+    from ffncalc.parts.vision import Vision
+
+    record = truth("muse_glimmer")["image_flops"]
+    data = json.loads((HERE / "configs" / "muse_glimmer.json").read_text())
+    data = {**data, **{key: {**data[key], **value} for key, value in record["reduced"].items()}}
+    (tmp_path / "config.json").write_text(json.dumps(data))
+    _, model = hf.load(tmp_path / "config.json")
+    (vision,) = [p for p in model.parts if isinstance(p, Vision)]
+    d = 1536
+
+    def image(side):
+        n = side * side
+        spans = [min(32, side - i) for i in range(0, side, 32)]
+        pairs = sum((a * b) ** 2 for a in spans for b in spans)
+        linear = 2 * n * (1176 * d + 2 * (4 * d * d + 2 * d * 128))
+        attention = 2 * 2 * d * (n * n + pairs)
+        return linear + attention + 2 * (n // 4) * (6144 * 4096 + 4096 * 4096 + 4096 * 64)
+
+    assert [image(32), image(48)] == [78_458_650_624, 190_222_172_160]
+    assert [r["total"] for r in record["runs"]] == [image(32), image(48)]
+    assert [replace(vision, image_size=14 * s).per_image(model)[1] for s in (32, 48)] == [image(32), image(48)]
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        (
+            {"vision_config": {"layer_types": ["window_attention"] * 3}},
+            "expected 50 layer kinds (num_hidden_layers), window_attention or full_attention",
+        ),
+        ({"vision_config": {"pos_emb_height": 31}}, "windows of 31 patches a side are not whole 2 × 2 tokens"),
+        ({"projector_hidden_act": "silu"}, "its vision adapter is read with gelu, MuseGlimmerConfig's (not yet another)"),
+        ({"text_config": {"layer_rope_theta": [1.0]}}, "layer_rope_theta: expected a list of 52 numbers, one a layer"),
+    ],
+)
+def test_muse_glimmer_shapes_not_read_are_one_line(change, words, tmp_path, cli):
+    """MUSE Glimmer's layer kinds not one a layer, windows that split merged tokens, an adapter other than GELU's and
+    rotary bases not one a layer: one line naming the key, exit 2."""
+    from ffncalc.errors import InputError
+
+    data = json.loads((HERE / "configs" / "muse_glimmer.json").read_text())
+    data = {k: ({**data[k], **v} if isinstance(v, dict) else v) for k, v in {**data, **change}.items()}
+    (tmp_path / "config.json").write_text(json.dumps(data))
+    with pytest.raises(InputError) as err:
+        hf.load(tmp_path / "config.json")
+    assert str(err.value).endswith(words) and "\n" not in str(err.value)
+    code, _, err = cli("count", str(tmp_path / "config.json"))
+    assert code == 2 and words in err and len(err.strip().splitlines()) == 1

@@ -790,6 +790,7 @@ TEXT_PROVEN_WHOLE = {
     "voxtral_realtime_text": "voxtral_realtime",
     "mistral_large4_text": "mistral_large4",
     "granite_docling_text": "granite_docling",
+    "muse_glimmer_text": "muse_glimmer",
 }
 
 
@@ -856,16 +857,28 @@ WHOLE_NOT_YET = {
         "a protein-text model (EvollaForProteinText2Text): a SaProt protein encoder and a sequence-compressor resampler "
         "whose latents the decoder's layers cross-attend (EvollaSequenceAlignerCrossAttention)"
     ),
-    "muse_glimmer": "windowed tower layers and a language model of centred RMSNorms, gated attention and soft-capped logits",
     "muse_spark": (
-        "windowed tower layers, an audio tower and a language model of centred RMSNorms, gated attention and soft-capped logits"
+        "its vision tower and adapter are MUSE Glimmer's (towers/muse.py); not read yet: its language model "
+        "(muse_spark_text: routed experts in a narrower space, pre_expert_proj to moe_hidden_size and a centred RMSNorm, "
+        "SwiGLU experts each followed by an input-scaled RMSNorm, post_expert_proj back, under a sigmoid router scaled by "
+        "output_multiplier; a weightless o_norm over each head before the output gate; learned residual gates, sigmoid "
+        "mixes of the residual and each sublayer's output) and its audio tower (MuseSparkAudioModel: a causal "
+        "convolutional pyramid over the raw waveform, four stages of a linear patch embedding of patch_sizes samples "
+        "(16, 6, 5, 4) and an RMSNorm, then depths blocks of a depthwise causal convolution of conv_kernel_size and an "
+        "MLP of mlp_ratio; a norm, a projection to out_hidden_size and a norm: one token per 1,920 samples)"
     ),
     "qwen2_5_omni": "its talker (a second language model: Qwen2 layers with their own codec table and head, and "
     "thinker_to_talker_proj) and token2wav (a DiT with an ECAPA-TDNN speaker encoder and time-conditioned norms, and "
     "BigVGAN's transposed convolutions and residual blocks of snake activations) are not read yet; its thinker is "
     "(qwen2_5_omni_thinker)",
-    "glm5_next": "its language model (hyper-connections, gated linear attention beside latent attention with an indexer) "
-    "is not read yet",
+    "glm5_next": "its language model (glm5_next_text) is not read yet: Kimi Delta Attention layers (blocks/kimi_delta.py's "
+    "kind: linear_num_heads of linear_head_dim, one depthwise conv1d over q, k and v) beside every fourth layer of "
+    "DeepSeek-V3.2's latent attention whose DSA indexer scores keys pooled index_kpool at a time (a learned gate over "
+    "the layer's input, index_kpool_compress_gate, and an added table, index_kpool_compress_ape, neither read by "
+    "blocks/mla.py's indexer), all under manifold-constrained hyper-connections of hc_mult streams (attn_hc, ffn_hc: "
+    "parts/hyper.py's mhc), with sigmoid-routed experts and shared experts after the first dense layers; its vision "
+    "tower is GLM-OCR's form (q and k norms, a gated MLP with biases, downsample and merger: towers/qwen.py's "
+    "glm_vision), not yet read as glm5_next_vision",
 }
 
 

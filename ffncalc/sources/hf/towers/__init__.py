@@ -27,6 +27,7 @@ MODULES = (
 )
 MODULES += ("granite_docling",)
 MODULES += ("pp_formulanet",)  # PP-FormulaNet: its SAM encoder and projector before an mBART decoder
+MODULES += ("muse",)
 
 
 def wrapper(*model_types: str):

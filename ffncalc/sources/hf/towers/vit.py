@@ -512,6 +512,9 @@ TOP_MODULES = (
     (r"patch_embeddings\.projection$", "patch_embed"),  # InternViT's
     (r"pos_embed$", "pos_embed"),
     (r"ln_pre$", "pre_norm"),
+    (r"^ln_post$", "post_norm"),  # MUSE Glimmer's
+    (r"^patch_embedder\.patch_embedding$", "patch_embed"),
+    (r"^patch_embedder\.position_embedding_table$", "pos_embed"),
     (r"embeddings\.position_embedding$", "pos_embed"),
     (r"embeddings$", "class_embed"),  # CLIP's class_embedding, a parameter of the embeddings module
     (r"pre_layrnorm$", "pre_norm"),
@@ -706,6 +709,9 @@ TOWERS = (
     (r"generation_embeddings\.", "vision.generation.embeddings", "self"),
     (r"generation_aligner\.", "vision.generation.aligner", "self"),
     (r"generation_head\.", "vision.generation.head", "self"),
+    (r"model\.vision_adapter\.fc1\.", "vision.projector.adapter.fc1", "self"),  # MUSE Glimmer's adapter and projection
+    (r"model\.vision_adapter\.fc2\.", "vision.projector.adapter.fc2", "self"),
+    (r"model\.vision_projection\.weight$", "vision.projector.linear_1", "self"),
     (r"aligner\.fc1\.", "vision.projector.linear_1", "self"),  # Janus's vision aligner
     (r"aligner\.hidden_layers\.0\.", "vision.projector.linear_2", "self"),
     (r"vision_tower\.head_linear\.", "vision.projector.head", "self"),  # Ovis 2's visual tokenizer and table

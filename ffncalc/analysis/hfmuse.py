@@ -1,0 +1,49 @@
+"""MUSE Glimmer's image path as transformers runs it: one image through MuseGlimmerModel.get_image_features (the
+windowed tower, its adapter and vision_projection), FlopCounterMode over it. The whole class is built small on the CPU
+(MUSE_REDUCED: its window index and grid are read by value)."""
+
+from __future__ import annotations
+
+MUSE_IMAGE_METHOD = (
+    "torch.utils.flop_counter.FlopCounterMode over MuseGlimmerModel.get_image_features(pixel_values, image_grid_thw) of "
+    "the whole class built small (the record's reduced) on the CPU, eager attention, one image of size × size pixels as "
+    "its processor flattens it: (size / 14)² patches of 2 frames × 3 × 14² pixels, grid (1, size / 14, size / 14): the "
+    "tower, its adapter and vision_projection, 2 FLOPs per multiply-add of every matmul, summed per module"
+)
+# Its tower at its own width (the adapter reads out_hidden_size, 4 × 1,536) with two layers, one windowed and one full,
+# and a narrow MLP; its language model one layer without rotary positions
+MUSE_REDUCED = {
+    "vision_config": {"num_hidden_layers": 2, "intermediate_size": 128, "layer_types": ["window_attention", "full_attention"]},
+    "text_config": {
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "num_hidden_layers": 1,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 4,
+        "head_dim": 16,
+        "vocab_size": 1024,
+        "layer_types": ["full_attention"],
+        "layer_rope_theta": [0],
+    },
+}
+
+
+def muse_image_flops(data: dict, size: int) -> dict:
+    """FLOPs of one image of ``size`` × ``size`` pixels through the tower, the adapter and vision_projection, per module
+    (the class built small: MUSE_REDUCED)."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from .hfwhole import instantiate_whole
+
+    small = {**data, **{key: {**data[key], **value} for key, value in MUSE_REDUCED.items()}}
+    net = instantiate_whole(small, "cpu")
+    net.requires_grad_(False)
+    v = net.config.vision_config
+    side = size // v.patch_size
+    pixels = torch.ones(side * side, 3 * v.patch_temporal * v.patch_size**2)
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        net.model.get_image_features(pixel_values=pixels, image_grid_thw=torch.tensor([[1, side, side]]))
+    counts = counter.get_flop_counts()
+    modules = {k: sum(v.values()) for k, v in counts.items() if k != "Global" and "." not in k}
+    return {"size": size, "total": sum(counts["Global"].values()), "modules": modules}
