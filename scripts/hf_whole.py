@@ -146,6 +146,11 @@ REPAIRS = {
     # where its encoder writes hidden_dim (1,024): the released Granite Speech 3.3's encoder_hidden_size, 1,024
     "granite_speech": {"projector_config": {"encoder_hidden_size": 1024}},
     "granite_speech_plus": {"projector_config": {"encoder_hidden_size": 1024}},  # as Granite Speech's (no cat_hidden_layers)
+    # ChameleonConfig's and Emu3Config's vq_config default to their VQ-VAE config classes' defaults, but vocabulary_map
+    # (the image codes' token names and ids) defaults to None, which ChameleonImageVocabularyMapping and
+    # Emu3ImageVocabularyMapping read (vocab_map.get): an empty map builds every parameter, none of which it sizes
+    "chameleon": {"vocabulary_map": {}},
+    "emu3": {"vocabulary_map": {}},
 }
 
 
