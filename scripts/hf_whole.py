@@ -160,6 +160,11 @@ REPAIRS = {
     # model_args["embed_dim"]: the released Perception LM's tower, Perception Encoder L/14 (Cho et al. 2025 §3; Bolya et
     # al. 2025 Table 1: width 1,024), as timm builds it at its defaults
     "perception_lm": {"vision_config": {"architecture": "vit_pe_core_large_patch14_336", "model_args": {"embed_dim": 1024}}},
+    # ChameleonConfig's and Emu3Config's vq_config default to their VQ-VAE config classes' defaults, but vocabulary_map
+    # (the image codes' token names and ids) defaults to None, which ChameleonImageVocabularyMapping and
+    # Emu3ImageVocabularyMapping read (vocab_map.get): an empty map builds every parameter, none of which it sizes
+    "chameleon": {"vocabulary_map": {}},
+    "emu3": {"vocabulary_map": {}},
 }
 
 

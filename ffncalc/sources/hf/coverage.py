@@ -767,11 +767,9 @@ WRAPPED_TEXT = {
 # Image-text and multimodal-LM types whose configuration class's defaults transformers itself cannot build whole
 # (tests/hf_whole records its error): why.
 WHOLE_REFUSED_AT_DEFAULTS = {
-    "chameleon": "the default vq_config is None, which the image tokenizer reads",
     "cohere_compass": "its text config's rope_parameters have no entry for the full_attention layers",
     "deepseek_ocr2": "a default the SAM vision encoder indexes is None",
     "diffusion_gemma": "a default size of its vision tower is None",
-    "emu3": "the default vq_config is None, which the image tokenizer reads",
     "evolla": "a protein-text model with no image-text-to-text class",
     "granite4_vision": "a default list its projector reads is None",
     "hunyuan_vl": "a default of its vision tower's rotary positions is None",
@@ -815,17 +813,32 @@ WHOLE_NOT_YET = {
     "gemma3n": "its vision tower is a timm model (MobileNetV5 through TimmWrapper: edge-residual and universal "
     "inverted-residual blocks, multi-query attention with strided keys and values, a multi-scale fusion adapter), "
     "not read yet",
-    "florence2": "its language model is an encoder-decoder (BART's) reading the DaViT tower's tokens",
+    "florence2": (
+        "its DaViT tower is not read (four stages, each a strided convolutional stem with a LayerNorm, then blocks of a "
+        "spatial sublayer, attention within 12 × 12 windows padded to whole windows, and a channel sublayer, attention "
+        "between each group's channels over all positions, every sublayer after a 3 × 3 depthwise convolution added to "
+        "its input), nor its projector (row and column tables of 50 rows, a cosine temporal row, a spatial mean token: "
+        "577 tokens at 768 pixels); and the encoder part counts an image's positions as its whole source (image_patch), "
+        "not as tokens before the text's in BART's encoder sequence"
+    ),
     "hunyuan_vl": "its patch merger (a newline row before the MLP, begin and end tokens) is not read; its text config needs "
     "head_dim 128 for transformers to build it",
     "qwen3_omni_moe": "its talker and code2wav beside the thinker (qwen3_omni_moe_thinker, read whole); transformers refuses "
     "its defaults",
     "chameleon": (
-        "a VQ-VAE image tokenizer (a convolutional encoder of ResNet blocks, GroupNorms and an attention block, a "
-        "codebook) whose codes are the language model's tokens"
+        "its VQ-VAE image tokenizer (vqmodel: a convolutional encoder of ResNet blocks, GroupNorms and an attention block, "
+        "a codebook of 8,192 × 256, quant_conv and post_quant_conv; 29,423,616 parameters at ChameleonVQVAEConfig's "
+        "defaults) is not read, nor an image's FLOPs through its encoder and quantizer, nor its language model (no "
+        "chameleon family: Llama's layers with per-head LayerNorms of q and k); transformers builds the class only given "
+        "a vocabulary_map (None at its defaults; recorded with an empty one)"
     ),
     "emu3": (
-        "a VQ-VAE image tokenizer (a 3-D convolutional encoder and decoder, a codebook) whose codes are the language model's tokens"
+        "its VQ-VAE image tokenizer (vqmodel: an encoder of 2-D ResNet blocks, GroupNorms and attention, then temporal "
+        "downsampling and ResNet blocks of 3-D convolutions; a decoder of the reverse, spatially normed; a codebook of "
+        "32,768 × 4; 270,740,287 parameters at Emu3VQVAEConfig's "
+        "defaults, the decoder's 161,120,859 run by no image it reads) is not read, nor its language model "
+        "(emu3_text_model: Llama's layers, no family reads it yet); transformers builds the class only given a "
+        "vocabulary_map (None at its defaults; recorded with an empty one)"
     ),
     "udop": (
         "an encoder-decoder of T5's stacks (families/t5.py) whose encoder's source is the text's tokens and the image's "
