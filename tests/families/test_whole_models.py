@@ -1543,3 +1543,22 @@ def test_dots3_note_tower_shapes_not_read_are_one_line(cli, tmp_path, section, k
     (tmp_path / "config.json").write_text(json.dumps(data))
     code, _, err = cli("count", str(tmp_path / "config.json"))
     assert code == 2 and words in err and key in err and err.count("\n") == 1, err
+
+
+def test_unlimited_ocr_language_model_by_hand():
+    """Unlimited OCR's language model (UnlimitedOcrTextConfig's defaults), derived by hand: 129,280 × 1,280 untied
+    embeddings and head; 12 layers of multi-head attention (10 heads of 128: q, k, v and o each 1,280², no biases) and
+    two RMSNorms; layer 0 a SwiGLU MLP of 6,848; layers 1 to 11 DeepSeek-V2's mixture: a 64 × 1,280 router, 64
+    experts of 896 (3 · 1,280 · 896 each, 6 a token) and one shared MLP of 2 × 896; a final RMSNorm. Equal to the
+    language model and head UnlimitedOcrForConditionalGeneration builds (tests/hf_whole)."""
+    v, d = 129_280, 1_280
+    attention, norms = 4 * d * d, 2 * d
+    dense = 3 * d * 6_848
+    expert = 3 * d * 896
+    sparse = 64 * d + 64 * expert + 3 * d * 2 * 896
+    total = 2 * v * d + 12 * (attention + norms) + dense + 11 * sparse + d
+    assert total == 2_934_734_080
+    _, model = hf.load(HERE / "configs" / "unlimited_ocr.json")
+    text = sum(n for name, n in expanded(truth("unlimited_ocr")["params"], 2) if name.startswith(TEXT_MODULES))
+    assert tally(model).params == text == total
+    assert tally(model).active == total - 11 * (64 - 6) * expert

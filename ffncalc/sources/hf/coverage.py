@@ -799,6 +799,7 @@ TEXT_PROVEN_WHOLE = {
     "blip_text_model": "blip",
     "voxtral_realtime_text": "voxtral_realtime",
     "mistral_large4_text": "mistral_large4",
+    "unlimited_ocr_text": "unlimited_ocr",
 }
 
 
@@ -842,8 +843,9 @@ WHOLE_NOT_YET = {
     ),
     "pi0": "an action model: its PaliGemma and a Gemma action expert attend jointly, with action and time projections",
     "deepseek_ocr2": "a SAM encoder (windowed attention with decomposed relative positions, a convolutional neck) beside a CLIP tower",
-    "unlimited_ocr": "its language model (unlimited_ocr_text: mixture-of-experts layers) is not read; its tower is a SAM encoder "
-    "(parts/sam.py reads its layers and neck) with strided convolutions, then a CLIP encoder over the SAM's features",
+    "unlimited_ocr": "its tower is not read: a SAM encoder (parts/sam.py reads its layers and neck) and two strided 3 × 3 "
+    "convolutions (downsample_channels), then a CLIP encoder whose patch embeddings are the SAM's features (a class token, "
+    "pre_layrnorm, no post-norm), its output beside the SAM's into one Linear, a newline token a row and a view separator",
     "pp_formulanet": "an encoder-decoder whose encoder is a SAM tower (parts/sam.py reads its layers and neck) and its "
     "projector, and whose decoder is mBART's: the encoder part (parts/encoder.py) reads a stack of layers, not a tower, yet",
     "diffusion_gemma": "a block-diffusion encoder and decoder of Gemma 4's layers with self-conditioning",
