@@ -1562,3 +1562,31 @@ def test_unlimited_ocr_language_model_by_hand():
     text = sum(n for name, n in expanded(truth("unlimited_ocr")["params"], 2) if name.startswith(TEXT_MODULES))
     assert tally(model).params == text == total
     assert tally(model).active == total - 11 * (64 - 6) * expert
+
+
+def test_deepseek_ocr2_language_model_by_hand():
+    """DeepSeek-OCR 2's language model at DeepseekOcr2TextConfig's defaults repaired as scripts/hf_whole.py records
+    (mlp_layer_types: layer 0 dense, the rest mixtures; 6 experts a token), derived by hand: 102,400 × 4,096 untied
+    embeddings and head; 32 layers of multi-head attention (32 heads of 128, one KV head each: q, k, v and o each
+    4,096²) and two RMSNorms; layer 0 a SwiGLU MLP of 11,008; layers 1 to 31 a 64 × 4,096 router, 64 experts of 1,407
+    and one shared MLP of 2 × 1,407; a final RMSNorm. Equal to the language model and head
+    DeepseekOcr2ForConditionalGeneration builds there."""
+    assert truth("deepseek_ocr2")["repaired"]["text_config"]["mlp_layer_types"] == ["dense"] + ["sparse"] * 31
+    v, d = 102_400, 4_096
+    expert = 3 * d * 1_407
+    sparse = 64 * d + 64 * expert + 3 * d * 2 * 1_407
+    total = 2 * v * d + 32 * (4 * d * d + 2 * d) + 3 * d * 11_008 + 31 * sparse + d
+    _, model = hf.load(HERE / "configs" / "deepseek_ocr2.json")
+    text = sum(n for name, n in expanded(truth("deepseek_ocr2")["params"], 2) if name.startswith(TEXT_MODULES))
+    assert tally(model).params == text == total
+    assert tally(model).active == total - 31 * (64 - 6) * expert
+
+
+def test_deepseek_ocr2_text_without_layer_kinds_is_one_line(cli, tmp_path):
+    """DeepseekOcr2TextConfig's own default mlp_layer_types (None), which its decoder layers index: one line naming
+    the key, exit 2."""
+    data = json.loads((HERE / "configs" / "deepseek_ocr2.json").read_text())
+    data["text_config"] = {**data["text_config"], "mlp_layer_types": None}
+    (tmp_path / "config.json").write_text(json.dumps(data))
+    code, _, err = cli("count", str(tmp_path / "config.json"))
+    assert code == 2 and "mlp_layer_types" in err and err.count("\n") == 1, err

@@ -777,7 +777,6 @@ WRAPPED_TEXT = {
 WHOLE_REFUSED_AT_DEFAULTS = {
     "chameleon": "the default vq_config is None, which the image tokenizer reads",
     "cohere_compass": "its text config's rope_parameters have no entry for the full_attention layers",
-    "deepseek_ocr2": "a default the SAM vision encoder indexes is None",
     "diffusion_gemma": "a default size of its vision tower is None",
     "emu3": "the default vq_config is None, which the image tokenizer reads",
     "evolla": "a protein-text model with no image-text-to-text class",
@@ -800,6 +799,7 @@ TEXT_PROVEN_WHOLE = {
     "voxtral_realtime_text": "voxtral_realtime",
     "mistral_large4_text": "mistral_large4",
     "unlimited_ocr_text": "unlimited_ocr",
+    "deepseek_ocr2_text": "deepseek_ocr2",
 }
 
 
@@ -842,7 +842,9 @@ WHOLE_NOT_YET = {
         "gives (image_token_pooling)"
     ),
     "pi0": "an action model: its PaliGemma and a Gemma action expert attend jointly, with action and time projections",
-    "deepseek_ocr2": "a SAM encoder (windowed attention with decomposed relative positions, a convolutional neck) beside a CLIP tower",
+    "deepseek_ocr2": "its tower is not read: a SAM encoder (parts/sam.py reads its layers and neck) and two strided 3 × 3 "
+    "convolutions, then a Qwen2 encoder of rotary, RMS-normed layers over the SAM's features and 144 or 256 learned queries "
+    "(bidirectional over the image, causal over the queries), the queries' outputs through one Linear, and a view separator",
     "unlimited_ocr": "its tower is not read: a SAM encoder (parts/sam.py reads its layers and neck) and two strided 3 × 3 "
     "convolutions (downsample_channels), then a CLIP encoder whose patch embeddings are the SAM's features (a class token, "
     "pre_layrnorm, no post-norm), its output beside the SAM's into one Linear, a newline token a row and a view separator",
