@@ -1590,3 +1590,26 @@ def test_deepseek_ocr2_text_without_layer_kinds_is_one_line(cli, tmp_path):
     (tmp_path / "config.json").write_text(json.dumps(data))
     code, _, err = cli("count", str(tmp_path / "config.json"))
     assert code == 2 and "mlp_layer_types" in err and err.count("\n") == 1, err
+
+
+def test_hunyuan_vl_language_model_by_hand():
+    """HunyuanOCR's language model at HunYuanVLTextConfig's defaults repaired as scripts/hf_whole.py records (head_dim
+    128, XD-RoPE sections [16, 16, 16, 16]), derived by hand: a 290,943 × 4,096 embedding, the head tied to it; 32
+    layers of q, k, v and o (4,096², no biases), a query and a key RMSNorm of 128, two RMSNorms and a SwiGLU MLP of
+    11,008; a final RMSNorm. Equal to the language model and head HunYuanVLForConditionalGeneration builds there."""
+    assert truth("hunyuan_vl")["repaired"]["text_config"]["head_dim"] == 128
+    v, d = 290_943, 4_096
+    total = v * d + 32 * (4 * d * d + 2 * 128 + 2 * d + 3 * d * 11_008) + d
+    _, model = hf.load(HERE / "configs" / "hunyuan_vl.json")
+    text = sum(n for name, n in expanded(truth("hunyuan_vl")["params"], 2) if name.startswith(TEXT_MODULES))
+    assert tally(model).params == text == total
+
+
+def test_hunyuan_vl_text_without_head_dim_is_one_line(cli, tmp_path):
+    """HunYuanVLTextConfig's own default head_dim (None), which its attention's scaling reads: one line naming the
+    key, exit 2."""
+    data = json.loads((HERE / "configs" / "hunyuan_vl.json").read_text())
+    data["text_config"] = {k: v for k, v in data["text_config"].items() if k != "head_dim"}
+    (tmp_path / "config.json").write_text(json.dumps(data))
+    code, _, err = cli("count", str(tmp_path / "config.json"))
+    assert code == 2 and "head_dim" in err and err.count("\n") == 1, err

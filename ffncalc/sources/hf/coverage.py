@@ -783,7 +783,6 @@ WHOLE_REFUSED_AT_DEFAULTS = {
     "fast_vlm": "its vision tower is a timm model (timm is not installed)",
     "gemma3n": "its vision tower is a timm MobileNet (timm is not installed)",
     "granite4_vision": "a default list its projector reads is None",
-    "hunyuan_vl": "a default of its vision tower's rotary positions is None",
     "perception_lm": "its vision tower is a timm model (timm is not installed)",
     "qwen3_omni_moe": "its talker's text config lacks the shared_expert_intermediate_size its layers read",
     "qwen4_exp": "its QSA indexer's sizes default to None",
@@ -800,6 +799,7 @@ TEXT_PROVEN_WHOLE = {
     "mistral_large4_text": "mistral_large4",
     "unlimited_ocr_text": "unlimited_ocr",
     "deepseek_ocr2_text": "deepseek_ocr2",
+    "hunyuan_vl_text": "hunyuan_vl",
 }
 
 
@@ -825,8 +825,9 @@ WHOLE_NOT_YET = {
     "fast_vlm": "its tower is a timm model (FastViTHD through TimmWrapper), which transformers builds only with timm installed",
     "gemma3n": "its vision tower is a timm model (MobileNetV5 through TimmWrapper), built only with timm installed",
     "florence2": "its language model is an encoder-decoder (BART's) reading the DaViT tower's tokens",
-    "hunyuan_vl": "its patch merger (a newline row before the MLP, begin and end tokens) is not read; its text config needs "
-    "head_dim 128 for transformers to build it",
+    "hunyuan_vl": "its tower is not read: SigLIP-like layers over native-resolution patches (an interpolated position "
+    "table) and its patch merger (an RMSNorm, a strided 2 × 2 convolution, GELU and a 1 × 1 convolution, a newline column "
+    "before the MLP to the text width, begin and end tokens, an RMSNorm)",
     "qwen3_omni_moe": "its talker and code2wav beside the thinker (qwen3_omni_moe_thinker, read whole); transformers refuses "
     "its defaults",
     "chameleon": (
