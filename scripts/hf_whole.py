@@ -136,6 +136,19 @@ AUDIO_POSITIONS = {
 
 # Defaults transformers cannot run, each given the released model's value: the smallest change that runs.
 REPAIRS = {
+    # DeepseekOcr2TextConfig's mlp_layer_types defaults to None, which each DeepseekOcr2TextDecoderLayer indexes: the
+    # released DeepSeek-OCR 2's pattern (first_k_dense_replace 1: layer 0 dense, the rest mixtures); and its
+    # num_experts_per_tok to None, which the router's torch.topk cannot run: the released 6
+    "deepseek_ocr2": {"text_config": {"mlp_layer_types": ["dense"] + ["sparse"] * 31, "num_experts_per_tok": 6}},
+    # HunYuanVLTextConfig's head_dim defaults to None, which HunYuanVLDenseV1Attention's scaling raises to a power, and
+    # its rope_parameters name no mrope_section, whose length the rotary embedding's forward takes: the released
+    # HunyuanOCR's head_dim 128 (hidden_size // num_attention_heads here too) and XD-RoPE sections [16, 16, 16, 16]
+    "hunyuan_vl": {
+        "text_config": {
+            "head_dim": 128,
+            "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [16, 16, 16, 16]},
+        }
+    },
     # Gemma3Config's vision_config defaults to SigLIP's 224-pixel images while mm_tokens_per_image (256) pools 16 × 16
     # tokens: 14 patches a side pool by a kernel of 14 // 16 = 0; Gemma 3's released towers see 896-pixel images
     "gemma3": {"vision_config": {"image_size": 896}},

@@ -1855,3 +1855,73 @@ def test_muse_glimmer_shapes_not_read_are_one_line(change, words, tmp_path, cli)
     assert str(err.value).endswith(words) and "\n" not in str(err.value)
     code, _, err = cli("count", str(tmp_path / "config.json"))
     assert code == 2 and words in err and len(err.strip().splitlines()) == 1
+
+
+def test_unlimited_ocr_language_model_by_hand():
+    """Unlimited OCR's language model (UnlimitedOcrTextConfig's defaults), derived by hand: 129,280 × 1,280 untied
+    embeddings and head; 12 layers of multi-head attention (10 heads of 128: q, k, v and o each 1,280², no biases) and
+    two RMSNorms; layer 0 a SwiGLU MLP of 6,848; layers 1 to 11 DeepSeek-V2's mixture: a 64 × 1,280 router, 64
+    experts of 896 (3 · 1,280 · 896 each, 6 a token) and one shared MLP of 2 × 896; a final RMSNorm. Equal to the
+    language model and head UnlimitedOcrForConditionalGeneration builds (tests/hf_whole)."""
+    v, d = 129_280, 1_280
+    attention, norms = 4 * d * d, 2 * d
+    dense = 3 * d * 6_848
+    expert = 3 * d * 896
+    sparse = 64 * d + 64 * expert + 3 * d * 2 * 896
+    total = 2 * v * d + 12 * (attention + norms) + dense + 11 * sparse + d
+    assert total == 2_934_734_080
+    _, model = hf.load(HERE / "configs" / "unlimited_ocr.json")
+    text = sum(n for name, n in expanded(truth("unlimited_ocr")["params"], 2) if name.startswith(TEXT_MODULES))
+    assert tally(model).params == text == total
+    assert tally(model).active == total - 11 * (64 - 6) * expert
+
+
+def test_deepseek_ocr2_language_model_by_hand():
+    """DeepSeek-OCR 2's language model at DeepseekOcr2TextConfig's defaults repaired as scripts/hf_whole.py records
+    (mlp_layer_types: layer 0 dense, the rest mixtures; 6 experts a token), derived by hand: 102,400 × 4,096 untied
+    embeddings and head; 32 layers of multi-head attention (32 heads of 128, one KV head each: q, k, v and o each
+    4,096²) and two RMSNorms; layer 0 a SwiGLU MLP of 11,008; layers 1 to 31 a 64 × 4,096 router, 64 experts of 1,407
+    and one shared MLP of 2 × 1,407; a final RMSNorm. Equal to the language model and head
+    DeepseekOcr2ForConditionalGeneration builds there."""
+    assert truth("deepseek_ocr2")["repaired"]["text_config"]["mlp_layer_types"] == ["dense"] + ["sparse"] * 31
+    v, d = 102_400, 4_096
+    expert = 3 * d * 1_407
+    sparse = 64 * d + 64 * expert + 3 * d * 2 * 1_407
+    total = 2 * v * d + 32 * (4 * d * d + 2 * d) + 3 * d * 11_008 + 31 * sparse + d
+    _, model = hf.load(HERE / "configs" / "deepseek_ocr2.json")
+    text = sum(n for name, n in expanded(truth("deepseek_ocr2")["params"], 2) if name.startswith(TEXT_MODULES))
+    assert tally(model).params == text == total
+    assert tally(model).active == total - 31 * (64 - 6) * expert
+
+
+def test_deepseek_ocr2_text_without_layer_kinds_is_one_line(cli, tmp_path):
+    """DeepseekOcr2TextConfig's own default mlp_layer_types (None), which its decoder layers index: one line naming
+    the key, exit 2."""
+    data = json.loads((HERE / "configs" / "deepseek_ocr2.json").read_text())
+    data["text_config"] = {**data["text_config"], "mlp_layer_types": None}
+    (tmp_path / "config.json").write_text(json.dumps(data))
+    code, _, err = cli("count", str(tmp_path / "config.json"))
+    assert code == 2 and "mlp_layer_types" in err and err.count("\n") == 1, err
+
+
+def test_hunyuan_vl_language_model_by_hand():
+    """HunyuanOCR's language model at HunYuanVLTextConfig's defaults repaired as scripts/hf_whole.py records (head_dim
+    128, XD-RoPE sections [16, 16, 16, 16]), derived by hand: a 290,943 × 4,096 embedding, the head tied to it; 32
+    layers of q, k, v and o (4,096², no biases), a query and a key RMSNorm of 128, two RMSNorms and a SwiGLU MLP of
+    11,008; a final RMSNorm. Equal to the language model and head HunYuanVLForConditionalGeneration builds there."""
+    assert truth("hunyuan_vl")["repaired"]["text_config"]["head_dim"] == 128
+    v, d = 290_943, 4_096
+    total = v * d + 32 * (4 * d * d + 2 * 128 + 2 * d + 3 * d * 11_008) + d
+    _, model = hf.load(HERE / "configs" / "hunyuan_vl.json")
+    text = sum(n for name, n in expanded(truth("hunyuan_vl")["params"], 2) if name.startswith(TEXT_MODULES))
+    assert tally(model).params == text == total
+
+
+def test_hunyuan_vl_text_without_head_dim_is_one_line(cli, tmp_path):
+    """HunYuanVLTextConfig's own default head_dim (None), which its attention's scaling reads: one line naming the
+    key, exit 2."""
+    data = json.loads((HERE / "configs" / "hunyuan_vl.json").read_text())
+    data["text_config"] = {k: v for k, v in data["text_config"].items() if k != "head_dim"}
+    (tmp_path / "config.json").write_text(json.dumps(data))
+    code, _, err = cli("count", str(tmp_path / "config.json"))
+    assert code == 2 and "head_dim" in err and err.count("\n") == 1, err

@@ -768,11 +768,9 @@ WRAPPED_TEXT = {
 # (tests/hf_whole records its error): why.
 WHOLE_REFUSED_AT_DEFAULTS = {
     "cohere_compass": "its text config's rope_parameters have no entry for the full_attention layers",
-    "deepseek_ocr2": "a default the SAM vision encoder indexes is None",
     "diffusion_gemma": "a default size of its vision tower is None",
     "evolla": "a protein-text model with no image-text-to-text class",
     "granite4_vision": "a default list its projector reads is None",
-    "hunyuan_vl": "a default of its vision tower's rotary positions is None",
     "qwen3_omni_moe": "its talker's text config lacks the shared_expert_intermediate_size its layers read",
     "qwen4_exp": "its QSA indexer's sizes default to None",
 }
@@ -789,6 +787,9 @@ TEXT_PROVEN_WHOLE = {
     "mistral_large4_text": "mistral_large4",
     "granite_docling_text": "granite_docling",
     "muse_glimmer_text": "muse_glimmer",
+    "unlimited_ocr_text": "unlimited_ocr",
+    "deepseek_ocr2_text": "deepseek_ocr2",
+    "hunyuan_vl_text": "hunyuan_vl",
 }
 
 
@@ -821,8 +822,9 @@ WHOLE_NOT_YET = {
         "577 tokens at 768 pixels); and the encoder part counts an image's positions as its whole source (image_patch), "
         "not as tokens before the text's in BART's encoder sequence"
     ),
-    "hunyuan_vl": "its patch merger (a newline row before the MLP, begin and end tokens) is not read; its text config needs "
-    "head_dim 128 for transformers to build it",
+    "hunyuan_vl": "its tower is not read: SigLIP-like layers over native-resolution patches (an interpolated position "
+    "table) and its patch merger (an RMSNorm, a strided 2 × 2 convolution, GELU and a 1 × 1 convolution, a newline column "
+    "before the MLP to the text width, begin and end tokens, an RMSNorm)",
     "qwen3_omni_moe": "its talker and code2wav beside the thinker (qwen3_omni_moe_thinker, read whole); transformers refuses "
     "its defaults",
     "chameleon": (
@@ -862,9 +864,12 @@ WHOLE_NOT_YET = {
         "the language model's width is 4,096, so its forward refuses any image"
     ),
     "pi0": "an action model: its PaliGemma and a Gemma action expert attend jointly, with action and time projections",
-    "deepseek_ocr2": "a SAM encoder (windowed attention with decomposed relative positions, a convolutional neck) beside a CLIP tower",
-    "unlimited_ocr": "its language model (unlimited_ocr_text: mixture-of-experts layers) is not read; its tower is a SAM encoder "
-    "(parts/sam.py reads its layers and neck) with strided convolutions, then a CLIP encoder over the SAM's features",
+    "deepseek_ocr2": "its tower is not read: a SAM encoder (parts/sam.py reads its layers and neck) and two strided 3 × 3 "
+    "convolutions, then a Qwen2 encoder of rotary, RMS-normed layers over the SAM's features and 144 or 256 learned queries "
+    "(bidirectional over the image, causal over the queries), the queries' outputs through one Linear, and a view separator",
+    "unlimited_ocr": "its tower is not read: a SAM encoder (parts/sam.py reads its layers and neck) and two strided 3 × 3 "
+    "convolutions (downsample_channels), then a CLIP encoder whose patch embeddings are the SAM's features (a class token, "
+    "pre_layrnorm, no post-norm), its output beside the SAM's into one Linear, a newline token a row and a view separator",
     "diffusion_gemma": "a block-diffusion encoder and decoder of Gemma 4's layers with self-conditioning",
     "evolla": (
         "a protein-text model (EvollaForProteinText2Text): a SaProt protein encoder and a sequence-compressor resampler "
