@@ -1081,3 +1081,51 @@ def kernel(fn, *tensors, extras=None, keep_output: bool = False, as_given: bool 
     """fn(*tensors) as a fused kernel keeping ``tensors`` (contiguous, or ``as_given``), ``extras(*tensors)`` and its
     output if asked."""
     return _Kernel.apply(fn, extras, keep_output, as_given, *tensors)
+
+
+def _sparse_latent(q, kv, ids, rank: int, scale: float, sinks):
+    """Multi-head latent attention over the keys ``ids`` names, absorbed, in fp32: q (B, s, H, rank + rope) against
+    the one latent row a key (kv, (B, s, rank + rope)), its first ``rank`` features the value; ids (B, s, k), −1
+    none; a sink logit a head where given. (output (B, s, H, rank), log-sum-exp (B, s, H))."""
+    valid = ids >= 0
+    b = torch.arange(q.shape[0], device=q.device)[:, None, None]
+    rows = kv.float()[b, ids.clamp(min=0).long()]  # (B, s, k, rank + rope): the keys picked, never kept
+    scores = torch.einsum("bshd,bskd->bshk", q.float(), rows) * scale
+    scores = scores.masked_fill(~valid[:, :, None, :], float("-inf"))
+    every = scores
+    if sinks is not None:
+        every = torch.cat([scores, sinks.float().view(1, 1, -1, 1).expand(*scores.shape[:-1], 1)], dim=-1)
+    lse = every.logsumexp(-1)
+    out = torch.einsum("bshk,bskd->bshd", (scores - lse[..., None]).exp(), rows[..., :rank])
+    return out.to(q.dtype), lse
+
+
+class _SparseLatent(torch.autograd.Function):
+    """Sparse multi-head latent attention as FlashMLA's sparse kernel runs it (flash_mla_sparse_fwd: q [s_q, h_q,
+    576], the latent kv [s_kv, 1, 576], indices [s_q, 1, topk] int32 with −1 for none, the output [s_q, h_q, 512]
+    and an fp32 log-sum-exp a query and head; DeepSeek's TileLang sparse_mla_bwd reads q, kv, the output, the
+    indices and the log-sum-exp): it keeps the absorbed queries, the latent rows, the int32 ids, the output and the
+    log-sum-exp, never the gathered keys; the probabilities recomputed in backward."""
+
+    @staticmethod
+    def forward(ctx, q, kv, ids, sinks, rank: int, scale: float):
+        with torch.no_grad():
+            out, lse = _sparse_latent(q, kv, ids, rank, scale, sinks)
+        ctx.rank, ctx.scale = rank, scale
+        ctx.save_for_backward(q, kv, ids, out, lse, *(() if sinks is None else (sinks,)))
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        q, kv, ids, _out, _lse, *sinks = ctx.saved_tensors
+        with torch.enable_grad():
+            live = [t.detach().requires_grad_(True) for t in (q, kv, *sinks)]
+            out, _ = _sparse_latent(live[0], live[1], ids, ctx.rank, ctx.scale, live[2] if sinks else None)
+            grads = torch.autograd.grad(out, live, grad)
+        return grads[0], grads[1], None, grads[2] if sinks else None, None, None
+
+
+def sparse_latent_attention(q, kv, ids, sinks, rank: int, scale: float) -> torch.Tensor:
+    """q (B, s, H, rank + rope) absorbed, kv (B, s, rank + rope) the latent and the rotary key, ids (B, s, k) int32
+    -> (B, s, H, rank): each head's attention-weighted latent, before W_UV."""
+    return _SparseLatent.apply(q, kv, ids, sinks, rank, scale)
