@@ -12,7 +12,8 @@ with REPAIRS applied); ``truth/TYPE.json`` is the whole class built from it on t
 name with its element count, a tied one once; the buffers), or transformers' reason for refusing its own defaults;
 and for the types of IMAGE_SIZES the FLOPs of one image through the vision tower and the projector at each size
 (ffncalc/analysis/hfwhole.py: IMAGE_METHOD). Each public config in ``public/`` (its source in public/sources.json) is
-recorded the same way, in ``public_truth/NAME.json``.
+recorded the same way, in ``public_truth/NAME.json``. timm's towers (Gemma 3n's, FastVLM's, Perception LM's) need
+timm: ``pip install --no-deps timm==1.0.31`` (ffncalc/analysis/timmload.py).
 """
 
 from __future__ import annotations
@@ -97,6 +98,8 @@ IMAGE_SIZES = {
     # 4 tiles of 32 and 16 patches of 14 a side and a class token, padded to 1,032 and 264 rows
     "mllama": (448, 224),
     "idefics": (224, 448),  # 16 and 32 patches of 14 a side and a class token, every row read by the cross-attention
+    "perception_lm": (336, 448),  # 24 and 32 patches of 14 a side: PE L/14's images, and Perception LM's tiles
+    "fast_vlm": (1024, 512),  # FastViTHD's 16 and 8 tokens a side (64 pixels a token): FastVLM's images, and half
 }
 # Frames of quantised mel bins at which Inkling's audio tower is measured (20 a second: 30 s and 10 s)
 AUDIO_FRAMES = {"inkling_mm_model": (600, 200)}
@@ -146,6 +149,10 @@ REPAIRS = {
     # where its encoder writes hidden_dim (1,024): the released Granite Speech 3.3's encoder_hidden_size, 1,024
     "granite_speech": {"projector_config": {"encoder_hidden_size": 1024}},
     "granite_speech_plus": {"projector_config": {"encoder_hidden_size": 1024}},  # as Granite Speech's (no cat_hidden_layers)
+    # PerceptionLMConfig's vision_config defaults to timm's resnet50 without model_args, while its projector reads
+    # model_args["embed_dim"]: the released Perception LM's tower, Perception Encoder L/14 (Cho et al. 2025 §3; Bolya et
+    # al. 2025 Table 1: width 1,024), as timm builds it at its defaults
+    "perception_lm": {"vision_config": {"architecture": "vit_pe_core_large_patch14_336", "model_args": {"embed_dim": 1024}}},
 }
 
 
@@ -177,6 +184,9 @@ def sized(data: dict, size: int) -> dict:
         return {**data, "encoder": {**data["encoder"], "image_size": size}}
     if "vision_config" not in data:
         return {**data, "image_size": size}
+    if str(data["vision_config"].get("architecture", "")).startswith("vit_pe_"):  # timm builds a PE ViT for its img_size
+        args = {**(data["vision_config"].get("model_args") or {}), "img_size": size}
+        return {**data, "vision_config": {**data["vision_config"], "model_args": args}}
     return {**data, "vision_config": {**data["vision_config"], "image_size": size}}
 
 
@@ -260,6 +270,11 @@ def main() -> int:
     parser.add_argument("types", nargs="*", help="model_types (default: every type of the two mappings)")
     parser.add_argument("--check", action="store_true", help="compare, do not write")
     args = parser.parse_args()
+    from ffncalc.analysis.timmload import TIMM_VERSION, available
+
+    if not available():  # three towers are timm's (TimmWrapper): without it their records would read "refused"
+        print(f"hf_whole.py: timm is needed: pip install --no-deps timm=={TIMM_VERSION}", file=sys.stderr)
+        return 2
     stale = []
     public = [f"public:{p.stem}" for p in sorted((OUT / "public").glob("*.json")) if p.stem != "sources"]
     names = args.types or list(WHOLE_TYPES) + list(WHOLE_ENCODER_TYPES) + public

@@ -99,6 +99,11 @@ def instantiate(c: Config):
 # The FLOP runs: batch 1, a short sequence and one past every sliding window and attention chunk of the
 # config (so that windowed and chunked layers run with keys outside their reach); windowless: WINDOWLESS.
 FLOP_BATCH, SHORT, WINDOWLESS = 1, 8, 32
+# Types whose forward on a CPU or the meta device skips work it does on a GPU: their FLOPs are not measured, and why
+CUDA_ONLY = {
+    "mra": "its attention runs only in transformers' CUDA kernels (kernels-community/mra): without them mra2_attention "
+    "returns zeros, so a CPU or meta forward computes none of its products",
+}
 
 
 def refused(c: Config, exc: Exception):
@@ -184,6 +189,8 @@ def measure(c: Config, *, flops: bool = False) -> Measured:
             lengths = flop_lengths(c)
         except InputError:  # the lengths follow from the spec, which no family reads yet
             lengths, unmeasured = (), "not run: no family reads this model_type yet, and the lengths follow from its spec"
+        if c.model_type in CUDA_ONLY:
+            lengths, unmeasured = (), f"not run: {CUDA_ONLY[c.model_type]}"
         try:
             runs = tuple(flop_run(net, FLOP_BATCH, n) for n in lengths)
         except Exception as err:  # a forward meta tensors cannot run: recorded with its reason

@@ -1,7 +1,6 @@
-"""Whole multimodal models as transformers builds them: the class of its image-text-to-text mapping (or, for the
-audio-text types, its multimodal-LM mapping) built from a wrapper config on the meta device, every parameter by name
-(a tied one once); and what one image costs: FlopCounterMode over the model's ``get_image_features`` (the vision
-tower and the projector, as a forward with ``pixel_values`` runs them) for one image of a stated size."""
+"""Whole multimodal models as transformers builds them: its image-text-to-text (or multimodal-LM) class built from a wrapper
+config on the meta device, every parameter by name (a tied one once); and what one image costs: FlopCounterMode over the model's
+``get_image_features`` (the vision tower and projector, as a forward with ``pixel_values`` runs them), one image of a stated size."""
 
 from __future__ import annotations
 
@@ -17,8 +16,7 @@ IMAGE_METHOD = (
     "and convolution, summed per module (the vision tower's and the projector's)"
 )
 
-# Image encoder-decoders, whose class has no get_image_features: what runs one image (the decoder's cross-attention
-# over its positions is the language model's, counted per sequence)
+# Image encoder-decoders (no get_image_features): what runs one image (the decoder's cross-attention is the language model's)
 IMAGE_METHODS = {
     kind: "torch.utils.flop_counter.FlopCounterMode over the whole class's image encoder, as its forward runs it "
     + how
@@ -44,8 +42,10 @@ def instantiate_whole(data: dict, device: str = "meta"):
     )
 
     from ..sources.hf.coverage import IMAGE_TEXT_TYPES, WHOLE_ENCODER_TYPES, WHOLE_SEQ2SEQ_TYPES
+    from .timmload import enable
 
     transformers.logging.set_verbosity_error()
+    enable()  # timm's towers (TimmWrapper), where timm is installed
     data = {k: v for k, v in data.items() if k not in DROPPED_KEYS}
     kind = data.get("model_type")
     # the class of its seq2seq mapping where it is in neither multimodal mapping (Audio Flamingo 3's)
@@ -268,12 +268,9 @@ def image_flops(data: dict, size: int) -> dict:
         side = size // p
         pixels = torch.ones(side * side, 3 * p * p)
         kwargs["image_grid_thw"] = torch.tensor([[1, side, side]])
-    if kind == "kimi_k25":  # the processor's patches (channels × patch × patch each) and the grid
-        p = net.config.vision_config.patch_size
-        side = size // p
-        pixels = torch.ones(side * side, 3, p, p)
-        kwargs["image_grid_thw"] = torch.tensor([[1, side, side]])
-    if kind == "paddleocr_vl":  # the processor's patches (channels × patch × patch each) and the grid
+    if kind == "perception_lm":  # images of tiles: one tile
+        pixels = pixels[None]
+    if kind in ("kimi_k25", "paddleocr_vl"):  # the processor's patches (channels × patch × patch each) and the grid
         p = net.config.vision_config.patch_size
         side = size // p
         pixels = torch.ones(side * side, 3, p, p)

@@ -28,6 +28,7 @@ KINDS = {
     ("attention", "moa"): "moa",
     ("attention", "ngram"): "ngram_attention",
     ("attention", "none"): "none",
+    ("attention", "mra"): "mra",
     ("attention", "nystrom"): "nystrom",
     ("attention", "parallel"): "parallel_mixers",
     ("attention", "phi4_conformer"): "phi4_conformer",

@@ -26,6 +26,7 @@ from ..model.stacks import Stack
 from ..model.terms import ACTIVATION_OPS, Emitter
 from . import Part, register
 from .conv_attention import ConvAttention
+from .fastvit import FastVit
 from .generation import Generator
 from .high_res import HighRes
 from .projector import Projector
@@ -91,6 +92,9 @@ class Vision(Part):
     # layers of gated 2-D depthwise convolutions and of attention in place of ``layers`` (parts/conv_attention.py:
     # LFM3-VL's)
     mixed: ConvAttention | None = None
+    # a FastViT from the pixels up in place of the patch embedding and ``layers`` (parts/fastvit.py: FastVLM's
+    # FastViTHD through timm), patch_size its stride: the projector reads its final block's channels
+    fastvit: FastVit | None = None
     # Llama 3.2 Vision's tiles (MllamaVisionModel): an image runs as ``tiles`` tiles of image_size² pixels, each tile's
     # positions (its patches and class token) padded with zeros to a whole multiple of ``pad_to`` and every tile's run
     # through the layers together (their attention over all the tiles' positions); the padding dropped after
@@ -139,6 +143,14 @@ class Vision(Part):
             raise SpecError(("vision", "mixed"), "its layers are the tower's; this one states others too")
         if self.routed and (self.layers is not None or self.sam or self.mixed):
             raise SpecError(("vision", "routed"), "its layers are the tower's; this one states others too")
+        if self.fastvit:
+            self.fastvit.check()
+            if self.layers is not None or self.position_table or self.class_token or self.patch_size != self.fastvit.stride:
+                raise SpecError(
+                    ("vision", "fastvit"), f"a whole tower: no layers, tables or class token, patch_size {self.fastvit.stride}"
+                )
+            if self.image_size % self.patch_size:  # whole tokens: each stride-2 step halves an even side
+                raise SpecError(("vision", "image_size"), f"{self.image_size} pixels: FastViT's tokens are {self.patch_size} a side")
         if self.layers is None:
             stated = [k for k in ("pre_norm", "post_norm", "head", "layer_scale", "window", "deepstack") if getattr(self, k)]
             if stated:
@@ -203,6 +215,8 @@ class Vision(Part):
             return self.mixed.width
         if self.routed:
             return self.routed.width
+        if self.fastvit:
+            return self.fastvit.width
         return self.layers.d_model if self.layers else (self.embed_width or model.d_model)
 
     @property
@@ -259,6 +273,8 @@ class Vision(Part):
         """Every term of the tower and the projector, each with what it runs over: a patch, a position of the
         tower, a token the projector writes (their per-token work; ``Term.positions`` 1)."""
         d, p, c = self.width(model), self.patch_size, self.channels
+        if self.fastvit:  # its stem, stages and final block from the pixels, then the projector over its positions
+            return self.fastvit.terms(self.image_size) + self.projector.terms(model.d_model, "vision.projector.", self.grid**2)
         stack = self.stack
         norm = stack.norm if stack else None
         emb = Emitter("layers")  # its weights, biases and norms are the tower's layers' kin; its tables embeddings
@@ -535,6 +551,11 @@ def _module(spec: Vision, model):
     class VisionModule(nn.Module):
         def __init__(self):
             super().__init__()
+            if spec.fastvit:  # its own stem, stages and final block, then the projector
+                for name, module in spec.fastvit.modules().items():
+                    self.add_module(name, module)
+                self.projector = spec.projector.module(model.d_model)
+                return
             p, f = spec.patch_size, spec.frames
             if f > 1:  # frames × patch × patch pixels of each channel a patch
                 self.patch_embed = nn.Conv3d(spec.channels, d, (f, p, p), stride=(f, p, p), bias=spec.patch_bias)
@@ -615,6 +636,9 @@ def _module(spec: Vision, model):
             n, s = x.shape[0] * spec.images * spec.tiles, spec.image_size
             shape = (n, spec.channels, spec.frames, s, s) if spec.frames > 1 else (n, spec.channels, s, s)
             pixels = torch.zeros(shape, dtype=x.dtype, device=x.device)
+            if spec.fastvit:
+                self.projector(spec.fastvit.run(self, pixels))
+                return x
             if spec.embed_norms:  # each patch's pixels normalised first (their layout does not change the work)
                 g, c, p = spec.grid, spec.channels, spec.patch_size
                 pixels = self.patch_norm(pixels.reshape(n, g * g, c * p * p)).reshape(shape)

@@ -184,6 +184,50 @@ def test_mla_kept_elements_equal_fused_saved(extra, own):
     assert fused_saved_bytes(spec, "attention") == TOKENS * 2 * expected + 4 * H * TOKENS
 
 
+@pytest.mark.parametrize(
+    ("extra", "own"),
+    [
+        # DeepSeek-V3.2's and GLM-5's layer (glm_moe_dsa builds DeepSeek's): the query latent feeds the indexer
+        ({"index_n_heads": 2, "index_head_dim": 16, "index_topk": 4}, 0),
+        ({"index_n_heads": 2, "index_head_dim": 16, "index_topk": 15}, 0),  # one fewer than the sequence
+        ({"index_n_heads": 2, "index_head_dim": 16, "index_topk": 4, "sinks": True}, 0),
+        # Mistral Large 4's no-rope layer: its indexer reads the input through its own LayerNorm, the softmax scaling's
+        (
+            {"q_lora_rank": None, "qk_nope_head_dim": 24, "qk_rope_head_dim": 0, "softmax_scaling": True}
+            | {"index_n_heads": 2, "index_head_dim": 16, "index_topk": 4, "index_input_norm": True},
+            -(2 * RQ + 2) + H * 24 + H + 1,  # no query latent; the scaling's queries, factor and log-position
+        ),
+    ],
+    ids=lambda v: "-".join(f"{k}={w}" for k, w in v.items()) if isinstance(v, dict) else None,
+)
+def test_mla_indexer_selecting_fewer_keys_keeps_their_ids(extra, own):
+    """Latent attention whose indexer keeps index_topk < the sequence's keys for each query, as FlashMLA's sparse kernel
+    runs it, absorbed (MQA over the latent row): x (D), the query latent, its normed copy and statistic (2·RQ + 2),
+    kv_a's output and the latent norm's statistic (RANK + rope + 2), q as W_UK's product reads it (H·qk), the kernel's
+    absorbed query (H·(RANK + rope)), latent row (RANK + rope) and output (H·RANK, W_UV's input), o's input (H·8); a
+    sequence: the log-sum-exp, 4 bytes a query and head, and the int32 ids of each query's top-k keys, 4 · index_topk
+    bytes a query; never the gathered keys."""
+    attention = {
+        "kind": "mla",
+        "n_heads": H,
+        "q_lora_rank": RQ,
+        "kv_lora_rank": RANK,
+        "qk_nope_head_dim": 16,
+        "qk_rope_head_dim": ROPE,
+        "v_head_dim": 8,
+        **extra,
+    }
+    spec = mla_model(attention)
+    rope = attention["qk_rope_head_dim"]
+    qk, row = attention["qk_nope_head_dim"] + rope, RANK + rope
+    expected = D + 2 * RQ + 2 + row + 2 + H * qk + H * row + row + H * RANK + H * 8 + own
+    block = dict(spec.layers[0].blocks())["attention"]
+    assert block.kept_elements(spec) == expected
+    planned = TOKENS * 2 * expected + block.score_bytes(spec, TOKENS, True)
+    assert fused_saved_bytes(spec, "attention") == TOKENS * 2 * expected + 4 * H * TOKENS + 4 * TOKENS * extra["index_topk"]
+    assert planned == fused_saved_bytes(spec, "attention")
+
+
 def mla_model(attention):
     return from_data(
         {
@@ -1710,3 +1754,37 @@ def test_sparse_mla_verify_memory_from_the_command_line(cli, tmp_path):
     spec.write_text(out)
     code, out, _ = cli("verify", str(spec), "--memory")
     assert code == 0 and "✓ every block's kept activations equal what its module saves" in out
+
+
+@pytest.mark.torch
+def test_mla_sparse_kernel_computes_what_the_gathered_keys_compute():
+    """The sparse kernel (``_fused.sparse_latent_attention``, absorbed) keeps less, computes the same: a DeepSeek-V3.2 layer whose
+    indexer keeps 4 of 16 keys, in fp64, gives the same output and the same gradients of its input and every weight
+    inside ``fused()`` as the reference's gathered keys and values outside it."""
+    import torch
+
+    from ffncalc.blocks import _fused
+
+    attention = {"kind": "mla", "n_heads": H, "q_lora_rank": RQ, "kv_lora_rank": RANK, "qk_nope_head_dim": 16}
+    spec = mla_model(
+        attention | {"qk_rope_head_dim": ROPE, "v_head_dim": 8, "index_n_heads": 2, "index_head_dim": 16, "index_topk": 4}
+    )
+    block = dict(spec.layers[0].blocks())["attention"]
+    torch.manual_seed(0)
+    module = block.torch_module(spec, True).double()
+    for p in module.parameters():
+        torch.nn.init.normal_(p, std=0.2)
+    x = torch.randn(1, TOKENS, D, dtype=torch.float64)
+
+    def run(fused: bool):
+        module.zero_grad()
+        xi = x.clone().requires_grad_(True)
+        with _fused.fused() if fused else torch.enable_grad():
+            out = module(xi)
+        out.square().sum().backward()
+        return out.detach(), xi.grad, [p.grad.clone() for p in module.parameters() if p.grad is not None]
+
+    out, dx, grads = run(False)
+    fused_out, fused_dx, fused_grads = run(True)
+    assert torch.allclose(out, fused_out, atol=1e-5) and torch.allclose(dx, fused_dx, atol=1e-5)  # the kernels: fp32 inside
+    assert len(grads) == len(fused_grads) and all(torch.allclose(a, b, atol=1e-5) for a, b in zip(grads, fused_grads))

@@ -100,6 +100,8 @@ UNMEASURED = {
     "flaubert": "Tensor.item() cannot be called on meta tensors",
     # XmodModel needs each token's language, and its configuration class's default_language is None
     "xmod": "Input language unknown",
+    # MRA's attention runs only in transformers' CUDA kernels: on a CPU or the meta device mra2_attention returns zeros
+    "mra": "kernels-community/mra",
 }
 
 
@@ -367,6 +369,7 @@ ROTARY = {"position_embedding_type": "rotary"}
         ("xmod", {"languages": ["en_XX", "de_DE", "fr_XX"], "adapter_layer_norm": True}),
         ("layoutlm", {"max_2d_position_embeddings": 128}),
         ("yoso", {"conv_window": 5}),  # the depthwise convolution over each head's values
+        ("mra", {"approx_mode": "sparse", "block_per_row": 2}),  # parameters alone (its attention: CUDA only)
     ],
 )
 def test_encoder_variants_equal_transformers(tmp_path, model_type, changes):
@@ -552,6 +555,10 @@ def test_yoso_defaults_by_hand():
         ("nystromformer", {"num_landmarks": 4, "segment_means_seq_len": 16}, 16),
         ("yoso", {"conv_window": 5}, 16),
         ("yoso", {}, 40),
+        ("mra", {}, 64),  # 2 × 2 blocks, every one selected
+        ("mra", {"approx_mode": "sparse"}, 128),
+        ("mra", {"max_position_embeddings": 128, "block_per_row": 1}, 128),  # 4 of the 16 blocks at full resolution
+        ("mra", {"max_position_embeddings": 128, "block_per_row": 1, "approx_mode": "sparse"}, 96),  # 4 of 9
     ],
 )
 def test_approximate_attention_kept_activations_equal_autograd_saved(tmp_path, model_type, changes, seq_len):
@@ -943,3 +950,65 @@ def test_a_spec_cannot_pool_the_models_own_layers(cli, tmp_path):
     )
     code, out, err = cli("count", str(spec))
     assert code == 2 and out == "" and err.count("\n") == 1 and "attention.pooled" in err, err
+
+
+def test_mra_defaults_by_hand():
+    """MraForMaskedLM at MraConfig's defaults (uw-madison/mra-base-512-4's shape), by hand: BERT's count with 514
+    position rows (512 positions numbered from 2) and one token type; its attention has no weights of its own.
+
+    FLOPs of the attention products at 512 tokens, by hand from mra2_attention (Zeng et al. 2022, Algorithm 1): 16
+    blocks of 32 a side, the top K = min(512 / 32 · 4, 16²) = 64 blocks at full resolution; QKᵀ the 16² block means'
+    scores and the 64 blocks' 32 × 32, AV the 64 blocks' and ("full") the 16² block weights times the blocks' mean
+    values, each at 64 features, in 12 heads of 12 layers, 2 FLOPs a multiply-add. At 100 tokens the sequence is
+    counted padded to 128 (mra2_attention runs whole blocks only): every one of its 4² blocks at full resolution."""
+    from ffncalc.sources import hf
+
+    spec = hf.load(DEFAULTS / "configs" / "mra.json")[1]
+    total = bert_mlm(50265, 768, 12, 3072, 514, 1)
+    assert tally(spec).params == _truth_total(DEFAULTS / "truth" / "mra.json") == total == 124_697_433
+    rows = tally(spec, convention="exact", seq_len=512).rows
+    high, low = 64 * 32 * 32, 16 * 16
+    per_head = 64 * ((high + low) + (high + low))
+    assert sum(r.flops for r in rows if r.role == "core") * 512 == 12 * 12 * 2 * per_head == 2_425_356_288
+    rows = tally(spec, convention="exact", seq_len=100).rows
+    per_head = 64 * 2 * (16 * 32 * 32 + 4 * 4)
+    assert round(sum(r.flops for r in rows if r.role == "core") * 100) == 12 * 12 * 2 * per_head
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("mode", ["full", "sparse"])
+def test_mra_reference_is_softmax_attention_when_every_block_is_selected(mode):
+    """MRA-2 computes exact attention where the top-K blocks are all of them (Zeng et al. 2022 §4: the approximation
+    error is the unselected blocks'): its reference module, with every block selected (64 blocks, 2 × 2 at 64
+    tokens), equals softmax attention over the same Q, K and V in fp64; with fewer selected (K = 1) it differs."""
+    from dataclasses import replace
+
+    import torch
+
+    from ffncalc.sources import hf
+
+    spec = hf.load(DEFAULTS / "configs" / "mra.json")[1]
+    block = replace(dict(next(iter(spec.runs())).layer.blocks())["attention"], approx_mode=mode)
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(1, 12, 64, 64, dtype=torch.float64) for _ in range(3))
+    module = block.torch_module(spec, False).double()
+    dense = torch.softmax(q @ k.transpose(-2, -1) / 8, dim=-1) @ v
+    assert torch.allclose(module.attend(q, k, v, None).double(), dense, atol=1e-5)
+    one = replace(block, blocks=1).torch_module(spec, False).double()
+    assert not torch.allclose(one.attend(q, k, v, None).double(), dense, atol=1e-2)
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("seq_len", ["512", "128"])
+def test_mra_verifies_against_its_reference_modules(cli, seq_len):
+    """Its products as the reference module runs them (FlopCounterMode on it), per component: the selection of K
+    blocks at 512 tokens and every block at 128."""
+    code, out, err = cli("verify", str(DEFAULTS / "configs" / "mra.json"), "--seq-len", seq_len)
+    assert code == 0 and "all" in out and "agree" in out, out + err
+
+
+def test_mra_approx_mode_not_read_is_refused_in_one_line(cli, tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": "mra", "approx_mode": "dense"}))
+    code, out, err = cli("count", str(path))
+    assert code == 2 and out == "" and err.count("\n") == 1 and "approx_mode" in err

@@ -1543,3 +1543,92 @@ def test_dots3_note_tower_shapes_not_read_are_one_line(cli, tmp_path, section, k
     (tmp_path / "config.json").write_text(json.dumps(data))
     code, _, err = cli("count", str(tmp_path / "config.json"))
     assert code == 2 and words in err and key in err and err.count("\n") == 1, err
+
+
+def test_fast_vlm_fastvithd_by_hand():
+    """FastVLM's FastViTHD (timm's fastvit_mci3, reparameterized; Vasu et al. 2025 §3.2), by hand: the stem (3 → 96,
+    3 × 3 stride 2; depthwise 3 × 3 stride 2; 1 × 1), five stages of widths 96…1536 and depths 2, 12, 24, 4, 2 — the
+    last two attention stages (heads of 32) after a depthwise 7 × 7 position encoding, the first three RepMixer stages
+    (a depthwise 3 × 3) — each block's ConvMlp (depthwise 7 × 7 without a bias, a BatchNorm, 1 × 1 to 4w and back) and
+    layer scales, each stage after the first after a grouped 7 × 7 of stride 2 and a 1 × 1; the final 3 × 3 grouped
+    convolution to 3072 channels with its squeeze-and-excitation to 192: 122,714,208 parameters. A 1,024-pixel image
+    is 16 × 16 tokens (six stride-2 steps), its FLOPs 2 a multiply-add of every convolution's output positions and
+    of the attention's products and linears; the projector 3072 → 3584 → 3584 over the 256 tokens."""
+    from ffncalc.parts.vision import Vision
+
+    _, model = hf.load(HERE / "configs" / "fast_vlm.json")
+    (vision,) = [p for p in model.parts if isinstance(p, Vision)]
+    widths, depths, attention = (96, 192, 384, 768, 1536), (2, 12, 24, 4, 2), (False, False, False, True, True)
+    params = 96 * 27 + 96 + 96 * 9 + 96 + 96 * 96 + 96
+    macs = 512**2 * 96 * 27 + 256**2 * (96 * 9 + 96 * 96)
+    side = 256
+    for i, (w, n, attn) in enumerate(zip(widths, depths, attention)):
+        side = side // 2 if i else side
+        p = side * side
+        if i:  # the grouped 7 × 7 (one channel in a group) and the 1 × 1, biases
+            params += w * 49 + w + w * w + w
+            macs += p * (w * 49 + w * w)
+        if attn:  # the position encoding; a LayerNorm, qkv (no bias), proj, two scales a block; the square twice
+            params += w * 49 + w + n * (2 * w + 3 * w * w + w * w + w + 2 * w)
+            macs += p * w * 49 + n * (p * 4 * w * w + 2 * p * p * w)
+        else:  # the 3 × 3 mixer and its bias, one scale a block
+            params += n * (w * 9 + w + w)
+            macs += n * p * w * 9
+        params += n * (w * 49 + 2 * w + 4 * w * w + 4 * w + 4 * w * w + w)  # ConvMlp: conv, BatchNorm, fc1, fc2
+        macs += n * p * (w * 49 + 8 * w * w)
+    params += 3072 * 9 + 3072 + 3072 * 192 + 192 + 192 * 3072 + 3072
+    macs += 16 * 16 * 3072 * 9 + 2 * 3072 * 192
+    assert side == 16 and params == 122_714_208
+    tower = sum(t.numel * t.stored_count for t in terms(model, 8, partial=True) if t.component.startswith("vision.stage"))
+    tower += sum(
+        t.numel * t.stored_count for t in terms(model, 8, partial=True) if t.component.startswith(("vision.stem", "vision.final"))
+    )
+    assert tower == params
+    projector = 256 * (3072 * 3584 + 3584 * 3584)
+    assert vision.per_image(model)[:2] == (256, 2 * (macs + projector))
+
+
+def test_perception_lm_perception_encoder_by_hand():
+    """Perception LM at its defaults repaired with the released tower (PerceptionLMConfig's default resnet50 has no
+    embed_dim for its projector): Perception Encoder L/14 as timm builds it (Bolya et al. 2025 Table 1: width 1,024,
+    24 layers, 16 heads, MLP 4,096, 336 pixels), CLIP's form — a patch convolution without a bias, a class token, 577
+    table rows, LayerNorms before and after the layers — and an attention-pooling head (a latent query; q, k, v and o;
+    a LayerNorm and the MLP) that TimmWrapperModel runs: 316,102,656 parameters. One 336-pixel image: 577 positions
+    through the layers, k and v of the head over them, its one query; the projector 1,024 → 4,096 → 4,096 over the 576
+    patches (the class token dropped)."""
+    from ffncalc.parts.vision import Vision
+
+    _, model = hf.load(HERE / "configs" / "perception_lm.json")
+    (vision,) = [p for p in model.parts if isinstance(p, Vision)]
+    d, f, n = 1024, 4096, 577
+    layer = 4 * (d * d + d) + (d * f + f) + (f * d + d) + 2 * 2 * d
+    head = d + 4 * (d * d + d) + 2 * d + (d * f + f) + (f * d + d)
+    tower = 24 * layer + d * 3 * 14 * 14 + d + n * d + 2 * 2 * d + head
+    assert tower == 316_102_656 == groups("perception_lm")["tower"]
+    step = 2 * n * (4 * d * d + 2 * d * f) + 2 * 2 * n * n * d
+    pooling = 2 * n * 2 * d * d + 2 * (2 * d * d + 2 * d * f) + 2 * 2 * n * d
+    flops = 24 * step + 2 * 576 * d * 3 * 14 * 14 + pooling + 2 * 576 * (d * 4096 + 4096 * 4096)
+    assert vision.per_image(model)[:2] == (576, flops)
+
+
+@pytest.mark.torch
+def test_perception_lm_tower_as_released_equals_transformers(tmp_path):
+    """Perception LM's tower as its released checkpoints state it (Cho et al. 2025 §3: PE L/14's layers but the last,
+    at 448 pixels, the features before any pooling; model_args depth 23, img_size 448, global_pool '', no post norm,
+    layer scales from init_values), built by transformers now with timm: every component's parameters, and one
+    image's FLOPs against FlopCounterMode on get_image_features."""
+    from ffncalc.analysis.hfwhole import check_whole, image_flops
+    from ffncalc.parts.vision import Vision
+
+    data = json.loads((HERE / "configs" / "perception_lm.json").read_text())
+    args = {"embed_dim": 1024, "img_size": [448, 448], "depth": 23, "global_pool": "", "use_post_transformer_norm": False}
+    data["vision_config"]["model_args"] = {**args, "init_values": 0.1, "ref_feat_shape": [32, 32]}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(data))
+    c = hf.read_config(path)
+    label, model = hf.load(path)
+    report = check_whole(hf.language_model(c), model)
+    assert len([ch for ch in report.checks if ch.component.startswith("vision.")]) == 12
+    assert report.ok and not any(ch.component.startswith("(unmatched)") for ch in report.checks), report.failures
+    (vision,) = [p for p in model.parts if isinstance(p, Vision)]
+    assert vision.per_image(model)[1] == image_flops(data, 448)["total"]

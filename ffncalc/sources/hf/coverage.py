@@ -616,11 +616,6 @@ SEQ2SEQ_NOT_YET = {
 
 # Encoders no family reads yet: what each needs.
 ENCODERS_NOT_YET = {
-    "mra": (
-        "multi-resolution approximate attention (low-resolution block scores, the top blocks at full resolution), "
-        "computed only by transformers' CUDA kernels (kernels-community/mra): without them its forward returns zeros "
-        "for the attention, so a CPU or meta forward measures none of its products"
-    ),
     "neomme": (
         "a multimodal encoder: a patch stem beside factorized token embeddings, value embeddings added in the first and "
         "last global layers, exclusive self-attention, initial-state mixing (lambdas), and a head through the tied "
@@ -781,11 +776,8 @@ WHOLE_REFUSED_AT_DEFAULTS = {
     "diffusion_gemma": "a default size of its vision tower is None",
     "emu3": "the default vq_config is None, which the image tokenizer reads",
     "evolla": "a protein-text model with no image-text-to-text class",
-    "fast_vlm": "its vision tower is a timm model (timm is not installed)",
-    "gemma3n": "its vision tower is a timm MobileNet (timm is not installed)",
     "granite4_vision": "a default list its projector reads is None",
     "hunyuan_vl": "a default of its vision tower's rotary positions is None",
-    "perception_lm": "its vision tower is a timm model (timm is not installed)",
     "qwen3_omni_moe": "its talker's text config lacks the shared_expert_intermediate_size its layers read",
     "qwen4_exp": "its QSA indexer's sizes default to None",
 }
@@ -820,9 +812,9 @@ SELF_TEXT = ("git", "phi4_multimodal", "idefics")
 # Image-text and multimodal-LM types not read whole yet whose class builds more than a tower and a projector beside a
 # language model: what counting it needs (``ffncalc families``; the rest say their towers and projector are not read)
 WHOLE_NOT_YET = {
-    "perception_lm": "its tower is a timm model (TimmWrapper), which transformers builds only with timm installed",
-    "fast_vlm": "its tower is a timm model (FastViTHD through TimmWrapper), which transformers builds only with timm installed",
-    "gemma3n": "its vision tower is a timm model (MobileNetV5 through TimmWrapper), built only with timm installed",
+    "gemma3n": "its vision tower is a timm model (MobileNetV5 through TimmWrapper: edge-residual and universal "
+    "inverted-residual blocks, multi-query attention with strided keys and values, a multi-scale fusion adapter), "
+    "not read yet",
     "florence2": "its language model is an encoder-decoder (BART's) reading the DaViT tower's tokens",
     "hunyuan_vl": "its patch merger (a newline row before the MLP, begin and end tokens) is not read; its text config needs "
     "head_dim 128 for transformers to build it",

@@ -609,3 +609,26 @@ def yoso(c: Config) -> dict:
     attention = {**spec["attention"], "kind": "yoso", "hash_code_len": c.int("hash_code_len", 9), "conv_kernel": window or 0}
     # YosoEmbeddings: max_position_embeddings + 2 rows, position_ids from 2
     return {**spec, "attention": attention, "context_length": c.int("max_position_embeddings", 4096), "position_offset": 2}
+
+
+@family("mra", layer_modules=LAYER_MODULES, top_modules=TOP_MODULES)
+def mra(c: Config) -> dict:
+    """MraConfig / MraForMaskedLM (Zeng et al. 2022): BERT's embeddings (a position table of max_position_embeddings
+    + 2 rows, positions numbered from 2: 512 positions; one token type), post-norm layers and head (hidden_act gelu);
+    each layer's attention MRA-2 (approx_mode "full" by default, or "sparse") over blocks of 32, its top num_block
+    blocks at full resolution: num_block = min(max_position_embeddings // 32 · block_per_row, (… // 32)²)
+    (MraSelfAttention), 64 at the defaults. No pooler. Vocabulary 50265. Sequences run in whole blocks of 32
+    (mra2_attention refuses others): a sequence is counted padded to them. initial_prior_first_n_blocks and
+    initial_prior_diagonal_n_blocks bias which blocks are picked, not how many."""
+    positions = c.int("max_position_embeddings", 512)
+    mode = c.data.get("approx_mode", "full")
+    if mode not in ("full", "sparse"):
+        raise c.fail("approx_mode", f"expected full or sparse, got {mode!r}")
+    rows = positions // 32
+    blocks = min(rows * c.int("block_per_row", 4), rows * rows)
+    if blocks < 1:
+        raise c.fail("max_position_embeddings", f"{positions} positions leave no block of 32 to attend")
+    spec = encoder(c)
+    attention = {**spec["attention"], "kind": "mra", "blocks": blocks, "approx_mode": mode}
+    # MraEmbeddings: max_position_embeddings + 2 rows, position_ids from 2
+    return {**spec, "attention": attention, "context_length": positions, "position_offset": 2, "padding": {"multiple": 32}}

@@ -11,7 +11,20 @@ from typing import Callable
 from ..config import Config
 
 _WRAPPERS: dict[str, Callable[[Config], dict]] = {}
-MODULES = ("vlm", "audio_lm", "vbert", "image_seq2seq", "sam", "lfm3_vl", "phi4mm", "inkling_mm", "mllama", "idefics", "dots3_note")
+MODULES = (
+    "vlm",
+    "audio_lm",
+    "vbert",
+    "image_seq2seq",
+    "sam",
+    "lfm3_vl",
+    "phi4mm",
+    "inkling_mm",
+    "mllama",
+    "idefics",
+    "dots3_note",
+    "timm",
+)
 
 
 def wrapper(*model_types: str):
@@ -57,6 +70,7 @@ def component(path: str, tower: str = "vision") -> str | None:
     towers' names (vit.py) and the audio towers' (whisper.py); ``tower``: the part the model has ("vision", "audio")."""
     from .inkling_mm import inkling_component
     from .phi4mm import phi4_component
+    from .timm import timm_component
     from .vit import tower_component
     from .whisper import audio_component
 
@@ -66,6 +80,9 @@ def component(path: str, tower: str = "vision") -> str | None:
     inkling = inkling_component(path, tower)  # Inkling's towers
     if inkling is not None:
         return inkling
+    timm = timm_component(path)  # timm's towers (TimmWrapperModel)
+    if timm is not None:
+        return timm
     found = (audio_component(path) if tower == "audio" else None) or tower_component(path, tower)
     if found is None and tower == "audio":  # a vision tower beside the audio one (Qwen2.5-Omni's)
         found = tower_component(path)
