@@ -142,46 +142,6 @@ class _Flash(torch.autograd.Function):
         return grads[0], grads[1], grads[2], grads[3] if sinks else None, None, None
 
 
-class _Selected(torch.autograd.Function):
-    """Attention over the keys an indexer picked for each query, as the sparse kernels keep it (DeepSeek-V3.2's sparse
-    attention, DeepSeek-AI 2025 §2.1; FlashMLA's sparse prefill, which takes the top-k ids as int32): Q, K and V as
-    given, the output, the fp32 log-sum-exp of every query and head and the int32 ids of each query's top-k keys; the
-    selection's mask rebuilt from the ids in backward, the gathered keys and values never kept."""
-
-    @staticmethod
-    def forward(ctx, q, k, v, sinks, causal: bool, ids):
-        computed, lse = _attend(q, k, v, sinks, False, _selected_mask(ids, q.shape[-2], causal, q.dtype))
-        b, h, s, d = computed.shape  # written (B, s, H, d) in memory, as the flash kernels write it
-        out = computed.new_empty(b, s, h, d).transpose(1, 2).copy_(computed)
-        ctx.causal, ctx.sinks = causal, sinks is not None
-        ctx.save_for_backward(q, k, v, out, lse, ids, *(() if sinks is None else (sinks,)))
-        return out
-
-    @staticmethod
-    def backward(ctx, grad):
-        q, k, v, _out, _lse, ids, *sinks = ctx.saved_tensors
-        mask = _selected_mask(ids, q.shape[-2], ctx.causal, q.dtype)
-        with torch.enable_grad():
-            inputs = [t.detach().requires_grad_(True) for t in (q, k, v, *sinks)]
-            out, _ = _attend(*inputs[:3], inputs[3] if sinks else None, False, mask)
-            grads = torch.autograd.grad(out, inputs, grad)
-        return grads[0], grads[1], grads[2], grads[3] if sinks else None, None, None
-
-
-def _selected_mask(ids: torch.Tensor, s: int, causal: bool, dtype) -> torch.Tensor:
-    """(B, 1, s, s): 0 at each query's selected keys (and, causal, at or before it), -inf elsewhere."""
-    with torch.no_grad():
-        mask = torch.full((ids.shape[0], s, s), float("-inf"), dtype=dtype, device=ids.device).scatter(-1, ids.long(), 0.0)
-        if causal:
-            mask = mask.masked_fill(torch.ones(s, s, dtype=torch.bool, device=ids.device).triu(1), float("-inf"))
-        return mask[:, None]
-
-
-def selected_attention(q, k, v, index: torch.Tensor, sinks, causal: bool) -> torch.Tensor:
-    """softmax(q·kᵀ/√d)·v over each query's ``index`` (B, s, top-k) keys by a sparse kernel (``_Selected``)."""
-    return _Selected.apply(q, k, v, sinks, causal, index.to(torch.int32))
-
-
 def is_table(t: torch.Tensor) -> bool:
     """A mask table ``attention`` built: a kernel's constant, not an activation."""
     return any(t.untyped_storage().data_ptr() == m.untyped_storage().data_ptr() for m in _MASKS.values())
@@ -1121,3 +1081,51 @@ def kernel(fn, *tensors, extras=None, keep_output: bool = False, as_given: bool 
     """fn(*tensors) as a fused kernel keeping ``tensors`` (contiguous, or ``as_given``), ``extras(*tensors)`` and its
     output if asked."""
     return _Kernel.apply(fn, extras, keep_output, as_given, *tensors)
+
+
+def _sparse_latent(q, kv, ids, rank: int, scale: float, sinks):
+    """Multi-head latent attention over the keys ``ids`` names, absorbed, in fp32: q (B, s, H, rank + rope) against
+    the one latent row a key (kv, (B, s, rank + rope)), its first ``rank`` features the value; ids (B, s, k), −1
+    none; a sink logit a head where given. (output (B, s, H, rank), log-sum-exp (B, s, H))."""
+    valid = ids >= 0
+    b = torch.arange(q.shape[0], device=q.device)[:, None, None]
+    rows = kv.float()[b, ids.clamp(min=0).long()]  # (B, s, k, rank + rope): the keys picked, never kept
+    scores = torch.einsum("bshd,bskd->bshk", q.float(), rows) * scale
+    scores = scores.masked_fill(~valid[:, :, None, :], float("-inf"))
+    every = scores
+    if sinks is not None:
+        every = torch.cat([scores, sinks.float().view(1, 1, -1, 1).expand(*scores.shape[:-1], 1)], dim=-1)
+    lse = every.logsumexp(-1)
+    out = torch.einsum("bshk,bskd->bshd", (scores - lse[..., None]).exp(), rows[..., :rank])
+    return out.to(q.dtype), lse
+
+
+class _SparseLatent(torch.autograd.Function):
+    """Sparse multi-head latent attention as FlashMLA's sparse kernel runs it (flash_mla_sparse_fwd: q [s_q, h_q,
+    576], the latent kv [s_kv, 1, 576], indices [s_q, 1, topk] int32 with −1 for none, the output [s_q, h_q, 512]
+    and an fp32 log-sum-exp a query and head; DeepSeek's TileLang sparse_mla_bwd reads q, kv, the output, the
+    indices and the log-sum-exp): it keeps the absorbed queries, the latent rows, the int32 ids, the output and the
+    log-sum-exp, never the gathered keys; the probabilities recomputed in backward."""
+
+    @staticmethod
+    def forward(ctx, q, kv, ids, sinks, rank: int, scale: float):
+        with torch.no_grad():
+            out, lse = _sparse_latent(q, kv, ids, rank, scale, sinks)
+        ctx.rank, ctx.scale = rank, scale
+        ctx.save_for_backward(q, kv, ids, out, lse, *(() if sinks is None else (sinks,)))
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        q, kv, ids, _out, _lse, *sinks = ctx.saved_tensors
+        with torch.enable_grad():
+            live = [t.detach().requires_grad_(True) for t in (q, kv, *sinks)]
+            out, _ = _sparse_latent(live[0], live[1], ids, ctx.rank, ctx.scale, live[2] if sinks else None)
+            grads = torch.autograd.grad(out, live, grad)
+        return grads[0], grads[1], None, grads[2] if sinks else None, None, None
+
+
+def sparse_latent_attention(q, kv, ids, sinks, rank: int, scale: float) -> torch.Tensor:
+    """q (B, s, H, rank + rope) absorbed, kv (B, s, rank + rope) the latent and the rotary key, ids (B, s, k) int32
+    -> (B, s, H, rank): each head's attention-weighted latent, before W_UV."""
+    return _SparseLatent.apply(q, kv, ids, sinks, rank, scale)

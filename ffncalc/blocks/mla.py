@@ -280,25 +280,36 @@ class LatentAttention(Block):
         The indexer keeps nothing: transformers runs it under torch.no_grad (DeepseekV32Indexer.forward), and
         DeepSeek-V3.2 detaches its input from the main model's graph (it learns from its own KL loss). Softmax
         scalings (MistralLarge4TextSoftmaxScaling) keep the queries before them (h · qk, the factor's gradient), the
-        factor a head (h, the queries') and the log-position (1, the scale's)."""
+        factor a head (h, the queries') and the log-position (1, the scale's).
+
+        With the indexer, the attention runs over the selected keys as the sparse kernels do, absorbed
+        (``sparse``: FlashMLA's sparse kernel, MQA over the latent): in place of the normed latent, Q, K, V and
+        the output, it keeps the query as W_UK's product reads it (h · qk), the kernel's absorbed query
+        (h · (rank + rope)), its latent row (rank + rope, the normed latent and the rotary key), its output
+        (h · rank, W_UV's input) and o's input (h · v); its int32 ids and log-sum-exp are a sequence's:
+        ``score_bytes``."""
         h = self.n_heads
         q_latent = 2 * self.q_lora_rank if self.q_lora_rank else 0
-        latent = (self.kv_lora_rank + self.qk_rope_head_dim) + self.kv_lora_rank
+        row = self.kv_lora_rank + self.qk_rope_head_dim
+        latent = row + self.kv_lora_rank
         gate = h + h * self.v_head_dim if self.head_gate else 0  # the gate's projection and the ungated output
         gate += 2 * h * self.v_head_dim if self.feature_gate else 0
         gate += 2 * h * self.v_head_dim if self.query_gate else 0  # the gate's logits and the ungated output
         stat = 4 if model.norm.kind.startswith("layernorm") else 2  # fp32 inverse RMS (and mean) a row
         stats = stat * ((1 if self.q_lora_rank else 0) + 1 + (1 if self.rope_key_norm else 0))
         scaling = h * self.qk_head_dim + h + 1 if self.softmax_scaling else 0
+        if self.indexed:  # kv_a's output and the kernel's row; q, the absorbed q, the kernel's output, o's input
+            attention = row + row + h * self.qk_head_dim + h * row + h * self.kv_lora_rank + h * self.v_head_dim
+            return model.d_model + q_latent + attention + gate + stats + scaling
         return model.d_model + q_latent + latent + 2 * h * self.qk_head_dim + 2 * h * self.v_head_dim + gate + stats + scaling
 
     def score_bytes(self, model, seq_len: int, flash: bool = False) -> int:
-        """Softmax attention's; with the indexer selecting fewer keys than the sequence, the sparse kernel's as well:
-        the int32 ids of each query's index_topk keys (FlashMLA's sparse prefill takes them so; DeepSeek-V3.2's DSA),
-        kept in place of the gathered keys and values. Per head, as the dense kernel here: Q, K and V at their
-        heads (Megatron-LM's MLA through Transformer Engine), not the absorbed latent of the inference kernels."""
-        ids = 4 * seq_len * self.index_topk if flash and self.indexed and self.index_topk and self.index_topk < seq_len else 0
-        return softmax_score_bytes(self.n_heads, seq_len, flash) + ids
+        """Flash: the fp32 log-sum-exp a query and head; with the indexer, the sparse kernel's ids too, int32 as
+        FlashMLA's indices take them, min(index_topk, s) a query (DeepSeek-V3.2's Indexer: topk(min(index_topk,
+        end_pos)), −1 past the query's own). Eager: the softmax's scores, as multi-head attention's."""
+        if flash and self.indexed:
+            return 4 * self.n_heads * seq_len + 4 * seq_len * min(self.index_topk or seq_len, seq_len)
+        return softmax_score_bytes(self.n_heads, seq_len, flash)
 
     def torch_module(self, model, causal: bool):
         return _module()(self, model, causal)
@@ -428,7 +439,7 @@ def _module():
             self.scores = MatMul()
             self.head_sum = MatMul()
 
-        def forward(self, x: torch.Tensor, q_latent: torch.Tensor) -> torch.Tensor | None:
+        def index(self, x: torch.Tensor, q_latent: torch.Tensor) -> torch.Tensor:
             b, s, _ = x.shape
             source = self.q_input_norm(x) if hasattr(self, "q_input_norm") else q_latent
             q = self.wq_b(source).view(b, s, self.heads, self.dim).transpose(1, 2)  # (B, H, s, D)
@@ -439,10 +450,20 @@ def _module():
                 q, k = rotate(q, self.rope), rotate(k, self.rope)
             q = q * self.dim**-0.5  # the softmax scale, on the query (ReLU commutes with a positive scale)
             w = self.weights_proj(x) * self.heads**-0.5  # (B, s, H)
-            scores = index_scores(q, k.expand(b, self.heads, s, self.dim), w, self.scores, self.head_sum, self.causal)
-            if self.topk is None or self.topk >= s:
+            return index_scores(q, k.expand(b, self.heads, s, self.dim), w, self.scores, self.head_sum, self.causal)
+
+        def forward(self, x: torch.Tensor, q_latent: torch.Tensor) -> torch.Tensor | None:
+            scores = self.index(x, q_latent)
+            if self.topk is None or self.topk >= x.shape[1]:
                 return None  # every key is selected
             return scores.topk(self.topk, dim=-1).indices  # (B, s, topk)
+
+        def select(self, x: torch.Tensor, q_latent: torch.Tensor) -> torch.Tensor:
+            """The ids a sparse kernel reads: min(index_topk, s) a query (DeepSeek-V3.2's inference Indexer takes
+            topk(min(index_topk, end_pos))), int32 as FlashMLA's indices, −1 where the pick lies past the query."""
+            scores = self.index(x, q_latent)
+            top = scores.topk(min(self.topk or x.shape[1], x.shape[1]), dim=-1)
+            return torch.where(top.values > float("-inf"), top.indices, -1).to(torch.int32)  # (B, s, k)
 
     class MultiHeadLatentAttention(nn.Module):
         """The latents expanded, as in training."""
@@ -518,6 +539,9 @@ def _module():
             latent = self.kv_a_norm(latent)
             if self.kv_scale != 1.0:
                 latent = latent * self.kv_scale
+            if _fused.active() and self.causal and hasattr(self, "indexer"):
+                out = self.sparse(x, q, latent, k_rope, None if hasattr(self, "q") else q_latent)
+                return self.output(x, out, gate)
             kv = self.kv_b(latent).view(b, s, self.heads, -1).transpose(1, 2)
             k_nope, v = kv.split([self.nope, self.v_dim], dim=-1)  # (B, H, s, nope), (B, H, s, v_dim)
             if _fused.active():  # V made contiguous for the kernel (Megatron-LM's MLA: value.contiguous()), (B, s, H, v)
@@ -543,10 +567,45 @@ def _module():
                     keep = self.indexer(x, None if hasattr(self, "q") else q_latent)
             if keep is None:
                 out = attend(self, q, k, v)  # (B, H, s, v_dim)
-            elif _fused.active():  # a sparse kernel over the kept keys, keeping their ids (not the gathered keys)
-                out = _fused.selected_attention(q, k, v, keep, getattr(self, "sinks", None), self.causal)
             else:
                 out = attend_selected(self, q, k, v, keep)
+            return self.output(x, out, gate)
+
+        def sparse(self, x: torch.Tensor, q: torch.Tensor, latent: torch.Tensor, k_rope: torch.Tensor, q_latent) -> torch.Tensor:
+            """The attention over the indexer's keys as DeepSeek-V3.2 trains it, in the absorbed latent form: the
+            V3.2-Exp report (§2.1) instantiates DSA "based on the MQA mode of MLA", each latent row shared by every
+            query head, and FlashMLA's sparse kernel (flash_mla_sparse_fwd; vLLM's FlashMLASparse and SGLang's NSA
+            backends call it) runs MQA over the 512 + 64 latent. W_UK is folded into each head's query (q_nope · W_UK,
+            rank wide; the product keeps q as it enters), the kernel attends the latent rows the ids name
+            (``_fused.sparse_latent_attention``: it keeps the absorbed query, the latent rows, the int32 ids, its
+            output and the log-sum-exp), and W_UV maps each head's attended latent to v_head_dim (the product keeps
+            the kernel's output). The indexer's choice takes no gradient: it keeps nothing. -> (B, H, s, v_dim)."""
+            from . import _fused
+
+            b, s, _ = x.shape
+            h, nope, rope, rank = self.heads, self.nope, self.rope, self.rank
+            k_rope = k_rope.view(b, 1, s, rope)
+            if hasattr(self, "k_rope_norm"):
+                k_rope = self.k_rope_norm(k_rope)
+            q_nope, q_rope = q.split([nope, rope], dim=-1)  # (B, H, s, ·)
+            if self.positions == "rotary" and rope:
+                q_rope, k_rope = rotate(q_rope), rotate(k_rope)
+            if hasattr(self, "softmax_scaling"):
+                q_nope, q_rope = self.softmax_scaling(torch.cat([q_nope, q_rope], dim=-1)).split([nope, rope], dim=-1)
+            with torch.no_grad():
+                ids = self.indexer.select(x, q_latent)  # (B, s, min(index_topk, s)) int32
+            w = self.kv_b.weight.view(h, nope + self.v_dim, rank)  # kv_b's rows, head by head: W_UK then W_UV
+            absorbed = torch.bmm(q_nope.permute(1, 0, 2, 3).reshape(h, b * s, nope), w[:, :nope])  # (H, B·s, rank)
+            q_cat = torch.cat([absorbed.view(h, b, s, rank).permute(1, 2, 0, 3), q_rope.transpose(1, 2)], dim=-1)
+            kv = torch.cat([latent, k_rope.reshape(b, s, rope)], dim=-1)  # (B, s, rank + rope): one row every head reads
+            scale = (nope + rope) ** -0.5  # the per-head softmax scale: the absorbed product equals q·k
+            out = _fused.sparse_latent_attention(q_cat, kv, ids, getattr(self, "sinks", None), rank, scale)  # (B, s, H, rank)
+            out = torch.bmm(out.permute(2, 0, 1, 3).reshape(h, b * s, rank), w[:, nope:].transpose(1, 2))
+            return out.view(h, b, s, self.v_dim).transpose(0, 1)  # (B, H, s, v_dim)
+
+        def output(self, x: torch.Tensor, out: torch.Tensor, gate) -> torch.Tensor:
+            """The heads' output (B, H, s, v_dim) through the gates and o."""
+            b, s, _ = x.shape
             if hasattr(self, "g"):  # (B, H, s, v_dim) scaled per head by sigmoid(g x)
                 out = out * torch.sigmoid(self.g(x)).transpose(1, 2).unsqueeze(-1)
             if hasattr(self, "gate"):  # (B, H, s, v_dim) scaled feature by feature

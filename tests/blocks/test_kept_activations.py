@@ -152,13 +152,10 @@ H, RQ, RANK, ROPE = 4, 32, 16, 8  # MLA: heads, query and KV latent ranks, the r
         ({"window": 4}, 0),  # a mask in the kernel: nothing more kept
         # Mistral Large 4's softmax scaling: the queries before it (H·24), its factor a head (H), the log-position (1)
         ({"softmax_scaling": True}, H * (16 + ROPE) + H + 1),
-        # DeepSeek-V3.2's indexer, run without gradient as transformers runs it: nothing kept
-        ({"index_n_heads": 2, "index_head_dim": 16, "index_topk": 2048}, 0),
-        # Mistral Large 4's no-rope layer: no query latent, no rotary key in kv_a's output (ROPE fewer), the scaling's,
-        # the indexer reading the input through its own LayerNorm (kept nothing)
+        # Mistral Large 4's no-rope layer without its indexer: no query latent, no rotary key in kv_a's output (ROPE
+        # fewer), the scaling's (the indexed layers: test_sparse_mla_kept_bytes_equal_fused_saved)
         (
-            {"q_lora_rank": None, "qk_nope_head_dim": 24, "qk_rope_head_dim": 0, "softmax_scaling": True}
-            | {"index_n_heads": 2, "index_head_dim": 16, "index_topk": 2048, "index_input_norm": True},
+            {"q_lora_rank": None, "qk_nope_head_dim": 24, "qk_rope_head_dim": 0, "softmax_scaling": True},
             -(2 * RQ + 2) - ROPE + H * 24 + H + 1,
         ),
     ],
@@ -198,16 +195,18 @@ def test_mla_kept_elements_equal_fused_saved(extra, own):
         (
             {"q_lora_rank": None, "qk_nope_head_dim": 24, "qk_rope_head_dim": 0, "softmax_scaling": True}
             | {"index_n_heads": 2, "index_head_dim": 16, "index_topk": 4, "index_input_norm": True},
-            -(2 * RQ + 2) - ROPE + H * 24 + H + 1,
+            -(2 * RQ + 2) + H * 24 + H + 1,  # no query latent; the scaling's queries, factor and log-position
         ),
     ],
     ids=lambda v: "-".join(f"{k}={w}" for k, w in v.items()) if isinstance(v, dict) else None,
 )
 def test_mla_indexer_selecting_fewer_keys_keeps_their_ids(extra, own):
-    """Latent attention whose indexer keeps index_topk < the sequence's keys for each query, as a sparse kernel runs it
-    (FlashMLA's sparse prefill, DeepSeek-V3.2's DSA): what the dense flash kernel keeps a token (Q, K, V, the output,
-    as test_mla_kept_elements_equal_fused_saved derives them) and the log-sum-exp, 4 bytes a query and head, and the
-    int32 ids of each query's top-k keys, 4 · index_topk bytes a query; never the gathered keys and values."""
+    """Latent attention whose indexer keeps index_topk < the sequence's keys for each query, as FlashMLA's sparse kernel
+    runs it, absorbed (MQA over the latent row): x (D), the query latent, its normed copy and statistic (2·RQ + 2),
+    kv_a's output and the latent norm's statistic (RANK + rope + 2), q as W_UK's product reads it (H·qk), the kernel's
+    absorbed query (H·(RANK + rope)), latent row (RANK + rope) and output (H·RANK, W_UV's input), o's input (H·8); a
+    sequence: the log-sum-exp, 4 bytes a query and head, and the int32 ids of each query's top-k keys, 4 · index_topk
+    bytes a query; never the gathered keys."""
     attention = {
         "kind": "mla",
         "n_heads": H,
@@ -219,7 +218,9 @@ def test_mla_indexer_selecting_fewer_keys_keeps_their_ids(extra, own):
         **extra,
     }
     spec = mla_model(attention)
-    expected = D + 2 * RQ + 2 + (RANK + ROPE) + RANK + 2 + 2 * H * (16 + ROPE) + 2 * H * 8 + own
+    rope = attention["qk_rope_head_dim"]
+    qk, row = attention["qk_nope_head_dim"] + rope, RANK + rope
+    expected = D + 2 * RQ + 2 + row + 2 + H * qk + H * row + row + H * RANK + H * 8 + own
     block = dict(spec.layers[0].blocks())["attention"]
     assert block.kept_elements(spec) == expected
     planned = TOKENS * 2 * expected + block.score_bytes(spec, TOKENS, True)
@@ -1641,9 +1642,123 @@ def test_cross_attention_fused_form_computes_what_the_module_does(tmp_path, mode
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
 
 
+# --- sparse latent attention: DeepSeek Sparse Attention's selected keys as FlashMLA's sparse kernel runs them ----------
+
+SPARSE_MLA = {  # a small layer of each family: d 64, 4 heads, latent 16 + rope 8, nope 16, v 8, 2 index heads of 16
+    "vocab_size": 128,
+    "hidden_size": 64,
+    "intermediate_size": 96,
+    "moe_intermediate_size": 32,
+    "num_hidden_layers": 4,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 4,
+    "n_routed_experts": 4,
+    "num_experts_per_tok": 2,
+    "n_shared_experts": 1,
+    "n_group": 1,
+    "topk_group": 1,
+    "kv_lora_rank": 16,
+    "qk_rope_head_dim": 8,
+    "qk_nope_head_dim": 16,
+    "v_head_dim": 8,
+    "index_n_heads": 2,
+    "index_head_dim": 16,
+    "first_k_dense_replace": 1,
+    "max_position_embeddings": 64,
+}
+SPARSE_MLA_TYPES = {"deepseek_v32": 32, "glm_moe_dsa": 32, "mistral_large4_text": None}  # q_lora_rank
+
+
+def sparse_mla_model(model_type: str, topk: int):
+    from ffncalc.sources import hf
+
+    data = {"model_type": model_type, **SPARSE_MLA, "q_lora_rank": SPARSE_MLA_TYPES[model_type], "index_topk": topk}
+    return hf.to_spec(hf.Config(data, "", model_type))
+
+
+@pytest.mark.parametrize("topk", [4, 16, 2048])  # fewer keys than the 16 tokens, as many, more
+@pytest.mark.parametrize("model_type", list(SPARSE_MLA_TYPES))
+def test_sparse_mla_kept_bytes_equal_fused_saved(model_type, topk):
+    """DeepSeek-V3.2's, GLM-5's and Mistral Large 4's indexed layers as verify --memory measures them, 16 tokens, bf16:
+    the attention over the selected keys absorbed, as FlashMLA's sparse kernel runs it (MQA over the latent row).
+    A token: x (64); the query latent, its normed copy and its norm's fp32 inverse RMS (2·32 + 2; Mistral Large 4 has
+    none); kv_a's output (16 + 8, the latent norm's input) and its norm's statistic (2); q as W_UK's product reads it
+    (4·24); the kernel's absorbed query (4·(16 + 8)), latent row (16 + 8) and output (4·16, W_UV's input); o's input
+    (4·8); Mistral Large 4's softmax scaling its queries before it (4·24), its factor a head (4) and the log-position
+    (1), and in its no-rope layer (the last) the rope part gone, the nope part 24 wide: rows of 16. A sequence: the
+    fp32 log-sum-exp (4 bytes a query and head) and the int32 ids, min(topk, 16) a query. The indexer keeps nothing."""
+    from ffncalc.analysis.keptcheck import check
+
+    spec = sparse_mla_model(model_type, topk)
+    found = check(spec, TOKENS)
+    assert all(c.ok for c in found), [c for c in found if not c.ok]
+    mistral = model_type == "mistral_large4_text"
+    sequence = 4 * 4 * TOKENS + 4 * TOKENS * min(topk, TOKENS)
+
+    def token(row: int) -> int:
+        query = 0 if mistral else 2 * 32 + 2
+        scaling = 4 * 24 + 4 + 1 if mistral else 0
+        return 64 + query + row + 2 + 4 * 24 + 4 * row + row + 4 * 16 + 4 * 8 + scaling
+
+    rope_layer = TOKENS * 2 * token(16 + 8) + sequence
+    attention = {c.layers: c.saved for c in found if c.slot == "attention"}
+    if mistral:  # no_rope_layers: every fourth layer without the rotary part
+        assert attention == {(0, 1): rope_layer, (1, 3): rope_layer, (3, 4): TOKENS * 2 * token(16) + sequence}
+    else:
+        assert set(attention.values()) == {rope_layer}
+
+
+@pytest.mark.parametrize("model_type", list(SPARSE_MLA_TYPES))
+def test_sparse_mla_fused_form_computes_what_the_module_does(model_type):
+    """The absorbed sparse form (W_UK folded into the queries, the latent rows the indexer picked, W_UV after) computes
+    what the module's expanded form with the top-k mask does: the output and every gradient, in fp32, 4 of 16 keys."""
+    import torch
+
+    from ffncalc.blocks import _fused
+
+    spec = sparse_mla_model(model_type, 4)
+    for layer in (spec.layers[0], spec.layers[-1]):  # Mistral Large 4's last layer: no rotary part
+        block = dict(layer.blocks())["attention"]
+        torch.manual_seed(0)
+        module = block.torch_module(spec, True)
+        for p in module.parameters():
+            if p.dim() >= 2:
+                torch.nn.init.normal_(p, std=0.1)
+        x = torch.randn(1, TOKENS, 64, requires_grad=True)
+        results = []
+        for fused in (False, True):
+            module.zero_grad()
+            x.grad = None
+            if fused:
+                with _fused.fused():
+                    out = module(x)
+            else:
+                out = module(x)
+            out.square().sum().backward()
+            results.append([out.detach(), x.grad.clone(), *(p.grad.clone() for p in module.parameters() if p.grad is not None)])
+        assert len(results[0]) == len(results[1]) > 2
+        for a, b in zip(*results):
+            torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+
+
+def test_sparse_mla_verify_memory_from_the_command_line(cli, tmp_path):
+    """verify --memory on a small Mistral Large 4 imported from its config.json, index_topk 4 of 16 tokens: every block
+    planned as saved."""
+    import json
+
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"model_type": "mistral_large4_text", **SPARSE_MLA, "q_lora_rank": None, "index_topk": 4}))
+    code, out, _ = cli("import", str(config))
+    assert code == 0
+    spec = tmp_path / "small.yaml"
+    spec.write_text(out)
+    code, out, _ = cli("verify", str(spec), "--memory")
+    assert code == 0 and "✓ every block's kept activations equal what its module saves" in out
+
+
 @pytest.mark.torch
 def test_mla_sparse_kernel_computes_what_the_gathered_keys_compute():
-    """The sparse kernel (``_fused.selected_attention``) keeps less, computes the same: a DeepSeek-V3.2 layer whose
+    """The sparse kernel (``_fused.sparse_latent_attention``, absorbed) keeps less, computes the same: a DeepSeek-V3.2 layer whose
     indexer keeps 4 of 16 keys, in fp64, gives the same output and the same gradients of its input and every weight
     inside ``fused()`` as the reference's gathered keys and values outside it."""
     import torch
