@@ -94,3 +94,31 @@ def fun_asr_nano_flops(data: dict, positions: int) -> dict:
     counts = counter.get_flop_counts()
     modules = {k: sum(v.values()) for k, v in counts.items() if k != "Global" and "." not in k}
     return {"positions": positions, "total": sum(counts["Global"].values()), "modules": modules}
+
+
+# VibeVoice-ASR's audio: 24 kHz samples through its two tokenizer encoders and its projector (no window of its own)
+VIBEVOICE_METHOD = (
+    "torch.utils.flop_counter.FlopCounterMode over model.get_audio_features(input_values, sample=False) of the whole "
+    "class on the meta device (the two tokenizer encoders over every chunk of acoustic_tokenizer_chunk_size samples, "
+    "their padding caches carried between chunks, and the multi-modal projector), input_values of shape (1, 1, tokens × "
+    "hop) at 24 kHz, no padding mask: 2 FLOPs per multiply-add of every convolution and matmul, summed per module"
+)
+
+
+def vibevoice_asr_flops(data: dict, tokens: int) -> dict:
+    """VibeVoice-ASR: ``tokens`` × hop samples of audio (hop: ∏ downsampling_ratios, 3,200 at 24 kHz) through
+    get_audio_features without its noise (sample=False), every sample real, on the meta device."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from .hfwhole import instantiate_whole
+
+    net = instantiate_whole(data)
+    net.requires_grad_(False)
+    samples = tokens * net.config.acoustic_tokenizer_encoder_config.hop_length
+    values = torch.zeros(1, 1, samples, device="meta")
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        net.model.get_audio_features(values, sample=False)
+    counts = counter.get_flop_counts()
+    modules = {k: sum(v.values()) for k, v in counts.items() if k != "Global" and "." not in k}
+    return {"tokens": tokens, "samples": samples, "total": sum(counts["Global"].values()), "modules": modules}

@@ -601,11 +601,6 @@ WHOLE_ENCODER_TYPES = ("modernvbert", "ultravbert")
 
 # Encoder-decoders no family reads yet: what each needs.
 SEQ2SEQ_NOT_YET = {
-    "vibevoice_asr": (
-        "an audio tower beside a decoder-only language model (Qwen2's): VibeVoice's acoustic and semantic tokenizer "
-        "encoders (causal Conv1d stems and downsamplers between stages of ConvNeXt-1d blocks with layer scales), each "
-        "through a projector of its own, none read yet"
-    ),
     "moonshine_streaming": "a streaming speech encoder and a decoder",
     "vibevoice": (
         "an acoustic tokenizer (its encoder and decoder of causal and transposed Conv1d between ConvNeXt-1d stages), a "

@@ -12,6 +12,7 @@ from ..config import Config
 
 _WRAPPERS: dict[str, Callable[[Config], dict]] = {}
 MODULES = ("vlm", "audio_lm", "vbert", "image_seq2seq", "sam", "lfm3_vl", "phi4mm", "inkling_mm", "mllama", "idefics", "dots3_note")
+MODULES += ("vibevoice",)
 
 
 def wrapper(*model_types: str):
@@ -63,6 +64,11 @@ def component(path: str, tower: str = "vision") -> str | None:
     phi4 = phi4_component(path)  # Phi-4-multimodal's image and audio embeddings
     if phi4 is not None:
         return phi4
+    from .vibevoice import vibevoice_component
+
+    vibevoice = vibevoice_component(path)  # VibeVoice-ASR's tokenizer encoders and projector
+    if vibevoice is not None:
+        return vibevoice
     inkling = inkling_component(path, tower)  # Inkling's towers
     if inkling is not None:
         return inkling
