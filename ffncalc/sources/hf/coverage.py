@@ -601,11 +601,17 @@ WHOLE_ENCODER_TYPES = ("modernvbert", "ultravbert")
 
 # Encoder-decoders no family reads yet: what each needs.
 SEQ2SEQ_NOT_YET = {
-    "moonshine_streaming": "a streaming speech encoder and a decoder",
+    "moonshine_streaming": (
+        "a streaming speech encoder (frame CMVN and asinh compression, causal Conv1d embedder, layers attending within "
+        "per-layer sliding windows) and Moonshine's decoder with cross-attention; transformers refuses its defaults "
+        "(REFUSED_AT_DEFAULTS), so it is to be read at the smallest repair, which is not recorded yet"
+    ),
     "vibevoice": (
-        "an acoustic tokenizer (its encoder and decoder of causal and transposed Conv1d between ConvNeXt-1d stages), a "
-        "semantic tokenizer encoder and a diffusion head (adaptive-LayerNorm MLP layers conditioned on a timestep "
-        "embedding) beside a Qwen2 language model, none read yet"
+        "its tokenizer encoders are read (parts/vibevoice_audio.py, VibeVoice-ASR's); not yet: the acoustic tokenizer's "
+        "decoder (a causal Conv1d stem, transposed Conv1d upsamplers between ConvNeXt-1d stages), the diffusion head "
+        "(noisy-latent, condition and timestep projections, adaptive-RMSNorm SwiGLU layers, a modulated final layer) "
+        "with its FLOPs per step and per generated latent, the two scalar latent factors, and the whole class's record "
+        "(VibeVoiceForConditionalGeneration, of the speech-seq2seq mapping, which scripts/hf_whole.py does not build yet)"
     ),
 }
 
