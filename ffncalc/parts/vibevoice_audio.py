@@ -62,6 +62,15 @@ class VibeVoiceAudio(Part):
     sample_rate: Positive = 24000
     chunk: Positive = 1440000  # acoustic_tokenizer_chunk_size: samples an encoder call (60 s)
     seconds: NonNegative = 0  # audio a sequence, for the FLOPs
+    # VibeVoice's (VibeVoiceForConditionalGeneration): its forward runs the acoustic encoder and its projector alone,
+    # the semantic encoder and connector held for generation; the acoustic decoder (``decoder``), the diffusion head
+    # (``diffusion_layers`` adaptive-norm layers of ``diffusion_intermediate``) and the two latent factors beside them
+    speech: bool = False
+    decoder: bool = False
+    diffusion_layers: NonNegative = 0
+    diffusion_intermediate: NonNegative = 0
+    frequency: Positive = 256  # the diffusion head's sinusoidal timestep features (frequency_embedding_size)
+    diffusion_steps: Positive = 10  # VibeVoice's generation default (num_diffusion_steps)
 
     takes = ("audio_seconds",)
 
@@ -105,6 +114,7 @@ class VibeVoiceAudio(Part):
             out[f"stage{i}"] = n
             n //= self.ratios[i] if i < len(self.ratios) else 1
         out["token"] = tokens
+        out["idle"] = 0  # held, not run by the forward (VibeVoice's semantic path, decoder and diffusion head)
         return out
 
     def encoder_terms(self, name: str, latent: int) -> list[tuple[str, object]]:
@@ -137,17 +147,83 @@ class VibeVoiceAudio(Part):
 
     def projector_terms(self) -> list[tuple[str, object]]:
         """VibeVoiceAsrMultiModalProjector's, a token each: each encoder's linear_1 → RMSNorm → linear_2, added."""
-        e, d = Emitter("layers"), self.width
+        out: list[tuple[str, object]] = []
+        d = self.width
         for name, latent in zip(ENCODERS, (self.acoustic, self.semantic)):
+            e = Emitter("layers")
             e.linear(f"audio.projector.{name}_linear_1", latent, d, True, 1)
             e.norm(f"audio.projector.{name}_norm", RMSNORM, d, 1)
             e.linear(f"audio.projector.{name}_linear_2", d, d, True, 1)
-        e.op("audio.projector.add", d, 1)
-        return [("token", t) for t in e.out]
+            out += [("idle" if self.speech and name == "semantic" else "token", t) for t in e.out]
+        if not self.speech:  # VibeVoice-ASR's two projections added
+            e = Emitter("layers")
+            e.op("audio.projector.add", d, 1)
+            out += [("token", t) for t in e.out]
+        return out
+
+    def decoder_terms(self) -> list[tuple[str, object]]:
+        """The acoustic decoder's (VibeVoiceAcousticTokenizerDecoderModel, held: generation decodes its latents): a
+        causal Conv1d(latent, f·2⁶, k) stem and the depths reversed of ConvNeXt-1d layers, each upsampler a causal
+        ConvTranspose1d(w, w / 2, 2r, stride r) for r in the ratios reversed, a head Conv1d(f, channels, k)."""
+        e, k, x = Emitter("layers"), self.kernel, self.expansion
+        widths, depths, ratios = self.widths()[::-1], self.depths[::-1], self.ratios[::-1]
+        e.term("audio.decoder.stem.weight", "weight", (widths[0], self.acoustic, k))
+        e.term("audio.decoder.stem.bias", "bias", (widths[0],))
+        for i, (w, depth) in enumerate(zip(widths, depths)):
+            if i:
+                e.term(f"audio.decoder.up{i - 1}.weight", "weight", (widths[i - 1], w, 2 * ratios[i - 1]))
+                e.term(f"audio.decoder.up{i - 1}.bias", "bias", (w,))
+            p = f"audio.decoder.stage{i}"
+            e.norm(f"{p}.norms", RMSNORM, w, 2 * depth)
+            e.term(f"{p}.mixer.weight", "weight", (w, 1, k), depth)
+            e.term(f"{p}.mixer.bias", "bias", (w,), depth)
+            e.linear(f"{p}.ffn.linear1", w, x * w, True, depth)
+            e.linear(f"{p}.ffn.linear2", x * w, w, True, depth)
+            e.term(f"{p}.gammas", "weight", (2, w), depth)
+        e.term("audio.decoder.head.weight", "weight", (self.channels, widths[-1], k))
+        e.term("audio.decoder.head.bias", "bias", (self.channels,))
+        return [("idle", t) for t in e.out]
+
+    def diffusion_terms(self) -> list[tuple[str, object]]:
+        """VibeVoiceDiffusionHead's, one row (a latent being denoised) one step: noisy_images_proj (latent → d),
+        cond_proj (d → d), timestep_proj fc1 (frequency → d) → SiLU → fc2 (d → d); each layer a linear d → 3d over the
+        SiLU of the condition (shift, scale, gate), an RMSNorm and a SwiGLU MLP (d → intermediate, no biases); the final
+        layer's linear_1 d → 2d (shift, scale) and linear_2 d → latent. No biases anywhere."""
+        e, d, m, n = Emitter("layers"), self.width, self.diffusion_intermediate, self.diffusion_layers
+        e.linear("audio.diffusion.noisy_images_proj", self.acoustic, d, False, 1)
+        e.linear("audio.diffusion.cond_proj", d, d, False, 1)
+        e.linear("audio.diffusion.timestep_proj.fc1", self.frequency, d, False, 1)
+        e.linear("audio.diffusion.timestep_proj.fc2", d, d, False, 1)
+        e.linear("audio.diffusion.blocks.linear", d, 3 * d, False, n)
+        e.norm("audio.diffusion.blocks.norm", RMSNORM, d, n)
+        e.linear("audio.diffusion.blocks.ffn.gate_proj", d, m, False, n)
+        e.linear("audio.diffusion.blocks.ffn.up_proj", d, m, False, n)
+        e.linear("audio.diffusion.blocks.ffn.down_proj", m, d, False, n)
+        e.linear("audio.diffusion.final_layer.linear_1", d, 2 * d, False, 1)
+        e.linear("audio.diffusion.final_layer.linear_2", d, self.acoustic, False, 1)
+        return [("idle", t) for t in e.out]
+
+    def diffusion_step_flops(self) -> int:
+        """One row's forward FLOPs through the diffusion head, one denoising step (2 per multiply-add). A generated
+        latent runs diffusion_steps steps of two rows (classifier-free guidance: the positive and negative
+        conditions in one batch, VibeVoiceGenerationMixin._sample_audio_latent)."""
+        return sum(2 * t.macs for _, t in self.diffusion_terms())
 
     def window_terms(self) -> list[tuple[str, object]]:
         """Every term of the two encoders and the projector, each with what it runs over (``units``)."""
-        return self.encoder_terms("acoustic", self.acoustic) + self.encoder_terms("semantic", self.semantic) + self.projector_terms()
+        semantic = self.encoder_terms("semantic", self.semantic)
+        if self.speech:  # held for generation: the forward runs the acoustic encoder alone
+            semantic = [("idle", t) for _, t in semantic]
+        out = self.encoder_terms("acoustic", self.acoustic) + semantic + self.projector_terms()
+        if self.decoder:
+            out += self.decoder_terms()
+        if self.diffusion_layers:
+            out += self.diffusion_terms()
+        if self.speech:  # latent_scaling_factor and latent_bias_factor
+            e = Emitter("layers")
+            e.term("audio.latent_factors", "weight", (2,))
+            out += [("token", t) for t in e.out]
+        return out
 
     def input_terms(self, e, model, seq_len: int) -> None:
         # the audio's work, not a token's: no token of the sequence passes through the tower (no active parameters)
@@ -166,11 +242,18 @@ class VibeVoiceAudio(Part):
         where = "none in the FLOPs per token (--audio-seconds)"
         where = f"{self.seconds} s a sequence, in the FLOPs per token" if self.seconds else where
         a_minute = self.tokens_of(60 * self.sample_rate)
-        return (
+        through = "the acoustic encoder and its projector" if self.speech else "the two encoders and the projector"
+        text = (
             f"audio tower: a token every {float(hop_ms):g} ms ({self.hop:,} samples at {self.sample_rate:,} Hz); 60 s is "
-            f"{a_minute:,} tokens and {self.flops(a_minute):,} forward FLOPs through the two encoders and the projector; "
-            f"audio: {where}"
+            f"{a_minute:,} tokens and {self.flops(a_minute):,} forward FLOPs through {through}; audio: {where}"
         )
+        if self.diffusion_layers:  # generation's, not the forward's
+            step = self.diffusion_step_flops()
+            text += (
+                f"; diffusion head (generation): {step:,} FLOPs a step a row, {2 * self.diffusion_steps * step:,} a generated "
+                f"latent ({self.diffusion_steps} steps of two rows, classifier-free guidance)"
+            )
+        return text
 
     def model_module(self, model):
         return _module(self)
@@ -229,6 +312,35 @@ def _module(spec: VibeVoiceAudio):
                     x = layer(pad(x, (k - 1, 0)))
             return self.head(pad(x, (k - 1, 0))).transpose(1, 2)
 
+    class Decoder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            widths, depths, ratios = spec.widths()[::-1], spec.depths[::-1], spec.ratios[::-1]
+            self.stem = nn.Conv1d(spec.acoustic, widths[0], k)
+            for i in range(1, len(widths)):
+                r = ratios[i - 1]
+                setattr(self, f"up{i - 1}", nn.ConvTranspose1d(widths[i - 1], widths[i], 2 * r, r))
+            for i, depth in enumerate(depths):
+                setattr(self, f"stage{i}", nn.ModuleList(ConvNext(widths[i]) for _ in range(depth)))
+            self.head = nn.Conv1d(widths[-1], spec.channels, k)
+
+    class Diffusion(nn.Module):
+        def __init__(self):
+            super().__init__()
+            d, m = spec.width, spec.diffusion_intermediate
+            self.noisy_images_proj, self.cond_proj = Linear(spec.acoustic, d, bias=False), Linear(d, d, bias=False)
+            self.timestep_proj = nn.Module()
+            self.timestep_proj.fc1, self.timestep_proj.fc2 = Linear(spec.frequency, d, bias=False), Linear(d, d, bias=False)
+            self.blocks = nn.ModuleList(nn.Module() for _ in range(spec.diffusion_layers))
+            for block in self.blocks:
+                block.linear, block.norm = Linear(d, 3 * d, bias=False), make_norm(RMSNORM, d)
+                block.ffn = nn.Module()
+                block.ffn.gate_proj, block.ffn.up_proj = Linear(d, m, bias=False), Linear(d, m, bias=False)
+                block.ffn.down_proj = Linear(m, d, bias=False)
+            self.final_layer = nn.Module()
+            self.final_layer.linear_1 = Linear(d, 2 * d, bias=False)
+            self.final_layer.linear_2 = Linear(d, spec.acoustic, bias=False)
+
     class VibeVoiceAudioModule(nn.Module):
         def __init__(self):
             super().__init__()
@@ -239,6 +351,12 @@ def _module(spec: VibeVoiceAudio):
                 setattr(self.projector, f"{name}_linear_1", Linear(latent, d, bias=True))
                 setattr(self.projector, f"{name}_norm", make_norm(RMSNORM, d))
                 setattr(self.projector, f"{name}_linear_2", Linear(d, d, bias=True))
+            if spec.decoder:  # held: their parameters, no work in the forward
+                self.decoder = Decoder()
+            if spec.diffusion_layers:
+                self.diffusion = Diffusion()
+            if spec.speech:
+                self.latent_factors = nn.Parameter(torch.ones(2))
 
         def enter(self, x, ctx):
             samples = spec.request_tokens() * spec.hop
@@ -247,9 +365,13 @@ def _module(spec: VibeVoiceAudio):
             audio = torch.zeros((x.shape[0], spec.channels, samples), dtype=x.dtype, device=x.device)
             p = self.projector
             out = []
-            for chunk in torch.split(audio, spec.chunk, dim=-1):  # each chunk alone: the work is its positions'
-                a, s = self.acoustic(chunk), self.semantic(chunk)
-                a = p.acoustic_linear_2(p.acoustic_norm(p.acoustic_linear_1(a)))
+            chunks = [audio] if spec.speech else torch.split(audio, spec.chunk, dim=-1)  # VibeVoice's: one call
+            for chunk in chunks:  # each chunk alone: the work is its positions'
+                a = p.acoustic_linear_2(p.acoustic_norm(p.acoustic_linear_1(self.acoustic(chunk))))
+                if spec.speech:  # VibeVoice's forward: the acoustic encoder and its projector alone, in one piece
+                    out.append(a)
+                    continue
+                s = self.semantic(chunk)
                 out.append(a + p.semantic_linear_2(p.semantic_norm(p.semantic_linear_1(s))))
             return x
 

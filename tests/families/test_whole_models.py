@@ -1113,7 +1113,7 @@ def test_nemo_speechlm_by_hand():
     assert audio.per_window(model) == (n, 2 * (encoder + diarize + n * 8 * d + n * d * 2688))
 
 
-@pytest.mark.parametrize("model_type", ["voxtral_realtime", "fun_asr_nano", "nemo_speechlm", "vibevoice_asr"])
+@pytest.mark.parametrize("model_type", ["voxtral_realtime", "fun_asr_nano", "nemo_speechlm", "vibevoice_asr", "vibevoice"])
 def test_speech_model_of_model_type_alone_is_the_whole_class(model_type, tmp_path):
     """A config.json stating only its model_type means every class default, the audio sub-configs' too (their classes'
     declared defaults, or those their readers state where a sub-config has no model_type of its own): the whole class
@@ -1592,3 +1592,38 @@ def test_vibevoice_asr_encoders_of_other_shapes_are_one_line(cli, tmp_path):
     (tmp_path / "config.json").write_text(json.dumps(data))
     code, _, err = cli("count", str(tmp_path / "config.json"))
     assert code == 2 and "depths" in err and "semantic_tokenizer_encoder_config" in err and err.count("\n") == 1, err
+
+
+def test_vibevoice_by_hand():
+    """VibeVoice at its defaults: VibeVoice-ASR's two tokenizer encoders (test_vibevoice_asr_by_hand) and connectors
+    (the multi_modal_projector and semantic_connector: Linear(latent, 4,096) → RMSNorm → Linear(4,096, 4,096) with
+    biases), the acoustic decoder (a Conv1d(64, 2,048, 7) stem, 8, 3, 3, 3, 3, 3 and 3 ConvNeXt-1d layers at 2,048 …
+    32, ConvTranspose1d(w, w / 2, 2r, stride r) for r in 8, 5, 5, 4, 2, 2, a head Conv1d(32, 1, 7)), the diffusion head
+    at the text width (noisy_images_proj 64 → 4,096, cond_proj, timestep fc1 256 → 4,096 and fc2, 4 layers of a linear
+    4,096 → 3 × 4,096, an RMSNorm and a SwiGLU MLP of 4,608, final linear_1 4,096 → 2 × 4,096 and linear_2 → 64, no
+    biases) and two latent factors. Its forward runs the acoustic encoder and the multi_modal_projector alone."""
+    from ffncalc.parts.vibevoice_audio import VibeVoiceAudio
+
+    widths, depths, ratios, k, d, m = [32 * 2**i for i in range(7)], [3, 3, 3, 3, 3, 3, 8], [2, 2, 4, 5, 5, 8], 7, 4096, 4608
+    convnext = sum(depth * (8 * w * w + 17 * w) for w, depth in zip(widths, depths))  # norms, mixer, linears, gammas
+    downs = 32 * 7 + 32 + sum(widths[i + 1] * widths[i] * 2 * r + widths[i + 1] for i, r in enumerate(ratios))
+    encoders = 2 * (convnext + downs) + sum(lat * 2048 * k + lat for lat in (64, 128))
+    ups = sum(widths[i + 1] * widths[i] * 2 * r + widths[i] for i, r in enumerate(ratios))  # ConvTranspose1d(2w → w)
+    decoder = 2048 * 64 * k + 2048 + convnext + ups + 32 * k + 1
+    diffusion = 64 * d + d * d + 256 * d + d * d + 4 * (3 * d * d + d + 3 * d * m) + 2 * d * d + d * 64
+    connectors = sum(lat * d + d + d + d * d + d for lat in (64, 128))
+    assert groups("vibevoice")["tower"] == encoders + decoder + diffusion + 2
+    assert groups("vibevoice")["projector"] == connectors
+    step = 2 * (64 * d + d * d + 256 * d + d * d + 4 * (3 * d * d + 3 * d * m) + 2 * d * d + d * 64)
+    record = truth("vibevoice")
+    assert [r["total"] for r in record["diffusion_step_flops"]["runs"]] == [step, 2 * step]  # one row, and a CFG pair
+    positions = [3200, 1600, 800, 200, 40, 8, 1]
+    c_in = [(1, 7)] + [(widths[i], 2 * r) for i, r in enumerate(ratios)]
+    stages = sum(n * (w * c * kern + depth * (w * k + 8 * w * w)) for n, w, (c, kern), depth in zip(positions, widths, c_in, depths))
+    per_token = 2 * (stages + 64 * 2048 * k + 64 * d + d * d)  # the acoustic encoder and its projector alone
+    _, model = hf.load(HERE / "configs" / "vibevoice.json")
+    (audio,) = [p for p in model.parts if isinstance(p, VibeVoiceAudio)]
+    assert audio.diffusion_step_flops() == step
+    for run in record["audio_token_flops"]["runs"]:
+        assert run["tokens"] * per_token == run["total"] == audio.flops(run["tokens"])
+    assert "19,860,029,440 a generated latent (10 steps of two rows" in audio.note(model)

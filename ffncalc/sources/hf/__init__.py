@@ -118,6 +118,7 @@ TEXT_TYPES = {
     "fun_asr_nano": "qwen3",
     "nemo_speechlm": "nemotron_h",
     "vibevoice_asr": "qwen2",
+    "vibevoice": "qwen2",
 }
 
 

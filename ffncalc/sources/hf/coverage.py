@@ -592,7 +592,7 @@ MULTIMODAL_LM_TYPES = (
 
 # Types of the seq2seq mappings alone (in neither multimodal mapping) that are an audio tower beside a decoder-only
 # language model: recorded whole (tests/hf_whole) and read as the multimodal-LM types are
-WHOLE_SEQ2SEQ_TYPES = ("audioflamingo3", "musicflamingo")
+WHOLE_SEQ2SEQ_TYPES = ("audioflamingo3", "musicflamingo", "vibevoice")
 WHOLE_TYPES = MULTIMODAL_LM_TYPES + WHOLE_SEQ2SEQ_TYPES
 # Encoders of the masked-LM mapping that are a vision tower beside a text encoder: read whole (sources/hf/towers/vbert.py),
 # their masked-LM class recorded whole with one image's FLOPs (tests/hf_whole) beside their text encoder's record
@@ -605,13 +605,6 @@ SEQ2SEQ_NOT_YET = {
         "a streaming speech encoder (frame CMVN and asinh compression, causal Conv1d embedder, layers attending within "
         "per-layer sliding windows) and Moonshine's decoder with cross-attention; transformers refuses its defaults "
         "(REFUSED_AT_DEFAULTS), so it is to be read at the smallest repair, which is not recorded yet"
-    ),
-    "vibevoice": (
-        "its tokenizer encoders are read (parts/vibevoice_audio.py, VibeVoice-ASR's); not yet: the acoustic tokenizer's "
-        "decoder (a causal Conv1d stem, transposed Conv1d upsamplers between ConvNeXt-1d stages), the diffusion head "
-        "(noisy-latent, condition and timestep projections, adaptive-RMSNorm SwiGLU layers, a modulated final layer) "
-        "with its FLOPs per step and per generated latent, the two scalar latent factors, and the whole class's record "
-        "(VibeVoiceForConditionalGeneration, of the speech-seq2seq mapping, which scripts/hf_whole.py does not build yet)"
     ),
 }
 

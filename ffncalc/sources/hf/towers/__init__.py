@@ -66,7 +66,7 @@ def component(path: str, tower: str = "vision") -> str | None:
         return phi4
     from .vibevoice import vibevoice_component
 
-    vibevoice = vibevoice_component(path)  # VibeVoice-ASR's tokenizer encoders and projector
+    vibevoice = vibevoice_component(path, tower)  # VibeVoice's and VibeVoice-ASR's tokenizers, connectors and head
     if vibevoice is not None:
         return vibevoice
     inkling = inkling_component(path, tower)  # Inkling's towers
@@ -88,4 +88,6 @@ def tower_of(c: Config) -> str | None:
     if reader is None:
         return None
     parts = reader(c.outer)
+    if "vibevoice_audio" in parts:  # VibeVoice's connector shares Audio Flamingo's module names: its own kind
+        return "vibevoice_audio"
     return "audio" if "audio" in parts else "vision"

@@ -3,11 +3,14 @@ Qwen2's language model (parts/vibevoice_audio.py), as transformers 5.23's classe
 
 from __future__ import annotations
 
+from math import prod
+
 from ..config import Config
 from . import sub_config, wrapper
 
 ENCODER = "vibevoice_acoustic_tokenizer_encoder"
-VIBEVOICE_TYPES = (ENCODER,)  # the tokenizer encoders' sub-config type (a sparse one reads its class's defaults)
+# the tokenizer's, its encoder's and the diffusion head's sub-config types (a sparse one reads its class's defaults)
+VIBEVOICE_TYPES = (ENCODER, "vibevoice_acoustic_tokenizer", "vibevoice_diffusion")
 # the shapes both encoders must share (they read the same samples, their latents the same positions)
 SHARED = ("channels", "num_filters", "kernel_size", "downsampling_ratios", "depths", "ffn_expansion", "hidden_act")
 
@@ -56,6 +59,45 @@ def vibevoice_asr(c: Config) -> dict:
     }
 
 
+@wrapper("vibevoice")
+def vibevoice(c: Config) -> dict:
+    """VibeVoiceForConditionalGeneration (Microsoft 2025, VibeVoice): the acoustic tokenizer (audio_config: its encoder,
+    as VibeVoice-ASR's, and its decoder of transposed Conv1d upsamplers), the semantic tokenizer encoder
+    (semantic_model_config, 128 wide by the wrapper's default) and their connectors, the diffusion head
+    (diffusion_head_config at the text width and the acoustic latent width, as VibeVoiceConfig sets them) and two latent
+    factors, beside Qwen2's language model; its forward runs the acoustic encoder and its projector alone, a token per
+    hop of the prompt's audio."""
+    a = sub_config(c, "audio_config", {None: "vibevoice_acoustic_tokenizer"})  # type: ignore[dict-item]
+    s = sub_config(c, "semantic_model_config", {None: ENCODER})  # type: ignore[dict-item]
+    h = sub_config(c, "diffusion_head_config", {None: "vibevoice_diffusion"})  # type: ignore[dict-item]
+    semantic = s.int("hidden_size") if "semantic_model_config" in c.data else 128  # VibeVoiceConfig's init_kwargs
+    for key in SHARED:
+        if a.data.get(key) != s.data.get(key):
+            theirs, ours = s.data.get(key), a.data.get(key)
+            raise c.fail("semantic_model_config", f"{key} {theirs!r} differs from the acoustic tokenizer's {ours!r}")
+    text = sub_config(c, "text_config").int("hidden_size")
+    return {
+        "vibevoice_audio": {
+            "width": text,
+            "acoustic": a.int("hidden_size"),
+            "semantic": semantic,
+            "channels": a.int("channels"),
+            "filters": a.int("num_filters"),
+            "kernel": a.int("kernel_size"),
+            "ratios": _list(a, "downsampling_ratios"),
+            "depths": _list(a, "depths"),
+            "expansion": a.int("ffn_expansion"),
+            "activation": a.activation("hidden_act", "gelu"),
+            "chunk": prod(_list(a, "downsampling_ratios")) * 450,  # no chunks of its own: one call a prompt's audio
+            "speech": True,
+            "decoder": True,
+            "diffusion_layers": h.int("num_hidden_layers"),
+            "diffusion_intermediate": h.int("intermediate_size"),
+            "frequency": h.int("frequency_embedding_size"),
+        }
+    }
+
+
 # VibeVoice-ASR's modules -> the vibevoice_audio part's components (parts/vibevoice_audio.py)
 LAYER_MODULES = (
     (r"^mixer\.conv$", "mixer"),
@@ -66,15 +108,28 @@ LAYER_MODULES = (
 )
 
 
-def vibevoice_component(path: str) -> str | None:
-    """A VibeVoice-ASR parameter in its tokenizer encoders or projector -> its component, or None."""
+def vibevoice_component(path: str, tower: str = "") -> str | None:
+    """A VibeVoice or VibeVoice-ASR parameter in its tokenizers, connectors or diffusion head -> its component, or
+    None; ``tower`` "vibevoice_audio" (tower_of) where VibeVoice's multi_modal_projector, named as Audio Flamingo's, is
+    its acoustic connector."""
     import re
 
-    found = re.search(r"(?:^|\.)(acoustic|semantic)_tokenizer_encoder\.", path)
+    if re.search(r"(?:^|\.)latent_(scaling|bias)_factor$", path):  # VibeVoice's
+        return "audio.latent_factors"
+    speech = re.search(r"(?:^|\.)(multi_modal_projector|semantic_connector)\.(linear_1|act|linear_2)\.(weight|bias)$", path)
+    if speech and (speech.group(1) == "semantic_connector" or tower == "vibevoice_audio"):  # VibeVoice's connectors
+        side = "acoustic" if speech.group(1) == "multi_modal_projector" else "semantic"
+        return f"audio.projector.{side}_{'norm' if speech.group(2) == 'act' else speech.group(2)}"
+    head = re.search(r"(?:^|\.)diffusion_head\.", path)
+    if head:
+        module = path[head.end() :].rsplit(".", 1)[0]
+        return "audio.diffusion." + re.sub(r"^layers\.\d+\.", "blocks.", module)
+    found = re.search(r"(?:^|\.)(acoustic|semantic)_tokenizer_encoder\.|(?:^|\.)audio_tower\.(encoder|decoder)\.", path)
     if not found:
         hit = re.search(r"(?:^|\.)multi_modal_projector\.((acoustic|semantic)_(linear_1|linear_2|norm))\.(weight|bias)$", path)
         return f"audio.projector.{hit.group(1)}" if hit else None
-    enc, rest = found.group(1), path[found.end() :]
+    enc = found.group(1) or {"encoder": "acoustic", "decoder": "decoder"}[found.group(2)]
+    rest = path[found.end() :]
     module = rest.rsplit(".", 1)[0] if rest.endswith((".weight", ".bias")) else rest
     if module in ("stem.conv.conv",):
         return f"audio.{enc}.stem"
@@ -83,6 +138,9 @@ def vibevoice_component(path: str) -> str | None:
     down = re.fullmatch(r"conv_layers\.(\d+)\.conv\.conv", module)
     if down:
         return f"audio.{enc}.down{down.group(1)}"
+    up = re.fullmatch(r"conv_layers\.(\d+)\.convtr\.convtr", module)  # VibeVoice's decoder
+    if up:
+        return f"audio.{enc}.up{up.group(1)}"
     layer = re.fullmatch(r"(?:stem|conv_layers\.(\d+))\.stage\.\d+\.(.+)", module)
     if layer:
         stage = 0 if layer.group(1) is None else int(layer.group(1)) + 1
