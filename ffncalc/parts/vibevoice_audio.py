@@ -20,6 +20,12 @@ the same work as in one piece. The projector (VibeVoiceAsrMultiModalProjector), 
 (acoustic width → text width) → RMSNorm → acoustic_linear_2 (text → text), with biases; the same for the semantic
 latents; the two added.
 
+VibeVoice's form (``speech``; VibeVoiceForConditionalGeneration): its forward runs the acoustic encoder in one piece
+and its connector (multi_modal_projector) alone; the semantic encoder and connector, the acoustic decoder (a causal
+Conv1d stem, ConvTranspose1d(w, w / 2, 2r, stride r) upsamplers for the ratios reversed between the stages reversed, a
+head to the channels) and the diffusion head are held for generation, each generated latent ``diffusion_steps``
+denoising steps of two rows (classifier-free guidance).
+
 FLOPs: ``seconds`` of audio a sequence, padded to whole hops (the processor's padding; a token per hop), charged per
 token of the sequence as parts/audio.py charges a window's. 2 FLOPs per multiply-add of every convolution and linear."""
 

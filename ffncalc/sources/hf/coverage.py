@@ -602,9 +602,11 @@ WHOLE_ENCODER_TYPES = ("modernvbert", "ultravbert")
 # Encoder-decoders no family reads yet: what each needs.
 SEQ2SEQ_NOT_YET = {
     "moonshine_streaming": (
-        "a streaming speech encoder (frame CMVN and asinh compression, causal Conv1d embedder, layers attending within "
-        "per-layer sliding windows) and Moonshine's decoder with cross-attention; transformers refuses its defaults "
-        "(REFUSED_AT_DEFAULTS), so it is to be read at the smallest repair, which is not recorded yet"
+        "a streaming speech encoder (frame CMVN and asinh compression, a causal Conv1d embedder, layers attending within "
+        "per-layer sliding windows) and Moonshine's decoder with cross-attention, none read yet; transformers refuses "
+        "its defaults (REFUSED_AT_DEFAULTS): MoonshineStreamingConfig defines no num_key_value_heads for the decoder's "
+        "attention, and the smallest repair, num_key_value_heads = num_attention_heads (8), builds "
+        "MoonshineStreamingForConditionalGeneration (44,054,721 parameters), not recorded yet"
     ),
 }
 
