@@ -104,6 +104,7 @@ def class_defaults_text() -> str:
     from ffncalc.sources.hf.towers.inkling_mm import INKLING_TYPES
     from ffncalc.sources.hf.towers.phi4mm import PHI4_TYPES
     from ffncalc.sources.hf.towers.qwen import GLM_VISION, QWEN_VISION
+    from ffncalc.sources.hf.towers.vibevoice import VIBEVOICE_TYPES
     from ffncalc.sources.hf.towers.vit import CONNECTOR_TYPES, VISION_TYPES
     from ffncalc.sources.hf.towers.whisper import AUDIO_TYPES
 
@@ -120,6 +121,7 @@ def class_defaults_text() -> str:
         *SPEECH_TYPES,
         *PHI4_TYPES,
         *INKLING_TYPES,
+        *VIBEVOICE_TYPES,
     }
     wanted = sorted(({*types(), *hf.registered(), *hf.TEXT_TYPES.values(), *wrappers}) & set(CONFIG_MAPPING))
     out = {}

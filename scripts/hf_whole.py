@@ -110,6 +110,9 @@ IMAGE_SIZES = {
 }
 # Frames of quantised mel bins at which Inkling's audio tower is measured (20 a second: 30 s and 10 s)
 AUDIO_FRAMES = {"inkling_mm_model": (600, 200)}
+# Tokens of audio (a hop of 3,200 samples each at 24 kHz) at which VibeVoice-ASR's audio FLOPs are recorded: 90 s (two
+# chunks of 60 s, the second of 30) and 20 s
+VIBEVOICE_TOKENS = {"vibevoice_asr": (675, 150), "vibevoice": (675, 150)}
 # Positions of one Dots3 Note audio chunk (8 frames each) at which its FLOPs are recorded: a whole 60-s chunk and 3 s
 DOTS3_POSITIONS = (750, 38)
 
@@ -279,6 +282,17 @@ def truth_text(model_type: str, data: dict, config: str = "") -> str:
 
         runs = [muse_image_flops(data, s) for s in IMAGE_SIZES[model_type]]
         record["image_flops"] = {"method": MUSE_IMAGE_METHOD, "runs": runs, "reduced": MUSE_REDUCED}
+    elif model_type in VIBEVOICE_TOKENS and "refused" not in record and not config:  # samples, not frames
+        from ffncalc.analysis import hfspeech
+
+        if model_type == "vibevoice":  # its forward's acoustic path, and its diffusion head's step (one row, and two)
+            runs = [hfspeech.vibevoice_flops(data, n) for n in VIBEVOICE_TOKENS[model_type]]
+            record["audio_token_flops"] = {"method": hfspeech.VIBEVOICE_SPEECH_METHOD, "runs": runs}
+            steps = [hfspeech.vibevoice_diffusion_flops(data, rows) for rows in (1, 2)]
+            record["diffusion_step_flops"] = {"method": hfspeech.VIBEVOICE_DIFFUSION_METHOD, "runs": steps}
+        else:
+            runs = [hfspeech.vibevoice_asr_flops(data, n) for n in VIBEVOICE_TOKENS[model_type]]
+            record["audio_token_flops"] = {"method": hfspeech.VIBEVOICE_METHOD, "runs": runs}
     elif model_type in IMAGE_SIZES and "refused" not in record and not config:
         base = reduced(data) if model_type in ON_CPU else data
         runs = [image_flops(sized(base, s), s) for s in IMAGE_SIZES[model_type]]

@@ -94,3 +94,82 @@ def fun_asr_nano_flops(data: dict, positions: int) -> dict:
     counts = counter.get_flop_counts()
     modules = {k: sum(v.values()) for k, v in counts.items() if k != "Global" and "." not in k}
     return {"positions": positions, "total": sum(counts["Global"].values()), "modules": modules}
+
+
+# VibeVoice-ASR's audio: 24 kHz samples through its two tokenizer encoders and its projector (no window of its own)
+VIBEVOICE_METHOD = (
+    "torch.utils.flop_counter.FlopCounterMode over model.get_audio_features(input_values, sample=False) of the whole "
+    "class on the meta device (the two tokenizer encoders over every chunk of acoustic_tokenizer_chunk_size samples, "
+    "their padding caches carried between chunks, and the multi-modal projector), input_values of shape (1, 1, tokens × "
+    "hop) at 24 kHz, no padding mask: 2 FLOPs per multiply-add of every convolution and matmul, summed per module"
+)
+
+
+def vibevoice_asr_flops(data: dict, tokens: int) -> dict:
+    """VibeVoice-ASR: ``tokens`` × hop samples of audio (hop: ∏ downsampling_ratios, 3,200 at 24 kHz) through
+    get_audio_features without its noise (sample=False), every sample real, on the meta device."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from .hfwhole import instantiate_whole
+
+    net = instantiate_whole(data)
+    net.requires_grad_(False)
+    samples = tokens * net.config.acoustic_tokenizer_encoder_config.hop_length
+    values = torch.zeros(1, 1, samples, device="meta")
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        net.model.get_audio_features(values, sample=False)
+    counts = counter.get_flop_counts()
+    modules = {k: sum(v.values()) for k, v in counts.items() if k != "Global" and "." not in k}
+    return {"tokens": tokens, "samples": samples, "total": sum(counts["Global"].values()), "modules": modules}
+
+
+VIBEVOICE_SPEECH_METHOD = (
+    "torch.utils.flop_counter.FlopCounterMode over the whole class's audio path as get_audio_features runs it "
+    "(model.audio_tower.encode(input_values, sample=False), the latents' two factors, model.multi_modal_projector; its "
+    "padding mask picks the real tokens by value: no product) on the meta device, input_values of shape (1, 1, tokens × "
+    "hop) at 24 kHz: 2 FLOPs per multiply-add of every convolution and matmul, summed per module"
+)
+VIBEVOICE_DIFFUSION_METHOD = (
+    "torch.utils.flop_counter.FlopCounterMode over model.diffusion_head(noisy latents (rows, latent_size), timesteps "
+    "(rows,), condition (rows, hidden_size)) of the whole class on the meta device: one denoising step of ``rows`` rows "
+    "(a generated latent's classifier-free guidance runs two a step); 2 FLOPs per multiply-add of every matmul"
+)
+
+
+def vibevoice_flops(data: dict, tokens: int) -> dict:
+    """VibeVoice: ``tokens`` × hop samples of audio through its acoustic encoder (no noise) and multi_modal_projector,
+    as get_audio_features runs them, on the meta device."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from .hfwhole import instantiate_whole
+
+    net = instantiate_whole(data)
+    net.requires_grad_(False)
+    model = net.model
+    samples = tokens * net.config.audio_config.hop_length
+    values = torch.zeros(1, 1, samples, device="meta")
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        latents = model.audio_tower.encode(values, sample=False).latents
+        model.multi_modal_projector((latents + model.latent_bias_factor) * model.latent_scaling_factor)
+    counts = counter.get_flop_counts()
+    modules = {k: sum(v.values()) for k, v in counts.items() if k != "Global" and "." not in k}
+    return {"tokens": tokens, "samples": samples, "total": sum(counts["Global"].values()), "modules": modules}
+
+
+def vibevoice_diffusion_flops(data: dict, rows: int) -> dict:
+    """VibeVoice's diffusion head, one denoising step over ``rows`` latents, on the meta device."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from .hfwhole import instantiate_whole
+
+    net = instantiate_whole(data)
+    net.requires_grad_(False)
+    head, config = net.model.diffusion_head, net.config.diffusion_head_config
+    noisy = torch.zeros(rows, config.latent_size, device="meta")
+    condition = torch.zeros(rows, config.hidden_size, device="meta")
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        head(noisy, torch.zeros(rows, device="meta"), condition=condition)
+    return {"rows": rows, "total": sum(counter.get_flop_counts()["Global"].values())}

@@ -49,11 +49,11 @@ def instantiate_whole(data: dict, device: str = "meta"):
     enable()  # timm's towers (TimmWrapper), where timm is installed
     data = {k: v for k, v in data.items() if k not in DROPPED_KEYS}
     kind = data.get("model_type")
-    # the class of its seq2seq mapping where it is in neither multimodal mapping (Audio Flamingo 3's)
+    # the class of its seq2seq mapping where it is in neither multimodal mapping (Audio Flamingo 3's; VibeVoice's speech one)
     auto = (
         AutoModelForImageTextToText
         if kind in IMAGE_TEXT_TYPES
-        else AutoModelForSeq2SeqLM
+        else (transformers.AutoModelForSpeechSeq2Seq if kind == "vibevoice" else AutoModelForSeq2SeqLM)
         if kind in WHOLE_SEQ2SEQ_TYPES
         else AutoModelForMaskedLM  # a vision encoder's masked-LM class (ModernVBERT's)
         if kind in WHOLE_ENCODER_TYPES

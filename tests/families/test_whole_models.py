@@ -1197,7 +1197,7 @@ def test_nemo_speechlm_by_hand():
     assert audio.per_window(model) == (n, 2 * (encoder + diarize + n * 8 * d + n * d * 2688))
 
 
-@pytest.mark.parametrize("model_type", ["voxtral_realtime", "fun_asr_nano", "nemo_speechlm"])
+@pytest.mark.parametrize("model_type", ["voxtral_realtime", "fun_asr_nano", "nemo_speechlm", "vibevoice_asr", "vibevoice"])
 def test_speech_model_of_model_type_alone_is_the_whole_class(model_type, tmp_path):
     """A config.json stating only its model_type means every class default, the audio sub-configs' too (their classes'
     declared defaults, or those their readers state where a sub-config has no model_type of its own): the whole class
@@ -1925,3 +1925,87 @@ def test_hunyuan_vl_text_without_head_dim_is_one_line(cli, tmp_path):
     (tmp_path / "config.json").write_text(json.dumps(data))
     code, _, err = cli("count", str(tmp_path / "config.json"))
     assert code == 2 and "head_dim" in err and err.count("\n") == 1, err
+
+
+def test_vibevoice_asr_by_hand():
+    """VibeVoice-ASR at its defaults: two tokenizer encoders (latents 64 and 128 wide) of a causal Conv1d(1, 32, 7)
+    stem and six downsamplers Conv1d(32·2ⁱ, 32·2ⁱ⁺¹, 2r, stride r) for r in 2, 2, 4, 5, 5, 8, with 3, 3, 3, 3, 3, 3
+    and 8 ConvNeXt-1d layers at the widths 32 … 2,048 (two RMSNorms, a depthwise Conv1d of 7 taps, linear1 w → 4w and
+    linear2 4w → w with biases, gamma and ffn_gamma), a head Conv1d(2,048, latent, 7); each encoder's projector
+    Linear(latent, 4,096) → RMSNorm → Linear(4,096, 4,096) with biases. A token is a hop of 2·2·4·5·5·8 = 3,200 samples:
+    stage i runs 3,200, 1,600, 800, 200, 40, 8 and 1 positions a token. 2 FLOPs a multiply-add."""
+    from ffncalc.parts.vibevoice_audio import VibeVoiceAudio
+
+    widths, depths, ratios, k, d = [32 * 2**i for i in range(7)], [3, 3, 3, 3, 3, 3, 8], [2, 2, 4, 5, 5, 8], 7, 4096
+    convnext = [depth * (2 * w + w * k + w + 4 * w * w + 4 * w + 4 * w * w + w + 2 * w) for w, depth in zip(widths, depths)]
+    convs = [32 * 7 + 32] + [widths[i + 1] * widths[i] * 2 * r + widths[i + 1] for i, r in enumerate(ratios)]
+    encoders = 2 * (sum(convnext) + sum(convs)) + sum(lat * 2048 * k + lat for lat in (64, 128))
+    projector = sum(lat * d + d + d + d * d + d for lat in (64, 128))
+    assert groups("vibevoice_asr")["tower"] == encoders
+    assert groups("vibevoice_asr")["projector"] == projector
+    positions = [3200, 1600, 800, 200, 40, 8, 1]  # a token's positions at each stage
+    c_in = [(1, 7)] + [(widths[i], 2 * r) for i, r in enumerate(ratios)]
+    stages = sum(n * (w * c * kern + depth * (w * k + 8 * w * w)) for n, w, (c, kern), depth in zip(positions, widths, c_in, depths))
+    per_token = 2 * stages + sum(lat * 2048 * k + lat * d + d * d for lat in (64, 128))
+    _, model = hf.load(HERE / "configs" / "vibevoice_asr.json")
+    (audio,) = [p for p in model.parts if isinstance(p, VibeVoiceAudio)]
+    runs = truth("vibevoice_asr")["audio_token_flops"]["runs"]
+    assert [r["tokens"] for r in runs] == [675, 150]  # 90 s (two chunks of 60 s, the second half full) and 20 s
+    for run in runs:
+        assert 2 * run["tokens"] * per_token == run["total"] == audio.flops(run["tokens"])
+    assert replace(audio, seconds=90).request_tokens() == 675 and replace(audio, seconds=1).request_tokens() == 8
+
+
+def test_vibevoice_asr_audio_adds_its_flops_to_a_sequence():
+    """20 s of audio in a 1,024-token sequence add FlopCounterMode's 1,100,207,308,800 FLOPs (150 tokens) to count."""
+    import ffncalc
+
+    path = str(HERE / "configs" / "vibevoice_asr.json")
+    plain = ffncalc.count(path, seq_len=1024).to_dict()["totals"]["forward_flops"]
+    heard = ffncalc.count(path, seq_len=1024, audio_seconds=20).to_dict()["totals"]["forward_flops"]
+    runs = truth("vibevoice_asr")["audio_token_flops"]["runs"]
+    assert heard - plain == next(r["total"] for r in runs if r["tokens"] == 150)
+
+
+def test_vibevoice_asr_encoders_of_other_shapes_are_one_line(cli, tmp_path):
+    """A semantic encoder whose stages differ from the acoustic one's (their latents meet a token each): one line."""
+    data = json.loads((HERE / "configs" / "vibevoice_asr.json").read_text())
+    data["semantic_tokenizer_encoder_config"] = {**data["semantic_tokenizer_encoder_config"], "depths": [3, 3, 3, 3, 3, 3, 4]}
+    (tmp_path / "config.json").write_text(json.dumps(data))
+    code, _, err = cli("count", str(tmp_path / "config.json"))
+    assert code == 2 and "depths" in err and "semantic_tokenizer_encoder_config" in err and err.count("\n") == 1, err
+
+
+def test_vibevoice_by_hand():
+    """VibeVoice at its defaults: VibeVoice-ASR's two tokenizer encoders (test_vibevoice_asr_by_hand) and connectors
+    (the multi_modal_projector and semantic_connector: Linear(latent, 4,096) → RMSNorm → Linear(4,096, 4,096) with
+    biases), the acoustic decoder (a Conv1d(64, 2,048, 7) stem, 8, 3, 3, 3, 3, 3 and 3 ConvNeXt-1d layers at 2,048 …
+    32, ConvTranspose1d(w, w / 2, 2r, stride r) for r in 8, 5, 5, 4, 2, 2, a head Conv1d(32, 1, 7)), the diffusion head
+    at the text width (noisy_images_proj 64 → 4,096, cond_proj, timestep fc1 256 → 4,096 and fc2, 4 layers of a linear
+    4,096 → 3 × 4,096, an RMSNorm and a SwiGLU MLP of 4,608, final linear_1 4,096 → 2 × 4,096 and linear_2 → 64, no
+    biases) and two latent factors. Its forward runs the acoustic encoder and the multi_modal_projector alone."""
+    from ffncalc.parts.vibevoice_audio import VibeVoiceAudio
+
+    widths, depths, ratios, k, d, m = [32 * 2**i for i in range(7)], [3, 3, 3, 3, 3, 3, 8], [2, 2, 4, 5, 5, 8], 7, 4096, 4608
+    convnext = sum(depth * (8 * w * w + 17 * w) for w, depth in zip(widths, depths))  # norms, mixer, linears, gammas
+    downs = 32 * 7 + 32 + sum(widths[i + 1] * widths[i] * 2 * r + widths[i + 1] for i, r in enumerate(ratios))
+    encoders = 2 * (convnext + downs) + sum(lat * 2048 * k + lat for lat in (64, 128))
+    ups = sum(widths[i + 1] * widths[i] * 2 * r + widths[i] for i, r in enumerate(ratios))  # ConvTranspose1d(2w → w)
+    decoder = 2048 * 64 * k + 2048 + convnext + ups + 32 * k + 1
+    diffusion = 64 * d + d * d + 256 * d + d * d + 4 * (3 * d * d + d + 3 * d * m) + 2 * d * d + d * 64
+    connectors = sum(lat * d + d + d + d * d + d for lat in (64, 128))
+    assert groups("vibevoice")["tower"] == encoders + decoder + diffusion + 2
+    assert groups("vibevoice")["projector"] == connectors
+    step = 2 * (64 * d + d * d + 256 * d + d * d + 4 * (3 * d * d + 3 * d * m) + 2 * d * d + d * 64)
+    record = truth("vibevoice")
+    assert [r["total"] for r in record["diffusion_step_flops"]["runs"]] == [step, 2 * step]  # one row, and a CFG pair
+    positions = [3200, 1600, 800, 200, 40, 8, 1]
+    c_in = [(1, 7)] + [(widths[i], 2 * r) for i, r in enumerate(ratios)]
+    stages = sum(n * (w * c * kern + depth * (w * k + 8 * w * w)) for n, w, (c, kern), depth in zip(positions, widths, c_in, depths))
+    per_token = 2 * (stages + 64 * 2048 * k + 64 * d + d * d)  # the acoustic encoder and its projector alone
+    _, model = hf.load(HERE / "configs" / "vibevoice.json")
+    (audio,) = [p for p in model.parts if isinstance(p, VibeVoiceAudio)]
+    assert audio.diffusion_step_flops() == step
+    for run in record["audio_token_flops"]["runs"]:
+        assert run["tokens"] * per_token == run["total"] == audio.flops(run["tokens"])
+    assert "19,860,029,440 a generated latent (10 steps of two rows" in audio.note(model)

@@ -119,6 +119,8 @@ TEXT_TYPES = {
     "voxtral_realtime": "voxtral_realtime_text",
     "fun_asr_nano": "qwen3",
     "nemo_speechlm": "nemotron_h",
+    "vibevoice_asr": "qwen2",
+    "vibevoice": "qwen2",
 }
 
 

@@ -592,7 +592,7 @@ MULTIMODAL_LM_TYPES = (
 
 # Types of the seq2seq mappings alone (in neither multimodal mapping) that are an audio tower beside a decoder-only
 # language model: recorded whole (tests/hf_whole) and read as the multimodal-LM types are
-WHOLE_SEQ2SEQ_TYPES = ("audioflamingo3", "musicflamingo")
+WHOLE_SEQ2SEQ_TYPES = ("audioflamingo3", "musicflamingo", "vibevoice")
 WHOLE_TYPES = MULTIMODAL_LM_TYPES + WHOLE_SEQ2SEQ_TYPES
 # Encoders of the masked-LM mapping that are a vision tower beside a text encoder: read whole (sources/hf/towers/vbert.py),
 # their masked-LM class recorded whole with one image's FLOPs (tests/hf_whole) beside their text encoder's record
@@ -601,16 +601,12 @@ WHOLE_ENCODER_TYPES = ("modernvbert", "ultravbert")
 
 # Encoder-decoders no family reads yet: what each needs.
 SEQ2SEQ_NOT_YET = {
-    "vibevoice_asr": (
-        "an audio tower beside a decoder-only language model (Qwen2's): VibeVoice's acoustic and semantic tokenizer "
-        "encoders (causal Conv1d stems and downsamplers between stages of ConvNeXt-1d blocks with layer scales), each "
-        "through a projector of its own, none read yet"
-    ),
-    "moonshine_streaming": "a streaming speech encoder and a decoder",
-    "vibevoice": (
-        "an acoustic tokenizer (its encoder and decoder of causal and transposed Conv1d between ConvNeXt-1d stages), a "
-        "semantic tokenizer encoder and a diffusion head (adaptive-LayerNorm MLP layers conditioned on a timestep "
-        "embedding) beside a Qwen2 language model, none read yet"
+    "moonshine_streaming": (
+        "a streaming speech encoder (frame CMVN and asinh compression, a causal Conv1d embedder, layers attending within "
+        "per-layer sliding windows) and Moonshine's decoder with cross-attention, none read yet; transformers refuses "
+        "its defaults (REFUSED_AT_DEFAULTS): MoonshineStreamingConfig defines no num_key_value_heads for the decoder's "
+        "attention, and the smallest repair, num_key_value_heads = num_attention_heads (8), builds "
+        "MoonshineStreamingForConditionalGeneration (44,054,721 parameters), not recorded yet"
     ),
 }
 

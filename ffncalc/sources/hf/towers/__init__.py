@@ -28,6 +28,7 @@ MODULES = (
 MODULES += ("granite_docling",)
 MODULES += ("pp_formulanet",)  # PP-FormulaNet: its SAM encoder and projector before an mBART decoder
 MODULES += ("muse",)
+MODULES += ("vibevoice",)
 
 
 def wrapper(*model_types: str):
@@ -80,6 +81,11 @@ def component(path: str, tower: str = "vision") -> str | None:
     phi4 = phi4_component(path)  # Phi-4-multimodal's image and audio embeddings
     if phi4 is not None:
         return phi4
+    from .vibevoice import vibevoice_component
+
+    vibevoice = vibevoice_component(path, tower)  # VibeVoice's and VibeVoice-ASR's tokenizers, connectors and head
+    if vibevoice is not None:
+        return vibevoice
     inkling = inkling_component(path, tower)  # Inkling's towers
     if inkling is not None:
         return inkling
@@ -102,4 +108,6 @@ def tower_of(c: Config) -> str | None:
     if reader is None:
         return None
     parts = reader(c.outer)
+    if "vibevoice_audio" in parts:  # VibeVoice's connector shares Audio Flamingo's module names: its own kind
+        return "vibevoice_audio"
     return "audio" if "audio" in parts else "vision"
