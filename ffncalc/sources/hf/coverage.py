@@ -752,6 +752,7 @@ WRAPPED_TEXT = {
     "smolvlm": "llama",
     "step3p7": "step3p5",
     "unlimited_ocr": "unlimited_ocr_text",
+    "vibevoice": "qwen2",
     "vibevoice_asr": "qwen2",
     "video_llama_3": "qwen2",
     "video_llava": "llama",
