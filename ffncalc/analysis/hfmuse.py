@@ -4,6 +4,8 @@ windowed tower, its adapter and vision_projection), FlopCounterMode over it. The
 
 from __future__ import annotations
 
+from .hfwhole import REDUCED
+
 MUSE_IMAGE_METHOD = (
     "torch.utils.flop_counter.FlopCounterMode over MuseGlimmerModel.get_image_features(pixel_values, image_grid_thw) of "
     "the whole class built small (the record's reduced) on the CPU, eager attention, one image of size × size pixels as "
@@ -14,17 +16,7 @@ MUSE_IMAGE_METHOD = (
 # and a narrow MLP; its language model one layer without rotary positions
 MUSE_REDUCED = {
     "vision_config": {"num_hidden_layers": 2, "intermediate_size": 128, "layer_types": ["window_attention", "full_attention"]},
-    "text_config": {
-        "hidden_size": 64,
-        "intermediate_size": 128,
-        "num_hidden_layers": 1,
-        "num_attention_heads": 4,
-        "num_key_value_heads": 4,
-        "head_dim": 16,
-        "vocab_size": 1024,
-        "layer_types": ["full_attention"],
-        "layer_rope_theta": [0],
-    },
+    "text_config": {**REDUCED["text_config"], "layer_types": ["full_attention"], "layer_rope_theta": [0]},
 }
 
 

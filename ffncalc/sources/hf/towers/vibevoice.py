@@ -22,6 +22,23 @@ def _list(a: Config, key: str) -> tuple[int, ...]:
     return tuple(value)
 
 
+def _encoders(c: Config, a: Config, semantic: int) -> dict:
+    """The two tokenizer encoders' shapes both wrappers share: the acoustic tokenizer's (``a``), the semantic latent's
+    width, the text width their connectors write."""
+    return {
+        "width": sub_config(c, "text_config").int("hidden_size"),
+        "acoustic": a.int("hidden_size"),
+        "semantic": semantic,
+        "channels": a.int("channels"),
+        "filters": a.int("num_filters"),
+        "kernel": a.int("kernel_size"),
+        "ratios": _list(a, "downsampling_ratios"),
+        "depths": _list(a, "depths"),
+        "expansion": a.int("ffn_expansion"),
+        "activation": a.activation("hidden_act", "gelu"),
+    }
+
+
 @wrapper("vibevoice_asr")
 def vibevoice_asr(c: Config) -> dict:
     """VibeVoiceAsrForConditionalGeneration (Microsoft 2025, VibeVoice-ASR): the acoustic and the semantic tokenizer
@@ -41,22 +58,7 @@ def vibevoice_asr(c: Config) -> dict:
                 "semantic_tokenizer_encoder_config",
                 f"{key} {s.data.get(key)!r} differs from the acoustic encoder's {a.data.get(key)!r} (their latents meet a token each)",
             )
-    text = sub_config(c, "text_config").int("hidden_size")
-    return {
-        "vibevoice_audio": {
-            "width": text,
-            "acoustic": a.int("hidden_size"),
-            "semantic": semantic,
-            "channels": a.int("channels"),
-            "filters": a.int("num_filters"),
-            "kernel": a.int("kernel_size"),
-            "ratios": _list(a, "downsampling_ratios"),
-            "depths": _list(a, "depths"),
-            "expansion": a.int("ffn_expansion"),
-            "activation": a.activation("hidden_act", "gelu"),
-            "chunk": c.int("acoustic_tokenizer_chunk_size", 1440000),
-        }
-    }
+    return {"vibevoice_audio": {**_encoders(c, a, semantic), "chunk": c.int("acoustic_tokenizer_chunk_size", 1440000)}}
 
 
 @wrapper("vibevoice")
@@ -75,19 +77,9 @@ def vibevoice(c: Config) -> dict:
         if a.data.get(key) != s.data.get(key):
             theirs, ours = s.data.get(key), a.data.get(key)
             raise c.fail("semantic_model_config", f"{key} {theirs!r} differs from the acoustic tokenizer's {ours!r}")
-    text = sub_config(c, "text_config").int("hidden_size")
     return {
         "vibevoice_audio": {
-            "width": text,
-            "acoustic": a.int("hidden_size"),
-            "semantic": semantic,
-            "channels": a.int("channels"),
-            "filters": a.int("num_filters"),
-            "kernel": a.int("kernel_size"),
-            "ratios": _list(a, "downsampling_ratios"),
-            "depths": _list(a, "depths"),
-            "expansion": a.int("ffn_expansion"),
-            "activation": a.activation("hidden_act", "gelu"),
+            **_encoders(c, a, semantic),
             "chunk": prod(_list(a, "downsampling_ratios")) * 450,  # no chunks of its own: one call a prompt's audio
             "speech": True,
             "decoder": True,
