@@ -63,6 +63,7 @@ IMAGE_SIZES = {
     "gemma4_unified": (768, 480),  # 16 and 10 patches of 48 a side, one soft token each
     "glm4v": (448, 336),  # 16 and 12 merged tokens a side (28-pixel tiles of 2 × 2 patches)
     "glm_ocr": (448, 336),  # 16 and 12 merged tokens a side, as GLM-4V's
+    "glm5_next": (448, 336),  # as GLM-OCR's
     "paddleocr_vl": (448, 336),  # 32 and 24 patches of 14 a side, 16 and 12 tokens after its 2 × 2 merge
     "step3p7": (728, 504),  # 52 and 36 patches of 14 a side: 13 and 9 tokens after its two strided convolutions
     "glmga": (448, 336),  # GLM-4.6V's class, as GLM-4V's

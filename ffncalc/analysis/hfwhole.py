@@ -84,7 +84,7 @@ def measure_whole(data: dict) -> dict:
 # Classes whose image path reads values of its inputs (Pixtral's image_sizes, Idefics3's patch masks) run on the CPU
 # with real tensors, built small (REDUCED): the FLOPs of a tower of any size follow from the same formula.
 QWEN = {"qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen2_5_omni_thinker", "qwen3_omni_moe_thinker", "exaone4_5", "hyperclovax_vision_v2"}
-GLM = {"glm4v", "glm_ocr", "glmga"}  # GLM-4V's, GLM-OCR's and GlmGa's towers take Qwen2-VL's flattened patches and grid
+GLM = {"glm4v", "glm_ocr", "glmga", "glm5_next"}  # GLM-4V's form: Qwen2-VL's flattened patches and grid
 ON_CPU = {"mistral3", "mistral_large4", "idefics3", "aria", "paddleocr_vl", "step3p7", *QWEN, *GLM}
 # Classes whose tower reads its inputs' values (Gemma 4's pooler, by the patches' positions), measured at full size: the
 # whole class built on the meta device, its tower and embedder then given memory on the CPU
@@ -161,9 +161,7 @@ QWEN_REDUCED = {
         "out_hidden_size": 48,
         "fullatt_block_indexes": [1, 3],
     },
-    "glm4v": {"hidden_size": 64, "intermediate_size": 128, "depth": 2, "num_heads": 4, "out_hidden_size": 64},
-    "glm_ocr": {"hidden_size": 64, "intermediate_size": 128, "depth": 2, "num_heads": 4, "out_hidden_size": 64},
-    "glmga": {"hidden_size": 64, "intermediate_size": 128, "depth": 2, "num_heads": 4, "out_hidden_size": 64},
+    **dict.fromkeys(GLM, {"hidden_size": 64, "intermediate_size": 128, "depth": 2, "num_heads": 4, "out_hidden_size": 64}),
     "qwen3_vl": {
         "hidden_size": 64,
         "intermediate_size": 128,
@@ -193,8 +191,10 @@ def reduced(kind: str) -> dict:
     """The keys that build ``kind``'s tower and language model small."""
     if kind == "nemo_speechlm":  # its audio model alone
         return {"audio_config": TRANSCRIBE_SMALL}
-    if kind in QWEN_REDUCED:  # its text config's layer_types follow its one layer
-        out = {"vision_config": QWEN_REDUCED[kind], "text_config": {**REDUCED["text_config"], "layer_types": ["full_attention"]}}
+    if kind in QWEN_REDUCED:  # its text config's per-layer lists follow its one layer
+        glm5 = {"mlp_layer_types": ["dense"], "indexer_types": ["full"], "pad_token_id": 0} if kind == "glm5_next" else {}
+        lists = {"layer_types": ["full_attention"], **glm5}
+        out = {"vision_config": QWEN_REDUCED[kind], "text_config": {**REDUCED["text_config"], **lists}}
         return {**out, "audio_config": AUDIO_REDUCED[kind]} if kind in AUDIO_REDUCED else out
     if kind == "mistral_large4":  # its text config's latent widths small and per-layer lists its one layer's
         lists = {"indexer_types": ["full"], "kv_source_layers": [0], "layer_types": ["indexed_attention"]}

@@ -59,9 +59,10 @@ def state_bytes_per_sequence(spec: Model, bits: int) -> int:
 
 def absorbed_costs(spec: Model) -> list:
     """Mixers that decode another way than their forward (MLA absorbed) state a step's FLOPs as a fixed part
-    and parts per key met (each within the most keys it meets): (layer span, fixed, [(per key, window)])."""
+    and parts per key met (each within the most keys it meets, by window, chunk and selection): (layer span, fixed,
+    [(per key, window, chunk, select)])."""
     out = [(run, run.layer.attention.decode_cost(spec)) for run in spec.runs()]
-    return [(run.span, run.n * cost[0], [(run.n * f, w) for f, w in cost[1]]) for run, cost in out if cost]
+    return [(run.span, run.n * cost[0], [(run.n * f, *how) for f, *how in cost[1]]) for run, cost in out if cost]
 
 
 def decode_costs(spec: Model, decode: str):
@@ -88,7 +89,7 @@ def decode_costs(spec: Model, decode: str):
         grows = [(share(r.layers, r.flops), r.window, r.chunk, r.select) for r in rows if r.role == "core" and r.grows]
         fixed = sum(share(r.layers, r.flops) for r in rows if not (r.role == "core" and r.grows))
         fixed += sum(share(span, a) for span, a, _ in own)
-        grows += [(share(span, f), w, None, "") for span, _, per_key in own for f, w in per_key]
+        grows += [(share(span, f), *how) for span, _, per_key in own for f, *how in per_key]
         return fixed, [c for c in grows if c[0]]
 
     return costs
@@ -191,7 +192,7 @@ def infer(
         spans = {span for span, *_ in absorbed}
         expanded = sum(r.flops for r in prefill.rows if r.slot == "attention" and r.layers in spans)
         per_sequence = prompt * (prefill.flops_per_token - expanded) + sum(
-            prompt * a + sum(f * keys_met(1, prompt, w) for f, w in per_key) for _, a, per_key in absorbed
+            prompt * a + sum(f * keys_met(1, prompt, *how) for f, *how in per_key) for _, a, per_key in absorbed
         )
         prefill_flops = batch * int(per_sequence)
     else:

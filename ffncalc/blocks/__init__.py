@@ -104,10 +104,11 @@ class Block:
         """Positions it holds in its cache after ``tokens`` tokens (all of them, or its window)."""
         return tokens
 
-    def decode_cost(self, model: Model) -> tuple[int, tuple[tuple[int, int | None], ...]] | None:
+    def decode_cost(self, model: Model) -> tuple[int, tuple[tuple[int, int | None, int | None, str], ...]] | None:
         """Where decoding runs another computation than its forward terms state (MLA absorbed): the matmul
         FLOPs of one decode step of one layer of it as a fixed part and parts per key met, each with the
-        most keys it meets (None: every cached key); None: its terms at one token."""
+        most keys it meets (None: every cached key), its chunk and its selection (model/terms.py's window, chunk
+        and select of a core term); None: its terms at one token."""
         return None
 
     def state_elements(self, model: Model) -> int:

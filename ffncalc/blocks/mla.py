@@ -20,7 +20,7 @@ token) is cached beside the latent.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 
 from ..model.schema import NonNegative, Positive, SpecError
@@ -81,6 +81,11 @@ class LatentAttention(Block):
     # the indexer's queries from the layer's input through a LayerNorm of its own (q_input_norm, d_model -> wq_b) in
     # place of the query latent (MistralLarge4TextIndexer, whose attention has no query latent)
     index_input_norm: bool = False
+    # the indexer's keys pooled C at a time (GLM-5 Next's Glm5NextTextIndexer, index_kpool): each complete pool's keys
+    # averaged by a softmax over its positions of a gate (index_kpool_compress_gate, d_model -> index_head_dim, no bias)
+    # plus a learned table a position (index_kpool_compress_ape, C × index_head_dim), one index key a pool; a query
+    # keeps index_topk / C whole pools and the keys of its own incomplete pool (index_kpool_always_select_tail)
+    index_pool: Positive | None = None
 
     @property
     def kv_heads(self) -> int:
@@ -124,12 +129,18 @@ class LatentAttention(Block):
         if self.qk_rope_head_dim == 0 and self.rope_key_norm:
             raise SpecError(("rope_key_norm",), "no rotary key to norm: qk_rope_head_dim is 0")
         if not self.indexed:
-            for field in ("index_head_dim", "index_topk"):
+            for field in ("index_head_dim", "index_topk", "index_pool"):
                 if getattr(self, field) is not None:
                     raise SpecError((field,), "an indexer setting without index_n_heads (which turns the indexer on)")
             return
         if self.index_head_dim is None:
             raise SpecError(("index_head_dim",), "the indexer needs index_head_dim as well as index_n_heads")
+        if self.index_pool is not None and self.qk_rope_head_dim:
+            raise SpecError(("index_pool",), "pooled index keys take no rotary features: state qk_rope_head_dim 0 (GLM-5 Next)")
+        if self.index_pool is not None and (self.index_topk is None or self.index_topk % self.index_pool):
+            raise SpecError(
+                ("index_pool",), f"pooled keys need an index_topk of whole pools of {self.index_pool} (Glm5NextTextConfig)"
+            )
         if self.q_lora_rank is None and not self.index_input_norm:
             raise SpecError(
                 ("q_lora_rank",), "the indexer's query reads the low-rank query latent: state q_lora_rank (DeepseekV32Indexer.wq_b)"
@@ -141,6 +152,8 @@ class LatentAttention(Block):
             text += f", indexer {self.index_n_heads} × {self.index_head_dim}"
             if self.index_topk:
                 text += f" → top {self.index_topk}"
+            if self.index_pool:
+                text += f" in pools of {self.index_pool}"
         if self.window:
             text += f", window {self.window:,}"
         if self.head_gate:
@@ -198,7 +211,12 @@ class LatentAttention(Block):
         # attends to min(index_topk, i + 1) keys for the query at i (a sparse kernel such as FlashMLA's): the
         # pairs of a window of index_topk, the keys picked rather than the latest; the selection itself is
         # comparisons, no FLOPs. The indexer's own scores meet every earlier key.
+        first = len(e.out)
         attention_core(e, model, h, qk, self.v_head_dim, seq_len, self.bias, window=self.index_topk if self.indexed else self.window)
+        if self.index_pool:  # whole pools and the tail: min(p, index_topk + p mod C) keys for the query at p
+            for i in range(first, len(e.out)):
+                if e.out[i].role == "core":
+                    e.out[i] = replace(e.out[i], chunk=self.index_pool, select="budget")
 
     def _indexer_terms(self, e, model, seq_len: int) -> None:
         """DeepseekV32Indexer: wq_b (q_lora_rank -> heads·head_dim), wk (d_model -> head_dim), k_norm (a LayerNorm
@@ -218,18 +236,29 @@ class LatentAttention(Block):
         e.linear("attn.indexer.weights_proj", d, hi, False, n)
         if model.positions == "rotary":  # the first qk_rope_head_dim features of each index query and the key
             e.op("attn.indexer.rotary", n * ROTARY_OPS * (hi + 1) * min(self.qk_rope_head_dim, di))
-        e.term("attn.indexer.scores", "core", (hi, seq_len, di), n, numel=0, macs=n * hi * seq_len * di)
-        e.op("attn.indexer.relu", n * INDEX_SCORE_OPS * hi * seq_len)
-        e.term("attn.indexer.head_sum", "core", (hi, seq_len, 1), n, numel=0, macs=n * hi * seq_len)
+        pool, keys = self.index_pool, seq_len
+        select = {}
+        if pool:  # Glm5NextTextIndexer.get_pooled_states: the gate's logits, the table added, a softmax over each
+            # pool's positions and the weighted sum of its keys (per key feature: an add, the softmax, a multiply-add);
+            # the scores meet every complete pool of the sequence (executed) or those up to the query (causal)
+            e.linear("attn.indexer.compress_gate", d, di, False, n, component="attn.indexer.compress")
+            e.term("attn.indexer.compress_ape", "bias", (pool, di), n, component="attn.indexer.compress")
+            e.op("attn.indexer.pool", n * di * (1 + SOFTMAX_OPS + 2))
+            keys, select = seq_len // pool, {"chunk": pool, "select": "entries"}
+        e.term("attn.indexer.scores", "core", (hi, seq_len, di), n, numel=0, macs=n * hi * seq_len * di, **select)
+        e.op("attn.indexer.relu", n * INDEX_SCORE_OPS * hi * keys)
+        e.term("attn.indexer.head_sum", "core", (hi, seq_len, 1), n, numel=0, macs=n * hi * seq_len, **select)
 
-    def decode_cost(self, model) -> tuple[int, tuple[tuple[int, int | None], ...]]:
+    def decode_cost(self, model) -> tuple[int, tuple[tuple[int, int | None, int | None, str], ...]]:
         """One decode step absorbed, as serving engines run MLA (DeepSeek-V2 §2.1.3; FlashMLA, vLLM, SGLang):
         W_UK folded into the query and W_UV applied after attention, so each head attends over the cached
         latent (kv_lora_rank) and rotary key (qk_rope_head_dim) like MQA, and no cached latent is expanded.
         Multiply-adds per token: the query path (q_a, q_b or q), kv_a for the new token, the absorption
         h·nope·rank, W_UV h·rank·v and o h·v·d; per key, scores h·(rank + rope) and values h·rank. With the
         indexer, its projections, its scores over every key (H·D + H per key), and the attention over at
-        most index_topk keys (DeepSeek-V3.2-Exp §2.1). 2 FLOPs per multiply-add."""
+        most index_topk keys (DeepSeek-V3.2-Exp §2.1); with pooled keys, its scores against each complete pool and
+        the attention over the pools kept and the tail (model/terms.py, select "entries" and "budget"). 2 FLOPs per
+        multiply-add; each per-key part as (FLOPs, window, chunk, select), as inference.keys_met takes them."""
         d, h, rank, rope, nope, v = (
             model.d_model,
             self.n_heads,
@@ -250,13 +279,19 @@ class LatentAttention(Block):
             fixed += d * h
         if self.feature_gate:
             fixed += d * h * v
-        per_key = [(2 * (h * (rank + rope) + h * rank), self.index_topk if self.indexed else self.window)]
+        pool = self.index_pool
+        attend = (self.index_topk, pool, "budget") if pool else (self.index_topk if self.indexed else self.window, None, "")
+        per_key = [(2 * (h * (rank + rope) + h * rank), *attend)]
         if self.indexed:
             hi, di = self.index_n_heads, self.index_head_dim
             fixed += (
                 (d if self.index_input_norm else self.q_lora_rank) * hi * di + d * di + d * hi
             )  # wq_b's input: the latent, or the layer's
-            per_key.append((2 * (hi * di + hi), None))
+            if pool:  # the gate's logits of the new key; the scores against each complete pool
+                fixed += d * di
+                per_key.append((2 * (hi * di + hi), None, pool, "entries"))
+            else:
+                per_key.append((2 * (hi * di + hi), None, None, ""))
         return 2 * fixed, tuple(per_key)
 
     def cached_tokens(self, tokens: int) -> int:
@@ -264,8 +299,11 @@ class LatentAttention(Block):
 
     def cache_elements(self, model) -> int:
         """The latent and the shared rotary key: what DeepSeek-V2 caches per token and layer (§2.1.2); with
-        the indexer, its key as well (index_head_dim: DeepSeek-V3.2's indexer key cache)."""
-        return self.kv_lora_rank + self.qk_rope_head_dim + (self.index_head_dim if self.indexed else 0)
+        the indexer, its key as well (index_head_dim: DeepSeek-V3.2's indexer key cache); pooled keys cache the gate's
+        logits beside each key (Glm5NextTextIndexer's packed state: the key, the gate's logits and a validity flag,
+        which is a mask)."""
+        index = (2 if self.index_pool else 1) * self.index_head_dim if self.indexed else 0
+        return self.kv_lora_rank + self.qk_rope_head_dim + index
 
     def kept_elements(self, model) -> int:
         """The input; the query latent and its normed copy (low-rank query); kv_a's output and the normed
@@ -303,12 +341,17 @@ class LatentAttention(Block):
             return model.d_model + q_latent + attention + gate + stats + scaling
         return model.d_model + q_latent + latent + 2 * h * self.qk_head_dim + 2 * h * self.v_head_dim + gate + stats + scaling
 
+    def selected(self, seq_len: int) -> int:
+        """The ids a query hands the sparse kernel: min(index_topk, s) (DeepSeek-V3.2's Indexer: topk(min(index_topk,
+        end_pos)), −1 past the query's own); pooled, room for the tail's C − 1 keys besides (Glm5NextTextIndexer's
+        output_width, index_topk + index_kpool − 1), at most s."""
+        return min((self.index_topk or seq_len) + (self.index_pool - 1 if self.index_pool else 0), seq_len)
+
     def score_bytes(self, model, seq_len: int, flash: bool = False) -> int:
         """Flash: the fp32 log-sum-exp a query and head; with the indexer, the sparse kernel's ids too, int32 as
-        FlashMLA's indices take them, min(index_topk, s) a query (DeepSeek-V3.2's Indexer: topk(min(index_topk,
-        end_pos)), −1 past the query's own). Eager: the softmax's scores, as multi-head attention's."""
+        FlashMLA's indices take them, ``selected`` a query. Eager: the softmax's scores, as multi-head attention's."""
         if flash and self.indexed:
-            return 4 * self.n_heads * seq_len + 4 * seq_len * min(self.index_topk or seq_len, seq_len)
+            return 4 * self.n_heads * seq_len + 4 * seq_len * self.selected(seq_len)
         return softmax_score_bytes(self.n_heads, seq_len, flash)
 
     def torch_module(self, model, causal: bool):
@@ -397,6 +440,30 @@ def attend_selected(layer, q, k, v, keep):
     return torch.cat([head, tail], dim=-2)
 
 
+def attend_pooled(layer, q, k, v, keep, budget: int, size: int):
+    """``attend`` over the keys a pooled indexer kept (``keep``: (B, s, s), each query's kept keys). Executed dense
+    (transformers' eager path): the full square, the selection a mask. Causal (a sparse kernel): each query against
+    its kept keys only, min(p, budget + p mod C) of them for the query at p = i + 1 (model/terms.py, "budget")."""
+    import torch
+
+    from ._torch import softmax
+
+    b, heads, s, _ = q.shape
+    sinks = getattr(layer, "sinks", None)
+    q = q * (1.0 / math.sqrt(q.shape[-1]))
+    if not layer.causal:
+        scores = layer.scores(q, k.transpose(-2, -1)).masked_fill(~keep.unsqueeze(1), float("-inf"))
+        return layer.values(softmax(scores, sinks), v)
+    rows = []
+    for i in range(s):
+        count = min(i + 1, budget + (i + 1) % size)
+        index = keep[:, i].to(q.dtype).topk(count, dim=-1).indices[:, None, :, None]  # (B, 1, count, 1)
+        ki = k.gather(2, index.expand(b, heads, count, k.shape[-1]))
+        vi = v.gather(2, index.expand(b, heads, count, v.shape[-1]))
+        rows.append(layer.values(softmax(layer.scores(q[..., i : i + 1, :], ki.transpose(-2, -1)), sinks), vi))
+    return torch.cat(rows, dim=-2)
+
+
 @cache
 def _module():
     import contextlib
@@ -436,6 +503,10 @@ def _module():
             self.wk = Linear(d, di, bias=False)
             self.k_norm = nn.LayerNorm(di, eps=1e-6)
             self.weights_proj = Linear(d, hi, bias=False)
+            self.pool = spec.index_pool
+            if self.pool:  # Glm5NextTextIndexer's index_kpool_compress_gate and index_kpool_compress_ape
+                self.compress_gate = Linear(d, di, bias=False)
+                self.compress_ape = nn.Parameter(torch.zeros(self.pool, di))
             self.scores = MatMul()
             self.head_sum = MatMul()
 
@@ -452,7 +523,43 @@ def _module():
             w = self.weights_proj(x) * self.heads**-0.5  # (B, s, H)
             return index_scores(q, k.expand(b, self.heads, s, self.dim), w, self.scores, self.head_sum, self.causal)
 
+        def pooled(self, x: torch.Tensor, q_latent: torch.Tensor) -> torch.Tensor:
+            """Glm5NextTextIndexer: each query's kept keys, (B, s, s). Each complete pool of C keys becomes one
+            index key, the softmax over its positions of the gate's logits plus the table weighting its keys; the
+            query at p = i + 1 scores the ⌊p / C⌋ pools complete up to itself (causal) or every complete pool of
+            the sequence, the later ones masked (executed, as transformers computes them), keeps the best
+            index_topk / C of them and the keys of its own incomplete pool (the tail)."""
+            b, s, _ = x.shape
+            size, most = self.pool, self.topk // self.pool
+            q = self.wq_b(q_latent).view(b, s, self.heads, self.dim).transpose(1, 2) * self.dim**-0.5  # (B, H, s, D)
+            k = self.k_norm(self.wk(x))  # (B, s, D)
+            whole = s // size * size
+            logits = self.compress_gate(x)[:, :whole].view(b, -1, size, self.dim) + self.compress_ape
+            weights = logits.float().softmax(dim=2).to(k.dtype)
+            pools = (weights * k[:, :whole].view(b, -1, size, self.dim)).sum(2)  # (B, P, D)
+            w = self.weights_proj(x) * self.heads**-0.5  # (B, s, H)
+            i = torch.arange(s, device=x.device)
+            keep = (i[None, :] <= i[:, None]).expand(b, s, s).clone()  # every visible key, then the selection
+            if not self.causal:
+                relu = torch.relu(self.scores(q, pools.unsqueeze(1).transpose(-2, -1)))  # (B, H, s, P)
+                every = self.head_sum(w.unsqueeze(-2), relu.permute(0, 2, 1, 3)).squeeze(-2)  # (B, s, P)
+            for c in range(1, s // size + 1):  # the queries at p = i + 1 with ⌊p / C⌋ = c complete pools
+                first, stop = c * size - 1, min((c + 1) * size - 1, s)
+                if self.causal:
+                    relu = torch.relu(self.scores(q[..., first:stop, :], pools[:, None, :c].transpose(-2, -1)))
+                    score = self.head_sum(w[:, first:stop, None, :], relu.permute(0, 2, 1, 3)).squeeze(-2)  # (B, n, c)
+                else:
+                    score = every[:, first:stop, :c]
+                if c <= most:
+                    continue  # every complete pool is kept
+                top = score.topk(most, dim=-1).indices  # (B, n, most)
+                chosen = torch.zeros(b, stop - first, c, dtype=torch.bool, device=x.device).scatter(-1, top, True)
+                keep[:, first:stop, : c * size] = chosen.repeat_interleave(size, dim=-1)
+            return keep
+
         def forward(self, x: torch.Tensor, q_latent: torch.Tensor) -> torch.Tensor | None:
+            if self.pool:
+                return self.pooled(x, q_latent)
             scores = self.index(x, q_latent)
             if self.topk is None or self.topk >= x.shape[1]:
                 return None  # every key is selected
@@ -461,6 +568,11 @@ def _module():
         def select(self, x: torch.Tensor, q_latent: torch.Tensor) -> torch.Tensor:
             """The ids a sparse kernel reads: min(index_topk, s) a query (DeepSeek-V3.2's inference Indexer takes
             topk(min(index_topk, end_pos))), int32 as FlashMLA's indices, −1 where the pick lies past the query."""
+            if self.pool:  # the kept keys in order, −1 past them, index_topk + C − 1 a query at most
+                keep = self.pooled(x, q_latent)
+                width = min(self.topk + self.pool - 1, x.shape[1])
+                top = keep.to(x.dtype).topk(width, dim=-1)
+                return torch.where(top.values > 0, top.indices, -1).to(torch.int32)  # (B, s, width)
             scores = self.index(x, q_latent)
             top = scores.topk(min(self.topk or x.shape[1], x.shape[1]), dim=-1)
             return torch.where(top.values > float("-inf"), top.indices, -1).to(torch.int32)  # (B, s, k)
@@ -567,6 +679,8 @@ def _module():
                     keep = self.indexer(x, None if hasattr(self, "q") else q_latent)
             if keep is None:
                 out = attend(self, q, k, v)  # (B, H, s, v_dim)
+            elif self.indexer.pool:
+                out = attend_pooled(self, q, k, v, keep, self.indexer.topk, self.indexer.pool)
             else:
                 out = attend_selected(self, q, k, v, keep)
             return self.output(x, out, gate)

@@ -31,7 +31,8 @@ class HyperConnections(Part):
     become post ⊗ output + combᵀ · streams (a product of activations, d·k² multiply-adds per token).
     ihc, HY-V4's (HYV4HyperConnection, HYV4HyperHead): as mhc without comb, fn N -> 2k, base 2k, scale 2, the
     norm's factor applied to fn's output; the streams become post ⊗ output + streams.
-    The head of both: the unweighted norm, fn (N -> k), base (k), scale (1), pre weights, Σ pre ⊙ streams.
+    The head of both: the unweighted norm, fn (N -> k), base (k), scale (1), pre weights, Σ pre ⊙ streams; or (head
+    "mean", GLM-5 Next's Glm5NextTextHyperHead) the streams' unweighted mean.
     gated, Qwen4-Exp's (Qwen4ExpTextGatedResidual): an RMSNorm over each stream (its weight N wide), down
     (N -> rank) and silu of it / k, up (rank -> N) and sigmoid, the input the mean over the streams of that ⊙ the
     normed streams; inject (N -> k), 2·sigmoid of it / k, and the streams become streams + inject ⊗ output. Its
@@ -46,10 +47,15 @@ class HyperConnections(Part):
     mixer: Literal["mhc", "ihc", "gated"] = "mhc"
     rank: Positive | None = None  # gated: the low-rank mixer's width (Qwen4ExpTextConfig.hc_lowrank)
     sinkhorn_iters: Positive = 20  # mhc: Sinkhorn-Knopp rounds (DeepseekV4Config.hc_sinkhorn_iters)
+    # the head: "mixed", the mixer's own (pre weights from the streams); "mean", the streams' unweighted mean, no
+    # parameters (GLM-5 Next's Glm5NextTextHyperHead)
+    head: Literal["mixed", "mean"] = "mixed"
 
     def __post_init__(self) -> None:
         if (self.rank is None) == (self.mixer == "gated"):
             raise SpecError(("rank",), "the gated mixer needs a rank, and only it has one")
+        if self.head == "mean" and self.mixer == "gated":
+            raise SpecError(("head",), "the gated mixer's head is its own (Qwen4-Exp's hyper_connection_mixer)")
 
     def coefficients(self, head: bool) -> int:
         """fn's outputs: pre, post and comb (mhc), pre and post (ihc), pre alone (a head)."""
@@ -61,6 +67,9 @@ class HyperConnections(Part):
             raise SpecError(("hyper",), "hyper-connections wrap sequential pre-norm sublayers, without AltUp or LAuReL")
 
     def final_terms(self, e, model) -> None:  # the embedding's copies into the streams are no arithmetic
+        if self.head == "mean":  # the sum of the k streams and the divide, per feature of each
+            e.op("hc.head", self.streams * model.d_model)
+            return
         self._site(e, model, "hc.head", True)
 
     def layer_terms(self, e, model, positions: int) -> None:
@@ -190,13 +199,14 @@ def _modules():
         def __init__(self, spec: HyperConnections, model):
             super().__init__()
             self.k = spec.streams
-            self.head = Site(spec, model, True)
+            if spec.head == "mixed":
+                self.head = Site(spec, model, True)
 
         def expand(self, x: torch.Tensor, ctx: dict) -> torch.Tensor:
             return x.unsqueeze(-2).expand(*x.shape[:-1], self.k, x.shape[-1])
 
         def collapse(self, streams: torch.Tensor, ctx: dict) -> torch.Tensor:
-            return self.head(streams)
+            return self.head(streams) if hasattr(self, "head") else streams.mean(-2)
 
     class LayerHyper(nn.Module):
         def __init__(self, spec: HyperConnections, model):

@@ -336,7 +336,7 @@ def test_absorbed_decode_meets_topk_keys_and_the_indexer_every_key():
     mla = spec.layers[0].attention
     fixed, per_key = mla.decode_cost(spec)
     h, rank, rope, hi, di, keys = 128, 512, 64, 64, 128, 100_000
-    step = fixed + sum(f * (keys if w is None else min(keys, w)) for f, w in per_key)
+    step = fixed + sum(f * (keys if w is None else min(keys, w)) for f, w, _, _ in per_key)
     attention = 2 * (h * (rank + rope) + h * rank) * 2048
     indexer = 2 * (hi * di + hi) * keys
     assert step - fixed == attention + indexer

@@ -787,6 +787,7 @@ TEXT_PROVEN_WHOLE = {
     "unlimited_ocr_text": "unlimited_ocr",
     "deepseek_ocr2_text": "deepseek_ocr2",
     "hunyuan_vl_text": "hunyuan_vl",
+    "glm5_next_text": "glm5_next",
 }
 
 
@@ -889,14 +890,6 @@ WHOLE_NOT_YET = {
     "thinker_to_talker_proj) and token2wav (a DiT with an ECAPA-TDNN speaker encoder and time-conditioned norms, and "
     "BigVGAN's transposed convolutions and residual blocks of snake activations) are not read yet; its thinker is "
     "(qwen2_5_omni_thinker)",
-    "glm5_next": "its language model (glm5_next_text) is not read yet: Kimi Delta Attention layers (blocks/kimi_delta.py's "
-    "kind: linear_num_heads of linear_head_dim, one depthwise conv1d over q, k and v) beside every fourth layer of "
-    "DeepSeek-V3.2's latent attention whose DSA indexer scores keys pooled index_kpool at a time (a learned gate over "
-    "the layer's input, index_kpool_compress_gate, and an added table, index_kpool_compress_ape, neither read by "
-    "blocks/mla.py's indexer), all under manifold-constrained hyper-connections of hc_mult streams (attn_hc, ffn_hc: "
-    "parts/hyper.py's mhc), with sigmoid-routed experts and shared experts after the first dense layers; its vision "
-    "tower is GLM-OCR's form (q and k norms, a gated MLP with biases, downsample and merger: towers/qwen.py's "
-    "glm_vision), not yet read as glm5_next_vision",
 }
 
 

@@ -32,7 +32,7 @@ def _deepseek(c: Config, *, mlp_bias: bool, defaults: dict) -> dict:
         "q_lora_rank": q_rank,
         "kv_lora_rank": c.int("kv_lora_rank", 512),
         "qk_nope_head_dim": c.int("qk_nope_head_dim", 128),
-        "qk_rope_head_dim": c.int("qk_rope_head_dim", 64),
+        "qk_rope_head_dim": c.int("qk_rope_head_dim", 64, positive=False),  # 0: no rotary features (GLM-5 Next)
         "v_head_dim": c.int("v_head_dim", 128),
         "bias": c.bool("attention_bias", False),
     }

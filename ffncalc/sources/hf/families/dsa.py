@@ -67,12 +67,10 @@ GLM_MOE_DSA = {
 }
 
 
-def _dsa(c: Config, defaults: dict, indexers: list[str]) -> dict:
-    """MLA with an indexer in the layers whose entry in ``indexers`` is "full" (none where "shared"); layer i's
-    MLP is a MoE where mlp_layer_types[i] is "sparse", else a dense MLP of intermediate_size. transformers
-    reads mlp_layer_types, or the first first_k_dense_replace layers dense and the rest sparse; it reads no
-    moe_layer_freq for these types. The mixture is DeepSeek-V3's (``_deepseek``): a bias-free router whose
-    e_score_correction_bias is a buffer, and n_shared_experts × moe_intermediate_size as one shared MLP."""
+def dsa_blocks(c: Config, defaults: dict) -> tuple[dict, list[str], dict, dict]:
+    """The spec of ``_deepseek`` (every layer a mixture), the layers' MLP kinds, the MLPs by kind ("sparse": the
+    mixture, "dense": a bias-free MLP of intermediate_size) and the attentions by indexer kind ("full": MLA with
+    the indexer, "shared": without)."""
     n = c.int("num_hidden_layers")
     kinds = c.data.get("mlp_layer_types")
     if kinds is None:
@@ -93,7 +91,16 @@ def _dsa(c: Config, defaults: dict, indexers: list[str]) -> dict:
     ffns = {"sparse": spec["ffn"], "dense": gated(c)}
     indexer = {"index_n_heads": c.int("index_n_heads"), "index_head_dim": c.int("index_head_dim"), "index_topk": c.int("index_topk")}
     attentions = {"full": {**spec["attention"], **indexer}, "shared": spec["attention"]}
+    return spec, kinds, ffns, attentions
 
+
+def _dsa(c: Config, defaults: dict, indexers: list[str]) -> dict:
+    """MLA with an indexer in the layers whose entry in ``indexers`` is "full" (none where "shared"); layer i's
+    MLP is a MoE where mlp_layer_types[i] is "sparse", else a dense MLP of intermediate_size. transformers
+    reads mlp_layer_types, or the first first_k_dense_replace layers dense and the rest sparse; it reads no
+    moe_layer_freq for these types. The mixture is DeepSeek-V3's (``_deepseek``): a bias-free router whose
+    e_score_correction_bias is a buffer, and n_shared_experts × moe_intermediate_size as one shared MLP."""
+    spec, kinds, ffns, attentions = dsa_blocks(c, defaults)
     runs: list[list] = []  # runs of layers alike in both: [(mlp kind, indexer kind), repeat]
     for pair in zip(kinds, indexers):
         if runs and runs[-1][0] == pair:

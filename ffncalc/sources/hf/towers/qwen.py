@@ -92,8 +92,9 @@ def qwen_vision(v: Config) -> dict:
     return spec
 
 
-# GLM-4V's (GLM-4.1V, GLM-4.5V, GLM-4.6V: Glm4vVisionModel and Glm4vMoeVisionModel, built the same), and GLM-OCR's
-GLM_VISION = ("glm4v_vision", "glm4v_moe_vision", "glm_ocr_vision")
+# GLM-4V's (GLM-4.1V, GLM-4.5V, GLM-4.6V: Glm4vVisionModel and Glm4vMoeVisionModel, built the same), GLM-OCR's and GLM-5
+# Next's
+GLM_VISION = ("glm4v_vision", "glm4v_moe_vision", "glm_ocr_vision", "glm5_next_vision")
 
 
 def glm_vision(v: Config) -> dict:
@@ -106,7 +107,9 @@ def glm_vision(v: Config) -> dict:
     post_projection_norm (a LayerNorm), GELU, then a SwiGLU MLP of intermediate_size (gate_proj, up_proj, down_proj, no
     biases, hidden_act). GLM-OCR's (GlmOcrVisionModel): no post_conv_layernorm and no table (its positions the rotary
     ones alone); q, k, v and proj with attention_bias, q_norm and k_norm (RMSNorms of a head, shared by the heads), a
-    gated MLP of intermediate_size with attention_bias; the merger's SwiGLU of out_hidden_size × in_channels."""
+    gated MLP of intermediate_size with attention_bias; the merger's SwiGLU of out_hidden_size × in_channels. GLM-5
+    Next's (Glm5NextVisionModel): GLM-OCR's with q, k and v fused in one qkv (the same weights) and its merger's SwiGLU of
+    projection_intermediate_size; swiglu_limit's clamps are comparisons."""
     kind = v.model_type or "glm4v_vision"
     if kind not in GLM_VISION:
         raise v.fail("model_type", f"a GLM-4V vision tower of {kind!r} is not read yet (read: {', '.join(GLM_VISION)})")
@@ -114,9 +117,12 @@ def glm_vision(v: Config) -> dict:
     act = v.activation("hidden_act", "silu")
     bias = v.bool("attention_bias", False)
     merge, patch = v.int("spatial_merge_size", 2), v.int("patch_size")
-    ocr = kind == "glm_ocr_vision"
-    # the merger's context_dim: GlmOcrVisionModel's out_hidden_size × in_channels, Glm4vVisionModel's intermediate_size
+    ocr = kind in ("glm_ocr_vision", "glm5_next_vision")
+    # the merger's context_dim: GlmOcrVisionModel's out_hidden_size × in_channels, Glm5NextVisionModel's
+    # projection_intermediate_size, Glm4vVisionModel's intermediate_size
     context = out * v.int("in_channels", 3) if ocr else v.int("intermediate_size")
+    if kind == "glm5_next_vision":
+        context = v.int("projection_intermediate_size")
     projector = {
         "width": d,
         "hidden": 2 * context,  # gate_proj and up_proj, side by side

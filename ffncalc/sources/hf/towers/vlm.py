@@ -444,6 +444,15 @@ def glm_ocr(c: Config) -> dict:
     return {"vision": glm_vision(sub_config(c, "vision_config", {None: "glm_ocr_vision"}))}  # type: ignore[dict-item]
 
 
+@wrapper("glm5_next")
+def glm5_next(c: Config) -> dict:
+    """Glm5NextForConditionalGeneration (GLM-5 Next): GLM-OCR's tower form with a fused qkv and its merger of
+    projection_intermediate_size (towers/qwen.py), beside its language model (families/glm5_next.py)."""
+    from .qwen import glm_vision
+
+    return {"vision": glm_vision(sub_config(c, "vision_config", {None: "glm5_next_vision"}))}  # type: ignore[dict-item]
+
+
 @wrapper("kimi_k25")
 def kimi_k25(c: Config) -> dict:
     """Kimi_K25ForConditionalGeneration (Kimi K2.5): MoonViT (vit.py), each merge_kernel_size² patches averaged over
