@@ -26,6 +26,7 @@ from ..model.stacks import Stack
 from ..model.terms import ACTIVATION_OPS, Emitter
 from . import Part, register
 from .conv_attention import ConvAttention
+from .davit import DaVit
 from .fastvit import FastVit
 from .generation import Generator
 from .high_res import HighRes
@@ -102,6 +103,9 @@ class Vision(Part):
     # a FastViT from the pixels up in place of the patch embedding and ``layers`` (parts/fastvit.py: FastVLM's
     # FastViTHD through timm), patch_size its stride: the projector reads its final block's channels
     fastvit: FastVit | None = None
+    # a DaViT from the pixels up in place of the patch embedding and ``layers`` (parts/davit.py: Florence-2's), patch_size
+    # its stride, with Florence-2's position tables and mean token before the projector
+    davit: DaVit | None = None
     # Llama 3.2 Vision's tiles (MllamaVisionModel): an image runs as ``tiles`` tiles of image_size² pixels, each tile's
     # positions (its patches and class token) padded with zeros to a whole multiple of ``pad_to`` and every tile's run
     # through the layers together (their attention over all the tiles' positions); the padding dropped after
@@ -125,6 +129,9 @@ class Vision(Part):
     # its output is the memory a decoder's cross-attention reads (parts/encoder.py, image_patch), not tokens in the
     # sequence: an image encoder-decoder's (Pix2Struct), one image a sequence
     cross: bool = False
+    # its tokens take the places of image tokens in an encoder's source (Florence-2's, before BART's encoder), not of the
+    # decoder's sequence: --images does not place them there yet (refused)
+    source: bool = False
     # ViTModel's pooler (ViTPooler): a dense d -> d with a bias and a tanh over the class token's output, once an image;
     # run by VisionEncoderDecoderModel's encoder, read by none of its decoder
     pooler: bool = False
@@ -142,6 +149,8 @@ class Vision(Part):
         return 0 if self.table_positions else self.request_tokens()
 
     def check(self, spec) -> None:
+        if self.source and self.images:
+            raise SpecError(("vision", "images"), "its images enter the encoder's source, which --images does not place yet")
         if self.cross and self.images != 1:  # its decoder cross-attends the positions of the one image it reads
             raise SpecError(("vision", "images"), f"{self.images} images: an image encoder-decoder reads one image a sequence")
         if self.sam and self.layers is not None:
@@ -158,6 +167,14 @@ class Vision(Part):
                 )
             if self.image_size % self.patch_size:  # whole tokens: each stride-2 step halves an even side
                 raise SpecError(("vision", "image_size"), f"{self.image_size} pixels: FastViT's tokens are {self.patch_size} a side")
+        if self.davit:
+            self.davit.check()
+            if self.layers is not None or self.position_table or self.class_token or self.patch_size != self.davit.stride:
+                raise SpecError(
+                    ("vision", "davit"), f"a whole tower: no layers, tables or class token, patch_size {self.davit.stride}"
+                )
+            if self.image_size % self.patch_size:  # whole positions a side in every stage
+                raise SpecError(("vision", "image_size"), f"{self.image_size} pixels: DaViT's positions are {self.patch_size} a side")
         if self.layers is None:
             stated = [k for k in ("pre_norm", "post_norm", "head", "layer_scale", "window", "deepstack") if getattr(self, k)]
             if stated:
@@ -224,6 +241,8 @@ class Vision(Part):
             return self.routed.width
         if self.fastvit:
             return self.fastvit.width
+        if self.davit:
+            return self.davit.width
         return self.layers.d_model if self.layers else (self.embed_width or model.d_model)
 
     @property
@@ -256,6 +275,8 @@ class Vision(Part):
         """The language model's tokens one image becomes."""
         if self.projector.fixed:  # a resampler's latents, a Q-Former's queries
             return self.projector.fixed
+        if self.davit:  # the mean and every position of its last stage
+            return self.davit.tokens(self.image_size)
         if self.projector.query:  # Aria's: as many queries as its patches call for
             return self.projector.image_tokens(self.grid**2)
         breaks = self.grid // self.projector.group if self.row_breaks else 0
@@ -282,6 +303,8 @@ class Vision(Part):
         d, p, c = self.width(model), self.patch_size, self.channels
         if self.fastvit:  # its stem, stages and final block from the pixels, then the projector over its positions
             return self.fastvit.terms(self.image_size) + self.projector.terms(model.d_model, "vision.projector.", self.grid**2)
+        if self.davit:  # its stages from the pixels and Florence-2's tables and mean, then the projector over the tokens
+            return self.davit.terms(self.image_size) + self.projector.terms(model.d_model, "vision.projector.", self.tokens)
         stack = self.stack
         norm = stack.norm if stack else None
         emb = Emitter("layers")  # its weights, biases and norms are the tower's layers' kin; its tables embeddings
@@ -508,6 +531,11 @@ class Vision(Part):
                 f"vision tower: one {s}×{s}-pixel image is {rows:,} positions the decoder cross-attends and {flops:,} "
                 "forward FLOPs through the encoder, once a sequence"
             )
+        if self.source:  # Florence-2's: the encoder's source, not the decoder's sequence
+            return (
+                f"vision tower: one {s}×{s}-pixel image is {tokens:,} tokens of the encoder's source (--source-len counts "
+                f"them with the text's) and {flops:,} forward FLOPs through the tower and the projector"
+            )
         where = (
             f"{self.images} a sequence, in the FLOPs per token"
             if self.images
@@ -572,6 +600,13 @@ def _module(spec: Vision, model):
                 for name, module in spec.fastvit.modules().items():
                     self.add_module(name, module)
                 self.projector = spec.projector.module(model.d_model)
+                return
+            if spec.davit:  # its own stages, then the projector with Florence-2's position tables
+                for name, module in spec.davit.modules().items():
+                    self.add_module(name, module)
+                self.projector = spec.projector.module(model.d_model)
+                for name, module in spec.davit.position_tables().items():
+                    setattr(self.projector, name, module)
                 return
             p, f = spec.patch_size, spec.frames
             if f > 1:  # frames × patch × patch pixels of each channel a patch
@@ -660,6 +695,9 @@ def _module(spec: Vision, model):
             pixels = torch.zeros(shape, dtype=x.dtype, device=x.device)
             if spec.fastvit:
                 self.projector(spec.fastvit.run(self, pixels))
+                return x
+            if spec.davit:
+                self.projector(spec.davit.run(self, pixels, self.projector))
                 return x
             if spec.embed_norms:  # each patch's pixels normalised first (their layout does not change the work)
                 g, c, p = spec.grid, spec.channels, spec.patch_size

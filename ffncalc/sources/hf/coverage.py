@@ -815,14 +815,6 @@ WHOLE_NOT_YET = {
     "two-convolution subsampler with cumulative group norms, Conformer blocks of chunked local attention with relative "
     "positions, light convolutions and half-step feed-forwards), and their multimodal embedders; its language model is "
     "read (gemma3n_text)",
-    "florence2": (
-        "its DaViT tower is not read (four stages, each a strided convolutional stem with a LayerNorm, then blocks of a "
-        "spatial sublayer, attention within 12 × 12 windows padded to whole windows, and a channel sublayer, attention "
-        "between each group's channels over all positions, every sublayer after a 3 × 3 depthwise convolution added to "
-        "its input), nor its projector (row and column tables of 50 rows, a cosine temporal row, a spatial mean token: "
-        "577 tokens at 768 pixels); and the encoder part counts an image's positions as its whole source (image_patch), "
-        "not as tokens before the text's in BART's encoder sequence"
-    ),
     "hunyuan_vl": "its tower is not read: SigLIP-like layers over native-resolution patches (an interpolated position "
     "table) and its patch merger (an RMSNorm, a strided 2 × 2 convolution, GELU and a 1 × 1 convolution, a newline column "
     "before the MLP to the text width, begin and end tokens, an RMSNorm)",

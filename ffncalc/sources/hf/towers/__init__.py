@@ -29,6 +29,7 @@ MODULES += ("granite_docling",)
 MODULES += ("pp_formulanet",)  # PP-FormulaNet: its SAM encoder and projector before an mBART decoder
 MODULES += ("muse",)
 MODULES += ("vibevoice",)
+MODULES += ("florence2",)  # Florence-2: its DaViT tower and projector before BART's encoder
 
 
 def wrapper(*model_types: str):
@@ -92,6 +93,11 @@ def component(path: str, tower: str = "vision") -> str | None:
     timm = timm_component(path)  # timm's towers (TimmWrapperModel)
     if timm is not None:
         return timm
+    from .florence2 import davit_component
+
+    davit = davit_component(path)  # Florence-2's DaViT and projector
+    if davit is not None:
+        return davit
     found = (audio_component(path) if tower == "audio" else None) or tower_component(path, tower)
     if found is None and tower == "audio":  # a vision tower beside the audio one (Qwen2.5-Omni's)
         found = tower_component(path)
