@@ -823,9 +823,6 @@ WHOLE_NOT_YET = {
         "577 tokens at 768 pixels); and the encoder part counts an image's positions as its whole source (image_patch), "
         "not as tokens before the text's in BART's encoder sequence"
     ),
-    "hunyuan_vl": "its tower is not read: SigLIP-like layers over native-resolution patches (an interpolated position "
-    "table) and its patch merger (an RMSNorm, a strided 2 × 2 convolution, GELU and a 1 × 1 convolution, a newline column "
-    "before the MLP to the text width, begin and end tokens, an RMSNorm)",
     "qwen3_omni_moe": "its talker and code2wav beside the thinker (qwen3_omni_moe_thinker, read whole); transformers refuses "
     "its defaults",
     "chameleon": (

@@ -29,6 +29,7 @@ MODULES += ("granite_docling",)
 MODULES += ("pp_formulanet",)  # PP-FormulaNet: its SAM encoder and projector before an mBART decoder
 MODULES += ("muse",)
 MODULES += ("vibevoice",)
+MODULES += ("hunyuan_vl",)  # HunyuanOCR: its SigLIP-form tower and convolutional patch merger
 
 
 def wrapper(*model_types: str):
