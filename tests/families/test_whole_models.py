@@ -1972,6 +1972,46 @@ def test_hunyuan_vl_image_flops_by_hand(tmp_path):
     assert sized == [(24 * 25 + 2, image(48)), (16 * 17 + 2, image(32))]
 
 
+@pytest.mark.torch
+def test_hunyuan_vl_full_size_image_equals_flopcountermode():
+    """HunyuanOCR at its recorded defaults, full size: one 768-pixel image (48 patches of 16 a side) through its 27
+    layers of 1,152 (MLP 4,304) and its merger to the text width 4,096, derived by hand and equal to FlopCounterMode over
+    get_image_features of the whole class on the meta device (its grid given on the CPU: the tower splits by it)."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from ffncalc.analysis.hfwhole import instantiate_whole
+    from ffncalc.parts.vision import Vision
+
+    d, ff, t, g = 1152, 4304, 4096, 48
+    n, cells, rows = g * g, (g // 2) ** 2, (g // 2) * (g // 2 + 1)
+    tower = n * 768 * d + 27 * (n * (4 * d * d + 2 * d * ff) + 2 * n * n * d)
+    flops = 2 * (tower + cells * (4 * d * 2 * d + 2 * d * 4 * d) + rows * 4 * d * t)
+    assert flops == 2_605_851_869_184
+    net = instantiate_whole(json.loads((HERE / "configs" / "hunyuan_vl.json").read_text()))
+    net.requires_grad_(False)
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        net.model.get_image_features(pixel_values=torch.ones(n, 768, device="meta"), image_grid_thw=torch.tensor([[1, g, g]]))
+    assert sum(counter.get_flop_counts()["Global"].values()) == flops
+    _, model = hf.load(HERE / "configs" / "hunyuan_vl.json")
+    (vision,) = [p for p in model.parts if isinstance(p, Vision)]
+    assert vision.image_size == 768 and vision.per_image(model)[:2] == (602, flops)
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "words"),
+    [("num_attention_heads", 7, "7 heads do not divide a width of 1152"), ("max_image_size", 8, "its table has no grid")],
+)
+def test_hunyuan_vl_tower_shapes_not_read_are_one_line(cli, tmp_path, key, value, words):
+    """A tower whose heads do not divide its width, or whose position table has no grid: one line naming the key,
+    exit 2."""
+    data = json.loads((HERE / "configs" / "hunyuan_vl.json").read_text())
+    data["vision_config"][key] = value
+    (tmp_path / "config.json").write_text(json.dumps(data))
+    code, _, err = cli("count", str(tmp_path / "config.json"))
+    assert code == 2 and key in err and words in err and len(err.strip().splitlines()) == 1, err
+
+
 def test_hunyuan_vl_image_of_odd_patches_is_one_line(cli):
     """An image whose patches a side do not pair into the merger's 2 × 2 cells (HunYuanVLVisionPatchMerger's strided
     convolution would drop a row): one line naming the size, exit 2."""
