@@ -109,6 +109,9 @@ IMAGE_SIZES = {
     "fast_vlm": (1024, 512),  # FastViTHD's 16 and 8 tokens a side (64 pixels a token): FastVLM's images, and half
     # one tile of 32 and 16 patches of 16 a side (its table built at each), 8 and 4 tokens a side after its shuffle of 4
     "granite_docling": (512, 256),
+    # no fixed size: 48 and 32 patches of 16 a side (the processor's multiples of 32 pixels), 24 rows of 24 cells and 16
+    # of 16, each with its newline, and the begin and end rows: 602 and 274 tokens
+    "hunyuan_vl": (768, 512),
 }
 # Frames of quantised mel bins at which Inkling's audio tower is measured (20 a second: 30 s and 10 s)
 AUDIO_FRAMES = {"inkling_mm_model": (600, 200)}
@@ -284,6 +287,11 @@ def truth_text(model_type: str, data: dict, config: str = "") -> str:
 
         runs = [muse_image_flops(data, s) for s in IMAGE_SIZES[model_type]]
         record["image_flops"] = {"method": MUSE_IMAGE_METHOD, "runs": runs, "reduced": MUSE_REDUCED}
+    elif model_type == "hunyuan_vl" and "refused" not in record and not config:  # built small, on the CPU
+        from ffncalc.analysis.hfhunyuan import HUNYUAN_IMAGE_METHOD, HUNYUAN_REDUCED, hunyuan_image_flops
+
+        runs = [hunyuan_image_flops(data, s) for s in IMAGE_SIZES[model_type]]
+        record["image_flops"] = {"method": HUNYUAN_IMAGE_METHOD, "runs": runs, "reduced": HUNYUAN_REDUCED}
     elif model_type in VIBEVOICE_TOKENS and "refused" not in record and not config:  # samples, not frames
         from ffncalc.analysis import hfspeech
 

@@ -50,7 +50,8 @@ a tower (parts/vision.py) holds one. In the order they run, each where its model
    tokens (parts/resampler.py: Idefics2's perceiver); the MLP then runs over every patch;
 10. where ``query``, in place of the stages above, Aria's learned queries reading the patches by one cross-attention and
    an MLP (parts/query_attention.py); where ``latent``, Kosmos-2's latent queries reading every position and
-   themselves by one cross-attention (parts/latent_query.py).
+   themselves by one cross-attention (parts/latent_query.py); where ``conv_merger``, HunyuanOCR's convolutional patch
+   merger with its newline column and begin and end rows (parts/conv_merger.py).
 
 Each stage's work runs over the tokens it sees: ``terms`` says which, the grid's (after any pool) or the merged."""
 
@@ -62,6 +63,7 @@ from typing import Literal
 from ..model.schema import NonNegative, Positive
 from ..model.spec import Norm
 from ..model.terms import ACTIVATION_OPS, SOFTMAX_OPS, Activation, Emitter
+from .conv_merger import ConvMerger
 from .latent_query import LatentQuery
 from .qformer import QFormer
 from .query_attention import QueryAttention
@@ -89,6 +91,7 @@ class Projector:
     qformer: QFormer | None = None  # learned queries reading the tower's positions before the linear (BLIP-2)
     query: QueryAttention | None = None  # Aria's queries, cross-attention and MLP, the whole projector
     latent: LatentQuery | None = None  # Kosmos-2's latent queries and cross-attention, the whole projector
+    conv_merger: ConvMerger | None = None  # HunyuanOCR's convolutional merger, newline column and end rows, the whole projector
     pool: NonNegative = 0  # Gemma 4's pooler: pool × pool patches a token, by a matmul over all of them (0: none)
     norm_affine: bool = True  # its norm's (or post_norm's) learned weight (Gemma 4's and MUSE Glimmer's have none)
     out_norm: bool = False  # a LayerNorm with a bias over the model-width tokens it writes (GIT's visual_projection)
@@ -110,6 +113,8 @@ class Projector:
     @property
     def group(self) -> int:
         """Patches a side of the tile one token of it takes (1: a token a patch)."""
+        if self.conv_merger:
+            return self.conv_merger.merge
         return max(self.merge, self.shuffle, self.pool, 4 if self.downsample else 1)
 
     def terms(self, d_model: int, prefix: str, patches: int = 0) -> list[tuple[str, object]]:
@@ -121,6 +126,8 @@ class Projector:
             return self.query.terms(self.width, d_model, prefix, patches)
         if self.latent:  # Kosmos-2's: the whole projector
             return self.latent.terms(self.width, d_model, prefix, patches)
+        if self.conv_merger:  # HunyuanOCR's: the whole projector
+            return self.conv_merger.terms(self.width, d_model, prefix, patches)
         grid, out = Emitter("layers"), Emitter("layers")
         if self.then:  # MiniMax M3 VL's: an MLP a patch, then one over each shuffled group of its outputs
             return self.then_terms(d_model, prefix, grid, out)
@@ -221,6 +228,8 @@ class Projector:
 
     def tokens(self, grid: int) -> int:
         """LM tokens from a square grid of ``grid`` × ``grid`` patch features."""
+        if self.conv_merger:  # its rows with their newline column, and the begin and end rows
+            return self.conv_merger.tokens(grid)
         return self.fixed or self.grid_tokens(grid) // self.group**2
 
     @property
@@ -241,6 +250,8 @@ class Projector:
             return self.query.module(self.width, d_model)
         if self.latent:  # Kosmos-2's: the whole projector
             return self.latent.module(self.width, d_model)
+        if self.conv_merger:  # HunyuanOCR's: the whole projector
+            return self.conv_merger.module(self.width, d_model)
         import torch
         from torch import nn
 

@@ -26,3 +26,23 @@ def test_whole_gemma3_checkpoint_is_explained(cli, tmp_path):
     assert data["totals"]["params"] == sum(p.numel() for p in net.parameters()) == data["compared"]["ffncalc_params"]
     towers = {c["component"] for c in data["compared"]["components"] if c["component"].startswith("vision.")}
     assert {"vision.patch_embed", "vision.attn.q", "vision.head.attn.q+k+v", "vision.projector.linear"} <= towers
+
+
+@pytest.mark.torch
+def test_whole_hunyuan_vl_checkpoint_is_explained(cli, tmp_path):
+    """HunyuanOCR at its recorded defaults: every tensor of its tower and of the patch merger inside it
+    (model.vision_tower.patch_merger: its convolutions, newline, begin, end and separator rows and both RMSNorms)
+    explained by the count of its config.json."""
+    from ffncalc.analysis.hfwhole import instantiate_whole
+
+    config = CONFIGS / "hunyuan_vl.json"
+    net = instantiate_whole(json.loads(config.read_text()))
+    tensors = [(name, "BF16", tuple(p.shape)) for name, p in net.named_parameters()]  # the tied head once
+    shutil.copy(config, tmp_path / "config.json")
+    write_safetensors(tmp_path / "model.safetensors", tensors)
+    data = counted(cli, str(tmp_path / "model.safetensors"))
+    assert data["compared"]["unexplained"] == 0
+    assert data["totals"]["params"] == sum(p.numel() for p in net.parameters()) == data["compared"]["ffncalc_params"]
+    merger = {c["component"] for c in data["compared"]["components"] if c["component"].startswith("vision.projector.")}
+    names = ("norm", "conv", "conv_out", "newline", "linear", "ends", "sep", "post_norm")
+    assert merger == {f"vision.projector.{n}" for n in names}

@@ -1914,7 +1914,7 @@ def test_hunyuan_vl_language_model_by_hand():
     total = v * d + 32 * (4 * d * d + 2 * 128 + 2 * d + 3 * d * 11_008) + d
     _, model = hf.load(HERE / "configs" / "hunyuan_vl.json")
     text = sum(n for name, n in expanded(truth("hunyuan_vl")["params"], 2) if name.startswith(TEXT_MODULES))
-    assert tally(model).params == text == total
+    assert ours(model)["text"] == text == total == 7_667_982_336
 
 
 def test_hunyuan_vl_text_without_head_dim_is_one_line(cli, tmp_path):
@@ -1925,6 +1925,98 @@ def test_hunyuan_vl_text_without_head_dim_is_one_line(cli, tmp_path):
     (tmp_path / "config.json").write_text(json.dumps(data))
     code, _, err = cli("count", str(tmp_path / "config.json"))
     assert code == 2 and "head_dim" in err and err.count("\n") == 1, err
+
+
+def test_hunyuan_vl_tower_and_merger_by_hand():
+    """HunyuanOCR at its defaults (repaired as recorded). Its tower: a Conv2d patch embedding with a bias (3 × 16² = 768
+    → 1,152), a table of (2,048 / 16)² + 1 = 16,385 rows, 27 layers of two LayerNorms, q, k, v and o with biases and an
+    MLP of 4,304 with biases, no norm after them. Its patch merger: before_rms (1,152), proj_conv (a 2 × 2 Conv2d 1,152
+    → 2,304 with a bias), proj_out (a 1 × 1 Conv2d 2,304 → 4,608 with a bias), image_newline (4,608), mlp (4,608 → 4,096
+    with a bias), image_begin, image_end and image_sep (4,096 each), after_rms (4,096). Equal per part to
+    HunYuanVLForConditionalGeneration, 8,139,351,536 in all."""
+    d, ff, t = 1152, 4304, 4096
+    layer = 2 * 2 * d + 4 * (d * d + d) + d * ff + ff + ff * d + d
+    tower = 768 * d + d + (128 * 128 + 1) * d + 27 * layer
+    merger = d + (2 * d * d * 2 * 2 + 2 * d) + (4 * d * 2 * d + 4 * d) + 4 * d + (4 * d * t + t) + 3 * t + t
+    assert (tower, merger) == (431_228_016, 40_141_184)
+    _, model = hf.load(HERE / "configs" / "hunyuan_vl.json")
+    assert ours(model) == {"tower": tower, "projector": merger, "text": 7_667_982_336} == groups("hunyuan_vl")
+    assert tally(model).params == tower + merger + 7_667_982_336 == 8_139_351_536
+
+
+def test_hunyuan_vl_image_flops_by_hand(tmp_path):
+    """HunyuanOCR with its tower small (the record's reduced: two layers of width 1,152 and an MLP of 128; the text
+    width 64), as FlopCounterMode counted it. One image of S × S pixels is g = S / 16 patches a side: the patch
+    embedding (768 → 1,152) and each layer's q, k, v, o and MLP over g² patches, every patch meeting every patch; the
+    merger's proj_conv (2 × 2 × 1,152 → 2,304) and proj_out (2,304 → 4,608) over (g / 2)² cells, its mlp (4,608 → 64)
+    over (g / 2) × (g / 2 + 1) rows (a newline after each row of cells); the image (g / 2) × (g / 2 + 1) + 2 tokens
+    with its begin and end rows. 2 FLOPs a multiply-add, scores and values each."""
+    from ffncalc.parts.vision import Vision
+
+    record = truth("hunyuan_vl")["image_flops"]
+    data = json.loads((HERE / "configs" / "hunyuan_vl.json").read_text())
+    data = {**data, **{key: {**data[key], **value} for key, value in record["reduced"].items()}}
+    (tmp_path / "config.json").write_text(json.dumps(data))
+    _, model = hf.load(tmp_path / "config.json")
+    (vision,) = [p for p in model.parts if isinstance(p, Vision)]
+    d = 1152
+
+    def image(g):
+        n, cells, rows = g * g, (g // 2) ** 2, (g // 2) * (g // 2 + 1)
+        tower = n * 768 * d + 2 * (n * (4 * d * d + 2 * d * 128) + 2 * n * n * d)
+        return 2 * (tower + cells * (4 * d * 2 * d + 2 * d * 4 * d) + rows * 4 * d * 64)
+
+    assert [image(48), image(32)] == [129_454_571_520, 45_458_915_328]
+    assert [(r["size"], r["total"]) for r in record["runs"]] == [(768, image(48)), (512, image(32))]
+    sized = [replace(vision, image_size=s).per_image(model)[:2] for s in (768, 512)]
+    assert sized == [(24 * 25 + 2, image(48)), (16 * 17 + 2, image(32))]
+
+
+@pytest.mark.torch
+def test_hunyuan_vl_full_size_image_equals_flopcountermode():
+    """HunyuanOCR at its recorded defaults, full size: one 768-pixel image (48 patches of 16 a side) through its 27
+    layers of 1,152 (MLP 4,304) and its merger to the text width 4,096, derived by hand and equal to FlopCounterMode over
+    get_image_features of the whole class on the meta device (its grid given on the CPU: the tower splits by it)."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from ffncalc.analysis.hfwhole import instantiate_whole
+    from ffncalc.parts.vision import Vision
+
+    d, ff, t, g = 1152, 4304, 4096, 48
+    n, cells, rows = g * g, (g // 2) ** 2, (g // 2) * (g // 2 + 1)
+    tower = n * 768 * d + 27 * (n * (4 * d * d + 2 * d * ff) + 2 * n * n * d)
+    flops = 2 * (tower + cells * (4 * d * 2 * d + 2 * d * 4 * d) + rows * 4 * d * t)
+    assert flops == 2_605_851_869_184
+    net = instantiate_whole(json.loads((HERE / "configs" / "hunyuan_vl.json").read_text()))
+    net.requires_grad_(False)
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        net.model.get_image_features(pixel_values=torch.ones(n, 768, device="meta"), image_grid_thw=torch.tensor([[1, g, g]]))
+    assert sum(counter.get_flop_counts()["Global"].values()) == flops
+    _, model = hf.load(HERE / "configs" / "hunyuan_vl.json")
+    (vision,) = [p for p in model.parts if isinstance(p, Vision)]
+    assert vision.image_size == 768 and vision.per_image(model)[:2] == (602, flops)
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "words"),
+    [("num_attention_heads", 7, "7 heads do not divide a width of 1152"), ("max_image_size", 8, "its table has no grid")],
+)
+def test_hunyuan_vl_tower_shapes_not_read_are_one_line(cli, tmp_path, key, value, words):
+    """A tower whose heads do not divide its width, or whose position table has no grid: one line naming the key,
+    exit 2."""
+    data = json.loads((HERE / "configs" / "hunyuan_vl.json").read_text())
+    data["vision_config"][key] = value
+    (tmp_path / "config.json").write_text(json.dumps(data))
+    code, _, err = cli("count", str(tmp_path / "config.json"))
+    assert code == 2 and key in err and words in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_hunyuan_vl_image_of_odd_patches_is_one_line(cli):
+    """An image whose patches a side do not pair into the merger's 2 × 2 cells (HunYuanVLVisionPatchMerger's strided
+    convolution would drop a row): one line naming the size, exit 2."""
+    code, _, err = cli("count", str(HERE / "configs" / "hunyuan_vl.json"), "--images", "1", "--image-size", "784")
+    assert code == 2 and "49 patches a side are not whole 2 × 2 tiles" in err and len(err.strip().splitlines()) == 1, err
 
 
 def test_vibevoice_asr_by_hand():

@@ -815,9 +815,6 @@ WHOLE_NOT_YET = {
     "two-convolution subsampler with cumulative group norms, Conformer blocks of chunked local attention with relative "
     "positions, light convolutions and half-step feed-forwards), and their multimodal embedders; its language model is "
     "read (gemma3n_text)",
-    "hunyuan_vl": "its tower is not read: SigLIP-like layers over native-resolution patches (an interpolated position "
-    "table) and its patch merger (an RMSNorm, a strided 2 × 2 convolution, GELU and a 1 × 1 convolution, a newline column "
-    "before the MLP to the text width, begin and end tokens, an RMSNorm)",
     "qwen3_omni_moe": "its talker and code2wav beside the thinker (qwen3_omni_moe_thinker, read whole); transformers refuses "
     "its defaults",
     "chameleon": (

@@ -30,6 +30,7 @@ MODULES += ("pp_formulanet",)  # PP-FormulaNet: its SAM encoder and projector be
 MODULES += ("muse",)
 MODULES += ("vibevoice",)
 MODULES += ("florence2",)  # Florence-2: its DaViT tower and projector before BART's encoder
+MODULES += ("hunyuan_vl",)  # HunyuanOCR: its SigLIP-form tower and convolutional patch merger
 
 
 def wrapper(*model_types: str):

@@ -660,9 +660,21 @@ MERGER_MODULES = (
     (r"^linear_1$", "linear_1"),
     (r"^linear_2$", "linear_2"),
 )
-TABLES = {"resampler": RESAMPLER_MODULES, "qformer": QFORMER_MODULES, "merger": MERGER_MODULES}
+# HunyuanOCR's patch merger (parts/conv_merger.py), its modules and parameters by the end of their path
+CONV_MERGER_MODULES = (
+    (r"^before_rms$", "norm"),
+    (r"^proj_conv$", "conv"),
+    (r"^proj_out$", "conv_out"),
+    (r"^image_newline$", "newline"),
+    (r"^mlp$", "linear"),
+    (r"^image_(begin|end)$", "ends"),
+    (r"^image_sep$", "sep"),
+    (r"^after_rms$", "post_norm"),
+)
+TABLES = {"resampler": RESAMPLER_MODULES, "qformer": QFORMER_MODULES, "merger": MERGER_MODULES, "conv_merger": CONV_MERGER_MODULES}
 # (pattern, prefix, modules): the towers' and projectors' places in the whole classes and in checkpoints
 TOWERS = (
+    (r"vision_tower\.patch_merger\.", "vision.projector.", "conv_merger"),  # HunyuanOCR's merger inside its tower
     # Granite Docling's connector inside its vision model (towers/granite_docling.py): ln_in, the coarse path's
     # projection, ln_mid, mlp_fc2, ln_out; each path's deepstack mergers; the fine path's projection
     (r"vision_model\.connector\.ln_in\.", "vision.projector.norm", "self"),
