@@ -14,9 +14,10 @@ causal-LM class built from that file's language model (a wrapper's text_config) 
 parameter by name with its element count (a tied one once) and the buffers, with the versions used (for an
 encoder, its masked-LM class, and the FLOPs of one forward under FlopCounterMode as scripts/hf_truth.py records them); or,
 where transformers cannot build its own defaults, the reason (``refused``). Where the defaults leave a key
-None that the modelling code then uses as a number, REPAIRS gives it the value the class documents, and the
-truth records the repair. The default configurations are often toy or full-sized models; either way they
-are what the class means when a key is left out.
+None (or undefined) that the modelling code then uses as a number, REPAIRS gives it the value the class documents,
+and the truth records the repair; a type coverage.REFUSED_AT_DEFAULTS lists keeps transformers' reason for refusing
+its raw defaults beside it (``refused_unrepaired``). The default configurations are often toy or full-sized models;
+either way they are what the class means when a key is left out.
 
 ``ffncalc/sources/hf/class_defaults.json`` holds, for every type a family reads, its configuration class's
 declared defaults and attribute_map: ffncalc fills a config.json's absent keys from it, as transformers does.
@@ -49,6 +50,10 @@ REPAIRS = {
     "ministral": {"head_dim": 128},
     # num_key_value_heads None: one KV head per query head, as the class documents (48 heads)
     "nemotron": {"num_key_value_heads": 48},
+    # MoonshineStreamingConfig defines no num_key_value_heads, which the decoder's MoonshineStreamingAttention reads
+    # (transformers refuses the raw defaults: "object has no attribute 'num_key_value_heads'"): one KV head per query
+    # head, as the encoder's config states for its own attention (8 heads)
+    "moonshine_streaming": {"num_key_value_heads": 8},
     # The QSA indexer's sizes default to None, which Qwen4ExpTextQSAIndexer divides: the released Qwen4-Exp's
     # (4 index heads of 128, the one key head the class requires, a budget of 2048 tokens in blocks of 4), with
     # its rotary fraction 0.25 (Qwen3_5MoeTextConfig's default, which Qwen4ExpTextConfig.__post_init__ skips), as
@@ -69,7 +74,7 @@ def types() -> list[str]:
     return list(dict.fromkeys(decoders + list(coverage.ENCODER_TYPES) + list(coverage.ENCODER_DECODER_TYPES)))
 
 
-def config_text(model_type: str) -> str:
+def config_text(model_type: str, repair: bool = True) -> str:
     import transformers
     from transformers import AutoConfig
 
@@ -78,7 +83,7 @@ def config_text(model_type: str) -> str:
         data = AutoConfig.for_model(model_type).to_dict()
     except Exception:  # noqa: BLE001 — the class refuses its own defaults: recorded as refused by the truth
         data = {"model_type": model_type}
-    for key, value in REPAIRS.get(model_type, {}).items():  # a nested part (a text_config) repaired key by key
+    for key, value in (REPAIRS.get(model_type, {}) if repair else {}).items():  # a nested part repaired key by key
         data[key] = {**data[key], **value} if isinstance(value, dict) and isinstance(data.get(key), dict) else value
     data.pop("transformers_version", None)
     return json.dumps(data, indent=1, sort_keys=True, default=str) + "\n"
@@ -176,8 +181,8 @@ def truth_text(model_type: str, path: Path) -> str:
     from ffncalc.analysis.hfcheck import measure
     from ffncalc.analysis.records import record_json
     from ffncalc.errors import InputError
-    from ffncalc.sources.hf import read_config
-    from ffncalc.sources.hf.coverage import ENCODER_DECODER_TYPES, ENCODER_TYPES
+    from ffncalc.sources.hf import from_text, read_config
+    from ffncalc.sources.hf.coverage import ENCODER_DECODER_TYPES, ENCODER_TYPES, REFUSED_AT_DEFAULTS
 
     try:  # a multimodal wrapper: its language model, as ffncalc and verify --hf read it; an encoder's FLOPs too
         data = measure(read_config(path.relative_to(ROOT)), flops=model_type in ENCODER_TYPES + ENCODER_DECODER_TYPES).record()
@@ -187,6 +192,11 @@ def truth_text(model_type: str, path: Path) -> str:
         data = {"transformers": transformers.__version__, "refused": str(exc).split(": ", 1)[-1]}
     if model_type in REPAIRS:
         data = {"repaired": REPAIRS[model_type], **data}
+    if model_type in REPAIRS and model_type in REFUSED_AT_DEFAULTS:
+        try:  # listed as refused at its raw defaults: transformers' reason kept beside the repaired truth
+            measure(from_text(config_text(model_type, repair=False), f"{model_type} (unrepaired)"))
+        except InputError as exc:
+            data = {"refused_unrepaired": str(exc).split(": ", 1)[-1], **data}
     return record_json({"config": f"tests/hf_defaults/configs/{model_type}.json", "torch": torch.__version__, **data})
 
 

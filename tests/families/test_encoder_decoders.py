@@ -1144,3 +1144,38 @@ def test_t5gemma2_training_keeps_each_decoder_layers_source_keys_and_values(tmp_
 
     kv, hd = 4, 256
     assert growth(3) - growth(2) == 512 * 2 * (3 * kv * hd + 2 * kv)
+
+
+def test_moonshine_streaming_is_recorded_at_the_smallest_repair_of_its_defaults():
+    """MoonshineStreamingConfig defines no num_key_value_heads, which the decoder's MoonshineStreamingAttention reads:
+    transformers refuses the raw defaults (the reason kept), and builds them with one KV head per query head (8).
+    MoonshineStreamingForConditionalGeneration then by hand (modeling_moonshine_streaming.py), d = 320, ff = 1,280:
+    the embedder's asinh scale log_k (1), its linear from a frame of 16,000 · 5 / 1,000 = 80 samples to d (no bias),
+    conv1 d → 2d and conv2 2d → d (kernel 5, biases); 6 encoder layers of q, k, v, o (d × 8·40, no biases), fc1 d → ff
+    and fc2 back with biases, two unit-offset LayerNorms (a gamma each), a final one; the decoder's table (32,768 × d),
+    6 layers of self- and cross-attention (eight d × d projections), fc1 d → 2·ff and fc2 ff → d with biases, three
+    LayerNorms without biases, a final one, the table of 4,096 positions added to the encoder's output (pos_emb), and
+    proj_out (32,768 × d, untied)."""
+    from ffncalc.analysis import hfcheck
+
+    record = json.loads((DEFAULTS / "truth" / "moonshine_streaming.json").read_text())
+    assert "num_key_value_heads" in record["refused_unrepaired"] and record["repaired"] == {"num_key_value_heads": 8}
+    assert "moonshine_streaming" in coverage.REFUSED_AT_DEFAULTS
+    d, ff, vocab, frame = 320, 1280, 32768, 16000 * 5 // 1000
+    embedder = 1 + frame * d + (2 * d * d * 5 + 2 * d) + (d * 2 * d * 5 + d)
+    encoder_layer = 4 * d * 8 * 40 + (d * ff + ff) + (ff * d + d) + 2 * d
+    decoder_layer = 8 * d * d + (d * 2 * ff + 2 * ff) + (ff * d + d) + 3 * d
+    measured = hfcheck.Measured.from_record(record).params
+    part = {
+        "embedder": ("model.encoder.embedder.", embedder),
+        "encoder layers": ("model.encoder.layers.", 6 * encoder_layer),
+        "encoder norm": ("model.encoder.final_norm.", d),
+        "decoder table": ("model.decoder.embed_tokens.", vocab * d),
+        "decoder layers": ("model.decoder.layers.", 6 * decoder_layer),
+        "decoder norm": ("model.decoder.norm.", d),
+        "source positions": ("model.decoder.pos_emb.", 4096 * d),
+        "head": ("proj_out.", vocab * d),
+    }
+    for name, (prefix, expected) in part.items():
+        assert sum(n for key, n in measured if key.startswith(prefix)) == expected, name
+    assert sum(n for _, n in measured) == sum(e for _, e in part.values()) == 44_054_721
