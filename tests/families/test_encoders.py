@@ -1102,3 +1102,45 @@ def test_perceiver_settings_not_read_are_refused_in_one_line(cli, tmp_path, chan
     path.write_text(json.dumps(data))
     code, out, err = cli("count", str(path))
     assert code == 2 and out == "" and err.count("\n") == 1 and key in err
+
+
+def test_neomme_record_by_hand():
+    """NeoMMEForMaskedLM at its class defaults (transformers' modeling_neomme.py), derived by hand from its
+    shapes and held against the recorded transformers truth per component: the factorized token table (V × r)
+    and its projection (r × d); the patch stem (LayerNorm over 3·p² patch values, up to 2d, down to d with a
+    bias); per layer q, gate and o (d × H·hd each), k and v (d × K·hd each), the per-head alpha of exclusive
+    self-attention (H), the two initial-state lambdas and the ReLU² MLP (two d × I); the value table (V × K·hd)
+    added in the first and last global layers. Its scale-free RMSNorms hold nothing, and both head weights are
+    tied to the token table and its projection, so the head adds none."""
+    root = Path(__file__).resolve().parents[1] / "hf_defaults"
+    cfg = json.loads((root / "configs" / "neomme.json").read_text())
+    vocab, rank, d, d_ff = cfg["vocab_size"], cfg["embedding_rank"], cfg["hidden_size"], cfg["intermediate_size"]
+    layers, heads, kv, hd = cfg["num_hidden_layers"], cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["head_dim"]
+    patch = 3 * cfg["patch_size"] ** 2
+    assert (vocab, rank, d, d_ff, layers, heads, kv, hd, patch) == (131072, 256, 1024, 3584, 17, 16, 4, 64, 3072)
+    tokens = 131072 * 256 + 256 * 1024  # 33,554,432 + 262,144
+    stem = 2 * 3072 + 3072 * 2048 + 2048 * 1024 + 1024  # 6,144 + 6,291,456 + 2,098,176
+    attention = 3 * 1024 * 1024 + 2 * 1024 * 256 + 16  # 3,670,032
+    layer = attention + 2 * 1024 * 3584 + 2  # 11,010,066
+    values = 131072 * 256  # 33,554,432
+    assert (tokens, stem, layer, values) == (33_816_576, 8_395_776, 11_010_066, 33_554_432)
+    truth = json.loads((root / "truth" / "neomme.json").read_text())
+    assert truth["model_class"] == "NeoMMEForMaskedLM"
+    got = {"tokens": 0, "stem": 0, "layers": 0, "values": 0}
+    for entry in truth["params"]:
+        name, count = entry[0], entry[1]
+        spans = [r.split("-") if "-" in r else [r, r] for r in entry[2]] if len(entry) > 2 else [["0", "0"]]
+        copies = sum(int(b) - int(a) + 1 for a, b in spans)
+        part = next(
+            k
+            for k, p in (
+                ("tokens", "model.embed_tokens."),
+                ("stem", "model.patch_embeddings."),
+                ("layers", "model.layers."),
+                ("values", "model.value_embeddings."),
+            )
+            if name.startswith(p)
+        )
+        got[part] += count * copies
+    assert got == {"tokens": tokens, "stem": stem, "layers": layers * layer, "values": values}
+    assert sum(got.values()) == 262_937_906
