@@ -2101,3 +2101,38 @@ def test_vibevoice_by_hand():
     for run in record["audio_token_flops"]["runs"]:
         assert run["tokens"] * per_token == run["total"] == audio.flops(run["tokens"])
     assert "19,860,029,440 a generated latent (10 steps of two rows" in audio.note(model)
+
+
+def test_molmo2_language_model_by_hand():
+    """Molmo2's language model at Molmo2TextConfig's defaults, derived by hand: a (151,936 + 128) × 4,096 embedding
+    (vocab_size + additional_vocab_size rows) and an untied 151,936 × 4,096 head; 36 layers of q and o (4,096²), k and
+    v (1,024 × 4,096: 8 key-value heads of 128), no biases, a q_norm and a k_norm of 128 (qk_norm_type qwen3), two
+    RMSNorms and a SwiGLU MLP of 12,288; a final RMSNorm. Equal to the language model and head
+    Molmo2ForConditionalGeneration builds there."""
+    v, d, kv = 151_936, 4_096, 1_024
+    total = (v + 128) * d + v * d + 36 * (2 * d * d + 2 * kv * d + 2 * 128 + 2 * d + 3 * d * 12_288) + d
+    _, model = hf.load(HERE / "configs" / "molmo2.json")
+    text = sum(n for name, n in expanded(truth("molmo2")["params"], 2) if name.startswith(TEXT_MODULES))
+    assert tally(model).params == text == total
+
+
+def test_molmo2_olmo_norms_after_by_hand(tmp_path):
+    """qk_norm_type olmo: q_norm over all 32 heads' 4,096 features and k_norm over the 8 key-value heads' 1,024
+    (Molmo2Attention), 4,864 per layer where the per-head norms hold 256; norm_after moves the two RMSNorms after
+    each sublayer, which changes no count. The defaults' total, by hand, plus 36 × (4,864 - 256)."""
+    data = json.loads((HERE / "configs" / "molmo2.json").read_text())
+    base = tally(hf.load(HERE / "configs" / "molmo2.json")[1]).params
+    data["text_config"] = {**data["text_config"], "qk_norm_type": "olmo", "norm_after": True}
+    (tmp_path / "config.json").write_text(json.dumps(data))
+    _, model = hf.load(tmp_path / "config.json")
+    assert tally(model).params == base + 36 * (4_096 + 1_024 - 2 * 128)
+    assert hf.load(HERE / "configs" / "molmo2.json")[1].norm.placement == "pre" and model.norm.placement == "post"
+
+
+def test_molmo2_unknown_qk_norm_type_is_one_line(cli, tmp_path):
+    """A qk_norm_type Molmo2TextConfig refuses (neither qwen3 nor olmo): one line naming the key, exit 2."""
+    data = json.loads((HERE / "configs" / "molmo2.json").read_text())
+    data["text_config"] = {**data["text_config"], "qk_norm_type": "gemma"}
+    (tmp_path / "config.json").write_text(json.dumps(data))
+    code, _, err = cli("count", str(tmp_path / "config.json"))
+    assert code == 2 and "qk_norm_type" in err and err.count("\n") == 1, err

@@ -788,6 +788,7 @@ TEXT_PROVEN_WHOLE = {
     "deepseek_ocr2_text": "deepseek_ocr2",
     "hunyuan_vl_text": "hunyuan_vl",
     "glm5_next_text": "glm5_next",
+    "molmo2_text": "molmo2",
 }
 
 
@@ -841,10 +842,8 @@ WHOLE_NOT_YET = {
         "image in its source and reads no 2-D biases yet"
     ),
     "molmo2": (
-        "its language model (molmo2_text: no family reads it; Qwen3's layers at its defaults, q_norm and k_norm per head, "
-        "but qk_norm_type olmo norms the whole projection, norm_after puts the norms after each sublayer, o_proj has no "
-        "bias and the embedding holds vocab_size + additional_vocab_size rows), its tower (a linear patch embedding and "
-        "a learned table of 729 rows, 25 SigLIP-form layers of 16 heads of 72) and its adapter are not read: each LM "
+        "its tower (a linear patch embedding and a learned table of 729 rows, 25 SigLIP-form layers of 16 heads of 72) "
+        "and its adapter are not read (its language model is, molmo2_text): each LM "
         "token pools one 2 × 2 window of patches (image_token_pooling: -1 where the window passes the grid's edge) of "
         "two tower layers' outputs side by side (vision_feature_layer, 2 × 1,152 features), its query their mean, "
         "attending its window alone (image_pooling_2d), then a SwiGLU to text_hidden_size; an image is a 378-pixel "
