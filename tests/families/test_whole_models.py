@@ -2101,3 +2101,15 @@ def test_vibevoice_by_hand():
     for run in record["audio_token_flops"]["runs"]:
         assert run["tokens"] * per_token == run["total"] == audio.flops(run["tokens"])
     assert "19,860,029,440 a generated latent (10 steps of two rows" in audio.note(model)
+
+
+def test_emu3_language_model_is_llamas_layers(tmp_path):
+    """Emu3's text_config (emu3_text_model) read by llama's family: Emu3TextModel's and lm_head's parameters as
+    Emu3ForConditionalGeneration builds them (tests/hf_whole/truth/emu3.json), and by hand from its defaults: vocabulary
+    184,622, width 4096, 32 layers of 32 query and 8 key-value heads of 128, SwiGLU of 14,336, RMSNorms, untied head."""
+    text = json.loads((HERE / "configs" / "emu3.json").read_text())["text_config"]
+    (tmp_path / "config.json").write_text(json.dumps(text))
+    _, model = hf.load(tmp_path / "config.json")
+    built = sum(n for name, n in expanded(truth("emu3")["params"], 2) if name.startswith(TEXT_MODULES))
+    layer = 2 * 4096 * 4096 + 2 * 4096 * 8 * 128 + 3 * 4096 * 14336 + 2 * 4096
+    assert tally(model).params == built == 2 * 184_622 * 4096 + 32 * layer + 4096
