@@ -2136,3 +2136,13 @@ def test_molmo2_unknown_qk_norm_type_is_one_line(cli, tmp_path):
     (tmp_path / "config.json").write_text(json.dumps(data))
     code, _, err = cli("count", str(tmp_path / "config.json"))
     assert code == 2 and "qk_norm_type" in err and err.count("\n") == 1, err
+def test_emu3_language_model_is_llamas_layers(tmp_path):
+    """Emu3's text_config (emu3_text_model) read by llama's family: Emu3TextModel's and lm_head's parameters as
+    Emu3ForConditionalGeneration builds them (tests/hf_whole/truth/emu3.json), and by hand from its defaults: vocabulary
+    184,622, width 4096, 32 layers of 32 query and 8 key-value heads of 128, SwiGLU of 14,336, RMSNorms, untied head."""
+    text = json.loads((HERE / "configs" / "emu3.json").read_text())["text_config"]
+    (tmp_path / "config.json").write_text(json.dumps(text))
+    _, model = hf.load(tmp_path / "config.json")
+    built = sum(n for name, n in expanded(truth("emu3")["params"], 2) if name.startswith(TEXT_MODULES))
+    layer = 2 * 4096 * 4096 + 2 * 4096 * 8 * 128 + 3 * 4096 * 14336 + 2 * 4096
+    assert tally(model).params == built == 2 * 184_622 * 4096 + 32 * layer + 4096

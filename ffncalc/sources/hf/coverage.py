@@ -821,7 +821,8 @@ WHOLE_NOT_YET = {
     "chameleon": (
         "its VQ-VAE image tokenizer (vqmodel: a convolutional encoder of ResNet blocks, GroupNorms and an attention block, "
         "a codebook of 8,192 × 256, quant_conv and post_quant_conv; 29,423,616 parameters at ChameleonVQVAEConfig's "
-        "defaults) is not read, nor an image's FLOPs through its encoder and quantizer, nor its language model (no "
+        "defaults) is not read whole (parts/vqvae.py counts its parameters alone), nor an image's FLOPs through its "
+        "encoder and quantizer, nor its language model (no "
         "chameleon family: Llama's layers with per-head LayerNorms of q and k); transformers builds the class only given "
         "a vocabulary_map (None at its defaults; recorded with an empty one)"
     ),
@@ -829,8 +830,9 @@ WHOLE_NOT_YET = {
         "its VQ-VAE image tokenizer (vqmodel: an encoder of 2-D ResNet blocks, GroupNorms and attention, then temporal "
         "downsampling and ResNet blocks of 3-D convolutions; a decoder of the reverse, spatially normed; a codebook of "
         "32,768 × 4; 270,740,287 parameters at Emu3VQVAEConfig's "
-        "defaults, the decoder's 161,120,859 run by no image it reads) is not read, nor its language model "
-        "(emu3_text_model: Llama's layers, no family reads it yet); transformers builds the class only given a "
+        "defaults, the decoder's 161,120,859 run by no image it reads) is not read whole (parts/vqvae.py counts its "
+        "parameters alone); its language model is read (emu3_text_model, by llama's family); transformers builds the "
+        "class only given a "
         "vocabulary_map (None at its defaults; recorded with an empty one)"
     ),
     "udop": (
