@@ -789,6 +789,7 @@ TEXT_PROVEN_WHOLE = {
     "hunyuan_vl_text": "hunyuan_vl",
     "glm5_next_text": "glm5_next",
     "molmo2_text": "molmo2",
+    "emu3_text_model": "emu3",
 }
 
 
