@@ -2136,6 +2136,8 @@ def test_molmo2_unknown_qk_norm_type_is_one_line(cli, tmp_path):
     (tmp_path / "config.json").write_text(json.dumps(data))
     code, _, err = cli("count", str(tmp_path / "config.json"))
     assert code == 2 and "qk_norm_type" in err and err.count("\n") == 1, err
+
+
 def test_emu3_language_model_is_llamas_layers(tmp_path):
     """Emu3's text_config (emu3_text_model) read by llama's family: Emu3TextModel's and lm_head's parameters as
     Emu3ForConditionalGeneration builds them (tests/hf_whole/truth/emu3.json), and by hand from its defaults: vocabulary
