@@ -119,6 +119,7 @@ def pooled_pairs(s: int, topk: int, size: int) -> tuple[int, int]:
     return pools, keys
 
 
+@pytest.mark.torch
 @pytest.mark.parametrize("convention", ["exact", "causal"])
 def test_pooled_indexer_verifies_by_hand(tmp_path, convention):
     """verify builds the reference modules and FlopCounterMode counts them equal to the analytic terms; at 22 tokens the
@@ -143,6 +144,7 @@ def test_pooled_indexer_verifies_by_hand(tmp_path, convention):
     assert params[("attn.indexer.compress_ape", mla)] == 4 * 8
 
 
+@pytest.mark.torch
 def test_reference_pooled_indexer_keeps_what_transformers_keeps(tmp_path):
     """The reference indexer, given Glm5NextTextIndexer's weights, keeps for every query the keys transformers returns
     (its top pools expanded to their keys, and the tail of the query's own incomplete pool), in both of its forms."""
@@ -197,6 +199,7 @@ def test_pooled_decode_step_and_cache_by_hand(tmp_path):
     assert mla.cache_elements(spec) == 16 + 0 + 2 * 8
 
 
+@pytest.mark.torch
 def test_pooled_indexer_kept_bytes_equal_what_autograd_saves(tmp_path):
     """Trained as a sparse kernel runs it, the pooled layer keeps its flash statistics (4 bytes a head and query) and
     the int32 ids of up to index_topk + C − 1 = 11 keys a query; every block of the small model keeps what its
