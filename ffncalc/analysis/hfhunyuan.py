@@ -4,6 +4,8 @@ tower splits its patches by the grid's values)."""
 
 from __future__ import annotations
 
+from .hfwhole import REDUCED
+
 HUNYUAN_IMAGE_METHOD = (
     "torch.utils.flop_counter.FlopCounterMode over HunYuanVLModel.get_image_features(pixel_values, image_grid_thw) of "
     "the whole class built small (the record's reduced) on the CPU, eager attention, one image of size × size pixels as "
@@ -15,13 +17,7 @@ HUNYUAN_IMAGE_METHOD = (
 HUNYUAN_REDUCED = {
     "vision_config": {"num_hidden_layers": 2, "intermediate_size": 128},
     "text_config": {
-        "hidden_size": 64,
-        "intermediate_size": 128,
-        "num_hidden_layers": 1,
-        "num_attention_heads": 4,
-        "num_key_value_heads": 4,
-        "head_dim": 16,
-        "vocab_size": 1024,
+        **REDUCED["text_config"],
         "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [2, 2, 2, 2]},
     },
 }
