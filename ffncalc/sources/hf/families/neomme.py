@@ -15,6 +15,8 @@ MODULES = (
 TOP_MODULES = (
     (r"embed_tokens\.word_embeddings$", "embed"),
     (r"embed_tokens\.embedding_projection$", "embed.project_in+project_out"),
+    # untied (tie_word_embeddings false): the head's own projection, d -> embedding_rank as hidden_states @ its weight
+    (r"unembedding_projection$", "embed.project_in+project_out"),
     (r"patch_embeddings\.norm$", "patch_stem.norm"),
     (r"patch_embeddings\.up_proj$", "patch_stem.up"),
     (r"patch_embeddings\.down_proj$", "patch_stem.down"),
@@ -82,8 +84,8 @@ def neomme(c: Config) -> dict:
     NeoMMEExclusiveSelfAttention, a per-head alpha; NeoMMESigmoidGatedProjection, a bias-free gate_proj of the layer's
     input, sigmoid(gate) ⊙ the heads' output, o_proj with a bias where attention_bias. NeoMMEMLP: up_proj, relu2,
     down_proj, biases where mlp_bias, intermediate_size (3584). final_norm without a weight; the head, hidden_states @
-    unembedding_projection.weight (tied to the embedding projection) then lm_head over the vocabulary (131072), tied
-    to the table where tie_word_embeddings (default true)."""
+    unembedding_projection.weight then lm_head over the vocabulary (131072), both tied (to the embedding projection
+    and to the table) where tie_word_embeddings (default true), each its own otherwise (_tied_weights_keys)."""
     n = c.int("num_hidden_layers")
     bias = c.bool("attention_bias", False)
     types = layer_types(c, lambda i: "full_attention" if (i + 1) % 6 == 0 or i == n - 1 else "sliding_attention")
@@ -114,7 +116,7 @@ def neomme(c: Config) -> dict:
         "norm": rms(affine=False),
         "embedding_norm": True,
         "embedding_norm_affine": False,
-        "embedding": {"width": rank, "tied_projection": True},
+        "embedding": {"width": rank, "tied_projection": c.bool("tie_word_embeddings", True)},
         "patch_stem": {"patch": c.int("patch_size", 32)},
         "value_embeddings": {"width": base["n_kv_heads"] * base["head_dim"], "layers": sorted({full[0], full[-1]})},
         "initial_mix": {"residual": c.float("residual_multiplier", 1.0) if residual is not None else (2 * n) ** -0.5},
