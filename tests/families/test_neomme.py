@@ -184,6 +184,7 @@ def test_kept_activations_equal_what_the_reference_saves(cli, tmp_path):
         ({"per_layer_config": {"1": {"sliding_window": 0}}}, "per_layer_config"),
         ({"layer_types": ["sliding_attention"] * 7}, "layer_types"),
         ({"rope_parameters": {"full_attention": {"partial_rotary_factor": 2.0}}}, "rope_parameters"),
+        ({"residual_multiplier": -0.5}, "residual_multiplier"),
     ],
 )
 def test_what_is_not_read_is_refused_in_one_line(cli, tmp_path, changes, key):
@@ -201,3 +202,65 @@ def test_value_embeddings_need_the_layers_that_hand_them_on(cli, tmp_path):
     )
     code, out, err = cli("count", str(spec))
     assert code == 2 and err.count("\n") == 1 and "value_embeddings" in err, err
+
+
+# transformers' parameter names -> the reference model's (ffncalc/model/reference.py: the blocks' and parts' modules)
+RENAMES = (
+    (r"^model\.embed_tokens\.word_embeddings\.", "embed."),
+    (r"^model\.embed_tokens\.embedding_projection\.", "embed.project_in."),
+    (r"^model\.patch_embeddings\.up_proj\.", "patch_stem.up."),
+    (r"^model\.patch_embeddings\.down_proj\.", "patch_stem.down."),
+    (r"^model\.patch_embeddings\.norm\.", "patch_stem.norm."),
+    (r"^model\.value_embeddings\.", "value_embeddings."),
+    (r"^model\.layers\.(\d+)\.lambdas$", r"layers.\1.initial_mix.lambdas"),
+    (r"^model\.layers\.(\d+)\.self_attn\.exclusive_self_attention\.alpha$", r"layers.\1.attn.alpha"),
+    (r"^model\.layers\.(\d+)\.self_attn\.output_projection\.gate_proj\.", r"layers.\1.attn.g."),
+    (r"^model\.layers\.(\d+)\.self_attn\.output_projection\.o_proj\.", r"layers.\1.attn.o."),
+    (r"^model\.layers\.(\d+)\.self_attn\.([qkv])_proj\.", r"layers.\1.attn.\2."),
+    (r"^model\.layers\.(\d+)\.mlp\.(up|down)_proj\.", r"layers.\1.ffn.\2."),
+    (r"^lm_head\.", "lm_head."),
+)
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("tie", [True, False])
+def test_the_reference_computes_what_the_class_computes(tmp_path, tie):
+    """The reference model (the exclusive attention's module, the value embeddings, initial-state mixing, the head
+    through the projection) run on real tensors gives NeoMMEForMaskedLM's logits, every weight random and copied
+    across; rotary positions of base 10,000 in both layer types, as the reference rotates them."""
+    import re
+
+    import torch
+    from transformers import AutoConfig, AutoModelForMaskedLM
+
+    from ffncalc.model import reference
+
+    rope = {"rope_type": "default", "rope_theta": 10000.0}
+    changes = {
+        "tie_word_embeddings": tie,
+        "rope_parameters": {
+            "full_attention": {**rope, "partial_rotary_factor": 0.5},
+            "sliding_attention": {**rope, "partial_rotary_factor": 1.0},
+        },
+    }
+    path = _small(tmp_path, **changes)
+    torch.manual_seed(0)
+    theirs = AutoModelForMaskedLM.from_config(AutoConfig.for_model(**json.loads(path.read_text())), attn_implementation="eager")
+    theirs.eval()
+    ours = reference.build(hf.to_spec(hf.read_config(path)), device="cpu")
+    ours.eval()
+    mine = dict(ours.named_parameters())
+    with torch.no_grad():
+        for name, p in theirs.named_parameters():
+            p.normal_(0.0, 0.3)
+            if name == "unembedding_projection.weight":  # hidden_states @ W: the head's Linear holds Wᵀ
+                mine["embed.project_out.weight"].copy_(p.T)
+                continue
+            target = name
+            for pattern, repl in RENAMES:
+                target = re.sub(pattern, repl, target)
+            mine[target].copy_(p)
+        tokens = torch.randint(0, SMALL["vocab_size"], (2, 12))
+        expected = theirs(input_ids=tokens).logits
+        got = ours(tokens)
+    assert torch.allclose(got, expected, atol=1e-4, rtol=1e-4), (got - expected).abs().max()

@@ -108,7 +108,10 @@ def neomme(c: Config) -> dict:
     ffn = {"kind": "dense", "d_ff": c.int("intermediate_size"), "activation": c.activation("hidden_act", "relu2"), "bias": mlp_bias}
     full = [i for i, t in enumerate(types) if t == "full_attention"]
     rank = c.int("embedding_rank")
-    residual = c.data.get("residual_multiplier")
+    # residual_multiplier: NeoMMEConfig's default 1/√(2·layers) where null or absent; finite and positive
+    residual = c.float("residual_multiplier", (2 * n) ** -0.5)
+    if residual <= 0:
+        raise c.fail("residual_multiplier", f"must be positive, got {residual!r}")
     return {
         **common(c, tie=True, context_default=16384),
         **stack([{"attention": attn(t, w), "ffn": ffn} for t, w in zip(types, sizes)]),
@@ -119,5 +122,5 @@ def neomme(c: Config) -> dict:
         "embedding": {"width": rank, "tied_projection": c.bool("tie_word_embeddings", True)},
         "patch_stem": {"patch": c.int("patch_size", 32)},
         "value_embeddings": {"width": base["n_kv_heads"] * base["head_dim"], "layers": sorted({full[0], full[-1]})},
-        "initial_mix": {"residual": c.float("residual_multiplier", 1.0) if residual is not None else (2 * n) ** -0.5},
+        "initial_mix": {"residual": residual},
     }
