@@ -603,14 +603,7 @@ WHOLE_ENCODER_TYPES = ("modernvbert", "ultravbert")
 SEQ2SEQ_NOT_YET: dict[str, str] = {}
 
 # Encoders no family reads yet: what each needs.
-ENCODERS_NOT_YET = {
-    "neomme": (
-        "a multimodal encoder: a patch stem beside a factorized token table (embedding_rank, its head through the tied "
-        "embedding projection), value embeddings added in the first and last global layers, exclusive self-attention "
-        "with a per-head alpha, initial-state mixing with per-layer lambdas and a residual multiplier, and per-layer "
-        "windows (per_layer_config), none read yet"
-    ),
-}
+ENCODERS_NOT_YET: dict[str, str] = {}
 
 
 # Decoder-only text models no family reads yet, each with what it needs.
