@@ -157,6 +157,20 @@ REPAIRS = {
             "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [16, 16, 16, 16]},
         }
     },
+    # Qwen4ExpTextConfig's QSA indexer sizes default to None, which Qwen4ExpTextQSAIndexer divides: the released
+    # Qwen4-Exp's (4 index heads of 128, the one key head the class requires, a budget of 2,048 tokens in blocks of 4),
+    # with its rotary fraction 0.25 (Qwen3_5MoeTextConfig's default, which Qwen4ExpTextConfig.__post_init__ skips), as
+    # the class's validation requires rotary features to fit the index head (as tests/hf_defaults records its text model)
+    "qwen4_exp": {
+        "text_config": {
+            "indexer_n_heads": 4,
+            "indexer_kv_heads": 1,
+            "indexer_head_dim": 128,
+            "indexer_budget": 2048,
+            "indexer_compress_ratio": 4,
+            "rope_parameters": {"rope_theta": 10000.0, "rope_type": "default", "partial_rotary_factor": 0.25},
+        }
+    },
     # Gemma3Config's vision_config defaults to SigLIP's 224-pixel images while mm_tokens_per_image (256) pools 16 × 16
     # tokens: 14 patches a side pool by a kernel of 14 // 16 = 0; Gemma 3's released towers see 896-pixel images
     "gemma3": {"vision_config": {"image_size": 896}},

@@ -759,7 +759,6 @@ WHOLE_REFUSED_AT_DEFAULTS = {
     "evolla": "a protein-text model with no image-text-to-text class",
     "granite4_vision": "a default list its projector reads is None",
     "qwen3_omni_moe": "its talker's text config lacks the shared_expert_intermediate_size its layers read",
-    "qwen4_exp": "its QSA indexer's sizes default to None",
 }
 
 

@@ -28,6 +28,7 @@ QWEN_VISION = (
     "qwen3_vl_moe_vision",
     "qwen3_5_vision",  # Qwen3.5's: Qwen3-VL's tower without deepstack mergers
     "qwen3_5_moe_vision",
+    "qwen4_exp_vision",  # Qwen4-Exp's: Qwen3.5-MoE's (Qwen4ExpVisionModel)
     "qwen2_5_omni_vision_encoder",  # Qwen2.5-Omni's: Qwen2.5-VL's, its q, k and v apart
     "qwen3_omni_moe_vision_encoder",  # Qwen3-Omni's: Qwen3-VL's
     "exaone4_5_vision",  # EXAONE 4.5's: Qwen2.5-VL's with num_key_value_heads key-value heads
@@ -41,7 +42,7 @@ def qwen_vision(v: Config) -> dict:
     if kind not in QWEN_VISION:
         raise v.fail("model_type", f"a Qwen vision tower of {kind!r} is not read yet (read: {', '.join(QWEN_VISION)})")
     v2 = kind == "qwen2_vl_vision"
-    v3 = kind.startswith("qwen3")  # Qwen3-VL's and Qwen3.5's
+    v3 = kind.startswith(("qwen3", "qwen4"))  # Qwen3-VL's, Qwen3.5's and Qwen4-Exp's
     v25 = kind in ("qwen2_5_vl_vision", "qwen2_5_omni_vision_encoder", "exaone4_5_vision")  # windows, RMSNorms
     d = v.int("embed_dim" if v2 else "hidden_size")
     heads = v.int("num_heads")

@@ -139,11 +139,11 @@ def cohere2_vision(c: Config) -> dict:
     return {"vision": vit(v, projector)}
 
 
-@wrapper("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe", "cosmos3_omni")
+@wrapper("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe", "qwen4_exp", "cosmos3_omni")
 def qwen_vl(c: Config) -> dict:
     """Qwen2VLForConditionalGeneration, Qwen2_5_VLForConditionalGeneration (Bai et al. 2025), Qwen3VL, Qwen3VLMoe,
-    Qwen3.5 and Qwen3.5-MoE (their towers without deepstack mergers), and Cosmos3-Omni (Qwen3-VL's): a Qwen vision tower
-    and its merger (towers/qwen.py) beside the language model of the text_config."""
+    Qwen3.5 and Qwen3.5-MoE (their towers without deepstack mergers), Qwen4-Exp (Qwen3.5-MoE's tower), and Cosmos3-Omni
+    (Qwen3-VL's): a Qwen vision tower and its merger (towers/qwen.py) beside the language model of the text_config."""
     from .qwen import qwen_vision
 
     # files may name the tower by the wrapper's own type (Qwen2.5-VL's, Qwen3.5's), which its class reads as its tower's
