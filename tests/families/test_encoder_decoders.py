@@ -243,6 +243,26 @@ def test_flan_t5_xl_preset_counts_the_whole_model():
     assert tally(presets.load("flan-t5-xl")[1]).params == total == 2_849_757_184
 
 
+@pytest.mark.parametrize(
+    "name, d, ff, heads, published", [("t5-v1_1-xl", 2048, 5120, 32, "3B"), ("t5-v1_1-xxl", 4096, 10240, 64, "11B")]
+)
+def test_t5_v1_1_presets_count_their_checkpoints(cli, name, d, ff, heads, published):
+    """google/t5-v1_1-xl and -xxl as their checkpoints store them, by hand: 24 encoder layers of q, k, v, o (d × 64·heads,
+    no biases), a gated-GELU FFN (wi_0, wi_1: d → ff; wo back) and two RMS norms; a relative-bias table of 32 buckets ×
+    heads and a final norm per stack; 24 decoder layers with a cross-attention too and three norms; the shared token
+    table and the untied head (32,128 × d each). Their float32 checkpoints: 11.4 GB and 44.5 GB (4 bytes an element);
+    Raffel et al. 2020 name them 3B and 11B."""
+    vocab, kv = 32128, 64 * heads
+    encoder = 24 * (4 * d * kv + 3 * d * ff + 2 * d) + 32 * heads + d
+    decoder = 24 * (8 * d * kv + 3 * d * ff + 3 * d) + 32 * heads + d
+    total = encoder + decoder + 2 * vocab * d
+    assert tally(presets.load(name)[1]).params == total
+    assert round(4 * total / 1e9, 1) == {"3B": 11.4, "11B": 44.5}[published]
+    for command in (["train", name, "--tokens", "1M", "--hardware", "h100-sxm"], ["infer", name, "--prompt", "4", "--generate", "4"]):
+        code, out, err = cli(*command, "--format", "json")
+        assert code == 0 and err == "", err
+
+
 def test_whisper_large_v3_preset_counts_the_whole_model():
     """WhisperForConditionalGeneration for openai/whisper-large-v3 by hand: the encoder's conv1 (1,280 × 128 × 3 and
     a bias), conv2 (1,280 × 1,280 × 3 and a bias), its table of 1,500 positions, 32 layers (q, v, out_proj with biases
