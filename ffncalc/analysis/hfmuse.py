@@ -39,3 +39,30 @@ def muse_image_flops(data: dict, size: int) -> dict:
     counts = counter.get_flop_counts()
     modules = {k: sum(v.values()) for k, v in counts.items() if k != "Global" and "." not in k}
     return {"size": size, "total": sum(counts["Global"].values()), "modules": modules}
+
+
+MUSE_SPARK_AUDIO_METHOD = (
+    "torch.utils.flop_counter.FlopCounterMode over MuseSparkModel.get_audio_features(input_values) of the whole class on "
+    "the meta device, input_values of shape (1, tokens × 1,920) (24 kHz samples, whole tokens as MuseSparkFeatureExtractor "
+    "pads them), no padding mask: the audio tower (its four stages' patch embeddings and causal depthwise convolution "
+    "blocks, norm, proj, post_proj_norm) and the embedding norm, 2 FLOPs per multiply-add of every convolution and "
+    "matmul, summed per module"
+)
+
+
+def muse_spark_audio_flops(data: dict, tokens: int) -> dict:
+    """MUSE Spark: ``tokens`` × samples_per_token samples of audio through get_audio_features, on the meta device."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from .hfwhole import instantiate_whole
+
+    net = instantiate_whole(data)
+    net.requires_grad_(False)
+    samples = tokens * net.config.audio_config.samples_per_token
+    values = torch.zeros(1, samples, device="meta")
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        net.model.get_audio_features(input_values=values)
+    counts = counter.get_flop_counts()
+    modules = {k: sum(v.values()) for k, v in counts.items() if k != "Global" and "." not in k}
+    return {"tokens": tokens, "samples": samples, "total": sum(counts["Global"].values()), "modules": modules}
