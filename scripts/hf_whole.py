@@ -104,6 +104,7 @@ IMAGE_SIZES = {
     "mllama": (448, 224),
     # 32 and 48 patches of 14 a side: one whole window of 32, then windows of 32 and 16 a side; 256 and 576 tokens
     "muse_glimmer": (448, 672),
+    "muse_spark": (448, 672),  # MUSE Glimmer's tower, as its
     "idefics": (224, 448),  # 16 and 32 patches of 14 a side and a class token, every row read by the cross-attention
     "perception_lm": (336, 448),  # 24 and 32 patches of 14 a side: PE L/14's images, and Perception LM's tiles
     "fast_vlm": (1024, 512),  # FastViTHD's 16 and 8 tokens a side (64 pixels a token): FastVLM's images, and half
@@ -290,8 +291,16 @@ def truth_text(model_type: str, data: dict, config: str = "") -> str:
         runs = [muse_image_flops(data, s) for s in IMAGE_SIZES[model_type]]
         record["image_flops"] = {"method": MUSE_IMAGE_METHOD, "runs": runs, "reduced": MUSE_REDUCED}
     elif model_type == "muse_spark" and "refused" not in record and not config:  # raw samples, on the meta device
-        from ffncalc.analysis.hfmuse import MUSE_SPARK_AUDIO_METHOD, muse_spark_audio_flops
+        from ffncalc.analysis.hfmuse import (
+            MUSE_SPARK_AUDIO_METHOD,
+            MUSE_SPARK_IMAGE_METHOD,
+            MUSE_SPARK_REDUCED,
+            muse_image_flops,
+            muse_spark_audio_flops,
+        )
 
+        runs = [muse_image_flops(data, s, MUSE_SPARK_REDUCED) for s in IMAGE_SIZES[model_type]]  # its tower built small
+        record["image_flops"] = {"method": MUSE_SPARK_IMAGE_METHOD, "runs": runs, "reduced": MUSE_SPARK_REDUCED}
         runs = [muse_spark_audio_flops(data, n) for n in MUSE_SPARK_TOKENS]
         record["audio_token_flops"] = {"method": MUSE_SPARK_AUDIO_METHOD, "runs": runs}
     elif model_type == "hunyuan_vl" and "refused" not in record and not config:  # built small, on the CPU

@@ -1,6 +1,7 @@
-"""MUSE Glimmer's image path as transformers runs it: one image through MuseGlimmerModel.get_image_features (the
-windowed tower, its adapter and vision_projection), FlopCounterMode over it. The whole class is built small on the CPU
-(MUSE_REDUCED: its window index and grid are read by value)."""
+"""MUSE Glimmer's and MUSE Spark's image path as transformers runs it: one image through get_image_features (the
+windowed tower, its adapter and vision_projection), FlopCounterMode over it, the whole class built small on the CPU
+(MUSE_REDUCED, MUSE_SPARK_REDUCED: its window index and grid are read by value); and MUSE Spark's audio, its samples
+through get_audio_features on the meta device."""
 
 from __future__ import annotations
 
@@ -20,15 +21,25 @@ MUSE_REDUCED = {
 }
 
 
-def muse_image_flops(data: dict, size: int) -> dict:
+MUSE_SPARK_IMAGE_METHOD = MUSE_IMAGE_METHOD.replace("MuseGlimmerModel", "MuseSparkModel")
+# MUSE Spark's: the same tower, its language model one dense layer, its audio tower writing that layer's width
+# (MuseSparkConfig.validate_architecture)
+MUSE_SPARK_REDUCED = {
+    "vision_config": MUSE_REDUCED["vision_config"],
+    "text_config": {**MUSE_REDUCED["text_config"], "mlp_layer_types": ["dense"]},
+    "audio_config": {"out_hidden_size": REDUCED["text_config"]["hidden_size"]},
+}
+
+
+def muse_image_flops(data: dict, size: int, reduced: dict = MUSE_REDUCED) -> dict:
     """FLOPs of one image of ``size`` × ``size`` pixels through the tower, the adapter and vision_projection, per module
-    (the class built small: MUSE_REDUCED)."""
+    (the class built small: ``reduced``, MUSE_REDUCED or MUSE_SPARK_REDUCED)."""
     import torch
     from torch.utils.flop_counter import FlopCounterMode
 
     from .hfwhole import instantiate_whole
 
-    small = {**data, **{key: {**data[key], **value} for key, value in MUSE_REDUCED.items()}}
+    small = {**data, **{key: {**data[key], **value} for key, value in reduced.items()}}
     net = instantiate_whole(small, "cpu")
     net.requires_grad_(False)
     v = net.config.vision_config

@@ -115,6 +115,12 @@ def component(path: str, tower: str = "vision") -> str | None:
     return found
 
 
+def indexed(path: str, tower: str | None) -> bool:
+    """Whether a whole model's parameter's component depends on its indices (MUSE Spark's audio stages, each its own
+    widths), so that a checkpoint's components found once per index-free name must be found for it alone."""
+    return tower == "muse_spark_audio" and ".audio_tower.layers." in f".{path}"
+
+
 def tower_of(c: Config) -> str | None:
     """The part a wrapper read whole puts beside its language model ("vision" or "audio"; VibeVoice's and MUSE Spark's
     audio parts by their own keys), or None."""
