@@ -158,7 +158,7 @@ def core_flops(t: Term, attention: str) -> Number:
     # stack's square (model/stacks.py)
     if t.select == "pairs":  # one query standing for a whole image's windows: its keys are their pairs, in every view
         return 0 if attention == "none" else t.count * heads * head_dim * 2 * keys
-    causal = 2 * keys if t.select == "full" else Fraction(2 * attended_pairs(keys, t.window, t.chunk, t.select), keys)
+    causal = 2 * keys if t.select == "full" else Fraction(2 * attended_pairs(keys, t.window, t.chunk, t.select, t.ahead), keys)
     pairs_x2 = {  # twice the keys an average query meets
         # pooled keys: only complete blocks exist to score; a compressor's entries: every one, for every query
         "full": causal if t.select == "blocks" else 2 * (keys // t.chunk) if t.select == "entries" else 2 * keys,

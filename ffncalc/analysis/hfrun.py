@@ -165,6 +165,14 @@ def flop_run(net, batch: int, seq_len: int) -> FlopRun:
                 dtype = next(net.parameters()).dtype
                 samples = torch.zeros((batch, 384 * seq_len + 511), dtype=dtype, device="meta")
                 net(input_values=samples, use_cache=False, **extra)
+            elif net.main_input_name == "input_values" and net.config.model_type == "moonshine_streaming":
+                # Moonshine Streaming: the shortest waveform its frames and two stride-2 convolutions turn into seq_len
+                # positions, 4·seq_len − 3 frames of sample_rate · frame_ms / 1000 samples
+                e = net.config.encoder_config
+                frame = int(round(e.sample_rate * e.frame_ms / 1000.0))
+                dtype = next(net.parameters()).dtype
+                samples = torch.zeros((batch, (4 * seq_len - 3) * frame), dtype=dtype, device="meta")
+                net(input_values=samples, use_cache=False, **extra)
             elif net.main_input_name == "input_features":  # a speech encoder (Whisper): one window of log-mel frames
                 c = net.config
                 dtype = next(net.parameters()).dtype  # the config's torch_dtype, which the convolutions hold

@@ -253,36 +253,49 @@ def attend(layer, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Te
     return layer.values(softmax(scores, sinks), v)  # (B, H, s, v_dim)
 
 
+def windowed_view(stack: nn.Module, causal: bool) -> None:
+    """A bidirectional stack's view for its windowed layers (an encoder's, built beside the model's layers): in the
+    causal (useful) view each computes only its window's band (``two_sided``), in the executed view the square."""
+    for module in stack.modules():
+        if getattr(module, "both", False) and getattr(module, "window", None) is not None:
+            module.causal = causal
+
+
 def two_sided(layer, q, k, v, bias, window: int | None, sinks) -> torch.Tensor:
-    """An encoder's attention: every query meets every key, or within ``window`` on both sides (|i − j| ≤ W). In
-    the causal (useful) view a window computes only its band: the middle queries' 2W + 1 keys each as unfolded
-    windows, the W at each end one product each; in the executed view, the square masked."""
+    """An encoder's attention: every query meets every key, or within ``window`` on both sides (|i − j| ≤ W), or W
+    keys before and ``layer.ahead`` A after (Moonshine Streaming's lookahead). In the causal (useful) view a window
+    computes only its band: the middle queries' W + A + 1 keys each as unfolded windows, the queries near the ends one
+    product each; in the executed view, the square masked."""
     s = q.shape[-2]
-    if layer.causal and window is not None and 2 * window + 1 < s:
-        rows = []
-        for i in [*range(window), *range(s - window, s)]:  # the ends: keys max(0, i − W)..min(s − 1, i + W)
-            keys = slice(max(0, i - window), min(s, i + window + 1))
+    ahead = getattr(layer, "ahead", None)
+    before, after = (window, window if ahead is None else ahead) if window is not None else (s, s)
+    if layer.causal and window is not None and min(before, after) < s - 1:
+        span, rows = before + after + 1, {}
+        middle = range(before, s - after)  # queries whose band lies wholly within the sequence
+        for i in [i for i in range(s) if i not in middle]:  # the ends: keys max(0, i − W)..min(s − 1, i + A)
+            keys = slice(max(0, i - before), min(s, i + after + 1))
             score = layer.scores(q[..., i : i + 1, :], k[..., keys, :].transpose(-2, -1))
             if bias is not None:
                 score = score + bias[..., i : i + 1, keys]
-            rows.append((i, layer.values(softmax(score, sinks), v[..., keys, :])))
-        span = 2 * window + 1
-        keys = k.unfold(-2, span, 1)  # (..., s − 2W, dim, 2W + 1): the window centred on query W + j
-        values = v.unfold(-2, span, 1).transpose(-2, -1)
-        scores = layer.scores(q[..., window : s - window, :].unsqueeze(-2), keys).squeeze(-2)
-        if bias is not None:
-            centre = torch.arange(window, s - window, device=q.device)
-            scores = scores + bias[..., centre[:, None], centre[:, None] - window + torch.arange(span, device=q.device)]
-        middle = layer.values(softmax(scores, sinks).unsqueeze(-2), values).squeeze(-2)
-        head = torch.cat([r for i, r in rows[:window]], dim=-2)
-        tail = torch.cat([r for i, r in rows[window:]], dim=-2)
-        return torch.cat([head, middle, tail], dim=-2)
+            rows[i] = layer.values(softmax(score, sinks), v[..., keys, :])
+        parts = [rows[i] for i in range(s) if i in rows and i < before]
+        if len(middle):
+            keys = k.unfold(-2, span, 1)  # (..., s − W − A, dim, W + A + 1): the band of query W + j
+            values = v.unfold(-2, span, 1).transpose(-2, -1)
+            scores = layer.scores(q[..., middle.start : middle.stop, :].unsqueeze(-2), keys).squeeze(-2)
+            if bias is not None:
+                centre = torch.arange(middle.start, middle.stop, device=q.device)
+                scores = scores + bias[..., centre[:, None], centre[:, None] - before + torch.arange(span, device=q.device)]
+            parts.append(layer.values(softmax(scores, sinks).unsqueeze(-2), values).squeeze(-2))
+        parts += [rows[i] for i in range(s) if i in rows and i >= before]
+        return torch.cat(parts, dim=-2)
     scores = layer.scores(q, k.transpose(-2, -1))  # (B, H, s, s): the full square
     if bias is not None:
         scores = scores + bias
     if window is not None:  # eager attention computes the square and masks what lies beyond the window
         i = torch.arange(s, device=q.device)
-        scores = scores.masked_fill((i[None, :] - i[:, None]).abs() > window, float("-inf"))
+        gap = i[None, :] - i[:, None]  # key − query
+        scores = scores.masked_fill((gap > after) | (-gap > before), float("-inf"))
     return layer.values(softmax(scores, sinks), v)
 
 

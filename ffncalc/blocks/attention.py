@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 from functools import cache
 from typing import Literal
 
-from ..model.schema import Positive, SpecError
+from ..model.schema import NonNegative, Positive, SpecError
 from ..model.terms import ACTIVATION_OPS, ROTARY_OPS, SOFTMAX_OPS
 from . import Block, register
 
@@ -15,7 +15,16 @@ SOFTPLUS_OPS = 3  # log(1 + exp(x)): exp, add, log
 
 
 def attention_core(
-    e, model, heads: int, qk: int, vd: int, seq_len: int, o_bias: bool, window: int | None = None, chunk: int | None = None
+    e,
+    model,
+    heads: int,
+    qk: int,
+    vd: int,
+    seq_len: int,
+    o_bias: bool,
+    window: int | None = None,
+    chunk: int | None = None,
+    ahead: int | None = None,
 ) -> None:
     """QKᵀ, softmax, AV and the output projection, shared by every softmax-attention kind.
 
@@ -24,10 +33,11 @@ def attention_core(
     view: analysis/count.py core_flops). Grouped K/V heads are shared, not fewer products.
     """
     n = e.n
-    e.term("attn.scores", "core", (heads, seq_len, qk), n, numel=0, macs=n * heads * seq_len * qk, window=window, chunk=chunk)
+    bound = {"window": window, "chunk": chunk, "ahead": ahead}
+    e.term("attn.scores", "core", (heads, seq_len, qk), n, numel=0, macs=n * heads * seq_len * qk, **bound)
     scores = n * heads * seq_len
     e.op("attn.softmax", SOFTMAX_OPS * scores + (scores if model.positions == "alibi" else 0), scores=scores)
-    e.term("attn.values", "core", (heads, seq_len, vd), n, numel=0, macs=n * heads * seq_len * vd, window=window, chunk=chunk)
+    e.term("attn.values", "core", (heads, seq_len, vd), n, numel=0, macs=n * heads * seq_len * vd, **bound)
     e.linear("attn.o", heads * vd, model.d_model, o_bias, n)
 
 
@@ -69,6 +79,9 @@ class Attention(Block):
     # sliding window: each query attends the last `window` keys, its own included (Mistral's sliding_window,
     # Gemma 2/3's local layers); the layer caches no more than that many positions
     window: Positive | None = None
+    # in an encoder's layer with a window (|i − j| ≤ window), the keys after each query where fewer (Moonshine
+    # Streaming's lookahead: sliding_windows [16, 4], 15 keys before the query and 3 after; [16, 0], none after)
+    ahead: NonNegative | None = None
     # chunked: each query attends only the keys of its own chunk of this many positions, up to its own
     # (Llama 4's attention_chunk_size); the layer caches no more than one chunk
     chunk: Positive | None = None
@@ -142,6 +155,7 @@ class Attention(Block):
 
     def describe(self) -> str:
         window = f", window {self.window:,}" if self.window else f", chunks of {self.chunk:,}" if self.chunk else ""
+        window += f" ({self.ahead:,} ahead)" if self.ahead is not None else ""
         window += "" if self.rope else ", no rotary"
         if self.v_head_dim is not None and self.v_head_dim != self.head_dim:
             window += f", values × {self.v_head_dim}"
@@ -186,7 +200,7 @@ class Attention(Block):
             e.op("attn.g_scale", n * (act * self.gate_width + h * vd))
         if self.sub_norm:
             e.norm("attn.sub_norm", model.norm, h * vd, n)
-        attention_core(e, model, h, hd, vd, seq_len, self.o_bias, self.window, self.chunk)
+        attention_core(e, model, h, hd, vd, seq_len, self.o_bias, self.window, self.chunk, self.ahead)
 
     def qk_norm_kind(self, norm):
         """The q/k norms: the model's norm, or without its bias (qk_norm_bias false)."""
@@ -197,6 +211,8 @@ class Attention(Block):
     def check(self, d_model: int) -> None:
         if self.window is not None and self.chunk is not None:
             raise SpecError(("chunk",), "a layer attends a sliding window or chunks, not both")
+        if self.ahead is not None and self.window is None:
+            raise SpecError(("ahead",), "ahead bounds the keys after a query within an encoder's window: give window too")
         if self.qk_norm == "none" and not self.qk_norm_bias:
             raise SpecError(("qk_norm_bias",), "qk_norm_bias describes the q/k norms: qk_norm must not be none")
         if self.qk_norm == "none" and not self.qk_norm_affine:
@@ -310,6 +326,7 @@ def _module():
             self.positions, self.causal, self.rotary = model.positions, causal, spec.rotary_dim
             self.both = model.bidirectional  # every query meets every key (within the window on both sides)
             self.gate, self.window, self.chunk, self.rope = spec.gate, spec.window, spec.chunk, spec.rope
+            self.ahead = spec.ahead
             self.value_dim, self.own, self.v_norm = spec.value_dim, not spec.kv_shared, spec.v_norm
             self.o_norm = spec.o_norm
             self.q = Linear(d, (2 if spec.gate else 1) * self.heads * self.head_dim, bias=spec.qkv_bias)

@@ -174,6 +174,8 @@ class Transformer(nn.Module):
             module = part.model_module(spec)
             if module is not None:
                 setattr(self, part_name(part), module)
+                if hasattr(module, "view"):  # the view its own stacks compute: a window's band where causal
+                    module.view(causal)
                 for hook in self.hooks:
                     if hasattr(module, hook):
                         self.hooks[hook].append(part_name(part))

@@ -5,7 +5,7 @@ runs; a stack resolves into a ``Model`` of its own (no table, no head), whose ru
 exactly as the main stack's (``run_terms``).
 
 Mask: ``causal``, each query meets the keys up to its own (the causal view counts the triangle); ``bidirectional``,
-every query meets every key, in every view (``Term.select`` "full").
+every query meets every key, in every view (``Term.select`` "full"), or within its window ("both").
 """
 
 from __future__ import annotations
@@ -61,6 +61,10 @@ class Stack:
     # the residue of a sparse layer's index where it is not 1: NLLB-MoE's every sparse_step-th layer from the
     # sparse_step-th, (i + 1) % sparse_step == 0 (NllbMoeEncoder), is residue sparse_step - 1
     sparse_phase: NonNegative = 1
+    # each layer's window in a bidirectional stack, the keys it meets on each side (|i − j| ≤ W), and the keys after
+    # the query where fewer (Moonshine Streaming's per-layer sliding_windows: [16, 4] is 15 and 3): one each a layer
+    windows: tuple[Positive, ...] = ()
+    aheads: tuple[NonNegative, ...] = ()
 
     def __post_init__(self) -> None:
         for slot in ("attention", "ffn", "sparse_ffn"):
@@ -70,11 +74,22 @@ class Stack:
                 check_block(getattr(self, slot), self.d_model)
             except SpecError as exc:
                 raise exc.within(slot) from None
+        for key in ("windows", "aheads"):
+            if getattr(self, key) and len(getattr(self, key)) != self.n_layers:
+                raise SpecError((key,), f"one for each of the stack's {self.n_layers} layers")
+        if self.aheads and not self.windows:
+            raise SpecError(("aheads",), "aheads bound the keys after a query within each layer's window: give windows too")
 
     def sparse(self, i: int) -> bool:
         """Whether layer i runs ``sparse_ffn``."""
         step = self.sparse_step
         return self.sparse_ffn is not None and step > 0 and (step == 1 or i % step == self.sparse_phase)
+
+    def mixer(self, mixer, i: int):
+        """Layer i's mixer: with its own window and keys ahead where the stack states them."""
+        if not self.windows:
+            return mixer
+        return replace(mixer, window=self.windows[i], ahead=self.aheads[i] if self.aheads else None)
 
     def resolve(self, model):
         """The stack as a model of its own: its width and layers, the model's norms, its positions."""
@@ -82,7 +97,7 @@ class Stack:
 
         mixer = self.attention.resolve(self.d_model)
         dense, sparse = self.ffn.resolve(self.d_model), (self.sparse_ffn or self.ffn).resolve(self.d_model)
-        layers = tuple(Layer(mixer, sparse if self.sparse(i) else dense) for i in range(self.n_layers))
+        layers = tuple(Layer(self.mixer(mixer, i), sparse if self.sparse(i) else dense) for i in range(self.n_layers))
         return replace(
             Model.bare(self.d_model),
             positions=self.positions or model.positions,
@@ -108,7 +123,7 @@ class Stack:
                 layers=None,
                 positions=positions * t.positions,  # a block's own scale kept (blocks/local_attention.py: its padding)
                 # a product written as its pairs (block-local attention's) meets them in every view as it is
-                select="full" if full and t.role == "core" and t.select != "pairs" else t.select,
+                select=("both" if t.window else "full") if full and t.role == "core" and t.select != "pairs" else t.select,
             )
             for t in out
         ]

@@ -55,6 +55,9 @@ class Term:
     window: int | None = None  # core terms: each query meets at most this many keys, its own included
     chunk: int | None = None  # core terms: each query meets only the keys of its own chunk of this many positions
     # (both: block-sparse, its own chunk up to itself and at most window − chunk keys of whole earlier chunks)
+    # core terms of an encoder's sliding window (select "both"): the keys after each query where fewer than ``window``
+    # (Moonshine Streaming's lookahead: 15 keys before, 3 or none after)
+    ahead: int | None = None
     grows: bool = True  # core terms: decoding meets every cached key (attention); False: a recurrent mixer's
     # per-step work, the same at any context
     # a linear-attention mixer's work exists in one form only: "chunked" (its chunked kernel's products) or
@@ -150,7 +153,9 @@ class Emitter:
         self.term(name, "op", copies=self.n if copies is None else copies, elementwise=elementwise, **kw)
 
 
-def attended_pairs(tokens: int, window: int | None = None, chunk: int | None = None, select: str = "") -> int:
+def attended_pairs(
+    tokens: int, window: int | None = None, chunk: int | None = None, select: str = "", ahead: int | None = None
+) -> int:
     """Query-key pairs a causal kernel computes over ``tokens`` queries: query i (from 0) meets keys
     max(0, i − W + 1)..i, min(i + 1, W) of them. Without a window, the triangle T(T+1)/2; with W < T,
     the triangle over the first W queries and W for each of the other T − W: W(W+1)/2 + (T − W)·W.
@@ -165,10 +170,12 @@ def attended_pairs(tokens: int, window: int | None = None, chunk: int | None = N
     select "entries" (DeepSeek-V4's compressed keys, one entry per chunk of C positions): query p meets min(⌊p / C⌋, W)
     entries (W none: no cap), the "blocks" count up to P = min(T, (W + 1)·C − 1) and W for each later query.
     select "both" (an encoder's sliding window, ModernBERT: |i − j| ≤ W): query i meets min(i, W) keys before it,
-    min(T − 1 − i, W) after it and itself; summed, T + 2·Σ min(i, W)."""
-    if select == "both":  # query i meets keys i − W..i + W within the sequence
-        # Σ min(i, W) on each side is the causal count with a window of W + 1 less the queries themselves
-        return 2 * attended_pairs(tokens, window + 1) - tokens
+    min(T − 1 − i, W) after it and itself; summed, T + 2·Σ min(i, W). With ``ahead`` A (Moonshine Streaming's
+    lookahead), min(T − 1 − i, A) keys after it: T + Σ min(i, W) + Σ min(i, A)."""
+    if select == "both":  # query i meets keys i − W..i + A within the sequence
+        # Σ min(i, W) on a side is the causal count with a window of W + 1 less the queries themselves
+        after = window if ahead is None else ahead
+        return attended_pairs(tokens, window + 1) + attended_pairs(tokens, after + 1) - tokens
     if select == "entries":
         last = tokens if window is None else min(tokens, (window + 1) * chunk - 1)
         return attended_pairs(last, chunk=chunk, select="blocks") + (tokens - last) * (window or 0)

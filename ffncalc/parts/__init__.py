@@ -67,6 +67,9 @@ MODULES = (
     "codec",
     "ada_norm",
     "perceiver",
+    "patch_stem",
+    "value_embeddings",
+    "initial_mix",
 )  # the shipped parts' modules
 
 

@@ -5,6 +5,8 @@ are added (embed.project_in), and d -> e after the final norm, before the head (
 OPTDecoder.project_in and project_out where word_embed_proj_dim differs from hidden_size).
 ``vocab_size``: the table's rows where they differ from the head's, the model's vocab_size, which an untied head
 alone allows (BLT: BltLocalEncoder.embed_tokens has encoder_config.vocab_size rows, lm_head the model's).
+``tied_projection``: d -> e before the head is project_in's weight transposed, stored once (NeoMME:
+NeoMMEForMaskedLM.unembedding_projection tied to embed_tokens.embedding_projection, hidden_states @ its weight).
 """
 
 from __future__ import annotations
@@ -25,8 +27,11 @@ class Embedding(Part):
 
     width: Positive | None = None
     vocab_size: Positive | None = None
+    tied_projection: bool = False
 
     def check(self, spec) -> None:
+        if self.tied_projection and self.width is None:
+            raise SpecError(("embedding", "tied_projection"), "a tied projection is project_in's: state the table's width")
         if self.vocab_size not in (None, spec.vocab_size) and spec.tie_embeddings:
             raise SpecError(
                 ("embedding", "vocab_size"), f"a tied head is the embedding's table: one vocabulary, vocab_size {spec.vocab_size}"
@@ -50,7 +55,9 @@ class Embedding(Part):
             e.linear("embed.project_in", self.width, model.d_model, False, 1)
 
     def head_terms(self, e, model) -> None:
-        if self.width is not None:  # project_out, back to the embedding's width before the head
+        if self.tied_projection:  # project_in's weight again, transposed: its work alone
+            e.term("embed.project_out", "weight", (self.width, model.d_model), numel=0, macs=model.d_model * self.width)
+        elif self.width is not None:  # project_out, back to the embedding's width before the head
             e.linear("embed.project_out", model.d_model, self.width, False, 1)
 
     def embed_module(self, model):
@@ -64,24 +71,28 @@ def _module():
     import torch.nn.functional as F
     from torch import nn
 
-    from ..blocks._torch import Linear
+    from ..blocks._torch import Linear, MatMul
 
     class Embed(nn.Module):
-        """``forward(tokens)``: the table's rows, projected to d where it has its own width; ``out(x)``: d -> e."""
+        """``forward(tokens)``: the table's rows, projected to d where it has its own width; ``out(x)``: d -> e (a
+        tied projection: x times project_in's weight)."""
 
         def __init__(self, spec: Embedding, model):
             super().__init__()
             rows, width = spec.vocab_size or model.vocab_size, spec.width or model.d_model
             self.weight = nn.Parameter(nn.init.normal_(torch.empty(rows, width)))
+            self.tied = spec.tied_projection
             if spec.width is not None:
                 self.project_in = Linear(spec.width, model.d_model, bias=False)
-                self.project_out = Linear(model.d_model, spec.width, bias=False)
+                self.project_out = MatMul() if spec.tied_projection else Linear(model.d_model, spec.width, bias=False)
 
         def forward(self, tokens: torch.Tensor) -> torch.Tensor:
             x = F.embedding(tokens, self.weight)
             return self.project_in(x) if hasattr(self, "project_in") else x
 
         def out(self, x: torch.Tensor) -> torch.Tensor:
+            if self.tied:
+                return self.project_out(x, self.project_in.weight)
             return self.project_out(x) if hasattr(self, "project_out") else x
 
     return Embed

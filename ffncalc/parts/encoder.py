@@ -62,6 +62,13 @@ class Encoder(Part):
     # d, kernel 3, stride 2), each with a bias and a GELU, no padding: S positions from the shortest waveform giving them,
     # 384·S + 511 samples (conv1 6·S + 7 outputs, conv2 2·S + 1, conv3 S)
     waveform: bool = False
+    # a speech encoder over the waveform in frames of this many samples (Moonshine Streaming's
+    # MoonshineStreamingEncoderEmbedder): each frame centred and divided by its RMS (MoonshineStreamingFrameCMVN, no
+    # parameters), compressed by asinh(e^log_k · x) (MoonshineStreamingAsinhCompression: one parameter), a linear to d
+    # (no bias) and a SiLU; then two causal Conv1d of kernel 5 and stride 2, left-padded by 4 (d → 2d and a SiLU, 2d →
+    # d), each with a bias: S positions from the shortest waveform giving them, 4S − 3 frames (conv1 2S − 1 outputs,
+    # conv2 S) (0: none)
+    frames: NonNegative = 0
     features: NonNegative = 0
     channels: NonNegative = 0
     cross_k_bias: bool | None = None  # the cross-attention's key bias where it differs from cross_bias (Whisper: none)
@@ -112,6 +119,7 @@ class Encoder(Part):
     # a linear (with a bias) from the encoder's width to the decoder's over its output, which every cross-attention's
     # k and v then read at the decoder's width (Cohere ASR: CohereAsrDecoder.proj)
     bridge: bool = False
+    bridge_bias: bool = True  # the bridge's bias (Moonshine Streaming's decoder.proj has none)
     # a token-type table added to its embeddings (BERT's token_type_embeddings, type_vocab_size rows), looked up
     type_rows: NonNegative = 0
     # a dense layer and tanh over each source's first position (BertModel's pooler, built by an EncoderDecoderModel's
@@ -152,7 +160,7 @@ class Encoder(Part):
                     f"the decoder cross-attends the image's {rows:,} positions (--image-size sets them)",
                 )
             return
-        front = self.mel_bins or self.kernels or self.waveform or self.sub_layers or self.feature_dims  # not tokens
+        front = self.mel_bins or self.kernels or self.waveform or self.frames or self.sub_layers or self.feature_dims
         if self.cross_merged and self.images:  # T5Gemma2Encoder: the projector's tokens replace image tokens of the source
             raise SpecError(("encoder",), "its images enter the encoder's source, which --images does not place yet")
         if self.cross_merged and self.layers.d_model != spec.d_model:
@@ -307,6 +315,23 @@ class Encoder(Part):
             conv.term("encoder.conv3.weight", "weight", (d, 2 * d, 3), macs=d * 2 * d * 3)
             conv.term("encoder.conv3.bias", "bias", (d,), elementwise=d * (1 + gelu))
             e.out.extend(first + second + [replace(t, positions=scale, per_sequence=True) for t in conv.out])
+        if self.frames:  # each frame's CMVN, compression and linear; each causal conv output a matmul of 5 inputs
+            f, silu = self.frames, ACTIVATION_OPS["silu"]
+            front = Emitter("layers")
+            # a frame's mean, centring, square, mean and division (its RMS's square root and eps once a frame); then
+            # the product with e^log_k and the asinh
+            front.op("encoder.cmvn", 5 * f + 2, copies=1)
+            front.term("encoder.compress.log_k", "weight", (1,), elementwise=2 * f, component="encoder.compress")
+            front.term("encoder.frame_proj.weight", "weight", (d, f), macs=d * f, elementwise=d * silu)
+            framed = [replace(t, positions=Fraction(4 * s - 3, seq_len), per_sequence=True) for t in front.out]
+            conv = Emitter("layers")
+            conv.term("encoder.conv1.weight", "weight", (2 * d, d, 5), macs=2 * d * d * 5)
+            conv.term("encoder.conv1.bias", "bias", (2 * d,), elementwise=2 * d * (1 + silu))
+            first = [replace(t, positions=Fraction(2 * s - 1, seq_len), per_sequence=True) for t in conv.out]
+            conv = Emitter("layers")
+            conv.term("encoder.conv2.weight", "weight", (d, 2 * d, 5), macs=d * 2 * d * 5)
+            conv.term("encoder.conv2.bias", "bias", (d,), elementwise=d)
+            e.out.extend(framed + first + [replace(t, positions=scale, per_sequence=True) for t in conv.out])
         for i, (k, c_in, c_out) in enumerate(self.subsampler(d)):  # a matmul of k·c_in inputs an output; then the GLU
             conv = Emitter("layers")
             conv.term(f"encoder.conv{i + 1}.weight", "weight", (c_out, c_in, k), macs=c_out * c_in * k)
@@ -395,7 +420,7 @@ class Encoder(Part):
         tail = [replace(t, layers=None, positions=Fraction(self.source(seq_len), seq_len)) for t in fin.out]
         if self.bridge:  # once a source position, at the prefill
             out = Emitter("layers")
-            out.linear("encoder.bridge", d, model.d_model, True, 1)
+            out.linear("encoder.bridge", d, model.d_model, self.bridge_bias, 1)
             tail += [replace(t, layers=None, positions=Fraction(self.source(seq_len), seq_len)) for t in out.out]
         if self.pooler:  # BertPooler: dense d -> d with a bias and tanh over the first position, once a sequence
             pool = Emitter("layers")
@@ -468,7 +493,7 @@ def _modules():
     import torch
     from torch import nn
 
-    from ..blocks._torch import Linear, MatMul, make_norm
+    from ..blocks._torch import Linear, MatMul, make_norm, windowed_view
     from ..model.reference import LayerModule, sinusoids
 
     class EncoderModule(nn.Module):
@@ -500,6 +525,13 @@ def _modules():
                 self.conv3 = nn.Conv1d(2 * d, d, 3, stride=2)
                 for conv in (self.conv1, self.conv2, self.conv3):
                     conv.weight_flops = True  # verify: their FLOPs are their weights'
+            self.frames = spec.frames
+            if spec.frames:
+                self.compress = nn.ParameterDict({"log_k": nn.Parameter(torch.zeros(1))})
+                self.frame_proj = Linear(spec.frames, d, bias=False)
+                self.conv1 = nn.Conv1d(d, 2 * d, 5, stride=2)
+                self.conv2 = nn.Conv1d(2 * d, d, 5, stride=2)
+                self.conv1.weight_flops = self.conv2.weight_flops = True  # verify: their FLOPs are their weights'
             self.features, self.kernels = spec.features, spec.kernels
             if spec.kernels:
                 self.convs = []  # conv1, conv2, …: named as the terms (a list's digits would read as layers)
@@ -533,6 +565,13 @@ def _modules():
                 self.final_norm = make_norm(model.norm, d)
             if spec.pooler:
                 self.pooler = nn.ModuleDict({"dense": Linear(d, d, bias=True)})
+            if spec.bridge:  # the encoder's output to the decoder's width, which the cross-attentions read
+                self.bridge = Linear(d, model.d_model, bias=spec.bridge_bias)
+
+        def view(self, causal: bool) -> None:
+            """The reference model's view for its windowed layers: in the causal (useful) view each computes only its
+            window's band (blocks/_torch.py two_sided), in the executed view the square."""
+            windowed_view(self.layers, causal)
 
         def enter(self, x: torch.Tensor, ctx: dict) -> torch.Tensor:
             tokens = ctx["tokens"]
@@ -550,6 +589,14 @@ def _modules():
                 h = self.groupnorm(torch.tanh(self.conv1(samples)))
                 gelu = nn.functional.gelu
                 h = gelu(self.conv3(gelu(self.conv2(h)))).transpose(1, 2)
+            elif self.frames:  # silence, the shortest waveform giving the source's positions: 4S − 3 frames
+                frames = torch.zeros((tokens.shape[0], 4 * tokens.shape[-1] - 3, self.frames), dtype=x.dtype, device=x.device)
+                centred = frames - frames.mean(-1, keepdim=True)
+                frames = centred / (centred.pow(2).mean(-1, keepdim=True) + 1e-6).sqrt()
+                frames = torch.asinh(self.compress["log_k"].exp() * frames)
+                silu = nn.functional.silu
+                h = silu(self.frame_proj(frames)).transpose(1, 2)  # causal: 4 positions of padding on the left
+                h = self.conv2(nn.functional.pad(silu(self.conv1(nn.functional.pad(h, (4, 0)))), (4, 0))).transpose(1, 2)
             elif self.kernels:  # silence, 2 ** len(kernels) frames a position, each conv halving them and its GLU its channels
                 frames = torch.zeros(
                     (tokens.shape[0], self.features, 2 ** len(self.kernels) * tokens.shape[-1]), dtype=x.dtype, device=x.device
@@ -575,6 +622,8 @@ def _modules():
             for k, layer in enumerate(self.layers):
                 h = layer(h, inner, k)
             ctx["memory"] = (self.final_norm(h) if hasattr(self, "final_norm") else h)[:, :source]
+            if hasattr(self, "bridge"):
+                ctx["memory"] = self.bridge(ctx["memory"])
             if hasattr(self, "pooler"):  # the first position's, computed and not read
                 torch.tanh(self.pooler["dense"](ctx["memory"][:, 0]))
             return x
@@ -590,7 +639,8 @@ def _modules():
             self.norm = make_norm(model.norm.layer, d)
             self.kv_heads = spec.cross_kv_heads or heads
             self.q = Linear(d, width, bias=spec.cross_bias)
-            source = spec.layers.d_model  # keys and values from the encoder's output, at its width
+            # keys and values from the encoder's output, at its width, or the bridge's
+            source = model.d_model if spec.bridge else spec.layers.d_model
             self.v = Linear(source, self.kv_heads * self.head_dim, bias=spec.cross_bias)
             k_bias = spec.cross_bias if spec.cross_k_bias is None else spec.cross_k_bias
             self.k = Linear(source, self.kv_heads * self.head_dim, bias=k_bias)

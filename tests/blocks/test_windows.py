@@ -104,6 +104,36 @@ def test_banded_reference_computes_only_the_band():
     assert torch.allclose(band, _torch.softmax(square, sinks) @ v, atol=1e-10)
 
 
+def test_an_encoders_band_equals_its_masked_square():
+    """An encoder's window, W keys before each query and A after (Moonshine Streaming's lookahead; A = W: ModernBERT's
+    |i − j| ≤ W): the causal reference computes only the band, the query-key pairs FlopCounterMode sees are those
+    attended_pairs counts, and its output equals softmax over the square masked to |j − i| within the window, with a
+    bias and without, for windows narrower and wider than the sequence."""
+    from types import SimpleNamespace
+
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from ffncalc.model.terms import attended_pairs
+
+    s, dim = 12, 4
+    q, k, v = (torch.randn(1, 2, s, dim, dtype=torch.float64) for _ in range(3))
+    bias = torch.randn(1, 2, s, s, dtype=torch.float64)
+    i = torch.arange(s)
+    for window, ahead in ((3, 1), (5, 0), (2, 2), (1, 7), (15, 3), (4, None)):
+        after = window if ahead is None else ahead
+        outside = (i[None, :] - i[:, None] > after) | (i[:, None] - i[None, :] > window)
+        for b in (None, bias):
+            layer = SimpleNamespace(causal=True, ahead=ahead, scores=_torch.MatMul(), values=_torch.MatMul())
+            with FlopCounterMode(display=False) as counter:
+                band = _torch.two_sided(layer, q, k, v, b, window, None)
+            square = (q @ k.transpose(-2, -1)) + (0 if b is None else b)
+            expected = _torch.softmax(square.masked_fill(outside, float("-inf")), None) @ v
+            assert torch.allclose(band, expected, atol=1e-10), (window, ahead)
+            pairs = attended_pairs(s, window, select="both", ahead=ahead)
+            assert pairs == int((~outside).sum())
+            assert counter.get_total_flops() == 2 * 2 * 2 * dim * pairs  # QKᵀ and AV, 2 heads
+
+
 def test_reference_models_agree_in_both_views():
     """A windowed model built for the exact view (masked square) and for the causal view (band) gives the same
     logits on real tensors."""

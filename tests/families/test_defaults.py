@@ -45,6 +45,9 @@ def test_types_transformers_cannot_build_are_refused_for_a_stated_reason():
     refused |= {t: r["refused_unrepaired"] for t, r in RECORDS.items() if "refused_unrepaired" in r}
     assert all("transformers refuses this config" in reason for reason in refused.values()), refused
     assert set(refused) == set(coverage.REFUSED_AT_DEFAULTS)
+    # the types counted at their repair are those recorded with one beside transformers' reason
+    repaired = {t for t, r in RECORDS.items() if "refused_unrepaired" in r and "params" in r}
+    assert repaired == set(coverage.REPAIRED_AT_DEFAULTS)
 
 
 def _measured(model_type: str) -> hfcheck.Measured:

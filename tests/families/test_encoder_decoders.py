@@ -1146,6 +1146,99 @@ def test_t5gemma2_training_keeps_each_decoder_layers_source_keys_and_values(tmp_
     assert growth(3) - growth(2) == 512 * 2 * (3 * kv * hd + 2 * kv)
 
 
+def test_moonshine_streaming_reads_frames_and_windowed_layers_by_hand():
+    """MoonshineStreamingForConditionalGeneration at its repaired defaults, by hand (modeling_moonshine_streaming.py):
+    S = 23 source positions come from the shortest waveform giving them, 4·23 − 3 = 89 frames of 80 samples, each a
+    matmul of 80 × 320 (the embedder's linear); conv1 (causal, kernel 5, stride 2) makes 2·23 − 1 = 45 outputs of 640
+    × 320 × 5 multiply-adds, conv2 23 of 320 × 640 × 5. Each encoder layer attends within its sliding_windows [left,
+    right]: keys 0 ≤ i − j < left and 0 < j − i < right. In the useful view, [16, 4] meets min(i, 15) keys before, the
+    query, and min(22 − i, 3) after: Σ min(i, 15) = 0 + 1 + … + 15 + 7·15 = 225, Σ min(22 − i, 3) = 0 + 1 + 2 + 20·3 =
+    63, so 23 + 225 + 63 = 311 pairs; [16, 0] 23 + 225 = 248. Layers 0, 1, 4, 5 are [16, 4], 2 and 3 [16, 0]; QKᵀ and
+    AV each 8 heads of 40, 2 FLOPs a multiply-add. The decoder's own attention is the causal triangle either way."""
+    spec = hf.load(DEFAULTS / "configs" / "moonshine_streaming.json")[1]
+    s = 23
+    rows = {r.name: r for r in tally(spec, seq_len=s).rows}
+    assert rows["encoder.frame_proj.weight"].flops == Fraction(2 * 80 * 320 * 89, s)
+    assert rows["encoder.conv1.weight"].flops == Fraction(2 * 640 * 320 * 5 * 45, s)
+    assert rows["encoder.conv2.weight"].flops == 2 * 320 * 640 * 5
+    assert 0 + sum(range(16)) + 7 * 15 == 225 and sum(range(3)) + 20 * 3 == 63
+    pairs = 4 * (23 + 225 + 63) + 2 * (23 + 225)
+    useful = sum(r.flops for r in tally(spec, convention="causal", seq_len=s).rows if r.name == "encoder.attn.scores")
+    executed = sum(r.flops for r in tally(spec, seq_len=s).rows if r.name == "encoder.attn.scores")
+    assert useful * s == 2 * 8 * 40 * pairs
+    assert executed * s == 6 * 2 * 8 * 40 * s * s  # eager attention computes the square, masked
+
+
+@pytest.mark.torch
+def test_moonshine_streaming_windows_are_the_masks_transformers_builds():
+    """Every [left, right] window over every length: the query-key pairs ffncalc counts equal those transformers'
+    sliding_window_mask_function allows (the encoder's mask under an attention mask)."""
+    from transformers.models.moonshine_streaming.modeling_moonshine_streaming import sliding_window_mask_function
+
+    from ffncalc.model.terms import attended_pairs
+
+    for left, right in [(16, 4), (16, 0), (16, 1), (3, 7), (2, 2)]:
+        allowed = sliding_window_mask_function((left, right))
+        for n in (1, 5, 23, 40):
+            pairs = sum(bool(allowed(0, 0, q, k)) for q in range(n) for k in range(n))
+            assert attended_pairs(n, left - 1, select="both", ahead=max(right - 1, 0)) == pairs, (left, right, n)
+
+
+@pytest.mark.torch
+def test_moonshine_streaming_flops_equal_flop_counter_mode_and_every_command_runs(cli):
+    """Its repaired defaults: one forward under FlopCounterMode per component at two lengths (the encoder over the
+    shortest waveform giving each, unmasked: every window's square), and train, infer and fit without a traceback."""
+    from ffncalc.analysis import hfcheck
+
+    config = DEFAULTS / "configs" / "moonshine_streaming.json"
+    c = hf.read_config(config)
+    measured = hfcheck.Measured.from_record(json.loads((DEFAULTS / "truth" / "moonshine_streaming.json").read_text()))
+    assert [r.seq_len for r in measured.flops] == list(hfcheck.flop_lengths(c))
+    checks = hfcheck.check_flops(c, measured)
+    assert checks and all(ch.ok for ch in checks), [ch for ch in checks if not ch.ok]
+    assert {"encoder.frame_proj", "encoder.conv1", "encoder.conv2", "encoder.cross.k"} <= {ch.component for ch in checks}
+    for command in (
+        ["train", str(config), "--tokens", "1M", "--hardware", "h100-sxm"],
+        ["infer", str(config), "--prompt", "4", "--generate", "4", "--source-len", "100", "--hardware", "h100-sxm"],
+        ["fit", str(config), "--hardware", "l4"],
+    ):
+        code, out, err = cli(*command, "--format", "json")
+        assert code == 0 and err == "", err
+    for convention in ("exact", "causal"):
+        code, out, err = cli("verify", str(config), "--seq-len", "24", "--convention", convention)
+        assert code == 0 and "all" in out and "agree" in out, out + err
+
+
+@pytest.mark.torch
+def test_moonshine_streaming_with_an_encoder_wider_than_its_decoder_equals_transformers(tmp_path):
+    """Moonshine Streaming small's shape, smaller: an encoder 96 wide of 4 heads of 16 (q, k, v 96 → 64, o back) with
+    three layers of their own windows beside a decoder 64 wide (4 heads of 16); the decoder's pos_emb at the encoder's width and proj,
+    96 → 64 without a bias, which every cross-attention reads. Built by transformers on the meta device: every
+    parameter, and every component's FLOPs under FlopCounterMode at two lengths."""
+    from ffncalc.analysis import hfcheck
+
+    data = json.loads((DEFAULTS / "configs" / "moonshine_streaming.json").read_text())
+    data["encoder_config"].update(
+        hidden_size=96, intermediate_size=192, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=4,
+        head_dim=16, sliding_windows=[[4, 2], [8, 0], [3, 3]],
+    )  # fmt: skip
+    # its forward views the queries as num_key_value_heads heads (MoonshineStreamingAttention): as many as the queries
+    data.update(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=4)
+    data.update(head_dim=16, vocab_size=100, max_position_embeddings=64)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(data))
+    c = hf.read_config(path)
+    measured = hfcheck.measure(c, flops=True)
+    report = hfcheck.check(c, model="moonshine_streaming", measured=measured)
+    assert report.ok and not any(ch.component.startswith("(unmatched)") for ch in report.checks), report.failures
+    checks = hfcheck.check_flops(c, measured)
+    assert checks and all(ch.ok for ch in checks), [ch for ch in checks if not ch.ok]
+    rows = {r.name: r for r in tally(hf.load(path)[1]).rows}
+    assert rows["encoder.bridge.weight"].params == 96 * 64 and "encoder.bridge.bias" not in rows
+    assert rows["encoder.pos_embed.weight"].params == 64 * 96
+    assert sum(r.params for r in tally(hf.load(path)[1]).rows if r.name == "encoder.cross.k.weight") == 2 * 64 * 4 * 16
+
+
 def test_moonshine_streaming_is_recorded_at_the_smallest_repair_of_its_defaults():
     """MoonshineStreamingConfig defines no num_key_value_heads, which the decoder's MoonshineStreamingAttention reads:
     transformers refuses the raw defaults (the reason kept), and builds them with one KV head per query head (8).

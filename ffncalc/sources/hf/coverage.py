@@ -600,25 +600,10 @@ WHOLE_TYPES = MULTIMODAL_LM_TYPES + WHOLE_SEQ2SEQ_TYPES
 WHOLE_ENCODER_TYPES = ("modernvbert", "ultravbert")
 
 # Encoder-decoders no family reads yet: what each needs.
-SEQ2SEQ_NOT_YET = {
-    "moonshine_streaming": (
-        "a streaming speech encoder (frame CMVN and asinh compression, a causal Conv1d embedder, layers attending within "
-        "per-layer sliding windows) and Moonshine's decoder with cross-attention, none read yet; transformers refuses "
-        "its defaults (REFUSED_AT_DEFAULTS): MoonshineStreamingConfig defines no num_key_value_heads for the decoder's "
-        "attention, and the smallest repair, num_key_value_heads = num_attention_heads (8), builds "
-        "MoonshineStreamingForConditionalGeneration (44,054,721 parameters), recorded at that repair (tests/hf_defaults)"
-    ),
-}
+SEQ2SEQ_NOT_YET: dict[str, str] = {}
 
 # Encoders no family reads yet: what each needs.
-ENCODERS_NOT_YET = {
-    "neomme": (
-        "a multimodal encoder: a patch stem beside a factorized token table (embedding_rank, its head through the tied "
-        "embedding projection), value embeddings added in the first and last global layers, exclusive self-attention "
-        "with a per-head alpha, initial-state mixing with per-layer lambdas and a residual multiplier, and per-layer "
-        "windows (per_layer_config), none read yet"
-    ),
-}
+ENCODERS_NOT_YET: dict[str, str] = {}
 
 
 # Decoder-only text models no family reads yet, each with what it needs.
@@ -644,6 +629,11 @@ REFUSED_AT_DEFAULTS = {
     "gemma4_assistant": "its own validation rejects the default hidden_size_per_layer_input of 256",
     "gemma4_unified_assistant": "the default layer types sharing a KV cache differ from those producing one",
     "lfm2_moe": "layer_types defaults to None, which every decoder layer indexes",
+}
+# Of those, the types recorded at the smallest repair of their defaults (scripts/hf_defaults.py REPAIRS, its truth beside
+# transformers' reason for refusing the rest) and counted exactly there: the repair
+REPAIRED_AT_DEFAULTS = {
+    "moonshine_streaming": "num_key_value_heads = num_attention_heads, 8",
 }
 
 
@@ -1075,6 +1065,9 @@ def model_types() -> list[dict]:
         defaults = (
             ""
             if model_type not in CAUSAL_LM_TYPES and not encoder and model_type not in whole_text
+            else f"exact at the smallest repair ({REPAIRED_AT_DEFAULTS[model_type]}); refused by transformers as they are: "
+            f"{REFUSED_AT_DEFAULTS[model_type]}"
+            if model_type in REPAIRED_AT_DEFAULTS
             else f"refused by transformers: {REFUSED_AT_DEFAULTS[model_type]}"
             if model_type in REFUSED_AT_DEFAULTS
             else f"exact parameters; {OPEN_AT_DEFAULTS[model_type]}"
