@@ -104,6 +104,7 @@ IMAGE_SIZES = {
     "mllama": (448, 224),
     # 32 and 48 patches of 14 a side: one whole window of 32, then windows of 32 and 16 a side; 256 and 576 tokens
     "muse_glimmer": (448, 672),
+    "muse_spark": (448, 672),  # MUSE Glimmer's tower, as its
     "idefics": (224, 448),  # 16 and 32 patches of 14 a side and a class token, every row read by the cross-attention
     "perception_lm": (336, 448),  # 24 and 32 patches of 14 a side: PE L/14's images, and Perception LM's tiles
     "fast_vlm": (1024, 512),  # FastViTHD's 16 and 8 tokens a side (64 pixels a token): FastVLM's images, and half
@@ -118,6 +119,8 @@ AUDIO_FRAMES = {"inkling_mm_model": (600, 200)}
 # Tokens of audio (a hop of 3,200 samples each at 24 kHz) at which VibeVoice-ASR's audio FLOPs are recorded: 90 s (two
 # chunks of 60 s, the second of 30) and 20 s
 VIBEVOICE_TOKENS = {"vibevoice_asr": (675, 150), "vibevoice": (675, 150)}
+# Tokens of audio (1,920 samples each at 24 kHz) at which MUSE Spark's audio FLOPs are recorded: 30 s and 10 s
+MUSE_SPARK_TOKENS = (375, 125)
 # Positions of one Dots3 Note audio chunk (8 frames each) at which its FLOPs are recorded: a whole 60-s chunk and 3 s
 DOTS3_POSITIONS = (750, 38)
 
@@ -301,6 +304,19 @@ def truth_text(model_type: str, data: dict, config: str = "") -> str:
 
         runs = [muse_image_flops(data, s) for s in IMAGE_SIZES[model_type]]
         record["image_flops"] = {"method": MUSE_IMAGE_METHOD, "runs": runs, "reduced": MUSE_REDUCED}
+    elif model_type == "muse_spark" and "refused" not in record and not config:  # raw samples, on the meta device
+        from ffncalc.analysis.hfmuse import (
+            MUSE_SPARK_AUDIO_METHOD,
+            MUSE_SPARK_IMAGE_METHOD,
+            MUSE_SPARK_REDUCED,
+            muse_image_flops,
+            muse_spark_audio_flops,
+        )
+
+        runs = [muse_image_flops(data, s, MUSE_SPARK_REDUCED) for s in IMAGE_SIZES[model_type]]  # its tower built small
+        record["image_flops"] = {"method": MUSE_SPARK_IMAGE_METHOD, "runs": runs, "reduced": MUSE_SPARK_REDUCED}
+        runs = [muse_spark_audio_flops(data, n) for n in MUSE_SPARK_TOKENS]
+        record["audio_token_flops"] = {"method": MUSE_SPARK_AUDIO_METHOD, "runs": runs}
     elif model_type == "hunyuan_vl" and "refused" not in record and not config:  # built small, on the CPU
         from ffncalc.analysis.hfhunyuan import HUNYUAN_IMAGE_METHOD, HUNYUAN_REDUCED, hunyuan_image_flops
 

@@ -180,6 +180,10 @@ class Locator:
         self.fmt, self.family, self.n_layers, self.seen, self.whole = fmt, family, n_layers, {}, whole
 
     def __call__(self, name: str) -> str:
+        from ..sources.hf.towers import indexed
+
+        if indexed(name, self.whole):  # a component its indices name (MUSE Spark's audio stages): not shared
+            return locate(name, self.fmt, self.family, self.n_layers, self.whole)[0]
         layer = _FIRST.search(name)
         extra = bool(layer and self.n_layers is not None and int(layer.group(1)) >= self.n_layers)
         key = (_INDEX.sub(".#", name), extra)
@@ -293,13 +297,16 @@ def count(ckpt: Checkpoint, spec: Model | None = None) -> CheckpointCount:
     n_layers = spec.n_layers if spec is not None else None
     stored, notes = interpret(ckpt.tensors, ckpt.quantization)
     # Tally by name pattern first (layer and expert numbers dropped), then place each pattern once.
+    from ..sources.hf.towers import indexed
+
     acc: dict[tuple, list] = {}
-    index, first = _INDEX.sub, _FIRST.search
+    index, first, whole = _INDEX.sub, _FIRST.search, _whole(ckpt)
     for s in stored:
         base, t = s.base, s.tensor
         layer = first(base)
         extra = layer is not None and n_layers is not None and int(layer.group(1)) >= n_layers
-        key = (index(".#", base), extra, s.role, s.storage, t.dtype)
+        # a name whose indices name its component (MUSE Spark's audio stages) is its own pattern
+        key = (base if indexed(base, whole) else index(".#", base), extra, s.role, s.storage, t.dtype)
         a = acc.get(key)
         if a is None:
             acc[key] = [1, s.params, t.nbytes, base]
@@ -312,7 +319,7 @@ def count(ckpt: Checkpoint, spec: Model | None = None) -> CheckpointCount:
     for (pattern, extra, role, storage, dtype), (n, params, nbytes, example) in acc.items():
         name = placed.get((pattern, extra))
         if name is None:
-            name = placed[(pattern, extra)] = locate(example, ckpt.format, family, n_layers, _whole(ckpt))[0]
+            name = placed[(pattern, extra)] = locate(example, ckpt.format, family, n_layers, whole)[0]
         p = parts.setdefault(name, {"tensors": 0, "params": 0, "bytes": 0, "storage": {}, "dtypes": {}, "decoding": {}})
         p["dtypes"][dtype] = p["dtypes"].get(dtype, 0) + nbytes
         if role == PARAM:

@@ -1,6 +1,7 @@
-"""MUSE Glimmer's image path as transformers runs it: one image through MuseGlimmerModel.get_image_features (the
-windowed tower, its adapter and vision_projection), FlopCounterMode over it. The whole class is built small on the CPU
-(MUSE_REDUCED: its window index and grid are read by value)."""
+"""MUSE Glimmer's and MUSE Spark's image path as transformers runs it: one image through get_image_features (the
+windowed tower, its adapter and vision_projection), FlopCounterMode over it, the whole class built small on the CPU
+(MUSE_REDUCED, MUSE_SPARK_REDUCED: its window index and grid are read by value); and MUSE Spark's audio, its samples
+through get_audio_features on the meta device."""
 
 from __future__ import annotations
 
@@ -20,15 +21,25 @@ MUSE_REDUCED = {
 }
 
 
-def muse_image_flops(data: dict, size: int) -> dict:
+MUSE_SPARK_IMAGE_METHOD = MUSE_IMAGE_METHOD.replace("MuseGlimmerModel", "MuseSparkModel")
+# MUSE Spark's: the same tower, its language model one dense layer, its audio tower writing that layer's width
+# (MuseSparkConfig.validate_architecture)
+MUSE_SPARK_REDUCED = {
+    "vision_config": MUSE_REDUCED["vision_config"],
+    "text_config": {**MUSE_REDUCED["text_config"], "mlp_layer_types": ["dense"]},
+    "audio_config": {"out_hidden_size": REDUCED["text_config"]["hidden_size"]},
+}
+
+
+def muse_image_flops(data: dict, size: int, reduced: dict = MUSE_REDUCED) -> dict:
     """FLOPs of one image of ``size`` × ``size`` pixels through the tower, the adapter and vision_projection, per module
-    (the class built small: MUSE_REDUCED)."""
+    (the class built small: ``reduced``, MUSE_REDUCED or MUSE_SPARK_REDUCED)."""
     import torch
     from torch.utils.flop_counter import FlopCounterMode
 
     from .hfwhole import instantiate_whole
 
-    small = {**data, **{key: {**data[key], **value} for key, value in MUSE_REDUCED.items()}}
+    small = {**data, **{key: {**data[key], **value} for key, value in reduced.items()}}
     net = instantiate_whole(small, "cpu")
     net.requires_grad_(False)
     v = net.config.vision_config
@@ -39,3 +50,30 @@ def muse_image_flops(data: dict, size: int) -> dict:
     counts = counter.get_flop_counts()
     modules = {k: sum(v.values()) for k, v in counts.items() if k != "Global" and "." not in k}
     return {"size": size, "total": sum(counts["Global"].values()), "modules": modules}
+
+
+MUSE_SPARK_AUDIO_METHOD = (
+    "torch.utils.flop_counter.FlopCounterMode over MuseSparkModel.get_audio_features(input_values) of the whole class on "
+    "the meta device, input_values of shape (1, tokens × 1,920) (24 kHz samples, whole tokens as MuseSparkFeatureExtractor "
+    "pads them), no padding mask: the audio tower (its four stages' patch embeddings and causal depthwise convolution "
+    "blocks, norm, proj, post_proj_norm) and the embedding norm, 2 FLOPs per multiply-add of every convolution and "
+    "matmul, summed per module"
+)
+
+
+def muse_spark_audio_flops(data: dict, tokens: int) -> dict:
+    """MUSE Spark: ``tokens`` × samples_per_token samples of audio through get_audio_features, on the meta device."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from .hfwhole import instantiate_whole
+
+    net = instantiate_whole(data)
+    net.requires_grad_(False)
+    samples = tokens * net.config.audio_config.samples_per_token
+    values = torch.zeros(1, samples, device="meta")
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        net.model.get_audio_features(input_values=values)
+    counts = counter.get_flop_counts()
+    modules = {k: sum(v.values()) for k, v in counts.items() if k != "Global" and "." not in k}
+    return {"tokens": tokens, "samples": samples, "total": sum(counts["Global"].values()), "modules": modules}

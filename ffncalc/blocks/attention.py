@@ -96,6 +96,9 @@ class Attention(Block):
     # made (Gemma 3n's and Gemma 4's last num_kv_shared_layers)
     kv_shared: bool = False
     v_norm: bool = False  # an RMS norm without weights over each value head (Gemma 4's v_norm)
+    # an RMS norm without weights over each head's output before the gates and o (MUSE Spark's o_norm:
+    # MuseSparkTextAttention, MuseSparkRMSNorm(with_scale=False))
+    o_norm: bool = False
     # a separate bias-free projection of the layer's input, softplus(g) scaling the heads' output before o:
     # one gate per head (head) or one per output feature (element) (Laguna: g_proj, gating)
     softplus_gate: Literal["none", "head", "element"] = "none"
@@ -160,6 +163,7 @@ class Attention(Block):
         window += f", {self.gate_activation} gate per {self.softplus_gate}" if self.softplus_gate != "none" else ""
         window += " with a bias per head" if self.gate_bias and self.softplus_gate != "none" else ""
         window += ", sub-norm" if self.sub_norm else ""
+        window += ", o-norm" if self.o_norm else ""
         return f"{self.n_heads} heads, {self.kv_heads} KV × {self.head_dim}{window}" + (", gated" if self.gate else "")
 
     def facts(self) -> dict[str, object]:
@@ -180,6 +184,8 @@ class Attention(Block):
                 e.norm("attn.k_norm", self.qk_norm_kind(model.norm), k_width, n, total=kv * hd)
         if self.v_norm and own:  # square, add, scale per element; no weights
             e.op("attn.v_norm", n * 3 * kv * vd)
+        if self.o_norm:  # square, add, scale per element of each head's output; no weights
+            e.op("attn.o_norm", n * 3 * h * vd)
         if model.positions == "rotary" and self.rope:
             e.op("attn.rotary", n * ROTARY_OPS * (h + (kv if own else 0)) * self.rotary_dim)
         if self.sinks:  # one more logit in each head's softmax (gpt-oss: GptOssAttention.sinks)
@@ -255,6 +261,7 @@ class Attention(Block):
         keys = 0 if self.kv_shared else kv * (hd + vd)
         stat = 4 if model.norm.kind.startswith("layernorm") else 2  # fp32 inverse RMS (and mean) a row
         sub = h * vd + stat if self.sub_norm else 0
+        sub += h * vd + 2 * h if self.o_norm else 0  # its input (the heads' output) and an fp32 statistic a head
         norms = 0
         if self.qk_norm != "none":
             own = 0 if self.kv_shared else kv
@@ -284,7 +291,10 @@ class Attention(Block):
             ),
             (self.gate or self.softplus_gate != "none", "output gates"),
             (self.qk_norm in ("each_head", "full"), f"qk_norm {self.qk_norm}"),
-            (self.sinks or self.sub_norm or self.kv_shared or module.positions == "alibi", "sinks, a sub-norm, shared KV or ALiBi"),
+            (
+                self.sinks or self.sub_norm or self.o_norm or self.kv_shared or module.positions == "alibi",
+                "sinks, a sub-norm or o-norm, shared KV or ALiBi",
+            ),
         ]
         for wrong, what in reasons:
             if wrong:
@@ -318,6 +328,7 @@ def _module():
             self.gate, self.window, self.chunk, self.rope = spec.gate, spec.window, spec.chunk, spec.rope
             self.ahead = spec.ahead
             self.value_dim, self.own, self.v_norm = spec.value_dim, not spec.kv_shared, spec.v_norm
+            self.o_norm = spec.o_norm
             self.q = Linear(d, (2 if spec.gate else 1) * self.heads * self.head_dim, bias=spec.qkv_bias)
             if self.own:
                 self.k = Linear(d, self.kv_heads * self.head_dim, bias=spec.qkv_bias if spec.k_bias is None else spec.k_bias)
@@ -392,6 +403,8 @@ def _module():
                 group = self.heads // self.kv_heads  # grouped K/V heads serve several query heads each (a flash
                 k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)  # kernel takes them as they are)
             out = self.attend(q, k, v, x).transpose(1, 2)  # (B, s, heads, value_dim)
+            if self.o_norm:  # MUSE Spark: each head's output normalised, no weight, before the gates
+                out = F.rms_norm(out, (self.value_dim,))
             if self.softplus_gate != "none":  # Laguna: one gate per head, broadcast over its features, or one each
                 g = self.g(x).view(b, s, self.heads, -1)
                 if hasattr(self, "g_bias"):  # Beam: a bias per head, the same for each of its gates

@@ -68,6 +68,12 @@ class MoEFFN(Block):
     # the previous layer's router state (its down projection's output, r) scaled per feature and added to this
     # layer's before the MLP (ZAYA1's router_states_scale, from the second layer on)
     router_state: bool = False
+    # routed experts in a narrower space of this width m (MUSE Spark's moe_hidden_size: MuseSparkMoE): pre_proj d -> m
+    # and a norm of the model's kind over m before the experts, each expert's output through one shared norm over m
+    # (post_expert_norm, MuseSparkTextInputScaledRMSNorm: scale by 1 + w, then normalise), post_proj m -> d after them
+    expert_width: Positive | None = None
+    # the router's logits times a constant before its activation (MUSE Spark's output_multiplier): one product a class
+    router_scale: bool = False
 
     def __post_init__(self) -> None:
         if self.top_k > self.n_experts + self.identity_experts:
@@ -98,6 +104,8 @@ class MoEFFN(Block):
             raise SpecError(("router_bias",), "an MLP router states its own biases")
         if self.router_state and self.router_mlp is None:
             raise SpecError(("router_state",), "the router state is an MLP router's: state router_mlp")
+        if self.expert_width is not None and (self.identity_experts or self.skip_expert):
+            raise SpecError(("expert_width",), "experts in a narrower space return no input: no identity experts or skip")
 
     @property
     def choices(self) -> int:
@@ -162,11 +170,17 @@ class MoEFFN(Block):
             e.linear("ffn.router", d, classes, self.router_bias, n)
         else:
             self._mlp_router_terms(e, model)
+        if self.router_scale:
+            e.op("ffn.router_scale", n * classes)
         e.op("ffn.router_softmax", n * SOFTMAX_OPS * classes)
         if self.correction_bias:
             e.term("ffn.correction_bias", "bias", (classes,), n, elementwise=n * classes)
+        m = self.expert_width or d
+        if self.expert_width is not None:  # MuseSparkMoE.pre_expert_proj and pre_expert_norm
+            e.linear("ffn.pre_proj", d, m, False, n)
+            e.norm("ffn.pre_norm", model.norm, m, n)
         self.expert.emit(
-            e, "ffn.experts.", d, self.n_experts * n, self.routed_active * n, model.norm, expert=True, component="ffn.experts"
+            e, "ffn.experts.", m, self.n_experts * n, self.routed_active * n, model.norm, expert=True, component="ffn.experts"
         )
         if self.identity_gate_up:  # held, never read: no token uses them
             e.term(
@@ -178,7 +192,11 @@ class MoEFFN(Block):
                 expert=True,
                 component="ffn.experts",
             )
-        e.op("ffn.combine", n * 2 * self.top_k * d)  # scale each chosen expert's output, add it in
+        if self.expert_width is not None:  # MuseSparkExperts.post_expert_norm: one weight, over each chosen expert's output
+            e.norm("ffn.expert_norm", model.norm, m, n, total=self.routed_active * m)
+        e.op("ffn.combine", n * 2 * self.top_k * m)  # scale each chosen expert's output, add it in
+        if self.expert_width is not None:
+            e.linear("ffn.post_proj", m, d, False, n)
         if self.shared is not None:
             copies = self.n_shared_experts * n
             self.shared.emit(e, "ffn.shared.", d, copies, copies, model.norm, component="ffn.shared")
@@ -237,6 +255,12 @@ class MoEFFN(Block):
         router = 0
         if self.router_mlp is not None:
             router = 6 * self.router_mlp + stat + (self.router_mlp if self.router_state else 0)
+        if self.expert_width is not None:  # the narrow space: each expert's input is m wide, not d
+            m = self.expert_width
+            # pre_proj's output (the norm's input), its statistic and output; each routed expert its output before
+            # its norm (m) and the norm's statistic (2), its own elements at m; the combined output (post_proj's input)
+            routed = self.routed_active * (self.expert.kept_elements(model) - d + m + m + m + 2)
+            return d + routing + routed + 3 * m + 2 + shared + norm + router
         return d + routing + routed + shared + norm + router
 
     def torch_module(self, model, causal: bool):
@@ -250,7 +274,9 @@ class MoEFFN(Block):
         if odd or self.n_experts % ep:
             what = f"{self.n_experts} experts over ep {ep}: not evenly" if not odd else "identity, skip or hash routing"
             raise NotImplementedError(f"{what}: no expert-parallel form here")
-        return _expert_parallel()(module, rank, ep, exchange)
+        from ._moe_parallel import expert_parallel
+
+        return expert_parallel()(module, rank, ep, exchange)
 
     def body(self) -> Block:
         return self.expert
@@ -302,7 +328,15 @@ def _module():
             d = model.d_model
             self.top_k, self.n_experts, self.choices = ffn.top_k, ffn.n_experts, ffn.choices
             self.router = Linear(d, ffn.router_classes, bias=ffn.router_bias) if ffn.router_mlp is None else RouterMLP(model, ffn)
-            self.experts = nn.ModuleList(ffn.expert.torch_module(model, causal) for _ in range(ffn.n_experts))
+            if ffn.expert_width is None:
+                self.experts = nn.ModuleList(ffn.expert.torch_module(model, causal) for _ in range(ffn.n_experts))
+            else:  # MuseSparkMoE: the experts in a narrower space between two projections, each followed by one norm
+                from .dense_ffn import mlp_module
+
+                m = ffn.expert_width
+                self.pre_proj, self.pre_norm = Linear(d, m, bias=False), make_norm(model.norm, m)
+                self.experts = nn.ModuleList(mlp_module()(m, ffn.expert, model.norm) for _ in range(ffn.n_experts))
+                self.expert_norm, self.post_proj = make_norm(model.norm, m), Linear(m, d, bias=False)
             if ffn.identity_gate_up:  # held, never read
                 self.identity_gate_up = nn.Parameter(torch.empty(ffn.identity_experts, 2 * ffn.expert.d_ff, d))
             self.shared = nn.ModuleList(ffn.shared.torch_module(model, causal) for _ in range(ffn.n_shared_experts))
@@ -353,6 +387,8 @@ def _module():
 
             shape = x.shape
             flat = x.reshape(-1, shape[-1])
+            if hasattr(self, "pre_proj"):  # the router reads the layer's input; the experts the narrow space
+                return self.narrow(flat).reshape(shape)
             if _fused.active() and self.choices == self.n_experts and not self.balanced:
                 # as a training stack runs it: the router's softmax in fp32 (transformers' MixtralSparseMoeBlock,
                 # softmax(..., dtype=torch.float)), the token-slots permuted to their experts and combined back
@@ -389,6 +425,27 @@ def _module():
                     out.index_add_(0, rows, flat[rows] * weight_of_slot[slots, None].to(flat.dtype))
             return self.finish(flat, out).reshape(shape)
 
+        def narrow(self, flat: torch.Tensor) -> torch.Tensor:
+            """MuseSparkMoE: the router over the input; pre_proj and pre_norm; each chosen expert's output through
+            expert_norm, weighted and summed; post_proj (balanced routing: token-slot j to expert j mod n_experts)."""
+            experts, weights = self.route(self.router(flat).softmax(dim=-1))
+            h = self.pre_norm(self.pre_proj(flat))
+            out = torch.zeros_like(h)
+            token_of_slot = torch.arange(flat.shape[0], device=flat.device).repeat_interleave(self.top_k)
+            expert_of_slot, weight_of_slot = experts.reshape(-1), weights.reshape(-1)
+            for e, expert in enumerate(self.experts):
+                if self.balanced and h.is_meta:  # alike experts: the first over every token-slot, the same FLOPs
+                    slots = torch.arange(expert_of_slot.shape[0], device=flat.device) if e == 0 else None
+                elif self.balanced:
+                    slots = torch.arange(e, expert_of_slot.shape[0], self.n_experts, device=flat.device)
+                else:
+                    slots = (expert_of_slot == e).nonzero().squeeze(-1)
+                if slots is None or slots.numel() == 0:
+                    continue
+                rows = token_of_slot[slots]
+                out.index_add_(0, rows, self.expert_norm(expert(h[rows])) * weight_of_slot[slots, None].to(h.dtype))
+            return self.finish(flat, self.post_proj(out))
+
         def finish(self, flat: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
             """The routed experts' output ``out`` with the shared experts', the output norm and the bias."""
             if len(self.shared):
@@ -405,48 +462,3 @@ def _module():
             return out
 
     return MoE
-
-
-@cache
-def _expert_parallel():
-    import torch
-    from torch import nn
-
-    class ExpertParallel(nn.Module):
-        """One device's share of a mixture whose routed experts are split over ``ep`` devices, n_experts / ep each in
-        order (DeepSeek-V3 §3.4's dispatch and combine, as DeepEP runs them): the device routes its own tokens,
-        sends each token-slot to the device holding its expert (``exchange``: an all-to-all of the counts, the expert
-        ids and the rows), runs its own experts on what it receives, and sends their outputs back (a second
-        all-to-all), where they are weighted and summed; the router, the shared experts and the rest whole on every
-        device. ``exchange(tensor, send_counts, receive_counts)`` returns what the others sent."""
-
-        def __init__(self, moe: nn.Module, rank: int, ep: int, exchange):
-            super().__init__()
-            self.per, self.ep, self.exchange = moe.n_experts // ep, ep, exchange
-            self.first = rank * self.per
-            moe.experts = nn.ModuleList(moe.experts[self.first : self.first + self.per])  # the others' freed
-            self.moe = moe
-
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
-            m, shape = self.moe, x.shape
-            flat = x.reshape(-1, shape[-1])
-            experts, weights = m.route(m.router(flat).softmax(dim=-1))
-            token_of_slot = torch.arange(flat.shape[0], device=x.device).repeat_interleave(m.top_k)
-            expert_of_slot, weight_of_slot = experts.reshape(-1), weights.reshape(-1)
-            order = torch.argsort(expert_of_slot // self.per, stable=True)  # slots grouped by the device they go to
-            send = torch.bincount(expert_of_slot // self.per, minlength=self.ep)
-            receive = self.exchange(send, [1] * self.ep, [1] * self.ep)
-            send_n, receive_n = send.tolist(), receive.tolist()
-            ids = self.exchange(expert_of_slot[order], send_n, receive_n) - self.first
-            rows = self.exchange(flat[token_of_slot[order]], send_n, receive_n)
-            done = torch.zeros_like(rows)
-            for e, expert in enumerate(m.experts):
-                slots = (ids == e).nonzero().squeeze(-1)
-                if slots.numel():
-                    done[slots] = expert(rows[slots])
-            back = self.exchange(done, receive_n, send_n)
-            out = torch.zeros_like(flat)
-            out.index_add_(0, token_of_slot[order], back * weight_of_slot[order, None].to(flat.dtype))
-            return m.finish(flat, out).reshape(shape)
-
-    return ExpertParallel

@@ -13,7 +13,9 @@ def norm_terms(e, model, layer) -> None:
     its gate, y ⊙ σ(W₂ silu(W₁ y)) on the norm's output y, W₁ d -> r and W₂ r -> d without biases (AXK2's
     GatedRMSNorm: AXK2GateMLP fc1, fc2)."""
     d, n, uses = model.d_model, e.n, layer.norm_uses(model.norm)
-    e.norm("norms", model.norm.layer, d, n * sum(u != "none" for u in uses))
+    e.norm("norms", model.norm.layer, d, n * sum(u in ("norm", "gated") for u in uses))
+    if "bare" in uses:  # no weight: the normalisation alone (square, add, scale per feature for an RMSNorm)
+        e.op("norms.bare", n * uses.count("bare") * bare(model.norm).ops(d))
     gated = n * uses.count("gated")
     if gated:
         r = model.norm.gate_rank
@@ -21,6 +23,13 @@ def norm_terms(e, model, layer) -> None:
         e.linear("norms.gate.fc2", r, d, False, gated)
         # silu on r; the sigmoid and the product on d
         e.op("norms.gate", gated * (r * ACTIVATION_OPS["silu"] + d * (ACTIVATION_OPS["sigmoid"] + 1)))
+
+
+def bare(norm):
+    """A layer's norm without its weight or bias (spec.NormUse "bare")."""
+    from dataclasses import replace
+
+    return replace(norm.layer, affine=False, bias=False, layer_bias=False)
 
 
 def gated_norm_module(model):

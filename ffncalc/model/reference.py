@@ -14,7 +14,7 @@ from torch import nn
 from ..blocks import module_name
 from ..blocks._torch import Linear, make_norm
 from ..parts import module_name as part_name
-from .norms import gated_norm_module
+from .norms import bare, gated_norm_module
 from .shared import tie
 from .stack import Layer, Model
 
@@ -46,6 +46,7 @@ class LayerModule(nn.Module):
             "norm": lambda: make_norm(model.norm.layer, model.d_model),
             "gated": lambda: gated_norm_module(model),
             "none": nn.Identity,
+            "bare": lambda: make_norm(bare(model.norm), model.d_model),
         }
         self.norms = nn.ModuleList(kinds[use]() for use in layer.norm_uses(model.norm))
         self.names = (module_name(layer.attention), module_name(layer.ffn))

@@ -115,8 +115,9 @@ class Norm:
 
 
 # Each of a layer's norms, in the order of the norm's placement: the model's norm; the model's norm with its
-# low-rank gate (Norm.gate_rank); or none, an identity (ModernBERT's first layer has no norm before attention).
-NormUse = Literal["norm", "gated", "none"]
+# low-rank gate (Norm.gate_rank); none, an identity (ModernBERT's first layer has no norm before attention); or bare,
+# the model's norm without its weight or bias (MUSE Spark's post_attention_layernorm, MuseSparkRMSNorm(with_scale=False)).
+NormUse = Literal["norm", "gated", "none", "bare"]
 
 
 @dataclass(frozen=True)

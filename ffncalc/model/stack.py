@@ -18,7 +18,7 @@ from .spec import ModelSpec, Norm, Positions
 @dataclass(frozen=True)
 class Layer:
     """One layer: a token mixer (attention of some kind) then a per-token FFN, each a registered block; ``norms``:
-    each of its norms where they are not all the model's norm ("norm", "gated" or "none", spec.NormUse)."""
+    each of its norms where they are not all the model's norm ("norm", "gated", "none" or "bare", spec.NormUse)."""
 
     attention: object
     ffn: object
@@ -45,7 +45,7 @@ class Layer:
         return replace(self, marks=self.marks + ((key, value),))
 
     def norm_uses(self, norm: Norm) -> tuple[str, ...]:
-        """Each of the layer's ``norm.per_layer`` norms: "norm", "gated" or "none"."""
+        """Each of the layer's ``norm.per_layer`` norms: "norm", "gated", "none" or "bare"."""
         return self.norms if self.norms is not None else ("norm",) * norm.per_layer
 
 

@@ -46,3 +46,28 @@ def test_whole_hunyuan_vl_checkpoint_is_explained(cli, tmp_path):
     merger = {c["component"] for c in data["compared"]["components"] if c["component"].startswith("vision.projector.")}
     names = ("norm", "conv", "conv_out", "newline", "linear", "ends", "sep", "post_norm")
     assert merger == {f"vision.projector.{n}" for n in names}
+
+
+@pytest.mark.torch
+def test_whole_muse_spark_checkpoint_is_explained(cli, tmp_path):
+    """MUSE Spark built small (tests/families/test_muse_spark.py: dense and mixture layers, narrow experts, two audio
+    stages): every tensor of its language model, vision tower, adapter and audio tower explained by the count of its
+    config.json, the audio tower's modules by their components."""
+    from families.test_muse_spark import small
+
+    from ffncalc.analysis.hfwhole import instantiate_whole
+
+    config = small(tmp_path)
+    net = instantiate_whole(json.loads(config.read_text()))
+    tensors = [(name, "BF16", tuple(p.shape)) for name, p in net.named_parameters()]
+    write_safetensors(tmp_path / "model.safetensors", tensors)
+    data = counted(cli, str(tmp_path / "model.safetensors"))
+    assert data["compared"]["unexplained"] == 0
+    assert data["totals"]["params"] == sum(p.numel() for p in net.parameters()) == data["compared"]["ffncalc_params"]
+    audio = {c["component"] for c in data["compared"]["components"] if c["component"].startswith("audio.")}
+    stages = {f"audio.patch{i}.{m}" for i in (0, 1) for m in ("proj", "norm")}
+    assert audio == stages | {f"audio.stage0.{m}" for m in ("conv", "norm", "fc1", "fc2")} | {
+        "audio.norm",
+        "audio.proj",
+        "audio.post_proj_norm",
+    }

@@ -773,6 +773,7 @@ TEXT_PROVEN_WHOLE = {
     "mistral_large4_text": "mistral_large4",
     "granite_docling_text": "granite_docling",
     "muse_glimmer_text": "muse_glimmer",
+    "muse_spark_text": "muse_spark",
     "unlimited_ocr_text": "unlimited_ocr",
     "deepseek_ocr2_text": "deepseek_ocr2",
     "hunyuan_vl_text": "hunyuan_vl",
@@ -855,16 +856,6 @@ WHOLE_NOT_YET = {
     "evolla": (
         "a protein-text model (EvollaForProteinText2Text): a SaProt protein encoder and a sequence-compressor resampler "
         "whose latents the decoder's layers cross-attend (EvollaSequenceAlignerCrossAttention)"
-    ),
-    "muse_spark": (
-        "its vision tower and adapter are MUSE Glimmer's (towers/muse.py); not read yet: its language model "
-        "(muse_spark_text: routed experts in a narrower space, pre_expert_proj to moe_hidden_size and a centred RMSNorm, "
-        "SwiGLU experts each followed by an input-scaled RMSNorm, post_expert_proj back, under a sigmoid router scaled by "
-        "output_multiplier; a weightless o_norm over each head before the output gate; learned residual gates, sigmoid "
-        "mixes of the residual and each sublayer's output) and its audio tower (MuseSparkAudioModel: a causal "
-        "convolutional pyramid over the raw waveform, four stages of a linear patch embedding of patch_sizes samples "
-        "(16, 6, 5, 4) and an RMSNorm, then depths blocks of a depthwise causal convolution of conv_kernel_size and an "
-        "MLP of mlp_ratio; a norm, a projection to out_hidden_size and a norm: one token per 1,920 samples)"
     ),
     "qwen2_5_omni": "its talker (a second language model: Qwen2 layers with their own codec table and head, and "
     "thinker_to_talker_proj) and token2wav (a DiT with an ECAPA-TDNN speaker encoder and time-conditioned norms, and "

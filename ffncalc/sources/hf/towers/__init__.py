@@ -75,11 +75,17 @@ def component(path: str, tower: str = "vision") -> str | None:
     """A whole model's parameter in a tower or its projector -> its component (model-level), or None: the vision
     towers' names (vit.py) and the audio towers' (whisper.py); ``tower``: the part the model has ("vision", "audio")."""
     from .inkling_mm import inkling_component
+    from .muse import muse_audio_component
     from .phi4mm import phi4_component
     from .timm import timm_component
     from .vit import tower_component
     from .whisper import audio_component
 
+    if tower == "muse_spark_audio":  # MUSE Spark's audio tower beside its vision tower
+        muse = muse_audio_component(path)
+        if muse is not None:
+            return muse
+        tower = "vision"
     phi4 = phi4_component(path)  # Phi-4-multimodal's image and audio embeddings
     if phi4 is not None:
         return phi4
@@ -109,12 +115,21 @@ def component(path: str, tower: str = "vision") -> str | None:
     return found
 
 
+def indexed(path: str, tower: str | None) -> bool:
+    """Whether a whole model's parameter's component depends on its indices (MUSE Spark's audio stages, each its own
+    widths), so that a checkpoint's components found once per index-free name must be found for it alone."""
+    return tower == "muse_spark_audio" and ".audio_tower.layers." in f".{path}"
+
+
 def tower_of(c: Config) -> str | None:
-    """The part a wrapper read whole puts beside its language model ("vision" or "audio"), or None."""
+    """The part a wrapper read whole puts beside its language model ("vision" or "audio"; VibeVoice's and MUSE Spark's
+    audio parts by their own keys), or None."""
     reader = wrappers().get(c.wrapper or "") if c.outer is not None else None
     if reader is None:
         return None
     parts = reader(c.outer)
     if "vibevoice_audio" in parts:  # VibeVoice's connector shares Audio Flamingo's module names: its own kind
         return "vibevoice_audio"
+    if "muse_spark_audio" in parts:  # MUSE Spark's audio tower, named its own way, beside its vision tower
+        return "muse_spark_audio"
     return "audio" if "audio" in parts else "vision"

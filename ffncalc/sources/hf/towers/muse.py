@@ -74,3 +74,64 @@ def muse_glimmer(c: Config) -> dict:
             "projector": projector,
         }
     }
+
+
+@wrapper("muse_spark")
+def muse_spark(c: Config) -> dict:
+    """MuseSparkForConditionalGeneration: MUSE Glimmer's vision tower, adapter and vision_projection (MuseSparkVisionModel,
+    MuseSparkVisionAdapter: the same modules, read as above), and its audio tower (MuseSparkAudioModel,
+    parts/muse_audio.py: audio_config's patch_sizes, hidden_sizes, depths, conv_kernel_size, mlp_ratio and hidden_act,
+    its out_hidden_size the language model's width: MuseSparkConfig.validate_architecture)."""
+    a = sub_config(c, "audio_config")
+    sizes = {key: tuple(_positive_list(a, key, default)) for key, default in AUDIO_DEFAULTS.items()}
+    layers = a.int("num_hidden_layers", 4)
+    if any(len(v) != layers for v in sizes.values()):
+        raise a.fail("num_hidden_layers", f"{layers} stages where patch_sizes, hidden_sizes and depths state one each")
+    width = sub_config(c, "text_config").int("hidden_size")
+    if a.int("out_hidden_size", 8192) != width:
+        raise a.fail("out_hidden_size", f"{a.int('out_hidden_size', 8192)} features where the language model reads {width}")
+    ratio = a.float("mlp_ratio", 4.0)
+    if ratio <= 0:
+        raise a.fail("mlp_ratio", f"expected a positive ratio, got {ratio}")
+    audio = {
+        "width": width,
+        **sizes,
+        "kernel": a.int("conv_kernel_size", 7),
+        "mlp_ratio": ratio,
+        "activation": a.activation("hidden_act", "gelu"),
+    }
+    return {"muse_spark_audio": audio, **muse_glimmer(c)}  # the audio tower first: its module names (tower_of)
+
+
+# MuseSparkAudioConfig's stages where a config leaves them out
+AUDIO_DEFAULTS = {"patch_sizes": (16, 6, 5, 4), "hidden_sizes": (256, 512, 1024, 2048), "depths": (2, 2, 2, 2)}
+
+
+def _positive_list(a: Config, key: str, default: tuple[int, ...]) -> list[int]:
+    value = a.data.get(key, default)
+    if not isinstance(value, (list, tuple)) or not value or not all(isinstance(v, int) and v >= (key != "depths") for v in value):
+        raise a.fail(key, f"expected a list of positive integers, got {value!r}")
+    return list(value)
+
+
+# MuseSparkAudioModel's modules -> the muse_spark_audio part's components (parts/muse_audio.py)
+AUDIO_MODULES = (
+    (r"^layers\.(\d+)\.patch_embedder\.(proj|norm)$", r"audio.patch\1.\2"),
+    (r"^layers\.(\d+)\.conv_blocks\.\d+\.(conv|norm)$", r"audio.stage\1.\2"),
+    (r"^layers\.(\d+)\.conv_blocks\.\d+\.mlp\.(fc1|fc2)$", r"audio.stage\1.\2"),
+    (r"^(norm|proj|post_proj_norm)$", r"audio.\1"),
+)
+
+
+def muse_audio_component(path: str) -> str | None:
+    """A MuseSparkAudioModel parameter (model.audio_tower.…) -> its component, or None."""
+    import re
+
+    found = re.search(r"(?:^|\.)audio_tower\.", path)
+    if not found or not path.endswith((".weight", ".bias")):
+        return None
+    module = path[found.end() :].rsplit(".", 1)[0]
+    for pattern, name in AUDIO_MODULES:
+        if re.fullmatch(pattern, module):
+            return re.sub(pattern, name, module)
+    return f"(unmatched) audio.{module}"
