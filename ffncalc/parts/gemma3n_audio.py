@@ -62,14 +62,15 @@ def embedder_terms(prefix: str, width: int, d_model: int, vocab: int) -> list[tu
     hard, soft = Emitter("layers"), Emitter("layers")
     hard.term(f"{prefix}embedding.weight", "position", (vocab, width))  # looked up: no multiply-adds
     hard.norm(f"{prefix}hard_norm", RMSNORM, width, 1)
+    hard.out[-1] = replace(hard.out[-1], elementwise=0)  # never run for the tower's output
     soft.norm(f"{prefix}soft_norm", RMSNORM, width, 1)
-    soft.linear(f"{prefix}projection", width, d_model, False, 1)
+    soft.linear(f"{prefix}linear", width, d_model, False, 1)
     soft.norm(f"{prefix}post_norm", BARE, d_model, 1)
     return [("idle", t) for t in hard.out] + [("token", t) for t in soft.out]
 
 
 def embedder_module(width: int, d_model: int, vocab: int):
-    """Its reference module, named as its terms; ``soft(x)`` runs the tower's output through it."""
+    """Its reference module, named as its terms; its forward runs the tower's output through the soft path."""
     from torch import nn
 
     from ..blocks._torch import Linear, make_norm
@@ -79,11 +80,11 @@ def embedder_module(width: int, d_model: int, vocab: int):
             super().__init__()
             self.embedding = nn.Embedding(vocab, width)
             self.hard_norm, self.soft_norm = make_norm(RMSNORM, width), make_norm(RMSNORM, width)
-            self.projection = Linear(width, d_model, bias=False)
+            self.linear = Linear(width, d_model, bias=False)
             self.post_norm = make_norm(BARE, d_model)
 
-        def soft(self, x):
-            return self.post_norm(self.projection(self.soft_norm(x)))
+        def forward(self, x):  # the soft path
+            return self.post_norm(self.linear(self.soft_norm(x)))
 
     return Embedder()
 
@@ -337,7 +338,7 @@ def _module(spec: Gemma3nAudio, model):
                 h = s.proj(h.permute(0, 2, 3, 1).flatten(2))
                 for layer in self.layers:
                     h = layer(h)
-                self.projector.soft(h[:, :: spec.reduction])
+                self.projector(h[:, :: spec.reduction])
             return x
 
     return Gemma3nAudioModule()

@@ -1,5 +1,6 @@
-"""Gemma 3n (gemma3n) whole: its audio tower and embedders (parts/gemma3n_audio.py), by hand and against what
-transformers builds (tests/hf_whole, recorded by scripts/hf_whole.py)."""
+"""Gemma 3n (gemma3n) read whole: its MobileNetV5 vision tower (parts/mobilenet_v5.py), its audio tower and both
+embedders (parts/gemma3n_audio.py) beside its language model, by hand and against what transformers builds
+(tests/hf_whole, recorded by scripts/hf_whole.py)."""
 
 import json
 from dataclasses import replace
@@ -143,10 +144,12 @@ def test_gemma3n_audio_verifies_two_clips():
     """The reference modules (one text layer kept) hold the audio tower's and embedder's parameters and run 40 s of
     audio, a 30-s and a 10-s clip, to the count's FLOPs, component by component."""
     from ffncalc.analysis.verify import verify
+    from ffncalc.api.commands import with_inputs
+    from ffncalc.api.models import Model
 
     stack = text_model()
-    model = replace(stack, layers=stack.layers[:1], parts=stack.parts + (audio_part(seconds=40),))
-    report = verify(model, model="gemma3n", seq_len=256)
+    m = with_inputs(Model("gemma3n", replace(stack, layers=stack.layers[:1])), audio_seconds=40)
+    report = verify(m.stack, model="gemma3n", seq_len=256)
     assert report.ok, [(c.component, c.analytic_flops, c.torch_flops) for c in report.failures]
     assert {"audio.attn.scores", "audio.attn.positions", "audio.subsample.conv0.weight"} <= {c.component for c in report.checks}
 
@@ -169,3 +172,154 @@ def test_gemma3n_audio_shapes_not_read_are_one_line(tmp_path, key, value, words)
     with pytest.raises(InputError) as exc:
         gemma3n_audio(hf.read_config(tmp_path / "config.json").outer)
     assert words in str(exc.value) and "\n" not in str(exc.value)
+
+
+# mobilenetv5_300m_enc's blocks as timm's _gen_mobilenet_v5 lists them, a stage a list
+STAGES = [
+    ["er_k3_s2_e4_c128"] + ["er_k3_s1_e4_c128"] * 2,
+    ["uir_a3_k5_s2_e6_c256", "uir_a5_k0_s1_e4_c256", "uir_a3_k0_s1_e4_c256", "uir_a5_k0_s1_e4_c256", "uir_a3_k0_s1_e4_c256"],
+    ["uir_a5_k5_s2_e6_c640"]
+    + ["uir_a5_k0_s1_e4_c640"] * 7
+    + ["uir_a0_k0_s1_e1_c640"]
+    + ["mqa_k3_h12_v2_s1_d64_c640", "uir_a0_k0_s1_e2_c640"] * 14,
+    ["uir_a5_k5_s2_e6_c1280"] + ["mqa_k3_h16_s1_d96_c1280", "uir_a0_k0_s1_e2_c1280"] * 19,
+]
+
+
+def options(code: str) -> tuple[str, dict[str, int]]:
+    kind, *rest = code.split("_")
+    return kind, {part[0]: int(part[1:]) for part in rest}
+
+
+def tower_by_hand(size: int) -> tuple[list[int], int]:
+    """Each stage's parameters and one image's multiply-adds. The stem: Conv2d(3, 64, 3 × 3, stride 2) with a bias and
+    an RMSNorm. EdgeResidual (c → c·e → out): a k × k convolution of the block's stride, a norm, a 1 × 1 convolution, a
+    norm. UIR: a depthwise a × a convolution and a norm (a > 0), 1 × 1 to c·e and a norm, a depthwise k × k convolution of
+    the block's stride and a norm (k > 0), 1 × 1 to out and a norm, a layer scale. MQA (h heads of d): a norm, a 1 × 1
+    query projection to h·d, keys and values each a depthwise 3 × 3 convolution of stride v and a norm (v = 2), then
+    1 × 1 to d; h heads' scores and values over every query-key pair; a 1 × 1 output back; a layer scale. Stride-2
+    layers halve the side (768 → 384 → 192 → 96 → 48 → 24). The fusion adapter over the last two stages' 640 + 1,280
+    channels at the earlier's side: 1 × 1 to 3,840 and a norm, 1 × 1 to 2,048 and a norm, pooled to 16 × 16, a norm."""
+    side = size // 2
+    macs, c, params, ends = side * side * 64 * 27, 64, [], []
+    for stage in STAGES:
+        n = 0
+        for code in stage:
+            kind, o = options(code)
+            out = o["c"]
+            if kind == "er":
+                mid = c * o["e"]
+                side //= o["s"]
+                n += c * mid * 9 + mid + mid * out + out
+                macs += side * side * (c * mid * 9 + mid * out)
+            elif kind == "uir":
+                mid = c * o["e"]
+                if o["a"]:
+                    n += o["a"] ** 2 * c + c
+                    macs += side * side * o["a"] ** 2 * c
+                n += c * mid + mid
+                macs += side * side * c * mid
+                if o["k"]:
+                    side //= o["s"]
+                    n += o["k"] ** 2 * mid + mid
+                    macs += side * side * o["k"] ** 2 * mid
+                n += mid * out + out + out
+                macs += side * side * mid * out
+            else:
+                h, d, v = o["h"], o["d"], o["v"] if "v" in o else 1
+                p, kv = side * side, (side // v) ** 2
+                n += c + c * h * d + 2 * (c * d + (9 * c + c if v > 1 else 0)) + h * d * c + c
+                macs += p * c * h * d + 2 * kv * (c * d + (9 * c if v > 1 else 0)) + 2 * h * p * kv * d + p * h * d * c
+            c = out
+        params.append(n)
+        ends.append((c, side))
+    p = ends[-2][1] ** 2
+    msfa = 1920 * 3840 + 3840 + 3840 * 2048 + 2048 + 2048
+    macs += p * (1920 * 3840 + 3840 * 2048)
+    return [64 * 27 + 64 + 64, *params, msfa], macs
+
+
+def test_gemma3n_vision_tower_by_hand():
+    """mobilenetv5_300m_enc through TimmWrapperModel: the stem's 1,856, the four stages' 278,880,000 and the fusion
+    adapter's 15,245,056 parameters, as the recorded class holds them under timm's names, and ours."""
+    stem, *stages, msfa = tower_by_hand(768)[0]
+    assert (stem, sum(stages), msfa) == (1_856, 278_880_000, 15_245_056)
+    timm = "model.vision_tower.timm_model."
+    assert recorded(timm + "conv_stem.") == stem and recorded(timm + "msfa.") == msfa
+    assert [recorded(f"{timm}blocks.{i}.") for i in range(4)] == stages
+    from ffncalc.analysis.count import terms
+
+    ours: dict[str, int] = {}
+    for t in terms(text_model(), 8, partial=True):
+        if t.component.startswith("vision.") and not t.component.startswith("vision.projector."):
+            key = t.component.split(".")[1]
+            ours[key] = ours.get(key, 0) + t.numel * t.stored_count
+    assert ours == {"stem": stem, **{f"stage{i}": n for i, n in enumerate(stages)}, "msfa": msfa}
+
+
+def test_gemma3n_whole_by_hand():
+    """The whole class: the language model (recorded as transformers builds it), the two towers and the two embedders;
+    and the count of gemma3n's config.json equal to it."""
+    from ffncalc.analysis.count import tally
+
+    vision, audio, embedders = 294_126_912, 681_348_640, 4_460_544 + 3_345_408
+    assert sum(tower_by_hand(768)[0]) == vision
+    text = recorded("model.language_model.") + recorded("lm_head.")
+    assert text + vision + audio + embedders == sum(n for _, n in expanded(TRUTH["params"], 2)) == 7_818_517_072
+    assert tally(text_model()).params == 7_818_517_072
+
+
+def test_gemma3n_image_flops_equal_flopcountermode():
+    """One image of 768 and of 512 pixels (48 and 32 positions a side before the fusion adapter, pooled to 16 × 16 soft
+    tokens) through the tower and embed_vision, as FlopCounterMode counted get_image_features, and by hand: the tower's
+    multiply-adds and 256 soft tokens through Linear(2,048, 2,048)."""
+    from ffncalc.parts.vision import Vision
+
+    (vision,) = [p for p in text_model().parts if isinstance(p, Vision)]
+    runs = TRUTH["image_flops"]["runs"]
+    assert [r["size"] for r in runs] == [768, 512]
+    for run in runs:
+        by_hand = 2 * (tower_by_hand(run["size"])[1] + 256 * 2048 * 2048)
+        assert replace(vision, image_size=run["size"]).per_image(text_model())[:2] == (256, run["total"]) == (256, by_hand)
+
+
+@pytest.mark.torch
+def test_gemma3n_verifies_an_image_and_audio_together():
+    """The reference modules (one text layer kept) run a 768-pixel image through the MobileNetV5 and embed_vision and
+    30 s of audio through the audio tower and embed_audio, each component's FLOPs the count's."""
+    from ffncalc.analysis.verify import verify
+    from ffncalc.api.commands import with_inputs
+    from ffncalc.api.models import Model
+
+    stack = text_model()
+    m = with_inputs(Model("gemma3n", replace(stack, layers=stack.layers[:1])), images=1, audio_seconds=30)
+    report = verify(m.stack, model="gemma3n", seq_len=512)
+    assert report.ok, [(c.component, c.analytic_flops, c.torch_flops) for c in report.failures]
+    names = {c.component for c in report.checks}
+    assert {"vision.stage2.mqa.scores", "vision.msfa.pw_exp.weight", "vision.projector.linear.weight"} <= names
+
+
+def test_gemma3n_count_takes_images_and_audio(cli):
+    """count with an image and audio: each adds its tokens (256 an image, 188 a clip) and its FLOPs to the sequence."""
+    code, out, err = cli("count", str(CONFIG), "--images", "1", "--audio-seconds", "30", "--format", "json")
+    assert code == 0, err
+    data = json.loads(out)
+    notes = " ".join(data["notes"]) if isinstance(data.get("notes"), list) else json.dumps(data)
+    assert "873,630,433,280" in notes and "984,855,502,848" in notes
+
+
+@pytest.mark.parametrize(
+    "where, key, value, words",
+    [
+        ("vision_config", "architecture", "mobilenetv5_base", "architecture: 'mobilenetv5_base': a timm tower not read yet"),
+        ("vision_config", "model_args", {"depth": 3}, "model_args: {'depth': 3}: MobileNetV5's towers are read"),
+        ("vision_config", "hidden_size", 1024, "hidden_size: 1024: the tower's fusion adapter writes 2048 channels"),
+        ("", "vision_soft_tokens_per_image", 64, "vision_soft_tokens_per_image: 64: the tower writes 16 × 16 soft tokens"),
+    ],
+)
+def test_gemma3n_vision_shapes_not_read_are_one_line(cli, tmp_path, where, key, value, words):
+    data = json.loads(CONFIG.read_text())
+    (data[where] if where else data)[key] = value
+    (tmp_path / "config.json").write_text(json.dumps(data, indent=1))
+    code, _, err = cli("count", str(tmp_path / "config.json"))
+    assert code == 2 and words in err and len(err.strip().splitlines()) == 1
