@@ -113,6 +113,9 @@ IMAGE_SIZES = {
     # no fixed size: 48 and 32 patches of 16 a side (the processor's multiples of 32 pixels), 24 rows of 24 cells and 16
     # of 16, each with its newline, and the begin and end rows: 602 and 274 tokens
     "hunyuan_vl": (768, 512),
+    # 768 pixels (its processor's) and 512: the tower's 48 and 32 positions a side before its fusion adapter, each pooled to
+    # 16 × 16 soft tokens (3 × 3 and 2 × 2 of them a token)
+    "gemma3n": (768, 512),
 }
 # Frames of quantised mel bins at which Inkling's audio tower is measured (20 a second: 30 s and 10 s)
 AUDIO_FRAMES = {"inkling_mm_model": (600, 200)}
@@ -322,6 +325,19 @@ def truth_text(model_type: str, data: dict, config: str = "") -> str:
 
         runs = [hunyuan_image_flops(data, s) for s in IMAGE_SIZES[model_type]]
         record["image_flops"] = {"method": HUNYUAN_IMAGE_METHOD, "runs": runs, "reduced": HUNYUAN_REDUCED}
+    elif model_type == "gemma3n" and "refused" not in record and not config:  # a clip of frames; timm's tower
+        from ffncalc.analysis.hfgemma3n import (
+            GEMMA3N_AUDIO_METHOD,
+            GEMMA3N_FRAMES,
+            GEMMA3N_IMAGE_METHOD,
+            gemma3n_audio_flops,
+            gemma3n_image_flops,
+        )
+
+        runs = [gemma3n_image_flops(data, s) for s in IMAGE_SIZES[model_type]]
+        record["image_flops"] = {"method": GEMMA3N_IMAGE_METHOD, "runs": runs}
+        runs = [gemma3n_audio_flops(data, n) for n in GEMMA3N_FRAMES]
+        record["audio_clip_flops"] = {"method": GEMMA3N_AUDIO_METHOD, "runs": runs}
     elif model_type in VIBEVOICE_TOKENS and "refused" not in record and not config:  # samples, not frames
         from ffncalc.analysis import hfspeech
 

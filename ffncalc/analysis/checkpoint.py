@@ -187,6 +187,12 @@ class Locator:
         layer = _FIRST.search(name)
         extra = bool(layer and self.n_layers is not None and int(layer.group(1)) >= self.n_layers)
         key = (_INDEX.sub(".#", name), extra)
+        if self.whole and self.fmt != "gguf":  # a tower's component may be named by a stage's index: its whole name
+            from ..sources.hf.towers import component as tower_component
+
+            found = tower_component(name, self.whole)
+            if found is not None:
+                return found
         found = self.seen.get(key)
         if found is None:
             found = self.seen[key] = locate(name, self.fmt, self.family, self.n_layers, self.whole)[0]
@@ -301,12 +307,16 @@ def count(ckpt: Checkpoint, spec: Model | None = None) -> CheckpointCount:
 
     acc: dict[tuple, list] = {}
     index, first, whole = _INDEX.sub, _FIRST.search, _whole(ckpt)
+    from ..sources.hf.towers import component as tower_component
+
     for s in stored:
         base, t = s.base, s.tensor
         layer = first(base)
         extra = layer is not None and n_layers is not None and int(layer.group(1)) >= n_layers
-        # a name whose indices name its component (MUSE Spark's audio stages) is its own pattern
-        key = (base if indexed(base, whole) else index(".#", base), extra, s.role, s.storage, t.dtype)
+        # a name whose indices name its component (MUSE Spark's audio stages) is its own pattern; a tower's component
+        # may be named by a stage's index (Gemma 3n's MobileNetV5, FastViT's, DaViT's): it joins the key
+        tower = tower_component(base, whole) if whole and ckpt.format != "gguf" else None
+        key = (base if indexed(base, whole) else index(".#", base), extra, s.role, s.storage, t.dtype, tower)
         a = acc.get(key)
         if a is None:
             acc[key] = [1, s.params, t.nbytes, base]
@@ -316,10 +326,10 @@ def count(ckpt: Checkpoint, spec: Model | None = None) -> CheckpointCount:
             a[2] += t.nbytes
     parts: dict[str, dict] = {}
     placed: dict[tuple, str] = {}
-    for (pattern, extra, role, storage, dtype), (n, params, nbytes, example) in acc.items():
-        name = placed.get((pattern, extra))
+    for (pattern, extra, role, storage, dtype, tower), (n, params, nbytes, example) in acc.items():
+        name = placed.get((pattern, extra, tower))
         if name is None:
-            name = placed[(pattern, extra)] = locate(example, ckpt.format, family, n_layers, whole)[0]
+            name = placed[(pattern, extra, tower)] = locate(example, ckpt.format, family, n_layers, whole)[0]
         p = parts.setdefault(name, {"tensors": 0, "params": 0, "bytes": 0, "storage": {}, "dtypes": {}, "decoding": {}})
         p["dtypes"][dtype] = p["dtypes"].get(dtype, 0) + nbytes
         if role == PARAM:

@@ -32,6 +32,7 @@ MODULES = (
     "vision",
     "audio",
     "phi4_audio",
+    "gemma3n_audio",
     "vibevoice_audio",
     "muse_audio",
     "phi4_vision",

@@ -109,6 +109,8 @@ class Projector:
     indicators: NonNegative = 0  # its rows no patch's logits name (Ovis 2's visual indicator tokens), zeros in the matmul
     then: NonNegative = 0  # a second MLP's width, after the shuffle of the first's outputs (MiniMax M3 VL; 0: none)
     mid_norm: bool = False  # a LayerNorm with a bias over the MLP's hidden features before its activation (Granite Docling)
+    # Gemma 3n's embedder, the whole projector: its table's rows (0: none; parts/gemma3n_audio.py, Gemma3nMultimodalEmbedder)
+    embedder: NonNegative = 0
 
     @property
     def group(self) -> int:
@@ -128,6 +130,12 @@ class Projector:
             return self.latent.terms(self.width, d_model, prefix, patches)
         if self.conv_merger:  # HunyuanOCR's: the whole projector
             return self.conv_merger.terms(self.width, d_model, prefix, patches)
+        if self.embedder:  # Gemma 3n's: its soft tokens through it, its hard path idle (no work)
+            from .gemma3n_audio import embedder_terms
+
+            return [
+                ("projector" if w == "token" else "image", t) for w, t in embedder_terms(prefix, self.width, d_model, self.embedder)
+            ]
         grid, out = Emitter("layers"), Emitter("layers")
         if self.then:  # MiniMax M3 VL's: an MLP a patch, then one over each shuffled group of its outputs
             return self.then_terms(d_model, prefix, grid, out)
@@ -252,6 +260,10 @@ class Projector:
             return self.latent.module(self.width, d_model)
         if self.conv_merger:  # HunyuanOCR's: the whole projector
             return self.conv_merger.module(self.width, d_model)
+        if self.embedder:  # Gemma 3n's: the whole projector
+            from .gemma3n_audio import embedder_module
+
+            return embedder_module(self.width, d_model, self.embedder)
         import torch
         from torch import nn
 

@@ -30,6 +30,7 @@ from .davit import DaVit
 from .fastvit import FastVit
 from .generation import Generator
 from .high_res import HighRes
+from .mobilenet_v5 import MobileNetV5
 from .projector import Projector
 from .routed_vision import RoutedLayers
 from .sam import SamEncoder
@@ -106,6 +107,9 @@ class Vision(Part):
     # a DaViT from the pixels up in place of the patch embedding and ``layers`` (parts/davit.py: Florence-2's), patch_size
     # its stride, with Florence-2's position tables and mean token before the projector
     davit: DaVit | None = None
+    # a MobileNetV5 from the pixels up in place of the patch embedding and ``layers`` (parts/mobilenet_v5.py: Gemma 3n's
+    # through timm), patch_size its stride: the projector reads its fusion adapter's side² soft tokens whatever the size
+    mobilenet: MobileNetV5 | None = None
     # Llama 3.2 Vision's tiles (MllamaVisionModel): an image runs as ``tiles`` tiles of image_size² pixels, each tile's
     # positions (its patches and class token) padded with zeros to a whole multiple of ``pad_to`` and every tile's run
     # through the layers together (their attention over all the tiles' positions); the padding dropped after
@@ -167,6 +171,12 @@ class Vision(Part):
                 )
             if self.image_size % self.patch_size:  # whole tokens: each stride-2 step halves an even side
                 raise SpecError(("vision", "image_size"), f"{self.image_size} pixels: FastViT's tokens are {self.patch_size} a side")
+        if self.mobilenet:
+            self.mobilenet.check()
+            if self.layers is not None or self.position_table or self.class_token or self.patch_size != self.mobilenet.stride:
+                raise SpecError(
+                    ("vision", "mobilenet"), f"a whole tower: no layers, tables or class token, patch_size {self.mobilenet.stride}"
+                )
         if self.davit:
             self.davit.check()
             if self.layers is not None or self.position_table or self.class_token or self.patch_size != self.davit.stride:
@@ -243,6 +253,8 @@ class Vision(Part):
             return self.fastvit.width
         if self.davit:
             return self.davit.width
+        if self.mobilenet:
+            return self.mobilenet.width
         return self.layers.d_model if self.layers else (self.embed_width or model.d_model)
 
     @property
@@ -277,6 +289,8 @@ class Vision(Part):
             return self.projector.fixed
         if self.davit:  # the mean and every position of its last stage
             return self.davit.tokens(self.image_size)
+        if self.mobilenet:  # its fusion adapter's, whatever the size
+            return self.mobilenet.tokens
         if self.projector.query:  # Aria's: as many queries as its patches call for
             return self.projector.image_tokens(self.grid**2)
         breaks = self.grid // self.projector.group if self.row_breaks else 0
@@ -305,6 +319,8 @@ class Vision(Part):
             return self.fastvit.terms(self.image_size) + self.projector.terms(model.d_model, "vision.projector.", self.grid**2)
         if self.davit:  # its stages from the pixels and Florence-2's tables and mean, then the projector over the tokens
             return self.davit.terms(self.image_size) + self.projector.terms(model.d_model, "vision.projector.", self.tokens)
+        if self.mobilenet:  # its stem, stages and fusion adapter from the pixels, then the projector over its soft tokens
+            return self.mobilenet.terms(self.image_size) + self.projector.terms(model.d_model, "vision.projector.", self.tokens)
         stack = self.stack
         norm = stack.norm if stack else None
         emb = Emitter("layers")  # its weights, biases and norms are the tower's layers' kin; its tables embeddings
@@ -596,8 +612,8 @@ def _module(spec: Vision, model):
     class VisionModule(nn.Module):
         def __init__(self):
             super().__init__()
-            if spec.fastvit:  # its own stem, stages and final block, then the projector
-                for name, module in spec.fastvit.modules().items():
+            if spec.fastvit or spec.mobilenet:  # its own stem and stages, then the projector
+                for name, module in (spec.fastvit or spec.mobilenet).modules().items():
                     self.add_module(name, module)
                 self.projector = spec.projector.module(model.d_model)
                 return
@@ -693,8 +709,8 @@ def _module(spec: Vision, model):
             n, s = x.shape[0] * spec.images * spec.tiles, spec.image_size
             shape = (n, spec.channels, spec.frames, s, s) if spec.frames > 1 else (n, spec.channels, s, s)
             pixels = torch.zeros(shape, dtype=x.dtype, device=x.device)
-            if spec.fastvit:
-                self.projector(spec.fastvit.run(self, pixels))
+            if spec.fastvit or spec.mobilenet:
+                self.projector((spec.fastvit or spec.mobilenet).run(self, pixels))
                 return x
             if spec.davit:
                 self.projector(spec.davit.run(self, pixels, self.projector))

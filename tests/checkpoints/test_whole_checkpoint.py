@@ -71,3 +71,22 @@ def test_whole_muse_spark_checkpoint_is_explained(cli, tmp_path):
         "audio.proj",
         "audio.post_proj_norm",
     }
+
+
+@pytest.mark.torch
+def test_whole_gemma3n_checkpoint_is_explained(cli, tmp_path):
+    """Gemma 3n at its class defaults: every tensor of its MobileNetV5 (timm's names under vision_tower.timm_model), its
+    audio tower and both embedders explained by the count of its config.json, as the language model's are."""
+    from ffncalc.analysis.hfwhole import instantiate_whole
+
+    config = CONFIGS / "gemma3n.json"
+    net = instantiate_whole(json.loads(config.read_text()))
+    tensors = [(name, "BF16", tuple(p.shape)) for name, p in net.named_parameters()]  # the tied head once
+    shutil.copy(config, tmp_path / "config.json")
+    write_safetensors(tmp_path / "model.safetensors", tensors)
+    data = counted(cli, str(tmp_path / "model.safetensors"))
+    assert data["compared"]["unexplained"] == 0
+    assert data["totals"]["params"] == sum(p.numel() for p in net.parameters()) == data["compared"]["ffncalc_params"]
+    towers = {c["component"] for c in data["compared"]["components"] if c["component"].startswith(("vision.", "audio."))}
+    named = {"vision.stem.conv", "vision.stage2.mqa.key_down", "vision.msfa.pw_proj", "vision.projector.linear"}
+    assert named | {"audio.subsample.conv0", "audio.attn.pos_proj", "audio.lconv.conv", "audio.projector.embedding"} <= towers

@@ -801,12 +801,6 @@ SELF_TEXT = ("git", "phi4_multimodal", "idefics")
 # Image-text and multimodal-LM types not read whole yet whose class builds more than a tower and a projector beside a
 # language model: what counting it needs (``ffncalc families``; the rest say their towers and projector are not read)
 WHOLE_NOT_YET = {
-    "gemma3n": "its towers are not read: the vision tower a timm model (MobileNetV5 through TimmWrapper: edge-residual "
-    "and universal inverted-residual blocks of RMS-normed convolutions, multi-query attention with strided keys and "
-    "values, a multi-scale fusion adapter pooled to 16 × 16), the audio tower a USM Conformer (Gemma3nAudioEncoder: a "
-    "two-convolution subsampler with cumulative group norms, Conformer blocks of chunked local attention with relative "
-    "positions, light convolutions and half-step feed-forwards), and their multimodal embedders; its language model is "
-    "read (gemma3n_text)",
     "qwen3_omni_moe": "its talker and code2wav beside the thinker (qwen3_omni_moe_thinker, read whole); transformers refuses "
     "its defaults",
     "chameleon": (

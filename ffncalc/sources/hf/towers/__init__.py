@@ -31,6 +31,7 @@ MODULES += ("muse",)
 MODULES += ("vibevoice",)
 MODULES += ("florence2",)  # Florence-2: its DaViT tower and projector before BART's encoder
 MODULES += ("hunyuan_vl",)  # HunyuanOCR: its SigLIP-form tower and convolutional patch merger
+MODULES += ("gemma3n",)  # Gemma 3n: its MobileNetV5 and audio towers and their embedders
 
 
 def wrapper(*model_types: str):
@@ -97,6 +98,11 @@ def component(path: str, tower: str = "vision") -> str | None:
     inkling = inkling_component(path, tower)  # Inkling's towers
     if inkling is not None:
         return inkling
+    from .gemma3n import gemma3n_component
+
+    gemma3n = gemma3n_component(path)  # Gemma 3n's MobileNetV5 (through timm), audio tower and embedders
+    if gemma3n is not None:
+        return gemma3n
     timm = timm_component(path)  # timm's towers (TimmWrapperModel)
     if timm is not None:
         return timm
