@@ -112,6 +112,7 @@ IMAGE_SIZES = {
     # no fixed size: 48 and 32 patches of 16 a side (the processor's multiples of 32 pixels), 24 rows of 24 cells and 16
     # of 16, each with its newline, and the begin and end rows: 602 and 274 tokens
     "hunyuan_vl": (768, 512),
+    "chameleon": (512, 256),  # 32 and 16 codes a side (16 pixels a code): its processor's 512-pixel crop, and half
 }
 # Frames of quantised mel bins at which Inkling's audio tower is measured (20 a second: 30 s and 10 s)
 AUDIO_FRAMES = {"inkling_mm_model": (600, 200)}
@@ -292,6 +293,11 @@ def truth_text(model_type: str, data: dict, config: str = "") -> str:
 
         runs = [hunyuan_image_flops(data, s) for s in IMAGE_SIZES[model_type]]
         record["image_flops"] = {"method": HUNYUAN_IMAGE_METHOD, "runs": runs, "reduced": HUNYUAN_REDUCED}
+    elif model_type == "chameleon" and "refused" not in record and not config:  # its VQ-VAE's encode, on the meta device
+        from ffncalc.analysis.hfvqvae import VQVAE_IMAGE_METHOD, vqvae_image_flops
+
+        runs = [vqvae_image_flops(data, s) for s in IMAGE_SIZES[model_type]]
+        record["image_flops"] = {"method": VQVAE_IMAGE_METHOD, "runs": runs}
     elif model_type in VIBEVOICE_TOKENS and "refused" not in record and not config:  # samples, not frames
         from ffncalc.analysis import hfspeech
 

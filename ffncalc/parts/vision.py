@@ -33,6 +33,7 @@ from .high_res import HighRes
 from .projector import Projector
 from .routed_vision import RoutedLayers
 from .sam import SamEncoder
+from .vqvae import VqVae
 from .window_merger import WindowMerger
 
 
@@ -106,6 +107,9 @@ class Vision(Part):
     # a DaViT from the pixels up in place of the patch embedding and ``layers`` (parts/davit.py: Florence-2's), patch_size
     # its stride, with Florence-2's position tables and mean token before the projector
     davit: DaVit | None = None
+    # a VQ-VAE's encoder path from the pixels up in place of the patch embedding and ``layers`` (parts/vqvae.py:
+    # Chameleon's), patch_size its stride: each position's code a token of the model's own table (no projector's work)
+    vqvae: VqVae | None = None
     # Llama 3.2 Vision's tiles (MllamaVisionModel): an image runs as ``tiles`` tiles of image_size² pixels, each tile's
     # positions (its patches and class token) padded with zeros to a whole multiple of ``pad_to`` and every tile's run
     # through the layers together (their attention over all the tiles' positions); the padding dropped after
@@ -175,6 +179,14 @@ class Vision(Part):
                 )
             if self.image_size % self.patch_size:  # whole positions a side in every stage
                 raise SpecError(("vision", "image_size"), f"{self.image_size} pixels: DaViT's positions are {self.patch_size} a side")
+        if self.vqvae:
+            self.vqvae.check()
+            if self.layers is not None or self.position_table or self.class_token or self.patch_size != self.vqvae.stride:
+                raise SpecError(
+                    ("vision", "vqvae"), f"a whole tower: no layers, tables or class token, patch_size {self.vqvae.stride}"
+                )
+            if self.image_size % self.patch_size:  # whole codes: every downsampling halves an even side
+                raise SpecError(("vision", "image_size"), f"{self.image_size} pixels: its codes are {self.patch_size} a side")
         if self.layers is None:
             stated = [k for k in ("pre_norm", "post_norm", "head", "layer_scale", "window", "deepstack") if getattr(self, k)]
             if stated:
@@ -243,6 +255,8 @@ class Vision(Part):
             return self.fastvit.width
         if self.davit:
             return self.davit.width
+        if self.vqvae:
+            return self.vqvae.embed_dim
         return self.layers.d_model if self.layers else (self.embed_width or model.d_model)
 
     @property
@@ -305,6 +319,8 @@ class Vision(Part):
             return self.fastvit.terms(self.image_size) + self.projector.terms(model.d_model, "vision.projector.", self.grid**2)
         if self.davit:  # its stages from the pixels and Florence-2's tables and mean, then the projector over the tokens
             return self.davit.terms(self.image_size) + self.projector.terms(model.d_model, "vision.projector.", self.tokens)
+        if self.vqvae:  # its encoder, quant_conv and quantizer from the pixels; its codes looked up in the model's table
+            return self.vqvae.terms(self.image_size) + self.projector.terms(model.d_model, "vision.projector.", self.tokens)
         stack = self.stack
         norm = stack.norm if stack else None
         emb = Emitter("layers")  # its weights, biases and norms are the tower's layers' kin; its tables embeddings
@@ -608,6 +624,10 @@ def _module(spec: Vision, model):
                 for name, module in spec.davit.position_tables().items():
                     setattr(self.projector, name, module)
                 return
+            if spec.vqvae:  # its encoder, quant_conv, quantizer and post_quant_conv
+                self.vqvae = spec.vqvae.modules()
+                self.projector = spec.projector.module(model.d_model)
+                return
             p, f = spec.patch_size, spec.frames
             if f > 1:  # frames × patch × patch pixels of each channel a patch
                 self.patch_embed = nn.Conv3d(spec.channels, d, (f, p, p), stride=(f, p, p), bias=spec.patch_bias)
@@ -698,6 +718,9 @@ def _module(spec: Vision, model):
                 return x
             if spec.davit:
                 self.projector(spec.davit.run(self, pixels, self.projector))
+                return x
+            if spec.vqvae:  # each position's code, a token of the model's table
+                spec.vqvae.run(self.vqvae, pixels)
                 return x
             if spec.embed_norms:  # each patch's pixels normalised first (their layout does not change the work)
                 g, c, p = spec.grid, spec.channels, spec.patch_size

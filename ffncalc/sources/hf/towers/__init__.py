@@ -31,6 +31,7 @@ MODULES += ("muse",)
 MODULES += ("vibevoice",)
 MODULES += ("florence2",)  # Florence-2: its DaViT tower and projector before BART's encoder
 MODULES += ("hunyuan_vl",)  # HunyuanOCR: its SigLIP-form tower and convolutional patch merger
+MODULES += ("vqvae",)  # Chameleon: its VQ-VAE image tokenizer
 
 
 def wrapper(*model_types: str):
@@ -78,8 +79,12 @@ def component(path: str, tower: str = "vision") -> str | None:
     from .phi4mm import phi4_component
     from .timm import timm_component
     from .vit import tower_component
+    from .vqvae import vqvae_component
     from .whisper import audio_component
 
+    vq = vqvae_component(path)  # Chameleon's VQ-VAE image tokenizer
+    if vq is not None:
+        return vq
     phi4 = phi4_component(path)  # Phi-4-multimodal's image and audio embeddings
     if phi4 is not None:
         return phi4
