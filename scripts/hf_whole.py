@@ -113,6 +113,7 @@ IMAGE_SIZES = {
     # of 16, each with its newline, and the begin and end rows: 602 and 274 tokens
     "hunyuan_vl": (768, 512),
     "chameleon": (512, 256),  # 32 and 16 codes a side (16 pixels a code): its processor's 512-pixel crop, and half
+    "emu3": (512, 256),  # 64 and 32 codes a side (8 pixels a code): its processor's min_pixels (512²), and half
 }
 # Frames of quantised mel bins at which Inkling's audio tower is measured (20 a second: 30 s and 10 s)
 AUDIO_FRAMES = {"inkling_mm_model": (600, 200)}
@@ -293,7 +294,7 @@ def truth_text(model_type: str, data: dict, config: str = "") -> str:
 
         runs = [hunyuan_image_flops(data, s) for s in IMAGE_SIZES[model_type]]
         record["image_flops"] = {"method": HUNYUAN_IMAGE_METHOD, "runs": runs, "reduced": HUNYUAN_REDUCED}
-    elif model_type == "chameleon" and "refused" not in record and not config:  # its VQ-VAE's encode, on the meta device
+    elif model_type in ("chameleon", "emu3") and "refused" not in record and not config:  # its VQ-VAE's encode, on the meta device
         from ffncalc.analysis.hfvqvae import VQVAE_IMAGE_METHOD, vqvae_image_flops
 
         runs = [vqvae_image_flops(data, s) for s in IMAGE_SIZES[model_type]]

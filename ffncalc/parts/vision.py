@@ -27,6 +27,7 @@ from ..model.terms import ACTIVATION_OPS, Emitter
 from . import Part, register
 from .conv_attention import ConvAttention
 from .davit import DaVit
+from .emu3_vqvae import Emu3VqVae
 from .fastvit import FastVit
 from .generation import Generator
 from .high_res import HighRes
@@ -110,6 +111,9 @@ class Vision(Part):
     # a VQ-VAE's encoder path from the pixels up in place of the patch embedding and ``layers`` (parts/vqvae.py:
     # Chameleon's), patch_size its stride: each position's code a token of the model's own table (no projector's work)
     vqvae: VqVae | None = None
+    # Emu3's VQ-VAE (parts/emu3_vqvae.py): an image repeated as a clip's frames through its 2-D encoder and temporal
+    # layers, its decoder's parameters beside them
+    emu3_vqvae: Emu3VqVae | None = None
     # Llama 3.2 Vision's tiles (MllamaVisionModel): an image runs as ``tiles`` tiles of image_size² pixels, each tile's
     # positions (its patches and class token) padded with zeros to a whole multiple of ``pad_to`` and every tile's run
     # through the layers together (their attention over all the tiles' positions); the padding dropped after
@@ -179,12 +183,14 @@ class Vision(Part):
                 )
             if self.image_size % self.patch_size:  # whole positions a side in every stage
                 raise SpecError(("vision", "image_size"), f"{self.image_size} pixels: DaViT's positions are {self.patch_size} a side")
-        if self.vqvae:
-            self.vqvae.check()
-            if self.layers is not None or self.position_table or self.class_token or self.patch_size != self.vqvae.stride:
-                raise SpecError(
-                    ("vision", "vqvae"), f"a whole tower: no layers, tables or class token, patch_size {self.vqvae.stride}"
-                )
+        if self.vqvae and self.emu3_vqvae:
+            raise SpecError(("vision", "emu3_vqvae"), "one image tokenizer: this tower states vqvae too")
+        vq = self.tokenizer
+        if vq:
+            vq.check()
+            if self.layers is not None or self.position_table or self.class_token or self.patch_size != vq.stride:
+                key = "vqvae" if self.vqvae else "emu3_vqvae"
+                raise SpecError(("vision", key), f"a whole tower: no layers, tables or class token, patch_size {vq.stride}")
             if self.image_size % self.patch_size:  # whole codes: every downsampling halves an even side
                 raise SpecError(("vision", "image_size"), f"{self.image_size} pixels: its codes are {self.patch_size} a side")
         if self.layers is None:
@@ -218,6 +224,11 @@ class Vision(Part):
             raise SpecError(("vision", "image_size"), f"an image of {self.image_size} pixels holds no {self.patch_size}-pixel patch")
         if self.images and self.projector.pool_to > self.grid:  # transformers builds it, and cannot run an image
             raise SpecError(("vision", "projector", "pool_to"), f"pools to more tokens a side than the {self.grid} patches a side")
+
+    @property
+    def tokenizer(self) -> VqVae | Emu3VqVae | None:
+        """Its VQ-VAE image tokenizer, Chameleon's or Emu3's, where it has one."""
+        return self.vqvae or self.emu3_vqvae
 
     @property
     def stack(self) -> Stack | None:
@@ -255,8 +266,8 @@ class Vision(Part):
             return self.fastvit.width
         if self.davit:
             return self.davit.width
-        if self.vqvae:
-            return self.vqvae.embed_dim
+        if self.tokenizer:
+            return self.tokenizer.embed_dim
         return self.layers.d_model if self.layers else (self.embed_width or model.d_model)
 
     @property
@@ -319,8 +330,8 @@ class Vision(Part):
             return self.fastvit.terms(self.image_size) + self.projector.terms(model.d_model, "vision.projector.", self.grid**2)
         if self.davit:  # its stages from the pixels and Florence-2's tables and mean, then the projector over the tokens
             return self.davit.terms(self.image_size) + self.projector.terms(model.d_model, "vision.projector.", self.tokens)
-        if self.vqvae:  # its encoder, quant_conv and quantizer from the pixels; its codes looked up in the model's table
-            return self.vqvae.terms(self.image_size) + self.projector.terms(model.d_model, "vision.projector.", self.tokens)
+        if self.tokenizer:  # its encoder, quant_conv and quantizer from the pixels; its codes looked up in the model's table
+            return self.tokenizer.terms(self.image_size) + self.projector.terms(model.d_model, "vision.projector.", self.tokens)
         stack = self.stack
         norm = stack.norm if stack else None
         emb = Emitter("layers")  # its weights, biases and norms are the tower's layers' kin; its tables embeddings
@@ -624,8 +635,8 @@ def _module(spec: Vision, model):
                 for name, module in spec.davit.position_tables().items():
                     setattr(self.projector, name, module)
                 return
-            if spec.vqvae:  # its encoder, quant_conv, quantizer and post_quant_conv
-                self.vqvae = spec.vqvae.modules()
+            if spec.tokenizer:  # its encoder, quant_conv, quantizer, post_quant_conv (and Emu3's decoder)
+                self.vqvae = spec.tokenizer.modules()
                 self.projector = spec.projector.module(model.d_model)
                 return
             p, f = spec.patch_size, spec.frames
@@ -719,8 +730,8 @@ def _module(spec: Vision, model):
             if spec.davit:
                 self.projector(spec.davit.run(self, pixels, self.projector))
                 return x
-            if spec.vqvae:  # each position's code, a token of the model's table
-                spec.vqvae.run(self.vqvae, pixels)
+            if spec.tokenizer:  # each position's code, a token of the model's table
+                spec.tokenizer.run(self.vqvae, pixels)
                 return x
             if spec.embed_norms:  # each patch's pixels normalised first (their layout does not change the work)
                 g, c, p = spec.grid, spec.channels, spec.patch_size

@@ -809,15 +809,6 @@ WHOLE_NOT_YET = {
     "read (gemma3n_text)",
     "qwen3_omni_moe": "its talker and code2wav beside the thinker (qwen3_omni_moe_thinker, read whole); transformers refuses "
     "its defaults",
-    "emu3": (
-        "its VQ-VAE image tokenizer (vqmodel: an encoder of 2-D ResNet blocks, GroupNorms and attention, then temporal "
-        "downsampling and ResNet blocks of 3-D convolutions; a decoder of the reverse, spatially normed; a codebook of "
-        "32,768 × 4; 270,740,287 parameters at Emu3VQVAEConfig's "
-        "defaults, the decoder's 161,120,859 run by no image it reads) is not read whole (parts/vqvae.py counts its "
-        "parameters alone); its language model is read (emu3_text_model, by llama's family); transformers builds the "
-        "class only given a "
-        "vocabulary_map (None at its defaults; recorded with an empty one)"
-    ),
     "udop": (
         "an encoder-decoder of T5's stacks (families/t5.py) whose encoder's source is the text's tokens and the image's "
         "patches (patch_embed, a 16-pixel convolution with a bias: each patch under a word's box added to that token, "

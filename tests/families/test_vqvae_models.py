@@ -1,6 +1,7 @@
-"""Chameleon read whole (ChameleonForConditionalGeneration, transformers 5.23): its language model (families/chameleon.py:
-Llama's layers with a LayerNorm over each head's queries and keys, swin_norm's norms after the sublayers) and its VQ-VAE
-image tokenizer (parts/vqvae.py, towers/vqvae.py), by hand and against the class (tests/hf_whole, scripts/hf_whole.py)."""
+"""Chameleon and Emu3 read whole (ChameleonForConditionalGeneration, Emu3ForConditionalGeneration, transformers 5.23):
+Chameleon's language model (families/chameleon.py: Llama's layers with a LayerNorm over each head's queries and keys,
+swin_norm's norms after the sublayers), and their VQ-VAE image tokenizers (parts/vqvae.py, parts/emu3_vqvae.py,
+towers/vqvae.py), by hand and against the classes (tests/hf_whole, scripts/hf_whole.py)."""
 
 import json
 from pathlib import Path
@@ -16,8 +17,8 @@ HERE = Path(__file__).resolve().parents[1] / "hf_whole"
 CONFIG = HERE / "configs" / "chameleon.json"
 
 
-def _truth() -> dict:
-    return json.loads((HERE / "truth" / "chameleon.json").read_text())
+def _truth(model_type: str = "chameleon") -> dict:
+    return json.loads((HERE / "truth" / f"{model_type}.json").read_text())
 
 
 def _vision(path=CONFIG):
@@ -101,3 +102,70 @@ def test_chameleon_swin_norm_places_its_norms_after_the_sublayers(tmp_path):
     _, post = hf.load(tmp_path / "config.json")
     assert post.norm.placement == "post" and pre.norm.placement == "pre"
     assert tally(post).params == tally(pre).params
+
+
+EMU3 = HERE / "configs" / "emu3.json"
+
+
+def test_emu3_whole_and_its_image_tokens():
+    """Emu3Config's defaults: its language model (tests/families/test_whole_models.py) and the VQ-VAE's 270,740,287
+    parameters (the decoder's 161,120,859 among them) are the class's; a 512-pixel image is 64 rows of 64 codes and a
+    row-end token each (Emu3Processor: height · (width + 1))."""
+    model, vision = _vision(EMU3)
+    built = dict(expanded(_truth("emu3")["params"], 2))
+    assert tally(model).params == sum(built.values())
+    assert sum(n for name, n in built.items() if name.startswith("model.vqmodel.")) == 270_740_287
+    assert vision.per_image(model)[0] == 64 * 65
+
+
+def test_emu3_image_flops_by_hand():
+    """One 256-pixel image through Emu3VQVAE.encode, repeated as 4 frames: each frame through conv_in, levels of 256,
+    128, 64 and 32 positions a side and 256, 512, 512 and 1,024 channels (two ResNet blocks each, a 1 × 1 shortcut where
+    the channels change, a stride-2 downsampling after each level but the last), at the last level an attention block
+    after each ResNet block (q, k, v and out_proj Linear(1,024) a position, q·kᵀ and attention·v over the 1,024
+    positions, one head), the middle's two ResNet blocks and attention block, conv_out to 4 channels; then over the
+    frames two 4 × 3 × 3 temporal downsamplings (4 frames to 2, 2 to 1), two temporal ResNet blocks of 3 × 3 × 3
+    convolutions over the last frame, quant_conv (3 × 1 × 1, 4 to 4), and the distances against 32,768 codes of 4.
+    2 FLOPs a multiply-add; the decoder does no work; equal to FlopCounterMode's record at that size."""
+    sides, widths, frames = [256, 128, 64, 32], [256, 512, 512, 1024], 4
+    macs = 256 * 256 * 256 * 3 * 9  # conv_in, a frame
+    c_in = 256
+    for i, (s, c) in enumerate(zip(sides, widths)):
+        p = s * s
+        macs += p * 9 * c_in * c + p * 9 * c * c + (p * c_in * c if c_in != c else 0)  # the first block
+        macs += p * 2 * 9 * c * c  # the second
+        c_in = c
+        if i == 3:  # an attention block after each block
+            macs += 2 * (4 * p * c * c + 2 * p * p * c)
+        else:
+            macs += sides[i + 1] ** 2 * 9 * c * c  # the downsampling
+    p, c = 32 * 32, 1024
+    macs += 2 * p * 2 * 9 * c * c + 4 * p * c * c + 2 * p * p * c  # the middle
+    macs += p * 9 * c * 4  # conv_out
+    macs *= frames
+    macs += (2 + 1) * p * 4 * 4 * 36  # the temporal downsamplings: 2 frames out, then 1
+    macs += 2 * 2 * p * 4 * 4 * 27 + p * 4 * 4 * 3 + p * 4 * 32768  # temporal blocks, quant_conv, the distances
+    model, vision = _vision(EMU3)
+    from dataclasses import replace
+
+    runs = {run["size"]: run["total"] for run in _truth("emu3")["image_flops"]["runs"]}
+    assert replace(vision, image_size=256).per_image(model)[1] == 2 * macs == runs[256]
+    assert set(runs) == {512, 256}
+    decoder = [t for _, t in vision.image_terms(model) if ".decoder." in t.name or "post_quant" in t.name]
+    assert decoder and not any(t.macs or t.elementwise for t in decoder)
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        ({"temporal_downsample_factor": 3}, "temporal_downsample_factor"),
+        ({"hidden_size": 512}, "hidden_size"),
+        ({"attn_resolutions": [7]}, "attn_resolutions"),
+    ],
+)
+def test_emu3_vqvae_shapes_not_read_are_one_line(tmp_path, cli, change, words):
+    data = json.loads(EMU3.read_text())
+    data["vq_config"] = {**data["vq_config"], **change}
+    (tmp_path / "config.json").write_text(json.dumps(data))
+    code, out, err = cli("count", str(tmp_path / "config.json"))
+    assert code == 2 and words in err and len(err.strip().splitlines()) == 1
