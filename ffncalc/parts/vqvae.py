@@ -176,22 +176,6 @@ class VqVae:
         """Pixels a side of one code: a stride-2 downsampling after every level but the last."""
         return 2 ** (len(self.multipliers) - 1)
 
-    def params(self) -> dict[str, int]:
-        """Its parameters per component, as chameleon_vqvae_params counts them."""
-        vq = {
-            "in_channels": self.channels,
-            "base_channels": self.base,
-            "channel_multiplier": self.multipliers,
-            "num_res_blocks": self.res_blocks,
-            "latent_channels": self.latent,
-            "embed_dim": self.embed_dim,
-            "num_embeddings": self.codebook,
-            "attn_type": "vanilla" if self.mid_attention else "none",
-            "resolution": 2 ** len(self.multipliers),
-            "attn_resolutions": [2 ** (len(self.multipliers) - i) for i in self.attn_levels],
-        }
-        return chameleon_vqvae_params(vq)
-
     def terms(self, image_size: int) -> list[tuple[str, object]]:
         """Its tensors and one image's work of ``image_size`` pixels a side through encoder, quant_conv and the
         quantizer ("image": each term's macs and elementwise are the image's); post_quant_conv's parameters."""
