@@ -116,6 +116,8 @@ IMAGE_SIZES = {
     # 768 pixels (its processor's) and 512: the tower's 48 and 32 positions a side before its fusion adapter, each pooled to
     # 16 × 16 soft tokens (3 × 3 and 2 × 2 of them a token)
     "gemma3n": (768, 512),
+    "chameleon": (512, 256),  # 32 and 16 codes a side (16 pixels a code): its processor's 512-pixel crop, and half
+    "emu3": (512, 256),  # 64 and 32 codes a side (8 pixels a code): its processor's min_pixels (512²), and half
 }
 # Frames of quantised mel bins at which Inkling's audio tower is measured (20 a second: 30 s and 10 s)
 AUDIO_FRAMES = {"inkling_mm_model": (600, 200)}
@@ -338,6 +340,11 @@ def truth_text(model_type: str, data: dict, config: str = "") -> str:
         record["image_flops"] = {"method": GEMMA3N_IMAGE_METHOD, "runs": runs}
         runs = [gemma3n_audio_flops(data, n) for n in GEMMA3N_FRAMES]
         record["audio_clip_flops"] = {"method": GEMMA3N_AUDIO_METHOD, "runs": runs}
+    elif model_type in ("chameleon", "emu3") and "refused" not in record and not config:  # its VQ-VAE's encode, on the meta device
+        from ffncalc.analysis.hfvqvae import VQVAE_IMAGE_METHOD, vqvae_image_flops
+
+        runs = [vqvae_image_flops(data, s) for s in IMAGE_SIZES[model_type]]
+        record["image_flops"] = {"method": VQVAE_IMAGE_METHOD, "runs": runs}
     elif model_type in VIBEVOICE_TOKENS and "refused" not in record and not config:  # samples, not frames
         from ffncalc.analysis import hfspeech
 

@@ -8,6 +8,7 @@ from functools import cache
 from typing import Literal
 
 from ..model.schema import NonNegative, Positive, SpecError
+from ..model.spec import Norm
 from ..model.terms import ACTIVATION_OPS, ROTARY_OPS, SOFTMAX_OPS
 from . import Block, register
 
@@ -71,6 +72,9 @@ class Attention(Block):
     qk_norm_bias: bool = True
     # the q/k norms' learned weight (MUSE Glimmer's qk_norm, MuseGlimmerRMSNorm(with_scale=False), has none)
     qk_norm_affine: bool = True
+    # the q/k norms LayerNorms with a weight and a bias whatever the model's norm (Chameleon's ChameleonLayerNorm of
+    # (heads, head_dim) beside its RMSNorms)
+    qk_layernorm: bool = False
     rotary_dim: Positive | None = None  # features of each head that rotary positions turn; default: all
     sinks: bool = False  # a learned logit per head that joins every softmax and takes no value (gpt-oss)
     # q's projection doubled: each head's query and a gate, sigmoid(gate) ⊙ the head's output before o (Qiu et al.
@@ -203,7 +207,9 @@ class Attention(Block):
         attention_core(e, model, h, hd, vd, seq_len, self.o_bias, self.window, self.chunk, self.ahead)
 
     def qk_norm_kind(self, norm):
-        """The q/k norms: the model's norm, or without its bias (qk_norm_bias false)."""
+        """The q/k norms: the model's norm, or without its bias (qk_norm_bias false); a LayerNorm (qk_layernorm)."""
+        if self.qk_layernorm:
+            norm = Norm(kind="layernorm")
         if not self.qk_norm_affine:  # square, add, scale per element; no weight, no bias
             return replace(norm, affine=False, bias=False, layer_bias=False)
         return norm if self.qk_norm_bias else replace(norm, bias=False)
@@ -217,6 +223,8 @@ class Attention(Block):
             raise SpecError(("qk_norm_bias",), "qk_norm_bias describes the q/k norms: qk_norm must not be none")
         if self.qk_norm == "none" and not self.qk_norm_affine:
             raise SpecError(("qk_norm_affine",), "qk_norm_affine describes the q/k norms: qk_norm must not be none")
+        if self.qk_norm == "none" and self.qk_layernorm:
+            raise SpecError(("qk_layernorm",), "qk_layernorm describes the q/k norms: qk_norm must not be none")
         self._check_heads(d_model)
         vd = self.v_head_dim
         head = self.head_dim if self.head_dim is not None else d_model // self.n_heads
@@ -266,7 +274,8 @@ class Attention(Block):
         if self.qk_norm != "none":
             own = 0 if self.kv_shared else kv
             rows = (h + own) if self.qk_norm in ("head", "each_head") else 1 + (1 if own else 0)
-            norms = (h + own) * hd + rows * stat
+            qk_stat = 4 if self.qk_layernorm else stat
+            norms = (h + own) * hd + rows * qk_stat
         if self.v_norm and not self.kv_shared:  # the weightless value norm's input, V before it, and its statistic;
             shared = self.k_eq_v and self.qk_norm != "none"  # with k_eq_v that input is k_norm's, kept already
             norms += (0 if shared else kv * vd) + 2 * kv

@@ -27,6 +27,7 @@ from ..model.terms import ACTIVATION_OPS, Emitter
 from . import Part, register
 from .conv_attention import ConvAttention
 from .davit import DaVit
+from .emu3_vqvae import Emu3VqVae
 from .fastvit import FastVit
 from .generation import Generator
 from .high_res import HighRes
@@ -34,6 +35,7 @@ from .mobilenet_v5 import MobileNetV5
 from .projector import Projector
 from .routed_vision import RoutedLayers
 from .sam import SamEncoder
+from .vqvae import VqVae
 from .window_merger import WindowMerger
 
 
@@ -110,6 +112,12 @@ class Vision(Part):
     # a MobileNetV5 from the pixels up in place of the patch embedding and ``layers`` (parts/mobilenet_v5.py: Gemma 3n's
     # through timm), patch_size its stride: the projector reads its fusion adapter's side² soft tokens whatever the size
     mobilenet: MobileNetV5 | None = None
+    # a VQ-VAE's encoder path from the pixels up in place of the patch embedding and ``layers`` (parts/vqvae.py:
+    # Chameleon's), patch_size its stride: each position's code a token of the model's own table (no projector's work)
+    vqvae: VqVae | None = None
+    # Emu3's VQ-VAE (parts/emu3_vqvae.py): an image repeated as a clip's frames through its 2-D encoder and temporal
+    # layers, its decoder's parameters beside them
+    emu3_vqvae: Emu3VqVae | None = None
     # Llama 3.2 Vision's tiles (MllamaVisionModel): an image runs as ``tiles`` tiles of image_size² pixels, each tile's
     # positions (its patches and class token) padded with zeros to a whole multiple of ``pad_to`` and every tile's run
     # through the layers together (their attention over all the tiles' positions); the padding dropped after
@@ -185,6 +193,16 @@ class Vision(Part):
                 )
             if self.image_size % self.patch_size:  # whole positions a side in every stage
                 raise SpecError(("vision", "image_size"), f"{self.image_size} pixels: DaViT's positions are {self.patch_size} a side")
+        if self.vqvae and self.emu3_vqvae:
+            raise SpecError(("vision", "emu3_vqvae"), "one image tokenizer: this tower states vqvae too")
+        vq = self.tokenizer
+        if vq:
+            vq.check()
+            if self.layers is not None or self.position_table or self.class_token or self.patch_size != vq.stride:
+                key = "vqvae" if self.vqvae else "emu3_vqvae"
+                raise SpecError(("vision", key), f"a whole tower: no layers, tables or class token, patch_size {vq.stride}")
+            if self.image_size % self.patch_size:  # whole codes: every downsampling halves an even side
+                raise SpecError(("vision", "image_size"), f"{self.image_size} pixels: its codes are {self.patch_size} a side")
         if self.layers is None:
             stated = [k for k in ("pre_norm", "post_norm", "head", "layer_scale", "window", "deepstack") if getattr(self, k)]
             if stated:
@@ -216,6 +234,11 @@ class Vision(Part):
             raise SpecError(("vision", "image_size"), f"an image of {self.image_size} pixels holds no {self.patch_size}-pixel patch")
         if self.images and self.projector.pool_to > self.grid:  # transformers builds it, and cannot run an image
             raise SpecError(("vision", "projector", "pool_to"), f"pools to more tokens a side than the {self.grid} patches a side")
+
+    @property
+    def tokenizer(self) -> VqVae | Emu3VqVae | None:
+        """Its VQ-VAE image tokenizer, Chameleon's or Emu3's, where it has one."""
+        return self.vqvae or self.emu3_vqvae
 
     @property
     def stack(self) -> Stack | None:
@@ -255,6 +278,8 @@ class Vision(Part):
             return self.davit.width
         if self.mobilenet:
             return self.mobilenet.width
+        if self.tokenizer:
+            return self.tokenizer.embed_dim
         return self.layers.d_model if self.layers else (self.embed_width or model.d_model)
 
     @property
@@ -321,6 +346,8 @@ class Vision(Part):
             return self.davit.terms(self.image_size) + self.projector.terms(model.d_model, "vision.projector.", self.tokens)
         if self.mobilenet:  # its stem, stages and fusion adapter from the pixels, then the projector over its soft tokens
             return self.mobilenet.terms(self.image_size) + self.projector.terms(model.d_model, "vision.projector.", self.tokens)
+        if self.tokenizer:  # its encoder, quant_conv and quantizer from the pixels; its codes looked up in the model's table
+            return self.tokenizer.terms(self.image_size) + self.projector.terms(model.d_model, "vision.projector.", self.tokens)
         stack = self.stack
         norm = stack.norm if stack else None
         emb = Emitter("layers")  # its weights, biases and norms are the tower's layers' kin; its tables embeddings
@@ -624,6 +651,10 @@ def _module(spec: Vision, model):
                 for name, module in spec.davit.position_tables().items():
                     setattr(self.projector, name, module)
                 return
+            if spec.tokenizer:  # its encoder, quant_conv, quantizer, post_quant_conv (and Emu3's decoder)
+                self.vqvae = spec.tokenizer.modules()
+                self.projector = spec.projector.module(model.d_model)
+                return
             p, f = spec.patch_size, spec.frames
             if f > 1:  # frames × patch × patch pixels of each channel a patch
                 self.patch_embed = nn.Conv3d(spec.channels, d, (f, p, p), stride=(f, p, p), bias=spec.patch_bias)
@@ -714,6 +745,9 @@ def _module(spec: Vision, model):
                 return x
             if spec.davit:
                 self.projector(spec.davit.run(self, pixels, self.projector))
+                return x
+            if spec.tokenizer:  # each position's code, a token of the model's table
+                spec.tokenizer.run(self.vqvae, pixels)
                 return x
             if spec.embed_norms:  # each patch's pixels normalised first (their layout does not change the work)
                 g, c, p = spec.grid, spec.channels, spec.patch_size

@@ -94,6 +94,7 @@ TEXT_TYPES = {
     "glm_ocr": "glm_ocr_text",
     "granite_docling": "granite_docling_text",
     "idefics": "idefics",  # IdeficsConfig's language model is its own top-level keys
+    "chameleon": "chameleon",  # ChameleonConfig's too, beside its vq_config
     "llama4": "llama4_text",
     "mllama": "mllama_text_model",
     "mistral3": "mistral",
@@ -129,7 +130,8 @@ TEXT_TYPES = {
 # Wrappers whose language model is the configuration's ``decoder`` (VisionEncoderDecoderConfig: any causal LM built with
 # add_cross_attention, beside the vision ``encoder``: towers/image_seq2seq.py)
 DECODER_TEXT = frozenset({"vision-encoder-decoder"})
-FLAT_TEXT = frozenset({"qwen2_vl", "qwen2_5_vl", "git", "phi4_multimodal", "idefics"})  # GitConfig, IdeficsConfig: always flat
+# GitConfig, IdeficsConfig, ChameleonConfig: always flat
+FLAT_TEXT = frozenset({"qwen2_vl", "qwen2_5_vl", "git", "phi4_multimodal", "idefics", "chameleon"})
 
 
 def language_model(c: Config) -> Config:

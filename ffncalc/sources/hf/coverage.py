@@ -793,9 +793,9 @@ WHOLE_IS_TEXT = {
 # Multimodal types whose configuration states its language model's keys at its top (no text_config) and whose
 # causal-LM class is the whole model (NOT_TEXT_DECODERS), or that have none (IDEFICS): the family of the same name reads
 # those keys as the wrapper's language model, and the type is listed among the multimodal types, counted whole
-# (GitForCausalLM, IdeficsForVisionText2Text); Phi-4-multimodal's top-level keys are Phi-4-mini's, read as phi3
-# (Phi4MultimodalForCausalLM)
-SELF_TEXT = ("git", "phi4_multimodal", "idefics")
+# (GitForCausalLM, IdeficsForVisionText2Text, ChameleonForConditionalGeneration); Phi-4-multimodal's top-level keys are
+# Phi-4-mini's, read as phi3 (Phi4MultimodalForCausalLM)
+SELF_TEXT = ("git", "phi4_multimodal", "idefics", "chameleon")
 
 
 # Image-text and multimodal-LM types not read whole yet whose class builds more than a tower and a projector beside a
@@ -803,23 +803,6 @@ SELF_TEXT = ("git", "phi4_multimodal", "idefics")
 WHOLE_NOT_YET = {
     "qwen3_omni_moe": "its talker and code2wav beside the thinker (qwen3_omni_moe_thinker, read whole); transformers refuses "
     "its defaults",
-    "chameleon": (
-        "its VQ-VAE image tokenizer (vqmodel: a convolutional encoder of ResNet blocks, GroupNorms and an attention block, "
-        "a codebook of 8,192 × 256, quant_conv and post_quant_conv; 29,423,616 parameters at ChameleonVQVAEConfig's "
-        "defaults) is not read whole (parts/vqvae.py counts its parameters alone), nor an image's FLOPs through its "
-        "encoder and quantizer, nor its language model (no "
-        "chameleon family: Llama's layers with per-head LayerNorms of q and k); transformers builds the class only given "
-        "a vocabulary_map (None at its defaults; recorded with an empty one)"
-    ),
-    "emu3": (
-        "its VQ-VAE image tokenizer (vqmodel: an encoder of 2-D ResNet blocks, GroupNorms and attention, then temporal "
-        "downsampling and ResNet blocks of 3-D convolutions; a decoder of the reverse, spatially normed; a codebook of "
-        "32,768 × 4; 270,740,287 parameters at Emu3VQVAEConfig's "
-        "defaults, the decoder's 161,120,859 run by no image it reads) is not read whole (parts/vqvae.py counts its "
-        "parameters alone); its language model is read (emu3_text_model, by llama's family); transformers builds the "
-        "class only given a "
-        "vocabulary_map (None at its defaults; recorded with an empty one)"
-    ),
     "udop": (
         "an encoder-decoder of T5's stacks (families/t5.py) whose encoder's source is the text's tokens and the image's "
         "patches (patch_embed, a 16-pixel convolution with a bias: each patch under a word's box added to that token, "

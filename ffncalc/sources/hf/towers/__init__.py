@@ -32,6 +32,7 @@ MODULES += ("vibevoice",)
 MODULES += ("florence2",)  # Florence-2: its DaViT tower and projector before BART's encoder
 MODULES += ("hunyuan_vl",)  # HunyuanOCR: its SigLIP-form tower and convolutional patch merger
 MODULES += ("gemma3n",)  # Gemma 3n: its MobileNetV5 and audio towers and their embedders
+MODULES += ("vqvae",)  # Chameleon: its VQ-VAE image tokenizer
 
 
 def wrapper(*model_types: str):
@@ -80,6 +81,7 @@ def component(path: str, tower: str = "vision") -> str | None:
     from .phi4mm import phi4_component
     from .timm import timm_component
     from .vit import tower_component
+    from .vqvae import vqvae_component
     from .whisper import audio_component
 
     if tower == "muse_spark_audio":  # MUSE Spark's audio tower beside its vision tower
@@ -87,6 +89,9 @@ def component(path: str, tower: str = "vision") -> str | None:
         if muse is not None:
             return muse
         tower = "vision"
+    vq = vqvae_component(path)  # Chameleon's VQ-VAE image tokenizer
+    if vq is not None:
+        return vq
     phi4 = phi4_component(path)  # Phi-4-multimodal's image and audio embeddings
     if phi4 is not None:
         return phi4
