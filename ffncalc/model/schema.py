@@ -207,6 +207,11 @@ def _pydantic(tp):
         return Union[tuple(_pydantic(m) for m in members)]
     if get_origin(tp) is list:
         return list[_pydantic(get_args(tp)[0])]
+    if get_origin(tp) is tuple and len(get_args(tp)) == 2 and get_args(tp)[1] is Ellipsis:
+        from pydantic import Strict
+
+        # a YAML or JSON sequence (a list) read as the tuple, each item strict as the rest of the spec
+        return Annotated[tuple[Annotated[_pydantic(get_args(tp)[0]), Strict()], ...], Strict(False)]
     if get_origin(tp) is dict:
         key, value = get_args(tp)
         return dict[key, _pydantic(value)]

@@ -316,12 +316,12 @@ class Emu3VqVae:
         n = pixels.shape[0]
         x = pixels.repeat_interleave(f, 0)  # each image repeated as F frames, every frame through the 2-D encoder
 
-        def resnet(block, x, spatial):  # 2-D: padding 1 a side; 3-D (Emu3VQVAEConv3d): two frames before, 1 a side
+        def resnet(res, x, spatial):  # 2-D: padding 1 a side; 3-D (Emu3VQVAEConv3d): two frames before, 1 a side
             p = (1, 1, 1, 1) if spatial else (1, 1, 1, 1, 2, 0)
-            c1, c2 = (block.conv1, block.conv2) if spatial else (block.conv1.conv, block.conv2.conv)
-            h = c1(pad(silu(block.norm1(x)), p))
-            h = c2(pad(silu(block.norm2(h)), p))
-            return (block.nin_shortcut(x) if hasattr(block, "nin_shortcut") else x) + h
+            c1, c2 = (res.conv1, res.conv2) if spatial else (res.conv1.conv, res.conv2.conv)
+            h = c1(pad(silu(res.norm1(x)), p))
+            h = c2(pad(silu(res.norm2(h)), p))
+            return (res.nin_shortcut(x) if hasattr(res, "nin_shortcut") else x) + h
 
         def attention(attn, norm, x):
             b, c, hh, ww = x.shape

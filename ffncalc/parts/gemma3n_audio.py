@@ -109,7 +109,7 @@ class Gemma3nAudio(Part):
     kernel: Positive = 5  # conf_conv_kernel_size
     reduction: Positive = 4  # conf_reduction_factor
     mel_bins: Positive = 128  # input_feat_size
-    channels: tuple[Positive, Positive] = (128, 32)  # sscp_conv_channel_size
+    channels: tuple[Positive, ...] = (128, 32)  # sscp_conv_channel_size: the two convolutions' outputs
     vocab: Positive = 128  # the embedder's table (vocab_size)
     tokens: Positive = 188  # a clip's tokens of the language model (audio_soft_tokens_per_image)
     seconds: NonNegative = 0  # audio a sequence, for the FLOPs
@@ -117,6 +117,8 @@ class Gemma3nAudio(Part):
     takes = ("audio_seconds",)
 
     def check(self, spec) -> None:
+        if len(self.channels) != 2:
+            raise SpecError(("gemma3n_audio", "channels"), f"the two convolutions' channels, got {len(self.channels)}")
         if self.width % self.heads:
             raise SpecError(("gemma3n_audio", "heads"), f"{self.heads} heads do not divide a width of {self.width}")
         if self.width % 2:  # the sinusoids: sin and cos of width / 2 timescales

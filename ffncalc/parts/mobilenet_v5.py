@@ -255,9 +255,9 @@ class MobileNetV5:
                 bsz, _, hh, ww = x.shape
                 q = b.query(n).reshape(bsz, h, d, hh * ww).transpose(-1, -2)
 
-                def kv(part):
-                    z = getattr(b, f"{part}_norm")(getattr(b, f"{part}_down")(n)) if o["v"] > 1 else n
-                    return getattr(b, part)(z).flatten(2).transpose(1, 2)[:, None]  # (batch, 1, positions, d)
+                def kv(part, unit=b):  # the unit's key or value path, by its modules' names
+                    z = getattr(unit, f"{part}_norm")(getattr(unit, f"{part}_down")(n)) if o["v"] > 1 else n
+                    return getattr(unit, part)(z).flatten(2).transpose(1, 2)[:, None]  # (batch, 1, positions, d)
 
                 probs = b.scores(q * d**-0.5, kv("key").transpose(-1, -2)).softmax(-1)
                 out = b.values(probs, kv("value")).transpose(1, 2).reshape(bsz, hh, ww, h * d).permute(0, 3, 1, 2)

@@ -27,8 +27,11 @@ TOWER = ("vision_tower", "multi_modal_projector", "image_newline")
 
 
 def tower(model_type: str) -> str:
-    """The part the type's wrapper puts beside its language model: "vision" or "audio"."""
-    return next(iter(wrappers()[model_type](hf.read_config(HERE / "configs" / f"{model_type}.json").outer)))
+    """The part the type's wrapper puts beside its language model, as its names are read ("vision", "audio", or an
+    audio tower or image tokenizer named its own way: towers.tower_of)."""
+    from ffncalc.sources.hf.towers import tower_of
+
+    return tower_of(hf.read_config(HERE / "configs" / f"{model_type}.json")) or "vision"
 
 
 def part_of(component: str) -> str:

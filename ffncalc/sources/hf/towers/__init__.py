@@ -89,9 +89,11 @@ def component(path: str, tower: str = "vision") -> str | None:
         if muse is not None:
             return muse
         tower = "vision"
-    vq = vqvae_component(path)  # Chameleon's VQ-VAE image tokenizer
-    if vq is not None:
-        return vq
+    if tower == "vqvae":  # Chameleon's and Emu3's VQ-VAE image tokenizers (Janus's vqmodel is its image generator)
+        vq = vqvae_component(path)
+        if vq is not None:
+            return vq
+        tower = "vision"
     phi4 = phi4_component(path)  # Phi-4-multimodal's image and audio embeddings
     if phi4 is not None:
         return phi4
@@ -134,7 +136,7 @@ def indexed(path: str, tower: str | None) -> bool:
 
 def tower_of(c: Config) -> str | None:
     """The part a wrapper read whole puts beside its language model ("vision" or "audio"; VibeVoice's and MUSE Spark's
-    audio parts by their own keys), or None."""
+    audio parts by their own keys; "vqvae", a VQ-VAE image tokenizer in place of a vision tower), or None."""
     reader = wrappers().get(c.wrapper or "") if c.outer is not None else None
     if reader is None:
         return None
@@ -143,4 +145,7 @@ def tower_of(c: Config) -> str | None:
         return "vibevoice_audio"
     if "muse_spark_audio" in parts:  # MUSE Spark's audio tower, named its own way, beside its vision tower
         return "muse_spark_audio"
+    vision = parts.get("vision")
+    if isinstance(vision, dict) and ("vqvae" in vision or "emu3_vqvae" in vision):  # an image tokenizer's own names
+        return "vqvae"
     return "audio" if "audio" in parts else "vision"
