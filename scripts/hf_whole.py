@@ -112,6 +112,9 @@ IMAGE_SIZES = {
     # no fixed size: 48 and 32 patches of 16 a side (the processor's multiples of 32 pixels), 24 rows of 24 cells and 16
     # of 16, each with its newline, and the begin and end rows: 602 and 274 tokens
     "hunyuan_vl": (768, 512),
+    # its SAM's 64 and 40 patches of 16 a side (windows of 14 padded to 70 and 42), 16 and 10 positions a side after
+    # its two strided convolutions, CLIP's layers over them and a class token: 273 and 111 tokens
+    "unlimited_ocr": (1024, 640),
 }
 # Frames of quantised mel bins at which Inkling's audio tower is measured (20 a second: 30 s and 10 s)
 AUDIO_FRAMES = {"inkling_mm_model": (600, 200)}
@@ -215,6 +218,8 @@ def sized(data: dict, size: int) -> dict:
     """``data`` with its images' size set: its vision_config's image_size, or the wrapper's own (Fuyu's, no tower)."""
     if data.get("model_type") == "vision-encoder-decoder":  # its vision encoder's configuration is ``encoder``
         return {**data, "encoder": {**data["encoder"], "image_size": size}}
+    if data.get("model_type") == "unlimited_ocr":  # its tables interpolated to any image: the pixels set it
+        return data
     if "vision_config" not in data:
         return {**data, "image_size": size}
     if str(data["vision_config"].get("architecture", "")).startswith("vit_pe_"):  # timm builds a PE ViT for its img_size
