@@ -1965,8 +1965,117 @@ def test_deepseek_ocr2_language_model_by_hand():
     total = 2 * v * d + 32 * (4 * d * d + 2 * d) + 3 * d * 11_008 + 31 * sparse + d
     _, model = hf.load(HERE / "configs" / "deepseek_ocr2.json")
     text = sum(n for name, n in expanded(truth("deepseek_ocr2")["params"], 2) if name.startswith(TEXT_MODULES))
-    assert tally(model).params == text == total
-    assert tally(model).active == total - 31 * (64 - 6) * expert
+    assert ours(model)["text"] == text == total
+    assert tally(model).active == total - 31 * (64 - 6) * expert  # its tower's and projector's: no token runs them
+
+
+def deepseek_ocr2_tower(hidden: int) -> tuple[int, int]:
+    """DeepSeek-OCR 2's tower and projector parameters by hand, its encoder ``hidden`` wide: the SAM encoder
+    (Unlimited OCR's, test_unlimited_ocr_tower_by_hand), its convolutions 256 → 512 → 896; 32 Qwen2 layers (q, k, v of
+    hidden² with biases, o without; a SwiGLU of 3 · hidden · 22,016; two RMSNorms), a final RMSNorm, 144 + 256 queries;
+    the projector Linear(hidden, 4,096) with a bias and view_separator."""
+    d, ff, out, heads = 768, 3072, 256, 12
+    sam = 16 * 16 * 3 * d + d + 64 * 64 * d
+    sam += 12 * (4 * d + 3 * d * d + 3 * d + d * d + d + 2 * d * ff + ff + d)
+    sam += 8 * 2 * 27 * (d // heads) + 4 * 2 * 127 * (d // heads)
+    sam += d * out + 9 * out * out + 4 * out
+    convs = 9 * out * 512 + 9 * 512 * 896
+    encoder = 32 * (4 * hidden * hidden + 3 * hidden + 3 * hidden * 22_016 + 2 * hidden) + hidden + (144 + 256) * hidden
+    return sam + convs + encoder, hidden * 4096 + 4096 + 4096
+
+
+def test_deepseek_ocr2_tower_by_hand():
+    """The tower and projector as recorded (the encoder repaired to the 896 its SAM writes), by hand."""
+    assert truth("deepseek_ocr2")["repaired"]["vision_config"] == {"encoder_config": {"hidden_size": 896}}
+    _, model = hf.load(HERE / "configs" / "deepseek_ocr2.json")
+    tower, projector = deepseek_ocr2_tower(896)
+    assert (ours(model)["tower"], ours(model)["projector"]) == (tower, projector)
+    assert (groups("deepseek_ocr2")["tower"], groups("deepseek_ocr2")["projector"]) == (tower, projector)
+
+
+def deepseek_ocr2_defaults(tmp_path) -> Path:
+    """The record's config with its encoder at DeepseekOcr2VisionEncoderConfig's own hidden_size (4,096)."""
+    data = json.loads((HERE / "configs" / "deepseek_ocr2.json").read_text())
+    data["vision_config"]["encoder_config"]["hidden_size"] = 4096
+    (tmp_path / "config.json").write_text(json.dumps(data))
+    return tmp_path / "config.json"
+
+
+@pytest.mark.torch
+def test_deepseek_ocr2_parameters_at_the_class_defaults(tmp_path):
+    """At the class's own encoder width (4,096, which no image can run), every parameter still counted: equal to the
+    whole class transformers builds there (on the meta device) and to the hand derivation."""
+    from ffncalc.analysis.hfwhole import instantiate_whole
+
+    path = deepseek_ocr2_defaults(tmp_path)
+    net = instantiate_whole(json.loads(path.read_text()))
+    _, model = hf.load(path)
+    tower, projector = deepseek_ocr2_tower(4096)
+    assert (ours(model)["tower"], ours(model)["projector"]) == (tower, projector)
+    assert tally(model).params == sum(p.numel() for p in net.parameters()) == 49_422_329_088
+
+
+def test_deepseek_ocr2_images_at_the_class_defaults_are_one_line(cli, tmp_path):
+    """Its encoder 4,096 wide where the SAM's convolutions write 896 features: counted without images, an image refused
+    in one line, exit 2."""
+    path = str(deepseek_ocr2_defaults(tmp_path))
+    code, _, _ = cli("count", path)
+    assert code == 0
+    code, _, err = cli("count", path, "--images", "1")
+    assert code == 2 and "its encoder is 4096 wide where its convolutions write 896 channels" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_deepseek_ocr2_image_by_hand():
+    """One image of S pixels: the SAM's S / 16 patches a side, q = S / 64 positions a side after its convolutions (16
+    at 1,024 pixels, 12 at 768); Q learned queries, 256 where q² > 144, else 144; Q + 1 tokens (257, 145). Its encoder
+    over the q² + Q rows: q, k, v and o (896², 28-wide heads), the SwiGLU (3 · 896 · 22,016) a row and QKᵀ and AV over
+    the whole square in 32 layers; the projector over the Q rows. Against FlopCounterMode's record: the projector's
+    Linear as its own module, and the whole."""
+    from ffncalc.parts.vision import Vision
+
+    d, ff, out, w, text = 768, 3072, 256, 896, 4096
+
+    def macs(g):
+        padded = -(-g // 14) * 14
+        windowed = 8 * (padded**2 * 4 * d * d + 2 * padded**2 * 14 * 14 * d + 2 * padded**2 * 14 * d)
+        full = 4 * (g * g * 4 * d * d + 2 * g**4 * d + 2 * g**3 * d)
+        sam = g * g * 3 * 16 * 16 * d + windowed + full + 12 * g * g * 2 * d * ff + g * g * (d * out + 9 * out * out)
+        q = g // 4
+        queries = 256 if q * q > 144 else 144
+        convs = (g // 2) ** 2 * 9 * out * 512 + q * q * 9 * 512 * w
+        rows = q * q + queries
+        encoder = 32 * (rows * (4 * w * w + 3 * w * 22_016) + 2 * rows * rows * w)
+        return sam + convs + encoder, queries * w * text, queries + 1
+
+    _, model = hf.load(HERE / "configs" / "deepseek_ocr2.json")
+    (vision,) = [p for p in model.parts if isinstance(p, Vision)]
+    runs = {r["size"]: r for r in truth("deepseek_ocr2")["image_flops"]["runs"]}
+    for size, tokens in ((1024, 257), (768, 145)):
+        tower, projector, n = macs(size // 16)
+        assert n == tokens
+        assert runs[size]["modules"]["Linear"] == 2 * projector  # multi_modal_projector, its own module
+        assert replace(vision, image_size=size).per_image(model)[:2] == (tokens, 2 * (tower + projector))
+        assert 2 * (tower + projector) == runs[size]["total"]
+
+
+@pytest.mark.torch
+def test_deepseek_ocr2_image_tokens_equal_the_class():
+    """The class's own get_image_features (built as recorded, on the meta device) writes Q + 1 rows for one global view:
+    257 at 1,024 pixels, 145 at 768 (and at 640: 10 × 10 positions, still 144 queries); as many as the count's tokens."""
+    import torch
+
+    from ffncalc.analysis.hfwhole import instantiate_whole
+    from ffncalc.parts.vision import Vision
+
+    net = instantiate_whole(json.loads((HERE / "configs" / "deepseek_ocr2.json").read_text()))
+    _, model = hf.load(HERE / "configs" / "deepseek_ocr2.json")
+    (vision,) = [p for p in model.parts if isinstance(p, Vision)]
+    for size, tokens in ((1024, 257), (768, 145), (640, 145)):
+        pixels = torch.ones(1, 3, size, size, device="meta")
+        with torch.no_grad():
+            (rows,) = net.model.get_image_features(pixel_values=pixels).pooler_output
+        assert rows.shape[0] == tokens == replace(vision, image_size=size).tokens
 
 
 def test_deepseek_ocr2_text_without_layer_kinds_is_one_line(cli, tmp_path):

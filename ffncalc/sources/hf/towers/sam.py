@@ -120,6 +120,22 @@ def unlimited_ocr(c: Config) -> dict:
     return {"vision": {**tower, "deep": deep, "newline": True}}
 
 
+@wrapper("deepseek_ocr2")
+def deepseek_ocr2(c: Config) -> dict:
+    """DeepseekOcr2ForConditionalGeneration (DeepSeek-AI's DeepSeek-OCR 2): its DeepEncoder V2 read whole,
+    DeepseekOcr2VisionModel's SAM encoder (vision_config.sam_config, mlp_dim hidden_size × mlp_ratio where null) and its
+    proj, two strided convolutions to downsample_channels ([512, 896] where null); then DeepseekOcr2VisionEncoder
+    (vision_config.encoder_config: Qwen2's layers over the SAM's features and 144 or 256 learned queries, a final
+    RMSNorm), the queries' rows through multi_modal_projector, and view_separator (parts/deep_encoder.py): one image of
+    at most 768 pixels a side (at most 144 positions after the convolutions) is 145 tokens, a larger one 257."""
+    sam, enc = _sam_and_encoder(c)
+    if enc.bool("use_sliding_window", False):
+        raise enc.fail("use_sliding_window", "true: its encoder's sliding windows are not read")
+    deep = {**_deep(sam, enc, "silu"), "form": "qwen2", "kv_heads": enc.int("num_key_value_heads", enc.int("num_attention_heads"))}
+    tower = sam_tower(sam, {"width": sam.int("output_channels"), "linear": False})
+    return {"vision": {**tower, "deep": {**deep, "small": 144, "large": 256}}}
+
+
 def _sam_and_encoder(c: Config) -> tuple[Config, Config]:
     """The SAM's and the second encoder's configs, the SAM's mlp_dim filled where null (hidden_size × mlp_ratio)."""
     v = sub_config(c, "vision_config")
