@@ -118,6 +118,12 @@ IMAGE_SIZES = {
     "gemma3n": (768, 512),
     "chameleon": (512, 256),  # 32 and 16 codes a side (16 pixels a code): its processor's 512-pixel crop, and half
     "emu3": (512, 256),  # 64 and 32 codes a side (8 pixels a code): its processor's min_pixels (512²), and half
+    # its SAM's 64 and 40 patches of 16 a side (windows of 14 padded to 70 and 42), 16 and 10 positions a side after
+    # its two strided convolutions, CLIP's layers over them and a class token: 273 and 111 tokens
+    "unlimited_ocr": (1024, 640),
+    # its SAM's 64 and 48 patches of 16 a side, 16 and 12 positions a side after its two strided convolutions: 256
+    # positions and 256 queries, 144 and 144 (query_1024_resolution's and query_768_resolution's): 257 and 145 tokens
+    "deepseek_ocr2": (1024, 768),
 }
 # Frames of quantised mel bins at which Inkling's audio tower is measured (20 a second: 30 s and 10 s)
 AUDIO_FRAMES = {"inkling_mm_model": (600, 200)}
@@ -155,7 +161,13 @@ REPAIRS = {
     # DeepseekOcr2TextConfig's mlp_layer_types defaults to None, which each DeepseekOcr2TextDecoderLayer indexes: the
     # released DeepSeek-OCR 2's pattern (first_k_dense_replace 1: layer 0 dense, the rest mixtures); and its
     # num_experts_per_tok to None, which the router's torch.topk cannot run: the released 6
-    "deepseek_ocr2": {"text_config": {"mlp_layer_types": ["dense"] + ["sparse"] * 31, "num_experts_per_tok": 6}},
+    # Its DeepseekOcr2VisionEncoderConfig's hidden_size defaults to 4,096, where the SAM's convolutions write
+    # downsample_channels[-1] (896) features that it reads as its rows: the released DeepSeek-OCR 2's encoder is 896
+    # wide (Qwen2-0.5B's), and its 32 heads of 28 run as they are (its parameters at the defaults: test_whole_models)
+    "deepseek_ocr2": {
+        "text_config": {"mlp_layer_types": ["dense"] + ["sparse"] * 31, "num_experts_per_tok": 6},
+        "vision_config": {"encoder_config": {"hidden_size": 896}},
+    },
     # HunYuanVLTextConfig's head_dim defaults to None, which HunYuanVLDenseV1Attention's scaling raises to a power, and
     # its rope_parameters name no mrope_section, whose length the rotary embedding's forward takes: the released
     # HunyuanOCR's head_dim 128 (hidden_size // num_attention_heads here too) and XD-RoPE sections [16, 16, 16, 16]
@@ -220,10 +232,20 @@ def config_data(model_type: str) -> dict:
         data = AutoConfig.for_model(model_type).to_dict()
     except Exception:  # noqa: BLE001 — the class refuses its own defaults: recorded as refused by the truth
         data = {"model_type": model_type}
-    for key, value in REPAIRS.get(model_type, {}).items():
-        data[key] = {**data[key], **value} if isinstance(value, dict) and isinstance(data.get(key), dict) else value
+    data = _repaired(data, REPAIRS.get(model_type, {}))
     data.pop("transformers_version", None)
     return json.loads(json.dumps(data, default=str))
+
+
+def _repaired(data: dict, repair: dict) -> dict:
+    """``data`` with ``repair``'s keys set, a nested object's keys merged into the one it states (a sub-config's)."""
+    out = dict(data)
+    for key, value in repair.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict) and key.endswith("_config"):
+            out[key] = _repaired(out[key], value)
+        else:
+            out[key] = value
+    return out
 
 
 def reduced(data: dict) -> dict:
@@ -237,6 +259,8 @@ def sized(data: dict, size: int) -> dict:
     """``data`` with its images' size set: its vision_config's image_size, or the wrapper's own (Fuyu's, no tower)."""
     if data.get("model_type") == "vision-encoder-decoder":  # its vision encoder's configuration is ``encoder``
         return {**data, "encoder": {**data["encoder"], "image_size": size}}
+    if data.get("model_type") in ("unlimited_ocr", "deepseek_ocr2"):  # its tables interpolated to any image: the pixels set it
+        return data
     if "vision_config" not in data:
         return {**data, "image_size": size}
     if str(data["vision_config"].get("architecture", "")).startswith("vit_pe_"):  # timm builds a PE ViT for its img_size

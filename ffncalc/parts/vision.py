@@ -27,6 +27,7 @@ from ..model.terms import ACTIVATION_OPS, Emitter
 from . import Part, register
 from .conv_attention import ConvAttention
 from .davit import DaVit
+from .deep_encoder import DeepEncoder
 from .emu3_vqvae import Emu3VqVae
 from .fastvit import FastVit
 from .generation import Generator
@@ -100,6 +101,10 @@ class Vision(Part):
     # a high-resolution SAM tower beside this one and the aligner joining both (parts/high_res.py: DeepSeek-VL's hybrid
     # encoder), in place of the projector's own stages
     high_res: HighRes | None = None
+    # a second encoder over the SAM's features and the projector after it (parts/deep_encoder.py: Unlimited OCR's
+    # strided convolutions, CLIP layers and linear; DeepSeek-OCR 2's Qwen2 layers and queries), in place of the
+    # projector's own stages
+    deep: DeepEncoder | None = None
     # layers of gated 2-D depthwise convolutions and of attention in place of ``layers`` (parts/conv_attention.py:
     # LFM3-VL's)
     mixed: ConvAttention | None = None
@@ -230,6 +235,8 @@ class Vision(Part):
             raise SpecError(("vision", "image_size"), f"{self.grid**2:,} patches: its projector names queries for {named} only")
         if self.images and self.projector.runs():
             raise SpecError(("vision", "projector"), self.projector.runs())
+        if self.images and self.deep and self.deep.runs():
+            raise SpecError(("vision", "deep"), self.deep.runs())
         if self.image_size < self.patch_size:
             raise SpecError(("vision", "image_size"), f"an image of {self.image_size} pixels holds no {self.patch_size}-pixel patch")
         if self.images and self.projector.pool_to > self.grid:  # transformers builds it, and cannot run an image
@@ -316,6 +323,8 @@ class Vision(Part):
             return self.davit.tokens(self.image_size)
         if self.mobilenet:  # its fusion adapter's, whatever the size
             return self.mobilenet.tokens
+        if self.deep:  # its rows with their newlines, and the view separator
+            return self.deep.tokens(self.grid)
         if self.projector.query:  # Aria's: as many queries as its patches call for
             return self.projector.image_tokens(self.grid**2)
         breaks = self.grid // self.projector.group if self.row_breaks else 0
@@ -423,6 +432,8 @@ class Vision(Part):
         out += self.projector.terms(model.d_model, "vision.projector.", read)
         if self.high_res:
             out += self.high_res.terms(d, self.grid)
+        if self.deep:
+            out += self.deep.terms(self.grid, model.d_model)
         if self.deepstack:  # the same projector on earlier layers' outputs, its norm over what the shuffle makes
             deep = (self.deepstack_projector or replace(self.projector, prenorm=False)).terms(model.d_model, "vision.deepstack.")
             k = self.deepstack
@@ -719,6 +730,12 @@ def _module(spec: Vision, model):
                 self.high_res = spec.high_res.module()
                 for name, module in spec.high_res.aligner(d).items():
                     setattr(self.projector, name, module)
+            if spec.deep:  # its convolutions and encoder, and its linear and separator in the projector
+                tower, projector = spec.deep.modules(model.d_model)
+                for name, module in tower.items():
+                    self.add_module(name, module)
+                for name, module in projector.items():
+                    setattr(self.projector, name, module)
             if spec.generator:  # its parameters, which an image does not run
                 self.generation = spec.generator.module()
             if spec.merger:
@@ -766,8 +783,9 @@ def _module(spec: Vision, model):
                 h = self.pos_norm(h)
             if spec.pre_norm:
                 h = self.pre_norm(h)
-            if spec.sam:  # its layers and neck, then the projector over the neck's channels
-                self.projector(spec.sam.run(self.layers, self.neck, h))
+            if spec.sam:  # its layers and neck, then the projector (or the second encoder) over the neck's channels
+                feats = spec.sam.run(self.layers, self.neck, h)
+                spec.deep.run(self, feats) if spec.deep else self.projector(feats)
                 return x
             if spec.mixed:  # its convolution and attention layers
                 for layer in self.layers:

@@ -1875,8 +1875,83 @@ def test_unlimited_ocr_language_model_by_hand():
     assert total == 2_934_734_080
     _, model = hf.load(HERE / "configs" / "unlimited_ocr.json")
     text = sum(n for name, n in expanded(truth("unlimited_ocr")["params"], 2) if name.startswith(TEXT_MODULES))
-    assert tally(model).params == text == total
-    assert tally(model).active == total - 11 * (64 - 6) * expert
+    assert ours(model)["text"] == text == total
+    assert tally(model).active == total - 11 * (64 - 6) * expert  # its tower's and projector's: no token runs them
+
+
+def test_unlimited_ocr_tower_by_hand():
+    """Unlimited OCR's tower and projector at their defaults, derived by hand: the SAM encoder (GOT-OCR 2.0's: a
+    16-pixel patch convolution, a 64 × 64 table, 12 layers of 768 with 14 × 14 windows in all but layers 2, 5, 8 and 11,
+    the neck to 256) and its two strided 3 × 3 convolutions (256 → 512 → 1,024, no biases); the CLIP encoder (a class
+    token, 257 positions of 1,024, pre_layrnorm, 24 layers of 4 · 1,024² + 2 · 1,024 · 4,096 weights with biases and
+    two LayerNorms); the projector Linear(2,048, 1,280) with a bias, image_newline and view_separator. Equal to the
+    class's tower and projector (tests/hf_whole)."""
+    d, ff, out, heads = 768, 3072, 256, 12
+    sam = 16 * 16 * 3 * d + d + 64 * 64 * d
+    sam += 12 * (4 * d + 3 * d * d + 3 * d + d * d + d + 2 * d * ff + ff + d)  # norms, qkv, proj, the MLP
+    sam += 8 * 2 * 27 * (d // heads) + 4 * 2 * 127 * (d // heads)  # rel_pos_h and rel_pos_w: 2 · 14 − 1, 2 · 64 − 1
+    sam += d * out + 9 * out * out + 4 * out  # the neck and its two LayerNorms
+    convs = 9 * out * 512 + 9 * 512 * 1024
+    w, f = 1024, 4096
+    clip = w + 257 * w + 2 * w + 24 * (4 * (w * w + w) + w * f + f + f * w + w + 4 * w)
+    projector = 2048 * 1280 + 1280 + 2 * 1280
+    _, model = hf.load(HERE / "configs" / "unlimited_ocr.json")
+    assert ours(model)["tower"] == sam + convs + clip == groups("unlimited_ocr")["tower"]
+    assert ours(model)["projector"] == projector == groups("unlimited_ocr")["projector"]
+
+
+def test_unlimited_ocr_image_by_hand():
+    """One image of S pixels: the SAM's S / 16 patches a side, halved twice by the strided convolutions to q = S / 64
+    positions a side (16 at 1,024 pixels, 10 at 640); q rows of q tokens, each row with its newline, and the view
+    separator: q × (q + 1) + 1 (273, 111). Its CLIP encoder over q² + 1 rows (the class token's too): q, k, v, o and the
+    MLP (1,024 → 4,096 → 1,024) a row, QKᵀ and AV over the square, in 24 layers; the projector over the q² rows of
+    2,048; the SAM as GOT-OCR 2.0's (test_got_ocr2_sam_tower_flops_by_hand). Against FlopCounterMode's record: the
+    projector's Linear as its own module, and the whole."""
+    from ffncalc.parts.vision import Vision
+
+    d, ff, out, w, f, text = 768, 3072, 256, 1024, 4096, 1280
+
+    def macs(g):
+        padded = -(-g // 14) * 14
+        windowed = 8 * (padded**2 * 4 * d * d + 2 * padded**2 * 14 * 14 * d + 2 * padded**2 * 14 * d)
+        full = 4 * (g * g * 4 * d * d + 2 * g**4 * d + 2 * g**3 * d)
+        sam = g * g * 3 * 16 * 16 * d + windowed + full + 12 * g * g * 2 * d * ff + g * g * (d * out + 9 * out * out)
+        q = g // 4
+        convs = (g // 2) ** 2 * 9 * out * 512 + q * q * 9 * 512 * w
+        rows = q * q + 1
+        clip = 24 * (rows * (4 * w * w + 2 * w * f) + 2 * rows * rows * w)
+        return sam + convs + clip, q * q * 2 * w * text, q * (q + 1) + 1
+
+    _, model = hf.load(HERE / "configs" / "unlimited_ocr.json")
+    (vision,) = [p for p in model.parts if isinstance(p, Vision)]
+    runs = {r["size"]: r for r in truth("unlimited_ocr")["image_flops"]["runs"]}
+    for size, tokens in ((1024, 273), (640, 111)):
+        tower, projector, n = macs(size // 16)
+        assert n == tokens
+        assert runs[size]["modules"]["Linear"] == 2 * projector  # multi_modal_projector, its own module
+        assert replace(vision, image_size=size).per_image(model)[:2] == (tokens, 2 * (tower + projector))
+        assert 2 * (tower + projector) == runs[size]["total"]
+    assert runs[1024]["total"] == 1_139_967_033_344 and runs[640]["total"] == 388_149_837_824
+
+
+@pytest.mark.torch
+def test_unlimited_ocr_image_tokens_equal_the_class():
+    """The class's own get_image_features (built at its defaults on the meta device) writes q × (q + 1) + 1 rows for one
+    global view of S pixels: 273 at 1,024, 111 at 640; as many as the count's tokens an image."""
+    import torch
+
+    from ffncalc.analysis.hfwhole import instantiate_whole
+    from ffncalc.parts.vision import Vision
+
+    data = json.loads((HERE / "configs" / "unlimited_ocr.json").read_text())
+    net = instantiate_whole(data)
+    _, model = hf.load(HERE / "configs" / "unlimited_ocr.json")
+    (vision,) = [p for p in model.parts if isinstance(p, Vision)]
+    for size, tokens in ((1024, 273), (640, 111)):
+        pixels = torch.ones(1, 3, size, size, device="meta")
+        with torch.no_grad():
+            (rows,) = net.model.get_image_features(pixel_values=pixels).pooler_output
+        assert rows.shape[0] == tokens == replace(vision, image_size=size).tokens
 
 
 def test_deepseek_ocr2_language_model_by_hand():
@@ -1893,8 +1968,117 @@ def test_deepseek_ocr2_language_model_by_hand():
     total = 2 * v * d + 32 * (4 * d * d + 2 * d) + 3 * d * 11_008 + 31 * sparse + d
     _, model = hf.load(HERE / "configs" / "deepseek_ocr2.json")
     text = sum(n for name, n in expanded(truth("deepseek_ocr2")["params"], 2) if name.startswith(TEXT_MODULES))
-    assert tally(model).params == text == total
-    assert tally(model).active == total - 31 * (64 - 6) * expert
+    assert ours(model)["text"] == text == total
+    assert tally(model).active == total - 31 * (64 - 6) * expert  # its tower's and projector's: no token runs them
+
+
+def deepseek_ocr2_tower(hidden: int) -> tuple[int, int]:
+    """DeepSeek-OCR 2's tower and projector parameters by hand, its encoder ``hidden`` wide: the SAM encoder
+    (Unlimited OCR's, test_unlimited_ocr_tower_by_hand), its convolutions 256 → 512 → 896; 32 Qwen2 layers (q, k, v of
+    hidden² with biases, o without; a SwiGLU of 3 · hidden · 22,016; two RMSNorms), a final RMSNorm, 144 + 256 queries;
+    the projector Linear(hidden, 4,096) with a bias and view_separator."""
+    d, ff, out, heads = 768, 3072, 256, 12
+    sam = 16 * 16 * 3 * d + d + 64 * 64 * d
+    sam += 12 * (4 * d + 3 * d * d + 3 * d + d * d + d + 2 * d * ff + ff + d)
+    sam += 8 * 2 * 27 * (d // heads) + 4 * 2 * 127 * (d // heads)
+    sam += d * out + 9 * out * out + 4 * out
+    convs = 9 * out * 512 + 9 * 512 * 896
+    encoder = 32 * (4 * hidden * hidden + 3 * hidden + 3 * hidden * 22_016 + 2 * hidden) + hidden + (144 + 256) * hidden
+    return sam + convs + encoder, hidden * 4096 + 4096 + 4096
+
+
+def test_deepseek_ocr2_tower_by_hand():
+    """The tower and projector as recorded (the encoder repaired to the 896 its SAM writes), by hand."""
+    assert truth("deepseek_ocr2")["repaired"]["vision_config"] == {"encoder_config": {"hidden_size": 896}}
+    _, model = hf.load(HERE / "configs" / "deepseek_ocr2.json")
+    tower, projector = deepseek_ocr2_tower(896)
+    assert (ours(model)["tower"], ours(model)["projector"]) == (tower, projector)
+    assert (groups("deepseek_ocr2")["tower"], groups("deepseek_ocr2")["projector"]) == (tower, projector)
+
+
+def deepseek_ocr2_defaults(tmp_path) -> Path:
+    """The record's config with its encoder at DeepseekOcr2VisionEncoderConfig's own hidden_size (4,096)."""
+    data = json.loads((HERE / "configs" / "deepseek_ocr2.json").read_text())
+    data["vision_config"]["encoder_config"]["hidden_size"] = 4096
+    (tmp_path / "config.json").write_text(json.dumps(data))
+    return tmp_path / "config.json"
+
+
+@pytest.mark.torch
+def test_deepseek_ocr2_parameters_at_the_class_defaults(tmp_path):
+    """At the class's own encoder width (4,096, which no image can run), every parameter still counted: equal to the
+    whole class transformers builds there (on the meta device) and to the hand derivation."""
+    from ffncalc.analysis.hfwhole import instantiate_whole
+
+    path = deepseek_ocr2_defaults(tmp_path)
+    net = instantiate_whole(json.loads(path.read_text()))
+    _, model = hf.load(path)
+    tower, projector = deepseek_ocr2_tower(4096)
+    assert (ours(model)["tower"], ours(model)["projector"]) == (tower, projector)
+    assert tally(model).params == sum(p.numel() for p in net.parameters()) == 49_422_329_088
+
+
+def test_deepseek_ocr2_images_at_the_class_defaults_are_one_line(cli, tmp_path):
+    """Its encoder 4,096 wide where the SAM's convolutions write 896 features: counted without images, an image refused
+    in one line, exit 2."""
+    path = str(deepseek_ocr2_defaults(tmp_path))
+    code, _, _ = cli("count", path)
+    assert code == 0
+    code, _, err = cli("count", path, "--images", "1")
+    assert code == 2 and "its encoder is 4096 wide where its convolutions write 896 channels" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_deepseek_ocr2_image_by_hand():
+    """One image of S pixels: the SAM's S / 16 patches a side, q = S / 64 positions a side after its convolutions (16
+    at 1,024 pixels, 12 at 768); Q learned queries, 256 where q² > 144, else 144; Q + 1 tokens (257, 145). Its encoder
+    over the q² + Q rows: q, k, v and o (896², 28-wide heads), the SwiGLU (3 · 896 · 22,016) a row and QKᵀ and AV over
+    the whole square in 32 layers; the projector over the Q rows. Against FlopCounterMode's record: the projector's
+    Linear as its own module, and the whole."""
+    from ffncalc.parts.vision import Vision
+
+    d, ff, out, w, text = 768, 3072, 256, 896, 4096
+
+    def macs(g):
+        padded = -(-g // 14) * 14
+        windowed = 8 * (padded**2 * 4 * d * d + 2 * padded**2 * 14 * 14 * d + 2 * padded**2 * 14 * d)
+        full = 4 * (g * g * 4 * d * d + 2 * g**4 * d + 2 * g**3 * d)
+        sam = g * g * 3 * 16 * 16 * d + windowed + full + 12 * g * g * 2 * d * ff + g * g * (d * out + 9 * out * out)
+        q = g // 4
+        queries = 256 if q * q > 144 else 144
+        convs = (g // 2) ** 2 * 9 * out * 512 + q * q * 9 * 512 * w
+        rows = q * q + queries
+        encoder = 32 * (rows * (4 * w * w + 3 * w * 22_016) + 2 * rows * rows * w)
+        return sam + convs + encoder, queries * w * text, queries + 1
+
+    _, model = hf.load(HERE / "configs" / "deepseek_ocr2.json")
+    (vision,) = [p for p in model.parts if isinstance(p, Vision)]
+    runs = {r["size"]: r for r in truth("deepseek_ocr2")["image_flops"]["runs"]}
+    for size, tokens in ((1024, 257), (768, 145)):
+        tower, projector, n = macs(size // 16)
+        assert n == tokens
+        assert runs[size]["modules"]["Linear"] == 2 * projector  # multi_modal_projector, its own module
+        assert replace(vision, image_size=size).per_image(model)[:2] == (tokens, 2 * (tower + projector))
+        assert 2 * (tower + projector) == runs[size]["total"]
+
+
+@pytest.mark.torch
+def test_deepseek_ocr2_image_tokens_equal_the_class():
+    """The class's own get_image_features (built as recorded, on the meta device) writes Q + 1 rows for one global view:
+    257 at 1,024 pixels, 145 at 768 (and at 640: 10 × 10 positions, still 144 queries); as many as the count's tokens."""
+    import torch
+
+    from ffncalc.analysis.hfwhole import instantiate_whole
+    from ffncalc.parts.vision import Vision
+
+    net = instantiate_whole(json.loads((HERE / "configs" / "deepseek_ocr2.json").read_text()))
+    _, model = hf.load(HERE / "configs" / "deepseek_ocr2.json")
+    (vision,) = [p for p in model.parts if isinstance(p, Vision)]
+    for size, tokens in ((1024, 257), (768, 145), (640, 145)):
+        pixels = torch.ones(1, 3, size, size, device="meta")
+        with torch.no_grad():
+            (rows,) = net.model.get_image_features(pixel_values=pixels).pooler_output
+        assert rows.shape[0] == tokens == replace(vision, image_size=size).tokens
 
 
 def test_deepseek_ocr2_text_without_layer_kinds_is_one_line(cli, tmp_path):
@@ -2151,3 +2335,32 @@ def test_emu3_language_model_is_llamas_layers(tmp_path):
     built = sum(n for name, n in expanded(truth("emu3")["params"], 2) if name.startswith(TEXT_MODULES))
     layer = 2 * 4096 * 4096 + 2 * 4096 * 8 * 128 + 3 * 4096 * 14336 + 2 * 4096
     assert tally(model).params == built == 2 * 184_622 * 4096 + 32 * layer + 4096
+
+
+@pytest.mark.parametrize(
+    ("sub", "key", "value", "words"),
+    [
+        ("sam_config", "downsample_channels", [512], "expected two positive integers, got [512]"),
+        ("encoder_config", "num_attention_heads", 12, "12 heads do not divide hidden_size 1024"),
+    ],
+)
+def test_unlimited_ocr_tower_shapes_not_read_are_one_line(cli, tmp_path, sub, key, value, words):
+    """Unlimited OCR's strided convolutions named by other than two widths, or heads that do not divide its CLIP
+    encoder's width: one line naming the key, exit 2."""
+    data = json.loads((HERE / "configs" / "unlimited_ocr.json").read_text())
+    data["vision_config"][sub][key] = value
+    (tmp_path / "config.json").write_text(json.dumps(data))
+    code, _, err = cli("count", str(tmp_path / "config.json"))
+    assert code == 2 and key in err and words in err and len(err.strip().splitlines()) == 1
+
+
+def test_unlimited_ocr_encoder_not_the_sams_width_counts_and_refuses_images(cli, tmp_path):
+    """A CLIP encoder whose width is not the 1,024 channels its convolutions write (which transformers builds and cannot
+    run an image through): its parameters counted, an image refused in one line, exit 2."""
+    data = json.loads((HERE / "configs" / "unlimited_ocr.json").read_text())
+    data["vision_config"]["encoder_config"]["hidden_size"] = 768
+    (tmp_path / "config.json").write_text(json.dumps(data))
+    assert cli("count", str(tmp_path / "config.json"))[0] == 0
+    code, _, err = cli("count", str(tmp_path / "config.json"), "--images", "1")
+    assert code == 2 and "its encoder is 768 wide where its convolutions write 1024 channels" in err
+    assert len(err.strip().splitlines()) == 1

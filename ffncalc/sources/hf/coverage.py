@@ -823,12 +823,6 @@ WHOLE_NOT_YET = {
         "the language model's width is 4,096, so its forward refuses any image"
     ),
     "pi0": "an action model: its PaliGemma and a Gemma action expert attend jointly, with action and time projections",
-    "deepseek_ocr2": "its tower is not read: a SAM encoder (parts/sam.py reads its layers and neck) and two strided 3 × 3 "
-    "convolutions, then a Qwen2 encoder of rotary, RMS-normed layers over the SAM's features and 144 or 256 learned queries "
-    "(bidirectional over the image, causal over the queries), the queries' outputs through one Linear, and a view separator",
-    "unlimited_ocr": "its tower is not read: a SAM encoder (parts/sam.py reads its layers and neck) and two strided 3 × 3 "
-    "convolutions (downsample_channels), then a CLIP encoder whose patch embeddings are the SAM's features (a class token, "
-    "pre_layrnorm, no post-norm), its output beside the SAM's into one Linear, a newline token a row and a view separator",
     "diffusion_gemma": "a block-diffusion encoder and decoder of Gemma 4's layers with self-conditioning",
     "evolla": (
         "a protein-text model (EvollaForProteinText2Text): a SaProt protein encoder and a sequence-compressor resampler "

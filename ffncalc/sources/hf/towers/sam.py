@@ -100,3 +100,70 @@ def deepseek_vl_hybrid(c: Config) -> dict:
         "text": text,
     }
     return {"vision": vit(v, {"width": v.int("hidden_size"), "linear": False}, high_res=high_res)}
+
+
+@wrapper("unlimited_ocr")
+def unlimited_ocr(c: Config) -> dict:
+    """UnlimitedOcrForConditionalGeneration (Baidu's Unlimited OCR): DeepSeek-OCR's DeepEncoder (Wei et al. 2025) read
+    whole, UnlimitedOcrVisionModel's SAM encoder (vision_config.sam_config: its patch convolution, absolute table,
+    layers and neck, as GOT-OCR 2.0's) and its proj, two strided convolutions to downsample_channels; then
+    UnlimitedOcrVisionEncoder (vision_config.encoder_config: CLIP's layers over the SAM's features, with a class token,
+    pre_layrnorm and no post-norm), its rows beside the SAM's into multi_modal_projector, and image_newline and
+    view_separator (parts/deep_encoder.py). One image of S pixels a side at a SAM patch of 16 is q = S / 64 rows of q
+    tokens and a newline each, and the separator: q × (q + 1) + 1."""
+    sam, enc = _sam_and_encoder(c)
+    grid = enc.int("image_size") // enc.int("patch_size")
+    if grid < 1:
+        raise enc.fail("image_size", f"{enc.int('image_size')} pixels hold no {enc.int('patch_size')}-pixel patch")
+    deep = {**_deep(sam, enc, "quick_gelu"), "grid": grid}
+    tower = sam_tower(sam, {"width": sam.int("output_channels"), "linear": False})
+    return {"vision": {**tower, "deep": deep, "newline": True}}
+
+
+@wrapper("deepseek_ocr2")
+def deepseek_ocr2(c: Config) -> dict:
+    """DeepseekOcr2ForConditionalGeneration (DeepSeek-AI's DeepSeek-OCR 2): its DeepEncoder V2 read whole,
+    DeepseekOcr2VisionModel's SAM encoder (vision_config.sam_config, mlp_dim hidden_size × mlp_ratio where null) and its
+    proj, two strided convolutions to downsample_channels ([512, 896] where null); then DeepseekOcr2VisionEncoder
+    (vision_config.encoder_config: Qwen2's layers over the SAM's features and 144 or 256 learned queries, a final
+    RMSNorm), the queries' rows through multi_modal_projector, and view_separator (parts/deep_encoder.py): one image of
+    at most 768 pixels a side (at most 144 positions after the convolutions) is 145 tokens, a larger one 257."""
+    sam, enc = _sam_and_encoder(c)
+    if enc.bool("use_sliding_window", False):
+        raise enc.fail("use_sliding_window", "true: its encoder's sliding windows are not read")
+    deep = {**_deep(sam, enc, "silu"), "form": "qwen2", "kv_heads": enc.int("num_key_value_heads", enc.int("num_attention_heads"))}
+    tower = sam_tower(sam, {"width": sam.int("output_channels"), "linear": False})
+    return {"vision": {**tower, "deep": {**deep, "small": 144, "large": 256}}}
+
+
+def _sam_and_encoder(c: Config) -> tuple[Config, Config]:
+    """The SAM's and the second encoder's configs, the SAM's mlp_dim filled where null (hidden_size × mlp_ratio)."""
+    v = sub_config(c, "vision_config")
+    sam, enc = sub_config(v, "sam_config"), sub_config(v, "encoder_config")
+    if sam.data.get("mlp_dim") is None:  # DeepseekOcr2SamVisionConfig.__post_init__
+        ratio = sam.data.get("mlp_ratio", 4.0)
+        if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or ratio <= 0:
+            raise sam.fail("mlp_ratio", f"expected a positive number, got {ratio!r}")
+        sam = Config({**sam.data, "mlp_dim": int(sam.int("hidden_size") * ratio)}, sam.text, sam.source, start=sam.start)
+    return sam, enc
+
+
+def _deep(sam: Config, enc: Config, act: str) -> dict:
+    """The keys both second encoders share (parts/deep_encoder.py)."""
+    value = sam.data.get("downsample_channels") or [512, 896]  # DeepseekOcr2SamVisionConfig's default where null
+    whole = isinstance(value, list) and all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in value)
+    if not whole or len(value) != 2:
+        raise sam.fail("downsample_channels", f"expected two positive integers, got {value!r}")
+    hidden, heads = enc.int("hidden_size"), enc.int("num_attention_heads")
+    if hidden % heads:
+        raise enc.fail("num_attention_heads", f"{heads} heads do not divide hidden_size {hidden}")
+    return {
+        "sam_out": sam.int("output_channels"),
+        "mid": value[0],
+        "width": value[1],
+        "hidden": hidden,
+        "depth": enc.int("num_hidden_layers"),
+        "heads": heads,
+        "mlp": enc.int("intermediate_size"),
+        "activation": enc.activation("hidden_act", act),
+    }

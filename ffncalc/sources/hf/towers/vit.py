@@ -734,6 +734,16 @@ TOWERS = (
     (r"model\.encoder\.multi_modal_projector\.conv2\.", "vision.projector.downsample_2", "self"),
     (r"model\.encoder\.(?=(patch_embed\.|pos_embed$|neck\.|layers\.\d+\.(attn|mlp|layer_norm[12])\.))", "vision.", "tower"),
     (r"^encoder\.", "vision.", "tower"),  # Pix2Struct's encoder (its decoder is the language model)
+    # Unlimited OCR's and DeepSeek-OCR 2's SAM encoder, its strided convolutions, their second encoder and its queries
+    # (parts/deep_encoder.py)
+    (r"vision_tower\.query_768_resolution\.", "vision.encoder.queries_small", "self"),
+    (r"vision_tower\.query_1024_resolution\.", "vision.encoder.queries_large", "self"),
+    (r"vision_tower\.sam_encoder\.proj\.conv1\.", "vision.downsample.conv1", "self"),
+    (r"vision_tower\.sam_encoder\.proj\.conv2\.", "vision.downsample.conv2", "self"),
+    (r"vision_tower\.sam_encoder\.", "vision.", "tower"),
+    (r"vision_tower\.vision_encoder\.norm\.", "vision.encoder.norm", "self"),  # DeepSeek-OCR 2's final RMSNorm
+    (r"vision_tower\.vision_encoder\.", "vision.encoder.", "tower"),
+    (r"view_separator$", "vision.projector.separator", "self"),
     (r"vision_tower\.(vision_model\.)?", "vision.", "tower"),
     (r"image_tower\.", "vision.", "tower"),  # Video-LLaVA's two CLIP towers
     (r"video_tower\.", "vision.video_tower.", "tower"),
