@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from functools import cache
 
 from ..model.schema import SpecError
-from . import register
+from . import MODULE_NAMES, register
 from .moe import Expert, MoEFFN
 
 IMAGE_TOKENS = (
@@ -72,6 +72,18 @@ class IsolatedMoEFFN(MoEFFN):
         self.vision_expert.emit(
             e, "ffn.vision_experts.", d, self.n_experts * n, 0, model.norm, expert=True, component="ffn.vision_experts"
         )
+
+    def linears(self, model) -> tuple:
+        """MoEFFN's, the vision mixture's router a router module (vision_moe.gate: its weight a plain parameter) and its
+        experts fused 3-D parameters, as the text mixture's."""
+        out = []
+        for lin in super().linears(model):
+            if lin.component == "ffn.vision_router":
+                lin = replace(lin, module="gate", kind="router")
+            elif lin.component.startswith("ffn.vision_experts."):  # named as the text mixture's experts
+                lin = replace(lin, module=MODULE_NAMES.get(lin.component.replace("vision_", ""), lin.module))
+            out.append(lin)
+        return tuple(out)
 
     def torch_module(self, model, causal: bool):
         return _module()(model, self, causal)

@@ -167,3 +167,14 @@ def test_bad_setting_exits_2_in_one_line(cli, tmp_path):
     path.write_text(json.dumps({**SMALL, "moe_intermediate_size": "wide"}))
     code, _, err = cli("count", str(path))
     assert code == 2 and "moe_intermediate_size" in err and err.count("\n") == 1
+
+
+def test_linears_as_transformers_holds_them(tmp_path):
+    """What adapters see of the sparse layer: each mixture's router its own module (Ernie4_5_VLMoeMoeTopKRouter's
+    weight a plain parameter), each mixture's experts fused 3-D parameters, the shared experts nn.Linear modules."""
+    model = small(tmp_path)
+    kinds = {lin.component: (lin.module, lin.kind, lin.copies) for lin in model.layers[1].ffn.linears(model)}
+    assert kinds["ffn.router"] == kinds["ffn.vision_router"] == ("gate", "router", 1)
+    assert kinds["ffn.vision_experts.gate"] == ("gate_proj", "experts", 8) == kinds["ffn.experts.gate"]
+    assert kinds["ffn.vision_experts.down"] == ("down_proj", "experts", 8)
+    assert kinds["ffn.shared.up"] == ("up_proj", "linear", 1)
