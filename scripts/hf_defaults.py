@@ -108,7 +108,7 @@ def class_defaults_text() -> str:
     from ffncalc.sources.hf.towers.audio_lm import GRANITE_TYPES, SPEECH_TYPES
     from ffncalc.sources.hf.towers.inkling_mm import INKLING_TYPES
     from ffncalc.sources.hf.towers.phi4mm import PHI4_TYPES
-    from ffncalc.sources.hf.towers.qwen import GLM_VISION, QWEN_VISION
+    from ffncalc.sources.hf.towers.qwen import ERNIE_VISION, GLM_VISION, QWEN_VISION
     from ffncalc.sources.hf.towers.vibevoice import VIBEVOICE_TYPES
     from ffncalc.sources.hf.towers.vit import CONNECTOR_TYPES, VISION_TYPES
     from ffncalc.sources.hf.towers.whisper import AUDIO_TYPES
@@ -120,6 +120,7 @@ def class_defaults_text() -> str:
         *VISION_TYPES,
         *QWEN_VISION,
         *GLM_VISION,
+        *ERNIE_VISION,
         *CONNECTOR_TYPES,
         *AUDIO_TYPES,
         *GRANITE_TYPES,

@@ -66,6 +66,7 @@ IMAGE_SIZES = {
     "glm5_next": (448, 336),  # as GLM-OCR's
     "florence2": (768, 512),  # 24 and 16 positions a side after its stages: windows of 12 whole, and cut at 128 and 64
     "paddleocr_vl": (448, 336),  # 32 and 24 patches of 14 a side, 16 and 12 tokens after its 2 × 2 merge
+    "ernie4_5_vl_moe": (448, 336),  # 32 and 24 patches of 14 a side, 16 and 12 tokens a side after its resampler
     "step3p7": (728, 504),  # 52 and 36 patches of 14 a side: 13 and 9 tokens after its two strided convolutions
     "glmga": (448, 336),  # GLM-4.6V's class, as GLM-4V's
     "kimi_k25": (336, 224),  # 12 and 8 tokens a side (28-pixel tiles of 2 × 2 patches)

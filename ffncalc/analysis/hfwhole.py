@@ -84,6 +84,7 @@ def measure_whole(data: dict) -> dict:
 # Classes whose image path reads values of its inputs (Pixtral's image_sizes, Idefics3's patch masks) run on the CPU
 # with real tensors, built small (REDUCED): the FLOPs of a tower of any size follow from the same formula.
 QWEN = {"qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen2_5_omni_thinker", "qwen3_omni_moe_thinker", "exaone4_5", "hyperclovax_vision_v2"}
+QWEN.add("ernie4_5_vl_moe")  # ERNIE 4.5-VL's: Qwen2-VL's tower, its patches of one frame
 GLM = {"glm4v", "glm_ocr", "glmga", "glm5_next"}  # GLM-4V's form: Qwen2-VL's flattened patches and grid
 ON_CPU = {"mistral3", "mistral_large4", "idefics3", "aria", "paddleocr_vl", "step3p7", *QWEN, *GLM}
 # Classes whose tower reads its inputs' values (Gemma 4's pooler, by the patches' positions), measured at full size: the
@@ -136,14 +137,6 @@ QWEN_REDUCED = {
         "out_hidden_size": 64,
         "fullatt_block_indexes": [1, 3],
     },
-    "qwen2_5_omni_thinker": {
-        "hidden_size": 64,
-        "intermediate_size": 128,
-        "depth": 4,
-        "num_heads": 4,
-        "out_hidden_size": 64,
-        "fullatt_block_indexes": [1, 3],
-    },
     "exaone4_5": {
         "hidden_size": 64,
         "intermediate_size": 128,
@@ -161,6 +154,7 @@ QWEN_REDUCED = {
         "out_hidden_size": 48,
         "fullatt_block_indexes": [1, 3],
     },
+    "ernie4_5_vl_moe": {"hidden_size": 64, "intermediate_size": 128, "depth": 2, "num_heads": 4},
     **dict.fromkeys(GLM, {"hidden_size": 64, "intermediate_size": 128, "depth": 2, "num_heads": 4, "out_hidden_size": 64}),
     "qwen3_vl": {
         "hidden_size": 64,
@@ -179,6 +173,9 @@ QWEN_REDUCED = {
         "deepstack_visual_indexes": [1, 2],
     },
 }
+QWEN_REDUCED["qwen2_5_omni_thinker"] = QWEN_REDUCED["qwen2_5_vl"]  # Qwen2.5-VL's tower
+# ERNIE 4.5-VL's text config of one dense layer, its 3-D rotary sections (h, w, t frequencies) within a head of 16
+ERNIE_TEXT = {"mlp_layer_types": ["dense"], "rope_parameters": {"rope_type": "default", "rope_theta": 5e5, "mrope_section": [3, 3, 2]}}
 
 
 # Audio towers whose chunks are cut by their inputs' lengths (Qwen2.5-Omni's), built small: its audio_config
@@ -193,7 +190,7 @@ def reduced(kind: str) -> dict:
         return {"audio_config": TRANSCRIBE_SMALL}
     if kind in QWEN_REDUCED:  # its text config's per-layer lists follow its one layer
         glm5 = {"mlp_layer_types": ["dense"], "indexer_types": ["full"], "pad_token_id": 0} if kind == "glm5_next" else {}
-        lists = {"layer_types": ["full_attention"], **glm5}
+        lists = {"layer_types": ["full_attention"], **glm5} if kind != "ernie4_5_vl_moe" else ERNIE_TEXT
         out = {"vision_config": QWEN_REDUCED[kind], "text_config": {**REDUCED["text_config"], **lists}}
         return {**out, "audio_config": AUDIO_REDUCED[kind]} if kind in AUDIO_REDUCED else out
     if kind == "mistral_large4":  # its text config's latent widths small and per-layer lists its one layer's
@@ -307,7 +304,8 @@ def image_flops(data: dict, size: int) -> dict:
     if kind in QWEN | GLM:  # the processor's flattened patches (frames × channels × patch² pixels each) and the grid
         v = net.config.vision_config
         side = size // v.patch_size
-        pixels = torch.ones(side * side, v.in_channels * v.temporal_patch_size * v.patch_size**2)
+        frames = getattr(v, "temporal_patch_size", 1)  # ERNIE 4.5-VL's: one frame a patch
+        pixels = torch.ones(side * side, v.in_channels * frames * v.patch_size**2)
         kwargs["image_grid_thw"] = torch.tensor([[1, side, side]])
     with torch.no_grad(), FlopCounterMode(display=False) as counter:
         if kind == "instructblipvideo":  # a video of one frame: the image's work

@@ -48,6 +48,7 @@ KINDS = {
     ("ffn", "dense_moe"): "dense_moe",
     ("ffn", "gated"): "gated_ffn",
     ("ffn", "grouped_dense"): "grouped",
+    ("ffn", "isolated_moe"): "isolated_moe",
     ("ffn", "moe"): "moe",
     ("ffn", "none"): "none",
     ("ffn", "rwkv_channel_mix"): "rwkv",

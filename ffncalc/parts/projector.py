@@ -51,7 +51,8 @@ a tower (parts/vision.py) holds one. In the order they run, each where its model
 10. where ``query``, in place of the stages above, Aria's learned queries reading the patches by one cross-attention and
    an MLP (parts/query_attention.py); where ``latent``, Kosmos-2's latent queries reading every position and
    themselves by one cross-attention (parts/latent_query.py); where ``conv_merger``, HunyuanOCR's convolutional patch
-   merger with its newline column and begin and end rows (parts/conv_merger.py).
+   merger with its newline column and begin and end rows (parts/conv_merger.py); where ``variable``, ERNIE 4.5-VL's
+   variable-resolution resampler, its spatial and temporal MLPs, linear and RMSNorm (parts/variable_resampler.py).
 
 Each stage's work runs over the tokens it sees: ``terms`` says which, the grid's (after any pool) or the merged."""
 
@@ -68,6 +69,7 @@ from .latent_query import LatentQuery
 from .qformer import QFormer
 from .query_attention import QueryAttention
 from .resampler import Resampler
+from .variable_resampler import VariableResampler
 
 
 @dataclass(frozen=True)
@@ -92,6 +94,7 @@ class Projector:
     query: QueryAttention | None = None  # Aria's queries, cross-attention and MLP, the whole projector
     latent: LatentQuery | None = None  # Kosmos-2's latent queries and cross-attention, the whole projector
     conv_merger: ConvMerger | None = None  # HunyuanOCR's convolutional merger, newline column and end rows, the whole projector
+    variable: VariableResampler | None = None  # ERNIE 4.5-VL's spatial and temporal MLPs, the whole projector
     pool: NonNegative = 0  # Gemma 4's pooler: pool × pool patches a token, by a matmul over all of them (0: none)
     norm_affine: bool = True  # its norm's (or post_norm's) learned weight (Gemma 4's and MUSE Glimmer's have none)
     out_norm: bool = False  # a LayerNorm with a bias over the model-width tokens it writes (GIT's visual_projection)
@@ -117,6 +120,8 @@ class Projector:
         """Patches a side of the tile one token of it takes (1: a token a patch)."""
         if self.conv_merger:
             return self.conv_merger.merge
+        if self.variable:
+            return self.variable.merge
         return max(self.merge, self.shuffle, self.pool, 4 if self.downsample else 1)
 
     def terms(self, d_model: int, prefix: str, patches: int = 0) -> list[tuple[str, object]]:
@@ -136,6 +141,8 @@ class Projector:
             return [
                 ("projector" if w == "token" else "image", t) for w, t in embedder_terms(prefix, self.width, d_model, self.embedder)
             ]
+        if self.variable:  # ERNIE 4.5-VL's: the whole projector
+            return self.variable.terms(self.width, d_model, prefix)
         grid, out = Emitter("layers"), Emitter("layers")
         if self.then:  # MiniMax M3 VL's: an MLP a patch, then one over each shuffled group of its outputs
             return self.then_terms(d_model, prefix, grid, out)
@@ -264,6 +271,8 @@ class Projector:
             from .gemma3n_audio import embedder_module
 
             return embedder_module(self.width, d_model, self.embedder)
+        if self.variable:  # ERNIE 4.5-VL's: the whole projector
+            return self.variable.module(self.width, d_model)
         import torch
         from torch import nn
 

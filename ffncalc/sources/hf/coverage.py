@@ -780,6 +780,7 @@ TEXT_PROVEN_WHOLE = {
     "glm5_next_text": "glm5_next",
     "molmo2_text": "molmo2",
     "emu3_text_model": "emu3",
+    "ernie4_5_vl_moe_text": "ernie4_5_vl_moe",
 }
 
 

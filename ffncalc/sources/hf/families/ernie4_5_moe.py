@@ -13,6 +13,24 @@ def _key(c: Config, name: str, alias: str) -> str:
     return alias if c.has(alias) else name
 
 
+def ernie_attention(c: Config, cls: str) -> dict:
+    """ERNIE 4.5's attention (``cls``): num_attention_heads query heads, num_key_value_heads (default 4) key-value heads
+    of a stated head_dim or hidden_size // heads, use_bias (default false) on q, k, v and o; a null head_dim or
+    num_key_value_heads builds no model, so it is refused."""
+    for key in ("head_dim", "num_key_value_heads"):
+        if key in c.data and c.data[key] is None:
+            raise c.fail(key, f"{cls} reads it as it is: null builds no model")
+    bias = c.bool("use_bias", False)
+    heads = c.int("num_attention_heads")
+    return {
+        "n_heads": heads,
+        "n_kv_heads": c.int("num_key_value_heads", 4),
+        "head_dim": c.int("head_dim", c.int("hidden_size") // heads),
+        "qkv_bias": bias,
+        "o_bias": bias,
+    }
+
+
 @family("ernie4_5_moe", layer_modules=ERNIE_MOE_MODULES + MOE_MODULES)
 def ernie4_5_moe(c: Config) -> dict:
     """Ernie4_5_MoeConfig / Ernie4_5_MoeDecoderLayer: Llama's pre-norm layer; use_bias (default false) on q, k,
@@ -27,18 +45,8 @@ def ernie4_5_moe(c: Config) -> dict:
     alias num_experts_per_tok) per token, and one shared Ernie4_5_MoeMLP of moe_num_shared_experts (default 2) ×
     moe_intermediate_size, stated as one shared expert of that width (its biases, under use_bias, are those of
     one MLP). The multi-token-prediction weights a checkpoint may carry are not part of the class."""
-    for key in ("head_dim", "num_key_value_heads"):
-        if key in c.data and c.data[key] is None:
-            raise c.fail(key, "Ernie4_5_MoeAttention reads it as it is: null builds no model")
     bias = c.bool("use_bias", False)
-    heads = c.int("num_attention_heads")
-    attn = {
-        "n_heads": heads,
-        "n_kv_heads": c.int("num_key_value_heads", 4),
-        "head_dim": c.int("head_dim", c.int("hidden_size") // heads),
-        "qkv_bias": bias,
-        "o_bias": bias,
-    }
+    attn = ernie_attention(c, "Ernie4_5_MoeAttention")
     n = c.int("num_hidden_layers")
     experts = c.int(_key(c, "moe_num_experts", "num_experts"), 64)
     start, interval = c.int("moe_layer_start_index", 1, positive=False), c.int("moe_layer_interval", 1)

@@ -162,3 +162,40 @@ def glm_vision(v: Config) -> dict:
         "post_norm": True,
         "projector": projector,
     }
+
+
+ERNIE_VISION = ("ernie4_5_vl_moe_vision",)  # ERNIE 4.5-VL's (Ernie4_5_VLMoeVisionConfig)
+
+
+def ernie_vision(v: Config, temporal: int) -> dict:
+    """The ``vision`` part of an ERNIE 4.5-VL vision_config (Ernie4_5_VLMoeVisionTransformerPretrainedModel): Qwen2-VL's
+    tower with each patch of one frame (an image's temporal patch is 1: Ernie4_5_VLMoeImageProcessor) embedded by one
+    Linear(in_channels · patch², hidden_size) without a bias; pre-norm layers of LayerNorms, a fused qkv and proj with
+    biases, an MLP of intermediate_size (fc1, fc2 with biases, hidden_act), 2-D rotary positions; a final LayerNorm
+    (ln); then the variable-resolution resampler (parts/variable_resampler.py) of spatial_merge_size² patches a token,
+    its temporal MLP reading ``temporal`` (temporal_merge_size) copies of an image's one frame, to the text width."""
+    kind = v.model_type or ERNIE_VISION[0]
+    if kind not in ERNIE_VISION:
+        raise v.fail("model_type", f"an ERNIE 4.5-VL vision tower of {kind!r} is not read yet (read: {', '.join(ERNIE_VISION)})")
+    d = v.int("hidden_size")
+    act = v.activation("hidden_act", "quick_gelu")
+    merge = v.int("spatial_merge_size", 2)
+    if temporal != 2:  # Ernie4_5_VLMoeVariableResolutionResamplerModel._temporal_slicing: "hard-coded" for 2
+        raise v.fail("temporal_merge_size", f"{temporal}: its resampler slices frames in pairs, which only 2 can run")
+    return {
+        "layers": {
+            "d_model": d,
+            "n_layers": v.int("depth"),
+            "attention": {"n_heads": v.int("num_heads"), "qkv_bias": True, "o_bias": True},
+            "ffn": {"kind": "dense", "d_ff": v.int("intermediate_size", 4 * d), "bias": True, "activation": act},
+            "norm": {"kind": "layernorm", "per_layer": 2, "final": False},
+        },
+        "image_size": IMAGE_SIZE,
+        "patch_size": v.int("patch_size"),
+        "channels": v.int("in_channels", 3),
+        "patch_bias": False,
+        "position_table": False,
+        "pre_norm": False,
+        "post_norm": True,
+        "projector": {"width": d, "variable": {"merge": merge, "frames": temporal}},
+    }

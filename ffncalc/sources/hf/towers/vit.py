@@ -513,6 +513,7 @@ TOP_MODULES = (
     (r"pos_embed$", "pos_embed"),
     (r"ln_pre$", "pre_norm"),
     (r"^ln_post$", "post_norm"),  # MUSE Glimmer's
+    (r"^ln$", "post_norm"),  # ERNIE 4.5-VL's
     (r"^patch_embedder\.patch_embedding$", "patch_embed"),
     (r"^patch_embedder\.position_embedding_table$", "pos_embed"),
     (r"embeddings\.position_embedding$", "pos_embed"),
@@ -671,10 +672,23 @@ CONV_MERGER_MODULES = (
     (r"^image_sep$", "sep"),
     (r"^after_rms$", "post_norm"),
 )
+# ERNIE 4.5-VL's variable-resolution resampler (parts/variable_resampler.py), its modules by the end of their path
+VARIABLE_MODULES = (
+    (r"^spatial_linear\.fc1$", "spatial.fc1"),
+    (r"^spatial_linear\.fc2$", "spatial.fc2"),
+    (r"^spatial_linear\.ln$", "spatial.norm"),
+    (r"^temporal_linear\.fc1$", "temporal.fc1"),
+    (r"^temporal_linear\.fc2$", "temporal.fc2"),
+    (r"^temporal_linear\.ln$", "temporal.norm"),
+    (r"^mlp$", "linear"),
+    (r"^after_norm$", "post_norm"),
+)
 TABLES = {"resampler": RESAMPLER_MODULES, "qformer": QFORMER_MODULES, "merger": MERGER_MODULES, "conv_merger": CONV_MERGER_MODULES}
+TABLES["variable"] = VARIABLE_MODULES
 # (pattern, prefix, modules): the towers' and projectors' places in the whole classes and in checkpoints
 TOWERS = (
     (r"vision_tower\.patch_merger\.", "vision.projector.", "conv_merger"),  # HunyuanOCR's merger inside its tower
+    (r"model\.resampler_model\.", "vision.projector.", "variable"),  # ERNIE 4.5-VL's, after its tower
     # Granite Docling's connector inside its vision model (towers/granite_docling.py): ln_in, the coarse path's
     # projection, ln_mid, mlp_fc2, ln_out; each path's deepstack mergers; the fine path's projection
     (r"vision_model\.connector\.ln_in\.", "vision.projector.norm", "self"),

@@ -153,6 +153,18 @@ def qwen_vl(c: Config) -> dict:
     return {"vision": qwen_vision(vision)}
 
 
+@wrapper("ernie4_5_vl_moe")
+def ernie4_5_vl_moe(c: Config) -> dict:
+    """Ernie4_5_VLMoeForConditionalGeneration (Baidu 2025, ERNIE 4.5-VL): Qwen2-VL's tower with patches of one frame,
+    a linear patch embedding and a final LayerNorm (vision_tower), then the variable-resolution resampler
+    (resampler_model) of 2 × 2 patches a token to the text width (towers/qwen.py, parts/variable_resampler.py), beside
+    the language model of the text_config (ERNIE 4.5's layers with modality-isolated experts, ernie4_5_vl_moe_text)."""
+    from .qwen import ernie_vision
+
+    v = sub_config(c, "vision_config", {None: "ernie4_5_vl_moe_vision"})  # type: ignore[dict-item]
+    return {"vision": ernie_vision(v, v.int("temporal_merge_size", 2))}
+
+
 @wrapper("video_llama_3")
 def video_llama_3(c: Config) -> dict:
     """VideoLlama3ForConditionalGeneration (Zhang et al. 2025, VideoLLaMA 3): its vision model (vit.py: SigLIP's layers,

@@ -1,0 +1,180 @@
+"""ERNIE 4.5-VL (ernie4_5_vl_moe): its language model's modality-isolated mixtures (ernie4_5_vl_moe_text), its Qwen2-VL
+form tower and its variable-resolution resampler, by hand, against the whole class's record (tests/hf_whole) and against
+the reference modules."""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from ffncalc.analysis.count import tally, terms
+from ffncalc.analysis.records import expanded
+from ffncalc.sources import hf
+
+HERE = Path(__file__).resolve().parents[1] / "hf_whole"
+CONFIG = HERE / "configs" / "ernie4_5_vl_moe.json"
+TRUTH = json.loads((HERE / "truth" / "ernie4_5_vl_moe.json").read_text())
+
+# A small language model: a dense first layer, then a sparse one of 8 experts (2 a token) of 32 (text) and 16 (vision)
+SMALL = {
+    "model_type": "ernie4_5_vl_moe_text",
+    "vocab_size": 128,
+    "hidden_size": 64,
+    "intermediate_size": 96,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "moe_num_experts": 8,
+    "moe_k": 2,
+    "moe_intermediate_size": [32, 16],
+    "moe_num_shared_experts": 2,
+    "mlp_layer_types": ["dense", "sparse"],
+}
+
+
+def small(tmp_path, **changes):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**SMALL, **changes}))
+    return hf.load(path)[1]
+
+
+def recorded(pattern: str, layer: int | None = None) -> int:
+    """The whole class's parameters whose name matches ``pattern`` (in transformers' layer ``layer``, if given)."""
+    total = 0
+    for name, n in expanded(TRUTH["params"], 2):
+        found = re.search(r"\.layers\.(\d+)\.", name)
+        if re.search(pattern, name) and (layer is None or (found and int(found.group(1)) == layer)):
+            total += n
+    return total
+
+
+def test_one_sparse_layer_by_hand():
+    """A sparse layer of the defaults (hidden 2,560; 64 experts, 6 a token): the text mixture (a router of 64 × 2,560,
+    its correction of 64, 64 SwiGLU experts of 1,536), the vision mixture (its own router and correction, 64 experts of
+    512) and the shared experts (one SwiGLU of 2 × 1,536), as the whole class holds them in layer 1."""
+    d, e, text, vision, shared = 2560, 64, 1536, 512, 2 * 1536
+    text_moe = e * d + e + e * 3 * d * text
+    vision_moe = e * d + e + e * 3 * d * vision
+    shared_mlp = 3 * d * shared
+    assert text_moe == recorded(r"mlp\.text_moe\.", 1) == 755_138_624
+    assert vision_moe == recorded(r"mlp\.vision_moe\.", 1) == 251_822_144
+    assert shared_mlp == recorded(r"mlp\.shared_experts\.", 1)
+    _, model = hf.load(CONFIG)
+    ours = {"text": 0, "vision": 0, "shared": 0}
+    for t in terms(model, 8, partial=True):
+        if t.layers == (1, 28) and t.slot == "ffn":
+            key = "vision" if "vision_" in t.name else "shared" if ".shared." in t.name else "text"
+            ours[key] += t.numel * t.count // 27
+    assert ours == {"text": text_moe, "vision": vision_moe, "shared": shared_mlp}
+
+
+def test_whole_count_is_the_record(tmp_path):
+    """The language model, the tower and the resampler: 28,624,635,776 + 630,433,280 + 144,225,280 parameters; a
+    config.json stating its model_type alone means the same (its configuration classes' defaults)."""
+    _, model = hf.load(CONFIG)
+    assert tally(model).params == 28_624_635_776 + 630_433_280 + 144_225_280 == recorded(".")
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "ernie4_5_vl_moe"}))
+    assert tally(hf.load(tmp_path / "config.json")[1]).params == recorded(".")
+
+
+def test_a_text_token_runs_the_text_mixture_alone(tmp_path):
+    """In the sparse layer a token's active parameters are the text router and correction, 2 of 8 text experts and the
+    shared experts; its matmul FLOPs the router's, 2 experts' and the shared experts'; the vision mixture's 8 × 3 × 64 ×
+    16 weights, router and correction count in the parameters, none active, no work; the note says image tokens are
+    charged as text tokens."""
+    model = small(tmp_path)
+    d, e, k, text, vision, shared = 64, 8, 2, 32, 16, 64
+    rows = [t for t in terms(model, 8, partial=True) if t.layers == (1, 2) and t.slot == "ffn"]
+    vision_rows = [t for t in rows if "vision_" in t.name]
+    assert sum(t.numel * t.count for t in vision_rows) == e * d + e + e * 3 * d * vision
+    assert sum(t.numel * t.active_count for t in vision_rows) == 0
+    assert sum(t.macs + t.elementwise for t in vision_rows) == 0
+    active = sum(t.numel * t.active_count for t in rows)
+    assert active == e * d + e + k * 3 * d * text + 3 * d * shared
+    assert sum(t.macs for t in rows) == e * d + k * 3 * d * text + 3 * d * shared
+    note = " ".join(tally(model).notes)
+    assert "image tokens are charged as text tokens" in note
+
+
+def test_resampler_by_hand():
+    """Ernie4_5_VLMoeVariableResolutionResamplerModel at the defaults: 2 × 2 patches of 1,280 into s = 5,120 features;
+    spatial_linear fc1 and fc2 (s → s) with biases and a LayerNorm, temporal_linear fc1 (2s → s) and fc2 (s → s) with
+    biases and a LayerNorm, mlp (s → 2,560) with a bias and an RMSNorm of 2,560; a 448-pixel image is 32 × 32 patches of
+    14, 256 tokens, a 336-pixel one 144."""
+    from dataclasses import replace
+
+    from ffncalc.parts.vision import Vision
+
+    s, d = 4 * 1280, 2560
+    params = 2 * (s * s + s) + 2 * s + (2 * s * s + s) + (s * s + s) + 2 * s + s * d + d + d
+    assert params == recorded(r"resampler_model\.") == 144_225_280
+    _, model = hf.load(CONFIG)
+    ours = sum(t.numel * t.count for t in terms(model, 8, partial=True) if t.component.startswith("vision.projector."))
+    assert ours == params
+    (vision,) = [p for p in model.parts if isinstance(p, Vision)]
+    assert [replace(vision, image_size=size).per_image(model)[0] for size in (448, 336)] == [256, 144]
+
+
+def test_reduced_image_flops_by_hand():
+    """The record's image FLOPs (the class built small: a tower of width 64, 2 layers of 4 heads and an MLP of 128; the
+    text width 64), FlopCounterMode's per module, by hand: each patch's 588 pixels into 64, q, k, v, o, fc1 and fc2 and
+    the full square of scores and values over every patch; the resampler's s = 256 features through its four linears
+    and mlp, a token each."""
+    w, f, d = 64, 128, 64
+    runs = {r["size"]: r["modules"] for r in TRUTH["image_flops"]["runs"]}
+    for size in (448, 336):
+        n = (size // 14) ** 2
+        tower = n * 3 * 14 * 14 * w + 2 * (n * (4 * w * w + 2 * w * f) + 2 * n * n * w)
+        s, tokens = 4 * w, n // 4
+        resampler = tokens * (s * s + s * s + 2 * s * s + s * s + s * d)
+        assert runs[size]["Ernie4_5_VLMoeVisionTransformerPretrainedModel"] == 2 * tower
+        assert runs[size]["Ernie4_5_VLMoeVariableResolutionResamplerModel"] == 2 * resampler
+
+
+@pytest.mark.torch
+def test_reference_sparse_layer_verifies(tmp_path):
+    """verify builds the sparse layer's reference module (the text mixture run, the vision mixture held): every
+    component's parameters and FLOPs agree with the count, the vision mixture's FLOPs none."""
+    from ffncalc.analysis.verify import verify
+
+    report = verify(small(tmp_path), seq_len=16)
+    assert report.ok, report.failures
+    checks = {c.component: c for c in report.checks if c.layers == (1, 2)}
+    held = [c for name, c in checks.items() if name.startswith(("ffn.vision_experts.", "ffn.vision_router."))]
+    assert sum(c.torch_params for c in held) == 8 * 3 * 64 * 16 + 8 * 64
+    assert sum(c.torch_flops for c in held) == 0
+    assert checks["ffn.experts.gate.weight"].torch_flops == 2 * 16 * 2 * 64 * 32  # 2 of the text experts a token
+
+
+@pytest.mark.parametrize(
+    ("changes", "words"),
+    [
+        ({"moe_intermediate_size": [32]}, "moe_intermediate_size: expected the text and the vision experts' widths"),
+        ({"mlp_layer_types": ["sparse"]}, 'mlp_layer_types: expected 2 entries, each "dense" or "sparse"'),
+        ({"num_key_value_heads": None}, "num_key_value_heads: Ernie4_5_VLMoeTextAttention reads it as it is"),
+    ],
+)
+def test_bad_settings_are_one_line(tmp_path, changes, words):
+    from ffncalc.errors import InputError
+
+    with pytest.raises(InputError, match=re.escape(words)):
+        small(tmp_path, **changes)
+
+
+def test_bad_setting_exits_2_in_one_line(cli, tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**SMALL, "moe_intermediate_size": "wide"}))
+    code, _, err = cli("count", str(path))
+    assert code == 2 and "moe_intermediate_size" in err and err.count("\n") == 1
+
+
+def test_linears_as_transformers_holds_them(tmp_path):
+    """What adapters see of the sparse layer: each mixture's router its own module (Ernie4_5_VLMoeMoeTopKRouter's
+    weight a plain parameter), each mixture's experts fused 3-D parameters, the shared experts nn.Linear modules."""
+    model = small(tmp_path)
+    kinds = {lin.component: (lin.module, lin.kind, lin.copies) for lin in model.layers[1].ffn.linears(model)}
+    assert kinds["ffn.router"] == kinds["ffn.vision_router"] == ("gate", "router", 1)
+    assert kinds["ffn.vision_experts.gate"] == ("gate_proj", "experts", 8) == kinds["ffn.experts.gate"]
+    assert kinds["ffn.vision_experts.down"] == ("down_proj", "experts", 8)
+    assert kinds["ffn.shared.up"] == ("up_proj", "linear", 1)
