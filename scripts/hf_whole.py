@@ -112,6 +112,9 @@ IMAGE_SIZES = {
     # no fixed size: 48 and 32 patches of 16 a side (the processor's multiples of 32 pixels), 24 rows of 24 cells and 16
     # of 16, each with its newline, and the begin and end rows: 602 and 274 tokens
     "hunyuan_vl": (768, 512),
+    # one 378-pixel crop and the global crop (392 tokens), and a 2 × 2 tiling of 46 patches a side and the global crop
+    # (725 tokens): its tower at its crops' 378 pixels, an image's crops by its processor (ffncalc/analysis/hfmolmo2.py)
+    "molmo2": (378, 756),
 }
 # Frames of quantised mel bins at which Inkling's audio tower is measured (20 a second: 30 s and 10 s)
 AUDIO_FRAMES = {"inkling_mm_model": (600, 200)}
@@ -292,6 +295,13 @@ def truth_text(model_type: str, data: dict, config: str = "") -> str:
 
         runs = [hunyuan_image_flops(data, s) for s in IMAGE_SIZES[model_type]]
         record["image_flops"] = {"method": HUNYUAN_IMAGE_METHOD, "runs": runs, "reduced": HUNYUAN_REDUCED}
+    elif model_type == "molmo2" and "refused" not in record and not config:  # its crops; a FLOP-only repair
+        from ffncalc.analysis.hfmolmo2 import MOLMO2_IMAGE_METHOD, MOLMO2_REDUCED, molmo2_image_flops
+
+        # MOLMO2_REDUCED: its adapter's text_hidden_size (3,584) is not its language model's width (4,096), so its
+        # forward refuses any image; the FLOPs at the released Molmo 2's layout, the parameters at the defaults
+        runs = [molmo2_image_flops(data, s) for s in IMAGE_SIZES[model_type]]
+        record["image_flops"] = {"method": MOLMO2_IMAGE_METHOD, "runs": runs, "reduced": MOLMO2_REDUCED}
     elif model_type in VIBEVOICE_TOKENS and "refused" not in record and not config:  # samples, not frames
         from ffncalc.analysis import hfspeech
 

@@ -34,6 +34,7 @@ MODULES = (
     "phi4_audio",
     "vibevoice_audio",
     "phi4_vision",
+    "molmo2_vision",
     "audio_codes",
     "hmlp_vision",
     "encoder",

@@ -51,7 +51,8 @@ a tower (parts/vision.py) holds one. In the order they run, each where its model
 10. where ``query``, in place of the stages above, Aria's learned queries reading the patches by one cross-attention and
    an MLP (parts/query_attention.py); where ``latent``, Kosmos-2's latent queries reading every position and
    themselves by one cross-attention (parts/latent_query.py); where ``conv_merger``, HunyuanOCR's convolutional patch
-   merger with its newline column and begin and end rows (parts/conv_merger.py).
+   merger with its newline column and begin and end rows (parts/conv_merger.py); where ``window_pooling``, Molmo 2's
+   adapter: attention pooling of each token's window of patches, then a SwiGLU (parts/window_pooling.py).
 
 Each stage's work runs over the tokens it sees: ``terms`` says which, the grid's (after any pool) or the merged."""
 
@@ -68,6 +69,7 @@ from .latent_query import LatentQuery
 from .qformer import QFormer
 from .query_attention import QueryAttention
 from .resampler import Resampler
+from .window_pooling import WindowPooling
 
 
 @dataclass(frozen=True)
@@ -92,6 +94,7 @@ class Projector:
     query: QueryAttention | None = None  # Aria's queries, cross-attention and MLP, the whole projector
     latent: LatentQuery | None = None  # Kosmos-2's latent queries and cross-attention, the whole projector
     conv_merger: ConvMerger | None = None  # HunyuanOCR's convolutional merger, newline column and end rows, the whole projector
+    window_pooling: WindowPooling | None = None  # Molmo 2's adapter: a token's window pooled, then a SwiGLU; the whole projector
     pool: NonNegative = 0  # Gemma 4's pooler: pool × pool patches a token, by a matmul over all of them (0: none)
     norm_affine: bool = True  # its norm's (or post_norm's) learned weight (Gemma 4's and MUSE Glimmer's have none)
     out_norm: bool = False  # a LayerNorm with a bias over the model-width tokens it writes (GIT's visual_projection)
@@ -128,6 +131,8 @@ class Projector:
             return self.latent.terms(self.width, d_model, prefix, patches)
         if self.conv_merger:  # HunyuanOCR's: the whole projector
             return self.conv_merger.terms(self.width, d_model, prefix, patches)
+        if self.window_pooling:  # Molmo 2's: the whole projector, writing its own width
+            return self.window_pooling.terms(self.width, prefix)
         grid, out = Emitter("layers"), Emitter("layers")
         if self.then:  # MiniMax M3 VL's: an MLP a patch, then one over each shuffled group of its outputs
             return self.then_terms(d_model, prefix, grid, out)
@@ -252,6 +257,8 @@ class Projector:
             return self.latent.module(self.width, d_model)
         if self.conv_merger:  # HunyuanOCR's: the whole projector
             return self.conv_merger.module(self.width, d_model)
+        if self.window_pooling:  # Molmo 2's: the whole projector
+            return self.window_pooling.module(self.width)
         import torch
         from torch import nn
 

@@ -31,6 +31,7 @@ MODULES += ("muse",)
 MODULES += ("vibevoice",)
 MODULES += ("florence2",)  # Florence-2: its DaViT tower and projector before BART's encoder
 MODULES += ("hunyuan_vl",)  # HunyuanOCR: its SigLIP-form tower and convolutional patch merger
+MODULES += ("molmo2",)  # Molmo 2: its SigLIP-form tower over overlapping crops and its window-pooling adapter
 
 
 def wrapper(*model_types: str):
@@ -80,6 +81,8 @@ def component(path: str, tower: str = "vision") -> str | None:
     from .vit import tower_component
     from .whisper import audio_component
 
+    if tower.endswith("_vision"):  # a vision part of its own (Molmo 2's molmo2_vision) names its modules as the vision part's
+        tower = "vision"
     phi4 = phi4_component(path)  # Phi-4-multimodal's image and audio embeddings
     if phi4 is not None:
         return phi4
