@@ -61,7 +61,7 @@ class Molmo2Vision(Vision):
         if self.image_size <= 2 * self.margin * self.patch_size:
             raise SpecError(
                 ("molmo2_vision", "image_size"),
-                f"{self.image_size} pixels: more than the {2 * self.margin * self.patch_size} pixels of a crop's margins",
+                f"{self.image_size} pixels: no more than the {2 * self.margin * self.patch_size} pixels of a crop's margins",
             )
 
     @property

@@ -116,3 +116,25 @@ def test_bad_configs_are_one_line(cli, tmp_path, change, words):
     (tmp_path / "config.json").write_text(json.dumps(data))
     code, out, err = cli("count", str(tmp_path / "config.json"))
     assert code == 2 and words in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_an_image_within_the_crops_margins_is_one_line(cli):
+    """Molmo2ImageProcessor tiles the image less its crops' margins (2 × 4 patches of 14 pixels): 112 pixels or fewer
+    leave nothing to tile."""
+    code, _, err = cli("count", str(CONFIG), "--images", "1", "--image-size", "112")
+    assert code == 2 and "--image-size 112: 112 pixels: no more than the 112 pixels of a crop's margins" in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.torch
+def test_crops_and_tokens_equal_the_processors_at_every_size():
+    """Molmo2ImageProcessor.get_image_grid_and_crops (its defaults: max_crops 8, overlap_margins [4, 4], 378 pixels, 2 ×
+    2 pooling) against ours for square images from 113 to 3,000 pixels: its pooled grids' tokens and its crops."""
+    import importlib
+
+    processor = importlib.import_module("transformers.models.molmo2.image_processing_molmo2").Molmo2ImageProcessor
+    _, part = vision()
+    for size in range(113, 3001, 7):
+        (low_h, low_w, high_h, high_w), crops = processor.get_image_grid_and_crops(processor, size, size)
+        ours = replace(part, image_size=size)
+        assert (ours.tokens, ours.crops) == (low_h * low_w + high_h * high_w, crops), size
