@@ -1,5 +1,5 @@
 """Attention pooling of a window of patches into one token, then a SwiGLU: Molmo 2's adapter (Molmo2Adapter,
-transformers 5.23's modeling_molmo2.py; Clark et al. 2025, Molmo 2). Not a part of its own: a projector
+transformers 5.23's modeling_molmo2.py; Ai2 2025, the Molmo 2 technical report). Not a part of its own: a projector
 (parts/projector.py) holds one, in place of its own stages. Each token it writes reads one window of ``window`` ×
 ``window`` patch slots (the processor's image_token_pooling: a slot past the grid's edge is -1, its features zeros and
 its key masked), each slot the features of the tower's layers it reads side by side (``width``: 2 × 1,152):
