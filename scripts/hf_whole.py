@@ -125,6 +125,9 @@ IMAGE_SIZES = {
     # its SAM's 64 and 48 patches of 16 a side, 16 and 12 positions a side after its two strided convolutions: 256
     # positions and 256 queries, 144 and 144 (query_1024_resolution's and query_768_resolution's): 257 and 145 tokens
     "deepseek_ocr2": (1024, 768),
+    # one 378-pixel crop and the global crop (392 tokens), and a 2 × 2 tiling of 46 patches a side and the global crop
+    # (725 tokens): its tower at its crops' 378 pixels, an image's crops by its processor (ffncalc/analysis/hfmolmo2.py)
+    "molmo2": (378, 756),
 }
 # Frames of quantised mel bins at which Inkling's audio tower is measured (20 a second: 30 s and 10 s)
 AUDIO_FRAMES = {"inkling_mm_model": (600, 200)}
@@ -370,6 +373,13 @@ def truth_text(model_type: str, data: dict, config: str = "") -> str:
 
         runs = [vqvae_image_flops(data, s) for s in IMAGE_SIZES[model_type]]
         record["image_flops"] = {"method": VQVAE_IMAGE_METHOD, "runs": runs}
+    elif model_type == "molmo2" and "refused" not in record and not config:  # its crops; a FLOP-only repair
+        from ffncalc.analysis.hfmolmo2 import MOLMO2_IMAGE_METHOD, MOLMO2_REDUCED, molmo2_image_flops
+
+        # MOLMO2_REDUCED: its adapter's text_hidden_size (3,584) is not its language model's width (4,096), so its
+        # forward refuses any image; the FLOPs at the released Molmo 2's layout, the parameters at the defaults
+        runs = [molmo2_image_flops(data, s) for s in IMAGE_SIZES[model_type]]
+        record["image_flops"] = {"method": MOLMO2_IMAGE_METHOD, "runs": runs, "reduced": MOLMO2_REDUCED}
     elif model_type in VIBEVOICE_TOKENS and "refused" not in record and not config:  # samples, not frames
         from ffncalc.analysis import hfspeech
 

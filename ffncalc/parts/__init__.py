@@ -36,6 +36,7 @@ MODULES = (
     "vibevoice_audio",
     "muse_audio",
     "phi4_vision",
+    "molmo2_vision",
     "audio_codes",
     "hmlp_vision",
     "encoder",

@@ -53,6 +53,8 @@ a tower (parts/vision.py) holds one. In the order they run, each where its model
    themselves by one cross-attention (parts/latent_query.py); where ``conv_merger``, HunyuanOCR's convolutional patch
    merger with its newline column and begin and end rows (parts/conv_merger.py); where ``variable``, ERNIE 4.5-VL's
    variable-resolution resampler, its spatial and temporal MLPs, linear and RMSNorm (parts/variable_resampler.py).
+   merger with its newline column and begin and end rows (parts/conv_merger.py); where ``window_pooling``, Molmo 2's
+   adapter: attention pooling of each token's window of patches, then a SwiGLU (parts/window_pooling.py).
 
 Each stage's work runs over the tokens it sees: ``terms`` says which, the grid's (after any pool) or the merged."""
 
@@ -70,6 +72,7 @@ from .qformer import QFormer
 from .query_attention import QueryAttention
 from .resampler import Resampler
 from .variable_resampler import VariableResampler
+from .window_pooling import WindowPooling
 
 
 @dataclass(frozen=True)
@@ -95,6 +98,7 @@ class Projector:
     latent: LatentQuery | None = None  # Kosmos-2's latent queries and cross-attention, the whole projector
     conv_merger: ConvMerger | None = None  # HunyuanOCR's convolutional merger, newline column and end rows, the whole projector
     variable: VariableResampler | None = None  # ERNIE 4.5-VL's spatial and temporal MLPs, the whole projector
+    window_pooling: WindowPooling | None = None  # Molmo 2's adapter: a token's window pooled, then a SwiGLU; the whole projector
     pool: NonNegative = 0  # Gemma 4's pooler: pool × pool patches a token, by a matmul over all of them (0: none)
     norm_affine: bool = True  # its norm's (or post_norm's) learned weight (Gemma 4's and MUSE Glimmer's have none)
     out_norm: bool = False  # a LayerNorm with a bias over the model-width tokens it writes (GIT's visual_projection)
@@ -143,6 +147,8 @@ class Projector:
             ]
         if self.variable:  # ERNIE 4.5-VL's: the whole projector
             return self.variable.terms(self.width, d_model, prefix)
+        if self.window_pooling:  # Molmo 2's: the whole projector, writing its own width
+            return self.window_pooling.terms(self.width, prefix)
         grid, out = Emitter("layers"), Emitter("layers")
         if self.then:  # MiniMax M3 VL's: an MLP a patch, then one over each shuffled group of its outputs
             return self.then_terms(d_model, prefix, grid, out)
@@ -273,6 +279,8 @@ class Projector:
             return embedder_module(self.width, d_model, self.embedder)
         if self.variable:  # ERNIE 4.5-VL's: the whole projector
             return self.variable.module(self.width, d_model)
+        if self.window_pooling:  # Molmo 2's: the whole projector
+            return self.window_pooling.module(self.width)
         import torch
         from torch import nn
 

@@ -675,12 +675,12 @@ def test_mtp_layers_and_buffers_are_explained(cli, tmp_path):
 
 
 def test_vision_tower_and_unknown_tensors(cli, tmp_path):
-    # a wrapper whose towers are not read (Molmo 2's): its tower tensors are explained as such
+    # a wrapper whose towers are not read (DeepSeek-OCR 2's): its tower tensors are explained as such
     text = {k: v for k, v in LLAMA.items() if k != "tie_word_embeddings"} | {"model_type": "llama"}
     (tmp_path / "config.json").write_text(
         json.dumps(
             {
-                "model_type": "molmo2",
+                "model_type": "deepseek_ocr2",
                 "text_config": text,
                 "tie_word_embeddings": False,
                 "vision_config": {"model_type": "clip_vision_model", "hidden_size": 32},

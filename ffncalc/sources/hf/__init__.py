@@ -338,7 +338,8 @@ def to_spec(c: Config) -> Model:
     elif c.wrapper:  # read whole, but for a tower its reader does not read yet (Gemma 4's audio_config)
         # a tower read by a part of its own is named after it (Phi-4-multimodal's phi4_audio, Inkling's audio_codes)
         read_parts = {piece for key in data for piece in key.split("_")} | set(data)
-        unread = [k for k in c.towers if k.removesuffix("_config") not in read_parts]
+        read_parts |= set(getattr(_whole(c), "reads", ()))  # the sub-configs a reader names as read (Molmo 2's adapter_config)
+        unread = [k for k in c.towers if k.removesuffix("_config") not in read_parts and k not in read_parts]
         if unread:
             note = f"the language model and the towers read of a {c.wrapper} config; not counted: {', '.join(unread)}"
             model = replace(model, notes=model.notes + (note,))

@@ -812,17 +812,6 @@ WHOLE_NOT_YET = {
         "stacks; the decoder's own embed_patches is built and not run: the encoder part (parts/encoder.py) places no "
         "image in its source and reads no 2-D biases yet"
     ),
-    "molmo2": (
-        "its tower (a linear patch embedding and a learned table of 729 rows, 25 SigLIP-form layers of 16 heads of 72) "
-        "and its adapter are not read (its language model is, molmo2_text): each LM "
-        "token pools one 2 × 2 window of patches (image_token_pooling: -1 where the window passes the grid's edge) of "
-        "two tower layers' outputs side by side (vision_feature_layer, 2 × 1,152 features), its query their mean, "
-        "attending its window alone (image_pooling_2d), then a SwiGLU to text_hidden_size; an image is a 378-pixel "
-        "global crop (27 × 27 patches, 14 × 14 tokens) and up to max_crops 378-pixel crops overlapping by 4 patches a "
-        "side, their valid patches pooled as one grid: a 378-pixel image runs 2 crops through the tower and becomes "
-        "196 + 196 = 392 tokens; at the class's defaults the adapter writes 3,584 features (text_hidden_size) where "
-        "the language model's width is 4,096, so its forward refuses any image"
-    ),
     "pi0": "an action model: its PaliGemma and a Gemma action expert attend jointly, with action and time projections",
     "diffusion_gemma": "a block-diffusion encoder and decoder of Gemma 4's layers with self-conditioning",
     "evolla": (
@@ -853,6 +842,7 @@ WHOLE_PROVEN_ON = {
     "llama4": ("meta-llama/Llama-4-Scout-17B-16E-Instruct",),
     "llava": ("llava-hf/llava-1.5-7b-hf",),
     "minicpmv4_6": ("openbmb/MiniCPM-V-4.6",),
+    "molmo2": ("allenai/Molmo2-4B",),
     "mistral3": ("black-forest-labs/FLUX.2-dev (its text encoder, Mistral Small 3.2 24B)",),
     "qwen2_5_vl": ("DiffSynth-Studio/Nexus-GenV2 (Qwen2.5-VL-7B's layout, saved flat)",),
     "qwen2_audio": ("Qwen/Qwen2-Audio-7B",),

@@ -33,6 +33,7 @@ MODULES += ("florence2",)  # Florence-2: its DaViT tower and projector before BA
 MODULES += ("hunyuan_vl",)  # HunyuanOCR: its SigLIP-form tower and convolutional patch merger
 MODULES += ("gemma3n",)  # Gemma 3n: its MobileNetV5 and audio towers and their embedders
 MODULES += ("vqvae",)  # Chameleon: its VQ-VAE image tokenizer
+MODULES += ("molmo2",)  # Molmo 2: its SigLIP-form tower over overlapping crops and its window-pooling adapter
 
 
 def wrapper(*model_types: str):
@@ -93,6 +94,8 @@ def component(path: str, tower: str = "vision") -> str | None:
         vq = vqvae_component(path)
         if vq is not None:
             return vq
+        tower = "vision"
+    if tower.endswith("_vision"):  # a vision part of its own (Molmo 2's molmo2_vision) names its modules as the vision part's
         tower = "vision"
     phi4 = phi4_component(path)  # Phi-4-multimodal's image and audio embeddings
     if phi4 is not None:

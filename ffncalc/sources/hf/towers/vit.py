@@ -591,6 +591,7 @@ PARAMETERS = (
     (r"pos_emb\.position_embeddings$", "pos_embed"),  # MoonViT's
     (r"^class_embedding$", "class_embed"),  # Llama 4's
     (r"^positional_embedding_vlm$", "pos_embed"),
+    (r"^positional_embedding$", "pos_embed"),  # Molmo 2's, a parameter of its vision model
     (r"^gated_positional_embedding\.embedding$", "pos_embed"),  # Llama 3.2 Vision's tables and gates
     (r"^gated_positional_embedding\.tile_embedding\.weight$", "tile_pos_embed"),
     (r"^pre_tile_positional_embedding\.embedding\.weight$", "pre_tile_embed"),
@@ -683,12 +684,24 @@ VARIABLE_MODULES = (
     (r"^mlp$", "linear"),
     (r"^after_norm$", "post_norm"),
 )
+# Molmo 2's adapter (parts/window_pooling.py), its modules by the end of their path
+WINDOW_POOLING_MODULES = (
+    (r"image_pooling_2d\.q_proj$", "attn.q"),
+    (r"image_pooling_2d\.k_proj$", "attn.k"),
+    (r"image_pooling_2d\.v_proj$", "attn.v"),
+    (r"image_pooling_2d\.o_proj$", "attn.o"),
+    (r"image_projector\.gate_proj$", "ffn.gate"),
+    (r"image_projector\.up_proj$", "ffn.up"),
+    (r"image_projector\.down_proj$", "ffn.down"),
+)
 TABLES = {"resampler": RESAMPLER_MODULES, "qformer": QFORMER_MODULES, "merger": MERGER_MODULES, "conv_merger": CONV_MERGER_MODULES}
 TABLES["variable"] = VARIABLE_MODULES
+TABLES["window_pooling"] = WINDOW_POOLING_MODULES
 # (pattern, prefix, modules): the towers' and projectors' places in the whole classes and in checkpoints
 TOWERS = (
     (r"vision_tower\.patch_merger\.", "vision.projector.", "conv_merger"),  # HunyuanOCR's merger inside its tower
     (r"model\.resampler_model\.", "vision.projector.", "variable"),  # ERNIE 4.5-VL's, after its tower
+    (r"multi_modal_projector\.(?=image_pooling_2d\.|image_projector\.)", "vision.projector.", "window_pooling"),  # Molmo 2's
     # Granite Docling's connector inside its vision model (towers/granite_docling.py): ln_in, the coarse path's
     # projection, ln_mid, mlp_fc2, ln_out; each path's deepstack mergers; the fine path's projection
     (r"vision_model\.connector\.ln_in\.", "vision.projector.norm", "self"),
