@@ -112,6 +112,9 @@ IMAGE_SIZES = {
     # no fixed size: 48 and 32 patches of 16 a side (the processor's multiples of 32 pixels), 24 rows of 24 cells and 16
     # of 16, each with its newline, and the begin and end rows: 602 and 274 tokens
     "hunyuan_vl": (768, 512),
+    # one crop of 8 and 16 patches of 32 a side (its default 224 pixels are 7, no whole window of 8): 1 and 4 windows of
+    # 8 × 8 patches, 16 queries each; the tower's position table built at each
+    "granite4_vision": (256, 512),
 }
 # Frames of quantised mel bins at which Inkling's audio tower is measured (20 a second: 30 s and 10 s)
 AUDIO_FRAMES = {"inkling_mm_model": (600, 200)}
@@ -185,6 +188,10 @@ REPAIRS = {
     # (the image codes' token names and ids) defaults to None, which ChameleonImageVocabularyMapping and
     # Emu3ImageVocabularyMapping read (vocab_map.get): an empty map builds every parameter, none of which it sizes
     "chameleon": {"vocabulary_map": {}},
+    # Granite4VisionConfig's downsample_rate and deepstack_layer_map default to None, which its
+    # Granite4VisionWindowQFormerDownsampler splits at "/" and Granite4VisionModel takes the length of: the released
+    # Granite Vision 4.1's "4/8" (4 × 4 queries a window of 8 × 8 patches) and its four [vision layer, text layer] pairs
+    "granite4_vision": {"downsample_rate": "4/8", "deepstack_layer_map": [[-19, 9], [-13, 6], [-7, 3], [-1, 0]]},
     "emu3": {"vocabulary_map": {}},
 }
 
@@ -292,6 +299,11 @@ def truth_text(model_type: str, data: dict, config: str = "") -> str:
 
         runs = [hunyuan_image_flops(data, s) for s in IMAGE_SIZES[model_type]]
         record["image_flops"] = {"method": HUNYUAN_IMAGE_METHOD, "runs": runs, "reduced": HUNYUAN_REDUCED}
+    elif model_type == "granite4_vision" and "refused" not in record and not config:  # its projectors run one by one
+        from ffncalc.analysis.hfgranite4 import GRANITE4_IMAGE_METHOD, GRANITE4_REDUCED, granite4_image_flops
+
+        runs = [granite4_image_flops(data, s) for s in IMAGE_SIZES[model_type]]
+        record["image_flops"] = {"method": GRANITE4_IMAGE_METHOD, "runs": runs, "reduced": GRANITE4_REDUCED}
     elif model_type in VIBEVOICE_TOKENS and "refused" not in record and not config:  # samples, not frames
         from ffncalc.analysis import hfspeech
 

@@ -381,7 +381,8 @@ class Vision(Part):
         if self.high_res:
             out += self.high_res.terms(d, self.grid)
         if self.deepstack:  # the same projector on earlier layers' outputs, its norm over what the shuffle makes
-            deep = (self.deepstack_projector or replace(self.projector, prenorm=False)).terms(model.d_model, "vision.deepstack.")
+            deep = self.deepstack_projector or replace(self.projector, prenorm=False)
+            deep = deep.terms(model.d_model, "vision.deepstack.", read)
             k = self.deepstack
             out += [
                 (w, replace(t, count=k * t.count, active_count=k * t.active_count, macs=k * t.macs, elementwise=k * t.elementwise))

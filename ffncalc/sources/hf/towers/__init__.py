@@ -31,6 +31,7 @@ MODULES += ("muse",)
 MODULES += ("vibevoice",)
 MODULES += ("florence2",)  # Florence-2: its DaViT tower and projector before BART's encoder
 MODULES += ("hunyuan_vl",)  # HunyuanOCR: its SigLIP-form tower and convolutional patch merger
+MODULES += ("granite4_vision",)  # Granite 4 Vision: LLaVA-NeXT's layout, Window Q-Former projectors
 
 
 def wrapper(*model_types: str):
