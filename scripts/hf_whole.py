@@ -45,6 +45,7 @@ IMAGE_SIZES = {
     "qwen2_5_omni_thinker": (448, 392),  # as Qwen2.5-VL's
     "qwen3_omni_moe_thinker": (448, 256),  # as Qwen3-VL's
     "qwen3_vl": (448, 256),
+    "cohere_compass": (448, 256),  # its class is Qwen3-VL's, its patches of 16 merged 2 × 2: 14 and 8 tokens a side
     "exaone4_5": (448, 392),  # Qwen2.5-VL's windows, whole and cut at the edges, with grouped key-value heads
     "hyperclovax_vision_v2": (448, 392),  # Qwen2.5-VL's, and its projector after the merger
     "internvl": (448, 224),
@@ -188,6 +189,10 @@ REPAIRS = {
     # (the image codes' token names and ids) defaults to None, which ChameleonImageVocabularyMapping and
     # Emu3ImageVocabularyMapping read (vocab_map.get): an empty map builds every parameter, none of which it sizes
     "chameleon": {"vocabulary_map": {}},
+    # CohereCompassTextConfig's rope_parameters default to {}, with no entry for the full_attention layers of its default
+    # layer_types, which CohereCompassRotaryEmbedding indexes: the released North Micro Vision's null entry, its
+    # full_attention layers without rotary positions (scripts/hf_defaults.py repairs cohere_compass_text the same way)
+    "cohere_compass": {"text_config": {"rope_parameters": {"full_attention": None}}},
     # Granite4VisionConfig's downsample_rate and deepstack_layer_map default to None, which its
     # Granite4VisionWindowQFormerDownsampler splits at "/" and Granite4VisionModel takes the length of: the released
     # Granite Vision 4.1's "4/8" (4 × 4 queries a window of 8 × 8 patches) and its four [vision layer, text layer] pairs

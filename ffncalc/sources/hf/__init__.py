@@ -94,6 +94,7 @@ TEXT_TYPES = {
     "glm_ocr": "glm_ocr_text",
     "granite_docling": "granite_docling_text",
     "granite4_vision": "granite4_vision_text",
+    "cohere_compass": "cohere_compass_text",
     "idefics": "idefics",  # IdeficsConfig's language model is its own top-level keys
     "llama4": "llama4_text",
     "mllama": "mllama_text_model",

@@ -754,7 +754,6 @@ WRAPPED_TEXT = {
 # Image-text and multimodal-LM types whose configuration class's defaults transformers itself cannot build whole
 # (tests/hf_whole records its error): why.
 WHOLE_REFUSED_AT_DEFAULTS = {
-    "cohere_compass": "its text config's rope_parameters have no entry for the full_attention layers",
     "diffusion_gemma": "a default size of its vision tower is None",
     "evolla": "a protein-text model with no image-text-to-text class",
     "qwen3_omni_moe": "its talker's text config lacks the shared_expert_intermediate_size its layers read",
