@@ -52,6 +52,11 @@ def test_repair_is_the_released_models():
     assert truth()["repaired"] == {"downsample_rate": "4/8", "deepstack_layer_map": [[-19, 9], [-13, 6], [-7, 3], [-1, 0]]}
 
 
+def test_every_sub_config_is_read():
+    """Its qformer_config is read (each Window Q-Former's): the count names no sub-config as not counted."""
+    assert not any("not counted" in n for n in model().notes)
+
+
 def test_projectors_by_hand():
     """Each of the eight Window Q-Formers 12,666,112 parameters, by hand; the four layerwise and four spatial equal to
     the class's; the first layerwise one is the projector (with image_newline, 4,096), the other seven its deepstack."""
