@@ -59,7 +59,7 @@ def test_every_sub_config_is_read():
 
 def test_projectors_by_hand():
     """Each of the eight Window Q-Formers 12,666,112 parameters, by hand; the four layerwise and four spatial equal to
-    the class's; the first layerwise one is the projector (with image_newline, 4,096), the other seven its deepstack."""
+    the class's; the four spatial ones are the projector (with image_newline, 4,096), the four layerwise its deepstack."""
     one = window_qformer()
     assert one == 12_666_112
     assert recorded("model.layerwise_projectors.") == recorded("model.spatial_projectors.") == 4 * one
@@ -69,7 +69,7 @@ def test_projectors_by_hand():
         if t.component.startswith("vision.") and t.numel:
             key = t.component.split(".")[1]
             mine[key] = mine.get(key, 0) + t.numel * t.stored_count
-    assert mine["projector"] == one and mine["deepstack"] == 7 * one and mine["image_newline"] == T
+    assert mine["projector"] == 4 * one and mine["deepstack"] == 4 * one and mine["image_newline"] == T
 
 
 def test_tower_and_language_model_by_hand():

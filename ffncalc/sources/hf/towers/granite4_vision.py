@@ -2,7 +2,8 @@
 LLaVA-NeXT's layout (a CLIP or SigLIP tower, an image_newline row of the text width) whose one projector is replaced by
 Window Q-Former downsamplers (Granite4VisionWindowQFormerDownsampler, parts/qformer.py with ``window``): one for each
 pair of deepstack_layer_map (layerwise_projectors), reading that tower layer's output, and four more (spatial_projectors,
-one a corner of every 2 × 2 patches) reading spatial_vision_layer's. Each writes the image's tokens; the language model
+one a corner of every 2 × 2 patches) reading spatial_vision_layer's: the spatial ones the projector (four copies,
+``projectors``), the layerwise ones its deepstack. Each writes the image's tokens; the language model
 adds each projector's to the image's tokens before its own layer (deepstack_layer_map's, spatial_target_layers'): an
 addition, no multiply-adds. An image here is one crop at the tower's image_size (the anyres crops of
 image_grid_pinpoints each another), g = image_size / patch_size patches a side, (g / window_side)² windows of
@@ -65,7 +66,9 @@ def granite4_vision(c: Config) -> dict:
     }
     projector = {"width": d, "bias": True, "norm": "layernorm", "qformer": qformer}
     read_class = c.data.get("vision_feature_select_strategy", "default") == "full"
-    spec = vit(v, projector, read_class=read_class, newline=True, deepstack=len(layer_map) + 4 - 1)
+    # the four spatial ones the projector's copies (Granite4VisionModel: range(4), whatever spatial_target_layers
+    # states), the layerwise ones its deepstack
+    spec = vit(v, projector, read_class=read_class, newline=True, projectors=4, deepstack=len(layer_map))
     if bool(spec.get("class_token")) == read_class:  # the projector reads a square grid of patches alone
         strategy = "full" if read_class else "default"
         raise c.fail(

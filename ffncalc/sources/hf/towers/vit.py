@@ -674,17 +674,17 @@ CONV_MERGER_MODULES = (
 TABLES = {"resampler": RESAMPLER_MODULES, "qformer": QFORMER_MODULES, "merger": MERGER_MODULES, "conv_merger": CONV_MERGER_MODULES}
 # (pattern, prefix, modules): the towers' and projectors' places in the whole classes and in checkpoints
 TOWERS = (
-    # Granite 4 Vision's Window Q-Former downsamplers: the first layerwise one the projector, the rest its deepstack
-    (r"layerwise_projectors\.0\.qformer\.", "vision.projector.qformer.", "qformer"),
-    (r"layerwise_projectors\.0\.query$", "vision.projector.qformer.queries", "self"),
-    (r"layerwise_projectors\.0\.image_positions$", "vision.projector.qformer.positions", "self"),
-    (r"layerwise_projectors\.0\.norm\.", "vision.projector.norm", "self"),
-    (r"layerwise_projectors\.0\.out_linear\.", "vision.projector.linear", "self"),
-    (r"(layerwise|spatial)_projectors\.\d+\.qformer\.", "vision.deepstack.qformer.", "qformer"),
-    (r"(layerwise|spatial)_projectors\.\d+\.query$", "vision.deepstack.qformer.queries", "self"),
-    (r"(layerwise|spatial)_projectors\.\d+\.image_positions$", "vision.deepstack.qformer.positions", "self"),
-    (r"(layerwise|spatial)_projectors\.\d+\.norm\.", "vision.deepstack.norm", "self"),
-    (r"(layerwise|spatial)_projectors\.\d+\.out_linear\.", "vision.deepstack.linear", "self"),
+    # Granite 4 Vision's Window Q-Former downsamplers: the spatial ones the projector, the layerwise ones its deepstack
+    (r"spatial_projectors\.\d+\.qformer\.", "vision.projector.qformer.", "qformer"),
+    (r"spatial_projectors\.\d+\.query$", "vision.projector.qformer.queries", "self"),
+    (r"spatial_projectors\.\d+\.image_positions$", "vision.projector.qformer.positions", "self"),
+    (r"spatial_projectors\.\d+\.norm\.", "vision.projector.norm", "self"),
+    (r"spatial_projectors\.\d+\.out_linear\.", "vision.projector.linear", "self"),
+    (r"layerwise_projectors\.\d+\.qformer\.", "vision.deepstack.qformer.", "qformer"),
+    (r"layerwise_projectors\.\d+\.query$", "vision.deepstack.qformer.queries", "self"),
+    (r"layerwise_projectors\.\d+\.image_positions$", "vision.deepstack.qformer.positions", "self"),
+    (r"layerwise_projectors\.\d+\.norm\.", "vision.deepstack.norm", "self"),
+    (r"layerwise_projectors\.\d+\.out_linear\.", "vision.deepstack.linear", "self"),
     (r"vision_tower\.patch_merger\.", "vision.projector.", "conv_merger"),  # HunyuanOCR's merger inside its tower
     # Granite Docling's connector inside its vision model (towers/granite_docling.py): ln_in, the coarse path's
     # projection, ln_mid, mlp_fc2, ln_out; each path's deepstack mergers; the fine path's projection
