@@ -7,6 +7,8 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from ffncalc.analysis.count import tally, terms
 from ffncalc.analysis.records import expanded
 from ffncalc.sources import hf
@@ -110,3 +112,16 @@ def test_image_flops_by_hand(tmp_path):
         (196, image(28)),
         (64, image(16)),
     ]
+
+
+@pytest.mark.torch
+def test_a_sparse_config_counts_as_transformers_builds_it(tmp_path):
+    """A config stating a few keys of each sub-config (the rest CohereCompassVisionConfig's and
+    CohereCompassTextConfig's defaults): equal to the class it builds."""
+    from ffncalc.analysis.hfwhole import instantiate_whole
+
+    text = {"rope_parameters": {"full_attention": None}, "num_hidden_layers": 2, "hidden_size": 2048, "num_attention_heads": 16}
+    data = {"model_type": "cohere_compass", "text_config": text}
+    data["vision_config"] = {"depth": 3, "deepstack_visual_indexes": [1], "out_hidden_size": 2048}
+    (tmp_path / "config.json").write_text(json.dumps(data))
+    assert tally(hf.load(tmp_path / "config.json")[1]).params == sum(p.numel() for p in instantiate_whole(data).parameters())

@@ -144,3 +144,35 @@ def test_image_of_no_whole_window_is_one_line(cli):
     windows cannot be cut): one line naming the size, exit 2."""
     code, _, err = cli("count", str(CONFIG), "--images", "1")
     assert code == 2 and "7 patches a side are not whole 8 × 8 tiles" in err and len(err.strip().splitlines()) == 1, err
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize(
+    "data",
+    [
+        # the repaired keys alone: Granite4VisionConfig's CLIP tower and one-layer Q-Former (its init_kwargs)
+        {"downsample_rate": "4/8", "deepstack_layer_map": [[-19, 9], [-13, 6], [-7, 3], [-1, 0]]},
+        # a Q-Former of its own (Blip2QFormerConfig's defaults for the rest), 2 × 2 queries a window of 4 × 4
+        {
+            "downsample_rate": "2/4",
+            "deepstack_layer_map": [[-2, 1]],
+            "qformer_config": {"num_hidden_layers": 2, "intermediate_size": 1000},
+        },
+        # the released form: a SigLIP tower (no class token, "full"), a narrower language model
+        {
+            "downsample_rate": "4/8",
+            "deepstack_layer_map": [[-1, 0], [-2, 1]],
+            "vision_feature_select_strategy": "full",
+            "vision_config": {"model_type": "siglip_vision_model", "hidden_size": 1152, "intermediate_size": 4304}
+            | {"num_attention_heads": 16, "num_hidden_layers": 3, "patch_size": 16, "image_size": 384},
+            "text_config": {"hidden_size": 2560, "num_hidden_layers": 2},
+        },
+    ],
+)
+def test_sparse_configs_count_as_transformers_builds_them(tmp_path, data):
+    """Configs that state a few keys: every other as Granite4VisionConfig fills it, equal to the class it builds."""
+    from ffncalc.analysis.hfwhole import instantiate_whole
+
+    data = {"model_type": "granite4_vision", **data}
+    (tmp_path / "config.json").write_text(json.dumps(data))
+    assert tally(hf.load(tmp_path / "config.json")[1]).params == sum(p.numel() for p in instantiate_whole(data).parameters())

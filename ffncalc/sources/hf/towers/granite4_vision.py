@@ -38,7 +38,8 @@ def granite4_vision(c: Config) -> dict:
     encoder_hidden_size and heads set from the tower: width, width and width // 64; a config without qformer_config one
     layer of cross-attention and an MLP of 3,072) and out_linear (Linear(width, text width) with a bias);
     len(deepstack_layer_map) of them and four spatial ones; model.image_newline (the text width)."""
-    v = sub_config(c, "vision_config")
+    # none stated (or no model_type): Granite4VisionConfig builds CLIPVisionConfig's defaults (sub_configs_defaults)
+    v = sub_config(c, "vision_config", {None: "clip_vision_model"})  # type: ignore[dict-item]
     query_side, window = _rate(c)
     layer_map = c.data.get("deepstack_layer_map")
     if not isinstance(layer_map, list) or not layer_map:
