@@ -45,6 +45,7 @@ IMAGE_SIZES = {
     "qwen2_5_omni_thinker": (448, 392),  # as Qwen2.5-VL's
     "qwen3_omni_moe_thinker": (448, 256),  # as Qwen3-VL's
     "qwen3_vl": (448, 256),
+    "cohere_compass": (448, 256),  # its class is Qwen3-VL's, its patches of 16 merged 2 × 2: 14 and 8 tokens a side
     "exaone4_5": (448, 392),  # Qwen2.5-VL's windows, whole and cut at the edges, with grouped key-value heads
     "hyperclovax_vision_v2": (448, 392),  # Qwen2.5-VL's, and its projector after the merger
     "internvl": (448, 224),
@@ -128,6 +129,9 @@ IMAGE_SIZES = {
     # one 378-pixel crop and the global crop (392 tokens), and a 2 × 2 tiling of 46 patches a side and the global crop
     # (725 tokens): its tower at its crops' 378 pixels, an image's crops by its processor (ffncalc/analysis/hfmolmo2.py)
     "molmo2": (378, 756),
+    # one crop of 8 and 16 patches of 32 a side (its default 224 pixels are 7, no whole window of 8): 1 and 4 windows of
+    # 8 × 8 patches, 16 queries each; the tower's position table built at each
+    "granite4_vision": (256, 512),
 }
 # Frames of quantised mel bins at which Inkling's audio tower is measured (20 a second: 30 s and 10 s)
 AUDIO_FRAMES = {"inkling_mm_model": (600, 200)}
@@ -223,6 +227,14 @@ REPAIRS = {
     # (the image codes' token names and ids) defaults to None, which ChameleonImageVocabularyMapping and
     # Emu3ImageVocabularyMapping read (vocab_map.get): an empty map builds every parameter, none of which it sizes
     "chameleon": {"vocabulary_map": {}},
+    # CohereCompassTextConfig's rope_parameters default to {}, with no entry for the full_attention layers of its default
+    # layer_types, which CohereCompassRotaryEmbedding indexes: the released North Micro Vision's null entry, its
+    # full_attention layers without rotary positions (scripts/hf_defaults.py repairs cohere_compass_text the same way)
+    "cohere_compass": {"text_config": {"rope_parameters": {"full_attention": None}}},
+    # Granite4VisionConfig's downsample_rate and deepstack_layer_map default to None, which its
+    # Granite4VisionWindowQFormerDownsampler splits at "/" and Granite4VisionModel takes the length of: the released
+    # Granite Vision 4.1's "4/8" (4 × 4 queries a window of 8 × 8 patches) and its four [vision layer, text layer] pairs
+    "granite4_vision": {"downsample_rate": "4/8", "deepstack_layer_map": [[-19, 9], [-13, 6], [-7, 3], [-1, 0]]},
     "emu3": {"vocabulary_map": {}},
 }
 
@@ -380,6 +392,11 @@ def truth_text(model_type: str, data: dict, config: str = "") -> str:
         # forward refuses any image; the FLOPs at the released Molmo 2's layout, the parameters at the defaults
         runs = [molmo2_image_flops(data, s) for s in IMAGE_SIZES[model_type]]
         record["image_flops"] = {"method": MOLMO2_IMAGE_METHOD, "runs": runs, "reduced": MOLMO2_REDUCED}
+    elif model_type == "granite4_vision" and "refused" not in record and not config:  # its projectors run one by one
+        from ffncalc.analysis.hfgranite4 import GRANITE4_IMAGE_METHOD, GRANITE4_REDUCED, granite4_image_flops
+
+        runs = [granite4_image_flops(data, s) for s in IMAGE_SIZES[model_type]]
+        record["image_flops"] = {"method": GRANITE4_IMAGE_METHOD, "runs": runs, "reduced": GRANITE4_REDUCED}
     elif model_type in VIBEVOICE_TOKENS and "refused" not in record and not config:  # samples, not frames
         from ffncalc.analysis import hfspeech
 

@@ -83,7 +83,8 @@ def measure_whole(data: dict) -> dict:
 
 # Classes whose image path reads values of its inputs (Pixtral's image_sizes, Idefics3's patch masks) run on the CPU
 # with real tensors, built small (REDUCED): the FLOPs of a tower of any size follow from the same formula.
-QWEN = {"qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen2_5_omni_thinker", "qwen3_omni_moe_thinker", "exaone4_5", "hyperclovax_vision_v2"}
+QWEN = {"qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen2_5_omni_thinker", "qwen3_omni_moe_thinker", "exaone4_5"}
+QWEN |= {"hyperclovax_vision_v2", "cohere_compass"}  # Cohere Compass's class is Qwen3-VL's
 QWEN.add("ernie4_5_vl_moe")  # ERNIE 4.5-VL's: Qwen2-VL's tower, its patches of one frame
 GLM = {"glm4v", "glm_ocr", "glmga", "glm5_next"}  # GLM-4V's form: Qwen2-VL's flattened patches and grid
 ON_CPU = {"mistral3", "mistral_large4", "idefics3", "aria", "paddleocr_vl", "step3p7", *QWEN, *GLM}
@@ -156,22 +157,17 @@ QWEN_REDUCED = {
     },
     "ernie4_5_vl_moe": {"hidden_size": 64, "intermediate_size": 128, "depth": 2, "num_heads": 4},
     **dict.fromkeys(GLM, {"hidden_size": 64, "intermediate_size": 128, "depth": 2, "num_heads": 4, "out_hidden_size": 64}),
-    "qwen3_vl": {
-        "hidden_size": 64,
-        "intermediate_size": 128,
-        "depth": 4,
-        "num_heads": 4,
-        "out_hidden_size": 64,
-        "deepstack_visual_indexes": [1, 2],
-    },
-    "qwen3_omni_moe_thinker": {
-        "hidden_size": 64,
-        "intermediate_size": 128,
-        "depth": 4,
-        "num_heads": 4,
-        "out_hidden_size": 64,
-        "deepstack_visual_indexes": [1, 2],
-    },
+    **dict.fromkeys(
+        ("qwen3_vl", "qwen3_omni_moe_thinker", "cohere_compass"),
+        {
+            "hidden_size": 64,
+            "intermediate_size": 128,
+            "depth": 4,
+            "num_heads": 4,
+            "out_hidden_size": 64,
+            "deepstack_visual_indexes": [1, 2],
+        },
+    ),
 }
 QWEN_REDUCED["qwen2_5_omni_thinker"] = QWEN_REDUCED["qwen2_5_vl"]  # Qwen2.5-VL's tower
 # ERNIE 4.5-VL's text config of one dense layer, its 3-D rotary sections (h, w, t frequencies) within a head of 16

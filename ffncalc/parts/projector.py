@@ -2,7 +2,8 @@
 a tower (parts/vision.py) holds one. In the order they run, each where its model has it, with its source:
 
 0. where ``qformer``, first a Querying Transformer of learned queries reading the tower's positions
-   (parts/qformer.py: BLIP-2's), whose queries the linear then projects: the image's tokens;
+   (parts/qformer.py: BLIP-2's; Granite 4 Vision's Window Q-Former, each window of patches read by queries of its own,
+   after its norm, a LayerNorm over each patch), whose queries the linear then projects: the image's tokens;
 1. an average pool of the patch grid towards ``pool_to`` tokens a side, by a kernel and stride of ⌊grid / pool_to⌋
    patches (Gemma3MultiModalProjector: 64 × 64 patches to 16 × 16 tokens), which has no multiply-adds;
 2. where ``prenorm``, a norm over each patch's features first (Qwen2-VL's ln_q, Qwen3-VL's norm);
@@ -126,6 +127,8 @@ class Projector:
             return self.conv_merger.merge
         if self.variable:
             return self.variable.merge
+        if self.qformer and self.qformer.window:  # a window's patches: whole windows (their tokens: its queries)
+            return self.qformer.window
         return max(self.merge, self.shuffle, self.pool, 4 if self.downsample else 1)
 
     def terms(self, d_model: int, prefix: str, patches: int = 0) -> list[tuple[str, object]]:
@@ -251,6 +254,8 @@ class Projector:
         """LM tokens from a square grid of ``grid`` × ``grid`` patch features."""
         if self.conv_merger:  # its rows with their newline column, and the begin and end rows
             return self.conv_merger.tokens(grid)
+        if self.qformer and self.qformer.window:  # every window's queries
+            return self.qformer.tokens(grid)
         return self.fixed or self.grid_tokens(grid) // self.group**2
 
     @property
@@ -258,6 +263,8 @@ class Projector:
         """The tokens an image becomes whatever its size (a resampler's latents, a Q-Former's queries); 0: by size."""
         if self.latent:
             return self.latent.latents
+        if self.qformer and self.qformer.window:  # a window's queries each: by size
+            return 0
         return self.resampler.latents if self.resampler else self.qformer.queries if self.qformer else 0
 
     def image_tokens(self, patches: int) -> int:
@@ -348,6 +355,8 @@ class Projector:
                     self.qformer = proj.qformer.module()
 
             def forward(self, x):
+                if proj.qformer and proj.norm != "none":  # its norm over each patch, before the Q-Former reads them
+                    x = self.norm(x)
                 x = self.project(self.qformer(x) if proj.qformer else x)
                 x = self.out_norm(x) if proj.out_norm else x
                 x = self.tail(x) if proj.tail else x
@@ -371,13 +380,13 @@ class Projector:
                     k = grid // proj.pool_to
                     x = x.transpose(1, 2).reshape(b, w, grid, grid)
                     x = nn.functional.avg_pool2d(x, k, k).flatten(2).transpose(1, 2)
-                if proj.norm != "none" and proj.prenorm:
+                if proj.norm != "none" and proj.prenorm and not proj.qformer:
                     x = self.norm(x)
                 if proj.pool:  # one-hot weights of each token over every patch (their values change no count)
                     x = self.pool(x.new_zeros(b, x.shape[1] // proj.pool**2, x.shape[1]), x)
                 if proj.shuffle:  # shuffle × shuffle neighbours side by side (their order changes no count)
                     x = x.reshape(b, x.shape[1] // proj.shuffle**2, w * proj.shuffle**2)
-                if proj.norm != "none" and not proj.prenorm and not proj.lead:
+                if proj.norm != "none" and not proj.prenorm and not proj.lead and not proj.qformer:
                     x = self.norm(x)
                 if proj.merge:
                     x = self.patch_merger(x.reshape(b, x.shape[1] // proj.merge**2, x.shape[2] * proj.merge**2))

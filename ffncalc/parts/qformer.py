@@ -11,7 +11,13 @@ and InstructBLIP's (Blip2QFormerModel, InstructBlipQFormerModel):
 - its ``heads`` heads of width / heads each;
 - InstructBLIP's, where ``text_vocab``: the instruction's tokens beside the queries (InstructBlipQFormerEmbeddings: a
   table of text_vocab tokens and one of ``text_positions`` positions; its LayerNorm the queries' too), and each layer's
-  second MLP for them (intermediate, output).
+  second MLP for them (intermediate, output);
+- Granite 4 Vision's Window Q-Former (Granite4VisionWindowQFormerDownsampler), where ``window``: the tower's patch grid
+  cut into windows of ``window`` × ``window`` patches, each read by ``queries`` queries of its own (query_side² of its
+  downsample_rate "query_side/window_side") through the same Blip2QFormerModel, a learned position a window's patch
+  added to its keys (image_positions: window² rows of the tower's width) and the queries added to the patches pooled to
+  the queries' grid (an area interpolation or one patch of each 2 × 2: no multiply-adds); every window's queries are
+  the image's tokens, (grid / window)² × queries of them.
 
 Its work is an image's: the queries attend each other and the image's positions. An instruction's tokens are no
 image's work: counted with none (the text MLPs and tables are parameters only)."""
@@ -37,20 +43,33 @@ class QFormer:
     activation: Activation = "gelu"
     text_vocab: NonNegative = 0  # InstructBLIP's instruction tokens: their table's rows (0: none)
     text_positions: NonNegative = 0  # and its position table's
+    window: NonNegative = 0  # patches a side of a window its queries read (Granite 4 Vision's; 0: the whole image)
 
     @property
     def cross(self) -> int:
         """Layers with cross-attention: 0, n, 2n, …"""
         return len(range(0, self.depth, self.cross_every))
 
+    def windows(self, positions: int) -> int:
+        """Windows an image's ``positions`` patches make (1: the whole image is one)."""
+        return positions // self.window**2 if self.window else 1
+
+    def tokens(self, grid: int) -> int:
+        """The tokens an image of ``grid`` × ``grid`` patches becomes: its queries, a window's each."""
+        return self.queries * self.windows(grid * grid)
+
     def terms(self, prefix: str, positions: int) -> list[tuple[str, object]]:
         """Its tensors and one image's work over the tower's ``positions`` (each term "image": once an image), named
-        under ``prefix`` (its projector's: vision.projector.qformer.)."""
-        n, c, q, h = self.depth, self.cross, self.queries, self.width
+        under ``prefix`` (its projector's: vision.projector.qformer.); with windows, each window's queries read the
+        window's patches alone."""
+        n, c, h, nw = self.depth, self.cross, self.width, self.windows(positions)
+        q = self.queries * nw  # every window's queries
         hd = h // self.heads
         norm = Norm(kind="layernorm")
         e = Emitter("embedding")
-        e.term(f"{prefix}queries", "position", (q, h))
+        e.term(f"{prefix}queries", "position", (self.queries, h), elementwise=q * h if self.window else 0)
+        if self.window:  # image_positions, added to every window's patches
+            e.term(f"{prefix}positions", "position", (self.window**2, self.context), elementwise=nw * self.window**2 * self.context)
         if self.text_vocab:  # the instruction's tables
             e.term(f"{prefix}text.word_embed", "position", (self.text_vocab, h))
             e.term(f"{prefix}text.pos_embed", "position", (self.text_positions, h))
@@ -61,11 +80,13 @@ class QFormer:
             w.term(f"{prefix}{name}.bias", "bias", (d_out,), copies, elementwise=copies * rows * d_out)
 
         w.norm(f"{prefix}embed_norm", norm, h, 1, total=q * h)
-        for part, copies, keys, d_kv in (("attn", n, q, h), ("cross", c, positions, self.context)):
+        # (sublayer, copies, rows its keys and values are projected from, keys a query meets, their width)
+        keys = self.window**2 if self.window else positions  # a window's patches, or the image's
+        for part, copies, rows, keys, d_kv in (("attn", n, q, self.queries, h), ("cross", c, nw * keys, keys, self.context)):
             linear(f"{part}.q", h, h, copies, q)
-            linear(f"{part}.k", d_kv, h, copies, keys)
-            linear(f"{part}.v", d_kv, h, copies, keys)
-            for product in ("scores", "values"):  # every query meets every key
+            linear(f"{part}.k", d_kv, h, copies, rows)
+            linear(f"{part}.v", d_kv, h, copies, rows)
+            for product in ("scores", "values"):  # every query meets every key (of its window)
                 w.term(f"{prefix}{part}.{product}", "core", (self.heads, keys, hd), copies * q, numel=0, macs=h, select="full")
             w.op(f"{prefix}{part}.softmax", copies * q * self.heads * keys * SOFTMAX_OPS, copies)
             linear(f"{part}.o", h, h, copies, q)
@@ -133,13 +154,18 @@ class QFormer:
                     self.text = nn.Module()
                     self.text.word_embed = nn.Parameter(torch.empty(spec.text_vocab, h))
                     self.text.pos_embed = nn.Parameter(torch.empty(spec.text_positions, h))
+                if spec.window:
+                    self.positions = nn.Parameter(torch.empty(spec.window**2, spec.context))
                 self.embed_norm = make_norm(norm, h)
                 self.layers = nn.ModuleList(Layer(i % spec.cross_every == 0) for i in range(spec.depth))
 
             def forward(self, positions):
+                b, n, width = positions.shape
+                if spec.window:  # each window's patches a batch row of their own (their order changes no count)
+                    positions = positions.reshape(b * (n // spec.window**2), spec.window**2, width) + self.positions
                 x = self.embed_norm(self.queries.expand(positions.shape[0], -1, -1))
                 for layer in self.layers:
                     x = layer(x, positions)
-                return x
+                return x.reshape(b, -1, h)
 
         return QFormerModule()

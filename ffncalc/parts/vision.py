@@ -71,6 +71,9 @@ class Vision(Part):
     frames: Positive = 1  # frames a patch spans (Qwen2-VL's temporal_patch_size: an image repeated to fill them)
     position_rows: NonNegative = 0  # rows of a learned table interpolated to the positions (Qwen3-VL's; 0: one a position)
     deepstack: NonNegative = 0  # copies of the projector reading earlier layers (Qwen3-VL's deepstack mergers)
+    # copies of the projector over the same layer's output, each writing the image's tokens, their sum the image's
+    # (Granite 4 Vision's four spatial Window Q-Formers, one a corner of every 2 × 2 patches)
+    projectors: Positive = 1
     # the deepstack mergers' own form where they are not the projector's copy (Granite Docling's: a LayerNorm over the
     # shuffled features, Linear → GELU → Linear with biases)
     deepstack_projector: Projector | None = None
@@ -429,18 +432,14 @@ class Vision(Part):
             video.term("vision.video_patch_embed.weight", "weight", (d, self.video_patch))
             out += [("image", t) for t in video.out]
         read = self.tiles * (self.rows if self.read_class else self.out_grid**2)  # the positions the projector reads
-        out += self.projector.terms(model.d_model, "vision.projector.", read)
+        out += _times(self.projector.terms(model.d_model, "vision.projector.", read), self.projectors)
         if self.high_res:
             out += self.high_res.terms(d, self.grid)
         if self.deep:
             out += self.deep.terms(self.grid, model.d_model)
         if self.deepstack:  # the same projector on earlier layers' outputs, its norm over what the shuffle makes
-            deep = (self.deepstack_projector or replace(self.projector, prenorm=False)).terms(model.d_model, "vision.deepstack.")
-            k = self.deepstack
-            out += [
-                (w, replace(t, count=k * t.count, active_count=k * t.active_count, macs=k * t.macs, elementwise=k * t.elementwise))
-                for w, t in deep
-            ]
+            deep = self.deepstack_projector or replace(self.projector, prenorm=False)
+            out += _times(deep.terms(model.d_model, "vision.deepstack.", read), self.deepstack)
         if self.fine:  # the fine route's projection and mergers: their parameters, no work of an image's
             idle = [(self.fine, "vision.fine.", 1), (self.fine_deepstack, "vision.fine_deepstack.", self.deepstack)]
             out += [
@@ -610,6 +609,16 @@ class Vision(Part):
         return _module(self, model)
 
 
+def _times(terms: list[tuple[str, object]], k: int) -> list[tuple[str, object]]:
+    """``terms`` of one projector as ``k`` copies of it: their tensors and work k times."""
+    if k == 1:
+        return terms
+    return [
+        (w, replace(t, count=k * t.count, active_count=k * t.active_count, macs=k * t.macs, elementwise=k * t.elementwise))
+        for w, t in terms
+    ]
+
+
 def _module(spec: Vision, model):
     """The tower and its projector: ``enter`` runs ``images`` blank images a sequence through them (their output,
     which the language model's tokens would carry, is not placed: the FLOPs are what is proven); the language
@@ -726,6 +735,13 @@ def _module(spec: Vision, model):
                     if hasattr(self.video_tower, name):
                         delattr(self.video_tower, name)
             self.projector = spec.projector.module(model.d_model)
+            if spec.projectors > 1:  # every copy over the same output (its first's rows stand for the image's tokens)
+
+                class Copies(nn.ModuleList):
+                    def forward(self, x):
+                        return [copy(x) for copy in self][0]
+
+                self.projector = Copies(spec.projector.module(model.d_model) for _ in range(spec.projectors))
             if spec.high_res:  # the SAM tower, and the aligner in the projector
                 self.high_res = spec.high_res.module()
                 for name, module in spec.high_res.aligner(d).items():

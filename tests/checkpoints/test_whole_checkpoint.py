@@ -90,3 +90,34 @@ def test_whole_gemma3n_checkpoint_is_explained(cli, tmp_path):
     towers = {c["component"] for c in data["compared"]["components"] if c["component"].startswith(("vision.", "audio."))}
     named = {"vision.stem.conv", "vision.stage2.mqa.key_down", "vision.msfa.pw_proj", "vision.projector.linear"}
     assert named | {"audio.subsample.conv0", "audio.attn.pos_proj", "audio.lconv.conv", "audio.projector.embedding"} <= towers
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize(
+    ("model_type", "parts"),
+    [
+        # Granite 4 Vision: its spatial Window Q-Formers the projector, its layerwise ones the deepstack
+        (
+            "granite4_vision",
+            {"vision.projector.norm", "vision.projector.qformer.queries", "vision.projector.qformer.positions"}
+            | {"vision.projector.qformer.cross.k", "vision.projector.linear", "vision.deepstack.qformer.positions"}
+            | {"vision.deepstack.linear", "vision.image_newline"},
+        ),
+        # Cohere Compass: Qwen3-VL's merger and deepstack mergers
+        ("cohere_compass", {"vision.projector.norm", "vision.projector.linear_1", "vision.deepstack.linear_2"}),
+    ],
+)
+def test_whole_checkpoint_of_a_deepstack_model_is_explained(cli, tmp_path, model_type, parts):
+    """Granite 4 Vision and Cohere Compass at their recorded defaults: every tensor of their towers, projectors and
+    deepstack projectors explained by the count of its config.json."""
+    from ffncalc.analysis.hfwhole import instantiate_whole
+
+    config = CONFIGS / f"{model_type}.json"
+    net = instantiate_whole(json.loads(config.read_text()))
+    tensors = [(name, "BF16", tuple(p.shape)) for name, p in net.named_parameters()]
+    shutil.copy(config, tmp_path / "config.json")
+    write_safetensors(tmp_path / "model.safetensors", tensors)
+    data = counted(cli, str(tmp_path / "model.safetensors"))
+    assert data["compared"]["unexplained"] == 0
+    assert data["totals"]["params"] == sum(p.numel() for p in net.parameters()) == data["compared"]["ffncalc_params"]
+    assert parts <= {c["component"] for c in data["compared"]["components"]}

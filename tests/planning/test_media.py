@@ -229,6 +229,7 @@ SIZES = {"idefics3": 512, "smolvlm": 512, "mistral3": 448, "lighton_ocr": 448, "
 SIZES["aria"] = 1120  # its projector names queries for 1,225 and 4,900 patches: 35 and 70 of 32 pixels a side
 SIZES["shieldgemma2"] = 896  # its defaults pool 14 patches a side to 16 tokens, which transformers cannot run either
 SIZES["modernvbert"] = SIZES["ultravbert"] = 256  # 14 patches a side at 224 pixels, which a pixel shuffle of 4 cannot group
+SIZES["granite4_vision"] = 256  # 7 patches of 32 a side at 224 pixels: no whole window of 8 for its Window Q-Former
 # language models of fewer learned positions than the 1,024 a walk's sequences take (BLIP's and the default
 # VisionEncoderDecoderModel's BERT decoders: 512)
 CONTEXTS = {"blip": 512, "vision-encoder-decoder": 512}

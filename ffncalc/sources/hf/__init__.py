@@ -94,6 +94,8 @@ TEXT_TYPES = {
     "pp_formulanet": "pp_formulanet_text",
     "glm_ocr": "glm_ocr_text",
     "granite_docling": "granite_docling_text",
+    "granite4_vision": "granite4_vision_text",
+    "cohere_compass": "cohere_compass_text",
     "idefics": "idefics",  # IdeficsConfig's language model is its own top-level keys
     "chameleon": "chameleon",  # ChameleonConfig's too, beside its vq_config
     "llama4": "llama4_text",
@@ -302,6 +304,11 @@ def text_only(c: Config) -> Config:
     return Config(c.data, c.text, c.source, start=c.start, wrapper=c.wrapper, towers=c.towers)
 
 
+def _nested_keys(value: dict) -> set[str]:
+    """Every key of a part's spec data, at any depth."""
+    return {k for k, v in value.items() for k in ({k} | (_nested_keys(v) if isinstance(v, dict) else set()))}
+
+
 def _whole(c: Config):
     """The reader of a wrapper's towers, where the whole model is read."""
     if c.outer is None:
@@ -337,7 +344,9 @@ def to_spec(c: Config) -> Model:
         )
     elif c.wrapper:  # read whole, but for a tower its reader does not read yet (Gemma 4's audio_config)
         # a tower read by a part of its own is named after it (Phi-4-multimodal's phi4_audio, Inkling's audio_codes)
-        read_parts = {piece for key in data for piece in key.split("_")} | set(data)
+        # and one read inside a part is named by its key there (a projector's qformer: BLIP-2's, Granite 4 Vision's)
+        keys = set(data) | {k for part in data.values() if isinstance(part, dict) for k in _nested_keys(part)}
+        read_parts = {piece for key in keys for piece in key.split("_")} | keys
         read_parts |= set(getattr(_whole(c), "reads", ()))  # the sub-configs a reader names as read (Molmo 2's adapter_config)
         unread = [k for k in c.towers if k.removesuffix("_config") not in read_parts and k not in read_parts]
         if unread:

@@ -754,10 +754,8 @@ WRAPPED_TEXT = {
 # Image-text and multimodal-LM types whose configuration class's defaults transformers itself cannot build whole
 # (tests/hf_whole records its error): why.
 WHOLE_REFUSED_AT_DEFAULTS = {
-    "cohere_compass": "its text config's rope_parameters have no entry for the full_attention layers",
     "diffusion_gemma": "a default size of its vision tower is None",
     "evolla": "a protein-text model with no image-text-to-text class",
-    "granite4_vision": "a default list its projector reads is None",
     "qwen3_omni_moe": "its talker's text config lacks the shared_expert_intermediate_size its layers read",
 }
 
@@ -772,6 +770,7 @@ TEXT_PROVEN_WHOLE = {
     "voxtral_realtime_text": "voxtral_realtime",
     "mistral_large4_text": "mistral_large4",
     "granite_docling_text": "granite_docling",
+    "granite4_vision_text": "granite4_vision",
     "muse_glimmer_text": "muse_glimmer",
     "muse_spark_text": "muse_spark",
     "unlimited_ocr_text": "unlimited_ocr",

@@ -13,3 +13,6 @@ alias("granite", of="llama")
 # GraniteDoclingTextModel (Granite Docling's language model): GraniteModel's layers, norms and scalar multipliers; the
 # deepstack features it adds to the image's tokens after its first layers are additions, no multiply-adds
 alias("granite_docling_text", of="granite")
+# Granite4VisionTextModel (Granite 4 Vision's language model): GraniteModel's layers, norms and scalar multipliers; the
+# deepstack and spatial features it adds to the image's tokens before some of its layers are additions, no multiply-adds
+alias("granite4_vision_text", of="granite")

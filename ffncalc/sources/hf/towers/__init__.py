@@ -34,6 +34,7 @@ MODULES += ("hunyuan_vl",)  # HunyuanOCR: its SigLIP-form tower and convolutiona
 MODULES += ("gemma3n",)  # Gemma 3n: its MobileNetV5 and audio towers and their embedders
 MODULES += ("vqvae",)  # Chameleon: its VQ-VAE image tokenizer
 MODULES += ("molmo2",)  # Molmo 2: its SigLIP-form tower over overlapping crops and its window-pooling adapter
+MODULES += ("granite4_vision",)  # Granite 4 Vision: LLaVA-NeXT's layout, Window Q-Former projectors
 
 
 def wrapper(*model_types: str):

@@ -32,6 +32,7 @@ QWEN_VISION = (
     "qwen2_5_omni_vision_encoder",  # Qwen2.5-Omni's: Qwen2.5-VL's, its q, k and v apart
     "qwen3_omni_moe_vision_encoder",  # Qwen3-Omni's: Qwen3-VL's
     "exaone4_5_vision",  # EXAONE 4.5's: Qwen2.5-VL's with num_key_value_heads key-value heads
+    "cohere_compass_vision",  # Cohere Compass's: Qwen3-VL's (CohereCompassVisionModel subclasses Qwen3VLVisionModel)
 )
 IMAGE_SIZE = 448  # pixels a side: 16 × 16 tokens at Qwen2-VL's 28-pixel tiles, 14 × 14 at Qwen3-VL's 32
 
@@ -42,7 +43,8 @@ def qwen_vision(v: Config) -> dict:
     if kind not in QWEN_VISION:
         raise v.fail("model_type", f"a Qwen vision tower of {kind!r} is not read yet (read: {', '.join(QWEN_VISION)})")
     v2 = kind == "qwen2_vl_vision"
-    v3 = kind.startswith(("qwen3", "qwen4"))  # Qwen3-VL's, Qwen3.5's and Qwen4-Exp's
+    # Qwen3-VL's, Qwen3.5's, Qwen4-Exp's and Cohere Compass's
+    v3 = kind.startswith(("qwen3", "qwen4")) or kind == "cohere_compass_vision"
     v25 = kind in ("qwen2_5_vl_vision", "qwen2_5_omni_vision_encoder", "exaone4_5_vision")  # windows, RMSNorms
     d = v.int("embed_dim" if v2 else "hidden_size")
     heads = v.int("num_heads")

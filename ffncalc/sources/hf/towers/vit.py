@@ -699,6 +699,17 @@ TABLES["variable"] = VARIABLE_MODULES
 TABLES["window_pooling"] = WINDOW_POOLING_MODULES
 # (pattern, prefix, modules): the towers' and projectors' places in the whole classes and in checkpoints
 TOWERS = (
+    # Granite 4 Vision's Window Q-Former downsamplers: the spatial ones the projector, the layerwise ones its deepstack
+    (r"spatial_projectors\.\d+\.qformer\.", "vision.projector.qformer.", "qformer"),
+    (r"spatial_projectors\.\d+\.query$", "vision.projector.qformer.queries", "self"),
+    (r"spatial_projectors\.\d+\.image_positions$", "vision.projector.qformer.positions", "self"),
+    (r"spatial_projectors\.\d+\.norm\.", "vision.projector.norm", "self"),
+    (r"spatial_projectors\.\d+\.out_linear\.", "vision.projector.linear", "self"),
+    (r"layerwise_projectors\.\d+\.qformer\.", "vision.deepstack.qformer.", "qformer"),
+    (r"layerwise_projectors\.\d+\.query$", "vision.deepstack.qformer.queries", "self"),
+    (r"layerwise_projectors\.\d+\.image_positions$", "vision.deepstack.qformer.positions", "self"),
+    (r"layerwise_projectors\.\d+\.norm\.", "vision.deepstack.norm", "self"),
+    (r"layerwise_projectors\.\d+\.out_linear\.", "vision.deepstack.linear", "self"),
     (r"vision_tower\.patch_merger\.", "vision.projector.", "conv_merger"),  # HunyuanOCR's merger inside its tower
     (r"model\.resampler_model\.", "vision.projector.", "variable"),  # ERNIE 4.5-VL's, after its tower
     (r"multi_modal_projector\.(?=image_pooling_2d\.|image_projector\.)", "vision.projector.", "window_pooling"),  # Molmo 2's

@@ -165,6 +165,15 @@ def ernie4_5_vl_moe(c: Config) -> dict:
     return {"vision": ernie_vision(v, v.int("temporal_merge_size", 2))}
 
 
+@wrapper("cohere_compass")
+def cohere_compass(c: Config) -> dict:
+    """CohereCompassForConditionalGeneration (Cohere, North Micro Vision): Qwen3VLForConditionalGeneration's class, its
+    CohereCompassVisionModel Qwen3VLVisionModel (a Conv3d patch embedding with a bias, a table of num_position_embeddings
+    rows interpolated to the patches, LayerNorm layers with a fused qkv, the merger and the deepstack mergers of
+    deepstack_visual_indexes: towers/qwen.py) beside its Cohere 2-built language model (cohere_compass_text)."""
+    return qwen_vl(c)
+
+
 @wrapper("video_llama_3")
 def video_llama_3(c: Config) -> dict:
     """VideoLlama3ForConditionalGeneration (Zhang et al. 2025, VideoLLaMA 3): its vision model (vit.py: SigLIP's layers,
