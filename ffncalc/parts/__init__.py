@@ -67,6 +67,8 @@ MODULES = (
     "entities",
     "shared",
     "codec",
+    "talker",
+    "token2wav",
     "ada_norm",
     "perceiver",
     "patch_stem",

@@ -137,9 +137,22 @@ DECODER_TEXT = frozenset({"vision-encoder-decoder"})
 FLAT_TEXT = frozenset({"qwen2_vl", "qwen2_5_vl", "git", "phi4_multimodal", "idefics", "chameleon"})
 
 
+# Wrappers whose language model lies in a sub-config that holds it as a wrapper of its own: the key and that
+# sub-config's model_type (Qwen2_5OmniConfig: the thinker's text_config, beside its talker_config and token2wav_config)
+NESTED_TEXT = {"qwen2_5_omni": ("thinker_config", "qwen2_5_omni_thinker")}
+
+
 def language_model(c: Config) -> Config:
     """A multimodal config's language model: its text_config, read as a config of its own, with the
     wrapper and the other parts the file describes (vision, audio, projector) named."""
+    if c.model_type in NESTED_TEXT:  # the inner wrapper's language model, the outer wrapper's whole model
+        key, inner_type = NESTED_TEXT[c.model_type]
+        inner = c.data.get(key)
+        if inner is not None and not isinstance(inner, dict):
+            raise c.fail(key, f"expected an object, got {inner!r}")
+        text = language_model(Config({**(inner or {}), "model_type": inner_type}, c.text, c.source, start=c.start))
+        towers = tuple(k for k, v in c.data.items() if k.endswith("_config") and isinstance(v, dict))
+        return Config(text.data, c.text, c.source, start=text.start, wrapper=c.model_type, towers=towers, outer=c)
     text = c.data.get("text_config")
     if text is not None and not isinstance(text, dict):
         raise c.fail("text_config", f"expected an object, got {text!r}")
@@ -210,6 +223,10 @@ def wrapper_tie(c: Config, text: dict) -> bool | None:
 
     if c.model_type in TIE_OF_TEXT:
         return None
+    if c.model_type in NESTED_TEXT:  # the head is the inner wrapper's (Qwen2.5-Omni's thinker's lm_head)
+        key, inner_type = NESTED_TEXT[c.model_type]
+        inner = c.data.get(key) or {}
+        return flag(inner, inner_type)
     tie = flag(c.data, c.model_type)
     if c.model_type in TIE_FROM_TEXT and not tie and flag(text, text.get("model_type")):
         return True

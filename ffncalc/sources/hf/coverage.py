@@ -817,10 +817,6 @@ WHOLE_NOT_YET = {
         "a protein-text model (EvollaForProteinText2Text): a SaProt protein encoder and a sequence-compressor resampler "
         "whose latents the decoder's layers cross-attend (EvollaSequenceAlignerCrossAttention)"
     ),
-    "qwen2_5_omni": "its talker (a second language model: Qwen2 layers with their own codec table and head, and "
-    "thinker_to_talker_proj) and token2wav (a DiT with an ECAPA-TDNN speaker encoder and time-conditioned norms, and "
-    "BigVGAN's transposed convolutions and residual blocks of snake activations) are not read yet; its thinker is "
-    "(qwen2_5_omni_thinker)",
 }
 
 

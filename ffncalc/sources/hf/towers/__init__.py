@@ -34,6 +34,7 @@ MODULES += ("hunyuan_vl",)  # HunyuanOCR: its SigLIP-form tower and convolutiona
 MODULES += ("gemma3n",)  # Gemma 3n: its MobileNetV5 and audio towers and their embedders
 MODULES += ("vqvae",)  # Chameleon: its VQ-VAE image tokenizer
 MODULES += ("molmo2",)  # Molmo 2: its SigLIP-form tower over overlapping crops and its window-pooling adapter
+MODULES += ("qwen_omni",)  # Qwen2.5-Omni: its thinker, talker and token2wav
 MODULES += ("granite4_vision",)  # Granite 4 Vision: LLaVA-NeXT's layout, Window Q-Former projectors
 
 
