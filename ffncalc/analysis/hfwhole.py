@@ -469,7 +469,7 @@ def check_whole(c, spec, *, model: str = "model", measured: dict | None = None):
     holds), the language model and its head as one component (``verify --hf`` on its text config proves it layer
     by layer). An HFReport, as hfcheck.check."""
     from ..sources.hf.names import fuse
-    from ..sources.hf.towers import component, tower_of
+    from ..sources.hf.towers import NAMED, component, tower_of
     from .count import terms
     from .hfcheck import HFCheck, HFReport
     from .records import expanded
@@ -483,7 +483,7 @@ def check_whole(c, spec, *, model: str = "model", measured: dict | None = None):
     ours: dict = {}
     for t in terms(spec, 8, partial=True):
         if t.numel and not t.tied:
-            key = (t.component if t.component.startswith(("vision.", "audio.")) else TEXT, None)
+            key = (t.component if t.component.startswith(NAMED) else TEXT, None)
             ours[key] = ours.get(key, 0) + t.numel * t.stored_count
     ours = fuse(ours, theirs)
     checks = tuple(

@@ -356,7 +356,7 @@ def test_tower_components_equal_transformers_by_name(model_type):
     the same), equal per component to ours; fused projections (nn.MultiheadAttention's in_proj, Qwen's qkv) against
     our q, k, v."""
     from ffncalc.sources.hf.names import fuse
-    from ffncalc.sources.hf.towers import component
+    from ffncalc.sources.hf.towers import NAMED, component
 
     kind = tower(model_type)
     theirs: dict = {}
@@ -367,7 +367,7 @@ def test_tower_components_equal_transformers_by_name(model_type):
     _, model = hf.load(HERE / "configs" / f"{model_type}.json")
     mine: dict = {}
     for t in terms(model, 8, partial=True):
-        if t.component.startswith(("vision.", "audio.")) and t.numel:
+        if t.component.startswith(NAMED) and t.numel:
             mine[(t.component, None)] = mine.get((t.component, None), 0) + t.numel * t.stored_count
     assert not any(k[0].startswith("(unmatched)") for k in theirs)
     assert fuse(mine, theirs) == theirs

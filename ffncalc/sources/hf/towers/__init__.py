@@ -82,11 +82,15 @@ def component(path: str, tower: str = "vision") -> str | None:
     from .inkling_mm import inkling_component
     from .muse import muse_audio_component
     from .phi4mm import phi4_component
+    from .qwen_omni import held_component
     from .timm import timm_component
     from .vit import tower_component
     from .vqvae import vqvae_component
     from .whisper import audio_component
 
+    held = held_component(path)  # Qwen2.5-Omni's talker and token2wav
+    if held is not None:
+        return held
     if tower == "muse_spark_audio":  # MUSE Spark's audio tower beside its vision tower
         muse = muse_audio_component(path)
         if muse is not None:
@@ -131,6 +135,12 @@ def component(path: str, tower: str = "vision") -> str | None:
 
         found = dots3_component(path) or found
     return found
+
+
+# the components a whole model's parameters are held against by their modules' names (verify --hf, checkpoints): its
+# towers' and projectors', and the parts held beside them (Qwen2.5-Omni's talker and token2wav); the rest is its language
+# model's
+NAMED = ("vision.", "audio.", "talker.", "token2wav.")
 
 
 def indexed(path: str, tower: str | None) -> bool:

@@ -4,8 +4,37 @@ each from its own sub-config as transformers 5.23's configuration classes read t
 
 from __future__ import annotations
 
+import re
+
 from ..config import Config
 from . import sub_config, wrapper
+
+# the whole class's modules of its talker and token2wav -> their components (parts/talker.py, parts/token2wav.py)
+HELD_NAMES = (
+    (re.compile(r"talker\.(thinker_to_talker_proj|codec_head)\."), "talker.{}"),
+    (re.compile(r"talker\.model\.(embed_tokens|norm)\."), "talker.{}"),
+    (re.compile(r"talker\.model\.layers\.\d+\.(self_attn|mlp)\."), "talker.layers.{}"),
+    (re.compile(r"talker\.model\.layers\.\d+\.\w*layernorm\."), "talker.layers.norms"),
+    (
+        re.compile(
+            r"token2wav\.code2wav_dit_model\.(time_embed|text_embed|input_embed\.proj|input_embed\.spk_encoder|transformer_blocks|norm_out|proj_out)\."
+        ),
+        "token2wav.dit.{}",
+    ),
+    (re.compile(r"token2wav\.code2wav_bigvgan_model\.(conv_pre|ups|resblocks|activation_post|conv_post)\."), "token2wav.bigvgan.{}"),
+)
+
+
+def held_component(path: str) -> str | None:
+    """A whole Qwen2.5-Omni's parameter in its talker or token2wav -> its component (one either holds but named here
+    by none: "(unmatched) …"), or None outside them."""
+    if not path.startswith(("talker.", "token2wav.")):
+        return None
+    for pattern, name in HELD_NAMES:
+        found = pattern.match(path)
+        if found:
+            return name.format(*found.groups())
+    return f"(unmatched) {path}"
 
 
 def _ints(c: Config, key: str, default: tuple[int, ...]) -> tuple[int, ...]:
