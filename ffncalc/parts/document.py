@@ -62,23 +62,32 @@ class Document(Part):
         text = sum(part.source_tokens() for part in model.parts) or seq_len  # the encoder's source tokens
         rows = text + p  # the encoder's source: its tokens and the image's P rows
         image, combine, source = Emitter("embedding"), Emitter("embedding"), Emitter("embedding")
-        image.term("patch_embed.weight", "weight", (d, self.channels, self.patch, self.patch), macs=d * k)
-        image.term("patch_embed.bias", "bias", (d,), elementwise=d)
+        image.term(
+            "document.patch_embed.weight", "weight", (d, self.channels, self.patch, self.patch), macs=d * k, component="patch_embed"
+        )
+        image.term("document.patch_embed.bias", "bias", (d,), elementwise=d, component="patch_embed")
         # each text token's patch added to it (combine_image_text_embeddings: inputs_embeds += repeated_vision_embeds)
-        combine.op("patch_embed.combine", d, copies=1)
+        combine.op("document.combine", d, copies=1, component="patch_embed")
         for axis in ("x", "y"):  # two rows a box from each table, summed into the row
-            source.term(f"encoder.cell_2d.{axis}.weight", "position", (self.cell_rows, d), elementwise=2 * d)
+            source.term(
+                f"document.encoder.cell_2d.{axis}.weight", "position", (self.cell_rows, d), elementwise=2 * d,
+                component=f"encoder.cell_2d.{axis}",
+            )  # fmt: skip
         for i, n in enumerate(self.bias_rows):  # one add a score and head each, over the S + P rows' pairs
             source.term(
-                f"encoder.relative_bias_2d.t{i}.weight", "position", (n, self.heads), elementwise=self.heads * rows,
+                f"document.encoder.relative_bias_2d.t{i}.weight", "position", (n, self.heads), elementwise=self.heads * rows,
                 component="encoder.relative_bias_2d",
             )  # fmt: skip
         idle = Emitter("embedding")  # the decoder's, built and not run
         if self.decoder_patches:
-            idle.term("decoder.embed_patches.weight", "weight", (d, self.channels, self.patch, self.patch))
-            idle.term("decoder.embed_patches.bias", "bias", (d,))
+            idle.term(
+                "document.decoder.embed_patches.weight", "weight", (d, self.channels, self.patch, self.patch),
+                component="decoder.embed_patches",
+            )  # fmt: skip
+            idle.term("document.decoder.embed_patches.bias", "bias", (d,), component="decoder.embed_patches")
         for i, n in enumerate(self.bias_rows):
-            idle.term(f"decoder.relative_bias_2d.t{i}.weight", "position", (n, self.heads), component="decoder.relative_bias_2d")
+            name = f"document.decoder.relative_bias_2d.t{i}.weight"
+            idle.term(name, "position", (n, self.heads), component="decoder.relative_bias_2d")
         scaled = [replace(t, positions=Fraction(p, seq_len)) for t in image.out]
         scaled += [replace(t, positions=Fraction(text, seq_len)) for t in combine.out]
         scaled += [replace(t, positions=Fraction(rows, seq_len)) for t in source.out]
