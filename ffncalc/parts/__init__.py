@@ -40,6 +40,7 @@ MODULES = (
     "audio_codes",
     "hmlp_vision",
     "encoder",
+    "document",
     "cross_attention",
     "embedding",
     "char_features",

@@ -142,6 +142,10 @@ class Encoder(Part):
     image_patch: NonNegative = 0
     image_side: NonNegative = 0
     image_extra: NonNegative = 0
+    # rows appended to every source after its tokens (UDOP's image patches: combine_image_text_embeddings appends the
+    # patches no word's box covers and pads them with zero rows to all the image's, parts/document.py): the layers, the
+    # cross-attention's keys and values and the cache run over them too
+    appended: NonNegative = 0
 
     @property  # type: ignore[misc]  # a request's (or a training sequence's) source tokens; an image source's size
     def takes(self) -> tuple[str, ...]:  # type: ignore[override]
@@ -236,7 +240,7 @@ class Encoder(Part):
         """Its output's dropout mask (1 byte an element, Korthikanti et al. 2022 §4.1) and what the kernel keeps of the
         scores over the S source keys: the flash kernel's fp32 log-sum-exp a query and head (4·h), eager's softmax
         output, its dropout mask and the dropout's output (5·h·S, blocks/attention.py softmax_score_bytes)."""
-        h, s = self._heads(model)[0], self.source_length or 0
+        h, s = self._heads(model)[0], (self.source_length or 0) + self.appended
         if self.cross_merged:  # one softmax over both key sets: its log-sum-exp the self-attention's; eager's S more scores
             return {"flash": 0, "eager": 5 * h * s, "recomputed": 0}[kernel]
         return model.d_model + {"flash": 4 * h, "eager": 5 * h * s, "recomputed": 0}[kernel]
@@ -250,7 +254,7 @@ class Encoder(Part):
         source's own rows, a stack of no layers beside the encoder's where the two differ."""
         inner = replace(self.stack.resolve(model), mask="bidirectional")
         whole = self.layers.d_model * (2 if self.final_norm else 1)  # at the encoder's width
-        source = self.source_length or 0
+        source = (self.source_length or 0) + self.appended
         rows, kv = self.padded(source) + self.global_rows, model.n_layers * 2 * self._kv(model)
         if self.cross_merged:  # and k_norm's input with its fp32 statistic a key head (2 16-bit elements)
             kv += model.n_layers * (self._kv(model) + 2 * (self.cross_kv_heads or self._heads(model)[0]))
@@ -262,14 +266,15 @@ class Encoder(Part):
         """A decoder layer's cross-attention cache: K and V of every head for each of the S source tokens, projected
         once at the prefill and read by every decode step (vLLM's and TensorRT-LLM's cross-attention KV cache); of
         its kv_heads where it groups its queries."""
-        return 2 * self._kv(model) * (self.source_length or 0)
+        return 2 * self._kv(model) * ((self.source_length or 0) + self.appended)
 
     @property
     def stack(self) -> Stack:
         return replace(self.layers, mask="bidirectional")
 
     def source(self, positions: int) -> int:
-        return self.source_length or positions
+        """The rows the encoder runs over: the source's tokens (its own length, or the sequence's) and those appended."""
+        return (self.source_length or positions) + self.appended
 
     @staticmethod
     def tokens(model, positions: int) -> int:
@@ -511,6 +516,7 @@ def _modules():
             d = spec.layers.d_model
             inner = replace(spec.stack.resolve(model), mask="bidirectional")
             self.source_length, self.sinusoidal = spec.source_length, spec.layers.positions == "sinusoidal"
+            self.appended = spec.appended  # rows after the source's tokens (zeros here: the document part's patches)
             self.image, self.width = bool(spec.image_patch), d  # an image's positions: the vision part's output (zeros here)
             self.mel_bins, self.pad_to, self.pad_above = spec.mel_bins, spec.pad_to, spec.pad_above
             if spec.mel_bins:
@@ -609,7 +615,10 @@ def _modules():
                 h = torch.zeros((tokens.shape[0], tokens.shape[-1], self.width), dtype=x.dtype, device=x.device)
             else:
                 h = self.embed(tokens) if hasattr(self, "embed") else ctx["table"](tokens)
-            positions = torch.arange(tokens.shape[-1], device=tokens.device)
+            if self.appended:
+                h = torch.cat([h, h.new_zeros((h.shape[0], self.appended, h.shape[-1]))], dim=1)
+                source = h.shape[1]
+            positions = torch.arange(source if self.appended else tokens.shape[-1], device=tokens.device)
             if hasattr(self, "token_type_embed"):
                 h = h + self.token_type_embed(torch.zeros_like(positions))
             if hasattr(self, "pos_embed"):

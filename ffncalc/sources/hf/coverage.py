@@ -794,8 +794,9 @@ WHOLE_IS_TEXT = {
 # causal-LM class is the whole model (NOT_TEXT_DECODERS), or that have none (IDEFICS): the family of the same name reads
 # those keys as the wrapper's language model, and the type is listed among the multimodal types, counted whole
 # (GitForCausalLM, IdeficsForVisionText2Text, ChameleonForConditionalGeneration); Phi-4-multimodal's top-level keys are
-# Phi-4-mini's, read as phi3 (Phi4MultimodalForCausalLM)
-SELF_TEXT = ("git", "phi4_multimodal", "idefics", "chameleon")
+# Phi-4-mini's, read as phi3 (Phi4MultimodalForCausalLM); UDOP's top-level keys are its T5 stacks', read whole by its
+# family (WHOLE_BY_FAMILY)
+SELF_TEXT = ("git", "phi4_multimodal", "idefics", "chameleon", "udop")
 
 
 # Image-text and multimodal-LM types not read whole yet whose class builds more than a tower and a projector beside a
@@ -803,14 +804,6 @@ SELF_TEXT = ("git", "phi4_multimodal", "idefics", "chameleon")
 WHOLE_NOT_YET = {
     "qwen3_omni_moe": "its talker and code2wav beside the thinker (qwen3_omni_moe_thinker, read whole); transformers refuses "
     "its defaults",
-    "udop": (
-        "an encoder-decoder of T5's stacks (families/t5.py) whose encoder's source is the text's tokens and the image's "
-        "patches (patch_embed, a 16-pixel convolution with a bias: each patch under a word's box added to that token, "
-        "the rest appended; combine_image_text_embeddings), every source token's box looked up in cell_2d_embedding's x "
-        "and y tables, and horizontal and vertical relative-position biases (relative_bias) beside T5's buckets in both "
-        "stacks; the decoder's own embed_patches is built and not run: the encoder part (parts/encoder.py) places no "
-        "image in its source and reads no 2-D biases yet"
-    ),
     "pi0": "an action model: its PaliGemma and a Gemma action expert attend jointly, with action and time projections",
     "diffusion_gemma": "a block-diffusion encoder and decoder of Gemma 4's layers with self-conditioning",
     "evolla": (
@@ -822,8 +815,9 @@ WHOLE_NOT_YET = {
 
 # Multimodal types whose family (of the seq2seq mappings) reads them whole, towers included (T5Gemma 2: its vision tower
 # and projector before the encoder; Kyutai's speech-to-text: the Mimi codec beside its decoder), proven on PROVEN_ON's
-# configs and at their class defaults (tests/hf_defaults)
-WHOLE_BY_FAMILY = ("kyutai_speech_to_text", "t5gemma2")
+# configs and at their class defaults (tests/hf_defaults); UDOP's: the document image's patches and layout tables in its
+# T5 encoder's source (families/udop.py, parts/document.py), proven at its class defaults (tests/hf_whole)
+WHOLE_BY_FAMILY = ("kyutai_speech_to_text", "t5gemma2", "udop")
 
 # The public configs each whole-read type is proven on as the whole class (tests/hf_whole/public/, sources in its
 # sources.json; the whole-model tests keep this equal to that folder), beside PROVEN_ON's language models
@@ -1062,7 +1056,8 @@ def multimodal_types() -> list[dict]:
             read = WHOLE_IS_TEXT[model_type]
             file = "ffncalc/sources/hf/families/" + families[model_type].read.__module__.rsplit(".", 1)[1] + ".py"
         elif model_type in WHOLE_BY_FAMILY and model_type in families:
-            detail = ", ".join(PROVEN_ON.get(model_type, ())) or "its class defaults (tests/hf_defaults)"
+            recorded = "tests/hf_defaults" if model_type in ENCODER_DECODER_TYPES else "tests/hf_whole"
+            detail = ", ".join(PROVEN_ON.get(model_type, ())) or f"its class defaults ({recorded})"
             status, defaults = "supported", "exact"
             read = families[model_type].title
             file = "ffncalc/sources/hf/families/" + families[model_type].read.__module__.rsplit(".", 1)[1] + ".py"
