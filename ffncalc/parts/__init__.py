@@ -72,6 +72,7 @@ MODULES = (
     "patch_stem",
     "value_embeddings",
     "initial_mix",
+    "action_expert",
 )  # the shipped parts' modules
 
 

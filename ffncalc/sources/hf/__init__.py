@@ -134,12 +134,20 @@ TEXT_TYPES = {
 # add_cross_attention, beside the vision ``encoder``: towers/image_seq2seq.py)
 DECODER_TEXT = frozenset({"vision-encoder-decoder"})
 # GitConfig, IdeficsConfig, ChameleonConfig: always flat
+# Wrappers whose language model is their vlm_config's (PI0Config: a PaliGemma config beside its dit_config)
+VLM_TEXT = frozenset({"pi0"})
 FLAT_TEXT = frozenset({"qwen2_vl", "qwen2_5_vl", "git", "phi4_multimodal", "idefics", "chameleon"})
 
 
 def language_model(c: Config) -> Config:
     """A multimodal config's language model: its text_config, read as a config of its own, with the
     wrapper and the other parts the file describes (vision, audio, projector) named."""
+    if c.model_type in VLM_TEXT:  # π0: its PaliGemma's language model, the wrapper and its parts named
+        from .towers.pi0 import vlm_of
+
+        inner = language_model(vlm_of(c))
+        towers = ("vlm_config", "dit_config")
+        return Config(inner.data, c.text, c.source, start=inner.start, wrapper=c.model_type, towers=towers, outer=c)
     text = c.data.get("text_config")
     if text is not None and not isinstance(text, dict):
         raise c.fail("text_config", f"expected an object, got {text!r}")
@@ -194,6 +202,9 @@ TIE_OF_TEXT = frozenset({"vibevoice", "vision-encoder-decoder"})
 # family reads it: Llama 3.2 Vision's table has vocab_size + 8 rows against lm_head's vocab_size, which transformers
 # builds apart
 NEVER_TIED = frozenset({"mllama"})
+# Wrappers whose class builds no LM head (PI0ForConditionalGeneration: action_out_proj in its place): read as a head
+# tied to the token table, which reads no row (parts/action_expert.py)
+HEADLESS = frozenset({"pi0"})
 
 
 def wrapper_tie(c: Config, text: dict) -> bool | None:
@@ -210,6 +221,8 @@ def wrapper_tie(c: Config, text: dict) -> bool | None:
 
     if c.model_type in TIE_OF_TEXT:
         return None
+    if c.model_type in HEADLESS:
+        return True
     tie = flag(c.data, c.model_type)
     if c.model_type in TIE_FROM_TEXT and not tie and flag(text, text.get("model_type")):
         return True

@@ -811,7 +811,6 @@ WHOLE_NOT_YET = {
         "stacks; the decoder's own embed_patches is built and not run: the encoder part (parts/encoder.py) places no "
         "image in its source and reads no 2-D biases yet"
     ),
-    "pi0": "an action model: its PaliGemma and a Gemma action expert attend jointly, with action and time projections",
     "diffusion_gemma": "a block-diffusion encoder and decoder of Gemma 4's layers with self-conditioning",
     "evolla": (
         "a protein-text model (EvollaForProteinText2Text): a SaProt protein encoder and a sequence-compressor resampler "

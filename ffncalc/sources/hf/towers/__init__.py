@@ -35,6 +35,7 @@ MODULES += ("gemma3n",)  # Gemma 3n: its MobileNetV5 and audio towers and their 
 MODULES += ("vqvae",)  # Chameleon: its VQ-VAE image tokenizer
 MODULES += ("molmo2",)  # Molmo 2: its SigLIP-form tower over overlapping crops and its window-pooling adapter
 MODULES += ("granite4_vision",)  # Granite 4 Vision: LLaVA-NeXT's layout, Window Q-Former projectors
+MODULES += ("pi0",)  # π0: its PaliGemma and its Gemma action expert
 
 
 def wrapper(*model_types: str):
