@@ -7,8 +7,8 @@ Parameters, at the dit_config's width h (PI0Model.dit, a GemmaModel built by Aut
 
 - ``action_expert.embed_tokens``: the GemmaModel's token table, vocab × h (PI0Config: dit vocab_size is the language
   model's), built and never run (the expert reads ``inputs_embeds``);
-- ``action_expert.layers``: num_hidden_layers Gemma decoder layers (q, k, v, o, GeGLU gate, up and down, two RMSNorms),
-  and ``action_expert.norm``, its final RMSNorm (h);
+- num_hidden_layers Gemma decoder layers (``action_expert.attn.q``, ``k``, ``v``, ``o``; ``action_expert.ffn.gate``,
+  ``up`` and ``down``, GeGLU; two RMSNorms, ``action_expert.norms``), and ``action_expert.norm``, its final RMSNorm (h);
 - PI0ActionTimeEmbedding: ``state_proj`` (max_state_dim → h), ``action_in_proj`` (max_action_dim → h),
   ``action_time_mlp_in`` (2h → h) and ``action_time_mlp_out`` (h → h), each with a bias; the sinusoid's frequencies are a
   buffer;
@@ -18,10 +18,10 @@ Work, once a forward (``Term.per_sequence``), over the chunk's T = chunk_size + 
 actions'): the state's projection once, the action projections and time MLP on each action token, the expert's layers
 on all T, whose attention meets the prefix's keys and values (PI0Model.forward: the PaliGemma forward's cache, every
 expert layer reading the same layer's cache, then its own T; PI0Config: the widths of K and V agree) and its own: T
-queries over s + T keys in each layer, as the kernel computes the masked square, s the sequence's tokens (the prefix);
-its final norm on all T, and action_out_proj on the chunk_size action tokens. Each term is charged per token of the
-sequence at (its tokens) / s; ``sample_actions`` runs the expert num_inference_steps times over one prefix, which a
-forward does once.
+queries over s + T keys in each layer, as the kernel computes the masked square, in every view (the state's query may
+meet s + 1 of them, each action's all), s the sequence's tokens (the prefix); its final norm on all T, and
+action_out_proj on the chunk_size action tokens. Each term is charged per token of the sequence at (its tokens) / s;
+``sample_actions`` runs the expert num_inference_steps times over one prefix, which a forward does once.
 """
 
 from __future__ import annotations
@@ -63,6 +63,34 @@ class ActionExpert(Part):
             "action_time_mlp_out": h * h + h,
             "action_out_proj": h * self.actions + self.actions,
         }
+
+    def forward_flops(self, model, prefix: int) -> int:
+        """FLOPs of one forward through the expert and the projections after a prefix of ``prefix`` tokens: 2 per
+        multiply-add of every matmul, the attention's over the prefix's keys and the chunk's (the terms' own)."""
+        from ..model.terms import Emitter
+
+        e = Emitter("final")
+        self.sequence_terms(e, model, prefix)
+        total = Fraction(0)
+        for t in e.out:
+            rows = t.positions * prefix
+            if t.role == "core":  # every query meets every key: heads × keys × head_dim multiply-adds a query
+                heads, keys, head_dim = t.shape
+                total += 2 * rows * t.count * heads * keys * head_dim
+            else:
+                total += 2 * rows * t.macs
+        return int(total)
+
+    def note(self, spec) -> str:
+        base, step = self.forward_flops(spec, 1), self.forward_flops(spec, 2) - self.forward_flops(spec, 1)
+        t = self.chunk + 1
+        return (
+            f"action expert: a forward runs the state and {self.chunk} actions ({t} tokens) through its "
+            f"{self.layers.n_layers} layers, their attention meeting the prefix's s keys and their own: "
+            f"{base - step:,} + {step:,}·s forward FLOPs with the state, action and time projections and action_out_proj, "
+            f"once a sequence; its token table is built and never run, and no logits are computed "
+            f"(sample_actions runs the expert once a denoising step over one prefix)"
+        )
 
     def head_positions(self, seq_len: int, scale: Fraction) -> Fraction:
         """PI0ForConditionalGeneration computes no logits: the (tied) head reads no row."""

@@ -138,3 +138,66 @@ def test_cli_names_the_field_and_exits_2(cli, tmp_path):
     code, out, err = cli("count", str(path))
     assert code == 2
     assert "dit_config: expected an object" in err and len(err.strip().splitlines()) == 1 and not out
+
+
+def expert_part(model):
+    (part,) = [p for p in model.parts if p.key == "action_expert"]
+    return part
+
+
+def test_expert_forward_flops_equal_flopcountermode_and_the_note(tmp_path):
+    """The expert's and the projections' FLOPs of one forward (ActionExpert.forward_flops) as FlopCounterMode counted
+    them at both prefixes, and the note's linear form in the prefix's length."""
+    _, model = hf.load(small(tmp_path))
+    part = expert_part(model)
+    for run in truth()["forward_flops"]["runs"]:
+        assert part.forward_flops(model, run["prefix"]) == run["parts"]["expert"] + run["parts"]["projections"]
+    assert "357,376 + 1,792·s forward FLOPs" in part.note(model)
+
+
+def test_default_expert_forward_by_hand():
+    """PI0Config's default expert (the test config) at a prefix of s tokens: 51 tokens (the state and 50 actions) through
+    18 layers of 17,301,504 multiply-adds a token, their QKᵀ and AV over s + 51 keys (8 heads of 256), and the
+    projections (state once; action_in_proj, the time MLP and action_out_proj on each of the 50 actions)."""
+    h, layers, heads, hd, t, chunk = 1024, 18, 8, 256, 51, 50
+    linears = 2 * h * heads * hd + 2 * h * hd + 3 * h * 4096
+    assert linears == 17_301_504
+    projections = 2 * (32 * h + chunk * (32 * h + 2 * h * h + h * h + h * 32))
+    _, model = hf.load(CONFIG)
+    part = expert_part(model)
+    for s in (1, 256, 1000):
+        expected = 2 * layers * t * linears + 2 * 2 * layers * t * heads * (s + t) * hd + projections
+        assert part.forward_flops(model, s) == expected
+    assert 2 * layers * t * linears + 2 * 2 * layers * t * heads * t * hd + projections == 32_470_286_336
+    assert 2 * 2 * layers * t * heads * hd == 7_520_256
+    assert "32,470,286,336 + 7,520,256·s forward FLOPs" in part.note(model)
+
+
+def test_a_bare_config_counts_as_the_class_defaults(tmp_path):
+    """A config.json stating only its model_type: PI0Config's default vlm_config and dit_config (its
+    sub_configs_defaults), as the recorded class builds them."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": "pi0"}))
+    _, model = hf.load(path)
+    assert tally(model).params == recorded(("",))
+
+
+@pytest.mark.torch
+def test_stated_sub_configs_take_their_own_classes_defaults(tmp_path):
+    """A dit_config and a vlm_config stated in part take GemmaConfig's and PaliGemmaConfig's defaults for the rest (not
+    PI0Config's sub-config defaults: transformers builds 28 Gemma layers here), as the class built on the meta device."""
+    from ffncalc.analysis.hfwhole import instantiate_whole
+
+    data = {
+        "model_type": "pi0",
+        "dit_config": {"model_type": "gemma", "hidden_size": 512},
+        "vlm_config": {"model_type": "paligemma", "projection_dim": 2048},
+        "chunk_size": 10,
+        "max_action_dim": 14,
+    }
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(data))
+    _, model = hf.load(path)
+    built = instantiate_whole(data)
+    assert tally(model).params == sum(p.numel() for p in built.parameters())
+    assert expert_part(model).layers.n_layers == built.config.dit_config.num_hidden_layers == 28

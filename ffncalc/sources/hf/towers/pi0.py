@@ -45,6 +45,19 @@ PI0_DIT = {
     "head_dim": 256,
 }
 DEFAULTS = {"vlm_config": PI0_VLM, "dit_config": PI0_DIT}
+# PaliGemmaConfig.sub_configs_defaults' vision_config (models/paligemma/configuration_paligemma.py): a vlm_config's
+# absent vision config
+PALIGEMMA_VISION = {
+    "model_type": "siglip_vision_model",
+    "intermediate_size": 4096,
+    "hidden_size": 1152,
+    "patch_size": 14,
+    "image_size": 224,
+    "num_hidden_layers": 27,
+    "num_attention_heads": 16,
+    "vocab_size": 257152,
+    "vision_use_head": False,
+}
 
 
 def stated(c: Config, key: str) -> dict:
@@ -57,16 +70,27 @@ def stated(c: Config, key: str) -> dict:
 
 def vlm_of(c: Config) -> Config:
     """The vlm_config as a paligemma config of its own (its absent keys PaliGemmaConfig's defaults)."""
+    from ..config import class_defaults_of
+
     data = stated(c, "vlm_config")
-    return Config({**data, "model_type": data.get("model_type") or "paligemma"}, c.text, c.source)
+    text = data.get("text_config")
+    if text is not None and not isinstance(text, dict):
+        raise c.fail("text_config", f"expected an object, got {text!r}")
+    if text is None:  # PaliGemmaConfig's own default text config
+        text = class_defaults_of("paligemma")["text_config"]
+    text = {**text, "model_type": text.get("model_type") or "gemma"}  # PaliGemmaConfig: a text config is Gemma's unless stated
+    data = {"vision_config": PALIGEMMA_VISION, **data, "text_config": text, "model_type": data.get("model_type") or "paligemma"}
+    return Config(data, c.text, c.source)
 
 
 @wrapper("pi0")
 def pi0(c: Config) -> dict:
     """PI0ForConditionalGeneration (Black et al. 2024): PaliGemma's SigLIP tower and projector, and the Gemma action
     expert beside its language model, with the state, action and time projections and action_out_proj; no LM head."""
+    from .. import class_defaults
     from ..families.gemma import gemma
 
+    c = class_defaults(c)  # PI0Config's own keys where the file leaves them out
     vision = paligemma(vlm_of(c))
     dit = sub_config(Config({**c.data, "dit_config": stated(c, "dit_config")}, c.text, c.source), "dit_config")
     text = sub_config(vlm_of(c), "text_config")
