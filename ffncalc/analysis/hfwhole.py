@@ -466,8 +466,8 @@ TEXT = "language model"  # the whole class's text model and head, as one compone
 def check_whole(c, spec, *, model: str = "model", measured: dict | None = None):
     """``verify --hf`` of a wrapper read whole: the whole class's parameters (``measured``, default: built now) against
     ours, each tower and projector component by its module's name (a fused projection against the sum of ours it
-    holds), the language model and its head as one component (``verify --hf`` on its text config proves it layer
-    by layer). An HFReport, as hfcheck.check."""
+    holds; π0's action expert too), the language model and its head as one component (``verify --hf`` on its text
+    config proves it layer by layer). An HFReport, as hfcheck.check."""
     from ..sources.hf.names import fuse
     from ..sources.hf.towers import component, tower_of
     from .count import terms
@@ -483,7 +483,7 @@ def check_whole(c, spec, *, model: str = "model", measured: dict | None = None):
     ours: dict = {}
     for t in terms(spec, 8, partial=True):
         if t.numel and not t.tied:
-            key = (t.component if t.component.startswith(("vision.", "audio.")) else TEXT, None)
+            key = (t.component if t.component.startswith(("vision.", "audio.", "action_expert.")) else TEXT, None)
             ours[key] = ours.get(key, 0) + t.numel * t.stored_count
     ours = fuse(ours, theirs)
     checks = tuple(

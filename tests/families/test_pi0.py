@@ -201,3 +201,23 @@ def test_stated_sub_configs_take_their_own_classes_defaults(tmp_path):
     built = instantiate_whole(data)
     assert tally(model).params == sum(p.numel() for p in built.parameters())
     assert expert_part(model).layers.n_layers == built.config.dit_config.num_hidden_layers == 28
+
+
+def test_expert_components_equal_transformers_by_name():
+    """Every parameter of the class beside its PaliGemma, named by its module (a checkpoint's names are the same), in
+    the action expert's component ours counts, equal per component; none of PaliGemma's is taken for the expert's."""
+    from ffncalc.sources.hf.towers import component
+
+    theirs: dict[str, int] = {}
+    for name, n in expanded(truth()["params"], 2):
+        found = component(name, "vision")
+        assert (found or "").startswith("action_expert.") == (not name.startswith("model.vlm.")), name
+        if not name.startswith("model.vlm."):
+            theirs[found] = theirs.get(found, 0) + n
+    _, model = hf.load(CONFIG)
+    mine: dict[str, int] = {}
+    for t in terms(model, 8):
+        if t.component.startswith("action_expert.") and t.numel:
+            mine[t.component] = mine.get(t.component, 0) + t.numel * t.stored_count
+    assert mine == theirs
+    assert theirs["action_expert.attn.q"] == 18 * 1024 * 2048 and theirs["action_expert.norms"] == 18 * 2 * 1024

@@ -352,9 +352,9 @@ TEXT_MODULES = ("model.language_model.", "language_model.", "model.text_model.",
 
 @pytest.mark.parametrize("model_type", WHOLE)
 def test_tower_components_equal_transformers_by_name(model_type):
-    """Every parameter of the whole class in a tower or its projector, named by its module (a checkpoint's names are
-    the same), equal per component to ours; fused projections (nn.MultiheadAttention's in_proj, Qwen's qkv) against
-    our q, k, v."""
+    """Every parameter of the whole class in a tower or its projector (or π0's action expert), named by its module (a
+    checkpoint's names are the same), equal per component to ours; fused projections (nn.MultiheadAttention's in_proj,
+    Qwen's qkv) against our q, k, v."""
     from ffncalc.sources.hf.names import fuse
     from ffncalc.sources.hf.towers import component
 
@@ -367,7 +367,7 @@ def test_tower_components_equal_transformers_by_name(model_type):
     _, model = hf.load(HERE / "configs" / f"{model_type}.json")
     mine: dict = {}
     for t in terms(model, 8, partial=True):
-        if t.component.startswith(("vision.", "audio.")) and t.numel:
+        if t.component.startswith(("vision.", "audio.", "action_expert.")) and t.numel:
             mine[(t.component, None)] = mine.get((t.component, None), 0) + t.numel * t.stored_count
     assert not any(k[0].startswith("(unmatched)") for k in theirs)
     assert fuse(mine, theirs) == theirs

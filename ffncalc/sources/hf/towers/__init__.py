@@ -99,6 +99,11 @@ def component(path: str, tower: str = "vision") -> str | None:
         tower = "vision"
     if tower.endswith("_vision"):  # a vision part of its own (Molmo 2's molmo2_vision) names its modules as the vision part's
         tower = "vision"
+    from .pi0 import pi0_component
+
+    expert = pi0_component(path)  # π0's action expert and its projections
+    if expert is not None:
+        return expert
     phi4 = phi4_component(path)  # Phi-4-multimodal's image and audio embeddings
     if phi4 is not None:
         return phi4

@@ -113,3 +113,26 @@ def pi0(c: Config) -> dict:
 
 
 pi0.reads = ("vlm_config", "dit_config")  # type: ignore[attr-defined]
+
+
+# PI0ForConditionalGeneration's modules beside its PaliGemma -> the action expert's components (parts/action_expert.py)
+_EXPERT = (
+    (r"^model\.dit\.layers\.\d+\.self_attn\.([qkvo])_proj$", r"action_expert.attn.\1"),
+    (r"^model\.dit\.layers\.\d+\.mlp\.(gate|up|down)_proj$", r"action_expert.ffn.\1"),
+    (r"^model\.dit\.layers\.\d+\.(input_layernorm|post_attention_layernorm)$", "action_expert.norms"),
+    (r"^model\.dit\.norm$", "action_expert.norm"),
+    (r"^model\.dit\.embed_tokens$", "action_expert.embed_tokens"),
+    (r"^embed_action_time\.(state_proj|action_in_proj|action_time_mlp_in|action_time_mlp_out)$", r"action_expert.\1"),
+    (r"^action_out_proj$", "action_expert.action_out_proj"),
+)
+
+
+def pi0_component(path: str) -> str | None:
+    """A π0 parameter's name outside its PaliGemma -> the action expert's component, or None."""
+    import re
+
+    module = path.rsplit(".", 1)[0]
+    for pattern, name in _EXPERT:
+        if re.match(pattern, module):
+            return re.sub(pattern, name, module)
+    return None
