@@ -408,6 +408,11 @@ def truth_text(model_type: str, data: dict, config: str = "") -> str:
         else:
             runs = [hfspeech.vibevoice_asr_flops(data, n) for n in VIBEVOICE_TOKENS[model_type]]
             record["audio_token_flops"] = {"method": hfspeech.VIBEVOICE_METHOD, "runs": runs}
+    elif model_type == "pi0" and "refused" not in record and not config:  # its whole forward, built small on the CPU
+        from ffncalc.analysis.hfpi0 import PI0_METHOD, PI0_PREFIXES, PI0_REDUCED, pi0_flops, reduced_pi0
+
+        runs = [pi0_flops(reduced_pi0(data), n) for n in PI0_PREFIXES]
+        record["forward_flops"] = {"method": PI0_METHOD, "runs": runs, "reduced": PI0_REDUCED}
     elif model_type in IMAGE_SIZES and "refused" not in record and not config:
         base = reduced(data) if model_type in ON_CPU else data
         runs = [image_flops(sized(base, s), s) for s in IMAGE_SIZES[model_type]]

@@ -466,8 +466,8 @@ TEXT = "language model"  # the whole class's text model and head, as one compone
 def check_whole(c, spec, *, model: str = "model", measured: dict | None = None):
     """``verify --hf`` of a wrapper read whole: the whole class's parameters (``measured``, default: built now) against
     ours, each tower and projector component by its module's name (a fused projection against the sum of ours it
-    holds), the language model and its head as one component (``verify --hf`` on its text config proves it layer
-    by layer). An HFReport, as hfcheck.check."""
+    holds; π0's action expert too), the language model and its head as one component (``verify --hf`` on its text
+    config proves it layer by layer). An HFReport, as hfcheck.check."""
     from ..sources.hf.names import fuse
     from ..sources.hf.towers import NAMED, component, tower_of
     from .count import terms

@@ -75,6 +75,7 @@ MODULES = (
     "patch_stem",
     "value_embeddings",
     "initial_mix",
+    "action_expert",
 )  # the shipped parts' modules
 
 

@@ -353,8 +353,8 @@ TEXT_MODULES = ("model.language_model.", "language_model.", "model.text_model.",
 @pytest.mark.parametrize("model_type", WHOLE)
 def test_tower_components_equal_transformers_by_name(model_type):
     """Every parameter of the whole class in a tower or its projector (or a part held beside them: Qwen2.5-Omni's talker
-    and token2wav), named by its module (a checkpoint's names are the same), equal per component to ours; fused
-    projections (nn.MultiheadAttention's in_proj, Qwen's qkv) against our q, k, v."""
+    and token2wav, π0's action expert), named by its module (a checkpoint's names are the same), equal per component to
+    ours; fused projections (nn.MultiheadAttention's in_proj, Qwen's qkv) against our q, k, v."""
     from ffncalc.sources.hf.names import fuse
     from ffncalc.sources.hf.towers import NAMED, component
 

@@ -134,6 +134,8 @@ TEXT_TYPES = {
 # add_cross_attention, beside the vision ``encoder``: towers/image_seq2seq.py)
 DECODER_TEXT = frozenset({"vision-encoder-decoder"})
 # GitConfig, IdeficsConfig, ChameleonConfig: always flat
+# Wrappers whose language model is their vlm_config's (PI0Config: a PaliGemma config beside its dit_config)
+VLM_TEXT = frozenset({"pi0"})
 FLAT_TEXT = frozenset({"qwen2_vl", "qwen2_5_vl", "git", "phi4_multimodal", "idefics", "chameleon"})
 
 
@@ -153,6 +155,12 @@ def language_model(c: Config) -> Config:
         text = language_model(Config({**(inner or {}), "model_type": inner_type}, c.text, c.source, start=c.start))
         towers = tuple(k for k, v in c.data.items() if k.endswith("_config") and isinstance(v, dict))
         return Config(text.data, c.text, c.source, start=text.start, wrapper=c.model_type, towers=towers, outer=c)
+    if c.model_type in VLM_TEXT:  # π0: its PaliGemma's language model, the wrapper and its parts named
+        from .towers.pi0 import vlm_of
+
+        inner = language_model(vlm_of(c))
+        towers = ("vlm_config", "dit_config")
+        return Config(inner.data, c.text, c.source, start=inner.start, wrapper=c.model_type, towers=towers, outer=c)
     text = c.data.get("text_config")
     if text is not None and not isinstance(text, dict):
         raise c.fail("text_config", f"expected an object, got {text!r}")
@@ -207,6 +215,9 @@ TIE_OF_TEXT = frozenset({"vibevoice", "vision-encoder-decoder"})
 # family reads it: Llama 3.2 Vision's table has vocab_size + 8 rows against lm_head's vocab_size, which transformers
 # builds apart
 NEVER_TIED = frozenset({"mllama"})
+# Wrappers whose class builds no LM head (PI0ForConditionalGeneration: action_out_proj in its place): read as a head
+# tied to the token table, which reads no row (parts/action_expert.py)
+HEADLESS = frozenset({"pi0"})
 
 
 def wrapper_tie(c: Config, text: dict) -> bool | None:
@@ -227,6 +238,8 @@ def wrapper_tie(c: Config, text: dict) -> bool | None:
         key, inner_type = NESTED_TEXT[c.model_type]
         inner = c.data.get(key) or {}
         return flag(inner, inner_type)
+    if c.model_type in HEADLESS:
+        return True
     tie = flag(c.data, c.model_type)
     if c.model_type in TIE_FROM_TEXT and not tie and flag(text, text.get("model_type")):
         return True

@@ -804,7 +804,6 @@ SELF_TEXT = ("git", "phi4_multimodal", "idefics", "chameleon", "udop")
 WHOLE_NOT_YET = {
     "qwen3_omni_moe": "its talker and code2wav beside the thinker (qwen3_omni_moe_thinker, read whole); transformers refuses "
     "its defaults",
-    "pi0": "an action model: its PaliGemma and a Gemma action expert attend jointly, with action and time projections",
     "diffusion_gemma": "a block-diffusion encoder and decoder of Gemma 4's layers with self-conditioning",
     "evolla": (
         "a protein-text model (EvollaForProteinText2Text): a SaProt protein encoder and a sequence-compressor resampler "

@@ -36,6 +36,7 @@ MODULES += ("vqvae",)  # Chameleon: its VQ-VAE image tokenizer
 MODULES += ("molmo2",)  # Molmo 2: its SigLIP-form tower over overlapping crops and its window-pooling adapter
 MODULES += ("qwen_omni",)  # Qwen2.5-Omni: its thinker, talker and token2wav
 MODULES += ("granite4_vision",)  # Granite 4 Vision: LLaVA-NeXT's layout, Window Q-Former projectors
+MODULES += ("pi0",)  # π0: its PaliGemma and its Gemma action expert
 
 
 def wrapper(*model_types: str):
@@ -103,6 +104,11 @@ def component(path: str, tower: str = "vision") -> str | None:
         tower = "vision"
     if tower.endswith("_vision"):  # a vision part of its own (Molmo 2's molmo2_vision) names its modules as the vision part's
         tower = "vision"
+    from .pi0 import pi0_component
+
+    expert = pi0_component(path)  # π0's action expert and its projections
+    if expert is not None:
+        return expert
     phi4 = phi4_component(path)  # Phi-4-multimodal's image and audio embeddings
     if phi4 is not None:
         return phi4
@@ -140,7 +146,7 @@ def component(path: str, tower: str = "vision") -> str | None:
 # the components a whole model's parameters are held against by their modules' names (verify --hf, checkpoints): its
 # towers' and projectors', and the parts held beside them (Qwen2.5-Omni's talker and token2wav); the rest is its language
 # model's
-NAMED = ("vision.", "audio.", "talker.", "token2wav.")
+NAMED = ("vision.", "audio.", "talker.", "token2wav.", "action_expert.")
 
 
 def indexed(path: str, tower: str | None) -> bool:
