@@ -144,7 +144,7 @@ def component(path: str, tower: str = "vision") -> str | None:
 
 
 # the components a whole model's parameters are held against by their modules' names (verify --hf, checkpoints): its
-# towers' and projectors', and the parts held beside them (Qwen2.5-Omni's talker and token2wav); the rest is its language
+# towers' and projectors', and the parts held beside them (Qwen2.5-Omni's talker and token2wav, π0's action expert); the rest is its language
 # model's
 NAMED = ("vision.", "audio.", "talker.", "token2wav.", "action_expert.")
 
