@@ -30,6 +30,10 @@ IMAGE_METHODS = {
 }
 
 
+# Whole classes no auto class builds, by name (AutoModelForImageTextToText refuses EvollaConfig: its protein-text class)
+NAMED_CLASSES = {"evolla": "EvollaForProteinText2Text"}
+
+
 def instantiate_whole(data: dict, device: str = "meta"):
     """The whole model a wrapper config describes, on the meta device (or ``device``), with eager attention."""
     import torch
@@ -61,6 +65,8 @@ def instantiate_whole(data: dict, device: str = "meta"):
     )
     config = AutoConfig.for_model(**data)
     with torch.device(device):
+        if kind in NAMED_CLASSES:  # in no auto mapping that builds it whole: its class, by name
+            return getattr(transformers, NAMED_CLASSES[kind])._from_config(config, attn_implementation="eager")
         return auto.from_config(config, attn_implementation="eager")
 
 
@@ -469,7 +475,7 @@ def check_whole(c, spec, *, model: str = "model", measured: dict | None = None):
     holds), the language model and its head as one component (``verify --hf`` on its text config proves it layer
     by layer). An HFReport, as hfcheck.check."""
     from ..sources.hf.names import fuse
-    from ..sources.hf.towers import component, tower_of
+    from ..sources.hf.towers import TOWER_PREFIXES, component, tower_of
     from .count import terms
     from .hfcheck import HFCheck, HFReport
     from .records import expanded
@@ -483,7 +489,7 @@ def check_whole(c, spec, *, model: str = "model", measured: dict | None = None):
     ours: dict = {}
     for t in terms(spec, 8, partial=True):
         if t.numel and not t.tied:
-            key = (t.component if t.component.startswith(("vision.", "audio.")) else TEXT, None)
+            key = (t.component if t.component.startswith(TOWER_PREFIXES) else TEXT, None)
             ours[key] = ours.get(key, 0) + t.numel * t.stored_count
     ours = fuse(ours, theirs)
     checks = tuple(

@@ -41,6 +41,7 @@ MODULES = (
     "hmlp_vision",
     "encoder",
     "cross_attention",
+    "protein",
     "embedding",
     "char_features",
     "token_types",

@@ -98,6 +98,7 @@ TEXT_TYPES = {
     "cohere_compass": "cohere_compass_text",
     "idefics": "idefics",  # IdeficsConfig's language model is its own top-level keys
     "chameleon": "chameleon",  # ChameleonConfig's too, beside its vq_config
+    "evolla": "evolla",  # EvollaConfig's too, beside its protein_encoder_config
     "llama4": "llama4_text",
     "mllama": "mllama_text_model",
     "mistral3": "mistral",
@@ -134,7 +135,7 @@ TEXT_TYPES = {
 # add_cross_attention, beside the vision ``encoder``: towers/image_seq2seq.py)
 DECODER_TEXT = frozenset({"vision-encoder-decoder"})
 # GitConfig, IdeficsConfig, ChameleonConfig: always flat
-FLAT_TEXT = frozenset({"qwen2_vl", "qwen2_5_vl", "git", "phi4_multimodal", "idefics", "chameleon"})
+FLAT_TEXT = frozenset({"qwen2_vl", "qwen2_5_vl", "git", "phi4_multimodal", "idefics", "chameleon", "evolla"})
 
 
 def language_model(c: Config) -> Config:

@@ -11,6 +11,8 @@ from typing import Callable
 from ..config import Config
 
 _WRAPPERS: dict[str, Callable[[Config], dict]] = {}
+# the components of the parts a wrapper puts beside its language model (its towers, projectors, Evolla's protein path)
+TOWER_PREFIXES = ("vision.", "audio.", "protein.")
 MODULES = (
     "vlm",
     "audio_lm",
@@ -35,6 +37,7 @@ MODULES += ("gemma3n",)  # Gemma 3n: its MobileNetV5 and audio towers and their 
 MODULES += ("vqvae",)  # Chameleon: its VQ-VAE image tokenizer
 MODULES += ("molmo2",)  # Molmo 2: its SigLIP-form tower over overlapping crops and its window-pooling adapter
 MODULES += ("granite4_vision",)  # Granite 4 Vision: LLaVA-NeXT's layout, Window Q-Former projectors
+MODULES += ("evolla",)  # Evolla: its protein encoder and resampler, cross-attended by adapters in its decoder
 
 
 def wrapper(*model_types: str):
@@ -86,6 +89,10 @@ def component(path: str, tower: str = "vision") -> str | None:
     from .vqvae import vqvae_component
     from .whisper import audio_component
 
+    if tower == "protein":  # Evolla's protein encoder and resampler; its adapters are the language model's
+        from .evolla import protein_component
+
+        return protein_component(path)
     if tower == "muse_spark_audio":  # MUSE Spark's audio tower beside its vision tower
         muse = muse_audio_component(path)
         if muse is not None:
@@ -140,13 +147,15 @@ def indexed(path: str, tower: str | None) -> bool:
 
 def tower_of(c: Config) -> str | None:
     """The part a wrapper read whole puts beside its language model ("vision" or "audio"; VibeVoice's and MUSE Spark's
-    audio parts by their own keys; "vqvae", a VQ-VAE image tokenizer in place of a vision tower), or None."""
+    audio parts and Evolla's protein part by their own keys; "vqvae", a VQ-VAE image tokenizer in place of a vision tower), or None."""
     reader = wrappers().get(c.wrapper or "") if c.outer is not None else None
     if reader is None:
         return None
     parts = reader(c.outer)
     if "vibevoice_audio" in parts:  # VibeVoice's connector shares Audio Flamingo's module names: its own kind
         return "vibevoice_audio"
+    if "protein" in parts:  # Evolla's protein path, named its own way
+        return "protein"
     if "muse_spark_audio" in parts:  # MUSE Spark's audio tower, named its own way, beside its vision tower
         return "muse_spark_audio"
     vision = parts.get("vision")
