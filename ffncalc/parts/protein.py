@@ -91,9 +91,9 @@ class Protein(Part):
         projector: 2 per multiply-add of every matmul and of the attention's products, as FlopCounterMode counts."""
         flops = 0
         for t in self.protein_terms(model, length):
-            if t.role == "core" and t.select == "full":  # every query meets every key
+            if t.role == "core":  # every query meets every key (a bidirectional stack; the latents and the protein)
                 heads, keys, head_dim = t.shape
-                flops += 2 * t.positions * t.count * heads * keys * head_dim if t.part != "layers" or keys else 0
+                flops += 2 * t.positions * t.count * heads * keys * head_dim
             else:
                 flops += 2 * t.positions * t.macs
         return self.resampler.latents, int(flops)
@@ -142,5 +142,5 @@ class Protein(Part):
         return (
             f"protein encoder: one protein of {self.length:,} tokens is {rows:,} rows every adapter cross-attends and "
             f"{flops:,} forward FLOPs through the encoder, the resampler and the projector, once a sequence "
-            "(--source-len sets its tokens)"
+            "(train, infer and fit: --source-len sets its tokens)"
         )

@@ -31,6 +31,9 @@ def evolla(c: Config) -> dict:
     resampler_ff_mult × the width; protein_projector to hidden_size with a bias, a LayerNorm); an adapter after layer i
     where (i + 1) % max(num_hidden_layers // aligner_num_add_layers, 1) == 0, its EvollaFeedForward aligner_ffn_mult ×
     hidden_size wide, out_proj's bias aligner_enable_bias."""
+    from .. import class_defaults
+
+    c = class_defaults(c)  # EvollaConfig's declared defaults where the file leaves a key out
     stated = c.data.get("protein_encoder_config")
     if stated is not None and not isinstance(stated, dict):
         raise c.fail("protein_encoder_config", f"expected an object, got {stated!r}")
