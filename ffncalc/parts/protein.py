@@ -39,7 +39,7 @@ PROTEIN_LENGTH = 1024  # EvollaProcessor's protein_max_length
 @register
 @dataclass(frozen=True)
 class Protein(Part):
-    key = KEY
+    key = KEY  # its modules' and terms' names (protein.encoder, protein.adapter), its adapters' beside its encoder's
     order = 6
     summary = "a protein encoder and resampler whose latents adapters in the decoder's layers cross-attend (Evolla)"
     takes = ("source_len",)  # the protein's tokens a sequence
@@ -111,23 +111,23 @@ class Protein(Part):
         d, n, s = model.d_model, e.n, self.resampler.latents
         h = model.layers[e.layers[0]].attention.head_count()
         hd = d // h
-        e.norm("adapter.norm", Norm(kind="rmsnorm"), d, n)
-        e.linear("adapter.q", d, h * hd, True, n, heads=h)
+        e.norm("protein.adapter.norm", Norm(kind="rmsnorm"), d, n)
+        e.linear("protein.adapter.q", d, h * hd, True, n, heads=h)
         start = len(e.out)
         for part in ("k", "v"):  # key_protein, value_protein: once a latent row, at the prefill
-            e.linear(f"adapter.{part}", d, h * hd, True, n, heads=h)
+            e.linear(f"protein.adapter.{part}", d, h * hd, True, n, heads=h)
         e.out[start:] = [replace(t, positions=Fraction(s, positions), per_sequence=True) for t in e.out[start:]]
         for part in ("scores", "values"):  # each text token meets every latent, however long the context
-            e.term(f"adapter.{part}", "core", (h, s, hd), n, numel=0, macs=n * h * s * hd, select="full", grows=False)
-        e.op("adapter.softmax", SOFTMAX_OPS * n * h * s, scores=n * h * s)
-        e.linear("adapter.o", h * hd, d, self.adapter_bias, n)
-        e.norm("adapter.ffn.norm", Norm(kind="layernorm"), d, n)
-        e.linear("adapter.ffn.up", d, self.adapter_d_ff, False, n)
-        e.op("adapter.ffn.act", n * self.adapter_d_ff * ACTIVATION_OPS["gelu"])
-        e.linear("adapter.ffn.down", self.adapter_d_ff, d, False, n)
+            e.term(f"protein.adapter.{part}", "core", (h, s, hd), n, numel=0, macs=n * h * s * hd, select="full", grows=False)
+        e.op("protein.adapter.softmax", SOFTMAX_OPS * n * h * s, scores=n * h * s)
+        e.linear("protein.adapter.o", h * hd, d, self.adapter_bias, n)
+        e.norm("protein.adapter.ffn.norm", Norm(kind="layernorm"), d, n)
+        e.linear("protein.adapter.ffn.up", d, self.adapter_d_ff, False, n)
+        e.op("protein.adapter.ffn.act", n * self.adapter_d_ff * ACTIVATION_OPS["gelu"])
+        e.linear("protein.adapter.ffn.down", self.adapter_d_ff, d, False, n)
         # tanh of each gate, times its sublayer's output, and the two residual adds
-        e.term("adapter.gates", "bias", (2,), n, numel=2, elementwise=2 * n * d)
-        e.op("adapter.residual", 2 * n * d)
+        e.term("protein.adapter.gates", "bias", (2,), n, numel=2, elementwise=2 * n * d)
+        e.op("protein.adapter.residual", 2 * n * d)
 
     def cached_elements(self, model) -> int:
         return 0  # in its adapters' layers alone: cached_in

@@ -68,7 +68,7 @@ def test_resampler_and_adapter_parameters_by_hand():
     _, model = hf.load(CONFIG)
     mine = by_component(model)
     assert sum(n for c, n in mine.items() if c.startswith("protein.resampler.")) == resampler_by_hand()
-    assert sum(n for c, n in mine.items() if c.startswith("adapter.")) == 8 * adapter_by_hand()
+    assert sum(n for c, n in mine.items() if c.startswith("protein.adapter.")) == 8 * adapter_by_hand()
     params = expanded(truth()["params"], 2)
     theirs = sum(n for name, n in params if "sequence_compressor_resampler." in name and "projector" not in name)
     theirs -= sum(n for name, n in params if name.endswith("sequence_compressor_resampler.norm.weight"))

@@ -103,12 +103,22 @@ MODULES = (
     (r"resampler\.layers\.\d+\.1\.fc2\.", "protein.resampler.ffn.down"),
     (r"sequence_compressor_resampler\.protein_projector\.", "protein.projector.linear"),
     (r"sequence_compressor_resampler\.norm\.", "protein.projector.norm"),
+    # the adapters after some decoder layers' MLPs (EvollaSequenceAlignerCrossAttention)
+    (r"adapter\.attention_norm\.", "protein.adapter.norm"),
+    (r"adapter\.query\.", "protein.adapter.q"),
+    (r"adapter\.key_protein\.", "protein.adapter.k"),
+    (r"adapter\.value_protein\.", "protein.adapter.v"),
+    (r"adapter\.out_proj\.", "protein.adapter.o"),
+    (r"adapter\.ff\.norm\.", "protein.adapter.ffn.norm"),
+    (r"adapter\.ff\.fc1\.", "protein.adapter.ffn.up"),
+    (r"adapter\.ff\.fc2\.", "protein.adapter.ffn.down"),
+    (r"adapter\.gate_(attention|ffw)$", "protein.adapter.gates"),
 )
 
 
 def protein_component(path: str) -> str | None:
-    """A whole Evolla's parameter in its protein encoder, resampler or projector -> its component, or None (the
-    language model's, its adapters included)."""
-    if "protein_encoder." not in path:
+    """A whole Evolla's parameter in its protein encoder, resampler, projector or an adapter -> its component, or None
+    (the language model's)."""
+    if "protein_encoder." not in path and ".adapter." not in path:
         return None
     return next((name for pattern, name in MODULES if re.search(pattern, path)), f"(unmatched) {path}")
