@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from fractions import Fraction
+from functools import cache
 
 from ..model.schema import Positive
 from ..model.spec import Norm
@@ -144,3 +145,91 @@ class Protein(Part):
             f"{flops:,} forward FLOPs through the encoder, the resampler and the projector, once a sequence "
             "(train, infer and fit: --source-len sets its tokens)"
         )
+
+    def model_module(self, model):
+        return _modules()[0](self, model)
+
+    def layer_module(self, model, layer):
+        if layer.mark(KEY) is not True:
+            return None
+        return _modules()[1](self, model, layer.attention.head_count())
+
+
+@cache
+def _modules():
+    import torch
+    from torch import nn
+
+    from ..blocks._torch import Linear, MatMul, make_norm
+    from ..model.reference import LayerModule
+
+    ln = Norm(kind="layernorm")
+
+    class ProteinModule(nn.Module):
+        """The protein path: ``enter`` runs one protein of ``length`` tokens (zeros) through the encoder, the resampler
+        and the projector, and puts the latents in the forward pass's ``protein_states``; the text passes unchanged."""
+
+        def __init__(self, spec: Protein, model):
+            super().__init__()
+            w, d = spec.layers.d_model, model.d_model
+            self.length = spec.length
+            self.embed = nn.Embedding(spec.vocab, w)
+            if spec.embedding_norm:
+                self.embed_norm = make_norm(ln, w)
+            inner = replace(spec.stack.resolve(model), mask="bidirectional")
+            self.encoder = nn.Module()
+            self.encoder.layers = nn.ModuleList(LayerModule(inner, layer, False) for layer in inner.layers)
+            self.encoder.final_norm = make_norm(ln, w)
+            self.resampler = spec.resampler.module(w)
+            self.projector = nn.Module()
+            self.projector.linear = Linear(w, d, bias=True)
+            self.projector.norm = make_norm(ln, d)
+
+        def enter(self, x: torch.Tensor, ctx: dict) -> torch.Tensor:
+            tokens = ctx["tokens"]
+            h = self.embed(torch.zeros((tokens.shape[0], self.length), dtype=tokens.dtype, device=tokens.device))
+            if hasattr(self, "embed_norm"):
+                h = self.embed_norm(h)
+            inner = {"embeddings": h}
+            for k, layer in enumerate(self.encoder.layers):
+                h = layer(h, inner, k)
+            latents = self.resampler(self.encoder.final_norm(h))
+            ctx["protein_states"] = self.projector.norm(self.projector.linear(latents))
+            return x
+
+    class Adapter(nn.Module):
+        """EvollaSequenceAlignerCrossAttention after the layer (``around``): the stream's RMSNorm, q; k and v of the
+        latents; every query meeting every latent; o, gated by tanh of gates[0]; the LayerNorm and GELU MLP, gated by
+        tanh of gates[1]; each added to the stream."""
+
+        def __init__(self, spec: Protein, model, heads: int):
+            super().__init__()
+            d = model.d_model
+            self.heads, self.head_dim = heads, d // heads
+            a = self.adapter = nn.Module()
+            a.norm = make_norm(Norm(kind="rmsnorm"), d)
+            width = heads * self.head_dim
+            a.q, a.k, a.v = Linear(d, width, bias=True), Linear(d, width, bias=True), Linear(d, width, bias=True)
+            a.o = Linear(width, d, bias=spec.adapter_bias)
+            a.ffn = nn.Module()
+            a.ffn.norm = make_norm(ln, d)
+            a.ffn.up = Linear(d, spec.adapter_d_ff, bias=False)
+            a.ffn.down = Linear(spec.adapter_d_ff, d, bias=False)
+            a.gates = nn.Parameter(torch.zeros(2))
+            a.scores, a.values = MatMul(), MatMul()
+
+        def around(self, run, x: torch.Tensor, ctx: dict, k: int) -> torch.Tensor:
+            x = run(x)
+            states = ctx.get("protein_states")
+            if states is None:
+                return x
+            a, b, t, s = self.adapter, x.shape[0], x.shape[1], states.shape[1]
+            q = a.q(a.norm(x)).view(b, t, self.heads, self.head_dim).transpose(1, 2)
+            keys = a.k(states).view(b, s, self.heads, self.head_dim).transpose(1, 2)
+            vals = a.v(states).view(b, s, self.heads, self.head_dim).transpose(1, 2)
+            probs = a.scores(q * self.heads**-0.5, keys.transpose(-2, -1)).softmax(dim=-1)
+            out = a.o(a.values(probs, vals).transpose(1, 2).reshape(b, t, -1))
+            x = x + a.gates[0].tanh() * out
+            return x + a.gates[1].tanh() * a.ffn.down(nn.functional.gelu(a.ffn.up(a.ffn.norm(x))))
+
+    return ProteinModule, Adapter

@@ -190,3 +190,19 @@ def test_sparse_config_takes_saprot_defaults(tmp_path):
 def test_cli_count_states_the_protein_path(cli):
     code, out, _ = cli("count", str(CONFIG), "--seq-len", "512")
     assert code == 0 and "1,535,635,357,696" in out and "64 rows every adapter cross-attends" in out
+
+
+@pytest.mark.torch
+def test_verify_holds_the_count_against_the_reference_modules(small):
+    """The reduced model's reference modules (the protein path run once over 24 protein tokens in ``enter``, each
+    adapter around its layer): every component's parameters and FLOPs equal to the count, at 16 text tokens."""
+    from ffncalc.analysis.verify import verify
+
+    label, model = hf.load(small)
+    part = protein_of(model)
+    model = replace(model, parts=tuple(part.given(source_len=24) if p is part else p for p in model.parts))
+    report = verify(model, model=label, seq_len=16)
+    assert report.ok
+    assert {"protein.encoder.attn.scores", "protein.resampler.attn.q.weight", "protein.adapter.k.weight"} <= {
+        c.component for c in report.checks
+    }
