@@ -23,14 +23,14 @@ SAPROT = {
 
 @wrapper("evolla")
 def evolla(c: Config) -> dict:
-    """EvollaProteinEncoder: EvollaSaProtProteinEncoder of protein_encoder_config (SaProtConfig: word_embeddings, a
-    LayerNorm after them where emb_layer_norm_before, rotary positions over every head, EvollaSaProtLayer — LayerNorm,
-    query, key, value and output dense with biases; LayerNorm, intermediate dense, erf GELU, output dense with biases —
-    and emb_layer_norm_after; no pooler) and EvollaSequenceCompressorResampler (resampler_num_latents latents of the
-    encoder's width, resampler_depth layers of resampler_heads heads of resampler_dim_head with LayerNorms, an MLP of
-    resampler_ff_mult × the width; protein_projector to hidden_size with a bias, a LayerNorm); an adapter after layer i
-    where (i + 1) % max(num_hidden_layers // aligner_num_add_layers, 1) == 0, its EvollaFeedForward aligner_ffn_mult ×
-    hidden_size wide, out_proj's bias aligner_enable_bias."""
+    """EvollaForProteinText2Text: EvollaProteinEncoder — EvollaSaProtProteinEncoder of protein_encoder_config
+    (SaProtConfig: word_embeddings, a LayerNorm after them where emb_layer_norm_before, rotary positions over every head,
+    EvollaSaProtLayer — LayerNorm, query, key, value and output dense with biases; LayerNorm, intermediate dense, erf
+    GELU, output dense with biases — and emb_layer_norm_after; no pooler) and EvollaSequenceCompressorResampler
+    (resampler_num_latents latents of the encoder's width, resampler_depth layers of resampler_heads heads of
+    resampler_dim_head with LayerNorms, an MLP of resampler_ff_mult × the width; protein_projector to hidden_size with a
+    bias, a LayerNorm); an adapter after layer i where (i + 1) % max(num_hidden_layers // aligner_num_add_layers, 1) ==
+    0, its EvollaFeedForward aligner_ffn_mult × hidden_size wide, out_proj's bias aligner_enable_bias."""
     from .. import class_defaults
 
     c = class_defaults(c)  # EvollaConfig's declared defaults where the file leaves a key out
