@@ -397,6 +397,13 @@ def truth_text(model_type: str, data: dict, config: str = "") -> str:
 
         runs = [granite4_image_flops(data, s) for s in IMAGE_SIZES[model_type]]
         record["image_flops"] = {"method": GRANITE4_IMAGE_METHOD, "runs": runs, "reduced": GRANITE4_REDUCED}
+    elif model_type == "evolla" and "refused" not in record and not config:  # a protein, not an image
+        from ffncalc.analysis import hfevolla
+
+        runs = [hfevolla.protein_flops(data, n) for n in hfevolla.PROTEIN_POSITIONS]
+        record["protein_flops"] = {"method": hfevolla.PROTEIN_METHOD, "runs": runs}
+        runs = [hfevolla.forward_flops(data, t, n) for t, n in hfevolla.FORWARD_SHAPES]
+        record["forward_flops"] = {"method": hfevolla.FORWARD_METHOD, "runs": runs, "reduced": hfevolla.EVOLLA_REDUCED}
     elif model_type in VIBEVOICE_TOKENS and "refused" not in record and not config:  # samples, not frames
         from ffncalc.analysis import hfspeech
 

@@ -30,6 +30,10 @@ IMAGE_METHODS = {
 }
 
 
+# Whole classes no auto class builds, by name (AutoModelForImageTextToText refuses EvollaConfig: its protein-text class)
+NAMED_CLASSES = {"evolla": "EvollaForProteinText2Text"}
+
+
 def instantiate_whole(data: dict, device: str = "meta"):
     """The whole model a wrapper config describes, on the meta device (or ``device``), with eager attention."""
     import torch
@@ -61,6 +65,8 @@ def instantiate_whole(data: dict, device: str = "meta"):
     )
     config = AutoConfig.for_model(**data)
     with torch.device(device):
+        if kind in NAMED_CLASSES:  # in no auto mapping that builds it whole: its class, by name
+            return getattr(transformers, NAMED_CLASSES[kind])._from_config(config, attn_implementation="eager")
         return auto.from_config(config, attn_implementation="eager")
 
 

@@ -42,6 +42,7 @@ MODULES = (
     "encoder",
     "document",
     "cross_attention",
+    "protein",
     "embedding",
     "char_features",
     "token_types",

@@ -14,6 +14,10 @@ IDEFICS' (IdeficsPerceiverResampler, Laurençon et al. 2023) at its tower's ``wi
 the RMSNorms (context_layer_norm, latents_layer_norm, its MLP's ln, the final layer_norm), its heads' keys and values
 one a query head, and an MLP of fc and c_proj (ReLU, no biases; ``gated`` false).
 
+Evolla's (EvollaSequenceCompressorResampler, Zhou et al. 2025) at its protein encoder's ``width``: IDEFICS' form with
+its keys and values from one fused to_kv (the same parameters), an MLP of fc1, GELU and fc2 (``activation`` gelu), and
+no norm over the latents at its width (``final_norm`` false: its projector and the LayerNorm after it, parts/protein.py).
+
 Its work is an image's: the queries are the latents, the keys and values an image's patches and the latents."""
 
 from __future__ import annotations
@@ -36,7 +40,9 @@ class Resampler:
     d_ff: Positive  # its MLP's width (Idefics2's: 4 × the model's width)
     width: NonNegative = 0  # the width it runs at (0: the model's; IDEFICS: its tower's)
     norm: Literal["rmsnorm", "layernorm"] = "rmsnorm"
-    gated: bool = True  # a SwiGLU MLP (false: fc, ReLU, c_proj)
+    gated: bool = True  # a SwiGLU MLP (false: fc, ``activation``, c_proj)
+    activation: Literal["relu", "gelu"] = "relu"  # the ungated MLP's (Evolla's EvollaFeedForward: GELU)
+    final_norm: bool = True  # a norm over the latents after the last layer (Evolla: none)
 
     def terms(self, width: int, prefix: str, patches: int) -> list[tuple[str, object]]:
         """Its tensors and one image's work over ``patches`` patch features of ``width`` (each term "image": once an
@@ -64,11 +70,12 @@ class Resampler:
         if self.gated:
             linear("ffn.gate", width, self.d_ff, q)
         linear("ffn.up", width, self.d_ff, q)
-        act = ACTIVATION_OPS["silu"] + 1 if self.gated else ACTIVATION_OPS["relu"]
+        act = ACTIVATION_OPS["silu"] + 1 if self.gated else ACTIVATION_OPS[self.activation]
         w.op(f"{prefix}ffn.act", n * q * self.d_ff * act, n)
         linear("ffn.down", self.d_ff, width, q)
         w.op(f"{prefix}residual", n * 2 * q * width, n)
-        w.norm(f"{prefix}norm", norm, width, 1, total=q * width)
+        if self.final_norm:
+            w.norm(f"{prefix}norm", norm, width, 1, total=q * width)
         return [("image", t) for t in e.out + w.out]
 
     def module(self, width: int):
@@ -111,7 +118,8 @@ class Resampler:
                 latents = latents + self.attn.o(self.attn.values(probs, vs).transpose(1, 2).reshape(b, q, heads * hd))
                 h = self.ffn.norm(latents)
                 if not spec.gated:
-                    return latents + self.ffn.down(nn.functional.relu(self.ffn.up(h)))
+                    act = nn.functional.gelu if spec.activation == "gelu" else nn.functional.relu
+                    return latents + self.ffn.down(act(self.ffn.up(h)))
                 return latents + self.ffn.down(nn.functional.silu(self.ffn.gate(h)) * self.ffn.up(h))
 
         class ResamplerModule(nn.Module):
@@ -119,7 +127,7 @@ class Resampler:
                 super().__init__()
                 self.latents = nn.Parameter(torch.empty(spec.latents, width))
                 self.layers = nn.ModuleList(Layer() for _ in range(spec.depth))
-                self.norm = make_norm(norm, width)
+                self.norm = make_norm(norm, width) if spec.final_norm else nn.Identity()
 
             def forward(self, context):
                 latents = self.latents.expand(context.shape[0], -1, -1)

@@ -13,7 +13,7 @@ from ffncalc.analysis.count import tally, terms
 from ffncalc.analysis.records import expanded
 from ffncalc.sources import hf
 from ffncalc.sources.hf import coverage
-from ffncalc.sources.hf.towers import wrappers
+from ffncalc.sources.hf.towers import TOWER_PREFIXES, wrappers
 
 HERE = Path(__file__).resolve().parents[1] / "hf_whole"
 
@@ -38,7 +38,7 @@ def part_of(component: str) -> str:
     """A component's part: the projector (and LLaVA-NeXT's newline row), the tower, or the language model."""
     if ".projector." in component or component.startswith("vision.image_newline"):
         return "projector"
-    return "tower" if component.startswith(("vision.", "audio.")) else "text"
+    return "tower" if component.startswith(TOWER_PREFIXES) else "text"
 
 
 def groups(model_type: str) -> dict[str, int]:
@@ -556,7 +556,7 @@ def test_verify_hf_holds_the_whole_class(model_type):
     assert report.ok, [(c.component, c.ours, c.transformers) for c in report.failures]
     assert report.model_class == recorded["model_class"]
     names = {c.component for c in report.checks}
-    assert TEXT in names and any(n.startswith(("vision.", "audio.")) for n in names)
+    assert TEXT in names and any(n.startswith(TOWER_PREFIXES) for n in names)
     assert sum(c.transformers for c in report.checks) == sum(n for _, n in expanded(recorded["params"], 2))
 
 

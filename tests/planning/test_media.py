@@ -243,15 +243,18 @@ def _whole_types() -> list[str]:
 
 @pytest.mark.parametrize("model_type", _whole_types())
 def test_every_whole_model_is_counted_trained_served_and_fitted(model_type):
-    """Every type read whole answers count, train, infer and fit with its media, each naming its tower's work."""
+    """Every type read whole answers count, train, infer and fit with its media, each naming its tower's work (Evolla's
+    a protein: its tokens --source-len where a command takes it, its default length in count)."""
     from ffncalc.errors import InputError
+    from ffncalc.parts.protein import Protein
     from ffncalc.sources import hf
     from ffncalc.sources.hf import coverage
 
     config = str(WHOLE / "configs" / f"{model_type}.json")
     parts = hf.load(config)[1].parts
     audio = any("audio_seconds" in p.takes for p in parts)  # its tower's media
-    media = {"audio_seconds": 30} if audio else {"images": 1, "image_size": SIZES.get(model_type)}
+    protein = {"source_len": 256} if any(isinstance(p, Protein) for p in parts) else {}
+    media = {"audio_seconds": 30} if audio else {} if protein else {"images": 1, "image_size": SIZES.get(model_type)}
     from ffncalc.parts.vision import Vision
 
     if any(isinstance(p, Vision) and p.source for p in parts):  # its images enter an encoder's source (Florence-2's)
@@ -269,9 +272,9 @@ def test_every_whole_model_is_counted_trained_served_and_fitted(model_type):
             ffncalc.fit(config, context=1024, hardware="h100-sxm", **media)
         return
     context = CONTEXTS.get(model_type, 1024)
-    served = ffncalc.infer(config, prompt=min(512, context - 64), generate=64, hardware="h100-sxm", **media)
+    served = ffncalc.infer(config, prompt=min(512, context - 64), generate=64, hardware="h100-sxm", **media, **protein)
     assert served.figures["prefill_flops"].value > 0
-    fitted = ffncalc.fit(config, context=context, hardware="h100-sxm", **media)
+    fitted = ffncalc.fit(config, context=context, hardware="h100-sxm", **media, **protein)
     assert fitted.figures["kv_bytes_per_device"].value > 0
 
 
@@ -294,7 +297,12 @@ def test_every_whole_model_verifies_with_its_media(model_type):
     parts = tuple(replace(p, source=False) if isinstance(p, Vision) and p.source else p for p in stack.parts)
     m = Model(label, replace(stack, layers=stack.layers[:1], parts=parts))
     audio = any("audio_seconds" in p.takes for p in m.stack.parts)
-    m = with_inputs(m, audio_seconds=30) if audio else with_inputs(m, images=1, image_size=SIZES.get(model_type))
+    from ffncalc.parts.protein import Protein
+
+    if any(isinstance(p, Protein) for p in m.stack.parts):  # Evolla's media: a protein of 256 tokens
+        m = with_inputs(m, source_len=256)
+    else:
+        m = with_inputs(m, audio_seconds=30) if audio else with_inputs(m, images=1, image_size=SIZES.get(model_type))
     assert verify(m.stack, model=label, seq_len=256).ok
 
 

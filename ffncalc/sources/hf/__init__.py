@@ -98,6 +98,7 @@ TEXT_TYPES = {
     "cohere_compass": "cohere_compass_text",
     "idefics": "idefics",  # IdeficsConfig's language model is its own top-level keys
     "chameleon": "chameleon",  # ChameleonConfig's too, beside its vq_config
+    "evolla": "evolla",  # EvollaConfig's too, beside its protein_encoder_config
     "llama4": "llama4_text",
     "mllama": "mllama_text_model",
     "mistral3": "mistral",
@@ -136,7 +137,7 @@ DECODER_TEXT = frozenset({"vision-encoder-decoder"})
 # GitConfig, IdeficsConfig, ChameleonConfig: always flat
 # Wrappers whose language model is their vlm_config's (PI0Config: a PaliGemma config beside its dit_config)
 VLM_TEXT = frozenset({"pi0"})
-FLAT_TEXT = frozenset({"qwen2_vl", "qwen2_5_vl", "git", "phi4_multimodal", "idefics", "chameleon"})
+FLAT_TEXT = frozenset({"qwen2_vl", "qwen2_5_vl", "git", "phi4_multimodal", "idefics", "chameleon", "evolla"})
 
 
 # Wrappers whose language model lies in a sub-config that holds it as a wrapper of its own: the key and that

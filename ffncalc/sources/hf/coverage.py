@@ -755,7 +755,6 @@ WRAPPED_TEXT = {
 # (tests/hf_whole records its error): why.
 WHOLE_REFUSED_AT_DEFAULTS = {
     "diffusion_gemma": "a default size of its vision tower is None",
-    "evolla": "a protein-text model with no image-text-to-text class",
     "qwen3_omni_moe": "its talker's text config lacks the shared_expert_intermediate_size its layers read",
 }
 
@@ -793,10 +792,10 @@ WHOLE_IS_TEXT = {
 # Multimodal types whose configuration states its language model's keys at its top (no text_config) and whose
 # causal-LM class is the whole model (NOT_TEXT_DECODERS), or that have none (IDEFICS): the family of the same name reads
 # those keys as the wrapper's language model, and the type is listed among the multimodal types, counted whole
-# (GitForCausalLM, IdeficsForVisionText2Text, ChameleonForConditionalGeneration); Phi-4-multimodal's top-level keys are
-# Phi-4-mini's, read as phi3 (Phi4MultimodalForCausalLM); UDOP's top-level keys are its T5 stacks', read whole by its
-# family (WHOLE_BY_FAMILY)
-SELF_TEXT = ("git", "phi4_multimodal", "idefics", "chameleon", "udop")
+# (GitForCausalLM, IdeficsForVisionText2Text, ChameleonForConditionalGeneration, EvollaForProteinText2Text, which
+# analysis/hfwhole.py builds by name); Phi-4-multimodal's top-level keys are Phi-4-mini's, read as phi3
+# (Phi4MultimodalForCausalLM); UDOP's top-level keys are its T5 stacks', read whole by its family (WHOLE_BY_FAMILY)
+SELF_TEXT = ("git", "phi4_multimodal", "idefics", "chameleon", "udop", "evolla")
 
 
 # Image-text and multimodal-LM types not read whole yet whose class builds more than a tower and a projector beside a
@@ -805,10 +804,6 @@ WHOLE_NOT_YET = {
     "qwen3_omni_moe": "its talker and code2wav beside the thinker (qwen3_omni_moe_thinker, read whole); transformers refuses "
     "its defaults",
     "diffusion_gemma": "a block-diffusion encoder and decoder of Gemma 4's layers with self-conditioning",
-    "evolla": (
-        "a protein-text model (EvollaForProteinText2Text): a SaProt protein encoder and a sequence-compressor resampler "
-        "whose latents the decoder's layers cross-attend (EvollaSequenceAlignerCrossAttention)"
-    ),
 }
 
 

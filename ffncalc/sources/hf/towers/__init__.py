@@ -11,6 +11,8 @@ from typing import Callable
 from ..config import Config
 
 _WRAPPERS: dict[str, Callable[[Config], dict]] = {}
+# the components of the parts a wrapper puts beside its language model (its towers, projectors, Evolla's protein path)
+TOWER_PREFIXES = ("vision.", "audio.", "protein.")
 MODULES = (
     "vlm",
     "audio_lm",
@@ -37,6 +39,7 @@ MODULES += ("molmo2",)  # Molmo 2: its SigLIP-form tower over overlapping crops 
 MODULES += ("qwen_omni",)  # Qwen2.5-Omni: its thinker, talker and token2wav
 MODULES += ("granite4_vision",)  # Granite 4 Vision: LLaVA-NeXT's layout, Window Q-Former projectors
 MODULES += ("pi0",)  # π0: its PaliGemma and its Gemma action expert
+MODULES += ("evolla",)  # Evolla: its protein encoder and resampler, cross-attended by adapters in its decoder
 
 
 def wrapper(*model_types: str):
@@ -92,6 +95,10 @@ def component(path: str, tower: str = "vision") -> str | None:
     held = held_component(path)  # Qwen2.5-Omni's talker and token2wav
     if held is not None:
         return held
+    if tower == "protein":  # Evolla's protein encoder and resampler; its adapters are the language model's
+        from .evolla import protein_component
+
+        return protein_component(path)
     if tower == "muse_spark_audio":  # MUSE Spark's audio tower beside its vision tower
         muse = muse_audio_component(path)
         if muse is not None:
@@ -144,9 +151,9 @@ def component(path: str, tower: str = "vision") -> str | None:
 
 
 # the components a whole model's parameters are held against by their modules' names (verify --hf, checkpoints): its
-# towers' and projectors', and the parts held beside them (Qwen2.5-Omni's talker and token2wav, π0's action expert); the rest is its language
-# model's
-NAMED = ("vision.", "audio.", "talker.", "token2wav.", "action_expert.")
+# towers' and projectors', and the parts held beside them (Qwen2.5-Omni's talker and token2wav, π0's action expert,
+# Evolla's protein path); the rest is its language model's
+NAMED = ("vision.", "audio.", "talker.", "token2wav.", "action_expert.", "protein.")
 
 
 def indexed(path: str, tower: str | None) -> bool:
@@ -157,13 +164,15 @@ def indexed(path: str, tower: str | None) -> bool:
 
 def tower_of(c: Config) -> str | None:
     """The part a wrapper read whole puts beside its language model ("vision" or "audio"; VibeVoice's and MUSE Spark's
-    audio parts by their own keys; "vqvae", a VQ-VAE image tokenizer in place of a vision tower), or None."""
+    audio parts and Evolla's protein part by their own keys; "vqvae", a VQ-VAE image tokenizer in place of a vision tower), or None."""
     reader = wrappers().get(c.wrapper or "") if c.outer is not None else None
     if reader is None:
         return None
     parts = reader(c.outer)
     if "vibevoice_audio" in parts:  # VibeVoice's connector shares Audio Flamingo's module names: its own kind
         return "vibevoice_audio"
+    if "protein" in parts:  # Evolla's protein path, named its own way
+        return "protein"
     if "muse_spark_audio" in parts:  # MUSE Spark's audio tower, named its own way, beside its vision tower
         return "muse_spark_audio"
     vision = parts.get("vision")
