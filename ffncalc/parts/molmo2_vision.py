@@ -29,7 +29,7 @@ from fractions import Fraction
 
 from ..model.schema import NonNegative, Positive, SpecError
 from . import register
-from .vision import Vision
+from .vision import Vision, image_term_flops
 from .vision import _module as vision_module
 
 TOWER = ("patch", "tower", "image")  # what a crop's run of the tower runs over (parts/vision.py's units)
@@ -120,13 +120,8 @@ class Molmo2Vision(Vision):
         counts = {"patch": crop.grid**2, "tower": crop.rows, "image": 1}
         flops = elementwise = 0
         for where, t in self.image_terms(model):
-            n = self.crops * counts[where] if where in TOWER else self.tokens
-            if t.role == "core":
-                heads, keys, head_dim = t.shape
-                flops += 2 * n * t.count * heads * keys * head_dim
-            else:
-                flops += 2 * n * t.macs
-            elementwise += n * t.elementwise
+            f, el = image_term_flops(t, self.crops * counts[where] if where in TOWER else self.tokens)
+            flops, elementwise = flops + f, elementwise + el
         return self.tokens, flops, elementwise
 
     def note(self, spec) -> str:

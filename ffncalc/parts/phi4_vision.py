@@ -22,7 +22,7 @@ from fractions import Fraction
 from ..model.schema import Positive, SpecError
 from ..model.terms import Emitter
 from . import register
-from .vision import Vision
+from .vision import Vision, image_term_flops
 from .vision import _module as vision_module
 
 TOWER = ("patch", "tower", "image")  # what a crop's run of the tower runs over (parts/vision.py's units)
@@ -92,15 +92,10 @@ class Phi4Vision(Vision):
         counts = {"patch": crop.grid**2, "tower": crop.rows, "image": 1}
         flops = elementwise = 0
         for where, t in self.image_terms(model):
-            n = self.crops * counts[where] if where in TOWER else self.tokens
             if t.name == "vision.projector.separators":
                 continue
-            if t.role == "core":
-                heads, keys, head_dim = t.shape
-                flops += 2 * n * t.count * heads * keys * head_dim
-            else:
-                flops += 2 * n * t.macs
-            elementwise += n * t.elementwise
+            f, el = image_term_flops(t, self.crops * counts[where] if where in TOWER else self.tokens)
+            flops, elementwise = flops + f, elementwise + el
         return self.tokens, flops, elementwise
 
     def model_module(self, model):

@@ -40,6 +40,15 @@ from .vqvae import VqVae
 from .window_merger import WindowMerger
 
 
+def image_term_flops(t, n: int) -> tuple[int, int]:
+    """A tower term's forward FLOPs (2 per multiply-add, as FlopCounterMode counts) and elementwise FLOPs over ``n`` of
+    its rows: a core product's queries each meet every key (heads × keys × head_dim multiply-adds a query)."""
+    if t.role == "core":
+        heads, keys, head_dim = t.shape
+        return 2 * n * t.count * heads * keys * head_dim, n * t.elementwise
+    return 2 * n * t.macs, n * t.elementwise
+
+
 @register
 @dataclass(frozen=True)
 class Vision(Part):
@@ -566,13 +575,8 @@ class Vision(Part):
         counts["half"] = self.half_tokens
         flops = elementwise = 0
         for where, t in self.image_terms(model):
-            n = counts[where]
-            if t.role == "core":  # every query meets every key: heads × keys × head_dim multiply-adds a query
-                heads, keys, head_dim = t.shape
-                flops += 2 * n * t.count * heads * keys * head_dim
-            else:
-                flops += 2 * n * t.macs
-            elementwise += n * t.elementwise
+            f, el = image_term_flops(t, counts[where])
+            flops, elementwise = flops + f, elementwise + el
         return self.tokens, flops, elementwise
 
     def note(self, spec) -> str:
