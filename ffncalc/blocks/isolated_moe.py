@@ -5,14 +5,18 @@ its own router (Ernie4_5_VLMoeMoeTopKRouter) and score correction (moe_statics),
 - the text mixture (text_moe, experts of moe_intermediate_size[0]), which text tokens run;
 - the vision mixture (vision_moe, experts of moe_intermediate_size[1]), which image and video tokens run instead.
 
-A token of the sequence is counted as a text token: its active parameters and FLOPs are the text mixture's and the
-shared experts'; the vision mixture's router, correction and experts are parameters no text token runs (no work,
-none active). An image's tokens are charged as text tokens too (the count's note says so): transformers runs them
-through the vision mixture, whose experts are narrower."""
+A token's active parameters are a text token's: the text mixture's and the shared experts'. Of a sequence of s
+positions holding the I tokens its images bring (the vision part's, ``--images``), the text mixture's router,
+correction and experts run over the s − I text positions (``Term.positions`` (s − I) / s) and the vision mixture's
+over the I image positions (I / s, work once a sequence for its images: ``Term.per_sequence``, active for no text
+token), as Ernie4_5_VLMoeMoeBlock splits them by moe_mm_token_type_ids; a decode step's token is a text token. The
+image's start and end markers, which transformers also sends to the vision mixture, are counted as text tokens."""
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from fractions import Fraction
 from functools import cache
 
 from ..model.schema import SpecError
@@ -20,10 +24,20 @@ from . import MODULE_NAMES, register
 from .moe import Expert, MoEFFN
 
 IMAGE_TOKENS = (
-    "modality-isolated experts: each sparse layer's vision mixture ({n} experts of {f}, its own router) is counted in the "
-    "parameters and runs for no text token; image tokens are charged as text tokens, through the text mixture ({t} "
-    "wide), where transformers runs them through the vision mixture"
+    "modality-isolated experts: each sparse layer's vision mixture ({n} experts of {f}, its own router) runs the images' "
+    "tokens and no text token; the text mixture ({t} wide) the text's"
 )
+
+
+def image_positions(model, seq_len: int) -> int:
+    """Positions of each sequence of ``seq_len`` that its images' tokens take (Part.image_tokens)."""
+    return image_positions_of(sum(p.image_tokens() for p in model.parts), seq_len)
+
+
+def image_positions_of(tokens: int, seq_len: int) -> int:
+    """The images' ``tokens`` in a sequence of ``seq_len``: at most all of it; none in a single position, a decode
+    step's token (the images' were prefilled)."""
+    return min(tokens, seq_len) if seq_len > 1 else 0
 
 
 @register
@@ -62,16 +76,27 @@ class IsolatedMoEFFN(MoEFFN):
 
     def terms(self, e, model, seq_len: int) -> None:
         """The text mixture's terms (MoEFFN), then the vision mixture's: vision_moe.gate (no bias), its moe_statics and
-        its experts, held in every sparse layer and run by no text token."""
+        its experts, held in every sparse layer. With images, the text mixture's router, correction and experts run
+        over the text's positions and the vision mixture's over the images' (the module docstring)."""
+        start = len(e.out)
         super().terms(e, model, seq_len)
-        d, n = model.d_model, e.n
+        d, n, k = model.d_model, e.n, self.routed_active
         assert self.vision_expert is not None
-        e.linear("ffn.vision_router", d, self.n_experts, False, n, 0)
+        images = image_positions(model, seq_len)
+        vision = len(e.out)
+        e.linear("ffn.vision_router", d, self.n_experts, False, n, n if images else 0)
         if self.correction_bias:
-            e.term("ffn.vision_correction_bias", "bias", (self.n_experts,), n, 0)
+            e.term("ffn.vision_correction_bias", "bias", (self.n_experts,), n, 0, elementwise=n * self.n_experts if images else 0)
+        runs = k * n if images else 0
         self.vision_expert.emit(
-            e, "ffn.vision_experts.", d, self.n_experts * n, 0, model.norm, expert=True, component="ffn.vision_experts"
+            e, "ffn.vision_experts.", d, self.n_experts * n, runs, model.norm, expert=True, component="ffn.vision_experts"
         )
+        if not images:
+            return
+        text, shared = Fraction(seq_len - images, seq_len), Fraction(images, seq_len)
+        own = ("ffn.router", "ffn.correction_bias", "ffn.experts")  # the text mixture's (not the ops both run, nor shared)
+        e.out[start:vision] = [replace(t, positions=t.positions * text) if t.component in own else t for t in e.out[start:vision]]
+        e.out[vision:] = [replace(t, active_count=0, positions=t.positions * shared, per_sequence=True) for t in e.out[vision:]]
 
     def linears(self, model) -> tuple:
         """MoEFFN's, the vision mixture's router a router module (vision_moe.gate: its weight a plain parameter) and its
@@ -98,8 +123,9 @@ def _module():
     from .moe import _module as moe_module
 
     class IsolatedMoE(moe_module()):
-        """The text mixture as MoEFFN's module runs it (every token a text token), and the vision mixture's router,
-        correction bias and experts, held and not run."""
+        """The text mixture as MoEFFN's module runs it, over the text's positions; the vision mixture's router,
+        correction bias and experts over the sequence's first ``images`` positions (its images' tokens, before its
+        text: where they sit changes no count), the shared experts over both."""
 
         def __init__(self, model, ffn: IsolatedMoEFFN, causal: bool):
             super().__init__(model, ffn, causal)
@@ -108,5 +134,30 @@ def _module():
                 self.vision_correction_bias = nn.Parameter(torch.zeros(ffn.n_experts))
             assert ffn.vision_expert is not None
             self.vision_experts = nn.ModuleList(ffn.vision_expert.torch_module(model, causal) for _ in range(ffn.n_experts))
+            self.images = sum(p.image_tokens() for p in model.parts)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            images = image_positions_of(self.images, x.shape[1])
+            if not images:
+                return super().forward(x)
+            text = super().forward(x[:, images:])
+            with self.vision_mixture():
+                image = super().forward(x[:, :images])
+            return torch.cat([image, text], dim=1)
+
+        @contextmanager
+        def vision_mixture(self):
+            """The vision mixture's router, correction and experts in the text mixture's places while the image
+            positions run (MoE.forward reads them by those names); FlopCounterMode still names them as the vision
+            mixture's modules (its module tracker names each child when the block is entered)."""
+            names = ["router", "experts"] + (["correction_bias"] if hasattr(self, "correction_bias") else [])
+            saved = {name: getattr(self, name) for name in names}
+            for name in names:
+                setattr(self, name, getattr(self, f"vision_{name}"))
+            try:
+                yield
+            finally:
+                for name, value in saved.items():
+                    setattr(self, name, value)
 
     return IsolatedMoE

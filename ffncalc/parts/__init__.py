@@ -142,6 +142,11 @@ class Part:
         """Of those, the tokens that take no row of the model's learned position table (GIT's image positions)."""
         return 0
 
+    def image_tokens(self) -> int:
+        """Of those, the tokens that take positions of the sequence as its images' (an isolated mixture runs them
+        apart, blocks/isolated_moe.py): none where they are not an image's."""
+        return 0
+
     def note(self, spec) -> str | None:
         """What a count of ``spec`` must say about its figures (default: ``count_note``)."""
         return self.count_note

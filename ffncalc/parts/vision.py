@@ -177,6 +177,9 @@ class Vision(Part):
     def unplaced_tokens(self) -> int:
         return 0 if self.table_positions else self.request_tokens()
 
+    def image_tokens(self) -> int:
+        return 0 if self.cross_layers else self.request_tokens()
+
     def check(self, spec) -> None:
         if self.source and self.images:
             raise SpecError(("vision", "images"), "its images enter the encoder's source, which --images does not place yet")

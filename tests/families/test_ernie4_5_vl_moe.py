@@ -82,7 +82,7 @@ def test_a_text_token_runs_the_text_mixture_alone(tmp_path):
     """In the sparse layer a token's active parameters are the text router and correction, 2 of 8 text experts and the
     shared experts; its matmul FLOPs the router's, 2 experts' and the shared experts'; the vision mixture's 8 × 3 × 64 ×
     16 weights, router and correction count in the parameters, none active, no work; the note says image tokens are
-    charged as text tokens."""
+    run by the images' tokens alone."""
     model = small(tmp_path)
     d, e, k, text, vision, shared = 64, 8, 2, 32, 16, 64
     rows = [t for t in terms(model, 8, partial=True) if t.layers == (1, 2) and t.slot == "ffn"]
@@ -94,7 +94,98 @@ def test_a_text_token_runs_the_text_mixture_alone(tmp_path):
     assert active == e * d + e + k * 3 * d * text + 3 * d * shared
     assert sum(t.macs for t in rows) == e * d + k * 3 * d * text + 3 * d * shared
     note = " ".join(tally(model).notes)
-    assert "image tokens are charged as text tokens" in note
+    assert "vision mixture (8 experts of 16, its own router) runs the images' tokens and no text token" in note
+
+
+# The whole class built small: SMALL's language model beside a tower of width 64 (2 layers of 4 heads); a 56-pixel image
+# is 4 × 4 patches of 14, 2 × 2 a token: 4 tokens of the language model
+VISION = {"depth": 2, "hidden_size": 64, "num_heads": 4, "intermediate_size": 128}
+ROPE = {"rope_type": "default", "rope_theta": 5e5, "mrope_section": [3, 3, 2]}  # a head_dim of 16's 3-D sections
+
+
+def with_image(tmp_path):
+    from dataclasses import replace
+
+    path = tmp_path / "whole.json"
+    path.write_text(json.dumps({"model_type": "ernie4_5_vl_moe", "text_config": SMALL, "vision_config": VISION}))
+    model = hf.load(path)[1]
+    return replace(model, parts=tuple(p.given(images=1, image_size=56) for p in model.parts))
+
+
+def mixture_flops(model, seq_len: int) -> dict[str, int]:
+    """The sparse layer's forward FLOPs over a sequence, per mixture's router and experts."""
+    out: dict[str, int] = {}
+    for r in tally(model, seq_len=seq_len).rows:
+        if r.layers == (1, 2) and r.component in ("ffn.router", "ffn.experts", "ffn.vision_router", "ffn.vision_experts"):
+            out[r.component] = out.get(r.component, 0) + int(r.flops * seq_len)
+    return out
+
+
+def test_image_tokens_run_the_vision_mixture(tmp_path):
+    """12 positions, 4 of them the image's: the text router over 8 positions (8 × 64 × 8 multiply-adds), 2 text experts
+    a text position (3 × 64 × 32 each); the vision router and 2 vision experts (3 × 64 × 16) over the 4 image positions;
+    a token's active parameters stay a text token's."""
+    model = with_image(tmp_path)
+    assert mixture_flops(model, 12) == {
+        "ffn.router": 2 * 8 * 64 * 8,
+        "ffn.experts": 2 * 8 * 2 * 3 * 64 * 32,
+        "ffn.vision_router": 2 * 4 * 64 * 8,
+        "ffn.vision_experts": 2 * 4 * 2 * 3 * 64 * 16,
+    }
+    assert tally(model, seq_len=12).active == tally(small(tmp_path), seq_len=12).active
+
+
+def test_a_decode_step_is_a_text_token(tmp_path):
+    """One position (a generated token: the images' were prefilled) runs the text mixture alone, images or not."""
+    assert (
+        mixture_flops(with_image(tmp_path), 1)
+        == mixture_flops(small(tmp_path), 1)
+        == {
+            "ffn.router": 2 * 64 * 8,
+            "ffn.experts": 2 * 2 * 3 * 64 * 32,
+            "ffn.vision_router": 0,
+            "ffn.vision_experts": 0,
+        }
+    )
+
+
+@pytest.mark.torch
+def test_image_tokens_as_transformers_runs_them(tmp_path):
+    """Ernie4_5_VLMoeTextModel of SMALL's config, its experts run eagerly, over 12 positions with
+    moe_mm_token_type_ids marking the first 4 as vision tokens: FlopCounterMode's FLOPs of each mixture's gate and
+    experts in the sparse layer are the count's with one image of 4 tokens."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+    from transformers import Ernie4_5_VLMoeTextConfig
+    from transformers.models.ernie4_5_vl_moe.modeling_ernie4_5_vl_moe import Ernie4_5_VLMoeTextModel
+
+    config = Ernie4_5_VLMoeTextConfig(**SMALL, rope_parameters=ROPE)
+    config._experts_implementation = "eager"  # per-expert linears, which FlopCounterMode sees
+    net = Ernie4_5_VLMoeTextModel(config).eval()
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        net(inputs_embeds=torch.randn(1, 12, 64), moe_mm_token_type_ids=torch.tensor([[1] * 4 + [0] * 8]))
+    counts = {name: sum(v.values()) for name, v in counter.get_flop_counts().items()}
+    mlp = "Ernie4_5_VLMoeTextModel.layers.1.mlp."
+    theirs = {
+        "ffn.router": counts[mlp + "text_moe.gate"],
+        "ffn.experts": counts[mlp + "text_moe.experts"],
+        "ffn.vision_router": counts[mlp + "vision_moe.gate"],
+        "ffn.vision_experts": counts[mlp + "vision_moe.experts"],
+    }
+    assert theirs == mixture_flops(with_image(tmp_path), 12)
+
+
+@pytest.mark.torch
+def test_reference_runs_image_tokens_through_the_vision_mixture(tmp_path):
+    """verify with the image: the reference module sends the image's 4 positions through the vision mixture, every
+    component's parameters and FLOPs as counted."""
+    from ffncalc.analysis.verify import verify
+
+    report = verify(with_image(tmp_path), seq_len=12)
+    assert report.ok, report.failures
+    checks = {c.component: c for c in report.checks if c.layers == (1, 2)}
+    assert checks["ffn.vision_experts.gate.weight"].torch_flops == 2 * 4 * 2 * 64 * 16
+    assert checks["ffn.experts.gate.weight"].torch_flops == 2 * 8 * 2 * 64 * 32
 
 
 def test_resampler_by_hand():
