@@ -51,6 +51,7 @@ def count(
     recompute: str = "none",
     per_layer: bool = False,
     as_family: str | None = None,
+    text_only: bool = False,
     images: int | None = None,
     image_size: int | None = None,
     audio_seconds: int | None = None,
@@ -65,9 +66,10 @@ def count(
 ) -> Count | CheckpointCount:
     """Parameters and FLOPs of every component of a model (a ``Model``, or what ``load`` reads): a ``Count``. A
     checkpoint (.safetensors, a folder of shards, .gguf, ORG/NAME[@REVISION]) is counted by its stored tensors
-    against its config.json: a ``CheckpointCount``. ``images``: images a sequence, their tower's work in the FLOPs per
-    token; ``image_size``: their pixels a side (default: the tower's); ``audio_seconds``: audio a sequence, its tower's
-    work in the FLOPs per token. With ``lora=R`` the count lists the adapters peft builds (``lora_targets``, ``dora``,
+    against its config.json: a ``CheckpointCount``. ``text_only``: a multimodal model's language model alone, as its
+    text-only class builds it (a config.json's wrapper read by its text_config; a spec without its towers).
+    ``images``: images a sequence, their tower's work in the FLOPs per token; ``image_size``: their pixels a side
+    (default: the tower's); ``audio_seconds``: audio a sequence, its tower's work in the FLOPs per token. With ``lora=R`` the count lists the adapters peft builds (``lora_targets``, ``dora``,
     ``lora_modules_to_save``; ``lora_alpha`` and ``rslora`` change no count) and the parameters they train."""
     tune = tuning(
         lora,
@@ -94,6 +96,7 @@ def count(
                 "--convention": convention != DEFAULT,
                 "--recompute": recompute != "none",
                 "--per-layer": per_layer,
+                "--text-only": bool(text_only),
                 "--images": images is not None,
                 "--image-size": image_size is not None,
                 "--audio-seconds": audio_seconds is not None,
@@ -101,7 +104,8 @@ def count(
             return CheckpointCount(measure(ref, as_family, tuple(k for k, v in given.items() if v)))
     from ..analysis.count import tally
 
-    m = with_inputs(resolve(model, as_family), images=images, image_size=image_size, audio_seconds=audio_seconds)
+    o.flag_value("text_only", text_only)
+    m = with_inputs(resolve(model, as_family, text_only), images=images, image_size=image_size, audio_seconds=audio_seconds)
     m.stack.check_seq_len(seq_len, m.label)
     t = tally(
         m.stack,
@@ -523,6 +527,7 @@ def train(
     kbit_fp32: bool | None = None,
     adapter_dtype: str | None = None,
     source_len: int | None = None,
+    text_only: bool = False,
     images: int | None = None,
     image_size: int | None = None,
 ) -> Plan:
@@ -568,7 +573,8 @@ def train(
     o.number("reserve", reserve, 0, 0.99, above=False)
     o.number("goodput", goodput, 0, 1)
     o.whole("source_len", source_len)
-    m = with_inputs(planned(resolve(model), "train"), images=images, image_size=image_size)
+    o.flag_value("text_only", text_only)
+    m = with_inputs(planned(resolve(model, text_only=text_only), "train"), images=images, image_size=image_size)
     m, source = sourced(m, source_len, seq_len or m.stack.context_length)
     hw = table.by_key(hardware, hardware_file) if hardware else None
     tune = tuning(lora, _lora_options(locals()))
@@ -593,7 +599,7 @@ def train(
             Device(hw, tflops=tflops, mfu=mfu, kernel_mfu=kernel_mfu, reserve=reserve),
             tune,
         )
-        return Plan(finetuned, "train")
+        return Plan(alone(finetuned, m, text_only), "train")
     answer = plan_training(
         m.stack,
         m.label,
@@ -635,7 +641,7 @@ def train(
         Device(hw, tflops=tflops, mfu=mfu, kernel_mfu=kernel_mfu, reserve=reserve),
     )
     source_note(answer, source, source_len)
-    return Plan(answer, "train")
+    return Plan(alone(answer, m, text_only), "train")
 
 
 def _names(name: str, value: Any) -> tuple[str, ...]:
@@ -726,6 +732,14 @@ def source_note(plan: Any, source: int, given: int | None) -> None:
             f"source: {source:,} tokens the encoder runs over once a sequence"
             + (" (--source-len)" if given else " (without --source-len: as long as the sequence, or the encoder's fixed window)")
         )
+
+
+def alone(answer, m: Model, text_only: bool):
+    """A plan of a model's language model alone (--text-only) says so, in its inputs and its notes."""
+    if text_only:
+        answer.inputs["text_only"] = True
+        answer.notes.append(m.stack.notes[-1])
+    return answer
 
 
 def planned(m: Model, command: str) -> Model:
@@ -858,6 +872,7 @@ def infer(
     draft_model: Model | Source | None = None,
     decode: str = InferenceRun.decode,
     prefill: str = InferenceRun.prefill,
+    text_only: bool = False,
     images: int | None = None,
     image_size: int | None = None,
     audio_seconds: int | None = None,
@@ -882,7 +897,10 @@ def infer(
     o.text("hardware", hardware)
     hw = table.by_key(hardware, hardware_file) if hardware else None
     formats, placement, dev, eng = _serving(locals(), hw)
-    m = with_inputs(generator(resolve(model), "infer"), images=images, image_size=image_size, audio_seconds=audio_seconds)
+    o.flag_value("text_only", text_only)
+    m = with_inputs(
+        generator(resolve(model, text_only=text_only), "infer"), images=images, image_size=image_size, audio_seconds=audio_seconds
+    )
     m, source = sourced(m, source_len, prompt)
     extra = sum(p.request_tokens() for p in m.stack.parts)  # the images' and the audio's tokens, prefilled and cached
     formats = _kept(model, formats)
@@ -916,7 +934,7 @@ def infer(
         given = " ".join(f"--{k} {v}" for k, v in (("images", images), ("audio-seconds", audio_seconds)) if v)
         planned.notes.append(f"{given}: {extra:,} prompt tokens beside the {prompt:,} of text, prefilled and cached")
     source_note(planned, source, source_len)
-    return Plan(planned, "infer")
+    return Plan(alone(planned, m, text_only), "infer")
 
 
 def fit(
@@ -960,6 +978,7 @@ def fit(
     double_quant: bool | None = None,
     kbit_fp32: bool | None = None,
     adapter_dtype: str | None = None,
+    text_only: bool = False,
     images: int | None = None,
     image_size: int | None = None,
     audio_seconds: int | None = None,
@@ -993,14 +1012,18 @@ def fit(
         media = next((k for k, v in (("images", images), ("audio_seconds", audio_seconds)) if v), None)
         if media:
             raise OptionError(f"{o.flag(media)}: fine-tuning plans count text sequences; with --lora leave it out", field=media)
-        m = planned(resolve(model), "fit")
+        o.flag_value("text_only", text_only)
+        m = planned(resolve(model, text_only=text_only), "fit")
         step = Step(seq_len=context or FINETUNE_CONTEXT, micro_batch=batch, recompute="full")
         o.whole("gpus", gpus)
         layout = Layout(gpus=gpus, dp=gpus, zero=3) if gpus > 1 else Layout()  # more than one: FSDP; else the fewest
         answer = plan_finetune(m.stack, m.label, None, step, layout, Device(hw, tflops=tflops, reserve=reserve or 0.0), tune)
-        return Plan(answer, "fit")
+        return Plan(alone(answer, m, text_only), "fit")
     formats, placement, dev, eng = _serving(locals(), hw)
-    m = with_inputs(generator(resolve(model), "fit"), images=images, image_size=image_size, audio_seconds=audio_seconds)
+    o.flag_value("text_only", text_only)
+    m = with_inputs(
+        generator(resolve(model, text_only=text_only), "fit"), images=images, image_size=image_size, audio_seconds=audio_seconds
+    )
     m, source = sourced(m, source_len, context or m.context_length)
     extra = sum(p.request_tokens() for p in m.stack.parts)  # the images' and the audio's tokens, held in the cache
     formats = _kept(model, formats)
@@ -1014,4 +1037,4 @@ def fit(
         given = " ".join(f"--{k} {v}" for k, v in (("images", images), ("audio-seconds", audio_seconds)) if v)
         text = f"beside {context:,} of text" if context else f"within the {held:,} of the context"
         answer.notes.append(f"{given}: {extra:,} tokens a sequence {text}, held in the KV cache")
-    return Plan(answer, "fit")
+    return Plan(alone(answer, m, text_only), "fit")

@@ -154,14 +154,14 @@ def load(source: Model | Source, *, as_family: str | None = None) -> Model:
     return resolve(ref, as_family)
 
 
-def resolve(source: Model | Source, as_family: str | None = None) -> Model:
+def resolve(source: Model | Source, as_family: str | None = None, text_only: bool = False) -> Model:
     """A model given to a question: a ``Model`` as it is, else read as the command line reads its MODEL argument
-    (a preset, a spec file or a config.json)."""
-    if isinstance(source, Model):
-        return source
+    (a preset, a spec file or a config.json); ``text_only``: its language model alone (--text-only)."""
     from ..sources import presets
 
-    label, stack = presets.load(reference(source), as_family)
+    if isinstance(source, Model):
+        return Model(source.label, presets.without_towers(source.stack, source.label)) if text_only else source
+    label, stack = presets.load(reference(source), as_family, text_only=text_only)
     return Model(label, stack)
 
 

@@ -47,6 +47,9 @@ HELP = "Exact parameter and FLOP counts for transformer language models, compone
 IMAGES = opt(
     None, "--images", min=0, max=65_536, help="Images a sequence (a vision tower's work in the FLOPs; infer and fit: each request's)."
 )
+TEXT_ONLY = opt(
+    False, "--text-only", help="A multimodal model's language model alone, as its text-only class builds it (no towers)."
+)
 IMAGE_SIZE = opt(None, "--image-size", min=1, max=65_536, help="Pixels a side of each image (default: the tower's).")
 AUDIO_SECONDS = opt(
     None, "--audio-seconds", min=0, max=65_536, help="Seconds of audio a sequence (an audio tower's work; infer and fit: a request's)."
@@ -111,6 +114,7 @@ def count(
     recompute: str = opt("none", "--recompute", choices=RecomputeName, help="Activation recomputation in a training step."),
     per_layer: bool = opt(False, "--per-layer", help="One block of rows per run of identical layers."),
     as_family: Optional[str] = opt(None, "--as", help="Read a config.json as this model_type (ffncalc families)."),
+    text_only: bool = TEXT_ONLY,
     images: Optional[int] = IMAGES,
     image_size: Optional[int] = IMAGE_SIZE,
     audio_seconds: Optional[int] = AUDIO_SECONDS,
@@ -136,6 +140,7 @@ def count(
             recompute=recompute,
             per_layer=per_layer,
             as_family=as_family,
+            text_only=text_only,
             images=images,
             image_size=image_size,
             audio_seconds=audio_seconds,
@@ -614,6 +619,7 @@ def train(
     kbit_fp32: bool = KBIT_FP32,
     adapter_dtype: Optional[str] = ADAPTER_DTYPE,
     source_len: Optional[int] = SOURCE_LEN,
+    text_only: bool = TEXT_ONLY,
     images: Optional[int] = IMAGES,
     image_size: Optional[int] = IMAGE_SIZE,
     output: Output = None,
@@ -655,6 +661,7 @@ def train(
         mtp=mtp,
         min_gpus=min_gpus,
         source_len=source_len,
+        text_only=text_only,
         images=images,
         image_size=image_size,
         fastest=fastest,
@@ -814,6 +821,7 @@ def infer(
     prefill: str = opt(
         InferenceRun.prefill, "--prefill", choices=DecodeForm, help="Latent attention prefilled expanded (as in training) or absorbed."
     ),
+    text_only: bool = TEXT_ONLY,
     images: Optional[int] = IMAGES,
     image_size: Optional[int] = IMAGE_SIZE,
     audio_seconds: Optional[int] = AUDIO_SECONDS,
@@ -866,6 +874,7 @@ def infer(
         draft_model=draft_model,
         decode=decode,
         prefill=prefill,
+        text_only=text_only,
         images=images,
         image_size=image_size,
         audio_seconds=audio_seconds,
@@ -928,6 +937,7 @@ def fit(
     double_quant: Optional[bool] = DOUBLE_QUANT,
     kbit_fp32: bool = KBIT_FP32,
     adapter_dtype: Optional[str] = ADAPTER_DTYPE,
+    text_only: bool = TEXT_ONLY,
     images: Optional[int] = IMAGES,
     image_size: Optional[int] = IMAGE_SIZE,
     audio_seconds: Optional[int] = AUDIO_SECONDS,
@@ -965,6 +975,7 @@ def fit(
         tflops=tflops,
         cpu_gbs=cpu_gbs,
         wired_limit_gib=wired_limit_gib,
+        text_only=text_only,
         images=images,
         image_size=image_size,
         audio_seconds=audio_seconds,

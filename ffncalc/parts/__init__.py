@@ -126,6 +126,9 @@ class Part:
         return layers
 
     count_note: ClassVar[str | None] = None  # what a count must say about its figures, if anything
+    # a tower or a generator beside the language model (an image's, audio's or protein's encoder, a talker, an action
+    # expert): what a text-only class (--text-only) leaves out
+    beside: ClassVar[bool] = False
 
     # --- what a request brings beside its tokens ----------------------------------------------------------------
     takes: ClassVar[tuple[str, ...]] = ()  # the per-request inputs it reads, by option name (images, image_size)

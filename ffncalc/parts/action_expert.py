@@ -42,6 +42,7 @@ PREFIX = "action_expert."
 @dataclass(frozen=True)
 class ActionExpert(Part):
     key = "action_expert"
+    beside = True
     order = 46
     summary = "π0's action expert: Gemma layers over a state and a chunk of actions, attending to the prefix's cache"
 

@@ -51,6 +51,7 @@ FRAMES_A_SECOND = 100  # Whisper's feature extractor: a hop of 160 samples at 16
 @dataclass(frozen=True)
 class Audio(Part):
     key = "audio"
+    beside = True
     order = 4
     summary = (
         "an audio tower (Whisper's encoder) over log-mel frames and the projector into the model's tokens (Qwen2-Audio, "

@@ -19,6 +19,7 @@ from . import Part, register
 @dataclass(frozen=True)
 class AudioCodes(Part):
     key = "audio_codes"
+    beside = True
     prefix = "audio"
     order = 4
     summary = "an audio tower of quantised log-mel frames: codebook tables summed a frame, an RMSNorm (Inkling)"

@@ -34,6 +34,7 @@ from . import Part, register
 @dataclass(frozen=True)
 class Codec(Part):
     key = "codec"
+    beside = True
     order = 45
     summary = "an audio codec held beside the layers, which a forward over tokens does not run (Kyutai's Mimi)"
 

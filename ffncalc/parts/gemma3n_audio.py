@@ -93,6 +93,7 @@ def embedder_module(width: int, d_model: int, vocab: int):
 @dataclass(frozen=True)
 class Gemma3nAudio(Part):
     key = "gemma3n_audio"
+    beside = True
     prefix = "audio"
     order = 4
     summary = (

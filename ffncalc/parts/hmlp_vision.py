@@ -62,6 +62,7 @@ def scales(frames: int, patch: int, layers: int, channels: int) -> list[tuple[in
 @dataclass(frozen=True)
 class HmlpVision(Vision):
     key = "hmlp_vision"
+    beside = True
     prefix = "vision"
     summary = "Inkling's vision tower: a hierarchical MLP over each patch's pixels, a token a patch"
 

@@ -39,6 +39,7 @@ TOWER = ("patch", "tower", "image")  # what a crop's run of the tower runs over 
 @dataclass(frozen=True)
 class Molmo2Vision(Vision):
     key = "molmo2_vision"
+    beside = True
     prefix = "vision"
     summary = "Molmo 2's vision tower over an image's overlapping crops and its adapter pooling 2 × 2 windows"
 

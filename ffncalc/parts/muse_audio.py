@@ -38,6 +38,7 @@ BARE = Norm(kind="rmsnorm", affine=False)
 @dataclass(frozen=True)
 class MuseAudio(Part):
     key = "muse_spark_audio"
+    beside = True
     prefix = "audio"
     order = 4
     summary = "MUSE Spark's causal convolutional pyramid over 24 kHz samples, a token per 1,920 (MuseSparkAudioModel)"

@@ -16,6 +16,7 @@ from . import Part, register
 @dataclass(frozen=True)
 class PatchStem(Part):
     key = "patch_stem"
+    beside = True
     order = 3
     summary = "an image patch stem beside the token table, its parameters alone (NeoMME)"
     count_note = (

@@ -37,6 +37,7 @@ from .audio import FRAMES_A_SECOND, Audio, _halved
 @dataclass(frozen=True)
 class Phi4Audio(Audio):
     key = "phi4_audio"
+    beside = True
     prefix = "audio"
     summary = "Phi-4-multimodal's audio encoder: NeMo's striding convolutions, Conformer layers, a relative bias table"
 

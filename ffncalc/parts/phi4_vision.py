@@ -32,6 +32,7 @@ TOWER = ("patch", "tower", "image")  # what a crop's run of the tower runs over 
 @dataclass(frozen=True)
 class Phi4Vision(Vision):
     key = "phi4_vision"
+    beside = True
     prefix = "vision"
     summary = "Phi-4-multimodal's vision tower over an image's crops and the HD transform's tokens into the projector"
 

@@ -41,6 +41,7 @@ PROTEIN_LENGTH = 1024  # EvollaProcessor's protein_max_length
 @dataclass(frozen=True)
 class Protein(Part):
     key = KEY  # its modules' and terms' names (protein.encoder, protein.adapter), its adapters' beside its encoder's
+    beside = True
     order = 6
     summary = "a protein encoder and resampler whose latents adapters in the decoder's layers cross-attend (Evolla)"
     takes = ("source_len",)  # the protein's tokens a sequence

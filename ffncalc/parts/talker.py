@@ -31,6 +31,7 @@ from . import Part, register
 @dataclass(frozen=True)
 class Talker(Part):
     key = "talker"
+    beside = True
     order = 46
     summary = "a speech talker held beside the layers, a second language model writing codec tokens (Qwen2.5-Omni)"
 

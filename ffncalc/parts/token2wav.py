@@ -46,6 +46,7 @@ FREQUENCIES = 256  # DiTTimestepEmbedding's freq_embed_dim: the sinusoidal embed
 @dataclass(frozen=True)
 class Token2Wav(Part):
     key = "token2wav"
+    beside = True
     order = 47
     summary = "a codec-to-waveform model held beside the layers: a DiT and BigVGAN (Qwen2.5-Omni's token2wav)"
     count_note = (

@@ -48,6 +48,7 @@ ENCODERS = ("acoustic", "semantic")
 @dataclass(frozen=True)
 class VibeVoiceAudio(Part):
     key = "vibevoice_audio"
+    beside = True
     prefix = "audio"
     order = 4
     summary = (

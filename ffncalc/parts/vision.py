@@ -53,6 +53,7 @@ def image_term_flops(t, n: int) -> tuple[int, int]:
 @dataclass(frozen=True)
 class Vision(Part):
     key = "vision"
+    beside = True
     order = 3
     summary = "a vision tower (ViT: CLIP, SigLIP) over an image's patches and the projector into the model's tokens (LLaVA, Gemma 3)"
 

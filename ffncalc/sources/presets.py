@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
 
@@ -54,9 +55,9 @@ def text(name: str) -> str:
     return _folder().joinpath(f"{canonical(name)}.yaml").read_text(encoding="utf-8")
 
 
-def load(ref: str, as_family: str | None = None) -> tuple[str, Model]:
+def load(ref: str, as_family: str | None = None, *, text_only: bool = False) -> tuple[str, Model]:
     """A preset name, alias, spec file path, or Hugging Face config.json (or its folder) -> (label, spec);
-    ``as_family`` reads a config.json as that model_type."""
+    ``as_family`` reads a config.json as that model_type; ``text_only``: its language model alone (``without_towers``)."""
     from . import check_name, hf
 
     check_name(ref)
@@ -65,13 +66,38 @@ def load(ref: str, as_family: str | None = None) -> tuple[str, Model]:
     if ref.endswith((".safetensors", ".gguf")) and not Path(ref).exists():
         raise InputError(f"{ref}: no such file")
     if hf.is_hf_config(ref) or Path(ref).is_dir() or ref.endswith(".json") and Path(ref).is_file():
-        return hf.load(ref, as_family)  # a .json is a config.json, whose model_type names its family
+        label, spec = hf.load(ref, as_family)  # a .json is a config.json, whose model_type names its family
+        if not text_only:
+            return label, spec
+        note = without_towers(spec, label).notes[-1]  # refused where there is no tower to leave out
+        # a wrapper's language model as its text-only class builds it (its head tied by its text_config)
+        text = without_towers(hf.load(ref, as_family, text=True)[1], label, strict=False)
+        return label, text if note in text.notes else replace(text, notes=(*text.notes, note))
     if as_family is not None:
         raise InputError(f"--as {as_family}: only a Hugging Face config.json is read as a family; {ref} is not one")
     path = Path(ref)
     if path.exists() or ref.endswith(SPEC_SUFFIXES) or "/" in ref or "\\" in ref:
-        return path.stem, load_spec(path)
-    return shipped(ref)
+        label, spec = path.stem, load_spec(path)
+    else:
+        label, spec = shipped(ref)
+    return (label, without_towers(spec, label)) if text_only else (label, spec)
+
+
+def without_towers(spec: Model, label: str, strict: bool = True) -> Model:
+    """``spec``'s language model alone: without the towers and generators beside it (``Part.beside``: its vision and
+    audio towers with their projectors, a talker…), its head tied as it states. ``strict``: refused where there is
+    none to leave out."""
+    from ..errors import OptionError
+
+    beside = [p for p in spec.parts if p.beside]
+    if not beside:
+        if strict:
+            raise OptionError(f"--text-only: {label} is a language model alone, with no tower beside it", field="text_only")
+        return spec
+    gone = {p.note(spec) for p in beside}
+    note = "text only: the language model alone, without " + " and ".join(p.key.replace("_", " ") for p in beside)
+    notes = tuple(n for n in spec.notes if n not in gone) + (note,)
+    return replace(spec, parts=tuple(p for p in spec.parts if not p.beside), notes=notes)
 
 
 def shipped(ref: str) -> tuple[str, Model]:
