@@ -18,7 +18,8 @@ moe_intermediate_size m, shared_expert_intermediate_size s, vocab_size V and att
   layer whatever mlp_only_layers says, Qwen3OmniMoeTalkerTextSparseMoeBlock: the router (E × h), E experts (gate_up_proj
   2m × h, down_proj h × m), the shared expert (gate_proj, up_proj h → s, down_proj s → h) and shared_expert_gate
   (Linear(h, 1)), all without biases; two RMSNorms of h;
-- ``model.norm``: an RMSNorm of h; ``codec_head``: Linear(h, V) without a bias;
+- ``model.norm``: an RMSNorm of h; ``codec_head``: Linear(h, V) without a bias, tied to the codec table where the
+  talker config's tie_word_embeddings says (its _tied_weights_keys);
 - ``code_predictor`` (Qwen3OmniMoeTalkerCodePredictorModelForConditionalGeneration) at its code_predictor_config
   (hidden_size c, num_hidden_layers n, num_attention_heads b, num_key_value_heads j, head_dim e, intermediate_size f,
   vocab_size W, num_code_groups G): n Qwen3 layers (q, k, v, o, q_norm and k_norm as above; gate, up and down without
@@ -60,6 +61,7 @@ class MoeTalker(Part):
     expert_intermediate: Positive = 384
     shared_intermediate: Positive = 2048
     vocab: Positive = 3072
+    tied: bool = False  # the talker config's tie_word_embeddings: codec_head shares the codec table
     predictor_width: Positive = 1024
     predictor_layers: NonNegative = 5
     predictor_heads: Positive = 16
@@ -90,7 +92,7 @@ class MoeTalker(Part):
             "talker.layers.mlp": self.layers * moe,
             "talker.layers.norms": self.layers * 2 * h,
             "talker.norm": h,
-            "talker.codec_head": h * self.vocab,
+            "talker.codec_head": 0 if self.tied else h * self.vocab,
             "talker.code_predictor.layers.self_attn": self.predictor_layers
             * self.attention(c, self.predictor_heads, self.predictor_kv_heads, self.predictor_head_dim, self.predictor_bias),
             "talker.code_predictor.layers.mlp": self.predictor_layers * 3 * c * self.predictor_intermediate,

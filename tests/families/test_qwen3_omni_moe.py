@@ -163,6 +163,17 @@ def test_without_audio_output_the_class_is_its_thinker(tmp_path):
     assert tally(hf.load(path)[1]).params == sum(n for _, n in recorded()) - held
 
 
+def test_a_tied_talker_shares_its_codec_table(tmp_path):
+    """The talker config's tie_word_embeddings true: Qwen3OmniMoeTalkerForConditionalGeneration's _tied_weights_keys tie
+    codec_head to model.codec_embedding, 1,024 × 3,072 parameters fewer."""
+    data = json.loads(CONFIG.read_text())
+    data["talker_config"]["tie_word_embeddings"] = True
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(data))
+    assert tally(hf.load(path)[1]).params == sum(n for _, n in recorded()) - 1024 * 3072
+    assert "codec_head" not in ours("talker.", path)
+
+
 @pytest.mark.parametrize(
     ("edit", "words"),
     [
@@ -170,6 +181,7 @@ def test_without_audio_output_the_class_is_its_thinker(tmp_path):
         (lambda d: d.update(talker_config=3), "talker_config: expected an object"),
         (lambda d: d["code2wav_config"].update(upsample_rates="x"), "upsample_rates"),
         (lambda d: d.update(enable_audio_output="yes"), "enable_audio_output"),
+        (lambda d: d["talker_config"]["code_predictor_config"].update(tie_word_embeddings=True), "tie_word_embeddings"),
     ],
 )
 def test_bad_sub_configs_are_one_line_naming_the_field(tmp_path, cli, edit, words):

@@ -140,10 +140,16 @@ def moe_talker(t: Config, text: Config, predictor: Config) -> dict:
     """Qwen3OmniMoeTalkerConfig's, its text_config's (Qwen3OmniMoeTalkerTextConfig) and its code_predictor_config's
     (Qwen3OmniMoeTalkerCodePredictorConfig) keys, their classes' defaults where absent: parts/moe_talker.py's fields.
     The text config's head_dim is hidden_size // num_attention_heads where unstated (its class declares none, the
-    attention reads it by getattr); its shared_expert_intermediate_size has no default, and every layer reads it."""
+    attention reads it by getattr); its shared_expert_intermediate_size has no default, and every layer reads it. The
+    talker config's tie_word_embeddings ties codec_head to the codec table, as transformers ties it."""
     width, heads = text.int("hidden_size", 1024), text.int("num_attention_heads", 16)
     predictor_heads = predictor.int("num_attention_heads", 16)
     experts = "num_local_experts" if text.has("num_local_experts") else "num_experts"  # the class's attribute_map
+    if predictor.bool("tie_word_embeddings", False):  # its _tied_weights_keys name a table it does not have
+        raise predictor.fail(
+            "tie_word_embeddings",
+            "true ties the code predictor's lm_head to a model.embed_tokens it does not have (transformers cannot build it)",
+        )
     return {
         "width": width,
         "thinker_width": t.int("thinker_hidden_size", 2048),
@@ -158,6 +164,7 @@ def moe_talker(t: Config, text: Config, predictor: Config) -> dict:
         "expert_intermediate": text.int("moe_intermediate_size", 384),
         "shared_intermediate": text.int("shared_expert_intermediate_size"),
         "vocab": text.int("vocab_size", 3072),
+        "tied": t.bool("tie_word_embeddings", False),
         "predictor_width": predictor.int("hidden_size", 1024),
         "predictor_layers": predictor.int("num_hidden_layers", 5),
         "predictor_heads": predictor_heads,
