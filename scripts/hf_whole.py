@@ -236,6 +236,12 @@ REPAIRS = {
     # Granite Vision 4.1's "4/8" (4 × 4 queries a window of 8 × 8 patches) and its four [vision layer, text layer] pairs
     "granite4_vision": {"downsample_rate": "4/8", "deepstack_layer_map": [[-19, 9], [-13, 6], [-7, 3], [-1, 0]]},
     "emu3": {"vocabulary_map": {}},
+    # Qwen3OmniMoeTalkerTextConfig declares no shared_expert_intermediate_size, which every talker layer's
+    # Qwen3OmniMoeTalkerTextSparseMoeBlock reads for its shared expert, and Qwen3OmniMoeTalkerConfig no
+    # spatial_merge_size, which Qwen3OmniMoeTalkerForConditionalGeneration.__init__ reads: the released
+    # Qwen3-Omni-30B-A3B's 768 and 2 (tests/hf_whole/public/qwen3-omni-30b-a3b-instruct.json), the two keys without
+    # which the class cannot be built (spatial_merge_size sizes no parameter)
+    "qwen3_omni_moe": {"talker_config": {"spatial_merge_size": 2, "text_config": {"shared_expert_intermediate_size": 768}}},
 }
 
 

@@ -71,6 +71,8 @@ MODULES = (
     "codec",
     "talker",
     "token2wav",
+    "moe_talker",
+    "code2wav",
     "ada_norm",
     "perceiver",
     "patch_stem",

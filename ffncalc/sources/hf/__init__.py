@@ -142,7 +142,10 @@ FLAT_TEXT = frozenset({"qwen2_vl", "qwen2_5_vl", "git", "phi4_multimodal", "idef
 
 # Wrappers whose language model lies in a sub-config that holds it as a wrapper of its own: the key and that
 # sub-config's model_type (Qwen2_5OmniConfig: the thinker's text_config, beside its talker_config and token2wav_config)
-NESTED_TEXT = {"qwen2_5_omni": ("thinker_config", "qwen2_5_omni_thinker")}
+NESTED_TEXT = {
+    "qwen2_5_omni": ("thinker_config", "qwen2_5_omni_thinker"),
+    "qwen3_omni_moe": ("thinker_config", "qwen3_omni_moe_thinker"),
+}
 
 
 def language_model(c: Config) -> Config:

@@ -755,8 +755,9 @@ WRAPPED_TEXT = {
 # (tests/hf_whole records its error): why.
 WHOLE_REFUSED_AT_DEFAULTS = {
     "diffusion_gemma": "a default size of its vision tower is None",
-    "qwen3_omni_moe": "its talker's text config lacks the shared_expert_intermediate_size its layers read",
 }
+# (Qwen3-Omni's defaults are recorded at their smallest repair, scripts/hf_whole.py REPAIRS: its talker's text config
+# lacks the shared_expert_intermediate_size its layers read, and its talker config the spatial_merge_size its class reads)
 
 
 # Language models read by a family of their own that only a whole class builds (no causal-LM class, no public config of
@@ -801,8 +802,6 @@ SELF_TEXT = ("git", "phi4_multimodal", "idefics", "chameleon", "udop", "evolla")
 # Image-text and multimodal-LM types not read whole yet whose class builds more than a tower and a projector beside a
 # language model: what counting it needs (``ffncalc families``; the rest say their towers and projector are not read)
 WHOLE_NOT_YET = {
-    "qwen3_omni_moe": "its talker and code2wav beside the thinker (qwen3_omni_moe_thinker, read whole); transformers refuses "
-    "its defaults",
     "diffusion_gemma": "a block-diffusion encoder and decoder of Gemma 4's layers with self-conditioning",
 }
 
@@ -829,6 +828,7 @@ WHOLE_PROVEN_ON = {
     "mistral3": ("black-forest-labs/FLUX.2-dev (its text encoder, Mistral Small 3.2 24B)",),
     "qwen2_5_vl": ("DiffSynth-Studio/Nexus-GenV2 (Qwen2.5-VL-7B's layout, saved flat)",),
     "qwen2_audio": ("Qwen/Qwen2-Audio-7B",),
+    "qwen3_omni_moe": ("Qwen/Qwen3-Omni-30B-A3B-Instruct",),
     "vision-encoder-decoder": ("a ViT-GPT2 captioner, nlpconnect/vit-gpt2-image-captioning's composition",),
 }
 

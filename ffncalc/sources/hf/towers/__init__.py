@@ -36,7 +36,7 @@ MODULES += ("hunyuan_vl",)  # HunyuanOCR: its SigLIP-form tower and convolutiona
 MODULES += ("gemma3n",)  # Gemma 3n: its MobileNetV5 and audio towers and their embedders
 MODULES += ("vqvae",)  # Chameleon: its VQ-VAE image tokenizer
 MODULES += ("molmo2",)  # Molmo 2: its SigLIP-form tower over overlapping crops and its window-pooling adapter
-MODULES += ("qwen_omni",)  # Qwen2.5-Omni: its thinker, talker and token2wav
+MODULES += ("qwen_omni",)  # Qwen2.5-Omni and Qwen3-Omni: their thinker, talker and token2wav or code2wav
 MODULES += ("granite4_vision",)  # Granite 4 Vision: LLaVA-NeXT's layout, Window Q-Former projectors
 MODULES += ("pi0",)  # π0: its PaliGemma and its Gemma action expert
 MODULES += ("evolla",)  # Evolla: its protein encoder and resampler, cross-attended by adapters in its decoder
@@ -92,7 +92,7 @@ def component(path: str, tower: str = "vision") -> str | None:
     from .vqvae import vqvae_component
     from .whisper import audio_component
 
-    held = held_component(path)  # Qwen2.5-Omni's talker and token2wav
+    held = held_component(path)  # Qwen2.5-Omni's talker and token2wav, Qwen3-Omni's talker and code2wav
     if held is not None:
         return held
     if tower == "protein":  # Evolla's protein encoder and resampler; its adapters are the language model's
@@ -151,9 +151,10 @@ def component(path: str, tower: str = "vision") -> str | None:
 
 
 # the components a whole model's parameters are held against by their modules' names (verify --hf, checkpoints): its
-# towers' and projectors', and the parts held beside them (Qwen2.5-Omni's talker and token2wav, π0's action expert,
+# towers' and projectors', and the parts held beside them (Qwen2.5-Omni's talker and token2wav, Qwen3-Omni's talker and
+# code2wav, π0's action expert,
 # Evolla's protein path); the rest is its language model's
-NAMED = ("vision.", "audio.", "talker.", "token2wav.", "action_expert.", "protein.")
+NAMED = ("vision.", "audio.", "talker.", "token2wav.", "code2wav.", "action_expert.", "protein.")
 
 
 def indexed(path: str, tower: str | None) -> bool:

@@ -1,6 +1,8 @@
-"""Qwen2.5-Omni read whole (Qwen2_5OmniForConditionalGeneration): its thinker (the language model, vision and audio
-towers, read as qwen2_5_omni_thinker: audio_lm.py), its talker (parts/talker.py) and its token2wav (parts/token2wav.py),
-each from its own sub-config as transformers 5.23's configuration classes read them."""
+"""Qwen2.5-Omni and Qwen3-Omni read whole (Qwen2_5OmniForConditionalGeneration, Qwen3OmniMoeForConditionalGeneration):
+their thinker (the language model, vision and audio towers, read as qwen2_5_omni_thinker and qwen3_omni_moe_thinker:
+audio_lm.py), Qwen2.5-Omni's talker (parts/talker.py) and token2wav (parts/token2wav.py), Qwen3-Omni's talker
+(parts/moe_talker.py) and code2wav (parts/code2wav.py), each from its own sub-config as transformers 5.23's
+configuration classes read them."""
 
 from __future__ import annotations
 
@@ -9,7 +11,8 @@ import re
 from ..config import Config
 from . import sub_config, wrapper
 
-# the whole class's modules of its talker and token2wav -> their components (parts/talker.py, parts/token2wav.py)
+# the whole class's modules of its talker and token2wav (code2wav) -> their components (parts/talker.py,
+# parts/token2wav.py; parts/moe_talker.py, parts/code2wav.py)
 HELD_NAMES = (
     (re.compile(r"talker\.(thinker_to_talker_proj|codec_head)\."), "talker.{}"),
     (re.compile(r"talker\.model\.(embed_tokens|norm)\."), "talker.{}"),
@@ -22,13 +25,30 @@ HELD_NAMES = (
         "token2wav.dit.{}",
     ),
     (re.compile(r"token2wav\.code2wav_bigvgan_model\.(conv_pre|ups|resblocks|activation_post|conv_post)\."), "token2wav.bigvgan.{}"),
+    # Qwen3-Omni's talker (its layers named as Qwen2.5-Omni's above) and code2wav
+    (re.compile(r"talker\.(text_projection|hidden_projection)\."), "talker.{}"),
+    (re.compile(r"talker\.model\.(codec_embedding)\."), "talker.{}"),
+    (re.compile(r"talker\.code_predictor\.model\.layers\.\d+\.(self_attn|mlp)\."), "talker.code_predictor.layers.{}"),
+    (re.compile(r"talker\.code_predictor\.model\.layers\.\d+\.\w*layernorm\."), "talker.code_predictor.layers.norms"),
+    (re.compile(r"talker\.code_predictor\.model\.(norm|codec_embedding)\."), "talker.code_predictor.{}"),
+    (re.compile(r"talker\.code_predictor\.(lm_head)\."), "talker.code_predictor.{}"),
+    (re.compile(r"code2wav\.(code_embedding)\."), "code2wav.{}"),
+    (re.compile(r"code2wav\.pre_transformer\.layers\.\d+\.(self_attn|mlp)\."), "code2wav.transformer.{}"),
+    (re.compile(r"code2wav\.pre_transformer\.layers\.\d+\.\w*layernorm\."), "code2wav.transformer.norms"),
+    (re.compile(r"code2wav\.pre_transformer\.layers\.\d+\.\w*layer_scale\."), "code2wav.transformer.layer_scale"),
+    (re.compile(r"code2wav\.pre_transformer\.(norm)\."), "code2wav.transformer.{}"),
+    (re.compile(r"code2wav\.upsample\.\d+\.0\."), "code2wav.upsample.convs"),
+    (re.compile(r"code2wav\.upsample\.\d+\.1\."), "code2wav.upsample.convnext"),
+    (re.compile(r"code2wav\.decoder\.\d+\.block\."), "code2wav.decoder.blocks"),
+    (re.compile(r"code2wav\.decoder\.\d+\.conv\."), "code2wav.decoder.convs"),
+    (re.compile(r"code2wav\.decoder\.\d+\.(alpha|beta)$"), "code2wav.decoder.activation_post"),
 )
 
 
 def held_component(path: str) -> str | None:
-    """A whole Qwen2.5-Omni's parameter in its talker or token2wav -> its component (one either holds but named here
-    by none: "(unmatched) …"), or None outside them."""
-    if not path.startswith(("talker.", "token2wav.")):
+    """A whole Qwen2.5-Omni's or Qwen3-Omni's parameter in its talker, token2wav or code2wav -> its component (one they
+    hold but named here by none: "(unmatched) …"), or None outside them."""
+    if not path.startswith(("talker.", "token2wav.", "code2wav.")):
         return None
     for pattern, name in HELD_NAMES:
         found = pattern.match(path)
@@ -114,3 +134,90 @@ def qwen2_5_omni(c: Config) -> dict:
 
 
 qwen2_5_omni.reads = ("thinker_config",)  # type: ignore[attr-defined]  # its text, audio and vision configs read above
+
+
+def moe_talker(t: Config, text: Config, predictor: Config) -> dict:
+    """Qwen3OmniMoeTalkerConfig's, its text_config's (Qwen3OmniMoeTalkerTextConfig) and its code_predictor_config's
+    (Qwen3OmniMoeTalkerCodePredictorConfig) keys, their classes' defaults where absent: parts/moe_talker.py's fields.
+    The text config's head_dim is hidden_size // num_attention_heads where unstated (its class declares none, the
+    attention reads it by getattr); its shared_expert_intermediate_size has no default, and every layer reads it. The
+    talker config's tie_word_embeddings ties codec_head to the codec table, as transformers ties it."""
+    width, heads = text.int("hidden_size", 1024), text.int("num_attention_heads", 16)
+    predictor_heads = predictor.int("num_attention_heads", 16)
+    experts = "num_local_experts" if text.has("num_local_experts") else "num_experts"  # the class's attribute_map
+    if predictor.bool("tie_word_embeddings", False):  # its _tied_weights_keys name a table it does not have
+        raise predictor.fail(
+            "tie_word_embeddings",
+            "true ties the code predictor's lm_head to a model.embed_tokens it does not have (transformers cannot build it)",
+        )
+    return {
+        "width": width,
+        "thinker_width": t.int("thinker_hidden_size", 2048),
+        "projection": text.int("intermediate_size", 2048),
+        "layers": text.int("num_hidden_layers", 20),
+        "heads": heads,
+        "kv_heads": text.int("num_key_value_heads", 2),
+        "head_dim": text.int("head_dim", width // heads),
+        "bias": text.bool("attention_bias", False),
+        "experts": text.int(experts, 128, positive=False),
+        "top_k": text.int("num_experts_per_tok", 8, positive=False),
+        "expert_intermediate": text.int("moe_intermediate_size", 384),
+        "shared_intermediate": text.int("shared_expert_intermediate_size"),
+        "vocab": text.int("vocab_size", 3072),
+        "tied": t.bool("tie_word_embeddings", False),
+        "predictor_width": predictor.int("hidden_size", 1024),
+        "predictor_layers": predictor.int("num_hidden_layers", 5),
+        "predictor_heads": predictor_heads,
+        "predictor_kv_heads": predictor.int("num_key_value_heads", predictor_heads),
+        "predictor_head_dim": predictor.int("head_dim", 128),
+        "predictor_intermediate": predictor.int("intermediate_size", 3072),
+        "predictor_bias": predictor.bool("attention_bias", False),
+        "predictor_vocab": predictor.int("vocab_size", 2048),
+        "code_groups": predictor.int("num_code_groups", 32),
+    }
+
+
+def code2wav(c: Config) -> dict:
+    """Qwen3OmniMoeCode2WavConfig's keys (its class's defaults where absent): parts/code2wav.py's fields. Its head_dim
+    is hidden_size // num_attention_heads where unstated (the class declares none)."""
+    width, heads = c.int("hidden_size", 1024), c.int("num_attention_heads", 16)
+    return {
+        "width": width,
+        "layers": c.int("num_hidden_layers", 8),
+        "heads": heads,
+        "kv_heads": c.int("num_key_value_heads", 16),
+        "head_dim": c.int("head_dim", width // heads),
+        "intermediate": c.int("intermediate_size", 3072),
+        "bias": c.bool("attention_bias", False),
+        "codebook": c.int("codebook_size", 2048),
+        "quantizers": c.int("num_quantizers", 16),
+        "upsampling_ratios": _ints(c, "upsampling_ratios", (2, 2)),
+        "upsample_rates": _ints(c, "upsample_rates", (8, 5, 4, 3)),
+        "decoder_dim": c.int("decoder_dim", 1536),
+    }
+
+
+@wrapper("qwen3_omni_moe")
+def qwen3_omni_moe(c: Config) -> dict:
+    """Qwen3OmniMoeForConditionalGeneration (Qwen Team 2025, Qwen3-Omni): the thinker
+    (Qwen3OmniMoeThinkerForConditionalGeneration: Qwen3-Omni's MoE language model, its Qwen3-VL-form vision tower and
+    its audio encoder, audio_lm.py), and where enable_audio_output is true (its default) the talker
+    (Qwen3OmniMoeTalkerForConditionalGeneration, with its code predictor) and code2wav (Qwen3OmniMoeCode2Wav), which
+    the class builds only then."""
+    from .audio_lm import qwen3_omni_moe_thinker
+
+    def nested(outer: Config, key: str, model_type: str) -> Config:  # released files state an empty model_type
+        return sub_config(outer, key, {None: model_type, "": model_type})  # type: ignore[dict-item]
+
+    thinker = nested(c, "thinker_config", "qwen3_omni_moe_thinker")
+    spec = qwen3_omni_moe_thinker(thinker)
+    if not c.bool("enable_audio_output", True):
+        return spec
+    t = nested(c, "talker_config", "qwen3_omni_moe_talker")
+    text = nested(t, "text_config", "qwen3_omni_moe_talker_text")
+    predictor = nested(t, "code_predictor_config", "qwen3_omni_moe_talker_code_predictor")
+    wav = nested(c, "code2wav_config", "qwen3_omni_moe_code2wav")
+    return {**spec, "moe_talker": moe_talker(t, text, predictor), "code2wav": code2wav(wav)}
+
+
+qwen3_omni_moe.reads = ("thinker_config",)  # type: ignore[attr-defined]  # its text, audio and vision configs read above
