@@ -54,6 +54,7 @@ def count(
     text_only: bool = False,
     images: int | None = None,
     image_size: int | None = None,
+    image_tokens: int | None = None,
     audio_seconds: int | None = None,
     ttft_slo: float | None = None,
     itl_slo: float | None = None,
@@ -69,8 +70,10 @@ def count(
     against its config.json: a ``CheckpointCount``. ``text_only``: a multimodal model's language model alone, as its
     text-only class builds it (a config.json's wrapper read by its text_config; a spec without its towers).
     ``images``: images a sequence, their tower's work in the FLOPs per token; ``image_size``: their pixels a side
-    (default: the tower's); ``audio_seconds``: audio a sequence, its tower's work in the FLOPs per token. With ``lora=R`` the count lists the adapters peft builds (``lora_targets``, ``dora``,
-    ``lora_modules_to_save``; ``lora_alpha`` and ``rslora`` change no count) and the parameters they train."""
+    (default: the tower's), or ``image_tokens``: the size that makes that many tokens of the language model;
+    ``audio_seconds``: audio a sequence, its tower's work in the FLOPs per token. With ``lora=R`` the count lists the
+    adapters peft builds (``lora_targets``, ``dora``, ``lora_modules_to_save``; ``lora_alpha`` and ``rslora`` change no
+    count) and the parameters they train."""
     tune = tuning(
         lora,
         dict(lora_targets=lora_targets, lora_alpha=lora_alpha, dora=dora, lora_modules_to_save=lora_modules_to_save, rslora=rslora),
@@ -99,13 +102,20 @@ def count(
                 "--text-only": bool(text_only),
                 "--images": images is not None,
                 "--image-size": image_size is not None,
+                "--image-tokens": image_tokens is not None,
                 "--audio-seconds": audio_seconds is not None,
             }
             return CheckpointCount(measure(ref, as_family, tuple(k for k, v in given.items() if v)))
     from ..analysis.count import tally
 
     o.flag_value("text_only", text_only)
-    m = with_inputs(resolve(model, as_family, text_only), images=images, image_size=image_size, audio_seconds=audio_seconds)
+    m = with_inputs(
+        resolve(model, as_family, text_only),
+        images=images,
+        image_size=image_size,
+        image_tokens=image_tokens,
+        audio_seconds=audio_seconds,
+    )
     m.stack.check_seq_len(seq_len, m.label)
     t = tally(
         m.stack,
@@ -127,8 +137,8 @@ MAX_INPUTS = 65_536  # images a sequence, pixels a side, seconds of audio: beyon
 
 
 def with_inputs(m: Model, **inputs: int | None) -> Model:
-    """``m`` with what each request brings beside its tokens (``images``, ``image_size``) given to the parts that take
-    it (Part.takes); an input no part of the model takes is refused by its option's name."""
+    """``m`` with what each request brings beside its tokens (``images``, ``image_size`` or ``image_tokens``) given to
+    the parts that take it (Part.takes); an input no part of the model takes is refused by its option's name."""
     from dataclasses import replace
 
     from ..model.schema import SpecError
@@ -136,6 +146,13 @@ def with_inputs(m: Model, **inputs: int | None) -> Model:
     stated = {k: v for k, v in inputs.items() if v is not None}
     if not stated:
         return m
+    if "image_tokens" in stated:
+        tokens = stated.pop("image_tokens")
+        if "image_size" in stated:
+            raise OptionError(
+                "--image-tokens states the image's size in tokens: give it or --image-size, not both", field="image_tokens"
+            )
+        stated["image_size"] = image_size_for(m, tokens)
     for name, value in stated.items():
         o.whole(name, value, 1 if name == "image_size" else 0, MAX_INPUTS)
         if not any(name in p.takes for p in m.stack.parts):
@@ -152,6 +169,29 @@ def with_inputs(m: Model, **inputs: int | None) -> Model:
     notes = {o_.note(m.stack): n_.note(m.stack) for o_, n_ in zip(old, parts) if o_ is not n_}
     stack = replace(m.stack, parts=parts, notes=tuple(notes.get(n, n) for n in m.stack.notes))
     return Model(m.label, stack)
+
+
+def image_size_for(m: Model, tokens: int) -> int:
+    """The image, in pixels a side, that the model's tower (the first part that takes ``image_size``) makes ``tokens``
+    tokens of the language model from: its own size where that makes them, else the smallest that does; refused,
+    naming the nearest counts it makes, where none does."""
+    o.whole("image_tokens", tokens, 1, MAX_INPUTS * MAX_INPUTS)
+    tower = next((p for p in m.stack.parts if "image_size" in p.takes), None)
+    if tower is None:
+        raise OptionError(f"--image-tokens {tokens}: {m.label} has no part that takes it (no vision tower)", field="image_tokens")
+    own: Any = tower.given(images=1)  # a part that takes image_size states one
+    if own.request_tokens() == tokens:  # its own size makes them (a tower built for one size: Gemma 3's 896)
+        return int(own.image_size)
+    made: dict[int, int] = {}
+    for side, n in tower.image_sizes(m.stack, MAX_INPUTS):
+        if n == tokens:
+            return int(side)
+        made.setdefault(n, side)
+    below, above = max((n for n in made if n < tokens), default=None), min((n for n in made if n > tokens), default=None)
+    near = " or ".join(f"{n:,} ({made[n]:,} pixels)" for n in (below, above) if n is not None)
+    raise OptionError(
+        f"--image-tokens {tokens:,}: no image size makes that many tokens in {m.label}; nearest: {near}", field="image_tokens"
+    )
 
 
 def verify(
@@ -530,13 +570,15 @@ def train(
     text_only: bool = False,
     images: int | None = None,
     image_size: int | None = None,
+    image_tokens: int | None = None,
 ) -> Plan:
     """A training run: FLOPs, GPU-hours and days, the compute-optimal size, memory per device. ``tokens``: a count
     (``10**12``) or text (``"1T"``, ``"300B"``, ``"300e9"``); ``budget`` likewise. With ``lora=R`` a fine-tuning run
     with adapters: trainable parameters, its FLOPs and memory over data parallelism (LORA_DOC). ``source_len``: an
     encoder-decoder's source tokens a sequence (default: as long as the sequence; ``tokens`` count the decoder's).
-    ``images`` (``image_size`` pixels a side): each sequence's, their tower's work in the FLOPs and what the layers that
-    read them keep for backward (cross-attention layers: K and V of every image row)."""
+    ``images`` (``image_size`` pixels a side, or the size that makes ``image_tokens``): each sequence's, their tower's
+    work in the FLOPs and what the layers that read them keep for backward (cross-attention layers: K and V of every
+    image row). ``text_only``: a multimodal model's language model alone."""
     from ..analysis import hardware as table
     from ..analysis.training import plan_training
 
@@ -574,7 +616,9 @@ def train(
     o.number("goodput", goodput, 0, 1)
     o.whole("source_len", source_len)
     o.flag_value("text_only", text_only)
-    m = with_inputs(planned(resolve(model, text_only=text_only), "train"), images=images, image_size=image_size)
+    m = with_inputs(
+        planned(resolve(model, text_only=text_only), "train"), images=images, image_size=image_size, image_tokens=image_tokens
+    )
     m, source = sourced(m, source_len, seq_len or m.stack.context_length)
     hw = table.by_key(hardware, hardware_file) if hardware else None
     tune = tuning(lora, _lora_options(locals()))
@@ -734,7 +778,7 @@ def source_note(plan: Any, source: int, given: int | None) -> None:
         )
 
 
-def alone(answer, m: Model, text_only: bool):
+def alone(answer: Any, m: Model, text_only: bool) -> Any:
     """A plan of a model's language model alone (--text-only) says so, in its inputs and its notes."""
     if text_only:
         answer.inputs["text_only"] = True
@@ -875,15 +919,17 @@ def infer(
     text_only: bool = False,
     images: int | None = None,
     image_size: int | None = None,
+    image_tokens: int | None = None,
     audio_seconds: int | None = None,
     source_len: int | None = None,
 ) -> Plan:
     """Inference: FLOPs, weight and KV bytes, whether it fits, and the prefill and decode rates, the roofline and
     what ``engine`` (default: llamacpp for GGUF formats, mlx on Apple silicon, else vllm) is expected to reach.
-    ``images``: images each request brings (``image_size`` pixels a side), their tokens beside the prompt's in the
-    prefill and the KV cache, their tower's work in the prefill and the time to first token; ``audio_seconds`` the same for
-    the audio each request brings; ``source_len``: an encoder-decoder's source tokens a request (default: ``prompt``),
-    ``prompt`` then the decoder's, the encoder prefilled once and its cross-attention K/V cached."""
+    ``images``: images each request brings (``image_size`` pixels a side, or the size that makes ``image_tokens``),
+    their tokens beside the prompt's in the prefill and the KV cache, their tower's work in the prefill and the time to
+    first token; ``audio_seconds`` the same for the audio each request brings; ``source_len``: an encoder-decoder's
+    source tokens a request (default: ``prompt``), ``prompt`` then the decoder's, the encoder prefilled once and its
+    cross-attention K/V cached. ``text_only``: a multimodal model's language model alone."""
     from ..analysis import hardware as table
     from ..analysis.inference import plan_inference
 
@@ -899,7 +945,11 @@ def infer(
     formats, placement, dev, eng = _serving(locals(), hw)
     o.flag_value("text_only", text_only)
     m = with_inputs(
-        generator(resolve(model, text_only=text_only), "infer"), images=images, image_size=image_size, audio_seconds=audio_seconds
+        generator(resolve(model, text_only=text_only), "infer"),
+        images=images,
+        image_size=image_size,
+        image_tokens=image_tokens,
+        audio_seconds=audio_seconds,
     )
     m, source = sourced(m, source_len, prompt)
     extra = sum(p.request_tokens() for p in m.stack.parts)  # the images' and the audio's tokens, prefilled and cached
@@ -981,17 +1031,19 @@ def fit(
     text_only: bool = False,
     images: int | None = None,
     image_size: int | None = None,
+    image_tokens: int | None = None,
     audio_seconds: int | None = None,
     source_len: int | None = None,
 ) -> Plan:
     """Will it fit: memory per device as ``engine`` holds it, the largest context and batch, and the decode rate
-    there, the roofline and the engine's expected. ``images`` (``image_size`` pixels a side) and ``audio_seconds``:
-    what each sequence brings beside its ``context`` tokens of text, their tokens held in the KV cache and their
-    tower's work in the prefill (with no ``context``, they take their place in the model's own). With ``lora=R``,
-    will fine-tuning fit: a step of ``batch`` sequences of ``context`` tokens (default 2,048) with gradient
-    checkpointing, on ``gpus`` devices (FSDP) or, with one, on the fewest devices that hold it (LORA_DOC).
-    ``source_len``: an encoder-decoder's source tokens a sequence (default: as long as ``context``), its
-    cross-attention K/V cache held beside the KV cache."""
+    there, the roofline and the engine's expected. ``images`` (``image_size`` pixels a side, or the size that makes
+    ``image_tokens``) and ``audio_seconds``: what each sequence brings beside its ``context`` tokens of text, their
+    tokens held in the KV cache and their tower's work in the prefill (with no ``context``, they take their place in
+    the model's own). With ``lora=R``, will fine-tuning fit: a step of ``batch`` sequences of ``context`` tokens
+    (default 2,048) with gradient checkpointing, on ``gpus`` devices (FSDP) or, with one, on the fewest devices that
+    hold it (LORA_DOC). ``source_len``: an encoder-decoder's source tokens a sequence (default: as long as
+    ``context``), its cross-attention K/V cache held beside the KV cache. ``text_only``: a multimodal model's language
+    model alone."""
     from ..analysis import hardware as table
     from ..analysis.fit import plan_fit
 
@@ -1022,7 +1074,11 @@ def fit(
     formats, placement, dev, eng = _serving(locals(), hw)
     o.flag_value("text_only", text_only)
     m = with_inputs(
-        generator(resolve(model, text_only=text_only), "fit"), images=images, image_size=image_size, audio_seconds=audio_seconds
+        generator(resolve(model, text_only=text_only), "fit"),
+        images=images,
+        image_size=image_size,
+        image_tokens=image_tokens,
+        audio_seconds=audio_seconds,
     )
     m, source = sourced(m, source_len, context or m.context_length)
     extra = sum(p.request_tokens() for p in m.stack.parts)  # the images' and the audio's tokens, held in the cache

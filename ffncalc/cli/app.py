@@ -47,9 +47,14 @@ HELP = "Exact parameter and FLOP counts for transformer language models, compone
 IMAGES = opt(
     None, "--images", min=0, max=65_536, help="Images a sequence (a vision tower's work in the FLOPs; infer and fit: each request's)."
 )
-TEXT_ONLY = opt(
-    False, "--text-only", help="A multimodal model's language model alone, as its text-only class builds it (no towers)."
+IMAGE_TOKENS = opt(
+    None,
+    "--image-tokens",
+    min=1,
+    max=2**32,
+    help="Tokens of the language model each image makes: the smallest image size that makes them (in place of --image-size).",
 )
+TEXT_ONLY = opt(False, "--text-only", help="A multimodal model's language model alone, as its text-only class builds it (no towers).")
 IMAGE_SIZE = opt(None, "--image-size", min=1, max=65_536, help="Pixels a side of each image (default: the tower's).")
 AUDIO_SECONDS = opt(
     None, "--audio-seconds", min=0, max=65_536, help="Seconds of audio a sequence (an audio tower's work; infer and fit: a request's)."
@@ -117,6 +122,7 @@ def count(
     text_only: bool = TEXT_ONLY,
     images: Optional[int] = IMAGES,
     image_size: Optional[int] = IMAGE_SIZE,
+    image_tokens: Optional[int] = IMAGE_TOKENS,
     audio_seconds: Optional[int] = AUDIO_SECONDS,
     lora: Optional[int] = LORA,
     lora_targets: Optional[str] = LORA_TARGETS,
@@ -143,6 +149,7 @@ def count(
             text_only=text_only,
             images=images,
             image_size=image_size,
+            image_tokens=image_tokens,
             audio_seconds=audio_seconds,
             lora=lora,
             lora_targets=lora_targets,
@@ -622,6 +629,7 @@ def train(
     text_only: bool = TEXT_ONLY,
     images: Optional[int] = IMAGES,
     image_size: Optional[int] = IMAGE_SIZE,
+    image_tokens: Optional[int] = IMAGE_TOKENS,
     output: Output = None,
 ) -> None:
     """Plan a training run: FLOPs, GPU-hours and days, the compute-optimal size, memory per device."""
@@ -664,6 +672,7 @@ def train(
         text_only=text_only,
         images=images,
         image_size=image_size,
+        image_tokens=image_tokens,
         fastest=fastest,
         schedule=schedule,
         **_lora(
@@ -824,6 +833,7 @@ def infer(
     text_only: bool = TEXT_ONLY,
     images: Optional[int] = IMAGES,
     image_size: Optional[int] = IMAGE_SIZE,
+    image_tokens: Optional[int] = IMAGE_TOKENS,
     audio_seconds: Optional[int] = AUDIO_SECONDS,
     source_len: Optional[int] = SOURCE_LEN,
     prefill_gpus: Optional[int] = opt(
@@ -877,6 +887,7 @@ def infer(
         text_only=text_only,
         images=images,
         image_size=image_size,
+        image_tokens=image_tokens,
         audio_seconds=audio_seconds,
         source_len=source_len,
         prefill_gpus=prefill_gpus,
@@ -940,6 +951,7 @@ def fit(
     text_only: bool = TEXT_ONLY,
     images: Optional[int] = IMAGES,
     image_size: Optional[int] = IMAGE_SIZE,
+    image_tokens: Optional[int] = IMAGE_TOKENS,
     audio_seconds: Optional[int] = AUDIO_SECONDS,
     source_len: Optional[int] = SOURCE_LEN,
     output: Output = None,
@@ -978,6 +990,7 @@ def fit(
         text_only=text_only,
         images=images,
         image_size=image_size,
+        image_tokens=image_tokens,
         audio_seconds=audio_seconds,
         source_len=source_len,
         **_lora(

@@ -147,6 +147,11 @@ class Part:
         """Of those, the tokens that take no row of the model's learned position table (GIT's image positions)."""
         return 0
 
+    def image_sizes(self, spec, limit: int):
+        """(pixels a side, tokens of the language model) of one image at each size up to ``limit`` it takes, smallest
+        first (``--image-tokens``): none unless it takes ``image_size``."""
+        return iter(())
+
     def image_tokens(self) -> int:
         """Of those, the tokens that take positions of the sequence as its images' (an isolated mixture runs them
         apart, blocks/isolated_moe.py): none where they are not an image's."""

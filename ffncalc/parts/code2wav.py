@@ -38,6 +38,7 @@ UNITS = 3  # residual units a decoder block (dilations 1, 3, 9)
 @dataclass(frozen=True)
 class Code2Wav(Part):
     key = "code2wav"
+    beside = True
     order = 47
     summary = "a codec-to-waveform decoder held beside the layers: a sliding-window transformer and a ConvNet (Qwen3-Omni)"
     count_note = (

@@ -44,6 +44,7 @@ from .talker import held_module
 @dataclass(frozen=True)
 class MoeTalker(Part):
     key = "moe_talker"
+    beside = True
     prefix = "talker"  # its components' names, as transformers names its modules
     order = 46
     summary = "a mixture-of-experts speech talker and its code predictor held beside the layers (Qwen3-Omni)"

@@ -181,6 +181,16 @@ class Vision(Part):
     def image_tokens(self) -> int:
         return 0 if self.cross_layers else self.request_tokens()
 
+    def image_sizes(self, spec, limit: int):
+        """Each size in whole patches up to ``limit`` pixels a side that the tower takes, with one image's tokens."""
+        for side in range(self.patch_size, limit + 1, self.patch_size):
+            one = replace(self, images=1, image_size=side)
+            try:
+                one.check(spec)
+            except SpecError:
+                continue
+            yield side, one.request_tokens()
+
     def check(self, spec) -> None:
         if self.source and self.images:
             raise SpecError(("vision", "images"), "its images enter the encoder's source, which --images does not place yet")

@@ -95,7 +95,9 @@ def without_towers(spec: Model, label: str, strict: bool = True) -> Model:
             raise OptionError(f"--text-only: {label} is a language model alone, with no tower beside it", field="text_only")
         return spec
     gone = {p.note(spec) for p in beside}
-    note = "text only: the language model alone, without " + " and ".join(p.key.replace("_", " ") for p in beside)
+    named = [p.key.replace("_", " ") for p in beside]
+    listed = named[0] if len(named) == 1 else ", ".join(named[:-1]) + " and " + named[-1]
+    note = f"text only: the language model alone, without its {listed}"
     notes = tuple(n for n in spec.notes if n not in gone) + (note,)
     return replace(spec, parts=tuple(p for p in spec.parts if not p.beside), notes=notes)
 

@@ -34,7 +34,7 @@ def test_gemma3_is_gemma3_for_causal_lm():
         assert tally(alone).params == text
         tower = sum(r.params for r in tally(whole).rows if r.name.startswith("vision."))
         assert tally(whole).params - tower == text
-        assert not alone.parts and "text only: the language model alone, without vision" in alone.notes
+        assert not alone.parts and "text only: the language model alone, without its vision" in alone.notes
 
 
 def test_the_text_configs_tie_decides_the_head():
@@ -85,7 +85,9 @@ def test_plans_take_it(cli):
     assert json.loads(out)["inputs"]["text_only"] is True and "text_only" not in json.loads(out_whole)["inputs"]
 
 
-@pytest.mark.parametrize("args", [("count", "gpt2", "--text-only"), ("infer", "llama3-8b", "--text-only", "--prompt", "8", "--generate", "8")])
+@pytest.mark.parametrize(
+    "args", [("count", "gpt2", "--text-only"), ("infer", "llama3-8b", "--text-only", "--prompt", "8", "--generate", "8")]
+)
 def test_a_language_model_alone_is_refused_in_one_line(cli, args):
     code, out, err = cli(*args)
     assert code == 2 and out == "" and err.count("\n") == 1 and "--text-only" in err and "no tower" in err
