@@ -236,6 +236,12 @@ REPAIRS = {
     # Granite Vision 4.1's "4/8" (4 × 4 queries a window of 8 × 8 patches) and its four [vision layer, text layer] pairs
     "granite4_vision": {"downsample_rate": "4/8", "deepstack_layer_map": [[-19, 9], [-13, 6], [-7, 3], [-1, 0]]},
     "emu3": {"vocabulary_map": {}},
+    # DiffusionGemmaTextConfig's num_experts and moe_intermediate_size default to None, while every
+    # DiffusionGemmaEncoderTextLayer and DiffusionGemmaDecoderTextLayer builds its router and experts whatever they say
+    # (no enable_moe_block), nn.Linear(hidden_size, None) refusing; and top_k_experts to None, which the router's
+    # torch.topk reads in every forward: the released DiffusionGemma 26B-A4B's Gemma 4 26B-A4B mixture (128 experts of
+    # 704, 8 a token). The two sizes build it; the top-k runs it
+    "diffusion_gemma": {"text_config": {"num_experts": 128, "moe_intermediate_size": 704, "top_k_experts": 8}},
 }
 
 

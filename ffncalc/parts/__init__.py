@@ -77,6 +77,7 @@ MODULES = (
     "value_embeddings",
     "initial_mix",
     "action_expert",
+    "block_diffusion",
 )  # the shipped parts' modules
 
 

@@ -40,6 +40,7 @@ MODULES += ("qwen_omni",)  # Qwen2.5-Omni: its thinker, talker and token2wav
 MODULES += ("granite4_vision",)  # Granite 4 Vision: LLaVA-NeXT's layout, Window Q-Former projectors
 MODULES += ("pi0",)  # π0: its PaliGemma and its Gemma action expert
 MODULES += ("evolla",)  # Evolla: its protein encoder and resampler, cross-attended by adapters in its decoder
+MODULES += ("diffusion_gemma",)  # DiffusionGemma: Gemma 4's tower, its encoder's layers and its decoder
 
 
 def wrapper(*model_types: str):
@@ -95,6 +96,11 @@ def component(path: str, tower: str = "vision") -> str | None:
     held = held_component(path)  # Qwen2.5-Omni's talker and token2wav
     if held is not None:
         return held
+    from .diffusion_gemma import decoder_component
+
+    decoder = decoder_component(path)  # DiffusionGemma's decoder
+    if decoder is not None:
+        return decoder
     if tower == "protein":  # Evolla's protein encoder and resampler; its adapters are the language model's
         from .evolla import protein_component
 
@@ -153,7 +159,7 @@ def component(path: str, tower: str = "vision") -> str | None:
 # the components a whole model's parameters are held against by their modules' names (verify --hf, checkpoints): its
 # towers' and projectors', and the parts held beside them (Qwen2.5-Omni's talker and token2wav, π0's action expert,
 # Evolla's protein path); the rest is its language model's
-NAMED = ("vision.", "audio.", "talker.", "token2wav.", "action_expert.", "protein.")
+NAMED = ("vision.", "audio.", "talker.", "token2wav.", "action_expert.", "protein.", "decoder.")
 
 
 def indexed(path: str, tower: str | None) -> bool:
