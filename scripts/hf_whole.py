@@ -132,6 +132,7 @@ IMAGE_SIZES = {
     # one crop of 8 and 16 patches of 32 a side (its default 224 pixels are 7, no whole window of 8): 1 and 4 windows of
     # 8 × 8 patches, 16 queries each; the tower's position table built at each
     "granite4_vision": (256, 512),
+    "diffusion_gemma": (480, 240),  # Gemma 4's tower, as gemma4's: 30 and 15 patches a side (100 and 25 tokens)
 }
 # Frames of quantised mel bins at which Inkling's audio tower is measured (20 a second: 30 s and 10 s)
 AUDIO_FRAMES = {"inkling_mm_model": (600, 200)}
@@ -403,6 +404,11 @@ def truth_text(model_type: str, data: dict, config: str = "") -> str:
 
         runs = [granite4_image_flops(data, s) for s in IMAGE_SIZES[model_type]]
         record["image_flops"] = {"method": GRANITE4_IMAGE_METHOD, "runs": runs, "reduced": GRANITE4_REDUCED}
+    elif model_type == "diffusion_gemma" and "refused" not in record and not config:  # its encoder's image path
+        from ffncalc.analysis.hfdgemma import DGEMMA_IMAGE_METHOD, dgemma_image_flops
+
+        runs = [dgemma_image_flops(data, s) for s in IMAGE_SIZES[model_type]]
+        record["image_flops"] = {"method": DGEMMA_IMAGE_METHOD, "runs": runs}
     elif model_type == "evolla" and "refused" not in record and not config:  # a protein, not an image
         from ffncalc.analysis import hfevolla
 

@@ -34,6 +34,7 @@ from . import Part, register
 class BlockDiffusion(Part):
     key = "block_diffusion"
     order = 48
+    prefix = "decoder"  # its modules' name: its terms' (decoder.self_conditioning.mlp, …)
     summary = "a block-diffusion decoder over a canvas, the layers' second use with self-conditioning (DiffusionGemma)"
 
     width: Positive = 2304  # hidden_size

@@ -332,9 +332,9 @@ NOT_WHOLE = [
 
 
 def test_types_not_read_whole_are_refused_in_one_line(cli):
-    """transformers 5.23's Qwen3-Omni-MoE and DiffusionGemma: their configs at the class defaults are refused by name, one
-    line each, exit 2, and ``ffncalc families`` gives each its reason."""
-    assert sorted(NOT_WHOLE) == ["diffusion_gemma", "qwen3_omni_moe"]
+    """transformers 5.23's Qwen3-Omni-MoE: its config at the class defaults is refused by name, one line, exit 2, and
+    ``ffncalc families`` gives its reason."""
+    assert sorted(NOT_WHOLE) == ["qwen3_omni_moe"]
     for model_type in NOT_WHOLE:
         code, out, err = cli("count", str(HERE / "configs" / f"{model_type}.json"))
         assert code == 2 and out == "" and err.count("\n") == 1 and "unsupported model_type" in err, err

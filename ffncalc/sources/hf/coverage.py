@@ -754,8 +754,19 @@ WRAPPED_TEXT = {
 # Image-text and multimodal-LM types whose configuration class's defaults transformers itself cannot build whole
 # (tests/hf_whole records its error): why.
 WHOLE_REFUSED_AT_DEFAULTS = {
-    "diffusion_gemma": "a default size of its vision tower is None",
     "qwen3_omni_moe": "its talker's text config lacks the shared_expert_intermediate_size its layers read",
+}
+
+# Of the types read whole, those whose defaults transformers refuses and that are recorded at the smallest repair of
+# them (scripts/hf_whole.py REPAIRS, its truth's "repaired") and counted exactly there: the repair, and why they are
+# refused as they are
+WHOLE_REPAIRED_AT_DEFAULTS = {
+    "diffusion_gemma": (
+        "text_config's num_experts 128 and moe_intermediate_size 704, which build it, and top_k_experts 8, which runs it: "
+        "the released DiffusionGemma 26B-A4B's mixture",
+        "every text layer builds its router and experts whatever the config says, and num_experts and "
+        "moe_intermediate_size default to None",
+    ),
 }
 
 
@@ -779,6 +790,7 @@ TEXT_PROVEN_WHOLE = {
     "molmo2_text": "molmo2",
     "emu3_text_model": "emu3",
     "ernie4_5_vl_moe_text": "ernie4_5_vl_moe",
+    "diffusion_gemma_text": "diffusion_gemma",
 }
 
 
@@ -803,7 +815,6 @@ SELF_TEXT = ("git", "phi4_multimodal", "idefics", "chameleon", "udop", "evolla")
 WHOLE_NOT_YET = {
     "qwen3_omni_moe": "its talker and code2wav beside the thinker (qwen3_omni_moe_thinker, read whole); transformers refuses "
     "its defaults",
-    "diffusion_gemma": "a block-diffusion encoder and decoder of Gemma 4's layers with self-conditioning",
 }
 
 
@@ -1009,6 +1020,8 @@ def model_types() -> list[dict]:
         defaults = (
             ""
             if model_type not in CAUSAL_LM_TYPES and not encoder and model_type not in whole_text
+            else f"exact at its wrapper's smallest repair ({WHOLE_REPAIRED_AT_DEFAULTS[TEXT_PROVEN_WHOLE[model_type]][0]})"
+            if TEXT_PROVEN_WHOLE.get(model_type) in WHOLE_REPAIRED_AT_DEFAULTS
             else f"exact at the smallest repair ({REPAIRED_AT_DEFAULTS[model_type]}); refused by transformers as they are: "
             f"{REFUSED_AT_DEFAULTS[model_type]}"
             if model_type in REPAIRED_AT_DEFAULTS
@@ -1045,6 +1058,9 @@ def multimodal_types() -> list[dict]:
     for model_type in WHOLE_TYPES:
         refused = WHOLE_REFUSED_AT_DEFAULTS.get(model_type)
         defaults = f"refused by transformers: {refused}" if refused else "exact" if model_type in whole else ""
+        if model_type in WHOLE_REPAIRED_AT_DEFAULTS:
+            repair, reason = WHOLE_REPAIRED_AT_DEFAULTS[model_type]
+            defaults = f"exact at the smallest repair ({repair}); refused by transformers as they are: {reason}"
         if model_type in WHOLE_IS_TEXT and model_type in families:
             status, detail, defaults = "supported", "its class defaults (tests/hf_whole)", "exact"
             read = WHOLE_IS_TEXT[model_type]
