@@ -53,13 +53,46 @@ class BlockDiffusion(Part):
         docstring): 2·c·(V·h + 3·h·f)."""
         return 2 * self.canvas * (self.vocab * self.width + 3 * self.width * self.intermediate)
 
+    def step_flops(self, model) -> tuple[int, int, int]:
+        """Forward FLOPs of one denoising step over the canvas with no prompt before it, and what each cached prompt key
+        adds in the global layers and in the sliding ones (up to their window): the soft embeddings and
+        self_conditioning (conditioning_flops), then each run of layers over the c canvas tokens, every query meeting
+        the c canvas keys (its terms at c positions, the attention products' full square, model/stacks.py), the final
+        norm and lm_head (V × h a token); a cached key adds QKᵀ and AV of every head (the core terms' share of one
+        key). A canvas within the sliding window: each canvas query meets every canvas key."""
+        from ..model.stacks import run_terms
+        from ..model.terms import Emitter
+
+        c, macs, globals_, sliding = self.canvas, model.vocab_size * model.d_model, 0, 0
+        for run in model.runs():
+            e = Emitter("layers", run.span)
+            run_terms(e, model, run.layer, c)
+            macs += sum(t.macs for t in e.out)
+            for t in e.out:
+                if t.role == "core":  # its macs a token over c keys: c shares of one key
+                    if t.window:
+                        sliding += t.macs // c
+                    else:
+                        globals_ += t.macs // c
+        return 2 * c * macs + self.conditioning_flops(), 2 * c * globals_, 2 * c * sliding
+
     def note(self, spec) -> str:
-        copy = "its own copy of the layers, final norm and table" if self.untied else "the layers, final norm and table tied to the encoder's"
+        from dataclasses import replace
+
+        from ..model.stack import resolve
+
+        step, per_global, per_sliding = self.step_flops(resolve(replace(spec, parts=tuple(p for p in spec.parts if p is not self))))
+        copy = (
+            "its own copy of the layers, final norm and table"
+            if self.untied
+            else "the layers, final norm and table tied to the encoder's"
+        )
         return (
             f"block diffusion: the count's forward is the encoder's over the prompt; the decoder ({copy}, with "
-            f"self_conditioning) is not charged in the FLOPs: one denoising step of the {self.canvas:,}-token canvas "
-            f"runs the layers, final norm and head over {self.canvas:,} tokens (each meeting the canvas's keys and the "
-            f"prompt's cached ones), plus {self.conditioning_flops():,} FLOPs of soft embeddings and self-conditioning"
+            f"self_conditioning) is not charged in the FLOPs: one denoising step of the {self.canvas:,}-token canvas is "
+            f"{step:,} forward FLOPs with no prompt before it ({self.conditioning_flops():,} of them soft embeddings and "
+            f"self-conditioning), {per_global:,} more for each cached prompt key in the global layers and {per_sliding:,} "
+            f"in the sliding ones, up to their window"
         )
 
     def copy_numels(self, model) -> dict[str, int]:

@@ -267,11 +267,11 @@ DIFFUSION_FIXED = {
 @family("diffusion_gemma_text", layer_modules=LAYER_MODULES)
 def diffusion_gemma_text(c: Config) -> dict:
     """DiffusionGemmaTextConfig / DiffusionGemmaEncoderTextLayer: Gemma 4's attention with every global layer K = V
-    (DiffusionGemmaEncoderTextAttention builds v_proj on the sliding layers alone; num_global_key_value_heads, where stated, their KV heads) and Gemma 4's dense MLP beside
-    its router and experts in every layer (built whatever the file says: num_experts of moe_intermediate_size,
-    top_k_experts a token), with no per-layer inputs, no KV sharing and no double-wide MLP; DiffusionGemmaDecoderTextLayer
-    holds the same parameters. The language model of a diffusion_gemma config is its text_config read with
-    Gemma4TextConfig's defaults."""
+    (DiffusionGemmaEncoderTextAttention builds v_proj on the sliding layers alone; num_global_key_value_heads, where
+    stated, their KV heads) and Gemma 4's dense MLP beside its router and experts in every layer (built whatever the
+    file says: num_experts of moe_intermediate_size, top_k_experts a token), with no per-layer inputs, no KV sharing
+    and no double-wide MLP; DiffusionGemmaDecoderTextLayer holds the same parameters. The language model of a
+    diffusion_gemma config is its text_config read with Gemma4TextConfig's defaults."""
     data = {**c.data, **DIFFUSION_FIXED}
     c = Config(data, c.text, c.source, start=c.start, wrapper=c.wrapper, towers=c.towers)
     return _read(c.with_defaults(GEMMA4_TEXT))
