@@ -12,7 +12,8 @@ DiffusionGemmaDecoderModel at a DiffusionGemmaTextConfig (hidden_size h, interme
 - ``embed_tokens`` (V × h), ``layers`` (the encoder's layers' shapes) and ``norm`` (h): DiffusionGemmaModel's
   _tied_weights_keys tie them to the encoder's language model's when the wrapper's tie_word_embeddings is true (its
   default; false "undoes all ties": a second copy, ``untied``), and lm_head to the decoder's embed_tokens (the model's
-  head, tied by the same flag).
+  head, tied by the same flag); their patterns name weights, scales and the experts' tensors, so the layers' biases
+  (attention_bias) stay the decoder's own even when tied.
 
 One denoising step over the canvas (DiffusionGemmaDecoderModel.forward, DiffusionGemmaForBlockDiffusion.forward): the
 soft embeddings of the previous step's logits, softmax(logits) @ embed_tokens.weight (c × V by V × h: 2·c·V·h FLOPs),
@@ -97,9 +98,9 @@ class BlockDiffusion(Part):
 
     def copy_numels(self, model) -> dict[str, int]:
         """The decoder's own layers, final norm and table where untied: the model's layers' parameters again (each run
-        of layers' terms, model/stacks.py), an RMSNorm of h and the V × h table."""
-        if not self.untied:
-            return {}
+        of layers' terms, model/stacks.py), an RMSNorm of h and the V × h table. Tied, the layers' biases alone
+        (attention_bias): DiffusionGemmaModel's _tied_weights_keys name weights, scales and the experts' tensors, not
+        biases, so transformers leaves the decoder's its own."""
         from ..model.stacks import run_terms
         from ..model.terms import Emitter
 
@@ -107,7 +108,9 @@ class BlockDiffusion(Part):
         for run in model.runs():
             e = Emitter("layers", run.span)
             run_terms(e, model, run.layer, 1)
-            layers += sum(t.numel * t.stored_count for t in e.out)
+            layers += sum(t.numel * t.stored_count for t in e.out if self.untied or t.role == "bias")
+        if not self.untied:
+            return {"decoder.layers": layers} if layers else {}
         return {"decoder.layers": layers, "decoder.norm": model.d_model, "decoder.embed_tokens": self.vocab * model.d_model}
 
     def sequence_terms(self, e, model, seq_len) -> None:

@@ -115,3 +115,39 @@ def test_denoising_step_is_stated_not_charged():
     assert part.step_flops(model) == (step, per_global, per_sliding)
     text = f"{step:,} forward FLOPs with no prompt before it (341,852,553,216 of them soft embeddings and self-conditioning)"
     assert any(text in n and f"{per_global:,} more for each cached prompt key" in n for n in model.notes)
+
+
+SMALL = {"num_experts": 4, "moe_intermediate_size": 32, "top_k_experts": 2, "hidden_size": 64, "intermediate_size": 128}
+SMALL |= {"num_hidden_layers": 6, "vocab_size": 100, "head_dim": 16, "num_attention_heads": 2, "num_key_value_heads": 2}
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize(
+    "extra, tie",
+    [
+        ({}, True),
+        ({}, False),
+        ({"num_global_key_value_heads": 1, "global_head_dim": 32}, True),
+        ({"attention_bias": True}, True),  # the decoder's biases, which no tie pattern names, its own
+        ({"attention_bias": True}, False),
+    ],
+)
+def test_sparse_configs_equal_the_class(tmp_path, extra, tie):
+    """A config stating a few text keys (the sub-configs' model_type and vision_config left out: Gemma4VisionConfig's
+    defaults) with the wrapper's flag each way: the whole count equal to the class transformers builds from it."""
+    from ffncalc.analysis.hfwhole import instantiate_whole
+
+    data = {"model_type": "diffusion_gemma", "tie_word_embeddings": tie, "canvas_length": 32, "text_config": {**SMALL, **extra}}
+    (tmp_path / "config.json").write_text(json.dumps(data))
+    assert tally(hf.load(tmp_path / "config.json")[1]).params == sum(p.numel() for p in instantiate_whole(data).parameters())
+
+
+def test_biases_tied_stay_the_decoders_by_hand(tmp_path):
+    """attention_bias with the ties: each layer's q, k, v (sliding layers) and o biases once more, in the decoder."""
+    data = {"model_type": "diffusion_gemma", "text_config": {**SMALL, "attention_bias": True}}
+    (tmp_path / "config.json").write_text(json.dumps(data))
+    _, model = hf.load(tmp_path / "config.json")
+    # five sliding layers of q (2 × 16), k and v (2 × 16 each) and o (64), one global of q (2 × 512), k (2 × 512), o (64)
+    sliding, glob = 2 * 16 + 2 * 2 * 16 + 64, 2 * 512 + 2 * 512 + 64
+    mine = {t.component: t.numel for t in terms(model, 8) if t.component == "decoder.layers"}
+    assert mine == {"decoder.layers": 5 * sliding + glob}

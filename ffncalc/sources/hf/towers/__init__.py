@@ -96,11 +96,13 @@ def component(path: str, tower: str = "vision") -> str | None:
     held = held_component(path)  # Qwen2.5-Omni's talker and token2wav
     if held is not None:
         return held
-    from .diffusion_gemma import decoder_component
+    if tower == "block_diffusion":  # DiffusionGemma's decoder beside Gemma 4's vision tower
+        from .diffusion_gemma import decoder_component
 
-    decoder = decoder_component(path)  # DiffusionGemma's decoder
-    if decoder is not None:
-        return decoder
+        decoder = decoder_component(path)
+        if decoder is not None:
+            return decoder
+        tower = "vision"
     if tower == "protein":  # Evolla's protein encoder and resampler; its adapters are the language model's
         from .evolla import protein_component
 
@@ -170,7 +172,8 @@ def indexed(path: str, tower: str | None) -> bool:
 
 def tower_of(c: Config) -> str | None:
     """The part a wrapper read whole puts beside its language model ("vision" or "audio"; VibeVoice's and MUSE Spark's
-    audio parts and Evolla's protein part by their own keys; "vqvae", a VQ-VAE image tokenizer in place of a vision tower), or None."""
+    audio parts, Evolla's protein part and DiffusionGemma's decoder by their own keys; "vqvae", a VQ-VAE image
+    tokenizer in place of a vision tower), or None."""
     reader = wrappers().get(c.wrapper or "") if c.outer is not None else None
     if reader is None:
         return None
@@ -181,6 +184,8 @@ def tower_of(c: Config) -> str | None:
         return "protein"
     if "muse_spark_audio" in parts:  # MUSE Spark's audio tower, named its own way, beside its vision tower
         return "muse_spark_audio"
+    if "block_diffusion" in parts:  # DiffusionGemma's decoder, named its own way, beside its vision tower
+        return "block_diffusion"
     vision = parts.get("vision")
     if isinstance(vision, dict) and ("vqvae" in vision or "emu3_vqvae" in vision):  # an image tokenizer's own names
         return "vqvae"

@@ -35,10 +35,13 @@ def diffusion_gemma(c: Config) -> dict:
     """DiffusionGemmaForBlockDiffusion (DiffusionGemma, Google DeepMind 2026): Gemma 4's vision tower and embed_vision
     (vlm.py's gemma4: DiffusionGemmaMultimodalEmbedder is Gemma4MultimodalEmbedder's form) before the encoder's language
     model, and the decoder over canvas_length tokens (default 256) with its self_conditioning, its layers, norm and
-    table tied to the encoder's by the wrapper's tie_word_embeddings (default true; text_config's is not read)."""
+    table tied to the encoder's by the wrapper's tie_word_embeddings (default true; text_config's is not read). An
+    absent or null vision_config is Gemma4VisionConfig's defaults, as the configuration class builds it."""
     from .vlm import gemma4
 
-    t = sub_config(c, "text_config")
+    if c.data.get("vision_config") is None:  # DiffusionGemmaConfig builds Gemma4VisionConfig's defaults in its place
+        c = Config({**c.data, "vision_config": {"model_type": "gemma4_vision"}}, c.text, c.source, start=c.start)
+    t = sub_config(c, "text_config", {None: "diffusion_gemma_text"})  # type: ignore[dict-item]
     canvas = c.int("canvas_length", 256)
     decoder = {"width": t.int("hidden_size"), "intermediate": t.int("intermediate_size"), "vocab": t.int("vocab_size")}
     decoder |= {"canvas": canvas, "untied": not c.bool("tie_word_embeddings", True)}
