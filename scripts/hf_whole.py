@@ -132,6 +132,7 @@ IMAGE_SIZES = {
     # one crop of 8 and 16 patches of 32 a side (its default 224 pixels are 7, no whole window of 8): 1 and 4 windows of
     # 8 × 8 patches, 16 queries each; the tower's position table built at each
     "granite4_vision": (256, 512),
+    "diffusion_gemma": (480, 240),  # Gemma 4's tower, as gemma4's: 30 and 15 patches a side (100 and 25 tokens)
 }
 # Frames of quantised mel bins at which Inkling's audio tower is measured (20 a second: 30 s and 10 s)
 AUDIO_FRAMES = {"inkling_mm_model": (600, 200)}
@@ -242,6 +243,12 @@ REPAIRS = {
     # Qwen3-Omni-30B-A3B's 768 and 2 (tests/hf_whole/public/qwen3-omni-30b-a3b-instruct.json), the two keys without
     # which the class cannot be built (spatial_merge_size sizes no parameter)
     "qwen3_omni_moe": {"talker_config": {"spatial_merge_size": 2, "text_config": {"shared_expert_intermediate_size": 768}}},
+    # DiffusionGemmaTextConfig's num_experts and moe_intermediate_size default to None, while every
+    # DiffusionGemmaEncoderTextLayer and DiffusionGemmaDecoderTextLayer builds its router and experts whatever they say
+    # (no enable_moe_block), nn.Linear(hidden_size, None) refusing; and top_k_experts to None, which the router's
+    # torch.topk reads in every forward: the released DiffusionGemma 26B-A4B's Gemma 4 26B-A4B mixture (128 experts of
+    # 704, 8 a token). The two sizes build it; the top-k runs it
+    "diffusion_gemma": {"text_config": {"num_experts": 128, "moe_intermediate_size": 704, "top_k_experts": 8}},
 }
 
 
@@ -403,6 +410,11 @@ def truth_text(model_type: str, data: dict, config: str = "") -> str:
 
         runs = [granite4_image_flops(data, s) for s in IMAGE_SIZES[model_type]]
         record["image_flops"] = {"method": GRANITE4_IMAGE_METHOD, "runs": runs, "reduced": GRANITE4_REDUCED}
+    elif model_type == "diffusion_gemma" and "refused" not in record and not config:  # its encoder's image path
+        from ffncalc.analysis.hfdgemma import DGEMMA_IMAGE_METHOD, dgemma_image_flops
+
+        runs = [dgemma_image_flops(data, s) for s in IMAGE_SIZES[model_type]]
+        record["image_flops"] = {"method": DGEMMA_IMAGE_METHOD, "runs": runs}
     elif model_type == "evolla" and "refused" not in record and not config:  # a protein, not an image
         from ffncalc.analysis import hfevolla
 

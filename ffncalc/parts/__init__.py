@@ -79,6 +79,7 @@ MODULES = (
     "value_embeddings",
     "initial_mix",
     "action_expert",
+    "block_diffusion",
 )  # the shipped parts' modules
 
 

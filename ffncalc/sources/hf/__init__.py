@@ -75,6 +75,7 @@ TEXT_TYPES = {
     "cosmos3_edge": "cosmos3_edge_text",
     "audioflamingo3": "qwen2",
     "dots3_note": "dots3_note_text",
+    "diffusion_gemma": "diffusion_gemma_text",
     "ernie4_5_vl_moe": "ernie4_5_vl_moe_text",
     "gemma3": "gemma3_text",
     "gemma3n": "gemma3n_text",

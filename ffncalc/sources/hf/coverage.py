@@ -753,11 +753,21 @@ WRAPPED_TEXT = {
 
 # Image-text and multimodal-LM types whose configuration class's defaults transformers itself cannot build whole
 # (tests/hf_whole records its error): why.
-WHOLE_REFUSED_AT_DEFAULTS = {
-    "diffusion_gemma": "a default size of its vision tower is None",
-}
+WHOLE_REFUSED_AT_DEFAULTS = {}
 # (Qwen3-Omni's defaults are recorded at their smallest repair, scripts/hf_whole.py REPAIRS: its talker's text config
 # lacks the shared_expert_intermediate_size its layers read, and its talker config the spatial_merge_size its class reads)
+
+# Of the types read whole, those whose defaults transformers refuses and that are recorded at the smallest repair of
+# them (scripts/hf_whole.py REPAIRS, its truth's "repaired") and counted exactly there: the repair, and why they are
+# refused as they are
+WHOLE_REPAIRED_AT_DEFAULTS = {
+    "diffusion_gemma": (
+        "text_config's num_experts 128 and moe_intermediate_size 704, which build it, and top_k_experts 8, which runs it: "
+        "the released DiffusionGemma 26B-A4B's mixture",
+        "every text layer builds its router and experts whatever the config says, and num_experts and "
+        "moe_intermediate_size default to None",
+    ),
+}
 
 
 # Language models read by a family of their own that only a whole class builds (no causal-LM class, no public config of
@@ -780,6 +790,7 @@ TEXT_PROVEN_WHOLE = {
     "molmo2_text": "molmo2",
     "emu3_text_model": "emu3",
     "ernie4_5_vl_moe_text": "ernie4_5_vl_moe",
+    "diffusion_gemma_text": "diffusion_gemma",
 }
 
 
@@ -801,9 +812,7 @@ SELF_TEXT = ("git", "phi4_multimodal", "idefics", "chameleon", "udop", "evolla")
 
 # Image-text and multimodal-LM types not read whole yet whose class builds more than a tower and a projector beside a
 # language model: what counting it needs (``ffncalc families``; the rest say their towers and projector are not read)
-WHOLE_NOT_YET = {
-    "diffusion_gemma": "a block-diffusion encoder and decoder of Gemma 4's layers with self-conditioning",
-}
+WHOLE_NOT_YET = {}
 
 
 # Multimodal types whose family (of the seq2seq mappings) reads them whole, towers included (T5Gemma 2: its vision tower
@@ -1009,6 +1018,8 @@ def model_types() -> list[dict]:
         defaults = (
             ""
             if model_type not in CAUSAL_LM_TYPES and not encoder and model_type not in whole_text
+            else f"exact at its wrapper's smallest repair ({WHOLE_REPAIRED_AT_DEFAULTS[TEXT_PROVEN_WHOLE[model_type]][0]})"
+            if TEXT_PROVEN_WHOLE.get(model_type) in WHOLE_REPAIRED_AT_DEFAULTS
             else f"exact at the smallest repair ({REPAIRED_AT_DEFAULTS[model_type]}); refused by transformers as they are: "
             f"{REFUSED_AT_DEFAULTS[model_type]}"
             if model_type in REPAIRED_AT_DEFAULTS
@@ -1045,6 +1056,9 @@ def multimodal_types() -> list[dict]:
     for model_type in WHOLE_TYPES:
         refused = WHOLE_REFUSED_AT_DEFAULTS.get(model_type)
         defaults = f"refused by transformers: {refused}" if refused else "exact" if model_type in whole else ""
+        if model_type in WHOLE_REPAIRED_AT_DEFAULTS:
+            repair, reason = WHOLE_REPAIRED_AT_DEFAULTS[model_type]
+            defaults = f"exact at the smallest repair ({repair}); refused by transformers as they are: {reason}"
         if model_type in WHOLE_IS_TEXT and model_type in families:
             status, detail, defaults = "supported", "its class defaults (tests/hf_whole)", "exact"
             read = WHOLE_IS_TEXT[model_type]

@@ -251,3 +251,27 @@ def gemma4_unified_text(c: Config) -> dict:
         towers=c.towers,
     )
     return _read(c.with_defaults(GEMMA4_UNIFIED_TEXT))
+
+
+# DiffusionGemmaTextConfig (transformers 5.23): Gemma4TextConfig's defaults, and no keys for per-layer inputs, KV
+# sharing, double-wide MLPs, K = V or the mixture's switch: its layers build what these state, whatever the file says.
+DIFFUSION_FIXED = {
+    "hidden_size_per_layer_input": 0,
+    "num_kv_shared_layers": 0,
+    "use_double_wide_mlp": False,
+    "attention_k_eq_v": True,
+    "enable_moe_block": True,
+}
+
+
+@family("diffusion_gemma_text", layer_modules=LAYER_MODULES)
+def diffusion_gemma_text(c: Config) -> dict:
+    """DiffusionGemmaTextConfig / DiffusionGemmaEncoderTextLayer: Gemma 4's attention with every global layer K = V
+    (DiffusionGemmaEncoderTextAttention builds v_proj on the sliding layers alone; num_global_key_value_heads, where
+    stated, their KV heads) and Gemma 4's dense MLP beside its router and experts in every layer (built whatever the
+    file says: num_experts of moe_intermediate_size, top_k_experts a token), with no per-layer inputs, no KV sharing
+    and no double-wide MLP; DiffusionGemmaDecoderTextLayer holds the same parameters. The language model of a
+    diffusion_gemma config is its text_config read with Gemma4TextConfig's defaults."""
+    data = {**c.data, **DIFFUSION_FIXED}
+    c = Config(data, c.text, c.source, start=c.start, wrapper=c.wrapper, towers=c.towers)
+    return _read(c.with_defaults(GEMMA4_TEXT))

@@ -40,6 +40,7 @@ MODULES += ("qwen_omni",)  # Qwen2.5-Omni and Qwen3-Omni: their thinker, talker 
 MODULES += ("granite4_vision",)  # Granite 4 Vision: LLaVA-NeXT's layout, Window Q-Former projectors
 MODULES += ("pi0",)  # π0: its PaliGemma and its Gemma action expert
 MODULES += ("evolla",)  # Evolla: its protein encoder and resampler, cross-attended by adapters in its decoder
+MODULES += ("diffusion_gemma",)  # DiffusionGemma: Gemma 4's tower, its encoder's layers and its decoder
 
 
 def wrapper(*model_types: str):
@@ -95,6 +96,13 @@ def component(path: str, tower: str = "vision") -> str | None:
     held = held_component(path)  # Qwen2.5-Omni's talker and token2wav, Qwen3-Omni's talker and code2wav
     if held is not None:
         return held
+    if tower == "block_diffusion":  # DiffusionGemma's decoder beside Gemma 4's vision tower
+        from .diffusion_gemma import decoder_component
+
+        decoder = decoder_component(path)
+        if decoder is not None:
+            return decoder
+        tower = "vision"
     if tower == "protein":  # Evolla's protein encoder and resampler; its adapters are the language model's
         from .evolla import protein_component
 
@@ -154,7 +162,7 @@ def component(path: str, tower: str = "vision") -> str | None:
 # towers' and projectors', and the parts held beside them (Qwen2.5-Omni's talker and token2wav, Qwen3-Omni's talker and
 # code2wav, π0's action expert,
 # Evolla's protein path); the rest is its language model's
-NAMED = ("vision.", "audio.", "talker.", "token2wav.", "code2wav.", "action_expert.", "protein.")
+NAMED = ("vision.", "audio.", "talker.", "token2wav.", "code2wav.", "action_expert.", "protein.", "decoder.")
 
 
 def indexed(path: str, tower: str | None) -> bool:
@@ -165,7 +173,8 @@ def indexed(path: str, tower: str | None) -> bool:
 
 def tower_of(c: Config) -> str | None:
     """The part a wrapper read whole puts beside its language model ("vision" or "audio"; VibeVoice's and MUSE Spark's
-    audio parts and Evolla's protein part by their own keys; "vqvae", a VQ-VAE image tokenizer in place of a vision tower), or None."""
+    audio parts, Evolla's protein part and DiffusionGemma's decoder by their own keys; "vqvae", a VQ-VAE image
+    tokenizer in place of a vision tower), or None."""
     reader = wrappers().get(c.wrapper or "") if c.outer is not None else None
     if reader is None:
         return None
@@ -176,6 +185,8 @@ def tower_of(c: Config) -> str | None:
         return "protein"
     if "muse_spark_audio" in parts:  # MUSE Spark's audio tower, named its own way, beside its vision tower
         return "muse_spark_audio"
+    if "block_diffusion" in parts:  # DiffusionGemma's decoder, named its own way, beside its vision tower
+        return "block_diffusion"
     vision = parts.get("vision")
     if isinstance(vision, dict) and ("vqvae" in vision or "emu3_vqvae" in vision):  # an image tokenizer's own names
         return "vqvae"
