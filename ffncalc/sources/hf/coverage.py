@@ -822,13 +822,15 @@ WHOLE_PROVEN_ON = {
     "gemma3": ("google/gemma-3-27b-it",),
     "gemma4": ("google/gemma-4-26B-A4B", "nvidia/Gemma-4-31B-IT-NVFP4"),
     "kimi_k25": ("nvidia/Kimi-K2.5-NVFP4",),
-    "llama4": ("meta-llama/Llama-4-Scout-17B-16E-Instruct",),
+    "llama4": ("meta-llama/Llama-4-Scout-17B-16E-Instruct", "meta-llama/Llama-4-Maverick-17B-128E-Instruct"),
     "llava": ("llava-hf/llava-1.5-7b-hf",),
     "minicpmv4_6": ("openbmb/MiniCPM-V-4.6",),
     "molmo2": ("allenai/Molmo2-4B",),
     "mistral3": ("black-forest-labs/FLUX.2-dev (its text encoder, Mistral Small 3.2 24B)",),
     "qwen2_5_vl": ("DiffSynth-Studio/Nexus-GenV2 (Qwen2.5-VL-7B's layout, saved flat)",),
     "qwen2_audio": ("Qwen/Qwen2-Audio-7B",),
+    "qwen3_5": ("Qwen/Qwen3.5-27B",),
+    "qwen3_5_moe": ("Qwen/Qwen3.5-35B-A3B", "Qwen/Qwen3.5-397B-A17B"),
     "vision-encoder-decoder": ("a ViT-GPT2 captioner, nlpconnect/vit-gpt2-image-captioning's composition",),
 }
 
