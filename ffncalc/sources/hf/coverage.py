@@ -827,10 +827,15 @@ WHOLE_PROVEN_ON = {
     "minicpmv4_6": ("openbmb/MiniCPM-V-4.6",),
     "molmo2": ("allenai/Molmo2-4B",),
     "mistral3": ("black-forest-labs/FLUX.2-dev (its text encoder, Mistral Small 3.2 24B)",),
-    "qwen2_5_vl": ("DiffSynth-Studio/Nexus-GenV2 (Qwen2.5-VL-7B's layout, saved flat)",),
+    "qwen2_5_vl": (
+        "DiffSynth-Studio/Nexus-GenV2 (Qwen2.5-VL-7B's layout, saved flat)",
+        "Qwen/Qwen-Image (its text encoder, Qwen2.5-VL-7B-Instruct)",
+    ),
     "qwen2_audio": ("Qwen/Qwen2-Audio-7B",),
     "qwen3_5": ("Qwen/Qwen3.5-27B",),
     "qwen3_5_moe": ("Qwen/Qwen3.5-35B-A3B", "Qwen/Qwen3.5-397B-A17B"),
+    "qwen3_vl": ("Qwen/Qwen3-VL-4B-Instruct",),
+    "smolvlm": ("HuggingFaceTB/SmolVLM2-500M-Video-Instruct",),
     "vision-encoder-decoder": ("a ViT-GPT2 captioner, nlpconnect/vit-gpt2-image-captioning's composition",),
 }
 
