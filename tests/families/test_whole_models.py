@@ -448,6 +448,14 @@ def test_mistral_small_3_2_head_as_transformers_ties_it():
     assert built + 131_072 * 5_120 == 24_011_361_280
 
 
+def test_glm_4_5v_equals_its_checkpoint():
+    """GLM-4.5V's config.json counted whole equals its released checkpoint: the report that quotes the config totals the
+    checkpoint's 18,106 tensors at 107,710,933,120 elements, which are the parameters and the 45 MoE layers'
+    e_score_correction_bias (128 each; a buffer in transformers' Glm4vMoeTextTopkRouter, stored in the checkpoint)."""
+    _, model = hf.load(HERE / "public" / "glm-4.5v.json")
+    assert tally(model).params + 45 * 128 == 107_710_933_120
+
+
 def test_whole_proven_on_names_the_public_configs():
     """coverage.WHOLE_PROVEN_ON: a public config recorded for each type it names, and each public config's type named."""
     types = {json.loads((HERE / "public" / f"{n}.json").read_text())["model_type"] for n in PUBLIC}
