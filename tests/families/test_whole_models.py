@@ -448,12 +448,23 @@ def test_mistral_small_3_2_head_as_transformers_ties_it():
     assert built + 131_072 * 5_120 == 24_011_361_280
 
 
-def test_glm_4_5v_equals_its_checkpoint():
-    """GLM-4.5V's config.json counted whole equals its released checkpoint: the report that quotes the config totals the
-    checkpoint's 18,106 tensors at 107,710,933,120 elements, which are the parameters and the 45 MoE layers'
-    e_score_correction_bias (128 each; a buffer in transformers' Glm4vMoeTextTopkRouter, stored in the checkpoint)."""
-    _, model = hf.load(HERE / "public" / "glm-4.5v.json")
-    assert tally(model).params + 45 * 128 == 107_710_933_120
+# The released checkpoints' element counts, as the public model-information reports quoting their configs total their
+# safetensors (sources.json): each the parameters transformers builds and the buffers the checkpoint stores beside them
+# (GLM-4.5V's 45 MoE layers' e_score_correction_bias of 128, a buffer of Glm4vMoeTextTopkRouter)
+CHECKPOINT_ELEMENTS = {
+    "glm-4.5v": (107_710_933_120, 45 * 128),
+    "qwen3-vl-8b-instruct": (8_767_123_696, 0),
+    "qwen3-vl-30b-a3b-instruct": (31_070_754_032, 0),
+    "qwen3-vl-235b-a22b-instruct": (235_670_022_896, 0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CHECKPOINT_ELEMENTS))
+def test_public_whole_configs_equal_their_checkpoints(name):
+    """A public config counted whole equals its released checkpoint's elements, less the buffers it stores."""
+    elements, buffers = CHECKPOINT_ELEMENTS[name]
+    _, model = hf.load(HERE / "public" / f"{name}.json")
+    assert tally(model).params + buffers == elements
 
 
 def test_whole_proven_on_names_the_public_configs():

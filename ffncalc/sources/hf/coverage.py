@@ -835,7 +835,8 @@ WHOLE_PROVEN_ON = {
     "qwen2_audio": ("Qwen/Qwen2-Audio-7B",),
     "qwen3_5": ("Qwen/Qwen3.5-27B",),
     "qwen3_5_moe": ("Qwen/Qwen3.5-35B-A3B", "Qwen/Qwen3.5-397B-A17B"),
-    "qwen3_vl": ("Qwen/Qwen3-VL-4B-Instruct",),
+    "qwen3_vl": ("Qwen/Qwen3-VL-4B-Instruct", "Qwen/Qwen3-VL-8B-Instruct"),
+    "qwen3_vl_moe": ("Qwen/Qwen3-VL-30B-A3B-Instruct", "Qwen/Qwen3-VL-235B-A22B-Instruct"),
     "smolvlm": ("HuggingFaceTB/SmolVLM2-500M-Video-Instruct",),
     "vision-encoder-decoder": ("a ViT-GPT2 captioner, nlpconnect/vit-gpt2-image-captioning's composition",),
 }
