@@ -27,12 +27,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..model.schema import Positive
-from . import Part, register
+from . import register
+from ._held import HeldPart
 
 
 @register
 @dataclass(frozen=True)
-class BlockDiffusion(Part):
+class BlockDiffusion(HeldPart):
     key = "block_diffusion"
     order = 48
     prefix = "decoder"  # its modules' name: its terms' (decoder.self_conditioning.mlp, …)
@@ -96,6 +97,9 @@ class BlockDiffusion(Part):
             f"in the sliding ones, up to their window"
         )
 
+    def held_numels(self, model) -> dict[str, int]:
+        return {**self.conditioning_numels(), **self.copy_numels(model)}
+
     def copy_numels(self, model) -> dict[str, int]:
         """The decoder's own layers, final norm and table where untied: the model's layers' parameters again (each run
         of layers' terms, model/stacks.py), an RMSNorm of h and the V × h table. Tied, the layers' biases alone
@@ -112,13 +116,3 @@ class BlockDiffusion(Part):
         if not self.untied:
             return {"decoder.layers": layers} if layers else {}
         return {"decoder.layers": layers, "decoder.norm": model.d_model, "decoder.embed_tokens": self.vocab * model.d_model}
-
-    def sequence_terms(self, e, model, seq_len) -> None:
-        """Its parameters, held and not run by a forward over the prompt: no work, no token's active parameters."""
-        for name, n in {**self.conditioning_numels(), **self.copy_numels(model)}.items():
-            e.term(name, "weight", (n,), 1, 0, numel=n, per_sequence=True)
-
-    def model_module(self, model):
-        from .talker import held_module
-
-        return held_module()({**self.conditioning_numels(), **self.copy_numels(model)}, "decoder")

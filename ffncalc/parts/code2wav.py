@@ -26,8 +26,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..model.schema import NonNegative, Positive
-from . import Part, register
-from .talker import held_module
+from . import register
+from ._held import HeldPart
 
 CONVNEXT_KERNEL = 7  # Qwen3OmniMoeConvNeXtBlock's depthwise convolution
 KERNEL = 7  # the decoder's first and last convolutions and each residual unit's first
@@ -36,7 +36,7 @@ UNITS = 3  # residual units a decoder block (dilations 1, 3, 9)
 
 @register
 @dataclass(frozen=True)
-class Code2Wav(Part):
+class Code2Wav(HeldPart):
     key = "code2wav"
     beside = True
     order = 47
@@ -85,12 +85,3 @@ class Code2Wav(Part):
             "code2wav.decoder.activation_post": 2 * last,
         }
         return {name: n for name, n in out.items() if n}
-
-    def sequence_terms(self, e, model, seq_len) -> None:
-        """Its parameters, held and not run by a forward over the thinker's tokens: no work, no token's active
-        parameters."""
-        for name, n in self.numels().items():
-            e.term(name, "weight", (n,), 1, 0, numel=n, per_sequence=True)
-
-    def model_module(self, model):
-        return held_module()(self.numels(), self.key)

@@ -24,15 +24,15 @@ residual_kernel_size k_r, num_residual_layers n, compress c, audio_channels a):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cache
 
 from ..model.schema import NonNegative, Positive
-from . import Part, register
+from . import register
+from ._held import HeldPart
 
 
 @register
 @dataclass(frozen=True)
-class Codec(Part):
+class Codec(HeldPart):
     key = "codec"
     beside = True
     order = 45
@@ -90,27 +90,3 @@ class Codec(Part):
             "codec.quantizer": 2 * 2 * h * self.quantizer_width,
         }
         return {name: n for name, n in out.items() if n}
-
-    def sequence_terms(self, e, model, seq_len) -> None:
-        """Its parameters, held and not run by a forward over tokens: no work, no token's active parameters."""
-        for name, n in self.numels().items():
-            e.term(name, "weight", (n,), 1, 0, numel=n, per_sequence=True)
-
-    def model_module(self, model):
-        return _module()(self)
-
-
-@cache
-def _module():
-    import torch
-    from torch import nn
-
-    class CodecModule(nn.Module):
-        """Each component's parameters as one tensor (a forward over tokens reads none of them)."""
-
-        def __init__(self, spec: Codec):
-            super().__init__()
-            for name, n in spec.numels().items():
-                self.register_parameter(name.split(".", 1)[1], nn.Parameter(torch.zeros(n)))
-
-    return CodecModule

@@ -36,13 +36,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..model.schema import NonNegative, Positive
-from . import Part, register
-from .talker import held_module
+from . import register
+from ._held import HeldPart
 
 
 @register
 @dataclass(frozen=True)
-class MoeTalker(Part):
+class MoeTalker(HeldPart):
     key = "moe_talker"
     beside = True
     prefix = "talker"  # its components' names, as transformers names its modules
@@ -119,12 +119,3 @@ class MoeTalker(Part):
             f"{self.token_flops(1):,} forward FLOPs through its layers and codec_head at its first position, "
             f"{2 * 2 * self.layers * self.heads * self.head_dim:,} more for each key before it"
         )
-
-    def sequence_terms(self, e, model, seq_len) -> None:
-        """Its parameters, held and not run by a forward over the thinker's tokens: no work, no token's active
-        parameters."""
-        for name, n in self.numels().items():
-            e.term(name, "weight", (n,), 1, 0, numel=n, per_sequence=True)
-
-    def model_module(self, model):
-        return held_module()(self.numels(), self.prefix)

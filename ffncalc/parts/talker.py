@@ -21,15 +21,15 @@ counts (the table's lookup, the norms, the rotary and the SiLU are elementwise, 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cache
 
 from ..model.schema import NonNegative, Positive
-from . import Part, register
+from . import register
+from ._held import HeldPart
 
 
 @register
 @dataclass(frozen=True)
-class Talker(Part):
+class Talker(HeldPart):
     key = "talker"
     beside = True
     order = 46
@@ -71,34 +71,3 @@ class Talker(Part):
             f"over the thinker's tokens does not run it); a generated codec token is {self.token_flops(1):,} forward "
             f"FLOPs at its first position, {2 * 2 * self.layers * self.heads * self.head_dim:,} more for each key before it"
         )
-
-    def sequence_terms(self, e, model, seq_len) -> None:
-        """Its parameters, held and not run by a forward over the thinker's tokens: no work, no token's active
-        parameters."""
-        for name, n in self.numels().items():
-            e.term(name, "weight", (n,), 1, 0, numel=n, per_sequence=True)
-
-    def model_module(self, model):
-        return held_module()(self.numels(), self.key)
-
-
-@cache
-def held_module():
-    """A module of held parameters, one tensor a component, nested as the components' dotted names (``talker.layers.mlp``
-    is ``layers.mlp`` under the part's module): a forward over tokens reads none of them."""
-    import torch
-    from torch import nn
-
-    class Held(nn.Module):
-        def __init__(self, numels: dict[str, int], key: str):
-            super().__init__()
-            for name, n in numels.items():
-                *path, leaf = name.split(".")[1:] if name.split(".")[0] == key else name.split(".")
-                module: nn.Module = self
-                for piece in path:
-                    if not hasattr(module, piece):
-                        module.add_module(piece, nn.Module())
-                    module = getattr(module, piece)
-                module.register_parameter(leaf, nn.Parameter(torch.zeros(n)))
-
-    return Held

@@ -36,15 +36,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..model.schema import NonNegative, Positive
-from . import Part, register
-from .talker import held_module
+from . import register
+from ._held import HeldPart
 
 FREQUENCIES = 256  # DiTTimestepEmbedding's freq_embed_dim: the sinusoidal embedding of the step's time
 
 
 @register
 @dataclass(frozen=True)
-class Token2Wav(Part):
+class Token2Wav(HeldPart):
     key = "token2wav"
     beside = True
     order = 47
@@ -111,12 +111,3 @@ class Token2Wav(Part):
             "token2wav.bigvgan.conv_post": (u // 2**n) * 7,
         }
         return {name: n for name, n in out.items() if n}
-
-    def sequence_terms(self, e, model, seq_len) -> None:
-        """Its parameters, held and not run by a forward over the thinker's tokens: no work, no token's active
-        parameters."""
-        for name, n in self.numels().items():
-            e.term(name, "weight", (n,), 1, 0, numel=n, per_sequence=True)
-
-    def model_module(self, model):
-        return held_module()(self.numels(), self.key)
