@@ -38,6 +38,7 @@ MODULES = (
     "phi4_vision",
     "molmo2_vision",
     "audio_codes",
+    "waveform_audio",
     "hmlp_vision",
     "encoder",
     "document",

@@ -829,6 +829,7 @@ WHOLE_PROVEN_ON = {
     "blip-2": ("Salesforce/blip2-opt-2.7b",),
     "gemma3": ("google/gemma-3-27b-it",),
     "gemma4": ("google/gemma-4-26B-A4B", "nvidia/Gemma-4-31B-IT-NVFP4"),
+    "gemma4_unified": ("google/gemma-4-12B",),
     "glm4v_moe": ("zai-org/GLM-4.5V",),
     "kimi_k25": ("nvidia/Kimi-K2.5-NVFP4",),
     "llama4": ("meta-llama/Llama-4-Scout-17B-16E-Instruct", "meta-llama/Llama-4-Maverick-17B-128E-Instruct"),

@@ -420,12 +420,13 @@ def gemma4_unified(c: Config) -> dict:
     factorised table of mm_posemb_size rows on each of two axes (a patch's x and y rows summed) and a LayerNorm
     (pos_norm), then its multimodal_embedder: an RMSNorm without a weight and Linear(output_proj_dims, text width)
     without a bias; none where vision_config is null (the class then builds no embedder). Its images have no fixed
-    size: an image's figures are at GEMMA4_UNIFIED_IMAGE_SIZE pixels a side unless --image-size says otherwise. An
-    audio_config's embedder is not read yet: such a file is refused in one line."""
-    if c.data.get("audio_config") is not None:
-        raise c.fail("audio_config", "Gemma 4 Unified's audio embedder is not read yet")
+    size: an image's figures are at GEMMA4_UNIFIED_IMAGE_SIZE pixels a side unless --image-size says otherwise. Its
+    audio_config's embed_audio (parts/waveform_audio.py): no audio tower, each frame of audio_embed_dim raw samples
+    through an RMSNorm without a weight and Linear(audio_embed_dim, text width) without a bias; none where audio_config
+    is null."""
+    parts = {} if c.data.get("audio_config") is None else {"waveform_audio": gemma4_unified_audio(c)}
     if c.data.get("vision_config") is None:
-        return {}
+        return parts
     v = sub_config(c, "vision_config")
     d = v.int("mm_embed_dim")
     if v.int("output_proj_dims") != d:  # its embedder reads what pos_norm writes
@@ -440,7 +441,19 @@ def gemma4_unified(c: Config) -> dict:
         "post_norm": False,
         "projector": projector,
     }
-    return {"vision": vision}
+    return {"vision": vision, **parts}
+
+
+def gemma4_unified_audio(c: Config) -> dict:
+    """Gemma4UnifiedAudioConfig: audio_embed_dim, which its hidden_size, output_proj_dims and audio_samples_per_token
+    each set and read (properties of one field); a file stating two of them apart is refused (transformers keeps
+    whichever it sets last)."""
+    a = sub_config(c, "audio_config", {None: "gemma4_unified_audio"})  # type: ignore[dict-item]
+    samples = a.int("audio_embed_dim", 640)
+    for alias in ("hidden_size", "output_proj_dims", "audio_samples_per_token"):
+        if alias in a.data and a.int(alias) != samples:
+            raise a.fail(alias, f"{a.int(alias)} differs from audio_embed_dim {samples}, which it is")
+    return {"samples": samples}
 
 
 @wrapper("glm4v", "glm4v_moe", "glm46v", "glmga")
