@@ -157,7 +157,7 @@ def with_inputs(m: Model, **inputs: int | None) -> Model:
         o.whole(name, value, 1 if name == "image_size" else 0, MAX_INPUTS)
         if not any(name in p.takes for p in m.stack.parts):
             tower = "audio tower" if name.startswith("audio") else "encoder" if name == "source_len" else "vision tower"
-            raise OptionError(f"{o.flag(name)} {value}: {m.label} has no part that takes it (no {tower})", field=name)
+            raise OptionError(f"{o.flag(name)} {value}: {m.label} has no part that takes it ({_no(m, tower)})", field=name)
     old = m.stack.parts
     parts = tuple(p.given(**stated) for p in old)
     for p in (new for new, before in zip(parts, old) if new is not before):  # those given an input; the rest were checked
@@ -171,6 +171,13 @@ def with_inputs(m: Model, **inputs: int | None) -> Model:
     return Model(m.label, stack)
 
 
+def _no(m: Model, tower: str) -> str:
+    """Why ``m`` has no ``tower``: --text-only left it out, or it never had one."""
+    from ..sources.presets import TEXT_ONLY_NOTE
+
+    return "--text-only leaves its towers out" if any(n.startswith(TEXT_ONLY_NOTE) for n in m.stack.notes) else f"no {tower}"
+
+
 def image_size_for(m: Model, tokens: int) -> int:
     """The image, in pixels a side, that the model's tower (the first part that takes ``image_size``) makes ``tokens``
     tokens of the language model from: its own size where that makes them, else the smallest that does; refused,
@@ -178,7 +185,9 @@ def image_size_for(m: Model, tokens: int) -> int:
     o.whole("image_tokens", tokens, 1, MAX_INPUTS * MAX_INPUTS)
     tower = next((p for p in m.stack.parts if "image_size" in p.takes), None)
     if tower is None:
-        raise OptionError(f"--image-tokens {tokens}: {m.label} has no part that takes it (no vision tower)", field="image_tokens")
+        raise OptionError(
+            f"--image-tokens {tokens}: {m.label} has no part that takes it ({_no(m, 'vision tower')})", field="image_tokens"
+        )
     own: Any = tower.given(images=1)  # a part that takes image_size states one
     if own.request_tokens() == tokens:  # its own size makes them (a tower built for one size: Gemma 3's 896)
         return int(own.image_size)
@@ -189,9 +198,8 @@ def image_size_for(m: Model, tokens: int) -> int:
         made.setdefault(n, side)
     below, above = max((n for n in made if n < tokens), default=None), min((n for n in made if n > tokens), default=None)
     near = " or ".join(f"{n:,} ({made[n]:,} pixels)" for n in (below, above) if n is not None)
-    raise OptionError(
-        f"--image-tokens {tokens:,}: no image size makes that many tokens in {m.label}; nearest: {near}", field="image_tokens"
-    )
+    nearest = f"; nearest: {near}" if near else ""
+    raise OptionError(f"--image-tokens {tokens:,}: no image size makes that many tokens in {m.label}{nearest}", field="image_tokens")
 
 
 def verify(
@@ -781,8 +789,10 @@ def source_note(plan: Any, source: int, given: int | None) -> None:
 def alone(answer: Any, m: Model, text_only: bool) -> Any:
     """A plan of a model's language model alone (--text-only) says so, in its inputs and its notes."""
     if text_only:
+        from ..sources.presets import TEXT_ONLY_NOTE
+
         answer.inputs["text_only"] = True
-        answer.notes.append(m.stack.notes[-1])
+        answer.notes.append(next(n for n in m.stack.notes if n.startswith(TEXT_ONLY_NOTE)))
     return answer
 
 
@@ -1061,7 +1071,8 @@ def fit(
             raise OptionError(f"{o.flag(clash)}: a serving option; with --lora the base's format is --base-dtype", field=clash)
         if reserve is not None:
             o.number("reserve", reserve, 0, 0.99, above=False)
-        media = next((k for k, v in (("images", images), ("audio_seconds", audio_seconds)) if v), None)
+        inputs = (("images", images), ("image_size", image_size), ("image_tokens", image_tokens), ("audio_seconds", audio_seconds))
+        media = next((k for k, v in inputs if v is not None), None)
         if media:
             raise OptionError(f"{o.flag(media)}: fine-tuning plans count text sequences; with --lora leave it out", field=media)
         o.flag_value("text_only", text_only)

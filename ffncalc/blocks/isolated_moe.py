@@ -7,10 +7,11 @@ its own router (Ernie4_5_VLMoeMoeTopKRouter) and score correction (moe_statics),
 
 A token's active parameters are a text token's: the text mixture's and the shared experts'. Of a sequence of s
 positions holding the I tokens its images bring (the vision part's, ``--images``), the text mixture's router,
-correction and experts run over the s − I text positions (``Term.positions`` (s − I) / s) and the vision mixture's
-over the I image positions (I / s, work once a sequence for its images: ``Term.per_sequence``, active for no text
-token), as Ernie4_5_VLMoeMoeBlock splits them by moe_mm_token_type_ids; a decode step's token is a text token. The
-image's start and end markers, which transformers also sends to the vision mixture, are counted as text tokens."""
+correction and experts run over the s − I text positions and the vision mixture's over the I image positions, as
+Ernie4_5_VLMoeMoeBlock splits them by moe_mm_token_type_ids: their multiply-adds a token are (s − I) / s and I / s of
+a whole token's. The vision mixture is active for no token (the 2N conventions, which count active parameters, charge
+a text token's whatever the images); a decode step's token is a text token. The image's start and end markers, which
+transformers also sends to the vision mixture, are counted as text tokens."""
 
 from __future__ import annotations
 
@@ -27,6 +28,17 @@ IMAGE_TOKENS = (
     "modality-isolated experts: each sparse layer's vision mixture ({n} experts of {f}, its own router) runs the images' "
     "tokens and no text token; the text mixture ({t} wide) the text's"
 )
+
+
+def scaled(t, share: Fraction):
+    """``t`` with its work (multiply-adds and elementwise operations per token) at ``share`` of the tokens."""
+    if share == 1:
+        return t
+
+    def whole(x):
+        return int(x) if x == int(x) else x
+
+    return replace(t, macs=whole(t.macs * share), elementwise=whole(t.elementwise * share))
 
 
 def image_positions(model, seq_len: int) -> int:
@@ -84,19 +96,18 @@ class IsolatedMoEFFN(MoEFFN):
         assert self.vision_expert is not None
         images = image_positions(model, seq_len)
         vision = len(e.out)
-        e.linear("ffn.vision_router", d, self.n_experts, False, n, n if images else 0)
+        e.linear("ffn.vision_router", d, self.n_experts, False, n)
         if self.correction_bias:
-            e.term("ffn.vision_correction_bias", "bias", (self.n_experts,), n, 0, elementwise=n * self.n_experts if images else 0)
-        runs = k * n if images else 0
+            e.term("ffn.vision_correction_bias", "bias", (self.n_experts,), n, elementwise=n * self.n_experts)
         self.vision_expert.emit(
-            e, "ffn.vision_experts.", d, self.n_experts * n, runs, model.norm, expert=True, component="ffn.vision_experts"
+            e, "ffn.vision_experts.", d, self.n_experts * n, k * n, model.norm, expert=True, component="ffn.vision_experts"
         )
-        if not images:
-            return
-        text, shared = Fraction(seq_len - images, seq_len), Fraction(images, seq_len)
+        # the vision mixture's work is the images' share of each token's (I / s), the text mixture's the rest; a token's
+        # active parameters (and the 2N conventions' FLOPs, which count them) stay a text token's
+        text, share = Fraction(seq_len - images, seq_len), Fraction(images, seq_len)
         own = ("ffn.router", "ffn.correction_bias", "ffn.experts")  # the text mixture's (not the ops both run, nor shared)
-        e.out[start:vision] = [replace(t, positions=t.positions * text) if t.component in own else t for t in e.out[start:vision]]
-        e.out[vision:] = [replace(t, active_count=0, positions=t.positions * shared, per_sequence=True) for t in e.out[vision:]]
+        e.out[start:vision] = [scaled(t, text) if t.component in own else t for t in e.out[start:vision]]
+        e.out[vision:] = [replace(scaled(t, share), active_count=0) for t in e.out[vision:]]
 
     def linears(self, model) -> tuple:
         """MoEFFN's, the vision mixture's router a router module (vision_moe.gate: its weight a plain parameter) and its

@@ -5,19 +5,20 @@ reference model, with no work and no token's active parameters. What generating 
 from __future__ import annotations
 
 from functools import cache
-from typing import ClassVar
 
-from . import Part
+from . import Part, module_name
 
 
 class HeldPart(Part):
     """A part whose parameters are held and not run: ``held_numels(model)`` by component (default: ``numels()``),
-    its reference module ``prefix`` (default: its key) holding one tensor a component."""
+    its reference module (``module_name``) holding one tensor a component."""
 
-    prefix: ClassVar[str | None] = None  # its components' first name, where not its key
+    def numels(self) -> dict[str, int]:
+        """Its parameters by component."""
+        raise NotImplementedError
 
     def held_numels(self, model) -> dict[str, int]:
-        return self.numels()  # type: ignore[attr-defined]  # each held part states its components' numels
+        return self.numels()
 
     def sequence_terms(self, e, model, seq_len) -> None:
         """Its parameters, held and not run by a forward over the tokens: no work, no token's active parameters."""
@@ -25,7 +26,7 @@ class HeldPart(Part):
             e.term(name, "weight", (n,), 1, 0, numel=n, per_sequence=True)
 
     def model_module(self, model):
-        return held_module()(self.held_numels(model), self.prefix or self.key)
+        return held_module()(self.held_numels(model), module_name(self))
 
 
 @cache

@@ -1,6 +1,6 @@
 """A codec-to-waveform decoder held beside the model's layers: Qwen3-Omni's code2wav (Qwen Team 2025, "Qwen3-Omni
 Technical Report", §2.4: a causal ConvNet in place of block-wise diffusion, as transformers' Qwen3OmniMoeCode2Wav builds
-it), a sliding-window transformer over the codec frames' summed code embeddings, then upsampling and a convolutional
+it), a sliding-window transformer over the codec frames' averaged code embeddings, then upsampling and a convolutional
 decoder with SnakeBeta activations writing the waveform. Its parameters are counted by component; a forward over the
 thinker's tokens does not run it, and its work is not charged in the FLOPs, as the count's note says.
 

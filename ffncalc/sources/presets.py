@@ -69,10 +69,8 @@ def load(ref: str, as_family: str | None = None, *, text_only: bool = False) -> 
         label, spec = hf.load(ref, as_family)  # a .json is a config.json, whose model_type names its family
         if not text_only:
             return label, spec
-        note = without_towers(spec, label).notes[-1]  # refused where there is no tower to leave out
         # a wrapper's language model as its text-only class builds it (its head tied by its text_config)
-        text = without_towers(hf.load(ref, as_family, text=True)[1], label, strict=False)
-        return label, text if note in text.notes else replace(text, notes=(*text.notes, note))
+        return label, without_towers(spec, label, hf.load(ref, as_family, text=True)[1])
     if as_family is not None:
         raise InputError(f"--as {as_family}: only a Hugging Face config.json is read as a family; {ref} is not one")
     path = Path(ref)
@@ -83,23 +81,25 @@ def load(ref: str, as_family: str | None = None, *, text_only: bool = False) -> 
     return (label, without_towers(spec, label)) if text_only else (label, spec)
 
 
-def without_towers(spec: Model, label: str, strict: bool = True) -> Model:
-    """``spec``'s language model alone: without the towers and generators beside it (``Part.beside``: its vision and
-    audio towers with their projectors, a talker…), its head tied as it states. ``strict``: refused where there is
-    none to leave out."""
+TEXT_ONLY_NOTE = "text only: the language model alone"
+
+
+def without_towers(spec: Model, label: str, text: Model | None = None) -> Model:
+    """``spec``'s language model alone: ``text`` (a wrapper's text_config read, default ``spec``) without the towers and
+    generators beside its layers (``Part.beside``: vision and audio towers with their projectors, a talker…), its
+    head tied as it states; its note names every part of ``spec`` it leaves out. Refused where ``spec`` has no tower."""
     from ..errors import OptionError
 
-    beside = [p for p in spec.parts if p.beside]
-    if not beside:
-        if strict:
-            raise OptionError(f"--text-only: {label} is a language model alone, with no tower beside it", field="text_only")
-        return spec
-    gone = {p.note(spec) for p in beside}
-    named = [p.key.replace("_", " ") for p in beside]
+    if not any(p.beside for p in spec.parts):
+        raise OptionError(f"--text-only: {label} is a language model alone, with no tower beside it", field="text_only")
+    text = spec if text is None else text
+    kept = tuple(p for p in text.parts if not p.beside)
+    gone = [p for p in spec.parts if p.key not in {k.key for k in kept}]
+    named = [p.key.replace("_", " ") for p in gone]
     listed = named[0] if len(named) == 1 else ", ".join(named[:-1]) + " and " + named[-1]
-    note = f"text only: the language model alone, without its {listed}"
-    notes = tuple(n for n in spec.notes if n not in gone) + (note,)
-    return replace(spec, parts=tuple(p for p in spec.parts if not p.beside), notes=notes)
+    notes = {p.note(text) for p in text.parts if p.beside}
+    kept_notes = tuple(n for n in text.notes if n not in notes)
+    return replace(text, parts=kept, notes=(*kept_notes, f"{TEXT_ONLY_NOTE}, without its {listed}"))
 
 
 def shipped(ref: str) -> tuple[str, Model]:

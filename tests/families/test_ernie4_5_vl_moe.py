@@ -149,6 +149,35 @@ def test_a_decode_step_is_a_text_token(tmp_path):
     )
 
 
+def test_an_image_changes_the_prefill_alone(cli):
+    """infer at the defaults: 1,000 tokens of text and one 448-pixel image (256 tokens) decode as 1,256 tokens of
+    text do (a generated token is a text token: the same FLOPs and bytes a step); the prefill differs by the tower's
+    work less, for each of the 256 image tokens, 6 experts a token through the vision mixture (512 wide) in place of
+    the text mixture (1,536) in each of the 27 sparse layers: 2 × 27 × 6 × 3 × 2,560 × (1,536 − 512) FLOPs."""
+    from ffncalc.parts.vision import Vision
+
+    def figures(*args):
+        code, out, _ = cli("infer", str(CONFIG), "--hardware", "h100-sxm", "--generate", "100", *args, "-f", "json")
+        assert code == 0
+        return {k: f["value"] for k, f in json.loads(out)["figures"].items()}
+
+    image = figures("--prompt", "1000", "--images", "1", "--image-size", "448")
+    text = figures("--prompt", "1256")
+    for key in ("decode_first_flops", "decode_flops", "step_bytes", "step_flops", "decode_step_s"):
+        assert image[key] == text[key], key
+    (vision,) = [p for p in hf.load(CONFIG)[1].parts if isinstance(p, Vision)]
+    tokens, tower = vision.per_image(hf.load(CONFIG)[1])[:2]
+    assert tokens == 256
+    assert image["prefill_flops"] - text["prefill_flops"] == tower - 256 * 2 * 27 * 6 * 3 * 2560 * (1536 - 512)
+
+
+def test_6n_counts_a_text_tokens_parameters(tmp_path):
+    """6N counts a token's active parameters, a text token's: the same FLOPs a token with an image or without (the
+    vision mixture active for no token, the text mixture's parameters each token's whole)."""
+    with_images = tally(with_image(tmp_path), convention="6n", seq_len=12).flops_per_token
+    assert with_images == tally(small(tmp_path), convention="6n", seq_len=12).flops_per_token
+
+
 @pytest.mark.torch
 def test_image_tokens_as_transformers_runs_them(tmp_path):
     """Ernie4_5_VLMoeTextModel of SMALL's config, its experts run eagerly, over 12 positions with

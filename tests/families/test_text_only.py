@@ -91,3 +91,21 @@ def test_plans_take_it(cli):
 def test_a_language_model_alone_is_refused_in_one_line(cli, args):
     code, out, err = cli(*args)
     assert code == 2 and out == "" and err.count("\n") == 1 and "--text-only" in err and "no tower" in err
+
+
+def test_the_note_names_every_part_left_out():
+    """DiffusionGemma's text_config is its encoder's language model: --text-only leaves out the vision tower and the
+    block-diffusion decoder (self_conditioning, 3 × 2,304 × 9,216 + 2,304 parameters at the repaired defaults), and its
+    note names both."""
+    config = TESTS / "hf_whole" / "configs" / "diffusion_gemma.json"
+    _, whole = presets.load(str(config))
+    _, alone = presets.load(str(config), text_only=True)
+    assert "text only: the language model alone, without its vision and block diffusion" in alone.notes
+    left_out = sum(r.params for r in tally(whole).rows if r.name.startswith(("vision.", "decoder.")))
+    assert tally(whole).params - tally(alone).params == left_out
+    assert sum(r.params for r in tally(whole).rows if r.name.startswith("decoder.self_conditioning")) == 3 * 2304 * 9216 + 2304
+
+
+def test_images_of_a_model_without_its_towers_are_refused_saying_why(cli):
+    code, out, err = cli("count", "gemma-3-27b", "--text-only", "--images", "1")
+    assert code == 2 and out == "" and err.count("\n") == 1 and "--text-only leaves its towers out" in err

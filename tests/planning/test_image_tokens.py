@@ -50,3 +50,10 @@ def test_infer_prefills_them(cli):
 def test_refused_in_one_line(cli, args, words):
     code, out, err = cli("count", *args)
     assert code == 2 and out == "" and err.count("\n") == 1 and words in err, err
+
+
+@pytest.mark.parametrize("option", [("--image-tokens", "64"), ("--image-size", "448"), ("--images", "1")])
+def test_fine_tuning_plans_refuse_them(cli, option):
+    """fit --lora plans text sequences: what an image brings is refused by its option, one line."""
+    code, out, err = cli("fit", QWEN, "--hardware", "h100-sxm", "--lora", "8", *option)
+    assert code == 2 and out == "" and err.count("\n") == 1 and f"{option[0]}: fine-tuning plans count text sequences" in err
