@@ -23,17 +23,20 @@ Each convolution of kernel k, stride s and padding p makes ⌊(side + 2p − k) 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from ..model.schema import Positive, SpecError
 from ..model.spec import Norm
 from ..model.terms import ACTIVATION_OPS, SOFTMAX_OPS, Emitter
+from ._stem import PixelStem
 
 LAYERNORM = Norm(kind="layernorm")
 GELU = ACTIVATION_OPS["gelu"]
 
 
 @dataclass(frozen=True)
-class DaVit:
+class DaVit(PixelStem):
+    whole: ClassVar[str | None] = "DaViT's positions"
     widths: tuple[Positive, ...] = (128, 256, 512, 1024)  # embed_dim (Florence2VisionConfig)
     depths: tuple[Positive, ...] = (1, 1, 9, 1)  # depths: blocks of a spatial and a channel block, a stage
     heads: tuple[Positive, ...] = (4, 8, 16, 32)  # num_heads: the window attention's
@@ -77,6 +80,22 @@ class DaVit:
             side = (side + 2 * p - k) // s + 1
             out.append(side)
         return out
+
+    @property
+    def features(self) -> int:
+        return self.width
+
+    def own_tokens(self, image_size: int) -> int | None:  # the mean and every position of its last stage
+        return self.tokens(image_size)
+
+    def attach(self, module, projector) -> None:
+        """Its stages, and Florence-2's position tables on the projector."""
+        super().attach(module, projector)
+        for name, table in self.position_tables().items():
+            setattr(projector, name, table)
+
+    def apply(self, module, pixels) -> None:
+        module.projector(self.run(module, pixels, module.projector))
 
     def tokens(self, image_size: int) -> int:
         """The language model's tokens one image becomes: the mean and every position of the last stage."""

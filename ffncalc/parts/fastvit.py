@@ -23,10 +23,12 @@ Each stride-2 convolution (padding k // 2) makes ⌈side / 2⌉ positions a side
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from ..model.schema import NonNegative, Positive, SpecError
 from ..model.spec import Norm
 from ..model.terms import ACTIVATION_OPS, SOFTMAX_OPS, Emitter
+from ._stem import PixelStem
 
 LAYERNORM = Norm(kind="layernorm")
 STRIDE = 64  # the stem's two stride-2 convolutions and four downsamplings
@@ -34,7 +36,8 @@ GELU, SIGMOID, RELU = ACTIVATION_OPS["gelu"], ACTIVATION_OPS["sigmoid"], ACTIVAT
 
 
 @dataclass(frozen=True)
-class FastVit:
+class FastVit(PixelStem):
+    whole: ClassVar[str | None] = "FastViT's tokens"
     widths: tuple[Positive, ...] = (96, 192, 384, 768, 1536)  # embed_dims (fastvit_mci3: FastViTHD)
     depths: tuple[Positive, ...] = (2, 12, 24, 4, 2)  # layers
     attention: tuple[bool, ...] = (False, False, False, True, True)  # token_mixers: "attention" (else "repmixer")
@@ -62,6 +65,10 @@ class FastVit:
     @property
     def stride(self) -> int:
         return 2 ** (len(self.widths) + 1)
+
+    @property
+    def features(self) -> int:
+        return self.width
 
     def sides(self, image_size: int) -> list[int]:
         """Positions a side after the stem's first convolution, after its second, and in each stage."""

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from ..model.schema import Positive, SpecError
 from ..model.spec import Norm
 from ..model.terms import ACTIVATION_OPS, SOFTMAX_OPS, Emitter
+from ._stem import PixelStem
 
 RMSNORM = Norm(kind="rmsnorm")
 GELU = ACTIVATION_OPS["gelu"]
@@ -61,7 +62,7 @@ def out_side(side: int, k: int, s: int) -> int:
 
 
 @dataclass(frozen=True)
-class MobileNetV5:
+class MobileNetV5(PixelStem):
     blocks: tuple[str, ...] = MOBILENET_V5_300M
     stem: Positive = 64  # stem_size
     width: Positive = 2048  # the fusion adapter's channels (num_features)
@@ -99,6 +100,13 @@ class MobileNetV5:
     @property
     def tokens(self) -> int:
         return self.side**2
+
+    @property
+    def features(self) -> int:
+        return self.width
+
+    def own_tokens(self, image_size: int) -> int | None:  # its fusion adapter's, whatever the size
+        return self.tokens
 
     def terms(self, image_size: int) -> list[tuple[str, object]]:
         """Its tensors and their work over one image of ``image_size`` pixels a side ("image": each term's macs and

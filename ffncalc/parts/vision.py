@@ -25,6 +25,7 @@ from ..model.spec import Norm
 from ..model.stacks import Stack
 from ..model.terms import ACTIVATION_OPS, Emitter
 from . import Part, register
+from ._stem import PixelStem
 from .conv_attention import ConvAttention
 from .davit import DaVit
 from .deep_encoder import DeepEncoder
@@ -47,6 +48,9 @@ def image_term_flops(t, n: int) -> tuple[int, int]:
         heads, keys, head_dim = t.shape
         return 2 * n * t.count * heads * keys * head_dim, n * t.elementwise
     return 2 * n * t.macs, n * t.elementwise
+
+
+STEMS = ("fastvit", "davit", "mobilenet", "vqvae", "emu3_vqvae")  # its fields that hold a tower from the pixels up
 
 
 @register
@@ -202,38 +206,17 @@ class Vision(Part):
             raise SpecError(("vision", "mixed"), "its layers are the tower's; this one states others too")
         if self.routed and (self.layers is not None or self.sam or self.mixed):
             raise SpecError(("vision", "routed"), "its layers are the tower's; this one states others too")
-        if self.fastvit:
-            self.fastvit.check()
-            if self.layers is not None or self.position_table or self.class_token or self.patch_size != self.fastvit.stride:
-                raise SpecError(
-                    ("vision", "fastvit"), f"a whole tower: no layers, tables or class token, patch_size {self.fastvit.stride}"
-                )
-            if self.image_size % self.patch_size:  # whole tokens: each stride-2 step halves an even side
-                raise SpecError(("vision", "image_size"), f"{self.image_size} pixels: FastViT's tokens are {self.patch_size} a side")
-        if self.mobilenet:
-            self.mobilenet.check()
-            if self.layers is not None or self.position_table or self.class_token or self.patch_size != self.mobilenet.stride:
-                raise SpecError(
-                    ("vision", "mobilenet"), f"a whole tower: no layers, tables or class token, patch_size {self.mobilenet.stride}"
-                )
-        if self.davit:
-            self.davit.check()
-            if self.layers is not None or self.position_table or self.class_token or self.patch_size != self.davit.stride:
-                raise SpecError(
-                    ("vision", "davit"), f"a whole tower: no layers, tables or class token, patch_size {self.davit.stride}"
-                )
-            if self.image_size % self.patch_size:  # whole positions a side in every stage
-                raise SpecError(("vision", "image_size"), f"{self.image_size} pixels: DaViT's positions are {self.patch_size} a side")
-        if self.vqvae and self.emu3_vqvae:
-            raise SpecError(("vision", "emu3_vqvae"), "one image tokenizer: this tower states vqvae too")
-        vq = self.tokenizer
-        if vq:
-            vq.check()
-            if self.layers is not None or self.position_table or self.class_token or self.patch_size != vq.stride:
-                key = "vqvae" if self.vqvae else "emu3_vqvae"
-                raise SpecError(("vision", key), f"a whole tower: no layers, tables or class token, patch_size {vq.stride}")
-            if self.image_size % self.patch_size:  # whole codes: every downsampling halves an even side
-                raise SpecError(("vision", "image_size"), f"{self.image_size} pixels: its codes are {self.patch_size} a side")
+        stems = [k for k in STEMS if getattr(self, k) is not None]
+        if len(stems) > 1:
+            raise SpecError(("vision", stems[1]), f"one tower from the pixels: this one states {stems[0]} too")
+        if stems:
+            stem, key = self.stem, stems[0]
+            assert stem is not None
+            stem.check()
+            if self.layers is not None or self.position_table or self.class_token or self.patch_size != stem.stride:
+                raise SpecError(("vision", key), f"a whole tower: no layers, tables or class token, patch_size {stem.stride}")
+            if stem.whole and self.image_size % self.patch_size:  # whole outputs: each stride-2 step halves an even side
+                raise SpecError(("vision", "image_size"), f"{self.image_size} pixels: {stem.whole} are {self.patch_size} a side")
         if self.layers is None:
             stated = [k for k in ("pre_norm", "post_norm", "head", "layer_scale", "window", "deepstack") if getattr(self, k)]
             if stated:
@@ -274,6 +257,11 @@ class Vision(Part):
         return self.vqvae or self.emu3_vqvae
 
     @property
+    def stem(self) -> PixelStem | None:
+        """Its tower from the pixels up, in place of the patch embedding and layers, where it has one (parts/_stem.py)."""
+        return self.fastvit or self.davit or self.mobilenet or self.tokenizer
+
+    @property
     def stack(self) -> Stack | None:
         if self.layers is None:
             return None
@@ -305,14 +293,8 @@ class Vision(Part):
             return self.mixed.width
         if self.routed:
             return self.routed.width
-        if self.fastvit:
-            return self.fastvit.width
-        if self.davit:
-            return self.davit.width
-        if self.mobilenet:
-            return self.mobilenet.width
-        if self.tokenizer:
-            return self.tokenizer.embed_dim
+        if self.stem:
+            return self.stem.features
         return self.layers.d_model if self.layers else (self.embed_width or model.d_model)
 
     @property
@@ -345,10 +327,9 @@ class Vision(Part):
         """The language model's tokens one image becomes."""
         if self.projector.fixed:  # a resampler's latents, a Q-Former's queries
             return self.projector.fixed
-        if self.davit:  # the mean and every position of its last stage
-            return self.davit.tokens(self.image_size)
-        if self.mobilenet:  # its fusion adapter's, whatever the size
-            return self.mobilenet.tokens
+        own = self.stem.own_tokens(self.image_size) if self.stem else None
+        if own is not None:  # DaViT's mean and last stage, MobileNetV5's fusion adapter's whatever the size
+            return own
         if self.deep:  # its rows with their newlines, and the view separator
             return self.deep.tokens(self.grid)
         if self.projector.query:  # Aria's: as many queries as its patches call for
@@ -375,14 +356,8 @@ class Vision(Part):
         """Every term of the tower and the projector, each with what it runs over: a patch, a position of the
         tower, a token the projector writes (their per-token work; ``Term.positions`` 1)."""
         d, p, c = self.width(model), self.patch_size, self.channels
-        if self.fastvit:  # its stem, stages and final block from the pixels, then the projector over its positions
-            return self.fastvit.terms(self.image_size) + self.projector.terms(model.d_model, "vision.projector.", self.grid**2)
-        if self.davit:  # its stages from the pixels and Florence-2's tables and mean, then the projector over the tokens
-            return self.davit.terms(self.image_size) + self.projector.terms(model.d_model, "vision.projector.", self.tokens)
-        if self.mobilenet:  # its stem, stages and fusion adapter from the pixels, then the projector over its soft tokens
-            return self.mobilenet.terms(self.image_size) + self.projector.terms(model.d_model, "vision.projector.", self.tokens)
-        if self.tokenizer:  # its encoder, quant_conv and quantizer from the pixels; its codes looked up in the model's table
-            return self.tokenizer.terms(self.image_size) + self.projector.terms(model.d_model, "vision.projector.", self.tokens)
+        if self.stem:  # from the pixels up, then the projector over the image's tokens
+            return self.stem.terms(self.image_size) + self.projector.terms(model.d_model, "vision.projector.", self.tokens)
         stack = self.stack
         norm = stack.norm if stack else None
         emb = Emitter("layers")  # its weights, biases and norms are the tower's layers' kin; its tables embeddings
@@ -677,21 +652,9 @@ def _module(spec: Vision, model):
     class VisionModule(nn.Module):
         def __init__(self):
             super().__init__()
-            if spec.fastvit or spec.mobilenet:  # its own stem and stages, then the projector
-                for name, module in (spec.fastvit or spec.mobilenet).modules().items():
-                    self.add_module(name, module)
+            if spec.stem:  # its own modules from the pixels up, then the projector
                 self.projector = spec.projector.module(model.d_model)
-                return
-            if spec.davit:  # its own stages, then the projector with Florence-2's position tables
-                for name, module in spec.davit.modules().items():
-                    self.add_module(name, module)
-                self.projector = spec.projector.module(model.d_model)
-                for name, module in spec.davit.position_tables().items():
-                    setattr(self.projector, name, module)
-                return
-            if spec.tokenizer:  # its encoder, quant_conv, quantizer, post_quant_conv (and Emu3's decoder)
-                self.vqvae = spec.tokenizer.modules()
-                self.projector = spec.projector.module(model.d_model)
+                spec.stem.attach(self, self.projector)
                 return
             p, f = spec.patch_size, spec.frames
             if f > 1:  # frames × patch × patch pixels of each channel a patch
@@ -791,14 +754,8 @@ def _module(spec: Vision, model):
             n, s = x.shape[0] * spec.images * spec.tiles, spec.image_size
             shape = (n, spec.channels, spec.frames, s, s) if spec.frames > 1 else (n, spec.channels, s, s)
             pixels = torch.zeros(shape, dtype=x.dtype, device=x.device)
-            if spec.fastvit or spec.mobilenet:
-                self.projector((spec.fastvit or spec.mobilenet).run(self, pixels))
-                return x
-            if spec.davit:
-                self.projector(spec.davit.run(self, pixels, self.projector))
-                return x
-            if spec.tokenizer:  # each position's code, a token of the model's table
-                spec.tokenizer.run(self.vqvae, pixels)
+            if spec.stem:
+                spec.stem.apply(self, pixels)
                 return x
             if spec.embed_norms:  # each patch's pixels normalised first (their layout does not change the work)
                 g, c, p = spec.grid, spec.channels, spec.patch_size
