@@ -26,3 +26,22 @@ class PixelStem:
     def apply(self, module, pixels) -> None:
         """One forward of ``pixels`` through it and the projector."""
         module.projector(self.run(module, pixels))  # type: ignore[attr-defined]
+
+
+class CodeStem(PixelStem):
+    """A VQ-VAE's encoder path (Chameleon's, Emu3's): each position's code a token of the model's own table. Its
+    dataclass states ``embed_dim``, the codes' width."""
+
+    whole: ClassVar[str | None] = "its codes"
+
+    @property
+    def features(self) -> int:
+        return self.embed_dim  # type: ignore[attr-defined]
+
+    def attach(self, module, projector) -> None:
+        """Its encoder, quant_conv, quantizer and post_quant_conv (and Emu3's decoder), as one module."""
+        module.vqvae = self.modules()  # type: ignore[attr-defined]
+
+    def apply(self, module, pixels) -> None:
+        """Each position's code, a token of the model's own table: no projector's work."""
+        self.run(module.vqvae, pixels)  # type: ignore[attr-defined]

@@ -24,12 +24,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import ClassVar
 
 from ..model.schema import NonNegative, Positive, SpecError
 from ..model.spec import Norm
 from ..model.terms import ACTIVATION_OPS, SOFTMAX_OPS, Emitter
-from ._stem import PixelStem
+from ._stem import CodeStem
 
 GROUPNORM = Norm(kind="layernorm")  # GroupNorm and BatchNorm3d: a weight and a bias a channel
 SILU = ACTIVATION_OPS["silu"]
@@ -38,8 +37,7 @@ _INDEX = re.compile(r"\.\d+(?=\.|$)")  # a module list's index in a path
 
 
 @dataclass(frozen=True)
-class Emu3VqVae(PixelStem):
-    whole: ClassVar[str | None] = "its codes"
+class Emu3VqVae(CodeStem):
     channels: Positive = 3  # in_channels
     base: Positive = 256  # base_channels
     multipliers: tuple[Positive, ...] = (1, 2, 2, 4)  # channel_multiplier
@@ -70,18 +68,6 @@ class Emu3VqVae(PixelStem):
     @property
     def stride(self) -> int:
         return 2 ** (len(self.multipliers) - 1)
-
-    @property
-    def features(self) -> int:
-        return self.embed_dim
-
-    def attach(self, module, projector) -> None:
-        """Its encoder, quant_conv, quantizer and post_quant_conv (and Emu3's decoder), as one module."""
-        module.vqvae = self.modules()
-
-    def apply(self, module, pixels) -> None:
-        """Each position's code, a token of the model's own table: no projector's work."""
-        self.run(module.vqvae, pixels)
 
     def terms(self, image_size: int) -> list[tuple[str, object]]:
         """Its tensors and one image's work of ``image_size`` pixels a side ("image": each term's macs and

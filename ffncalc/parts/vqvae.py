@@ -33,12 +33,11 @@ The analytic path imports no torch; ``modules`` and ``run``, the reference modul
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
 
 from ..model.schema import NonNegative, Positive, SpecError
 from ..model.spec import Norm
 from ..model.terms import ACTIVATION_OPS, SOFTMAX_OPS, Emitter
-from ._stem import PixelStem
+from ._stem import CodeStem
 
 GROUPNORM = Norm(kind="layernorm")  # a GroupNorm's statistics and affine: a weight and a bias a channel
 SILU = ACTIVATION_OPS["silu"]  # hidden *= sigmoid(hidden)
@@ -153,8 +152,7 @@ def emu3_vqvae_params(vq: dict) -> dict[str, int]:
 
 
 @dataclass(frozen=True)
-class VqVae(PixelStem):
-    whole: ClassVar[str | None] = "its codes"
+class VqVae(CodeStem):
     """Chameleon's VQ-VAE encoder path (ChameleonVQVAE.encode), from its vq_config."""
 
     channels: Positive = 3  # in_channels
@@ -178,18 +176,6 @@ class VqVae(PixelStem):
     def stride(self) -> int:
         """Pixels a side of one code: a stride-2 downsampling after every level but the last."""
         return 2 ** (len(self.multipliers) - 1)
-
-    @property
-    def features(self) -> int:
-        return self.embed_dim
-
-    def attach(self, module, projector) -> None:
-        """Its encoder, quant_conv, quantizer and post_quant_conv (and Emu3's decoder), as one module."""
-        module.vqvae = self.modules()
-
-    def apply(self, module, pixels) -> None:
-        """Each position's code, a token of the model's own table: no projector's work."""
-        self.run(module.vqvae, pixels)
 
     def terms(self, image_size: int) -> list[tuple[str, object]]:
         """Its tensors and one image's work of ``image_size`` pixels a side through encoder, quant_conv and the
